@@ -1,0 +1,1 @@
+//! rutile block IR.

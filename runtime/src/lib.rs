@@ -1,0 +1,1 @@
+//! rutile: the crate users depend on.
