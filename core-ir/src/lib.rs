@@ -1,1 +1,13 @@
-//! rutile block IR.
+//! rutile's block IR: the kernel language of rutile.
+//!
+//! A kernel is built by ordinary Rust code through [`KernelBuilder`] (the meta-parameters of
+//! Triton's `constexpr` are plain Rust values), checked as it is built and again by
+//! [`verify`], printed by [`print`], and run exactly on the CPU by [`interp`].
+
+pub mod arena;
+pub mod ir;
+pub mod types;
+
+pub use arena::{Arena, Handle};
+pub use ir::{Kernel, Op};
+pub use types::{Elem, ScalarType, Shape, Type};

@@ -1,0 +1,462 @@
+//! The block IR: a kernel is a list of parameters and a region of instructions in SSA form.
+//!
+//! Values and instructions live in arenas ([`crate::arena`]); regions (the bodies of `for`,
+//! `if` and `while`) hold instruction handles in order and end with a [`Op::Yield`] when they
+//! produce values. All broadcasting and type promotion is explicit here: the builder inserts
+//! `splat`/`broadcast`/`cast` so that every op sees operands of exactly the types it needs.
+
+use crate::arena::{Arena, Handle};
+use crate::types::{ScalarType, Type};
+use std::fmt;
+
+/// A value of the kernel (an SSA name).
+pub type ValueId = Handle<ValueData>;
+/// An instruction of the kernel.
+pub type InstId = Handle<Inst>;
+
+/// Where the kernel author's code created an instruction (from `#[track_caller]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SourceLoc {
+    pub file: &'static str,
+    pub line: u32,
+    pub column: u32,
+}
+
+impl SourceLoc {
+    /// The location of the caller of the current `#[track_caller]` function.
+    #[track_caller]
+    pub fn caller() -> SourceLoc {
+        let l = std::panic::Location::caller();
+        SourceLoc { file: l.file(), line: l.line(), column: l.column() }
+    }
+}
+
+impl fmt::Display for SourceLoc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// A kernel parameter: a pointer to global memory or a scalar.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: String,
+    /// A scalar type or a pointer type, always of rank 0.
+    pub ty: Type,
+    /// The value that stands for the parameter in the body.
+    pub value: ValueId,
+}
+
+/// What defines a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueDef {
+    /// The `index`-th kernel parameter.
+    Param(u32),
+    /// The `index`-th result of an instruction.
+    Result { inst: InstId, index: u32 },
+    /// The `index`-th argument of region `region` of an instruction (loop variables).
+    RegionArg { inst: InstId, region: u32, index: u32 },
+}
+
+/// A value: its type and definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueData {
+    pub ty: Type,
+    pub def: ValueDef,
+}
+
+/// An instruction: an op, the values it defines, its nested regions and where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inst {
+    pub op: Op,
+    pub results: Vec<ValueId>,
+    pub regions: Vec<Region>,
+    pub loc: SourceLoc,
+}
+
+/// A straight-line list of instructions with arguments (loop variables); the last
+/// instruction is a [`Op::Yield`] in regions that produce values.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Region {
+    pub args: Vec<ValueId>,
+    pub insts: Vec<InstId>,
+}
+
+/// A compile-time constant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Literal {
+    Bool(bool),
+    /// Any integer type; the bits are those of the value's type, sign- or zero-extended.
+    Int(i64),
+    Float(f64),
+}
+
+impl fmt::Display for Literal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Literal::Bool(b) => write!(f, "{b}"),
+            Literal::Int(i) => write!(f, "{i}"),
+            Literal::Float(x) if x.is_nan() => write!(f, "nan"),
+            Literal::Float(x) if x.is_infinite() => {
+                write!(f, "{}inf", if *x < 0.0 { "-" } else { "" })
+            }
+            Literal::Float(x) => write!(f, "{x:?}"),
+        }
+    }
+}
+
+/// Element-wise ops of one operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Neg,
+    /// Bitwise not for integers, logical not for booleans.
+    Not,
+    Abs,
+    Exp,
+    Exp2,
+    Log,
+    Log2,
+    Sqrt,
+    Rsqrt,
+    Sin,
+    Cos,
+    Floor,
+    Ceil,
+    Erf,
+    Sigmoid,
+}
+
+/// Element-wise ops of two operands of the same type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    /// IEEE division for floats; truncating (C-style) division for integers.
+    Div,
+    /// `fmod` for floats; C-style remainder (sign of the dividend) for integers.
+    Rem,
+    /// Integer division rounding up: `(a + b - 1) / b`, as `triton.cdiv`.
+    CeilDiv,
+    And,
+    Or,
+    Xor,
+    /// Shifts; an amount at or above the width gives 0 (or the sign for `Shr` of signed).
+    Shl,
+    /// Arithmetic shift for signed integers, logical for unsigned.
+    Shr,
+    /// IEEE `minimum`/`maximum`: NaN if either operand is NaN.
+    Min,
+    Max,
+}
+
+/// Comparisons; results are booleans. Ordered for floats (false when either is NaN) except
+/// `Ne`, which is true when either is NaN, as in C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// Reductions along one axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum,
+    /// NaN-propagating, as `maximum`.
+    Max,
+    Min,
+    /// Index (i32) of the first maximum along the axis; NaN counts as the largest value.
+    ArgMax,
+    /// Index (i32) of the first minimum along the axis; NaN counts as the smallest value.
+    ArgMin,
+}
+
+/// Read-modify-write atomics on global memory. Each returns the old value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    Add,
+    Max,
+    Min,
+    Xchg,
+    And,
+    Or,
+    Xor,
+}
+
+/// The operation of an instruction, with its operands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// The program's index along grid axis 0, 1 or 2 (i32 scalar).
+    ProgramId { axis: u8 },
+    /// The grid's size along axis 0, 1 or 2 (i32 scalar).
+    NumPrograms { axis: u8 },
+    /// A constant of the result type (a block constant is the literal in every element).
+    Constant { value: Literal },
+    /// `[start, start + 1, ..., end - 1]` as an i32 block; `end - start` is a power of two.
+    Arange { start: i32, end: i32 },
+    /// A scalar repeated into a block of the result's shape.
+    Splat { value: ValueId },
+    /// A block of the same rank whose size-1 dimensions are repeated to the result's shape.
+    Broadcast { value: ValueId },
+    /// A size-1 dimension inserted at `axis`.
+    ExpandDims { value: ValueId, axis: u8 },
+    /// The same elements, row-major, in the result's shape.
+    Reshape { value: ValueId },
+    /// Dimensions reordered: result dimension `i` is input dimension `perm[i]`.
+    Permute { value: ValueId, perm: Vec<u8> },
+    Unary { op: UnaryOp, value: ValueId },
+    Binary { op: BinaryOp, lhs: ValueId, rhs: ValueId },
+    Compare { op: CmpOp, lhs: ValueId, rhs: ValueId },
+    /// `cond ? on_true : on_false`, element-wise (`triton.language.where`).
+    Select { cond: ValueId, on_true: ValueId, on_false: ValueId },
+    /// `a * b + c` with a single rounding (floats only).
+    Fma { a: ValueId, b: ValueId, c: ValueId },
+    /// Numeric conversion to the result's element type: floats round to nearest even, float
+    /// to integer truncates toward zero and saturates (NaN gives 0), integers wrap.
+    Cast { value: ValueId },
+    /// Reinterprets the bits as the result's element type (same width).
+    Bitcast { value: ValueId },
+    /// Pointer plus an element offset (not bytes), as Triton's `ptr + offsets`.
+    AddPtr { ptr: ValueId, offset: ValueId },
+    /// Reads the elements at `ptr` where `mask` holds; `other` elsewhere (0 when absent).
+    Load { ptr: ValueId, mask: Option<ValueId>, other: Option<ValueId> },
+    /// Writes `value` at `ptr` where `mask` holds.
+    Store { ptr: ValueId, value: ValueId, mask: Option<ValueId> },
+    /// Reduces along `axis`, removing it from the shape.
+    Reduce { op: ReduceOp, value: ValueId, axis: u8 },
+    /// Matrix product `a @ b + acc` of `[M, K]` and `[K, N]` blocks into an `[M, N]`
+    /// accumulator (f16/bf16 inputs with f32 accumulation, or f32 inputs).
+    Dot { a: ValueId, b: ValueId, acc: ValueId },
+    /// Atomic read-modify-write where `mask` holds; returns the old values (0 elsewhere).
+    Atomic { op: AtomicOp, ptr: ValueId, value: ValueId, mask: Option<ValueId> },
+    /// Compare-and-swap: where `*ptr == cmp`, stores `value`; returns the old values.
+    AtomicCas { ptr: ValueId, cmp: ValueId, value: ValueId, mask: Option<ValueId> },
+    /// `for i in (start..end).step_by(step)` (negative steps count down, stopping before
+    /// `end`). Region 0 has arguments `[i, carried...]` and yields the next carried values;
+    /// the results are the final carried values.
+    For { start: ValueId, end: ValueId, step: ValueId, init: Vec<ValueId> },
+    /// Region 0 (then) or region 1 (else) runs; each yields the results.
+    If { cond: ValueId },
+    /// Region 0 (the condition) has arguments `[carried...]` and yields one boolean scalar;
+    /// while it is true, region 1 (the body) runs on the same arguments and yields the next
+    /// carried values. The results are the carried values when the condition fails.
+    While { init: Vec<ValueId> },
+    /// Ends a region, giving its values to the enclosing op.
+    Yield { values: Vec<ValueId> },
+}
+
+impl Op {
+    /// The op's name in the printer and in error messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::ProgramId { .. } => "program_id",
+            Op::NumPrograms { .. } => "num_programs",
+            Op::Constant { .. } => "constant",
+            Op::Arange { .. } => "arange",
+            Op::Splat { .. } => "splat",
+            Op::Broadcast { .. } => "broadcast",
+            Op::ExpandDims { .. } => "expand_dims",
+            Op::Reshape { .. } => "reshape",
+            Op::Permute { .. } => "permute",
+            Op::Unary { op, .. } => op.name(),
+            Op::Binary { op, .. } => op.name(),
+            Op::Compare { op, .. } => op.name(),
+            Op::Select { .. } => "where",
+            Op::Fma { .. } => "fma",
+            Op::Cast { .. } => "cast",
+            Op::Bitcast { .. } => "bitcast",
+            Op::AddPtr { .. } => "addptr",
+            Op::Load { .. } => "load",
+            Op::Store { .. } => "store",
+            Op::Reduce { op, .. } => op.name(),
+            Op::Dot { .. } => "dot",
+            Op::Atomic { op, .. } => op.name(),
+            Op::AtomicCas { .. } => "atomic_cas",
+            Op::For { .. } => "for",
+            Op::If { .. } => "if",
+            Op::While { .. } => "while",
+            Op::Yield { .. } => "yield",
+        }
+    }
+
+    /// The operands, in order (optional ones only when present).
+    pub fn operands(&self) -> Vec<ValueId> {
+        match self {
+            Op::ProgramId { .. } | Op::NumPrograms { .. } | Op::Constant { .. } => vec![],
+            Op::Arange { .. } => vec![],
+            Op::Splat { value }
+            | Op::Broadcast { value }
+            | Op::ExpandDims { value, .. }
+            | Op::Reshape { value }
+            | Op::Permute { value, .. }
+            | Op::Unary { value, .. }
+            | Op::Cast { value }
+            | Op::Bitcast { value }
+            | Op::Reduce { value, .. } => vec![*value],
+            Op::Binary { lhs, rhs, .. } | Op::Compare { lhs, rhs, .. } => vec![*lhs, *rhs],
+            Op::Select { cond, on_true, on_false } => vec![*cond, *on_true, *on_false],
+            Op::Fma { a, b, c } => vec![*a, *b, *c],
+            Op::AddPtr { ptr, offset } => vec![*ptr, *offset],
+            Op::Load { ptr, mask, other } => {
+                let mut v = vec![*ptr];
+                v.extend(mask.iter().chain(other.iter()).copied());
+                v
+            }
+            Op::Store { ptr, value, mask } => {
+                let mut v = vec![*ptr, *value];
+                v.extend(mask.iter().copied());
+                v
+            }
+            Op::Dot { a, b, acc } => vec![*a, *b, *acc],
+            Op::Atomic { ptr, value, mask, .. } => {
+                let mut v = vec![*ptr, *value];
+                v.extend(mask.iter().copied());
+                v
+            }
+            Op::AtomicCas { ptr, cmp, value, mask } => {
+                let mut v = vec![*ptr, *cmp, *value];
+                v.extend(mask.iter().copied());
+                v
+            }
+            Op::For { start, end, step, init } => {
+                let mut v = vec![*start, *end, *step];
+                v.extend(init.iter().copied());
+                v
+            }
+            Op::If { cond } => vec![*cond],
+            Op::While { init } => init.clone(),
+            Op::Yield { values } => values.clone(),
+        }
+    }
+
+    /// Whether the op writes memory or has other effects that dead-code elimination must keep.
+    pub fn has_side_effects(&self) -> bool {
+        matches!(
+            self,
+            Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } | Op::Yield { .. }
+        )
+    }
+}
+
+impl UnaryOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Not => "not",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Exp2 => "exp2",
+            UnaryOp::Log => "log",
+            UnaryOp::Log2 => "log2",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Sigmoid => "sigmoid",
+        }
+    }
+    /// Whether the op is defined for floats only (transcendental and rounding functions).
+    pub fn float_only(self) -> bool {
+        !matches!(self, UnaryOp::Neg | UnaryOp::Not | UnaryOp::Abs)
+    }
+}
+
+impl BinaryOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Rem => "rem",
+            BinaryOp::CeilDiv => "cdiv",
+            BinaryOp::And => "and",
+            BinaryOp::Or => "or",
+            BinaryOp::Xor => "xor",
+            BinaryOp::Shl => "shl",
+            BinaryOp::Shr => "shr",
+            BinaryOp::Min => "minimum",
+            BinaryOp::Max => "maximum",
+        }
+    }
+    /// Whether the op is defined for integers and booleans only.
+    pub fn integral_only(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr | BinaryOp::CeilDiv
+        )
+    }
+}
+
+impl CmpOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+        }
+    }
+}
+
+impl ReduceOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
+        }
+    }
+}
+
+impl AtomicOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "atomic_add",
+            AtomicOp::Max => "atomic_max",
+            AtomicOp::Min => "atomic_min",
+            AtomicOp::Xchg => "atomic_xchg",
+            AtomicOp::And => "atomic_and",
+            AtomicOp::Or => "atomic_or",
+            AtomicOp::Xor => "atomic_xor",
+        }
+    }
+}
+
+/// A kernel: its name, parameters and body, with every value and instruction in arenas.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    pub name: String,
+    pub params: Vec<Param>,
+    pub values: Arena<ValueData>,
+    pub insts: Arena<Inst>,
+    pub body: Region,
+}
+
+impl Kernel {
+    /// The type of a value.
+    pub fn ty(&self, value: ValueId) -> Type {
+        self.values[value].ty
+    }
+    /// The element scalar type of a value (the pointee for pointers).
+    pub fn elem_scalar(&self, value: ValueId) -> ScalarType {
+        match self.values[value].ty.elem {
+            crate::types::Elem::Scalar(s) | crate::types::Elem::Ptr(s) => s,
+        }
+    }
+    /// Looks a parameter up by name.
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
+}

@@ -1,0 +1,309 @@
+//! The types of block-IR values: scalars, pointers to scalars in global memory, and blocks
+//! (tensors) of static shape with rank 0 to 3 and power-of-two dimensions.
+//!
+//! A rank-0 block is a scalar, as in Triton: `program_id` is an `i32` of shape `[]`, and the
+//! same ops apply to scalars and blocks.
+
+use std::fmt;
+
+/// A scalar element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScalarType {
+    /// Booleans (`i1`): results of comparisons, masks.
+    Bool,
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+impl ScalarType {
+    pub const ALL: [ScalarType; 13] = [
+        ScalarType::Bool,
+        ScalarType::I8,
+        ScalarType::I16,
+        ScalarType::I32,
+        ScalarType::I64,
+        ScalarType::U8,
+        ScalarType::U16,
+        ScalarType::U32,
+        ScalarType::U64,
+        ScalarType::F16,
+        ScalarType::BF16,
+        ScalarType::F32,
+        ScalarType::F64,
+    ];
+
+    /// Width in bits (1 for booleans).
+    pub const fn bits(self) -> u32 {
+        match self {
+            ScalarType::Bool => 1,
+            ScalarType::I8 | ScalarType::U8 => 8,
+            ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::BF16 => 16,
+            ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 32,
+            ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 64,
+        }
+    }
+    /// Size in memory, in bytes (booleans are stored as one byte).
+    pub const fn size_bytes(self) -> usize {
+        match self {
+            ScalarType::Bool => 1,
+            _ => (self.bits() / 8) as usize,
+        }
+    }
+    pub const fn is_float(self) -> bool {
+        matches!(self, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64)
+    }
+    /// Signed or unsigned integers, not booleans.
+    pub const fn is_int(self) -> bool {
+        self.is_signed_int() || self.is_unsigned_int()
+    }
+    pub const fn is_signed_int(self) -> bool {
+        matches!(self, ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64)
+    }
+    pub const fn is_unsigned_int(self) -> bool {
+        matches!(self, ScalarType::U8 | ScalarType::U16 | ScalarType::U32 | ScalarType::U64)
+    }
+    pub const fn is_bool(self) -> bool {
+        matches!(self, ScalarType::Bool)
+    }
+    /// Integers and booleans: the types of bitwise ops.
+    pub const fn is_integral(self) -> bool {
+        self.is_int() || self.is_bool()
+    }
+    /// The name used by the printer and in error messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ScalarType::Bool => "i1",
+            ScalarType::I8 => "i8",
+            ScalarType::I16 => "i16",
+            ScalarType::I32 => "i32",
+            ScalarType::I64 => "i64",
+            ScalarType::U8 => "u8",
+            ScalarType::U16 => "u16",
+            ScalarType::U32 => "u32",
+            ScalarType::U64 => "u64",
+            ScalarType::F16 => "f16",
+            ScalarType::BF16 => "bf16",
+            ScalarType::F32 => "f32",
+            ScalarType::F64 => "f64",
+        }
+    }
+    /// Parses a name as printed by [`ScalarType::name`] (`bool` is accepted for `i1`).
+    pub const fn from_name(name: &str) -> Option<ScalarType> {
+        Some(match name.as_bytes() {
+            b"i1" | b"bool" => ScalarType::Bool,
+            b"i8" => ScalarType::I8,
+            b"i16" => ScalarType::I16,
+            b"i32" => ScalarType::I32,
+            b"i64" => ScalarType::I64,
+            b"u8" => ScalarType::U8,
+            b"u16" => ScalarType::U16,
+            b"u32" => ScalarType::U32,
+            b"u64" => ScalarType::U64,
+            b"f16" => ScalarType::F16,
+            b"bf16" => ScalarType::BF16,
+            b"f32" => ScalarType::F32,
+            b"f64" => ScalarType::F64,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for ScalarType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The element of a block: a scalar, or a pointer to a scalar in global memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Elem {
+    Scalar(ScalarType),
+    Ptr(ScalarType),
+}
+
+impl Elem {
+    pub fn scalar(self) -> Option<ScalarType> {
+        match self {
+            Elem::Scalar(s) => Some(s),
+            Elem::Ptr(_) => None,
+        }
+    }
+    pub fn is_ptr(self) -> bool {
+        matches!(self, Elem::Ptr(_))
+    }
+}
+
+impl fmt::Display for Elem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Elem::Scalar(s) => write!(f, "{s}"),
+            Elem::Ptr(s) => write!(f, "*{s}"),
+        }
+    }
+}
+
+/// The largest rank of a block.
+pub const MAX_RANK: usize = 3;
+
+/// A static block shape of rank 0 (scalar) to [`MAX_RANK`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Shape {
+    dims: [u32; MAX_RANK],
+    rank: u8,
+}
+
+impl Shape {
+    /// The shape of a scalar.
+    pub const SCALAR: Shape = Shape { dims: [0; MAX_RANK], rank: 0 };
+
+    /// A shape from its dimensions, or `None` when the rank is above [`MAX_RANK`].
+    /// (Power-of-two sizes are checked by the ops that create blocks, where the error can
+    /// name the op.)
+    pub fn new(dims: &[u32]) -> Option<Shape> {
+        if dims.len() > MAX_RANK {
+            return None;
+        }
+        let mut shape = Shape { dims: [0; MAX_RANK], rank: dims.len() as u8 };
+        shape.dims[..dims.len()].copy_from_slice(dims);
+        Some(shape)
+    }
+    pub fn dims(&self) -> &[u32] {
+        &self.dims[..self.rank as usize]
+    }
+    pub fn rank(&self) -> usize {
+        self.rank as usize
+    }
+    pub fn is_scalar(&self) -> bool {
+        self.rank == 0
+    }
+    /// Number of elements (1 for a scalar).
+    pub fn numel(&self) -> usize {
+        self.dims().iter().map(|&d| d as usize).product()
+    }
+    /// Whether every dimension is a power of two (blocks must be).
+    pub fn is_pow2(&self) -> bool {
+        self.dims().iter().all(|d| d.is_power_of_two())
+    }
+    /// Row-major strides, in elements.
+    pub fn strides(&self) -> [usize; MAX_RANK] {
+        let mut strides = [0; MAX_RANK];
+        let mut s = 1;
+        for i in (0..self.rank()).rev() {
+            strides[i] = s;
+            s *= self.dims[i] as usize;
+        }
+        strides
+    }
+    /// The numpy broadcast of two shapes, or `None` when they are incompatible.
+    pub fn broadcast(a: Shape, b: Shape) -> Option<Shape> {
+        let rank = a.rank().max(b.rank());
+        let mut dims = [0u32; MAX_RANK];
+        for i in 0..rank {
+            // Align from the right, as numpy does.
+            let da = if i + a.rank() >= rank { a.dims[i + a.rank() - rank] } else { 1 };
+            let db = if i + b.rank() >= rank { b.dims[i + b.rank() - rank] } else { 1 };
+            dims[i] = match (da, db) {
+                (x, y) if x == y => x,
+                (1, y) => y,
+                (x, 1) => x,
+                _ => return None,
+            };
+        }
+        Shape::new(&dims[..rank])
+    }
+    /// The shape with `axis` removed (the result of a reduction).
+    pub fn remove_axis(&self, axis: usize) -> Shape {
+        let mut dims: Vec<u32> = self.dims().to_vec();
+        dims.remove(axis);
+        Shape::new(&dims).expect("removing an axis lowers the rank")
+    }
+    /// The shape with a 1 inserted at `axis`, or `None` if the rank would exceed the limit.
+    pub fn insert_axis(&self, axis: usize) -> Option<Shape> {
+        let mut dims: Vec<u32> = self.dims().to_vec();
+        dims.insert(axis, 1);
+        Shape::new(&dims)
+    }
+}
+
+impl fmt::Debug for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[")?;
+        for (i, d) in self.dims().iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        write!(f, "]")
+    }
+}
+
+/// The type of a value: an element type and a shape (rank 0 for scalars).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Type {
+    pub elem: Elem,
+    pub shape: Shape,
+}
+
+impl Type {
+    pub const fn scalar(s: ScalarType) -> Type {
+        Type { elem: Elem::Scalar(s), shape: Shape::SCALAR }
+    }
+    pub const fn ptr(s: ScalarType) -> Type {
+        Type { elem: Elem::Ptr(s), shape: Shape::SCALAR }
+    }
+    pub const fn block(elem: Elem, shape: Shape) -> Type {
+        Type { elem, shape }
+    }
+    /// The same element type with another shape.
+    pub const fn with_shape(self, shape: Shape) -> Type {
+        Type { elem: self.elem, shape }
+    }
+    /// The same shape with another element type.
+    pub const fn with_elem(self, elem: Elem) -> Type {
+        Type { elem, shape: self.shape }
+    }
+    pub fn is_scalar(&self) -> bool {
+        self.shape.is_scalar()
+    }
+    /// The scalar element type, `None` for pointers.
+    pub fn scalar_type(&self) -> Option<ScalarType> {
+        self.elem.scalar()
+    }
+}
+
+impl fmt::Debug for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.shape.is_scalar() {
+            write!(f, "{}", self.elem)
+        } else {
+            write!(f, "<")?;
+            for d in self.shape.dims() {
+                write!(f, "{d}x")?;
+            }
+            write!(f, "{}>", self.elem)
+        }
+    }
+}
