@@ -5,6 +5,7 @@
 //! [`verify`], printed by [`print`], and run exactly on the CPU by [`interp`].
 
 pub mod arena;
+pub mod interp;
 pub mod ir;
 pub mod types;
 

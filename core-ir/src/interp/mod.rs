@@ -1,0 +1,171 @@
+//! The exact CPU interpreter: runs a [`Kernel`] over a grid of programs on host buffers.
+//!
+//! It is the reference the GPU backends are tested against, so it follows the op semantics
+//! documented in [`crate::ir`] exactly, computes block-at-a-time (each op runs a tight loop
+//! over a whole block), and reports every out-of-bounds access with the op, the kernel
+//! author's source location and the program id.
+//!
+//! ```text
+//! let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::zeros(ScalarType::F32, n)];
+//! let args = [ArgValue::Ptr { buffer: 0, offset: 0 }, ArgValue::Ptr { buffer: 1, offset: 0 },
+//!             ArgValue::Int(n as i64)];
+//! interp::run(&kernel, [n.div_ceil(1024) as u32, 1, 1], &args, &mut buffers)?;
+//! let y: Vec<f32> = buffers[1].to_vec()?;
+//! ```
+//!
+//! Programs run one after another, axis 0 fastest, so atomics and racing stores resolve in
+//! that order. Where the IR leaves a result unspecified (integer division by zero, say), the
+//! interpreter picks one value and documents it in the module that computes it: `elementwise`
+//! for math, casts and bitcasts, `shape_ops` for reductions, `dot` for matrix products,
+//! `memory` for loads, stores and atomics.
+//!
+//! Floats are held as f64 and rounded to their element type after every op, so f16, bf16
+//! and f32 arithmetic is correctly rounded; one exception: signaling NaNs are quieted when
+//! loaded (their payload is otherwise kept).
+
+mod buffer;
+mod dot;
+mod elementwise;
+mod error;
+mod eval;
+mod memory;
+mod shape_ops;
+mod tensor;
+#[cfg(test)]
+mod tests;
+
+pub use buffer::{Element, HostBuffer};
+pub use error::{FaultKind, InterpError};
+
+use crate::ir::Kernel;
+use crate::types::Elem;
+use memory::Memory;
+use tensor::{int_fits, round_float, Data, Pointer, Tensor};
+
+/// A kernel argument: a pointer into one of the launch's buffers, or a scalar.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ArgValue {
+    /// The element at index `offset` of `buffers[buffer]`.
+    Ptr { buffer: usize, offset: usize },
+    /// For integer parameters; it must lie in the type's range (`u64` up to `i64::MAX`).
+    Int(i64),
+    /// For float parameters; rounded to the type (to nearest even).
+    Float(f64),
+    /// For `i1` parameters.
+    Bool(bool),
+}
+
+impl ArgValue {
+    fn describe(&self, buffers: &[HostBuffer]) -> String {
+        match *self {
+            ArgValue::Ptr { buffer, offset } => match buffers.get(buffer) {
+                Some(b) => format!(
+                    "a pointer to element {offset} of buffer {buffer} ({}, {} elements)",
+                    b.elem(),
+                    b.len()
+                ),
+                None => format!("a pointer to buffer {buffer}"),
+            },
+            ArgValue::Int(i) => format!("integer {i}"),
+            ArgValue::Float(x) => format!("float {x}"),
+            ArgValue::Bool(b) => format!("boolean {b}"),
+        }
+    }
+}
+
+/// Runs every program of the grid, in order (axis 0 fastest), on the CPU.
+///
+/// `args` has one value per kernel parameter; pointer arguments name an element of
+/// `buffers`, whose element type must be the pointee type. Stores and atomics write
+/// `buffers`. A fault stops the launch with the buffers as the faulting program left them.
+pub fn run(
+    kernel: &Kernel,
+    grid: [u32; 3],
+    args: &[ArgValue],
+    buffers: &mut [HostBuffer],
+) -> Result<(), InterpError> {
+    if grid.contains(&0) {
+        return Err(InterpError::EmptyGrid { grid });
+    }
+    if args.len() != kernel.params.len() {
+        return Err(InterpError::ArgumentCount {
+            kernel: kernel.name.clone(),
+            expected: kernel.params.len(),
+            got: args.len(),
+        });
+    }
+    let mut params = Vec::with_capacity(args.len());
+    let mut param_buffer = Vec::with_capacity(args.len());
+    for (index, (param, arg)) in kernel.params.iter().zip(args).enumerate() {
+        let bad = |expected: String| InterpError::BadArgument {
+            index,
+            name: param.name.clone(),
+            expected,
+            got: arg.describe(buffers),
+        };
+        let ty = param.ty;
+        if !ty.is_scalar() {
+            return Err(bad(format!(
+                "a parameter of rank 0, but the parameter has type {ty}"
+            )));
+        }
+        let (data, buffer) = match (ty.elem, *arg) {
+            (Elem::Ptr(s), ArgValue::Ptr { buffer, offset }) => {
+                let expected = || format!("a pointer to a buffer of {s}");
+                let Some(b) = buffers.get(buffer) else {
+                    return Err(bad(format!(
+                        "{} (there are {} buffers)",
+                        expected(),
+                        buffers.len()
+                    )));
+                };
+                if b.elem() != s {
+                    return Err(bad(expected()));
+                }
+                if offset > b.len() {
+                    return Err(bad(format!(
+                        "{}, with an offset of at most its length",
+                        expected()
+                    )));
+                }
+                (
+                    Data::Ptr(vec![Pointer {
+                        param: index as u32,
+                        offset: offset as i64,
+                    }]),
+                    Some((buffer, b.len())),
+                )
+            }
+            (Elem::Scalar(s), ArgValue::Int(i)) if s.is_int() => {
+                if !int_fits(s, i) {
+                    return Err(bad(format!("an integer in the range of {s}")));
+                }
+                (Data::Int(vec![i]), None)
+            }
+            (Elem::Scalar(s), ArgValue::Float(x)) if s.is_float() => {
+                (Data::Float(vec![round_float(s, x)]), None)
+            }
+            (Elem::Scalar(s), ArgValue::Bool(b)) if s.is_bool() => (Data::Bool(vec![b]), None),
+            (Elem::Ptr(s), _) => return Err(bad(format!("a pointer to a buffer of {s}"))),
+            (Elem::Scalar(s), _) if s.is_int() => return Err(bad(format!("an integer ({s})"))),
+            (Elem::Scalar(s), _) if s.is_float() => return Err(bad(format!("a float ({s})"))),
+            (Elem::Scalar(_), _) => return Err(bad("a boolean (i1)".to_string())),
+        };
+        params.push(Tensor { ty, data });
+        param_buffer.push(buffer);
+    }
+    let mem = Memory {
+        buffers,
+        param_buffer,
+        param_names: kernel.params.iter().map(|p| p.name.as_str()).collect(),
+    };
+    let mut program = eval::Program::new(kernel, grid, mem, params);
+    for z in 0..grid[2] {
+        for y in 0..grid[1] {
+            for x in 0..grid[0] {
+                program.run([x, y, z])?;
+            }
+        }
+    }
+    Ok(())
+}
