@@ -5,9 +5,17 @@
 //! [`verify`], printed by [`print`], and run exactly on the CPU by [`interp`].
 
 pub mod arena;
+pub mod builder;
+pub mod error;
 pub mod ir;
+pub mod print;
+pub mod seeds;
+pub mod typing;
 pub mod types;
+pub mod verify;
 
 pub use arena::{Arena, Handle};
+pub use builder::{KernelBuilder, Operand, Value};
+pub use error::{BuildError, Diagnostic};
 pub use ir::{Kernel, Op};
 pub use types::{Elem, ScalarType, Shape, Type};
