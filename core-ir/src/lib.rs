@@ -10,6 +10,7 @@ pub mod error;
 pub mod ir;
 pub mod print;
 pub mod seeds;
+pub mod thread;
 pub mod typing;
 pub mod types;
 pub mod verify;
