@@ -5,10 +5,19 @@
 //! [`verify`], printed by [`print`], and run exactly on the CPU by [`interp`].
 
 pub mod arena;
+pub mod builder;
+pub mod error;
 pub mod interp;
 pub mod ir;
+pub mod print;
+pub mod seeds;
+pub mod thread;
+pub mod typing;
 pub mod types;
+pub mod verify;
 
 pub use arena::{Arena, Handle};
+pub use builder::{KernelBuilder, Operand, Value};
+pub use error::{BuildError, Diagnostic};
 pub use ir::{Kernel, Op};
 pub use types::{Elem, ScalarType, Shape, Type};

@@ -1,1 +1,2 @@
 //! rutile: the crate users depend on.
+pub mod cuda;

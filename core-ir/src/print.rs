@@ -1,0 +1,110 @@
+//! A stable, readable text form of kernels, for dumps, tests and error messages.
+//!
+//! ```text
+//! kernel add(%0: *f32 x, %1: *f32 y, %2: *f32 z, %3: i32 n) {
+//!   %4 = program_id 0 : i32
+//!   %5 = arange 0, 1024 : <1024xi32>
+//!   ...
+//!   store %12, %11, %9
+//! }
+//! ```
+//! Values are numbered by their arena index, so the text is the same every time the same
+//! kernel is built.
+
+use crate::ir::{Inst, Kernel, Op, Region, ValueId};
+use std::fmt::{self, Write};
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "kernel {}(", self.name)?;
+        for (i, p) in self.params.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{}: {} {}", v(p.value), p.ty, p.name)?;
+        }
+        writeln!(f, ") {{")?;
+        self.region(f, &self.body, 1)?;
+        writeln!(f, "}}")
+    }
+}
+
+/// The text of a kernel (the same as its `Display`).
+pub fn print(kernel: &Kernel) -> String {
+    kernel.to_string()
+}
+
+fn v(id: ValueId) -> String {
+    format!("%{}", id.index())
+}
+
+fn list(ids: &[ValueId]) -> String {
+    ids.iter().map(|&i| v(i)).collect::<Vec<_>>().join(", ")
+}
+
+impl Kernel {
+    fn region(&self, f: &mut fmt::Formatter<'_>, region: &Region, depth: usize) -> fmt::Result {
+        for &id in &region.insts {
+            self.inst(f, &self.insts[id], depth)?;
+        }
+        Ok(())
+    }
+
+    fn inst(&self, f: &mut fmt::Formatter<'_>, inst: &Inst, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        write!(f, "{pad}")?;
+        if !inst.results.is_empty() {
+            write!(f, "{} = ", list(&inst.results))?;
+        }
+        let mut text = String::new();
+        let t = &mut text;
+        let name = inst.op.name();
+        let opt = |o: &Option<ValueId>| o.map(v).unwrap_or_else(|| "_".into());
+        let _ = match &inst.op {
+            Op::ProgramId { axis } | Op::NumPrograms { axis } => write!(t, "{name} {axis}"),
+            Op::Constant { value } => write!(t, "{name} {value}"),
+            Op::Arange { start, end } => write!(t, "{name} {start}, {end}"),
+            Op::ExpandDims { value, axis } => write!(t, "{name} {}, axis={axis}", v(*value)),
+            Op::Permute { value, perm } => write!(t, "{name} {}, {perm:?}", v(*value)),
+            Op::Reduce { value, axis, .. } => write!(t, "{name} {}, axis={axis}", v(*value)),
+            Op::Load { ptr, mask, other } => write!(t, "{name} {}, mask={}, other={}", v(*ptr), opt(mask), opt(other)),
+            Op::Store { ptr, value, mask } => write!(t, "{name} {}, {}, mask={}", v(*ptr), v(*value), opt(mask)),
+            Op::Atomic { ptr, value, mask, .. } => write!(t, "{name} {}, {}, mask={}", v(*ptr), v(*value), opt(mask)),
+            Op::AtomicCas { ptr, cmp, value, mask } => {
+                write!(t, "{name} {}, {}, {}, mask={}", v(*ptr), v(*cmp), v(*value), opt(mask))
+            }
+            Op::For { start, end, step, init } => {
+                let args = &inst.regions[0].args;
+                write!(t, "{name} {} in range({}, {}, {})", list(&args[..1.min(args.len())]), v(*start), v(*end), v(*step))?;
+                if !init.is_empty() {
+                    write!(t, " carry({}) as ({})", list(init), list(&args[1.min(args.len())..]))?;
+                }
+                Ok(())
+            }
+            Op::While { init } => write!(t, "{name} carry({})", list(init)),
+            op if op.operands().is_empty() => write!(t, "{name}"),
+            op => write!(t, "{name} {}", list(&op.operands())),
+        };
+        write!(f, "{text}")?;
+        if !inst.results.is_empty() {
+            let types: Vec<String> = inst.results.iter().map(|&r| self.ty(r).to_string()).collect();
+            write!(f, " : {}", types.join(", "))?;
+        }
+        if inst.regions.is_empty() {
+            return writeln!(f);
+        }
+        // Region headers: `while` names its arguments; `if` labels its else branch.
+        for (i, region) in inst.regions.iter().enumerate() {
+            match (&inst.op, i) {
+                (Op::While { .. }, 0) => write!(f, " cond({}) {{", list(&region.args))?,
+                (Op::While { .. }, _) => write!(f, " do({}) {{", list(&region.args))?,
+                (Op::If { .. }, 1) => write!(f, " else {{")?,
+                _ => write!(f, " {{")?,
+            }
+            writeln!(f)?;
+            self.region(f, region, depth + 1)?;
+            write!(f, "{pad}}}")?;
+        }
+        writeln!(f)
+    }
+}

@@ -1,0 +1,109 @@
+use crate::{BuildError, Kernel, ScalarType, Value};
+
+/// An activation fused into the matmul's epilogue (the tutorial's `ACTIVATION`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Activation {
+    /// `where(x >= 0, x, 0.01 * x)`.
+    LeakyRelu,
+}
+
+impl Activation {
+    fn apply<'b>(self, x: Value<'b>) -> Value<'b> {
+        match self {
+            Activation::LeakyRelu => x.builder().where_(x.ge(0.0), x, x * 0.01),
+        }
+    }
+}
+
+/// The meta-parameters of [`matmul`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MatmulMeta {
+    pub block_m: u32,
+    pub block_n: u32,
+    pub block_k: u32,
+    /// Rows of program blocks grouped together for L2 reuse.
+    pub group_m: u32,
+    pub activation: Option<Activation>,
+    /// Element type of A and B (f16, bf16 or f32).
+    pub input: ScalarType,
+    /// Element type of C (the f32 accumulator is converted to it).
+    pub output: ScalarType,
+}
+
+impl MatmulMeta {
+    /// The tutorial's fp16 configuration with 64x64x32 blocks.
+    pub fn fp16(block_m: u32, block_n: u32, block_k: u32) -> MatmulMeta {
+        MatmulMeta {
+            block_m,
+            block_n,
+            block_k,
+            group_m: 8,
+            activation: None,
+            input: ScalarType::F16,
+            output: ScalarType::F16,
+        }
+    }
+}
+
+/// Number of programs for an `m x n` output.
+pub fn matmul_grid(meta: &MatmulMeta, m: u32, n: u32) -> u32 {
+    m.div_ceil(meta.block_m) * n.div_ceil(meta.block_n)
+}
+
+/// `C = activation(A @ B)` for row- or column-major A (`M x K`) and B (`K x N`) given by
+/// strides, with grouped program ordering, as the matmul tutorial. Ragged edges are masked:
+/// rows and columns out of range wrap (`% M`, `% N`) for the loads and are masked at the
+/// store; the K tail is masked with zeros. Parameters: `a_ptr, b_ptr, c_ptr, M, N, K,
+/// stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn`.
+pub fn matmul(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
+    let MatmulMeta { block_m, block_n, block_k, group_m, activation, input, output } = *meta;
+    let (bm, bn, bk) = (block_m as i32, block_n as i32, block_k as i32);
+    Kernel::build("matmul_kernel", |k| {
+        let a_ptr = k.arg_ptr("a_ptr", input);
+        let b_ptr = k.arg_ptr("b_ptr", input);
+        let c_ptr = k.arg_ptr("c_ptr", output);
+        let (m, n, kk) = (k.arg_i32("M"), k.arg_i32("N"), k.arg_i32("K"));
+        let (stride_am, stride_ak) = (k.arg_i32("stride_am"), k.arg_i32("stride_ak"));
+        let (stride_bk, stride_bn) = (k.arg_i32("stride_bk"), k.arg_i32("stride_bn"));
+        let (stride_cm, stride_cn) = (k.arg_i32("stride_cm"), k.arg_i32("stride_cn"));
+
+        // Grouped ordering of programs for L2 reuse.
+        let pid = k.program_id(0);
+        let num_pid_m = k.cdiv(m, bm);
+        let num_pid_n = k.cdiv(n, bn);
+        let num_pid_in_group = num_pid_n * group_m;
+        let group_id = pid / num_pid_in_group;
+        let first_pid_m = group_id * group_m;
+        let group_size_m = (num_pid_m - first_pid_m).minimum(group_m as i32);
+        let pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
+        let pid_n = (pid % num_pid_in_group) / group_size_m;
+
+        let offs_am = (pid_m * bm + k.arange(0, bm)) % m;
+        let offs_bn = (pid_n * bn + k.arange(0, bn)) % n;
+        let offs_k = k.arange(0, bk);
+        let a_ptrs = a_ptr + (offs_am.expand_dims(1) * stride_am + offs_k.expand_dims(0) * stride_ak);
+        let b_ptrs = b_ptr + (offs_k.expand_dims(1) * stride_bk + offs_bn.expand_dims(0) * stride_bn);
+
+        let acc = k.zeros(&[block_m, block_n], ScalarType::F32);
+        let steps = k.cdiv(kk, bk);
+        let out = k.for_range(0, steps, 1, &[acc, a_ptrs, b_ptrs], |step, carried| {
+            let (acc, a_ptrs, b_ptrs) = (carried[0], carried[1], carried[2]);
+            let k_left = kk - step * bk;
+            let a = k.load_masked(a_ptrs, offs_k.expand_dims(0).lt(k_left), 0.0);
+            let b = k.load_masked(b_ptrs, offs_k.expand_dims(1).lt(k_left), 0.0);
+            let acc = k.dot_acc(a, b, acc);
+            vec![acc, a_ptrs + stride_ak * bk, b_ptrs + stride_bk * bk]
+        });
+        let mut acc = out[0];
+        if let Some(act) = activation {
+            acc = act.apply(acc);
+        }
+        let c = acc.to(output);
+
+        let offs_cm = pid_m * bm + k.arange(0, bm);
+        let offs_cn = pid_n * bn + k.arange(0, bn);
+        let c_ptrs = c_ptr + offs_cm.expand_dims(1) * stride_cm + offs_cn.expand_dims(0) * stride_cn;
+        let c_mask = offs_cm.expand_dims(1).lt(m) & offs_cn.expand_dims(0).lt(n);
+        k.store_masked(c_ptrs, c, c_mask);
+    })
+}

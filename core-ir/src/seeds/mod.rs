@@ -1,0 +1,11 @@
+//! The kernels of the seed tutorials (Triton's vector add, fused softmax in its simple and
+//! persistent forms, and matmul with grouped ordering), written once with the builder and
+//! shared by the examples, the tests and every backend.
+
+mod matmul;
+mod softmax;
+mod vector_add;
+
+pub use matmul::{matmul, matmul_grid, Activation, MatmulMeta};
+pub use softmax::{softmax, softmax_block, softmax_num_warps, softmax_persistent};
+pub use vector_add::vector_add;

@@ -1,0 +1,178 @@
+//! The per-thread IR: what one thread of a program (a CUDA block, a Vulkan workgroup) runs.
+//!
+//! The shared lowering ([`crate::lower`]) turns block ops into this form once, for every
+//! backend: each block value becomes a few scalar registers per thread, block ops become
+//! scalar arithmetic, predicated (and vectorized) memory accesses, warp shuffles and
+//! shared-memory exchanges with barriers. The PTX and SPIR-V generators only translate it.
+//!
+//! Registers are typed scalars and mutable: most are set once, but loop-carried values,
+//! `if` results and masked loads (which keep the `other` value where the mask is false)
+//! set a register more than once. All control flow here is uniform across the threads of a
+//! program: it comes from the block IR's `for`/`if`/`while` on scalars, which every thread
+//! computes alike, so barriers and shuffles may appear anywhere.
+
+mod print;
+mod verify;
+
+pub use verify::verify;
+
+use crate::arena::{Arena, Handle};
+use crate::ir::{AtomicOp, BinaryOp, CmpOp, Literal, UnaryOp};
+use crate::types::ScalarType;
+
+/// A virtual register.
+pub type Reg = Handle<RegData>;
+
+/// A register's type (booleans are predicates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RegData {
+    pub ty: ScalarType,
+}
+
+/// A kernel parameter as the backends pass it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ThreadParam {
+    /// A pointer to global memory holding elements of `elem`. Backends address it by element
+    /// index: PTX as a 64-bit address, SPIR-V as a storage buffer.
+    Ptr { name: String, elem: ScalarType },
+    Scalar { name: String, ty: ScalarType },
+}
+
+impl ThreadParam {
+    pub fn name(&self) -> &str {
+        match self {
+            ThreadParam::Ptr { name, .. } | ThreadParam::Scalar { name, .. } => name,
+        }
+    }
+}
+
+/// A buffer of shared (workgroup) memory, private to one program. Never of booleans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedAlloc {
+    pub elem: ScalarType,
+    pub len: u32,
+}
+
+impl SharedAlloc {
+    pub fn bytes(&self) -> u32 {
+        self.len * self.elem.size_bytes() as u32
+    }
+}
+
+/// Values a thread can read about where it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Special {
+    /// Index of the thread in its program, `0..num_warps * warp_size`.
+    ThreadId,
+    /// The program's index along grid axis 0, 1 or 2.
+    ProgramId(u8),
+    /// The grid's size along axis 0, 1 or 2.
+    NumPrograms(u8),
+}
+
+/// Where a load or store goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Memory {
+    /// Global memory through pointer parameter `param` (an index into `params`).
+    Global { param: u32 },
+    /// Shared memory buffer `alloc` (an index into `shared`).
+    Shared { alloc: u32 },
+}
+
+/// A scalar computation. The result type is the destination register's.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Const(Literal),
+    /// The value of scalar parameter `index`.
+    Param(u32),
+    Special(Special),
+    Copy(Reg),
+    Unary(UnaryOp, Reg),
+    Binary(BinaryOp, Reg, Reg),
+    /// A boolean.
+    Compare(CmpOp, Reg, Reg),
+    /// `cond ? a : b`.
+    Select(Reg, Reg, Reg),
+    Fma(Reg, Reg, Reg),
+    /// Numeric conversion (semantics of the block IR's `cast`).
+    Cast(Reg),
+    Bitcast(Reg),
+    /// The value of `value` in lane `lane ^ mask` of this warp (every lane takes part).
+    ShuffleXor { value: Reg, mask: u32 },
+    /// The value of `value` in lane `lane` of this warp (every lane takes part).
+    ShuffleIdx { value: Reg, lane: Reg },
+}
+
+/// A statement of the per-thread program.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    /// `dst = expr`.
+    Set { dst: Reg, expr: Expr },
+    /// Reads `dsts.len()` consecutive elements starting at element `index` (an i32 or i64
+    /// register) into `dsts`, where `pred` holds; otherwise the registers keep their values.
+    /// With more than one destination the index is a multiple of the count (aligned vector).
+    Load { dsts: Vec<Reg>, mem: Memory, index: Reg, pred: Option<Reg> },
+    /// Writes `values` to consecutive elements starting at `index` where `pred` holds.
+    Store { values: Vec<Reg>, mem: Memory, index: Reg, pred: Option<Reg> },
+    /// Atomic read-modify-write of global element `index`; `dst` gets the old value where
+    /// `pred` holds and keeps its value elsewhere.
+    Atomic { dst: Reg, op: AtomicOp, param: u32, index: Reg, value: Reg, pred: Option<Reg> },
+    /// Atomic compare-and-swap of global element `index`, as `Atomic`.
+    AtomicCas { dst: Reg, param: u32, index: Reg, cmp: Reg, value: Reg, pred: Option<Reg> },
+    /// Waits for every thread of the program; orders shared-memory accesses around it.
+    Barrier,
+    If { cond: Reg, then_body: Vec<Stmt>, else_body: Vec<Stmt> },
+    /// `loop { cond_body; if !cond { break } body }`.
+    While { cond_body: Vec<Stmt>, cond: Reg, body: Vec<Stmt> },
+    /// Text for the reader of the generated code (names the block op a stretch came from).
+    Comment(String),
+}
+
+/// A per-thread kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadKernel {
+    pub name: String,
+    pub params: Vec<ThreadParam>,
+    pub regs: Arena<RegData>,
+    pub shared: Vec<SharedAlloc>,
+    /// Threads per program: `num_warps * warp_size`, laid out along x.
+    pub num_warps: u32,
+    pub warp_size: u32,
+    pub body: Vec<Stmt>,
+}
+
+impl ThreadKernel {
+    /// Threads of one program.
+    pub fn threads(&self) -> u32 {
+        self.num_warps * self.warp_size
+    }
+    /// Bytes of shared memory the kernel uses.
+    pub fn shared_bytes(&self) -> u32 {
+        // Each buffer starts at a 16-byte boundary, as the backends lay them out.
+        self.shared.iter().map(|a| a.bytes().div_ceil(16) * 16).sum()
+    }
+    pub fn reg_type(&self, r: Reg) -> ScalarType {
+        self.regs[r].ty
+    }
+    /// Calls `f` on every statement, depth first, in order.
+    pub fn walk(&self, f: &mut impl FnMut(&Stmt)) {
+        walk(&self.body, f)
+    }
+}
+
+fn walk(stmts: &[Stmt], f: &mut impl FnMut(&Stmt)) {
+    for s in stmts {
+        f(s);
+        match s {
+            Stmt::If { then_body, else_body, .. } => {
+                walk(then_body, f);
+                walk(else_body, f);
+            }
+            Stmt::While { cond_body, body, .. } => {
+                walk(cond_body, f);
+                walk(body, f);
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Text form of per-thread kernels, for dumps and tests.
+
+use super::{Expr, Memory, Special, Stmt, ThreadKernel, ThreadParam};
+use std::fmt::{self, Write};
+
+impl fmt::Display for ThreadKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "thread_kernel {}(", self.name)?;
+        for (i, p) in self.params.iter().enumerate() {
+            if i > 0 {
+                write!(f, ", ")?;
+            }
+            match p {
+                ThreadParam::Ptr { name, elem } => write!(f, "{name}: *{elem}")?,
+                ThreadParam::Scalar { name, ty } => write!(f, "{name}: {ty}")?,
+            }
+        }
+        writeln!(f, ") warps={} warp_size={} {{", self.num_warps, self.warp_size)?;
+        for (i, a) in self.shared.iter().enumerate() {
+            writeln!(f, "  shared{i}: [{}; {}]", a.elem, a.len)?;
+        }
+        let mut out = String::new();
+        self.stmts(&mut out, &self.body, 1);
+        write!(f, "{out}}}")
+    }
+}
+
+fn mem(m: &Memory) -> String {
+    match m {
+        Memory::Global { param } => format!("global{param}"),
+        Memory::Shared { alloc } => format!("shared{alloc}"),
+    }
+}
+
+impl ThreadKernel {
+    fn r(&self, r: super::Reg) -> String {
+        format!("r{}", r.index())
+    }
+    fn regs(&self, rs: &[super::Reg]) -> String {
+        rs.iter().map(|&r| self.r(r)).collect::<Vec<_>>().join(", ")
+    }
+    fn pred(&self, p: &Option<super::Reg>) -> String {
+        p.map(|p| format!("@{} ", self.r(p))).unwrap_or_default()
+    }
+
+    fn stmts(&self, out: &mut String, stmts: &[Stmt], depth: usize) {
+        let pad = "  ".repeat(depth);
+        for s in stmts {
+            let _ = match s {
+                Stmt::Set { dst, expr } => {
+                    writeln!(out, "{pad}{}: {} = {}", self.r(*dst), self.reg_type(*dst), self.expr(expr))
+                }
+                Stmt::Load { dsts, mem: m, index, pred } => {
+                    writeln!(out, "{pad}{}{} = load {}[{}]", self.pred(pred), self.regs(dsts), mem(m), self.r(*index))
+                }
+                Stmt::Store { values, mem: m, index, pred } => {
+                    writeln!(out, "{pad}{}store {}[{}] = {}", self.pred(pred), mem(m), self.r(*index), self.regs(values))
+                }
+                Stmt::Atomic { dst, op, param, index, value, pred } => writeln!(
+                    out,
+                    "{pad}{}{} = {} global{param}[{}], {}",
+                    self.pred(pred),
+                    self.r(*dst),
+                    op.name(),
+                    self.r(*index),
+                    self.r(*value)
+                ),
+                Stmt::AtomicCas { dst, param, index, cmp, value, pred } => writeln!(
+                    out,
+                    "{pad}{}{} = atomic_cas global{param}[{}], {}, {}",
+                    self.pred(pred),
+                    self.r(*dst),
+                    self.r(*index),
+                    self.r(*cmp),
+                    self.r(*value)
+                ),
+                Stmt::Barrier => writeln!(out, "{pad}barrier"),
+                Stmt::Comment(c) => writeln!(out, "{pad}// {c}"),
+                Stmt::If { cond, then_body, else_body } => {
+                    let _ = writeln!(out, "{pad}if {} {{", self.r(*cond));
+                    self.stmts(out, then_body, depth + 1);
+                    if !else_body.is_empty() {
+                        let _ = writeln!(out, "{pad}}} else {{");
+                        self.stmts(out, else_body, depth + 1);
+                    }
+                    writeln!(out, "{pad}}}")
+                }
+                Stmt::While { cond_body, cond, body } => {
+                    let _ = writeln!(out, "{pad}while {{");
+                    self.stmts(out, cond_body, depth + 1);
+                    let _ = writeln!(out, "{pad}}} {} {{", self.r(*cond));
+                    self.stmts(out, body, depth + 1);
+                    writeln!(out, "{pad}}}")
+                }
+            };
+        }
+    }
+
+    fn expr(&self, e: &Expr) -> String {
+        match e {
+            Expr::Const(l) => format!("{l}"),
+            Expr::Param(i) => format!("param {}", self.params[*i as usize].name()),
+            Expr::Special(Special::ThreadId) => "thread_id".into(),
+            Expr::Special(Special::ProgramId(a)) => format!("program_id {a}"),
+            Expr::Special(Special::NumPrograms(a)) => format!("num_programs {a}"),
+            Expr::Copy(r) => self.r(*r),
+            Expr::Unary(op, a) => format!("{} {}", op.name(), self.r(*a)),
+            Expr::Binary(op, a, b) => format!("{} {}, {}", op.name(), self.r(*a), self.r(*b)),
+            Expr::Compare(op, a, b) => format!("{} {}, {}", op.name(), self.r(*a), self.r(*b)),
+            Expr::Select(c, a, b) => format!("select {}, {}, {}", self.r(*c), self.r(*a), self.r(*b)),
+            Expr::Fma(a, b, c) => format!("fma {}, {}, {}", self.r(*a), self.r(*b), self.r(*c)),
+            Expr::Cast(a) => format!("cast {}", self.r(*a)),
+            Expr::Bitcast(a) => format!("bitcast {}", self.r(*a)),
+            Expr::ShuffleXor { value, mask } => format!("shuffle_xor {}, {mask}", self.r(*value)),
+            Expr::ShuffleIdx { value, lane } => format!("shuffle_idx {}, {}", self.r(*value), self.r(*lane)),
+        }
+    }
+}

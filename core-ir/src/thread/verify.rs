@@ -1,0 +1,171 @@
+//! Checks a per-thread kernel: register types agree with every statement, memory and
+//! parameters exist and have the right kinds. A failure is a bug in the lowering; the
+//! message says which statement.
+
+use super::{Expr, Memory, Reg, Stmt, ThreadKernel, ThreadParam};
+use crate::ir::{Literal, UnaryOp};
+use crate::types::ScalarType;
+
+/// Checks `kernel`; the error names the first malformed statement.
+pub fn verify(kernel: &ThreadKernel) -> Result<(), String> {
+    if kernel.warp_size == 0 || kernel.num_warps == 0 {
+        return Err("warp size and number of warps must be positive".into());
+    }
+    for (i, a) in kernel.shared.iter().enumerate() {
+        if a.elem == ScalarType::Bool || a.len == 0 {
+            return Err(format!("shared buffer {i} must hold numbers and be non-empty"));
+        }
+    }
+    check(kernel, &kernel.body)
+}
+
+fn check(k: &ThreadKernel, stmts: &[Stmt]) -> Result<(), String> {
+    for s in stmts {
+        stmt(k, s).map_err(|e| format!("{e} in `{}`", one_line(k, s)))?;
+        match s {
+            Stmt::If { then_body, else_body, .. } => {
+                check(k, then_body)?;
+                check(k, else_body)?;
+            }
+            Stmt::While { cond_body, body, .. } => {
+                check(k, cond_body)?;
+                check(k, body)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn one_line(k: &ThreadKernel, s: &Stmt) -> String {
+    let mut t = ThreadKernel { body: vec![s.clone()], ..k.clone() };
+    t.shared.clear();
+    let text = t.to_string();
+    text.lines().nth(1).unwrap_or("").trim().to_string()
+}
+
+fn ty(k: &ThreadKernel, r: Reg) -> Result<ScalarType, String> {
+    k.regs.try_get(r).map(|d| d.ty).ok_or_else(|| format!("register r{} does not exist", r.index()))
+}
+
+fn want(k: &ThreadKernel, r: Reg, t: ScalarType, what: &str) -> Result<(), String> {
+    let got = ty(k, r)?;
+    if got != t {
+        return Err(format!("{what} r{} is {got}, expected {t}", r.index()));
+    }
+    Ok(())
+}
+
+fn int_index(k: &ThreadKernel, r: Reg) -> Result<(), String> {
+    match ty(k, r)? {
+        ScalarType::I32 | ScalarType::I64 | ScalarType::U32 | ScalarType::U64 => Ok(()),
+        t => Err(format!("index r{} is {t}, expected a 32- or 64-bit integer", r.index())),
+    }
+}
+
+fn pred(k: &ThreadKernel, p: &Option<Reg>) -> Result<(), String> {
+    p.map_or(Ok(()), |p| want(k, p, ScalarType::Bool, "predicate"))
+}
+
+fn memory_elem(k: &ThreadKernel, m: Memory) -> Result<ScalarType, String> {
+    match m {
+        Memory::Global { param } => match k.params.get(param as usize) {
+            Some(ThreadParam::Ptr { elem, .. }) => Ok(*elem),
+            _ => Err(format!("parameter {param} is not a pointer")),
+        },
+        Memory::Shared { alloc } => {
+            k.shared.get(alloc as usize).map(|a| a.elem).ok_or_else(|| format!("shared buffer {alloc} does not exist"))
+        }
+    }
+}
+
+fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
+    match s {
+        Stmt::Set { dst, expr } => set(k, *dst, expr),
+        Stmt::Load { dsts, mem, index, pred: p } | Stmt::Store { values: dsts, mem, index, pred: p } => {
+            if !matches!(dsts.len(), 1 | 2 | 4 | 8) {
+                return Err(format!("vector of {} elements", dsts.len()));
+            }
+            let elem = memory_elem(k, *mem)?;
+            for &d in dsts {
+                want(k, d, if elem == ScalarType::Bool { ScalarType::Bool } else { elem }, "element")?;
+            }
+            int_index(k, *index)?;
+            pred(k, p)
+        }
+        Stmt::Atomic { dst, param, index, value, pred: p, .. } => {
+            let elem = memory_elem(k, Memory::Global { param: *param })?;
+            want(k, *dst, elem, "old value")?;
+            want(k, *value, elem, "value")?;
+            int_index(k, *index)?;
+            pred(k, p)
+        }
+        Stmt::AtomicCas { dst, param, index, cmp, value, pred: p } => {
+            let elem = memory_elem(k, Memory::Global { param: *param })?;
+            for (r, what) in [(*dst, "old value"), (*cmp, "compared value"), (*value, "value")] {
+                want(k, r, elem, what)?;
+            }
+            int_index(k, *index)?;
+            pred(k, p)
+        }
+        Stmt::If { cond, .. } | Stmt::While { cond, .. } => want(k, *cond, ScalarType::Bool, "condition"),
+        Stmt::Barrier | Stmt::Comment(_) => Ok(()),
+    }
+}
+
+fn set(k: &ThreadKernel, dst: Reg, e: &Expr) -> Result<(), String> {
+    let d = ty(k, dst)?;
+    match e {
+        Expr::Const(l) => match (l, d) {
+            (Literal::Bool(_), ScalarType::Bool) => Ok(()),
+            (Literal::Int(_), t) if t.is_int() => Ok(()),
+            (Literal::Float(_), t) if t.is_float() => Ok(()),
+            _ => Err(format!("constant {l} cannot be {d}")),
+        },
+        Expr::Param(i) => match k.params.get(*i as usize) {
+            Some(ThreadParam::Scalar { ty, .. }) if *ty == d => Ok(()),
+            _ => Err(format!("parameter {i} is not a scalar of type {d}")),
+        },
+        Expr::Special(_) => (d == ScalarType::I32).then_some(()).ok_or_else(|| "special registers are i32".into()),
+        Expr::Copy(a) => want(k, *a, d, "source"),
+        Expr::Unary(op, a) => {
+            want(k, *a, d, "operand")?;
+            if op.float_only() && !d.is_float() || *op == UnaryOp::Not && d.is_float() {
+                return Err(format!("{} of {d}", op.name()));
+            }
+            Ok(())
+        }
+        Expr::Binary(_, a, b) => {
+            want(k, *a, d, "operand")?;
+            want(k, *b, d, "operand")
+        }
+        Expr::Compare(_, a, b) => {
+            want(k, dst, ScalarType::Bool, "comparison result")?;
+            want(k, *b, ty(k, *a)?, "operand")
+        }
+        Expr::Select(c, a, b) => {
+            want(k, *c, ScalarType::Bool, "condition")?;
+            want(k, *a, d, "operand")?;
+            want(k, *b, d, "operand")
+        }
+        Expr::Fma(a, b, c) => {
+            for r in [a, b, c] {
+                want(k, *r, d, "operand")?;
+            }
+            d.is_float().then_some(()).ok_or_else(|| format!("fma of {d}"))
+        }
+        Expr::Cast(a) => ty(k, *a).map(|_| ()),
+        Expr::Bitcast(a) => {
+            let s = ty(k, *a)?;
+            (s.bits() == d.bits()).then_some(()).ok_or_else(|| format!("bitcast from {s} to {d}"))
+        }
+        Expr::ShuffleXor { value, mask } => {
+            want(k, *value, d, "shuffled value")?;
+            (*mask < k.warp_size).then_some(()).ok_or_else(|| format!("shuffle mask {mask} exceeds the warp"))
+        }
+        Expr::ShuffleIdx { value, lane } => {
+            want(k, *value, d, "shuffled value")?;
+            want(k, *lane, ScalarType::I32, "lane")
+        }
+    }
+}

@@ -1,0 +1,320 @@
+//! Malformed kernels: each gives an error that names the op, the author's line and the
+//! reason; none panics.
+
+use rutile_ir::{BuildError, Kernel, KernelBuilder, ScalarType::*, Type};
+
+/// Builds a kernel expected to fail; returns the error and the line of the closure's
+/// marked op (the line after the call to `here()`).
+fn fails(body: impl FnOnce(&KernelBuilder)) -> BuildError {
+    match Kernel::build("bad", body) {
+        Ok(k) => panic!("expected an error, built:\n{k}"),
+        Err(e) => e,
+    }
+}
+
+/// Asserts the one error names `op`, this test file, and contains each of `words`.
+#[track_caller]
+fn assert_error(e: &BuildError, op: &str, words: &[&str]) {
+    assert_eq!(e.diagnostics.len(), 1, "expected one error, got:\n{e}");
+    let d = e.first();
+    assert_eq!(d.op, op, "wrong op in: {e}");
+    assert!(d.loc.file.ends_with("bad_kernels.rs"), "location should be the author's line: {e}");
+    for w in words {
+        assert!(d.message.contains(w), "message lacks {w:?}: {e}");
+    }
+    // The rendered error carries all three parts.
+    let text = e.to_string();
+    assert!(text.contains(&format!("`{op}`")) && text.contains("bad_kernels.rs:"), "{text}");
+}
+
+#[test]
+fn arange_of_non_power_of_two_length() {
+    let e = fails(|k| {
+        k.arange(0, 100);
+    });
+    assert_error(&e, "arange", &["100", "power of two"]);
+}
+
+#[test]
+fn arange_reports_the_authors_line() {
+    let line = line!() + 2;
+    let e = fails(|k| {
+        k.arange(0, 100);
+    });
+    assert_eq!(e.first().loc.line, line);
+}
+
+#[test]
+fn binary_shape_mismatch() {
+    let e = fails(|k| {
+        let a = k.arange(0, 64);
+        let b = k.arange(0, 32);
+        let _ = a + b;
+    });
+    assert_error(&e, "add", &["[64]", "[32]", "broadcast"]);
+}
+
+#[test]
+fn load_mask_of_wrong_shape() {
+    let e = fails(|k| {
+        let x = k.arg_ptr("x", F32);
+        let offs = k.arange(0, 64);
+        let mask = k.arange(0, 32).lt(10);
+        let _ = k.load_masked(x + offs, mask, 0.0);
+    });
+    assert_error(&e, "load", &["broadcast"]);
+}
+
+#[test]
+fn store_through_a_non_pointer() {
+    let e = fails(|k| {
+        let n = k.arg_i32("n");
+        let offs = k.arange(0, 16);
+        k.store(n + offs, 1.0);
+    });
+    assert_error(&e, "store", &["pointer", "<16xi32>"]);
+}
+
+#[test]
+fn load_from_a_non_pointer() {
+    let e = fails(|k| {
+        let x = k.arange(0, 16);
+        let _ = k.load(x);
+    });
+    assert_error(&e, "load", &["pointer", "<16xi32>"]);
+}
+
+#[test]
+fn reduction_axis_out_of_range() {
+    let e = fails(|k| {
+        let x = k.arange(0, 16);
+        let _ = x.sum(1);
+    });
+    assert_error(&e, "sum", &["axis 1", "rank 1"]);
+}
+
+#[test]
+fn loop_carried_value_changes_type() {
+    let e = fails(|k| {
+        let acc = k.zeros(&[16], F32);
+        k.for_range(0, 10, 1, &[acc], |_, c| vec![c[0].to(F16)]);
+    });
+    assert_error(&e, "for", &["loop-carried value 0", "<16xf32>", "<16xf16>"]);
+}
+
+#[test]
+fn loop_body_gives_wrong_number_of_values() {
+    let e = fails(|k| {
+        let acc = k.zeros(&[16], F32);
+        k.for_range(0, 10, 1, &[acc], |_, _| vec![]);
+    });
+    assert_error(&e, "for", &["gives 0 values, expected 1"]);
+}
+
+#[test]
+fn float_loop_bounds() {
+    let e = fails(|k| {
+        k.for_each(0, 1.5, 1, |_| {});
+    });
+    assert_error(&e, "for", &["integer scalars", "f32"]);
+}
+
+#[test]
+fn if_branches_of_different_types() {
+    let e = fails(|k| {
+        let c = k.program_id(0).eq(0);
+        k.if_else(c, || vec![k.scalar(1, I32)], || vec![k.scalar(1.0, F32)]);
+    });
+    assert_error(&e, "if", &["else-branch result 0", "i32", "f32"]);
+}
+
+#[test]
+fn if_condition_is_a_block() {
+    let e = fails(|k| {
+        let c = k.arange(0, 16).lt(3);
+        k.if_then(c, || {});
+    });
+    assert_error(&e, "if", &["i1 scalar", "<16xi1>"]);
+}
+
+#[test]
+fn value_escaping_its_loop() {
+    let e = fails(|k| {
+        let mut inner = None;
+        k.for_each(0, 4, 1, |i| inner = Some(i * 2));
+        let _ = inner.unwrap() + 1;
+    });
+    assert_error(&e, "add", &["loop or branch body that has ended"]);
+}
+
+#[test]
+fn dot_inner_dimensions_differ() {
+    let e = fails(|k| {
+        let a = k.zeros(&[32, 16], F16);
+        let b = k.zeros(&[32, 32], F16);
+        let _ = k.dot(a, b);
+    });
+    assert_error(&e, "dot", &["inner dimensions differ"]);
+}
+
+#[test]
+fn dot_too_small() {
+    let e = fails(|k| {
+        let a = k.zeros(&[8, 16], F16);
+        let b = k.zeros(&[16, 16], F16);
+        let _ = k.dot(a, b);
+    });
+    assert_error(&e, "dot", &["at least 16", "M=8"]);
+}
+
+#[test]
+fn dot_of_mixed_input_types() {
+    let e = fails(|k| {
+        let a = k.zeros(&[16, 16], F16);
+        let b = k.zeros(&[16, 16], F32);
+        let _ = k.dot(a, b);
+    });
+    assert_error(&e, "dot", &["same element type", "f16", "f32"]);
+}
+
+#[test]
+fn transcendental_of_an_integer() {
+    let e = fails(|k| {
+        let _ = k.arange(0, 16).exp();
+    });
+    assert_error(&e, "exp", &["float", "<16xi32>"]);
+}
+
+#[test]
+fn bitwise_op_on_floats() {
+    let e = fails(|k| {
+        let x = k.zeros(&[16], F32);
+        let _ = x & x;
+    });
+    assert_error(&e, "and", &["integer or boolean", "<16xf32>"]);
+}
+
+#[test]
+fn reshape_to_another_size() {
+    let e = fails(|k| {
+        let _ = k.arange(0, 64).reshape(&[4, 8]);
+    });
+    assert_error(&e, "reshape", &["64 elements", "32 elements"]);
+}
+
+#[test]
+fn reshape_to_rank_four() {
+    let e = fails(|k| {
+        let _ = k.arange(0, 16).reshape(&[2, 2, 2, 2]);
+    });
+    assert_error(&e, "reshape", &["rank at most 3"]);
+}
+
+#[test]
+fn full_of_non_power_of_two_shape() {
+    let e = fails(|k| {
+        let _ = k.full(&[3, 4], 1.0, F32);
+    });
+    assert_error(&e, "full", &["powers of two", "[3, 4]"]);
+}
+
+#[test]
+fn permute_that_is_not_a_permutation() {
+    let e = fails(|k| {
+        let _ = k.zeros(&[4, 8], F32).permute(&[0, 0]);
+    });
+    assert_error(&e, "permute", &["not a permutation"]);
+}
+
+#[test]
+fn program_id_axis_out_of_range() {
+    let e = fails(|k| {
+        let _ = k.program_id(3);
+    });
+    assert_error(&e, "program_id", &["0, 1 or 2", "3"]);
+}
+
+#[test]
+fn literal_out_of_range() {
+    let e = fails(|k| {
+        let x = k.zeros(&[16], I8);
+        let _ = x + 300;
+    });
+    assert_error(&e, "add", &["300", "i8"]);
+}
+
+#[test]
+fn bitcast_of_different_width() {
+    let e = fails(|k| {
+        let _ = k.zeros(&[16], F32).bitcast(I16);
+    });
+    assert_error(&e, "bitcast", &["same width"]);
+}
+
+#[test]
+fn pointer_plus_float_offset() {
+    let e = fails(|k| {
+        let x = k.arg_ptr("x", F32);
+        let _ = x + k.zeros(&[16], F32);
+    });
+    assert_error(&e, "addptr", &["offset must be an integer"]);
+}
+
+#[test]
+fn duplicate_parameter_names() {
+    let e = fails(|k| {
+        k.arg_ptr("x", F32);
+        k.arg_ptr("x", F32);
+    });
+    assert_error(&e, "arg", &["`x`", "already used"]);
+}
+
+#[test]
+fn block_parameter() {
+    let e = fails(|k| {
+        k.arg("x", Type::block(rutile_ir::Elem::Scalar(F32), rutile_ir::Shape::new(&[4]).unwrap()));
+    });
+    assert_error(&e, "arg", &["scalars or pointers"]);
+}
+
+#[test]
+fn atomic_on_i8() {
+    let e = fails(|k| {
+        let p = k.arg_ptr("p", I8);
+        let _ = k.atomic_add(p, 1, None);
+    });
+    assert_error(&e, "atomic_add", &["32- or 64-bit"]);
+}
+
+#[test]
+fn one_mistake_gives_one_message() {
+    // Everything downstream of the bad arange fails silently.
+    let e = fails(|k| {
+        let x = k.arg_ptr("x", F32);
+        let offs = k.arange(0, 100);
+        let v = k.load(x + offs) * 2.0;
+        k.store(x + offs, v.exp());
+    });
+    assert_eq!(e.diagnostics.len(), 1, "{e}");
+    assert_eq!(e.first().op, "arange");
+}
+
+#[test]
+fn several_independent_mistakes_are_all_reported() {
+    let e = fails(|k| {
+        k.arange(0, 3);
+        k.program_id(7);
+    });
+    assert_eq!(e.diagnostics.len(), 2, "{e}");
+}
+
+#[test]
+fn rendered_error_reads_well() {
+    let e = fails(|k| {
+        let a = k.arange(0, 64);
+        let _ = a + k.arange(0, 32);
+    });
+    let text = e.to_string();
+    assert!(text.starts_with("kernel `bad`: 1 error\n  `add` at "), "{text}");
+    assert!(text.ends_with("shapes [64] and [32] cannot be broadcast together"), "{text}");
+}

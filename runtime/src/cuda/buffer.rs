@@ -1,0 +1,146 @@
+//! Typed device buffers: allocation, upload and download.
+
+use std::marker::PhantomData;
+
+use bytemuck::Pod;
+use cudarc::driver::{result, CudaSlice, DevicePtr};
+
+use super::context::CudaDevice;
+use super::error::{CudaError, DriverResultExt};
+use super::launch::KernelArg;
+
+/// An array of `len` values of `T` in device memory.
+///
+/// Memory is allocated and freed in order on the device's stream, so a buffer may be
+/// dropped right after the launch that uses it. Copies block until they are done.
+#[derive(Debug)]
+pub struct CudaBuffer<T: Pod> {
+    device: CudaDevice,
+    // Owns the allocation; at least one byte, so empty buffers still have a valid pointer.
+    memory: CudaSlice<u8>,
+    ptr: u64,
+    len: usize,
+    _elem: PhantomData<T>,
+}
+
+impl<T: Pod> CudaBuffer<T> {
+    /// Allocates `len` elements set to zero bits.
+    pub fn zeroed(device: &CudaDevice, len: usize) -> Result<Self, CudaError> {
+        let bytes = len
+            .checked_mul(size_of::<T>())
+            .ok_or_else(|| CudaError::InvalidArgument {
+                what: format!(
+                    "a buffer of {len} elements of {} bytes overflows the address space",
+                    size_of::<T>()
+                ),
+            })?;
+        let memory = device
+            .stream()
+            .alloc_zeros::<u8>(bytes.max(1))
+            .call("cuMemAllocAsync")?;
+        // Event tracking is off for this context, so the guard returned here does nothing.
+        let ptr = memory.device_ptr(device.stream()).0;
+        Ok(CudaBuffer {
+            device: device.clone(),
+            memory,
+            ptr,
+            len,
+            _elem: PhantomData,
+        })
+    }
+
+    /// Allocates a buffer holding a copy of `data`.
+    pub fn from_slice(device: &CudaDevice, data: &[T]) -> Result<Self, CudaError> {
+        let mut buffer = Self::zeroed(device, data.len())?;
+        buffer.upload(data)?;
+        Ok(buffer)
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the buffer holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes (`len * size_of::<T>()`).
+    pub fn size_bytes(&self) -> usize {
+        self.len * size_of::<T>()
+    }
+
+    /// The device address of the first element, as a kernel sees it.
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The buffer as a pointer argument of a kernel launch.
+    pub fn arg(&self) -> KernelArg {
+        KernelArg::Ptr(self.ptr)
+    }
+
+    /// Copies `data` into the buffer; `data` must have exactly [`Self::len`] elements.
+    pub fn upload(&mut self, data: &[T]) -> Result<(), CudaError> {
+        self.check_len(data.len())?;
+        if self.size_bytes() == 0 {
+            return Ok(());
+        }
+        self.device.bind()?;
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        // SAFETY: the destination holds at least `bytes.len()` bytes (checked above) and
+        // belongs to this context; the stream is synchronised before `data` is released.
+        unsafe { result::memcpy_htod_async(self.ptr, bytes, self.device.stream().cu_stream()) }
+            .call("cuMemcpyHtoDAsync")?;
+        self.device.synchronize()
+    }
+
+    /// Copies the buffer into a new vector, after all earlier work on the stream.
+    pub fn download(&self) -> Result<Vec<T>, CudaError> {
+        let mut out = vec![T::zeroed(); self.len];
+        self.download_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Copies the buffer into `out`, which must have exactly [`Self::len`] elements.
+    pub fn download_into(&self, out: &mut [T]) -> Result<(), CudaError> {
+        self.check_len(out.len())?;
+        if self.size_bytes() == 0 {
+            return self.device.synchronize();
+        }
+        self.device.bind()?;
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
+        // SAFETY: the source holds at least `bytes.len()` bytes; the stream is synchronised
+        // before `out` is given back, so the copy has finished writing it.
+        unsafe { result::memcpy_dtoh_async(bytes, self.ptr, self.device.stream().cu_stream()) }
+            .call("cuMemcpyDtoHAsync")?;
+        self.device.synchronize()
+    }
+
+    /// Sets every byte of the buffer to zero (in order on the stream; does not wait).
+    pub fn fill_zero(&mut self) -> Result<(), CudaError> {
+        self.device.bind()?;
+        // SAFETY: the range lies inside the allocation.
+        unsafe {
+            result::memset_d8_async(
+                self.ptr,
+                0,
+                self.memory.len(),
+                self.device.stream().cu_stream(),
+            )
+        }
+        .call("cuMemsetD8Async")
+    }
+
+    fn check_len(&self, got: usize) -> Result<(), CudaError> {
+        if got == self.len {
+            Ok(())
+        } else {
+            Err(CudaError::BufferSize {
+                expected: self.len,
+                got,
+            })
+        }
+    }
+}

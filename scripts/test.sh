@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# rutile's test command: installs the external tools the tests need (only when
+# missing), exports their locations, then runs the whole workspace test suite.
+#
+#   ./scripts/test.sh [extra cargo test args...]
+#   eval "$(./scripts/test.sh --setup-only)"   # install + print export lines only
+#
+# Tools:
+#   ptxas       pip wheel nvidia-cuda-nvcc-cu12, installed under target/tools/
+#   spirv-val   Debian spirv-tools (also spirv-dis)
+#   lavapipe    Debian mesa-vulkan-drivers + libvulkan1 (software Vulkan ICD)
+# Set RUTILE_PTXAS / RUTILE_SPIRV_VAL / RUTILE_SPIRV_DIS beforehand to use your own.
+set -euo pipefail
+
+NVCC_WHEEL_VERSION="12.9.86"   # nvidia-cuda-nvcc-cu12; bump deliberately
+APT_PACKAGES=(mesa-vulkan-drivers libvulkan1 spirv-tools)
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOLS_DIR="$ROOT/target/tools"
+
+SETUP_ONLY=0
+if [[ "${1:-}" == "--setup-only" ]]; then SETUP_ONLY=1; shift; fi
+
+# Progress goes to stderr so that --setup-only's stdout is just `export` lines.
+say() { echo "test.sh: $*" >&2; }
+die() { echo "test.sh: error: $*" >&2; exit 1; }
+
+# Run a command as root: directly, via sudo, or fail with a hint.
+as_root() {
+    if [[ "$(id -u)" -eq 0 ]]; then "$@"
+    elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+    else die "need root (or sudo) to run: $*"; fi
+}
+
+# Run a command with its output appended to a log; show the log's tail on failure.
+logged() {  # logfile cmd...
+    local log="$1"; shift
+    mkdir -p "$(dirname "$log")"
+    "$@" >>"$log" 2>&1 || { tail -n 30 "$log" >&2; die "failed: $* (full log: $log)"; }
+}
+
+apt_install() {
+    logged "$TOOLS_DIR/apt.log" as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    logged "$TOOLS_DIR/apt.log" as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends "$@"
+}
+
+# --- Debian packages: spirv-tools, lavapipe, Vulkan loader ------------------
+install_apt_packages() {
+    if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+        say "no dpkg/apt-get here; not installing ${APT_PACKAGES[*]} (expecting them to be present)"
+        return
+    fi
+    local missing=() pkg
+    for pkg in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+            || missing+=("$pkg")
+    done
+    if [[ ${#missing[@]} -eq 0 ]]; then
+        say "apt packages present: ${APT_PACKAGES[*]}"
+        return
+    fi
+    say "installing apt packages: ${missing[*]}"
+    apt_install "${missing[@]}"
+}
+
+# --- ptxas from the nvidia-cuda-nvcc-cu12 wheel -----------------------------
+install_ptxas() {
+    if [[ -n "${RUTILE_PTXAS:-}" ]]; then
+        say "using RUTILE_PTXAS=$RUTILE_PTXAS"
+        return
+    fi
+    local target="$TOOLS_DIR/cuda-nvcc-$NVCC_WHEEL_VERSION"
+    RUTILE_PTXAS="$target/nvidia/cuda_nvcc/bin/ptxas"
+    if [[ -x "$RUTILE_PTXAS" ]]; then
+        say "ptxas present: $RUTILE_PTXAS"
+        return
+    fi
+    local python
+    python="$(command -v python3 || true)"
+    if [[ -z "$python" ]] || ! "$python" -m pip --version >/dev/null 2>&1; then
+        command -v apt-get >/dev/null 2>&1 || die "need python3 with pip to fetch ptxas"
+        say "installing python3-pip (needed to fetch ptxas)"
+        apt_install python3 python3-pip
+        python="$(command -v python3)"
+    fi
+    say "installing ptxas (pip nvidia-cuda-nvcc-cu12==$NVCC_WHEEL_VERSION) into $target"
+    rm -rf "$target.partial"
+    # --target installs into a plain directory: no venv, no system site-packages
+    # changes, and it is allowed on "externally managed" (PEP 668) Pythons.
+    logged "$TOOLS_DIR/pip.log" env PIP_ROOT_USER_ACTION=ignore "$python" -m pip install \
+        --no-input --disable-pip-version-check --no-deps --target "$target.partial" \
+        "nvidia-cuda-nvcc-cu12==$NVCC_WHEEL_VERSION"
+    chmod +x "$target.partial/nvidia/cuda_nvcc/bin/"* 2>/dev/null || true
+    rm -rf "$target" && mv "$target.partial" "$target"
+    [[ -x "$RUTILE_PTXAS" ]] || die "ptxas not found at $RUTILE_PTXAS after pip install"
+}
+
+# --- locate + verify ---------------------------------------------------------
+find_spirv_tools() {
+    RUTILE_SPIRV_VAL="${RUTILE_SPIRV_VAL:-$(command -v spirv-val || true)}"
+    RUTILE_SPIRV_DIS="${RUTILE_SPIRV_DIS:-$(command -v spirv-dis || true)}"
+    [[ -n "$RUTILE_SPIRV_VAL" ]] || die "spirv-val not found (Debian package: spirv-tools)"
+    [[ -n "$RUTILE_SPIRV_DIS" ]] || die "spirv-dis not found (Debian package: spirv-tools)"
+}
+
+verify_tool() {  # name path version-flag
+    local out
+    out="$("$2" "$3" 2>&1)" || die "$1 at $2 does not run: $out"
+    say "  $1: $2 ($(printf '%s\n' "$out" | grep -m1 -iE 'release|version|v[0-9]' || printf '%s' "$out" | head -n1))"
+}
+
+check_lavapipe() {
+    local icds=(/usr/share/vulkan/icd.d/lvp_icd*.json)
+    [[ -e "${icds[0]}" ]] \
+        || die "lavapipe Vulkan ICD not found (/usr/share/vulkan/icd.d/lvp_icd*.json); install mesa-vulkan-drivers"
+    say "  lavapipe ICD: ${icds[*]}"
+}
+
+install_apt_packages
+install_ptxas
+find_spirv_tools
+
+say "verifying tools"
+verify_tool ptxas "$RUTILE_PTXAS" --version
+verify_tool spirv-val "$RUTILE_SPIRV_VAL" --version
+verify_tool spirv-dis "$RUTILE_SPIRV_DIS" --version
+check_lavapipe
+
+export RUTILE_PTXAS RUTILE_SPIRV_VAL RUTILE_SPIRV_DIS
+export RUTILE_REQUIRE_TOOLS=1   # tool-dependent tests fail instead of skipping
+
+if [[ $SETUP_ONLY -eq 1 ]]; then
+    for var in RUTILE_PTXAS RUTILE_SPIRV_VAL RUTILE_SPIRV_DIS RUTILE_REQUIRE_TOOLS; do
+        printf 'export %s=%q\n' "$var" "${!var}"
+    done
+    exit 0
+fi
+
+command -v cargo >/dev/null 2>&1 || die "cargo not found; install Rust (https://rustup.rs)"
+say "running: cargo test --workspace --release --locked $*"
+cd "$ROOT"
+exec cargo test --workspace --release --locked "$@"
