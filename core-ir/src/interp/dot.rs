@@ -17,25 +17,14 @@ use crate::types::{ScalarType, Type};
 pub(crate) fn dot(a: &Tensor, b: &Tensor, acc: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     let (ad, bd, cd) = (a.ty.shape.dims(), b.ty.shape.dims(), acc.ty.shape.dims());
     if ad.len() != 2 || bd.len() != 2 || cd.len() != 2 || ad[1] != bd[0] || cd != [ad[0], bd[1]] {
-        return Err(invalid!(
-            "dot of {} and {} into {}: shapes must be [M, K], [K, N], [M, N]",
-            a.ty,
-            b.ty,
-            acc.ty
-        ));
+        return Err(invalid!("dot of {} and {} into {}: shapes must be [M, K], [K, N], [M, N]", a.ty, b.ty, acc.ty));
     }
     if ty != acc.ty {
         return Err(invalid!("dot into {} cannot give {ty}", acc.ty));
     }
-    let (sa, sb, sc) = (
-        a.scalar_type("dot")?,
-        b.scalar_type("dot")?,
-        acc.scalar_type("dot")?,
-    );
+    let (sa, sb, sc) = (a.scalar_type("dot")?, b.scalar_type("dot")?, acc.scalar_type("dot")?);
     if sa != sb {
-        return Err(invalid!(
-            "dot operands must have one element type, got {sa} and {sb}"
-        ));
+        return Err(invalid!("dot operands must have one element type, got {sa} and {sb}"));
     }
     let (m, k, n) = (ad[0] as usize, ad[1] as usize, bd[1] as usize);
     let data = match (&a.data, &b.data, &acc.data) {
@@ -61,9 +50,7 @@ pub(crate) fn dot(a: &Tensor, b: &Tensor, acc: &Tensor, ty: Type) -> Result<Tens
         (Data::Int(x), Data::Int(y), Data::Int(c)) => {
             let mut c = c.clone();
             mm(m, k, n, x, y, &mut c, |c, a, b| {
-                c.iter_mut()
-                    .zip(b)
-                    .for_each(|(c, &b)| *c = c.wrapping_add(a.wrapping_mul(b)))
+                c.iter_mut().zip(b).for_each(|(c, &b)| *c = c.wrapping_add(a.wrapping_mul(b)))
             });
             wrap_ints(sc, &mut c);
             Data::Int(c)
@@ -75,15 +62,7 @@ pub(crate) fn dot(a: &Tensor, b: &Tensor, acc: &Tensor, ty: Type) -> Result<Tens
 
 /// `c += a @ b`, i-k-j, with `axpy(c_row, a_ik, b_row)` as the inner loop.
 #[inline]
-fn mm<T: Copy>(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: &[T],
-    b: &[T],
-    c: &mut [T],
-    axpy: impl Fn(&mut [T], T, &[T]),
-) {
+fn mm<T: Copy>(m: usize, k: usize, n: usize, a: &[T], b: &[T], c: &mut [T], axpy: impl Fn(&mut [T], T, &[T])) {
     for i in 0..m {
         let c_row = &mut c[i * n..(i + 1) * n];
         for kk in 0..k {
@@ -105,9 +84,7 @@ fn axpy_fma_f32(c: &mut [f32], a: f32, b: &[f32]) {
         // SAFETY: the CPU supports FMA, checked just above.
         return unsafe { axpy_fma_f32_hw(c, a, b) };
     }
-    c.iter_mut()
-        .zip(b)
-        .for_each(|(c, &b)| *c = a.mul_add(b, *c));
+    c.iter_mut().zip(b).for_each(|(c, &b)| *c = a.mul_add(b, *c));
 }
 
 /// `c = fma(a, b, c)` in f64.
@@ -117,9 +94,7 @@ fn axpy_fma_f64(c: &mut [f64], a: f64, b: &[f64]) {
         // SAFETY: the CPU supports FMA, checked just above.
         return unsafe { axpy_fma_f64_hw(c, a, b) };
     }
-    c.iter_mut()
-        .zip(b)
-        .for_each(|(c, &b)| *c = a.mul_add(b, *c));
+    c.iter_mut().zip(b).for_each(|(c, &b)| *c = a.mul_add(b, *c));
 }
 
 // With the FMA feature enabled, `mul_add` compiles to vector FMA instructions instead of a
@@ -127,15 +102,11 @@ fn axpy_fma_f64(c: &mut [f64], a: f64, b: &[f64]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma")]
 fn axpy_fma_f32_hw(c: &mut [f32], a: f32, b: &[f32]) {
-    c.iter_mut()
-        .zip(b)
-        .for_each(|(c, &b)| *c = a.mul_add(b, *c));
+    c.iter_mut().zip(b).for_each(|(c, &b)| *c = a.mul_add(b, *c));
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma")]
 fn axpy_fma_f64_hw(c: &mut [f64], a: f64, b: &[f64]) {
-    c.iter_mut()
-        .zip(b)
-        .for_each(|(c, &b)| *c = a.mul_add(b, *c));
+    c.iter_mut().zip(b).for_each(|(c, &b)| *c = a.mul_add(b, *c));
 }

@@ -20,8 +20,7 @@
 
 use super::error::{invalid, Fault};
 use super::tensor::{
-    bf16_from_f64, f16_from_f64, int_to_f64_round_to_odd, round_floats, wrap_int, wrap_ints, Data,
-    Tensor,
+    bf16_from_f64, f16_from_f64, int_to_f64_round_to_odd, round_floats, wrap_int, wrap_ints, Data, Tensor,
 };
 use crate::ir::{BinaryOp, CmpOp, UnaryOp};
 use crate::types::{Elem, ScalarType, Type};
@@ -71,10 +70,7 @@ pub(crate) fn fmax(a: f64, b: f64) -> f64 {
 fn check_same(what: &str, operands: &[&Tensor], ty: Type) -> Result<(), Fault> {
     for (i, t) in operands.iter().enumerate() {
         if t.ty != ty {
-            return Err(invalid!(
-                "{what} operand {i} has type {}, expected {ty}",
-                t.ty
-            ));
+            return Err(invalid!("{what} operand {i} has type {}, expected {ty}", t.ty));
         }
     }
     Ok(())
@@ -146,37 +142,17 @@ fn int_binary(op: BinaryOp, s: ScalarType, x: &[i64], y: &[i64]) -> Vec<i64> {
         BinaryOp::Mul => zip(x, y, i64::wrapping_mul),
         BinaryOp::Div if unsigned => zip(x, y, udiv),
         BinaryOp::Div => zip(x, y, sdiv),
-        BinaryOp::Rem if unsigned => zip(x, y, |a, b| {
-            if b == 0 {
-                0
-            } else {
-                ((a as u64) % (b as u64)) as i64
-            }
-        }),
+        BinaryOp::Rem if unsigned => zip(x, y, |a, b| if b == 0 { 0 } else { ((a as u64) % (b as u64)) as i64 }),
         BinaryOp::Rem => zip(x, y, |a, b| if b == 0 { 0 } else { a.wrapping_rem(b) }),
-        BinaryOp::CeilDiv if unsigned => zip(x, y, |a, b| {
-            udiv(wrap_int(s, a.wrapping_add(b).wrapping_sub(1)), b)
-        }),
-        BinaryOp::CeilDiv => zip(x, y, |a, b| {
-            sdiv(wrap_int(s, a.wrapping_add(b).wrapping_sub(1)), b)
-        }),
+        BinaryOp::CeilDiv if unsigned => zip(x, y, |a, b| udiv(wrap_int(s, a.wrapping_add(b).wrapping_sub(1)), b)),
+        BinaryOp::CeilDiv => zip(x, y, |a, b| sdiv(wrap_int(s, a.wrapping_add(b).wrapping_sub(1)), b)),
         BinaryOp::And => zip(x, y, |a, b| a & b),
         BinaryOp::Or => zip(x, y, |a, b| a | b),
         BinaryOp::Xor => zip(x, y, |a, b| a ^ b),
         BinaryOp::Shl => zip(x, y, |a, b| if b as u64 >= width { 0 } else { a << b }),
-        BinaryOp::Shr if unsigned => zip(x, y, |a, b| {
-            if b as u64 >= width {
-                0
-            } else {
-                ((a as u64) >> b) as i64
-            }
-        }),
+        BinaryOp::Shr if unsigned => zip(x, y, |a, b| if b as u64 >= width { 0 } else { ((a as u64) >> b) as i64 }),
         // Sign-extended values shift arithmetically in i64 as they would in their width.
-        BinaryOp::Shr => zip(
-            x,
-            y,
-            |a, b| if b as u64 >= width { a >> 63 } else { a >> b },
-        ),
+        BinaryOp::Shr => zip(x, y, |a, b| if b as u64 >= width { a >> 63 } else { a >> b }),
         BinaryOp::Min if unsigned => zip(x, y, |a, b| (a as u64).min(b as u64) as i64),
         BinaryOp::Min => zip(x, y, i64::min),
         BinaryOp::Max if unsigned => zip(x, y, |a, b| (a as u64).max(b as u64) as i64),
@@ -236,11 +212,7 @@ fn bool_binary(op: BinaryOp, x: &[bool], y: &[bool]) -> Result<Vec<bool>, Fault>
 pub(crate) fn compare(op: CmpOp, a: &Tensor, b: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     check_same(op.name(), &[b], a.ty)?;
     if ty != a.ty.with_elem(Elem::Scalar(ScalarType::Bool)) {
-        return Err(invalid!(
-            "{} of {} gives i1 of that shape, not {ty}",
-            op.name(),
-            a.ty
-        ));
+        return Err(invalid!("{} of {} gives i1 of that shape, not {ty}", op.name(), a.ty));
     }
     fn cmp<T: Copy + PartialOrd>(op: CmpOp, x: &[T], y: &[T]) -> Vec<bool> {
         match op {
@@ -270,27 +242,17 @@ pub(crate) fn compare(op: CmpOp, a: &Tensor, b: &Tensor, ty: Type) -> Result<Ten
         },
         _ => unreachable!("operands of one type share a representation"),
     };
-    Ok(Tensor {
-        ty,
-        data: Data::Bool(out),
-    })
+    Ok(Tensor { ty, data: Data::Bool(out) })
 }
 
 pub(crate) fn select(cond: &Tensor, t: &Tensor, f: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     check_same("where", &[t, f], ty)?;
     if cond.ty != ty.with_elem(Elem::Scalar(ScalarType::Bool)) {
-        return Err(invalid!(
-            "where's condition has type {}, expected i1 of shape {}",
-            cond.ty,
-            ty.shape
-        ));
+        return Err(invalid!("where's condition has type {}, expected i1 of shape {}", cond.ty, ty.shape));
     }
     let c = cond.bools()?;
     fn pick<T: Copy>(c: &[bool], t: &[T], f: &[T]) -> Vec<T> {
-        c.iter()
-            .zip(t.iter().zip(f))
-            .map(|(&c, (&t, &f))| if c { t } else { f })
-            .collect()
+        c.iter().zip(t.iter().zip(f)).map(|(&c, (&t, &f))| if c { t } else { f }).collect()
     }
     let data = match (&t.data, &f.data) {
         (Data::Bool(x), Data::Bool(y)) => Data::Bool(pick(c, x, y)),
@@ -308,30 +270,19 @@ pub(crate) fn fma(a: &Tensor, b: &Tensor, c: &Tensor, ty: Type) -> Result<Tensor
     let (x, y, z) = (a.floats()?, b.floats()?, c.floats()?);
     let it = x.iter().zip(y).zip(z);
     let mut out: Vec<f64> = match s {
-        ScalarType::F32 => it
-            .map(|((&a, &b), &c)| (a as f32).mul_add(b as f32, c as f32) as f64)
-            .collect(),
+        ScalarType::F32 => it.map(|((&a, &b), &c)| (a as f32).mul_add(b as f32, c as f32) as f64).collect(),
         _ => it.map(|((&a, &b), &c)| a.mul_add(b, c)).collect(),
     };
     round_floats(s, &mut out);
-    Ok(Tensor {
-        ty,
-        data: Data::Float(out),
-    })
+    Ok(Tensor { ty, data: Data::Float(out) })
 }
 
 pub(crate) fn cast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     if x.ty.shape != ty.shape {
-        return Err(invalid!(
-            "cast changes the shape from {} to {}",
-            x.ty.shape,
-            ty.shape
-        ));
+        return Err(invalid!("cast changes the shape from {} to {}", x.ty.shape, ty.shape));
     }
     let src = x.scalar_type("a cast's operand")?;
-    let dst = ty
-        .scalar_type()
-        .ok_or_else(|| invalid!("cannot cast to a pointer ({ty})"))?;
+    let dst = ty.scalar_type().ok_or_else(|| invalid!("cannot cast to a pointer ({ty})"))?;
     let data = match &x.data {
         Data::Bool(v) => {
             if dst.is_bool() {
@@ -402,24 +353,14 @@ fn float_to_int(dst: ScalarType, v: &[f64]) -> Vec<i64> {
 
 pub(crate) fn bitcast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     if x.ty.shape != ty.shape {
-        return Err(invalid!(
-            "bitcast changes the shape from {} to {}",
-            x.ty.shape,
-            ty.shape
-        ));
+        return Err(invalid!("bitcast changes the shape from {} to {}", x.ty.shape, ty.shape));
     }
     let src = x.scalar_type("a bitcast's operand")?;
-    let dst = ty
-        .scalar_type()
-        .ok_or_else(|| invalid!("cannot bitcast to a pointer ({ty})"))?;
+    let dst = ty.scalar_type().ok_or_else(|| invalid!("cannot bitcast to a pointer ({ty})"))?;
     if src.bits() != dst.bits() {
         return Err(invalid!("bitcast from {src} to {dst} changes the width"));
     }
-    let mask = if src.bits() == 64 {
-        u64::MAX
-    } else {
-        (1u64 << src.bits()) - 1
-    };
+    let mask = if src.bits() == 64 { u64::MAX } else { (1u64 << src.bits()) - 1 };
     let bits: Vec<u64> = match &x.data {
         Data::Bool(v) => map(v, |b| b as u64),
         Data::Int(v) => map(v, |a| a as u64 & mask),

@@ -67,10 +67,7 @@ impl<'a> Program<'a> {
     fn get(&self, v: ValueId) -> Result<Rc<Tensor>, Fault> {
         match self.env.get(v.index()) {
             Some(Some(t)) => Ok(t.clone()),
-            Some(None) => Err(invalid!(
-                "value %{} is used before it is defined",
-                v.index()
-            )),
+            Some(None) => Err(invalid!("value %{} is used before it is defined", v.index())),
             None => Err(invalid!("value %{} does not exist", v.index())),
         }
     }
@@ -80,27 +77,14 @@ impl<'a> Program<'a> {
     }
 
     /// Binds `values` to the values `names` (region arguments or results), checking types.
-    fn bind(
-        &mut self,
-        names: &[ValueId],
-        values: Vec<Rc<Tensor>>,
-        what: &str,
-    ) -> Result<(), Fault> {
+    fn bind(&mut self, names: &[ValueId], values: Vec<Rc<Tensor>>, what: &str) -> Result<(), Fault> {
         if names.len() != values.len() {
-            return Err(invalid!(
-                "{what}: {} values for {} names",
-                values.len(),
-                names.len()
-            ));
+            return Err(invalid!("{what}: {} values for {} names", values.len(), names.len()));
         }
         for (&name, value) in names.iter().zip(values) {
             let ty = self.kernel.values.try_get(name).map(|v| v.ty);
             if ty != Some(value.ty) {
-                return Err(invalid!(
-                    "{what}: a value of type {} for %{} of type {ty:?}",
-                    value.ty,
-                    name.index()
-                ));
+                return Err(invalid!("{what}: a value of type {} for %{} of type {ty:?}", value.ty, name.index()));
             }
             self.env[name.index()] = Some(value);
         }
@@ -115,27 +99,16 @@ impl<'a> Program<'a> {
                 return Err(InterpError::Fault {
                     kind: FaultKind::InvalidIr,
                     op: "region",
-                    loc: crate::ir::SourceLoc {
-                        file: "<unknown>",
-                        line: 0,
-                        column: 0,
-                    },
+                    loc: crate::ir::SourceLoc { file: "<unknown>", line: 0, column: 0 },
                     program: self.pid,
                     message: format!("instruction #{} does not exist", id.index()),
                 });
             };
             if let Op::Yield { values } = &inst.op {
                 if i + 1 != region.insts.len() {
-                    return Err(self.at(
-                        inst,
-                        invalid!("yield must be the last instruction of its region"),
-                    ));
+                    return Err(self.at(inst, invalid!("yield must be the last instruction of its region")));
                 }
-                return values
-                    .iter()
-                    .map(|&v| self.get(v))
-                    .collect::<Result<_, _>>()
-                    .map_err(|f| self.at(inst, f));
+                return values.iter().map(|&v| self.get(v)).collect::<Result<_, _>>().map_err(|f| self.at(inst, f));
             }
             self.exec(inst)?;
         }
@@ -158,13 +131,9 @@ impl<'a> Program<'a> {
                     (None, &[]) => {}
                     (r, results) => {
                         let made = if r.is_some() { 1 } else { 0 };
-                        return Err(self.at(
-                            inst,
-                            invalid!(
-                                "the op makes {made} values, but has {} results",
-                                results.len()
-                            ),
-                        ));
+                        return Err(
+                            self.at(inst, invalid!("the op makes {made} values, but has {} results", results.len()))
+                        );
                     }
                 }
                 Ok(())
@@ -204,15 +173,8 @@ impl<'a> Program<'a> {
                 if ty != Type::scalar(ScalarType::I32) || *axis > 2 {
                     return Err(invalid!("{} of axis {axis} as {ty}", op.name()));
                 }
-                let v = if matches!(op, Op::ProgramId { .. }) {
-                    self.pid
-                } else {
-                    self.grid
-                };
-                Tensor {
-                    ty,
-                    data: Data::Int(vec![v[*axis as usize] as i32 as i64]),
-                }
+                let v = if matches!(op, Op::ProgramId { .. }) { self.pid } else { self.grid };
+                Tensor { ty, data: Data::Int(vec![v[*axis as usize] as i32 as i64]) }
             }
             Op::Constant { value } => shape::constant(*value, ty)?,
             Op::Arange { start, end } => shape::arange(*start, *end, ty)?,
@@ -222,22 +184,11 @@ impl<'a> Program<'a> {
             Op::Reshape { value } => shape::reshape(&*self.get(*value)?, ty)?,
             Op::Permute { value, perm } => shape::permute(&*self.get(*value)?, perm, ty)?,
             Op::Unary { op, value } => ew::unary(*op, &*self.get(*value)?, ty)?,
-            Op::Binary { op, lhs, rhs } => {
-                ew::binary(*op, &*self.get(*lhs)?, &*self.get(*rhs)?, ty)?
+            Op::Binary { op, lhs, rhs } => ew::binary(*op, &*self.get(*lhs)?, &*self.get(*rhs)?, ty)?,
+            Op::Compare { op, lhs, rhs } => ew::compare(*op, &*self.get(*lhs)?, &*self.get(*rhs)?, ty)?,
+            Op::Select { cond, on_true, on_false } => {
+                ew::select(&*self.get(*cond)?, &*self.get(*on_true)?, &*self.get(*on_false)?, ty)?
             }
-            Op::Compare { op, lhs, rhs } => {
-                ew::compare(*op, &*self.get(*lhs)?, &*self.get(*rhs)?, ty)?
-            }
-            Op::Select {
-                cond,
-                on_true,
-                on_false,
-            } => ew::select(
-                &*self.get(*cond)?,
-                &*self.get(*on_true)?,
-                &*self.get(*on_false)?,
-                ty,
-            )?,
             Op::Fma { a, b, c } => ew::fma(&*self.get(*a)?, &*self.get(*b)?, &*self.get(*c)?, ty)?,
             Op::Cast { value } => ew::cast(&*self.get(*value)?, ty)?,
             Op::Bitcast { value } => ew::bitcast(&*self.get(*value)?, ty)?,
@@ -251,19 +202,12 @@ impl<'a> Program<'a> {
                     .ptrs()?
                     .iter()
                     .zip(offsets)
-                    .map(|(p, &o)| super::tensor::Pointer {
-                        param: p.param,
-                        offset: p.offset.wrapping_add(o),
-                    })
+                    .map(|(p, &o)| super::tensor::Pointer { param: p.param, offset: p.offset.wrapping_add(o) })
                     .collect();
-                Tensor {
-                    ty,
-                    data: Data::Ptr(out),
-                }
+                Tensor { ty, data: Data::Ptr(out) }
             }
             Op::Load { ptr, mask, other } => {
-                let (ptr, mask, other) =
-                    (self.get(*ptr)?, self.get_opt(*mask)?, self.get_opt(*other)?);
+                let (ptr, mask, other) = (self.get(*ptr)?, self.get_opt(*mask)?, self.get_opt(*other)?);
                 let s = pointee(&ptr)?;
                 if ty != ptr.ty.with_elem(Elem::Scalar(s)) {
                     return Err(invalid!("load through {} as {ty}", ptr.ty));
@@ -274,70 +218,33 @@ impl<'a> Program<'a> {
                     }
                 }
                 let mask = check_mask(mask.as_deref(), ptr.ty)?;
-                let data = memory::load(
-                    &self.mem,
-                    s,
-                    ptr.ptrs()?,
-                    mask,
-                    other.as_deref().map(|o| &o.data),
-                )?;
+                let data = memory::load(&self.mem, s, ptr.ptrs()?, mask, other.as_deref().map(|o| &o.data))?;
                 Tensor { ty, data }
             }
-            Op::Atomic {
-                op,
-                ptr,
-                value,
-                mask,
-            } => {
+            Op::Atomic { op, ptr, value, mask } => {
                 let (ptr, value, mask) = (self.get(*ptr)?, self.get(*value)?, self.get_opt(*mask)?);
                 let s = pointee(&ptr)?;
                 if ty != ptr.ty.with_elem(Elem::Scalar(s)) || value.ty != ty {
-                    return Err(invalid!(
-                        "{} of {} through {} as {ty}",
-                        op.name(),
-                        value.ty,
-                        ptr.ty
-                    ));
+                    return Err(invalid!("{} of {} through {} as {ty}", op.name(), value.ty, ptr.ty));
                 }
                 let mask = check_mask(mask.as_deref(), ptr.ty)?;
                 let data = memory::atomic(&mut self.mem, *op, s, ptr.ptrs()?, mask, &value.data)?;
                 Tensor { ty, data }
             }
-            Op::AtomicCas {
-                ptr,
-                cmp,
-                value,
-                mask,
-            } => {
+            Op::AtomicCas { ptr, cmp, value, mask } => {
                 let (ptr, cmp, value) = (self.get(*ptr)?, self.get(*cmp)?, self.get(*value)?);
                 let mask = self.get_opt(*mask)?;
                 let s = pointee(&ptr)?;
                 if ty != ptr.ty.with_elem(Elem::Scalar(s)) || value.ty != ty || cmp.ty != ty {
-                    return Err(invalid!(
-                        "atomic_cas of {} and {} through {} as {ty}",
-                        cmp.ty,
-                        value.ty,
-                        ptr.ty
-                    ));
+                    return Err(invalid!("atomic_cas of {} and {} through {} as {ty}", cmp.ty, value.ty, ptr.ty));
                 }
                 let mask = check_mask(mask.as_deref(), ptr.ty)?;
-                let data = memory::atomic_cas(
-                    &mut self.mem,
-                    s,
-                    ptr.ptrs()?,
-                    mask,
-                    &cmp.data,
-                    &value.data,
-                )?;
+                let data = memory::atomic_cas(&mut self.mem, s, ptr.ptrs()?, mask, &cmp.data, &value.data)?;
                 Tensor { ty, data }
             }
             Op::Reduce { op, value, axis } => shape::reduce(*op, &*self.get(*value)?, *axis, ty)?,
             Op::Dot { a, b, acc } => dot(&*self.get(*a)?, &*self.get(*b)?, &*self.get(*acc)?, ty)?,
-            Op::Store { .. }
-            | Op::For { .. }
-            | Op::If { .. }
-            | Op::While { .. }
-            | Op::Yield { .. } => {
+            Op::Store { .. } | Op::For { .. } | Op::If { .. } | Op::While { .. } | Op::Yield { .. } => {
                 unreachable!("handled by the caller")
             }
         };
@@ -345,15 +252,7 @@ impl<'a> Program<'a> {
     }
 
     fn exec_for(&mut self, inst: &'a Inst) -> Result<(), InterpError> {
-        let Op::For {
-            start,
-            end,
-            step,
-            init,
-        } = &inst.op
-        else {
-            unreachable!()
-        };
+        let Op::For { start, end, step, init } = &inst.op else { unreachable!() };
         let header = || -> Result<_, Fault> {
             let (start, end, step) = (self.get(*start)?, self.get(*end)?, self.get(*step)?);
             let ty = start.ty;
@@ -377,92 +276,54 @@ impl<'a> Program<'a> {
             };
             let (lo, hi, st) = (wide(&start), wide(&end), wide(&step));
             if st == 0 {
-                return Err(Fault {
-                    kind: FaultKind::ZeroStep,
-                    message: "for loop step is zero".into(),
-                });
+                return Err(Fault { kind: FaultKind::ZeroStep, message: "for loop step is zero".into() });
             }
-            let region = inst
-                .regions
-                .first()
-                .filter(|r| r.args.len() == init.len() + 1);
+            let region = inst.regions.first().filter(|r| r.args.len() == init.len() + 1);
             let Some(region) = region else {
-                return Err(invalid!(
-                    "for needs one region with {} arguments",
-                    init.len() + 1
-                ));
+                return Err(invalid!("for needs one region with {} arguments", init.len() + 1));
             };
-            let carried = init
-                .iter()
-                .map(|&v| self.get(v))
-                .collect::<Result<Vec<_>, _>>()?;
+            let carried = init.iter().map(|&v| self.get(v)).collect::<Result<Vec<_>, _>>()?;
             Ok((s, ty, lo, hi, st, region, carried))
         };
-        let (s, ty, mut i, end, step, region, mut carried) =
-            header().map_err(|f| self.at(inst, f))?;
+        let (s, ty, mut i, end, step, region, mut carried) = header().map_err(|f| self.at(inst, f))?;
         while (step > 0 && i < end) || (step < 0 && i > end) {
-            let iv = Rc::new(Tensor {
-                ty,
-                data: Data::Int(vec![wrap_int(s, i as i64)]),
-            });
+            let iv = Rc::new(Tensor { ty, data: Data::Int(vec![wrap_int(s, i as i64)]) });
             let mut args = Vec::with_capacity(carried.len() + 1);
             args.push(iv);
             args.extend(carried);
-            self.bind(&region.args, args, "for's loop variables")
-                .map_err(|f| self.at(inst, f))?;
+            self.bind(&region.args, args, "for's loop variables").map_err(|f| self.at(inst, f))?;
             carried = self.run_region(region)?;
             i += step;
         }
-        self.bind(&inst.results, carried, "for's results")
-            .map_err(|f| self.at(inst, f))
+        self.bind(&inst.results, carried, "for's results").map_err(|f| self.at(inst, f))
     }
 
     fn exec_if(&mut self, inst: &'a Inst) -> Result<(), InterpError> {
-        let Op::If { cond } = &inst.op else {
-            unreachable!()
-        };
-        let cond = self
-            .get(*cond)
-            .and_then(|c| c.scalar_bool("if's condition"))
-            .map_err(|f| self.at(inst, f))?;
+        let Op::If { cond } = &inst.op else { unreachable!() };
+        let cond = self.get(*cond).and_then(|c| c.scalar_bool("if's condition")).map_err(|f| self.at(inst, f))?;
         let region = inst.regions.get(if cond { 0 } else { 1 });
         let values = match region {
             Some(region) => self.run_region(region)?,
             // An `if` without an else region has no results.
             None if !cond && inst.regions.len() == 1 => Vec::new(),
-            None => {
-                return Err(self.at(
-                    inst,
-                    invalid!("if needs a then and an optional else region"),
-                ))
-            }
+            None => return Err(self.at(inst, invalid!("if needs a then and an optional else region"))),
         };
-        self.bind(&inst.results, values, "if's results")
-            .map_err(|f| self.at(inst, f))
+        self.bind(&inst.results, values, "if's results").map_err(|f| self.at(inst, f))
     }
 
     fn exec_while(&mut self, inst: &'a Inst) -> Result<(), InterpError> {
-        let Op::While { init } = &inst.op else {
-            unreachable!()
-        };
+        let Op::While { init } = &inst.op else { unreachable!() };
         let (Some(before), Some(body)) = (inst.regions.first(), inst.regions.get(1)) else {
             return Err(self.at(inst, invalid!("while needs a condition and a body region")));
         };
-        let mut carried = init
-            .iter()
-            .map(|&v| self.get(v))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|f| self.at(inst, f))?;
+        let mut carried =
+            init.iter().map(|&v| self.get(v)).collect::<Result<Vec<_>, _>>().map_err(|f| self.at(inst, f))?;
         loop {
-            self.bind(&before.args, carried.clone(), "while's condition arguments")
-                .map_err(|f| self.at(inst, f))?;
+            self.bind(&before.args, carried.clone(), "while's condition arguments").map_err(|f| self.at(inst, f))?;
             let cond = self.run_region(before)?;
             let go = match cond.as_slice() {
                 [c] => c.scalar_bool("while's condition"),
-                _ => Err(invalid!(
-                    "while's condition yields {} values, not one i1",
-                    cond.len()
-                )),
+                _ => Err(invalid!("while's condition yields {} values, not one i1", cond.len())),
             };
             if !go.map_err(|f| self.at(inst, f))? {
                 break;
@@ -470,13 +331,11 @@ impl<'a> Program<'a> {
             // The body's arguments, when it declares its own, take the same values; otherwise
             // it uses the condition region's arguments, which are bound already.
             if !body.args.is_empty() {
-                self.bind(&body.args, carried, "while's body arguments")
-                    .map_err(|f| self.at(inst, f))?;
+                self.bind(&body.args, carried, "while's body arguments").map_err(|f| self.at(inst, f))?;
             }
             carried = self.run_region(body)?;
         }
-        self.bind(&inst.results, carried, "while's results")
-            .map_err(|f| self.at(inst, f))
+        self.bind(&inst.results, carried, "while's results").map_err(|f| self.at(inst, f))
     }
 }
 
@@ -493,11 +352,7 @@ fn check_mask(mask: Option<&Tensor>, ptr_ty: Type) -> Result<Option<&[bool]>, Fa
     match mask {
         None => Ok(None),
         Some(m) if m.ty == ptr_ty.with_elem(Elem::Scalar(ScalarType::Bool)) => Ok(Some(m.bools()?)),
-        Some(m) => Err(invalid!(
-            "the mask has type {}, expected i1 of shape {}",
-            m.ty,
-            ptr_ty.shape
-        )),
+        Some(m) => Err(invalid!("the mask has type {}, expected i1 of shape {}", m.ty, ptr_ty.shape)),
     }
 }
 

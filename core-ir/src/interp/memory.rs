@@ -33,10 +33,7 @@ impl Memory<'_> {
     #[inline]
     fn locate(&self, p: Pointer) -> Result<(usize, usize), Fault> {
         let Some(&Some((b, len))) = self.param_buffer.get(p.param as usize) else {
-            return Err(invalid!(
-                "pointer derived from parameter {}, which is not a pointer",
-                p.param
-            ));
+            return Err(invalid!("pointer derived from parameter {}, which is not a pointer", p.param));
         };
         if p.offset < 0 || p.offset as u64 >= len as u64 {
             return Err(Fault {
@@ -68,32 +65,13 @@ fn int_codec(s: ScalarType) -> Codec<i64> {
     let (read, write): (Read<i64>, Write<i64>) = match s {
         ScalarType::I8 => (|x| x[0] as i8 as i64, |x, v| x[0] = v as u8),
         ScalarType::U8 => (|x| x[0] as i64, |x, v| x[0] = v as u8),
-        ScalarType::I16 => (
-            |x| i16::from_ne_bytes(b(x)) as i64,
-            |x, v| x.copy_from_slice(&(v as i16).to_ne_bytes()),
-        ),
-        ScalarType::U16 => (
-            |x| u16::from_ne_bytes(b(x)) as i64,
-            |x, v| x.copy_from_slice(&(v as u16).to_ne_bytes()),
-        ),
-        ScalarType::I32 => (
-            |x| i32::from_ne_bytes(b(x)) as i64,
-            |x, v| x.copy_from_slice(&(v as i32).to_ne_bytes()),
-        ),
-        ScalarType::U32 => (
-            |x| u32::from_ne_bytes(b(x)) as i64,
-            |x, v| x.copy_from_slice(&(v as u32).to_ne_bytes()),
-        ),
-        _ => (
-            |x| i64::from_ne_bytes(b(x)),
-            |x, v| x.copy_from_slice(&v.to_ne_bytes()),
-        ),
+        ScalarType::I16 => (|x| i16::from_ne_bytes(b(x)) as i64, |x, v| x.copy_from_slice(&(v as i16).to_ne_bytes())),
+        ScalarType::U16 => (|x| u16::from_ne_bytes(b(x)) as i64, |x, v| x.copy_from_slice(&(v as u16).to_ne_bytes())),
+        ScalarType::I32 => (|x| i32::from_ne_bytes(b(x)) as i64, |x, v| x.copy_from_slice(&(v as i32).to_ne_bytes())),
+        ScalarType::U32 => (|x| u32::from_ne_bytes(b(x)) as i64, |x, v| x.copy_from_slice(&(v as u32).to_ne_bytes())),
+        _ => (|x| i64::from_ne_bytes(b(x)), |x, v| x.copy_from_slice(&v.to_ne_bytes())),
     };
-    Codec {
-        read,
-        write,
-        size: s.size_bytes(),
-    }
+    Codec { read, write, size: s.size_bytes() }
 }
 
 fn float_codec(s: ScalarType) -> Codec<f64> {
@@ -109,28 +87,14 @@ fn float_codec(s: ScalarType) -> Codec<f64> {
             |x| bf16::from_bits(u16::from_ne_bytes(b(x))).to_f64(),
             |x, v| x.copy_from_slice(&bf16_from_f64(v).to_bits().to_ne_bytes()),
         ),
-        ScalarType::F32 => (
-            |x| f32::from_ne_bytes(b(x)) as f64,
-            |x, v| x.copy_from_slice(&(v as f32).to_ne_bytes()),
-        ),
-        _ => (
-            |x| f64::from_ne_bytes(b(x)),
-            |x, v| x.copy_from_slice(&v.to_ne_bytes()),
-        ),
+        ScalarType::F32 => (|x| f32::from_ne_bytes(b(x)) as f64, |x, v| x.copy_from_slice(&(v as f32).to_ne_bytes())),
+        _ => (|x| f64::from_ne_bytes(b(x)), |x, v| x.copy_from_slice(&v.to_ne_bytes())),
     };
-    Codec {
-        read,
-        write,
-        size: s.size_bytes(),
-    }
+    Codec { read, write, size: s.size_bytes() }
 }
 
 fn bool_codec() -> Codec<bool> {
-    Codec {
-        read: |x| x[0] != 0,
-        write: |x, v| x[0] = v as u8,
-        size: 1,
-    }
+    Codec { read: |x| x[0] != 0, write: |x, v| x[0] = v as u8, size: 1 }
 }
 
 fn masked(mask: Option<&[bool]>, i: usize) -> bool {
@@ -170,12 +134,8 @@ pub(crate) fn load(
         None if s.is_bool() => Data::Bool(load_with(mem, bool_codec(), ptrs, mask, None, false)?),
         None if s.is_float() => Data::Float(load_with(mem, float_codec(s), ptrs, mask, None, 0.0)?),
         None => Data::Int(load_with(mem, int_codec(s), ptrs, mask, None, 0)?),
-        Some(Data::Bool(o)) => {
-            Data::Bool(load_with(mem, bool_codec(), ptrs, mask, Some(o), false)?)
-        }
-        Some(Data::Float(o)) => {
-            Data::Float(load_with(mem, float_codec(s), ptrs, mask, Some(o), 0.0)?)
-        }
+        Some(Data::Bool(o)) => Data::Bool(load_with(mem, bool_codec(), ptrs, mask, Some(o), false)?),
+        Some(Data::Float(o)) => Data::Float(load_with(mem, float_codec(s), ptrs, mask, Some(o), 0.0)?),
         Some(Data::Int(o)) => Data::Int(load_with(mem, int_codec(s), ptrs, mask, Some(o), 0)?),
         Some(Data::Ptr(_)) => return Err(invalid!("a load's `other` cannot be pointers")),
     })
@@ -194,10 +154,7 @@ fn store_with<T: Copy>(
         }
         let (b, at) = mem.locate(p)?;
         let bytes = mem.buffers[b].as_bytes_mut();
-        (codec.write)(
-            &mut bytes[at * codec.size..(at + 1) * codec.size],
-            values[i],
-        );
+        (codec.write)(&mut bytes[at * codec.size..(at + 1) * codec.size], values[i]);
     }
     Ok(())
 }
@@ -269,9 +226,7 @@ pub(crate) fn atomic(
                 AtomicOp::Or => &|a, b| a | b,
                 AtomicOp::Xor => &|a, b| a ^ b,
             };
-            Data::Int(rmw(mem, int_codec(s), ptrs, mask, 0, &|i, old| {
-                Some(f(old, v[i]))
-            })?)
+            Data::Int(rmw(mem, int_codec(s), ptrs, mask, 0, &|i, old| Some(f(old, v[i])))?)
         }
         Data::Float(v) => {
             let f: &dyn Fn(f64, f64) -> f64 = match op {
@@ -281,9 +236,7 @@ pub(crate) fn atomic(
                 AtomicOp::Xchg => &|_, b| b,
                 _ => return Err(unsupported()),
             };
-            Data::Float(rmw(mem, float_codec(s), ptrs, mask, 0.0, &|i, old| {
-                Some(f(old, v[i]))
-            })?)
+            Data::Float(rmw(mem, float_codec(s), ptrs, mask, 0.0, &|i, old| Some(f(old, v[i])))?)
         }
         Data::Bool(v) => {
             let f: &dyn Fn(bool, bool) -> bool = match op {
@@ -293,9 +246,7 @@ pub(crate) fn atomic(
                 AtomicOp::Xor => &|a, b| a ^ b,
                 AtomicOp::Add => return Err(unsupported()),
             };
-            Data::Bool(rmw(mem, bool_codec(), ptrs, mask, false, &|i, old| {
-                Some(f(old, v[i]))
-            })?)
+            Data::Bool(rmw(mem, bool_codec(), ptrs, mask, false, &|i, old| Some(f(old, v[i])))?)
         }
         Data::Ptr(_) => return Err(invalid!("atomics cannot operate on pointers")),
     })
@@ -313,9 +264,7 @@ pub(crate) fn atomic_cas(
 ) -> Result<Data, Fault> {
     Ok(match (cmp, values) {
         (Data::Int(c), Data::Int(v)) => {
-            Data::Int(rmw(mem, int_codec(s), ptrs, mask, 0, &|i, old| {
-                (old == c[i]).then_some(v[i])
-            })?)
+            Data::Int(rmw(mem, int_codec(s), ptrs, mask, 0, &|i, old| (old == c[i]).then_some(v[i]))?)
         }
         (Data::Float(c), Data::Float(v)) => {
             // Values of the element type compare bit for bit through their f64 images.
@@ -324,14 +273,8 @@ pub(crate) fn atomic_cas(
             })?)
         }
         (Data::Bool(c), Data::Bool(v)) => {
-            Data::Bool(rmw(mem, bool_codec(), ptrs, mask, false, &|i, old| {
-                (old == c[i]).then_some(v[i])
-            })?)
+            Data::Bool(rmw(mem, bool_codec(), ptrs, mask, false, &|i, old| (old == c[i]).then_some(v[i]))?)
         }
-        _ => {
-            return Err(invalid!(
-                "atomic_cas operands must be integers, floats or booleans of one type"
-            ))
-        }
+        _ => return Err(invalid!("atomic_cas operands must be integers, floats or booleans of one type")),
     })
 }

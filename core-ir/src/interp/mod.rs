@@ -59,11 +59,9 @@ impl ArgValue {
     fn describe(&self, buffers: &[HostBuffer]) -> String {
         match *self {
             ArgValue::Ptr { buffer, offset } => match buffers.get(buffer) {
-                Some(b) => format!(
-                    "a pointer to element {offset} of buffer {buffer} ({}, {} elements)",
-                    b.elem(),
-                    b.len()
-                ),
+                Some(b) => {
+                    format!("a pointer to element {offset} of buffer {buffer} ({}, {} elements)", b.elem(), b.len())
+                }
                 None => format!("a pointer to buffer {buffer}"),
             },
             ArgValue::Int(i) => format!("integer {i}"),
@@ -78,12 +76,7 @@ impl ArgValue {
 /// `args` has one value per kernel parameter; pointer arguments name an element of
 /// `buffers`, whose element type must be the pointee type. Stores and atomics write
 /// `buffers`. A fault stops the launch with the buffers as the faulting program left them.
-pub fn run(
-    kernel: &Kernel,
-    grid: [u32; 3],
-    args: &[ArgValue],
-    buffers: &mut [HostBuffer],
-) -> Result<(), InterpError> {
+pub fn run(kernel: &Kernel, grid: [u32; 3], args: &[ArgValue], buffers: &mut [HostBuffer]) -> Result<(), InterpError> {
     if grid.contains(&0) {
         return Err(InterpError::EmptyGrid { grid });
     }
@@ -105,36 +98,21 @@ pub fn run(
         };
         let ty = param.ty;
         if !ty.is_scalar() {
-            return Err(bad(format!(
-                "a parameter of rank 0, but the parameter has type {ty}"
-            )));
+            return Err(bad(format!("a parameter of rank 0, but the parameter has type {ty}")));
         }
         let (data, buffer) = match (ty.elem, *arg) {
             (Elem::Ptr(s), ArgValue::Ptr { buffer, offset }) => {
                 let expected = || format!("a pointer to a buffer of {s}");
                 let Some(b) = buffers.get(buffer) else {
-                    return Err(bad(format!(
-                        "{} (there are {} buffers)",
-                        expected(),
-                        buffers.len()
-                    )));
+                    return Err(bad(format!("{} (there are {} buffers)", expected(), buffers.len())));
                 };
                 if b.elem() != s {
                     return Err(bad(expected()));
                 }
                 if offset > b.len() {
-                    return Err(bad(format!(
-                        "{}, with an offset of at most its length",
-                        expected()
-                    )));
+                    return Err(bad(format!("{}, with an offset of at most its length", expected())));
                 }
-                (
-                    Data::Ptr(vec![Pointer {
-                        param: index as u32,
-                        offset: offset as i64,
-                    }]),
-                    Some((buffer, b.len())),
-                )
+                (Data::Ptr(vec![Pointer { param: index as u32, offset: offset as i64 }]), Some((buffer, b.len())))
             }
             (Elem::Scalar(s), ArgValue::Int(i)) if s.is_int() => {
                 if !int_fits(s, i) {
@@ -142,9 +120,7 @@ pub fn run(
                 }
                 (Data::Int(vec![i]), None)
             }
-            (Elem::Scalar(s), ArgValue::Float(x)) if s.is_float() => {
-                (Data::Float(vec![round_float(s, x)]), None)
-            }
+            (Elem::Scalar(s), ArgValue::Float(x)) if s.is_float() => (Data::Float(vec![round_float(s, x)]), None),
             (Elem::Scalar(s), ArgValue::Bool(b)) if s.is_bool() => (Data::Bool(vec![b]), None),
             (Elem::Ptr(s), _) => return Err(bad(format!("a pointer to a buffer of {s}"))),
             (Elem::Scalar(s), _) if s.is_int() => return Err(bad(format!("an integer ({s})"))),
@@ -154,11 +130,7 @@ pub fn run(
         params.push(Tensor { ty, data });
         param_buffer.push(buffer);
     }
-    let mem = Memory {
-        buffers,
-        param_buffer,
-        param_names: kernel.params.iter().map(|p| p.name.as_str()).collect(),
-    };
+    let mem = Memory { buffers, param_buffer, param_names: kernel.params.iter().map(|p| p.name.as_str()).collect() };
     let mut program = eval::Program::new(kernel, grid, mem, params);
     for z in 0..grid[2] {
         for y in 0..grid[1] {

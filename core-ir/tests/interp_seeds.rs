@@ -1,0 +1,203 @@
+//! The seed kernels, built by the kernel builder, run by the CPU interpreter against plain
+//! Rust references.
+
+use half::f16;
+use rutile_ir::interp::{self, ArgValue, FaultKind, HostBuffer, InterpError};
+use rutile_ir::seeds::{self, Activation, MatmulMeta};
+use rutile_ir::ScalarType::{self, F16, F32};
+
+/// splitmix64, for reproducible inputs.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [-scale, scale).
+    fn f32s(&mut self, n: usize, scale: f32) -> Vec<f32> {
+        (0..n).map(|_| ((self.next() >> 40) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0) * scale).collect()
+    }
+    fn f16s(&mut self, n: usize) -> Vec<f16> {
+        self.f32s(n, 1.0).into_iter().map(f16::from_f32).collect()
+    }
+}
+
+fn ptr(buffer: usize) -> ArgValue {
+    ArgValue::Ptr { buffer, offset: 0 }
+}
+
+#[test]
+fn vector_add_f32_and_f16() {
+    let mut rng = Rng(1);
+    let n = 98_432;
+    let x = rng.f32s(n, 100.0);
+    let y = rng.f32s(n, 100.0);
+    let kernel = seeds::vector_add(F32, 1024).unwrap();
+    let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F32, n)];
+    let grid = [n.div_ceil(1024) as u32, 1, 1];
+    interp::run(&kernel, grid, &[ptr(0), ptr(1), ptr(2), ArgValue::Int(n as i64)], &mut buffers).unwrap();
+    let z: Vec<f32> = buffers[2].to_vec().unwrap();
+    assert!(z.iter().zip(x.iter().zip(&y)).all(|(&z, (&x, &y))| z.to_bits() == (x + y).to_bits()));
+
+    let n = 1000;
+    let x = rng.f16s(n);
+    let y = rng.f16s(n);
+    let kernel = seeds::vector_add(F16, 256).unwrap();
+    let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F16, n)];
+    interp::run(&kernel, [4, 1, 1], &[ptr(0), ptr(1), ptr(2), ArgValue::Int(n as i64)], &mut buffers).unwrap();
+    let z: Vec<f16> = buffers[2].to_vec().unwrap();
+    assert!(z.iter().zip(x.iter().zip(&y)).all(|(&z, (&x, &y))| z == x + y));
+}
+
+#[test]
+fn vector_add_out_of_bounds_names_the_parameter() {
+    let kernel = seeds::vector_add(F32, 1024).unwrap();
+    // n says 2000, but x holds only 1500 elements.
+    let mut buffers = [HostBuffer::zeros(F32, 1500), HostBuffer::zeros(F32, 2000), HostBuffer::zeros(F32, 2000)];
+    let err =
+        interp::run(&kernel, [2, 1, 1], &[ptr(0), ptr(1), ptr(2), ArgValue::Int(2000)], &mut buffers).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.starts_with("load at "), "{msg}");
+    assert!(msg.contains("vector_add.rs:"), "{msg}");
+    assert!(
+        msg.ends_with("program (1, 0, 0): element offset 1500 is outside buffer 0 (`x_ptr`, 1500 elements)"),
+        "{msg}"
+    );
+    assert!(matches!(err, InterpError::Fault { kind: FaultKind::OutOfBounds, op: "load", .. }));
+}
+
+fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut out = vec![0.0; rows * cols];
+    for r in 0..rows {
+        let row = &x[r * cols..(r + 1) * cols];
+        let max = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+        let sum: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
+        for c in 0..cols {
+            out[r * cols + c] = ((row[c] as f64 - max).exp() / sum) as f32;
+        }
+    }
+    out
+}
+
+#[test]
+fn softmax_simple_and_persistent() {
+    let (rows, cols) = (37, 100);
+    let mut rng = Rng(2);
+    let x = rng.f32s(rows * cols, 5.0);
+    let want = softmax_reference(&x, rows, cols);
+    let block = seeds::softmax_block(cols as u32);
+    let args = [
+        ptr(0),
+        ptr(1),
+        ArgValue::Int(cols as i64),
+        ArgValue::Int(cols as i64),
+        ArgValue::Int(rows as i64),
+        ArgValue::Int(cols as i64),
+    ];
+    for (kernel, grid) in
+        [(seeds::softmax(block).unwrap(), rows as u32), (seeds::softmax_persistent(block).unwrap(), 8)]
+    {
+        let mut buffers = [HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
+        interp::run(&kernel, [grid, 1, 1], &args, &mut buffers).unwrap();
+        let got: Vec<f32> = buffers[0].to_vec().unwrap();
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-6 * w.abs().max(1e-3), "{} [{i}]: {g} vs {w}", kernel.name);
+        }
+    }
+}
+
+/// `C = act(A @ B)` with f32 accumulation in k order, as the interpreter's dot does, rounded
+/// to f16.
+fn matmul_reference(a: &[f16], b: &[f16], m: usize, n: usize, k: usize, act: Option<Activation>) -> Vec<f16> {
+    let mut c = vec![f16::ZERO; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0f32;
+            for kk in 0..k {
+                acc += a[i * k + kk].to_f32() * b[kk * n + j].to_f32();
+            }
+            if act == Some(Activation::LeakyRelu) && acc < 0.0 {
+                acc *= 0.01;
+            }
+            c[i * n + j] = f16::from_f32(acc);
+        }
+    }
+    c
+}
+
+fn run_matmul(meta: &MatmulMeta, a: &[f16], b: &[f16], m: usize, n: usize, k: usize, b_col_major: bool) -> Vec<f16> {
+    let kernel = seeds::matmul(meta).unwrap();
+    // B is given row-major; a column-major copy is read through swapped strides.
+    let (b_data, stride_bk, stride_bn) = if b_col_major {
+        let mut t = vec![f16::ZERO; k * n];
+        for kk in 0..k {
+            for j in 0..n {
+                t[j * k + kk] = b[kk * n + j];
+            }
+        }
+        (t, 1, k)
+    } else {
+        (b.to_vec(), n, 1)
+    };
+    let mut buffers =
+        [HostBuffer::from_slice(a), HostBuffer::from_slice(&b_data), HostBuffer::zeros(meta.output, m * n)];
+    let int = |v: usize| ArgValue::Int(v as i64);
+    let args = [
+        ptr(0),
+        ptr(1),
+        ptr(2),
+        int(m),
+        int(n),
+        int(k),
+        int(k),
+        int(1),
+        int(stride_bk),
+        int(stride_bn),
+        int(n),
+        int(1),
+    ];
+    let grid = [seeds::matmul_grid(meta, m as u32, n as u32), 1, 1];
+    interp::run(&kernel, grid, &args, &mut buffers).unwrap();
+    buffers[2].to_vec().unwrap()
+}
+
+#[test]
+fn matmul_with_ragged_edges_strides_and_activation() {
+    let (m, n, k) = (100, 72, 50);
+    let mut rng = Rng(3);
+    let a = rng.f16s(m * k);
+    let b = rng.f16s(k * n);
+    let mut meta = MatmulMeta::fp16(32, 32, 16);
+    meta.group_m = 2;
+    assert_eq!(run_matmul(&meta, &a, &b, m, n, k, false), matmul_reference(&a, &b, m, n, k, None));
+    assert_eq!(run_matmul(&meta, &a, &b, m, n, k, true), matmul_reference(&a, &b, m, n, k, None));
+    meta.activation = Some(Activation::LeakyRelu);
+    assert_eq!(run_matmul(&meta, &a, &b, m, n, k, false), matmul_reference(&a, &b, m, n, k, meta.activation));
+}
+
+#[test]
+fn matmul_f32_output() {
+    let (m, n, k) = (64, 64, 64);
+    let mut rng = Rng(4);
+    let a = rng.f16s(m * k);
+    let b = rng.f16s(k * n);
+    let meta = MatmulMeta { output: ScalarType::F32, ..MatmulMeta::fp16(32, 16, 32) };
+    let kernel = seeds::matmul(&meta).unwrap();
+    let mut buffers = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::zeros(F32, m * n)];
+    let int = |v: usize| ArgValue::Int(v as i64);
+    let args = [ptr(0), ptr(1), ptr(2), int(m), int(n), int(k), int(k), int(1), int(n), int(1), int(n), int(1)];
+    interp::run(&kernel, [seeds::matmul_grid(&meta, 64, 64), 1, 1], &args, &mut buffers).unwrap();
+    let got: Vec<f32> = buffers[2].to_vec().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0f32;
+            for kk in 0..k {
+                acc += a[i * k + kk].to_f32() * b[kk * n + j].to_f32();
+            }
+            assert_eq!(got[i * n + j].to_bits(), acc.to_bits(), "c[{i}, {j}]");
+        }
+    }
+}
