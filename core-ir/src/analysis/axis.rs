@@ -1,0 +1,235 @@
+//! Axis analysis, as Triton's `AxisInfo`: for each integer or pointer block and each
+//! dimension, how long the runs of consecutive values are (contiguity), the largest power
+//! of two dividing the first value of each run (divisibility), and how long the runs of
+//! equal values are (constancy). Loads and stores use it to prove that a thread's elements
+//! are adjacent and aligned, so they can move 16 bytes at once.
+//!
+//! For pointers, contiguity and divisibility are in elements; a pointer parameter is
+//! divisible by 16 bytes when the specialization says so.
+
+use crate::ir::{BinaryOp, CmpOp, Kernel, Literal, Op, Region, ValueId};
+use crate::target::Specialization;
+use crate::types::{Elem, MAX_RANK};
+
+/// Facts for one value, per dimension. All entries are powers of two (at least 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AxisInfo {
+    pub contiguity: [u64; MAX_RANK],
+    pub divisibility: [u64; MAX_RANK],
+    pub constancy: [u64; MAX_RANK],
+    /// The value when it is a known constant (scalars and uniform blocks).
+    pub constant: Option<i64>,
+}
+
+/// The largest divisibility tracked (beyond it, nothing changes in practice).
+const MAX_DIV: u64 = 1 << 30;
+
+impl AxisInfo {
+    /// Nothing known.
+    pub fn unknown() -> AxisInfo {
+        AxisInfo { contiguity: [1; MAX_RANK], divisibility: [1; MAX_RANK], constancy: [1; MAX_RANK], constant: None }
+    }
+    fn uniform(div: u64, shape: &[u32], constant: Option<i64>) -> AxisInfo {
+        let mut a = AxisInfo { constant, ..AxisInfo::unknown() };
+        // Scalars keep their divisibility in slot 0.
+        a.divisibility[0] = div;
+        for (d, &n) in shape.iter().enumerate() {
+            a.divisibility[d] = div;
+            a.constancy[d] = n as u64;
+        }
+        a
+    }
+}
+
+fn pow2_divisor(v: i64) -> u64 {
+    if v == 0 {
+        MAX_DIV
+    } else {
+        (1u64 << v.unsigned_abs().trailing_zeros()).min(MAX_DIV)
+    }
+}
+
+fn gcd_pow2(a: u64, b: u64) -> u64 {
+    a.min(b)
+}
+
+/// The axis facts of every value of `kernel` (indexed by value).
+pub fn analyze(kernel: &Kernel, spec: &Specialization) -> Vec<AxisInfo> {
+    let mut info = vec![AxisInfo::unknown(); kernel.values.len()];
+    for (i, p) in kernel.params.iter().enumerate() {
+        let div = if spec.is_divisible(i) { 16 } else { 1 };
+        // Pointer divisibility is counted in elements.
+        let div = match p.ty.elem {
+            Elem::Ptr(s) => (div / s.size_bytes() as u64).max(1),
+            Elem::Scalar(_) => div,
+        };
+        info[p.value.index()] = AxisInfo::uniform(div, &[], None);
+    }
+    region(kernel, &kernel.body, &mut info);
+    info
+}
+
+fn region(k: &Kernel, r: &Region, info: &mut Vec<AxisInfo>) {
+    for &id in &r.insts {
+        let inst = &k.insts[id];
+        // Loop and branch bodies: their arguments are unknown (they change per iteration),
+        // except that a loop's induction variable with a known step is constant-free.
+        for reg in &inst.regions {
+            region(k, reg, info);
+        }
+        for (i, &res) in inst.results.iter().enumerate() {
+            let a = value(k, &inst.op, res, i, info);
+            info[res.index()] = a;
+        }
+    }
+}
+
+fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) -> AxisInfo {
+    let ty = k.ty(res);
+    let shape = ty.shape.dims();
+    let rank = shape.len();
+    let get = |v: ValueId| info[v.index()];
+    match op {
+        Op::Constant { value: Literal::Int(v) } => AxisInfo::uniform(pow2_divisor(*v), shape, Some(*v)),
+        Op::Arange { start, end } => {
+            let mut a = AxisInfo::unknown();
+            a.contiguity[0] = (*end - *start) as u64;
+            a.divisibility[0] = pow2_divisor(*start as i64);
+            a
+        }
+        Op::Splat { value } | Op::Broadcast { value } if rank > 0 => {
+            let src = get(*value);
+            let src_shape = k.ty(*value).shape;
+            let mut a = AxisInfo { constant: src.constant, ..AxisInfo::unknown() };
+            for d in 0..rank {
+                if src_shape.is_scalar() || src_shape.dims()[d] == 1 {
+                    a.divisibility[d] = if src_shape.is_scalar() { src.divisibility[0].max(scalar_div(&src)) } else { src.divisibility[d] };
+                    a.constancy[d] = shape[d] as u64;
+                } else {
+                    a.contiguity[d] = src.contiguity[d];
+                    a.divisibility[d] = src.divisibility[d];
+                    a.constancy[d] = src.constancy[d];
+                }
+            }
+            a
+        }
+        Op::ExpandDims { value, axis } => {
+            let src = get(*value);
+            let mut a = AxisInfo { constant: src.constant, ..AxisInfo::unknown() };
+            let mut s = 0;
+            for d in 0..rank {
+                if d == *axis as usize {
+                    a.divisibility[d] = if k.ty(*value).is_scalar() { scalar_div(&src) } else { src.divisibility[0] };
+                } else {
+                    a.contiguity[d] = src.contiguity[s];
+                    a.divisibility[d] = src.divisibility[s];
+                    a.constancy[d] = src.constancy[s];
+                    s += 1;
+                }
+            }
+            a
+        }
+        Op::Binary { op, lhs, rhs } => binary(*op, get(*lhs), get(*rhs), rank),
+        Op::AddPtr { ptr, offset } => binary(BinaryOp::Add, get(*ptr), get(*offset), rank),
+        Op::Compare { op, lhs, rhs } => {
+            // A comparison is constant over runs where both sides are, and where a
+            // contiguous side is compared with a constant side whose value is a multiple
+            // of the run length (`offsets < n` with n divisible by 16).
+            let (a, b) = (get(*lhs), get(*rhs));
+            let mut r = AxisInfo::unknown();
+            for d in 0..rank {
+                let both = gcd_pow2(a.constancy[d], b.constancy[d]);
+                let ordered = matches!(op, CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge);
+                let ab = if ordered { gcd_pow2(a.contiguity[d], gcd_pow2(b.constancy[d], gcd_pow2(a.divisibility[d], b.divisibility[d]))) } else { 1 };
+                let ba = if ordered { gcd_pow2(b.contiguity[d], gcd_pow2(a.constancy[d], gcd_pow2(a.divisibility[d], b.divisibility[d]))) } else { 1 };
+                r.constancy[d] = both.max(ab).max(ba);
+            }
+            r
+        }
+        Op::Select { cond, on_true, on_false } => {
+            let (c, a, b) = (get(*cond), get(*on_true), get(*on_false));
+            let mut r = AxisInfo::unknown();
+            for d in 0..rank {
+                r.constancy[d] = c.constancy[d].min(a.constancy[d]).min(b.constancy[d]);
+                r.divisibility[d] = a.divisibility[d].min(b.divisibility[d]);
+                r.contiguity[d] = c.constancy[d].min(a.contiguity[d]).min(b.contiguity[d]);
+            }
+            r
+        }
+        Op::Cast { value } if k.ty(*value).scalar_type().is_some_and(|s| s.is_int()) && ty.scalar_type().is_some_and(|s| s.is_int()) => {
+            get(*value)
+        }
+        Op::Reshape { .. } | Op::Permute { .. } | Op::Load { .. } | Op::Reduce { .. } => AxisInfo::unknown(),
+        _ if rank == 0 => AxisInfo::unknown(),
+        _ => AxisInfo::unknown(),
+    }
+}
+
+/// Divisibility of a scalar (kept in slot 0).
+fn scalar_div(a: &AxisInfo) -> u64 {
+    a.divisibility[0]
+}
+
+fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
+    let mut r = AxisInfo::unknown();
+    let dims = rank.max(1);
+    r.constant = match (a.constant, b.constant, op) {
+        (Some(x), Some(y), BinaryOp::Add) => x.checked_add(y),
+        (Some(x), Some(y), BinaryOp::Mul) => x.checked_mul(y),
+        (Some(x), Some(y), BinaryOp::Sub) => x.checked_sub(y),
+        _ => None,
+    };
+    for d in 0..dims {
+        let (ca, cb) = (a.constancy[d], b.constancy[d]);
+        r.constancy[d] = if rank == 0 { 1 } else { gcd_pow2(ca, cb) };
+        match op {
+            BinaryOp::Add | BinaryOp::Sub => {
+                // contiguous + constant stays contiguous over the shorter run.
+                r.contiguity[d] = gcd_pow2(a.contiguity[d], cb).max(if op == BinaryOp::Add { gcd_pow2(ca, b.contiguity[d]) } else { 1 });
+                r.divisibility[d] = gcd_pow2(a.divisibility[d], b.divisibility[d]);
+            }
+            BinaryOp::Mul => {
+                // Products multiply divisibility; a contiguous run times 1 stays contiguous.
+                r.divisibility[d] = (a.divisibility[d].saturating_mul(b.divisibility[d])).min(MAX_DIV);
+                if b.constant == Some(1) {
+                    r.contiguity[d] = a.contiguity[d];
+                    r.divisibility[d] = a.divisibility[d];
+                } else if a.constant == Some(1) {
+                    r.contiguity[d] = b.contiguity[d];
+                    r.divisibility[d] = b.divisibility[d];
+                }
+            }
+            BinaryOp::Div | BinaryOp::CeilDiv => {
+                if let Some(c) = b.constant.filter(|c| *c > 0 && (*c as u64).is_power_of_two()) {
+                    r.divisibility[d] = (a.divisibility[d] / c as u64).max(1);
+                    r.constancy[d] = r.constancy[d].max(gcd_pow2(a.contiguity[d], c as u64).min(a.divisibility[d]).max(1));
+                }
+            }
+            BinaryOp::Rem => {
+                if let Some(c) = b.constant.filter(|c| *c > 0 && (*c as u64).is_power_of_two()) {
+                    r.contiguity[d] = gcd_pow2(a.contiguity[d], c as u64).min(a.divisibility[d].max(1)).max(1);
+                    r.divisibility[d] = gcd_pow2(a.divisibility[d], c as u64);
+                } else {
+                    // `x % n` keeps runs that do not cross a multiple of n: with n divisible
+                    // by d and x's runs aligned to d, runs up to d survive.
+                    r.contiguity[d] = gcd_pow2(a.contiguity[d], gcd_pow2(b.divisibility[d], a.divisibility[d]));
+                    r.divisibility[d] = gcd_pow2(a.divisibility[d], b.divisibility[d]);
+                }
+            }
+            BinaryOp::Shl => {
+                if let Some(c) = b.constant.filter(|c| (0..31).contains(c)) {
+                    r.divisibility[d] = (a.divisibility[d] << c).min(MAX_DIV);
+                }
+            }
+            _ => {}
+        }
+    }
+    r
+}
+
+impl AxisInfo {
+    /// Scalars keep their divisibility in slot 0; used by the lowering's checks.
+    pub fn scalar_divisibility(&self) -> u64 {
+        self.divisibility[0]
+    }
+}

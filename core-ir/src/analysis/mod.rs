@@ -1,0 +1,3 @@
+//! Analyses of block IR that the lowering uses.
+
+pub mod axis;

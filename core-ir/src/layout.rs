@@ -1,0 +1,281 @@
+//! Distributed layouts: how the elements of a block are spread over the threads of a
+//! program, as Triton's blocked and slice layouts.
+//!
+//! A [`Blocked`] layout tiles the block with `size_per_thread × threads_per_warp ×
+//! warps_per_cta` elements per dimension; a block larger than the tile wraps (each thread
+//! holds several pieces), a smaller one is replicated (several threads hold the same
+//! element). A [`Layout`] is a blocked layout with some dimensions *sliced* away: the result
+//! of a reduction along them, and the input of `expand_dims`. Rank-0 values are uniform:
+//! every thread holds them.
+//!
+//! A thread's registers for a value are enumerated with `order[0]` (the fastest dimension)
+//! varying fastest, so the elements one thread holds along the fastest dimension are
+//! consecutive registers — the ones a vector load fills. The coordinate of register `i` in
+//! dimension `d` is `thread_base(d) + offset(i, d)`: a run-time part that depends only on
+//! the thread and a compile-time part that depends only on the register.
+
+use crate::types::{Shape, MAX_RANK};
+
+/// A blocked layout of rank 0 to 3. `order` lists dimensions from fastest to slowest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Blocked {
+    pub rank: u8,
+    pub size_per_thread: [u32; MAX_RANK],
+    pub threads_per_warp: [u32; MAX_RANK],
+    pub warps_per_cta: [u32; MAX_RANK],
+    pub order: [u8; MAX_RANK],
+}
+
+/// A blocked layout with the dimensions in `sliced` (a bit mask over the blocked layout's
+/// dimensions) removed from the value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    pub blocked: Blocked,
+    pub sliced: u8,
+}
+
+impl Blocked {
+    /// Triton's default layout for a block of `shape` whose fastest dimension (the last)
+    /// moves `vec` elements per thread at once, over `num_warps` warps of `warp_size`.
+    pub fn default_for(shape: &[u32], vec: u32, warp_size: u32, num_warps: u32) -> Blocked {
+        let rank = shape.len();
+        let mut b = Blocked {
+            rank: rank as u8,
+            size_per_thread: [1; MAX_RANK],
+            threads_per_warp: [1; MAX_RANK],
+            warps_per_cta: [1; MAX_RANK],
+            order: [0; MAX_RANK],
+        };
+        if rank == 0 {
+            return b;
+        }
+        for k in 0..rank {
+            b.order[k] = (rank - 1 - k) as u8;
+        }
+        let numel: u32 = shape.iter().product();
+        // No more per thread than the block has for each thread, so that small blocks
+        // spread over the threads rather than replicate.
+        let per_thread = (numel / (warp_size * num_warps)).max(1);
+        let last = rank - 1;
+        b.size_per_thread[last] = vec.min(shape[last]).min(per_thread).max(1);
+        // Lanes fill the fastest dimensions first; what is left replicates the fastest.
+        let mut lanes = warp_size;
+        for k in 0..rank {
+            let d = b.order[k] as usize;
+            let room = (shape[d] / b.size_per_thread[d]).max(1);
+            let t = lanes.min(room);
+            b.threads_per_warp[d] = t;
+            lanes /= t;
+        }
+        b.threads_per_warp[b.order[0] as usize] *= lanes;
+        // Warps fill the slowest dimensions first (rows of a tile to different warps).
+        let mut warps = num_warps;
+        for k in (0..rank).rev() {
+            let d = b.order[k] as usize;
+            let room = (shape[d] / (b.size_per_thread[d] * b.threads_per_warp[d])).max(1);
+            let w = warps.min(room);
+            b.warps_per_cta[d] = w;
+            warps /= w;
+        }
+        b.warps_per_cta[b.order[rank - 1] as usize] *= warps;
+        b
+    }
+
+    /// Elements one program's threads cover in dimension `d` before wrapping.
+    pub fn tile(&self, d: usize) -> u32 {
+        self.size_per_thread[d] * self.threads_per_warp[d] * self.warps_per_cta[d]
+    }
+}
+
+impl Layout {
+    /// The layout of rank-0 values: every thread holds the value.
+    pub fn scalar() -> Layout {
+        Layout { blocked: Blocked::default_for(&[], 1, 1, 1), sliced: 0 }
+    }
+    pub fn is_scalar(&self) -> bool {
+        self.blocked.rank as u32 == self.sliced.count_ones()
+    }
+    /// A blocked layout, nothing sliced.
+    pub fn blocked(b: Blocked) -> Layout {
+        Layout { blocked: b, sliced: 0 }
+    }
+    /// The same layout with blocked dimension `d` sliced away.
+    pub fn slice(&self, d: usize) -> Layout {
+        Layout { blocked: self.blocked, sliced: self.sliced | (1 << d) }
+    }
+    /// The blocked dimension of value dimension `vd`.
+    pub fn blocked_dim(&self, vd: usize) -> usize {
+        (0..self.blocked.rank as usize).filter(|d| self.sliced & (1 << d) == 0).nth(vd).expect("value dimension in range")
+    }
+    /// The shape in the blocked layout's dimensions: the value's shape with 1 at sliced ones.
+    pub fn full_shape(&self, shape: Shape) -> [u32; MAX_RANK] {
+        let mut full = [1; MAX_RANK];
+        let mut vd = 0;
+        for (d, f) in full.iter_mut().enumerate().take(self.blocked.rank as usize) {
+            if self.sliced & (1 << d) == 0 {
+                *f = shape.dims()[vd];
+                vd += 1;
+            }
+        }
+        full
+    }
+    /// The register map of a value of `shape` in this layout.
+    pub fn map(&self, shape: Shape) -> RegisterMap {
+        RegisterMap::new(*self, shape)
+    }
+}
+
+/// How a value of one shape in one layout sits in each thread's registers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterMap {
+    pub layout: Layout,
+    /// The shape in the blocked dimensions (1 at sliced ones).
+    pub full: [u32; MAX_RANK],
+    /// Registers per thread along each blocked dimension.
+    pub count: [u32; MAX_RANK],
+    /// Consecutive elements a thread holds along each dimension: `min(size_per_thread, full)`.
+    pub run: [u32; MAX_RANK],
+    /// Registers per thread in all.
+    pub len: usize,
+}
+
+impl RegisterMap {
+    fn new(layout: Layout, shape: Shape) -> RegisterMap {
+        let b = layout.blocked;
+        let full = layout.full_shape(shape);
+        let mut count = [1; MAX_RANK];
+        let mut run = [1; MAX_RANK];
+        for d in 0..b.rank as usize {
+            run[d] = b.size_per_thread[d].min(full[d]);
+            count[d] = if full[d] >= b.tile(d) { full[d] / b.tile(d) * b.size_per_thread[d] } else { run[d] };
+        }
+        let len = count.iter().take(b.rank as usize).map(|&c| c as usize).product();
+        RegisterMap { layout, full, count, run, len }
+    }
+
+    fn rank(&self) -> usize {
+        self.layout.blocked.rank as usize
+    }
+
+    /// The per-dimension register indices of register `i`.
+    pub fn split(&self, mut i: usize) -> [u32; MAX_RANK] {
+        let mut j = [0; MAX_RANK];
+        for k in 0..self.rank() {
+            let d = self.layout.blocked.order[k] as usize;
+            j[d] = (i % self.count[d] as usize) as u32;
+            i /= self.count[d] as usize;
+        }
+        j
+    }
+
+    /// The register with per-dimension indices `j`.
+    pub fn join(&self, j: [u32; MAX_RANK]) -> usize {
+        let mut i = 0;
+        for k in (0..self.rank()).rev() {
+            let d = self.layout.blocked.order[k] as usize;
+            i = i * self.count[d] as usize + j[d] as usize;
+        }
+        i
+    }
+
+    /// The compile-time part of register `i`'s coordinates, in blocked dimensions.
+    pub fn offsets(&self, i: usize) -> [u32; MAX_RANK] {
+        let j = self.split(i);
+        let mut o = [0; MAX_RANK];
+        for d in 0..self.rank() {
+            let (rep, s) = (j[d] / self.run[d], j[d] % self.run[d]);
+            o[d] = rep * self.layout.blocked.tile(d) + s;
+        }
+        o
+    }
+
+    /// The register holding the element at compile-time offsets `o` (as from
+    /// [`offsets`](Self::offsets)) — the inverse of `offsets`.
+    pub fn register_at(&self, o: [u32; MAX_RANK]) -> usize {
+        let mut j = [0; MAX_RANK];
+        for d in 0..self.rank() {
+            let tile = self.layout.blocked.tile(d);
+            j[d] = (o[d] / tile) * self.run[d] + o[d] % tile;
+        }
+        self.join(j)
+    }
+
+    /// Whether dimension `d` is replicated: fewer elements than the tile covers.
+    pub fn replicated(&self, d: usize) -> bool {
+        self.full[d] < self.layout.blocked.tile(d)
+    }
+
+    /// The mask applied to a thread's base coordinate in dimension `d`:
+    /// `base = ((warp_d * threads_per_warp_d + lane_d) * size_per_thread_d) & mask`.
+    pub fn base_mask(&self, d: usize) -> u32 {
+        self.full[d].min(self.layout.blocked.tile(d)) - 1
+    }
+
+    /// Distinct lanes along dimension `d` (lanes beyond hold copies).
+    pub fn distinct_lanes(&self, d: usize) -> u32 {
+        let b = self.layout.blocked;
+        (self.full[d] / self.run[d]).clamp(1, b.threads_per_warp[d])
+    }
+
+    /// Distinct warps along dimension `d` (warps beyond hold copies).
+    pub fn distinct_warps(&self, d: usize) -> u32 {
+        let b = self.layout.blocked;
+        (self.full[d] / (self.run[d] * b.threads_per_warp[d])).clamp(1, b.warps_per_cta[d])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(d: &[u32]) -> Shape {
+        Shape::new(d).unwrap()
+    }
+
+    #[test]
+    fn default_1d_vectorizes_and_wraps() {
+        let b = Blocked::default_for(&[1024], 4, 32, 4);
+        assert_eq!((b.size_per_thread[0], b.threads_per_warp[0], b.warps_per_cta[0]), (4, 32, 4));
+        let m = Layout::blocked(b).map(shape(&[1024]));
+        assert_eq!(m.len, 8);
+        // Registers 0..4 are consecutive elements; register 4 starts the next tile.
+        assert_eq!((0..8).map(|i| m.offsets(i)[0]).collect::<Vec<_>>(), vec![0, 1, 2, 3, 512, 513, 514, 515]);
+        for i in 0..8 {
+            assert_eq!(m.register_at(m.offsets(i)), i);
+        }
+    }
+
+    #[test]
+    fn default_2d_spreads_warps_over_rows() {
+        let b = Blocked::default_for(&[64, 64], 4, 32, 4);
+        assert_eq!(b.size_per_thread[..2], [1, 4]);
+        assert_eq!(b.threads_per_warp[..2], [2, 16]);
+        assert_eq!(b.warps_per_cta[..2], [4, 1]);
+        assert_eq!(b.order[..2], [1, 0]);
+        let m = Layout::blocked(b).map(shape(&[64, 64]));
+        assert_eq!(m.len, 64 * 64 / 128);
+    }
+
+    #[test]
+    fn small_blocks_replicate() {
+        let b = Blocked::default_for(&[16], 4, 32, 4);
+        assert_eq!(b.size_per_thread[0], 1, "16 elements over 128 threads: one each");
+        let m = Layout::blocked(b).map(shape(&[16]));
+        assert_eq!(m.len, 1);
+        assert!(m.replicated(0));
+        assert_eq!(m.base_mask(0), 15);
+        assert_eq!(m.distinct_lanes(0), 16);
+        assert_eq!(m.distinct_warps(0), 1);
+    }
+
+    #[test]
+    fn slice_of_2d_layout() {
+        let b = Blocked::default_for(&[64, 64], 4, 32, 4);
+        let s = Layout::blocked(b).slice(1);
+        assert_eq!(s.full_shape(shape(&[64])), [64, 1, 1]);
+        let m = s.map(shape(&[64]));
+        // Rows: 2 lanes x 4 warps cover 8 rows; 64 rows wrap 8 times.
+        assert_eq!(m.len, 8);
+        assert_eq!(s.blocked_dim(0), 0);
+    }
+}

@@ -1,0 +1,151 @@
+//! Structured control flow. Block-level `for`/`if`/`while` run on scalars that every thread
+//! computes alike, so they become the same control flow in every thread. Loop-carried
+//! values and `if` results live in registers that the bodies assign at their end.
+
+use super::{LVal, Lowerer, LowerError};
+use crate::ir::{BinaryOp, CmpOp, Inst, Literal, Op, ValueId};
+use crate::thread::{Expr, Reg, Stmt};
+use crate::types::ScalarType;
+
+impl Lowerer<'_> {
+    pub(crate) fn control(&mut self, inst: &Inst) -> Result<Vec<LVal>, LowerError> {
+        match &inst.op {
+            Op::For { start, end, step, init } => self.for_loop(inst, *start, *end, *step, init),
+            Op::If { cond } => self.if_else(inst, *cond),
+            Op::While { init } => self.while_loop(inst, init),
+            op => Err(self.internal(format!("`{}` is not control flow", op.name()))),
+        }
+    }
+
+    /// Fresh registers for carried values, initialized from `init`.
+    fn carried_slots(&mut self, init: &[ValueId]) -> Result<Vec<LVal>, LowerError> {
+        let mut slots = Vec::with_capacity(init.len());
+        for &v in init {
+            let l = self.lval(v)?;
+            let regs: Vec<Reg> = l
+                .regs
+                .iter()
+                .map(|&r| {
+                    let ty = self.regs[r].ty;
+                    let s = self.new_reg(ty);
+                    self.emit(Stmt::Set { dst: s, expr: Expr::Copy(r) });
+                    s
+                })
+                .collect();
+            slots.push(LVal { layout: l.layout, regs, ptr: l.ptr });
+        }
+        Ok(slots)
+    }
+
+    /// Assigns yielded values to their slots: first into temporaries, so that a yield that
+    /// reads another slot sees its old value.
+    fn assign_slots(&mut self, inst: &Inst, slots: &[LVal], yields: &[ValueId]) -> Result<(), LowerError> {
+        let mut staged = Vec::new();
+        for (slot, &y) in slots.iter().zip(yields) {
+            let yl = self.lval(y)?;
+            if slot.ptr != yl.ptr {
+                return Err(self.unsupported(
+                    inst,
+                    "a pointer carried by a loop or returned by a branch must come from the same parameter on every path",
+                ));
+            }
+            let regs = self.ensure(y, slot.layout)?;
+            for (&s, &r) in slot.regs.iter().zip(&regs) {
+                let ty = self.regs[s].ty;
+                let r = if self.regs[r].ty == ty { r } else { self.set(ty, Expr::Cast(r)) };
+                let t = self.set(ty, Expr::Copy(r));
+                staged.push((s, t));
+            }
+        }
+        for (s, t) in staged {
+            self.emit(Stmt::Set { dst: s, expr: Expr::Copy(t) });
+        }
+        Ok(())
+    }
+
+    fn region_yields(&mut self, inst: &Inst, region: usize) -> Result<Vec<ValueId>, LowerError> {
+        Ok(self.region(&inst.regions[region])?.unwrap_or_default())
+    }
+
+    fn for_loop(&mut self, inst: &Inst, start: ValueId, end: ValueId, step: ValueId, init: &[ValueId]) -> Result<Vec<LVal>, LowerError> {
+        let iv_ty = self.k.ty(start).scalar_type().unwrap();
+        let (start_r, end_r, step_r) = (self.lval(start)?.regs[0], self.lval(end)?.regs[0], self.lval(step)?.regs[0]);
+        let slots = self.carried_slots(init)?;
+        let iv = self.new_reg(iv_ty);
+        self.emit(Stmt::Set { dst: iv, expr: Expr::Copy(start_r) });
+        let region = &inst.regions[0];
+        let step_const = self.axis[step.index()].constant;
+        let (cond_body, cond) = self.nested(|l| {
+            let bool_t = ScalarType::Bool;
+            Ok(match step_const {
+                Some(s) if s > 0 => l.set(bool_t, Expr::Compare(CmpOp::Lt, iv, end_r)),
+                Some(s) if s < 0 => l.set(bool_t, Expr::Compare(CmpOp::Gt, iv, end_r)),
+                _ => {
+                    let zero = l.konst(iv_ty, Literal::Int(0));
+                    let up = l.set(bool_t, Expr::Compare(CmpOp::Gt, step_r, zero));
+                    let below = l.set(bool_t, Expr::Compare(CmpOp::Lt, iv, end_r));
+                    let above = l.set(bool_t, Expr::Compare(CmpOp::Gt, iv, end_r));
+                    l.set(bool_t, Expr::Select(up, below, above))
+                }
+            })
+        })?;
+        let (body, ()) = self.nested(|l| {
+            l.set_lval(region.args[0], LVal { layout: crate::layout::Layout::scalar(), regs: vec![iv], ptr: None });
+            for (slot, &arg) in slots.iter().zip(&region.args[1..]) {
+                l.set_lval(arg, slot.clone());
+            }
+            let yields = l.region(region)?.unwrap_or_default();
+            l.assign_slots(inst, &slots, &yields)?;
+            let next = l.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step_r));
+            l.emit(Stmt::Set { dst: iv, expr: Expr::Copy(next) });
+            Ok(())
+        })?;
+        self.emit(Stmt::While { cond_body, cond, body });
+        Ok(slots)
+    }
+
+    fn if_else(&mut self, inst: &Inst, cond: ValueId) -> Result<Vec<LVal>, LowerError> {
+        let c = self.lval(cond)?.regs[0];
+        // Result slots take the layouts of the then-branch's values, known after lowering it.
+        let mut slots: Vec<LVal> = Vec::new();
+        let (then_body, ()) = self.nested(|l| {
+            let yields = l.region_yields(inst, 0)?;
+            for &y in &yields {
+                let yl = l.lval(y)?;
+                let regs = yl.regs.iter().map(|&r| l.new_reg(l.regs[r].ty)).collect();
+                slots.push(LVal { layout: yl.layout, regs, ptr: yl.ptr });
+            }
+            l.assign_slots(inst, &slots, &yields)
+        })?;
+        let (else_body, ()) = self.nested(|l| {
+            let yields = l.region_yields(inst, 1)?;
+            l.assign_slots(inst, &slots, &yields)
+        })?;
+        self.emit(Stmt::If { cond: c, then_body, else_body });
+        Ok(slots)
+    }
+
+    fn while_loop(&mut self, inst: &Inst, init: &[ValueId]) -> Result<Vec<LVal>, LowerError> {
+        let slots = self.carried_slots(init)?;
+        let (cond_region, body_region) = (&inst.regions[0], &inst.regions[1]);
+        let (cond_body, cond) = self.nested(|l| {
+            for (slot, &arg) in slots.iter().zip(&cond_region.args) {
+                l.set_lval(arg, slot.clone());
+            }
+            let yields = l.region(cond_region)?.unwrap_or_default();
+            let c = yields.first().ok_or_else(|| l.internal("while condition yields nothing"))?;
+            // Copy, so that the body cannot change the condition register it tests.
+            let r = l.lval(*c)?.regs[0];
+            Ok(l.set(ScalarType::Bool, Expr::Copy(r)))
+        })?;
+        let (body, ()) = self.nested(|l| {
+            for (slot, &arg) in slots.iter().zip(&body_region.args) {
+                l.set_lval(arg, slot.clone());
+            }
+            let yields = l.region(body_region)?.unwrap_or_default();
+            l.assign_slots(inst, &slots, &yields)
+        })?;
+        self.emit(Stmt::While { cond_body, cond, body });
+        Ok(slots)
+    }
+}

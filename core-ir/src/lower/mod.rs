@@ -1,0 +1,330 @@
+//! The shared lowering: block IR → per-thread IR, once for every backend.
+//!
+//! Each block value gets a [`Layout`] and becomes, in each thread, the registers of the
+//! elements that thread holds ([`LVal`]). Layouts are chosen as values are made: every
+//! shape has one default blocked layout (its vector width proven by the axis analysis of
+//! the loads and stores of that shape), reductions give slice layouts, and `expand_dims` of
+//! a slice is free. Where an op needs an operand in another layout, the operand goes
+//! through shared memory ([`exchange`]).
+//!
+//! Pointer blocks are traced to the parameter they come from: in registers they are element
+//! offsets from that parameter, which is how both PTX (an address) and SPIR-V (a storage
+//! buffer index) reach memory.
+
+mod control;
+mod elementwise;
+mod exchange;
+mod memory;
+mod reduce;
+mod shape;
+
+use crate::analysis::axis::{self, AxisInfo};
+use crate::arena::Arena;
+use crate::ir::{Inst, Kernel, Literal, Op, Region, SourceLoc, ValueId};
+use crate::layout::{Blocked, Layout};
+use crate::target::{Specialization, Target};
+use crate::thread::{Reg, RegData, SharedAlloc, Stmt, ThreadKernel, ThreadParam};
+use crate::types::{Elem, ScalarType, Shape};
+use std::collections::HashMap;
+
+/// Why a kernel could not be lowered for a target.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LowerError {
+    /// The kernel uses something this target or this version of the lowering cannot do.
+    #[error("`{op}` at {loc}: {message}")]
+    Unsupported { op: &'static str, loc: SourceLoc, message: String },
+    /// The kernel needs more shared memory per program than the device has.
+    #[error("kernel `{kernel}` needs {needed} bytes of shared memory per program; the device allows {limit}")]
+    OutOfSharedMemory { kernel: String, needed: u32, limit: u32 },
+    /// The launch shape is invalid for the target.
+    #[error("invalid launch configuration: {0}")]
+    InvalidConfig(String),
+    /// A bug in the lowering: the per-thread IR it made is malformed.
+    #[error("internal error lowering kernel `{kernel}`: {message}")]
+    Internal { kernel: String, message: String },
+}
+
+/// A lowered block value: its layout and, in each thread, one register per element held.
+/// Pointer blocks keep the index of their base parameter; their registers are offsets.
+#[derive(Clone, Debug)]
+pub(crate) struct LVal {
+    pub layout: Layout,
+    pub regs: Vec<Reg>,
+    pub ptr: Option<u32>,
+}
+
+/// Lowers `kernel` for `target`, relying on the facts in `spec`.
+pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<ThreadKernel, LowerError> {
+    if target.num_warps == 0 || !target.num_warps.is_power_of_two() || !target.warp_size.is_power_of_two() {
+        return Err(LowerError::InvalidConfig(format!(
+            "num_warps ({}) and warp size ({}) must be powers of two",
+            target.num_warps, target.warp_size
+        )));
+    }
+    let mut l = Lowerer::new(kernel, target, spec);
+    l.lower_body()?;
+    let out = l.finish()?;
+    crate::thread::verify(&out).map_err(|message| LowerError::Internal { kernel: kernel.name.clone(), message })?;
+    Ok(out)
+}
+
+pub(crate) struct Lowerer<'k> {
+    pub k: &'k Kernel,
+    pub target: &'k Target,
+    pub axis: Vec<AxisInfo>,
+    vec_by_shape: HashMap<Shape, u32>,
+    pub regs: Arena<RegData>,
+    params: Vec<ThreadParam>,
+    pub shared: Vec<SharedAlloc>,
+    /// Statement lists being filled, innermost last.
+    body: Vec<Vec<Stmt>>,
+    /// Statements run once at the start: thread coordinates, constants.
+    prologue: Vec<Stmt>,
+    values: Vec<Option<LVal>>,
+    pub(crate) cache: exchange::Cache,
+}
+
+impl<'k> Lowerer<'k> {
+    fn new(k: &'k Kernel, target: &'k Target, spec: &Specialization) -> Lowerer<'k> {
+        let axis = axis::analyze(k, spec);
+        let params = k
+            .params
+            .iter()
+            .map(|p| match p.ty.elem {
+                Elem::Ptr(elem) => ThreadParam::Ptr { name: p.name.clone(), elem },
+                Elem::Scalar(ty) => ThreadParam::Scalar { name: p.name.clone(), ty },
+            })
+            .collect();
+        let mut l = Lowerer {
+            k,
+            target,
+            axis,
+            vec_by_shape: HashMap::new(),
+            regs: Arena::new(),
+            params,
+            shared: Vec::new(),
+            body: vec![Vec::new()],
+            prologue: Vec::new(),
+            values: vec![None; k.values.len()],
+            cache: exchange::Cache::default(),
+        };
+        l.choose_vector_widths();
+        l
+    }
+
+    fn lower_body(&mut self) -> Result<(), LowerError> {
+        for (i, p) in self.k.params.iter().enumerate() {
+            let lval = match p.ty.elem {
+                Elem::Ptr(_) => {
+                    let zero = self.konst(ScalarType::I32, Literal::Int(0));
+                    LVal { layout: Layout::scalar(), regs: vec![zero], ptr: Some(i as u32) }
+                }
+                Elem::Scalar(s) => {
+                    let r = self.new_reg(s);
+                    self.prologue.push(Stmt::Set { dst: r, expr: crate::thread::Expr::Param(i as u32) });
+                    LVal { layout: Layout::scalar(), regs: vec![r], ptr: None }
+                }
+            };
+            self.values[p.value.index()] = Some(lval);
+        }
+        let body = &self.k.body;
+        if self.region(body)?.is_some() {
+            return Err(self.internal("the kernel body yields"));
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<ThreadKernel, LowerError> {
+        let needed: u32 = self.shared.iter().map(|a| a.bytes().div_ceil(16) * 16).sum();
+        if needed > self.target.max_shared_bytes {
+            return Err(LowerError::OutOfSharedMemory { kernel: self.k.name.clone(), needed, limit: self.target.max_shared_bytes });
+        }
+        let mut body = std::mem::take(&mut self.prologue);
+        body.append(&mut self.body.pop().expect("the kernel body"));
+        Ok(ThreadKernel {
+            name: self.k.name.clone(),
+            params: self.params,
+            regs: self.regs,
+            shared: self.shared,
+            num_warps: self.target.num_warps,
+            warp_size: self.target.warp_size,
+            body,
+        })
+    }
+
+    /// Lowers a region's instructions; returns the values its `yield` gives, if any.
+    pub(crate) fn region(&mut self, r: &Region) -> Result<Option<Vec<ValueId>>, LowerError> {
+        for &id in &r.insts {
+            let inst = &self.k.insts[id];
+            if let Op::Yield { values } = &inst.op {
+                return Ok(Some(values.clone()));
+            }
+            self.emit(Stmt::Comment(format!("{} at {}", inst.op.name(), inst.loc)));
+            self.inst(inst)?;
+        }
+        Ok(None)
+    }
+
+    fn inst(&mut self, inst: &'k Inst) -> Result<(), LowerError> {
+        let results: Vec<LVal> = match &inst.op {
+            Op::For { .. } | Op::If { .. } | Op::While { .. } => self.control(inst)?,
+            Op::Load { .. } | Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } => self.memory(inst)?.into_iter().collect(),
+            Op::Reduce { .. } => vec![self.reduce(inst)?],
+            Op::Splat { .. }
+            | Op::Broadcast { .. }
+            | Op::ExpandDims { .. }
+            | Op::Reshape { .. }
+            | Op::Permute { .. }
+            | Op::Arange { .. }
+            | Op::Constant { .. } => vec![self.shape_op(inst)?],
+            Op::Dot { .. } => {
+                return Err(self.unsupported(inst, "`dot` is not lowered for GPUs yet; run this kernel in the interpreter"))
+            }
+            _ => vec![self.elementwise(inst)?],
+        };
+        for (&v, lval) in inst.results.iter().zip(results) {
+            self.values[v.index()] = Some(lval);
+        }
+        Ok(())
+    }
+
+    // ---- helpers shared by the op lowerings ----
+
+    pub(crate) fn unsupported(&self, inst: &Inst, message: impl Into<String>) -> LowerError {
+        LowerError::Unsupported { op: inst.op.name(), loc: inst.loc, message: message.into() }
+    }
+
+    pub(crate) fn internal(&self, message: impl Into<String>) -> LowerError {
+        LowerError::Internal { kernel: self.k.name.clone(), message: message.into() }
+    }
+
+    pub(crate) fn new_reg(&mut self, ty: ScalarType) -> Reg {
+        self.regs.append(RegData { ty })
+    }
+
+    pub(crate) fn emit(&mut self, s: Stmt) {
+        self.body.last_mut().expect("an open statement list").push(s);
+    }
+
+    /// `dst = expr` into a new register of type `ty`.
+    pub(crate) fn set(&mut self, ty: ScalarType, expr: crate::thread::Expr) -> Reg {
+        let r = self.new_reg(ty);
+        self.emit(Stmt::Set { dst: r, expr });
+        r
+    }
+
+    /// Like [`set`](Self::set), in the prologue (for values that depend only on the thread).
+    pub(crate) fn pset(&mut self, ty: ScalarType, expr: crate::thread::Expr) -> Reg {
+        let r = self.new_reg(ty);
+        self.prologue.push(Stmt::Set { dst: r, expr });
+        r
+    }
+
+    /// A constant register (made once, in the prologue).
+    pub(crate) fn konst(&mut self, ty: ScalarType, value: Literal) -> Reg {
+        let bits = match value {
+            Literal::Bool(b) => b as u64,
+            Literal::Int(i) => i as u64,
+            Literal::Float(f) => f.to_bits(),
+        };
+        if let Some(&r) = self.cache.consts.get(&(ty, bits)) {
+            return r;
+        }
+        let r = self.pset(ty, crate::thread::Expr::Const(value));
+        self.cache.consts.insert((ty, bits), r);
+        r
+    }
+
+    pub(crate) fn i32c(&mut self, v: i64) -> Reg {
+        self.konst(ScalarType::I32, Literal::Int(v))
+    }
+
+    /// Runs `f` with a fresh statement list and returns what it emitted.
+    pub(crate) fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, LowerError>) -> Result<(Vec<Stmt>, T), LowerError> {
+        self.body.push(Vec::new());
+        let r = f(self);
+        let stmts = self.body.pop().expect("the nested list");
+        r.map(|t| (stmts, t))
+    }
+
+    pub(crate) fn lval(&self, v: ValueId) -> Result<LVal, LowerError> {
+        self.values[v.index()].clone().ok_or_else(|| self.internal(format!("value %{} used before it was lowered", v.index())))
+    }
+
+    pub(crate) fn set_lval(&mut self, v: ValueId, l: LVal) {
+        self.values[v.index()] = Some(l);
+    }
+
+    /// The register type of a value's elements (pointer offsets are integers).
+    pub(crate) fn elem_reg_type(&self, v: ValueId, lval: &LVal) -> ScalarType {
+        match self.k.ty(v).elem {
+            Elem::Scalar(s) => s,
+            Elem::Ptr(_) => self.regs[lval.regs[0]].ty,
+        }
+    }
+
+    /// The default layout of a shape (rank 0: uniform).
+    pub(crate) fn default_layout(&self, shape: Shape) -> Layout {
+        if shape.is_scalar() {
+            return Layout::scalar();
+        }
+        let vec = self.vec_by_shape.get(&shape).copied().unwrap_or(self.target.max_vector_bytes / 4).max(1);
+        Layout::blocked(Blocked::default_for(shape.dims(), vec, self.target.warp_size, self.target.num_warps))
+    }
+
+    /// The registers of `v` in `layout`, converting through shared memory if needed.
+    pub(crate) fn ensure(&mut self, v: ValueId, layout: Layout) -> Result<Vec<Reg>, LowerError> {
+        let lval = self.lval(v)?;
+        let shape = self.k.ty(v).shape;
+        if lval.layout == layout || shape.is_scalar() {
+            return Ok(lval.regs);
+        }
+        let ty = self.elem_reg_type(v, &lval);
+        self.convert(&lval, ty, shape, layout, shape, None)
+    }
+
+    /// Picks, for each block shape, how many elements a thread moves at once: the widest
+    /// access that the axis analysis proves adjacent and aligned for every load and store
+    /// of that shape, within the target's vector size.
+    fn choose_vector_widths(&mut self) {
+        let mut widths: HashMap<Shape, u32> = HashMap::new();
+        for (_, inst) in self.k.insts.iter() {
+            let (ptr, mask) = match &inst.op {
+                Op::Load { ptr, mask, .. } | Op::Store { ptr, mask, .. } => (*ptr, *mask),
+                _ => continue,
+            };
+            let ty = self.k.ty(ptr);
+            if ty.shape.is_scalar() {
+                continue;
+            }
+            let elem = self.k.elem_scalar(ptr).size_bytes() as u64;
+            let last = ty.shape.rank() - 1;
+            let a = self.axis[ptr.index()];
+            let mut w = (self.target.max_vector_bytes as u64 / elem).max(1);
+            w = w.min(a.contiguity[last]).min(a.divisibility[last]);
+            if let Some(m) = mask {
+                w = w.min(self.axis[m.index()].constancy[last]);
+            }
+            let w = (w.max(1) as u32).min(ty.shape.dims()[last]);
+            let e = widths.entry(ty.shape).or_insert(w);
+            *e = (*e).min(w);
+        }
+        self.vec_by_shape = widths;
+    }
+
+    /// The vector width proven for a memory access through `ptr` masked by `mask`.
+    pub(crate) fn proven_width(&self, ptr: ValueId, mask: Option<ValueId>) -> u32 {
+        let ty = self.k.ty(ptr);
+        if ty.shape.is_scalar() {
+            return 1;
+        }
+        let last = ty.shape.rank() - 1;
+        let elem = self.k.elem_scalar(ptr).size_bytes() as u64;
+        let a = self.axis[ptr.index()];
+        let mut w = (self.target.max_vector_bytes as u64 / elem).max(1).min(a.contiguity[last]).min(a.divisibility[last]);
+        if let Some(m) = mask {
+            w = w.min(self.axis[m.index()].constancy[last]);
+        }
+        w.max(1) as u32
+    }
+}

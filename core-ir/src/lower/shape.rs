@@ -1,0 +1,106 @@
+//! Ops that make blocks or move their elements: constants, `arange`, splat, broadcast,
+//! `expand_dims`, reshape and permute.
+
+use super::{LVal, Lowerer, LowerError};
+use crate::ir::{BinaryOp, Inst, Op};
+use crate::layout::Layout;
+use crate::thread::Expr;
+use crate::types::{Elem, ScalarType};
+
+impl Lowerer<'_> {
+    pub(crate) fn shape_op(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
+        let result = inst.results[0];
+        let ty = self.k.ty(result);
+        let shape = ty.shape;
+        let layout = self.default_layout(shape);
+        let n = layout.map(shape).len;
+        match &inst.op {
+            Op::Constant { value } => {
+                let s = ty.scalar_type().ok_or_else(|| self.internal("pointer constant"))?;
+                let r = self.konst(s, *value);
+                Ok(LVal { layout, regs: vec![r; n], ptr: None })
+            }
+            Op::Arange { start, .. } => {
+                let map = layout.map(shape);
+                let mut regs = Vec::with_capacity(n);
+                for i in 0..n {
+                    let c = self.coord(&map, i, 0);
+                    regs.push(if *start == 0 {
+                        c
+                    } else {
+                        let s = self.i32c(*start as i64);
+                        self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, c, s))
+                    });
+                }
+                Ok(LVal { layout, regs, ptr: None })
+            }
+            Op::Splat { value } => {
+                let src = self.lval(*value)?;
+                Ok(LVal { layout, regs: vec![src.regs[0]; n], ptr: src.ptr })
+            }
+            Op::Broadcast { value } => {
+                // The operand in the result's blocked layout (with its own shape) holds, in
+                // each thread, the elements whose broadcast dimensions are 0.
+                let src_shape = self.k.ty(*value).shape;
+                let src = self.lval(*value)?;
+                let src_layout = Layout::blocked(layout.blocked);
+                let regs = self.ensure(*value, src_layout)?;
+                let src_map = src_layout.map(src_shape);
+                let map = layout.map(shape);
+                let mut out = Vec::with_capacity(n);
+                for i in 0..n {
+                    let mut o = map.offsets(i);
+                    for (d, od) in o.iter_mut().enumerate().take(shape.rank()) {
+                        if src_shape.dims()[d] == 1 {
+                            *od = 0;
+                        }
+                    }
+                    out.push(regs[src_map.register_at(o)]);
+                }
+                Ok(LVal { layout, regs: out, ptr: src.ptr })
+            }
+            Op::ExpandDims { value, axis } => {
+                let src = self.lval(*value)?;
+                let src_shape = self.k.ty(*value).shape;
+                if src_shape.is_scalar() {
+                    return Ok(LVal { layout, regs: vec![src.regs[0]; n], ptr: src.ptr });
+                }
+                // Free when the operand is a slice along the new axis: un-slice it.
+                let b = src.layout.blocked;
+                let unsliced = |l: &Layout| (0..b.rank as usize).filter(|d| l.sliced & (1 << d) == 0).count();
+                for d in 0..b.rank as usize {
+                    if src.layout.sliced & (1 << d) != 0 {
+                        let candidate = Layout { blocked: b, sliced: src.layout.sliced & !(1 << d) };
+                        let before = (0..d).filter(|e| candidate.sliced & (1 << e) == 0).count();
+                        if before == *axis as usize && unsliced(&candidate) == shape.rank() {
+                            return Ok(LVal { layout: candidate, regs: src.regs, ptr: src.ptr });
+                        }
+                    }
+                }
+                // Otherwise move the operand into the slice of the result's layout.
+                let want = layout.slice(*axis as usize);
+                let regs = self.ensure(*value, want)?;
+                Ok(LVal { layout, regs, ptr: src.ptr })
+            }
+            Op::Reshape { value } | Op::Permute { value, .. } => {
+                let src = self.lval(*value)?;
+                let src_shape = self.k.ty(*value).shape;
+                let elem_ty = match self.k.ty(*value).elem {
+                    Elem::Scalar(s) => s,
+                    Elem::Ptr(_) => self.regs[src.regs[0]].ty,
+                };
+                let perm = match &inst.op {
+                    Op::Permute { perm, .. } => Some(perm.as_slice()),
+                    _ => None,
+                };
+                let regs = if src_shape.is_scalar() {
+                    vec![src.regs[0]; n]
+                } else {
+                    self.convert(&src, elem_ty, src_shape, layout, shape, perm)?
+                };
+                Ok(LVal { layout, regs, ptr: src.ptr })
+            }
+            op => Err(self.internal(format!("`{}` is not a shape op", op.name()))),
+        }
+    }
+}

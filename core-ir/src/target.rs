@@ -1,0 +1,51 @@
+//! What the lowering needs to know about the device and the launch.
+
+/// A description of the device a kernel is lowered for, and the launch's shape.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Target {
+    /// Threads that run in lockstep and can exchange values by shuffles (32 on NVIDIA; the
+    /// subgroup size on Vulkan when the device fixes it).
+    pub warp_size: u32,
+    /// Warps per program; a program has `num_warps * warp_size` threads.
+    pub num_warps: u32,
+    /// Shared (workgroup) memory one program may use, in bytes.
+    pub max_shared_bytes: u32,
+    /// Whether warp shuffles are available; without them cross-thread exchanges go through
+    /// shared memory.
+    pub shuffles: bool,
+    /// The widest global access of one thread, in bytes (16 on NVIDIA).
+    pub max_vector_bytes: u32,
+}
+
+impl Target {
+    /// An NVIDIA GPU: warps of 32, shuffles, 16-byte accesses.
+    pub fn nvidia(num_warps: u32, max_shared_bytes: u32) -> Target {
+        Target { warp_size: 32, num_warps, max_shared_bytes, shuffles: true, max_vector_bytes: 16 }
+    }
+    pub fn threads(&self) -> u32 {
+        self.warp_size * self.num_warps
+    }
+}
+
+/// Facts about the launch's arguments that the compiled code may rely on, as Triton's
+/// specialization: integers and pointers divisible by 16 (pointers: their address in bytes).
+/// The runtime computes it from the actual arguments and compiles one kernel per value.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Specialization {
+    /// For each parameter, whether it is divisible by 16.
+    pub divisible_by_16: Vec<bool>,
+}
+
+impl Specialization {
+    /// No assumptions.
+    pub fn none(num_params: usize) -> Specialization {
+        Specialization { divisible_by_16: vec![false; num_params] }
+    }
+    /// Every parameter divisible by 16.
+    pub fn all(num_params: usize) -> Specialization {
+        Specialization { divisible_by_16: vec![true; num_params] }
+    }
+    pub fn is_divisible(&self, param: usize) -> bool {
+        self.divisible_by_16.get(param).copied().unwrap_or(false)
+    }
+}
