@@ -1,0 +1,3 @@
+//! The implementations of [`Device`](crate::Device).
+
+pub mod cpu;
