@@ -1,2 +1,3 @@
 //! rutile: the crate users depend on.
 pub mod cuda;
+pub mod vulkan;
