@@ -22,6 +22,7 @@ pub mod device;
 mod error;
 mod ext;
 pub mod launch;
+pub mod vulkan;
 
 pub use backends::cpu::CpuDevice;
 pub use buffer::{Buffer, DeviceBuffer, Element};
