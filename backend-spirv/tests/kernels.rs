@@ -1,0 +1,218 @@
+//! Whole kernels: vector add, a reduction through shared memory and shuffles, control flow.
+
+mod common;
+
+use common::{basic, check, full, Kb};
+use rutile_ir::ir::{BinaryOp, CmpOp};
+use rutile_ir::thread::{Expr, Memory, Special};
+use rutile_ir::ScalarType::{self, *};
+use rutile_spirv::ScalarArg;
+
+/// `out[i..i+4] = x[i..i+4] + y[i..i+4]` where `i + 4 <= n`, four elements per thread.
+fn vector_add(elem: ScalarType) -> rutile_ir::thread::ThreadKernel {
+    let mut kb = Kb::new("vector_add", 4, 32);
+    let x = kb.ptr("x", elem);
+    let y = kb.ptr("y", elem);
+    let out = kb.ptr("out", elem);
+    let n = kb.scalar("n", I32);
+    let pid = kb.special(Special::ProgramId(0));
+    let tid = kb.special(Special::ThreadId);
+    let block = kb.int(I32, 512);
+    let four = kb.int(I32, 4);
+    let base = kb.bin(BinaryOp::Mul, pid, block);
+    let t4 = kb.bin(BinaryOp::Mul, tid, four);
+    let offs = kb.bin(BinaryOp::Add, base, t4);
+    let end = kb.bin(BinaryOp::Add, offs, four);
+    let n = kb.param(n, I32);
+    let mask = kb.cmp(CmpOp::Le, end, n);
+    let a = kb.load(elem, 4, Memory::Global { param: x }, offs, Some(mask));
+    let b = kb.load(elem, 4, Memory::Global { param: y }, offs, Some(mask));
+    let sums: Vec<_> = a.iter().zip(&b).map(|(&a, &b)| kb.bin(BinaryOp::Add, a, b)).collect();
+    kb.store(sums, Memory::Global { param: out }, offs, Some(mask));
+    kb.finish()
+}
+
+#[test]
+fn vector_add_f32() {
+    let k = vector_add(F32);
+    let (sk, wgsl) = check(&k, &basic());
+    assert_eq!(sk.entry_point, "vector_add");
+    let b = &sk.bindings;
+    assert_eq!(b.storage.len(), 3);
+    assert_eq!((b.storage[2].binding, b.storage[2].param, b.storage[2].elem), (2, 2, F32));
+    assert!(!b.storage[0].atomic);
+    assert_eq!(b.uniform_binding, 3);
+    assert_eq!(b.scalars.len(), 1);
+    assert_eq!((b.scalars[0].param, b.scalars[0].offset, b.scalars[0].size), (3, 32, 4));
+    assert_eq!(b.uniform_size, 48);
+    assert!(wgsl.contains("@workgroup_size(128, 1, 1)"), "{wgsl}");
+    assert!(wgsl.contains("var<storage, read_write> x: array<f32>"), "{wgsl}");
+    assert!(wgsl.contains("@group(0) @binding(3)"), "{wgsl}");
+    let bytes = b.uniform_bytes([70000, 2, 1], [65535, 0, 0], &[ScalarArg::I32(-5)]).unwrap();
+    assert_eq!(bytes.len(), 48);
+    assert_eq!(&bytes[0..4], &70000u32.to_le_bytes());
+    assert_eq!(&bytes[4..8], &2u32.to_le_bytes());
+    assert_eq!(&bytes[16..20], &65535u32.to_le_bytes());
+    assert_eq!(&bytes[32..36], &(-5i32).to_le_bytes());
+}
+
+#[test]
+fn vector_add_other_types() {
+    for t in [I32, U32, F16, I64, U64, F64] {
+        check(&vector_add(t), &full(32));
+    }
+}
+
+/// A sum of 256 values per program: shuffles within each warp, one partial per warp in
+/// shared memory, a barrier, then thread 0 adds the partials in a loop.
+fn reduction(warp: u32) -> rutile_ir::thread::ThreadKernel {
+    let warps = 256 / warp;
+    let mut kb = Kb::new("block_sum", warps, warp);
+    let x = kb.ptr("x", F32);
+    let out = kb.ptr("out", F32);
+    let partials = kb.shared(F32, warps);
+    let pid = kb.special(Special::ProgramId(0));
+    let tid = kb.special(Special::ThreadId);
+    let c256 = kb.int(I32, 256);
+    let base = kb.bin(BinaryOp::Mul, pid, c256);
+    let i = kb.bin(BinaryOp::Add, base, tid);
+    let v = kb.load(F32, 1, Memory::Global { param: x }, i, None)[0];
+    let acc = kb.reg(F32);
+    kb.assign(acc, Expr::Copy(v));
+    let mut m = warp / 2;
+    while m > 0 {
+        let other = kb.set(F32, Expr::ShuffleXor { value: acc, mask: m });
+        kb.assign(acc, Expr::Binary(BinaryOp::Add, acc, other));
+        m /= 2;
+    }
+    // Broadcast lane 0's total (a ShuffleIdx) to check that form too.
+    let zero = kb.int(I32, 0);
+    let total = kb.set(F32, Expr::ShuffleIdx { value: acc, lane: zero });
+    let ws = kb.int(I32, warp as i64);
+    let lane = kb.bin(BinaryOp::Rem, tid, ws);
+    let w = kb.bin(BinaryOp::Div, tid, ws);
+    let first = kb.cmp(CmpOp::Eq, lane, zero);
+    kb.store(vec![total], Memory::Shared { alloc: partials }, w, Some(first));
+    kb.push(rutile_ir::thread::Stmt::Barrier);
+    let t0 = kb.cmp(CmpOp::Eq, tid, zero);
+    kb.if_(
+        t0,
+        |kb| {
+            let sum = kb.float(F32, 0.0);
+            let j = kb.int(I32, 0);
+            let one = kb.int(I32, 1);
+            let nw = kb.int(I32, warps as i64);
+            kb.while_(
+                |kb| kb.cmp(CmpOp::Lt, j, nw),
+                |kb| {
+                    let p = kb.load(F32, 1, Memory::Shared { alloc: partials }, j, None)[0];
+                    kb.assign(sum, Expr::Binary(BinaryOp::Add, sum, p));
+                    kb.assign(j, Expr::Binary(BinaryOp::Add, j, one));
+                },
+            );
+            kb.store(vec![sum], Memory::Global { param: out }, pid, None);
+        },
+        |_| {},
+    );
+    kb.finish()
+}
+
+#[test]
+fn reduction_with_shared_memory_barrier_and_shuffles() {
+    for warp in [32, 64, 16] {
+        let (_, wgsl) = check(&reduction(warp), &full(warp));
+        assert!(wgsl.contains("workgroupBarrier()"), "{wgsl}");
+        assert!(wgsl.contains("subgroupShuffleXor"), "{wgsl}");
+        assert!(wgsl.contains("var<workgroup> shared0_: array<f32, "), "{wgsl}");
+    }
+}
+
+/// Nested `while` and `if` with loop-carried registers and a barrier inside the loop.
+#[test]
+fn control_flow() {
+    let mut kb = Kb::new("control_flow", 2, 32);
+    let out = kb.ptr("out", I32);
+    let n = kb.scalar("n", I32);
+    let flag = kb.scalar("flag", Bool);
+    let s = kb.shared(I32, 64);
+    let n = kb.param(n, I32);
+    let flag = kb.param(flag, Bool);
+    let tid = kb.special(Special::ThreadId);
+    let acc = kb.int(I32, 0);
+    let i = kb.int(I32, 0);
+    let one = kb.int(I32, 1);
+    let ten = kb.int(I32, 10);
+    kb.while_(
+        |kb| {
+            let c = kb.cmp(CmpOp::Lt, i, n);
+            kb.set(Bool, Expr::Binary(BinaryOp::And, c, flag))
+        },
+        |kb| {
+            kb.assign(acc, Expr::Binary(BinaryOp::Add, acc, i));
+            let big = kb.cmp(CmpOp::Gt, acc, ten);
+            kb.if_(
+                big,
+                |kb| kb.assign(acc, Expr::Binary(BinaryOp::Sub, acc, ten)),
+                |kb| {
+                    let j = kb.int(I32, 0);
+                    kb.while_(
+                        |kb| kb.cmp(CmpOp::Lt, j, i),
+                        |kb| {
+                            kb.assign(acc, Expr::Binary(BinaryOp::Xor, acc, j));
+                            kb.assign(j, Expr::Binary(BinaryOp::Add, j, one));
+                        },
+                    );
+                },
+            );
+            kb.store(vec![acc], Memory::Shared { alloc: s }, tid, None);
+            kb.push(rutile_ir::thread::Stmt::Barrier);
+            kb.assign(i, Expr::Binary(BinaryOp::Add, i, one));
+        },
+    );
+    let gx = kb.special(Special::NumPrograms(0));
+    let py = kb.special(Special::ProgramId(1));
+    let pz = kb.special(Special::ProgramId(2));
+    let t = kb.bin(BinaryOp::Mul, py, gx);
+    let t = kb.bin(BinaryOp::Add, t, pz);
+    let r = kb.bin(BinaryOp::Add, acc, t);
+    kb.store(vec![r], Memory::Global { param: out }, tid, None);
+    let k = kb.finish();
+    let (sk, wgsl) = check(&k, &basic());
+    assert!(wgsl.contains("loop {"), "{wgsl}");
+    // Booleans pass as u32.
+    assert_eq!(sk.bindings.scalars[1].size, 4);
+    assert_eq!(sk.bindings.scalars[1].ty, Bool);
+}
+
+#[test]
+fn registers_set_once_at_top_level_are_expressions() {
+    let (_, wgsl) = check(&vector_add(F32), &basic());
+    // Loop-free straight-line code needs no function variables except predicated loads.
+    assert!(wgsl.contains("let r"), "{wgsl}");
+    let (_, wgsl) = check(&reduction(32), &full(32));
+    assert!(wgsl.contains("var r"), "{wgsl}");
+}
+
+#[test]
+fn kernel_names_become_identifiers() {
+    let mut kb = Kb::new("3-odd name", 1, 32);
+    let out = kb.ptr("out", I32);
+    let tid = kb.special(Special::ThreadId);
+    kb.store(vec![tid], Memory::Global { param: out }, tid, None);
+    let (sk, _) = check(&kb.finish(), &basic());
+    assert_eq!(sk.entry_point, "k_3_odd_name");
+}
+
+#[test]
+fn malformed_kernels_are_rejected() {
+    let mut kb = Kb::new("bad", 1, 32);
+    let out = kb.ptr("out", I32);
+    let tid = kb.special(Special::ThreadId);
+    kb.store(vec![tid], Memory::Global { param: out }, tid, None);
+    let mut k = kb.finish();
+    k.params.clear();
+    match rutile_spirv::emit(&k, &basic()) {
+        Err(rutile_spirv::SpirvError::InvalidKernel { .. }) => {}
+        other => panic!("expected InvalidKernel, got {other:?}"),
+    }
+}
