@@ -498,6 +498,11 @@ impl<'a> Cx<'a> {
             shared.push(f.expressions.append(Expression::GlobalVariable(gv), SPAN));
         }
 
+        // Every register type is in the module, even where no variable has it, so that the
+        // WGSL writer sees what to `enable` (f16).
+        for (_, d) in k.regs.iter() {
+            ty(&mut module, TypeInner::Scalar(naga_scalar(d.ty)));
+        }
         let n = k.regs.len();
         Cx {
             k,
@@ -657,6 +662,11 @@ impl<'a> Cx<'a> {
     }
 
     fn as_(&mut self, expr: H, kind: ScalarKind, convert: Option<u8>) -> H {
+        if let Expression::Literal(l) = self.f.expressions[expr] {
+            if let Some(folded) = fold_as(l, kind, convert) {
+                return self.lit(folded);
+            }
+        }
         self.e(Expression::As { expr, kind, convert })
     }
 
@@ -1101,20 +1111,20 @@ impl<'a> Cx<'a> {
             UnaryOp::Not if ty.is_int() => self.un(Uo::BitwiseNot, x),
             UnaryOp::Abs if ty.is_unsigned_int() => x,
             UnaryOp::Abs if ty != ScalarType::Bool => self.math(Mf::Abs, &[x]),
-            UnaryOp::Exp if float => self.math(Mf::Exp, &[x]),
-            UnaryOp::Exp2 if float => self.math(Mf::Exp2, &[x]),
-            UnaryOp::Log if float => self.math(Mf::Log, &[x]),
-            UnaryOp::Log2 if float => self.math(Mf::Log2, &[x]),
+            UnaryOp::Exp if float => self.transcendental(Mf::Exp, ty, x),
+            UnaryOp::Exp2 if float => self.transcendental(Mf::Exp2, ty, x),
+            UnaryOp::Log if float => self.transcendental(Mf::Log, ty, x),
+            UnaryOp::Log2 if float => self.transcendental(Mf::Log2, ty, x),
             UnaryOp::Sqrt if float => self.math(Mf::Sqrt, &[x]),
             UnaryOp::Rsqrt if float => self.math(Mf::InverseSqrt, &[x]),
-            UnaryOp::Sin if float => self.math(Mf::Sin, &[x]),
-            UnaryOp::Cos if float => self.math(Mf::Cos, &[x]),
+            UnaryOp::Sin if float => self.transcendental(Mf::Sin, ty, x),
+            UnaryOp::Cos if float => self.transcendental(Mf::Cos, ty, x),
             UnaryOp::Floor if float => self.math(Mf::Floor, &[x]),
             UnaryOp::Ceil if float => self.math(Mf::Ceil, &[x]),
             UnaryOp::Erf if float => self.erf(ty, x),
             UnaryOp::Sigmoid if float => {
                 let n = self.un(Uo::Negate, x);
-                let e = self.math(Mf::Exp, &[n]);
+                let e = self.transcendental(Mf::Exp, ty, n);
                 let one = self.float_lit(ty, 1.0);
                 let d = self.bin(Bo::Add, one, e);
                 let one = self.float_lit(ty, 1.0);
@@ -1122,6 +1132,17 @@ impl<'a> Cx<'a> {
             }
             _ => return Err(invalid(self.k, format!("{} of {ty}", op.name()))),
         })
+    }
+
+    /// `exp`, `log`, `sin`, ...: GLSL.std.450 has them for 16- and 32-bit floats only, so
+    /// `f64` goes through `f32`.
+    fn transcendental(&mut self, fun: Mf, ty: ScalarType, x: H) -> H {
+        if ty != ScalarType::F64 {
+            return self.math(fun, &[x]);
+        }
+        let x = self.to_f32(ty, x);
+        let r = self.math(fun, &[x]);
+        self.as_(r, ScalarKind::Float, Some(8))
     }
 
     fn binary(&mut self, op: BinaryOp, ty: ScalarType, x: H, y: H) -> R<H> {
@@ -1419,6 +1440,74 @@ impl<'a> Cx<'a> {
             r
         } else {
             self.as_(r, ScalarKind::Float, Some(ty.size_bytes() as u8))
+        }
+    }
+}
+
+/// A conversion of a literal, done now (naga's WGSL reader cannot evaluate some of them, e.g.
+/// `f32(0lf)`). `None` where the result is no literal (a non-finite float) or the case is
+/// not one this backend makes.
+fn fold_as(l: naga::Literal, kind: ScalarKind, convert: Option<u8>) -> Option<naga::Literal> {
+    use naga::Literal as L;
+    let finite32 = |x: f32| x.is_finite().then_some(L::F32(x));
+    let finite64 = |x: f64| x.is_finite().then_some(L::F64(x));
+    match convert {
+        None => match (l, kind) {
+            (L::I32(v), ScalarKind::Uint) => Some(L::U32(v as u32)),
+            (L::I32(v), ScalarKind::Float) => finite32(f32::from_bits(v as u32)),
+            (L::U32(v), ScalarKind::Sint) => Some(L::I32(v as i32)),
+            (L::U32(v), ScalarKind::Float) => finite32(f32::from_bits(v)),
+            (L::F32(v), ScalarKind::Uint) => Some(L::U32(v.to_bits())),
+            (L::F32(v), ScalarKind::Sint) => Some(L::I32(v.to_bits() as i32)),
+            (L::I64(v), ScalarKind::Uint) => Some(L::U64(v as u64)),
+            (L::I64(v), ScalarKind::Float) => finite64(f64::from_bits(v as u64)),
+            (L::U64(v), ScalarKind::Sint) => Some(L::I64(v as i64)),
+            (L::U64(v), ScalarKind::Float) => finite64(f64::from_bits(v)),
+            (L::F64(v), ScalarKind::Uint) => Some(L::U64(v.to_bits())),
+            (L::F64(v), ScalarKind::Sint) => Some(L::I64(v.to_bits() as i64)),
+            _ => None,
+        },
+        Some(w) => {
+            let float = match l {
+                L::F16(h) => Some(h.to_f64()),
+                L::F32(x) => Some(x as f64),
+                L::F64(x) => Some(x),
+                _ => None,
+            };
+            let int: Option<i128> = match l {
+                L::I32(v) => Some(v as i128),
+                L::U32(v) => Some(v as i128),
+                L::I64(v) => Some(v as i128),
+                L::U64(v) => Some(v as i128),
+                _ => None,
+            };
+            match (kind, w) {
+                (ScalarKind::Float, 2) => {
+                    let h = match (float, int) {
+                        (Some(x), _) => half::f16::from_f64(x),
+                        (_, Some(i)) => half::f16::from_f64(i as f64),
+                        _ => return None,
+                    };
+                    h.is_finite().then_some(L::F16(h))
+                }
+                (ScalarKind::Float, 4) => match (float, int) {
+                    (Some(x), _) => finite32(x as f32),
+                    (_, Some(i)) => finite32(i as f32),
+                    _ => None,
+                },
+                (ScalarKind::Float, 8) => match (float, int) {
+                    (Some(x), _) => finite64(x),
+                    (_, Some(i)) => finite64(i as f64),
+                    _ => None,
+                },
+                // Rust's float-to-integer `as` saturates and maps NaN to 0, as the IR does.
+                (ScalarKind::Sint, 4) => Some(L::I32(float.map_or_else(|| int.unwrap_or(0) as i32, |x| x as i32))),
+                (ScalarKind::Uint, 4) => Some(L::U32(float.map_or_else(|| int.unwrap_or(0) as u32, |x| x as u32))),
+                (ScalarKind::Sint, 8) => Some(L::I64(float.map_or_else(|| int.unwrap_or(0) as i64, |x| x as i64))),
+                (ScalarKind::Uint, 8) => Some(L::U64(float.map_or_else(|| int.unwrap_or(0) as u64, |x| x as u64))),
+                _ => None,
+            }
+            .filter(|_| float.is_some() || int.is_some())
         }
     }
 }
