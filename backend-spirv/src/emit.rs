@@ -1140,7 +1140,7 @@ impl<'a> Cx<'a> {
         if ty != ScalarType::F64 {
             return self.math(fun, &[x]);
         }
-        let x = self.to_f32(ty, x);
+        let x = self.as_f32(ty, x);
         let r = self.math(fun, &[x]);
         self.as_(r, ScalarKind::Float, Some(8))
     }
@@ -1253,7 +1253,7 @@ impl<'a> Cx<'a> {
     }
 
     /// `x` as `f32` (exactly for `f16`; NaN stays NaN and signs stay for `f64`).
-    fn to_f32(&mut self, ty: ScalarType, x: H) -> H {
+    fn as_f32(&mut self, ty: ScalarType, x: H) -> H {
         if ty == ScalarType::F32 {
             x
         } else {
@@ -1263,7 +1263,7 @@ impl<'a> Cx<'a> {
 
     /// Whether `x` is a NaN, from its bits (robust where the device assumes no NaNs).
     fn is_nan(&mut self, ty: ScalarType, x: H) -> H {
-        let x = self.to_f32(ty, x);
+        let x = self.as_f32(ty, x);
         let bits = self.as_(x, ScalarKind::Uint, None);
         let m = self.u32c(0x7fff_ffff);
         let mag = self.bin(Bo::And, bits, m);
@@ -1273,7 +1273,7 @@ impl<'a> Cx<'a> {
 
     /// Whether the sign bit of `x` is set.
     fn sign_bit(&mut self, ty: ScalarType, x: H) -> H {
-        let x = self.to_f32(ty, x);
+        let x = self.as_f32(ty, x);
         let bits = self.as_(x, ScalarKind::Sint, None);
         let z = self.lit(naga::Literal::I32(0));
         self.bin(Bo::Less, bits, z)
@@ -1411,7 +1411,7 @@ impl<'a> Cx<'a> {
 
     /// `erf` (see [`crate::erf`]); other float types go through `f32`.
     fn erf(&mut self, ty: ScalarType, x: H) -> H {
-        let x = self.to_f32(ty, x);
+        let x = self.as_f32(ty, x);
         let ax = self.math(Mf::Abs, &[x]);
         let s = self.bin(Bo::Multiply, x, x);
         let p = self.horner(&erf::SMALL, s);

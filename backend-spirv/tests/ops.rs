@@ -103,13 +103,11 @@ fn all_ops(t: ScalarType, constants: Option<i64>) -> rutile_ir::thread::ThreadKe
     if t.is_float() {
         results.push(kb.set(t, Expr::Fma(a, b, a)));
     }
-    let mut k = 0i64;
-    for r in results {
+    for (k, r) in results.into_iter().enumerate() {
         let v = if t == Bool { kb.set(I32, Expr::Cast(r)) } else { r };
-        let off = kb.int(I32, k * 32);
+        let off = kb.int(I32, k as i64 * 32);
         let i = kb.bin(BinaryOp::Add, tid, off);
         kb.store(vec![v], Memory::Global { param: out }, i, None);
-        k += 1;
     }
     for (j, r) in bools.into_iter().enumerate() {
         let v = kb.set(I32, Expr::Cast(r));
