@@ -2,35 +2,11 @@
 
 mod common;
 
-use common::{basic, check, full, Kb};
+use common::{basic, check, full, reduction, vector_add, Kb};
 use rutile_ir::ir::{BinaryOp, CmpOp};
 use rutile_ir::thread::{Expr, Memory, Special};
-use rutile_ir::ScalarType::{self, *};
+use rutile_ir::ScalarType::*;
 use rutile_spirv::ScalarArg;
-
-/// `out[i..i+4] = x[i..i+4] + y[i..i+4]` where `i + 4 <= n`, four elements per thread.
-fn vector_add(elem: ScalarType) -> rutile_ir::thread::ThreadKernel {
-    let mut kb = Kb::new("vector_add", 4, 32);
-    let x = kb.ptr("x", elem);
-    let y = kb.ptr("y", elem);
-    let out = kb.ptr("out", elem);
-    let n = kb.scalar("n", I32);
-    let pid = kb.special(Special::ProgramId(0));
-    let tid = kb.special(Special::ThreadId);
-    let block = kb.int(I32, 512);
-    let four = kb.int(I32, 4);
-    let base = kb.bin(BinaryOp::Mul, pid, block);
-    let t4 = kb.bin(BinaryOp::Mul, tid, four);
-    let offs = kb.bin(BinaryOp::Add, base, t4);
-    let end = kb.bin(BinaryOp::Add, offs, four);
-    let n = kb.param(n, I32);
-    let mask = kb.cmp(CmpOp::Le, end, n);
-    let a = kb.load(elem, 4, Memory::Global { param: x }, offs, Some(mask));
-    let b = kb.load(elem, 4, Memory::Global { param: y }, offs, Some(mask));
-    let sums: Vec<_> = a.iter().zip(&b).map(|(&a, &b)| kb.bin(BinaryOp::Add, a, b)).collect();
-    kb.store(sums, Memory::Global { param: out }, offs, Some(mask));
-    kb.finish()
-}
 
 #[test]
 fn vector_add_f32() {
@@ -61,60 +37,6 @@ fn vector_add_other_types() {
     for t in [I32, U32, F16, I64, U64, F64] {
         check(&vector_add(t), &full(32));
     }
-}
-
-/// A sum of 256 values per program: shuffles within each warp, one partial per warp in
-/// shared memory, a barrier, then thread 0 adds the partials in a loop.
-fn reduction(warp: u32) -> rutile_ir::thread::ThreadKernel {
-    let warps = 256 / warp;
-    let mut kb = Kb::new("block_sum", warps, warp);
-    let x = kb.ptr("x", F32);
-    let out = kb.ptr("out", F32);
-    let partials = kb.shared(F32, warps);
-    let pid = kb.special(Special::ProgramId(0));
-    let tid = kb.special(Special::ThreadId);
-    let c256 = kb.int(I32, 256);
-    let base = kb.bin(BinaryOp::Mul, pid, c256);
-    let i = kb.bin(BinaryOp::Add, base, tid);
-    let v = kb.load(F32, 1, Memory::Global { param: x }, i, None)[0];
-    let acc = kb.reg(F32);
-    kb.assign(acc, Expr::Copy(v));
-    let mut m = warp / 2;
-    while m > 0 {
-        let other = kb.set(F32, Expr::ShuffleXor { value: acc, mask: m });
-        kb.assign(acc, Expr::Binary(BinaryOp::Add, acc, other));
-        m /= 2;
-    }
-    // Broadcast lane 0's total (a ShuffleIdx) to check that form too.
-    let zero = kb.int(I32, 0);
-    let total = kb.set(F32, Expr::ShuffleIdx { value: acc, lane: zero });
-    let ws = kb.int(I32, warp as i64);
-    let lane = kb.bin(BinaryOp::Rem, tid, ws);
-    let w = kb.bin(BinaryOp::Div, tid, ws);
-    let first = kb.cmp(CmpOp::Eq, lane, zero);
-    kb.store(vec![total], Memory::Shared { alloc: partials }, w, Some(first));
-    kb.push(rutile_ir::thread::Stmt::Barrier);
-    let t0 = kb.cmp(CmpOp::Eq, tid, zero);
-    kb.if_(
-        t0,
-        |kb| {
-            let sum = kb.float(F32, 0.0);
-            let j = kb.int(I32, 0);
-            let one = kb.int(I32, 1);
-            let nw = kb.int(I32, warps as i64);
-            kb.while_(
-                |kb| kb.cmp(CmpOp::Lt, j, nw),
-                |kb| {
-                    let p = kb.load(F32, 1, Memory::Shared { alloc: partials }, j, None)[0];
-                    kb.assign(sum, Expr::Binary(BinaryOp::Add, sum, p));
-                    kb.assign(j, Expr::Binary(BinaryOp::Add, j, one));
-                },
-            );
-            kb.store(vec![sum], Memory::Global { param: out }, pid, None);
-        },
-        |_| {},
-    );
-    kb.finish()
 }
 
 #[test]
