@@ -599,6 +599,15 @@ impl<'a> Cx<'a> {
         self.e(Expression::Literal(l))
     }
 
+    /// A literal, where a non-finite float becomes a bit pattern converted at run time.
+    fn any_lit(&mut self, l: naga::Literal) -> H {
+        match l {
+            naga::Literal::F32(v) if !v.is_finite() => self.float_lit(ScalarType::F32, v as f64),
+            naga::Literal::F64(v) if !v.is_finite() => self.float_lit(ScalarType::F64, v),
+            l => self.lit(l),
+        }
+    }
+
     fn u32c(&mut self, v: u32) -> H {
         self.lit(naga::Literal::U32(v))
     }
@@ -645,19 +654,50 @@ impl<'a> Cx<'a> {
         self.int_lit(t, 0)
     }
 
+    fn literal_of(&self, h: H) -> Option<naga::Literal> {
+        match self.f.expressions[h] {
+            Expression::Literal(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    // Operations on literals only are folded here: naga's WGSL reader evaluates them and
+    // rejects what overflows (e.g. `i32(-2147483648) / -1i`), where the IR wraps.
+
     fn bin(&mut self, op: Bo, left: H, right: H) -> H {
+        if let (Some(a), Some(b)) = (self.literal_of(left), self.literal_of(right)) {
+            if let Some(l) = fold_binary(op, a, b) {
+                return self.any_lit(l);
+            }
+        }
         self.e(Expression::Binary { op, left, right })
     }
 
     fn un(&mut self, op: Uo, expr: H) -> H {
+        if let Some(a) = self.literal_of(expr) {
+            if let Some(l) = fold_unary(op, a) {
+                return self.lit(l);
+            }
+        }
         self.e(Expression::Unary { op, expr })
     }
 
     fn select(&mut self, condition: H, accept: H, reject: H) -> H {
+        if let Some(naga::Literal::Bool(c)) = self.literal_of(condition) {
+            return if c { accept } else { reject };
+        }
         self.e(Expression::Select { condition, accept, reject })
     }
 
     fn math(&mut self, fun: Mf, args: &[H]) -> H {
+        use naga::Literal as L;
+        if let [a] = *args {
+            match (fun, self.literal_of(a)) {
+                (Mf::Abs, Some(L::I32(v))) => return self.lit(L::I32(v.wrapping_abs())),
+                (Mf::Abs, Some(L::I64(v))) => return self.lit(L::I64(v.wrapping_abs())),
+                _ => {}
+            }
+        }
         self.e(Expression::Math { fun, arg: args[0], arg1: args.get(1).copied(), arg2: args.get(2).copied(), arg3: None })
     }
 
@@ -1441,6 +1481,94 @@ impl<'a> Cx<'a> {
         } else {
             self.as_(r, ScalarKind::Float, Some(ty.size_bytes() as u8))
         }
+    }
+}
+
+/// `op` on two literals with the IR's (wrapping) semantics (floats may come out non-finite).
+fn fold_binary(op: Bo, a: naga::Literal, b: naga::Literal) -> Option<naga::Literal> {
+    use naga::Literal as L;
+    macro_rules! int {
+        ($x:expr, $y:expr, $v:path) => {
+            match op {
+                Bo::Add => Some($v($x.wrapping_add($y))),
+                Bo::Subtract => Some($v($x.wrapping_sub($y))),
+                Bo::Multiply => Some($v($x.wrapping_mul($y))),
+                Bo::Divide if $y != 0 => Some($v($x.wrapping_div($y))),
+                Bo::Modulo if $y != 0 => Some($v($x.wrapping_rem($y))),
+                Bo::And => Some($v($x & $y)),
+                Bo::InclusiveOr => Some($v($x | $y)),
+                Bo::ExclusiveOr => Some($v($x ^ $y)),
+                Bo::Equal => Some(L::Bool($x == $y)),
+                Bo::NotEqual => Some(L::Bool($x != $y)),
+                Bo::Less => Some(L::Bool($x < $y)),
+                Bo::LessEqual => Some(L::Bool($x <= $y)),
+                Bo::Greater => Some(L::Bool($x > $y)),
+                Bo::GreaterEqual => Some(L::Bool($x >= $y)),
+                _ => None,
+            }
+        };
+    }
+    macro_rules! float {
+        ($x:expr, $y:expr, $v:path) => {
+            match op {
+                Bo::Add => Some($v($x + $y)),
+                Bo::Subtract => Some($v($x - $y)),
+                Bo::Multiply => Some($v($x * $y)),
+                Bo::Divide => Some($v($x / $y)),
+                Bo::Equal => Some(L::Bool($x == $y)),
+                Bo::Less => Some(L::Bool($x < $y)),
+                Bo::LessEqual => Some(L::Bool($x <= $y)),
+                Bo::Greater => Some(L::Bool($x > $y)),
+                Bo::GreaterEqual => Some(L::Bool($x >= $y)),
+                _ => None,
+            }
+        };
+    }
+    let shift = |amount: u32, width: u32| (amount < width).then_some(amount);
+    let r = match (a, b) {
+        (L::I32(x), L::I32(y)) => int!(x, y, L::I32),
+        (L::U32(x), L::U32(y)) => int!(x, y, L::U32),
+        (L::I64(x), L::I64(y)) => int!(x, y, L::I64),
+        (L::U64(x), L::U64(y)) => int!(x, y, L::U64),
+        (L::F32(x), L::F32(y)) => float!(x, y, L::F32),
+        (L::F64(x), L::F64(y)) => float!(x, y, L::F64),
+        (L::Bool(x), L::Bool(y)) => match op {
+            Bo::LogicalAnd => Some(L::Bool(x && y)),
+            Bo::LogicalOr => Some(L::Bool(x || y)),
+            Bo::Equal => Some(L::Bool(x == y)),
+            Bo::NotEqual => Some(L::Bool(x != y)),
+            _ => None,
+        },
+        (x, L::U32(n)) if matches!(op, Bo::ShiftLeft | Bo::ShiftRight) => {
+            let left = op == Bo::ShiftLeft;
+            match x {
+                L::I32(v) => shift(n, 32).map(|n| L::I32(if left { v << n } else { v >> n })),
+                L::U32(v) => shift(n, 32).map(|n| L::U32(if left { v << n } else { v >> n })),
+                L::I64(v) => shift(n, 64).map(|n| L::I64(if left { v << n } else { v >> n })),
+                L::U64(v) => shift(n, 64).map(|n| L::U64(if left { v << n } else { v >> n })),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    r
+}
+
+/// `op` on a literal, where the result is a literal.
+fn fold_unary(op: Uo, a: naga::Literal) -> Option<naga::Literal> {
+    use naga::Literal as L;
+    match (op, a) {
+        (Uo::Negate, L::I32(v)) => Some(L::I32(v.wrapping_neg())),
+        (Uo::Negate, L::I64(v)) => Some(L::I64(v.wrapping_neg())),
+        (Uo::Negate, L::F32(v)) => Some(L::F32(-v)),
+        (Uo::Negate, L::F64(v)) => Some(L::F64(-v)),
+        (Uo::Negate, L::F16(v)) => Some(L::F16(-v)),
+        (Uo::LogicalNot, L::Bool(v)) => Some(L::Bool(!v)),
+        (Uo::BitwiseNot, L::I32(v)) => Some(L::I32(!v)),
+        (Uo::BitwiseNot, L::U32(v)) => Some(L::U32(!v)),
+        (Uo::BitwiseNot, L::I64(v)) => Some(L::I64(!v)),
+        (Uo::BitwiseNot, L::U64(v)) => Some(L::U64(!v)),
+        _ => None,
     }
 }
 

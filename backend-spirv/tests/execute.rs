@@ -176,6 +176,47 @@ fn integer_semantics() {
     }
 }
 
+/// The integer ops of [`int_kernel`] on constants only (which the backend folds).
+fn const_int_kernel(t: ScalarType, x: i64, y: i64) -> ThreadKernel {
+    let mut kb = Kb::new("int_consts", 1, 32);
+    let out = kb.ptr("out", t);
+    let a = kb.int(t, x);
+    let b = kb.int(t, y);
+    let mut r: Vec<Reg> = INT_OPS.iter().map(|&op| kb.bin(op, a, b)).collect();
+    r.push(kb.set(t, Expr::Unary(UnaryOp::Neg, a)));
+    r.push(kb.set(t, Expr::Unary(UnaryOp::Abs, a)));
+    r.push(kb.set(t, Expr::Unary(UnaryOp::Not, a)));
+    for op in [CmpOp::Lt, CmpOp::Ne] {
+        let c = kb.cmp(op, a, b);
+        r.push(kb.set(t, Expr::Cast(c)));
+    }
+    for (j, v) in r.into_iter().enumerate() {
+        let at = kb.int(I32, j as i64);
+        kb.store(vec![v], Memory::Global { param: out }, at, None);
+    }
+    kb.finish()
+}
+
+#[test]
+fn integer_semantics_of_constants() {
+    let Some(vk) = device_or_skip("integer_semantics_of_constants") else { return };
+    let per = INT_OPS.len() + 5;
+    for x in [0i64, 1, -1, 7, i32::MIN as i64, i32::MAX as i64] {
+        for y in [0i64, -1, 2, 31, 32, 33] {
+            let sk = emit(&const_int_kernel(I32, x, y), &vk.target).unwrap_or_else(|e| panic!("{e}"));
+            let mut bufs = vec![vec![0u8; per * 4]];
+            vk.run(&sk, &mut bufs, &[], [1, 1, 1]);
+            let got: Vec<i128> = from_bytes::<i32>(&bufs[0]).iter().map(|&v| v as i128).collect();
+            assert_eq!(got, int_expected(true, 32, x as i128, y as i128), "i32 ops of constants ({x}, {y})");
+            let (ux, uy) = (x as u32, y as u32);
+            let sk = emit(&const_int_kernel(U32, ux as i64, uy as i64), &vk.target).unwrap();
+            vk.run(&sk, &mut bufs, &[], [1, 1, 1]);
+            let got: Vec<i128> = from_bytes::<u32>(&bufs[0]).iter().map(|&v| v as i128).collect();
+            assert_eq!(got, int_expected(false, 32, ux as i128, uy as i128), "u32 ops of constants ({ux}, {uy})");
+        }
+    }
+}
+
 fn fmin(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() {
         f64::NAN

@@ -275,3 +275,40 @@ fn shuffles_of_every_type() {
     }
     check(&kb.finish(), &full(32));
 }
+
+/// Operations on constants only, which overflow (naga's WGSL reader evaluates such
+/// expressions and rejects overflow, so the backend folds them).
+#[test]
+fn constant_operands_that_overflow() {
+    let mut kb = Kb::new("const_overflow", 1, 32);
+    let out = kb.ptr("out", I32);
+    let fout = kb.ptr("fout", F32);
+    let tid = kb.special(Special::ThreadId);
+    let max = kb.int(I32, i32::MAX as i64);
+    let min = kb.int(I32, i32::MIN as i64);
+    let one = kb.int(I32, 1);
+    let m1 = kb.int(I32, -1);
+    let mut results = vec![
+        kb.bin(BinaryOp::Add, max, one),
+        kb.bin(BinaryOp::Sub, min, one),
+        kb.bin(BinaryOp::Mul, min, m1),
+        kb.bin(BinaryOp::Div, min, m1),
+        kb.bin(BinaryOp::Rem, min, m1),
+        kb.bin(BinaryOp::CeilDiv, max, max),
+        kb.set(I32, Expr::Unary(UnaryOp::Neg, min)),
+        kb.set(I32, Expr::Unary(UnaryOp::Abs, min)),
+    ];
+    let big = kb.float(F32, 3e38);
+    let ten = kb.float(F32, 10.0);
+    let f = kb.bin(BinaryOp::Mul, big, ten);
+    results.push(kb.set(I32, Expr::Cast(f)));
+    for (j, r) in results.into_iter().enumerate() {
+        let off = kb.int(I32, j as i64 * 32);
+        let i = kb.bin(BinaryOp::Add, tid, off);
+        kb.store(vec![r], Memory::Global { param: out }, i, None);
+    }
+    let z = kb.float(F32, 0.0);
+    let nan = kb.bin(BinaryOp::Div, z, z);
+    kb.store(vec![f, nan], Memory::Global { param: fout }, tid, None);
+    check(&kb.finish(), &basic());
+}
