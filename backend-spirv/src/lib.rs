@@ -1,5 +1,11 @@
 //! SPIR-V and WGSL generation from rutile's per-thread IR, through a [`naga::Module`].
 //!
+//! ```text
+//! ThreadKernel ──emit──▶ SpirvKernel { naga::Module, ModuleInfo, BindingLayout }
+//!                              ├─ spirv_words() ─▶ SPIR-V 1.3 for Vulkan
+//!                              └─ wgsl()        ─▶ WGSL text (for reading)
+//! ```
+//!
 //! [`emit`] translates a [`ThreadKernel`] into one compute entry point, checks it with naga's
 //! validator, and returns a [`SpirvKernel`] from which [`SpirvKernel::spirv_words`] and
 //! [`SpirvKernel::wgsl`] write the two text forms. A validation failure is a bug in this crate
@@ -79,7 +85,12 @@
 //!   precision, not correctly rounded; float `rem` is `OpFRem`, the sign of the dividend).
 //!   `sigmoid` is `1 / (1 + exp(-x))`. `erf` is a piecewise polynomial evaluated in `f32`
 //!   (within about 2.5 ulp of the correctly rounded `f32` result on every input); `f16` and
-//!   `f64` go through it in `f32`, so `f64` `erf` has `f32` accuracy.
+//!   `f64` go through it in `f32`, so `f64` `erf` has `f32` accuracy. GLSL.std.450 has
+//!   `exp`, `exp2`, `log`, `log2`, `sin` and `cos` for 16- and 32-bit floats only: for `f64`
+//!   they (and `sigmoid`'s `exp`) are computed in `f32` and widened, so they too have `f32`
+//!   accuracy and range.
+//! * Operations whose operands are all constants are folded here, with the IR's wrapping
+//!   semantics (naga's WGSL reader would reject e.g. `i32::MIN / -1` as an overflow).
 //! * `f32` atomic add, min and max are compare-and-swap loops on the bit pattern
 //!   (min/max with the NaN-propagating `minimum`/`maximum`); `f32` exchange swaps the bits;
 //!   `f32` compare-and-swap compares bit patterns (so `-0.0` and `+0.0` differ and a NaN can
@@ -92,6 +103,8 @@ use rutile_ir::thread::ThreadKernel;
 use rutile_ir::ScalarType;
 
 pub use emit::emit;
+/// The naga this crate builds modules with (the runtime should use the same version).
+pub use naga;
 
 /// What the device supports (the runtime fills it from the adapter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -312,3 +312,22 @@ fn constant_operands_that_overflow() {
     kb.store(vec![f, nan], Memory::Global { param: fout }, tid, None);
     check(&kb.finish(), &basic());
 }
+
+/// Shared memory of every element type a target may allow.
+#[test]
+fn shared_memory_of_every_type() {
+    let mut kb = Kb::new("shared_types", 2, 32);
+    let tid = kb.special(Special::ThreadId);
+    for t in [I32, U32, F32, F16, I64, U64, F64] {
+        let buf = kb.ptr(&format!("buf_{t}"), t);
+        let sh = kb.shared(t, 64);
+        let v = kb.load(t, 1, Memory::Global { param: buf }, tid, None);
+        kb.store(v, Memory::Shared { alloc: sh }, tid, None);
+        kb.push(Stmt::Barrier);
+        let one = kb.int(I32, 1);
+        let other = kb.bin(BinaryOp::Xor, tid, one);
+        let w = kb.load(t, 1, Memory::Shared { alloc: sh }, other, None);
+        kb.store(w, Memory::Global { param: buf }, tid, None);
+    }
+    check(&kb.finish(), &full(32));
+}
