@@ -106,12 +106,13 @@ fn check_type(k: &ThreadKernel, t: &SpirvTarget, ty: ScalarType, whose: &dyn Fn(
         ScalarType::F64 if !t.shader_f64 => missing("f64", "shader-f64"),
         ScalarType::F16 | ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => Ok(()),
         ScalarType::BF16 => Err(unsupported(k, "bf16", format!("{} is bf16, which naga cannot represent", whose()))),
-        ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16 => Err(unsupported(
-            k,
-            ty.name(),
-            format!("{} is {ty}: 8- and 16-bit integers are not supported by this backend", whose()),
-        )),
+        // Registers of 8- and 16-bit integers live in 32-bit ones (see `narrow`).
+        ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16 => Ok(()),
     }
+}
+
+fn is_narrow(t: ScalarType) -> bool {
+    matches!(t, ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16)
 }
 
 /// Whether a type can be an element of a storage or workgroup buffer.
@@ -135,6 +136,13 @@ impl Scan {
             match p {
                 ThreadParam::Ptr { name, elem } => {
                     check_memory_type(k, t, *elem, &|| format!("pointer parameter {i} (`{name}`)"))?
+                }
+                ThreadParam::Scalar { name, ty } if is_narrow(*ty) => {
+                    return Err(unsupported(
+                        k,
+                        ty.name(),
+                        format!("scalar parameter {i} (`{name}`) is {ty}: pass it as a 32-bit integer"),
+                    ))
                 }
                 ThreadParam::Scalar { name, ty } => check_type(k, t, *ty, &|| format!("scalar parameter {i} (`{name}`)"))?,
             }
@@ -328,8 +336,11 @@ fn naga_scalar(t: ScalarType) -> Scalar {
         ScalarType::F16 => Scalar::F16,
         ScalarType::F32 => Scalar::F32,
         ScalarType::F64 => Scalar::F64,
+        // Held sign- or zero-extended in 32 bits.
+        ScalarType::I8 | ScalarType::I16 => Scalar::I32,
+        ScalarType::U8 | ScalarType::U16 => Scalar::U32,
         // Rejected by the scan.
-        other => unreachable!("{other} has no naga scalar"),
+        ScalarType::BF16 => unreachable!("bf16 has no naga scalar"),
     }
 }
 
@@ -615,8 +626,8 @@ impl<'a> Cx<'a> {
     fn int_lit(&mut self, t: ScalarType, v: i64) -> H {
         self.lit(match t {
             ScalarType::Bool => naga::Literal::Bool(v != 0),
-            ScalarType::I32 => naga::Literal::I32(v as i32),
-            ScalarType::U32 => naga::Literal::U32(v as u32),
+            ScalarType::I32 | ScalarType::I8 | ScalarType::I16 => naga::Literal::I32(v as i32),
+            ScalarType::U32 | ScalarType::U8 | ScalarType::U16 => naga::Literal::U32(v as u32),
             ScalarType::I64 => naga::Literal::I64(v),
             ScalarType::U64 => naga::Literal::U64(v as u64),
             ScalarType::F16 => naga::Literal::F16(half::f16::from_f64(v as f64)),
@@ -1070,12 +1081,22 @@ impl<'a> Cx<'a> {
             Expr::Copy(a) => self.read(*a),
             Expr::Unary(op, a) => {
                 let x = self.read(*a);
-                self.unary(*op, ty, x)?
+                let r = self.unary(*op, ty, x)?;
+                match op {
+                    UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Not => self.narrow(ty, r),
+                    _ => r,
+                }
             }
             Expr::Binary(op, a, b) => {
                 let x = self.read(*a);
                 let y = self.read(*b);
-                self.binary(*op, ty, x, y)?
+                let r = self.binary(*op, ty, x, y)?;
+                match op {
+                    BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::CeilDiv | BinaryOp::Shl => {
+                        self.narrow(ty, r)
+                    }
+                    _ => r,
+                }
             }
             Expr::Compare(op, a, b) => {
                 let t = self.k.reg_type(*a);
@@ -1105,8 +1126,15 @@ impl<'a> Cx<'a> {
                 let x = self.read(*a);
                 if src == ty {
                     x
+                } else if (src == ScalarType::F16) != (ty == ScalarType::F16) && src.bits() == 16 {
+                    return Err(unsupported(
+                        self.k,
+                        "bitcast",
+                        format!("bitcast between {src} and {ty}: 16-bit integers live in 32 bits here"),
+                    ));
                 } else {
-                    self.as_(x, naga_scalar(ty).kind, None)
+                    let v = self.as_(x, naga_scalar(ty).kind, None);
+                    self.narrow(ty, v)
                 }
             }
             Expr::ShuffleXor { value, mask } => {
@@ -1217,6 +1245,7 @@ impl<'a> Cx<'a> {
                 let s = self.bin(Bo::Add, x, y);
                 let one = self.int_lit(ty, 1);
                 let s = self.bin(Bo::Subtract, s, one);
+                let s = self.narrow(ty, s);
                 self.idiv(ty, s, y)
             }
             BinaryOp::And => self.bin(Bo::And, x, y),
@@ -1226,6 +1255,24 @@ impl<'a> Cx<'a> {
             BinaryOp::Min => self.math(Mf::Min, &[x, y]),
             BinaryOp::Max => self.math(Mf::Max, &[x, y]),
         })
+    }
+
+    /// An 8- or 16-bit integer result brought back to its representation: the value of its
+    /// type, sign- (signed) or zero-extended (unsigned) to 32 bits. Other types pass.
+    fn narrow(&mut self, ty: ScalarType, x: H) -> H {
+        if !is_narrow(ty) {
+            return x;
+        }
+        let w = ty.bits();
+        if ty.is_signed_int() {
+            let s = self.u32c(32 - w);
+            let up = self.bin(Bo::ShiftLeft, x, s);
+            let s = self.u32c(32 - w);
+            self.bin(Bo::ShiftRight, up, s)
+        } else {
+            let m = self.u32c((1u32 << w) - 1);
+            self.bin(Bo::And, x, m)
+        }
     }
 
     /// The value of an integer literal expression, as unsigned bits of its width.
@@ -1395,6 +1442,20 @@ impl<'a> Cx<'a> {
             if s.kind != d.kind {
                 v = self.as_(v, d.kind, None);
             }
+            return self.narrow(dst, v);
+        }
+        if src.is_float() && is_narrow(dst) {
+            // Through the 32-bit type of the same signedness, then clamped.
+            let wide = if dst.is_signed_int() { ScalarType::I32 } else { ScalarType::U32 };
+            let v = self.float_to_int(src, wide, x);
+            let bits = dst.bits();
+            let (lo, hi) = if dst.is_signed_int() { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) } else { (0, (1i64 << bits) - 1) };
+            let h = self.int_lit(wide, hi);
+            let v = self.math(Mf::Min, &[v, h]);
+            if dst.is_signed_int() {
+                let l = self.int_lit(wide, lo);
+                return self.math(Mf::Max, &[v, l]);
+            }
             return v;
         }
         if src.is_float() && dst.is_int() {
@@ -1428,7 +1489,7 @@ impl<'a> Cx<'a> {
         };
         let top = self.int_lit(dst, max_int);
         let mut r = self.select(over, top, conv);
-        if dst.is_signed_int() && hi / 2.0 * 2.0 > max_finite {
+        if dst.is_signed_int() && hi > max_finite {
             // The lowest integer is beyond the float's range: only -inf reaches it.
             let m = self.float_lit(src, -max_finite);
             let under = self.bin(Bo::Less, x, m);
@@ -1643,8 +1704,8 @@ fn fold_as(l: naga::Literal, kind: ScalarKind, convert: Option<u8>) -> Option<na
 fn zero_literal(t: ScalarType) -> naga::Literal {
     match t {
         ScalarType::Bool => naga::Literal::Bool(false),
-        ScalarType::I32 => naga::Literal::I32(0),
-        ScalarType::U32 => naga::Literal::U32(0),
+        ScalarType::I32 | ScalarType::I8 | ScalarType::I16 => naga::Literal::I32(0),
+        ScalarType::U32 | ScalarType::U8 | ScalarType::U16 => naga::Literal::U32(0),
         ScalarType::I64 => naga::Literal::I64(0),
         ScalarType::U64 => naga::Literal::U64(0),
         ScalarType::F16 => naga::Literal::F16(half::f16::ZERO),

@@ -27,7 +27,8 @@
 //!   for `f32`); its memory layout is the same, and [`StorageBinding::atomic`] says so.
 //!   Element types: `i32`, `u32`, `f32` always; `f16` with [`SpirvTarget::shader_f16`];
 //!   `i64`/`u64` with [`SpirvTarget::shader_i64`]; `f64` with [`SpirvTarget::shader_f64`].
-//!   8- and 16-bit integers, `bf16` and booleans have no storage type here.
+//!   8- and 16-bit integers, `bf16` and booleans have no storage type here (nor in shared
+//!   memory), and 8- and 16-bit integers cannot be scalar parameters.
 //! * **Launch information and scalar parameters.** One uniform buffer at binding
 //!   `P` = number of pointer parameters, always declared. It is a struct laid out as:
 //!
@@ -67,6 +68,11 @@
 //! The op semantics are those of `rutile_ir::ir` (and its CPU interpreter), with these
 //! choices where the hardware or naga differ:
 //!
+//! * Registers of 8- and 16-bit integers are 32-bit integers holding the value sign- or
+//!   zero-extended; results that can leave the type's range (`add`, `sub`, `mul`, `div`,
+//!   `cdiv`, `shl`, `neg`, `abs`, `not`, casts, bitcasts) are wrapped back into it, and
+//!   shifts use the narrow width. A bitcast between `f16` and a 16-bit integer is not
+//!   supported.
 //! * Integer `div` by zero gives 0 (an explicit select; WGSL/naga would give the dividend);
 //!   `MIN / -1` wraps to `MIN`; `rem` by zero and `MIN % -1` give 0. `cdiv` is
 //!   `(a + b - 1) / b` in wrapping arithmetic, divided as `div`.
@@ -94,7 +100,7 @@
 //! * `f32` atomic add, min and max are compare-and-swap loops on the bit pattern
 //!   (min/max with the NaN-propagating `minimum`/`maximum`); `f32` exchange swaps the bits;
 //!   `f32` compare-and-swap compares bit patterns (so `-0.0` and `+0.0` differ and a NaN can
-//!   match). 64-bit atomics are not supported.
+//!   match). Atomics are relaxed, at device scope. 64-bit atomics are not supported.
 
 mod emit;
 mod erf;

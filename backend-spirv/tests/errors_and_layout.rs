@@ -42,9 +42,25 @@ fn types_naga_lacks() {
     let (what, msg) = unsupported_what(emit(&squares(BF16), &full(32)));
     assert_eq!(what, "bf16");
     assert!(msg.contains("register r1"), "{msg}");
+    // 8- and 16-bit integer registers are emulated; parameters of those types are not.
     for t in [I8, U8, I16, U16] {
-        let (what, _) = unsupported_what(emit(&squares(t), &full(32)));
+        check(&squares(t), &basic());
+        let mut kb = Kb::new("narrow_param", 1, 32);
+        let _ = kb.scalar("s", t);
+        let (what, msg) = unsupported_what(emit(&kb.finish(), &full(32)));
         assert_eq!(what, t.name());
+        assert!(msg.contains("`s`"), "{msg}");
+    }
+    // Bitcasts between f16 and 16-bit integers.
+    for t in [I16, U16] {
+        let mut kb = Kb::new("bitcast16", 1, 32);
+        let out = kb.ptr("out", F16);
+        let tid = kb.special(Special::ThreadId);
+        let v = kb.set(t, Expr::Cast(tid));
+        let h = kb.set(F16, Expr::Bitcast(v));
+        kb.store(vec![h], Memory::Global { param: out }, tid, None);
+        let (what, _) = unsupported_what(emit(&kb.finish(), &full(32)));
+        assert_eq!(what, "bitcast");
     }
 }
 

@@ -176,10 +176,84 @@ fn integer_semantics() {
     }
 }
 
+/// The ops of [`int_kernel`] on 8- and 16-bit integers, which the kernel makes by casting
+/// i32 inputs and widens back to i32 for storing.
+fn narrow_int_kernel(t: ScalarType) -> (ThreadKernel, usize) {
+    pairwise(&format!("narrow_{t}"), I32, I32, |kb, a, b| {
+        let a = kb.set(t, Expr::Cast(a));
+        let b = kb.set(t, Expr::Cast(b));
+        let mut r: Vec<Reg> = INT_OPS.iter().map(|&op| kb.bin(op, a, b)).collect();
+        r.push(kb.set(t, Expr::Unary(UnaryOp::Neg, a)));
+        r.push(kb.set(t, Expr::Unary(UnaryOp::Abs, a)));
+        r.push(kb.set(t, Expr::Unary(UnaryOp::Not, a)));
+        for op in [CmpOp::Lt, CmpOp::Ne] {
+            let c = kb.cmp(op, a, b);
+            r.push(kb.set(t, Expr::Cast(c)));
+        }
+        // A bitcast to the other signedness and back.
+        let other = match t {
+            I8 => U8,
+            U8 => I8,
+            I16 => U16,
+            _ => I16,
+        };
+        let flip = kb.set(other, Expr::Bitcast(a));
+        let sum = kb.bin(BinaryOp::Add, flip, flip);
+        r.push(kb.set(t, Expr::Bitcast(sum)));
+        r.into_iter().map(|v| kb.set(I32, Expr::Cast(v))).collect()
+    })
+}
+
+#[test]
+fn narrow_integer_semantics() {
+    let Some(vk) = device_or_skip("narrow_integer_semantics") else { return };
+    let xs = [0, 1, -1, 7, -7, 100, 127, -128, 128, 255, 300, 32767, -32768, 65535, 70000, i32::MIN];
+    let ys = [0, 1, -1, 2, -3, 7, 8, 9, 15, 16, 17, 255, -128];
+    let (a, b) = pairs(&xs, &ys);
+    for t in [I8, U8, I16, U16] {
+        let (k, per) = narrow_int_kernel(t);
+        common::check(&k, &vk.target);
+        let got: Vec<i32> = run_pairwise(&vk, &k, per, &a, &b);
+        let bits = t.bits();
+        let signed = t.is_signed_int();
+        let m = (1i128 << bits) - 1;
+        let wrap = |v: i128| {
+            let v = v & m;
+            if signed && v >> (bits - 1) != 0 { v - (1i128 << bits) } else { v }
+        };
+        for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
+            let (x, y) = (wrap(x as i128), wrap(y as i128));
+            let mut want = int_expected(signed, bits, x, y);
+            want.push(wrap(2 * x));
+            let got: Vec<i128> = got[i * per..(i + 1) * per].iter().map(|&v| v as i128).collect();
+            assert_eq!(got, want, "{t} ops of ({x}, {y})");
+        }
+    }
+    // Floats to and from narrow integers.
+    let (k, per) = pairwise("narrow_casts", F32, I32, |kb, a, _| {
+        let mut r = vec![];
+        for t in [I8, U8, I16, U16] {
+            let v = kb.set(t, Expr::Cast(a));
+            r.push(kb.set(I32, Expr::Cast(v)));
+            let f = kb.set(F32, Expr::Cast(v));
+            r.push(kb.set(I32, Expr::Bitcast(f)));
+        }
+        r
+    });
+    let a = [-300.7f32, -129.0, -128.9, -1.5, 0.0, 127.9, 128.0, 255.9, 256.0, 1e10, -1e10, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 65535.9, 65536.0, 32767.5, -32768.9, -32769.0];
+    let got: Vec<i32> = run_pairwise(&vk, &k, per, &a, &a);
+    for (i, &x) in a.iter().enumerate() {
+        let ints = [x as i8 as i32, x as u8 as i32, x as i16 as i32, x as u16 as i32];
+        let want: Vec<i32> = ints.iter().flat_map(|&v| [v, (v as f32).to_bits() as i32]).collect();
+        assert_eq!(&got[i * per..(i + 1) * per], &want[..], "narrow casts of {x}");
+    }
+}
+
 /// The integer ops of [`int_kernel`] on constants only (which the backend folds).
 fn const_int_kernel(t: ScalarType, x: i64, y: i64) -> ThreadKernel {
     let mut kb = Kb::new("int_consts", 1, 32);
-    let out = kb.ptr("out", t);
+    let narrow = t.bits() < 32;
+    let out = kb.ptr("out", if narrow { I32 } else { t });
     let a = kb.int(t, x);
     let b = kb.int(t, y);
     let mut r: Vec<Reg> = INT_OPS.iter().map(|&op| kb.bin(op, a, b)).collect();
@@ -191,6 +265,7 @@ fn const_int_kernel(t: ScalarType, x: i64, y: i64) -> ThreadKernel {
         r.push(kb.set(t, Expr::Cast(c)));
     }
     for (j, v) in r.into_iter().enumerate() {
+        let v = if narrow { kb.set(I32, Expr::Cast(v)) } else { v };
         let at = kb.int(I32, j as i64);
         kb.store(vec![v], Memory::Global { param: out }, at, None);
     }
@@ -213,6 +288,19 @@ fn integer_semantics_of_constants() {
             vk.run(&sk, &mut bufs, &[], [1, 1, 1]);
             let got: Vec<i128> = from_bytes::<u32>(&bufs[0]).iter().map(|&v| v as i128).collect();
             assert_eq!(got, int_expected(false, 32, ux as i128, uy as i128), "u32 ops of constants ({ux}, {uy})");
+            for t in [I8, U8, I16, U16] {
+                let bits = t.bits();
+                let m = (1i128 << bits) - 1;
+                let wrap = |v: i128| {
+                    let v = v & m;
+                    if t.is_signed_int() && v >> (bits - 1) != 0 { v - (1i128 << bits) } else { v }
+                };
+                let (nx, ny) = (wrap(x as i128), wrap(y as i128));
+                let sk = emit(&const_int_kernel(t, nx as i64, ny as i64), &vk.target).unwrap();
+                vk.run(&sk, &mut bufs, &[], [1, 1, 1]);
+                let got: Vec<i128> = from_bytes::<i32>(&bufs[0]).iter().map(|&v| v as i128).collect();
+                assert_eq!(got, int_expected(t.is_signed_int(), bits, nx, ny), "{t} ops of constants ({nx}, {ny})");
+            }
         }
     }
 }
