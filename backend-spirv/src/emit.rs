@@ -1586,7 +1586,7 @@ fn fold_binary(op: Bo, a: naga::Literal, b: naga::Literal) -> Option<naga::Liter
         };
     }
     let shift = |amount: u32, width: u32| (amount < width).then_some(amount);
-    let r = match (a, b) {
+    match (a, b) {
         (L::I32(x), L::I32(y)) => int!(x, y, L::I32),
         (L::U32(x), L::U32(y)) => int!(x, y, L::U32),
         (L::I64(x), L::I64(y)) => int!(x, y, L::I64),
@@ -1611,8 +1611,7 @@ fn fold_binary(op: Bo, a: naga::Literal, b: naga::Literal) -> Option<naga::Liter
             }
         }
         _ => None,
-    };
-    r
+    }
 }
 
 /// `op` on a literal, where the result is a literal.
