@@ -38,9 +38,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
     caps.set(naga::valid::Capabilities::SHADER_INT64, target.shader_i64);
     caps.set(naga::valid::Capabilities::FLOAT64, target.shader_f64);
     caps.set(naga::valid::Capabilities::SUBGROUP, target.subgroups);
-    // Uniformity analysis is off: see the crate docs.
-    let flags = naga::valid::ValidationFlags::all() - naga::valid::ValidationFlags::CONTROL_FLOW_UNIFORMITY;
-    let info = match naga::valid::Validator::new(flags, caps).validate(&module) {
+    let info = match naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps).validate(&module) {
         Ok(info) => info,
         Err(e) => {
             let mut message = e.to_string();

@@ -56,12 +56,11 @@
 //! * **Shared memory.** Each shared buffer is a `var<workgroup>` `array<T, len>`. It is not
 //!   zero-initialized by the code from [`SpirvKernel::spirv_words`].
 //!
-//! The SPIR-V is version 1.3 (Vulkan 1.1). Validation runs with every naga check except the
-//! control-flow uniformity analysis: the per-thread IR's control flow is uniform across a
-//! workgroup by construction (it comes from the block IR's scalar control flow), but its
-//! conditions live in function variables, which naga's analysis always takes as non-uniform,
-//! so a barrier in a loop would be rejected. A consumer that re-validates the module (e.g.
-//! wgpu given WGSL or naga IR) must skip that analysis too, or take the SPIR-V as is.
+//! The SPIR-V is version 1.3 (Vulkan 1.1). The module passes naga's validation with every
+//! check on ([`naga::valid::ValidationFlags::all`]) and the capabilities of the target, so a
+//! consumer that validates it again (wgpu given the module or its WGSL) accepts it too. The
+//! per-thread IR's control flow is uniform across a workgroup by construction; barriers may
+//! sit inside loops and branches.
 //!
 //! # Semantics
 //!
