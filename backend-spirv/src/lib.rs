@@ -99,7 +99,9 @@
 //! * `f32` atomic add, min and max are compare-and-swap loops on the bit pattern
 //!   (min/max with the NaN-propagating `minimum`/`maximum`); `f32` exchange swaps the bits;
 //!   `f32` compare-and-swap compares bit patterns (so `-0.0` and `+0.0` differ and a NaN can
-//!   match). Atomics are relaxed, at device scope. 64-bit atomics are not supported.
+//!   match). Compare-and-swap uses naga's weak exchange and retries where it failed although
+//!   the value matched, which makes it the strong operation of the IR. Atomics are relaxed,
+//!   at device scope. 64-bit atomics are not supported.
 
 mod emit;
 mod erf;
@@ -145,7 +147,8 @@ impl SpirvTarget {
 pub struct SpirvKernel {
     pub module: naga::Module,
     pub info: naga::valid::ModuleInfo,
-    /// Name of the compute entry point in the module.
+    /// Name of the compute entry point: the kernel's name with characters outside
+    /// `[A-Za-z0-9_]` replaced by `_` (and `k_` in front where it would start with a digit).
     pub entry_point: String,
     pub bindings: BindingLayout,
 }
