@@ -62,10 +62,16 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
     Ok(SpirvKernel { module, info, entry_point, bindings: layout })
 }
 
-/// The entry point's name: the kernel's, with characters outside `[A-Za-z0-9_]` replaced.
+/// The entry point's name: the kernel's, with characters outside `[A-Za-z0-9_]` replaced,
+/// and `k_` in front where it would not be a WGSL identifier (so that the WGSL has the same
+/// entry point name as the SPIR-V).
 fn entry_name(name: &str) -> String {
     let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) || s.starts_with("__") {
+    if s.is_empty()
+        || s.starts_with(|c: char| c.is_ascii_digit())
+        || s.starts_with("__")
+        || naga::keywords::wgsl::RESERVED.contains(&s.as_str())
+    {
         s.insert_str(0, "k_");
     }
     s

@@ -147,8 +147,9 @@ impl SpirvTarget {
 pub struct SpirvKernel {
     pub module: naga::Module,
     pub info: naga::valid::ModuleInfo,
-    /// Name of the compute entry point: the kernel's name with characters outside
-    /// `[A-Za-z0-9_]` replaced by `_` (and `k_` in front where it would start with a digit).
+    /// Name of the compute entry point, the same in the SPIR-V and the WGSL: the kernel's
+    /// name with characters outside `[A-Za-z0-9_]` replaced by `_`, and `k_` in front where
+    /// it would not be a WGSL identifier (a leading digit or `__`, a keyword).
     pub entry_point: String,
     pub bindings: BindingLayout,
 }

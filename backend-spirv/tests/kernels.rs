@@ -118,11 +118,27 @@ fn registers_set_once_at_top_level_are_expressions() {
 #[test]
 fn kernel_names_become_identifiers() {
     let mut kb = Kb::new("3-odd name", 1, 32);
+    // Parameter names that collide with the backend's own names and with WGSL keywords.
+    let out = kb.ptr("launch", I32);
+    let other = kb.ptr("shared0", I32);
+    let p: Vec<u32> = ["num_programs", "program_offset", "thread_id", "loop", "r1", "a b"].iter().map(|n| kb.scalar(n, I32)).collect();
+    let tid = kb.special(Special::ThreadId);
+    let mut acc = tid;
+    for i in p {
+        let v = kb.param(i, I32);
+        acc = kb.bin(BinaryOp::Add, acc, v);
+    }
+    kb.store(vec![acc], Memory::Global { param: out }, tid, None);
+    kb.store(vec![acc], Memory::Global { param: other }, tid, None);
+    let (sk, _) = check(&kb.finish(), &basic());
+    assert_eq!(sk.entry_point, "k_3_odd_name");
+    let mut kb = Kb::new("loop", 1, 32);
     let out = kb.ptr("out", I32);
     let tid = kb.special(Special::ThreadId);
     kb.store(vec![tid], Memory::Global { param: out }, tid, None);
-    let (sk, _) = check(&kb.finish(), &basic());
-    assert_eq!(sk.entry_point, "k_3_odd_name");
+    let (sk, wgsl) = check(&kb.finish(), &basic());
+    assert_eq!(sk.entry_point, "k_loop");
+    assert!(wgsl.contains("fn k_loop("), "{wgsl}");
 }
 
 #[test]
