@@ -129,7 +129,7 @@ impl fmt::Display for DeviceProperties {
             opt(&self.shared_memory_per_multiprocessor)
         )?;
         writeln!(f, "  warp (subgroup) size    {}", opt(&self.warp_size))?;
-        writeln!(f, "  max threads / block    {}", opt(&self.max_threads_per_block))?;
+        writeln!(f, "  max threads / block     {}", opt(&self.max_threads_per_block))?;
         writeln!(f, "  L2 cache bytes          {}", opt(&self.l2_cache_bytes))?;
         writeln!(
             f,

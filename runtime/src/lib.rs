@@ -19,18 +19,24 @@ pub mod buffer;
 pub mod compiled;
 pub mod cuda;
 pub mod device;
+mod dump;
 mod error;
 mod ext;
 pub mod launch;
+pub mod occupancy;
+mod select;
 pub mod vulkan;
 
 pub use backends::cpu::CpuDevice;
+pub use backends::cuda::CudaGpu;
+pub use backends::vulkan::WgpuGpu;
 pub use buffer::{Buffer, DeviceBuffer, Element};
 pub use compiled::{CompileOptions, CompiledKernel, KernelMetadata};
 pub use device::{Backend, Device, DeviceProperties, DeviceType};
 pub use error::{Error, Result};
 pub use ext::DeviceExt;
 pub use launch::{Arg, LaunchConfig};
+pub use select::{default_device, list_devices, open_device, DeviceListing, DEVICE_ENV};
 
 /// The kernel language and compiler (re-exported from `rutile-ir`).
 pub use rutile_ir::{self as ir, seeds, Kernel, KernelBuilder, Operand, ScalarType, Value};
