@@ -86,3 +86,11 @@ pub(crate) fn values_of<T: Element>(elem: ScalarType, bytes: Vec<u8>) -> Result<
     let host = rutile_ir::interp::HostBuffer::from_bytes(elem, bytes).map_err(crate::Error::Interp)?;
     host.to_vec::<T>().map_err(crate::Error::Interp)
 }
+
+/// Checks that a copy's buffers match.
+pub(crate) fn check_copy(src: &DeviceBuffer, dst: &DeviceBuffer) -> Result<(), crate::Error> {
+    if src.elem != dst.elem || src.len != dst.len {
+        return Err(crate::Error::Buffer(format!("cannot copy {src:?} into {dst:?}: element types and lengths must match")));
+    }
+    Ok(())
+}

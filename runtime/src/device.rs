@@ -159,6 +159,10 @@ pub trait Device: Send + Sync {
     /// Launches a compiled kernel over `grid` programs. Arguments are checked against the
     /// kernel's parameters first.
     fn launch_compiled(&self, kernel: &CompiledKernel, grid: [u32; 3], args: &[Arg<'_>]) -> Result<()>;
+    /// Copies `src` into `dst` on the device (same element type and length); queued like a
+    /// launch. The bandwidth of large copies is the ceiling that memory-bound kernels are
+    /// measured against.
+    fn copy(&self, src: &DeviceBuffer, dst: &DeviceBuffer) -> Result<()>;
     /// Waits for all launched work to finish.
     fn synchronize(&self) -> Result<()>;
     /// Runs `f` and returns the device time it took in milliseconds, measured with device

@@ -114,6 +114,12 @@ impl Device for CpuDevice {
         result.map_err(Error::from)
     }
 
+    fn copy(&self, src: &DeviceBuffer, dst: &DeviceBuffer) -> Result<()> {
+        crate::buffer::check_copy(src, dst)?;
+        let bytes = self.host(src)?.lock().unwrap().as_bytes().to_vec();
+        self.write(dst, &bytes)
+    }
+
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }

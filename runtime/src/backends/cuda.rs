@@ -167,6 +167,15 @@ impl Device for CudaGpu {
         Ok(())
     }
 
+    fn copy(&self, src: &DeviceBuffer, dst: &DeviceBuffer) -> Result<()> {
+        crate::buffer::check_copy(src, dst)?;
+        if std::ptr::eq(src, dst) {
+            return Ok(());
+        }
+        let s = self.storage(src)?.lock().unwrap();
+        Ok(self.storage(dst)?.lock().unwrap().copy_from(&s)?)
+    }
+
     fn synchronize(&self) -> Result<()> {
         Ok(self.device.synchronize()?)
     }

@@ -226,6 +226,11 @@ impl Device for WgpuGpu {
         Ok(())
     }
 
+    fn copy(&self, src: &DeviceBuffer, dst: &DeviceBuffer) -> Result<()> {
+        crate::buffer::check_copy(src, dst)?;
+        Ok(self.buffer(dst)?.copy_from(self.buffer(src)?)?)
+    }
+
     fn synchronize(&self) -> Result<()> {
         Ok(self.device.synchronize()?)
     }

@@ -118,6 +118,25 @@ impl<T: Pod> CudaBuffer<T> {
         self.device.synchronize()
     }
 
+    /// Copies `src` into this buffer on the device (in order on the stream; does not wait).
+    /// Both must have the same length.
+    pub fn copy_from(&mut self, src: &CudaBuffer<T>) -> Result<(), CudaError> {
+        if src.len != self.len {
+            return Err(CudaError::BufferSize { expected: self.len, got: src.len });
+        }
+        self.device.bind()?;
+        // SAFETY: both ranges lie inside their allocations, which are distinct objects.
+        unsafe {
+            result::memcpy_dtod_async(
+                self.ptr,
+                src.ptr,
+                self.len * size_of::<T>(),
+                self.device.stream().cu_stream(),
+            )
+        }
+        .call("cuMemcpyDtoDAsync")
+    }
+
     /// Sets every byte of the buffer to zero (in order on the stream; does not wait).
     pub fn fill_zero(&mut self) -> Result<(), CudaError> {
         self.device.bind()?;

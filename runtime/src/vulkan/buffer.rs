@@ -103,6 +103,19 @@ impl WgpuBuffer {
     }
 
     /// The wgpu buffer, for work this layer does not cover.
+    /// Copies `src` into this buffer on the device (queued; does not wait). Both must have
+    /// the same length.
+    pub fn copy_from(&self, src: &WgpuBuffer) -> Result<(), WgpuError> {
+        if src.len() != self.len() {
+            return Err(WgpuError::BufferSize { expected: self.len() as u64, got: src.len() as u64 });
+        }
+        let device = self.device();
+        let mut encoder = device.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("rutile copy") });
+        encoder.copy_buffer_to_buffer(src.raw(), 0, self.raw(), 0, self.allocated_bytes().min(src.allocated_bytes()));
+        device.queue().submit([encoder.finish()]);
+        Ok(())
+    }
+
     pub fn raw(&self) -> &wgpu::Buffer {
         &self.buffer
     }

@@ -1,0 +1,182 @@
+//! The seed kernels on every GPU present (each CUDA GPU and each wgpu adapter, lavapipe
+//! included), compared with the interpreter on random inputs at ragged and large sizes,
+//! and the errors of bad launches.
+//!
+//! Without any such device the tests skip, unless `RUTILE_REQUIRE_TOOLS=1` (CI sets it, with
+//! lavapipe installed) or `RUTILE_REQUIRE_GPU=1` (on a GPU machine), then they fail.
+
+use rutile::seeds;
+use rutile::{Arg, CpuDevice, Device, DeviceExt, DeviceType, Error, LaunchConfig, ScalarType};
+use std::sync::Arc;
+
+fn devices() -> Vec<Arc<dyn Device>> {
+    let found: Vec<Arc<dyn Device>> = rutile::list_devices()
+        .into_iter()
+        .filter(|l| l.id != "cpu")
+        .filter_map(|l| match l.device {
+            Ok(d) => Some(d),
+            Err(e) => {
+                eprintln!("{}: unavailable: {e}", l.id);
+                None
+            }
+        })
+        .collect();
+    let require = |v: &str| std::env::var(v).is_ok_and(|x| x == "1");
+    if found.is_empty() && (require("RUTILE_REQUIRE_TOOLS") || require("RUTILE_REQUIRE_GPU")) {
+        panic!("no GPU device found (lavapipe missing? install mesa-vulkan-drivers)");
+    }
+    if require("RUTILE_REQUIRE_GPU") && !found.iter().any(|d| d.properties().device_type != DeviceType::Cpu) {
+        panic!("RUTILE_REQUIRE_GPU=1 but only software devices were found");
+    }
+    if found.is_empty() {
+        eprintln!("no GPU device: skipped");
+    }
+    found
+}
+
+/// Software devices (lavapipe) get the small sizes only.
+fn is_fast(d: &dyn Device) -> bool {
+    d.properties().device_type != DeviceType::Cpu
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0 + 1e-3
+    }
+    fn vec(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.next()).collect()
+    }
+}
+
+fn vector_add_on(d: &dyn Device, x: &[f32], y: &[f32], block: u32) -> rutile::Result<Vec<f32>> {
+    let n = x.len();
+    let kernel = seeds::vector_add(ScalarType::F32, block)?;
+    let (xb, yb, zb) = (d.upload(x)?, d.upload(y)?, d.zeros::<f32>(n)?);
+    d.launch(&kernel, &LaunchConfig::grid1((n as u32).div_ceil(block)), &[(&xb).into(), (&yb).into(), (&zb).into(), (n as i32).into()])?;
+    d.download(&zb)
+}
+
+#[test]
+fn gpu_vector_add_matches_the_interpreter() {
+    let cpu = CpuDevice::new();
+    for d in devices() {
+        let mut sizes = vec![1usize, 2, 7, 127, 128, 1000, 98432, 98433, 1 << 20];
+        if is_fast(d.as_ref()) {
+            sizes.extend([(1 << 24) + 3, 1 << 28]);
+        }
+        for (i, &n) in sizes.iter().enumerate() {
+            let mut rng = Rng(0x9E37_79B9 + i as u64);
+            let (x, y) = (rng.vec(n), rng.vec(n));
+            for block in [1024, 128] {
+                let got = vector_add_on(d.as_ref(), &x, &y, block).unwrap_or_else(|e| panic!("{}: n={n}: {e}", d.id()));
+                // The interpreter is the reference; above 2^20 elements its result is x + y
+                // in f32, computed here directly (the interpreter is exact).
+                let want = if n <= 1 << 20 { vector_add_on(&cpu, &x, &y, block).unwrap() } else { x.iter().zip(&y).map(|(a, b)| a + b).collect() };
+                assert!(got == want, "{}: vector add of {n} (block {block}) differs from the interpreter", d.id());
+            }
+        }
+    }
+}
+
+fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, persistent: bool) -> rutile::Result<Vec<f32>> {
+    let block = seeds::softmax_block(cols as u32);
+    let kernel = if persistent { seeds::softmax_persistent(block)? } else { seeds::softmax(block)? };
+    let (xb, yb) = (d.upload(x)?, d.zeros::<f32>(rows * cols)?);
+    let programs = if persistent { (rows as u32).min(132 * 4) } else { rows as u32 };
+    let config = LaunchConfig::grid1(programs).num_warps(seeds::softmax_num_warps(block));
+    let c = cols as i32;
+    d.launch(&kernel, &config, &[(&yb).into(), (&xb).into(), c.into(), c.into(), (rows as i32).into(), c.into()])?;
+    d.download(&yb)
+}
+
+#[test]
+fn gpu_softmax_matches_the_interpreter() {
+    let cpu = CpuDevice::new();
+    for d in devices() {
+        let mut shapes = vec![(1usize, 1usize), (3, 7), (17, 781), (64, 1024), (5, 1025), (33, 2048), (4, 4096), (2, 16384)];
+        if is_fast(d.as_ref()) {
+            shapes.extend([(1823, 781), (4096, 1024), (1000, 16384)]);
+        }
+        for (i, &(rows, cols)) in shapes.iter().enumerate() {
+            let x = Rng(77 + i as u64).vec(rows * cols);
+            let want = softmax_on(&cpu, &x, rows, cols, false).unwrap();
+            for persistent in [false, true] {
+                let got = softmax_on(d.as_ref(), &x, rows, cols, persistent).unwrap_or_else(|e| panic!("{}: {rows}x{cols}: {e}", d.id()));
+                // GPUs compute exp with approximate instructions: a few ulp.
+                let worst = got.iter().zip(&want).map(|(g, w)| ((g - w).abs() / w.abs().max(1e-30)) as f64).fold(0.0, f64::max);
+                assert!(worst < 2e-5, "{}: softmax {rows}x{cols} (persistent: {persistent}): relative error {worst:.2e}", d.id());
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_bad_launches_are_errors() {
+    for d in devices() {
+        let d = d.as_ref();
+        let kernel = seeds::vector_add(ScalarType::F32, 256).unwrap();
+        let x = d.upload(&[1.0f32; 300]).unwrap();
+        let ints = d.upload(&[1i32; 300]).unwrap();
+        let grid = LaunchConfig::grid1(2);
+        let msg = |e: Error| e.to_string();
+
+        let e = d.launch(&kernel, &grid, &[(&x).into(), (&x).into()]).unwrap_err();
+        assert!(msg(e).contains("expected 4 arguments (x_ptr, y_ptr, output_ptr, n_elements), got 2"));
+
+        let e = d.launch(&kernel, &grid, &[(&x).into(), (&ints).into(), (&x).into(), 300i32.into()]).unwrap_err();
+        assert!(msg(e).contains("argument 1 (`y_ptr`): expected a buffer of f32, got a buffer of i32"));
+
+        let e = d.launch(&kernel, &grid, &[(&x).into(), (&x).into(), (&x).into(), 300.0f32.into()]).unwrap_err();
+        assert!(msg(e).contains("argument 3 (`n_elements`): expected i32, got f32"));
+
+        let other = CpuDevice::new();
+        let foreign = other.upload(&[1.0f32; 300]).unwrap();
+        let e = d.launch(&kernel, &grid, &[(&x).into(), (&foreign).into(), (&x).into(), 300i32.into()]).unwrap_err();
+        assert!(msg(e).contains("belongs to another device"), "{}", d.id());
+
+        let e = d.launch(&kernel, &LaunchConfig::new([0, 1, 1]), &[(&x).into(), (&x).into(), (&x).into(), Arg::I32(300)]).unwrap_err();
+        assert!(msg(e).contains("grid x is 0"));
+
+        // Out of resources: too many threads per program, too much shared memory.
+        let e = d.launch(&kernel, &LaunchConfig::grid1(2).num_warps(64), &[(&x).into(), (&x).into(), (&x).into(), Arg::I32(300)]).unwrap_err();
+        let text = msg(e);
+        assert!(text.contains("num_warps = 64"), "{}: {text}", d.id());
+        let big = rutile::Kernel::build("transpose_big", |k| {
+            let p = k.arg_ptr("p", ScalarType::F32);
+            let r = k.arange(0, 256);
+            let c = k.arange(0, 256);
+            let offs = r.expand_dims(1) * 256 + c.expand_dims(0);
+            let v = k.load(p + offs);
+            k.store(p + offs, v.trans());
+        })
+        .unwrap();
+        let buf = d.zeros::<f32>(256 * 256).unwrap();
+        let e = d.launch(&big, &LaunchConfig::grid1(1), &[(&buf).into()]).unwrap_err();
+        let text = msg(e);
+        assert!(text.contains("shared memory"), "{}: {text}", d.id());
+
+        // The device still works after all of these.
+        let out = d.zeros::<f32>(300).unwrap();
+        d.launch(&kernel, &grid, &[(&x).into(), (&x).into(), (&out).into(), 300i32.into()]).unwrap();
+        assert!(d.download(&out).unwrap().iter().all(|&v| v == 2.0));
+    }
+}
+
+#[test]
+fn gpu_copy_and_properties() {
+    for d in devices() {
+        let p = d.properties();
+        println!("{}: {p}", d.id());
+        assert!(p.warp_size.is_none_or(|w| w.is_power_of_two()));
+        let x: Vec<f32> = Rng(5).vec(1000);
+        let (a, b) = (d.upload(&x).unwrap(), d.zeros::<f32>(1000).unwrap());
+        d.copy(a.raw(), b.raw()).unwrap();
+        assert_eq!(d.download(&b).unwrap(), x);
+        let c = d.zeros::<f32>(10).unwrap();
+        assert!(d.copy(a.raw(), c.raw()).is_err());
+    }
+}
