@@ -654,7 +654,8 @@ fn float_min_max<T: Float>(rng: &mut Rng) {
     let x: Vec<T> = float_inputs(rng, 200);
     let mut y: Vec<T> = float_inputs(rng, 200);
     y.rotate_left(1); // NaN against inf, inf against -inf, -0 against 1, ...
-    y[3] = T::exact(0.0); // +0 against -0... (x[4] is -0)
+    // +0 against +0 and -0 (x[3] is +0, x[4] is -0).
+    y[3] = T::exact(0.0);
     y[4] = T::exact(0.0);
     let inputs = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y)];
     let ops: [Case<Build2, FloatOp2>; 2] =
@@ -665,8 +666,8 @@ fn float_min_max<T: Float>(rng: &mut Rng) {
             let (a, b) = (x[i].f64(), y[i].f64());
             let (g, w) = (got[i].f64(), reference(a, b));
             assert!(same_float(g, w), "{name}({a}, {b}) = {g}, expected {w} in {}", T::TYPE);
-            // Symmetric, also for NaN.
         }
+        // Symmetric, also for NaN and signed zeros.
         let swapped: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| build(v[1], v[0])).to_vec().unwrap();
         for i in 0..x.len() {
             assert!(same_float(swapped[i].f64(), got[i].f64()), "{name} is not symmetric at {i}");
