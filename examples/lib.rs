@@ -1,1 +1,7 @@
-//! Shared helpers for the examples.
+//! Shared helpers of the examples: random inputs, CPU references and checks, and running
+//! the seed tutorials on a device. The `tutorials` example is the main entry point; the
+//! integration tests run the same functions.
+
+pub mod check;
+pub mod rng;
+pub mod tutorials;

@@ -1,1 +1,366 @@
-//! SPIR-V/WGSL generation from rutile per-thread code (filled in by the Vulkan-path work).
+//! SPIR-V and WGSL generation from rutile's per-thread IR, through a [`naga::Module`].
+//!
+//! ```text
+//! ThreadKernel ──emit──▶ SpirvKernel { naga::Module, ModuleInfo, BindingLayout }
+//!                              ├─ spirv_words() ─▶ SPIR-V 1.3 for Vulkan
+//!                              └─ wgsl()        ─▶ WGSL text (for reading)
+//! ```
+//!
+//! [`emit`] translates a [`ThreadKernel`] into one compute entry point, checks it with naga's
+//! validator, and returns a [`SpirvKernel`] from which [`SpirvKernel::spirv_words`] and
+//! [`SpirvKernel::wgsl`] write the two text forms. A validation failure is a bug in this crate
+//! (or in the lowering that made the kernel) and comes back as [`SpirvError::Validation`] with
+//! a dump of the module; a kernel that needs something the target lacks comes back as
+//! [`SpirvError::Unsupported`], naming the register, parameter or statement that needs it.
+//!
+//! # ABI
+//!
+//! The runtime fills the bindings as [`BindingLayout`] describes; everything is in bind
+//! group 0.
+//!
+//! * **Pointer parameters.** The `i`-th pointer parameter (counting pointer parameters only,
+//!   in parameter order) is a read-write storage buffer at binding `i`, declared as a
+//!   runtime-sized `array<T>` of its element type, tightly packed (stride = element size).
+//!   A pointer addresses elements by index from the start of its binding: the runtime binds
+//!   the buffer range that starts at the pointer. A parameter that the kernel uses in an
+//!   atomic operation is declared `array<atomic<T>>` (`atomic<u32>` holding the bit pattern
+//!   for `f32`); its memory layout is the same, and [`StorageBinding::atomic`] says so.
+//!   Element types: `i32`, `u32`, `f32` always; `f16` with [`SpirvTarget::shader_f16`];
+//!   `i64`/`u64` with [`SpirvTarget::shader_i64`]; `f64` with [`SpirvTarget::shader_f64`].
+//!   8- and 16-bit integers, `bf16` and booleans have no storage type here (nor in shared
+//!   memory), and 8- and 16-bit integers cannot be scalar parameters.
+//! * **Launch information and scalar parameters.** One uniform buffer at binding
+//!   `P` = number of pointer parameters, always declared. It is a struct laid out as:
+//!
+//!   | offset | field | type |
+//!   |-------:|-------|------|
+//!   | 0  | `num_programs` | `vec3<u32>` (12 bytes, 16-aligned) |
+//!   | 16 | `program_offset` | `vec3<u32>` |
+//!   | 32 | first scalar parameter | its type |
+//!   | …  | each further scalar parameter, in parameter order | |
+//!
+//!   Each scalar parameter sits at the next offset that is a multiple of its size (2 for
+//!   `f16`, 4 for 32-bit types, 8 for `i64`/`u64`/`f64`); booleans are passed as a `u32`
+//!   (any non-zero value is true). The struct's size is rounded up to 16 bytes.
+//!   [`BindingLayout::uniform_bytes`] writes the whole buffer.
+//! * **Grid.** `program_id(a) = workgroup_id[a] + program_offset[a]` and
+//!   `num_programs(a) = num_programs[a]` (both as `i32`), so the runtime can cover a grid
+//!   larger than the per-dimension dispatch limit (65535) with several dispatches that share
+//!   `num_programs` and differ in `program_offset`.
+//! * **Workgroup.** `(num_warps * warp_size, 1, 1)` invocations; `thread_id` is
+//!   `local_invocation_index`, except in kernels that shuffle, where it is
+//!   `subgroup_id * warp_size + subgroup_invocation_id` so that lane numbers agree with the
+//!   subgroup's whatever way the device assigns invocations to subgroups (the device's
+//!   subgroup size must be fixed and equal to the kernel's warp size, so every subgroup is
+//!   full).
+//! * **Shared memory.** Each shared buffer is a `var<workgroup>` `array<T, len>`. It is not
+//!   zero-initialized by the code from [`SpirvKernel::spirv_words`].
+//!
+//! The SPIR-V is version 1.3 (Vulkan 1.1). The module passes naga's validation with every
+//! check on ([`naga::valid::ValidationFlags::all`]) and the capabilities of the target, so a
+//! consumer that validates it again (wgpu given the module or its WGSL) accepts it too. The
+//! per-thread IR's control flow is uniform across a workgroup by construction; barriers may
+//! sit inside loops and branches.
+//!
+//! # Semantics
+//!
+//! The op semantics are those of `rutile_ir::ir` (and its CPU interpreter), with these
+//! choices where the hardware or naga differ:
+//!
+//! * Registers of 8- and 16-bit integers are 32-bit integers holding the value sign- or
+//!   zero-extended; results that can leave the type's range (`add`, `sub`, `mul`, `div`,
+//!   `cdiv`, `shl`, `neg`, `abs`, `not`, casts, bitcasts) are wrapped back into it, and
+//!   shifts use the narrow width. A bitcast between `f16` and a 16-bit integer is not
+//!   supported.
+//! * Integer `div` by zero gives 0 (an explicit select; WGSL/naga would give the dividend);
+//!   `MIN / -1` wraps to `MIN`; `rem` by zero and `MIN % -1` give 0. `cdiv` is
+//!   `(a + b - 1) / b` in wrapping arithmetic, divided as `div`.
+//! * Shifts: the amount is read as unsigned; an amount at or above the width gives 0 (`shl`,
+//!   unsigned `shr`) or the sign fill (signed `shr`). WGSL/SPIR-V mask or leave it undefined;
+//!   the generated code masks and selects.
+//! * Float `minimum`/`maximum` give NaN if either operand is NaN and order -0.0 below +0.0
+//!   (selects on compares, a bit-pattern NaN test and a sign test, not the GPU's min/max).
+//! * Comparisons of floats are ordered except `ne`, which is `!(a == b)` (true with a NaN).
+//! * Casts: float to integer truncates, saturates at the integer type's bounds (naga's
+//!   conversion clamps to the largest float below the bound; the generated code selects the
+//!   exact bound) and gives 0 for NaN. Float to bool is `x != 0` (NaN is true); bool to
+//!   number is 0 or 1; integers wrap (sign- or zero-extended from the source's signedness).
+//! * `exp`, `exp2`, `log`, `log2`, `sin`, `cos`, `sqrt`, `rsqrt` (`inverseSqrt`), `floor`,
+//!   `ceil`, `abs`, `fma` and float `div`/`rem` are the device's (GLSL.std.450 / SPIR-V
+//!   precision, not correctly rounded; float `rem` is `OpFRem`, the sign of the dividend).
+//!   `sigmoid` is `1 / (1 + exp(-x))`. `erf` is a piecewise polynomial evaluated in `f32`
+//!   (within about 2.5 ulp of the correctly rounded `f32` result on every input); `f16` and
+//!   `f64` go through it in `f32`, so `f64` `erf` has `f32` accuracy. GLSL.std.450 has
+//!   `exp`, `exp2`, `log`, `log2`, `sin` and `cos` for 16- and 32-bit floats only: for `f64`
+//!   they (and `sigmoid`'s `exp`) are computed in `f32` and widened, so they too have `f32`
+//!   accuracy and range.
+//! * Operations whose operands are all constants are folded here, with the IR's wrapping
+//!   semantics (naga's WGSL reader would reject e.g. `i32::MIN / -1` as an overflow).
+//! * `f32` atomic add, min and max are compare-and-swap loops on the bit pattern
+//!   (min/max with the NaN-propagating `minimum`/`maximum`); `f32` exchange swaps the bits;
+//!   `f32` compare-and-swap compares bit patterns (so `-0.0` and `+0.0` differ and a NaN can
+//!   match). Compare-and-swap uses naga's weak exchange and retries where it failed although
+//!   the value matched, which makes it the strong operation of the IR. Atomics are relaxed,
+//!   at device scope. 64-bit atomics are not supported.
+
+mod emit;
+mod erf;
+
+use rutile_ir::thread::ThreadKernel;
+use rutile_ir::ScalarType;
+
+pub use emit::emit;
+/// The naga this crate builds modules with (the runtime should use the same version).
+pub use naga;
+
+/// What the device supports (the runtime fills it from the adapter).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpirvTarget {
+    /// `Some(n)` when every subgroup has exactly `n` invocations (the runtime can require a
+    /// size); `None` when the size varies or is unknown.
+    pub subgroup_size: Option<u32>,
+    /// `f16` arithmetic and storage.
+    pub shader_f16: bool,
+    /// `i64`/`u64` arithmetic and storage.
+    pub shader_i64: bool,
+    /// `f64` arithmetic and storage.
+    pub shader_f64: bool,
+    /// Subgroup operations (shuffles).
+    pub subgroups: bool,
+}
+
+impl SpirvTarget {
+    /// A target with every optional feature and a fixed subgroup size of `subgroup_size`.
+    pub fn full(subgroup_size: u32) -> SpirvTarget {
+        SpirvTarget {
+            subgroup_size: Some(subgroup_size),
+            shader_f16: true,
+            shader_i64: true,
+            shader_f64: true,
+            subgroups: true,
+        }
+    }
+}
+
+/// A translated kernel: the naga module with its validation info.
+#[derive(Debug, Clone)]
+pub struct SpirvKernel {
+    pub module: naga::Module,
+    pub info: naga::valid::ModuleInfo,
+    /// Name of the compute entry point, the same in the SPIR-V and the WGSL: the kernel's
+    /// name with characters outside `[A-Za-z0-9_]` replaced by `_`, and `k_` in front where
+    /// it would not be a WGSL identifier (a leading digit or `__`, a keyword).
+    pub entry_point: String,
+    pub bindings: BindingLayout,
+}
+
+/// Errors of [`emit`] and of writing a module.
+#[derive(Debug, thiserror::Error)]
+pub enum SpirvError {
+    /// The kernel needs a feature the target lacks, or something this backend cannot express.
+    #[error("kernel `{kernel}`: {what} is not supported on this target: {detail}")]
+    Unsupported { kernel: String, what: &'static str, detail: String },
+    /// The per-thread kernel is malformed (it fails `rutile_ir::thread::verify`).
+    #[error("kernel `{kernel}` is malformed: {message}")]
+    InvalidKernel { kernel: String, message: String },
+    /// naga rejected the generated module: a bug in this backend.
+    #[error("internal error: the generated module for `{kernel}` fails validation: {message}\n{wgsl_or_debug_dump}")]
+    Validation { kernel: String, message: String, wgsl_or_debug_dump: String },
+    /// naga's SPIR-V writer failed.
+    #[error("writing SPIR-V failed: {0}")]
+    SpirvWriter(String),
+    /// naga's WGSL writer failed.
+    #[error("writing WGSL failed: {0}")]
+    WgslWriter(String),
+    /// [`BindingLayout::uniform_bytes`] got arguments that do not match the kernel's.
+    #[error("bad kernel arguments: {0}")]
+    Arguments(String),
+}
+
+impl SpirvKernel {
+    /// The module as SPIR-V 1.3 words (Vulkan 1.1), with debug names.
+    pub fn spirv_words(&self) -> Result<Vec<u32>, SpirvError> {
+        let options = naga::back::spv::Options {
+            lang_version: (1, 3),
+            flags: naga::back::spv::WriterFlags::DEBUG,
+            zero_initialize_workgroup_memory: naga::back::spv::ZeroInitializeWorkgroupMemoryMode::None,
+            // Loops here come from the kernel's own `for`/`while`: no counter is added.
+            force_loop_bounding: false,
+            ..Default::default()
+        };
+        let pipeline = naga::back::spv::PipelineOptions {
+            shader_stage: naga::ShaderStage::Compute,
+            entry_point: self.entry_point.clone(),
+        };
+        naga::back::spv::write_vec(&self.module, &self.info, &options, Some(&pipeline))
+            .map_err(|e| SpirvError::SpirvWriter(e.to_string()))
+    }
+
+    /// The module as WGSL text (for reading; 64-bit types and subgroup builtins use naga's
+    /// extensions of WGSL).
+    pub fn wgsl(&self) -> Result<String, SpirvError> {
+        naga::back::wgsl::write_string(&self.module, &self.info, naga::back::wgsl::WriterFlags::empty())
+            .map_err(|e| SpirvError::WgslWriter(e.to_string()))
+    }
+}
+
+/// Where the kernel's parameters go (see the crate docs for the ABI).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BindingLayout {
+    /// One storage buffer per pointer parameter, in parameter order; binding `i` is entry `i`.
+    pub storage: Vec<StorageBinding>,
+    /// Binding of the uniform buffer (= `storage.len()`).
+    pub uniform_binding: u32,
+    /// Size of the uniform buffer in bytes (a multiple of 16).
+    pub uniform_size: u32,
+    /// One slot per scalar parameter, in parameter order.
+    pub scalars: Vec<ScalarSlot>,
+}
+
+/// A storage buffer binding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StorageBinding {
+    pub binding: u32,
+    /// Index of the parameter in the kernel's parameter list.
+    pub param: u32,
+    pub name: String,
+    pub elem: ScalarType,
+    /// Declared as an array of atomics (same memory layout).
+    pub atomic: bool,
+}
+
+/// A scalar parameter's place in the uniform buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScalarSlot {
+    /// Index of the parameter in the kernel's parameter list.
+    pub param: u32,
+    pub name: String,
+    pub ty: ScalarType,
+    /// Byte offset in the uniform buffer.
+    pub offset: u32,
+    /// Bytes written there (4 for booleans, passed as `u32`).
+    pub size: u32,
+}
+
+/// Byte offset of `num_programs` in the uniform buffer.
+pub const NUM_PROGRAMS_OFFSET: u32 = 0;
+/// Byte offset of `program_offset` in the uniform buffer.
+pub const PROGRAM_OFFSET_OFFSET: u32 = 16;
+/// Byte offset of the first scalar parameter's area in the uniform buffer.
+pub const SCALARS_OFFSET: u32 = 32;
+
+/// A scalar argument value for [`BindingLayout::uniform_bytes`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarArg {
+    Bool(bool),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    U64(u64),
+    F16(half::f16),
+    F32(f32),
+    F64(f64),
+}
+
+impl ScalarArg {
+    pub fn ty(&self) -> ScalarType {
+        match self {
+            ScalarArg::Bool(_) => ScalarType::Bool,
+            ScalarArg::I32(_) => ScalarType::I32,
+            ScalarArg::U32(_) => ScalarType::U32,
+            ScalarArg::I64(_) => ScalarType::I64,
+            ScalarArg::U64(_) => ScalarType::U64,
+            ScalarArg::F16(_) => ScalarType::F16,
+            ScalarArg::F32(_) => ScalarType::F32,
+            ScalarArg::F64(_) => ScalarType::F64,
+        }
+    }
+    fn bytes(&self) -> Vec<u8> {
+        match *self {
+            ScalarArg::Bool(b) => (b as u32).to_le_bytes().to_vec(),
+            ScalarArg::I32(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::U32(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::I64(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::U64(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::F16(v) => v.to_bits().to_le_bytes().to_vec(),
+            ScalarArg::F32(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::F64(v) => v.to_le_bytes().to_vec(),
+        }
+    }
+}
+
+impl BindingLayout {
+    /// The layout of `kernel`'s parameters; `atomic[p]` says whether parameter `p` is used
+    /// atomically.
+    pub(crate) fn new(kernel: &ThreadKernel, atomic: &[bool]) -> BindingLayout {
+        use rutile_ir::thread::ThreadParam;
+        let mut storage = Vec::new();
+        let mut scalars = Vec::new();
+        let mut offset = SCALARS_OFFSET;
+        for (i, p) in kernel.params.iter().enumerate() {
+            match p {
+                ThreadParam::Ptr { name, elem } => storage.push(StorageBinding {
+                    binding: storage.len() as u32,
+                    param: i as u32,
+                    name: name.clone(),
+                    elem: *elem,
+                    atomic: atomic[i],
+                }),
+                ThreadParam::Scalar { name, ty } => {
+                    let size = uniform_size_of(*ty);
+                    offset = offset.div_ceil(size) * size;
+                    scalars.push(ScalarSlot { param: i as u32, name: name.clone(), ty: *ty, offset, size });
+                    offset += size;
+                }
+            }
+        }
+        BindingLayout {
+            uniform_binding: storage.len() as u32,
+            uniform_size: offset.div_ceil(16) * 16,
+            storage,
+            scalars,
+        }
+    }
+
+    /// The uniform buffer's contents for a launch of `grid` programs (the whole grid) of which
+    /// this dispatch runs those starting at `offset`, with `scalars` the scalar arguments in
+    /// parameter order.
+    pub fn uniform_bytes(&self, grid: [u32; 3], offset: [u32; 3], scalars: &[ScalarArg]) -> Result<Vec<u8>, SpirvError> {
+        if scalars.len() != self.scalars.len() {
+            return Err(SpirvError::Arguments(format!(
+                "{} scalar arguments for {} scalar parameters",
+                scalars.len(),
+                self.scalars.len()
+            )));
+        }
+        let mut out = vec![0u8; self.uniform_size as usize];
+        for a in 0..3 {
+            let at = (NUM_PROGRAMS_OFFSET + 4 * a as u32) as usize;
+            out[at..at + 4].copy_from_slice(&grid[a].to_le_bytes());
+            let at = (PROGRAM_OFFSET_OFFSET + 4 * a as u32) as usize;
+            out[at..at + 4].copy_from_slice(&offset[a].to_le_bytes());
+        }
+        for (slot, arg) in self.scalars.iter().zip(scalars) {
+            if arg.ty() != slot.ty {
+                return Err(SpirvError::Arguments(format!(
+                    "parameter `{}` is {}, got a {} argument",
+                    slot.name,
+                    slot.ty,
+                    arg.ty()
+                )));
+            }
+            let b = arg.bytes();
+            let at = slot.offset as usize;
+            out[at..at + b.len()].copy_from_slice(&b);
+        }
+        Ok(out)
+    }
+}
+
+/// Bytes a scalar parameter of type `ty` takes in the uniform buffer (also its alignment).
+pub(crate) fn uniform_size_of(ty: ScalarType) -> u32 {
+    match ty {
+        ScalarType::Bool => 4,
+        t => t.size_bytes() as u32,
+    }
+}

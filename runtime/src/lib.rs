@@ -1,2 +1,42 @@
-//! rutile: the crate users depend on.
+//! rutile: write GPU kernels once in Triton's block programming model; run them on NVIDIA
+//! GPUs through CUDA, on any Vulkan, Metal or DX12 GPU through wgpu, or exactly on the CPU.
+//!
+//! ```
+//! use rutile::{seeds, Device, DeviceExt, LaunchConfig, ScalarType};
+//! # fn main() -> Result<(), rutile::Error> {
+//! let device = rutile::CpuDevice::new(); // or rutile::default_device()?
+//! let n = 1000;
+//! let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+//! let (xs, ys, out) = (device.upload(&x)?, device.upload(&x)?, device.zeros::<f32>(n)?);
+//! let kernel = seeds::vector_add(ScalarType::F32, 256)?;
+//! device.launch(&kernel, &LaunchConfig::grid1((n as u32).div_ceil(256)), &[(&xs).into(), (&ys).into(), (&out).into(), (n as i32).into()])?;
+//! assert_eq!(device.download(&out)?[10], 20.0);
+//! # Ok(()) }
+//! ```
+
+pub mod backends;
+pub mod buffer;
+pub mod compiled;
 pub mod cuda;
+pub mod device;
+mod dump;
+mod error;
+mod ext;
+pub mod launch;
+pub mod occupancy;
+mod select;
+pub mod vulkan;
+
+pub use backends::cpu::CpuDevice;
+pub use backends::cuda::CudaGpu;
+pub use backends::vulkan::WgpuGpu;
+pub use buffer::{Buffer, DeviceBuffer, Element};
+pub use compiled::{CompileOptions, CompiledKernel, KernelMetadata};
+pub use device::{Backend, Device, DeviceProperties, DeviceType};
+pub use error::{Error, Result};
+pub use ext::DeviceExt;
+pub use launch::{Arg, LaunchConfig};
+pub use select::{default_device, list_devices, open_device, DeviceListing, DEVICE_ENV};
+
+/// The kernel language and compiler (re-exported from `rutile-ir`).
+pub use rutile_ir::{self as ir, seeds, Kernel, KernelBuilder, Operand, ScalarType, Value};

@@ -1,0 +1,249 @@
+//! Numeric conversions (`cast`) and bit reinterpretation (`bitcast`).
+//!
+//! # Semantics (the block IR's `cast`)
+//!
+//! - float → float: `cvt.rn` when narrowing (one rounding, to nearest even), exact `cvt` when
+//!   widening. bf16 widens by shifting its bits into the top of an f32 (exact, any sm);
+//!   rounding to bf16 is `cvt.rn.bf16.f32` (sm_80+). f64 → bf16 first rounds to f32 *to odd*
+//!   (`cvt.rz` plus a sticky bit), so that the second rounding is the correct one.
+//! - int → float: `cvt.rn` (one rounding). int → bf16 of 32/64-bit integers goes through f32
+//!   rounded to odd, for the same reason.
+//! - float → int: truncation toward zero, saturating at the type's range, NaN → 0. For 32-
+//!   and 64-bit results that is `cvt.rzi` itself (PTX clamps float-to-integer conversions to
+//!   the destination range and converts NaN to 0); 8- and 16-bit results convert to 32 bits
+//!   and clamp with `min`/`max`.
+//! - int → int: wraps (two's complement truncation, or sign/zero extension by the source's
+//!   signedness).
+//! - number → bool: `x != 0`; for floats that is the unordered `setp.neu`, so NaN → true
+//!   (f16/bf16 test the bits below the sign).
+//! - bool → number: 1 or 0 (`selp`).
+//! - bitcast: the same bits (`mov`), narrow integers re-normalized.
+
+use crate::emit::{Emitter, Res};
+use crate::expr::{mov, normalize};
+use crate::names::{int_ty, Class};
+use rutile_ir::ScalarType::{self, *};
+
+/// An f32 register holding the exact value of `a`, a register of type `t` (f16, bf16, f32).
+pub(crate) fn widen(e: &mut Emitter, a: &str, t: ScalarType) -> String {
+    match t {
+        F32 => a.to_string(),
+        F16 => {
+            let f = e.tmp(Class::F);
+            e.ins(format!("cvt.f32.f16 {f}, {a}"));
+            f
+        }
+        BF16 => {
+            let r = e.tmp(Class::R);
+            let f = e.tmp(Class::F);
+            e.ins(format!("cvt.u32.u16 {r}, {a}"));
+            e.ins(format!("shl.b32 {r}, {r}, 16"));
+            e.ins(format!("mov.b32 {f}, {r}"));
+            f
+        }
+        _ => unreachable!("widen of {t}"),
+    }
+}
+
+/// `d` (of type `t`: f16, bf16 or f32) = f32 register `x` rounded to nearest even.
+pub(crate) fn narrow(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
+    match t {
+        F32 => mov(e, d, F32, x),
+        F16 => e.ins(format!("cvt.rn.f16.f32 {d}, {x}")),
+        BF16 if e.target.has_sm80() => e.ins(format!("cvt.rn.bf16.f32 {d}, {x}")),
+        BF16 => return Err("rounding to bf16 needs sm_80 or newer (cvt.rn.bf16.f32)".into()),
+        _ => unreachable!("narrow to {t}"),
+    }
+    Ok(())
+}
+
+/// `d` = f32 register `x`, whose value is representable in `t` (f16 or bf16): works on every
+/// target (bf16 takes the high half of the bits).
+pub(crate) fn narrow_exact(e: &mut Emitter, d: &str, x: &str, t: ScalarType) {
+    if t == BF16 {
+        let lo = e.tmp(Class::H);
+        e.ins(format!("mov.b32 {{{lo}, {d}}}, {x}"));
+    } else {
+        e.ins(format!("cvt.rn.f16.f32 {d}, {x}"));
+    }
+}
+
+/// Sets the lowest bit of f32 register `f` where predicate `inexact` holds: after a
+/// round-toward-zero conversion this is rounding to odd. Returns the new register.
+fn sticky(e: &mut Emitter, f: &str, inexact: &str) -> String {
+    let (b, o) = (e.tmp(Class::R), e.tmp(Class::R));
+    let r = e.tmp(Class::F);
+    e.ins(format!("mov.b32 {b}, {f}"));
+    e.ins(format!("or.b32 {o}, {b}, 1"));
+    e.ins(format!("selp.b32 {b}, {o}, {b}, {inexact}"));
+    e.ins(format!("mov.b32 {r}, {b}"));
+    r
+}
+
+pub(crate) fn cast(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarType) -> Res {
+    if dt == st {
+        mov(e, d, dt, a);
+        return Ok(());
+    }
+    if st == Bool {
+        from_bool(e, d, dt, a);
+        return Ok(());
+    }
+    if dt == Bool {
+        to_bool(e, d, st, a);
+        return Ok(());
+    }
+    match (st.is_float(), dt.is_float()) {
+        (false, false) => int_to_int(e, d, dt, a, st),
+        (false, true) => return int_to_float(e, d, dt, a, st),
+        (true, false) => float_to_int(e, d, dt, a, st),
+        (true, true) => return float_to_float(e, d, dt, a, st),
+    }
+    Ok(())
+}
+
+fn from_bool(e: &mut Emitter, d: &str, dt: ScalarType, p: &str) {
+    let (one, zero, ty) = match dt {
+        F32 => ("0f3F800000", "0f00000000", "f32"),
+        F64 => ("0d3FF0000000000000", "0d0000000000000000", "f64"),
+        F16 => ("0x3C00", "0x0000", "b16"),
+        BF16 => ("0x3F80", "0x0000", "b16"),
+        I64 | U64 => ("1", "0", "u64"),
+        _ => ("1", "0", "u32"),
+    };
+    e.ins(format!("selp.{ty} {d}, {one}, {zero}, {p}"));
+}
+
+fn to_bool(e: &mut Emitter, d: &str, st: ScalarType, a: &str) {
+    match st {
+        F32 => e.ins(format!("setp.neu.f32 {d}, {a}, 0f00000000")),
+        F64 => e.ins(format!("setp.neu.f64 {d}, {a}, 0d0000000000000000")),
+        F16 | BF16 => {
+            let m = e.tmp(Class::H);
+            e.ins(format!("and.b16 {m}, {a}, 0x7FFF"));
+            e.ins(format!("setp.ne.b16 {d}, {m}, 0"));
+        }
+        _ => e.ins(format!("setp.ne.{} {d}, {a}, 0", int_ty(st))),
+    }
+}
+
+fn int_to_int(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarType) {
+    match (st.bits() == 64, dt.bits() == 64) {
+        (false, false) => mov(e, d, dt, a),
+        (true, false) => e.ins(format!("cvt.u32.u64 {d}, {a}")),
+        (false, true) => {
+            let src = if st.is_signed_int() { "s32" } else { "u32" };
+            e.ins(format!("cvt.{}.{src} {d}, {a}", int_ty(dt)));
+        }
+        (true, true) => mov(e, d, dt, a),
+    }
+    normalize(e, d, dt);
+}
+
+fn int_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarType) -> Res {
+    let s = int_ty(st);
+    match dt {
+        F32 | F64 | F16 => {
+            let f = match dt {
+                F32 => "f32",
+                F64 => "f64",
+                _ => "f16",
+            };
+            e.ins(format!("cvt.rn.{f}.{s} {d}, {a}"));
+            Ok(())
+        }
+        _ => {
+            // bf16.
+            if !e.target.has_sm80() {
+                return Err("rounding to bf16 needs sm_80 or newer (cvt.rn.bf16.f32)".into());
+            }
+            let f = e.tmp(Class::F);
+            if st.bits() < 32 {
+                // Exact in f32.
+                e.ins(format!("cvt.rn.f32.{s} {f}, {a}"));
+                return narrow(e, d, &f, BF16);
+            }
+            let back = e.tmp(Class::of(st));
+            let inexact = e.tmp(Class::Pred);
+            e.ins(format!("cvt.rz.f32.{s} {f}, {a}"));
+            e.ins(format!("cvt.rzi.{s}.f32 {back}, {f}"));
+            e.ins(format!("setp.ne.{s} {inexact}, {back}, {a}"));
+            let odd = sticky(e, &f, &inexact);
+            narrow(e, d, &odd, BF16)
+        }
+    }
+}
+
+fn float_to_int(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarType) {
+    let (x, f) = match st {
+        F64 => (a.to_string(), "f64"),
+        F32 => (a.to_string(), "f32"),
+        _ => (widen(e, a, st), "f32"),
+    };
+    match dt {
+        I32 | U32 | I64 | U64 => e.ins(format!("cvt.rzi.{}.{f} {d}, {x}", int_ty(dt))),
+        I8 | I16 => {
+            let (lo, hi) = if dt == I8 { (-128, 127) } else { (-32768, 32767) };
+            let t = e.tmp(Class::R);
+            e.ins(format!("cvt.rzi.s32.{f} {t}, {x}"));
+            e.ins(format!("max.s32 {t}, {t}, {lo}"));
+            e.ins(format!("min.s32 {d}, {t}, {hi}"));
+        }
+        _ => {
+            let hi = if dt == U8 { 255 } else { 65535 };
+            let t = e.tmp(Class::R);
+            e.ins(format!("cvt.rzi.u32.{f} {t}, {x}"));
+            e.ins(format!("min.u32 {d}, {t}, {hi}"));
+        }
+    }
+}
+
+fn float_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarType) -> Res {
+    match (st, dt) {
+        (F32, F64) => e.ins(format!("cvt.f64.f32 {d}, {a}")),
+        (F64, F32) => e.ins(format!("cvt.rn.f32.f64 {d}, {a}")),
+        (F16, F32) => e.ins(format!("cvt.f32.f16 {d}, {a}")),
+        (F16, F64) => e.ins(format!("cvt.f64.f16 {d}, {a}")),
+        (F64, F16) => e.ins(format!("cvt.rn.f16.f64 {d}, {a}")),
+        (BF16, F64) => {
+            let w = widen(e, a, BF16);
+            e.ins(format!("cvt.f64.f32 {d}, {w}"));
+        }
+        (F64, BF16) => {
+            if !e.target.has_sm80() {
+                return Err("rounding to bf16 needs sm_80 or newer (cvt.rn.bf16.f32)".into());
+            }
+            let f = e.tmp(Class::F);
+            let back = e.tmp(Class::Fd);
+            let inexact = e.tmp(Class::Pred);
+            e.ins(format!("cvt.rz.f32.f64 {f}, {a}"));
+            e.ins(format!("cvt.f64.f32 {back}, {f}"));
+            e.ins(format!("setp.neu.f64 {inexact}, {back}, {a}"));
+            let odd = sticky(e, &f, &inexact);
+            return narrow(e, d, &odd, BF16);
+        }
+        // Among f16, bf16 and f32: widen exactly, round once.
+        _ => {
+            let w = widen(e, a, st);
+            return narrow(e, d, &w, dt);
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn bitcast(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarType) -> Res {
+    match (Class::of(st), Class::of(dt)) {
+        // i16/u16 (32-bit registers) <-> f16/bf16 (16-bit registers).
+        (Class::R, Class::H) => e.ins(format!("cvt.u16.u32 {d}, {a}")),
+        (Class::H, Class::R) => {
+            let s = if dt == I16 { "s16" } else { "u16" };
+            e.ins(format!("cvt.{}.{s} {d}, {a}", int_ty(dt)));
+        }
+        (sc, dc) if sc.bits() == dc.bits() => {
+            e.ins(format!("mov.{} {d}, {a}", dc.bits()));
+            normalize(e, d, dt);
+        }
+        _ => return Err(format!("bitcast from {st} to {dt} changes the width")),
+    }
+    Ok(())
+}

@@ -1,0 +1,232 @@
+//! The driver: header, entry and parameters, register and shared-memory declarations, and
+//! the statement walk that hands each statement to its module.
+
+use crate::names::{mem_ty, Class, RegFile};
+use crate::{atomic, control, expr, memory, PtxError, PtxTarget};
+use rutile_ir::thread::{Reg, Stmt, ThreadKernel, ThreadParam};
+use rutile_ir::ScalarType;
+use std::fmt::Write;
+
+/// The error of a statement's translation, before it is tied to the statement's text.
+pub(crate) type Res<T = ()> = Result<T, String>;
+
+/// Static shared memory a kernel may declare (larger buffers need dynamic shared memory).
+const MAX_STATIC_SHARED: u32 = 48 * 1024;
+
+/// State of one kernel's translation.
+pub(crate) struct Emitter<'a> {
+    pub k: &'a ThreadKernel,
+    pub target: &'a PtxTarget,
+    pub regs: RegFile,
+    body: String,
+    depth: usize,
+    labels: u32,
+    /// A predicate register that guards every instruction emitted while it is set.
+    guard: Option<String>,
+    /// The global address (after `cvta.to.global`) of each pointer parameter.
+    pub ptr_base: Vec<Option<String>>,
+    /// The 32-bit shared address of each shared buffer.
+    pub smem_base: Vec<String>,
+}
+
+impl<'a> Emitter<'a> {
+    /// The PTX register of `r`.
+    pub fn r(&self, r: Reg) -> String {
+        self.regs.name(r)
+    }
+    /// The type of `r`.
+    pub fn ty(&self, r: Reg) -> ScalarType {
+        self.k.reg_type(r)
+    }
+    /// A fresh temporary.
+    pub fn tmp(&mut self, c: Class) -> String {
+        self.regs.temp(c)
+    }
+    /// Emits one instruction (without the `;`), guarded by the current guard if any.
+    pub fn ins(&mut self, text: impl AsRef<str>) {
+        self.indent();
+        if let Some(g) = &self.guard {
+            let _ = write!(self.body, "@{g} ");
+        }
+        self.body.push_str(text.as_ref());
+        self.body.push_str(";\n");
+    }
+    /// Runs `f` with every instruction it emits guarded by `pred` (when `Some`).
+    pub fn guarded<R>(&mut self, pred: Option<String>, f: impl FnOnce(&mut Self) -> R) -> R {
+        assert!(self.guard.is_none() || pred.is_none(), "nested instruction guards");
+        let old = self.guard.clone();
+        if pred.is_some() {
+            self.guard = pred;
+        }
+        let r = f(self);
+        self.guard = old;
+        r
+    }
+    /// A fresh label name.
+    pub fn new_label(&mut self) -> String {
+        self.labels += 1;
+        format!("$L__{}", self.labels)
+    }
+    /// Places `label` here.
+    pub fn place_label(&mut self, label: &str) {
+        let _ = writeln!(self.body, "{label}:");
+    }
+    /// A `// ` comment line (one per line of `text`).
+    pub fn comment(&mut self, text: &str) {
+        for line in text.lines() {
+            self.indent();
+            let _ = writeln!(self.body, "// {line}");
+        }
+    }
+    fn indent(&mut self) {
+        for _ in 0..=self.depth {
+            self.body.push('\t');
+        }
+    }
+    /// Emits `stmts` one level deeper.
+    pub fn nested(&mut self, stmts: &[Stmt]) -> Result<(), PtxError> {
+        self.depth += 1;
+        let r = self.stmts(stmts);
+        self.depth -= 1;
+        r
+    }
+
+    pub fn stmts(&mut self, stmts: &[Stmt]) -> Result<(), PtxError> {
+        for s in stmts {
+            self.stmt(s)?;
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<(), PtxError> {
+        let r = match s {
+            Stmt::Set { dst, expr: e } => expr::set(self, *dst, e),
+            Stmt::Load { dsts, mem, index, pred } => memory::load(self, dsts, *mem, *index, *pred),
+            Stmt::Store { values, mem, index, pred } => memory::store(self, values, *mem, *index, *pred),
+            Stmt::Atomic { dst, op, param, index, value, pred } => {
+                atomic::rmw(self, *dst, *op, *param, *index, *value, *pred)
+            }
+            Stmt::AtomicCas { dst, param, index, cmp, value, pred } => {
+                atomic::cas(self, *dst, *param, *index, *cmp, *value, *pred)
+            }
+            Stmt::Barrier => {
+                self.ins("bar.sync 0");
+                Ok(())
+            }
+            Stmt::Comment(c) => {
+                self.comment(c);
+                Ok(())
+            }
+            Stmt::If { cond, then_body, else_body } => return control::if_(self, *cond, then_body, else_body),
+            Stmt::While { cond_body, cond, body } => return control::while_(self, cond_body, *cond, body),
+        };
+        r.map_err(|reason| PtxError::Unsupported { statement: one_line(self.k, s), reason })
+    }
+}
+
+/// `s` in the per-thread IR's text form, on one line.
+fn one_line(k: &ThreadKernel, s: &Stmt) -> String {
+    let t = ThreadKernel { body: vec![s.clone()], shared: vec![], ..k.clone() };
+    let text = t.to_string();
+    text.lines().nth(1).unwrap_or("").trim().to_string()
+}
+
+/// The `.param` type of a scalar parameter (the runtime passes each argument with its own
+/// size: 1, 2, 4 or 8 bytes).
+fn param_decl(name: &str, ty: ScalarType) -> Result<&'static str, PtxError> {
+    if ty == ScalarType::Bool {
+        return Err(PtxError::Param {
+            name: name.into(),
+            ty: ty.to_string(),
+            reason: "pass booleans as an integer and compare it with 0".into(),
+        });
+    }
+    Ok(mem_ty(ty))
+}
+
+pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxError> {
+    rutile_ir::thread::verify(k).map_err(PtxError::InvalidKernel)?;
+    let fail = |reason: String| PtxError::Target { kernel: k.name.clone(), target: target.to_string(), reason };
+    if target.sm < 70 {
+        return Err(fail("the PTX backend needs sm_70 or newer".into()));
+    }
+    if target.ptx_version < (7, 0) {
+        return Err(fail("the PTX backend needs PTX ISA 7.0 or newer".into()));
+    }
+    if k.warp_size != 32 {
+        return Err(fail(format!("CUDA warps have 32 threads, the kernel was lowered for {}", k.warp_size)));
+    }
+    if k.threads() > 1024 {
+        return Err(fail(format!("{} threads per program exceed CUDA's 1024 per block", k.threads())));
+    }
+    if k.shared_bytes() > MAX_STATIC_SHARED {
+        return Err(fail(format!(
+            "{} bytes of shared memory exceed the {MAX_STATIC_SHARED} bytes of static shared memory",
+            k.shared_bytes()
+        )));
+    }
+    if !crate::names::is_identifier(&k.name) {
+        return Err(fail(format!("`{}` is not a valid PTX identifier", k.name)));
+    }
+
+    let mut e = Emitter {
+        k,
+        target,
+        regs: RegFile::new(k),
+        body: String::new(),
+        depth: 0,
+        labels: 0,
+        guard: None,
+        ptr_base: vec![None; k.params.len()],
+        smem_base: vec![],
+    };
+
+    // Parameters and their prologue: pointers become global addresses once.
+    let mut params = Vec::new();
+    for (i, p) in k.params.iter().enumerate() {
+        let pname = format!("{}_param_{i}", k.name);
+        match p {
+            ThreadParam::Ptr { name, elem } => {
+                params.push(format!("\t.param .u64 {pname}"));
+                e.comment(&format!("{name}: *{elem}"));
+                let raw = e.tmp(Class::Rd);
+                let base = e.tmp(Class::Rd);
+                e.ins(format!("ld.param.u64 {raw}, [{pname}]"));
+                e.ins(format!("cvta.to.global.u64 {base}, {raw}"));
+                e.ptr_base[i] = Some(base);
+            }
+            ThreadParam::Scalar { name, ty } => {
+                params.push(format!("\t.param .{} {pname}", param_decl(name, *ty)?));
+            }
+        }
+    }
+    let mut shared_decls = String::new();
+    for (i, a) in k.shared.iter().enumerate() {
+        let sym = format!("smem_{i}");
+        let _ = writeln!(shared_decls, "\t.shared .align 16 .b8 {sym}[{}]; // {} x {}", a.bytes(), a.len, a.elem);
+        let base = e.tmp(Class::R);
+        e.ins(format!("mov.u32 {base}, {sym}"));
+        e.smem_base.push(base);
+    }
+
+    e.stmts(&k.body)?;
+    e.ins("ret");
+
+    let mut out = String::new();
+    let _ = writeln!(out, "//\n// Generated by rutile-ptx from kernel `{}`\n//\n", k.name);
+    let _ = writeln!(out, ".version {}.{}", target.ptx_version.0, target.ptx_version.1);
+    let _ = writeln!(out, ".target sm_{}", target.sm);
+    let _ = writeln!(out, ".address_size 64\n");
+    let _ = writeln!(out, "\t// .globl\t{}", k.name);
+    let _ = writeln!(out, ".visible .entry {}(", k.name);
+    let _ = writeln!(out, "{}", params.join(",\n"));
+    let _ = writeln!(out, ")");
+    let _ = writeln!(out, ".maxntid {}, 1, 1", k.threads());
+    let _ = writeln!(out, "{{");
+    out += &e.regs.declarations();
+    out += &shared_decls;
+    out.push('\n');
+    out += &e.body;
+    out += "}\n";
+    Ok(out)
+}

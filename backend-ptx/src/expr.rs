@@ -1,0 +1,386 @@
+//! Instruction selection for scalar expressions: constants, parameters, special registers,
+//! integer and float arithmetic, comparisons, `select` and `fma` (casts are in
+//! [`crate::cast`], transcendental functions in [`crate::math`], shuffles in
+//! [`crate::shuffle`]).
+//!
+//! # Semantics
+//!
+//! These match the block IR's definitions (`rutile_ir::ir`) and the CPU interpreter:
+//!
+//! - **Integers** wrap. Types narrower than 32 bits are computed in 32-bit registers and
+//!   re-normalized (sign- or zero-extended) after every operation that can leave the range.
+//! - **Division and remainder** truncate (C semantics, `div`/`rem` `.s32`/`.u32`/`.s64`/`.u64`).
+//!   A zero divisor gives 0 (PTX leaves it unspecified, so the result is selected);
+//!   `MIN / -1` wraps to `MIN` and `MIN % -1` is 0. `cdiv` is `(a + b - 1) / b` in the type's
+//!   wrapping arithmetic, then divided as `div`.
+//! - **Shifts** read the amount as unsigned: an amount at or above the width (negative amounts
+//!   included) gives 0, or the sign fill for `shr` of signed types. PTX's `shl`/`shr` clamp
+//!   32-bit amounts to the width already; 64-bit amounts are clamped with `min.u64` first.
+//! - **Float `+ - * /`** are IEEE with round-to-nearest-even: `add.rn`, `sub.rn`, `mul.rn`,
+//!   `div.rn`. The explicit `.rn` keeps `ptxas` from contracting a multiply and an add into an
+//!   `fma`. Subnormals are kept (no `.ftz` anywhere).
+//! - **f16 and bf16** values are widened to f32 (exactly), computed in f32 and rounded once
+//!   back (`cvt.rn.f16.f32`, `cvt.rn.bf16.f32`). For `+ - * / sqrt rem min max` this is the
+//!   correctly rounded result, as in the interpreter (f32 has more than twice the precision
+//!   plus two bits). `fma` uses `fma.rn.f16`/`fma.rn.bf16`, a single rounding. Rounding to
+//!   bf16 needs sm_80; `neg`/`abs` are sign-bit operations and work everywhere.
+//! - **`minimum`/`maximum` of floats** return NaN when either operand is NaN and order -0.0
+//!   below +0.0: `min.NaN`/`max.NaN` on sm_80+ (f32, f16, bf16); elsewhere, and for f64
+//!   (PTX has no `min.NaN.f64`), `min`/`max` with explicit NaN and signed-zero fix-ups.
+//!   On booleans they are `and`/`or`.
+//! - **`rem` of floats** is C's `fmod`, exact: the dividend is reduced by the divisor scaled
+//!   by powers of two (a short loop; each subtraction is exact).
+//! - **Comparisons** of floats are ordered (false when either is NaN) except `ne`, which is
+//!   unordered (`setp.neu`), as in C. Integers compare signed or unsigned by type; booleans
+//!   as 0/1.
+//! - **`fma`** is `fma.rn` (one rounding).
+
+use crate::cast;
+use crate::emit::{Emitter, Res};
+use crate::math::{self, Fk};
+use crate::names::{bf16_bits, f16_bits, f32_lit, f64_lit, int_ty, mem_ty, Class};
+use crate::shuffle;
+use rutile_ir::ir::{BinaryOp, CmpOp, Literal, UnaryOp};
+use rutile_ir::thread::{Expr, Reg, Special};
+use rutile_ir::ScalarType::{self, *};
+
+pub(crate) fn set(e: &mut Emitter, dst: Reg, expr: &Expr) -> Res {
+    let t = e.ty(dst);
+    let d = e.r(dst);
+    match expr {
+        Expr::Const(l) => constant(e, &d, t, *l),
+        Expr::Param(i) => {
+            let name = format!("{}_param_{i}", e.k.name);
+            e.ins(format!("ld.param.{} {d}, [{name}]", mem_ty(t)));
+            Ok(())
+        }
+        Expr::Special(s) => special(e, &d, *s),
+        Expr::Copy(a) => {
+            let a = e.r(*a);
+            mov(e, &d, t, &a);
+            Ok(())
+        }
+        Expr::Unary(op, a) => {
+            let a = e.r(*a);
+            unary(e, &d, t, *op, &a)
+        }
+        Expr::Binary(op, a, b) => {
+            let (a, b) = (e.r(*a), e.r(*b));
+            binary(e, &d, t, *op, &a, &b)
+        }
+        Expr::Compare(op, a, b) => {
+            let at = e.ty(*a);
+            let (a, b) = (e.r(*a), e.r(*b));
+            compare(e, &d, at, *op, &a, &b)
+        }
+        Expr::Select(c, a, b) => {
+            let (c, a, b) = (e.r(*c), e.r(*a), e.r(*b));
+            select(e, &d, t, &c, &a, &b);
+            Ok(())
+        }
+        Expr::Fma(a, b, c) => {
+            let (a, b, c) = (e.r(*a), e.r(*b), e.r(*c));
+            fma(e, &d, t, &a, &b, &c)
+        }
+        Expr::Cast(a) => {
+            let st = e.ty(*a);
+            let a = e.r(*a);
+            cast::cast(e, &d, t, &a, st)
+        }
+        Expr::Bitcast(a) => {
+            let st = e.ty(*a);
+            let a = e.r(*a);
+            cast::bitcast(e, &d, t, &a, st)
+        }
+        Expr::ShuffleXor { value, mask } => {
+            let v = e.r(*value);
+            shuffle::shuffle(e, &d, t, &v, "bfly", &mask.to_string());
+            Ok(())
+        }
+        Expr::ShuffleIdx { value, lane } => {
+            let (v, l) = (e.r(*value), e.r(*lane));
+            shuffle::shuffle(e, &d, t, &v, "idx", &l);
+            Ok(())
+        }
+    }
+}
+
+/// `d = a` for registers of type `t`.
+pub(crate) fn mov(e: &mut Emitter, d: &str, t: ScalarType, a: &str) {
+    if d != a {
+        e.ins(format!("mov.{} {d}, {a}", Class::of(t).bits()));
+    }
+}
+
+/// Re-normalizes an integer narrower than 32 bits held in 32-bit register `r`.
+pub(crate) fn normalize(e: &mut Emitter, r: &str, t: ScalarType) {
+    match t {
+        I8 => e.ins(format!("cvt.s32.s8 {r}, {r}")),
+        I16 => e.ins(format!("cvt.s32.s16 {r}, {r}")),
+        U8 => e.ins(format!("and.b32 {r}, {r}, 255")),
+        U16 => e.ins(format!("and.b32 {r}, {r}, 65535")),
+        _ => {}
+    }
+}
+
+/// An integer literal of type `t` as PTX writes it (normalized to the type).
+pub(crate) fn int_lit(t: ScalarType, v: i64) -> String {
+    let v = match t {
+        I8 => v as i8 as i64,
+        I16 => v as i16 as i64,
+        I32 => v as i32 as i64,
+        U8 => v as u8 as i64,
+        U16 => v as u16 as i64,
+        U32 => v as u32 as i64,
+        _ => v,
+    };
+    if (t == U64 && v < 0) || v == i64::MIN {
+        format!("0x{:016X}", v as u64)
+    } else {
+        v.to_string()
+    }
+}
+
+fn constant(e: &mut Emitter, d: &str, t: ScalarType, l: Literal) -> Res {
+    let text = match (t, l) {
+        (Bool, Literal::Bool(b)) => format!("mov.pred {d}, {}", b as u8),
+        (t, Literal::Int(v)) if t.is_int() => format!("mov.{} {d}, {}", Class::of(t).bits(), int_lit(t, v)),
+        (F32, Literal::Float(x)) => format!("mov.f32 {d}, {}", f32_lit(x as f32)),
+        (F64, Literal::Float(x)) => format!("mov.f64 {d}, {}", f64_lit(x)),
+        (F16, Literal::Float(x)) => format!("mov.b16 {d}, 0x{:04X}", f16_bits(x)),
+        (BF16, Literal::Float(x)) => format!("mov.b16 {d}, 0x{:04X}", bf16_bits(x)),
+        _ => return Err(format!("constant {l} cannot be {t}")),
+    };
+    e.ins(text);
+    Ok(())
+}
+
+fn special(e: &mut Emitter, d: &str, s: Special) -> Res {
+    let axis = |a: u8| match a {
+        0 => Ok("x"),
+        1 => Ok("y"),
+        2 => Ok("z"),
+        _ => Err(format!("grid axis {a} does not exist (0, 1 or 2)")),
+    };
+    let src = match s {
+        Special::ThreadId => "%tid.x".to_string(),
+        Special::ProgramId(a) => format!("%ctaid.{}", axis(a)?),
+        Special::NumPrograms(a) => format!("%nctaid.{}", axis(a)?),
+    };
+    e.ins(format!("mov.u32 {d}, {src}"));
+    Ok(())
+}
+
+pub(crate) fn unary(e: &mut Emitter, d: &str, t: ScalarType, op: UnaryOp, a: &str) -> Res {
+    let undefined = || Err(format!("`{}` of {t} is not defined", op.name()));
+    if t == Bool {
+        return match op {
+            UnaryOp::Not => {
+                e.ins(format!("not.pred {d}, {a}"));
+                Ok(())
+            }
+            _ => undefined(),
+        };
+    }
+    if t.is_int() {
+        let s = int_ty(t);
+        match op {
+            UnaryOp::Neg => e.ins(format!("neg.s{} {d}, {a}", if t.bits() == 64 { 64 } else { 32 })),
+            UnaryOp::Abs if t.is_signed_int() => e.ins(format!("abs.{s} {d}, {a}")),
+            UnaryOp::Abs => mov(e, d, t, a),
+            UnaryOp::Not => e.ins(format!("not.{} {d}, {a}", Class::of(t).bits())),
+            _ => return undefined(),
+        }
+        normalize(e, d, t);
+        return Ok(());
+    }
+    match (t, op) {
+        (_, UnaryOp::Not) => undefined(),
+        (F16 | BF16, UnaryOp::Neg) => {
+            e.ins(format!("xor.b16 {d}, {a}, 0x8000"));
+            Ok(())
+        }
+        (F16 | BF16, UnaryOp::Abs) => {
+            e.ins(format!("and.b16 {d}, {a}, 0x7FFF"));
+            Ok(())
+        }
+        (F16 | BF16, _) => {
+            let x = cast::widen(e, a, t);
+            let r = math::unary(e, Fk::F32, op, &x)?;
+            cast::narrow(e, d, &r, t)
+        }
+        _ => {
+            let fk = Fk::of(t);
+            let r = math::unary(e, fk, op, a)?;
+            mov(e, d, t, &r);
+            Ok(())
+        }
+    }
+}
+
+pub(crate) fn binary(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &str, b: &str) -> Res {
+    let undefined = || Err(format!("`{}` of {t} is not defined", op.name()));
+    if t == Bool {
+        let i = match op {
+            BinaryOp::And | BinaryOp::Min => "and",
+            BinaryOp::Or | BinaryOp::Max => "or",
+            BinaryOp::Xor => "xor",
+            _ => return undefined(),
+        };
+        e.ins(format!("{i}.pred {d}, {a}, {b}"));
+        return Ok(());
+    }
+    if t.is_int() {
+        return int_binary(e, d, t, op, a, b);
+    }
+    if op.integral_only() {
+        return undefined();
+    }
+    match t {
+        F32 | F64 => {
+            let f = Fk::of(t).ty();
+            match op {
+                BinaryOp::Add => e.ins(format!("add.rn.{f} {d}, {a}, {b}")),
+                BinaryOp::Sub => e.ins(format!("sub.rn.{f} {d}, {a}, {b}")),
+                BinaryOp::Mul => e.ins(format!("mul.rn.{f} {d}, {a}, {b}")),
+                BinaryOp::Div => e.ins(format!("div.rn.{f} {d}, {a}, {b}")),
+                BinaryOp::Rem => {
+                    let r = math::fmod(e, Fk::of(t), a, b);
+                    mov(e, d, t, &r);
+                }
+                BinaryOp::Min | BinaryOp::Max => {
+                    let r = math::minmax(e, Fk::of(t), op == BinaryOp::Max, a, b);
+                    mov(e, d, t, &r);
+                }
+                _ => return undefined(),
+            }
+            Ok(())
+        }
+        _ => {
+            // f16 / bf16.
+            if matches!(op, BinaryOp::Min | BinaryOp::Max) {
+                let i = if op == BinaryOp::Min { "min" } else { "max" };
+                let f = if t == F16 { "f16" } else { "bf16" };
+                if e.target.has_sm80() {
+                    e.ins(format!("{i}.NaN.{f} {d}, {a}, {b}"));
+                    return Ok(());
+                }
+                let (x, y) = (cast::widen(e, a, t), cast::widen(e, b, t));
+                let r = math::minmax(e, Fk::F32, op == BinaryOp::Max, &x, &y);
+                cast::narrow_exact(e, d, &r, t);
+                return Ok(());
+            }
+            let (x, y) = (cast::widen(e, a, t), cast::widen(e, b, t));
+            let r = e.tmp(Class::F);
+            binary(e, &r, F32, op, &x, &y)?;
+            cast::narrow(e, d, &r, t)
+        }
+    }
+}
+
+fn int_binary(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &str, b: &str) -> Res {
+    let s = int_ty(t);
+    let w = Class::of(t).bits();
+    let wide = t.bits() == 64;
+    match op {
+        BinaryOp::Add => e.ins(format!("add.{s} {d}, {a}, {b}")),
+        BinaryOp::Sub => e.ins(format!("sub.{s} {d}, {a}, {b}")),
+        BinaryOp::Mul => e.ins(format!("mul.lo.{s} {d}, {a}, {b}")),
+        BinaryOp::Div | BinaryOp::Rem => divide(e, d, t, op == BinaryOp::Rem, a, b),
+        BinaryOp::CeilDiv => {
+            let n = e.tmp(Class::of(t));
+            e.ins(format!("add.{s} {n}, {a}, {b}"));
+            e.ins(format!("sub.{s} {n}, {n}, 1"));
+            normalize(e, &n, t);
+            divide(e, d, t, false, &n, b);
+        }
+        BinaryOp::And => e.ins(format!("and.{w} {d}, {a}, {b}")),
+        BinaryOp::Or => e.ins(format!("or.{w} {d}, {a}, {b}")),
+        BinaryOp::Xor => e.ins(format!("xor.{w} {d}, {a}, {b}")),
+        BinaryOp::Shl | BinaryOp::Shr => {
+            let amount = if wide {
+                let c = e.tmp(Class::Rd);
+                let n = e.tmp(Class::R);
+                e.ins(format!("min.u64 {c}, {b}, 64"));
+                e.ins(format!("cvt.u32.u64 {n}, {c}"));
+                n
+            } else {
+                b.to_string()
+            };
+            let i = match (op, t.is_signed_int()) {
+                (BinaryOp::Shl, _) => format!("shl.{w}"),
+                (_, true) => format!("shr.s{}", if wide { 64 } else { 32 }),
+                (_, false) => format!("shr.u{}", if wide { 64 } else { 32 }),
+            };
+            e.ins(format!("{i} {d}, {a}, {amount}"));
+        }
+        BinaryOp::Min => e.ins(format!("min.{s} {d}, {a}, {b}")),
+        BinaryOp::Max => e.ins(format!("max.{s} {d}, {a}, {b}")),
+    }
+    normalize(e, d, t);
+    Ok(())
+}
+
+/// `d = a / b` or `a % b`, 0 where `b` is 0.
+fn divide(e: &mut Emitter, d: &str, t: ScalarType, rem: bool, a: &str, b: &str) {
+    let s = int_ty(t);
+    let z = e.tmp(Class::Pred);
+    let q = e.tmp(Class::of(t));
+    e.ins(format!("setp.eq.{s} {z}, {b}, 0"));
+    e.ins(format!("{}.{s} {q}, {a}, {b}", if rem { "rem" } else { "div" }));
+    e.ins(format!("selp.{} {d}, 0, {q}, {z}", Class::of(t).bits()));
+}
+
+pub(crate) fn compare(e: &mut Emitter, d: &str, t: ScalarType, op: CmpOp, a: &str, b: &str) -> Res {
+    let c = match op {
+        CmpOp::Eq => "eq",
+        CmpOp::Ne => "ne",
+        CmpOp::Lt => "lt",
+        CmpOp::Le => "le",
+        CmpOp::Gt => "gt",
+        CmpOp::Ge => "ge",
+    };
+    match t {
+        Bool => {
+            let (x, y) = (e.tmp(Class::R), e.tmp(Class::R));
+            e.ins(format!("selp.u32 {x}, 1, 0, {a}"));
+            e.ins(format!("selp.u32 {y}, 1, 0, {b}"));
+            e.ins(format!("setp.{c}.u32 {d}, {x}, {y}"));
+        }
+        t if t.is_int() => e.ins(format!("setp.{c}.{} {d}, {a}, {b}", int_ty(t))),
+        F32 | F64 => {
+            let c = if op == CmpOp::Ne { "neu" } else { c };
+            e.ins(format!("setp.{c}.{} {d}, {a}, {b}", Fk::of(t).ty()));
+        }
+        _ => {
+            let (x, y) = (cast::widen(e, a, t), cast::widen(e, b, t));
+            return compare(e, d, F32, op, &x, &y);
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn select(e: &mut Emitter, d: &str, t: ScalarType, c: &str, a: &str, b: &str) {
+    if t == Bool {
+        let (x, y, z) = (e.tmp(Class::R), e.tmp(Class::R), e.tmp(Class::R));
+        e.ins(format!("selp.u32 {x}, 1, 0, {a}"));
+        e.ins(format!("selp.u32 {y}, 1, 0, {b}"));
+        e.ins(format!("selp.b32 {z}, {x}, {y}, {c}"));
+        e.ins(format!("setp.ne.u32 {d}, {z}, 0"));
+    } else {
+        e.ins(format!("selp.{} {d}, {a}, {b}, {c}", Class::of(t).bits()));
+    }
+}
+
+fn fma(e: &mut Emitter, d: &str, t: ScalarType, a: &str, b: &str, c: &str) -> Res {
+    let f = match t {
+        F32 => "f32",
+        F64 => "f64",
+        F16 => "f16",
+        BF16 if e.target.has_sm80() => "bf16",
+        BF16 => return Err("bf16 `fma` needs sm_80 or newer (fma.rn.bf16)".into()),
+        _ => return Err(format!("`fma` of {t} is not defined")),
+    };
+    e.ins(format!("fma.rn.{f} {d}, {a}, {b}, {c}"));
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! Loads and stores of global and shared memory.
+//!
+//! Addresses are `base + index * size`: global bases are 64-bit (`cvta.to.global` once per
+//! pointer parameter), indices widen with `mul.wide.s32`/`mul.wide.u32` (or `mad.lo.s64` for
+//! 64-bit indices); shared memory uses 32-bit addresses into `.shared` buffers.
+//!
+//! Vectors: `n` consecutive elements go in the widest accesses PTX has, up to 16 bytes: f32
+//! ×4 is one `ld.global.v4.f32`, f64 ×2 one `v2.f64`, f16/bf16 ×2 and ×4 `v2.b16`/`v4.b16`
+//! and ×8 one `v4.b32` of packed pairs; 8-bit elements use `v2`/`v4` of bytes. Wider vectors
+//! are split into several such accesses. A vector access needs its alignment (`n * size`
+//! bytes, up to 16), which the lowering guarantees by aligned indices and the runtime by
+//! buffers aligned to at least 16 bytes.
+//!
+//! Booleans are bytes in memory (`ld.u8` then `setp.ne`; stores write 0 or 1). Predicated
+//! accesses guard every instruction that touches memory or the destination registers, so
+//! the destinations keep their values where the predicate is false.
+
+use crate::emit::{Emitter, Res};
+use crate::names::{mem_ty, Class};
+use rutile_ir::thread::{Memory, Reg, ThreadParam};
+use rutile_ir::ScalarType::{self, *};
+
+/// The 64-bit global address of element `index` of pointer parameter `param`.
+pub(crate) fn global_addr(e: &mut Emitter, param: u32, index: Reg, size: usize) -> String {
+    let base = e.ptr_base[param as usize].clone().expect("verified pointer parameter");
+    let i = e.r(index);
+    let a = e.tmp(Class::Rd);
+    match e.ty(index) {
+        I32 | U32 => {
+            let off = e.tmp(Class::Rd);
+            let s = if e.ty(index) == I32 { "s32" } else { "u32" };
+            e.ins(format!("mul.wide.{s} {off}, {i}, {size}"));
+            e.ins(format!("add.s64 {a}, {base}, {off}"));
+        }
+        _ => e.ins(format!("mad.lo.s64 {a}, {i}, {size}, {base}")),
+    }
+    a
+}
+
+/// The 32-bit shared address of element `index` of shared buffer `alloc`.
+fn shared_addr(e: &mut Emitter, alloc: u32, index: Reg, size: usize) -> String {
+    let base = e.smem_base[alloc as usize].clone();
+    let mut i = e.r(index);
+    if e.ty(index).bits() == 64 {
+        let n = e.tmp(Class::R);
+        e.ins(format!("cvt.u32.u64 {n}, {i}"));
+        i = n;
+    }
+    let a = e.tmp(Class::R);
+    e.ins(format!("mad.lo.s32 {a}, {i}, {size}, {base}"));
+    a
+}
+
+/// Element type, state space and address of an access.
+fn locate(e: &mut Emitter, mem: Memory, index: Reg) -> (ScalarType, &'static str, String) {
+    match mem {
+        Memory::Global { param } => {
+            let ThreadParam::Ptr { elem, .. } = e.k.params[param as usize] else { unreachable!("verified") };
+            let a = global_addr(e, param, index, elem.size_bytes());
+            (elem, "global", a)
+        }
+        Memory::Shared { alloc } => {
+            let elem = e.k.shared[alloc as usize].elem;
+            let a = shared_addr(e, alloc, index, elem.size_bytes());
+            (elem, "shared", a)
+        }
+    }
+}
+
+/// Elements per access for `n` elements of `elem`.
+fn per_access(elem: ScalarType, n: usize) -> usize {
+    n.min(4).min(16 / elem.size_bytes())
+}
+
+/// `[addr+off]`.
+fn at(addr: &str, off: usize) -> String {
+    if off == 0 {
+        format!("[{addr}]")
+    } else {
+        format!("[{addr}+{off}]")
+    }
+}
+
+/// `{a, b}` or `a`.
+fn operand(regs: &[String]) -> String {
+    if regs.len() == 1 {
+        regs[0].clone()
+    } else {
+        format!("{{{}}}", regs.join(", "))
+    }
+}
+
+fn vec_suffix(n: usize) -> String {
+    if n == 1 {
+        String::new()
+    } else {
+        format!(".v{n}")
+    }
+}
+
+pub(crate) fn load(e: &mut Emitter, dsts: &[Reg], mem: Memory, index: Reg, pred: Option<Reg>) -> Res {
+    let (elem, space, addr) = locate(e, mem, index);
+    let guard = pred.map(|p| e.r(p));
+    let dst: Vec<String> = dsts.iter().map(|&r| e.r(r)).collect();
+    let size = elem.size_bytes();
+    e.guarded(guard, |e| {
+        if matches!(elem, F16 | BF16) && dst.len() == 8 {
+            // One 16-byte access of packed pairs.
+            let words: Vec<String> = (0..4).map(|_| e.tmp(Class::R)).collect();
+            e.ins(format!("ld.{space}.v4.b32 {}, [{addr}]", operand(&words)));
+            for (w, pair) in words.iter().zip(dst.chunks(2)) {
+                e.ins(format!("mov.b32 {{{}, {}}}, {w}", pair[0], pair[1]));
+            }
+            return;
+        }
+        let per = per_access(elem, dst.len());
+        for (c, chunk) in dst.chunks(per).enumerate() {
+            let off = c * per * size;
+            let v = vec_suffix(chunk.len());
+            if elem == Bool {
+                let bytes: Vec<String> = chunk.iter().map(|_| e.tmp(Class::R)).collect();
+                e.ins(format!("ld.{space}{v}.u8 {}, {}", operand(&bytes), at(&addr, off)));
+                for (d, b) in chunk.iter().zip(&bytes) {
+                    e.ins(format!("setp.ne.u32 {d}, {b}, 0"));
+                }
+            } else {
+                e.ins(format!("ld.{space}{v}.{} {}, {}", mem_ty(elem), operand(chunk), at(&addr, off)));
+            }
+        }
+    });
+    Ok(())
+}
+
+pub(crate) fn store(e: &mut Emitter, values: &[Reg], mem: Memory, index: Reg, pred: Option<Reg>) -> Res {
+    let (elem, space, addr) = locate(e, mem, index);
+    let guard = pred.map(|p| e.r(p));
+    let mut vals: Vec<String> = values.iter().map(|&r| e.r(r)).collect();
+    if elem == Bool {
+        vals = vals
+            .iter()
+            .map(|p| {
+                let b = e.tmp(Class::R);
+                e.ins(format!("selp.u32 {b}, 1, 0, {p}"));
+                b
+            })
+            .collect();
+    }
+    let size = elem.size_bytes();
+    if matches!(elem, F16 | BF16) && vals.len() == 8 {
+        let words: Vec<String> = vals
+            .chunks(2)
+            .map(|pair| {
+                let w = e.tmp(Class::R);
+                e.ins(format!("mov.b32 {w}, {{{}, {}}}", pair[0], pair[1]));
+                w
+            })
+            .collect();
+        e.guarded(guard, |e| e.ins(format!("st.{space}.v4.b32 [{addr}], {}", operand(&words))));
+        return Ok(());
+    }
+    let per = per_access(elem, vals.len());
+    e.guarded(guard, |e| {
+        for (c, chunk) in vals.chunks(per).enumerate() {
+            let off = c * per * size;
+            let v = vec_suffix(chunk.len());
+            e.ins(format!("st.{space}{v}.{} {}, {}", mem_ty(elem), at(&addr, off), operand(chunk)));
+        }
+    });
+    Ok(())
+}

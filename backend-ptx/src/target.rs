@@ -1,0 +1,54 @@
+//! The GPU generation and PTX ISA version a kernel is generated for.
+
+/// What [`crate::emit`] generates code for: `.target sm_{sm}` and `.version {major}.{minor}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PtxTarget {
+    /// The SM version, `10 * major + minor` of the compute capability (70, 75, 80, 86, 89,
+    /// 90, ...). The generator supports 70 and above.
+    pub sm: u32,
+    /// The PTX ISA version written in the header, `(major, minor)`; at least 7.0.
+    pub ptx_version: (u32, u32),
+}
+
+impl PtxTarget {
+    /// The target for a device of compute capability `major.minor`, with the oldest PTX ISA
+    /// version that the GPU needs and this generator's output uses (7.0 features: `min.NaN`,
+    /// bf16 conversions), so that the module loads on as many drivers as possible:
+    ///
+    /// | sm              | PTX ISA | oldest driver |
+    /// |-----------------|---------|---------------|
+    /// | 70 ... 89       | 7.8     | CUDA 11.8     |
+    /// | 90              | 8.0     | CUDA 12.0     |
+    /// | 100, 101        | 8.6     | CUDA 12.7     |
+    /// | 120             | 8.7     | CUDA 12.8     |
+    /// | 103, 121, other | 8.8     | CUDA 12.9     |
+    ///
+    /// (7.8 is the first version that knows sm_89; using it for every older GPU keeps one
+    /// version across the CUDA 11.8+ drivers and `ptxas` 12.x.)
+    pub fn from_compute_capability(major: u32, minor: u32) -> PtxTarget {
+        let sm = major * 10 + minor;
+        let ptx_version = match sm {
+            0..=89 => (7, 8),
+            90 => (8, 0),
+            100 | 101 => (8, 6),
+            120 => (8, 7),
+            _ => (8, 8),
+        };
+        PtxTarget { sm, ptx_version }
+    }
+
+    /// `sm_80` and later: `min.NaN`/`max.NaN`, bf16 conversions and `fma.rn.bf16`.
+    pub(crate) fn has_sm80(&self) -> bool {
+        self.sm >= 80
+    }
+    /// `sm_90` and later: `atom.add.noftz.bf16`.
+    pub(crate) fn has_sm90(&self) -> bool {
+        self.sm >= 90
+    }
+}
+
+impl std::fmt::Display for PtxTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "sm_{} (PTX {}.{})", self.sm, self.ptx_version.0, self.ptx_version.1)
+    }
+}

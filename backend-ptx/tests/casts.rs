@@ -1,0 +1,115 @@
+//! Casts and bitcasts between every pair of types, checked with ptxas.
+
+mod support;
+
+use rutile_ir::thread::{Expr, ThreadKernel};
+use rutile_ir::ScalarType::{self, *};
+use rutile_ptx::{emit, PtxTarget};
+use support::{assert_contains, emit_80_90, emit_checked, K};
+
+/// A kernel casting a loaded `from` value to every type and storing each result.
+fn casts_from(from: ScalarType, bitcast: bool) -> ThreadKernel {
+    let mut k = K::new("casts");
+    let src = k.ptr("src", from);
+    let tid = k.thread_id();
+    let v = k.load(src, from, 1, tid, None)[0];
+    for to in ScalarType::ALL {
+        if bitcast && to.bits() != from.bits() {
+            continue;
+        }
+        let dst = k.ptr(&format!("to_{to}"), to);
+        let r = k.set(to, if bitcast { Expr::Bitcast(v) } else { Expr::Cast(v) });
+        k.store(dst, vec![r], tid, None);
+    }
+    k.finish()
+}
+
+#[test]
+fn every_cast_assembles() {
+    for from in ScalarType::ALL {
+        emit_80_90(&casts_from(from, false));
+    }
+}
+
+#[test]
+fn casts_without_bf16_rounding_assemble_on_sm70_and_sm75() {
+    for from in ScalarType::ALL {
+        let mut k = casts_from(from, false);
+        // Drop the casts that round to bf16 (they need sm_80).
+        if from != BF16 {
+            let pos = k.params.iter().position(|p| p.name() == "to_bf16").unwrap();
+            k.body.retain(|s| match s {
+                rutile_ir::thread::Stmt::Store { mem: rutile_ir::thread::Memory::Global { param }, .. } => {
+                    *param as usize != pos
+                }
+                rutile_ir::thread::Stmt::Set { dst, .. } => k.regs[*dst].ty != BF16,
+                _ => true,
+            });
+        }
+        emit_checked(&k, 75);
+        emit_checked(&k, 70);
+    }
+    let err = emit(&casts_from(F32, false), &PtxTarget::from_compute_capability(7, 5)).unwrap_err();
+    assert!(err.to_string().contains("rounding to bf16 needs sm_80"), "{err}");
+}
+
+#[test]
+fn cast_instructions() {
+    let ptx = emit_80_90(&casts_from(F32, false));
+    assert_contains(
+        &ptx,
+        &[
+            "setp.neu.f32",
+            "cvt.rzi.s32.f32",
+            "cvt.rzi.u32.f32",
+            "cvt.rzi.s64.f32",
+            "cvt.rzi.u64.f32",
+            "max.s32",
+            "min.s32",
+            "min.u32",
+            "cvt.rn.f16.f32",
+            "cvt.rn.bf16.f32",
+            "cvt.f64.f32",
+        ],
+    );
+    let ptx = emit_80_90(&casts_from(I32, false));
+    assert_contains(
+        &ptx,
+        &[
+            "setp.ne.s32",
+            "cvt.s32.s8",
+            "and.b32",
+            "cvt.s64.s32",
+            "cvt.rn.f32.s32",
+            "cvt.rn.f64.s32",
+            "cvt.rn.f16.s32",
+            // Rounding to odd on the way to bf16.
+            "cvt.rz.f32.s32",
+        ],
+    );
+    let ptx = emit_80_90(&casts_from(U64, false));
+    assert_contains(&ptx, &["cvt.u32.u64", "cvt.rn.f32.u64", "cvt.rz.f32.u64", "setp.ne.u64"]);
+    let ptx = emit_80_90(&casts_from(Bool, false));
+    assert_contains(&ptx, &["selp.f32 %f0, 0f3F800000, 0f00000000", "selp.b16", "0x3F80", "selp.u64"]);
+    let ptx = emit_80_90(&casts_from(F64, false));
+    assert_contains(&ptx, &["cvt.rn.f32.f64", "cvt.rn.f16.f64", "cvt.rz.f32.f64", "cvt.rzi.s32.f64"]);
+    let ptx = emit_80_90(&casts_from(BF16, false));
+    assert_contains(&ptx, &["shl.b32", "cvt.rn.f16.f32", "and.b16", "setp.ne.b16"]);
+    let ptx = emit_80_90(&casts_from(U8, false));
+    assert_contains(&ptx, &["cvt.u64.u32", "cvt.rn.f32.u32"]);
+}
+
+#[test]
+fn every_bitcast_assembles() {
+    for from in ScalarType::ALL {
+        let ptx = emit_80_90(&casts_from(from, true));
+        emit_checked(&casts_from(from, true), 75);
+        match from {
+            I16 => assert_contains(&ptx, &["cvt.u16.u32"]),
+            F16 => assert_contains(&ptx, &["cvt.s32.s16", "cvt.u32.u16"]),
+            F32 => assert_contains(&ptx, &["mov.b32 %r"]),
+            F64 => assert_contains(&ptx, &["mov.b64 %rd"]),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Kernels and targets the backend refuses, with messages that say why.
+
+mod support;
+
+use rutile_ir::thread::{Expr, Stmt};
+use rutile_ir::ScalarType::*;
+use rutile_ptx::{emit, PtxError, PtxTarget};
+use support::K;
+
+fn sm90() -> PtxTarget {
+    PtxTarget::from_compute_capability(9, 0)
+}
+
+#[test]
+fn boolean_scalar_parameters() {
+    let mut k = K::new("flag");
+    k.scalar("enabled", Bool);
+    let err = emit(&k.finish(), &sm90()).unwrap_err();
+    assert!(matches!(&err, PtxError::Param { name, .. } if name == "enabled"), "{err}");
+    assert!(err.to_string().contains("pass booleans as an integer"), "{err}");
+}
+
+#[test]
+fn kernel_shape_and_target_limits() {
+    let check = |k: &rutile_ir::thread::ThreadKernel, t: PtxTarget, needle: &str| {
+        let err = emit(k, &t).unwrap_err();
+        assert!(matches!(err, PtxError::Target { .. }), "{err}");
+        assert!(err.to_string().contains(needle), "{err}");
+    };
+    let base = K::new("k").finish();
+    check(&base, PtxTarget { sm: 61, ptx_version: (7, 8) }, "needs sm_70");
+    check(&base, PtxTarget { sm: 80, ptx_version: (6, 5) }, "PTX ISA 7.0");
+    let mut k = base.clone();
+    k.warp_size = 64;
+    check(&k, sm90(), "32 threads");
+    let mut k = base.clone();
+    k.num_warps = 64;
+    check(&k, sm90(), "1024");
+    let mut k = K::new("big");
+    k.shared(F32, 16 * 1024);
+    check(&k.finish(), sm90(), "static shared memory");
+    let mut k = base.clone();
+    k.name = "not an identifier".into();
+    check(&k, sm90(), "identifier");
+}
+
+#[test]
+fn invalid_kernels_fail_verification() {
+    let mut k = K::new("bad");
+    let f = k.reg(F32);
+    let i = k.reg(I32);
+    k.push(Stmt::Set { dst: f, expr: Expr::Copy(i) });
+    let err = emit(&k.k, &sm90()).unwrap_err();
+    assert!(matches!(err, PtxError::InvalidKernel(_)), "{err}");
+}
+
+#[test]
+fn unsupported_statements_are_named() {
+    let mut k = K::new("named");
+    let p = k.ptr("x", F64);
+    let tid = k.thread_id();
+    let v = k.load(p, F64, 1, tid, None)[0];
+    k.set(F64, Expr::Unary(rutile_ir::ir::UnaryOp::Cos, v));
+    let err = emit(&k.finish(), &sm90()).unwrap_err();
+    match &err {
+        PtxError::Unsupported { statement, reason } => {
+            assert_eq!(statement, "r2: f64 = cos r1");
+            assert_eq!(reason, "f64 `cos` is not supported by the PTX backend yet");
+        }
+        _ => panic!("{err}"),
+    }
+    assert_eq!(err.to_string(), "f64 `cos` is not supported by the PTX backend yet (in `r2: f64 = cos r1`)");
+}

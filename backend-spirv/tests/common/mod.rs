@@ -1,0 +1,269 @@
+//! Hand-built per-thread kernels and the checks every test runs on their translation.
+#![allow(dead_code)]
+
+pub mod vk;
+
+use rutile_ir::ir::{BinaryOp, CmpOp, Literal};
+use rutile_ir::ScalarType::{F32, I32};
+use rutile_ir::thread::{Expr, Memory, Reg, RegData, SharedAlloc, Special, Stmt, ThreadKernel, ThreadParam};
+use rutile_ir::{Arena, ScalarType};
+use rutile_spirv::{SpirvError, SpirvKernel, SpirvTarget};
+
+/// Builds a [`ThreadKernel`]: statements go to the innermost open block.
+pub struct Kb {
+    pub k: ThreadKernel,
+    blocks: Vec<Vec<Stmt>>,
+}
+
+impl Kb {
+    pub fn new(name: &str, num_warps: u32, warp_size: u32) -> Kb {
+        Kb {
+            k: ThreadKernel {
+                name: name.into(),
+                params: vec![],
+                regs: Arena::new(),
+                shared: vec![],
+                num_warps,
+                warp_size,
+                body: vec![],
+            },
+            blocks: vec![vec![]],
+        }
+    }
+    pub fn ptr(&mut self, name: &str, elem: ScalarType) -> u32 {
+        self.k.params.push(ThreadParam::Ptr { name: name.into(), elem });
+        self.k.params.len() as u32 - 1
+    }
+    pub fn scalar(&mut self, name: &str, ty: ScalarType) -> u32 {
+        self.k.params.push(ThreadParam::Scalar { name: name.into(), ty });
+        self.k.params.len() as u32 - 1
+    }
+    pub fn shared(&mut self, elem: ScalarType, len: u32) -> u32 {
+        self.k.shared.push(SharedAlloc { elem, len });
+        self.k.shared.len() as u32 - 1
+    }
+    pub fn reg(&mut self, ty: ScalarType) -> Reg {
+        self.k.regs.append(RegData { ty })
+    }
+    pub fn push(&mut self, s: Stmt) {
+        self.blocks.last_mut().unwrap().push(s);
+    }
+    /// A new register set to `expr`.
+    pub fn set(&mut self, ty: ScalarType, expr: Expr) -> Reg {
+        let dst = self.reg(ty);
+        self.push(Stmt::Set { dst, expr });
+        dst
+    }
+    pub fn assign(&mut self, dst: Reg, expr: Expr) {
+        self.push(Stmt::Set { dst, expr });
+    }
+    pub fn int(&mut self, ty: ScalarType, v: i64) -> Reg {
+        self.set(ty, Expr::Const(Literal::Int(v)))
+    }
+    pub fn float(&mut self, ty: ScalarType, v: f64) -> Reg {
+        self.set(ty, Expr::Const(Literal::Float(v)))
+    }
+    pub fn boolean(&mut self, v: bool) -> Reg {
+        self.set(ScalarType::Bool, Expr::Const(Literal::Bool(v)))
+    }
+    pub fn special(&mut self, s: Special) -> Reg {
+        self.set(ScalarType::I32, Expr::Special(s))
+    }
+    pub fn param(&mut self, index: u32, ty: ScalarType) -> Reg {
+        self.set(ty, Expr::Param(index))
+    }
+    pub fn bin(&mut self, op: BinaryOp, a: Reg, b: Reg) -> Reg {
+        let ty = self.k.reg_type(a);
+        self.set(ty, Expr::Binary(op, a, b))
+    }
+    pub fn cmp(&mut self, op: CmpOp, a: Reg, b: Reg) -> Reg {
+        self.set(ScalarType::Bool, Expr::Compare(op, a, b))
+    }
+    pub fn load(&mut self, ty: ScalarType, n: usize, mem: Memory, index: Reg, pred: Option<Reg>) -> Vec<Reg> {
+        let dsts: Vec<Reg> = (0..n).map(|_| self.reg(ty)).collect();
+        self.push(Stmt::Load { dsts: dsts.clone(), mem, index, pred });
+        dsts
+    }
+    pub fn store(&mut self, values: Vec<Reg>, mem: Memory, index: Reg, pred: Option<Reg>) {
+        self.push(Stmt::Store { values, mem, index, pred });
+    }
+    /// The statements `f` adds, as a block.
+    pub fn block(&mut self, f: impl FnOnce(&mut Kb)) -> Vec<Stmt> {
+        self.blocks.push(vec![]);
+        f(self);
+        self.blocks.pop().unwrap()
+    }
+    pub fn if_(&mut self, cond: Reg, then: impl FnOnce(&mut Kb), els: impl FnOnce(&mut Kb)) {
+        let then_body = self.block(then);
+        let else_body = self.block(els);
+        self.push(Stmt::If { cond, then_body, else_body });
+    }
+    /// `while cond() { body }`, with `cond` adding the statements that compute the condition.
+    pub fn while_(&mut self, cond: impl FnOnce(&mut Kb) -> Reg, body: impl FnOnce(&mut Kb)) {
+        let mut c = None;
+        let cond_body = self.block(|kb| c = Some(cond(kb)));
+        let body = self.block(body);
+        self.push(Stmt::While { cond_body, cond: c.unwrap(), body });
+    }
+    pub fn finish(mut self) -> ThreadKernel {
+        assert_eq!(self.blocks.len(), 1, "unclosed block");
+        self.k.body = self.blocks.pop().unwrap();
+        rutile_ir::thread::verify(&self.k).unwrap_or_else(|e| panic!("test kernel is malformed: {e}\n{}", self.k));
+        self.k
+    }
+}
+
+/// Emits `k` for `target`, writes WGSL and SPIR-V, checks the WGSL parses back into a valid
+/// module, and runs spirv-val on the SPIR-V when `RUTILE_SPIRV_VAL` names it.
+pub fn check(k: &ThreadKernel, target: &SpirvTarget) -> (SpirvKernel, String) {
+    let sk = match rutile_spirv::emit(k, target) {
+        Ok(sk) => sk,
+        Err(e) => panic!("emit failed: {e}\nkernel:\n{k}"),
+    };
+    let wgsl = sk.wgsl().unwrap_or_else(|e| panic!("{e}"));
+    let words = sk.spirv_words().unwrap_or_else(|e| panic!("{e}\n{wgsl}"));
+    assert_eq!(words[0], 0x0723_0203, "SPIR-V magic number");
+    reparse_wgsl(&wgsl, target);
+    spirv_val(&k.name, &words, &wgsl);
+    (sk, wgsl)
+}
+
+fn reparse_wgsl(wgsl: &str, target: &SpirvTarget) {
+    let module = match naga::front::wgsl::parse_str(wgsl) {
+        Ok(m) => m,
+        Err(e) => panic!("the WGSL does not parse: {}\n{wgsl}", e.emit_to_string(wgsl)),
+    };
+    let mut caps = naga::valid::Capabilities::empty();
+    caps.set(naga::valid::Capabilities::SHADER_FLOAT16, target.shader_f16);
+    caps.set(naga::valid::Capabilities::SHADER_INT64, target.shader_i64);
+    caps.set(naga::valid::Capabilities::FLOAT64, target.shader_f64);
+    caps.set(naga::valid::Capabilities::SUBGROUP, target.subgroups);
+    if let Err(e) = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps).validate(&module) {
+        panic!("the WGSL does not validate: {}\n{wgsl}", e.emit_to_string(wgsl));
+    }
+}
+
+fn spirv_val(name: &str, words: &[u32], wgsl: &str) {
+    let Some(tool) = std::env::var_os("RUTILE_SPIRV_VAL") else {
+        if std::env::var("RUTILE_REQUIRE_TOOLS").as_deref() == Ok("1") {
+            panic!("RUTILE_REQUIRE_TOOLS=1 but RUTILE_SPIRV_VAL is not set");
+        }
+        eprintln!("note: RUTILE_SPIRV_VAL is not set: SPIR-V of `{name}` not checked with spirv-val");
+        return;
+    };
+    static COUNT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("rutile-spirv-{}-{n}-{name}.spv", std::process::id()));
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(&path, bytes).unwrap();
+    let out = std::process::Command::new(&tool)
+        .args(["--target-env", "vulkan1.1"])
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {tool:?}: {e}"));
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success(),
+        "spirv-val rejects `{name}`:\n{}{}\nWGSL:\n{wgsl}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A target with everything, subgroups of `warp`.
+pub fn full(warp: u32) -> SpirvTarget {
+    SpirvTarget::full(warp)
+}
+
+/// A target with nothing optional.
+pub fn basic() -> SpirvTarget {
+    SpirvTarget::default()
+}
+
+/// The `Unsupported` error's `what`, or a panic.
+pub fn unsupported_what(r: Result<SpirvKernel, SpirvError>) -> (&'static str, String) {
+    match r {
+        Err(e @ SpirvError::Unsupported { what, .. }) => (what, e.to_string()),
+        Err(e) => panic!("expected Unsupported, got {e}"),
+        Ok(_) => panic!("expected Unsupported, got a kernel"),
+    }
+}
+
+/// `out[i..i+4] = x[i..i+4] + y[i..i+4]` where `i + 4 <= n`, four elements per thread.
+pub fn vector_add(elem: ScalarType) -> rutile_ir::thread::ThreadKernel {
+    let mut kb = Kb::new("vector_add", 4, 32);
+    let x = kb.ptr("x", elem);
+    let y = kb.ptr("y", elem);
+    let out = kb.ptr("out", elem);
+    let n = kb.scalar("n", I32);
+    let pid = kb.special(Special::ProgramId(0));
+    let tid = kb.special(Special::ThreadId);
+    let block = kb.int(I32, 512);
+    let four = kb.int(I32, 4);
+    let base = kb.bin(BinaryOp::Mul, pid, block);
+    let t4 = kb.bin(BinaryOp::Mul, tid, four);
+    let offs = kb.bin(BinaryOp::Add, base, t4);
+    let end = kb.bin(BinaryOp::Add, offs, four);
+    let n = kb.param(n, I32);
+    let mask = kb.cmp(CmpOp::Le, end, n);
+    let a = kb.load(elem, 4, Memory::Global { param: x }, offs, Some(mask));
+    let b = kb.load(elem, 4, Memory::Global { param: y }, offs, Some(mask));
+    let sums: Vec<_> = a.iter().zip(&b).map(|(&a, &b)| kb.bin(BinaryOp::Add, a, b)).collect();
+    kb.store(sums, Memory::Global { param: out }, offs, Some(mask));
+    kb.finish()
+}
+
+/// A sum of 256 values per program: shuffles within each warp, one partial per warp in
+/// shared memory, a barrier, then thread 0 adds the partials in a loop.
+pub fn reduction(warp: u32) -> rutile_ir::thread::ThreadKernel {
+    let warps = 256 / warp;
+    let mut kb = Kb::new("block_sum", warps, warp);
+    let x = kb.ptr("x", F32);
+    let out = kb.ptr("out", F32);
+    let partials = kb.shared(F32, warps);
+    let pid = kb.special(Special::ProgramId(0));
+    let tid = kb.special(Special::ThreadId);
+    let c256 = kb.int(I32, 256);
+    let base = kb.bin(BinaryOp::Mul, pid, c256);
+    let i = kb.bin(BinaryOp::Add, base, tid);
+    let v = kb.load(F32, 1, Memory::Global { param: x }, i, None)[0];
+    let acc = kb.reg(F32);
+    kb.assign(acc, Expr::Copy(v));
+    let mut m = warp / 2;
+    while m > 0 {
+        let other = kb.set(F32, Expr::ShuffleXor { value: acc, mask: m });
+        kb.assign(acc, Expr::Binary(BinaryOp::Add, acc, other));
+        m /= 2;
+    }
+    // Broadcast lane 0's total (a ShuffleIdx) to check that form too.
+    let zero = kb.int(I32, 0);
+    let total = kb.set(F32, Expr::ShuffleIdx { value: acc, lane: zero });
+    let ws = kb.int(I32, warp as i64);
+    let lane = kb.bin(BinaryOp::Rem, tid, ws);
+    let w = kb.bin(BinaryOp::Div, tid, ws);
+    let first = kb.cmp(CmpOp::Eq, lane, zero);
+    kb.store(vec![total], Memory::Shared { alloc: partials }, w, Some(first));
+    kb.push(rutile_ir::thread::Stmt::Barrier);
+    let t0 = kb.cmp(CmpOp::Eq, tid, zero);
+    kb.if_(
+        t0,
+        |kb| {
+            let sum = kb.float(F32, 0.0);
+            let j = kb.int(I32, 0);
+            let one = kb.int(I32, 1);
+            let nw = kb.int(I32, warps as i64);
+            kb.while_(
+                |kb| kb.cmp(CmpOp::Lt, j, nw),
+                |kb| {
+                    let p = kb.load(F32, 1, Memory::Shared { alloc: partials }, j, None)[0];
+                    kb.assign(sum, Expr::Binary(BinaryOp::Add, sum, p));
+                    kb.assign(j, Expr::Binary(BinaryOp::Add, j, one));
+                },
+            );
+            kb.store(vec![sum], Memory::Global { param: out }, pid, None);
+        },
+        |_| {},
+    );
+    kb.finish()
+}
+

@@ -1,0 +1,179 @@
+//! Kernels that need what the target lacks, and the uniform buffer's layout.
+
+mod common;
+
+use common::{basic, check, full, unsupported_what, Kb};
+use rutile_ir::ir::{AtomicOp, BinaryOp};
+use rutile_ir::thread::{Expr, Memory, Special, Stmt};
+use rutile_ir::ScalarType::{self, *};
+use rutile_spirv::{emit, ScalarArg, SpirvTarget};
+
+/// `out[tid] = x[tid] * x[tid]` through a register of type `t` (as a cast from i32).
+fn squares(t: ScalarType) -> rutile_ir::thread::ThreadKernel {
+    let mut kb = Kb::new("squares", 1, 32);
+    let out = kb.ptr("out", I32);
+    let tid = kb.special(Special::ThreadId);
+    let v = kb.set(t, Expr::Cast(tid));
+    let sq = kb.bin(BinaryOp::Mul, v, v);
+    let r = kb.set(I32, Expr::Cast(sq));
+    kb.store(vec![r], Memory::Global { param: out }, tid, None);
+    kb.finish()
+}
+
+#[test]
+fn types_the_target_lacks() {
+    let (what, msg) = unsupported_what(emit(&squares(F16), &basic()));
+    assert_eq!(what, "f16");
+    assert!(msg.contains("register r1") && msg.contains("shader-f16"), "{msg}");
+    let (what, _) = unsupported_what(emit(&squares(I64), &basic()));
+    assert_eq!(what, "i64");
+    let (what, _) = unsupported_what(emit(&squares(U64), &basic()));
+    assert_eq!(what, "u64");
+    let (what, _) = unsupported_what(emit(&squares(F64), &basic()));
+    assert_eq!(what, "f64");
+    // With the features, the same kernels translate.
+    for t in [F16, I64, U64, F64] {
+        check(&squares(t), &full(32));
+    }
+}
+
+#[test]
+fn types_naga_lacks() {
+    let (what, msg) = unsupported_what(emit(&squares(BF16), &full(32)));
+    assert_eq!(what, "bf16");
+    assert!(msg.contains("register r1"), "{msg}");
+    // 8- and 16-bit integer registers are emulated; parameters of those types are not.
+    for t in [I8, U8, I16, U16] {
+        check(&squares(t), &basic());
+        let mut kb = Kb::new("narrow_param", 1, 32);
+        let _ = kb.scalar("s", t);
+        let (what, msg) = unsupported_what(emit(&kb.finish(), &full(32)));
+        assert_eq!(what, t.name());
+        assert!(msg.contains("`s`"), "{msg}");
+    }
+    // Bitcasts between f16 and 16-bit integers.
+    for t in [I16, U16] {
+        let mut kb = Kb::new("bitcast16", 1, 32);
+        let out = kb.ptr("out", F16);
+        let tid = kb.special(Special::ThreadId);
+        let v = kb.set(t, Expr::Cast(tid));
+        let h = kb.set(F16, Expr::Bitcast(v));
+        kb.store(vec![h], Memory::Global { param: out }, tid, None);
+        let (what, _) = unsupported_what(emit(&kb.finish(), &full(32)));
+        assert_eq!(what, "bitcast");
+    }
+}
+
+#[test]
+fn narrow_and_boolean_memory() {
+    for t in [I8, U8, I16, U16] {
+        let mut kb = Kb::new("narrow", 1, 32);
+        let _ = kb.ptr("bytes", t);
+        let (what, msg) = unsupported_what(emit(&kb.finish(), &full(32)));
+        assert_eq!(what, t.name());
+        assert!(msg.contains("pointer parameter 0 (`bytes`)") && msg.contains("no storage type"), "{msg}");
+    }
+    let mut kb = Kb::new("bools", 1, 32);
+    let _ = kb.ptr("mask", Bool);
+    let (what, _) = unsupported_what(emit(&kb.finish(), &full(32)));
+    assert_eq!(what, "i1");
+    // f16 memory needs shader-f16 like f16 registers.
+    let mut kb = Kb::new("halves", 1, 32);
+    let _ = kb.ptr("h", F16);
+    let (what, msg) = unsupported_what(emit(&kb.finish(), &basic()));
+    assert_eq!(what, "f16");
+    assert!(msg.contains("`h`"), "{msg}");
+}
+
+fn shuffling(warp: u32) -> rutile_ir::thread::ThreadKernel {
+    let mut kb = Kb::new("shuffling", 2, warp);
+    let out = kb.ptr("out", I32);
+    let tid = kb.special(Special::ThreadId);
+    let s = kb.set(I32, Expr::ShuffleXor { value: tid, mask: 1 });
+    kb.store(vec![s], Memory::Global { param: out }, tid, None);
+    kb.finish()
+}
+
+#[test]
+fn shuffles_need_a_fixed_subgroup_size_equal_to_the_warp() {
+    let k = shuffling(32);
+    let no_subgroups = SpirvTarget { subgroups: false, ..full(32) };
+    let (what, msg) = unsupported_what(emit(&k, &no_subgroups));
+    assert_eq!(what, "shuffles");
+    assert!(msg.contains("no subgroup operations"), "{msg}");
+    let varying = SpirvTarget { subgroup_size: None, ..full(32) };
+    let (what, msg) = unsupported_what(emit(&k, &varying));
+    assert_eq!(what, "shuffles");
+    assert!(msg.contains("not fixed"), "{msg}");
+    let (what, msg) = unsupported_what(emit(&k, &full(64)));
+    assert_eq!(what, "shuffles");
+    assert!(msg.contains("32") && msg.contains("64"), "{msg}");
+    check(&k, &full(32));
+    check(&shuffling(64), &full(64));
+}
+
+#[test]
+fn unsupported_atomics() {
+    for (t, op) in [(I64, AtomicOp::Add), (U64, AtomicOp::Max), (F32, AtomicOp::And), (F64, AtomicOp::Add), (F16, AtomicOp::Xchg)] {
+        let mut kb = Kb::new("atomic", 1, 32);
+        let buf = kb.ptr("buf", t);
+        let tid = kb.special(Special::ThreadId);
+        let i = kb.int(I32, 0);
+        let v = kb.set(t, Expr::Cast(tid));
+        let dst = kb.reg(t);
+        kb.push(Stmt::Atomic { dst, op, param: buf, index: i, value: v, pred: None });
+        let (what, msg) = unsupported_what(emit(&kb.finish(), &full(32)));
+        assert_eq!(what, "atomic");
+        assert!(msg.contains(op.name()), "{msg}");
+    }
+}
+
+#[test]
+fn uniform_layout_of_mixed_scalars() {
+    let mut kb = Kb::new("scalars", 1, 32);
+    let out = kb.ptr("out", F64);
+    let names = [("a", I32), ("b", F64), ("c", Bool), ("d", F16), ("e", U64), ("f", F32), ("g", U32), ("h", I64)];
+    let params: Vec<u32> = names.iter().map(|&(n, t)| kb.scalar(n, t)).collect();
+    let tid = kb.special(Special::ThreadId);
+    let mut acc = kb.float(F64, 0.0);
+    for (&p, &(_, t)) in params.iter().zip(&names) {
+        let v = kb.param(p, t);
+        let v = kb.set(F64, Expr::Cast(v));
+        acc = kb.bin(BinaryOp::Add, acc, v);
+    }
+    let x = kb.special(Special::NumPrograms(2));
+    let x = kb.set(F64, Expr::Cast(x));
+    acc = kb.bin(BinaryOp::Add, acc, x);
+    kb.store(vec![acc], Memory::Global { param: out }, tid, None);
+    let (sk, wgsl) = check(&kb.finish(), &full(32));
+    let l = &sk.bindings;
+    assert_eq!(l.uniform_binding, 1);
+    let offsets: Vec<(u32, u32)> = l.scalars.iter().map(|s| (s.offset, s.size)).collect();
+    assert_eq!(offsets, [(32, 4), (40, 8), (48, 4), (52, 2), (56, 8), (64, 4), (68, 4), (72, 8)]);
+    assert_eq!(l.uniform_size, 80);
+    assert!(wgsl.contains("c: u32"), "{wgsl}");
+    let args = [
+        ScalarArg::I32(-7),
+        ScalarArg::F64(0.5),
+        ScalarArg::Bool(true),
+        ScalarArg::F16(half::f16::from_f32(1.5)),
+        ScalarArg::U64(1 << 40),
+        ScalarArg::F32(2.0),
+        ScalarArg::U32(9),
+        ScalarArg::I64(-3),
+    ];
+    let b = l.uniform_bytes([3, 2, 1], [0, 0, 0], &args).unwrap();
+    assert_eq!(b.len(), 80);
+    assert_eq!(&b[8..12], &1u32.to_le_bytes());
+    assert_eq!(&b[32..36], &(-7i32).to_le_bytes());
+    assert_eq!(&b[40..48], &0.5f64.to_le_bytes());
+    assert_eq!(&b[48..52], &1u32.to_le_bytes());
+    assert_eq!(&b[52..54], &half::f16::from_f32(1.5).to_bits().to_le_bytes());
+    assert_eq!(&b[56..64], &(1u64 << 40).to_le_bytes());
+    assert_eq!(&b[72..80], &(-3i64).to_le_bytes());
+    // Mismatched arguments are errors, not panics.
+    assert!(l.uniform_bytes([1; 3], [0; 3], &args[..3]).is_err());
+    let mut wrong = args;
+    wrong[0] = ScalarArg::U32(1);
+    assert!(l.uniform_bytes([1; 3], [0; 3], &wrong).is_err());
+}

@@ -1,0 +1,51 @@
+//! CPU references of the seed kernels and comparisons with tolerances.
+
+use half::f16;
+
+/// Row-wise softmax in f64.
+pub fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
+    let mut out = vec![0.0; rows * cols];
+    for r in 0..rows {
+        let row = &x[r * cols..(r + 1) * cols];
+        let m = row.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(v as f64));
+        let e: Vec<f64> = row.iter().map(|&v| (v as f64 - m).exp()).collect();
+        let s: f64 = e.iter().sum();
+        for c in 0..cols {
+            out[r * cols + c] = e[c] / s;
+        }
+    }
+    out
+}
+
+/// `A @ B` in f64 from f16 inputs (row-major), optionally with leaky ReLU.
+pub fn matmul_reference(a: &[f16], b: &[f16], m: usize, n: usize, k: usize, leaky_relu: bool) -> Vec<f64> {
+    let mut out = vec![0.0; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let av = a[i * k + p].to_f64();
+            for j in 0..n {
+                out[i * n + j] += av * b[p * n + j].to_f64();
+            }
+        }
+    }
+    if leaky_relu {
+        for v in &mut out {
+            if *v < 0.0 {
+                *v *= 0.01;
+            }
+        }
+    }
+    out
+}
+
+/// The largest |got - want| / (|want| + floor), and where it is.
+pub fn max_relative_error(got: impl IntoIterator<Item = f64>, want: &[f64], floor: f64) -> (f64, usize) {
+    let mut worst = (0.0f64, 0usize);
+    for (i, (g, w)) in got.into_iter().zip(want).enumerate() {
+        let e = if g.is_nan() { f64::INFINITY } else { (g - w).abs() / (w.abs() + floor) };
+        if e > worst.0 {
+            worst = (e, i);
+        }
+    }
+    worst
+}

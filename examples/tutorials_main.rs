@@ -1,0 +1,55 @@
+//! The seed tutorials end to end — vector add, fused softmax (simple and persistent) and
+//! matmul with grouped ordering — on the best device present, each checked against a CPU
+//! reference:
+//!
+//!     cargo run --release --example tutorials
+//!
+//! `RUTILE_DEVICE=cuda:0|vulkan:N|cpu` picks the device. A tutorial the device cannot run
+//! yet runs in the interpreter instead, and says so.
+
+use rutile::{CpuDevice, Device};
+use rutile_examples::tutorials::{self, Outcome};
+
+fn main() {
+    let device = match rutile::default_device() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("no device: {e}");
+            std::process::exit(1);
+        }
+    };
+    println!("device: {}\n", device.properties());
+    let cpu = CpuDevice::new();
+    let on_cpu = device.id() == "cpu";
+    let mut failed = false;
+    let runs: Vec<(&str, Box<dyn Fn(&dyn Device) -> rutile::Result<Outcome>>)> = vec![
+        ("vector add", Box::new(|d| tutorials::vector_add(d, 98432, 1))),
+        ("softmax", Box::new(move |d| tutorials::softmax(d, if on_cpu { 1823 } else { 4096 }, 781, false, 2))),
+        ("persistent softmax", Box::new(move |d| tutorials::softmax(d, if on_cpu { 1823 } else { 4096 }, 781, true, 3))),
+        ("matmul", Box::new(|d| tutorials::matmul(d, 512, 512, 512, false, 4))),
+        ("matmul + leaky_relu", Box::new(|d| tutorials::matmul(d, 512, 512, 512, true, 5))),
+    ];
+    for (name, run) in runs {
+        let outcome = match run(device.as_ref()) {
+            Ok(o) => Ok(o),
+            Err(rutile::Error::Lower(e)) if !on_cpu => {
+                println!("{name}: not supported on {} yet ({e}); running it in the interpreter", device.id());
+                run(&cpu)
+            }
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(o) => {
+                failed |= !o.passed();
+                println!("{o}");
+            }
+            Err(e) => {
+                failed = true;
+                println!("{name}: error: {e}");
+            }
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,128 @@
+//! The CPU interpreter as a device: exact semantics and bounds checks, for machines without
+//! a GPU and for checking a GPU's results.
+
+use crate::buffer::DeviceBuffer;
+use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
+use crate::device::{next_device_key, Backend, Device, DeviceProperties, DeviceType};
+use crate::error::{Error, Result};
+use crate::launch::{check_args, check_grid, Arg};
+use rutile_ir::interp::{self, ArgValue, HostBuffer};
+use rutile_ir::target::Specialization;
+use rutile_ir::{Kernel, ScalarType};
+use std::sync::{Arc, Mutex};
+
+/// Runs kernels in rutile's interpreter, program after program.
+pub struct CpuDevice {
+    properties: DeviceProperties,
+    key: u64,
+    cache: CompileCache,
+}
+
+impl Default for CpuDevice {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl CpuDevice {
+    pub fn new() -> CpuDevice {
+        let mut properties = DeviceProperties::unknown("rutile CPU interpreter", "rutile", Backend::Interpreter, DeviceType::Cpu);
+        properties.max_grid = Some([u32::MAX; 3]);
+        properties.api_version = Some(env!("CARGO_PKG_VERSION").to_string());
+        CpuDevice { properties, key: next_device_key(), cache: CompileCache::default() }
+    }
+
+    fn host<'b>(&self, b: &'b DeviceBuffer) -> Result<&'b Mutex<HostBuffer>> {
+        if b.device != self.key {
+            return Err(Error::Buffer("the buffer belongs to another device".into()));
+        }
+        b.storage::<Mutex<HostBuffer>>().ok_or_else(|| Error::Buffer("not a CPU buffer".into()))
+    }
+}
+
+impl Device for CpuDevice {
+    fn properties(&self) -> &DeviceProperties {
+        &self.properties
+    }
+
+    fn alloc(&self, elem: ScalarType, len: usize) -> Result<DeviceBuffer> {
+        Ok(DeviceBuffer::new(elem, len, self.key, Box::new(Mutex::new(HostBuffer::zeros(elem, len)))))
+    }
+
+    fn write(&self, buffer: &DeviceBuffer, bytes: &[u8]) -> Result<()> {
+        let mut host = self.host(buffer)?.lock().unwrap();
+        let dst = host.as_bytes_mut();
+        if dst.len() != bytes.len() {
+            return Err(Error::Buffer(format!("writing {} bytes into a buffer of {} bytes", bytes.len(), dst.len())));
+        }
+        dst.copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn read(&self, buffer: &DeviceBuffer) -> Result<Vec<u8>> {
+        Ok(self.host(buffer)?.lock().unwrap().as_bytes().to_vec())
+    }
+
+    fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
+        self.cache.get_or_compile(kernel, options, spec, || {
+            rutile_ir::verify::verify(kernel)?;
+            Ok(CompiledKernel {
+                kernel: kernel.clone(),
+                options: *options,
+                specialization: spec.clone(),
+                metadata: KernelMetadata { threads: 1, ..KernelMetadata::default() },
+                code: None,
+                artifact: Box::new(()),
+            })
+        })
+    }
+
+    fn launch_compiled(&self, compiled: &CompiledKernel, grid: [u32; 3], args: &[Arg<'_>]) -> Result<()> {
+        let kernel = &compiled.kernel;
+        check_args(kernel, args, self.key)?;
+        check_grid(kernel, grid, [u32::MAX; 3])?;
+        // The interpreter works on a slice of host buffers: move each distinct buffer out of
+        // its lock for the launch (the same buffer may be passed twice) and back after.
+        let mut slots: Vec<&Mutex<HostBuffer>> = Vec::new();
+        let mut values = Vec::with_capacity(args.len());
+        for a in args {
+            values.push(match *a {
+                Arg::Buffer(b) => {
+                    let m = self.host(b)?;
+                    let index = slots.iter().position(|s| std::ptr::eq(*s, m)).unwrap_or_else(|| {
+                        slots.push(m);
+                        slots.len() - 1
+                    });
+                    ArgValue::Ptr { buffer: index, offset: 0 }
+                }
+                Arg::Bool(v) => ArgValue::Bool(v),
+                Arg::F32(v) => ArgValue::Float(v as f64),
+                Arg::F64(v) => ArgValue::Float(v),
+                Arg::U64(v) => ArgValue::Int(i64::try_from(v).map_err(|_| Error::Argument {
+                    kernel: kernel.name.clone(),
+                    message: format!("u64 argument {v} is above the interpreter's limit of i64::MAX"),
+                })?),
+                other => ArgValue::Int(other.as_i128().expect("an integer") as i64),
+            });
+        }
+        let mut guards: Vec<_> = slots.iter().map(|m| m.lock().unwrap()).collect();
+        let mut buffers: Vec<HostBuffer> = guards.iter_mut().map(|g| std::mem::replace(&mut **g, HostBuffer::zeros(ScalarType::U8, 0))).collect();
+        let result = interp::run(kernel, grid, &values, &mut buffers);
+        for (g, b) in guards.iter_mut().zip(buffers) {
+            **g = b;
+        }
+        result.map_err(Error::from)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn id(&self) -> String {
+        "cpu".into()
+    }
+
+    fn device_key(&self) -> u64 {
+        self.key
+    }
+}

@@ -1,0 +1,5 @@
+//! The implementations of [`Device`](crate::Device).
+
+pub mod cpu;
+pub mod cuda;
+pub mod vulkan;

@@ -1,0 +1,240 @@
+//! Any Vulkan (or Metal, DX12) GPU through wgpu: block IR → shared lowering → naga module
+//! (validated) → SPIR-V → wgpu compute pipeline.
+//!
+//! Warp-level steps use subgroup shuffles when the device fixes its subgroup size (it is
+//! then the warp size of the lowering; the lowering assumes invocation `i` of a workgroup
+//! is lane `i % size` of its subgroup, as on NVIDIA, AMD and lavapipe); otherwise they go
+//! through workgroup memory. Grids larger than the dispatch limit are split into several
+//! dispatches with a program offset in the uniform buffer.
+
+use crate::buffer::DeviceBuffer;
+use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
+use crate::device::{next_device_key, Backend, Device, DeviceProperties, DeviceType};
+use crate::error::{Error, Result};
+use crate::launch::{check_args, Arg};
+use crate::vulkan::{self as wg, AdapterKind, KernelSource, WgpuBuffer, WgpuDevice, WgpuError, WgpuPipeline};
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::{Kernel, ScalarType};
+use rutile_spirv::ScalarArg;
+use std::sync::Arc;
+
+/// A wgpu adapter as a rutile device.
+pub struct WgpuGpu {
+    device: WgpuDevice,
+    properties: DeviceProperties,
+    key: u64,
+    cache: CompileCache,
+}
+
+struct VulkanArtifact {
+    pipeline: WgpuPipeline,
+    bindings: rutile_spirv::BindingLayout,
+}
+
+impl From<WgpuError> for Error {
+    fn from(e: WgpuError) -> Self {
+        if e.is_unavailable() {
+            Error::NoDevice(e.to_string())
+        } else {
+            Error::Device { backend: "wgpu", message: e.to_string() }
+        }
+    }
+}
+
+impl WgpuGpu {
+    /// Opens wgpu adapter `index` (as [`crate::vulkan::adapters`] lists them), or the best one.
+    pub fn open(index: Option<usize>) -> Result<WgpuGpu> {
+        let device = WgpuDevice::open(index)?;
+        let p = device.properties();
+        let (backend, device_type) = (
+            match p.backend {
+                wgpu::Backend::Metal => Backend::Metal,
+                wgpu::Backend::Dx12 => Backend::Dx12,
+                _ => Backend::Vulkan,
+            },
+            match p.kind {
+                AdapterKind::Discrete => DeviceType::DiscreteGpu,
+                AdapterKind::Integrated => DeviceType::IntegratedGpu,
+                AdapterKind::Virtual => DeviceType::VirtualGpu,
+                AdapterKind::Cpu => DeviceType::Cpu,
+                AdapterKind::Other => DeviceType::Other,
+            },
+        );
+        let vendor = p.vendor_name().map(str::to_string).unwrap_or_else(|| format!("vendor {:#x}", p.vendor_id));
+        let mut properties = DeviceProperties::unknown(p.name.clone(), vendor, backend, device_type);
+        properties.api_version = p.driver_info.clone().or_else(|| p.driver.clone());
+        properties.shared_memory_per_block = Some(p.max_workgroup_storage_bytes);
+        properties.shared_memory_per_block_optin = Some(p.max_workgroup_storage_bytes);
+        properties.warp_size = fixed_subgroup(&device);
+        properties.max_threads_per_block = Some(p.max_invocations_per_workgroup);
+        // Larger grids are split into several dispatches.
+        properties.max_grid = Some([u32::MAX; 3]);
+        let f = &p.features;
+        properties.supported_types.retain(|t| match t {
+            ScalarType::F16 => f.f16,
+            ScalarType::I64 | ScalarType::U64 => f.i64,
+            ScalarType::F64 => f.f64,
+            // Not representable in naga's storage buffers (yet).
+            ScalarType::BF16 | ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16 => false,
+            _ => true,
+        });
+        Ok(WgpuGpu { device, properties, key: next_device_key(), cache: CompileCache::default() })
+    }
+
+    /// The wgpu-level device, for what the `Device` trait does not cover.
+    pub fn wgpu(&self) -> &WgpuDevice {
+        &self.device
+    }
+
+    fn buffer<'b>(&self, b: &'b DeviceBuffer) -> Result<&'b WgpuBuffer> {
+        if b.device != self.key {
+            return Err(Error::Buffer("the buffer belongs to another device".into()));
+        }
+        b.storage::<WgpuBuffer>().ok_or_else(|| Error::Buffer("not a wgpu buffer".into()))
+    }
+
+    fn target(&self, num_warps: u32) -> Target {
+        let fixed = fixed_subgroup(&self.device).filter(|_| self.device.features().subgroups);
+        Target {
+            // Without a fixed subgroup size, "warps" are groups of 32 invocations that
+            // exchange values through workgroup memory.
+            warp_size: fixed.unwrap_or(32),
+            num_warps,
+            max_shared_bytes: self.device.properties().max_workgroup_storage_bytes,
+            shuffles: fixed.is_some(),
+            max_vector_bytes: 16,
+        }
+    }
+}
+
+/// The subgroup size when the device has only one.
+fn fixed_subgroup(device: &WgpuDevice) -> Option<u32> {
+    let p = device.properties();
+    match (p.subgroup_min_size, p.subgroup_max_size) {
+        (Some(a), Some(b)) if a == b => Some(a),
+        _ => None,
+    }
+}
+
+fn artifact(kernel: &CompiledKernel) -> Result<&VulkanArtifact> {
+    kernel.artifact.downcast_ref::<VulkanArtifact>().ok_or_else(|| Error::Buffer(format!("kernel `{}` was compiled for another device", kernel.kernel.name)))
+}
+
+impl Device for WgpuGpu {
+    fn properties(&self) -> &DeviceProperties {
+        &self.properties
+    }
+
+    fn alloc(&self, elem: ScalarType, len: usize) -> Result<DeviceBuffer> {
+        let bytes = len.checked_mul(elem.size_bytes()).ok_or_else(|| Error::Buffer(format!("{len} elements of {elem} overflow the address space")))?;
+        let buf = WgpuBuffer::zeroed(&self.device, bytes)?;
+        Ok(DeviceBuffer::new(elem, len, self.key, Box::new(buf)))
+    }
+
+    fn write(&self, buffer: &DeviceBuffer, bytes: &[u8]) -> Result<()> {
+        Ok(self.buffer(buffer)?.write(bytes)?)
+    }
+
+    fn read(&self, buffer: &DeviceBuffer) -> Result<Vec<u8>> {
+        Ok(self.buffer(buffer)?.read()?)
+    }
+
+    fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
+        self.cache.get_or_compile(kernel, options, spec, || {
+            let target = self.target(options.num_warps);
+            let limit = self.device.properties().max_invocations_per_workgroup;
+            if target.threads() > limit {
+                return Err(Error::Launch {
+                    kernel: kernel.name.clone(),
+                    message: format!("num_warps = {} makes {} invocations per workgroup; the device allows {limit}", options.num_warps, target.threads()),
+                });
+            }
+            for t in kernel.values.iter().filter_map(|(_, v)| v.ty.scalar_type().or(match v.ty.elem {
+                rutile_ir::Elem::Ptr(s) => Some(s),
+                _ => None,
+            })) {
+                if !self.properties.supported_types.contains(&t) {
+                    return Err(Error::Codegen { backend: "SPIR-V", kernel: kernel.name.clone(), message: format!("the kernel uses {t}, which {} does not support", self.properties.name) });
+                }
+            }
+            let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
+            let f = self.device.features();
+            let spirv_target = rutile_spirv::SpirvTarget {
+                subgroup_size: target.shuffles.then_some(target.warp_size),
+                shader_f16: f.f16,
+                shader_i64: f.i64,
+                shader_f64: f.f64,
+                subgroups: f.subgroups,
+            };
+            let codegen = |e: rutile_spirv::SpirvError| Error::Codegen { backend: "SPIR-V", kernel: kernel.name.clone(), message: e.to_string() };
+            let spirv = rutile_spirv::emit(&thread_kernel, &spirv_target).map_err(codegen)?;
+            let wgsl = spirv.wgsl().unwrap_or_else(|e| format!("// {e}"));
+            let words = spirv.spirv_words().map_err(codegen)?;
+            crate::dump::write(&kernel.name, &[("block.ir", &kernel.to_string()), ("thread.ir", &thread_kernel.to_string()), ("wgsl", &wgsl)]);
+            crate::dump::write_spirv(&kernel.name, &words);
+            let layout = wg::BindingLayout::new(spirv.bindings.storage.len() as u32, true);
+            let pipeline = self.device.create_pipeline(KernelSource::SpirV(words.into()), &spirv.entry_point, layout)?;
+            Ok(CompiledKernel {
+                kernel: kernel.clone(),
+                options: *options,
+                specialization: spec.clone(),
+                metadata: KernelMetadata { threads: target.threads(), shared_bytes: thread_kernel.shared_bytes(), ..KernelMetadata::default() },
+                code: Some(wgsl),
+                artifact: Box::new(VulkanArtifact { pipeline, bindings: spirv.bindings }),
+            })
+        })
+    }
+
+    fn launch_compiled(&self, compiled: &CompiledKernel, grid: [u32; 3], args: &[Arg<'_>]) -> Result<()> {
+        let kernel = &compiled.kernel;
+        check_args(kernel, args, self.key)?;
+        crate::launch::check_grid(kernel, grid, [u32::MAX; 3])?;
+        let a = artifact(compiled)?;
+        let mut buffers = Vec::with_capacity(a.bindings.storage.len());
+        for s in &a.bindings.storage {
+            match args[s.param as usize] {
+                Arg::Buffer(b) => buffers.push(self.buffer(b)?),
+                _ => return Err(Error::Argument { kernel: kernel.name.clone(), message: format!("argument {} must be a buffer", s.param) }),
+            }
+        }
+        let mut scalars = Vec::with_capacity(a.bindings.scalars.len());
+        for s in &a.bindings.scalars {
+            scalars.push(match args[s.param as usize] {
+                Arg::Bool(v) => ScalarArg::Bool(v),
+                Arg::I32(v) => ScalarArg::I32(v),
+                Arg::U32(v) => ScalarArg::U32(v),
+                Arg::I64(v) => ScalarArg::I64(v),
+                Arg::U64(v) => ScalarArg::U64(v),
+                Arg::F32(v) => ScalarArg::F32(v),
+                Arg::F64(v) => ScalarArg::F64(v),
+                other => {
+                    return Err(Error::Argument {
+                        kernel: kernel.name.clone(),
+                        message: format!("argument {} (`{}`): {:?} scalars are not supported on {}", s.param, s.name, other.scalar_type(), self.id()),
+                    })
+                }
+            });
+        }
+        let max = self.device.properties().max_workgroups_per_dimension;
+        for (offset, count) in wg::split_grid(grid, max) {
+            let uniform = a
+                .bindings
+                .uniform_bytes(grid, offset, &scalars)
+                .map_err(|e| Error::Argument { kernel: kernel.name.clone(), message: e.to_string() })?;
+            self.device.dispatch(&a.pipeline, &buffers, Some(&uniform), count)?;
+        }
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(self.device.synchronize()?)
+    }
+
+    fn id(&self) -> String {
+        format!("vulkan:{}", self.device.adapter_index())
+    }
+
+    fn device_key(&self) -> u64 {
+        self.key
+    }
+}

@@ -1,0 +1,43 @@
+//! The runtime's error type: every way a kernel can fail to build, compile or run.
+
+use rutile_ir::interp::InterpError;
+use rutile_ir::lower::LowerError;
+use rutile_ir::BuildError;
+
+/// Errors of the rutile runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The kernel is malformed (builder or verifier).
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// The kernel cannot be lowered for this device (unsupported op, too much shared memory).
+    #[error(transparent)]
+    Lower(#[from] LowerError),
+    /// The interpreter stopped on a fault (an out-of-bounds access, say).
+    #[error(transparent)]
+    Interp(#[from] InterpError),
+    /// The CUDA driver reported an error.
+    #[error(transparent)]
+    Cuda(#[from] crate::cuda::CudaError),
+    /// A code generator could not translate the kernel for this device.
+    #[error("{backend} code generation for kernel `{kernel}` failed: {message}")]
+    Codegen { backend: &'static str, kernel: String, message: String },
+    /// The launch's arguments do not match the kernel's parameters.
+    #[error("kernel `{kernel}`: {message}")]
+    Argument { kernel: String, message: String },
+    /// The launch configuration is invalid for the kernel or the device.
+    #[error("kernel `{kernel}`: invalid launch: {message}")]
+    Launch { kernel: String, message: String },
+    /// A buffer was used with the wrong element type, length or device.
+    #[error("buffer: {0}")]
+    Buffer(String),
+    /// No device of the requested kind is present.
+    #[error("no device: {0}")]
+    NoDevice(String),
+    /// A device operation failed (wgpu and other APIs).
+    #[error("{backend}: {message}")]
+    Device { backend: &'static str, message: String },
+}
+
+/// The runtime's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

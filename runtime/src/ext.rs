@@ -1,0 +1,47 @@
+//! Typed conveniences on every [`Device`].
+
+use crate::buffer::{bytes_of, values_of, Buffer, Element};
+use crate::compiled::CompileOptions;
+use crate::device::Device;
+use crate::error::Result;
+use crate::launch::{Arg, LaunchConfig};
+use rutile_ir::Kernel;
+use std::sync::Arc;
+
+/// Typed buffers and one-call launches, for any [`Device`] (including `dyn Device`).
+pub trait DeviceExt: Device {
+    /// A buffer holding a copy of `data`.
+    fn upload<T: Element>(&self, data: &[T]) -> Result<Buffer<T>> {
+        let raw = self.alloc(T::TYPE, data.len())?;
+        self.write(&raw, &bytes_of(data))?;
+        Buffer::from_raw(raw)
+    }
+    /// A zeroed buffer of `len` elements.
+    fn zeros<T: Element>(&self, len: usize) -> Result<Buffer<T>> {
+        Buffer::from_raw(self.alloc(T::TYPE, len)?)
+    }
+    /// Copies a buffer's contents back (waits for the work that writes it).
+    fn download<T: Element>(&self, buffer: &Buffer<T>) -> Result<Vec<T>> {
+        values_of(T::TYPE, self.read(buffer.raw())?)
+    }
+    /// Overwrites a buffer with `data` (of the same length).
+    fn upload_into<T: Element>(&self, buffer: &Buffer<T>, data: &[T]) -> Result<()> {
+        if data.len() != buffer.len() {
+            return Err(crate::Error::Buffer(format!("writing {} elements into a buffer of {}", data.len(), buffer.len())));
+        }
+        self.write(buffer.raw(), &bytes_of(data))
+    }
+    /// Compiles (once, cached) and launches `kernel` with `config` on `args`.
+    fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[Arg<'_>]) -> Result<()> {
+        let compiled = self.compile_for(kernel, config, args)?;
+        self.launch_compiled(&compiled, config.grid, args)
+    }
+    /// Compiles `kernel` specialized for these arguments (cached).
+    fn compile_for(&self, kernel: &Kernel, config: &LaunchConfig, args: &[Arg<'_>]) -> Result<Arc<crate::CompiledKernel>> {
+        crate::launch::check_args(kernel, args, self.device_key())?;
+        let spec = crate::launch::specialization(args, |_| true);
+        self.compile(kernel, &CompileOptions::from(config), &spec)
+    }
+}
+
+impl<D: Device + ?Sized> DeviceExt for D {}

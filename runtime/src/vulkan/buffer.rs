@@ -1,0 +1,241 @@
+//! Storage buffers: allocation, upload and read-back.
+
+use bytemuck::Pod;
+
+use super::device::WgpuDevice;
+use super::error::WgpuError;
+
+/// wgpu copies and writes in multiples of this many bytes.
+const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
+
+/// A storage buffer of `len` bytes in device memory, usable as a `read_write` storage
+/// binding and as the source or destination of copies.
+///
+/// wgpu forbids zero-sized bindings and copies of sizes that are not multiples of 4, so
+/// the allocation is the length rounded up to a multiple of 4, and at least 4 bytes; the
+/// padding is zero and is never returned by [`WgpuBuffer::read`]. Cloning shares the
+/// buffer.
+#[derive(Debug, Clone)]
+pub struct WgpuBuffer {
+    device: WgpuDevice,
+    buffer: wgpu::Buffer,
+    len: u64,
+}
+
+/// Bytes allocated for a buffer of `len` logical bytes.
+pub(crate) fn padded_size(len: u64) -> u64 {
+    len.div_ceil(ALIGN).max(1) * ALIGN
+}
+
+impl WgpuBuffer {
+    /// Allocates `len_bytes` bytes set to zero.
+    ///
+    /// [`WgpuError::BufferTooLarge`] when the buffer could not be bound whole as a storage
+    /// buffer on this device.
+    pub fn zeroed(device: &WgpuDevice, len_bytes: usize) -> Result<Self, WgpuError> {
+        let len = len_bytes as u64;
+        let size = padded_size(len);
+        let props = device.properties();
+        let (limit, limit_name) = if props.max_storage_buffer_binding_size <= props.max_buffer_size
+        {
+            (
+                props.max_storage_buffer_binding_size,
+                "max_storage_buffer_binding_size",
+            )
+        } else {
+            (props.max_buffer_size, "max_buffer_size")
+        };
+        if size > limit {
+            return Err(WgpuError::BufferTooLarge {
+                requested: len,
+                limit,
+                limit_name,
+            });
+        }
+        // WebGPU zero-initialises new buffers.
+        let buffer = device.scoped("allocating a storage buffer", || {
+            device.raw().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("rutile storage buffer"),
+                size,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        })?;
+        Ok(WgpuBuffer {
+            device: device.clone(),
+            buffer,
+            len,
+        })
+    }
+
+    /// Allocates a buffer holding a copy of `data`.
+    pub fn from_bytes(device: &WgpuDevice, data: &[u8]) -> Result<Self, WgpuError> {
+        let buffer = Self::zeroed(device, data.len())?;
+        buffer.write(data)?;
+        Ok(buffer)
+    }
+
+    /// Allocates a buffer holding a copy of `data`'s bytes.
+    pub fn from_slice<T: Pod>(device: &WgpuDevice, data: &[T]) -> Result<Self, WgpuError> {
+        Self::from_bytes(device, bytemuck::cast_slice(data))
+    }
+
+    /// Logical length in bytes (without the padding).
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// True when the buffer holds no byte.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes allocated: the length rounded up to a multiple of 4, at least 4.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.buffer.size()
+    }
+
+    /// The device the buffer lives on.
+    pub fn device(&self) -> &WgpuDevice {
+        &self.device
+    }
+
+    /// The wgpu buffer, for work this layer does not cover.
+    pub fn raw(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+
+    /// Copies `data` into the buffer, in order with the work already submitted; `data`
+    /// must have exactly [`Self::len`] bytes. Does not wait.
+    pub fn write(&self, data: &[u8]) -> Result<(), WgpuError> {
+        if data.len() as u64 != self.len {
+            return Err(WgpuError::BufferSize {
+                expected: self.len,
+                got: data.len() as u64,
+            });
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let padded;
+        let bytes = if self.len % ALIGN == 0 {
+            data
+        } else {
+            let mut v = data.to_vec();
+            v.resize(padded_size(self.len) as usize, 0);
+            padded = v;
+            &padded[..]
+        };
+        self.device.scoped("writing a buffer", || {
+            self.device.queue().write_buffer(&self.buffer, 0, bytes)
+        })
+    }
+
+    /// Copies `data`'s bytes into the buffer (see [`Self::write`]).
+    pub fn write_slice<T: Pod>(&self, data: &[T]) -> Result<(), WgpuError> {
+        self.write(bytemuck::cast_slice(data))
+    }
+
+    /// Copies the buffer into a new vector, after all work submitted before; blocks until
+    /// the copy is done.
+    pub fn read(&self) -> Result<Vec<u8>, WgpuError> {
+        if self.len == 0 {
+            self.device.synchronize()?;
+            return Ok(Vec::new());
+        }
+        let mut bytes = read_back(&self.device, &self.buffer, self.buffer.size())?;
+        bytes.truncate(self.len as usize);
+        Ok(bytes)
+    }
+
+    /// Reads the buffer as values of `T`; its length must be a multiple of `T`'s size.
+    pub fn read_as<T: Pod>(&self) -> Result<Vec<T>, WgpuError> {
+        let size = size_of::<T>() as u64;
+        if size == 0 || self.len % size != 0 {
+            return Err(WgpuError::InvalidArgument {
+                what: format!(
+                    "a buffer of {} bytes is not a whole number of {}-byte values of {}",
+                    self.len,
+                    size,
+                    std::any::type_name::<T>()
+                ),
+            });
+        }
+        let bytes = self.read()?;
+        let mut out = vec![T::zeroed(); (self.len / size) as usize];
+        bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&bytes);
+        Ok(out)
+    }
+}
+
+/// Copies the first `size` bytes (a multiple of 4) of `source`, which needs `COPY_SRC`,
+/// into a mappable staging buffer, maps it and returns its bytes. Blocks.
+pub(crate) fn read_back(
+    device: &WgpuDevice,
+    source: &wgpu::Buffer,
+    size: u64,
+) -> Result<Vec<u8>, WgpuError> {
+    let staging = device.scoped("copying a buffer for reading", || {
+        let staging = device.raw().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("rutile read-back"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device
+            .raw()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("rutile read-back"),
+            });
+        encoder.copy_buffer_to_buffer(source, 0, &staging, 0, size);
+        device.queue().submit([encoder.finish()]);
+        staging
+    })?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let slice = staging.slice(..);
+    device.scoped("mapping a buffer for reading", || {
+        slice.map_async(wgpu::MapMode::Read, move |result| {
+            // The receiver outlives the wait below; a failed send only means it is gone.
+            let _ = tx.send(result);
+        })
+    })?;
+    device.wait()?;
+    device.take_uncaptured()?;
+    match rx.try_recv() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            return Err(WgpuError::Map {
+                message: e.to_string(),
+            })
+        }
+        Err(_) => {
+            return Err(WgpuError::Map {
+                message: "the map callback did not run after the device was idle".to_string(),
+            })
+        }
+    }
+    let bytes = {
+        let view = slice.get_mapped_range().map_err(|e| WgpuError::Map {
+            message: e.to_string(),
+        })?;
+        view.to_vec()
+    };
+    staging.unmap();
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocations_are_padded_to_four_bytes() {
+        assert_eq!(padded_size(0), 4);
+        assert_eq!(padded_size(1), 4);
+        assert_eq!(padded_size(4), 4);
+        assert_eq!(padded_size(5), 8);
+        assert_eq!(padded_size(98433 * 4), 98433 * 4);
+    }
+}

@@ -1,0 +1,273 @@
+//! Opening a wgpu device: the adapter, its device and queue, and the error handling that
+//! turns wgpu's validation errors into `Result`s.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::adapters::{instance, pick_best, raw_adapters, AdapterSummary};
+use super::error::WgpuError;
+use super::pipeline::{BindingLayout, LayoutObjects};
+use super::properties::{WgpuDeviceProperties, WgpuFeatures};
+
+/// The optional features a device is opened with, when the adapter has them. Cooperative
+/// matrices are experimental in wgpu and only enabled on request
+/// ([`WgpuDevice::open_with_cooperative_matrix`]).
+pub(crate) const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
+    .union(wgpu::Features::SHADER_INT64)
+    .union(wgpu::Features::SHADER_F64)
+    .union(wgpu::Features::SUBGROUP)
+    .union(wgpu::Features::TIMESTAMP_QUERY)
+    .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
+    .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
+    .union(wgpu::Features::IMMEDIATES);
+
+/// One wgpu device, ready for work: its adapter, device, queue and properties.
+///
+/// Cloning is cheap and shares the device. Work is submitted to the one queue in the
+/// order it is issued. wgpu's default reaction to an error outside an error scope is a
+/// panic; this handle replaces it with a handler that keeps the error, and the next call
+/// of this layer on the device returns it.
+#[derive(Clone)]
+pub struct WgpuDevice {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    index: usize,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    props: WgpuDeviceProperties,
+    features: WgpuFeatures,
+    /// Errors raised outside an error scope, oldest first.
+    uncaptured: Arc<Mutex<Vec<WgpuError>>>,
+    /// One bind-group layout and pipeline layout per binding shape.
+    layouts: Mutex<HashMap<BindingLayout, LayoutObjects>>,
+}
+
+impl fmt::Debug for WgpuDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WgpuDevice")
+            .field("index", &self.inner.index)
+            .field("name", &self.inner.props.name)
+            .field("backend", &self.inner.props.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WgpuDevice {
+    /// Opens adapter `adapter_index` (an index of [`super::adapters`]), or the best
+    /// adapter ([`super::best_adapter`]) when `None`, with the adapter's full limits and
+    /// every feature of [`WgpuFeatures`] it has except cooperative matrices.
+    ///
+    /// Returns [`WgpuError::NoAdapter`] or [`WgpuError::AdapterNotFound`] (never panics)
+    /// when there is no such adapter.
+    pub fn open(adapter_index: Option<usize>) -> Result<Self, WgpuError> {
+        Self::open_impl(adapter_index, false)
+    }
+
+    /// Like [`WgpuDevice::open`], and also enables wgpu's experimental
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX` feature; [`WgpuError::MissingFeature`] when the
+    /// adapter does not have it.
+    ///
+    /// # Safety
+    ///
+    /// wgpu's experimental features may have bugs that cause undefined behaviour when they
+    /// are used incorrectly (see `wgpu::ExperimentalFeatures::enabled`). The caller accepts
+    /// that for the shaders it runs on this device.
+    pub unsafe fn open_with_cooperative_matrix(
+        adapter_index: Option<usize>,
+    ) -> Result<Self, WgpuError> {
+        Self::open_impl(adapter_index, true)
+    }
+
+    fn open_impl(
+        adapter_index: Option<usize>,
+        cooperative_matrix: bool,
+    ) -> Result<Self, WgpuError> {
+        let instance = instance();
+        let adapters = raw_adapters(&instance);
+        if adapters.is_empty() {
+            return Err(WgpuError::NoAdapter);
+        }
+        let index = match adapter_index {
+            Some(i) if i < adapters.len() => i,
+            Some(i) => {
+                return Err(WgpuError::AdapterNotFound {
+                    index: i,
+                    count: adapters.len(),
+                })
+            }
+            None => {
+                let summaries: Vec<_> = adapters
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| AdapterSummary::from_info(i, &a.get_info()))
+                    .collect();
+                pick_best(&summaries).ok_or(WgpuError::NoAdapter)?.index
+            }
+        };
+        let adapter = &adapters[index];
+        let props = WgpuDeviceProperties::from_adapter(adapter);
+        let mut required = adapter.features() & WANTED_FEATURES;
+        let mut experimental = wgpu::ExperimentalFeatures::disabled();
+        if cooperative_matrix {
+            if !props.features.cooperative_matrix {
+                return Err(WgpuError::MissingFeature {
+                    feature: "EXPERIMENTAL_COOPERATIVE_MATRIX",
+                });
+            }
+            required |= wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+            // SAFETY: the caller of `open_with_cooperative_matrix` accepted wgpu's terms.
+            experimental = unsafe { wgpu::ExperimentalFeatures::enabled() };
+        }
+        let mut limits = adapter.limits();
+        if !required.contains(wgpu::Features::IMMEDIATES) {
+            // A non-zero immediate size needs the feature.
+            limits.max_immediate_size = 0;
+        }
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("rutile"),
+            required_features: required,
+            required_limits: limits,
+            experimental_features: experimental,
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
+            WgpuError::RequestDevice {
+                message: super::error::with_sources(&e),
+            }
+        })?;
+        let uncaptured = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&uncaptured);
+        device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
+            let error = WgpuError::from_wgpu(&error);
+            match sink.lock() {
+                Ok(mut list) => list.push(error),
+                Err(poisoned) => poisoned.into_inner().push(error),
+            }
+        }));
+        let features = WgpuFeatures::from_wgpu(device.features());
+        Ok(WgpuDevice {
+            inner: Arc::new(Inner {
+                index,
+                device,
+                queue,
+                props,
+                features,
+                uncaptured,
+                layouts: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// What the adapter reports: identity, limits (all of which the device was opened
+    /// with) and the features the adapter has.
+    pub fn properties(&self) -> &WgpuDeviceProperties {
+        &self.inner.props
+    }
+
+    /// The features enabled on this device (a subset of [`Self::properties`]' features).
+    pub fn features(&self) -> &WgpuFeatures {
+        &self.inner.features
+    }
+
+    /// The adapter's index in [`super::adapters`]' list.
+    pub fn adapter_index(&self) -> usize {
+        self.inner.index
+    }
+
+    /// The wgpu device, for work this layer does not cover.
+    pub fn raw(&self) -> &wgpu::Device {
+        &self.inner.device
+    }
+
+    /// The device's queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.inner.queue
+    }
+
+    /// True when `other` is a handle of the same device.
+    pub fn same_device(&self, other: &WgpuDevice) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Waits until all work submitted to the queue has finished, and reports any error
+    /// wgpu raised outside an error scope since the last call of this layer.
+    pub fn synchronize(&self) -> Result<(), WgpuError> {
+        self.wait()?;
+        self.take_uncaptured()
+    }
+
+    /// Blocks until the queue is idle and mapping callbacks have run.
+    pub(crate) fn wait(&self) -> Result<(), WgpuError> {
+        self.inner
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| WgpuError::Internal {
+                message: format!("waiting for the device failed: {e}"),
+            })
+    }
+
+    /// Runs `f` inside out-of-memory, internal and validation error scopes and turns the
+    /// first error caught (validation first) into an `Err` naming `what`.
+    pub(crate) fn scoped<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, WgpuError> {
+        let device = &self.inner.device;
+        let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let value = f();
+        // Scopes are popped in reverse order of pushing, as wgpu requires.
+        let validation = pollster::block_on(validation.pop());
+        let internal = pollster::block_on(internal.pop());
+        let oom = pollster::block_on(oom.pop());
+        if let Some(error) = validation.or(internal).or(oom) {
+            return Err(with_context(WgpuError::from_wgpu(&error), what));
+        }
+        self.take_uncaptured()?;
+        Ok(value)
+    }
+
+    /// Returns (and forgets) the oldest error raised outside an error scope, if any.
+    pub(crate) fn take_uncaptured(&self) -> Result<(), WgpuError> {
+        let mut list = lock(&self.inner.uncaptured);
+        if list.is_empty() {
+            Ok(())
+        } else {
+            let first = list.remove(0);
+            list.clear();
+            Err(first)
+        }
+    }
+
+    pub(crate) fn layouts(&self) -> MutexGuard<'_, HashMap<BindingLayout, LayoutObjects>> {
+        lock(&self.inner.layouts)
+    }
+}
+
+/// Locks a mutex, recovering the data if a thread panicked while holding it (the data
+/// here stays consistent: each update is a single insert or push).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+fn with_context(error: WgpuError, what: &str) -> WgpuError {
+    let add = |message: String| format!("{what}: {message}");
+    match error {
+        WgpuError::Validation { message } => WgpuError::Validation {
+            message: add(message),
+        },
+        WgpuError::Internal { message } => WgpuError::Internal {
+            message: add(message),
+        },
+        WgpuError::OutOfMemory { message } => WgpuError::OutOfMemory {
+            message: add(message),
+        },
+        other => other,
+    }
+}

@@ -1,0 +1,50 @@
+//! The wgpu device layer: adapters, devices, storage buffers, compute pipelines,
+//! dispatches and timing, over Vulkan (and Metal/DX12 on their platforms).
+//!
+//! Kernels come as naga IR (from rutile's SPIR-V backend), SPIR-V words or WGSL, with
+//! rutile's binding layout: the pointer parameters as read-write storage buffers at
+//! group 0, bindings `0..n`, then one uniform buffer at binding `n` with the launch
+//! information and scalar parameters ([`BindingLayout`]).
+//!
+//! Nothing here panics on a machine without an adapter: [`WgpuDevice::open`] returns
+//! [`WgpuError::NoAdapter`]. wgpu's validation errors, which it would otherwise turn into
+//! panics, come back as [`WgpuError::Validation`] with wgpu's message.
+//!
+//! ```no_run
+//! use rutile::vulkan::{BindingLayout, KernelSource, WgpuBuffer, WgpuDevice};
+//! # fn main() -> Result<(), rutile::vulkan::WgpuError> {
+//! let device = WgpuDevice::open(None)?;
+//! let wgsl = "
+//!     @group(0) @binding(0) var<storage, read_write> x: array<f32>;
+//!     @group(0) @binding(1) var<uniform> n: vec4<u32>;
+//!     @compute @workgroup_size(64)
+//!     fn double(@builtin(global_invocation_id) id: vec3<u32>) {
+//!         if id.x < n.x { x[id.x] = 2.0 * x[id.x]; }
+//!     }";
+//! let pipeline =
+//!     device.create_pipeline(KernelSource::Wgsl(wgsl.into()), "double", BindingLayout::new(1, true))?;
+//! let x = WgpuBuffer::from_slice(&device, &[1.0f32, 2.0, 3.0])?;
+//! let n = [3u32, 0, 0, 0];
+//! device.dispatch(&pipeline, &[&x], Some(bytemuck::cast_slice(&n)), [1, 1, 1])?;
+//! assert_eq!(x.read_as::<f32>()?, vec![2.0, 4.0, 6.0]);
+//! # Ok(()) }
+//! ```
+
+mod adapters;
+mod buffer;
+mod device;
+mod dispatch;
+mod error;
+mod pipeline;
+mod properties;
+
+pub use adapters::{adapters, best_adapter, AdapterKind, AdapterSummary};
+pub use buffer::WgpuBuffer;
+pub use device::WgpuDevice;
+pub use dispatch::split_grid;
+pub use error::WgpuError;
+pub use pipeline::{BindingLayout, KernelSource, PipelineCache, WgpuPipeline};
+pub use properties::{vendor_name, CooperativeMatrixShape, WgpuDeviceProperties, WgpuFeatures};
+/// The naga version wgpu takes modules of; rutile's SPIR-V backend must build its
+/// modules with this same naga.
+pub use wgpu::naga;

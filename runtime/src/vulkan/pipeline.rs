@@ -1,0 +1,299 @@
+//! Compute pipelines from naga IR, SPIR-V or WGSL, with rutile's standard binding layout,
+//! and a cache of them keyed by the caller.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::device::{lock, WgpuDevice};
+use super::error::WgpuError;
+
+/// The bindings of a rutile kernel, all in bind group 0: `storage_buffers` read-write
+/// storage buffers at bindings `0..storage_buffers` (the pointer parameters, in order),
+/// then, if `uniform`, one uniform buffer at binding `storage_buffers` (launch info and
+/// scalar parameters).
+///
+/// Every kernel with the same shape shares one bind-group layout and pipeline layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BindingLayout {
+    /// Number of storage buffers, bindings `0..storage_buffers`.
+    pub storage_buffers: u32,
+    /// Whether a uniform buffer follows them.
+    pub uniform: bool,
+}
+
+impl BindingLayout {
+    /// `storage_buffers` storage buffers, then a uniform buffer if `uniform`.
+    pub fn new(storage_buffers: u32, uniform: bool) -> Self {
+        BindingLayout {
+            storage_buffers,
+            uniform,
+        }
+    }
+
+    /// The uniform buffer's binding number, if there is one.
+    pub fn uniform_binding(&self) -> Option<u32> {
+        self.uniform.then_some(self.storage_buffers)
+    }
+
+    fn entries(&self) -> Vec<wgpu::BindGroupLayoutEntry> {
+        let buffer = |binding, ty| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let mut entries: Vec<_> = (0..self.storage_buffers)
+            .map(|b| buffer(b, wgpu::BufferBindingType::Storage { read_only: false }))
+            .collect();
+        if let Some(b) = self.uniform_binding() {
+            entries.push(buffer(b, wgpu::BufferBindingType::Uniform));
+        }
+        entries
+    }
+}
+
+/// The wgpu layout objects of one [`BindingLayout`].
+#[derive(Debug, Clone)]
+pub(crate) struct LayoutObjects {
+    pub(crate) bind_group_layout: wgpu::BindGroupLayout,
+    pub(crate) pipeline_layout: wgpu::PipelineLayout,
+}
+
+/// Where a kernel's code comes from.
+#[derive(Debug, Clone)]
+pub enum KernelSource<'a> {
+    /// A naga module, as rutile's SPIR-V backend produces it (wgpu validates it again).
+    Naga(Box<wgpu::naga::Module>),
+    /// SPIR-V words.
+    SpirV(Cow<'a, [u32]>),
+    /// WGSL text.
+    Wgsl(Cow<'a, str>),
+}
+
+impl KernelSource<'_> {
+    fn kind(&self) -> &'static str {
+        match self {
+            KernelSource::Naga(_) => "naga",
+            KernelSource::SpirV(_) => "SPIR-V",
+            KernelSource::Wgsl(_) => "WGSL",
+        }
+    }
+}
+
+/// A compute pipeline and the layout of its bindings.
+///
+/// Cloning is cheap and shares the pipeline.
+#[derive(Debug, Clone)]
+pub struct WgpuPipeline {
+    pub(crate) device: WgpuDevice,
+    pub(crate) pipeline: wgpu::ComputePipeline,
+    pub(crate) bind_group_layout: wgpu::BindGroupLayout,
+    pub(crate) layout: BindingLayout,
+    entry_point: String,
+}
+
+impl WgpuPipeline {
+    /// The binding layout the pipeline was created with.
+    pub fn layout(&self) -> BindingLayout {
+        self.layout
+    }
+
+    /// The entry point's name.
+    pub fn entry_point(&self) -> &str {
+        &self.entry_point
+    }
+
+    /// The device the pipeline belongs to.
+    pub fn device(&self) -> &WgpuDevice {
+        &self.device
+    }
+
+    /// The wgpu pipeline, for work this layer does not cover.
+    pub fn raw(&self) -> &wgpu::ComputePipeline {
+        &self.pipeline
+    }
+}
+
+impl WgpuDevice {
+    /// Compiles `source` and creates a compute pipeline for its entry point `entry_point`
+    /// with the bindings `layout`.
+    ///
+    /// A shader that does not parse or validate, an unknown entry point, or bindings
+    /// that do not match `layout` give [`WgpuError::Validation`] with wgpu's message.
+    pub fn create_pipeline(
+        &self,
+        source: KernelSource<'_>,
+        entry_point: &str,
+        layout: BindingLayout,
+    ) -> Result<WgpuPipeline, WgpuError> {
+        let layouts = self.layout_objects(layout)?;
+        let what = format!(
+            "creating the compute pipeline `{entry_point}` from {}",
+            source.kind()
+        );
+        let source = match source {
+            KernelSource::Naga(module) => wgpu::ShaderSource::Naga(Cow::Owned(*module)),
+            KernelSource::SpirV(words) => wgpu::ShaderSource::SpirV(words),
+            KernelSource::Wgsl(text) => wgpu::ShaderSource::Wgsl(text),
+        };
+        let pipeline = self.scoped(&what, || {
+            let module = self
+                .raw()
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(entry_point),
+                    source,
+                });
+            self.raw()
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(entry_point),
+                    layout: Some(&layouts.pipeline_layout),
+                    module: &module,
+                    entry_point: Some(entry_point),
+                    compilation_options: wgpu::PipelineCompilationOptions::default(),
+                    cache: None,
+                })
+        })?;
+        Ok(WgpuPipeline {
+            device: self.clone(),
+            pipeline,
+            bind_group_layout: layouts.bind_group_layout,
+            layout,
+            entry_point: entry_point.to_string(),
+        })
+    }
+
+    /// The shared layout objects for `layout`, created on first use.
+    pub(crate) fn layout_objects(&self, layout: BindingLayout) -> Result<LayoutObjects, WgpuError> {
+        let limit = self.properties().max_storage_buffers_per_stage;
+        if layout.storage_buffers > limit {
+            return Err(WgpuError::InvalidArgument {
+                what: format!(
+                    "{} storage buffers exceed the device's limit of {limit} per shader stage",
+                    layout.storage_buffers
+                ),
+            });
+        }
+        if let Some(objects) = self.layouts().get(&layout) {
+            return Ok(objects.clone());
+        }
+        let objects = self.scoped("creating a bind group layout", || {
+            let entries = layout.entries();
+            let bind_group_layout =
+                self.raw()
+                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                        label: Some("rutile kernel bindings"),
+                        entries: &entries,
+                    });
+            let pipeline_layout =
+                self.raw()
+                    .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                        label: Some("rutile kernel layout"),
+                        bind_group_layouts: &[Some(&bind_group_layout)],
+                        immediate_size: 0,
+                    });
+            LayoutObjects {
+                bind_group_layout,
+                pipeline_layout,
+            }
+        })?;
+        // Another thread may have raced us here; either copy is equivalent, keep the first.
+        Ok(self.layouts().entry(layout).or_insert(objects).clone())
+    }
+}
+
+/// Compiled pipelines, keyed by a number the caller chooses (e.g. a hash of the kernel,
+/// its specialisation and the device). Safe to share between threads.
+#[derive(Debug, Default)]
+pub struct PipelineCache {
+    pipelines: Mutex<HashMap<u64, WgpuPipeline>>,
+}
+
+impl PipelineCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The pipeline cached under `key`, if any.
+    pub fn get(&self, key: u64) -> Option<WgpuPipeline> {
+        lock(&self.pipelines).get(&key).cloned()
+    }
+
+    /// The pipeline cached under `key`, or the one `create` makes, which is then cached.
+    /// An error from `create` is returned and nothing is cached. `create` runs without
+    /// the cache locked; if two threads race on one key, the first insert wins.
+    pub fn get_or_create(
+        &self,
+        key: u64,
+        create: impl FnOnce() -> Result<WgpuPipeline, WgpuError>,
+    ) -> Result<WgpuPipeline, WgpuError> {
+        if let Some(p) = self.get(key) {
+            return Ok(p);
+        }
+        let pipeline = create()?;
+        Ok(lock(&self.pipelines).entry(key).or_insert(pipeline).clone())
+    }
+
+    /// Caches `pipeline` under `key`, returning the one it replaces.
+    pub fn insert(&self, key: u64, pipeline: WgpuPipeline) -> Option<WgpuPipeline> {
+        lock(&self.pipelines).insert(key, pipeline)
+    }
+
+    /// Removes the pipeline under `key`.
+    pub fn remove(&self, key: u64) -> Option<WgpuPipeline> {
+        lock(&self.pipelines).remove(&key)
+    }
+
+    /// Number of cached pipelines.
+    pub fn len(&self) -> usize {
+        lock(&self.pipelines).len()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops every cached pipeline.
+    pub fn clear(&self) {
+        lock(&self.pipelines).clear()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_layout_entries() {
+        let l = BindingLayout::new(3, true);
+        assert_eq!(l.uniform_binding(), Some(3));
+        let e = l.entries();
+        assert_eq!(e.len(), 4);
+        for (i, entry) in e.iter().enumerate() {
+            assert_eq!(entry.binding, i as u32);
+        }
+        assert!(matches!(
+            e[0].ty,
+            wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only: false },
+                ..
+            }
+        ));
+        assert!(matches!(
+            e[3].ty,
+            wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                ..
+            }
+        ));
+        let l = BindingLayout::new(2, false);
+        assert_eq!(l.uniform_binding(), None);
+        assert_eq!(l.entries().len(), 2);
+    }
+}

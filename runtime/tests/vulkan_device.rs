@@ -1,0 +1,448 @@
+//! End-to-end tests of the wgpu device layer on a real adapter (Mesa's lavapipe on
+//! machines without a GPU).
+//!
+//! Without an adapter each test prints "no wgpu adapter: skipped" and passes, unless
+//! `RUTILE_REQUIRE_TOOLS=1` (set by scripts/test.sh and CI), which turns a missing adapter
+//! into a failure.
+
+use std::sync::OnceLock;
+
+use rutile::vulkan::{
+    adapters, best_adapter, split_grid, AdapterKind, BindingLayout, KernelSource, PipelineCache,
+    WgpuBuffer, WgpuDevice, WgpuError,
+};
+
+/// One device shared by all tests (they run on several threads, which also exercises
+/// wgpu's thread-local error scopes).
+fn device() -> Option<&'static WgpuDevice> {
+    static DEVICE: OnceLock<Option<WgpuDevice>> = OnceLock::new();
+    let device = DEVICE.get_or_init(|| match WgpuDevice::open(None) {
+        Ok(device) => Some(device),
+        Err(e) if e.is_unavailable() => None,
+        Err(e) => panic!("an adapter exists but opening it failed: {e}"),
+    });
+    if device.is_none() {
+        if std::env::var("RUTILE_REQUIRE_TOOLS").as_deref() == Ok("1") {
+            panic!(
+                "lavapipe missing: install mesa-vulkan-drivers (and libvulkan1); \
+                 RUTILE_REQUIRE_TOOLS=1 makes a missing wgpu adapter a failure"
+            );
+        }
+        eprintln!("no wgpu adapter: skipped");
+    }
+    device.as_ref()
+}
+
+/// SplitMix64: deterministic pseudo-random numbers without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+
+    /// A normal, non-zero f32 of either sign with magnitude in [2^-20, 2^20).
+    fn f32(&mut self) -> f32 {
+        let r = self.next();
+        let mantissa = (r & 0x7f_ffff) as u32;
+        let exponent = 127 - 20 + ((r >> 23) % 40) as u32;
+        let sign = ((r >> 40) & 1) as u32;
+        f32::from_bits(sign << 31 | exponent << 23 | mantissa)
+    }
+}
+
+const ADD_WGSL: &str = "
+struct Launch {
+    n: u32,
+}
+
+@group(0) @binding(0) var<storage, read_write> a: array<f32>;
+@group(0) @binding(1) var<storage, read_write> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<uniform> launch: Launch;
+
+@compute @workgroup_size(256)
+fn add(@builtin(global_invocation_id) id: vec3<u32>) {
+    let i = id.x;
+    if i < launch.n {
+        c[i] = a[i] + b[i];
+    }
+}
+";
+
+/// Counts, for each program of a `grid` split into several dispatches, how often it ran.
+const COVER_WGSL: &str = "
+struct Launch {
+    offset: vec3<u32>,
+    grid: vec3<u32>,
+}
+
+@group(0) @binding(0) var<storage, read_write> hits: array<atomic<u32>>;
+@group(0) @binding(1) var<uniform> launch: Launch;
+
+@compute @workgroup_size(1)
+fn cover(@builtin(workgroup_id) wg: vec3<u32>) {
+    let p = wg + launch.offset;
+    let i = (p.z * launch.grid.y + p.y) * launch.grid.x + p.x;
+    atomicAdd(&hits[i], 1u);
+}
+";
+
+fn add_layout() -> BindingLayout {
+    BindingLayout::new(3, true)
+}
+
+#[test]
+fn lists_adapters_and_opens_the_best() {
+    let Some(device) = device() else { return };
+    let list = adapters();
+    assert!(!list.is_empty());
+    for a in &list {
+        println!("{a}");
+    }
+    let best = best_adapter().unwrap();
+    println!("best: {best}");
+    assert_eq!(best.index, device.adapter_index());
+    let props = device.properties();
+    println!("{props}");
+    println!("enabled features: {:?}", device.features());
+    assert_eq!(props.name, best.name);
+    assert!(props.max_workgroups_per_dimension >= 65535);
+    assert!(props.max_invocations_per_workgroup >= 256);
+    assert!(props.max_workgroup_storage_bytes >= 16384);
+    assert!(props.max_storage_buffers_per_stage >= 8);
+    if best.kind == AdapterKind::Cpu && props.vendor_id == 0x10005 {
+        assert_eq!(props.vendor_name(), Some("Mesa"));
+    }
+    // Enabled features are the adapter's, without the experimental one.
+    let (adapter, enabled) = (&props.features, device.features());
+    assert_eq!(enabled.f16, adapter.f16);
+    assert_eq!(enabled.i64, adapter.i64);
+    assert_eq!(enabled.f64, adapter.f64);
+    assert_eq!(enabled.subgroups, adapter.subgroups);
+    assert_eq!(enabled.timestamp_query, adapter.timestamp_query);
+    assert!(!enabled.cooperative_matrix);
+
+    match WgpuDevice::open(Some(list.len() + 3)) {
+        Err(WgpuError::AdapterNotFound { index, count }) => {
+            assert_eq!((index, count), (list.len() + 3, list.len()))
+        }
+        other => panic!("expected AdapterNotFound, got {other:?}"),
+    }
+}
+
+#[test]
+fn buffers_round_trip() {
+    let Some(device) = device() else { return };
+    let mut rng = Rng(1);
+    for len in [1usize, 3, 4, 1000, 1_000_003] {
+        let data = rng.bytes(len);
+        let buffer = WgpuBuffer::from_bytes(device, &data).unwrap();
+        assert_eq!(buffer.len(), len);
+        assert_eq!(buffer.allocated_bytes() % 4, 0);
+        assert_eq!(buffer.read().unwrap(), data, "length {len}");
+        let again = rng.bytes(len);
+        buffer.write(&again).unwrap();
+        assert_eq!(buffer.read().unwrap(), again, "length {len}");
+    }
+
+    let empty = WgpuBuffer::zeroed(device, 0).unwrap();
+    assert!(empty.is_empty());
+    assert_eq!(empty.allocated_bytes(), 4);
+    assert_eq!(empty.read().unwrap(), Vec::<u8>::new());
+    empty.write(&[]).unwrap();
+
+    let zeros = WgpuBuffer::zeroed(device, 4097).unwrap();
+    assert_eq!(zeros.read().unwrap(), vec![0u8; 4097]);
+    match zeros.write(&[1, 2, 3]) {
+        Err(WgpuError::BufferSize { expected, got }) => assert_eq!((expected, got), (4097, 3)),
+        other => panic!("expected BufferSize, got {other:?}"),
+    }
+
+    let values: Vec<u32> = (0..777).map(|_| rng.next() as u32).collect();
+    let typed = WgpuBuffer::from_slice(device, &values).unwrap();
+    assert_eq!(typed.read_as::<u32>().unwrap(), values);
+    let halves: Vec<u16> = typed.read_as().unwrap();
+    assert_eq!(halves.len(), 2 * values.len());
+    assert!(matches!(
+        typed.read_as::<[u8; 5]>(),
+        Err(WgpuError::InvalidArgument { .. })
+    ));
+
+    let too_large = device.properties().max_storage_buffer_bytes() as usize + 1;
+    match WgpuBuffer::zeroed(device, too_large) {
+        Err(e @ WgpuError::BufferTooLarge { .. }) => println!("{e}"),
+        other => panic!("expected BufferTooLarge, got {other:?}"),
+    }
+}
+
+fn random_inputs(n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let mut rng = Rng(42);
+    let a: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+    let b: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+    let c = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    (a, b, c)
+}
+
+/// Runs the add kernel of `source` on a ragged length and compares bit for bit.
+fn check_add(device: &WgpuDevice, source: KernelSource<'_>) {
+    let n = 98433usize;
+    let (a, b, expected) = random_inputs(n);
+    let pipeline = device.create_pipeline(source, "add", add_layout()).unwrap();
+    let da = WgpuBuffer::from_slice(device, &a).unwrap();
+    let db = WgpuBuffer::from_slice(device, &b).unwrap();
+    let dc = WgpuBuffer::zeroed(device, n * 4).unwrap();
+    let uniform = (n as u32).to_le_bytes();
+    let groups = (n as u32).div_ceil(256);
+    device
+        .dispatch(&pipeline, &[&da, &db, &dc], Some(&uniform), [groups, 1, 1])
+        .unwrap();
+    let got: Vec<f32> = dc.read_as().unwrap();
+    let mismatches = got
+        .iter()
+        .zip(&expected)
+        .filter(|(g, e)| g.to_bits() != e.to_bits())
+        .count();
+    assert_eq!(mismatches, 0, "{mismatches} of {n} sums differ");
+}
+
+#[test]
+fn adds_ragged_f32_arrays_from_wgsl() {
+    let Some(device) = device() else { return };
+    check_add(device, KernelSource::Wgsl(ADD_WGSL.into()));
+}
+
+#[test]
+fn adds_ragged_f32_arrays_from_a_naga_module() {
+    let Some(device) = device() else { return };
+    let module = naga::front::wgsl::parse_str(ADD_WGSL).unwrap();
+    check_add(device, KernelSource::Naga(Box::new(module)));
+}
+
+#[test]
+fn adds_ragged_f32_arrays_from_spirv() {
+    let Some(device) = device() else { return };
+    let module = naga::front::wgsl::parse_str(ADD_WGSL).unwrap();
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::empty(),
+    )
+    .validate(&module)
+    .unwrap();
+    let words =
+        naga::back::spv::write_vec(&module, &info, &naga::back::spv::Options::default(), None)
+            .unwrap();
+    check_add(device, KernelSource::SpirV(words.into()));
+}
+
+#[test]
+fn pipeline_cache_reuses_pipelines() {
+    let Some(device) = device() else { return };
+    let cache = PipelineCache::new();
+    let mut created = 0;
+    for _ in 0..3 {
+        let p = cache
+            .get_or_create(7, || {
+                created += 1;
+                device.create_pipeline(KernelSource::Wgsl(ADD_WGSL.into()), "add", add_layout())
+            })
+            .unwrap();
+        assert_eq!(p.entry_point(), "add");
+        assert_eq!(p.layout(), add_layout());
+    }
+    assert_eq!(created, 1);
+    assert_eq!(cache.len(), 1);
+    assert!(cache.get(8).is_none());
+    // A failed creation caches nothing.
+    let failed = cache.get_or_create(8, || {
+        device.create_pipeline(KernelSource::Wgsl(ADD_WGSL.into()), "nope", add_layout())
+    });
+    assert!(failed.is_err());
+    assert_eq!(cache.len(), 1);
+}
+
+#[test]
+fn split_dispatches_cover_every_program_once() {
+    let Some(device) = device() else { return };
+    let grid = [20u32, 9, 3];
+    let programs = grid.iter().product::<u32>() as usize;
+    let pipeline = device
+        .create_pipeline(
+            KernelSource::Wgsl(COVER_WGSL.into()),
+            "cover",
+            BindingLayout::new(1, true),
+        )
+        .unwrap();
+    let hits = WgpuBuffer::zeroed(device, programs * 4).unwrap();
+    let pieces = split_grid(grid, 7);
+    // x: 7 + 7 + 6, y: 7 + 2, z: 3.
+    assert_eq!(pieces.len(), 6);
+    for (offset, count) in pieces {
+        // vec3<u32> members are 16-byte aligned in a uniform struct.
+        let words = [
+            offset[0], offset[1], offset[2], 0, grid[0], grid[1], grid[2], 0,
+        ];
+        device
+            .dispatch(
+                &pipeline,
+                &[&hits],
+                Some(bytemuck::cast_slice(&words)),
+                count,
+            )
+            .unwrap();
+    }
+    let counts: Vec<u32> = hits.read_as().unwrap();
+    let bad: Vec<usize> = (0..programs).filter(|&i| counts[i] != 1).collect();
+    assert!(bad.is_empty(), "programs not run exactly once: {bad:?}");
+}
+
+#[test]
+fn invalid_shaders_are_errors_not_panics() {
+    let Some(device) = device() else { return };
+    let broken = "
+        @group(0) @binding(0) var<storage, read_write> x: array<f32>;
+        @compute @workgroup_size(64)
+        fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+            x[id.x] = undefined_name + 1.0;
+        }";
+    match device.create_pipeline(
+        KernelSource::Wgsl(broken.into()),
+        "main",
+        BindingLayout::new(1, false),
+    ) {
+        Err(WgpuError::Validation { message }) => {
+            println!("{message}");
+            assert!(message.contains("main"), "{message}");
+            assert!(message.contains("undefined_name"), "{message}");
+        }
+        other => panic!("expected Validation, got {other:?}"),
+    }
+    // An entry point that does not exist.
+    let result = device.create_pipeline(KernelSource::Wgsl(ADD_WGSL.into()), "sub", add_layout());
+    assert!(
+        matches!(result, Err(WgpuError::Validation { .. })),
+        "{result:?}"
+    );
+    // A shader whose bindings do not match the layout (binding 3 missing).
+    let result = device.create_pipeline(
+        KernelSource::Wgsl(ADD_WGSL.into()),
+        "add",
+        BindingLayout::new(3, false),
+    );
+    assert!(
+        matches!(result, Err(WgpuError::Validation { .. })),
+        "{result:?}"
+    );
+    // Garbage SPIR-V.
+    let words = vec![0x0723_0203u32, 0x0001_0000, 0, 1, 0, 17, 1];
+    let result = device.create_pipeline(
+        KernelSource::SpirV(words.into()),
+        "main",
+        BindingLayout::new(1, false),
+    );
+    assert!(
+        matches!(result, Err(WgpuError::Validation { .. })),
+        "{result:?}"
+    );
+    // The device still works.
+    check_add(device, KernelSource::Wgsl(ADD_WGSL.into()));
+}
+
+#[test]
+fn bad_dispatches_are_refused() {
+    let Some(device) = device() else { return };
+    let pipeline = device
+        .create_pipeline(KernelSource::Wgsl(ADD_WGSL.into()), "add", add_layout())
+        .unwrap();
+    let a = WgpuBuffer::zeroed(device, 16).unwrap();
+    let n = 4u32.to_le_bytes();
+    let what = |r: Result<(), WgpuError>| match r {
+        Err(WgpuError::InvalidDispatch { what }) => what,
+        other => panic!("expected InvalidDispatch, got {other:?}"),
+    };
+    let w = what(device.dispatch(&pipeline, &[&a, &a, &a], Some(&n), [0, 1, 1]));
+    assert!(w.contains("in x is 0"), "{w}");
+    let w = what(device.dispatch(&pipeline, &[&a, &a, &a], Some(&n), [1, 1, 0]));
+    assert!(w.contains("in z is 0"), "{w}");
+    let max = device.properties().max_workgroups_per_dimension;
+    let w = what(device.dispatch(&pipeline, &[&a, &a, &a], Some(&n), [1, max + 1, 1]));
+    assert!(w.contains("in y") && w.contains(&max.to_string()), "{w}");
+    let w = what(device.dispatch(&pipeline, &[&a, &a], Some(&n), [1, 1, 1]));
+    assert!(w.contains("3 storage buffers, 2 were given"), "{w}");
+    let w = what(device.dispatch(&pipeline, &[&a, &a, &a], None, [1, 1, 1]));
+    assert!(w.contains("uniform"), "{w}");
+    assert!(matches!(
+        device.dispatch_timed(&pipeline, &[&a, &a, &a], Some(&n), [0, 0, 0]),
+        Err(WgpuError::InvalidDispatch { .. })
+    ));
+    // A buffer of another device.
+    let other = WgpuDevice::open(Some(device.adapter_index())).unwrap();
+    let foreign = WgpuBuffer::zeroed(&other, 16).unwrap();
+    let w = what(device.dispatch(&pipeline, &[&a, &foreign, &a], Some(&n), [1, 1, 1]));
+    assert!(
+        w.contains("storage buffer 1 belongs to another device"),
+        "{w}"
+    );
+
+    // Errors only wgpu sees: the uniform struct of `cover` is 32 bytes, 4 are given
+    // (padded to 16), so binding it fails validation when the pass is recorded.
+    let cover = device
+        .create_pipeline(
+            KernelSource::Wgsl(COVER_WGSL.into()),
+            "cover",
+            BindingLayout::new(1, true),
+        )
+        .unwrap();
+    match device.dispatch(&cover, &[&a], Some(&n), [1, 1, 1]) {
+        Err(WgpuError::Validation { message }) => {
+            println!("{message}");
+            assert!(message.contains("dispatching `cover`"), "{message}");
+        }
+        other => panic!("expected Validation, got {other:?}"),
+    }
+    // The device still works afterwards.
+    check_add(device, KernelSource::Wgsl(ADD_WGSL.into()));
+}
+
+#[test]
+fn timing_matches_the_timestamp_feature() {
+    let Some(device) = device() else { return };
+    let n = 1 << 20;
+    let (a, b, expected) = random_inputs(n);
+    let pipeline = device
+        .create_pipeline(KernelSource::Wgsl(ADD_WGSL.into()), "add", add_layout())
+        .unwrap();
+    let da = WgpuBuffer::from_slice(device, &a).unwrap();
+    let db = WgpuBuffer::from_slice(device, &b).unwrap();
+    let dc = WgpuBuffer::zeroed(device, n * 4).unwrap();
+    let uniform = (n as u32).to_le_bytes();
+    let ms = device
+        .dispatch_timed(
+            &pipeline,
+            &[&da, &db, &dc],
+            Some(&uniform),
+            [(n as u32) / 256, 1, 1],
+        )
+        .unwrap();
+    println!(
+        "timestamp queries: {}, dispatch time: {ms:?} ms",
+        device.features().timestamp_query
+    );
+    match ms {
+        Some(ms) => {
+            assert!(device.features().timestamp_query);
+            assert!(ms > 0.0 && ms.is_finite(), "{ms}");
+        }
+        None => assert!(!device.features().timestamp_query),
+    }
+    // The work ran either way.
+    assert_eq!(dc.read_as::<f32>().unwrap(), expected);
+}
