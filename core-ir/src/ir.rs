@@ -229,21 +229,25 @@ pub enum Op {
     /// Reduces along `axis`, removing it from the shape.
     Reduce { op: ReduceOp, value: ValueId, axis: u8 },
     /// Matrix product `a @ b + acc` of `[M, K]` and `[K, N]` blocks into an `[M, N]`
-    /// accumulator (f16/bf16 inputs with f32 accumulation, or f32 inputs).
+    /// accumulator: f16, bf16 or f32 inputs (both of one type) with an f32 accumulator, or
+    /// f64 inputs with an f64 accumulator.
     Dot { a: ValueId, b: ValueId, acc: ValueId },
     /// Atomic read-modify-write where `mask` holds; returns the old values (0 elsewhere).
     Atomic { op: AtomicOp, ptr: ValueId, value: ValueId, mask: Option<ValueId> },
     /// Compare-and-swap: where `*ptr == cmp`, stores `value`; returns the old values.
     AtomicCas { ptr: ValueId, cmp: ValueId, value: ValueId, mask: Option<ValueId> },
     /// `for i in (start..end).step_by(step)` (negative steps count down, stopping before
-    /// `end`). Region 0 has arguments `[i, carried...]` and yields the next carried values;
-    /// the results are the final carried values.
+    /// `end`). `start`, `end` and `step` are scalars of one integer type, which is also the
+    /// type of `i`; a zero step is invalid (the interpreter reports it). Region 0 has arguments
+    /// `[i, carried...]` and yields the next carried values; the results are the final
+    /// carried values.
     For { start: ValueId, end: ValueId, step: ValueId, init: Vec<ValueId> },
     /// Region 0 (then) or region 1 (else) runs; each yields the results.
     If { cond: ValueId },
     /// Region 0 (the condition) has arguments `[carried...]` and yields one boolean scalar;
-    /// while it is true, region 1 (the body) runs on the same arguments and yields the next
-    /// carried values. The results are the carried values when the condition fails.
+    /// while it is true, region 1 (the body) runs and yields the next carried values. Region 1
+    /// has its own arguments, of the carried types, which take the same values as region 0's
+    /// for that iteration. The results are the carried values when the condition fails.
     While { init: Vec<ValueId> },
     /// Ends a region, giving its values to the enclosing op.
     Yield { values: Vec<ValueId> },

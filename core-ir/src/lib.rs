@@ -2,7 +2,7 @@
 //!
 //! A kernel is built by ordinary Rust code through [`KernelBuilder`] (the meta-parameters of
 //! Triton's `constexpr` are plain Rust values), checked as it is built and again by
-//! [`verify`], printed by [`print`], and run exactly on the CPU by [`interp`].
+//! [`verify`], printed by [`mod@print`], and run exactly on the CPU by [`interp`].
 
 pub mod arena;
 pub mod builder;

@@ -221,14 +221,22 @@ impl Shape {
         }
         Shape::new(&dims[..rank])
     }
-    /// The shape with `axis` removed (the result of a reduction).
-    pub fn remove_axis(&self, axis: usize) -> Shape {
+    /// The shape with `axis` removed (the result of a reduction), or `None` when `axis` is
+    /// not below the rank.
+    pub fn remove_axis(&self, axis: usize) -> Option<Shape> {
+        if axis >= self.rank() {
+            return None;
+        }
         let mut dims: Vec<u32> = self.dims().to_vec();
         dims.remove(axis);
-        Shape::new(&dims).expect("removing an axis lowers the rank")
+        Shape::new(&dims)
     }
-    /// The shape with a 1 inserted at `axis`, or `None` if the rank would exceed the limit.
+    /// The shape with a 1 inserted at `axis` (`0..=rank`), or `None` when `axis` is above
+    /// the rank or the rank would exceed [`MAX_RANK`].
     pub fn insert_axis(&self, axis: usize) -> Option<Shape> {
+        if axis > self.rank() {
+            return None;
+        }
         let mut dims: Vec<u32> = self.dims().to_vec();
         dims.insert(axis, 1);
         Shape::new(&dims)
@@ -305,5 +313,34 @@ impl fmt::Display for Type {
             }
             write!(f, "{}>", self.elem)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_axis_checks_the_axis_and_the_rank() {
+        let s = Shape::new(&[4, 8]).unwrap();
+        assert_eq!(s.insert_axis(0), Shape::new(&[1, 4, 8]));
+        assert_eq!(s.insert_axis(1), Shape::new(&[4, 1, 8]));
+        assert_eq!(s.insert_axis(2), Shape::new(&[4, 8, 1]));
+        assert_eq!(s.insert_axis(3), None);
+        assert_eq!(s.insert_axis(usize::MAX), None);
+        assert_eq!(Shape::new(&[2, 2, 2]).unwrap().insert_axis(0), None);
+        assert_eq!(Shape::SCALAR.insert_axis(0), Shape::new(&[1]));
+        assert_eq!(Shape::SCALAR.insert_axis(1), None);
+    }
+
+    #[test]
+    fn remove_axis_checks_the_axis() {
+        let s = Shape::new(&[2, 4, 8]).unwrap();
+        assert_eq!(s.remove_axis(0), Shape::new(&[4, 8]));
+        assert_eq!(s.remove_axis(1), Shape::new(&[2, 8]));
+        assert_eq!(s.remove_axis(2), Shape::new(&[2, 4]));
+        assert_eq!(s.remove_axis(3), None);
+        assert_eq!(Shape::SCALAR.remove_axis(0), None);
+        assert_eq!(Shape::new(&[16]).unwrap().remove_axis(0), Some(Shape::SCALAR));
     }
 }

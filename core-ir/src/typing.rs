@@ -223,13 +223,12 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             if v.shape.rank() == 0 {
                 return Err(format!("cannot reduce a scalar ({v})"));
             }
-            if axis >= v.shape.rank() {
+            let Some(shape) = v.shape.remove_axis(axis) else {
                 return Err(format!("axis {axis} is out of range for {v} (rank {})", v.shape.rank()));
-            }
+            };
             if s.is_bool() && *op == ReduceOp::Sum {
                 return Err("cannot sum booleans; cast them to an integer type first".into());
             }
-            let shape = v.shape.remove_axis(axis);
             let elem = match op {
                 ReduceOp::ArgMax | ReduceOp::ArgMin => ScalarType::I32,
                 _ => s,

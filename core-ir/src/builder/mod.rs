@@ -15,7 +15,7 @@
 //! ```
 //!
 //! Every method checks its op as it builds it. A wrong op never panics: the builder records
-//! a [`Diagnostic`](crate::error::Diagnostic) naming the op, the caller's line and the reason,
+//! a [`Diagnostic`] naming the op, the caller's line and the reason,
 //! returns a placeholder value so that building can go on, and [`Kernel::build`] returns all
 //! the errors. Ops whose operands came from a failed op fail silently, so one mistake gives
 //! one message.

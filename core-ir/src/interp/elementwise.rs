@@ -20,11 +20,10 @@
 
 use super::error::{invalid, Fault};
 use super::tensor::{
-    bf16_from_f64, f16_from_f64, int_to_f64_round_to_odd, round_floats, wrap_int, wrap_ints, Data, Tensor,
+    float_from_bits, float_to_bits, int_to_f64_round_to_odd, round_floats, wrap_int, wrap_ints, Data, Tensor,
 };
 use crate::ir::{BinaryOp, CmpOp, UnaryOp};
 use crate::types::{Elem, ScalarType, Type};
-use half::{bf16, f16};
 
 fn map<T: Copy, R>(x: &[T], f: impl Fn(T) -> R) -> Vec<R> {
     x.iter().map(|&a| f(a)).collect()
@@ -364,12 +363,7 @@ pub(crate) fn bitcast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     let bits: Vec<u64> = match &x.data {
         Data::Bool(v) => map(v, |b| b as u64),
         Data::Int(v) => map(v, |a| a as u64 & mask),
-        Data::Float(v) => match src {
-            ScalarType::F16 => map(v, |a| f16_from_f64(a).to_bits() as u64),
-            ScalarType::BF16 => map(v, |a| bf16_from_f64(a).to_bits() as u64),
-            ScalarType::F32 => map(v, |a| (a as f32).to_bits() as u64),
-            _ => map(v, f64::to_bits),
-        },
+        Data::Float(v) => map(v, |a| float_to_bits(src, a)),
         Data::Ptr(_) => unreachable!("scalar_type rejects pointers"),
     };
     let data = if dst.is_bool() {
@@ -377,12 +371,7 @@ pub(crate) fn bitcast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     } else if dst.is_int() {
         Data::Int(map(&bits, |b| wrap_int(dst, b as i64)))
     } else {
-        Data::Float(match dst {
-            ScalarType::F16 => map(&bits, |b| f16::from_bits(b as u16).to_f64()),
-            ScalarType::BF16 => map(&bits, |b| bf16::from_bits(b as u16).to_f64()),
-            ScalarType::F32 => map(&bits, |b| f32::from_bits(b as u32) as f64),
-            _ => map(&bits, f64::from_bits),
-        })
+        Data::Float(map(&bits, |b| float_from_bits(dst, b)))
     };
     Ok(Tensor { ty, data })
 }

@@ -8,12 +8,14 @@
 //! op hit the same element, the later lane's write wins and an atomic's later lane sees the
 //! earlier one's result. A fault stops the op where it happens (earlier lanes stay written).
 //! Atomic `max`/`min` of floats propagate NaN as `maximum`/`minimum`; `atomic_cas` of floats
-//! compares bit patterns, as the hardware does.
+//! compares bit patterns, as the hardware does. Loads quiet signaling NaNs (keeping the
+//! rest of the payload); stores write a NaN's bits as they are, so that a NaN made by a
+//! bitcast reaches memory unchanged.
 
 use super::buffer::HostBuffer;
 use super::elementwise::{fmax, fmin};
 use super::error::{invalid, Fault, FaultKind};
-use super::tensor::{bf16_from_f64, f16_from_f64, round_float, wrap_int, Data, Pointer};
+use super::tensor::{float_to_bits, round_float, wrap_int, Data, Pointer};
 use crate::ir::AtomicOp;
 use crate::types::ScalarType;
 use half::{bf16, f16};
@@ -81,13 +83,16 @@ fn float_codec(s: ScalarType) -> Codec<f64> {
     let (read, write): (Read<f64>, Write<f64>) = match s {
         ScalarType::F16 => (
             |x| f16::from_bits(u16::from_ne_bytes(b(x))).to_f64(),
-            |x, v| x.copy_from_slice(&f16_from_f64(v).to_bits().to_ne_bytes()),
+            |x, v| x.copy_from_slice(&(float_to_bits(ScalarType::F16, v) as u16).to_ne_bytes()),
         ),
         ScalarType::BF16 => (
             |x| bf16::from_bits(u16::from_ne_bytes(b(x))).to_f64(),
-            |x, v| x.copy_from_slice(&bf16_from_f64(v).to_bits().to_ne_bytes()),
+            |x, v| x.copy_from_slice(&(float_to_bits(ScalarType::BF16, v) as u16).to_ne_bytes()),
         ),
-        ScalarType::F32 => (|x| f32::from_ne_bytes(b(x)) as f64, |x, v| x.copy_from_slice(&(v as f32).to_ne_bytes())),
+        ScalarType::F32 => (
+            |x| f32::from_ne_bytes(b(x)) as f64,
+            |x, v| x.copy_from_slice(&(float_to_bits(ScalarType::F32, v) as u32).to_ne_bytes()),
+        ),
         _ => (|x| f64::from_ne_bytes(b(x)), |x, v| x.copy_from_slice(&v.to_ne_bytes())),
     };
     Codec { read, write, size: s.size_bytes() }

@@ -21,7 +21,7 @@
 //!
 //! Floats are held as f64 and rounded to their element type after every op, so f16, bf16
 //! and f32 arithmetic is correctly rounded; one exception: signaling NaNs are quieted when
-//! loaded (their payload is otherwise kept).
+//! loaded (their payload is otherwise kept). Bitcasts and stores keep every bit of a NaN.
 
 mod buffer;
 mod dot;

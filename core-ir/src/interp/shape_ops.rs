@@ -91,7 +91,7 @@ pub(crate) fn broadcast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
 }
 
 pub(crate) fn expand_dims(x: &Tensor, axis: u8, ty: Type) -> Result<Tensor, Fault> {
-    let expected = (axis as usize <= x.ty.shape.rank()).then(|| x.ty.shape.insert_axis(axis as usize)).flatten();
+    let expected = x.ty.shape.insert_axis(axis as usize);
     if x.ty.elem != ty.elem || expected != Some(ty.shape) {
         return Err(invalid!("expand_dims of {} at axis {axis} cannot give {ty}", x.ty));
     }
@@ -139,7 +139,7 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, axis: u8, ty: Type) -> Result<Ten
         ReduceOp::ArgMax | ReduceOp::ArgMin => Elem::Scalar(ScalarType::I32),
         _ => x.ty.elem,
     };
-    if ty != Type::block(out_elem, shape.remove_axis(axis)) {
+    if Some(ty) != shape.remove_axis(axis).map(|s| Type::block(out_elem, s)) {
         return Err(invalid!("{} of {} along axis {axis} cannot give {ty}", op.name(), x.ty));
     }
     let dims = shape.dims();

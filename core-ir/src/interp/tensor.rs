@@ -237,6 +237,58 @@ pub(crate) fn bf16_from_f64(v: f64) -> bf16 {
     bf16::from_f32(f32_round_to_odd(v))
 }
 
+/// The sign, exponent and mantissa widths of f16, bf16 and f32 (`None` for other types).
+fn narrow_float_layout(s: ScalarType) -> Option<(u32, u32)> {
+    match s {
+        ScalarType::F16 => Some((5, 10)),
+        ScalarType::BF16 => Some((8, 7)),
+        ScalarType::F32 => Some((8, 23)),
+        _ => None,
+    }
+}
+
+/// The value of the bits of an f16, bf16, f32 or f64 (`s`). A NaN keeps its payload and
+/// its quiet bit in the f64 (a hardware conversion would quiet a signaling NaN), so that
+/// [`float_to_bits`] gives the same bits back.
+pub(crate) fn float_from_bits(s: ScalarType, bits: u64) -> f64 {
+    let Some((exp, mant)) = narrow_float_layout(s) else {
+        return f64::from_bits(bits);
+    };
+    let exp_mask = ((1u64 << exp) - 1) << mant;
+    let payload = bits & ((1u64 << mant) - 1);
+    if bits & exp_mask == exp_mask && payload != 0 {
+        let sign = (bits >> (exp + mant)) & 1;
+        return f64::from_bits(sign << 63 | 0x7ff << 52 | payload << (52 - mant));
+    }
+    match s {
+        ScalarType::F16 => f16::from_bits(bits as u16).to_f64(),
+        ScalarType::BF16 => bf16::from_bits(bits as u16).to_f64(),
+        _ => f32::from_bits(bits as u32) as f64,
+    }
+}
+
+/// The bits of `v`, a value of the float type `s`; the inverse of [`float_from_bits`]. A NaN
+/// keeps its sign, quiet bit and the high bits of its payload (if those are all zero, it
+/// becomes the quiet NaN, as the payload must not be).
+pub(crate) fn float_to_bits(s: ScalarType, v: f64) -> u64 {
+    let Some((exp, mant)) = narrow_float_layout(s) else {
+        return v.to_bits();
+    };
+    if v.is_nan() {
+        let b = v.to_bits();
+        let payload = match (b & ((1u64 << 52) - 1)) >> (52 - mant) {
+            0 => 1 << (mant - 1),
+            p => p,
+        };
+        return (b >> 63) << (exp + mant) | ((1u64 << exp) - 1) << mant | payload;
+    }
+    match s {
+        ScalarType::F16 => f16_from_f64(v).to_bits() as u64,
+        ScalarType::BF16 => bf16_from_f64(v).to_bits() as u64,
+        _ => (v as f32).to_bits() as u64,
+    }
+}
+
 /// The nearest f64 of an integer (signed `i64`, or the bit pattern of a `u64`), with
 /// round-to-odd at 53 bits so that a second rounding to a narrower float (f16, bf16) is
 /// correct.

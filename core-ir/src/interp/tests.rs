@@ -197,7 +197,7 @@ impl Kb {
             ReduceOp::ArgMax | ReduceOp::ArgMin => Elem::Scalar(I32),
             _ => ty.elem,
         };
-        self.op(Op::Reduce { op, value, axis }, Type::block(elem, ty.shape.remove_axis(axis as usize)))
+        self.op(Op::Reduce { op, value, axis }, Type::block(elem, ty.shape.remove_axis(axis as usize).unwrap()))
     }
     #[track_caller]
     fn dot(&mut self, a: ValueId, b: ValueId, acc: ValueId) -> ValueId {

@@ -1,11 +1,11 @@
 //! The shared lowering: block IR → per-thread IR, once for every backend.
 //!
 //! Each block value gets a [`Layout`] and becomes, in each thread, the registers of the
-//! elements that thread holds ([`LVal`]). Layouts are chosen as values are made: every
+//! elements that thread holds (`LVal`). Layouts are chosen as values are made: every
 //! shape has one default blocked layout (its vector width proven by the axis analysis of
 //! the loads and stores of that shape), reductions give slice layouts, and `expand_dims` of
 //! a slice is free. Where an op needs an operand in another layout, the operand goes
-//! through shared memory ([`exchange`]).
+//! through shared memory (the `exchange` module).
 //!
 //! Pointer blocks are traced to the parameter they come from: in registers they are element
 //! offsets from that parameter, which is how both PTX (an address) and SPIR-V (a storage
