@@ -142,9 +142,9 @@ fn gpu_bad_launches_are_errors() {
         assert!(msg(e).contains("grid x is 0"));
 
         // Out of resources: too many threads per program, too much shared memory.
-        let e = d.launch(&kernel, &LaunchConfig::grid1(2).num_warps(64), &[(&x).into(), (&x).into(), (&x).into(), Arg::I32(300)]).unwrap_err();
+        let e = d.launch(&kernel, &LaunchConfig::grid1(2).num_warps(256), &[(&x).into(), (&x).into(), (&x).into(), Arg::I32(300)]).unwrap_err();
         let text = msg(e);
-        assert!(text.contains("num_warps = 64"), "{}: {text}", d.id());
+        assert!(text.contains("num_warps = 256"), "{}: {text}", d.id());
         let big = rutile::Kernel::build("transpose_big", |k| {
             let p = k.arg_ptr("p", ScalarType::F32);
             let r = k.arange(0, 256);

@@ -30,6 +30,8 @@ pub(crate) enum Data {
 }
 
 impl Data {
+    // Used by the invariant checks of debug builds.
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     pub fn len(&self) -> usize {
         match self {
             Data::Bool(v) => v.len(),
@@ -40,6 +42,8 @@ impl Data {
     }
 
     /// The representation's name, for messages.
+    // Used by the invariant checks of debug builds.
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     pub fn kind(&self) -> &'static str {
         match self {
             Data::Bool(_) => "booleans",
@@ -85,6 +89,8 @@ pub(crate) struct Tensor {
 
 impl Tensor {
     /// Checks that the representation and length fit the type.
+    // Used by the invariant checks of debug builds.
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     pub fn check(&self) -> Result<(), Fault> {
         let (ty, data) = (self.ty, &self.data);
         let ok = match (data, ty.elem) {
