@@ -2,6 +2,7 @@
 //! the seed tutorials on a device. The `tutorials` example is the main entry point; the
 //! integration tests run the same functions.
 
+pub mod bench;
 pub mod check;
 pub mod rng;
 pub mod tutorials;

@@ -235,6 +235,15 @@ impl Device for WgpuGpu {
         Ok(self.device.synchronize()?)
     }
 
+    fn time(&self, f: &mut dyn FnMut() -> Result<()>) -> Result<f64> {
+        self.synchronize()?;
+        let start = std::time::Instant::now();
+        let gpu = self.device.time_queued(f)?;
+        self.synchronize()?;
+        // Without timestamps, wall-clock time after waiting for the work.
+        Ok(gpu.unwrap_or_else(|| start.elapsed().as_secs_f64() * 1e3))
+    }
+
     fn id(&self) -> String {
         format!("vulkan:{}", self.device.adapter_index())
     }

@@ -1,0 +1,104 @@
+//! Memory-bound seed kernels against the device-to-device copy ceiling, measured in the
+//! same run on each GPU present (CUDA and wgpu side by side):
+//!
+//!     cargo run --release --example benchmark [-- --quick] [--csv FILE]
+//!
+//! Vector add f32 for 2^12..2^28 elements (12 bytes per element) and fused softmax f32
+//! for M = 4096, N = 256..16384 (8 bytes per element), in both the one-row-per-program and
+//! the persistent form. Times are medians of device-timed runs with the L2 cache flushed
+//! before each.
+
+use rutile::seeds;
+use rutile::{Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
+use rutile_examples::bench::{do_bench, gbps, CacheFlush};
+use rutile_examples::rng::Rng;
+use std::fmt::Write as _;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let csv_path = args.iter().position(|a| a == "--csv").and_then(|i| args.get(i + 1).cloned());
+    let mut csv = String::from("device,kernel,size,median_ms,p20_ms,p80_ms,gbps,ceiling_gbps,fraction\n");
+    let devices: Vec<_> = rutile::list_devices()
+        .into_iter()
+        .filter(|l| l.id != "cpu")
+        .filter_map(|l| l.device.map_err(|e| eprintln!("{}: {e}", l.id)).ok())
+        .filter(|d| quick || d.properties().device_type != DeviceType::Cpu)
+        .collect();
+    if devices.is_empty() {
+        eprintln!("no GPU found: nothing to benchmark");
+        std::process::exit(1);
+    }
+    for dev in &devices {
+        if let Err(e) = bench_device(dev.as_ref(), quick, &mut csv) {
+            eprintln!("{}: benchmark failed: {e}", dev.id());
+            std::process::exit(1);
+        }
+    }
+    if let Some(path) = csv_path {
+        std::fs::write(&path, csv).expect("writing the CSV file");
+        println!("wrote {path}");
+    }
+}
+
+fn bench_device(dev: &dyn Device, quick: bool, csv: &mut String) -> rutile::Result<()> {
+    let id = dev.id();
+    println!("\n== {} ({})", id, dev.properties().name);
+    let reps = if quick { 5 } else { 50 };
+    let flush = if quick { None } else { Some(CacheFlush::new(dev)?) };
+    let flush = flush.as_ref();
+    let mut rng = Rng::new(7);
+
+    // The ceiling: a large device-to-device copy, bytes read + written.
+    let n_copy: usize = if quick { 1 << 20 } else { 1 << 28 };
+    let (a, b) = (dev.upload(&rng.f32s(n_copy, 0.5, 1.5))?, dev.zeros::<f32>(n_copy)?);
+    let copy = do_bench(dev, None, 3, reps.min(20), &mut || dev.copy(a.raw(), b.raw()))?;
+    let ceiling = gbps(8.0 * n_copy as f64, copy.median_ms);
+    println!("copy ceiling: {ceiling:.0} GB/s ({} MiB copied, median {:.3} ms)", 4 * n_copy >> 20, copy.median_ms);
+    let _ = writeln!(csv, "{id},copy,{n_copy},{:.5},{:.5},{:.5},{ceiling:.1},{ceiling:.1},1.0", copy.median_ms, copy.p20_ms, copy.p80_ms);
+    drop((a, b));
+
+    println!("\nvector add f32            size     GB/s   of ceiling");
+    let max_log = if quick { 20 } else { 28 };
+    let block = 1024;
+    let kernel = seeds::vector_add(ScalarType::F32, block)?;
+    for log in 12..=max_log {
+        let n = 1usize << log;
+        let (x, y, z) = (dev.upload(&rng.f32s(n, 0.5, 1.5))?, dev.upload(&rng.f32s(n, 0.5, 1.5))?, dev.zeros::<f32>(n)?);
+        let config = LaunchConfig::grid1((n as u32).div_ceil(block));
+        let args = [(&x).into(), (&y).into(), (&z).into(), (n as i32).into()];
+        let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
+        let g = gbps(12.0 * n as f64, s.median_ms);
+        println!("{:>31} {g:>8.0} {:>9.1}%", format!("2^{log}"), 100.0 * g / ceiling);
+        let _ = writeln!(csv, "{id},vector_add,{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}", s.median_ms, s.p20_ms, s.p80_ms, g / ceiling);
+    }
+
+    println!("\nsoftmax f32, M=4096         N   simple GB/s (of ceiling)   persistent GB/s (of ceiling)");
+    let m = if quick { 256 } else { 4096 };
+    let ns: &[usize] = if quick { &[256, 1024] } else { &[256, 512, 1024, 2048, 4096, 8192, 16384] };
+    for &n in ns {
+        let x = dev.upload(&rng.normal_f32s(m * n))?;
+        let y = dev.zeros::<f32>(m * n)?;
+        let blk = seeds::softmax_block(n as u32);
+        let warps = seeds::softmax_num_warps(blk);
+        let c = n as i32;
+        let args = [(&y).into(), (&x).into(), c.into(), c.into(), (m as i32).into(), c.into()];
+        let mut line = format!("{n:>31}");
+        for persistent in [false, true] {
+            let kernel = if persistent { seeds::softmax_persistent(blk)? } else { seeds::softmax(blk)? };
+            let mut config = LaunchConfig::grid1(m as u32).num_warps(warps);
+            if persistent {
+                let compiled = dev.compile_for(&kernel, &config, &args)?;
+                let programs = rutile::occupancy::persistent_programs(dev.properties(), &compiled.metadata).unwrap_or(256);
+                config.grid = [programs.min(m as u32), 1, 1];
+            }
+            let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
+            let g = gbps(8.0 * (m * n) as f64, s.median_ms);
+            let _ = write!(line, " {g:>12.0} ({:>5.1}%)", 100.0 * g / ceiling);
+            let name = if persistent { "softmax_persistent" } else { "softmax" };
+            let _ = writeln!(csv, "{id},{name},{m}x{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}", s.median_ms, s.p20_ms, s.p80_ms, g / ceiling);
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
