@@ -38,10 +38,7 @@ fn check(k: &ThreadKernel, stmts: &[Stmt]) -> Result<(), String> {
 }
 
 fn one_line(k: &ThreadKernel, s: &Stmt) -> String {
-    let mut t = ThreadKernel { body: vec![s.clone()], ..k.clone() };
-    t.shared.clear();
-    let text = t.to_string();
-    text.lines().nth(1).unwrap_or("").trim().to_string()
+    k.stmt_text(s)
 }
 
 fn ty(k: &ThreadKernel, r: Reg) -> Result<ScalarType, String> {

@@ -1,0 +1,558 @@
+//! A SIMT simulator of per-thread IR: runs a [`ThreadKernel`] on the CPU the way a GPU runs
+//! it, so that the shared lowering can be tested against the block interpreter without a GPU.
+//!
+//! All `num_warps * warp_size` threads of a program run in lockstep, statement by statement.
+//! Each register is a column with one element per thread, held as the interpreter's blocks
+//! (a [`Tensor`] of shape `[threads]`), and every expression is computed by the interpreter's
+//! element-wise functions, so the arithmetic is the block interpreter's by construction.
+//! Loads, stores and atomics go through the interpreter's memory code, thread by thread in
+//! thread order, where the statement's predicate holds. Shared memory is zero-initialized at
+//! the start of every program.
+//!
+//! Besides out-of-bounds accesses, the simulator reports what would be undefined on a GPU
+//! although it is well defined in lockstep — each one a bug in whatever made the kernel:
+//!
+//! - a vector access of `n` elements at an element index that is not a multiple of `n`
+//!   ([`FaultKind::Misaligned`]; for global memory the index counts from the start of the
+//!   buffer, whose base GPUs align);
+//! - threads of one store writing different values to one element
+//!   ([`FaultKind::RacingStores`]; the same value from several threads is fine);
+//! - a shared-memory element read by one warp after another warp wrote it, or written by one
+//!   warp after another warp wrote or read it, with no barrier in between
+//!   ([`FaultKind::MissingBarrier`]; lockstep hides these, real warps do not run in step).
+//!   Writes of the value an element already holds are exempt. Barriers order nothing else
+//!   here: in lockstep they are otherwise no-ops;
+//! - a read of a register in a thread where no statement has written it
+//!   ([`FaultKind::UndefinedRegister`]): `Set` reads its operands in every thread; a
+//!   predicated load, store or atomic reads its index and values only where the predicate
+//!   holds, and a predicated load or atomic defines its destinations only there;
+//! - a read of a shared-memory element that the program has not written
+//!   ([`FaultKind::Uninitialized`]): the zeros the simulator starts with are garbage on a
+//!   GPU;
+//! - an `if` or `while` condition that differs between threads
+//!   ([`FaultKind::DivergentControlFlow`]): per-thread control flow must be uniform.
+//!
+//! Errors are [`InterpError::ThreadFault`]s naming the statement, the block op it was lowered
+//! from (the last comment before it), the program and the first faulting thread.
+
+use super::elementwise as ew;
+use super::error::{Fault, FaultKind, InterpError};
+use super::memory::{self, Memory};
+use super::shape_ops;
+use super::tensor::{Data, Pointer, Tensor};
+use super::{bind_args, ArgValue, HostBuffer};
+use crate::thread::{Expr, Memory as Space, Reg, Special, Stmt, ThreadKernel, ThreadParam};
+use crate::types::{Elem, ScalarType, Shape, Type};
+use std::collections::HashMap;
+
+/// Runs every program of the grid (axis 0 fastest) of a per-thread kernel on the CPU.
+///
+/// The arguments follow [`super::run`]: one per parameter of `kernel` (which are the block
+/// kernel's parameters, in order), pointers naming an element of `buffers`.
+pub fn run_threads(kernel: &ThreadKernel, grid: [u32; 3], args: &[ArgValue], buffers: &mut [HostBuffer]) -> Result<(), InterpError> {
+    if grid.contains(&0) {
+        return Err(InterpError::EmptyGrid { grid });
+    }
+    if args.len() != kernel.params.len() {
+        return Err(InterpError::ArgumentCount { kernel: kernel.name.clone(), expected: kernel.params.len(), got: args.len() });
+    }
+    crate::thread::verify(kernel).map_err(|message| InterpError::ThreadFault {
+        kind: FaultKind::InvalidIr,
+        stmt: String::new(),
+        context: String::new(),
+        program: [0; 3],
+        thread: None,
+        message,
+    })?;
+    let declared: Vec<(&str, Type)> = kernel
+        .params
+        .iter()
+        .map(|p| match p {
+            ThreadParam::Ptr { name, elem } => (name.as_str(), Type::ptr(*elem)),
+            ThreadParam::Scalar { name, ty } => (name.as_str(), Type::scalar(*ty)),
+        })
+        .collect();
+    let (args, param_buffer) = bind_args(&declared, args, buffers)?;
+    let global = Memory { buffers, param_buffer, param_names: kernel.params.iter().map(|p| p.name()).collect() };
+    let mut shared_buffers: Vec<HostBuffer> = kernel.shared.iter().map(|a| HostBuffer::zeros(a.elem, a.len as usize)).collect();
+    let shared_names: Vec<String> = (0..kernel.shared.len()).map(|i| format!("shared{i}")).collect();
+    let shared = Memory {
+        param_buffer: kernel.shared.iter().enumerate().map(|(i, a)| Some((i, a.len as usize))).collect(),
+        buffers: &mut shared_buffers,
+        param_names: shared_names.iter().map(String::as_str).collect(),
+    };
+    let mut sim = Sim::new(kernel, grid, global, shared, args);
+    for z in 0..grid[2] {
+        for y in 0..grid[1] {
+            for x in 0..grid[0] {
+                sim.run([x, y, z])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// In which threads a register holds a value.
+#[derive(Clone, Debug)]
+enum Def {
+    None,
+    All,
+    Some(Vec<bool>),
+}
+
+/// Who touched a shared element since the last barrier (bit masks over warps, modulo 64).
+#[derive(Clone, Copy, Default)]
+struct Track {
+    /// The barrier epoch of the last write (0: none yet).
+    write_epoch: u32,
+    /// The statement that wrote it last, and its warps.
+    write_stmt: u64,
+    write_warps: u64,
+    read_epoch: u32,
+    read_warps: u64,
+}
+
+/// A fault of one statement, before the statement and program are attached.
+struct SimFault {
+    kind: FaultKind,
+    thread: Option<usize>,
+    message: String,
+}
+
+impl From<Fault> for SimFault {
+    fn from(f: Fault) -> SimFault {
+        SimFault { kind: f.kind, thread: None, message: f.message }
+    }
+}
+
+fn fault(kind: FaultKind, thread: usize, message: String) -> SimFault {
+    SimFault { kind, thread: Some(thread), message }
+}
+
+/// An element's value as bits, to compare values written by different threads.
+fn bits(d: &Data, t: usize) -> u64 {
+    match d {
+        Data::Bool(v) => v[t] as u64,
+        Data::Int(v) => v[t] as u64,
+        Data::Float(v) => v[t].to_bits(),
+        Data::Ptr(v) => v[t].offset as u64,
+    }
+}
+
+/// `dst[t] = src[t]` where `active[t]`.
+fn merge(dst: &mut Data, src: &Data, active: &[bool]) {
+    fn m<T: Copy>(d: &mut [T], s: &[T], active: &[bool]) {
+        for ((d, &s), &a) in d.iter_mut().zip(s).zip(active) {
+            if a {
+                *d = s;
+            }
+        }
+    }
+    match (dst, src) {
+        (Data::Bool(d), Data::Bool(s)) => m(d, s, active),
+        (Data::Int(d), Data::Int(s)) => m(d, s, active),
+        (Data::Float(d), Data::Float(s)) => m(d, s, active),
+        (Data::Ptr(d), Data::Ptr(s)) => m(d, s, active),
+        _ => unreachable!("a register and its new values share a representation"),
+    }
+}
+
+fn zeros(ty: Type) -> Tensor {
+    let n = ty.shape.numel();
+    let data = match ty.scalar_type() {
+        Some(ScalarType::Bool) => Data::Bool(vec![false; n]),
+        Some(s) if s.is_float() => Data::Float(vec![0.0; n]),
+        _ => Data::Int(vec![0; n]),
+    };
+    Tensor { ty, data }
+}
+
+struct Sim<'s> {
+    k: &'s ThreadKernel,
+    threads: usize,
+    warp_size: usize,
+    grid: [u32; 3],
+    pid: [u32; 3],
+    global: Memory<'s>,
+    shared: Memory<'s>,
+    /// The parameters' values; pointers hold their element offset into their buffer.
+    args: Vec<Tensor>,
+    regs: Vec<Tensor>,
+    def: Vec<Def>,
+    track: Vec<Vec<Track>>,
+    /// Barriers passed in this program, plus one.
+    epoch: u32,
+    /// Memory statements run so far.
+    serial: u64,
+    /// The last comment run: the block op being executed.
+    context: &'s str,
+}
+
+impl<'s> Sim<'s> {
+    fn new(k: &'s ThreadKernel, grid: [u32; 3], global: Memory<'s>, shared: Memory<'s>, args: Vec<Tensor>) -> Sim<'s> {
+        let threads = k.threads() as usize;
+        let column = |s: ScalarType| Type::block(Elem::Scalar(s), Shape::new(&[threads as u32]).unwrap());
+        Sim {
+            k,
+            threads,
+            warp_size: k.warp_size as usize,
+            grid,
+            pid: [0; 3],
+            global,
+            shared,
+            args,
+            regs: k.regs.iter().map(|(_, r)| zeros(column(r.ty))).collect(),
+            def: vec![Def::None; k.regs.len()],
+            track: k.shared.iter().map(|a| vec![Track::default(); a.len as usize]).collect(),
+            epoch: 1,
+            serial: 0,
+            context: "",
+        }
+    }
+
+    fn run(&mut self, pid: [u32; 3]) -> Result<(), InterpError> {
+        self.pid = pid;
+        self.def.iter_mut().for_each(|d| *d = Def::None);
+        for b in self.shared.buffers.iter_mut() {
+            b.as_bytes_mut().fill(0);
+        }
+        self.track.iter_mut().for_each(|t| t.fill(Track::default()));
+        self.epoch = 1;
+        self.context = "";
+        let body = &self.k.body;
+        self.block(body)
+    }
+
+    fn error(&self, s: &Stmt, f: SimFault) -> InterpError {
+        InterpError::ThreadFault {
+            kind: f.kind,
+            stmt: self.k.stmt_text(s),
+            context: self.context.to_string(),
+            program: self.pid,
+            thread: f.thread.map(|t| t as u32),
+            message: f.message,
+        }
+    }
+
+    fn block(&mut self, stmts: &'s [Stmt]) -> Result<(), InterpError> {
+        for s in stmts {
+            match s {
+                Stmt::Comment(c) => self.context = c,
+                Stmt::Barrier => self.epoch += 1,
+                Stmt::If { cond, then_body, else_body } => {
+                    let c = self.uniform(*cond).map_err(|f| self.error(s, f))?;
+                    self.block(if c { then_body } else { else_body })?;
+                }
+                Stmt::While { cond_body, cond, body } => loop {
+                    self.block(cond_body)?;
+                    if !self.uniform(*cond).map_err(|f| self.error(s, f))? {
+                        break;
+                    }
+                    self.block(body)?;
+                },
+                _ => self.simple(s).map_err(|f| self.error(s, f))?,
+            }
+        }
+        Ok(())
+    }
+
+    fn column_type(&self, r: Reg) -> Type {
+        Type::block(Elem::Scalar(self.k.reg_type(r)), Shape::new(&[self.threads as u32]).unwrap())
+    }
+
+    /// Register `r`, which must be defined in every thread where `active` holds (`None`: in
+    /// every thread).
+    fn read(&self, r: Reg, active: Option<&[bool]>) -> Result<&Tensor, SimFault> {
+        let undefined = match (&self.def[r.index()], active) {
+            (Def::All, _) => None,
+            (Def::None, None) => Some(0),
+            (Def::None, Some(a)) => a.iter().position(|&a| a),
+            (Def::Some(d), None) => d.iter().position(|&d| !d),
+            (Def::Some(d), Some(a)) => d.iter().zip(a).position(|(&d, &a)| a && !d),
+        };
+        match undefined {
+            None => Ok(&self.regs[r.index()]),
+            Some(t) => Err(fault(FaultKind::UndefinedRegister, t, format!("r{} is read before it is written", r.index()))),
+        }
+    }
+
+    /// Marks `r` defined where `active` holds.
+    fn define(&mut self, r: Reg, active: &[bool]) {
+        let d = &mut self.def[r.index()];
+        let next = match d {
+            Def::All => return,
+            Def::None => active.to_vec(),
+            Def::Some(v) => v.iter().zip(active).map(|(&a, &b)| a | b).collect(),
+        };
+        *d = if next.iter().all(|&x| x) { Def::All } else { Def::Some(next) };
+    }
+
+    fn uniform(&self, cond: Reg) -> Result<bool, SimFault> {
+        let c = self.read(cond, None)?.bools()?;
+        match c.iter().position(|&x| x != c[0]) {
+            None => Ok(c[0]),
+            Some(t) => Err(fault(
+                FaultKind::DivergentControlFlow,
+                t,
+                format!("condition r{} is {} in thread 0 but {} in thread {t}", cond.index(), c[0], c[t]),
+            )),
+        }
+    }
+
+    /// The threads where a statement acts.
+    fn active(&self, pred: Option<Reg>) -> Result<Vec<bool>, SimFault> {
+        match pred {
+            None => Ok(vec![true; self.threads]),
+            Some(p) => Ok(self.read(p, None)?.bools()?.to_vec()),
+        }
+    }
+
+    fn simple(&mut self, s: &Stmt) -> Result<(), SimFault> {
+        match s {
+            Stmt::Set { dst, expr } => {
+                let value = self.eval(*dst, expr)?;
+                self.regs[dst.index()] = value;
+                self.def[dst.index()] = Def::All;
+                Ok(())
+            }
+            Stmt::Load { dsts, mem, index, pred } => self.load(dsts, *mem, *index, *pred),
+            Stmt::Store { values, mem, index, pred } => self.store(values, *mem, *index, *pred),
+            Stmt::Atomic { dst, param, index, pred, .. } | Stmt::AtomicCas { dst, param, index, pred, .. } => {
+                self.serial += 1;
+                let active = self.active(*pred)?;
+                let (offsets, elem) = self.addresses(Space::Global { param: *param }, *index, 1, &active)?;
+                let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param: *param, offset: o }).collect();
+                let old = match s {
+                    Stmt::Atomic { op, value, .. } => {
+                        let v = &self.read(*value, Some(&active))?.data.clone();
+                        memory::atomic(&mut self.global, *op, elem, &ptrs, Some(&active), v)?
+                    }
+                    Stmt::AtomicCas { cmp, value, .. } => {
+                        let c = &self.read(*cmp, Some(&active))?.data.clone();
+                        let v = &self.read(*value, Some(&active))?.data.clone();
+                        memory::atomic_cas(&mut self.global, elem, &ptrs, Some(&active), c, v)?
+                    }
+                    _ => unreachable!(),
+                };
+                merge(&mut self.regs[dst.index()].data, &old, &active);
+                self.define(*dst, &active);
+                Ok(())
+            }
+            Stmt::Barrier | Stmt::Comment(_) | Stmt::If { .. } | Stmt::While { .. } => unreachable!("run by `block`"),
+        }
+    }
+
+    fn eval(&self, dst: Reg, expr: &Expr) -> Result<Tensor, SimFault> {
+        let ty = self.column_type(dst);
+        let r = |reg: Reg| self.read(reg, None);
+        let t = match expr {
+            Expr::Const(l) => shape_ops::constant(*l, ty)?,
+            Expr::Param(i) => Tensor { ty, data: self.args[*i as usize].data.splat(self.threads) },
+            Expr::Special(sp) => {
+                let v: Vec<i64> = match *sp {
+                    Special::ThreadId => (0..self.threads as i64).collect(),
+                    Special::ProgramId(a) => vec![self.pid[a as usize] as i64; self.threads],
+                    Special::NumPrograms(a) => vec![self.grid[a as usize] as i64; self.threads],
+                };
+                Tensor { ty, data: Data::Int(v) }
+            }
+            Expr::Copy(a) => Tensor { ty, data: r(*a)?.data.clone() },
+            Expr::Unary(op, a) => ew::unary(*op, r(*a)?, ty)?,
+            Expr::Binary(op, a, b) => ew::binary(*op, r(*a)?, r(*b)?, ty)?,
+            Expr::Compare(op, a, b) => ew::compare(*op, r(*a)?, r(*b)?, ty)?,
+            Expr::Select(c, a, b) => ew::select(r(*c)?, r(*a)?, r(*b)?, ty)?,
+            Expr::Fma(a, b, c) => ew::fma(r(*a)?, r(*b)?, r(*c)?, ty)?,
+            Expr::Cast(a) => ew::cast(r(*a)?, ty)?,
+            Expr::Bitcast(a) => ew::bitcast(r(*a)?, ty)?,
+            Expr::ShuffleXor { value, mask } => {
+                let ws = self.warp_size;
+                let from: Vec<usize> = (0..self.threads).map(|t| (t & !(ws - 1)) | ((t & (ws - 1)) ^ *mask as usize)).collect();
+                Tensor { ty, data: r(*value)?.data.gather(&from) }
+            }
+            Expr::ShuffleIdx { value, lane } => {
+                let ws = self.warp_size;
+                let lanes = r(*lane)?.ints()?;
+                let mut from = Vec::with_capacity(self.threads);
+                for (t, &l) in lanes.iter().enumerate() {
+                    if !(0..ws as i64).contains(&l) {
+                        return Err(fault(FaultKind::InvalidIr, t, format!("shuffle from lane {l}, outside the warp of {ws}")));
+                    }
+                    from.push((t & !(ws - 1)) | l as usize);
+                }
+                Tensor { ty, data: r(*value)?.data.gather(&from) }
+            }
+        };
+        Ok(t)
+    }
+
+    /// The memory a statement addresses and the offset of element 0 of the statement's index
+    /// space in it (a pointer argument's offset into its buffer; 0 for shared memory).
+    fn space(&self, m: Space) -> (u32, i64, ScalarType) {
+        match m {
+            Space::Global { param } => {
+                let offset = match &self.args[param as usize].data {
+                    Data::Ptr(p) => p[0].offset,
+                    _ => unreachable!("verified: a pointer parameter"),
+                };
+                let elem = match self.k.params[param as usize] {
+                    ThreadParam::Ptr { elem, .. } => elem,
+                    ThreadParam::Scalar { .. } => unreachable!("verified: a pointer parameter"),
+                };
+                (param, offset, elem)
+            }
+            Space::Shared { alloc } => (alloc, 0, self.k.shared[alloc as usize].elem),
+        }
+    }
+
+    /// Per thread, the buffer offset of the first of `n` elements at register `index`,
+    /// checked (where `active`) for alignment and bounds.
+    fn addresses(&self, m: Space, index: Reg, n: usize, active: &[bool]) -> Result<(Vec<i64>, ScalarType), SimFault> {
+        let (param, base, elem) = self.space(m);
+        let idx = self.read(index, Some(active))?.ints()?;
+        let offsets: Vec<i64> = idx.iter().map(|&i| base.wrapping_add(i)).collect();
+        for (t, &o) in offsets.iter().enumerate() {
+            if !active[t] {
+                continue;
+            }
+            if o.rem_euclid(n as i64) != 0 {
+                return Err(fault(
+                    FaultKind::Misaligned,
+                    t,
+                    format!("a vector of {n} elements at element {o} of its buffer, which is not a multiple of {n}"),
+                ));
+            }
+            for k in 0..n as i64 {
+                let p = Pointer { param, offset: o + k };
+                let located = match m {
+                    Space::Global { .. } => self.global.locate(p).map(|_| ()),
+                    Space::Shared { .. } => self.shared.locate(p).map(|_| ()),
+                };
+                located.map_err(|f| SimFault { kind: f.kind, thread: Some(t), message: f.message })?;
+            }
+        }
+        Ok((offsets, elem))
+    }
+
+    fn load(&mut self, dsts: &[Reg], m: Space, index: Reg, pred: Option<Reg>) -> Result<(), SimFault> {
+        self.serial += 1;
+        let active = self.active(pred)?;
+        let (offsets, elem) = self.addresses(m, index, dsts.len(), &active)?;
+        for (k, &dst) in dsts.iter().enumerate() {
+            let (param, _, _) = self.space(m);
+            let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param, offset: o + k as i64 }).collect();
+            let data = match m {
+                Space::Global { .. } => memory::load(&self.global, elem, &ptrs, Some(&active), None)?,
+                Space::Shared { alloc } => {
+                    for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
+                        self.shared_read(alloc, p.offset as usize, t)?;
+                    }
+                    memory::load(&self.shared, elem, &ptrs, Some(&active), None)?
+                }
+            };
+            merge(&mut self.regs[dst.index()].data, &data, &active);
+            self.define(dst, &active);
+        }
+        Ok(())
+    }
+
+    fn store(&mut self, values: &[Reg], m: Space, index: Reg, pred: Option<Reg>) -> Result<(), SimFault> {
+        self.serial += 1;
+        let active = self.active(pred)?;
+        let (offsets, elem) = self.addresses(m, index, values.len(), &active)?;
+        let (param, _, _) = self.space(m);
+        // Every element written, with the first thread that writes it and the value.
+        let mut written: HashMap<i64, (usize, u64)> = HashMap::new();
+        for (k, &v) in values.iter().enumerate() {
+            let data = &self.read(v, Some(&active))?.data;
+            for (t, &o) in offsets.iter().enumerate().filter(|&(t, _)| active[t]) {
+                let b = bits(data, t);
+                let (first, first_bits) = *written.entry(o + k as i64).or_insert((t, b));
+                if first_bits != b {
+                    return Err(fault(
+                        FaultKind::RacingStores,
+                        t,
+                        format!("threads {first} and {t} write different values to element {}", o + k as i64),
+                    ));
+                }
+            }
+        }
+        for (k, &v) in values.iter().enumerate() {
+            let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param, offset: o + k as i64 }).collect();
+            let data = self.regs[v.index()].data.clone();
+            match m {
+                Space::Global { .. } => memory::store(&mut self.global, elem, &ptrs, Some(&active), &data)?,
+                Space::Shared { alloc } => {
+                    let old = memory::load(&self.shared, elem, &ptrs, Some(&active), None)?;
+                    for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
+                        let same = bits(&old, t) == bits(&data, t);
+                        self.shared_write(alloc, p.offset as usize, t, same)?;
+                    }
+                    memory::store(&mut self.shared, elem, &ptrs, Some(&active), &data)?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn warp_bit(&self, t: usize) -> u64 {
+        1 << ((t / self.warp_size) % 64)
+    }
+
+    /// Records a read of shared element `e` by thread `t`; faults if another warp wrote it
+    /// since the last barrier.
+    fn shared_read(&mut self, alloc: u32, e: usize, t: usize) -> Result<(), SimFault> {
+        let (epoch, w) = (self.epoch, self.warp_bit(t));
+        let tr = &mut self.track[alloc as usize][e];
+        if tr.write_epoch == 0 {
+            return Err(fault(
+                FaultKind::Uninitialized,
+                t,
+                format!("element {e} of shared{alloc} is read before this program writes it"),
+            ));
+        }
+        if tr.write_epoch == epoch && tr.write_warps & !w != 0 {
+            return Err(fault(
+                FaultKind::MissingBarrier,
+                t,
+                format!("warp {} reads element {e} of shared{alloc}, which another warp wrote with no barrier since", t / self.warp_size),
+            ));
+        }
+        if tr.read_epoch != epoch {
+            tr.read_epoch = epoch;
+            tr.read_warps = 0;
+        }
+        tr.read_warps |= w;
+        Ok(())
+    }
+
+    /// Records a write of shared element `e` by thread `t` (`same`: of the value it holds);
+    /// faults if another warp wrote or read it since the last barrier.
+    fn shared_write(&mut self, alloc: u32, e: usize, t: usize, same: bool) -> Result<(), SimFault> {
+        let (epoch, serial, w) = (self.epoch, self.serial, self.warp_bit(t));
+        let warp = t / self.warp_size;
+        let tr = &mut self.track[alloc as usize][e];
+        let other_wrote = tr.write_epoch == epoch && tr.write_stmt != serial && tr.write_warps & !w != 0;
+        let other_read = tr.read_epoch == epoch && tr.read_warps & !w != 0;
+        // Rewriting the value an element holds changes nothing (but a first write counts:
+        // the zeros the simulator starts with are garbage on a GPU).
+        let same = same && tr.write_epoch != 0;
+        if same {
+            return Ok(());
+        }
+        if other_wrote || other_read {
+            let what = if other_wrote { "wrote" } else { "read" };
+            return Err(fault(
+                FaultKind::MissingBarrier,
+                t,
+                format!("warp {warp} overwrites element {e} of shared{alloc}, which another warp {what} with no barrier since"),
+            ));
+        }
+        if tr.write_epoch != epoch || tr.write_stmt != serial {
+            tr.write_epoch = epoch;
+            tr.write_stmt = serial;
+            tr.write_warps = 0;
+        }
+        tr.write_warps |= w;
+        Ok(())
+    }
+}
