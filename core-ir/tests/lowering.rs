@@ -710,3 +710,64 @@ fn small_blocks_replicate_and_large_blocks_wrap() {
     }
     check_all(&cases, &targets());
 }
+
+/// Loads a `rows x cols` block at `x + row_offset(r) + c` and stores it densely in `y`.
+fn gather_rows(name: &str, rows: u32, cols: u32, row_offset: impl for<'b> Fn(&'b rutile_ir::KernelBuilder, rutile_ir::Value<'b>) -> rutile_ir::Value<'b>) -> Kernel {
+    build(name, |k| {
+        let (x, y) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32));
+        let r = k.arange(0, rows as i32);
+        let c = k.arange(0, cols as i32);
+        let v = k.load(x + row_offset(k, r).expand_dims(1) + c.expand_dims(0));
+        k.store(y + offsets_2d(k, rows, cols, k.scalar(cols as i32, I32)), v);
+    })
+}
+
+#[test]
+fn vector_width_follows_row_alignment() {
+    let mut rng = Rng(14);
+    let (rows, cols) = (32u32, 64u32);
+    let mut cases = Vec::new();
+    // Rows at a run-time stride: vectors only when the stride is divisible by 16.
+    for stride in [64i64, 65, 33, 16] {
+        let kernel = build("strided_rows", |k| {
+            let (x, y) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32));
+            let stride = k.arg_i32("stride");
+            let r = k.arange(0, rows as i32);
+            let c = k.arange(0, cols as i32);
+            let v = k.load(x + r.expand_dims(1) * stride + c.expand_dims(0));
+            k.store(y + offsets_2d(k, rows, cols, k.scalar(cols as i32, I32)), v);
+        });
+        let n = (rows as i64 * stride.max(cols as i64)) as usize;
+        let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, 1.0)), HostBuffer::zeros(F32, (rows * cols) as usize)];
+        cases.push(Case::new(format!("rows at stride {stride}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1), int(stride)], buffers));
+    }
+    // Rows at compile-time offsets that are not multiples of the vector: `3 r`, `r / 2`,
+    // `r << 1` (and, for contrast, `r * 16`).
+    type RowOffset = for<'a> fn(&'a rutile_ir::KernelBuilder, rutile_ir::Value<'a>) -> rutile_ir::Value<'a>;
+    let offsets: [(&str, RowOffset); 4] = [
+        ("3 r", |_, r| r * 3),
+        ("r / 2", |_, r| r / 2),
+        ("r << 1", |_, r| r << 1),
+        ("16 r", |_, r| r * 16),
+    ];
+    // Offsets `i % n` with `n` divisible by 16 but varying from element to element.
+    let kernel = build("rem_by_block", |k| {
+        let (x, y) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32));
+        let i = k.arange(0, 64);
+        let n = (i % 2) * 16 + 16;
+        let v = k.load(x + i % n);
+        k.store(y + i, v);
+        let rows = i % n;
+        let w = k.load(x + rows.expand_dims(1) + k.arange(0, 4).expand_dims(0));
+        k.store(y + 64 + offsets_2d(k, 64, 4, k.scalar(4, I32)), w);
+    });
+    let buffers = vec![HostBuffer::from_slice(&rng.f32s(64, 1.0)), HostBuffer::zeros(F32, 64 * 5)];
+    cases.push(Case::new("offsets i % n for a varying n", kernel, [1, 1, 1], vec![ptr(0), ptr(1)], buffers));
+    for (what, f) in offsets {
+        let kernel = gather_rows("rows", rows, cols, f);
+        let n = (rows * 16 + cols) as usize;
+        let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, 1.0)), HostBuffer::zeros(F32, (rows * cols) as usize)];
+        cases.push(Case::new(format!("rows at {what}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1)], buffers));
+    }
+    check_all(&cases, &targets());
+}

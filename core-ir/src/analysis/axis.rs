@@ -117,9 +117,17 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
             let src = get(*value);
             let mut a = AxisInfo { constant: src.constant, ..AxisInfo::unknown() };
             let mut s = 0;
+            let src_rank = k.ty(*value).shape.rank();
             for d in 0..rank {
                 if d == *axis as usize {
-                    a.divisibility[d] = if k.ty(*value).is_scalar() { scalar_div(&src) } else { src.divisibility[0] };
+                    // The new dimension has size 1: its divisibility must divide every
+                    // element, which a contiguous dimension's (that of its runs' first
+                    // elements) does not.
+                    a.divisibility[d] = match src.constant {
+                        _ if src_rank == 0 => scalar_div(&src),
+                        Some(c) => pow2_divisor(c),
+                        None => (0..src_rank).map(|s| if src.contiguity[s] > 1 { 1 } else { src.divisibility[s] }).min().unwrap_or(1),
+                    };
                 } else {
                     a.contiguity[d] = src.contiguity[s];
                     a.divisibility[d] = src.divisibility[s];
@@ -190,7 +198,10 @@ fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
             }
             BinaryOp::Mul => {
                 // Products multiply divisibility; a contiguous run times 1 stays contiguous.
-                r.divisibility[d] = (a.divisibility[d].saturating_mul(b.divisibility[d])).min(MAX_DIV);
+                // The product is not contiguous, so its divisibility must divide every
+                // element: a contiguous operand's holds only for its runs' first elements.
+                let div = |x: &AxisInfo, other: &AxisInfo| if x.contiguity[d] > 1 && other.constant != Some(1) { 1 } else { x.divisibility[d] };
+                r.divisibility[d] = (div(&a, &b).saturating_mul(div(&b, &a))).min(MAX_DIV);
                 if b.constant == Some(1) {
                     r.contiguity[d] = a.contiguity[d];
                     r.divisibility[d] = a.divisibility[d];
@@ -201,7 +212,9 @@ fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
             }
             BinaryOp::Div | BinaryOp::CeilDiv => {
                 if let Some(c) = b.constant.filter(|c| *c > 0 && (*c as u64).is_power_of_two()) {
-                    r.divisibility[d] = (a.divisibility[d] / c as u64).max(1);
+                    // Not contiguous: the divisibility must divide every element, and a run
+                    // longer than `c` gives consecutive quotients.
+                    r.divisibility[d] = if a.contiguity[d] > c as u64 { 1 } else { (a.divisibility[d] / c as u64).max(1) };
                     r.constancy[d] = r.constancy[d].max(gcd_pow2(a.contiguity[d], c as u64).min(a.divisibility[d]).max(1));
                 }
             }
@@ -212,13 +225,21 @@ fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
                 } else {
                     // `x % n` keeps runs that do not cross a multiple of n: with n divisible
                     // by d and x's runs aligned to d, runs up to d survive.
-                    r.contiguity[d] = gcd_pow2(a.contiguity[d], gcd_pow2(b.divisibility[d], a.divisibility[d]));
-                    r.divisibility[d] = gcd_pow2(a.divisibility[d], b.divisibility[d]);
+                    // (n must be the same over the run.)
+                    r.contiguity[d] = gcd_pow2(a.contiguity[d], gcd_pow2(b.divisibility[d], gcd_pow2(a.divisibility[d], b.constancy[d])));
+                    // Runs of the result start inside x's longer runs, and a contiguous n's
+                    // divisibility holds only for its runs' first elements.
+                    let a_div = if a.contiguity[d] > r.contiguity[d] { a.divisibility[d].min(r.contiguity[d]) } else { a.divisibility[d] };
+                    let b_div = if b.contiguity[d] > 1 { 1 } else { b.divisibility[d] };
+                    r.divisibility[d] = gcd_pow2(a_div, b_div);
                 }
             }
             BinaryOp::Shl => {
                 if let Some(c) = b.constant.filter(|c| (0..31).contains(c)) {
-                    r.divisibility[d] = (a.divisibility[d] << c).min(MAX_DIV);
+                    // As for products: a contiguous operand's divisibility is its runs' first
+                    // elements', and the result is not contiguous.
+                    let div = if a.contiguity[d] > 1 { 1 } else { a.divisibility[d] };
+                    r.divisibility[d] = (div << c).min(MAX_DIV);
                 }
             }
             _ => {}
