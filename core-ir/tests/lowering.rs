@@ -771,3 +771,33 @@ fn vector_width_follows_row_alignment() {
     }
     check_all(&cases, &targets());
 }
+
+#[test]
+fn narrow_and_wide_element_types() {
+    let mut rng = Rng(15);
+    let mut cases = Vec::new();
+    // 16-byte vectors hold 16 bytes but per-thread IR vectors at most 8 elements.
+    for (dtype, block, n) in [(ScalarType::I8, 1024u32, 4096usize), (ScalarType::U8, 256, 1000), (ScalarType::I16, 512, 1024), (ScalarType::F64, 128, 1000), (ScalarType::I64, 64, 1024)] {
+        let kernel = seeds::vector_add(dtype, block).unwrap();
+        let make = |rng: &mut Rng| {
+            let bytes: Vec<u8> = (0..n * dtype.size_bytes()).map(|_| (rng.next() % 7) as u8).collect();
+            HostBuffer::from_bytes(dtype, bytes).unwrap()
+        };
+        let buffers = vec![make(&mut rng), make(&mut rng), HostBuffer::zeros(dtype, n)];
+        let grid = [n.div_ceil(block as usize) as u32, 1, 1];
+        cases.push(Case::new(format!("vector_add({dtype}, {block})"), kernel, grid, vec![ptr(0), ptr(1), ptr(2), int(n as i64)], buffers));
+    }
+    // Booleans in memory: one byte each.
+    let kernel = build("bools", |k| {
+        let (x, y) = (k.arg_ptr("x", Bool), k.arg_ptr("y", Bool));
+        let n = k.arg_i32("n");
+        let offs = k.program_id(0) * 1024 + k.arange(0, 1024);
+        let mask = offs.lt(n);
+        let v = k.load_masked(x + offs, mask, false);
+        k.store_masked(y + offs, !v, mask);
+    });
+    let bools: Vec<bool> = (0..4096).map(|_| rng.next() % 2 == 0).collect();
+    let buffers = vec![HostBuffer::from_bools(&bools), HostBuffer::from_bools(&vec![false; 4096])];
+    cases.push(Case::new("not of booleans", kernel, [4, 1, 1], vec![ptr(0), ptr(1), int(4096)], buffers));
+    check_all(&cases, &targets());
+}
