@@ -60,8 +60,8 @@ fn target(warp_size: u32, num_warps: u32, shuffles: bool) -> Target {
     Target { warp_size, num_warps, max_shared_bytes: 48 * 1024, shuffles, max_vector_bytes: 16 }
 }
 
-/// NVIDIA-like targets of 1 to 8 warps, lavapipe-like warps of 8, and targets without
-/// shuffles.
+/// NVIDIA-like targets of 1 to 8 warps, lavapipe-like warps of 8, targets without
+/// shuffles, AMD-like warps of 64, many small warps, and 32-byte vectors.
 fn targets() -> Vec<Target> {
     vec![
         target(32, 1, true),
@@ -72,6 +72,9 @@ fn targets() -> Vec<Target> {
         target(8, 4, true),
         target(32, 4, false),
         target(8, 2, false),
+        target(64, 2, true),
+        target(16, 16, true),
+        Target { max_vector_bytes: 32, ..target(32, 2, true) },
     ]
 }
 
@@ -799,5 +802,132 @@ fn narrow_and_wide_element_types() {
     let bools: Vec<bool> = (0..4096).map(|_| rng.next() % 2 == 0).collect();
     let buffers = vec![HostBuffer::from_bools(&bools), HostBuffer::from_bools(&vec![false; 4096])];
     cases.push(Case::new("not of booleans", kernel, [4, 1, 1], vec![ptr(0), ptr(1), int(4096)], buffers));
+    check_all(&cases, &targets());
+}
+
+#[test]
+fn three_d_blocks_and_repeated_reductions() {
+    let mut rng = Rng(16);
+    let mut cases = Vec::new();
+    for (a, b, c) in [(2u32, 4u32, 8u32), (4, 16, 32), (8, 2, 64), (16, 8, 1), (1, 32, 4)] {
+        for axis in 0..3u32 {
+            let kernel = build("reduce_3d", |k| {
+                let (x, y, z, w) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32), k.arg_ptr("z", F32), k.arg_ptr("w", I32));
+                let i = k.arange(0, a as i32).expand_dims(1).expand_dims(2);
+                let j = k.arange(0, b as i32).expand_dims(0).expand_dims(2);
+                let l = k.arange(0, c as i32).expand_dims(0).expand_dims(1);
+                let v = k.load(x + (i * (b * c) as i32 + j * c as i32 + l));
+                // Along one axis, kept and broadcast back.
+                let m = v - v.reduce_with(ReduceOp::Max, axis, true);
+                k.store(y + (i * (b * c) as i32 + j * c as i32 + l), m);
+                // Twice: a slice of a slice, then to a scalar.
+                let s = v.abs().sum(axis);
+                let t = s.max(0);
+                let (n0, n1) = { let dims: Vec<u32> = [a, b, c].iter().enumerate().filter(|&(d, _)| d != axis as usize).map(|(_, &n)| n).collect(); (dims[0], dims[1]) };
+                k.store(z + k.arange(0, n1 as i32), t);
+                k.store(z + n1 as i32, t.max(0) + s.sum(1).sum(0));
+                k.store(w + k.arange(0, n0 as i32), v.argmax(axis).max(1));
+            });
+            let n = (a * b * c) as usize;
+            let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, 8.0)), HostBuffer::zeros(F32, n), HostBuffer::zeros(F32, 65), HostBuffer::zeros(I32, 64)];
+            cases.push(Case::new(format!("3-D {a}x{b}x{c} along {axis}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1), ptr(2), ptr(3)], buffers).tolerance(1e-6));
+        }
+    }
+    check_all(&cases, &targets());
+}
+
+#[test]
+fn reductions_change_layouts_in_loops_and_branches() {
+    let mut rng = Rng(17);
+    let mut cases = Vec::new();
+    for (rows, cols) in [(8u32, 32u32), (64, 4), (2, 256)] {
+        let kernel = build("loop_layouts", |k| {
+            let (x, y) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32));
+            let (steps, n) = (k.arg_i32("steps"), k.arg_i32("n"));
+            let offs = offsets_2d(k, rows, cols, k.scalar(cols as i32, I32));
+            // Carried row sums start in the default layout of [rows] and are replaced by a
+            // reduction's slice layout; a carried column vector goes the other way.
+            let init_rows = k.zeros(&[rows], F32);
+            let init_cols = k.load(x + k.arange(0, cols as i32)).abs().expand_dims(0);
+            let out = k.for_range(0, steps, 1, &[init_rows, init_cols], |i, c| {
+                let v = k.load(x + i * (rows * cols) as i32 + offs).abs();
+                let rows_sum = c[0] + v.sum(1);
+                let cols_max = k.maximum(c[1], v.reduce_with(ReduceOp::Max, 0, true));
+                let picked = k.if_else((i % 2).eq(0), || vec![rows_sum], || vec![rows_sum * 0.5]);
+                vec![picked[0], cols_max]
+            });
+            k.store(y + k.arange(0, rows as i32), out[0]);
+            k.store(y + rows as i32 + k.arange(0, cols as i32), out[1].sum(0));
+            // Row sums as a row vector: expand_dims(0) of a slice along axis 1.
+            let as_row = out[0].expand_dims(0).broadcast_to(&[cols, rows]);
+            let t = as_row + k.arange(0, cols as i32).expand_dims(1).to(F32);
+            k.store_masked(y + (rows + cols) as i32 + offsets_2d(k, cols, rows, k.scalar(rows as i32, I32)), t, offsets_2d(k, cols, rows, k.scalar(rows as i32, I32)).lt(n));
+        });
+        let steps = 3;
+        let size = (rows * cols) as usize;
+        let buffers = vec![HostBuffer::from_slice(&rng.f32s(size * steps, 1.0)), HostBuffer::zeros(F32, (rows + cols) as usize + size)];
+        let args = vec![ptr(0), ptr(1), int(steps as i64), int(size as i64 - 5)];
+        cases.push(Case::new(format!("layouts through loops, {rows}x{cols}"), kernel, [1, 1, 1], args, buffers).tolerance(1e-6));
+    }
+    check_all(&cases, &targets());
+}
+
+#[test]
+fn scalars_grids_and_wide_offsets() {
+    let mut rng = Rng(18);
+    let mut cases = Vec::new();
+    // Scalar loads and stores, program ids on three axes, i64 and u32 offsets.
+    let kernel = build("scalars", |k| {
+        let (x, y, z) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32), k.arg_ptr("z", I32));
+        let (p0, p1, p2) = (k.program_id(0), k.program_id(1), k.program_id(2));
+        let id = (p2 * k.num_programs(1) + p1) * k.num_programs(0) + p0;
+        let v = k.load(x + id);
+        k.store(y + id, v * 2.0 + 1.0);
+        let offs = (k.arange(0, 64).to(ScalarType::I64) + id.to(ScalarType::I64) * 64).to(ScalarType::I64);
+        let w = k.load(x + 12 + offs);
+        k.store(y + 12 + offs, k.where_(id.eq(3), w, -w));
+        let u = k.arange(0, 64).to(ScalarType::U32) + (id * 64).to(ScalarType::U32);
+        k.store(z + u, k.load(x + 12 + u).argmax(0) + id);
+        let best = k.load(x + 12 + id * 64 + k.arange(0, 64)).argmax(0);
+        k.store(z + 12 * 64 + best, id);
+    });
+    let grid = [3, 2, 2];
+    let buffers = vec![HostBuffer::from_slice(&rng.f32s(12 + 12 * 64, 1.0)), HostBuffer::zeros(F32, 12 + 12 * 64), HostBuffer::zeros(I32, 13 * 64)];
+    cases.push(Case::new("scalars on a 3-D grid", kernel, grid, vec![ptr(0), ptr(1), ptr(2)], buffers));
+    check_all(&cases, &targets());
+}
+
+#[test]
+fn masks_from_every_comparison() {
+    let mut rng = Rng(19);
+    let mut cases = Vec::new();
+    type Cmp = for<'a> fn(rutile_ir::Value<'a>, rutile_ir::Value<'a>) -> rutile_ir::Value<'a>;
+    let comparisons: [(&str, Cmp); 10] = [
+        ("offs < n", |o, n| o.lt(n)),
+        ("offs <= n", |o, n| o.le(n)),
+        ("offs > n", |o, n| o.gt(n)),
+        ("offs >= n", |o, n| o.ge(n)),
+        ("n < offs", |o, n| n.lt(o)),
+        ("n <= offs", |o, n| n.le(o)),
+        ("n > offs", |o, n| n.gt(o)),
+        ("n >= offs", |o, n| n.ge(o)),
+        ("offs == n", |o, n| o.eq(n)),
+        ("offs != n", |o, n| o.ne(n)),
+    ];
+    for (what, cmp) in comparisons {
+        let kernel = build("masks", |k| {
+            let (x, y) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32));
+            let n = k.arg_i32("n");
+            let offs = k.program_id(0) * 256 + k.arange(0, 256);
+            let mask = cmp(offs, n);
+            let v = k.load_masked(x + offs, mask, -1.0);
+            k.store_masked(y + offs, v, mask);
+            k.store(y + 512 + offs, v);
+        });
+        for n in [64, 80, 511] {
+            let buffers = vec![HostBuffer::from_slice(&rng.f32s(512, 1.0)), HostBuffer::zeros(F32, 1024)];
+            cases.push(Case::new(format!("mask {what} for n={n}"), kernel.clone(), [2, 1, 1], vec![ptr(0), ptr(1), int(n)], buffers));
+        }
+    }
     check_all(&cases, &targets());
 }

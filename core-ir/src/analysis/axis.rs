@@ -142,14 +142,16 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
         Op::Compare { op, lhs, rhs } => {
             // A comparison is constant over runs where both sides are, and where a
             // contiguous side is compared with a constant side whose value is a multiple
-            // of the run length (`offsets < n` with n divisible by 16).
+            // of the run length (`offsets < n` with n divisible by 16). Only where the
+            // result flips as the contiguous side reaches the constant: `x < n` and
+            // `x >= n` flip at x == n, but `x <= n` and `x > n` one element later.
             let (a, b) = (get(*lhs), get(*rhs));
             let mut r = AxisInfo::unknown();
             for d in 0..rank {
                 let both = gcd_pow2(a.constancy[d], b.constancy[d]);
-                let ordered = matches!(op, CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge);
-                let ab = if ordered { gcd_pow2(a.contiguity[d], gcd_pow2(b.constancy[d], gcd_pow2(a.divisibility[d], b.divisibility[d]))) } else { 1 };
-                let ba = if ordered { gcd_pow2(b.contiguity[d], gcd_pow2(a.constancy[d], gcd_pow2(a.divisibility[d], b.divisibility[d]))) } else { 1 };
+                let div = gcd_pow2(a.divisibility[d], b.divisibility[d]);
+                let ab = if matches!(op, CmpOp::Lt | CmpOp::Ge) { gcd_pow2(a.contiguity[d], gcd_pow2(b.constancy[d], div)) } else { 1 };
+                let ba = if matches!(op, CmpOp::Gt | CmpOp::Le) { gcd_pow2(b.contiguity[d], gcd_pow2(a.constancy[d], div)) } else { 1 };
                 r.constancy[d] = both.max(ab).max(ba);
             }
             r
