@@ -747,10 +747,12 @@ fn vector_width_follows_row_alignment() {
     // Rows at compile-time offsets that are not multiples of the vector: `3 r`, `r / 2`,
     // `r << 1` (and, for contrast, `r * 16`).
     type RowOffset = for<'a> fn(&'a rutile_ir::KernelBuilder, rutile_ir::Value<'a>) -> rutile_ir::Value<'a>;
-    let offsets: [(&str, RowOffset); 4] = [
+    let offsets: [(&str, RowOffset); 6] = [
         ("3 r", |_, r| r * 3),
         ("r / 2", |_, r| r / 2),
         ("r << 1", |_, r| r << 1),
+        ("where(r % 3 == 0, r, r)", |k, r| k.where_((r % 3).eq(0), r, r)),
+        ("(r + r / 2 * 8) / 2", |_, r| (r + r / 2 * 8) / 2),
         ("16 r", |_, r| r * 16),
     ];
     // Offsets `i % n` with `n` divisible by 16 but varying from element to element.

@@ -121,12 +121,11 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
             for d in 0..rank {
                 if d == *axis as usize {
                     // The new dimension has size 1: its divisibility must divide every
-                    // element, which a contiguous dimension's (that of its runs' first
-                    // elements) does not.
+                    // element.
                     a.divisibility[d] = match src.constant {
                         _ if src_rank == 0 => scalar_div(&src),
                         Some(c) => pow2_divisor(c),
-                        None => (0..src_rank).map(|s| if src.contiguity[s] > 1 { 1 } else { src.divisibility[s] }).min().unwrap_or(1),
+                        None => (0..src_rank).map(|s| div_at(&src, s, 1)).min().unwrap_or(1),
                     };
                 } else {
                     a.contiguity[d] = src.contiguity[s];
@@ -161,8 +160,8 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
             let mut r = AxisInfo::unknown();
             for d in 0..rank {
                 r.constancy[d] = c.constancy[d].min(a.constancy[d]).min(b.constancy[d]);
-                r.divisibility[d] = a.divisibility[d].min(b.divisibility[d]);
                 r.contiguity[d] = c.constancy[d].min(a.contiguity[d]).min(b.contiguity[d]);
+                r.divisibility[d] = div_at(&a, d, r.contiguity[d]).min(div_at(&b, d, r.contiguity[d]));
             }
             r
         }
@@ -172,6 +171,17 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
         Op::Reshape { .. } | Op::Permute { .. } | Op::Load { .. } | Op::Reduce { .. } => AxisInfo::unknown(),
         _ if rank == 0 => AxisInfo::unknown(),
         _ => AxisInfo::unknown(),
+    }
+}
+
+/// The divisibility of `x`'s elements that start runs of `run` elements along `d` (runs of
+/// 1: every element). `x`'s divisibility speaks only of the first elements of its own runs;
+/// a shorter run may start inside one of them, where only the run's own alignment is known.
+fn div_at(x: &AxisInfo, d: usize, run: u64) -> u64 {
+    if x.contiguity[d] > run {
+        x.divisibility[d].min(run)
+    } else {
+        x.divisibility[d]
     }
 }
 
@@ -196,14 +206,12 @@ fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
             BinaryOp::Add | BinaryOp::Sub => {
                 // contiguous + constant stays contiguous over the shorter run.
                 r.contiguity[d] = gcd_pow2(a.contiguity[d], cb).max(if op == BinaryOp::Add { gcd_pow2(ca, b.contiguity[d]) } else { 1 });
-                r.divisibility[d] = gcd_pow2(a.divisibility[d], b.divisibility[d]);
+                r.divisibility[d] = gcd_pow2(div_at(&a, d, r.contiguity[d]), div_at(&b, d, r.contiguity[d]));
             }
             BinaryOp::Mul => {
-                // Products multiply divisibility; a contiguous run times 1 stays contiguous.
-                // The product is not contiguous, so its divisibility must divide every
-                // element: a contiguous operand's holds only for its runs' first elements.
-                let div = |x: &AxisInfo, other: &AxisInfo| if x.contiguity[d] > 1 && other.constant != Some(1) { 1 } else { x.divisibility[d] };
-                r.divisibility[d] = (div(&a, &b).saturating_mul(div(&b, &a))).min(MAX_DIV);
+                // Products multiply divisibility (of every element: the product is not
+                // contiguous); a contiguous run times 1 stays contiguous.
+                r.divisibility[d] = (div_at(&a, d, 1).saturating_mul(div_at(&b, d, 1))).min(MAX_DIV);
                 if b.constant == Some(1) {
                     r.contiguity[d] = a.contiguity[d];
                     r.divisibility[d] = a.divisibility[d];
@@ -229,19 +237,13 @@ fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
                     // by d and x's runs aligned to d, runs up to d survive.
                     // (n must be the same over the run.)
                     r.contiguity[d] = gcd_pow2(a.contiguity[d], gcd_pow2(b.divisibility[d], gcd_pow2(a.divisibility[d], b.constancy[d])));
-                    // Runs of the result start inside x's longer runs, and a contiguous n's
-                    // divisibility holds only for its runs' first elements.
-                    let a_div = if a.contiguity[d] > r.contiguity[d] { a.divisibility[d].min(r.contiguity[d]) } else { a.divisibility[d] };
-                    let b_div = if b.contiguity[d] > 1 { 1 } else { b.divisibility[d] };
-                    r.divisibility[d] = gcd_pow2(a_div, b_div);
+                    r.divisibility[d] = gcd_pow2(div_at(&a, d, r.contiguity[d]), div_at(&b, d, r.contiguity[d]));
                 }
             }
             BinaryOp::Shl => {
                 if let Some(c) = b.constant.filter(|c| (0..31).contains(c)) {
-                    // As for products: a contiguous operand's divisibility is its runs' first
-                    // elements', and the result is not contiguous.
-                    let div = if a.contiguity[d] > 1 { 1 } else { a.divisibility[d] };
-                    r.divisibility[d] = (div << c).min(MAX_DIV);
+                    // Of every element: the result is not contiguous.
+                    r.divisibility[d] = (div_at(&a, d, 1) << c).min(MAX_DIV);
                 }
             }
             _ => {}
