@@ -4,7 +4,7 @@
 
 use half::f16;
 use rutile_ir::interp::{self, simt, ArgValue, FaultKind, HostBuffer, InterpError};
-use rutile_ir::ir::{AtomicOp, ReduceOp};
+use rutile_ir::ir::{ReduceOp};
 use rutile_ir::lower::{lower, LowerError};
 use rutile_ir::seeds;
 use rutile_ir::target::{Specialization, Target};
@@ -211,10 +211,6 @@ fn check_all(cases: &[Case], targets: &[Target]) {
         let shown: Vec<&str> = failures.iter().take(limit).map(String::as_str).collect();
         panic!("{n} failures:\n{}", shown.join("\n"));
     }
-}
-
-fn check(case: Case) {
-    check_all(&[case], &targets());
 }
 
 // ---- seed kernels ----
@@ -932,4 +928,149 @@ fn masks_from_every_comparison() {
         }
     }
     check_all(&cases, &targets());
+}
+
+#[test]
+fn shape_sweep_2d() {
+    let mut rng = Rng(20);
+    let mut cases = Vec::new();
+    let sizes = [1u32, 2, 4, 8, 32, 128, 512];
+    for rows in sizes {
+        for cols in sizes {
+            if rows * cols > 8192 {
+                continue;
+            }
+            let kernel = build("sweep", |k| {
+                let (x, y, z) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32), k.arg_ptr("z", I32));
+                let (nr, nc) = (k.arg_i32("n_rows"), k.arg_i32("n_cols"));
+                let r = k.arange(0, rows as i32).expand_dims(1);
+                let c = k.arange(0, cols as i32).expand_dims(0);
+                let mask = r.lt(nr) & c.lt(nc);
+                let offs = r * cols as i32 + c;
+                let v = k.load_masked(x + offs, mask, 0.5);
+                let centered = v - v.reduce_with(ReduceOp::Max, 0, true) + v.reduce_with(ReduceOp::Min, 1, true);
+                k.store_masked(y + offs, centered, mask);
+                let t = (v * 2.0).trans();
+                let toffs = k.arange(0, cols as i32).expand_dims(1) * rows as i32 + k.arange(0, rows as i32).expand_dims(0);
+                k.store(y + (rows * cols) as i32 + toffs, t);
+                k.store(z + k.arange(0, cols as i32), v.argmax(0));
+                k.store(z + cols as i32 + k.arange(0, rows as i32), v.argmin(1));
+                k.store(z + (cols + rows) as i32, (v.abs() * 4.0).to(I32).sum(1).sum(0));
+            });
+            let n = (rows * cols) as usize;
+            let x: Vec<f32> = rng.i32s(n, -3, 4).into_iter().map(|v| v as f32).collect();
+            let buffers = vec![HostBuffer::from_slice(&x), HostBuffer::zeros(F32, 2 * n), HostBuffer::zeros(I32, (rows + cols + 1) as usize)];
+            let (nr, nc) = (rows.max(2) - 1, cols);
+            let args = vec![ptr(0), ptr(1), ptr(2), int(nr as i64), int(nc as i64)];
+            cases.push(Case::new(format!("sweep {rows}x{cols}"), kernel, [1, 1, 1], args, buffers));
+        }
+    }
+    check_all(&cases, &targets());
+}
+
+// ---- decisions of the lowering ----
+
+fn lowered(kernel: &Kernel, t: &Target, spec: &Specialization) -> ThreadKernel {
+    lower(kernel, t, spec).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every statement of a kernel, depth first.
+fn stmts(k: &ThreadKernel) -> Vec<Stmt> {
+    let mut out = Vec::new();
+    k.walk(&mut |s| out.push(s.clone()));
+    out
+}
+
+/// The widths of the global loads and stores.
+fn global_widths(k: &ThreadKernel) -> (Vec<usize>, Vec<usize>) {
+    let (mut loads, mut stores) = (Vec::new(), Vec::new());
+    for s in stmts(k) {
+        match s {
+            Stmt::Load { dsts, mem: rutile_ir::thread::Memory::Global { .. }, .. } => loads.push(dsts.len()),
+            Stmt::Store { values, mem: rutile_ir::thread::Memory::Global { .. }, .. } => stores.push(values.len()),
+            _ => {}
+        }
+    }
+    (loads, stores)
+}
+
+fn shuffles(k: &ThreadKernel) -> usize {
+    stmts(k).iter().filter(|s| matches!(s, Stmt::Set { expr: Expr::ShuffleXor { .. } | Expr::ShuffleIdx { .. }, .. })).count()
+}
+
+#[test]
+fn vector_add_moves_16_bytes_when_divisible() {
+    let kernel = seeds::vector_add(F32, 1024).unwrap();
+    let t = target(32, 4, true);
+    let (loads, stores) = global_widths(&lowered(&kernel, &t, &Specialization::all(4)));
+    assert!(!loads.is_empty() && loads.iter().all(|&w| w == 4), "{loads:?}");
+    assert!(!stores.is_empty() && stores.iter().all(|&w| w == 4), "{stores:?}");
+    // Without n divisible by 16 the mask is not constant over 4 elements; without the
+    // pointers divisible, the vectors are not aligned.
+    let mut n_unknown = Specialization::all(4);
+    n_unknown.divisible_by_16[3] = false;
+    let mut x_unknown = Specialization::all(4);
+    x_unknown.divisible_by_16[0] = false;
+    for spec in [Specialization::none(4), n_unknown, x_unknown] {
+        let (loads, stores) = global_widths(&lowered(&kernel, &t, &spec));
+        let all = loads.iter().chain(&stores);
+        assert!(all.clone().all(|&w| w == 1), "{spec:?}: {loads:?} {stores:?}");
+    }
+    // f16: 8 per 16 bytes; 8-byte vectors: 2 f32.
+    let (loads, _) = global_widths(&lowered(&seeds::vector_add(F16, 1024).unwrap(), &t, &Specialization::all(4)));
+    assert!(loads.iter().all(|&w| w == 8), "{loads:?}");
+    let narrow = Target { max_vector_bytes: 8, ..t };
+    let (loads, _) = global_widths(&lowered(&kernel, &narrow, &Specialization::all(4)));
+    assert!(loads.iter().all(|&w| w == 2), "{loads:?}");
+}
+
+#[test]
+fn reductions_shuffle_only_when_the_target_can() {
+    let kernel = seeds::softmax(1024).unwrap();
+    let spec = Specialization::all(6);
+    assert!(shuffles(&lowered(&kernel, &target(32, 4, true), &spec)) > 0);
+    assert_eq!(shuffles(&lowered(&kernel, &target(32, 4, false), &spec)), 0);
+    assert_eq!(shuffles(&lowered(&kernel, &target(8, 2, false), &spec)), 0);
+}
+
+#[test]
+fn shared_memory_is_reported_and_limited() {
+    let kernel = seeds::softmax(1024).unwrap();
+    let spec = Specialization::all(6);
+    // One warp with shuffles needs none; 4 warps exchange one f32 per warp; without
+    // shuffles, one per thread.
+    assert_eq!(lowered(&kernel, &target(32, 1, true), &spec).shared_bytes(), 0);
+    let four = lowered(&kernel, &target(32, 4, true), &spec);
+    assert_eq!(four.shared_bytes(), 16);
+    assert_eq!(four.shared.iter().map(|a| a.len * a.elem.size_bytes() as u32).sum::<u32>(), 16);
+    assert_eq!(lowered(&kernel, &target(32, 4, false), &spec).shared_bytes(), 4 * 128);
+    let tiny = Target { max_shared_bytes: 8, ..target(32, 4, true) };
+    match lower(&kernel, &tiny, &spec) {
+        Err(LowerError::OutOfSharedMemory { needed: 16, limit: 8, .. }) => {}
+        other => panic!("expected OutOfSharedMemory, got {other:?}"),
+    }
+}
+
+#[test]
+fn unsupported_kernels_and_targets_are_errors() {
+    let matmul = seeds::matmul(&seeds::MatmulMeta::fp16(64, 64, 32)).unwrap();
+    match lower(&matmul, &target(32, 4, true), &Specialization::none(12)) {
+        Err(LowerError::Unsupported { op: "dot", .. }) => {}
+        other => panic!("expected dot to be unsupported, got {other:?}"),
+    }
+    let kernel = seeds::vector_add(F32, 1024).unwrap();
+    assert!(matches!(lower(&kernel, &target(32, 3, true), &Specialization::none(4)), Err(LowerError::InvalidConfig(_))));
+    assert!(matches!(lower(&kernel, &target(24, 2, true), &Specialization::none(4)), Err(LowerError::InvalidConfig(_))));
+}
+
+#[test]
+fn a_false_specialization_is_caught_by_the_simulator() {
+    // n = 98433 is not divisible by 16: a kernel that assumes it reads past the end.
+    let n = 98_433;
+    let kernel = seeds::vector_add(F32, 1024).unwrap();
+    let tk = lowered(&kernel, &target(32, 4, true), &Specialization::all(4));
+    let mut buffers = [HostBuffer::zeros(F32, n), HostBuffer::zeros(F32, n), HostBuffer::zeros(F32, n)];
+    let err = simt::run_threads(&tk, [97, 1, 1], &[ptr(0), ptr(1), ptr(2), int(n as i64)], &mut buffers).unwrap_err();
+    assert!(matches!(err, InterpError::ThreadFault { kind: FaultKind::OutOfBounds, program: [96, 0, 0], .. }), "{err}");
+    assert!(err.to_string().contains("lowered from load at core-ir/src/seeds/vector_add.rs"), "{err}");
 }

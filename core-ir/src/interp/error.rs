@@ -32,7 +32,7 @@ pub enum InterpError {
         message: String,
     },
     /// A thread of a per-thread kernel faulted in the SIMT simulator ([`crate::interp::simt`]).
-    #[error("`{stmt}`{}, program ({}, {}, {}){}: {message}", after(context), program[0], program[1], program[2], on_thread(*thread))]
+    #[error("{}program ({}, {}, {}){}: {message}", at(stmt, context), program[0], program[1], program[2], on_thread(*thread))]
     ThreadFault {
         kind: FaultKind,
         /// The faulting statement, as the per-thread IR printer writes it (its first line).
@@ -46,11 +46,12 @@ pub enum InterpError {
     },
 }
 
-fn after(context: &str) -> String {
-    if context.is_empty() {
-        String::new()
-    } else {
-        format!(" (lowered from {context})")
+/// "`stmt` (lowered from context), " with what is known.
+fn at(stmt: &str, context: &str) -> String {
+    match (stmt.is_empty(), context.is_empty()) {
+        (true, _) => String::new(),
+        (false, true) => format!("`{stmt}`, "),
+        (false, false) => format!("`{stmt}` (lowered from {context}), "),
     }
 }
 

@@ -62,7 +62,7 @@ pub fn run_threads(kernel: &ThreadKernel, grid: [u32; 3], args: &[ArgValue], buf
         context: String::new(),
         program: [0; 3],
         thread: None,
-        message,
+        message: format!("malformed per-thread kernel: {message}"),
     })?;
     let declared: Vec<(&str, Type)> = kernel
         .params
