@@ -1074,3 +1074,60 @@ fn a_false_specialization_is_caught_by_the_simulator() {
     assert!(matches!(err, InterpError::ThreadFault { kind: FaultKind::OutOfBounds, program: [96, 0, 0], .. }), "{err}");
     assert!(err.to_string().contains("lowered from load at core-ir/src/seeds/vector_add.rs"), "{err}");
 }
+
+#[test]
+fn reductions_of_other_types_and_moved_pointers() {
+    let mut rng = Rng(21);
+    let mut cases = Vec::new();
+    let bytes = |rng: &mut Rng, t: ScalarType, n: usize| {
+        let raw: Vec<u8> = (0..n * t.size_bytes()).map(|_| rng.next() as u8).collect();
+        HostBuffer::from_bytes(t, raw).unwrap()
+    };
+    for (rows, cols) in [(0u32, 64u32), (8, 32), (32, 8)] {
+        let n = (rows.max(1) * cols) as usize;
+        for axis in [0, 1] {
+            if rows == 0 && axis == 1 {
+                continue;
+            }
+            for t in [ScalarType::U8, ScalarType::I64, ScalarType::U32, ScalarType::U64, ScalarType::I16] {
+                for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin] {
+                    cases.push(reduce_case(op, bytes(&mut rng, t, n), rows, cols, axis));
+                }
+            }
+            let bools: Vec<bool> = (0..n).map(|_| rng.next() % 5 == 0).collect();
+            for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin] {
+                cases.push(reduce_case(op, HostBuffer::from_bools(&bools), rows, cols, axis));
+            }
+        }
+    }
+    // Pointer blocks reshaped and transposed before the load.
+    let kernel = build("moved_pointers", |k| {
+        let (x, y) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32));
+        let p = x + offsets_2d(k, 16, 8, k.scalar(8, I32));
+        let v = k.load(p.trans());
+        k.store(y + offsets_2d(k, 8, 16, k.scalar(16, I32)), v);
+        let q = p.reshape(&[128]);
+        k.store(y + 128 + k.arange(0, 128), k.load(q) + 1.0);
+    });
+    let buffers = vec![HostBuffer::from_slice(&rng.f32s(128, 1.0)), HostBuffer::zeros(F32, 256)];
+    cases.push(Case::new("moved pointers", kernel, [1, 1, 1], vec![ptr(0), ptr(1)], buffers));
+    check_all(&cases, &targets());
+}
+
+/// Not fixed: the block IR orders a program's memory ops (the interpreter runs them one after
+/// another), but per-thread IR orders only each thread's own: when a program reads global
+/// memory that another of its threads wrote, the lowering emits no barrier between. Here one
+/// thread stores the scalar and every thread loads it back. The simulator reports it.
+#[test]
+fn reading_back_another_threads_store_is_reported() {
+    let kernel = build("store_then_load", |k| {
+        let y = k.arg_ptr("y", I32);
+        k.store(y, k.program_id(0) + 5);
+        let v = k.load(y);
+        k.store(y + 1 + k.arange(0, 64), v + k.arange(0, 64));
+    });
+    let tk = lowered(&kernel, &target(32, 4, true), &Specialization::none(1));
+    let mut buffers = [HostBuffer::zeros(I32, 65)];
+    let err = simt::run_threads(&tk, [1, 1, 1], &[ptr(0)], &mut buffers).unwrap_err();
+    assert!(matches!(err, InterpError::ThreadFault { kind: FaultKind::MissingBarrier, thread: Some(32), .. }), "{err}");
+}

@@ -307,3 +307,45 @@ fn launch_errors() {
     let err = run_threads(&k, [1, 1, 1], &[ArgValue::Int(0)], &mut []).unwrap_err();
     assert!(matches!(err, InterpError::BadArgument { index: 0, .. }), "{err}");
 }
+
+/// Thread t writes out[t]; then thread t reads out[(t + 8) % 16] (another warp's, with warps
+/// of 8), with or without a barrier between; or every thread adds 1 to out[0] atomically and
+/// then reads it.
+fn global_exchange(barrier: bool, atomics: bool) -> ThreadKernel {
+    let mut k = K::new();
+    let tid = k.tid();
+    let (zero, one) = (k.int(0), k.int(1));
+    let at = if atomics {
+        let old = k.reg(I32);
+        k.body.push(Stmt::Atomic { dst: old, op: rutile_ir::ir::AtomicOp::Add, param: 0, index: zero, value: one, pred: None });
+        zero
+    } else {
+        k.store(vec![tid], OUT, tid, None);
+        let (eight, mask) = (k.int(8), k.int(15));
+        let shifted = k.bin(BinaryOp::Add, tid, eight);
+        k.bin(BinaryOp::And, shifted, mask)
+    };
+    if barrier {
+        k.body.push(Stmt::Barrier);
+    }
+    let r = k.reg(I32);
+    k.body.push(Stmt::Load { dsts: vec![r], mem: OUT, index: at, pred: None });
+    let sixteen = k.int(16);
+    let out_at = k.bin(BinaryOp::Add, tid, sixteen);
+    k.store(vec![r], OUT, out_at, None);
+    k.finish(2, 8, vec![])
+}
+
+#[test]
+fn global_memory_across_warps_needs_barriers_too() {
+    let out = run(&global_exchange(true, false), [1, 1, 1], 32).unwrap();
+    assert_eq!(out[16..], (0..16).map(|t| (t + 8) % 16).collect::<Vec<i32>>());
+    let (kind, thread, text) = fault(run(&global_exchange(false, false), [1, 1, 1], 32).unwrap_err());
+    assert_eq!((kind, thread), (FaultKind::MissingBarrier, Some(0)));
+    assert!(text.contains("warp 0 reads element 8 of buffer 0 (`out`), which another warp wrote"), "{text}");
+    // Atomics do not race with each other, but a read after them does.
+    assert_eq!(run(&global_exchange(true, true), [1, 1, 1], 32).unwrap()[16..], [16; 16]);
+    let (kind, _, text) = fault(run(&global_exchange(false, true), [1, 1, 1], 32).unwrap_err());
+    assert_eq!(kind, FaultKind::MissingBarrier);
+    assert!(text.contains("which another warp updated atomically"), "{text}");
+}

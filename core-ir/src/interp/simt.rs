@@ -17,11 +17,13 @@
 //!   buffer, whose base GPUs align);
 //! - threads of one store writing different values to one element
 //!   ([`FaultKind::RacingStores`]; the same value from several threads is fine);
-//! - a shared-memory element read by one warp after another warp wrote it, or written by one
-//!   warp after another warp wrote or read it, with no barrier in between
+//! - an element of shared or global memory read by one warp after another warp wrote it, or
+//!   written by one warp after another warp wrote or read it, with no barrier in between
 //!   ([`FaultKind::MissingBarrier`]; lockstep hides these, real warps do not run in step).
-//!   Writes of the value an element already holds are exempt. Barriers order nothing else
-//!   here: in lockstep they are otherwise no-ops;
+//!   Writes of the value an element already holds are exempt, and atomics do not race with
+//!   each other. Barriers order nothing else here: in lockstep they are otherwise no-ops.
+//!   (Programs are not checked against each other: they run one after another, in the
+//!   interpreter's order);
 //! - a read of a register in a thread where no statement has written it
 //!   ([`FaultKind::UndefinedRegister`]): `Set` reads its operands in every thread; a
 //!   predicated load, store or atomic reads its index and values only where the predicate
@@ -100,14 +102,18 @@ enum Def {
     Some(Vec<bool>),
 }
 
-/// Who touched a shared element since the last barrier (bit masks over warps, modulo 64).
+/// Who touched an element since the last barrier (bit masks over warps, modulo 64).
 #[derive(Clone, Copy, Default)]
 struct Track {
-    /// The barrier epoch of the last write (0: none yet).
+    /// The program the rest speaks of (older records are void).
+    program: u64,
+    /// The barrier epoch of the last write (0: none in this program).
     write_epoch: u32,
     /// The statement that wrote it last, and its warps.
     write_stmt: u64,
     write_warps: u64,
+    /// Whether the last write was an atomic.
+    write_atomic: bool,
     read_epoch: u32,
     read_warps: u64,
 }
@@ -180,6 +186,10 @@ struct Sim<'s> {
     regs: Vec<Tensor>,
     def: Vec<Def>,
     track: Vec<Vec<Track>>,
+    /// The same for global elements, by buffer (made on first use) and offset.
+    global_track: Vec<Vec<Track>>,
+    /// Programs run so far, counting this one: tracks of earlier ones are void.
+    program: u64,
     /// Barriers passed in this program, plus one.
     epoch: u32,
     /// Memory statements run so far.
@@ -204,6 +214,8 @@ impl<'s> Sim<'s> {
             regs: k.regs.iter().map(|(_, r)| zeros(column(r.ty))).collect(),
             def: vec![Def::None; k.regs.len()],
             track: k.shared.iter().map(|a| vec![Track::default(); a.len as usize]).collect(),
+            global_track: Vec::new(),
+            program: 0,
             epoch: 1,
             serial: 0,
             context: "",
@@ -216,7 +228,7 @@ impl<'s> Sim<'s> {
         for b in self.shared.buffers.iter_mut() {
             b.as_bytes_mut().fill(0);
         }
-        self.track.iter_mut().for_each(|t| t.fill(Track::default()));
+        self.program += 1;
         self.epoch = 1;
         self.context = "";
         let body = &self.k.body;
@@ -322,6 +334,9 @@ impl<'s> Sim<'s> {
                 let active = self.active(*pred)?;
                 let (offsets, elem) = self.addresses(Space::Global { param: *param }, *index, 1, &active)?;
                 let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param: *param, offset: o }).collect();
+                for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
+                    self.touch(Space::Global { param: *param }, p.offset, t, Access::Atomic)?;
+                }
                 let old = match s {
                     Stmt::Atomic { op, value, .. } => {
                         let v = &self.read(*value, Some(&active))?.data.clone();
@@ -440,14 +455,12 @@ impl<'s> Sim<'s> {
         for (k, &dst) in dsts.iter().enumerate() {
             let (param, _, _) = self.space(m);
             let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param, offset: o + k as i64 }).collect();
+            for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
+                self.touch(m, p.offset, t, Access::Read)?;
+            }
             let data = match m {
                 Space::Global { .. } => memory::load(&self.global, elem, &ptrs, Some(&active), None)?,
-                Space::Shared { alloc } => {
-                    for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
-                        self.shared_read(alloc, p.offset as usize, t)?;
-                    }
-                    memory::load(&self.shared, elem, &ptrs, Some(&active), None)?
-                }
+                Space::Shared { .. } => memory::load(&self.shared, elem, &ptrs, Some(&active), None)?,
             };
             merge(&mut self.regs[dst.index()].data, &data, &active);
             self.define(dst, &active);
@@ -479,16 +492,14 @@ impl<'s> Sim<'s> {
         for (k, &v) in values.iter().enumerate() {
             let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param, offset: o + k as i64 }).collect();
             let data = self.regs[v.index()].data.clone();
-            match m {
-                Space::Global { .. } => memory::store(&mut self.global, elem, &ptrs, Some(&active), &data)?,
-                Space::Shared { alloc } => {
-                    let old = memory::load(&self.shared, elem, &ptrs, Some(&active), None)?;
-                    for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
-                        let same = bits(&old, t) == bits(&data, t);
-                        self.shared_write(alloc, p.offset as usize, t, same)?;
-                    }
-                    memory::store(&mut self.shared, elem, &ptrs, Some(&active), &data)?
-                }
+            let mem = match m {
+                Space::Global { .. } => &mut self.global,
+                Space::Shared { .. } => &mut self.shared,
+            };
+            let old = memory::load(mem, elem, &ptrs, Some(&active), None)?;
+            memory::store(mem, elem, &ptrs, Some(&active), &data)?;
+            for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
+                self.touch(m, p.offset, t, Access::Write { same: bits(&old, t) == bits(&data, t) })?;
             }
         }
         Ok(())
@@ -498,61 +509,111 @@ impl<'s> Sim<'s> {
         1 << ((t / self.warp_size) % 64)
     }
 
-    /// Records a read of shared element `e` by thread `t`; faults if another warp wrote it
-    /// since the last barrier.
-    fn shared_read(&mut self, alloc: u32, e: usize, t: usize) -> Result<(), SimFault> {
-        let (epoch, w) = (self.epoch, self.warp_bit(t));
-        let tr = &mut self.track[alloc as usize][e];
-        if tr.write_epoch == 0 {
-            return Err(fault(
-                FaultKind::Uninitialized,
-                t,
-                format!("element {e} of shared{alloc} is read before this program writes it"),
-            ));
-        }
-        if tr.write_epoch == epoch && tr.write_warps & !w != 0 {
-            return Err(fault(
-                FaultKind::MissingBarrier,
-                t,
-                format!("warp {} reads element {e} of shared{alloc}, which another warp wrote with no barrier since", t / self.warp_size),
-            ));
-        }
-        if tr.read_epoch != epoch {
-            tr.read_epoch = epoch;
-            tr.read_warps = 0;
-        }
-        tr.read_warps |= w;
-        Ok(())
+    /// Records an access by thread `t` to element `e` of `m` (a buffer offset); faults if
+    /// another warp's access since the last barrier makes it a race.
+    fn touch(&mut self, m: Space, e: i64, t: usize, mut access: Access) -> Result<(), SimFault> {
+        let (epoch, serial, w, program) = (self.epoch, self.serial, self.warp_bit(t), self.program);
+        let track = match m {
+            Space::Shared { alloc } => {
+                let track = &mut self.track[alloc as usize][e as usize];
+                if track.program != program {
+                    *track = Track { program, ..Track::default() };
+                }
+                if track.write_epoch == 0 {
+                    match access {
+                        Access::Read => {
+                            let message = format!("element {e} of shared{alloc} is read before this program writes it");
+                            return Err(fault(FaultKind::Uninitialized, t, message));
+                        }
+                        // The zeros the simulator starts with are garbage on a GPU: a first
+                        // write counts even when it writes zero.
+                        Access::Write { .. } => access = Access::Write { same: false },
+                        Access::Atomic => {}
+                    }
+                }
+                track
+            }
+            Space::Global { param } => {
+                let (buffer, len) = self.global.param_buffer[param as usize].expect("a pointer parameter");
+                if self.global_track.len() <= buffer {
+                    self.global_track.resize(buffer + 1, Vec::new());
+                }
+                let tracks = &mut self.global_track[buffer];
+                if tracks.is_empty() {
+                    *tracks = vec![Track::default(); len];
+                }
+                let track = &mut tracks[e as usize];
+                if track.program != program {
+                    *track = Track { program, ..Track::default() };
+                }
+                track
+            }
+        };
+        track.access(access, epoch, serial, w).map_err(|what| {
+            let warp = t / self.warp_size;
+            let name = match m {
+                Space::Shared { alloc } => format!("shared{alloc}"),
+                Space::Global { param } => {
+                    let buffer = self.global.param_buffer[param as usize].map_or(0, |(b, _)| b);
+                    format!("buffer {buffer} (`{}`)", self.k.params[param as usize].name())
+                }
+            };
+            let verb = match access {
+                Access::Read => "reads",
+                Access::Write { .. } => "overwrites",
+                Access::Atomic => "updates",
+            };
+            fault(FaultKind::MissingBarrier, t, format!("warp {warp} {verb} element {e} of {name}, which another warp {what} with no barrier since"))
+        })
     }
+}
 
-    /// Records a write of shared element `e` by thread `t` (`same`: of the value it holds);
-    /// faults if another warp wrote or read it since the last barrier.
-    fn shared_write(&mut self, alloc: u32, e: usize, t: usize, same: bool) -> Result<(), SimFault> {
-        let (epoch, serial, w) = (self.epoch, self.serial, self.warp_bit(t));
-        let warp = t / self.warp_size;
-        let tr = &mut self.track[alloc as usize][e];
-        let other_wrote = tr.write_epoch == epoch && tr.write_stmt != serial && tr.write_warps & !w != 0;
-        let other_read = tr.read_epoch == epoch && tr.read_warps & !w != 0;
-        // Rewriting the value an element holds changes nothing (but a first write counts:
-        // the zeros the simulator starts with are garbage on a GPU).
-        let same = same && tr.write_epoch != 0;
-        if same {
-            return Ok(());
+/// An access to one element, for [`Track`].
+#[derive(Clone, Copy)]
+enum Access {
+    Read,
+    /// `same`: of the value the element holds, which changes nothing.
+    Write { same: bool },
+    Atomic,
+}
+
+impl Track {
+    /// Records an access by the warps in `w` in statement `serial` of barrier epoch `epoch`;
+    /// returns what another warp did to the element since the last barrier that makes the
+    /// access a race. Atomics do not race with each other.
+    fn access(&mut self, access: Access, epoch: u32, serial: u64, w: u64) -> Result<(), &'static str> {
+        let others_wrote = self.write_epoch == epoch && self.write_stmt != serial && self.write_warps & !w != 0;
+        let others_read = self.read_epoch == epoch && self.read_warps & !w != 0;
+        match access {
+            Access::Read => {
+                if others_wrote {
+                    return Err(if self.write_atomic { "updated atomically" } else { "wrote" });
+                }
+                if self.read_epoch != epoch {
+                    self.read_epoch = epoch;
+                    self.read_warps = 0;
+                }
+                self.read_warps |= w;
+                return Ok(());
+            }
+            Access::Write { same: true } => return Ok(()),
+            Access::Write { same: false } if others_wrote => {
+                return Err(if self.write_atomic { "updated atomically" } else { "wrote" })
+            }
+            Access::Atomic if others_wrote && !self.write_atomic => return Err("wrote"),
+            _ if others_read => return Err("read"),
+            _ => {}
         }
-        if other_wrote || other_read {
-            let what = if other_wrote { "wrote" } else { "read" };
-            return Err(fault(
-                FaultKind::MissingBarrier,
-                t,
-                format!("warp {warp} overwrites element {e} of shared{alloc}, which another warp {what} with no barrier since"),
-            ));
+        let atomic = matches!(access, Access::Atomic);
+        // The warps of the last write, or of all atomics since the barrier.
+        let keep = self.write_epoch == epoch && (self.write_stmt == serial || atomic && self.write_atomic);
+        if !keep {
+            self.write_warps = 0;
         }
-        if tr.write_epoch != epoch || tr.write_stmt != serial {
-            tr.write_epoch = epoch;
-            tr.write_stmt = serial;
-            tr.write_warps = 0;
-        }
-        tr.write_warps |= w;
+        self.write_epoch = epoch;
+        self.write_stmt = serial;
+        self.write_atomic = atomic;
+        self.write_warps |= w;
         Ok(())
     }
 }
