@@ -263,6 +263,22 @@ fn softmax_matches_the_interpreter() {
 }
 
 #[test]
+fn softmax_with_every_argument_divisible() {
+    // 16 rows of 1024 or 32 of 256: every argument is divisible by 16, so the honest
+    // specialization is the full one.
+    let mut rng = Rng(23);
+    let mut cases = Vec::new();
+    for (rows, cols) in [(16, 1024), (32, 256)] {
+        for persistent in [false, true] {
+            let case = softmax_case(persistent, rows, cols, &mut rng);
+            assert_eq!(honest_spec(&case.kernel, &case.args, &case.buffers), Specialization::all(6));
+            cases.push(case);
+        }
+    }
+    check_all(&cases, &targets());
+}
+
+#[test]
 fn persistent_softmax_matches_the_interpreter() {
     let mut rng = Rng(3);
     let mut cases = Vec::new();
@@ -1130,4 +1146,41 @@ fn reading_back_another_threads_store_is_reported() {
     let mut buffers = [HostBuffer::zeros(I32, 65)];
     let err = simt::run_threads(&tk, [1, 1, 1], &[ptr(0)], &mut buffers).unwrap_err();
     assert!(matches!(err, InterpError::ThreadFault { kind: FaultKind::MissingBarrier, thread: Some(32), .. }), "{err}");
+}
+
+#[test]
+fn nested_loops_with_reductions_and_wide_bounds() {
+    let mut rng = Rng(22);
+    let mut cases = Vec::new();
+    for (rows, cols) in [(4u32, 64u32), (32, 8)] {
+        let kernel = build("nested", |k| {
+            let (x, y) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32));
+            let (outer, inner) = (k.arg_scalar("outer", ScalarType::I64), k.arg_i32("inner"));
+            let offs = offsets_2d(k, rows, cols, k.scalar(cols as i32, I32));
+            let init = k.zeros(&[rows], F32);
+            // i64 bounds counting down; an inner loop whose reductions go through shared
+            // memory every iteration; a while loop carrying a row vector of a reduction.
+            let out = k.for_range(outer, k.scalar(0, ScalarType::I64), -1, &[init], |i, c| {
+                let base = (i - 1).to(I32) * (rows * cols) as i32;
+                let inner_out = k.for_range(0, inner, 1, &[c[0]], |j, d| {
+                    let v = k.load(x + base + offs) + j.to(F32);
+                    vec![d[0] + v.max(1) - v.min(1)]
+                });
+                vec![inner_out[0]]
+            });
+            k.store(y + k.arange(0, rows as i32), out[0]);
+            let w = k.while_loop(
+                &[out[0].expand_dims(0), k.scalar(0, I32)],
+                |c| c[0].max(1).max(0).gt(1.0) & c[1].lt(50),
+                |c| vec![c[0] * 0.5 - 0.25, c[1] + 1],
+            );
+            k.store(y + rows as i32 + k.arange(0, rows as i32).expand_dims(0), w[0]);
+            k.store(y + 2 * rows as i32, w[1].to(F32));
+        });
+        let n = (rows * cols) as usize;
+        let buffers = vec![HostBuffer::from_slice(&rng.f32s(3 * n, 1.0)), HostBuffer::zeros(F32, 2 * rows as usize + 1)];
+        let args = vec![ptr(0), ptr(1), int(3), int(2)];
+        cases.push(Case::new(format!("nested loops {rows}x{cols}"), kernel, [1, 1, 1], args, buffers).tolerance(1e-6));
+    }
+    check_all(&cases, &targets());
 }
