@@ -185,6 +185,7 @@ struct Sim<'s> {
     args: Vec<Tensor>,
     regs: Vec<Tensor>,
     def: Vec<Def>,
+    /// Who touched each shared element, by buffer and element.
     track: Vec<Vec<Track>>,
     /// The same for global elements, by buffer (made on first use) and offset.
     global_track: Vec<Vec<Track>>,
