@@ -1184,3 +1184,30 @@ fn nested_loops_with_reductions_and_wide_bounds() {
     }
     check_all(&cases, &targets());
 }
+
+#[test]
+fn rows_at_a_divisible_stride_still_vectorize() {
+    // x + r[:, None] * stride + c[None, :]: 16-byte vectors when the stride is divisible by
+    // 16, single elements otherwise; the same for rows at 16 r and at 3 r.
+    let kernel = build("strided_rows", |k| {
+        let (x, y) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32));
+        let stride = k.arg_i32("stride");
+        let r = k.arange(0, 32);
+        let c = k.arange(0, 64);
+        let v = k.load(x + r.expand_dims(1) * stride + c.expand_dims(0));
+        k.store(y + offsets_2d(k, 32, 64, k.scalar(64, I32)), v);
+    });
+    let t = target(32, 4, true);
+    let (loads, _) = global_widths(&lowered(&kernel, &t, &Specialization::all(3)));
+    assert!(loads.iter().all(|&w| w == 4), "{loads:?}");
+    let mut odd = Specialization::all(3);
+    odd.divisible_by_16[2] = false;
+    let (loads, _) = global_widths(&lowered(&kernel, &t, &odd));
+    assert!(loads.iter().all(|&w| w == 1), "{loads:?}");
+    let at_16r = gather_rows("rows", 32, 64, |_, r| r * 16);
+    let (loads, _) = global_widths(&lowered(&at_16r, &t, &Specialization::all(2)));
+    assert!(loads.iter().all(|&w| w == 4), "{loads:?}");
+    let at_3r = gather_rows("rows", 32, 64, |_, r| r * 3);
+    let (loads, _) = global_widths(&lowered(&at_3r, &t, &Specialization::all(2)));
+    assert!(loads.iter().all(|&w| w == 1), "{loads:?}");
+}
