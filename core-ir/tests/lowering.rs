@@ -727,7 +727,12 @@ fn small_blocks_replicate_and_large_blocks_wrap() {
 }
 
 /// Loads a `rows x cols` block at `x + row_offset(r) + c` and stores it densely in `y`.
-fn gather_rows(name: &str, rows: u32, cols: u32, row_offset: impl for<'b> Fn(&'b rutile_ir::KernelBuilder, rutile_ir::Value<'b>) -> rutile_ir::Value<'b>) -> Kernel {
+fn gather_rows(
+    name: &str,
+    rows: u32,
+    cols: u32,
+    row_offset: impl for<'b> Fn(&'b rutile_ir::KernelBuilder, rutile_ir::Value<'b>) -> rutile_ir::Value<'b>,
+) -> Kernel {
     build(name, |k| {
         let (x, y) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32));
         let r = k.arange(0, rows as i32);
@@ -794,7 +799,14 @@ fn narrow_and_wide_element_types() {
     let mut rng = Rng(15);
     let mut cases = Vec::new();
     // 16-byte vectors hold 16 bytes but per-thread IR vectors at most 8 elements.
-    for (dtype, block, n) in [(ScalarType::I8, 1024u32, 4096usize), (ScalarType::U8, 256, 1000), (ScalarType::I16, 512, 1024), (ScalarType::F64, 128, 1000), (ScalarType::I64, 64, 1024)] {
+    let launches = [
+        (ScalarType::I8, 1024u32, 4096usize),
+        (ScalarType::U8, 256, 1000),
+        (ScalarType::I16, 512, 1024),
+        (ScalarType::F64, 128, 1000),
+        (ScalarType::I64, 64, 1024),
+    ];
+    for (dtype, block, n) in launches {
         let kernel = seeds::vector_add(dtype, block).unwrap();
         let make = |rng: &mut Rng| {
             let bytes: Vec<u8> = (0..n * dtype.size_bytes()).map(|_| (rng.next() % 7) as u8).collect();
@@ -837,7 +849,9 @@ fn three_d_blocks_and_repeated_reductions() {
                 // Twice: a slice of a slice, then to a scalar.
                 let s = v.abs().sum(axis);
                 let t = s.max(0);
-                let (n0, n1) = { let dims: Vec<u32> = [a, b, c].iter().enumerate().filter(|&(d, _)| d != axis as usize).map(|(_, &n)| n).collect(); (dims[0], dims[1]) };
+                // The dimensions that remain after reducing `axis`.
+                let kept: Vec<u32> = [a, b, c].iter().enumerate().filter(|&(d, _)| d != axis as usize).map(|(_, &n)| n).collect();
+                let (n0, n1) = (kept[0], kept[1]);
                 k.store(z + k.arange(0, n1 as i32), t);
                 k.store(z + n1 as i32, t.max(0) + s.sum(1).sum(0));
                 k.store(w + k.arange(0, n0 as i32), v.argmax(axis).max(1));
@@ -875,7 +889,8 @@ fn reductions_change_layouts_in_loops_and_branches() {
             // Row sums as a row vector: expand_dims(0) of a slice along axis 1.
             let as_row = out[0].expand_dims(0).broadcast_to(&[cols, rows]);
             let t = as_row + k.arange(0, cols as i32).expand_dims(1).to(F32);
-            k.store_masked(y + (rows + cols) as i32 + offsets_2d(k, cols, rows, k.scalar(rows as i32, I32)), t, offsets_2d(k, cols, rows, k.scalar(rows as i32, I32)).lt(n));
+            let toffs = offsets_2d(k, cols, rows, k.scalar(rows as i32, I32));
+            k.store_masked(y + (rows + cols) as i32 + toffs, t, toffs.lt(n));
         });
         let steps = 3;
         let size = (rows * cols) as usize;

@@ -564,7 +564,8 @@ impl<'s> Sim<'s> {
                 Access::Write { .. } => "overwrites",
                 Access::Atomic => "updates",
             };
-            fault(FaultKind::MissingBarrier, t, format!("warp {warp} {verb} element {e} of {name}, which another warp {what} with no barrier since"))
+            let message = format!("warp {warp} {verb} element {e} of {name}, which another warp {what} with no barrier since");
+            fault(FaultKind::MissingBarrier, t, message)
         })
     }
 }
