@@ -179,7 +179,16 @@ fn racing_stores_fault_but_equal_values_do_not() {
 
 #[test]
 fn reads_of_unwritten_registers_fault() {
-    // A register written by a predicated load in some threads only, then read.
+    // A register read before any statement writes it.
+    let mut k = K::new();
+    let tid = k.tid();
+    let r = k.reg(I32);
+    k.bin(BinaryOp::Add, tid, r);
+    let (kind, thread, text) = fault(run(&k.finish(1, 8, vec![]), [1, 1, 1], 8).unwrap_err());
+    assert_eq!((kind, thread), (FaultKind::UndefinedRegister, Some(0)));
+    assert!(text.contains("`r2: i32 = add r0, r1`, program (0, 0, 0), thread 0: r1 is read before it is written"), "{text}");
+
+    // A predicated load into a register that has no value where the predicate is false.
     let mut k = K::new();
     let tid = k.tid();
     let three = k.int(3);
@@ -188,13 +197,9 @@ fn reads_of_unwritten_registers_fault() {
     k.store(vec![tid], SHARED, tid, None);
     k.body.push(Stmt::Barrier);
     k.body.push(Stmt::Load { dsts: vec![r], mem: SHARED, index: tid, pred: Some(low) });
-    // Storing it where the load happened is fine; reading it everywhere is not.
-    k.store(vec![r], OUT, tid, Some(low));
-    let one = k.int(1);
-    k.bin(BinaryOp::Add, r, one);
     let (kind, thread, text) = fault(run(&k.finish(1, 8, shared(8)), [1, 1, 1], 8).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::UndefinedRegister, Some(3)));
-    assert!(text.contains("r3 is read before it is written"), "{text}");
+    assert!(text.contains("r3 keeps its value where the predicate is false, but has none"), "{text}");
 }
 
 #[test]

@@ -27,7 +27,8 @@
 //! - a read of a register in a thread where no statement has written it
 //!   ([`FaultKind::UndefinedRegister`]): `Set` reads its operands in every thread; a
 //!   predicated load, store or atomic reads its index and values only where the predicate
-//!   holds, and a predicated load or atomic defines its destinations only there;
+//!   holds; a predicated load or atomic writes its destinations only there, and elsewhere
+//!   they keep their values, which they must have;
 //! - a read of a shared-memory element that the program has not written
 //!   ([`FaultKind::Uninitialized`]): the zeros the simulator starts with are garbage on a
 //!   GPU;
@@ -289,6 +290,19 @@ impl<'s> Sim<'s> {
         }
     }
 
+    /// Writes `value` to `r` where `active` holds. Elsewhere `r` keeps its value, which it
+    /// must have.
+    fn write_where(&mut self, r: Reg, value: &Data, active: &[bool]) -> Result<(), SimFault> {
+        let kept: Vec<bool> = active.iter().map(|&a| !a).collect();
+        if let Err(f) = self.read(r, Some(&kept)) {
+            let message = format!("r{} keeps its value where the predicate is false, but has none", r.index());
+            return Err(SimFault { message, ..f });
+        }
+        merge(&mut self.regs[r.index()].data, value, active);
+        self.define(r, active);
+        Ok(())
+    }
+
     /// Marks `r` defined where `active` holds.
     fn define(&mut self, r: Reg, active: &[bool]) {
         let d = &mut self.def[r.index()];
@@ -350,9 +364,7 @@ impl<'s> Sim<'s> {
                     }
                     _ => unreachable!(),
                 };
-                merge(&mut self.regs[dst.index()].data, &old, &active);
-                self.define(*dst, &active);
-                Ok(())
+                self.write_where(*dst, &old, &active)
             }
             Stmt::Barrier | Stmt::Comment(_) | Stmt::If { .. } | Stmt::While { .. } => unreachable!("run by `block`"),
         }
@@ -463,8 +475,7 @@ impl<'s> Sim<'s> {
                 Space::Global { .. } => memory::load(&self.global, elem, &ptrs, Some(&active), None)?,
                 Space::Shared { .. } => memory::load(&self.shared, elem, &ptrs, Some(&active), None)?,
             };
-            merge(&mut self.regs[dst.index()].data, &data, &active);
-            self.define(dst, &active);
+            self.write_where(dst, &data, &active)?;
         }
         Ok(())
     }
