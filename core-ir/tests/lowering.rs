@@ -100,14 +100,15 @@ fn honest_spec(kernel: &Kernel, args: &[ArgValue], buffers: &[HostBuffer]) -> Sp
 
 // ---- comparison ----
 
-/// Whether two buffers agree: exactly, or floats within `rel` relative error.
-fn compare(got: &HostBuffer, want: &HostBuffer, rel: f64) -> Result<(), String> {
+/// Whether two buffers agree: exactly, or floats within `rel` relative error or `abs`
+/// absolute error.
+fn compare(got: &HostBuffer, want: &HostBuffer, rel: f64, abs: f64) -> Result<(), String> {
     let close = |a: f64, b: f64| {
-        (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= rel * a.abs().max(b.abs()) || (a - b).abs() <= 1e-30
+        (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= rel * a.abs().max(b.abs()) || (a - b).abs() <= abs.max(1e-30)
     };
     let mismatch = |i: usize, g: String, w: String| Err(format!("element {i}: got {g}, expected {w}"));
     match want.elem() {
-        F32 if rel > 0.0 => {
+        F32 if rel > 0.0 || abs > 0.0 => {
             let (g, w) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
             for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
                 if !close(a as f64, b as f64) {
@@ -115,7 +116,7 @@ fn compare(got: &HostBuffer, want: &HostBuffer, rel: f64) -> Result<(), String> 
                 }
             }
         }
-        F16 if rel > 0.0 => {
+        F16 if rel > 0.0 || abs > 0.0 => {
             let (g, w) = (got.to_vec::<f16>().unwrap(), want.to_vec::<f16>().unwrap());
             // f16 results round once more: allow an ulp.
             for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
@@ -149,16 +150,22 @@ struct Case {
     grid: [u32; 3],
     args: Vec<ArgValue>,
     buffers: Vec<HostBuffer>,
-    /// Relative tolerance for float outputs (0: bit-exact).
+    /// Relative and absolute tolerances for float outputs (0: bit-exact).
     rel: f64,
+    abs: f64,
 }
 
 impl Case {
     fn new(name: impl Into<String>, kernel: Kernel, grid: [u32; 3], args: Vec<ArgValue>, buffers: Vec<HostBuffer>) -> Case {
-        Case { name: name.into(), kernel, grid, args, buffers, rel: 0.0 }
+        Case { name: name.into(), kernel, grid, args, buffers, rel: 0.0, abs: 0.0 }
     }
     fn tolerance(mut self, rel: f64) -> Case {
         self.rel = rel;
+        self
+    }
+    /// For results that cancel, whose relative error is unbounded.
+    fn absolute_tolerance(mut self, abs: f64) -> Case {
+        self.abs = abs;
         self
     }
 }
@@ -191,7 +198,7 @@ fn run_case(case: &Case, targets: &[Target]) -> Vec<String> {
                 continue;
             }
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                if let Err(e) = compare(g, w, case.rel) {
+                if let Err(e) = compare(g, w, case.rel, case.abs) {
                     if std::env::var_os("RUTILE_DUMP").is_some() {
                         eprintln!("{tk}");
                     }
@@ -1225,4 +1232,60 @@ fn rows_at_a_divisible_stride_still_vectorize() {
     let at_3r = gather_rows("rows", 32, 64, |_, r| r * 3);
     let (loads, _) = global_widths(&lowered(&at_3r, &t, &Specialization::all(2)));
     assert!(loads.iter().all(|&w| w == 1), "{loads:?}");
+}
+
+/// The layer-norm forward of Triton's tutorial: loops over column blocks accumulate the mean
+/// and the variance, scalar stores of the statistics, then the normalized row.
+fn layer_norm(block: u32) -> Kernel {
+    build("layer_norm_fwd", |k| {
+        let (x, y, w, b) = (k.arg_ptr("X", F32), k.arg_ptr("Y", F32), k.arg_ptr("W", F32), k.arg_ptr("B", F32));
+        let (mean_ptr, rstd_ptr) = (k.arg_ptr("Mean", F32), k.arg_ptr("Rstd", F32));
+        let (stride, n) = (k.arg_i32("stride"), k.arg_i32("N"));
+        let eps = k.arg_scalar("eps", F32);
+        let row = k.program_id(0);
+        let (x, y) = (x + row * stride, y + row * stride);
+        let cols = k.arange(0, block as i32);
+        let sum = k.for_range(0, n, block as i32, &[k.zeros(&[block], F32)], |off, c| {
+            let a = k.load_masked(x + off + cols, (off + cols).lt(n), 0.0);
+            vec![c[0] + a]
+        });
+        let mean = sum[0].sum(0) / n.to(F32);
+        let var = k.for_range(0, n, block as i32, &[k.zeros(&[block], F32)], |off, c| {
+            let m = (off + cols).lt(n);
+            let a = k.load_masked(x + off + cols, m, 0.0);
+            let d = k.where_(m, a - mean, 0.0);
+            vec![c[0] + d * d]
+        });
+        let rstd = (var[0].sum(0) / n.to(F32) + eps).rsqrt();
+        k.store(mean_ptr + row, mean);
+        k.store(rstd_ptr + row, rstd);
+        k.for_each(0, n, block as i32, |off| {
+            let m = (off + cols).lt(n);
+            let (wv, bv) = (k.load_masked(w + off + cols, m, 0.0), k.load_masked(b + off + cols, m, 0.0));
+            let a = k.load_masked(x + off + cols, m, 0.0);
+            k.store_masked(y + off + cols, (a - mean) * rstd * wv + bv, m);
+        });
+    })
+}
+
+#[test]
+fn layer_norm_matches_the_interpreter() {
+    let mut rng = Rng(24);
+    let mut cases = Vec::new();
+    for (rows, n, block) in [(3usize, 1000usize, 256u32), (2, 64, 64), (4, 1, 16), (1, 4096, 1024)] {
+        let buffers = vec![
+            HostBuffer::from_slice(&rng.f32s(rows * n, 3.0)),
+            HostBuffer::zeros(F32, rows * n),
+            HostBuffer::from_slice(&rng.f32s(n, 1.0)),
+            HostBuffer::from_slice(&rng.f32s(n, 1.0)),
+            HostBuffer::zeros(F32, rows),
+            HostBuffer::zeros(F32, rows),
+        ];
+        let args = vec![ptr(0), ptr(1), ptr(2), ptr(3), ptr(4), ptr(5), int(n as i64), int(n as i64), ArgValue::Float(1e-5)];
+        let name = format!("layer norm {rows}x{n}, block {block}");
+        let case = Case::new(name, layer_norm(block), [rows as u32, 1, 1], args, buffers);
+        // x - mean cancels: the mean's rounding (sums in another order) shows as absolute error.
+        cases.push(case.tolerance(1e-5).absolute_tolerance(1e-5));
+    }
+    check_all(&cases, &targets());
 }
