@@ -117,9 +117,16 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
             let src = get(*value);
             let mut a = AxisInfo { constant: src.constant, ..AxisInfo::unknown() };
             let mut s = 0;
+            let src_rank = k.ty(*value).shape.rank();
             for d in 0..rank {
                 if d == *axis as usize {
-                    a.divisibility[d] = if k.ty(*value).is_scalar() { scalar_div(&src) } else { src.divisibility[0] };
+                    // The new dimension has size 1: its divisibility must divide every
+                    // element.
+                    a.divisibility[d] = match src.constant {
+                        _ if src_rank == 0 => scalar_div(&src),
+                        Some(c) => pow2_divisor(c),
+                        None => (0..src_rank).map(|s| div_at(&src, s, 1)).min().unwrap_or(1),
+                    };
                 } else {
                     a.contiguity[d] = src.contiguity[s];
                     a.divisibility[d] = src.divisibility[s];
@@ -134,14 +141,16 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
         Op::Compare { op, lhs, rhs } => {
             // A comparison is constant over runs where both sides are, and where a
             // contiguous side is compared with a constant side whose value is a multiple
-            // of the run length (`offsets < n` with n divisible by 16).
+            // of the run length (`offsets < n` with n divisible by 16). Only where the
+            // result flips as the contiguous side reaches the constant: `x < n` and
+            // `x >= n` flip at x == n, but `x <= n` and `x > n` one element later.
             let (a, b) = (get(*lhs), get(*rhs));
             let mut r = AxisInfo::unknown();
             for d in 0..rank {
                 let both = gcd_pow2(a.constancy[d], b.constancy[d]);
-                let ordered = matches!(op, CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge);
-                let ab = if ordered { gcd_pow2(a.contiguity[d], gcd_pow2(b.constancy[d], gcd_pow2(a.divisibility[d], b.divisibility[d]))) } else { 1 };
-                let ba = if ordered { gcd_pow2(b.contiguity[d], gcd_pow2(a.constancy[d], gcd_pow2(a.divisibility[d], b.divisibility[d]))) } else { 1 };
+                let div = gcd_pow2(a.divisibility[d], b.divisibility[d]);
+                let ab = if matches!(op, CmpOp::Lt | CmpOp::Ge) { gcd_pow2(a.contiguity[d], gcd_pow2(b.constancy[d], div)) } else { 1 };
+                let ba = if matches!(op, CmpOp::Gt | CmpOp::Le) { gcd_pow2(b.contiguity[d], gcd_pow2(a.constancy[d], div)) } else { 1 };
                 r.constancy[d] = both.max(ab).max(ba);
             }
             r
@@ -151,8 +160,8 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
             let mut r = AxisInfo::unknown();
             for d in 0..rank {
                 r.constancy[d] = c.constancy[d].min(a.constancy[d]).min(b.constancy[d]);
-                r.divisibility[d] = a.divisibility[d].min(b.divisibility[d]);
                 r.contiguity[d] = c.constancy[d].min(a.contiguity[d]).min(b.contiguity[d]);
+                r.divisibility[d] = div_at(&a, d, r.contiguity[d]).min(div_at(&b, d, r.contiguity[d]));
             }
             r
         }
@@ -162,6 +171,17 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
         Op::Reshape { .. } | Op::Permute { .. } | Op::Load { .. } | Op::Reduce { .. } => AxisInfo::unknown(),
         _ if rank == 0 => AxisInfo::unknown(),
         _ => AxisInfo::unknown(),
+    }
+}
+
+/// The divisibility of `x`'s elements that start runs of `run` elements along `d` (runs of
+/// 1: every element). `x`'s divisibility speaks only of the first elements of its own runs;
+/// a shorter run may start inside one of them, where only the run's own alignment is known.
+fn div_at(x: &AxisInfo, d: usize, run: u64) -> u64 {
+    if x.contiguity[d] > run {
+        x.divisibility[d].min(run)
+    } else {
+        x.divisibility[d]
     }
 }
 
@@ -186,11 +206,12 @@ fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
             BinaryOp::Add | BinaryOp::Sub => {
                 // contiguous + constant stays contiguous over the shorter run.
                 r.contiguity[d] = gcd_pow2(a.contiguity[d], cb).max(if op == BinaryOp::Add { gcd_pow2(ca, b.contiguity[d]) } else { 1 });
-                r.divisibility[d] = gcd_pow2(a.divisibility[d], b.divisibility[d]);
+                r.divisibility[d] = gcd_pow2(div_at(&a, d, r.contiguity[d]), div_at(&b, d, r.contiguity[d]));
             }
             BinaryOp::Mul => {
-                // Products multiply divisibility; a contiguous run times 1 stays contiguous.
-                r.divisibility[d] = (a.divisibility[d].saturating_mul(b.divisibility[d])).min(MAX_DIV);
+                // Products multiply divisibility (of every element: the product is not
+                // contiguous); a contiguous run times 1 stays contiguous.
+                r.divisibility[d] = (div_at(&a, d, 1).saturating_mul(div_at(&b, d, 1))).min(MAX_DIV);
                 if b.constant == Some(1) {
                     r.contiguity[d] = a.contiguity[d];
                     r.divisibility[d] = a.divisibility[d];
@@ -201,7 +222,9 @@ fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
             }
             BinaryOp::Div | BinaryOp::CeilDiv => {
                 if let Some(c) = b.constant.filter(|c| *c > 0 && (*c as u64).is_power_of_two()) {
-                    r.divisibility[d] = (a.divisibility[d] / c as u64).max(1);
+                    // Not contiguous: the divisibility must divide every element, and a run
+                    // longer than `c` gives consecutive quotients.
+                    r.divisibility[d] = if a.contiguity[d] > c as u64 { 1 } else { (a.divisibility[d] / c as u64).max(1) };
                     r.constancy[d] = r.constancy[d].max(gcd_pow2(a.contiguity[d], c as u64).min(a.divisibility[d]).max(1));
                 }
             }
@@ -212,13 +235,15 @@ fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
                 } else {
                     // `x % n` keeps runs that do not cross a multiple of n: with n divisible
                     // by d and x's runs aligned to d, runs up to d survive.
-                    r.contiguity[d] = gcd_pow2(a.contiguity[d], gcd_pow2(b.divisibility[d], a.divisibility[d]));
-                    r.divisibility[d] = gcd_pow2(a.divisibility[d], b.divisibility[d]);
+                    // (n must be the same over the run.)
+                    r.contiguity[d] = gcd_pow2(a.contiguity[d], gcd_pow2(b.divisibility[d], gcd_pow2(a.divisibility[d], b.constancy[d])));
+                    r.divisibility[d] = gcd_pow2(div_at(&a, d, r.contiguity[d]), div_at(&b, d, r.contiguity[d]));
                 }
             }
             BinaryOp::Shl => {
                 if let Some(c) = b.constant.filter(|c| (0..31).contains(c)) {
-                    r.divisibility[d] = (a.divisibility[d] << c).min(MAX_DIV);
+                    // Of every element: the result is not contiguous.
+                    r.divisibility[d] = (div_at(&a, d, 1) << c).min(MAX_DIV);
                 }
             }
             _ => {}

@@ -31,6 +31,32 @@ pub enum InterpError {
         program: [u32; 3],
         message: String,
     },
+    /// A thread of a per-thread kernel faulted in the SIMT simulator ([`crate::interp::simt`]).
+    #[error("{}program ({}, {}, {}){}: {message}", at(stmt, context), program[0], program[1], program[2], on_thread(*thread))]
+    ThreadFault {
+        kind: FaultKind,
+        /// The faulting statement, as the per-thread IR printer writes it (its first line).
+        stmt: String,
+        /// The last comment before the statement: the block op it was lowered from.
+        context: String,
+        program: [u32; 3],
+        /// The first faulting thread, when the fault is one thread's.
+        thread: Option<u32>,
+        message: String,
+    },
+}
+
+/// "`stmt` (lowered from context), " with what is known.
+fn at(stmt: &str, context: &str) -> String {
+    match (stmt.is_empty(), context.is_empty()) {
+        (true, _) => String::new(),
+        (false, true) => format!("`{stmt}`, "),
+        (false, false) => format!("`{stmt}` (lowered from {context}), "),
+    }
+}
+
+fn on_thread(thread: Option<u32>) -> String {
+    thread.map(|t| format!(", thread {t}")).unwrap_or_default()
 }
 
 impl InterpError {
@@ -49,6 +75,22 @@ pub enum FaultKind {
     /// The IR is not well formed (operand types, shapes, use before definition, ...): a bug in
     /// whatever built the kernel, which the verifier would also reject.
     InvalidIr,
+    /// A vector access of `n` elements at an element index that is not a multiple of `n`
+    /// (GPUs fault on it). Per-thread IR only.
+    Misaligned,
+    /// Threads of one store wrote different values to one element: the result would depend
+    /// on the hardware's order. Per-thread IR only.
+    RacingStores,
+    /// An access by one warp to an element of shared or global memory that another warp
+    /// wrote (or read, for a write) since the last barrier. Per-thread IR only.
+    MissingBarrier,
+    /// A register read before any statement wrote it. Per-thread IR only.
+    UndefinedRegister,
+    /// A read of shared memory that the program has not written. Per-thread IR only.
+    Uninitialized,
+    /// An `if` or `while` condition that differs between the threads of a program.
+    /// Per-thread IR only.
+    DivergentControlFlow,
 }
 
 impl fmt::Display for FaultKind {
@@ -57,6 +99,12 @@ impl fmt::Display for FaultKind {
             FaultKind::OutOfBounds => "out of bounds",
             FaultKind::ZeroStep => "zero step",
             FaultKind::InvalidIr => "invalid IR",
+            FaultKind::Misaligned => "misaligned vector access",
+            FaultKind::RacingStores => "racing stores",
+            FaultKind::MissingBarrier => "missing barrier",
+            FaultKind::UndefinedRegister => "undefined register",
+            FaultKind::Uninitialized => "uninitialized shared memory",
+            FaultKind::DivergentControlFlow => "divergent control flow",
         })
     }
 }

@@ -33,7 +33,7 @@ pub(crate) struct Memory<'a> {
 impl Memory<'_> {
     /// The buffer and element index of a pointer, or an out-of-bounds fault.
     #[inline]
-    fn locate(&self, p: Pointer) -> Result<(usize, usize), Fault> {
+    pub(crate) fn locate(&self, p: Pointer) -> Result<(usize, usize), Fault> {
         let Some(&Some((b, len))) = self.param_buffer.get(p.param as usize) else {
             return Err(invalid!("pointer derived from parameter {}, which is not a pointer", p.param));
         };

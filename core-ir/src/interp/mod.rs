@@ -30,6 +30,7 @@ mod error;
 mod eval;
 mod memory;
 mod shape_ops;
+pub mod simt;
 mod tensor;
 #[cfg(test)]
 mod tests;
@@ -38,7 +39,7 @@ pub use buffer::{Element, HostBuffer};
 pub use error::{FaultKind, InterpError};
 
 use crate::ir::Kernel;
-use crate::types::Elem;
+use crate::types::{Elem, Type};
 use memory::Memory;
 use tensor::{int_fits, round_float, Data, Pointer, Tensor};
 
@@ -87,16 +88,39 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &[ArgValue], buffers: &mut [Ho
             got: args.len(),
         });
     }
+    let declared: Vec<(&str, Type)> = kernel.params.iter().map(|p| (p.name.as_str(), p.ty)).collect();
+    let (params, param_buffer) = bind_args(&declared, args, buffers)?;
+    let mem = Memory { buffers, param_buffer, param_names: kernel.params.iter().map(|p| p.name.as_str()).collect() };
+    let mut program = eval::Program::new(kernel, grid, mem, params);
+    for z in 0..grid[2] {
+        for y in 0..grid[1] {
+            for x in 0..grid[0] {
+                program.run([x, y, z])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The parameters' values (pointers as parameter and offset) and, per parameter, the buffer a
+/// pointer argument names and that buffer's length; checks each argument against its
+/// parameter's `(name, type)`. The caller has checked the number of arguments.
+#[allow(clippy::type_complexity)]
+pub(crate) fn bind_args(
+    declared: &[(&str, Type)],
+    args: &[ArgValue],
+    buffers: &[HostBuffer],
+) -> Result<(Vec<Tensor>, Vec<Option<(usize, usize)>>), InterpError> {
     let mut params = Vec::with_capacity(args.len());
     let mut param_buffer = Vec::with_capacity(args.len());
-    for (index, (param, arg)) in kernel.params.iter().zip(args).enumerate() {
+    for (index, (param, arg)) in declared.iter().zip(args).enumerate() {
         let bad = |expected: String| InterpError::BadArgument {
             index,
-            name: param.name.clone(),
+            name: param.0.to_string(),
             expected,
             got: arg.describe(buffers),
         };
-        let ty = param.ty;
+        let ty = param.1;
         if !ty.is_scalar() {
             return Err(bad(format!("a parameter of rank 0, but the parameter has type {ty}")));
         }
@@ -130,14 +154,5 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &[ArgValue], buffers: &mut [Ho
         params.push(Tensor { ty, data });
         param_buffer.push(buffer);
     }
-    let mem = Memory { buffers, param_buffer, param_names: kernel.params.iter().map(|p| p.name.as_str()).collect() };
-    let mut program = eval::Program::new(kernel, grid, mem, params);
-    for z in 0..grid[2] {
-        for y in 0..grid[1] {
-            for x in 0..grid[0] {
-                program.run([x, y, z])?;
-            }
-        }
-    }
-    Ok(())
+    Ok((params, param_buffer))
 }

@@ -297,15 +297,8 @@ impl<'k> Lowerer<'k> {
             if ty.shape.is_scalar() {
                 continue;
             }
-            let elem = self.k.elem_scalar(ptr).size_bytes() as u64;
             let last = ty.shape.rank() - 1;
-            let a = self.axis[ptr.index()];
-            let mut w = (self.target.max_vector_bytes as u64 / elem).max(1);
-            w = w.min(a.contiguity[last]).min(a.divisibility[last]);
-            if let Some(m) = mask {
-                w = w.min(self.axis[m.index()].constancy[last]);
-            }
-            let w = (w.max(1) as u32).min(ty.shape.dims()[last]);
+            let w = self.proven_width(ptr, mask).min(ty.shape.dims()[last]);
             let e = widths.entry(ty.shape).or_insert(w);
             *e = (*e).min(w);
         }
@@ -321,7 +314,10 @@ impl<'k> Lowerer<'k> {
         let last = ty.shape.rank() - 1;
         let elem = self.k.elem_scalar(ptr).size_bytes() as u64;
         let a = self.axis[ptr.index()];
-        let mut w = (self.target.max_vector_bytes as u64 / elem).max(1).min(a.contiguity[last]).min(a.divisibility[last]);
+        // The target's widest access, within the widest vector of per-thread IR (16 bytes
+        // are 16 registers of i8).
+        let widest = (self.target.max_vector_bytes as u64 / elem).clamp(1, crate::thread::MAX_VECTOR as u64);
+        let mut w = widest.min(a.contiguity[last]).min(a.divisibility[last]);
         if let Some(m) = mask {
             w = w.min(self.axis[m.index()].constancy[last]);
         }

@@ -103,6 +103,9 @@ pub enum Expr {
     ShuffleIdx { value: Reg, lane: Reg },
 }
 
+/// The most registers one vector `Load` or `Store` moves (1, 2, 4 or 8).
+pub const MAX_VECTOR: usize = 8;
+
 /// A statement of the per-thread program.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {

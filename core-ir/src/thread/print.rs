@@ -33,6 +33,18 @@ fn mem(m: &Memory) -> String {
 }
 
 impl ThreadKernel {
+    /// One statement as the printer writes it; of an `if` or `while`, only its first line.
+    pub fn stmt_text(&self, s: &Stmt) -> String {
+        let head = match s {
+            Stmt::If { cond, .. } => Stmt::If { cond: *cond, then_body: vec![], else_body: vec![] },
+            Stmt::While { cond, .. } => Stmt::While { cond_body: vec![], cond: *cond, body: vec![] },
+            s => s.clone(),
+        };
+        let mut out = String::new();
+        self.stmts(&mut out, std::slice::from_ref(&head), 0);
+        out.lines().next().unwrap_or("").trim().to_string()
+    }
+
     fn r(&self, r: super::Reg) -> String {
         format!("r{}", r.index())
     }

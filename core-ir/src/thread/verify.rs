@@ -38,10 +38,7 @@ fn check(k: &ThreadKernel, stmts: &[Stmt]) -> Result<(), String> {
 }
 
 fn one_line(k: &ThreadKernel, s: &Stmt) -> String {
-    let mut t = ThreadKernel { body: vec![s.clone()], ..k.clone() };
-    t.shared.clear();
-    let text = t.to_string();
-    text.lines().nth(1).unwrap_or("").trim().to_string()
+    k.stmt_text(s)
 }
 
 fn ty(k: &ThreadKernel, r: Reg) -> Result<ScalarType, String> {
@@ -83,7 +80,7 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
     match s {
         Stmt::Set { dst, expr } => set(k, *dst, expr),
         Stmt::Load { dsts, mem, index, pred: p } | Stmt::Store { values: dsts, mem, index, pred: p } => {
-            if !matches!(dsts.len(), 1 | 2 | 4 | 8) {
+            if !dsts.len().is_power_of_two() || dsts.len() > super::MAX_VECTOR {
                 return Err(format!("vector of {} elements", dsts.len()));
             }
             let elem = memory_elem(k, *mem)?;

@@ -1,0 +1,632 @@
+//! A SIMT simulator of per-thread IR: runs a [`ThreadKernel`] on the CPU the way a GPU runs
+//! it, so that the shared lowering can be tested against the block interpreter without a GPU.
+//!
+//! All `num_warps * warp_size` threads of a program run in lockstep, statement by statement.
+//! Each register is a column with one element per thread, held as the interpreter's blocks
+//! (a [`Tensor`] of shape `[threads]`), and every expression is computed by the interpreter's
+//! element-wise functions, so the arithmetic is the block interpreter's by construction.
+//! Loads, stores and atomics go through the interpreter's memory code, thread by thread in
+//! thread order, where the statement's predicate holds. Shared memory is zero-initialized at
+//! the start of every program.
+//!
+//! Besides out-of-bounds accesses, the simulator reports what would be undefined on a GPU
+//! although it is well defined in lockstep — each one a bug in whatever made the kernel:
+//!
+//! - a vector access of `n` elements at an element index that is not a multiple of `n`
+//!   ([`FaultKind::Misaligned`]; for global memory the index counts from the start of the
+//!   buffer, whose base GPUs align);
+//! - threads of one store writing different values to one element
+//!   ([`FaultKind::RacingStores`]; the same value from several threads is fine);
+//! - an element of shared or global memory read by one warp after another warp wrote it, or
+//!   written by one warp after another warp wrote or read it, with no barrier in between
+//!   ([`FaultKind::MissingBarrier`]; lockstep hides these, real warps do not run in step).
+//!   Writes of the value an element already holds are exempt, and atomics do not race with
+//!   each other. Barriers order nothing else here: in lockstep they are otherwise no-ops.
+//!   (Programs are not checked against each other: they run one after another, in the
+//!   interpreter's order);
+//! - a read of a register in a thread where no statement has written it
+//!   ([`FaultKind::UndefinedRegister`]): `Set` reads its operands in every thread; a
+//!   predicated load, store or atomic reads its index and values only where the predicate
+//!   holds; a predicated load or atomic writes its destinations only there, and elsewhere
+//!   they keep their values, which they must have;
+//! - a read of a shared-memory element that the program has not written
+//!   ([`FaultKind::Uninitialized`]): the zeros the simulator starts with are garbage on a
+//!   GPU;
+//! - an `if` or `while` condition that differs between threads
+//!   ([`FaultKind::DivergentControlFlow`]): per-thread control flow must be uniform.
+//!
+//! Errors are [`InterpError::ThreadFault`]s naming the statement, the block op it was lowered
+//! from (the last comment before it), the program and the first faulting thread.
+
+use super::elementwise as ew;
+use super::error::{Fault, FaultKind, InterpError};
+use super::memory::{self, Memory};
+use super::shape_ops;
+use super::tensor::{Data, Pointer, Tensor};
+use super::{bind_args, ArgValue, HostBuffer};
+use crate::thread::{Expr, Memory as Space, Reg, Special, Stmt, ThreadKernel, ThreadParam};
+use crate::types::{Elem, ScalarType, Shape, Type};
+use std::collections::HashMap;
+
+/// Runs every program of the grid (axis 0 fastest) of a per-thread kernel on the CPU.
+///
+/// The arguments follow [`super::run`]: one per parameter of `kernel` (which are the block
+/// kernel's parameters, in order), pointers naming an element of `buffers`.
+pub fn run_threads(kernel: &ThreadKernel, grid: [u32; 3], args: &[ArgValue], buffers: &mut [HostBuffer]) -> Result<(), InterpError> {
+    if grid.contains(&0) {
+        return Err(InterpError::EmptyGrid { grid });
+    }
+    if args.len() != kernel.params.len() {
+        return Err(InterpError::ArgumentCount { kernel: kernel.name.clone(), expected: kernel.params.len(), got: args.len() });
+    }
+    crate::thread::verify(kernel).map_err(|message| InterpError::ThreadFault {
+        kind: FaultKind::InvalidIr,
+        stmt: String::new(),
+        context: String::new(),
+        program: [0; 3],
+        thread: None,
+        message: format!("malformed per-thread kernel: {message}"),
+    })?;
+    let declared: Vec<(&str, Type)> = kernel
+        .params
+        .iter()
+        .map(|p| match p {
+            ThreadParam::Ptr { name, elem } => (name.as_str(), Type::ptr(*elem)),
+            ThreadParam::Scalar { name, ty } => (name.as_str(), Type::scalar(*ty)),
+        })
+        .collect();
+    let (args, param_buffer) = bind_args(&declared, args, buffers)?;
+    let global = Memory { buffers, param_buffer, param_names: kernel.params.iter().map(|p| p.name()).collect() };
+    let mut shared_buffers: Vec<HostBuffer> = kernel.shared.iter().map(|a| HostBuffer::zeros(a.elem, a.len as usize)).collect();
+    let shared_names: Vec<String> = (0..kernel.shared.len()).map(|i| format!("shared{i}")).collect();
+    let shared = Memory {
+        param_buffer: kernel.shared.iter().enumerate().map(|(i, a)| Some((i, a.len as usize))).collect(),
+        buffers: &mut shared_buffers,
+        param_names: shared_names.iter().map(String::as_str).collect(),
+    };
+    let mut sim = Sim::new(kernel, grid, global, shared, args);
+    for z in 0..grid[2] {
+        for y in 0..grid[1] {
+            for x in 0..grid[0] {
+                sim.run([x, y, z])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// In which threads a register holds a value.
+#[derive(Clone, Debug)]
+enum Def {
+    None,
+    All,
+    Some(Vec<bool>),
+}
+
+/// Who touched an element since the last barrier (bit masks over warps, modulo 64).
+#[derive(Clone, Copy, Default)]
+struct Track {
+    /// The program the rest speaks of (older records are void).
+    program: u64,
+    /// The barrier epoch of the last write (0: none in this program).
+    write_epoch: u32,
+    /// The statement that wrote it last, and its warps.
+    write_stmt: u64,
+    write_warps: u64,
+    /// Whether the last write was an atomic.
+    write_atomic: bool,
+    read_epoch: u32,
+    read_warps: u64,
+}
+
+/// A fault of one statement, before the statement and program are attached.
+struct SimFault {
+    kind: FaultKind,
+    thread: Option<usize>,
+    message: String,
+}
+
+impl From<Fault> for SimFault {
+    fn from(f: Fault) -> SimFault {
+        SimFault { kind: f.kind, thread: None, message: f.message }
+    }
+}
+
+fn fault(kind: FaultKind, thread: usize, message: String) -> SimFault {
+    SimFault { kind, thread: Some(thread), message }
+}
+
+/// An element's value as bits, to compare values written by different threads.
+fn bits(d: &Data, t: usize) -> u64 {
+    match d {
+        Data::Bool(v) => v[t] as u64,
+        Data::Int(v) => v[t] as u64,
+        Data::Float(v) => v[t].to_bits(),
+        Data::Ptr(v) => v[t].offset as u64,
+    }
+}
+
+/// `dst[t] = src[t]` where `active[t]`.
+fn merge(dst: &mut Data, src: &Data, active: &[bool]) {
+    fn m<T: Copy>(d: &mut [T], s: &[T], active: &[bool]) {
+        for ((d, &s), &a) in d.iter_mut().zip(s).zip(active) {
+            if a {
+                *d = s;
+            }
+        }
+    }
+    match (dst, src) {
+        (Data::Bool(d), Data::Bool(s)) => m(d, s, active),
+        (Data::Int(d), Data::Int(s)) => m(d, s, active),
+        (Data::Float(d), Data::Float(s)) => m(d, s, active),
+        (Data::Ptr(d), Data::Ptr(s)) => m(d, s, active),
+        _ => unreachable!("a register and its new values share a representation"),
+    }
+}
+
+fn zeros(ty: Type) -> Tensor {
+    let n = ty.shape.numel();
+    let data = match ty.scalar_type() {
+        Some(ScalarType::Bool) => Data::Bool(vec![false; n]),
+        Some(s) if s.is_float() => Data::Float(vec![0.0; n]),
+        _ => Data::Int(vec![0; n]),
+    };
+    Tensor { ty, data }
+}
+
+struct Sim<'s> {
+    k: &'s ThreadKernel,
+    threads: usize,
+    warp_size: usize,
+    grid: [u32; 3],
+    pid: [u32; 3],
+    global: Memory<'s>,
+    shared: Memory<'s>,
+    /// The parameters' values; pointers hold their element offset into their buffer.
+    args: Vec<Tensor>,
+    regs: Vec<Tensor>,
+    def: Vec<Def>,
+    /// Who touched each shared element, by buffer and element.
+    track: Vec<Vec<Track>>,
+    /// The same for global elements, by buffer (made on first use) and offset.
+    global_track: Vec<Vec<Track>>,
+    /// Programs run so far, counting this one: tracks of earlier ones are void.
+    program: u64,
+    /// Barriers passed in this program, plus one.
+    epoch: u32,
+    /// Memory statements run so far.
+    serial: u64,
+    /// The last comment run: the block op being executed.
+    context: &'s str,
+}
+
+impl<'s> Sim<'s> {
+    fn new(k: &'s ThreadKernel, grid: [u32; 3], global: Memory<'s>, shared: Memory<'s>, args: Vec<Tensor>) -> Sim<'s> {
+        let threads = k.threads() as usize;
+        let column = |s: ScalarType| Type::block(Elem::Scalar(s), Shape::new(&[threads as u32]).unwrap());
+        Sim {
+            k,
+            threads,
+            warp_size: k.warp_size as usize,
+            grid,
+            pid: [0; 3],
+            global,
+            shared,
+            args,
+            regs: k.regs.iter().map(|(_, r)| zeros(column(r.ty))).collect(),
+            def: vec![Def::None; k.regs.len()],
+            track: k.shared.iter().map(|a| vec![Track::default(); a.len as usize]).collect(),
+            global_track: Vec::new(),
+            program: 0,
+            epoch: 1,
+            serial: 0,
+            context: "",
+        }
+    }
+
+    fn run(&mut self, pid: [u32; 3]) -> Result<(), InterpError> {
+        self.pid = pid;
+        self.def.iter_mut().for_each(|d| *d = Def::None);
+        for b in self.shared.buffers.iter_mut() {
+            b.as_bytes_mut().fill(0);
+        }
+        self.program += 1;
+        self.epoch = 1;
+        self.context = "";
+        let body = &self.k.body;
+        self.block(body)
+    }
+
+    fn error(&self, s: &Stmt, f: SimFault) -> InterpError {
+        InterpError::ThreadFault {
+            kind: f.kind,
+            stmt: self.k.stmt_text(s),
+            context: self.context.to_string(),
+            program: self.pid,
+            thread: f.thread.map(|t| t as u32),
+            message: f.message,
+        }
+    }
+
+    fn block(&mut self, stmts: &'s [Stmt]) -> Result<(), InterpError> {
+        for s in stmts {
+            match s {
+                Stmt::Comment(c) => self.context = c,
+                Stmt::Barrier => self.epoch += 1,
+                Stmt::If { cond, then_body, else_body } => {
+                    let c = self.uniform(*cond).map_err(|f| self.error(s, f))?;
+                    self.block(if c { then_body } else { else_body })?;
+                }
+                Stmt::While { cond_body, cond, body } => loop {
+                    self.block(cond_body)?;
+                    if !self.uniform(*cond).map_err(|f| self.error(s, f))? {
+                        break;
+                    }
+                    self.block(body)?;
+                },
+                _ => self.simple(s).map_err(|f| self.error(s, f))?,
+            }
+        }
+        Ok(())
+    }
+
+    fn column_type(&self, r: Reg) -> Type {
+        Type::block(Elem::Scalar(self.k.reg_type(r)), Shape::new(&[self.threads as u32]).unwrap())
+    }
+
+    /// Register `r`, which must be defined in every thread where `active` holds (`None`: in
+    /// every thread).
+    fn read(&self, r: Reg, active: Option<&[bool]>) -> Result<&Tensor, SimFault> {
+        let undefined = match (&self.def[r.index()], active) {
+            (Def::All, _) => None,
+            (Def::None, None) => Some(0),
+            (Def::None, Some(a)) => a.iter().position(|&a| a),
+            (Def::Some(d), None) => d.iter().position(|&d| !d),
+            (Def::Some(d), Some(a)) => d.iter().zip(a).position(|(&d, &a)| a && !d),
+        };
+        match undefined {
+            None => Ok(&self.regs[r.index()]),
+            Some(t) => Err(fault(FaultKind::UndefinedRegister, t, format!("r{} is read before it is written", r.index()))),
+        }
+    }
+
+    /// Writes `value` to `r` where `active` holds. Elsewhere `r` keeps its value, which it
+    /// must have.
+    fn write_where(&mut self, r: Reg, value: &Data, active: &[bool]) -> Result<(), SimFault> {
+        let kept: Vec<bool> = active.iter().map(|&a| !a).collect();
+        if let Err(f) = self.read(r, Some(&kept)) {
+            let message = format!("r{} keeps its value where the predicate is false, but has none", r.index());
+            return Err(SimFault { message, ..f });
+        }
+        merge(&mut self.regs[r.index()].data, value, active);
+        self.define(r, active);
+        Ok(())
+    }
+
+    /// Marks `r` defined where `active` holds.
+    fn define(&mut self, r: Reg, active: &[bool]) {
+        let d = &mut self.def[r.index()];
+        let next = match d {
+            Def::All => return,
+            Def::None => active.to_vec(),
+            Def::Some(v) => v.iter().zip(active).map(|(&a, &b)| a | b).collect(),
+        };
+        *d = if next.iter().all(|&x| x) { Def::All } else { Def::Some(next) };
+    }
+
+    fn uniform(&self, cond: Reg) -> Result<bool, SimFault> {
+        let c = self.read(cond, None)?.bools()?;
+        match c.iter().position(|&x| x != c[0]) {
+            None => Ok(c[0]),
+            Some(t) => Err(fault(
+                FaultKind::DivergentControlFlow,
+                t,
+                format!("condition r{} is {} in thread 0 but {} in thread {t}", cond.index(), c[0], c[t]),
+            )),
+        }
+    }
+
+    /// The threads where a statement acts.
+    fn active(&self, pred: Option<Reg>) -> Result<Vec<bool>, SimFault> {
+        match pred {
+            None => Ok(vec![true; self.threads]),
+            Some(p) => Ok(self.read(p, None)?.bools()?.to_vec()),
+        }
+    }
+
+    fn simple(&mut self, s: &Stmt) -> Result<(), SimFault> {
+        match s {
+            Stmt::Set { dst, expr } => {
+                let value = self.eval(*dst, expr)?;
+                self.regs[dst.index()] = value;
+                self.def[dst.index()] = Def::All;
+                Ok(())
+            }
+            Stmt::Load { dsts, mem, index, pred } => self.load(dsts, *mem, *index, *pred),
+            Stmt::Store { values, mem, index, pred } => self.store(values, *mem, *index, *pred),
+            Stmt::Atomic { dst, param, index, pred, .. } | Stmt::AtomicCas { dst, param, index, pred, .. } => {
+                self.serial += 1;
+                let active = self.active(*pred)?;
+                let (offsets, elem) = self.addresses(Space::Global { param: *param }, *index, 1, &active)?;
+                let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param: *param, offset: o }).collect();
+                for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
+                    self.touch(Space::Global { param: *param }, p.offset, t, Access::Atomic)?;
+                }
+                let old = match s {
+                    Stmt::Atomic { op, value, .. } => {
+                        let v = &self.read(*value, Some(&active))?.data.clone();
+                        memory::atomic(&mut self.global, *op, elem, &ptrs, Some(&active), v)?
+                    }
+                    Stmt::AtomicCas { cmp, value, .. } => {
+                        let c = &self.read(*cmp, Some(&active))?.data.clone();
+                        let v = &self.read(*value, Some(&active))?.data.clone();
+                        memory::atomic_cas(&mut self.global, elem, &ptrs, Some(&active), c, v)?
+                    }
+                    _ => unreachable!(),
+                };
+                self.write_where(*dst, &old, &active)
+            }
+            Stmt::Barrier | Stmt::Comment(_) | Stmt::If { .. } | Stmt::While { .. } => unreachable!("run by `block`"),
+        }
+    }
+
+    fn eval(&self, dst: Reg, expr: &Expr) -> Result<Tensor, SimFault> {
+        let ty = self.column_type(dst);
+        let r = |reg: Reg| self.read(reg, None);
+        let t = match expr {
+            Expr::Const(l) => shape_ops::constant(*l, ty)?,
+            Expr::Param(i) => Tensor { ty, data: self.args[*i as usize].data.splat(self.threads) },
+            Expr::Special(sp) => {
+                let v: Vec<i64> = match *sp {
+                    Special::ThreadId => (0..self.threads as i64).collect(),
+                    Special::ProgramId(a) => vec![self.pid[a as usize] as i64; self.threads],
+                    Special::NumPrograms(a) => vec![self.grid[a as usize] as i64; self.threads],
+                };
+                Tensor { ty, data: Data::Int(v) }
+            }
+            Expr::Copy(a) => Tensor { ty, data: r(*a)?.data.clone() },
+            Expr::Unary(op, a) => ew::unary(*op, r(*a)?, ty)?,
+            Expr::Binary(op, a, b) => ew::binary(*op, r(*a)?, r(*b)?, ty)?,
+            Expr::Compare(op, a, b) => ew::compare(*op, r(*a)?, r(*b)?, ty)?,
+            Expr::Select(c, a, b) => ew::select(r(*c)?, r(*a)?, r(*b)?, ty)?,
+            Expr::Fma(a, b, c) => ew::fma(r(*a)?, r(*b)?, r(*c)?, ty)?,
+            Expr::Cast(a) => ew::cast(r(*a)?, ty)?,
+            Expr::Bitcast(a) => ew::bitcast(r(*a)?, ty)?,
+            Expr::ShuffleXor { value, mask } => {
+                let ws = self.warp_size;
+                let from: Vec<usize> = (0..self.threads).map(|t| (t & !(ws - 1)) | ((t & (ws - 1)) ^ *mask as usize)).collect();
+                Tensor { ty, data: r(*value)?.data.gather(&from) }
+            }
+            Expr::ShuffleIdx { value, lane } => {
+                let ws = self.warp_size;
+                let lanes = r(*lane)?.ints()?;
+                let mut from = Vec::with_capacity(self.threads);
+                for (t, &l) in lanes.iter().enumerate() {
+                    if !(0..ws as i64).contains(&l) {
+                        return Err(fault(FaultKind::InvalidIr, t, format!("shuffle from lane {l}, outside the warp of {ws}")));
+                    }
+                    from.push((t & !(ws - 1)) | l as usize);
+                }
+                Tensor { ty, data: r(*value)?.data.gather(&from) }
+            }
+        };
+        Ok(t)
+    }
+
+    /// The memory a statement addresses and the offset of element 0 of the statement's index
+    /// space in it (a pointer argument's offset into its buffer; 0 for shared memory).
+    fn space(&self, m: Space) -> (u32, i64, ScalarType) {
+        match m {
+            Space::Global { param } => {
+                let offset = match &self.args[param as usize].data {
+                    Data::Ptr(p) => p[0].offset,
+                    _ => unreachable!("verified: a pointer parameter"),
+                };
+                let elem = match self.k.params[param as usize] {
+                    ThreadParam::Ptr { elem, .. } => elem,
+                    ThreadParam::Scalar { .. } => unreachable!("verified: a pointer parameter"),
+                };
+                (param, offset, elem)
+            }
+            Space::Shared { alloc } => (alloc, 0, self.k.shared[alloc as usize].elem),
+        }
+    }
+
+    /// Per thread, the buffer offset of the first of `n` elements at register `index`,
+    /// checked (where `active`) for alignment and bounds.
+    fn addresses(&self, m: Space, index: Reg, n: usize, active: &[bool]) -> Result<(Vec<i64>, ScalarType), SimFault> {
+        let (param, base, elem) = self.space(m);
+        let idx = self.read(index, Some(active))?.ints()?;
+        let offsets: Vec<i64> = idx.iter().map(|&i| base.wrapping_add(i)).collect();
+        for (t, &o) in offsets.iter().enumerate() {
+            if !active[t] {
+                continue;
+            }
+            if o.rem_euclid(n as i64) != 0 {
+                return Err(fault(
+                    FaultKind::Misaligned,
+                    t,
+                    format!("a vector of {n} elements at element {o} of its buffer, which is not a multiple of {n}"),
+                ));
+            }
+            for k in 0..n as i64 {
+                let p = Pointer { param, offset: o + k };
+                let located = match m {
+                    Space::Global { .. } => self.global.locate(p).map(|_| ()),
+                    Space::Shared { .. } => self.shared.locate(p).map(|_| ()),
+                };
+                located.map_err(|f| SimFault { kind: f.kind, thread: Some(t), message: f.message })?;
+            }
+        }
+        Ok((offsets, elem))
+    }
+
+    fn load(&mut self, dsts: &[Reg], m: Space, index: Reg, pred: Option<Reg>) -> Result<(), SimFault> {
+        self.serial += 1;
+        let active = self.active(pred)?;
+        let (offsets, elem) = self.addresses(m, index, dsts.len(), &active)?;
+        for (k, &dst) in dsts.iter().enumerate() {
+            let (param, _, _) = self.space(m);
+            let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param, offset: o + k as i64 }).collect();
+            for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
+                self.touch(m, p.offset, t, Access::Read)?;
+            }
+            let data = match m {
+                Space::Global { .. } => memory::load(&self.global, elem, &ptrs, Some(&active), None)?,
+                Space::Shared { .. } => memory::load(&self.shared, elem, &ptrs, Some(&active), None)?,
+            };
+            self.write_where(dst, &data, &active)?;
+        }
+        Ok(())
+    }
+
+    fn store(&mut self, values: &[Reg], m: Space, index: Reg, pred: Option<Reg>) -> Result<(), SimFault> {
+        self.serial += 1;
+        let active = self.active(pred)?;
+        let (offsets, elem) = self.addresses(m, index, values.len(), &active)?;
+        let (param, _, _) = self.space(m);
+        // Every element written, with the first thread that writes it and the value.
+        let mut written: HashMap<i64, (usize, u64)> = HashMap::new();
+        for (k, &v) in values.iter().enumerate() {
+            let data = &self.read(v, Some(&active))?.data;
+            for (t, &o) in offsets.iter().enumerate().filter(|&(t, _)| active[t]) {
+                let b = bits(data, t);
+                let (first, first_bits) = *written.entry(o + k as i64).or_insert((t, b));
+                if first_bits != b {
+                    return Err(fault(
+                        FaultKind::RacingStores,
+                        t,
+                        format!("threads {first} and {t} write different values to element {}", o + k as i64),
+                    ));
+                }
+            }
+        }
+        for (k, &v) in values.iter().enumerate() {
+            let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param, offset: o + k as i64 }).collect();
+            let data = self.regs[v.index()].data.clone();
+            let mem = match m {
+                Space::Global { .. } => &mut self.global,
+                Space::Shared { .. } => &mut self.shared,
+            };
+            let old = memory::load(mem, elem, &ptrs, Some(&active), None)?;
+            memory::store(mem, elem, &ptrs, Some(&active), &data)?;
+            for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
+                self.touch(m, p.offset, t, Access::Write { same: bits(&old, t) == bits(&data, t) })?;
+            }
+        }
+        Ok(())
+    }
+
+    fn warp_bit(&self, t: usize) -> u64 {
+        1 << ((t / self.warp_size) % 64)
+    }
+
+    /// Records an access by thread `t` to element `e` of `m` (a buffer offset); faults if
+    /// another warp's access since the last barrier makes it a race.
+    fn touch(&mut self, m: Space, e: i64, t: usize, mut access: Access) -> Result<(), SimFault> {
+        let (epoch, serial, w, program) = (self.epoch, self.serial, self.warp_bit(t), self.program);
+        let track = match m {
+            Space::Shared { alloc } => {
+                let track = &mut self.track[alloc as usize][e as usize];
+                if track.program != program {
+                    *track = Track { program, ..Track::default() };
+                }
+                if track.write_epoch == 0 {
+                    match access {
+                        Access::Read => {
+                            let message = format!("element {e} of shared{alloc} is read before this program writes it");
+                            return Err(fault(FaultKind::Uninitialized, t, message));
+                        }
+                        // The zeros the simulator starts with are garbage on a GPU: a first
+                        // write counts even when it writes zero.
+                        Access::Write { .. } => access = Access::Write { same: false },
+                        Access::Atomic => {}
+                    }
+                }
+                track
+            }
+            Space::Global { param } => {
+                let (buffer, len) = self.global.param_buffer[param as usize].expect("a pointer parameter");
+                if self.global_track.len() <= buffer {
+                    self.global_track.resize(buffer + 1, Vec::new());
+                }
+                let tracks = &mut self.global_track[buffer];
+                if tracks.is_empty() {
+                    *tracks = vec![Track::default(); len];
+                }
+                let track = &mut tracks[e as usize];
+                if track.program != program {
+                    *track = Track { program, ..Track::default() };
+                }
+                track
+            }
+        };
+        track.access(access, epoch, serial, w).map_err(|what| {
+            let warp = t / self.warp_size;
+            let name = match m {
+                Space::Shared { alloc } => format!("shared{alloc}"),
+                Space::Global { param } => {
+                    let buffer = self.global.param_buffer[param as usize].map_or(0, |(b, _)| b);
+                    format!("buffer {buffer} (`{}`)", self.k.params[param as usize].name())
+                }
+            };
+            let verb = match access {
+                Access::Read => "reads",
+                Access::Write { .. } => "overwrites",
+                Access::Atomic => "updates",
+            };
+            let message = format!("warp {warp} {verb} element {e} of {name}, which another warp {what} with no barrier since");
+            fault(FaultKind::MissingBarrier, t, message)
+        })
+    }
+}
+
+/// An access to one element, for [`Track`].
+#[derive(Clone, Copy)]
+enum Access {
+    Read,
+    /// `same`: of the value the element holds, which changes nothing.
+    Write { same: bool },
+    Atomic,
+}
+
+impl Track {
+    /// Records an access by the warps in `w` in statement `serial` of barrier epoch `epoch`;
+    /// returns what another warp did to the element since the last barrier that makes the
+    /// access a race. Atomics do not race with each other.
+    fn access(&mut self, access: Access, epoch: u32, serial: u64, w: u64) -> Result<(), &'static str> {
+        let others_wrote = self.write_epoch == epoch && self.write_stmt != serial && self.write_warps & !w != 0;
+        let others_read = self.read_epoch == epoch && self.read_warps & !w != 0;
+        match access {
+            Access::Read => {
+                if others_wrote {
+                    return Err(if self.write_atomic { "updated atomically" } else { "wrote" });
+                }
+                if self.read_epoch != epoch {
+                    self.read_epoch = epoch;
+                    self.read_warps = 0;
+                }
+                self.read_warps |= w;
+                return Ok(());
+            }
+            Access::Write { same: true } => return Ok(()),
+            Access::Write { same: false } if others_wrote => {
+                return Err(if self.write_atomic { "updated atomically" } else { "wrote" })
+            }
+            Access::Atomic if others_wrote && !self.write_atomic => return Err("wrote"),
+            _ if others_read => return Err("read"),
+            _ => {}
+        }
+        let atomic = matches!(access, Access::Atomic);
+        // The warps of the last write, or of all atomics since the barrier.
+        let keep = self.write_epoch == epoch && (self.write_stmt == serial || atomic && self.write_atomic);
+        if !keep {
+            self.write_warps = 0;
+        }
+        self.write_epoch = epoch;
+        self.write_stmt = serial;
+        self.write_atomic = atomic;
+        self.write_warps |= w;
+        Ok(())
+    }
+}
