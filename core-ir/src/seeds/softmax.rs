@@ -1,4 +1,4 @@
-use crate::{BuildError, Kernel, ScalarType::F32};
+use crate::{BuildError, Kernel, ScalarType::F32, Value};
 
 /// The smallest power of two at least `n_cols` (the block that holds one row).
 pub fn softmax_block(n_cols: u32) -> u32 {
@@ -38,8 +38,17 @@ pub fn softmax(block: u32) -> Result<Kernel, BuildError> {
 
 /// The persistent form: each program loops over rows `pid, pid + num_programs, ...`, as
 /// the persistent softmax tutorial (launch `NUM_SM x occupancy` programs). Same parameters
-/// as [`softmax`].
+/// as [`softmax`]. The loop is software-pipelined as the tutorial's
+/// `tl.range(..., num_stages=2)`: see [`softmax_persistent_staged`].
 pub fn softmax_persistent(block: u32) -> Result<Kernel, BuildError> {
+    softmax_persistent_staged(block, 2)
+}
+
+/// The persistent form with the tutorial's `num_stages`: with 2 or more, each iteration
+/// issues the load of its next row before reducing the current one, so that memory
+/// latency overlaps the reductions (the row is carried to the next iteration in
+/// registers); with 1, rows are loaded and reduced one after the other.
+pub fn softmax_persistent_staged(block: u32, num_stages: u32) -> Result<Kernel, BuildError> {
     Kernel::build("softmax_kernel_persistent", |k| {
         let out = k.arg_ptr("output_ptr", F32);
         let inp = k.arg_ptr("input_ptr", F32);
@@ -49,15 +58,36 @@ pub fn softmax_persistent(block: u32) -> Result<Kernel, BuildError> {
         let n_cols = k.arg_i32("n_cols");
         let row_start = k.program_id(0);
         let row_step = k.num_programs(0);
-        k.for_each(row_start, n_rows, row_step, |row| {
-            let cols = k.arange(0, block as i32);
-            let mask = cols.lt(n_cols);
-            let row_ptr = inp + row * in_stride;
-            let x = k.load_masked(row_ptr + cols, mask, f32::NEG_INFINITY);
+        let cols = k.arange(0, block as i32);
+        let col_mask = cols.lt(n_cols);
+        let load_row = row_fn(|row| {
+            let mask = col_mask & row.lt(n_rows);
+            k.load_masked(inp + row * in_stride + cols, mask, f32::NEG_INFINITY)
+        });
+        let softmax_store = row_sink(|row, x| {
             let z = x - x.max(0);
             let num = z.exp();
             let y = num / num.sum(0);
-            k.store_masked(out + row * out_stride + cols, y, mask);
+            k.store_masked(out + row * out_stride + cols, y, col_mask);
         });
+        if num_stages <= 1 {
+            k.for_each(row_start, n_rows, row_step, |row| softmax_store(row, load_row(row)));
+        } else {
+            let first = load_row(row_start);
+            k.for_range(row_start, n_rows, row_step, &[first], |row, carried| {
+                let next = load_row(row + row_step);
+                softmax_store(row, carried[0]);
+                vec![next]
+            });
+        }
     })
+}
+
+/// Ties a closure's argument and result to the builder's lifetime (closures cannot name it).
+fn row_fn<'b, F: Fn(Value<'b>) -> Value<'b>>(f: F) -> F {
+    f
+}
+
+fn row_sink<'b, F: Fn(Value<'b>, Value<'b>)>(f: F) -> F {
+    f
 }

@@ -1,0 +1,63 @@
+"""Baselines for docs/performance.md, measured on the same GPU in the same session as
+rutile's benchmark: torch's device-to-device copy, Triton's and torch's vector add and
+fused softmax (the tutorials' kernels), timed with triton.testing.do_bench (median).
+
+    python3 benches/triton_baseline.py
+"""
+import torch
+import triton
+import triton.language as tl
+from triton.testing import do_bench
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(in_ptr + row * in_stride + cols, mask=cols < n_cols, other=-float("inf"))
+    z = x - tl.max(x, axis=0)
+    num = tl.exp(z)
+    tl.store(out_ptr + row * out_stride + cols, num / tl.sum(num, axis=0), mask=cols < n_cols)
+
+
+def gbps(nbytes, ms):
+    return nbytes / (ms * 1e-3) / 1e9
+
+
+def main():
+    print("device:", torch.cuda.get_device_name(), "torch", torch.__version__, "triton", triton.__version__)
+    n = 1 << 28
+    a = torch.rand(n, device="cuda")
+    b = torch.empty_like(a)
+    ms = do_bench(lambda: b.copy_(a), return_mode="median")
+    print(f"copy ceiling (torch copy_ of {n} f32): {gbps(8 * n, ms):.0f} GB/s")
+    print("vector add f32: size, triton GB/s, torch GB/s")
+    for log in range(12, 29):
+        n = 1 << log
+        x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+        out = torch.empty_like(x)
+        t = do_bench(lambda: add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024), return_mode="median")
+        tt = do_bench(lambda: torch.add(x, y, out=out), return_mode="median")
+        print(f"  2^{log}: {gbps(12 * n, t):.0f} {gbps(12 * n, tt):.0f}")
+    print("softmax f32 M=4096: N, triton GB/s, torch GB/s")
+    m = 4096
+    for ncols in [256, 512, 1024, 2048, 4096, 8192, 16384]:
+        x = torch.randn(m, ncols, device="cuda")
+        y = torch.empty_like(x)
+        block = triton.next_power_of_2(ncols)
+        warps = 16 if block >= 4096 else 8 if block >= 2048 else 4
+        t = do_bench(lambda: softmax_kernel[(m,)](y, x, x.stride(0), y.stride(0), m, ncols, BLOCK=block, num_warps=warps), return_mode="median")
+        tt = do_bench(lambda: torch.softmax(x, dim=-1), return_mode="median")
+        print(f"  {ncols}: {gbps(8 * m * ncols, t):.0f} {gbps(8 * m * ncols, tt):.0f}")
+
+
+if __name__ == "__main__":
+    main()
