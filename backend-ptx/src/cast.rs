@@ -8,10 +8,11 @@
 //!   (`cvt.rz` plus a sticky bit), so that the second rounding is the correct one.
 //! - int → float: `cvt.rn` (one rounding). int → bf16 of 32/64-bit integers goes through f32
 //!   rounded to odd, for the same reason.
-//! - float → int: truncation toward zero, saturating at the type's range, NaN → 0. For 32-
-//!   and 64-bit results that is `cvt.rzi` itself (PTX clamps float-to-integer conversions to
-//!   the destination range and converts NaN to 0); 8- and 16-bit results convert to 32 bits
-//!   and clamp with `min`/`max`.
+//! - float → int: truncation toward zero, saturating at the type's range, NaN → 0. `cvt.rzi`
+//!   truncates and saturates for 32- and 64-bit results; 8- and 16-bit results convert to 32
+//!   bits and clamp with `min`/`max`. NaN is selected to 0 explicitly: the hardware gives 0
+//!   only for f32 to 32-bit integers (f64 sources and 64-bit results give `0x80...0`,
+//!   measured on sm_90).
 //! - int → int: wraps (two's complement truncation, or sign/zero extension by the source's
 //!   signedness).
 //! - number → bool: `x != 0`; for floats that is the unordered `setp.neu`, so NaN → true
@@ -180,22 +181,26 @@ fn float_to_int(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarTyp
         F32 => (a.to_string(), "f32"),
         _ => (widen(e, a, st), "f32"),
     };
+    // `cvt.rzi` saturates, but NaN gives 0 only for f32 to 32-bit integers (f64 sources and
+    // 64-bit results give 0x80...0), so NaN is selected explicitly.
+    let t = e.tmp(Class::of(dt));
+    let nan = e.tmp(Class::Pred);
     match dt {
-        I32 | U32 | I64 | U64 => e.ins(format!("cvt.rzi.{}.{f} {d}, {x}", int_ty(dt))),
+        I32 | U32 | I64 | U64 => e.ins(format!("cvt.rzi.{}.{f} {t}, {x}", int_ty(dt))),
         I8 | I16 => {
             let (lo, hi) = if dt == I8 { (-128, 127) } else { (-32768, 32767) };
-            let t = e.tmp(Class::R);
             e.ins(format!("cvt.rzi.s32.{f} {t}, {x}"));
             e.ins(format!("max.s32 {t}, {t}, {lo}"));
-            e.ins(format!("min.s32 {d}, {t}, {hi}"));
+            e.ins(format!("min.s32 {t}, {t}, {hi}"));
         }
         _ => {
             let hi = if dt == U8 { 255 } else { 65535 };
-            let t = e.tmp(Class::R);
             e.ins(format!("cvt.rzi.u32.{f} {t}, {x}"));
-            e.ins(format!("min.u32 {d}, {t}, {hi}"));
+            e.ins(format!("min.u32 {t}, {t}, {hi}"));
         }
     }
+    e.ins(format!("setp.nan.{f} {nan}, {x}, {x}"));
+    e.ins(format!("selp.{} {d}, 0, {t}, {nan}", Class::of(dt).bits()));
 }
 
 fn float_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarType) -> Res {

@@ -8,14 +8,18 @@
 //! | `sqrt`    | `sqrt.rn.f32`                                | correctly rounded              |
 //! | `floor`   | `cvt.rmi.f32.f32`                            | exact                          |
 //! | `ceil`    | `cvt.rpi.f32.f32`                            | exact                          |
-//! | `exp2`    | `ex2.approx.f32`                             | ~2 ulp                         |
-//! | `exp`     | `ex2.approx.f32` of `x·log2(e)`, corrected   | ~3 ulp over the whole range    |
-//! | `log2`    | `lg2.approx.f32`                             | ~2^-22 absolute near 1, ~2 ulp elsewhere |
-//! | `log`     | `lg2.approx.f32` × ln 2                      | as `log2`, plus 0.5 ulp        |
-//! | `rsqrt`   | `rsqrt.approx.f32`                           | ~2 ulp                         |
-//! | `sin/cos` | `sin.approx.f32` / `cos.approx.f32`          | ~2^-21 absolute for \|x\| ≤ π, growing with \|x\| (no precise range reduction) |
-//! | `erf`     | polynomial / `1 - exp(polynomial)`           | ~2 ulp                         |
-//! | `sigmoid` | `1 / (1 + exp(-x))` with `rcp.rn.f32`        | ~3 ulp                         |
+//! | `exp2`    | `ex2.approx.f32`                             | 2 ulp                          |
+//! | `exp`     | `ex2.approx.f32` of `x·log2(e)`, corrected   | 2.3 ulp over the whole range   |
+//! | `log2`    | `lg2.approx.f32`                             | 2.2 ulp; 2.1e-7 absolute for x in (0.5, 1.5) |
+//! | `log`     | `lg2.approx.f32` × ln 2                      | 3.3 ulp; 1.6e-7 absolute for x in (0.5, 1.5) |
+//! | `rsqrt`   | `rsqrt.approx.f32`                           | 1.5 ulp                        |
+//! | `sin/cos` | `sin.approx.f32` / `cos.approx.f32`          | 4e-7 absolute for \|x\| ≤ π, growing with \|x\| (no precise range reduction) |
+//! | `erf`     | polynomial / `1 - exp(polynomial)`           | 1.2 ulp                        |
+//! | `sigmoid` | `1 / (1 + e^-x)`, as `e^-\|x\| / (1 + e^-\|x\|)` for x < 0 | 3.5 ulp          |
+//!
+//! (The errors are the largest seen on an H100 over 250 000 arguments spread over ±0.01 to
+//! ±100 plus special values, against f64 references; infinities, NaN and zeros give the
+//! IEEE results.)
 //!
 //! These follow Triton's CUDA code generation (`exp` as `ex2.approx` of `x·log2 e`) and are
 //! not correctly rounded, unlike the interpreter, which computes in f64; compare with a
@@ -143,12 +147,17 @@ pub(crate) fn unary(e: &mut Emitter, fk: Fk, op: UnaryOp, x: &str) -> Res<String
         (Fk::F32, UnaryOp::Exp) => return Ok(exp_f32(e, x)),
         (Fk::F32, UnaryOp::Erf) => return Ok(erf_f32(e, x)),
         (Fk::F32, UnaryOp::Sigmoid) => {
-            let n = e.tmp(Class::F);
-            e.ins(format!("neg.f32 {n}, {x}"));
-            let ex = exp_f32(e, &n);
-            let den = e.tmp(Class::F);
-            e.ins(format!("add.rn.f32 {den}, {ex}, 0f3F800000"));
-            format!("rcp.rn.f32 {r}, {den}")
+            // t = e^-|x| never overflows: 1 / (1 + t) for x ≥ 0, t / (1 + t) below, so that
+            // results down to the subnormals survive.
+            let (a, n, den, num) = (e.tmp(Class::F), e.tmp(Class::F), e.tmp(Class::F), e.tmp(Class::F));
+            let pos = e.tmp(Class::Pred);
+            e.ins(format!("abs.f32 {a}, {x}"));
+            e.ins(format!("neg.f32 {n}, {a}"));
+            let t = exp_f32(e, &n);
+            e.ins(format!("add.rn.f32 {den}, {t}, 0f3F800000"));
+            e.ins(format!("setp.ge.f32 {pos}, {x}, 0f00000000"));
+            e.ins(format!("selp.f32 {num}, 0f3F800000, {t}, {pos}"));
+            format!("div.rn.f32 {r}, {num}, {den}")
         }
     };
     e.ins(text);

@@ -93,6 +93,8 @@ fn cast_instructions() {
     assert_contains(&ptx, &["selp.f32 %f0, 0f3F800000, 0f00000000", "selp.b16", "0x3F80", "selp.u64"]);
     let ptx = emit_80_90(&casts_from(F64, false));
     assert_contains(&ptx, &["cvt.rn.f32.f64", "cvt.rn.f16.f64", "cvt.rz.f32.f64", "cvt.rzi.s32.f64"]);
+    // NaN converts to 0: selected explicitly (the hardware's NaN result is not 0 for f64).
+    assert_contains(&ptx, &["setp.nan.f64", "selp.b64 %rd"]);
     let ptx = emit_80_90(&casts_from(BF16, false));
     assert_contains(&ptx, &["shl.b32", "cvt.rn.f16.f32", "and.b16", "setp.ne.b16"]);
     let ptx = emit_80_90(&casts_from(U8, false));

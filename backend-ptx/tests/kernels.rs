@@ -314,3 +314,23 @@ fn grid_specials() {
     let ptx = emit_80_90(&k.finish());
     assert_contains(&ptx, &["%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z"]);
 }
+
+/// Prints the PTX of a small kernel with control flow (run with `--nocapture` to read it).
+#[test]
+fn readable_output() {
+    let mut k = K::new("readable");
+    let out = k.ptr("out", F32);
+    let tid = k.thread_id();
+    let zero = k.int(I32, 0);
+    let c = k.set(Bool, Expr::Compare(CmpOp::Eq, tid, zero));
+    let x = k.float(F32, 0.5);
+    let then_body = k.block(|k| {
+        k.push(Stmt::Comment("store from thread 0".into()));
+        k.store(out, vec![x], zero, None);
+    });
+    k.push(Stmt::If { cond: c, then_body, else_body: vec![] });
+    let ptx = emit_80_90(&k.finish());
+    println!("{ptx}");
+    // Nested statements are indented one more level.
+    assert_contains(&ptx, &["\t\t// store from thread 0", "\t\tst.global.f32"]);
+}

@@ -150,7 +150,6 @@ fn f32_ops() {
             "cos.approx.f32",
             "cvt.rmi.f32.f32",
             "cvt.rpi.f32.f32",
-            "rcp.rn.f32",
             "add.rn.f32",
             "sub.rn.f32",
             "mul.rn.f32",
