@@ -9,7 +9,16 @@ use rutile::seeds;
 use rutile::{Arg, CpuDevice, Device, DeviceExt, DeviceType, Error, LaunchConfig, ScalarType};
 use std::sync::Arc;
 
-fn devices() -> Vec<Arc<dyn Device>> {
+/// The devices, opened once for the whole test binary; tests take turns on them (a GPU
+/// test's timing or memory should not depend on what another test runs beside it).
+fn devices() -> (std::sync::MutexGuard<'static, ()>, Vec<Arc<dyn Device>>) {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    static DEVICES: std::sync::OnceLock<Vec<Arc<dyn Device>>> = std::sync::OnceLock::new();
+    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    (turn, DEVICES.get_or_init(open_devices).clone())
+}
+
+fn open_devices() -> Vec<Arc<dyn Device>> {
     let found: Vec<Arc<dyn Device>> = rutile::list_devices()
         .into_iter()
         .filter(|l| l.id != "cpu")
@@ -63,7 +72,8 @@ fn vector_add_on(d: &dyn Device, x: &[f32], y: &[f32], block: u32) -> rutile::Re
 #[test]
 fn gpu_vector_add_matches_the_interpreter() {
     let cpu = CpuDevice::new();
-    for d in devices() {
+    let (_turn, devices) = devices();
+    for d in devices {
         let mut sizes = vec![1usize, 2, 7, 127, 128, 1000, 98432, 98433, 1 << 20];
         if is_fast(d.as_ref()) {
             sizes.extend([(1 << 24) + 3, 1 << 28]);
@@ -96,7 +106,8 @@ fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, persistent: b
 #[test]
 fn gpu_softmax_matches_the_interpreter() {
     let cpu = CpuDevice::new();
-    for d in devices() {
+    let (_turn, devices) = devices();
+    for d in devices {
         let mut shapes = vec![(1usize, 1usize), (3, 7), (17, 781), (64, 1024), (5, 1025), (33, 2048), (4, 4096), (2, 16384)];
         if is_fast(d.as_ref()) {
             shapes.extend([(1823, 781), (4096, 1024), (1000, 16384)]);
@@ -116,7 +127,8 @@ fn gpu_softmax_matches_the_interpreter() {
 
 #[test]
 fn gpu_bad_launches_are_errors() {
-    for d in devices() {
+    let (_turn, devices) = devices();
+    for d in devices {
         let d = d.as_ref();
         let kernel = seeds::vector_add(ScalarType::F32, 256).unwrap();
         let x = d.upload(&[1.0f32; 300]).unwrap();
@@ -168,7 +180,8 @@ fn gpu_bad_launches_are_errors() {
 
 #[test]
 fn gpu_copy_and_properties() {
-    for d in devices() {
+    let (_turn, devices) = devices();
+    for d in devices {
         let p = d.properties();
         println!("{}: {p}", d.id());
         assert!(p.warp_size.is_none_or(|w| w.is_power_of_two()));

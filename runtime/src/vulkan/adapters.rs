@@ -121,13 +121,20 @@ impl fmt::Display for AdapterSummary {
     }
 }
 
-/// A wgpu instance over rutile's backends. Instance flags (validation, debug info) follow
-/// wgpu's build-configuration defaults and its `WGPU_*` environment variables.
+/// The process's wgpu instance over rutile's backends, made once: drivers are not all safe
+/// with instances created and destroyed concurrently (NVIDIA's Vulkan driver corrupted its
+/// heap when tests on several threads each made their own). Instance flags (validation,
+/// debug info) follow wgpu's build-configuration defaults and its `WGPU_*` variables.
 pub(crate) fn instance() -> wgpu::Instance {
-    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-    desc.backends = BACKENDS;
-    desc.flags = wgpu::InstanceFlags::from_build_config().with_env();
-    wgpu::Instance::new(desc)
+    static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
+    INSTANCE
+        .get_or_init(|| {
+            let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+            desc.backends = BACKENDS;
+            desc.flags = wgpu::InstanceFlags::from_build_config().with_env();
+            wgpu::Instance::new(desc)
+        })
+        .clone()
 }
 
 /// The raw adapters, in wgpu's enumeration order (the order of [`adapters`]).
