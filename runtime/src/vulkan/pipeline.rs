@@ -131,6 +131,37 @@ impl WgpuDevice {
         entry_point: &str,
         layout: BindingLayout,
     ) -> Result<WgpuPipeline, WgpuError> {
+        // SAFETY: checked mode: wgpu adds bounds checks and loop bounds.
+        unsafe { self.create_pipeline_with(source, entry_point, layout, false) }
+    }
+
+    /// Like [`Self::create_pipeline`], for code whose memory accesses are in bounds by
+    /// construction and whose loops end (rutile's compiled kernels, whose accesses are
+    /// guarded by the masks their author wrote, as in CUDA): wgpu adds no bounds checks, loop
+    /// counters or division checks, and does not zero workgroup memory.
+    ///
+    /// # Safety
+    /// An out-of-bounds access of such a shader is undefined behaviour on the GPU, as in
+    /// CUDA: it may read or corrupt other buffers of the device.
+    pub unsafe fn create_pipeline_trusted(
+        &self,
+        source: KernelSource<'_>,
+        entry_point: &str,
+        layout: BindingLayout,
+    ) -> Result<WgpuPipeline, WgpuError> {
+        // SAFETY: the caller vouches for the shader.
+        unsafe { self.create_pipeline_with(source, entry_point, layout, true) }
+    }
+
+    /// # Safety
+    /// With `trusted`, see [`Self::create_pipeline_trusted`].
+    unsafe fn create_pipeline_with(
+        &self,
+        source: KernelSource<'_>,
+        entry_point: &str,
+        layout: BindingLayout,
+        trusted: bool,
+    ) -> Result<WgpuPipeline, WgpuError> {
         let layouts = self.layout_objects(layout)?;
         let what = format!(
             "creating the compute pipeline `{entry_point}` from {}",
@@ -142,19 +173,23 @@ impl WgpuDevice {
             KernelSource::Wgsl(text) => wgpu::ShaderSource::Wgsl(text),
         };
         let pipeline = self.scoped(&what, || {
-            let module = self
-                .raw()
-                .create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some(entry_point),
-                    source,
-                });
+            let desc = wgpu::ShaderModuleDescriptor { label: Some(entry_point), source };
+            let module = if trusted {
+                // SAFETY: the caller of `create_pipeline_trusted` vouches for the shader.
+                unsafe { self.raw().create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+            } else {
+                self.raw().create_shader_module(desc)
+            };
             self.raw()
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(entry_point),
                     layout: Some(&layouts.pipeline_layout),
                     module: &module,
                     entry_point: Some(entry_point),
-                    compilation_options: wgpu::PipelineCompilationOptions::default(),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        zero_initialize_workgroup_memory: !trusted,
+                        ..wgpu::PipelineCompilationOptions::default()
+                    },
                     cache: None,
                 })
         })?;
