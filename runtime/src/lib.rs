@@ -40,3 +40,8 @@ pub use select::{default_device, list_devices, open_device, DeviceListing, DEVIC
 
 /// The kernel language and compiler (re-exported from `rutile-ir`).
 pub use rutile_ir::{self as ir, seeds, Kernel, KernelBuilder, Operand, ScalarType, Value};
+
+/// The README's example, compiled and run as a test.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExample;
