@@ -1,0 +1,55 @@
+//! The seed kernels, lowered for several meta-parameter sets, warps and specializations:
+//! their PTX must pass `ptxas` for sm_80 and sm_90 (CI installs ptxas).
+
+mod support;
+
+use rutile_ir::seeds;
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::{Kernel, ScalarType};
+use rutile_ptx::{emit, PtxTarget};
+
+fn check_all(kernel: &Kernel, warps: &[u32]) {
+    for &num_warps in warps {
+        for spec in [Specialization::all(kernel.params.len()), Specialization::none(kernel.params.len())] {
+            let t = rutile_ir::lower::lower(kernel, &Target::nvidia(num_warps, 48 * 1024), &spec)
+                .unwrap_or_else(|e| panic!("lowering {} with {num_warps} warps: {e}", kernel.name));
+            for (major, minor) in [(8, 0), (9, 0)] {
+                let ptx = emit(&t, &PtxTarget::from_compute_capability(major, minor)).unwrap_or_else(|e| panic!("{}: {e}", kernel.name));
+                assert!(ptx.contains(&format!(".target sm_{major}{minor}")));
+                // Readable: each stretch names the block op and line it came from.
+                assert!(ptx.contains("// load at "), "{}", kernel.name);
+                support::ptxas_check(&ptx, major * 10 + minor);
+            }
+        }
+    }
+}
+
+#[test]
+fn vector_add_passes_ptxas() {
+    for block in [128, 1024, 4096] {
+        check_all(&seeds::vector_add(ScalarType::F32, block).unwrap(), &[1, 4, 8]);
+    }
+    check_all(&seeds::vector_add(ScalarType::F16, 1024).unwrap(), &[4]);
+}
+
+#[test]
+fn softmax_passes_ptxas() {
+    for block in [256, 1024, 16384] {
+        let warps = [seeds::softmax_num_warps(block), 2];
+        check_all(&seeds::softmax(block).unwrap(), &warps);
+        check_all(&seeds::softmax_persistent(block).unwrap(), &warps);
+        check_all(&seeds::softmax_persistent_staged(block, 1).unwrap(), &warps);
+    }
+}
+
+#[test]
+fn vector_add_vectorizes_when_aligned() {
+    let k = seeds::vector_add(ScalarType::F32, 1024).unwrap();
+    let t = rutile_ir::lower::lower(&k, &Target::nvidia(4, 48 * 1024), &Specialization::all(4)).unwrap();
+    let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+    assert!(ptx.contains("ld.global.v4.f32"), "16-byte loads expected:\n{ptx}");
+    assert!(ptx.contains("st.global.v4.f32"), "16-byte stores expected");
+    let t = rutile_ir::lower::lower(&k, &Target::nvidia(4, 48 * 1024), &Specialization::none(4)).unwrap();
+    let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+    assert!(!ptx.contains("ld.global.v4"), "no vector loads without alignment");
+}
