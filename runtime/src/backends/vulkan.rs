@@ -105,7 +105,11 @@ impl WgpuGpu {
             num_warps,
             max_shared_bytes: self.device.properties().max_workgroup_storage_bytes,
             shuffles: fixed.is_some(),
-            max_vector_bytes: 16,
+            // The SPIR-V generator writes each element access on its own (naga's storage
+            // buffers are arrays of scalars), so a thread holding 4 adjacent elements would
+            // make 4 strided warp accesses; one element per access keeps every access of a
+            // warp contiguous.
+            max_vector_bytes: 4,
         }
     }
 }
