@@ -11,7 +11,6 @@ use std::fmt::Write;
 pub(crate) type Res<T = ()> = Result<T, String>;
 
 /// Static shared memory a kernel may declare (larger buffers need dynamic shared memory).
-const MAX_STATIC_SHARED: u32 = 48 * 1024;
 
 /// State of one kernel's translation.
 pub(crate) struct Emitter<'a> {
@@ -159,12 +158,6 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     if k.threads() > 1024 {
         return Err(fail(format!("{} threads per program exceed CUDA's 1024 per block", k.threads())));
     }
-    if k.shared_bytes() > MAX_STATIC_SHARED {
-        return Err(fail(format!(
-            "{} bytes of shared memory exceed the {MAX_STATIC_SHARED} bytes of static shared memory",
-            k.shared_bytes()
-        )));
-    }
     if !crate::names::is_identifier(&k.name) {
         return Err(fail(format!("`{}` is not a valid PTX identifier", k.name)));
     }
@@ -200,15 +193,23 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
             }
         }
     }
+    // Shared memory is one dynamic buffer (so that a program may use more than the 48 KiB
+    // that static shared memory is limited to); each of the kernel's buffers starts at a
+    // 16-byte boundary in it. The launch gives its size: `dynamic_shared_bytes`.
     let mut shared_decls = String::new();
-    for (i, a) in k.shared.iter().enumerate() {
-        let sym = format!("smem_{i}");
-        let _ = writeln!(shared_decls, "\t.shared .align 16 .b8 {sym}[{}]; // {} x {}", a.bytes(), a.len, a.elem);
-        let base = e.tmp(Class::R);
-        e.ins(format!("mov.u32 {base}, {sym}"));
-        e.smem_base.push(base);
+    if !k.shared.is_empty() {
+        // Module scope: `.extern` variables cannot be declared inside an entry.
+        let _ = writeln!(shared_decls, ".extern .shared .align 16 .b8 smem[]; // {} bytes at launch\n", dynamic_shared_bytes(k));
+        let start = e.tmp(Class::R);
+        e.ins(format!("mov.u32 {start}, smem"));
+        let mut offset = 0;
+        for a in &k.shared {
+            let base = e.tmp(Class::R);
+            e.ins(format!("add.u32 {base}, {start}, {offset}; // {} x {}", a.len, a.elem));
+            e.smem_base.push(base);
+            offset += a.bytes().div_ceil(16) * 16;
+        }
     }
-
     e.stmts(&k.body)?;
     e.ins("ret");
 
@@ -217,6 +218,7 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     let _ = writeln!(out, ".version {}.{}", target.ptx_version.0, target.ptx_version.1);
     let _ = writeln!(out, ".target sm_{}", target.sm);
     let _ = writeln!(out, ".address_size 64\n");
+    out += &shared_decls;
     let _ = writeln!(out, "\t// .globl\t{}", k.name);
     let _ = writeln!(out, ".visible .entry {}(", k.name);
     let _ = writeln!(out, "{}", params.join(",\n"));
@@ -224,9 +226,14 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     let _ = writeln!(out, ".maxntid {}, 1, 1", k.threads());
     let _ = writeln!(out, "{{");
     out += &e.regs.declarations();
-    out += &shared_decls;
     out.push('\n');
     out += &e.body;
     out += "}\n";
     Ok(out)
+}
+
+/// The dynamic shared memory a launch of the kernel's PTX must provide, in bytes: every
+/// shared buffer, each from a 16-byte boundary (0 when the kernel has none).
+pub fn dynamic_shared_bytes(k: &ThreadKernel) -> u32 {
+    k.shared_bytes()
 }

@@ -20,8 +20,10 @@
 //! Boolean scalar parameters are rejected ([`PtxError::Param`]): pass an integer. Each
 //! argument is passed by value with exactly its type's size. The block is launched with
 //! `num_warps * 32` threads along x (the entry declares `.maxntid` with that count) and the
-//! grid of programs along x, y, z. Shared memory is static (`.shared` buffers, at most
-//! 48 KiB in all), so no dynamic shared memory is needed at launch.
+//! grid of programs along x, y, z. Shared memory is dynamic: one `.extern .shared` buffer
+//! holding all of the kernel's shared buffers, so a launch must give
+//! [`dynamic_shared_bytes`] bytes of it (above 48 KiB the kernel must first be allowed that
+//! much with `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
 //!
 //! # Semantics
 //!
@@ -44,6 +46,7 @@ mod names;
 mod shuffle;
 mod target;
 
+pub use emit::dynamic_shared_bytes;
 pub use error::PtxError;
 pub use target::PtxTarget;
 
@@ -52,7 +55,7 @@ use rutile_ir::thread::ThreadKernel;
 /// The PTX module text of `kernel` for `target`.
 ///
 /// Fails when the kernel does not verify, when it does not fit the target (warp size other
-/// than 32, more than 1024 threads, more than 48 KiB of shared memory), or when a statement
+/// than 32, more than 1024 threads), or when a statement
 /// uses an operation this backend cannot generate for the target; the error names the
 /// statement.
 pub fn emit(kernel: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxError> {

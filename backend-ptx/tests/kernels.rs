@@ -114,8 +114,8 @@ fn reduction_with_shuffles_shared_memory_and_barrier() {
     assert_contains(
         &ptx,
         &[
-            ".shared .align 16 .b8 smem_0[16];",
-            "smem_0;",
+            ".extern .shared .align 16 .b8 smem[];",
+            "smem;",
             "shfl.sync.bfly.b32",
             ", 16, 31, -1",
             "// cross-warp exchange",

@@ -193,3 +193,38 @@ fn gpu_copy_and_properties() {
         assert!(d.copy(a.raw(), c.raw()).is_err());
     }
 }
+
+/// A transpose through 64 KiB of shared memory: above CUDA's 48 KiB default, so it runs
+/// where the device lets a program opt in to that much (and must then be right), and is a
+/// clear error elsewhere.
+#[test]
+fn gpu_large_shared_memory_opts_in_or_errs() {
+    let (_turn, devices) = devices();
+    let n = 128u32;
+    let kernel = rutile::Kernel::build("transpose_64k", |k| {
+        let (src, dst) = (k.arg_ptr("src", ScalarType::F32), k.arg_ptr("dst", ScalarType::F32));
+        let r = k.arange(0, n as i32);
+        let offs = r.expand_dims(1) * n as i32 + r.expand_dims(0);
+        k.store(dst + offs, k.load(src + offs).trans());
+    })
+    .unwrap();
+    let x = Rng(9).vec((n * n) as usize);
+    for d in devices {
+        let d = d.as_ref();
+        let (src, dst) = (d.upload(&x).unwrap(), d.zeros::<f32>((n * n) as usize).unwrap());
+        let result = d.launch(&kernel, &LaunchConfig::grid1(1), &[(&src).into(), (&dst).into()]);
+        let limit = d.properties().shared_memory_per_block_optin.unwrap_or(0);
+        if limit >= 64 * 1024 {
+            result.unwrap_or_else(|e| panic!("{}: {e}", d.id()));
+            let y = d.download(&dst).unwrap();
+            for i in 0..n as usize {
+                for j in 0..n as usize {
+                    assert_eq!(y[i * n as usize + j], x[j * n as usize + i], "{}: element ({i}, {j})", d.id());
+                }
+            }
+        } else {
+            let e = result.unwrap_err().to_string();
+            assert!(e.contains("shared memory"), "{}: {e}", d.id());
+        }
+    }
+}

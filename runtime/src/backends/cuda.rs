@@ -71,7 +71,7 @@ impl CudaGpu {
     /// persistent softmax tutorial sizes its grid with).
     pub fn occupancy(&self, kernel: &CompiledKernel) -> Result<u32> {
         let a = artifact(kernel)?;
-        Ok(a.function.occupancy(kernel.metadata.threads, 0)?.blocks_per_multiprocessor)
+        Ok(a.function.occupancy(kernel.metadata.threads, kernel.metadata.shared_bytes as usize)?.blocks_per_multiprocessor)
     }
 }
 
@@ -108,8 +108,9 @@ impl Device for CudaGpu {
                     message: format!("num_warps = {} makes {threads} threads per program; the device allows {}", options.num_warps, p.max_threads_per_block),
                 });
             }
-            // Static shared memory: PTX allows 48 KB without opting in.
-            let target = Target::nvidia(options.num_warps, p.shared_memory_per_block as u32);
+            // Shared memory is dynamic in rutile's PTX: a kernel may use up to the opt-in
+            // maximum (227 KiB on an H100); the launch opts in above 48 KiB.
+            let target = Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32);
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
             let (major, minor) = p.compute_capability;
             let ptx_target = rutile_ptx::PtxTarget::from_compute_capability(major, minor);
@@ -159,7 +160,7 @@ impl Device for CudaGpu {
                 Arg::F64(v) => KernelArg::F64(v),
             });
         }
-        let config = CudaLaunch::new((grid[0], grid[1], grid[2]), (compiled.metadata.threads, 1, 1));
+        let config = CudaLaunch::new((grid[0], grid[1], grid[2]), (compiled.metadata.threads, 1, 1)).with_dynamic_shared(compiled.metadata.shared_bytes);
         // SAFETY: every pointer argument is a live buffer of this device whose element type
         // matches the parameter (checked above); the kernel's accesses are bounded by the
         // masks its author wrote, as in CUDA itself.
