@@ -4,5 +4,6 @@
 
 pub mod bench;
 pub mod check;
+pub mod conformance;
 pub mod rng;
 pub mod tutorials;

@@ -186,6 +186,9 @@ impl SpirvKernel {
             zero_initialize_workgroup_memory: naga::back::spv::ZeroInitializeWorkgroupMemoryMode::None,
             // Loops here come from the kernel's own `for`/`while`: no counter is added.
             force_loop_bounding: false,
+            // Compute entry points have no f16 inputs or outputs; the capability would only
+            // make wgpu's SPIR-V reader (naga) reject every module that uses f16.
+            use_storage_input_output_16: false,
             ..Default::default()
         };
         let pipeline = naga::back::spv::PipelineOptions {
