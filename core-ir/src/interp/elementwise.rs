@@ -270,10 +270,36 @@ pub(crate) fn fma(a: &Tensor, b: &Tensor, c: &Tensor, ty: Type) -> Result<Tensor
     let it = x.iter().zip(y).zip(z);
     let mut out: Vec<f64> = match s {
         ScalarType::F32 => it.map(|((&a, &b), &c)| (a as f32).mul_add(b as f32, c as f32) as f64).collect(),
-        _ => it.map(|((&a, &b), &c)| a.mul_add(b, c)).collect(),
+        ScalarType::F64 => it.map(|((&a, &b), &c)| a.mul_add(b, c)).collect(),
+        // f16/bf16: the product is exact in f64, but rounding the sum to f64 and then to the
+        // narrow type can round twice (a tiny addend that breaks a tie would be lost);
+        // rounding the f64 step to odd makes the final rounding correct.
+        _ => it.map(|((&a, &b), &c)| fma_round_to_odd(a, b, c)).collect(),
     };
     round_floats(s, &mut out);
     Ok(Tensor { ty, data: Data::Float(out) })
+}
+
+/// `a * b + c` rounded to odd in f64, for operands whose product is exact in f64.
+fn fma_round_to_odd(a: f64, b: f64, c: f64) -> f64 {
+    let p = a * b;
+    let s = p + c;
+    if !s.is_finite() {
+        return s;
+    }
+    // Knuth's two-sum: `err` is exactly (p + c) - s.
+    let bb = s - p;
+    let err = (p - (s - bb)) + (c - bb);
+    if err == 0.0 || s.to_bits() & 1 == 1 {
+        return s;
+    }
+    if s == 0.0 {
+        return if err > 0.0 { f64::from_bits(1) } else { -f64::from_bits(1) };
+    }
+    // Inexact and even: the odd neighbour on the side of the exact sum.
+    let bits = s.to_bits();
+    let away_from_zero = (err > 0.0) == (s > 0.0);
+    f64::from_bits(if away_from_zero { bits + 1 } else { bits - 1 })
 }
 
 pub(crate) fn cast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
@@ -374,4 +400,23 @@ pub(crate) fn bitcast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
         Data::Float(map(&bits, |b| float_from_bits(dst, b)))
     };
     Ok(Tensor { ty, data })
+}
+
+#[cfg(test)]
+mod fma_tests {
+    use super::*;
+    use half::bf16;
+    #[allow(unused_imports)]
+    use super::super::tensor::bf16_from_f64;
+
+    #[test]
+    fn bf16_fma_rounds_once() {
+        // 3 * bf16(0xf14a) is a tie between two bf16 values; the addend 3 breaks it. Rounding
+        // to f64 first would lose the addend (the GPU gives 0xf217).
+        let b = bf16::from_bits(0xf14a).to_f64();
+        let r = fma_round_to_odd(3.0, b, 3.0);
+        assert_eq!(super::super::tensor::bf16_from_f64(r).to_bits(), 0xf217);
+        // Exact sums are untouched.
+        assert_eq!(fma_round_to_odd(2.0, 3.0, 1.0), 7.0);
+    }
 }
