@@ -405,9 +405,8 @@ pub(crate) fn bitcast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
 #[cfg(test)]
 mod fma_tests {
     use super::*;
-    use half::bf16;
-    #[allow(unused_imports)]
     use super::super::tensor::bf16_from_f64;
+    use half::bf16;
 
     #[test]
     fn bf16_fma_rounds_once() {
@@ -415,7 +414,7 @@ mod fma_tests {
         // to f64 first would lose the addend (the GPU gives 0xf217).
         let b = bf16::from_bits(0xf14a).to_f64();
         let r = fma_round_to_odd(3.0, b, 3.0);
-        assert_eq!(super::super::tensor::bf16_from_f64(r).to_bits(), 0xf217);
+        assert_eq!(bf16_from_f64(r).to_bits(), 0xf217);
         // Exact sums are untouched.
         assert_eq!(fma_round_to_odd(2.0, 3.0, 1.0), 7.0);
     }
