@@ -92,8 +92,8 @@ fn bench_device(dev: &dyn Device, quick: bool, ceiling: f64, csv: &mut String) -
     }
 
     let m = if quick { 256 } else { 4096 };
-    println!("\nsoftmax f32, M={m}: GB/s (of ceiling) with the tutorial's num_warps, and the best of num_warps 1..16");
-    println!("{:>8} {:>22} {:>26} {:>22} {:>26}", "N", "simple", "simple, tuned", "persistent", "persistent, tuned");
+    println!("\nsoftmax f32, M={m}: GB/s (of ceiling) at the tutorial's num_warps, and at the best num_warps of 1..16");
+    println!("{:>8}  {:<12} {:>22} {:>22}", "N", "form", "tutorial num_warps", "best num_warps");
     let ns: &[usize] = if quick { &[256, 1024] } else { &[256, 512, 1024, 2048, 4096, 8192, 16384] };
     for &n in ns {
         let x = dev.upload(&rng.normal_f32s(m * n))?;
@@ -102,38 +102,43 @@ fn bench_device(dev: &dyn Device, quick: bool, ceiling: f64, csv: &mut String) -
         let heuristic = seeds::softmax_num_warps(blk);
         let c = n as i32;
         let args = [(&y).into(), (&x).into(), c.into(), c.into(), (m as i32).into(), c.into()];
-        let mut line = format!("{n:>8}");
-        for persistent in [false, true] {
-            let kernel = if persistent { seeds::softmax_persistent(blk)? } else { seeds::softmax(blk)? };
-            let name = if persistent { "softmax_persistent" } else { "softmax" };
+        // One row per program, persistent, and several rows per program (short rows only:
+        // a program should not hold more than 8192 elements).
+        let mut forms = vec![("simple", seeds::softmax(blk)?, 1u32), ("persistent", seeds::softmax_persistent(blk)?, 0)];
+        for rows in [2u32, 4] {
+            if rows * blk <= 8192 {
+                forms.push((if rows == 2 { "rows2" } else { "rows4" }, seeds::softmax_rows(rows, blk)?, rows));
+            }
+        }
+        for (form, kernel, rows_per_program) in &forms {
             let mut best: Option<(f64, u32)> = None;
-            let mut at_heuristic = 0.0;
+            let mut at_heuristic = None;
             for warps in [1u32, 2, 4, 8, 16] {
-                let mut config = LaunchConfig::grid1(m as u32).num_warps(warps);
-                if persistent {
-                    let compiled = dev.compile_for(&kernel, &config, &args)?;
+                let mut config = LaunchConfig::grid1((m as u32).div_ceil((*rows_per_program).max(1))).num_warps(warps);
+                if *rows_per_program == 0 {
+                    let compiled = dev.compile_for(kernel, &config, &args)?;
                     let programs = rutile::occupancy::persistent_programs(dev.properties(), &compiled.metadata).unwrap_or(256);
                     config.grid = [programs.min(m as u32), 1, 1];
                 }
-                let s = match do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args)) {
+                let s = match do_bench(dev, flush, 3, reps, &mut || dev.launch(kernel, &config, &args)) {
                     Ok(s) => s,
                     // Configurations the device cannot run (too many threads) are skipped.
                     Err(rutile::Error::Launch { .. }) => continue,
                     Err(e) => return Err(e),
                 };
                 let g = gbps(8.0 * (m * n) as f64, s.median_ms);
-                let _ = writeln!(csv, "{id},{name}_w{warps},{m}x{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}", s.median_ms, s.p20_ms, s.p80_ms, g / ceiling);
+                let _ = writeln!(csv, "{id},softmax_{form}_w{warps},{m}x{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}", s.median_ms, s.p20_ms, s.p80_ms, g / ceiling);
                 if warps == heuristic {
-                    at_heuristic = g;
+                    at_heuristic = Some(g);
                 }
                 if best.is_none_or(|(b, _)| g > b) {
                     best = Some((g, warps));
                 }
             }
             let (bg, bw) = best.unwrap_or((0.0, 0));
-            let _ = write!(line, " {at_heuristic:>8.0} ({:>5.1}%, w{heuristic:<2}) {bg:>12.0} ({:>5.1}%, w{bw:<2})   ", 100.0 * at_heuristic / ceiling, 100.0 * bg / ceiling);
+            let h = at_heuristic.map(|g| format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling)).unwrap_or_else(|| "-".into());
+            println!("{n:>8}  {form:<12} {h:>22} {:>22}", format!("{bg:.0} ({:.1}%, w{bw})", 100.0 * bg / ceiling));
         }
-        println!("{line}");
     }
     Ok(())
 }

@@ -92,11 +92,27 @@ fn gpu_vector_add_matches_the_interpreter() {
     }
 }
 
-fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, persistent: bool) -> rutile::Result<Vec<f32>> {
+/// The softmax forms: one row per program, persistent, and several rows per program.
+#[derive(Clone, Copy, Debug)]
+enum Form {
+    Simple,
+    Persistent,
+    Rows(u32),
+}
+
+fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, form: Form) -> rutile::Result<Vec<f32>> {
     let block = seeds::softmax_block(cols as u32);
-    let kernel = if persistent { seeds::softmax_persistent(block)? } else { seeds::softmax(block)? };
+    let kernel = match form {
+        Form::Simple => seeds::softmax(block)?,
+        Form::Persistent => seeds::softmax_persistent(block)?,
+        Form::Rows(m) => seeds::softmax_rows(m, block)?,
+    };
     let (xb, yb) = (d.upload(x)?, d.zeros::<f32>(rows * cols)?);
-    let programs = if persistent { (rows as u32).min(132 * 4) } else { rows as u32 };
+    let programs = match form {
+        Form::Simple => rows as u32,
+        Form::Persistent => (rows as u32).min(132 * 4),
+        Form::Rows(m) => (rows as u32).div_ceil(m),
+    };
     let config = LaunchConfig::grid1(programs).num_warps(seeds::softmax_num_warps(block));
     let c = cols as i32;
     d.launch(&kernel, &config, &[(&yb).into(), (&xb).into(), c.into(), c.into(), (rows as i32).into(), c.into()])?;
@@ -114,12 +130,15 @@ fn gpu_softmax_matches_the_interpreter() {
         }
         for (i, &(rows, cols)) in shapes.iter().enumerate() {
             let x = Rng(77 + i as u64).vec(rows * cols);
-            let want = softmax_on(&cpu, &x, rows, cols, false).unwrap();
-            for persistent in [false, true] {
-                let got = softmax_on(d.as_ref(), &x, rows, cols, persistent).unwrap_or_else(|e| panic!("{}: {rows}x{cols}: {e}", d.id()));
+            let want = softmax_on(&cpu, &x, rows, cols, Form::Simple).unwrap();
+            for form in [Form::Simple, Form::Persistent, Form::Rows(2), Form::Rows(4)] {
+                if matches!(form, Form::Rows(_)) && cols > 4096 {
+                    continue; // a [4, 16384] block is more than a program should hold
+                }
+                let got = softmax_on(d.as_ref(), &x, rows, cols, form).unwrap_or_else(|e| panic!("{}: {rows}x{cols} ({form:?}): {e}", d.id()));
                 // GPUs compute exp with approximate instructions: a few ulp.
                 let worst = got.iter().zip(&want).map(|(g, w)| ((g - w).abs() / w.abs().max(1e-30)) as f64).fold(0.0, f64::max);
-                assert!(worst < 2e-5, "{}: softmax {rows}x{cols} (persistent: {persistent}): relative error {worst:.2e}", d.id());
+                assert!(worst < 2e-5, "{}: softmax {rows}x{cols} ({form:?}): relative error {worst:.2e}", d.id());
             }
         }
     }

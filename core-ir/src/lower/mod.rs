@@ -279,8 +279,74 @@ impl<'k> Lowerer<'k> {
         if lval.layout == layout || shape.is_scalar() {
             return Ok(lval.regs);
         }
+        if let Some(regs) = self.rematerialize(v, layout, 0)? {
+            return Ok(regs);
+        }
         let ty = self.elem_reg_type(v, &lval);
         self.convert(&lval, ty, shape, layout, shape, None)
+    }
+
+    /// Recomputes `v` directly in `layout` when it is made only of ops that need no data
+    /// from other threads — `arange`, constants, splats and element-wise ops on them (index
+    /// arithmetic, mostly) — which is cheaper than moving it through shared memory. `None`
+    /// when `v` is not such a value.
+    fn rematerialize(&mut self, v: ValueId, layout: Layout, depth: u32) -> Result<Option<Vec<Reg>>, LowerError> {
+        use crate::thread::Expr;
+        const MAX_DEPTH: u32 = 8;
+        let ty = self.k.ty(v);
+        let (Some(elem), crate::ir::ValueDef::Result { inst, .. }) = (ty.scalar_type(), self.k.values[v].def) else {
+            return Ok(None);
+        };
+        if depth > MAX_DEPTH || ty.shape.is_scalar() {
+            return Ok(None);
+        }
+        let inst = &self.k.insts[inst];
+        let map = layout.map(ty.shape);
+        let n = map.len;
+        // Operands: already in `layout`, a scalar, or themselves recomputable.
+        let mut operand_regs = Vec::new();
+        let element_wise = matches!(
+            inst.op,
+            Op::Unary { .. } | Op::Binary { .. } | Op::Compare { .. } | Op::Select { .. } | Op::Cast { .. } | Op::Fma { .. }
+        );
+        if element_wise {
+            for o in inst.op.operands() {
+                let l = self.lval(o)?;
+                if l.layout == layout || self.k.ty(o).shape.is_scalar() {
+                    operand_regs.push(if l.regs.len() == n { l.regs } else { vec![l.regs[0]; n] });
+                } else if let Some(r) = self.rematerialize(o, layout, depth + 1)? {
+                    operand_regs.push(r);
+                } else {
+                    return Ok(None);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let r = |k: usize| operand_regs[k][i];
+            let reg = match &inst.op {
+                Op::Arange { start, .. } => {
+                    let c = self.coord(&map, i, layout.blocked_dim(0));
+                    if *start == 0 {
+                        c
+                    } else {
+                        let s = self.i32c(*start as i64);
+                        self.set(ScalarType::I32, Expr::Binary(crate::ir::BinaryOp::Add, c, s))
+                    }
+                }
+                Op::Constant { value } => self.konst(elem, *value),
+                Op::Splat { value } => self.lval(*value)?.regs[0],
+                Op::Unary { op, .. } => self.set(elem, Expr::Unary(*op, r(0))),
+                Op::Binary { op, .. } => self.set(elem, Expr::Binary(*op, r(0), r(1))),
+                Op::Compare { op, .. } => self.set(elem, Expr::Compare(*op, r(0), r(1))),
+                Op::Select { .. } => self.set(elem, Expr::Select(r(0), r(1), r(2))),
+                Op::Cast { .. } => self.set(elem, Expr::Cast(r(0))),
+                Op::Fma { .. } => self.set(elem, Expr::Fma(r(0), r(1), r(2))),
+                _ => return Ok(None),
+            };
+            out.push(reg);
+        }
+        Ok(Some(out))
     }
 
     /// Picks, for each block shape, how many elements a thread moves at once: the widest

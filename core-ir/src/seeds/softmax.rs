@@ -36,6 +36,29 @@ pub fn softmax(block: u32) -> Result<Kernel, BuildError> {
     })
 }
 
+/// Row-wise softmax of `block_m` rows per program: a `[block_m, block_n]` block reduced
+/// along its columns (`block_n` at least `n_cols`). For short rows, one program per row
+/// leaves each program too little work to hide its fixed costs; several rows per program
+/// amortize them. Same parameters as [`softmax`]; grid: `cdiv(n_rows, block_m)`.
+pub fn softmax_rows(block_m: u32, block_n: u32) -> Result<Kernel, BuildError> {
+    Kernel::build("softmax_kernel_rows", |k| {
+        let out = k.arg_ptr("output_ptr", F32);
+        let inp = k.arg_ptr("input_ptr", F32);
+        let in_stride = k.arg_i32("input_row_stride");
+        let out_stride = k.arg_i32("output_row_stride");
+        let n_rows = k.arg_i32("n_rows");
+        let n_cols = k.arg_i32("n_cols");
+        let rows = (k.program_id(0) * block_m as i32 + k.arange(0, block_m as i32)).expand_dims(1);
+        let cols = k.arange(0, block_n as i32).expand_dims(0);
+        let mask = rows.lt(n_rows) & cols.lt(n_cols);
+        let x = k.load_masked(inp + rows * in_stride + cols, mask, f32::NEG_INFINITY);
+        let z = x - x.reduce_with(crate::ir::ReduceOp::Max, 1, true);
+        let num = z.exp();
+        let y = num / num.reduce_with(crate::ir::ReduceOp::Sum, 1, true);
+        k.store_masked(out + rows * out_stride + cols, y, mask);
+    })
+}
+
 /// The persistent form: each program loops over rows `pid, pid + num_programs, ...`, as
 /// the persistent softmax tutorial (launch `NUM_SM x occupancy` programs). Same parameters
 /// as [`softmax`]. The loop is software-pipelined as the tutorial's
