@@ -286,6 +286,17 @@ impl<'k> Lowerer<'k> {
         self.convert(&lval, ty, shape, layout, shape, None)
     }
 
+    /// The registers of operand `o` in `layout`: as it is, repeated if it is a scalar, or
+    /// recomputed.
+    fn recompute_operand(&mut self, o: ValueId, layout: Layout, depth: u32) -> Result<Option<Vec<Reg>>, LowerError> {
+        let l = self.lval(o)?;
+        let n = layout.map(self.k.ty(o).shape).len;
+        if l.layout == layout || self.k.ty(o).shape.is_scalar() {
+            return Ok(Some(if l.regs.len() == n { l.regs } else { vec![l.regs[0]; n] }));
+        }
+        self.rematerialize(o, layout, depth + 1)
+    }
+
     /// Recomputes `v` directly in `layout` when it is made only of ops that need no data
     /// from other threads — `arange`, constants, splats and element-wise ops on them (index
     /// arithmetic, mostly) — which is cheaper than moving it through shared memory. `None`
@@ -294,7 +305,7 @@ impl<'k> Lowerer<'k> {
         use crate::thread::Expr;
         const MAX_DEPTH: u32 = 8;
         let ty = self.k.ty(v);
-        let (Some(elem), crate::ir::ValueDef::Result { inst, .. }) = (ty.scalar_type(), self.k.values[v].def) else {
+        let crate::ir::ValueDef::Result { inst, .. } = self.k.values[v].def else {
             return Ok(None);
         };
         if depth > MAX_DEPTH || ty.shape.is_scalar() {
@@ -303,21 +314,44 @@ impl<'k> Lowerer<'k> {
         let inst = &self.k.insts[inst];
         let map = layout.map(ty.shape);
         let n = map.len;
+        // Ops that only rearrange registers: recompute the operand where they need it.
+        match &inst.op {
+            Op::ExpandDims { value, axis } if layout.sliced & (1 << layout.blocked_dim(*axis as usize)) == 0 => {
+                let src_layout = layout.slice(layout.blocked_dim(*axis as usize));
+                return self.recompute_operand(*value, src_layout, depth);
+            }
+            Op::Broadcast { value } if layout.sliced == 0 => {
+                let src_shape = self.k.ty(*value).shape;
+                let Some(src) = self.recompute_operand(*value, Layout::blocked(layout.blocked), depth)? else {
+                    return Ok(None);
+                };
+                return Ok(Some(shape::broadcast_registers(&src, src_shape, layout, ty.shape)));
+            }
+            _ => {}
+        }
+        // Pointer offsets are integers of the width `add_ptr` chose.
+        let elem = match (ty.scalar_type(), &inst.op) {
+            (Some(s), _) => s,
+            (None, Op::AddPtr { .. }) => self.regs[self.lval(v)?.regs[0]].ty,
+            (None, _) => return Ok(None),
+        };
         // Operands: already in `layout`, a scalar, or themselves recomputable.
         let mut operand_regs = Vec::new();
         let element_wise = matches!(
             inst.op,
-            Op::Unary { .. } | Op::Binary { .. } | Op::Compare { .. } | Op::Select { .. } | Op::Cast { .. } | Op::Fma { .. }
+            Op::Unary { .. }
+                | Op::Binary { .. }
+                | Op::Compare { .. }
+                | Op::Select { .. }
+                | Op::Cast { .. }
+                | Op::Fma { .. }
+                | Op::AddPtr { .. }
         );
         if element_wise {
             for o in inst.op.operands() {
-                let l = self.lval(o)?;
-                if l.layout == layout || self.k.ty(o).shape.is_scalar() {
-                    operand_regs.push(if l.regs.len() == n { l.regs } else { vec![l.regs[0]; n] });
-                } else if let Some(r) = self.rematerialize(o, layout, depth + 1)? {
-                    operand_regs.push(r);
-                } else {
-                    return Ok(None);
+                match self.recompute_operand(o, layout, depth)? {
+                    Some(r) => operand_regs.push(r),
+                    None => return Ok(None),
                 }
             }
         }
@@ -342,6 +376,12 @@ impl<'k> Lowerer<'k> {
                 Op::Select { .. } => self.set(elem, Expr::Select(r(0), r(1), r(2))),
                 Op::Cast { .. } => self.set(elem, Expr::Cast(r(0))),
                 Op::Fma { .. } => self.set(elem, Expr::Fma(r(0), r(1), r(2))),
+                Op::AddPtr { .. } => {
+                    let (a, b) = (r(0), r(1));
+                    let a = if self.regs[a].ty == elem { a } else { self.set(elem, Expr::Cast(a)) };
+                    let b = if self.regs[b].ty == elem { b } else { self.set(elem, Expr::Cast(b)) };
+                    self.set(elem, Expr::Binary(crate::ir::BinaryOp::Add, a, b))
+                }
                 _ => return Ok(None),
             };
             out.push(reg);

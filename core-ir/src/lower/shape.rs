@@ -45,19 +45,7 @@ impl Lowerer<'_> {
                 let src = self.lval(*value)?;
                 let src_layout = Layout::blocked(layout.blocked);
                 let regs = self.ensure(*value, src_layout)?;
-                let src_map = src_layout.map(src_shape);
-                let map = layout.map(shape);
-                let mut out = Vec::with_capacity(n);
-                for i in 0..n {
-                    let mut o = map.offsets(i);
-                    for (d, od) in o.iter_mut().enumerate().take(shape.rank()) {
-                        if src_shape.dims()[d] == 1 {
-                            *od = 0;
-                        }
-                    }
-                    out.push(regs[src_map.register_at(o)]);
-                }
-                Ok(LVal { layout, regs: out, ptr: src.ptr })
+                Ok(LVal { layout, regs: broadcast_registers(&regs, src_shape, layout, shape), ptr: src.ptr })
             }
             Op::ExpandDims { value, axis } => {
                 let src = self.lval(*value)?;
@@ -103,4 +91,24 @@ impl Lowerer<'_> {
             op => Err(self.internal(format!("`{}` is not a shape op", op.name()))),
         }
     }
+}
+
+/// The registers of a broadcast: `src` holds a value of `src_shape` in the blocked layout of
+/// `layout` (same rank, size-1 dimensions where it is broadcast); each thread's result
+/// element takes the source element with the broadcast coordinates at 0, which the same
+/// thread holds.
+pub(crate) fn broadcast_registers(src: &[crate::thread::Reg], src_shape: crate::types::Shape, layout: Layout, shape: crate::types::Shape) -> Vec<crate::thread::Reg> {
+    let src_map = Layout::blocked(layout.blocked).map(src_shape);
+    let map = layout.map(shape);
+    (0..map.len)
+        .map(|i| {
+            let mut o = map.offsets(i);
+            for (d, od) in o.iter_mut().enumerate().take(shape.rank()) {
+                if src_shape.dims()[d] == 1 {
+                    *od = 0;
+                }
+            }
+            src[src_map.register_at(o)]
+        })
+        .collect()
 }
