@@ -10,28 +10,11 @@
 //! issue's target: the 512³ fp16 matmul interprets in under 2 s in release mode.
 
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
-use half::f16;
 use rutile_ir::interp::{self, ArgValue, HostBuffer};
 use rutile_ir::seeds::{self, MatmulMeta};
+use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::F32;
 use std::time::Duration;
-
-/// splitmix64, for reproducible inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u32 << 23) as f32 - 1.0
-    }
-}
 
 fn ptr(buffer: usize) -> ArgValue {
     ArgValue::Ptr { buffer, offset: 0 }
@@ -42,7 +25,7 @@ fn int(v: usize) -> ArgValue {
 }
 
 fn interp_seeds(c: &mut Criterion) {
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     let mut group = c.benchmark_group("interp");
     // One launch per sample: the matmul takes tens of milliseconds, so linear sampling's
     // growing iteration counts would only lengthen the run.
@@ -54,8 +37,8 @@ fn interp_seeds(c: &mut Criterion) {
     let (m, n, k) = (512, 512, 512);
     let meta = MatmulMeta::fp16(64, 64, 32);
     let kernel = seeds::matmul(&meta).unwrap();
-    let a: Vec<f16> = (0..m * k).map(|_| f16::from_f32(rng.unit())).collect();
-    let b: Vec<f16> = (0..k * n).map(|_| f16::from_f32(rng.unit())).collect();
+    let a = rng.f16s(m * k, -1.0, 1.0);
+    let b = rng.f16s(k * n, -1.0, 1.0);
     let mut buffers = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::zeros(meta.output, m * n)];
     let args = [ptr(0), ptr(1), ptr(2), int(m), int(n), int(k), int(k), int(1), int(n), int(1), int(n), int(1)];
     let grid = [seeds::matmul_grid(&meta, m as u32, n as u32), 1, 1];
@@ -66,8 +49,8 @@ fn interp_seeds(c: &mut Criterion) {
     let len = 1 << 20;
     let block = 1024;
     let kernel = seeds::vector_add(F32, block).unwrap();
-    let x: Vec<f32> = (0..len).map(|_| rng.unit()).collect();
-    let y: Vec<f32> = (0..len).map(|_| rng.unit()).collect();
+    let x = rng.f32s(len, -1.0, 1.0);
+    let y = rng.f32s(len, -1.0, 1.0);
     let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F32, len)];
     let args = [ptr(0), ptr(1), ptr(2), int(len)];
     let grid = [len.div_ceil(block as usize) as u32, 1, 1];
@@ -78,7 +61,7 @@ fn interp_seeds(c: &mut Criterion) {
 
     let (rows, cols) = (4096, 1024);
     let kernel = seeds::softmax(seeds::softmax_block(cols as u32)).unwrap();
-    let x: Vec<f32> = (0..rows * cols).map(|_| rng.unit() * 4.0).collect();
+    let x = rng.f32s(rows * cols, -4.0, 4.0);
     let mut buffers = [HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
     let args = [ptr(0), ptr(1), int(cols), int(cols), int(rows), int(cols)];
     group.throughput(Throughput::Elements((rows * cols) as u64));

@@ -3,10 +3,10 @@
 mod support;
 
 use rutile_ir::ir::{AtomicOp, CmpOp};
-use rutile_ir::thread::{Expr, Stmt, ThreadKernel};
+use rutile_ir::thread::{Expr, Memory, Stmt, ThreadKernel};
 use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxTarget};
-use support::{assert_contains, emit_80_90, emit_checked, K};
+use support::{assert_contains, emit_80_90, emit_checked, kernel};
 
 const OPS: [AtomicOp; 7] =
     [AtomicOp::Add, AtomicOp::Max, AtomicOp::Min, AtomicOp::Xchg, AtomicOp::And, AtomicOp::Or, AtomicOp::Xor];
@@ -17,13 +17,13 @@ fn defined(op: AtomicOp, t: ScalarType) -> bool {
 
 /// One atomic `op` (or a CAS when `op` is `None`) of type `t`, predicated on `tid < 64`.
 fn atomic_kernel(t: ScalarType, op: Option<AtomicOp>) -> ThreadKernel {
-    let mut k = K::new("atomics");
+    let mut k = kernel("atomics");
     let p = k.ptr("p", t);
     let out = k.ptr("old", t);
     let tid = k.thread_id();
     let c64 = k.int(I32, 64);
     let m = k.set(Bool, Expr::Compare(CmpOp::Lt, tid, c64));
-    let v = k.load(out, t, 1, tid, None)[0];
+    let v = k.load(t, 1, Memory::Global { param: out }, tid, None)[0];
     let dst = k.reg(t);
     k.assign(dst, Expr::Copy(v));
     let idx = k.int(I64, 3);
@@ -31,7 +31,7 @@ fn atomic_kernel(t: ScalarType, op: Option<AtomicOp>) -> ThreadKernel {
         Some(op) => Stmt::Atomic { dst, op, param: p, index: idx, value: v, pred: Some(m) },
         None => Stmt::AtomicCas { dst, param: p, index: tid, cmp: v, value: dst, pred: Some(m) },
     });
-    k.store(out, vec![dst], tid, None);
+    k.store(vec![dst], Memory::Global { param: out }, tid, None);
     k.finish()
 }
 
@@ -105,10 +105,10 @@ fn compare_and_swap() {
 #[test]
 fn byte_atomics_are_rejected() {
     for t in [I8, U8, Bool] {
-        let mut k = K::new("bytes");
+        let mut k = kernel("bytes");
         let p = k.ptr("p", t);
         let tid = k.thread_id();
-        let v = k.load(p, t, 1, tid, None)[0];
+        let v = k.load(t, 1, Memory::Global { param: p }, tid, None)[0];
         let dst = k.reg(t);
         let op = if t == Bool { AtomicOp::Or } else { AtomicOp::Add };
         k.push(Stmt::Atomic { dst, op, param: p, index: tid, value: v, pred: None });
@@ -120,10 +120,10 @@ fn byte_atomics_are_rejected() {
 #[test]
 fn float_bitwise_atomics_are_rejected() {
     let k = {
-        let mut k = K::new("fand");
+        let mut k = kernel("fand");
         let p = k.ptr("p", F32);
         let tid = k.thread_id();
-        let v = k.load(p, F32, 1, tid, None)[0];
+        let v = k.load(F32, 1, Memory::Global { param: p }, tid, None)[0];
         let dst = k.reg(F32);
         k.push(Stmt::Atomic { dst, op: AtomicOp::And, param: p, index: tid, value: v, pred: None });
         k.finish()

@@ -2,24 +2,24 @@
 
 mod support;
 
-use rutile_ir::thread::{Expr, ThreadKernel};
+use rutile_ir::thread::{Expr, Memory, ThreadKernel};
 use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxTarget};
-use support::{assert_contains, emit_80_90, emit_checked, K};
+use support::{assert_contains, emit_80_90, emit_checked, kernel};
 
 /// A kernel casting a loaded `from` value to every type and storing each result.
 fn casts_from(from: ScalarType, bitcast: bool) -> ThreadKernel {
-    let mut k = K::new("casts");
+    let mut k = kernel("casts");
     let src = k.ptr("src", from);
     let tid = k.thread_id();
-    let v = k.load(src, from, 1, tid, None)[0];
+    let v = k.load(from, 1, Memory::Global { param: src }, tid, None)[0];
     for to in ScalarType::ALL {
         if bitcast && to.bits() != from.bits() {
             continue;
         }
         let dst = k.ptr(&format!("to_{to}"), to);
         let r = k.set(to, if bitcast { Expr::Bitcast(v) } else { Expr::Cast(v) });
-        k.store(dst, vec![r], tid, None);
+        k.store(vec![r], Memory::Global { param: dst }, tid, None);
     }
     k.finish()
 }

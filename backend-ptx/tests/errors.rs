@@ -2,10 +2,10 @@
 
 mod support;
 
-use rutile_ir::thread::{Expr, Stmt};
+use rutile_ir::thread::{Expr, Memory, Stmt};
 use rutile_ir::ScalarType::*;
 use rutile_ptx::{emit, PtxError, PtxTarget};
-use support::K;
+use support::kernel;
 
 fn sm90() -> PtxTarget {
     PtxTarget::from_compute_capability(9, 0)
@@ -13,7 +13,7 @@ fn sm90() -> PtxTarget {
 
 #[test]
 fn boolean_scalar_parameters() {
-    let mut k = K::new("flag");
+    let mut k = kernel("flag");
     k.scalar("enabled", Bool);
     let err = emit(&k.finish(), &sm90()).unwrap_err();
     assert!(matches!(&err, PtxError::Param { name, .. } if name == "enabled"), "{err}");
@@ -27,7 +27,7 @@ fn kernel_shape_and_target_limits() {
         assert!(matches!(err, PtxError::Target { .. }), "{err}");
         assert!(err.to_string().contains(needle), "{err}");
     };
-    let base = K::new("k").finish();
+    let base = kernel("k").finish();
     check(&base, PtxTarget { sm: 61, ptx_version: (7, 8) }, "needs sm_70");
     check(&base, PtxTarget { sm: 80, ptx_version: (6, 5) }, "PTX ISA 7.0");
     let mut k = base.clone();
@@ -37,7 +37,7 @@ fn kernel_shape_and_target_limits() {
     k.num_warps = 64;
     check(&k, sm90(), "1024");
     // More than 48 KiB of shared memory is fine: it is dynamic, sized at launch.
-    let mut k = K::new("big");
+    let mut k = kernel("big");
     k.shared(F32, 16 * 1024);
     let k = k.finish();
     let ptx = rutile_ptx::emit(&k, &sm90()).unwrap();
@@ -50,20 +50,20 @@ fn kernel_shape_and_target_limits() {
 
 #[test]
 fn invalid_kernels_fail_verification() {
-    let mut k = K::new("bad");
+    let mut k = kernel("bad");
     let f = k.reg(F32);
     let i = k.reg(I32);
     k.push(Stmt::Set { dst: f, expr: Expr::Copy(i) });
-    let err = emit(&k.k, &sm90()).unwrap_err();
+    let err = emit(&k.finish_unverified(), &sm90()).unwrap_err();
     assert!(matches!(err, PtxError::InvalidKernel(_)), "{err}");
 }
 
 #[test]
 fn unsupported_statements_are_named() {
-    let mut k = K::new("named");
+    let mut k = kernel("named");
     let p = k.ptr("x", F64);
     let tid = k.thread_id();
-    let v = k.load(p, F64, 1, tid, None)[0];
+    let v = k.load(F64, 1, Memory::Global { param: p }, tid, None)[0];
     k.set(F64, Expr::Unary(rutile_ir::ir::UnaryOp::Cos, v));
     let err = emit(&k.finish(), &sm90()).unwrap_err();
     match &err {

@@ -7,11 +7,11 @@ use rutile_ir::ir::{BinaryOp, CmpOp, Literal};
 use rutile_ir::thread::{Expr, Memory, Special, Stmt};
 use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxTarget};
-use support::{assert_contains, emit_80_90, emit_checked, K};
+use support::{assert_contains, emit_80_90, emit_checked, kernel};
 
 /// `out[i..i+4] = x[i..i+4] + y[i..i+4]` for `i < n`, 4 elements per thread.
 fn vector_add() -> rutile_ir::thread::ThreadKernel {
-    let mut k = K::new("vec_add");
+    let mut k = kernel("vec_add");
     let x = k.ptr("x", F32);
     let y = k.ptr("y", F32);
     let out = k.ptr("out", F32);
@@ -25,10 +25,10 @@ fn vector_add() -> rutile_ir::thread::ThreadKernel {
     let i = k.set(I32, Expr::Binary(BinaryOp::Add, start, t4));
     let n = k.set(I32, Expr::Param(n));
     let m = k.set(Bool, Expr::Compare(CmpOp::Lt, i, n));
-    let a = k.load(x, F32, 4, i, Some(m));
-    let b = k.load(y, F32, 4, i, Some(m));
+    let a = k.load(F32, 4, Memory::Global { param: x }, i, Some(m));
+    let b = k.load(F32, 4, Memory::Global { param: y }, i, Some(m));
     let sums: Vec<_> = a.iter().zip(&b).map(|(&a, &b)| k.set(F32, Expr::Binary(BinaryOp::Add, a, b))).collect();
-    k.store(out, sums, i, Some(m));
+    k.store(sums, Memory::Global { param: out }, i, Some(m));
     k.finish()
 }
 
@@ -78,12 +78,12 @@ fn header_versions_follow_the_target() {
 /// Sum of 128 values: shuffles within warps, shared memory across warps.
 #[test]
 fn reduction_with_shuffles_shared_memory_and_barrier() {
-    let mut k = K::new("sum128");
+    let mut k = kernel("sum128");
     let x = k.ptr("x", F32);
     let out = k.ptr("out", F32);
     let partial = k.shared(F32, 4);
     let tid = k.thread_id();
-    let v = k.load(x, F32, 1, tid, None)[0];
+    let v = k.load(F32, 1, Memory::Global { param: x }, tid, None)[0];
     let mut acc = v;
     for mask in [16, 8, 4, 2, 1] {
         let other = k.set(F32, Expr::ShuffleXor { value: acc, mask });
@@ -109,7 +109,7 @@ fn reduction_with_shuffles_shared_memory_and_barrier() {
         acc = k.set(F32, Expr::Binary(BinaryOp::Add, acc, other));
     }
     let t0 = k.set(Bool, Expr::Compare(CmpOp::Eq, tid, zero));
-    k.store(out, vec![acc], zero, Some(t0));
+    k.store(vec![acc], Memory::Global { param: out }, zero, Some(t0));
     let ptx = emit_80_90(&k.finish());
     assert_contains(
         &ptx,
@@ -130,7 +130,7 @@ fn reduction_with_shuffles_shared_memory_and_barrier() {
 /// `if`/`else` and a counting `while` loop.
 #[test]
 fn if_else_and_while() {
-    let mut k = K::new("control");
+    let mut k = kernel("control");
     let out = k.ptr("out", I32);
     let n = k.scalar("n", I32);
     let n = k.set(I32, Expr::Param(n));
@@ -156,7 +156,7 @@ fn if_else_and_while() {
     });
     k.push(Stmt::While { cond_body, cond, body });
     let tid = k.thread_id();
-    k.store(out, vec![acc], tid, None);
+    k.store(vec![acc], Memory::Global { param: out }, tid, None);
     let ptx = emit_80_90(&k.finish());
     assert_contains(&ptx, &["$L__1:", "@!%p0 bra $L__2;", "bra.uni $L__1;", "$L__2:", "bra.uni", "rem.s32"]);
     // Labels are defined once each.
@@ -170,7 +170,7 @@ fn if_else_and_while() {
 #[test]
 fn vector_widths_for_every_element_type() {
     for ty in ScalarType::ALL {
-        let mut k = K::new("widths");
+        let mut k = kernel("widths");
         let src = k.ptr("src", ty);
         let dst = k.ptr("dst", ty);
         let sh = if ty != Bool { Some(k.shared(ty, 1024)) } else { None };
@@ -181,8 +181,8 @@ fn vector_widths_for_every_element_type() {
         let zero = k.int(I32, 0);
         let m = k.set(Bool, Expr::Compare(CmpOp::Ge, tid, zero));
         for n in [1, 2, 4, 8] {
-            let v = k.load(src, ty, n, i, Some(m));
-            k.store(dst, v.clone(), i64_, Some(m));
+            let v = k.load(ty, n, Memory::Global { param: src }, i, Some(m));
+            k.store(v.clone(), Memory::Global { param: dst }, i64_, Some(m));
             if let Some(a) = sh {
                 k.push(Stmt::Store { values: v.clone(), mem: Memory::Shared { alloc: a }, index: i, pred: None });
                 k.push(Stmt::Load { dsts: v.clone(), mem: Memory::Shared { alloc: a }, index: i64_, pred: Some(m) });
@@ -210,16 +210,16 @@ fn vector_widths_for_every_element_type() {
 #[test]
 fn shuffles_of_every_register_class() {
     for ty in [Bool, I8, U16, I32, U32, F32, I64, U64, F64, F16, BF16] {
-        let mut k = K::new("shuffles");
+        let mut k = kernel("shuffles");
         let src = k.ptr("src", ty);
         let dst = k.ptr("dst", ty);
         let tid = k.thread_id();
-        let v = k.load(src, ty, 1, tid, None)[0];
+        let v = k.load(ty, 1, Memory::Global { param: src }, tid, None)[0];
         let a = k.set(ty, Expr::ShuffleXor { value: v, mask: 1 });
         let c7 = k.int(I32, 7);
         let lane = k.set(I32, Expr::Binary(BinaryOp::And, tid, c7));
         let b = k.set(ty, Expr::ShuffleIdx { value: a, lane });
-        k.store(dst, vec![b], tid, None);
+        k.store(vec![b], Memory::Global { param: dst }, tid, None);
         let ptx = emit_80_90(&k.finish());
         assert_contains(&ptx, &["shfl.sync.bfly.b32", "shfl.sync.idx.b32"]);
         if ty.bits() == 64 {
@@ -230,7 +230,7 @@ fn shuffles_of_every_register_class() {
 
 #[test]
 fn scalar_parameters_of_every_size() {
-    let mut k = K::new("params");
+    let mut k = kernel("params");
     let out = k.ptr("out", F64);
     let mut acc = k.float(F64, 0.0);
     for ty in [I8, U8, I16, U16, I32, U32, I64, U64, F16, BF16, F32, F64] {
@@ -240,7 +240,7 @@ fn scalar_parameters_of_every_size() {
         acc = k.set(F64, Expr::Binary(BinaryOp::Add, acc, f));
     }
     let zero = k.int(I32, 0);
-    k.store(out, vec![acc], zero, None);
+    k.store(vec![acc], Memory::Global { param: out }, zero, None);
     let ptx = emit_80_90(&k.finish());
     assert_contains(
         &ptx,
@@ -258,7 +258,7 @@ fn scalar_parameters_of_every_size() {
 
 #[test]
 fn comments_and_constants() {
-    let mut k = K::new("consts");
+    let mut k = kernel("consts");
     let out = k.ptr("out", F32);
     k.push(Stmt::Comment("first line\nsecond line".into()));
     let a = k.float(F32, 1.0);
@@ -276,7 +276,7 @@ fn comments_and_constants() {
     let s = k.set(F32, Expr::Select(t, a, b));
     let s = k.set(F32, Expr::Binary(BinaryOp::Add, s, c));
     let zero = k.int(I32, 0);
-    k.store(out, vec![s], zero, None);
+    k.store(vec![s], Memory::Global { param: out }, zero, None);
     let ptx = emit_80_90(&k.finish());
     assert_contains(
         &ptx,
@@ -300,7 +300,7 @@ fn comments_and_constants() {
 
 #[test]
 fn grid_specials() {
-    let mut k = K::new("grid");
+    let mut k = kernel("grid");
     let out = k.ptr("out", I32);
     let mut regs = vec![];
     for a in 0..3 {
@@ -309,7 +309,7 @@ fn grid_specials() {
     }
     let zero = k.int(I32, 0);
     for r in regs {
-        k.store(out, vec![r], zero, None);
+        k.store(vec![r], Memory::Global { param: out }, zero, None);
     }
     let ptx = emit_80_90(&k.finish());
     assert_contains(&ptx, &["%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z"]);
@@ -318,7 +318,7 @@ fn grid_specials() {
 /// Prints the PTX of a small kernel with control flow (run with `--nocapture` to read it).
 #[test]
 fn readable_output() {
-    let mut k = K::new("readable");
+    let mut k = kernel("readable");
     let out = k.ptr("out", F32);
     let tid = k.thread_id();
     let zero = k.int(I32, 0);
@@ -326,7 +326,7 @@ fn readable_output() {
     let x = k.float(F32, 0.5);
     let then_body = k.block(|k| {
         k.push(Stmt::Comment("store from thread 0".into()));
-        k.store(out, vec![x], zero, None);
+        k.store(vec![x], Memory::Global { param: out }, zero, None);
     });
     k.push(Stmt::If { cond: c, then_body, else_body: vec![] });
     let ptx = emit_80_90(&k.finish());

@@ -4,10 +4,10 @@
 mod support;
 
 use rutile_ir::ir::{BinaryOp, CmpOp, UnaryOp};
-use rutile_ir::thread::{Expr, ThreadKernel};
+use rutile_ir::thread::{Expr, Memory, ThreadKernel};
 use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxError, PtxTarget};
-use support::{assert_contains, emit_80_90, emit_checked, K};
+use support::{assert_contains, emit_80_90, emit_checked, kernel};
 
 const UNARY: [UnaryOp; 15] = [
     UnaryOp::Neg,
@@ -92,14 +92,14 @@ fn unary_supported(op: UnaryOp, t: ScalarType) -> bool {
 /// A kernel applying every supported op to two loaded values of type `t` and storing every
 /// result.
 fn all_ops(t: ScalarType) -> ThreadKernel {
-    let mut k = K::new("ops");
+    let mut k = kernel("ops");
     let src = k.ptr("src", t);
     let dst = k.ptr("dst", t);
     let flags = k.ptr("flags", Bool);
     let tid = k.thread_id();
     let two = k.int(I32, 2);
     let i = k.set(I32, Expr::Binary(BinaryOp::Mul, tid, two));
-    let v = k.load(src, t, 2, i, None);
+    let v = k.load(t, 2, Memory::Global { param: src }, i, None);
     let (a, b) = (v[0], v[1]);
     let mut out = vec![];
     for op in UNARY {
@@ -126,10 +126,10 @@ fn all_ops(t: ScalarType) -> ThreadKernel {
         if v.len() == 1 {
             v.push(a);
         }
-        k.store(dst, v, i, None);
+        k.store(v, Memory::Global { param: dst }, i, None);
     }
     for pair in bools.chunks(2) {
-        k.store(flags, pair.to_vec(), i, None);
+        k.store(pair.to_vec(), Memory::Global { param: flags }, i, None);
     }
     k.finish()
 }
@@ -219,11 +219,11 @@ fn bf16_ops() {
 #[test]
 fn bf16_without_rounding_works_before_sm80() {
     // neg, abs, min, max, compares, select and copies need no rounding.
-    let mut k = K::new("bf16_old");
+    let mut k = kernel("bf16_old");
     let src = k.ptr("src", BF16);
     let dst = k.ptr("dst", BF16);
     let tid = k.thread_id();
-    let v = k.load(src, BF16, 2, tid, None);
+    let v = k.load(BF16, 2, Memory::Global { param: src }, tid, None);
     let n = k.set(BF16, Expr::Unary(UnaryOp::Neg, v[0]));
     let a = k.set(BF16, Expr::Unary(UnaryOp::Abs, n));
     let m = k.set(BF16, Expr::Binary(BinaryOp::Max, a, v[1]));
@@ -233,8 +233,8 @@ fn bf16_without_rounding_works_before_sm80() {
     let f = k.set(F32, Expr::Cast(s));
     let g = k.set(F32, Expr::Binary(BinaryOp::Mul, f, f));
     let fdst = k.ptr("fdst", F32);
-    k.store(fdst, vec![g], tid, None);
-    k.store(dst, vec![s], tid, None);
+    k.store(vec![g], Memory::Global { param: fdst }, tid, None);
+    k.store(vec![s], Memory::Global { param: dst }, tid, None);
     let ptx = emit_checked(&k.finish(), 75);
     assert!(!ptx.contains(".bf16"), "{ptx}");
 }
@@ -304,12 +304,12 @@ fn f64_transcendentals_are_rejected() {
         UnaryOp::Erf,
         UnaryOp::Sigmoid,
     ] {
-        let mut k = K::new("f64_math");
+        let mut k = kernel("f64_math");
         let src = k.ptr("src", F64);
         let tid = k.thread_id();
-        let v = k.load(src, F64, 1, tid, None)[0];
+        let v = k.load(F64, 1, Memory::Global { param: src }, tid, None)[0];
         let r = k.set(F64, Expr::Unary(op, v));
-        k.store(src, vec![r], tid, None);
+        k.store(vec![r], Memory::Global { param: src }, tid, None);
         let err = emit(&k.finish(), &PtxTarget::from_compute_capability(9, 0)).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains(&format!("f64 `{}` is not supported by the PTX backend yet", op.name())), "{msg}");
@@ -321,16 +321,16 @@ fn f64_transcendentals_are_rejected() {
 #[test]
 fn ops_undefined_for_the_type_are_rejected() {
     // The per-thread verifier checks types, not which ops a type has: the backend must.
-    let mut k = K::new("bad");
+    let mut k = kernel("bad");
     let src = k.ptr("src", F32);
     let tid = k.thread_id();
-    let v = k.load(src, F32, 1, tid, None)[0];
+    let v = k.load(F32, 1, Memory::Global { param: src }, tid, None)[0];
     let r = k.set(F32, Expr::Binary(BinaryOp::Shl, v, v));
-    k.store(src, vec![r], tid, None);
+    k.store(vec![r], Memory::Global { param: src }, tid, None);
     let err = emit(&k.finish(), &PtxTarget::from_compute_capability(8, 0)).unwrap_err();
     assert!(err.to_string().contains("`shl` of f32 is not defined"), "{err}");
 
-    let mut k = K::new("bad");
+    let mut k = kernel("bad");
     let c = k.set(Bool, Expr::Const(rutile_ir::ir::Literal::Bool(true)));
     k.set(Bool, Expr::Binary(BinaryOp::Add, c, c));
     let err = emit(&k.finish(), &PtxTarget::from_compute_capability(8, 0)).unwrap_err();

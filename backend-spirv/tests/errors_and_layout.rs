@@ -2,15 +2,15 @@
 
 mod common;
 
-use common::{basic, check, full, unsupported_what, Kb};
+use common::{basic, check, full, unsupported_what};
 use rutile_ir::ir::{AtomicOp, BinaryOp};
-use rutile_ir::thread::{Expr, Memory, Special, Stmt};
+use rutile_ir::thread::{Expr, Memory, Special, Stmt, ThreadKernelBuilder};
 use rutile_ir::ScalarType::{self, *};
 use rutile_spirv::{emit, ScalarArg, SpirvTarget};
 
 /// `out[tid] = x[tid] * x[tid]` through a register of type `t` (as a cast from i32).
 fn squares(t: ScalarType) -> rutile_ir::thread::ThreadKernel {
-    let mut kb = Kb::new("squares", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("squares", 1, 32);
     let out = kb.ptr("out", I32);
     let tid = kb.special(Special::ThreadId);
     let v = kb.set(t, Expr::Cast(tid));
@@ -45,7 +45,7 @@ fn types_naga_lacks() {
     // 8- and 16-bit integer registers are emulated; parameters of those types are not.
     for t in [I8, U8, I16, U16] {
         check(&squares(t), &basic());
-        let mut kb = Kb::new("narrow_param", 1, 32);
+        let mut kb = ThreadKernelBuilder::new("narrow_param", 1, 32);
         let _ = kb.scalar("s", t);
         let (what, msg) = unsupported_what(emit(&kb.finish(), &full(32)));
         assert_eq!(what, t.name());
@@ -53,7 +53,7 @@ fn types_naga_lacks() {
     }
     // Bitcasts between f16 and 16-bit integers.
     for t in [I16, U16] {
-        let mut kb = Kb::new("bitcast16", 1, 32);
+        let mut kb = ThreadKernelBuilder::new("bitcast16", 1, 32);
         let out = kb.ptr("out", F16);
         let tid = kb.special(Special::ThreadId);
         let v = kb.set(t, Expr::Cast(tid));
@@ -67,18 +67,18 @@ fn types_naga_lacks() {
 #[test]
 fn narrow_and_boolean_memory() {
     for t in [I8, U8, I16, U16] {
-        let mut kb = Kb::new("narrow", 1, 32);
+        let mut kb = ThreadKernelBuilder::new("narrow", 1, 32);
         let _ = kb.ptr("bytes", t);
         let (what, msg) = unsupported_what(emit(&kb.finish(), &full(32)));
         assert_eq!(what, t.name());
         assert!(msg.contains("pointer parameter 0 (`bytes`)") && msg.contains("no storage type"), "{msg}");
     }
-    let mut kb = Kb::new("bools", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("bools", 1, 32);
     let _ = kb.ptr("mask", Bool);
     let (what, _) = unsupported_what(emit(&kb.finish(), &full(32)));
     assert_eq!(what, "i1");
     // f16 memory needs shader-f16 like f16 registers.
-    let mut kb = Kb::new("halves", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("halves", 1, 32);
     let _ = kb.ptr("h", F16);
     let (what, msg) = unsupported_what(emit(&kb.finish(), &basic()));
     assert_eq!(what, "f16");
@@ -86,7 +86,7 @@ fn narrow_and_boolean_memory() {
 }
 
 fn shuffling(warp: u32) -> rutile_ir::thread::ThreadKernel {
-    let mut kb = Kb::new("shuffling", 2, warp);
+    let mut kb = ThreadKernelBuilder::new("shuffling", 2, warp);
     let out = kb.ptr("out", I32);
     let tid = kb.special(Special::ThreadId);
     let s = kb.set(I32, Expr::ShuffleXor { value: tid, mask: 1 });
@@ -115,7 +115,7 @@ fn shuffles_need_a_fixed_subgroup_size_equal_to_the_warp() {
 #[test]
 fn unsupported_atomics() {
     for (t, op) in [(I64, AtomicOp::Add), (U64, AtomicOp::Max), (F32, AtomicOp::And), (F64, AtomicOp::Add), (F16, AtomicOp::Xchg)] {
-        let mut kb = Kb::new("atomic", 1, 32);
+        let mut kb = ThreadKernelBuilder::new("atomic", 1, 32);
         let buf = kb.ptr("buf", t);
         let tid = kb.special(Special::ThreadId);
         let i = kb.int(I32, 0);
@@ -130,7 +130,7 @@ fn unsupported_atomics() {
 
 #[test]
 fn uniform_layout_of_mixed_scalars() {
-    let mut kb = Kb::new("scalars", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("scalars", 1, 32);
     let out = kb.ptr("out", F64);
     let names = [("a", I32), ("b", F64), ("c", Bool), ("d", F16), ("e", U64), ("f", F32), ("g", U32), ("h", I64)];
     let params: Vec<u32> = names.iter().map(|&(n, t)| kb.scalar(n, t)).collect();

@@ -4,9 +4,9 @@
 mod common;
 
 use common::vk::{bytes, device_or_skip, from_bytes, Vk};
-use common::{reduction, vector_add, Kb};
+use common::{reduction, vector_add};
 use rutile_ir::ir::{AtomicOp, BinaryOp, CmpOp, UnaryOp};
-use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernel};
+use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernel, ThreadKernelBuilder};
 use rutile_ir::ScalarType::{self, *};
 use rutile_spirv::{emit, ScalarArg};
 
@@ -14,8 +14,8 @@ const THREADS: u32 = 64;
 
 /// A kernel over `n` elements, one per thread: loads `a[i]` and `b[i]` of type `t`,
 /// and stores what `f` makes of them (registers of type `out`) at `out[i * k + j]`.
-fn pairwise(name: &str, t: ScalarType, out: ScalarType, f: impl Fn(&mut Kb, Reg, Reg) -> Vec<Reg>) -> (ThreadKernel, usize) {
-    let mut kb = Kb::new(name, THREADS / 32, 32);
+fn pairwise(name: &str, t: ScalarType, out: ScalarType, f: impl Fn(&mut ThreadKernelBuilder, Reg, Reg) -> Vec<Reg>) -> (ThreadKernel, usize) {
+    let mut kb = ThreadKernelBuilder::new(name, THREADS / 32, 32);
     let a_buf = kb.ptr("a", t);
     let b_buf = kb.ptr("b", t);
     let o_buf = kb.ptr("out", out);
@@ -251,7 +251,7 @@ fn narrow_integer_semantics() {
 
 /// The integer ops of [`int_kernel`] on constants only (which the backend folds).
 fn const_int_kernel(t: ScalarType, x: i64, y: i64) -> ThreadKernel {
-    let mut kb = Kb::new("int_consts", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("int_consts", 1, 32);
     let narrow = t.bits() < 32;
     let out = kb.ptr("out", if narrow { I32 } else { t });
     let a = kb.int(t, x);
@@ -573,7 +573,7 @@ fn shuffle_reduction() {
 #[test]
 fn atomic_semantics() {
     let Some(vk) = device_or_skip("atomic_semantics") else { return };
-    let mut kb = Kb::new("atomics_run", THREADS / 32, 32);
+    let mut kb = ThreadKernelBuilder::new("atomics_run", THREADS / 32, 32);
     let facc = kb.ptr("facc", F32);
     let iacc = kb.ptr("iacc", I32);
     let fcas = kb.ptr("fcas", F32);
@@ -595,7 +595,7 @@ fn atomic_semantics() {
     let odd = kb.bin(BinaryOp::Rem, g, two);
     let even = kb.cmp(CmpOp::Eq, odd, zero);
     let idx: Vec<Reg> = (0..8).map(|i| kb.int(I32, i)).collect();
-    let atomic = |kb: &mut Kb, t: ScalarType, op, param, i: usize, value, pred| {
+    let atomic = |kb: &mut ThreadKernelBuilder, t: ScalarType, op, param, i: usize, value, pred| {
         let dst = kb.reg(t);
         kb.push(Stmt::Atomic { dst, op, param, index: idx[i], value, pred });
         dst

@@ -2,9 +2,9 @@
 
 mod common;
 
-use common::{basic, check, full, reduction, vector_add, Kb};
+use common::{basic, check, full, reduction, vector_add};
 use rutile_ir::ir::{BinaryOp, CmpOp};
-use rutile_ir::thread::{Expr, Memory, Special};
+use rutile_ir::thread::{Expr, Memory, Special, ThreadKernelBuilder};
 use rutile_ir::ScalarType::*;
 use rutile_spirv::ScalarArg;
 
@@ -52,7 +52,7 @@ fn reduction_with_shared_memory_barrier_and_shuffles() {
 /// Nested `while` and `if` with loop-carried registers and a barrier inside the loop.
 #[test]
 fn control_flow() {
-    let mut kb = Kb::new("control_flow", 2, 32);
+    let mut kb = ThreadKernelBuilder::new("control_flow", 2, 32);
     let out = kb.ptr("out", I32);
     let n = kb.scalar("n", I32);
     let flag = kb.scalar("flag", Bool);
@@ -117,7 +117,7 @@ fn registers_set_once_at_top_level_are_expressions() {
 
 #[test]
 fn kernel_names_become_identifiers() {
-    let mut kb = Kb::new("3-odd name", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("3-odd name", 1, 32);
     // Parameter names that collide with the backend's own names and with WGSL keywords.
     let out = kb.ptr("launch", I32);
     let other = kb.ptr("shared0", I32);
@@ -132,7 +132,7 @@ fn kernel_names_become_identifiers() {
     kb.store(vec![acc], Memory::Global { param: other }, tid, None);
     let (sk, _) = check(&kb.finish(), &basic());
     assert_eq!(sk.entry_point, "k_3_odd_name");
-    let mut kb = Kb::new("loop", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("loop", 1, 32);
     let out = kb.ptr("out", I32);
     let tid = kb.special(Special::ThreadId);
     kb.store(vec![tid], Memory::Global { param: out }, tid, None);
@@ -143,7 +143,7 @@ fn kernel_names_become_identifiers() {
 
 #[test]
 fn malformed_kernels_are_rejected() {
-    let mut kb = Kb::new("bad", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("bad", 1, 32);
     let out = kb.ptr("out", I32);
     let tid = kb.special(Special::ThreadId);
     kb.store(vec![tid], Memory::Global { param: out }, tid, None);

@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{basic, check, full, Kb};
+use common::{basic, check, full};
 use rutile_ir::ir::{AtomicOp, BinaryOp, CmpOp, Literal, UnaryOp};
-use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt};
+use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernelBuilder};
 use rutile_ir::ScalarType::{self, *};
 
 const UNARY: [UnaryOp; 15] = [
@@ -62,14 +62,14 @@ fn binary_ok(op: BinaryOp, t: ScalarType) -> bool {
 /// as 0/1 in an i32 buffer). With `constants`, the second operand is a constant instead,
 /// which exercises the folding of literal divisors and shift amounts.
 fn all_ops(t: ScalarType, constants: Option<i64>) -> rutile_ir::thread::ThreadKernel {
-    let mut kb = Kb::new(&format!("ops_{t}"), 1, 32);
+    let mut kb = ThreadKernelBuilder::new(&format!("ops_{t}"), 1, 32);
     let mem_t = if t == Bool { I32 } else { t };
     let a_buf = kb.ptr("a", mem_t);
     let b_buf = kb.ptr("b", mem_t);
     let out = kb.ptr("out", mem_t);
     let flags = kb.ptr("flags", I32);
     let tid = kb.special(Special::ThreadId);
-    let load = |kb: &mut Kb, buf| {
+    let load = |kb: &mut ThreadKernelBuilder, buf| {
         let v = kb.load(mem_t, 1, Memory::Global { param: buf }, tid, None)[0];
         if t == Bool {
             kb.set(Bool, Expr::Cast(v))
@@ -146,7 +146,7 @@ fn ops_with_constant_operands() {
 #[test]
 fn casts_and_bitcasts() {
     let types = [Bool, I32, U32, F32, F16, I64, U64, F64];
-    let mut kb = Kb::new("casts", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("casts", 1, 32);
     let outs: Vec<u32> = types.iter().map(|&t| kb.ptr(&format!("out_{t}"), if t == Bool { I32 } else { t })).collect();
     let src = kb.ptr("src", F32);
     let tid = kb.special(Special::ThreadId);
@@ -173,14 +173,14 @@ fn casts_and_bitcasts() {
     check(&kb.finish(), &full(32));
 }
 
-fn kb_true(kb: &mut Kb) -> Reg {
+fn kb_true(kb: &mut ThreadKernelBuilder) -> Reg {
     kb.boolean(true)
 }
 
 /// Constants of every type, including infinities and NaNs (which naga literals cannot hold).
 #[test]
 fn constants() {
-    let mut kb = Kb::new("constants", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("constants", 1, 32);
     let tid = kb.special(Special::ThreadId);
     for t in [F32, F16, F64, I32, U32, I64, U64] {
         let out = kb.ptr(&format!("out_{t}"), t);
@@ -202,7 +202,7 @@ fn constants() {
 /// Indexes of every integer type, and vector accesses of 2 and 8 to shared memory.
 #[test]
 fn index_types_and_vector_widths() {
-    let mut kb = Kb::new("indexes", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("indexes", 1, 32);
     let buf = kb.ptr("buf", F32);
     let sh = kb.shared(F32, 256);
     let tid = kb.special(Special::ThreadId);
@@ -224,7 +224,7 @@ fn index_types_and_vector_widths() {
 /// buffers.
 #[test]
 fn atomics() {
-    let mut kb = Kb::new("atomics", 2, 32);
+    let mut kb = ThreadKernelBuilder::new("atomics", 2, 32);
     let tid = kb.special(Special::ThreadId);
     let p = kb.cmp(CmpOp::Lt, tid, tid);
     for t in [I32, U32, F32] {
@@ -262,7 +262,7 @@ fn atomics() {
 /// Shuffles of every type, booleans included, by xor and by index.
 #[test]
 fn shuffles_of_every_type() {
-    let mut kb = Kb::new("shuffles", 2, 32);
+    let mut kb = ThreadKernelBuilder::new("shuffles", 2, 32);
     let tid = kb.special(Special::ThreadId);
     let lane = kb.int(I32, 3);
     for t in [I32, U32, F32, F16, I64, U64, F64, Bool] {
@@ -280,7 +280,7 @@ fn shuffles_of_every_type() {
 /// expressions and rejects overflow, so the backend folds them).
 #[test]
 fn constant_operands_that_overflow() {
-    let mut kb = Kb::new("const_overflow", 1, 32);
+    let mut kb = ThreadKernelBuilder::new("const_overflow", 1, 32);
     let out = kb.ptr("out", I32);
     let fout = kb.ptr("fout", F32);
     let tid = kb.special(Special::ThreadId);
@@ -316,7 +316,7 @@ fn constant_operands_that_overflow() {
 /// Shared memory of every element type a target may allow.
 #[test]
 fn shared_memory_of_every_type() {
-    let mut kb = Kb::new("shared_types", 2, 32);
+    let mut kb = ThreadKernelBuilder::new("shared_types", 2, 32);
     let tid = kb.special(Special::ThreadId);
     for t in [I32, U32, F32, F16, I64, U64, F64] {
         let buf = kb.ptr(&format!("buf_{t}"), t);

@@ -15,6 +15,8 @@ pub mod target;
 pub mod analysis;
 pub mod print;
 pub mod seeds;
+#[doc(hidden)]
+pub mod testing;
 pub mod thread;
 pub mod typing;
 pub mod types;

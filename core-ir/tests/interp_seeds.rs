@@ -4,26 +4,8 @@
 use half::f16;
 use rutile_ir::interp::{self, ArgValue, FaultKind, HostBuffer, InterpError};
 use rutile_ir::seeds::{self, Activation, MatmulMeta};
+use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{self, F16, F32};
-
-/// splitmix64, for reproducible inputs.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [-scale, scale).
-    fn f32s(&mut self, n: usize, scale: f32) -> Vec<f32> {
-        (0..n).map(|_| ((self.next() >> 40) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0) * scale).collect()
-    }
-    fn f16s(&mut self, n: usize) -> Vec<f16> {
-        self.f32s(n, 1.0).into_iter().map(f16::from_f32).collect()
-    }
-}
 
 fn ptr(buffer: usize) -> ArgValue {
     ArgValue::Ptr { buffer, offset: 0 }
@@ -31,10 +13,10 @@ fn ptr(buffer: usize) -> ArgValue {
 
 #[test]
 fn vector_add_f32_and_f16() {
-    let mut rng = Rng(1);
+    let mut rng = Rng::new(1);
     let n = 98_432;
-    let x = rng.f32s(n, 100.0);
-    let y = rng.f32s(n, 100.0);
+    let x = rng.f32s(n, -100.0, 100.0);
+    let y = rng.f32s(n, -100.0, 100.0);
     let kernel = seeds::vector_add(F32, 1024).unwrap();
     let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F32, n)];
     let grid = [n.div_ceil(1024) as u32, 1, 1];
@@ -43,8 +25,8 @@ fn vector_add_f32_and_f16() {
     assert!(z.iter().zip(x.iter().zip(&y)).all(|(&z, (&x, &y))| z.to_bits() == (x + y).to_bits()));
 
     let n = 1000;
-    let x = rng.f16s(n);
-    let y = rng.f16s(n);
+    let x = rng.f16s(n, -1.0, 1.0);
+    let y = rng.f16s(n, -1.0, 1.0);
     let kernel = seeds::vector_add(F16, 256).unwrap();
     let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F16, n)];
     interp::run(&kernel, [4, 1, 1], &[ptr(0), ptr(1), ptr(2), ArgValue::Int(n as i64)], &mut buffers).unwrap();
@@ -85,8 +67,8 @@ fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 #[test]
 fn softmax_simple_and_persistent() {
     let (rows, cols) = (37, 100);
-    let mut rng = Rng(2);
-    let x = rng.f32s(rows * cols, 5.0);
+    let mut rng = Rng::new(2);
+    let x = rng.f32s(rows * cols, -5.0, 5.0);
     let want = softmax_reference(&x, rows, cols);
     let block = seeds::softmax_block(cols as u32);
     let args = [
@@ -167,9 +149,9 @@ fn run_matmul(meta: &MatmulMeta, a: &[f16], b: &[f16], m: usize, n: usize, k: us
 #[test]
 fn matmul_with_ragged_edges_strides_and_activation() {
     let (m, n, k) = (100, 72, 50);
-    let mut rng = Rng(3);
-    let a = rng.f16s(m * k);
-    let b = rng.f16s(k * n);
+    let mut rng = Rng::new(3);
+    let a = rng.f16s(m * k, -1.0, 1.0);
+    let b = rng.f16s(k * n, -1.0, 1.0);
     let mut meta = MatmulMeta::fp16(32, 32, 16);
     meta.group_m = 2;
     assert_eq!(run_matmul(&meta, &a, &b, m, n, k, false), matmul_reference(&a, &b, m, n, k, None));
@@ -181,9 +163,9 @@ fn matmul_with_ragged_edges_strides_and_activation() {
 #[test]
 fn matmul_f32_output() {
     let (m, n, k) = (64, 64, 64);
-    let mut rng = Rng(4);
-    let a = rng.f16s(m * k);
-    let b = rng.f16s(k * n);
+    let mut rng = Rng::new(4);
+    let a = rng.f16s(m * k, -1.0, 1.0);
+    let b = rng.f16s(k * n, -1.0, 1.0);
     let meta = MatmulMeta { output: ScalarType::F32, ..MatmulMeta::fp16(32, 16, 32) };
     let kernel = seeds::matmul(&meta).unwrap();
     let mut buffers = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::zeros(F32, m * n)];

@@ -8,43 +8,12 @@ use rutile_ir::ir::{ReduceOp};
 use rutile_ir::lower::{lower, LowerError};
 use rutile_ir::seeds;
 use rutile_ir::target::{Specialization, Target};
+use rutile_ir::testing::Rng;
 use rutile_ir::thread::{Expr, Stmt, ThreadKernel};
 use rutile_ir::Kernel;
 use rutile_ir::ScalarType::{self, Bool, F16, F32, I32};
 
 // ---- inputs ----
-
-/// splitmix64, for reproducible inputs.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [-scale, scale), never zero.
-    fn f32s(&mut self, n: usize, scale: f32) -> Vec<f32> {
-        (0..n)
-            .map(|_| {
-                let x = ((self.next() >> 40) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0) * scale;
-                if x == 0.0 {
-                    scale / 2.0
-                } else {
-                    x
-                }
-            })
-            .collect()
-    }
-    fn f16s(&mut self, n: usize) -> Vec<f16> {
-        self.f32s(n, 1.0).into_iter().map(f16::from_f32).collect()
-    }
-    /// In `lo..hi`.
-    fn i32s(&mut self, n: usize, lo: i32, hi: i32) -> Vec<i32> {
-        (0..n).map(|_| lo + (self.next() % (hi - lo) as u64) as i32).collect()
-    }
-}
 
 fn ptr(buffer: usize) -> ArgValue {
     ArgValue::Ptr { buffer, offset: 0 }
@@ -224,12 +193,12 @@ fn check_all(cases: &[Case], targets: &[Target]) {
 
 #[test]
 fn vector_add_matches_the_interpreter() {
-    let mut rng = Rng(1);
+    let mut rng = Rng::new(1);
     let mut cases = Vec::new();
     for block in [1024, 128] {
         for n in [1usize, 7, 98_432, 98_433] {
-            let x = rng.f32s(n, 100.0);
-            let y = rng.f32s(n, 100.0);
+            let x = rng.f32s(n, -100.0, 100.0);
+            let y = rng.f32s(n, -100.0, 100.0);
             let kernel = seeds::vector_add(F32, block).unwrap();
             let buffers = vec![HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F32, n)];
             let grid = [n.div_ceil(block as usize) as u32, 1, 1];
@@ -239,7 +208,7 @@ fn vector_add_matches_the_interpreter() {
     }
     // f16: 8 elements per 16-byte vector.
     let n = 1000;
-    let (x, y) = (rng.f16s(n), rng.f16s(n));
+    let (x, y) = (rng.f16s(n, -1.0, 1.0), rng.f16s(n, -1.0, 1.0));
     let buffers = vec![HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F16, n)];
     let kernel = seeds::vector_add(F16, 256).unwrap();
     cases.push(Case::new("vector_add(f16, 256) n=1000", kernel, [4, 1, 1], vec![ptr(0), ptr(1), ptr(2), int(n as i64)], buffers));
@@ -248,7 +217,7 @@ fn vector_add_matches_the_interpreter() {
 
 fn softmax_case(persistent: bool, rows: usize, cols: usize, rng: &mut Rng) -> Case {
     let block = seeds::softmax_block(cols as u32);
-    let x = rng.f32s(rows * cols, 5.0);
+    let x = rng.f32s(rows * cols, -5.0, 5.0);
     let kernel = if persistent { seeds::softmax_persistent(block) } else { seeds::softmax(block) }.unwrap();
     let buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
     let args = vec![ptr(0), ptr(1), int(cols as i64), int(cols as i64), int(rows as i64), int(cols as i64)];
@@ -259,7 +228,7 @@ fn softmax_case(persistent: bool, rows: usize, cols: usize, rng: &mut Rng) -> Ca
 
 #[test]
 fn softmax_matches_the_interpreter() {
-    let mut rng = Rng(2);
+    let mut rng = Rng::new(2);
     let mut cases = Vec::new();
     for rows in 1..=4 {
         for cols in [1, 7, 781, 1024, 1025] {
@@ -273,7 +242,7 @@ fn softmax_matches_the_interpreter() {
 fn softmax_with_every_argument_divisible() {
     // 16 rows of 1024 or 32 of 256: every argument is divisible by 16, so the honest
     // specialization is the full one.
-    let mut rng = Rng(23);
+    let mut rng = Rng::new(23);
     let mut cases = Vec::new();
     for (rows, cols) in [(16, 1024), (32, 256)] {
         for persistent in [false, true] {
@@ -287,7 +256,7 @@ fn softmax_with_every_argument_divisible() {
 
 #[test]
 fn persistent_softmax_matches_the_interpreter() {
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     let mut cases = Vec::new();
     for rows in 1..=4 {
         for cols in [1, 7, 781, 1024, 1025] {
@@ -330,11 +299,11 @@ fn softmax_2d(rows: u32, cols: u32, axis: u32) -> Kernel {
 
 #[test]
 fn two_d_reductions_along_both_axes() {
-    let mut rng = Rng(4);
+    let mut rng = Rng::new(4);
     let mut cases = Vec::new();
     for (rows, cols, n_rows, n_cols) in [(8, 16, 8, 16), (16, 64, 13, 50), (64, 8, 64, 5), (4, 128, 3, 128), (2, 4, 2, 3), (128, 32, 100, 32)] {
         for axis in [0, 1] {
-            let x = rng.f32s((n_rows * n_cols) as usize, 4.0);
+            let x = rng.f32s((n_rows * n_cols) as usize, -4.0, 4.0);
             let buffers = vec![HostBuffer::from_slice(&x), HostBuffer::zeros(F32, (n_rows * n_cols) as usize)];
             let args = vec![ptr(0), ptr(1), int(n_rows as i64), int(n_cols as i64)];
             let name = format!("softmax_2d {rows}x{cols} block, {n_rows}x{n_cols} matrix, axis {axis}");
@@ -386,7 +355,7 @@ const SHAPES: [(u32, u32); 7] = [(0, 16), (0, 1024), (0, 2), (16, 16), (4, 256),
 
 #[test]
 fn argmax_and_argmin_with_ties_and_nan() {
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     let mut cases = Vec::new();
     for (rows, cols) in SHAPES {
         let n = (rows.max(1) * cols) as usize;
@@ -403,7 +372,7 @@ fn argmax_and_argmin_with_ties_and_nan() {
             }
             // Some NaNs.
             for (i, v) in x.iter_mut().enumerate() {
-                if rng.next() % 7 == 0 || i == n / 2 {
+                if rng.next_u64() % 7 == 0 || i == n / 2 {
                     *v = f32::NAN;
                 }
             }
@@ -417,7 +386,7 @@ fn argmax_and_argmin_with_ties_and_nan() {
 
 #[test]
 fn sums_maxes_and_mins_of_several_types() {
-    let mut rng = Rng(6);
+    let mut rng = Rng::new(6);
     let mut cases = Vec::new();
     for (rows, cols) in SHAPES {
         let n = (rows.max(1) * cols) as usize;
@@ -426,9 +395,9 @@ fn sums_maxes_and_mins_of_several_types() {
                 continue;
             }
             // Positive floats, so that sums do not cancel (orders of summation differ).
-            let h = HostBuffer::from_slice(&rng.f16s(n).into_iter().map(|v| -(-v).min(v)).collect::<Vec<f16>>());
+            let h = HostBuffer::from_slice(&rng.f16s(n, -1.0, 1.0).into_iter().map(|v| -(-v).min(v)).collect::<Vec<f16>>());
             let i = HostBuffer::from_slice(&rng.i32s(n, -1000, 1000));
-            let f = HostBuffer::from_slice(&rng.f32s(n, 10.0).into_iter().map(f32::abs).collect::<Vec<f32>>());
+            let f = HostBuffer::from_slice(&rng.f32s(n, -10.0, 10.0).into_iter().map(f32::abs).collect::<Vec<f32>>());
             cases.push(reduce_case(ReduceOp::Sum, h.clone(), rows, cols, axis));
             cases.push(reduce_case(ReduceOp::Max, h, rows, cols, axis));
             cases.push(reduce_case(ReduceOp::Max, i.clone(), rows, cols, axis));
@@ -473,7 +442,7 @@ fn arange_offsets_expand_dims_and_broadcast() {
 
 #[test]
 fn reshape_and_permute() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let mut cases = Vec::new();
     // Reshape a 1-D block to 2-D and reduce rows; reshape 2-D to another 2-D.
     for (n, rows) in [(64u32, 8u32), (256, 4), (16, 16), (1024, 32)] {
@@ -486,7 +455,7 @@ fn reshape_and_permute() {
             let back = m.reshape(&[cols, rows]);
             k.store(z + offsets_2d(k, cols, rows, k.scalar(rows as i32, I32)), back * 2.0);
         });
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(n as usize, 1.0)), HostBuffer::zeros(F32, rows as usize), HostBuffer::zeros(F32, n as usize)];
+        let buffers = vec![HostBuffer::from_slice(&rng.f32s(n as usize, -1.0, 1.0)), HostBuffer::zeros(F32, rows as usize), HostBuffer::zeros(F32, n as usize)];
         cases.push(Case::new(format!("reshape {n} -> {rows}x{cols}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1), ptr(2)], buffers));
     }
     // Transpose a 2-D block; permute a 3-D one.
@@ -520,7 +489,7 @@ fn reshape_and_permute() {
 
 #[test]
 fn where_casts_and_bitcasts() {
-    let mut rng = Rng(8);
+    let mut rng = Rng::new(8);
     let mut cases = Vec::new();
     for (block, n) in [(1024u32, 3000usize), (16, 40), (128, 128), (2, 5)] {
         let kernel = build("casts", |k| {
@@ -539,8 +508,8 @@ fn where_casts_and_bitcasts() {
             k.store_masked(bits + offs, xv.bitcast(I32) ^ xv.gt(yv).to(I32), mask);
         });
         let buffers = vec![
-            HostBuffer::from_slice(&rng.f32s(n, 2.0)),
-            HostBuffer::from_slice(&rng.f32s(n, 2.0)),
+            HostBuffer::from_slice(&rng.f32s(n, -2.0, 2.0)),
+            HostBuffer::from_slice(&rng.f32s(n, -2.0, 2.0)),
             HostBuffer::zeros(F32, n),
             HostBuffer::zeros(I32, n),
             HostBuffer::zeros(F16, n),
@@ -556,7 +525,7 @@ fn where_casts_and_bitcasts() {
 
 #[test]
 fn masked_loads_with_block_other_on_ragged_sizes() {
-    let mut rng = Rng(9);
+    let mut rng = Rng::new(9);
     let mut cases = Vec::new();
     for (rows, cols, n_rows, n_cols) in [(16u32, 16u32, 11, 9), (4, 64, 3, 33), (32, 8, 32, 7), (2, 2, 1, 1)] {
         let kernel = build("masked_other", |k| {
@@ -570,7 +539,7 @@ fn masked_loads_with_block_other_on_ragged_sizes() {
             let v = k.load_masked(x + (r * nc + c), mask, other);
             k.store(y + offsets_2d(k, rows, cols, k.scalar(cols as i32, I32)), v);
         });
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s((n_rows * n_cols) as usize, 1.0)), HostBuffer::zeros(F32, (rows * cols) as usize)];
+        let buffers = vec![HostBuffer::from_slice(&rng.f32s((n_rows * n_cols) as usize, -1.0, 1.0)), HostBuffer::zeros(F32, (rows * cols) as usize)];
         let args = vec![ptr(0), ptr(1), int(n_rows as i64), int(n_cols as i64)];
         cases.push(Case::new(format!("masked load with block other {rows}x{cols} of {n_rows}x{n_cols}"), kernel, [1, 1, 1], args, buffers));
     }
@@ -579,7 +548,7 @@ fn masked_loads_with_block_other_on_ragged_sizes() {
 
 #[test]
 fn atomics() {
-    let mut rng = Rng(10);
+    let mut rng = Rng::new(10);
     let mut cases = Vec::new();
     for (block, n) in [(128u32, 1000usize), (16, 100), (1024, 5000), (2, 9)] {
         // Many programs add into a small buffer (element order does not matter for
@@ -638,7 +607,7 @@ fn atomics() {
 
 #[test]
 fn for_loops_with_carried_blocks_and_negative_steps() {
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     let mut cases = Vec::new();
     for block in [16u32, 256, 2048] {
         let kernel = build("for_loops", |k| {
@@ -661,7 +630,7 @@ fn for_loops_with_carried_blocks_and_negative_steps() {
         });
         let steps = 5;
         let buffers = vec![
-            HostBuffer::from_slice(&rng.f32s(block as usize * steps, 1.0)),
+            HostBuffer::from_slice(&rng.f32s(block as usize * steps, -1.0, 1.0)),
             HostBuffer::zeros(F32, 2 * block as usize),
             HostBuffer::zeros(I32, block as usize),
         ];
@@ -673,7 +642,7 @@ fn for_loops_with_carried_blocks_and_negative_steps() {
 
 #[test]
 fn if_else_with_block_results_and_while() {
-    let mut rng = Rng(12);
+    let mut rng = Rng::new(12);
     let mut cases = Vec::new();
     for (rows, cols) in [(8u32, 32u32), (32, 4), (2, 512)] {
         let kernel = build("branches", |k| {
@@ -700,7 +669,7 @@ fn if_else_with_block_results_and_while() {
             k.if_then(pid.eq(1), || k.store(y + base + offs, w[0]));
         });
         let n = (rows * cols) as usize;
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(3 * n, 4.0)), HostBuffer::zeros(F32, 3 * n), HostBuffer::zeros(I32, 3)];
+        let buffers = vec![HostBuffer::from_slice(&rng.f32s(3 * n, -4.0, 4.0)), HostBuffer::zeros(F32, 3 * n), HostBuffer::zeros(I32, 3)];
         cases.push(Case::new(format!("if/while {rows}x{cols}"), kernel, [3, 1, 1], vec![ptr(0), ptr(1), ptr(2)], buffers).tolerance(1e-6));
     }
     check_all(&cases, &targets());
@@ -708,7 +677,7 @@ fn if_else_with_block_results_and_while() {
 
 #[test]
 fn small_blocks_replicate_and_large_blocks_wrap() {
-    let mut rng = Rng(13);
+    let mut rng = Rng::new(13);
     let mut cases = Vec::new();
     // 1 to 16 elements over up to 256 threads: copies must not store, reduce or add twice.
     for block in [1u32, 2, 4, 16, 4096] {
@@ -751,7 +720,7 @@ fn gather_rows(
 
 #[test]
 fn vector_width_follows_row_alignment() {
-    let mut rng = Rng(14);
+    let mut rng = Rng::new(14);
     let (rows, cols) = (32u32, 64u32);
     let mut cases = Vec::new();
     // Rows at a run-time stride: vectors only when the stride is divisible by 16.
@@ -765,7 +734,7 @@ fn vector_width_follows_row_alignment() {
             k.store(y + offsets_2d(k, rows, cols, k.scalar(cols as i32, I32)), v);
         });
         let n = (rows as i64 * stride.max(cols as i64)) as usize;
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, 1.0)), HostBuffer::zeros(F32, (rows * cols) as usize)];
+        let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, -1.0, 1.0)), HostBuffer::zeros(F32, (rows * cols) as usize)];
         cases.push(Case::new(format!("rows at stride {stride}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1), int(stride)], buffers));
     }
     // Rows at compile-time offsets that are not multiples of the vector: `3 r`, `r / 2`,
@@ -790,12 +759,12 @@ fn vector_width_follows_row_alignment() {
         let w = k.load(x + rows.expand_dims(1) + k.arange(0, 4).expand_dims(0));
         k.store(y + 64 + offsets_2d(k, 64, 4, k.scalar(4, I32)), w);
     });
-    let buffers = vec![HostBuffer::from_slice(&rng.f32s(64, 1.0)), HostBuffer::zeros(F32, 64 * 5)];
+    let buffers = vec![HostBuffer::from_slice(&rng.f32s(64, -1.0, 1.0)), HostBuffer::zeros(F32, 64 * 5)];
     cases.push(Case::new("offsets i % n for a varying n", kernel, [1, 1, 1], vec![ptr(0), ptr(1)], buffers));
     for (what, f) in offsets {
         let kernel = gather_rows("rows", rows, cols, f);
         let n = (rows * 16 + cols) as usize;
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, 1.0)), HostBuffer::zeros(F32, (rows * cols) as usize)];
+        let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, -1.0, 1.0)), HostBuffer::zeros(F32, (rows * cols) as usize)];
         cases.push(Case::new(format!("rows at {what}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1)], buffers));
     }
     check_all(&cases, &targets());
@@ -803,7 +772,7 @@ fn vector_width_follows_row_alignment() {
 
 #[test]
 fn narrow_and_wide_element_types() {
-    let mut rng = Rng(15);
+    let mut rng = Rng::new(15);
     let mut cases = Vec::new();
     // 16-byte vectors hold 16 bytes but per-thread IR vectors at most 8 elements.
     let launches = [
@@ -816,7 +785,7 @@ fn narrow_and_wide_element_types() {
     for (dtype, block, n) in launches {
         let kernel = seeds::vector_add(dtype, block).unwrap();
         let make = |rng: &mut Rng| {
-            let bytes: Vec<u8> = (0..n * dtype.size_bytes()).map(|_| (rng.next() % 7) as u8).collect();
+            let bytes: Vec<u8> = (0..n * dtype.size_bytes()).map(|_| (rng.next_u64() % 7) as u8).collect();
             HostBuffer::from_bytes(dtype, bytes).unwrap()
         };
         let buffers = vec![make(&mut rng), make(&mut rng), HostBuffer::zeros(dtype, n)];
@@ -832,7 +801,7 @@ fn narrow_and_wide_element_types() {
         let v = k.load_masked(x + offs, mask, false);
         k.store_masked(y + offs, !v, mask);
     });
-    let bools: Vec<bool> = (0..4096).map(|_| rng.next() % 2 == 0).collect();
+    let bools: Vec<bool> = (0..4096).map(|_| rng.next_u64() % 2 == 0).collect();
     let buffers = vec![HostBuffer::from_bools(&bools), HostBuffer::from_bools(&vec![false; 4096])];
     cases.push(Case::new("not of booleans", kernel, [4, 1, 1], vec![ptr(0), ptr(1), int(4096)], buffers));
     check_all(&cases, &targets());
@@ -840,7 +809,7 @@ fn narrow_and_wide_element_types() {
 
 #[test]
 fn three_d_blocks_and_repeated_reductions() {
-    let mut rng = Rng(16);
+    let mut rng = Rng::new(16);
     let mut cases = Vec::new();
     for (a, b, c) in [(2u32, 4u32, 8u32), (4, 16, 32), (8, 2, 64), (16, 8, 1), (1, 32, 4)] {
         for axis in 0..3u32 {
@@ -864,7 +833,7 @@ fn three_d_blocks_and_repeated_reductions() {
                 k.store(w + k.arange(0, n0 as i32), v.argmax(axis).max(1));
             });
             let n = (a * b * c) as usize;
-            let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, 8.0)), HostBuffer::zeros(F32, n), HostBuffer::zeros(F32, 65), HostBuffer::zeros(I32, 64)];
+            let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, -8.0, 8.0)), HostBuffer::zeros(F32, n), HostBuffer::zeros(F32, 65), HostBuffer::zeros(I32, 64)];
             cases.push(Case::new(format!("3-D {a}x{b}x{c} along {axis}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1), ptr(2), ptr(3)], buffers).tolerance(1e-6));
         }
     }
@@ -873,7 +842,7 @@ fn three_d_blocks_and_repeated_reductions() {
 
 #[test]
 fn reductions_change_layouts_in_loops_and_branches() {
-    let mut rng = Rng(17);
+    let mut rng = Rng::new(17);
     let mut cases = Vec::new();
     for (rows, cols) in [(8u32, 32u32), (64, 4), (2, 256)] {
         let kernel = build("loop_layouts", |k| {
@@ -901,7 +870,7 @@ fn reductions_change_layouts_in_loops_and_branches() {
         });
         let steps = 3;
         let size = (rows * cols) as usize;
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(size * steps, 1.0)), HostBuffer::zeros(F32, (rows + cols) as usize + size)];
+        let buffers = vec![HostBuffer::from_slice(&rng.f32s(size * steps, -1.0, 1.0)), HostBuffer::zeros(F32, (rows + cols) as usize + size)];
         let args = vec![ptr(0), ptr(1), int(steps as i64), int(size as i64 - 5)];
         cases.push(Case::new(format!("layouts through loops, {rows}x{cols}"), kernel, [1, 1, 1], args, buffers).tolerance(1e-6));
     }
@@ -910,7 +879,7 @@ fn reductions_change_layouts_in_loops_and_branches() {
 
 #[test]
 fn scalars_grids_and_wide_offsets() {
-    let mut rng = Rng(18);
+    let mut rng = Rng::new(18);
     let mut cases = Vec::new();
     // Scalar loads and stores, program ids on three axes, i64 and u32 offsets.
     let kernel = build("scalars", |k| {
@@ -928,14 +897,14 @@ fn scalars_grids_and_wide_offsets() {
         k.store(z + 12 * 64 + best, id);
     });
     let grid = [3, 2, 2];
-    let buffers = vec![HostBuffer::from_slice(&rng.f32s(12 + 12 * 64, 1.0)), HostBuffer::zeros(F32, 12 + 12 * 64), HostBuffer::zeros(I32, 13 * 64)];
+    let buffers = vec![HostBuffer::from_slice(&rng.f32s(12 + 12 * 64, -1.0, 1.0)), HostBuffer::zeros(F32, 12 + 12 * 64), HostBuffer::zeros(I32, 13 * 64)];
     cases.push(Case::new("scalars on a 3-D grid", kernel, grid, vec![ptr(0), ptr(1), ptr(2)], buffers));
     check_all(&cases, &targets());
 }
 
 #[test]
 fn masks_from_every_comparison() {
-    let mut rng = Rng(19);
+    let mut rng = Rng::new(19);
     let mut cases = Vec::new();
     type Cmp = for<'a> fn(rutile_ir::Value<'a>, rutile_ir::Value<'a>) -> rutile_ir::Value<'a>;
     let comparisons: [(&str, Cmp); 10] = [
@@ -961,7 +930,7 @@ fn masks_from_every_comparison() {
             k.store(y + 512 + offs, v);
         });
         for n in [64, 80, 511] {
-            let buffers = vec![HostBuffer::from_slice(&rng.f32s(512, 1.0)), HostBuffer::zeros(F32, 1024)];
+            let buffers = vec![HostBuffer::from_slice(&rng.f32s(512, -1.0, 1.0)), HostBuffer::zeros(F32, 1024)];
             cases.push(Case::new(format!("mask {what} for n={n}"), kernel.clone(), [2, 1, 1], vec![ptr(0), ptr(1), int(n)], buffers));
         }
     }
@@ -970,7 +939,7 @@ fn masks_from_every_comparison() {
 
 #[test]
 fn shape_sweep_2d() {
-    let mut rng = Rng(20);
+    let mut rng = Rng::new(20);
     let mut cases = Vec::new();
     let sizes = [1u32, 2, 4, 8, 32, 128, 512];
     for rows in sizes {
@@ -1115,10 +1084,10 @@ fn a_false_specialization_is_caught_by_the_simulator() {
 
 #[test]
 fn reductions_of_other_types_and_moved_pointers() {
-    let mut rng = Rng(21);
+    let mut rng = Rng::new(21);
     let mut cases = Vec::new();
     let bytes = |rng: &mut Rng, t: ScalarType, n: usize| {
-        let raw: Vec<u8> = (0..n * t.size_bytes()).map(|_| rng.next() as u8).collect();
+        let raw = rng.bytes(n * t.size_bytes());
         HostBuffer::from_bytes(t, raw).unwrap()
     };
     for (rows, cols) in [(0u32, 64u32), (8, 32), (32, 8)] {
@@ -1132,7 +1101,7 @@ fn reductions_of_other_types_and_moved_pointers() {
                     cases.push(reduce_case(op, bytes(&mut rng, t, n), rows, cols, axis));
                 }
             }
-            let bools: Vec<bool> = (0..n).map(|_| rng.next() % 5 == 0).collect();
+            let bools: Vec<bool> = (0..n).map(|_| rng.next_u64() % 5 == 0).collect();
             for op in [ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin] {
                 cases.push(reduce_case(op, HostBuffer::from_bools(&bools), rows, cols, axis));
             }
@@ -1147,7 +1116,7 @@ fn reductions_of_other_types_and_moved_pointers() {
         let q = p.reshape(&[128]);
         k.store(y + 128 + k.arange(0, 128), k.load(q) + 1.0);
     });
-    let buffers = vec![HostBuffer::from_slice(&rng.f32s(128, 1.0)), HostBuffer::zeros(F32, 256)];
+    let buffers = vec![HostBuffer::from_slice(&rng.f32s(128, -1.0, 1.0)), HostBuffer::zeros(F32, 256)];
     cases.push(Case::new("moved pointers", kernel, [1, 1, 1], vec![ptr(0), ptr(1)], buffers));
     check_all(&cases, &targets());
 }
@@ -1172,7 +1141,7 @@ fn reading_back_another_threads_store_is_reported() {
 
 #[test]
 fn nested_loops_with_reductions_and_wide_bounds() {
-    let mut rng = Rng(22);
+    let mut rng = Rng::new(22);
     let mut cases = Vec::new();
     for (rows, cols) in [(4u32, 64u32), (32, 8)] {
         let kernel = build("nested", |k| {
@@ -1200,7 +1169,7 @@ fn nested_loops_with_reductions_and_wide_bounds() {
             k.store(y + 2 * rows as i32, w[1].to(F32));
         });
         let n = (rows * cols) as usize;
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(3 * n, 1.0)), HostBuffer::zeros(F32, 2 * rows as usize + 1)];
+        let buffers = vec![HostBuffer::from_slice(&rng.f32s(3 * n, -1.0, 1.0)), HostBuffer::zeros(F32, 2 * rows as usize + 1)];
         let args = vec![ptr(0), ptr(1), int(3), int(2)];
         cases.push(Case::new(format!("nested loops {rows}x{cols}"), kernel, [1, 1, 1], args, buffers).tolerance(1e-6));
     }
@@ -1270,14 +1239,14 @@ fn layer_norm(block: u32) -> Kernel {
 
 #[test]
 fn layer_norm_matches_the_interpreter() {
-    let mut rng = Rng(24);
+    let mut rng = Rng::new(24);
     let mut cases = Vec::new();
     for (rows, n, block) in [(3usize, 1000usize, 256u32), (2, 64, 64), (4, 1, 16), (1, 4096, 1024)] {
         let buffers = vec![
-            HostBuffer::from_slice(&rng.f32s(rows * n, 3.0)),
+            HostBuffer::from_slice(&rng.f32s(rows * n, -3.0, 3.0)),
             HostBuffer::zeros(F32, rows * n),
-            HostBuffer::from_slice(&rng.f32s(n, 1.0)),
-            HostBuffer::from_slice(&rng.f32s(n, 1.0)),
+            HostBuffer::from_slice(&rng.f32s(n, -1.0, 1.0)),
+            HostBuffer::from_slice(&rng.f32s(n, -1.0, 1.0)),
             HostBuffer::zeros(F32, rows),
             HostBuffer::zeros(F32, rows),
         ];

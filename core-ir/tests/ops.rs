@@ -10,6 +10,7 @@
 use half::{bf16, f16};
 use rutile_ir::interp::{self, ArgValue, Element, HostBuffer};
 use rutile_ir::ir::ReduceOp;
+use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{self, *};
 use rutile_ir::{Kernel, KernelBuilder, Operand, Value};
 use std::fmt::Debug;
@@ -18,34 +19,14 @@ use std::fmt::Debug;
 // Inputs, launches and the element-wise harness
 // ---------------------------------------------------------------------------------------
 
-/// splitmix64, for reproducible inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, n).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// Uniform in [lo, hi).
-    fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * ((self.next() >> 11) as f64 / (1u64 << 53) as f64)
-    }
-    /// Integers of every magnitude: random bits shifted right by a random amount, negated
-    /// half the time (as an i128, to be wrapped to the type under test).
-    fn any_int(&mut self) -> i128 {
-        let v = (self.next() >> self.below(64)) as i128;
-        if self.next() & 1 == 1 {
-            -v
-        } else {
-            v
-        }
+/// Integers of every magnitude: random bits shifted right by a random amount, negated half
+/// the time (as an i128, to be wrapped to the type under test).
+fn any_int(rng: &mut Rng) -> i128 {
+    let v = (rng.next_u64() >> rng.below(64)) as i128;
+    if rng.next_u64() & 1 == 1 {
+        -v
+    } else {
+        v
     }
 }
 
@@ -274,7 +255,7 @@ fn float_inputs<T: Float>(rng: &mut Rng, n: usize) -> Vec<T> {
     while v.len() < n {
         let e = rng.below((f.emax - f.emin) as u64) as i32 + f.emin;
         let x = rng.uniform(1.0, 2.0) * pow2(e);
-        v.push(if rng.next() & 1 == 1 { -x } else { x });
+        v.push(if rng.next_u64() & 1 == 1 { -x } else { x });
     }
     v.into_iter().map(T::round).collect()
 }
@@ -299,7 +280,7 @@ fn int_pairs<T: Int>(rng: &mut Rng, n: usize) -> (Vec<T>, Vec<T>) {
     let mut pairs: Vec<(i128, i128)> =
         vec![(min, -1), (max, 1), (min, 1), (max, max), (min, min), (max, -1), (7, 2), (-7, 2), (7, -2), (-7, -2)];
     while pairs.len() < n {
-        pairs.push((rng.any_int(), rng.any_int()));
+        pairs.push((any_int(rng), any_int(rng)));
     }
     let x = pairs.iter().map(|p| T::wrap(p.0)).collect();
     let y = pairs.iter().map(|p| if T::wrap(p.1).wide() == 0 { T::wrap(3) } else { T::wrap(p.1) }).collect();
@@ -370,7 +351,7 @@ fn int_binary_ops<T: Int>(rng: &mut Rng) {
 
 #[test]
 fn integer_arithmetic_bitwise_and_shifts_wrap_on_every_type() {
-    let mut rng = Rng(0x0b5_0001);
+    let mut rng = Rng::new(0x0b5_0001);
     int_binary_ops::<i8>(&mut rng);
     int_binary_ops::<i16>(&mut rng);
     int_binary_ops::<i32>(&mut rng);
@@ -415,7 +396,7 @@ fn integer_division_and_remainder_truncate_toward_zero() {
 
 #[test]
 fn cdiv_is_a_plus_b_minus_one_over_b() {
-    let mut rng = Rng(0x0b5_0002);
+    let mut rng = Rng::new(0x0b5_0002);
     let n = 500;
     let a: Vec<i32> = (0..n).map(|i| if i < 250 { rng.below(1 << 20) as i32 } else { rng.below(2000) as i32 - 1000 }).collect();
     let b: Vec<i32> = (0..n).map(|_| rng.below(1000) as i32 + 1).collect();
@@ -478,7 +459,7 @@ fn float_arithmetic<T: Float>(rng: &mut Rng) {
 
 #[test]
 fn float_arithmetic_is_correctly_rounded() {
-    let mut rng = Rng(0x0b5_001a);
+    let mut rng = Rng::new(0x0b5_001a);
     float_arithmetic::<f32>(&mut rng);
     float_arithmetic::<f64>(&mut rng);
     float_arithmetic::<f16>(&mut rng);
@@ -521,10 +502,10 @@ fn program_ids_and_grid_sizes_on_three_axes() {
 
 #[test]
 fn boolean_logic() {
-    let mut rng = Rng(0x0b5_0003);
+    let mut rng = Rng::new(0x0b5_0003);
     let n = 300;
-    let p: Vec<bool> = (0..n).map(|_| rng.next() & 1 == 1).collect();
-    let q: Vec<bool> = (0..n).map(|_| rng.next() & 1 == 1).collect();
+    let p: Vec<bool> = (0..n).map(|_| rng.next_u64() & 1 == 1).collect();
+    let q: Vec<bool> = (0..n).map(|_| rng.next_u64() & 1 == 1).collect();
     let inputs = [HostBuffer::from_bools(&p), HostBuffer::from_bools(&q)];
     let ops: [Case<Build2, BoolOp2>; 8] = [
         ("and", |a, b| a & b, |a, b| a & b),
@@ -608,7 +589,7 @@ fn int_comparisons<T: Int>(rng: &mut Rng) {
 
 #[test]
 fn comparisons_of_floats_with_nan_and_of_integers() {
-    let mut rng = Rng(0x0b5_0004);
+    let mut rng = Rng::new(0x0b5_0004);
     float_comparisons::<f32>(&mut rng);
     float_comparisons::<f64>(&mut rng);
     float_comparisons::<f16>(&mut rng);
@@ -677,7 +658,7 @@ fn float_min_max<T: Float>(rng: &mut Rng) {
 
 #[test]
 fn minimum_and_maximum_propagate_nan_and_order_infinities_and_zeros() {
-    let mut rng = Rng(0x0b5_0005);
+    let mut rng = Rng::new(0x0b5_0005);
     float_min_max::<f32>(&mut rng);
     float_min_max::<f64>(&mut rng);
     float_min_max::<f16>(&mut rng);
@@ -694,9 +675,9 @@ fn minimum_and_maximum_propagate_nan_and_order_infinities_and_zeros() {
 
 #[test]
 fn where_selects_with_broadcasting() {
-    let mut rng = Rng(0x0b5_0006);
+    let mut rng = Rng::new(0x0b5_0006);
     let n = 300;
-    let c: Vec<bool> = (0..n).map(|_| rng.next() & 1 == 1).collect();
+    let c: Vec<bool> = (0..n).map(|_| rng.next_u64() & 1 == 1).collect();
     let x: Vec<f32> = (0..n).map(|_| rng.uniform(-10.0, 10.0) as f32).collect();
     let y: Vec<f32> = (0..n).map(|_| rng.uniform(-10.0, 10.0) as f32).collect();
     let inputs = [HostBuffer::from_bools(&c), HostBuffer::from_slice(&x), HostBuffer::from_slice(&y)];
@@ -713,7 +694,7 @@ fn where_selects_with_broadcasting() {
     }
     // Integers, and a number as the condition (non-zero is true).
     let a: Vec<i32> = (0..n).map(|_| rng.below(3) as i32 - 1).collect();
-    let b: Vec<i32> = (0..n).map(|_| rng.next() as i32).collect();
+    let b: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32).collect();
     let inputs = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b)];
     let got: Vec<i32> = elementwise(&inputs, I32, |k, v| k.where_(v[0], v[1], -7)).to_vec().unwrap();
     for i in 0..n {
@@ -762,7 +743,7 @@ fn float_to_int_casts<F: Float>(rng: &mut Rng) {
 
 #[test]
 fn float_to_int_casts_truncate_saturate_and_send_nan_to_zero() {
-    let mut rng = Rng(0x0b5_0007);
+    let mut rng = Rng::new(0x0b5_0007);
     float_to_int_casts::<f32>(&mut rng);
     float_to_int_casts::<f64>(&mut rng);
     float_to_int_casts::<f16>(&mut rng);
@@ -798,7 +779,7 @@ fn int_to_float_casts<T: Int>(rng: &mut Rng) {
 
 #[test]
 fn int_to_float_casts_round_to_nearest_even() {
-    let mut rng = Rng(0x0b5_0008);
+    let mut rng = Rng::new(0x0b5_0008);
     int_to_float_casts::<i8>(&mut rng);
     int_to_float_casts::<i16>(&mut rng);
     int_to_float_casts::<i32>(&mut rng);
@@ -820,7 +801,7 @@ fn float_to_float<S: Float, D: Float>(x: &[S]) {
 
 #[test]
 fn float_casts_round_once_to_nearest_even() {
-    let mut rng = Rng(0x0b5_0009);
+    let mut rng = Rng::new(0x0b5_0009);
     // f64 sources: random values of every range, and the traps of double rounding: just
     // above or below a tie of f16 or bf16 by less than f32 can hold, and exact ties.
     let mut x: Vec<f64> = float_inputs::<f64>(&mut rng, 100);
@@ -859,7 +840,7 @@ fn float_casts_round_once_to_nearest_even() {
 
 #[test]
 fn integer_casts_wrap_and_bool_casts_test_for_zero() {
-    let mut rng = Rng(0x0b5_000a);
+    let mut rng = Rng::new(0x0b5_000a);
     let x: Vec<i64> = int_pairs::<i64>(&mut rng, 300).0;
     let inputs = [HostBuffer::from_slice(&x)];
     let to_i8: Vec<i8> = elementwise(&inputs, I8, |_, v| v[0].to(I8)).to_vec().unwrap();
@@ -916,7 +897,7 @@ fn bit_patterns(rng: &mut Rng, bits: u32, mantissa: u32, n: usize, signaling: bo
         v.extend([exp_mask | 1, exp_mask | sign | (quiet - 1), exp_mask | (quiet >> 1)]);
     }
     while v.len() < n {
-        let b = rng.next() & mask;
+        let b = rng.next_u64() & mask;
         let snan = (b & exp_mask) == exp_mask && b & quiet == 0 && b & (quiet - 1) != 0;
         if signaling || !snan {
             v.push(b);
@@ -946,13 +927,13 @@ fn bitcasts<F: Float, U: Int, S: Int>(rng: &mut Rng, mantissa: u32, to_float: fn
 
 #[test]
 fn bitcasts_keep_the_bits() {
-    let mut rng = Rng(0x0b5_000b);
+    let mut rng = Rng::new(0x0b5_000b);
     bitcasts::<f32, u32, i32>(&mut rng, 23, |x| x.to_bits() as u64);
     bitcasts::<f64, u64, i64>(&mut rng, 52, |x| x.to_bits());
     bitcasts::<f16, u16, i16>(&mut rng, 10, |x| x.to_bits() as u64);
     bitcasts::<bf16, u16, i16>(&mut rng, 7, |x| x.to_bits() as u64);
     // Between integer types of one width: i32 <-> u32.
-    let x: Vec<i32> = (0..300).map(|_| rng.next() as i32).collect();
+    let x: Vec<i32> = (0..300).map(|_| rng.next_u64() as i32).collect();
     let u: Vec<u32> = elementwise(&[HostBuffer::from_slice(&x)], U32, |_, v| v[0].bitcast(U32)).to_vec().unwrap();
     assert_eq!(u, x.iter().map(|&a| a as u32).collect::<Vec<_>>());
 }
@@ -1048,7 +1029,7 @@ fn math_functions<T: Float>(rng: &mut Rng) {
 
 #[test]
 fn math_functions_within_one_ulp() {
-    let mut rng = Rng(0x0b5_000c);
+    let mut rng = Rng::new(0x0b5_000c);
     math_functions::<f32>(&mut rng);
     math_functions::<f16>(&mut rng);
     math_functions::<bf16>(&mut rng);
@@ -1095,13 +1076,13 @@ fn run_once(kernel: &Kernel, buffers: &mut [HostBuffer]) {
 
 #[test]
 fn numpy_broadcasting_and_promotion() {
-    let mut rng = Rng(0x0b5_000d);
+    let mut rng = Rng::new(0x0b5_000d);
     let a: Vec<f32> = (0..4).map(|_| rng.uniform(-5.0, 5.0) as f32).collect();
     let b: Vec<f32> = (0..8).map(|_| rng.uniform(-5.0, 5.0) as f32).collect();
     let m: Vec<f32> = (0..32).map(|_| rng.uniform(-5.0, 5.0) as f32).collect();
     let s = rng.uniform(-5.0, 5.0) as f32;
-    let small: Vec<i16> = (0..4).map(|_| rng.next() as i16).collect();
-    let wide: Vec<i32> = (0..8).map(|_| rng.next() as i32).collect();
+    let small: Vec<i16> = (0..4).map(|_| rng.next_u64() as i16).collect();
+    let wide: Vec<i32> = (0..8).map(|_| rng.next_u64() as i32).collect();
     let kernel = Kernel::build("broadcasting", |k| {
         let (pa, pb, pm, ps) = (k.arg_ptr("a", F32), k.arg_ptr("b", F32), k.arg_ptr("m", F32), k.arg_ptr("s", F32));
         let (psmall, pwide) = (k.arg_ptr("small", I16), k.arg_ptr("wide", I32));
@@ -1159,8 +1140,8 @@ fn numpy_broadcasting_and_promotion() {
 
 #[test]
 fn expand_dims_reshape_permute_and_broadcast_to() {
-    let mut rng = Rng(0x0b5_000e);
-    let x: Vec<i32> = (0..64).map(|_| rng.next() as i32).collect();
+    let mut rng = Rng::new(0x0b5_000e);
+    let x: Vec<i32> = (0..64).map(|_| rng.next_u64() as i32).collect();
     // Each case: a name, the result's shape, the source index of each result element, and
     // the op on the [2, 4, 8] block `x3`, its [4, 8] slice `x2` (the first 32 elements) or
     // its [8] slice `x1`.
@@ -1224,7 +1205,7 @@ fn expand_dims_reshape_permute_and_broadcast_to() {
 
 #[test]
 fn masked_loads_give_other_and_masked_stores_skip_on_ragged_sizes() {
-    let mut rng = Rng(0x0b5_000f);
+    let mut rng = Rng::new(0x0b5_000f);
     let (n, block) = (1000usize, 256u32);
     let x: Vec<f32> = (0..n).map(|_| rng.uniform(-100.0, 100.0) as f32).collect();
     let kernel = Kernel::build("masked_1d", |k| {
@@ -1353,7 +1334,7 @@ fn arg_extreme(lane: &[f64], max: bool) -> i32 {
 
 #[test]
 fn float_reductions_along_each_axis_with_masks_ties_and_nan() {
-    let mut rng = Rng(0x0b5_0010);
+    let mut rng = Rng::new(0x0b5_0010);
     let (vr, vc) = RED_VALID;
     // Half-integers from a small set, so that ties are frequent; then the same with NaNs.
     let ties: Vec<f32> = (0..vr * vc).map(|_| (rng.below(9) as f32 - 4.0) * 0.5).collect();
@@ -1407,7 +1388,7 @@ fn float_reductions_along_each_axis_with_masks_ties_and_nan() {
 
 #[test]
 fn integer_reductions_wrap_and_compare_by_signedness() {
-    let mut rng = Rng(0x0b5_0011);
+    let mut rng = Rng::new(0x0b5_0011);
     let (vr, vc) = RED_VALID;
     // i32: sums that wrap, and ties for the maximum and the minimum.
     let x: Vec<i32> = (0..vr * vc).map(|i| if i % 3 == 0 { i32::MAX - rng.below(2) as i32 } else { rng.below(3) as i32 }).collect();
@@ -1435,7 +1416,7 @@ fn integer_reductions_wrap_and_compare_by_signedness() {
         }
     }
     // u32 above 2^31: compared as unsigned.
-    let x: Vec<u32> = (0..vr * vc).map(|_| rng.next() as u32).collect();
+    let x: Vec<u32> = (0..vr * vc).map(|_| rng.next_u64() as u32).collect();
     for axis in [0, 1] {
         let lanes = lanes(&x, axis);
         let max: Vec<u32> = reduce_block(&x, ReduceOp::Max, axis, false, 0.0).to_vec().unwrap();
@@ -1453,7 +1434,7 @@ fn integer_reductions_wrap_and_compare_by_signedness() {
 
 #[test]
 fn reductions_of_a_3d_block_along_each_axis() {
-    let mut rng = Rng(0x0b5_0012);
+    let mut rng = Rng::new(0x0b5_0012);
     let x: Vec<i64> = (0..64).map(|_| rng.below(1000) as i64 - 500).collect();
     for axis in 0..3u32 {
         let kernel = Kernel::build("reduce3", |k| {
@@ -1533,7 +1514,7 @@ fn check_dot<T: Float, C: Float>(rng: &mut Rng, (m, k, n): (usize, usize, usize)
 
 #[test]
 fn dot_against_a_naive_loop() {
-    let mut rng = Rng(0x0b5_0013);
+    let mut rng = Rng::new(0x0b5_0013);
     check_dot::<f16, f32>(&mut rng, (32, 64, 16), false, false);
     check_dot::<f16, f32>(&mut rng, (16, 32, 64), true, true);
     check_dot::<bf16, f32>(&mut rng, (16, 16, 32), true, false);
@@ -1546,7 +1527,7 @@ fn dot_against_a_naive_loop() {
 fn dot_of_f16_is_exact_per_product_and_accumulates_in_f32() {
     // Products of f16s are exact in f32, and sums of small integers are exact: the result
     // must equal the exact product, whatever the order.
-    let mut rng = Rng(0x0b5_0014);
+    let mut rng = Rng::new(0x0b5_0014);
     let (m, k, n) = (16usize, 16usize, 16usize);
     let a: Vec<f16> = (0..m * k).map(|_| f16::from_f32(rng.below(33) as f32 - 16.0)).collect();
     let b: Vec<f16> = (0..k * n).map(|_| f16::from_f32(rng.below(33) as f32 - 16.0)).collect();
@@ -1575,7 +1556,7 @@ fn dot_of_f16_is_exact_per_product_and_accumulates_in_f32() {
 fn atomic_add_from_many_programs_into_one_counter() {
     let (n, block) = (3000usize, 64u32);
     let grid = n.div_ceil(block as usize);
-    let mut rng = Rng(0x0b5_0015);
+    let mut rng = Rng::new(0x0b5_0015);
     // Integer-valued floats, so that the float sum is exact in any order.
     let values: Vec<f32> = (0..n).map(|_| rng.below(201) as f32 - 100.0).collect();
     let kernel = Kernel::build("tickets", |k| {
@@ -1610,12 +1591,12 @@ fn atomic_add_from_many_programs_into_one_counter() {
 fn atomic_max_and_min_with_masks() {
     let (n, block, slots) = (500usize, 64u32, 16usize);
     let grid = n.div_ceil(block as usize);
-    let mut rng = Rng(0x0b5_0016);
-    let vi: Vec<i32> = (0..n).map(|_| rng.next() as i32).collect();
-    let vu: Vec<u32> = (0..n).map(|_| rng.next() as u32).collect();
+    let mut rng = Rng::new(0x0b5_0016);
+    let vi: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32).collect();
+    let vu: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
     let vf: Vec<f32> = (0..n).map(|_| rng.uniform(-1e3, 1e3) as f32).collect();
-    let init_i: Vec<i32> = (0..slots).map(|_| rng.next() as i32 >> 4).collect();
-    let init_u: Vec<u32> = (0..slots).map(|_| rng.next() as u32 >> 4).collect();
+    let init_i: Vec<i32> = (0..slots).map(|_| rng.next_u64() as i32 >> 4).collect();
+    let init_u: Vec<u32> = (0..slots).map(|_| rng.next_u64() as u32 >> 4).collect();
     let init_f: Vec<f32> = (0..slots).map(|_| rng.uniform(-500.0, 500.0) as f32).collect();
     let kernel = Kernel::build("extremes", |k| {
         let (pvi, pvu, pvf) = (k.arg_ptr("vi", I32), k.arg_ptr("vu", U32), k.arg_ptr("vf", F32));
@@ -1685,7 +1666,7 @@ fn atomic_max_and_min_with_masks() {
 
 #[test]
 fn atomic_xchg_and_cas_with_masks() {
-    let mut rng = Rng(0x0b5_0017);
+    let mut rng = Rng::new(0x0b5_0017);
     let n = 64usize;
     let init: Vec<i32> = (0..n).map(|_| rng.below(3) as i32).collect();
     let initf: Vec<f32> = (0..n).map(|_| rng.below(3) as f32 - 1.0).collect();
@@ -1828,7 +1809,7 @@ fn for_loops_over_i64_bounds() {
 
 #[test]
 fn if_else_with_results_and_if_then() {
-    let mut rng = Rng(0x0b5_0018);
+    let mut rng = Rng::new(0x0b5_0018);
     let grid = 12usize;
     let x: Vec<f32> = (0..grid).map(|i| if i == 3 { 0.0 } else { rng.uniform(-4.0, 4.0) as f32 }).collect();
     let kernel = Kernel::build("if", |k| {
@@ -1861,7 +1842,7 @@ fn if_else_with_results_and_if_then() {
 
 #[test]
 fn while_loops_count_collatz_steps() {
-    let mut rng = Rng(0x0b5_0019);
+    let mut rng = Rng::new(0x0b5_0019);
     let grid = 40usize;
     let x: Vec<i32> = (0..grid).map(|i| if i == 0 { 1 } else { rng.below(10_000) as i32 + 1 }).collect();
     let kernel = Kernel::build("collatz", |k| {

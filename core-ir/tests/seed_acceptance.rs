@@ -11,46 +11,8 @@
 use half::f16;
 use rutile_ir::interp::{self, ArgValue, HostBuffer};
 use rutile_ir::seeds::{self, Activation, MatmulMeta};
+use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{F16, F32};
-
-/// splitmix64, for reproducible inputs.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [-1, 1), never zero (53 random bits, offset by half a step).
-    fn unit(&mut self) -> f64 {
-        ((self.next() >> 11) as f64 + 0.5) / (1u64 << 52) as f64 - 1.0
-    }
-    /// `n` f32s uniform in [-scale, scale), none zero.
-    fn f32s(&mut self, n: usize, scale: f64) -> Vec<f32> {
-        (0..n)
-            .map(|_| loop {
-                let v = (self.unit() * scale) as f32;
-                if v != 0.0 {
-                    break v;
-                }
-            })
-            .collect()
-    }
-    /// `n` f16s uniform in [-1, 1], none zero.
-    fn f16s(&mut self, n: usize) -> Vec<f16> {
-        (0..n)
-            .map(|_| loop {
-                let v = f16::from_f64(self.unit());
-                if v.to_f64() != 0.0 {
-                    break v;
-                }
-            })
-            .collect()
-    }
-}
 
 fn ptr(buffer: usize) -> ArgValue {
     ArgValue::Ptr { buffer, offset: 0 }
@@ -69,9 +31,9 @@ const U16: f64 = 1.0 / (1u64 << 11) as f64;
 fn vector_add_f32_is_exact() {
     let n = 98_432;
     let block = 1024;
-    let mut rng = Rng(0x5eed_0001);
-    let x = rng.f32s(n, 1000.0);
-    let y = rng.f32s(n, 1000.0);
+    let mut rng = Rng::new(0x5eed_0001);
+    let x = rng.f32s(n, -1000.0, 1000.0);
+    let y = rng.f32s(n, -1000.0, 1000.0);
     let kernel = seeds::vector_add(F32, block).unwrap();
     // The output starts as NaNs, so an element the kernel misses cannot pass.
     let mut buffers =
@@ -158,14 +120,14 @@ fn check_softmax(x: &[f32], rows: usize, cols: usize, in_stride: usize, rel: imp
 #[test]
 fn softmax_1823x781_within_1e6_relative_of_f64() {
     let (rows, cols) = (1823, 781);
-    let mut rng = Rng(0x5eed_0002);
+    let mut rng = Rng::new(0x5eed_0002);
     // Inputs in [-1, 1): a row's spread is below 2, so the derived bound is
     // (2·3 + 2)·2^-24·1.01 ≈ 4.8e-7, and the requested 1e-6 is a sound tolerance.
     assert!(softmax_tolerance(2.0) < 1e-6);
     for in_stride in [cols, 800] {
         // The padding columns hold large values: reading one would break the result.
         let mut x = vec![1e30f32; rows * in_stride];
-        let values = rng.f32s(rows * cols, 1.0);
+        let values = rng.f32s(rows * cols, -1.0, 1.0);
         for r in 0..rows {
             x[r * in_stride..r * in_stride + cols].copy_from_slice(&values[r * cols..(r + 1) * cols]);
         }
@@ -179,8 +141,8 @@ fn softmax_with_a_wide_range_underflows_gracefully() {
     // numerators and results are subnormal or zero; the bound of `softmax_tolerance` holds
     // with each row's own spread.
     let (rows, cols, in_stride) = (64, 781, 800);
-    let mut rng = Rng(0x5eed_0003);
-    let x = rng.f32s(rows * in_stride, 60.0);
+    let mut rng = Rng::new(0x5eed_0003);
+    let x = rng.f32s(rows * in_stride, -60.0, 60.0);
     let spreads: Vec<f64> = (0..rows)
         .map(|r| {
             let row = &x[r * in_stride..r * in_stride + cols];
@@ -273,9 +235,9 @@ fn check_matmul(meta: &MatmulMeta, a: &[f16], b: &[f16], m: usize, n: usize, k: 
 #[test]
 fn matmul_fp16_512_cubed() {
     let (m, n, k) = (512, 512, 512);
-    let mut rng = Rng(0x5eed_0004);
-    let a = rng.f16s(m * k);
-    let b = rng.f16s(k * n);
+    let mut rng = Rng::new(0x5eed_0004);
+    let a = rng.f16s(m * k, -1.0, 1.0);
+    let b = rng.f16s(k * n, -1.0, 1.0);
     let reference = matmul_reference(&a, &b, m, n, k);
     for activation in [None, Some(Activation::LeakyRelu)] {
         let meta = MatmulMeta { activation, ..MatmulMeta::fp16(64, 64, 32) };
@@ -289,9 +251,9 @@ fn matmul_fp16_ragged_1000x300x77() {
     // No dimension is a multiple of any block: ragged rows and columns are masked at the
     // store, and the K tail (77 = 2·32 + 13) is masked with zeros at the loads.
     let (m, n, k) = (1000, 300, 77);
-    let mut rng = Rng(0x5eed_0005);
-    let a = rng.f16s(m * k);
-    let b = rng.f16s(k * n);
+    let mut rng = Rng::new(0x5eed_0005);
+    let a = rng.f16s(m * k, -1.0, 1.0);
+    let b = rng.f16s(k * n, -1.0, 1.0);
     let reference = matmul_reference(&a, &b, m, n, k);
     for (bm, bn, bk) in [(64, 64, 32), (32, 64, 32)] {
         for activation in [None, Some(Activation::LeakyRelu)] {

@@ -4,59 +4,18 @@
 use rutile_ir::interp::simt::run_threads;
 use rutile_ir::interp::{ArgValue, FaultKind, HostBuffer, InterpError};
 use rutile_ir::ir::{BinaryOp, CmpOp, Literal};
-use rutile_ir::thread::{Expr, Memory, Reg, RegData, SharedAlloc, Special, Stmt, ThreadKernel, ThreadParam};
-use rutile_ir::Arena;
-use rutile_ir::ScalarType::{self, Bool, F32, I32};
+use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernel, ThreadKernelBuilder};
+use rutile_ir::ScalarType::{Bool, F32, I32};
 
-/// A kernel under construction: parameter 0 is `out: *i32`.
-struct K {
-    regs: Arena<RegData>,
-    body: Vec<Stmt>,
-}
-
-impl K {
-    fn new() -> K {
-        K { regs: Arena::new(), body: Vec::new() }
-    }
-    fn reg(&mut self, ty: ScalarType) -> Reg {
-        self.regs.append(RegData { ty })
-    }
-    fn set(&mut self, ty: ScalarType, expr: Expr) -> Reg {
-        let r = self.reg(ty);
-        self.body.push(Stmt::Set { dst: r, expr });
-        r
-    }
-    fn int(&mut self, v: i64) -> Reg {
-        self.set(I32, Expr::Const(Literal::Int(v)))
-    }
-    fn tid(&mut self) -> Reg {
-        self.set(I32, Expr::Special(Special::ThreadId))
-    }
-    fn bin(&mut self, op: BinaryOp, a: Reg, b: Reg) -> Reg {
-        self.set(I32, Expr::Binary(op, a, b))
-    }
-    fn store(&mut self, values: Vec<Reg>, mem: Memory, index: Reg, pred: Option<Reg>) {
-        self.body.push(Stmt::Store { values, mem, index, pred });
-    }
-    fn finish(self, num_warps: u32, warp_size: u32, shared: Vec<SharedAlloc>) -> ThreadKernel {
-        ThreadKernel {
-            name: "test".into(),
-            params: vec![ThreadParam::Ptr { name: "out".into(), elem: I32 }],
-            regs: self.regs,
-            shared,
-            num_warps,
-            warp_size,
-            body: self.body,
-        }
-    }
+/// A kernel of `num_warps` warps of `warp_size` threads whose parameter 0 is `out: *i32`.
+fn kernel(num_warps: u32, warp_size: u32) -> ThreadKernelBuilder {
+    let mut k = ThreadKernelBuilder::new("test", num_warps, warp_size);
+    k.ptr("out", I32);
+    k
 }
 
 const OUT: Memory = Memory::Global { param: 0 };
 const SHARED: Memory = Memory::Shared { alloc: 0 };
-
-fn shared(len: u32) -> Vec<SharedAlloc> {
-    vec![SharedAlloc { elem: I32, len }]
-}
 
 fn run(kernel: &ThreadKernel, grid: [u32; 3], out_len: usize) -> Result<Vec<i32>, InterpError> {
     let mut buffers = [HostBuffer::zeros(I32, out_len)];
@@ -75,24 +34,24 @@ fn fault(e: InterpError) -> (FaultKind, Option<u32>, String) {
 #[test]
 fn threads_programs_and_shuffles() {
     // out[pid * 16 + tid] = (tid ^ 1 from a shuffle) + 100 * num_programs, on 2 warps of 8.
-    let mut k = K::new();
-    let tid = k.tid();
+    let mut k = kernel(2, 8);
+    let tid = k.thread_id();
     let pid = k.set(I32, Expr::Special(Special::ProgramId(0)));
     let np = k.set(I32, Expr::Special(Special::NumPrograms(0)));
     let swapped = k.set(I32, Expr::ShuffleXor { value: tid, mask: 1 });
-    let three = k.int(3);
+    let three = k.int(I32, 3);
     let from_lane_3 = k.set(I32, Expr::ShuffleIdx { value: tid, lane: three });
-    let hundred = k.int(100);
+    let hundred = k.int(I32, 100);
     let scaled = k.bin(BinaryOp::Mul, np, hundred);
     let v = k.bin(BinaryOp::Add, swapped, scaled);
-    let sixteen = k.int(16);
+    let sixteen = k.int(I32, 16);
     let base = k.bin(BinaryOp::Mul, pid, sixteen);
     let at = k.bin(BinaryOp::Add, base, tid);
     k.store(vec![v], OUT, at, None);
-    let thirty_two = k.int(32);
+    let thirty_two = k.int(I32, 32);
     let at2 = k.bin(BinaryOp::Add, at, thirty_two);
     k.store(vec![from_lane_3], OUT, at2, None);
-    let out = run(&k.finish(2, 8, vec![]), [2, 1, 1], 64).unwrap();
+    let out = run(&k.finish(), [2, 1, 1], 64).unwrap();
     for p in 0..2 {
         for t in 0..16 {
             assert_eq!(out[p * 16 + t], (t ^ 1) as i32 + 200);
@@ -106,21 +65,22 @@ fn threads_programs_and_shuffles() {
 fn vector_and_predicated_accesses() {
     // Thread t stores [t, t, t, t] at 4t where t is even; then reads them back, predicated,
     // into registers that hold -1 first.
-    let mut k = K::new();
-    let tid = k.tid();
-    let four = k.int(4);
+    let mut k = kernel(1, 8);
+    k.shared(I32, 32);
+    let tid = k.thread_id();
+    let four = k.int(I32, 4);
     let at = k.bin(BinaryOp::Mul, tid, four);
-    let one = k.int(1);
+    let one = k.int(I32, 1);
     let odd = k.bin(BinaryOp::And, tid, one);
-    let zero = k.int(0);
+    let zero = k.int(I32, 0);
     let even = k.set(Bool, Expr::Compare(CmpOp::Eq, odd, zero));
     k.store(vec![tid; 4], SHARED, at, Some(even));
-    k.body.push(Stmt::Barrier);
-    let minus = k.int(-1);
+    k.push(Stmt::Barrier);
+    let minus = k.int(I32, -1);
     let dsts: Vec<Reg> = (0..4).map(|_| k.set(I32, Expr::Copy(minus))).collect();
-    k.body.push(Stmt::Load { dsts: dsts.clone(), mem: SHARED, index: at, pred: Some(even) });
+    k.push(Stmt::Load { dsts: dsts.clone(), mem: SHARED, index: at, pred: Some(even) });
     k.store(dsts, OUT, at, None);
-    let out = run(&k.finish(1, 8, shared(32)), [1, 1, 1], 32).unwrap();
+    let out = run(&k.finish(), [1, 1, 1], 32).unwrap();
     for t in 0..8 {
         let want = if t % 2 == 0 { t as i32 } else { -1 };
         assert_eq!(&out[4 * t..4 * t + 4], &[want; 4]);
@@ -129,14 +89,14 @@ fn vector_and_predicated_accesses() {
 
 #[test]
 fn misaligned_vectors_fault() {
-    let mut k = K::new();
-    let tid = k.tid();
-    let four = k.int(4);
+    let mut k = kernel(1, 8);
+    let tid = k.thread_id();
+    let four = k.int(I32, 4);
     let at = k.bin(BinaryOp::Mul, tid, four);
-    let two = k.int(2);
+    let two = k.int(I32, 2);
     let off = k.bin(BinaryOp::Add, at, two);
     k.store(vec![tid; 4], OUT, off, None);
-    let (kind, thread, text) = fault(run(&k.finish(1, 8, vec![]), [1, 1, 1], 64).unwrap_err());
+    let (kind, thread, text) = fault(run(&k.finish(), [1, 1, 1], 64).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::Misaligned, Some(0)));
     assert!(text.contains("store global0[r4] = r0, r0, r0, r0"), "{text}");
     assert!(text.contains("thread 0: a vector of 4 elements at element 2"), "{text}");
@@ -145,12 +105,12 @@ fn misaligned_vectors_fault() {
 #[test]
 fn pointer_offsets_count_for_alignment_and_bounds() {
     // Thread t stores a pair at 2t, through a pointer 1 element into the buffer.
-    let mut k = K::new();
-    let tid = k.tid();
-    let two = k.int(2);
+    let mut k = kernel(1, 8);
+    let tid = k.thread_id();
+    let two = k.int(I32, 2);
     let at = k.bin(BinaryOp::Mul, tid, two);
     k.store(vec![tid, tid], OUT, at, None);
-    let kernel = k.finish(1, 8, vec![]);
+    let kernel = k.finish();
     let mut buffers = [HostBuffer::zeros(I32, 18)];
     let err = run_threads(&kernel, [1, 1, 1], &[ArgValue::Ptr { buffer: 0, offset: 1 }], &mut buffers).unwrap_err();
     assert_eq!(fault(err).0, FaultKind::Misaligned);
@@ -166,13 +126,13 @@ fn pointer_offsets_count_for_alignment_and_bounds() {
 
 #[test]
 fn racing_stores_fault_but_equal_values_do_not() {
-    let mut k = K::new();
-    let tid = k.tid();
-    let zero = k.int(0);
-    let seven = k.int(7);
+    let mut k = kernel(2, 4);
+    let tid = k.thread_id();
+    let zero = k.int(I32, 0);
+    let seven = k.int(I32, 7);
     k.store(vec![seven], OUT, zero, None);
     k.store(vec![tid], OUT, zero, None);
-    let (kind, thread, text) = fault(run(&k.finish(2, 4, vec![]), [1, 1, 1], 1).unwrap_err());
+    let (kind, thread, text) = fault(run(&k.finish(), [1, 1, 1], 1).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::RacingStores, Some(1)));
     assert!(text.contains("threads 0 and 1 write different values to element 0"), "{text}");
 }
@@ -180,78 +140,80 @@ fn racing_stores_fault_but_equal_values_do_not() {
 #[test]
 fn reads_of_unwritten_registers_fault() {
     // A register read before any statement writes it.
-    let mut k = K::new();
-    let tid = k.tid();
+    let mut k = kernel(1, 8);
+    let tid = k.thread_id();
     let r = k.reg(I32);
     k.bin(BinaryOp::Add, tid, r);
-    let (kind, thread, text) = fault(run(&k.finish(1, 8, vec![]), [1, 1, 1], 8).unwrap_err());
+    let (kind, thread, text) = fault(run(&k.finish(), [1, 1, 1], 8).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::UndefinedRegister, Some(0)));
     assert!(text.contains("`r2: i32 = add r0, r1`, program (0, 0, 0), thread 0: r1 is read before it is written"), "{text}");
 
     // A predicated load into a register that has no value where the predicate is false.
-    let mut k = K::new();
-    let tid = k.tid();
-    let three = k.int(3);
+    let mut k = kernel(1, 8);
+    k.shared(I32, 8);
+    let tid = k.thread_id();
+    let three = k.int(I32, 3);
     let low = k.set(Bool, Expr::Compare(CmpOp::Lt, tid, three));
     let r = k.reg(I32);
     k.store(vec![tid], SHARED, tid, None);
-    k.body.push(Stmt::Barrier);
-    k.body.push(Stmt::Load { dsts: vec![r], mem: SHARED, index: tid, pred: Some(low) });
-    let (kind, thread, text) = fault(run(&k.finish(1, 8, shared(8)), [1, 1, 1], 8).unwrap_err());
+    k.push(Stmt::Barrier);
+    k.push(Stmt::Load { dsts: vec![r], mem: SHARED, index: tid, pred: Some(low) });
+    let (kind, thread, text) = fault(run(&k.finish(), [1, 1, 1], 8).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::UndefinedRegister, Some(3)));
     assert!(text.contains("r3 keeps its value where the predicate is false, but has none"), "{text}");
 }
 
 #[test]
 fn divergent_branches_fault() {
-    let mut k = K::new();
-    let tid = k.tid();
-    let five = k.int(5);
+    let mut k = kernel(1, 8);
+    let tid = k.thread_id();
+    let five = k.int(I32, 5);
     let c = k.set(Bool, Expr::Compare(CmpOp::Lt, tid, five));
-    k.body.push(Stmt::If { cond: c, then_body: vec![], else_body: vec![] });
-    let (kind, thread, _) = fault(run(&k.finish(1, 8, vec![]), [1, 1, 1], 1).unwrap_err());
+    k.push(Stmt::If { cond: c, then_body: vec![], else_body: vec![] });
+    let (kind, thread, _) = fault(run(&k.finish(), [1, 1, 1], 1).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::DivergentControlFlow, Some(5)));
 }
 
 #[test]
 fn uniform_loops_run() {
     // i = 0; while i < 5 { i += 1 }; out[tid] = i.
-    let mut k = K::new();
-    let tid = k.tid();
-    let i = k.int(0);
-    let (five, one) = (k.int(5), k.int(1));
+    let mut k = kernel(1, 4);
+    let tid = k.thread_id();
+    let i = k.int(I32, 0);
+    let (five, one) = (k.int(I32, 5), k.int(I32, 1));
     let c = k.reg(Bool);
     let next = k.reg(I32);
-    k.body.push(Stmt::While {
+    k.push(Stmt::While {
         cond_body: vec![Stmt::Set { dst: c, expr: Expr::Compare(CmpOp::Lt, i, five) }],
         cond: c,
         body: vec![Stmt::Set { dst: next, expr: Expr::Binary(BinaryOp::Add, i, one) }, Stmt::Set { dst: i, expr: Expr::Copy(next) }],
     });
     k.store(vec![i], OUT, tid, None);
-    assert_eq!(run(&k.finish(1, 4, vec![]), [1, 1, 1], 4).unwrap(), vec![5; 4]);
+    assert_eq!(run(&k.finish(), [1, 1, 1], 4).unwrap(), vec![5; 4]);
 }
 
 /// Thread t writes shared[t]; thread t then reads shared[(t + 8) % 16] (another warp's, with
 /// warps of 8), with or without a barrier between.
 fn exchange(barrier: bool, overwrite: bool) -> ThreadKernel {
-    let mut k = K::new();
-    let tid = k.tid();
+    let mut k = kernel(2, 8);
+    k.shared(I32, 16);
+    let tid = k.thread_id();
     k.store(vec![tid], SHARED, tid, None);
     if barrier {
-        k.body.push(Stmt::Barrier);
+        k.push(Stmt::Barrier);
     }
-    let (eight, mask) = (k.int(8), k.int(15));
+    let (eight, mask) = (k.int(I32, 8), k.int(I32, 15));
     let shifted = k.bin(BinaryOp::Add, tid, eight);
     let other = k.bin(BinaryOp::And, shifted, mask);
     let r = k.reg(I32);
-    k.body.push(Stmt::Load { dsts: vec![r], mem: SHARED, index: other, pred: None });
+    k.push(Stmt::Load { dsts: vec![r], mem: SHARED, index: other, pred: None });
     if overwrite {
         // Reuse the buffer without a barrier: another warp may not have read it yet.
-        let hundred = k.int(100);
+        let hundred = k.int(I32, 100);
         k.store(vec![hundred], SHARED, tid, None);
     }
     k.store(vec![r], OUT, tid, None);
-    k.finish(2, 8, shared(16))
+    k.finish()
 }
 
 #[test]
@@ -269,16 +231,17 @@ fn shared_memory_across_warps_needs_barriers() {
 #[test]
 fn shared_memory_starts_unwritten() {
     // Shared memory is garbage on a GPU until the program writes it, in every program.
-    let mut k = K::new();
-    let tid = k.tid();
+    let mut k = kernel(1, 4);
+    k.shared(I32, 4);
+    let tid = k.thread_id();
     let pid = k.set(I32, Expr::Special(Special::ProgramId(0)));
-    let zero = k.int(0);
+    let zero = k.int(I32, 0);
     let first = k.set(Bool, Expr::Compare(CmpOp::Eq, pid, zero));
     let then_body = vec![Stmt::Store { values: vec![tid], mem: SHARED, index: tid, pred: None }, Stmt::Barrier];
-    k.body.push(Stmt::If { cond: first, then_body, else_body: vec![] });
+    k.push(Stmt::If { cond: first, then_body, else_body: vec![] });
     let r = k.reg(I32);
-    k.body.push(Stmt::Load { dsts: vec![r], mem: SHARED, index: tid, pred: None });
-    let err = run(&k.finish(1, 4, shared(4)), [2, 1, 1], 4).unwrap_err();
+    k.push(Stmt::Load { dsts: vec![r], mem: SHARED, index: tid, pred: None });
+    let err = run(&k.finish(), [2, 1, 1], 4).unwrap_err();
     let (kind, thread, text) = fault(err);
     assert_eq!((kind, thread), (FaultKind::Uninitialized, Some(0)));
     assert!(text.contains("program (1, 0, 0)"), "{text}");
@@ -287,8 +250,8 @@ fn shared_memory_starts_unwritten() {
 #[test]
 fn float_math_is_the_interpreters() {
     // out[t] = bits of f32(t) / 3 + 0.1, rounded as the interpreter rounds.
-    let mut k = K::new();
-    let tid = k.tid();
+    let mut k = kernel(1, 8);
+    let tid = k.thread_id();
     let f = k.set(F32, Expr::Cast(tid));
     let three = k.set(F32, Expr::Const(Literal::Float(3.0)));
     let tenth = k.set(F32, Expr::Const(Literal::Float(0.1)));
@@ -296,7 +259,7 @@ fn float_math_is_the_interpreters() {
     let s = k.set(F32, Expr::Binary(BinaryOp::Add, q, tenth));
     let bits = k.set(I32, Expr::Bitcast(s));
     k.store(vec![bits], OUT, tid, None);
-    let out = run(&k.finish(1, 8, vec![]), [1, 1, 1], 8).unwrap();
+    let out = run(&k.finish(), [1, 1, 1], 8).unwrap();
     for (t, &b) in out.iter().enumerate() {
         assert_eq!(f32::from_bits(b as u32), t as f32 / 3.0 + 0.1f32);
     }
@@ -304,7 +267,7 @@ fn float_math_is_the_interpreters() {
 
 #[test]
 fn launch_errors() {
-    let k = K::new().finish(1, 4, vec![]);
+    let k = kernel(1, 4).finish();
     let err = run_threads(&k, [1, 1, 1], &[], &mut []).unwrap_err();
     assert!(matches!(err, InterpError::ArgumentCount { expected: 1, got: 0, .. }), "{err}");
     let err = run_threads(&k, [0, 1, 1], &[ArgValue::Int(0)], &mut []).unwrap_err();
@@ -317,28 +280,28 @@ fn launch_errors() {
 /// of 8), with or without a barrier between; or every thread adds 1 to out[0] atomically and
 /// then reads it.
 fn global_exchange(barrier: bool, atomics: bool) -> ThreadKernel {
-    let mut k = K::new();
-    let tid = k.tid();
-    let (zero, one) = (k.int(0), k.int(1));
+    let mut k = kernel(2, 8);
+    let tid = k.thread_id();
+    let (zero, one) = (k.int(I32, 0), k.int(I32, 1));
     let at = if atomics {
         let old = k.reg(I32);
-        k.body.push(Stmt::Atomic { dst: old, op: rutile_ir::ir::AtomicOp::Add, param: 0, index: zero, value: one, pred: None });
+        k.push(Stmt::Atomic { dst: old, op: rutile_ir::ir::AtomicOp::Add, param: 0, index: zero, value: one, pred: None });
         zero
     } else {
         k.store(vec![tid], OUT, tid, None);
-        let (eight, mask) = (k.int(8), k.int(15));
+        let (eight, mask) = (k.int(I32, 8), k.int(I32, 15));
         let shifted = k.bin(BinaryOp::Add, tid, eight);
         k.bin(BinaryOp::And, shifted, mask)
     };
     if barrier {
-        k.body.push(Stmt::Barrier);
+        k.push(Stmt::Barrier);
     }
     let r = k.reg(I32);
-    k.body.push(Stmt::Load { dsts: vec![r], mem: OUT, index: at, pred: None });
-    let sixteen = k.int(16);
+    k.push(Stmt::Load { dsts: vec![r], mem: OUT, index: at, pred: None });
+    let sixteen = k.int(I32, 16);
     let out_at = k.bin(BinaryOp::Add, tid, sixteen);
     k.store(vec![r], OUT, out_at, None);
-    k.finish(2, 8, vec![])
+    k.finish()
 }
 
 #[test]

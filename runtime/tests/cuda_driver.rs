@@ -5,6 +5,7 @@
 //! GPU machines, where silently skipping would hide a broken setup).
 
 use rutile::cuda::{CudaBuffer, CudaDevice, CudaError, KernelArg, LaunchConfig};
+use rutile_ir::testing::Rng;
 
 const VEC_ADD_PTX: &str = r#"
 .version 8.0
@@ -134,20 +135,10 @@ fn gpu_or_skip(test: &str) -> Option<CudaDevice> {
 }
 
 /// Non-zero pseudo-random floats in ±[0.5, 1.5), from a fixed seed.
-fn random_f32(n: usize, mut seed: u64) -> Vec<f32> {
-    (0..n)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let magnitude = 0.5 + (seed >> 40) as f32 / (1u64 << 24) as f32;
-            if seed & 1 == 0 {
-                magnitude
-            } else {
-                -magnitude
-            }
-        })
-        .collect()
+fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = Rng::new(seed);
+    let magnitudes = rng.f32s(n, 0.5, 1.5);
+    magnitudes.into_iter().map(|m| if rng.next_u64() & 1 == 0 { m } else { -m }).collect()
 }
 
 #[test]

@@ -7,6 +7,7 @@
 
 use rutile::seeds;
 use rutile::{Arg, CpuDevice, Device, DeviceExt, DeviceType, Error, LaunchConfig, ScalarType};
+use rutile_ir::testing::Rng;
 use std::sync::Arc;
 
 /// The devices, opened once for the whole test binary; tests take turns on them (a GPU
@@ -48,19 +49,6 @@ fn is_fast(d: &dyn Device) -> bool {
     d.properties().device_type != DeviceType::Cpu
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0 + 1e-3
-    }
-    fn vec(&mut self, n: usize) -> Vec<f32> {
-        (0..n).map(|_| self.next()).collect()
-    }
-}
-
 fn vector_add_on(d: &dyn Device, x: &[f32], y: &[f32], block: u32) -> rutile::Result<Vec<f32>> {
     let n = x.len();
     let kernel = seeds::vector_add(ScalarType::F32, block)?;
@@ -79,8 +67,8 @@ fn gpu_vector_add_matches_the_interpreter() {
             sizes.extend([(1 << 24) + 3, 1 << 28]);
         }
         for (i, &n) in sizes.iter().enumerate() {
-            let mut rng = Rng(0x9E37_79B9 + i as u64);
-            let (x, y) = (rng.vec(n), rng.vec(n));
+            let mut rng = Rng::new(0x9E37_79B9 + i as u64);
+            let (x, y) = (rng.f32s(n, -2.0, 2.0), rng.f32s(n, -2.0, 2.0));
             for block in [1024, 128] {
                 let got = vector_add_on(d.as_ref(), &x, &y, block).unwrap_or_else(|e| panic!("{}: n={n}: {e}", d.id()));
                 // The interpreter is the reference; above 2^20 elements its result is x + y
@@ -129,7 +117,7 @@ fn gpu_softmax_matches_the_interpreter() {
             shapes.extend([(1823, 781), (4096, 1024), (1000, 16384)]);
         }
         for (i, &(rows, cols)) in shapes.iter().enumerate() {
-            let x = Rng(77 + i as u64).vec(rows * cols);
+            let x = Rng::new(77 + i as u64).f32s(rows * cols, -2.0, 2.0);
             let want = softmax_on(&cpu, &x, rows, cols, Form::Simple).unwrap();
             for form in [Form::Simple, Form::Persistent, Form::Rows(2), Form::Rows(4)] {
                 if matches!(form, Form::Rows(_)) && cols > 4096 {
@@ -204,7 +192,7 @@ fn gpu_copy_and_properties() {
         let p = d.properties();
         println!("{}: {p}", d.id());
         assert!(p.warp_size.is_none_or(|w| w.is_power_of_two()));
-        let x: Vec<f32> = Rng(5).vec(1000);
+        let x = Rng::new(5).f32s(1000, -2.0, 2.0);
         let (a, b) = (d.upload(&x).unwrap(), d.zeros::<f32>(1000).unwrap());
         d.copy(a.raw(), b.raw()).unwrap();
         assert_eq!(d.download(&b).unwrap(), x);
@@ -227,7 +215,7 @@ fn gpu_large_shared_memory_opts_in_or_errs() {
         k.store(dst + offs, k.load(src + offs).trans());
     })
     .unwrap();
-    let x = Rng(9).vec((n * n) as usize);
+    let x = Rng::new(9).f32s((n * n) as usize, -2.0, 2.0);
     for d in devices {
         let d = d.as_ref();
         let (src, dst) = (d.upload(&x).unwrap(), d.zeros::<f32>((n * n) as usize).unwrap());

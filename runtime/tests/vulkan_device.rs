@@ -11,6 +11,7 @@ use rutile::vulkan::{
     adapters, best_adapter, split_grid, AdapterKind, BindingLayout, KernelSource, PipelineCache,
     WgpuBuffer, WgpuDevice, WgpuError,
 };
+use rutile_ir::testing::Rng;
 
 /// One device shared by all tests (they run on several threads, which also exercises
 /// wgpu's thread-local error scopes).
@@ -33,30 +34,13 @@ fn device() -> Option<&'static WgpuDevice> {
     device.as_ref()
 }
 
-/// SplitMix64: deterministic pseudo-random numbers without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-
-    /// A normal, non-zero f32 of either sign with magnitude in [2^-20, 2^20).
-    fn f32(&mut self) -> f32 {
-        let r = self.next();
-        let mantissa = (r & 0x7f_ffff) as u32;
-        let exponent = 127 - 20 + ((r >> 23) % 40) as u32;
-        let sign = ((r >> 40) & 1) as u32;
-        f32::from_bits(sign << 31 | exponent << 23 | mantissa)
-    }
+/// A normal, non-zero f32 of either sign with magnitude in [2^-20, 2^20).
+fn normal_f32(rng: &mut Rng) -> f32 {
+    let r = rng.next_u64();
+    let mantissa = (r & 0x7f_ffff) as u32;
+    let exponent = 127 - 20 + ((r >> 23) % 40) as u32;
+    let sign = ((r >> 40) & 1) as u32;
+    f32::from_bits(sign << 31 | exponent << 23 | mantissa)
 }
 
 const ADD_WGSL: &str = "
@@ -142,7 +126,7 @@ fn lists_adapters_and_opens_the_best() {
 #[test]
 fn buffers_round_trip() {
     let Some(device) = device() else { return };
-    let mut rng = Rng(1);
+    let mut rng = Rng::new(1);
     for len in [1usize, 3, 4, 1000, 1_000_003] {
         let data = rng.bytes(len);
         let buffer = WgpuBuffer::from_bytes(device, &data).unwrap();
@@ -167,7 +151,7 @@ fn buffers_round_trip() {
         other => panic!("expected BufferSize, got {other:?}"),
     }
 
-    let values: Vec<u32> = (0..777).map(|_| rng.next() as u32).collect();
+    let values: Vec<u32> = (0..777).map(|_| rng.next_u64() as u32).collect();
     let typed = WgpuBuffer::from_slice(device, &values).unwrap();
     assert_eq!(typed.read_as::<u32>().unwrap(), values);
     let halves: Vec<u16> = typed.read_as().unwrap();
@@ -185,9 +169,9 @@ fn buffers_round_trip() {
 }
 
 fn random_inputs(n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
-    let mut rng = Rng(42);
-    let a: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
-    let b: Vec<f32> = (0..n).map(|_| rng.f32()).collect();
+    let mut rng = Rng::new(42);
+    let a: Vec<f32> = (0..n).map(|_| normal_f32(&mut rng)).collect();
+    let b: Vec<f32> = (0..n).map(|_| normal_f32(&mut rng)).collect();
     let c = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     (a, b, c)
 }

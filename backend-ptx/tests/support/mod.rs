@@ -1,92 +1,15 @@
-//! Shared test helpers: a small builder for per-thread kernels and the `ptxas` check.
+//! Shared test helpers: the kernel shape the tests build and the `ptxas` check.
 #![allow(dead_code)]
 
-use rutile_ir::thread::{Expr, Memory, Reg, RegData, SharedAlloc, Stmt, ThreadKernel, ThreadParam};
-use rutile_ir::{Arena, ScalarType};
+use rutile_ir::thread::{ThreadKernel, ThreadKernelBuilder};
 use rutile_ptx::PtxTarget;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Builds a [`ThreadKernel`] statement by statement.
-pub struct K {
-    pub k: ThreadKernel,
-}
-
-impl K {
-    /// An empty kernel of 4 warps of 32 threads.
-    pub fn new(name: &str) -> K {
-        K {
-            k: ThreadKernel {
-                name: name.into(),
-                params: vec![],
-                regs: Arena::new(),
-                shared: vec![],
-                num_warps: 4,
-                warp_size: 32,
-                body: vec![],
-            },
-        }
-    }
-    /// Adds a pointer parameter; returns its index.
-    pub fn ptr(&mut self, name: &str, elem: ScalarType) -> u32 {
-        self.k.params.push(ThreadParam::Ptr { name: name.into(), elem });
-        self.k.params.len() as u32 - 1
-    }
-    /// Adds a scalar parameter; returns its index.
-    pub fn scalar(&mut self, name: &str, ty: ScalarType) -> u32 {
-        self.k.params.push(ThreadParam::Scalar { name: name.into(), ty });
-        self.k.params.len() as u32 - 1
-    }
-    /// Adds a shared buffer; returns its index.
-    pub fn shared(&mut self, elem: ScalarType, len: u32) -> u32 {
-        self.k.shared.push(SharedAlloc { elem, len });
-        self.k.shared.len() as u32 - 1
-    }
-    pub fn reg(&mut self, ty: ScalarType) -> Reg {
-        self.k.regs.append(RegData { ty })
-    }
-    pub fn push(&mut self, s: Stmt) {
-        self.k.body.push(s);
-    }
-    /// A new register of type `ty` set to `expr`.
-    pub fn set(&mut self, ty: ScalarType, expr: Expr) -> Reg {
-        let dst = self.reg(ty);
-        self.push(Stmt::Set { dst, expr });
-        dst
-    }
-    /// `dst = expr` for an existing register.
-    pub fn assign(&mut self, dst: Reg, expr: Expr) {
-        self.push(Stmt::Set { dst, expr });
-    }
-    pub fn int(&mut self, ty: ScalarType, v: i64) -> Reg {
-        self.set(ty, Expr::Const(rutile_ir::ir::Literal::Int(v)))
-    }
-    pub fn float(&mut self, ty: ScalarType, v: f64) -> Reg {
-        self.set(ty, Expr::Const(rutile_ir::ir::Literal::Float(v)))
-    }
-    /// The statements `f` pushes, taken out of the body (for nested bodies).
-    pub fn block(&mut self, f: impl FnOnce(&mut K)) -> Vec<Stmt> {
-        let outer = std::mem::take(&mut self.k.body);
-        f(self);
-        std::mem::replace(&mut self.k.body, outer)
-    }
-    /// Loads `n` elements of global pointer `param` at `index` into new registers.
-    pub fn load(&mut self, param: u32, ty: ScalarType, n: usize, index: Reg, pred: Option<Reg>) -> Vec<Reg> {
-        let dsts: Vec<Reg> = (0..n).map(|_| self.reg(ty)).collect();
-        self.push(Stmt::Load { dsts: dsts.clone(), mem: Memory::Global { param }, index, pred });
-        dsts
-    }
-    pub fn store(&mut self, param: u32, values: Vec<Reg>, index: Reg, pred: Option<Reg>) {
-        self.push(Stmt::Store { values, mem: Memory::Global { param }, index, pred });
-    }
-    pub fn thread_id(&mut self) -> Reg {
-        self.set(ScalarType::I32, Expr::Special(rutile_ir::thread::Special::ThreadId))
-    }
-    pub fn finish(self) -> ThreadKernel {
-        rutile_ir::thread::verify(&self.k).unwrap_or_else(|e| panic!("test kernel does not verify: {e}\n{}", self.k));
-        self.k
-    }
+/// A builder of a kernel of 4 warps of 32 threads, the shape the tests here use.
+pub fn kernel(name: &str) -> ThreadKernelBuilder {
+    ThreadKernelBuilder::new(name, 4, 32)
 }
 
 /// `ptxas`, from `RUTILE_PTXAS`; `None` (with a note) when unset, unless

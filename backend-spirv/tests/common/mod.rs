@@ -3,115 +3,11 @@
 
 pub mod vk;
 
-use rutile_ir::ir::{BinaryOp, CmpOp, Literal};
+use rutile_ir::ir::{BinaryOp, CmpOp};
 use rutile_ir::ScalarType::{F32, I32};
-use rutile_ir::thread::{Expr, Memory, Reg, RegData, SharedAlloc, Special, Stmt, ThreadKernel, ThreadParam};
-use rutile_ir::{Arena, ScalarType};
+use rutile_ir::thread::{Expr, Memory, Special, ThreadKernel, ThreadKernelBuilder};
+use rutile_ir::ScalarType;
 use rutile_spirv::{SpirvError, SpirvKernel, SpirvTarget};
-
-/// Builds a [`ThreadKernel`]: statements go to the innermost open block.
-pub struct Kb {
-    pub k: ThreadKernel,
-    blocks: Vec<Vec<Stmt>>,
-}
-
-impl Kb {
-    pub fn new(name: &str, num_warps: u32, warp_size: u32) -> Kb {
-        Kb {
-            k: ThreadKernel {
-                name: name.into(),
-                params: vec![],
-                regs: Arena::new(),
-                shared: vec![],
-                num_warps,
-                warp_size,
-                body: vec![],
-            },
-            blocks: vec![vec![]],
-        }
-    }
-    pub fn ptr(&mut self, name: &str, elem: ScalarType) -> u32 {
-        self.k.params.push(ThreadParam::Ptr { name: name.into(), elem });
-        self.k.params.len() as u32 - 1
-    }
-    pub fn scalar(&mut self, name: &str, ty: ScalarType) -> u32 {
-        self.k.params.push(ThreadParam::Scalar { name: name.into(), ty });
-        self.k.params.len() as u32 - 1
-    }
-    pub fn shared(&mut self, elem: ScalarType, len: u32) -> u32 {
-        self.k.shared.push(SharedAlloc { elem, len });
-        self.k.shared.len() as u32 - 1
-    }
-    pub fn reg(&mut self, ty: ScalarType) -> Reg {
-        self.k.regs.append(RegData { ty })
-    }
-    pub fn push(&mut self, s: Stmt) {
-        self.blocks.last_mut().unwrap().push(s);
-    }
-    /// A new register set to `expr`.
-    pub fn set(&mut self, ty: ScalarType, expr: Expr) -> Reg {
-        let dst = self.reg(ty);
-        self.push(Stmt::Set { dst, expr });
-        dst
-    }
-    pub fn assign(&mut self, dst: Reg, expr: Expr) {
-        self.push(Stmt::Set { dst, expr });
-    }
-    pub fn int(&mut self, ty: ScalarType, v: i64) -> Reg {
-        self.set(ty, Expr::Const(Literal::Int(v)))
-    }
-    pub fn float(&mut self, ty: ScalarType, v: f64) -> Reg {
-        self.set(ty, Expr::Const(Literal::Float(v)))
-    }
-    pub fn boolean(&mut self, v: bool) -> Reg {
-        self.set(ScalarType::Bool, Expr::Const(Literal::Bool(v)))
-    }
-    pub fn special(&mut self, s: Special) -> Reg {
-        self.set(ScalarType::I32, Expr::Special(s))
-    }
-    pub fn param(&mut self, index: u32, ty: ScalarType) -> Reg {
-        self.set(ty, Expr::Param(index))
-    }
-    pub fn bin(&mut self, op: BinaryOp, a: Reg, b: Reg) -> Reg {
-        let ty = self.k.reg_type(a);
-        self.set(ty, Expr::Binary(op, a, b))
-    }
-    pub fn cmp(&mut self, op: CmpOp, a: Reg, b: Reg) -> Reg {
-        self.set(ScalarType::Bool, Expr::Compare(op, a, b))
-    }
-    pub fn load(&mut self, ty: ScalarType, n: usize, mem: Memory, index: Reg, pred: Option<Reg>) -> Vec<Reg> {
-        let dsts: Vec<Reg> = (0..n).map(|_| self.reg(ty)).collect();
-        self.push(Stmt::Load { dsts: dsts.clone(), mem, index, pred });
-        dsts
-    }
-    pub fn store(&mut self, values: Vec<Reg>, mem: Memory, index: Reg, pred: Option<Reg>) {
-        self.push(Stmt::Store { values, mem, index, pred });
-    }
-    /// The statements `f` adds, as a block.
-    pub fn block(&mut self, f: impl FnOnce(&mut Kb)) -> Vec<Stmt> {
-        self.blocks.push(vec![]);
-        f(self);
-        self.blocks.pop().unwrap()
-    }
-    pub fn if_(&mut self, cond: Reg, then: impl FnOnce(&mut Kb), els: impl FnOnce(&mut Kb)) {
-        let then_body = self.block(then);
-        let else_body = self.block(els);
-        self.push(Stmt::If { cond, then_body, else_body });
-    }
-    /// `while cond() { body }`, with `cond` adding the statements that compute the condition.
-    pub fn while_(&mut self, cond: impl FnOnce(&mut Kb) -> Reg, body: impl FnOnce(&mut Kb)) {
-        let mut c = None;
-        let cond_body = self.block(|kb| c = Some(cond(kb)));
-        let body = self.block(body);
-        self.push(Stmt::While { cond_body, cond: c.unwrap(), body });
-    }
-    pub fn finish(mut self) -> ThreadKernel {
-        assert_eq!(self.blocks.len(), 1, "unclosed block");
-        self.k.body = self.blocks.pop().unwrap();
-        rutile_ir::thread::verify(&self.k).unwrap_or_else(|e| panic!("test kernel is malformed: {e}\n{}", self.k));
-        self.k
-    }
-}
 
 /// Emits `k` for `target`, writes WGSL and SPIR-V, checks the WGSL parses back into a valid
 /// module, and runs spirv-val on the SPIR-V when `RUTILE_SPIRV_VAL` names it.
@@ -190,8 +86,8 @@ pub fn unsupported_what(r: Result<SpirvKernel, SpirvError>) -> (&'static str, St
 }
 
 /// `out[i..i+4] = x[i..i+4] + y[i..i+4]` where `i + 4 <= n`, four elements per thread.
-pub fn vector_add(elem: ScalarType) -> rutile_ir::thread::ThreadKernel {
-    let mut kb = Kb::new("vector_add", 4, 32);
+pub fn vector_add(elem: ScalarType) -> ThreadKernel {
+    let mut kb = ThreadKernelBuilder::new("vector_add", 4, 32);
     let x = kb.ptr("x", elem);
     let y = kb.ptr("y", elem);
     let out = kb.ptr("out", elem);
@@ -215,9 +111,9 @@ pub fn vector_add(elem: ScalarType) -> rutile_ir::thread::ThreadKernel {
 
 /// A sum of 256 values per program: shuffles within each warp, one partial per warp in
 /// shared memory, a barrier, then thread 0 adds the partials in a loop.
-pub fn reduction(warp: u32) -> rutile_ir::thread::ThreadKernel {
+pub fn reduction(warp: u32) -> ThreadKernel {
     let warps = 256 / warp;
-    let mut kb = Kb::new("block_sum", warps, warp);
+    let mut kb = ThreadKernelBuilder::new("block_sum", warps, warp);
     let x = kb.ptr("x", F32);
     let out = kb.ptr("out", F32);
     let partials = kb.shared(F32, warps);

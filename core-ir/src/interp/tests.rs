@@ -8,6 +8,7 @@ use crate::ir::{
     ValueId,
 };
 use crate::types::{Elem, ScalarType, ScalarType::*, Shape, Type};
+use crate::testing::Rng;
 use half::{bf16, f16};
 
 // ---------------------------------------------------------------------------------------------
@@ -299,25 +300,6 @@ impl Kb {
 // ---------------------------------------------------------------------------------------------
 // Helpers.
 
-/// splitmix64: a tiny deterministic generator for test inputs.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-    }
-    fn f32s(&mut self, n: usize, scale: f64) -> Vec<f32> {
-        (0..n).map(|_| (self.unit() * scale) as f32).collect()
-    }
-}
-
 fn ptr_arg(buffer: usize) -> ArgValue {
     ArgValue::Ptr { buffer, offset: 0 }
 }
@@ -428,16 +410,16 @@ macro_rules! random_int_ops {
     ($name:ident, $t:ty) => {
         #[test]
         fn $name() {
-            let mut rng = Rng(<$t>::BITS as u64);
+            let mut rng = Rng::new(<$t>::BITS as u64);
             let n = 300;
-            let a: Vec<$t> = (0..n).map(|_| rng.next() as $t).collect();
+            let a: Vec<$t> = (0..n).map(|_| rng.next_u64() as $t).collect();
             // Some zeros, small values and shift amounts around the width among the divisors.
             let b: Vec<$t> = (0..n)
                 .map(|i| match i % 5 {
                     0 => 0,
-                    1 => (rng.next() % 70) as $t,
-                    2 => (rng.next() % 7) as $t,
-                    _ => rng.next() as $t,
+                    1 => (rng.next_u64() % 70) as $t,
+                    2 => (rng.next_u64() % 7) as $t,
+                    _ => rng.next_u64() as $t,
                 })
                 .collect();
             let bits = <$t>::BITS as u64;
@@ -499,10 +481,10 @@ random_int_ops!(random_ops_u64, u64);
 
 #[test]
 fn f32_arithmetic_is_correctly_rounded() {
-    let mut rng = Rng(1);
+    let mut rng = Rng::new(1);
     let n = 500;
-    let a = rng.f32s(n, 1e3);
-    let mut b = rng.f32s(n, 10.0);
+    let a = rng.f32s(n, -1e3, 1e3);
+    let mut b = rng.f32s(n, -10.0, 10.0);
     b[3] = 0.0;
     b[4] = -0.0;
     let check = |op: BinaryOp, f: &dyn Fn(f32, f32) -> f32| {
@@ -514,7 +496,7 @@ fn f32_arithmetic_is_correctly_rounded() {
     check(BinaryOp::Mul, &|x, y| x * y);
     check(BinaryOp::Div, &|x, y| x / y);
     check(BinaryOp::Rem, &|x, y| x % y);
-    let c = rng.f32s(n, 1e3);
+    let c = rng.f32s(n, -1e3, 1e3);
     let inputs = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::from_slice(&c)];
     let got: Vec<f32> = elementwise(&inputs, F32, |kb, v| kb.fma(v[0], v[1], v[2])).to_vec().unwrap();
     let want: Vec<f32> = (0..n).map(|i| a[i].mul_add(b[i], c[i])).collect();
@@ -523,10 +505,10 @@ fn f32_arithmetic_is_correctly_rounded() {
 
 #[test]
 fn f16_and_bf16_arithmetic_round_to_nearest_even() {
-    let mut rng = Rng(2);
+    let mut rng = Rng::new(2);
     let n = 500;
-    let a: Vec<f16> = rng.f32s(n, 100.0).into_iter().map(f16::from_f32).collect();
-    let b: Vec<f16> = rng.f32s(n, 3.0).into_iter().map(f16::from_f32).collect();
+    let a: Vec<f16> = rng.f16s(n, -100.0, 100.0);
+    let b: Vec<f16> = rng.f16s(n, -3.0, 3.0);
     // half's operators compute in f32 and round once, which is exact for f16.
     let check = |op: BinaryOp, f: &dyn Fn(f16, f16) -> f16| {
         let want: Vec<u16> = a.iter().zip(&b).map(|(&x, &y)| f(x, y).to_bits()).collect();
@@ -539,8 +521,8 @@ fn f16_and_bf16_arithmetic_round_to_nearest_even() {
     // Overflow to infinity and a tie: 2048 + 1 is halfway between 2048 and 2050.
     let got = binary_op(BinaryOp::Add, &[f16::MAX, f16::from_f32(2048.0)], &[f16::MAX, f16::ONE]);
     assert_eq!(got, [f16::INFINITY, f16::from_f32(2048.0)]);
-    let a: Vec<bf16> = rng.f32s(n, 1e5).into_iter().map(bf16::from_f32).collect();
-    let b: Vec<bf16> = rng.f32s(n, 1e5).into_iter().map(bf16::from_f32).collect();
+    let a: Vec<bf16> = rng.f32s(n, -1e5, 1e5).into_iter().map(bf16::from_f32).collect();
+    let b: Vec<bf16> = rng.f32s(n, -1e5, 1e5).into_iter().map(bf16::from_f32).collect();
     let want: Vec<u16> = a.iter().zip(&b).map(|(&x, &y)| (x * y).to_bits()).collect();
     let got: Vec<u16> = binary_op(BinaryOp::Mul, &a, &b).iter().map(|x| x.to_bits()).collect();
     assert_eq!(got, want);
@@ -597,8 +579,8 @@ fn transcendental_and_rounding_functions() {
     assert_eq!(f(UnaryOp::Abs)[1], 1.0);
     assert!(f(UnaryOp::Log)[1].is_nan());
     // f32 results are the f64 function rounded once.
-    let mut rng = Rng(3);
-    let x = rng.f32s(200, 5.0);
+    let mut rng = Rng::new(3);
+    let x = rng.f32s(200, -5.0, 5.0);
     for (op, g) in [(UnaryOp::Exp, f64::exp as fn(f64) -> f64), (UnaryOp::Sin, f64::sin), (UnaryOp::Erf, libm::erf)] {
         let want: Vec<f32> = x.iter().map(|&v| g(v as f64) as f32).collect();
         assert_eq!(bits32(&unary_op(op, &x)), bits32(&want), "{op:?}");
@@ -670,8 +652,8 @@ fn bool_casts() {
 
 #[test]
 fn bitcasts_keep_bits() {
-    let mut rng = Rng(4);
-    let x: Vec<i32> = (0..100).map(|_| rng.next() as i32 & 0x7F7F_FFFF).collect();
+    let mut rng = Rng::new(4);
+    let x: Vec<i32> = (0..100).map(|_| rng.next_u64() as i32 & 0x7F7F_FFFF).collect();
     let f: Vec<f32> = elementwise(&[HostBuffer::from_slice(&x)], F32, |kb, v| kb.bitcast(v[0], F32)).to_vec().unwrap();
     assert_eq!(bits32(&f), x.iter().map(|&v| v as u32).collect::<Vec<_>>());
     let back: Vec<i32> =
@@ -720,8 +702,8 @@ fn block_op(
 
 #[test]
 fn reductions_along_each_axis() {
-    let mut rng = Rng(5);
-    let x: Vec<i32> = (0..4 * 8 * 2).map(|_| (rng.next() % 1000) as i32 - 500).collect();
+    let mut rng = Rng::new(5);
+    let x: Vec<i32> = (0..4 * 8 * 2).map(|_| (rng.next_u64() % 1000) as i32 - 500).collect();
     let at = |i: usize, j: usize, k: usize| x[i * 16 + j * 2 + k];
     for axis in 0..3u8 {
         let dims: [usize; 3] = [4, 8, 2];
@@ -1193,10 +1175,10 @@ fn run_dot(a: HostBuffer, b: HostBuffer, acc: HostBuffer, m: u32, k: u32, n: u32
 #[test]
 fn dot_matches_a_naive_reference() {
     let (m, k, n) = (16usize, 32usize, 16usize);
-    let mut rng = Rng(6);
-    let a: Vec<f16> = rng.f32s(m * k, 2.0).into_iter().map(f16::from_f32).collect();
-    let b: Vec<f16> = rng.f32s(k * n, 2.0).into_iter().map(f16::from_f32).collect();
-    let acc = rng.f32s(m * n, 4.0);
+    let mut rng = Rng::new(6);
+    let a: Vec<f16> = rng.f16s(m * k, -2.0, 2.0);
+    let b: Vec<f16> = rng.f16s(k * n, -2.0, 2.0);
+    let acc = rng.f32s(m * n, -4.0, 4.0);
     let got: Vec<f32> =
         run_dot(HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::from_slice(&acc), 16, 32, 16)
             .to_vec()
@@ -1211,8 +1193,8 @@ fn dot_matches_a_naive_reference() {
     }
     assert_eq!(bits32(&got), bits32(&want));
     // f32 inputs: a fused multiply-add per step.
-    let a = rng.f32s(m * k, 2.0);
-    let b = rng.f32s(k * n, 2.0);
+    let a = rng.f32s(m * k, -2.0, 2.0);
+    let b = rng.f32s(k * n, -2.0, 2.0);
     let got: Vec<f32> =
         run_dot(HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::from_slice(&acc), 16, 32, 16)
             .to_vec()
@@ -1227,9 +1209,9 @@ fn dot_matches_a_naive_reference() {
     }
     assert_eq!(bits32(&got), bits32(&want));
     // i8 into i32.
-    let a: Vec<i8> = (0..m * k).map(|_| rng.next() as i8).collect();
-    let b: Vec<i8> = (0..k * n).map(|_| rng.next() as i8).collect();
-    let acc: Vec<i32> = (0..m * n).map(|_| rng.next() as i32 >> 8).collect();
+    let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
+    let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
+    let acc: Vec<i32> = (0..m * n).map(|_| rng.next_u64() as i32 >> 8).collect();
     let got: Vec<i32> =
         run_dot(HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::from_slice(&acc), 16, 32, 16)
             .to_vec()
@@ -1316,9 +1298,9 @@ pub(super) fn matmul_kernel(bm: u32, bn: u32, bk: u32) -> Kernel {
 /// Runs `matmul_kernel` on random f16 inputs; returns (a, b, c).
 pub(super) fn run_matmul(size: usize, bm: u32, bn: u32, bk: u32) -> (Vec<f16>, Vec<f16>, Vec<f16>) {
     let kernel = matmul_kernel(bm, bn, bk);
-    let mut rng = Rng(7);
-    let a: Vec<f16> = rng.f32s(size * size, 1.0).into_iter().map(f16::from_f32).collect();
-    let b: Vec<f16> = rng.f32s(size * size, 1.0).into_iter().map(f16::from_f32).collect();
+    let mut rng = Rng::new(7);
+    let a: Vec<f16> = rng.f16s(size * size, -1.0, 1.0);
+    let b: Vec<f16> = rng.f16s(size * size, -1.0, 1.0);
     let mut buffers = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::zeros(F16, size * size)];
     let s = ArgValue::Int(size as i64);
     let grid = [size as u32 / bm, size as u32 / bn, 1];

@@ -11,9 +11,11 @@
 //! program: it comes from the block IR's `for`/`if`/`while` on scalars, which every thread
 //! computes alike, so barriers and shuffles may appear anywhere.
 
+mod build;
 mod print;
 mod verify;
 
+pub use build::ThreadKernelBuilder;
 pub use verify::verify;
 
 use crate::arena::{Arena, Handle};

@@ -1,0 +1,125 @@
+//! Helpers for tests and benchmarks: a deterministic RNG that never produces zeros by default.
+//!
+//! Not part of the compiler: rutile's own tests, benchmarks and the runtime's device tests
+//! share it so that their inputs come from one generator. [`Rng`] is splitmix64: small, fast,
+//! and the same sequence on every platform for a given seed. Its float samplers never return
+//! zero (a zero input hides sign, scale and division errors and makes relative comparisons
+//! meaningless); its integer samplers cover their whole range, zero included.
+
+use half::f16;
+
+/// splitmix64, for reproducible test inputs.
+///
+/// ```
+/// use rutile_ir::testing::Rng;
+///
+/// let mut rng = Rng::new(1);
+/// let x = rng.f32s(1000, -1.0, 1.0);
+/// assert!(x.iter().all(|&v| (-1.0..=1.0).contains(&v) && v != 0.0));
+/// assert_eq!(Rng::new(1).f32s(1000, -1.0, 1.0), x);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Rng {
+    state: u64,
+}
+
+impl Rng {
+    /// A generator whose sequence is fixed by `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng { state: seed }
+    }
+
+    /// 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`n > 0`; the bias of the remainder is negligible for small `n`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+
+    /// Uniform in [0, 1) and never zero: 53 random bits, offset by half a step.
+    pub fn unit(&mut self) -> f64 {
+        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [lo, hi) (up to rounding at `hi`), never zero.
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        assert!(lo < hi, "empty range [{lo}, {hi})");
+        loop {
+            let x = lo + (hi - lo) * self.unit();
+            if x != 0.0 {
+                return x;
+            }
+        }
+    }
+
+    /// `n` f32s uniform in [lo, hi) (up to rounding at `hi`), none zero.
+    pub fn f32s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+        (0..n).map(|_| self.nonzero(|r| r.uniform(lo.into(), hi.into()) as f32, |v| v == 0.0)).collect()
+    }
+
+    /// `n` f16s uniform in [lo, hi] (`hi` only through rounding), none zero.
+    pub fn f16s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f16> {
+        (0..n).map(|_| self.nonzero(|r| f16::from_f64(r.uniform(lo.into(), hi.into())), |v| v.to_f32() == 0.0)).collect()
+    }
+
+    /// `n` integers uniform in `lo..hi`.
+    pub fn i32s(&mut self, n: usize, lo: i32, hi: i32) -> Vec<i32> {
+        assert!(lo < hi, "empty range {lo}..{hi}");
+        (0..n).map(|_| (lo as i64 + self.below((hi as i64 - lo as i64) as u64) as i64) as i32).collect()
+    }
+
+    /// `n` random bytes.
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u64() as u8).collect()
+    }
+
+    /// A sample of `draw` that `is_zero` rejects no more: rounding to a narrow type can turn
+    /// a small non-zero value into zero.
+    fn nonzero<T>(&mut self, mut draw: impl FnMut(&mut Rng) -> T, is_zero: impl Fn(T) -> bool) -> T
+    where
+        T: Copy,
+    {
+        loop {
+            let v = draw(self);
+            if !is_zero(v) {
+                return v;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_hold_and_zeros_never_come() {
+        let mut rng = Rng::new(7);
+        for _ in 0..10_000 {
+            let u = rng.unit();
+            assert!(u > 0.0 && u < 1.0);
+            assert!(rng.below(3) < 3);
+        }
+        assert!(rng.f32s(10_000, -1e-3, 1e-3).iter().all(|&v| v != 0.0 && v.abs() <= 1e-3));
+        // Many of these round to zero in f16; none may come back.
+        assert!(rng.f16s(1000, -1e-8, 1e-7).iter().all(|&v| v.to_f32() != 0.0));
+        let ints = rng.i32s(10_000, -2, 3);
+        assert!(ints.iter().all(|v| (-2..3).contains(v)));
+        assert!((-2..3).all(|v| ints.contains(&v)));
+    }
+
+    #[test]
+    fn the_sequence_is_splitmix64() {
+        // The first outputs of splitmix64 seeded with 0, from its reference implementation.
+        let mut rng = Rng::new(0);
+        assert_eq!(rng.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(rng.next_u64(), 0x6E78_9E6A_A1B9_65F4);
+    }
+}
