@@ -7,17 +7,7 @@ use rutile::Device;
 use std::sync::Arc;
 
 fn main() {
-    let devices: Vec<Arc<dyn Device>> = rutile::list_devices()
-        .into_iter()
-        .filter(|l| l.id != "cpu")
-        .filter_map(|l| match l.device {
-            Ok(d) => Some(d),
-            Err(e) => {
-                eprintln!("{}: unavailable: {e}", l.id);
-                None
-            }
-        })
-        .collect();
+    let devices: Vec<Arc<dyn Device>> = rutile_examples::gpus::open_gpus();
     let matrix = rutile_examples::conformance::run_matrix(&devices);
     println!("{}", matrix.report());
     if matrix.failures() > 0 {

@@ -5,5 +5,6 @@
 pub mod bench;
 pub mod check;
 pub mod conformance;
+pub mod gpus;
 pub mod rng;
 pub mod tutorials;

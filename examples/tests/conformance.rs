@@ -7,41 +7,11 @@
 //! unless `RUTILE_REQUIRE_TOOLS=1` (CI, with lavapipe) or `RUTILE_REQUIRE_GPU=1`, then the
 //! test fails.
 
-use rutile::{Device, DeviceType};
+use rutile::Device;
 use std::sync::Arc;
 
-/// The devices, opened once for the whole test binary; tests take turns on them (NVIDIA's
-/// driver has crashed when devices were opened concurrently).
 fn devices() -> (std::sync::MutexGuard<'static, ()>, Vec<Arc<dyn Device>>) {
-    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    static DEVICES: std::sync::OnceLock<Vec<Arc<dyn Device>>> = std::sync::OnceLock::new();
-    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    (turn, DEVICES.get_or_init(open_devices).clone())
-}
-
-fn open_devices() -> Vec<Arc<dyn Device>> {
-    let found: Vec<Arc<dyn Device>> = rutile::list_devices()
-        .into_iter()
-        .filter(|l| l.id != "cpu")
-        .filter_map(|l| match l.device {
-            Ok(d) => Some(d),
-            Err(e) => {
-                eprintln!("{}: unavailable: {e}", l.id);
-                None
-            }
-        })
-        .collect();
-    let require = |v: &str| std::env::var(v).is_ok_and(|x| x == "1");
-    if found.is_empty() && (require("RUTILE_REQUIRE_TOOLS") || require("RUTILE_REQUIRE_GPU")) {
-        panic!("no GPU device found (lavapipe missing? install mesa-vulkan-drivers)");
-    }
-    if require("RUTILE_REQUIRE_GPU") && !found.iter().any(|d| d.properties().device_type != DeviceType::Cpu) {
-        panic!("RUTILE_REQUIRE_GPU=1 but only software devices were found");
-    }
-    if found.is_empty() {
-        eprintln!("no GPU device: the interpreter only");
-    }
-    found
+    rutile_examples::gpus::gpus_under_test()
 }
 
 #[test]

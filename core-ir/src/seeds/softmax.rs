@@ -19,12 +19,7 @@ pub fn softmax_num_warps(block: u32) -> u32 {
 /// output_row_stride, n_rows, n_cols` (i32). `block` is at least `n_cols`. Grid: `n_rows`.
 pub fn softmax(block: u32) -> Result<Kernel, BuildError> {
     Kernel::build("softmax_kernel", |k| {
-        let out = k.arg_ptr("output_ptr", F32);
-        let inp = k.arg_ptr("input_ptr", F32);
-        let in_stride = k.arg_i32("input_row_stride");
-        let out_stride = k.arg_i32("output_row_stride");
-        let _n_rows = k.arg_i32("n_rows");
-        let n_cols = k.arg_i32("n_cols");
+        let Params { out, inp, in_stride, out_stride, n_cols, .. } = params(k);
         let row = k.program_id(0);
         let cols = k.arange(0, block as i32);
         let mask = cols.lt(n_cols);
@@ -42,12 +37,7 @@ pub fn softmax(block: u32) -> Result<Kernel, BuildError> {
 /// amortize them. Same parameters as [`softmax`]; grid: `cdiv(n_rows, block_m)`.
 pub fn softmax_rows(block_m: u32, block_n: u32) -> Result<Kernel, BuildError> {
     Kernel::build("softmax_kernel_rows", |k| {
-        let out = k.arg_ptr("output_ptr", F32);
-        let inp = k.arg_ptr("input_ptr", F32);
-        let in_stride = k.arg_i32("input_row_stride");
-        let out_stride = k.arg_i32("output_row_stride");
-        let n_rows = k.arg_i32("n_rows");
-        let n_cols = k.arg_i32("n_cols");
+        let Params { out, inp, in_stride, out_stride, n_rows, n_cols } = params(k);
         let rows = (k.program_id(0) * block_m as i32 + k.arange(0, block_m as i32)).expand_dims(1);
         let cols = k.arange(0, block_n as i32).expand_dims(0);
         let mask = rows.lt(n_rows) & cols.lt(n_cols);
@@ -73,12 +63,7 @@ pub fn softmax_persistent(block: u32) -> Result<Kernel, BuildError> {
 /// registers); with 1, rows are loaded and reduced one after the other.
 pub fn softmax_persistent_staged(block: u32, num_stages: u32) -> Result<Kernel, BuildError> {
     Kernel::build("softmax_kernel_persistent", |k| {
-        let out = k.arg_ptr("output_ptr", F32);
-        let inp = k.arg_ptr("input_ptr", F32);
-        let in_stride = k.arg_i32("input_row_stride");
-        let out_stride = k.arg_i32("output_row_stride");
-        let n_rows = k.arg_i32("n_rows");
-        let n_cols = k.arg_i32("n_cols");
+        let Params { out, inp, in_stride, out_stride, n_rows, n_cols } = params(k);
         let row_start = k.program_id(0);
         let row_step = k.num_programs(0);
         let cols = k.arange(0, block as i32);
@@ -113,4 +98,26 @@ fn row_fn<'b, F: Fn(Value<'b>) -> Value<'b>>(f: F) -> F {
 
 fn row_sink<'b, F: Fn(Value<'b>, Value<'b>)>(f: F) -> F {
     f
+}
+
+/// The parameters of every softmax form, in order.
+struct Params<'b> {
+    out: Value<'b>,
+    inp: Value<'b>,
+    in_stride: Value<'b>,
+    out_stride: Value<'b>,
+    n_rows: Value<'b>,
+    n_cols: Value<'b>,
+}
+
+#[track_caller]
+fn params(k: &crate::KernelBuilder) -> Params<'_> {
+    Params {
+        out: k.arg_ptr("output_ptr", F32),
+        inp: k.arg_ptr("input_ptr", F32),
+        in_stride: k.arg_i32("input_row_stride"),
+        out_stride: k.arg_i32("output_row_stride"),
+        n_rows: k.arg_i32("n_rows"),
+        n_cols: k.arg_i32("n_cols"),
+    }
 }
