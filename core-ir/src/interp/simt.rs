@@ -3,7 +3,7 @@
 //!
 //! All `num_warps * warp_size` threads of a program run in lockstep, statement by statement.
 //! Each register is a column with one element per thread, held as the interpreter's blocks
-//! (a [`Tensor`] of shape `[threads]`), and every expression is computed by the interpreter's
+//! (a `Tensor` of shape `[threads]`), and every expression is computed by the interpreter's
 //! element-wise functions, so the arithmetic is the block interpreter's by construction.
 //! Loads, stores and atomics go through the interpreter's memory code, thread by thread in
 //! thread order, where the statement's predicate holds. Shared memory is zero-initialized at
