@@ -63,7 +63,7 @@ fn copy_bandwidth(dev: &dyn Device, quick: bool, csv: &mut String) -> rutile::Re
     let (a, b) = (dev.upload(&rng.f32s(n_copy, 0.5, 1.5))?, dev.zeros::<f32>(n_copy)?);
     let copy = do_bench(dev, None, 3, if quick { 5 } else { 20 }, &mut || dev.copy(a.raw(), b.raw()))?;
     let g = gbps(8.0 * n_copy as f64, copy.median_ms);
-    println!("{}: device-to-device copy of {} MiB: {g:.0} GB/s (median {:.3} ms)", dev.id(), 4 * n_copy >> 20, copy.median_ms);
+    println!("{}: device-to-device copy of {} MiB: {g:.0} GB/s (median {:.3} ms)", dev.id(), (4 * n_copy) >> 20, copy.median_ms);
     let _ = writeln!(csv, "{},copy,{n_copy},{:.5},{:.5},{:.5},{g:.1},,", dev.id(), copy.median_ms, copy.p20_ms, copy.p80_ms);
     Ok(g)
 }

@@ -10,8 +10,6 @@ use std::fmt::Write;
 /// The error of a statement's translation, before it is tied to the statement's text.
 pub(crate) type Res<T = ()> = Result<T, String>;
 
-/// Static shared memory a kernel may declare (larger buffers need dynamic shared memory).
-
 /// State of one kernel's translation.
 pub(crate) struct Emitter<'a> {
     pub k: &'a ThreadKernel,

@@ -11,8 +11,8 @@ use crate::device::DeviceProperties;
 pub fn programs_per_multiprocessor(device: &DeviceProperties, kernel: &KernelMetadata) -> Option<u32> {
     let regs = kernel.registers?.max(1);
     let mut occupancy = device.registers_per_multiprocessor? / (regs * kernel.threads.max(1));
-    if kernel.shared_bytes > 0 {
-        occupancy = occupancy.min(device.shared_memory_per_multiprocessor? / kernel.shared_bytes);
+    if let Some(by_shared) = device.shared_memory_per_multiprocessor?.checked_div(kernel.shared_bytes) {
+        occupancy = occupancy.min(by_shared);
     }
     Some(occupancy)
 }

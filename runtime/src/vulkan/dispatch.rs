@@ -268,6 +268,45 @@ impl WgpuDevice {
     }
 }
 
+impl WgpuDevice {
+    /// Runs `f`, which queues work on this device, between two GPU timestamps written in
+    /// command buffers of their own, and returns the GPU time between them in milliseconds
+    /// (queue submissions run in order, so the timestamps bracket `f`'s work). `Ok(None)`
+    /// (after running `f`) when the device cannot write timestamps outside passes.
+    pub fn time_queued<E: From<WgpuError>>(&self, f: &mut dyn FnMut() -> Result<(), E>) -> Result<Option<f64>, E> {
+        if !self.features().timestamp_query_inside_encoders {
+            f()?;
+            return Ok(None);
+        }
+        let size = 2 * wgpu::QUERY_SIZE as u64;
+        let (queries, resolved) = self.scoped("creating timestamp queries", || {
+            let queries = self.raw().create_query_set(&wgpu::QuerySetDescriptor { label: Some("rutile timing"), ty: wgpu::QueryType::Timestamp, count: 2 });
+            let resolved = self.raw().create_buffer(&wgpu::BufferDescriptor {
+                label: Some("rutile timing"),
+                size,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            (queries, resolved)
+        })?;
+        let stamp = |index: u32, resolve: bool| {
+            let mut encoder = self.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("rutile timestamp") });
+            encoder.write_timestamp(&queries, index);
+            if resolve {
+                encoder.resolve_query_set(&queries, 0..2, &resolved, 0);
+            }
+            self.queue().submit([encoder.finish()]);
+        };
+        stamp(0, false);
+        f()?;
+        stamp(1, true);
+        let bytes = read_back(self, &resolved, size)?;
+        let tick = |i: usize| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        let ns = tick(1).saturating_sub(tick(0)) as f64 * self.queue().get_timestamp_period() as f64;
+        Ok(Some(ns * 1e-6))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,44 +371,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("in z is 70000") && e.contains("65535"), "{e}");
-    }
-}
-
-impl WgpuDevice {
-    /// Runs `f`, which queues work on this device, between two GPU timestamps written in
-    /// command buffers of their own, and returns the GPU time between them in milliseconds
-    /// (queue submissions run in order, so the timestamps bracket `f`'s work). `Ok(None)`
-    /// (after running `f`) when the device cannot write timestamps outside passes.
-    pub fn time_queued<E: From<WgpuError>>(&self, f: &mut dyn FnMut() -> Result<(), E>) -> Result<Option<f64>, E> {
-        if !self.features().timestamp_query_inside_encoders {
-            f()?;
-            return Ok(None);
-        }
-        let size = 2 * wgpu::QUERY_SIZE as u64;
-        let (queries, resolved) = self.scoped("creating timestamp queries", || {
-            let queries = self.raw().create_query_set(&wgpu::QuerySetDescriptor { label: Some("rutile timing"), ty: wgpu::QueryType::Timestamp, count: 2 });
-            let resolved = self.raw().create_buffer(&wgpu::BufferDescriptor {
-                label: Some("rutile timing"),
-                size,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            (queries, resolved)
-        })?;
-        let stamp = |index: u32, resolve: bool| {
-            let mut encoder = self.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("rutile timestamp") });
-            encoder.write_timestamp(&queries, index);
-            if resolve {
-                encoder.resolve_query_set(&queries, 0..2, &resolved, 0);
-            }
-            self.queue().submit([encoder.finish()]);
-        };
-        stamp(0, false);
-        f()?;
-        stamp(1, true);
-        let bytes = read_back(self, &resolved, size)?;
-        let tick = |i: usize| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("8 bytes"));
-        let ns = tick(1).saturating_sub(tick(0)) as f64 * self.queue().get_timestamp_period() as f64;
-        Ok(Some(ns * 1e-6))
     }
 }
