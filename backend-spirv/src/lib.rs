@@ -85,6 +85,9 @@
 //!   conversion clamps to the largest float below the bound; the generated code selects the
 //!   exact bound) and gives 0 for NaN. Float to bool is `x != 0` (NaN is true); bool to
 //!   number is 0 or 1; integers wrap (sign- or zero-extended from the source's signedness).
+//! * Subnormal `f16`/`f32` values may be flushed to zero: the module does not request
+//!   SPIR-V's `DenormPreserve` mode (naga cannot), and Vulkan then leaves it to the driver
+//!   (NVIDIA's flushes, lavapipe's does not). `f64` subnormals are kept on the devices seen.
 //! * `exp`, `exp2`, `log`, `log2`, `sin`, `cos`, `sqrt`, `rsqrt` (`inverseSqrt`), `floor`,
 //!   `ceil`, `abs`, `fma` and float `div`/`rem` are the device's (GLSL.std.450 / SPIR-V
 //!   precision, not correctly rounded; float `rem` is `OpFRem`, the sign of the dividend).
