@@ -14,7 +14,7 @@ fn main() {
     let device = match rutile::default_device() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("no device: {e}");
+            eprintln!("{e}");
             std::process::exit(1);
         }
     };
