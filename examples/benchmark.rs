@@ -11,7 +11,7 @@
 use rutile::seeds;
 use rutile::{Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
 use rutile_examples::bench::{do_bench, gbps, CacheFlush};
-use rutile_examples::rng::Rng;
+use rutile_examples::rng::{normal_f32s, Rng};
 use std::fmt::Write as _;
 
 fn main() {
@@ -96,7 +96,7 @@ fn bench_device(dev: &dyn Device, quick: bool, ceiling: f64, csv: &mut String) -
     println!("{:>8}  {:<12} {:>22} {:>22}", "N", "form", "tutorial num_warps", "best num_warps");
     let ns: &[usize] = if quick { &[256, 1024] } else { &[256, 512, 1024, 2048, 4096, 8192, 16384] };
     for &n in ns {
-        let x = dev.upload(&rng.normal_f32s(m * n))?;
+        let x = dev.upload(&normal_f32s(&mut rng, m * n))?;
         let y = dev.zeros::<f32>(m * n)?;
         let blk = seeds::softmax_block(n as u32);
         let heuristic = seeds::softmax_num_warps(blk);

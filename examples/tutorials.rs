@@ -66,7 +66,7 @@ pub fn vector_add(dev: &dyn Device, n: usize, seed: u64) -> Result<Outcome> {
 /// Fused softmax of a `rows x cols` f32 matrix, one row per program or persistent.
 pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, persistent: bool, seed: u64) -> Result<Outcome> {
     let mut rng = Rng::new(seed);
-    let x = rng.normal_f32s(rows * cols);
+    let x = crate::rng::normal_f32s(&mut rng, rows * cols);
     let block = seeds::softmax_block(cols as u32);
     let num_warps = seeds::softmax_num_warps(block);
     let kernel = if persistent { seeds::softmax_persistent(block)? } else { seeds::softmax(block)? };
