@@ -39,8 +39,25 @@ fn interp_seeds(c: &mut Criterion) {
     let kernel = seeds::matmul(&meta).unwrap();
     let a = rng.f16s(m * k, -1.0, 1.0);
     let b = rng.f16s(k * n, -1.0, 1.0);
-    let mut buffers = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::zeros(meta.output, m * n)];
-    let args = [ptr(0), ptr(1), ptr(2), int(m), int(n), int(k), int(k), int(1), int(n), int(1), int(n), int(1)];
+    let mut buffers = [
+        HostBuffer::from_slice(&a),
+        HostBuffer::from_slice(&b),
+        HostBuffer::zeros(meta.output, m * n),
+    ];
+    let args = [
+        ptr(0),
+        ptr(1),
+        ptr(2),
+        int(m),
+        int(n),
+        int(k),
+        int(k),
+        int(1),
+        int(n),
+        int(1),
+        int(n),
+        int(1),
+    ];
     let grid = [seeds::matmul_grid(&meta, m as u32, n as u32), 1, 1];
     group.bench_function("matmul_fp16_512x512x512", |bench| {
         bench.iter(|| interp::run(&kernel, grid, &args, &mut buffers).unwrap())
@@ -51,7 +68,11 @@ fn interp_seeds(c: &mut Criterion) {
     let kernel = seeds::vector_add(F32, block).unwrap();
     let x = rng.f32s(len, -1.0, 1.0);
     let y = rng.f32s(len, -1.0, 1.0);
-    let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F32, len)];
+    let mut buffers = [
+        HostBuffer::from_slice(&x),
+        HostBuffer::from_slice(&y),
+        HostBuffer::zeros(F32, len),
+    ];
     let args = [ptr(0), ptr(1), ptr(2), int(len)];
     let grid = [len.div_ceil(block as usize) as u32, 1, 1];
     group.throughput(Throughput::Elements(len as u64));

@@ -22,7 +22,10 @@ pub struct CacheFlush {
 impl CacheFlush {
     pub fn new(dev: &dyn Device) -> Result<CacheFlush> {
         let n = 256 << 20;
-        Ok(CacheFlush { a: dev.zeros::<u8>(n)?, b: dev.zeros::<u8>(n)? })
+        Ok(CacheFlush {
+            a: dev.zeros::<u8>(n)?,
+            b: dev.zeros::<u8>(n)?,
+        })
     }
     fn run(&self, dev: &dyn Device) -> Result<()> {
         dev.copy(self.a.raw(), self.b.raw())
@@ -30,7 +33,13 @@ impl CacheFlush {
 }
 
 /// Times `f` (which queues device work) `reps` times after `warmup` untimed runs.
-pub fn do_bench(dev: &dyn Device, flush: Option<&CacheFlush>, warmup: usize, reps: usize, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
+pub fn do_bench(
+    dev: &dyn Device,
+    flush: Option<&CacheFlush>,
+    warmup: usize,
+    reps: usize,
+    f: &mut dyn FnMut() -> Result<()>,
+) -> Result<Stats> {
     for _ in 0..warmup {
         f()?;
     }
@@ -44,7 +53,11 @@ pub fn do_bench(dev: &dyn Device, flush: Option<&CacheFlush>, warmup: usize, rep
     }
     times.sort_by(f64::total_cmp);
     let q = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize];
-    Ok(Stats { median_ms: q(0.5), p20_ms: q(0.2), p80_ms: q(0.8) })
+    Ok(Stats {
+        median_ms: q(0.5),
+        p20_ms: q(0.2),
+        p80_ms: q(0.8),
+    })
 }
 
 /// GB/s for `bytes` moved in `ms` milliseconds.

@@ -17,7 +17,10 @@ use std::fmt::Write as _;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
-    let csv_path = args.iter().position(|a| a == "--csv").and_then(|i| args.get(i + 1).cloned());
+    let csv_path = args
+        .iter()
+        .position(|a| a == "--csv")
+        .and_then(|i| args.get(i + 1).cloned());
     let mut csv = String::from("device,kernel,size,median_ms,p20_ms,p80_ms,gbps,ceiling_gbps,fraction\n");
     let devices: Vec<_> = rutile::list_devices()
         .into_iter()
@@ -44,7 +47,12 @@ fn main() {
     }
     for dev in &devices {
         let name = &dev.properties().name;
-        let ceiling = devices.iter().zip(&copies).filter(|(d, _)| &d.properties().name == name).map(|(_, &g)| g).fold(0.0, f64::max);
+        let ceiling = devices
+            .iter()
+            .zip(&copies)
+            .filter(|(d, _)| &d.properties().name == name)
+            .map(|(_, &g)| g)
+            .fold(0.0, f64::max);
         if let Err(e) = bench_device(dev.as_ref(), quick, ceiling, &mut csv) {
             eprintln!("{}: benchmark failed: {e}", dev.id());
             std::process::exit(1);
@@ -61,10 +69,24 @@ fn copy_bandwidth(dev: &dyn Device, quick: bool, csv: &mut String) -> rutile::Re
     let n_copy: usize = if quick { 1 << 20 } else { 1 << 28 };
     let mut rng = Rng::new(3);
     let (a, b) = (dev.upload(&rng.f32s(n_copy, 0.5, 1.5))?, dev.zeros::<f32>(n_copy)?);
-    let copy = do_bench(dev, None, 3, if quick { 5 } else { 20 }, &mut || dev.copy(a.raw(), b.raw()))?;
+    let copy = do_bench(dev, None, 3, if quick { 5 } else { 20 }, &mut || {
+        dev.copy(a.raw(), b.raw())
+    })?;
     let g = gbps(8.0 * n_copy as f64, copy.median_ms);
-    println!("{}: device-to-device copy of {} MiB: {g:.0} GB/s (median {:.3} ms)", dev.id(), (4 * n_copy) >> 20, copy.median_ms);
-    let _ = writeln!(csv, "{},copy,{n_copy},{:.5},{:.5},{:.5},{g:.1},,", dev.id(), copy.median_ms, copy.p20_ms, copy.p80_ms);
+    println!(
+        "{}: device-to-device copy of {} MiB: {g:.0} GB/s (median {:.3} ms)",
+        dev.id(),
+        (4 * n_copy) >> 20,
+        copy.median_ms
+    );
+    let _ = writeln!(
+        csv,
+        "{},copy,{n_copy},{:.5},{:.5},{:.5},{g:.1},,",
+        dev.id(),
+        copy.median_ms,
+        copy.p20_ms,
+        copy.p80_ms
+    );
     Ok(g)
 }
 
@@ -82,32 +104,64 @@ fn bench_device(dev: &dyn Device, quick: bool, ceiling: f64, csv: &mut String) -
     let kernel = seeds::vector_add(ScalarType::F32, block)?;
     for log in 12..=max_log {
         let n = 1usize << log;
-        let (x, y, z) = (dev.upload(&rng.f32s(n, 0.5, 1.5))?, dev.upload(&rng.f32s(n, 0.5, 1.5))?, dev.zeros::<f32>(n)?);
+        let (x, y, z) = (
+            dev.upload(&rng.f32s(n, 0.5, 1.5))?,
+            dev.upload(&rng.f32s(n, 0.5, 1.5))?,
+            dev.zeros::<f32>(n)?,
+        );
         let config = LaunchConfig::grid1((n as u32).div_ceil(block));
         let args = [(&x).into(), (&y).into(), (&z).into(), (n as i32).into()];
         let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
         let g = gbps(12.0 * n as f64, s.median_ms);
         println!("{:>31} {g:>8.0} {:>9.1}%", format!("2^{log}"), 100.0 * g / ceiling);
-        let _ = writeln!(csv, "{id},vector_add,{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}", s.median_ms, s.p20_ms, s.p80_ms, g / ceiling);
+        let _ = writeln!(
+            csv,
+            "{id},vector_add,{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
+            s.median_ms,
+            s.p20_ms,
+            s.p80_ms,
+            g / ceiling
+        );
     }
 
     let m = if quick { 256 } else { 4096 };
     println!("\nsoftmax f32, M={m}: GB/s (of ceiling) at the tutorial's num_warps, and at the best num_warps of 1..16");
-    println!("{:>8}  {:<12} {:>22} {:>22}", "N", "form", "tutorial num_warps", "best num_warps");
-    let ns: &[usize] = if quick { &[256, 1024] } else { &[256, 512, 1024, 2048, 4096, 8192, 16384] };
+    println!(
+        "{:>8}  {:<12} {:>22} {:>22}",
+        "N", "form", "tutorial num_warps", "best num_warps"
+    );
+    let ns: &[usize] = if quick {
+        &[256, 1024]
+    } else {
+        &[256, 512, 1024, 2048, 4096, 8192, 16384]
+    };
     for &n in ns {
         let x = dev.upload(&normal_f32s(&mut rng, m * n))?;
         let y = dev.zeros::<f32>(m * n)?;
         let blk = seeds::softmax_block(n as u32);
         let heuristic = seeds::softmax_num_warps(blk);
         let c = n as i32;
-        let args = [(&y).into(), (&x).into(), c.into(), c.into(), (m as i32).into(), c.into()];
+        let args = [
+            (&y).into(),
+            (&x).into(),
+            c.into(),
+            c.into(),
+            (m as i32).into(),
+            c.into(),
+        ];
         // One row per program, persistent, and several rows per program (short rows only:
         // a program should not hold more than 8192 elements).
-        let mut forms = vec![("simple", seeds::softmax(blk)?, 1u32), ("persistent", seeds::softmax_persistent(blk)?, 0)];
+        let mut forms = vec![
+            ("simple", seeds::softmax(blk)?, 1u32),
+            ("persistent", seeds::softmax_persistent(blk)?, 0),
+        ];
         for rows in [2u32, 4] {
             if rows * blk <= 8192 {
-                forms.push((if rows == 2 { "rows2" } else { "rows4" }, seeds::softmax_rows(rows, blk)?, rows));
+                forms.push((
+                    if rows == 2 { "rows2" } else { "rows4" },
+                    seeds::softmax_rows(rows, blk)?,
+                    rows,
+                ));
             }
         }
         for (form, kernel, rows_per_program) in &forms {
@@ -117,7 +171,8 @@ fn bench_device(dev: &dyn Device, quick: bool, ceiling: f64, csv: &mut String) -
                 let mut config = LaunchConfig::grid1((m as u32).div_ceil((*rows_per_program).max(1))).num_warps(warps);
                 if *rows_per_program == 0 {
                     let compiled = dev.compile_for(kernel, &config, &args)?;
-                    let programs = rutile::occupancy::persistent_programs(dev.properties(), &compiled.metadata).unwrap_or(256);
+                    let programs =
+                        rutile::occupancy::persistent_programs(dev.properties(), &compiled.metadata).unwrap_or(256);
                     config.grid = [programs.min(m as u32), 1, 1];
                 }
                 let s = match do_bench(dev, flush, 3, reps, &mut || dev.launch(kernel, &config, &args)) {
@@ -127,7 +182,14 @@ fn bench_device(dev: &dyn Device, quick: bool, ceiling: f64, csv: &mut String) -
                     Err(e) => return Err(e),
                 };
                 let g = gbps(8.0 * (m * n) as f64, s.median_ms);
-                let _ = writeln!(csv, "{id},softmax_{form}_w{warps},{m}x{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}", s.median_ms, s.p20_ms, s.p80_ms, g / ceiling);
+                let _ = writeln!(
+                    csv,
+                    "{id},softmax_{form}_w{warps},{m}x{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
+                    s.median_ms,
+                    s.p20_ms,
+                    s.p80_ms,
+                    g / ceiling
+                );
                 if warps == heuristic {
                     at_heuristic = Some(g);
                 }
@@ -136,8 +198,13 @@ fn bench_device(dev: &dyn Device, quick: bool, ceiling: f64, csv: &mut String) -
                 }
             }
             let (bg, bw) = best.unwrap_or((0.0, 0));
-            let h = at_heuristic.map(|g| format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling)).unwrap_or_else(|| "-".into());
-            println!("{n:>8}  {form:<12} {h:>22} {:>22}", format!("{bg:.0} ({:.1}%, w{bw})", 100.0 * bg / ceiling));
+            let h = at_heuristic
+                .map(|g| format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling))
+                .unwrap_or_else(|| "-".into());
+            println!(
+                "{n:>8}  {form:<12} {h:>22} {:>22}",
+                format!("{bg:.0} ({:.1}%, w{bw})", 100.0 * bg / ceiling)
+            );
         }
     }
     Ok(())

@@ -42,7 +42,11 @@ pub fn matmul_reference(a: &[f16], b: &[f16], m: usize, n: usize, k: usize, leak
 pub fn max_relative_error(got: impl IntoIterator<Item = f64>, want: &[f64], floor: f64) -> (f64, usize) {
     let mut worst = (0.0f64, 0usize);
     for (i, (g, w)) in got.into_iter().zip(want).enumerate() {
-        let e = if g.is_nan() { f64::INFINITY } else { (g - w).abs() / (w.abs() + floor) };
+        let e = if g.is_nan() {
+            f64::INFINITY
+        } else {
+            (g - w).abs() / (w.abs() + floor)
+        };
         if e > worst.0 {
             worst = (e, i);
         }

@@ -114,7 +114,11 @@ fn decode(t: ScalarType, bytes: &[u8]) -> Vec<V> {
             _ => {
                 let mut b = [0u8; 16];
                 b[..c.len()].copy_from_slice(c);
-                let fill = if t.is_signed_int() && c[c.len() - 1] & 0x80 != 0 { 0xff } else { 0 };
+                let fill = if t.is_signed_int() && c[c.len() - 1] & 0x80 != 0 {
+                    0xff
+                } else {
+                    0
+                };
                 b[c.len()..].fill(fill);
                 V::I(i128::from_le_bytes(b))
             }
@@ -175,11 +179,45 @@ pub enum Domain {
 fn float_specials(t: ScalarType) -> Vec<f64> {
     let (min_sub, max_sub, min_norm, max) = match t {
         F16 => (2f64.powi(-24), 2f64.powi(-14) - 2f64.powi(-24), 2f64.powi(-14), 65504.0),
-        BF16 => (2f64.powi(-133), 2f64.powi(-126) - 2f64.powi(-133), 2f64.powi(-126), half::bf16::MAX.to_f64()),
-        F32 => (f32::from_bits(1) as f64, f32::from_bits(0x007f_ffff) as f64, f32::MIN_POSITIVE as f64, f32::MAX as f64),
-        _ => (f64::from_bits(1), f64::from_bits(0x000f_ffff_ffff_ffff), f64::MIN_POSITIVE, f64::MAX),
+        BF16 => (
+            2f64.powi(-133),
+            2f64.powi(-126) - 2f64.powi(-133),
+            2f64.powi(-126),
+            half::bf16::MAX.to_f64(),
+        ),
+        F32 => (
+            f32::from_bits(1) as f64,
+            f32::from_bits(0x007f_ffff) as f64,
+            f32::MIN_POSITIVE as f64,
+            f32::MAX as f64,
+        ),
+        _ => (
+            f64::from_bits(1),
+            f64::from_bits(0x000f_ffff_ffff_ffff),
+            f64::MIN_POSITIVE,
+            f64::MAX,
+        ),
     };
-    vec![0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, min_sub, -min_sub, max_sub, min_norm, -min_norm, max, -max, 1.0, -1.0, 0.5, 2.5, -2.5, 3.0]
+    vec![
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        min_sub,
+        -min_sub,
+        max_sub,
+        min_norm,
+        -min_norm,
+        max,
+        -max,
+        1.0,
+        -1.0,
+        0.5,
+        2.5,
+        -2.5,
+        3.0,
+    ]
 }
 
 fn int_specials(t: ScalarType) -> Vec<i128> {
@@ -229,10 +267,18 @@ pub fn generate(t: ScalarType, n: usize, domain: Domain, seed: u64) -> Vec<V> {
                 Domain::Flag => rng.below(2) as f64,
             };
             // The first elements: the special values in order (General only).
-            let x = if matches!(domain, Domain::General | Domain::NonZero) && i < specials.len() && seed % 2 == 0 { specials[i] } else { x };
+            let x = if matches!(domain, Domain::General | Domain::NonZero) && i < specials.len() && seed % 2 == 0 {
+                specials[i]
+            } else {
+                x
+            };
             // Transcendental ranges are f32 ranges (f64 transcendentals have f32 range on
             // some backends): round through f32 first.
-            let x = if matches!(domain, Domain::Range { .. }) { x as f32 as f64 } else { x };
+            let x = if matches!(domain, Domain::Range { .. }) {
+                x as f32 as f64
+            } else {
+                x
+            };
             out.push(quantize(t, V::F(x)));
         }
     } else {
@@ -248,7 +294,10 @@ pub fn generate(t: ScalarType, n: usize, domain: Domain, seed: u64) -> Vec<V> {
                     _ => rng.u64() as i128 | ((rng.u64() as i128) << 64),
                 },
             };
-            let x = if matches!(domain, Domain::General | Domain::NonZero | Domain::Moderate) && i < specials.len() && seed % 2 == 0 {
+            let x = if matches!(domain, Domain::General | Domain::NonZero | Domain::Moderate)
+                && i < specials.len()
+                && seed % 2 == 0
+            {
                 specials[i]
             } else {
                 x
@@ -280,7 +329,12 @@ pub struct Bound {
 }
 
 const fn ulps(ulp: f64) -> Bound {
-    Bound { ulp, ulp_per_x: 0.0, abs: 0.0, abs_in: (0.0, 0.0) }
+    Bound {
+        ulp,
+        ulp_per_x: 0.0,
+        abs: 0.0,
+        abs_in: (0.0, 0.0),
+    }
 }
 /// Just above π, so that ±π are inside the ranges where sin/cos bounds hold.
 const PI_AND_A_BIT: f64 = std::f64::consts::PI + 1e-5;
@@ -311,15 +365,98 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     ("sqrt", EXACT, ulps(3.0)),
     ("fma", EXACT, EXACT),
     ("rem", EXACT, EXACT),
-    ("exp", ulps(2.3), Bound { ulp: 3.0, ulp_per_x: 2.0, abs: 0.0, abs_in: (0.0, 0.0) }),
-    ("exp2", ulps(2.0), Bound { ulp: 3.0, ulp_per_x: 2.0, abs: 0.0, abs_in: (0.0, 0.0) }),
-    ("log", Bound { ulp: 3.3, ulp_per_x: 0.0, abs: 1.6e-7, abs_in: (0.5, 1.5) }, Bound { ulp: 3.0, ulp_per_x: 0.0, abs: 4.77e-7, abs_in: (0.5, 2.0) }),
-    ("log2", Bound { ulp: 2.2, ulp_per_x: 0.0, abs: 2.1e-7, abs_in: (0.5, 1.5) }, Bound { ulp: 3.0, ulp_per_x: 0.0, abs: 4.77e-7, abs_in: (0.5, 2.0) }),
+    (
+        "exp",
+        ulps(2.3),
+        Bound {
+            ulp: 3.0,
+            ulp_per_x: 2.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+    ),
+    (
+        "exp2",
+        ulps(2.0),
+        Bound {
+            ulp: 3.0,
+            ulp_per_x: 2.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+    ),
+    (
+        "log",
+        Bound {
+            ulp: 3.3,
+            ulp_per_x: 0.0,
+            abs: 1.6e-7,
+            abs_in: (0.5, 1.5),
+        },
+        Bound {
+            ulp: 3.0,
+            ulp_per_x: 0.0,
+            abs: 4.77e-7,
+            abs_in: (0.5, 2.0),
+        },
+    ),
+    (
+        "log2",
+        Bound {
+            ulp: 2.2,
+            ulp_per_x: 0.0,
+            abs: 2.1e-7,
+            abs_in: (0.5, 1.5),
+        },
+        Bound {
+            ulp: 3.0,
+            ulp_per_x: 0.0,
+            abs: 4.77e-7,
+            abs_in: (0.5, 2.0),
+        },
+    ),
     ("rsqrt", ulps(1.5), ulps(2.0)),
-    ("sin", Bound { ulp: 0.0, ulp_per_x: 0.0, abs: 4e-7, abs_in: (-PI_AND_A_BIT, PI_AND_A_BIT) }, Bound { ulp: 0.0, ulp_per_x: 0.0, abs: 4.9e-4, abs_in: (-PI_AND_A_BIT, PI_AND_A_BIT) }),
-    ("cos", Bound { ulp: 0.0, ulp_per_x: 0.0, abs: 4e-7, abs_in: (-PI_AND_A_BIT, PI_AND_A_BIT) }, Bound { ulp: 0.0, ulp_per_x: 0.0, abs: 4.9e-4, abs_in: (-PI_AND_A_BIT, PI_AND_A_BIT) }),
+    (
+        "sin",
+        Bound {
+            ulp: 0.0,
+            ulp_per_x: 0.0,
+            abs: 4e-7,
+            abs_in: (-PI_AND_A_BIT, PI_AND_A_BIT),
+        },
+        Bound {
+            ulp: 0.0,
+            ulp_per_x: 0.0,
+            abs: 4.9e-4,
+            abs_in: (-PI_AND_A_BIT, PI_AND_A_BIT),
+        },
+    ),
+    (
+        "cos",
+        Bound {
+            ulp: 0.0,
+            ulp_per_x: 0.0,
+            abs: 4e-7,
+            abs_in: (-PI_AND_A_BIT, PI_AND_A_BIT),
+        },
+        Bound {
+            ulp: 0.0,
+            ulp_per_x: 0.0,
+            abs: 4.9e-4,
+            abs_in: (-PI_AND_A_BIT, PI_AND_A_BIT),
+        },
+    ),
     ("erf", ulps(1.2), ulps(2.5)),
-    ("sigmoid", ulps(3.5), Bound { ulp: 5.5, ulp_per_x: 2.0, abs: 0.0, abs_in: (0.0, 0.0) }),
+    (
+        "sigmoid",
+        ulps(3.5),
+        Bound {
+            ulp: 5.5,
+            ulp_per_x: 2.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+    ),
 ];
 
 fn bound_for(op: &str, backend: Backend) -> Bound {
@@ -339,7 +476,11 @@ fn ulp(t: ScalarType, x: f64) -> f64 {
         F32 => (23, -126),
         _ => (52, -1022),
     };
-    let e = if x == 0.0 || !x.is_finite() { min_exp } else { (x.abs().log2().floor() as i32).max(min_exp) };
+    let e = if x == 0.0 || !x.is_finite() {
+        min_exp
+    } else {
+        (x.abs().log2().floor() as i32).max(min_exp)
+    };
     2f64.powi(e - mant)
 }
 
@@ -446,7 +587,11 @@ where
     F: for<'b> Fn(&'b KernelBuilder, &[Value<'b>]) -> Value<'b>,
 {
     built(Kernel::build(name, |k| {
-        let ptrs: Vec<Value> = ins.iter().enumerate().map(|(i, &t)| k.arg_ptr(&format!("in{i}"), t)).collect();
+        let ptrs: Vec<Value> = ins
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| k.arg_ptr(&format!("in{i}"), t))
+            .collect();
         let o = k.arg_ptr("out", out);
         let n = k.arg_i32("n");
         let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
@@ -474,9 +619,22 @@ where
             let mut bufs: Vec<Buf> = ins
                 .iter()
                 .enumerate()
-                .map(|(i, &(t, d))| Buf { dtype: t, init: generate(t, n, d, (variant * 31 + i * 7) as u64 + 2 * (n == 1) as u64 * (i as u64 + 1)), output: false })
+                .map(|(i, &(t, d))| Buf {
+                    dtype: t,
+                    init: generate(
+                        t,
+                        n,
+                        d,
+                        (variant * 31 + i * 7) as u64 + 2 * (n == 1) as u64 * (i as u64 + 1),
+                    ),
+                    output: false,
+                })
                 .collect();
-            bufs.push(Buf { dtype: out, init: vec![V::I(0); n], output: true });
+            bufs.push(Buf {
+                dtype: out,
+                init: vec![V::I(0); n],
+                output: true,
+            });
             Case {
                 op: op.to_string(),
                 dtype: column,
@@ -495,13 +653,48 @@ where
 fn transcendental_domain(op: &str) -> Domain {
     use std::f64::consts::PI;
     match op {
-        "exp" => Domain::Range { lo: -87.0, hi: 88.0, lo2: -20, hi2: 6 },
-        "exp2" => Domain::Range { lo: -126.0, hi: 127.0, lo2: -20, hi2: 6 },
-        "log" | "log2" => Domain::Range { lo: 0.0, hi: 3.0, lo2: -20, hi2: 20 },
-        "rsqrt" => Domain::Range { lo: 0.0, hi: 100.0, lo2: -100, hi2: 100 },
-        "sin" | "cos" => Domain::Range { lo: -PI, hi: PI, lo2: -20, hi2: 1 },
-        "erf" => Domain::Range { lo: -6.0, hi: 6.0, lo2: -20, hi2: 2 },
-        "sigmoid" => Domain::Range { lo: -80.0, hi: 80.0, lo2: -20, hi2: 6 },
+        "exp" => Domain::Range {
+            lo: -87.0,
+            hi: 88.0,
+            lo2: -20,
+            hi2: 6,
+        },
+        "exp2" => Domain::Range {
+            lo: -126.0,
+            hi: 127.0,
+            lo2: -20,
+            hi2: 6,
+        },
+        "log" | "log2" => Domain::Range {
+            lo: 0.0,
+            hi: 3.0,
+            lo2: -20,
+            hi2: 20,
+        },
+        "rsqrt" => Domain::Range {
+            lo: 0.0,
+            hi: 100.0,
+            lo2: -100,
+            hi2: 100,
+        },
+        "sin" | "cos" => Domain::Range {
+            lo: -PI,
+            hi: PI,
+            lo2: -20,
+            hi2: 1,
+        },
+        "erf" => Domain::Range {
+            lo: -6.0,
+            hi: 6.0,
+            lo2: -20,
+            hi2: 2,
+        },
+        "sigmoid" => Domain::Range {
+            lo: -80.0,
+            hi: 80.0,
+            lo2: -20,
+            hi2: 6,
+        },
         _ => Domain::General,
     }
 }
@@ -530,8 +723,16 @@ fn unary_cases() -> Vec<Case> {
     for (op, f) in ops {
         for t in DTYPES {
             let exact = matches!(op, "neg" | "not" | "abs" | "floor" | "ceil");
-            let rule = if exact || !t.is_float() { Rule::Exact } else { Rule::Float { op, arg: 0 } };
-            let domain = if t.is_float() { transcendental_domain(op) } else { Domain::General };
+            let rule = if exact || !t.is_float() {
+                Rule::Exact
+            } else {
+                Rule::Float { op, arg: 0 }
+            };
+            let domain = if t.is_float() {
+                transcendental_domain(op)
+            } else {
+                Domain::General
+            };
             cases.extend(elementwise_cases(op, &[(t, domain)], t, rule, move |_, x| f(x[0])));
         }
     }
@@ -564,8 +765,18 @@ fn binary_cases() -> Vec<Case> {
                 "shl" | "shr" => Domain::Shift,
                 _ => Domain::General,
             };
-            let rule = if t.is_float() { Rule::Float { op, arg: 0 } } else { Rule::Exact };
-            cases.extend(elementwise_cases(op, &[(t, Domain::General), (t, db)], t, rule, move |k, x| f(k, x[0], x[1])));
+            let rule = if t.is_float() {
+                Rule::Float { op, arg: 0 }
+            } else {
+                Rule::Exact
+            };
+            cases.extend(elementwise_cases(
+                op,
+                &[(t, Domain::General), (t, db)],
+                t,
+                rule,
+                move |k, x| f(k, x[0], x[1]),
+            ));
         }
     }
     let cmps: [(&str, BinaryFn); 6] = [
@@ -579,7 +790,13 @@ fn binary_cases() -> Vec<Case> {
     for (op, f) in cmps {
         for t in DTYPES {
             // Compare x with a copy of itself shuffled into y half of the time (equal values).
-            let mut cs = elementwise_cases(op, &[(t, Domain::General), (t, Domain::General)], I32, Rule::Exact, move |k, x| f(k, x[0], x[1]));
+            let mut cs = elementwise_cases(
+                op,
+                &[(t, Domain::General), (t, Domain::General)],
+                I32,
+                Rule::Exact,
+                move |k, x| f(k, x[0], x[1]),
+            );
             for c in &mut cs {
                 let x = c.bufs[0].init.clone();
                 for (i, y) in c.bufs[1].init.iter_mut().enumerate() {
@@ -592,11 +809,25 @@ fn binary_cases() -> Vec<Case> {
         }
     }
     for t in DTYPES {
-        cases.extend(elementwise_cases("where", &[(t, Domain::General), (t, Domain::General), (I32, Domain::Flag)], t, Rule::Exact, |k, x| {
-            k.where_(x[2].ne(0), x[0], x[1])
-        }));
-        let rule = if t.is_float() { Rule::Float { op: "fma", arg: 0 } } else { Rule::Exact };
-        cases.extend(elementwise_cases("fma", &[(t, Domain::General), (t, Domain::General), (t, Domain::General)], t, rule, |_, x| x[0].fma(x[1], x[2])));
+        cases.extend(elementwise_cases(
+            "where",
+            &[(t, Domain::General), (t, Domain::General), (I32, Domain::Flag)],
+            t,
+            Rule::Exact,
+            |k, x| k.where_(x[2].ne(0), x[0], x[1]),
+        ));
+        let rule = if t.is_float() {
+            Rule::Float { op: "fma", arg: 0 }
+        } else {
+            Rule::Exact
+        };
+        cases.extend(elementwise_cases(
+            "fma",
+            &[(t, Domain::General), (t, Domain::General), (t, Domain::General)],
+            t,
+            rule,
+            |_, x| x[0].fma(x[1], x[2]),
+        ));
     }
     cases
 }
@@ -609,7 +840,9 @@ fn cast_cases() -> Vec<Case> {
                 continue;
             }
             let op = format!("cast->{}", to.name());
-            let mut cs = elementwise_cases(&op, &[(from, Domain::General)], to, Rule::Exact, move |_, x| x[0].to(to));
+            let mut cs = elementwise_cases(&op, &[(from, Domain::General)], to, Rule::Exact, move |_, x| {
+                x[0].to(to)
+            });
             for c in &mut cs {
                 c.dtype = from;
             }
@@ -624,7 +857,13 @@ fn cast_cases() -> Vec<Case> {
                     continue;
                 }
                 let op = format!("bitcast->{}", to.name());
-                cases.extend(elementwise_cases(&op, &[(from, Domain::General)], to, Rule::Exact, move |_, x| x[0].bitcast(to)));
+                cases.extend(elementwise_cases(
+                    &op,
+                    &[(from, Domain::General)],
+                    to,
+                    Rule::Exact,
+                    move |_, x| x[0].bitcast(to),
+                ));
             }
         }
     }
@@ -654,8 +893,16 @@ fn memory_cases() -> Vec<Case> {
                 shape: format!("{n}/{BLOCK}"),
                 kernel: kernel.clone(),
                 bufs: vec![
-                    Buf { dtype: t, init: generate(t, n, Domain::General, 100 + variant as u64 * 2), output: false },
-                    Buf { dtype: t, init: generate(t, len, Domain::General, 201 + variant as u64 * 2), output: true },
+                    Buf {
+                        dtype: t,
+                        init: generate(t, n, Domain::General, 100 + variant as u64 * 2),
+                        output: false,
+                    },
+                    Buf {
+                        dtype: t,
+                        init: generate(t, len, Domain::General, 201 + variant as u64 * 2),
+                        output: true,
+                    },
                 ],
                 n: Some(n as i32),
                 grid,
@@ -681,7 +928,11 @@ fn reduction_cases() -> Vec<Case> {
     for (op, f) in ops {
         for t in DTYPES {
             let out_t = if op.starts_with("arg") { I32 } else { t };
-            let domain = if op == "sum" && t.is_float() { Domain::Moderate } else { Domain::General };
+            let domain = if op == "sum" && t.is_float() {
+                Domain::Moderate
+            } else {
+                Domain::General
+            };
             // (label, rows, cols, axis): 1-D blocks are [1, cols] reduced along axis 1.
             let shapes: [(&str, u32, u32, Option<u32>); 5] = [
                 ("(1d)", 1, 1, None),
@@ -725,8 +976,16 @@ fn reduction_cases() -> Vec<Case> {
                 let rule = if op == "sum" && t.is_float() {
                     let (r, c) = (rows as usize, cols as usize);
                     match axis {
-                        Some(0) => Rule::Sum { rows: r, n: c, axis0: true },
-                        _ => Rule::Sum { rows: r, n: c, axis0: false },
+                        Some(0) => Rule::Sum {
+                            rows: r,
+                            n: c,
+                            axis0: true,
+                        },
+                        _ => Rule::Sum {
+                            rows: r,
+                            n: c,
+                            axis0: false,
+                        },
                     }
                 } else {
                     Rule::Exact
@@ -736,7 +995,18 @@ fn reduction_cases() -> Vec<Case> {
                     dtype: t,
                     shape: format!("{rows}x{cols}"),
                     kernel,
-                    bufs: vec![Buf { dtype: t, init, output: false }, Buf { dtype: out_t, init: vec![V::I(0); out_len], output: true }],
+                    bufs: vec![
+                        Buf {
+                            dtype: t,
+                            init,
+                            output: false,
+                        },
+                        Buf {
+                            dtype: out_t,
+                            init: vec![V::I(0); out_len],
+                            output: true,
+                        },
+                    ],
                     n: None,
                     grid: 1,
                     rule,
@@ -777,15 +1047,24 @@ fn atomic_cases() -> Vec<Case> {
                 let grid = (n as u32).div_ceil(B as u32);
                 let (init, vals) = match op {
                     // Distinct non-zero values; the memory starts at 0.
-                    "atomic_cas" | "atomic_xchg" => (vec![quantize(t, V::I(0)); ADDRS as usize], (0..n).map(|i| quantize(t, V::I(i as i128 + 1))).collect()),
-                    "atomic_add" if t.is_float() => (generate(t, 4, Domain::Moderate, 1), generate(t, n, Domain::Moderate, 400 + variant as u64)),
+                    "atomic_cas" | "atomic_xchg" => (
+                        vec![quantize(t, V::I(0)); ADDRS as usize],
+                        (0..n).map(|i| quantize(t, V::I(i as i128 + 1))).collect(),
+                    ),
+                    "atomic_add" if t.is_float() => (
+                        generate(t, 4, Domain::Moderate, 1),
+                        generate(t, n, Domain::Moderate, 400 + variant as u64),
+                    ),
                     // Floats without NaN: the order of NaN-propagating CAS loops is free.
                     _ if t.is_float() => {
                         let mut g = generate(t, n + 4, Domain::General, 402 + variant as u64 * 2);
                         g.iter_mut().filter(|v| v.is_nan()).for_each(|v| *v = V::F(-0.0));
                         (g[n..].to_vec(), g[..n].to_vec())
                     }
-                    _ => (generate(t, 4, Domain::General, 3), generate(t, n, Domain::General, 404 + variant as u64 * 2)),
+                    _ => (
+                        generate(t, 4, Domain::General, 3),
+                        generate(t, n, Domain::General, 404 + variant as u64 * 2),
+                    ),
                 };
                 cases.push(Case {
                     op: op.to_string(),
@@ -793,9 +1072,21 @@ fn atomic_cases() -> Vec<Case> {
                     shape: format!("{n}/{B}->{ADDRS}"),
                     kernel: kernel.clone(),
                     bufs: vec![
-                        Buf { dtype: t, init, output: true },
-                        Buf { dtype: t, init: vals, output: false },
-                        Buf { dtype: t, init: vec![V::I(0); n], output: true },
+                        Buf {
+                            dtype: t,
+                            init,
+                            output: true,
+                        },
+                        Buf {
+                            dtype: t,
+                            init: vals,
+                            output: false,
+                        },
+                        Buf {
+                            dtype: t,
+                            init: vec![V::I(0); n],
+                            output: true,
+                        },
                     ],
                     n: Some(n as i32),
                     grid,
@@ -827,14 +1118,21 @@ fn mark_known(c: Case) -> Case {
         // backend-spirv documents float `rem` as `OpFRem`, whose precision Vulkan defines as
         // that of `x - y·trunc(x/y)`: inexact for large quotients, NaN for `rem(x, ±inf)`
         // (the IR's `fmod` gives `x`).
-        "rem" if float => c.known_failure(Backend::Vulkan, "SPIR-V OpFRem is x - y*trunc(x/y) (documented in backend-spirv), not the exact fmod of the IR"),
+        "rem" if float => c.known_failure(
+            Backend::Vulkan,
+            "SPIR-V OpFRem is x - y*trunc(x/y) (documented in backend-spirv), not the exact fmod of the IR",
+        ),
         // Vulkan lets `fma` be a multiply then an add (two roundings); lavapipe does that.
-        "fma" if float => c.known_failure(Backend::Vulkan, "Vulkan's fma may round twice (precision inherited from OpFMul and OpFAdd); lavapipe does not fuse"),
+        "fma" if float => c.known_failure(
+            Backend::Vulkan,
+            "Vulkan's fma may round twice (precision inherited from OpFMul and OpFAdd); lavapipe does not fuse",
+        ),
         // backend-spirv computes f16 `sigmoid` as `1 / (1 + exp(-x))` in f16: `exp(-x)`
         // overflows for x < -11.09, giving 0 where the result is an f16 subnormal.
-        "sigmoid" if c.dtype == F16 => {
-            c.known_failure(Backend::Vulkan, "f16 sigmoid computed in f16 on SPIR-V: exp(-x) overflows for x < -11.09, result 0 instead of a subnormal")
-        }
+        "sigmoid" if c.dtype == F16 => c.known_failure(
+            Backend::Vulkan,
+            "f16 sigmoid computed in f16 on SPIR-V: exp(-x) overflows for x < -11.09, result 0 instead of a subnormal",
+        ),
         _ => c,
     }
 }
@@ -903,7 +1201,10 @@ fn flushed_reference(cpu: &CpuDevice, c: &Case, kernel: &Kernel, want: &[Vec<V>]
     }
     let out_types: Vec<ScalarType> = c.bufs.iter().filter(|b| b.output).map(|b| b.dtype).collect();
     let flush_outputs = |outs: &[Vec<V>]| -> Vec<Vec<V>> {
-        outs.iter().zip(&out_types).map(|(o, &t)| o.iter().map(|&v| flush(t, v)).collect()).collect()
+        outs.iter()
+            .zip(&out_types)
+            .map(|(o, &t)| o.iter().map(|&v| flush(t, v)).collect())
+            .collect()
     };
     let mut candidates = vec![flush_outputs(want)];
     let flushed_case = Case {
@@ -911,7 +1212,15 @@ fn flushed_reference(cpu: &CpuDevice, c: &Case, kernel: &Kernel, want: &[Vec<V>]
         dtype: c.dtype,
         shape: c.shape.clone(),
         kernel: Err(String::new()),
-        bufs: c.bufs.iter().map(|b| Buf { dtype: b.dtype, init: b.init.iter().map(|&v| flush(b.dtype, v)).collect(), output: b.output }).collect(),
+        bufs: c
+            .bufs
+            .iter()
+            .map(|b| Buf {
+                dtype: b.dtype,
+                init: b.init.iter().map(|&v| flush(b.dtype, v)).collect(),
+                output: b.output,
+            })
+            .collect(),
         n: c.n,
         grid: c.grid,
         rule: c.rule,
@@ -926,7 +1235,10 @@ fn flushed_reference(cpu: &CpuDevice, c: &Case, kernel: &Kernel, want: &[Vec<V>]
 fn is_unsupported(e: &Error) -> bool {
     let text = e.to_string();
     matches!(e, Error::Codegen { .. } | Error::Lower(_) | Error::Device { .. })
-        && (text.contains("not supported") || text.contains("unsupported") || text.contains("no storage type") || text.contains("does not support"))
+        && (text.contains("not supported")
+            || text.contains("unsupported")
+            || text.contains("no storage type")
+            || text.contains("does not support"))
 }
 
 fn same(a: V, b: V) -> bool {
@@ -937,7 +1249,12 @@ fn same(a: V, b: V) -> bool {
 }
 
 fn describe(c: &Case, i: usize, want: V, got: V) -> String {
-    let inputs: Vec<String> = c.bufs.iter().filter(|b| !b.output).map(|b| b.init.get(i).map_or("-".into(), |v| v.to_string())).collect();
+    let inputs: Vec<String> = c
+        .bufs
+        .iter()
+        .filter(|b| !b.output)
+        .map(|b| b.init.get(i).map_or("-".into(), |v| v.to_string()))
+        .collect();
     format!("element {i}: input ({}) expected {want}, got {got}", inputs.join(", "))
 }
 
@@ -967,7 +1284,11 @@ fn compare(c: &Case, backend: Backend, want: &[Vec<V>], got: &[Vec<V>]) -> Resul
             let x = &c.bufs[0].init;
             let (w, g) = (&want[0], &got[0]);
             for (j, (wj, gj)) in w.iter().zip(g).enumerate() {
-                let elems: Vec<f64> = if axis0 { (0..rows).map(|r| x[r * n + j].f()).collect() } else { (0..n).map(|k| x[j * n + k].f()).collect() };
+                let elems: Vec<f64> = if axis0 {
+                    (0..rows).map(|r| x[r * n + j].f()).collect()
+                } else {
+                    (0..n).map(|k| x[j * n + k].f()).collect()
+                };
                 let abs: f64 = elems.iter().map(|v| v.abs()).sum();
                 let eps = ulp(t, 1.0);
                 let tol = elems.len() as f64 * eps * abs;
@@ -985,7 +1306,8 @@ fn compare(c: &Case, backend: Backend, want: &[Vec<V>], got: &[Vec<V>]) -> Resul
             let init = &c.bufs[0].init;
             for a in 0..wm.len() {
                 let ok = if op == "atomic_add" && t.is_float() {
-                    let abs: f64 = init[a].f().abs() + vals.iter().skip(a).step_by(wm.len()).map(|v| v.f().abs()).sum::<f64>();
+                    let abs: f64 =
+                        init[a].f().abs() + vals.iter().skip(a).step_by(wm.len()).map(|v| v.f().abs()).sum::<f64>();
                     (gm[a].f() - wm[a].f()).abs() <= vals.len() as f64 * ulp(t, 1.0) * abs
                 } else if op == "atomic_xchg" || op == "atomic_cas" {
                     true // checked below
@@ -1019,8 +1341,14 @@ fn compare(c: &Case, backend: Backend, want: &[Vec<V>], got: &[Vec<V>]) -> Resul
                     if lanes(a).next().is_none() {
                         continue;
                     }
-                    if winners.len() != 1 || !same(gm[a], vals[winners[0]]) || lanes(a).any(|i| i != winners[0] && !same(gold[i], gm[a])) {
-                        return Err(format!("address {a}: compare-and-swap results are inconsistent (winners {winners:?}, final {})", gm[a]));
+                    if winners.len() != 1
+                        || !same(gm[a], vals[winners[0]])
+                        || lanes(a).any(|i| i != winners[0] && !same(gold[i], gm[a]))
+                    {
+                        return Err(format!(
+                            "address {a}: compare-and-swap results are inconsistent (winners {winners:?}, final {})",
+                            gm[a]
+                        ));
                     }
                 }
             }
@@ -1046,7 +1374,10 @@ pub struct Matrix {
 pub fn run_matrix(devices: &[Arc<dyn Device>]) -> Matrix {
     let cases = cases();
     let cpu = CpuDevice::new();
-    let reference: Vec<Option<rutile::Result<Vec<Vec<V>>>>> = cases.iter().map(|c| c.kernel.as_ref().ok().map(|k| run_on(&cpu, c, k))).collect();
+    let reference: Vec<Option<rutile::Result<Vec<Vec<V>>>>> = cases
+        .iter()
+        .map(|c| c.kernel.as_ref().ok().map(|k| run_on(&cpu, c, k)))
+        .collect();
     let mut all: Vec<(String, &dyn Device)> = vec![("cpu (interpreter)".into(), &cpu)];
     for d in devices {
         all.push((d.id(), d.as_ref()));
@@ -1061,7 +1392,13 @@ pub fn run_matrix(devices: &[Arc<dyn Device>]) -> Matrix {
                 outcomes.push(Outcome::Unsupported("not accepted by the builder".into()));
                 continue;
             };
-            let missing: Vec<&str> = c.bufs.iter().map(|b| b.dtype).filter(|t| !props.supported_types.contains(t)).map(|t| t.name()).collect();
+            let missing: Vec<&str> = c
+                .bufs
+                .iter()
+                .map(|b| b.dtype)
+                .filter(|t| !props.supported_types.contains(t))
+                .map(|t| t.name())
+                .collect();
             let outcome = if !missing.is_empty() {
                 Outcome::Unsupported(format!("the device does not support {}", missing.join(", ")))
             } else {
@@ -1085,7 +1422,10 @@ pub fn run_matrix(devices: &[Arc<dyn Device>]) -> Matrix {
                                             .enumerate()
                                             .map(|(i, &x)| {
                                                 let g = got[o].get(i).copied();
-                                                ftz.iter().map(|f| f[o][i]).find(|&f| g.is_some_and(|g| same(f, g))).unwrap_or(x)
+                                                ftz.iter()
+                                                    .map(|f| f[o][i])
+                                                    .find(|&f| g.is_some_and(|g| same(f, g)))
+                                                    .unwrap_or(x)
                                             })
                                             .collect()
                                     })
@@ -1107,7 +1447,10 @@ pub fn run_matrix(devices: &[Arc<dyn Device>]) -> Matrix {
         }
         results.push(DeviceResults { id, outcomes });
     }
-    Matrix { cases, devices: results }
+    Matrix {
+        cases,
+        devices: results,
+    }
 }
 
 #[derive(Default, Clone, Copy)]
@@ -1151,7 +1494,11 @@ impl Counts {
 impl Matrix {
     /// The number of failures over all devices.
     pub fn failures(&self) -> usize {
-        self.devices.iter().flat_map(|d| &d.outcomes).filter(|o| matches!(o, Outcome::Fail(_))).count()
+        self.devices
+            .iter()
+            .flat_map(|d| &d.outcomes)
+            .filter(|o| matches!(o, Outcome::Fail(_)))
+            .count()
     }
 
     /// The matrix as text: per device, a table op × dtype (each cell: `F` failures, `K`
@@ -1167,7 +1514,12 @@ impl Matrix {
         }
         let rejected = |i: usize| self.cases[i].kernel.is_err();
         for d in &self.devices {
-            writeln!(s, "\n== {} ==  (cells: F=fail K=known, passes, U=unsupported; - = type not accepted by the op)", d.id).unwrap();
+            writeln!(
+                s,
+                "\n== {} ==  (cells: F=fail K=known, passes, U=unsupported; - = type not accepted by the op)",
+                d.id
+            )
+            .unwrap();
             write!(s, "{:<20}", "op").unwrap();
             for t in DTYPES {
                 write!(s, "{:>8}", t.name()).unwrap();
@@ -1192,7 +1544,13 @@ impl Matrix {
                             }
                         }
                     }
-                    let cell = if !any { "".into() } else if all_rejected { "-".into() } else { cnt.cell() };
+                    let cell = if !any {
+                        "".into()
+                    } else if all_rejected {
+                        "-".into()
+                    } else {
+                        cnt.cell()
+                    };
                     write!(s, "{cell:>8}").unwrap();
                     for (i, c) in self.cases.iter().enumerate() {
                         if c.op == *row && c.dtype == t && !rejected(i) {
@@ -1213,8 +1571,12 @@ impl Matrix {
             let mut unsupported: BTreeMap<String, Vec<String>> = BTreeMap::new();
             for (c, o) in self.cases.iter().zip(&d.outcomes) {
                 match o {
-                    Outcome::Fail(m) => writeln!(s, "FAIL  {} {} {} [{}]: {m}", d.id, c.op, c.dtype.name(), c.shape).unwrap(),
-                    Outcome::Known(m) => writeln!(s, "KNOWN {} {} {} [{}]: {m}", d.id, c.op, c.dtype.name(), c.shape).unwrap(),
+                    Outcome::Fail(m) => {
+                        writeln!(s, "FAIL  {} {} {} [{}]: {m}", d.id, c.op, c.dtype.name(), c.shape).unwrap()
+                    }
+                    Outcome::Known(m) => {
+                        writeln!(s, "KNOWN {} {} {} [{}]: {m}", d.id, c.op, c.dtype.name(), c.shape).unwrap()
+                    }
                     Outcome::Unsupported(m) if c.kernel.is_ok() => {
                         let m: String = m.chars().take(160).collect();
                         let e = unsupported.entry(m).or_default();
@@ -1227,7 +1589,14 @@ impl Matrix {
                 }
             }
             for (m, which) in unsupported {
-                writeln!(s, "UNSUPPORTED {} ({} op/types): {m}\n    {}", d.id, which.len(), which.join(" ")).unwrap();
+                writeln!(
+                    s,
+                    "UNSUPPORTED {} ({} op/types): {m}\n    {}",
+                    d.id,
+                    which.len(),
+                    which.join(" ")
+                )
+                .unwrap();
             }
         }
         s

@@ -8,7 +8,11 @@ pub fn normal_f32s(rng: &mut Rng, n: usize) -> Vec<f32> {
     (0..n)
         .map(|_| {
             let v = ((0..4).map(|_| rng.unit()).sum::<f64>() - 2.0) as f32 * 1.7;
-            if v == 0.0 { f32::MIN_POSITIVE } else { v }
+            if v == 0.0 {
+                f32::MIN_POSITIVE
+            } else {
+                v
+            }
         })
         .collect()
 }

@@ -60,7 +60,14 @@ pub fn vector_add(dev: &dyn Device, n: usize, seed: u64) -> Result<Outcome> {
     let z = dev.download(&zb)?;
     let want: Vec<f64> = x.iter().zip(&y).map(|(a, b)| (a + b) as f64).collect();
     let (error, _) = max_relative_error(z.iter().map(|&v| v as f64), &want, 0.0);
-    Ok(Outcome { tutorial: "vector add".into(), size: format!("{n}"), device: dev.id(), error, tolerance: 0.0, time_ms })
+    Ok(Outcome {
+        tutorial: "vector add".into(),
+        size: format!("{n}"),
+        device: dev.id(),
+        error,
+        tolerance: 0.0,
+        time_ms,
+    })
 }
 
 /// Fused softmax of a `rows x cols` f32 matrix, one row per program or persistent.
@@ -69,9 +76,20 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, persistent: bool, see
     let x = crate::rng::normal_f32s(&mut rng, rows * cols);
     let block = seeds::softmax_block(cols as u32);
     let num_warps = seeds::softmax_num_warps(block);
-    let kernel = if persistent { seeds::softmax_persistent(block)? } else { seeds::softmax(block)? };
+    let kernel = if persistent {
+        seeds::softmax_persistent(block)?
+    } else {
+        seeds::softmax(block)?
+    };
     let (xb, yb) = (dev.upload(&x)?, dev.zeros::<f32>(rows * cols)?);
-    let args = [(&yb).into(), (&xb).into(), (cols as i32).into(), (cols as i32).into(), (rows as i32).into(), (cols as i32).into()];
+    let args = [
+        (&yb).into(),
+        (&xb).into(),
+        (cols as i32).into(),
+        (cols as i32).into(),
+        (rows as i32).into(),
+        (cols as i32).into(),
+    ];
     let mut config = LaunchConfig::grid1(rows as u32).num_warps(num_warps);
     if persistent {
         let compiled = dev.compile_for(&kernel, &config, &args)?;
@@ -84,7 +102,14 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, persistent: bool, see
     let want = softmax_reference(&x, rows, cols);
     let (error, _) = max_relative_error(y.iter().map(|&v| v as f64), &want, 1e-30);
     let name = if persistent { "softmax (persistent)" } else { "softmax" };
-    Ok(Outcome { tutorial: name.into(), size: format!("{rows}x{cols}"), device: dev.id(), error, tolerance: 1e-5, time_ms })
+    Ok(Outcome {
+        tutorial: name.into(),
+        size: format!("{rows}x{cols}"),
+        device: dev.id(),
+        error,
+        tolerance: 1e-5,
+        time_ms,
+    })
 }
 
 /// Matmul of fp16 `m x k` and `k x n` matrices into fp16, with optional leaky ReLU.
@@ -97,7 +122,20 @@ pub fn matmul(dev: &dyn Device, m: usize, n: usize, k: usize, leaky_relu: bool, 
     let kernel = seeds::matmul(&meta)?;
     let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&b)?, dev.zeros::<f16>(m * n)?);
     let i = |v: usize| rutile::Arg::I32(v as i32);
-    let args = [(&ab).into(), (&bb).into(), (&cb).into(), i(m), i(n), i(k), i(k), i(1), i(n), i(1), i(n), i(1)];
+    let args = [
+        (&ab).into(),
+        (&bb).into(),
+        (&cb).into(),
+        i(m),
+        i(n),
+        i(k),
+        i(k),
+        i(1),
+        i(n),
+        i(1),
+        i(n),
+        i(1),
+    ];
     let config = LaunchConfig::grid1(seeds::matmul_grid(&meta, m as u32, n as u32));
     let time_ms = timed(dev, &kernel, &config, &args)?;
     let c = dev.download(&cb)?;
@@ -107,5 +145,12 @@ pub fn matmul(dev: &dyn Device, m: usize, n: usize, k: usize, leaky_relu: bool, 
     let scale = (k as f64).sqrt() / 3.0;
     let (error, _) = max_relative_error(c.iter().map(|v| v.to_f64()), &want, scale);
     let name = if leaky_relu { "matmul + leaky_relu" } else { "matmul" };
-    Ok(Outcome { tutorial: name.into(), size: format!("{m}x{n}x{k}"), device: dev.id(), error, tolerance: 2e-3, time_ms })
+    Ok(Outcome {
+        tutorial: name.into(),
+        size: format!("{m}x{n}x{k}"),
+        device: dev.id(),
+        error,
+        tolerance: 2e-3,
+        time_ms,
+    })
 }

@@ -24,16 +24,28 @@ fn main() {
     let mut failed = false;
     let runs: Vec<(&str, Box<dyn Fn(&dyn Device) -> rutile::Result<Outcome>>)> = vec![
         ("vector add", Box::new(|d| tutorials::vector_add(d, 98432, 1))),
-        ("softmax", Box::new(move |d| tutorials::softmax(d, if on_cpu { 1823 } else { 4096 }, 781, false, 2))),
-        ("persistent softmax", Box::new(move |d| tutorials::softmax(d, if on_cpu { 1823 } else { 4096 }, 781, true, 3))),
+        (
+            "softmax",
+            Box::new(move |d| tutorials::softmax(d, if on_cpu { 1823 } else { 4096 }, 781, false, 2)),
+        ),
+        (
+            "persistent softmax",
+            Box::new(move |d| tutorials::softmax(d, if on_cpu { 1823 } else { 4096 }, 781, true, 3)),
+        ),
         ("matmul", Box::new(|d| tutorials::matmul(d, 512, 512, 512, false, 4))),
-        ("matmul + leaky_relu", Box::new(|d| tutorials::matmul(d, 512, 512, 512, true, 5))),
+        (
+            "matmul + leaky_relu",
+            Box::new(|d| tutorials::matmul(d, 512, 512, 512, true, 5)),
+        ),
     ];
     for (name, run) in runs {
         let outcome = match run(device.as_ref()) {
             Ok(o) => Ok(o),
             Err(rutile::Error::Lower(e)) if !on_cpu => {
-                println!("{name}: not supported on {} yet ({e}); running it in the interpreter", device.id());
+                println!(
+                    "{name}: not supported on {} yet ({e}); running it in the interpreter",
+                    device.id()
+                );
                 run(&cpu)
             }
             Err(e) => Err(e),

@@ -99,13 +99,28 @@ impl<'a> Emitter<'a> {
         let r = match s {
             Stmt::Set { dst, expr: e } => expr::set(self, *dst, e),
             Stmt::Load { dsts, mem, index, pred } => memory::load(self, dsts, *mem, *index, *pred),
-            Stmt::Store { values, mem, index, pred } => memory::store(self, values, *mem, *index, *pred),
-            Stmt::Atomic { dst, op, param, index, value, pred } => {
-                atomic::rmw(self, *dst, *op, *param, *index, *value, *pred)
-            }
-            Stmt::AtomicCas { dst, param, index, cmp, value, pred } => {
-                atomic::cas(self, *dst, *param, *index, *cmp, *value, *pred)
-            }
+            Stmt::Store {
+                values,
+                mem,
+                index,
+                pred,
+            } => memory::store(self, values, *mem, *index, *pred),
+            Stmt::Atomic {
+                dst,
+                op,
+                param,
+                index,
+                value,
+                pred,
+            } => atomic::rmw(self, *dst, *op, *param, *index, *value, *pred),
+            Stmt::AtomicCas {
+                dst,
+                param,
+                index,
+                cmp,
+                value,
+                pred,
+            } => atomic::cas(self, *dst, *param, *index, *cmp, *value, *pred),
             Stmt::Barrier => {
                 self.ins("bar.sync 0");
                 Ok(())
@@ -114,16 +129,27 @@ impl<'a> Emitter<'a> {
                 self.comment(c);
                 Ok(())
             }
-            Stmt::If { cond, then_body, else_body } => return control::if_(self, *cond, then_body, else_body),
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => return control::if_(self, *cond, then_body, else_body),
             Stmt::While { cond_body, cond, body } => return control::while_(self, cond_body, *cond, body),
         };
-        r.map_err(|reason| PtxError::Unsupported { statement: one_line(self.k, s), reason })
+        r.map_err(|reason| PtxError::Unsupported {
+            statement: one_line(self.k, s),
+            reason,
+        })
     }
 }
 
 /// `s` in the per-thread IR's text form, on one line.
 fn one_line(k: &ThreadKernel, s: &Stmt) -> String {
-    let t = ThreadKernel { body: vec![s.clone()], shared: vec![], ..k.clone() };
+    let t = ThreadKernel {
+        body: vec![s.clone()],
+        shared: vec![],
+        ..k.clone()
+    };
     let text = t.to_string();
     text.lines().nth(1).unwrap_or("").trim().to_string()
 }
@@ -143,7 +169,11 @@ fn param_decl(name: &str, ty: ScalarType) -> Result<&'static str, PtxError> {
 
 pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxError> {
     rutile_ir::thread::verify(k).map_err(PtxError::InvalidKernel)?;
-    let fail = |reason: String| PtxError::Target { kernel: k.name.clone(), target: target.to_string(), reason };
+    let fail = |reason: String| PtxError::Target {
+        kernel: k.name.clone(),
+        target: target.to_string(),
+        reason,
+    };
     if target.sm < 70 {
         return Err(fail("the PTX backend needs sm_70 or newer".into()));
     }
@@ -151,10 +181,16 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
         return Err(fail("the PTX backend needs PTX ISA 7.0 or newer".into()));
     }
     if k.warp_size != 32 {
-        return Err(fail(format!("CUDA warps have 32 threads, the kernel was lowered for {}", k.warp_size)));
+        return Err(fail(format!(
+            "CUDA warps have 32 threads, the kernel was lowered for {}",
+            k.warp_size
+        )));
     }
     if k.threads() > 1024 {
-        return Err(fail(format!("{} threads per program exceed CUDA's 1024 per block", k.threads())));
+        return Err(fail(format!(
+            "{} threads per program exceed CUDA's 1024 per block",
+            k.threads()
+        )));
     }
     if !crate::names::is_identifier(&k.name) {
         return Err(fail(format!("`{}` is not a valid PTX identifier", k.name)));
@@ -197,7 +233,11 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     let mut shared_decls = String::new();
     if !k.shared.is_empty() {
         // Module scope: `.extern` variables cannot be declared inside an entry.
-        let _ = writeln!(shared_decls, ".extern .shared .align 16 .b8 smem[]; // {} bytes at launch\n", dynamic_shared_bytes(k));
+        let _ = writeln!(
+            shared_decls,
+            ".extern .shared .align 16 .b8 smem[]; // {} bytes at launch\n",
+            dynamic_shared_bytes(k)
+        );
         let start = e.tmp(Class::R);
         e.ins(format!("mov.u32 {start}, smem"));
         let mut offset = 0;

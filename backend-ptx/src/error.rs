@@ -9,7 +9,11 @@ pub enum PtxError {
     /// The target is older than the generator supports, or the kernel's shape does not fit
     /// it (warp size, threads per program, shared memory, names).
     #[error("kernel `{kernel}` cannot target {target}: {reason}")]
-    Target { kernel: String, target: String, reason: String },
+    Target {
+        kernel: String,
+        target: String,
+        reason: String,
+    },
     /// A parameter type the PTX calling convention of this backend does not accept.
     #[error("parameter `{name}` of type {ty} is not supported by the PTX backend: {reason}")]
     Param { name: String, ty: String, reason: String },

@@ -107,8 +107,9 @@ const LN2: u32 = 0x3F317218;
 /// erf(x) = x + x·P(x²) for |x| < 0.875; P's coefficients, constant term first.
 const ERF_SMALL: [u32; 6] = [0x3E0375D3, 0xBEC09387, 0x3DE710C7, 0xBCDB7CE2, 0x3BA4F75D, 0xBA22E960];
 /// ln(erfc(a)) = Q(a - 0.875) for 0.875 ≤ a ≤ 4; Q's coefficients, constant term first.
-const ERF_LARGE: [u32; 9] =
-    [0xBFC43397, 0xC01B88BD, 0xBF539775, 0xBD404A56, 0x3C3B64F8, 0xBB17128F, 0x39B76C6E, 0xB8114136, 0x35DC4443];
+const ERF_LARGE: [u32; 9] = [
+    0xBFC43397, 0xC01B88BD, 0xBF539775, 0xBD404A56, 0x3C3B64F8, 0xBB17128F, 0x39B76C6E, 0xB8114136, 0x35DC4443,
+];
 /// Where erf switches from the polynomial to `1 - exp(Q)`.
 const ERF_SPLIT: f32 = 0.875;
 

@@ -55,7 +55,9 @@ fn shared_addr(e: &mut Emitter, alloc: u32, index: Reg, size: usize) -> String {
 fn locate(e: &mut Emitter, mem: Memory, index: Reg) -> (ScalarType, &'static str, String) {
     match mem {
         Memory::Global { param } => {
-            let ThreadParam::Ptr { elem, .. } = e.k.params[param as usize] else { unreachable!("verified") };
+            let ThreadParam::Ptr { elem, .. } = e.k.params[param as usize] else {
+                unreachable!("verified")
+            };
             let a = global_addr(e, param, index, elem.size_bytes());
             (elem, "global", a)
         }
@@ -124,7 +126,12 @@ pub(crate) fn load(e: &mut Emitter, dsts: &[Reg], mem: Memory, index: Reg, pred:
                     e.ins(format!("setp.ne.u32 {d}, {b}, 0"));
                 }
             } else {
-                e.ins(format!("ld.{space}{v}.{} {}, {}", mem_ty(elem), operand(chunk), at(&addr, off)));
+                e.ins(format!(
+                    "ld.{space}{v}.{} {}, {}",
+                    mem_ty(elem),
+                    operand(chunk),
+                    at(&addr, off)
+                ));
             }
         }
     });
@@ -155,7 +162,9 @@ pub(crate) fn store(e: &mut Emitter, values: &[Reg], mem: Memory, index: Reg, pr
                 w
             })
             .collect();
-        e.guarded(guard, |e| e.ins(format!("st.{space}.v4.b32 [{addr}], {}", operand(&words))));
+        e.guarded(guard, |e| {
+            e.ins(format!("st.{space}.v4.b32 [{addr}], {}", operand(&words)))
+        });
         return Ok(());
     }
     let per = per_access(elem, vals.len());
@@ -163,7 +172,12 @@ pub(crate) fn store(e: &mut Emitter, values: &[Reg], mem: Memory, index: Reg, pr
         for (c, chunk) in vals.chunks(per).enumerate() {
             let off = c * per * size;
             let v = vec_suffix(chunk.len());
-            e.ins(format!("st.{space}{v}.{} {}, {}", mem_ty(elem), at(&addr, off), operand(chunk)));
+            e.ins(format!(
+                "st.{space}{v}.{} {}, {}",
+                mem_ty(elem),
+                at(&addr, off),
+                operand(chunk)
+            ));
         }
     });
     Ok(())

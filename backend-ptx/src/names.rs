@@ -190,8 +190,11 @@ pub(crate) fn round_f64_to_bits(x: f64, exp_bits: u32, man_bits: u32) -> u64 {
     let b = x.abs().to_bits();
     let field = ((b >> 52) & 0x7ff) as i32;
     // |x| = mant * 2^e2.
-    let (mant, e2) =
-        if field == 0 { (b & ((1 << 52) - 1), -1074) } else { ((b & ((1 << 52) - 1)) | (1 << 52), field - 1075) };
+    let (mant, e2) = if field == 0 {
+        (b & ((1 << 52) - 1), -1074)
+    } else {
+        ((b & ((1 << 52) - 1)) | (1 << 52), field - 1075)
+    };
     let bias = (1i32 << (exp_bits - 1)) - 1;
     let log2 = 63 - mant.leading_zeros() as i32 + e2;
     let big_e = log2.max(1 - bias);
@@ -211,7 +214,11 @@ pub(crate) fn round_f64_to_bits(x: f64, exp_bits: u32, man_bits: u32) -> u64 {
             q
         }
     };
-    let (r, big_e) = if r == 1 << (man_bits + 1) { (r >> 1, big_e + 1) } else { (r, big_e) };
+    let (r, big_e) = if r == 1 << (man_bits + 1) {
+        (r >> 1, big_e + 1)
+    } else {
+        (r, big_e)
+    };
     if r < 1 << man_bits {
         // Subnormal (or zero after rounding).
         return sign | r;
@@ -241,8 +248,18 @@ mod tests {
     fn rounding_matches_f32_casts() {
         // A simple LCG over many magnitudes, plus edge cases.
         let mut s = 0x1234_5678_9abc_def0u64;
-        let mut values =
-            vec![0.0, -0.0, 1.0, f64::MIN_POSITIVE, 1e-45, 1.4e-45, 7e-46, 3.4028235e38, 3.4028236e38, 1e39];
+        let mut values = vec![
+            0.0,
+            -0.0,
+            1.0,
+            f64::MIN_POSITIVE,
+            1e-45,
+            1.4e-45,
+            7e-46,
+            3.4028235e38,
+            3.4028236e38,
+            1e39,
+        ];
         for _ in 0..200_000 {
             s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             values.push(f64::from_bits(s >> 1 | (s & 1) << 63));

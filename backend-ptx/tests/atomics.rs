@@ -8,8 +8,15 @@ use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxTarget};
 use support::{assert_contains, emit_80_90, emit_checked, kernel};
 
-const OPS: [AtomicOp; 7] =
-    [AtomicOp::Add, AtomicOp::Max, AtomicOp::Min, AtomicOp::Xchg, AtomicOp::And, AtomicOp::Or, AtomicOp::Xor];
+const OPS: [AtomicOp; 7] = [
+    AtomicOp::Add,
+    AtomicOp::Max,
+    AtomicOp::Min,
+    AtomicOp::Xchg,
+    AtomicOp::And,
+    AtomicOp::Or,
+    AtomicOp::Xor,
+];
 
 fn defined(op: AtomicOp, t: ScalarType) -> bool {
     !(t.is_float() && matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor))
@@ -28,8 +35,22 @@ fn atomic_kernel(t: ScalarType, op: Option<AtomicOp>) -> ThreadKernel {
     k.assign(dst, Expr::Copy(v));
     let idx = k.int(I64, 3);
     k.push(match op {
-        Some(op) => Stmt::Atomic { dst, op, param: p, index: idx, value: v, pred: Some(m) },
-        None => Stmt::AtomicCas { dst, param: p, index: tid, cmp: v, value: dst, pred: Some(m) },
+        Some(op) => Stmt::Atomic {
+            dst,
+            op,
+            param: p,
+            index: idx,
+            value: v,
+            pred: Some(m),
+        },
+        None => Stmt::AtomicCas {
+            dst,
+            param: p,
+            index: tid,
+            cmp: v,
+            value: dst,
+            pred: Some(m),
+        },
     });
     k.store(vec![dst], Memory::Global { param: out }, tid, None);
     k.finish()
@@ -77,7 +98,13 @@ fn cas_loops() {
     let ptx = emit_80_90(&atomic_kernel(F32, Some(AtomicOp::Max)));
     assert_contains(
         &ptx,
-        &["@!%p0 bra", "ld.relaxed.gpu.global.b32", "max.NaN.f32", "atom.acq_rel.gpu.global.cas.b32", "setp.ne.b32"],
+        &[
+            "@!%p0 bra",
+            "ld.relaxed.gpu.global.b32",
+            "max.NaN.f32",
+            "atom.acq_rel.gpu.global.cas.b32",
+            "setp.ne.b32",
+        ],
     );
     let ptx = emit_80_90(&atomic_kernel(F64, Some(AtomicOp::Min)));
     assert_contains(&ptx, &["atom.acq_rel.gpu.global.cas.b64", "setp.nan.f64"]);
@@ -87,7 +114,10 @@ fn cas_loops() {
     // bf16 add: native on sm_90, a loop on sm_80, unsupported before.
     let k = atomic_kernel(BF16, Some(AtomicOp::Add));
     assert_contains(&emit_checked(&k, 90), &["atom.acq_rel.gpu.global.add.noftz.bf16"]);
-    assert_contains(&emit_checked(&k, 80), &["atom.acq_rel.gpu.global.cas.b16", "cvt.rn.bf16.f32"]);
+    assert_contains(
+        &emit_checked(&k, 80),
+        &["atom.acq_rel.gpu.global.cas.b16", "cvt.rn.bf16.f32"],
+    );
     assert!(emit(&k, &PtxTarget::from_compute_capability(7, 5)).is_err());
     // f16 max before sm_80 (no min.NaN.f16): widened emulation.
     emit_checked(&atomic_kernel(F16, Some(AtomicOp::Max)), 75);
@@ -96,10 +126,22 @@ fn cas_loops() {
 
 #[test]
 fn compare_and_swap() {
-    assert_contains(&emit_80_90(&atomic_kernel(I32, None)), &["@%p0 atom.acq_rel.gpu.global.cas.b32"]);
-    assert_contains(&emit_80_90(&atomic_kernel(F64, None)), &["atom.acq_rel.gpu.global.cas.b64"]);
-    assert_contains(&emit_80_90(&atomic_kernel(F16, None)), &["atom.acq_rel.gpu.global.cas.b16 %h"]);
-    assert_contains(&emit_80_90(&atomic_kernel(U16, None)), &["atom.acq_rel.gpu.global.cas.b16", "@%p0 cvt.u32.u16"]);
+    assert_contains(
+        &emit_80_90(&atomic_kernel(I32, None)),
+        &["@%p0 atom.acq_rel.gpu.global.cas.b32"],
+    );
+    assert_contains(
+        &emit_80_90(&atomic_kernel(F64, None)),
+        &["atom.acq_rel.gpu.global.cas.b64"],
+    );
+    assert_contains(
+        &emit_80_90(&atomic_kernel(F16, None)),
+        &["atom.acq_rel.gpu.global.cas.b16 %h"],
+    );
+    assert_contains(
+        &emit_80_90(&atomic_kernel(U16, None)),
+        &["atom.acq_rel.gpu.global.cas.b16", "@%p0 cvt.u32.u16"],
+    );
 }
 
 #[test]
@@ -111,7 +153,14 @@ fn byte_atomics_are_rejected() {
         let v = k.load(t, 1, Memory::Global { param: p }, tid, None)[0];
         let dst = k.reg(t);
         let op = if t == Bool { AtomicOp::Or } else { AtomicOp::Add };
-        k.push(Stmt::Atomic { dst, op, param: p, index: tid, value: v, pred: None });
+        k.push(Stmt::Atomic {
+            dst,
+            op,
+            param: p,
+            index: tid,
+            value: v,
+            pred: None,
+        });
         let err = emit(&k.finish(), &PtxTarget::from_compute_capability(9, 0)).unwrap_err();
         assert!(err.to_string().contains("no atomics on 1-byte elements"), "{err}");
     }
@@ -125,7 +174,14 @@ fn float_bitwise_atomics_are_rejected() {
         let tid = k.thread_id();
         let v = k.load(F32, 1, Memory::Global { param: p }, tid, None)[0];
         let dst = k.reg(F32);
-        k.push(Stmt::Atomic { dst, op: AtomicOp::And, param: p, index: tid, value: v, pred: None });
+        k.push(Stmt::Atomic {
+            dst,
+            op: AtomicOp::And,
+            param: p,
+            index: tid,
+            value: v,
+            pred: None,
+        });
         k.finish()
     };
     let err = emit(&k, &PtxTarget::from_compute_capability(9, 0)).unwrap_err();

@@ -39,9 +39,10 @@ fn casts_without_bf16_rounding_assemble_on_sm70_and_sm75() {
         if from != BF16 {
             let pos = k.params.iter().position(|p| p.name() == "to_bf16").unwrap();
             k.body.retain(|s| match s {
-                rutile_ir::thread::Stmt::Store { mem: rutile_ir::thread::Memory::Global { param }, .. } => {
-                    *param as usize != pos
-                }
+                rutile_ir::thread::Stmt::Store {
+                    mem: rutile_ir::thread::Memory::Global { param },
+                    ..
+                } => *param as usize != pos,
                 rutile_ir::thread::Stmt::Set { dst, .. } => k.regs[*dst].ty != BF16,
                 _ => true,
             });
@@ -88,11 +89,20 @@ fn cast_instructions() {
         ],
     );
     let ptx = emit_80_90(&casts_from(U64, false));
-    assert_contains(&ptx, &["cvt.u32.u64", "cvt.rn.f32.u64", "cvt.rz.f32.u64", "setp.ne.u64"]);
+    assert_contains(
+        &ptx,
+        &["cvt.u32.u64", "cvt.rn.f32.u64", "cvt.rz.f32.u64", "setp.ne.u64"],
+    );
     let ptx = emit_80_90(&casts_from(Bool, false));
-    assert_contains(&ptx, &["selp.f32 %f0, 0f3F800000, 0f00000000", "selp.b16", "0x3F80", "selp.u64"]);
+    assert_contains(
+        &ptx,
+        &["selp.f32 %f0, 0f3F800000, 0f00000000", "selp.b16", "0x3F80", "selp.u64"],
+    );
     let ptx = emit_80_90(&casts_from(F64, false));
-    assert_contains(&ptx, &["cvt.rn.f32.f64", "cvt.rn.f16.f64", "cvt.rz.f32.f64", "cvt.rzi.s32.f64"]);
+    assert_contains(
+        &ptx,
+        &["cvt.rn.f32.f64", "cvt.rn.f16.f64", "cvt.rz.f32.f64", "cvt.rzi.s32.f64"],
+    );
     // NaN converts to 0: selected explicitly (the hardware's NaN result is not 0 for f64).
     assert_contains(&ptx, &["setp.nan.f64", "selp.b64 %rd"]);
     let ptx = emit_80_90(&casts_from(BF16, false));

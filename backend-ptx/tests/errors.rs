@@ -16,7 +16,10 @@ fn boolean_scalar_parameters() {
     let mut k = kernel("flag");
     k.scalar("enabled", Bool);
     let err = emit(&k.finish(), &sm90()).unwrap_err();
-    assert!(matches!(&err, PtxError::Param { name, .. } if name == "enabled"), "{err}");
+    assert!(
+        matches!(&err, PtxError::Param { name, .. } if name == "enabled"),
+        "{err}"
+    );
     assert!(err.to_string().contains("pass booleans as an integer"), "{err}");
 }
 
@@ -28,8 +31,22 @@ fn kernel_shape_and_target_limits() {
         assert!(err.to_string().contains(needle), "{err}");
     };
     let base = kernel("k").finish();
-    check(&base, PtxTarget { sm: 61, ptx_version: (7, 8) }, "needs sm_70");
-    check(&base, PtxTarget { sm: 80, ptx_version: (6, 5) }, "PTX ISA 7.0");
+    check(
+        &base,
+        PtxTarget {
+            sm: 61,
+            ptx_version: (7, 8),
+        },
+        "needs sm_70",
+    );
+    check(
+        &base,
+        PtxTarget {
+            sm: 80,
+            ptx_version: (6, 5),
+        },
+        "PTX ISA 7.0",
+    );
     let mut k = base.clone();
     k.warp_size = 64;
     check(&k, sm90(), "32 threads");
@@ -53,7 +70,10 @@ fn invalid_kernels_fail_verification() {
     let mut k = kernel("bad");
     let f = k.reg(F32);
     let i = k.reg(I32);
-    k.push(Stmt::Set { dst: f, expr: Expr::Copy(i) });
+    k.push(Stmt::Set {
+        dst: f,
+        expr: Expr::Copy(i),
+    });
     let err = emit(&k.finish_unverified(), &sm90()).unwrap_err();
     assert!(matches!(err, PtxError::InvalidKernel(_)), "{err}");
 }
@@ -73,5 +93,8 @@ fn unsupported_statements_are_named() {
         }
         _ => panic!("{err}"),
     }
-    assert_eq!(err.to_string(), "f64 `cos` is not supported by the PTX backend yet (in `r2: f64 = cos r1`)");
+    assert_eq!(
+        err.to_string(),
+        "f64 `cos` is not supported by the PTX backend yet (in `r2: f64 = cos r1`)"
+    );
 }

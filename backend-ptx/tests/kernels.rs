@@ -27,7 +27,11 @@ fn vector_add() -> rutile_ir::thread::ThreadKernel {
     let m = k.set(Bool, Expr::Compare(CmpOp::Lt, i, n));
     let a = k.load(F32, 4, Memory::Global { param: x }, i, Some(m));
     let b = k.load(F32, 4, Memory::Global { param: y }, i, Some(m));
-    let sums: Vec<_> = a.iter().zip(&b).map(|(&a, &b)| k.set(F32, Expr::Binary(BinaryOp::Add, a, b))).collect();
+    let sums: Vec<_> = a
+        .iter()
+        .zip(&b)
+        .map(|(&a, &b)| k.set(F32, Expr::Binary(BinaryOp::Add, a, b)))
+        .collect();
     k.store(sums, Memory::Global { param: out }, i, Some(m));
     k.finish()
 }
@@ -66,7 +70,13 @@ fn header_versions_follow_the_target() {
     assert_contains(&ptx, &[".version 8.0", ".target sm_90"]);
     let ptx = emit(&k, &PtxTarget::from_compute_capability(8, 6)).unwrap();
     assert_contains(&ptx, &[".version 7.8", ".target sm_86"]);
-    assert_eq!(PtxTarget::from_compute_capability(7, 5), PtxTarget { sm: 75, ptx_version: (7, 8) });
+    assert_eq!(
+        PtxTarget::from_compute_capability(7, 5),
+        PtxTarget {
+            sm: 75,
+            ptx_version: (7, 8)
+        }
+    );
     assert_eq!(PtxTarget::from_compute_capability(8, 9).ptx_version, (7, 8));
     assert_eq!(PtxTarget::from_compute_capability(10, 0).ptx_version, (8, 6));
     assert_eq!(PtxTarget::from_compute_capability(12, 0).ptx_version, (8, 7));
@@ -96,13 +106,23 @@ fn reduction_with_shuffles_shared_memory_and_barrier() {
     let warp = k.set(I32, Expr::Binary(BinaryOp::Shr, tid, c5));
     let lane0 = k.set(Bool, Expr::Compare(CmpOp::Eq, lane, zero));
     k.push(Stmt::Comment("cross-warp exchange".into()));
-    k.push(Stmt::Store { values: vec![acc], mem: Memory::Shared { alloc: partial }, index: warp, pred: Some(lane0) });
+    k.push(Stmt::Store {
+        values: vec![acc],
+        mem: Memory::Shared { alloc: partial },
+        index: warp,
+        pred: Some(lane0),
+    });
     k.push(Stmt::Barrier);
     let four = k.int(I32, 4);
     let first = k.set(Bool, Expr::Compare(CmpOp::Lt, tid, four));
     let p = k.reg(F32);
     k.assign(p, Expr::Const(Literal::Float(0.0)));
-    k.push(Stmt::Load { dsts: vec![p], mem: Memory::Shared { alloc: partial }, index: lane, pred: Some(first) });
+    k.push(Stmt::Load {
+        dsts: vec![p],
+        mem: Memory::Shared { alloc: partial },
+        index: lane,
+        pred: Some(first),
+    });
     let mut acc = p;
     for mask in [2, 1] {
         let other = k.set(F32, Expr::ShuffleXor { value: acc, mask });
@@ -148,17 +168,35 @@ fn if_else_and_while() {
         let is0 = k.set(Bool, Expr::Compare(CmpOp::Eq, r, zero));
         let then_body = k.block(|k| k.assign(acc, Expr::Binary(BinaryOp::Add, acc, i)));
         let else_body = k.block(|k| k.assign(acc, Expr::Binary(BinaryOp::Sub, acc, one)));
-        k.push(Stmt::If { cond: is0, then_body, else_body });
+        k.push(Stmt::If {
+            cond: is0,
+            then_body,
+            else_body,
+        });
         // An `if` without `else`, with a barrier inside (control flow is uniform).
         let then_body = k.block(|k| k.push(Stmt::Barrier));
-        k.push(Stmt::If { cond: is0, then_body, else_body: vec![] });
+        k.push(Stmt::If {
+            cond: is0,
+            then_body,
+            else_body: vec![],
+        });
         k.assign(i, Expr::Binary(BinaryOp::Add, i, one));
     });
     k.push(Stmt::While { cond_body, cond, body });
     let tid = k.thread_id();
     k.store(vec![acc], Memory::Global { param: out }, tid, None);
     let ptx = emit_80_90(&k.finish());
-    assert_contains(&ptx, &["$L__1:", "@!%p0 bra $L__2;", "bra.uni $L__1;", "$L__2:", "bra.uni", "rem.s32"]);
+    assert_contains(
+        &ptx,
+        &[
+            "$L__1:",
+            "@!%p0 bra $L__2;",
+            "bra.uni $L__1;",
+            "$L__2:",
+            "bra.uni",
+            "rem.s32",
+        ],
+    );
     // Labels are defined once each.
     for l in 1..=5 {
         assert_eq!(ptx.matches(&format!("$L__{l}:")).count(), 1, "label $L__{l}");
@@ -184,8 +222,18 @@ fn vector_widths_for_every_element_type() {
             let v = k.load(ty, n, Memory::Global { param: src }, i, Some(m));
             k.store(v.clone(), Memory::Global { param: dst }, i64_, Some(m));
             if let Some(a) = sh {
-                k.push(Stmt::Store { values: v.clone(), mem: Memory::Shared { alloc: a }, index: i, pred: None });
-                k.push(Stmt::Load { dsts: v.clone(), mem: Memory::Shared { alloc: a }, index: i64_, pred: Some(m) });
+                k.push(Stmt::Store {
+                    values: v.clone(),
+                    mem: Memory::Shared { alloc: a },
+                    index: i,
+                    pred: None,
+                });
+                k.push(Stmt::Load {
+                    dsts: v.clone(),
+                    mem: Memory::Shared { alloc: a },
+                    index: i64_,
+                    pred: Some(m),
+                });
             }
         }
         let ptx = emit_80_90(&k.finish());
@@ -195,9 +243,13 @@ fn vector_widths_for_every_element_type() {
             U8 => &["ld.global.v4.u8"],
             I16 => &["ld.global.v4.s16", "ld.shared.v2.s16"],
             U16 => &["ld.global.v4.u16"],
-            F16 | BF16 => {
-                &["ld.global.v4.b32", "mov.b32 {%h", "ld.global.v4.b16", "ld.global.v2.b16", "st.global.v4.b32"]
-            }
+            F16 | BF16 => &[
+                "ld.global.v4.b32",
+                "mov.b32 {%h",
+                "ld.global.v4.b16",
+                "ld.global.v2.b16",
+                "st.global.v4.b32",
+            ],
             I32 => &["ld.global.v4.s32", "st.global.v4.s32 [%rd"],
             U32 => &["ld.global.v4.u32"],
             F32 => &["ld.global.v4.f32", "ld.shared.v4.f32", "st.shared.v4.f32", "+16]"],
@@ -312,7 +364,17 @@ fn grid_specials() {
         k.store(vec![r], Memory::Global { param: out }, zero, None);
     }
     let ptx = emit_80_90(&k.finish());
-    assert_contains(&ptx, &["%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z"]);
+    assert_contains(
+        &ptx,
+        &[
+            "%ctaid.x",
+            "%ctaid.y",
+            "%ctaid.z",
+            "%nctaid.x",
+            "%nctaid.y",
+            "%nctaid.z",
+        ],
+    );
 }
 
 /// Prints the PTX of a small kernel with control flow (run with `--nocapture` to read it).
@@ -328,7 +390,11 @@ fn readable_output() {
         k.push(Stmt::Comment("store from thread 0".into()));
         k.store(vec![x], Memory::Global { param: out }, zero, None);
     });
-    k.push(Stmt::If { cond: c, then_body, else_body: vec![] });
+    k.push(Stmt::If {
+        cond: c,
+        then_body,
+        else_body: vec![],
+    });
     let ptx = emit_80_90(&k.finish());
     println!("{ptx}");
     // Nested statements are indented one more level.

@@ -199,7 +199,15 @@ fn f16_ops() {
     let ptx = emit_80_90(&all_ops(F16));
     assert_contains(
         &ptx,
-        &["cvt.f32.f16", "cvt.rn.f16.f32", "xor.b16", "and.b16", "min.NaN.f16", "fma.rn.f16", "ld.global.v2.b16"],
+        &[
+            "cvt.f32.f16",
+            "cvt.rn.f16.f32",
+            "xor.b16",
+            "and.b16",
+            "min.NaN.f16",
+            "fma.rn.f16",
+            "ld.global.v2.b16",
+        ],
     );
     // f16 arithmetic needs nothing newer than sm_70.
     emit_checked(&all_ops(F16), 75);
@@ -265,7 +273,16 @@ fn signed_int_ops() {
     let ptx = emit_80_90(&all_ops(I64));
     assert_contains(
         &ptx,
-        &["div.s64", "rem.s64", "min.u64", "cvt.u32.u64", "shl.b64", "shr.s64", "mul.lo.s64", "setp.le.s64"],
+        &[
+            "div.s64",
+            "rem.s64",
+            "min.u64",
+            "cvt.u32.u64",
+            "shl.b64",
+            "shr.s64",
+            "mul.lo.s64",
+            "setp.le.s64",
+        ],
     );
     for t in [I8, I16] {
         let ptx = emit_80_90(&all_ops(t));
@@ -276,7 +293,10 @@ fn signed_int_ops() {
 #[test]
 fn unsigned_int_ops() {
     let ptx = emit_80_90(&all_ops(U32));
-    assert_contains(&ptx, &["div.u32", "rem.u32", "shr.u32", "min.u32", "setp.lt.u32", "setp.ge.u32"]);
+    assert_contains(
+        &ptx,
+        &["div.u32", "rem.u32", "shr.u32", "min.u32", "setp.lt.u32", "setp.ge.u32"],
+    );
     assert!(!ptx.contains("abs.s32"), "abs of unsigned is a copy");
     let ptx = emit_80_90(&all_ops(U64));
     assert_contains(&ptx, &["div.u64", "shr.u64", "max.u64", "setp.gt.u64"]);
@@ -312,7 +332,10 @@ fn f64_transcendentals_are_rejected() {
         k.store(vec![r], Memory::Global { param: src }, tid, None);
         let err = emit(&k.finish(), &PtxTarget::from_compute_capability(9, 0)).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains(&format!("f64 `{}` is not supported by the PTX backend yet", op.name())), "{msg}");
+        assert!(
+            msg.contains(&format!("f64 `{}` is not supported by the PTX backend yet", op.name())),
+            "{msg}"
+        );
         // The statement is named.
         assert!(msg.contains(&format!("= {} r", op.name())), "{msg}");
     }

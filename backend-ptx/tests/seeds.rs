@@ -10,11 +10,15 @@ use rutile_ptx::{emit, PtxTarget};
 
 fn check_all(kernel: &Kernel, warps: &[u32]) {
     for &num_warps in warps {
-        for spec in [Specialization::all(kernel.params.len()), Specialization::none(kernel.params.len())] {
+        for spec in [
+            Specialization::all(kernel.params.len()),
+            Specialization::none(kernel.params.len()),
+        ] {
             let t = rutile_ir::lower::lower(kernel, &Target::nvidia(num_warps, 48 * 1024), &spec)
                 .unwrap_or_else(|e| panic!("lowering {} with {num_warps} warps: {e}", kernel.name));
             for (major, minor) in [(8, 0), (9, 0)] {
-                let ptx = emit(&t, &PtxTarget::from_compute_capability(major, minor)).unwrap_or_else(|e| panic!("{}: {e}", kernel.name));
+                let ptx = emit(&t, &PtxTarget::from_compute_capability(major, minor))
+                    .unwrap_or_else(|e| panic!("{}: {e}", kernel.name));
                 assert!(ptx.contains(&format!(".target sm_{major}{minor}")));
                 // Readable: each stretch names the block op and line it came from.
                 assert!(ptx.contains("// load at "), "{}", kernel.name);

@@ -7,10 +7,9 @@
 
 use crate::{erf, BindingLayout, SpirvError, SpirvKernel, SpirvTarget};
 use naga::{
-    AddressSpace, AtomicFunction, BinaryOperator as Bo, Binding, Block, BuiltIn, EntryPoint,
-    Expression, Function, FunctionArgument, GatherMode, GlobalVariable, Handle, LocalVariable,
-    MathFunction as Mf, Module, ResourceBinding, Scalar, ScalarKind, Span, Statement,
-    StructMember, Type, TypeInner, UnaryOperator as Uo,
+    AddressSpace, AtomicFunction, BinaryOperator as Bo, Binding, Block, BuiltIn, EntryPoint, Expression, Function,
+    FunctionArgument, GatherMode, GlobalVariable, Handle, LocalVariable, MathFunction as Mf, Module, ResourceBinding,
+    Scalar, ScalarKind, Span, Statement, StructMember, Type, TypeInner, UnaryOperator as Uo,
 };
 use rutile_ir::ir::{AtomicOp, BinaryOp, CmpOp, Literal, UnaryOp};
 use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernel, ThreadParam};
@@ -22,8 +21,10 @@ const SPAN: Span = Span::UNDEFINED;
 
 /// Translates `kernel` for `target` and validates the result.
 pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, SpirvError> {
-    rutile_ir::thread::verify(kernel)
-        .map_err(|message| SpirvError::InvalidKernel { kernel: kernel.name.clone(), message })?;
+    rutile_ir::thread::verify(kernel).map_err(|message| SpirvError::InvalidKernel {
+        kernel: kernel.name.clone(),
+        message,
+    })?;
     let scan = Scan::new(kernel, target)?;
     let layout = BindingLayout::new(kernel, &scan.atomic);
     let mut cx = Cx::new(kernel, &scan, &layout);
@@ -59,14 +60,22 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
             });
         }
     };
-    Ok(SpirvKernel { module, info, entry_point, bindings: layout })
+    Ok(SpirvKernel {
+        module,
+        info,
+        entry_point,
+        bindings: layout,
+    })
 }
 
 /// The entry point's name: the kernel's, with characters outside `[A-Za-z0-9_]` replaced,
 /// and `k_` in front where it would not be a WGSL identifier (so that the WGSL has the same
 /// entry point name as the SPIR-V).
 fn entry_name(name: &str) -> String {
-    let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    let mut s: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .collect();
     if s.is_empty()
         || s.starts_with(|c: char| c.is_ascii_digit())
         || s.starts_with("__")
@@ -78,11 +87,18 @@ fn entry_name(name: &str) -> String {
 }
 
 fn unsupported(k: &ThreadKernel, what: &'static str, detail: String) -> SpirvError {
-    SpirvError::Unsupported { kernel: k.name.clone(), what, detail }
+    SpirvError::Unsupported {
+        kernel: k.name.clone(),
+        what,
+        detail,
+    }
 }
 
 fn invalid(k: &ThreadKernel, message: String) -> SpirvError {
-    SpirvError::InvalidKernel { kernel: k.name.clone(), message }
+    SpirvError::InvalidKernel {
+        kernel: k.name.clone(),
+        message,
+    }
 }
 
 /// What a first pass over the kernel finds: feature checks, atomically used parameters,
@@ -100,7 +116,11 @@ struct Scan {
 /// Whether a register type is available on the target (booleans are fine as registers).
 fn check_type(k: &ThreadKernel, t: &SpirvTarget, ty: ScalarType, whose: &dyn Fn() -> String) -> R<()> {
     let missing = |what: &'static str, feature: &str| {
-        Err(unsupported(k, what, format!("{} is {what}, which needs the device's {feature} feature", whose())))
+        Err(unsupported(
+            k,
+            what,
+            format!("{} is {what}, which needs the device's {feature} feature", whose()),
+        ))
     };
     match ty {
         ScalarType::Bool | ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => Ok(()),
@@ -109,7 +129,11 @@ fn check_type(k: &ThreadKernel, t: &SpirvTarget, ty: ScalarType, whose: &dyn Fn(
         ScalarType::U64 if !t.shader_i64 => missing("u64", "shader-int64"),
         ScalarType::F64 if !t.shader_f64 => missing("f64", "shader-f64"),
         ScalarType::F16 | ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => Ok(()),
-        ScalarType::BF16 => Err(unsupported(k, "bf16", format!("{} is bf16, which naga cannot represent", whose()))),
+        ScalarType::BF16 => Err(unsupported(
+            k,
+            "bf16",
+            format!("{} is bf16, which naga cannot represent", whose()),
+        )),
         // Registers of 8- and 16-bit integers live in 32-bit ones (see `narrow`).
         ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16 => Ok(()),
     }
@@ -122,7 +146,11 @@ fn is_narrow(t: ScalarType) -> bool {
 /// Whether a type can be an element of a storage or workgroup buffer.
 fn check_memory_type(k: &ThreadKernel, t: &SpirvTarget, ty: ScalarType, whose: &dyn Fn() -> String) -> R<()> {
     if ty == ScalarType::Bool {
-        return Err(unsupported(k, "i1", format!("{} holds booleans, which have no storage type in WGSL/naga", whose())));
+        return Err(unsupported(
+            k,
+            "i1",
+            format!("{} holds booleans, which have no storage type in WGSL/naga", whose()),
+        ));
     }
     if matches!(ty, ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16) {
         return Err(unsupported(
@@ -148,7 +176,9 @@ impl Scan {
                         format!("scalar parameter {i} (`{name}`) is {ty}: pass it as a 32-bit integer"),
                     ))
                 }
-                ThreadParam::Scalar { name, ty } => check_type(k, t, *ty, &|| format!("scalar parameter {i} (`{name}`)"))?,
+                ThreadParam::Scalar { name, ty } => {
+                    check_type(k, t, *ty, &|| format!("scalar parameter {i} (`{name}`)"))?
+                }
             }
         }
         for (i, a) in k.shared.iter().enumerate() {
@@ -167,7 +197,11 @@ impl Scan {
             num_programs: [false; 3],
             params_used: vec![false; k.params.len()],
         };
-        let mut regs = RegUses { defs: vec![0; n], nested: vec![false; n], early: vec![false; n] };
+        let mut regs = RegUses {
+            defs: vec![0; n],
+            nested: vec![false; n],
+            early: vec![false; n],
+        };
         let mut err = None;
         s.walk(k, t, &k.body, 0, &mut regs, &mut err);
         if let Some(e) = err {
@@ -178,7 +212,11 @@ impl Scan {
         }
         if s.shuffles {
             if !t.subgroups {
-                return Err(unsupported(k, "shuffles", "the kernel shuffles between lanes and the device has no subgroup operations".into()));
+                return Err(unsupported(
+                    k,
+                    "shuffles",
+                    "the kernel shuffles between lanes and the device has no subgroup operations".into(),
+                ));
             }
             if t.subgroup_size != Some(k.warp_size) {
                 return Err(unsupported(
@@ -246,7 +284,9 @@ impl Scan {
                         regs.def(*d, depth, pred.is_some());
                     }
                 }
-                Stmt::Store { values, index, pred, .. } => {
+                Stmt::Store {
+                    values, index, pred, ..
+                } => {
                     regs.use_(*index);
                     if let Some(p) = pred {
                         regs.use_(*p);
@@ -255,7 +295,14 @@ impl Scan {
                         regs.use_(*v);
                     }
                 }
-                Stmt::Atomic { dst, op, param, index, value, pred } => {
+                Stmt::Atomic {
+                    dst,
+                    op,
+                    param,
+                    index,
+                    value,
+                    pred,
+                } => {
                     for r in [Some(*index), Some(*value), *pred].into_iter().flatten() {
                         regs.use_(r);
                     }
@@ -271,7 +318,14 @@ impl Scan {
                         *err = Some(atomic_unsupported(k, t, ty, op.name()));
                     }
                 }
-                Stmt::AtomicCas { dst, param, index, cmp, value, pred } => {
+                Stmt::AtomicCas {
+                    dst,
+                    param,
+                    index,
+                    cmp,
+                    value,
+                    pred,
+                } => {
                     for r in [Some(*index), Some(*cmp), Some(*value), *pred].into_iter().flatten() {
                         regs.use_(r);
                     }
@@ -283,7 +337,11 @@ impl Scan {
                     }
                 }
                 Stmt::Barrier | Stmt::Comment(_) => {}
-                Stmt::If { cond, then_body, else_body } => {
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
                     regs.use_(*cond);
                     self.walk(k, t, then_body, depth + 1, regs, err);
                     self.walk(k, t, else_body, depth + 1, regs, err);
@@ -392,20 +450,36 @@ struct Cx<'a> {
 impl<'a> Cx<'a> {
     fn new(k: &'a ThreadKernel, scan: &Scan, layout: &BindingLayout) -> Cx<'a> {
         let mut module = Module::default();
-        let mut f = Function { name: Some(entry_name(&k.name)), ..Default::default() };
+        let mut f = Function {
+            name: Some(entry_name(&k.name)),
+            ..Default::default()
+        };
         let ty = |m: &mut Module, inner: TypeInner| m.types.insert(Type { name: None, inner }, SPAN);
 
         // Builtin arguments.
         let u32_ty = ty(&mut module, TypeInner::Scalar(Scalar::U32));
-        let uvec3 = ty(&mut module, TypeInner::Vector { size: naga::VectorSize::Tri, scalar: Scalar::U32 });
+        let uvec3 = ty(
+            &mut module,
+            TypeInner::Vector {
+                size: naga::VectorSize::Tri,
+                scalar: Scalar::U32,
+            },
+        );
         let mut arg = |name: &str, ty, b: BuiltIn| {
-            f.arguments.push(FunctionArgument { name: Some(name.into()), ty, binding: Some(Binding::BuiltIn(b)) });
+            f.arguments.push(FunctionArgument {
+                name: Some(name.into()),
+                ty,
+                binding: Some(Binding::BuiltIn(b)),
+            });
             f.arguments.len() as u32 - 1
         };
         let li = arg("local_index", u32_ty, BuiltIn::LocalInvocationIndex);
         let wg = arg("workgroup_id", uvec3, BuiltIn::WorkGroupId);
         let sg = scan.shuffles.then(|| {
-            (arg("subgroup_id", u32_ty, BuiltIn::SubgroupId), arg("subgroup_lane", u32_ty, BuiltIn::SubgroupInvocationId))
+            (
+                arg("subgroup_id", u32_ty, BuiltIn::SubgroupId),
+                arg("subgroup_lane", u32_ty, BuiltIn::SubgroupInvocationId),
+            )
         });
         let local_index = f.expressions.append(Expression::FunctionArgument(li), SPAN);
         let workgroup_id = f.expressions.append(Expression::FunctionArgument(wg), SPAN);
@@ -436,13 +510,24 @@ impl<'a> Cx<'a> {
             };
             let arr = ty(
                 &mut module,
-                TypeInner::Array { base: elem_ty, size: naga::ArraySize::Dynamic, stride: elem.size_bytes() as u32 },
+                TypeInner::Array {
+                    base: elem_ty,
+                    size: naga::ArraySize::Dynamic,
+                    stride: elem.size_bytes() as u32,
+                },
             );
-            let binding = layout.storage.iter().find(|s| s.param == i as u32).expect("a binding per pointer").binding;
+            let binding = layout
+                .storage
+                .iter()
+                .find(|s| s.param == i as u32)
+                .expect("a binding per pointer")
+                .binding;
             let gv = module.global_variables.append(
                 GlobalVariable {
                     name: Some(name.clone()),
-                    space: AddressSpace::Storage { access: naga::StorageAccess::LOAD | naga::StorageAccess::STORE },
+                    space: AddressSpace::Storage {
+                        access: naga::StorageAccess::LOAD | naga::StorageAccess::STORE,
+                    },
                     binding: Some(ResourceBinding { group: 0, binding }),
                     ty: arr,
                     init: None,
@@ -456,12 +541,26 @@ impl<'a> Cx<'a> {
 
         // The uniform buffer.
         let mut members = vec![
-            StructMember { name: Some("num_programs".into()), ty: uvec3, binding: None, offset: crate::NUM_PROGRAMS_OFFSET },
-            StructMember { name: Some("program_offset".into()), ty: uvec3, binding: None, offset: crate::PROGRAM_OFFSET_OFFSET },
+            StructMember {
+                name: Some("num_programs".into()),
+                ty: uvec3,
+                binding: None,
+                offset: crate::NUM_PROGRAMS_OFFSET,
+            },
+            StructMember {
+                name: Some("program_offset".into()),
+                ty: uvec3,
+                binding: None,
+                offset: crate::PROGRAM_OFFSET_OFFSET,
+            },
         ];
         let mut member = vec![u32::MAX; k.params.len()];
         for slot in &layout.scalars {
-            let scalar = if slot.ty == ScalarType::Bool { Scalar::U32 } else { naga_scalar(slot.ty) };
+            let scalar = if slot.ty == ScalarType::Bool {
+                Scalar::U32
+            } else {
+                naga_scalar(slot.ty)
+            };
             member[slot.param as usize] = members.len() as u32;
             members.push(StructMember {
                 name: Some(slot.name.clone()),
@@ -471,14 +570,23 @@ impl<'a> Cx<'a> {
             });
         }
         let st = module.types.insert(
-            Type { name: Some("Launch".into()), inner: TypeInner::Struct { members, span: layout.uniform_size } },
+            Type {
+                name: Some("Launch".into()),
+                inner: TypeInner::Struct {
+                    members,
+                    span: layout.uniform_size,
+                },
+            },
             SPAN,
         );
         let gv = module.global_variables.append(
             GlobalVariable {
                 name: Some("launch".into()),
                 space: AddressSpace::Uniform,
-                binding: Some(ResourceBinding { group: 0, binding: layout.uniform_binding }),
+                binding: Some(ResourceBinding {
+                    group: 0,
+                    binding: layout.uniform_binding,
+                }),
                 ty: st,
                 init: None,
                 memory_decorations: naga::MemoryDecorations::empty(),
@@ -701,7 +809,11 @@ impl<'a> Cx<'a> {
         if let Some(naga::Literal::Bool(c)) = self.literal_of(condition) {
             return if c { accept } else { reject };
         }
-        self.e(Expression::Select { condition, accept, reject })
+        self.e(Expression::Select {
+            condition,
+            accept,
+            reject,
+        })
     }
 
     fn math(&mut self, fun: Mf, args: &[H]) -> H {
@@ -713,7 +825,13 @@ impl<'a> Cx<'a> {
                 _ => {}
             }
         }
-        self.e(Expression::Math { fun, arg: args[0], arg1: args.get(1).copied(), arg2: args.get(2).copied(), arg3: None })
+        self.e(Expression::Math {
+            fun,
+            arg: args[0],
+            arg1: args.get(1).copied(),
+            arg2: args.get(2).copied(),
+            arg3: None,
+        })
     }
 
     fn as_(&mut self, expr: H, kind: ScalarKind, convert: Option<u8>) -> H {
@@ -743,7 +861,14 @@ impl<'a> Cx<'a> {
         let ty = self.scalar_ty(t);
         // Zero-initialized, so that a register read before any write is deterministic.
         let init = self.e(Expression::Literal(zero_literal(t)));
-        let var = self.f.local_variables.append(LocalVariable { name: Some(format!("r{}", r.index())), ty, init: Some(init) }, SPAN);
+        let var = self.f.local_variables.append(
+            LocalVariable {
+                name: Some(format!("r{}", r.index())),
+                ty,
+                init: Some(init),
+            },
+            SPAN,
+        );
         let p = self.e(Expression::LocalVariable(var));
         self.local[r.index()] = Some(p);
         p
@@ -772,7 +897,14 @@ impl<'a> Cx<'a> {
     fn new_temp(&mut self, t: ScalarType, prefix: &str) -> H {
         let ty = self.scalar_ty(t);
         self.temps += 1;
-        let var = self.f.local_variables.append(LocalVariable { name: Some(format!("{prefix}{}", self.temps)), ty, init: None }, SPAN);
+        let var = self.f.local_variables.append(
+            LocalVariable {
+                name: Some(format!("{prefix}{}", self.temps)),
+                ty,
+                init: None,
+            },
+            SPAN,
+        );
         self.e(Expression::LocalVariable(var))
     }
 
@@ -814,7 +946,9 @@ impl<'a> Cx<'a> {
             }
         }
         for (i, used) in scan.params_used.iter().enumerate() {
-            let ThreadParam::Scalar { name, ty } = &self.k.params[i] else { continue };
+            let ThreadParam::Scalar { name, ty } = &self.k.params[i] else {
+                continue;
+            };
             if !used {
                 continue;
             }
@@ -845,7 +979,11 @@ impl<'a> Cx<'a> {
             Some(p) => {
                 let condition = self.read(p);
                 let accept = self.nested(f)?;
-                self.stmt(Statement::If { condition, accept, reject: Block::new() });
+                self.stmt(Statement::If {
+                    condition,
+                    accept,
+                    reject: Block::new(),
+                });
                 Ok(())
             }
         }
@@ -869,7 +1007,12 @@ impl<'a> Cx<'a> {
                 }
                 Ok(())
             })?,
-            Stmt::Store { values, mem, index, pred } => self.predicated(*pred, |cx| {
+            Stmt::Store {
+                values,
+                mem,
+                index,
+                pred,
+            } => self.predicated(*pred, |cx| {
                 let base = cx.index_u32(*index);
                 for (i, &r) in values.iter().enumerate() {
                     let mut value = cx.read(r);
@@ -881,18 +1024,36 @@ impl<'a> Cx<'a> {
                 }
                 Ok(())
             })?,
-            Stmt::Atomic { dst, op, param, index, value, pred } => {
-                self.predicated(*pred, |cx| cx.atomic(*dst, *op, *param, *index, *value))?
-            }
-            Stmt::AtomicCas { dst, param, index, cmp, value, pred } => {
-                self.predicated(*pred, |cx| cx.atomic_cas(*dst, *param, *index, *cmp, *value))?
-            }
+            Stmt::Atomic {
+                dst,
+                op,
+                param,
+                index,
+                value,
+                pred,
+            } => self.predicated(*pred, |cx| cx.atomic(*dst, *op, *param, *index, *value))?,
+            Stmt::AtomicCas {
+                dst,
+                param,
+                index,
+                cmp,
+                value,
+                pred,
+            } => self.predicated(*pred, |cx| cx.atomic_cas(*dst, *param, *index, *cmp, *value))?,
             Stmt::Barrier => self.stmt(Statement::ControlBarrier(naga::Barrier::WORK_GROUP)),
-            Stmt::If { cond, then_body, else_body } => {
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
                 let condition = self.read(*cond);
                 let accept = self.nested(|cx| cx.stmts(then_body))?;
                 let reject = self.nested(|cx| cx.stmts(else_body))?;
-                self.stmt(Statement::If { condition, accept, reject });
+                self.stmt(Statement::If {
+                    condition,
+                    accept,
+                    reject,
+                });
             }
             Stmt::While { cond_body, cond, body } => {
                 let body = self.nested(|cx| {
@@ -900,10 +1061,18 @@ impl<'a> Cx<'a> {
                     let condition = cx.read(*cond);
                     let mut reject = Block::new();
                     reject.push(Statement::Break, SPAN);
-                    cx.stmt(Statement::If { condition, accept: Block::new(), reject });
+                    cx.stmt(Statement::If {
+                        condition,
+                        accept: Block::new(),
+                        reject,
+                    });
                     cx.stmts(body)
                 })?;
-                self.stmt(Statement::Loop { body, continuing: Block::new(), break_if: None });
+                self.stmt(Statement::Loop {
+                    body,
+                    continuing: Block::new(),
+                    break_if: None,
+                });
             }
             Stmt::Comment(_) => {}
         }
@@ -984,8 +1153,16 @@ impl<'a> Cx<'a> {
             AtomicOp::Xor => AtomicFunction::ExclusiveOr,
         };
         let rty = self.scalar_ty(ty);
-        let result = self.result(Expression::AtomicResult { ty: rty, comparison: false });
-        self.stmt(Statement::Atomic { pointer, fun, value: v, result: Some(result) });
+        let result = self.result(Expression::AtomicResult {
+            ty: rty,
+            comparison: false,
+        });
+        self.stmt(Statement::Atomic {
+            pointer,
+            fun,
+            value: v,
+            result: Some(result),
+        });
         self.write(dst, result);
         Ok(())
     }
@@ -995,8 +1172,13 @@ impl<'a> Cx<'a> {
     fn f32_cas_loop(&mut self, pointer: H, op: AtomicOp, v: H) -> R<H> {
         let old_var = self.new_temp(ScalarType::U32, "cas_old");
         let first = self.load(pointer);
-        self.stmt(Statement::Store { pointer: old_var, value: first });
-        let cas_ty = self.module.generate_predeclared_type(naga::PredeclaredType::AtomicCompareExchangeWeakResult(Scalar::U32));
+        self.stmt(Statement::Store {
+            pointer: old_var,
+            value: first,
+        });
+        let cas_ty = self
+            .module
+            .generate_predeclared_type(naga::PredeclaredType::AtomicCompareExchangeWeakResult(Scalar::U32));
         let body = self.nested(|cx| {
             let old = cx.load(old_var);
             let oldf = cx.as_(old, ScalarKind::Float, None);
@@ -1007,7 +1189,10 @@ impl<'a> Cx<'a> {
                 _ => unreachable!(),
             };
             let new = cx.as_(newf, ScalarKind::Uint, None);
-            let result = cx.result(Expression::AtomicResult { ty: cas_ty, comparison: true });
+            let result = cx.result(Expression::AtomicResult {
+                ty: cas_ty,
+                comparison: true,
+            });
             cx.stmt(Statement::Atomic {
                 pointer,
                 fun: AtomicFunction::Exchange { compare: Some(old) },
@@ -1016,13 +1201,24 @@ impl<'a> Cx<'a> {
             });
             let seen = cx.index(result, 0);
             let exchanged = cx.index(result, 1);
-            cx.stmt(Statement::Store { pointer: old_var, value: seen });
+            cx.stmt(Statement::Store {
+                pointer: old_var,
+                value: seen,
+            });
             let mut accept = Block::new();
             accept.push(Statement::Break, SPAN);
-            cx.stmt(Statement::If { condition: exchanged, accept, reject: Block::new() });
+            cx.stmt(Statement::If {
+                condition: exchanged,
+                accept,
+                reject: Block::new(),
+            });
             Ok(())
         })?;
-        self.stmt(Statement::Loop { body, continuing: Block::new(), break_if: None });
+        self.stmt(Statement::Loop {
+            body,
+            continuing: Block::new(),
+            break_if: None,
+        });
         Ok(self.load(old_var))
     }
 
@@ -1038,12 +1234,17 @@ impl<'a> Cx<'a> {
             c = self.as_(c, ScalarKind::Uint, None);
             v = self.as_(v, ScalarKind::Uint, None);
         }
-        let cas_ty = self.module.generate_predeclared_type(naga::PredeclaredType::AtomicCompareExchangeWeakResult(naga_scalar(ty)));
+        let cas_ty = self
+            .module
+            .generate_predeclared_type(naga::PredeclaredType::AtomicCompareExchangeWeakResult(naga_scalar(ty)));
         // A weak compare-exchange may fail spuriously: retry while it failed although the
         // value matched, which makes it the strong operation of the IR.
         let old_var = self.new_temp(ty, "cas_old");
         let body = self.nested(|cx| {
-            let result = cx.result(Expression::AtomicResult { ty: cas_ty, comparison: true });
+            let result = cx.result(Expression::AtomicResult {
+                ty: cas_ty,
+                comparison: true,
+            });
             cx.stmt(Statement::Atomic {
                 pointer,
                 fun: AtomicFunction::Exchange { compare: Some(c) },
@@ -1052,15 +1253,26 @@ impl<'a> Cx<'a> {
             });
             let seen = cx.index(result, 0);
             let exchanged = cx.index(result, 1);
-            cx.stmt(Statement::Store { pointer: old_var, value: seen });
+            cx.stmt(Statement::Store {
+                pointer: old_var,
+                value: seen,
+            });
             let differs = cx.bin(Bo::NotEqual, seen, c);
             let done = cx.bin(Bo::LogicalOr, exchanged, differs);
             let mut accept = Block::new();
             accept.push(Statement::Break, SPAN);
-            cx.stmt(Statement::If { condition: done, accept, reject: Block::new() });
+            cx.stmt(Statement::If {
+                condition: done,
+                accept,
+                reject: Block::new(),
+            });
             Ok(())
         })?;
-        self.stmt(Statement::Loop { body, continuing: Block::new(), break_if: None });
+        self.stmt(Statement::Loop {
+            body,
+            continuing: Block::new(),
+            break_if: None,
+        });
         let mut old = self.load(old_var);
         if bits {
             old = self.as_(old, ScalarKind::Float, None);
@@ -1096,9 +1308,12 @@ impl<'a> Cx<'a> {
                 let y = self.read(*b);
                 let r = self.binary(*op, ty, x, y)?;
                 match op {
-                    BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::CeilDiv | BinaryOp::Shl => {
-                        self.narrow(ty, r)
-                    }
+                    BinaryOp::Add
+                    | BinaryOp::Sub
+                    | BinaryOp::Mul
+                    | BinaryOp::Div
+                    | BinaryOp::CeilDiv
+                    | BinaryOp::Shl => self.narrow(ty, r),
                     _ => r,
                 }
             }
@@ -1167,7 +1382,11 @@ impl<'a> Cx<'a> {
         }
         let rty = self.scalar_ty(ty);
         let result = self.result(Expression::SubgroupOperationResult { ty: rty });
-        self.stmt(Statement::SubgroupGather { mode, argument: x, result });
+        self.stmt(Statement::SubgroupGather {
+            mode,
+            argument: x,
+            result,
+        });
         result
     }
 
@@ -1323,8 +1542,16 @@ impl<'a> Cx<'a> {
             let a = self.u32c(n.min(width as u64 - 1) as u32);
             return self.bin(if left { Bo::ShiftLeft } else { Bo::ShiftRight }, x, a);
         }
-        let unsigned_ty = if ty.bits() == 64 { ScalarType::U64 } else { ScalarType::U32 };
-        let a = if ty.is_signed_int() { self.as_(amount, ScalarKind::Uint, None) } else { amount };
+        let unsigned_ty = if ty.bits() == 64 {
+            ScalarType::U64
+        } else {
+            ScalarType::U32
+        };
+        let a = if ty.is_signed_int() {
+            self.as_(amount, ScalarKind::Uint, None)
+        } else {
+            amount
+        };
         let w = self.int_lit(unsigned_ty, width);
         let too_far = self.bin(Bo::GreaterEqual, a, w);
         let mask = self.int_lit(unsigned_ty, width - 1);
@@ -1422,7 +1649,11 @@ impl<'a> Cx<'a> {
             return x;
         }
         if src == ScalarType::Bool {
-            let one = if dst.is_float() { self.float_lit(dst, 1.0) } else { self.int_lit(dst, 1) };
+            let one = if dst.is_float() {
+                self.float_lit(dst, 1.0)
+            } else {
+                self.int_lit(dst, 1)
+            };
             let zero = self.zero(dst);
             return self.select(x, one, zero);
         }
@@ -1450,10 +1681,18 @@ impl<'a> Cx<'a> {
         }
         if src.is_float() && is_narrow(dst) {
             // Through the 32-bit type of the same signedness, then clamped.
-            let wide = if dst.is_signed_int() { ScalarType::I32 } else { ScalarType::U32 };
+            let wide = if dst.is_signed_int() {
+                ScalarType::I32
+            } else {
+                ScalarType::U32
+            };
             let v = self.float_to_int(src, wide, x);
             let bits = dst.bits();
-            let (lo, hi) = if dst.is_signed_int() { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) } else { (0, (1i64 << bits) - 1) };
+            let (lo, hi) = if dst.is_signed_int() {
+                (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+            } else {
+                (0, (1i64 << bits) - 1)
+            };
             let h = self.int_lit(wide, hi);
             let v = self.math(Mf::Min, &[v, h]);
             if dst.is_signed_int() {
@@ -1480,7 +1719,11 @@ impl<'a> Cx<'a> {
         };
         let bits = dst.bits() as i32;
         let (hi, max_int, min_int) = if dst.is_signed_int() {
-            (2f64.powi(bits - 1), if bits == 64 { i64::MAX } else { i32::MAX as i64 }, if bits == 64 { i64::MIN } else { i32::MIN as i64 })
+            (
+                2f64.powi(bits - 1),
+                if bits == 64 { i64::MAX } else { i32::MAX as i64 },
+                if bits == 64 { i64::MIN } else { i32::MIN as i64 },
+            )
         } else {
             (2f64.powi(bits), if bits == 64 { -1 } else { u32::MAX as i64 }, 0)
         };
@@ -1719,5 +1962,7 @@ fn zero_literal(t: ScalarType) -> naga::Literal {
 }
 
 fn sanitize(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .collect()
 }

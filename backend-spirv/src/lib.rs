@@ -162,13 +162,21 @@ pub struct SpirvKernel {
 pub enum SpirvError {
     /// The kernel needs a feature the target lacks, or something this backend cannot express.
     #[error("kernel `{kernel}`: {what} is not supported on this target: {detail}")]
-    Unsupported { kernel: String, what: &'static str, detail: String },
+    Unsupported {
+        kernel: String,
+        what: &'static str,
+        detail: String,
+    },
     /// The per-thread kernel is malformed (it fails `rutile_ir::thread::verify`).
     #[error("kernel `{kernel}` is malformed: {message}")]
     InvalidKernel { kernel: String, message: String },
     /// naga rejected the generated module: a bug in this backend.
     #[error("internal error: the generated module for `{kernel}` fails validation: {message}\n{wgsl_or_debug_dump}")]
-    Validation { kernel: String, message: String, wgsl_or_debug_dump: String },
+    Validation {
+        kernel: String,
+        message: String,
+        wgsl_or_debug_dump: String,
+    },
     /// naga's SPIR-V writer failed.
     #[error("writing SPIR-V failed: {0}")]
     SpirvWriter(String),
@@ -315,7 +323,13 @@ impl BindingLayout {
                 ThreadParam::Scalar { name, ty } => {
                     let size = uniform_size_of(*ty);
                     offset = offset.div_ceil(size) * size;
-                    scalars.push(ScalarSlot { param: i as u32, name: name.clone(), ty: *ty, offset, size });
+                    scalars.push(ScalarSlot {
+                        param: i as u32,
+                        name: name.clone(),
+                        ty: *ty,
+                        offset,
+                        size,
+                    });
                     offset += size;
                 }
             }
@@ -331,7 +345,12 @@ impl BindingLayout {
     /// The uniform buffer's contents for a launch of `grid` programs (the whole grid) of which
     /// this dispatch runs those starting at `offset`, with `scalars` the scalar arguments in
     /// parameter order.
-    pub fn uniform_bytes(&self, grid: [u32; 3], offset: [u32; 3], scalars: &[ScalarArg]) -> Result<Vec<u8>, SpirvError> {
+    pub fn uniform_bytes(
+        &self,
+        grid: [u32; 3],
+        offset: [u32; 3],
+        scalars: &[ScalarArg],
+    ) -> Result<Vec<u8>, SpirvError> {
         if scalars.len() != self.scalars.len() {
             return Err(SpirvError::Arguments(format!(
                 "{} scalar arguments for {} scalar parameters",

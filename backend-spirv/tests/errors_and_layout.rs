@@ -71,7 +71,10 @@ fn narrow_and_boolean_memory() {
         let _ = kb.ptr("bytes", t);
         let (what, msg) = unsupported_what(emit(&kb.finish(), &full(32)));
         assert_eq!(what, t.name());
-        assert!(msg.contains("pointer parameter 0 (`bytes`)") && msg.contains("no storage type"), "{msg}");
+        assert!(
+            msg.contains("pointer parameter 0 (`bytes`)") && msg.contains("no storage type"),
+            "{msg}"
+        );
     }
     let mut kb = ThreadKernelBuilder::new("bools", 1, 32);
     let _ = kb.ptr("mask", Bool);
@@ -97,11 +100,17 @@ fn shuffling(warp: u32) -> rutile_ir::thread::ThreadKernel {
 #[test]
 fn shuffles_need_a_fixed_subgroup_size_equal_to_the_warp() {
     let k = shuffling(32);
-    let no_subgroups = SpirvTarget { subgroups: false, ..full(32) };
+    let no_subgroups = SpirvTarget {
+        subgroups: false,
+        ..full(32)
+    };
     let (what, msg) = unsupported_what(emit(&k, &no_subgroups));
     assert_eq!(what, "shuffles");
     assert!(msg.contains("no subgroup operations"), "{msg}");
-    let varying = SpirvTarget { subgroup_size: None, ..full(32) };
+    let varying = SpirvTarget {
+        subgroup_size: None,
+        ..full(32)
+    };
     let (what, msg) = unsupported_what(emit(&k, &varying));
     assert_eq!(what, "shuffles");
     assert!(msg.contains("not fixed"), "{msg}");
@@ -114,14 +123,27 @@ fn shuffles_need_a_fixed_subgroup_size_equal_to_the_warp() {
 
 #[test]
 fn unsupported_atomics() {
-    for (t, op) in [(I64, AtomicOp::Add), (U64, AtomicOp::Max), (F32, AtomicOp::And), (F64, AtomicOp::Add), (F16, AtomicOp::Xchg)] {
+    for (t, op) in [
+        (I64, AtomicOp::Add),
+        (U64, AtomicOp::Max),
+        (F32, AtomicOp::And),
+        (F64, AtomicOp::Add),
+        (F16, AtomicOp::Xchg),
+    ] {
         let mut kb = ThreadKernelBuilder::new("atomic", 1, 32);
         let buf = kb.ptr("buf", t);
         let tid = kb.special(Special::ThreadId);
         let i = kb.int(I32, 0);
         let v = kb.set(t, Expr::Cast(tid));
         let dst = kb.reg(t);
-        kb.push(Stmt::Atomic { dst, op, param: buf, index: i, value: v, pred: None });
+        kb.push(Stmt::Atomic {
+            dst,
+            op,
+            param: buf,
+            index: i,
+            value: v,
+            pred: None,
+        });
         let (what, msg) = unsupported_what(emit(&kb.finish(), &full(32)));
         assert_eq!(what, "atomic");
         assert!(msg.contains(op.name()), "{msg}");
@@ -132,7 +154,16 @@ fn unsupported_atomics() {
 fn uniform_layout_of_mixed_scalars() {
     let mut kb = ThreadKernelBuilder::new("scalars", 1, 32);
     let out = kb.ptr("out", F64);
-    let names = [("a", I32), ("b", F64), ("c", Bool), ("d", F16), ("e", U64), ("f", F32), ("g", U32), ("h", I64)];
+    let names = [
+        ("a", I32),
+        ("b", F64),
+        ("c", Bool),
+        ("d", F16),
+        ("e", U64),
+        ("f", F32),
+        ("g", U32),
+        ("h", I64),
+    ];
     let params: Vec<u32> = names.iter().map(|&(n, t)| kb.scalar(n, t)).collect();
     let tid = kb.special(Special::ThreadId);
     let mut acc = kb.float(F64, 0.0);
@@ -149,7 +180,10 @@ fn uniform_layout_of_mixed_scalars() {
     let l = &sk.bindings;
     assert_eq!(l.uniform_binding, 1);
     let offsets: Vec<(u32, u32)> = l.scalars.iter().map(|s| (s.offset, s.size)).collect();
-    assert_eq!(offsets, [(32, 4), (40, 8), (48, 4), (52, 2), (56, 8), (64, 4), (68, 4), (72, 8)]);
+    assert_eq!(
+        offsets,
+        [(32, 4), (40, 8), (48, 4), (52, 2), (56, 8), (64, 4), (68, 4), (72, 8)]
+    );
     assert_eq!(l.uniform_size, 80);
     assert!(wgsl.contains("c: u32"), "{wgsl}");
     let args = [

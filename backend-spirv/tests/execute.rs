@@ -14,7 +14,12 @@ const THREADS: u32 = 64;
 
 /// A kernel over `n` elements, one per thread: loads `a[i]` and `b[i]` of type `t`,
 /// and stores what `f` makes of them (registers of type `out`) at `out[i * k + j]`.
-fn pairwise(name: &str, t: ScalarType, out: ScalarType, f: impl Fn(&mut ThreadKernelBuilder, Reg, Reg) -> Vec<Reg>) -> (ThreadKernel, usize) {
+fn pairwise(
+    name: &str,
+    t: ScalarType,
+    out: ScalarType,
+    f: impl Fn(&mut ThreadKernelBuilder, Reg, Reg) -> Vec<Reg>,
+) -> (ThreadKernel, usize) {
     let mut kb = ThreadKernelBuilder::new(name, THREADS / 32, 32);
     let a_buf = kb.ptr("a", t);
     let b_buf = kb.ptr("b", t);
@@ -48,11 +53,22 @@ fn pairwise(name: &str, t: ScalarType, out: ScalarType, f: impl Fn(&mut ThreadKe
     (kb.finish(), k)
 }
 
-fn run_pairwise<T: Copy + Default, O: Copy + Default>(vk: &Vk, k: &ThreadKernel, per: usize, a: &[T], b: &[T]) -> Vec<O> {
+fn run_pairwise<T: Copy + Default, O: Copy + Default>(
+    vk: &Vk,
+    k: &ThreadKernel,
+    per: usize,
+    a: &[T],
+    b: &[T],
+) -> Vec<O> {
     let sk = emit(k, &vk.target).unwrap_or_else(|e| panic!("{e}"));
     let n = a.len();
     let mut bufs = vec![bytes(a), bytes(b), vec![0u8; n * per * std::mem::size_of::<O>()]];
-    vk.run(&sk, &mut bufs, &[ScalarArg::I32(n as i32)], [(n as u32).div_ceil(THREADS), 1, 1]);
+    vk.run(
+        &sk,
+        &mut bufs,
+        &[ScalarArg::I32(n as i32)],
+        [(n as u32).div_ceil(THREADS), 1, 1],
+    );
     from_bytes(&bufs[2])
 }
 
@@ -102,13 +118,29 @@ fn int_expected(signed: bool, bits: u32, a: i128, b: i128) -> Vec<i128> {
     let m: i128 = (1i128 << bits) - 1;
     let wrap = |v: i128| {
         let v = v & m;
-        if signed && v >> (bits - 1) != 0 { v - (1i128 << bits) } else { v }
+        if signed && v >> (bits - 1) != 0 {
+            v - (1i128 << bits)
+        } else {
+            v
+        }
     };
     let div = |a: i128, b: i128| if b == 0 { 0 } else { wrap(a / b) };
     let rem = |a: i128, b: i128| if b == 0 { 0 } else { wrap(a % b) };
     let amount = b & m; // read as unsigned
-    let shl = if amount >= bits as i128 { 0 } else { wrap((a & m) << amount) };
-    let shr = if amount >= bits as i128 { if signed && a < 0 { -1 } else { 0 } } else { wrap(a >> amount) };
+    let shl = if amount >= bits as i128 {
+        0
+    } else {
+        wrap((a & m) << amount)
+    };
+    let shr = if amount >= bits as i128 {
+        if signed && a < 0 {
+            -1
+        } else {
+            0
+        }
+    } else {
+        wrap(a >> amount)
+    };
     vec![
         wrap(a + b),
         wrap(a - b),
@@ -132,7 +164,9 @@ fn int_expected(signed: bool, bits: u32, a: i128, b: i128) -> Vec<i128> {
 
 #[test]
 fn integer_semantics() {
-    let Some(vk) = device_or_skip("integer_semantics") else { return };
+    let Some(vk) = device_or_skip("integer_semantics") else {
+        return;
+    };
     eprintln!("device: {} {:?}", vk.name, vk.target);
     let xs = [0, 1, -1, 7, -7, 100, i32::MIN, i32::MAX];
     let ys = [0, 1, -1, 2, -3, 31, 32, 33, 1000];
@@ -165,7 +199,10 @@ fn integer_semantics() {
             let got: Vec<i128> = got[i * per..(i + 1) * per].iter().map(|&v| v as i128).collect();
             assert_eq!(got, want, "i64 ops of ({x}, {y})");
         }
-        let (a, b): (Vec<u64>, Vec<u64>) = (a.iter().map(|&v| v as u64).collect(), b.iter().map(|&v| v as u64).collect());
+        let (a, b): (Vec<u64>, Vec<u64>) = (
+            a.iter().map(|&v| v as u64).collect(),
+            b.iter().map(|&v| v as u64).collect(),
+        );
         let (k, per) = int_kernel(U64);
         let got: Vec<u64> = run_pairwise(&vk, &k, per, &a, &b);
         for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
@@ -206,8 +243,27 @@ fn narrow_int_kernel(t: ScalarType) -> (ThreadKernel, usize) {
 
 #[test]
 fn narrow_integer_semantics() {
-    let Some(vk) = device_or_skip("narrow_integer_semantics") else { return };
-    let xs = [0, 1, -1, 7, -7, 100, 127, -128, 128, 255, 300, 32767, -32768, 65535, 70000, i32::MIN];
+    let Some(vk) = device_or_skip("narrow_integer_semantics") else {
+        return;
+    };
+    let xs = [
+        0,
+        1,
+        -1,
+        7,
+        -7,
+        100,
+        127,
+        -128,
+        128,
+        255,
+        300,
+        32767,
+        -32768,
+        65535,
+        70000,
+        i32::MIN,
+    ];
     let ys = [0, 1, -1, 2, -3, 7, 8, 9, 15, 16, 17, 255, -128];
     let (a, b) = pairs(&xs, &ys);
     for t in [I8, U8, I16, U16] {
@@ -219,7 +275,11 @@ fn narrow_integer_semantics() {
         let m = (1i128 << bits) - 1;
         let wrap = |v: i128| {
             let v = v & m;
-            if signed && v >> (bits - 1) != 0 { v - (1i128 << bits) } else { v }
+            if signed && v >> (bits - 1) != 0 {
+                v - (1i128 << bits)
+            } else {
+                v
+            }
         };
         for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
             let (x, y) = (wrap(x as i128), wrap(y as i128));
@@ -240,7 +300,27 @@ fn narrow_integer_semantics() {
         }
         r
     });
-    let a = [-300.7f32, -129.0, -128.9, -1.5, 0.0, 127.9, 128.0, 255.9, 256.0, 1e10, -1e10, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 65535.9, 65536.0, 32767.5, -32768.9, -32769.0];
+    let a = [
+        -300.7f32,
+        -129.0,
+        -128.9,
+        -1.5,
+        0.0,
+        127.9,
+        128.0,
+        255.9,
+        256.0,
+        1e10,
+        -1e10,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        65535.9,
+        65536.0,
+        32767.5,
+        -32768.9,
+        -32769.0,
+    ];
     let got: Vec<i32> = run_pairwise(&vk, &k, per, &a, &a);
     for (i, &x) in a.iter().enumerate() {
         let ints = [x as i8 as i32, x as u8 as i32, x as i16 as i32, x as u16 as i32];
@@ -274,7 +354,9 @@ fn const_int_kernel(t: ScalarType, x: i64, y: i64) -> ThreadKernel {
 
 #[test]
 fn integer_semantics_of_constants() {
-    let Some(vk) = device_or_skip("integer_semantics_of_constants") else { return };
+    let Some(vk) = device_or_skip("integer_semantics_of_constants") else {
+        return;
+    };
     let per = INT_OPS.len() + 5;
     for x in [0i64, 1, -1, 7, i32::MIN as i64, i32::MAX as i64] {
         for y in [0i64, -1, 2, 31, 32, 33] {
@@ -282,24 +364,40 @@ fn integer_semantics_of_constants() {
             let mut bufs = vec![vec![0u8; per * 4]];
             vk.run(&sk, &mut bufs, &[], [1, 1, 1]);
             let got: Vec<i128> = from_bytes::<i32>(&bufs[0]).iter().map(|&v| v as i128).collect();
-            assert_eq!(got, int_expected(true, 32, x as i128, y as i128), "i32 ops of constants ({x}, {y})");
+            assert_eq!(
+                got,
+                int_expected(true, 32, x as i128, y as i128),
+                "i32 ops of constants ({x}, {y})"
+            );
             let (ux, uy) = (x as u32, y as u32);
             let sk = emit(&const_int_kernel(U32, ux as i64, uy as i64), &vk.target).unwrap();
             vk.run(&sk, &mut bufs, &[], [1, 1, 1]);
             let got: Vec<i128> = from_bytes::<u32>(&bufs[0]).iter().map(|&v| v as i128).collect();
-            assert_eq!(got, int_expected(false, 32, ux as i128, uy as i128), "u32 ops of constants ({ux}, {uy})");
+            assert_eq!(
+                got,
+                int_expected(false, 32, ux as i128, uy as i128),
+                "u32 ops of constants ({ux}, {uy})"
+            );
             for t in [I8, U8, I16, U16] {
                 let bits = t.bits();
                 let m = (1i128 << bits) - 1;
                 let wrap = |v: i128| {
                     let v = v & m;
-                    if t.is_signed_int() && v >> (bits - 1) != 0 { v - (1i128 << bits) } else { v }
+                    if t.is_signed_int() && v >> (bits - 1) != 0 {
+                        v - (1i128 << bits)
+                    } else {
+                        v
+                    }
                 };
                 let (nx, ny) = (wrap(x as i128), wrap(y as i128));
                 let sk = emit(&const_int_kernel(t, nx as i64, ny as i64), &vk.target).unwrap();
                 vk.run(&sk, &mut bufs, &[], [1, 1, 1]);
                 let got: Vec<i128> = from_bytes::<i32>(&bufs[0]).iter().map(|&v| v as i128).collect();
-                assert_eq!(got, int_expected(t.is_signed_int(), bits, nx, ny), "{t} ops of constants ({nx}, {ny})");
+                assert_eq!(
+                    got,
+                    int_expected(t.is_signed_int(), bits, nx, ny),
+                    "{t} ops of constants ({nx}, {ny})"
+                );
             }
         }
     }
@@ -309,7 +407,11 @@ fn fmin(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() {
         f64::NAN
     } else if a == b {
-        if a.is_sign_negative() { a } else { b }
+        if a.is_sign_negative() {
+            a
+        } else {
+            b
+        }
     } else {
         a.min(b)
     }
@@ -319,7 +421,11 @@ fn fmax(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() {
         f64::NAN
     } else if a == b {
-        if a.is_sign_positive() { a } else { b }
+        if a.is_sign_positive() {
+            a
+        } else {
+            b
+        }
     } else {
         a.max(b)
     }
@@ -372,17 +478,44 @@ fn check_floats(what: &str, a: &[f64], b: &[f64], got: &[i32], per: usize) {
         let want = float_expected(x, y);
         let g = &got[i * per..(i + 1) * per];
         for j in 0..2 {
-            let (w, g) = (f32::from_bits(want[j] as u32) as f64, f32::from_bits(g[j] as u32) as f64);
-            assert!(same_float(w, g), "{what} {} of ({x}, {y}) = {g}, expected {w}", ["minimum", "maximum"][j]);
+            let (w, g) = (
+                f32::from_bits(want[j] as u32) as f64,
+                f32::from_bits(g[j] as u32) as f64,
+            );
+            assert!(
+                same_float(w, g),
+                "{what} {} of ({x}, {y}) = {g}, expected {w}",
+                ["minimum", "maximum"][j]
+            );
         }
-        assert_eq!(&g[2..], &want[2..], "{what}: eq, ne, lt, ge, as i32, as u32, as bool of ({x}, {y})");
+        assert_eq!(
+            &g[2..],
+            &want[2..],
+            "{what}: eq, ne, lt, ge, as i32, as u32, as bool of ({x}, {y})"
+        );
     }
 }
 
 #[test]
 fn float_semantics() {
-    let Some(vk) = device_or_skip("float_semantics") else { return };
-    let xs = [0.0, -0.0, 1.5, -2.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 3e9, -3e9, 5e9, 1e-3, 2147483520.0, 4294967040.0];
+    let Some(vk) = device_or_skip("float_semantics") else {
+        return;
+    };
+    let xs = [
+        0.0,
+        -0.0,
+        1.5,
+        -2.5,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        3e9,
+        -3e9,
+        5e9,
+        1e-3,
+        2147483520.0,
+        4294967040.0,
+    ];
     let ys = [0.0, -0.0, f64::NAN, 2.0, -1.0];
     let (a, b) = pairs(&xs, &ys);
     let (k, per) = float_kernel(F32);
@@ -393,14 +526,37 @@ fn float_semantics() {
     let b_: Vec<f64> = b32.iter().map(|&v| v as f64).collect();
     check_floats("f32", &a_, &b_, &got, per);
     if vk.target.shader_f64 {
-        let xs = [0.0, -0.0, 1.5, -2.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 3e9, -3e9, 2147483647.5, -2147483648.5, 1e300];
+        let xs = [
+            0.0,
+            -0.0,
+            1.5,
+            -2.5,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            3e9,
+            -3e9,
+            2147483647.5,
+            -2147483648.5,
+            1e300,
+        ];
         let (a, b) = pairs(&xs, &ys);
         let (k, per) = float_kernel(F64);
         let got: Vec<i32> = run_pairwise(&vk, &k, per, &a, &b);
         check_floats("f64", &a, &b, &got, per);
     }
     if vk.target.shader_f16 {
-        let xs = [0.0, -0.0, 1.5, -2.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 65504.0, -65504.0];
+        let xs = [
+            0.0,
+            -0.0,
+            1.5,
+            -2.5,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            65504.0,
+            -65504.0,
+        ];
         let (a, b) = pairs(&xs, &ys);
         let (k, per) = float_kernel(F16);
         let ah: Vec<half::f16> = a.iter().map(|&v| half::f16::from_f64(v)).collect();
@@ -413,7 +569,9 @@ fn float_semantics() {
 /// Float→integer casts to 64-bit integers (saturation at the exact bounds, NaN to 0).
 #[test]
 fn float_to_64_bit_integer_casts() {
-    let Some(vk) = device_or_skip("float_to_64_bit_integer_casts") else { return };
+    let Some(vk) = device_or_skip("float_to_64_bit_integer_casts") else {
+        return;
+    };
     if !(vk.target.shader_i64 && vk.target.shader_f64) {
         eprintln!("note: the device lacks i64 or f64");
         return;
@@ -426,7 +584,19 @@ fn float_to_64_bit_integer_casts() {
         let s32 = kb.set(I64, Expr::Cast(f));
         vec![s, u, s32]
     });
-    let a = [0.0, -1.5, 1e300, -1e300, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 9.3e18, 1.9e19, -9.3e18, 12345.75];
+    let a = [
+        0.0,
+        -1.5,
+        1e300,
+        -1e300,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        9.3e18,
+        1.9e19,
+        -9.3e18,
+        12345.75,
+    ];
     let got: Vec<i64> = run_pairwise(&vk, &k, per, &a, &a);
     for (i, &x) in a.iter().enumerate() {
         let want = [x as i64, x as u64 as i64, x as f32 as i64];
@@ -462,12 +632,22 @@ const ERF: &[(f64, f64)] = &[
 
 #[test]
 fn transcendental_functions() {
-    let Some(vk) = device_or_skip("transcendental_functions") else { return };
+    let Some(vk) = device_or_skip("transcendental_functions") else {
+        return;
+    };
     let (k, per) = pairwise("unary", F32, F32, |kb, a, _| {
-        [UnaryOp::Erf, UnaryOp::Sigmoid, UnaryOp::Sqrt, UnaryOp::Floor, UnaryOp::Ceil, UnaryOp::Abs, UnaryOp::Neg]
-            .iter()
-            .map(|&op| kb.set(F32, Expr::Unary(op, a)))
-            .collect()
+        [
+            UnaryOp::Erf,
+            UnaryOp::Sigmoid,
+            UnaryOp::Sqrt,
+            UnaryOp::Floor,
+            UnaryOp::Ceil,
+            UnaryOp::Abs,
+            UnaryOp::Neg,
+        ]
+        .iter()
+        .map(|&op| kb.set(F32, Expr::Unary(op, a)))
+        .collect()
     });
     let mut a: Vec<f32> = ERF.iter().map(|&(x, _)| x as f32).collect();
     a.extend([f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0]);
@@ -484,9 +664,18 @@ fn transcendental_functions() {
             assert!(err <= 4.0, "erf({x}) = {}, expected {e} ({err} ulp)", g[0]);
         }
         let sig = 1.0 / (1.0 + (-x64).exp());
-        assert!(same_float(g[1] as f64, sig as f32 as f64) || (g[1] as f64 - sig).abs() <= 4.0 * ulp(sig as f32), "sigmoid({x}) = {}", g[1]);
+        assert!(
+            same_float(g[1] as f64, sig as f32 as f64) || (g[1] as f64 - sig).abs() <= 4.0 * ulp(sig as f32),
+            "sigmoid({x}) = {}",
+            g[1]
+        );
         for (j, w) in [x.sqrt(), x.floor(), x.ceil(), x.abs(), -x].into_iter().enumerate() {
-            assert!(same_float(g[2 + j] as f64, w as f64), "unary op {} of {x} = {}, expected {w}", 2 + j, g[2 + j]);
+            assert!(
+                same_float(g[2 + j] as f64, w as f64),
+                "unary op {} of {x} = {}, expected {w}",
+                2 + j,
+                g[2 + j]
+            );
         }
     }
     assert!(got[ERF.len() * per].is_nan(), "erf(NaN)");
@@ -497,7 +686,9 @@ fn transcendental_functions() {
 
 #[test]
 fn vector_add_over_several_dispatches() {
-    let Some(vk) = device_or_skip("vector_add_over_several_dispatches") else { return };
+    let Some(vk) = device_or_skip("vector_add_over_several_dispatches") else {
+        return;
+    };
     let k = vector_add(F32);
     let sk = emit(&k, &vk.target).unwrap();
     // 512 elements per program; 5 programs, run as dispatches of 2, 2 and 1.
@@ -505,11 +696,21 @@ fn vector_add_over_several_dispatches() {
     let x: Vec<f32> = (0..2560).map(|i| i as f32).collect();
     let y: Vec<f32> = (0..2560).map(|i| 0.5 * i as f32).collect();
     let mut bufs = vec![bytes(&x), bytes(&y), bytes(&vec![-1.0f32; 2560])];
-    vk.run_parts(&sk, &mut bufs, &[ScalarArg::I32(n)], [5, 1, 1], &[([0, 0, 0], [2, 1, 1]), ([2, 0, 0], [2, 1, 1]), ([4, 0, 0], [1, 1, 1])]);
+    vk.run_parts(
+        &sk,
+        &mut bufs,
+        &[ScalarArg::I32(n)],
+        [5, 1, 1],
+        &[([0, 0, 0], [2, 1, 1]), ([2, 0, 0], [2, 1, 1]), ([4, 0, 0], [1, 1, 1])],
+    );
     let out: Vec<f32> = from_bytes(&bufs[2]);
     for (i, &got) in out.iter().enumerate() {
         // Groups of four that reach past n are masked off whole.
-        let want = if (i / 4) * 4 + 4 <= n as usize { 1.5 * i as f32 } else { -1.0 };
+        let want = if (i / 4) * 4 + 4 <= n as usize {
+            1.5 * i as f32
+        } else {
+            -1.0
+        };
         assert_eq!(got, want, "out[{i}]");
     }
     for t in [F16, I64, F64] {
@@ -548,7 +749,9 @@ fn vector_add_over_several_dispatches() {
 
 #[test]
 fn shuffle_reduction() {
-    let Some(vk) = device_or_skip("shuffle_reduction") else { return };
+    let Some(vk) = device_or_skip("shuffle_reduction") else {
+        return;
+    };
     let Some(warp) = vk.target.subgroup_size.filter(|_| vk.target.subgroups) else {
         eprintln!("note: the device has no subgroup shuffles");
         return;
@@ -572,7 +775,9 @@ fn shuffle_reduction() {
 
 #[test]
 fn atomic_semantics() {
-    let Some(vk) = device_or_skip("atomic_semantics") else { return };
+    let Some(vk) = device_or_skip("atomic_semantics") else {
+        return;
+    };
     let mut kb = ThreadKernelBuilder::new("atomics_run", THREADS / 32, 32);
     let facc = kb.ptr("facc", F32);
     let iacc = kb.ptr("iacc", I32);
@@ -597,7 +802,14 @@ fn atomic_semantics() {
     let idx: Vec<Reg> = (0..8).map(|i| kb.int(I32, i)).collect();
     let atomic = |kb: &mut ThreadKernelBuilder, t: ScalarType, op, param, i: usize, value, pred| {
         let dst = kb.reg(t);
-        kb.push(Stmt::Atomic { dst, op, param, index: idx[i], value, pred });
+        kb.push(Stmt::Atomic {
+            dst,
+            op,
+            param,
+            index: idx[i],
+            value,
+            pred,
+        });
         dst
     };
     atomic(&mut kb, F32, AtomicOp::Add, facc, 0, one, None);
@@ -615,10 +827,24 @@ fn atomic_semantics() {
     // Compare-and-swap: exactly one thread finds 0.
     let gp1 = kb.bin(BinaryOp::Add, g, ione);
     let old = kb.reg(I32);
-    kb.push(Stmt::AtomicCas { dst: old, param: iacc, index: idx[7], cmp: zero, value: gp1, pred: None });
+    kb.push(Stmt::AtomicCas {
+        dst: old,
+        param: iacc,
+        index: idx[7],
+        cmp: zero,
+        value: gp1,
+        pred: None,
+    });
     let gp1f = kb.set(F32, Expr::Cast(gp1));
     let fold = kb.reg(F32);
-    kb.push(Stmt::AtomicCas { dst: fold, param: fcas, index: idx[0], cmp: fzero, value: gp1f, pred: None });
+    kb.push(Stmt::AtomicCas {
+        dst: fold,
+        param: fcas,
+        index: idx[0],
+        cmp: fzero,
+        value: gp1f,
+        pred: None,
+    });
     let fold_i = kb.set(I32, Expr::Cast(fold));
     let at = kb.bin(BinaryOp::Mul, g, two);
     kb.store(vec![old, fold_i], Memory::Global { param: olds }, at, None);
@@ -628,7 +854,12 @@ fn atomic_semantics() {
     let total = programs * THREADS as usize;
     let init_f = [0.0f32, 0.0, f32::NEG_INFINITY, f32::INFINITY, -1.0, 0.0, 0.0, 0.0];
     let init_i = [0i32, i32::MIN, i32::MAX, 0, 0, -1, -1, 0];
-    let mut bufs = vec![bytes(&init_f), bytes(&init_i), bytes(&[0.0f32; 4]), vec![0u8; total * 8]];
+    let mut bufs = vec![
+        bytes(&init_f),
+        bytes(&init_i),
+        bytes(&[0.0f32; 4]),
+        vec![0u8; total * 8],
+    ];
     vk.run(&sk, &mut bufs, &[], [programs as u32, 1, 1]);
     let f: Vec<f32> = from_bytes(&bufs[0]);
     let i: Vec<i32> = from_bytes(&bufs[1]);
@@ -639,7 +870,11 @@ fn atomic_semantics() {
     assert_eq!(f[1], 0.5 * (total / 2) as f32, "predicated f32 atomic add");
     assert_eq!(f[2], (n - 1) as f32, "f32 atomic max");
     assert_eq!(f[3], -(n - 1) as f32, "f32 atomic min");
-    assert!(f[4] >= 0.0 && f[4] < n as f32 && f[4].fract() == 0.0, "f32 exchange: {}", f[4]);
+    assert!(
+        f[4] >= 0.0 && f[4] < n as f32 && f[4].fract() == 0.0,
+        "f32 exchange: {}",
+        f[4]
+    );
     assert_eq!(i[0], n, "atomic add");
     assert_eq!(i[1], n - 1, "atomic max");
     assert_eq!(i[2], -(n - 1), "atomic min");
@@ -650,7 +885,10 @@ fn atomic_semantics() {
     let winners: Vec<usize> = (0..total).filter(|&t| olds[2 * t] == 0).collect();
     assert_eq!(winners.len(), 1, "one compare-and-swap succeeds");
     assert_eq!(i[7], winners[0] as i32 + 1, "the winner's value is stored");
-    assert!((0..total).all(|t| olds[2 * t] == 0 || olds[2 * t] == i[7]), "losers see the winner's value");
+    assert!(
+        (0..total).all(|t| olds[2 * t] == 0 || olds[2 * t] == i[7]),
+        "losers see the winner's value"
+    );
     let fwinners = (0..total).filter(|&t| olds[2 * t + 1] == 0).count();
     assert_eq!(fwinners, 1, "one f32 compare-and-swap succeeds");
     assert!(fc[0] >= 1.0, "f32 compare-and-swap stored {}", fc[0]);

@@ -15,7 +15,10 @@ fn vector_add_f32() {
     assert_eq!(sk.entry_point, "vector_add");
     let b = &sk.bindings;
     assert_eq!(b.storage.len(), 3);
-    assert_eq!((b.storage[2].binding, b.storage[2].param, b.storage[2].elem), (2, 2, F32));
+    assert_eq!(
+        (b.storage[2].binding, b.storage[2].param, b.storage[2].elem),
+        (2, 2, F32)
+    );
     assert!(!b.storage[0].atomic);
     assert_eq!(b.uniform_binding, 3);
     assert_eq!(b.scalars.len(), 1);
@@ -24,7 +27,9 @@ fn vector_add_f32() {
     assert!(wgsl.contains("@workgroup_size(128, 1, 1)"), "{wgsl}");
     assert!(wgsl.contains("var<storage, read_write> x: array<f32>"), "{wgsl}");
     assert!(wgsl.contains("@group(0) @binding(3)"), "{wgsl}");
-    let bytes = b.uniform_bytes([70000, 2, 1], [65535, 0, 0], &[ScalarArg::I32(-5)]).unwrap();
+    let bytes = b
+        .uniform_bytes([70000, 2, 1], [65535, 0, 0], &[ScalarArg::I32(-5)])
+        .unwrap();
     assert_eq!(bytes.len(), 48);
     assert_eq!(&bytes[0..4], &70000u32.to_le_bytes());
     assert_eq!(&bytes[4..8], &2u32.to_le_bytes());
@@ -121,7 +126,10 @@ fn kernel_names_become_identifiers() {
     // Parameter names that collide with the backend's own names and with WGSL keywords.
     let out = kb.ptr("launch", I32);
     let other = kb.ptr("shared0", I32);
-    let p: Vec<u32> = ["num_programs", "program_offset", "thread_id", "loop", "r1", "a b"].iter().map(|n| kb.scalar(n, I32)).collect();
+    let p: Vec<u32> = ["num_programs", "program_offset", "thread_id", "loop", "r1", "a b"]
+        .iter()
+        .map(|n| kb.scalar(n, I32))
+        .collect();
     let tid = kb.special(Special::ThreadId);
     let mut acc = tid;
     for i in p {

@@ -52,7 +52,10 @@ fn unary_ok(op: UnaryOp, t: ScalarType) -> bool {
 
 fn binary_ok(op: BinaryOp, t: ScalarType) -> bool {
     match t {
-        Bool => matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Min | BinaryOp::Max),
+        Bool => matches!(
+            op,
+            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Min | BinaryOp::Max
+        ),
         t if t.is_float() => !op.integral_only(),
         _ => true,
     }
@@ -147,7 +150,10 @@ fn ops_with_constant_operands() {
 fn casts_and_bitcasts() {
     let types = [Bool, I32, U32, F32, F16, I64, U64, F64];
     let mut kb = ThreadKernelBuilder::new("casts", 1, 32);
-    let outs: Vec<u32> = types.iter().map(|&t| kb.ptr(&format!("out_{t}"), if t == Bool { I32 } else { t })).collect();
+    let outs: Vec<u32> = types
+        .iter()
+        .map(|&t| kb.ptr(&format!("out_{t}"), if t == Bool { I32 } else { t }))
+        .collect();
     let src = kb.ptr("src", F32);
     let tid = kb.special(Special::ThreadId);
     let x = kb.load(F32, 1, Memory::Global { param: src }, tid, None)[0];
@@ -185,9 +191,22 @@ fn constants() {
     for t in [F32, F16, F64, I32, U32, I64, U64] {
         let out = kb.ptr(&format!("out_{t}"), t);
         let values: Vec<Literal> = if t.is_float() {
-            [0.0, -0.0, 1.5, 65504.0, 1e300, f64::INFINITY, f64::NEG_INFINITY, f64::NAN].map(Literal::Float).to_vec()
+            [
+                0.0,
+                -0.0,
+                1.5,
+                65504.0,
+                1e300,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::NAN,
+            ]
+            .map(Literal::Float)
+            .to_vec()
         } else {
-            [0, 1, -1, i32::MIN as i64, u32::MAX as i64, i64::MIN, i64::MAX].map(Literal::Int).to_vec()
+            [0, 1, -1, i32::MIN as i64, u32::MAX as i64, i64::MIN, i64::MAX]
+                .map(Literal::Int)
+                .to_vec()
         };
         for (j, l) in values.into_iter().enumerate() {
             let v = kb.set(t, Expr::Const(l));
@@ -233,19 +252,41 @@ fn atomics() {
         let ops: &[AtomicOp] = if t == F32 {
             &[AtomicOp::Add, AtomicOp::Min, AtomicOp::Max, AtomicOp::Xchg]
         } else {
-            &[AtomicOp::Add, AtomicOp::Max, AtomicOp::Min, AtomicOp::Xchg, AtomicOp::And, AtomicOp::Or, AtomicOp::Xor]
+            &[
+                AtomicOp::Add,
+                AtomicOp::Max,
+                AtomicOp::Min,
+                AtomicOp::Xchg,
+                AtomicOp::And,
+                AtomicOp::Or,
+                AtomicOp::Xor,
+            ]
         };
         let mut olds = vec![];
         for &op in ops {
             for pred in [None, Some(p)] {
                 let dst = kb.reg(t);
-                kb.push(Stmt::Atomic { dst, op, param: buf, index: tid, value: v, pred });
+                kb.push(Stmt::Atomic {
+                    dst,
+                    op,
+                    param: buf,
+                    index: tid,
+                    value: v,
+                    pred,
+                });
                 olds.push(dst);
             }
         }
         for pred in [None, Some(p)] {
             let dst = kb.reg(t);
-            kb.push(Stmt::AtomicCas { dst, param: buf, index: tid, cmp: v, value: olds[0], pred });
+            kb.push(Stmt::AtomicCas {
+                dst,
+                param: buf,
+                index: tid,
+                cmp: v,
+                value: olds[0],
+                pred,
+            });
             olds.push(dst);
         }
         let two = kb.int(I32, 2);

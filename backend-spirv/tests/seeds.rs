@@ -13,7 +13,13 @@ fn check_all(kernel: &Kernel, warps: &[u32]) {
     // through workgroup memory).
     for (warp_size, shuffles) in [(32, true), (8, true), (32, false)] {
         for &num_warps in warps {
-            let target = Target { warp_size, num_warps, max_shared_bytes: 32 * 1024, shuffles, max_vector_bytes: 16 };
+            let target = Target {
+                warp_size,
+                num_warps,
+                max_shared_bytes: 32 * 1024,
+                shuffles,
+                max_vector_bytes: 16,
+            };
             let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len()))
                 .unwrap_or_else(|e| panic!("lowering {}: {e}", kernel.name));
             let mut st = SpirvTarget::full(warp_size);

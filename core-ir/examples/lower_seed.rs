@@ -1,5 +1,9 @@
 //! Prints the per-thread IR of a seed kernel: `cargo run -p rutile-ir --example lower_seed -- add|softmax|persistent|rows`.
-use rutile_ir::{lower, seeds, target::{Specialization, Target}, ScalarType};
+use rutile_ir::{
+    lower, seeds,
+    target::{Specialization, Target},
+    ScalarType,
+};
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "add".into());
     let k = match which.as_str() {

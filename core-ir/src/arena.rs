@@ -14,7 +14,10 @@ pub struct Handle<T> {
 impl<T> Handle<T> {
     /// A handle from a raw index (for tables indexed in parallel with an arena).
     pub const fn from_index(index: usize) -> Self {
-        Handle { index: index as u32, marker: PhantomData }
+        Handle {
+            index: index as u32,
+            marker: PhantomData,
+        }
     }
     /// The position of the item in its arena.
     pub const fn index(self) -> usize {

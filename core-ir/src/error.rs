@@ -36,7 +36,13 @@ impl BuildError {
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.diagnostics.len();
-        write!(f, "kernel `{}`: {} error{}", self.kernel, n, if n == 1 { "" } else { "s" })?;
+        write!(
+            f,
+            "kernel `{}`: {} error{}",
+            self.kernel,
+            n,
+            if n == 1 { "" } else { "s" }
+        )?;
         for d in &self.diagnostics {
             write!(f, "\n  {d}")?;
         }

@@ -27,7 +27,11 @@ impl SourceLoc {
     #[track_caller]
     pub fn caller() -> SourceLoc {
         let l = std::panic::Location::caller();
-        SourceLoc { file: l.file(), line: l.line(), column: l.column() }
+        SourceLoc {
+            file: l.file(),
+            line: l.line(),
+            column: l.column(),
+        }
     }
 }
 
@@ -191,66 +195,150 @@ pub enum AtomicOp {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
     /// The program's index along grid axis 0, 1 or 2 (i32 scalar).
-    ProgramId { axis: u8 },
+    ProgramId {
+        axis: u8,
+    },
     /// The grid's size along axis 0, 1 or 2 (i32 scalar).
-    NumPrograms { axis: u8 },
+    NumPrograms {
+        axis: u8,
+    },
     /// A constant of the result type (a block constant is the literal in every element).
-    Constant { value: Literal },
+    Constant {
+        value: Literal,
+    },
     /// `[start, start + 1, ..., end - 1]` as an i32 block; `end - start` is a power of two.
-    Arange { start: i32, end: i32 },
+    Arange {
+        start: i32,
+        end: i32,
+    },
     /// A scalar repeated into a block of the result's shape.
-    Splat { value: ValueId },
+    Splat {
+        value: ValueId,
+    },
     /// A block of the same rank whose size-1 dimensions are repeated to the result's shape.
-    Broadcast { value: ValueId },
+    Broadcast {
+        value: ValueId,
+    },
     /// A size-1 dimension inserted at `axis`.
-    ExpandDims { value: ValueId, axis: u8 },
+    ExpandDims {
+        value: ValueId,
+        axis: u8,
+    },
     /// The same elements, row-major, in the result's shape.
-    Reshape { value: ValueId },
+    Reshape {
+        value: ValueId,
+    },
     /// Dimensions reordered: result dimension `i` is input dimension `perm[i]`.
-    Permute { value: ValueId, perm: Vec<u8> },
-    Unary { op: UnaryOp, value: ValueId },
-    Binary { op: BinaryOp, lhs: ValueId, rhs: ValueId },
-    Compare { op: CmpOp, lhs: ValueId, rhs: ValueId },
+    Permute {
+        value: ValueId,
+        perm: Vec<u8>,
+    },
+    Unary {
+        op: UnaryOp,
+        value: ValueId,
+    },
+    Binary {
+        op: BinaryOp,
+        lhs: ValueId,
+        rhs: ValueId,
+    },
+    Compare {
+        op: CmpOp,
+        lhs: ValueId,
+        rhs: ValueId,
+    },
     /// `cond ? on_true : on_false`, element-wise (`triton.language.where`).
-    Select { cond: ValueId, on_true: ValueId, on_false: ValueId },
+    Select {
+        cond: ValueId,
+        on_true: ValueId,
+        on_false: ValueId,
+    },
     /// `a * b + c` with a single rounding (floats only).
-    Fma { a: ValueId, b: ValueId, c: ValueId },
+    Fma {
+        a: ValueId,
+        b: ValueId,
+        c: ValueId,
+    },
     /// Numeric conversion to the result's element type: floats round to nearest even, float
     /// to integer truncates toward zero and saturates (NaN gives 0), integers wrap.
-    Cast { value: ValueId },
+    Cast {
+        value: ValueId,
+    },
     /// Reinterprets the bits as the result's element type (same width).
-    Bitcast { value: ValueId },
+    Bitcast {
+        value: ValueId,
+    },
     /// Pointer plus an element offset (not bytes), as Triton's `ptr + offsets`.
-    AddPtr { ptr: ValueId, offset: ValueId },
+    AddPtr {
+        ptr: ValueId,
+        offset: ValueId,
+    },
     /// Reads the elements at `ptr` where `mask` holds; `other` elsewhere (0 when absent).
-    Load { ptr: ValueId, mask: Option<ValueId>, other: Option<ValueId> },
+    Load {
+        ptr: ValueId,
+        mask: Option<ValueId>,
+        other: Option<ValueId>,
+    },
     /// Writes `value` at `ptr` where `mask` holds.
-    Store { ptr: ValueId, value: ValueId, mask: Option<ValueId> },
+    Store {
+        ptr: ValueId,
+        value: ValueId,
+        mask: Option<ValueId>,
+    },
     /// Reduces along `axis`, removing it from the shape.
-    Reduce { op: ReduceOp, value: ValueId, axis: u8 },
+    Reduce {
+        op: ReduceOp,
+        value: ValueId,
+        axis: u8,
+    },
     /// Matrix product `a @ b + acc` of `[M, K]` and `[K, N]` blocks into an `[M, N]`
     /// accumulator: f16, bf16 or f32 inputs (both of one type) with an f32 accumulator, or
     /// f64 inputs with an f64 accumulator.
-    Dot { a: ValueId, b: ValueId, acc: ValueId },
+    Dot {
+        a: ValueId,
+        b: ValueId,
+        acc: ValueId,
+    },
     /// Atomic read-modify-write where `mask` holds; returns the old values (0 elsewhere).
-    Atomic { op: AtomicOp, ptr: ValueId, value: ValueId, mask: Option<ValueId> },
+    Atomic {
+        op: AtomicOp,
+        ptr: ValueId,
+        value: ValueId,
+        mask: Option<ValueId>,
+    },
     /// Compare-and-swap: where `*ptr == cmp`, stores `value`; returns the old values.
-    AtomicCas { ptr: ValueId, cmp: ValueId, value: ValueId, mask: Option<ValueId> },
+    AtomicCas {
+        ptr: ValueId,
+        cmp: ValueId,
+        value: ValueId,
+        mask: Option<ValueId>,
+    },
     /// `for i in (start..end).step_by(step)` (negative steps count down, stopping before
     /// `end`). `start`, `end` and `step` are scalars of one integer type, which is also the
     /// type of `i`; a zero step is invalid (the interpreter reports it). Region 0 has arguments
     /// `[i, carried...]` and yields the next carried values; the results are the final
     /// carried values.
-    For { start: ValueId, end: ValueId, step: ValueId, init: Vec<ValueId> },
+    For {
+        start: ValueId,
+        end: ValueId,
+        step: ValueId,
+        init: Vec<ValueId>,
+    },
     /// Region 0 (then) or region 1 (else) runs; each yields the results.
-    If { cond: ValueId },
+    If {
+        cond: ValueId,
+    },
     /// Region 0 (the condition) has arguments `[carried...]` and yields one boolean scalar;
     /// while it is true, region 1 (the body) runs and yields the next carried values. Region 1
     /// has its own arguments, of the carried types, which take the same values as region 0's
     /// for that iteration. The results are the carried values when the condition fails.
-    While { init: Vec<ValueId> },
+    While {
+        init: Vec<ValueId>,
+    },
     /// Ends a region, giving its values to the enclosing op.
-    Yield { values: Vec<ValueId> },
+    Yield {
+        values: Vec<ValueId>,
+    },
 }
 
 impl Op {
@@ -302,7 +390,11 @@ impl Op {
             | Op::Bitcast { value }
             | Op::Reduce { value, .. } => vec![*value],
             Op::Binary { lhs, rhs, .. } | Op::Compare { lhs, rhs, .. } => vec![*lhs, *rhs],
-            Op::Select { cond, on_true, on_false } => vec![*cond, *on_true, *on_false],
+            Op::Select {
+                cond,
+                on_true,
+                on_false,
+            } => vec![*cond, *on_true, *on_false],
             Op::Fma { a, b, c } => vec![*a, *b, *c],
             Op::AddPtr { ptr, offset } => vec![*ptr, *offset],
             Op::Load { ptr, mask, other } => {

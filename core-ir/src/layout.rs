@@ -90,7 +90,10 @@ impl Blocked {
 impl Layout {
     /// The layout of rank-0 values: every thread holds the value.
     pub fn scalar() -> Layout {
-        Layout { blocked: Blocked::default_for(&[], 1, 1, 1), sliced: 0 }
+        Layout {
+            blocked: Blocked::default_for(&[], 1, 1, 1),
+            sliced: 0,
+        }
     }
     pub fn is_scalar(&self) -> bool {
         self.blocked.rank as u32 == self.sliced.count_ones()
@@ -101,11 +104,17 @@ impl Layout {
     }
     /// The same layout with blocked dimension `d` sliced away.
     pub fn slice(&self, d: usize) -> Layout {
-        Layout { blocked: self.blocked, sliced: self.sliced | (1 << d) }
+        Layout {
+            blocked: self.blocked,
+            sliced: self.sliced | (1 << d),
+        }
     }
     /// The blocked dimension of value dimension `vd`.
     pub fn blocked_dim(&self, vd: usize) -> usize {
-        (0..self.blocked.rank as usize).filter(|d| self.sliced & (1 << d) == 0).nth(vd).expect("value dimension in range")
+        (0..self.blocked.rank as usize)
+            .filter(|d| self.sliced & (1 << d) == 0)
+            .nth(vd)
+            .expect("value dimension in range")
     }
     /// The shape in the blocked layout's dimensions: the value's shape with 1 at sliced ones.
     pub fn full_shape(&self, shape: Shape) -> [u32; MAX_RANK] {
@@ -147,10 +156,20 @@ impl RegisterMap {
         let mut run = [1; MAX_RANK];
         for d in 0..b.rank as usize {
             run[d] = b.size_per_thread[d].min(full[d]);
-            count[d] = if full[d] >= b.tile(d) { full[d] / b.tile(d) * b.size_per_thread[d] } else { run[d] };
+            count[d] = if full[d] >= b.tile(d) {
+                full[d] / b.tile(d) * b.size_per_thread[d]
+            } else {
+                run[d]
+            };
         }
         let len = count.iter().take(b.rank as usize).map(|&c| c as usize).product();
-        RegisterMap { layout, full, count, run, len }
+        RegisterMap {
+            layout,
+            full,
+            count,
+            run,
+            len,
+        }
     }
 
     fn rank(&self) -> usize {
@@ -235,11 +254,17 @@ mod tests {
     #[test]
     fn default_1d_vectorizes_and_wraps() {
         let b = Blocked::default_for(&[1024], 4, 32, 4);
-        assert_eq!((b.size_per_thread[0], b.threads_per_warp[0], b.warps_per_cta[0]), (4, 32, 4));
+        assert_eq!(
+            (b.size_per_thread[0], b.threads_per_warp[0], b.warps_per_cta[0]),
+            (4, 32, 4)
+        );
         let m = Layout::blocked(b).map(shape(&[1024]));
         assert_eq!(m.len, 8);
         // Registers 0..4 are consecutive elements; register 4 starts the next tile.
-        assert_eq!((0..8).map(|i| m.offsets(i)[0]).collect::<Vec<_>>(), vec![0, 1, 2, 3, 512, 513, 514, 515]);
+        assert_eq!(
+            (0..8).map(|i| m.offsets(i)[0]).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3, 512, 513, 514, 515]
+        );
         for i in 0..8 {
             assert_eq!(m.register_at(m.offsets(i)), i);
         }

@@ -4,6 +4,7 @@
 //! Triton's `constexpr` are plain Rust values), checked as it is built and again by
 //! [`verify`], printed by [`mod@print`], and run exactly on the CPU by [`interp`].
 
+pub mod analysis;
 pub mod arena;
 pub mod builder;
 pub mod error;
@@ -11,15 +12,14 @@ pub mod interp;
 pub mod ir;
 pub mod layout;
 pub mod lower;
-pub mod target;
-pub mod analysis;
 pub mod print;
 pub mod seeds;
+pub mod target;
 #[doc(hidden)]
 pub mod testing;
 pub mod thread;
-pub mod typing;
 pub mod types;
+pub mod typing;
 pub mod verify;
 
 pub use arena::{Arena, Handle};

@@ -75,7 +75,14 @@ impl Kernel {
             }
             Op::For { start, end, step, init } => {
                 let args = &inst.regions[0].args;
-                write!(t, "{name} {} in range({}, {}, {})", list(&args[..1.min(args.len())]), v(*start), v(*end), v(*step))?;
+                write!(
+                    t,
+                    "{name} {} in range({}, {}, {})",
+                    list(&args[..1.min(args.len())]),
+                    v(*start),
+                    v(*end),
+                    v(*step)
+                )?;
                 if !init.is_empty() {
                     write!(t, " carry({}) as ({})", list(init), list(&args[1.min(args.len())..]))?;
                 }

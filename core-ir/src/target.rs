@@ -20,7 +20,13 @@ pub struct Target {
 impl Target {
     /// An NVIDIA GPU: warps of 32, shuffles, 16-byte accesses.
     pub fn nvidia(num_warps: u32, max_shared_bytes: u32) -> Target {
-        Target { warp_size: 32, num_warps, max_shared_bytes, shuffles: true, max_vector_bytes: 16 }
+        Target {
+            warp_size: 32,
+            num_warps,
+            max_shared_bytes,
+            shuffles: true,
+            max_vector_bytes: 16,
+        }
     }
     pub fn threads(&self) -> u32 {
         self.warp_size * self.num_warps
@@ -39,11 +45,15 @@ pub struct Specialization {
 impl Specialization {
     /// No assumptions.
     pub fn none(num_params: usize) -> Specialization {
-        Specialization { divisible_by_16: vec![false; num_params] }
+        Specialization {
+            divisible_by_16: vec![false; num_params],
+        }
     }
     /// Every parameter divisible by 16.
     pub fn all(num_params: usize) -> Specialization {
-        Specialization { divisible_by_16: vec![true; num_params] }
+        Specialization {
+            divisible_by_16: vec![true; num_params],
+        }
     }
     pub fn is_divisible(&self, param: usize) -> bool {
         self.divisible_by_16.get(param).copied().unwrap_or(false)

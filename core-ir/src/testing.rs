@@ -61,18 +61,29 @@ impl Rng {
 
     /// `n` f32s uniform in [lo, hi) (up to rounding at `hi`), none zero.
     pub fn f32s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
-        (0..n).map(|_| self.nonzero(|r| r.uniform(lo.into(), hi.into()) as f32, |v| v == 0.0)).collect()
+        (0..n)
+            .map(|_| self.nonzero(|r| r.uniform(lo.into(), hi.into()) as f32, |v| v == 0.0))
+            .collect()
     }
 
     /// `n` f16s uniform in [lo, hi] (`hi` only through rounding), none zero.
     pub fn f16s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f16> {
-        (0..n).map(|_| self.nonzero(|r| f16::from_f64(r.uniform(lo.into(), hi.into())), |v| v.to_f32() == 0.0)).collect()
+        (0..n)
+            .map(|_| {
+                self.nonzero(
+                    |r| f16::from_f64(r.uniform(lo.into(), hi.into())),
+                    |v| v.to_f32() == 0.0,
+                )
+            })
+            .collect()
     }
 
     /// `n` integers uniform in `lo..hi`.
     pub fn i32s(&mut self, n: usize, lo: i32, hi: i32) -> Vec<i32> {
         assert!(lo < hi, "empty range {lo}..{hi}");
-        (0..n).map(|_| (lo as i64 + self.below((hi as i64 - lo as i64) as u64) as i64) as i32).collect()
+        (0..n)
+            .map(|_| (lo as i64 + self.below((hi as i64 - lo as i64) as u64) as i64) as i32)
+            .collect()
     }
 
     /// `n` random bytes.
@@ -107,7 +118,10 @@ mod tests {
             assert!(u > 0.0 && u < 1.0);
             assert!(rng.below(3) < 3);
         }
-        assert!(rng.f32s(10_000, -1e-3, 1e-3).iter().all(|&v| v != 0.0 && v.abs() <= 1e-3));
+        assert!(rng
+            .f32s(10_000, -1e-3, 1e-3)
+            .iter()
+            .all(|&v| v != 0.0 && v.abs() <= 1e-3));
         // Many of these round to zero in f16; none may come back.
         assert!(rng.f16s(1000, -1e-8, 1e-7).iter().all(|&v| v.to_f32() != 0.0));
         let ints = rng.i32s(10_000, -2, 3);

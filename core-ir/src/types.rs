@@ -60,17 +60,26 @@ impl ScalarType {
         }
     }
     pub const fn is_float(self) -> bool {
-        matches!(self, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64)
+        matches!(
+            self,
+            ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64
+        )
     }
     /// Signed or unsigned integers, not booleans.
     pub const fn is_int(self) -> bool {
         self.is_signed_int() || self.is_unsigned_int()
     }
     pub const fn is_signed_int(self) -> bool {
-        matches!(self, ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64)
+        matches!(
+            self,
+            ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64
+        )
     }
     pub const fn is_unsigned_int(self) -> bool {
-        matches!(self, ScalarType::U8 | ScalarType::U16 | ScalarType::U32 | ScalarType::U64)
+        matches!(
+            self,
+            ScalarType::U8 | ScalarType::U16 | ScalarType::U32 | ScalarType::U64
+        )
     }
     pub const fn is_bool(self) -> bool {
         matches!(self, ScalarType::Bool)
@@ -164,7 +173,10 @@ pub struct Shape {
 
 impl Shape {
     /// The shape of a scalar.
-    pub const SCALAR: Shape = Shape { dims: [0; MAX_RANK], rank: 0 };
+    pub const SCALAR: Shape = Shape {
+        dims: [0; MAX_RANK],
+        rank: 0,
+    };
 
     /// A shape from its dimensions, or `None` when the rank is above [`MAX_RANK`].
     /// (Power-of-two sizes are checked by the ops that create blocks, where the error can
@@ -173,7 +185,10 @@ impl Shape {
         if dims.len() > MAX_RANK {
             return None;
         }
-        let mut shape = Shape { dims: [0; MAX_RANK], rank: dims.len() as u8 };
+        let mut shape = Shape {
+            dims: [0; MAX_RANK],
+            rank: dims.len() as u8,
+        };
         shape.dims[..dims.len()].copy_from_slice(dims);
         Some(shape)
     }
@@ -210,8 +225,16 @@ impl Shape {
         let mut dims = [0u32; MAX_RANK];
         for i in 0..rank {
             // Align from the right, as numpy does.
-            let da = if i + a.rank() >= rank { a.dims[i + a.rank() - rank] } else { 1 };
-            let db = if i + b.rank() >= rank { b.dims[i + b.rank() - rank] } else { 1 };
+            let da = if i + a.rank() >= rank {
+                a.dims[i + a.rank() - rank]
+            } else {
+                1
+            };
+            let db = if i + b.rank() >= rank {
+                b.dims[i + b.rank() - rank]
+            } else {
+                1
+            };
             dims[i] = match (da, db) {
                 (x, y) if x == y => x,
                 (1, y) => y,
@@ -271,10 +294,16 @@ pub struct Type {
 
 impl Type {
     pub const fn scalar(s: ScalarType) -> Type {
-        Type { elem: Elem::Scalar(s), shape: Shape::SCALAR }
+        Type {
+            elem: Elem::Scalar(s),
+            shape: Shape::SCALAR,
+        }
     }
     pub const fn ptr(s: ScalarType) -> Type {
-        Type { elem: Elem::Ptr(s), shape: Shape::SCALAR }
+        Type {
+            elem: Elem::Ptr(s),
+            shape: Shape::SCALAR,
+        }
     }
     pub const fn block(elem: Elem, shape: Shape) -> Type {
         Type { elem, shape }
@@ -285,7 +314,10 @@ impl Type {
     }
     /// The same shape with another element type.
     pub const fn with_elem(self, elem: Elem) -> Type {
-        Type { elem, shape: self.shape }
+        Type {
+            elem,
+            shape: self.shape,
+        }
     }
     pub fn is_scalar(&self) -> bool {
         self.shape.is_scalar()

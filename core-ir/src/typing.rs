@@ -43,7 +43,10 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             if !(n as u64).is_power_of_two() {
                 return Err(format!("the length end - start = {n} must be a power of two"));
             }
-            one(Type::block(Elem::Scalar(ScalarType::I32), Shape::new(&[n as u32]).unwrap()))
+            one(Type::block(
+                Elem::Scalar(ScalarType::I32),
+                Shape::new(&[n as u32]).unwrap(),
+            ))
         }
         Op::Splat { value } => {
             let (v, t) = (operand(*value), need_hint()?);
@@ -51,7 +54,10 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
                 return Err(format!("splat needs a scalar, got {v}"));
             }
             if t.elem != v.elem {
-                return Err(format!("splat cannot change the element type from {} to {}", v.elem, t.elem));
+                return Err(format!(
+                    "splat cannot change the element type from {} to {}",
+                    v.elem, t.elem
+                ));
             }
             check_block_shape(t.shape)?;
             one(t)
@@ -63,7 +69,9 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             }
             for (a, b) in v.shape.dims().iter().zip(t.shape.dims()) {
                 if a != b && *a != 1 {
-                    return Err(format!("cannot broadcast {v} to {t}: dimension {a} is neither 1 nor {b}"));
+                    return Err(format!(
+                        "cannot broadcast {v} to {t}: dimension {a} is neither 1 nor {b}"
+                    ));
                 }
             }
             one(t)
@@ -75,14 +83,20 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
                 return Err(format!("axis {axis} is out of range for {v} (rank {})", v.shape.rank()));
             }
             let shape = v.shape.insert_axis(axis).ok_or_else(|| {
-                format!("the result would have rank {}, above the limit of {MAX_RANK}", v.shape.rank() + 1)
+                format!(
+                    "the result would have rank {}, above the limit of {MAX_RANK}",
+                    v.shape.rank() + 1
+                )
             })?;
             one(v.with_shape(shape))
         }
         Op::Reshape { value } => {
             let (v, t) = (operand(*value), need_hint()?);
             if v.elem != t.elem {
-                return Err(format!("reshape cannot change the element type ({} to {})", v.elem, t.elem));
+                return Err(format!(
+                    "reshape cannot change the element type ({} to {})",
+                    v.elem, t.elem
+                ));
             }
             if v.shape.numel() != t.shape.numel() {
                 return Err(format!(
@@ -100,7 +114,11 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             let v = operand(*value);
             let rank = v.shape.rank();
             let mut seen = [false; MAX_RANK];
-            if perm.len() != rank || perm.iter().any(|&p| (p as usize) >= rank || std::mem::replace(&mut seen[p as usize], true)) {
+            if perm.len() != rank
+                || perm
+                    .iter()
+                    .any(|&p| (p as usize) >= rank || std::mem::replace(&mut seen[p as usize], true))
+            {
                 return Err(format!("{perm:?} is not a permutation of the {rank} dimensions of {v}"));
             }
             let dims: Vec<u32> = perm.iter().map(|&p| v.shape.dims()[p as usize]).collect();
@@ -127,7 +145,10 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             if op.integral_only() && !s.is_integral() {
                 return Err(format!("needs integer or boolean operands, got {a}"));
             }
-            let arithmetic = matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem);
+            let arithmetic = matches!(
+                op,
+                BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem
+            );
             if s.is_bool() && (arithmetic || matches!(op, BinaryOp::Shl | BinaryOp::Shr | BinaryOp::CeilDiv)) {
                 return Err(format!("needs numbers, got {a}"));
             }
@@ -138,11 +159,18 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             same_types(a, b)?;
             one(a.with_elem(Elem::Scalar(ScalarType::Bool)))
         }
-        Op::Select { cond, on_true, on_false } => {
+        Op::Select {
+            cond,
+            on_true,
+            on_false,
+        } => {
             let (c, a, b) = (operand(*cond), operand(*on_true), operand(*on_false));
             same_types(a, b)?;
             if c != a.with_elem(Elem::Scalar(ScalarType::Bool)) {
-                return Err(format!("the condition must be a boolean block of shape {}, got {c}", a.shape));
+                return Err(format!(
+                    "the condition must be a boolean block of shape {}, got {c}",
+                    a.shape
+                ));
             }
             one(a)
         }
@@ -209,7 +237,10 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             };
             let v = operand(*value);
             if v != p.with_elem(Elem::Scalar(pointee)) {
-                return Err(format!("the value must be {}, got {v}", p.with_elem(Elem::Scalar(pointee))));
+                return Err(format!(
+                    "the value must be {}, got {v}",
+                    p.with_elem(Elem::Scalar(pointee))
+                ));
             }
             if let Some(m) = mask {
                 check_mask(operand(*m), p)?;
@@ -250,7 +281,9 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
                 return Err(format!("the accumulator must have shape [{m}, {n}], got {tc}"));
             }
             if m < MIN_DOT_DIM || n < MIN_DOT_DIM || k < MIN_DOT_DIM {
-                return Err(format!("every dimension must be at least {MIN_DOT_DIM}, got M={m}, N={n}, K={k}"));
+                return Err(format!(
+                    "every dimension must be at least {MIN_DOT_DIM}, got M={m}, N={n}, K={k}"
+                ));
             }
             if sa != sb {
                 return Err(format!("operands must have the same element type, got {sa} and {sb}"));
@@ -337,7 +370,8 @@ pub fn check_int_fits(v: i64, s: ScalarType) -> Result<(), String> {
 }
 
 fn scalar_of(t: Type, what: &str) -> Result<ScalarType, String> {
-    t.scalar_type().ok_or_else(|| format!("`{what}` needs numbers, got pointers ({t})"))
+    t.scalar_type()
+        .ok_or_else(|| format!("`{what}` needs numbers, got pointers ({t})"))
 }
 
 fn same_types(a: Type, b: Type) -> Result<(), String> {

@@ -9,13 +9,24 @@ use crate::types::{ScalarType, Type};
 
 /// Checks `kernel`, returning every problem found.
 pub fn verify(kernel: &Kernel) -> Result<(), BuildError> {
-    let mut v = Verifier { kernel, defined: vec![false; kernel.values.len()], diagnostics: Vec::new() };
+    let mut v = Verifier {
+        kernel,
+        defined: vec![false; kernel.values.len()],
+        diagnostics: Vec::new(),
+    };
     for (i, p) in kernel.params.iter().enumerate() {
-        let ok = kernel.values.try_get(p.value).is_some_and(|d| d.def == ValueDef::Param(i as u32) && d.ty == p.ty);
+        let ok = kernel
+            .values
+            .try_get(p.value)
+            .is_some_and(|d| d.def == ValueDef::Param(i as u32) && d.ty == p.ty);
         if !ok || !p.ty.is_scalar() {
             v.diagnostics.push(Diagnostic {
                 op: "arg".into(),
-                loc: crate::ir::SourceLoc { file: "<kernel>", line: 0, column: 0 },
+                loc: crate::ir::SourceLoc {
+                    file: "<kernel>",
+                    line: 0,
+                    column: 0,
+                },
                 message: format!("parameter `{}` is malformed", p.name),
             });
         } else {
@@ -26,7 +37,10 @@ pub fn verify(kernel: &Kernel) -> Result<(), BuildError> {
     if v.diagnostics.is_empty() {
         Ok(())
     } else {
-        Err(BuildError { kernel: kernel.name.clone(), diagnostics: v.diagnostics })
+        Err(BuildError {
+            kernel: kernel.name.clone(),
+            diagnostics: v.diagnostics,
+        })
     }
 }
 
@@ -39,7 +53,11 @@ struct Verifier<'k> {
 
 impl Verifier<'_> {
     fn error(&mut self, inst: &Inst, message: String) {
-        self.diagnostics.push(Diagnostic { op: inst.op.name().into(), loc: inst.loc, message });
+        self.diagnostics.push(Diagnostic {
+            op: inst.op.name().into(),
+            loc: inst.loc,
+            message,
+        });
     }
 
     /// Checks a region whose arguments must have `arg_types` and whose yield (if `yields`
@@ -85,8 +103,11 @@ impl Verifier<'_> {
                 scope.push(r);
             }
         }
-        let ends_with_yield =
-            region.insts.last().and_then(|&i| self.kernel.insts.try_get(i)).is_some_and(|i| matches!(i.op, Op::Yield { .. }));
+        let ends_with_yield = region
+            .insts
+            .last()
+            .and_then(|&i| self.kernel.insts.try_get(i))
+            .is_some_and(|i| matches!(i.op, Op::Yield { .. }));
         if let Some((inst, want)) = yields {
             if !ends_with_yield {
                 self.error(inst, format!("a region must end with a yield of {} values", want.len()));
@@ -100,7 +121,10 @@ impl Verifier<'_> {
     fn check_defined(&mut self, inst: &Inst) {
         for v in inst.op.operands() {
             if v.index() >= self.defined.len() || !self.defined[v.index()] {
-                self.error(inst, format!("operand %{} is not defined before this use, or not in scope", v.index()));
+                self.error(
+                    inst,
+                    format!("operand %{} is not defined before this use, or not in scope", v.index()),
+                );
             }
         }
     }
@@ -108,13 +132,25 @@ impl Verifier<'_> {
     fn inst(&mut self, inst: &Inst) {
         let k = self.kernel;
         let results: Vec<Type> = inst.results.iter().map(|&r| k.ty(r)).collect();
-        let ty = |v: ValueId| k.values.try_get(v).map(|d| d.ty).unwrap_or(Type::scalar(ScalarType::Bool));
+        let ty = |v: ValueId| {
+            k.values
+                .try_get(v)
+                .map(|d| d.ty)
+                .unwrap_or(Type::scalar(ScalarType::Bool))
+        };
         match &inst.op {
             Op::For { start, end, step, init } => {
                 let iv = ty(*start);
                 let int_scalar = iv.is_scalar() && iv.scalar_type().is_some_and(|s| s.is_int());
                 if !int_scalar || ty(*end) != iv || ty(*step) != iv {
-                    self.error(inst, format!("bounds must be integer scalars of one type, got {iv}, {}, {}", ty(*end), ty(*step)));
+                    self.error(
+                        inst,
+                        format!(
+                            "bounds must be integer scalars of one type, got {iv}, {}, {}",
+                            ty(*end),
+                            ty(*step)
+                        ),
+                    );
                 }
                 let carried: Vec<Type> = init.iter().map(|&v| ty(v)).collect();
                 if results != carried {
@@ -135,7 +171,10 @@ impl Verifier<'_> {
                 if results != carried {
                     self.error(inst, "results must have the types of the carried values".into());
                 }
-                self.regions(inst, &[(&carried, &[Type::scalar(ScalarType::Bool)]), (&carried, &carried)]);
+                self.regions(
+                    inst,
+                    &[(&carried, &[Type::scalar(ScalarType::Bool)]), (&carried, &carried)],
+                );
             }
             op => {
                 if !inst.regions.is_empty() {
@@ -153,7 +192,10 @@ impl Verifier<'_> {
 
     fn regions(&mut self, inst: &Inst, shapes: &[(&[Type], &[Type])]) {
         if inst.regions.len() != shapes.len() {
-            self.error(inst, format!("expects {} regions, has {}", shapes.len(), inst.regions.len()));
+            self.error(
+                inst,
+                format!("expects {} regions, has {}", shapes.len(), inst.regions.len()),
+            );
             return;
         }
         for (region, (args, yields)) in inst.regions.iter().zip(shapes) {

@@ -18,13 +18,19 @@ fn assert_error(e: &BuildError, op: &str, words: &[&str]) {
     assert_eq!(e.diagnostics.len(), 1, "expected one error, got:\n{e}");
     let d = e.first();
     assert_eq!(d.op, op, "wrong op in: {e}");
-    assert!(d.loc.file.ends_with("bad_kernels.rs"), "location should be the author's line: {e}");
+    assert!(
+        d.loc.file.ends_with("bad_kernels.rs"),
+        "location should be the author's line: {e}"
+    );
     for w in words {
         assert!(d.message.contains(w), "message lacks {w:?}: {e}");
     }
     // The rendered error carries all three parts.
     let text = e.to_string();
-    assert!(text.contains(&format!("`{op}`")) && text.contains("bad_kernels.rs:"), "{text}");
+    assert!(
+        text.contains(&format!("`{op}`")) && text.contains("bad_kernels.rs:"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -272,7 +278,10 @@ fn duplicate_parameter_names() {
 #[test]
 fn block_parameter() {
     let e = fails(|k| {
-        k.arg("x", Type::block(rutile_ir::Elem::Scalar(F32), rutile_ir::Shape::new(&[4]).unwrap()));
+        k.arg(
+            "x",
+            Type::block(rutile_ir::Elem::Scalar(F32), rutile_ir::Shape::new(&[4]).unwrap()),
+        );
     });
     assert_error(&e, "arg", &["scalars or pointers"]);
 }
@@ -316,5 +325,8 @@ fn rendered_error_reads_well() {
     });
     let text = e.to_string();
     assert!(text.starts_with("kernel `bad`: 1 error\n  `add` at "), "{text}");
-    assert!(text.ends_with("shapes [64] and [32] cannot be broadcast together"), "{text}");
+    assert!(
+        text.ends_with("shapes [64] and [32] cannot be broadcast together"),
+        "{text}"
+    );
 }

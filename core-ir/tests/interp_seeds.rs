@@ -18,18 +18,41 @@ fn vector_add_f32_and_f16() {
     let x = rng.f32s(n, -100.0, 100.0);
     let y = rng.f32s(n, -100.0, 100.0);
     let kernel = seeds::vector_add(F32, 1024).unwrap();
-    let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F32, n)];
+    let mut buffers = [
+        HostBuffer::from_slice(&x),
+        HostBuffer::from_slice(&y),
+        HostBuffer::zeros(F32, n),
+    ];
     let grid = [n.div_ceil(1024) as u32, 1, 1];
-    interp::run(&kernel, grid, &[ptr(0), ptr(1), ptr(2), ArgValue::Int(n as i64)], &mut buffers).unwrap();
+    interp::run(
+        &kernel,
+        grid,
+        &[ptr(0), ptr(1), ptr(2), ArgValue::Int(n as i64)],
+        &mut buffers,
+    )
+    .unwrap();
     let z: Vec<f32> = buffers[2].to_vec().unwrap();
-    assert!(z.iter().zip(x.iter().zip(&y)).all(|(&z, (&x, &y))| z.to_bits() == (x + y).to_bits()));
+    assert!(z
+        .iter()
+        .zip(x.iter().zip(&y))
+        .all(|(&z, (&x, &y))| z.to_bits() == (x + y).to_bits()));
 
     let n = 1000;
     let x = rng.f16s(n, -1.0, 1.0);
     let y = rng.f16s(n, -1.0, 1.0);
     let kernel = seeds::vector_add(F16, 256).unwrap();
-    let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F16, n)];
-    interp::run(&kernel, [4, 1, 1], &[ptr(0), ptr(1), ptr(2), ArgValue::Int(n as i64)], &mut buffers).unwrap();
+    let mut buffers = [
+        HostBuffer::from_slice(&x),
+        HostBuffer::from_slice(&y),
+        HostBuffer::zeros(F16, n),
+    ];
+    interp::run(
+        &kernel,
+        [4, 1, 1],
+        &[ptr(0), ptr(1), ptr(2), ArgValue::Int(n as i64)],
+        &mut buffers,
+    )
+    .unwrap();
     let z: Vec<f16> = buffers[2].to_vec().unwrap();
     assert!(z.iter().zip(x.iter().zip(&y)).all(|(&z, (&x, &y))| z == x + y));
 }
@@ -38,9 +61,18 @@ fn vector_add_f32_and_f16() {
 fn vector_add_out_of_bounds_names_the_parameter() {
     let kernel = seeds::vector_add(F32, 1024).unwrap();
     // n says 2000, but x holds only 1500 elements.
-    let mut buffers = [HostBuffer::zeros(F32, 1500), HostBuffer::zeros(F32, 2000), HostBuffer::zeros(F32, 2000)];
-    let err =
-        interp::run(&kernel, [2, 1, 1], &[ptr(0), ptr(1), ptr(2), ArgValue::Int(2000)], &mut buffers).unwrap_err();
+    let mut buffers = [
+        HostBuffer::zeros(F32, 1500),
+        HostBuffer::zeros(F32, 2000),
+        HostBuffer::zeros(F32, 2000),
+    ];
+    let err = interp::run(
+        &kernel,
+        [2, 1, 1],
+        &[ptr(0), ptr(1), ptr(2), ArgValue::Int(2000)],
+        &mut buffers,
+    )
+    .unwrap_err();
     let msg = err.to_string();
     assert!(msg.starts_with("load at "), "{msg}");
     assert!(msg.contains("vector_add.rs:"), "{msg}");
@@ -48,7 +80,14 @@ fn vector_add_out_of_bounds_names_the_parameter() {
         msg.ends_with("program (1, 0, 0): element offset 1500 is outside buffer 0 (`x_ptr`, 1500 elements)"),
         "{msg}"
     );
-    assert!(matches!(err, InterpError::Fault { kind: FaultKind::OutOfBounds, op: "load", .. }));
+    assert!(matches!(
+        err,
+        InterpError::Fault {
+            kind: FaultKind::OutOfBounds,
+            op: "load",
+            ..
+        }
+    ));
 }
 
 fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
@@ -79,14 +118,19 @@ fn softmax_simple_and_persistent() {
         ArgValue::Int(rows as i64),
         ArgValue::Int(cols as i64),
     ];
-    for (kernel, grid) in
-        [(seeds::softmax(block).unwrap(), rows as u32), (seeds::softmax_persistent(block).unwrap(), 8)]
-    {
+    for (kernel, grid) in [
+        (seeds::softmax(block).unwrap(), rows as u32),
+        (seeds::softmax_persistent(block).unwrap(), 8),
+    ] {
         let mut buffers = [HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
         interp::run(&kernel, [grid, 1, 1], &args, &mut buffers).unwrap();
         let got: Vec<f32> = buffers[0].to_vec().unwrap();
         for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= 1e-6 * w.abs().max(1e-3), "{} [{i}]: {g} vs {w}", kernel.name);
+            assert!(
+                (g - w).abs() <= 1e-6 * w.abs().max(1e-3),
+                "{} [{i}]: {g} vs {w}",
+                kernel.name
+            );
         }
     }
 }
@@ -124,8 +168,11 @@ fn run_matmul(meta: &MatmulMeta, a: &[f16], b: &[f16], m: usize, n: usize, k: us
     } else {
         (b.to_vec(), n, 1)
     };
-    let mut buffers =
-        [HostBuffer::from_slice(a), HostBuffer::from_slice(&b_data), HostBuffer::zeros(meta.output, m * n)];
+    let mut buffers = [
+        HostBuffer::from_slice(a),
+        HostBuffer::from_slice(&b_data),
+        HostBuffer::zeros(meta.output, m * n),
+    ];
     let int = |v: usize| ArgValue::Int(v as i64);
     let args = [
         ptr(0),
@@ -154,10 +201,19 @@ fn matmul_with_ragged_edges_strides_and_activation() {
     let b = rng.f16s(k * n, -1.0, 1.0);
     let mut meta = MatmulMeta::fp16(32, 32, 16);
     meta.group_m = 2;
-    assert_eq!(run_matmul(&meta, &a, &b, m, n, k, false), matmul_reference(&a, &b, m, n, k, None));
-    assert_eq!(run_matmul(&meta, &a, &b, m, n, k, true), matmul_reference(&a, &b, m, n, k, None));
+    assert_eq!(
+        run_matmul(&meta, &a, &b, m, n, k, false),
+        matmul_reference(&a, &b, m, n, k, None)
+    );
+    assert_eq!(
+        run_matmul(&meta, &a, &b, m, n, k, true),
+        matmul_reference(&a, &b, m, n, k, None)
+    );
     meta.activation = Some(Activation::LeakyRelu);
-    assert_eq!(run_matmul(&meta, &a, &b, m, n, k, false), matmul_reference(&a, &b, m, n, k, meta.activation));
+    assert_eq!(
+        run_matmul(&meta, &a, &b, m, n, k, false),
+        matmul_reference(&a, &b, m, n, k, meta.activation)
+    );
 }
 
 #[test]
@@ -166,11 +222,31 @@ fn matmul_f32_output() {
     let mut rng = Rng::new(4);
     let a = rng.f16s(m * k, -1.0, 1.0);
     let b = rng.f16s(k * n, -1.0, 1.0);
-    let meta = MatmulMeta { output: ScalarType::F32, ..MatmulMeta::fp16(32, 16, 32) };
+    let meta = MatmulMeta {
+        output: ScalarType::F32,
+        ..MatmulMeta::fp16(32, 16, 32)
+    };
     let kernel = seeds::matmul(&meta).unwrap();
-    let mut buffers = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::zeros(F32, m * n)];
+    let mut buffers = [
+        HostBuffer::from_slice(&a),
+        HostBuffer::from_slice(&b),
+        HostBuffer::zeros(F32, m * n),
+    ];
     let int = |v: usize| ArgValue::Int(v as i64);
-    let args = [ptr(0), ptr(1), ptr(2), int(m), int(n), int(k), int(k), int(1), int(n), int(1), int(n), int(1)];
+    let args = [
+        ptr(0),
+        ptr(1),
+        ptr(2),
+        int(m),
+        int(n),
+        int(k),
+        int(k),
+        int(1),
+        int(n),
+        int(1),
+        int(n),
+        int(1),
+    ];
     interp::run(&kernel, [seeds::matmul_grid(&meta, 64, 64), 1, 1], &args, &mut buffers).unwrap();
     let got: Vec<f32> = buffers[2].to_vec().unwrap();
     for i in 0..m {

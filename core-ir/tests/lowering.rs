@@ -4,7 +4,7 @@
 
 use half::f16;
 use rutile_ir::interp::{self, simt, ArgValue, FaultKind, HostBuffer, InterpError};
-use rutile_ir::ir::{ReduceOp};
+use rutile_ir::ir::ReduceOp;
 use rutile_ir::lower::{lower, LowerError};
 use rutile_ir::seeds;
 use rutile_ir::target::{Specialization, Target};
@@ -26,7 +26,13 @@ fn int(v: i64) -> ArgValue {
 // ---- targets ----
 
 fn target(warp_size: u32, num_warps: u32, shuffles: bool) -> Target {
-    Target { warp_size, num_warps, max_shared_bytes: 48 * 1024, shuffles, max_vector_bytes: 16 }
+    Target {
+        warp_size,
+        num_warps,
+        max_shared_bytes: 48 * 1024,
+        shuffles,
+        max_vector_bytes: 16,
+    }
 }
 
 /// NVIDIA-like targets of 1 to 8 warps, lavapipe-like warps of 8, targets without
@@ -43,12 +49,20 @@ fn targets() -> Vec<Target> {
         target(8, 2, false),
         target(64, 2, true),
         target(16, 16, true),
-        Target { max_vector_bytes: 32, ..target(32, 2, true) },
+        Target {
+            max_vector_bytes: 32,
+            ..target(32, 2, true)
+        },
     ]
 }
 
 fn describe(t: &Target) -> String {
-    format!("warp {} x {} warps{}", t.warp_size, t.num_warps, if t.shuffles { "" } else { ", no shuffles" })
+    format!(
+        "warp {} x {} warps{}",
+        t.warp_size,
+        t.num_warps,
+        if t.shuffles { "" } else { ", no shuffles" }
+    )
 }
 
 /// What the runtime would specialize on: each argument divisible by 16 (pointers: their
@@ -64,7 +78,9 @@ fn honest_spec(kernel: &Kernel, args: &[ArgValue], buffers: &[HostBuffer]) -> Sp
             _ => false,
         })
         .collect();
-    Specialization { divisible_by_16: divisible }
+    Specialization {
+        divisible_by_16: divisible,
+    }
 }
 
 // ---- comparison ----
@@ -73,7 +89,10 @@ fn honest_spec(kernel: &Kernel, args: &[ArgValue], buffers: &[HostBuffer]) -> Sp
 /// absolute error.
 fn compare(got: &HostBuffer, want: &HostBuffer, rel: f64, abs: f64) -> Result<(), String> {
     let close = |a: f64, b: f64| {
-        (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= rel * a.abs().max(b.abs()) || (a - b).abs() <= abs.max(1e-30)
+        (a.is_nan() && b.is_nan())
+            || a == b
+            || (a - b).abs() <= rel * a.abs().max(b.abs())
+            || (a - b).abs() <= abs.max(1e-30)
     };
     let mismatch = |i: usize, g: String, w: String| Err(format!("element {i}: got {g}, expected {w}"));
     match want.elem() {
@@ -97,7 +116,13 @@ fn compare(got: &HostBuffer, want: &HostBuffer, rel: f64, abs: f64) -> Result<()
         _ => {
             if got.as_bytes() != want.as_bytes() {
                 let size = want.elem().size_bytes();
-                let i = got.as_bytes().iter().zip(want.as_bytes()).position(|(a, b)| a != b).unwrap() / size;
+                let i = got
+                    .as_bytes()
+                    .iter()
+                    .zip(want.as_bytes())
+                    .position(|(a, b)| a != b)
+                    .unwrap()
+                    / size;
                 let show = |b: &HostBuffer| match b.elem() {
                     I32 => b.to_vec::<i32>().unwrap()[i].to_string(),
                     F32 => b.to_vec::<f32>().unwrap()[i].to_string(),
@@ -125,8 +150,22 @@ struct Case {
 }
 
 impl Case {
-    fn new(name: impl Into<String>, kernel: Kernel, grid: [u32; 3], args: Vec<ArgValue>, buffers: Vec<HostBuffer>) -> Case {
-        Case { name: name.into(), kernel, grid, args, buffers, rel: 0.0, abs: 0.0 }
+    fn new(
+        name: impl Into<String>,
+        kernel: Kernel,
+        grid: [u32; 3],
+        args: Vec<ArgValue>,
+        buffers: Vec<HostBuffer>,
+    ) -> Case {
+        Case {
+            name: name.into(),
+            kernel,
+            grid,
+            args,
+            buffers,
+            rel: 0.0,
+            abs: 0.0,
+        }
     }
     fn tolerance(mut self, rel: f64) -> Case {
         self.rel = rel;
@@ -147,7 +186,10 @@ fn run_case(case: &Case, targets: &[Target]) -> Vec<String> {
         return vec![format!("{}: the interpreter fails: {e}", case.name)];
     }
     let mut failures = Vec::new();
-    let specs = [("honest", honest_spec(&case.kernel, &case.args, &case.buffers)), ("none", Specialization::none(case.args.len()))];
+    let specs = [
+        ("honest", honest_spec(&case.kernel, &case.args, &case.buffers)),
+        ("none", Specialization::none(case.args.len())),
+    ];
     for t in targets {
         for (spec_name, spec) in &specs {
             let at = format!("{} [{}, {spec_name} spec]", case.name, describe(t));
@@ -183,7 +225,11 @@ fn check_all(cases: &[Case], targets: &[Target]) {
     let failures: Vec<String> = cases.iter().flat_map(|c| run_case(c, targets)).collect();
     if !failures.is_empty() {
         let n = failures.len();
-        let limit = if std::env::var_os("RUTILE_ALL_FAILURES").is_some() { n } else { 25 };
+        let limit = if std::env::var_os("RUTILE_ALL_FAILURES").is_some() {
+            n
+        } else {
+            25
+        };
         let shown: Vec<&str> = failures.iter().take(limit).map(String::as_str).collect();
         panic!("{n} failures:\n{}", shown.join("\n"));
     }
@@ -200,29 +246,68 @@ fn vector_add_matches_the_interpreter() {
             let x = rng.f32s(n, -100.0, 100.0);
             let y = rng.f32s(n, -100.0, 100.0);
             let kernel = seeds::vector_add(F32, block).unwrap();
-            let buffers = vec![HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F32, n)];
+            let buffers = vec![
+                HostBuffer::from_slice(&x),
+                HostBuffer::from_slice(&y),
+                HostBuffer::zeros(F32, n),
+            ];
             let grid = [n.div_ceil(block as usize) as u32, 1, 1];
             let args = vec![ptr(0), ptr(1), ptr(2), int(n as i64)];
-            cases.push(Case::new(format!("vector_add(f32, {block}) n={n}"), kernel, grid, args, buffers));
+            cases.push(Case::new(
+                format!("vector_add(f32, {block}) n={n}"),
+                kernel,
+                grid,
+                args,
+                buffers,
+            ));
         }
     }
     // f16: 8 elements per 16-byte vector.
     let n = 1000;
     let (x, y) = (rng.f16s(n, -1.0, 1.0), rng.f16s(n, -1.0, 1.0));
-    let buffers = vec![HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::zeros(F16, n)];
+    let buffers = vec![
+        HostBuffer::from_slice(&x),
+        HostBuffer::from_slice(&y),
+        HostBuffer::zeros(F16, n),
+    ];
     let kernel = seeds::vector_add(F16, 256).unwrap();
-    cases.push(Case::new("vector_add(f16, 256) n=1000", kernel, [4, 1, 1], vec![ptr(0), ptr(1), ptr(2), int(n as i64)], buffers));
+    cases.push(Case::new(
+        "vector_add(f16, 256) n=1000",
+        kernel,
+        [4, 1, 1],
+        vec![ptr(0), ptr(1), ptr(2), int(n as i64)],
+        buffers,
+    ));
     check_all(&cases, &targets());
 }
 
 fn softmax_case(persistent: bool, rows: usize, cols: usize, rng: &mut Rng) -> Case {
     let block = seeds::softmax_block(cols as u32);
     let x = rng.f32s(rows * cols, -5.0, 5.0);
-    let kernel = if persistent { seeds::softmax_persistent(block) } else { seeds::softmax(block) }.unwrap();
+    let kernel = if persistent {
+        seeds::softmax_persistent(block)
+    } else {
+        seeds::softmax(block)
+    }
+    .unwrap();
     let buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
-    let args = vec![ptr(0), ptr(1), int(cols as i64), int(cols as i64), int(rows as i64), int(cols as i64)];
-    let programs = if persistent { (rows as u32 / 2).max(1) } else { rows as u32 };
-    let name = format!("softmax{} {rows}x{cols} (block {block}, {programs} programs)", if persistent { "_persistent" } else { "" });
+    let args = vec![
+        ptr(0),
+        ptr(1),
+        int(cols as i64),
+        int(cols as i64),
+        int(rows as i64),
+        int(cols as i64),
+    ];
+    let programs = if persistent {
+        (rows as u32 / 2).max(1)
+    } else {
+        rows as u32
+    };
+    let name = format!(
+        "softmax{} {rows}x{cols} (block {block}, {programs} programs)",
+        if persistent { "_persistent" } else { "" }
+    );
     Case::new(name, kernel, [programs, 1, 1], args, buffers).tolerance(1e-6)
 }
 
@@ -247,7 +332,10 @@ fn softmax_with_every_argument_divisible() {
     for (rows, cols) in [(16, 1024), (32, 256)] {
         for persistent in [false, true] {
             let case = softmax_case(persistent, rows, cols, &mut rng);
-            assert_eq!(honest_spec(&case.kernel, &case.args, &case.buffers), Specialization::all(6));
+            assert_eq!(
+                honest_spec(&case.kernel, &case.args, &case.buffers),
+                Specialization::all(6)
+            );
             cases.push(case);
         }
     }
@@ -273,7 +361,12 @@ fn build(name: &str, body: impl FnOnce(&rutile_ir::KernelBuilder)) -> Kernel {
 }
 
 /// A row-major `rows x cols` block of offsets `r * stride + c`.
-fn offsets_2d<'b>(k: &'b rutile_ir::KernelBuilder, rows: u32, cols: u32, stride: rutile_ir::Value<'b>) -> rutile_ir::Value<'b> {
+fn offsets_2d<'b>(
+    k: &'b rutile_ir::KernelBuilder,
+    rows: u32,
+    cols: u32,
+    stride: rutile_ir::Value<'b>,
+) -> rutile_ir::Value<'b> {
     let r = k.arange(0, rows as i32);
     let c = k.arange(0, cols as i32);
     r.expand_dims(1) * stride + c.expand_dims(0)
@@ -301,10 +394,20 @@ fn softmax_2d(rows: u32, cols: u32, axis: u32) -> Kernel {
 fn two_d_reductions_along_both_axes() {
     let mut rng = Rng::new(4);
     let mut cases = Vec::new();
-    for (rows, cols, n_rows, n_cols) in [(8, 16, 8, 16), (16, 64, 13, 50), (64, 8, 64, 5), (4, 128, 3, 128), (2, 4, 2, 3), (128, 32, 100, 32)] {
+    for (rows, cols, n_rows, n_cols) in [
+        (8, 16, 8, 16),
+        (16, 64, 13, 50),
+        (64, 8, 64, 5),
+        (4, 128, 3, 128),
+        (2, 4, 2, 3),
+        (128, 32, 100, 32),
+    ] {
         for axis in [0, 1] {
             let x = rng.f32s((n_rows * n_cols) as usize, -4.0, 4.0);
-            let buffers = vec![HostBuffer::from_slice(&x), HostBuffer::zeros(F32, (n_rows * n_cols) as usize)];
+            let buffers = vec![
+                HostBuffer::from_slice(&x),
+                HostBuffer::zeros(F32, (n_rows * n_cols) as usize),
+            ];
             let args = vec![ptr(0), ptr(1), int(n_rows as i64), int(n_cols as i64)];
             let name = format!("softmax_2d {rows}x{cols} block, {n_rows}x{n_cols} matrix, axis {axis}");
             cases.push(Case::new(name, softmax_2d(rows, cols, axis), [1, 1, 1], args, buffers).tolerance(1e-6));
@@ -347,8 +450,19 @@ fn reduce_case(op: ReduceOp, input: HostBuffer, rows: u32, cols: u32, axis: u32)
     } as usize;
     let name = format!("{op:?} of {elem} {rows}x{cols} along {axis}");
     let buffers = vec![input, HostBuffer::zeros(out_elem, n_out)];
-    let rel = if elem.is_float() && op == ReduceOp::Sum { 1e-6 } else { 0.0 };
-    Case::new(name, reduce_kernel(op, elem, rows, cols, axis), [1, 1, 1], vec![ptr(0), ptr(1)], buffers).tolerance(rel)
+    let rel = if elem.is_float() && op == ReduceOp::Sum {
+        1e-6
+    } else {
+        0.0
+    };
+    Case::new(
+        name,
+        reduce_kernel(op, elem, rows, cols, axis),
+        [1, 1, 1],
+        vec![ptr(0), ptr(1)],
+        buffers,
+    )
+    .tolerance(rel)
 }
 
 const SHAPES: [(u32, u32); 7] = [(0, 16), (0, 1024), (0, 2), (16, 16), (4, 256), (64, 4), (1, 8)];
@@ -395,7 +509,12 @@ fn sums_maxes_and_mins_of_several_types() {
                 continue;
             }
             // Positive floats, so that sums do not cancel (orders of summation differ).
-            let h = HostBuffer::from_slice(&rng.f16s(n, -1.0, 1.0).into_iter().map(|v| -(-v).min(v)).collect::<Vec<f16>>());
+            let h = HostBuffer::from_slice(
+                &rng.f16s(n, -1.0, 1.0)
+                    .into_iter()
+                    .map(|v| -(-v).min(v))
+                    .collect::<Vec<f16>>(),
+            );
             let i = HostBuffer::from_slice(&rng.i32s(n, -1000, 1000));
             let f = HostBuffer::from_slice(&rng.f32s(n, -10.0, 10.0).into_iter().map(f32::abs).collect::<Vec<f32>>());
             cases.push(reduce_case(ReduceOp::Sum, h.clone(), rows, cols, axis));
@@ -425,8 +544,18 @@ fn arange_offsets_expand_dims_and_broadcast() {
             k.store(b + offs, col - 7);
         });
         let n = (rows * cols) as usize;
-        let buffers = vec![HostBuffer::zeros(I32, n), HostBuffer::zeros(I32, n), HostBuffer::zeros(I32, n)];
-        cases.push(Case::new(format!("offsets {rows}x{cols}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1), ptr(2)], buffers));
+        let buffers = vec![
+            HostBuffer::zeros(I32, n),
+            HostBuffer::zeros(I32, n),
+            HostBuffer::zeros(I32, n),
+        ];
+        cases.push(Case::new(
+            format!("offsets {rows}x{cols}"),
+            kernel,
+            [1, 1, 1],
+            vec![ptr(0), ptr(1), ptr(2)],
+            buffers,
+        ));
     }
     let kernel = build("offsets_3d", |k| {
         let o = k.arg_ptr("o", I32);
@@ -436,7 +565,13 @@ fn arange_offsets_expand_dims_and_broadcast() {
         let offs = i * 32 + j * 8 + l;
         k.store(o + offs, offs * 10 + j);
     });
-    cases.push(Case::new("offsets 2x4x8", kernel, [1, 1, 1], vec![ptr(0)], vec![HostBuffer::zeros(I32, 64)]));
+    cases.push(Case::new(
+        "offsets 2x4x8",
+        kernel,
+        [1, 1, 1],
+        vec![ptr(0)],
+        vec![HostBuffer::zeros(I32, 64)],
+    ));
     check_all(&cases, &targets());
 }
 
@@ -455,8 +590,18 @@ fn reshape_and_permute() {
             let back = m.reshape(&[cols, rows]);
             k.store(z + offsets_2d(k, cols, rows, k.scalar(rows as i32, I32)), back * 2.0);
         });
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(n as usize, -1.0, 1.0)), HostBuffer::zeros(F32, rows as usize), HostBuffer::zeros(F32, n as usize)];
-        cases.push(Case::new(format!("reshape {n} -> {rows}x{cols}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1), ptr(2)], buffers));
+        let buffers = vec![
+            HostBuffer::from_slice(&rng.f32s(n as usize, -1.0, 1.0)),
+            HostBuffer::zeros(F32, rows as usize),
+            HostBuffer::zeros(F32, n as usize),
+        ];
+        cases.push(Case::new(
+            format!("reshape {n} -> {rows}x{cols}"),
+            kernel,
+            [1, 1, 1],
+            vec![ptr(0), ptr(1), ptr(2)],
+            buffers,
+        ));
     }
     // Transpose a 2-D block; permute a 3-D one.
     for (rows, cols) in [(16u32, 32u32), (4, 128), (64, 64), (1, 16), (8, 2)] {
@@ -466,8 +611,17 @@ fn reshape_and_permute() {
             k.store(y + offsets_2d(k, cols, rows, k.scalar(rows as i32, I32)), v.trans());
         });
         let n = (rows * cols) as usize;
-        let buffers = vec![HostBuffer::from_slice(&rng.i32s(n, -100, 100)), HostBuffer::zeros(I32, n)];
-        cases.push(Case::new(format!("trans {rows}x{cols}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1)], buffers));
+        let buffers = vec![
+            HostBuffer::from_slice(&rng.i32s(n, -100, 100)),
+            HostBuffer::zeros(I32, n),
+        ];
+        cases.push(Case::new(
+            format!("trans {rows}x{cols}"),
+            kernel,
+            [1, 1, 1],
+            vec![ptr(0), ptr(1)],
+            buffers,
+        ));
     }
     let kernel = build("permute", |k| {
         let (x, y) = (k.arg_ptr("x", I32), k.arg_ptr("y", I32));
@@ -482,8 +636,17 @@ fn reshape_and_permute() {
         let c = k.arange(0, 4).expand_dims(0).expand_dims(1);
         k.store(y + (a * 8 + b * 4 + c), p);
     });
-    let buffers = vec![HostBuffer::from_slice(&rng.i32s(64, -100, 100)), HostBuffer::zeros(I32, 64)];
-    cases.push(Case::new("permute 2x4x8 by [2, 0, 1]", kernel, [1, 1, 1], vec![ptr(0), ptr(1)], buffers));
+    let buffers = vec![
+        HostBuffer::from_slice(&rng.i32s(64, -100, 100)),
+        HostBuffer::zeros(I32, 64),
+    ];
+    cases.push(Case::new(
+        "permute 2x4x8 by [2, 0, 1]",
+        kernel,
+        [1, 1, 1],
+        vec![ptr(0), ptr(1)],
+        buffers,
+    ));
     check_all(&cases, &targets());
 }
 
@@ -494,7 +657,13 @@ fn where_casts_and_bitcasts() {
     for (block, n) in [(1024u32, 3000usize), (16, 40), (128, 128), (2, 5)] {
         let kernel = build("casts", |k| {
             let (x, y) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32));
-            let (w, a, h, b, bits) = (k.arg_ptr("w", F32), k.arg_ptr("a", I32), k.arg_ptr("h", F16), k.arg_ptr("b", Bool), k.arg_ptr("bits", I32));
+            let (w, a, h, b, bits) = (
+                k.arg_ptr("w", F32),
+                k.arg_ptr("a", I32),
+                k.arg_ptr("h", F16),
+                k.arg_ptr("b", Bool),
+                k.arg_ptr("bits", I32),
+            );
             let n = k.arg_i32("n");
             let offs = k.program_id(0) * block as i32 + k.arange(0, block as i32);
             let mask = offs.lt(n);
@@ -518,7 +687,13 @@ fn where_casts_and_bitcasts() {
         ];
         let args = vec![ptr(0), ptr(1), ptr(2), ptr(3), ptr(4), ptr(5), ptr(6), int(n as i64)];
         let grid = [n.div_ceil(block as usize) as u32, 1, 1];
-        cases.push(Case::new(format!("where and casts, block {block}, n={n}"), kernel, grid, args, buffers));
+        cases.push(Case::new(
+            format!("where and casts, block {block}, n={n}"),
+            kernel,
+            grid,
+            args,
+            buffers,
+        ));
     }
     check_all(&cases, &targets());
 }
@@ -539,9 +714,18 @@ fn masked_loads_with_block_other_on_ragged_sizes() {
             let v = k.load_masked(x + (r * nc + c), mask, other);
             k.store(y + offsets_2d(k, rows, cols, k.scalar(cols as i32, I32)), v);
         });
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s((n_rows * n_cols) as usize, -1.0, 1.0)), HostBuffer::zeros(F32, (rows * cols) as usize)];
+        let buffers = vec![
+            HostBuffer::from_slice(&rng.f32s((n_rows * n_cols) as usize, -1.0, 1.0)),
+            HostBuffer::zeros(F32, (rows * cols) as usize),
+        ];
         let args = vec![ptr(0), ptr(1), int(n_rows as i64), int(n_cols as i64)];
-        cases.push(Case::new(format!("masked load with block other {rows}x{cols} of {n_rows}x{n_cols}"), kernel, [1, 1, 1], args, buffers));
+        cases.push(Case::new(
+            format!("masked load with block other {rows}x{cols} of {n_rows}x{n_cols}"),
+            kernel,
+            [1, 1, 1],
+            args,
+            buffers,
+        ));
     }
     check_all(&cases, &targets());
 }
@@ -555,8 +739,18 @@ fn atomics() {
         // integers); each program bumps a counter and records the old value (programs run
         // in the same order in both); distinct-address atomics return old values.
         let kernel = build("atomics", |k| {
-            let (x, hist, counter, olds) = (k.arg_ptr("x", I32), k.arg_ptr("hist", I32), k.arg_ptr("counter", I32), k.arg_ptr("olds", I32));
-            let (mx, cas, xchg, fsum) = (k.arg_ptr("mx", I32), k.arg_ptr("cas", I32), k.arg_ptr("xchg", I32), k.arg_ptr("fsum", F32));
+            let (x, hist, counter, olds) = (
+                k.arg_ptr("x", I32),
+                k.arg_ptr("hist", I32),
+                k.arg_ptr("counter", I32),
+                k.arg_ptr("olds", I32),
+            );
+            let (mx, cas, xchg, fsum) = (
+                k.arg_ptr("mx", I32),
+                k.arg_ptr("cas", I32),
+                k.arg_ptr("xchg", I32),
+                k.arg_ptr("fsum", F32),
+            );
             let n = k.arg_i32("n");
             let pid = k.program_id(0);
             let offs = pid * block as i32 + k.arange(0, block as i32);
@@ -589,8 +783,24 @@ fn atomics() {
             HostBuffer::from_slice(&rng.i32s(2 * n, 0, 9)),
             HostBuffer::zeros(F32, 2),
         ];
-        let args = vec![ptr(0), ptr(1), ptr(2), ptr(3), ptr(4), ptr(5), ptr(6), ptr(7), int(n as i64)];
-        cases.push(Case::new(format!("atomics, block {block}, n={n}"), kernel, [programs as u32, 1, 1], args, buffers));
+        let args = vec![
+            ptr(0),
+            ptr(1),
+            ptr(2),
+            ptr(3),
+            ptr(4),
+            ptr(5),
+            ptr(6),
+            ptr(7),
+            int(n as i64),
+        ];
+        cases.push(Case::new(
+            format!("atomics, block {block}, n={n}"),
+            kernel,
+            [programs as u32, 1, 1],
+            args,
+            buffers,
+        ));
     }
     // A 2-D atomic and a scalar atomic whose old value every thread uses.
     let kernel = build("atomics_2d", |k| {
@@ -601,7 +811,13 @@ fn atomics() {
         k.store(out + offs, old + first);
     });
     let buffers = vec![HostBuffer::from_slice(&rng.i32s(33, 0, 10)), HostBuffer::zeros(I32, 32)];
-    cases.push(Case::new("atomics 4x8 and scalar", kernel, [3, 1, 1], vec![ptr(0), ptr(1)], buffers));
+    cases.push(Case::new(
+        "atomics 4x8 and scalar",
+        kernel,
+        [3, 1, 1],
+        vec![ptr(0), ptr(1)],
+        buffers,
+    ));
     check_all(&cases, &targets());
 }
 
@@ -622,7 +838,9 @@ fn for_loops_with_carried_blocks_and_negative_steps() {
             });
             k.store(y + offs, out[0]);
             // Run-time step (negative here): the loop tests its direction.
-            let count = k.for_range(steps * 3, 0, step, &[k.zeros(&[block], I32)], |i, c| vec![c[0] + i + offs]);
+            let count = k.for_range(steps * 3, 0, step, &[k.zeros(&[block], I32)], |i, c| {
+                vec![c[0] + i + offs]
+            });
             k.store(z + offs, count[0] + out[1]);
             // A carried pointer block.
             let p = k.for_range(0, steps, 1, &[x + offs], |_, c| vec![c[0] + block as i32]);
@@ -635,7 +853,13 @@ fn for_loops_with_carried_blocks_and_negative_steps() {
             HostBuffer::zeros(I32, block as usize),
         ];
         let args = vec![ptr(0), ptr(1), ptr(2), int(steps as i64), int(-2)];
-        cases.push(Case::new(format!("for loops, block {block}"), kernel, [1, 1, 1], args, buffers));
+        cases.push(Case::new(
+            format!("for loops, block {block}"),
+            kernel,
+            [1, 1, 1],
+            args,
+            buffers,
+        ));
     }
     check_all(&cases, &targets());
 }
@@ -669,8 +893,21 @@ fn if_else_with_block_results_and_while() {
             k.if_then(pid.eq(1), || k.store(y + base + offs, w[0]));
         });
         let n = (rows * cols) as usize;
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(3 * n, -4.0, 4.0)), HostBuffer::zeros(F32, 3 * n), HostBuffer::zeros(I32, 3)];
-        cases.push(Case::new(format!("if/while {rows}x{cols}"), kernel, [3, 1, 1], vec![ptr(0), ptr(1), ptr(2)], buffers).tolerance(1e-6));
+        let buffers = vec![
+            HostBuffer::from_slice(&rng.f32s(3 * n, -4.0, 4.0)),
+            HostBuffer::zeros(F32, 3 * n),
+            HostBuffer::zeros(I32, 3),
+        ];
+        cases.push(
+            Case::new(
+                format!("if/while {rows}x{cols}"),
+                kernel,
+                [3, 1, 1],
+                vec![ptr(0), ptr(1), ptr(2)],
+                buffers,
+            )
+            .tolerance(1e-6),
+        );
     }
     check_all(&cases, &targets());
 }
@@ -682,7 +919,12 @@ fn small_blocks_replicate_and_large_blocks_wrap() {
     // 1 to 16 elements over up to 256 threads: copies must not store, reduce or add twice.
     for block in [1u32, 2, 4, 16, 4096] {
         let kernel = build("replicated", |k| {
-            let (x, y, s, a) = (k.arg_ptr("x", I32), k.arg_ptr("y", I32), k.arg_ptr("s", I32), k.arg_ptr("a", I32));
+            let (x, y, s, a) = (
+                k.arg_ptr("x", I32),
+                k.arg_ptr("y", I32),
+                k.arg_ptr("s", I32),
+                k.arg_ptr("a", I32),
+            );
             let n = k.arg_i32("n");
             let pid = k.program_id(0);
             let offs = pid * block as i32 + k.arange(0, block as i32);
@@ -695,9 +937,20 @@ fn small_blocks_replicate_and_large_blocks_wrap() {
             k.store(s + k.num_programs(0) + pid * 2 + k.arange(0, 2), m);
         });
         let n = block as usize * 3 - 1;
-        let buffers = vec![HostBuffer::from_slice(&rng.i32s(n, -9, 9)), HostBuffer::zeros(I32, n), HostBuffer::zeros(I32, 9), HostBuffer::zeros(I32, 2)];
+        let buffers = vec![
+            HostBuffer::from_slice(&rng.i32s(n, -9, 9)),
+            HostBuffer::zeros(I32, n),
+            HostBuffer::zeros(I32, 9),
+            HostBuffer::zeros(I32, 2),
+        ];
         let args = vec![ptr(0), ptr(1), ptr(2), ptr(3), int(n as i64)];
-        cases.push(Case::new(format!("replicated block {block}"), kernel, [3, 1, 1], args, buffers));
+        cases.push(Case::new(
+            format!("replicated block {block}"),
+            kernel,
+            [3, 1, 1],
+            args,
+            buffers,
+        ));
     }
     check_all(&cases, &targets());
 }
@@ -734,8 +987,17 @@ fn vector_width_follows_row_alignment() {
             k.store(y + offsets_2d(k, rows, cols, k.scalar(cols as i32, I32)), v);
         });
         let n = (rows as i64 * stride.max(cols as i64)) as usize;
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, -1.0, 1.0)), HostBuffer::zeros(F32, (rows * cols) as usize)];
-        cases.push(Case::new(format!("rows at stride {stride}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1), int(stride)], buffers));
+        let buffers = vec![
+            HostBuffer::from_slice(&rng.f32s(n, -1.0, 1.0)),
+            HostBuffer::zeros(F32, (rows * cols) as usize),
+        ];
+        cases.push(Case::new(
+            format!("rows at stride {stride}"),
+            kernel,
+            [1, 1, 1],
+            vec![ptr(0), ptr(1), int(stride)],
+            buffers,
+        ));
     }
     // Rows at compile-time offsets that are not multiples of the vector: `3 r`, `r / 2`,
     // `r << 1` (and, for contrast, `r * 16`).
@@ -759,13 +1021,31 @@ fn vector_width_follows_row_alignment() {
         let w = k.load(x + rows.expand_dims(1) + k.arange(0, 4).expand_dims(0));
         k.store(y + 64 + offsets_2d(k, 64, 4, k.scalar(4, I32)), w);
     });
-    let buffers = vec![HostBuffer::from_slice(&rng.f32s(64, -1.0, 1.0)), HostBuffer::zeros(F32, 64 * 5)];
-    cases.push(Case::new("offsets i % n for a varying n", kernel, [1, 1, 1], vec![ptr(0), ptr(1)], buffers));
+    let buffers = vec![
+        HostBuffer::from_slice(&rng.f32s(64, -1.0, 1.0)),
+        HostBuffer::zeros(F32, 64 * 5),
+    ];
+    cases.push(Case::new(
+        "offsets i % n for a varying n",
+        kernel,
+        [1, 1, 1],
+        vec![ptr(0), ptr(1)],
+        buffers,
+    ));
     for (what, f) in offsets {
         let kernel = gather_rows("rows", rows, cols, f);
         let n = (rows * 16 + cols) as usize;
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, -1.0, 1.0)), HostBuffer::zeros(F32, (rows * cols) as usize)];
-        cases.push(Case::new(format!("rows at {what}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1)], buffers));
+        let buffers = vec![
+            HostBuffer::from_slice(&rng.f32s(n, -1.0, 1.0)),
+            HostBuffer::zeros(F32, (rows * cols) as usize),
+        ];
+        cases.push(Case::new(
+            format!("rows at {what}"),
+            kernel,
+            [1, 1, 1],
+            vec![ptr(0), ptr(1)],
+            buffers,
+        ));
     }
     check_all(&cases, &targets());
 }
@@ -785,12 +1065,20 @@ fn narrow_and_wide_element_types() {
     for (dtype, block, n) in launches {
         let kernel = seeds::vector_add(dtype, block).unwrap();
         let make = |rng: &mut Rng| {
-            let bytes: Vec<u8> = (0..n * dtype.size_bytes()).map(|_| (rng.next_u64() % 7) as u8).collect();
+            let bytes: Vec<u8> = (0..n * dtype.size_bytes())
+                .map(|_| (rng.next_u64() % 7) as u8)
+                .collect();
             HostBuffer::from_bytes(dtype, bytes).unwrap()
         };
         let buffers = vec![make(&mut rng), make(&mut rng), HostBuffer::zeros(dtype, n)];
         let grid = [n.div_ceil(block as usize) as u32, 1, 1];
-        cases.push(Case::new(format!("vector_add({dtype}, {block})"), kernel, grid, vec![ptr(0), ptr(1), ptr(2), int(n as i64)], buffers));
+        cases.push(Case::new(
+            format!("vector_add({dtype}, {block})"),
+            kernel,
+            grid,
+            vec![ptr(0), ptr(1), ptr(2), int(n as i64)],
+            buffers,
+        ));
     }
     // Booleans in memory: one byte each.
     let kernel = build("bools", |k| {
@@ -802,8 +1090,17 @@ fn narrow_and_wide_element_types() {
         k.store_masked(y + offs, !v, mask);
     });
     let bools: Vec<bool> = (0..4096).map(|_| rng.next_u64() % 2 == 0).collect();
-    let buffers = vec![HostBuffer::from_bools(&bools), HostBuffer::from_bools(&vec![false; 4096])];
-    cases.push(Case::new("not of booleans", kernel, [4, 1, 1], vec![ptr(0), ptr(1), int(4096)], buffers));
+    let buffers = vec![
+        HostBuffer::from_bools(&bools),
+        HostBuffer::from_bools(&vec![false; 4096]),
+    ];
+    cases.push(Case::new(
+        "not of booleans",
+        kernel,
+        [4, 1, 1],
+        vec![ptr(0), ptr(1), int(4096)],
+        buffers,
+    ));
     check_all(&cases, &targets());
 }
 
@@ -814,7 +1111,12 @@ fn three_d_blocks_and_repeated_reductions() {
     for (a, b, c) in [(2u32, 4u32, 8u32), (4, 16, 32), (8, 2, 64), (16, 8, 1), (1, 32, 4)] {
         for axis in 0..3u32 {
             let kernel = build("reduce_3d", |k| {
-                let (x, y, z, w) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32), k.arg_ptr("z", F32), k.arg_ptr("w", I32));
+                let (x, y, z, w) = (
+                    k.arg_ptr("x", F32),
+                    k.arg_ptr("y", F32),
+                    k.arg_ptr("z", F32),
+                    k.arg_ptr("w", I32),
+                );
                 let i = k.arange(0, a as i32).expand_dims(1).expand_dims(2);
                 let j = k.arange(0, b as i32).expand_dims(0).expand_dims(2);
                 let l = k.arange(0, c as i32).expand_dims(0).expand_dims(1);
@@ -826,15 +1128,34 @@ fn three_d_blocks_and_repeated_reductions() {
                 let s = v.abs().sum(axis);
                 let t = s.max(0);
                 // The dimensions that remain after reducing `axis`.
-                let kept: Vec<u32> = [a, b, c].iter().enumerate().filter(|&(d, _)| d != axis as usize).map(|(_, &n)| n).collect();
+                let kept: Vec<u32> = [a, b, c]
+                    .iter()
+                    .enumerate()
+                    .filter(|&(d, _)| d != axis as usize)
+                    .map(|(_, &n)| n)
+                    .collect();
                 let (n0, n1) = (kept[0], kept[1]);
                 k.store(z + k.arange(0, n1 as i32), t);
                 k.store(z + n1 as i32, t.max(0) + s.sum(1).sum(0));
                 k.store(w + k.arange(0, n0 as i32), v.argmax(axis).max(1));
             });
             let n = (a * b * c) as usize;
-            let buffers = vec![HostBuffer::from_slice(&rng.f32s(n, -8.0, 8.0)), HostBuffer::zeros(F32, n), HostBuffer::zeros(F32, 65), HostBuffer::zeros(I32, 64)];
-            cases.push(Case::new(format!("3-D {a}x{b}x{c} along {axis}"), kernel, [1, 1, 1], vec![ptr(0), ptr(1), ptr(2), ptr(3)], buffers).tolerance(1e-6));
+            let buffers = vec![
+                HostBuffer::from_slice(&rng.f32s(n, -8.0, 8.0)),
+                HostBuffer::zeros(F32, n),
+                HostBuffer::zeros(F32, 65),
+                HostBuffer::zeros(I32, 64),
+            ];
+            cases.push(
+                Case::new(
+                    format!("3-D {a}x{b}x{c} along {axis}"),
+                    kernel,
+                    [1, 1, 1],
+                    vec![ptr(0), ptr(1), ptr(2), ptr(3)],
+                    buffers,
+                )
+                .tolerance(1e-6),
+            );
         }
     }
     check_all(&cases, &targets());
@@ -870,9 +1191,21 @@ fn reductions_change_layouts_in_loops_and_branches() {
         });
         let steps = 3;
         let size = (rows * cols) as usize;
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(size * steps, -1.0, 1.0)), HostBuffer::zeros(F32, (rows + cols) as usize + size)];
+        let buffers = vec![
+            HostBuffer::from_slice(&rng.f32s(size * steps, -1.0, 1.0)),
+            HostBuffer::zeros(F32, (rows + cols) as usize + size),
+        ];
         let args = vec![ptr(0), ptr(1), int(steps as i64), int(size as i64 - 5)];
-        cases.push(Case::new(format!("layouts through loops, {rows}x{cols}"), kernel, [1, 1, 1], args, buffers).tolerance(1e-6));
+        cases.push(
+            Case::new(
+                format!("layouts through loops, {rows}x{cols}"),
+                kernel,
+                [1, 1, 1],
+                args,
+                buffers,
+            )
+            .tolerance(1e-6),
+        );
     }
     check_all(&cases, &targets());
 }
@@ -897,8 +1230,18 @@ fn scalars_grids_and_wide_offsets() {
         k.store(z + 12 * 64 + best, id);
     });
     let grid = [3, 2, 2];
-    let buffers = vec![HostBuffer::from_slice(&rng.f32s(12 + 12 * 64, -1.0, 1.0)), HostBuffer::zeros(F32, 12 + 12 * 64), HostBuffer::zeros(I32, 13 * 64)];
-    cases.push(Case::new("scalars on a 3-D grid", kernel, grid, vec![ptr(0), ptr(1), ptr(2)], buffers));
+    let buffers = vec![
+        HostBuffer::from_slice(&rng.f32s(12 + 12 * 64, -1.0, 1.0)),
+        HostBuffer::zeros(F32, 12 + 12 * 64),
+        HostBuffer::zeros(I32, 13 * 64),
+    ];
+    cases.push(Case::new(
+        "scalars on a 3-D grid",
+        kernel,
+        grid,
+        vec![ptr(0), ptr(1), ptr(2)],
+        buffers,
+    ));
     check_all(&cases, &targets());
 }
 
@@ -930,8 +1273,17 @@ fn masks_from_every_comparison() {
             k.store(y + 512 + offs, v);
         });
         for n in [64, 80, 511] {
-            let buffers = vec![HostBuffer::from_slice(&rng.f32s(512, -1.0, 1.0)), HostBuffer::zeros(F32, 1024)];
-            cases.push(Case::new(format!("mask {what} for n={n}"), kernel.clone(), [2, 1, 1], vec![ptr(0), ptr(1), int(n)], buffers));
+            let buffers = vec![
+                HostBuffer::from_slice(&rng.f32s(512, -1.0, 1.0)),
+                HostBuffer::zeros(F32, 1024),
+            ];
+            cases.push(Case::new(
+                format!("mask {what} for n={n}"),
+                kernel.clone(),
+                [2, 1, 1],
+                vec![ptr(0), ptr(1), int(n)],
+                buffers,
+            ));
         }
     }
     check_all(&cases, &targets());
@@ -958,7 +1310,8 @@ fn shape_sweep_2d() {
                 let centered = v - v.reduce_with(ReduceOp::Max, 0, true) + v.reduce_with(ReduceOp::Min, 1, true);
                 k.store_masked(y + offs, centered, mask);
                 let t = (v * 2.0).trans();
-                let toffs = k.arange(0, cols as i32).expand_dims(1) * rows as i32 + k.arange(0, rows as i32).expand_dims(0);
+                let toffs =
+                    k.arange(0, cols as i32).expand_dims(1) * rows as i32 + k.arange(0, rows as i32).expand_dims(0);
                 k.store(y + (rows * cols) as i32 + toffs, t);
                 k.store(z + k.arange(0, cols as i32), v.argmax(0));
                 k.store(z + cols as i32 + k.arange(0, rows as i32), v.argmin(1));
@@ -966,10 +1319,20 @@ fn shape_sweep_2d() {
             });
             let n = (rows * cols) as usize;
             let x: Vec<f32> = rng.i32s(n, -3, 4).into_iter().map(|v| v as f32).collect();
-            let buffers = vec![HostBuffer::from_slice(&x), HostBuffer::zeros(F32, 2 * n), HostBuffer::zeros(I32, (rows + cols + 1) as usize)];
+            let buffers = vec![
+                HostBuffer::from_slice(&x),
+                HostBuffer::zeros(F32, 2 * n),
+                HostBuffer::zeros(I32, (rows + cols + 1) as usize),
+            ];
             let (nr, nc) = (rows.max(2) - 1, cols);
             let args = vec![ptr(0), ptr(1), ptr(2), int(nr as i64), int(nc as i64)];
-            cases.push(Case::new(format!("sweep {rows}x{cols}"), kernel, [1, 1, 1], args, buffers));
+            cases.push(Case::new(
+                format!("sweep {rows}x{cols}"),
+                kernel,
+                [1, 1, 1],
+                args,
+                buffers,
+            ));
         }
     }
     check_all(&cases, &targets());
@@ -993,8 +1356,16 @@ fn global_widths(k: &ThreadKernel) -> (Vec<usize>, Vec<usize>) {
     let (mut loads, mut stores) = (Vec::new(), Vec::new());
     for s in stmts(k) {
         match s {
-            Stmt::Load { dsts, mem: rutile_ir::thread::Memory::Global { .. }, .. } => loads.push(dsts.len()),
-            Stmt::Store { values, mem: rutile_ir::thread::Memory::Global { .. }, .. } => stores.push(values.len()),
+            Stmt::Load {
+                dsts,
+                mem: rutile_ir::thread::Memory::Global { .. },
+                ..
+            } => loads.push(dsts.len()),
+            Stmt::Store {
+                values,
+                mem: rutile_ir::thread::Memory::Global { .. },
+                ..
+            } => stores.push(values.len()),
             _ => {}
         }
     }
@@ -1002,7 +1373,18 @@ fn global_widths(k: &ThreadKernel) -> (Vec<usize>, Vec<usize>) {
 }
 
 fn shuffles(k: &ThreadKernel) -> usize {
-    stmts(k).iter().filter(|s| matches!(s, Stmt::Set { expr: Expr::ShuffleXor { .. } | Expr::ShuffleIdx { .. }, .. })).count()
+    stmts(k)
+        .iter()
+        .filter(|s| {
+            matches!(
+                s,
+                Stmt::Set {
+                    expr: Expr::ShuffleXor { .. } | Expr::ShuffleIdx { .. },
+                    ..
+                }
+            )
+        })
+        .count()
 }
 
 #[test]
@@ -1024,9 +1406,16 @@ fn vector_add_moves_16_bytes_when_divisible() {
         assert!(all.clone().all(|&w| w == 1), "{spec:?}: {loads:?} {stores:?}");
     }
     // f16: 8 per 16 bytes; 8-byte vectors: 2 f32.
-    let (loads, _) = global_widths(&lowered(&seeds::vector_add(F16, 1024).unwrap(), &t, &Specialization::all(4)));
+    let (loads, _) = global_widths(&lowered(
+        &seeds::vector_add(F16, 1024).unwrap(),
+        &t,
+        &Specialization::all(4),
+    ));
     assert!(loads.iter().all(|&w| w == 8), "{loads:?}");
-    let narrow = Target { max_vector_bytes: 8, ..t };
+    let narrow = Target {
+        max_vector_bytes: 8,
+        ..t
+    };
     let (loads, _) = global_widths(&lowered(&kernel, &narrow, &Specialization::all(4)));
     assert!(loads.iter().all(|&w| w == 2), "{loads:?}");
 }
@@ -1049,11 +1438,22 @@ fn shared_memory_is_reported_and_limited() {
     assert_eq!(lowered(&kernel, &target(32, 1, true), &spec).shared_bytes(), 0);
     let four = lowered(&kernel, &target(32, 4, true), &spec);
     assert_eq!(four.shared_bytes(), 16);
-    assert_eq!(four.shared.iter().map(|a| a.len * a.elem.size_bytes() as u32).sum::<u32>(), 16);
+    assert_eq!(
+        four.shared
+            .iter()
+            .map(|a| a.len * a.elem.size_bytes() as u32)
+            .sum::<u32>(),
+        16
+    );
     assert_eq!(lowered(&kernel, &target(32, 4, false), &spec).shared_bytes(), 4 * 128);
-    let tiny = Target { max_shared_bytes: 8, ..target(32, 4, true) };
+    let tiny = Target {
+        max_shared_bytes: 8,
+        ..target(32, 4, true)
+    };
     match lower(&kernel, &tiny, &spec) {
-        Err(LowerError::OutOfSharedMemory { needed: 16, limit: 8, .. }) => {}
+        Err(LowerError::OutOfSharedMemory {
+            needed: 16, limit: 8, ..
+        }) => {}
         other => panic!("expected OutOfSharedMemory, got {other:?}"),
     }
 }
@@ -1066,8 +1466,14 @@ fn unsupported_kernels_and_targets_are_errors() {
         other => panic!("expected dot to be unsupported, got {other:?}"),
     }
     let kernel = seeds::vector_add(F32, 1024).unwrap();
-    assert!(matches!(lower(&kernel, &target(32, 3, true), &Specialization::none(4)), Err(LowerError::InvalidConfig(_))));
-    assert!(matches!(lower(&kernel, &target(24, 2, true), &Specialization::none(4)), Err(LowerError::InvalidConfig(_))));
+    assert!(matches!(
+        lower(&kernel, &target(32, 3, true), &Specialization::none(4)),
+        Err(LowerError::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        lower(&kernel, &target(24, 2, true), &Specialization::none(4)),
+        Err(LowerError::InvalidConfig(_))
+    ));
 }
 
 #[test]
@@ -1076,10 +1482,28 @@ fn a_false_specialization_is_caught_by_the_simulator() {
     let n = 98_433;
     let kernel = seeds::vector_add(F32, 1024).unwrap();
     let tk = lowered(&kernel, &target(32, 4, true), &Specialization::all(4));
-    let mut buffers = [HostBuffer::zeros(F32, n), HostBuffer::zeros(F32, n), HostBuffer::zeros(F32, n)];
+    let mut buffers = [
+        HostBuffer::zeros(F32, n),
+        HostBuffer::zeros(F32, n),
+        HostBuffer::zeros(F32, n),
+    ];
     let err = simt::run_threads(&tk, [97, 1, 1], &[ptr(0), ptr(1), ptr(2), int(n as i64)], &mut buffers).unwrap_err();
-    assert!(matches!(err, InterpError::ThreadFault { kind: FaultKind::OutOfBounds, program: [96, 0, 0], .. }), "{err}");
-    assert!(err.to_string().contains("lowered from load at core-ir/src/seeds/vector_add.rs"), "{err}");
+    assert!(
+        matches!(
+            err,
+            InterpError::ThreadFault {
+                kind: FaultKind::OutOfBounds,
+                program: [96, 0, 0],
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("lowered from load at core-ir/src/seeds/vector_add.rs"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -1096,8 +1520,20 @@ fn reductions_of_other_types_and_moved_pointers() {
             if rows == 0 && axis == 1 {
                 continue;
             }
-            for t in [ScalarType::U8, ScalarType::I64, ScalarType::U32, ScalarType::U64, ScalarType::I16] {
-                for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin] {
+            for t in [
+                ScalarType::U8,
+                ScalarType::I64,
+                ScalarType::U32,
+                ScalarType::U64,
+                ScalarType::I16,
+            ] {
+                for op in [
+                    ReduceOp::Sum,
+                    ReduceOp::Max,
+                    ReduceOp::Min,
+                    ReduceOp::ArgMax,
+                    ReduceOp::ArgMin,
+                ] {
                     cases.push(reduce_case(op, bytes(&mut rng, t, n), rows, cols, axis));
                 }
             }
@@ -1116,8 +1552,17 @@ fn reductions_of_other_types_and_moved_pointers() {
         let q = p.reshape(&[128]);
         k.store(y + 128 + k.arange(0, 128), k.load(q) + 1.0);
     });
-    let buffers = vec![HostBuffer::from_slice(&rng.f32s(128, -1.0, 1.0)), HostBuffer::zeros(F32, 256)];
-    cases.push(Case::new("moved pointers", kernel, [1, 1, 1], vec![ptr(0), ptr(1)], buffers));
+    let buffers = vec![
+        HostBuffer::from_slice(&rng.f32s(128, -1.0, 1.0)),
+        HostBuffer::zeros(F32, 256),
+    ];
+    cases.push(Case::new(
+        "moved pointers",
+        kernel,
+        [1, 1, 1],
+        vec![ptr(0), ptr(1)],
+        buffers,
+    ));
     check_all(&cases, &targets());
 }
 
@@ -1136,7 +1581,17 @@ fn reading_back_another_threads_store_is_reported() {
     let tk = lowered(&kernel, &target(32, 4, true), &Specialization::none(1));
     let mut buffers = [HostBuffer::zeros(I32, 65)];
     let err = simt::run_threads(&tk, [1, 1, 1], &[ptr(0)], &mut buffers).unwrap_err();
-    assert!(matches!(err, InterpError::ThreadFault { kind: FaultKind::MissingBarrier, thread: Some(32), .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            InterpError::ThreadFault {
+                kind: FaultKind::MissingBarrier,
+                thread: Some(32),
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -1169,7 +1624,10 @@ fn nested_loops_with_reductions_and_wide_bounds() {
             k.store(y + 2 * rows as i32, w[1].to(F32));
         });
         let n = (rows * cols) as usize;
-        let buffers = vec![HostBuffer::from_slice(&rng.f32s(3 * n, -1.0, 1.0)), HostBuffer::zeros(F32, 2 * rows as usize + 1)];
+        let buffers = vec![
+            HostBuffer::from_slice(&rng.f32s(3 * n, -1.0, 1.0)),
+            HostBuffer::zeros(F32, 2 * rows as usize + 1),
+        ];
         let args = vec![ptr(0), ptr(1), int(3), int(2)];
         cases.push(Case::new(format!("nested loops {rows}x{cols}"), kernel, [1, 1, 1], args, buffers).tolerance(1e-6));
     }
@@ -1207,7 +1665,12 @@ fn rows_at_a_divisible_stride_still_vectorize() {
 /// and the variance, scalar stores of the statistics, then the normalized row.
 fn layer_norm(block: u32) -> Kernel {
     build("layer_norm_fwd", |k| {
-        let (x, y, w, b) = (k.arg_ptr("X", F32), k.arg_ptr("Y", F32), k.arg_ptr("W", F32), k.arg_ptr("B", F32));
+        let (x, y, w, b) = (
+            k.arg_ptr("X", F32),
+            k.arg_ptr("Y", F32),
+            k.arg_ptr("W", F32),
+            k.arg_ptr("B", F32),
+        );
         let (mean_ptr, rstd_ptr) = (k.arg_ptr("Mean", F32), k.arg_ptr("Rstd", F32));
         let (stride, n) = (k.arg_i32("stride"), k.arg_i32("N"));
         let eps = k.arg_scalar("eps", F32);
@@ -1230,7 +1693,10 @@ fn layer_norm(block: u32) -> Kernel {
         k.store(rstd_ptr + row, rstd);
         k.for_each(0, n, block as i32, |off| {
             let m = (off + cols).lt(n);
-            let (wv, bv) = (k.load_masked(w + off + cols, m, 0.0), k.load_masked(b + off + cols, m, 0.0));
+            let (wv, bv) = (
+                k.load_masked(w + off + cols, m, 0.0),
+                k.load_masked(b + off + cols, m, 0.0),
+            );
             let a = k.load_masked(x + off + cols, m, 0.0);
             k.store_masked(y + off + cols, (a - mean) * rstd * wv + bv, m);
         });
@@ -1250,7 +1716,17 @@ fn layer_norm_matches_the_interpreter() {
             HostBuffer::zeros(F32, rows),
             HostBuffer::zeros(F32, rows),
         ];
-        let args = vec![ptr(0), ptr(1), ptr(2), ptr(3), ptr(4), ptr(5), int(n as i64), int(n as i64), ArgValue::Float(1e-5)];
+        let args = vec![
+            ptr(0),
+            ptr(1),
+            ptr(2),
+            ptr(3),
+            ptr(4),
+            ptr(5),
+            int(n as i64),
+            int(n as i64),
+            ArgValue::Float(1e-5),
+        ];
         let name = format!("layer norm {rows}x{n}, block {block}");
         let case = Case::new(name, layer_norm(block), [rows as u32, 1, 1], args, buffers);
         // x - mean cancels: the mean's rounding (sums in another order) shows as absolute error.

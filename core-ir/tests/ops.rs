@@ -48,7 +48,11 @@ fn elementwise(
     let n = inputs[0].len();
     assert!(inputs.iter().all(|b| b.len() == n));
     let kernel = Kernel::build("elementwise", |k| {
-        let ins: Vec<Value> = inputs.iter().enumerate().map(|(i, b)| k.arg_ptr(&format!("in{i}"), b.elem())).collect();
+        let ins: Vec<Value> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| k.arg_ptr(&format!("in{i}"), b.elem()))
+            .collect();
         let out_ptr = k.arg_ptr("out", out);
         let n = k.arg_i32("n");
         let offs = k.program_id(0) * BLOCK as i32 + k.arange(0, BLOCK as i32);
@@ -109,10 +113,26 @@ struct Fmt {
     emax: i32,
 }
 
-const FMT_F16: Fmt = Fmt { p: 11, emin: -14, emax: 15 };
-const FMT_BF16: Fmt = Fmt { p: 8, emin: -126, emax: 127 };
-const FMT_F32: Fmt = Fmt { p: 24, emin: -126, emax: 127 };
-const FMT_F64: Fmt = Fmt { p: 53, emin: -1022, emax: 1023 };
+const FMT_F16: Fmt = Fmt {
+    p: 11,
+    emin: -14,
+    emax: 15,
+};
+const FMT_BF16: Fmt = Fmt {
+    p: 8,
+    emin: -126,
+    emax: 127,
+};
+const FMT_F32: Fmt = Fmt {
+    p: 24,
+    emin: -126,
+    emax: 127,
+};
+const FMT_F64: Fmt = Fmt {
+    p: 53,
+    emin: -1022,
+    emax: 1023,
+};
 
 /// 2^k as an f64, for k in [-1074, 1023].
 fn pow2(k: i32) -> f64 {
@@ -134,7 +154,11 @@ impl Fmt {
     }
     /// The spacing of the format's values at `v`.
     fn ulp(self, v: f64) -> f64 {
-        let e = if v == 0.0 { self.emin } else { exponent(v.abs()).max(self.emin) };
+        let e = if v == 0.0 {
+            self.emin
+        } else {
+            exponent(v.abs()).max(self.emin)
+        };
         pow2(e - self.p + 1)
     }
 }
@@ -166,7 +190,11 @@ fn round_int(v: i128, f: Fmt) -> f64 {
         let q = m >> shift;
         let rest = m - (q << shift);
         let half = 1u128 << (shift - 1);
-        let q = if rest > half || (rest == half && q & 1 == 1) { q + 1 } else { q };
+        let q = if rest > half || (rest == half && q & 1 == 1) {
+            q + 1
+        } else {
+            q
+        };
         q << shift
     };
     // `r` has at most `p` significant bits, so the conversion is exact.
@@ -277,13 +305,32 @@ fn int_pairs<T: Int>(rng: &mut Rng, n: usize) -> (Vec<T>, Vec<T>) {
     } else {
         (0, (1i128 << T::BITS) - 1)
     };
-    let mut pairs: Vec<(i128, i128)> =
-        vec![(min, -1), (max, 1), (min, 1), (max, max), (min, min), (max, -1), (7, 2), (-7, 2), (7, -2), (-7, -2)];
+    let mut pairs: Vec<(i128, i128)> = vec![
+        (min, -1),
+        (max, 1),
+        (min, 1),
+        (max, max),
+        (min, min),
+        (max, -1),
+        (7, 2),
+        (-7, 2),
+        (7, -2),
+        (-7, -2),
+    ];
     while pairs.len() < n {
         pairs.push((any_int(rng), any_int(rng)));
     }
     let x = pairs.iter().map(|p| T::wrap(p.0)).collect();
-    let y = pairs.iter().map(|p| if T::wrap(p.1).wide() == 0 { T::wrap(3) } else { T::wrap(p.1) }).collect();
+    let y = pairs
+        .iter()
+        .map(|p| {
+            if T::wrap(p.1).wide() == 0 {
+                T::wrap(3)
+            } else {
+                T::wrap(p.1)
+            }
+        })
+        .collect();
     (x, y)
 }
 
@@ -306,7 +353,9 @@ fn int_binary_ops<T: Int>(rng: &mut Rng) {
     ];
     let inputs = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y)];
     for (name, build, reference) in ops {
-        let got: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| build(v[0], v[1])).to_vec().unwrap();
+        let got: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| build(v[0], v[1]))
+            .to_vec()
+            .unwrap();
         for i in 0..x.len() {
             let want = T::wrap(reference(x[i].wide(), y[i].wide()));
             assert_eq!(got[i], want, "{name} of {:?} and {:?} in {}", x[i], y[i], T::TYPE);
@@ -331,8 +380,22 @@ fn int_binary_ops<T: Int>(rng: &mut Rng) {
         // `a` is sign-extended for signed types and non-negative for unsigned ones, so an
         // i128 shift is arithmetic or logical as the type's.
         let want_shr = if out_of_range { a >> 127 } else { a >> b };
-        assert_eq!(shl[i], T::wrap(want_shl), "{:?} << {:?} in {}", x[i], amounts[i], T::TYPE);
-        assert_eq!(shr[i], T::wrap(want_shr), "{:?} >> {:?} in {}", x[i], amounts[i], T::TYPE);
+        assert_eq!(
+            shl[i],
+            T::wrap(want_shl),
+            "{:?} << {:?} in {}",
+            x[i],
+            amounts[i],
+            T::TYPE
+        );
+        assert_eq!(
+            shr[i],
+            T::wrap(want_shr),
+            "{:?} >> {:?} in {}",
+            x[i],
+            amounts[i],
+            T::TYPE
+        );
     }
     // Unary ops wrap too: -MIN is MIN, |MIN| is MIN; `!` is bitwise.
     let inputs = [HostBuffer::from_slice(&x)];
@@ -344,7 +407,13 @@ fn int_binary_ops<T: Int>(rng: &mut Rng) {
     for (name, build, reference) in unary {
         let got: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| build(v[0])).to_vec().unwrap();
         for i in 0..x.len() {
-            assert_eq!(got[i], T::wrap(reference(x[i].wide())), "{name} of {:?} in {}", x[i], T::TYPE);
+            assert_eq!(
+                got[i],
+                T::wrap(reference(x[i].wide())),
+                "{name} of {:?} in {}",
+                x[i],
+                T::TYPE
+            );
         }
     }
 }
@@ -375,7 +444,9 @@ fn integer_division_and_remainder_truncate_toward_zero() {
     let inputs = [HostBuffer::from_slice(&x)];
     let div2: Vec<i32> = elementwise(&inputs, I32, |_, v| v[0] / 2).to_vec().unwrap();
     let rem_neg2: Vec<i32> = elementwise(&inputs, I32, |_, v| v[0] % -2).to_vec().unwrap();
-    let seven_div: Vec<i32> = elementwise(&inputs, I32, |_, v| -7 / (v[0] - v[0] + 2)).to_vec().unwrap();
+    let seven_div: Vec<i32> = elementwise(&inputs, I32, |_, v| -7 / (v[0] - v[0] + 2))
+        .to_vec()
+        .unwrap();
     assert_eq!(div2, x.iter().map(|a| a / 2).collect::<Vec<_>>());
     assert_eq!(rem_neg2, x.iter().map(|a| a % -2).collect::<Vec<_>>());
     assert!(seven_div.iter().all(|&q| q == -3));
@@ -398,7 +469,15 @@ fn integer_division_and_remainder_truncate_toward_zero() {
 fn cdiv_is_a_plus_b_minus_one_over_b() {
     let mut rng = Rng::new(0x0b5_0002);
     let n = 500;
-    let a: Vec<i32> = (0..n).map(|i| if i < 250 { rng.below(1 << 20) as i32 } else { rng.below(2000) as i32 - 1000 }).collect();
+    let a: Vec<i32> = (0..n)
+        .map(|i| {
+            if i < 250 {
+                rng.below(1 << 20) as i32
+            } else {
+                rng.below(2000) as i32 - 1000
+            }
+        })
+        .collect();
     let b: Vec<i32> = (0..n).map(|_| rng.below(1000) as i32 + 1).collect();
     let inputs = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b)];
     let got: Vec<i32> = elementwise(&inputs, I32, |k, v| k.cdiv(v[0], v[1])).to_vec().unwrap();
@@ -418,7 +497,11 @@ fn cdiv_is_a_plus_b_minus_one_over_b() {
     let b: Vec<u32> = vec![7, 7, 64, 64, 2, 1_000_000_000];
     let inputs = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b)];
     let got: Vec<u32> = elementwise(&inputs, U32, |k, v| k.cdiv(v[0], v[1])).to_vec().unwrap();
-    let want: Vec<u32> = a.iter().zip(&b).map(|(&a, &b)| a.wrapping_add(b).wrapping_sub(1) / b).collect();
+    let want: Vec<u32> = a
+        .iter()
+        .zip(&b)
+        .map(|(&a, &b)| a.wrapping_add(b).wrapping_sub(1) / b)
+        .collect();
     assert_eq!(got, want);
     assert_eq!(&got[..4], [0, 1, 64, 65]);
 }
@@ -430,7 +513,7 @@ fn float_arithmetic<T: Float>(rng: &mut Rng) {
     let x: Vec<T> = float_inputs(rng, 300);
     let mut y: Vec<T> = float_inputs(rng, 300);
     y.rotate_left(5); // specials against each other: inf - inf, 0 / 0, x / 0, ...
-    // Operands of similar magnitude too, where cancellation and rounding ties happen.
+                      // Operands of similar magnitude too, where cancellation and rounding ties happen.
     let close: Vec<T> = (0..300).map(|_| T::round(rng.uniform(-4.0, 4.0))).collect();
     let ops: [Case<Build2, FloatOp2>; 5] = [
         ("add", |a, b| a + b, |a, b| a + b),
@@ -442,16 +525,25 @@ fn float_arithmetic<T: Float>(rng: &mut Rng) {
     for (x, y) in [(&x, &y), (&close, &close.iter().rev().copied().collect::<Vec<T>>())] {
         let inputs = [HostBuffer::from_slice(x), HostBuffer::from_slice(y)];
         for (name, build, reference) in ops {
-            let got: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| build(v[0], v[1])).to_vec().unwrap();
+            let got: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| build(v[0], v[1]))
+                .to_vec()
+                .unwrap();
             for i in 0..x.len() {
                 let (a, b) = (x[i].f64(), y[i].f64());
                 let want = round_f64(reference(a, b), T::FMT);
-                assert!(same_float(got[i].f64(), want), "{name}({a:e}, {b:e}) = {:?} in {}, expected {want:e}", got[i], T::TYPE);
+                assert!(
+                    same_float(got[i].f64(), want),
+                    "{name}({a:e}, {b:e}) = {:?} in {}, expected {want:e}",
+                    got[i],
+                    T::TYPE
+                );
             }
         }
     }
     // Unary minus flips the sign bit, also of zeros and NaNs' signs.
-    let neg: Vec<T> = elementwise(&[HostBuffer::from_slice(&x)], T::TYPE, |_, v| -v[0]).to_vec().unwrap();
+    let neg: Vec<T> = elementwise(&[HostBuffer::from_slice(&x)], T::TYPE, |_, v| -v[0])
+        .to_vec()
+        .unwrap();
     for i in 0..x.len() {
         assert!(same_float(neg[i].f64(), -x[i].f64()), "-{:?}", x[i]);
     }
@@ -489,7 +581,10 @@ fn program_ids_and_grid_sizes_on_three_axes() {
         for y in 0..4 {
             for x in 0..3 {
                 let linear = (z * 4 + y) * 3 + x;
-                assert_eq!(got[linear * 2], (x + y * 10 + z * 100 + 3_000 + 40_000 + 200_000) as i32);
+                assert_eq!(
+                    got[linear * 2],
+                    (x + y * 10 + z * 100 + 3_000 + 40_000 + 200_000) as i32
+                );
                 assert_eq!(got[linear * 2 + 1], 8);
             }
         }
@@ -525,9 +620,11 @@ fn boolean_logic() {
     }
     // Masks from comparisons combine the same way.
     let x: Vec<i32> = (0..n).map(|_| rng.below(100) as i32 - 50).collect();
-    let got = elementwise(&[HostBuffer::from_slice(&x)], Bool, |_, v| (v[0].gt(-10) & v[0].lt(10)) | v[0].eq(42))
-        .to_bools()
-        .unwrap();
+    let got = elementwise(&[HostBuffer::from_slice(&x)], Bool, |_, v| {
+        (v[0].gt(-10) & v[0].lt(10)) | v[0].eq(42)
+    })
+    .to_bools()
+    .unwrap();
     for i in 0..n {
         assert_eq!(got[i], (x[i] > -10 && x[i] < 10) || x[i] == 42);
     }
@@ -635,23 +732,32 @@ fn float_min_max<T: Float>(rng: &mut Rng) {
     let x: Vec<T> = float_inputs(rng, 200);
     let mut y: Vec<T> = float_inputs(rng, 200);
     y.rotate_left(1); // NaN against inf, inf against -inf, -0 against 1, ...
-    // +0 against +0 and -0 (x[3] is +0, x[4] is -0).
+                      // +0 against +0 and -0 (x[3] is +0, x[4] is -0).
     y[3] = T::exact(0.0);
     y[4] = T::exact(0.0);
     let inputs = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y)];
-    let ops: [Case<Build2, FloatOp2>; 2] =
-        [("minimum", |a, b| a.minimum(b), ieee_min), ("maximum", |a, b| a.maximum(b), ieee_max)];
+    let ops: [Case<Build2, FloatOp2>; 2] = [
+        ("minimum", |a, b| a.minimum(b), ieee_min),
+        ("maximum", |a, b| a.maximum(b), ieee_max),
+    ];
     for (name, build, reference) in ops {
-        let got: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| build(v[0], v[1])).to_vec().unwrap();
+        let got: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| build(v[0], v[1]))
+            .to_vec()
+            .unwrap();
         for i in 0..x.len() {
             let (a, b) = (x[i].f64(), y[i].f64());
             let (g, w) = (got[i].f64(), reference(a, b));
             assert!(same_float(g, w), "{name}({a}, {b}) = {g}, expected {w} in {}", T::TYPE);
         }
         // Symmetric, also for NaN and signed zeros.
-        let swapped: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| build(v[1], v[0])).to_vec().unwrap();
+        let swapped: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| build(v[1], v[0]))
+            .to_vec()
+            .unwrap();
         for i in 0..x.len() {
-            assert!(same_float(swapped[i].f64(), got[i].f64()), "{name} is not symmetric at {i}");
+            assert!(
+                same_float(swapped[i].f64(), got[i].f64()),
+                "{name} is not symmetric at {i}"
+            );
         }
     }
 }
@@ -665,10 +771,14 @@ fn minimum_and_maximum_propagate_nan_and_order_infinities_and_zeros() {
     float_min_max::<bf16>(&mut rng);
     // A NaN in a block operand against a scalar.
     let x: Vec<f32> = vec![f32::NAN, 1.0, -1.0, f32::INFINITY, f32::NEG_INFINITY];
-    let got: Vec<f32> = elementwise(&[HostBuffer::from_slice(&x)], F32, |_, v| v[0].maximum(0.0)).to_vec().unwrap();
+    let got: Vec<f32> = elementwise(&[HostBuffer::from_slice(&x)], F32, |_, v| v[0].maximum(0.0))
+        .to_vec()
+        .unwrap();
     assert!(got[0].is_nan());
     assert_eq!(&got[1..], [1.0, 0.0, f32::INFINITY, 0.0]);
-    let got: Vec<f32> = elementwise(&[HostBuffer::from_slice(&x)], F32, |k, v| k.minimum(0.0, v[0])).to_vec().unwrap();
+    let got: Vec<f32> = elementwise(&[HostBuffer::from_slice(&x)], F32, |k, v| k.minimum(0.0, v[0]))
+        .to_vec()
+        .unwrap();
     assert!(got[0].is_nan());
     assert_eq!(&got[1..], [0.0, -1.0, 0.0, f32::NEG_INFINITY]);
 }
@@ -680,12 +790,23 @@ fn where_selects_with_broadcasting() {
     let c: Vec<bool> = (0..n).map(|_| rng.next_u64() & 1 == 1).collect();
     let x: Vec<f32> = (0..n).map(|_| rng.uniform(-10.0, 10.0) as f32).collect();
     let y: Vec<f32> = (0..n).map(|_| rng.uniform(-10.0, 10.0) as f32).collect();
-    let inputs = [HostBuffer::from_bools(&c), HostBuffer::from_slice(&x), HostBuffer::from_slice(&y)];
-    let got: Vec<f32> = elementwise(&inputs, F32, |k, v| k.where_(v[0], v[1], v[2])).to_vec().unwrap();
-    let lit: Vec<f32> = elementwise(&inputs, F32, |k, v| k.where_(v[0], v[1], f32::NEG_INFINITY)).to_vec().unwrap();
-    let scalar: Vec<f32> =
-        elementwise(&inputs, F32, |k, v| k.where_(v[0], k.scalar(2.5, F32), v[2])).to_vec().unwrap();
-    let from_cmp: Vec<f32> = elementwise(&inputs, F32, |k, v| k.where_(v[1].gt(v[2]), v[1], v[2])).to_vec().unwrap();
+    let inputs = [
+        HostBuffer::from_bools(&c),
+        HostBuffer::from_slice(&x),
+        HostBuffer::from_slice(&y),
+    ];
+    let got: Vec<f32> = elementwise(&inputs, F32, |k, v| k.where_(v[0], v[1], v[2]))
+        .to_vec()
+        .unwrap();
+    let lit: Vec<f32> = elementwise(&inputs, F32, |k, v| k.where_(v[0], v[1], f32::NEG_INFINITY))
+        .to_vec()
+        .unwrap();
+    let scalar: Vec<f32> = elementwise(&inputs, F32, |k, v| k.where_(v[0], k.scalar(2.5, F32), v[2]))
+        .to_vec()
+        .unwrap();
+    let from_cmp: Vec<f32> = elementwise(&inputs, F32, |k, v| k.where_(v[1].gt(v[2]), v[1], v[2]))
+        .to_vec()
+        .unwrap();
     for i in 0..n {
         assert_eq!(got[i], if c[i] { x[i] } else { y[i] });
         assert_eq!(lit[i], if c[i] { x[i] } else { f32::NEG_INFINITY });
@@ -696,7 +817,9 @@ fn where_selects_with_broadcasting() {
     let a: Vec<i32> = (0..n).map(|_| rng.below(3) as i32 - 1).collect();
     let b: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32).collect();
     let inputs = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b)];
-    let got: Vec<i32> = elementwise(&inputs, I32, |k, v| k.where_(v[0], v[1], -7)).to_vec().unwrap();
+    let got: Vec<i32> = elementwise(&inputs, I32, |k, v| k.where_(v[0], v[1], -7))
+        .to_vec()
+        .unwrap();
     for i in 0..n {
         assert_eq!(got[i], if a[i] != 0 { b[i] } else { -7 });
     }
@@ -712,9 +835,30 @@ fn float_to_int_casts<F: Float>(rng: &mut Rng) {
     let mut x: Vec<F> = float_inputs(rng, 120);
     // Values near every integer type's limits and fractional values, where they exist.
     for v in [
-        0.5, -0.5, 1.9999, -1.9999, 127.5, 128.0, -128.5, -129.0, 255.9, 256.0, 32767.9, -32768.9, 65535.5,
-        2147483520.0, 2147483648.0, -2147483648.0, -2147483904.0, 4294967040.0, 4294967296.0,
-        9.223372036854775e18, -9.223372036854775e18, 1.8446744073709552e19, 1e30, -1e30,
+        0.5,
+        -0.5,
+        1.9999,
+        -1.9999,
+        127.5,
+        128.0,
+        -128.5,
+        -129.0,
+        255.9,
+        256.0,
+        32767.9,
+        -32768.9,
+        65535.5,
+        2147483520.0,
+        2147483648.0,
+        -2147483648.0,
+        -2147483904.0,
+        4294967040.0,
+        4294967296.0,
+        9.223372036854775e18,
+        -9.223372036854775e18,
+        1.8446744073709552e19,
+        1e30,
+        -1e30,
     ] {
         if round_f64(v, F::FMT).is_finite() {
             x.push(F::round(v));
@@ -728,7 +872,14 @@ fn float_to_int_casts<F: Float>(rng: &mut Rng) {
     fn check<F: Float, T: Int>(x: &[F], inputs: &[HostBuffer]) {
         let got: Vec<T> = elementwise(inputs, T::TYPE, |_, v| v[0].to(T::TYPE)).to_vec().unwrap();
         for i in 0..x.len() {
-            assert_eq!(got[i], T::from_f64_as(x[i].f64()), "{:?} ({}) to {}", x[i], F::TYPE, T::TYPE);
+            assert_eq!(
+                got[i],
+                T::from_f64_as(x[i].f64()),
+                "{:?} ({}) to {}",
+                x[i],
+                F::TYPE,
+                T::TYPE
+            );
         }
     }
     check::<F, i8>(&x, &inputs);
@@ -768,7 +919,14 @@ fn int_to_float_casts<T: Int>(rng: &mut Rng) {
         let got: Vec<F> = elementwise(inputs, F::TYPE, |_, v| v[0].to(F::TYPE)).to_vec().unwrap();
         for i in 0..x.len() {
             let want = round_int(x[i].wide(), F::FMT);
-            assert!(same_float(got[i].f64(), want), "{:?} ({}) to {}: {:?}, expected {want}", x[i], T::TYPE, F::TYPE, got[i]);
+            assert!(
+                same_float(got[i].f64(), want),
+                "{:?} ({}) to {}: {:?}, expected {want}",
+                x[i],
+                T::TYPE,
+                F::TYPE,
+                got[i]
+            );
         }
     }
     check::<T, f16>(&x, &inputs);
@@ -792,10 +950,19 @@ fn int_to_float_casts_round_to_nearest_even() {
 
 /// Float to float casts from `S` to `D`: one rounding to nearest even.
 fn float_to_float<S: Float, D: Float>(x: &[S]) {
-    let got: Vec<D> = elementwise(&[HostBuffer::from_slice(x)], D::TYPE, |_, v| v[0].to(D::TYPE)).to_vec().unwrap();
+    let got: Vec<D> = elementwise(&[HostBuffer::from_slice(x)], D::TYPE, |_, v| v[0].to(D::TYPE))
+        .to_vec()
+        .unwrap();
     for i in 0..x.len() {
         let want = round_f64(x[i].f64(), D::FMT);
-        assert!(same_float(got[i].f64(), want), "{:?} ({}) to {}: {:?}, expected {want:e}", x[i], S::TYPE, D::TYPE, got[i]);
+        assert!(
+            same_float(got[i].f64(), want),
+            "{:?} ({}) to {}: {:?}, expected {want:e}",
+            x[i],
+            S::TYPE,
+            D::TYPE,
+            got[i]
+        );
     }
 }
 
@@ -819,7 +986,15 @@ fn float_casts_round_once_to_nearest_even() {
             }
         }
     }
-    x.extend([65504.0, 65519.99, 65520.0, 1e-8, 2.9802322387695312e-8, 5.960464477539063e-8, 3e-8]);
+    x.extend([
+        65504.0,
+        65519.99,
+        65520.0,
+        1e-8,
+        2.9802322387695312e-8,
+        5.960464477539063e-8,
+        3e-8,
+    ]);
     float_to_float::<f64, f32>(&x);
     float_to_float::<f64, f16>(&x);
     float_to_float::<f64, bf16>(&x);
@@ -873,14 +1048,25 @@ fn integer_casts_wrap_and_bool_casts_test_for_zero() {
     assert_eq!(to_i32, big.iter().map(|&a| a as i32).collect::<Vec<_>>());
     // Floats to booleans: NaN and -0.0.
     let f: Vec<f32> = vec![0.0, -0.0, f32::NAN, 1e-45, -3.0, f32::INFINITY];
-    let got = elementwise(&[HostBuffer::from_slice(&f)], Bool, |_, v| v[0].to(Bool)).to_bools().unwrap();
+    let got = elementwise(&[HostBuffer::from_slice(&f)], Bool, |_, v| v[0].to(Bool))
+        .to_bools()
+        .unwrap();
     assert_eq!(got, [false, false, true, true, true, true]);
     // Booleans to numbers.
     let b = vec![true, false, true];
-    let as_f32: Vec<f32> = elementwise(&[HostBuffer::from_bools(&b)], F32, |_, v| v[0].to(F32)).to_vec().unwrap();
-    let as_i16: Vec<i16> = elementwise(&[HostBuffer::from_bools(&b)], I16, |_, v| v[0].to(I16)).to_vec().unwrap();
-    let as_u64: Vec<u64> = elementwise(&[HostBuffer::from_bools(&b)], U64, |_, v| v[0].to(U64)).to_vec().unwrap();
-    assert_eq!((as_f32, as_i16, as_u64), (vec![1.0, 0.0, 1.0], vec![1, 0, 1], vec![1, 0, 1]));
+    let as_f32: Vec<f32> = elementwise(&[HostBuffer::from_bools(&b)], F32, |_, v| v[0].to(F32))
+        .to_vec()
+        .unwrap();
+    let as_i16: Vec<i16> = elementwise(&[HostBuffer::from_bools(&b)], I16, |_, v| v[0].to(I16))
+        .to_vec()
+        .unwrap();
+    let as_u64: Vec<u64> = elementwise(&[HostBuffer::from_bools(&b)], U64, |_, v| v[0].to(U64))
+        .to_vec()
+        .unwrap();
+    assert_eq!(
+        (as_f32, as_i16, as_u64),
+        (vec![1.0, 0.0, 1.0], vec![1, 0, 1], vec![1, 0, 1])
+    );
 }
 
 /// Random bit patterns of `bits` bits for a float with `mantissa` stored mantissa bits,
@@ -892,7 +1078,16 @@ fn bit_patterns(rng: &mut Rng, bits: u32, mantissa: u32, n: usize, signaling: bo
     let sign = 1u64 << (bits - 1);
     let exp_mask = (mask >> 1) & !((1u64 << mantissa) - 1);
     let quiet = 1u64 << (mantissa - 1);
-    let mut v: Vec<u64> = vec![0, sign, 1, exp_mask, exp_mask | sign, exp_mask | quiet, exp_mask | quiet | 5, mask];
+    let mut v: Vec<u64> = vec![
+        0,
+        sign,
+        1,
+        exp_mask,
+        exp_mask | sign,
+        exp_mask | quiet,
+        exp_mask | quiet | 5,
+        mask,
+    ];
     if signaling {
         v.extend([exp_mask | 1, exp_mask | sign | (quiet - 1), exp_mask | (quiet >> 1)]);
     }
@@ -910,19 +1105,55 @@ fn bit_patterns(rng: &mut Rng, bits: u32, mantissa: u32, n: usize, signaling: bo
 /// of its width: integer bits to floats (stored), floats (loaded) to integer bits, and
 /// integer to float to integer inside the kernel, which keeps even signaling NaNs.
 fn bitcasts<F: Float, U: Int, S: Int>(rng: &mut Rng, mantissa: u32, to_float: fn(&F) -> u64) {
-    let with_snan: Vec<U> = bit_patterns(rng, U::BITS, mantissa, 300, true).into_iter().map(|b| U::wrap(b as i128)).collect();
+    let with_snan: Vec<U> = bit_patterns(rng, U::BITS, mantissa, 300, true)
+        .into_iter()
+        .map(|b| U::wrap(b as i128))
+        .collect();
     let bits = |v: &[U]| -> Vec<u64> { v.iter().map(|b| b.wide() as u64).collect() };
     let inputs = [HostBuffer::from_slice(&with_snan)];
-    let f: Vec<F> = elementwise(&inputs, F::TYPE, |_, v| v[0].bitcast(F::TYPE)).to_vec().unwrap();
-    assert_eq!(f.iter().map(to_float).collect::<Vec<_>>(), bits(&with_snan), "{} to {}", U::TYPE, F::TYPE);
-    let roundtrip: Vec<U> =
-        elementwise(&inputs, U::TYPE, |_, v| v[0].bitcast(F::TYPE).bitcast(S::TYPE).bitcast(U::TYPE)).to_vec().unwrap();
-    assert_eq!(roundtrip, with_snan, "{} to {} to {} to {}", U::TYPE, F::TYPE, S::TYPE, U::TYPE);
+    let f: Vec<F> = elementwise(&inputs, F::TYPE, |_, v| v[0].bitcast(F::TYPE))
+        .to_vec()
+        .unwrap();
+    assert_eq!(
+        f.iter().map(to_float).collect::<Vec<_>>(),
+        bits(&with_snan),
+        "{} to {}",
+        U::TYPE,
+        F::TYPE
+    );
+    let roundtrip: Vec<U> = elementwise(&inputs, U::TYPE, |_, v| {
+        v[0].bitcast(F::TYPE).bitcast(S::TYPE).bitcast(U::TYPE)
+    })
+    .to_vec()
+    .unwrap();
+    assert_eq!(
+        roundtrip,
+        with_snan,
+        "{} to {} to {} to {}",
+        U::TYPE,
+        F::TYPE,
+        S::TYPE,
+        U::TYPE
+    );
     // From floats in memory (no signaling NaNs, which loads quiet).
-    let quiet: Vec<U> = bit_patterns(rng, U::BITS, mantissa, 300, false).into_iter().map(|b| U::wrap(b as i128)).collect();
-    let floats: Vec<F> = elementwise(&[HostBuffer::from_slice(&quiet)], F::TYPE, |_, v| v[0].bitcast(F::TYPE)).to_vec().unwrap();
-    let back: Vec<S> = elementwise(&[HostBuffer::from_slice(&floats)], S::TYPE, |_, v| v[0].bitcast(S::TYPE)).to_vec().unwrap();
-    assert_eq!(bits(&quiet), back.iter().map(|b| (b.wide() as u64) & (u64::MAX >> (64 - U::BITS))).collect::<Vec<_>>());
+    let quiet: Vec<U> = bit_patterns(rng, U::BITS, mantissa, 300, false)
+        .into_iter()
+        .map(|b| U::wrap(b as i128))
+        .collect();
+    let floats: Vec<F> = elementwise(&[HostBuffer::from_slice(&quiet)], F::TYPE, |_, v| v[0].bitcast(F::TYPE))
+        .to_vec()
+        .unwrap();
+    let back: Vec<S> = elementwise(&[HostBuffer::from_slice(&floats)], S::TYPE, |_, v| {
+        v[0].bitcast(S::TYPE)
+    })
+    .to_vec()
+    .unwrap();
+    assert_eq!(
+        bits(&quiet),
+        back.iter()
+            .map(|b| (b.wide() as u64) & (u64::MAX >> (64 - U::BITS)))
+            .collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -934,10 +1165,11 @@ fn bitcasts_keep_the_bits() {
     bitcasts::<bf16, u16, i16>(&mut rng, 7, |x| x.to_bits() as u64);
     // Between integer types of one width: i32 <-> u32.
     let x: Vec<i32> = (0..300).map(|_| rng.next_u64() as i32).collect();
-    let u: Vec<u32> = elementwise(&[HostBuffer::from_slice(&x)], U32, |_, v| v[0].bitcast(U32)).to_vec().unwrap();
+    let u: Vec<u32> = elementwise(&[HostBuffer::from_slice(&x)], U32, |_, v| v[0].bitcast(U32))
+        .to_vec()
+        .unwrap();
     assert_eq!(u, x.iter().map(|&a| a as u32).collect::<Vec<_>>());
 }
-
 
 // ---------------------------------------------------------------------------------------
 // Math functions
@@ -983,7 +1215,18 @@ const MATH: [(&str, Build1, Unary, (f64, f64)); 13] = [
 /// Every math function on the float type `T`, within one ulp of the f64 reference.
 fn math_functions<T: Float>(rng: &mut Rng) {
     for (name, build, reference, (lo, hi)) in MATH {
-        let mut x: Vec<f64> = vec![f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, 2.5, -2.5];
+        let mut x: Vec<f64> = vec![
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            2.5,
+            -2.5,
+        ];
         for i in 0..300 {
             // Half uniform over the range, half log-uniform (small magnitudes too).
             let v = if i % 2 == 0 {
@@ -994,11 +1237,17 @@ fn math_functions<T: Float>(rng: &mut Rng) {
             x.push(v);
         }
         let x: Vec<T> = x.into_iter().map(T::round).collect();
-        let got: Vec<T> = elementwise(&[HostBuffer::from_slice(&x)], T::TYPE, |_, v| build(v[0])).to_vec().unwrap();
+        let got: Vec<T> = elementwise(&[HostBuffer::from_slice(&x)], T::TYPE, |_, v| build(v[0]))
+            .to_vec()
+            .unwrap();
         for i in 0..x.len() {
             let (a, g) = (x[i].f64(), got[i].f64());
             let want = reference(a);
-            assert!(within_one_ulp(g, want, T::FMT), "{name}({a:e}) = {g:e} in {}, expected {want:e}", T::TYPE);
+            assert!(
+                within_one_ulp(g, want, T::FMT),
+                "{name}({a:e}) = {g:e} in {}, expected {want:e}",
+                T::TYPE
+            );
             if matches!(name, "abs" | "floor" | "ceil") {
                 assert!(same_float(g, want), "{name}({a}) = {g} must be exact");
             }
@@ -1016,11 +1265,18 @@ fn math_functions<T: Float>(rng: &mut Rng) {
         })
         .collect();
     let inputs: Vec<HostBuffer> = abc.iter().map(|v| HostBuffer::from_slice(v)).collect();
-    let got: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| v[0].fma(v[1], v[2])).to_vec().unwrap();
+    let got: Vec<T> = elementwise(&inputs, T::TYPE, |_, v| v[0].fma(v[1], v[2]))
+        .to_vec()
+        .unwrap();
     for i in 0..n {
         let (a, b, c) = (abc[0][i].f64(), abc[1][i].f64(), abc[2][i].f64());
         let want = a.mul_add(b, c);
-        assert!(within_one_ulp(got[i].f64(), want, T::FMT), "fma({a}, {b}, {c}) = {:?} in {}", got[i], T::TYPE);
+        assert!(
+            within_one_ulp(got[i].f64(), want, T::FMT),
+            "fma({a}, {b}, {c}) = {:?} in {}",
+            got[i],
+            T::TYPE
+        );
         if T::TYPE == F64 {
             assert!(same_float(got[i].f64(), want));
         }
@@ -1084,7 +1340,12 @@ fn numpy_broadcasting_and_promotion() {
     let small: Vec<i16> = (0..4).map(|_| rng.next_u64() as i16).collect();
     let wide: Vec<i32> = (0..8).map(|_| rng.next_u64() as i32).collect();
     let kernel = Kernel::build("broadcasting", |k| {
-        let (pa, pb, pm, ps) = (k.arg_ptr("a", F32), k.arg_ptr("b", F32), k.arg_ptr("m", F32), k.arg_ptr("s", F32));
+        let (pa, pb, pm, ps) = (
+            k.arg_ptr("a", F32),
+            k.arg_ptr("b", F32),
+            k.arg_ptr("m", F32),
+            k.arg_ptr("s", F32),
+        );
         let (psmall, pwide) = (k.arg_ptr("small", I16), k.arg_ptr("wide", I32));
         let outs: Vec<Value> = (0..4).map(|i| k.arg_ptr(&format!("out{i}"), F32)).collect();
         let out_int = k.arg_ptr("out_int", I32);
@@ -1148,26 +1409,84 @@ fn expand_dims_reshape_permute_and_broadcast_to() {
     type Shaper = for<'b> fn(Value<'b>, Value<'b>, Value<'b>) -> Value<'b>;
     type Source = Box<dyn Fn(&[usize]) -> usize>;
     let cases: Vec<(&str, Vec<u32>, Source, Shaper)> = vec![
-        ("expand_dims(0)", vec![1, 8], Box::new(|i| i[1]), |_, _, x1| x1.expand_dims(0)),
-        ("expand_dims(1)", vec![8, 1], Box::new(|i| i[0]), |_, _, x1| x1.expand_dims(1)),
-        ("expand_dims(2)", vec![4, 8, 1], Box::new(|i| i[0] * 8 + i[1]), |_, x2, _| x2.expand_dims(2)),
-        ("expand_dims(1) of 2-D", vec![4, 1, 8], Box::new(|i| i[0] * 8 + i[2]), |_, x2, _| x2.expand_dims(1)),
-        ("reshape [8, 4]", vec![8, 4], Box::new(|i| i[0] * 4 + i[1]), |_, x2, _| x2.reshape(&[8, 4])),
-        ("reshape [2, 4, 4]", vec![2, 4, 4], Box::new(|i| i[0] * 16 + i[1] * 4 + i[2]), |_, x2, _| x2.reshape(&[2, 4, 4])),
-        ("reshape [64]", vec![64], Box::new(|i| i[0]), |x3, _, _| x3.reshape(&[64])),
-        ("trans", vec![8, 4], Box::new(|i| i[1] * 8 + i[0]), |_, x2, _| x2.trans()),
-        ("permute [2, 0, 1]", vec![8, 2, 4], Box::new(|i| i[1] * 32 + i[2] * 8 + i[0]), |x3, _, _| x3.permute(&[2, 0, 1])),
-        ("permute [1, 2, 0]", vec![4, 8, 2], Box::new(|i| i[2] * 32 + i[0] * 8 + i[1]), |x3, _, _| x3.permute(&[1, 2, 0])),
-        ("permute [0, 2, 1]", vec![2, 8, 4], Box::new(|i| i[0] * 32 + i[2] * 8 + i[1]), |x3, _, _| x3.permute(&[0, 2, 1])),
-        ("broadcast_to [4, 8] of [8]", vec![4, 8], Box::new(|i| i[1]), |_, _, x1| x1.broadcast_to(&[4, 8])),
-        ("broadcast_to [2, 4, 8] of [8]", vec![2, 4, 8], Box::new(|i| i[2]), |_, _, x1| x1.broadcast_to(&[2, 4, 8])),
+        ("expand_dims(0)", vec![1, 8], Box::new(|i| i[1]), |_, _, x1| {
+            x1.expand_dims(0)
+        }),
+        ("expand_dims(1)", vec![8, 1], Box::new(|i| i[0]), |_, _, x1| {
+            x1.expand_dims(1)
+        }),
+        (
+            "expand_dims(2)",
+            vec![4, 8, 1],
+            Box::new(|i| i[0] * 8 + i[1]),
+            |_, x2, _| x2.expand_dims(2),
+        ),
+        (
+            "expand_dims(1) of 2-D",
+            vec![4, 1, 8],
+            Box::new(|i| i[0] * 8 + i[2]),
+            |_, x2, _| x2.expand_dims(1),
+        ),
+        (
+            "reshape [8, 4]",
+            vec![8, 4],
+            Box::new(|i| i[0] * 4 + i[1]),
+            |_, x2, _| x2.reshape(&[8, 4]),
+        ),
+        (
+            "reshape [2, 4, 4]",
+            vec![2, 4, 4],
+            Box::new(|i| i[0] * 16 + i[1] * 4 + i[2]),
+            |_, x2, _| x2.reshape(&[2, 4, 4]),
+        ),
+        ("reshape [64]", vec![64], Box::new(|i| i[0]), |x3, _, _| {
+            x3.reshape(&[64])
+        }),
+        ("trans", vec![8, 4], Box::new(|i| i[1] * 8 + i[0]), |_, x2, _| {
+            x2.trans()
+        }),
+        (
+            "permute [2, 0, 1]",
+            vec![8, 2, 4],
+            Box::new(|i| i[1] * 32 + i[2] * 8 + i[0]),
+            |x3, _, _| x3.permute(&[2, 0, 1]),
+        ),
+        (
+            "permute [1, 2, 0]",
+            vec![4, 8, 2],
+            Box::new(|i| i[2] * 32 + i[0] * 8 + i[1]),
+            |x3, _, _| x3.permute(&[1, 2, 0]),
+        ),
+        (
+            "permute [0, 2, 1]",
+            vec![2, 8, 4],
+            Box::new(|i| i[0] * 32 + i[2] * 8 + i[1]),
+            |x3, _, _| x3.permute(&[0, 2, 1]),
+        ),
+        (
+            "broadcast_to [4, 8] of [8]",
+            vec![4, 8],
+            Box::new(|i| i[1]),
+            |_, _, x1| x1.broadcast_to(&[4, 8]),
+        ),
+        (
+            "broadcast_to [2, 4, 8] of [8]",
+            vec![2, 4, 8],
+            Box::new(|i| i[2]),
+            |_, _, x1| x1.broadcast_to(&[2, 4, 8]),
+        ),
         (
             "broadcast_to [8, 8] of [8, 1]",
             vec![8, 8],
             Box::new(|i| i[0]),
             |_, _, x1| x1.expand_dims(1).broadcast_to(&[8, 8]),
         ),
-        ("trans of trans", vec![4, 8], Box::new(|i| i[0] * 8 + i[1]), |_, x2, _| x2.trans().trans()),
+        (
+            "trans of trans",
+            vec![4, 8],
+            Box::new(|i| i[0] * 8 + i[1]),
+            |_, x2, _| x2.trans().trans(),
+        ),
     ];
     for (name, shape, source, op) in cases {
         let kernel = Kernel::build("shape", |k| {
@@ -1233,7 +1552,11 @@ fn masked_loads_give_other_and_masked_stores_skip_on_ragged_sizes() {
     let sparse: Vec<f32> = buffers[2].to_vec().unwrap();
     for i in 0..total {
         assert_eq!(padded[i], if i < n { x[i] } else { f32::NEG_INFINITY }, "padded[{i}]");
-        assert_eq!(sparse[i], if i < n && i % 3 != 0 { x[i] * 2.0 } else { 7.0 }, "sparse[{i}]");
+        assert_eq!(
+            sparse[i],
+            if i < n && i % 3 != 0 { x[i] * 2.0 } else { 7.0 },
+            "sparse[{i}]"
+        );
     }
 
     // A 37 x 21 matrix with row stride 24, read in [8, 32] tiles with a 2-D mask and an
@@ -1251,7 +1574,13 @@ fn masked_loads_give_other_and_masked_stores_skip_on_ragged_sizes() {
     })
     .unwrap();
     let mut buffers = [HostBuffer::from_slice(&m), HostBuffer::zeros(I32, 40 * 32)];
-    let args = [ptr(0), ptr(1), ArgValue::Int(rows as i64), ArgValue::Int(cols as i64), ArgValue::Int(stride as i64)];
+    let args = [
+        ptr(0),
+        ptr(1),
+        ArgValue::Int(rows as i64),
+        ArgValue::Int(cols as i64),
+        ArgValue::Int(stride as i64),
+    ];
     interp::run(&kernel, [5, 1, 1], &args, &mut buffers).unwrap();
     let got: Vec<i32> = buffers[1].to_vec().unwrap();
     for i in 0..40 {
@@ -1277,13 +1606,21 @@ fn reduce_block<T: Element>(x: &[T], op: ReduceOp, axis: u32, keep_dims: bool, o
     let (br, bc) = RED_BLOCK;
     let (vr, vc) = RED_VALID;
     let s = T::TYPE;
-    let out_type = if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) { I32 } else { s };
+    let out_type = if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+        I32
+    } else {
+        s
+    };
     let kernel = Kernel::build("reduce", |k| {
         let (px, out) = (k.arg_ptr("x", s), k.arg_ptr("out", out_type));
         let r = k.arange(0, br as i32).expand_dims(1);
         let c = k.arange(0, bc as i32).expand_dims(0);
         let mask = r.lt(vr as i32) & c.lt(vc as i32);
-        let other = if s.is_float() { Operand::Float(other) } else { Operand::Int(other as i64) };
+        let other = if s.is_float() {
+            Operand::Float(other)
+        } else {
+            Operand::Int(other as i64)
+        };
         let block = k.load_masked(px + r * vc as i32 + c, mask, other);
         let y = block.reduce_with(op, axis, keep_dims);
         let (n, valid) = if axis == 1 { (br, vr) } else { (bc, vc) };
@@ -1292,7 +1629,11 @@ fn reduce_block<T: Element>(x: &[T], op: ReduceOp, axis: u32, keep_dims: bool, o
             (true, 0) => vec![1, n],
             (true, _) => vec![n, 1],
         };
-        assert_eq!((y.shape(), y.dtype()), (expected, Some(out_type)), "{op:?} along {axis}");
+        assert_eq!(
+            (y.shape(), y.dtype()),
+            (expected, Some(out_type)),
+            "{op:?} along {axis}"
+        );
         let lanes = k.arange(0, n as i32);
         let lanes = match (keep_dims, axis) {
             (false, _) => lanes,
@@ -1347,7 +1688,10 @@ fn float_reductions_along_each_axis_with_masks_ties_and_nan() {
         for axis in [0, 1] {
             for keep_dims in [false, true] {
                 let at = |op| format!("{op:?} of {data_name} along {axis}, keep_dims {keep_dims}");
-                let lanes: Vec<Vec<f64>> = lanes(x, axis).into_iter().map(|l| l.into_iter().map(f64::from).collect()).collect();
+                let lanes: Vec<Vec<f64>> = lanes(x, axis)
+                    .into_iter()
+                    .map(|l| l.into_iter().map(f64::from).collect())
+                    .collect();
                 // Sums, in any order: within (n - 1)·u·Σ|x| of the exact sum.
                 let sum: Vec<f32> = reduce_block(x, ReduceOp::Sum, axis, keep_dims, 0.0).to_vec().unwrap();
                 for (l, lane) in lanes.iter().enumerate() {
@@ -1357,21 +1701,52 @@ fn float_reductions_along_each_axis_with_masks_ties_and_nan() {
                     if exact.is_nan() {
                         assert!(g.is_nan(), "{} [{l}]", at(ReduceOp::Sum));
                     } else {
-                        assert!((g - exact).abs() <= bound, "{} [{l}]: {g} vs {exact}", at(ReduceOp::Sum));
+                        assert!(
+                            (g - exact).abs() <= bound,
+                            "{} [{l}]: {g} vs {exact}",
+                            at(ReduceOp::Sum)
+                        );
                     }
                 }
-                let max: Vec<f32> = reduce_block(x, ReduceOp::Max, axis, keep_dims, f64::NEG_INFINITY).to_vec().unwrap();
-                let min: Vec<f32> = reduce_block(x, ReduceOp::Min, axis, keep_dims, f64::INFINITY).to_vec().unwrap();
-                let argmax: Vec<i32> =
-                    reduce_block(x, ReduceOp::ArgMax, axis, keep_dims, f64::NEG_INFINITY).to_vec().unwrap();
-                let argmin: Vec<i32> = reduce_block(x, ReduceOp::ArgMin, axis, keep_dims, f64::INFINITY).to_vec().unwrap();
+                let max: Vec<f32> = reduce_block(x, ReduceOp::Max, axis, keep_dims, f64::NEG_INFINITY)
+                    .to_vec()
+                    .unwrap();
+                let min: Vec<f32> = reduce_block(x, ReduceOp::Min, axis, keep_dims, f64::INFINITY)
+                    .to_vec()
+                    .unwrap();
+                let argmax: Vec<i32> = reduce_block(x, ReduceOp::ArgMax, axis, keep_dims, f64::NEG_INFINITY)
+                    .to_vec()
+                    .unwrap();
+                let argmin: Vec<i32> = reduce_block(x, ReduceOp::ArgMin, axis, keep_dims, f64::INFINITY)
+                    .to_vec()
+                    .unwrap();
                 for (l, lane) in lanes.iter().enumerate() {
                     let want_max = lane.iter().copied().fold(f64::NEG_INFINITY, ieee_max);
                     let want_min = lane.iter().copied().fold(f64::INFINITY, ieee_min);
-                    assert!(same_float(max[l] as f64, want_max), "{} [{l}]: {}", at(ReduceOp::Max), max[l]);
-                    assert!(same_float(min[l] as f64, want_min), "{} [{l}]: {}", at(ReduceOp::Min), min[l]);
-                    assert_eq!(argmax[l], arg_extreme(lane, true), "{} [{l}] of {lane:?}", at(ReduceOp::ArgMax));
-                    assert_eq!(argmin[l], arg_extreme(lane, false), "{} [{l}] of {lane:?}", at(ReduceOp::ArgMin));
+                    assert!(
+                        same_float(max[l] as f64, want_max),
+                        "{} [{l}]: {}",
+                        at(ReduceOp::Max),
+                        max[l]
+                    );
+                    assert!(
+                        same_float(min[l] as f64, want_min),
+                        "{} [{l}]: {}",
+                        at(ReduceOp::Min),
+                        min[l]
+                    );
+                    assert_eq!(
+                        argmax[l],
+                        arg_extreme(lane, true),
+                        "{} [{l}] of {lane:?}",
+                        at(ReduceOp::ArgMax)
+                    );
+                    assert_eq!(
+                        argmin[l],
+                        arg_extreme(lane, false),
+                        "{} [{l}] of {lane:?}",
+                        at(ReduceOp::ArgMin)
+                    );
                 }
             }
         }
@@ -1391,20 +1766,39 @@ fn integer_reductions_wrap_and_compare_by_signedness() {
     let mut rng = Rng::new(0x0b5_0011);
     let (vr, vc) = RED_VALID;
     // i32: sums that wrap, and ties for the maximum and the minimum.
-    let x: Vec<i32> = (0..vr * vc).map(|i| if i % 3 == 0 { i32::MAX - rng.below(2) as i32 } else { rng.below(3) as i32 }).collect();
+    let x: Vec<i32> = (0..vr * vc)
+        .map(|i| {
+            if i % 3 == 0 {
+                i32::MAX - rng.below(2) as i32
+            } else {
+                rng.below(3) as i32
+            }
+        })
+        .collect();
     for axis in [0, 1] {
         let lanes = lanes(&x, axis);
         let tied = |f: fn(&[i32]) -> i32| lanes.iter().any(|l| l.iter().filter(|&&v| v == f(l)).count() > 1);
-        assert!(tied(|l| *l.iter().max().unwrap()) && tied(|l| *l.iter().min().unwrap()), "ties along {axis}");
+        assert!(
+            tied(|l| *l.iter().max().unwrap()) && tied(|l| *l.iter().min().unwrap()),
+            "ties along {axis}"
+        );
     }
     for axis in [0, 1] {
         for keep_dims in [false, true] {
             let lanes = lanes(&x, axis);
             let sum: Vec<i32> = reduce_block(&x, ReduceOp::Sum, axis, keep_dims, 0.0).to_vec().unwrap();
-            let max: Vec<i32> = reduce_block(&x, ReduceOp::Max, axis, keep_dims, i32::MIN as f64).to_vec().unwrap();
-            let min: Vec<i32> = reduce_block(&x, ReduceOp::Min, axis, keep_dims, i32::MAX as f64).to_vec().unwrap();
-            let argmax: Vec<i32> = reduce_block(&x, ReduceOp::ArgMax, axis, keep_dims, i32::MIN as f64).to_vec().unwrap();
-            let argmin: Vec<i32> = reduce_block(&x, ReduceOp::ArgMin, axis, keep_dims, i32::MAX as f64).to_vec().unwrap();
+            let max: Vec<i32> = reduce_block(&x, ReduceOp::Max, axis, keep_dims, i32::MIN as f64)
+                .to_vec()
+                .unwrap();
+            let min: Vec<i32> = reduce_block(&x, ReduceOp::Min, axis, keep_dims, i32::MAX as f64)
+                .to_vec()
+                .unwrap();
+            let argmax: Vec<i32> = reduce_block(&x, ReduceOp::ArgMax, axis, keep_dims, i32::MIN as f64)
+                .to_vec()
+                .unwrap();
+            let argmin: Vec<i32> = reduce_block(&x, ReduceOp::ArgMin, axis, keep_dims, i32::MAX as f64)
+                .to_vec()
+                .unwrap();
             for (l, lane) in lanes.iter().enumerate() {
                 assert_eq!(sum[l], lane.iter().fold(0i32, |a, &b| a.wrapping_add(b)));
                 assert_eq!(max[l], *lane.iter().max().unwrap());
@@ -1420,7 +1814,9 @@ fn integer_reductions_wrap_and_compare_by_signedness() {
     for axis in [0, 1] {
         let lanes = lanes(&x, axis);
         let max: Vec<u32> = reduce_block(&x, ReduceOp::Max, axis, false, 0.0).to_vec().unwrap();
-        let min: Vec<u32> = reduce_block(&x, ReduceOp::Min, axis, true, u32::MAX as f64).to_vec().unwrap();
+        let min: Vec<u32> = reduce_block(&x, ReduceOp::Min, axis, true, u32::MAX as f64)
+            .to_vec()
+            .unwrap();
         let argmax: Vec<i32> = reduce_block(&x, ReduceOp::ArgMax, axis, false, 0.0).to_vec().unwrap();
         let sum: Vec<u32> = reduce_block(&x, ReduceOp::Sum, axis, true, 0.0).to_vec().unwrap();
         for (l, lane) in lanes.iter().enumerate() {
@@ -1479,20 +1875,40 @@ fn check_dot<T: Float, C: Float>(rng: &mut Rng, (m, k, n): (usize, usize, usize)
     let a: Vec<T> = (0..m * k).map(|_| T::round(rng.uniform(-2.0, 2.0))).collect();
     let b: Vec<T> = (0..k * n).map(|_| T::round(rng.uniform(-2.0, 2.0))).collect();
     let acc: Vec<C> = (0..m * n).map(|_| C::round(rng.uniform(-10.0, 10.0))).collect();
-    let stored_a: Vec<T> =
-        if transpose_a { (0..k * m).map(|at| a[(at % m) * k + at / m]).collect() } else { a.clone() };
+    let stored_a: Vec<T> = if transpose_a {
+        (0..k * m).map(|at| a[(at % m) * k + at / m]).collect()
+    } else {
+        a.clone()
+    };
     let kernel = Kernel::build("dot", |kb| {
-        let (pa, pb, pc, out) = (kb.arg_ptr("a", T::TYPE), kb.arg_ptr("b", T::TYPE), kb.arg_ptr("acc", C::TYPE), kb.arg_ptr("out", C::TYPE));
+        let (pa, pb, pc, out) = (
+            kb.arg_ptr("a", T::TYPE),
+            kb.arg_ptr("b", T::TYPE),
+            kb.arg_ptr("acc", C::TYPE),
+            kb.arg_ptr("out", C::TYPE),
+        );
         let (m, k, n) = (m as u32, k as u32, n as u32);
-        let av = if transpose_a { kb.load(pa + row_major(kb, &[k, m])).trans() } else { kb.load(pa + row_major(kb, &[m, k])) };
+        let av = if transpose_a {
+            kb.load(pa + row_major(kb, &[k, m])).trans()
+        } else {
+            kb.load(pa + row_major(kb, &[m, k]))
+        };
         let bv = kb.load(pb + row_major(kb, &[k, n]));
-        let c = if with_acc { kb.dot_acc(av, bv, kb.load(pc + row_major(kb, &[m, n]))) } else { kb.dot(av, bv) };
+        let c = if with_acc {
+            kb.dot_acc(av, bv, kb.load(pc + row_major(kb, &[m, n])))
+        } else {
+            kb.dot(av, bv)
+        };
         assert_eq!((c.shape(), c.dtype()), (vec![m, n], Some(C::TYPE)));
         kb.store(out + row_major(kb, &[m, n]), c);
     })
     .unwrap();
-    let mut buffers =
-        [HostBuffer::from_slice(&stored_a), HostBuffer::from_slice(&b), HostBuffer::from_slice(&acc), HostBuffer::zeros(C::TYPE, m * n)];
+    let mut buffers = [
+        HostBuffer::from_slice(&stored_a),
+        HostBuffer::from_slice(&b),
+        HostBuffer::from_slice(&acc),
+        HostBuffer::zeros(C::TYPE, m * n),
+    ];
     run_once(&kernel, &mut buffers);
     let got: Vec<C> = buffers[3].to_vec().unwrap();
     let u = pow2(-C::FMT.p);
@@ -1507,7 +1923,13 @@ fn check_dot<T: Float, C: Float>(rng: &mut Rng, (m, k, n): (usize, usize, usize)
             }
             let bound = (k + 1) as f64 * u * abs;
             let g = got[i * n + j].f64();
-            assert!((g - exact).abs() <= bound, "{} @ {} into {}: c[{i}, {j}] = {g}, exact {exact}", T::TYPE, T::TYPE, C::TYPE);
+            assert!(
+                (g - exact).abs() <= bound,
+                "{} @ {} into {}: c[{i}, {j}] = {g}, exact {exact}",
+                T::TYPE,
+                T::TYPE,
+                C::TYPE
+            );
         }
     }
 }
@@ -1533,11 +1955,18 @@ fn dot_of_f16_is_exact_per_product_and_accumulates_in_f32() {
     let b: Vec<f16> = (0..k * n).map(|_| f16::from_f32(rng.below(33) as f32 - 16.0)).collect();
     let kernel = Kernel::build("dot_exact", |kb| {
         let (pa, pb, out) = (kb.arg_ptr("a", F16), kb.arg_ptr("b", F16), kb.arg_ptr("out", F32));
-        let c = kb.dot(kb.load(pa + row_major(kb, &[16, 16])), kb.load(pb + row_major(kb, &[16, 16])));
+        let c = kb.dot(
+            kb.load(pa + row_major(kb, &[16, 16])),
+            kb.load(pb + row_major(kb, &[16, 16])),
+        );
         kb.store(out + row_major(kb, &[16, 16]), c);
     })
     .unwrap();
-    let mut buffers = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::zeros(F32, m * n)];
+    let mut buffers = [
+        HostBuffer::from_slice(&a),
+        HostBuffer::from_slice(&b),
+        HostBuffer::zeros(F32, m * n),
+    ];
     run_once(&kernel, &mut buffers);
     let got: Vec<f32> = buffers[2].to_vec().unwrap();
     for i in 0..m {
@@ -1672,7 +2101,11 @@ fn atomic_xchg_and_cas_with_masks() {
     let initf: Vec<f32> = (0..n).map(|_| rng.below(3) as f32 - 1.0).collect();
     let kernel = Kernel::build("xchg_cas", |k| {
         let (px, pc, pf) = (k.arg_ptr("x", I32), k.arg_ptr("c", I32), k.arg_ptr("f", F32));
-        let (old_x, old_c, old_f) = (k.arg_ptr("old_x", I32), k.arg_ptr("old_c", I32), k.arg_ptr("old_f", F32));
+        let (old_x, old_c, old_f) = (
+            k.arg_ptr("old_x", I32),
+            k.arg_ptr("old_c", I32),
+            k.arg_ptr("old_f", F32),
+        );
         let lanes = k.arange(0, n as i32);
         let old = k.atomic_xchg(px + lanes, lanes * 10, Some((lanes % 3).ne(0)));
         k.store(old_x + lanes, old);
@@ -1696,21 +2129,39 @@ fn atomic_xchg_and_cas_with_masks() {
         HostBuffer::zeros(F32, n),
     ];
     run_once(&kernel, &mut buffers);
-    let (x, c, fx): (Vec<i32>, Vec<i32>, Vec<f32>) =
-        (buffers[0].to_vec().unwrap(), buffers[1].to_vec().unwrap(), buffers[2].to_vec().unwrap());
-    let (ox, oc, of): (Vec<i32>, Vec<i32>, Vec<f32>) =
-        (buffers[3].to_vec().unwrap(), buffers[4].to_vec().unwrap(), buffers[5].to_vec().unwrap());
+    let (x, c, fx): (Vec<i32>, Vec<i32>, Vec<f32>) = (
+        buffers[0].to_vec().unwrap(),
+        buffers[1].to_vec().unwrap(),
+        buffers[2].to_vec().unwrap(),
+    );
+    let (ox, oc, of): (Vec<i32>, Vec<i32>, Vec<f32>) = (
+        buffers[3].to_vec().unwrap(),
+        buffers[4].to_vec().unwrap(),
+        buffers[5].to_vec().unwrap(),
+    );
     for i in 0..n {
         let on = i % 3 != 0;
-        assert_eq!((x[i], ox[i]), if on { (i as i32 * 10, init[i]) } else { (init[i], 0) }, "xchg lane {i}");
+        assert_eq!(
+            (x[i], ox[i]),
+            if on { (i as i32 * 10, init[i]) } else { (init[i], 0) },
+            "xchg lane {i}"
+        );
         let on = i < 50;
         let swapped = on && init[i] == 1;
         assert_eq!(c[i], if swapped { 100 + i as i32 } else { init[i] }, "cas lane {i}");
         assert_eq!(oc[i], if on { init[i] } else { 0 }, "cas old lane {i}");
         let on = i >= 8;
         let swapped = on && f[i].to_bits() == 0;
-        assert_eq!(fx[i].to_bits(), if swapped { 9.5f32 } else { f[i] }.to_bits(), "float cas lane {i}");
-        assert_eq!(of[i].to_bits(), if on { f[i] } else { 0.0 }.to_bits(), "float cas old lane {i}");
+        assert_eq!(
+            fx[i].to_bits(),
+            if swapped { 9.5f32 } else { f[i] }.to_bits(),
+            "float cas lane {i}"
+        );
+        assert_eq!(
+            of[i].to_bits(),
+            if on { f[i] } else { 0.0 }.to_bits(),
+            "float cas old lane {i}"
+        );
     }
 }
 
@@ -1721,7 +2172,11 @@ fn a_spin_lock_from_cas_and_xchg_in_a_while_loop() {
         let (lock, counter) = (k.arg_ptr("lock", I32), k.arg_ptr("counter", I32));
         let pid = k.program_id(0);
         // Acquire: spin until the CAS finds the lock free (0) and takes it (1).
-        k.while_loop(&[k.scalar(1, I32)], |c| c[0].ne(0), |_| vec![k.atomic_cas(lock, 0, 1, None)]);
+        k.while_loop(
+            &[k.scalar(1, I32)],
+            |c| c[0].ne(0),
+            |_| vec![k.atomic_cas(lock, 0, 1, None)],
+        );
         // A non-atomic read-modify-write, safe under the lock.
         let c = k.load(counter);
         k.store(counter, c * 3 + pid);
@@ -1759,9 +2214,25 @@ fn for_loops_with_carried_values_and_any_step() {
         k.store(out_f + k.arange(0, 8), r[3]);
     })
     .unwrap();
-    for (start, end, step) in [(10, -5, -3), (-5, 10, 3), (0, 0, 1), (5, 0, 1), (0, 5, -1), (7, -8, -1), (100, 3, -7), (-20, 21, 20), (3, 4, 100)] {
+    for (start, end, step) in [
+        (10, -5, -3),
+        (-5, 10, 3),
+        (0, 0, 1),
+        (5, 0, 1),
+        (0, 5, -1),
+        (7, -8, -1),
+        (100, 3, -7),
+        (-20, 21, 20),
+        (3, 4, 100),
+    ] {
         let mut buffers = [HostBuffer::zeros(I32, 3), HostBuffer::zeros(F32, 8)];
-        let args = [ptr(0), ptr(1), ArgValue::Int(start), ArgValue::Int(end), ArgValue::Int(step)];
+        let args = [
+            ptr(0),
+            ptr(1),
+            ArgValue::Int(start),
+            ArgValue::Int(end),
+            ArgValue::Int(step),
+        ];
         interp::run(&kernel, [1, 1, 1], &args, &mut buffers).unwrap();
         let (mut sum, mut count, mut last, mut acc) = (0i32, 0i32, -999i32, [0f32; 8]);
         let mut i = start as i32;
@@ -1784,7 +2255,11 @@ fn for_loops_with_carried_values_and_any_step() {
 fn for_loops_over_i64_bounds() {
     let kernel = Kernel::build("for64", |k| {
         let out = k.arg_ptr("out", I64);
-        let (start, end, step) = (k.arg_scalar("start", I64), k.arg_scalar("end", I64), k.arg_scalar("step", I64));
+        let (start, end, step) = (
+            k.arg_scalar("start", I64),
+            k.arg_scalar("end", I64),
+            k.arg_scalar("step", I64),
+        );
         let r = k.for_range(start, end, step, &[k.scalar(0, I64), k.scalar(0, I32)], |i, c| {
             assert_eq!(i.dtype(), Some(I64));
             vec![c[0] + i, c[1] + 1]
@@ -1793,7 +2268,10 @@ fn for_loops_over_i64_bounds() {
         k.store(out + 1, r[1].to(I64));
     })
     .unwrap();
-    for (start, end, step) in [(5_000_000_000i64, -5_000_000_000, -1_234_567_891), (-(1 << 40), 1 << 40, 1 << 37)] {
+    for (start, end, step) in [
+        (5_000_000_000i64, -5_000_000_000, -1_234_567_891),
+        (-(1 << 40), 1 << 40, 1 << 37),
+    ] {
         let mut buffers = [HostBuffer::zeros(I64, 2)];
         let args = [ptr(0), ArgValue::Int(start), ArgValue::Int(end), ArgValue::Int(step)];
         interp::run(&kernel, [1, 1, 1], &args, &mut buffers).unwrap();
@@ -1811,7 +2289,9 @@ fn for_loops_over_i64_bounds() {
 fn if_else_with_results_and_if_then() {
     let mut rng = Rng::new(0x0b5_0018);
     let grid = 12usize;
-    let x: Vec<f32> = (0..grid).map(|i| if i == 3 { 0.0 } else { rng.uniform(-4.0, 4.0) as f32 }).collect();
+    let x: Vec<f32> = (0..grid)
+        .map(|i| if i == 3 { 0.0 } else { rng.uniform(-4.0, 4.0) as f32 })
+        .collect();
     let kernel = Kernel::build("if", |k| {
         let (px, out, flags) = (k.arg_ptr("x", F32), k.arg_ptr("out", F32), k.arg_ptr("flags", I32));
         let pid = k.program_id(0);
@@ -1825,7 +2305,11 @@ fn if_else_with_results_and_if_then() {
         k.if_then((pid % 4).eq(1), || k.store(flags + pid, pid + 100));
     })
     .unwrap();
-    let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::zeros(F32, grid * 9), HostBuffer::from_slice(&vec![-1i32; grid])];
+    let mut buffers = [
+        HostBuffer::from_slice(&x),
+        HostBuffer::zeros(F32, grid * 9),
+        HostBuffer::from_slice(&vec![-1i32; grid]),
+    ];
     let args = [ptr(0), ptr(1), ptr(2)];
     interp::run(&kernel, [grid as u32, 1, 1], &args, &mut buffers).unwrap();
     let out: Vec<f32> = buffers[1].to_vec().unwrap();
@@ -1844,7 +2328,9 @@ fn if_else_with_results_and_if_then() {
 fn while_loops_count_collatz_steps() {
     let mut rng = Rng::new(0x0b5_0019);
     let grid = 40usize;
-    let x: Vec<i32> = (0..grid).map(|i| if i == 0 { 1 } else { rng.below(10_000) as i32 + 1 }).collect();
+    let x: Vec<i32> = (0..grid)
+        .map(|i| if i == 0 { 1 } else { rng.below(10_000) as i32 + 1 })
+        .collect();
     let kernel = Kernel::build("collatz", |k| {
         let (px, out) = (k.arg_ptr("x", I32), k.arg_ptr("steps", I32));
         let pid = k.program_id(0);
@@ -1870,5 +2356,8 @@ fn while_loops_count_collatz_steps() {
         }
         assert_eq!(got[p], steps, "collatz({})", x[p]);
     }
-    assert_eq!(got[0], 0, "a while loop whose condition fails at once runs no iteration");
+    assert_eq!(
+        got[0], 0,
+        "a while loop whose condition fails at once runs no iteration"
+    );
 }

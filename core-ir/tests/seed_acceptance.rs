@@ -36,8 +36,11 @@ fn vector_add_f32_is_exact() {
     let y = rng.f32s(n, -1000.0, 1000.0);
     let kernel = seeds::vector_add(F32, block).unwrap();
     // The output starts as NaNs, so an element the kernel misses cannot pass.
-    let mut buffers =
-        [HostBuffer::from_slice(&x), HostBuffer::from_slice(&y), HostBuffer::from_slice(&vec![f32::NAN; n])];
+    let mut buffers = [
+        HostBuffer::from_slice(&x),
+        HostBuffer::from_slice(&y),
+        HostBuffer::from_slice(&vec![f32::NAN; n]),
+    ];
     let grid = [n.div_ceil(block as usize) as u32, 1, 1];
     interp::run(&kernel, grid, &[ptr(0), ptr(1), ptr(2), int(n)], &mut buffers).unwrap();
     let z: Vec<f32> = buffers[2].to_vec().unwrap();
@@ -97,7 +100,10 @@ fn check_softmax(x: &[f32], rows: usize, cols: usize, in_stride: usize, rel: imp
         (seeds::softmax_rows(4, block).unwrap(), (rows as u32).div_ceil(4)),
     ];
     for (kernel, grid) in kernels {
-        let mut buffers = [HostBuffer::from_slice(&vec![f32::NAN; rows * cols]), HostBuffer::from_slice(x)];
+        let mut buffers = [
+            HostBuffer::from_slice(&vec![f32::NAN; rows * cols]),
+            HostBuffer::from_slice(x),
+        ];
         interp::run(&kernel, [grid, 1, 1], &args, &mut buffers).unwrap();
         let got: Vec<f32> = buffers[0].to_vec().unwrap();
         for r in 0..rows {
@@ -105,7 +111,11 @@ fn check_softmax(x: &[f32], rows: usize, cols: usize, in_stride: usize, rel: imp
             for c in 0..cols {
                 let (g, w) = (got[r * cols + c] as f64, want[r * cols + c]);
                 let err = (g - w).abs();
-                let ok = if w >= f64::from(f32::MIN_POSITIVE) { err <= tol * w } else { err <= tol * w + tiny };
+                let ok = if w >= f64::from(f32::MIN_POSITIVE) {
+                    err <= tol * w
+                } else {
+                    err <= tol * w + tiny
+                };
                 assert!(
                     ok,
                     "{} (input stride {in_stride}) y[{r}, {c}] = {g:e}, reference {w:e}: relative error {:e} > {tol:e}",
@@ -151,7 +161,10 @@ fn softmax_with_a_wide_range_underflows_gracefully() {
         })
         .collect();
     let want = softmax_reference(&x, rows, cols, in_stride);
-    assert!(want.iter().any(|&w| w < f64::from(f32::MIN_POSITIVE)), "the inputs should reach f32's subnormals");
+    assert!(
+        want.iter().any(|&w| w < f64::from(f32::MIN_POSITIVE)),
+        "the inputs should reach f32's subnormals"
+    );
     check_softmax(&x, rows, cols, in_stride, |r| softmax_tolerance(spreads[r]));
 }
 
@@ -205,11 +218,35 @@ fn matmul_tolerance(r: f64, s: f64, k: usize) -> f64 {
 
 /// Runs the seed matmul on row-major A (`m x k`), B (`k x n`) and C (`m x n`) and checks
 /// every element against the f64 reference.
-fn check_matmul(meta: &MatmulMeta, a: &[f16], b: &[f16], m: usize, n: usize, k: usize, reference: &(Vec<f64>, Vec<f64>)) {
+fn check_matmul(
+    meta: &MatmulMeta,
+    a: &[f16],
+    b: &[f16],
+    m: usize,
+    n: usize,
+    k: usize,
+    reference: &(Vec<f64>, Vec<f64>),
+) {
     let kernel = seeds::matmul(meta).unwrap();
-    let mut buffers =
-        [HostBuffer::from_slice(a), HostBuffer::from_slice(b), HostBuffer::from_slice(&vec![f16::NAN; m * n])];
-    let args = [ptr(0), ptr(1), ptr(2), int(m), int(n), int(k), int(k), int(1), int(n), int(1), int(n), int(1)];
+    let mut buffers = [
+        HostBuffer::from_slice(a),
+        HostBuffer::from_slice(b),
+        HostBuffer::from_slice(&vec![f16::NAN; m * n]),
+    ];
+    let args = [
+        ptr(0),
+        ptr(1),
+        ptr(2),
+        int(m),
+        int(n),
+        int(k),
+        int(k),
+        int(1),
+        int(n),
+        int(1),
+        int(n),
+        int(1),
+    ];
     let grid = [seeds::matmul_grid(meta, m as u32, n as u32), 1, 1];
     interp::run(&kernel, grid, &args, &mut buffers).unwrap();
     let got: Vec<f16> = buffers[2].to_vec().unwrap();
@@ -240,7 +277,10 @@ fn matmul_fp16_512_cubed() {
     let b = rng.f16s(k * n, -1.0, 1.0);
     let reference = matmul_reference(&a, &b, m, n, k);
     for activation in [None, Some(Activation::LeakyRelu)] {
-        let meta = MatmulMeta { activation, ..MatmulMeta::fp16(64, 64, 32) };
+        let meta = MatmulMeta {
+            activation,
+            ..MatmulMeta::fp16(64, 64, 32)
+        };
         assert_eq!((meta.group_m, meta.input, meta.output), (8, F16, F16));
         check_matmul(&meta, &a, &b, m, n, k, &reference);
     }
@@ -257,7 +297,10 @@ fn matmul_fp16_ragged_1000x300x77() {
     let reference = matmul_reference(&a, &b, m, n, k);
     for (bm, bn, bk) in [(64, 64, 32), (32, 64, 32)] {
         for activation in [None, Some(Activation::LeakyRelu)] {
-            let meta = MatmulMeta { activation, ..MatmulMeta::fp16(bm, bn, bk) };
+            let meta = MatmulMeta {
+                activation,
+                ..MatmulMeta::fp16(bm, bn, bk)
+            };
             check_matmul(&meta, &a, &b, m, n, k, &reference);
         }
     }

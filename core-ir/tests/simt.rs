@@ -40,7 +40,13 @@ fn threads_programs_and_shuffles() {
     let np = k.set(I32, Expr::Special(Special::NumPrograms(0)));
     let swapped = k.set(I32, Expr::ShuffleXor { value: tid, mask: 1 });
     let three = k.int(I32, 3);
-    let from_lane_3 = k.set(I32, Expr::ShuffleIdx { value: tid, lane: three });
+    let from_lane_3 = k.set(
+        I32,
+        Expr::ShuffleIdx {
+            value: tid,
+            lane: three,
+        },
+    );
     let hundred = k.int(I32, 100);
     let scaled = k.bin(BinaryOp::Mul, np, hundred);
     let v = k.bin(BinaryOp::Add, swapped, scaled);
@@ -78,7 +84,12 @@ fn vector_and_predicated_accesses() {
     k.push(Stmt::Barrier);
     let minus = k.int(I32, -1);
     let dsts: Vec<Reg> = (0..4).map(|_| k.set(I32, Expr::Copy(minus))).collect();
-    k.push(Stmt::Load { dsts: dsts.clone(), mem: SHARED, index: at, pred: Some(even) });
+    k.push(Stmt::Load {
+        dsts: dsts.clone(),
+        mem: SHARED,
+        index: at,
+        pred: Some(even),
+    });
     k.store(dsts, OUT, at, None);
     let out = run(&k.finish(), [1, 1, 1], 32).unwrap();
     for t in 0..8 {
@@ -112,16 +123,40 @@ fn pointer_offsets_count_for_alignment_and_bounds() {
     k.store(vec![tid, tid], OUT, at, None);
     let kernel = k.finish();
     let mut buffers = [HostBuffer::zeros(I32, 18)];
-    let err = run_threads(&kernel, [1, 1, 1], &[ArgValue::Ptr { buffer: 0, offset: 1 }], &mut buffers).unwrap_err();
+    let err = run_threads(
+        &kernel,
+        [1, 1, 1],
+        &[ArgValue::Ptr { buffer: 0, offset: 1 }],
+        &mut buffers,
+    )
+    .unwrap_err();
     assert_eq!(fault(err).0, FaultKind::Misaligned);
     let mut buffers = [HostBuffer::zeros(I32, 18)];
-    run_threads(&kernel, [1, 1, 1], &[ArgValue::Ptr { buffer: 0, offset: 2 }], &mut buffers).unwrap();
-    assert_eq!(buffers[0].to_vec::<i32>().unwrap()[2..], [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7]);
+    run_threads(
+        &kernel,
+        [1, 1, 1],
+        &[ArgValue::Ptr { buffer: 0, offset: 2 }],
+        &mut buffers,
+    )
+    .unwrap();
+    assert_eq!(
+        buffers[0].to_vec::<i32>().unwrap()[2..],
+        [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7]
+    );
     let mut buffers = [HostBuffer::zeros(I32, 17)];
-    let err = run_threads(&kernel, [1, 1, 1], &[ArgValue::Ptr { buffer: 0, offset: 2 }], &mut buffers).unwrap_err();
+    let err = run_threads(
+        &kernel,
+        [1, 1, 1],
+        &[ArgValue::Ptr { buffer: 0, offset: 2 }],
+        &mut buffers,
+    )
+    .unwrap_err();
     let (kind, thread, text) = fault(err);
     assert_eq!((kind, thread), (FaultKind::OutOfBounds, Some(7)));
-    assert!(text.contains("element offset 17 is outside buffer 0 (`out`, 17 elements)"), "{text}");
+    assert!(
+        text.contains("element offset 17 is outside buffer 0 (`out`, 17 elements)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -134,7 +169,10 @@ fn racing_stores_fault_but_equal_values_do_not() {
     k.store(vec![tid], OUT, zero, None);
     let (kind, thread, text) = fault(run(&k.finish(), [1, 1, 1], 1).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::RacingStores, Some(1)));
-    assert!(text.contains("threads 0 and 1 write different values to element 0"), "{text}");
+    assert!(
+        text.contains("threads 0 and 1 write different values to element 0"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -146,7 +184,10 @@ fn reads_of_unwritten_registers_fault() {
     k.bin(BinaryOp::Add, tid, r);
     let (kind, thread, text) = fault(run(&k.finish(), [1, 1, 1], 8).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::UndefinedRegister, Some(0)));
-    assert!(text.contains("`r2: i32 = add r0, r1`, program (0, 0, 0), thread 0: r1 is read before it is written"), "{text}");
+    assert!(
+        text.contains("`r2: i32 = add r0, r1`, program (0, 0, 0), thread 0: r1 is read before it is written"),
+        "{text}"
+    );
 
     // A predicated load into a register that has no value where the predicate is false.
     let mut k = kernel(1, 8);
@@ -157,10 +198,18 @@ fn reads_of_unwritten_registers_fault() {
     let r = k.reg(I32);
     k.store(vec![tid], SHARED, tid, None);
     k.push(Stmt::Barrier);
-    k.push(Stmt::Load { dsts: vec![r], mem: SHARED, index: tid, pred: Some(low) });
+    k.push(Stmt::Load {
+        dsts: vec![r],
+        mem: SHARED,
+        index: tid,
+        pred: Some(low),
+    });
     let (kind, thread, text) = fault(run(&k.finish(), [1, 1, 1], 8).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::UndefinedRegister, Some(3)));
-    assert!(text.contains("r3 keeps its value where the predicate is false, but has none"), "{text}");
+    assert!(
+        text.contains("r3 keeps its value where the predicate is false, but has none"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -169,7 +218,11 @@ fn divergent_branches_fault() {
     let tid = k.thread_id();
     let five = k.int(I32, 5);
     let c = k.set(Bool, Expr::Compare(CmpOp::Lt, tid, five));
-    k.push(Stmt::If { cond: c, then_body: vec![], else_body: vec![] });
+    k.push(Stmt::If {
+        cond: c,
+        then_body: vec![],
+        else_body: vec![],
+    });
     let (kind, thread, _) = fault(run(&k.finish(), [1, 1, 1], 1).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::DivergentControlFlow, Some(5)));
 }
@@ -184,9 +237,21 @@ fn uniform_loops_run() {
     let c = k.reg(Bool);
     let next = k.reg(I32);
     k.push(Stmt::While {
-        cond_body: vec![Stmt::Set { dst: c, expr: Expr::Compare(CmpOp::Lt, i, five) }],
+        cond_body: vec![Stmt::Set {
+            dst: c,
+            expr: Expr::Compare(CmpOp::Lt, i, five),
+        }],
         cond: c,
-        body: vec![Stmt::Set { dst: next, expr: Expr::Binary(BinaryOp::Add, i, one) }, Stmt::Set { dst: i, expr: Expr::Copy(next) }],
+        body: vec![
+            Stmt::Set {
+                dst: next,
+                expr: Expr::Binary(BinaryOp::Add, i, one),
+            },
+            Stmt::Set {
+                dst: i,
+                expr: Expr::Copy(next),
+            },
+        ],
     });
     k.store(vec![i], OUT, tid, None);
     assert_eq!(run(&k.finish(), [1, 1, 1], 4).unwrap(), vec![5; 4]);
@@ -206,7 +271,12 @@ fn exchange(barrier: bool, overwrite: bool) -> ThreadKernel {
     let shifted = k.bin(BinaryOp::Add, tid, eight);
     let other = k.bin(BinaryOp::And, shifted, mask);
     let r = k.reg(I32);
-    k.push(Stmt::Load { dsts: vec![r], mem: SHARED, index: other, pred: None });
+    k.push(Stmt::Load {
+        dsts: vec![r],
+        mem: SHARED,
+        index: other,
+        pred: None,
+    });
     if overwrite {
         // Reuse the buffer without a barrier: another warp may not have read it yet.
         let hundred = k.int(I32, 100);
@@ -222,10 +292,16 @@ fn shared_memory_across_warps_needs_barriers() {
     assert_eq!(out, (0..16).map(|t| (t + 8) % 16).collect::<Vec<i32>>());
     let (kind, thread, text) = fault(run(&exchange(false, false), [1, 1, 1], 16).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::MissingBarrier, Some(0)));
-    assert!(text.contains("warp 0 reads element 8 of shared0, which another warp wrote"), "{text}");
+    assert!(
+        text.contains("warp 0 reads element 8 of shared0, which another warp wrote"),
+        "{text}"
+    );
     let (kind, _, text) = fault(run(&exchange(true, true), [1, 1, 1], 16).unwrap_err());
     assert_eq!(kind, FaultKind::MissingBarrier);
-    assert!(text.contains("overwrites element 0 of shared0, which another warp read"), "{text}");
+    assert!(
+        text.contains("overwrites element 0 of shared0, which another warp read"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -237,10 +313,27 @@ fn shared_memory_starts_unwritten() {
     let pid = k.set(I32, Expr::Special(Special::ProgramId(0)));
     let zero = k.int(I32, 0);
     let first = k.set(Bool, Expr::Compare(CmpOp::Eq, pid, zero));
-    let then_body = vec![Stmt::Store { values: vec![tid], mem: SHARED, index: tid, pred: None }, Stmt::Barrier];
-    k.push(Stmt::If { cond: first, then_body, else_body: vec![] });
+    let then_body = vec![
+        Stmt::Store {
+            values: vec![tid],
+            mem: SHARED,
+            index: tid,
+            pred: None,
+        },
+        Stmt::Barrier,
+    ];
+    k.push(Stmt::If {
+        cond: first,
+        then_body,
+        else_body: vec![],
+    });
     let r = k.reg(I32);
-    k.push(Stmt::Load { dsts: vec![r], mem: SHARED, index: tid, pred: None });
+    k.push(Stmt::Load {
+        dsts: vec![r],
+        mem: SHARED,
+        index: tid,
+        pred: None,
+    });
     let err = run(&k.finish(), [2, 1, 1], 4).unwrap_err();
     let (kind, thread, text) = fault(err);
     assert_eq!((kind, thread), (FaultKind::Uninitialized, Some(0)));
@@ -269,7 +362,17 @@ fn float_math_is_the_interpreters() {
 fn launch_errors() {
     let k = kernel(1, 4).finish();
     let err = run_threads(&k, [1, 1, 1], &[], &mut []).unwrap_err();
-    assert!(matches!(err, InterpError::ArgumentCount { expected: 1, got: 0, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            InterpError::ArgumentCount {
+                expected: 1,
+                got: 0,
+                ..
+            }
+        ),
+        "{err}"
+    );
     let err = run_threads(&k, [0, 1, 1], &[ArgValue::Int(0)], &mut []).unwrap_err();
     assert!(matches!(err, InterpError::EmptyGrid { .. }), "{err}");
     let err = run_threads(&k, [1, 1, 1], &[ArgValue::Int(0)], &mut []).unwrap_err();
@@ -285,7 +388,14 @@ fn global_exchange(barrier: bool, atomics: bool) -> ThreadKernel {
     let (zero, one) = (k.int(I32, 0), k.int(I32, 1));
     let at = if atomics {
         let old = k.reg(I32);
-        k.push(Stmt::Atomic { dst: old, op: rutile_ir::ir::AtomicOp::Add, param: 0, index: zero, value: one, pred: None });
+        k.push(Stmt::Atomic {
+            dst: old,
+            op: rutile_ir::ir::AtomicOp::Add,
+            param: 0,
+            index: zero,
+            value: one,
+            pred: None,
+        });
         zero
     } else {
         k.store(vec![tid], OUT, tid, None);
@@ -297,7 +407,12 @@ fn global_exchange(barrier: bool, atomics: bool) -> ThreadKernel {
         k.push(Stmt::Barrier);
     }
     let r = k.reg(I32);
-    k.push(Stmt::Load { dsts: vec![r], mem: OUT, index: at, pred: None });
+    k.push(Stmt::Load {
+        dsts: vec![r],
+        mem: OUT,
+        index: at,
+        pred: None,
+    });
     let sixteen = k.int(I32, 16);
     let out_at = k.bin(BinaryOp::Add, tid, sixteen);
     k.store(vec![r], OUT, out_at, None);
@@ -310,9 +425,15 @@ fn global_memory_across_warps_needs_barriers_too() {
     assert_eq!(out[16..], (0..16).map(|t| (t + 8) % 16).collect::<Vec<i32>>());
     let (kind, thread, text) = fault(run(&global_exchange(false, false), [1, 1, 1], 32).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::MissingBarrier, Some(0)));
-    assert!(text.contains("warp 0 reads element 8 of buffer 0 (`out`), which another warp wrote"), "{text}");
+    assert!(
+        text.contains("warp 0 reads element 8 of buffer 0 (`out`), which another warp wrote"),
+        "{text}"
+    );
     // Atomics do not race with each other, but a read after them does.
-    assert_eq!(run(&global_exchange(true, true), [1, 1, 1], 32).unwrap()[16..], [16; 16]);
+    assert_eq!(
+        run(&global_exchange(true, true), [1, 1, 1], 32).unwrap()[16..],
+        [16; 16]
+    );
     let (kind, _, text) = fault(run(&global_exchange(false, true), [1, 1, 1], 32).unwrap_err());
     assert_eq!(kind, FaultKind::MissingBarrier);
     assert!(text.contains("which another warp updated atomically"), "{text}");

@@ -20,6 +20,11 @@ fn op_conformance_matrix() {
     let start = std::time::Instant::now();
     let matrix = rutile_examples::conformance::run_matrix(&devices);
     println!("{}", matrix.report());
-    println!("{} cases on {} devices in {:.1} s", matrix.cases.len(), matrix.devices.len(), start.elapsed().as_secs_f64());
+    println!(
+        "{} cases on {} devices in {:.1} s",
+        matrix.cases.len(),
+        matrix.devices.len(),
+        start.elapsed().as_secs_f64()
+    );
     assert_eq!(matrix.failures(), 0, "cases failed (see the report above)");
 }

@@ -5,9 +5,9 @@
 //! Without any such device the tests skip, unless `RUTILE_REQUIRE_TOOLS=1` (CI sets it, with
 //! lavapipe installed) or `RUTILE_REQUIRE_GPU=1` (on a GPU machine), then they fail.
 
+use rutile::ir::testing::Rng;
 use rutile::seeds;
 use rutile::{Arg, CpuDevice, Device, DeviceExt, DeviceType, Error, LaunchConfig, ScalarType};
-use rutile::ir::testing::Rng;
 use std::sync::Arc;
 
 fn devices() -> (std::sync::MutexGuard<'static, ()>, Vec<Arc<dyn Device>>) {
@@ -23,7 +23,11 @@ fn vector_add_on(d: &dyn Device, x: &[f32], y: &[f32], block: u32) -> rutile::Re
     let n = x.len();
     let kernel = seeds::vector_add(ScalarType::F32, block)?;
     let (xb, yb, zb) = (d.upload(x)?, d.upload(y)?, d.zeros::<f32>(n)?);
-    d.launch(&kernel, &LaunchConfig::grid1((n as u32).div_ceil(block)), &[(&xb).into(), (&yb).into(), (&zb).into(), (n as i32).into()])?;
+    d.launch(
+        &kernel,
+        &LaunchConfig::grid1((n as u32).div_ceil(block)),
+        &[(&xb).into(), (&yb).into(), (&zb).into(), (n as i32).into()],
+    )?;
     d.download(&zb)
 }
 
@@ -43,8 +47,16 @@ fn gpu_vector_add_matches_the_interpreter() {
                 let got = vector_add_on(d.as_ref(), &x, &y, block).unwrap_or_else(|e| panic!("{}: n={n}: {e}", d.id()));
                 // The interpreter is the reference; above 2^20 elements its result is x + y
                 // in f32, computed here directly (the interpreter is exact).
-                let want = if n <= 1 << 20 { vector_add_on(&cpu, &x, &y, block).unwrap() } else { x.iter().zip(&y).map(|(a, b)| a + b).collect() };
-                assert!(got == want, "{}: vector add of {n} (block {block}) differs from the interpreter", d.id());
+                let want = if n <= 1 << 20 {
+                    vector_add_on(&cpu, &x, &y, block).unwrap()
+                } else {
+                    x.iter().zip(&y).map(|(a, b)| a + b).collect()
+                };
+                assert!(
+                    got == want,
+                    "{}: vector add of {n} (block {block}) differs from the interpreter",
+                    d.id()
+                );
             }
         }
     }
@@ -73,7 +85,18 @@ fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, form: Form) -
     };
     let config = LaunchConfig::grid1(programs).num_warps(seeds::softmax_num_warps(block));
     let c = cols as i32;
-    d.launch(&kernel, &config, &[(&yb).into(), (&xb).into(), c.into(), c.into(), (rows as i32).into(), c.into()])?;
+    d.launch(
+        &kernel,
+        &config,
+        &[
+            (&yb).into(),
+            (&xb).into(),
+            c.into(),
+            c.into(),
+            (rows as i32).into(),
+            c.into(),
+        ],
+    )?;
     d.download(&yb)
 }
 
@@ -82,7 +105,16 @@ fn gpu_softmax_matches_the_interpreter() {
     let cpu = CpuDevice::new();
     let (_turn, devices) = devices();
     for d in devices {
-        let mut shapes = vec![(1usize, 1usize), (3, 7), (17, 781), (64, 1024), (5, 1025), (33, 2048), (4, 4096), (2, 16384)];
+        let mut shapes = vec![
+            (1usize, 1usize),
+            (3, 7),
+            (17, 781),
+            (64, 1024),
+            (5, 1025),
+            (33, 2048),
+            (4, 4096),
+            (2, 16384),
+        ];
         if is_fast(d.as_ref()) {
             shapes.extend([(1823, 781), (4096, 1024), (1000, 16384)]);
         }
@@ -93,10 +125,19 @@ fn gpu_softmax_matches_the_interpreter() {
                 if matches!(form, Form::Rows(_)) && cols > 4096 {
                     continue; // a [4, 16384] block is more than a program should hold
                 }
-                let got = softmax_on(d.as_ref(), &x, rows, cols, form).unwrap_or_else(|e| panic!("{}: {rows}x{cols} ({form:?}): {e}", d.id()));
+                let got = softmax_on(d.as_ref(), &x, rows, cols, form)
+                    .unwrap_or_else(|e| panic!("{}: {rows}x{cols} ({form:?}): {e}", d.id()));
                 // GPUs compute exp with approximate instructions: a few ulp.
-                let worst = got.iter().zip(&want).map(|(g, w)| ((g - w).abs() / w.abs().max(1e-30)) as f64).fold(0.0, f64::max);
-                assert!(worst < 2e-5, "{}: softmax {rows}x{cols} ({form:?}): relative error {worst:.2e}", d.id());
+                let worst = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(g, w)| ((g - w).abs() / w.abs().max(1e-30)) as f64)
+                    .fold(0.0, f64::max);
+                assert!(
+                    worst < 2e-5,
+                    "{}: softmax {rows}x{cols} ({form:?}): relative error {worst:.2e}",
+                    d.id()
+                );
             }
         }
     }
@@ -116,22 +157,52 @@ fn gpu_bad_launches_are_errors() {
         let e = d.launch(&kernel, &grid, &[(&x).into(), (&x).into()]).unwrap_err();
         assert!(msg(e).contains("expected 4 arguments (x_ptr, y_ptr, output_ptr, n_elements), got 2"));
 
-        let e = d.launch(&kernel, &grid, &[(&x).into(), (&ints).into(), (&x).into(), 300i32.into()]).unwrap_err();
+        let e = d
+            .launch(
+                &kernel,
+                &grid,
+                &[(&x).into(), (&ints).into(), (&x).into(), 300i32.into()],
+            )
+            .unwrap_err();
         assert!(msg(e).contains("argument 1 (`y_ptr`): expected a buffer of f32, got a buffer of i32"));
 
-        let e = d.launch(&kernel, &grid, &[(&x).into(), (&x).into(), (&x).into(), 300.0f32.into()]).unwrap_err();
+        let e = d
+            .launch(
+                &kernel,
+                &grid,
+                &[(&x).into(), (&x).into(), (&x).into(), 300.0f32.into()],
+            )
+            .unwrap_err();
         assert!(msg(e).contains("argument 3 (`n_elements`): expected i32, got f32"));
 
         let other = CpuDevice::new();
         let foreign = other.upload(&[1.0f32; 300]).unwrap();
-        let e = d.launch(&kernel, &grid, &[(&x).into(), (&foreign).into(), (&x).into(), 300i32.into()]).unwrap_err();
+        let e = d
+            .launch(
+                &kernel,
+                &grid,
+                &[(&x).into(), (&foreign).into(), (&x).into(), 300i32.into()],
+            )
+            .unwrap_err();
         assert!(msg(e).contains("belongs to another device"), "{}", d.id());
 
-        let e = d.launch(&kernel, &LaunchConfig::new([0, 1, 1]), &[(&x).into(), (&x).into(), (&x).into(), Arg::I32(300)]).unwrap_err();
+        let e = d
+            .launch(
+                &kernel,
+                &LaunchConfig::new([0, 1, 1]),
+                &[(&x).into(), (&x).into(), (&x).into(), Arg::I32(300)],
+            )
+            .unwrap_err();
         assert!(msg(e).contains("grid x is 0"));
 
         // Out of resources: too many threads per program, too much shared memory.
-        let e = d.launch(&kernel, &LaunchConfig::grid1(2).num_warps(256), &[(&x).into(), (&x).into(), (&x).into(), Arg::I32(300)]).unwrap_err();
+        let e = d
+            .launch(
+                &kernel,
+                &LaunchConfig::grid1(2).num_warps(256),
+                &[(&x).into(), (&x).into(), (&x).into(), Arg::I32(300)],
+            )
+            .unwrap_err();
         let text = msg(e);
         assert!(text.contains("num_warps = 256"), "{}: {text}", d.id());
         let big = rutile::Kernel::build("transpose_big", |k| {
@@ -150,7 +221,12 @@ fn gpu_bad_launches_are_errors() {
 
         // The device still works after all of these.
         let out = d.zeros::<f32>(300).unwrap();
-        d.launch(&kernel, &grid, &[(&x).into(), (&x).into(), (&out).into(), 300i32.into()]).unwrap();
+        d.launch(
+            &kernel,
+            &grid,
+            &[(&x).into(), (&x).into(), (&out).into(), 300i32.into()],
+        )
+        .unwrap();
         assert!(d.download(&out).unwrap().iter().all(|&v| v == 2.0));
     }
 }
@@ -196,7 +272,12 @@ fn gpu_large_shared_memory_opts_in_or_errs() {
             let y = d.download(&dst).unwrap();
             for i in 0..n as usize {
                 for j in 0..n as usize {
-                    assert_eq!(y[i * n as usize + j], x[j * n as usize + i], "{}: element ({i}, {j})", d.id());
+                    assert_eq!(
+                        y[i * n as usize + j],
+                        x[j * n as usize + i],
+                        "{}: element ({i}, {j})",
+                        d.id()
+                    );
                 }
             }
         } else {

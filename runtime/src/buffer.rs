@@ -19,7 +19,12 @@ pub struct DeviceBuffer {
 
 impl DeviceBuffer {
     pub(crate) fn new(elem: ScalarType, len: usize, device: u64, storage: Box<dyn Any + Send + Sync>) -> Self {
-        DeviceBuffer { elem, len, device, storage }
+        DeviceBuffer {
+            elem,
+            len,
+            device,
+            storage,
+        }
     }
     pub fn elem(&self) -> ScalarType {
         self.elem
@@ -55,9 +60,16 @@ impl<T: Element> Buffer<T> {
     /// Wraps an untyped buffer; fails if its element type is not `T`.
     pub fn from_raw(raw: DeviceBuffer) -> Result<Self, crate::Error> {
         if raw.elem != T::TYPE {
-            return Err(crate::Error::Buffer(format!("a buffer of {} cannot be used as a buffer of {}", raw.elem, T::TYPE)));
+            return Err(crate::Error::Buffer(format!(
+                "a buffer of {} cannot be used as a buffer of {}",
+                raw.elem,
+                T::TYPE
+            )));
         }
-        Ok(Buffer { raw, marker: PhantomData })
+        Ok(Buffer {
+            raw,
+            marker: PhantomData,
+        })
     }
     pub fn raw(&self) -> &DeviceBuffer {
         &self.raw
@@ -90,7 +102,9 @@ pub(crate) fn values_of<T: Element>(elem: ScalarType, bytes: Vec<u8>) -> Result<
 /// Checks that a copy's buffers match.
 pub(crate) fn check_copy(src: &DeviceBuffer, dst: &DeviceBuffer) -> Result<(), crate::Error> {
     if src.elem != dst.elem || src.len != dst.len {
-        return Err(crate::Error::Buffer(format!("cannot copy {src:?} into {dst:?}: element types and lengths must match")));
+        return Err(crate::Error::Buffer(format!(
+            "cannot copy {src:?} into {dst:?}: element types and lengths must match"
+        )));
     }
     Ok(())
 }

@@ -17,7 +17,10 @@ pub struct CompileOptions {
 
 impl From<&crate::LaunchConfig> for CompileOptions {
     fn from(c: &crate::LaunchConfig) -> Self {
-        CompileOptions { num_warps: c.num_warps, num_stages: c.num_stages }
+        CompileOptions {
+            num_warps: c.num_warps,
+            num_stages: c.num_stages,
+        }
     }
 }
 
@@ -51,7 +54,11 @@ pub struct CompiledKernel {
 
 impl std::fmt::Debug for CompiledKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompiledKernel").field("kernel", &self.kernel.name).field("options", &self.options).field("metadata", &self.metadata).finish()
+        f.debug_struct("CompiledKernel")
+            .field("kernel", &self.kernel.name)
+            .field("options", &self.options)
+            .field("metadata", &self.metadata)
+            .finish()
     }
 }
 

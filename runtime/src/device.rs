@@ -82,7 +82,12 @@ pub struct DeviceProperties {
 
 impl DeviceProperties {
     /// Properties with only the identity known.
-    pub fn unknown(name: impl Into<String>, vendor: impl Into<String>, backend: Backend, device_type: DeviceType) -> Self {
+    pub fn unknown(
+        name: impl Into<String>,
+        vendor: impl Into<String>,
+        backend: Backend,
+        device_type: DeviceType,
+    ) -> Self {
         DeviceProperties {
             name: name.into(),
             vendor: vendor.into(),
@@ -114,13 +119,22 @@ impl fmt::Display for DeviceProperties {
         fn opt<T: fmt::Display>(v: &Option<T>) -> String {
             v.as_ref().map(|x| x.to_string()).unwrap_or_else(|| "unknown".into())
         }
-        writeln!(f, "{} ({}, {}, {:?})", self.name, self.vendor, self.backend, self.device_type)?;
+        writeln!(
+            f,
+            "{} ({}, {}, {:?})",
+            self.name, self.vendor, self.backend, self.device_type
+        )?;
         if let Some((a, b)) = self.compute_capability {
             writeln!(f, "  compute capability      {a}.{b}")?;
         }
         writeln!(f, "  api version             {}", opt(&self.api_version))?;
         writeln!(f, "  multiprocessors         {}", opt(&self.multiprocessors))?;
-        writeln!(f, "  registers / SM, block   {} / {}", opt(&self.registers_per_multiprocessor), opt(&self.registers_per_block))?;
+        writeln!(
+            f,
+            "  registers / SM, block   {} / {}",
+            opt(&self.registers_per_multiprocessor),
+            opt(&self.registers_per_block)
+        )?;
         writeln!(
             f,
             "  shared memory / block   {} (opt-in {}), per SM {}",

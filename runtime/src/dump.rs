@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// Writes the stages of one compilation if `RUTILE_DUMP` is set. Failures to write are
 /// reported on stderr, never fatal: dumping is a debugging aid.
 pub(crate) fn write(kernel: &str, stages: &[(&str, &str)]) {
-    let Some(dir) = std::env::var_os("RUTILE_DUMP") else { return };
+    let Some(dir) = std::env::var_os("RUTILE_DUMP") else {
+        return;
+    };
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let dir = std::path::PathBuf::from(dir);
@@ -25,7 +27,9 @@ pub(crate) fn write(kernel: &str, stages: &[(&str, &str)]) {
 /// Writes SPIR-V words as a `.spv` file, and their disassembly as `.spvasm` when
 /// `spirv-dis` (or `RUTILE_SPIRV_DIS`) is available, if `RUTILE_DUMP` is set.
 pub(crate) fn write_spirv(kernel: &str, words: &[u32]) {
-    let Some(dir) = std::env::var_os("RUTILE_DUMP") else { return };
+    let Some(dir) = std::env::var_os("RUTILE_DUMP") else {
+        return;
+    };
     let dir = std::path::PathBuf::from(dir);
     let _ = std::fs::create_dir_all(&dir);
     let path = dir.join(format!("{kernel}.spv"));

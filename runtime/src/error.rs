@@ -21,7 +21,11 @@ pub enum Error {
     Cuda(#[from] crate::cuda::CudaError),
     /// A code generator could not translate the kernel for this device.
     #[error("{backend} code generation for kernel `{kernel}` failed: {message}")]
-    Codegen { backend: &'static str, kernel: String, message: String },
+    Codegen {
+        backend: &'static str,
+        kernel: String,
+        message: String,
+    },
     /// The launch's arguments do not match the kernel's parameters.
     #[error("kernel `{kernel}`: {message}")]
     Argument { kernel: String, message: String },

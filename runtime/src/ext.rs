@@ -27,7 +27,11 @@ pub trait DeviceExt: Device {
     /// Overwrites a buffer with `data` (of the same length).
     fn upload_into<T: Element>(&self, buffer: &Buffer<T>, data: &[T]) -> Result<()> {
         if data.len() != buffer.len() {
-            return Err(crate::Error::Buffer(format!("writing {} elements into a buffer of {}", data.len(), buffer.len())));
+            return Err(crate::Error::Buffer(format!(
+                "writing {} elements into a buffer of {}",
+                data.len(),
+                buffer.len()
+            )));
         }
         self.write(buffer.raw(), &bytes_of(data))
     }
@@ -37,7 +41,12 @@ pub trait DeviceExt: Device {
         self.launch_compiled(&compiled, config.grid, args)
     }
     /// Compiles `kernel` specialized for these arguments (cached).
-    fn compile_for(&self, kernel: &Kernel, config: &LaunchConfig, args: &[Arg<'_>]) -> Result<Arc<crate::CompiledKernel>> {
+    fn compile_for(
+        &self,
+        kernel: &Kernel,
+        config: &LaunchConfig,
+        args: &[Arg<'_>],
+    ) -> Result<Arc<crate::CompiledKernel>> {
         crate::launch::check_args(kernel, args, self.device_key())?;
         let spec = crate::launch::specialization(args, |_| true);
         self.compile(kernel, &CompileOptions::from(config), &spec)

@@ -96,7 +96,11 @@ pub struct LaunchConfig {
 impl LaunchConfig {
     /// A launch of `grid` programs with 4 warps each.
     pub fn new(grid: [u32; 3]) -> Self {
-        LaunchConfig { grid, num_warps: 4, num_stages: 3 }
+        LaunchConfig {
+            grid,
+            num_warps: 4,
+            num_stages: 3,
+        }
     }
     /// A 1-D grid.
     pub fn grid1(programs: u32) -> Self {
@@ -114,16 +118,27 @@ impl LaunchConfig {
 
 /// Checks that `args` fit `kernel`'s parameters, and that buffers belong to `device`.
 pub(crate) fn check_args(kernel: &Kernel, args: &[Arg<'_>], device: u64) -> Result<()> {
-    let err = |message: String| Error::Argument { kernel: kernel.name.clone(), message };
+    let err = |message: String| Error::Argument {
+        kernel: kernel.name.clone(),
+        message,
+    };
     if args.len() != kernel.params.len() {
         let names: Vec<&str> = kernel.params.iter().map(|p| p.name.as_str()).collect();
-        return Err(err(format!("expected {} arguments ({}), got {}", kernel.params.len(), names.join(", "), args.len())));
+        return Err(err(format!(
+            "expected {} arguments ({}), got {}",
+            kernel.params.len(),
+            names.join(", "),
+            args.len()
+        )));
     }
     for (i, (p, a)) in kernel.params.iter().zip(args).enumerate() {
         let ok = match (p.ty.elem, a) {
             (Elem::Ptr(pointee), Arg::Buffer(b)) => {
                 if b.device != device {
-                    return Err(err(format!("argument {i} (`{}`): the buffer belongs to another device", p.name)));
+                    return Err(err(format!(
+                        "argument {i} (`{}`): the buffer belongs to another device",
+                        p.name
+                    )));
                 }
                 b.elem == pointee
             }
@@ -131,7 +146,12 @@ pub(crate) fn check_args(kernel: &Kernel, args: &[Arg<'_>], device: u64) -> Resu
             _ => false,
         };
         if !ok {
-            return Err(err(format!("argument {i} (`{}`): expected {}, got {}", p.name, expected(p.ty.elem), a.describe())));
+            return Err(err(format!(
+                "argument {i} (`{}`): expected {}, got {}",
+                p.name,
+                expected(p.ty.elem),
+                a.describe()
+            )));
         }
     }
     Ok(())
@@ -163,10 +183,16 @@ pub(crate) fn check_grid(kernel: &Kernel, grid: [u32; 3], max: [u32; 3]) -> Resu
     for (d, (&g, &m)) in grid.iter().zip(&max).enumerate() {
         let axis = ["x", "y", "z"][d];
         if g == 0 {
-            return Err(Error::Launch { kernel: kernel.name.clone(), message: format!("grid {axis} is 0; every dimension needs at least one program") });
+            return Err(Error::Launch {
+                kernel: kernel.name.clone(),
+                message: format!("grid {axis} is 0; every dimension needs at least one program"),
+            });
         }
         if g > m {
-            return Err(Error::Launch { kernel: kernel.name.clone(), message: format!("grid {axis} is {g}, above the device's limit of {m}") });
+            return Err(Error::Launch {
+                kernel: kernel.name.clone(),
+                message: format!("grid {axis} is {g}, above the device's limit of {m}"),
+            });
         }
     }
     Ok(())

@@ -11,7 +11,10 @@ use crate::device::DeviceProperties;
 pub fn programs_per_multiprocessor(device: &DeviceProperties, kernel: &KernelMetadata) -> Option<u32> {
     let regs = kernel.registers?.max(1);
     let mut occupancy = device.registers_per_multiprocessor? / (regs * kernel.threads.max(1));
-    if let Some(by_shared) = device.shared_memory_per_multiprocessor?.checked_div(kernel.shared_bytes) {
+    if let Some(by_shared) = device
+        .shared_memory_per_multiprocessor?
+        .checked_div(kernel.shared_bytes)
+    {
         occupancy = occupancy.min(by_shared);
     }
     Some(occupancy)
@@ -33,7 +36,12 @@ mod tests {
         d.multiprocessors = Some(132);
         d.registers_per_multiprocessor = Some(65536);
         d.shared_memory_per_multiprocessor = Some(233472);
-        let k = KernelMetadata { threads: 128, registers: Some(32), shared_bytes: 16, ..KernelMetadata::default() };
+        let k = KernelMetadata {
+            threads: 128,
+            registers: Some(32),
+            shared_bytes: 16,
+            ..KernelMetadata::default()
+        };
         assert_eq!(programs_per_multiprocessor(&d, &k), Some(16));
         assert_eq!(persistent_programs(&d, &k), Some(132 * 16));
         let unknown = DeviceProperties::unknown("gpu", "v", Backend::Vulkan, DeviceType::DiscreteGpu);

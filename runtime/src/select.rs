@@ -36,7 +36,9 @@ pub fn default_device() -> Result<Arc<dyn Device>> {
 pub fn open_device(name: &str) -> Result<Arc<dyn Device>> {
     let (kind, index) = match name.split_once(':') {
         Some((k, i)) => {
-            let i: usize = i.parse().map_err(|_| Error::NoDevice(format!("`{name}`: the index after `:` must be a number")))?;
+            let i: usize = i
+                .parse()
+                .map_err(|_| Error::NoDevice(format!("`{name}`: the index after `:` must be a number")))?;
             (k, Some(i))
         }
         None => (name, None),
@@ -45,7 +47,9 @@ pub fn open_device(name: &str) -> Result<Arc<dyn Device>> {
         "cpu" | "interp" | "interpreter" => Ok(Arc::new(CpuDevice::new())),
         "cuda" => Ok(Arc::new(CudaGpu::open(index.unwrap_or(0))?)),
         "vulkan" | "wgpu" => Ok(Arc::new(WgpuGpu::open(index)?)),
-        _ => Err(Error::NoDevice(format!("unknown device `{name}`; use cuda[:N], vulkan[:N] or cpu"))),
+        _ => Err(Error::NoDevice(format!(
+            "unknown device `{name}`; use cuda[:N], vulkan[:N] or cpu"
+        ))),
     }
 }
 
@@ -61,7 +65,10 @@ pub struct DeviceListing {
 pub fn list_devices() -> Vec<DeviceListing> {
     let mut out = Vec::new();
     for i in 0..CudaGpu::count() {
-        out.push(DeviceListing { id: format!("cuda:{i}"), device: CudaGpu::open(i).map(|d| Arc::new(d) as Arc<dyn Device>) });
+        out.push(DeviceListing {
+            id: format!("cuda:{i}"),
+            device: CudaGpu::open(i).map(|d| Arc::new(d) as Arc<dyn Device>),
+        });
     }
     for a in crate::vulkan::adapters() {
         out.push(DeviceListing {
@@ -69,6 +76,9 @@ pub fn list_devices() -> Vec<DeviceListing> {
             device: WgpuGpu::open(Some(a.index)).map(|d| Arc::new(d) as Arc<dyn Device>),
         });
     }
-    out.push(DeviceListing { id: "cpu".into(), device: Ok(Arc::new(CpuDevice::new())) });
+    out.push(DeviceListing {
+        id: "cpu".into(),
+        device: Ok(Arc::new(CpuDevice::new())),
+    });
     out
 }

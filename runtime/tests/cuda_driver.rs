@@ -138,7 +138,10 @@ fn gpu_or_skip(test: &str) -> Option<CudaDevice> {
 fn random_f32(n: usize, seed: u64) -> Vec<f32> {
     let mut rng = Rng::new(seed);
     let magnitudes = rng.f32s(n, 0.5, 1.5);
-    magnitudes.into_iter().map(|m| if rng.next_u64() & 1 == 0 { m } else { -m }).collect()
+    magnitudes
+        .into_iter()
+        .map(|m| if rng.next_u64() & 1 == 0 { m } else { -m })
+        .collect()
 }
 
 #[test]
@@ -266,11 +269,7 @@ fn gpu_timer_measures_kernel_time() {
     let Some(device) = gpu_or_skip("gpu_timer_measures_kernel_time") else {
         return;
     };
-    let kernel = device
-        .load_ptx(VEC_ADD_PTX)
-        .unwrap()
-        .function("vec_add")
-        .unwrap();
+    let kernel = device.load_ptx(VEC_ADD_PTX).unwrap().function("vec_add").unwrap();
     let n = 1 << 24;
     let a = CudaBuffer::<f32>::zeroed(&device, n).unwrap();
     let b = CudaBuffer::<f32>::zeroed(&device, n).unwrap();
@@ -278,10 +277,7 @@ fn gpu_timer_measures_kernel_time() {
     let config = LaunchConfig::for_elements(n, 256);
     let args = [a.arg(), b.arg(), c.arg(), KernelArg::U32(n as u32)];
     let timer = device.timer().unwrap();
-    assert!(matches!(
-        timer.elapsed_ms(),
-        Err(CudaError::InvalidArgument { .. })
-    ));
+    assert!(matches!(timer.elapsed_ms(), Err(CudaError::InvalidArgument { .. })));
     timer.start().unwrap();
     for _ in 0..10 {
         // SAFETY: a, b and c hold n f32 each.
@@ -325,10 +321,7 @@ fn gpu_dynamic_shared_memory_above_48k() {
     let too_much = props.shared_memory_per_block_optin + 1;
     match kernel.set_max_dynamic_shared_memory(too_much) {
         Err(CudaError::OutOfSharedMemory { requested, limit }) => {
-            assert_eq!(
-                (requested, limit),
-                (too_much, props.shared_memory_per_block_optin)
-            )
+            assert_eq!((requested, limit), (too_much, props.shared_memory_per_block_optin))
         }
         other => panic!("expected OutOfSharedMemory, got {other:?}"),
     }
@@ -350,19 +343,13 @@ fn gpu_buffer_copies_check_sizes() {
     assert_eq!(buffer.download().unwrap(), vec![0; 5]);
     assert_eq!(
         buffer.upload(&[1, 2, 3]),
-        Err(CudaError::BufferSize {
-            expected: 5,
-            got: 3
-        })
+        Err(CudaError::BufferSize { expected: 5, got: 3 })
     );
     buffer.upload(&[1, 2, 3, 4, 5]).unwrap();
     let mut short = [0u16; 4];
     assert_eq!(
         buffer.download_into(&mut short),
-        Err(CudaError::BufferSize {
-            expected: 5,
-            got: 4
-        })
+        Err(CudaError::BufferSize { expected: 5, got: 4 })
     );
     assert_eq!(buffer.download().unwrap(), vec![1, 2, 3, 4, 5]);
     buffer.fill_zero().unwrap();

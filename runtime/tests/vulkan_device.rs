@@ -8,8 +8,8 @@
 use std::sync::OnceLock;
 
 use rutile::vulkan::{
-    adapters, best_adapter, split_grid, AdapterKind, BindingLayout, KernelSource, PipelineCache,
-    WgpuBuffer, WgpuDevice, WgpuError,
+    adapters, best_adapter, split_grid, AdapterKind, BindingLayout, KernelSource, PipelineCache, WgpuBuffer,
+    WgpuDevice, WgpuError,
 };
 use rutile_ir::testing::Rng;
 
@@ -215,15 +215,10 @@ fn adds_ragged_f32_arrays_from_a_naga_module() {
 fn adds_ragged_f32_arrays_from_spirv() {
     let Some(device) = device() else { return };
     let module = naga::front::wgsl::parse_str(ADD_WGSL).unwrap();
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::empty(),
-    )
-    .validate(&module)
-    .unwrap();
-    let words =
-        naga::back::spv::write_vec(&module, &info, &naga::back::spv::Options::default(), None)
-            .unwrap();
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+        .validate(&module)
+        .unwrap();
+    let words = naga::back::spv::write_vec(&module, &info, &naga::back::spv::Options::default(), None).unwrap();
     check_add(device, KernelSource::SpirV(words.into()));
 }
 
@@ -271,16 +266,9 @@ fn split_dispatches_cover_every_program_once() {
     assert_eq!(pieces.len(), 6);
     for (offset, count) in pieces {
         // vec3<u32> members are 16-byte aligned in a uniform struct.
-        let words = [
-            offset[0], offset[1], offset[2], 0, grid[0], grid[1], grid[2], 0,
-        ];
+        let words = [offset[0], offset[1], offset[2], 0, grid[0], grid[1], grid[2], 0];
         device
-            .dispatch(
-                &pipeline,
-                &[&hits],
-                Some(bytemuck::cast_slice(&words)),
-                count,
-            )
+            .dispatch(&pipeline, &[&hits], Some(bytemuck::cast_slice(&words)), count)
             .unwrap();
     }
     let counts: Vec<u32> = hits.read_as().unwrap();
@@ -297,11 +285,7 @@ fn invalid_shaders_are_errors_not_panics() {
         fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             x[id.x] = undefined_name + 1.0;
         }";
-    match device.create_pipeline(
-        KernelSource::Wgsl(broken.into()),
-        "main",
-        BindingLayout::new(1, false),
-    ) {
+    match device.create_pipeline(KernelSource::Wgsl(broken.into()), "main", BindingLayout::new(1, false)) {
         Err(WgpuError::Validation { message }) => {
             println!("{message}");
             assert!(message.contains("main"), "{message}");
@@ -311,31 +295,14 @@ fn invalid_shaders_are_errors_not_panics() {
     }
     // An entry point that does not exist.
     let result = device.create_pipeline(KernelSource::Wgsl(ADD_WGSL.into()), "sub", add_layout());
-    assert!(
-        matches!(result, Err(WgpuError::Validation { .. })),
-        "{result:?}"
-    );
+    assert!(matches!(result, Err(WgpuError::Validation { .. })), "{result:?}");
     // A shader whose bindings do not match the layout (binding 3 missing).
-    let result = device.create_pipeline(
-        KernelSource::Wgsl(ADD_WGSL.into()),
-        "add",
-        BindingLayout::new(3, false),
-    );
-    assert!(
-        matches!(result, Err(WgpuError::Validation { .. })),
-        "{result:?}"
-    );
+    let result = device.create_pipeline(KernelSource::Wgsl(ADD_WGSL.into()), "add", BindingLayout::new(3, false));
+    assert!(matches!(result, Err(WgpuError::Validation { .. })), "{result:?}");
     // Garbage SPIR-V.
     let words = vec![0x0723_0203u32, 0x0001_0000, 0, 1, 0, 17, 1];
-    let result = device.create_pipeline(
-        KernelSource::SpirV(words.into()),
-        "main",
-        BindingLayout::new(1, false),
-    );
-    assert!(
-        matches!(result, Err(WgpuError::Validation { .. })),
-        "{result:?}"
-    );
+    let result = device.create_pipeline(KernelSource::SpirV(words.into()), "main", BindingLayout::new(1, false));
+    assert!(matches!(result, Err(WgpuError::Validation { .. })), "{result:?}");
     // The device still works.
     check_add(device, KernelSource::Wgsl(ADD_WGSL.into()));
 }
@@ -371,10 +338,7 @@ fn bad_dispatches_are_refused() {
     let other = WgpuDevice::open(Some(device.adapter_index())).unwrap();
     let foreign = WgpuBuffer::zeroed(&other, 16).unwrap();
     let w = what(device.dispatch(&pipeline, &[&a, &foreign, &a], Some(&n), [1, 1, 1]));
-    assert!(
-        w.contains("storage buffer 1 belongs to another device"),
-        "{w}"
-    );
+    assert!(w.contains("storage buffer 1 belongs to another device"), "{w}");
 
     // Errors only wgpu sees: the uniform struct of `cover` is 32 bytes, 4 are given
     // (padded to 16), so binding it fails validation when the pass is recorded.
@@ -409,12 +373,7 @@ fn timing_matches_the_timestamp_feature() {
     let dc = WgpuBuffer::zeroed(device, n * 4).unwrap();
     let uniform = (n as u32).to_le_bytes();
     let ms = device
-        .dispatch_timed(
-            &pipeline,
-            &[&da, &db, &dc],
-            Some(&uniform),
-            [(n as u32) / 256, 1, 1],
-        )
+        .dispatch_timed(&pipeline, &[&da, &db, &dc], Some(&uniform), [(n as u32) / 256, 1, 1])
         .unwrap();
     println!(
         "timestamp queries: {}, dispatch time: {ms:?} ms",

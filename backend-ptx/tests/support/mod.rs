@@ -45,7 +45,11 @@ pub fn ptxas_check(ptx: &str, sm: u32) {
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
     let _ = std::fs::remove_file(&path);
     if !out.status.success() {
-        let numbered: String = ptx.lines().enumerate().map(|(i, l)| format!("{:4} {l}\n", i + 1)).collect();
+        let numbered: String = ptx
+            .lines()
+            .enumerate()
+            .map(|(i, l)| format!("{:4} {l}\n", i + 1))
+            .collect();
         panic!(
             "ptxas -arch=sm_{sm} failed:\n{}{}\n--- PTX ---\n{numbered}",
             String::from_utf8_lossy(&out.stdout),

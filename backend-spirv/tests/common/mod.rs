@@ -4,9 +4,9 @@
 pub mod vk;
 
 use rutile_ir::ir::{BinaryOp, CmpOp};
-use rutile_ir::ScalarType::{F32, I32};
 use rutile_ir::thread::{Expr, Memory, Special, ThreadKernel, ThreadKernelBuilder};
 use rutile_ir::ScalarType;
+use rutile_ir::ScalarType::{F32, I32};
 use rutile_spirv::{SpirvError, SpirvKernel, SpirvTarget};
 
 /// Emits `k` for `target`, writes WGSL and SPIR-V, checks the WGSL parses back into a valid
@@ -162,4 +162,3 @@ pub fn reduction(warp: u32) -> ThreadKernel {
     );
     kb.finish()
 }
-

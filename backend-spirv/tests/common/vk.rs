@@ -55,7 +55,10 @@ impl Vk {
                     continue;
                 }
                 let families = instance.get_physical_device_queue_family_properties(pd);
-                let Some(qf) = families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)) else {
+                let Some(qf) = families
+                    .iter()
+                    .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+                else {
                     continue;
                 };
                 let cpu = props.device_type == vk::PhysicalDeviceType::CPU;
@@ -67,11 +70,16 @@ impl Vk {
                 instance.destroy_instance(None);
                 return Err("no Vulkan 1.2 device with a compute queue".into());
             };
-            let name = props.device_name_as_c_str().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = props
+                .device_name_as_c_str()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
 
             let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
             let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
-            let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f11).push_next(&mut f12);
+            let mut f2 = vk::PhysicalDeviceFeatures2::default()
+                .push_next(&mut f11)
+                .push_next(&mut f12);
             instance.get_physical_device_features2(pd, &mut f2);
             let base = f2.features;
             let mut sg = vk::PhysicalDeviceSubgroupProperties::default();
@@ -89,7 +97,9 @@ impl Vk {
             };
 
             let priorities = [1.0];
-            let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(queue_family).queue_priorities(&priorities)];
+            let queues = [vk::DeviceQueueCreateInfo::default()
+                .queue_family_index(queue_family)
+                .queue_priorities(&priorities)];
             let features = vk::PhysicalDeviceFeatures::default()
                 .shader_int64(target.shader_i64)
                 .shader_float64(target.shader_f64);
@@ -102,10 +112,21 @@ impl Vk {
                 .enabled_features(&features)
                 .push_next(&mut e11)
                 .push_next(&mut e12);
-            let device = instance.create_device(pd, &info, None).map_err(|e| format!("vkCreateDevice: {e}"))?;
+            let device = instance
+                .create_device(pd, &info, None)
+                .map_err(|e| format!("vkCreateDevice: {e}"))?;
             let queue = device.get_device_queue(queue_family, 0);
             let memory = instance.get_physical_device_memory_properties(pd);
-            Ok(Vk { _entry: entry, instance, device, queue, queue_family, memory, target, name })
+            Ok(Vk {
+                _entry: entry,
+                instance,
+                device,
+                queue,
+                queue_family,
+                memory,
+                target,
+                name,
+            })
         }
     }
 
@@ -118,17 +139,33 @@ impl Vk {
         let req = self.device.get_buffer_memory_requirements(buffer);
         let want = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
         let index = (0..self.memory.memory_type_count)
-            .find(|&i| req.memory_type_bits & (1 << i) != 0 && self.memory.memory_types[i as usize].property_flags.contains(want))
+            .find(|&i| {
+                req.memory_type_bits & (1 << i) != 0
+                    && self.memory.memory_types[i as usize].property_flags.contains(want)
+            })
             .expect("a host-visible coherent memory type");
         let memory = self
             .device
-            .allocate_memory(&vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(index), None)
+            .allocate_memory(
+                &vk::MemoryAllocateInfo::default()
+                    .allocation_size(req.size)
+                    .memory_type_index(index),
+                None,
+            )
             .unwrap();
         self.device.bind_buffer_memory(buffer, memory, 0).unwrap();
-        let ptr = self.device.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()).unwrap() as *mut u8;
+        let ptr = self
+            .device
+            .map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
+            .unwrap() as *mut u8;
         std::ptr::write_bytes(ptr, 0, size);
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, bytes.len());
-        Buf { buffer, memory, ptr, size }
+        Buf {
+            buffer,
+            memory,
+            ptr,
+            size,
+        }
     }
 
     unsafe fn free(&self, b: Buf) {
@@ -157,7 +194,10 @@ impl Vk {
         let words = kernel.spirv_words().unwrap();
         unsafe {
             let d = &self.device;
-            let storage: Vec<Buf> = buffers.iter().map(|b| self.buffer(b, vk::BufferUsageFlags::STORAGE_BUFFER)).collect();
+            let storage: Vec<Buf> = buffers
+                .iter()
+                .map(|b| self.buffer(b, vk::BufferUsageFlags::STORAGE_BUFFER))
+                .collect();
             let mut bindings: Vec<_> = layout
                 .storage
                 .iter()
@@ -183,7 +223,9 @@ impl Vk {
             let pipeline_layout = d
                 .create_pipeline_layout(&vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts), None)
                 .unwrap();
-            let module = d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None).unwrap();
+            let module = d
+                .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None)
+                .unwrap();
             let entry = CString::new(kernel.entry_point.clone()).unwrap();
             let stage = vk::PipelineShaderStageCreateInfo::default()
                 .stage(vk::ShaderStageFlags::COMPUTE)
@@ -192,31 +234,57 @@ impl Vk {
             let pipeline = d
                 .create_compute_pipelines(
                     vk::PipelineCache::null(),
-                    &[vk::ComputePipelineCreateInfo::default().stage(stage).layout(pipeline_layout)],
+                    &[vk::ComputePipelineCreateInfo::default()
+                        .stage(stage)
+                        .layout(pipeline_layout)],
                     None,
                 )
                 .map_err(|(_, e)| e)
                 .unwrap()[0];
             let pool_sizes = [
-                vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: storage.len().max(1) as u32 },
-                vk::DescriptorPoolSize { ty: vk::DescriptorType::UNIFORM_BUFFER, descriptor_count: 1 },
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::STORAGE_BUFFER,
+                    descriptor_count: storage.len().max(1) as u32,
+                },
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::UNIFORM_BUFFER,
+                    descriptor_count: 1,
+                },
             ];
             let command_pool = d
-                .create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(self.queue_family), None)
+                .create_command_pool(
+                    &vk::CommandPoolCreateInfo::default().queue_family_index(self.queue_family),
+                    None,
+                )
                 .unwrap();
             for &(offset, programs) in parts {
                 let bytes = layout.uniform_bytes(grid, offset, scalars).unwrap();
                 let uniform = self.buffer(&bytes, vk::BufferUsageFlags::UNIFORM_BUFFER);
                 let pool = d
-                    .create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&pool_sizes), None)
+                    .create_descriptor_pool(
+                        &vk::DescriptorPoolCreateInfo::default()
+                            .max_sets(1)
+                            .pool_sizes(&pool_sizes),
+                        None,
+                    )
                     .unwrap();
                 let set = d
-                    .allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&set_layouts))
+                    .allocate_descriptor_sets(
+                        &vk::DescriptorSetAllocateInfo::default()
+                            .descriptor_pool(pool)
+                            .set_layouts(&set_layouts),
+                    )
                     .unwrap()[0];
                 let infos: Vec<[vk::DescriptorBufferInfo; 1]> = storage
                     .iter()
                     .chain(std::iter::once(&uniform))
-                    .map(|b| [vk::DescriptorBufferInfo { buffer: b.buffer, offset: 0, range: vk::WHOLE_SIZE }])
+                    .map(|b| {
+                        [vk::DescriptorBufferInfo {
+                            buffer: b.buffer,
+                            offset: 0,
+                            range: vk::WHOLE_SIZE,
+                        }]
+                    })
                     .collect();
                 let writes: Vec<_> = infos
                     .iter()
@@ -225,8 +293,16 @@ impl Vk {
                         let uniform = i == storage.len();
                         vk::WriteDescriptorSet::default()
                             .dst_set(set)
-                            .dst_binding(if uniform { layout.uniform_binding } else { layout.storage[i].binding })
-                            .descriptor_type(if uniform { vk::DescriptorType::UNIFORM_BUFFER } else { vk::DescriptorType::STORAGE_BUFFER })
+                            .dst_binding(if uniform {
+                                layout.uniform_binding
+                            } else {
+                                layout.storage[i].binding
+                            })
+                            .descriptor_type(if uniform {
+                                vk::DescriptorType::UNIFORM_BUFFER
+                            } else {
+                                vk::DescriptorType::STORAGE_BUFFER
+                            })
                             .buffer_info(info)
                     })
                     .collect();
@@ -239,14 +315,22 @@ impl Vk {
                             .command_buffer_count(1),
                     )
                     .unwrap()[0];
-                d.begin_command_buffer(cb, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT))
-                    .unwrap();
+                d.begin_command_buffer(
+                    cb,
+                    &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                )
+                .unwrap();
                 d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
                 d.cmd_bind_descriptor_sets(cb, vk::PipelineBindPoint::COMPUTE, pipeline_layout, 0, &[set], &[]);
                 d.cmd_dispatch(cb, programs[0], programs[1], programs[2]);
                 d.end_command_buffer(cb).unwrap();
                 let cbs = [cb];
-                d.queue_submit(self.queue, &[vk::SubmitInfo::default().command_buffers(&cbs)], vk::Fence::null()).unwrap();
+                d.queue_submit(
+                    self.queue,
+                    &[vk::SubmitInfo::default().command_buffers(&cbs)],
+                    vk::Fence::null(),
+                )
+                .unwrap();
                 d.queue_wait_idle(self.queue).unwrap();
                 d.free_command_buffers(command_pool, &cbs);
                 d.destroy_descriptor_pool(pool, None);

@@ -27,10 +27,18 @@ const MAX_DIV: u64 = 1 << 30;
 impl AxisInfo {
     /// Nothing known.
     pub fn unknown() -> AxisInfo {
-        AxisInfo { contiguity: [1; MAX_RANK], divisibility: [1; MAX_RANK], constancy: [1; MAX_RANK], constant: None }
+        AxisInfo {
+            contiguity: [1; MAX_RANK],
+            divisibility: [1; MAX_RANK],
+            constancy: [1; MAX_RANK],
+            constant: None,
+        }
     }
     fn uniform(div: u64, shape: &[u32], constant: Option<i64>) -> AxisInfo {
-        let mut a = AxisInfo { constant, ..AxisInfo::unknown() };
+        let mut a = AxisInfo {
+            constant,
+            ..AxisInfo::unknown()
+        };
         // Scalars keep their divisibility in slot 0.
         a.divisibility[0] = div;
         for (d, &n) in shape.iter().enumerate() {
@@ -100,10 +108,17 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
         Op::Splat { value } | Op::Broadcast { value } if rank > 0 => {
             let src = get(*value);
             let src_shape = k.ty(*value).shape;
-            let mut a = AxisInfo { constant: src.constant, ..AxisInfo::unknown() };
+            let mut a = AxisInfo {
+                constant: src.constant,
+                ..AxisInfo::unknown()
+            };
             for d in 0..rank {
                 if src_shape.is_scalar() || src_shape.dims()[d] == 1 {
-                    a.divisibility[d] = if src_shape.is_scalar() { src.divisibility[0].max(scalar_div(&src)) } else { src.divisibility[d] };
+                    a.divisibility[d] = if src_shape.is_scalar() {
+                        src.divisibility[0].max(scalar_div(&src))
+                    } else {
+                        src.divisibility[d]
+                    };
                     a.constancy[d] = shape[d] as u64;
                 } else {
                     a.contiguity[d] = src.contiguity[d];
@@ -115,7 +130,10 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
         }
         Op::ExpandDims { value, axis } => {
             let src = get(*value);
-            let mut a = AxisInfo { constant: src.constant, ..AxisInfo::unknown() };
+            let mut a = AxisInfo {
+                constant: src.constant,
+                ..AxisInfo::unknown()
+            };
             let mut s = 0;
             let src_rank = k.ty(*value).shape.rank();
             for d in 0..rank {
@@ -149,13 +167,25 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
             for d in 0..rank {
                 let both = gcd_pow2(a.constancy[d], b.constancy[d]);
                 let div = gcd_pow2(a.divisibility[d], b.divisibility[d]);
-                let ab = if matches!(op, CmpOp::Lt | CmpOp::Ge) { gcd_pow2(a.contiguity[d], gcd_pow2(b.constancy[d], div)) } else { 1 };
-                let ba = if matches!(op, CmpOp::Gt | CmpOp::Le) { gcd_pow2(b.contiguity[d], gcd_pow2(a.constancy[d], div)) } else { 1 };
+                let ab = if matches!(op, CmpOp::Lt | CmpOp::Ge) {
+                    gcd_pow2(a.contiguity[d], gcd_pow2(b.constancy[d], div))
+                } else {
+                    1
+                };
+                let ba = if matches!(op, CmpOp::Gt | CmpOp::Le) {
+                    gcd_pow2(b.contiguity[d], gcd_pow2(a.constancy[d], div))
+                } else {
+                    1
+                };
                 r.constancy[d] = both.max(ab).max(ba);
             }
             r
         }
-        Op::Select { cond, on_true, on_false } => {
+        Op::Select {
+            cond,
+            on_true,
+            on_false,
+        } => {
             let (c, a, b) = (get(*cond), get(*on_true), get(*on_false));
             let mut r = AxisInfo::unknown();
             for d in 0..rank {
@@ -165,7 +195,10 @@ fn value(k: &Kernel, op: &Op, res: ValueId, _index: usize, info: &[AxisInfo]) ->
             }
             r
         }
-        Op::Cast { value } if k.ty(*value).scalar_type().is_some_and(|s| s.is_int()) && ty.scalar_type().is_some_and(|s| s.is_int()) => {
+        Op::Cast { value }
+            if k.ty(*value).scalar_type().is_some_and(|s| s.is_int())
+                && ty.scalar_type().is_some_and(|s| s.is_int()) =>
+        {
             get(*value)
         }
         Op::Reshape { .. } | Op::Permute { .. } | Op::Load { .. } | Op::Reduce { .. } => AxisInfo::unknown(),
@@ -205,7 +238,11 @@ fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
         match op {
             BinaryOp::Add | BinaryOp::Sub => {
                 // contiguous + constant stays contiguous over the shorter run.
-                r.contiguity[d] = gcd_pow2(a.contiguity[d], cb).max(if op == BinaryOp::Add { gcd_pow2(ca, b.contiguity[d]) } else { 1 });
+                r.contiguity[d] = gcd_pow2(a.contiguity[d], cb).max(if op == BinaryOp::Add {
+                    gcd_pow2(ca, b.contiguity[d])
+                } else {
+                    1
+                });
                 r.divisibility[d] = gcd_pow2(div_at(&a, d, r.contiguity[d]), div_at(&b, d, r.contiguity[d]));
             }
             BinaryOp::Mul => {
@@ -224,8 +261,13 @@ fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
                 if let Some(c) = b.constant.filter(|c| *c > 0 && (*c as u64).is_power_of_two()) {
                     // Not contiguous: the divisibility must divide every element, and a run
                     // longer than `c` gives consecutive quotients.
-                    r.divisibility[d] = if a.contiguity[d] > c as u64 { 1 } else { (a.divisibility[d] / c as u64).max(1) };
-                    r.constancy[d] = r.constancy[d].max(gcd_pow2(a.contiguity[d], c as u64).min(a.divisibility[d]).max(1));
+                    r.divisibility[d] = if a.contiguity[d] > c as u64 {
+                        1
+                    } else {
+                        (a.divisibility[d] / c as u64).max(1)
+                    };
+                    r.constancy[d] =
+                        r.constancy[d].max(gcd_pow2(a.contiguity[d], c as u64).min(a.divisibility[d]).max(1));
                 }
             }
             BinaryOp::Rem => {
@@ -236,7 +278,10 @@ fn binary(op: BinaryOp, a: AxisInfo, b: AxisInfo, rank: usize) -> AxisInfo {
                     // `x % n` keeps runs that do not cross a multiple of n: with n divisible
                     // by d and x's runs aligned to d, runs up to d survive.
                     // (n must be the same over the run.)
-                    r.contiguity[d] = gcd_pow2(a.contiguity[d], gcd_pow2(b.divisibility[d], gcd_pow2(a.divisibility[d], b.constancy[d])));
+                    r.contiguity[d] = gcd_pow2(
+                        a.contiguity[d],
+                        gcd_pow2(b.divisibility[d], gcd_pow2(a.divisibility[d], b.constancy[d])),
+                    );
                     r.divisibility[d] = gcd_pow2(div_at(&a, d, r.contiguity[d]), div_at(&b, d, r.contiguity[d]));
                 }
             }

@@ -30,7 +30,15 @@ impl KernelBuilder {
             let p = self.poison(Type::scalar(ScalarType::I32)).id;
             (p, p, p, Type::scalar(ScalarType::I32))
         });
-        let inst = self.append_shell(Op::For { start, end, step, init: init_ids.clone() }, loc);
+        let inst = self.append_shell(
+            Op::For {
+                start,
+                end,
+                step,
+                init: init_ids.clone(),
+            },
+            loc,
+        );
         let mut arg_types = vec![iv_type];
         arg_types.extend(&init_types);
         let args = self.open_region(inst, 0, &arg_types);
@@ -71,7 +79,11 @@ impl KernelBuilder {
         let loc = SourceLoc::caller();
         let mut failed = self.check_operands("if", loc, &[cond.id]).is_err();
         if !failed && cond.ty() != Type::scalar(ScalarType::Bool) {
-            self.report("if", loc, format!("the condition must be an i1 scalar, got {}", cond.ty()));
+            self.report(
+                "if",
+                loc,
+                format!("the condition must be an i1 scalar, got {}", cond.ty()),
+            );
             failed = true;
         }
         let inst = self.append_shell(Op::If { cond: cond.id }, loc);
@@ -137,7 +149,11 @@ impl KernelBuilder {
         let ids: Vec<ValueId> = values.iter().map(|v| v.id).collect();
         let mut ok = self.check_operands(op, loc, &ids).is_ok();
         if ok && values.len() != expected.len() {
-            self.report(op, loc, format!("the body gives {} values, expected {}", values.len(), expected.len()));
+            self.report(
+                op,
+                loc,
+                format!("the body gives {} values, expected {}", values.len(), expected.len()),
+            );
             ok = false;
         }
         if ok {
@@ -149,12 +165,22 @@ impl KernelBuilder {
             }
         }
         // Keep the region well-formed for the verifier even after an error.
-        let values = if ok { ids } else { expected.iter().map(|&t| self.poison(t).id).collect() };
+        let values = if ok {
+            ids
+        } else {
+            expected.iter().map(|&t| self.poison(t).id).collect()
+        };
         self.append_shell(Op::Yield { values }, loc);
     }
 
     /// Converts loop bounds to one integer type: `i32`, or `i64` if any bound is.
-    fn loop_bounds(&self, start: Operand<'_>, end: Operand<'_>, step: Operand<'_>, loc: SourceLoc) -> Option<(ValueId, ValueId, ValueId, Type)> {
+    fn loop_bounds(
+        &self,
+        start: Operand<'_>,
+        end: Operand<'_>,
+        step: Operand<'_>,
+        loc: SourceLoc,
+    ) -> Option<(ValueId, ValueId, ValueId, Type)> {
         let ops = [start, end, step].map(|o| self.operand_value("for", o, loc));
         let ids: Vec<ValueId> = ops.iter().map(|v| v.id).collect();
         self.check_operands("for", loc, &ids).ok()?;

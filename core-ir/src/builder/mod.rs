@@ -94,7 +94,10 @@ impl KernelBuilder {
                 params: Vec::new(),
                 values: Arena::new(),
                 insts: Arena::new(),
-                open: vec![OpenRegion { key: 0, region: Region::default() }],
+                open: vec![OpenRegion {
+                    key: 0,
+                    region: Region::default(),
+                }],
                 value_scope: Vec::new(),
                 next_key: 1,
                 poisoned: HashSet::new(),
@@ -107,7 +110,10 @@ impl KernelBuilder {
     pub fn finish(self) -> Result<Kernel, BuildError> {
         let state = self.state.into_inner();
         if !state.diagnostics.is_empty() {
-            return Err(BuildError { kernel: state.name, diagnostics: state.diagnostics });
+            return Err(BuildError {
+                kernel: state.name,
+                diagnostics: state.diagnostics,
+            });
         }
         let mut open = state.open;
         assert_eq!(open.len(), 1, "regions are closed by the closures that opened them");
@@ -136,12 +142,23 @@ impl KernelBuilder {
         } else {
             None
         };
-        s.params.push(Param { name: name.to_string(), ty, value });
+        s.params.push(Param {
+            name: name.to_string(),
+            ty,
+            value,
+        });
         if let Some(message) = problem {
-            s.diagnostics.push(Diagnostic { op: "arg".into(), loc, message });
+            s.diagnostics.push(Diagnostic {
+                op: "arg".into(),
+                loc,
+                message,
+            });
             s.poisoned.insert(value);
         }
-        Value { builder: self, id: value }
+        Value {
+            builder: self,
+            id: value,
+        }
     }
 
     fn value(&self, id: ValueId) -> Value<'_> {
@@ -159,7 +176,11 @@ impl KernelBuilder {
     /// Records an error and returns a placeholder of type `ty` (when known).
     pub(crate) fn fail(&self, op: &str, loc: SourceLoc, message: String, ty: Type) -> Value<'_> {
         let mut s = self.state.borrow_mut();
-        s.diagnostics.push(Diagnostic { op: op.to_string(), loc, message });
+        s.diagnostics.push(Diagnostic {
+            op: op.to_string(),
+            loc,
+            message,
+        });
         let v = s.poison(ty);
         self.value(v)
     }
@@ -186,7 +207,11 @@ impl KernelBuilder {
                      pass it out through the body's results",
                     v.index()
                 );
-                s.diagnostics.push(Diagnostic { op: op.to_string(), loc, message });
+                s.diagnostics.push(Diagnostic {
+                    op: op.to_string(),
+                    loc,
+                    message,
+                });
                 return Err(());
             }
         }
@@ -220,7 +245,12 @@ impl KernelBuilder {
     /// need the instruction's handle); [`set_results`](Self::set_results) completes it.
     pub(crate) fn append_shell(&self, op: Op, loc: SourceLoc) -> InstId {
         let mut s = self.state.borrow_mut();
-        let inst = s.insts.append(Inst { op, results: Vec::new(), regions: Vec::new(), loc });
+        let inst = s.insts.append(Inst {
+            op,
+            results: Vec::new(),
+            regions: Vec::new(),
+            loc,
+        });
         s.open.last_mut().unwrap().region.insts.push(inst);
         inst
     }
@@ -241,13 +271,22 @@ impl KernelBuilder {
 
     /// Records an error without making a value.
     pub(crate) fn report(&self, op: &str, loc: SourceLoc, message: String) {
-        self.state.borrow_mut().diagnostics.push(Diagnostic { op: op.to_string(), loc, message });
+        self.state.borrow_mut().diagnostics.push(Diagnostic {
+            op: op.to_string(),
+            loc,
+            message,
+        });
     }
 
     /// Appends an already-checked instruction to the current region.
     fn append(&self, op: Op, results: &[Type], regions: Vec<Region>, loc: SourceLoc) -> Vec<Value<'_>> {
         let mut s = self.state.borrow_mut();
-        let inst = s.insts.append(Inst { op, results: Vec::new(), regions, loc });
+        let inst = s.insts.append(Inst {
+            op,
+            results: Vec::new(),
+            regions,
+            loc,
+        });
         let scope = s.open.last().unwrap().key;
         let ids: Vec<ValueId> = results
             .iter()
@@ -307,9 +346,25 @@ impl KernelBuilder {
         let args: Vec<ValueId> = arg_types
             .iter()
             .enumerate()
-            .map(|(i, &ty)| s.new_value(ty, ValueDef::RegionArg { inst, region: region_index, index: i as u32 }, key))
+            .map(|(i, &ty)| {
+                s.new_value(
+                    ty,
+                    ValueDef::RegionArg {
+                        inst,
+                        region: region_index,
+                        index: i as u32,
+                    },
+                    key,
+                )
+            })
             .collect();
-        s.open.push(OpenRegion { key, region: Region { args: args.clone(), insts: Vec::new() } });
+        s.open.push(OpenRegion {
+            key,
+            region: Region {
+                args: args.clone(),
+                insts: Vec::new(),
+            },
+        });
         drop(s);
         args.into_iter().map(|id| self.value(id)).collect()
     }

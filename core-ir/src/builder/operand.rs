@@ -105,7 +105,14 @@ impl KernelBuilder {
     }
 
     /// The literal `lit` as a value of scalar type `s`, shape `shape`.
-    pub(crate) fn literal_as(&self, op: &str, lit: Operand<'_>, s: ScalarType, shape: Shape, loc: SourceLoc) -> Value<'_> {
+    pub(crate) fn literal_as(
+        &self,
+        op: &str,
+        lit: Operand<'_>,
+        s: ScalarType,
+        shape: Shape,
+        loc: SourceLoc,
+    ) -> Value<'_> {
         let ty = Type::block(Elem::Scalar(s), shape);
         let value = match (lit, s) {
             (Operand::Bool(b), ScalarType::Bool) => Literal::Bool(b),
@@ -148,7 +155,12 @@ impl KernelBuilder {
             return self.emit1(Op::Splat { value: v.id }, Some(ty.with_shape(shape)), loc);
         }
         if Shape::broadcast(ty.shape, shape) != Some(shape) {
-            return self.fail(op, loc, format!("cannot broadcast {ty} to shape {shape}"), ty.with_shape(shape));
+            return self.fail(
+                op,
+                loc,
+                format!("cannot broadcast {ty} to shape {shape}"),
+                ty.with_shape(shape),
+            );
         }
         let mut cur = self.value(v.id);
         if ty.shape.rank() < shape.rank() {
@@ -178,7 +190,11 @@ impl KernelBuilder {
                 let (tx, ty) = (self.ty_of(x.id), self.ty_of(y.id));
                 let Some(shape) = Shape::broadcast(tx.shape, ty.shape) else {
                     self.check_operands(op, loc, &[x.id, y.id]).ok()?;
-                    self.report(op, loc, format!("shapes {} and {} cannot be broadcast together", tx.shape, ty.shape));
+                    self.report(
+                        op,
+                        loc,
+                        format!("shapes {} and {} cannot be broadcast together", tx.shape, ty.shape),
+                    );
                     return None;
                 };
                 let (mut x, mut y) = (self.value(x.id), self.value(y.id));
@@ -187,7 +203,10 @@ impl KernelBuilder {
                     x = self.cast_to(x, s, loc);
                     y = self.cast_to(y, s, loc);
                 }
-                (self.broadcast_to(op, x, shape, loc), self.broadcast_to(op, y, shape, loc))
+                (
+                    self.broadcast_to(op, x, shape, loc),
+                    self.broadcast_to(op, y, shape, loc),
+                )
             }
             (Operand::Value(x), lit) => {
                 let (x, l) = self.value_with_literal(op, x, lit, loc);
@@ -214,7 +233,13 @@ impl KernelBuilder {
     /// A value and a literal made to match: the literal takes the value's type, except that a
     /// float literal turns an integer or boolean value into `f32`, and an integer literal
     /// turns a boolean value into `i32`.
-    fn value_with_literal<'s>(&'s self, op: &str, x: Value<'_>, lit: Operand<'_>, loc: SourceLoc) -> (Value<'s>, Value<'s>) {
+    fn value_with_literal<'s>(
+        &'s self,
+        op: &str,
+        x: Value<'_>,
+        lit: Operand<'_>,
+        loc: SourceLoc,
+    ) -> (Value<'s>, Value<'s>) {
         let tx = self.ty_of(x.id);
         let mut x = self.value(x.id);
         let s = match (tx.elem, lit) {

@@ -8,7 +8,10 @@ use crate::types::{Elem, ScalarType, Shape, Type};
 fn block_shape(k: &KernelBuilder, op: &str, dims: &[u32], loc: SourceLoc) -> Option<Shape> {
     let shape = Shape::new(dims);
     let problem = match shape {
-        None => Some(format!("blocks have rank at most {}, got {dims:?}", crate::types::MAX_RANK)),
+        None => Some(format!(
+            "blocks have rank at most {}, got {dims:?}",
+            crate::types::MAX_RANK
+        )),
         Some(s) => crate::typing::check_block_shape(s).err(),
     };
     if let Some(message) = problem {
@@ -38,12 +41,24 @@ impl KernelBuilder {
     /// The index of this program along grid axis `axis` (0, 1 or 2), as `tl.program_id`.
     #[track_caller]
     pub fn program_id(&self, axis: u32) -> Value<'_> {
-        self.emit1(Op::ProgramId { axis: axis.min(255) as u8 }, None, SourceLoc::caller())
+        self.emit1(
+            Op::ProgramId {
+                axis: axis.min(255) as u8,
+            },
+            None,
+            SourceLoc::caller(),
+        )
     }
     /// The number of programs along grid axis `axis`, as `tl.num_programs`.
     #[track_caller]
     pub fn num_programs(&self, axis: u32) -> Value<'_> {
-        self.emit1(Op::NumPrograms { axis: axis.min(255) as u8 }, None, SourceLoc::caller())
+        self.emit1(
+            Op::NumPrograms {
+                axis: axis.min(255) as u8,
+            },
+            None,
+            SourceLoc::caller(),
+        )
     }
 
     /// `[start, ..., end - 1]` as an `i32` block; the length must be a power of two.
@@ -75,7 +90,15 @@ impl KernelBuilder {
     /// Loads the elements at `ptr` (a pointer or block of pointers), as `tl.load(ptr)`.
     #[track_caller]
     pub fn load<'b>(&'b self, ptr: Value<'b>) -> Value<'b> {
-        self.emit1(Op::Load { ptr: ptr.id, mask: None, other: None }, None, SourceLoc::caller())
+        self.emit1(
+            Op::Load {
+                ptr: ptr.id,
+                mask: None,
+                other: None,
+            },
+            None,
+            SourceLoc::caller(),
+        )
     }
 
     /// Loads where `mask` is true and gives `other` elsewhere, as
@@ -89,7 +112,12 @@ impl KernelBuilder {
             if self.is_poisoned(ptr.id) {
                 return self.poison(pt);
             }
-            return self.fail("load", loc, format!("needs a pointer or block of pointers, got {pt}"), pt);
+            return self.fail(
+                "load",
+                loc,
+                format!("needs a pointer or block of pointers, got {pt}"),
+                pt,
+            );
         };
         let (ptr, mask) = self.pointer_and_mask("load", ptr, mask, loc);
         let pt = ptr.ty();
@@ -100,7 +128,15 @@ impl KernelBuilder {
             }
             lit => self.literal_as("load", lit, pointee, pt.shape, loc),
         };
-        self.emit1(Op::Load { ptr: ptr.id, mask: Some(mask.id), other: Some(other.id) }, None, loc)
+        self.emit1(
+            Op::Load {
+                ptr: ptr.id,
+                mask: Some(mask.id),
+                other: Some(other.id),
+            },
+            None,
+            loc,
+        )
     }
 
     /// Stores `value` (converted to the pointee type and broadcast) at `ptr`, as `tl.store`.
@@ -153,14 +189,31 @@ impl KernelBuilder {
         let shape = value.ty().shape;
         let ptr = self.broadcast_to("store", ptr, shape, loc);
         let mask = mask.map(|m| self.broadcast_to("store", m, shape, loc).id);
-        self.emit(Op::Store { ptr: ptr.id, value: value.id, mask }, None, loc);
+        self.emit(
+            Op::Store {
+                ptr: ptr.id,
+                value: value.id,
+                mask,
+            },
+            None,
+            loc,
+        );
     }
 
     /// Broadcasts a pointer block and a mask to their common shape.
-    fn pointer_and_mask<'b>(&'b self, op: &str, ptr: Value<'b>, mask: Value<'b>, loc: SourceLoc) -> (Value<'b>, Value<'b>) {
+    fn pointer_and_mask<'b>(
+        &'b self,
+        op: &str,
+        ptr: Value<'b>,
+        mask: Value<'b>,
+        loc: SourceLoc,
+    ) -> (Value<'b>, Value<'b>) {
         let (pt, mt) = (ptr.ty(), mask.ty());
         let shape = Shape::broadcast(pt.shape, mt.shape).unwrap_or(pt.shape);
-        (self.broadcast_to(op, ptr, shape, loc), self.broadcast_to(op, mask, shape, loc))
+        (
+            self.broadcast_to(op, ptr, shape, loc),
+            self.broadcast_to(op, mask, shape, loc),
+        )
     }
 
     /// `cond ? a : b` element-wise with broadcasting, as `tl.where`.
@@ -176,62 +229,136 @@ impl KernelBuilder {
         } else {
             // A number used as a condition means "is not zero".
             let zero = self.literal_as("where", Operand::Int(0), cond.dtype().unwrap(), cond.ty().shape, loc);
-            self.emit1(Op::Compare { op: CmpOp::Ne, lhs: cond.id, rhs: zero.id }, None, loc)
+            self.emit1(
+                Op::Compare {
+                    op: CmpOp::Ne,
+                    lhs: cond.id,
+                    rhs: zero.id,
+                },
+                None,
+                loc,
+            )
         };
         let (cond, a, b) = (
             self.broadcast_to("where", cond, shape, loc),
             self.broadcast_to("where", a, shape, loc),
             self.broadcast_to("where", b, shape, loc),
         );
-        self.emit1(Op::Select { cond: cond.id, on_true: a.id, on_false: b.id }, None, loc)
+        self.emit1(
+            Op::Select {
+                cond: cond.id,
+                on_true: a.id,
+                on_false: b.id,
+            },
+            None,
+            loc,
+        )
     }
 
     /// Matrix product `a @ b` into a new `f32` accumulator, as `tl.dot(a, b)`.
     #[track_caller]
     pub fn dot<'b>(&'b self, a: Value<'b>, b: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        let (m, n) = (a.shape().first().copied().unwrap_or(1), b.shape().get(1).copied().unwrap_or(1));
-        let acc_type = if a.dtype() == Some(ScalarType::F64) { ScalarType::F64 } else { ScalarType::F32 };
+        let (m, n) = (
+            a.shape().first().copied().unwrap_or(1),
+            b.shape().get(1).copied().unwrap_or(1),
+        );
+        let acc_type = if a.dtype() == Some(ScalarType::F64) {
+            ScalarType::F64
+        } else {
+            ScalarType::F32
+        };
         let acc = match Shape::new(&[m, n]) {
             Some(shape) => self.literal_as("dot", Operand::Float(0.0), acc_type, shape, loc),
             None => self.poison(a.ty()),
         };
-        self.emit1(Op::Dot { a: a.id, b: b.id, acc: acc.id }, None, loc)
+        self.emit1(
+            Op::Dot {
+                a: a.id,
+                b: b.id,
+                acc: acc.id,
+            },
+            None,
+            loc,
+        )
     }
     /// `a @ b + acc`, as `tl.dot(a, b, acc)`.
     #[track_caller]
     pub fn dot_acc<'b>(&'b self, a: Value<'b>, b: Value<'b>, acc: Value<'b>) -> Value<'b> {
-        self.emit1(Op::Dot { a: a.id, b: b.id, acc: acc.id }, None, SourceLoc::caller())
+        self.emit1(
+            Op::Dot {
+                a: a.id,
+                b: b.id,
+                acc: acc.id,
+            },
+            None,
+            SourceLoc::caller(),
+        )
     }
 
     /// Atomic read-modify-write at `ptr` where `mask` holds (everywhere when `None`); returns
     /// the old values. `value` is converted to the pointee type and broadcast.
     #[track_caller]
-    pub fn atomic_rmw<'b>(&'b self, op: AtomicOp, ptr: Value<'b>, value: impl Into<Operand<'b>>, mask: Option<Value<'b>>) -> Value<'b> {
+    pub fn atomic_rmw<'b>(
+        &'b self,
+        op: AtomicOp,
+        ptr: Value<'b>,
+        value: impl Into<Operand<'b>>,
+        mask: Option<Value<'b>>,
+    ) -> Value<'b> {
         let loc = SourceLoc::caller();
         let Some((ptr, [value], mask)) = self.atomic_operands(op.name(), ptr, [value.into()], mask, loc) else {
             return self.poison(ptr.ty());
         };
-        self.emit1(Op::Atomic { op, ptr: ptr.id, value: value.id, mask: mask.map(|m| m.id) }, None, loc)
+        self.emit1(
+            Op::Atomic {
+                op,
+                ptr: ptr.id,
+                value: value.id,
+                mask: mask.map(|m| m.id),
+            },
+            None,
+            loc,
+        )
     }
     /// `tl.atomic_add`.
     #[track_caller]
-    pub fn atomic_add<'b>(&'b self, ptr: Value<'b>, value: impl Into<Operand<'b>>, mask: Option<Value<'b>>) -> Value<'b> {
+    pub fn atomic_add<'b>(
+        &'b self,
+        ptr: Value<'b>,
+        value: impl Into<Operand<'b>>,
+        mask: Option<Value<'b>>,
+    ) -> Value<'b> {
         self.atomic_rmw(AtomicOp::Add, ptr, value, mask)
     }
     /// `tl.atomic_max`.
     #[track_caller]
-    pub fn atomic_max<'b>(&'b self, ptr: Value<'b>, value: impl Into<Operand<'b>>, mask: Option<Value<'b>>) -> Value<'b> {
+    pub fn atomic_max<'b>(
+        &'b self,
+        ptr: Value<'b>,
+        value: impl Into<Operand<'b>>,
+        mask: Option<Value<'b>>,
+    ) -> Value<'b> {
         self.atomic_rmw(AtomicOp::Max, ptr, value, mask)
     }
     /// `tl.atomic_min`.
     #[track_caller]
-    pub fn atomic_min<'b>(&'b self, ptr: Value<'b>, value: impl Into<Operand<'b>>, mask: Option<Value<'b>>) -> Value<'b> {
+    pub fn atomic_min<'b>(
+        &'b self,
+        ptr: Value<'b>,
+        value: impl Into<Operand<'b>>,
+        mask: Option<Value<'b>>,
+    ) -> Value<'b> {
         self.atomic_rmw(AtomicOp::Min, ptr, value, mask)
     }
     /// `tl.atomic_xchg`.
     #[track_caller]
-    pub fn atomic_xchg<'b>(&'b self, ptr: Value<'b>, value: impl Into<Operand<'b>>, mask: Option<Value<'b>>) -> Value<'b> {
+    pub fn atomic_xchg<'b>(
+        &'b self,
+        ptr: Value<'b>,
+        value: impl Into<Operand<'b>>,
+        mask: Option<Value<'b>>,
+    ) -> Value<'b> {
         self.atomic_rmw(AtomicOp::Xchg, ptr, value, mask)
     }
     /// Compare-and-swap, as `tl.atomic_cas`: where `*ptr == cmp`, stores `value`.
@@ -244,10 +371,21 @@ impl KernelBuilder {
         mask: Option<Value<'b>>,
     ) -> Value<'b> {
         let loc = SourceLoc::caller();
-        let Some((ptr, [cmp, value], mask)) = self.atomic_operands("atomic_cas", ptr, [cmp.into(), value.into()], mask, loc) else {
+        let Some((ptr, [cmp, value], mask)) =
+            self.atomic_operands("atomic_cas", ptr, [cmp.into(), value.into()], mask, loc)
+        else {
             return self.poison(ptr.ty());
         };
-        self.emit1(Op::AtomicCas { ptr: ptr.id, cmp: cmp.id, value: value.id, mask: mask.map(|m| m.id) }, None, loc)
+        self.emit1(
+            Op::AtomicCas {
+                ptr: ptr.id,
+                cmp: cmp.id,
+                value: value.id,
+                mask: mask.map(|m| m.id),
+            },
+            None,
+            loc,
+        )
     }
 
     /// Converts an atomic's operands: values to the pointee type, everything broadcast.
@@ -312,30 +450,65 @@ impl KernelBuilder {
                 (BinaryOp::Add, true, false) => self.add_ptr(a, b, loc),
                 (BinaryOp::Add, false, true) => self.add_ptr(b, a, loc),
                 (BinaryOp::Sub, true, false) => {
-                    let neg = self.emit1(Op::Unary { op: UnaryOp::Neg, value: b.id }, None, loc);
+                    let neg = self.emit1(
+                        Op::Unary {
+                            op: UnaryOp::Neg,
+                            value: b.id,
+                        },
+                        None,
+                        loc,
+                    );
                     self.add_ptr(a, neg, loc)
                 }
                 _ => self.fail(op.name(), loc, format!("is not defined for {ta} and {tb}"), ta),
             };
         }
-        self.emit1(Op::Binary { op, lhs: a.id, rhs: b.id }, None, loc)
+        self.emit1(
+            Op::Binary {
+                op,
+                lhs: a.id,
+                rhs: b.id,
+            },
+            None,
+            loc,
+        )
     }
 
     fn add_ptr<'b>(&'b self, ptr: Value<'b>, offset: Value<'b>, loc: SourceLoc) -> Value<'b> {
         let (pt, ot) = (ptr.ty(), offset.ty());
         let Some(shape) = Shape::broadcast(pt.shape, ot.shape) else {
-            return self.fail("addptr", loc, format!("shapes {} and {} cannot be broadcast together", pt.shape, ot.shape), pt);
+            return self.fail(
+                "addptr",
+                loc,
+                format!("shapes {} and {} cannot be broadcast together", pt.shape, ot.shape),
+                pt,
+            );
         };
         let ptr = self.broadcast_to("addptr", ptr, shape, loc);
         let offset = self.broadcast_to("addptr", offset, shape, loc);
-        self.emit1(Op::AddPtr { ptr: ptr.id, offset: offset.id }, None, loc)
+        self.emit1(
+            Op::AddPtr {
+                ptr: ptr.id,
+                offset: offset.id,
+            },
+            None,
+            loc,
+        )
     }
 
     pub(crate) fn compare(&self, op: CmpOp, a: Operand<'_>, b: Operand<'_>, loc: SourceLoc) -> Value<'_> {
         let Some((a, b)) = self.unify(op.name(), a, b, loc) else {
             return self.poison(Type::scalar(ScalarType::Bool));
         };
-        self.emit1(Op::Compare { op, lhs: a.id, rhs: b.id }, None, loc)
+        self.emit1(
+            Op::Compare {
+                op,
+                lhs: a.id,
+                rhs: b.id,
+            },
+            None,
+            loc,
+        )
     }
 
     pub(crate) fn unary(&self, op: UnaryOp, v: ValueId, loc: SourceLoc) -> Value<'_> {
@@ -351,48 +524,57 @@ impl<'b> Value<'b> {
     /// `self < other`, element-wise with broadcasting.
     #[track_caller]
     pub fn lt(self, other: impl Into<Operand<'b>>) -> Value<'b> {
-        self.k().compare(CmpOp::Lt, self.into(), other.into(), SourceLoc::caller())
+        self.k()
+            .compare(CmpOp::Lt, self.into(), other.into(), SourceLoc::caller())
     }
     /// `self <= other`.
     #[track_caller]
     pub fn le(self, other: impl Into<Operand<'b>>) -> Value<'b> {
-        self.k().compare(CmpOp::Le, self.into(), other.into(), SourceLoc::caller())
+        self.k()
+            .compare(CmpOp::Le, self.into(), other.into(), SourceLoc::caller())
     }
     /// `self > other`.
     #[track_caller]
     pub fn gt(self, other: impl Into<Operand<'b>>) -> Value<'b> {
-        self.k().compare(CmpOp::Gt, self.into(), other.into(), SourceLoc::caller())
+        self.k()
+            .compare(CmpOp::Gt, self.into(), other.into(), SourceLoc::caller())
     }
     /// `self >= other`.
     #[track_caller]
     pub fn ge(self, other: impl Into<Operand<'b>>) -> Value<'b> {
-        self.k().compare(CmpOp::Ge, self.into(), other.into(), SourceLoc::caller())
+        self.k()
+            .compare(CmpOp::Ge, self.into(), other.into(), SourceLoc::caller())
     }
     /// `self == other`.
     #[track_caller]
     pub fn eq(self, other: impl Into<Operand<'b>>) -> Value<'b> {
-        self.k().compare(CmpOp::Eq, self.into(), other.into(), SourceLoc::caller())
+        self.k()
+            .compare(CmpOp::Eq, self.into(), other.into(), SourceLoc::caller())
     }
     /// `self != other`.
     #[track_caller]
     pub fn ne(self, other: impl Into<Operand<'b>>) -> Value<'b> {
-        self.k().compare(CmpOp::Ne, self.into(), other.into(), SourceLoc::caller())
+        self.k()
+            .compare(CmpOp::Ne, self.into(), other.into(), SourceLoc::caller())
     }
 
     /// Element-wise `minimum` (NaN-propagating).
     #[track_caller]
     pub fn minimum(self, other: impl Into<Operand<'b>>) -> Value<'b> {
-        self.k().binary(BinaryOp::Min, self.into(), other.into(), SourceLoc::caller())
+        self.k()
+            .binary(BinaryOp::Min, self.into(), other.into(), SourceLoc::caller())
     }
     /// Element-wise `maximum` (NaN-propagating).
     #[track_caller]
     pub fn maximum(self, other: impl Into<Operand<'b>>) -> Value<'b> {
-        self.k().binary(BinaryOp::Max, self.into(), other.into(), SourceLoc::caller())
+        self.k()
+            .binary(BinaryOp::Max, self.into(), other.into(), SourceLoc::caller())
     }
     /// `(self + other - 1) / other` for integers.
     #[track_caller]
     pub fn cdiv(self, other: impl Into<Operand<'b>>) -> Value<'b> {
-        self.k().binary(BinaryOp::CeilDiv, self.into(), other.into(), SourceLoc::caller())
+        self.k()
+            .binary(BinaryOp::CeilDiv, self.into(), other.into(), SourceLoc::caller())
     }
     /// True division: integers are converted to `f32` first (Python's `/` in Triton).
     #[track_caller]
@@ -426,7 +608,15 @@ impl<'b> Value<'b> {
         let s = a.dtype().unwrap_or(ScalarType::F32);
         let b = k.cast_to(b, s, loc);
         let b = k.broadcast_to("fma", b, shape, loc);
-        k.emit1(Op::Fma { a: a.id, b: b.id, c: c.id }, None, loc)
+        k.emit1(
+            Op::Fma {
+                a: a.id,
+                b: b.id,
+                c: c.id,
+            },
+            None,
+            loc,
+        )
     }
 }
 
@@ -480,20 +670,34 @@ impl<'b> Value<'b> {
             if self.k().is_poisoned(self.id) {
                 return self.k().poison(t);
             }
-            return self.k().fail("cast", loc, format!("cannot convert pointers ({t}) to {dtype}"), t);
+            return self
+                .k()
+                .fail("cast", loc, format!("cannot convert pointers ({t}) to {dtype}"), t);
         }
-        self.k().emit1(Op::Cast { value: self.id }, Some(t.with_elem(Elem::Scalar(dtype))), loc)
+        self.k()
+            .emit1(Op::Cast { value: self.id }, Some(t.with_elem(Elem::Scalar(dtype))), loc)
     }
     /// Reinterprets the bits as `dtype` (same width), as `x.to(dtype, bitcast=True)`.
     #[track_caller]
     pub fn bitcast(self, dtype: ScalarType) -> Value<'b> {
         let t = self.ty();
-        self.k().emit1(Op::Bitcast { value: self.id }, Some(t.with_elem(Elem::Scalar(dtype))), SourceLoc::caller())
+        self.k().emit1(
+            Op::Bitcast { value: self.id },
+            Some(t.with_elem(Elem::Scalar(dtype))),
+            SourceLoc::caller(),
+        )
     }
     /// Inserts a size-1 dimension at `axis`: `x.expand_dims(1)` is `x[:, None]`.
     #[track_caller]
     pub fn expand_dims(self, axis: u32) -> Value<'b> {
-        self.k().emit1(Op::ExpandDims { value: self.id, axis: axis.min(255) as u8 }, None, SourceLoc::caller())
+        self.k().emit1(
+            Op::ExpandDims {
+                value: self.id,
+                axis: axis.min(255) as u8,
+            },
+            None,
+            SourceLoc::caller(),
+        )
     }
     /// The same elements in another shape, as `tl.reshape`.
     #[track_caller]
@@ -502,18 +706,27 @@ impl<'b> Value<'b> {
         let Some(shape) = block_shape(self.k(), "reshape", shape, loc) else {
             return self.k().poison(self.ty());
         };
-        self.k().emit1(Op::Reshape { value: self.id }, Some(self.ty().with_shape(shape)), loc)
+        self.k()
+            .emit1(Op::Reshape { value: self.id }, Some(self.ty().with_shape(shape)), loc)
     }
     /// Reorders dimensions: result dimension `i` is dimension `perm[i]`, as `tl.permute`.
     #[track_caller]
     pub fn permute(self, perm: &[u32]) -> Value<'b> {
         let perm = perm.iter().map(|&p| p.min(255) as u8).collect();
-        self.k().emit1(Op::Permute { value: self.id, perm }, None, SourceLoc::caller())
+        self.k()
+            .emit1(Op::Permute { value: self.id, perm }, None, SourceLoc::caller())
     }
     /// Transposes a 2-D block, as `tl.trans`.
     #[track_caller]
     pub fn trans(self) -> Value<'b> {
-        self.k().emit1(Op::Permute { value: self.id, perm: vec![1, 0] }, None, SourceLoc::caller())
+        self.k().emit1(
+            Op::Permute {
+                value: self.id,
+                perm: vec![1, 0],
+            },
+            None,
+            SourceLoc::caller(),
+        )
     }
     /// Broadcasts to `shape` with numpy's rules, as `tl.broadcast_to`.
     #[track_caller]
@@ -527,9 +740,24 @@ impl<'b> Value<'b> {
 
     fn reduce(self, op: ReduceOp, axis: u32, keep_dims: bool, loc: SourceLoc) -> Value<'b> {
         let k = self.k();
-        let r = k.emit1(Op::Reduce { op, value: self.id, axis: axis.min(255) as u8 }, None, loc);
+        let r = k.emit1(
+            Op::Reduce {
+                op,
+                value: self.id,
+                axis: axis.min(255) as u8,
+            },
+            None,
+            loc,
+        );
         if keep_dims {
-            k.emit1(Op::ExpandDims { value: r.id, axis: axis as u8 }, None, loc)
+            k.emit1(
+                Op::ExpandDims {
+                    value: r.id,
+                    axis: axis as u8,
+                },
+                None,
+                loc,
+            )
         } else {
             r
         }

@@ -42,15 +42,24 @@ pub struct HostBuffer {
 impl HostBuffer {
     /// A buffer holding a copy of `data`.
     pub fn from_slice<T: Element>(data: &[T]) -> Self {
-        HostBuffer { elem: T::TYPE, bytes: bytemuck::cast_slice(data).to_vec() }
+        HostBuffer {
+            elem: T::TYPE,
+            bytes: bytemuck::cast_slice(data).to_vec(),
+        }
     }
     /// A buffer of `len` zeros (false for booleans).
     pub fn zeros(elem: ScalarType, len: usize) -> Self {
-        HostBuffer { elem, bytes: vec![0; len * elem.size_bytes()] }
+        HostBuffer {
+            elem,
+            bytes: vec![0; len * elem.size_bytes()],
+        }
     }
     /// A boolean (`i1`) buffer.
     pub fn from_bools(data: &[bool]) -> Self {
-        HostBuffer { elem: ScalarType::Bool, bytes: data.iter().map(|&b| b as u8).collect() }
+        HostBuffer {
+            elem: ScalarType::Bool,
+            bytes: data.iter().map(|&b| b as u8).collect(),
+        }
     }
     /// A buffer from raw bytes in the host's byte order; the length must be a whole number of
     /// elements, and boolean bytes must be 0 or 1.

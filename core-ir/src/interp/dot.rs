@@ -17,7 +17,12 @@ use crate::types::{ScalarType, Type};
 pub(crate) fn dot(a: &Tensor, b: &Tensor, acc: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     let (ad, bd, cd) = (a.ty.shape.dims(), b.ty.shape.dims(), acc.ty.shape.dims());
     if ad.len() != 2 || bd.len() != 2 || cd.len() != 2 || ad[1] != bd[0] || cd != [ad[0], bd[1]] {
-        return Err(invalid!("dot of {} and {} into {}: shapes must be [M, K], [K, N], [M, N]", a.ty, b.ty, acc.ty));
+        return Err(invalid!(
+            "dot of {} and {} into {}: shapes must be [M, K], [K, N], [M, N]",
+            a.ty,
+            b.ty,
+            acc.ty
+        ));
     }
     if ty != acc.ty {
         return Err(invalid!("dot into {} cannot give {ty}", acc.ty));
@@ -50,7 +55,9 @@ pub(crate) fn dot(a: &Tensor, b: &Tensor, acc: &Tensor, ty: Type) -> Result<Tens
         (Data::Int(x), Data::Int(y), Data::Int(c)) => {
             let mut c = c.clone();
             mm(m, k, n, x, y, &mut c, |c, a, b| {
-                c.iter_mut().zip(b).for_each(|(c, &b)| *c = c.wrapping_add(a.wrapping_mul(b)))
+                c.iter_mut()
+                    .zip(b)
+                    .for_each(|(c, &b)| *c = c.wrapping_add(a.wrapping_mul(b)))
             });
             wrap_ints(sc, &mut c);
             Data::Int(c)

@@ -149,7 +149,11 @@ fn int_binary(op: BinaryOp, s: ScalarType, x: &[i64], y: &[i64]) -> Vec<i64> {
         BinaryOp::Or => zip(x, y, |a, b| a | b),
         BinaryOp::Xor => zip(x, y, |a, b| a ^ b),
         BinaryOp::Shl => zip(x, y, |a, b| if b as u64 >= width { 0 } else { a << b }),
-        BinaryOp::Shr if unsigned => zip(x, y, |a, b| if b as u64 >= width { 0 } else { ((a as u64) >> b) as i64 }),
+        BinaryOp::Shr if unsigned => zip(
+            x,
+            y,
+            |a, b| if b as u64 >= width { 0 } else { ((a as u64) >> b) as i64 },
+        ),
         // Sign-extended values shift arithmetically in i64 as they would in their width.
         BinaryOp::Shr => zip(x, y, |a, b| if b as u64 >= width { a >> 63 } else { a >> b }),
         BinaryOp::Min if unsigned => zip(x, y, |a, b| (a as u64).min(b as u64) as i64),
@@ -241,17 +245,27 @@ pub(crate) fn compare(op: CmpOp, a: &Tensor, b: &Tensor, ty: Type) -> Result<Ten
         },
         _ => unreachable!("operands of one type share a representation"),
     };
-    Ok(Tensor { ty, data: Data::Bool(out) })
+    Ok(Tensor {
+        ty,
+        data: Data::Bool(out),
+    })
 }
 
 pub(crate) fn select(cond: &Tensor, t: &Tensor, f: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     check_same("where", &[t, f], ty)?;
     if cond.ty != ty.with_elem(Elem::Scalar(ScalarType::Bool)) {
-        return Err(invalid!("where's condition has type {}, expected i1 of shape {}", cond.ty, ty.shape));
+        return Err(invalid!(
+            "where's condition has type {}, expected i1 of shape {}",
+            cond.ty,
+            ty.shape
+        ));
     }
     let c = cond.bools()?;
     fn pick<T: Copy>(c: &[bool], t: &[T], f: &[T]) -> Vec<T> {
-        c.iter().zip(t.iter().zip(f)).map(|(&c, (&t, &f))| if c { t } else { f }).collect()
+        c.iter()
+            .zip(t.iter().zip(f))
+            .map(|(&c, (&t, &f))| if c { t } else { f })
+            .collect()
     }
     let data = match (&t.data, &f.data) {
         (Data::Bool(x), Data::Bool(y)) => Data::Bool(pick(c, x, y)),
@@ -269,7 +283,9 @@ pub(crate) fn fma(a: &Tensor, b: &Tensor, c: &Tensor, ty: Type) -> Result<Tensor
     let (x, y, z) = (a.floats()?, b.floats()?, c.floats()?);
     let it = x.iter().zip(y).zip(z);
     let mut out: Vec<f64> = match s {
-        ScalarType::F32 => it.map(|((&a, &b), &c)| (a as f32).mul_add(b as f32, c as f32) as f64).collect(),
+        ScalarType::F32 => it
+            .map(|((&a, &b), &c)| (a as f32).mul_add(b as f32, c as f32) as f64)
+            .collect(),
         ScalarType::F64 => it.map(|((&a, &b), &c)| a.mul_add(b, c)).collect(),
         // f16/bf16: the product is exact in f64, but rounding the sum to f64 and then to the
         // narrow type can round twice (a tiny addend that breaks a tie would be lost);
@@ -277,7 +293,10 @@ pub(crate) fn fma(a: &Tensor, b: &Tensor, c: &Tensor, ty: Type) -> Result<Tensor
         _ => it.map(|((&a, &b), &c)| fma_round_to_odd(a, b, c)).collect(),
     };
     round_floats(s, &mut out);
-    Ok(Tensor { ty, data: Data::Float(out) })
+    Ok(Tensor {
+        ty,
+        data: Data::Float(out),
+    })
 }
 
 /// `a * b + c` rounded to odd in f64, for operands whose product is exact in f64.
@@ -294,7 +313,11 @@ fn fma_round_to_odd(a: f64, b: f64, c: f64) -> f64 {
         return s;
     }
     if s == 0.0 {
-        return if err > 0.0 { f64::from_bits(1) } else { -f64::from_bits(1) };
+        return if err > 0.0 {
+            f64::from_bits(1)
+        } else {
+            -f64::from_bits(1)
+        };
     }
     // Inexact and even: the odd neighbour on the side of the exact sum.
     let bits = s.to_bits();
@@ -307,7 +330,9 @@ pub(crate) fn cast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
         return Err(invalid!("cast changes the shape from {} to {}", x.ty.shape, ty.shape));
     }
     let src = x.scalar_type("a cast's operand")?;
-    let dst = ty.scalar_type().ok_or_else(|| invalid!("cannot cast to a pointer ({ty})"))?;
+    let dst = ty
+        .scalar_type()
+        .ok_or_else(|| invalid!("cannot cast to a pointer ({ty})"))?;
     let data = match &x.data {
         Data::Bool(v) => {
             if dst.is_bool() {
@@ -378,14 +403,24 @@ fn float_to_int(dst: ScalarType, v: &[f64]) -> Vec<i64> {
 
 pub(crate) fn bitcast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     if x.ty.shape != ty.shape {
-        return Err(invalid!("bitcast changes the shape from {} to {}", x.ty.shape, ty.shape));
+        return Err(invalid!(
+            "bitcast changes the shape from {} to {}",
+            x.ty.shape,
+            ty.shape
+        ));
     }
     let src = x.scalar_type("a bitcast's operand")?;
-    let dst = ty.scalar_type().ok_or_else(|| invalid!("cannot bitcast to a pointer ({ty})"))?;
+    let dst = ty
+        .scalar_type()
+        .ok_or_else(|| invalid!("cannot bitcast to a pointer ({ty})"))?;
     if src.bits() != dst.bits() {
         return Err(invalid!("bitcast from {src} to {dst} changes the width"));
     }
-    let mask = if src.bits() == 64 { u64::MAX } else { (1u64 << src.bits()) - 1 };
+    let mask = if src.bits() == 64 {
+        u64::MAX
+    } else {
+        (1u64 << src.bits()) - 1
+    };
     let bits: Vec<u64> = match &x.data {
         Data::Bool(v) => map(v, |b| b as u64),
         Data::Int(v) => map(v, |a| a as u64 & mask),
@@ -404,8 +439,8 @@ pub(crate) fn bitcast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
 
 #[cfg(test)]
 mod fma_tests {
-    use super::*;
     use super::super::tensor::bf16_from_f64;
+    use super::*;
     use half::bf16;
 
     #[test]

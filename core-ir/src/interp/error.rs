@@ -9,10 +9,19 @@ use std::fmt;
 pub enum InterpError {
     /// The launch passed the wrong number of arguments.
     #[error("kernel `{kernel}` takes {expected} arguments, got {got}")]
-    ArgumentCount { kernel: String, expected: usize, got: usize },
+    ArgumentCount {
+        kernel: String,
+        expected: usize,
+        got: usize,
+    },
     /// An argument does not fit its parameter.
     #[error("argument {index} (`{name}`): expected {expected}, got {got}")]
-    BadArgument { index: usize, name: String, expected: String, got: String },
+    BadArgument {
+        index: usize,
+        name: String,
+        expected: String,
+        got: String,
+    },
     /// Some axis of the grid is zero.
     #[error("grid ({}, {}, {}) is empty: every axis must be at least 1", grid[0], grid[1], grid[2])]
     EmptyGrid { grid: [u32; 3] },
@@ -61,7 +70,9 @@ fn on_thread(thread: Option<u32>) -> String {
 
 impl InterpError {
     pub(crate) fn buffer_type(requested: ScalarType, held: ScalarType) -> InterpError {
-        InterpError::Buffer { message: format!("read as {requested}, but it holds {held}") }
+        InterpError::Buffer {
+            message: format!("read as {requested}, but it holds {held}"),
+        }
     }
 }
 
@@ -118,7 +129,10 @@ pub(crate) struct Fault {
 
 impl Fault {
     pub fn invalid(message: impl Into<String>) -> Fault {
-        Fault { kind: FaultKind::InvalidIr, message: message.into() }
+        Fault {
+            kind: FaultKind::InvalidIr,
+            message: message.into(),
+        }
     }
 }
 

@@ -84,7 +84,11 @@ impl<'a> Program<'a> {
         for (&name, value) in names.iter().zip(values) {
             let ty = self.kernel.values.try_get(name).map(|v| v.ty);
             if ty != Some(value.ty) {
-                return Err(invalid!("{what}: a value of type {} for %{} of type {ty:?}", value.ty, name.index()));
+                return Err(invalid!(
+                    "{what}: a value of type {} for %{} of type {ty:?}",
+                    value.ty,
+                    name.index()
+                ));
             }
             self.env[name.index()] = Some(value);
         }
@@ -99,7 +103,11 @@ impl<'a> Program<'a> {
                 return Err(InterpError::Fault {
                     kind: FaultKind::InvalidIr,
                     op: "region",
-                    loc: crate::ir::SourceLoc { file: "<unknown>", line: 0, column: 0 },
+                    loc: crate::ir::SourceLoc {
+                        file: "<unknown>",
+                        line: 0,
+                        column: 0,
+                    },
                     program: self.pid,
                     message: format!("instruction #{} does not exist", id.index()),
                 });
@@ -108,7 +116,11 @@ impl<'a> Program<'a> {
                 if i + 1 != region.insts.len() {
                     return Err(self.at(inst, invalid!("yield must be the last instruction of its region")));
                 }
-                return values.iter().map(|&v| self.get(v)).collect::<Result<_, _>>().map_err(|f| self.at(inst, f));
+                return values
+                    .iter()
+                    .map(|&v| self.get(v))
+                    .collect::<Result<_, _>>()
+                    .map_err(|f| self.at(inst, f));
             }
             self.exec(inst)?;
         }
@@ -131,9 +143,10 @@ impl<'a> Program<'a> {
                     (None, &[]) => {}
                     (r, results) => {
                         let made = if r.is_some() { 1 } else { 0 };
-                        return Err(
-                            self.at(inst, invalid!("the op makes {made} values, but has {} results", results.len()))
-                        );
+                        return Err(self.at(
+                            inst,
+                            invalid!("the op makes {made} values, but has {} results", results.len()),
+                        ));
                     }
                 }
                 Ok(())
@@ -173,8 +186,15 @@ impl<'a> Program<'a> {
                 if ty != Type::scalar(ScalarType::I32) || *axis > 2 {
                     return Err(invalid!("{} of axis {axis} as {ty}", op.name()));
                 }
-                let v = if matches!(op, Op::ProgramId { .. }) { self.pid } else { self.grid };
-                Tensor { ty, data: Data::Int(vec![v[*axis as usize] as i32 as i64]) }
+                let v = if matches!(op, Op::ProgramId { .. }) {
+                    self.pid
+                } else {
+                    self.grid
+                };
+                Tensor {
+                    ty,
+                    data: Data::Int(vec![v[*axis as usize] as i32 as i64]),
+                }
             }
             Op::Constant { value } => shape::constant(*value, ty)?,
             Op::Arange { start, end } => shape::arange(*start, *end, ty)?,
@@ -186,9 +206,11 @@ impl<'a> Program<'a> {
             Op::Unary { op, value } => ew::unary(*op, &*self.get(*value)?, ty)?,
             Op::Binary { op, lhs, rhs } => ew::binary(*op, &*self.get(*lhs)?, &*self.get(*rhs)?, ty)?,
             Op::Compare { op, lhs, rhs } => ew::compare(*op, &*self.get(*lhs)?, &*self.get(*rhs)?, ty)?,
-            Op::Select { cond, on_true, on_false } => {
-                ew::select(&*self.get(*cond)?, &*self.get(*on_true)?, &*self.get(*on_false)?, ty)?
-            }
+            Op::Select {
+                cond,
+                on_true,
+                on_false,
+            } => ew::select(&*self.get(*cond)?, &*self.get(*on_true)?, &*self.get(*on_false)?, ty)?,
             Op::Fma { a, b, c } => ew::fma(&*self.get(*a)?, &*self.get(*b)?, &*self.get(*c)?, ty)?,
             Op::Cast { value } => ew::cast(&*self.get(*value)?, ty)?,
             Op::Bitcast { value } => ew::bitcast(&*self.get(*value)?, ty)?,
@@ -202,9 +224,15 @@ impl<'a> Program<'a> {
                     .ptrs()?
                     .iter()
                     .zip(offsets)
-                    .map(|(p, &o)| super::tensor::Pointer { param: p.param, offset: p.offset.wrapping_add(o) })
+                    .map(|(p, &o)| super::tensor::Pointer {
+                        param: p.param,
+                        offset: p.offset.wrapping_add(o),
+                    })
                     .collect();
-                Tensor { ty, data: Data::Ptr(out) }
+                Tensor {
+                    ty,
+                    data: Data::Ptr(out),
+                }
             }
             Op::Load { ptr, mask, other } => {
                 let (ptr, mask, other) = (self.get(*ptr)?, self.get_opt(*mask)?, self.get_opt(*other)?);
@@ -236,7 +264,12 @@ impl<'a> Program<'a> {
                 let mask = self.get_opt(*mask)?;
                 let s = pointee(&ptr)?;
                 if ty != ptr.ty.with_elem(Elem::Scalar(s)) || value.ty != ty || cmp.ty != ty {
-                    return Err(invalid!("atomic_cas of {} and {} through {} as {ty}", cmp.ty, value.ty, ptr.ty));
+                    return Err(invalid!(
+                        "atomic_cas of {} and {} through {} as {ty}",
+                        cmp.ty,
+                        value.ty,
+                        ptr.ty
+                    ));
                 }
                 let mask = check_mask(mask.as_deref(), ptr.ty)?;
                 let data = memory::atomic_cas(&mut self.mem, s, ptr.ptrs()?, mask, &cmp.data, &value.data)?;
@@ -252,7 +285,9 @@ impl<'a> Program<'a> {
     }
 
     fn exec_for(&mut self, inst: &'a Inst) -> Result<(), InterpError> {
-        let Op::For { start, end, step, init } = &inst.op else { unreachable!() };
+        let Op::For { start, end, step, init } = &inst.op else {
+            unreachable!()
+        };
         let header = || -> Result<_, Fault> {
             let (start, end, step) = (self.get(*start)?, self.get(*end)?, self.get(*step)?);
             let ty = start.ty;
@@ -276,7 +311,10 @@ impl<'a> Program<'a> {
             };
             let (lo, hi, st) = (wide(&start), wide(&end), wide(&step));
             if st == 0 {
-                return Err(Fault { kind: FaultKind::ZeroStep, message: "for loop step is zero".into() });
+                return Err(Fault {
+                    kind: FaultKind::ZeroStep,
+                    message: "for loop step is zero".into(),
+                });
             }
             let region = inst.regions.first().filter(|r| r.args.len() == init.len() + 1);
             let Some(region) = region else {
@@ -287,20 +325,28 @@ impl<'a> Program<'a> {
         };
         let (s, ty, mut i, end, step, region, mut carried) = header().map_err(|f| self.at(inst, f))?;
         while (step > 0 && i < end) || (step < 0 && i > end) {
-            let iv = Rc::new(Tensor { ty, data: Data::Int(vec![wrap_int(s, i as i64)]) });
+            let iv = Rc::new(Tensor {
+                ty,
+                data: Data::Int(vec![wrap_int(s, i as i64)]),
+            });
             let mut args = Vec::with_capacity(carried.len() + 1);
             args.push(iv);
             args.extend(carried);
-            self.bind(&region.args, args, "for's loop variables").map_err(|f| self.at(inst, f))?;
+            self.bind(&region.args, args, "for's loop variables")
+                .map_err(|f| self.at(inst, f))?;
             carried = self.run_region(region)?;
             i += step;
         }
-        self.bind(&inst.results, carried, "for's results").map_err(|f| self.at(inst, f))
+        self.bind(&inst.results, carried, "for's results")
+            .map_err(|f| self.at(inst, f))
     }
 
     fn exec_if(&mut self, inst: &'a Inst) -> Result<(), InterpError> {
         let Op::If { cond } = &inst.op else { unreachable!() };
-        let cond = self.get(*cond).and_then(|c| c.scalar_bool("if's condition")).map_err(|f| self.at(inst, f))?;
+        let cond = self
+            .get(*cond)
+            .and_then(|c| c.scalar_bool("if's condition"))
+            .map_err(|f| self.at(inst, f))?;
         let region = inst.regions.get(if cond { 0 } else { 1 });
         let values = match region {
             Some(region) => self.run_region(region)?,
@@ -308,7 +354,8 @@ impl<'a> Program<'a> {
             None if !cond && inst.regions.len() == 1 => Vec::new(),
             None => return Err(self.at(inst, invalid!("if needs a then and an optional else region"))),
         };
-        self.bind(&inst.results, values, "if's results").map_err(|f| self.at(inst, f))
+        self.bind(&inst.results, values, "if's results")
+            .map_err(|f| self.at(inst, f))
     }
 
     fn exec_while(&mut self, inst: &'a Inst) -> Result<(), InterpError> {
@@ -316,10 +363,14 @@ impl<'a> Program<'a> {
         let (Some(before), Some(body)) = (inst.regions.first(), inst.regions.get(1)) else {
             return Err(self.at(inst, invalid!("while needs a condition and a body region")));
         };
-        let mut carried =
-            init.iter().map(|&v| self.get(v)).collect::<Result<Vec<_>, _>>().map_err(|f| self.at(inst, f))?;
+        let mut carried = init
+            .iter()
+            .map(|&v| self.get(v))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|f| self.at(inst, f))?;
         loop {
-            self.bind(&before.args, carried.clone(), "while's condition arguments").map_err(|f| self.at(inst, f))?;
+            self.bind(&before.args, carried.clone(), "while's condition arguments")
+                .map_err(|f| self.at(inst, f))?;
             let cond = self.run_region(before)?;
             let go = match cond.as_slice() {
                 [c] => c.scalar_bool("while's condition"),
@@ -331,11 +382,13 @@ impl<'a> Program<'a> {
             // The body's arguments, when it declares its own, take the same values; otherwise
             // it uses the condition region's arguments, which are bound already.
             if !body.args.is_empty() {
-                self.bind(&body.args, carried, "while's body arguments").map_err(|f| self.at(inst, f))?;
+                self.bind(&body.args, carried, "while's body arguments")
+                    .map_err(|f| self.at(inst, f))?;
             }
             carried = self.run_region(body)?;
         }
-        self.bind(&inst.results, carried, "while's results").map_err(|f| self.at(inst, f))
+        self.bind(&inst.results, carried, "while's results")
+            .map_err(|f| self.at(inst, f))
     }
 }
 
@@ -352,7 +405,11 @@ fn check_mask(mask: Option<&Tensor>, ptr_ty: Type) -> Result<Option<&[bool]>, Fa
     match mask {
         None => Ok(None),
         Some(m) if m.ty == ptr_ty.with_elem(Elem::Scalar(ScalarType::Bool)) => Ok(Some(m.bools()?)),
-        Some(m) => Err(invalid!("the mask has type {}, expected i1 of shape {}", m.ty, ptr_ty.shape)),
+        Some(m) => Err(invalid!(
+            "the mask has type {}, expected i1 of shape {}",
+            m.ty,
+            ptr_ty.shape
+        )),
     }
 }
 

@@ -35,7 +35,10 @@ impl Memory<'_> {
     #[inline]
     pub(crate) fn locate(&self, p: Pointer) -> Result<(usize, usize), Fault> {
         let Some(&Some((b, len))) = self.param_buffer.get(p.param as usize) else {
-            return Err(invalid!("pointer derived from parameter {}, which is not a pointer", p.param));
+            return Err(invalid!(
+                "pointer derived from parameter {}, which is not a pointer",
+                p.param
+            ));
         };
         if p.offset < 0 || p.offset as u64 >= len as u64 {
             return Err(Fault {
@@ -67,13 +70,29 @@ fn int_codec(s: ScalarType) -> Codec<i64> {
     let (read, write): (Read<i64>, Write<i64>) = match s {
         ScalarType::I8 => (|x| x[0] as i8 as i64, |x, v| x[0] = v as u8),
         ScalarType::U8 => (|x| x[0] as i64, |x, v| x[0] = v as u8),
-        ScalarType::I16 => (|x| i16::from_ne_bytes(b(x)) as i64, |x, v| x.copy_from_slice(&(v as i16).to_ne_bytes())),
-        ScalarType::U16 => (|x| u16::from_ne_bytes(b(x)) as i64, |x, v| x.copy_from_slice(&(v as u16).to_ne_bytes())),
-        ScalarType::I32 => (|x| i32::from_ne_bytes(b(x)) as i64, |x, v| x.copy_from_slice(&(v as i32).to_ne_bytes())),
-        ScalarType::U32 => (|x| u32::from_ne_bytes(b(x)) as i64, |x, v| x.copy_from_slice(&(v as u32).to_ne_bytes())),
+        ScalarType::I16 => (
+            |x| i16::from_ne_bytes(b(x)) as i64,
+            |x, v| x.copy_from_slice(&(v as i16).to_ne_bytes()),
+        ),
+        ScalarType::U16 => (
+            |x| u16::from_ne_bytes(b(x)) as i64,
+            |x, v| x.copy_from_slice(&(v as u16).to_ne_bytes()),
+        ),
+        ScalarType::I32 => (
+            |x| i32::from_ne_bytes(b(x)) as i64,
+            |x, v| x.copy_from_slice(&(v as i32).to_ne_bytes()),
+        ),
+        ScalarType::U32 => (
+            |x| u32::from_ne_bytes(b(x)) as i64,
+            |x, v| x.copy_from_slice(&(v as u32).to_ne_bytes()),
+        ),
         _ => (|x| i64::from_ne_bytes(b(x)), |x, v| x.copy_from_slice(&v.to_ne_bytes())),
     };
-    Codec { read, write, size: s.size_bytes() }
+    Codec {
+        read,
+        write,
+        size: s.size_bytes(),
+    }
 }
 
 fn float_codec(s: ScalarType) -> Codec<f64> {
@@ -95,11 +114,19 @@ fn float_codec(s: ScalarType) -> Codec<f64> {
         ),
         _ => (|x| f64::from_ne_bytes(b(x)), |x, v| x.copy_from_slice(&v.to_ne_bytes())),
     };
-    Codec { read, write, size: s.size_bytes() }
+    Codec {
+        read,
+        write,
+        size: s.size_bytes(),
+    }
 }
 
 fn bool_codec() -> Codec<bool> {
-    Codec { read: |x| x[0] != 0, write: |x, v| x[0] = v as u8, size: 1 }
+    Codec {
+        read: |x| x[0] != 0,
+        write: |x, v| x[0] = v as u8,
+        size: 1,
+    }
 }
 
 fn masked(mask: Option<&[bool]>, i: usize) -> bool {
@@ -268,18 +295,22 @@ pub(crate) fn atomic_cas(
     values: &Data,
 ) -> Result<Data, Fault> {
     Ok(match (cmp, values) {
-        (Data::Int(c), Data::Int(v)) => {
-            Data::Int(rmw(mem, int_codec(s), ptrs, mask, 0, &|i, old| (old == c[i]).then_some(v[i]))?)
-        }
+        (Data::Int(c), Data::Int(v)) => Data::Int(rmw(mem, int_codec(s), ptrs, mask, 0, &|i, old| {
+            (old == c[i]).then_some(v[i])
+        })?),
         (Data::Float(c), Data::Float(v)) => {
             // Values of the element type compare bit for bit through their f64 images.
             Data::Float(rmw(mem, float_codec(s), ptrs, mask, 0.0, &|i, old| {
                 (old.to_bits() == c[i].to_bits()).then_some(v[i])
             })?)
         }
-        (Data::Bool(c), Data::Bool(v)) => {
-            Data::Bool(rmw(mem, bool_codec(), ptrs, mask, false, &|i, old| (old == c[i]).then_some(v[i]))?)
+        (Data::Bool(c), Data::Bool(v)) => Data::Bool(rmw(mem, bool_codec(), ptrs, mask, false, &|i, old| {
+            (old == c[i]).then_some(v[i])
+        })?),
+        _ => {
+            return Err(invalid!(
+                "atomic_cas operands must be integers, floats or booleans of one type"
+            ))
         }
-        _ => return Err(invalid!("atomic_cas operands must be integers, floats or booleans of one type")),
     })
 }

@@ -61,7 +61,11 @@ impl ArgValue {
         match *self {
             ArgValue::Ptr { buffer, offset } => match buffers.get(buffer) {
                 Some(b) => {
-                    format!("a pointer to element {offset} of buffer {buffer} ({}, {} elements)", b.elem(), b.len())
+                    format!(
+                        "a pointer to element {offset} of buffer {buffer} ({}, {} elements)",
+                        b.elem(),
+                        b.len()
+                    )
                 }
                 None => format!("a pointer to buffer {buffer}"),
             },
@@ -90,7 +94,11 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &[ArgValue], buffers: &mut [Ho
     }
     let declared: Vec<(&str, Type)> = kernel.params.iter().map(|p| (p.name.as_str(), p.ty)).collect();
     let (params, param_buffer) = bind_args(&declared, args, buffers)?;
-    let mem = Memory { buffers, param_buffer, param_names: kernel.params.iter().map(|p| p.name.as_str()).collect() };
+    let mem = Memory {
+        buffers,
+        param_buffer,
+        param_names: kernel.params.iter().map(|p| p.name.as_str()).collect(),
+    };
     let mut program = eval::Program::new(kernel, grid, mem, params);
     for z in 0..grid[2] {
         for y in 0..grid[1] {
@@ -136,7 +144,13 @@ pub(crate) fn bind_args(
                 if offset > b.len() {
                     return Err(bad(format!("{}, with an offset of at most its length", expected())));
                 }
-                (Data::Ptr(vec![Pointer { param: index as u32, offset: offset as i64 }]), Some((buffer, b.len())))
+                (
+                    Data::Ptr(vec![Pointer {
+                        param: index as u32,
+                        offset: offset as i64,
+                    }]),
+                    Some((buffer, b.len())),
+                )
             }
             (Elem::Scalar(s), ArgValue::Int(i)) if s.is_int() => {
                 if !int_fits(s, i) {

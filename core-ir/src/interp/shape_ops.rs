@@ -15,7 +15,9 @@ use crate::types::{Elem, ScalarType, Shape, Type, MAX_RANK};
 
 pub(crate) fn constant(value: Literal, ty: Type) -> Result<Tensor, Fault> {
     let n = ty.shape.numel();
-    let s = ty.scalar_type().ok_or_else(|| invalid!("a constant cannot be a pointer ({ty})"))?;
+    let s = ty
+        .scalar_type()
+        .ok_or_else(|| invalid!("a constant cannot be a pointer ({ty})"))?;
     let data = match value {
         Literal::Bool(b) if s.is_bool() => Data::Bool(vec![b; n]),
         Literal::Int(i) if s.is_int() => {
@@ -39,14 +41,23 @@ pub(crate) fn arange(start: i32, end: i32, ty: Type) -> Result<Tensor, Fault> {
     if ty != Type::block(Elem::Scalar(ScalarType::I32), Shape::new(&[n as u32]).unwrap()) {
         return Err(invalid!("arange({start}, {end}) gives <{n}xi32>, not {ty}"));
     }
-    Ok(Tensor { ty, data: Data::Int((start..end).map(|i| i as i64).collect()) })
+    Ok(Tensor {
+        ty,
+        data: Data::Int((start..end).map(|i| i as i64).collect()),
+    })
 }
 
 pub(crate) fn splat(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     if !x.ty.is_scalar() || x.ty.elem != ty.elem {
-        return Err(invalid!("splat takes a scalar of the result's element type; got {} for {ty}", x.ty));
+        return Err(invalid!(
+            "splat takes a scalar of the result's element type; got {} for {ty}",
+            x.ty
+        ));
     }
-    Ok(Tensor { ty, data: x.data.splat(ty.shape.numel()) })
+    Ok(Tensor {
+        ty,
+        data: x.data.splat(ty.shape.numel()),
+    })
 }
 
 /// Row-major multi-indices of `shape` padded to [`MAX_RANK`] with leading zeros, visited in
@@ -76,7 +87,10 @@ pub(crate) fn broadcast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
         return Err(invalid!("cannot broadcast {} to {ty}", x.ty));
     }
     if from == to {
-        return Ok(Tensor { ty, data: x.data.clone() });
+        return Ok(Tensor {
+            ty,
+            data: x.data.clone(),
+        });
     }
     // Source strides, 0 along broadcast dimensions.
     let mut strides = from.strides();
@@ -87,7 +101,10 @@ pub(crate) fn broadcast(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     }
     let mut indices = Vec::with_capacity(to.numel());
     for_each_source_index(to, strides, |i| indices.push(i));
-    Ok(Tensor { ty, data: x.data.gather(&indices) })
+    Ok(Tensor {
+        ty,
+        data: x.data.gather(&indices),
+    })
 }
 
 pub(crate) fn expand_dims(x: &Tensor, axis: u8, ty: Type) -> Result<Tensor, Fault> {
@@ -95,14 +112,20 @@ pub(crate) fn expand_dims(x: &Tensor, axis: u8, ty: Type) -> Result<Tensor, Faul
     if x.ty.elem != ty.elem || expected != Some(ty.shape) {
         return Err(invalid!("expand_dims of {} at axis {axis} cannot give {ty}", x.ty));
     }
-    Ok(Tensor { ty, data: x.data.clone() })
+    Ok(Tensor {
+        ty,
+        data: x.data.clone(),
+    })
 }
 
 pub(crate) fn reshape(x: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     if x.ty.elem != ty.elem || x.ty.shape.numel() != ty.shape.numel() {
         return Err(invalid!("cannot reshape {} to {ty}", x.ty));
     }
-    Ok(Tensor { ty, data: x.data.clone() })
+    Ok(Tensor {
+        ty,
+        data: x.data.clone(),
+    })
 }
 
 pub(crate) fn permute(x: &Tensor, perm: &[u8], ty: Type) -> Result<Tensor, Fault> {
@@ -110,7 +133,9 @@ pub(crate) fn permute(x: &Tensor, perm: &[u8], ty: Type) -> Result<Tensor, Fault
     let rank = from.rank();
     let mut seen = [false; MAX_RANK];
     let valid = perm.len() == rank
-        && perm.iter().all(|&p| (p as usize) < rank && !std::mem::replace(&mut seen[p as usize], true));
+        && perm
+            .iter()
+            .all(|&p| (p as usize) < rank && !std::mem::replace(&mut seen[p as usize], true));
     if !valid {
         return Err(invalid!("{perm:?} is not a permutation of the {rank} axes of {}", x.ty));
     }
@@ -125,14 +150,22 @@ pub(crate) fn permute(x: &Tensor, perm: &[u8], ty: Type) -> Result<Tensor, Fault
     }
     let mut indices = Vec::with_capacity(from.numel());
     for_each_source_index(ty.shape, strides, |i| indices.push(i));
-    Ok(Tensor { ty, data: x.data.gather(&indices) })
+    Ok(Tensor {
+        ty,
+        data: x.data.gather(&indices),
+    })
 }
 
 pub(crate) fn reduce(op: ReduceOp, x: &Tensor, axis: u8, ty: Type) -> Result<Tensor, Fault> {
     let shape = x.ty.shape;
     let axis = axis as usize;
     if axis >= shape.rank() {
-        return Err(invalid!("{} along axis {axis} of {}, which has rank {}", op.name(), x.ty, shape.rank()));
+        return Err(invalid!(
+            "{} along axis {axis} of {}, which has rank {}",
+            op.name(),
+            x.ty,
+            shape.rank()
+        ));
     }
     let s = x.scalar_type("a reduction's operand")?;
     let out_elem = match op {
@@ -169,9 +202,12 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, axis: u8, ty: Type) -> Result<Ten
     let dims3 = (outer, n, inner);
     let unsupported = || invalid!("{} is not defined for {s}", op.name());
     let data = match (&x.data, op) {
-        (Data::Float(v), ReduceOp::Sum) => {
-            Data::Float(fold(v, dims3, |a| a, |acc, a, _| acc + a).into_iter().map(|a| round_float(s, a)).collect())
-        }
+        (Data::Float(v), ReduceOp::Sum) => Data::Float(
+            fold(v, dims3, |a| a, |acc, a, _| acc + a)
+                .into_iter()
+                .map(|a| round_float(s, a))
+                .collect(),
+        ),
         (Data::Float(v), ReduceOp::Max) => Data::Float(fold(v, dims3, |a| a, |acc, a, _| fmax(acc, a))),
         (Data::Float(v), ReduceOp::Min) => Data::Float(fold(v, dims3, |a| a, |acc, a, _| fmin(acc, a))),
         (Data::Float(v), ReduceOp::ArgMax) => {
@@ -181,7 +217,10 @@ pub(crate) fn reduce(op: ReduceOp, x: &Tensor, axis: u8, ty: Type) -> Result<Ten
             Data::Int(arg(v, dims3, |a, best| !best.is_nan() && (a.is_nan() || a < best)))
         }
         (Data::Int(v), ReduceOp::Sum) => Data::Int(
-            fold(v, dims3, |a| a, |acc, a, _| acc.wrapping_add(a)).into_iter().map(|a| wrap_int(s, a)).collect(),
+            fold(v, dims3, |a| a, |acc, a, _| acc.wrapping_add(a))
+                .into_iter()
+                .map(|a| wrap_int(s, a))
+                .collect(),
         ),
         // Unsigned values compare as u64 (the others are zero-extended, so that is exact).
         (Data::Int(v), ReduceOp::Max) if s.is_unsigned_int() => {

@@ -52,12 +52,21 @@ use std::collections::HashMap;
 ///
 /// The arguments follow [`super::run`]: one per parameter of `kernel` (which are the block
 /// kernel's parameters, in order), pointers naming an element of `buffers`.
-pub fn run_threads(kernel: &ThreadKernel, grid: [u32; 3], args: &[ArgValue], buffers: &mut [HostBuffer]) -> Result<(), InterpError> {
+pub fn run_threads(
+    kernel: &ThreadKernel,
+    grid: [u32; 3],
+    args: &[ArgValue],
+    buffers: &mut [HostBuffer],
+) -> Result<(), InterpError> {
     if grid.contains(&0) {
         return Err(InterpError::EmptyGrid { grid });
     }
     if args.len() != kernel.params.len() {
-        return Err(InterpError::ArgumentCount { kernel: kernel.name.clone(), expected: kernel.params.len(), got: args.len() });
+        return Err(InterpError::ArgumentCount {
+            kernel: kernel.name.clone(),
+            expected: kernel.params.len(),
+            got: args.len(),
+        });
     }
     crate::thread::verify(kernel).map_err(|message| InterpError::ThreadFault {
         kind: FaultKind::InvalidIr,
@@ -76,11 +85,24 @@ pub fn run_threads(kernel: &ThreadKernel, grid: [u32; 3], args: &[ArgValue], buf
         })
         .collect();
     let (args, param_buffer) = bind_args(&declared, args, buffers)?;
-    let global = Memory { buffers, param_buffer, param_names: kernel.params.iter().map(|p| p.name()).collect() };
-    let mut shared_buffers: Vec<HostBuffer> = kernel.shared.iter().map(|a| HostBuffer::zeros(a.elem, a.len as usize)).collect();
+    let global = Memory {
+        buffers,
+        param_buffer,
+        param_names: kernel.params.iter().map(|p| p.name()).collect(),
+    };
+    let mut shared_buffers: Vec<HostBuffer> = kernel
+        .shared
+        .iter()
+        .map(|a| HostBuffer::zeros(a.elem, a.len as usize))
+        .collect();
     let shared_names: Vec<String> = (0..kernel.shared.len()).map(|i| format!("shared{i}")).collect();
     let shared = Memory {
-        param_buffer: kernel.shared.iter().enumerate().map(|(i, a)| Some((i, a.len as usize))).collect(),
+        param_buffer: kernel
+            .shared
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Some((i, a.len as usize)))
+            .collect(),
         buffers: &mut shared_buffers,
         param_names: shared_names.iter().map(String::as_str).collect(),
     };
@@ -128,12 +150,20 @@ struct SimFault {
 
 impl From<Fault> for SimFault {
     fn from(f: Fault) -> SimFault {
-        SimFault { kind: f.kind, thread: None, message: f.message }
+        SimFault {
+            kind: f.kind,
+            thread: None,
+            message: f.message,
+        }
     }
 }
 
 fn fault(kind: FaultKind, thread: usize, message: String) -> SimFault {
-    SimFault { kind, thread: Some(thread), message }
+    SimFault {
+        kind,
+        thread: Some(thread),
+        message,
+    }
 }
 
 /// An element's value as bits, to compare values written by different threads.
@@ -215,7 +245,11 @@ impl<'s> Sim<'s> {
             args,
             regs: k.regs.iter().map(|(_, r)| zeros(column(r.ty))).collect(),
             def: vec![Def::None; k.regs.len()],
-            track: k.shared.iter().map(|a| vec![Track::default(); a.len as usize]).collect(),
+            track: k
+                .shared
+                .iter()
+                .map(|a| vec![Track::default(); a.len as usize])
+                .collect(),
             global_track: Vec::new(),
             program: 0,
             epoch: 1,
@@ -253,7 +287,11 @@ impl<'s> Sim<'s> {
             match s {
                 Stmt::Comment(c) => self.context = c,
                 Stmt::Barrier => self.epoch += 1,
-                Stmt::If { cond, then_body, else_body } => {
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
                     let c = self.uniform(*cond).map_err(|f| self.error(s, f))?;
                     self.block(if c { then_body } else { else_body })?;
                 }
@@ -271,7 +309,10 @@ impl<'s> Sim<'s> {
     }
 
     fn column_type(&self, r: Reg) -> Type {
-        Type::block(Elem::Scalar(self.k.reg_type(r)), Shape::new(&[self.threads as u32]).unwrap())
+        Type::block(
+            Elem::Scalar(self.k.reg_type(r)),
+            Shape::new(&[self.threads as u32]).unwrap(),
+        )
     }
 
     /// Register `r`, which must be defined in every thread where `active` holds (`None`: in
@@ -286,7 +327,11 @@ impl<'s> Sim<'s> {
         };
         match undefined {
             None => Ok(&self.regs[r.index()]),
-            Some(t) => Err(fault(FaultKind::UndefinedRegister, t, format!("r{} is read before it is written", r.index()))),
+            Some(t) => Err(fault(
+                FaultKind::UndefinedRegister,
+                t,
+                format!("r{} is read before it is written", r.index()),
+            )),
         }
     }
 
@@ -295,7 +340,10 @@ impl<'s> Sim<'s> {
     fn write_where(&mut self, r: Reg, value: &Data, active: &[bool]) -> Result<(), SimFault> {
         let kept: Vec<bool> = active.iter().map(|&a| !a).collect();
         if let Err(f) = self.read(r, Some(&kept)) {
-            let message = format!("r{} keeps its value where the predicate is false, but has none", r.index());
+            let message = format!(
+                "r{} keeps its value where the predicate is false, but has none",
+                r.index()
+            );
             return Err(SimFault { message, ..f });
         }
         merge(&mut self.regs[r.index()].data, value, active);
@@ -311,7 +359,11 @@ impl<'s> Sim<'s> {
             Def::None => active.to_vec(),
             Def::Some(v) => v.iter().zip(active).map(|(&a, &b)| a | b).collect(),
         };
-        *d = if next.iter().all(|&x| x) { Def::All } else { Def::Some(next) };
+        *d = if next.iter().all(|&x| x) {
+            Def::All
+        } else {
+            Def::Some(next)
+        };
     }
 
     fn uniform(&self, cond: Reg) -> Result<bool, SimFault> {
@@ -321,7 +373,12 @@ impl<'s> Sim<'s> {
             Some(t) => Err(fault(
                 FaultKind::DivergentControlFlow,
                 t,
-                format!("condition r{} is {} in thread 0 but {} in thread {t}", cond.index(), c[0], c[t]),
+                format!(
+                    "condition r{} is {} in thread 0 but {} in thread {t}",
+                    cond.index(),
+                    c[0],
+                    c[t]
+                ),
             )),
         }
     }
@@ -343,12 +400,36 @@ impl<'s> Sim<'s> {
                 Ok(())
             }
             Stmt::Load { dsts, mem, index, pred } => self.load(dsts, *mem, *index, *pred),
-            Stmt::Store { values, mem, index, pred } => self.store(values, *mem, *index, *pred),
-            Stmt::Atomic { dst, param, index, pred, .. } | Stmt::AtomicCas { dst, param, index, pred, .. } => {
+            Stmt::Store {
+                values,
+                mem,
+                index,
+                pred,
+            } => self.store(values, *mem, *index, *pred),
+            Stmt::Atomic {
+                dst,
+                param,
+                index,
+                pred,
+                ..
+            }
+            | Stmt::AtomicCas {
+                dst,
+                param,
+                index,
+                pred,
+                ..
+            } => {
                 self.serial += 1;
                 let active = self.active(*pred)?;
                 let (offsets, elem) = self.addresses(Space::Global { param: *param }, *index, 1, &active)?;
-                let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param: *param, offset: o }).collect();
+                let ptrs: Vec<Pointer> = offsets
+                    .iter()
+                    .map(|&o| Pointer {
+                        param: *param,
+                        offset: o,
+                    })
+                    .collect();
                 for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
                     self.touch(Space::Global { param: *param }, p.offset, t, Access::Atomic)?;
                 }
@@ -375,7 +456,10 @@ impl<'s> Sim<'s> {
         let r = |reg: Reg| self.read(reg, None);
         let t = match expr {
             Expr::Const(l) => shape_ops::constant(*l, ty)?,
-            Expr::Param(i) => Tensor { ty, data: self.args[*i as usize].data.splat(self.threads) },
+            Expr::Param(i) => Tensor {
+                ty,
+                data: self.args[*i as usize].data.splat(self.threads),
+            },
             Expr::Special(sp) => {
                 let v: Vec<i64> = match *sp {
                     Special::ThreadId => (0..self.threads as i64).collect(),
@@ -384,7 +468,10 @@ impl<'s> Sim<'s> {
                 };
                 Tensor { ty, data: Data::Int(v) }
             }
-            Expr::Copy(a) => Tensor { ty, data: r(*a)?.data.clone() },
+            Expr::Copy(a) => Tensor {
+                ty,
+                data: r(*a)?.data.clone(),
+            },
             Expr::Unary(op, a) => ew::unary(*op, r(*a)?, ty)?,
             Expr::Binary(op, a, b) => ew::binary(*op, r(*a)?, r(*b)?, ty)?,
             Expr::Compare(op, a, b) => ew::compare(*op, r(*a)?, r(*b)?, ty)?,
@@ -394,8 +481,13 @@ impl<'s> Sim<'s> {
             Expr::Bitcast(a) => ew::bitcast(r(*a)?, ty)?,
             Expr::ShuffleXor { value, mask } => {
                 let ws = self.warp_size;
-                let from: Vec<usize> = (0..self.threads).map(|t| (t & !(ws - 1)) | ((t & (ws - 1)) ^ *mask as usize)).collect();
-                Tensor { ty, data: r(*value)?.data.gather(&from) }
+                let from: Vec<usize> = (0..self.threads)
+                    .map(|t| (t & !(ws - 1)) | ((t & (ws - 1)) ^ *mask as usize))
+                    .collect();
+                Tensor {
+                    ty,
+                    data: r(*value)?.data.gather(&from),
+                }
             }
             Expr::ShuffleIdx { value, lane } => {
                 let ws = self.warp_size;
@@ -403,11 +495,18 @@ impl<'s> Sim<'s> {
                 let mut from = Vec::with_capacity(self.threads);
                 for (t, &l) in lanes.iter().enumerate() {
                     if !(0..ws as i64).contains(&l) {
-                        return Err(fault(FaultKind::InvalidIr, t, format!("shuffle from lane {l}, outside the warp of {ws}")));
+                        return Err(fault(
+                            FaultKind::InvalidIr,
+                            t,
+                            format!("shuffle from lane {l}, outside the warp of {ws}"),
+                        ));
                     }
                     from.push((t & !(ws - 1)) | l as usize);
                 }
-                Tensor { ty, data: r(*value)?.data.gather(&from) }
+                Tensor {
+                    ty,
+                    data: r(*value)?.data.gather(&from),
+                }
             }
         };
         Ok(t)
@@ -455,7 +554,11 @@ impl<'s> Sim<'s> {
                     Space::Global { .. } => self.global.locate(p).map(|_| ()),
                     Space::Shared { .. } => self.shared.locate(p).map(|_| ()),
                 };
-                located.map_err(|f| SimFault { kind: f.kind, thread: Some(t), message: f.message })?;
+                located.map_err(|f| SimFault {
+                    kind: f.kind,
+                    thread: Some(t),
+                    message: f.message,
+                })?;
             }
         }
         Ok((offsets, elem))
@@ -467,7 +570,13 @@ impl<'s> Sim<'s> {
         let (offsets, elem) = self.addresses(m, index, dsts.len(), &active)?;
         for (k, &dst) in dsts.iter().enumerate() {
             let (param, _, _) = self.space(m);
-            let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param, offset: o + k as i64 }).collect();
+            let ptrs: Vec<Pointer> = offsets
+                .iter()
+                .map(|&o| Pointer {
+                    param,
+                    offset: o + k as i64,
+                })
+                .collect();
             for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
                 self.touch(m, p.offset, t, Access::Read)?;
             }
@@ -496,13 +605,22 @@ impl<'s> Sim<'s> {
                     return Err(fault(
                         FaultKind::RacingStores,
                         t,
-                        format!("threads {first} and {t} write different values to element {}", o + k as i64),
+                        format!(
+                            "threads {first} and {t} write different values to element {}",
+                            o + k as i64
+                        ),
                     ));
                 }
             }
         }
         for (k, &v) in values.iter().enumerate() {
-            let ptrs: Vec<Pointer> = offsets.iter().map(|&o| Pointer { param, offset: o + k as i64 }).collect();
+            let ptrs: Vec<Pointer> = offsets
+                .iter()
+                .map(|&o| Pointer {
+                    param,
+                    offset: o + k as i64,
+                })
+                .collect();
             let data = self.regs[v.index()].data.clone();
             let mem = match m {
                 Space::Global { .. } => &mut self.global,
@@ -511,7 +629,14 @@ impl<'s> Sim<'s> {
             let old = memory::load(mem, elem, &ptrs, Some(&active), None)?;
             memory::store(mem, elem, &ptrs, Some(&active), &data)?;
             for (t, p) in ptrs.iter().enumerate().filter(|&(t, _)| active[t]) {
-                self.touch(m, p.offset, t, Access::Write { same: bits(&old, t) == bits(&data, t) })?;
+                self.touch(
+                    m,
+                    p.offset,
+                    t,
+                    Access::Write {
+                        same: bits(&old, t) == bits(&data, t),
+                    },
+                )?;
             }
         }
         Ok(())
@@ -529,7 +654,10 @@ impl<'s> Sim<'s> {
             Space::Shared { alloc } => {
                 let track = &mut self.track[alloc as usize][e as usize];
                 if track.program != program {
-                    *track = Track { program, ..Track::default() };
+                    *track = Track {
+                        program,
+                        ..Track::default()
+                    };
                 }
                 if track.write_epoch == 0 {
                     match access {
@@ -556,7 +684,10 @@ impl<'s> Sim<'s> {
                 }
                 let track = &mut tracks[e as usize];
                 if track.program != program {
-                    *track = Track { program, ..Track::default() };
+                    *track = Track {
+                        program,
+                        ..Track::default()
+                    };
                 }
                 track
             }
@@ -575,7 +706,8 @@ impl<'s> Sim<'s> {
                 Access::Write { .. } => "overwrites",
                 Access::Atomic => "updates",
             };
-            let message = format!("warp {warp} {verb} element {e} of {name}, which another warp {what} with no barrier since");
+            let message =
+                format!("warp {warp} {verb} element {e} of {name}, which another warp {what} with no barrier since");
             fault(FaultKind::MissingBarrier, t, message)
         })
     }
@@ -586,7 +718,9 @@ impl<'s> Sim<'s> {
 enum Access {
     Read,
     /// `same`: of the value the element holds, which changes nothing.
-    Write { same: bool },
+    Write {
+        same: bool,
+    },
     Atomic,
 }
 
@@ -600,7 +734,11 @@ impl Track {
         match access {
             Access::Read => {
                 if others_wrote {
-                    return Err(if self.write_atomic { "updated atomically" } else { "wrote" });
+                    return Err(if self.write_atomic {
+                        "updated atomically"
+                    } else {
+                        "wrote"
+                    });
                 }
                 if self.read_epoch != epoch {
                     self.read_epoch = epoch;
@@ -611,7 +749,11 @@ impl Track {
             }
             Access::Write { same: true } => return Ok(()),
             Access::Write { same: false } if others_wrote => {
-                return Err(if self.write_atomic { "updated atomically" } else { "wrote" })
+                return Err(if self.write_atomic {
+                    "updated atomically"
+                } else {
+                    "wrote"
+                })
             }
             Access::Atomic if others_wrote && !self.write_atomic => return Err("wrote"),
             _ if others_read => return Err("read"),

@@ -104,14 +104,20 @@ impl Tensor {
             return Err(invalid!("{} cannot hold a value of type {ty}", data.kind()));
         }
         if data.len() != ty.shape.numel() {
-            return Err(invalid!("{} elements cannot have type {ty} ({} elements)", data.len(), ty.shape.numel()));
+            return Err(invalid!(
+                "{} elements cannot have type {ty} ({} elements)",
+                data.len(),
+                ty.shape.numel()
+            ));
         }
         Ok(())
     }
 
     /// The scalar element type; pointers are an error naming `what`.
     pub fn scalar_type(&self, what: &str) -> Result<ScalarType, Fault> {
-        self.ty.scalar_type().ok_or_else(|| invalid!("{what} cannot be a pointer ({})", self.ty))
+        self.ty
+            .scalar_type()
+            .ok_or_else(|| invalid!("{what} cannot be a pointer ({})", self.ty))
     }
 
     pub fn bools(&self) -> Result<&[bool], Fault> {
@@ -299,7 +305,11 @@ pub(crate) fn float_to_bits(s: ScalarType, v: f64) -> u64 {
 /// round-to-odd at 53 bits so that a second rounding to a narrower float (f16, bf16) is
 /// correct.
 pub(crate) fn int_to_f64_round_to_odd(v: i64, unsigned: bool) -> f64 {
-    let (negative, magnitude) = if unsigned { (false, v as u64) } else { (v < 0, v.unsigned_abs()) };
+    let (negative, magnitude) = if unsigned {
+        (false, v as u64)
+    } else {
+        (v < 0, v.unsigned_abs())
+    };
     let significant = 64 - magnitude.leading_zeros();
     let m = if significant > 53 {
         let shift = significant - 53;

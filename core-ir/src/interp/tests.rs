@@ -7,8 +7,8 @@ use crate::ir::{
     AtomicOp, BinaryOp, CmpOp, Inst, Literal, Op, Param, ReduceOp, Region, SourceLoc, UnaryOp, ValueData, ValueDef,
     ValueId,
 };
-use crate::types::{Elem, ScalarType, ScalarType::*, Shape, Type};
 use crate::testing::Rng;
+use crate::types::{Elem, ScalarType, ScalarType::*, Shape, Type};
 use half::{bf16, f16};
 
 // ---------------------------------------------------------------------------------------------
@@ -68,17 +68,34 @@ impl Kb {
     fn param(&mut self, name: &str, ty: Type) -> ValueId {
         let index = self.k.params.len() as u32;
         let value = self.value(ty, ValueDef::Param(index));
-        self.k.params.push(Param { name: name.into(), ty, value });
+        self.k.params.push(Param {
+            name: name.into(),
+            ty,
+            value,
+        });
         value
     }
     #[track_caller]
     fn push(&mut self, op: Op, tys: &[Type]) -> Vec<ValueId> {
         let loc = SourceLoc::caller();
-        let id = self.k.insts.append(Inst { op, results: vec![], regions: vec![], loc });
+        let id = self.k.insts.append(Inst {
+            op,
+            results: vec![],
+            regions: vec![],
+            loc,
+        });
         let results: Vec<_> = tys
             .iter()
             .enumerate()
-            .map(|(i, &ty)| self.value(ty, ValueDef::Result { inst: id, index: i as u32 }))
+            .map(|(i, &ty)| {
+                self.value(
+                    ty,
+                    ValueDef::Result {
+                        inst: id,
+                        index: i as u32,
+                    },
+                )
+            })
             .collect();
         self.k.insts[id].results = results.clone();
         self.regions.last_mut().unwrap().insts.push(id);
@@ -129,7 +146,13 @@ impl Kb {
     fn permute(&mut self, value: ValueId, perm: &[u8]) -> ValueId {
         let ty = self.ty(value);
         let dims: Vec<u32> = perm.iter().map(|&p| ty.shape.dims()[p as usize]).collect();
-        self.op(Op::Permute { value, perm: perm.to_vec() }, ty.with_shape(Shape::new(&dims).unwrap()))
+        self.op(
+            Op::Permute {
+                value,
+                perm: perm.to_vec(),
+            },
+            ty.with_shape(Shape::new(&dims).unwrap()),
+        )
     }
     #[track_caller]
     fn unary(&mut self, op: UnaryOp, value: ValueId) -> ValueId {
@@ -149,7 +172,14 @@ impl Kb {
     #[track_caller]
     fn select(&mut self, cond: ValueId, on_true: ValueId, on_false: ValueId) -> ValueId {
         let ty = self.ty(on_true);
-        self.op(Op::Select { cond, on_true, on_false }, ty)
+        self.op(
+            Op::Select {
+                cond,
+                on_true,
+                on_false,
+            },
+            ty,
+        )
     }
     #[track_caller]
     fn fma(&mut self, a: ValueId, b: ValueId, c: ValueId) -> ValueId {
@@ -189,7 +219,15 @@ impl Kb {
     #[track_caller]
     fn atomic_cas(&mut self, ptr: ValueId, cmp: ValueId, value: ValueId) -> ValueId {
         let ty = self.ty(value);
-        self.op(Op::AtomicCas { ptr, cmp, value, mask: None }, ty)
+        self.op(
+            Op::AtomicCas {
+                ptr,
+                cmp,
+                value,
+                mask: None,
+            },
+            ty,
+        )
     }
     #[track_caller]
     fn reduce(&mut self, op: ReduceOp, value: ValueId, axis: u8) -> ValueId {
@@ -198,7 +236,10 @@ impl Kb {
             ReduceOp::ArgMax | ReduceOp::ArgMin => Elem::Scalar(I32),
             _ => ty.elem,
         };
-        self.op(Op::Reduce { op, value, axis }, Type::block(elem, ty.shape.remove_axis(axis as usize).unwrap()))
+        self.op(
+            Op::Reduce { op, value, axis },
+            Type::block(elem, ty.shape.remove_axis(axis as usize).unwrap()),
+        )
     }
     #[track_caller]
     fn dot(&mut self, a: ValueId, b: ValueId, acc: ValueId) -> ValueId {
@@ -210,18 +251,38 @@ impl Kb {
     fn reserve(&mut self) -> (crate::ir::InstId, SourceLoc) {
         let loc = SourceLoc::caller();
         let op = Op::Yield { values: vec![] };
-        (self.k.insts.append(Inst { op, results: vec![], regions: vec![], loc }), loc)
+        (
+            self.k.insts.append(Inst {
+                op,
+                results: vec![],
+                regions: vec![],
+                loc,
+            }),
+            loc,
+        )
     }
     fn region_args(&mut self, inst: crate::ir::InstId, region: u32, tys: &[Type]) -> Vec<ValueId> {
         tys.iter()
             .enumerate()
-            .map(|(i, &ty)| self.value(ty, ValueDef::RegionArg { inst, region, index: i as u32 }))
+            .map(|(i, &ty)| {
+                self.value(
+                    ty,
+                    ValueDef::RegionArg {
+                        inst,
+                        region,
+                        index: i as u32,
+                    },
+                )
+            })
             .collect()
     }
     /// Builds a region with `args` whose body `f` returns the values to yield (no yield when
     /// `None`).
     fn region(&mut self, args: Vec<ValueId>, f: impl FnOnce(&mut Kb, &[ValueId]) -> Option<Vec<ValueId>>) -> Region {
-        self.regions.push(Region { args: args.clone(), insts: vec![] });
+        self.regions.push(Region {
+            args: args.clone(),
+            insts: vec![],
+        });
         if let Some(values) = f(self, &args) {
             self.push(Op::Yield { values }, &[]);
         }
@@ -231,7 +292,15 @@ impl Kb {
         let results: Vec<_> = tys
             .iter()
             .enumerate()
-            .map(|(i, &ty)| self.value(ty, ValueDef::Result { inst: id, index: i as u32 }))
+            .map(|(i, &ty)| {
+                self.value(
+                    ty,
+                    ValueDef::Result {
+                        inst: id,
+                        index: i as u32,
+                    },
+                )
+            })
             .collect();
         let inst = &mut self.k.insts[id];
         inst.op = op;
@@ -255,7 +324,12 @@ impl Kb {
         arg_tys.extend(&tys);
         let args = self.region_args(id, 0, &arg_tys);
         let region = self.region(args, |kb, args| Some(body(kb, args[0], &args[1..])));
-        let op = Op::For { start, end, step, init: init.to_vec() };
+        let op = Op::For {
+            start,
+            end,
+            step,
+            init: init.to_vec(),
+        };
         self.finish_inst(id, op, vec![region], &tys)
     }
     #[track_caller]
@@ -310,8 +384,11 @@ fn elementwise(inputs: &[HostBuffer], out: ScalarType, f: impl FnOnce(&mut Kb, &
     let n = inputs[0].len();
     let block = n.next_power_of_two() as u32;
     let mut kb = Kb::new("elementwise");
-    let params: Vec<_> =
-        inputs.iter().enumerate().map(|(i, b)| kb.param(&format!("in{i}"), Type::ptr(b.elem()))).collect();
+    let params: Vec<_> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, b)| kb.param(&format!("in{i}"), Type::ptr(b.elem())))
+        .collect();
     let out_p = kb.param("out", Type::ptr(out));
     let n_p = kb.param("n", Type::scalar(I32));
     let offs = kb.arange(0, block as i32);
@@ -338,15 +415,21 @@ fn elementwise(inputs: &[HostBuffer], out: ScalarType, f: impl FnOnce(&mut Kb, &
 
 fn binary_op<T: Element>(op: BinaryOp, a: &[T], b: &[T]) -> Vec<T> {
     let inputs = [HostBuffer::from_slice(a), HostBuffer::from_slice(b)];
-    elementwise(&inputs, T::TYPE, |kb, v| kb.bin(op, v[0], v[1])).to_vec().unwrap()
+    elementwise(&inputs, T::TYPE, |kb, v| kb.bin(op, v[0], v[1]))
+        .to_vec()
+        .unwrap()
 }
 
 fn unary_op<T: Element>(op: UnaryOp, a: &[T]) -> Vec<T> {
-    elementwise(&[HostBuffer::from_slice(a)], T::TYPE, |kb, v| kb.unary(op, v[0])).to_vec().unwrap()
+    elementwise(&[HostBuffer::from_slice(a)], T::TYPE, |kb, v| kb.unary(op, v[0]))
+        .to_vec()
+        .unwrap()
 }
 
 fn cast_to<T: Element, U: Element>(a: &[T]) -> Vec<U> {
-    elementwise(&[HostBuffer::from_slice(a)], U::TYPE, |kb, v| kb.cast(v[0], U::TYPE)).to_vec().unwrap()
+    elementwise(&[HostBuffer::from_slice(a)], U::TYPE, |kb, v| kb.cast(v[0], U::TYPE))
+        .to_vec()
+        .unwrap()
 }
 
 fn bits32(v: &[f32]) -> Vec<u32> {
@@ -360,10 +443,16 @@ fn bits32(v: &[f32]) -> Vec<u32> {
 fn signed_division_truncates_and_wraps() {
     let a = [-7, 7, -7, 7, i32::MIN, 5, -5, 0, i32::MIN, 1];
     let b = [2, -2, -2, 2, -1, 0, 0, 3, 1, i32::MIN];
-    assert_eq!(binary_op(BinaryOp::Div, &a, &b), [-3, -3, 3, 3, i32::MIN, 0, 0, 0, i32::MIN, 0]);
+    assert_eq!(
+        binary_op(BinaryOp::Div, &a, &b),
+        [-3, -3, 3, 3, i32::MIN, 0, 0, 0, i32::MIN, 0]
+    );
     assert_eq!(binary_op(BinaryOp::Rem, &a, &b), [-1, 1, -1, 1, 0, 0, 0, 0, 0, 1]);
     // (a + b - 1) / b, wrapping: (MIN - 2) wraps to MAX - 1.
-    assert_eq!(binary_op(BinaryOp::CeilDiv, &a, &b)[..5], [-3, -2, 5, 4, -(i32::MAX - 1)]);
+    assert_eq!(
+        binary_op(BinaryOp::CeilDiv, &a, &b)[..5],
+        [-3, -2, 5, 4, -(i32::MAX - 1)]
+    );
     assert_eq!(binary_op(BinaryOp::CeilDiv, &[10i32, 9, 0], &[3, 3, 3]), [4, 3, 0]);
 }
 
@@ -497,8 +586,14 @@ fn f32_arithmetic_is_correctly_rounded() {
     check(BinaryOp::Div, &|x, y| x / y);
     check(BinaryOp::Rem, &|x, y| x % y);
     let c = rng.f32s(n, -1e3, 1e3);
-    let inputs = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::from_slice(&c)];
-    let got: Vec<f32> = elementwise(&inputs, F32, |kb, v| kb.fma(v[0], v[1], v[2])).to_vec().unwrap();
+    let inputs = [
+        HostBuffer::from_slice(&a),
+        HostBuffer::from_slice(&b),
+        HostBuffer::from_slice(&c),
+    ];
+    let got: Vec<f32> = elementwise(&inputs, F32, |kb, v| kb.fma(v[0], v[1], v[2]))
+        .to_vec()
+        .unwrap();
     let want: Vec<f32> = (0..n).map(|i| a[i].mul_add(b[i], c[i])).collect();
     assert_eq!(bits32(&got), bits32(&want));
 }
@@ -550,15 +645,22 @@ fn comparisons_are_ordered_except_ne() {
     let b = [1.0f32, f32::NAN, f32::NAN, 0.0];
     let run_cmp = |op: CmpOp| -> Vec<bool> {
         let inputs = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b)];
-        elementwise(&inputs, Bool, |kb, v| kb.cmp(op, v[0], v[1])).to_bools().unwrap()
+        elementwise(&inputs, Bool, |kb, v| kb.cmp(op, v[0], v[1]))
+            .to_bools()
+            .unwrap()
     };
     assert_eq!(run_cmp(CmpOp::Eq), [true, false, false, true]);
     assert_eq!(run_cmp(CmpOp::Ne), [false, true, true, false]);
     assert_eq!(run_cmp(CmpOp::Lt), [false, false, false, false]);
     assert_eq!(run_cmp(CmpOp::Ge), [true, false, false, true]);
     // Unsigned 64-bit values compare as unsigned.
-    let inputs = [HostBuffer::from_slice(&[u64::MAX, 1]), HostBuffer::from_slice(&[1u64, u64::MAX])];
-    let lt = elementwise(&inputs, Bool, |kb, v| kb.cmp(CmpOp::Lt, v[0], v[1])).to_bools().unwrap();
+    let inputs = [
+        HostBuffer::from_slice(&[u64::MAX, 1]),
+        HostBuffer::from_slice(&[1u64, u64::MAX]),
+    ];
+    let lt = elementwise(&inputs, Bool, |kb, v| kb.cmp(CmpOp::Lt, v[0], v[1]))
+        .to_bools()
+        .unwrap();
     assert_eq!(lt, [false, true]);
 }
 
@@ -581,7 +683,11 @@ fn transcendental_and_rounding_functions() {
     // f32 results are the f64 function rounded once.
     let mut rng = Rng::new(3);
     let x = rng.f32s(200, -5.0, 5.0);
-    for (op, g) in [(UnaryOp::Exp, f64::exp as fn(f64) -> f64), (UnaryOp::Sin, f64::sin), (UnaryOp::Erf, libm::erf)] {
+    for (op, g) in [
+        (UnaryOp::Exp, f64::exp as fn(f64) -> f64),
+        (UnaryOp::Sin, f64::sin),
+        (UnaryOp::Erf, libm::erf),
+    ] {
         let want: Vec<f32> = x.iter().map(|&v| g(v as f64) as f32).collect();
         assert_eq!(bits32(&unary_op(op, &x)), bits32(&want), "{op:?}");
     }
@@ -593,10 +699,16 @@ fn transcendental_and_rounding_functions() {
 #[test]
 fn float_to_int_truncates_and_saturates() {
     let x = [1e10f32, -1e10, f32::NAN, 3.7, -3.7, f32::INFINITY, -f32::INFINITY, -0.9];
-    assert_eq!(cast_to::<f32, i32>(&x), [i32::MAX, i32::MIN, 0, 3, -3, i32::MAX, i32::MIN, 0]);
+    assert_eq!(
+        cast_to::<f32, i32>(&x),
+        [i32::MAX, i32::MIN, 0, 3, -3, i32::MAX, i32::MIN, 0]
+    );
     assert_eq!(cast_to::<f32, u8>(&x), [255, 0, 0, 3, 0, 255, 0, 0]);
     assert_eq!(cast_to::<f32, i64>(&x)[..2], [10_000_000_000, -10_000_000_000]);
-    assert_eq!(cast_to::<f64, u64>(&[1e30, -1.0, 1.8e19]), [u64::MAX, 0, 18_000_000_000_000_000_000]);
+    assert_eq!(
+        cast_to::<f64, u64>(&[1e30, -1.0, 1.8e19]),
+        [u64::MAX, 0, 18_000_000_000_000_000_000]
+    );
 }
 
 #[test]
@@ -605,8 +717,14 @@ fn int_casts_wrap_and_convert_to_nearest() {
     assert_eq!(cast_to::<i32, u64>(&[-1, 5]), [u64::MAX, 5]);
     assert_eq!(cast_to::<u32, i64>(&[u32::MAX]), [u32::MAX as i64]);
     assert_eq!(cast_to::<u64, f32>(&[u64::MAX]), [u64::MAX as f32]);
-    assert_eq!(cast_to::<i32, f32>(&[16_777_217, -16_777_219]), [16_777_216.0, -16_777_220.0]);
-    assert_eq!(cast_to::<i32, f16>(&[70_000, 2049, -3]), [f16::INFINITY, f16::from_f32(2048.0), f16::from_f32(-3.0)]);
+    assert_eq!(
+        cast_to::<i32, f32>(&[16_777_217, -16_777_219]),
+        [16_777_216.0, -16_777_220.0]
+    );
+    assert_eq!(
+        cast_to::<i32, f16>(&[70_000, 2049, -3]),
+        [f16::INFINITY, f16::from_f32(2048.0), f16::from_f32(-3.0)]
+    );
     // 2^62 + 2^54 + 1 is just above the tie between two bf16s; via f64 it would be the tie.
     let v = (1i64 << 62) + (1 << 54) + 1;
     let got = cast_to::<i64, bf16>(&[v, -v]);
@@ -640,7 +758,9 @@ fn bool_casts() {
     let x = [0.0f32, -0.0, f32::NAN, 2.5];
     let b = elementwise(&[HostBuffer::from_slice(&x)], Bool, |kb, v| kb.cast(v[0], Bool));
     assert_eq!(b.to_bools().unwrap(), [false, false, true, true]);
-    let back = elementwise(&[b], F32, |kb, v| kb.cast(v[0], F32)).to_vec::<f32>().unwrap();
+    let back = elementwise(&[b], F32, |kb, v| kb.cast(v[0], F32))
+        .to_vec::<f32>()
+        .unwrap();
     assert_eq!(back, [0.0, 0.0, 1.0, 1.0]);
     let b = HostBuffer::from_bools(&[true, false]);
     let ints = elementwise(&[b], I32, |kb, v| {
@@ -654,15 +774,22 @@ fn bool_casts() {
 fn bitcasts_keep_bits() {
     let mut rng = Rng::new(4);
     let x: Vec<i32> = (0..100).map(|_| rng.next_u64() as i32 & 0x7F7F_FFFF).collect();
-    let f: Vec<f32> = elementwise(&[HostBuffer::from_slice(&x)], F32, |kb, v| kb.bitcast(v[0], F32)).to_vec().unwrap();
+    let f: Vec<f32> = elementwise(&[HostBuffer::from_slice(&x)], F32, |kb, v| kb.bitcast(v[0], F32))
+        .to_vec()
+        .unwrap();
     assert_eq!(bits32(&f), x.iter().map(|&v| v as u32).collect::<Vec<_>>());
-    let back: Vec<i32> =
-        elementwise(&[HostBuffer::from_slice(&f)], I32, |kb, v| kb.bitcast(v[0], I32)).to_vec().unwrap();
+    let back: Vec<i32> = elementwise(&[HostBuffer::from_slice(&f)], I32, |kb, v| kb.bitcast(v[0], I32))
+        .to_vec()
+        .unwrap();
     assert_eq!(back, x);
     let h = [f16::from_f32(-1.5), f16::INFINITY, f16::from_bits(1)];
-    let u: Vec<u16> = elementwise(&[HostBuffer::from_slice(&h)], U16, |kb, v| kb.bitcast(v[0], U16)).to_vec().unwrap();
+    let u: Vec<u16> = elementwise(&[HostBuffer::from_slice(&h)], U16, |kb, v| kb.bitcast(v[0], U16))
+        .to_vec()
+        .unwrap();
     assert_eq!(u, h.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
-    let i: Vec<i16> = elementwise(&[HostBuffer::from_slice(&u)], I16, |kb, v| kb.bitcast(v[0], I16)).to_vec().unwrap();
+    let i: Vec<i16> = elementwise(&[HostBuffer::from_slice(&u)], I16, |kb, v| kb.bitcast(v[0], I16))
+        .to_vec()
+        .unwrap();
     assert_eq!(i, u.iter().map(|&v| v as i16).collect::<Vec<_>>());
 }
 
@@ -707,10 +834,11 @@ fn reductions_along_each_axis() {
     let at = |i: usize, j: usize, k: usize| x[i * 16 + j * 2 + k];
     for axis in 0..3u8 {
         let dims: [usize; 3] = [4, 8, 2];
-        let got: Vec<i32> =
-            block_op(HostBuffer::from_slice(&x), &[4, 8, 2], I32, 64, |kb, v| kb.reduce(ReduceOp::Sum, v, axis))
-                .to_vec()
-                .unwrap();
+        let got: Vec<i32> = block_op(HostBuffer::from_slice(&x), &[4, 8, 2], I32, 64, |kb, v| {
+            kb.reduce(ReduceOp::Sum, v, axis)
+        })
+        .to_vec()
+        .unwrap();
         let mut want = vec![];
         let kept: Vec<usize> = (0..3).filter(|&d| d != axis as usize).collect();
         for a in 0..dims[kept[0]] {
@@ -729,10 +857,11 @@ fn reductions_along_each_axis() {
         assert_eq!(got[..want.len()], want, "axis {axis}");
     }
     // Integer sums wrap.
-    let got: Vec<i8> =
-        block_op(HostBuffer::from_slice(&[100i8, 100, 100, -1]), &[4], I8, 1, |kb, v| kb.reduce(ReduceOp::Sum, v, 0))
-            .to_vec()
-            .unwrap();
+    let got: Vec<i8> = block_op(HostBuffer::from_slice(&[100i8, 100, 100, -1]), &[4], I8, 1, |kb, v| {
+        kb.reduce(ReduceOp::Sum, v, 0)
+    })
+    .to_vec()
+    .unwrap();
     assert_eq!(got, [43]);
 }
 
@@ -748,7 +877,11 @@ fn float_reductions_with_nan_and_infinity() {
         -0.0, 0.0, -3.0, -3.0,
     ];
     let red = |op: ReduceOp| -> HostBuffer {
-        let out = if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) { I32 } else { F32 };
+        let out = if matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin) {
+            I32
+        } else {
+            F32
+        };
         block_op(HostBuffer::from_slice(&x), &[4, 4], out, 4, |kb, v| kb.reduce(op, v, 1))
     };
     let sum: Vec<f32> = red(ReduceOp::Sum).to_vec().unwrap();
@@ -768,10 +901,11 @@ fn float_reductions_with_nan_and_infinity() {
     // A long f32 sum accumulates in f64 and rounds once: 2^24 + 1023 rounds to 2^24 + 1024,
     // where adding ones in f32 would stay at 2^24.
     let ones: Vec<f32> = (0..1024).map(|i| if i == 0 { 16_777_216.0 } else { 1.0 }).collect();
-    let got: Vec<f32> =
-        block_op(HostBuffer::from_slice(&ones), &[1024], F32, 1, |kb, v| kb.reduce(ReduceOp::Sum, v, 0))
-            .to_vec()
-            .unwrap();
+    let got: Vec<f32> = block_op(HostBuffer::from_slice(&ones), &[1024], F32, 1, |kb, v| {
+        kb.reduce(ReduceOp::Sum, v, 0)
+    })
+    .to_vec()
+    .unwrap();
     assert_eq!(got, [16_778_240.0]);
 }
 
@@ -779,10 +913,11 @@ fn float_reductions_with_nan_and_infinity() {
 fn broadcast_permute_reshape_expand() {
     let x: Vec<i32> = (0..24).collect();
     // [2, 4, 2] -> permute (2, 0, 1) -> [2, 2, 4]
-    let got: Vec<i32> =
-        block_op(HostBuffer::from_slice(&x[..16]), &[2, 4, 2], I32, 16, |kb, v| kb.permute(v, &[2, 0, 1]))
-            .to_vec()
-            .unwrap();
+    let got: Vec<i32> = block_op(HostBuffer::from_slice(&x[..16]), &[2, 4, 2], I32, 16, |kb, v| {
+        kb.permute(v, &[2, 0, 1])
+    })
+    .to_vec()
+    .unwrap();
     let mut want = vec![];
     for c in 0..2 {
         for a in 0..2 {
@@ -835,7 +970,13 @@ fn masked_load_uses_other_and_masked_store_skips() {
     let kernel = kb.finish();
     let x: Vec<f32> = (0..10).map(|i| i as f32 * 1.5).collect();
     let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::from_slice(&[7.0f32; 16])];
-    run(&kernel, [1, 1, 1], &[ptr_arg(0), ptr_arg(1), ArgValue::Int(10)], &mut buffers).unwrap();
+    run(
+        &kernel,
+        [1, 1, 1],
+        &[ptr_arg(0), ptr_arg(1), ArgValue::Int(10)],
+        &mut buffers,
+    )
+    .unwrap();
     let got: Vec<f32> = buffers[1].to_vec().unwrap();
     let want: Vec<f32> = (0..16)
         .map(|i| {
@@ -884,9 +1025,14 @@ fn out_of_bounds_load_names_op_location_program_and_offset() {
     assert!(msg.starts_with("load at "), "{msg}");
     assert!(msg.contains(file!()), "{msg}");
     assert!(msg.contains("program (3, 0, 0)"), "{msg}");
-    assert!(msg.ends_with("element offset 30 is outside buffer 0 (`x`, 30 elements)"), "{msg}");
+    assert!(
+        msg.ends_with("element offset 30 is outside buffer 0 (`x`, 30 elements)"),
+        "{msg}"
+    );
     match err {
-        InterpError::Fault { kind, op, program, loc, .. } => {
+        InterpError::Fault {
+            kind, op, program, loc, ..
+        } => {
             assert_eq!((kind, op, program), (FaultKind::OutOfBounds, "load", [3, 0, 0]));
             assert_eq!(loc.file, file!());
         }
@@ -897,13 +1043,28 @@ fn out_of_bounds_load_names_op_location_program_and_offset() {
     // Negative offsets, through a pointer argument with an offset.
     let args = [ArgValue::Ptr { buffer: 0, offset: 2 }, ptr_arg(1), ArgValue::Int(-3)];
     let msg = run(&kernel, [1, 1, 1], &args, &mut buffers).unwrap_err().to_string();
-    assert!(msg.ends_with("element offset -1 is outside buffer 0 (`x`, 30 elements)"), "{msg}");
+    assert!(
+        msg.ends_with("element offset -1 is outside buffer 0 (`x`, 30 elements)"),
+        "{msg}"
+    );
     // Stores are checked too, and name their own buffer.
     let mut buffers = [HostBuffer::zeros(F32, 64), HostBuffer::zeros(F32, 12)];
-    let msg =
-        run(&kernel, [2, 1, 1], &[ptr_arg(0), ptr_arg(1), ArgValue::Int(0)], &mut buffers).unwrap_err().to_string();
-    assert!(msg.starts_with("store at ") && msg.contains("program (1, 0, 0)"), "{msg}");
-    assert!(msg.ends_with("element offset 12 is outside buffer 1 (`out`, 12 elements)"), "{msg}");
+    let msg = run(
+        &kernel,
+        [2, 1, 1],
+        &[ptr_arg(0), ptr_arg(1), ArgValue::Int(0)],
+        &mut buffers,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        msg.starts_with("store at ") && msg.contains("program (1, 0, 0)"),
+        "{msg}"
+    );
+    assert!(
+        msg.ends_with("element offset 12 is outside buffer 1 (`out`, 12 elements)"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -914,10 +1075,20 @@ fn argument_mismatches_are_reported() {
     assert!(run(&kernel, [8, 1, 1], &good, &mut buffers).is_ok());
     let err = |args: &[ArgValue], buffers: &mut [HostBuffer]| run(&kernel, [1, 1, 1], args, buffers).unwrap_err();
     let e = err(&good[..2], &mut buffers);
-    assert_eq!(e, InterpError::ArgumentCount { kernel: "copy".into(), expected: 3, got: 2 });
+    assert_eq!(
+        e,
+        InterpError::ArgumentCount {
+            kernel: "copy".into(),
+            expected: 3,
+            got: 2
+        }
+    );
     assert_eq!(e.to_string(), "kernel `copy` takes 3 arguments, got 2");
     let e = err(&[ptr_arg(0), ArgValue::Int(0), ArgValue::Int(0)], &mut buffers).to_string();
-    assert_eq!(e, "argument 1 (`out`): expected a pointer to a buffer of f32, got integer 0");
+    assert_eq!(
+        e,
+        "argument 1 (`out`): expected a pointer to a buffer of f32, got integer 0"
+    );
     let mut wrong = [HostBuffer::zeros(F32, 64), HostBuffer::zeros(F16, 64)];
     let e = err(&good, &mut wrong).to_string();
     assert!(
@@ -931,7 +1102,10 @@ fn argument_mismatches_are_reported() {
     let e = err(&[ptr_arg(0), ptr_arg(1), ArgValue::Float(0.0)], &mut buffers).to_string();
     assert_eq!(e, "argument 2 (`shift`): expected an integer (i32), got float 0");
     let e = err(&[ptr_arg(0), ptr_arg(1), ArgValue::Int(1 << 40)], &mut buffers).to_string();
-    assert_eq!(e, "argument 2 (`shift`): expected an integer in the range of i32, got integer 1099511627776");
+    assert_eq!(
+        e,
+        "argument 2 (`shift`): expected an integer in the range of i32, got integer 1099511627776"
+    );
     let e = run(&kernel, [1, 0, 1], &good, &mut buffers).unwrap_err();
     assert_eq!(e, InterpError::EmptyGrid { grid: [1, 0, 1] });
     assert_eq!(
@@ -965,10 +1139,17 @@ fn atomics_apply_in_order_and_return_old_values() {
     kb.store(optrs, old, None);
     let kernel = kb.finish();
     let x = [0, 1, 0, 0, -1, 2, 1, 0, 3, 3, 0, -5, 1, 1, 2, 0];
-    let mut buffers = [HostBuffer::from_slice(&x), HostBuffer::zeros(I32, 4), HostBuffer::zeros(I32, 16)];
+    let mut buffers = [
+        HostBuffer::from_slice(&x),
+        HostBuffer::zeros(I32, 4),
+        HostBuffer::zeros(I32, 16),
+    ];
     run(&kernel, [2, 1, 1], &[ptr_arg(0), ptr_arg(1), ptr_arg(2)], &mut buffers).unwrap();
     assert_eq!(buffers[1].to_vec::<i32>().unwrap(), [6, 4, 2, 2]);
-    assert_eq!(buffers[2].to_vec::<i32>().unwrap(), [0, 0, 1, 2, 0, 0, 1, 3, 0, 1, 4, 0, 2, 3, 1, 5]);
+    assert_eq!(
+        buffers[2].to_vec::<i32>().unwrap(),
+        [0, 0, 1, 2, 0, 0, 1, 3, 0, 1, 4, 0, 2, 3, 1, 5]
+    );
 }
 
 #[test]
@@ -989,8 +1170,10 @@ fn atomic_cas_max_and_xchg() {
     let x = kb.atomic(AtomicOp::Xchg, qptrs, oldq, None);
     let _ = x;
     let kernel = kb.finish();
-    let mut buffers =
-        [HostBuffer::from_slice(&[1.0f32, 2.0, f32::NAN, 1.0]), HostBuffer::from_slice(&[1u32, u32::MAX, 5, 0])];
+    let mut buffers = [
+        HostBuffer::from_slice(&[1.0f32, 2.0, f32::NAN, 1.0]),
+        HostBuffer::from_slice(&[1u32, u32::MAX, 5, 0]),
+    ];
     run(&kernel, [1, 1, 1], &[ptr_arg(0), ptr_arg(1)], &mut buffers).unwrap();
     // cas: 9 where the value was 1; then max(new, old) is 9, 2, NaN, 9.
     let p: Vec<f32> = buffers[0].to_vec().unwrap();
@@ -1016,9 +1199,13 @@ fn for_loop_with_carried_values_and_negative_step() {
     let r = kb.for_loop(start, end, step, &[zero, zero], |kb, i, c| {
         vec![kb.bin(BinaryOp::Add, c[0], i), kb.bin(BinaryOp::Add, c[1], one)]
     });
-    let empty = kb.for_loop(end, start, step, &[one], |kb, i, c| vec![kb.bin(BinaryOp::Add, c[0], i)]);
+    let empty = kb.for_loop(end, start, step, &[one], |kb, i, c| {
+        vec![kb.bin(BinaryOp::Add, c[0], i)]
+    });
     let two = kb.constant(Literal::Int(2), Type::scalar(I64));
-    let up = kb.for_loop(one, start, two, &[zero], |kb, i, c| vec![kb.bin(BinaryOp::Add, c[0], i)]);
+    let up = kb.for_loop(one, start, two, &[zero], |kb, i, c| {
+        vec![kb.bin(BinaryOp::Add, c[0], i)]
+    });
     for (k, v) in [r[0], r[1], empty[0], up[0]].into_iter().enumerate() {
         let offset = kb.constant(Literal::Int(k as i64), Type::scalar(I32));
         let p = kb.addptr(out, offset);
@@ -1039,10 +1226,15 @@ fn for_loop_with_zero_step_is_an_error() {
     let _ = r;
     let kernel = kb.finish();
     let e = run(&kernel, [1, 2, 1], &[ArgValue::Int(5)], &mut []).unwrap_err();
-    let InterpError::Fault { kind, op, .. } = &e else { panic!("{e:?}") };
+    let InterpError::Fault { kind, op, .. } = &e else {
+        panic!("{e:?}")
+    };
     assert_eq!((*kind, *op), (FaultKind::ZeroStep, "for"));
     let msg = e.to_string();
-    assert!(msg.starts_with("for at ") && msg.ends_with("program (0, 0, 0): for loop step is zero"), "{msg}");
+    assert!(
+        msg.starts_with("for at ") && msg.ends_with("program (0, 0, 0): for loop step is zero"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -1139,7 +1331,9 @@ fn use_before_definition_is_invalid_ir() {
     kb.store(out, b, None);
     let kernel = kb.finish_unverified();
     let e = run(&kernel, [1, 1, 1], &[ptr_arg(0)], &mut [HostBuffer::zeros(I32, 1)]).unwrap_err();
-    let InterpError::Fault { kind, op, .. } = &e else { panic!("{e:?}") };
+    let InterpError::Fault { kind, op, .. } = &e else {
+        panic!("{e:?}")
+    };
     assert_eq!((*kind, *op), (FaultKind::InvalidIr, "add"));
     assert!(e.to_string().contains("used before it is defined"), "{e}");
 }
@@ -1165,7 +1359,11 @@ fn run_dot(a: HostBuffer, b: HostBuffer, acc: HostBuffer, m: u32, k: u32, n: u32
     let d = kb.dot(av, bv, cv);
     kb.store(cptrs, d, None);
     // The typing rules admit float dots only; the interpreter also runs integer ones.
-    let kernel = if a.elem().is_int() { kb.finish_unverified() } else { kb.finish() };
+    let kernel = if a.elem().is_int() {
+        kb.finish_unverified()
+    } else {
+        kb.finish()
+    };
     let mut buffers = [a, b, acc];
     run(&kernel, [1, 1, 1], &[ptr_arg(0), ptr_arg(1), ptr_arg(2)], &mut buffers).unwrap();
     let [_, _, c] = buffers;
@@ -1179,10 +1377,16 @@ fn dot_matches_a_naive_reference() {
     let a: Vec<f16> = rng.f16s(m * k, -2.0, 2.0);
     let b: Vec<f16> = rng.f16s(k * n, -2.0, 2.0);
     let acc = rng.f32s(m * n, -4.0, 4.0);
-    let got: Vec<f32> =
-        run_dot(HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::from_slice(&acc), 16, 32, 16)
-            .to_vec()
-            .unwrap();
+    let got: Vec<f32> = run_dot(
+        HostBuffer::from_slice(&a),
+        HostBuffer::from_slice(&b),
+        HostBuffer::from_slice(&acc),
+        16,
+        32,
+        16,
+    )
+    .to_vec()
+    .unwrap();
     let mut want = acc.clone();
     for i in 0..m {
         for j in 0..n {
@@ -1195,10 +1399,16 @@ fn dot_matches_a_naive_reference() {
     // f32 inputs: a fused multiply-add per step.
     let a = rng.f32s(m * k, -2.0, 2.0);
     let b = rng.f32s(k * n, -2.0, 2.0);
-    let got: Vec<f32> =
-        run_dot(HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::from_slice(&acc), 16, 32, 16)
-            .to_vec()
-            .unwrap();
+    let got: Vec<f32> = run_dot(
+        HostBuffer::from_slice(&a),
+        HostBuffer::from_slice(&b),
+        HostBuffer::from_slice(&acc),
+        16,
+        32,
+        16,
+    )
+    .to_vec()
+    .unwrap();
     let mut want = acc.clone();
     for i in 0..m {
         for j in 0..n {
@@ -1212,10 +1422,16 @@ fn dot_matches_a_naive_reference() {
     let a: Vec<i8> = (0..m * k).map(|_| rng.next_u64() as i8).collect();
     let b: Vec<i8> = (0..k * n).map(|_| rng.next_u64() as i8).collect();
     let acc: Vec<i32> = (0..m * n).map(|_| rng.next_u64() as i32 >> 8).collect();
-    let got: Vec<i32> =
-        run_dot(HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::from_slice(&acc), 16, 32, 16)
-            .to_vec()
-            .unwrap();
+    let got: Vec<i32> = run_dot(
+        HostBuffer::from_slice(&a),
+        HostBuffer::from_slice(&b),
+        HostBuffer::from_slice(&acc),
+        16,
+        32,
+        16,
+    )
+    .to_vec()
+    .unwrap();
     let mut want = acc.clone();
     for i in 0..m {
         for j in 0..n {
@@ -1301,10 +1517,20 @@ pub(super) fn run_matmul(size: usize, bm: u32, bn: u32, bk: u32) -> (Vec<f16>, V
     let mut rng = Rng::new(7);
     let a: Vec<f16> = rng.f16s(size * size, -1.0, 1.0);
     let b: Vec<f16> = rng.f16s(size * size, -1.0, 1.0);
-    let mut buffers = [HostBuffer::from_slice(&a), HostBuffer::from_slice(&b), HostBuffer::zeros(F16, size * size)];
+    let mut buffers = [
+        HostBuffer::from_slice(&a),
+        HostBuffer::from_slice(&b),
+        HostBuffer::zeros(F16, size * size),
+    ];
     let s = ArgValue::Int(size as i64);
     let grid = [size as u32 / bm, size as u32 / bn, 1];
-    run(&kernel, grid, &[ptr_arg(0), ptr_arg(1), ptr_arg(2), s, s, s], &mut buffers).unwrap();
+    run(
+        &kernel,
+        grid,
+        &[ptr_arg(0), ptr_arg(1), ptr_arg(2), s, s, s],
+        &mut buffers,
+    )
+    .unwrap();
     let c = buffers[2].to_vec().unwrap();
     (a, b, c)
 }

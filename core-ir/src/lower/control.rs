@@ -2,7 +2,7 @@
 //! computes alike, so they become the same control flow in every thread. Loop-carried
 //! values and `if` results live in registers that the bodies assign at their end.
 
-use super::{LVal, Lowerer, LowerError};
+use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, CmpOp, Inst, Literal, Op, ValueId};
 use crate::thread::{Expr, Reg, Stmt};
 use crate::types::ScalarType;
@@ -28,11 +28,18 @@ impl Lowerer<'_> {
                 .map(|&r| {
                     let ty = self.regs[r].ty;
                     let s = self.new_reg(ty);
-                    self.emit(Stmt::Set { dst: s, expr: Expr::Copy(r) });
+                    self.emit(Stmt::Set {
+                        dst: s,
+                        expr: Expr::Copy(r),
+                    });
                     s
                 })
                 .collect();
-            slots.push(LVal { layout: l.layout, regs, ptr: l.ptr });
+            slots.push(LVal {
+                layout: l.layout,
+                regs,
+                ptr: l.ptr,
+            });
         }
         Ok(slots)
     }
@@ -52,13 +59,20 @@ impl Lowerer<'_> {
             let regs = self.ensure(y, slot.layout)?;
             for (&s, &r) in slot.regs.iter().zip(&regs) {
                 let ty = self.regs[s].ty;
-                let r = if self.regs[r].ty == ty { r } else { self.set(ty, Expr::Cast(r)) };
+                let r = if self.regs[r].ty == ty {
+                    r
+                } else {
+                    self.set(ty, Expr::Cast(r))
+                };
                 let t = self.set(ty, Expr::Copy(r));
                 staged.push((s, t));
             }
         }
         for (s, t) in staged {
-            self.emit(Stmt::Set { dst: s, expr: Expr::Copy(t) });
+            self.emit(Stmt::Set {
+                dst: s,
+                expr: Expr::Copy(t),
+            });
         }
         Ok(())
     }
@@ -67,12 +81,26 @@ impl Lowerer<'_> {
         Ok(self.region(&inst.regions[region])?.unwrap_or_default())
     }
 
-    fn for_loop(&mut self, inst: &Inst, start: ValueId, end: ValueId, step: ValueId, init: &[ValueId]) -> Result<Vec<LVal>, LowerError> {
+    fn for_loop(
+        &mut self,
+        inst: &Inst,
+        start: ValueId,
+        end: ValueId,
+        step: ValueId,
+        init: &[ValueId],
+    ) -> Result<Vec<LVal>, LowerError> {
         let iv_ty = self.k.ty(start).scalar_type().unwrap();
-        let (start_r, end_r, step_r) = (self.lval(start)?.regs[0], self.lval(end)?.regs[0], self.lval(step)?.regs[0]);
+        let (start_r, end_r, step_r) = (
+            self.lval(start)?.regs[0],
+            self.lval(end)?.regs[0],
+            self.lval(step)?.regs[0],
+        );
         let slots = self.carried_slots(init)?;
         let iv = self.new_reg(iv_ty);
-        self.emit(Stmt::Set { dst: iv, expr: Expr::Copy(start_r) });
+        self.emit(Stmt::Set {
+            dst: iv,
+            expr: Expr::Copy(start_r),
+        });
         let region = &inst.regions[0];
         let step_const = self.axis[step.index()].constant;
         let (cond_body, cond) = self.nested(|l| {
@@ -90,14 +118,24 @@ impl Lowerer<'_> {
             })
         })?;
         let (body, ()) = self.nested(|l| {
-            l.set_lval(region.args[0], LVal { layout: crate::layout::Layout::scalar(), regs: vec![iv], ptr: None });
+            l.set_lval(
+                region.args[0],
+                LVal {
+                    layout: crate::layout::Layout::scalar(),
+                    regs: vec![iv],
+                    ptr: None,
+                },
+            );
             for (slot, &arg) in slots.iter().zip(&region.args[1..]) {
                 l.set_lval(arg, slot.clone());
             }
             let yields = l.region(region)?.unwrap_or_default();
             l.assign_slots(inst, &slots, &yields)?;
             let next = l.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step_r));
-            l.emit(Stmt::Set { dst: iv, expr: Expr::Copy(next) });
+            l.emit(Stmt::Set {
+                dst: iv,
+                expr: Expr::Copy(next),
+            });
             Ok(())
         })?;
         self.emit(Stmt::While { cond_body, cond, body });
@@ -113,7 +151,11 @@ impl Lowerer<'_> {
             for &y in &yields {
                 let yl = l.lval(y)?;
                 let regs = yl.regs.iter().map(|&r| l.new_reg(l.regs[r].ty)).collect();
-                slots.push(LVal { layout: yl.layout, regs, ptr: yl.ptr });
+                slots.push(LVal {
+                    layout: yl.layout,
+                    regs,
+                    ptr: yl.ptr,
+                });
             }
             l.assign_slots(inst, &slots, &yields)
         })?;
@@ -121,7 +163,11 @@ impl Lowerer<'_> {
             let yields = l.region_yields(inst, 1)?;
             l.assign_slots(inst, &slots, &yields)
         })?;
-        self.emit(Stmt::If { cond: c, then_body, else_body });
+        self.emit(Stmt::If {
+            cond: c,
+            then_body,
+            else_body,
+        });
         Ok(slots)
     }
 
@@ -133,7 +179,9 @@ impl Lowerer<'_> {
                 l.set_lval(arg, slot.clone());
             }
             let yields = l.region(cond_region)?.unwrap_or_default();
-            let c = yields.first().ok_or_else(|| l.internal("while condition yields nothing"))?;
+            let c = yields
+                .first()
+                .ok_or_else(|| l.internal("while condition yields nothing"))?;
             // Copy, so that the body cannot change the condition register it tests.
             let r = l.lval(*c)?.regs[0];
             Ok(l.set(ScalarType::Bool, Expr::Copy(r)))

@@ -1,7 +1,7 @@
 //! Element-wise ops: each register of the result from the same registers of the operands,
 //! all in the result shape's default layout.
 
-use super::{LVal, Lowerer, LowerError};
+use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, Inst, Op};
 use crate::thread::{Expr, Reg};
 use crate::types::{Elem, ScalarType};
@@ -14,7 +14,9 @@ impl Lowerer<'_> {
         if let Op::AddPtr { ptr, offset } = inst.op {
             return self.add_ptr(ptr, offset, layout);
         }
-        let out_ty = ty.scalar_type().ok_or_else(|| self.internal("element-wise op on pointers"))?;
+        let out_ty = ty
+            .scalar_type()
+            .ok_or_else(|| self.internal("element-wise op on pointers"))?;
         let operands = inst.op.operands();
         let mut regs: Vec<Vec<Reg>> = Vec::with_capacity(operands.len());
         for &v in &operands {
@@ -41,12 +43,21 @@ impl Lowerer<'_> {
             };
             out.push(self.set(out_ty, expr));
         }
-        Ok(LVal { layout, regs: out, ptr: None })
+        Ok(LVal {
+            layout,
+            regs: out,
+            ptr: None,
+        })
     }
 
     /// `ptr + offset`: the offsets add up; the base parameter stays. Offsets are `i32`
     /// unless either side is 64-bit.
-    fn add_ptr(&mut self, ptr: crate::ir::ValueId, offset: crate::ir::ValueId, layout: crate::layout::Layout) -> Result<LVal, LowerError> {
+    fn add_ptr(
+        &mut self,
+        ptr: crate::ir::ValueId,
+        offset: crate::ir::ValueId,
+        layout: crate::layout::Layout,
+    ) -> Result<LVal, LowerError> {
         let p = self.lval(ptr)?;
         let base = p.ptr.ok_or_else(|| self.internal("pointer without a base parameter"))?;
         let pregs = self.ensure(ptr, layout)?;
@@ -59,10 +70,22 @@ impl Lowerer<'_> {
         let t = if wide { ScalarType::I64 } else { ScalarType::I32 };
         let mut out = Vec::with_capacity(pregs.len());
         for (&a, &b) in pregs.iter().zip(&oregs) {
-            let a = if self.regs[a].ty == t { a } else { self.set(t, Expr::Cast(a)) };
-            let b = if self.regs[b].ty == t { b } else { self.set(t, Expr::Cast(b)) };
+            let a = if self.regs[a].ty == t {
+                a
+            } else {
+                self.set(t, Expr::Cast(a))
+            };
+            let b = if self.regs[b].ty == t {
+                b
+            } else {
+                self.set(t, Expr::Cast(b))
+            };
             out.push(self.set(t, Expr::Binary(BinaryOp::Add, a, b)));
         }
-        Ok(LVal { layout, regs: out, ptr: Some(base) })
+        Ok(LVal {
+            layout,
+            regs: out,
+            ptr: Some(base),
+        })
     }
 }

@@ -4,7 +4,7 @@
 //! registers in a layout, whether it owns an element or holds a copy) is computed once, in
 //! the kernel's prologue, and cached here.
 
-use super::{LVal, Lowerer, LowerError};
+use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, CmpOp, Literal};
 use crate::layout::{Blocked, Layout, RegisterMap};
 use crate::thread::{Expr, Memory, Reg, SharedAlloc, Special, Stmt};
@@ -64,7 +64,11 @@ impl Lowerer<'_> {
                 }
                 let s = l.i32c(shift);
                 let m = l.i32c(count as i64 - 1);
-                let shifted = if shift == 0 { src } else { l.pset(i32t, Expr::Binary(BinaryOp::Shr, src, s)) };
+                let shifted = if shift == 0 {
+                    src
+                } else {
+                    l.pset(i32t, Expr::Binary(BinaryOp::Shr, src, s))
+                };
                 Some(l.pset(i32t, Expr::Binary(BinaryOp::And, shifted, m)))
             };
             let lane_d = part(self, lane, lshift, tpw);
@@ -229,8 +233,17 @@ impl Lowerer<'_> {
         let src_idx = self.linear(&src_map, Self::value_strides(&src.layout, src_shape));
         let own = self.owner(&src_map);
         for (i, &r) in src.regs.iter().enumerate() {
-            let v = if ty == ScalarType::Bool { self.set(stored, Expr::Cast(r)) } else { r };
-            self.emit(Stmt::Store { values: vec![v], mem: Memory::Shared { alloc: buf }, index: src_idx[i], pred: own });
+            let v = if ty == ScalarType::Bool {
+                self.set(stored, Expr::Cast(r))
+            } else {
+                r
+            };
+            self.emit(Stmt::Store {
+                values: vec![v],
+                mem: Memory::Shared { alloc: buf },
+                index: src_idx[i],
+                pred: own,
+            });
         }
         self.emit(Stmt::Barrier);
         let dst_map = dst.map(dst_shape);
@@ -247,7 +260,12 @@ impl Lowerer<'_> {
         let mut out = Vec::with_capacity(dst_map.len);
         for &idx in &dst_idx {
             let r = self.new_reg(stored);
-            self.emit(Stmt::Load { dsts: vec![r], mem: Memory::Shared { alloc: buf }, index: idx, pred: None });
+            self.emit(Stmt::Load {
+                dsts: vec![r],
+                mem: Memory::Shared { alloc: buf },
+                index: idx,
+                pred: None,
+            });
             out.push(if ty == ScalarType::Bool {
                 let zero = self.konst(stored, Literal::Int(0));
                 self.set(ScalarType::Bool, Expr::Compare(CmpOp::Ne, r, zero))

@@ -3,7 +3,7 @@
 //! atomics — done only by the thread that owns each element, not by the ones that hold
 //! copies of it.
 
-use super::{LVal, Lowerer, LowerError};
+use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, Inst, Literal, Op};
 use crate::layout::Layout;
 use crate::thread::{Expr, Memory, Reg, Stmt};
@@ -36,10 +36,19 @@ impl Lowerer<'_> {
                         }
                     }
                     let pred = mask_regs.as_ref().map(|m| m[group]);
-                    self.emit(Stmt::Load { dsts: dsts.clone(), mem: Memory::Global { param: base }, index: offsets[group], pred });
+                    self.emit(Stmt::Load {
+                        dsts: dsts.clone(),
+                        mem: Memory::Global { param: base },
+                        index: offsets[group],
+                        pred,
+                    });
                     out.extend(dsts);
                 }
-                Ok(Some(LVal { layout, regs: out, ptr: None }))
+                Ok(Some(LVal {
+                    layout,
+                    regs: out,
+                    ptr: None,
+                }))
             }
             Op::Store { ptr, value, mask } => {
                 let shape = self.k.ty(*ptr).shape;
@@ -65,8 +74,18 @@ impl Lowerer<'_> {
                 for i in 0..offsets.len() {
                     let dst = self.new_reg(elem);
                     let z = self.zero(elem);
-                    self.emit(Stmt::Set { dst, expr: Expr::Copy(z) });
-                    self.emit(Stmt::Atomic { dst, op: *op, param: base, index: offsets[i], value: values[i], pred: pred[i] });
+                    self.emit(Stmt::Set {
+                        dst,
+                        expr: Expr::Copy(z),
+                    });
+                    self.emit(Stmt::Atomic {
+                        dst,
+                        op: *op,
+                        param: base,
+                        index: offsets[i],
+                        value: values[i],
+                        pred: pred[i],
+                    });
                     out.push(dst);
                 }
                 self.atomic_results(inst, layout, out).map(Some)
@@ -79,8 +98,18 @@ impl Lowerer<'_> {
                 for i in 0..offsets.len() {
                     let dst = self.new_reg(elem);
                     let z = self.zero(elem);
-                    self.emit(Stmt::Set { dst, expr: Expr::Copy(z) });
-                    self.emit(Stmt::AtomicCas { dst, param: base, index: offsets[i], cmp: cmps[i], value: values[i], pred: pred[i] });
+                    self.emit(Stmt::Set {
+                        dst,
+                        expr: Expr::Copy(z),
+                    });
+                    self.emit(Stmt::AtomicCas {
+                        dst,
+                        param: base,
+                        index: offsets[i],
+                        cmp: cmps[i],
+                        value: values[i],
+                        pred: pred[i],
+                    });
                     out.push(dst);
                 }
                 self.atomic_results(inst, layout, out).map(Some)
@@ -108,7 +137,13 @@ impl Lowerer<'_> {
 
     /// How many consecutive registers one access moves: the thread's run along the fastest
     /// dimension, limited by what the axis analysis proves.
-    fn access_width(&self, layout: &Layout, shape: crate::types::Shape, ptr: crate::ir::ValueId, mask: Option<crate::ir::ValueId>) -> usize {
+    fn access_width(
+        &self,
+        layout: &Layout,
+        shape: crate::types::Shape,
+        ptr: crate::ir::ValueId,
+        mask: Option<crate::ir::ValueId>,
+    ) -> usize {
         if shape.is_scalar() {
             return 1;
         }
@@ -128,7 +163,12 @@ impl Lowerer<'_> {
     }
 
     /// Per register: the mask (if any) and ownership, combined.
-    fn store_predicates(&mut self, layout: Layout, shape: crate::types::Shape, mask: Option<crate::ir::ValueId>) -> Result<Vec<Option<Reg>>, LowerError> {
+    fn store_predicates(
+        &mut self,
+        layout: Layout,
+        shape: crate::types::Shape,
+        mask: Option<crate::ir::ValueId>,
+    ) -> Result<Vec<Option<Reg>>, LowerError> {
         let map = layout.map(shape);
         let own = self.owner(&map);
         let masks = mask.map(|m| self.ensure(m, layout)).transpose()?;
@@ -162,12 +202,20 @@ impl Lowerer<'_> {
         let ty = self.k.ty(inst.results[0]);
         let map = layout.map(ty.shape);
         let replicated = layout.is_scalar() || (0..layout.blocked.rank as usize).any(|d| map.replicated(d));
-        let lval = LVal { layout, regs, ptr: None };
+        let lval = LVal {
+            layout,
+            regs,
+            ptr: None,
+        };
         if !replicated {
             return Ok(lval);
         }
         let elem = ty.scalar_type().unwrap();
         let regs = self.convert(&lval, elem, ty.shape, layout, ty.shape, None)?;
-        Ok(LVal { layout, regs, ptr: None })
+        Ok(LVal {
+            layout,
+            regs,
+            ptr: None,
+        })
     }
 }

@@ -32,7 +32,11 @@ use std::collections::HashMap;
 pub enum LowerError {
     /// The kernel uses something this target or this version of the lowering cannot do.
     #[error("`{op}` at {loc}: {message}")]
-    Unsupported { op: &'static str, loc: SourceLoc, message: String },
+    Unsupported {
+        op: &'static str,
+        loc: SourceLoc,
+        message: String,
+    },
     /// The kernel needs more shared memory per program than the device has.
     #[error("kernel `{kernel}` needs {needed} bytes of shared memory per program; the device allows {limit}")]
     OutOfSharedMemory { kernel: String, needed: u32, limit: u32 },
@@ -64,7 +68,10 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     let mut l = Lowerer::new(kernel, target, spec);
     l.lower_body()?;
     let out = l.finish()?;
-    crate::thread::verify(&out).map_err(|message| LowerError::Internal { kernel: kernel.name.clone(), message })?;
+    crate::thread::verify(&out).map_err(|message| LowerError::Internal {
+        kernel: kernel.name.clone(),
+        message,
+    })?;
     Ok(out)
 }
 
@@ -91,8 +98,14 @@ impl<'k> Lowerer<'k> {
             .params
             .iter()
             .map(|p| match p.ty.elem {
-                Elem::Ptr(elem) => ThreadParam::Ptr { name: p.name.clone(), elem },
-                Elem::Scalar(ty) => ThreadParam::Scalar { name: p.name.clone(), ty },
+                Elem::Ptr(elem) => ThreadParam::Ptr {
+                    name: p.name.clone(),
+                    elem,
+                },
+                Elem::Scalar(ty) => ThreadParam::Scalar {
+                    name: p.name.clone(),
+                    ty,
+                },
             })
             .collect();
         let mut l = Lowerer {
@@ -117,12 +130,23 @@ impl<'k> Lowerer<'k> {
             let lval = match p.ty.elem {
                 Elem::Ptr(_) => {
                     let zero = self.konst(ScalarType::I32, Literal::Int(0));
-                    LVal { layout: Layout::scalar(), regs: vec![zero], ptr: Some(i as u32) }
+                    LVal {
+                        layout: Layout::scalar(),
+                        regs: vec![zero],
+                        ptr: Some(i as u32),
+                    }
                 }
                 Elem::Scalar(s) => {
                     let r = self.new_reg(s);
-                    self.prologue.push(Stmt::Set { dst: r, expr: crate::thread::Expr::Param(i as u32) });
-                    LVal { layout: Layout::scalar(), regs: vec![r], ptr: None }
+                    self.prologue.push(Stmt::Set {
+                        dst: r,
+                        expr: crate::thread::Expr::Param(i as u32),
+                    });
+                    LVal {
+                        layout: Layout::scalar(),
+                        regs: vec![r],
+                        ptr: None,
+                    }
                 }
             };
             self.values[p.value.index()] = Some(lval);
@@ -137,7 +161,11 @@ impl<'k> Lowerer<'k> {
     fn finish(mut self) -> Result<ThreadKernel, LowerError> {
         let needed: u32 = self.shared.iter().map(|a| a.bytes().div_ceil(16) * 16).sum();
         if needed > self.target.max_shared_bytes {
-            return Err(LowerError::OutOfSharedMemory { kernel: self.k.name.clone(), needed, limit: self.target.max_shared_bytes });
+            return Err(LowerError::OutOfSharedMemory {
+                kernel: self.k.name.clone(),
+                needed,
+                limit: self.target.max_shared_bytes,
+            });
         }
         let mut body = std::mem::take(&mut self.prologue);
         body.append(&mut self.body.pop().expect("the kernel body"));
@@ -168,7 +196,9 @@ impl<'k> Lowerer<'k> {
     fn inst(&mut self, inst: &'k Inst) -> Result<(), LowerError> {
         let results: Vec<LVal> = match &inst.op {
             Op::For { .. } | Op::If { .. } | Op::While { .. } => self.control(inst)?,
-            Op::Load { .. } | Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } => self.memory(inst)?.into_iter().collect(),
+            Op::Load { .. } | Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } => {
+                self.memory(inst)?.into_iter().collect()
+            }
             Op::Reduce { .. } => vec![self.reduce(inst)?],
             Op::Splat { .. }
             | Op::Broadcast { .. }
@@ -178,7 +208,10 @@ impl<'k> Lowerer<'k> {
             | Op::Arange { .. }
             | Op::Constant { .. } => vec![self.shape_op(inst)?],
             Op::Dot { .. } => {
-                return Err(self.unsupported(inst, "`dot` is not lowered for GPUs yet; run this kernel in the interpreter"))
+                return Err(self.unsupported(
+                    inst,
+                    "`dot` is not lowered for GPUs yet; run this kernel in the interpreter",
+                ))
             }
             _ => vec![self.elementwise(inst)?],
         };
@@ -191,11 +224,18 @@ impl<'k> Lowerer<'k> {
     // ---- helpers shared by the op lowerings ----
 
     pub(crate) fn unsupported(&self, inst: &Inst, message: impl Into<String>) -> LowerError {
-        LowerError::Unsupported { op: inst.op.name(), loc: inst.loc, message: message.into() }
+        LowerError::Unsupported {
+            op: inst.op.name(),
+            loc: inst.loc,
+            message: message.into(),
+        }
     }
 
     pub(crate) fn internal(&self, message: impl Into<String>) -> LowerError {
-        LowerError::Internal { kernel: self.k.name.clone(), message: message.into() }
+        LowerError::Internal {
+            kernel: self.k.name.clone(),
+            message: message.into(),
+        }
     }
 
     pub(crate) fn new_reg(&mut self, ty: ScalarType) -> Reg {
@@ -240,7 +280,10 @@ impl<'k> Lowerer<'k> {
     }
 
     /// Runs `f` with a fresh statement list and returns what it emitted.
-    pub(crate) fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, LowerError>) -> Result<(Vec<Stmt>, T), LowerError> {
+    pub(crate) fn nested<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T, LowerError>,
+    ) -> Result<(Vec<Stmt>, T), LowerError> {
         self.body.push(Vec::new());
         let r = f(self);
         let stmts = self.body.pop().expect("the nested list");
@@ -248,7 +291,9 @@ impl<'k> Lowerer<'k> {
     }
 
     pub(crate) fn lval(&self, v: ValueId) -> Result<LVal, LowerError> {
-        self.values[v.index()].clone().ok_or_else(|| self.internal(format!("value %{} used before it was lowered", v.index())))
+        self.values[v.index()]
+            .clone()
+            .ok_or_else(|| self.internal(format!("value %{} used before it was lowered", v.index())))
     }
 
     pub(crate) fn set_lval(&mut self, v: ValueId, l: LVal) {
@@ -268,8 +313,18 @@ impl<'k> Lowerer<'k> {
         if shape.is_scalar() {
             return Layout::scalar();
         }
-        let vec = self.vec_by_shape.get(&shape).copied().unwrap_or(self.target.max_vector_bytes / 4).max(1);
-        Layout::blocked(Blocked::default_for(shape.dims(), vec, self.target.warp_size, self.target.num_warps))
+        let vec = self
+            .vec_by_shape
+            .get(&shape)
+            .copied()
+            .unwrap_or(self.target.max_vector_bytes / 4)
+            .max(1);
+        Layout::blocked(Blocked::default_for(
+            shape.dims(),
+            vec,
+            self.target.warp_size,
+            self.target.num_warps,
+        ))
     }
 
     /// The registers of `v` in `layout`, converting through shared memory if needed.
@@ -378,8 +433,16 @@ impl<'k> Lowerer<'k> {
                 Op::Fma { .. } => self.set(elem, Expr::Fma(r(0), r(1), r(2))),
                 Op::AddPtr { .. } => {
                     let (a, b) = (r(0), r(1));
-                    let a = if self.regs[a].ty == elem { a } else { self.set(elem, Expr::Cast(a)) };
-                    let b = if self.regs[b].ty == elem { b } else { self.set(elem, Expr::Cast(b)) };
+                    let a = if self.regs[a].ty == elem {
+                        a
+                    } else {
+                        self.set(elem, Expr::Cast(a))
+                    };
+                    let b = if self.regs[b].ty == elem {
+                        b
+                    } else {
+                        self.set(elem, Expr::Cast(b))
+                    };
                     self.set(elem, Expr::Binary(crate::ir::BinaryOp::Add, a, b))
                 }
                 _ => return Ok(None),

@@ -6,7 +6,7 @@
 //! `sum` of f16/bf16 accumulates in f32. `argmax`/`argmin` carry (value, index) pairs; ties
 //! go to the smaller index and NaN wins, as in the interpreter.
 
-use super::{LVal, Lowerer, LowerError};
+use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, CmpOp, Inst, Literal, Op, ReduceOp};
 use crate::layout::Layout;
 use crate::thread::{Expr, Memory, Reg, Stmt};
@@ -27,7 +27,11 @@ impl Lowerer<'_> {
         let src = self.lval(value)?;
         let src_shape = self.k.ty(value).shape;
         let result_shape = self.k.ty(inst.results[0]).shape;
-        let elem = self.k.ty(value).scalar_type().ok_or_else(|| self.unsupported(inst, "cannot reduce pointers"))?;
+        let elem = self
+            .k
+            .ty(value)
+            .scalar_type()
+            .ok_or_else(|| self.unsupported(inst, "cannot reduce pointers"))?;
         let acc_ty = match (op, elem) {
             (ReduceOp::Sum, ScalarType::F16 | ScalarType::BF16) => ScalarType::F32,
             (_, ScalarType::Bool) => ScalarType::I32,
@@ -43,7 +47,11 @@ impl Lowerer<'_> {
         // 1. Within the thread, in order along the axis.
         let mut parts: Vec<Option<Partial>> = vec![None; out_map.len];
         for (i, &r) in src.regs.iter().enumerate() {
-            let v = if acc_ty == elem { r } else { self.set(acc_ty, Expr::Cast(r)) };
+            let v = if acc_ty == elem {
+                r
+            } else {
+                self.set(acc_ty, Expr::Cast(r))
+            };
             let index = if is_arg { Some(self.coord(&map, i, d)) } else { None };
             let p = Partial { value: v, index };
             let mut j = map.split(i);
@@ -54,21 +62,32 @@ impl Lowerer<'_> {
                 Some(acc) => self.combine(op, acc, p),
             });
         }
-        let mut parts: Vec<Partial> = parts.into_iter().map(|p| p.expect("every slot has an element")).collect();
+        let mut parts: Vec<Partial> = parts
+            .into_iter()
+            .map(|p| p.expect("every slot has an element"))
+            .collect();
 
         // 2. Across lanes.
         let lanes = map.distinct_lanes(d);
         let warps = map.distinct_warps(d);
         let b = layout.blocked;
-        let lane_shift: u32 = (0..b.rank as usize).take_while(|&k| b.order[k] as usize != d).map(|k| b.threads_per_warp[b.order[k] as usize].trailing_zeros()).sum();
-        let warp_shift: u32 = (0..b.rank as usize).take_while(|&k| b.order[k] as usize != d).map(|k| b.warps_per_cta[b.order[k] as usize].trailing_zeros()).sum();
+        let lane_shift: u32 = (0..b.rank as usize)
+            .take_while(|&k| b.order[k] as usize != d)
+            .map(|k| b.threads_per_warp[b.order[k] as usize].trailing_zeros())
+            .sum();
+        let warp_shift: u32 = (0..b.rank as usize)
+            .take_while(|&k| b.order[k] as usize != d)
+            .map(|k| b.warps_per_cta[b.order[k] as usize].trailing_zeros())
+            .sum();
         let shuffles = self.target.shuffles;
         if lanes > 1 && shuffles {
             for bit in 0..lanes.trailing_zeros() {
                 let mask = (1u32 << bit) << lane_shift;
                 for p in parts.iter_mut() {
                     let value = self.set(acc_ty, Expr::ShuffleXor { value: p.value, mask });
-                    let index = p.index.map(|i| self.set(ScalarType::I32, Expr::ShuffleXor { value: i, mask }));
+                    let index = p
+                        .index
+                        .map(|i| self.set(ScalarType::I32, Expr::ShuffleXor { value: i, mask }));
                     *p = self.combine(op, *p, Partial { value, index });
                 }
             }
@@ -78,7 +97,16 @@ impl Lowerer<'_> {
         let lanes_in_smem = if shuffles { 1 } else { lanes };
         let slots = warps * lanes_in_smem;
         if slots > 1 {
-            parts = self.reduce_through_shared(op, acc_ty, &parts, &out_layout, result_shape, slots, (lanes_in_smem, lane_shift), (warps, warp_shift))?;
+            parts = self.reduce_through_shared(
+                op,
+                acc_ty,
+                &parts,
+                &out_layout,
+                result_shape,
+                slots,
+                (lanes_in_smem, lane_shift),
+                (warps, warp_shift),
+            )?;
         }
 
         let out_ty = match op {
@@ -99,8 +127,16 @@ impl Lowerer<'_> {
                 }
             })
             .collect();
-        let layout = if result_shape.is_scalar() { Layout::scalar() } else { out_layout };
-        Ok(LVal { layout, regs, ptr: None })
+        let layout = if result_shape.is_scalar() {
+            Layout::scalar()
+        } else {
+            out_layout
+        };
+        Ok(LVal {
+            layout,
+            regs,
+            ptr: None,
+        })
     }
 
     /// Each thread writes its partials to slot `(warp, lane)` of its result elements; after a
@@ -122,7 +158,11 @@ impl Lowerer<'_> {
         let values = self.shared_buffer(acc_ty, numel * slots);
         let index_base = if acc_ty == i32t { numel * slots } else { 0 };
         let has_index = parts[0].index.is_some();
-        let indices = if has_index { Some(self.shared_buffer(i32t, index_base + numel * slots)) } else { None };
+        let indices = if has_index {
+            Some(self.shared_buffer(i32t, index_base + numel * slots))
+        } else {
+            None
+        };
 
         // This thread's slot: warp position along the axis, then lane position.
         let (_, lane, warp) = self.thread_ids();
@@ -151,11 +191,21 @@ impl Lowerer<'_> {
         let mut bases = Vec::with_capacity(parts.len());
         for (k, p) in parts.iter().enumerate() {
             let at = self.set(i32t, Expr::Binary(BinaryOp::Add, lin[k], slot));
-            self.emit(Stmt::Store { values: vec![p.value], mem: Memory::Shared { alloc: values }, index: at, pred: None });
+            self.emit(Stmt::Store {
+                values: vec![p.value],
+                mem: Memory::Shared { alloc: values },
+                index: at,
+                pred: None,
+            });
             if let (Some(buf), Some(i)) = (indices, p.index) {
                 let off = self.i32c(index_base as i64);
                 let at_i = self.set(i32t, Expr::Binary(BinaryOp::Add, at, off));
-                self.emit(Stmt::Store { values: vec![i], mem: Memory::Shared { alloc: buf }, index: at_i, pred: None });
+                self.emit(Stmt::Store {
+                    values: vec![i],
+                    mem: Memory::Shared { alloc: buf },
+                    index: at_i,
+                    pred: None,
+                });
             }
             bases.push(lin[k]);
         }
@@ -167,13 +217,23 @@ impl Lowerer<'_> {
                 let c = self.i32c(s as i64);
                 let at = self.set(i32t, Expr::Binary(BinaryOp::Add, base, c));
                 let value = self.new_reg(acc_ty);
-                self.emit(Stmt::Load { dsts: vec![value], mem: Memory::Shared { alloc: values }, index: at, pred: None });
+                self.emit(Stmt::Load {
+                    dsts: vec![value],
+                    mem: Memory::Shared { alloc: values },
+                    index: at,
+                    pred: None,
+                });
                 let index = match indices {
                     Some(buf) => {
                         let off = self.i32c(index_base as i64);
                         let at_i = self.set(i32t, Expr::Binary(BinaryOp::Add, at, off));
                         let r = self.new_reg(i32t);
-                        self.emit(Stmt::Load { dsts: vec![r], mem: Memory::Shared { alloc: buf }, index: at_i, pred: None });
+                        self.emit(Stmt::Load {
+                            dsts: vec![r],
+                            mem: Memory::Shared { alloc: buf },
+                            index: at_i,
+                            pred: None,
+                        });
                         Some(r)
                     }
                     None => None,
@@ -193,7 +253,10 @@ impl Lowerer<'_> {
     /// Combines two partials, `a` coming first along the axis.
     fn combine(&mut self, op: ReduceOp, a: Partial, b: Partial) -> Partial {
         let ty = self.regs[a.value].ty;
-        let binary = |l: &mut Self, bop| Partial { value: l.set(ty, Expr::Binary(bop, a.value, b.value)), index: None };
+        let binary = |l: &mut Self, bop| Partial {
+            value: l.set(ty, Expr::Binary(bop, a.value, b.value)),
+            index: None,
+        };
         match op {
             ReduceOp::Sum => binary(self, BinaryOp::Add),
             ReduceOp::Max => binary(self, BinaryOp::Max),
@@ -225,7 +288,10 @@ impl Lowerer<'_> {
                 }
                 let value = self.set(ty, Expr::Select(better, b.value, a.value));
                 let index = self.set(ScalarType::I32, Expr::Select(better, ib, ia));
-                Partial { value, index: Some(index) }
+                Partial {
+                    value,
+                    index: Some(index),
+                }
             }
         }
     }

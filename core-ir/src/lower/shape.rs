@@ -1,7 +1,7 @@
 //! Ops that make blocks or move their elements: constants, `arange`, splat, broadcast,
 //! `expand_dims`, reshape and permute.
 
-use super::{LVal, Lowerer, LowerError};
+use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, Inst, Op};
 use crate::layout::Layout;
 use crate::thread::Expr;
@@ -18,7 +18,11 @@ impl Lowerer<'_> {
             Op::Constant { value } => {
                 let s = ty.scalar_type().ok_or_else(|| self.internal("pointer constant"))?;
                 let r = self.konst(s, *value);
-                Ok(LVal { layout, regs: vec![r; n], ptr: None })
+                Ok(LVal {
+                    layout,
+                    regs: vec![r; n],
+                    ptr: None,
+                })
             }
             Op::Arange { start, .. } => {
                 let map = layout.map(shape);
@@ -32,11 +36,19 @@ impl Lowerer<'_> {
                         self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, c, s))
                     });
                 }
-                Ok(LVal { layout, regs, ptr: None })
+                Ok(LVal {
+                    layout,
+                    regs,
+                    ptr: None,
+                })
             }
             Op::Splat { value } => {
                 let src = self.lval(*value)?;
-                Ok(LVal { layout, regs: vec![src.regs[0]; n], ptr: src.ptr })
+                Ok(LVal {
+                    layout,
+                    regs: vec![src.regs[0]; n],
+                    ptr: src.ptr,
+                })
             }
             Op::Broadcast { value } => {
                 // The operand in the result's blocked layout (with its own shape) holds, in
@@ -45,30 +57,49 @@ impl Lowerer<'_> {
                 let src = self.lval(*value)?;
                 let src_layout = Layout::blocked(layout.blocked);
                 let regs = self.ensure(*value, src_layout)?;
-                Ok(LVal { layout, regs: broadcast_registers(&regs, src_shape, layout, shape), ptr: src.ptr })
+                Ok(LVal {
+                    layout,
+                    regs: broadcast_registers(&regs, src_shape, layout, shape),
+                    ptr: src.ptr,
+                })
             }
             Op::ExpandDims { value, axis } => {
                 let src = self.lval(*value)?;
                 let src_shape = self.k.ty(*value).shape;
                 if src_shape.is_scalar() {
-                    return Ok(LVal { layout, regs: vec![src.regs[0]; n], ptr: src.ptr });
+                    return Ok(LVal {
+                        layout,
+                        regs: vec![src.regs[0]; n],
+                        ptr: src.ptr,
+                    });
                 }
                 // Free when the operand is a slice along the new axis: un-slice it.
                 let b = src.layout.blocked;
                 let unsliced = |l: &Layout| (0..b.rank as usize).filter(|d| l.sliced & (1 << d) == 0).count();
                 for d in 0..b.rank as usize {
                     if src.layout.sliced & (1 << d) != 0 {
-                        let candidate = Layout { blocked: b, sliced: src.layout.sliced & !(1 << d) };
+                        let candidate = Layout {
+                            blocked: b,
+                            sliced: src.layout.sliced & !(1 << d),
+                        };
                         let before = (0..d).filter(|e| candidate.sliced & (1 << e) == 0).count();
                         if before == *axis as usize && unsliced(&candidate) == shape.rank() {
-                            return Ok(LVal { layout: candidate, regs: src.regs, ptr: src.ptr });
+                            return Ok(LVal {
+                                layout: candidate,
+                                regs: src.regs,
+                                ptr: src.ptr,
+                            });
                         }
                     }
                 }
                 // Otherwise move the operand into the slice of the result's layout.
                 let want = layout.slice(*axis as usize);
                 let regs = self.ensure(*value, want)?;
-                Ok(LVal { layout, regs, ptr: src.ptr })
+                Ok(LVal {
+                    layout,
+                    regs,
+                    ptr: src.ptr,
+                })
             }
             Op::Reshape { value } | Op::Permute { value, .. } => {
                 let src = self.lval(*value)?;
@@ -86,7 +117,11 @@ impl Lowerer<'_> {
                 } else {
                     self.convert(&src, elem_ty, src_shape, layout, shape, perm)?
                 };
-                Ok(LVal { layout, regs, ptr: src.ptr })
+                Ok(LVal {
+                    layout,
+                    regs,
+                    ptr: src.ptr,
+                })
             }
             op => Err(self.internal(format!("`{}` is not a shape op", op.name()))),
         }
@@ -97,7 +132,12 @@ impl Lowerer<'_> {
 /// `layout` (same rank, size-1 dimensions where it is broadcast); each thread's result
 /// element takes the source element with the broadcast coordinates at 0, which the same
 /// thread holds.
-pub(crate) fn broadcast_registers(src: &[crate::thread::Reg], src_shape: crate::types::Shape, layout: Layout, shape: crate::types::Shape) -> Vec<crate::thread::Reg> {
+pub(crate) fn broadcast_registers(
+    src: &[crate::thread::Reg],
+    src_shape: crate::types::Shape,
+    layout: Layout,
+    shape: crate::types::Shape,
+) -> Vec<crate::thread::Reg> {
     let src_map = Layout::blocked(layout.blocked).map(src_shape);
     let map = layout.map(shape);
     (0..map.len)

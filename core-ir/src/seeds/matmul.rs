@@ -56,7 +56,15 @@ pub fn matmul_grid(meta: &MatmulMeta, m: u32, n: u32) -> u32 {
 /// store; the K tail is masked with zeros. Parameters: `a_ptr, b_ptr, c_ptr, M, N, K,
 /// stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn`.
 pub fn matmul(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
-    let MatmulMeta { block_m, block_n, block_k, group_m, activation, input, output } = *meta;
+    let MatmulMeta {
+        block_m,
+        block_n,
+        block_k,
+        group_m,
+        activation,
+        input,
+        output,
+    } = *meta;
     let (bm, bn, bk) = (block_m as i32, block_n as i32, block_k as i32);
     Kernel::build("matmul_kernel", |k| {
         let a_ptr = k.arg_ptr("a_ptr", input);

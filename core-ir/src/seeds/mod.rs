@@ -7,5 +7,7 @@ mod softmax;
 mod vector_add;
 
 pub use matmul::{matmul, matmul_grid, Activation, MatmulMeta};
-pub use softmax::{softmax, softmax_block, softmax_num_warps, softmax_persistent, softmax_persistent_staged, softmax_rows};
+pub use softmax::{
+    softmax, softmax_block, softmax_num_warps, softmax_persistent, softmax_persistent_staged, softmax_rows,
+};
 pub use vector_add::vector_add;

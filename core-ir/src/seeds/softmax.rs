@@ -19,7 +19,14 @@ pub fn softmax_num_warps(block: u32) -> u32 {
 /// output_row_stride, n_rows, n_cols` (i32). `block` is at least `n_cols`. Grid: `n_rows`.
 pub fn softmax(block: u32) -> Result<Kernel, BuildError> {
     Kernel::build("softmax_kernel", |k| {
-        let Params { out, inp, in_stride, out_stride, n_cols, .. } = params(k);
+        let Params {
+            out,
+            inp,
+            in_stride,
+            out_stride,
+            n_cols,
+            ..
+        } = params(k);
         let row = k.program_id(0);
         let cols = k.arange(0, block as i32);
         let mask = cols.lt(n_cols);
@@ -37,7 +44,14 @@ pub fn softmax(block: u32) -> Result<Kernel, BuildError> {
 /// amortize them. Same parameters as [`softmax`]; grid: `cdiv(n_rows, block_m)`.
 pub fn softmax_rows(block_m: u32, block_n: u32) -> Result<Kernel, BuildError> {
     Kernel::build("softmax_kernel_rows", |k| {
-        let Params { out, inp, in_stride, out_stride, n_rows, n_cols } = params(k);
+        let Params {
+            out,
+            inp,
+            in_stride,
+            out_stride,
+            n_rows,
+            n_cols,
+        } = params(k);
         let rows = (k.program_id(0) * block_m as i32 + k.arange(0, block_m as i32)).expand_dims(1);
         let cols = k.arange(0, block_n as i32).expand_dims(0);
         let mask = rows.lt(n_rows) & cols.lt(n_cols);
@@ -63,7 +77,14 @@ pub fn softmax_persistent(block: u32) -> Result<Kernel, BuildError> {
 /// registers); with 1, rows are loaded and reduced one after the other.
 pub fn softmax_persistent_staged(block: u32, num_stages: u32) -> Result<Kernel, BuildError> {
     Kernel::build("softmax_kernel_persistent", |k| {
-        let Params { out, inp, in_stride, out_stride, n_rows, n_cols } = params(k);
+        let Params {
+            out,
+            inp,
+            in_stride,
+            out_stride,
+            n_rows,
+            n_cols,
+        } = params(k);
         let row_start = k.program_id(0);
         let row_step = k.num_programs(0);
         let cols = k.arange(0, block as i32);

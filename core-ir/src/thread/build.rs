@@ -61,7 +61,10 @@ impl ThreadKernelBuilder {
 
     /// Adds a pointer parameter to elements of `elem`; returns its index.
     pub fn ptr(&mut self, name: &str, elem: ScalarType) -> u32 {
-        self.kernel.params.push(ThreadParam::Ptr { name: name.into(), elem });
+        self.kernel.params.push(ThreadParam::Ptr {
+            name: name.into(),
+            elem,
+        });
         self.kernel.params.len() as u32 - 1
     }
 
@@ -144,13 +147,23 @@ impl ThreadKernelBuilder {
     /// where `pred` holds.
     pub fn load(&mut self, ty: ScalarType, n: usize, mem: Memory, index: Reg, pred: Option<Reg>) -> Vec<Reg> {
         let dsts: Vec<Reg> = (0..n).map(|_| self.reg(ty)).collect();
-        self.push(Stmt::Load { dsts: dsts.clone(), mem, index, pred });
+        self.push(Stmt::Load {
+            dsts: dsts.clone(),
+            mem,
+            index,
+            pred,
+        });
         dsts
     }
 
     /// Stores `values` to consecutive elements of `mem` at `index`, where `pred` holds.
     pub fn store(&mut self, values: Vec<Reg>, mem: Memory, index: Reg, pred: Option<Reg>) {
-        self.push(Stmt::Store { values, mem, index, pred });
+        self.push(Stmt::Store {
+            values,
+            mem,
+            index,
+            pred,
+        });
     }
 
     /// The statements `f` adds, as a block of their own (for the bodies of `if` and `while`
@@ -165,7 +178,11 @@ impl ThreadKernelBuilder {
     pub fn if_(&mut self, cond: Reg, then: impl FnOnce(&mut Self), els: impl FnOnce(&mut Self)) {
         let then_body = self.block(then);
         let else_body = self.block(els);
-        self.push(Stmt::If { cond, then_body, else_body });
+        self.push(Stmt::If {
+            cond,
+            then_body,
+            else_body,
+        });
     }
 
     /// `while cond() { body }`: `cond` adds the statements that compute the condition and
@@ -174,7 +191,11 @@ impl ThreadKernelBuilder {
         let mut c = None;
         let cond_body = self.block(|k| c = Some(cond(k)));
         let body = self.block(body);
-        self.push(Stmt::While { cond_body, cond: c.expect("the condition's register"), body });
+        self.push(Stmt::While {
+            cond_body,
+            cond: c.expect("the condition's register"),
+            body,
+        });
     }
 
     /// The kernel, checked with [`verify`](super::verify).

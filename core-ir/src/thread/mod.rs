@@ -36,8 +36,14 @@ pub struct RegData {
 pub enum ThreadParam {
     /// A pointer to global memory holding elements of `elem`. Backends address it by element
     /// index: PTX as a 64-bit address, SPIR-V as a storage buffer.
-    Ptr { name: String, elem: ScalarType },
-    Scalar { name: String, ty: ScalarType },
+    Ptr {
+        name: String,
+        elem: ScalarType,
+    },
+    Scalar {
+        name: String,
+        ty: ScalarType,
+    },
 }
 
 impl ThreadParam {
@@ -100,9 +106,15 @@ pub enum Expr {
     Cast(Reg),
     Bitcast(Reg),
     /// The value of `value` in lane `lane ^ mask` of this warp (every lane takes part).
-    ShuffleXor { value: Reg, mask: u32 },
+    ShuffleXor {
+        value: Reg,
+        mask: u32,
+    },
     /// The value of `value` in lane `lane` of this warp (every lane takes part).
-    ShuffleIdx { value: Reg, lane: Reg },
+    ShuffleIdx {
+        value: Reg,
+        lane: Reg,
+    },
 }
 
 /// The most registers one vector `Load` or `Store` moves (1, 2, 4 or 8).
@@ -116,19 +128,51 @@ pub enum Stmt {
     /// Reads `dsts.len()` consecutive elements starting at element `index` (an i32 or i64
     /// register) into `dsts`, where `pred` holds; otherwise the registers keep their values.
     /// With more than one destination the index is a multiple of the count (aligned vector).
-    Load { dsts: Vec<Reg>, mem: Memory, index: Reg, pred: Option<Reg> },
+    Load {
+        dsts: Vec<Reg>,
+        mem: Memory,
+        index: Reg,
+        pred: Option<Reg>,
+    },
     /// Writes `values` to consecutive elements starting at `index` where `pred` holds.
-    Store { values: Vec<Reg>, mem: Memory, index: Reg, pred: Option<Reg> },
+    Store {
+        values: Vec<Reg>,
+        mem: Memory,
+        index: Reg,
+        pred: Option<Reg>,
+    },
     /// Atomic read-modify-write of global element `index`; `dst` gets the old value where
     /// `pred` holds and keeps its value elsewhere.
-    Atomic { dst: Reg, op: AtomicOp, param: u32, index: Reg, value: Reg, pred: Option<Reg> },
+    Atomic {
+        dst: Reg,
+        op: AtomicOp,
+        param: u32,
+        index: Reg,
+        value: Reg,
+        pred: Option<Reg>,
+    },
     /// Atomic compare-and-swap of global element `index`, as `Atomic`.
-    AtomicCas { dst: Reg, param: u32, index: Reg, cmp: Reg, value: Reg, pred: Option<Reg> },
+    AtomicCas {
+        dst: Reg,
+        param: u32,
+        index: Reg,
+        cmp: Reg,
+        value: Reg,
+        pred: Option<Reg>,
+    },
     /// Waits for every thread of the program; orders shared-memory accesses around it.
     Barrier,
-    If { cond: Reg, then_body: Vec<Stmt>, else_body: Vec<Stmt> },
+    If {
+        cond: Reg,
+        then_body: Vec<Stmt>,
+        else_body: Vec<Stmt>,
+    },
     /// `loop { cond_body; if !cond { break } body }`.
-    While { cond_body: Vec<Stmt>, cond: Reg, body: Vec<Stmt> },
+    While {
+        cond_body: Vec<Stmt>,
+        cond: Reg,
+        body: Vec<Stmt>,
+    },
     /// Text for the reader of the generated code (names the block op a stretch came from).
     Comment(String),
 }
@@ -169,7 +213,9 @@ fn walk(stmts: &[Stmt], f: &mut impl FnMut(&Stmt)) {
     for s in stmts {
         f(s);
         match s {
-            Stmt::If { then_body, else_body, .. } => {
+            Stmt::If {
+                then_body, else_body, ..
+            } => {
                 walk(then_body, f);
                 walk(else_body, f);
             }

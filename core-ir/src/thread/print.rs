@@ -36,8 +36,16 @@ impl ThreadKernel {
     /// One statement as the printer writes it; of an `if` or `while`, only its first line.
     pub fn stmt_text(&self, s: &Stmt) -> String {
         let head = match s {
-            Stmt::If { cond, .. } => Stmt::If { cond: *cond, then_body: vec![], else_body: vec![] },
-            Stmt::While { cond, .. } => Stmt::While { cond_body: vec![], cond: *cond, body: vec![] },
+            Stmt::If { cond, .. } => Stmt::If {
+                cond: *cond,
+                then_body: vec![],
+                else_body: vec![],
+            },
+            Stmt::While { cond, .. } => Stmt::While {
+                cond_body: vec![],
+                cond: *cond,
+                body: vec![],
+            },
             s => s.clone(),
         };
         let mut out = String::new();
@@ -60,15 +68,52 @@ impl ThreadKernel {
         for s in stmts {
             let _ = match s {
                 Stmt::Set { dst, expr } => {
-                    writeln!(out, "{pad}{}: {} = {}", self.r(*dst), self.reg_type(*dst), self.expr(expr))
+                    writeln!(
+                        out,
+                        "{pad}{}: {} = {}",
+                        self.r(*dst),
+                        self.reg_type(*dst),
+                        self.expr(expr)
+                    )
                 }
-                Stmt::Load { dsts, mem: m, index, pred } => {
-                    writeln!(out, "{pad}{}{} = load {}[{}]", self.pred(pred), self.regs(dsts), mem(m), self.r(*index))
+                Stmt::Load {
+                    dsts,
+                    mem: m,
+                    index,
+                    pred,
+                } => {
+                    writeln!(
+                        out,
+                        "{pad}{}{} = load {}[{}]",
+                        self.pred(pred),
+                        self.regs(dsts),
+                        mem(m),
+                        self.r(*index)
+                    )
                 }
-                Stmt::Store { values, mem: m, index, pred } => {
-                    writeln!(out, "{pad}{}store {}[{}] = {}", self.pred(pred), mem(m), self.r(*index), self.regs(values))
+                Stmt::Store {
+                    values,
+                    mem: m,
+                    index,
+                    pred,
+                } => {
+                    writeln!(
+                        out,
+                        "{pad}{}store {}[{}] = {}",
+                        self.pred(pred),
+                        mem(m),
+                        self.r(*index),
+                        self.regs(values)
+                    )
                 }
-                Stmt::Atomic { dst, op, param, index, value, pred } => writeln!(
+                Stmt::Atomic {
+                    dst,
+                    op,
+                    param,
+                    index,
+                    value,
+                    pred,
+                } => writeln!(
                     out,
                     "{pad}{}{} = {} global{param}[{}], {}",
                     self.pred(pred),
@@ -77,7 +122,14 @@ impl ThreadKernel {
                     self.r(*index),
                     self.r(*value)
                 ),
-                Stmt::AtomicCas { dst, param, index, cmp, value, pred } => writeln!(
+                Stmt::AtomicCas {
+                    dst,
+                    param,
+                    index,
+                    cmp,
+                    value,
+                    pred,
+                } => writeln!(
                     out,
                     "{pad}{}{} = atomic_cas global{param}[{}], {}, {}",
                     self.pred(pred),
@@ -88,7 +140,11 @@ impl ThreadKernel {
                 ),
                 Stmt::Barrier => writeln!(out, "{pad}barrier"),
                 Stmt::Comment(c) => writeln!(out, "{pad}// {c}"),
-                Stmt::If { cond, then_body, else_body } => {
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
                     let _ = writeln!(out, "{pad}if {} {{", self.r(*cond));
                     self.stmts(out, then_body, depth + 1);
                     if !else_body.is_empty() {

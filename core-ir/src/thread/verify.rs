@@ -23,7 +23,9 @@ fn check(k: &ThreadKernel, stmts: &[Stmt]) -> Result<(), String> {
     for s in stmts {
         stmt(k, s).map_err(|e| format!("{e} in `{}`", one_line(k, s)))?;
         match s {
-            Stmt::If { then_body, else_body, .. } => {
+            Stmt::If {
+                then_body, else_body, ..
+            } => {
                 check(k, then_body)?;
                 check(k, else_body)?;
             }
@@ -42,7 +44,10 @@ fn one_line(k: &ThreadKernel, s: &Stmt) -> String {
 }
 
 fn ty(k: &ThreadKernel, r: Reg) -> Result<ScalarType, String> {
-    k.regs.try_get(r).map(|d| d.ty).ok_or_else(|| format!("register r{} does not exist", r.index()))
+    k.regs
+        .try_get(r)
+        .map(|d| d.ty)
+        .ok_or_else(|| format!("register r{} does not exist", r.index()))
 }
 
 fn want(k: &ThreadKernel, r: Reg, t: ScalarType, what: &str) -> Result<(), String> {
@@ -70,34 +75,70 @@ fn memory_elem(k: &ThreadKernel, m: Memory) -> Result<ScalarType, String> {
             Some(ThreadParam::Ptr { elem, .. }) => Ok(*elem),
             _ => Err(format!("parameter {param} is not a pointer")),
         },
-        Memory::Shared { alloc } => {
-            k.shared.get(alloc as usize).map(|a| a.elem).ok_or_else(|| format!("shared buffer {alloc} does not exist"))
-        }
+        Memory::Shared { alloc } => k
+            .shared
+            .get(alloc as usize)
+            .map(|a| a.elem)
+            .ok_or_else(|| format!("shared buffer {alloc} does not exist")),
     }
 }
 
 fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
     match s {
         Stmt::Set { dst, expr } => set(k, *dst, expr),
-        Stmt::Load { dsts, mem, index, pred: p } | Stmt::Store { values: dsts, mem, index, pred: p } => {
+        Stmt::Load {
+            dsts,
+            mem,
+            index,
+            pred: p,
+        }
+        | Stmt::Store {
+            values: dsts,
+            mem,
+            index,
+            pred: p,
+        } => {
             if !dsts.len().is_power_of_two() || dsts.len() > super::MAX_VECTOR {
                 return Err(format!("vector of {} elements", dsts.len()));
             }
             let elem = memory_elem(k, *mem)?;
             for &d in dsts {
-                want(k, d, if elem == ScalarType::Bool { ScalarType::Bool } else { elem }, "element")?;
+                want(
+                    k,
+                    d,
+                    if elem == ScalarType::Bool {
+                        ScalarType::Bool
+                    } else {
+                        elem
+                    },
+                    "element",
+                )?;
             }
             int_index(k, *index)?;
             pred(k, p)
         }
-        Stmt::Atomic { dst, param, index, value, pred: p, .. } => {
+        Stmt::Atomic {
+            dst,
+            param,
+            index,
+            value,
+            pred: p,
+            ..
+        } => {
             let elem = memory_elem(k, Memory::Global { param: *param })?;
             want(k, *dst, elem, "old value")?;
             want(k, *value, elem, "value")?;
             int_index(k, *index)?;
             pred(k, p)
         }
-        Stmt::AtomicCas { dst, param, index, cmp, value, pred: p } => {
+        Stmt::AtomicCas {
+            dst,
+            param,
+            index,
+            cmp,
+            value,
+            pred: p,
+        } => {
             let elem = memory_elem(k, Memory::Global { param: *param })?;
             for (r, what) in [(*dst, "old value"), (*cmp, "compared value"), (*value, "value")] {
                 want(k, r, elem, what)?;
@@ -123,7 +164,9 @@ fn set(k: &ThreadKernel, dst: Reg, e: &Expr) -> Result<(), String> {
             Some(ThreadParam::Scalar { ty, .. }) if *ty == d => Ok(()),
             _ => Err(format!("parameter {i} is not a scalar of type {d}")),
         },
-        Expr::Special(_) => (d == ScalarType::I32).then_some(()).ok_or_else(|| "special registers are i32".into()),
+        Expr::Special(_) => (d == ScalarType::I32)
+            .then_some(())
+            .ok_or_else(|| "special registers are i32".into()),
         Expr::Copy(a) => want(k, *a, d, "source"),
         Expr::Unary(op, a) => {
             want(k, *a, d, "operand")?;
@@ -154,11 +197,15 @@ fn set(k: &ThreadKernel, dst: Reg, e: &Expr) -> Result<(), String> {
         Expr::Cast(a) => ty(k, *a).map(|_| ()),
         Expr::Bitcast(a) => {
             let s = ty(k, *a)?;
-            (s.bits() == d.bits()).then_some(()).ok_or_else(|| format!("bitcast from {s} to {d}"))
+            (s.bits() == d.bits())
+                .then_some(())
+                .ok_or_else(|| format!("bitcast from {s} to {d}"))
         }
         Expr::ShuffleXor { value, mask } => {
             want(k, *value, d, "shuffled value")?;
-            (*mask < k.warp_size).then_some(()).ok_or_else(|| format!("shuffle mask {mask} exceeds the warp"))
+            (*mask < k.warp_size)
+                .then_some(())
+                .ok_or_else(|| format!("shuffle mask {mask} exceeds the warp"))
         }
         Expr::ShuffleIdx { value, lane } => {
             want(k, *value, d, "shuffled value")?;

@@ -26,17 +26,27 @@ impl Default for CpuDevice {
 
 impl CpuDevice {
     pub fn new() -> CpuDevice {
-        let mut properties = DeviceProperties::unknown("rutile CPU interpreter", "rutile", Backend::Interpreter, DeviceType::Cpu);
+        let mut properties = DeviceProperties::unknown(
+            "rutile CPU interpreter",
+            "rutile",
+            Backend::Interpreter,
+            DeviceType::Cpu,
+        );
         properties.max_grid = Some([u32::MAX; 3]);
         properties.api_version = Some(env!("CARGO_PKG_VERSION").to_string());
-        CpuDevice { properties, key: next_device_key(), cache: CompileCache::default() }
+        CpuDevice {
+            properties,
+            key: next_device_key(),
+            cache: CompileCache::default(),
+        }
     }
 
     fn host<'b>(&self, b: &'b DeviceBuffer) -> Result<&'b Mutex<HostBuffer>> {
         if b.device != self.key {
             return Err(Error::Buffer("the buffer belongs to another device".into()));
         }
-        b.storage::<Mutex<HostBuffer>>().ok_or_else(|| Error::Buffer("not a CPU buffer".into()))
+        b.storage::<Mutex<HostBuffer>>()
+            .ok_or_else(|| Error::Buffer("not a CPU buffer".into()))
     }
 }
 
@@ -46,14 +56,23 @@ impl Device for CpuDevice {
     }
 
     fn alloc(&self, elem: ScalarType, len: usize) -> Result<DeviceBuffer> {
-        Ok(DeviceBuffer::new(elem, len, self.key, Box::new(Mutex::new(HostBuffer::zeros(elem, len)))))
+        Ok(DeviceBuffer::new(
+            elem,
+            len,
+            self.key,
+            Box::new(Mutex::new(HostBuffer::zeros(elem, len))),
+        ))
     }
 
     fn write(&self, buffer: &DeviceBuffer, bytes: &[u8]) -> Result<()> {
         let mut host = self.host(buffer)?.lock().unwrap();
         let dst = host.as_bytes_mut();
         if dst.len() != bytes.len() {
-            return Err(Error::Buffer(format!("writing {} bytes into a buffer of {} bytes", bytes.len(), dst.len())));
+            return Err(Error::Buffer(format!(
+                "writing {} bytes into a buffer of {} bytes",
+                bytes.len(),
+                dst.len()
+            )));
         }
         dst.copy_from_slice(bytes);
         Ok(())
@@ -70,7 +89,10 @@ impl Device for CpuDevice {
                 kernel: kernel.clone(),
                 options: *options,
                 specialization: spec.clone(),
-                metadata: KernelMetadata { threads: 1, ..KernelMetadata::default() },
+                metadata: KernelMetadata {
+                    threads: 1,
+                    ..KernelMetadata::default()
+                },
                 code: None,
                 artifact: Box::new(()),
             })
@@ -93,7 +115,10 @@ impl Device for CpuDevice {
                         slots.push(m);
                         slots.len() - 1
                     });
-                    ArgValue::Ptr { buffer: index, offset: 0 }
+                    ArgValue::Ptr {
+                        buffer: index,
+                        offset: 0,
+                    }
                 }
                 Arg::Bool(v) => ArgValue::Bool(v),
                 Arg::F32(v) => ArgValue::Float(v as f64),
@@ -106,7 +131,10 @@ impl Device for CpuDevice {
             });
         }
         let mut guards: Vec<_> = slots.iter().map(|m| m.lock().unwrap()).collect();
-        let mut buffers: Vec<HostBuffer> = guards.iter_mut().map(|g| std::mem::replace(&mut **g, HostBuffer::zeros(ScalarType::U8, 0))).collect();
+        let mut buffers: Vec<HostBuffer> = guards
+            .iter_mut()
+            .map(|g| std::mem::replace(&mut **g, HostBuffer::zeros(ScalarType::U8, 0)))
+            .collect();
         let result = interp::run(kernel, grid, &values, &mut buffers);
         for (g, b) in guards.iter_mut().zip(buffers) {
             **g = b;

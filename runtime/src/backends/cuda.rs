@@ -29,7 +29,8 @@ impl CudaGpu {
     pub fn open(ordinal: usize) -> Result<CudaGpu> {
         let device = CudaDevice::open(ordinal)?;
         let p = device.properties();
-        let mut properties = DeviceProperties::unknown(p.name.clone(), "NVIDIA", Backend::Cuda, DeviceType::DiscreteGpu);
+        let mut properties =
+            DeviceProperties::unknown(p.name.clone(), "NVIDIA", Backend::Cuda, DeviceType::DiscreteGpu);
         properties.compute_capability = Some(p.compute_capability);
         let v = p.driver_version;
         properties.api_version = Some(format!("CUDA driver {}.{}", v / 1000, (v % 1000) / 10));
@@ -47,7 +48,12 @@ impl CudaGpu {
         properties.memory_clock_khz = p.memory_clock_rate_khz;
         properties.memory_bus_width_bits = p.memory_bus_width_bits;
         properties.total_memory_bytes = Some(p.total_memory as u64);
-        Ok(CudaGpu { device, properties, key: next_device_key(), cache: CompileCache::default() })
+        Ok(CudaGpu {
+            device,
+            properties,
+            key: next_device_key(),
+            cache: CompileCache::default(),
+        })
     }
 
     /// How many CUDA GPUs there are (0 without a driver).
@@ -64,19 +70,27 @@ impl CudaGpu {
         if b.device != self.key {
             return Err(Error::Buffer("the buffer belongs to another device".into()));
         }
-        b.storage::<Mutex<CudaBuffer<u8>>>().ok_or_else(|| Error::Buffer("not a CUDA buffer".into()))
+        b.storage::<Mutex<CudaBuffer<u8>>>()
+            .ok_or_else(|| Error::Buffer("not a CUDA buffer".into()))
     }
 
     /// Resident programs per multiprocessor for a compiled kernel (the occupancy the
     /// persistent softmax tutorial sizes its grid with).
     pub fn occupancy(&self, kernel: &CompiledKernel) -> Result<u32> {
         let a = artifact(kernel)?;
-        Ok(a.function.occupancy(kernel.metadata.threads, kernel.metadata.shared_bytes as usize)?.blocks_per_multiprocessor)
+        Ok(a.function
+            .occupancy(kernel.metadata.threads, kernel.metadata.shared_bytes as usize)?
+            .blocks_per_multiprocessor)
     }
 }
 
 fn artifact(kernel: &CompiledKernel) -> Result<&CudaArtifact> {
-    kernel.artifact.downcast_ref::<CudaArtifact>().ok_or_else(|| Error::Buffer(format!("kernel `{}` was compiled for another device", kernel.kernel.name)))
+    kernel.artifact.downcast_ref::<CudaArtifact>().ok_or_else(|| {
+        Error::Buffer(format!(
+            "kernel `{}` was compiled for another device",
+            kernel.kernel.name
+        ))
+    })
 }
 
 impl Device for CudaGpu {
@@ -85,7 +99,9 @@ impl Device for CudaGpu {
     }
 
     fn alloc(&self, elem: ScalarType, len: usize) -> Result<DeviceBuffer> {
-        let bytes = len.checked_mul(elem.size_bytes()).ok_or_else(|| Error::Buffer(format!("{len} elements of {elem} overflow the address space")))?;
+        let bytes = len
+            .checked_mul(elem.size_bytes())
+            .ok_or_else(|| Error::Buffer(format!("{len} elements of {elem} overflow the address space")))?;
         let buf = CudaBuffer::<u8>::zeroed(&self.device, bytes)?;
         Ok(DeviceBuffer::new(elem, len, self.key, Box::new(Mutex::new(buf))))
     }
@@ -105,7 +121,10 @@ impl Device for CudaGpu {
             if threads > p.max_threads_per_block {
                 return Err(Error::Launch {
                     kernel: kernel.name.clone(),
-                    message: format!("num_warps = {} makes {threads} threads per program; the device allows {}", options.num_warps, p.max_threads_per_block),
+                    message: format!(
+                        "num_warps = {} makes {threads} threads per program; the device allows {}",
+                        options.num_warps, p.max_threads_per_block
+                    ),
                 });
             }
             // Shared memory is dynamic in rutile's PTX: a kernel may use up to the opt-in
@@ -114,9 +133,19 @@ impl Device for CudaGpu {
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
             let (major, minor) = p.compute_capability;
             let ptx_target = rutile_ptx::PtxTarget::from_compute_capability(major, minor);
-            let ptx = rutile_ptx::emit(&thread_kernel, &ptx_target)
-                .map_err(|e| Error::Codegen { backend: "PTX", kernel: kernel.name.clone(), message: e.to_string() })?;
-            crate::dump::write(&kernel.name, &[("block.ir", &kernel.to_string()), ("thread.ir", &thread_kernel.to_string()), ("ptx", &ptx)]);
+            let ptx = rutile_ptx::emit(&thread_kernel, &ptx_target).map_err(|e| Error::Codegen {
+                backend: "PTX",
+                kernel: kernel.name.clone(),
+                message: e.to_string(),
+            })?;
+            crate::dump::write(
+                &kernel.name,
+                &[
+                    ("block.ir", &kernel.to_string()),
+                    ("thread.ir", &thread_kernel.to_string()),
+                    ("ptx", &ptx),
+                ],
+            );
             let module = self.device.load_ptx(&ptx)?;
             let function = module.function(&kernel.name)?;
             let info = function.info();
@@ -133,7 +162,10 @@ impl Device for CudaGpu {
                 specialization: spec.clone(),
                 metadata,
                 code: Some(ptx),
-                artifact: Box::new(CudaArtifact { _module: module, function }),
+                artifact: Box::new(CudaArtifact {
+                    _module: module,
+                    function,
+                }),
             })
         })
     }
@@ -160,7 +192,8 @@ impl Device for CudaGpu {
                 Arg::F64(v) => KernelArg::F64(v),
             });
         }
-        let config = CudaLaunch::new((grid[0], grid[1], grid[2]), (compiled.metadata.threads, 1, 1)).with_dynamic_shared(compiled.metadata.shared_bytes);
+        let config = CudaLaunch::new((grid[0], grid[1], grid[2]), (compiled.metadata.threads, 1, 1))
+            .with_dynamic_shared(compiled.metadata.shared_bytes);
         // SAFETY: every pointer argument is a live buffer of this device whose element type
         // matches the parameter (checked above); the kernel's accesses are bounded by the
         // masks its author wrote, as in CUDA itself.

@@ -39,7 +39,10 @@ impl From<WgpuError> for Error {
         if e.is_unavailable() {
             Error::NoDevice(e.to_string())
         } else {
-            Error::Device { backend: "wgpu", message: e.to_string() }
+            Error::Device {
+                backend: "wgpu",
+                message: e.to_string(),
+            }
         }
     }
 }
@@ -63,7 +66,10 @@ impl WgpuGpu {
                 AdapterKind::Other => DeviceType::Other,
             },
         );
-        let vendor = p.vendor_name().map(str::to_string).unwrap_or_else(|| format!("vendor {:#x}", p.vendor_id));
+        let vendor = p
+            .vendor_name()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("vendor {:#x}", p.vendor_id));
         let mut properties = DeviceProperties::unknown(p.name.clone(), vendor, backend, device_type);
         properties.api_version = p.driver_info.clone().or_else(|| p.driver.clone());
         properties.shared_memory_per_block = Some(p.max_workgroup_storage_bytes);
@@ -81,7 +87,13 @@ impl WgpuGpu {
             ScalarType::BF16 | ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16 => false,
             _ => true,
         });
-        Ok(WgpuGpu { device, properties, key: next_device_key(), cache: CompileCache::default(), pass_time_ms: std::sync::Mutex::new(None) })
+        Ok(WgpuGpu {
+            device,
+            properties,
+            key: next_device_key(),
+            cache: CompileCache::default(),
+            pass_time_ms: std::sync::Mutex::new(None),
+        })
     }
 
     /// The wgpu-level device, for what the `Device` trait does not cover.
@@ -93,7 +105,8 @@ impl WgpuGpu {
         if b.device != self.key {
             return Err(Error::Buffer("the buffer belongs to another device".into()));
         }
-        b.storage::<WgpuBuffer>().ok_or_else(|| Error::Buffer("not a wgpu buffer".into()))
+        b.storage::<WgpuBuffer>()
+            .ok_or_else(|| Error::Buffer("not a wgpu buffer".into()))
     }
 
     fn target(&self, num_warps: u32) -> Target {
@@ -124,7 +137,12 @@ fn fixed_subgroup(device: &WgpuDevice) -> Option<u32> {
 }
 
 fn artifact(kernel: &CompiledKernel) -> Result<&VulkanArtifact> {
-    kernel.artifact.downcast_ref::<VulkanArtifact>().ok_or_else(|| Error::Buffer(format!("kernel `{}` was compiled for another device", kernel.kernel.name)))
+    kernel.artifact.downcast_ref::<VulkanArtifact>().ok_or_else(|| {
+        Error::Buffer(format!(
+            "kernel `{}` was compiled for another device",
+            kernel.kernel.name
+        ))
+    })
 }
 
 impl Device for WgpuGpu {
@@ -133,7 +151,9 @@ impl Device for WgpuGpu {
     }
 
     fn alloc(&self, elem: ScalarType, len: usize) -> Result<DeviceBuffer> {
-        let bytes = len.checked_mul(elem.size_bytes()).ok_or_else(|| Error::Buffer(format!("{len} elements of {elem} overflow the address space")))?;
+        let bytes = len
+            .checked_mul(elem.size_bytes())
+            .ok_or_else(|| Error::Buffer(format!("{len} elements of {elem} overflow the address space")))?;
         let buf = WgpuBuffer::zeroed(&self.device, bytes)?;
         Ok(DeviceBuffer::new(elem, len, self.key, Box::new(buf)))
     }
@@ -153,15 +173,25 @@ impl Device for WgpuGpu {
             if target.threads() > limit {
                 return Err(Error::Launch {
                     kernel: kernel.name.clone(),
-                    message: format!("num_warps = {} makes {} invocations per workgroup; the device allows {limit}", options.num_warps, target.threads()),
+                    message: format!(
+                        "num_warps = {} makes {} invocations per workgroup; the device allows {limit}",
+                        options.num_warps,
+                        target.threads()
+                    ),
                 });
             }
-            for t in kernel.values.iter().filter_map(|(_, v)| v.ty.scalar_type().or(match v.ty.elem {
-                rutile_ir::Elem::Ptr(s) => Some(s),
-                _ => None,
-            })) {
+            for t in kernel.values.iter().filter_map(|(_, v)| {
+                v.ty.scalar_type().or(match v.ty.elem {
+                    rutile_ir::Elem::Ptr(s) => Some(s),
+                    _ => None,
+                })
+            }) {
                 if !self.properties.supported_types.contains(&t) {
-                    return Err(Error::Codegen { backend: "SPIR-V", kernel: kernel.name.clone(), message: format!("the kernel uses {t}, which {} does not support", self.properties.name) });
+                    return Err(Error::Codegen {
+                        backend: "SPIR-V",
+                        kernel: kernel.name.clone(),
+                        message: format!("the kernel uses {t}, which {} does not support", self.properties.name),
+                    });
                 }
             }
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
@@ -173,24 +203,45 @@ impl Device for WgpuGpu {
                 shader_f64: f.f64,
                 subgroups: f.subgroups,
             };
-            let codegen = |e: rutile_spirv::SpirvError| Error::Codegen { backend: "SPIR-V", kernel: kernel.name.clone(), message: e.to_string() };
+            let codegen = |e: rutile_spirv::SpirvError| Error::Codegen {
+                backend: "SPIR-V",
+                kernel: kernel.name.clone(),
+                message: e.to_string(),
+            };
             let spirv = rutile_spirv::emit(&thread_kernel, &spirv_target).map_err(codegen)?;
             let wgsl = spirv.wgsl().unwrap_or_else(|e| format!("// {e}"));
             let words = spirv.spirv_words().map_err(codegen)?;
-            crate::dump::write(&kernel.name, &[("block.ir", &kernel.to_string()), ("thread.ir", &thread_kernel.to_string()), ("wgsl", &wgsl)]);
+            crate::dump::write(
+                &kernel.name,
+                &[
+                    ("block.ir", &kernel.to_string()),
+                    ("thread.ir", &thread_kernel.to_string()),
+                    ("wgsl", &wgsl),
+                ],
+            );
             crate::dump::write_spirv(&kernel.name, &words);
             let layout = wg::BindingLayout::new(spirv.bindings.storage.len() as u32, true);
             // SAFETY: rutile's kernels access memory only where their author's masks allow, as
             // in CUDA (an unmasked access past a buffer is the kernel's bug, checkable in the
             // interpreter with RUTILE_DEVICE=cpu), and their loops are the author's.
-            let pipeline = unsafe { self.device.create_pipeline_trusted(KernelSource::SpirV(words.into()), &spirv.entry_point, layout)? };
+            let pipeline = unsafe {
+                self.device
+                    .create_pipeline_trusted(KernelSource::SpirV(words.into()), &spirv.entry_point, layout)?
+            };
             Ok(CompiledKernel {
                 kernel: kernel.clone(),
                 options: *options,
                 specialization: spec.clone(),
-                metadata: KernelMetadata { threads: target.threads(), shared_bytes: thread_kernel.shared_bytes(), ..KernelMetadata::default() },
+                metadata: KernelMetadata {
+                    threads: target.threads(),
+                    shared_bytes: thread_kernel.shared_bytes(),
+                    ..KernelMetadata::default()
+                },
                 code: Some(wgsl),
-                artifact: Box::new(VulkanArtifact { pipeline, bindings: spirv.bindings }),
+                artifact: Box::new(VulkanArtifact {
+                    pipeline,
+                    bindings: spirv.bindings,
+                }),
             })
         })
     }
@@ -204,7 +255,12 @@ impl Device for WgpuGpu {
         for s in &a.bindings.storage {
             match args[s.param as usize] {
                 Arg::Buffer(b) => buffers.push(self.buffer(b)?),
-                _ => return Err(Error::Argument { kernel: kernel.name.clone(), message: format!("argument {} must be a buffer", s.param) }),
+                _ => {
+                    return Err(Error::Argument {
+                        kernel: kernel.name.clone(),
+                        message: format!("argument {} must be a buffer", s.param),
+                    })
+                }
             }
         }
         let mut scalars = Vec::with_capacity(a.bindings.scalars.len());
@@ -220,7 +276,13 @@ impl Device for WgpuGpu {
                 other => {
                     return Err(Error::Argument {
                         kernel: kernel.name.clone(),
-                        message: format!("argument {} (`{}`): {:?} scalars are not supported on {}", s.param, s.name, other.scalar_type(), self.id()),
+                        message: format!(
+                            "argument {} (`{}`): {:?} scalars are not supported on {}",
+                            s.param,
+                            s.name,
+                            other.scalar_type(),
+                            self.id()
+                        ),
                     })
                 }
             });
@@ -230,10 +292,15 @@ impl Device for WgpuGpu {
             let uniform = a
                 .bindings
                 .uniform_bytes(grid, offset, &scalars)
-                .map_err(|e| Error::Argument { kernel: kernel.name.clone(), message: e.to_string() })?;
+                .map_err(|e| Error::Argument {
+                    kernel: kernel.name.clone(),
+                    message: e.to_string(),
+                })?;
             let timing = self.pass_time_ms.lock().unwrap().is_some();
             if timing {
-                let ms = self.device.dispatch_timed(&a.pipeline, &buffers, Some(&uniform), count)?;
+                let ms = self
+                    .device
+                    .dispatch_timed(&a.pipeline, &buffers, Some(&uniform), count)?;
                 if let Some(total) = self.pass_time_ms.lock().unwrap().as_mut() {
                     *total += ms.unwrap_or(f64::NAN);
                 }

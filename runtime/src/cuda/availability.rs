@@ -61,8 +61,7 @@ fn probe_uncached() -> Result<CudaDriverInfo, CudaError> {
         unsafe { sys::cuDriverGetVersion(&mut version) }
             .result()
             .map_err(|e| CudaError::driver("cuDriverGetVersion", e))?;
-        let count =
-            result::device::get_count().map_err(|e| CudaError::driver("cuDeviceGetCount", e))?;
+        let count = result::device::get_count().map_err(|e| CudaError::driver("cuDeviceGetCount", e))?;
         Ok(CudaDriverInfo {
             version: version.max(0) as u32,
             device_count: count.max(0) as usize,
@@ -82,10 +81,7 @@ fn probe_uncached() -> Result<CudaDriverInfo, CudaError> {
         }
     };
     if info.device_count == 0 {
-        return Err(CudaError::NoDevice {
-            ordinal: 0,
-            count: 0,
-        });
+        return Err(CudaError::NoDevice { ordinal: 0, count: 0 });
     }
     Ok(info)
 }
@@ -94,23 +90,18 @@ fn probe_uncached() -> Result<CudaDriverInfo, CudaError> {
 fn init_error(e: result::DriverError) -> CudaError {
     use sys::CUresult as R;
     match e.0 {
-        R::CUDA_ERROR_NO_DEVICE => CudaError::NoDevice {
-            ordinal: 0,
-            count: 0,
-        },
+        R::CUDA_ERROR_NO_DEVICE => CudaError::NoDevice { ordinal: 0, count: 0 },
         R::CUDA_ERROR_STUB_LIBRARY => CudaError::NoDriver {
             reason: "the libcuda found is the toolkit's link stub, not a driver; put the real \
                      driver's folder first in LD_LIBRARY_PATH"
                 .to_string(),
         },
-        R::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH | R::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE => {
-            CudaError::NoDriver {
-                reason: format!(
-                    "the user-mode driver does not match the kernel driver: {}",
-                    super::error::describe(e)
-                ),
-            }
-        }
+        R::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH | R::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE => CudaError::NoDriver {
+            reason: format!(
+                "the user-mode driver does not match the kernel driver: {}",
+                super::error::describe(e)
+            ),
+        },
         _ => CudaError::NoDriver {
             reason: format!("cuInit failed: {}", super::error::describe(e)),
         },

@@ -122,7 +122,10 @@ impl<T: Pod> CudaBuffer<T> {
     /// Both must have the same length.
     pub fn copy_from(&mut self, src: &CudaBuffer<T>) -> Result<(), CudaError> {
         if src.len != self.len {
-            return Err(CudaError::BufferSize { expected: self.len, got: src.len });
+            return Err(CudaError::BufferSize {
+                expected: self.len,
+                got: src.len,
+            });
         }
         self.device.bind()?;
         // SAFETY: both ranges lie inside their allocations, which are distinct objects.
@@ -141,15 +144,8 @@ impl<T: Pod> CudaBuffer<T> {
     pub fn fill_zero(&mut self) -> Result<(), CudaError> {
         self.device.bind()?;
         // SAFETY: the range lies inside the allocation.
-        unsafe {
-            result::memset_d8_async(
-                self.ptr,
-                0,
-                self.memory.len(),
-                self.device.stream().cu_stream(),
-            )
-        }
-        .call("cuMemsetD8Async")
+        unsafe { result::memset_d8_async(self.ptr, 0, self.memory.len(), self.device.stream().cu_stream()) }
+            .call("cuMemsetD8Async")
     }
 
     fn check_len(&self, got: usize) -> Result<(), CudaError> {

@@ -75,9 +75,7 @@ pub enum CudaError {
     },
 
     /// A host slice does not have the buffer's length.
-    #[error(
-        "buffer size mismatch: the device buffer holds {expected} elements, the host slice {got}"
-    )]
+    #[error("buffer size mismatch: the device buffer holds {expected} elements, the host slice {got}")]
     BufferSize {
         /// Elements in the device buffer.
         expected: usize,
@@ -129,10 +127,7 @@ impl CudaError {
     /// True for the errors that mean "no usable CUDA here" rather than a bug:
     /// [`CudaError::NoDriver`] and [`CudaError::NoDevice`].
     pub fn is_unavailable(&self) -> bool {
-        matches!(
-            self,
-            CudaError::NoDriver { .. } | CudaError::NoDevice { .. }
-        )
+        matches!(self, CudaError::NoDriver { .. } | CudaError::NoDevice { .. })
     }
 }
 
@@ -154,16 +149,10 @@ mod tests {
 
     #[test]
     fn messages_name_the_problem() {
-        let e = CudaError::NoDevice {
-            ordinal: 3,
-            count: 2,
-        };
+        let e = CudaError::NoDevice { ordinal: 3, count: 2 };
         assert!(e.to_string().contains("device 3"), "{e}");
         assert!(e.to_string().contains("2 device"), "{e}");
-        let e = CudaError::NoDevice {
-            ordinal: 0,
-            count: 0,
-        };
+        let e = CudaError::NoDevice { ordinal: 0, count: 0 };
         assert!(e.to_string().contains("0 devices"), "{e}");
         let e = CudaError::OutOfSharedMemory {
             requested: 300_000,
@@ -173,10 +162,7 @@ mod tests {
             e.to_string().contains("300000") && e.to_string().contains("232448"),
             "{e}"
         );
-        let e = CudaError::BufferSize {
-            expected: 4,
-            got: 5,
-        };
+        let e = CudaError::BufferSize { expected: 4, got: 5 };
         assert!(
             e.to_string().contains("4 elements") && e.to_string().contains("5"),
             "{e}"

@@ -98,8 +98,8 @@ impl CudaFunction {
     ) -> Result<Self, CudaError> {
         let get = |attr: F| -> Result<u32, CudaError> {
             // SAFETY: the function belongs to a loaded module whose context is current.
-            let v = unsafe { result::function::get_function_attribute(cu_function, attr) }
-                .call("cuFuncGetAttribute")?;
+            let v =
+                unsafe { result::function::get_function_attribute(cu_function, attr) }.call("cuFuncGetAttribute")?;
             Ok(v.max(0) as u32)
         };
         let info = CudaKernelInfo {
@@ -175,11 +175,7 @@ impl CudaFunction {
 
     /// How many blocks of `block_size` threads using `dynamic_shared_bytes` of dynamic
     /// shared memory fit on one SM at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`).
-    pub fn occupancy(
-        &self,
-        block_size: u32,
-        dynamic_shared_bytes: usize,
-    ) -> Result<CudaOccupancy, CudaError> {
+    pub fn occupancy(&self, block_size: u32, dynamic_shared_bytes: usize) -> Result<CudaOccupancy, CudaError> {
         if block_size == 0 || block_size > self.info.max_threads_per_block {
             return Err(CudaError::InvalidArgument {
                 what: format!(

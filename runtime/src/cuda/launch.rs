@@ -34,10 +34,7 @@ impl LaunchConfig {
     /// Counts past `u32::MAX` blocks saturate, and are then refused at launch.
     pub fn for_elements(n: usize, block_size: u32) -> Self {
         let blocks = n.div_ceil(block_size.max(1) as usize);
-        Self::new(
-            (u32::try_from(blocks).unwrap_or(u32::MAX), 1, 1),
-            (block_size, 1, 1),
-        )
+        Self::new((u32::try_from(blocks).unwrap_or(u32::MAX), 1, 1), (block_size, 1, 1))
     }
 
     /// The same launch with `bytes` of dynamic shared memory per block.
@@ -342,11 +339,7 @@ mod tests {
         }
     }
 
-    const ARGS: [KernelArg; 3] = [
-        KernelArg::Ptr(0x1000),
-        KernelArg::Ptr(0x2000),
-        KernelArg::U32(7),
-    ];
+    const ARGS: [KernelArg; 3] = [KernelArg::Ptr(0x1000), KernelArg::Ptr(0x2000), KernelArg::U32(7)];
 
     #[test]
     fn accepts_a_valid_launch() {
@@ -365,17 +358,11 @@ mod tests {
             "{w}"
         );
         let w = what(check(LaunchConfig::new((1, 1, 1), (1, 1, 65)), &ARGS));
-        assert!(
-            w.contains("block.z") && w.contains("65") && w.contains("64"),
-            "{w}"
-        );
+        assert!(w.contains("block.z") && w.contains("65") && w.contains("64"), "{w}");
         let w = what(check(LaunchConfig::new((1, 1, 1), (1024, 2, 1)), &ARGS));
         assert!(w.contains("2048 threads") && w.contains("1024"), "{w}");
         let w = what(check(LaunchConfig::new((1, 1, 1), (2048, 1, 1)), &ARGS));
-        assert!(
-            w.contains("block.x") && w.contains("2048") && w.contains("1024"),
-            "{w}"
-        );
+        assert!(w.contains("block.x") && w.contains("2048") && w.contains("1024"), "{w}");
     }
 
     #[test]
@@ -406,14 +393,8 @@ mod tests {
     fn argument_count_and_sizes() {
         let cfg = LaunchConfig::new((1, 1, 1), (32, 1, 1));
         let w = what(check(cfg, &ARGS[..2]));
-        assert!(
-            w.contains("3 parameters") && w.contains("2 arguments"),
-            "{w}"
-        );
-        let w = what(check(
-            cfg,
-            &[KernelArg::Ptr(1), KernelArg::I32(2), KernelArg::U32(3)],
-        ));
+        assert!(w.contains("3 parameters") && w.contains("2 arguments"), "{w}");
+        let w = what(check(cfg, &[KernelArg::Ptr(1), KernelArg::I32(2), KernelArg::U32(3)]));
         assert!(
             w.contains("argument 1") && w.contains("I32(4 bytes)") && w.contains("8 bytes"),
             "{w}"
@@ -424,11 +405,7 @@ mod tests {
 
     #[test]
     fn args_point_at_their_values() {
-        let args = [
-            KernelArg::F32(1.5),
-            KernelArg::Ptr(0xdead_beef),
-            KernelArg::I8(-3),
-        ];
+        let args = [KernelArg::F32(1.5), KernelArg::Ptr(0xdead_beef), KernelArg::I8(-3)];
         // SAFETY: the pointers point into `args`, which is alive, at values of these types.
         unsafe {
             assert_eq!(*(args[0].value_ptr() as *const f32), 1.5);

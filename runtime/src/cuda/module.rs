@@ -54,10 +54,7 @@ impl CudaDevice {
     /// kernel) is kept and available from [`CudaModule::jit_log`].
     pub fn load_ptx(&self, ptx: &str) -> Result<CudaModule, CudaError> {
         let image = CString::new(ptx).map_err(|e| CudaError::InvalidArgument {
-            what: format!(
-                "the PTX text contains a NUL byte at offset {}",
-                e.nul_position()
-            ),
+            what: format!("the PTX text contains a NUL byte at offset {}", e.nul_position()),
         })?;
         self.bind()?;
         let mut info_log = vec![0u8; LOG_BYTES];
@@ -99,10 +96,7 @@ impl CudaDevice {
                     info_log
                 };
             }
-            return Err(CudaError::JitFailed {
-                code: describe(e),
-                log,
-            });
+            return Err(CudaError::JitFailed { code: describe(e), log });
         }
         Ok(CudaModule {
             inner: Arc::new(ModuleHandle {
@@ -125,16 +119,10 @@ impl CudaModule {
         self.inner.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         let mut cu_function: sys::CUfunction = std::ptr::null_mut();
         // SAFETY: the module is loaded; the name is NUL-terminated.
-        let status = unsafe {
-            sys::cuModuleGetFunction(&mut cu_function, self.inner.cu_module, c_name.as_ptr())
-        };
+        let status = unsafe { sys::cuModuleGetFunction(&mut cu_function, self.inner.cu_module, c_name.as_ptr()) };
         match status {
             sys::CUresult::CUDA_SUCCESS => {}
-            sys::CUresult::CUDA_ERROR_NOT_FOUND => {
-                return Err(CudaError::FunctionNotFound {
-                    name: name.to_string(),
-                })
-            }
+            sys::CUresult::CUDA_ERROR_NOT_FOUND => return Err(CudaError::FunctionNotFound { name: name.to_string() }),
             other => return Err(CudaError::driver("cuModuleGetFunction", DriverError(other))),
         }
         CudaFunction::new(self.inner.clone(), cu_function, name.to_string())

@@ -62,15 +62,10 @@ pub struct CudaDeviceProperties {
 
 impl CudaDeviceProperties {
     /// Reads the properties of `device` (ordinal `ordinal`) from the driver.
-    pub(crate) fn query(
-        device: sys::CUdevice,
-        ordinal: usize,
-        driver_version: u32,
-    ) -> Result<Self, CudaError> {
+    pub(crate) fn query(device: sys::CUdevice, ordinal: usize, driver_version: u32) -> Result<Self, CudaError> {
         let get = |attr: A| -> Result<u32, CudaError> {
             // SAFETY: `device` comes from cuDeviceGet; the call only writes an int.
-            let v = unsafe { result::device::get_attribute(device, attr) }
-                .call("cuDeviceGetAttribute")?;
+            let v = unsafe { result::device::get_attribute(device, attr) }.call("cuDeviceGetAttribute")?;
             Ok(v.max(0) as u32)
         };
         // Reported as 0 or refused by some drivers: keep `None` rather than a made-up value.
@@ -92,21 +87,13 @@ impl CudaDeviceProperties {
                 get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
             ),
             multiprocessor_count: get(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
-            registers_per_multiprocessor: get(
-                A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
-            )?,
+            registers_per_multiprocessor: get(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
             registers_per_block: get(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)?,
-            shared_memory_per_block: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?
+            shared_memory_per_block: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as usize,
+            shared_memory_per_block_optin: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as usize,
+            shared_memory_per_multiprocessor: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?
                 as usize,
-            shared_memory_per_block_optin: get(
-                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            )? as usize,
-            shared_memory_per_multiprocessor: get(
-                A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
-            )? as usize,
-            reserved_shared_memory_per_block: get(
-                A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
-            )? as usize,
+            reserved_shared_memory_per_block: get(A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)? as usize,
             warp_size: get(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
             max_threads_per_block: get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_block_dim: [
@@ -119,12 +106,8 @@ impl CudaDeviceProperties {
                 get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
                 get(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
             ],
-            max_threads_per_multiprocessor: get(
-                A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-            )?,
-            max_blocks_per_multiprocessor: get(
-                A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
-            )?,
+            max_threads_per_multiprocessor: get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            max_blocks_per_multiprocessor: get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?,
             l2_cache_size: get(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
             clock_rate_khz: optional(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
             memory_clock_rate_khz: optional(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
@@ -164,11 +147,7 @@ impl fmt::Display for CudaDeviceProperties {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (major, minor) = self.compute_capability;
         writeln!(f, "CUDA device {}: {}", self.ordinal, self.name)?;
-        writeln!(
-            f,
-            "  compute capability     {major}.{minor} (sm_{})",
-            self.sm_version()
-        )?;
+        writeln!(f, "  compute capability     {major}.{minor} (sm_{})", self.sm_version())?;
         writeln!(
             f,
             "  driver API version     {}.{}",
@@ -215,10 +194,7 @@ impl fmt::Display for CudaDeviceProperties {
         writeln!(
             f,
             "  memory clock           {}",
-            or_unreported(
-                self.memory_clock_rate_khz
-                    .map(|k| format!("{} MHz", k / 1000))
-            )
+            or_unreported(self.memory_clock_rate_khz.map(|k| format!("{} MHz", k / 1000)))
         )?;
         writeln!(
             f,
@@ -228,10 +204,7 @@ impl fmt::Display for CudaDeviceProperties {
         write!(
             f,
             "  peak DRAM bandwidth    {}",
-            or_unreported(
-                self.peak_memory_bandwidth_gbps()
-                    .map(|g| format!("{g:.0} GB/s"))
-            )
+            or_unreported(self.peak_memory_bandwidth_gbps().map(|g| format!("{g:.0} GB/s")))
         )
     }
 }

@@ -48,9 +48,7 @@ impl CudaDevice {
 impl CudaTimer {
     /// Marks the start: work issued on the stream after this call is timed.
     pub fn start(&self) -> Result<(), CudaError> {
-        self.start
-            .record(self.device.stream())
-            .call("cuEventRecord")?;
+        self.start.record(self.device.stream()).call("cuEventRecord")?;
         self.state.store(STARTED, Ordering::Release);
         Ok(())
     }
@@ -62,9 +60,7 @@ impl CudaTimer {
                 what: "CudaTimer::stop called before CudaTimer::start".to_string(),
             });
         }
-        self.stop
-            .record(self.device.stream())
-            .call("cuEventRecord")?;
+        self.stop.record(self.device.stream()).call("cuEventRecord")?;
         self.state.store(STOPPED, Ordering::Release);
         Ok(())
     }

@@ -36,12 +36,8 @@ impl WgpuBuffer {
         let len = len_bytes as u64;
         let size = padded_size(len);
         let props = device.properties();
-        let (limit, limit_name) = if props.max_storage_buffer_binding_size <= props.max_buffer_size
-        {
-            (
-                props.max_storage_buffer_binding_size,
-                "max_storage_buffer_binding_size",
-            )
+        let (limit, limit_name) = if props.max_storage_buffer_binding_size <= props.max_buffer_size {
+            (props.max_storage_buffer_binding_size, "max_storage_buffer_binding_size")
         } else {
             (props.max_buffer_size, "max_buffer_size")
         };
@@ -57,9 +53,7 @@ impl WgpuBuffer {
             device.raw().create_buffer(&wgpu::BufferDescriptor {
                 label: Some("rutile storage buffer"),
                 size,
-                usage: wgpu::BufferUsages::STORAGE
-                    | wgpu::BufferUsages::COPY_SRC
-                    | wgpu::BufferUsages::COPY_DST,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             })
         })?;
@@ -107,11 +101,22 @@ impl WgpuBuffer {
     /// the same length.
     pub fn copy_from(&self, src: &WgpuBuffer) -> Result<(), WgpuError> {
         if src.len() != self.len() {
-            return Err(WgpuError::BufferSize { expected: self.len() as u64, got: src.len() as u64 });
+            return Err(WgpuError::BufferSize {
+                expected: self.len() as u64,
+                got: src.len() as u64,
+            });
         }
         let device = self.device();
-        let mut encoder = device.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("rutile copy") });
-        encoder.copy_buffer_to_buffer(src.raw(), 0, self.raw(), 0, self.allocated_bytes().min(src.allocated_bytes()));
+        let mut encoder = device.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("rutile copy"),
+        });
+        encoder.copy_buffer_to_buffer(
+            src.raw(),
+            0,
+            self.raw(),
+            0,
+            self.allocated_bytes().min(src.allocated_bytes()),
+        );
         device.queue().submit([encoder.finish()]);
         Ok(())
     }
@@ -185,11 +190,7 @@ impl WgpuBuffer {
 
 /// Copies the first `size` bytes (a multiple of 4) of `source`, which needs `COPY_SRC`,
 /// into a mappable staging buffer, maps it and returns its bytes. Blocks.
-pub(crate) fn read_back(
-    device: &WgpuDevice,
-    source: &wgpu::Buffer,
-    size: u64,
-) -> Result<Vec<u8>, WgpuError> {
+pub(crate) fn read_back(device: &WgpuDevice, source: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, WgpuError> {
     let staging = device.scoped("copying a buffer for reading", || {
         let staging = device.raw().create_buffer(&wgpu::BufferDescriptor {
             label: Some("rutile read-back"),
@@ -197,11 +198,9 @@ pub(crate) fn read_back(
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut encoder = device
-            .raw()
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("rutile read-back"),
-            });
+        let mut encoder = device.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("rutile read-back"),
+        });
         encoder.copy_buffer_to_buffer(source, 0, &staging, 0, size);
         device.queue().submit([encoder.finish()]);
         staging
@@ -218,11 +217,7 @@ pub(crate) fn read_back(
     device.take_uncaptured()?;
     match rx.try_recv() {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            return Err(WgpuError::Map {
-                message: e.to_string(),
-            })
-        }
+        Ok(Err(e)) => return Err(WgpuError::Map { message: e.to_string() }),
         Err(_) => {
             return Err(WgpuError::Map {
                 message: "the map callback did not run after the device was idle".to_string(),
@@ -230,9 +225,9 @@ pub(crate) fn read_back(
         }
     }
     let bytes = {
-        let view = slice.get_mapped_range().map_err(|e| WgpuError::Map {
-            message: e.to_string(),
-        })?;
+        let view = slice
+            .get_mapped_range()
+            .map_err(|e| WgpuError::Map { message: e.to_string() })?;
         view.to_vec()
     };
     staging.unmap();

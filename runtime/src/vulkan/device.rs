@@ -75,16 +75,11 @@ impl WgpuDevice {
     /// wgpu's experimental features may have bugs that cause undefined behaviour when they
     /// are used incorrectly (see `wgpu::ExperimentalFeatures::enabled`). The caller accepts
     /// that for the shaders it runs on this device.
-    pub unsafe fn open_with_cooperative_matrix(
-        adapter_index: Option<usize>,
-    ) -> Result<Self, WgpuError> {
+    pub unsafe fn open_with_cooperative_matrix(adapter_index: Option<usize>) -> Result<Self, WgpuError> {
         Self::open_impl(adapter_index, true)
     }
 
-    fn open_impl(
-        adapter_index: Option<usize>,
-        cooperative_matrix: bool,
-    ) -> Result<Self, WgpuError> {
+    fn open_impl(adapter_index: Option<usize>, cooperative_matrix: bool) -> Result<Self, WgpuError> {
         let instance = instance();
         let adapters = raw_adapters(&instance);
         if adapters.is_empty() {
@@ -134,11 +129,10 @@ impl WgpuDevice {
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         };
-        let (device, queue) = pollster::block_on(adapter.request_device(&desc)).map_err(|e| {
-            WgpuError::RequestDevice {
+        let (device, queue) =
+            pollster::block_on(adapter.request_device(&desc)).map_err(|e| WgpuError::RequestDevice {
                 message: super::error::with_sources(&e),
-            }
-        })?;
+            })?;
         let uncaptured = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&uncaptured);
         device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
@@ -259,15 +253,9 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn with_context(error: WgpuError, what: &str) -> WgpuError {
     let add = |message: String| format!("{what}: {message}");
     match error {
-        WgpuError::Validation { message } => WgpuError::Validation {
-            message: add(message),
-        },
-        WgpuError::Internal { message } => WgpuError::Internal {
-            message: add(message),
-        },
-        WgpuError::OutOfMemory { message } => WgpuError::OutOfMemory {
-            message: add(message),
-        },
+        WgpuError::Validation { message } => WgpuError::Validation { message: add(message) },
+        WgpuError::Internal { message } => WgpuError::Internal { message: add(message) },
+        WgpuError::OutOfMemory { message } => WgpuError::OutOfMemory { message: add(message) },
         other => other,
     }
 }

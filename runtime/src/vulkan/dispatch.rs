@@ -111,13 +111,7 @@ impl WgpuDevice {
             });
             (queries, resolved)
         })?;
-        self.record_and_submit(
-            pipeline,
-            buffers,
-            uniform,
-            workgroups,
-            Some((&queries, &resolved)),
-        )?;
+        self.record_and_submit(pipeline, buffers, uniform, workgroups, Some((&queries, &resolved)))?;
         let bytes = read_back(self, &resolved, 2 * wgpu::QUERY_SIZE as u64)?;
         let ticks: Vec<u64> = bytes
             .chunks_exact(8)
@@ -172,9 +166,7 @@ impl WgpuDevice {
                     resource: b.raw().as_entire_binding(),
                 })
                 .collect();
-            if let (Some(buffer), Some(binding)) =
-                (&uniform_buffer, pipeline.layout.uniform_binding())
-            {
+            if let (Some(buffer), Some(binding)) = (&uniform_buffer, pipeline.layout.uniform_binding()) {
                 entries.push(wgpu::BindGroupEntry {
                     binding,
                     resource: buffer.as_entire_binding(),
@@ -185,11 +177,9 @@ impl WgpuDevice {
                 layout: &pipeline.bind_group_layout,
                 entries: &entries,
             });
-            let mut encoder = self
-                .raw()
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                    label: Some(pipeline.entry_point()),
-                });
+            let mut encoder = self.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some(pipeline.entry_point()),
+            });
             {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some(pipeline.entry_point()),
@@ -280,7 +270,11 @@ impl WgpuDevice {
         }
         let size = 2 * wgpu::QUERY_SIZE as u64;
         let (queries, resolved) = self.scoped("creating timestamp queries", || {
-            let queries = self.raw().create_query_set(&wgpu::QuerySetDescriptor { label: Some("rutile timing"), ty: wgpu::QueryType::Timestamp, count: 2 });
+            let queries = self.raw().create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("rutile timing"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2,
+            });
             let resolved = self.raw().create_buffer(&wgpu::BufferDescriptor {
                 label: Some("rutile timing"),
                 size,
@@ -290,7 +284,9 @@ impl WgpuDevice {
             (queries, resolved)
         })?;
         let stamp = |index: u32, resolve: bool| {
-            let mut encoder = self.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("rutile timestamp") });
+            let mut encoder = self.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("rutile timestamp"),
+            });
             encoder.write_timestamp(&queries, index);
             if resolve {
                 encoder.resolve_query_set(&queries, 0..2, &resolved, 0);
@@ -317,15 +313,11 @@ mod tests {
         let total = grid.iter().map(|&n| n as usize).product::<usize>();
         let mut seen = vec![0u8; total];
         for (offset, count) in &pieces {
-            assert!(
-                count.iter().all(|&c| (1..=max.max(1)).contains(&c)),
-                "{count:?}"
-            );
+            assert!(count.iter().all(|&c| (1..=max.max(1)).contains(&c)), "{count:?}");
             for z in offset[2]..offset[2] + count[2] {
                 for y in offset[1]..offset[1] + count[1] {
                     for x in offset[0]..offset[0] + count[0] {
-                        let i = (z as usize * grid[1] as usize + y as usize) * grid[0] as usize
-                            + x as usize;
+                        let i = (z as usize * grid[1] as usize + y as usize) * grid[0] as usize + x as usize;
                         seen[i] += 1;
                     }
                 }
@@ -344,11 +336,7 @@ mod tests {
         assert_eq!(split_grid([20, 1, 1], 7).len(), 3);
         assert_eq!(
             split_grid([20, 1, 1], 7),
-            vec![
-                ([0, 0, 0], [7, 1, 1]),
-                ([7, 0, 0], [7, 1, 1]),
-                ([14, 0, 0], [6, 1, 1])
-            ]
+            vec![([0, 0, 0], [7, 1, 1]), ([7, 0, 0], [7, 1, 1]), ([14, 0, 0], [6, 1, 1])]
         );
         assert_eq!(split_grid([8, 8, 8], 100), vec![([0, 0, 0], [8, 8, 8])]);
         assert!(split_grid([0, 3, 3], 7).is_empty());
@@ -367,9 +355,7 @@ mod tests {
         assert!(check_workgroups([1, 1, 1], 65535).is_ok());
         let e = check_workgroups([4, 0, 1], 65535).unwrap_err().to_string();
         assert!(e.contains("in y is 0"), "{e}");
-        let e = check_workgroups([4, 1, 70000], 65535)
-            .unwrap_err()
-            .to_string();
+        let e = check_workgroups([4, 1, 70000], 65535).unwrap_err().to_string();
         assert!(e.contains("in z is 70000") && e.contains("65535"), "{e}");
     }
 }

@@ -106,10 +106,7 @@ pub enum WgpuError {
 impl WgpuError {
     /// True for the errors that mean "no usable wgpu adapter here" rather than a bug.
     pub fn is_unavailable(&self) -> bool {
-        matches!(
-            self,
-            WgpuError::NoAdapter | WgpuError::AdapterNotFound { .. }
-        )
+        matches!(self, WgpuError::NoAdapter | WgpuError::AdapterNotFound { .. })
     }
 
     /// Converts an error caught by a wgpu error scope or by the uncaptured-error handler.
@@ -148,9 +145,7 @@ mod tests {
         let e = WgpuError::AdapterNotFound { index: 3, count: 1 };
         assert!(e.to_string().contains("adapter 3"), "{e}");
         assert!(e.is_unavailable());
-        assert!(WgpuError::NoAdapter
-            .to_string()
-            .contains("mesa-vulkan-drivers"));
+        assert!(WgpuError::NoAdapter.to_string().contains("mesa-vulkan-drivers"));
         let e = WgpuError::BufferTooLarge {
             requested: 1 << 31,
             limit: 1 << 27,

@@ -163,35 +163,37 @@ impl WgpuDevice {
         trusted: bool,
     ) -> Result<WgpuPipeline, WgpuError> {
         let layouts = self.layout_objects(layout)?;
-        let what = format!(
-            "creating the compute pipeline `{entry_point}` from {}",
-            source.kind()
-        );
+        let what = format!("creating the compute pipeline `{entry_point}` from {}", source.kind());
         let source = match source {
             KernelSource::Naga(module) => wgpu::ShaderSource::Naga(Cow::Owned(*module)),
             KernelSource::SpirV(words) => wgpu::ShaderSource::SpirV(words),
             KernelSource::Wgsl(text) => wgpu::ShaderSource::Wgsl(text),
         };
         let pipeline = self.scoped(&what, || {
-            let desc = wgpu::ShaderModuleDescriptor { label: Some(entry_point), source };
+            let desc = wgpu::ShaderModuleDescriptor {
+                label: Some(entry_point),
+                source,
+            };
             let module = if trusted {
                 // SAFETY: the caller of `create_pipeline_trusted` vouches for the shader.
-                unsafe { self.raw().create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked()) }
+                unsafe {
+                    self.raw()
+                        .create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked())
+                }
             } else {
                 self.raw().create_shader_module(desc)
             };
-            self.raw()
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry_point),
-                    layout: Some(&layouts.pipeline_layout),
-                    module: &module,
-                    entry_point: Some(entry_point),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        zero_initialize_workgroup_memory: !trusted,
-                        ..wgpu::PipelineCompilationOptions::default()
-                    },
-                    cache: None,
-                })
+            self.raw().create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry_point),
+                layout: Some(&layouts.pipeline_layout),
+                module: &module,
+                entry_point: Some(entry_point),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    zero_initialize_workgroup_memory: !trusted,
+                    ..wgpu::PipelineCompilationOptions::default()
+                },
+                cache: None,
+            })
         })?;
         Ok(WgpuPipeline {
             device: self.clone(),
@@ -218,19 +220,15 @@ impl WgpuDevice {
         }
         let objects = self.scoped("creating a bind group layout", || {
             let entries = layout.entries();
-            let bind_group_layout =
-                self.raw()
-                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                        label: Some("rutile kernel bindings"),
-                        entries: &entries,
-                    });
-            let pipeline_layout =
-                self.raw()
-                    .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                        label: Some("rutile kernel layout"),
-                        bind_group_layouts: &[Some(&bind_group_layout)],
-                        immediate_size: 0,
-                    });
+            let bind_group_layout = self.raw().create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("rutile kernel bindings"),
+                entries: &entries,
+            });
+            let pipeline_layout = self.raw().create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("rutile kernel layout"),
+                bind_group_layouts: &[Some(&bind_group_layout)],
+                immediate_size: 0,
+            });
             LayoutObjects {
                 bind_group_layout,
                 pipeline_layout,

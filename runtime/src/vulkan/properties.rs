@@ -146,12 +146,7 @@ impl WgpuDeviceProperties {
                 saturating: p.saturating_accumulation,
             })
             .collect();
-        Self::from_parts(
-            &adapter.get_info(),
-            &adapter.limits(),
-            adapter.features(),
-            shapes,
-        )
+        Self::from_parts(&adapter.get_info(), &adapter.limits(), adapter.features(), shapes)
     }
 
     pub(crate) fn from_parts(
@@ -203,8 +198,7 @@ impl WgpuDeviceProperties {
     /// The largest storage buffer this device can bind whole, in bytes: the smaller of
     /// the binding limit and the buffer limit.
     pub fn max_storage_buffer_bytes(&self) -> u64 {
-        self.max_storage_buffer_binding_size
-            .min(self.max_buffer_size)
+        self.max_storage_buffer_binding_size.min(self.max_buffer_size)
     }
 }
 
@@ -271,11 +265,7 @@ fn yes_no(b: bool) -> &'static str {
 
 impl fmt::Display for WgpuDeviceProperties {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "wgpu adapter: {} ({:?}, {})",
-            self.name, self.backend, self.kind
-        )?;
+        writeln!(f, "wgpu adapter: {} ({:?}, {})", self.name, self.backend, self.kind)?;
         writeln!(
             f,
             "  vendor                 0x{:04x} ({}), device 0x{:04x}",
@@ -351,11 +341,7 @@ impl fmt::Display for WgpuDeviceProperties {
         let coop = match &self.cooperative_matrix_shapes {
             None => "no".to_string(),
             Some(shapes) if shapes.is_empty() => "yes, shapes unknown".to_string(),
-            Some(shapes) => shapes
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
+            Some(shapes) => shapes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
         };
         write!(f, "  cooperative matrix     {coop}")
     }
@@ -391,12 +377,7 @@ mod tests {
     #[test]
     fn display_is_readable() {
         let features = wgpu::Features::SHADER_INT64 | wgpu::Features::TIMESTAMP_QUERY;
-        let p = WgpuDeviceProperties::from_parts(
-            &lavapipe_like_info(),
-            &wgpu::Limits::default(),
-            features,
-            Vec::new(),
-        );
+        let p = WgpuDeviceProperties::from_parts(&lavapipe_like_info(), &wgpu::Limits::default(), features, Vec::new());
         assert_eq!(p.vendor_name(), Some("Mesa"));
         assert_eq!(p.kind, AdapterKind::Cpu);
         assert!(p.features.i64 && !p.features.f64 && p.features.timestamp_query);
