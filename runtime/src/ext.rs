@@ -48,6 +48,8 @@ pub trait DeviceExt: Device {
         args: &[Arg<'_>],
     ) -> Result<Arc<crate::CompiledKernel>> {
         crate::launch::check_args(kernel, args, self.device_key())?;
+        // Every buffer argument is a whole allocation (there are no views with an offset),
+        // and allocations start at 256-byte boundaries on every backend.
         let spec = crate::launch::specialization(args, |_| true);
         self.compile(kernel, &CompileOptions::from(config), &spec)
     }
