@@ -134,60 +134,6 @@ fn step<'b>(k: &'b KernelBuilder, rng: &mut Rng, pool: &[Value<'b>], ptrs: &[Val
     }
 }
 
-/// A mostly well-typed kernel: values of one block shape in three pools (i32 offsets, f32
-/// data, masks), masked loads and stores in bounds, reductions, loops and branches.
-fn careful_kernel(seed: u64) -> Result<Kernel, rutile_ir::BuildError> {
-    Kernel::build("careful", |k| {
-        let mut rng = Rng::new(seed);
-        let block = pick(&mut rng, &[16i32, 64, 128, 256]);
-        let (a, b) = (k.arg_ptr("a", F32), k.arg_ptr("b", I32));
-        let _c = k.arg_ptr("c", F16);
-        let n = k.arg_i32("n");
-        let x = k.arg_scalar("x", F32);
-        let offs = k.program_id(0) * block + k.arange(0, block);
-        let mask = offs.lt(n);
-        let mut ints = vec![offs, k.load_masked(b + offs, mask, 1)];
-        let mut floats = vec![
-            k.load_masked(a + offs, mask, 0.5),
-            k.full(&[block as u32], 2.0, F32) * x,
-        ];
-        let mut masks = vec![mask];
-        for _ in 0..(3 + rng.below(12)) {
-            let i = |rng: &mut Rng, v: &[Value<'_>]| rng.below(v.len() as u64) as usize;
-            let (fi, fj, ii, mi) = (
-                i(&mut rng, &floats),
-                i(&mut rng, &floats),
-                i(&mut rng, &ints),
-                i(&mut rng, &masks),
-            );
-            let (f, g, j, m) = (floats[fi], floats[fj], ints[ii], masks[mi]);
-            match rng.below(12) {
-                0 => floats.push(f + g * 0.5),
-                1 => floats.push(k.where_(m, f, g)),
-                2 => floats.push((f - f.max(0)).exp()),
-                3 => floats.push(f / (g.abs() + 1.0)),
-                4 => ints.push((j * 3 + 1) % 7),
-                5 => ints.push(j.minimum(offs) & 1023),
-                6 => masks.push(f.lt(g) | m),
-                7 => floats.push(j.to(F32) + f.sum(0)),
-                8 => k.store_masked(a + offs, f, m & mask),
-                9 => {
-                    let r = k.for_range(0, 3, 1, &[f], |_, c| vec![c[0] * 0.5 + g]);
-                    floats.push(r[0]);
-                }
-                10 => {
-                    let r = k.if_else(n.gt(10), || vec![f], || vec![g]);
-                    floats.push(r[0]);
-                }
-                _ => ints.push(f.argmax(0) + j),
-            }
-        }
-        let last = *floats.last().unwrap();
-        k.store_masked(a + offs, last, mask);
-        k.store_masked(b + offs, *ints.last().unwrap(), mask);
-    })
-}
-
 /// Builds one random kernel; `Err` with the errors when the builder refused it.
 fn random_kernel(seed: u64) -> Result<Kernel, rutile_ir::BuildError> {
     Kernel::build("fuzz", |k| {
@@ -211,7 +157,7 @@ fn the_builder_never_panics() {
     for seed in 0..kernels {
         let result = catch_unwind(AssertUnwindSafe(|| {
             if seed % 2 == 0 {
-                careful_kernel(seed)
+                rutile_ir::testing::random_kernel(seed)
             } else {
                 random_kernel(seed)
             }

@@ -117,7 +117,8 @@ impl Lowerer<'_> {
                 }
             })
         })?;
-        let (body, ()) = self.nested(|l| {
+        let outer = self.enter_region();
+        let (mut body, ()) = self.nested(|l| {
             l.set_lval(
                 region.args[0],
                 LVal {
@@ -138,6 +139,7 @@ impl Lowerer<'_> {
             });
             Ok(())
         })?;
+        self.close_loop_region(&outer, &mut body);
         self.emit(Stmt::While { cond_body, cond, body });
         Ok(slots)
     }
@@ -146,6 +148,7 @@ impl Lowerer<'_> {
         let c = self.lval(cond)?.regs[0];
         // Result slots take the layouts of the then-branch's values, known after lowering it.
         let mut slots: Vec<LVal> = Vec::new();
+        let outer = self.enter_region();
         let (then_body, ()) = self.nested(|l| {
             let yields = l.region_yields(inst, 0)?;
             for &y in &yields {
@@ -159,10 +162,15 @@ impl Lowerer<'_> {
             }
             l.assign_slots(inst, &slots, &yields)
         })?;
+        let after_then = self.leave_region(&outer);
+        self.enter_region();
         let (else_body, ()) = self.nested(|l| {
             let yields = l.region_yields(inst, 1)?;
             l.assign_slots(inst, &slots, &yields)
         })?;
+        let after_else = self.leave_region(&outer);
+        self.merge_region(&after_then);
+        self.merge_region(&after_else);
         self.emit(Stmt::If {
             cond: c,
             then_body,
@@ -174,7 +182,8 @@ impl Lowerer<'_> {
     fn while_loop(&mut self, inst: &Inst, init: &[ValueId]) -> Result<Vec<LVal>, LowerError> {
         let slots = self.carried_slots(init)?;
         let (cond_region, body_region) = (&inst.regions[0], &inst.regions[1]);
-        let (cond_body, cond) = self.nested(|l| {
+        let outer = self.enter_region();
+        let (mut cond_body, cond) = self.nested(|l| {
             for (slot, &arg) in slots.iter().zip(&cond_region.args) {
                 l.set_lval(arg, slot.clone());
             }
@@ -193,7 +202,19 @@ impl Lowerer<'_> {
             let yields = l.region(body_region)?.unwrap_or_default();
             l.assign_slots(inst, &slots, &yields)
         })?;
+        self.close_loop_region(&outer, &mut cond_body);
         self.emit(Stmt::While { cond_body, cond, body });
         Ok(slots)
+    }
+
+    /// Ends a loop's statements (`first`: where an iteration starts): a barrier there when
+    /// one iteration's global writes may meet another's accesses; what the loop leaves
+    /// pending joins the state after it.
+    fn close_loop_region(&mut self, outer: &super::ordering::Accesses, first: &mut Vec<Stmt>) {
+        let body = self.leave_region(outer);
+        if Self::loop_needs_barrier(&body) {
+            first.insert(0, Stmt::Barrier);
+        }
+        self.merge_region(&body);
     }
 }

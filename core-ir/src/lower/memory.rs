@@ -22,6 +22,7 @@ impl Lowerer<'_> {
                 let other_regs = other.map(|o| self.ensure(o, layout)).transpose()?;
                 let width = self.access_width(&layout, ty.shape, *ptr, *mask);
                 let n = offsets.len();
+                self.order_global_access(base, false);
                 let mut out = Vec::with_capacity(n);
                 for group in (0..n).step_by(width) {
                     let dsts: Vec<Reg> = (group..group + width).map(|_| self.new_reg(elem)).collect();
@@ -57,6 +58,7 @@ impl Lowerer<'_> {
                 let values = self.ensure(*value, layout)?;
                 let pred = self.store_predicates(layout, shape, *mask)?;
                 let width = self.access_width(&layout, shape, *ptr, *mask);
+                self.order_global_access(base, true);
                 for group in (0..offsets.len()).step_by(width) {
                     self.emit(Stmt::Store {
                         values: values[group..group + width].to_vec(),
@@ -193,6 +195,7 @@ impl Lowerer<'_> {
         let layout = self.default_layout(ty.shape);
         let (base, offsets) = self.pointer(ptr, layout)?;
         let pred = self.store_predicates(layout, ty.shape, mask)?;
+        self.order_global_access(base, true);
         Ok((layout, base, offsets, pred, ty.scalar_type().unwrap()))
     }
 

@@ -15,6 +15,7 @@ mod control;
 mod elementwise;
 mod exchange;
 mod memory;
+mod ordering;
 mod reduce;
 mod shape;
 
@@ -89,6 +90,8 @@ pub(crate) struct Lowerer<'k> {
     prologue: Vec<Stmt>,
     values: Vec<Option<LVal>>,
     pub(crate) cache: exchange::Cache,
+    /// Global accesses since the last barrier (see `ordering`).
+    pub(crate) accesses: ordering::Accesses,
 }
 
 impl<'k> Lowerer<'k> {
@@ -120,6 +123,7 @@ impl<'k> Lowerer<'k> {
             prologue: Vec::new(),
             values: vec![None; k.values.len()],
             cache: exchange::Cache::default(),
+            accesses: ordering::Accesses::default(),
         };
         l.choose_vector_widths();
         l
@@ -243,6 +247,9 @@ impl<'k> Lowerer<'k> {
     }
 
     pub(crate) fn emit(&mut self, s: Stmt) {
+        if s == Stmt::Barrier {
+            self.note_barrier();
+        }
         self.body.last_mut().expect("an open statement list").push(s);
     }
 
