@@ -147,6 +147,12 @@ mod tests {
 /// x: f32`, over a grid of programs of one block each; values of one block shape in three pools (i32 offsets, f32
 /// data, masks), masked loads and stores in bounds, reductions, loops and branches.
 pub fn random_kernel(seed: u64) -> Result<Kernel, crate::BuildError> {
+    random_kernel_steps(seed, usize::MAX)
+}
+
+/// [`random_kernel`] cut to its first `max_steps` random ops: the same seed with fewer
+/// steps gives a prefix of the same program, which is how a failing kernel is shrunk.
+pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate::BuildError> {
     Kernel::build("careful", |k| {
         let mut rng = Rng::new(seed);
         let block = [16i32, 64, 128, 256][rng.below(4) as usize];
@@ -162,7 +168,8 @@ pub fn random_kernel(seed: u64) -> Result<Kernel, crate::BuildError> {
             k.full(&[block as u32], 2.0, F32) * x,
         ];
         let mut masks = vec![mask];
-        for _ in 0..(3 + rng.below(12)) {
+        let steps = (3 + rng.below(12) as usize).min(max_steps);
+        for _ in 0..steps {
             let i = |rng: &mut Rng, v: &[Value<'_>]| rng.below(v.len() as u64) as usize;
             let (fi, fj, ii, mi) = (
                 i(&mut rng, &floats),

@@ -7,7 +7,7 @@
 //! `RUTILE_DIFF_KERNELS=N` runs more kernels (default 150). A mismatch prints the seed and
 //! the kernel, which reproduces it.
 
-use rutile::ir::testing::{random_kernel, Rng};
+use rutile::ir::testing::{random_kernel, random_kernel_steps, Rng};
 use rutile::{Arg, CpuDevice, Device, DeviceExt, LaunchConfig};
 
 const LEN: usize = 1024;
@@ -28,6 +28,30 @@ fn run(
     Ok((d.download(&ab)?, d.download(&bb)?))
 }
 
+/// The first difference between the interpreter and `d` on these inputs, if any.
+fn mismatch(
+    cpu: &CpuDevice,
+    d: &dyn Device,
+    kernel: &rutile::Kernel,
+    (a, b, n, x): (&[f32], &[i32], i32, f32),
+) -> Option<String> {
+    let (wa, wb) = run(cpu, kernel, a, b, n, x).unwrap_or_else(|e| panic!("interpreter: {e}\n{kernel}"));
+    let (ga, gb) = match run(d, kernel, a, b, n, x) {
+        Ok(r) => r,
+        Err(e) => return Some(format!("error: {e}")),
+    };
+    for i in 0..LEN {
+        if gb[i] != wb[i] {
+            return Some(format!("b[{i}] = {}, interpreter {}", gb[i], wb[i]));
+        }
+        let (g, w) = (ga[i], wa[i]);
+        if !((g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-4 * w.abs().max(1.0)) {
+            return Some(format!("a[{i}] = {g}, interpreter {w}"));
+        }
+    }
+    None
+}
+
 #[test]
 fn random_kernels_agree_with_the_interpreter() {
     let (_turn, devices) = rutile_examples::gpus::gpus_under_test();
@@ -44,18 +68,17 @@ fn random_kernels_agree_with_the_interpreter() {
         let b = rng.i32s(LEN, 0, 1000);
         let n = 1 + rng.below(LEN as u64) as i32;
         let x = rng.uniform(-1.0, 1.0) as f32;
-        let (wa, wb) = run(&cpu, &kernel, &a, &b, n, x).unwrap_or_else(|e| panic!("seed {seed}: interpreter: {e}"));
         for (di, d) in devices.iter().enumerate() {
-            let (ga, gb) = run(d.as_ref(), &kernel, &a, &b, n, x)
-                .unwrap_or_else(|e| panic!("seed {seed} on {}: {e}\n{kernel}", d.id()));
             tried[di] += 1;
-            for i in 0..LEN {
-                assert_eq!(gb[i], wb[i], "seed {seed} on {}: b[{i}] (n = {n})\n{kernel}", d.id());
-                let (g, w) = (ga[i], wa[i]);
-                let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-4 * w.abs().max(1.0);
-                assert!(
-                    ok,
-                    "seed {seed} on {}: a[{i}] = {g}, interpreter {w} (n = {n})\n{kernel}",
+            let inputs = (a.as_slice(), b.as_slice(), n, x);
+            if let Some(m) = mismatch(&cpu, d.as_ref(), &kernel, inputs) {
+                // Shrink: the fewest random steps of the same seed that still disagree.
+                let (steps, small, m) = (0..64)
+                    .filter_map(|s| random_kernel_steps(seed, s).ok().map(|k| (s, k)))
+                    .find_map(|(s, k)| mismatch(&cpu, d.as_ref(), &k, inputs).map(|m| (s, k, m)))
+                    .unwrap_or((usize::MAX, kernel.clone(), m));
+                panic!(
+                    "{} disagrees with the interpreter: {m}\nreproduce with random_kernel_steps({seed}, {steps}) (n = {n}, x = {x}):\n{small}",
                     d.id()
                 );
             }
