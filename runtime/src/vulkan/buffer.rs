@@ -213,12 +213,26 @@ pub(crate) fn read_back(device: &WgpuDevice, source: &wgpu::Buffer, size: u64) -
             let _ = tx.send(result);
         })
     })?;
-    device.wait()?;
-    device.take_uncaptured()?;
-    match rx.try_recv() {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(WgpuError::Map { message: e.to_string() }),
-        Err(_) => {
+    // The callback runs during a poll of the device — ours, or one that another thread
+    // sharing the device is making at the same moment (it may have taken our callback and
+    // not run it yet), so wait for it rather than only checking once.
+    let mut result = None;
+    for _ in 0..1000 {
+        device.wait()?;
+        device.take_uncaptured()?;
+        match rx.recv_timeout(std::time::Duration::from_millis(10)) {
+            Ok(r) => {
+                result = Some(r);
+                break;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    match result {
+        Some(Ok(())) => {}
+        Some(Err(e)) => return Err(WgpuError::Map { message: e.to_string() }),
+        None => {
             return Err(WgpuError::Map {
                 message: "the map callback did not run after the device was idle".to_string(),
             })
