@@ -1189,29 +1189,8 @@ impl<'a> Cx<'a> {
                 _ => unreachable!(),
             };
             let new = cx.as_(newf, ScalarKind::Uint, None);
-            let result = cx.result(Expression::AtomicResult {
-                ty: cas_ty,
-                comparison: true,
-            });
-            cx.stmt(Statement::Atomic {
-                pointer,
-                fun: AtomicFunction::Exchange { compare: Some(old) },
-                value: new,
-                result: Some(result),
-            });
-            let seen = cx.index(result, 0);
-            let exchanged = cx.index(result, 1);
-            cx.stmt(Statement::Store {
-                pointer: old_var,
-                value: seen,
-            });
-            let mut accept = Block::new();
-            accept.push(Statement::Break, SPAN);
-            cx.stmt(Statement::If {
-                condition: exchanged,
-                accept,
-                reject: Block::new(),
-            });
+            let (_, exchanged) = cx.compare_exchange(cas_ty, pointer, old, new, old_var);
+            cx.break_if(exchanged);
             Ok(())
         })?;
         self.stmt(Statement::Loop {
@@ -1220,6 +1199,46 @@ impl<'a> Cx<'a> {
             break_if: None,
         });
         Ok(self.load(old_var))
+    }
+
+    /// One weak compare-exchange of `pointer` (`compare` → `value`): stores the value seen into
+    /// `seen_var` and returns (seen, exchanged).
+    fn compare_exchange(
+        &mut self,
+        cas_ty: naga::Handle<naga::Type>,
+        pointer: H,
+        compare: H,
+        value: H,
+        seen_var: H,
+    ) -> (H, H) {
+        let result = self.result(Expression::AtomicResult {
+            ty: cas_ty,
+            comparison: true,
+        });
+        self.stmt(Statement::Atomic {
+            pointer,
+            fun: AtomicFunction::Exchange { compare: Some(compare) },
+            value,
+            result: Some(result),
+        });
+        let seen = self.index(result, 0);
+        let exchanged = self.index(result, 1);
+        self.stmt(Statement::Store {
+            pointer: seen_var,
+            value: seen,
+        });
+        (seen, exchanged)
+    }
+
+    /// Leaves the enclosing loop when `condition` holds.
+    fn break_if(&mut self, condition: H) {
+        let mut accept = Block::new();
+        accept.push(Statement::Break, SPAN);
+        self.stmt(Statement::If {
+            condition,
+            accept,
+            reject: Block::new(),
+        });
     }
 
     fn atomic_cas(&mut self, dst: Reg, param: u32, index: Reg, cmp: Reg, value: Reg) -> R<()> {
@@ -1241,31 +1260,10 @@ impl<'a> Cx<'a> {
         // value matched, which makes it the strong operation of the IR.
         let old_var = self.new_temp(ty, "cas_old");
         let body = self.nested(|cx| {
-            let result = cx.result(Expression::AtomicResult {
-                ty: cas_ty,
-                comparison: true,
-            });
-            cx.stmt(Statement::Atomic {
-                pointer,
-                fun: AtomicFunction::Exchange { compare: Some(c) },
-                value: v,
-                result: Some(result),
-            });
-            let seen = cx.index(result, 0);
-            let exchanged = cx.index(result, 1);
-            cx.stmt(Statement::Store {
-                pointer: old_var,
-                value: seen,
-            });
+            let (seen, exchanged) = cx.compare_exchange(cas_ty, pointer, c, v, old_var);
             let differs = cx.bin(Bo::NotEqual, seen, c);
             let done = cx.bin(Bo::LogicalOr, exchanged, differs);
-            let mut accept = Block::new();
-            accept.push(Statement::Break, SPAN);
-            cx.stmt(Statement::If {
-                condition: done,
-                accept,
-                reject: Block::new(),
-            });
+            cx.break_if(done);
             Ok(())
         })?;
         self.stmt(Statement::Loop {
