@@ -38,9 +38,15 @@ impl DeviceBuffer {
     pub fn size_bytes(&self) -> usize {
         self.len * self.elem.size_bytes()
     }
-    /// The backend storage, if it is of type `T`.
-    pub(crate) fn storage<T: 'static>(&self) -> Option<&T> {
-        self.storage.downcast_ref::<T>()
+    /// The backend storage of type `T`, for the device whose key is `device`: an error when
+    /// the buffer belongs to another device.
+    pub(crate) fn storage<T: 'static>(&self, device: u64) -> Result<&T, crate::Error> {
+        if self.device != device {
+            return Err(crate::Error::Buffer("the buffer belongs to another device".into()));
+        }
+        self.storage
+            .downcast_ref::<T>()
+            .ok_or_else(|| crate::Error::Buffer("the buffer's storage is of another backend".into()))
     }
 }
 

@@ -67,11 +67,7 @@ impl CudaGpu {
     }
 
     fn storage<'b>(&self, b: &'b DeviceBuffer) -> Result<&'b Mutex<CudaBuffer<u8>>> {
-        if b.device != self.key {
-            return Err(Error::Buffer("the buffer belongs to another device".into()));
-        }
-        b.storage::<Mutex<CudaBuffer<u8>>>()
-            .ok_or_else(|| Error::Buffer("not a CUDA buffer".into()))
+        b.storage(self.key)
     }
 
     /// Resident programs per multiprocessor for a compiled kernel (the occupancy the

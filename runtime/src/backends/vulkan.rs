@@ -102,11 +102,7 @@ impl WgpuGpu {
     }
 
     fn buffer<'b>(&self, b: &'b DeviceBuffer) -> Result<&'b WgpuBuffer> {
-        if b.device != self.key {
-            return Err(Error::Buffer("the buffer belongs to another device".into()));
-        }
-        b.storage::<WgpuBuffer>()
-            .ok_or_else(|| Error::Buffer("not a wgpu buffer".into()))
+        b.storage(self.key)
     }
 
     fn target(&self, num_warps: u32) -> Target {
