@@ -1,8 +1,8 @@
 //! Benchmarking as the best do it: warm-up, many timed repetitions on device timers with
-//! the L2 cache flushed before each, and the median reported next to a ceiling measured in
+//! the L2 cache emptied before each, and the median reported next to a ceiling measured in
 //! the same run on the same device.
 
-use rutile::{Buffer, Device, DeviceExt, Result};
+use rutile::{Buffer, Device, DeviceExt, Kernel, LaunchConfig, Result, ScalarType};
 
 /// Quantiles of the times of one benchmark, in milliseconds.
 #[derive(Clone, Copy, Debug)]
@@ -12,24 +12,65 @@ pub struct Stats {
     pub p80_ms: f64,
 }
 
-/// A buffer larger than any L2 cache, rewritten before each timed run so that no run finds
-/// its inputs in the cache (as `triton.testing.do_bench` does).
-pub struct CacheFlush {
-    a: Buffer<u8>,
-    b: Buffer<u8>,
+/// How the L2 cache is emptied before each timed run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushMode {
+    /// Read a buffer larger than any L2 cache: the cache is left holding clean lines, so
+    /// the timed run pays for its own traffic only.
+    Read,
+    /// Copy one such buffer into another, as `triton.testing.do_bench` zeroes one: the
+    /// cache is left full of dirty lines, whose write-back the timed run pays for.
+    Copy,
 }
 
+/// A buffer larger than any L2 cache, passed through before each timed run so that no run
+/// finds its inputs in the cache.
+pub struct CacheFlush {
+    mode: FlushMode,
+    a: Buffer<f32>,
+    b: Buffer<f32>,
+    read: Kernel,
+}
+
+/// Elements each program of the read flush sums.
+const FLUSH_BLOCK: u32 = 4096;
+
 impl CacheFlush {
-    pub fn new(dev: &dyn Device) -> Result<CacheFlush> {
-        let n = 256 << 20;
+    pub fn new(dev: &dyn Device, mode: FlushMode) -> Result<CacheFlush> {
+        let n = 64 << 20; // 256 MiB of f32
+        let b_len = match mode {
+            FlushMode::Copy => n,
+            FlushMode::Read => n / FLUSH_BLOCK as usize,
+        };
         Ok(CacheFlush {
-            a: dev.zeros::<u8>(n)?,
-            b: dev.zeros::<u8>(n)?,
+            mode,
+            a: dev.zeros::<f32>(n)?,
+            b: dev.zeros::<f32>(b_len)?,
+            read: read_flush_kernel()?,
         })
     }
     fn run(&self, dev: &dyn Device) -> Result<()> {
-        dev.copy(self.a.raw(), self.b.raw())
+        match self.mode {
+            FlushMode::Copy => dev.copy(self.a.raw(), self.b.raw()),
+            FlushMode::Read => dev.launch(
+                &self.read,
+                &LaunchConfig::grid1((self.a.len() / FLUSH_BLOCK as usize) as u32).num_warps(8),
+                &[(&self.a).into(), (&self.b).into()],
+            ),
+        }
     }
+}
+
+/// Each program sums `FLUSH_BLOCK` elements of `src` into one element of `sums`: reads the
+/// whole source and writes almost nothing.
+fn read_flush_kernel() -> Result<Kernel> {
+    Ok(Kernel::build("l2_flush_read", |k| {
+        let src = k.arg_ptr("src", ScalarType::F32);
+        let sums = k.arg_ptr("sums", ScalarType::F32);
+        let pid = k.program_id(0);
+        let x = k.load(src + pid * FLUSH_BLOCK + k.arange(0, FLUSH_BLOCK as i32));
+        k.store(sums + pid, x.sum(0));
+    })?)
 }
 
 /// Times `f` (which queues device work) `reps` times after `warmup` untimed runs.

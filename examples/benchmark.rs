@@ -1,16 +1,18 @@
 //! Memory-bound seed kernels against the device-to-device copy ceiling, measured in the
 //! same run on each GPU present (CUDA and wgpu side by side):
 //!
-//!     cargo run --release --example benchmark [-- --quick] [--csv FILE]
+//!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
 //!
 //! Vector add f32 for 2^12..2^28 elements (12 bytes per element) and fused softmax f32
 //! for M = 4096, N = 256..16384 (8 bytes per element), in both the one-row-per-program and
-//! the persistent form. Times are medians of device-timed runs with the L2 cache flushed
-//! before each.
+//! the persistent form, next to a device-to-device copy of the same bytes. Times are
+//! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
+//! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
+//! reading 256 MiB (`--flush read`), which leaves it clean.
 
 use rutile::seeds;
 use rutile::{Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
-use rutile_examples::bench::{do_bench, gbps, CacheFlush};
+use rutile_examples::bench::{do_bench, gbps, CacheFlush, FlushMode};
 use rutile_examples::rng::{normal_f32s, Rng};
 use std::fmt::Write as _;
 
@@ -21,6 +23,18 @@ fn main() {
         .iter()
         .position(|a| a == "--csv")
         .and_then(|i| args.get(i + 1).cloned());
+    let flush_mode = match args
+        .iter()
+        .position(|a| a == "--flush")
+        .map(|i| args.get(i + 1).map(String::as_str))
+    {
+        None | Some(Some("copy")) => FlushMode::Copy,
+        Some(Some("read")) => FlushMode::Read,
+        Some(other) => {
+            eprintln!("--flush takes `read` or `copy`, got {other:?}");
+            std::process::exit(2);
+        }
+    };
     let mut csv = String::from("device,kernel,size,median_ms,p20_ms,p80_ms,gbps,ceiling_gbps,fraction\n");
     let devices: Vec<_> = rutile::list_devices()
         .into_iter()
@@ -35,9 +49,11 @@ fn main() {
     // The ceiling is the fastest device-to-device copy measured on the same GPU in this run:
     // wgpu's buffer copy may go through a copy engine slower than the memory system (on the
     // H100 it does), and a kernel cannot beat the memory system, whatever API launches it.
+    // Copies of exactly the bytes each softmax moves, timed as the kernels are, show what
+    // the fixed costs of one operation of that size leave of the ceiling.
     let mut copies = Vec::new();
     for dev in &devices {
-        match copy_bandwidth(dev.as_ref(), quick, &mut csv) {
+        match copy_bandwidth(dev.as_ref(), quick, flush_mode, &mut csv) {
             Ok(g) => copies.push(g),
             Err(e) => {
                 eprintln!("{}: copy benchmark failed: {e}", dev.id());
@@ -47,13 +63,17 @@ fn main() {
     }
     for dev in &devices {
         let name = &dev.properties().name;
-        let ceiling = devices
-            .iter()
-            .zip(&copies)
-            .filter(|(d, _)| &d.properties().name == name)
-            .map(|(_, &g)| g)
-            .fold(0.0, f64::max);
-        if let Err(e) = bench_device(dev.as_ref(), quick, ceiling, &mut csv) {
+        let same_gpu = || {
+            devices
+                .iter()
+                .zip(&copies)
+                .filter(|(d, _)| &d.properties().name == name)
+        };
+        let ceiling = same_gpu().map(|(_, c)| c.large).fold(0.0, f64::max);
+        let same_bytes: Vec<f64> = (0..softmax_sizes(quick).1.len())
+            .map(|i| same_gpu().map(|(_, c)| c.same_bytes[i]).fold(0.0, f64::max))
+            .collect();
+        if let Err(e) = bench_device(dev.as_ref(), quick, flush_mode, ceiling, &same_bytes, &mut csv) {
             eprintln!("{}: benchmark failed: {e}", dev.id());
             std::process::exit(1);
         }
@@ -64,37 +84,89 @@ fn main() {
     }
 }
 
-/// GB/s of a large device-to-device copy (bytes read + written).
-fn copy_bandwidth(dev: &dyn Device, quick: bool, csv: &mut String) -> rutile::Result<f64> {
+/// Rows and the column counts of the softmax benchmark.
+fn softmax_sizes(quick: bool) -> (usize, &'static [usize]) {
+    if quick {
+        (256, &[256, 1024])
+    } else {
+        (4096, &[256, 512, 1024, 2048, 4096, 8192, 16384])
+    }
+}
+
+/// Copy bandwidths of one device, in GB/s (bytes read + written).
+struct Copies {
+    /// A 1 GiB copy: the ceiling.
+    large: f64,
+    /// A copy of the bytes of each softmax size, timed as the kernels are.
+    same_bytes: Vec<f64>,
+}
+
+fn copy_bandwidth(dev: &dyn Device, quick: bool, flush_mode: FlushMode, csv: &mut String) -> rutile::Result<Copies> {
     let n_copy: usize = if quick { 1 << 20 } else { 1 << 28 };
     let mut rng = Rng::new(3);
     let (a, b) = (dev.upload(&rng.f32s(n_copy, 0.5, 1.5))?, dev.zeros::<f32>(n_copy)?);
     let copy = do_bench(dev, None, 3, if quick { 5 } else { 20 }, &mut || {
         dev.copy(a.raw(), b.raw())
     })?;
-    let g = gbps(8.0 * n_copy as f64, copy.median_ms);
+    let large = gbps(8.0 * n_copy as f64, copy.median_ms);
     println!(
-        "{}: device-to-device copy of {} MiB: {g:.0} GB/s (median {:.3} ms)",
+        "{}: device-to-device copy of {} MiB: {large:.0} GB/s (median {:.3} ms)",
         dev.id(),
         (4 * n_copy) >> 20,
         copy.median_ms
     );
     let _ = writeln!(
         csv,
-        "{},copy,{n_copy},{:.5},{:.5},{:.5},{g:.1},,",
+        "{},copy,{n_copy},{:.5},{:.5},{:.5},{large:.1},,",
         dev.id(),
         copy.median_ms,
         copy.p20_ms,
         copy.p80_ms
     );
-    Ok(g)
+    drop((a, b));
+    let flush = if quick {
+        None
+    } else {
+        Some(CacheFlush::new(dev, flush_mode)?)
+    };
+    let (m, ns) = softmax_sizes(quick);
+    let mut same_bytes = Vec::new();
+    for &n in ns {
+        let (a, b) = (dev.upload(&rng.f32s(m * n, 0.5, 1.5))?, dev.zeros::<f32>(m * n)?);
+        let s = do_bench(dev, flush.as_ref(), 3, if quick { 5 } else { 50 }, &mut || {
+            dev.copy(a.raw(), b.raw())
+        })?;
+        let g = gbps(8.0 * (m * n) as f64, s.median_ms);
+        let _ = writeln!(
+            csv,
+            "{},copy_softmax_bytes,{m}x{n},{:.5},{:.5},{:.5},{g:.1},{large:.1},{:.4}",
+            dev.id(),
+            s.median_ms,
+            s.p20_ms,
+            s.p80_ms,
+            g / large
+        );
+        same_bytes.push(g);
+    }
+    Ok(Copies { large, same_bytes })
 }
 
-fn bench_device(dev: &dyn Device, quick: bool, ceiling: f64, csv: &mut String) -> rutile::Result<()> {
+fn bench_device(
+    dev: &dyn Device,
+    quick: bool,
+    flush_mode: FlushMode,
+    ceiling: f64,
+    same_bytes: &[f64],
+    csv: &mut String,
+) -> rutile::Result<()> {
     let id = dev.id();
     println!("\n== {} ({}): ceiling {ceiling:.0} GB/s", id, dev.properties().name);
     let reps = if quick { 5 } else { 50 };
-    let flush = if quick { None } else { Some(CacheFlush::new(dev)?) };
+    let flush = if quick {
+        None
+    } else {
+        Some(CacheFlush::new(dev, flush_mode)?)
+    };
     let flush = flush.as_ref();
     let mut rng = Rng::new(7);
 
@@ -124,18 +196,18 @@ fn bench_device(dev: &dyn Device, quick: bool, ceiling: f64, csv: &mut String) -
         );
     }
 
-    let m = if quick { 256 } else { 4096 };
+    let (m, ns) = softmax_sizes(quick);
     println!("\nsoftmax f32, M={m}: GB/s (of ceiling) at the tutorial's num_warps, and at the best num_warps of 1..16");
     println!(
         "{:>8}  {:<12} {:>22} {:>22}",
         "N", "form", "tutorial num_warps", "best num_warps"
     );
-    let ns: &[usize] = if quick {
-        &[256, 1024]
-    } else {
-        &[256, 512, 1024, 2048, 4096, 8192, 16384]
-    };
-    for &n in ns {
+    for (&n, &copy) in ns.iter().zip(same_bytes) {
+        println!(
+            "{n:>8}  {:<12} {:>22}",
+            "copy (same bytes)",
+            format!("{copy:.0} ({:.1}%)", 100.0 * copy / ceiling)
+        );
         let x = dev.upload(&normal_f32s(&mut rng, m * n))?;
         let y = dev.zeros::<f32>(m * n)?;
         let blk = seeds::softmax_block(n as u32);

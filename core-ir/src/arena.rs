@@ -59,7 +59,7 @@ impl<T> fmt::Debug for Handle<T> {
 }
 
 /// A growable store of `T`s addressed by [`Handle<T>`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Arena<T> {
     items: Vec<T>,
 }

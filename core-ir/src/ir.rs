@@ -42,7 +42,7 @@ impl fmt::Display for SourceLoc {
 }
 
 /// A kernel parameter: a pointer to global memory or a scalar.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Param {
     pub name: String,
     /// A scalar type or a pointer type, always of rank 0.
@@ -52,7 +52,7 @@ pub struct Param {
 }
 
 /// What defines a value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ValueDef {
     /// The `index`-th kernel parameter.
     Param(u32),
@@ -63,14 +63,14 @@ pub enum ValueDef {
 }
 
 /// A value: its type and definition.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct ValueData {
     pub ty: Type,
     pub def: ValueDef,
 }
 
 /// An instruction: an op, the values it defines, its nested regions and where it came from.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Inst {
     pub op: Op,
     pub results: Vec<ValueId>,
@@ -80,7 +80,7 @@ pub struct Inst {
 
 /// A straight-line list of instructions with arguments (loop variables); the last
 /// instruction is a [`Op::Yield`] in regions that produce values.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Hash)]
 pub struct Region {
     pub args: Vec<ValueId>,
     pub insts: Vec<InstId>,
@@ -93,6 +93,18 @@ pub enum Literal {
     /// Any integer type; the bits are those of the value's type, sign- or zero-extended.
     Int(i64),
     Float(f64),
+}
+
+/// Floats hash by their bits (the derived `PartialEq` compares them as numbers).
+impl std::hash::Hash for Literal {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Literal::Bool(b) => b.hash(state),
+            Literal::Int(i) => i.hash(state),
+            Literal::Float(x) => x.to_bits().hash(state),
+        }
+    }
 }
 
 impl fmt::Display for Literal {
@@ -192,7 +204,7 @@ pub enum AtomicOp {
 }
 
 /// The operation of an instruction, with its operands.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum Op {
     /// The program's index along grid axis 0, 1 or 2 (i32 scalar).
     ProgramId {
@@ -531,7 +543,7 @@ impl AtomicOp {
 }
 
 /// A kernel: its name, parameters and body, with every value and instruction in arenas.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Kernel {
     pub name: String,
     pub params: Vec<Param>,

@@ -62,8 +62,9 @@ impl std::fmt::Debug for CompiledKernel {
     }
 }
 
-/// Compiled kernels by (kernel text, options, specialization). The kernel's printed text
-/// identifies it: the same builder code and meta-parameters print the same text.
+/// Compiled kernels by (kernel, options, specialization), the kernel by a 64-bit hash of
+/// its whole IR (ops, types, constants, source locations): the same builder code and
+/// meta-parameters give the same IR.
 #[derive(Default)]
 pub(crate) struct CompileCache {
     entries: Mutex<HashMap<(u64, CompileOptions, Specialization), Arc<CompiledKernel>>>,
@@ -77,8 +78,10 @@ impl CompileCache {
         spec: &Specialization,
         compile: impl FnOnce() -> Result<CompiledKernel>,
     ) -> Result<Arc<CompiledKernel>> {
+        // A structural hash: a launch looks the kernel up every time, so this must cost
+        // far less than printing it.
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        kernel.to_string().hash(&mut h);
+        kernel.hash(&mut h);
         let key = (h.finish(), *options, spec.clone());
         if let Some(k) = self.entries.lock().unwrap().get(&key) {
             return Ok(k.clone());

@@ -97,7 +97,7 @@ impl WgpuBuffer {
     }
 
     /// The wgpu buffer, for work this layer does not cover.
-    /// Copies `src` into this buffer on the device (queued; does not wait). Both must have
+    /// Copies `src` into this buffer on the device (recorded; does not wait). Both must have
     /// the same length.
     pub fn copy_from(&self, src: &WgpuBuffer) -> Result<(), WgpuError> {
         if src.len() != self.len() {
@@ -106,19 +106,13 @@ impl WgpuBuffer {
                 got: src.len() as u64,
             });
         }
-        let device = self.device();
-        let mut encoder = device.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("rutile copy"),
-        });
-        encoder.copy_buffer_to_buffer(
-            src.raw(),
-            0,
-            self.raw(),
-            0,
-            self.allocated_bytes().min(src.allocated_bytes()),
-        );
-        device.queue().submit([encoder.finish()]);
-        Ok(())
+        let size = self.allocated_bytes().min(src.allocated_bytes());
+        self.device()
+            .scoped("copying a buffer", || {
+                self.device()
+                    .record(|encoder| encoder.copy_buffer_to_buffer(src.raw(), 0, self.raw(), 0, size))
+            })
+            .and_then(|r| r)
     }
 
     pub fn raw(&self) -> &wgpu::Buffer {
@@ -146,6 +140,9 @@ impl WgpuBuffer {
             padded = v;
             &padded[..]
         };
+        // The queue writes before the next submission: recorded work that reads the
+        // buffer must be submitted first.
+        self.device.flush()?;
         self.device.scoped("writing a buffer", || {
             self.device.queue().write_buffer(&self.buffer, 0, bytes)
         })
@@ -198,13 +195,10 @@ pub(crate) fn read_back(device: &WgpuDevice, source: &wgpu::Buffer, size: u64) -
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut encoder = device.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("rutile read-back"),
-        });
-        encoder.copy_buffer_to_buffer(source, 0, &staging, 0, size);
-        device.queue().submit([encoder.finish()]);
-        staging
-    })?;
+        device.record(|encoder| encoder.copy_buffer_to_buffer(source, 0, &staging, 0, size))?;
+        device.flush()?;
+        Ok::<_, WgpuError>(staging)
+    })??;
     let (tx, rx) = std::sync::mpsc::channel();
     let slice = staging.slice(..);
     device.scoped("mapping a buffer for reading", || {

@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::adapters::{instance, pick_best, raw_adapters, AdapterSummary};
+use super::batch::Batch;
 use super::error::WgpuError;
 use super::pipeline::{BindingLayout, LayoutObjects};
 use super::properties::{WgpuDeviceProperties, WgpuFeatures};
@@ -43,6 +44,8 @@ struct Inner {
     uncaptured: Arc<Mutex<Vec<WgpuError>>>,
     /// One bind-group layout and pipeline layout per binding shape.
     layouts: Mutex<HashMap<BindingLayout, LayoutObjects>>,
+    /// Work recorded but not yet submitted.
+    batch: Mutex<Batch>,
 }
 
 impl fmt::Debug for WgpuDevice {
@@ -152,6 +155,7 @@ impl WgpuDevice {
                 features,
                 uncaptured,
                 layouts: Mutex::new(HashMap::new()),
+                batch: Mutex::new(Batch::default()),
             }),
         })
     }
@@ -194,8 +198,10 @@ impl WgpuDevice {
         self.take_uncaptured()
     }
 
-    /// Blocks until the queue is idle and mapping callbacks have run.
+    /// Submits the recorded work, then blocks until the queue is idle and mapping
+    /// callbacks have run.
     pub(crate) fn wait(&self) -> Result<(), WgpuError> {
+        self.flush()?;
         self.inner
             .device
             .poll(wgpu::PollType::wait_indefinitely())
@@ -234,6 +240,10 @@ impl WgpuDevice {
             list.clear();
             Err(first)
         }
+    }
+
+    pub(crate) fn batch(&self) -> &Mutex<Batch> {
+        &self.inner.batch
     }
 
     pub(crate) fn layouts(&self) -> MutexGuard<'_, HashMap<BindingLayout, LayoutObjects>> {

@@ -67,8 +67,9 @@ pub(crate) fn check_workgroups(workgroups: [u32; 3], max: u32) -> Result<(), Wgp
 impl WgpuDevice {
     /// Runs `pipeline` over `workgroups` workgroups, with `buffers` bound at bindings
     /// `0..n` and `uniform`'s bytes in the uniform buffer after them, as the pipeline's
-    /// [`super::BindingLayout`] says. Returns once the work is submitted (work on the
-    /// queue runs in order; [`WgpuBuffer::read`] waits for it).
+    /// [`super::BindingLayout`] says. Returns once the work is recorded (it is submitted
+    /// with the device's batch, see [`Self::flush`]; work runs in order and
+    /// [`WgpuBuffer::read`] waits for it).
     ///
     /// A zero or too large workgroup count, or bindings that do not match the layout,
     /// give [`WgpuError::InvalidDispatch`] and nothing runs.
@@ -177,10 +178,7 @@ impl WgpuDevice {
                 layout: &pipeline.bind_group_layout,
                 entries: &entries,
             });
-            let mut encoder = self.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some(pipeline.entry_point()),
-            });
-            {
+            self.record(|encoder| {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some(pipeline.entry_point()),
                     timestamp_writes: timing.map(|(queries, _)| wgpu::ComputePassTimestampWrites {
@@ -193,12 +191,12 @@ impl WgpuDevice {
                 pass.set_bind_group(0, &bind_group, &[]);
                 let [x, y, z] = workgroups;
                 pass.dispatch_workgroups(x, y, z);
-            }
-            if let Some((queries, resolved)) = timing {
-                encoder.resolve_query_set(queries, 0..2, resolved, 0);
-            }
-            self.queue().submit([encoder.finish()]);
-        })
+                drop(pass);
+                if let Some((queries, resolved)) = timing {
+                    encoder.resolve_query_set(queries, 0..2, resolved, 0);
+                }
+            })
+        })?
     }
 
     fn check_dispatch(
@@ -227,6 +225,17 @@ impl WgpuDevice {
         if let Some(i) = buffers.iter().position(|b| !self.same_device(b.device())) {
             return invalid(format!("storage buffer {i} belongs to another device"));
         }
+        let min_size = |binding: usize| pipeline.min_binding_sizes.get(binding).copied().flatten().unwrap_or(0);
+        for (i, b) in buffers.iter().enumerate() {
+            if b.allocated_bytes() < min_size(i) {
+                return invalid(format!(
+                    "`{}` binds at least {} bytes at binding {i}; storage buffer {i} has {}",
+                    pipeline.entry_point(),
+                    min_size(i),
+                    b.allocated_bytes()
+                ));
+            }
+        }
         match (layout.uniform, uniform) {
             (true, None) => {
                 return invalid(format!(
@@ -244,6 +253,15 @@ impl WgpuDevice {
             (true, Some(bytes)) => {
                 let limit = self.properties().max_uniform_buffer_binding_size;
                 let size = bytes.len().div_ceil(UNIFORM_ALIGN).max(1) * UNIFORM_ALIGN;
+                let wanted = min_size(layout.storage_buffers as usize);
+                if (size as u64) < wanted {
+                    return invalid(format!(
+                        "`{}` reads {wanted} bytes of uniforms at binding {}; {} were given",
+                        pipeline.entry_point(),
+                        layout.storage_buffers,
+                        bytes.len()
+                    ));
+                }
                 if size as u64 > limit {
                     return invalid(format!(
                         "{} uniform bytes exceed the device's max_uniform_buffer_binding_size \
@@ -259,9 +277,8 @@ impl WgpuDevice {
 }
 
 impl WgpuDevice {
-    /// Runs `f`, which queues work on this device, between two GPU timestamps written in
-    /// command buffers of their own, and returns the GPU time between them in milliseconds
-    /// (queue submissions run in order, so the timestamps bracket `f`'s work). `Ok(None)`
+    /// Runs `f`, which records work on this device, between two GPU timestamps, and
+    /// returns the GPU time between them in milliseconds. `Ok(None)`
     /// (after running `f`) when the device cannot write timestamps outside passes.
     pub fn time_queued<E: From<WgpuError>>(&self, f: &mut dyn FnMut() -> Result<(), E>) -> Result<Option<f64>, E> {
         if !self.features().timestamp_query_inside_encoders {
@@ -284,18 +301,20 @@ impl WgpuDevice {
             (queries, resolved)
         })?;
         let stamp = |index: u32, resolve: bool| {
-            let mut encoder = self.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("rutile timestamp"),
-            });
-            encoder.write_timestamp(&queries, index);
-            if resolve {
-                encoder.resolve_query_set(&queries, 0..2, &resolved, 0);
-            }
-            self.queue().submit([encoder.finish()]);
+            self.record(|encoder| {
+                encoder.write_timestamp(&queries, index);
+                if resolve {
+                    encoder.resolve_query_set(&queries, 0..2, &resolved, 0);
+                }
+            })
         };
-        stamp(0, false);
+        // Earlier work goes in a submission of its own; `f`'s work is recorded between
+        // the two timestamps of one command buffer, so that the time holds no gap between
+        // submissions.
+        self.flush()?;
+        stamp(0, false)?;
         f()?;
-        stamp(1, true);
+        stamp(1, true)?;
         let bytes = read_back(self, &resolved, size)?;
         let tick = |i: usize| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("8 bytes"));
         let ns = tick(1).saturating_sub(tick(0)) as f64 * self.queue().get_timestamp_period() as f64;

@@ -31,12 +31,14 @@
 //! ```
 
 mod adapters;
+mod batch;
 mod buffer;
 mod device;
 mod dispatch;
 mod error;
 mod pipeline;
 mod properties;
+mod reflect;
 
 pub use adapters::{adapters, best_adapter, AdapterKind, AdapterSummary};
 pub use buffer::WgpuBuffer;

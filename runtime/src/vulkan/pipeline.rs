@@ -94,6 +94,8 @@ pub struct WgpuPipeline {
     pub(crate) pipeline: wgpu::ComputePipeline,
     pub(crate) bind_group_layout: wgpu::BindGroupLayout,
     pub(crate) layout: BindingLayout,
+    /// The smallest buffer each binding accepts, by binding number, where known.
+    pub(crate) min_binding_sizes: Vec<Option<u64>>,
     entry_point: String,
 }
 
@@ -169,6 +171,7 @@ impl WgpuDevice {
             KernelSource::SpirV(words) => wgpu::ShaderSource::SpirV(words),
             KernelSource::Wgsl(text) => wgpu::ShaderSource::Wgsl(text),
         };
+        let min_binding_sizes = super::reflect::min_binding_sizes(&source);
         let pipeline = self.scoped(&what, || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(entry_point),
@@ -200,6 +203,7 @@ impl WgpuDevice {
             pipeline,
             bind_group_layout: layouts.bind_group_layout,
             layout,
+            min_binding_sizes,
             entry_point: entry_point.to_string(),
         })
     }
