@@ -1,6 +1,7 @@
 //! Compiled kernels, their metadata, and the in-memory compile cache.
 
 use crate::error::Result;
+use rutile_ir::analysis::extent::ExtentPlan;
 use rutile_ir::target::Specialization;
 use rutile_ir::Kernel;
 use std::any::Any;
@@ -50,6 +51,8 @@ pub struct CompiledKernel {
     pub code: Option<String>,
     /// The backend's loaded module.
     pub(crate) artifact: Box<dyn Any + Send + Sync>,
+    /// The elements each unmasked access needs, checked at every launch.
+    pub(crate) extent: ExtentPlan,
 }
 
 impl std::fmt::Debug for CompiledKernel {

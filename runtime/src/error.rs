@@ -16,6 +16,18 @@ pub enum Error {
     /// The interpreter stopped on a fault (an out-of-bounds access, say).
     #[error(transparent)]
     Interp(#[from] InterpError),
+    /// The bounds-checked debug mode ([`crate::LaunchConfig::check_bounds`]) found a fault
+    /// in the interpreter; the launch did not reach the device.
+    #[error(
+        "kernel `{kernel}`: the bounds-checked run in the interpreter faulted, so it was not launched on \
+         {device}: {source}"
+    )]
+    BoundsCheck {
+        kernel: String,
+        /// The device it would have run on, as [`crate::Device::id`].
+        device: String,
+        source: InterpError,
+    },
     /// The CUDA driver reported an error.
     #[error(transparent)]
     Cuda(#[from] crate::cuda::CudaError),

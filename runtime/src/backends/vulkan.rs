@@ -11,8 +11,9 @@ use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
 use crate::device::{next_device_key, Backend, Device, DeviceProperties, DeviceType};
 use crate::error::{Error, Result};
-use crate::launch::{check_args, Arg};
+use crate::launch::{check_launch, Arg};
 use crate::vulkan::{self as wg, AdapterKind, KernelSource, WgpuBuffer, WgpuDevice, WgpuError, WgpuPipeline};
+use rutile_ir::analysis::extent::ExtentPlan;
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::{Kernel, ScalarType};
 use rutile_spirv::ScalarArg;
@@ -226,6 +227,7 @@ impl Device for WgpuGpu {
             };
             Ok(CompiledKernel {
                 kernel: kernel.clone(),
+                extent: ExtentPlan::new(kernel),
                 options: *options,
                 specialization: spec.clone(),
                 metadata: KernelMetadata {
@@ -244,8 +246,7 @@ impl Device for WgpuGpu {
 
     fn launch_compiled(&self, compiled: &CompiledKernel, grid: [u32; 3], args: &[Arg<'_>]) -> Result<()> {
         let kernel = &compiled.kernel;
-        check_args(kernel, args, self.key)?;
-        crate::launch::check_grid(kernel, grid, [u32::MAX; 3])?;
+        check_launch(compiled, grid, args, self.key, [u32::MAX; 3])?;
         let a = artifact(compiled)?;
         let mut buffers = Vec::with_capacity(a.bindings.storage.len());
         for s in &a.bindings.storage {
