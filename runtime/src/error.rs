@@ -50,6 +50,11 @@ pub enum Error {
     /// No device of the requested kind is present.
     #[error("no device: {0}")]
     NoDevice(String),
+    /// The device was lost (a fault that leaves the CUDA context unusable, a driver reset,
+    /// a destroyed wgpu device): its buffers and compiled kernels can no longer be used, and
+    /// every later operation on it fails the same way.
+    #[error("the {backend} device was lost ({reason}); its buffers and compiled kernels can no longer be used: open the device again")]
+    DeviceLost { backend: &'static str, reason: String },
     /// A device operation failed (wgpu and other APIs).
     #[error("{backend}: {message}")]
     Device { backend: &'static str, message: String },

@@ -37,7 +37,12 @@ struct VulkanArtifact {
 
 impl From<WgpuError> for Error {
     fn from(e: WgpuError) -> Self {
-        if e.is_unavailable() {
+        if let WgpuError::DeviceLost { reason } = e {
+            Error::DeviceLost {
+                backend: "wgpu",
+                reason,
+            }
+        } else if e.is_unavailable() {
             Error::NoDevice(e.to_string())
         } else {
             Error::Device {
@@ -100,6 +105,13 @@ impl WgpuGpu {
     /// The wgpu-level device, for what the `Device` trait does not cover.
     pub fn wgpu(&self) -> &WgpuDevice {
         &self.device
+    }
+
+    /// Loses the device as a driver failure would (it is destroyed), so that tests can check
+    /// that every later operation is an [`Error::DeviceLost`].
+    #[doc(hidden)]
+    pub fn simulate_device_loss(&self) {
+        self.device.simulate_loss();
     }
 
     fn buffer<'b>(&self, b: &'b DeviceBuffer) -> Result<&'b WgpuBuffer> {

@@ -107,18 +107,19 @@ impl WgpuBuffer {
             });
         }
         let device = self.device();
-        let mut encoder = device.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("rutile copy"),
-        });
-        encoder.copy_buffer_to_buffer(
-            src.raw(),
-            0,
-            self.raw(),
-            0,
-            self.allocated_bytes().min(src.allocated_bytes()),
-        );
-        device.queue().submit([encoder.finish()]);
-        Ok(())
+        device.scoped("copying a buffer", || {
+            let mut encoder = device.raw().create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("rutile copy"),
+            });
+            encoder.copy_buffer_to_buffer(
+                src.raw(),
+                0,
+                self.raw(),
+                0,
+                self.allocated_bytes().min(src.allocated_bytes()),
+            );
+            device.queue().submit([encoder.finish()]);
+        })
     }
 
     pub fn raw(&self) -> &wgpu::Buffer {
@@ -135,7 +136,7 @@ impl WgpuBuffer {
             });
         }
         if data.is_empty() {
-            return Ok(());
+            return self.device.check_lost();
         }
         let padded;
         let bytes = if self.len % ALIGN == 0 {
