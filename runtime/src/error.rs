@@ -28,9 +28,9 @@ pub enum Error {
         device: String,
         source: InterpError,
     },
-    /// The CUDA driver reported an error.
+    /// The CUDA driver reported an error (a lost context is [`Error::DeviceLost`]).
     #[error(transparent)]
-    Cuda(#[from] crate::cuda::CudaError),
+    Cuda(crate::cuda::CudaError),
     /// A code generator could not translate the kernel for this device.
     #[error("{backend} code generation for kernel `{kernel}` failed: {message}")]
     Codegen {
@@ -60,5 +60,50 @@ pub enum Error {
     Device { backend: &'static str, message: String },
 }
 
+impl From<crate::cuda::CudaError> for Error {
+    fn from(e: crate::cuda::CudaError) -> Self {
+        match e {
+            crate::cuda::CudaError::ContextLost { call, code } => Error::DeviceLost {
+                backend: "cuda",
+                reason: format!("{call} failed with {code}, which leaves the CUDA context unusable"),
+            },
+            e => Error::Cuda(e),
+        }
+    }
+}
+
 /// The runtime's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::CudaError;
+    use crate::vulkan::WgpuError;
+
+    /// A lost CUDA context and a lost wgpu device read the same to the user.
+    #[test]
+    fn lost_devices_are_device_lost() {
+        let e = Error::from(CudaError::ContextLost {
+            call: "cuStreamSynchronize",
+            code: "CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered".into(),
+        });
+        assert!(matches!(e, Error::DeviceLost { backend: "cuda", .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "the cuda device was lost (cuStreamSynchronize failed with CUDA_ERROR_ILLEGAL_ADDRESS (700): an \
+             illegal memory access was encountered, which leaves the CUDA context unusable); its buffers and \
+             compiled kernels can no longer be used: open the device again"
+        );
+        let e = Error::from(WgpuError::DeviceLost {
+            reason: "it was destroyed".into(),
+        });
+        assert_eq!(
+            e.to_string(),
+            "the wgpu device was lost (it was destroyed); its buffers and compiled kernels can no longer be \
+             used: open the device again"
+        );
+        let e = Error::from(CudaError::InvalidLaunch { what: "x".into() });
+        assert!(matches!(e, Error::Cuda(_)), "{e:?}");
+    }
+}
