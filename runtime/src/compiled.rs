@@ -66,7 +66,8 @@ impl std::fmt::Debug for CompiledKernel {
 }
 
 /// Compiled kernels by (kernel text, options, specialization). The kernel's printed text
-/// identifies it: the same builder code and meta-parameters print the same text.
+/// identifies it: the same builder code and meta-parameters print the same text. Every
+/// kernel is verified before its first compilation.
 #[derive(Default)]
 pub(crate) struct CompileCache {
     entries: Mutex<HashMap<(u64, CompileOptions, Specialization), Arc<CompiledKernel>>>,
@@ -86,6 +87,9 @@ impl CompileCache {
         if let Some(k) = self.entries.lock().unwrap().get(&key) {
             return Ok(k.clone());
         }
+        // A kernel built by the builder is well formed, but its fields are public: check
+        // before any backend relies on it, so a malformed one is an error, not a panic.
+        rutile_ir::verify::verify(kernel)?;
         let compiled = Arc::new(compile()?);
         self.entries.lock().unwrap().insert(key, compiled.clone());
         Ok(compiled)

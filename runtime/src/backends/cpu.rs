@@ -81,7 +81,6 @@ impl Device for CpuDevice {
 
     fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
         self.cache.get_or_compile(kernel, options, spec, || {
-            rutile_ir::verify::verify(kernel)?;
             Ok(CompiledKernel {
                 kernel: kernel.clone(),
                 extent: ExtentPlan::new(kernel),
