@@ -304,3 +304,26 @@ pub(crate) fn check_grid(kernel: &Kernel, grid: [u32; 3], max: [u32; 3]) -> Resu
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CUDA's limits, without a GPU: 2^31 - 1 programs along x, 65535 along y and z.
+    #[test]
+    fn grids_above_the_limit_name_the_axis_and_the_limit() {
+        let kernel = rutile_ir::seeds::vector_add(ScalarType::F32, 256).unwrap();
+        let max = [i32::MAX as u32, 65535, 65535];
+        assert!(check_grid(&kernel, [i32::MAX as u32, 65535, 65535], max).is_ok());
+        let e = check_grid(&kernel, [1, 65536, 1], max).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kernel `add_kernel`: invalid launch: grid y is 65536, above the device's limit of 65535"
+        );
+        let e = check_grid(&kernel, [1, 1, 0], max).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kernel `add_kernel`: invalid launch: grid z is 0; every dimension needs at least one program"
+        );
+    }
+}
