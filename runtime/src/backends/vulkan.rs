@@ -231,8 +231,9 @@ impl Device for WgpuGpu {
             crate::dump::write_spirv(&kernel.name, &words);
             let layout = wg::BindingLayout::new(spirv.bindings.storage.len() as u32, true);
             // SAFETY: rutile's kernels access memory only where their author's masks allow, as
-            // in CUDA (an unmasked access past a buffer is the kernel's bug, checkable in the
-            // interpreter with RUTILE_DEVICE=cpu), and their loops are the author's.
+            // in CUDA (an unmasked access past a buffer is the kernel's bug, caught at launch
+            // where its extent is known, and otherwise checkable in the interpreter with
+            // RUTILE_DEVICE=cpu or RUTILE_CHECK_BOUNDS=1), and their loops are the author's.
             let pipeline = unsafe {
                 self.device
                     .create_pipeline_trusted(KernelSource::SpirV(words.into()), &spirv.entry_point, layout)?
