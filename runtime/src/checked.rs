@@ -51,6 +51,6 @@ pub(crate) fn run_in_interpreter<D: Device + ?Sized>(
     interp::run(kernel, grid, &values, &mut host).map_err(|source| Error::BoundsCheck {
         kernel: kernel.name.clone(),
         device: device.id(),
-        source,
+        source: Box::new(source),
     })
 }

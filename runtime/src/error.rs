@@ -26,7 +26,9 @@ pub enum Error {
         kernel: String,
         /// The device it would have run on, as [`crate::Device::id`].
         device: String,
-        source: InterpError,
+        /// Boxed: the interpreter's error is large, and every `Result` of the runtime
+        /// carries an `Error`.
+        source: Box<InterpError>,
     },
     /// The CUDA driver reported an error (a lost context is [`Error::DeviceLost`]).
     #[error(transparent)]

@@ -335,7 +335,7 @@ impl ExtentPlan {
                 }
             }
             let (_, hi) = range(&a.offset, &a.dims, launch)?;
-            (hi >= 0 && hi as u128 >= len as u128).then(|| Overrun {
+            (hi >= 0 && hi as u128 >= len as u128).then_some(Overrun {
                 op: a.op,
                 loc: a.loc,
                 param: a.param,
