@@ -316,6 +316,8 @@ fn element_types_a_device_lacks() {
 /// Asking for a device that is not there is an error naming what is there.
 #[test]
 fn absent_devices_are_errors() {
+    // Devices are opened (here, and in the child) while no other test opens or uses one.
+    let (_turn, _) = rutile_examples::gpus::gpus_under_test();
     let e = rutile::open_device("vulkan:99").err().unwrap();
     let text = e.to_string();
     let adapters = rutile::vulkan::adapters().len();
@@ -455,6 +457,7 @@ fn check_bounds_runs_the_launch_in_the_interpreter_first() {
 /// `RUTILE_CHECK_BOUNDS=1` turns the debug mode on for every launch.
 #[test]
 fn check_bounds_from_the_environment() {
+    let (_turn, _) = rutile_examples::gpus::gpus_under_test();
     let out = child("check_bounds_env_child", &[("RUTILE_CHECK_BOUNDS", "1")]);
     assert!(out.contains("child done"), "{out}");
 }
