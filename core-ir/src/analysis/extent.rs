@@ -252,7 +252,7 @@ pub struct LaunchExtent<'a> {
     pub buffer_lens: &'a [Option<u64>],
 }
 
-/// An access that goes past the end of its buffer in every launch of this shape.
+/// An access that goes past the end of its buffer in a launch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Overrun {
     /// The op, as [`Op::name`].
@@ -276,6 +276,7 @@ impl Overrun {
 
 impl ExtentPlan {
     /// Finds the kernel's unmasked top-level accesses and the polynomials of their offsets.
+    /// The kernel must be well formed ([`crate::verify::verify`]).
     pub fn new(kernel: &Kernel) -> ExtentPlan {
         let mut forms: Vec<Option<Form>> = vec![None; kernel.values.len()];
         for (i, p) in kernel.params.iter().enumerate() {
