@@ -45,7 +45,12 @@ fn list(ids: &[ValueId]) -> String {
 impl Kernel {
     fn region(&self, f: &mut fmt::Formatter<'_>, region: &Region, depth: usize) -> fmt::Result {
         for &id in &region.insts {
-            self.inst(f, &self.insts[id], depth)?;
+            // The printer also shows malformed kernels (the runtime keys its compile cache
+            // by the text before verifying), so it indexes nothing unchecked.
+            match self.insts.try_get(id) {
+                Some(inst) => self.inst(f, inst, depth)?,
+                None => writeln!(f, "{}<no instruction {id:?}>", "  ".repeat(depth))?,
+            }
         }
         Ok(())
     }
@@ -74,7 +79,7 @@ impl Kernel {
                 write!(t, "{name} {}, {}, {}, mask={}", v(*ptr), v(*cmp), v(*value), opt(mask))
             }
             Op::For { start, end, step, init } => {
-                let args = &inst.regions[0].args;
+                let args = inst.regions.first().map(|r| &r.args[..]).unwrap_or_default();
                 write!(
                     t,
                     "{name} {} in range({}, {}, {})",
@@ -94,7 +99,14 @@ impl Kernel {
         };
         write!(f, "{text}")?;
         if !inst.results.is_empty() {
-            let types: Vec<String> = inst.results.iter().map(|&r| self.ty(r).to_string()).collect();
+            let types: Vec<String> = inst
+                .results
+                .iter()
+                .map(|&r| match self.values.try_get(r) {
+                    Some(d) => d.ty.to_string(),
+                    None => "<no value>".into(),
+                })
+                .collect();
             write!(f, " : {}", types.join(", "))?;
         }
         if inst.regions.is_empty() {

@@ -1,6 +1,7 @@
 //! Compiled kernels, their metadata, and the in-memory compile cache.
 
 use crate::error::Result;
+use rutile_ir::analysis::extent::ExtentPlan;
 use rutile_ir::target::Specialization;
 use rutile_ir::Kernel;
 use std::any::Any;
@@ -50,6 +51,8 @@ pub struct CompiledKernel {
     pub code: Option<String>,
     /// The backend's loaded module.
     pub(crate) artifact: Box<dyn Any + Send + Sync>,
+    /// The elements each unmasked access needs, checked at every launch.
+    pub(crate) extent: ExtentPlan,
 }
 
 impl std::fmt::Debug for CompiledKernel {
@@ -64,7 +67,7 @@ impl std::fmt::Debug for CompiledKernel {
 
 /// Compiled kernels by (kernel, options, specialization), the kernel by a 64-bit hash of
 /// its whole IR (ops, types, constants, source locations): the same builder code and
-/// meta-parameters give the same IR.
+/// meta-parameters give the same IR. Every kernel is verified before its first compilation.
 #[derive(Default)]
 pub(crate) struct CompileCache {
     entries: Mutex<HashMap<(u64, CompileOptions, Specialization), Arc<CompiledKernel>>>,
@@ -86,6 +89,9 @@ impl CompileCache {
         if let Some(k) = self.entries.lock().unwrap().get(&key) {
             return Ok(k.clone());
         }
+        // A kernel built by the builder is well formed, but its fields are public: check
+        // before any backend relies on it, so a malformed one is an error, not a panic.
+        rutile_ir::verify::verify(kernel)?;
         let compiled = Arc::new(compile()?);
         self.entries.lock().unwrap().insert(key, compiled.clone());
         Ok(compiled)

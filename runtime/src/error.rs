@@ -16,9 +16,23 @@ pub enum Error {
     /// The interpreter stopped on a fault (an out-of-bounds access, say).
     #[error(transparent)]
     Interp(#[from] InterpError),
-    /// The CUDA driver reported an error.
+    /// The bounds-checked debug mode ([`crate::LaunchConfig::check_bounds`]) found a fault
+    /// in the interpreter; the launch did not reach the device.
+    #[error(
+        "kernel `{kernel}`: the bounds-checked run in the interpreter faulted, so it was not launched on \
+         {device}: {source}"
+    )]
+    BoundsCheck {
+        kernel: String,
+        /// The device it would have run on, as [`crate::Device::id`].
+        device: String,
+        /// Boxed: the interpreter's error is large, and every `Result` of the runtime
+        /// carries an `Error`.
+        source: Box<InterpError>,
+    },
+    /// The CUDA driver reported an error (a lost context is [`Error::DeviceLost`]).
     #[error(transparent)]
-    Cuda(#[from] crate::cuda::CudaError),
+    Cuda(crate::cuda::CudaError),
     /// A code generator could not translate the kernel for this device.
     #[error("{backend} code generation for kernel `{kernel}` failed: {message}")]
     Codegen {
@@ -38,10 +52,60 @@ pub enum Error {
     /// No device of the requested kind is present.
     #[error("no device: {0}")]
     NoDevice(String),
+    /// The device was lost (a fault that leaves the CUDA context unusable, a driver reset,
+    /// a destroyed wgpu device): its buffers and compiled kernels can no longer be used, and
+    /// every later operation on it fails the same way.
+    #[error("the {backend} device was lost ({reason}); its buffers and compiled kernels can no longer be used: open the device again")]
+    DeviceLost { backend: &'static str, reason: String },
     /// A device operation failed (wgpu and other APIs).
     #[error("{backend}: {message}")]
     Device { backend: &'static str, message: String },
 }
 
+impl From<crate::cuda::CudaError> for Error {
+    fn from(e: crate::cuda::CudaError) -> Self {
+        match e {
+            crate::cuda::CudaError::ContextLost { call, code } => Error::DeviceLost {
+                backend: "cuda",
+                reason: format!("{call} failed with {code}, which leaves the CUDA context unusable"),
+            },
+            e => Error::Cuda(e),
+        }
+    }
+}
+
 /// The runtime's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::CudaError;
+    use crate::vulkan::WgpuError;
+
+    /// A lost CUDA context and a lost wgpu device read the same to the user.
+    #[test]
+    fn lost_devices_are_device_lost() {
+        let e = Error::from(CudaError::ContextLost {
+            call: "cuStreamSynchronize",
+            code: "CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered".into(),
+        });
+        assert!(matches!(e, Error::DeviceLost { backend: "cuda", .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "the cuda device was lost (cuStreamSynchronize failed with CUDA_ERROR_ILLEGAL_ADDRESS (700): an \
+             illegal memory access was encountered, which leaves the CUDA context unusable); its buffers and \
+             compiled kernels can no longer be used: open the device again"
+        );
+        let e = Error::from(WgpuError::DeviceLost {
+            reason: "it was destroyed".into(),
+        });
+        assert_eq!(
+            e.to_string(),
+            "the wgpu device was lost (it was destroyed); its buffers and compiled kernels can no longer be \
+             used: open the device again"
+        );
+        let e = Error::from(CudaError::InvalidLaunch { what: "x".into() });
+        assert!(matches!(e, Error::Cuda(_)), "{e:?}");
+    }
+}

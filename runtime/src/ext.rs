@@ -36,8 +36,14 @@ pub trait DeviceExt: Device {
         self.write(buffer.raw(), &bytes_of(data))
     }
     /// Compiles (once, cached) and launches `kernel` with `config` on `args`.
+    ///
+    /// With [`LaunchConfig::check_bounds`] (or `RUTILE_CHECK_BOUNDS=1`), the launch runs in
+    /// the bounds-checked interpreter first and reaches the device only without a fault.
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[Arg<'_>]) -> Result<()> {
         let compiled = self.compile_for(kernel, config, args)?;
+        if crate::checked::enabled(config) {
+            crate::checked::run_in_interpreter(self, &compiled, config.grid, args)?;
+        }
         self.launch_compiled(&compiled, config.grid, args)
     }
     /// Compiles `kernel` specialized for these arguments (cached).

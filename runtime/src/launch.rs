@@ -1,7 +1,10 @@
 //! Launch arguments and configuration, and their checks against a kernel's parameters.
 
 use crate::buffer::{Buffer, DeviceBuffer, Element};
+use crate::compiled::CompiledKernel;
 use crate::error::{Error, Result};
+use rutile_ir::analysis::extent::LaunchExtent;
+use rutile_ir::interp::ArgValue;
 use rutile_ir::target::Specialization;
 use rutile_ir::{Elem, Kernel, ScalarType};
 
@@ -82,7 +85,8 @@ macro_rules! scalar_args {
 }
 scalar_args!(bool => Bool, i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32 => U32, u64 => U64, f32 => F32, f64 => F64);
 
-/// How to launch a kernel: the grid of programs and the compilation options.
+/// How to launch a kernel: the grid of programs, the compilation options, and whether to
+/// check the launch in the interpreter first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LaunchConfig {
     /// Programs along x, y and z.
@@ -91,6 +95,9 @@ pub struct LaunchConfig {
     pub num_warps: u32,
     /// Software-pipelining depth of loops (Triton's `num_stages`); a hint.
     pub num_stages: u32,
+    /// Run the launch in the bounds-checked interpreter before the device, and launch on
+    /// the device only if it does not fault ([`LaunchConfig::check_bounds`]).
+    pub check_bounds: bool,
 }
 
 impl LaunchConfig {
@@ -100,6 +107,7 @@ impl LaunchConfig {
             grid,
             num_warps: 4,
             num_stages: 3,
+            check_bounds: false,
         }
     }
     /// A 1-D grid.
@@ -114,6 +122,78 @@ impl LaunchConfig {
         self.num_stages = num_stages;
         self
     }
+    /// A debugging aid: run this launch in the interpreter with bounds checks before the
+    /// device. [`DeviceExt::launch`](crate::DeviceExt::launch) then copies the argument
+    /// buffers to the host, runs the same grid and arguments in the interpreter, and
+    /// returns its first fault ([`Error::BoundsCheck`]: the op, the author's source line,
+    /// the program and the offset) without launching on the device, so no buffer is
+    /// written; without a fault it launches on the device as usual. It costs a copy of
+    /// every buffer and an interpreter run, and waits for the device's earlier work.
+    ///
+    /// `RUTILE_CHECK_BOUNDS=1` ([`crate::CHECK_BOUNDS_ENV`]) turns it on for every launch.
+    pub fn check_bounds(mut self, check: bool) -> Self {
+        self.check_bounds = check;
+        self
+    }
+}
+
+/// The checks of every launch, on every device: the arguments fit the kernel's parameters
+/// and belong to `device`, the grid is within `max_grid`, and no unmasked access whose
+/// extent the launch determines goes past the end of its buffer.
+pub(crate) fn check_launch(
+    compiled: &CompiledKernel,
+    grid: [u32; 3],
+    args: &[Arg<'_>],
+    device: u64,
+    max_grid: [u32; 3],
+) -> Result<()> {
+    let kernel = &compiled.kernel;
+    check_args(kernel, args, device)?;
+    check_grid(kernel, grid, max_grid)?;
+    check_extent(compiled, grid, args)
+}
+
+/// Buffers too small for the kernel's unmasked accesses over this grid
+/// ([`rutile_ir::analysis::extent`]).
+fn check_extent(compiled: &CompiledKernel, grid: [u32; 3], args: &[Arg<'_>]) -> Result<()> {
+    let plan = &compiled.extent;
+    if plan.is_empty() {
+        return Ok(());
+    }
+    let ints: Vec<Option<i128>> = args.iter().map(Arg::as_i128).collect();
+    let buffer_lens: Vec<Option<u64>> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Buffer(b) => Some(b.len as u64),
+            _ => None,
+        })
+        .collect();
+    let launch = LaunchExtent {
+        grid,
+        ints: &ints,
+        buffer_lens: &buffer_lens,
+    };
+    let Some(o) = plan.check(&launch) else {
+        return Ok(());
+    };
+    let kernel = &compiled.kernel;
+    Err(Error::Argument {
+        kernel: kernel.name.clone(),
+        message: format!(
+            "argument {} (`{}`): the unmasked {} at {} reaches element {} with grid [{}, {}, {}], so the \
+             buffer needs {} elements; it has {}",
+            o.param,
+            kernel.params[o.param as usize].name,
+            o.op,
+            o.loc,
+            o.last,
+            grid[0],
+            grid[1],
+            grid[2],
+            o.needed(),
+            o.len
+        ),
+    })
 }
 
 /// Checks that `args` fit `kernel`'s parameters, and that buffers belong to `device`.
@@ -157,6 +237,33 @@ pub(crate) fn check_args(kernel: &Kernel, args: &[Arg<'_>], device: u64) -> Resu
     Ok(())
 }
 
+/// The interpreter's values for `args`; `buffer` gives the index, in the interpreter's list
+/// of host buffers, of the copy of a buffer argument.
+pub(crate) fn interpreter_args<'a>(
+    kernel: &Kernel,
+    args: &[Arg<'a>],
+    mut buffer: impl FnMut(&'a DeviceBuffer) -> Result<usize>,
+) -> Result<Vec<ArgValue>> {
+    args.iter()
+        .map(|a| {
+            Ok(match *a {
+                Arg::Buffer(b) => ArgValue::Ptr {
+                    buffer: buffer(b)?,
+                    offset: 0,
+                },
+                Arg::Bool(v) => ArgValue::Bool(v),
+                Arg::F32(v) => ArgValue::Float(v as f64),
+                Arg::F64(v) => ArgValue::Float(v),
+                Arg::U64(v) => ArgValue::Int(i64::try_from(v).map_err(|_| Error::Argument {
+                    kernel: kernel.name.clone(),
+                    message: format!("u64 argument {v} is above the interpreter's limit of i64::MAX"),
+                })?),
+                other => ArgValue::Int(other.as_i128().expect("an integer") as i64),
+            })
+        })
+        .collect()
+}
+
 fn expected(e: Elem) -> String {
     match e {
         Elem::Ptr(s) => format!("a buffer of {s}"),
@@ -196,4 +303,27 @@ pub(crate) fn check_grid(kernel: &Kernel, grid: [u32; 3], max: [u32; 3]) -> Resu
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CUDA's limits, without a GPU: 2^31 - 1 programs along x, 65535 along y and z.
+    #[test]
+    fn grids_above_the_limit_name_the_axis_and_the_limit() {
+        let kernel = rutile_ir::seeds::vector_add(ScalarType::F32, 256).unwrap();
+        let max = [i32::MAX as u32, 65535, 65535];
+        assert!(check_grid(&kernel, [i32::MAX as u32, 65535, 65535], max).is_ok());
+        let e = check_grid(&kernel, [1, 65536, 1], max).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kernel `add_kernel`: invalid launch: grid y is 65536, above the device's limit of 65535"
+        );
+        let e = check_grid(&kernel, [1, 1, 0], max).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kernel `add_kernel`: invalid launch: grid z is 0; every dimension needs at least one program"
+        );
+    }
 }

@@ -16,6 +16,7 @@
 
 pub mod backends;
 pub mod buffer;
+mod checked;
 pub mod compiled;
 pub mod cuda;
 pub mod device;
@@ -31,6 +32,7 @@ pub use backends::cpu::CpuDevice;
 pub use backends::cuda::CudaGpu;
 pub use backends::vulkan::WgpuGpu;
 pub use buffer::{Buffer, DeviceBuffer, Element};
+pub use checked::CHECK_BOUNDS_ENV;
 pub use compiled::{CompileOptions, CompiledKernel, KernelMetadata};
 pub use device::{Backend, Device, DeviceProperties, DeviceType};
 pub use error::{Error, Result};

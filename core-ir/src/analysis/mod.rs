@@ -1,3 +1,4 @@
-//! Analyses of block IR that the lowering uses.
+//! Analyses of block IR: axis facts for the lowering, access extents for launches.
 
 pub mod axis;
+pub mod extent;

@@ -5,8 +5,9 @@ use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
 use crate::device::{next_device_key, Backend, Device, DeviceProperties, DeviceType};
 use crate::error::{Error, Result};
-use crate::launch::{check_args, check_grid, Arg};
-use rutile_ir::interp::{self, ArgValue, HostBuffer};
+use crate::launch::{check_launch, interpreter_args, Arg};
+use rutile_ir::analysis::extent::ExtentPlan;
+use rutile_ir::interp::{self, HostBuffer};
 use rutile_ir::target::Specialization;
 use rutile_ir::{Kernel, ScalarType};
 use std::sync::{Arc, Mutex};
@@ -80,9 +81,9 @@ impl Device for CpuDevice {
 
     fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
         self.cache.get_or_compile(kernel, options, spec, || {
-            rutile_ir::verify::verify(kernel)?;
             Ok(CompiledKernel {
                 kernel: kernel.clone(),
+                extent: ExtentPlan::new(kernel),
                 options: *options,
                 specialization: spec.clone(),
                 metadata: KernelMetadata {
@@ -97,35 +98,17 @@ impl Device for CpuDevice {
 
     fn launch_compiled(&self, compiled: &CompiledKernel, grid: [u32; 3], args: &[Arg<'_>]) -> Result<()> {
         let kernel = &compiled.kernel;
-        check_args(kernel, args, self.key)?;
-        check_grid(kernel, grid, [u32::MAX; 3])?;
+        check_launch(compiled, grid, args, self.key, [u32::MAX; 3])?;
         // The interpreter works on a slice of host buffers: move each distinct buffer out of
         // its lock for the launch (the same buffer may be passed twice) and back after.
         let mut slots: Vec<&Mutex<HostBuffer>> = Vec::new();
-        let mut values = Vec::with_capacity(args.len());
-        for a in args {
-            values.push(match *a {
-                Arg::Buffer(b) => {
-                    let m = self.host(b)?;
-                    let index = slots.iter().position(|s| std::ptr::eq(*s, m)).unwrap_or_else(|| {
-                        slots.push(m);
-                        slots.len() - 1
-                    });
-                    ArgValue::Ptr {
-                        buffer: index,
-                        offset: 0,
-                    }
-                }
-                Arg::Bool(v) => ArgValue::Bool(v),
-                Arg::F32(v) => ArgValue::Float(v as f64),
-                Arg::F64(v) => ArgValue::Float(v),
-                Arg::U64(v) => ArgValue::Int(i64::try_from(v).map_err(|_| Error::Argument {
-                    kernel: kernel.name.clone(),
-                    message: format!("u64 argument {v} is above the interpreter's limit of i64::MAX"),
-                })?),
-                other => ArgValue::Int(other.as_i128().expect("an integer") as i64),
-            });
-        }
+        let values = interpreter_args(kernel, args, |b| {
+            let m = self.host(b)?;
+            Ok(slots.iter().position(|s| std::ptr::eq(*s, m)).unwrap_or_else(|| {
+                slots.push(m);
+                slots.len() - 1
+            }))
+        })?;
         let mut guards: Vec<_> = slots.iter().map(|m| m.lock().unwrap()).collect();
         let mut buffers: Vec<HostBuffer> = guards
             .iter_mut()

@@ -5,7 +5,8 @@ use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetada
 use crate::cuda::{CudaBuffer, CudaDevice, CudaFunction, CudaModule, KernelArg, LaunchConfig as CudaLaunch};
 use crate::device::{next_device_key, Backend, Device, DeviceProperties, DeviceType};
 use crate::error::{Error, Result};
-use crate::launch::{check_args, check_grid, Arg};
+use crate::launch::{check_launch, Arg};
+use rutile_ir::analysis::extent::ExtentPlan;
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::{Kernel, ScalarType};
 use std::sync::{Arc, Mutex};
@@ -154,6 +155,7 @@ impl Device for CudaGpu {
             };
             Ok(CompiledKernel {
                 kernel: kernel.clone(),
+                extent: ExtentPlan::new(kernel),
                 options: *options,
                 specialization: spec.clone(),
                 metadata,
@@ -167,9 +169,7 @@ impl Device for CudaGpu {
     }
 
     fn launch_compiled(&self, compiled: &CompiledKernel, grid: [u32; 3], args: &[Arg<'_>]) -> Result<()> {
-        let kernel = &compiled.kernel;
-        check_args(kernel, args, self.key)?;
-        check_grid(kernel, grid, self.device.properties().max_grid_dim)?;
+        check_launch(compiled, grid, args, self.key, self.device.properties().max_grid_dim)?;
         let a = artifact(compiled)?;
         let mut raw = Vec::with_capacity(args.len());
         for arg in args {

@@ -11,8 +11,9 @@ use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
 use crate::device::{next_device_key, Backend, Device, DeviceProperties, DeviceType};
 use crate::error::{Error, Result};
-use crate::launch::{check_args, Arg};
+use crate::launch::{check_launch, Arg};
 use crate::vulkan::{self as wg, AdapterKind, KernelSource, WgpuBuffer, WgpuDevice, WgpuError, WgpuPipeline};
+use rutile_ir::analysis::extent::ExtentPlan;
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::{Kernel, ScalarType};
 use rutile_spirv::ScalarArg;
@@ -36,7 +37,12 @@ struct VulkanArtifact {
 
 impl From<WgpuError> for Error {
     fn from(e: WgpuError) -> Self {
-        if e.is_unavailable() {
+        if let WgpuError::DeviceLost { reason } = e {
+            Error::DeviceLost {
+                backend: "wgpu",
+                reason,
+            }
+        } else if e.is_unavailable() {
             Error::NoDevice(e.to_string())
         } else {
             Error::Device {
@@ -99,6 +105,13 @@ impl WgpuGpu {
     /// The wgpu-level device, for what the `Device` trait does not cover.
     pub fn wgpu(&self) -> &WgpuDevice {
         &self.device
+    }
+
+    /// Loses the device as a driver failure would (it is destroyed), so that tests can check
+    /// that every later operation is an [`Error::DeviceLost`].
+    #[doc(hidden)]
+    pub fn simulate_device_loss(&self) {
+        self.device.simulate_loss();
     }
 
     fn buffer<'b>(&self, b: &'b DeviceBuffer) -> Result<&'b WgpuBuffer> {
@@ -218,14 +231,16 @@ impl Device for WgpuGpu {
             crate::dump::write_spirv(&kernel.name, &words);
             let layout = wg::BindingLayout::new(spirv.bindings.storage.len() as u32, true);
             // SAFETY: rutile's kernels access memory only where their author's masks allow, as
-            // in CUDA (an unmasked access past a buffer is the kernel's bug, checkable in the
-            // interpreter with RUTILE_DEVICE=cpu), and their loops are the author's.
+            // in CUDA (an unmasked access past a buffer is the kernel's bug, caught at launch
+            // where its extent is known, and otherwise checkable in the interpreter with
+            // RUTILE_DEVICE=cpu or RUTILE_CHECK_BOUNDS=1), and their loops are the author's.
             let pipeline = unsafe {
                 self.device
                     .create_pipeline_trusted(KernelSource::SpirV(words.into()), &spirv.entry_point, layout)?
             };
             Ok(CompiledKernel {
                 kernel: kernel.clone(),
+                extent: ExtentPlan::new(kernel),
                 options: *options,
                 specialization: spec.clone(),
                 metadata: KernelMetadata {
@@ -244,8 +259,7 @@ impl Device for WgpuGpu {
 
     fn launch_compiled(&self, compiled: &CompiledKernel, grid: [u32; 3], args: &[Arg<'_>]) -> Result<()> {
         let kernel = &compiled.kernel;
-        check_args(kernel, args, self.key)?;
-        crate::launch::check_grid(kernel, grid, [u32::MAX; 3])?;
+        check_launch(compiled, grid, args, self.key, [u32::MAX; 3])?;
         let a = artifact(compiled)?;
         let mut buffers = Vec::with_capacity(a.bindings.storage.len());
         for s in &a.bindings.storage {

@@ -1,6 +1,7 @@
 //! The error type of the CUDA driver layer.
 
 use cudarc::driver::result::DriverError;
+use cudarc::driver::sys::CUresult;
 
 /// Everything that can go wrong in the CUDA driver layer.
 ///
@@ -33,6 +34,21 @@ pub enum CudaError {
     #[error("CUDA driver call {call} failed: {code}")]
     Driver {
         /// The driver entry point, e.g. `cuMemAlloc`.
+        call: &'static str,
+        /// The `CUresult` name, number and description.
+        code: String,
+    },
+
+    /// A driver call failed with an error that leaves the context unusable (a kernel's
+    /// illegal address or instruction, a failed or timed-out launch, an uncorrectable ECC
+    /// error, a device that fell off the bus): every later call in the process fails the
+    /// same way, and the process must open the device anew, or restart.
+    #[error(
+        "CUDA driver call {call} failed with {code}: the device was lost; the CUDA context is unusable \
+         and every later call on it fails"
+    )]
+    ContextLost {
+        /// The driver entry point, e.g. `cuStreamSynchronize`.
         call: &'static str,
         /// The `CUresult` name, number and description.
         code: String,
@@ -115,13 +131,56 @@ pub(crate) fn describe(err: DriverError) -> String {
     }
 }
 
+/// Whether a driver error is "sticky": the CUDA documentation says the context cannot be
+/// used any more after it (the process is in an inconsistent state and further calls return
+/// the same error), as opposed to an error of the one call.
+pub(crate) fn is_sticky(code: CUresult) -> bool {
+    use CUresult as R;
+    matches!(
+        code,
+        R::CUDA_ERROR_ILLEGAL_ADDRESS
+            | R::CUDA_ERROR_LAUNCH_FAILED
+            | R::CUDA_ERROR_LAUNCH_TIMEOUT
+            | R::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | R::CUDA_ERROR_MISALIGNED_ADDRESS
+            | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | R::CUDA_ERROR_INVALID_PC
+            | R::CUDA_ERROR_ASSERT
+            | R::CUDA_ERROR_ECC_UNCORRECTABLE
+            | R::CUDA_ERROR_NVLINK_UNCORRECTABLE
+            | R::CUDA_ERROR_DEVICE_UNAVAILABLE
+            | R::CUDA_ERROR_CONTEXT_IS_DESTROYED
+            | R::CUDA_ERROR_EXTERNAL_DEVICE
+    )
+}
+
 impl CudaError {
     /// Wraps a failed driver call.
     pub(crate) fn driver(call: &'static str, err: DriverError) -> Self {
-        CudaError::Driver {
-            call,
-            code: describe(err),
+        Self::from_code(call, err.0, describe(err))
+    }
+
+    /// The error of `call` failing with `code`, described as `description` (by
+    /// [`describe`]): [`CudaError::ContextLost`] for sticky errors, else
+    /// [`CudaError::Driver`].
+    pub(crate) fn from_code(call: &'static str, code: CUresult, description: String) -> Self {
+        if is_sticky(code) {
+            CudaError::ContextLost {
+                call,
+                code: description,
+            }
+        } else {
+            CudaError::Driver {
+                call,
+                code: description,
+            }
         }
+    }
+
+    /// True for [`CudaError::ContextLost`]: the device must be opened again.
+    pub fn is_lost(&self) -> bool {
+        matches!(self, CudaError::ContextLost { .. })
     }
 
     /// True for the errors that mean "no usable CUDA here" rather than a bug:
@@ -169,5 +228,34 @@ mod tests {
         );
         assert!(CudaError::NoDriver { reason: "x".into() }.is_unavailable());
         assert!(!CudaError::InvalidLaunch { what: "x".into() }.is_unavailable());
+    }
+
+    /// Sticky errors (the context is unusable) say that the device was lost; others name
+    /// the failed call only. No driver is needed: the description is given.
+    #[test]
+    fn sticky_errors_are_a_lost_device() {
+        use CUresult as R;
+        for code in [
+            R::CUDA_ERROR_ILLEGAL_ADDRESS,
+            R::CUDA_ERROR_LAUNCH_FAILED,
+            R::CUDA_ERROR_DEVICE_UNAVAILABLE,
+            R::CUDA_ERROR_MISALIGNED_ADDRESS,
+            R::CUDA_ERROR_ECC_UNCORRECTABLE,
+        ] {
+            let e = CudaError::from_code("cuStreamSynchronize", code, format!("{code:?} ({})", code as u32));
+            assert!(e.is_lost(), "{e}");
+            let text = e.to_string();
+            assert!(
+                text.contains("cuStreamSynchronize")
+                    && text.contains(&format!("{code:?}"))
+                    && text.contains("the device was lost; the CUDA context is unusable"),
+                "{text}"
+            );
+        }
+        for code in [R::CUDA_ERROR_OUT_OF_MEMORY, R::CUDA_ERROR_INVALID_VALUE] {
+            let e = CudaError::from_code("cuMemAlloc", code, format!("{code:?}"));
+            assert!(!e.is_lost(), "{e}");
+            assert_eq!(e.to_string(), format!("CUDA driver call cuMemAlloc failed: {code:?}"));
+        }
     }
 }

@@ -129,7 +129,7 @@ impl WgpuBuffer {
             });
         }
         if data.is_empty() {
-            return Ok(());
+            return self.device.check_lost();
         }
         let padded;
         let bytes = if self.len % ALIGN == 0 {

@@ -28,7 +28,9 @@ pub(crate) const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
 /// Cloning is cheap and shares the device. Work is submitted to the one queue in the
 /// order it is issued. wgpu's default reaction to an error outside an error scope is a
 /// panic; this handle replaces it with a handler that keeps the error, and the next call
-/// of this layer on the device returns it.
+/// of this layer on the device returns it. Once the device is lost (a driver failure, a
+/// reset, or [`wgpu::Device::destroy`]), every call of this layer on it returns
+/// [`WgpuError::DeviceLost`].
 #[derive(Clone)]
 pub struct WgpuDevice {
     inner: Arc<Inner>,
@@ -42,6 +44,8 @@ struct Inner {
     features: WgpuFeatures,
     /// Errors raised outside an error scope, oldest first.
     uncaptured: Arc<Mutex<Vec<WgpuError>>>,
+    /// Why the device was lost, once wgpu has said so.
+    lost: Arc<Mutex<Option<String>>>,
     /// One bind-group layout and pipeline layout per binding shape.
     layouts: Mutex<HashMap<BindingLayout, LayoutObjects>>,
     /// Work recorded but not yet submitted.
@@ -145,6 +149,18 @@ impl WgpuDevice {
                 Err(poisoned) => poisoned.into_inner().push(error),
             }
         }));
+        // wgpu calls this when the driver loses the device, or on the first poll after
+        // `destroy`; from then on the device's objects are invalid.
+        let lost = Arc::new(Mutex::new(None));
+        let lost_sink = Arc::clone(&lost);
+        device.set_device_lost_callback(move |reason, message| {
+            let reason = match reason {
+                wgpu::DeviceLostReason::Destroyed => "it was destroyed".to_string(),
+                wgpu::DeviceLostReason::Unknown if message.is_empty() => "the driver gave no reason".to_string(),
+                wgpu::DeviceLostReason::Unknown => message,
+            };
+            lock(&lost_sink).get_or_insert(reason);
+        });
         let features = WgpuFeatures::from_wgpu(device.features());
         Ok(WgpuDevice {
             inner: Arc::new(Inner {
@@ -154,6 +170,7 @@ impl WgpuDevice {
                 props,
                 features,
                 uncaptured,
+                lost,
                 layouts: Mutex::new(HashMap::new()),
                 batch: Mutex::new(Batch::default()),
             }),
@@ -198,22 +215,42 @@ impl WgpuDevice {
         self.take_uncaptured()
     }
 
+    /// [`WgpuError::DeviceLost`] once the device is lost.
+    pub fn check_lost(&self) -> Result<(), WgpuError> {
+        match lock(&self.inner.lost).as_ref() {
+            Some(reason) => Err(WgpuError::DeviceLost { reason: reason.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Loses the device as a driver failure would, for testing what follows: destroys it
+    /// and waits for it, which makes wgpu report the loss.
+    #[doc(hidden)]
+    pub fn simulate_loss(&self) {
+        self.inner.device.destroy();
+        // wgpu reports the loss at the first poll that finds the queue empty; the poll's
+        // own result is of no interest here.
+        let _ = self.inner.device.poll(wgpu::PollType::wait_indefinitely());
+    }
+
     /// Submits the recorded work, then blocks until the queue is idle and mapping
     /// callbacks have run.
     pub(crate) fn wait(&self) -> Result<(), WgpuError> {
+        self.check_lost()?;
         self.flush()?;
-        self.inner
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map(|_| ())
-            .map_err(|e| WgpuError::Internal {
-                message: format!("waiting for the device failed: {e}"),
-            })
+        let polled = self.inner.device.poll(wgpu::PollType::wait_indefinitely());
+        // The poll is where wgpu reports a loss.
+        self.check_lost()?;
+        polled.map(|_| ()).map_err(|e| WgpuError::Internal {
+            message: format!("waiting for the device failed: {e}"),
+        })
     }
 
     /// Runs `f` inside out-of-memory, internal and validation error scopes and turns the
-    /// first error caught (validation first) into an `Err` naming `what`.
+    /// first error caught (validation first) into an `Err` naming `what`. On a lost device
+    /// `f` does not run.
     pub(crate) fn scoped<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, WgpuError> {
+        self.check_lost()?;
         let device = &self.inner.device;
         let oom = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
@@ -224,6 +261,10 @@ impl WgpuDevice {
         let internal = pollster::block_on(internal.pop());
         let oom = pollster::block_on(oom.pop());
         if let Some(error) = validation.or(internal).or(oom) {
+            // On a lost device every object is invalid; the loss is the error to report.
+            // A destroyed device's loss is reported at the next poll.
+            let _ = device.poll(wgpu::PollType::Poll);
+            self.check_lost()?;
             return Err(with_context(WgpuError::from_wgpu(&error), what));
         }
         self.take_uncaptured()?;
@@ -232,6 +273,7 @@ impl WgpuDevice {
 
     /// Returns (and forgets) the oldest error raised outside an error scope, if any.
     pub(crate) fn take_uncaptured(&self) -> Result<(), WgpuError> {
+        self.check_lost()?;
         let mut list = lock(&self.inner.uncaptured);
         if list.is_empty() {
             Ok(())

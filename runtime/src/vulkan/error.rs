@@ -94,6 +94,14 @@ pub enum WgpuError {
         feature: &'static str,
     },
 
+    /// The device was lost (a driver failure or reset, or it was destroyed): its buffers
+    /// and pipelines are gone, and every later call on it fails with this error.
+    #[error("the wgpu device was lost ({reason}): its buffers and pipelines can no longer be used")]
+    DeviceLost {
+        /// Why, as wgpu reports it.
+        reason: String,
+    },
+
     /// An argument that can never be valid (e.g. more storage buffers than the device allows
     /// per stage, or a typed read of a buffer whose length is not a multiple of the type).
     #[error("invalid argument: {what}")]

@@ -1,0 +1,506 @@
+//! Bad input is an error with a message that says what is wrong, never a panic or a hang:
+//! malformed kernels, launch arguments of the wrong number or type, buffers smaller than a
+//! kernel's unmasked accesses need, empty or too large grids, too many threads or too much
+//! shared memory, an absent or lost device, an element type a device lacks; and the
+//! bounds-checked debug mode, which runs a launch in the interpreter first.
+//!
+//! Each case runs on the interpreter and on every GPU present (each CUDA GPU and each wgpu
+//! adapter, lavapipe included). Builder errors are asserted in
+//! `core-ir/tests/bad_kernels.rs`. A case that needs a device this machine lacks says so on
+//! stderr and passes, unless the variable that asks for such a device is `1`; then it
+//! fails: `RUTILE_REQUIRE_TOOLS` for a wgpu adapter (lavapipe in CI: element types, device
+//! loss, shared memory), `RUTILE_REQUIRE_GPU` for a GPU (shared memory) and
+//! `RUTILE_REQUIRE_CUDA` for a device with a grid limit.
+
+use rutile::ir::Op;
+use rutile::seeds;
+use rutile::{Arg, CpuDevice, Device, DeviceExt, Error, Kernel, LaunchConfig, ScalarType, WgpuGpu};
+use std::sync::{Arc, MutexGuard};
+
+/// The interpreter and every GPU, with the guard that makes GPU tests take turns.
+fn devices() -> (MutexGuard<'static, ()>, Vec<Arc<dyn Device>>) {
+    let (turn, mut devices) = rutile_examples::gpus::gpus_under_test();
+    devices.push(Arc::new(CpuDevice::new()));
+    (turn, devices)
+}
+
+/// Fails when one of `vars` is `1` and the case could not run; otherwise says it skipped.
+fn require(tested: bool, what: &str, vars: &[&str]) {
+    if tested {
+        return;
+    }
+    if let Some(v) = vars.iter().find(|v| std::env::var(v).is_ok_and(|x| x == "1")) {
+        panic!("{v}=1, but {what}");
+    }
+    eprintln!("skipped: {what}");
+}
+
+#[track_caller]
+fn assert_contains(e: &Error, d: &dyn Device, wanted: &str) {
+    let text = e.to_string();
+    assert!(text.contains(wanted), "{}: expected {wanted:?} in:\n{text}", d.id());
+}
+
+/// `out[i] = x[i]` for `block` elements per program, without a mask, and the line of its
+/// load and store (as `file:line:`).
+fn unmasked_copy(block: u32) -> (Kernel, String) {
+    let line = line!() + 4;
+    let kernel = Kernel::build("copy_unmasked", |k| {
+        let (x, out) = (k.arg_ptr("x", ScalarType::F32), k.arg_ptr("out", ScalarType::F32));
+        let offsets = k.program_id(0) * block + k.arange(0, block as i32);
+        k.store(out + offsets, k.load(x + offsets));
+    })
+    .unwrap();
+    (kernel, format!("bad_input.rs:{line}:"))
+}
+
+#[test]
+fn malformed_kernels_are_errors() {
+    let (_turn, devices) = devices();
+    // A kernel's fields are public; one edited into something the builder never makes is
+    // rejected by the verifier before any backend sees it.
+    let mut kernel = seeds::vector_add(ScalarType::F32, 256).unwrap();
+    kernel.body.insts.swap(1, 2); // `%6 = mul %4, %5` before `%5 = constant 256`
+    let mut dangling = seeds::vector_add(ScalarType::F32, 256).unwrap();
+    let store = *dangling.body.insts.last().unwrap();
+    if let Op::Store { value, .. } = &mut dangling.insts[store].op {
+        *value = rutile::ir::Handle::from_index(9999);
+    }
+    for d in devices {
+        let d = d.as_ref();
+        let x = d.upload(&[1.0f32; 256]).unwrap();
+        let args = [(&x).into(), (&x).into(), (&x).into(), 256i32.into()];
+        let e = d.launch(&kernel, &LaunchConfig::grid1(1), &args).unwrap_err();
+        assert!(matches!(e, Error::Build(_)), "{}: {e:?}", d.id());
+        assert_contains(&e, d, "kernel `add_kernel`: 1 error");
+        assert_contains(&e, d, "`mul` at ");
+        assert_contains(&e, d, "vector_add.rs:12:");
+        assert_contains(&e, d, "operand %5 is not defined before this use, or not in scope");
+        let e = d.launch(&dangling, &LaunchConfig::grid1(1), &args).unwrap_err();
+        assert_contains(&e, d, "`store` at ");
+        assert_contains(&e, d, "operand %9999 is not defined before this use, or not in scope");
+    }
+}
+
+/// Arguments of the wrong number or type, and a buffer of another device.
+#[test]
+fn launch_arguments_are_checked() {
+    let (_turn, devices) = devices();
+    let kernel = seeds::vector_add(ScalarType::F32, 256).unwrap();
+    let grid = LaunchConfig::grid1(2);
+    for d in devices {
+        let d = d.as_ref();
+        let x = d.upload(&[1.0f32; 300]).unwrap();
+        let ints = d.upload(&[1i32; 300]).unwrap();
+
+        let e = d.launch(&kernel, &grid, &[(&x).into(), (&x).into()]).unwrap_err();
+        assert_contains(
+            &e,
+            d,
+            "kernel `add_kernel`: expected 4 arguments (x_ptr, y_ptr, output_ptr, n_elements), got 2",
+        );
+        let e = d
+            .launch(
+                &kernel,
+                &grid,
+                &[(&x).into(), (&ints).into(), (&x).into(), 300i32.into()],
+            )
+            .unwrap_err();
+        assert_contains(
+            &e,
+            d,
+            "argument 1 (`y_ptr`): expected a buffer of f32, got a buffer of i32",
+        );
+        let e = d
+            .launch(
+                &kernel,
+                &grid,
+                &[(&x).into(), (&x).into(), (&x).into(), 300.0f32.into()],
+            )
+            .unwrap_err();
+        assert_contains(&e, d, "argument 3 (`n_elements`): expected i32, got f32");
+        let e = d
+            .launch(
+                &kernel,
+                &grid,
+                &[(&x).into(), (&x).into(), 300i32.into(), 300i32.into()],
+            )
+            .unwrap_err();
+        assert_contains(&e, d, "argument 2 (`output_ptr`): expected a buffer of f32, got i32");
+
+        let other = CpuDevice::new();
+        let foreign = other.upload(&[1.0f32; 300]).unwrap();
+        let e = d
+            .launch(
+                &kernel,
+                &grid,
+                &[(&x).into(), (&foreign).into(), (&x).into(), 300i32.into()],
+            )
+            .unwrap_err();
+        assert_contains(&e, d, "argument 1 (`y_ptr`): the buffer belongs to another device");
+        let e = d.download(&foreign).unwrap_err();
+        assert_contains(&e, d, "buffer: the buffer belongs to another device");
+    }
+}
+
+/// An unmasked access past the end of a buffer, known from the grid and the arguments, is
+/// an error before anything runs.
+#[test]
+fn buffers_smaller_than_the_kernel_needs() {
+    let (_turn, devices) = devices();
+    let (kernel, line) = unmasked_copy(256);
+    for d in devices {
+        let d = d.as_ref();
+        let x = d.upload(&[1.0f32; 1024]).unwrap();
+        let short = d.upload(&[5.0f32; 1000]).unwrap();
+        let grid = LaunchConfig::grid1(4);
+        let e = d.launch(&kernel, &grid, &[(&x).into(), (&short).into()]).unwrap_err();
+        assert!(matches!(e, Error::Argument { .. }), "{}: {e:?}", d.id());
+        assert_contains(
+            &e,
+            d,
+            "kernel `copy_unmasked`: argument 1 (`out`): the unmasked store at ",
+        );
+        assert_contains(&e, d, &line);
+        assert_contains(
+            &e,
+            d,
+            "reaches element 1023 with grid [4, 1, 1], so the buffer needs 1024 elements; it has 1000",
+        );
+        assert!(d.download(&short).unwrap().iter().all(|&v| v == 5.0), "{}", d.id());
+        let e = d.launch(&kernel, &grid, &[(&short).into(), (&x).into()]).unwrap_err();
+        assert_contains(&e, d, "argument 0 (`x`): the unmasked load at ");
+        // The grid that fits runs.
+        let out = d.zeros::<f32>(1024).unwrap();
+        d.launch(&kernel, &grid, &[(&x).into(), (&out).into()]).unwrap();
+        assert!(d.download(&out).unwrap().iter().all(|&v| v == 1.0), "{}", d.id());
+    }
+}
+
+/// Empty grids on each axis, grids above the device's limit, and programs of more threads
+/// than the device runs.
+#[test]
+fn grids_and_threads_beyond_the_device() {
+    let (_turn, devices) = devices();
+    let kernel = seeds::vector_add(ScalarType::F32, 256).unwrap();
+    let mut over_limit_tested = false;
+    for d in devices {
+        let d = d.as_ref();
+        let x = d.upload(&[1.0f32; 300]).unwrap();
+        let args = [(&x).into(), (&x).into(), (&x).into(), Arg::I32(300)];
+        for (axis, grid) in [("x", [0, 1, 1]), ("y", [2, 0, 1]), ("z", [2, 1, 0])] {
+            let e = d.launch(&kernel, &LaunchConfig::new(grid), &args).unwrap_err();
+            assert_contains(
+                &e,
+                d,
+                &format!(
+                    "kernel `add_kernel`: invalid launch: grid {axis} is 0; every dimension needs at least one program"
+                ),
+            );
+        }
+        let max = d.properties().max_grid.unwrap_or([u32::MAX; 3]);
+        if let Some(axis) = max.iter().position(|&m| m < u32::MAX) {
+            let mut grid = [1; 3];
+            grid[axis] = max[axis] + 1;
+            let e = d.launch(&kernel, &LaunchConfig::new(grid), &args).unwrap_err();
+            let name = ["x", "y", "z"][axis];
+            assert_contains(
+                &e,
+                d,
+                &format!(
+                    "invalid launch: grid {name} is {}, above the device's limit of {}",
+                    grid[axis], max[axis]
+                ),
+            );
+            over_limit_tested = true;
+        }
+        if let Some(limit) = d.properties().max_threads_per_block {
+            let e = d
+                .launch(&kernel, &LaunchConfig::grid1(2).num_warps(256), &args)
+                .unwrap_err();
+            assert_contains(&e, d, "kernel `add_kernel`: invalid launch: num_warps = 256 makes ");
+            assert_contains(&e, d, &format!("the device allows {limit}"));
+        }
+    }
+    // Only CUDA limits grids: wgpu splits large grids into several dispatches, and the
+    // interpreter runs any grid (the check itself is unit-tested in the runtime).
+    require(
+        over_limit_tested,
+        "no device with a grid limit (CUDA) to launch above it",
+        &["RUTILE_REQUIRE_CUDA"],
+    );
+}
+
+/// A program that needs more shared memory than the device gives (a 256 x 256 f32
+/// transpose: 256 KiB) is an error naming both sizes.
+#[test]
+fn shared_memory_over_the_limit() {
+    let (_turn, devices) = devices();
+    let big = Kernel::build("transpose_big", |k| {
+        let p = k.arg_ptr("p", ScalarType::F32);
+        let r = k.arange(0, 256);
+        let offs = r.expand_dims(1) * 256 + r.expand_dims(0);
+        let v = k.load(p + offs);
+        k.store(p + offs, v.trans());
+    })
+    .unwrap();
+    let mut tested = false;
+    for d in devices {
+        let d = d.as_ref();
+        let Some(limit) = d.properties().shared_memory_per_block_optin else {
+            continue; // the interpreter has no shared memory
+        };
+        let buf = d.zeros::<f32>(256 * 256).unwrap();
+        let e = d.launch(&big, &LaunchConfig::grid1(1), &[(&buf).into()]).unwrap_err();
+        assert_contains(&e, d, "kernel `transpose_big` needs ");
+        assert_contains(
+            &e,
+            d,
+            &format!("bytes of shared memory per program; the device allows {limit}"),
+        );
+        // The device still works after all of these.
+        let out = d.zeros::<f32>(256 * 256).unwrap();
+        d.launch(
+            &unmasked_copy(256).0,
+            &LaunchConfig::grid1(256),
+            &[(&buf).into(), (&out).into()],
+        )
+        .unwrap();
+        tested = true;
+    }
+    require(
+        tested,
+        "no GPU to exceed the shared memory of",
+        &["RUTILE_REQUIRE_TOOLS", "RUTILE_REQUIRE_GPU"],
+    );
+}
+
+/// A kernel of an element type the device lacks is an error naming the type and the device.
+#[test]
+fn element_types_a_device_lacks() {
+    let (_turn, devices) = devices();
+    let mut tested = false;
+    for d in devices {
+        let d = d.as_ref();
+        let p = d.properties();
+        for &t in ScalarType::ALL.iter().filter(|t| !p.supported_types.contains(t)) {
+            let kernel = Kernel::build(&format!("copy_{}", t.name()), |k| {
+                let (x, y) = (k.arg_ptr("x", t), k.arg_ptr("y", t));
+                let offs = k.arange(0, 64);
+                k.store(y + offs, k.load(x + offs));
+            })
+            .unwrap();
+            let (x, y) = (d.alloc(t, 64).unwrap(), d.alloc(t, 64).unwrap());
+            let e = d
+                .launch(&kernel, &LaunchConfig::grid1(1), &[(&x).into(), (&y).into()])
+                .unwrap_err();
+            assert_contains(
+                &e,
+                d,
+                &format!(
+                    "code generation for kernel `copy_{}` failed: the kernel uses {}, which {} does not support",
+                    t.name(),
+                    t.name(),
+                    p.name
+                ),
+            );
+            tested = true;
+        }
+    }
+    // wgpu devices lack i8 and bf16 storage, so lavapipe is enough.
+    require(
+        tested,
+        "no device lacks an element type (no wgpu adapter)",
+        &["RUTILE_REQUIRE_TOOLS"],
+    );
+}
+
+/// Asking for a device that is not there is an error naming what is there.
+#[test]
+fn absent_devices_are_errors() {
+    // Devices are opened (here, and in the child) while no other test opens or uses one.
+    let (_turn, _) = rutile_examples::gpus::gpus_under_test();
+    let e = rutile::open_device("vulkan:99").err().unwrap();
+    let text = e.to_string();
+    let adapters = rutile::vulkan::adapters().len();
+    if adapters == 0 {
+        assert!(
+            text.contains("no device: no wgpu adapter found: install a Vulkan driver"),
+            "{text}"
+        );
+    } else {
+        assert!(
+            text.contains(&format!(
+                "no device: wgpu adapter 99 does not exist: {adapters} adapter(s) found, indices 0..{adapters}"
+            )),
+            "{text}"
+        );
+    }
+    let e = rutile::open_device("cuda:99").err().unwrap();
+    let text = e.to_string();
+    match rutile::cuda::probe() {
+        Err(rutile::cuda::CudaError::NoDriver { .. }) => {
+            assert!(text.starts_with("CUDA driver not available: "), "{text}")
+        }
+        Err(_) => assert!(text.contains("no CUDA device found"), "{text}"),
+        Ok(info) => assert!(
+            text.contains(&format!(
+                "CUDA device 99 does not exist: the driver reports {} device(s)",
+                info.device_count
+            )),
+            "{text}"
+        ),
+    }
+    let e = rutile::open_device("tpu").err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "no device: unknown device `tpu`; use cuda[:N], vulkan[:N] or cpu"
+    );
+    let e = rutile::open_device("cuda:first").err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "no device: `cuda:first`: the index after `:` must be a number"
+    );
+    // RUTILE_DEVICE naming an absent device: an error, not a fallback to another device.
+    let out = child("default_device_env_child", &[("RUTILE_DEVICE", "vulkan:99")]);
+    assert!(out.contains("child done: no device: "), "{out}");
+}
+
+/// The child of `absent_devices_are_errors`, run with `RUTILE_DEVICE` set.
+#[test]
+fn default_device_env_child() {
+    if !is_child() {
+        return;
+    }
+    let e = rutile::default_device()
+        .err()
+        .expect("RUTILE_DEVICE names an absent device");
+    println!("child done: {e}");
+}
+
+/// After a wgpu device is lost, every operation on it is an error saying so.
+#[test]
+fn lost_devices_are_errors() {
+    let (_turn, gpus) = rutile_examples::gpus::gpus_under_test();
+    let mut tested = false;
+    for id in gpus.iter().map(|d| d.id()) {
+        let Some(index) = id.strip_prefix("vulkan:") else {
+            continue; // CUDA's lost context is unit-tested in the runtime (it cannot be provoked safely)
+        };
+        // A device of its own: the shared one must survive for the other tests.
+        let gpu = WgpuGpu::open(Some(index.parse().unwrap())).unwrap();
+        let kernel = seeds::vector_add(ScalarType::F32, 256).unwrap();
+        let x = gpu.upload(&[1.0f32; 300]).unwrap();
+        let args = [(&x).into(), (&x).into(), (&x).into(), Arg::I32(300)];
+        gpu.launch(&kernel, &LaunchConfig::grid1(2), &args).unwrap();
+        gpu.simulate_device_loss();
+        let lost = "the wgpu device was lost (it was destroyed); its buffers and compiled kernels can no \
+                    longer be used: open the device again";
+        let check = |what: &str, r: rutile::Result<()>| {
+            let e = r.expect_err(what);
+            assert!(matches!(e, Error::DeviceLost { .. }), "{id}: {what}: {e:?}");
+            assert_eq!(e.to_string(), lost, "{id}: {what}");
+        };
+        check("alloc", gpu.zeros::<f32>(10).map(drop));
+        check("write", gpu.upload_into(&x, &[2.0; 300]));
+        check("read", gpu.download(&x).map(drop));
+        check("launch", gpu.launch(&kernel, &LaunchConfig::grid1(2), &args));
+        let other = seeds::vector_add(ScalarType::F32, 128).unwrap();
+        check("compile", gpu.launch(&other, &LaunchConfig::grid1(3), &args));
+        check("copy", gpu.copy(x.raw(), x.raw()));
+        check("synchronize", gpu.synchronize());
+        check("time", gpu.time(&mut || Ok(())).map(drop));
+        tested = true;
+    }
+    require(tested, "no wgpu adapter to lose", &["RUTILE_REQUIRE_TOOLS"]);
+}
+
+/// The debug mode runs a launch in the interpreter first: an access out of bounds (here one
+/// the masks allow, which the extent check cannot see) is an error naming the op, the line,
+/// the program and the offset, and the device's buffers are left as they were.
+#[test]
+fn check_bounds_runs_the_launch_in_the_interpreter_first() {
+    let (_turn, devices) = devices();
+    let kernel = seeds::vector_add(ScalarType::F32, 256).unwrap();
+    for d in devices {
+        let d = d.as_ref();
+        let (x, out) = (d.upload(&[1.0f32; 256]).unwrap(), d.upload(&[7.0f32; 256]).unwrap());
+        // n_elements says 300, but the buffers hold 256.
+        let args = [(&x).into(), (&x).into(), (&out).into(), Arg::I32(300)];
+        let config = LaunchConfig::grid1(2).check_bounds(true);
+        let e = d.launch(&kernel, &config, &args).unwrap_err();
+        assert!(matches!(e, Error::BoundsCheck { .. }), "{}: {e:?}", d.id());
+        assert_contains(
+            &e,
+            d,
+            &format!(
+                "kernel `add_kernel`: the bounds-checked run in the interpreter faulted, so it was not launched on {}: load at ",
+                d.id()
+            ),
+        );
+        assert_contains(&e, d, "vector_add.rs:14:");
+        assert_contains(
+            &e,
+            d,
+            ", program (1, 0, 0): element offset 256 is outside buffer 0 (`x_ptr`, 256 elements)",
+        );
+        assert!(d.download(&out).unwrap().iter().all(|&v| v == 7.0), "{}", d.id());
+        // Without a fault, the launch runs on the device.
+        let args = [(&x).into(), (&x).into(), (&out).into(), Arg::I32(256)];
+        d.launch(&kernel, &config, &args).unwrap();
+        assert!(d.download(&out).unwrap().iter().all(|&v| v == 2.0), "{}", d.id());
+    }
+}
+
+/// `RUTILE_CHECK_BOUNDS=1` turns the debug mode on for every launch.
+#[test]
+fn check_bounds_from_the_environment() {
+    let (_turn, _) = rutile_examples::gpus::gpus_under_test();
+    let out = child("check_bounds_env_child", &[("RUTILE_CHECK_BOUNDS", "1")]);
+    assert!(out.contains("child done"), "{out}");
+}
+
+/// The child of `check_bounds_from_the_environment`, run with `RUTILE_CHECK_BOUNDS=1`.
+#[test]
+fn check_bounds_env_child() {
+    if !is_child() {
+        return;
+    }
+    let (_turn, devices) = devices();
+    let kernel = seeds::vector_add(ScalarType::F32, 256).unwrap();
+    for d in devices {
+        let d = d.as_ref();
+        let x = d.upload(&[1.0f32; 256]).unwrap();
+        let args = [(&x).into(), (&x).into(), (&x).into(), Arg::I32(300)];
+        let e = d.launch(&kernel, &LaunchConfig::grid1(2), &args).unwrap_err();
+        assert!(matches!(e, Error::BoundsCheck { .. }), "{}: {e:?}", d.id());
+        assert_contains(&e, d, "element offset 256 is outside buffer 0 (`x_ptr`, 256 elements)");
+    }
+    println!("child done");
+}
+
+/// The marker of a child process of this test binary.
+const CHILD_ENV: &str = "RUTILE_BAD_INPUT_CHILD";
+
+fn is_child() -> bool {
+    std::env::var(CHILD_ENV).is_ok_and(|v| v == "1")
+}
+
+/// Runs test `name` of this binary in a child process with `env` set (settings read once per
+/// process, such as `RUTILE_CHECK_BOUNDS`, need a process of their own); its output.
+fn child(name: &str, env: &[(&str, &str)]) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "child {name} failed:\n{text}");
+    text
+}
