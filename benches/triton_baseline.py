@@ -4,9 +4,9 @@ fused softmax (the tutorials' kernels), median of device-timed launches.
 
     python3 benches/triton_baseline.py [--flush read|copy]
 
-`--flush copy` is triton.testing.do_bench itself (it zeroes a 256 MB buffer before each
-launch, leaving the L2 cache dirty); `--flush read` (the default, as rutile's benchmark)
-empties the cache by reading such a buffer, so that a launch pays for its own traffic only.
+`--flush copy` (the default, as rutile's benchmark) is triton.testing.do_bench itself (it
+zeroes a 256 MB buffer before each launch, leaving the L2 cache dirty); `--flush read`
+empties the cache by reading such a buffer instead (as `benchmark -- --flush read`).
 """
 import sys
 import torch
@@ -33,7 +33,7 @@ def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols, BLOCK
     tl.store(out_ptr + row * out_stride + cols, num / tl.sum(num, axis=0), mask=cols < n_cols)
 
 
-FLUSH = sys.argv[sys.argv.index("--flush") + 1] if "--flush" in sys.argv else "read"
+FLUSH = sys.argv[sys.argv.index("--flush") + 1] if "--flush" in sys.argv else "copy"
 _cache = torch.empty(64 << 20, dtype=torch.float32, device="cuda").uniform_()
 
 
