@@ -5,8 +5,15 @@
 use ash::vk;
 use rutile_spirv::{ScalarArg, SpirvKernel, SpirvTarget};
 use std::ffi::CString;
+use std::sync::{Mutex, MutexGuard};
+
+/// One `Vk` at a time in a process: tests run on parallel threads, and NVIDIA's driver
+/// hangs when instances are created and destroyed concurrently (seen on an H100).
+static TURN: Mutex<()> = Mutex::new(());
 
 pub struct Vk {
+    /// Held for the life of this runner; dropped after the device and instance.
+    _turn: MutexGuard<'static, ()>,
     _entry: ash::Entry,
     instance: ash::Instance,
     device: ash::Device,
@@ -42,6 +49,8 @@ struct Buf {
 
 impl Vk {
     pub fn new() -> Result<Vk, String> {
+        // A test that failed while holding the turn leaves nothing shared behind.
+        let turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         unsafe {
             let entry = ash::Entry::load().map_err(|e| format!("no Vulkan loader: {e}"))?;
             let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
@@ -118,6 +127,7 @@ impl Vk {
             let queue = device.get_device_queue(queue_family, 0);
             let memory = instance.get_physical_device_memory_properties(pd);
             Ok(Vk {
+                _turn: turn,
                 _entry: entry,
                 instance,
                 device,
