@@ -144,8 +144,10 @@ mod tests {
 }
 
 /// A random well-typed kernel (for fuzzing): parameters `a: *f32, b: *i32, c: *f16, n: i32,
-/// x: f32`, over a grid of programs of one block each; values of one block shape in three pools (i32 offsets, f32
-/// data, masks), masked loads and stores in bounds, reductions, loops and branches.
+/// x: f32`, over a grid of programs of one block each; values of one block shape in three
+/// pools (i32 offsets, f32 data, masks), masked loads and stores in bounds, reductions,
+/// loops and branches, and 2-D tiles of the same elements (broadcasts of row and column
+/// reductions) stored to `c`.
 pub fn random_kernel(seed: u64) -> Result<Kernel, crate::BuildError> {
     random_kernel_steps(seed, usize::MAX)
 }
@@ -157,7 +159,7 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
         let mut rng = Rng::new(seed);
         let block = [16i32, 64, 128, 256][rng.below(4) as usize];
         let (a, b) = (k.arg_ptr("a", F32), k.arg_ptr("b", I32));
-        let _c = k.arg_ptr("c", F16);
+        let c = k.arg_ptr("c", F16);
         let n = k.arg_i32("n");
         let x = k.arg_scalar("x", F32);
         let offs = k.program_id(0) * block + k.arange(0, block);
@@ -178,7 +180,7 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
                 i(&mut rng, &masks),
             );
             let (f, g, j, m) = (floats[fi], floats[fj], ints[ii], masks[mi]);
-            match rng.below(12) {
+            match rng.below(14) {
                 0 => floats.push(f + g * 0.5),
                 1 => floats.push(k.where_(m, f, g)),
                 2 => floats.push((f - f.max(0)).exp()),
@@ -196,6 +198,7 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
                     let r = k.if_else(n.gt(10), || vec![f], || vec![g]);
                     floats.push(r[0]);
                 }
+                11 | 12 => tile_2d(k, &mut rng, block, (a, c, n, x)),
                 _ => ints.push(f.argmax(0) + j),
             }
         }
@@ -203,4 +206,33 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
         k.store_masked(a + offs, last, mask);
         k.store_masked(b + offs, *ints.last().unwrap(), mask);
     })
+}
+
+/// One 2-D step of [`random_kernel_steps`]: the program's `block` elements of `a` as an
+/// `[r, c]` tile, combined with its row or column reductions by broadcasting (or with `x`
+/// where the mask holds), stored to `c` as f16 under the same mask.
+fn tile_2d<'b>(
+    k: &'b crate::KernelBuilder,
+    rng: &mut Rng,
+    block: i32,
+    (a, c, n, x): (Value<'b>, Value<'b>, Value<'b>, Value<'b>),
+) {
+    let (r, cols) = match block {
+        16 => (4, 4),
+        64 => (8, 8),
+        128 => (8, 16),
+        _ => (16, 16),
+    };
+    let rows = k.arange(0, r).expand_dims(1);
+    let cs = k.arange(0, cols).expand_dims(0);
+    let offs = k.program_id(0) * block + rows * cols + cs;
+    let mask = offs.lt(n);
+    let t = k.load_masked(a + offs, mask, 0.25);
+    let u = match rng.below(4) {
+        0 => t - t.max(1).expand_dims(1),
+        1 => t * t.sum(0).expand_dims(0) * 0.125,
+        2 => k.where_(mask, (t * 0.5).exp(), x),
+        _ => (t + t.min(0).expand_dims(0)).trans().trans() - t.sum(1).expand_dims(1),
+    };
+    k.store_masked(c + offs, u.to(F16), mask);
 }
