@@ -88,9 +88,21 @@
 //! * Subnormal `f16`/`f32` values may be flushed to zero: the module does not request
 //!   SPIR-V's `DenormPreserve` mode (naga cannot), and Vulkan then leaves it to the driver
 //!   (NVIDIA's flushes, lavapipe's does not). `f64` subnormals are kept on the devices seen.
+//!   Flushing may apply to each operand of the compares behind `minimum`/`maximum`, so
+//!   with two subnormal (or zero) operands either operand's bits may come out.
 //! * `exp`, `exp2`, `log`, `log2`, `sin`, `cos`, `sqrt`, `rsqrt` (`inverseSqrt`), `floor`,
 //!   `ceil`, `abs`, `fma` and float `div`/`rem` are the device's (GLSL.std.450 / SPIR-V
 //!   precision, not correctly rounded; float `rem` is `OpFRem`, the sign of the dividend).
+//!   Vulkan guarantees only the bounds of its specification ("Precision and Operation of
+//!   SPIR-V Instructions", tables "Precision of core SPIR-V Instructions" and "Precision of
+//!   GLSL.std.450 Instructions"): `sin`/`cos` absolute error <= 2^-11 (`f32`) or 2^-7
+//!   (`f16`) inside [-π, π] and nothing outside; `OpFDiv` 2.5 ulp for a divisor of
+//!   magnitude in [2^-126, 2^126] (`f32`) or [2^-14, 2^14] (`f16`) and undefined precision
+//!   outside (a non-zero divided by zero is still the signed infinity, but a subnormal
+//!   dividend may be flushed first, giving 0/0); `exp`/`exp2` 3 + 2·|x| ulp (`f16`:
+//!   1 + 2·|x|); `log`/`log2` 3 ulp, absolute 2^-21 (`f16`: 2^-7) inside [0.5, 2];
+//!   `inverseSqrt` 2 ulp, `sqrt` inherited from `1 / inverseSqrt`; `fma` inherited from a
+//!   multiply then an add.
 //!   `sigmoid` is `1 / (1 + exp(-x))`. `erf` is a piecewise polynomial evaluated in `f32`
 //!   (within about 2.5 ulp of the correctly rounded `f32` result on every input); `f16` and
 //!   `f64` go through it in `f32`, so `f64` `erf` has `f32` accuracy. GLSL.std.450 has
