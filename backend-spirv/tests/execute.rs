@@ -669,12 +669,20 @@ fn transcendental_functions() {
             "sigmoid({x}) = {}",
             g[1]
         );
-        for (j, w) in [x.sqrt(), x.floor(), x.ceil(), x.abs(), -x].into_iter().enumerate() {
+        // Vulkan defines sqrt as 1 / inversesqrt (2.5 + 2 ulp, "Precision of GLSL.std.450
+        // Instructions"): NVIDIA's driver is not correctly rounded, lavapipe is.
+        let root = x64.sqrt();
+        assert!(
+            same_float(g[2] as f64, root as f32 as f64) || (g[2] as f64 - root).abs() <= 3.0 * ulp(root as f32),
+            "sqrt({x}) = {}",
+            g[2]
+        );
+        for (j, w) in [x.floor(), x.ceil(), x.abs(), -x].into_iter().enumerate() {
             assert!(
-                same_float(g[2 + j] as f64, w as f64),
+                same_float(g[3 + j] as f64, w as f64),
                 "unary op {} of {x} = {}, expected {w}",
-                2 + j,
-                g[2 + j]
+                3 + j,
+                g[3 + j]
             );
         }
     }
