@@ -11,7 +11,7 @@
 //! reading 256 MiB (`--flush read`), which leaves it clean.
 
 use rutile::seeds;
-use rutile::{Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
+use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
 use rutile_examples::bench::{do_bench, gbps, CacheFlush, FlushMode};
 use rutile_examples::rng::{normal_f32s, Rng};
 use std::fmt::Write as _;
@@ -226,6 +226,9 @@ fn bench_device(
         let mut forms = vec![
             ("simple", seeds::softmax(blk)?, 1u32),
             ("persistent", seeds::softmax_persistent(blk)?, 0),
+            // The simple form with its input loads marked read-once (Triton's
+            // `cache_modifier=".cs"`).
+            ("simple-cs", seeds::softmax_with(blk, CacheModifier::Streaming)?, 1),
         ];
         for rows in [2u32, 4] {
             if rows * blk <= 8192 {

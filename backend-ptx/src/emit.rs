@@ -98,7 +98,13 @@ impl<'a> Emitter<'a> {
     fn stmt(&mut self, s: &Stmt) -> Result<(), PtxError> {
         let r = match s {
             Stmt::Set { dst, expr: e } => expr::set(self, *dst, e),
-            Stmt::Load { dsts, mem, index, pred } => memory::load(self, dsts, *mem, *index, *pred),
+            Stmt::Load {
+                dsts,
+                mem,
+                index,
+                pred,
+                cache,
+            } => memory::load(self, dsts, *mem, *index, *pred, *cache),
             Stmt::Store {
                 values,
                 mem,

@@ -11,6 +11,9 @@
 //! bytes, up to 16), which the lowering guarantees by aligned indices and the runtime by
 //! buffers aligned to at least 16 bytes.
 //!
+//! Cache modifiers: a streaming load (`CacheModifier::Streaming`, Triton's
+//! `cache_modifier=".cs"`) is `ld.global.cs`, cached with evict-first priority.
+//!
 //! Booleans are bytes in memory (`ld.u8` then `setp.ne`; stores write 0 or 1). Predicated
 //! accesses guard every instruction that touches memory or the destination registers, so
 //! the destinations keep their values where the predicate is false.
@@ -18,6 +21,7 @@
 use crate::emit::{Emitter, Res};
 use crate::names::{mem_ty, Class};
 use rutile_ir::thread::{Memory, Reg, ThreadParam};
+use rutile_ir::CacheModifier;
 use rutile_ir::ScalarType::{self, *};
 
 /// The 64-bit global address of element `index` of pointer parameter `param`.
@@ -100,8 +104,20 @@ fn vec_suffix(n: usize) -> String {
     }
 }
 
-pub(crate) fn load(e: &mut Emitter, dsts: &[Reg], mem: Memory, index: Reg, pred: Option<Reg>) -> Res {
+pub(crate) fn load(
+    e: &mut Emitter,
+    dsts: &[Reg],
+    mem: Memory,
+    index: Reg,
+    pred: Option<Reg>,
+    cache: CacheModifier,
+) -> Res {
     let (elem, space, addr) = locate(e, mem, index);
+    // The cache operator goes after the state space: `ld.global.cs.v4.f32`.
+    let space = match (space, cache) {
+        ("global", CacheModifier::Streaming) => "global.cs",
+        _ => space,
+    };
     let guard = pred.map(|p| e.r(p));
     let dst: Vec<String> = dsts.iter().map(|&r| e.r(r)).collect();
     let size = elem.size_bytes();

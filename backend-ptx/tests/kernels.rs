@@ -122,6 +122,7 @@ fn reduction_with_shuffles_shared_memory_and_barrier() {
         mem: Memory::Shared { alloc: partial },
         index: lane,
         pred: Some(first),
+        cache: rutile_ir::CacheModifier::Default,
     });
     let mut acc = p;
     for mask in [2, 1] {
@@ -233,6 +234,7 @@ fn vector_widths_for_every_element_type() {
                     mem: Memory::Shared { alloc: a },
                     index: i64_,
                     pred: Some(m),
+                    cache: rutile_ir::CacheModifier::Default,
                 });
             }
         }

@@ -57,3 +57,22 @@ fn vector_add_vectorizes_when_aligned() {
     let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
     assert!(!ptx.contains("ld.global.v4"), "no vector loads without alignment");
 }
+
+#[test]
+fn streaming_loads_are_ld_global_cs() {
+    let k = seeds::softmax_with(1024, rutile_ir::CacheModifier::Streaming).unwrap();
+    assert!(
+        k.to_string().contains("cache=cs"),
+        "the block IR shows the modifier:\n{k}"
+    );
+    check_all(&k, &[2, 4]);
+    let t = rutile_ir::lower::lower(&k, &Target::nvidia(4, 48 * 1024), &Specialization::all(6)).unwrap();
+    assert!(t.to_string().contains("load.cs"), "the per-thread IR keeps it:\n{t}");
+    let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+    assert!(
+        ptx.contains("ld.global.cs.v4.f32"),
+        "streaming 16-byte loads expected:\n{ptx}"
+    );
+    // Only the input is streamed; shared-memory loads of the reductions are plain.
+    assert!(!ptx.contains("ld.shared.cs"));
+}

@@ -995,7 +995,11 @@ impl<'a> Cx<'a> {
                 let v = self.expr(self.k.reg_type(*dst), expr)?;
                 self.write(*dst, v);
             }
-            Stmt::Load { dsts, mem, index, pred } => self.predicated(*pred, |cx| {
+            // The cache modifier is a hint naga cannot express (SPIR-V's `Nontemporal`
+            // memory operand): dropped.
+            Stmt::Load {
+                dsts, mem, index, pred, ..
+            } => self.predicated(*pred, |cx| {
                 let base = cx.index_u32(*index);
                 for (i, &d) in dsts.iter().enumerate() {
                     let p = cx.element(*mem, base, i as u32);

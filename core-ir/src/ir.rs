@@ -86,6 +86,30 @@ pub struct Region {
     pub insts: Vec<InstId>,
 }
 
+/// How a load uses the caches, as Triton's `cache_modifier`: a hint that never changes
+/// what is read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CacheModifier {
+    /// The device's default policy.
+    #[default]
+    Default,
+    /// The data is read once: cache it with evict-first priority, so that it does not push
+    /// out data that will be used again (nor dirty lines that would have to be written
+    /// back early). PTX `ld.global.cs`; Vulkan has no equivalent that naga can express, so
+    /// SPIR-V ignores it.
+    Streaming,
+}
+
+impl CacheModifier {
+    /// The name in printed IR (`cs`, as PTX and Triton spell it), `None` for the default.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            CacheModifier::Default => None,
+            CacheModifier::Streaming => Some("cs"),
+        }
+    }
+}
+
 /// A compile-time constant.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Literal {
@@ -290,6 +314,7 @@ pub enum Op {
         ptr: ValueId,
         mask: Option<ValueId>,
         other: Option<ValueId>,
+        cache: CacheModifier,
     },
     /// Writes `value` at `ptr` where `mask` holds.
     Store {
@@ -409,7 +434,7 @@ impl Op {
             } => vec![*cond, *on_true, *on_false],
             Op::Fma { a, b, c } => vec![*a, *b, *c],
             Op::AddPtr { ptr, offset } => vec![*ptr, *offset],
-            Op::Load { ptr, mask, other } => {
+            Op::Load { ptr, mask, other, .. } => {
                 let mut v = vec![*ptr];
                 v.extend(mask.iter().chain(other.iter()).copied());
                 v

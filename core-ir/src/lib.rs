@@ -25,5 +25,5 @@ pub mod verify;
 pub use arena::{Arena, Handle};
 pub use builder::{KernelBuilder, Operand, Value};
 pub use error::{BuildError, Diagnostic};
-pub use ir::{Kernel, Op};
+pub use ir::{CacheModifier, Kernel, Op};
 pub use types::{Elem, ScalarType, Shape, Type};

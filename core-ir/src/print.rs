@@ -72,7 +72,18 @@ impl Kernel {
             Op::ExpandDims { value, axis } => write!(t, "{name} {}, axis={axis}", v(*value)),
             Op::Permute { value, perm } => write!(t, "{name} {}, {perm:?}", v(*value)),
             Op::Reduce { value, axis, .. } => write!(t, "{name} {}, axis={axis}", v(*value)),
-            Op::Load { ptr, mask, other } => write!(t, "{name} {}, mask={}, other={}", v(*ptr), opt(mask), opt(other)),
+            Op::Load {
+                ptr,
+                mask,
+                other,
+                cache,
+            } => {
+                write!(t, "{name} {}, mask={}, other={}", v(*ptr), opt(mask), opt(other))?;
+                match cache.name() {
+                    Some(c) => write!(t, ", cache={c}"),
+                    None => Ok(()),
+                }
+            }
             Op::Store { ptr, value, mask } => write!(t, "{name} {}, {}, mask={}", v(*ptr), v(*value), opt(mask)),
             Op::Atomic { ptr, value, mask, .. } => write!(t, "{name} {}, {}, mask={}", v(*ptr), v(*value), opt(mask)),
             Op::AtomicCas { ptr, cmp, value, mask } => {

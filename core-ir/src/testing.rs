@@ -7,7 +7,7 @@
 //! meaningless); its integer samplers cover their whole range, zero included.
 
 use crate::{
-    Kernel,
+    CacheModifier, Kernel,
     ScalarType::{F16, F32, I32},
     Value,
 };
@@ -209,7 +209,7 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
 }
 
 /// One 2-D step of [`random_kernel_steps`]: the program's `block` elements of `a` as an
-/// `[r, c]` tile, combined with its row or column reductions by broadcasting (or with `x`
+/// `[r, c]` tile (loaded with a random cache modifier), combined with its row or column reductions by broadcasting (or with `x`
 /// where the mask holds), stored to `c` as f16 under the same mask.
 fn tile_2d<'b>(
     k: &'b crate::KernelBuilder,
@@ -227,7 +227,8 @@ fn tile_2d<'b>(
     let cs = k.arange(0, cols).expand_dims(0);
     let offs = k.program_id(0) * block + rows * cols + cs;
     let mask = offs.lt(n);
-    let t = k.load_masked(a + offs, mask, 0.25);
+    let cache = [CacheModifier::Default, CacheModifier::Streaming][rng.below(2) as usize];
+    let t = k.load_masked_with(a + offs, mask, 0.25, cache);
     let u = match rng.below(4) {
         0 => t - t.max(1).expand_dims(1),
         1 => t * t.sum(0).expand_dims(0) * 0.125,

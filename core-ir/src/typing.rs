@@ -213,7 +213,7 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             }
             one(p)
         }
-        Op::Load { ptr, mask, other } => {
+        Op::Load { ptr, mask, other, .. } => {
             let p = operand(*ptr);
             let Elem::Ptr(pointee) = p.elem else {
                 return Err(format!("needs a pointer or block of pointers, got {p}"));

@@ -5,6 +5,7 @@ use rutile_ir::interp::simt::run_threads;
 use rutile_ir::interp::{ArgValue, FaultKind, HostBuffer, InterpError};
 use rutile_ir::ir::{BinaryOp, CmpOp, Literal};
 use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernel, ThreadKernelBuilder};
+use rutile_ir::CacheModifier;
 use rutile_ir::ScalarType::{Bool, F32, I32};
 
 /// A kernel of `num_warps` warps of `warp_size` threads whose parameter 0 is `out: *i32`.
@@ -89,6 +90,7 @@ fn vector_and_predicated_accesses() {
         mem: SHARED,
         index: at,
         pred: Some(even),
+        cache: CacheModifier::Default,
     });
     k.store(dsts, OUT, at, None);
     let out = run(&k.finish(), [1, 1, 1], 32).unwrap();
@@ -203,6 +205,7 @@ fn reads_of_unwritten_registers_fault() {
         mem: SHARED,
         index: tid,
         pred: Some(low),
+        cache: CacheModifier::Default,
     });
     let (kind, thread, text) = fault(run(&k.finish(), [1, 1, 1], 8).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::UndefinedRegister, Some(3)));
@@ -276,6 +279,7 @@ fn exchange(barrier: bool, overwrite: bool) -> ThreadKernel {
         mem: SHARED,
         index: other,
         pred: None,
+        cache: CacheModifier::Default,
     });
     if overwrite {
         // Reuse the buffer without a barrier: another warp may not have read it yet.
@@ -333,6 +337,7 @@ fn shared_memory_starts_unwritten() {
         mem: SHARED,
         index: tid,
         pred: None,
+        cache: CacheModifier::Default,
     });
     let err = run(&k.finish(), [2, 1, 1], 4).unwrap_err();
     let (kind, thread, text) = fault(err);
@@ -412,6 +417,7 @@ fn global_exchange(barrier: bool, atomics: bool) -> ThreadKernel {
         mem: OUT,
         index: at,
         pred: None,
+        cache: CacheModifier::Default,
     });
     let sixteen = k.int(I32, 16);
     let out_at = k.bin(BinaryOp::Add, tid, sixteen);

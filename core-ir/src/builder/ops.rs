@@ -1,7 +1,7 @@
 //! The ops of `triton.language`, as methods of the builder and of values.
 
 use super::{KernelBuilder, Operand, Value};
-use crate::ir::{AtomicOp, BinaryOp, CmpOp, Op, ReduceOp, SourceLoc, UnaryOp, ValueId};
+use crate::ir::{AtomicOp, BinaryOp, CacheModifier, CmpOp, Op, ReduceOp, SourceLoc, UnaryOp, ValueId};
 use crate::types::{Elem, ScalarType, Shape, Type};
 
 /// A shape given by the kernel author, checked: rank at most 3, power-of-two dimensions.
@@ -95,6 +95,7 @@ impl KernelBuilder {
                 ptr: ptr.id,
                 mask: None,
                 other: None,
+                cache: CacheModifier::Default,
             },
             None,
             SourceLoc::caller(),
@@ -106,6 +107,19 @@ impl KernelBuilder {
     /// shape; `other` is converted to the pointee type.
     #[track_caller]
     pub fn load_masked<'b>(&'b self, ptr: Value<'b>, mask: Value<'b>, other: impl Into<Operand<'b>>) -> Value<'b> {
+        self.load_masked_with(ptr, mask, other, CacheModifier::Default)
+    }
+
+    /// [`Self::load_masked`] with a cache policy, as `tl.load(..., cache_modifier=".cs")`:
+    /// [`CacheModifier::Streaming`] for data each program reads once.
+    #[track_caller]
+    pub fn load_masked_with<'b>(
+        &'b self,
+        ptr: Value<'b>,
+        mask: Value<'b>,
+        other: impl Into<Operand<'b>>,
+        cache: CacheModifier,
+    ) -> Value<'b> {
         let loc = SourceLoc::caller();
         let pt = ptr.ty();
         let Elem::Ptr(pointee) = pt.elem else {
@@ -133,6 +147,7 @@ impl KernelBuilder {
                 ptr: ptr.id,
                 mask: Some(mask.id),
                 other: Some(other.id),
+                cache,
             },
             None,
             loc,

@@ -234,7 +234,7 @@ impl<'a> Program<'a> {
                     data: Data::Ptr(out),
                 }
             }
-            Op::Load { ptr, mask, other } => {
+            Op::Load { ptr, mask, other, .. } => {
                 let (ptr, mask, other) = (self.get(*ptr)?, self.get_opt(*mask)?, self.get_opt(*other)?);
                 let s = pointee(&ptr)?;
                 if ty != ptr.ty.with_elem(Elem::Scalar(s)) {

@@ -399,7 +399,9 @@ impl<'s> Sim<'s> {
                 self.def[dst.index()] = Def::All;
                 Ok(())
             }
-            Stmt::Load { dsts, mem, index, pred } => self.load(dsts, *mem, *index, *pred),
+            Stmt::Load {
+                dsts, mem, index, pred, ..
+            } => self.load(dsts, *mem, *index, *pred),
             Stmt::Store {
                 values,
                 mem,

@@ -205,7 +205,15 @@ impl Kb {
     fn load(&mut self, ptr: ValueId, mask: Option<ValueId>, other: Option<ValueId>) -> ValueId {
         let ty = self.ty(ptr);
         let ty = ty.with_elem(Elem::Scalar(pointee(ty)));
-        self.op(Op::Load { ptr, mask, other }, ty)
+        self.op(
+            Op::Load {
+                ptr,
+                mask,
+                other,
+                cache: Default::default(),
+            },
+            ty,
+        )
     }
     #[track_caller]
     fn store(&mut self, ptr: ValueId, value: ValueId, mask: Option<ValueId>) {

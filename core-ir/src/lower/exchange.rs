@@ -5,6 +5,7 @@
 //! the kernel's prologue, and cached here.
 
 use super::{LVal, LowerError, Lowerer};
+use crate::ir::CacheModifier;
 use crate::ir::{BinaryOp, CmpOp, Literal};
 use crate::layout::{Blocked, Layout, RegisterMap};
 use crate::thread::{Expr, Memory, Reg, SharedAlloc, Special, Stmt};
@@ -265,6 +266,7 @@ impl Lowerer<'_> {
                 mem: Memory::Shared { alloc: buf },
                 index: idx,
                 pred: None,
+                cache: CacheModifier::Default,
             });
             out.push(if ty == ScalarType::Bool {
                 let zero = self.konst(stored, Literal::Int(0));

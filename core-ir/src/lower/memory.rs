@@ -12,7 +12,12 @@ use crate::types::ScalarType;
 impl Lowerer<'_> {
     pub(crate) fn memory(&mut self, inst: &Inst) -> Result<Option<LVal>, LowerError> {
         match &inst.op {
-            Op::Load { ptr, mask, other } => {
+            Op::Load {
+                ptr,
+                mask,
+                other,
+                cache,
+            } => {
                 let result = inst.results[0];
                 let ty = self.k.ty(result);
                 let elem = ty.scalar_type().unwrap();
@@ -42,6 +47,7 @@ impl Lowerer<'_> {
                         mem: Memory::Global { param: base },
                         index: offsets[group],
                         pred,
+                        cache: *cache,
                     });
                     out.extend(dsts);
                 }

@@ -7,6 +7,7 @@
 //! go to the smaller index and NaN wins, as in the interpreter.
 
 use super::{LVal, LowerError, Lowerer};
+use crate::ir::CacheModifier;
 use crate::ir::{BinaryOp, CmpOp, Inst, Literal, Op, ReduceOp};
 use crate::layout::Layout;
 use crate::thread::{Expr, Memory, Reg, Stmt};
@@ -222,6 +223,7 @@ impl Lowerer<'_> {
                     mem: Memory::Shared { alloc: values },
                     index: at,
                     pred: None,
+                    cache: CacheModifier::Default,
                 });
                 let index = match indices {
                     Some(buf) => {
@@ -233,6 +235,7 @@ impl Lowerer<'_> {
                             mem: Memory::Shared { alloc: buf },
                             index: at_i,
                             pred: None,
+                            cache: CacheModifier::Default,
                         });
                         Some(r)
                     }

@@ -9,5 +9,6 @@ mod vector_add;
 pub use matmul::{matmul, matmul_grid, Activation, MatmulMeta};
 pub use softmax::{
     softmax, softmax_block, softmax_num_warps, softmax_persistent, softmax_persistent_staged, softmax_rows,
+    softmax_with,
 };
 pub use vector_add::vector_add;

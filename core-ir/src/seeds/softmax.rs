@@ -1,4 +1,4 @@
-use crate::{BuildError, Kernel, ScalarType::F32, Value};
+use crate::{BuildError, CacheModifier, Kernel, ScalarType::F32, Value};
 
 /// The smallest power of two at least `n_cols` (the block that holds one row).
 pub fn softmax_block(n_cols: u32) -> u32 {
@@ -18,6 +18,12 @@ pub fn softmax_num_warps(block: u32) -> u32 {
 /// softmax tutorial. Parameters: `output_ptr, input_ptr` (pointers), `input_row_stride,
 /// output_row_stride, n_rows, n_cols` (i32). `block` is at least `n_cols`. Grid: `n_rows`.
 pub fn softmax(block: u32) -> Result<Kernel, BuildError> {
+    softmax_with(block, CacheModifier::Default)
+}
+
+/// [`softmax`] whose input loads use `cache` (Triton's `cache_modifier`): each row is read
+/// once, so [`CacheModifier::Streaming`] keeps it from evicting other data from the L2.
+pub fn softmax_with(block: u32, cache: CacheModifier) -> Result<Kernel, BuildError> {
     Kernel::build("softmax_kernel", |k| {
         let Params {
             out,
@@ -30,7 +36,7 @@ pub fn softmax(block: u32) -> Result<Kernel, BuildError> {
         let row = k.program_id(0);
         let cols = k.arange(0, block as i32);
         let mask = cols.lt(n_cols);
-        let x = k.load_masked(inp + row * in_stride + cols, mask, f32::NEG_INFINITY);
+        let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, cache);
         let z = x - x.max(0);
         let num = z.exp();
         let y = num / num.sum(0);

@@ -8,6 +8,7 @@
 
 use super::{verify, Expr, Memory, Reg, RegData, SharedAlloc, Special, Stmt, ThreadKernel, ThreadParam};
 use crate::arena::Arena;
+use crate::ir::CacheModifier;
 use crate::ir::{BinaryOp, CmpOp, Literal};
 use crate::types::ScalarType;
 
@@ -152,6 +153,7 @@ impl ThreadKernelBuilder {
             mem,
             index,
             pred,
+            cache: CacheModifier::Default,
         });
         dsts
     }

@@ -19,7 +19,7 @@ pub use build::ThreadKernelBuilder;
 pub use verify::verify;
 
 use crate::arena::{Arena, Handle};
-use crate::ir::{AtomicOp, BinaryOp, CmpOp, Literal, UnaryOp};
+use crate::ir::{AtomicOp, BinaryOp, CacheModifier, CmpOp, Literal, UnaryOp};
 use crate::types::ScalarType;
 
 /// A virtual register.
@@ -133,6 +133,8 @@ pub enum Stmt {
         mem: Memory,
         index: Reg,
         pred: Option<Reg>,
+        /// The block op's cache policy (global memory only; a hint).
+        cache: CacheModifier,
     },
     /// Writes `values` to consecutive elements starting at `index` where `pred` holds.
     Store {

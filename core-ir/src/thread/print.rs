@@ -81,12 +81,14 @@ impl ThreadKernel {
                     mem: m,
                     index,
                     pred,
+                    cache,
                 } => {
                     writeln!(
                         out,
-                        "{pad}{}{} = load {}[{}]",
+                        "{pad}{}{} = load{} {}[{}]",
                         self.pred(pred),
                         self.regs(dsts),
+                        cache.name().map(|c| format!(".{c}")).unwrap_or_default(),
                         mem(m),
                         self.r(*index)
                     )

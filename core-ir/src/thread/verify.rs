@@ -91,6 +91,7 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             mem,
             index,
             pred: p,
+            ..
         }
         | Stmt::Store {
             values: dsts,
