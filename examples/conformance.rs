@@ -274,7 +274,10 @@ pub fn generate(t: ScalarType, n: usize, domain: Domain, seed: u64) -> Vec<V> {
                 Domain::Flag => rng.below(2) as f64,
             };
             // The first elements: the special values in order (General only).
-            let x = if matches!(domain, Domain::General | Domain::NonZero) && i < specials.len() && seed % 2 == 0 {
+            let x = if matches!(domain, Domain::General | Domain::NonZero)
+                && i < specials.len()
+                && seed.is_multiple_of(2)
+            {
                 specials[i]
             } else {
                 x
@@ -303,7 +306,7 @@ pub fn generate(t: ScalarType, n: usize, domain: Domain, seed: u64) -> Vec<V> {
             };
             let x = if matches!(domain, Domain::General | Domain::NonZero | Domain::Moderate)
                 && i < specials.len()
-                && seed % 2 == 0
+                && seed.is_multiple_of(2)
             {
                 specials[i]
             } else {

@@ -91,7 +91,11 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
     for (form, kernel, warps) in [
         ("simple", seeds::softmax(1024)?, 4),
         ("simple", seeds::softmax(1024)?, 2),
-        ("simple-cs", seeds::softmax_with(1024, rutile::CacheModifier::Streaming)?, 2),
+        (
+            "simple-cs",
+            seeds::softmax_with(1024, rutile::CacheModifier::Streaming)?,
+            2,
+        ),
         ("rows2", seeds::softmax_rows(2, 1024)?, 4),
     ] {
         let rows = if form == "rows2" { 2 } else { 1 };

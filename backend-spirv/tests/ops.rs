@@ -65,7 +65,7 @@ fn binary_ok(op: BinaryOp, t: ScalarType) -> bool {
 /// as 0/1 in an i32 buffer). With `constants`, the second operand is a constant instead,
 /// which exercises the folding of literal divisors and shift amounts.
 fn all_ops(t: ScalarType, constants: Option<i64>) -> rutile_ir::thread::ThreadKernel {
-    let mut kb = ThreadKernelBuilder::new(&format!("ops_{t}"), 1, 32);
+    let mut kb = ThreadKernelBuilder::new(format!("ops_{t}"), 1, 32);
     let mem_t = if t == Bool { I32 } else { t };
     let a_buf = kb.ptr("a", mem_t);
     let b_buf = kb.ptr("b", mem_t);

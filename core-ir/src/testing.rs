@@ -111,36 +111,34 @@ impl Rng {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_hold_and_zeros_never_come() {
-        let mut rng = Rng::new(7);
-        for _ in 0..10_000 {
-            let u = rng.unit();
-            assert!(u > 0.0 && u < 1.0);
-            assert!(rng.below(3) < 3);
-        }
-        assert!(rng
-            .f32s(10_000, -1e-3, 1e-3)
-            .iter()
-            .all(|&v| v != 0.0 && v.abs() <= 1e-3));
-        // Many of these round to zero in f16; none may come back.
-        assert!(rng.f16s(1000, -1e-8, 1e-7).iter().all(|&v| v.to_f32() != 0.0));
-        let ints = rng.i32s(10_000, -2, 3);
-        assert!(ints.iter().all(|v| (-2..3).contains(v)));
-        assert!((-2..3).all(|v| ints.contains(&v)));
-    }
-
-    #[test]
-    fn the_sequence_is_splitmix64() {
-        // The first outputs of splitmix64 seeded with 0, from its reference implementation.
-        let mut rng = Rng::new(0);
-        assert_eq!(rng.next_u64(), 0xE220_A839_7B1D_CDAF);
-        assert_eq!(rng.next_u64(), 0x6E78_9E6A_A1B9_65F4);
-    }
+/// One 2-D step of [`random_kernel_steps`]: the program's `block` elements of `a` as an
+/// `[r, c]` tile (loaded with a random cache modifier), combined with its row or column reductions by broadcasting (or with `x`
+/// where the mask holds), stored to `c` as f16 under the same mask.
+fn tile_2d<'b>(
+    k: &'b crate::KernelBuilder,
+    rng: &mut Rng,
+    block: i32,
+    (a, c, n, x): (Value<'b>, Value<'b>, Value<'b>, Value<'b>),
+) {
+    let (r, cols) = match block {
+        16 => (4, 4),
+        64 => (8, 8),
+        128 => (8, 16),
+        _ => (16, 16),
+    };
+    let rows = k.arange(0, r).expand_dims(1);
+    let cs = k.arange(0, cols).expand_dims(0);
+    let offs = k.program_id(0) * block + rows * cols + cs;
+    let mask = offs.lt(n);
+    let cache = [CacheModifier::Default, CacheModifier::Streaming][rng.below(2) as usize];
+    let t = k.load_masked_with(a + offs, mask, 0.25, cache);
+    let u = match rng.below(4) {
+        0 => t - t.max(1).expand_dims(1),
+        1 => t * t.sum(0).expand_dims(0) * 0.125,
+        2 => k.where_(mask, (t * 0.5).exp(), x),
+        _ => (t + t.min(0).expand_dims(0)).trans().trans() - t.sum(1).expand_dims(1),
+    };
+    k.store_masked(c + offs, u.to(F16), mask);
 }
 
 /// A random well-typed kernel (for fuzzing): parameters `a: *f32, b: *i32, c: *f16, n: i32,
@@ -208,32 +206,34 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
     })
 }
 
-/// One 2-D step of [`random_kernel_steps`]: the program's `block` elements of `a` as an
-/// `[r, c]` tile (loaded with a random cache modifier), combined with its row or column reductions by broadcasting (or with `x`
-/// where the mask holds), stored to `c` as f16 under the same mask.
-fn tile_2d<'b>(
-    k: &'b crate::KernelBuilder,
-    rng: &mut Rng,
-    block: i32,
-    (a, c, n, x): (Value<'b>, Value<'b>, Value<'b>, Value<'b>),
-) {
-    let (r, cols) = match block {
-        16 => (4, 4),
-        64 => (8, 8),
-        128 => (8, 16),
-        _ => (16, 16),
-    };
-    let rows = k.arange(0, r).expand_dims(1);
-    let cs = k.arange(0, cols).expand_dims(0);
-    let offs = k.program_id(0) * block + rows * cols + cs;
-    let mask = offs.lt(n);
-    let cache = [CacheModifier::Default, CacheModifier::Streaming][rng.below(2) as usize];
-    let t = k.load_masked_with(a + offs, mask, 0.25, cache);
-    let u = match rng.below(4) {
-        0 => t - t.max(1).expand_dims(1),
-        1 => t * t.sum(0).expand_dims(0) * 0.125,
-        2 => k.where_(mask, (t * 0.5).exp(), x),
-        _ => (t + t.min(0).expand_dims(0)).trans().trans() - t.sum(1).expand_dims(1),
-    };
-    k.store_masked(c + offs, u.to(F16), mask);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_hold_and_zeros_never_come() {
+        let mut rng = Rng::new(7);
+        for _ in 0..10_000 {
+            let u = rng.unit();
+            assert!(u > 0.0 && u < 1.0);
+            assert!(rng.below(3) < 3);
+        }
+        assert!(rng
+            .f32s(10_000, -1e-3, 1e-3)
+            .iter()
+            .all(|&v| v != 0.0 && v.abs() <= 1e-3));
+        // Many of these round to zero in f16; none may come back.
+        assert!(rng.f16s(1000, -1e-8, 1e-7).iter().all(|&v| v.to_f32() != 0.0));
+        let ints = rng.i32s(10_000, -2, 3);
+        assert!(ints.iter().all(|v| (-2..3).contains(v)));
+        assert!((-2..3).all(|v| ints.contains(&v)));
+    }
+
+    #[test]
+    fn the_sequence_is_splitmix64() {
+        // The first outputs of splitmix64 seeded with 0, from its reference implementation.
+        let mut rng = Rng::new(0);
+        assert_eq!(rng.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(rng.next_u64(), 0x6E78_9E6A_A1B9_65F4);
+    }
 }
