@@ -76,3 +76,15 @@ fn streaming_loads_are_ld_global_cs() {
     // Only the input is streamed; shared-memory loads of the reductions are plain.
     assert!(!ptx.contains("ld.shared.cs"));
 }
+
+#[test]
+fn matmul_passes_ptxas() {
+    for (bm, bn, bk) in [(64, 64, 32), (128, 64, 32)] {
+        let mut meta = seeds::MatmulMeta::fp16(bm, bn, bk);
+        check_all(&seeds::matmul(&meta).unwrap(), &[4, 8]);
+        meta.activation = Some(seeds::Activation::LeakyRelu);
+        meta.input = ScalarType::F32;
+        meta.output = ScalarType::F32;
+        check_all(&seeds::matmul(&meta).unwrap(), &[4]);
+    }
+}

@@ -47,3 +47,15 @@ fn softmax_validates() {
         check_all(&seeds::softmax_persistent(block).unwrap(), &warps);
     }
 }
+
+#[test]
+fn matmul_validates() {
+    for (bm, bn, bk) in [(64, 64, 32), (32, 64, 16)] {
+        let mut meta = seeds::MatmulMeta::fp16(bm, bn, bk);
+        check_all(&seeds::matmul(&meta).unwrap(), &[4]);
+        meta.activation = Some(seeds::Activation::LeakyRelu);
+        meta.input = ScalarType::F32;
+        meta.output = ScalarType::F32;
+        check_all(&seeds::matmul(&meta).unwrap(), &[2]);
+    }
+}

@@ -1,5 +1,6 @@
-//! The seed kernels on every GPU present (each CUDA GPU and each wgpu adapter, lavapipe
-//! included), compared with the interpreter on random inputs at ragged and large sizes.
+//! The seed kernels (vector add, softmax in every form, matmul) on every GPU present (each
+//! CUDA GPU and each wgpu adapter, lavapipe included), compared with the interpreter on
+//! random inputs at ragged and large sizes.
 //! The errors of bad launches are in `bad_input.rs`.
 //!
 //! Without any such device the tests skip, unless `RUTILE_REQUIRE_TOOLS=1` (CI sets it, with
@@ -136,6 +137,79 @@ fn gpu_softmax_matches_the_interpreter() {
                 assert!(
                     worst < 2e-5,
                     "{}: softmax {rows}x{cols} ({form:?}): relative error {worst:.2e}",
+                    d.id()
+                );
+            }
+        }
+    }
+}
+
+/// The seed matmul of `a` (`m x k`) and `b` (`k x n`), row-major, into C of the input type.
+fn matmul_on(
+    d: &dyn Device,
+    meta: &seeds::MatmulMeta,
+    (a, b): (&[f32], &[f32]),
+    (m, n, k): (usize, usize, usize),
+) -> rutile::Result<Vec<f32>> {
+    use half::f16;
+    let kernel = seeds::matmul(meta)?;
+    let i = |v: usize| rutile::Arg::I32(v as i32);
+    let strides = [i(m), i(n), i(k), i(k), i(1), i(n), i(1), i(n), i(1)];
+    let config = LaunchConfig::grid1(seeds::matmul_grid(meta, m as u32, n as u32)).num_warps(4);
+    if meta.input == ScalarType::F16 {
+        let h = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<f16>>();
+        let (ab, bb, cb) = (d.upload(&h(a))?, d.upload(&h(b))?, d.zeros::<f16>(m * n)?);
+        let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
+        args.extend(strides);
+        d.launch(&kernel, &config, &args)?;
+        Ok(d.download(&cb)?.iter().map(|v| v.to_f32()).collect())
+    } else {
+        let (ab, bb, cb) = (d.upload(a)?, d.upload(b)?, d.zeros::<f32>(m * n)?);
+        let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
+        args.extend(strides);
+        d.launch(&kernel, &config, &args)?;
+        d.download(&cb)
+    }
+}
+
+#[test]
+fn gpu_matmul_matches_the_interpreter() {
+    let cpu = CpuDevice::new();
+    let (_turn, devices) = devices();
+    for d in devices {
+        let mut sizes = vec![(16usize, 16usize, 16usize), (37, 50, 19), (64, 64, 64), (100, 70, 130)];
+        if is_fast(d.as_ref()) {
+            sizes.extend([(512, 512, 512), (1000, 300, 77)]);
+        }
+        for (si, &(m, n, k)) in sizes.iter().enumerate() {
+            let mut rng = Rng::new(500 + si as u64);
+            let (a, b) = (rng.f32s(m * k, -1.0, 1.0), rng.f32s(k * n, -1.0, 1.0));
+            for (input, (bm, bn, bk), leaky) in [
+                (ScalarType::F16, (64, 64, 32), false),
+                (ScalarType::F16, (32, 64, 16), true),
+                (ScalarType::F32, (32, 32, 16), true),
+            ] {
+                let meta = seeds::MatmulMeta {
+                    input,
+                    output: input,
+                    activation: leaky.then_some(seeds::Activation::LeakyRelu),
+                    ..seeds::MatmulMeta::fp16(bm, bn, bk)
+                };
+                let want = matmul_on(&cpu, &meta, (&a, &b), (m, n, k)).unwrap();
+                let got = matmul_on(d.as_ref(), &meta, (&a, &b), (m, n, k))
+                    .unwrap_or_else(|e| panic!("{}: matmul {m}x{n}x{k} {input}: {e}", d.id()));
+                // The same sums in the same order; a device may round an f32 fma as a multiply
+                // and an add (Vulkan) or flush subnormals, and an f16 result may then round to
+                // its neighbour: within an f16 ulp of the sums' magnitude.
+                let scale = (k as f32).sqrt() / 3.0;
+                let worst = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(g, w)| (g - w).abs() / (w.abs() + scale))
+                    .fold(0.0f32, f32::max);
+                assert!(
+                    worst <= 1e-3,
+                    "{}: matmul {m}x{n}x{k} {input} blocks {bm}x{bn}x{bk}: relative error {worst:.2e}",
                     d.id()
                 );
             }

@@ -12,6 +12,7 @@
 //! buffer index) reach memory.
 
 mod control;
+mod dot;
 mod elementwise;
 mod exchange;
 mod memory;
@@ -211,12 +212,7 @@ impl<'k> Lowerer<'k> {
             | Op::Permute { .. }
             | Op::Arange { .. }
             | Op::Constant { .. } => vec![self.shape_op(inst)?],
-            Op::Dot { .. } => {
-                return Err(self.unsupported(
-                    inst,
-                    "`dot` is not lowered for GPUs yet; run this kernel in the interpreter",
-                ))
-            }
+            Op::Dot { .. } => vec![self.dot(inst)?],
             _ => vec![self.elementwise(inst)?],
         };
         for (&v, lval) in inst.results.iter().zip(results) {

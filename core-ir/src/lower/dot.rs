@@ -1,0 +1,124 @@
+//! `dot` on the CUDA cores: each thread computes the accumulator elements it holds, one
+//! multiply-add per `k`, from the operands staged in shared memory.
+//!
+//! This is the path every device can take (Triton's FMA dot): the operands go to shared
+//! memory in whatever layout they have, then a loop over `k` reads `a[m, k]` and `b[k, n]`
+//! for each held `(m, n)` and accumulates with `fma` (floats) or a wrapping multiply-add
+//! (integers). Products of f16/bf16 operands are exact in f32, and `k` runs in order, so
+//! the result is the interpreter's bit for bit. Matrix units (mma, cooperative matrices)
+//! are a faster lowering of the same op, not done here.
+
+use super::{LVal, LowerError, Lowerer};
+use crate::ir::{BinaryOp, CacheModifier, CmpOp, Inst, Literal, Op};
+use crate::thread::{Expr, Memory, Reg, SharedAlloc, Stmt};
+use crate::types::{Elem, ScalarType};
+
+impl Lowerer<'_> {
+    pub(crate) fn dot(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
+        let Op::Dot { a, b, acc } = inst.op else {
+            return Err(self.internal("not a dot"));
+        };
+        let (ta, tb, tc) = (self.k.ty(a), self.k.ty(b), self.k.ty(acc));
+        let (Elem::Scalar(in_ty), Elem::Scalar(acc_ty)) = (ta.elem, tc.elem) else {
+            return Err(self.internal("dot of pointers"));
+        };
+        let [m, k] = ta.shape.dims()[..] else {
+            return Err(self.unsupported(inst, format!("operands must be 2-D, got {ta}")));
+        };
+        let n = tb.shape.dims()[1];
+        let floats = acc_ty.is_float();
+
+        // Stage both operands in shared memory of their own, row-major.
+        let a_buf = self.stage(a, in_ty, m * k)?;
+        let b_buf = self.stage(b, in_ty, k * n)?;
+        self.emit(Stmt::Barrier);
+
+        // The accumulator, in the result's layout, copied so that `acc` itself is untouched.
+        let layout = self.default_layout(tc.shape);
+        let init = self.ensure(acc, layout)?;
+        let out: Vec<Reg> = init.iter().map(|&r| self.set(acc_ty, Expr::Copy(r))).collect();
+        let map = layout.map(tc.shape);
+        let (row_dim, col_dim) = (layout.blocked_dim(0), layout.blocked_dim(1));
+        let k_reg = self.konst(ScalarType::I32, Literal::Int(k as i64));
+        let n_reg = self.konst(ScalarType::I32, Literal::Int(n as i64));
+        let rows: Vec<Reg> = (0..out.len())
+            .map(|i| {
+                let row = self.coord(&map, i, row_dim);
+                self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Mul, row, k_reg))
+            })
+            .collect();
+        let cols: Vec<Reg> = (0..out.len()).map(|i| self.coord(&map, i, col_dim)).collect();
+
+        // for kk in 0..k { out[i] += a[row_i * k + kk] * b[kk * n + col_i] }
+        let kk = self.set(ScalarType::I32, Expr::Const(Literal::Int(0)));
+        let (cond_body, cond) = self.nested(|l| Ok(l.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, kk, k_reg))))?;
+        let (body, ()) = self.nested(|l| {
+            let b_row = l.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, kk, n_reg));
+            for (i, &o) in out.iter().enumerate() {
+                let ia = l.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, rows[i], kk));
+                let ib = l.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, b_row, cols[i]));
+                let x = l.read_shared(a_buf, in_ty, ia, acc_ty);
+                let y = l.read_shared(b_buf, in_ty, ib, acc_ty);
+                let expr = if floats {
+                    Expr::Fma(x, y, o)
+                } else {
+                    let p = l.set(acc_ty, Expr::Binary(BinaryOp::Mul, x, y));
+                    Expr::Binary(BinaryOp::Add, o, p)
+                };
+                l.emit(Stmt::Set { dst: o, expr });
+            }
+            let one = l.i32c(1);
+            l.emit(Stmt::Set {
+                dst: kk,
+                expr: Expr::Binary(BinaryOp::Add, kk, one),
+            });
+            Ok(())
+        })?;
+        self.emit(Stmt::While { cond_body, cond, body });
+        // The buffers may be written again (the next iteration of an enclosing loop).
+        self.emit(Stmt::Barrier);
+        Ok(LVal {
+            layout,
+            regs: out,
+            ptr: None,
+        })
+    }
+
+    /// A shared buffer of its own holding `v` (`len` elements of `ty`) row-major; each
+    /// element is stored once, by its owner.
+    fn stage(&mut self, v: crate::ir::ValueId, ty: ScalarType, len: u32) -> Result<u32, LowerError> {
+        let lval = self.lval(v)?;
+        let shape = self.k.ty(v).shape;
+        let buf = self.shared.len() as u32;
+        self.shared.push(SharedAlloc { elem: ty, len });
+        let map = lval.layout.map(shape);
+        let index = self.linear(&map, Self::value_strides(&lval.layout, shape));
+        let own = self.owner(&map);
+        for (i, &r) in lval.regs.iter().enumerate() {
+            self.emit(Stmt::Store {
+                values: vec![r],
+                mem: Memory::Shared { alloc: buf },
+                index: index[i],
+                pred: own,
+            });
+        }
+        Ok(buf)
+    }
+
+    /// Element `index` of shared buffer `buf` (of `ty`), converted to `to`.
+    fn read_shared(&mut self, buf: u32, ty: ScalarType, index: Reg, to: ScalarType) -> Reg {
+        let r = self.new_reg(ty);
+        self.emit(Stmt::Load {
+            dsts: vec![r],
+            mem: Memory::Shared { alloc: buf },
+            index,
+            pred: None,
+            cache: CacheModifier::Default,
+        });
+        if ty == to {
+            r
+        } else {
+            self.set(to, Expr::Cast(r))
+        }
+    }
+}
