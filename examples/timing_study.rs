@@ -87,6 +87,18 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
             scalars: vec![n as i32],
         });
     }
+    // The smallest program: 128 elements, one warp, a quarter of the code.
+    let sets = (0..SETS)
+        .map(|_| Ok(vec![dev.zeros::<f32>(1)?, dev.zeros::<f32>(1)?, dev.zeros::<f32>(1)?]))
+        .collect::<rutile::Result<Vec<_>>>()?;
+    cases.push(Case {
+        name: "empty launch, 1 warp".into(),
+        bytes: 0.0,
+        kernel: seeds::vector_add(ScalarType::F32, 128)?,
+        config: LaunchConfig::grid1(1).num_warps(1),
+        sets,
+        scalars: vec![0],
+    });
     let (m, n) = (4096usize, 1024usize);
     for (form, kernel, warps) in [
         ("simple", seeds::softmax(1024)?, 4),
