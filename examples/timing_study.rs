@@ -313,10 +313,18 @@ fn dispatch_costs(device: &rutile::vulkan::WgpuDevice) -> rutile::Result<()> {
             for _ in 0..50 {
                 big2.copy_from(&big)?;
                 device.synchronize()?;
-                times.push(device.dispatch_timed(&trusted, &buffers, u.as_deref(), [1, 1, 1])?.unwrap_or(f64::NAN) * 1e3);
+                times.push(
+                    device
+                        .dispatch_timed(&trusted, &buffers, u.as_deref(), [1, 1, 1])?
+                        .unwrap_or(f64::NAN)
+                        * 1e3,
+                );
             }
             times.sort_by(f64::total_cmp);
-            println!("empty dispatch, {name}, trusted, after an L2 flush: {:.2} us", times[times.len() / 2]);
+            println!(
+                "empty dispatch, {name}, trusted, after an L2 flush: {:.2} us",
+                times[times.len() / 2]
+            );
         }
     }
     Ok(())

@@ -105,6 +105,8 @@ fn invalid(k: &ThreadKernel, message: String) -> SpirvError {
 /// registers that can be plain expressions, and the launch values in use.
 struct Scan {
     atomic: Vec<bool>,
+    /// Per parameter: a load or store moves whole 16-byte vectors of it.
+    vec4: Vec<bool>,
     value_reg: Vec<bool>,
     shuffles: bool,
     thread_id: bool,
@@ -190,6 +192,7 @@ impl Scan {
         let n = k.regs.len();
         let mut s = Scan {
             atomic: vec![false; k.params.len()],
+            vec4: vec![false; k.params.len()],
             value_reg: vec![false; n],
             shuffles: false,
             thread_id: false,
@@ -275,7 +278,12 @@ impl Scan {
                     }
                     regs.def(*dst, depth, false);
                 }
-                Stmt::Load { dsts, index, pred, .. } => {
+                Stmt::Load {
+                    dsts, index, pred, mem, ..
+                } => {
+                    if let Memory::Global { param } = mem {
+                        self.vec4[*param as usize] |= dsts.len() % 4 == 0;
+                    }
                     regs.use_(*index);
                     if let Some(p) = pred {
                         regs.use_(*p);
@@ -285,8 +293,14 @@ impl Scan {
                     }
                 }
                 Stmt::Store {
-                    values, index, pred, ..
+                    values,
+                    index,
+                    pred,
+                    mem,
                 } => {
+                    if let Memory::Global { param } = mem {
+                        self.vec4[*param as usize] |= values.len() % 4 == 0;
+                    }
                     regs.use_(*index);
                     if let Some(p) = pred {
                         regs.use_(*p);
@@ -410,6 +424,9 @@ fn naga_scalar(t: ScalarType) -> Scalar {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Holding {
     Plain,
+    /// `array<vec4<T>>` of a 4-byte `T`: 16-byte loads and stores move a whole vector,
+    /// single elements are vector components (the buffer is a multiple of 16 bytes).
+    Vec4,
     /// `atomic<i32>` / `atomic<u32>`.
     Atomic,
     /// `atomic<u32>` holding `f32` bits.
@@ -498,22 +515,33 @@ impl<'a> Cx<'a> {
                 continue;
             };
             let holding = match (scan.atomic[i], elem) {
+                (false, _) if scan.vec4[i] && elem.size_bytes() == 4 && *elem != ScalarType::Bool => Holding::Vec4,
                 (false, _) => Holding::Plain,
                 (true, ScalarType::F32) => Holding::AtomicF32Bits,
                 (true, _) => Holding::Atomic,
             };
             let scalar = naga_scalar(*elem);
-            let elem_ty = match holding {
-                Holding::Plain => ty(&mut module, TypeInner::Scalar(scalar)),
-                Holding::Atomic => ty(&mut module, TypeInner::Atomic(scalar)),
-                Holding::AtomicF32Bits => ty(&mut module, TypeInner::Atomic(Scalar::U32)),
+            let (elem_ty, stride) = match holding {
+                Holding::Plain => (ty(&mut module, TypeInner::Scalar(scalar)), elem.size_bytes() as u32),
+                Holding::Vec4 => (
+                    ty(
+                        &mut module,
+                        TypeInner::Vector {
+                            size: naga::VectorSize::Quad,
+                            scalar,
+                        },
+                    ),
+                    16,
+                ),
+                Holding::Atomic => (ty(&mut module, TypeInner::Atomic(scalar)), 4),
+                Holding::AtomicF32Bits => (ty(&mut module, TypeInner::Atomic(Scalar::U32)), 4),
             };
             let arr = ty(
                 &mut module,
                 TypeInner::Array {
                     base: elem_ty,
                     size: naga::ArraySize::Dynamic,
-                    stride: elem.size_bytes() as u32,
+                    stride,
                 },
             );
             let binding = layout
@@ -1001,6 +1029,18 @@ impl<'a> Cx<'a> {
                 dsts, mem, index, pred, ..
             } => self.predicated(*pred, |cx| {
                 let base = cx.index_u32(*index);
+                if cx.holding(*mem) == Holding::Vec4 && dsts.len() % 4 == 0 {
+                    // Whole 16-byte vectors (the index is aligned: see `Stmt::Load`).
+                    for (c, chunk) in dsts.chunks(4).enumerate() {
+                        let p = cx.vector_at(*mem, base, c as u32);
+                        let v = cx.load(p);
+                        for (j, &d) in chunk.iter().enumerate() {
+                            let x = cx.index(v, j as u32);
+                            cx.write(d, x);
+                        }
+                    }
+                    return Ok(());
+                }
                 for (i, &d) in dsts.iter().enumerate() {
                     let p = cx.element(*mem, base, i as u32);
                     let mut v = cx.load(p);
@@ -1018,6 +1058,16 @@ impl<'a> Cx<'a> {
                 pred,
             } => self.predicated(*pred, |cx| {
                 let base = cx.index_u32(*index);
+                if cx.holding(*mem) == Holding::Vec4 && values.len() % 4 == 0 {
+                    for (c, chunk) in values.chunks(4).enumerate() {
+                        let components: Vec<H> = chunk.iter().map(|&r| cx.read(r)).collect();
+                        let ty = cx.vec4_ty(*mem);
+                        let value = cx.e(Expression::Compose { ty, components });
+                        let pointer = cx.vector_at(*mem, base, c as u32);
+                        cx.stmt(Statement::Store { pointer, value });
+                    }
+                    return Ok(());
+                }
                 for (i, &r) in values.iter().enumerate() {
                     let mut value = cx.read(r);
                     if cx.holding(*mem) == Holding::AtomicF32Bits {
@@ -1098,6 +1148,20 @@ impl<'a> Cx<'a> {
         }
     }
 
+    /// The `vec4` type of a [`Holding::Vec4`] buffer's elements.
+    fn vec4_ty(&mut self, mem: Memory) -> Handle<Type> {
+        let Memory::Global { param } = mem else {
+            unreachable!("only storage buffers hold vectors")
+        };
+        let ThreadParam::Ptr { elem, .. } = self.k.params[param as usize] else {
+            unreachable!("verified pointer")
+        };
+        self.ty(TypeInner::Vector {
+            size: naga::VectorSize::Quad,
+            scalar: naga_scalar(elem),
+        })
+    }
+
     fn holding(&self, mem: Memory) -> Holding {
         match mem {
             Memory::Global { param } => self.buffers[param as usize].as_ref().expect("verified pointer").holding,
@@ -1117,7 +1181,36 @@ impl<'a> Cx<'a> {
             Memory::Global { param } => self.buffers[param as usize].as_ref().expect("verified pointer").ptr,
             Memory::Shared { alloc } => self.shared[alloc as usize],
         };
+        if self.holding(mem) == Holding::Vec4 {
+            let (two, three) = (self.u32c(2), self.u32c(3));
+            let vector = self.bin(Bo::ShiftRight, index, two);
+            let lane = self.bin(Bo::And, index, three);
+            let v = self.e(Expression::Access {
+                base: buf,
+                index: vector,
+            });
+            return self.e(Expression::Access { base: v, index: lane });
+        }
         self.e(Expression::Access { base: buf, index })
+    }
+
+    /// A pointer to the `chunk`-th whole vector from element `base` (a multiple of 4) of a
+    /// [`Holding::Vec4`] buffer.
+    fn vector_at(&mut self, mem: Memory, base: H, chunk: u32) -> H {
+        let Memory::Global { param } = mem else {
+            unreachable!("only storage buffers hold vectors")
+        };
+        let buf = self.buffers[param as usize].as_ref().expect("verified pointer").ptr;
+        let two = self.u32c(2);
+        let mut vector = self.bin(Bo::ShiftRight, base, two);
+        if chunk > 0 {
+            let c = self.u32c(chunk);
+            vector = self.bin(Bo::Add, vector, c);
+        }
+        self.e(Expression::Access {
+            base: buf,
+            index: vector,
+        })
     }
 
     fn atomic(&mut self, dst: Reg, op: AtomicOp, param: u32, index: Reg, value: Reg) -> R<()> {

@@ -25,7 +25,8 @@ fn vector_add_f32() {
     assert_eq!((b.scalars[0].param, b.scalars[0].offset, b.scalars[0].size), (3, 32, 4));
     assert_eq!(b.uniform_size, 48);
     assert!(wgsl.contains("@workgroup_size(128, 1, 1)"), "{wgsl}");
-    assert!(wgsl.contains("var<storage, read_write> x: array<f32>"), "{wgsl}");
+    // 16-byte loads and stores: the buffers are arrays of vectors.
+    assert!(wgsl.contains("var<storage, read_write> x: array<vec4<f32>>"), "{wgsl}");
     assert!(wgsl.contains("@group(0) @binding(3)"), "{wgsl}");
     let bytes = b
         .uniform_bytes([70000, 2, 1], [65535, 0, 0], &[ScalarArg::I32(-5)])

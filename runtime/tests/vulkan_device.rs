@@ -140,7 +140,7 @@ fn buffers_round_trip() {
 
     let empty = WgpuBuffer::zeroed(device, 0).unwrap();
     assert!(empty.is_empty());
-    assert_eq!(empty.allocated_bytes(), 4);
+    assert_eq!(empty.allocated_bytes(), 16);
     assert_eq!(empty.read().unwrap(), Vec::<u8>::new());
     empty.write(&[]).unwrap();
 

@@ -127,11 +127,10 @@ impl WgpuGpu {
             num_warps,
             max_shared_bytes: self.device.properties().max_workgroup_storage_bytes,
             shuffles: fixed.is_some(),
-            // The SPIR-V generator writes each element access on its own (naga's storage
-            // buffers are arrays of scalars), so a thread holding 4 adjacent elements would
-            // make 4 strided warp accesses; one element per access keeps every access of a
-            // warp contiguous.
-            max_vector_bytes: 4,
+            // 16-byte accesses, as on CUDA: rutile-spirv declares a buffer moved in whole
+            // vectors as an array of `vec4` (buffers are allocated in multiples of 16
+            // bytes), which makes one 16-byte load or store per vector.
+            max_vector_bytes: 16,
         }
     }
 }

@@ -8,6 +8,10 @@ use super::error::WgpuError;
 /// wgpu copies and writes in multiples of this many bytes.
 const ALIGN: u64 = wgpu::COPY_BUFFER_ALIGNMENT;
 
+/// Allocations are multiples of this many bytes, so that a kernel may bind any buffer as
+/// an array of 16-byte vectors (rutile-spirv does for 16-byte accesses).
+const ALLOC_ALIGN: u64 = 16;
+
 /// A storage buffer of `len` bytes in device memory, usable as a `read_write` storage
 /// binding and as the source or destination of copies.
 ///
@@ -24,7 +28,7 @@ pub struct WgpuBuffer {
 
 /// Bytes allocated for a buffer of `len` logical bytes.
 pub(crate) fn padded_size(len: u64) -> u64 {
-    len.div_ceil(ALIGN).max(1) * ALIGN
+    len.div_ceil(ALLOC_ALIGN).max(1) * ALLOC_ALIGN
 }
 
 impl WgpuBuffer {
@@ -247,11 +251,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn allocations_are_padded_to_four_bytes() {
-        assert_eq!(padded_size(0), 4);
-        assert_eq!(padded_size(1), 4);
-        assert_eq!(padded_size(4), 4);
-        assert_eq!(padded_size(5), 8);
-        assert_eq!(padded_size(98433 * 4), 98433 * 4);
+    fn allocations_are_padded_to_sixteen_bytes() {
+        assert_eq!(padded_size(0), 16);
+        assert_eq!(padded_size(1), 16);
+        assert_eq!(padded_size(16), 16);
+        assert_eq!(padded_size(17), 32);
+        assert_eq!(padded_size(98432 * 4), 98432 * 4);
+        assert_eq!(padded_size(98433 * 4), 98436 * 4);
     }
 }
