@@ -1375,6 +1375,7 @@ struct Excused {
 impl Excused {
     /// Element `i` missed the reference: whether the Vulkan specification allows it
     /// ([`vulkan_allowances`], Vulkan devices only). `false`: the element fails.
+    #[allow(clippy::too_many_arguments)] // one element's whole context, passed through
     fn allows(&mut self, c: &Case, backend: Backend, op: &str, t: ScalarType, i: usize, want: V, got: V) -> bool {
         if backend != Backend::Vulkan {
             return false;
@@ -1492,14 +1493,14 @@ fn compare(c: &Case, backend: Backend, want: &[Vec<V>], got: &[Vec<V>]) -> Resul
             if op == "atomic_cas" {
                 // Per address: exactly one lane saw 0 and wrote its value; every other lane
                 // saw that value.
-                for a in 0..wm.len() {
+                for (a, &final_value) in gm.iter().enumerate().take(wm.len()) {
                     let winners: Vec<usize> = lanes(a).filter(|&i| gold[i].f() == 0.0).collect();
                     if lanes(a).next().is_none() {
                         continue;
                     }
                     if winners.len() != 1
-                        || !same(gm[a], vals[winners[0]])
-                        || lanes(a).any(|i| i != winners[0] && !same(gold[i], gm[a]))
+                        || !same(final_value, vals[winners[0]])
+                        || lanes(a).any(|i| i != winners[0] && !same(gold[i], final_value))
                     {
                         return Err(format!(
                             "address {a}: compare-and-swap results are inconsistent (winners {winners:?}, final {})",

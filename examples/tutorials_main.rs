@@ -10,6 +10,9 @@
 use rutile::{CpuDevice, Device};
 use rutile_examples::tutorials::{self, Outcome};
 
+/// One tutorial, run on a device.
+type Tutorial = Box<dyn Fn(&dyn Device) -> rutile::Result<Outcome>>;
+
 fn main() {
     let device = match rutile::default_device() {
         Ok(d) => d,
@@ -22,7 +25,7 @@ fn main() {
     let cpu = CpuDevice::new();
     let on_cpu = device.id() == "cpu";
     let mut failed = false;
-    let runs: Vec<(&str, Box<dyn Fn(&dyn Device) -> rutile::Result<Outcome>>)> = vec![
+    let runs: Vec<(&str, Tutorial)> = vec![
         ("vector add", Box::new(|d| tutorials::vector_add(d, 98432, 1))),
         (
             "softmax",
