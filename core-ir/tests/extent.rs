@@ -244,3 +244,30 @@ fn agrees_with_the_interpreter() {
     }
     assert_eq!(seen, [true, true], "both verdicts should occur");
 }
+
+/// An offset that goes below zero (a shift by an argument that may be negative) is an
+/// access before the buffer's start, and the interpreter agrees on every launch.
+#[test]
+fn offsets_before_the_start_are_overruns() {
+    let shifted = Kernel::build("shifted", |k| {
+        let (x, y) = (k.arg_ptr("x", F32), k.arg_ptr("y", F32));
+        let shift = k.arg_i32("shift");
+        let offs = k.program_id(0) * 16 + k.arange(0, 16);
+        k.store(y + offs, k.load(x + (offs + shift)));
+    })
+    .unwrap();
+    let lens = [Some(64), Some(64), None];
+    let o = check(&shifted, [4, 1, 1], &lens, &[None, None, Some(-3)]).expect("an overrun");
+    assert!(o.before_start(), "{o:?}");
+    assert_eq!((o.param, o.first, o.last, o.op), (0, -3, 60, "load"));
+    for shift in -20..=20 {
+        for grid in 1..=4 {
+            let ints = [None, None, Some(shift)];
+            assert_eq!(
+                check(&shifted, [grid, 1, 1], &lens, &ints).is_some(),
+                interpreter_overruns(&shifted, [grid, 1, 1], &lens, &ints),
+                "shift {shift}, grid {grid}"
+            );
+        }
+    }
+}

@@ -149,6 +149,12 @@ fn launch_arguments_are_checked() {
 fn buffers_smaller_than_the_kernel_needs() {
     let (_turn, devices) = devices();
     let (kernel, line) = unmasked_copy(256);
+    let shifted = Kernel::build("shifted_copy", |k| {
+        let (x, out) = (k.arg_ptr("x", ScalarType::F32), k.arg_ptr("out", ScalarType::F32));
+        let offsets = k.program_id(0) * 256 + k.arange(0, 256);
+        k.store(out + offsets, k.load(x + (offsets + k.arg_i32("shift"))));
+    })
+    .unwrap();
     for d in devices {
         let d = d.as_ref();
         let x = d.upload(&[1.0f32; 1024]).unwrap();
@@ -173,6 +179,21 @@ fn buffers_smaller_than_the_kernel_needs() {
         // The grid that fits runs.
         let out = d.zeros::<f32>(1024).unwrap();
         d.launch(&kernel, &grid, &[(&x).into(), (&out).into()]).unwrap();
+        assert!(d.download(&out).unwrap().iter().all(|&v| v == 1.0), "{}", d.id());
+        // An offset below zero is before the buffer's start, whatever its length.
+        let e = d
+            .launch(
+                &shifted,
+                &LaunchConfig::grid1(2),
+                &[(&x).into(), (&out).into(), Arg::I32(-5)],
+            )
+            .unwrap_err();
+        assert_contains(&e, d, "kernel `shifted_copy`: argument 0 (`x`): the unmasked load at ");
+        assert_contains(
+            &e,
+            d,
+            "reaches element -5 with grid [2, 1, 1], before the start of the buffer",
+        );
         assert!(d.download(&out).unwrap().iter().all(|&v| v == 1.0), "{}", d.id());
     }
 }

@@ -177,6 +177,16 @@ fn check_extent(compiled: &CompiledKernel, grid: [u32; 3], args: &[Arg<'_>]) -> 
         return Ok(());
     };
     let kernel = &compiled.kernel;
+    if o.before_start() {
+        return Err(Error::Argument {
+            kernel: kernel.name.clone(),
+            message: format!(
+                "argument {} (`{}`): the unmasked {} at {} reaches element {} with grid [{}, {}, {}], before \
+                 the start of the buffer",
+                o.param, kernel.params[o.param as usize].name, o.op, o.loc, o.first, grid[0], grid[1], grid[2],
+            ),
+        });
+    }
     Err(Error::Argument {
         kernel: kernel.name.clone(),
         message: format!(

@@ -252,7 +252,8 @@ pub struct LaunchExtent<'a> {
     pub buffer_lens: &'a [Option<u64>],
 }
 
-/// An access that goes past the end of its buffer in a launch.
+/// An access that goes outside its buffer in a launch: past the end, or before the start
+/// (a negative element offset).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Overrun {
     /// The op, as [`Op::name`].
@@ -261,8 +262,10 @@ pub struct Overrun {
     pub loc: SourceLoc,
     /// The index of its pointer parameter.
     pub param: u32,
+    /// The smallest element index it touches (negative: before the buffer's start).
+    pub first: i128,
     /// The largest element index it touches.
-    pub last: u128,
+    pub last: i128,
     /// The buffer's length in elements.
     pub len: u64,
 }
@@ -270,7 +273,11 @@ pub struct Overrun {
 impl Overrun {
     /// Elements the buffer needs: the largest index touched plus one.
     pub fn needed(&self) -> u128 {
-        self.last + 1
+        self.last.max(-1).saturating_add(1) as u128
+    }
+    /// Whether the access reaches before the buffer's start.
+    pub fn before_start(&self) -> bool {
+        self.first < 0
     }
 }
 
@@ -323,7 +330,7 @@ impl ExtentPlan {
     }
 
     /// The first described access that touches an element at or past the end of its
-    /// buffer in this launch; `None` when every one stays inside (or cannot be evaluated:
+    /// buffer, or before its start, in this launch; `None` when every one stays inside (or cannot be evaluated:
     /// an argument missing, a value that would wrap on the device).
     pub fn check(&self, launch: &LaunchExtent<'_>) -> Option<Overrun> {
         self.accesses.iter().find_map(|a| {
@@ -335,12 +342,13 @@ impl ExtentPlan {
                     return None;
                 }
             }
-            let (_, hi) = range(&a.offset, &a.dims, launch)?;
-            (hi >= 0 && hi as u128 >= len as u128).then_some(Overrun {
+            let (lo, hi) = range(&a.offset, &a.dims, launch)?;
+            (lo < 0 || hi >= len as i128).then_some(Overrun {
                 op: a.op,
                 loc: a.loc,
                 param: a.param,
-                last: hi as u128,
+                first: lo,
+                last: hi,
                 len,
             })
         })
