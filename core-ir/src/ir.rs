@@ -111,7 +111,7 @@ impl CacheModifier {
 }
 
 /// A compile-time constant.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Literal {
     Bool(bool),
     /// Any integer type; the bits are those of the value's type, sign- or zero-extended.
@@ -119,7 +119,23 @@ pub enum Literal {
     Float(f64),
 }
 
-/// Floats hash by their bits (the derived `PartialEq` compares them as numbers).
+/// Constants are equal when they are the same constant: floats compare by their bits, so
+/// `0.0` and `-0.0` differ and a NaN literal equals itself (which lets kernels holding one
+/// be found again in a compile cache).
+impl PartialEq for Literal {
+    fn eq(&self, other: &Literal) -> bool {
+        match (self, other) {
+            (Literal::Bool(a), Literal::Bool(b)) => a == b,
+            (Literal::Int(a), Literal::Int(b)) => a == b,
+            (Literal::Float(a), Literal::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Literal {}
+
+/// Floats hash by their bits, as they compare.
 impl std::hash::Hash for Literal {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         std::mem::discriminant(self).hash(state);

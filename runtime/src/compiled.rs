@@ -65,12 +65,15 @@ impl std::fmt::Debug for CompiledKernel {
     }
 }
 
-/// Compiled kernels by (kernel, options, specialization), the kernel by a 64-bit hash of
-/// its whole IR (ops, types, constants, source locations): the same builder code and
-/// meta-parameters give the same IR. Every kernel is verified before its first compilation.
+/// Compiled kernels by (kernel, options, specialization). A launch looks its kernel up
+/// every time, so the lookup must be cheap: a fast structural hash of the IR (ops, types,
+/// constants, source locations) picks a bucket, and the kernel is compared whole with the
+/// ones in it, so that two kernels never share an entry, whatever their hashes. The same
+/// builder code and meta-parameters give the same IR. Every kernel is verified before its
+/// first compilation.
 #[derive(Default)]
 pub(crate) struct CompileCache {
-    entries: Mutex<HashMap<(u64, CompileOptions, Specialization), Arc<CompiledKernel>>>,
+    entries: Mutex<HashMap<(u64, CompileOptions, Specialization), Vec<Arc<CompiledKernel>>>>,
 }
 
 impl CompileCache {
@@ -81,19 +84,64 @@ impl CompileCache {
         spec: &Specialization,
         compile: impl FnOnce() -> Result<CompiledKernel>,
     ) -> Result<Arc<CompiledKernel>> {
-        // A structural hash: a launch looks the kernel up every time, so this must cost
-        // far less than printing it.
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = rustc_hash::FxHasher::default();
         kernel.hash(&mut h);
         let key = (h.finish(), *options, spec.clone());
-        if let Some(k) = self.entries.lock().unwrap().get(&key) {
-            return Ok(k.clone());
+        let find = |bucket: Option<&Vec<Arc<CompiledKernel>>>| {
+            bucket.and_then(|b| b.iter().find(|c| c.kernel == *kernel).cloned())
+        };
+        if let Some(k) = find(self.entries.lock().unwrap().get(&key)) {
+            return Ok(k);
         }
         // A kernel built by the builder is well formed, but its fields are public: check
         // before any backend relies on it, so a malformed one is an error, not a panic.
         rutile_ir::verify::verify(kernel)?;
         let compiled = Arc::new(compile()?);
-        self.entries.lock().unwrap().insert(key, compiled.clone());
-        Ok(compiled)
+        let mut entries = self.entries.lock().unwrap();
+        let bucket = entries.entry(key).or_default();
+        // Another thread may have compiled it meanwhile; keep one.
+        match find(Some(bucket)) {
+            Some(k) => Ok(k),
+            None => {
+                bucket.push(compiled.clone());
+                Ok(compiled)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{CpuDevice, Device};
+    use rutile_ir::target::Specialization;
+    use rutile_ir::{Kernel, ScalarType::F32};
+    use std::sync::Arc;
+
+    /// `out[i] = where(x[i] < 0, fill, x[i])` with `fill` a literal.
+    fn fill(fill: f32) -> Kernel {
+        Kernel::build("fill", |k| {
+            let (x, out) = (k.arg_ptr("x", F32), k.arg_ptr("out", F32));
+            let i = k.arange(0, 16);
+            let v = k.load(x + i);
+            k.store(out + i, k.where_(v.lt(0.0), fill, v));
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_cache_finds_a_kernel_again_and_never_confuses_two() {
+        let dev = CpuDevice::new();
+        let opts = crate::CompileOptions::from(&crate::LaunchConfig::grid1(1));
+        let spec = Specialization::none(2);
+        let compile = |k: &Kernel| dev.compile(k, &opts, &spec).unwrap();
+        // Rebuilt kernels are found again, NaN literals included.
+        for value in [1.5, f32::NAN] {
+            assert!(Arc::ptr_eq(&compile(&fill(value)), &compile(&fill(value))), "{value}");
+        }
+        // Kernels differing in one constant, even only in its sign bit, are different.
+        let (plus, minus) = (compile(&fill(0.0)), compile(&fill(-0.0)));
+        assert!(!Arc::ptr_eq(&plus, &minus));
+        assert_eq!(plus.kernel, fill(0.0));
+        assert_eq!(minus.kernel, fill(-0.0));
     }
 }
