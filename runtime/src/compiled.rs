@@ -73,8 +73,11 @@ impl std::fmt::Debug for CompiledKernel {
 /// first compilation.
 #[derive(Default)]
 pub(crate) struct CompileCache {
-    entries: Mutex<HashMap<(u64, CompileOptions, Specialization), Vec<Arc<CompiledKernel>>>>,
+    entries: Mutex<HashMap<CacheKey, Vec<Arc<CompiledKernel>>>>,
 }
+
+/// (hash of the kernel's IR, options, specialization).
+type CacheKey = (u64, CompileOptions, Specialization);
 
 impl CompileCache {
     pub fn get_or_compile(
