@@ -88,20 +88,9 @@ impl Lowerer<'_> {
     /// element is stored once, by its owner.
     fn stage(&mut self, v: crate::ir::ValueId, ty: ScalarType, len: u32) -> Result<u32, LowerError> {
         let lval = self.lval(v)?;
-        let shape = self.k.ty(v).shape;
         let buf = self.shared.len() as u32;
         self.shared.push(SharedAlloc { elem: ty, len });
-        let map = lval.layout.map(shape);
-        let index = self.linear(&map, Self::value_strides(&lval.layout, shape));
-        let own = self.owner(&map);
-        for (i, &r) in lval.regs.iter().enumerate() {
-            self.emit(Stmt::Store {
-                values: vec![r],
-                mem: Memory::Shared { alloc: buf },
-                index: index[i],
-                pred: own,
-            });
-        }
+        self.store_shared(&lval, self.k.ty(v).shape, buf, None);
         Ok(buf)
     }
 

@@ -217,6 +217,27 @@ impl Lowerer<'_> {
         out
     }
 
+    /// Stores every element of `src` (of shape `shape`) at its row-major index in shared
+    /// buffer `buf`, once, by the thread that owns it; converted to `cast` first if given.
+    /// No barrier: the caller places it.
+    pub(crate) fn store_shared(&mut self, src: &LVal, shape: Shape, buf: u32, cast: Option<ScalarType>) {
+        let map = src.layout.map(shape);
+        let index = self.linear(&map, Self::value_strides(&src.layout, shape));
+        let own = self.owner(&map);
+        for (i, &r) in src.regs.iter().enumerate() {
+            let v = match cast {
+                Some(t) => self.set(t, Expr::Cast(r)),
+                None => r,
+            };
+            self.emit(Stmt::Store {
+                values: vec![v],
+                mem: Memory::Shared { alloc: buf },
+                index: index[i],
+                pred: own,
+            });
+        }
+    }
+
     /// Moves a value into another layout (and shape, for `reshape`, or dimension order, for
     /// `permute`: result dimension `i` is source dimension `perm[i]`) through shared memory.
     pub(crate) fn convert(
@@ -230,22 +251,7 @@ impl Lowerer<'_> {
     ) -> Result<Vec<Reg>, LowerError> {
         let stored = if ty == ScalarType::Bool { ScalarType::I32 } else { ty };
         let buf = self.shared_buffer(stored, src_shape.numel() as u32);
-        let src_map = src.layout.map(src_shape);
-        let src_idx = self.linear(&src_map, Self::value_strides(&src.layout, src_shape));
-        let own = self.owner(&src_map);
-        for (i, &r) in src.regs.iter().enumerate() {
-            let v = if ty == ScalarType::Bool {
-                self.set(stored, Expr::Cast(r))
-            } else {
-                r
-            };
-            self.emit(Stmt::Store {
-                values: vec![v],
-                mem: Memory::Shared { alloc: buf },
-                index: src_idx[i],
-                pred: own,
-            });
-        }
+        self.store_shared(src, src_shape, buf, (ty == ScalarType::Bool).then_some(stored));
         self.emit(Stmt::Barrier);
         let dst_map = dst.map(dst_shape);
         let src_strides = src_shape.strides();
