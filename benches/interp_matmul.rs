@@ -44,20 +44,10 @@ fn interp_seeds(c: &mut Criterion) {
         HostBuffer::from_slice(&b),
         HostBuffer::zeros(meta.output, m * n),
     ];
-    let args = [
-        ptr(0),
-        ptr(1),
-        ptr(2),
-        int(m),
-        int(n),
-        int(k),
-        int(k),
-        int(1),
-        int(n),
-        int(1),
-        int(n),
-        int(1),
-    ];
+    let args: Vec<ArgValue> = [ptr(0), ptr(1), ptr(2)]
+        .into_iter()
+        .chain(seeds::matmul_row_major_args(m, n, k).map(|v| ArgValue::Int(v as i64)))
+        .collect();
     let grid = [seeds::matmul_grid(&meta, m as u32, n as u32), 1, 1];
     group.bench_function("matmul_fp16_512x512x512", |bench| {
         bench.iter(|| interp::run(&kernel, grid, &args, &mut buffers).unwrap())

@@ -121,21 +121,8 @@ pub fn matmul(dev: &dyn Device, m: usize, n: usize, k: usize, leaky_relu: bool, 
     meta.activation = leaky_relu.then_some(Activation::LeakyRelu);
     let kernel = seeds::matmul(&meta)?;
     let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&b)?, dev.zeros::<f16>(m * n)?);
-    let i = |v: usize| rutile::Arg::I32(v as i32);
-    let args = [
-        (&ab).into(),
-        (&bb).into(),
-        (&cb).into(),
-        i(m),
-        i(n),
-        i(k),
-        i(k),
-        i(1),
-        i(n),
-        i(1),
-        i(n),
-        i(1),
-    ];
+    let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
+    args.extend(seeds::matmul_row_major_args(m, n, k).map(rutile::Arg::I32));
     let config = LaunchConfig::grid1(seeds::matmul_grid(&meta, m as u32, n as u32));
     let time_ms = timed(dev, &kernel, &config, &args)?;
     let c = dev.download(&cb)?;

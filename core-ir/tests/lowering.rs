@@ -1762,20 +1762,10 @@ fn matmul_seed_matches_the_interpreter() {
                     HostBuffer::from_slice(&b),
                     HostBuffer::zeros(F16, m * n),
                 ];
-                let args = vec![
-                    ptr(0),
-                    ptr(1),
-                    ptr(2),
-                    int(m as i64),
-                    int(n as i64),
-                    int(kk as i64),
-                    int(kk as i64),
-                    int(1),
-                    int(n as i64),
-                    int(1),
-                    int(n as i64),
-                    int(1),
-                ];
+                let args: Vec<ArgValue> = [ptr(0), ptr(1), ptr(2)]
+                    .into_iter()
+                    .chain(seeds::matmul_row_major_args(m, n, kk).map(|v| int(v as i64)))
+                    .collect();
                 let grid = [seeds::matmul_grid(&meta, m as u32, n as u32), 1, 1];
                 cases.push(Case::new(
                     format!("matmul {m}x{n}x{kk} blocks {bm}x{bn}x{bk} {activation:?}"),

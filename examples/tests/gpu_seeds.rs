@@ -153,8 +153,7 @@ fn matmul_on(
 ) -> rutile::Result<Vec<f32>> {
     use half::f16;
     let kernel = seeds::matmul(meta)?;
-    let i = |v: usize| rutile::Arg::I32(v as i32);
-    let strides = [i(m), i(n), i(k), i(k), i(1), i(n), i(1), i(n), i(1)];
+    let strides = seeds::matmul_row_major_args(m, n, k).map(rutile::Arg::I32);
     let config = LaunchConfig::grid1(seeds::matmul_grid(meta, m as u32, n as u32)).num_warps(4);
     if meta.input == ScalarType::F16 {
         let h = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<f16>>();

@@ -50,6 +50,13 @@ pub fn matmul_grid(meta: &MatmulMeta, m: u32, n: u32) -> u32 {
     m.div_ceil(meta.block_m) * n.div_ceil(meta.block_n)
 }
 
+/// The scalar arguments of [`matmul`] (`M, N, K` and the six strides) for contiguous
+/// row-major A (`m x k`), B (`k x n`) and C (`m x n`).
+pub fn matmul_row_major_args(m: usize, n: usize, k: usize) -> [i32; 9] {
+    let (m, n, k) = (m as i32, n as i32, k as i32);
+    [m, n, k, k, 1, n, 1, n, 1]
+}
+
 /// `C = activation(A @ B)` for row- or column-major A (`M x K`) and B (`K x N`) given by
 /// strides, with grouped program ordering, as the matmul tutorial. Ragged edges are masked:
 /// rows and columns out of range wrap (`% M`, `% N`) for the loads and are masked at the

@@ -6,7 +6,7 @@ mod matmul;
 mod softmax;
 mod vector_add;
 
-pub use matmul::{matmul, matmul_grid, Activation, MatmulMeta};
+pub use matmul::{matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta};
 pub use softmax::{
     softmax, softmax_block, softmax_num_warps, softmax_persistent, softmax_persistent_staged, softmax_rows,
     softmax_with,
