@@ -177,32 +177,24 @@ fn check_extent(compiled: &CompiledKernel, grid: [u32; 3], args: &[Arg<'_>]) -> 
         return Ok(());
     };
     let kernel = &compiled.kernel;
-    if o.before_start() {
-        return Err(Error::Argument {
-            kernel: kernel.name.clone(),
-            message: format!(
-                "argument {} (`{}`): the unmasked {} at {} reaches element {} with grid [{}, {}, {}], before \
-                 the start of the buffer",
-                o.param, kernel.params[o.param as usize].name, o.op, o.loc, o.first, grid[0], grid[1], grid[2],
-            ),
-        });
-    }
-    Err(Error::Argument {
-        kernel: kernel.name.clone(),
-        message: format!(
-            "argument {} (`{}`): the unmasked {} at {} reaches element {} with grid [{}, {}, {}], so the \
-             buffer needs {} elements; it has {}",
-            o.param,
-            kernel.params[o.param as usize].name,
-            o.op,
-            o.loc,
+    let reaches = format!(
+        "argument {} (`{}`): the unmasked {} at {} reaches element",
+        o.param, kernel.params[o.param as usize].name, o.op, o.loc
+    );
+    let grid = format!("grid [{}, {}, {}]", grid[0], grid[1], grid[2]);
+    let message = if o.before_start() {
+        format!("{reaches} {} with {grid}, before the start of the buffer", o.first)
+    } else {
+        format!(
+            "{reaches} {} with {grid}, so the buffer needs {} elements; it has {}",
             o.last,
-            grid[0],
-            grid[1],
-            grid[2],
             o.needed(),
             o.len
-        ),
+        )
+    };
+    Err(Error::Argument {
+        kernel: kernel.name.clone(),
+        message,
     })
 }
 

@@ -111,12 +111,10 @@ impl WgpuBuffer {
             });
         }
         let size = self.allocated_bytes().min(src.allocated_bytes());
-        self.device()
-            .scoped("copying a buffer", || {
-                self.device()
-                    .record(|encoder| encoder.copy_buffer_to_buffer(src.raw(), 0, self.raw(), 0, size))
-            })
-            .and_then(|r| r)
+        let device = self.device();
+        device.scoped("copying a buffer", || {
+            device.record(|encoder| encoder.copy_buffer_to_buffer(src.raw(), 0, self.raw(), 0, size))
+        })?
     }
 
     pub fn raw(&self) -> &wgpu::Buffer {
