@@ -436,6 +436,8 @@ enum Holding {
 struct Buffer {
     ptr: H,
     holding: Holding,
+    /// The element type of the array (the `vec4` of a [`Holding::Vec4`] buffer).
+    elem_ty: Handle<Type>,
 }
 
 struct Cx<'a> {
@@ -564,7 +566,7 @@ impl<'a> Cx<'a> {
                 SPAN,
             );
             let ptr = f.expressions.append(Expression::GlobalVariable(gv), SPAN);
-            buffers.push(Some(Buffer { ptr, holding }));
+            buffers.push(Some(Buffer { ptr, holding, elem_ty }));
         }
 
         // The uniform buffer.
@@ -1061,7 +1063,7 @@ impl<'a> Cx<'a> {
                 if cx.holding(*mem) == Holding::Vec4 && values.len() % 4 == 0 {
                     for (c, chunk) in values.chunks(4).enumerate() {
                         let components: Vec<H> = chunk.iter().map(|&r| cx.read(r)).collect();
-                        let ty = cx.vec4_ty(*mem);
+                        let ty = cx.buffer(*mem).elem_ty;
                         let value = cx.e(Expression::Compose { ty, components });
                         let pointer = cx.vector_at(*mem, base, c as u32);
                         cx.stmt(Statement::Store { pointer, value });
@@ -1148,23 +1150,17 @@ impl<'a> Cx<'a> {
         }
     }
 
-    /// The `vec4` type of a [`Holding::Vec4`] buffer's elements.
-    fn vec4_ty(&mut self, mem: Memory) -> Handle<Type> {
+    /// The storage buffer of a global access.
+    fn buffer(&self, mem: Memory) -> &Buffer {
         let Memory::Global { param } = mem else {
-            unreachable!("only storage buffers hold vectors")
+            unreachable!("shared memory is not a storage buffer")
         };
-        let ThreadParam::Ptr { elem, .. } = self.k.params[param as usize] else {
-            unreachable!("verified pointer")
-        };
-        self.ty(TypeInner::Vector {
-            size: naga::VectorSize::Quad,
-            scalar: naga_scalar(elem),
-        })
+        self.buffers[param as usize].as_ref().expect("verified pointer")
     }
 
     fn holding(&self, mem: Memory) -> Holding {
         match mem {
-            Memory::Global { param } => self.buffers[param as usize].as_ref().expect("verified pointer").holding,
+            Memory::Global { .. } => self.buffer(mem).holding,
             Memory::Shared { .. } => Holding::Plain,
         }
     }
@@ -1178,7 +1174,7 @@ impl<'a> Cx<'a> {
             self.bin(Bo::Add, base, o)
         };
         let buf = match mem {
-            Memory::Global { param } => self.buffers[param as usize].as_ref().expect("verified pointer").ptr,
+            Memory::Global { .. } => self.buffer(mem).ptr,
             Memory::Shared { alloc } => self.shared[alloc as usize],
         };
         if self.holding(mem) == Holding::Vec4 {
@@ -1197,10 +1193,7 @@ impl<'a> Cx<'a> {
     /// A pointer to the `chunk`-th whole vector from element `base` (a multiple of 4) of a
     /// [`Holding::Vec4`] buffer.
     fn vector_at(&mut self, mem: Memory, base: H, chunk: u32) -> H {
-        let Memory::Global { param } = mem else {
-            unreachable!("only storage buffers hold vectors")
-        };
-        let buf = self.buffers[param as usize].as_ref().expect("verified pointer").ptr;
+        let buf = self.buffer(mem).ptr;
         let two = self.u32c(2);
         let mut vector = self.bin(Bo::ShiftRight, base, two);
         if chunk > 0 {
