@@ -16,7 +16,8 @@ pub struct Stats {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FlushMode {
     /// Read a buffer larger than any L2 cache: the cache is left holding clean lines, so
-    /// the timed run pays for its own traffic only.
+    /// the timed run pays no one else's write-back; but its own writes may then stay in L2
+    /// past its end, which flatters runs that write less than the L2 holds.
     Read,
     /// Copy one such buffer into another, as `triton.testing.do_bench` zeroes one: the
     /// cache is left full of dirty lines, whose write-back the timed run pays for.

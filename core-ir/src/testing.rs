@@ -112,8 +112,9 @@ impl Rng {
 }
 
 /// One 2-D step of [`random_kernel_steps`]: the program's `block` elements of `a` as an
-/// `[r, c]` tile (loaded with a random cache modifier), combined with its row or column reductions by broadcasting (or with `x`
-/// where the mask holds), stored to `c` as f16 under the same mask.
+/// `[r, c]` tile (loaded with a random cache modifier), combined with its row or column
+/// reductions by broadcasting (or with `x` where the mask holds), stored to `c` as f16
+/// under the same mask.
 fn tile_2d<'b>(
     k: &'b crate::KernelBuilder,
     rng: &mut Rng,
