@@ -5,14 +5,15 @@
 //!
 //! Vector add f32 for 2^12..2^28 elements (12 bytes per element) and fused softmax f32
 //! for M = 4096, N = 256..16384 (8 bytes per element), in both the one-row-per-program and
-//! the persistent form, next to a device-to-device copy of the same bytes. Times are
+//! the persistent form, next to a device-to-device copy of the same bytes and one launch
+//! of a copy kernel moving them through the same backend. Times are
 //! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
 //! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
 //! reading 256 MiB (`--flush read`), which leaves it clean.
 
 use rutile::seeds;
 use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
-use rutile_examples::bench::{do_bench, gbps, CacheFlush, FlushMode};
+use rutile_examples::bench::{copy_kernel, do_bench, gbps, CacheFlush, FlushMode, COPY_BLOCK};
 use rutile_examples::rng::{normal_f32s, Rng};
 use std::fmt::Write as _;
 
@@ -202,14 +203,33 @@ fn bench_device(
         "{:>8}  {:<12} {:>22} {:>22}",
         "N", "form", "tutorial num_warps", "best num_warps"
     );
-    for (&n, &copy) in ns.iter().zip(same_bytes) {
+    let copy = copy_kernel(0)?;
+    for (&n, &same) in ns.iter().zip(same_bytes) {
         println!(
             "{n:>8}  {:<12} {:>22}",
             "copy (same bytes)",
-            format!("{copy:.0} ({:.1}%)", 100.0 * copy / ceiling)
+            format!("{same:.0} ({:.1}%)", 100.0 * same / ceiling)
         );
         let x = dev.upload(&normal_f32s(&mut rng, m * n))?;
         let y = dev.zeros::<f32>(m * n)?;
+        // The same bytes moved by one launch of a copy kernel through this backend.
+        let config = LaunchConfig::grid1(((m * n) as u32).div_ceil(COPY_BLOCK));
+        let args = [(&x).into(), (&y).into(), ((m * n) as i32).into()];
+        let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&copy, &config, &args))?;
+        let g = gbps(8.0 * (m * n) as f64, s.median_ms);
+        println!(
+            "{n:>8}  {:<12} {:>22}",
+            "copy kernel",
+            format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling)
+        );
+        let _ = writeln!(
+            csv,
+            "{id},copy_kernel,{m}x{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
+            s.median_ms,
+            s.p20_ms,
+            s.p80_ms,
+            g / ceiling
+        );
         let blk = seeds::softmax_block(n as u32);
         let heuristic = seeds::softmax_num_warps(blk);
         let c = n as i32;

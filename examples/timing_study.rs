@@ -9,7 +9,7 @@
 
 use rutile::seeds;
 use rutile::{Arg, Buffer, Device, DeviceExt, DeviceType, Kernel, LaunchConfig, ScalarType};
-use rutile_examples::bench::{do_bench, gbps, CacheFlush, FlushMode};
+use rutile_examples::bench::{copy_kernel, do_bench, gbps, CacheFlush, FlushMode, COPY_BLOCK};
 use rutile_examples::rng::{normal_f32s, Rng};
 
 /// Input sets rotated through by the back-to-back timing.
@@ -129,6 +129,39 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
         });
     }
 
+    // One launch copying the 32 MB that softmax moves: the floor of a kernel moving those
+    // bytes through this backend. On Vulkan the launch data of the first goes in
+    // immediates; 60 unused parameters push the second's into a uniform buffer.
+    for (unused, name) in [(0, "copy kernel 16 MiB"), (60, "copy kernel 16 MiB, uniform")] {
+        let sets = (0..SETS)
+            .map(|_| Ok(vec![dev.upload(&rng.f32s(m * n, 0.5, 1.5))?, dev.zeros::<f32>(m * n)?]))
+            .collect::<rutile::Result<Vec<_>>>()?;
+        let mut scalars = vec![(m * n) as i32];
+        scalars.extend(std::iter::repeat_n(0, unused));
+        cases.push(Case {
+            name: name.into(),
+            bytes: 8.0 * (m * n) as f64,
+            kernel: copy_kernel(unused)?,
+            config: LaunchConfig::grid1(((m * n) as u32).div_ceil(COPY_BLOCK)),
+            sets,
+            scalars,
+        });
+    }
+    // An empty launch, launch data in a uniform buffer.
+    let sets = (0..SETS)
+        .map(|_| Ok(vec![dev.zeros::<f32>(1)?, dev.zeros::<f32>(1)?]))
+        .collect::<rutile::Result<Vec<_>>>()?;
+    let mut scalars = vec![0];
+    scalars.extend(std::iter::repeat_n(0, 60));
+    cases.push(Case {
+        name: "empty launch, uniform".into(),
+        bytes: 0.0,
+        kernel: copy_kernel(60)?,
+        config: LaunchConfig::grid1(1),
+        sets,
+        scalars,
+    });
+
     host_costs(dev, &cases)?;
     if let Some(index) = dev.id().strip_prefix("vulkan:").and_then(|i| i.parse().ok()) {
         dispatch_costs(rutile::WgpuGpu::open(Some(index))?.wgpu())?;
@@ -186,7 +219,11 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
 /// before the GPU sees any work.
 fn host_costs(dev: &dyn Device, cases: &[Case]) -> rutile::Result<()> {
     const N: usize = 2000;
-    for c in [&cases[0], &cases[cases.len() - 3]] {
+    let softmax = cases
+        .iter()
+        .find(|c| c.name.starts_with("softmax"))
+        .expect("a softmax case");
+    for c in [&cases[0], softmax] {
         let args = c.args(0);
         let compiled = dev.compile_for(&c.kernel, &c.config, &args)?;
         let t = std::time::Instant::now();

@@ -26,7 +26,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
         message,
     })?;
     let scan = Scan::new(kernel, target)?;
-    let layout = BindingLayout::new(kernel, &scan.atomic);
+    let layout = BindingLayout::new(kernel, &scan.atomic, target);
     let mut cx = Cx::new(kernel, &scan, &layout);
     cx.preamble(&scan);
     cx.stmts(&kernel.body)?;
@@ -39,6 +39,10 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
     caps.set(naga::valid::Capabilities::SHADER_INT64, target.shader_i64);
     caps.set(naga::valid::Capabilities::FLOAT64, target.shader_f64);
     caps.set(naga::valid::Capabilities::SUBGROUP, target.subgroups);
+    caps.set(
+        naga::valid::Capabilities::IMMEDIATES,
+        layout.launch == crate::LaunchPlace::Immediates,
+    );
     let info = match naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps).validate(&module) {
         Ok(info) => info,
         Err(e) => {
@@ -454,7 +458,8 @@ struct Cx<'a> {
     /// Per parameter: its value, read at the top (scalars in use).
     param_value: Vec<Option<H>>,
     shared: Vec<H>,
-    uniform: H,
+    /// The launch block (uniform buffer or immediates).
+    launch: H,
     /// Uniform struct member of each scalar parameter.
     member: Vec<u32>,
     local_index: H,
@@ -569,7 +574,7 @@ impl<'a> Cx<'a> {
             buffers.push(Some(Buffer { ptr, holding, elem_ty }));
         }
 
-        // The uniform buffer.
+        // The launch block.
         let mut members = vec![
             StructMember {
                 name: Some("num_programs".into()),
@@ -604,26 +609,29 @@ impl<'a> Cx<'a> {
                 name: Some("Launch".into()),
                 inner: TypeInner::Struct {
                     members,
-                    span: layout.uniform_size,
+                    span: layout.launch_size,
                 },
             },
             SPAN,
         );
+        let (space, binding) = match layout.launch {
+            crate::LaunchPlace::Uniform { binding } => {
+                (AddressSpace::Uniform, Some(ResourceBinding { group: 0, binding }))
+            }
+            crate::LaunchPlace::Immediates => (AddressSpace::Immediate, None),
+        };
         let gv = module.global_variables.append(
             GlobalVariable {
                 name: Some("launch".into()),
-                space: AddressSpace::Uniform,
-                binding: Some(ResourceBinding {
-                    group: 0,
-                    binding: layout.uniform_binding,
-                }),
+                space,
+                binding,
                 ty: st,
                 init: None,
                 memory_decorations: naga::MemoryDecorations::empty(),
             },
             SPAN,
         );
-        let uniform = f.expressions.append(Expression::GlobalVariable(gv), SPAN);
+        let launch = f.expressions.append(Expression::GlobalVariable(gv), SPAN);
 
         // Shared memory.
         let mut shared = Vec::new();
@@ -669,7 +677,7 @@ impl<'a> Cx<'a> {
             buffers,
             param_value: vec![None; k.params.len()],
             shared,
-            uniform,
+            launch,
             member,
             local_index,
             workgroup_id,
@@ -958,7 +966,7 @@ impl<'a> Cx<'a> {
         for a in 0..3 {
             if scan.program_id[a] {
                 let w = self.index(self.workgroup_id, a as u32);
-                let offp = self.index(self.uniform, 1);
+                let offp = self.index(self.launch, 1);
                 let offp = self.index(offp, a as u32);
                 let off = self.load(offp);
                 let sum = self.bin(Bo::Add, w, off);
@@ -967,7 +975,7 @@ impl<'a> Cx<'a> {
                 self.program_id[a] = Some(id);
             }
             if scan.num_programs[a] {
-                let p = self.index(self.uniform, 0);
+                let p = self.index(self.launch, 0);
                 let p = self.index(p, a as u32);
                 let n = self.load(p);
                 let n = self.as_(n, ScalarKind::Sint, None);
@@ -982,7 +990,7 @@ impl<'a> Cx<'a> {
             if !used {
                 continue;
             }
-            let p = self.index(self.uniform, self.member[i]);
+            let p = self.index(self.launch, self.member[i]);
             let mut v = self.load(p);
             if *ty == ScalarType::Bool {
                 let z = self.u32c(0);

@@ -29,8 +29,11 @@
 //!   `i64`/`u64` with [`SpirvTarget::shader_i64`]; `f64` with [`SpirvTarget::shader_f64`].
 //!   8- and 16-bit integers, `bf16` and booleans have no storage type here (nor in shared
 //!   memory), and 8- and 16-bit integers cannot be scalar parameters.
-//! * **Launch information and scalar parameters.** One uniform buffer at binding
-//!   `P` = number of pointer parameters, always declared. It is a struct laid out as:
+//! * **Launch information and scalar parameters.** One launch block, always declared: in
+//!   immediates (push constants) when the target has room for it
+//!   ([`SpirvTarget::immediate_size`]) and it holds no `f16` parameter, else in a uniform
+//!   buffer at binding `P` = number of pointer parameters ([`BindingLayout::launch`] says
+//!   which). It is a struct laid out as:
 //!
 //!   | offset | field | type |
 //!   |-------:|-------|------|
@@ -42,7 +45,7 @@
 //!   Each scalar parameter sits at the next offset that is a multiple of its size (2 for
 //!   `f16`, 4 for 32-bit types, 8 for `i64`/`u64`/`f64`); booleans are passed as a `u32`
 //!   (any non-zero value is true). The struct's size is rounded up to 16 bytes.
-//!   [`BindingLayout::uniform_bytes`] writes the whole buffer.
+//!   [`BindingLayout::launch_bytes`] writes the whole block.
 //! * **Grid.** `program_id(a) = workgroup_id[a] + program_offset[a]` and
 //!   `num_programs(a) = num_programs[a]` (both as `i32`), so the runtime can cover a grid
 //!   larger than the per-dimension dispatch limit (65535) with several dispatches that share
@@ -142,6 +145,11 @@ pub struct SpirvTarget {
     pub shader_f64: bool,
     /// Subgroup operations (shuffles).
     pub subgroups: bool,
+    /// Bytes of immediates (Vulkan push constants) a pipeline may use; 0 when the device
+    /// has none. The launch block goes there when it fits and holds no `f16` (which naga
+    /// does not allow in immediates), else into a uniform buffer: immediates arrive with
+    /// the dispatch, so the kernel's first instructions do not wait on a memory read.
+    pub immediate_size: u32,
 }
 
 impl SpirvTarget {
@@ -153,6 +161,15 @@ impl SpirvTarget {
             shader_i64: true,
             shader_f64: true,
             subgroups: true,
+            immediate_size: 0,
+        }
+    }
+
+    /// This target with `bytes` of immediates for the launch block.
+    pub fn with_immediates(self, bytes: u32) -> SpirvTarget {
+        SpirvTarget {
+            immediate_size: bytes,
+            ..self
         }
     }
 }
@@ -195,7 +212,7 @@ pub enum SpirvError {
     /// naga's WGSL writer failed.
     #[error("writing WGSL failed: {0}")]
     WgslWriter(String),
-    /// [`BindingLayout::uniform_bytes`] got arguments that do not match the kernel's.
+    /// [`BindingLayout::launch_bytes`] got arguments that do not match the kernel's.
     #[error("bad kernel arguments: {0}")]
     Arguments(String),
 }
@@ -235,12 +252,31 @@ impl SpirvKernel {
 pub struct BindingLayout {
     /// One storage buffer per pointer parameter, in parameter order; binding `i` is entry `i`.
     pub storage: Vec<StorageBinding>,
-    /// Binding of the uniform buffer (= `storage.len()`).
-    pub uniform_binding: u32,
-    /// Size of the uniform buffer in bytes (a multiple of 16).
-    pub uniform_size: u32,
+    /// Where the launch block (launch information and scalar parameters) is.
+    pub launch: LaunchPlace,
+    /// Size of the launch block in bytes (a multiple of 16).
+    pub launch_size: u32,
     /// One slot per scalar parameter, in parameter order.
     pub scalars: Vec<ScalarSlot>,
+}
+
+/// Where a kernel reads its launch block from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaunchPlace {
+    /// A uniform buffer at this binding (= the number of storage buffers).
+    Uniform { binding: u32 },
+    /// Immediates (push constants), from offset 0.
+    Immediates,
+}
+
+impl BindingLayout {
+    /// The uniform buffer's binding, when the launch block is in one.
+    pub fn uniform_binding(&self) -> Option<u32> {
+        match self.launch {
+            LaunchPlace::Uniform { binding } => Some(binding),
+            LaunchPlace::Immediates => None,
+        }
+    }
 }
 
 /// A storage buffer binding.
@@ -255,27 +291,27 @@ pub struct StorageBinding {
     pub atomic: bool,
 }
 
-/// A scalar parameter's place in the uniform buffer.
+/// A scalar parameter's place in the launch block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScalarSlot {
     /// Index of the parameter in the kernel's parameter list.
     pub param: u32,
     pub name: String,
     pub ty: ScalarType,
-    /// Byte offset in the uniform buffer.
+    /// Byte offset in the launch block.
     pub offset: u32,
     /// Bytes written there (4 for booleans, passed as `u32`).
     pub size: u32,
 }
 
-/// Byte offset of `num_programs` in the uniform buffer.
+/// Byte offset of `num_programs` in the launch block.
 pub const NUM_PROGRAMS_OFFSET: u32 = 0;
-/// Byte offset of `program_offset` in the uniform buffer.
+/// Byte offset of `program_offset` in the launch block.
 pub const PROGRAM_OFFSET_OFFSET: u32 = 16;
-/// Byte offset of the first scalar parameter's area in the uniform buffer.
+/// Byte offset of the first scalar parameter's area in the launch block.
 pub const SCALARS_OFFSET: u32 = 32;
 
-/// A scalar argument value for [`BindingLayout::uniform_bytes`].
+/// A scalar argument value for [`BindingLayout::launch_bytes`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ScalarArg {
     Bool(bool),
@@ -316,9 +352,9 @@ impl ScalarArg {
 }
 
 impl BindingLayout {
-    /// The layout of `kernel`'s parameters; `atomic[p]` says whether parameter `p` is used
-    /// atomically.
-    pub(crate) fn new(kernel: &ThreadKernel, atomic: &[bool]) -> BindingLayout {
+    /// The layout of `kernel`'s parameters for `target`; `atomic[p]` says whether parameter
+    /// `p` is used atomically.
+    pub(crate) fn new(kernel: &ThreadKernel, atomic: &[bool], target: &SpirvTarget) -> BindingLayout {
         use rutile_ir::thread::ThreadParam;
         let mut storage = Vec::new();
         let mut scalars = Vec::new();
@@ -333,7 +369,7 @@ impl BindingLayout {
                     atomic: atomic[i],
                 }),
                 ThreadParam::Scalar { name, ty } => {
-                    let size = uniform_size_of(*ty);
+                    let size = launch_size_of(*ty);
                     offset = offset.div_ceil(size) * size;
                     scalars.push(ScalarSlot {
                         param: i as u32,
@@ -346,23 +382,27 @@ impl BindingLayout {
                 }
             }
         }
+        let launch_size = offset.div_ceil(16) * 16;
+        let has_f16 = scalars.iter().any(|s| s.ty == ScalarType::F16);
+        let launch = if launch_size <= target.immediate_size && !has_f16 {
+            LaunchPlace::Immediates
+        } else {
+            LaunchPlace::Uniform {
+                binding: storage.len() as u32,
+            }
+        };
         BindingLayout {
-            uniform_binding: storage.len() as u32,
-            uniform_size: offset.div_ceil(16) * 16,
+            launch,
+            launch_size,
             storage,
             scalars,
         }
     }
 
-    /// The uniform buffer's contents for a launch of `grid` programs (the whole grid) of which
+    /// The launch block's contents for a launch of `grid` programs (the whole grid) of which
     /// this dispatch runs those starting at `offset`, with `scalars` the scalar arguments in
     /// parameter order.
-    pub fn uniform_bytes(
-        &self,
-        grid: [u32; 3],
-        offset: [u32; 3],
-        scalars: &[ScalarArg],
-    ) -> Result<Vec<u8>, SpirvError> {
+    pub fn launch_bytes(&self, grid: [u32; 3], offset: [u32; 3], scalars: &[ScalarArg]) -> Result<Vec<u8>, SpirvError> {
         if scalars.len() != self.scalars.len() {
             return Err(SpirvError::Arguments(format!(
                 "{} scalar arguments for {} scalar parameters",
@@ -370,7 +410,7 @@ impl BindingLayout {
                 self.scalars.len()
             )));
         }
-        let mut out = vec![0u8; self.uniform_size as usize];
+        let mut out = vec![0u8; self.launch_size as usize];
         for a in 0..3 {
             let at = (NUM_PROGRAMS_OFFSET + 4 * a as u32) as usize;
             out[at..at + 4].copy_from_slice(&grid[a].to_le_bytes());
@@ -394,8 +434,8 @@ impl BindingLayout {
     }
 }
 
-/// Bytes a scalar parameter of type `ty` takes in the uniform buffer (also its alignment).
-pub(crate) fn uniform_size_of(ty: ScalarType) -> u32 {
+/// Bytes a scalar parameter of type `ty` takes in the launch block (also its alignment).
+pub(crate) fn launch_size_of(ty: ScalarType) -> u32 {
     match ty {
         ScalarType::Bool => 4,
         t => t.size_bytes() as u32,

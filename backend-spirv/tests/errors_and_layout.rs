@@ -1,12 +1,12 @@
-//! Kernels that need what the target lacks, and the uniform buffer's layout.
+//! Kernels that need what the target lacks, and the launch block's layout and place.
 
 mod common;
 
 use common::{basic, check, full, unsupported_what};
 use rutile_ir::ir::{AtomicOp, BinaryOp};
-use rutile_ir::thread::{Expr, Memory, Special, Stmt, ThreadKernelBuilder};
+use rutile_ir::thread::{Expr, Memory, Special, Stmt, ThreadKernel, ThreadKernelBuilder};
 use rutile_ir::ScalarType::{self, *};
-use rutile_spirv::{emit, ScalarArg, SpirvTarget};
+use rutile_spirv::{emit, LaunchPlace, ScalarArg, SpirvTarget};
 
 /// `out[tid] = x[tid] * x[tid]` through a register of type `t` (as a cast from i32).
 fn squares(t: ScalarType) -> rutile_ir::thread::ThreadKernel {
@@ -150,6 +150,47 @@ fn unsupported_atomics() {
     }
 }
 
+/// A kernel with one output and `scalars` scalar parameters of type `ty`, all summed.
+fn sum_of_scalars(scalars: usize, ty: ScalarType) -> ThreadKernel {
+    let mut kb = ThreadKernelBuilder::new("sum_of_scalars", 1, 32);
+    let out = kb.ptr("out", F32);
+    let params: Vec<u32> = (0..scalars).map(|i| kb.scalar(&format!("s{i}"), ty)).collect();
+    let tid = kb.special(Special::ThreadId);
+    let mut acc = kb.float(F32, 0.0);
+    for p in params {
+        let v = kb.param(p, ty);
+        let v = kb.set(F32, Expr::Cast(v));
+        acc = kb.bin(BinaryOp::Add, acc, v);
+    }
+    kb.store(vec![acc], Memory::Global { param: out }, tid, None);
+    kb.finish()
+}
+
+#[test]
+fn launch_block_goes_to_immediates_when_it_fits() {
+    // 32 bytes of launch information + 4 i32 = 48 bytes: fits in 128.
+    let (sk, wgsl) = check(&sum_of_scalars(4, I32), &full(32).with_immediates(128));
+    assert_eq!(sk.bindings.launch, LaunchPlace::Immediates);
+    assert_eq!(sk.bindings.uniform_binding(), None);
+    assert_eq!(sk.bindings.launch_size, 48);
+    assert!(wgsl.contains("var<immediate> launch"), "{wgsl}");
+    assert!(!wgsl.contains("var<uniform>"), "{wgsl}");
+
+    // Without immediates, the same kernel reads a uniform buffer after its storage buffer.
+    let (sk, wgsl) = check(&sum_of_scalars(4, I32), &full(32));
+    assert_eq!(sk.bindings.launch, LaunchPlace::Uniform { binding: 1 });
+    assert!(wgsl.contains("var<uniform> launch"), "{wgsl}");
+
+    // 32 + 25 * 4 = 132 bytes, rounded to 144: more than 128, so a uniform buffer.
+    let (sk, _) = check(&sum_of_scalars(25, I32), &full(32).with_immediates(128));
+    assert_eq!(sk.bindings.launch, LaunchPlace::Uniform { binding: 1 });
+    assert_eq!(sk.bindings.launch_size, 144);
+
+    // naga allows no f16 in immediates: a uniform buffer, whatever the room.
+    let (sk, _) = check(&sum_of_scalars(2, F16), &full(32).with_immediates(256));
+    assert_eq!(sk.bindings.launch, LaunchPlace::Uniform { binding: 1 });
+}
+
 #[test]
 fn uniform_layout_of_mixed_scalars() {
     let mut kb = ThreadKernelBuilder::new("scalars", 1, 32);
@@ -178,13 +219,13 @@ fn uniform_layout_of_mixed_scalars() {
     kb.store(vec![acc], Memory::Global { param: out }, tid, None);
     let (sk, wgsl) = check(&kb.finish(), &full(32));
     let l = &sk.bindings;
-    assert_eq!(l.uniform_binding, 1);
+    assert_eq!(l.uniform_binding(), Some(1));
     let offsets: Vec<(u32, u32)> = l.scalars.iter().map(|s| (s.offset, s.size)).collect();
     assert_eq!(
         offsets,
         [(32, 4), (40, 8), (48, 4), (52, 2), (56, 8), (64, 4), (68, 4), (72, 8)]
     );
-    assert_eq!(l.uniform_size, 80);
+    assert_eq!(l.launch_size, 80);
     assert!(wgsl.contains("c: u32"), "{wgsl}");
     let args = [
         ScalarArg::I32(-7),
@@ -196,7 +237,7 @@ fn uniform_layout_of_mixed_scalars() {
         ScalarArg::U32(9),
         ScalarArg::I64(-3),
     ];
-    let b = l.uniform_bytes([3, 2, 1], [0, 0, 0], &args).unwrap();
+    let b = l.launch_bytes([3, 2, 1], [0, 0, 0], &args).unwrap();
     assert_eq!(b.len(), 80);
     assert_eq!(&b[8..12], &1u32.to_le_bytes());
     assert_eq!(&b[32..36], &(-7i32).to_le_bytes());
@@ -206,8 +247,8 @@ fn uniform_layout_of_mixed_scalars() {
     assert_eq!(&b[56..64], &(1u64 << 40).to_le_bytes());
     assert_eq!(&b[72..80], &(-3i64).to_le_bytes());
     // Mismatched arguments are errors, not panics.
-    assert!(l.uniform_bytes([1; 3], [0; 3], &args[..3]).is_err());
+    assert!(l.launch_bytes([1; 3], [0; 3], &args[..3]).is_err());
     let mut wrong = args;
     wrong[0] = ScalarArg::U32(1);
-    assert!(l.uniform_bytes([1; 3], [0; 3], &wrong).is_err());
+    assert!(l.launch_bytes([1; 3], [0; 3], &wrong).is_err());
 }

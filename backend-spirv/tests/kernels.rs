@@ -20,16 +20,16 @@ fn vector_add_f32() {
         (2, 2, F32)
     );
     assert!(!b.storage[0].atomic);
-    assert_eq!(b.uniform_binding, 3);
+    assert_eq!(b.uniform_binding(), Some(3));
     assert_eq!(b.scalars.len(), 1);
     assert_eq!((b.scalars[0].param, b.scalars[0].offset, b.scalars[0].size), (3, 32, 4));
-    assert_eq!(b.uniform_size, 48);
+    assert_eq!(b.launch_size, 48);
     assert!(wgsl.contains("@workgroup_size(128, 1, 1)"), "{wgsl}");
     // 16-byte loads and stores: the buffers are arrays of vectors.
     assert!(wgsl.contains("var<storage, read_write> x: array<vec4<f32>>"), "{wgsl}");
     assert!(wgsl.contains("@group(0) @binding(3)"), "{wgsl}");
     let bytes = b
-        .uniform_bytes([70000, 2, 1], [65535, 0, 0], &[ScalarArg::I32(-5)])
+        .launch_bytes([70000, 2, 1], [65535, 0, 0], &[ScalarArg::I32(-5)])
         .unwrap();
     assert_eq!(bytes.len(), 48);
     assert_eq!(&bytes[0..4], &70000u32.to_le_bytes());

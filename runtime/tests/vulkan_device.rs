@@ -387,3 +387,107 @@ fn timing_matches_the_timestamp_feature() {
     // The work ran either way.
     assert_eq!(dc.read_as::<f32>().unwrap(), expected);
 }
+
+const SCALE_IMMEDIATE_WGSL: &str = "
+struct Launch {
+    n: u32,
+    factor: f32,
+}
+
+@group(0) @binding(0) var<storage, read_write> x: array<f32>;
+var<immediate> launch: Launch;
+
+@compute @workgroup_size(64)
+fn scale(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x < launch.n {
+        x[id.x] = x[id.x] * launch.factor;
+    }
+}
+";
+
+/// The launch bytes of `SCALE_IMMEDIATE_WGSL`.
+fn scale_launch(n: u32, factor: f32) -> Vec<u8> {
+    [n.to_le_bytes(), factor.to_le_bytes()].concat()
+}
+
+#[test]
+fn immediates_carry_the_launch_data() {
+    let Some(device) = device() else { return };
+    let room = device.properties().max_immediate_size;
+    if !device.features().immediates {
+        // Then a layout with immediates is refused, not silently dropped.
+        let r = device.create_pipeline(
+            KernelSource::Wgsl(SCALE_IMMEDIATE_WGSL.into()),
+            "scale",
+            BindingLayout::with_immediates(1, 8),
+        );
+        assert!(
+            r.is_err(),
+            "a device without immediates took a layout with 8 bytes of them"
+        );
+        return;
+    }
+    assert!(room >= 8, "IMMEDIATES with max_immediate_size {room}");
+    let pipeline = device
+        .create_pipeline(
+            KernelSource::Wgsl(SCALE_IMMEDIATE_WGSL.into()),
+            "scale",
+            BindingLayout::with_immediates(1, 8),
+        )
+        .unwrap();
+    let mut rng = Rng::new(77);
+    let n = 1000u32;
+    let data: Vec<f32> = (0..n + 3).map(|_| normal_f32(&mut rng)).collect();
+    let x = WgpuBuffer::from_bytes(device, bytemuck::cast_slice(&data)).unwrap();
+    // Two dispatches with different immediates: each sees its own.
+    device
+        .dispatch(&pipeline, &[&x], Some(&scale_launch(n, 2.0)), [n.div_ceil(64), 1, 1])
+        .unwrap();
+    device
+        .dispatch(
+            &pipeline,
+            &[&x],
+            Some(&scale_launch(n / 2, 3.0)),
+            [n.div_ceil(64), 1, 1],
+        )
+        .unwrap();
+    let got: Vec<f32> = bytemuck::cast_slice(&x.read().unwrap()).to_vec();
+    for (i, (&g, &d)) in got.iter().zip(&data).enumerate() {
+        let want = if i < (n / 2) as usize {
+            d * 2.0 * 3.0
+        } else if i < n as usize {
+            d * 2.0
+        } else {
+            d
+        };
+        assert_eq!(g.to_bits(), want.to_bits(), "element {i}");
+    }
+
+    // Wrong byte counts are errors naming the pipeline and both sizes.
+    match device.dispatch(&pipeline, &[&x], Some(&[0u8; 4]), [1, 1, 1]) {
+        Err(WgpuError::InvalidDispatch { what }) => {
+            assert!(
+                what.contains("`scale` reads 8 bytes of immediates; 4 were given"),
+                "{what}"
+            )
+        }
+        other => panic!("expected InvalidDispatch, got {other:?}"),
+    }
+    match device.dispatch(&pipeline, &[&x], None, [1, 1, 1]) {
+        Err(WgpuError::InvalidDispatch { what }) => assert!(what.contains("no launch bytes"), "{what}"),
+        other => panic!("expected InvalidDispatch, got {other:?}"),
+    }
+    // More immediates than the device has room for, or a size that is not a multiple of 4.
+    for bytes in [room + 4, 6] {
+        match device.create_pipeline(
+            KernelSource::Wgsl(SCALE_IMMEDIATE_WGSL.into()),
+            "scale",
+            BindingLayout::with_immediates(1, bytes),
+        ) {
+            Err(WgpuError::InvalidArgument { what }) => {
+                assert!(what.contains(&format!("{bytes} bytes of immediates")), "{what}")
+            }
+            other => panic!("expected InvalidArgument for {bytes} bytes, got {other:?}"),
+        }
+    }
+}

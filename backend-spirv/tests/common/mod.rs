@@ -34,6 +34,7 @@ fn reparse_wgsl(wgsl: &str, target: &SpirvTarget) {
     caps.set(naga::valid::Capabilities::SHADER_INT64, target.shader_i64);
     caps.set(naga::valid::Capabilities::FLOAT64, target.shader_f64);
     caps.set(naga::valid::Capabilities::SUBGROUP, target.subgroups);
+    caps.set(naga::valid::Capabilities::IMMEDIATES, target.immediate_size > 0);
     if let Err(e) = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps).validate(&module) {
         panic!("the WGSL does not validate: {}\n{wgsl}", e.emit_to_string(wgsl));
     }

@@ -103,6 +103,9 @@ impl Vk {
                 shader_f64: base.shader_float64 == vk::TRUE,
                 subgroups: sg.supported_stages.contains(vk::ShaderStageFlags::COMPUTE)
                     && sg.supported_operations.contains(vk::SubgroupFeatureFlags::SHUFFLE),
+                // This harness binds the launch block as a uniform buffer; the runtime's
+                // tests cover immediates.
+                immediate_size: 0,
             };
 
             let priorities = [1.0];
@@ -200,6 +203,9 @@ impl Vk {
         parts: &[([u32; 3], [u32; 3])],
     ) {
         let layout = &kernel.bindings;
+        let uniform_binding = layout
+            .uniform_binding()
+            .expect("the harness's target has no immediates");
         assert_eq!(buffers.len(), layout.storage.len(), "one buffer per pointer parameter");
         let words = kernel.spirv_words().unwrap();
         unsafe {
@@ -221,7 +227,7 @@ impl Vk {
                 .collect();
             bindings.push(
                 vk::DescriptorSetLayoutBinding::default()
-                    .binding(layout.uniform_binding)
+                    .binding(uniform_binding)
                     .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
                     .descriptor_count(1)
                     .stage_flags(vk::ShaderStageFlags::COMPUTE),
@@ -268,7 +274,7 @@ impl Vk {
                 )
                 .unwrap();
             for &(offset, programs) in parts {
-                let bytes = layout.uniform_bytes(grid, offset, scalars).unwrap();
+                let bytes = layout.launch_bytes(grid, offset, scalars).unwrap();
                 let uniform = self.buffer(&bytes, vk::BufferUsageFlags::UNIFORM_BUFFER);
                 let pool = d
                     .create_descriptor_pool(
@@ -304,7 +310,7 @@ impl Vk {
                         vk::WriteDescriptorSet::default()
                             .dst_set(set)
                             .dst_binding(if uniform {
-                                layout.uniform_binding
+                                uniform_binding
                             } else {
                                 layout.storage[i].binding
                             })

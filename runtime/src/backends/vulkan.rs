@@ -215,6 +215,11 @@ impl Device for WgpuGpu {
                 shader_i64: f.i64,
                 shader_f64: f.f64,
                 subgroups: f.subgroups,
+                immediate_size: if f.immediates {
+                    self.device.properties().max_immediate_size
+                } else {
+                    0
+                },
             };
             let codegen = |e: rutile_spirv::SpirvError| Error::Codegen {
                 backend: "SPIR-V",
@@ -233,7 +238,13 @@ impl Device for WgpuGpu {
                 ],
             );
             crate::dump::write_spirv(&kernel.name, &words);
-            let layout = wg::BindingLayout::new(spirv.bindings.storage.len() as u32, true);
+            let storage = spirv.bindings.storage.len() as u32;
+            let layout = match spirv.bindings.launch {
+                rutile_spirv::LaunchPlace::Immediates => {
+                    wg::BindingLayout::with_immediates(storage, spirv.bindings.launch_size)
+                }
+                rutile_spirv::LaunchPlace::Uniform { .. } => wg::BindingLayout::new(storage, true),
+            };
             // SAFETY: rutile's kernels access memory only where their author's masks allow, as
             // in CUDA (an unmasked access past a buffer is the kernel's bug, caught at launch
             // where its extent is known, and otherwise checkable in the interpreter with
@@ -303,9 +314,9 @@ impl Device for WgpuGpu {
         }
         let max = self.device.properties().max_workgroups_per_dimension;
         for (offset, count) in wg::split_grid(grid, max) {
-            let uniform = a
+            let launch = a
                 .bindings
-                .uniform_bytes(grid, offset, &scalars)
+                .launch_bytes(grid, offset, &scalars)
                 .map_err(|e| Error::Argument {
                     kernel: kernel.name.clone(),
                     message: e.to_string(),
@@ -314,12 +325,12 @@ impl Device for WgpuGpu {
             if timing {
                 let ms = self
                     .device
-                    .dispatch_timed(&a.pipeline, &buffers, Some(&uniform), count)?;
+                    .dispatch_timed(&a.pipeline, &buffers, Some(&launch), count)?;
                 if let Some(total) = self.pass_time_ms.lock().unwrap().as_mut() {
                     *total += ms.unwrap_or(f64::NAN);
                 }
             } else {
-                self.device.dispatch(&a.pipeline, &buffers, Some(&uniform), count)?;
+                self.device.dispatch(&a.pipeline, &buffers, Some(&launch), count)?;
             }
         }
         Ok(())

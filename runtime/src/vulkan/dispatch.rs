@@ -3,7 +3,7 @@
 use super::buffer::{read_back, WgpuBuffer};
 use super::device::WgpuDevice;
 use super::error::WgpuError;
-use super::pipeline::WgpuPipeline;
+use super::pipeline::{LaunchData, WgpuPipeline};
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
@@ -66,8 +66,8 @@ pub(crate) fn check_workgroups(workgroups: [u32; 3], max: u32) -> Result<(), Wgp
 
 impl WgpuDevice {
     /// Runs `pipeline` over `workgroups` workgroups, with `buffers` bound at bindings
-    /// `0..n` and `uniform`'s bytes in the uniform buffer after them, as the pipeline's
-    /// [`super::BindingLayout`] says. Returns once the work is recorded (it is submitted
+    /// `0..n` and the `launch` bytes where the pipeline's [`super::BindingLayout`] says (a
+    /// uniform buffer after them, or immediates). Returns once the work is recorded (it is submitted
     /// with the device's batch, see [`Self::flush`]; work runs in order and
     /// [`WgpuBuffer::read`] waits for it).
     ///
@@ -77,10 +77,10 @@ impl WgpuDevice {
         &self,
         pipeline: &WgpuPipeline,
         buffers: &[&WgpuBuffer],
-        uniform: Option<&[u8]>,
+        launch: Option<&[u8]>,
         workgroups: [u32; 3],
     ) -> Result<(), WgpuError> {
-        self.record_and_submit(pipeline, buffers, uniform, workgroups, None)
+        self.record_and_submit(pipeline, buffers, launch, workgroups, None)
     }
 
     /// Like [`Self::dispatch`], then waits for the work and returns its GPU time in
@@ -91,11 +91,11 @@ impl WgpuDevice {
         &self,
         pipeline: &WgpuPipeline,
         buffers: &[&WgpuBuffer],
-        uniform: Option<&[u8]>,
+        launch: Option<&[u8]>,
         workgroups: [u32; 3],
     ) -> Result<Option<f64>, WgpuError> {
         if !self.features().timestamp_query {
-            self.dispatch(pipeline, buffers, uniform, workgroups)?;
+            self.dispatch(pipeline, buffers, launch, workgroups)?;
             return Ok(None);
         }
         let (queries, resolved) = self.scoped("creating timestamp queries", || {
@@ -112,7 +112,7 @@ impl WgpuDevice {
             });
             (queries, resolved)
         })?;
-        self.record_and_submit(pipeline, buffers, uniform, workgroups, Some((&queries, &resolved)))?;
+        self.record_and_submit(pipeline, buffers, launch, workgroups, Some((&queries, &resolved)))?;
         let bytes = read_back(self, &resolved, 2 * wgpu::QUERY_SIZE as u64)?;
         let ticks: Vec<u64> = bytes
             .chunks_exact(8)
@@ -139,26 +139,28 @@ impl WgpuDevice {
         &self,
         pipeline: &WgpuPipeline,
         buffers: &[&WgpuBuffer],
-        uniform: Option<&[u8]>,
+        launch: Option<&[u8]>,
         workgroups: [u32; 3],
         timing: Option<(&wgpu::QuerySet, &wgpu::Buffer)>,
     ) -> Result<(), WgpuError> {
-        self.check_dispatch(pipeline, buffers, uniform, workgroups)?;
+        self.check_dispatch(pipeline, buffers, launch, workgroups)?;
         let what = format!("dispatching `{}`", pipeline.entry_point());
         self.scoped(&what, || {
-            let uniform_buffer = uniform.map(|bytes| {
-                let size = bytes.len().div_ceil(UNIFORM_ALIGN).max(1) * UNIFORM_ALIGN;
-                let buffer = self.raw().create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("rutile launch uniforms"),
-                    size: size as u64,
-                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
+            let uniform_buffer = launch
+                .filter(|_| pipeline.layout.uniform_binding().is_some())
+                .map(|bytes| {
+                    let size = bytes.len().div_ceil(UNIFORM_ALIGN).max(1) * UNIFORM_ALIGN;
+                    let buffer = self.raw().create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("rutile launch uniforms"),
+                        size: size as u64,
+                        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    });
+                    let mut padded = bytes.to_vec();
+                    padded.resize(size, 0);
+                    self.queue().write_buffer(&buffer, 0, &padded);
+                    buffer
                 });
-                let mut padded = bytes.to_vec();
-                padded.resize(size, 0);
-                self.queue().write_buffer(&buffer, 0, &padded);
-                buffer
-            });
             let mut entries: Vec<wgpu::BindGroupEntry> = buffers
                 .iter()
                 .enumerate()
@@ -189,6 +191,9 @@ impl WgpuDevice {
                 });
                 pass.set_pipeline(&pipeline.pipeline);
                 pass.set_bind_group(0, &bind_group, &[]);
+                if let (Some(bytes), LaunchData::Immediates(_)) = (launch, pipeline.layout.launch) {
+                    pass.set_immediates(0, bytes);
+                }
                 let [x, y, z] = workgroups;
                 pass.dispatch_workgroups(x, y, z);
                 drop(pass);
@@ -203,7 +208,7 @@ impl WgpuDevice {
         &self,
         pipeline: &WgpuPipeline,
         buffers: &[&WgpuBuffer],
-        uniform: Option<&[u8]>,
+        launch: Option<&[u8]>,
         workgroups: [u32; 3],
     ) -> Result<(), WgpuError> {
         let invalid = |what: String| Err(WgpuError::InvalidDispatch { what });
@@ -236,28 +241,29 @@ impl WgpuDevice {
                 ));
             }
         }
-        match (layout.uniform, uniform) {
-            (true, None) => {
+        let name = pipeline.entry_point();
+        match (layout.launch, launch) {
+            (LaunchData::Uniform, None) => {
                 return invalid(format!(
-                    "`{}` has a uniform buffer at binding {}, but no uniform bytes were given",
-                    pipeline.entry_point(),
+                    "`{name}` has a uniform buffer at binding {}, but no launch bytes were given",
                     layout.storage_buffers
                 ))
             }
-            (false, Some(_)) => {
+            (LaunchData::Immediates(size), None) => {
                 return invalid(format!(
-                    "`{}` has no uniform buffer, but uniform bytes were given",
-                    pipeline.entry_point()
+                    "`{name}` reads {size} bytes of immediates, but no launch bytes were given"
                 ))
             }
-            (true, Some(bytes)) => {
+            (LaunchData::None, Some(_)) => {
+                return invalid(format!("`{name}` reads no launch data, but launch bytes were given"))
+            }
+            (LaunchData::Uniform, Some(bytes)) => {
                 let limit = self.properties().max_uniform_buffer_binding_size;
                 let size = bytes.len().div_ceil(UNIFORM_ALIGN).max(1) * UNIFORM_ALIGN;
                 let wanted = min_size(layout.storage_buffers as usize);
                 if (size as u64) < wanted {
                     return invalid(format!(
-                        "`{}` reads {wanted} bytes of uniforms at binding {}; {} were given",
-                        pipeline.entry_point(),
+                        "`{name}` reads {wanted} bytes of uniforms at binding {}; {} were given",
                         layout.storage_buffers,
                         bytes.len()
                     ));
@@ -270,7 +276,15 @@ impl WgpuDevice {
                     ));
                 }
             }
-            (false, None) => {}
+            (LaunchData::Immediates(size), Some(bytes)) => {
+                if bytes.len() != size as usize {
+                    return invalid(format!(
+                        "`{name}` reads {size} bytes of immediates; {} were given",
+                        bytes.len()
+                    ));
+                }
+            }
+            (LaunchData::None, None) => {}
         }
         check_workgroups(workgroups, self.properties().max_workgroups_per_dimension)
     }

@@ -3,8 +3,8 @@
 //!
 //! Kernels come as naga IR (from rutile's SPIR-V backend), SPIR-V words or WGSL, with
 //! rutile's binding layout: the pointer parameters as read-write storage buffers at
-//! group 0, bindings `0..n`, then one uniform buffer at binding `n` with the launch
-//! information and scalar parameters ([`BindingLayout`]).
+//! group 0, bindings `0..n`, then the launch information and scalar parameters in
+//! immediates or in one uniform buffer at binding `n` ([`BindingLayout`]).
 //!
 //! Nothing here panics on a machine without an adapter: [`WgpuDevice::open`] returns
 //! [`WgpuError::NoAdapter`]. wgpu's validation errors, which it would otherwise turn into
@@ -45,7 +45,7 @@ pub use buffer::WgpuBuffer;
 pub use device::WgpuDevice;
 pub use dispatch::split_grid;
 pub use error::WgpuError;
-pub use pipeline::{BindingLayout, KernelSource, PipelineCache, WgpuPipeline};
+pub use pipeline::{BindingLayout, KernelSource, LaunchData, PipelineCache, WgpuPipeline};
 pub use properties::{vendor_name, CooperativeMatrixShape, WgpuDeviceProperties, WgpuFeatures};
 /// The naga version wgpu takes modules of; rutile's SPIR-V backend must build its
 /// modules with this same naga.

@@ -10,16 +10,30 @@ use super::error::WgpuError;
 
 /// The bindings of a rutile kernel, all in bind group 0: `storage_buffers` read-write
 /// storage buffers at bindings `0..storage_buffers` (the pointer parameters, in order),
-/// then, if `uniform`, one uniform buffer at binding `storage_buffers` (launch info and
-/// scalar parameters).
+/// then the launch data (launch information and scalar parameters) as [`LaunchData`] says:
+/// nothing, a uniform buffer at binding `storage_buffers`, or immediates.
 ///
 /// Every kernel with the same shape shares one bind-group layout and pipeline layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BindingLayout {
     /// Number of storage buffers, bindings `0..storage_buffers`.
     pub storage_buffers: u32,
-    /// Whether a uniform buffer follows them.
-    pub uniform: bool,
+    /// Where the launch data goes.
+    pub launch: LaunchData,
+}
+
+/// Where a pipeline reads its launch data (the bytes given to [`WgpuDevice::dispatch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LaunchData {
+    /// The pipeline reads none.
+    None,
+    /// A uniform buffer after the storage buffers, created for each dispatch.
+    Uniform,
+    /// Immediates (Vulkan push constants) of this many bytes, a multiple of 4, set with
+    /// each dispatch: they arrive with the command, so no memory read stands between a
+    /// workgroup's start and its first use of them. Needs the device's `IMMEDIATES`
+    /// feature and at most its `max_immediate_size` bytes.
+    Immediates(u32),
 }
 
 impl BindingLayout {
@@ -27,13 +41,29 @@ impl BindingLayout {
     pub fn new(storage_buffers: u32, uniform: bool) -> Self {
         BindingLayout {
             storage_buffers,
-            uniform,
+            launch: if uniform { LaunchData::Uniform } else { LaunchData::None },
+        }
+    }
+
+    /// `storage_buffers` storage buffers and `bytes` of immediates.
+    pub fn with_immediates(storage_buffers: u32, bytes: u32) -> Self {
+        BindingLayout {
+            storage_buffers,
+            launch: LaunchData::Immediates(bytes),
         }
     }
 
     /// The uniform buffer's binding number, if there is one.
     pub fn uniform_binding(&self) -> Option<u32> {
-        self.uniform.then_some(self.storage_buffers)
+        (self.launch == LaunchData::Uniform).then_some(self.storage_buffers)
+    }
+
+    /// Bytes of immediates the pipeline layout declares.
+    pub fn immediate_size(&self) -> u32 {
+        match self.launch {
+            LaunchData::Immediates(bytes) => bytes,
+            _ => 0,
+        }
     }
 
     fn entries(&self) -> Vec<wgpu::BindGroupLayoutEntry> {
@@ -219,6 +249,17 @@ impl WgpuDevice {
                 ),
             });
         }
+        let immediates = layout.immediate_size();
+        let room = if self.features().immediates {
+            self.properties().max_immediate_size
+        } else {
+            0
+        };
+        if immediates > room || immediates % 4 != 0 {
+            return Err(WgpuError::InvalidArgument {
+                what: format!("{immediates} bytes of immediates: the device allows a multiple of 4 up to {room}"),
+            });
+        }
         if let Some(objects) = self.layouts().get(&layout) {
             return Ok(objects.clone());
         }
@@ -231,7 +272,7 @@ impl WgpuDevice {
             let pipeline_layout = self.raw().create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                 label: Some("rutile kernel layout"),
                 bind_group_layouts: &[Some(&bind_group_layout)],
-                immediate_size: 0,
+                immediate_size: immediates,
             });
             LayoutObjects {
                 bind_group_layout,
@@ -331,6 +372,10 @@ mod tests {
         ));
         let l = BindingLayout::new(2, false);
         assert_eq!(l.uniform_binding(), None);
+        assert_eq!(l.entries().len(), 2);
+        let l = BindingLayout::with_immediates(2, 48);
+        assert_eq!(l.uniform_binding(), None);
+        assert_eq!(l.immediate_size(), 48);
         assert_eq!(l.entries().len(), 2);
     }
 }
