@@ -130,9 +130,9 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
     }
 
     // One launch copying the 32 MB that softmax moves: the floor of a kernel moving those
-    // bytes through this backend. On Vulkan the launch data of the first goes in
-    // immediates; 60 unused parameters push the second's into a uniform buffer.
-    for (unused, name) in [(0, "copy kernel 16 MiB"), (60, "copy kernel 16 MiB, uniform")] {
+    // bytes through this backend, and the same with 60 unused scalar parameters (a launch
+    // block too large for immediates).
+    for (unused, name) in [(0, "copy kernel 16 MiB"), (60, "copy kernel 16 MiB, 61 args")] {
         let sets = (0..SETS)
             .map(|_| Ok(vec![dev.upload(&rng.f32s(m * n, 0.5, 1.5))?, dev.zeros::<f32>(m * n)?]))
             .collect::<rutile::Result<Vec<_>>>()?;
@@ -147,14 +147,14 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
             scalars,
         });
     }
-    // An empty launch, launch data in a uniform buffer.
+    // An empty launch with a large launch block.
     let sets = (0..SETS)
         .map(|_| Ok(vec![dev.zeros::<f32>(1)?, dev.zeros::<f32>(1)?]))
         .collect::<rutile::Result<Vec<_>>>()?;
     let mut scalars = vec![0];
     scalars.extend(std::iter::repeat_n(0, 60));
     cases.push(Case {
-        name: "empty launch, uniform".into(),
+        name: "empty launch, 61 args".into(),
         bytes: 0.0,
         kernel: copy_kernel(60)?,
         config: LaunchConfig::grid1(1),
@@ -165,6 +165,7 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
     host_costs(dev, &cases)?;
     if let Some(index) = dev.id().strip_prefix("vulkan:").and_then(|i| i.parse().ok()) {
         dispatch_costs(rutile::WgpuGpu::open(Some(index))?.wgpu())?;
+        immediates_or_uniform(index, &mut rng)?;
     }
     let flushes = [
         CacheFlush::new(dev, FlushMode::Copy)?,
@@ -369,4 +370,31 @@ fn dispatch_costs(device: &rutile::vulkan::WgpuDevice) -> rutile::Result<()> {
 
 fn bytemuck_bytes(v: &[u32; 4]) -> Vec<u8> {
     v.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// GPU time of an empty launch and of a 32 MB copy kernel on Vulkan with the launch block
+/// in a uniform buffer and in immediates (`WgpuOptions::immediates`), after a copy flush.
+fn immediates_or_uniform(index: usize, rng: &mut Rng) -> rutile::Result<()> {
+    let n = 4096 * 1024;
+    let x = rng.f32s(n, 0.5, 1.5);
+    for immediates in [false, true] {
+        let dev = rutile::WgpuGpu::open_with(Some(index), rutile::WgpuOptions { immediates })?;
+        let flush = CacheFlush::new(&dev, FlushMode::Copy)?;
+        let (src, dst) = (dev.upload(&x)?, dev.zeros::<f32>(n)?);
+        let kernel = copy_kernel(0)?;
+        let mut cells = Vec::new();
+        for len in [0, n] {
+            let config = LaunchConfig::grid1((len as u32).div_ceil(COPY_BLOCK).max(1));
+            let args = [(&src).into(), (&dst).into(), (len as i32).into()];
+            let s = do_bench(&dev, Some(&flush), 3, 50, &mut || dev.launch(&kernel, &config, &args))?;
+            cells.push(format!("{:.2} us", s.median_ms * 1e3));
+        }
+        println!(
+            "launch block in {}: empty launch {}, copy kernel 16 MiB {}",
+            if immediates { "immediates" } else { "a uniform buffer" },
+            cells[0],
+            cells[1]
+        );
+    }
+    Ok(())
 }

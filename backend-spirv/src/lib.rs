@@ -145,10 +145,10 @@ pub struct SpirvTarget {
     pub shader_f64: bool,
     /// Subgroup operations (shuffles).
     pub subgroups: bool,
-    /// Bytes of immediates (Vulkan push constants) a pipeline may use; 0 when the device
-    /// has none. The launch block goes there when it fits and holds no `f16` (which naga
-    /// does not allow in immediates), else into a uniform buffer: immediates arrive with
-    /// the dispatch, so the kernel's first instructions do not wait on a memory read.
+    /// Bytes of immediates (Vulkan push constants) the launch block may use; 0 for none.
+    /// The launch block goes there when it fits and holds no `f16` (which naga does not
+    /// allow in immediates), else into a uniform buffer. Whether immediates are faster is
+    /// the driver's business: the runtime decides (see `rutile::WgpuOptions`).
     pub immediate_size: u32,
 }
 

@@ -290,12 +290,22 @@ fn scalar_sum_on(d: &dyn Device, values: &[i32]) -> rutile::Result<Vec<i32>> {
     d.download(&out)
 }
 
-/// Scalar arguments reach the kernel whichever way the device passes them: on Vulkan a few
-/// go in immediates, and more than the device's immediates hold go in a uniform buffer.
+/// Scalar arguments reach the kernel whichever way the device passes them: on Vulkan in a
+/// uniform buffer by default, and with `WgpuOptions::immediates` in immediates where they
+/// fit (more than the device's immediates hold still go in a uniform buffer).
 #[test]
 fn gpu_scalar_arguments_in_immediates_and_uniform_buffers() {
     let cpu = CpuDevice::new();
-    let (_turn, devices) = devices();
+    let (_turn, mut devices) = devices();
+    let with_immediates: Vec<Arc<dyn Device>> = devices
+        .iter()
+        .filter_map(|d| d.id().strip_prefix("vulkan:").map(|i| i.parse::<usize>().unwrap()))
+        .map(|i| {
+            let options = rutile::WgpuOptions { immediates: true };
+            Arc::new(rutile::WgpuGpu::open_with(Some(i), options).unwrap()) as Arc<dyn Device>
+        })
+        .collect();
+    devices.extend(with_immediates);
     let mut rng = Rng::new(0x5CA1A);
     for d in devices {
         // 32 bytes of launch information + 4 bytes each: 2 fit any device's immediates,

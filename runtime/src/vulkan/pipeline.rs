@@ -30,9 +30,8 @@ pub enum LaunchData {
     /// A uniform buffer after the storage buffers, created for each dispatch.
     Uniform,
     /// Immediates (Vulkan push constants) of this many bytes, a multiple of 4, set with
-    /// each dispatch: they arrive with the command, so no memory read stands between a
-    /// workgroup's start and its first use of them. Needs the device's `IMMEDIATES`
-    /// feature and at most its `max_immediate_size` bytes.
+    /// each dispatch. Needs the device's `IMMEDIATES` feature and at most its
+    /// `max_immediate_size` bytes.
     Immediates(u32),
 }
 
