@@ -129,6 +129,26 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
         });
     }
 
+    // The softmax's steps one at a time, each a kernel of the softmax's shape (one row of
+    // 1024 per program, 4 warps): which of them costs what the copy does not.
+    for step in RowStep::ALL {
+        let sets = (0..SETS)
+            .map(|_| {
+                Ok(vec![
+                    dev.zeros::<f32>(m * n)?,
+                    dev.upload(&normal_f32s(&mut rng, m * n))?,
+                ])
+            })
+            .collect::<rutile::Result<Vec<_>>>()?;
+        cases.push(Case {
+            name: format!("row step: {}", step.name()),
+            bytes: 8.0 * (m * n) as f64,
+            kernel: step.kernel(n as u32)?,
+            config: LaunchConfig::grid1(m as u32).num_warps(4),
+            sets,
+            scalars: vec![n as i32],
+        });
+    }
     // One launch copying the 32 MB that softmax moves: the floor of a kernel moving those
     // bytes through this backend, and the same with 60 unused scalar parameters (a launch
     // block too large for immediates).
@@ -397,4 +417,49 @@ fn immediates_or_uniform(index: usize, rng: &mut Rng) -> rutile::Result<()> {
         );
     }
     Ok(())
+}
+
+/// One step of the softmax, alone, over rows: `out[row, :] = f(in[row, :])`.
+#[derive(Clone, Copy)]
+enum RowStep {
+    /// `x`: the row copied, with the softmax's masked load and store.
+    Copy,
+    /// `exp(x)`.
+    Exp,
+    /// `x - max(x)`: one reduction broadcast back.
+    SubMax,
+    /// `x / sum(x)`: one reduction and a division.
+    DivSum,
+}
+
+impl RowStep {
+    const ALL: [RowStep; 4] = [RowStep::Copy, RowStep::Exp, RowStep::SubMax, RowStep::DivSum];
+
+    fn name(self) -> &'static str {
+        match self {
+            RowStep::Copy => "copy",
+            RowStep::Exp => "exp",
+            RowStep::SubMax => "x - max",
+            RowStep::DivSum => "x / sum",
+        }
+    }
+
+    fn kernel(self, block: u32) -> rutile::Result<Kernel> {
+        Ok(Kernel::build("row_step", |k| {
+            let out = k.arg_ptr("out", ScalarType::F32);
+            let inp = k.arg_ptr("inp", ScalarType::F32);
+            let n_cols = k.arg_i32("n_cols");
+            let cols = k.arange(0, block as i32);
+            let mask = cols.lt(n_cols);
+            let row = k.program_id(0) * n_cols;
+            let x = k.load_masked(inp + row + cols, mask, 0.0);
+            let y = match self {
+                RowStep::Copy => x,
+                RowStep::Exp => x.exp(),
+                RowStep::SubMax => x - x.max(0),
+                RowStep::DivSum => x / x.sum(0),
+            };
+            k.store_masked(out + row + cols, y, mask);
+        })?)
+    }
 }
