@@ -1695,9 +1695,6 @@ impl<'a> Cx<'a> {
 
     /// IEEE `minimum`/`maximum`: NaN if either is NaN; -0.0 below +0.0.
     fn fminmax(&mut self, min: bool, ty: ScalarType, x: H, y: H) -> H {
-        if ty == ScalarType::F32 {
-            return self.fminmax_f32_bits(min, x, y);
-        }
         let strictly = self.bin(if min { Bo::Less } else { Bo::Greater }, x, y);
         let eq = self.bin(Bo::Equal, x, y);
         let neg = self.sign_bit(ty, x);
@@ -1710,42 +1707,6 @@ impl<'a> Cx<'a> {
         let nan = self.bin(Bo::LogicalOr, nx, ny);
         let sum = self.bin(Bo::Add, x, y);
         self.select(nan, sum, r)
-    }
-
-    /// `fminmax` for `f32`, on the bit patterns as `i32`: 11 integer operations with a
-    /// short dependency chain, where the float form takes 15 (a max reduction's every step
-    /// pays for it; measured on an H100 through Vulkan, a row max cost 2 µs more than a row
-    /// sum over 32 MB). No float comparison is involved, so a driver that assumes no NaNs
-    /// cannot reorder it.
-    ///
-    /// As `i32`, non-negative floats order as their values (a NaN with its sign bit clear
-    /// above +inf) and negative ones in reverse, and every negative float is below every
-    /// non-negative one (-0.0 below +0.0). So the larger of two is the larger integer unless
-    /// both are negative, then the smaller; and the other way round for the smaller. A NaN
-    /// operand makes the result the two patterns OR-ed: all exponent bits and a non-zero
-    /// fraction, a NaN.
-    fn fminmax_f32_bits(&mut self, min: bool, x: H, y: H) -> H {
-        let bx = self.as_(x, ScalarKind::Sint, None);
-        let by = self.as_(y, ScalarKind::Sint, None);
-        let both = self.bin(Bo::And, bx, by);
-        let zero = self.lit(naga::Literal::I32(0));
-        let both_negative = self.bin(Bo::Less, both, zero);
-        let lo = self.math(Mf::Min, &[bx, by]);
-        let hi = self.math(Mf::Max, &[bx, by]);
-        let r = if min {
-            self.select(both_negative, hi, lo)
-        } else {
-            self.select(both_negative, lo, hi)
-        };
-        let magnitude = self.lit(naga::Literal::I32(0x7fff_ffff));
-        let mx = self.bin(Bo::And, bx, magnitude);
-        let my = self.bin(Bo::And, by, magnitude);
-        let m = self.math(Mf::Max, &[mx, my]);
-        let inf = self.lit(naga::Literal::I32(0x7f80_0000));
-        let nan = self.bin(Bo::Greater, m, inf);
-        let any = self.bin(Bo::InclusiveOr, bx, by);
-        let r = self.select(nan, any, r);
-        self.as_(r, ScalarKind::Float, None)
     }
 
     fn compare(&mut self, op: CmpOp, ty: ScalarType, x: H, y: H) -> H {
