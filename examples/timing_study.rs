@@ -119,14 +119,7 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
         ("rows2", seeds::softmax_rows(2, 1024)?, 4),
     ] {
         let rows = if form == "rows2" { 2 } else { 1 };
-        let sets = (0..SETS)
-            .map(|_| {
-                Ok(vec![
-                    dev.zeros::<f32>(m * n)?,
-                    dev.upload(&normal_f32s(&mut rng, m * n))?,
-                ])
-            })
-            .collect::<rutile::Result<Vec<_>>>()?;
+        let sets = softmax_sets(dev, &mut rng, m * n)?;
         cases.push(Case {
             name: format!("softmax {m}x{n} {form} w{warps}"),
             bytes: 8.0 * (m * n) as f64,
@@ -140,14 +133,7 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
     // The softmax's steps one at a time, each a kernel of the softmax's shape (one row of
     // 1024 per program, 4 warps): which of them costs what the copy does not.
     for step in RowStep::ALL {
-        let sets = (0..SETS)
-            .map(|_| {
-                Ok(vec![
-                    dev.zeros::<f32>(m * n)?,
-                    dev.upload(&normal_f32s(&mut rng, m * n))?,
-                ])
-            })
-            .collect::<rutile::Result<Vec<_>>>()?;
+        let sets = softmax_sets(dev, &mut rng, m * n)?;
         cases.push(Case {
             name: format!("row step: {}", step.name()),
             bytes: 8.0 * (m * n) as f64,
@@ -241,6 +227,13 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
     }
     println!("{:<28} {:>20} {:>20}", "copy of 16 MiB", cells[0], cells[1]);
     Ok(())
+}
+
+/// `SETS` argument sets of a softmax of `len` elements: an output, and a random input.
+fn softmax_sets(dev: &dyn Device, rng: &mut Rng, len: usize) -> rutile::Result<Vec<Vec<Buffer<f32>>>> {
+    (0..SETS)
+        .map(|_| Ok(vec![dev.zeros::<f32>(len)?, dev.upload(&normal_f32s(rng, len))?]))
+        .collect()
 }
 
 /// Host time per launch, in microseconds, of the cached compile lookup, of launching a
