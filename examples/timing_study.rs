@@ -130,10 +130,28 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
         });
     }
 
+    // The persistent form at fixed grids (wgpu reports no multiprocessor count, so on
+    // Vulkan the benchmark launches 256 programs): each program loads its next row before
+    // reducing the current one, which hides the reductions' latency if anything does.
+    for programs in [264u32, 528, 1056, 2112] {
+        let sets = softmax_sets(dev, &mut rng, m * n)?;
+        cases.push(Case {
+            name: format!("softmax {m}x{n} persistent w4 x{programs}"),
+            bytes: 8.0 * (m * n) as f64,
+            kernel: seeds::softmax_persistent(1024)?,
+            config: LaunchConfig::grid1(programs).num_warps(4),
+            sets,
+            scalars: vec![n as i32, n as i32, m as i32, n as i32],
+        });
+    }
+
     // The softmax's steps one at a time, each a kernel of the softmax's shape (one row of
     // 1024 per program, 4 warps): which of them costs what the copy does not.
     for step in RowStep::ALL {
-        let sets = softmax_sets(dev, &mut rng, m * n)?;
+        let mut sets = softmax_sets(dev, &mut rng, m * n)?;
+        for set in &mut sets {
+            set.push(dev.zeros::<f32>(m)?);
+        }
         cases.push(Case {
             name: format!("row step: {}", step.name()),
             bytes: 8.0 * (m * n) as f64,
@@ -431,10 +449,19 @@ enum RowStep {
     SubMax,
     /// `x / sum(x)`: one reduction and a division.
     DivSum,
+    /// `x`, and the row's maximum stored aside: the reduction without the stores of the
+    /// row waiting for it.
+    MaxAside,
 }
 
 impl RowStep {
-    const ALL: [RowStep; 4] = [RowStep::Copy, RowStep::Exp, RowStep::SubMax, RowStep::DivSum];
+    const ALL: [RowStep; 5] = [
+        RowStep::Copy,
+        RowStep::Exp,
+        RowStep::SubMax,
+        RowStep::DivSum,
+        RowStep::MaxAside,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -442,6 +469,7 @@ impl RowStep {
             RowStep::Exp => "exp",
             RowStep::SubMax => "x - max",
             RowStep::DivSum => "x / sum",
+            RowStep::MaxAside => "x, max aside",
         }
     }
 
@@ -449,6 +477,7 @@ impl RowStep {
         Ok(Kernel::build("row_step", |k| {
             let out = k.arg_ptr("out", ScalarType::F32);
             let inp = k.arg_ptr("inp", ScalarType::F32);
+            let aside = k.arg_ptr("aside", ScalarType::F32);
             let n_cols = k.arg_i32("n_cols");
             let cols = k.arange(0, block as i32);
             let mask = cols.lt(n_cols);
@@ -459,6 +488,10 @@ impl RowStep {
                 RowStep::Exp => x.exp(),
                 RowStep::SubMax => x - x.max(0),
                 RowStep::DivSum => x / x.sum(0),
+                RowStep::MaxAside => {
+                    k.store(aside + k.program_id(0), x.max(0));
+                    x
+                }
             };
             k.store_masked(out + row + cols, y, mask);
         })?)
