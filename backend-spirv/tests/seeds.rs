@@ -19,6 +19,7 @@ fn check_all(kernel: &Kernel, warps: &[u32]) {
                 max_shared_bytes: 32 * 1024,
                 shuffles,
                 max_vector_bytes: 16,
+                native_float_minmax: false,
             };
             let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len()))
                 .unwrap_or_else(|e| panic!("lowering {}: {e}", kernel.name));

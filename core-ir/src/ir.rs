@@ -201,7 +201,8 @@ pub enum BinaryOp {
     Shl,
     /// Arithmetic shift for signed integers, logical for unsigned.
     Shr,
-    /// IEEE `minimum`/`maximum`: NaN if either operand is NaN.
+    /// IEEE `minimum`/`maximum`: NaN if either operand is NaN (which NaN is open: a backend
+    /// may give a canonical one), and -0.0 below +0.0.
     Min,
     Max,
 }
@@ -222,7 +223,7 @@ pub enum CmpOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
     Sum,
-    /// NaN-propagating, as `maximum`.
+    /// NaN-propagating, as `maximum` (a NaN, not necessarily one of the inputs).
     Max,
     Min,
     /// Index (i32) of the first maximum along the axis; NaN counts as the largest value.

@@ -15,6 +15,11 @@ pub struct Target {
     pub shuffles: bool,
     /// The widest global access of one thread, in bytes (16 on NVIDIA).
     pub max_vector_bytes: u32,
+    /// Whether the backend computes the IR's f32 `minimum`/`maximum` (NaN if either is NaN,
+    /// -0.0 below +0.0) in one instruction, as PTX's `max.NaN` on sm_80 and later. Without
+    /// one, each is a dozen compares and selects, so f32 max and min reductions combine
+    /// integer keys instead (see `lower::reduce`).
+    pub native_float_minmax: bool,
 }
 
 impl Target {
@@ -26,6 +31,7 @@ impl Target {
             max_shared_bytes,
             shuffles: true,
             max_vector_bytes: 16,
+            native_float_minmax: true,
         }
     }
     pub fn threads(&self) -> u32 {

@@ -32,6 +32,9 @@ fn target(warp_size: u32, num_warps: u32, shuffles: bool) -> Target {
         max_shared_bytes: 48 * 1024,
         shuffles,
         max_vector_bytes: 16,
+        // As SPIR-V: f32 max/min reductions on integer keys where shuffles go through
+        // subgroups of 8 or through shared memory.
+        native_float_minmax: warp_size == 32 && shuffles,
     }
 }
 
@@ -85,8 +88,9 @@ fn honest_spec(kernel: &Kernel, args: &[ArgValue], buffers: &[HostBuffer]) -> Sp
 
 // ---- comparison ----
 
-/// Whether two buffers agree: exactly, or floats within `rel` relative error or `abs`
-/// absolute error.
+/// Whether two buffers agree: exactly (bit for bit, except that any NaN matches any NaN:
+/// the IR leaves a NaN result's payload open), or floats within `rel` relative error or
+/// `abs` absolute error.
 fn compare(got: &HostBuffer, want: &HostBuffer, rel: f64, abs: f64) -> Result<(), String> {
     let close = |a: f64, b: f64| {
         (a.is_nan() && b.is_nan())
@@ -110,6 +114,18 @@ fn compare(got: &HostBuffer, want: &HostBuffer, rel: f64, abs: f64) -> Result<()
             for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
                 if !close(a.to_f64(), b.to_f64()) && (a.to_bits() as i32 - b.to_bits() as i32).abs() > 1 {
                     return mismatch(i, a.to_string(), b.to_string());
+                }
+            }
+        }
+        F32 => {
+            let (g, w) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+            for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
+                if a.to_bits() != b.to_bits() && !(a.is_nan() && b.is_nan()) {
+                    return mismatch(
+                        i,
+                        format!("{a} ({:#x})", a.to_bits()),
+                        format!("{b} ({:#x})", b.to_bits()),
+                    );
                 }
             }
         }
@@ -492,6 +508,52 @@ fn argmax_and_argmin_with_ties_and_nan() {
             }
             for op in [ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Max, ReduceOp::Min] {
                 cases.push(reduce_case(op, HostBuffer::from_slice(&x), rows, cols, axis));
+            }
+        }
+    }
+    check_all(&cases, &targets());
+}
+
+/// f32 max and min over the values where their semantics bite: signed zeros (-0.0 below
+/// +0.0), infinities, subnormals, NaNs of either sign and negative numbers near each other.
+/// The targets of `targets()` without native f32 min/max reduce integer keys.
+#[test]
+fn max_and_min_of_signed_zeros_infinities_and_nans() {
+    let mut rng = Rng::new(8);
+    let specials = [
+        0.0f32,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::from_bits(1),
+        f32::from_bits(0x8000_0001),
+        -1.0,
+        -1.000_000_1,
+        f32::MAX,
+        f32::MIN,
+        f32::NAN,
+        f32::from_bits(0xffc0_0001),
+    ];
+    let mut cases = Vec::new();
+    for (rows, cols) in SHAPES {
+        let n = (rows.max(1) * cols) as usize;
+        for axis in [0, 1] {
+            if rows == 0 && axis == 1 {
+                continue;
+            }
+            // Without NaNs (from the first ten specials), then with them.
+            for pool in [&specials[..10], &specials[..]] {
+                let x: Vec<f32> = (0..n).map(|_| pool[rng.next_u64() as usize % pool.len()]).collect();
+                for op in [ReduceOp::Max, ReduceOp::Min] {
+                    cases.push(reduce_case(op, HostBuffer::from_slice(&x), rows, cols, axis));
+                }
+            }
+            // Only zeros of both signs: the sign of the result is all that can go wrong.
+            let zeros: Vec<f32> = (0..n)
+                .map(|_| if rng.next_u64() % 2 == 0 { 0.0 } else { -0.0 })
+                .collect();
+            for op in [ReduceOp::Max, ReduceOp::Min] {
+                cases.push(reduce_case(op, HostBuffer::from_slice(&zeros), rows, cols, axis));
             }
         }
     }
@@ -1445,7 +1507,16 @@ fn shared_memory_is_reported_and_limited() {
             .sum::<u32>(),
         16
     );
-    assert_eq!(lowered(&kernel, &target(32, 4, false), &spec).shared_bytes(), 4 * 128);
+    // (This target reduces the f32 max on i32 keys, in a buffer of their own.)
+    assert_eq!(
+        lowered(&kernel, &target(32, 4, false), &spec).shared_bytes(),
+        2 * 4 * 128
+    );
+    let native = Target {
+        native_float_minmax: true,
+        ..target(32, 4, false)
+    };
+    assert_eq!(lowered(&kernel, &native, &spec).shared_bytes(), 4 * 128);
     let tiny = Target {
         max_shared_bytes: 8,
         ..target(32, 4, true)

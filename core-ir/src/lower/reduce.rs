@@ -33,7 +33,12 @@ impl Lowerer<'_> {
             .ty(value)
             .scalar_type()
             .ok_or_else(|| self.unsupported(inst, "cannot reduce pointers"))?;
+        // f32 max and min on a target without an instruction for them combine integer keys
+        // (see `float_key`): one integer max per step instead of a dozen operations.
+        let keyed =
+            matches!(op, ReduceOp::Max | ReduceOp::Min) && elem == ScalarType::F32 && !self.target.native_float_minmax;
         let acc_ty = match (op, elem) {
+            _ if keyed => ScalarType::I32,
             (ReduceOp::Sum, ScalarType::F16 | ScalarType::BF16) => ScalarType::F32,
             (_, ScalarType::Bool) => ScalarType::I32,
             (_, t) => t,
@@ -48,7 +53,9 @@ impl Lowerer<'_> {
         // 1. Within the thread, in order along the axis.
         let mut parts: Vec<Option<Partial>> = vec![None; out_map.len];
         for (i, &r) in src.regs.iter().enumerate() {
-            let v = if acc_ty == elem {
+            let v = if keyed {
+                self.float_key(r, op)
+            } else if acc_ty == elem {
                 r
             } else {
                 self.set(acc_ty, Expr::Cast(r))
@@ -118,6 +125,7 @@ impl Lowerer<'_> {
             .iter()
             .map(|p| {
                 let r = if is_arg { p.index.unwrap() } else { p.value };
+                let r = if keyed { self.key_to_float(r) } else { r };
                 if self.regs[r].ty == out_ty {
                     r
                 } else if out_ty == ScalarType::Bool {
@@ -251,6 +259,40 @@ impl Lowerer<'_> {
         }
         self.emit(Stmt::Barrier);
         Ok(out)
+    }
+
+    /// The integer key of an f32 for a max or min reduction. Its bits as an `i32`, with the
+    /// 31 low bits flipped when the sign bit is set, order as the floats do, -0.0 below
+    /// +0.0, and map back to exactly those bits. A NaN gets the key that wins (`i32::MAX`
+    /// for max, `i32::MIN` for min), which maps back to a NaN.
+    fn float_key(&mut self, x: Reg, op: ReduceOp) -> Reg {
+        let i32t = ScalarType::I32;
+        let bits = self.set(i32t, Expr::Bitcast(x));
+        let key = self.flip_if_negative(bits);
+        let low = self.konst(i32t, Literal::Int(0x7fff_ffff));
+        let magnitude = self.set(i32t, Expr::Binary(BinaryOp::And, bits, low));
+        let inf = self.konst(i32t, Literal::Int(0x7f80_0000));
+        let nan = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Gt, magnitude, inf));
+        let wins = if op == ReduceOp::Max { i32::MAX } else { i32::MIN };
+        let wins = self.konst(i32t, Literal::Int(wins as i64));
+        self.set(i32t, Expr::Select(nan, wins, key))
+    }
+
+    /// The f32 whose key is `key` (see `float_key`).
+    fn key_to_float(&mut self, key: Reg) -> Reg {
+        let bits = self.flip_if_negative(key);
+        self.set(ScalarType::F32, Expr::Bitcast(bits))
+    }
+
+    /// `bits` with its 31 low bits flipped when its sign bit is set (its own inverse).
+    fn flip_if_negative(&mut self, bits: Reg) -> Reg {
+        let i32t = ScalarType::I32;
+        let s31 = self.konst(i32t, Literal::Int(31));
+        // 0 or -1: the shift of a signed integer fills with the sign.
+        let sign = self.set(i32t, Expr::Binary(BinaryOp::Shr, bits, s31));
+        let low = self.konst(i32t, Literal::Int(0x7fff_ffff));
+        let flip = self.set(i32t, Expr::Binary(BinaryOp::And, sign, low));
+        self.set(i32t, Expr::Binary(BinaryOp::Xor, bits, flip))
     }
 
     /// Combines two partials, `a` coming first along the axis.

@@ -126,9 +126,13 @@ impl Device for CudaGpu {
             }
             // Shared memory is dynamic in rutile's PTX: a kernel may use up to the opt-in
             // maximum (227 KiB on an H100); the launch opts in above 48 KiB.
-            let target = Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32);
-            let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
             let (major, minor) = p.compute_capability;
+            let target = Target {
+                // `min.NaN`/`max.NaN` from sm_80.
+                native_float_minmax: major >= 8,
+                ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
+            };
+            let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
             let ptx_target = rutile_ptx::PtxTarget::from_compute_capability(major, minor);
             let ptx = rutile_ptx::emit(&thread_kernel, &ptx_target).map_err(|e| Error::Codegen {
                 backend: "PTX",

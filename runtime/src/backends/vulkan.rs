@@ -166,6 +166,8 @@ impl WgpuGpu {
             // 57%); one element per access, each warp access contiguous, was best there.
             // Why the driver's compiler does worse with vectors in loops is not known.
             max_vector_bytes: if loops { 4 } else { 16 },
+            // SPIR-V has no NaN-propagating maximum: f32 max reductions use integer keys.
+            native_float_minmax: false,
         }
     }
 }
