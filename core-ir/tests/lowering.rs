@@ -483,32 +483,35 @@ fn reduce_case(op: ReduceOp, input: HostBuffer, rows: u32, cols: u32, axis: u32)
 
 const SHAPES: [(u32, u32); 7] = [(0, 16), (0, 1024), (0, 2), (16, 16), (4, 256), (64, 4), (1, 8)];
 
+/// Each shape of `SHAPES` with its element count and each axis it has (rows = 0 is 1-D).
+fn shapes_and_axes() -> impl Iterator<Item = (u32, u32, usize, u32)> {
+    SHAPES.into_iter().flat_map(|(rows, cols)| {
+        let n = (rows.max(1) * cols) as usize;
+        let axes: &[u32] = if rows == 0 { &[0] } else { &[0, 1] };
+        axes.iter().map(move |&axis| (rows, cols, n, axis))
+    })
+}
+
 #[test]
 fn argmax_and_argmin_with_ties_and_nan() {
     let mut rng = Rng::new(5);
     let mut cases = Vec::new();
-    for (rows, cols) in SHAPES {
-        let n = (rows.max(1) * cols) as usize;
-        for axis in [0, 1] {
-            if rows == 0 && axis == 1 {
-                continue;
+    for (rows, cols, n, axis) in shapes_and_axes() {
+        // Few distinct values: many ties.
+        let mut x: Vec<f32> = rng.i32s(n, -2, 3).into_iter().map(|v| v as f32).collect();
+        for op in [ReduceOp::ArgMax, ReduceOp::ArgMin] {
+            cases.push(reduce_case(op, HostBuffer::from_slice(&x), rows, cols, axis));
+            let ints: Vec<i32> = x.iter().map(|&v| v as i32).collect();
+            cases.push(reduce_case(op, HostBuffer::from_slice(&ints), rows, cols, axis));
+        }
+        // Some NaNs.
+        for (i, v) in x.iter_mut().enumerate() {
+            if rng.next_u64() % 7 == 0 || i == n / 2 {
+                *v = f32::NAN;
             }
-            // Few distinct values: many ties.
-            let mut x: Vec<f32> = rng.i32s(n, -2, 3).into_iter().map(|v| v as f32).collect();
-            for op in [ReduceOp::ArgMax, ReduceOp::ArgMin] {
-                cases.push(reduce_case(op, HostBuffer::from_slice(&x), rows, cols, axis));
-                let ints: Vec<i32> = x.iter().map(|&v| v as i32).collect();
-                cases.push(reduce_case(op, HostBuffer::from_slice(&ints), rows, cols, axis));
-            }
-            // Some NaNs.
-            for (i, v) in x.iter_mut().enumerate() {
-                if rng.next_u64() % 7 == 0 || i == n / 2 {
-                    *v = f32::NAN;
-                }
-            }
-            for op in [ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Max, ReduceOp::Min] {
-                cases.push(reduce_case(op, HostBuffer::from_slice(&x), rows, cols, axis));
-            }
+        }
+        for op in [ReduceOp::ArgMax, ReduceOp::ArgMin, ReduceOp::Max, ReduceOp::Min] {
+            cases.push(reduce_case(op, HostBuffer::from_slice(&x), rows, cols, axis));
         }
     }
     check_all(&cases, &targets());
@@ -535,26 +538,20 @@ fn max_and_min_of_signed_zeros_infinities_and_nans() {
         f32::from_bits(0xffc0_0001),
     ];
     let mut cases = Vec::new();
-    for (rows, cols) in SHAPES {
-        let n = (rows.max(1) * cols) as usize;
-        for axis in [0, 1] {
-            if rows == 0 && axis == 1 {
-                continue;
-            }
-            // Without NaNs (from the first ten specials), then with them.
-            for pool in [&specials[..10], &specials[..]] {
-                let x: Vec<f32> = (0..n).map(|_| pool[rng.next_u64() as usize % pool.len()]).collect();
-                for op in [ReduceOp::Max, ReduceOp::Min] {
-                    cases.push(reduce_case(op, HostBuffer::from_slice(&x), rows, cols, axis));
-                }
-            }
-            // Only zeros of both signs: the sign of the result is all that can go wrong.
-            let zeros: Vec<f32> = (0..n)
-                .map(|_| if rng.next_u64() % 2 == 0 { 0.0 } else { -0.0 })
-                .collect();
+    for (rows, cols, n, axis) in shapes_and_axes() {
+        // Without NaNs (from the first ten specials), then with them.
+        for pool in [&specials[..10], &specials[..]] {
+            let x: Vec<f32> = (0..n).map(|_| pool[rng.next_u64() as usize % pool.len()]).collect();
             for op in [ReduceOp::Max, ReduceOp::Min] {
-                cases.push(reduce_case(op, HostBuffer::from_slice(&zeros), rows, cols, axis));
+                cases.push(reduce_case(op, HostBuffer::from_slice(&x), rows, cols, axis));
             }
+        }
+        // Only zeros of both signs: the sign of the result is all that can go wrong.
+        let zeros: Vec<f32> = (0..n)
+            .map(|_| if rng.next_u64() % 2 == 0 { 0.0 } else { -0.0 })
+            .collect();
+        for op in [ReduceOp::Max, ReduceOp::Min] {
+            cases.push(reduce_case(op, HostBuffer::from_slice(&zeros), rows, cols, axis));
         }
     }
     check_all(&cases, &targets());
@@ -564,29 +561,23 @@ fn max_and_min_of_signed_zeros_infinities_and_nans() {
 fn sums_maxes_and_mins_of_several_types() {
     let mut rng = Rng::new(6);
     let mut cases = Vec::new();
-    for (rows, cols) in SHAPES {
-        let n = (rows.max(1) * cols) as usize;
-        for axis in [0, 1] {
-            if rows == 0 && axis == 1 {
-                continue;
-            }
-            // Positive floats, so that sums do not cancel (orders of summation differ).
-            let h = HostBuffer::from_slice(
-                &rng.f16s(n, -1.0, 1.0)
-                    .into_iter()
-                    .map(|v| -(-v).min(v))
-                    .collect::<Vec<f16>>(),
-            );
-            let i = HostBuffer::from_slice(&rng.i32s(n, -1000, 1000));
-            let f = HostBuffer::from_slice(&rng.f32s(n, -10.0, 10.0).into_iter().map(f32::abs).collect::<Vec<f32>>());
-            cases.push(reduce_case(ReduceOp::Sum, h.clone(), rows, cols, axis));
-            cases.push(reduce_case(ReduceOp::Max, h, rows, cols, axis));
-            cases.push(reduce_case(ReduceOp::Max, i.clone(), rows, cols, axis));
-            cases.push(reduce_case(ReduceOp::Min, i.clone(), rows, cols, axis));
-            cases.push(reduce_case(ReduceOp::Sum, i, rows, cols, axis));
-            cases.push(reduce_case(ReduceOp::Sum, f.clone(), rows, cols, axis));
-            cases.push(reduce_case(ReduceOp::Min, f, rows, cols, axis));
-        }
+    for (rows, cols, n, axis) in shapes_and_axes() {
+        // Positive floats, so that sums do not cancel (orders of summation differ).
+        let h = HostBuffer::from_slice(
+            &rng.f16s(n, -1.0, 1.0)
+                .into_iter()
+                .map(|v| -(-v).min(v))
+                .collect::<Vec<f16>>(),
+        );
+        let i = HostBuffer::from_slice(&rng.i32s(n, -1000, 1000));
+        let f = HostBuffer::from_slice(&rng.f32s(n, -10.0, 10.0).into_iter().map(f32::abs).collect::<Vec<f32>>());
+        cases.push(reduce_case(ReduceOp::Sum, h.clone(), rows, cols, axis));
+        cases.push(reduce_case(ReduceOp::Max, h, rows, cols, axis));
+        cases.push(reduce_case(ReduceOp::Max, i.clone(), rows, cols, axis));
+        cases.push(reduce_case(ReduceOp::Min, i.clone(), rows, cols, axis));
+        cases.push(reduce_case(ReduceOp::Sum, i, rows, cols, axis));
+        cases.push(reduce_case(ReduceOp::Sum, f.clone(), rows, cols, axis));
+        cases.push(reduce_case(ReduceOp::Min, f, rows, cols, axis));
     }
     check_all(&cases, &targets());
 }
