@@ -46,6 +46,25 @@ fn softmax_passes_ptxas() {
     }
 }
 
+/// Before sm_80 PTX has no `max.NaN`: the runtime lowers f32 max reductions on integer keys
+/// there, and that PTX must assemble for sm_70.
+#[test]
+fn softmax_with_keyed_max_passes_ptxas_for_sm_70() {
+    let target = Target {
+        native_float_minmax: false,
+        ..Target::nvidia(4, 48 * 1024)
+    };
+    for kernel in [seeds::softmax(1024).unwrap(), seeds::softmax_persistent(1024).unwrap()] {
+        let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len())).unwrap();
+        let ptx = emit(&t, &PtxTarget::from_compute_capability(7, 0)).unwrap();
+        assert!(
+            ptx.contains("max.s32"),
+            "the max reduction combines integer keys:\n{ptx}"
+        );
+        support::ptxas_check(&ptx, 70);
+    }
+}
+
 #[test]
 fn vector_add_vectorizes_when_aligned() {
     let k = seeds::vector_add(ScalarType::F32, 1024).unwrap();
