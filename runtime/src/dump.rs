@@ -3,9 +3,10 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Writes the stages of one compilation if `RUTILE_DUMP` is set. Failures to write are
+/// Writes the stages of one compilation if `RUTILE_DUMP` is set; each text is made only
+/// then, so that compiling without dumps does not print kernels. Failures to write are
 /// reported on stderr, never fatal: dumping is a debugging aid.
-pub(crate) fn write(kernel: &str, stages: &[(&str, &str)]) {
+pub(crate) fn write(kernel: &str, stages: &[(&str, &dyn Fn() -> String)]) {
     let Some(dir) = std::env::var_os("RUTILE_DUMP") else {
         return;
     };
@@ -18,17 +19,25 @@ pub(crate) fn write(kernel: &str, stages: &[(&str, &str)]) {
     }
     for (stage, text) in stages {
         let path = dir.join(format!("{kernel}.{n}.{stage}"));
-        if let Err(e) = std::fs::write(&path, text) {
+        if let Err(e) = std::fs::write(&path, text()) {
             eprintln!("rutile: cannot write {}: {e}", path.display());
         }
     }
 }
 
-/// Writes SPIR-V words as a `.spv` file, and their disassembly as `.spvasm` when
-/// `spirv-dis` (or `RUTILE_SPIRV_DIS`) is available, if `RUTILE_DUMP` is set.
-pub(crate) fn write_spirv(kernel: &str, words: &[u32]) {
+/// Writes the SPIR-V words that `words` makes as a `.spv` file, and their disassembly as
+/// `.spvasm` when `spirv-dis` (or `RUTILE_SPIRV_DIS`) is available, if `RUTILE_DUMP` is
+/// set.
+pub(crate) fn write_spirv<E: std::fmt::Display>(kernel: &str, words: impl FnOnce() -> Result<Vec<u32>, E>) {
     let Some(dir) = std::env::var_os("RUTILE_DUMP") else {
         return;
+    };
+    let words = match words() {
+        Ok(words) => words,
+        Err(e) => {
+            eprintln!("rutile: cannot dump the SPIR-V of `{kernel}`: {e}");
+            return;
+        }
     };
     let dir = std::path::PathBuf::from(dir);
     let _ = std::fs::create_dir_all(&dir);

@@ -142,9 +142,9 @@ impl Device for CudaGpu {
             crate::dump::write(
                 &kernel.name,
                 &[
-                    ("block.ir", &kernel.to_string()),
-                    ("thread.ir", &thread_kernel.to_string()),
-                    ("ptx", &ptx),
+                    ("block.ir", &|| kernel.to_string()),
+                    ("thread.ir", &|| thread_kernel.to_string()),
+                    ("ptx", &|| ptx.clone()),
                 ],
             );
             let module = self.device.load_ptx(&ptx)?;

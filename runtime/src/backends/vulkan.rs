@@ -260,16 +260,15 @@ impl Device for WgpuGpu {
             };
             let spirv = rutile_spirv::emit(&thread_kernel, &spirv_target).map_err(codegen)?;
             let wgsl = spirv.wgsl().unwrap_or_else(|e| format!("// {e}"));
-            let words = spirv.spirv_words().map_err(codegen)?;
             crate::dump::write(
                 &kernel.name,
                 &[
-                    ("block.ir", &kernel.to_string()),
-                    ("thread.ir", &thread_kernel.to_string()),
-                    ("wgsl", &wgsl),
+                    ("block.ir", &|| kernel.to_string()),
+                    ("thread.ir", &|| thread_kernel.to_string()),
+                    ("wgsl", &|| wgsl.clone()),
                 ],
             );
-            crate::dump::write_spirv(&kernel.name, &words);
+            crate::dump::write_spirv(&kernel.name, || spirv.spirv_words());
             let storage = spirv.bindings.storage.len() as u32;
             let layout = match spirv.bindings.launch {
                 rutile_spirv::LaunchPlace::Immediates => {
@@ -281,9 +280,12 @@ impl Device for WgpuGpu {
             // in CUDA (an unmasked access past a buffer is the kernel's bug, caught at launch
             // where its extent is known, and otherwise checkable in the interpreter with
             // RUTILE_DEVICE=cpu or RUTILE_CHECK_BOUNDS=1), and their loops are the author's.
+            // The naga module itself: wgpu writes the SPIR-V the driver gets from it, so
+            // handing it words would only make wgpu parse them back into this module.
+            let source = KernelSource::Naga(Box::new(spirv.module));
             let pipeline = unsafe {
                 self.device
-                    .create_pipeline_trusted(KernelSource::SpirV(words.into()), &spirv.entry_point, layout)?
+                    .create_pipeline_trusted(source, &spirv.entry_point, layout)?
             };
             Ok(CompiledKernel {
                 kernel: kernel.clone(),
