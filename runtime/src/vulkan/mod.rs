@@ -47,6 +47,9 @@ pub use dispatch::split_grid;
 pub use error::WgpuError;
 pub use pipeline::{BindingLayout, KernelSource, LaunchData, PipelineCache, WgpuPipeline};
 pub use properties::{vendor_name, CooperativeMatrixShape, WgpuDeviceProperties, WgpuFeatures};
+/// The wgpu rutile runs on, for code that uses [`WgpuDevice::raw`] and the other raw
+/// handles directly.
+pub use wgpu;
 /// The naga version wgpu takes modules of; rutile's SPIR-V backend must build its
 /// modules with this same naga.
 pub use wgpu::naga;
