@@ -70,6 +70,8 @@ pub struct DeviceProperties {
     /// Threads that run in lockstep: the warp size, or the subgroup size when fixed.
     pub warp_size: Option<u32>,
     pub max_threads_per_block: Option<u32>,
+    /// The most threads resident on one multiprocessor.
+    pub max_threads_per_multiprocessor: Option<u32>,
     pub max_grid: Option<[u32; 3]>,
     pub l2_cache_bytes: Option<u64>,
     pub clock_khz: Option<u32>,
@@ -103,6 +105,7 @@ impl DeviceProperties {
             shared_memory_per_multiprocessor: None,
             warp_size: None,
             max_threads_per_block: None,
+            max_threads_per_multiprocessor: None,
             max_grid: None,
             l2_cache_bytes: None,
             clock_khz: None,
@@ -144,6 +147,11 @@ impl fmt::Display for DeviceProperties {
         )?;
         writeln!(f, "  warp (subgroup) size    {}", opt(&self.warp_size))?;
         writeln!(f, "  max threads / block     {}", opt(&self.max_threads_per_block))?;
+        writeln!(
+            f,
+            "  max threads / SM        {}",
+            opt(&self.max_threads_per_multiprocessor)
+        )?;
         writeln!(f, "  L2 cache bytes          {}", opt(&self.l2_cache_bytes))?;
         writeln!(
             f,

@@ -4,16 +4,23 @@
 use crate::compiled::KernelMetadata;
 use crate::device::DeviceProperties;
 
-/// Programs of `kernel` resident on one multiprocessor:
+/// Programs of `kernel` resident on one multiprocessor. Where the compiler reports the
+/// kernel's registers (CUDA), exactly as the tutorial computes it:
 /// `registers_per_sm / (registers_per_thread * threads_per_program)`, limited by
-/// `shared_memory_per_sm / shared_memory_per_program`. `None` when the device or the
-/// compiler does not report the numbers it needs.
+/// `shared_memory_per_sm / shared_memory_per_program`. Where it does not (Vulkan), the
+/// thread limit stands in for the register limit: `threads_per_sm / threads_per_program`,
+/// an upper bound (a kernel short of registers fits fewer), which for a persistent grid
+/// costs at most a second, partial wave, where guessing low would leave multiprocessors
+/// idle. `None` when the device reports neither.
 pub fn programs_per_multiprocessor(device: &DeviceProperties, kernel: &KernelMetadata) -> Option<u32> {
-    let regs = kernel.registers?.max(1);
-    let mut occupancy = device.registers_per_multiprocessor? / (regs * kernel.threads.max(1));
+    let threads = kernel.threads.max(1);
+    let mut occupancy = match (kernel.registers, device.registers_per_multiprocessor) {
+        (Some(regs), Some(per_sm)) => per_sm / (regs.max(1) * threads),
+        _ => device.max_threads_per_multiprocessor? / threads,
+    };
     if let Some(by_shared) = device
-        .shared_memory_per_multiprocessor?
-        .checked_div(kernel.shared_bytes)
+        .shared_memory_per_multiprocessor
+        .and_then(|per_sm| per_sm.checked_div(kernel.shared_bytes))
     {
         occupancy = occupancy.min(by_shared);
     }
@@ -46,5 +53,32 @@ mod tests {
         assert_eq!(persistent_programs(&d, &k), Some(132 * 16));
         let unknown = DeviceProperties::unknown("gpu", "v", Backend::Vulkan, DeviceType::DiscreteGpu);
         assert_eq!(persistent_programs(&unknown, &k), None);
+    }
+
+    /// Without the kernel's registers (Vulkan), the threads a multiprocessor holds bound
+    /// the occupancy; shared memory still limits it.
+    #[test]
+    fn thread_limit_without_registers() {
+        let mut d = DeviceProperties::unknown("gpu", "v", Backend::Vulkan, DeviceType::DiscreteGpu);
+        d.multiprocessors = Some(132);
+        let mut k = KernelMetadata {
+            threads: 128,
+            registers: None,
+            shared_bytes: 16,
+            ..KernelMetadata::default()
+        };
+        // Multiprocessors alone are not enough.
+        assert_eq!(persistent_programs(&d, &k), None);
+        d.max_threads_per_multiprocessor = Some(2048);
+        assert_eq!(programs_per_multiprocessor(&d, &k), Some(16));
+        assert_eq!(persistent_programs(&d, &k), Some(2112));
+        d.shared_memory_per_multiprocessor = Some(64 * 1024);
+        k.shared_bytes = 8 * 1024;
+        assert_eq!(programs_per_multiprocessor(&d, &k), Some(8));
+        // Registers, where reported, decide as the tutorial computes it.
+        d.registers_per_multiprocessor = Some(65536);
+        k.registers = Some(64);
+        k.shared_bytes = 16;
+        assert_eq!(programs_per_multiprocessor(&d, &k), Some(8));
     }
 }

@@ -43,6 +43,7 @@ impl CudaGpu {
         properties.shared_memory_per_multiprocessor = Some(p.shared_memory_per_multiprocessor as u32);
         properties.warp_size = Some(p.warp_size);
         properties.max_threads_per_block = Some(p.max_threads_per_block);
+        properties.max_threads_per_multiprocessor = Some(p.max_threads_per_multiprocessor);
         properties.max_grid = Some(p.max_grid_dim);
         properties.l2_cache_bytes = Some(p.l2_cache_size as u64);
         properties.clock_khz = p.clock_rate_khz;

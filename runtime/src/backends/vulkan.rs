@@ -111,6 +111,12 @@ impl WgpuGpu {
         properties.shared_memory_per_block_optin = Some(p.max_workgroup_storage_bytes);
         properties.warp_size = fixed_subgroup(&device);
         properties.max_threads_per_block = Some(p.max_invocations_per_workgroup);
+        properties.multiprocessors = p.multiprocessors;
+        // Warps are subgroups of a fixed size there (NVIDIA: 32).
+        properties.max_threads_per_multiprocessor = p
+            .warps_per_multiprocessor
+            .zip(properties.warp_size)
+            .map(|(warps, size)| warps * size);
         // Larger grids are split into several dispatches.
         properties.max_grid = Some([u32::MAX; 3]);
         let f = &p.features;

@@ -36,6 +36,7 @@ mod buffer;
 mod device;
 mod dispatch;
 mod error;
+mod native;
 mod pipeline;
 mod properties;
 mod reflect;

@@ -123,6 +123,11 @@ pub struct WgpuDeviceProperties {
     pub max_workgroups_per_dimension: u32,
     /// Bytes of immediates (push constants) a pipeline may use; 0 without the feature.
     pub max_immediate_size: u32,
+    /// Multiprocessors (NVIDIA's SMs), when the driver reports them
+    /// (`VK_NV_shader_sm_builtins`); `None` elsewhere.
+    pub multiprocessors: Option<u32>,
+    /// The most warps resident on one multiprocessor, reported with `multiprocessors`.
+    pub warps_per_multiprocessor: Option<u32>,
     /// Optional features.
     pub features: WgpuFeatures,
     /// The cooperative-matrix configurations the adapter lists; `None` when the adapter
@@ -146,7 +151,12 @@ impl WgpuDeviceProperties {
                 saturating: p.saturating_accumulation,
             })
             .collect();
-        Self::from_parts(&adapter.get_info(), &adapter.limits(), adapter.features(), shapes)
+        let mut properties = Self::from_parts(&adapter.get_info(), &adapter.limits(), adapter.features(), shapes);
+        if let Some(sm) = super::native::sm_builtins(adapter) {
+            properties.multiprocessors = Some(sm.multiprocessors);
+            properties.warps_per_multiprocessor = Some(sm.warps_per_multiprocessor);
+        }
+        properties
     }
 
     pub(crate) fn from_parts(
@@ -181,6 +191,8 @@ impl WgpuDeviceProperties {
             min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
             max_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
             max_immediate_size: limits.max_immediate_size,
+            multiprocessors: None,
+            warps_per_multiprocessor: None,
             cooperative_matrix_shapes: if features.cooperative_matrix || !shapes.is_empty() {
                 Some(shapes)
             } else {
@@ -307,6 +319,13 @@ impl fmt::Display for WgpuDeviceProperties {
             f,
             "  uniform binding        up to {}",
             bytes(self.max_uniform_buffer_binding_size)
+        )?;
+        let unknown = || "unknown".to_string();
+        writeln!(
+            f,
+            "  multiprocessors        {} ({} warps each)",
+            self.multiprocessors.map_or_else(unknown, |n| n.to_string()),
+            self.warps_per_multiprocessor.map_or_else(unknown, |n| n.to_string())
         )?;
         writeln!(
             f,
