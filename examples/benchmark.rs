@@ -279,9 +279,8 @@ fn bench_device(
                 let mut config = LaunchConfig::grid1((m as u32).div_ceil((*rows_per_program).max(1))).num_warps(warps);
                 if *rows_per_program == 0 {
                     let compiled = dev.compile_for(kernel, &config, &args)?;
-                    let programs =
-                        rutile::occupancy::persistent_programs(dev.properties(), &compiled.metadata).unwrap_or(256);
-                    config.grid = [programs.min(m as u32), 1, 1];
+                    let programs = rutile::occupancy::persistent_grid(dev.properties(), &compiled.metadata, m as u32);
+                    config.grid = [programs, 1, 1];
                 }
                 let s = match do_bench(dev, flush, 3, reps, &mut || dev.launch(kernel, &config, &args)) {
                     Ok(s) => s,

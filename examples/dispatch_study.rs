@@ -8,7 +8,7 @@
 //! repetitions per case, 60 by default; the first sixth are warm-up).
 
 use rutile::vulkan::wgpu;
-use rutile::vulkan::{BindingLayout, KernelSource, WgpuBuffer, WgpuDevice};
+use rutile::vulkan::{BindingLayout, KernelSource, WgpuBuffer};
 
 const ROWS: u32 = 4096;
 const COLS: u32 = 1024;
@@ -319,7 +319,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut t = Vec::new();
             for rep in 0..reps {
                 flush(Flush::CopyEngine);
-                let ms = dispatch_timed(dev, &p, &output, &input, &launch)?;
+                let ms = dev
+                    .dispatch_timed(&p, &[&output, &input], Some(&launch), [ROWS, 1, 1])?
+                    .unwrap_or(f64::NAN);
                 if rep >= reps / 6 {
                     t.push(ms * 1e3);
                 }
@@ -331,16 +333,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let got: Vec<f32> = output.read_as()?;
     println!("copy correct: {}", got == x);
     Ok(())
-}
-
-fn dispatch_timed(
-    dev: &WgpuDevice,
-    p: &rutile::vulkan::WgpuPipeline,
-    output: &WgpuBuffer,
-    input: &WgpuBuffer,
-    launch: &[u8],
-) -> Result<f64, Box<dyn std::error::Error>> {
-    Ok(dev
-        .dispatch_timed(p, &[output, input], Some(launch), [ROWS, 1, 1])?
-        .unwrap_or(f64::NAN))
 }

@@ -130,9 +130,9 @@ fn study(dev: &dyn Device) -> rutile::Result<()> {
         });
     }
 
-    // The persistent form at fixed grids (wgpu reports no multiprocessor count, so on
-    // Vulkan the benchmark launches 256 programs): each program loads its next row before
-    // reducing the current one, which hides the reductions' latency if anything does.
+    // The persistent form at fixed grids, the same on both backends (multiples of the
+    // H100's 132 multiprocessors): each program loads its next row before reducing the
+    // current one, which hides the reductions' latency if anything does.
     for programs in [264u32, 528, 1056, 2112] {
         let sets = softmax_sets(dev, &mut rng, m * n)?;
         cases.push(Case {

@@ -93,10 +93,8 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, persistent: bool, see
     let mut config = LaunchConfig::grid1(rows as u32).num_warps(num_warps);
     if persistent {
         let compiled = dev.compile_for(&kernel, &config, &args)?;
-        // Devices that report no multiprocessor count (or neither registers nor threads per
-        // multiprocessor) get 256 programs.
-        let programs = rutile::occupancy::persistent_programs(dev.properties(), &compiled.metadata).unwrap_or(256);
-        config.grid = [programs.min(rows as u32).max(1), 1, 1];
+        let programs = rutile::occupancy::persistent_grid(dev.properties(), &compiled.metadata, rows as u32);
+        config.grid = [programs, 1, 1];
     }
     let time_ms = timed(dev, &kernel, &config, &args)?;
     let y = dev.download(&yb)?;

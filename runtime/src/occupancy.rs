@@ -32,6 +32,21 @@ pub fn persistent_programs(device: &DeviceProperties, kernel: &KernelMetadata) -
     Some((device.multiprocessors? * programs_per_multiprocessor(device, kernel)?).max(1))
 }
 
+/// Programs a persistent kernel gets on devices that do not report what
+/// [`persistent_programs`] needs (no multiprocessor count, or neither registers nor threads
+/// per multiprocessor): enough to fill a mid-sized GPU.
+pub const UNKNOWN_DEVICE_PROGRAMS: u32 = 256;
+
+/// The grid of a persistent kernel over `rows` rows: [`persistent_programs`], or
+/// [`UNKNOWN_DEVICE_PROGRAMS`] where the device does not say, never more programs than rows
+/// and at least one.
+pub fn persistent_grid(device: &DeviceProperties, kernel: &KernelMetadata, rows: u32) -> u32 {
+    persistent_programs(device, kernel)
+        .unwrap_or(UNKNOWN_DEVICE_PROGRAMS)
+        .min(rows)
+        .max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,6 +68,10 @@ mod tests {
         assert_eq!(persistent_programs(&d, &k), Some(132 * 16));
         let unknown = DeviceProperties::unknown("gpu", "v", Backend::Vulkan, DeviceType::DiscreteGpu);
         assert_eq!(persistent_programs(&unknown, &k), None);
+        assert_eq!(persistent_grid(&d, &k, 4096), 132 * 16);
+        assert_eq!(persistent_grid(&d, &k, 100), 100);
+        assert_eq!(persistent_grid(&unknown, &k, 4096), UNKNOWN_DEVICE_PROGRAMS);
+        assert_eq!(persistent_grid(&unknown, &k, 0), 1);
     }
 
     /// Without the kernel's registers (Vulkan), the threads a multiprocessor holds bound
