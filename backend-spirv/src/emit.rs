@@ -68,6 +68,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
         module,
         info,
         entry_point,
+        streaming_bindings: crate::hints::streaming_bindings(kernel, &layout),
         bindings: layout,
     })
 }
@@ -1034,7 +1035,7 @@ impl<'a> Cx<'a> {
                 self.write(*dst, v);
             }
             // The cache modifier is a hint naga cannot express (SPIR-V's `Nontemporal`
-            // memory operand): dropped.
+            // memory operand): `crate::hints` adds it to the words naga writes.
             Stmt::Load {
                 dsts, mem, index, pred, ..
             } => self.predicated(*pred, |cx| {

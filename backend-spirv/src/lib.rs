@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! ThreadKernel ──emit──▶ SpirvKernel { naga::Module, ModuleInfo, BindingLayout }
-//!                              ├─ spirv_words() ─▶ SPIR-V 1.3 for Vulkan
-//!                              └─ wgsl()        ─▶ WGSL text (for reading)
+//!                              ├─ spirv_words()        ─▶ SPIR-V 1.3 for Vulkan
+//!                              ├─ spirv_words_hinted() ─▶ SPIR-V 1.4 with memory hints
+//!                              └─ wgsl()               ─▶ WGSL text (for reading)
 //! ```
 //!
 //! [`emit`] translates a [`ThreadKernel`] into one compute entry point, checks it with naga's
@@ -59,7 +60,9 @@
 //! * **Shared memory.** Each shared buffer is a `var<workgroup>` `array<T, len>`. It is not
 //!   zero-initialized by the code from [`SpirvKernel::spirv_words`].
 //!
-//! The SPIR-V is version 1.3 (Vulkan 1.1). The module passes naga's validation with every
+//! The SPIR-V is version 1.3 (Vulkan 1.1); [`SpirvKernel::spirv_words_hinted`] writes 1.4
+//! (Vulkan 1.2) with the hints naga's IR cannot carry, added by `hints` after naga (the
+//! `Nontemporal` memory operand on read-once loads, per binding). The module passes naga's validation with every
 //! check on ([`naga::valid::ValidationFlags::all`]) and the capabilities of the target, so a
 //! consumer that validates it again (wgpu given the module or its WGSL) accepts it too. The
 //! per-thread IR's control flow is uniform across a workgroup by construction; barriers may
@@ -123,6 +126,7 @@
 
 mod emit;
 mod erf;
+mod hints;
 
 use rutile_ir::thread::ThreadKernel;
 use rutile_ir::ScalarType;
@@ -184,6 +188,11 @@ pub struct SpirvKernel {
     /// it would not be a WGSL identifier (a leading digit or `__`, a keyword).
     pub entry_point: String,
     pub bindings: BindingLayout,
+    /// Storage-buffer bindings whose every load is read-once ([`CacheModifier::Streaming`]):
+    /// [`SpirvKernel::spirv_words_hinted`] marks their loads `Nontemporal`.
+    ///
+    /// [`CacheModifier::Streaming`]: rutile_ir::ir::CacheModifier::Streaming
+    pub streaming_bindings: Vec<u32>,
 }
 
 /// Errors of [`emit`] and of writing a module.
@@ -220,8 +229,30 @@ pub enum SpirvError {
 impl SpirvKernel {
     /// The module as SPIR-V 1.3 words (Vulkan 1.1), with debug names.
     pub fn spirv_words(&self) -> Result<Vec<u32>, SpirvError> {
+        self.write_spirv((1, 3))
+    }
+
+    /// Whether [`SpirvKernel::spirv_words_hinted`] has hints to add that naga's module (and
+    /// so [`SpirvKernel::spirv_words`]) lacks.
+    pub fn has_memory_hints(&self) -> bool {
+        !self.streaming_bindings.is_empty()
+    }
+
+    /// The module as SPIR-V 1.4 words (Vulkan 1.2), with debug names and with the memory
+    /// hints naga cannot express: the `Nontemporal` memory operand on every load through the
+    /// [`SpirvKernel::streaming_bindings`]. These words are rutile's alone (a consumer that
+    /// rebuilds a naga module from them drops the hints): hand them to the driver as they are.
+    pub fn spirv_words_hinted(&self) -> Result<Vec<u32>, SpirvError> {
+        let words = self.write_spirv((1, 4))?;
+        if self.streaming_bindings.is_empty() {
+            return Ok(words);
+        }
+        hints::mark_nontemporal(&words, &self.streaming_bindings)
+    }
+
+    fn write_spirv(&self, lang_version: (u8, u8)) -> Result<Vec<u32>, SpirvError> {
         let options = naga::back::spv::Options {
-            lang_version: (1, 3),
+            lang_version,
             flags: naga::back::spv::WriterFlags::DEBUG,
             zero_initialize_workgroup_memory: naga::back::spv::ZeroInitializeWorkgroupMemoryMode::None,
             // Loops here come from the kernel's own `for`/`while`: no counter is added.

@@ -60,3 +60,83 @@ fn matmul_validates() {
         check_all(&seeds::matmul(&meta).unwrap(), &[2]);
     }
 }
+
+/// The read-once loads of `softmax_with(.., Streaming)`: every `OpLoad` through the input
+/// buffer carries `Nontemporal` in the hinted words, and no other load does.
+#[test]
+fn streaming_loads_are_nontemporal() {
+    use rspirv::dr::Operand;
+    use rspirv::spirv::{Decoration, MemoryAccess, Op};
+    use rutile_ir::ir::CacheModifier;
+
+    /// (loads marked Nontemporal, loads not marked) in `words`.
+    fn count_loads(words: &[u32]) -> (usize, usize) {
+        let module = rspirv::dr::load_words(words).unwrap();
+        let (mut marked, mut plain) = (0, 0);
+        for inst in module.all_inst_iter().filter(|i| i.class.opcode == Op::Load) {
+            match inst.operands.get(1) {
+                Some(Operand::MemoryAccess(m)) if m.contains(MemoryAccess::NONTEMPORAL) => marked += 1,
+                _ => plain += 1,
+            }
+        }
+        assert!(
+            module.annotations.iter().any(|a| a.class.opcode == Op::Decorate
+                && a.operands.get(1) == Some(&Operand::Decoration(Decoration::Binding))),
+            "the module declares bindings"
+        );
+        (marked, plain)
+    }
+
+    let target = Target {
+        warp_size: 32,
+        num_warps: 4,
+        max_shared_bytes: 32 * 1024,
+        shuffles: true,
+        max_vector_bytes: 16,
+        native_float_minmax: false,
+    };
+    let lower = |k: &Kernel| rutile_ir::lower::lower(k, &target, &Specialization::all(k.params.len())).unwrap();
+    for block in [1024, 4096] {
+        let streaming = lower(&seeds::softmax_with(block, CacheModifier::Streaming).unwrap());
+        let (sk, _) = common::check(&streaming, &SpirvTarget::full(32));
+        // Parameters: output (binding 0), input (binding 1), then scalars.
+        assert_eq!(sk.streaming_bindings, vec![1]);
+        assert!(sk.has_memory_hints());
+        let (marked, _) = count_loads(&sk.spirv_words_hinted().unwrap());
+        // 16-byte loads: block / (4 per vector) / 128 threads, at least one per thread.
+        assert_eq!(marked, (block as usize / 4 / 128).max(1), "block {block}");
+        // Without hints no load is marked (naga's own words).
+        assert_eq!(count_loads(&sk.spirv_words().unwrap()).0, 0);
+
+        let plain = lower(&seeds::softmax(block).unwrap());
+        let (sk, _) = common::check(&plain, &SpirvTarget::full(32));
+        assert!(sk.streaming_bindings.is_empty() && !sk.has_memory_hints());
+        assert_eq!(count_loads(&sk.spirv_words_hinted().unwrap()).0, 0);
+    }
+}
+
+/// A buffer loaded both with and without the hint gets none (the hint is per binding).
+#[test]
+fn a_buffer_also_loaded_plainly_keeps_no_hint() {
+    use rutile_ir::ir::CacheModifier;
+    let kernel = Kernel::build("mixed_loads", |k| {
+        let x = k.arg_ptr("x", ScalarType::F32);
+        let y = k.arg_ptr("y", ScalarType::F32);
+        let i = k.arange(0, 128);
+        let a = k.load_masked_with(x + i, i.lt(128), 0.0f32, CacheModifier::Streaming);
+        let b = k.load(x + i);
+        k.store(y + i, a + b);
+    })
+    .unwrap();
+    let target = Target {
+        warp_size: 32,
+        num_warps: 1,
+        max_shared_bytes: 32 * 1024,
+        shuffles: true,
+        max_vector_bytes: 16,
+        native_float_minmax: false,
+    };
+    let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(2)).unwrap();
+    let (sk, _) = common::check(&t, &SpirvTarget::full(32));
+    assert!(sk.streaming_bindings.is_empty());
+}

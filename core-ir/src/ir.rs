@@ -95,8 +95,10 @@ pub enum CacheModifier {
     Default,
     /// The data is read once: cache it with evict-first priority, so that it does not push
     /// out data that will be used again (nor dirty lines that would have to be written
-    /// back early). PTX `ld.global.cs`; Vulkan has no equivalent that naga can express, so
-    /// SPIR-V ignores it.
+    /// back early). PTX `ld.global.cs`; SPIR-V's `Nontemporal` memory operand on every load
+    /// of a buffer that is only loaded this way (naga cannot express it: rutile-spirv adds it
+    /// to the SPIR-V 1.4 it hands the driver directly where the device takes that, and
+    /// drops it elsewhere).
     Streaming,
 }
 

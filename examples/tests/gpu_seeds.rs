@@ -63,10 +63,13 @@ fn gpu_vector_add_matches_the_interpreter() {
     }
 }
 
-/// The softmax forms: one row per program, persistent, and several rows per program.
+/// The softmax forms: one row per program (also with read-once input loads, which reach a
+/// Vulkan driver as SPIR-V with `Nontemporal` loads), persistent, and several rows per
+/// program.
 #[derive(Clone, Copy, Debug)]
 enum Form {
     Simple,
+    Streaming,
     Persistent,
     Rows(u32),
 }
@@ -75,12 +78,13 @@ fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, form: Form) -
     let block = seeds::softmax_block(cols as u32);
     let kernel = match form {
         Form::Simple => seeds::softmax(block)?,
+        Form::Streaming => seeds::softmax_with(block, rutile::CacheModifier::Streaming)?,
         Form::Persistent => seeds::softmax_persistent(block)?,
         Form::Rows(m) => seeds::softmax_rows(m, block)?,
     };
     let (xb, yb) = (d.upload(x)?, d.zeros::<f32>(rows * cols)?);
     let programs = match form {
-        Form::Simple => rows as u32,
+        Form::Simple | Form::Streaming => rows as u32,
         Form::Persistent => (rows as u32).min(132 * 4),
         Form::Rows(m) => (rows as u32).div_ceil(m),
     };
@@ -122,7 +126,7 @@ fn gpu_softmax_matches_the_interpreter() {
         for (i, &(rows, cols)) in shapes.iter().enumerate() {
             let x = Rng::new(77 + i as u64).f32s(rows * cols, -2.0, 2.0);
             let want = softmax_on(&cpu, &x, rows, cols, Form::Simple).unwrap();
-            for form in [Form::Simple, Form::Persistent, Form::Rows(2), Form::Rows(4)] {
+            for form in [Form::Simple, Form::Streaming, Form::Persistent, Form::Rows(2), Form::Rows(4)] {
                 if matches!(form, Form::Rows(_)) && cols > 4096 {
                     continue; // a [4, 16384] block is more than a program should hold
                 }

@@ -5,17 +5,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Writes the stages of one compilation if `RUTILE_DUMP` is set; each text is made only
 /// then, so that compiling without dumps does not print kernels. Failures to write are
-/// reported on stderr, never fatal: dumping is a debugging aid.
-pub(crate) fn write(kernel: &str, stages: &[(&str, &dyn Fn() -> String)]) {
-    let Some(dir) = std::env::var_os("RUTILE_DUMP") else {
-        return;
-    };
+/// reported on stderr, never fatal: dumping is a debugging aid. Returns the compilation's
+/// number `n` when dumping, for [`write_spirv`].
+pub(crate) fn write(kernel: &str, stages: &[(&str, &dyn Fn() -> String)]) -> Option<u32> {
+    let dir = std::env::var_os("RUTILE_DUMP")?;
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let dir = std::path::PathBuf::from(dir);
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("rutile: cannot create dump folder {}: {e}", dir.display());
-        return;
+        return Some(n);
     }
     for (stage, text) in stages {
         let path = dir.join(format!("{kernel}.{n}.{stage}"));
@@ -23,13 +22,18 @@ pub(crate) fn write(kernel: &str, stages: &[(&str, &dyn Fn() -> String)]) {
             eprintln!("rutile: cannot write {}: {e}", path.display());
         }
     }
+    Some(n)
 }
 
-/// Writes the SPIR-V words that `words` makes as a `.spv` file, and their disassembly as
-/// `.spvasm` when `spirv-dis` (or `RUTILE_SPIRV_DIS`) is available, if `RUTILE_DUMP` is
-/// set.
-pub(crate) fn write_spirv<E: std::fmt::Display>(kernel: &str, words: impl FnOnce() -> Result<Vec<u32>, E>) {
-    let Some(dir) = std::env::var_os("RUTILE_DUMP") else {
+/// Writes the SPIR-V words that `words` makes as `<kernel>.<n>.spv`, and their disassembly
+/// as `.spvasm` when `spirv-dis` (or `RUTILE_SPIRV_DIS`) is available, when compilation `n`
+/// is being dumped ([`write`] returned it).
+pub(crate) fn write_spirv<E: std::fmt::Display>(
+    kernel: &str,
+    n: Option<u32>,
+    words: impl FnOnce() -> Result<Vec<u32>, E>,
+) {
+    let (Some(dir), Some(n)) = (std::env::var_os("RUTILE_DUMP"), n) else {
         return;
     };
     let words = match words() {
@@ -41,7 +45,7 @@ pub(crate) fn write_spirv<E: std::fmt::Display>(kernel: &str, words: impl FnOnce
     };
     let dir = std::path::PathBuf::from(dir);
     let _ = std::fs::create_dir_all(&dir);
-    let path = dir.join(format!("{kernel}.spv"));
+    let path = dir.join(format!("{kernel}.{n}.spv"));
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     if let Err(e) = std::fs::write(&path, bytes) {
         eprintln!("rutile: cannot write {}: {e}", path.display());
@@ -50,7 +54,7 @@ pub(crate) fn write_spirv<E: std::fmt::Display>(kernel: &str, words: impl FnOnce
     let dis = std::env::var("RUTILE_SPIRV_DIS").unwrap_or_else(|_| "spirv-dis".into());
     if let Ok(out) = std::process::Command::new(dis).arg(&path).output() {
         if out.status.success() {
-            let _ = std::fs::write(dir.join(format!("{kernel}.spvasm")), out.stdout);
+            let _ = std::fs::write(dir.join(format!("{kernel}.{n}.spvasm")), out.stdout);
         }
     }
 }

@@ -178,16 +178,20 @@ fn random_inputs(n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
 
 /// Runs the add kernel of `source` on a ragged length and compares bit for bit.
 fn check_add(device: &WgpuDevice, source: KernelSource<'_>) {
+    let pipeline = device.create_pipeline(source, "add", add_layout()).unwrap();
+    check_add_pipeline(device, &pipeline);
+}
+
+fn check_add_pipeline(device: &WgpuDevice, pipeline: &rutile::vulkan::WgpuPipeline) {
     let n = 98433usize;
     let (a, b, expected) = random_inputs(n);
-    let pipeline = device.create_pipeline(source, "add", add_layout()).unwrap();
     let da = WgpuBuffer::from_slice(device, &a).unwrap();
     let db = WgpuBuffer::from_slice(device, &b).unwrap();
     let dc = WgpuBuffer::zeroed(device, n * 4).unwrap();
     let uniform = (n as u32).to_le_bytes();
     let groups = (n as u32).div_ceil(256);
     device
-        .dispatch(&pipeline, &[&da, &db, &dc], Some(&uniform), [groups, 1, 1])
+        .dispatch(pipeline, &[&da, &db, &dc], Some(&uniform), [groups, 1, 1])
         .unwrap();
     let got: Vec<f32> = dc.read_as().unwrap();
     let mismatches = got
@@ -220,6 +224,40 @@ fn adds_ragged_f32_arrays_from_spirv() {
         .unwrap();
     let words = naga::back::spv::write_vec(&module, &info, &naga::back::spv::Options::default(), None).unwrap();
     check_add(device, KernelSource::SpirV(words.into()));
+}
+
+/// SPIR-V handed to the driver as it is: only on the trusted path, and only on a device
+/// that takes it (lavapipe and NVIDIA's driver do).
+#[test]
+fn adds_ragged_f32_arrays_from_passed_through_spirv() {
+    let Some(device) = device() else { return };
+    let module = naga::front::wgsl::parse_str(ADD_WGSL).unwrap();
+    let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+        .validate(&module)
+        .unwrap();
+    let options = naga::back::spv::Options {
+        lang_version: (1, 4),
+        ..Default::default()
+    };
+    let words = naga::back::spv::write_vec(&module, &info, &options, None).unwrap();
+    let source = || KernelSource::SpirVPassthrough {
+        words: words.clone().into(),
+        module: Box::new(module.clone()),
+    };
+    match device.create_pipeline(source(), "add", add_layout()) {
+        Err(WgpuError::InvalidArgument { what }) => assert!(what.contains("create_pipeline_trusted"), "{what}"),
+        other => panic!("an unchecked pipeline from passed-through SPIR-V: {other:?}"),
+    }
+    // SAFETY: the add kernel's accesses are guarded by its length check.
+    let trusted = unsafe { device.create_pipeline_trusted(source(), "add", add_layout()) };
+    if device.features().spirv_passthrough {
+        check_add_pipeline(device, &trusted.unwrap());
+    } else {
+        match trusted {
+            Err(WgpuError::MissingFeature { feature }) => assert!(feature.contains("PASSTHROUGH"), "{feature}"),
+            other => panic!("passed-through SPIR-V on a device without the feature: {other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -10,7 +10,8 @@ use rutile_ir::ScalarType::{F32, I32};
 use rutile_spirv::{SpirvError, SpirvKernel, SpirvTarget};
 
 /// Emits `k` for `target`, writes WGSL and SPIR-V, checks the WGSL parses back into a valid
-/// module, and runs spirv-val on the SPIR-V when `RUTILE_SPIRV_VAL` names it.
+/// module, and runs spirv-val on the SPIR-V when `RUTILE_SPIRV_VAL` names it (on the words
+/// with memory hints too, when the kernel has some).
 pub fn check(k: &ThreadKernel, target: &SpirvTarget) -> (SpirvKernel, String) {
     let sk = match rutile_spirv::emit(k, target) {
         Ok(sk) => sk,
@@ -20,7 +21,11 @@ pub fn check(k: &ThreadKernel, target: &SpirvTarget) -> (SpirvKernel, String) {
     let words = sk.spirv_words().unwrap_or_else(|e| panic!("{e}\n{wgsl}"));
     assert_eq!(words[0], 0x0723_0203, "SPIR-V magic number");
     reparse_wgsl(&wgsl, target);
-    spirv_val(&k.name, &words, &wgsl);
+    spirv_val(&k.name, &words, &wgsl, "vulkan1.1");
+    if sk.has_memory_hints() {
+        let hinted = sk.spirv_words_hinted().unwrap_or_else(|e| panic!("{e}\n{wgsl}"));
+        spirv_val(&k.name, &hinted, &wgsl, "vulkan1.2");
+    }
     (sk, wgsl)
 }
 
@@ -40,7 +45,7 @@ fn reparse_wgsl(wgsl: &str, target: &SpirvTarget) {
     }
 }
 
-fn spirv_val(name: &str, words: &[u32], wgsl: &str) {
+fn spirv_val(name: &str, words: &[u32], wgsl: &str, target_env: &str) {
     let Some(tool) = std::env::var_os("RUTILE_SPIRV_VAL") else {
         if std::env::var("RUTILE_REQUIRE_TOOLS").as_deref() == Ok("1") {
             panic!("RUTILE_REQUIRE_TOOLS=1 but RUTILE_SPIRV_VAL is not set");
@@ -54,7 +59,7 @@ fn spirv_val(name: &str, words: &[u32], wgsl: &str) {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     std::fs::write(&path, bytes).unwrap();
     let out = std::process::Command::new(&tool)
-        .args(["--target-env", "vulkan1.1"])
+        .args(["--target-env", target_env])
         .arg(&path)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {tool:?}: {e}"));

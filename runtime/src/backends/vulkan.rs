@@ -266,7 +266,7 @@ impl Device for WgpuGpu {
             };
             let spirv = rutile_spirv::emit(&thread_kernel, &spirv_target).map_err(codegen)?;
             let wgsl = spirv.wgsl().unwrap_or_else(|e| format!("// {e}"));
-            crate::dump::write(
+            let dumped = crate::dump::write(
                 &kernel.name,
                 &[
                     ("block.ir", &|| kernel.to_string()),
@@ -274,7 +274,17 @@ impl Device for WgpuGpu {
                     ("wgsl", &|| wgsl.clone()),
                 ],
             );
-            crate::dump::write_spirv(&kernel.name, || spirv.spirv_words());
+            // A kernel with read-once loads goes to the driver as rutile's own SPIR-V 1.4
+            // words, which carry the `Nontemporal` hint a naga module cannot, where the device
+            // takes such words (elsewhere the hint is dropped, as the IR allows).
+            let passthrough = spirv.has_memory_hints() && f.spirv_passthrough;
+            crate::dump::write_spirv(&kernel.name, dumped, || {
+                if passthrough {
+                    spirv.spirv_words_hinted()
+                } else {
+                    spirv.spirv_words()
+                }
+            });
             let storage = spirv.bindings.storage.len() as u32;
             let layout = match spirv.bindings.launch {
                 rutile_spirv::LaunchPlace::Immediates => {
@@ -288,7 +298,14 @@ impl Device for WgpuGpu {
             // RUTILE_DEVICE=cpu or RUTILE_CHECK_BOUNDS=1), and their loops are the author's.
             // The naga module itself: wgpu writes the SPIR-V the driver gets from it, so
             // handing it words would only make wgpu parse them back into this module.
-            let source = KernelSource::Naga(Box::new(spirv.module));
+            let source = if passthrough {
+                KernelSource::SpirVPassthrough {
+                    words: spirv.spirv_words_hinted().map_err(codegen)?.into(),
+                    module: Box::new(spirv.module),
+                }
+            } else {
+                KernelSource::Naga(Box::new(spirv.module))
+            };
             let pipeline = unsafe {
                 self.device
                     .create_pipeline_trusted(source, &spirv.entry_point, layout)?

@@ -21,7 +21,8 @@ pub(crate) const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES)
-    .union(wgpu::Features::IMMEDIATES);
+    .union(wgpu::Features::IMMEDIATES)
+    .union(wgpu::Features::PASSTHROUGH_SHADERS);
 
 /// One wgpu device, ready for work: its adapter, device, queue and properties.
 ///
@@ -161,7 +162,9 @@ impl WgpuDevice {
             };
             lock(&lost_sink).get_or_insert(reason);
         });
-        let features = WgpuFeatures::from_wgpu(device.features());
+        let mut features = WgpuFeatures::from_wgpu(device.features());
+        features.spirv_passthrough =
+            device.features().contains(wgpu::Features::PASSTHROUGH_SHADERS) && props.features.spirv_passthrough;
         Ok(WgpuDevice {
             inner: Arc::new(Inner {
                 index,

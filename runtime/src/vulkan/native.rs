@@ -40,6 +40,25 @@ pub(crate) fn sm_builtins(adapter: &wgpu::Adapter) -> Option<SmBuiltins> {
     })
 }
 
+/// Whether the driver accepts SPIR-V 1.4 modules: a Vulkan 1.2 device, or an older one with
+/// `VK_KHR_spirv_1_4`.
+#[cfg(all(not(target_arch = "wasm32"), not(target_vendor = "apple")))]
+pub(crate) fn accepts_spirv_1_4(adapter: &wgpu::Adapter) -> bool {
+    use ash::vk;
+    // SAFETY: the raw handles are only used to read properties, while `adapter` is borrowed.
+    let Some(hal) = (unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }) else {
+        return false;
+    };
+    let capabilities = hal.physical_device_capabilities();
+    capabilities.properties().api_version >= vk::API_VERSION_1_2
+        || capabilities.supports_extension(ash::khr::spirv_1_4::NAME)
+}
+
+#[cfg(any(target_arch = "wasm32", target_vendor = "apple"))]
+pub(crate) fn accepts_spirv_1_4(_adapter: &wgpu::Adapter) -> bool {
+    false
+}
+
 #[cfg(any(target_arch = "wasm32", target_vendor = "apple"))]
 pub(crate) fn sm_builtins(_adapter: &wgpu::Adapter) -> Option<SmBuiltins> {
     None

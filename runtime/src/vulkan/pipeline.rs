@@ -102,6 +102,15 @@ pub enum KernelSource<'a> {
     SpirV(Cow<'a, [u32]>),
     /// WGSL text.
     Wgsl(Cow<'a, str>),
+    /// SPIR-V words handed to the driver as they are, unchecked by wgpu (for what a naga
+    /// module cannot carry, such as `Nontemporal` loads), with the naga module they were
+    /// written from (which says the bindings' sizes). Only for
+    /// [`WgpuDevice::create_pipeline_trusted`], on a device with
+    /// [`WgpuFeatures::spirv_passthrough`](super::WgpuFeatures::spirv_passthrough).
+    SpirVPassthrough {
+        words: Cow<'a, [u32]>,
+        module: Box<wgpu::naga::Module>,
+    },
 }
 
 impl KernelSource<'_> {
@@ -110,6 +119,7 @@ impl KernelSource<'_> {
             KernelSource::Naga(_) => "naga",
             KernelSource::SpirV(_) => "SPIR-V",
             KernelSource::Wgsl(_) => "WGSL",
+            KernelSource::SpirVPassthrough { .. } => "SPIR-V (passed through)",
         }
     }
 }
@@ -195,24 +205,63 @@ impl WgpuDevice {
     ) -> Result<WgpuPipeline, WgpuError> {
         let layouts = self.layout_objects(layout)?;
         let what = format!("creating the compute pipeline `{entry_point}` from {}", source.kind());
-        let source = match source {
-            KernelSource::Naga(module) => wgpu::ShaderSource::Naga(Cow::Owned(*module)),
-            KernelSource::SpirV(words) => wgpu::ShaderSource::SpirV(words),
-            KernelSource::Wgsl(text) => wgpu::ShaderSource::Wgsl(text),
+        let (source, passthrough) = match source {
+            KernelSource::Naga(module) => (wgpu::ShaderSource::Naga(Cow::Owned(*module)), None),
+            KernelSource::SpirV(words) => (wgpu::ShaderSource::SpirV(words), None),
+            KernelSource::Wgsl(text) => (wgpu::ShaderSource::Wgsl(text), None),
+            KernelSource::SpirVPassthrough { words, module } => {
+                if !trusted {
+                    return Err(WgpuError::InvalidArgument {
+                        what: format!(
+                            "`{entry_point}`: SPIR-V passed through is not checked by wgpu: \
+                             create its pipeline with `create_pipeline_trusted`"
+                        ),
+                    });
+                }
+                if !self.features().spirv_passthrough {
+                    return Err(WgpuError::MissingFeature {
+                        feature: "PASSTHROUGH_SHADERS (with SPIR-V 1.4)",
+                    });
+                }
+                // wgpu knows a passed-through module's entry points only from this list.
+                let entry = module
+                    .entry_points
+                    .iter()
+                    .find(|e| e.name == entry_point)
+                    .map(|e| wgpu::PassthroughShaderEntryPoint {
+                        name: Cow::Owned(e.name.clone()),
+                        workgroup_size: e.workgroup_size.into(),
+                    });
+                (wgpu::ShaderSource::Naga(Cow::Owned(*module)), Some((words, entry)))
+            }
         };
         let min_binding_sizes = super::reflect::min_binding_sizes(&source);
         let pipeline = self.scoped(&what, || {
-            let desc = wgpu::ShaderModuleDescriptor {
-                label: Some(entry_point),
-                source,
-            };
-            let module = if trusted {
+            let module = if let Some((words, entry)) = passthrough {
+                let desc = wgpu::ShaderModuleDescriptorPassthrough {
+                    label: Some(entry_point),
+                    entry_points: entry.into_iter().collect::<Vec<_>>().into(),
+                    spirv: Some(words),
+                    ..Default::default()
+                };
+                // SAFETY: only on the trusted path (checked above): the caller vouches for the
+                // shader, and the words were written from a module naga validated.
+                unsafe { self.raw().create_shader_module_passthrough(desc) }
+            } else if trusted {
+                let desc = wgpu::ShaderModuleDescriptor {
+                    label: Some(entry_point),
+                    source,
+                };
                 // SAFETY: the caller of `create_pipeline_trusted` vouches for the shader.
                 unsafe {
                     self.raw()
                         .create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked())
                 }
             } else {
+                let desc = wgpu::ShaderModuleDescriptor {
+                    label: Some(entry_point),
+                    source,
+                };
                 self.raw().create_shader_module(desc)
             };
             self.raw().create_compute_pipeline(&wgpu::ComputePipelineDescriptor {

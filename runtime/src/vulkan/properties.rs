@@ -59,6 +59,10 @@ pub struct WgpuFeatures {
     pub cooperative_matrix: bool,
     /// Immediates, Vulkan's push constants (`IMMEDIATES`).
     pub immediates: bool,
+    /// SPIR-V 1.4 handed to the driver as it is (`PASSTHROUGH_SHADERS`, on a Vulkan device
+    /// that accepts SPIR-V 1.4: Vulkan 1.2 or `VK_KHR_spirv_1_4`). rutile uses it for kernels
+    /// with memory hints naga cannot carry (read-once loads as `Nontemporal`).
+    pub spirv_passthrough: bool,
 }
 
 impl WgpuFeatures {
@@ -74,6 +78,9 @@ impl WgpuFeatures {
             timestamp_query_inside_passes: f.contains(F::TIMESTAMP_QUERY_INSIDE_PASSES),
             cooperative_matrix: f.contains(F::EXPERIMENTAL_COOPERATIVE_MATRIX),
             immediates: f.contains(F::IMMEDIATES),
+            // Whether the driver takes SPIR-V 1.4 is not a wgpu feature:
+            // `WgpuDeviceProperties::from_adapter` asks the driver.
+            spirv_passthrough: false,
         }
     }
 }
@@ -152,6 +159,8 @@ impl WgpuDeviceProperties {
             })
             .collect();
         let mut properties = Self::from_parts(&adapter.get_info(), &adapter.limits(), adapter.features(), shapes);
+        properties.features.spirv_passthrough =
+            adapter.features().contains(wgpu::Features::PASSTHROUGH_SHADERS) && super::native::accepts_spirv_1_4(adapter);
         if let Some(sm) = super::native::sm_builtins(adapter) {
             properties.multiprocessors = Some(sm.multiprocessors);
             properties.warps_per_multiprocessor = Some(sm.warps_per_multiprocessor);

@@ -1,0 +1,109 @@
+//! Memory-access hints that naga's IR cannot carry, added to the SPIR-V words it writes.
+//!
+//! The per-thread IR marks read-once loads with [`CacheModifier::Streaming`] (PTX
+//! `ld.global.cs`). SPIR-V 1.4 has the matching hint, the `Nontemporal` memory operand, but
+//! a naga module has no place for it, so it is added after naga has written the words:
+//! [`streaming_bindings`] finds the storage buffers whose every load is streaming, and
+//! [`mark_nontemporal`] puts `Nontemporal` on each `OpLoad` through those buffers.
+//!
+//! The hint is per binding, not per load, because naga's output keeps no trace of which IR
+//! load wrote which `OpLoad`: a buffer that is also loaded without the hint keeps none.
+//! A hint changes no result, so marking more or fewer loads is never wrong, only slower.
+
+use crate::{BindingLayout, SpirvError};
+use rspirv::binary::Assemble;
+use rspirv::dr::Operand;
+use rspirv::spirv::{Decoration, MemoryAccess, Op};
+use rutile_ir::ir::CacheModifier;
+use rutile_ir::thread::{Memory, Stmt, ThreadKernel};
+use std::collections::HashSet;
+
+/// Bindings of the storage buffers that `kernel` loads from, and only with
+/// [`CacheModifier::Streaming`], in increasing order.
+pub(crate) fn streaming_bindings(kernel: &ThreadKernel, layout: &BindingLayout) -> Vec<u32> {
+    let params = kernel.params.len();
+    let (mut streaming, mut plain) = (vec![false; params], vec![false; params]);
+    kernel.walk(&mut |s| {
+        if let Stmt::Load {
+            mem: Memory::Global { param },
+            cache,
+            ..
+        } = s
+        {
+            let p = *param as usize;
+            match cache {
+                CacheModifier::Streaming => streaming[p] = true,
+                CacheModifier::Default => plain[p] = true,
+            }
+        }
+    });
+    layout
+        .storage
+        .iter()
+        .filter(|s| streaming[s.param as usize] && !plain[s.param as usize])
+        .map(|s| s.binding)
+        .collect()
+}
+
+/// `words` (SPIR-V 1.4 or later) with the `Nontemporal` memory operand on every `OpLoad`
+/// whose pointer derives from a variable of descriptor set 0 at one of `bindings`.
+pub(crate) fn mark_nontemporal(words: &[u32], bindings: &[u32]) -> Result<Vec<u32>, SpirvError> {
+    let mut module = rspirv::dr::load_words(words)
+        .map_err(|e| SpirvError::SpirvWriter(format!("reading back naga's SPIR-V: {e}")))?;
+    let version = module.header.as_ref().map_or((0, 0), |h| h.version());
+    if version < (1, 4) {
+        return Err(SpirvError::SpirvWriter(format!(
+            "the Nontemporal memory operand needs SPIR-V 1.4, the module is {}.{}",
+            version.0, version.1
+        )));
+    }
+
+    // The variables bound at `bindings`: every variable has one binding and one set, and
+    // rutile puts everything in set 0.
+    let mut pointers: HashSet<u32> = module
+        .annotations
+        .iter()
+        .filter(|a| a.class.opcode == Op::Decorate)
+        .filter_map(|a| match a.operands.as_slice() {
+            [Operand::IdRef(target), Operand::Decoration(Decoration::Binding), Operand::LiteralBit32(b)]
+                if bindings.contains(b) =>
+            {
+                Some(*target)
+            }
+            _ => None,
+        })
+        .collect();
+
+    for function in &mut module.functions {
+        for block in &mut function.blocks {
+            for inst in &mut block.instructions {
+                match inst.class.opcode {
+                    // SPIR-V lays out a function's blocks so that each comes before the
+                    // blocks it dominates, and only `OpPhi` may use a value defined later:
+                    // one pass sees every access chain before the loads through it.
+                    Op::AccessChain | Op::InBoundsAccessChain | Op::PtrAccessChain | Op::CopyObject => {
+                        if let (Some(Operand::IdRef(base)), Some(id)) = (inst.operands.first(), inst.result_id) {
+                            if pointers.contains(base) {
+                                pointers.insert(id);
+                            }
+                        }
+                    }
+                    Op::Load => {
+                        let Some(Operand::IdRef(pointer)) = inst.operands.first() else {
+                            continue;
+                        };
+                        if !pointers.contains(pointer) {
+                            continue;
+                        }
+                        match inst.operands.get_mut(1) {
+                            Some(Operand::MemoryAccess(mask)) => *mask |= MemoryAccess::NONTEMPORAL,
+                            _ => inst.operands.insert(1, Operand::MemoryAccess(MemoryAccess::NONTEMPORAL)),
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(module.assemble())
+}
