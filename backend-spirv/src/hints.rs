@@ -97,7 +97,9 @@ pub(crate) fn mark_nontemporal(words: &[u32], bindings: &[u32]) -> Result<Vec<u3
                         }
                         match inst.operands.get_mut(1) {
                             Some(Operand::MemoryAccess(mask)) => *mask |= MemoryAccess::NONTEMPORAL,
-                            _ => inst.operands.insert(1, Operand::MemoryAccess(MemoryAccess::NONTEMPORAL)),
+                            _ => inst
+                                .operands
+                                .insert(1, Operand::MemoryAccess(MemoryAccess::NONTEMPORAL)),
                         }
                     }
                     _ => {}

@@ -126,7 +126,13 @@ fn gpu_softmax_matches_the_interpreter() {
         for (i, &(rows, cols)) in shapes.iter().enumerate() {
             let x = Rng::new(77 + i as u64).f32s(rows * cols, -2.0, 2.0);
             let want = softmax_on(&cpu, &x, rows, cols, Form::Simple).unwrap();
-            for form in [Form::Simple, Form::Streaming, Form::Persistent, Form::Rows(2), Form::Rows(4)] {
+            for form in [
+                Form::Simple,
+                Form::Streaming,
+                Form::Persistent,
+                Form::Rows(2),
+                Form::Rows(4),
+            ] {
                 if matches!(form, Form::Rows(_)) && cols > 4096 {
                     continue; // a [4, 16384] block is more than a program should hold
                 }
@@ -233,6 +239,49 @@ fn gpu_copy_and_properties() {
         assert_eq!(d.download(&b).unwrap(), x);
         let c = d.zeros::<f32>(10).unwrap();
         assert!(d.copy(a.raw(), c.raw()).is_err());
+    }
+}
+
+/// The persistent softmax's occupancy inputs: the compiled kernel's registers where the
+/// driver reports them (CUDA always; Vulkan through NVIDIA's driver, from its pipeline
+/// statistics), and then the tutorial's formula for the grid.
+#[test]
+fn gpu_register_counts_and_the_persistent_grid() {
+    let (_turn, devices) = devices();
+    for d in devices {
+        let p = d.properties();
+        let kernel = seeds::softmax_persistent(1024).unwrap();
+        let config = LaunchConfig::grid1(1).num_warps(4);
+        let (x, y) = (d.zeros::<f32>(1024).unwrap(), d.zeros::<f32>(1024).unwrap());
+        let args = [
+            (&y).into(),
+            (&x).into(),
+            1024.into(),
+            1024.into(),
+            1.into(),
+            1024.into(),
+        ];
+        let compiled = d.compile_for(&kernel, &config, &args).unwrap();
+        let m = &compiled.metadata;
+        println!("{}: {} threads, registers {:?}", d.id(), m.threads, m.registers);
+        let reports = p.backend == rutile::Backend::Cuda || (p.multiprocessors.is_some() && p.vendor == "NVIDIA");
+        if !reports {
+            continue;
+        }
+        let regs = m
+            .registers
+            .unwrap_or_else(|| panic!("{}: no register count for the softmax", d.id()));
+        assert!((1..=255).contains(&regs), "{}: {regs} registers", d.id());
+        let per_sm = p.registers_per_multiprocessor.unwrap();
+        let mut occupancy = per_sm / (regs * m.threads);
+        if let Some(by_shared) = p
+            .shared_memory_per_multiprocessor
+            .and_then(|s| s.checked_div(m.shared_bytes))
+        {
+            occupancy = occupancy.min(by_shared);
+        }
+        let grid = rutile::occupancy::persistent_grid(p, m, 1 << 20);
+        assert_eq!(grid, (p.multiprocessors.unwrap() * occupancy).max(1), "{}", d.id());
     }
 }
 

@@ -30,7 +30,8 @@ impl From<&crate::LaunchConfig> for CompileOptions {
 pub struct KernelMetadata {
     /// Threads per program.
     pub threads: u32,
-    /// Registers per thread.
+    /// Registers per thread: from the CUDA driver, or from a Vulkan driver that reports
+    /// pipeline statistics (`VK_KHR_pipeline_executable_properties`, NVIDIA's does).
     pub registers: Option<u32>,
     /// Bytes of local memory per thread (register spills).
     pub spill_bytes: Option<u32>,

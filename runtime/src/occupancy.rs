@@ -5,9 +5,11 @@ use crate::compiled::KernelMetadata;
 use crate::device::DeviceProperties;
 
 /// Programs of `kernel` resident on one multiprocessor. Where the compiler reports the
-/// kernel's registers (CUDA), exactly as the tutorial computes it:
+/// kernel's registers (CUDA; Vulkan where the driver reports pipeline statistics), exactly
+/// as the tutorial computes it:
 /// `registers_per_sm / (registers_per_thread * threads_per_program)`, limited by
-/// `shared_memory_per_sm / shared_memory_per_program`. Where it does not (Vulkan), the
+/// `shared_memory_per_sm / shared_memory_per_program`. Where it does not (other Vulkan
+/// drivers), the
 /// thread limit stands in for the register limit: `threads_per_sm / threads_per_program`,
 /// an upper bound (a kernel short of registers fits fewer), which for a persistent grid
 /// costs at most a second, partial wave, where guessing low would leave multiprocessors

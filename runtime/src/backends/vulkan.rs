@@ -117,6 +117,13 @@ impl WgpuGpu {
             .warps_per_multiprocessor
             .zip(properties.warp_size)
             .map(|(warps, size)| warps * size);
+        // NVIDIA's driver is the one that reports multiprocessors (`VK_NV_shader_sm_builtins`);
+        // every NVIDIA GPU from compute capability 5.0 on has 64 K 32-bit registers per
+        // multiprocessor (CUDA C++ Programming Guide, "Technical Specifications per Compute
+        // Capability"), and the occupancy needs that with a kernel's register count.
+        if p.multiprocessors.is_some() && p.vendor_name() == Some("NVIDIA") {
+            properties.registers_per_multiprocessor = Some(64 * 1024);
+        }
         // Larger grids are split into several dispatches.
         properties.max_grid = Some([u32::MAX; 3]);
         let f = &p.features;
@@ -298,13 +305,29 @@ impl Device for WgpuGpu {
             // RUTILE_DEVICE=cpu or RUTILE_CHECK_BOUNDS=1), and their loops are the author's.
             // The naga module itself: wgpu writes the SPIR-V the driver gets from it, so
             // handing it words would only make wgpu parse them back into this module.
-            let source = if passthrough {
-                KernelSource::SpirVPassthrough {
-                    words: spirv.spirv_words_hinted().map_err(codegen)?.into(),
-                    module: Box::new(spirv.module),
-                }
+            let hinted = if passthrough {
+                Some(spirv.spirv_words_hinted().map_err(codegen)?)
             } else {
-                KernelSource::Naga(Box::new(spirv.module))
+                None
+            };
+            // The driver's register count, where it reports one (for occupancy): from the
+            // words it gets, or from rutile's SPIR-V of the same module.
+            let registers = if self.device.has_pipeline_statistics() {
+                let words = match &hinted {
+                    Some(words) => Some(words.clone()),
+                    None => spirv.spirv_words().ok(),
+                };
+                // SAFETY: rutile's SPIR-V, whose bindings are `layout`'s.
+                words.and_then(|w| unsafe { self.device.register_count(&w, &spirv.entry_point, layout) })
+            } else {
+                None
+            };
+            let source = match hinted {
+                Some(words) => KernelSource::SpirVPassthrough {
+                    words: words.into(),
+                    module: Box::new(spirv.module),
+                },
+                None => KernelSource::Naga(Box::new(spirv.module)),
             };
             let pipeline = unsafe {
                 self.device
@@ -318,6 +341,7 @@ impl Device for WgpuGpu {
                 metadata: KernelMetadata {
                     threads: target.threads(),
                     shared_bytes: thread_kernel.shared_bytes(),
+                    registers,
                     ..KernelMetadata::default()
                 },
                 code: Some(wgsl),

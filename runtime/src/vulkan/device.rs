@@ -43,6 +43,8 @@ struct Inner {
     queue: wgpu::Queue,
     props: WgpuDeviceProperties,
     features: WgpuFeatures,
+    /// Opened with `VK_KHR_pipeline_executable_properties` (see `statistics`).
+    pipeline_statistics: bool,
     /// Errors raised outside an error scope, oldest first.
     uncaptured: Arc<Mutex<Vec<WgpuError>>>,
     /// Why the device was lost, once wgpu has said so.
@@ -137,10 +139,14 @@ impl WgpuDevice {
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         };
-        let (device, queue) =
-            pollster::block_on(adapter.request_device(&desc)).map_err(|e| WgpuError::RequestDevice {
-                message: super::error::with_sources(&e),
-            })?;
+        // With the driver's pipeline statistics where it has them (for register counts),
+        // else the usual way.
+        let with_statistics = super::statistics::open_device(adapter, &desc);
+        let pipeline_statistics = matches!(with_statistics, Some(Ok(_)));
+        let opened = with_statistics.unwrap_or_else(|| pollster::block_on(adapter.request_device(&desc)));
+        let (device, queue) = opened.map_err(|e| WgpuError::RequestDevice {
+            message: super::error::with_sources(&e),
+        })?;
         let uncaptured = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&uncaptured);
         device.on_uncaptured_error(Arc::new(move |error: wgpu::Error| {
@@ -172,6 +178,7 @@ impl WgpuDevice {
                 queue,
                 props,
                 features,
+                pipeline_statistics,
                 uncaptured,
                 lost,
                 layouts: Mutex::new(HashMap::new()),
@@ -189,6 +196,26 @@ impl WgpuDevice {
     /// The features enabled on this device (a subset of [`Self::properties`]' features).
     pub fn features(&self) -> &WgpuFeatures {
         &self.inner.features
+    }
+
+    /// Whether the driver reports compiled pipelines' statistics to rutile
+    /// (`VK_KHR_pipeline_executable_properties`, enabled when the device opened).
+    pub fn has_pipeline_statistics(&self) -> bool {
+        self.inner.pipeline_statistics
+    }
+
+    /// Registers per invocation of the compute entry point `entry` of the SPIR-V `words`
+    /// as this device's driver compiles it, for bindings shaped as `layout`; `None` where
+    /// the driver does not say ([`Self::has_pipeline_statistics`]).
+    ///
+    /// # Safety
+    /// `words` must be valid SPIR-V whose bindings are those `layout` describes.
+    pub unsafe fn register_count(&self, words: &[u32], entry: &str, layout: super::BindingLayout) -> Option<u32> {
+        if !self.has_pipeline_statistics() {
+            return None;
+        }
+        // SAFETY: passed on from the caller.
+        unsafe { super::statistics::register_count(self.raw(), words, entry, layout) }
     }
 
     /// The adapter's index in [`super::adapters`]' list.

@@ -40,6 +40,7 @@ mod native;
 mod pipeline;
 mod properties;
 mod reflect;
+mod statistics;
 
 pub use adapters::{adapters, best_adapter, AdapterKind, AdapterSummary};
 pub use buffer::WgpuBuffer;

@@ -224,14 +224,12 @@ impl WgpuDevice {
                     });
                 }
                 // wgpu knows a passed-through module's entry points only from this list.
-                let entry = module
-                    .entry_points
-                    .iter()
-                    .find(|e| e.name == entry_point)
-                    .map(|e| wgpu::PassthroughShaderEntryPoint {
+                let entry = module.entry_points.iter().find(|e| e.name == entry_point).map(|e| {
+                    wgpu::PassthroughShaderEntryPoint {
                         name: Cow::Owned(e.name.clone()),
                         workgroup_size: e.workgroup_size.into(),
-                    });
+                    }
+                });
                 (wgpu::ShaderSource::Naga(Cow::Owned(*module)), Some((words, entry)))
             }
         };

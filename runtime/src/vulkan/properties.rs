@@ -159,8 +159,8 @@ impl WgpuDeviceProperties {
             })
             .collect();
         let mut properties = Self::from_parts(&adapter.get_info(), &adapter.limits(), adapter.features(), shapes);
-        properties.features.spirv_passthrough =
-            adapter.features().contains(wgpu::Features::PASSTHROUGH_SHADERS) && super::native::accepts_spirv_1_4(adapter);
+        properties.features.spirv_passthrough = adapter.features().contains(wgpu::Features::PASSTHROUGH_SHADERS)
+            && super::native::accepts_spirv_1_4(adapter);
         if let Some(sm) = super::native::sm_builtins(adapter) {
             properties.multiprocessors = Some(sm.multiprocessors);
             properties.warps_per_multiprocessor = Some(sm.warps_per_multiprocessor);

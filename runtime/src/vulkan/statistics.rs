@@ -1,0 +1,206 @@
+//! What the driver's compiler says of a compiled kernel, through
+//! `VK_KHR_pipeline_executable_properties`: its register count, which the persistent
+//! tutorial's occupancy needs and wgpu does not report.
+//!
+//! The extension must be enabled when the device is created, which wgpu does not do:
+//! [`open_device`] opens the device through wgpu-hal with it added. The statistics exist
+//! only for pipelines created with `CAPTURE_STATISTICS`, which wgpu's pipelines are not, so
+//! [`register_count`] compiles the kernel's SPIR-V once more through raw Vulkan calls, with
+//! a layout of the same shape, reads the count and destroys that pipeline. Everything here
+//! is best effort: `None` wherever the driver does not say.
+
+use super::pipeline::{BindingLayout, LaunchData};
+
+/// Opens `adapter` as `desc` asks, with `VK_KHR_pipeline_executable_properties` enabled
+/// where the adapter has it. `None` when it does not (or is not a Vulkan adapter): open the
+/// device the usual way.
+#[cfg(all(not(target_arch = "wasm32"), not(target_vendor = "apple")))]
+pub(crate) fn open_device(
+    adapter: &wgpu::Adapter,
+    desc: &wgpu::DeviceDescriptor<'_>,
+) -> Option<Result<(wgpu::Device, wgpu::Queue), wgpu::RequestDeviceError>> {
+    use ash::{khr, vk};
+    let open = {
+        // SAFETY: the hal adapter is only used to open a device, while `adapter` is borrowed.
+        let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
+        let capabilities = hal.physical_device_capabilities();
+        if !capabilities.supports_extension(khr::pipeline_executable_properties::NAME)
+            || capabilities.properties().api_version < vk::API_VERSION_1_1
+        {
+            return None;
+        }
+        let mut feature =
+            vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
+        let feature_ref = &mut feature;
+        let callback: Box<wgpu::hal::vulkan::CreateDeviceCallback<'_>> = Box::new(move |args| {
+            args.extensions.push(khr::pipeline_executable_properties::NAME);
+            *args.create_info = args.create_info.push_next(feature_ref);
+        });
+        // SAFETY: the callback only adds an extension the adapter supports and its feature,
+        // as wgpu-hal's contract allows; the features and limits are those of `desc`.
+        unsafe {
+            hal.open_with_callback(
+                desc.required_features,
+                &desc.required_limits,
+                &desc.memory_hints,
+                Some(callback),
+            )
+        }
+    };
+    let open = match open {
+        Ok(open) => open,
+        // Let wgpu open it the usual way, and report what fails then.
+        Err(_) => return None,
+    };
+    // SAFETY: `open` was opened from this adapter with the features and limits of `desc`.
+    Some(unsafe { adapter.create_device_from_hal(open, desc) })
+}
+
+#[cfg(any(target_arch = "wasm32", target_vendor = "apple"))]
+pub(crate) fn open_device(
+    _adapter: &wgpu::Adapter,
+    _desc: &wgpu::DeviceDescriptor<'_>,
+) -> Option<Result<(wgpu::Device, wgpu::Queue), wgpu::RequestDeviceError>> {
+    None
+}
+
+/// Registers per invocation of the compute entry point `entry` of the SPIR-V `words`
+/// compiled by `device`'s driver, for bindings shaped as `layout`. `None` where the device
+/// was not opened by [`open_device`] or the driver reports no register statistic.
+///
+/// # Safety
+/// `words` must be valid SPIR-V whose interface matches `layout` (rutile's own kernels).
+#[cfg(all(not(target_arch = "wasm32"), not(target_vendor = "apple")))]
+pub(crate) unsafe fn register_count(
+    device: &wgpu::Device,
+    words: &[u32],
+    entry: &str,
+    layout: BindingLayout,
+) -> Option<u32> {
+    use ash::{khr, vk};
+    // SAFETY: the raw device is only used while `device` is borrowed, for objects created
+    // and destroyed here.
+    let hal = unsafe { device.as_hal::<wgpu::hal::api::Vulkan>() }?;
+    if !hal
+        .enabled_device_extensions()
+        .contains(&khr::pipeline_executable_properties::NAME)
+    {
+        return None;
+    }
+    let raw = hal.raw_device();
+    let statistics = khr::pipeline_executable_properties::Device::new(hal.shared_instance().raw_instance(), raw);
+    let entry = std::ffi::CString::new(entry).ok()?;
+
+    let mut bindings: Vec<_> = (0..layout.storage_buffers)
+        .map(|b| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(b)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        })
+        .collect();
+    if let Some(b) = layout.uniform_binding() {
+        bindings.push(
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(b)
+                .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE),
+        );
+    }
+    let push_constants = match layout.launch {
+        LaunchData::Immediates(size) if size > 0 => vec![vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .size(size)],
+        _ => Vec::new(),
+    };
+
+    // Every object made here is destroyed before returning, whatever fails.
+    let mut set_layout = vk::DescriptorSetLayout::null();
+    let mut pipeline_layout = vk::PipelineLayout::null();
+    let mut module = vk::ShaderModule::null();
+    let mut pipeline = vk::Pipeline::null();
+    // SAFETY: valid create infos on a live device; each handle is destroyed below.
+    let count = unsafe {
+        (|| -> Option<u32> {
+            set_layout = raw
+                .create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None)
+                .ok()?;
+            let set_layouts = [set_layout];
+            pipeline_layout = raw
+                .create_pipeline_layout(
+                    &vk::PipelineLayoutCreateInfo::default()
+                        .set_layouts(&set_layouts)
+                        .push_constant_ranges(&push_constants),
+                    None,
+                )
+                .ok()?;
+            module = raw
+                .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(words), None)
+                .ok()?;
+            let stage = vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::COMPUTE)
+                .module(module)
+                .name(&entry);
+            let info = vk::ComputePipelineCreateInfo::default()
+                .flags(vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR)
+                .stage(stage)
+                .layout(pipeline_layout);
+            pipeline = *raw
+                .create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
+                .ok()?
+                .first()?;
+            let executables = statistics
+                .get_pipeline_executable_properties(&vk::PipelineInfoKHR::default().pipeline(pipeline))
+                .ok()?;
+            let index = executables
+                .iter()
+                .position(|e| e.stages.contains(vk::ShaderStageFlags::COMPUTE))?;
+            let executable = vk::PipelineExecutableInfoKHR::default()
+                .pipeline(pipeline)
+                .executable_index(index as u32);
+            let stats = statistics.get_pipeline_executable_statistics(&executable).ok()?;
+            stats.iter().find_map(register_statistic)
+        })()
+    };
+    // SAFETY: null handles are ignored by the destroy calls; the others were made above and
+    // are not in use (the pipeline was never bound).
+    unsafe {
+        raw.destroy_pipeline(pipeline, None);
+        raw.destroy_shader_module(module, None);
+        raw.destroy_pipeline_layout(pipeline_layout, None);
+        raw.destroy_descriptor_set_layout(set_layout, None);
+    }
+    count
+}
+
+#[cfg(any(target_arch = "wasm32", target_vendor = "apple"))]
+pub(crate) unsafe fn register_count(
+    _device: &wgpu::Device,
+    _words: &[u32],
+    _entry: &str,
+    _layout: BindingLayout,
+) -> Option<u32> {
+    None
+}
+
+/// The value of a statistic that counts registers (drivers name it differently: "Register
+/// Count", "Registers", "VGPRs"...), when it is an integer.
+#[cfg(all(not(target_arch = "wasm32"), not(target_vendor = "apple")))]
+fn register_statistic(s: &ash::vk::PipelineExecutableStatisticKHR<'_>) -> Option<u32> {
+    use ash::vk;
+    let name = s.name_as_c_str().ok()?.to_string_lossy().to_ascii_lowercase();
+    if !name.contains("register") || name.contains("spill") {
+        return None;
+    }
+    // SAFETY: the union member read is the one `format` names.
+    let value = unsafe {
+        match s.format {
+            vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64,
+            vk::PipelineExecutableStatisticFormatKHR::INT64 => u64::try_from(s.value.i64).ok()?,
+            _ => return None,
+        }
+    };
+    u32::try_from(value).ok().filter(|&v| v > 0)
+}
