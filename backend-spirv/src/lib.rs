@@ -62,11 +62,11 @@
 //!
 //! The SPIR-V is version 1.3 (Vulkan 1.1); [`SpirvKernel::spirv_words_hinted`] writes 1.4
 //! (Vulkan 1.2) with the hints naga's IR cannot carry, added by `hints` after naga (the
-//! `Nontemporal` memory operand on read-once loads, per binding). The module passes naga's validation with every
-//! check on ([`naga::valid::ValidationFlags::all`]) and the capabilities of the target, so a
-//! consumer that validates it again (wgpu given the module or its WGSL) accepts it too. The
-//! per-thread IR's control flow is uniform across a workgroup by construction; barriers may
-//! sit inside loops and branches.
+//! `Nontemporal` memory operand on read-once loads, per binding). The module passes naga's
+//! validation with every check on ([`naga::valid::ValidationFlags::all`]) and the
+//! capabilities of the target, so a consumer that validates it again (wgpu given the module
+//! or its WGSL) accepts it too. The per-thread IR's control flow is uniform across a
+//! workgroup by construction; barriers may sit inside loops and branches.
 //!
 //! # Semantics
 //!

@@ -9,8 +9,8 @@ use crate::device::DeviceProperties;
 /// as the tutorial computes it:
 /// `registers_per_sm / (registers_per_thread * threads_per_program)`, limited by
 /// `shared_memory_per_sm / shared_memory_per_program`. Where it does not (other Vulkan
-/// drivers), the
-/// thread limit stands in for the register limit: `threads_per_sm / threads_per_program`,
+/// drivers), the thread limit stands in for the register limit:
+/// `threads_per_sm / threads_per_program`,
 /// an upper bound (a kernel short of registers fits fewer), which for a persistent grid
 /// costs at most a second, partial wave, where guessing low would leave multiprocessors
 /// idle. `None` when the device reports neither.

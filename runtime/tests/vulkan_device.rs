@@ -252,6 +252,11 @@ fn adds_ragged_f32_arrays_from_passed_through_spirv() {
     let trusted = unsafe { device.create_pipeline_trusted(source(), "add", add_layout()) };
     if device.features().spirv_passthrough {
         check_add_pipeline(device, &trusted.unwrap());
+        // SAFETY: refused before anything reaches the driver.
+        match unsafe { device.create_pipeline_trusted(source(), "sub", add_layout()) } {
+            Err(WgpuError::InvalidArgument { what }) => assert!(what.contains("`sub`"), "{what}"),
+            other => panic!("a passed-through module without the entry point: {other:?}"),
+        }
     } else {
         match trusted {
             Err(WgpuError::MissingFeature { feature }) => assert!(feature.contains("PASSTHROUGH"), "{feature}"),

@@ -17,6 +17,7 @@ use rutile_ir::analysis::extent::ExtentPlan;
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::{Kernel, ScalarType};
 use rutile_spirv::ScalarArg;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// A wgpu adapter as a rutile device.
@@ -281,16 +282,19 @@ impl Device for WgpuGpu {
                     ("wgsl", &|| wgsl.clone()),
                 ],
             );
-            // A kernel with read-once loads goes to the driver as rutile's own SPIR-V 1.4
-            // words, which carry the `Nontemporal` hint a naga module cannot, where the device
-            // takes such words (elsewhere the hint is dropped, as the IR allows).
-            let passthrough = spirv.has_memory_hints() && f.spirv_passthrough;
-            crate::dump::write_spirv(&kernel.name, dumped, || {
-                if passthrough {
-                    spirv.spirv_words_hinted()
-                } else {
-                    spirv.spirv_words()
-                }
+            // The naga module itself goes to wgpu, which writes the SPIR-V the driver gets
+            // from it. A kernel with read-once loads instead goes to the driver as rutile's
+            // own SPIR-V 1.4 words, which carry the `Nontemporal` hint a naga module cannot,
+            // where the device takes such words (elsewhere the hint is dropped, as the IR
+            // allows).
+            let hinted = if spirv.has_memory_hints() && f.spirv_passthrough {
+                Some(spirv.spirv_words_hinted().map_err(codegen)?)
+            } else {
+                None
+            };
+            crate::dump::write_spirv(&kernel.name, dumped, || match &hinted {
+                Some(words) => Ok(words.clone()),
+                None => spirv.spirv_words(),
             });
             let storage = spirv.bindings.storage.len() as u32;
             let layout = match spirv.bindings.launch {
@@ -299,23 +303,13 @@ impl Device for WgpuGpu {
                 }
                 rutile_spirv::LaunchPlace::Uniform { .. } => wg::BindingLayout::new(storage, true),
             };
-            // SAFETY: rutile's kernels access memory only where their author's masks allow, as
-            // in CUDA (an unmasked access past a buffer is the kernel's bug, caught at launch
-            // where its extent is known, and otherwise checkable in the interpreter with
-            // RUTILE_DEVICE=cpu or RUTILE_CHECK_BOUNDS=1), and their loops are the author's.
-            // The naga module itself: wgpu writes the SPIR-V the driver gets from it, so
-            // handing it words would only make wgpu parse them back into this module.
-            let hinted = if passthrough {
-                Some(spirv.spirv_words_hinted().map_err(codegen)?)
-            } else {
-                None
-            };
             // The driver's register count, where it reports one (for occupancy): from the
-            // words it gets, or from rutile's SPIR-V of the same module.
+            // words it gets, or else from rutile's SPIR-V of the same module.
             let registers = if self.device.has_pipeline_statistics() {
                 let words = match &hinted {
-                    Some(words) => Some(words.clone()),
-                    None => spirv.spirv_words().ok(),
+                    Some(words) => Some(Cow::Borrowed(words.as_slice())),
+                    // Best effort: a writer failure leaves the count unknown.
+                    None => spirv.spirv_words().ok().map(Cow::Owned),
                 };
                 // SAFETY: rutile's SPIR-V, whose bindings are `layout`'s.
                 words.and_then(|w| unsafe { self.device.register_count(&w, &spirv.entry_point, layout) })
@@ -329,6 +323,10 @@ impl Device for WgpuGpu {
                 },
                 None => KernelSource::Naga(Box::new(spirv.module)),
             };
+            // SAFETY: rutile's kernels access memory only where their author's masks allow, as
+            // in CUDA (an unmasked access past a buffer is the kernel's bug, caught at launch
+            // where its extent is known, and otherwise checkable in the interpreter with
+            // RUTILE_DEVICE=cpu or RUTILE_CHECK_BOUNDS=1), and their loops are the author's.
             let pipeline = unsafe {
                 self.device
                     .create_pipeline_trusted(source, &spirv.entry_point, layout)?

@@ -224,12 +224,15 @@ impl WgpuDevice {
                     });
                 }
                 // wgpu knows a passed-through module's entry points only from this list.
-                let entry = module.entry_points.iter().find(|e| e.name == entry_point).map(|e| {
-                    wgpu::PassthroughShaderEntryPoint {
-                        name: Cow::Owned(e.name.clone()),
-                        workgroup_size: e.workgroup_size.into(),
-                    }
-                });
+                let Some(entry) = module.entry_points.iter().find(|e| e.name == entry_point) else {
+                    return Err(WgpuError::InvalidArgument {
+                        what: format!("the module passed through has no entry point `{entry_point}`"),
+                    });
+                };
+                let entry = wgpu::PassthroughShaderEntryPoint {
+                    name: Cow::Owned(entry.name.clone()),
+                    workgroup_size: entry.workgroup_size.into(),
+                };
                 (wgpu::ShaderSource::Naga(Cow::Owned(*module)), Some((words, entry)))
             }
         };
@@ -238,29 +241,27 @@ impl WgpuDevice {
             let module = if let Some((words, entry)) = passthrough {
                 let desc = wgpu::ShaderModuleDescriptorPassthrough {
                     label: Some(entry_point),
-                    entry_points: entry.into_iter().collect::<Vec<_>>().into(),
+                    entry_points: vec![entry].into(),
                     spirv: Some(words),
                     ..Default::default()
                 };
                 // SAFETY: only on the trusted path (checked above): the caller vouches for the
                 // shader, and the words were written from a module naga validated.
                 unsafe { self.raw().create_shader_module_passthrough(desc) }
-            } else if trusted {
-                let desc = wgpu::ShaderModuleDescriptor {
-                    label: Some(entry_point),
-                    source,
-                };
-                // SAFETY: the caller of `create_pipeline_trusted` vouches for the shader.
-                unsafe {
-                    self.raw()
-                        .create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked())
-                }
             } else {
                 let desc = wgpu::ShaderModuleDescriptor {
                     label: Some(entry_point),
                     source,
                 };
-                self.raw().create_shader_module(desc)
+                if trusted {
+                    // SAFETY: the caller of `create_pipeline_trusted` vouches for the shader.
+                    unsafe {
+                        self.raw()
+                            .create_shader_module_trusted(desc, wgpu::ShaderRuntimeChecks::unchecked())
+                    }
+                } else {
+                    self.raw().create_shader_module(desc)
+                }
             };
             self.raw().create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(entry_point),
