@@ -262,6 +262,13 @@ fn bench_device(
             // The simple form with its input loads marked read-once (Triton's
             // `cache_modifier=".cs"`).
             ("simple-cs", seeds::softmax_with(blk, CacheModifier::Streaming)?, 1),
+            // The persistent form with read-once loads: with fewer rows in flight than the
+            // simple form, evict-first lines can make room for each other in L2.
+            (
+                "persistent-cs",
+                seeds::softmax_persistent_with(blk, 2, CacheModifier::Streaming)?,
+                0,
+            ),
         ];
         for rows in [2u32, 4] {
             if rows * blk <= 8192 {
@@ -271,6 +278,9 @@ fn bench_device(
                     rows,
                 ));
             }
+        }
+        if 2 * blk <= 8192 {
+            forms.push(("rows2-cs", seeds::softmax_rows_with(2, blk, CacheModifier::Streaming)?, 2));
         }
         for (form, kernel, rows_per_program) in &forms {
             let mut best: Option<(f64, u32)> = None;

@@ -96,6 +96,29 @@ fn streaming_loads_are_ld_global_cs() {
     assert!(!ptx.contains("ld.shared.cs"));
 }
 
+/// The other softmax forms take the modifier too: the persistent loop's loads (the first
+/// row's and the next row's) and the several-rows block's.
+#[test]
+fn streaming_persistent_and_rows_forms_use_ld_global_cs() {
+    let streaming = rutile_ir::CacheModifier::Streaming;
+    for k in [
+        seeds::softmax_persistent_with(1024, 2, streaming).unwrap(),
+        seeds::softmax_rows_with(2, 1024, streaming).unwrap(),
+    ] {
+        check_all(&k, &[2, 8]);
+        let t = rutile_ir::lower::lower(&k, &Target::nvidia(4, 48 * 1024), &Specialization::all(6)).unwrap();
+        let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+        let streamed = ptx.matches("ld.global.cs").count();
+        assert!(streamed > 0, "{}: streaming loads expected:\n{ptx}", k.name);
+        assert_eq!(
+            ptx.matches("ld.global.").count(),
+            streamed,
+            "{}: every global load is the input's",
+            k.name
+        );
+    }
+}
+
 #[test]
 fn matmul_passes_ptxas() {
     for (bm, bn, bk) in [(64, 64, 32), (128, 64, 32)] {

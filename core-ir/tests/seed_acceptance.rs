@@ -98,6 +98,15 @@ fn check_softmax(x: &[f32], rows: usize, cols: usize, in_stride: usize, rel: imp
         (seeds::softmax_persistent(block).unwrap(), 132),
         // Several rows per program; 1823 rows leave the last program 3 rows short.
         (seeds::softmax_rows(4, block).unwrap(), (rows as u32).div_ceil(4)),
+        // The read-once forms compute the same (the modifier is a cache policy only).
+        (
+            seeds::softmax_persistent_with(block, 2, rutile_ir::CacheModifier::Streaming).unwrap(),
+            132,
+        ),
+        (
+            seeds::softmax_rows_with(2, block, rutile_ir::CacheModifier::Streaming).unwrap(),
+            (rows as u32).div_ceil(2),
+        ),
     ];
     for (kernel, grid) in kernels {
         let mut buffers = [

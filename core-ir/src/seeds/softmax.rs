@@ -49,6 +49,11 @@ pub fn softmax_with(block: u32, cache: CacheModifier) -> Result<Kernel, BuildErr
 /// leaves each program too little work to hide its fixed costs; several rows per program
 /// amortize them. Same parameters as [`softmax`]; grid: `cdiv(n_rows, block_m)`.
 pub fn softmax_rows(block_m: u32, block_n: u32) -> Result<Kernel, BuildError> {
+    softmax_rows_with(block_m, block_n, CacheModifier::Default)
+}
+
+/// [`softmax_rows`] whose input loads use `cache` (see [`softmax_with`]).
+pub fn softmax_rows_with(block_m: u32, block_n: u32, cache: CacheModifier) -> Result<Kernel, BuildError> {
     Kernel::build("softmax_kernel_rows", |k| {
         let Params {
             out,
@@ -61,7 +66,7 @@ pub fn softmax_rows(block_m: u32, block_n: u32) -> Result<Kernel, BuildError> {
         let rows = (k.program_id(0) * block_m as i32 + k.arange(0, block_m as i32)).expand_dims(1);
         let cols = k.arange(0, block_n as i32).expand_dims(0);
         let mask = rows.lt(n_rows) & cols.lt(n_cols);
-        let x = k.load_masked(inp + rows * in_stride + cols, mask, f32::NEG_INFINITY);
+        let x = k.load_masked_with(inp + rows * in_stride + cols, mask, f32::NEG_INFINITY, cache);
         let z = x - x.reduce_with(crate::ir::ReduceOp::Max, 1, true);
         let num = z.exp();
         let y = num / num.reduce_with(crate::ir::ReduceOp::Sum, 1, true);
@@ -82,6 +87,11 @@ pub fn softmax_persistent(block: u32) -> Result<Kernel, BuildError> {
 /// latency overlaps the reductions (the row is carried to the next iteration in
 /// registers); with 1, rows are loaded and reduced one after the other.
 pub fn softmax_persistent_staged(block: u32, num_stages: u32) -> Result<Kernel, BuildError> {
+    softmax_persistent_with(block, num_stages, CacheModifier::Default)
+}
+
+/// [`softmax_persistent_staged`] whose input loads use `cache` (see [`softmax_with`]).
+pub fn softmax_persistent_with(block: u32, num_stages: u32, cache: CacheModifier) -> Result<Kernel, BuildError> {
     Kernel::build("softmax_kernel_persistent", |k| {
         let Params {
             out,
@@ -97,7 +107,7 @@ pub fn softmax_persistent_staged(block: u32, num_stages: u32) -> Result<Kernel, 
         let col_mask = cols.lt(n_cols);
         let load_row = row_fn(|row| {
             let mask = col_mask & row.lt(n_rows);
-            k.load_masked(inp + row * in_stride + cols, mask, f32::NEG_INFINITY)
+            k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, cache)
         });
         let softmax_store = row_sink(|row, x| {
             let z = x - x.max(0);
