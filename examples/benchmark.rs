@@ -280,7 +280,11 @@ fn bench_device(
             }
         }
         if 2 * blk <= 8192 {
-            forms.push(("rows2-cs", seeds::softmax_rows_with(2, blk, CacheModifier::Streaming)?, 2));
+            forms.push((
+                "rows2-cs",
+                seeds::softmax_rows_with(2, blk, CacheModifier::Streaming)?,
+                2,
+            ));
         }
         for (form, kernel, rows_per_program) in &forms {
             let mut best: Option<(f64, u32)> = None;
