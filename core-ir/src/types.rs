@@ -201,9 +201,11 @@ impl Shape {
     pub fn is_scalar(&self) -> bool {
         self.rank == 0
     }
-    /// Number of elements (1 for a scalar).
+    /// Number of elements (1 for a scalar), saturating at `usize::MAX`: three `u32`
+    /// dimensions can overflow it, and blocks that large are rejected by
+    /// [`crate::typing::check_block_shape`], which needs their size to say so.
     pub fn numel(&self) -> usize {
-        self.dims().iter().map(|&d| d as usize).product()
+        self.dims().iter().fold(1usize, |n, &d| n.saturating_mul(d as usize))
     }
     /// Whether every dimension is a power of two (blocks must be).
     pub fn is_pow2(&self) -> bool {

@@ -10,6 +10,11 @@ use crate::types::{Elem, ScalarType, Shape, Type, MAX_RANK};
 /// The smallest dimension of a `dot` operand, as on NVIDIA's matrix units.
 pub const MIN_DOT_DIM: u32 = 16;
 
+/// The most elements a block may have: Triton's `TRITON_MAX_TENSOR_NUMEL`. It also keeps
+/// every element count, register count and shared-memory size of the lowering within
+/// `u32`, and the interpreter's blocks within memory.
+pub const MAX_NUMEL: usize = 1 << 20;
+
 /// Checks a non-control-flow op. `operand` gives the type of each operand; `hint` is the
 /// result type the op was asked to produce, for the ops whose result is not implied by their
 /// operands (constant, splat, broadcast, reshape, cast, bitcast). Returns the result types.
@@ -43,10 +48,10 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             if !(n as u64).is_power_of_two() {
                 return Err(format!("the length end - start = {n} must be a power of two"));
             }
-            one(Type::block(
-                Elem::Scalar(ScalarType::I32),
-                Shape::new(&[n as u32]).unwrap(),
-            ))
+            // `n` is below 2^32: the difference of two `i32`s.
+            let shape = Shape::new(&[n as u32]).expect("rank 1 is within MAX_RANK");
+            check_block_shape(shape)?;
+            one(Type::block(Elem::Scalar(ScalarType::I32), shape))
         }
         Op::Splat { value } => {
             let (v, t) = (operand(*value), need_hint()?);
@@ -74,6 +79,7 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
                     ));
                 }
             }
+            check_block_shape(t.shape)?;
             one(t)
         }
         Op::ExpandDims { value, axis } => {
@@ -98,6 +104,7 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
                     v.elem, t.elem
                 ));
             }
+            check_block_shape(t.shape)?;
             if v.shape.numel() != t.shape.numel() {
                 return Err(format!(
                     "cannot reshape {} ({} elements) to {} ({} elements)",
@@ -107,7 +114,6 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
                     t.shape.numel()
                 ));
             }
-            check_block_shape(t.shape)?;
             one(t)
         }
         Op::Permute { value, perm } => {
@@ -122,7 +128,7 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
                 return Err(format!("{perm:?} is not a permutation of the {rank} dimensions of {v}"));
             }
             let dims: Vec<u32> = perm.iter().map(|&p| v.shape.dims()[p as usize]).collect();
-            one(v.with_shape(Shape::new(&dims).unwrap()))
+            one(v.with_shape(Shape::new(&dims).expect("a permutation keeps the rank")))
         }
         Op::Unary { op, value } => {
             let v = operand(*value);
@@ -342,10 +348,17 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
     }
 }
 
-/// Checks the shape of a block made by an op: power-of-two dimensions.
+/// Checks the shape of a block made by an op: power-of-two dimensions, at most
+/// [`MAX_NUMEL`] elements.
 pub fn check_block_shape(shape: Shape) -> Result<(), String> {
     if !shape.is_pow2() {
         return Err(format!("block dimensions must be powers of two, got {shape}"));
+    }
+    if shape.numel() > MAX_NUMEL {
+        return Err(format!(
+            "blocks have at most {MAX_NUMEL} elements, got {shape} ({} elements)",
+            shape.dims().iter().map(|&d| d as u128).product::<u128>()
+        ));
     }
     Ok(())
 }

@@ -224,6 +224,119 @@ fn full_of_non_power_of_two_shape() {
     assert_error(&e, "full", &["powers of two", "[3, 4]"]);
 }
 
+// Blocks of more than 2^20 elements (Triton's limit) are errors; their sizes overflowed the
+// lowering's and the interpreter's counts (a panic) before.
+
+#[test]
+fn full_of_too_many_elements() {
+    let e = fails(|k| {
+        let _ = k.zeros(&[1 << 16, 1 << 16], F32);
+    });
+    assert_error(
+        &e,
+        "full",
+        &["at most 1048576 elements", "[65536, 65536]", "4294967296 elements"],
+    );
+}
+
+#[test]
+fn arange_of_too_many_elements() {
+    let e = fails(|k| {
+        let _ = k.arange(i32::MIN, 0);
+    });
+    assert_error(&e, "arange", &["at most 1048576 elements", "[2147483648]"]);
+}
+
+#[test]
+fn reshape_whose_size_overflows() {
+    let e = fails(|k| {
+        let _ = k.arange(0, 16).reshape(&[1 << 31, 1 << 31, 1 << 31]);
+    });
+    assert_error(
+        &e,
+        "reshape",
+        &["at most 1048576 elements", "[2147483648, 2147483648, 2147483648]"],
+    );
+}
+
+#[test]
+fn broadcast_to_too_many_elements() {
+    let e = fails(|k| {
+        let a = k.arange(0, 2048);
+        let _ = a.expand_dims(1) + a.expand_dims(0);
+    });
+    assert_error(&e, "add", &["at most 1048576 elements", "[2048, 2048]"]);
+}
+
+/// A value made by another kernel's builder (captured by a nested `Kernel::build`) named an
+/// entry of that builder's arenas: an index out of bounds, or silently another operand.
+#[test]
+fn value_of_another_kernel() {
+    let mut errors = Vec::new();
+    let outer = Kernel::build("outer", |k| {
+        let offs = k.arange(0, 16);
+        let total = offs.sum(0);
+        let flag = total.gt(0);
+        errors.push((
+            "add",
+            fails(|k2| {
+                let y = k2.arg_ptr("y", F32);
+                k2.store(y + offs, 1.0);
+            }),
+        ));
+        errors.push((
+            "store",
+            fails(|k2| {
+                let y = k2.arg_ptr("y", I32);
+                k2.store(y + k2.arange(0, 16), offs);
+            }),
+        ));
+        errors.push((
+            "load",
+            fails(|k2| {
+                let y = k2.arg_ptr("y", F32);
+                let mask = offs.lt(8);
+                let _ = k2.load_masked(y + k2.arange(0, 16), mask, 0.0);
+            }),
+        ));
+        errors.push((
+            "where",
+            fails(|k2| {
+                let _ = k2.where_(flag, 1.0, 2.0);
+            }),
+        ));
+        errors.push(("if", fails(|k2| k2.if_then(flag, || {}))));
+        errors.push((
+            "for",
+            fails(|k2| {
+                let _ = k2.for_range(0, 4, 1, &[total], |_, c| c.to_vec());
+            }),
+        ));
+        errors.push(("for", fails(|k2| k2.for_each(0, total, 1, |_| {}))));
+        errors.push((
+            "while",
+            fails(|k2| {
+                let _ = k2.while_loop(&[k2.scalar(0, I32)], |_| flag, |c| c.to_vec());
+            }),
+        ));
+        errors.push((
+            "atomic_add",
+            fails(|k2| {
+                let y = k2.arg_ptr("y", I32);
+                let _ = k2.atomic_add(y, total, None);
+            }),
+        ));
+    });
+    assert!(outer.is_ok(), "the outer kernel is not affected: {outer:?}");
+    for (op, e) in &errors {
+        assert_error(
+            e,
+            op,
+            &["belongs to kernel `outer`", "cannot be used in another kernel"],
+        );
+    }
+}
+
 #[test]
 fn permute_that_is_not_a_permutation() {
     let e = fails(|k| {

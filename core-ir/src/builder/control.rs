@@ -22,6 +22,7 @@ impl KernelBuilder {
         body: impl FnOnce(Value<'b>, &[Value<'b>]) -> Vec<Value<'b>>,
     ) -> Vec<Value<'b>> {
         let loc = SourceLoc::caller();
+        let init: Vec<Value<'b>> = init.iter().map(|&v| self.adopt("for", v, loc)).collect();
         let init_types: Vec<Type> = init.iter().map(|v| v.ty()).collect();
         let bounds = self.loop_bounds(start.into(), end.into(), step.into(), loc);
         let init_ids: Vec<ValueId> = init.iter().map(|v| v.id).collect();
@@ -77,6 +78,7 @@ impl KernelBuilder {
         otherwise: impl FnOnce() -> Vec<Value<'b>>,
     ) -> Vec<Value<'b>> {
         let loc = SourceLoc::caller();
+        let cond = self.adopt("if", cond, loc);
         let mut failed = self.check_operands("if", loc, &[cond.id]).is_err();
         if !failed && cond.ty() != Type::scalar(ScalarType::Bool) {
             self.report(
@@ -125,6 +127,7 @@ impl KernelBuilder {
         body: impl FnOnce(&[Value<'b>]) -> Vec<Value<'b>>,
     ) -> Vec<Value<'b>> {
         let loc = SourceLoc::caller();
+        let init: Vec<Value<'b>> = init.iter().map(|&v| self.adopt("while", v, loc)).collect();
         let init_ids: Vec<ValueId> = init.iter().map(|v| v.id).collect();
         let failed = self.check_operands("while", loc, &init_ids).is_err();
         let types: Vec<Type> = init.iter().map(|v| v.ty()).collect();
@@ -146,6 +149,7 @@ impl KernelBuilder {
 
     /// Checks a region's yields against the expected types and ends it with a `yield`.
     fn finish_region(&self, op: &str, values: &[Value<'_>], expected: &[Type], what: &str, loc: SourceLoc) {
+        let values: Vec<Value<'_>> = values.iter().map(|&v| self.adopt(op, v, loc)).collect();
         let ids: Vec<ValueId> = values.iter().map(|v| v.id).collect();
         let mut ok = self.check_operands(op, loc, &ids).is_ok();
         if ok && values.len() != expected.len() {

@@ -60,7 +60,9 @@ struct State {
     params: Vec<Param>,
     values: Arena<ValueData>,
     insts: Arena<Inst>,
-    /// The regions being built, innermost last; the first is the kernel body.
+    /// The regions being built, innermost last; the first is the kernel body, which stays
+    /// open until `finish` (every other region is closed by the method that opened it), so
+    /// `open.last()` always exists.
     open: Vec<OpenRegion>,
     /// For each value, the region (by `RegionKey`) it was defined in.
     value_scope: Vec<u32>,
@@ -183,6 +185,32 @@ impl KernelBuilder {
         });
         let v = s.poison(ty);
         self.value(v)
+    }
+
+    /// `v` as a value of this builder. A value made by another builder (captured from an
+    /// enclosing `Kernel::build`, say) indexes that builder's arenas, not this one's: it is
+    /// an error, and becomes a placeholder of its type.
+    pub(crate) fn adopt(&self, op: &str, v: Value<'_>, loc: SourceLoc) -> Value<'_> {
+        if std::ptr::eq(v.builder, self) {
+            return self.value(v.id);
+        }
+        let other = v.builder.state.try_borrow().map(|s| s.name.clone()).unwrap_or_default();
+        let message = format!(
+            "operand %{} belongs to kernel `{other}`, not to the kernel being built; a value \
+             cannot be used in another kernel",
+            v.id.index()
+        );
+        self.fail(op, loc, message, v.ty())
+    }
+
+    /// [`adopt`](Self::adopt) for an operand that may be a literal.
+    pub(crate) fn adopt_operand(&self, op: &str, a: Operand<'_>, loc: SourceLoc) -> Operand<'_> {
+        match a {
+            Operand::Value(v) => Operand::Value(self.adopt(op, v, loc)),
+            Operand::Int(i) => Operand::Int(i),
+            Operand::Float(x) => Operand::Float(x),
+            Operand::Bool(b) => Operand::Bool(b),
+        }
     }
 
     /// A placeholder for an op whose operand already failed (no new message).

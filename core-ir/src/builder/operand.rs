@@ -166,7 +166,7 @@ impl KernelBuilder {
         if ty.shape.rank() < shape.rank() {
             let mut dims = vec![1u32; shape.rank() - ty.shape.rank()];
             dims.extend_from_slice(ty.shape.dims());
-            let padded = Shape::new(&dims).unwrap();
+            let padded = Shape::new(&dims).expect("the rank of `shape`, a valid shape");
             cur = self.emit1(Op::Reshape { value: cur.id }, Some(ty.with_shape(padded)), loc);
         }
         if self.ty_of(cur.id).shape == shape {
@@ -185,6 +185,7 @@ impl KernelBuilder {
         b: Operand<'_>,
         loc: SourceLoc,
     ) -> Option<(Value<'s>, Value<'s>)> {
+        let (a, b) = (self.adopt_operand(op, a, loc), self.adopt_operand(op, b, loc));
         let (va, vb) = match (a, b) {
             (Operand::Value(x), Operand::Value(y)) => {
                 let (tx, ty) = (self.ty_of(x.id), self.ty_of(y.id));
@@ -197,6 +198,13 @@ impl KernelBuilder {
                     );
                     return None;
                 };
+                // Checked here, once, so that the error names this op rather than the two
+                // broadcasts that would each fail.
+                if let Err(message) = crate::typing::check_block_shape(shape) {
+                    self.check_operands(op, loc, &[x.id, y.id]).ok()?;
+                    self.report(op, loc, message);
+                    return None;
+                }
                 let (mut x, mut y) = (self.value(x.id), self.value(y.id));
                 if let (Some(sx), Some(sy)) = (tx.scalar_type(), ty.scalar_type()) {
                     let s = promote(sx, sy);
@@ -260,7 +268,7 @@ impl KernelBuilder {
     /// (`i32`, `f32`, `i1`).
     pub(crate) fn operand_value(&self, op: &str, a: Operand<'_>, loc: SourceLoc) -> Value<'_> {
         match a {
-            Operand::Value(v) => self.value(v.id),
+            Operand::Value(v) => self.adopt(op, v, loc),
             lit => self.literal_as(op, lit, lit.literal_type(), Shape::SCALAR, loc),
         }
     }

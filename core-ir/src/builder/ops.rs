@@ -90,6 +90,8 @@ impl KernelBuilder {
     /// Loads the elements at `ptr` (a pointer or block of pointers), as `tl.load(ptr)`.
     #[track_caller]
     pub fn load<'b>(&'b self, ptr: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let ptr = self.adopt("load", ptr, loc);
         self.emit1(
             Op::Load {
                 ptr: ptr.id,
@@ -98,7 +100,7 @@ impl KernelBuilder {
                 cache: CacheModifier::Default,
             },
             None,
-            SourceLoc::caller(),
+            loc,
         )
     }
 
@@ -121,6 +123,8 @@ impl KernelBuilder {
         cache: CacheModifier,
     ) -> Value<'b> {
         let loc = SourceLoc::caller();
+        let (ptr, mask) = (self.adopt("load", ptr, loc), self.adopt("load", mask, loc));
+        let other = self.adopt_operand("load", other.into(), loc);
         let pt = ptr.ty();
         let Elem::Ptr(pointee) = pt.elem else {
             if self.is_poisoned(ptr.id) {
@@ -135,7 +139,7 @@ impl KernelBuilder {
         };
         let (ptr, mask) = self.pointer_and_mask("load", ptr, mask, loc);
         let pt = ptr.ty();
-        let other = match other.into() {
+        let other = match other {
             Operand::Value(v) => {
                 let v = self.cast_to(v, pointee, loc);
                 self.broadcast_to("load", v, pt.shape, loc)
@@ -169,6 +173,9 @@ impl KernelBuilder {
     }
 
     fn store_impl<'b>(&'b self, ptr: Value<'b>, value: Operand<'b>, mask: Option<Value<'b>>, loc: SourceLoc) {
+        let ptr = self.adopt("store", ptr, loc);
+        let value = self.adopt_operand("store", value, loc);
+        let mask = mask.map(|m| self.adopt("store", m, loc));
         let pt = ptr.ty();
         let Elem::Ptr(pointee) = pt.elem else {
             if !self.is_poisoned(ptr.id) {
@@ -235,6 +242,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn where_<'b>(&'b self, cond: Value<'b>, a: impl Into<Operand<'b>>, b: impl Into<Operand<'b>>) -> Value<'b> {
         let loc = SourceLoc::caller();
+        let cond = self.adopt("where", cond, loc);
         let Some((a, b)) = self.unify("where", a.into(), b.into(), loc) else {
             return self.poison(cond.ty());
         };
@@ -243,7 +251,8 @@ impl KernelBuilder {
             cond
         } else {
             // A number used as a condition means "is not zero".
-            let zero = self.literal_as("where", Operand::Int(0), cond.dtype().unwrap(), cond.ty().shape, loc);
+            let s = cond.dtype().expect("not a pointer: checked above");
+            let zero = self.literal_as("where", Operand::Int(0), s, cond.ty().shape, loc);
             self.emit1(
                 Op::Compare {
                     op: CmpOp::Ne,
@@ -274,6 +283,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn dot<'b>(&'b self, a: Value<'b>, b: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
+        let (a, b) = (self.adopt("dot", a, loc), self.adopt("dot", b, loc));
         let (m, n) = (
             a.shape().first().copied().unwrap_or(1),
             b.shape().get(1).copied().unwrap_or(1),
@@ -300,6 +310,8 @@ impl KernelBuilder {
     /// `a @ b + acc`, as `tl.dot(a, b, acc)`.
     #[track_caller]
     pub fn dot_acc<'b>(&'b self, a: Value<'b>, b: Value<'b>, acc: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let [a, b, acc] = [a, b, acc].map(|v| self.adopt("dot", v, loc));
         self.emit1(
             Op::Dot {
                 a: a.id,
@@ -307,7 +319,7 @@ impl KernelBuilder {
                 acc: acc.id,
             },
             None,
-            SourceLoc::caller(),
+            loc,
         )
     }
 
@@ -412,6 +424,9 @@ impl KernelBuilder {
         mask: Option<Value<'b>>,
         loc: SourceLoc,
     ) -> Option<(Value<'b>, [Value<'b>; N], Option<Value<'b>>)> {
+        let ptr = self.adopt(op, ptr, loc);
+        let values = values.map(|v| self.adopt_operand(op, v, loc));
+        let mask = mask.map(|m| self.adopt(op, m, loc));
         let pt = ptr.ty();
         let Elem::Ptr(pointee) = pt.elem else {
             if !self.is_poisoned(ptr.id) {
@@ -602,7 +617,7 @@ impl<'b> Value<'b> {
         };
         let a = to_float(self);
         let b = match other.into() {
-            Operand::Value(v) => Operand::Value(to_float(v)),
+            Operand::Value(v) => Operand::Value(to_float(k.adopt("div", v, loc))),
             Operand::Int(i) => Operand::Float(i as f64),
             lit => lit,
         };
