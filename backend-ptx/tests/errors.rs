@@ -76,6 +76,12 @@ fn invalid_kernels_fail_verification() {
     });
     let err = emit(&k.finish_unverified(), &sm90()).unwrap_err();
     assert!(matches!(err, PtxError::InvalidKernel(_)), "{err}");
+    // 2^27 warps of 32 threads overflow a u32 count (to a `.maxntid` of 0, unchecked).
+    let mut k = kernel("many").finish();
+    k.num_warps = 1 << 27;
+    let err = emit(&k, &sm90()).unwrap_err();
+    assert!(matches!(err, PtxError::InvalidKernel(_)), "{err}");
+    assert!(err.to_string().contains("4294967296 threads per program"), "{err}");
 }
 
 #[test]

@@ -162,4 +162,15 @@ fn malformed_kernels_are_rejected() {
         Err(rutile_spirv::SpirvError::InvalidKernel { .. }) => {}
         other => panic!("expected InvalidKernel, got {other:?}"),
     }
+    // Grid axis 3 (there are x, y and z) was read as axis 0.
+    let mut kb = ThreadKernelBuilder::new("axis3", 1, 32);
+    let out = kb.ptr("out", I32);
+    let (tid, pid) = (kb.special(Special::ThreadId), kb.special(Special::ProgramId(3)));
+    kb.store(vec![pid], Memory::Global { param: out }, tid, None);
+    match rutile_spirv::emit(&kb.finish_unverified(), &basic()) {
+        Err(e @ rutile_spirv::SpirvError::InvalidKernel { .. }) => {
+            assert!(e.to_string().contains("grid axis 3 is not 0, 1 or 2"), "{e}")
+        }
+        other => panic!("expected InvalidKernel, got {other:?}"),
+    }
 }

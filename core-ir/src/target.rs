@@ -34,8 +34,10 @@ impl Target {
             native_float_minmax: true,
         }
     }
+    /// Threads per program, saturating at `u32::MAX` (more than any device allows, and more
+    /// than [`crate::lower::lower`] accepts).
     pub fn threads(&self) -> u32 {
-        self.warp_size * self.num_warps
+        self.warp_size.saturating_mul(self.num_warps)
     }
 }
 

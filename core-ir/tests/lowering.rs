@@ -10,8 +10,8 @@ use rutile_ir::seeds;
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
 use rutile_ir::thread::{Expr, Stmt, ThreadKernel};
-use rutile_ir::Kernel;
 use rutile_ir::ScalarType::{self, Bool, F16, F32, I32};
+use rutile_ir::{Elem, Kernel, Op};
 
 // ---- inputs ----
 
@@ -1537,6 +1537,34 @@ fn unsupported_kernels_and_targets_are_errors() {
         lower(&kernel, &target(24, 2, true), &Specialization::none(4)),
         Err(LowerError::InvalidConfig(_))
     ));
+}
+
+#[test]
+fn too_many_threads_and_edited_kernels_are_errors() {
+    let kernel = seeds::vector_add(F32, 1024).unwrap();
+    // 2^16 warps of 2^16 threads overflow a u32 count (in the layouts, before).
+    match lower(&kernel, &target(1 << 16, 1 << 16, true), &Specialization::none(4)) {
+        Err(e @ LowerError::InvalidConfig(_)) => {
+            assert!(
+                e.to_string().contains("4294967296 threads per program; at most 65536"),
+                "{e}"
+            )
+        }
+        other => panic!("expected too many threads, got {other:?}"),
+    }
+    // A kernel's fields are public: a load edited to give pointers fails the verifier, where
+    // the lowering took its result to be numbers (an unwrap of `None`, before).
+    let mut edited = kernel.clone();
+    let load = edited
+        .insts
+        .iter()
+        .find_map(|(_, i)| matches!(i.op, Op::Load { .. }).then(|| i.results[0]))
+        .unwrap();
+    edited.values[load].ty.elem = Elem::Ptr(F32);
+    match lower(&edited, &target(32, 4, true), &Specialization::none(4)) {
+        Err(e @ LowerError::Invalid(_)) => assert!(e.to_string().contains("`load`"), "{e}"),
+        other => panic!("expected the verifier's error, got {other:?}"),
+    }
 }
 
 #[test]

@@ -384,6 +384,37 @@ fn launch_errors() {
     assert!(matches!(err, InterpError::BadArgument { index: 0, .. }), "{err}");
 }
 
+/// Per-thread kernels the simulator cannot run, built by hand (its fields are public), are
+/// the verifier's errors; each was an index out of bounds or an overflow before.
+#[test]
+fn malformed_kernels_are_errors() {
+    let invalid = |k: ThreadKernelBuilder, words: &str| {
+        let (kind, _, text) = fault(run(&k.finish_unverified(), [1, 1, 1], 64).unwrap_err());
+        assert_eq!(kind, FaultKind::InvalidIr, "{text}");
+        assert!(text.contains(words), "expected {words:?} in: {text}");
+    };
+    // A grid axis beyond z.
+    let mut k = kernel(1, 4);
+    let (pid, tid) = (k.special(Special::ProgramId(5)), k.thread_id());
+    k.store(vec![pid], OUT, tid, None);
+    invalid(k, "grid axis 5 is not 0, 1 or 2");
+    // Lanes are taken modulo the warp size as a bit mask.
+    let mut k = kernel(2, 6);
+    let tid = k.thread_id();
+    let v = k.set(I32, Expr::ShuffleXor { value: tid, mask: 5 });
+    k.store(vec![v], OUT, tid, None);
+    invalid(k, "the warp size (6) must be a power of two");
+    // num_warps * warp_size overflows a u32.
+    invalid(
+        kernel(1 << 31, 1 << 31),
+        "4611686018427387904 threads per program; at most 65536",
+    );
+    // The size of shared memory overflows a u32.
+    let mut k = kernel(1, 4);
+    k.shared(F32, u32::MAX);
+    invalid(k, "17179869184 bytes of shared memory do not fit a u32");
+}
+
 /// Thread t writes out[t]; then thread t reads out[(t + 8) % 16] (another warp's, with warps
 /// of 8), with or without a barrier between; or every thread adds 1 to out[0] atomically and
 /// then reads it.

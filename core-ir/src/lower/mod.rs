@@ -45,6 +45,10 @@ pub enum LowerError {
     /// The launch shape is invalid for the target.
     #[error("invalid launch configuration: {0}")]
     InvalidConfig(String),
+    /// The kernel is malformed: it fails [`crate::verify::verify`] (the builder's kernels
+    /// pass it; one whose public fields were edited may not).
+    #[error(transparent)]
+    Invalid(#[from] crate::error::BuildError),
     /// A bug in the lowering: the per-thread IR it made is malformed.
     #[error("internal error lowering kernel `{kernel}`: {message}")]
     Internal { kernel: String, message: String },
@@ -67,6 +71,18 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
             target.num_warps, target.warp_size
         )));
     }
+    if target.threads() > crate::thread::MAX_THREADS {
+        return Err(LowerError::InvalidConfig(format!(
+            "num_warps ({}) warps of {} threads make {} threads per program; at most {} are allowed",
+            target.num_warps,
+            target.warp_size,
+            target.num_warps as u64 * target.warp_size as u64,
+            crate::thread::MAX_THREADS
+        )));
+    }
+    // The lowering relies on the typing rules holding (result types, operand counts), which
+    // the builder guarantees but a kernel whose public fields were edited may break.
+    crate::verify::verify(kernel)?;
     let mut l = Lowerer::new(kernel, target, spec);
     l.lower_body()?;
     let out = l.finish()?;

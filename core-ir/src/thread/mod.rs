@@ -62,8 +62,10 @@ pub struct SharedAlloc {
 }
 
 impl SharedAlloc {
+    /// Its size in bytes, saturating at `u32::MAX` ([`verify`] rejects kernels whose shared
+    /// memory does not fit a `u32`).
     pub fn bytes(&self) -> u32 {
-        self.len * self.elem.size_bytes() as u32
+        self.len.saturating_mul(self.elem.size_bytes() as u32)
     }
 }
 
@@ -116,6 +118,11 @@ pub enum Expr {
         lane: Reg,
     },
 }
+
+/// The most threads a program may have: far above any GPU's (1024 on CUDA, 1024 to 2048 in
+/// a Vulkan workgroup), and low enough that thread ids and the lowering's element
+/// coordinates stay well within `i32`.
+pub const MAX_THREADS: u32 = 1 << 16;
 
 /// The most registers one vector `Load` or `Store` moves (1, 2, 4 or 8).
 pub const MAX_VECTOR: usize = 8;
@@ -193,14 +200,18 @@ pub struct ThreadKernel {
 }
 
 impl ThreadKernel {
-    /// Threads of one program.
+    /// Threads of one program, saturating at `u32::MAX` ([`verify`] allows at most
+    /// [`MAX_THREADS`]).
     pub fn threads(&self) -> u32 {
-        self.num_warps * self.warp_size
+        self.num_warps.saturating_mul(self.warp_size)
     }
-    /// Bytes of shared memory the kernel uses.
+    /// Bytes of shared memory the kernel uses, saturating at `u32::MAX` ([`verify`] rejects
+    /// kernels whose shared memory does not fit a `u32`).
     pub fn shared_bytes(&self) -> u32 {
         // Each buffer starts at a 16-byte boundary, as the backends lay them out.
-        self.shared.iter().map(|a| a.bytes().div_ceil(16) * 16).sum()
+        self.shared.iter().fold(0u32, |sum, a| {
+            sum.saturating_add(a.bytes().div_ceil(16).saturating_mul(16))
+        })
     }
     pub fn reg_type(&self, r: Reg) -> ScalarType {
         self.regs[r].ty

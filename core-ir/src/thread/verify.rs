@@ -2,19 +2,41 @@
 //! parameters exist and have the right kinds. A failure is a bug in the lowering; the
 //! message says which statement.
 
-use super::{Expr, Memory, Reg, Stmt, ThreadKernel, ThreadParam};
+use super::{Expr, Memory, Reg, Special, Stmt, ThreadKernel, ThreadParam};
 use crate::ir::{Literal, UnaryOp};
 use crate::types::ScalarType;
 
 /// Checks `kernel`; the error names the first malformed statement.
 pub fn verify(kernel: &ThreadKernel) -> Result<(), String> {
-    if kernel.warp_size == 0 || kernel.num_warps == 0 {
-        return Err("warp size and number of warps must be positive".into());
+    // Shuffles and lane arithmetic take lanes modulo the warp size as a bit mask.
+    if !kernel.warp_size.is_power_of_two() || kernel.num_warps == 0 {
+        return Err(format!(
+            "the warp size ({}) must be a power of two and the number of warps ({}) positive",
+            kernel.warp_size, kernel.num_warps
+        ));
+    }
+    if kernel.threads() > super::MAX_THREADS {
+        return Err(format!(
+            "{} warps of {} threads make {} threads per program; at most {} are allowed",
+            kernel.num_warps,
+            kernel.warp_size,
+            kernel.num_warps as u64 * kernel.warp_size as u64,
+            super::MAX_THREADS
+        ));
     }
     for (i, a) in kernel.shared.iter().enumerate() {
         if a.elem == ScalarType::Bool || a.len == 0 {
             return Err(format!("shared buffer {i} must hold numbers and be non-empty"));
         }
+    }
+    // Exact, in u64: the backends lay the buffers out with u32 offsets.
+    let shared: u64 = kernel
+        .shared
+        .iter()
+        .map(|a| (a.len as u64 * a.elem.size_bytes() as u64).div_ceil(16) * 16)
+        .sum();
+    if shared > u32::MAX as u64 {
+        return Err(format!("{shared} bytes of shared memory do not fit a u32"));
     }
     check(kernel, &kernel.body)
 }
@@ -165,9 +187,16 @@ fn set(k: &ThreadKernel, dst: Reg, e: &Expr) -> Result<(), String> {
             Some(ThreadParam::Scalar { ty, .. }) if *ty == d => Ok(()),
             _ => Err(format!("parameter {i} is not a scalar of type {d}")),
         },
-        Expr::Special(_) => (d == ScalarType::I32)
-            .then_some(())
-            .ok_or_else(|| "special registers are i32".into()),
+        Expr::Special(s) => {
+            if let Special::ProgramId(a) | Special::NumPrograms(a) = s {
+                if *a > 2 {
+                    return Err(format!("grid axis {a} is not 0, 1 or 2"));
+                }
+            }
+            (d == ScalarType::I32)
+                .then_some(())
+                .ok_or_else(|| "special registers are i32".into())
+        }
         Expr::Copy(a) => want(k, *a, d, "source"),
         Expr::Unary(op, a) => {
             want(k, *a, d, "operand")?;
