@@ -260,6 +260,7 @@ pub(crate) fn interpreter_args<'a>(
                     kernel: kernel.name.clone(),
                     message: format!("u64 argument {v} is above the interpreter's limit of i64::MAX"),
                 })?),
+                // Every other argument is an integer of at most 64 bits (u64 is above).
                 other => ArgValue::Int(other.as_i128().expect("an integer") as i64),
             })
         })
@@ -285,6 +286,27 @@ pub(crate) fn specialization(args: &[Arg<'_>], aligned: impl Fn(&DeviceBuffer) -
             })
             .collect(),
     }
+}
+
+/// Threads per program for `num_warps` warps of `warp_size`, or an error when they are more
+/// than the device's `limit`; `unit` names them as the device does ("threads per program",
+/// "invocations per workgroup"). Counted in `u64`, so that no `num_warps` wraps below the
+/// limit.
+pub(crate) fn threads_per_program(
+    kernel: &Kernel,
+    num_warps: u32,
+    warp_size: u32,
+    limit: u32,
+    unit: &str,
+) -> Result<u32> {
+    let threads = num_warps as u64 * warp_size as u64;
+    if threads > limit as u64 {
+        return Err(Error::Launch {
+            kernel: kernel.name.clone(),
+            message: format!("num_warps = {num_warps} makes {threads} {unit}; the device allows {limit}"),
+        });
+    }
+    Ok(threads as u32)
 }
 
 /// Checks a grid against per-dimension limits.
@@ -326,6 +348,27 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "kernel `add_kernel`: invalid launch: grid z is 0; every dimension needs at least one program"
+        );
+    }
+
+    /// 2^27 warps of 32 are 2^32 threads, which a `u32` product wraps to 0: below any limit.
+    #[test]
+    fn threads_beyond_the_limit_do_not_wrap() {
+        let kernel = rutile_ir::seeds::vector_add(ScalarType::F32, 256).unwrap();
+        assert_eq!(
+            threads_per_program(&kernel, 32, 32, 1024, "threads per program").unwrap(),
+            1024
+        );
+        let e = threads_per_program(&kernel, 1 << 27, 32, 1024, "threads per program").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kernel `add_kernel`: invalid launch: num_warps = 134217728 makes 4294967296 threads per program; \
+             the device allows 1024"
+        );
+        let e = threads_per_program(&kernel, u32::MAX, 32, 1024, "invocations per workgroup").unwrap_err();
+        assert!(
+            e.to_string().contains("makes 137438953440 invocations per workgroup"),
+            "{e}"
         );
     }
 }

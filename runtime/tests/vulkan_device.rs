@@ -166,6 +166,11 @@ fn buffers_round_trip() {
         Err(e @ WgpuError::BufferTooLarge { .. }) => println!("{e}"),
         other => panic!("expected BufferTooLarge, got {other:?}"),
     }
+    // So large that rounding the allocation up to 16 bytes would wrap it to 0.
+    match WgpuBuffer::zeroed(device, usize::MAX) {
+        Err(e @ WgpuError::BufferTooLarge { .. }) => assert!(e.to_string().contains(&usize::MAX.to_string()), "{e}"),
+        other => panic!("expected BufferTooLarge, got {other:?}"),
+    }
 }
 
 fn random_inputs(n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {

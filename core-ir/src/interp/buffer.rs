@@ -48,10 +48,18 @@ impl HostBuffer {
         }
     }
     /// A buffer of `len` zeros (false for booleans).
+    ///
+    /// # Panics
+    ///
+    /// When `len` elements do not fit the address space, as `Vec::with_capacity` does (a
+    /// wrapped size would silently make a shorter buffer).
     pub fn zeros(elem: ScalarType, len: usize) -> Self {
+        let bytes = len
+            .checked_mul(elem.size_bytes())
+            .unwrap_or_else(|| panic!("HostBuffer::zeros: {len} elements of {elem} overflow the address space"));
         HostBuffer {
             elem,
-            bytes: vec![0; len * elem.size_bytes()],
+            bytes: vec![0; bytes],
         }
     }
     /// A boolean (`i1`) buffer.

@@ -53,6 +53,12 @@ impl Device for CpuDevice {
     }
 
     fn alloc(&self, elem: ScalarType, len: usize) -> Result<DeviceBuffer> {
+        // As the GPU devices do: `HostBuffer::zeros` would panic on a size that overflows.
+        if len.checked_mul(elem.size_bytes()).is_none() {
+            return Err(Error::Buffer(format!(
+                "{len} elements of {elem} overflow the address space"
+            )));
+        }
         Ok(DeviceBuffer::new(
             elem,
             len,
@@ -137,5 +143,23 @@ impl Device for CpuDevice {
 
     fn device_key(&self) -> u64 {
         self.key
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As on the GPU devices, a size that overflows is an error (the host buffer's size
+    /// overflowed: a panic, or a wrapped and much smaller buffer).
+    #[test]
+    fn allocations_that_overflow_are_errors() {
+        let d = CpuDevice::new();
+        let e = d.alloc(ScalarType::F64, usize::MAX / 4).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("buffer: {} elements of f64 overflow the address space", usize::MAX / 4)
+        );
+        assert_eq!(d.alloc(ScalarType::F64, 3).unwrap().size_bytes(), 24);
     }
 }

@@ -5,7 +5,7 @@ use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetada
 use crate::cuda::{CudaBuffer, CudaDevice, CudaFunction, CudaModule, KernelArg, LaunchConfig as CudaLaunch};
 use crate::device::{next_device_key, Backend, Device, DeviceProperties, DeviceType};
 use crate::error::{Error, Result};
-use crate::launch::{check_launch, Arg};
+use crate::launch::{check_launch, threads_per_program, Arg};
 use rutile_ir::analysis::extent::ExtentPlan;
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::{Kernel, ScalarType};
@@ -115,16 +115,13 @@ impl Device for CudaGpu {
     fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
         self.cache.get_or_compile(kernel, options, spec, || {
             let p = self.device.properties();
-            let threads = options.num_warps * p.warp_size;
-            if threads > p.max_threads_per_block {
-                return Err(Error::Launch {
-                    kernel: kernel.name.clone(),
-                    message: format!(
-                        "num_warps = {} makes {threads} threads per program; the device allows {}",
-                        options.num_warps, p.max_threads_per_block
-                    ),
-                });
-            }
+            let threads = threads_per_program(
+                kernel,
+                options.num_warps,
+                p.warp_size,
+                p.max_threads_per_block,
+                "threads per program",
+            )?;
             // Shared memory is dynamic in rutile's PTX: a kernel may use up to the opt-in
             // maximum (227 KiB on an H100); the launch opts in above 48 KiB.
             let (major, minor) = p.compute_capability;

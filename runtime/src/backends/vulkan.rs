@@ -11,7 +11,7 @@ use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
 use crate::device::{next_device_key, Backend, Device, DeviceProperties, DeviceType};
 use crate::error::{Error, Result};
-use crate::launch::{check_launch, Arg};
+use crate::launch::{check_launch, threads_per_program, Arg};
 use crate::vulkan::{self as wg, AdapterKind, KernelSource, WgpuBuffer, WgpuDevice, WgpuError, WgpuPipeline};
 use rutile_ir::analysis::extent::ExtentPlan;
 use rutile_ir::target::{Specialization, Target};
@@ -228,17 +228,13 @@ impl Device for WgpuGpu {
     fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
         self.cache.get_or_compile(kernel, options, spec, || {
             let target = self.target(options.num_warps, has_loops(kernel));
-            let limit = self.device.properties().max_invocations_per_workgroup;
-            if target.threads() > limit {
-                return Err(Error::Launch {
-                    kernel: kernel.name.clone(),
-                    message: format!(
-                        "num_warps = {} makes {} invocations per workgroup; the device allows {limit}",
-                        options.num_warps,
-                        target.threads()
-                    ),
-                });
-            }
+            threads_per_program(
+                kernel,
+                options.num_warps,
+                target.warp_size,
+                self.device.properties().max_invocations_per_workgroup,
+                "invocations per workgroup",
+            )?;
             for t in kernel.values.iter().filter_map(|(_, v)| {
                 v.ty.scalar_type().or(match v.ty.elem {
                     rutile_ir::Elem::Ptr(s) => Some(s),

@@ -26,9 +26,10 @@ pub struct WgpuBuffer {
     len: u64,
 }
 
-/// Bytes allocated for a buffer of `len` logical bytes.
+/// Bytes allocated for a buffer of `len` logical bytes, saturating at `u64::MAX` (above
+/// every device's limit, so such a buffer is refused rather than wrapped to a small one).
 pub(crate) fn padded_size(len: u64) -> u64 {
-    len.div_ceil(ALLOC_ALIGN).max(1) * ALLOC_ALIGN
+    len.div_ceil(ALLOC_ALIGN).max(1).saturating_mul(ALLOC_ALIGN)
 }
 
 impl WgpuBuffer {
@@ -256,5 +257,9 @@ mod tests {
         assert_eq!(padded_size(17), 32);
         assert_eq!(padded_size(98432 * 4), 98432 * 4);
         assert_eq!(padded_size(98433 * 4), 98436 * 4);
+        // Rounding up the largest sizes would wrap to 0.
+        assert_eq!(padded_size(u64::MAX), u64::MAX);
+        assert_eq!(padded_size(u64::MAX - 15), u64::MAX - 15);
+        assert_eq!(padded_size(u64::MAX - 14), u64::MAX);
     }
 }
