@@ -187,7 +187,7 @@ fn exp_f32(e: &mut Emitter, x: &str) -> String {
 
 /// `c[0] + t·(c[1] + t·(...))` with `fma`.
 fn horner(e: &mut Emitter, coefs: &[u32], t: &str) -> String {
-    let mut acc = hex(*coefs.last().unwrap());
+    let mut acc = hex(*coefs.last().expect("the callers' coefficient tables are not empty"));
     for &c in coefs.iter().rev().skip(1) {
         let r = e.tmp(Class::F);
         e.ins(format!("fma.rn.f32 {r}, {acc}, {t}, {}", hex(c)));

@@ -1846,7 +1846,8 @@ impl<'a> Cx<'a> {
     }
 
     fn horner(&mut self, coeffs: &[f32], t: H) -> H {
-        let mut acc = self.lit(naga::Literal::F32(*coeffs.last().unwrap()));
+        let last = *coeffs.last().expect("the callers' coefficient tables are not empty");
+        let mut acc = self.lit(naga::Literal::F32(last));
         for &c in coeffs.iter().rev().skip(1) {
             let c = self.lit(naga::Literal::F32(c));
             acc = self.math(Mf::Fma, &[acc, t, c]);

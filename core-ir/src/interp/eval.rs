@@ -47,7 +47,8 @@ impl<'a> Program<'a> {
         }
         let yielded = self.run_region(&kernel.body)?;
         if !yielded.is_empty() {
-            let inst = &kernel.insts[*kernel.body.insts.last().unwrap()];
+            let last = kernel.body.insts.last().expect("values were yielded by an instruction");
+            let inst = &kernel.insts[*last];
             return Err(self.at(inst, invalid!("the kernel body cannot yield values")));
         }
         Ok(())

@@ -65,7 +65,7 @@ struct Codec<T> {
 
 fn int_codec(s: ScalarType) -> Codec<i64> {
     fn b<const N: usize>(x: &[u8]) -> [u8; N] {
-        x.try_into().unwrap()
+        x.try_into().expect("callers pass one element's bytes")
     }
     let (read, write): (Read<i64>, Write<i64>) = match s {
         ScalarType::I8 => (|x| x[0] as i8 as i64, |x, v| x[0] = v as u8),
@@ -97,7 +97,7 @@ fn int_codec(s: ScalarType) -> Codec<i64> {
 
 fn float_codec(s: ScalarType) -> Codec<f64> {
     fn b<const N: usize>(x: &[u8]) -> [u8; N] {
-        x.try_into().unwrap()
+        x.try_into().expect("callers pass one element's bytes")
     }
     let (read, write): (Read<f64>, Write<f64>) = match s {
         ScalarType::F16 => (

@@ -89,7 +89,11 @@ impl Lowerer<'_> {
         step: ValueId,
         init: &[ValueId],
     ) -> Result<Vec<LVal>, LowerError> {
-        let iv_ty = self.k.ty(start).scalar_type().unwrap();
+        let iv_ty = self
+            .k
+            .ty(start)
+            .scalar_type()
+            .expect("verified: loop bounds are integers");
         let (start_r, end_r, step_r) = (
             self.lval(start)?.regs[0],
             self.lval(end)?.regs[0],

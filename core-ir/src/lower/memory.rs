@@ -20,7 +20,7 @@ impl Lowerer<'_> {
             } => {
                 let result = inst.results[0];
                 let ty = self.k.ty(result);
-                let elem = ty.scalar_type().unwrap();
+                let elem = ty.scalar_type().expect("verified: a load gives numbers");
                 let layout = self.default_layout(ty.shape);
                 let (base, offsets) = self.pointer(*ptr, layout)?;
                 let mask_regs = mask.map(|m| self.ensure(m, layout)).transpose()?;
@@ -202,7 +202,8 @@ impl Lowerer<'_> {
         let (base, offsets) = self.pointer(ptr, layout)?;
         let pred = self.store_predicates(layout, ty.shape, mask)?;
         self.order_global_access(base, true);
-        Ok((layout, base, offsets, pred, ty.scalar_type().unwrap()))
+        let elem = ty.scalar_type().expect("verified: an atomic gives numbers");
+        Ok((layout, base, offsets, pred, elem))
     }
 
     /// Atomics give the old value to the owning thread only; threads holding copies of an
@@ -219,7 +220,7 @@ impl Lowerer<'_> {
         if !replicated {
             return Ok(lval);
         }
-        let elem = ty.scalar_type().unwrap();
+        let elem = ty.scalar_type().expect("verified: an atomic gives numbers");
         let regs = self.convert(&lval, elem, ty.shape, layout, ty.shape, None)?;
         Ok(LVal {
             layout,

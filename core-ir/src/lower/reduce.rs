@@ -124,7 +124,11 @@ impl Lowerer<'_> {
         let regs: Vec<Reg> = parts
             .iter()
             .map(|p| {
-                let r = if is_arg { p.index.unwrap() } else { p.value };
+                let r = if is_arg {
+                    p.index.expect("arg reductions carry indices")
+                } else {
+                    p.value
+                };
                 let r = if keyed { self.key_to_float(r) } else { r };
                 if self.regs[r].ty == out_ty {
                     r
@@ -308,7 +312,8 @@ impl Lowerer<'_> {
             ReduceOp::Min => binary(self, BinaryOp::Min),
             ReduceOp::ArgMax | ReduceOp::ArgMin => {
                 let bool_t = ScalarType::Bool;
-                let (ia, ib) = (a.index.unwrap(), b.index.unwrap());
+                let index = |p: Partial| p.index.expect("arg reductions carry indices");
+                let (ia, ib) = (index(a), index(b));
                 let strictly = if op == ReduceOp::ArgMax { CmpOp::Gt } else { CmpOp::Lt };
                 let wins = self.set(bool_t, Expr::Compare(strictly, b.value, a.value));
                 let equal = self.set(bool_t, Expr::Compare(CmpOp::Eq, b.value, a.value));
