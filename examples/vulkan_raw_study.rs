@@ -204,7 +204,7 @@ fn study(kernels: &[(String, String)], wgpu: Option<&rutile::vulkan::WgpuDevice>
         // wgpu buffers are storage buffers: no larger than the device binds (on the H100,
         // 256 MiB fits).
         let flush_bytes = wgpu.map_or(FLUSH_BYTES, |w| {
-            FLUSH_BYTES.min(u64::from(w.properties().max_storage_buffer_binding_size))
+            FLUSH_BYTES.min(w.properties().max_storage_buffer_binding_size)
         });
         let flush_src = big(flush_bytes)?;
         let flush_dst = big(flush_bytes)?;

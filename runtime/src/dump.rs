@@ -3,6 +3,27 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// The kernel's name as a file-name stem: any character other than ASCII letters, digits,
+/// `_` and `-` becomes `_`, so that a name with `/` or `..` cannot write outside the dump
+/// folder (kernel names are free text).
+fn file_stem(kernel: &str) -> String {
+    let stem: String = kernel
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if stem.is_empty() {
+        "kernel".into()
+    } else {
+        stem
+    }
+}
+
 /// Writes the stages of one compilation if `RUTILE_DUMP` is set; each text is made only
 /// then, so that compiling without dumps does not print kernels. Failures to write are
 /// reported on stderr, never fatal: dumping is a debugging aid. Returns the compilation's
@@ -16,8 +37,9 @@ pub(crate) fn write(kernel: &str, stages: &[(&str, &dyn Fn() -> String)]) -> Opt
         eprintln!("rutile: cannot create dump folder {}: {e}", dir.display());
         return Some(n);
     }
+    let stem = file_stem(kernel);
     for (stage, text) in stages {
-        let path = dir.join(format!("{kernel}.{n}.{stage}"));
+        let path = dir.join(format!("{stem}.{n}.{stage}"));
         if let Err(e) = std::fs::write(&path, text()) {
             eprintln!("rutile: cannot write {}: {e}", path.display());
         }
@@ -45,7 +67,8 @@ pub(crate) fn write_spirv<E: std::fmt::Display>(
     };
     let dir = std::path::PathBuf::from(dir);
     let _ = std::fs::create_dir_all(&dir);
-    let path = dir.join(format!("{kernel}.{n}.spv"));
+    let stem = file_stem(kernel);
+    let path = dir.join(format!("{stem}.{n}.spv"));
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     if let Err(e) = std::fs::write(&path, bytes) {
         eprintln!("rutile: cannot write {}: {e}", path.display());
@@ -54,7 +77,20 @@ pub(crate) fn write_spirv<E: std::fmt::Display>(
     let dis = std::env::var("RUTILE_SPIRV_DIS").unwrap_or_else(|_| "spirv-dis".into());
     if let Ok(out) = std::process::Command::new(dis).arg(&path).output() {
         if out.status.success() {
-            let _ = std::fs::write(dir.join(format!("{kernel}.{n}.spvasm")), out.stdout);
+            let _ = std::fs::write(dir.join(format!("{stem}.{n}.spvasm")), out.stdout);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_stem;
+
+    #[test]
+    fn kernel_names_stay_inside_the_dump_folder() {
+        assert_eq!(file_stem("softmax_kernel"), "softmax_kernel");
+        assert_eq!(file_stem("../../etc/passwd"), "______etc_passwd");
+        assert_eq!(file_stem("a/b\\c d"), "a_b_c_d");
+        assert_eq!(file_stem(""), "kernel");
     }
 }
