@@ -213,6 +213,26 @@ fn adds_ragged_f32_arrays_from_wgsl() {
     check_add(device, KernelSource::Wgsl(ADD_WGSL.into()));
 }
 
+/// Threads sharing a device record and submit work at once; each must read back what its
+/// own dispatch wrote. (A batch taken by one thread and submitted after another thread's
+/// later batch once ran a read-back before the dispatch it reads.)
+#[test]
+fn threads_sharing_a_device_read_their_own_results() {
+    let Some(device) = device() else { return };
+    let pipeline = device
+        .create_pipeline(KernelSource::Wgsl(ADD_WGSL.into()), "add", add_layout())
+        .unwrap();
+    std::thread::scope(|scope| {
+        for _ in 0..6 {
+            scope.spawn(|| {
+                for _ in 0..40 {
+                    check_add_pipeline(device, &pipeline);
+                }
+            });
+        }
+    });
+}
+
 #[test]
 fn adds_ragged_f32_arrays_from_a_naga_module() {
     let Some(device) = device() else { return };

@@ -45,13 +45,20 @@ impl WgpuDevice {
     }
 
     /// Submits the recorded work, in order, without waiting for it.
+    ///
+    /// The batch stays locked until it is submitted: a thread that took a batch and
+    /// submitted it after another thread's later batch would run work out of the order it
+    /// was recorded in (a read-back copy before the dispatch that writes what it reads).
     pub fn flush(&self) -> Result<(), WgpuError> {
-        let buffers = std::mem::take(&mut lock(self.batch()).buffers);
-        if buffers.is_empty() {
+        let mut batch = lock(self.batch());
+        if batch.buffers.is_empty() {
             return Ok(());
         }
-        self.scoped("submitting recorded work", || {
+        let buffers = std::mem::take(&mut batch.buffers);
+        let submitted = self.scoped("submitting recorded work", || {
             self.queue().submit(buffers);
-        })
+        });
+        drop(batch);
+        submitted
     }
 }
