@@ -22,6 +22,10 @@ pub enum InterpError {
         expected: String,
         got: String,
     },
+    /// The kernel is not valid block IR (its public fields were edited after building):
+    /// what the verifier found.
+    #[error("not valid IR: {0}")]
+    Invalid(#[from] crate::error::BuildError),
     /// Some axis of the grid is zero.
     #[error("grid ({}, {}, {}) is empty: every axis must be at least 1", grid[0], grid[1], grid[2])]
     EmptyGrid { grid: [u32; 3] },

@@ -81,7 +81,23 @@ impl ArgValue {
 /// `args` has one value per kernel parameter; pointer arguments name an element of
 /// `buffers`, whose element type must be the pointee type. Stores and atomics write
 /// `buffers`. A fault stops the launch with the buffers as the faulting program left them.
+/// A kernel that is not valid IR (edited after building) is [`InterpError::Invalid`].
 pub fn run(kernel: &Kernel, grid: [u32; 3], args: &[ArgValue], buffers: &mut [HostBuffer]) -> Result<(), InterpError> {
+    // A built kernel is valid; one edited afterwards is checked before any program runs
+    // (cheap next to interpreting it).
+    crate::verify::verify(kernel)?;
+    run_unverified(kernel, grid, args, buffers)
+}
+
+/// [`run`] without the verifier: the interpreter's own checks still turn invalid IR into
+/// [`FaultKind::InvalidIr`] faults where they meet it. For tests of those checks, and of
+/// what the interpreter runs beyond the typing rules (integer dots).
+pub(crate) fn run_unverified(
+    kernel: &Kernel,
+    grid: [u32; 3],
+    args: &[ArgValue],
+    buffers: &mut [HostBuffer],
+) -> Result<(), InterpError> {
     if grid.contains(&0) {
         return Err(InterpError::EmptyGrid { grid });
     }

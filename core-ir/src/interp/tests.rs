@@ -1338,7 +1338,13 @@ fn use_before_definition_is_invalid_ir() {
     kb.regions[0].insts.swap(0, 1);
     kb.store(out, b, None);
     let kernel = kb.finish_unverified();
-    let e = run(&kernel, [1, 1, 1], &[ptr_arg(0)], &mut [HostBuffer::zeros(I32, 1)]).unwrap_err();
+    // The verifier refuses it before any program runs...
+    match run(&kernel, [1, 1, 1], &[ptr_arg(0)], &mut [HostBuffer::zeros(I32, 1)]) {
+        Err(e @ InterpError::Invalid(_)) => assert!(e.to_string().contains("not defined before this use"), "{e}"),
+        other => panic!("expected the verifier's error, got {other:?}"),
+    }
+    // ... and without it the interpreter faults where it meets the use.
+    let e = run_unverified(&kernel, [1, 1, 1], &[ptr_arg(0)], &mut [HostBuffer::zeros(I32, 1)]).unwrap_err();
     let InterpError::Fault { kind, op, .. } = &e else {
         panic!("{e:?}")
     };
@@ -1373,7 +1379,7 @@ fn run_dot(a: HostBuffer, b: HostBuffer, acc: HostBuffer, m: u32, k: u32, n: u32
         kb.finish()
     };
     let mut buffers = [a, b, acc];
-    run(&kernel, [1, 1, 1], &[ptr_arg(0), ptr_arg(1), ptr_arg(2)], &mut buffers).unwrap();
+    run_unverified(&kernel, [1, 1, 1], &[ptr_arg(0), ptr_arg(1), ptr_arg(2)], &mut buffers).unwrap();
     let [_, _, c] = buffers;
     c
 }
@@ -1555,5 +1561,28 @@ fn tiled_matmul_matches_reference() {
             }
             assert_eq!(c[i * size + j], f16::from_f32(acc), "c[{i}, {j}]");
         }
+    }
+}
+
+/// A kernel's fields are public; one edited into invalid IR is refused before any program
+/// runs, with the verifier's words, instead of faulting (or not) midway.
+#[test]
+fn an_edited_invalid_kernel_is_refused() {
+    let mut kernel = crate::seeds::vector_add(F32, 128).unwrap();
+    let load = kernel
+        .insts
+        .iter()
+        .find_map(|(_, i)| matches!(i.op, Op::Load { .. }).then(|| i.results[0]))
+        .unwrap();
+    kernel.values[load].ty.elem = Elem::Ptr(F32);
+    let mut buffers = [
+        HostBuffer::zeros(F32, 4),
+        HostBuffer::zeros(F32, 4),
+        HostBuffer::zeros(F32, 4),
+    ];
+    let args = [ptr_arg(0), ptr_arg(1), ptr_arg(2), ArgValue::Int(4)];
+    match run(&kernel, [1, 1, 1], &args, &mut buffers) {
+        Err(e @ InterpError::Invalid(_)) => assert!(e.to_string().contains("`load`"), "{e}"),
+        other => panic!("expected the verifier's error, got {other:?}"),
     }
 }
