@@ -3,8 +3,9 @@
 use crate::check::{matmul_reference, max_relative_error, softmax_reference};
 use crate::rng::Rng;
 use half::f16;
+use rutile::autotune::{Autotuner, Config};
 use rutile::seeds::{self, Activation, MatmulMeta};
-use rutile::{Device, DeviceExt, LaunchConfig, Result, ScalarType};
+use rutile::{Device, DeviceExt, DeviceType, LaunchConfig, Result, ScalarType};
 
 /// What one tutorial run found.
 pub struct Outcome {
@@ -17,6 +18,8 @@ pub struct Outcome {
     pub tolerance: f64,
     /// Device time of one launch, in milliseconds.
     pub time_ms: f64,
+    /// What else the run chose (the autotuner's configuration).
+    pub detail: Option<String>,
 }
 
 impl Outcome {
@@ -37,7 +40,11 @@ impl std::fmt::Display for Outcome {
             self.tolerance,
             self.time_ms,
             if self.passed() { "ok" } else { "FAILED" }
-        )
+        )?;
+        match &self.detail {
+            Some(d) => write!(f, "  {d}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -67,6 +74,7 @@ pub fn vector_add(dev: &dyn Device, n: usize, seed: u64) -> Result<Outcome> {
         error,
         tolerance: 0.0,
         time_ms,
+        detail: None,
     })
 }
 
@@ -108,21 +116,76 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, persistent: bool, see
         error,
         tolerance: 1e-5,
         time_ms,
+        detail: None,
     })
 }
 
-/// Matmul of fp16 `m x k` and `k x n` matrices into fp16, with optional leaky ReLU.
+/// The matmul tutorial's `@triton.autotune` configurations: `BLOCK_M`, `BLOCK_N`,
+/// `BLOCK_K`, `GROUP_M`, with `num_stages` and `num_warps`.
+pub fn matmul_configs() -> Vec<Config> {
+    [
+        (128, 256, 3, 8),
+        (256, 128, 3, 8),
+        (256, 64, 4, 4),
+        (64, 256, 4, 4),
+        (128, 128, 4, 4),
+        (128, 64, 4, 4),
+        (64, 128, 4, 4),
+        (128, 32, 4, 4),
+        (64, 32, 5, 2),
+        (32, 64, 5, 2),
+    ]
+    .into_iter()
+    .map(|(bm, bn, stages, warps)| {
+        Config::new(&[("BLOCK_M", bm), ("BLOCK_N", bn), ("BLOCK_K", 32), ("GROUP_M", 8)])
+            .num_stages(stages)
+            .num_warps(warps)
+    })
+    .collect()
+}
+
+/// The matmul meta-parameters of an autotuning configuration.
+fn matmul_meta(c: &Config, leaky_relu: bool) -> Result<MatmulMeta> {
+    let block = |name| c.value(name).map(|v| v as u32);
+    let mut meta = MatmulMeta::fp16(block("BLOCK_M")?, block("BLOCK_N")?, block("BLOCK_K")?);
+    meta.group_m = block("GROUP_M")?;
+    meta.activation = leaky_relu.then_some(Activation::LeakyRelu);
+    Ok(meta)
+}
+
+/// Matmul of fp16 `m x k` and `k x n` matrices into fp16, with optional leaky ReLU,
+/// autotuned over [`matmul_configs`] with `M, N, K` as the key (the choice is kept in the
+/// autotuner's cache file, see `rutile::autotune`).
 pub fn matmul(dev: &dyn Device, m: usize, n: usize, k: usize, leaky_relu: bool, seed: u64) -> Result<Outcome> {
     let mut rng = Rng::new(seed);
     let a: Vec<f16> = rng.f32s(m * k, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
     let b: Vec<f16> = rng.f32s(k * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
-    let mut meta = MatmulMeta::fp16(64, 64, 32);
-    meta.activation = leaky_relu.then_some(Activation::LeakyRelu);
-    let kernel = seeds::matmul(&meta)?;
     let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&b)?, dev.zeros::<f16>(m * n)?);
     let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
     args.extend(seeds::matmul_row_major_args(m, n, k).map(rutile::Arg::I32));
-    let config = LaunchConfig::grid1(seeds::matmul_grid(&meta, m as u32, n as u32));
+    let name = if leaky_relu { "matmul_leaky_relu" } else { "matmul" };
+    // A software device compiles each of the large configurations for seconds (rutile's
+    // `dot` is unrolled over the block, hundreds of kilobytes of SPIR-V): there it tries
+    // those of at most 128 x 64 blocks, as Triton's `prune_configs_by` would.
+    let software = dev.properties().device_type == DeviceType::Cpu;
+    let configs = matmul_configs()
+        .into_iter()
+        .filter(|c| !software || c.value("BLOCK_M").unwrap_or(0) * c.value("BLOCK_N").unwrap_or(0) <= 128 * 64)
+        .collect();
+    let tuner = Autotuner::new(name, configs)?;
+    let build = |c: &Config| Ok(seeds::matmul(&matmul_meta(c, leaky_relu)?)?);
+    let grid = |c: &Config| {
+        Ok([
+            seeds::matmul_grid(&matmul_meta(c, leaky_relu)?, m as u32, n as u32),
+            1,
+            1,
+        ])
+    };
+    let choice = tuner.choose(dev, &format!("{m},{n},{k}"), &build, &grid, &args)?;
+    let kernel = build(&choice.config)?;
+    let config = LaunchConfig::new(grid(&choice.config)?)
+        .num_warps(choice.config.num_warps)
+        .num_stages(choice.config.num_stages);
     let time_ms = timed(dev, &kernel, &config, &args)?;
     let c = dev.download(&cb)?;
     let want = matmul_reference(&a, &b, m, n, k, leaky_relu);
@@ -138,5 +201,10 @@ pub fn matmul(dev: &dyn Device, m: usize, n: usize, k: usize, leaky_relu: bool, 
         error,
         tolerance: 2e-3,
         time_ms,
+        detail: Some(format!(
+            "autotuned{}: {}",
+            if choice.from_file { " (cached)" } else { "" },
+            choice.config
+        )),
     })
 }

@@ -49,6 +49,9 @@ pub enum Error {
     /// A buffer was used with the wrong element type, length or device.
     #[error("buffer: {0}")]
     Buffer(String),
+    /// The autotuner could not pick a configuration (none given, or none ran).
+    #[error("autotuning `{name}`: {message}")]
+    Autotune { name: String, message: String },
     /// No device of the requested kind is present.
     #[error("no device: {0}")]
     NoDevice(String),

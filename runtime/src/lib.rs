@@ -14,7 +14,9 @@
 //! # Ok(()) }
 //! ```
 
+pub mod autotune;
 pub mod backends;
+pub mod bench;
 pub mod buffer;
 mod checked;
 pub mod compiled;

@@ -1,0 +1,125 @@
+//! Benchmarking as the best do it (Triton's `do_bench`): warm-up, many timed repetitions
+//! on the device's own timers with the L2 cache emptied before each, and quantiles of the
+//! times. The autotuner ([`crate::autotune`]) and the benchmarks use it.
+
+use crate::buffer::Buffer;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::ext::DeviceExt;
+use crate::launch::LaunchConfig;
+use rutile_ir::{Kernel, ScalarType};
+
+/// Quantiles of the times of one benchmark, in milliseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Stats {
+    pub median_ms: f64,
+    pub p20_ms: f64,
+    pub p80_ms: f64,
+}
+
+/// How the L2 cache is emptied before each timed run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushMode {
+    /// Read a buffer larger than any L2 cache: the cache is left holding clean lines, so
+    /// the timed run pays no one else's write-back; but its own writes may then stay in L2
+    /// past its end, which flatters runs that write less than the L2 holds.
+    Read,
+    /// Copy one such buffer into another, as `triton.testing.do_bench` zeroes one: the
+    /// cache is left full of dirty lines, whose write-back the timed run pays for.
+    Copy,
+}
+
+/// A buffer larger than any L2 cache, passed through before each timed run so that no run
+/// finds its inputs in the cache.
+///
+/// On a CPU device there is no cache to empty that matters; use no flush there.
+pub struct CacheFlush {
+    mode: FlushMode,
+    a: Buffer<f32>,
+    b: Buffer<f32>,
+    read: Kernel,
+}
+
+/// Elements each program of the read flush sums.
+const FLUSH_BLOCK: u32 = 4096;
+
+impl CacheFlush {
+    /// Allocates the flush buffers (512 MiB for [`FlushMode::Copy`]) on `dev`.
+    pub fn new(dev: &dyn Device, mode: FlushMode) -> Result<CacheFlush> {
+        let n = 64 << 20; // 256 MiB of f32
+        let b_len = match mode {
+            FlushMode::Copy => n,
+            FlushMode::Read => n / FLUSH_BLOCK as usize,
+        };
+        Ok(CacheFlush {
+            mode,
+            a: dev.zeros::<f32>(n)?,
+            b: dev.zeros::<f32>(b_len)?,
+            read: read_flush_kernel()?,
+        })
+    }
+    /// Empties the cache (queued like a launch).
+    pub fn run(&self, dev: &dyn Device) -> Result<()> {
+        match self.mode {
+            FlushMode::Copy => dev.copy(self.a.raw(), self.b.raw()),
+            FlushMode::Read => dev.launch(
+                &self.read,
+                &LaunchConfig::grid1((self.a.len() / FLUSH_BLOCK as usize) as u32).num_warps(8),
+                &[(&self.a).into(), (&self.b).into()],
+            ),
+        }
+    }
+}
+
+/// Each program sums `FLUSH_BLOCK` elements of `src` into one element of `sums`: reads the
+/// whole source and writes almost nothing.
+fn read_flush_kernel() -> Result<Kernel> {
+    Ok(Kernel::build("l2_flush_read", |k| {
+        let src = k.arg_ptr("src", ScalarType::F32);
+        let sums = k.arg_ptr("sums", ScalarType::F32);
+        let pid = k.program_id(0);
+        let x = k.load(src + pid * FLUSH_BLOCK + k.arange(0, FLUSH_BLOCK as i32));
+        k.store(sums + pid, x.sum(0));
+    })?)
+}
+
+/// Times `f` (which queues device work) `reps` times after `warmup` untimed runs, each
+/// after `flush` empties the cache when given; times are the device's (events on CUDA,
+/// timestamps on Vulkan, the host clock on the CPU device). `reps` must be at least 1.
+pub fn do_bench(
+    dev: &dyn Device,
+    flush: Option<&CacheFlush>,
+    warmup: usize,
+    reps: usize,
+    f: &mut dyn FnMut() -> Result<()>,
+) -> Result<Stats> {
+    if reps == 0 {
+        return Err(Error::Argument {
+            kernel: "do_bench".into(),
+            message: "reps must be at least 1".into(),
+        });
+    }
+    for _ in 0..warmup {
+        f()?;
+    }
+    dev.synchronize()?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        if let Some(c) = flush {
+            c.run(dev)?;
+        }
+        times.push(dev.time(f)?);
+    }
+    times.sort_by(f64::total_cmp);
+    let q = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize];
+    Ok(Stats {
+        median_ms: q(0.5),
+        p20_ms: q(0.2),
+        p80_ms: q(0.8),
+    })
+}
+
+/// GB/s for `bytes` moved in `ms` milliseconds.
+pub fn gbps(bytes: f64, ms: f64) -> f64 {
+    bytes / (ms * 1e-3) / 1e9
+}
