@@ -144,8 +144,20 @@ pub fn matmul_configs() -> Vec<Config> {
     .collect()
 }
 
+/// [`matmul_configs`] that `dev` should try. A software device compiles each of the large
+/// ones for seconds (rutile's `dot` is unrolled over the block: hundreds of kilobytes of
+/// SPIR-V), so there only those of at most 128 x 64 blocks are tried, as Triton's
+/// `prune_configs_by` would.
+pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
+    let software = dev.properties().device_type == DeviceType::Cpu;
+    matmul_configs()
+        .into_iter()
+        .filter(|c| !software || c.value("BLOCK_M").unwrap_or(0) * c.value("BLOCK_N").unwrap_or(0) <= 128 * 64)
+        .collect()
+}
+
 /// The matmul meta-parameters of an autotuning configuration.
-fn matmul_meta(c: &Config, leaky_relu: bool) -> Result<MatmulMeta> {
+pub fn matmul_meta(c: &Config, leaky_relu: bool) -> Result<MatmulMeta> {
     let block = |name| c.value(name).map(|v| v as u32);
     let mut meta = MatmulMeta::fp16(block("BLOCK_M")?, block("BLOCK_N")?, block("BLOCK_K")?);
     meta.group_m = block("GROUP_M")?;
@@ -164,15 +176,7 @@ pub fn matmul(dev: &dyn Device, m: usize, n: usize, k: usize, leaky_relu: bool, 
     let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
     args.extend(seeds::matmul_row_major_args(m, n, k).map(rutile::Arg::I32));
     let name = if leaky_relu { "matmul_leaky_relu" } else { "matmul" };
-    // A software device compiles each of the large configurations for seconds (rutile's
-    // `dot` is unrolled over the block, hundreds of kilobytes of SPIR-V): there it tries
-    // those of at most 128 x 64 blocks, as Triton's `prune_configs_by` would.
-    let software = dev.properties().device_type == DeviceType::Cpu;
-    let configs = matmul_configs()
-        .into_iter()
-        .filter(|c| !software || c.value("BLOCK_M").unwrap_or(0) * c.value("BLOCK_N").unwrap_or(0) <= 128 * 64)
-        .collect();
-    let tuner = Autotuner::new(name, configs)?;
+    let tuner = Autotuner::new(name, matmul_configs_for(dev))?;
     let build = |c: &Config| Ok(seeds::matmul(&matmul_meta(c, leaky_relu)?)?);
     let grid = |c: &Config| {
         Ok([

@@ -1,0 +1,355 @@
+//! The seed tutorials' performance figures, measured with rutile on every GPU present, one
+//! line per device and backend: vector add (GB/s over 2^12..2^27 elements), fused softmax
+//! (GB/s over N = 256..12672 columns of 4096 rows, the tutorial's kernel and `num_warps`)
+//! and matmul (fp16 TFLOPS over M = N = K = 128..4096, autotuned over the tutorial's
+//! configurations). Each figure is printed as a table and written to `DIR/<figure>.csv` and
+//! `DIR/<figure>.svg`.
+//!
+//!     cargo run --release --example figures -- [DIR] [--quick | --replot]
+//!
+//! `--replot` draws the SVG files again from the CSV files already in `DIR`, measuring
+//! nothing.
+//! `DIR` defaults to `figures`. Times are medians of 30 device-timed launches (20 for the
+//! matmul) with the L2 emptied before each (`rutile::bench::do_bench`). `--quick` measures
+//! a few small sizes three times each without emptying the cache, and also on software
+//! devices (lavapipe): to try the program without a GPU, not to measure.
+
+use half::f16;
+use plotters::prelude::*;
+use rutile::bench::{do_bench, gbps, CacheFlush, FlushMode};
+use rutile::{seeds, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
+use rutile_examples::rng::{normal_f32s, Rng};
+use rutile_examples::tutorials::{matmul_configs_for, matmul_meta};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// How each point is timed.
+struct Timing {
+    flush: Option<CacheFlush>,
+    warmup: usize,
+    reps: usize,
+}
+
+impl Timing {
+    fn median_ms(&self, dev: &dyn Device, f: &mut dyn FnMut() -> rutile::Result<()>) -> rutile::Result<f64> {
+        Ok(do_bench(dev, self.flush.as_ref(), self.warmup, self.reps, f)?.median_ms)
+    }
+}
+
+/// One figure: what it plots, and a line of points per device.
+struct Figure {
+    name: &'static str,
+    title: &'static str,
+    x_label: &'static str,
+    y_label: &'static str,
+    log_x: bool,
+    lines: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+type Error = Box<dyn std::error::Error>;
+
+fn main() -> Result<(), Error> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let dir = PathBuf::from(args.iter().find(|a| !a.starts_with("--")).map_or("figures", |s| s));
+    if args.iter().any(|a| a == "--replot") {
+        return replot(&dir);
+    }
+    let devices: Vec<_> = rutile::list_devices()
+        .into_iter()
+        .filter(|l| l.id != "cpu")
+        .filter_map(|l| l.device.ok())
+        .filter(|d| quick || d.properties().device_type != DeviceType::Cpu)
+        .collect();
+    if devices.is_empty() {
+        return Err("no GPU found (`--quick` also runs on software devices)".into());
+    }
+    // The tutorials' sizes; with --quick every fourth, and only small ones.
+    let (every, max_add, max_cols, max_dim) = if quick {
+        (4, 1 << 20, 2048, 512)
+    } else {
+        (1, usize::MAX, usize::MAX, usize::MAX)
+    };
+    let mut figures = empty_figures();
+    for dev in &devices {
+        let dev = dev.as_ref();
+        let line = format!("rutile, {} ({})", dev.properties().name, dev.properties().backend);
+        eprintln!("measuring on {line}");
+        let timing = |reps| -> rutile::Result<Timing> {
+            Ok(if quick {
+                Timing {
+                    flush: None,
+                    warmup: 1,
+                    reps: 3,
+                }
+            } else {
+                Timing {
+                    flush: Some(CacheFlush::new(dev, FlushMode::Copy)?),
+                    warmup: 3,
+                    reps,
+                }
+            })
+        };
+        let sizes: Vec<usize> = (12..28)
+            .step_by(every)
+            .map(|p| 1usize << p)
+            .filter(|&n| n <= max_add)
+            .collect();
+        figures[0]
+            .lines
+            .push((line.clone(), vector_add(dev, &timing(30)?, &sizes)?));
+        let cols: Vec<usize> = (2..100)
+            .step_by(every)
+            .map(|i| 128 * i)
+            .filter(|&n| n <= max_cols)
+            .collect();
+        figures[1]
+            .lines
+            .push((line.clone(), softmax(dev, &timing(30)?, &cols)?));
+        let dims: Vec<usize> = (1..33)
+            .step_by(every)
+            .map(|i| 128 * i)
+            .filter(|&n| n <= max_dim)
+            .collect();
+        figures[2].lines.push((line, matmul(dev, &timing(20)?, &dims)?));
+    }
+    std::fs::create_dir_all(&dir)?;
+    for figure in &figures {
+        print_table(figure);
+        write_csv(figure, &dir.join(format!("{}.csv", figure.name)))?;
+        plot(figure, &dir.join(format!("{}.svg", figure.name)))?;
+    }
+    println!("wrote {}", dir.display());
+    Ok(())
+}
+
+/// The three figures, with no lines yet.
+fn empty_figures() -> [Figure; 3] {
+    [
+        Figure {
+            name: "vector-add-performance",
+            title: "vector add, f32",
+            x_label: "elements",
+            y_label: "GB/s",
+            log_x: true,
+            lines: Vec::new(),
+        },
+        Figure {
+            name: "softmax-performance",
+            title: "fused softmax, f32, M = 4096",
+            x_label: "N",
+            y_label: "GB/s",
+            log_x: false,
+            lines: Vec::new(),
+        },
+        Figure {
+            name: "matmul-performance",
+            title: "matmul, fp16 inputs, f32 accumulation, M = N = K",
+            x_label: "M = N = K",
+            y_label: "TFLOPS",
+            log_x: false,
+            lines: Vec::new(),
+        },
+    ]
+}
+
+/// Draws the figures again from the CSV files of an earlier run in `dir`.
+fn replot(dir: &Path) -> Result<(), Error> {
+    for mut figure in empty_figures() {
+        let path = dir.join(format!("{}.csv", figure.name));
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut lines = text.lines();
+        let header = lines.next().ok_or_else(|| format!("{}: empty", path.display()))?;
+        figure.lines = header
+            .split(',')
+            .skip(1)
+            .map(|n| (n.replace(';', ","), Vec::new()))
+            .collect();
+        for (row, line) in lines.enumerate() {
+            let values: Vec<f64> = line
+                .split(',')
+                .map(|v| v.parse::<f64>())
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("{} line {}: {e}", path.display(), row + 2))?;
+            if values.len() != figure.lines.len() + 1 {
+                return Err(format!(
+                    "{} line {}: expected {} values",
+                    path.display(),
+                    row + 2,
+                    figure.lines.len() + 1
+                )
+                .into());
+            }
+            for (series, &y) in figure.lines.iter_mut().zip(&values[1..]) {
+                series.1.push((values[0], y));
+            }
+        }
+        plot(&figure, &dir.join(format!("{}.svg", figure.name)))?;
+    }
+    println!("replotted {}", dir.display());
+    Ok(())
+}
+
+/// GB/s of `x + y` for each size (12 bytes per element), the tutorial's 1024-element blocks.
+fn vector_add(dev: &dyn Device, timing: &Timing, sizes: &[usize]) -> rutile::Result<Vec<(f64, f64)>> {
+    let block = 1024;
+    let kernel = seeds::vector_add(ScalarType::F32, block)?;
+    let mut rng = Rng::new(1);
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let (x, y) = (
+        dev.upload(&rng.f32s(largest, 0.0, 1.0))?,
+        dev.upload(&rng.f32s(largest, 0.0, 1.0))?,
+    );
+    let z = dev.zeros::<f32>(largest)?;
+    let mut points = Vec::new();
+    for &n in sizes {
+        let config = LaunchConfig::grid1((n as u32).div_ceil(block));
+        let args = [(&x).into(), (&y).into(), (&z).into(), (n as i32).into()];
+        let ms = timing.median_ms(dev, &mut || dev.launch(&kernel, &config, &args))?;
+        points.push((n as f64, gbps(12.0 * n as f64, ms)));
+    }
+    Ok(points)
+}
+
+/// GB/s of the tutorial's softmax (one row per program, its `num_warps` heuristic) on
+/// 4096 rows of each width (8 bytes per element).
+fn softmax(dev: &dyn Device, timing: &Timing, cols: &[usize]) -> rutile::Result<Vec<(f64, f64)>> {
+    let m = 4096usize;
+    let widest = cols.iter().copied().max().unwrap_or(0);
+    let x = dev.upload(&normal_f32s(&mut Rng::new(2), m * widest))?;
+    let y = dev.zeros::<f32>(m * widest)?;
+    let mut points = Vec::new();
+    for &n in cols {
+        let block = seeds::softmax_block(n as u32);
+        let kernel = seeds::softmax(block)?;
+        let config = LaunchConfig::grid1(m as u32).num_warps(seeds::softmax_num_warps(block));
+        let c = n as i32;
+        let args = [
+            (&y).into(),
+            (&x).into(),
+            c.into(),
+            c.into(),
+            (m as i32).into(),
+            c.into(),
+        ];
+        let ms = timing.median_ms(dev, &mut || dev.launch(&kernel, &config, &args))?;
+        points.push((n as f64, gbps(8.0 * (m * n) as f64, ms)));
+    }
+    Ok(points)
+}
+
+/// TFLOPS of the fp16 matmul at each size, autotuned per size as the tutorial does.
+fn matmul(dev: &dyn Device, timing: &Timing, dims: &[usize]) -> rutile::Result<Vec<(f64, f64)>> {
+    let largest = dims.iter().copied().max().unwrap_or(0);
+    let mut rng = Rng::new(3);
+    let mut half = |len| -> Vec<f16> { rng.f32s(len, -1.0, 1.0).into_iter().map(f16::from_f32).collect() };
+    let (a, b) = (
+        dev.upload(&half(largest * largest))?,
+        dev.upload(&half(largest * largest))?,
+    );
+    let c = dev.zeros::<f16>(largest * largest)?;
+    let tuner = rutile::autotune::Autotuner::new("matmul", matmul_configs_for(dev))?;
+    let mut points = Vec::new();
+    for &n in dims {
+        let mut args = vec![(&a).into(), (&b).into(), (&c).into()];
+        args.extend(seeds::matmul_row_major_args(n, n, n).map(rutile::Arg::I32));
+        let build = |cfg: &rutile::autotune::Config| Ok(seeds::matmul(&matmul_meta(cfg, false)?)?);
+        let grid = |cfg: &rutile::autotune::Config| {
+            Ok([seeds::matmul_grid(&matmul_meta(cfg, false)?, n as u32, n as u32), 1, 1])
+        };
+        let choice = tuner.choose(dev, &format!("{n},{n},{n}"), &build, &grid, &args)?;
+        let kernel = build(&choice.config)?;
+        let config = LaunchConfig::new(grid(&choice.config)?)
+            .num_warps(choice.config.num_warps)
+            .num_stages(choice.config.num_stages);
+        let ms = timing.median_ms(dev, &mut || dev.launch(&kernel, &config, &args))?;
+        points.push((n as f64, 2.0 * (n * n * n) as f64 / (ms * 1e-3) / 1e12));
+    }
+    Ok(points)
+}
+
+fn print_table(figure: &Figure) {
+    println!("\n{} ({})", figure.title, figure.y_label);
+    let mut header = format!("{:>12}", figure.x_label);
+    for (name, _) in &figure.lines {
+        let _ = write!(header, "  {name:>40}");
+    }
+    println!("{header}");
+    let Some((_, first)) = figure.lines.first() else { return };
+    for (i, (x, _)) in first.iter().enumerate() {
+        let mut row = format!("{x:>12}");
+        for (_, points) in &figure.lines {
+            let _ = write!(row, "  {:>40.1}", points[i].1);
+        }
+        println!("{row}");
+    }
+}
+
+fn write_csv(figure: &Figure, path: &Path) -> std::io::Result<()> {
+    let mut text = String::from(figure.x_label);
+    for (name, _) in &figure.lines {
+        let _ = write!(text, ",{}", name.replace(',', ";"));
+    }
+    text.push('\n');
+    if let Some((_, first)) = figure.lines.first() {
+        for (i, (x, _)) in first.iter().enumerate() {
+            let _ = write!(text, "{x}");
+            for (_, points) in &figure.lines {
+                let _ = write!(text, ",{:.2}", points[i].1);
+            }
+            text.push('\n');
+        }
+    }
+    std::fs::write(path, text)
+}
+
+/// A line chart of the figure, as the tutorials draw theirs.
+fn plot(figure: &Figure, path: &Path) -> Result<(), Error> {
+    let points = figure.lines.iter().flat_map(|(_, p)| p.iter());
+    let (x_min, x_max) = points
+        .clone()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), &(x, _)| (lo.min(x), hi.max(x)));
+    let y_max = points.fold(0.0f64, |m, &(_, y)| m.max(y)) * 1.1;
+    let root = SVGBackend::new(path, (900, 540)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let colors = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
+    let mut builder = ChartBuilder::on(&root);
+    builder
+        .caption(figure.title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(64);
+    macro_rules! draw {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(figure.x_label)
+                .y_desc(figure.y_label)
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_label_formatter(&|y| format!("{y}"))
+                .label_style(("sans-serif", 13))
+                .draw()?;
+            for (i, (name, line)) in figure.lines.iter().enumerate() {
+                let color = colors[i % colors.len()];
+                chart
+                    .draw_series(LineSeries::new(line.iter().copied(), color.stroke_width(2)))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            }
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK)
+                .draw()?;
+        }};
+    }
+    if figure.log_x {
+        draw!(builder.build_cartesian_2d((x_min..x_max).log_scale(), 0.0..y_max)?);
+    } else {
+        draw!(builder.build_cartesian_2d(x_min..x_max, 0.0..y_max)?);
+    }
+    root.present()?;
+    Ok(())
+}
