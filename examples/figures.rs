@@ -19,7 +19,7 @@ use plotters::prelude::*;
 use rutile::bench::{do_bench, gbps, CacheFlush, FlushMode};
 use rutile::{seeds, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
 use rutile_examples::rng::{normal_f32s, Rng};
-use rutile_examples::tutorials::{matmul_configs_for, matmul_meta};
+use rutile_examples::tutorials::{matmul_configs_for, tuned_matmul};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -253,16 +253,8 @@ fn matmul(dev: &dyn Device, timing: &Timing, dims: &[usize]) -> rutile::Result<V
     for &n in dims {
         let mut args = vec![(&a).into(), (&b).into(), (&c).into()];
         args.extend(seeds::matmul_row_major_args(n, n, n).map(rutile::Arg::I32));
-        let build = |cfg: &rutile::autotune::Config| Ok(seeds::matmul(&matmul_meta(cfg, false)?)?);
-        let grid = |cfg: &rutile::autotune::Config| {
-            Ok([seeds::matmul_grid(&matmul_meta(cfg, false)?, n as u32, n as u32), 1, 1])
-        };
-        let choice = tuner.choose(dev, &format!("{n},{n},{n}"), &build, &grid, &args)?;
-        let kernel = build(&choice.config)?;
-        let config = LaunchConfig::new(grid(&choice.config)?)
-            .num_warps(choice.config.num_warps)
-            .num_stages(choice.config.num_stages);
-        let ms = timing.median_ms(dev, &mut || dev.launch(&kernel, &config, &args))?;
+        let tuned = tuned_matmul(dev, &tuner, (n, n, n), false, &args)?;
+        let ms = timing.median_ms(dev, &mut || dev.launch(&tuned.kernel, &tuned.launch, &args))?;
         points.push((n as f64, 2.0 * (n * n * n) as f64 / (ms * 1e-3) / 1e12));
     }
     Ok(points)

@@ -3,7 +3,7 @@
 use crate::check::{matmul_reference, max_relative_error, softmax_reference};
 use crate::rng::Rng;
 use half::f16;
-use rutile::autotune::{Autotuner, Config};
+use rutile::autotune::{Autotuner, Config, Tuned};
 use rutile::seeds::{self, Activation, MatmulMeta};
 use rutile::{Device, DeviceExt, DeviceType, LaunchConfig, Result, ScalarType};
 
@@ -157,7 +157,7 @@ pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
 }
 
 /// The matmul meta-parameters of an autotuning configuration.
-pub fn matmul_meta(c: &Config, leaky_relu: bool) -> Result<MatmulMeta> {
+fn matmul_meta(c: &Config, leaky_relu: bool) -> Result<MatmulMeta> {
     let block = |name| c.value(name).map(|v| v as u32);
     let mut meta = MatmulMeta::fp16(block("BLOCK_M")?, block("BLOCK_N")?, block("BLOCK_K")?);
     meta.group_m = block("GROUP_M")?;
@@ -165,9 +165,27 @@ pub fn matmul_meta(c: &Config, leaky_relu: bool) -> Result<MatmulMeta> {
     Ok(meta)
 }
 
+/// The tutorial's matmul of `m x k` by `k x n` with `args` (see
+/// [`seeds::matmul_row_major_args`]), autotuned by `tuner` over its configurations with
+/// `M, N, K` as the key.
+pub fn tuned_matmul(
+    dev: &dyn Device,
+    tuner: &Autotuner,
+    (m, n, k): (usize, usize, usize),
+    leaky_relu: bool,
+    args: &[rutile::Arg<'_>],
+) -> Result<Tuned> {
+    let build = |c: &Config| Ok(seeds::matmul(&matmul_meta(c, leaky_relu)?)?);
+    let grid = |c: &Config| {
+        let programs = seeds::matmul_grid(&matmul_meta(c, leaky_relu)?, m as u32, n as u32);
+        Ok([programs, 1, 1])
+    };
+    tuner.tuned(dev, &format!("{m},{n},{k}"), &build, &grid, args)
+}
+
 /// Matmul of fp16 `m x k` and `k x n` matrices into fp16, with optional leaky ReLU,
-/// autotuned over [`matmul_configs`] with `M, N, K` as the key (the choice is kept in the
-/// autotuner's cache file, see `rutile::autotune`).
+/// autotuned over [`matmul_configs_for`] the device (the choice is kept in the autotuner's
+/// cache file, see `rutile::autotune`).
 pub fn matmul(dev: &dyn Device, m: usize, n: usize, k: usize, leaky_relu: bool, seed: u64) -> Result<Outcome> {
     let mut rng = Rng::new(seed);
     let a: Vec<f16> = rng.f32s(m * k, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
@@ -177,20 +195,8 @@ pub fn matmul(dev: &dyn Device, m: usize, n: usize, k: usize, leaky_relu: bool, 
     args.extend(seeds::matmul_row_major_args(m, n, k).map(rutile::Arg::I32));
     let name = if leaky_relu { "matmul_leaky_relu" } else { "matmul" };
     let tuner = Autotuner::new(name, matmul_configs_for(dev))?;
-    let build = |c: &Config| Ok(seeds::matmul(&matmul_meta(c, leaky_relu)?)?);
-    let grid = |c: &Config| {
-        Ok([
-            seeds::matmul_grid(&matmul_meta(c, leaky_relu)?, m as u32, n as u32),
-            1,
-            1,
-        ])
-    };
-    let choice = tuner.choose(dev, &format!("{m},{n},{k}"), &build, &grid, &args)?;
-    let kernel = build(&choice.config)?;
-    let config = LaunchConfig::new(grid(&choice.config)?)
-        .num_warps(choice.config.num_warps)
-        .num_stages(choice.config.num_stages);
-    let time_ms = timed(dev, &kernel, &config, &args)?;
+    let Tuned { choice, kernel, launch } = tuned_matmul(dev, &tuner, (m, n, k), leaky_relu, &args)?;
+    let time_ms = timed(dev, &kernel, &launch, &args)?;
     let c = dev.download(&cb)?;
     let want = matmul_reference(&a, &b, m, n, k, leaky_relu);
     // fp16 output: half an ulp of the result (2^-11 relative) plus f32 accumulation error,

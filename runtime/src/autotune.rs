@@ -109,6 +109,14 @@ pub struct Choice {
     pub from_file: bool,
 }
 
+/// A chosen configuration's kernel and launch ([`Autotuner::tuned`]).
+#[derive(Clone, Debug)]
+pub struct Tuned {
+    pub choice: Choice,
+    pub kernel: Kernel,
+    pub launch: LaunchConfig,
+}
+
 /// Picks the fastest of a list of configurations per key and device, and remembers it.
 pub struct Autotuner {
     name: String,
@@ -201,6 +209,24 @@ impl Autotuner {
         Ok(choice)
     }
 
+    /// The chosen configuration for `key` (see [`Self::choose`]) with its kernel and launch
+    /// configuration, ready to launch, time or launch again.
+    pub fn tuned(
+        &self,
+        dev: &dyn Device,
+        key: &str,
+        build: &BuildFn<'_>,
+        grid: &GridFn<'_>,
+        args: &[Arg<'_>],
+    ) -> Result<Tuned> {
+        let choice = self.choose(dev, key, build, grid, args)?;
+        Ok(Tuned {
+            kernel: build(&choice.config)?,
+            launch: launch_config(&choice.config, grid)?,
+            choice,
+        })
+    }
+
     /// Launches the chosen configuration for `key` (choosing it first if needed).
     pub fn launch(
         &self,
@@ -210,10 +236,9 @@ impl Autotuner {
         grid: &GridFn<'_>,
         args: &[Arg<'_>],
     ) -> Result<Choice> {
-        let choice = self.choose(dev, key, build, grid, args)?;
-        let kernel = build(&choice.config)?;
-        dev.launch(&kernel, &launch_config(&choice.config, grid)?, args)?;
-        Ok(choice)
+        let tuned = self.tuned(dev, key, build, grid, args)?;
+        dev.launch(&tuned.kernel, &tuned.launch, args)?;
+        Ok(tuned.choice)
     }
 
     /// Times every configuration; the fastest wins.

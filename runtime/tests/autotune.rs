@@ -58,6 +58,17 @@ fn chooses_remembers_and_reads_back_its_choice() {
     assert!(!first.from_file && first.time_ms > 0.0, "{first:?}");
     // Remembered in memory...
     assert_eq!(add_with(&tuner, &dev), first);
+    // ... and handed back with its kernel and launch, ready to run again.
+    let a = dev.zeros::<f32>(N).unwrap();
+    let args = [(&a).into(), (&a).into(), (&a).into(), (N as i32).into()];
+    let tuned = tuner.tuned(&dev, &N.to_string(), &build, &grid, &args).unwrap();
+    assert_eq!(tuned.choice, first);
+    assert_eq!(tuned.launch.grid, grid(&first.config).unwrap());
+    assert_eq!(
+        (tuned.launch.num_warps, tuned.launch.num_stages),
+        (first.config.num_warps, first.config.num_stages)
+    );
+    assert_eq!(tuned.kernel.name, "add_kernel");
     // ... and in the file, where a new tuner (a later process) finds it.
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(text.lines().count(), 1, "{text}");
