@@ -10,7 +10,8 @@
 //
 // Environment: FLUSH_ALLOC_MB (size of each flush buffer, 256 by default; the flush copies
 // 256 MiB of it), SMEM (dynamic shared bytes at launch, 16 as rutile's kernel asks), CARVE
-// (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, unset by default).
+// (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, unset by default), WARPS (warps per
+// program, 2 by default).
 #include <cstdio>
 #include <vector>
 #include <algorithm>
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   std::vector<float> h(M * N); for (size_t i = 0; i < h.size(); i++) h[i] = sinf(i * 0.37f) * 3;
   cudaMemcpy(in, h.data(), M * N * 4, cudaMemcpyHostToDevice);
   cudaEvent_t e0, e1; cudaEventCreate(&e0); cudaEventCreate(&e1);
-  int warps = 2; int smem = getenv("SMEM") ? atoi(getenv("SMEM")) : 16; int carve = getenv("CARVE") ? atoi(getenv("CARVE")) : -1; printf("dynamic smem %d carveout %d\n", smem, carve);
+  int warps = getenv("WARPS") ? atoi(getenv("WARPS")) : 2; int smem = getenv("SMEM") ? atoi(getenv("SMEM")) : 16; int carve = getenv("CARVE") ? atoi(getenv("CARVE")) : -1; printf("dynamic smem %d carveout %d\n", smem, carve);
   for (int pass = 0; pass < 2; pass++)
   for (int a = 1; a < argc; a++) {
     std::ifstream f(argv[a]); std::stringstream ss; ss << f.rdbuf(); std::string ptx = ss.str();
@@ -49,7 +50,8 @@ int main(int argc, char** argv) {
     std::vector<float> res(M * N); cudaMemcpy(res.data(), out, M * N * 4, cudaMemcpyDeviceToHost);
     double err = 0; for (int r = 0; r < M; r += 97) { double mx = -1e30, sm = 0; for (int c = 0; c < N; c++) mx = std::max(mx, (double)h[r*N+c]); for (int c = 0; c < N; c++) sm += exp(h[r*N+c]-mx); for (int c = 0; c < N; c++) err = std::max(err, fabs(res[r*N+c] - exp(h[r*N+c]-mx)/sm)); }
     double ms = t[t.size() / 2];
-    printf("%-22s regs %d  %.2f us  %.0f GB/s  err %.1e\n", argv[a], regs, ms * 1e3, 2.0 * M * N * 4 / (ms * 1e-3) / 1e9, err);
+    int nb; cuOccupancyMaxActiveBlocksPerMultiprocessor(&nb, fn, 32 * warps, smem);
+    printf("%-22s blocks/SM %d regs %d  %.2f us  %.0f GB/s  err %.1e\n", argv[a], nb, regs, ms * 1e3, 2.0 * M * N * 4 / (ms * 1e-3) / 1e9, err);
     cudaMemset(out, 0, M * N * 4);
     cuModuleUnload(mod);
   }
