@@ -39,6 +39,15 @@ pub fn matmul_reference(a: &[f16], b: &[f16], m: usize, n: usize, k: usize, leak
 }
 
 /// The largest |got - want| / (|want| + floor), and where it is.
+/// The largest absolute difference between `got` and `want`; a NaN in `got` counts as an
+/// infinite difference (a plain `fold(0.0, f64::max)` would skip it).
+pub fn max_abs_error(got: impl IntoIterator<Item = f64>, want: impl IntoIterator<Item = f64>) -> f64 {
+    got.into_iter()
+        .zip(want)
+        .map(|(g, w)| if g.is_nan() { f64::INFINITY } else { (g - w).abs() })
+        .fold(0.0, f64::max)
+}
+
 pub fn max_relative_error(got: impl IntoIterator<Item = f64>, want: &[f64], floor: f64) -> (f64, usize) {
     let mut worst = (0.0f64, 0usize);
     for (i, (g, w)) in got.into_iter().zip(want).enumerate() {

@@ -1,8 +1,8 @@
 //! The seed tutorials' performance figures, measured with rutile on every GPU present, one
 //! line per device and backend: vector add (GB/s over 2^12..2^27 elements), fused softmax
-//! (GB/s over N = 256..12672 columns of 4096 rows, the tutorial's kernel and `num_warps`)
-//! and matmul (fp16 TFLOPS over M = N = K = 128..4096, autotuned over the tutorial's
-//! configurations). Each figure is printed as a table and written to `DIR/<figure>.csv` and
+//! (GB/s over N = 256..12672 columns of 4096 rows, the tutorial's kernel at its `num_warps`
+//! heuristic and with `num_warps` and the load hint autotuned) and matmul (fp16 TFLOPS over
+//! M = N = K = 128..4096, autotuned over the tutorial's configurations). Each figure is printed as a table and written to `DIR/<figure>.csv` and
 //! `DIR/<figure>.svg`.
 //!
 //!     cargo run --release --example figures -- [DIR] [--quick | --replot]
@@ -16,10 +16,11 @@
 
 use half::f16;
 use plotters::prelude::*;
+use rutile::autotune::Autotuner;
 use rutile::bench::{do_bench, gbps, CacheFlush, FlushMode};
 use rutile::{seeds, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
 use rutile_examples::rng::{normal_f32s, Rng};
-use rutile_examples::tutorials::{matmul_configs_for, tuned_matmul};
+use rutile_examples::tutorials::{matmul_configs_for, softmax_args, softmax_configs, tuned_matmul, tuned_softmax};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -103,9 +104,14 @@ fn main() -> Result<(), Error> {
             .map(|i| 128 * i)
             .filter(|&n| n <= max_cols)
             .collect();
+        let softmax_timing = timing(30)?;
         figures[1]
             .lines
-            .push((line.clone(), softmax(dev, &timing(30)?, &cols)?));
+            .push((line.clone(), softmax(dev, &softmax_timing, &cols, false)?));
+        figures[1].lines.push((
+            format!("{line}, autotuned"),
+            softmax(dev, &softmax_timing, &cols, true)?,
+        ));
         let dims: Vec<usize> = (1..33)
             .step_by(every)
             .map(|i| 128 * i)
@@ -211,27 +217,30 @@ fn vector_add(dev: &dyn Device, timing: &Timing, sizes: &[usize]) -> rutile::Res
     Ok(points)
 }
 
-/// GB/s of the tutorial's softmax (one row per program, its `num_warps` heuristic) on
-/// 4096 rows of each width (8 bytes per element).
-fn softmax(dev: &dyn Device, timing: &Timing, cols: &[usize]) -> rutile::Result<Vec<(f64, f64)>> {
+/// GB/s of the one-row-per-program softmax on 4096 rows of each width (8 bytes per
+/// element): at the tutorial's `num_warps` heuristic, or with `num_warps` and the load hint
+/// autotuned per width (on a GPU, timed 20 launches per configuration; not remembered in a
+/// file).
+fn softmax(dev: &dyn Device, timing: &Timing, cols: &[usize], autotuned: bool) -> rutile::Result<Vec<(f64, f64)>> {
     let m = 4096usize;
     let widest = cols.iter().copied().max().unwrap_or(0);
     let x = dev.upload(&normal_f32s(&mut Rng::new(2), m * widest))?;
     let y = dev.zeros::<f32>(m * widest)?;
+    let mut tuner = Autotuner::new("softmax", softmax_configs())?.cache_file(None);
+    if timing.flush.is_some() {
+        tuner = tuner.repetitions(3, 20);
+    }
     let mut points = Vec::new();
     for &n in cols {
-        let block = seeds::softmax_block(n as u32);
-        let kernel = seeds::softmax(block)?;
-        let config = LaunchConfig::grid1(m as u32).num_warps(seeds::softmax_num_warps(block));
-        let c = n as i32;
-        let args = [
-            (&y).into(),
-            (&x).into(),
-            c.into(),
-            c.into(),
-            (m as i32).into(),
-            c.into(),
-        ];
+        let args = softmax_args(&y, &x, m, n);
+        let (kernel, config) = if autotuned {
+            let tuned = tuned_softmax(dev, &tuner, m, n, &args)?;
+            (tuned.kernel, tuned.launch)
+        } else {
+            let block = seeds::softmax_block(n as u32);
+            let config = LaunchConfig::grid1(m as u32).num_warps(seeds::softmax_num_warps(block));
+            (seeds::softmax(block)?, config)
+        };
         let ms = timing.median_ms(dev, &mut || dev.launch(&kernel, &config, &args))?;
         points.push((n as f64, gbps(8.0 * (m * n) as f64, ms)));
     }
@@ -248,7 +257,7 @@ fn matmul(dev: &dyn Device, timing: &Timing, dims: &[usize]) -> rutile::Result<V
         dev.upload(&half(largest * largest))?,
     );
     let c = dev.zeros::<f16>(largest * largest)?;
-    let tuner = rutile::autotune::Autotuner::new("matmul", matmul_configs_for(dev))?;
+    let tuner = Autotuner::new("matmul", matmul_configs_for(dev))?;
     let mut points = Vec::new();
     for &n in dims {
         let mut args = vec![(&a).into(), (&b).into(), (&c).into()];

@@ -5,7 +5,7 @@ use crate::rng::Rng;
 use half::f16;
 use rutile::autotune::{Autotuner, Config, Tuned};
 use rutile::seeds::{self, Activation, MatmulMeta};
-use rutile::{Device, DeviceExt, DeviceType, LaunchConfig, Result, ScalarType};
+use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, Result, ScalarType};
 
 /// What one tutorial run found.
 pub struct Outcome {
@@ -78,37 +78,60 @@ pub fn vector_add(dev: &dyn Device, n: usize, seed: u64) -> Result<Outcome> {
     })
 }
 
-/// Fused softmax of a `rows x cols` f32 matrix, one row per program or persistent.
-pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, persistent: bool, seed: u64) -> Result<Outcome> {
+/// How a softmax tutorial picks its kernel and launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SoftmaxForm {
+    /// One row per program at the tutorial's `num_warps` heuristic.
+    Simple,
+    /// The persistent form: `multiprocessors x occupancy` programs looping over rows.
+    Persistent,
+    /// One row per program, `num_warps` and the load hint chosen by the autotuner
+    /// ([`softmax_configs`]), as the tutorial suggests doing instead of its heuristic.
+    Autotuned,
+}
+
+/// Fused softmax of a `rows x cols` f32 matrix in the given form, checked against a CPU
+/// softmax.
+pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, seed: u64) -> Result<Outcome> {
     let mut rng = Rng::new(seed);
     let x = crate::rng::normal_f32s(&mut rng, rows * cols);
     let block = seeds::softmax_block(cols as u32);
-    let num_warps = seeds::softmax_num_warps(block);
-    let kernel = if persistent {
-        seeds::softmax_persistent(block)?
-    } else {
-        seeds::softmax(block)?
-    };
     let (xb, yb) = (dev.upload(&x)?, dev.zeros::<f32>(rows * cols)?);
-    let args = [
-        (&yb).into(),
-        (&xb).into(),
-        (cols as i32).into(),
-        (cols as i32).into(),
-        (rows as i32).into(),
-        (cols as i32).into(),
-    ];
-    let mut config = LaunchConfig::grid1(rows as u32).num_warps(num_warps);
-    if persistent {
-        let compiled = dev.compile_for(&kernel, &config, &args)?;
-        let programs = rutile::occupancy::persistent_grid(dev.properties(), &compiled.metadata, rows as u32);
-        config.grid = [programs, 1, 1];
-    }
+    let args = softmax_args(&yb, &xb, rows, cols);
+    let mut detail = None;
+    let (kernel, config) = match form {
+        SoftmaxForm::Simple => (
+            seeds::softmax(block)?,
+            LaunchConfig::grid1(rows as u32).num_warps(seeds::softmax_num_warps(block)),
+        ),
+        SoftmaxForm::Persistent => {
+            let kernel = seeds::softmax_persistent(block)?;
+            let mut config = LaunchConfig::grid1(rows as u32).num_warps(seeds::softmax_num_warps(block));
+            let compiled = dev.compile_for(&kernel, &config, &args)?;
+            let programs = rutile::occupancy::persistent_grid(dev.properties(), &compiled.metadata, rows as u32);
+            config.grid = [programs, 1, 1];
+            (kernel, config)
+        }
+        SoftmaxForm::Autotuned => {
+            let tuner = Autotuner::new("softmax", softmax_configs())?;
+            let Tuned { choice, kernel, launch } = tuned_softmax(dev, &tuner, rows, cols, &args)?;
+            detail = Some(format!(
+                "autotuned{}: {}",
+                if choice.from_file { " (cached)" } else { "" },
+                choice.config
+            ));
+            (kernel, launch)
+        }
+    };
     let time_ms = timed(dev, &kernel, &config, &args)?;
     let y = dev.download(&yb)?;
     let want = softmax_reference(&x, rows, cols);
     let (error, _) = max_relative_error(y.iter().map(|&v| v as f64), &want, 1e-30);
-    let name = if persistent { "softmax (persistent)" } else { "softmax" };
+    let name = match form {
+        SoftmaxForm::Simple => "softmax",
+        SoftmaxForm::Persistent => "softmax (persistent)",
+        SoftmaxForm::Autotuned => "softmax (autotuned)",
+    };
     Ok(Outcome {
         tutorial: name.into(),
         size: format!("{rows}x{cols}"),
@@ -116,8 +139,59 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, persistent: bool, see
         error,
         tolerance: 1e-5,
         time_ms,
-        detail: None,
+        detail,
     })
+}
+
+/// The softmax kernels' arguments: `output, input, input row stride, output row stride,
+/// rows, columns` for a contiguous `rows x cols` matrix.
+pub fn softmax_args<'a>(
+    out: &'a rutile::Buffer<f32>,
+    inp: &'a rutile::Buffer<f32>,
+    rows: usize,
+    cols: usize,
+) -> [rutile::Arg<'a>; 6] {
+    let c = cols as i32;
+    [
+        out.into(),
+        inp.into(),
+        c.into(),
+        c.into(),
+        (rows as i32).into(),
+        c.into(),
+    ]
+}
+
+/// What the autotuner tries for the one-row-per-program softmax: `num_warps` 1 to 16, each
+/// with plain loads and with read-once loads (`STREAMING` = 1: Triton's
+/// `cache_modifier=".cs"`).
+pub fn softmax_configs() -> Vec<Config> {
+    [1, 2, 4, 8, 16]
+        .into_iter()
+        .flat_map(|w| [0, 1].map(|s| Config::new(&[("STREAMING", s)]).num_warps(w)))
+        .collect()
+}
+
+/// The one-row-per-program softmax of `rows x cols` (arguments as [`softmax_args`]), tuned
+/// over `tuner`'s configurations ([`softmax_configs`]) for this shape on `dev`.
+pub fn tuned_softmax(
+    dev: &dyn Device,
+    tuner: &Autotuner,
+    rows: usize,
+    cols: usize,
+    args: &[rutile::Arg<'_>],
+) -> Result<Tuned> {
+    let block = seeds::softmax_block(cols as u32);
+    let build = |c: &Config| {
+        let cache = if c.value("STREAMING")? != 0 {
+            CacheModifier::Streaming
+        } else {
+            CacheModifier::Default
+        };
+        Ok(seeds::softmax_with(block, cache)?)
+    };
+    let grid = |_: &Config| Ok([rows as u32, 1, 1]);
+    tuner.tuned(dev, &format!("{rows},{cols}"), &build, &grid, args)
 }
 
 /// The matmul tutorial's `@triton.autotune` configurations: `BLOCK_M`, `BLOCK_N`,

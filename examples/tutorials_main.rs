@@ -1,6 +1,6 @@
-//! The seed tutorials end to end — vector add, fused softmax (simple and persistent) and
-//! matmul with grouped ordering — on the best device present, each checked against a CPU
-//! reference:
+//! The seed tutorials end to end — vector add, fused softmax (simple, persistent, and with
+//! `num_warps` autotuned as the tutorial suggests) and matmul with grouped ordering — on
+//! the best device present, each checked against a CPU reference:
 //!
 //!     cargo run --release --example tutorials
 //!
@@ -8,7 +8,7 @@
 //! yet runs in the interpreter instead, and says so.
 
 use rutile::{CpuDevice, Device};
-use rutile_examples::tutorials::{self, Outcome};
+use rutile_examples::tutorials::{self, Outcome, SoftmaxForm};
 
 /// One tutorial, run on a device.
 type Tutorial = Box<dyn Fn(&dyn Device) -> rutile::Result<Outcome>>;
@@ -24,16 +24,21 @@ fn main() {
     println!("device: {}\n", device.properties());
     let cpu = CpuDevice::new();
     let on_cpu = device.id() == "cpu";
+    let rows = if on_cpu { 1823 } else { 4096 };
     let mut failed = false;
     let runs: Vec<(&str, Tutorial)> = vec![
         ("vector add", Box::new(|d| tutorials::vector_add(d, 98432, 1))),
         (
             "softmax",
-            Box::new(move |d| tutorials::softmax(d, if on_cpu { 1823 } else { 4096 }, 781, false, 2)),
+            Box::new(move |d| tutorials::softmax(d, rows, 781, SoftmaxForm::Simple, 2)),
         ),
         (
             "persistent softmax",
-            Box::new(move |d| tutorials::softmax(d, if on_cpu { 1823 } else { 4096 }, 781, true, 3)),
+            Box::new(move |d| tutorials::softmax(d, rows, 781, SoftmaxForm::Persistent, 3)),
+        ),
+        (
+            "autotuned softmax",
+            Box::new(move |d| tutorials::softmax(d, rows, 781, SoftmaxForm::Autotuned, 6)),
         ),
         ("matmul", Box::new(|d| tutorials::matmul(d, 512, 512, 512, false, 4))),
         (

@@ -17,7 +17,7 @@
 
 use ash::vk;
 use rutile::vulkan::naga;
-use rutile_examples::check::softmax_reference;
+use rutile_examples::check::{max_abs_error, softmax_reference};
 use rutile_examples::rng::{normal_f32s, Rng};
 use std::ffi::CStr;
 
@@ -480,17 +480,9 @@ fn study(kernels: &[(String, String)], wgpu: Option<&rutile::vulkan::WgpuDevice>
             let err = if name == "empty" {
                 0.0
             } else if name.contains("copy") {
-                staged
-                    .iter()
-                    .zip(&x)
-                    .map(|(a, b)| (a - b).abs() as f64)
-                    .fold(0.0, f64::max)
+                max_abs_error(staged.iter().map(|&v| v as f64), x.iter().map(|&v| v as f64))
             } else {
-                staged
-                    .iter()
-                    .zip(&expected)
-                    .map(|(a, b)| (*a as f64 - b).abs())
-                    .fold(0.0, f64::max)
+                max_abs_error(staged.iter().map(|&v| v as f64), expected.iter().copied())
             };
             print!("{line}");
             println!("  max abs error {err:.1e}");

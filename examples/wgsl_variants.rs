@@ -11,7 +11,7 @@
 //! the variants that docs/performance.md reports.
 
 use rutile::vulkan::{BindingLayout, KernelSource, WgpuBuffer};
-use rutile_examples::check::softmax_reference;
+use rutile_examples::check::{max_abs_error, softmax_reference};
 use rutile_examples::rng::{normal_f32s, Rng};
 
 const ROWS: usize = 4096;
@@ -69,15 +69,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         times.sort_by(f64::total_cmp);
         let got: Vec<f32> = output.read_as()?;
         let err = if name.contains("copy") {
-            got.iter()
-                .zip(&x)
-                .map(|(a, b)| (a - b).abs() as f64)
-                .fold(0.0, f64::max)
+            max_abs_error(got.iter().map(|&v| v as f64), x.iter().map(|&v| v as f64))
         } else {
-            got.iter()
-                .zip(&expected)
-                .map(|(a, b)| (*a as f64 - b).abs())
-                .fold(0.0, f64::max)
+            max_abs_error(got.iter().map(|&v| v as f64), expected.iter().copied())
         };
         let q = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize];
         println!(

@@ -9,6 +9,7 @@
 use rutile::ir::testing::Rng;
 use rutile::seeds;
 use rutile::{CpuDevice, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
+use rutile_examples::check::max_relative_error;
 use std::sync::Arc;
 
 fn devices() -> (std::sync::MutexGuard<'static, ()>, Vec<Arc<dyn Device>>) {
@@ -125,7 +126,11 @@ fn gpu_softmax_matches_the_interpreter() {
         }
         for (i, &(rows, cols)) in shapes.iter().enumerate() {
             let x = Rng::new(77 + i as u64).f32s(rows * cols, -2.0, 2.0);
-            let want = softmax_on(&cpu, &x, rows, cols, Form::Simple).unwrap();
+            let want: Vec<f64> = softmax_on(&cpu, &x, rows, cols, Form::Simple)
+                .unwrap()
+                .into_iter()
+                .map(f64::from)
+                .collect();
             for form in [
                 Form::Simple,
                 Form::Streaming,
@@ -139,11 +144,7 @@ fn gpu_softmax_matches_the_interpreter() {
                 let got = softmax_on(d.as_ref(), &x, rows, cols, form)
                     .unwrap_or_else(|e| panic!("{}: {rows}x{cols} ({form:?}): {e}", d.id()));
                 // GPUs compute exp with approximate instructions: a few ulp.
-                let worst = got
-                    .iter()
-                    .zip(&want)
-                    .map(|(g, w)| ((g - w).abs() / w.abs().max(1e-30)) as f64)
-                    .fold(0.0, f64::max);
+                let (worst, _) = max_relative_error(got.iter().map(|&g| g as f64), &want, 1e-30);
                 assert!(
                     worst < 2e-5,
                     "{}: softmax {rows}x{cols} ({form:?}): relative error {worst:.2e}",
@@ -210,12 +211,9 @@ fn gpu_matmul_matches_the_interpreter() {
                 // The same sums in the same order; a device may round an f32 fma as a multiply
                 // and an add (Vulkan) or flush subnormals, and an f16 result may then round to
                 // its neighbour: within an f16 ulp of the sums' magnitude.
-                let scale = (k as f32).sqrt() / 3.0;
-                let worst = got
-                    .iter()
-                    .zip(&want)
-                    .map(|(g, w)| (g - w).abs() / (w.abs() + scale))
-                    .fold(0.0f32, f32::max);
+                let scale = (k as f64).sqrt() / 3.0;
+                let want: Vec<f64> = want.iter().map(|&w| w as f64).collect();
+                let (worst, _) = max_relative_error(got.iter().map(|&g| g as f64), &want, scale);
                 assert!(
                     worst <= 1e-3,
                     "{}: matmul {m}x{n}x{k} {input} blocks {bm}x{bn}x{bk}: relative error {worst:.2e}",
@@ -373,5 +371,58 @@ fn gpu_scalar_arguments_in_immediates_and_uniform_buffers() {
                 d.id()
             );
         }
+    }
+}
+
+/// Every configuration the softmax autotuner may choose (`num_warps` 1..16, plain and
+/// read-once loads) computes the softmax at a ragged width, and the configuration the
+/// autotuner picks is one of them and is launched as it was timed.
+#[test]
+fn gpu_autotuned_softmax_matches_the_interpreter() {
+    use rutile::autotune::Autotuner;
+    use rutile_examples::tutorials::{softmax_args, softmax_configs, tuned_softmax};
+    let cpu = CpuDevice::new();
+    let (_turn, devices) = devices();
+    for d in devices {
+        let d = d.as_ref();
+        let (rows, cols) = if is_fast(d) { (4096, 1152) } else { (37, 1152) };
+        let x = Rng::new(91).f32s(rows * cols, -3.0, 3.0);
+        let want: Vec<f64> = softmax_on(&cpu, &x, rows, cols, Form::Simple)
+            .unwrap()
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let (xb, yb) = (d.upload(&x).unwrap(), d.zeros::<f32>(rows * cols).unwrap());
+        let args = softmax_args(&yb, &xb, rows, cols);
+        let check = |what: &str| {
+            let got = d.download(&yb).unwrap();
+            // NaN, left by a program that did not write, counts as an infinite error.
+            let (worst, _) = max_relative_error(got.iter().map(|&g| g as f64), &want, 1e-30);
+            assert!(
+                worst < 2e-5,
+                "{}: softmax {rows}x{cols} ({what}): relative error {worst:.2e}",
+                d.id()
+            );
+        };
+        let poison = vec![f32::NAN; rows * cols];
+        for config in softmax_configs() {
+            let tuner = Autotuner::new("softmax", vec![config.clone()])
+                .unwrap()
+                .cache_file(None);
+            let tuned = tuned_softmax(d, &tuner, rows, cols, &args).unwrap();
+            d.upload_into(&yb, &poison).unwrap();
+            d.launch(&tuned.kernel, &tuned.launch, &args).unwrap();
+            check(&config.to_string());
+        }
+        let tuner = Autotuner::new("softmax", softmax_configs()).unwrap().cache_file(None);
+        let tuned = tuned_softmax(d, &tuner, rows, cols, &args).unwrap();
+        assert!(
+            tuner.configs().contains(&tuned.choice.config),
+            "{}",
+            tuned.choice.config
+        );
+        d.upload_into(&yb, &poison).unwrap();
+        d.launch(&tuned.kernel, &tuned.launch, &args).unwrap();
+        check(&format!("chosen: {}", tuned.choice.config));
     }
 }
