@@ -34,7 +34,7 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             check_block_shape(t.shape)?;
             match (value, s) {
                 (Literal::Bool(_), ScalarType::Bool) => {}
-                (Literal::Int(v), s) if s.is_int() => check_int_fits(*v, s)?,
+                (Literal::Int(v), s) if s.is_int() => check_int_fits(*v as i128, s)?,
                 (Literal::Float(_), s) if s.is_float() => {}
                 (v, s) => return Err(format!("literal {v} cannot have type {s}")),
             }
@@ -363,13 +363,16 @@ pub fn check_block_shape(shape: Shape) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether an integer fits a type (booleans excluded).
-pub fn check_int_fits(v: i64, s: ScalarType) -> Result<(), String> {
+/// Whether the integer literal `v` can be a value of type `s`. A `u64` also takes negative
+/// literals down to `i64::MIN`, as their two's-complement bit patterns (`-1` is all ones).
+/// Booleans and floats take no integer here.
+pub fn check_int_fits(v: i128, s: ScalarType) -> Result<(), String> {
     let fits = match s {
         ScalarType::I8 => i8::try_from(v).is_ok(),
         ScalarType::I16 => i16::try_from(v).is_ok(),
         ScalarType::I32 => i32::try_from(v).is_ok(),
-        ScalarType::I64 | ScalarType::U64 => true,
+        ScalarType::I64 => i64::try_from(v).is_ok(),
+        ScalarType::U64 => (i64::MIN as i128..=u64::MAX as i128).contains(&v),
         ScalarType::U8 => u8::try_from(v).is_ok(),
         ScalarType::U16 => u16::try_from(v).is_ok(),
         ScalarType::U32 => u32::try_from(v).is_ok(),

@@ -351,6 +351,11 @@ fn program_id_axis_out_of_range() {
         let _ = k.program_id(3);
     });
     assert_error(&e, "program_id", &["0, 1 or 2", "3"]);
+    // The axis is reported as given, not as it would fit in the IR's byte.
+    let e = fails(|k| {
+        let _ = k.num_programs(300);
+    });
+    assert_error(&e, "num_programs", &["0, 1 or 2", "got 300"]);
 }
 
 #[test]
@@ -360,6 +365,29 @@ fn literal_out_of_range() {
         let _ = x + 300;
     });
     assert_error(&e, "add", &["300", "i8"]);
+}
+
+#[test]
+fn wide_literals_are_checked_as_written() {
+    // 2^63 and usize::MAX are refused as written, not wrapped to negative numbers first.
+    let e = fails(|k| {
+        let x = k.zeros(&[16], I64);
+        let _ = x + (1u64 << 63);
+    });
+    assert_error(&e, "add", &["9223372036854775808", "i64"]);
+    let e = fails(|k| {
+        let x = k.zeros(&[16], I32);
+        let _ = x * usize::MAX;
+    });
+    assert_error(&e, "mul", &["18446744073709551615", "i32"]);
+    // A u64 block takes them; a float block gets them with their sign.
+    let k = Kernel::build("wide", |k| {
+        let _ = k.zeros(&[16], U64) + u64::MAX;
+        let _ = k.zeros(&[16], F32) + (1u64 << 63);
+    })
+    .unwrap();
+    let text = k.to_string();
+    assert!(!text.contains("-9.2"), "a float literal changed sign:\n{text}");
 }
 
 #[test]

@@ -1619,7 +1619,7 @@ fn reduce_block<T: Element>(x: &[T], op: ReduceOp, axis: u32, keep_dims: bool, o
         let other = if s.is_float() {
             Operand::Float(other)
         } else {
-            Operand::Int(other as i64)
+            Operand::Int(other as i128)
         };
         let block = k.load_masked(px + r * vc as i32 + c, mask, other);
         let y = block.reduce_with(op, axis, keep_dims);

@@ -374,7 +374,17 @@ fn form_of(k: &Kernel, op: &Op, result: ValueId, forms: &[Option<Form>]) -> Opti
     match op {
         Op::ProgramId { axis } => Some(Form::int(Poly::atom(Atom::ProgramId(*axis)))),
         Op::NumPrograms { axis } => Some(Form::int(Poly::symbol(Symbol::NumPrograms(*axis)))),
-        Op::Constant { value: Literal::Int(c) } if int_result => Some(Form::int(Poly::constant(*c as i128))),
+        Op::Constant { value: Literal::Int(c) } if int_result => {
+            // The literal holds the type's bits; an unsigned one may arrive sign-extended
+            // (a u64 above i64::MAX always does): its value is the bits read unsigned.
+            let s = ty.scalar_type()?;
+            let value = if s.is_unsigned_int() {
+                *c as i128 & ((1i128 << s.bits()) - 1)
+            } else {
+                *c as i128
+            };
+            Some(Form::int(Poly::constant(value)))
+        }
         Op::Arange { start, end } => {
             let lanes = if end - start > 1 {
                 Poly::atom(Atom::Lane(0))

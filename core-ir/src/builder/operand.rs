@@ -10,7 +10,9 @@ use crate::types::{Elem, ScalarType, Shape, Type};
 #[derive(Clone, Copy, Debug)]
 pub enum Operand<'b> {
     Value(Value<'b>),
-    Int(i64),
+    /// An integer literal; wide enough for every Rust integer up to `u64` and `i64`, so that
+    /// a literal is checked against the block's type as written, never wrapped first.
+    Int(i128),
     Float(f64),
     Bool(bool),
 }
@@ -28,7 +30,7 @@ impl<'b> From<&Value<'b>> for Operand<'b> {
 macro_rules! int_operand {
     ($($t:ty),*) => {$(
         impl From<$t> for Operand<'_> {
-            fn from(v: $t) -> Self { Operand::Int(v as i64) }
+            fn from(v: $t) -> Self { Operand::Int(v as i128) }
         }
     )*};
 }
@@ -124,7 +126,9 @@ impl KernelBuilder {
                 if let Err(message) = crate::typing::check_int_fits(i, s) {
                     return self.fail(op, loc, message, ty);
                 }
-                Literal::Int(i)
+                // `check_int_fits` bounds it to i64, or for `u64` to i64::MIN..=u64::MAX,
+                // which the IR keeps as the 64-bit pattern.
+                Literal::Int(i as i64)
             }
             (Operand::Float(x), s) if s.is_float() => Literal::Float(x),
             (Operand::Float(x), s) => {

@@ -41,24 +41,25 @@ impl KernelBuilder {
     /// The index of this program along grid axis `axis` (0, 1 or 2), as `tl.program_id`.
     #[track_caller]
     pub fn program_id(&self, axis: u32) -> Value<'_> {
-        self.emit1(
-            Op::ProgramId {
-                axis: axis.min(255) as u8,
-            },
-            None,
-            SourceLoc::caller(),
-        )
+        match grid_axis(axis) {
+            Some(axis) => self.emit1(Op::ProgramId { axis }, None, SourceLoc::caller()),
+            None => self.bad_grid_axis("program_id", axis),
+        }
     }
     /// The number of programs along grid axis `axis`, as `tl.num_programs`.
     #[track_caller]
     pub fn num_programs(&self, axis: u32) -> Value<'_> {
-        self.emit1(
-            Op::NumPrograms {
-                axis: axis.min(255) as u8,
-            },
-            None,
-            SourceLoc::caller(),
-        )
+        match grid_axis(axis) {
+            Some(axis) => self.emit1(Op::NumPrograms { axis }, None, SourceLoc::caller()),
+            None => self.bad_grid_axis("num_programs", axis),
+        }
+    }
+
+    /// The error of a grid axis past 2, naming the axis as the caller gave it.
+    #[track_caller]
+    fn bad_grid_axis(&self, op: &str, axis: u32) -> Value<'_> {
+        let message = format!("axis must be 0, 1 or 2, got {axis}");
+        self.fail(op, SourceLoc::caller(), message, Type::scalar(ScalarType::I32))
     }
 
     /// `[start, ..., end - 1]` as an `i32` block; the length must be a power of two.
@@ -823,4 +824,9 @@ impl<'b> Value<'b> {
     pub fn reduce_with(self, op: ReduceOp, axis: u32, keep_dims: bool) -> Value<'b> {
         self.reduce(op, axis, keep_dims, SourceLoc::caller())
     }
+}
+
+/// `axis` as the IR stores it, when it names a grid axis.
+fn grid_axis(axis: u32) -> Option<u8> {
+    (axis <= 2).then_some(axis as u8)
 }

@@ -41,7 +41,7 @@ binary_operator!(Shr, shr, Shr);
 
 impl From<u64> for Operand<'_> {
     fn from(v: u64) -> Self {
-        Operand::Int(v as i64)
+        Operand::Int(v as i128)
     }
 }
 
