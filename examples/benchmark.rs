@@ -4,8 +4,8 @@
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
 //!
 //! Vector add f32 for 2^12..2^28 elements (12 bytes per element) and fused softmax f32
-//! for M = 4096, N = 256..16384 (8 bytes per element), in both the one-row-per-program and
-//! the persistent form, next to a device-to-device copy of the same bytes and one launch
+//! for M = 4096, N = 256..16384 (powers of two and three widths just past one; 8 bytes per
+//! element), in the one-row-per-program, persistent, several-rows and chunked forms, next to a device-to-device copy of the same bytes and one launch
 //! of a copy kernel moving them through the same backend. Times are
 //! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
 //! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
@@ -91,7 +91,9 @@ fn softmax_sizes(quick: bool) -> (usize, &'static [usize]) {
     if quick {
         (256, &[256, 1024])
     } else {
-        (4096, &[256, 512, 1024, 2048, 4096, 8192, 16384])
+        // Powers of two, and one width past each of three: there the one-block kernel's
+        // block doubles and is nearly half masked, where the chunked form is meant to help.
+        (4096, &[256, 512, 1024, 1152, 2048, 4096, 4224, 8192, 8320, 16384])
     }
 }
 
@@ -284,6 +286,16 @@ fn bench_device(
                 "rows2-cs",
                 seeds::softmax_rows_with(2, blk, CacheModifier::Streaming)?,
                 2,
+            ));
+        }
+        // The row in power-of-two pieces, where it does not fill one block.
+        let chunks = seeds::softmax_chunks(n as u32);
+        if chunks.len() > 1 {
+            forms.push(("chunked", seeds::softmax_chunked(&chunks, CacheModifier::Default)?, 1));
+            forms.push((
+                "chunked-cs",
+                seeds::softmax_chunked(&chunks, CacheModifier::Streaming)?,
+                1,
             ));
         }
         for (form, kernel, rows_per_program) in &forms {

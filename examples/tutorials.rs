@@ -164,12 +164,19 @@ pub fn softmax_args<'a>(
 
 /// What the autotuner tries for the one-row-per-program softmax: `num_warps` 1 to 16, each
 /// with plain loads and with read-once loads (`STREAMING` = 1: Triton's
-/// `cache_modifier=".cs"`).
+/// `cache_modifier=".cs"`), and with the row as one block of the next power of two or in
+/// power-of-two pieces (`CHUNKED` = 1: [`seeds::softmax_chunked`]).
 pub fn softmax_configs() -> Vec<Config> {
-    [1, 2, 4, 8, 16]
-        .into_iter()
-        .flat_map(|w| [0, 1].map(|s| Config::new(&[("STREAMING", s)]).num_warps(w)))
-        .collect()
+    let mut configs = Vec::new();
+    for num_warps in [1, 2, 4, 8, 16] {
+        for streaming in [0, 1] {
+            for chunked in [0, 1] {
+                let meta = [("STREAMING", streaming), ("CHUNKED", chunked)];
+                configs.push(Config::new(&meta).num_warps(num_warps));
+            }
+        }
+    }
+    configs
 }
 
 /// The one-row-per-program softmax of `rows x cols` (arguments as [`softmax_args`]), tuned
@@ -188,7 +195,11 @@ pub fn tuned_softmax(
         } else {
             CacheModifier::Default
         };
-        Ok(seeds::softmax_with(block, cache)?)
+        Ok(if c.value("CHUNKED")? != 0 {
+            seeds::softmax_chunked(&seeds::softmax_chunks(cols as u32), cache)?
+        } else {
+            seeds::softmax_with(block, cache)?
+        })
     };
     let grid = |_: &Config| Ok([rows as u32, 1, 1]);
     tuner.tuned(dev, &format!("{rows},{cols}"), &build, &grid, args)

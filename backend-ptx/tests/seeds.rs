@@ -48,6 +48,17 @@ fn softmax_passes_ptxas() {
 
 /// Before sm_80 PTX has no `max.NaN`: the runtime lowers f32 max reductions on integer keys
 /// there, and that PTX must assemble for sm_70.
+/// The chunked softmax (the row as several power-of-two blocks) at widths that split into
+/// two to three pieces, with read-once loads.
+#[test]
+fn chunked_softmax_passes_ptxas() {
+    for n in [781, 1152, 4224, 12672] {
+        let chunks = seeds::softmax_chunks(n);
+        let kernel = seeds::softmax_chunked(&chunks, rutile_ir::CacheModifier::Streaming).unwrap();
+        check_all(&kernel, &[2, 8]);
+    }
+}
+
 #[test]
 fn softmax_with_keyed_max_passes_ptxas_for_sm_70() {
     let target = Target {

@@ -47,6 +47,10 @@ fn softmax_validates() {
         check_all(&seeds::softmax(block).unwrap(), &warps);
         check_all(&seeds::softmax_persistent(block).unwrap(), &warps);
     }
+    for n in [781, 1152] {
+        let chunked = seeds::softmax_chunked(&seeds::softmax_chunks(n), rutile_ir::CacheModifier::Streaming);
+        check_all(&chunked.unwrap(), &[2, 8]);
+    }
 }
 
 #[test]

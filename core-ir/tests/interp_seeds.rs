@@ -5,6 +5,7 @@ use half::f16;
 use rutile_ir::interp::{self, ArgValue, FaultKind, HostBuffer, InterpError};
 use rutile_ir::seeds::{self, Activation, MatmulMeta};
 use rutile_ir::testing::Rng;
+use rutile_ir::CacheModifier;
 use rutile_ir::ScalarType::{self, F16, F32};
 
 fn ptr(buffer: usize) -> ArgValue {
@@ -133,6 +134,66 @@ fn softmax_simple_and_persistent() {
             );
         }
     }
+}
+
+#[test]
+fn softmax_chunks_cover_the_row_in_few_pieces() {
+    assert_eq!(seeds::softmax_chunks(1), vec![128]);
+    assert_eq!(seeds::softmax_chunks(781), vec![512, 256, 128]);
+    assert_eq!(seeds::softmax_chunks(1024), vec![1024]);
+    assert_eq!(seeds::softmax_chunks(1152), vec![1024, 128]);
+    assert_eq!(seeds::softmax_chunks(4224), vec![4096, 512]);
+    assert_eq!(seeds::softmax_chunks(12672), vec![8192, 4096, 1024]);
+    for n in (1..20000).step_by(37) {
+        let chunks = seeds::softmax_chunks(n);
+        let sum: u32 = chunks.iter().sum();
+        assert!(
+            sum >= n && sum - n < seeds::softmax_block(n) / 16 + 128,
+            "{n}: {chunks:?}"
+        );
+        assert!(
+            chunks.len() <= 4 && chunks.iter().all(|c| c.is_power_of_two()),
+            "{n}: {chunks:?}"
+        );
+        assert!(chunks.windows(2).all(|w| w[0] > w[1]), "{n}: {chunks:?}");
+    }
+}
+
+/// The chunked form computes the same softmax at ragged widths, masks included: the last
+/// piece runs past the row, and columns past the row are left as they were.
+#[test]
+fn softmax_chunked_matches_the_reference() {
+    let rows = 5;
+    for cols in [1usize, 100, 781, 1152, 1300] {
+        let x = Rng::new(cols as u64).f32s(rows * cols, -5.0, 5.0);
+        let want = softmax_reference(&x, rows, cols);
+        let args = [
+            ptr(0),
+            ptr(1),
+            ArgValue::Int(cols as i64),
+            ArgValue::Int(cols as i64),
+            ArgValue::Int(rows as i64),
+            ArgValue::Int(cols as i64),
+        ];
+        let chunks = seeds::softmax_chunks(cols as u32);
+        let kernel = seeds::softmax_chunked(&chunks, CacheModifier::Default).unwrap();
+        let mut buffers = [
+            HostBuffer::from_slice(&vec![f32::NAN; rows * cols]),
+            HostBuffer::from_slice(&x),
+        ];
+        interp::run(&kernel, [rows as u32, 1, 1], &args, &mut buffers).unwrap();
+        let got: Vec<f32> = buffers[0].to_vec().unwrap();
+        for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-6 * w.abs().max(1e-3),
+                "{cols} {chunks:?} [{i}]: {g} vs {w}"
+            );
+        }
+    }
+    let e = seeds::softmax_chunked(&[], CacheModifier::Default).unwrap_err();
+    assert!(e.to_string().contains("at least one piece"), "{e}");
+    let e = seeds::softmax_chunked(&[1024, 100], CacheModifier::Default).unwrap_err();
+    assert!(e.to_string().contains("arange"), "{e}");
 }
 
 /// `C = act(A @ B)` with f32 accumulation in k order, as the interpreter's dot does, rounded

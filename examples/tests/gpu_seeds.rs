@@ -65,12 +65,13 @@ fn gpu_vector_add_matches_the_interpreter() {
 }
 
 /// The softmax forms: one row per program (also with read-once input loads, which reach a
-/// Vulkan driver as SPIR-V with `Nontemporal` loads), persistent, and several rows per
-/// program.
+/// Vulkan driver as SPIR-V with `Nontemporal` loads, and with the row in power-of-two
+/// pieces), persistent, and several rows per program.
 #[derive(Clone, Copy, Debug)]
 enum Form {
     Simple,
     Streaming,
+    Chunked,
     Persistent,
     Rows(u32),
 }
@@ -80,12 +81,13 @@ fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, form: Form) -
     let kernel = match form {
         Form::Simple => seeds::softmax(block)?,
         Form::Streaming => seeds::softmax_with(block, rutile::CacheModifier::Streaming)?,
+        Form::Chunked => seeds::softmax_chunked(&seeds::softmax_chunks(cols as u32), rutile::CacheModifier::Default)?,
         Form::Persistent => seeds::softmax_persistent(block)?,
         Form::Rows(m) => seeds::softmax_rows(m, block)?,
     };
     let (xb, yb) = (d.upload(x)?, d.zeros::<f32>(rows * cols)?);
     let programs = match form {
-        Form::Simple | Form::Streaming => rows as u32,
+        Form::Simple | Form::Streaming | Form::Chunked => rows as u32,
         Form::Persistent => (rows as u32).min(132 * 4),
         Form::Rows(m) => (rows as u32).div_ceil(m),
     };
@@ -134,6 +136,7 @@ fn gpu_softmax_matches_the_interpreter() {
             for form in [
                 Form::Simple,
                 Form::Streaming,
+                Form::Chunked,
                 Form::Persistent,
                 Form::Rows(2),
                 Form::Rows(4),

@@ -44,6 +44,70 @@ pub fn softmax_with(block: u32, cache: CacheModifier) -> Result<Kernel, BuildErr
     })
 }
 
+/// The pieces [`softmax_chunked`] splits a row of `n_cols` into: powers of two, largest
+/// first, summing to `n_cols` rounded up to a multiple of `max(128, softmax_block / 16)`
+/// (so at most four pieces, and at most a sixteenth of the block masked off).
+pub fn softmax_chunks(n_cols: u32) -> Vec<u32> {
+    let grain = (softmax_block(n_cols) / 16).max(128);
+    let padded = n_cols.max(1).div_ceil(grain) * grain;
+    (0..32)
+        .rev()
+        .map(|b| 1u32 << b)
+        .filter(|&bit| padded & bit != 0)
+        .collect()
+}
+
+/// Row-wise softmax with the row held as several power-of-two blocks (`chunks`, see
+/// [`softmax_chunks`]) instead of one block of the next power of two: at N = 1152 the one
+/// block is 2048 wide and nearly half masked, which costs registers and bytes in flight;
+/// the pieces 1024 + 128 hold only the row. Same parameters and grid as [`softmax`].
+/// Every piece is a power of two (an error otherwise, as for `arange`); columns past their
+/// sum are not computed.
+#[track_caller]
+pub fn softmax_chunked(chunks: &[u32], cache: CacheModifier) -> Result<Kernel, BuildError> {
+    if chunks.is_empty() {
+        return Err(BuildError {
+            kernel: "softmax_kernel_chunked".into(),
+            diagnostics: vec![crate::error::Diagnostic {
+                op: "softmax_chunked".into(),
+                loc: crate::ir::SourceLoc::caller(),
+                message: "needs at least one piece of the row, got none".into(),
+            }],
+        });
+    }
+    Kernel::build("softmax_kernel_chunked", |k| {
+        let Params {
+            out,
+            inp,
+            in_stride,
+            out_stride,
+            n_cols,
+            ..
+        } = params(k);
+        let row = k.program_id(0);
+        let mut start = 0i32;
+        let mut pieces = Vec::new();
+        for &c in chunks {
+            let cols = k.arange(start, start.saturating_add_unsigned(c));
+            start = start.saturating_add_unsigned(c);
+            let mask = cols.lt(n_cols);
+            let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, cache);
+            pieces.push((cols, mask, x));
+        }
+        // `chunks` is not empty: both folds have a first element.
+        let Some(row_max) = pieces.iter().map(|p| p.2.max(0)).reduce(|a, b| a.maximum(b)) else {
+            return;
+        };
+        let nums: Vec<_> = pieces.iter().map(|p| (p.2 - row_max).exp()).collect();
+        let Some(denominator) = nums.iter().map(|n| n.sum(0)).reduce(|a, b| a + b) else {
+            return;
+        };
+        for ((cols, mask, _), num) in pieces.iter().zip(nums) {
+            k.store_masked(out + row * out_stride + *cols, num / denominator, *mask);
+        }
+    })
+}
+
 /// Row-wise softmax of `block_m` rows per program: a `[block_m, block_n]` block reduced
 /// along its columns (`block_n` at least `n_cols`). For short rows, one program per row
 /// leaves each program too little work to hide its fixed costs; several rows per program
