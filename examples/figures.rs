@@ -226,14 +226,14 @@ fn softmax(dev: &dyn Device, timing: &Timing, cols: &[usize], autotuned: bool) -
     let widest = cols.iter().copied().max().unwrap_or(0);
     let x = dev.upload(&normal_f32s(&mut Rng::new(2), m * widest))?;
     let y = dev.zeros::<f32>(m * widest)?;
-    let mut tuner = Autotuner::new("softmax", softmax_configs())?.cache_file(None);
-    if timing.flush.is_some() {
-        tuner = tuner.repetitions(3, 20);
-    }
     let mut points = Vec::new();
     for &n in cols {
         let args = softmax_args(&y, &x, m, n);
         let (kernel, config) = if autotuned {
+            let mut tuner = Autotuner::new("softmax", softmax_configs(n))?.cache_file(None);
+            if timing.flush.is_some() {
+                tuner = tuner.repetitions(3, 20);
+            }
             let tuned = tuned_softmax(dev, &tuner, m, n, &args)?;
             (tuned.kernel, tuned.launch)
         } else {

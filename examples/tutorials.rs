@@ -85,8 +85,9 @@ pub enum SoftmaxForm {
     Simple,
     /// The persistent form: `multiprocessors x occupancy` programs looping over rows.
     Persistent,
-    /// One row per program, `num_warps` and the load hint chosen by the autotuner
-    /// ([`softmax_configs`]), as the tutorial suggests doing instead of its heuristic.
+    /// One row per program, `num_warps`, the load hint and the split of the row chosen by
+    /// the autotuner ([`softmax_configs`]), as the tutorial suggests doing instead of its
+    /// heuristic.
     Autotuned,
 }
 
@@ -113,7 +114,7 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, se
             (kernel, config)
         }
         SoftmaxForm::Autotuned => {
-            let tuner = Autotuner::new("softmax", softmax_configs())?;
+            let tuner = Autotuner::new("softmax", softmax_configs(cols))?;
             let Tuned { choice, kernel, launch } = tuned_softmax(dev, &tuner, rows, cols, &args)?;
             detail = Some(format!(
                 "autotuned{}: {}",
@@ -162,16 +163,26 @@ pub fn softmax_args<'a>(
     ]
 }
 
-/// What the autotuner tries for the one-row-per-program softmax: `num_warps` 1 to 16, each
-/// with plain loads and with read-once loads (`STREAMING` = 1: Triton's
-/// `cache_modifier=".cs"`), and with the row as one block of the next power of two or in
-/// power-of-two pieces (`CHUNKED` = 1: [`seeds::softmax_chunked`]).
-pub fn softmax_configs() -> Vec<Config> {
+/// What the autotuner tries for the one-row-per-program softmax of `cols` columns:
+/// `num_warps` 1 to 16; plain loads and read-once loads (`STREAMING` = 1: Triton's
+/// `cache_modifier=".cs"`); and the row as one block of the next power of two
+/// (`PIECES` = 1) or in at most 2, 3 or 4 power-of-two pieces
+/// ([`seeds::softmax_chunked`]), each split that differs from the others. Which split is
+/// fastest depends on the width and the GPU: on the H100 the finest split wins just past a
+/// power of two and a coarser one further on, where more pieces cost more registers.
+pub fn softmax_configs(cols: usize) -> Vec<Config> {
+    let mut splits: Vec<(i64, Vec<u32>)> = Vec::new();
+    for pieces in 1..=4 {
+        let chunks = seeds::softmax_chunks_at_most(cols as u32, pieces);
+        if splits.iter().all(|(_, c)| *c != chunks) {
+            splits.push((pieces as i64, chunks));
+        }
+    }
     let mut configs = Vec::new();
     for num_warps in [1, 2, 4, 8, 16] {
         for streaming in [0, 1] {
-            for chunked in [0, 1] {
-                let meta = [("STREAMING", streaming), ("CHUNKED", chunked)];
+            for (pieces, _) in &splits {
+                let meta = [("STREAMING", streaming), ("PIECES", *pieces)];
                 configs.push(Config::new(&meta).num_warps(num_warps));
             }
         }
@@ -180,7 +191,7 @@ pub fn softmax_configs() -> Vec<Config> {
 }
 
 /// The one-row-per-program softmax of `rows x cols` (arguments as [`softmax_args`]), tuned
-/// over `tuner`'s configurations ([`softmax_configs`]) for this shape on `dev`.
+/// over `tuner`'s configurations ([`softmax_configs`] of `cols`) for this shape on `dev`.
 pub fn tuned_softmax(
     dev: &dyn Device,
     tuner: &Autotuner,
@@ -195,10 +206,12 @@ pub fn tuned_softmax(
         } else {
             CacheModifier::Default
         };
-        Ok(if c.value("CHUNKED")? != 0 {
-            seeds::softmax_chunked(&seeds::softmax_chunks(cols as u32), cache)?
-        } else {
-            seeds::softmax_with(block, cache)?
+        Ok(match c.value("PIECES")? {
+            1 => seeds::softmax_with(block, cache)?,
+            pieces => {
+                let chunks = seeds::softmax_chunks_at_most(cols as u32, pieces.clamp(1, 32) as u32);
+                seeds::softmax_chunked(&chunks, cache)?
+            }
         })
     };
     let grid = |_: &Config| Ok([rows as u32, 1, 1]);

@@ -138,7 +138,7 @@ fn softmax_simple_and_persistent() {
 
 #[test]
 fn softmax_chunks_cover_the_row_in_few_pieces() {
-    assert_eq!(seeds::softmax_chunks(1), vec![128]);
+    assert_eq!(seeds::softmax_chunks(1), vec![1]);
     assert_eq!(seeds::softmax_chunks(781), vec![512, 256, 128]);
     assert_eq!(seeds::softmax_chunks(1024), vec![1024]);
     assert_eq!(seeds::softmax_chunks(1152), vec![1024, 128]);
@@ -156,7 +156,19 @@ fn softmax_chunks_cover_the_row_in_few_pieces() {
             "{n}: {chunks:?}"
         );
         assert!(chunks.windows(2).all(|w| w[0] > w[1]), "{n}: {chunks:?}");
+        for pieces in 1..=5 {
+            let chunks = seeds::softmax_chunks_at_most(n, pieces);
+            let sum: u32 = chunks.iter().sum();
+            assert!(
+                sum >= n && sum <= seeds::softmax_block(n),
+                "{n} in {pieces}: {chunks:?}"
+            );
+            assert!(chunks.len() <= pieces as usize, "{n} in {pieces}: {chunks:?}");
+        }
     }
+    assert_eq!(seeds::softmax_chunks_at_most(10368, 2), vec![8192, 4096]);
+    assert_eq!(seeds::softmax_chunks_at_most(10368, 1), vec![16384]);
+    assert_eq!(seeds::softmax_chunks_at_most(1152, 0), vec![2048]);
 }
 
 /// The chunked form computes the same softmax at ragged widths, masks included: the last

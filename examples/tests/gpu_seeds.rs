@@ -378,8 +378,9 @@ fn gpu_scalar_arguments_in_immediates_and_uniform_buffers() {
 }
 
 /// Every configuration the softmax autotuner may choose (`num_warps` 1..16, plain and
-/// read-once loads) computes the softmax at a ragged width, and the configuration the
-/// autotuner picks is one of them and is launched as it was timed.
+/// read-once loads, the row in one to four pieces) computes the softmax at a ragged width,
+/// and the configuration the autotuner picks is one of them and is launched as it was
+/// timed.
 #[test]
 fn gpu_autotuned_softmax_matches_the_interpreter() {
     use rutile::autotune::Autotuner;
@@ -408,7 +409,7 @@ fn gpu_autotuned_softmax_matches_the_interpreter() {
             );
         };
         let poison = vec![f32::NAN; rows * cols];
-        for config in softmax_configs() {
+        for config in softmax_configs(cols) {
             let tuner = Autotuner::new("softmax", vec![config.clone()])
                 .unwrap()
                 .cache_file(None);
@@ -417,7 +418,9 @@ fn gpu_autotuned_softmax_matches_the_interpreter() {
             d.launch(&tuned.kernel, &tuned.launch, &args).unwrap();
             check(&config.to_string());
         }
-        let tuner = Autotuner::new("softmax", softmax_configs()).unwrap().cache_file(None);
+        let tuner = Autotuner::new("softmax", softmax_configs(cols))
+            .unwrap()
+            .cache_file(None);
         let tuned = tuned_softmax(d, &tuner, rows, cols, &args).unwrap();
         assert!(
             tuner.configs().contains(&tuned.choice.config),

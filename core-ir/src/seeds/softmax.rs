@@ -44,11 +44,18 @@ pub fn softmax_with(block: u32, cache: CacheModifier) -> Result<Kernel, BuildErr
     })
 }
 
-/// The pieces [`softmax_chunked`] splits a row of `n_cols` into: powers of two, largest
-/// first, summing to `n_cols` rounded up to a multiple of `max(128, softmax_block / 16)`
-/// (so at most four pieces, and at most a sixteenth of the block masked off).
+/// The pieces [`softmax_chunked`] splits a row of `n_cols` into: at most four (see
+/// [`softmax_chunks_at_most`]), so that at most a sixteenth of the block is masked off.
 pub fn softmax_chunks(n_cols: u32) -> Vec<u32> {
-    let grain = (softmax_block(n_cols) / 16).max(128);
+    softmax_chunks_at_most(n_cols, 4)
+}
+
+/// At most `pieces` powers of two (at least one), largest first, summing to `n_cols`
+/// rounded up to a multiple of `max(128, softmax_block / 2^pieces)`. Fewer pieces mask off
+/// more of the row's last piece but hold fewer separate blocks (registers, reductions).
+pub fn softmax_chunks_at_most(n_cols: u32, pieces: u32) -> Vec<u32> {
+    let block = softmax_block(n_cols);
+    let grain = block.checked_shr(pieces.max(1)).unwrap_or(0).max(128).min(block);
     let padded = n_cols.max(1).div_ceil(grain) * grain;
     (0..32)
         .rev()
