@@ -2,7 +2,8 @@
 //! try, and a key (the sizes the best choice depends on, Triton's `key=['M', 'N', 'K']`).
 //! The first launch with a new key on a device times every configuration there and keeps
 //! the fastest; later launches with that key use it directly, in this process (memory) and
-//! in later ones (a cache file).
+//! in later ones (a cache file). A choice in the file counts only for the same list of
+//! configurations: when the list changes, the key is tuned again.
 //!
 //! ```no_run
 //! use rutile::autotune::{Autotuner, Config};
@@ -295,7 +296,11 @@ impl Autotuner {
             if (entry.name, entry.device, entry.key) != (&*self.name, device, key) {
                 return None;
             }
-            // A configuration no longer listed is ignored: the list changed since.
+            // A choice made among other configurations is ignored: one added since may
+            // be faster, and the chosen one may no longer be listed.
+            if entry.configs != self.fingerprint() {
+                return None;
+            }
             let config = self.configs.iter().find(|c| c.to_string() == entry.config)?;
             Some(Choice {
                 config: config.clone(),
@@ -305,6 +310,16 @@ impl Autotuner {
         })
     }
 
+    /// The list of configurations as the cache file records it: a 64-bit FNV-1a hash of
+    /// their texts in order (std's hasher may change between Rust releases; this may not).
+    fn fingerprint(&self) -> String {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in self.configs.iter().flat_map(|c| format!("{c}\n").into_bytes()) {
+            hash = (hash ^ byte as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        format!("configs:{hash:016x}")
+    }
+
     /// Replaces this key's line in the cache file. A file that cannot be written is
     /// reported on stderr and otherwise ignored: the cache only saves time.
     fn write_file(&self, device: &str, key: &str, choice: &Choice) {
@@ -312,17 +327,22 @@ impl Autotuner {
         let old = std::fs::read_to_string(path).unwrap_or_default();
         let mut text: String = old
             .lines()
-            .filter(|l| Entry::parse(l).is_none_or(|e| (e.name, e.device, e.key) != (&*self.name, device, key)))
+            // Any line of this key goes, also one written in an older layout.
+            .filter(|l| {
+                let mut f = l.split('\t');
+                (f.next(), f.next(), f.next()) != (Some(&*self.name), Some(device), Some(key))
+            })
             .map(|l| format!("{l}\n"))
             .collect();
         let field = |s: &str| s.replace(['\t', '\n', '\r'], " ");
         text += &format!(
-            "{}\t{}\t{}\t{}\t{}\n",
+            "{}\t{}\t{}\t{}\t{}\t{}\n",
             field(&self.name),
             field(device),
             field(key),
             choice.config,
-            choice.time_ms
+            choice.time_ms,
+            self.fingerprint()
         );
         let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
             // Written aside and renamed, so that a reader never sees half a file.
@@ -336,13 +356,15 @@ impl Autotuner {
     }
 }
 
-/// One line of the cache file: name, device, key, configuration, time (tab-separated).
+/// One line of the cache file: name, device, key, configuration, time, and the
+/// fingerprint of the list of configurations it was chosen from (tab-separated).
 struct Entry<'a> {
     name: &'a str,
     device: &'a str,
     key: &'a str,
     config: &'a str,
     time_ms: f64,
+    configs: &'a str,
 }
 
 impl<'a> Entry<'a> {
@@ -354,6 +376,7 @@ impl<'a> Entry<'a> {
             key: f.next()?,
             config: f.next()?,
             time_ms: f.next()?.parse().ok()?,
+            configs: f.next()?,
         };
         f.next().is_none().then_some(entry)
     }

@@ -98,6 +98,24 @@ fn chooses_remembers_and_reads_back_its_choice() {
     let _ = std::fs::remove_file(&file);
 }
 
+/// A choice made among fewer configurations is not taken for one among more: the added
+/// ones are timed too.
+#[test]
+fn a_choice_from_another_list_is_tuned_again() {
+    let dev = CpuDevice::new();
+    let file = cache_file("grown");
+    let fewer: Vec<Config> = configs().into_iter().take(1).collect();
+    let tuner = Autotuner::new("add", fewer).unwrap().cache_file(Some(file.clone()));
+    assert!(!add_with(&tuner, &dev).from_file);
+    let tuner = Autotuner::new("add", configs()).unwrap().cache_file(Some(file.clone()));
+    let choice = add_with(&tuner, &dev);
+    assert!(!choice.from_file, "chosen among one configuration: {choice:?}");
+    // And that choice, made among all, is read back by a tuner with the same list.
+    let tuner = Autotuner::new("add", configs()).unwrap().cache_file(Some(file.clone()));
+    assert!(add_with(&tuner, &dev).from_file);
+    let _ = std::fs::remove_file(&file);
+}
+
 #[test]
 fn a_choice_no_longer_listed_is_tuned_again() {
     let dev = CpuDevice::new();
