@@ -1,9 +1,9 @@
 //! The seed tutorials' performance figures, measured with rutile on every GPU present, one
 //! line per device and backend: vector add (GB/s over 2^12..2^27 elements), fused softmax
 //! (GB/s over N = 256..12672 columns of 4096 rows, the tutorial's kernel at its `num_warps`
-//! heuristic and with `num_warps` and the load hint autotuned) and matmul (fp16 TFLOPS over
-//! M = N = K = 128..4096, autotuned over the tutorial's configurations). Each figure is printed as a table and written to `DIR/<figure>.csv` and
-//! `DIR/<figure>.svg`.
+//! heuristic, and autotuned: `num_warps`, load hint and split of the row) and matmul (fp16
+//! TFLOPS over M = N = K = 128..4096, autotuned over the tutorial's configurations). Each
+//! figure is printed as a table and written to `DIR/<figure>.csv` and `DIR/<figure>.svg`.
 //!
 //!     cargo run --release --example figures -- [DIR] [--quick | --replot]
 //!
@@ -218,9 +218,9 @@ fn vector_add(dev: &dyn Device, timing: &Timing, sizes: &[usize]) -> rutile::Res
 }
 
 /// GB/s of the one-row-per-program softmax on 4096 rows of each width (8 bytes per
-/// element): at the tutorial's `num_warps` heuristic, or with `num_warps` and the load hint
-/// autotuned per width (on a GPU, timed 20 launches per configuration; not remembered in a
-/// file).
+/// element): at the tutorial's `num_warps` heuristic, or autotuned per width over
+/// `tutorials::softmax_configs` (on a GPU, timed 20 launches per configuration; not
+/// remembered in a file).
 fn softmax(dev: &dyn Device, timing: &Timing, cols: &[usize], autotuned: bool) -> rutile::Result<Vec<(f64, f64)>> {
     let m = 4096usize;
     let widest = cols.iter().copied().max().unwrap_or(0);
