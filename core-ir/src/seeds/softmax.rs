@@ -45,7 +45,8 @@ pub fn softmax_with(block: u32, cache: CacheModifier) -> Result<Kernel, BuildErr
 }
 
 /// The pieces [`softmax_chunked`] splits a row of `n_cols` into: at most four (see
-/// [`softmax_chunks_at_most`]), so that at most a sixteenth of the block is masked off.
+/// [`softmax_chunks_at_most`]), so that fewer than `max(128, block / 16)` columns past the
+/// row are masked off (with one block of the next power of two, nearly half may be).
 pub fn softmax_chunks(n_cols: u32) -> Vec<u32> {
     softmax_chunks_at_most(n_cols, 4)
 }
