@@ -1,0 +1,268 @@
+//! Bounds: how far a device may be from the interpreter, per op, type and backend.
+
+use super::*;
+
+/// A documented error bound of a float op on one backend: `ulp + ulp_per_x·|x|` ulps of the
+/// result, or an absolute `abs` (for `x` within `abs_in`), whichever is larger.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bound {
+    pub ulp: f64,
+    pub ulp_per_x: f64,
+    pub abs: f64,
+    pub abs_in: (f64, f64),
+}
+
+pub(super) const fn ulps(ulp: f64) -> Bound {
+    Bound {
+        ulp,
+        ulp_per_x: 0.0,
+        abs: 0.0,
+        abs_in: (0.0, 0.0),
+    }
+}
+/// The Vulkan specification's bound of `log` and `log2`: 3 ulp, and an absolute 2^-21
+/// inside [0.5, 2].
+pub(super) const VULKAN_LOG: Bound = Bound {
+    ulp: 3.0,
+    ulp_per_x: 0.0,
+    abs: 4.77e-7,
+    abs_in: (0.5, 2.0),
+};
+/// An absolute error bound `abs` for inputs in [-π, π] (sin and cos), and none outside.
+pub(super) const fn within_pi(abs: f64) -> Bound {
+    Bound {
+        ulp: 0.0,
+        ulp_per_x: 0.0,
+        abs,
+        abs_in: (-PI_AND_A_BIT, PI_AND_A_BIT),
+    }
+}
+/// Just above π, so that ±π are inside the ranges where sin/cos bounds hold.
+pub(super) const PI_AND_A_BIT: f64 = std::f64::consts::PI + 1e-5;
+
+pub(super) const EXACT: Bound = ulps(0.0);
+
+/// The documented accuracy of the float ops that are not exact, per backend:
+/// `(op, PTX, SPIR-V/Vulkan)`.
+///
+/// * PTX: the table "Accuracy" in `backend-ptx/src/math.rs` (f32; f16 and bf16 compute in
+///   f32 and round once; f64 transcendentals are not supported there). `sqrt`, `div`,
+///   `fma`, `rem` are exact.
+/// * SPIR-V: `backend-spirv/src/lib.rs` ("Semantics") says `exp exp2 log log2 sin cos sqrt
+///   rsqrt div rem fma` are the device's, with the precision of GLSL.std.450 / SPIR-V, i.e.
+///   the Vulkan specification's table "Precision of core SPIR-V instructions": `div` 2.5 ulp;
+///   `sqrt` inherited from `1/inversesqrt` (taken as 3 ulp); `inversesqrt` 2 ulp; `exp`,
+///   `exp2` 3 + 2·|x| ulp; `log`, `log2` 3 ulp, absolute 2^-21 inside [0.5, 2]; `sin`, `cos`
+///   absolute 2^-11 inside [-π, π] (`f16`: 2^-7, from `vulkan_allowances`, which also
+///   holds what the specification leaves undefined, such as `div` by a divisor outside
+///   [2^-126, 2^126]); `fma` and `rem` exact here (the specification lets
+///   `fma` be `mul` then `add`, and `rem` be `x - y·trunc(x/y)`: mismatches show as KNOWN);
+///   `erf` 2.5 ulp (the backend's own polynomial); `sigmoid` is `1 / (1 + exp(-x))`, the
+///   `exp` bound plus the division's. `f64` transcendentals are computed in `f32` there:
+///   f32 accuracy.
+pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
+    ("add", EXACT, EXACT),
+    ("sub", EXACT, EXACT),
+    ("mul", EXACT, EXACT),
+    ("div", EXACT, ulps(2.5)),
+    ("sqrt", EXACT, ulps(3.0)),
+    ("fma", EXACT, EXACT),
+    ("rem", EXACT, EXACT),
+    (
+        "exp",
+        ulps(2.3),
+        Bound {
+            ulp: 3.0,
+            ulp_per_x: 2.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+    ),
+    (
+        "exp2",
+        ulps(2.0),
+        Bound {
+            ulp: 3.0,
+            ulp_per_x: 2.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+    ),
+    (
+        "log",
+        Bound {
+            ulp: 3.3,
+            ulp_per_x: 0.0,
+            abs: 1.6e-7,
+            abs_in: (0.5, 1.5),
+        },
+        VULKAN_LOG,
+    ),
+    (
+        "log2",
+        Bound {
+            ulp: 2.2,
+            ulp_per_x: 0.0,
+            abs: 2.1e-7,
+            abs_in: (0.5, 1.5),
+        },
+        VULKAN_LOG,
+    ),
+    ("rsqrt", ulps(1.5), ulps(2.0)),
+    ("sin", within_pi(4e-7), within_pi(4.9e-4)),
+    ("cos", within_pi(4e-7), within_pi(4.9e-4)),
+    ("erf", ulps(1.2), ulps(2.5)),
+    (
+        "sigmoid",
+        ulps(3.5),
+        Bound {
+            ulp: 5.5,
+            ulp_per_x: 2.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+    ),
+];
+
+/// The bound of `op` on element type `t` on `backend`: [`FLOAT_BOUNDS`], except where the
+/// Vulkan specification's half-precision column differs ([`vulkan_allowances::bound`]).
+pub(super) fn bound_for(op: &str, t: ScalarType, backend: Backend) -> Bound {
+    if backend == Backend::Vulkan {
+        if let Some(b) = vulkan_allowances::bound(op, t) {
+            return b;
+        }
+    }
+    let row = FLOAT_BOUNDS.iter().find(|r| r.0 == op);
+    match (row, backend) {
+        (None, _) | (_, Backend::Interpreter) => EXACT,
+        (Some(r), Backend::Cuda) => r.1,
+        (Some(r), _) => r.2,
+    }
+}
+
+/// What the Vulkan specification lets a Vulkan device do beyond [`FLOAT_BOUNDS`]: the one
+/// place where the matrix loosens its comparison for Vulkan (never for CUDA or the
+/// interpreter). Everything here cites the Vulkan specification, appendix "Vulkan
+/// Environment for SPIR-V", section "Precision and Operation of SPIR-V Instructions"
+/// (`#spirvenv-precision-operation`), its list of rules on denormals and its tables
+/// "Precision of core SPIR-V Instructions" and "Precision of GLSL.std.450 Instructions".
+///
+/// The flushing of subnormals that the same section allows is handled separately, by
+/// comparing with a flushed reference ([`flushed_reference`]); what is here is what that
+/// does not cover.
+pub(super) mod vulkan_allowances {
+    use super::{flush, flushable, same, within_pi, Bound, V};
+    use rutile::ScalarType::{self, *};
+
+    /// The verdict on one element that missed the reference.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub(crate) enum Allowance {
+        /// The specification allows this result: the element passes.
+        Accepted,
+        /// The specification leaves the result undefined: the element is excused and the
+        /// case is KNOWN, with this reason.
+        Known(&'static str),
+    }
+
+    /// "Precision of GLSL.std.450 Instructions": `sin()` and `cos()` have absolute error
+    /// <= 2^-11 inside [-π, π] in single precision but only <= 2^-7 in half precision
+    /// (nothing is guaranteed outside [-π, π]). The single-precision bound is
+    /// [`FLOAT_BOUNDS`]'s; this is the half-precision one, where it differs.
+    pub(crate) fn bound(op: &str, t: ScalarType) -> Option<Bound> {
+        match (op, t) {
+            ("sin" | "cos", F16) => Some(within_pi(SIN_COS_F16_ABS)),
+            _ => None,
+        }
+    }
+
+    /// 2^-7, the half-precision absolute bound of `sin()` and `cos()` in [-π, π].
+    pub(crate) const SIN_COS_F16_ABS: f64 = 0.0078125;
+
+    pub(crate) const DIV_OUT_OF_RANGE: &str = "Vulkan spec, Precision and Operation of SPIR-V Instructions: \
+        OpFDiv(x,y) is 2.5 ULP only for |y| in [2^-126, 2^126] (half: [2^-14, 2^14]), \
+        undefined precision outside (divisor zero or subnormal with a dividend that may be flushed to zero, \
+        or out of range)";
+
+    /// Whether the Vulkan specification allows `got` for element-wise `op` on `t` with
+    /// inputs `inputs`, where `got` missed the reference (and its flushed versions).
+    /// `None`: it does not, the element fails.
+    pub(crate) fn element(op: &str, t: ScalarType, inputs: &[V], got: V) -> Option<Allowance> {
+        match op {
+            // "Precision of core SPIR-V Instructions": OpFDiv(x,y) is 2.5 ULP for |y| in
+            // [2^-126, 2^126] in single precision, [2^-14, 2^14] in half; outside that
+            // range the table gives no precision, i.e. the result is undefined. The same
+            // section's rule "Dividing a non-zero by a zero results in the appropriately
+            // signed IEEE 754 infinity" still holds for a zero divisor, so a zero divisor
+            // is excused only when the dividend is zero, NaN or subnormal (a subnormal may
+            // be flushed to zero on input, and 0/0 is not mathematically defined).
+            "div" if flushable(t) && inputs.len() == 2 => {
+                let (x, y) = (inputs[0].f(), inputs[1].f());
+                let (lo, hi) = match t {
+                    F16 => (2f64.powi(-14), 2f64.powi(14)),
+                    _ => (2f64.powi(-126), 2f64.powi(126)),
+                };
+                let in_range = y.abs() >= lo && y.abs() <= hi;
+                let nonzero_by_zero = y == 0.0 && !x.is_nan() && flush(t, inputs[0]).f() != 0.0;
+                (!y.is_nan() && !in_range && !nonzero_by_zero).then_some(Allowance::Known(DIV_OUT_OF_RANGE))
+            }
+            // Denormals: "any half, single, or double-precision denormalized value input
+            // into a shader or potentially generated by any instruction ... may be flushed
+            // to zero" (without the DenormPreserve execution mode, which naga cannot emit),
+            // except for the listed instructions, among them OpSelect. backend-spirv's
+            // minimum/maximum compare and select: when both operands are subnormal or zero
+            // they may compare as two equal zeros, and the select then returns either
+            // operand's bits unflushed. Either operand (or its flushed value) is accepted.
+            "minimum" | "maximum" if flushable(t) && inputs.len() == 2 => {
+                let (a, b) = (inputs[0], inputs[1]);
+                let zeros = [a, b].iter().all(|&v| !v.is_nan() && flush(t, v).f() == 0.0);
+                let either = [a, b, flush(t, a), flush(t, b)].iter().any(|&v| same(v, got));
+                (zeros && either).then_some(Allowance::Accepted)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// One unit in the last place of `x` in type `t`.
+pub(super) fn ulp(t: ScalarType, x: f64) -> f64 {
+    let (mant, min_exp) = match t {
+        F16 => (10, -14),
+        BF16 => (7, -126),
+        F32 => (23, -126),
+        _ => (52, -1022),
+    };
+    let e = if x == 0.0 || !x.is_finite() {
+        min_exp
+    } else {
+        (x.abs().log2().floor() as i32).max(min_exp)
+    };
+    2f64.powi(e - mant)
+}
+
+/// Whether `got` is within `bound` of the reference `want` for argument `x`.
+pub(super) fn within(t: ScalarType, backend: Backend, bound: Bound, x: f64, want: f64, got: f64) -> bool {
+    if want.is_nan() || got.is_nan() {
+        return want.is_nan() && got.is_nan();
+    }
+    if want == got {
+        return want != 0.0 || bound != EXACT || want.is_sign_negative() == got.is_sign_negative();
+    }
+    if bound == EXACT || want.is_infinite() || got.is_infinite() {
+        return false;
+    }
+    // The unit: f32 ulps for f32 and f64 (f64 transcendentals have f32 accuracy on Vulkan
+    // and are unsupported on PTX), plus one ulp of the type for f16/bf16 (computed in f32 and
+    // rounded once on PTX); Vulkan's f16 precision is in f16 ulps.
+    let unit_type = match (t, backend) {
+        (F16, Backend::Cuda) | (BF16, _) | (F64, _) => F32,
+        (t, _) => t,
+    };
+    let mut tol = (bound.ulp + bound.ulp_per_x * x.abs()) * ulp(unit_type, want);
+    if matches!(t, F16 | BF16) {
+        tol += ulp(t, want);
+    }
+    if x > bound.abs_in.0 && x < bound.abs_in.1 {
+        tol = tol.max(bound.abs);
+    }
+    (got - want).abs() <= tol
+}
