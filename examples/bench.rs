@@ -1,7 +1,7 @@
 //! The benchmarks' own kernels; the measuring itself is `rutile::bench`.
 
 pub use rutile::bench::{do_bench, gbps, CacheFlush, FlushMode, Stats};
-use rutile::{Kernel, Result, ScalarType};
+use rutile::{Device, DeviceExt, Kernel, LaunchConfig, Result, ScalarType};
 
 /// Elements each program of [`copy_kernel`] copies.
 pub const COPY_BLOCK: u32 = 1024;
@@ -22,4 +22,42 @@ pub fn copy_kernel(unused_scalars: usize) -> Result<Kernel> {
         let mask = offs.lt(n);
         k.store_masked(dst + offs, k.load_masked(src + offs, mask, 0.0), mask);
     })?)
+}
+
+/// One device-to-device copy of `n` random f32 elements timed two ways, `reps` timed runs
+/// each after 3 warm-ups, with no flush (at 1 GiB, the size of the ceiling, no cache holds
+/// it): by the driver and by one launch of [`copy_kernel`].
+pub struct CopyTimes {
+    pub n: usize,
+    pub driver: Stats,
+    pub kernel: Stats,
+}
+
+impl CopyTimes {
+    pub fn measure(dev: &dyn Device, n: usize, reps: usize) -> Result<CopyTimes> {
+        let data = crate::rng::Rng::new(3).f32s(n, 0.5, 1.5);
+        let (a, b) = (dev.upload(&data)?, dev.zeros::<f32>(n)?);
+        let driver = do_bench(dev, None, 3, reps, &mut || dev.copy(a.raw(), b.raw()))?;
+        let (kernel, config) = (copy_kernel(0)?, LaunchConfig::grid1((n as u32).div_ceil(COPY_BLOCK)));
+        let args = [(&a).into(), (&b).into(), (n as i32).into()];
+        let by_kernel = do_bench(dev, None, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
+        Ok(CopyTimes {
+            n,
+            driver,
+            kernel: by_kernel,
+        })
+    }
+
+    /// GB/s of the driver's copy and of the copy kernel (bytes read plus written).
+    pub fn gbps(&self) -> (f64, f64) {
+        let bytes = 8.0 * self.n as f64;
+        (gbps(bytes, self.driver.median_ms), gbps(bytes, self.kernel.median_ms))
+    }
+
+    /// The ceiling: the faster of the two (NVIDIA's Vulkan driver copies buffers with a
+    /// slower copy engine, where a copy kernel reaches the memory's rate).
+    pub fn ceiling_gbps(&self) -> f64 {
+        let (driver, kernel) = self.gbps();
+        driver.max(kernel)
+    }
 }

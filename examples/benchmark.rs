@@ -13,7 +13,7 @@
 
 use rutile::seeds;
 use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
-use rutile_examples::bench::{copy_kernel, do_bench, gbps, CacheFlush, FlushMode, COPY_BLOCK};
+use rutile_examples::bench::{copy_kernel, do_bench, gbps, CacheFlush, CopyTimes, FlushMode, COPY_BLOCK};
 use rutile_examples::rng::{normal_f32s, Rng};
 use std::fmt::Write as _;
 
@@ -108,19 +108,10 @@ struct Copies {
 fn copy_bandwidth(dev: &dyn Device, quick: bool, flush_mode: FlushMode, csv: &mut String) -> rutile::Result<Copies> {
     let n_copy: usize = if quick { 1 << 20 } else { 1 << 28 };
     let mut rng = Rng::new(3);
-    let (a, b) = (dev.upload(&rng.f32s(n_copy, 0.5, 1.5))?, dev.zeros::<f32>(n_copy)?);
-    let copy = do_bench(dev, None, 3, if quick { 5 } else { 20 }, &mut || {
-        dev.copy(a.raw(), b.raw())
-    })?;
-    let driver = gbps(8.0 * n_copy as f64, copy.median_ms);
-    // A copy kernel of the same size: where it beats the driver's copy, it is the ceiling.
-    let config = LaunchConfig::grid1((n_copy as u32).div_ceil(COPY_BLOCK));
-    let (kernel, args) = (copy_kernel(0)?, [(&a).into(), (&b).into(), (n_copy as i32).into()]);
-    let by_kernel = do_bench(dev, None, 3, if quick { 5 } else { 20 }, &mut || {
-        dev.launch(&kernel, &config, &args)
-    })?;
-    let kernel_gbps = gbps(8.0 * n_copy as f64, by_kernel.median_ms);
-    let large = driver.max(kernel_gbps);
+    let copies = CopyTimes::measure(dev, n_copy, if quick { 5 } else { 20 })?;
+    let (copy, by_kernel) = (copies.driver, copies.kernel);
+    let (driver, kernel_gbps) = copies.gbps();
+    let large = copies.ceiling_gbps();
     println!(
         "{}: device-to-device copy of {} MiB: {driver:.0} GB/s by the driver (median {:.3} ms), \
          {kernel_gbps:.0} GB/s by a copy kernel (median {:.3} ms)",
@@ -139,7 +130,6 @@ fn copy_bandwidth(dev: &dyn Device, quick: bool, flush_mode: FlushMode, csv: &mu
             s.p80_ms
         );
     }
-    drop((a, b));
     let flush = if quick {
         None
     } else {

@@ -11,7 +11,7 @@
 
 use rutile::bench::{do_bench, gbps, CacheFlush, FlushMode};
 use rutile::{seeds, CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig};
-use rutile_examples::bench::{copy_kernel, COPY_BLOCK};
+use rutile_examples::bench::CopyTimes;
 use rutile_examples::check::{max_relative_error, softmax_reference};
 use rutile_examples::rng::{normal_f32s, Rng};
 use rutile_examples::tutorials::softmax_args;
@@ -38,17 +38,8 @@ fn main() -> Result<(), Error> {
 }
 
 fn study(dev: &dyn Device, widths: &[usize]) -> rutile::Result<()> {
-    // The ceiling: a 1 GiB copy, bytes read plus written, by the driver or by a copy kernel,
-    // whichever is faster (NVIDIA's Vulkan driver copies buffers with a slower copy engine).
-    let n_copy = 1usize << 28;
-    let (a, b) = (dev.zeros::<f32>(n_copy)?, dev.zeros::<f32>(n_copy)?);
-    let by_driver = do_bench(dev, None, 3, 20, &mut || dev.copy(a.raw(), b.raw()))?;
-    let copy = copy_kernel(0)?;
-    let config = LaunchConfig::grid1((n_copy as u32).div_ceil(COPY_BLOCK));
-    let args = [(&a).into(), (&b).into(), (n_copy as i32).into()];
-    let by_kernel = do_bench(dev, None, 3, 20, &mut || dev.launch(&copy, &config, &args))?;
-    let ceiling = gbps(8.0 * n_copy as f64, by_driver.median_ms.min(by_kernel.median_ms));
-    drop((a, b));
+    // The ceiling: a 1 GiB copy, as the benchmark measures it.
+    let ceiling = CopyTimes::measure(dev, 1 << 28, 20)?.ceiling_gbps();
     println!("\n{} ({}): ceiling {ceiling:.0} GB/s", dev.id(), dev.properties().name);
     println!("{:>7} {:<28} {:>15} {:>15} {:>15}", "N", "pieces", "w4", "w8", "w16");
     let flush = CacheFlush::new(dev, FlushMode::Copy)?;

@@ -104,6 +104,13 @@ fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     out
 }
 
+/// The softmax kernels' arguments for a contiguous `rows x cols` matrix in buffers 0
+/// (output) and 1 (input).
+fn softmax_args(rows: usize, cols: usize) -> [ArgValue; 6] {
+    let (r, c) = (ArgValue::Int(rows as i64), ArgValue::Int(cols as i64));
+    [ptr(0), ptr(1), c, c, r, c]
+}
+
 #[test]
 fn softmax_simple_and_persistent() {
     let (rows, cols) = (37, 100);
@@ -111,14 +118,7 @@ fn softmax_simple_and_persistent() {
     let x = rng.f32s(rows * cols, -5.0, 5.0);
     let want = softmax_reference(&x, rows, cols);
     let block = seeds::softmax_block(cols as u32);
-    let args = [
-        ptr(0),
-        ptr(1),
-        ArgValue::Int(cols as i64),
-        ArgValue::Int(cols as i64),
-        ArgValue::Int(rows as i64),
-        ArgValue::Int(cols as i64),
-    ];
+    let args = softmax_args(rows, cols);
     for (kernel, grid) in [
         (seeds::softmax(block).unwrap(), rows as u32),
         (seeds::softmax_persistent(block).unwrap(), 8),
@@ -179,14 +179,7 @@ fn softmax_chunked_matches_the_reference() {
     for cols in [1usize, 100, 781, 1152, 1300] {
         let x = Rng::new(cols as u64).f32s(rows * cols, -5.0, 5.0);
         let want = softmax_reference(&x, rows, cols);
-        let args = [
-            ptr(0),
-            ptr(1),
-            ArgValue::Int(cols as i64),
-            ArgValue::Int(cols as i64),
-            ArgValue::Int(rows as i64),
-            ArgValue::Int(cols as i64),
-        ];
+        let args = softmax_args(rows, cols);
         let chunks = seeds::softmax_chunks(cols as u32);
         let kernel = seeds::softmax_chunked(&chunks, CacheModifier::Default).unwrap();
         let mut buffers = [

@@ -43,7 +43,7 @@ use rutile_ir::Kernel;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The environment variable naming the autotuner's cache file; empty or `off` keeps
 /// choices in memory only. Without it the file is `$XDG_CACHE_HOME/rutile/autotune.tsv`
@@ -124,7 +124,8 @@ pub struct Autotuner {
     configs: Vec<Config>,
     repetitions: Option<(usize, usize)>,
     file: Option<PathBuf>,
-    chosen: Mutex<HashMap<(String, String), Choice>>,
+    /// Per (device, key): the choice and its built kernel.
+    chosen: Mutex<HashMap<(String, String), Arc<Tuned>>>,
 }
 
 /// Builds the kernel of a configuration.
@@ -193,21 +194,7 @@ impl Autotuner {
         grid: &GridFn<'_>,
         args: &[Arg<'_>],
     ) -> Result<Choice> {
-        let device = device_name(dev);
-        let slot = (device.clone(), key.to_string());
-        if let Some(c) = lock(&self.chosen).get(&slot) {
-            return Ok(c.clone());
-        }
-        let choice = match self.read_file(&device, key) {
-            Some(c) => c,
-            None => {
-                let c = self.tune(dev, build, grid, args)?;
-                self.write_file(&device, key, &c);
-                c
-            }
-        };
-        lock(&self.chosen).insert(slot, choice.clone());
-        Ok(choice)
+        Ok(self.remembered(dev, key, build, grid, args)?.choice.clone())
     }
 
     /// The chosen configuration for `key` (see [`Self::choose`]) with its kernel and launch
@@ -220,15 +207,11 @@ impl Autotuner {
         grid: &GridFn<'_>,
         args: &[Arg<'_>],
     ) -> Result<Tuned> {
-        let choice = self.choose(dev, key, build, grid, args)?;
-        Ok(Tuned {
-            kernel: build(&choice.config)?,
-            launch: launch_config(&choice.config, grid)?,
-            choice,
-        })
+        Ok(Tuned::clone(&*self.remembered(dev, key, build, grid, args)?))
     }
 
-    /// Launches the chosen configuration for `key` (choosing it first if needed).
+    /// Launches the chosen configuration for `key` (choosing it first if needed). The
+    /// kernel is built once per key and device, not at every launch.
     pub fn launch(
         &self,
         dev: &dyn Device,
@@ -237,9 +220,41 @@ impl Autotuner {
         grid: &GridFn<'_>,
         args: &[Arg<'_>],
     ) -> Result<Choice> {
-        let tuned = self.tuned(dev, key, build, grid, args)?;
+        let tuned = self.remembered(dev, key, build, grid, args)?;
         dev.launch(&tuned.kernel, &tuned.launch, args)?;
-        Ok(tuned.choice)
+        Ok(tuned.choice.clone())
+    }
+
+    /// The choice for `key` on `dev` with its kernel built: kept in memory after the first
+    /// call, which reads it from the cache file or tunes.
+    fn remembered(
+        &self,
+        dev: &dyn Device,
+        key: &str,
+        build: &BuildFn<'_>,
+        grid: &GridFn<'_>,
+        args: &[Arg<'_>],
+    ) -> Result<Arc<Tuned>> {
+        let device = device_name(dev);
+        let slot = (device.clone(), key.to_string());
+        if let Some(t) = lock(&self.chosen).get(&slot) {
+            return Ok(Arc::clone(t));
+        }
+        let choice = match self.read_file(&device, key) {
+            Some(c) => c,
+            None => {
+                let c = self.tune(dev, build, grid, args)?;
+                self.write_file(&device, key, &c);
+                c
+            }
+        };
+        let tuned = Arc::new(Tuned {
+            kernel: build(&choice.config)?,
+            launch: launch_config(&choice.config, grid)?,
+            choice,
+        });
+        lock(&self.chosen).insert(slot, Arc::clone(&tuned));
+        Ok(tuned)
     }
 
     /// Times every configuration; the fastest wins.

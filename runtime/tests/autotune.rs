@@ -202,3 +202,34 @@ fn bad_configuration_lists_are_errors() {
         }
     }
 }
+
+/// The chosen kernel is built once per key: later launches reuse it, not the builder.
+#[test]
+fn launches_after_the_first_do_not_build_again() {
+    let dev = CpuDevice::new();
+    let builds = std::cell::Cell::new(0);
+    let counting = |c: &Config| {
+        builds.set(builds.get() + 1);
+        build(c)
+    };
+    let tuner = Autotuner::new("add", configs()).unwrap().cache_file(None);
+    let (x, y, z) = (
+        dev.upload(&[1.0f32; N]).unwrap(),
+        dev.upload(&[2.0f32; N]).unwrap(),
+        dev.zeros::<f32>(N).unwrap(),
+    );
+    let args = [(&x).into(), (&y).into(), (&z).into(), (N as i32).into()];
+    tuner.launch(&dev, "k", &counting, &grid, &args).unwrap();
+    let after_tuning = builds.get();
+    assert_eq!(
+        after_tuning,
+        configs().len() + 1,
+        "each configuration, then the chosen one"
+    );
+    for _ in 0..3 {
+        tuner.launch(&dev, "k", &counting, &grid, &args).unwrap();
+    }
+    tuner.tuned(&dev, "k", &counting, &grid, &args).unwrap();
+    assert_eq!(builds.get(), after_tuning);
+    assert!(dev.download(&z).unwrap().iter().all(|&v| v == 3.0));
+}
