@@ -5,8 +5,10 @@
 //!
 //! Vector add f32 for 2^12..2^28 elements (12 bytes per element) and fused softmax f32
 //! for M = 4096, N = 256..16384 (powers of two and three widths just past one; 8 bytes per
-//! element), in the one-row-per-program, persistent, several-rows and chunked forms, next to a device-to-device copy of the same bytes and one launch
-//! of a copy kernel moving them through the same backend. Times are
+//! element), in the one-row-per-program, persistent, several-rows and chunked forms (`-cs`:
+//! read-once loads; `-fd`: dividing as Triton's `/` compiles for f32, within 2 ulp), next
+//! to a device-to-device copy of the same bytes and one launch of a copy kernel moving them
+//! through the same backend. Times are
 //! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
 //! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
 //! reading 256 MiB (`--flush read`), which leaves it clean.
@@ -246,6 +248,10 @@ fn bench_device(
             (m as i32).into(),
             c.into(),
         ];
+        let full_division = seeds::SoftmaxOptions {
+            cache: CacheModifier::Streaming,
+            ieee_rounding: false,
+        };
         // One row per program, persistent, and several rows per program (short rows only:
         // a program should not hold more than 8192 elements).
         let mut forms = vec![
@@ -261,6 +267,9 @@ fn bench_device(
                 seeds::softmax_persistent_with(blk, 2, CacheModifier::Streaming)?,
                 0,
             ),
+            // `simple-cs` dividing as Triton's `/` compiles for f32 (`div.full.f32`, within
+            // 2 ulp) instead of correctly rounded: fewer registers, more programs resident.
+            ("simple-cs-fd", seeds::softmax_with(blk, full_division)?, 1),
         ];
         for rows in [2u32, 4] {
             if rows * blk <= 8192 {
@@ -287,6 +296,7 @@ fn bench_device(
                 seeds::softmax_chunked(&chunks, CacheModifier::Streaming)?,
                 1,
             ));
+            forms.push(("chunked-cs-fd", seeds::softmax_chunked(&chunks, full_division)?, 1));
         }
         for (form, kernel, rows_per_program) in &forms {
             let mut best: Option<(f64, u32)> = None;

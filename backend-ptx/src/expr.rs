@@ -19,6 +19,11 @@
 //! - **Float `+ - * /`** are IEEE with round-to-nearest-even: `add.rn`, `sub.rn`, `mul.rn`,
 //!   `div.rn`. The explicit `.rn` keeps `ptxas` from contracting a multiply and an add into an
 //!   `fma`. Subnormals are kept (no `.ftz` anywhere).
+//! - **`div_full`** (division without IEEE rounding, asked for with `fdiv(.., false)`) is
+//!   `div.full.f32`, as Triton's `/`: within 2 ulp over the whole range, and without
+//!   `div.rn.f32`'s slow path for hard operands, which costs registers (at 2 warps the
+//!   fused softmax at 1024 columns needs 40 with `div.rn`, 32 with `div.full`). f64 uses
+//!   `div.rn.f64`; f16 and bf16 divide in f32 and round once, like every other op.
 //! - **f16 and bf16** values are widened to f32 (exactly), computed in f32 and rounded once
 //!   back (`cvt.rn.f16.f32`, `cvt.rn.bf16.f32`). For `+ - * / sqrt rem min max` this is the
 //!   correctly rounded result, as in the interpreter (f32 has more than twice the precision
@@ -244,6 +249,9 @@ pub(crate) fn binary(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &
                 BinaryOp::Sub => e.ins(format!("sub.rn.{f} {d}, {a}, {b}")),
                 BinaryOp::Mul => e.ins(format!("mul.rn.{f} {d}, {a}, {b}")),
                 BinaryOp::Div => e.ins(format!("div.rn.{f} {d}, {a}, {b}")),
+                BinaryOp::DivFull if t == F32 => e.ins(format!("div.full.f32 {d}, {a}, {b}")),
+                // PTX has no `div.full.f64`: the correctly rounded quotient is within bounds.
+                BinaryOp::DivFull => e.ins(format!("div.rn.f64 {d}, {a}, {b}")),
                 BinaryOp::Rem => {
                     let r = math::fmod(e, Fk::of(t), a, b);
                     mov(e, d, t, &r);
@@ -316,6 +324,7 @@ fn int_binary(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &str, b:
         }
         BinaryOp::Min => e.ins(format!("min.{s} {d}, {a}, {b}")),
         BinaryOp::Max => e.ins(format!("max.{s} {d}, {a}, {b}")),
+        BinaryOp::DivFull => return Err(format!("`{}` of {t} is not defined", op.name())),
     }
     normalize(e, d, t);
     Ok(())

@@ -27,11 +27,12 @@ const UNARY: [UnaryOp; 15] = [
     UnaryOp::Sigmoid,
 ];
 
-const BINARY: [BinaryOp; 13] = [
+const BINARY: [BinaryOp; 14] = [
     BinaryOp::Add,
     BinaryOp::Sub,
     BinaryOp::Mul,
     BinaryOp::Div,
+    BinaryOp::DivFull,
     BinaryOp::Rem,
     BinaryOp::CeilDiv,
     BinaryOp::And,
@@ -55,7 +56,7 @@ fn unary_defined(op: UnaryOp, t: ScalarType) -> bool {
 }
 
 fn binary_defined(op: BinaryOp, t: ScalarType) -> bool {
-    if op.integral_only() && !t.is_integral() {
+    if op.integral_only() && !t.is_integral() || op.float_only() && !t.is_float() {
         return false;
     }
     let numeric_only = matches!(
@@ -154,6 +155,7 @@ fn f32_ops() {
             "sub.rn.f32",
             "mul.rn.f32",
             "div.rn.f32",
+            "div.full.f32",
             "min.NaN.f32",
             "max.NaN.f32",
             "setp.eq.f32",

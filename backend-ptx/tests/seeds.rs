@@ -43,11 +43,15 @@ fn softmax_passes_ptxas() {
         check_all(&seeds::softmax(block).unwrap(), &warps);
         check_all(&seeds::softmax_persistent(block).unwrap(), &warps);
         check_all(&seeds::softmax_persistent_staged(block, 1).unwrap(), &warps);
+        let full = seeds::SoftmaxOptions {
+            ieee_rounding: false,
+            ..Default::default()
+        };
+        check_all(&seeds::softmax_with(block, full).unwrap(), &warps);
+        check_all(&seeds::softmax_persistent_with(block, 2, full).unwrap(), &warps);
     }
 }
 
-/// Before sm_80 PTX has no `max.NaN`: the runtime lowers f32 max reductions on integer keys
-/// there, and that PTX must assemble for sm_70.
 /// The chunked softmax (the row as several power-of-two blocks) at widths that split into
 /// two to three pieces, with read-once loads.
 #[test]
@@ -59,6 +63,40 @@ fn chunked_softmax_passes_ptxas() {
     }
 }
 
+/// With the division without IEEE rounding (`div.full.f32`, as Triton's `/`) the fused
+/// softmax at 1024 columns and 2 warps fits in 32 registers without spilling, so that 32
+/// programs (the most a multiprocessor holds) are resident at once: 4096 rows in one wave
+/// on an H100. `div.rn.f32`'s slow path for hard operands keeps more registers live.
+#[test]
+fn softmax_with_full_division_fits_32_registers_at_2_warps() {
+    let options = seeds::SoftmaxOptions {
+        cache: rutile_ir::CacheModifier::Streaming,
+        ieee_rounding: false,
+    };
+    for kernel in [
+        seeds::softmax_with(1024, options).unwrap(),
+        seeds::softmax_chunked(&[1024], options).unwrap(),
+    ] {
+        let t = rutile_ir::lower::lower(
+            &kernel,
+            &Target::nvidia(2, 48 * 1024),
+            &Specialization::all(kernel.params.len()),
+        )
+        .unwrap();
+        let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+        assert!(ptx.contains("div.full.f32") && !ptx.contains("div.rn"), "{ptx}");
+        if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+            assert!(
+                registers <= 32 && spilled == 0,
+                "{}: {registers} registers, {spilled} bytes spilled",
+                kernel.name
+            );
+        }
+    }
+}
+
+/// Before sm_80 PTX has no `max.NaN`: the runtime lowers f32 max reductions on integer keys
+/// there, and that PTX must assemble for sm_70.
 #[test]
 fn softmax_with_keyed_max_passes_ptxas_for_sm_70() {
     let target = Target {

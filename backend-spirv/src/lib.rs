@@ -97,7 +97,7 @@
 //!   Flushing may apply to each operand of the compares behind `minimum`/`maximum`, so
 //!   with two subnormal (or zero) operands either operand's bits may come out.
 //! * `exp`, `exp2`, `log`, `log2`, `sin`, `cos`, `sqrt`, `rsqrt` (`inverseSqrt`), `floor`,
-//!   `ceil`, `abs`, `fma` and float `div`/`rem` are the device's (GLSL.std.450 / SPIR-V
+//!   `ceil`, `abs`, `fma` and float `div`/`div_full`/`rem` are the device's (GLSL.std.450 / SPIR-V
 //!   precision, not correctly rounded; float `rem` is `OpFRem`, the sign of the dividend).
 //!   Vulkan guarantees only the bounds of its specification ("Precision and Operation of
 //!   SPIR-V Instructions", tables "Precision of core SPIR-V Instructions" and "Precision of

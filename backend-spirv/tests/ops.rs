@@ -25,11 +25,12 @@ const UNARY: [UnaryOp; 15] = [
     UnaryOp::Erf,
     UnaryOp::Sigmoid,
 ];
-const BINARY: [BinaryOp; 13] = [
+const BINARY: [BinaryOp; 14] = [
     BinaryOp::Add,
     BinaryOp::Sub,
     BinaryOp::Mul,
     BinaryOp::Div,
+    BinaryOp::DivFull,
     BinaryOp::Rem,
     BinaryOp::CeilDiv,
     BinaryOp::And,
@@ -57,7 +58,7 @@ fn binary_ok(op: BinaryOp, t: ScalarType) -> bool {
             BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Min | BinaryOp::Max
         ),
         t if t.is_float() => !op.integral_only(),
-        _ => true,
+        _ => !op.float_only(),
     }
 }
 

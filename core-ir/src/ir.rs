@@ -192,6 +192,12 @@ pub enum BinaryOp {
     Mul,
     /// IEEE division for floats; truncating (C-style) division for integers.
     Div,
+    /// Float division within 2 ulp over the whole range, not correctly rounded: PTX
+    /// `div.full.f32`, which Triton's `/` compiles to for f32 (`tl.fdiv(x, y,
+    /// ieee_rounding=False)`). It needs no slow path for hard cases, so it takes fewer
+    /// instructions and registers than `Div`. f64 is divided as `Div`; f16 and bf16 in f32.
+    /// Floats only.
+    DivFull,
     /// `fmod` for floats; C-style remainder (sign of the dividend) for integers.
     Rem,
     /// Integer division rounding up: `(a + b - 1) / b`, as `triton.cdiv`.
@@ -527,6 +533,7 @@ impl BinaryOp {
             BinaryOp::Sub => "sub",
             BinaryOp::Mul => "mul",
             BinaryOp::Div => "div",
+            BinaryOp::DivFull => "div_full",
             BinaryOp::Rem => "rem",
             BinaryOp::CeilDiv => "cdiv",
             BinaryOp::And => "and",
@@ -537,6 +544,10 @@ impl BinaryOp {
             BinaryOp::Min => "minimum",
             BinaryOp::Max => "maximum",
         }
+    }
+    /// Whether the op is defined for floats only.
+    pub fn float_only(self) -> bool {
+        self == BinaryOp::DivFull
     }
     /// Whether the op is defined for integers and booleans only.
     pub fn integral_only(self) -> bool {

@@ -151,6 +151,9 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             if op.integral_only() && !s.is_integral() {
                 return Err(format!("needs integer or boolean operands, got {a}"));
             }
+            if op.float_only() && !s.is_float() {
+                return Err(format!("needs float operands, got {a}"));
+            }
             let arithmetic = matches!(
                 op,
                 BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem

@@ -201,6 +201,15 @@ fn bitwise_op_on_floats() {
 }
 
 #[test]
+fn division_without_ieee_rounding_of_integers() {
+    let e = fails(|k| {
+        let i = k.arange(0, 16);
+        let _ = i.fdiv(i, false);
+    });
+    assert_error(&e, "div_full", &["float operands", "<16xi32>"]);
+}
+
+#[test]
 fn reshape_to_another_size() {
     let e = fails(|k| {
         let _ = k.arange(0, 64).reshape(&[4, 8]);

@@ -119,9 +119,18 @@ fn softmax_simple_and_persistent() {
     let want = softmax_reference(&x, rows, cols);
     let block = seeds::softmax_block(cols as u32);
     let args = softmax_args(rows, cols);
+    let full_division = seeds::SoftmaxOptions {
+        ieee_rounding: false,
+        ..Default::default()
+    };
     for (kernel, grid) in [
         (seeds::softmax(block).unwrap(), rows as u32),
         (seeds::softmax_persistent(block).unwrap(), 8),
+        (seeds::softmax_with(block, full_division).unwrap(), rows as u32),
+        (
+            seeds::softmax_rows_with(4, block, full_division).unwrap(),
+            (rows as u32).div_ceil(4),
+        ),
     ] {
         let mut buffers = [HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
         interp::run(&kernel, [grid, 1, 1], &args, &mut buffers).unwrap();

@@ -65,6 +65,9 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     ("sub", EXACT, EXACT),
     ("mul", EXACT, EXACT),
     ("div", EXACT, ulps(2.5)),
+    // `div.full.f32` on CUDA (PTX ISA: "maximum ulp error is 2 across the full range");
+    // Vulkan divides as `div`.
+    ("div_full", ulps(2.0), ulps(2.5)),
     ("sqrt", EXACT, ulps(3.0)),
     ("fma", EXACT, EXACT),
     ("rem", EXACT, EXACT),
@@ -195,7 +198,7 @@ pub(super) mod vulkan_allowances {
             // signed IEEE 754 infinity" still holds for a zero divisor, so a zero divisor
             // is excused only when the dividend is zero, NaN or subnormal (a subnormal may
             // be flushed to zero on input, and 0/0 is not mathematically defined).
-            "div" if flushable(t) && inputs.len() == 2 => {
+            "div" | "div_full" if flushable(t) && inputs.len() == 2 => {
                 let (x, y) = (inputs[0].f(), inputs[1].f());
                 let (lo, hi) = match t {
                     F16 => (2f64.powi(-14), 2f64.powi(14)),

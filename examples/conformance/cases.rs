@@ -235,11 +235,12 @@ pub(super) fn unary_cases() -> Vec<Case> {
 pub(super) type BinaryFn = for<'b> fn(&'b KernelBuilder, Value<'b>, Value<'b>) -> Value<'b>;
 
 pub(super) fn binary_cases() -> Vec<Case> {
-    let ops: [(&str, BinaryFn); 13] = [
+    let ops: [(&str, BinaryFn); 14] = [
         ("add", |_, a, b| a + b),
         ("sub", |_, a, b| a - b),
         ("mul", |_, a, b| a * b),
         ("div", |_, a, b| a / b),
+        ("div_full", |_, a, b| a.fdiv(b, false)),
         ("rem", |_, a, b| a % b),
         ("cdiv", |k, a, b| k.cdiv(a, b)),
         ("and", |_, a, b| a & b),
@@ -252,9 +253,10 @@ pub(super) fn binary_cases() -> Vec<Case> {
     ];
     let mut cases = Vec::new();
     for (op, f) in ops {
-        for t in DTYPES {
+        // `div_full` is defined on floats only.
+        for t in DTYPES.into_iter().filter(|t| op != "div_full" || t.is_float()) {
             let db = match op {
-                "div" | "rem" | "cdiv" => Domain::NonZero,
+                "div" | "div_full" | "rem" | "cdiv" => Domain::NonZero,
                 "shl" | "shr" => Domain::Shift,
                 _ => Domain::General,
             };

@@ -13,7 +13,8 @@
 //!   `abs`, `neg`, loads and stores: bit-exact (every NaN matches every NaN);
 //! * IEEE-exact float ops (`add sub mul div sqrt fma`, and `rem`, which the PTX backend
 //!   computes exactly): exact, except where a backend documents otherwise ([`FLOAT_BOUNDS`]);
-//! * transcendental functions: within the documented bounds of [`FLOAT_BOUNDS`];
+//! * `div_full` (division within 2 ulp, `fdiv(.., false)`) and transcendental functions:
+//!   within the documented bounds of [`FLOAT_BOUNDS`];
 //! * float reductions: within `n·eps·Σ|x|` (the order of the additions differs);
 //! * atomics: the final memory against the interpreter's (exact, or the reduction tolerance
 //!   for `f32` add), and the old values returned checked for consistency (`xchg`, `cas`).
@@ -22,7 +23,7 @@
 //! ("Precision and Operation of SPIR-V Instructions"): results computed with `f16`/`f32`
 //! subnormals flushed to zero, and the allowances of the private `vulkan_allowances`
 //! module, the one place that loosens it: the half-precision `sin`/`cos` bound, `minimum`/
-//! `maximum` of two subnormals giving either operand (pass), and `div` by a divisor outside
+//! `maximum` of two subnormals giving either operand (pass), and `div`/`div_full` by a divisor outside
 //! the specification's range (KNOWN, element by element: any other mismatch still fails).
 
 use rutile::ir::BuildError;

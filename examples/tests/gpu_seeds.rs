@@ -65,15 +65,25 @@ fn gpu_vector_add_matches_the_interpreter() {
 }
 
 /// The softmax forms: one row per program (also with read-once input loads, which reach a
-/// Vulkan driver as SPIR-V with `Nontemporal` loads, and with the row in power-of-two
-/// pieces), persistent, and several rows per program.
+/// Vulkan driver as SPIR-V with `Nontemporal` loads, with the row in power-of-two pieces,
+/// and with read-once loads and the division without IEEE rounding, `div.full.f32` on
+/// CUDA), persistent, and several rows per program.
 #[derive(Clone, Copy, Debug)]
 enum Form {
     Simple,
     Streaming,
     Chunked,
+    FullDivision,
+    ChunkedFullDivision,
     Persistent,
     Rows(u32),
+}
+
+fn full_division() -> seeds::SoftmaxOptions {
+    seeds::SoftmaxOptions {
+        cache: rutile::CacheModifier::Streaming,
+        ieee_rounding: false,
+    }
 }
 
 fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, form: Form) -> rutile::Result<Vec<f32>> {
@@ -82,12 +92,14 @@ fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, form: Form) -
         Form::Simple => seeds::softmax(block)?,
         Form::Streaming => seeds::softmax_with(block, rutile::CacheModifier::Streaming)?,
         Form::Chunked => seeds::softmax_chunked(&seeds::softmax_chunks(cols as u32), rutile::CacheModifier::Default)?,
+        Form::FullDivision => seeds::softmax_with(block, full_division())?,
+        Form::ChunkedFullDivision => seeds::softmax_chunked(&seeds::softmax_chunks(cols as u32), full_division())?,
         Form::Persistent => seeds::softmax_persistent(block)?,
         Form::Rows(m) => seeds::softmax_rows(m, block)?,
     };
     let (xb, yb) = (d.upload(x)?, d.zeros::<f32>(rows * cols)?);
     let programs = match form {
-        Form::Simple | Form::Streaming | Form::Chunked => rows as u32,
+        Form::Simple | Form::Streaming | Form::Chunked | Form::FullDivision | Form::ChunkedFullDivision => rows as u32,
         Form::Persistent => (rows as u32).min(132 * 4),
         Form::Rows(m) => (rows as u32).div_ceil(m),
     };
@@ -137,6 +149,8 @@ fn gpu_softmax_matches_the_interpreter() {
                 Form::Simple,
                 Form::Streaming,
                 Form::Chunked,
+                Form::FullDivision,
+                Form::ChunkedFullDivision,
                 Form::Persistent,
                 Form::Rows(2),
                 Form::Rows(4),

@@ -32,11 +32,34 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 /// Assembles `ptx` with `ptxas` for `sm_{sm}` and fails with ptxas's messages (and the
 /// numbered PTX) when it does not assemble. Skips when ptxas is not available.
 pub fn ptxas_check(ptx: &str, sm: u32) {
-    let Some(ptxas) = ptxas() else { return };
+    assemble(ptx, sm, false);
+}
+
+/// What `ptxas -v` reports for the one kernel of `ptx` on `sm_{sm}`: registers per thread
+/// and spilled bytes (stores plus loads). `None` when ptxas is not available.
+pub fn ptxas_resources(ptx: &str, sm: u32) -> Option<(u32, u32)> {
+    let report = assemble(ptx, sm, true)?;
+    let number_before = |marker: &str| -> Option<u32> {
+        let at = report.find(marker)?;
+        report[..at].split_whitespace().last()?.parse().ok()
+    };
+    let registers = number_before(" registers").expect("ptxas -v reports registers");
+    let spills = number_before(" bytes spill stores").unwrap_or(0) + number_before(" bytes spill loads").unwrap_or(0);
+    Some((registers, spills))
+}
+
+/// Runs ptxas (with `-v` when `verbose`) and returns what it printed; fails the test when
+/// the PTX does not assemble.
+fn assemble(ptx: &str, sm: u32, verbose: bool) -> Option<String> {
+    let ptxas = ptxas()?;
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!("rutile-ptx-test-{}-{n}.ptx", std::process::id()));
     std::fs::write(&path, ptx).expect("write the PTX file");
-    let out = Command::new(&ptxas)
+    let mut cmd = Command::new(&ptxas);
+    if verbose {
+        cmd.arg("-v");
+    }
+    let out = cmd
         .arg(format!("-arch=sm_{sm}"))
         .arg(&path)
         .arg("-o")
@@ -44,18 +67,20 @@ pub fn ptxas_check(ptx: &str, sm: u32) {
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
     let _ = std::fs::remove_file(&path);
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     if !out.status.success() {
         let numbered: String = ptx
             .lines()
             .enumerate()
             .map(|(i, l)| format!("{:4} {l}\n", i + 1))
             .collect();
-        panic!(
-            "ptxas -arch=sm_{sm} failed:\n{}{}\n--- PTX ---\n{numbered}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        panic!("ptxas -arch=sm_{sm} failed:\n{printed}\n--- PTX ---\n{numbered}");
     }
+    Some(printed)
 }
 
 /// The PTX of `k` for `sm`, checked with ptxas.

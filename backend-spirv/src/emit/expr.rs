@@ -33,6 +33,7 @@ impl Cx<'_> {
                     | BinaryOp::Sub
                     | BinaryOp::Mul
                     | BinaryOp::Div
+                    | BinaryOp::DivFull
                     | BinaryOp::CeilDiv
                     | BinaryOp::Shl => self.narrow(ty, r),
                     _ => r,
@@ -171,7 +172,9 @@ impl Cx<'_> {
                 BinaryOp::Add => self.bin(Bo::Add, x, y),
                 BinaryOp::Sub => self.bin(Bo::Subtract, x, y),
                 BinaryOp::Mul => self.bin(Bo::Multiply, x, y),
-                BinaryOp::Div => self.bin(Bo::Divide, x, y),
+                // Vulkan's OpFDiv is already within 2.5 ulp, not correctly rounded: there is
+                // no faster division to ask for.
+                BinaryOp::Div | BinaryOp::DivFull => self.bin(Bo::Divide, x, y),
                 BinaryOp::Rem => self.bin(Bo::Modulo, x, y),
                 BinaryOp::Min => self.fminmax(true, ty, x, y),
                 BinaryOp::Max => self.fminmax(false, ty, x, y),
@@ -198,6 +201,7 @@ impl Cx<'_> {
             BinaryOp::Shl | BinaryOp::Shr => self.shift(op == BinaryOp::Shl, ty, x, y),
             BinaryOp::Min => self.math(Mf::Min, &[x, y]),
             BinaryOp::Max => self.math(Mf::Max, &[x, y]),
+            BinaryOp::DivFull => return Err(invalid(self.k, format!("{} of {ty}", op.name()))),
         })
     }
 

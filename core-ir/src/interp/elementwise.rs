@@ -124,7 +124,7 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, ty: Type) -> Result<T
     check_same(op.name(), &[a, b], ty)?;
     let s = a.scalar_type("an operand")?;
     let data = match (&a.data, &b.data) {
-        (Data::Int(x), Data::Int(y)) => Data::Int(int_binary(op, s, x, y)),
+        (Data::Int(x), Data::Int(y)) => Data::Int(int_binary(op, s, x, y)?),
         (Data::Float(x), Data::Float(y)) => Data::Float(float_binary(op, s, x, y)?),
         (Data::Bool(x), Data::Bool(y)) => Data::Bool(bool_binary(op, x, y)?),
         _ => unreachable!("operands of one scalar type share a representation"),
@@ -132,7 +132,7 @@ pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, ty: Type) -> Result<T
     Ok(Tensor { ty, data })
 }
 
-fn int_binary(op: BinaryOp, s: ScalarType, x: &[i64], y: &[i64]) -> Vec<i64> {
+fn int_binary(op: BinaryOp, s: ScalarType, x: &[i64], y: &[i64]) -> Result<Vec<i64>, Fault> {
     let unsigned = s.is_unsigned_int();
     let width = s.bits() as u64;
     let mut out = match op {
@@ -160,9 +160,10 @@ fn int_binary(op: BinaryOp, s: ScalarType, x: &[i64], y: &[i64]) -> Vec<i64> {
         BinaryOp::Min => zip(x, y, i64::min),
         BinaryOp::Max if unsigned => zip(x, y, |a, b| (a as u64).max(b as u64) as i64),
         BinaryOp::Max => zip(x, y, i64::max),
+        BinaryOp::DivFull => return Err(invalid!("{} is not defined for {s}", op.name())),
     };
     wrap_ints(s, &mut out);
-    out
+    Ok(out)
 }
 
 /// Unsigned division of normalized values (0 for a zero divisor).
@@ -191,7 +192,8 @@ fn float_binary(op: BinaryOp, s: ScalarType, x: &[f64], y: &[f64]) -> Result<Vec
         BinaryOp::Add => zip(x, y, |a, b| a + b),
         BinaryOp::Sub => zip(x, y, |a, b| a - b),
         BinaryOp::Mul => zip(x, y, |a, b| a * b),
-        BinaryOp::Div => zip(x, y, |a, b| a / b),
+        // The correctly rounded quotient is one of the results `div_full` allows.
+        BinaryOp::Div | BinaryOp::DivFull => zip(x, y, |a, b| a / b),
         BinaryOp::Rem => zip(x, y, |a, b| a % b),
         BinaryOp::Min => zip(x, y, fmin),
         BinaryOp::Max => zip(x, y, fmax),

@@ -10,6 +10,6 @@ pub use matmul::{matmul, matmul_grid, matmul_row_major_args, Activation, MatmulM
 pub use softmax::{
     softmax, softmax_block, softmax_chunked, softmax_chunks, softmax_chunks_at_most, softmax_num_warps,
     softmax_persistent, softmax_persistent_staged, softmax_persistent_with, softmax_rows, softmax_rows_with,
-    softmax_with,
+    softmax_with, SoftmaxOptions,
 };
 pub use vector_add::vector_add;

@@ -1,5 +1,44 @@
 use crate::{BuildError, CacheModifier, Kernel, ScalarType::F32, Value};
 
+/// How the softmax kernels load their rows and divide by the row sums. The default is the
+/// tutorial's kernel as rutile compiles it: plain loads, correctly rounded division. A
+/// [`CacheModifier`] converts into options with that modifier and the default division.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SoftmaxOptions {
+    /// The input loads' cache modifier (Triton's `cache_modifier`): each row is read once,
+    /// so [`CacheModifier::Streaming`] keeps it from evicting other data from the L2.
+    pub cache: CacheModifier,
+    /// `false`: divide as Triton's `/` compiles for f32 (`fdiv(.., false)`, within 2 ulp),
+    /// which on NVIDIA GPUs needs fewer registers than the correctly rounded division, so
+    /// that more programs fit on a multiprocessor.
+    pub ieee_rounding: bool,
+}
+
+impl Default for SoftmaxOptions {
+    fn default() -> Self {
+        SoftmaxOptions {
+            cache: CacheModifier::Default,
+            ieee_rounding: true,
+        }
+    }
+}
+
+impl From<CacheModifier> for SoftmaxOptions {
+    fn from(cache: CacheModifier) -> Self {
+        SoftmaxOptions {
+            cache,
+            ..SoftmaxOptions::default()
+        }
+    }
+}
+
+impl SoftmaxOptions {
+    /// `num / den` with this division.
+    fn divide<'b>(&self, num: Value<'b>, den: Value<'b>) -> Value<'b> {
+        num.fdiv(den, self.ieee_rounding)
+    }
+}
+
 /// The smallest power of two at least `n_cols` (the block that holds one row).
 pub fn softmax_block(n_cols: u32) -> u32 {
     n_cols.max(1).next_power_of_two()
@@ -21,9 +60,9 @@ pub fn softmax(block: u32) -> Result<Kernel, BuildError> {
     softmax_with(block, CacheModifier::Default)
 }
 
-/// [`softmax`] whose input loads use `cache` (Triton's `cache_modifier`): each row is read
-/// once, so [`CacheModifier::Streaming`] keeps it from evicting other data from the L2.
-pub fn softmax_with(block: u32, cache: CacheModifier) -> Result<Kernel, BuildError> {
+/// [`softmax`] with `options` (a [`CacheModifier`] or [`SoftmaxOptions`]).
+pub fn softmax_with(block: u32, options: impl Into<SoftmaxOptions>) -> Result<Kernel, BuildError> {
+    let o = options.into();
     Kernel::build("softmax_kernel", |k| {
         let Params {
             out,
@@ -36,10 +75,10 @@ pub fn softmax_with(block: u32, cache: CacheModifier) -> Result<Kernel, BuildErr
         let row = k.program_id(0);
         let cols = k.arange(0, block as i32);
         let mask = cols.lt(n_cols);
-        let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, cache);
+        let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
         let z = x - x.max(0);
         let num = z.exp();
-        let y = num / num.sum(0);
+        let y = o.divide(num, num.sum(0));
         k.store_masked(out + row * out_stride + cols, y, mask);
     })
 }
@@ -70,9 +109,10 @@ pub fn softmax_chunks_at_most(n_cols: u32, pieces: u32) -> Vec<u32> {
 /// block is 2048 wide and nearly half masked, which costs registers and bytes in flight;
 /// the pieces 1024 + 128 hold only the row. Same parameters and grid as [`softmax`].
 /// Every piece is a power of two (an error otherwise, as for `arange`); columns past their
-/// sum are not computed.
+/// sum are not computed. `options`: a [`CacheModifier`] or [`SoftmaxOptions`].
 #[track_caller]
-pub fn softmax_chunked(chunks: &[u32], cache: CacheModifier) -> Result<Kernel, BuildError> {
+pub fn softmax_chunked(chunks: &[u32], options: impl Into<SoftmaxOptions>) -> Result<Kernel, BuildError> {
+    let o = options.into();
     if chunks.is_empty() {
         return Err(BuildError {
             kernel: "softmax_kernel_chunked".into(),
@@ -99,7 +139,7 @@ pub fn softmax_chunked(chunks: &[u32], cache: CacheModifier) -> Result<Kernel, B
             let cols = k.arange(start, start.saturating_add_unsigned(c));
             start = start.saturating_add_unsigned(c);
             let mask = cols.lt(n_cols);
-            let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, cache);
+            let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
             pieces.push((cols, mask, x));
         }
         // `chunks` is not empty: both folds have a first element.
@@ -111,7 +151,7 @@ pub fn softmax_chunked(chunks: &[u32], cache: CacheModifier) -> Result<Kernel, B
             return;
         };
         for ((cols, mask, _), num) in pieces.iter().zip(nums) {
-            k.store_masked(out + row * out_stride + *cols, num / denominator, *mask);
+            k.store_masked(out + row * out_stride + *cols, o.divide(num, denominator), *mask);
         }
     })
 }
@@ -124,8 +164,9 @@ pub fn softmax_rows(block_m: u32, block_n: u32) -> Result<Kernel, BuildError> {
     softmax_rows_with(block_m, block_n, CacheModifier::Default)
 }
 
-/// [`softmax_rows`] whose input loads use `cache` (see [`softmax_with`]).
-pub fn softmax_rows_with(block_m: u32, block_n: u32, cache: CacheModifier) -> Result<Kernel, BuildError> {
+/// [`softmax_rows`] with `options` (a [`CacheModifier`] or [`SoftmaxOptions`]).
+pub fn softmax_rows_with(block_m: u32, block_n: u32, options: impl Into<SoftmaxOptions>) -> Result<Kernel, BuildError> {
+    let o = options.into();
     Kernel::build("softmax_kernel_rows", |k| {
         let Params {
             out,
@@ -138,10 +179,10 @@ pub fn softmax_rows_with(block_m: u32, block_n: u32, cache: CacheModifier) -> Re
         let rows = (k.program_id(0) * block_m as i32 + k.arange(0, block_m as i32)).expand_dims(1);
         let cols = k.arange(0, block_n as i32).expand_dims(0);
         let mask = rows.lt(n_rows) & cols.lt(n_cols);
-        let x = k.load_masked_with(inp + rows * in_stride + cols, mask, f32::NEG_INFINITY, cache);
+        let x = k.load_masked_with(inp + rows * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
         let z = x - x.reduce_with(crate::ir::ReduceOp::Max, 1, true);
         let num = z.exp();
-        let y = num / num.reduce_with(crate::ir::ReduceOp::Sum, 1, true);
+        let y = o.divide(num, num.reduce_with(crate::ir::ReduceOp::Sum, 1, true));
         k.store_masked(out + rows * out_stride + cols, y, mask);
     })
 }
@@ -162,8 +203,14 @@ pub fn softmax_persistent_staged(block: u32, num_stages: u32) -> Result<Kernel, 
     softmax_persistent_with(block, num_stages, CacheModifier::Default)
 }
 
-/// [`softmax_persistent_staged`] whose input loads use `cache` (see [`softmax_with`]).
-pub fn softmax_persistent_with(block: u32, num_stages: u32, cache: CacheModifier) -> Result<Kernel, BuildError> {
+/// [`softmax_persistent_staged`] with `options` (a [`CacheModifier`] or
+/// [`SoftmaxOptions`]).
+pub fn softmax_persistent_with(
+    block: u32,
+    num_stages: u32,
+    options: impl Into<SoftmaxOptions>,
+) -> Result<Kernel, BuildError> {
+    let o = options.into();
     Kernel::build("softmax_kernel_persistent", |k| {
         let Params {
             out,
@@ -179,12 +226,12 @@ pub fn softmax_persistent_with(block: u32, num_stages: u32, cache: CacheModifier
         let col_mask = cols.lt(n_cols);
         let load_row = row_fn(|row| {
             let mask = col_mask & row.lt(n_rows);
-            k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, cache)
+            k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache)
         });
         let softmax_store = row_sink(|row, x| {
             let z = x - x.max(0);
             let num = z.exp();
-            let y = num / num.sum(0);
+            let y = o.divide(num, num.sum(0));
             k.store_masked(out + row * out_stride + cols, y, col_mask);
         });
         if num_stages <= 1 {
