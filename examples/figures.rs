@@ -1,7 +1,8 @@
 //! The seed tutorials' performance figures, measured with rutile on every GPU present, one
 //! line per device and backend: vector add (GB/s over 2^12..2^27 elements), fused softmax
 //! (GB/s over N = 256..12672 columns of 4096 rows, the tutorial's kernel at its `num_warps`
-//! heuristic, and autotuned: `num_warps`, load hint and split of the row) and matmul (fp16
+//! heuristic, and autotuned: `num_warps`, load hint and split of the row, dividing as
+//! Triton's `/` does for f32) and matmul (fp16
 //! TFLOPS over M = N = K = 128..4096, autotuned over the tutorial's configurations). Each
 //! figure is printed as a table and written to `DIR/<figure>.csv` and `DIR/<figure>.svg`.
 //!

@@ -87,7 +87,9 @@ pub enum SoftmaxForm {
     Persistent,
     /// One row per program, `num_warps`, the load hint and the split of the row chosen by
     /// the autotuner ([`softmax_configs`]), as the tutorial suggests doing instead of its
-    /// heuristic.
+    /// heuristic; dividing as Triton compiles the tutorial's `/` for f32 (within 2 ulp,
+    /// [`seeds::SoftmaxOptions::ieee_rounding`] off), which needs fewer registers than the
+    /// correctly rounded division of the other two forms.
     Autotuned,
 }
 
@@ -192,6 +194,8 @@ pub fn softmax_configs(cols: usize) -> Vec<Config> {
 
 /// The one-row-per-program softmax of `rows x cols` (arguments as [`softmax_args`]), tuned
 /// over `tuner`'s configurations ([`softmax_configs`] of `cols`) for this shape on `dev`.
+/// Every configuration divides as Triton's `/` (see [`SoftmaxForm::Autotuned`]): the
+/// autotuner chooses among kernels that compute the same function.
 pub fn tuned_softmax(
     dev: &dyn Device,
     tuner: &Autotuner,
@@ -205,6 +209,10 @@ pub fn tuned_softmax(
             CacheModifier::Streaming
         } else {
             CacheModifier::Default
+        };
+        let cache = seeds::SoftmaxOptions {
+            cache,
+            ieee_rounding: false,
         };
         Ok(match c.value("PIECES")? {
             1 => seeds::softmax_with(block, cache)?,
