@@ -2,6 +2,7 @@
 //! same run on each GPU present (CUDA and wgpu side by side):
 //!
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
+//!                                               [--cols N,N,...]
 //!
 //! Vector add f32 for 2^12..2^28 elements (12 bytes per element) and fused softmax f32
 //! for M = 4096, N = 256..16384 (powers of two and three widths just past one; 8 bytes per
@@ -11,7 +12,8 @@
 //! through the same backend. Times are
 //! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
 //! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
-//! reading 256 MiB (`--flush read`), which leaves it clean.
+//! reading 256 MiB (`--flush read`), which leaves it clean. `--cols` measures the softmax at
+//! the given widths only (e.g. `--cols 1024` to repeat one figure).
 
 use rutile::seeds;
 use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
@@ -38,6 +40,21 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let (rows, cols) = match args.iter().position(|a| a == "--cols") {
+        None => softmax_sizes(quick),
+        Some(i) => {
+            let list = args.get(i + 1).map(String::as_str).unwrap_or("");
+            let cols: Result<Vec<usize>, _> = list.split(',').map(str::parse::<usize>).collect();
+            match cols {
+                Ok(c) if !c.is_empty() && c.iter().all(|&n| (1..=1 << 20).contains(&n)) => (softmax_sizes(quick).0, c),
+                _ => {
+                    eprintln!("--cols takes widths from 1 to 2^20 separated by commas, got {list:?}");
+                    std::process::exit(2);
+                }
+            }
+        }
+    };
+    let sizes = SoftmaxSizes { rows, cols };
     let mut csv = String::from("device,kernel,size,median_ms,p20_ms,p80_ms,gbps,ceiling_gbps,fraction\n");
     let devices: Vec<_> = rutile::list_devices()
         .into_iter()
@@ -57,7 +74,7 @@ fn main() {
     // the fixed costs of one operation of that size leave of the ceiling.
     let mut copies = Vec::new();
     for dev in &devices {
-        match copy_bandwidth(dev.as_ref(), quick, flush_mode, &mut csv) {
+        match copy_bandwidth(dev.as_ref(), quick, flush_mode, &sizes, &mut csv) {
             Ok(g) => copies.push(g),
             Err(e) => {
                 eprintln!("{}: copy benchmark failed: {e}", dev.id());
@@ -74,10 +91,10 @@ fn main() {
                 .filter(|(d, _)| &d.properties().name == name)
         };
         let ceiling = same_gpu().map(|(_, c)| c.large).fold(0.0, f64::max);
-        let same_bytes: Vec<f64> = (0..softmax_sizes(quick).1.len())
+        let same_bytes: Vec<f64> = (0..sizes.cols.len())
             .map(|i| same_gpu().map(|(_, c)| c.same_bytes[i]).fold(0.0, f64::max))
             .collect();
-        if let Err(e) = bench_device(dev.as_ref(), quick, flush_mode, ceiling, &same_bytes, &mut csv) {
+        if let Err(e) = bench_device(dev.as_ref(), quick, flush_mode, &sizes, ceiling, &same_bytes, &mut csv) {
             eprintln!("{}: benchmark failed: {e}", dev.id());
             std::process::exit(1);
         }
@@ -88,14 +105,20 @@ fn main() {
     }
 }
 
-/// Rows and the column counts of the softmax benchmark.
-fn softmax_sizes(quick: bool) -> (usize, &'static [usize]) {
+/// The rows and the column counts of the softmax benchmark.
+struct SoftmaxSizes {
+    rows: usize,
+    cols: Vec<usize>,
+}
+
+/// The default rows and column counts of the softmax benchmark.
+fn softmax_sizes(quick: bool) -> (usize, Vec<usize>) {
     if quick {
-        (256, &[256, 1024])
+        (256, vec![256, 1024])
     } else {
         // Powers of two, and one width past each of three: there the one-block kernel's
         // block doubles and is nearly half masked, where the chunked form is meant to help.
-        (4096, &[256, 512, 1024, 1152, 2048, 4096, 4224, 8192, 8320, 16384])
+        (4096, vec![256, 512, 1024, 1152, 2048, 4096, 4224, 8192, 8320, 16384])
     }
 }
 
@@ -107,7 +130,13 @@ struct Copies {
     same_bytes: Vec<f64>,
 }
 
-fn copy_bandwidth(dev: &dyn Device, quick: bool, flush_mode: FlushMode, csv: &mut String) -> rutile::Result<Copies> {
+fn copy_bandwidth(
+    dev: &dyn Device,
+    quick: bool,
+    flush_mode: FlushMode,
+    sizes: &SoftmaxSizes,
+    csv: &mut String,
+) -> rutile::Result<Copies> {
     let n_copy: usize = if quick { 1 << 20 } else { 1 << 28 };
     let mut rng = Rng::new(3);
     let copies = CopyTimes::measure(dev, n_copy, if quick { 5 } else { 20 })?;
@@ -137,9 +166,9 @@ fn copy_bandwidth(dev: &dyn Device, quick: bool, flush_mode: FlushMode, csv: &mu
     } else {
         Some(CacheFlush::new(dev, flush_mode)?)
     };
-    let (m, ns) = softmax_sizes(quick);
+    let m = sizes.rows;
     let mut same_bytes = Vec::new();
-    for &n in ns {
+    for &n in &sizes.cols {
         let (a, b) = (dev.upload(&rng.f32s(m * n, 0.5, 1.5))?, dev.zeros::<f32>(m * n)?);
         let s = do_bench(dev, flush.as_ref(), 3, if quick { 5 } else { 50 }, &mut || {
             dev.copy(a.raw(), b.raw())
@@ -163,6 +192,7 @@ fn bench_device(
     dev: &dyn Device,
     quick: bool,
     flush_mode: FlushMode,
+    sizes: &SoftmaxSizes,
     ceiling: f64,
     same_bytes: &[f64],
     csv: &mut String,
@@ -204,7 +234,7 @@ fn bench_device(
         );
     }
 
-    let (m, ns) = softmax_sizes(quick);
+    let (m, ns) = (sizes.rows, &sizes.cols);
     println!("\nsoftmax f32, M={m}: GB/s (of ceiling) at the tutorial's num_warps, and at the best num_warps of 1..16");
     println!(
         "{:>8}  {:<12} {:>22} {:>22}",
