@@ -40,21 +40,17 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let (rows, cols) = match args.iter().position(|a| a == "--cols") {
-        None => softmax_sizes(quick),
-        Some(i) => {
-            let list = args.get(i + 1).map(String::as_str).unwrap_or("");
-            let cols: Result<Vec<usize>, _> = list.split(',').map(str::parse::<usize>).collect();
-            match cols {
-                Ok(c) if !c.is_empty() && c.iter().all(|&n| (1..=1 << 20).contains(&n)) => (softmax_sizes(quick).0, c),
-                _ => {
-                    eprintln!("--cols takes widths from 1 to 2^20 separated by commas, got {list:?}");
-                    std::process::exit(2);
-                }
+    let mut sizes = softmax_sizes(quick);
+    if let Some(i) = args.iter().position(|a| a == "--cols") {
+        let list = args.get(i + 1).map(String::as_str).unwrap_or("");
+        match list.split(',').map(str::parse::<usize>).collect::<Result<Vec<_>, _>>() {
+            Ok(c) if !c.is_empty() && c.iter().all(|&n| (1..=1 << 20).contains(&n)) => sizes.cols = c,
+            _ => {
+                eprintln!("--cols takes widths from 1 to 2^20 separated by commas, got {list:?}");
+                std::process::exit(2);
             }
         }
-    };
-    let sizes = SoftmaxSizes { rows, cols };
+    }
     let mut csv = String::from("device,kernel,size,median_ms,p20_ms,p80_ms,gbps,ceiling_gbps,fraction\n");
     let devices: Vec<_> = rutile::list_devices()
         .into_iter()
@@ -112,13 +108,19 @@ struct SoftmaxSizes {
 }
 
 /// The default rows and column counts of the softmax benchmark.
-fn softmax_sizes(quick: bool) -> (usize, Vec<usize>) {
+fn softmax_sizes(quick: bool) -> SoftmaxSizes {
     if quick {
-        (256, vec![256, 1024])
+        SoftmaxSizes {
+            rows: 256,
+            cols: vec![256, 1024],
+        }
     } else {
         // Powers of two, and one width past each of three: there the one-block kernel's
         // block doubles and is nearly half masked, where the chunked form is meant to help.
-        (4096, vec![256, 512, 1024, 1152, 2048, 4096, 4224, 8192, 8320, 16384])
+        SoftmaxSizes {
+            rows: 4096,
+            cols: vec![256, 512, 1024, 1152, 2048, 4096, 4224, 8192, 8320, 16384],
+        }
     }
 }
 

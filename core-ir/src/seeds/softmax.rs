@@ -32,13 +32,6 @@ impl From<CacheModifier> for SoftmaxOptions {
     }
 }
 
-impl SoftmaxOptions {
-    /// `num / den` with this division.
-    fn divide<'b>(&self, num: Value<'b>, den: Value<'b>) -> Value<'b> {
-        num.fdiv(den, self.ieee_rounding)
-    }
-}
-
 /// The smallest power of two at least `n_cols` (the block that holds one row).
 pub fn softmax_block(n_cols: u32) -> u32 {
     n_cols.max(1).next_power_of_two()
@@ -78,7 +71,7 @@ pub fn softmax_with(block: u32, options: impl Into<SoftmaxOptions>) -> Result<Ke
         let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
         let z = x - x.max(0);
         let num = z.exp();
-        let y = o.divide(num, num.sum(0));
+        let y = num.fdiv(num.sum(0), o.ieee_rounding);
         k.store_masked(out + row * out_stride + cols, y, mask);
     })
 }
@@ -151,7 +144,11 @@ pub fn softmax_chunked(chunks: &[u32], options: impl Into<SoftmaxOptions>) -> Re
             return;
         };
         for ((cols, mask, _), num) in pieces.iter().zip(nums) {
-            k.store_masked(out + row * out_stride + *cols, o.divide(num, denominator), *mask);
+            k.store_masked(
+                out + row * out_stride + *cols,
+                num.fdiv(denominator, o.ieee_rounding),
+                *mask,
+            );
         }
     })
 }
@@ -182,7 +179,7 @@ pub fn softmax_rows_with(block_m: u32, block_n: u32, options: impl Into<SoftmaxO
         let x = k.load_masked_with(inp + rows * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
         let z = x - x.reduce_with(crate::ir::ReduceOp::Max, 1, true);
         let num = z.exp();
-        let y = o.divide(num, num.reduce_with(crate::ir::ReduceOp::Sum, 1, true));
+        let y = num.fdiv(num.reduce_with(crate::ir::ReduceOp::Sum, 1, true), o.ieee_rounding);
         k.store_masked(out + rows * out_stride + cols, y, mask);
     })
 }
@@ -231,7 +228,7 @@ pub fn softmax_persistent_with(
         let softmax_store = row_sink(|row, x| {
             let z = x - x.max(0);
             let num = z.exp();
-            let y = o.divide(num, num.sum(0));
+            let y = num.fdiv(num.sum(0), o.ieee_rounding);
             k.store_masked(out + row * out_stride + cols, y, col_mask);
         });
         if num_stages <= 1 {
