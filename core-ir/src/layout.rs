@@ -38,6 +38,18 @@ impl Blocked {
     /// Triton's default layout for a block of `shape` whose fastest dimension (the last)
     /// moves `vec` elements per thread at once, over `num_warps` warps of `warp_size`.
     pub fn default_for(shape: &[u32], vec: u32, warp_size: u32, num_warps: u32) -> Blocked {
+        let mut order = [0u8; MAX_RANK];
+        for (k, o) in order.iter_mut().enumerate().take(shape.len()) {
+            *o = (shape.len() - 1 - k) as u8;
+        }
+        Blocked::with_order(shape, &order[..shape.len()], vec, warp_size, num_warps)
+    }
+
+    /// The blocked layout of a block of `shape` whose dimension `order[0]` is the fastest
+    /// (a thread holds `vec` consecutive elements along it, and the lanes of a warp follow
+    /// it), as Triton's coalescing pass builds for a memory access whose pointer is
+    /// contiguous along `order[0]`. `order` lists every dimension once, fastest first.
+    pub fn with_order(shape: &[u32], order: &[u8], vec: u32, warp_size: u32, num_warps: u32) -> Blocked {
         let rank = shape.len();
         let mut b = Blocked {
             rank: rank as u8,
@@ -49,15 +61,13 @@ impl Blocked {
         if rank == 0 {
             return b;
         }
-        for k in 0..rank {
-            b.order[k] = (rank - 1 - k) as u8;
-        }
+        b.order[..rank].copy_from_slice(&order[..rank]);
         let numel: u32 = shape.iter().product();
         // No more per thread than the block has for each thread, so that small blocks
         // spread over the threads rather than replicate.
         let per_thread = (numel / (warp_size * num_warps)).max(1);
-        let last = rank - 1;
-        b.size_per_thread[last] = vec.min(shape[last]).min(per_thread).max(1);
+        let fastest = b.order[0] as usize;
+        b.size_per_thread[fastest] = vec.min(shape[fastest]).min(per_thread).max(1);
         // Lanes fill the fastest dimensions first; what is left replicates the fastest.
         let mut lanes = warp_size;
         for k in 0..rank {
@@ -67,7 +77,7 @@ impl Blocked {
             b.threads_per_warp[d] = t;
             lanes /= t;
         }
-        b.threads_per_warp[b.order[0] as usize] *= lanes;
+        b.threads_per_warp[fastest] *= lanes;
         // Warps fill the slowest dimensions first (rows of a tile to different warps).
         let mut warps = num_warps;
         for k in (0..rank).rev() {
@@ -84,6 +94,32 @@ impl Blocked {
     /// Elements one program's threads cover in dimension `d` before wrapping.
     pub fn tile(&self, d: usize) -> u32 {
         self.size_per_thread[d] * self.threads_per_warp[d] * self.warps_per_cta[d]
+    }
+}
+
+impl std::fmt::Display for Layout {
+    /// `blocked<spt [1, 4], tpw [2, 16], wpc [4, 1], order [1, 0]>`, with `.slice(d)` for
+    /// each sliced dimension: what the per-thread IR dump shows for each block op.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let b = &self.blocked;
+        let r = b.rank as usize;
+        if self.is_scalar() {
+            return write!(f, "uniform");
+        }
+        write!(
+            f,
+            "blocked<spt {:?}, tpw {:?}, wpc {:?}, order {:?}>",
+            &b.size_per_thread[..r],
+            &b.threads_per_warp[..r],
+            &b.warps_per_cta[..r],
+            &b.order[..r]
+        )?;
+        for d in 0..r {
+            if self.sliced & (1 << d) != 0 {
+                write!(f, ".slice({d})")?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -1,5 +1,5 @@
 //! Element-wise ops: each register of the result from the same registers of the operands,
-//! all in the result shape's default layout.
+//! all in the layout their anchored operands have (`assign`).
 
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, Inst, Op};
@@ -10,7 +10,7 @@ impl Lowerer<'_> {
     pub(crate) fn elementwise(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
         let result = inst.results[0];
         let ty = self.k.ty(result);
-        let layout = self.default_layout(ty.shape);
+        let layout = self.elementwise_layout(&inst.op.operands(), ty.shape);
         if let Op::AddPtr { ptr, offset } = inst.op {
             return self.add_ptr(ptr, offset, layout);
         }

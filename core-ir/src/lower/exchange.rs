@@ -4,9 +4,8 @@
 //! registers in a layout, whether it owns an element or holds a copy) is computed once, in
 //! the kernel's prologue, and cached here.
 
-use super::{LVal, LowerError, Lowerer};
-use crate::ir::CacheModifier;
-use crate::ir::{BinaryOp, CmpOp, Literal};
+use super::{LVal, Lowerer};
+use crate::ir::{BinaryOp, CmpOp};
 use crate::layout::{Blocked, Layout, RegisterMap};
 use crate::thread::{Expr, Memory, Reg, SharedAlloc, Special, Stmt};
 use crate::types::{ScalarType, Shape, MAX_RANK};
@@ -23,6 +22,8 @@ pub(crate) struct Cache {
     owners: HashMap<(Layout, Full), Option<Reg>>,
     linear: HashMap<(Layout, Full, [i64; MAX_RANK]), Vec<Reg>>,
     smem: HashMap<ScalarType, u32>,
+    /// Storage indices of conversions, per register map, dimension mapping and plan.
+    pub swizzled: HashMap<(Layout, Full, Vec<u8>, super::convert::Swizzle), Vec<Reg>>,
 }
 
 fn log2(x: u32) -> i64 {
@@ -236,52 +237,5 @@ impl Lowerer<'_> {
                 pred: own,
             });
         }
-    }
-
-    /// Moves a value into another layout (and shape, for `reshape`, or dimension order, for
-    /// `permute`: result dimension `i` is source dimension `perm[i]`) through shared memory.
-    pub(crate) fn convert(
-        &mut self,
-        src: &LVal,
-        ty: ScalarType,
-        src_shape: Shape,
-        dst: Layout,
-        dst_shape: Shape,
-        perm: Option<&[u8]>,
-    ) -> Result<Vec<Reg>, LowerError> {
-        let stored = if ty == ScalarType::Bool { ScalarType::I32 } else { ty };
-        let buf = self.shared_buffer(stored, src_shape.numel() as u32);
-        self.store_shared(src, src_shape, buf, (ty == ScalarType::Bool).then_some(stored));
-        self.emit(Stmt::Barrier);
-        let dst_map = dst.map(dst_shape);
-        let src_strides = src_shape.strides();
-        let mut strides = [0i64; MAX_RANK];
-        for vd in 0..dst_shape.rank() {
-            let s = match perm {
-                Some(p) => src_strides[p[vd] as usize],
-                None => dst_shape.strides()[vd],
-            };
-            strides[dst.blocked_dim(vd)] = s as i64;
-        }
-        let dst_idx = self.linear(&dst_map, strides);
-        let mut out = Vec::with_capacity(dst_map.len);
-        for &idx in &dst_idx {
-            let r = self.new_reg(stored);
-            self.emit(Stmt::Load {
-                dsts: vec![r],
-                mem: Memory::Shared { alloc: buf },
-                index: idx,
-                pred: None,
-                cache: CacheModifier::Default,
-            });
-            out.push(if ty == ScalarType::Bool {
-                let zero = self.konst(stored, Literal::Int(0));
-                self.set(ScalarType::Bool, Expr::Compare(CmpOp::Ne, r, zero))
-            } else {
-                r
-            });
-        }
-        self.emit(Stmt::Barrier);
-        Ok(out)
     }
 }

@@ -21,7 +21,7 @@ impl Lowerer<'_> {
                 let result = inst.results[0];
                 let ty = self.k.ty(result);
                 let elem = ty.scalar_type().expect("verified: a load gives numbers");
-                let layout = self.default_layout(ty.shape);
+                let layout = self.load_layout(*ptr);
                 let (base, offsets) = self.pointer(*ptr, layout)?;
                 let mask_regs = mask.map(|m| self.ensure(m, layout)).transpose()?;
                 let other_regs = other.map(|o| self.ensure(o, layout)).transpose()?;
@@ -59,7 +59,7 @@ impl Lowerer<'_> {
             }
             Op::Store { ptr, value, mask } => {
                 let shape = self.k.ty(*ptr).shape;
-                let layout = self.default_layout(shape);
+                let layout = self.store_layout(*ptr, *value);
                 let (base, offsets) = self.pointer(*ptr, layout)?;
                 let values = self.ensure(*value, layout)?;
                 let pred = self.store_predicates(layout, shape, *mask)?;
@@ -157,12 +157,13 @@ impl Lowerer<'_> {
         }
         let map = layout.map(shape);
         let fastest = layout.blocked.order[0] as usize;
-        // The vector dimension must be the value's last dimension (the analysis speaks of it).
-        if layout.sliced != 0 || fastest != shape.rank() - 1 {
+        // A thread's consecutive registers run along the fastest blocked dimension, which
+        // must be a value dimension (the analysis speaks of those).
+        if layout.sliced != 0 {
             return 1;
         }
         let run = map.run[fastest];
-        let proven = self.proven_width(ptr, mask);
+        let proven = self.proven_width(ptr, mask, fastest);
         let mut w = run.min(proven).max(1);
         while run % w != 0 {
             w /= 2;
@@ -198,7 +199,11 @@ impl Lowerer<'_> {
         mask: Option<crate::ir::ValueId>,
     ) -> Result<(Layout, u32, Vec<Reg>, Vec<Option<Reg>>, ScalarType), LowerError> {
         let ty = self.k.ty(inst.results[0]);
-        let layout = self.default_layout(ty.shape);
+        let value = match inst.op {
+            Op::Atomic { value, .. } | Op::AtomicCas { value, .. } => value,
+            _ => return Err(self.internal("not an atomic")),
+        };
+        let layout = self.store_layout(ptr, value);
         let (base, offsets) = self.pointer(ptr, layout)?;
         let pred = self.store_predicates(layout, ty.shape, mask)?;
         self.order_global_access(base, true);

@@ -1,17 +1,21 @@
 //! The shared lowering: block IR → per-thread IR, once for every backend.
 //!
 //! Each block value gets a [`Layout`] and becomes, in each thread, the registers of the
-//! elements that thread holds (`LVal`). Layouts are chosen as values are made: every
-//! shape has one default blocked layout (its vector width proven by the axis analysis of
-//! the loads and stores of that shape), reductions give slice layouts, and `expand_dims` of
-//! a slice is free. Where an op needs an operand in another layout, the operand goes
-//! through shared memory (the `exchange` module).
+//! elements that thread holds (`LVal`). Layouts are chosen as values are made (`assign`):
+//! every global access gets the layout its own pointer's contiguity asks for, other ops
+//! follow their operands, reductions give slice layouts, and `expand_dims` of a slice is
+//! free. Where an op needs an operand in another layout, the operand is recomputed there
+//! when it is index arithmetic, and otherwise goes through shared memory, swizzled so that
+//! neither side has bank conflicts (`convert`). The per-thread IR's comments name the
+//! layout of each block op's result.
 //!
 //! Pointer blocks are traced to the parameter they come from: in registers they are element
 //! offsets from that parameter, which is how both PTX (an address) and SPIR-V (a storage
 //! buffer index) reach memory.
 
+mod assign;
 mod control;
+mod convert;
 mod dot;
 mod elementwise;
 mod exchange;
@@ -23,7 +27,7 @@ mod shape;
 use crate::analysis::axis::{self, AxisInfo};
 use crate::arena::Arena;
 use crate::ir::{Inst, Kernel, Literal, Op, Region, SourceLoc, ValueId};
-use crate::layout::{Blocked, Layout};
+use crate::layout::Layout;
 use crate::target::{Specialization, Target};
 use crate::thread::{Reg, RegData, SharedAlloc, Stmt, ThreadKernel, ThreadParam};
 use crate::types::{Elem, ScalarType, Shape};
@@ -97,7 +101,10 @@ pub(crate) struct Lowerer<'k> {
     pub k: &'k Kernel,
     pub target: &'k Target,
     pub axis: Vec<AxisInfo>,
-    vec_by_shape: HashMap<Shape, u32>,
+    /// Vector width per (shape, access order), see `assign`.
+    vec_by_access: HashMap<(Shape, assign::Order), u32>,
+    /// Per value: whether it is anchored (see `assign`): not recomputable in any layout.
+    anchored: Vec<bool>,
     pub regs: Arena<RegData>,
     params: Vec<ThreadParam>,
     pub shared: Vec<SharedAlloc>,
@@ -132,7 +139,8 @@ impl<'k> Lowerer<'k> {
             k,
             target,
             axis,
-            vec_by_shape: HashMap::new(),
+            vec_by_access: HashMap::new(),
+            anchored: vec![false; k.values.len()],
             regs: Arena::new(),
             params,
             shared: Vec::new(),
@@ -209,7 +217,9 @@ impl<'k> Lowerer<'k> {
                 return Ok(Some(values.clone()));
             }
             self.emit(Stmt::Comment(format!("{} at {}", inst.op.name(), inst.loc)));
+            let at = self.body.last().map_or(0, |b| b.len()) - 1;
             self.inst(inst)?;
+            self.name_result_layouts(inst, at);
         }
         Ok(None)
     }
@@ -231,10 +241,30 @@ impl<'k> Lowerer<'k> {
             Op::Dot { .. } => vec![self.dot(inst)?],
             _ => vec![self.elementwise(inst)?],
         };
+        let anchored = self.anchors(&inst.op);
         for (&v, lval) in inst.results.iter().zip(results) {
             self.values[v.index()] = Some(lval);
+            self.anchored[v.index()] = anchored;
         }
         Ok(())
+    }
+
+    /// Appends the layouts of `inst`'s block results to its comment (at index `at` of the
+    /// current statement list), so that dumps of per-thread IR show the assignment.
+    fn name_result_layouts(&mut self, inst: &Inst, at: usize) {
+        let layouts: Vec<String> = inst
+            .results
+            .iter()
+            .filter(|v| !self.k.ty(**v).shape.is_scalar())
+            .filter_map(|v| self.values[v.index()].as_ref().map(|l| l.layout.to_string()))
+            .collect();
+        if layouts.is_empty() {
+            return;
+        }
+        if let Some(Stmt::Comment(c)) = self.body.last_mut().and_then(|b| b.get_mut(at)) {
+            c.push_str(" -> ");
+            c.push_str(&layouts.join(", "));
+        }
     }
 
     // ---- helpers shared by the op lowerings ----
@@ -327,23 +357,9 @@ impl<'k> Lowerer<'k> {
         }
     }
 
-    /// The default layout of a shape (rank 0: uniform).
+    /// The default layout of a shape (rank 0: uniform): row-major order.
     pub(crate) fn default_layout(&self, shape: Shape) -> Layout {
-        if shape.is_scalar() {
-            return Layout::scalar();
-        }
-        let vec = self
-            .vec_by_shape
-            .get(&shape)
-            .copied()
-            .unwrap_or(self.target.max_vector_bytes / 4)
-            .max(1);
-        Layout::blocked(Blocked::default_for(
-            shape.dims(),
-            vec,
-            self.target.warp_size,
-            self.target.num_warps,
-        ))
+        self.ordered_layout(shape, Self::default_order(shape.rank()))
     }
 
     /// The registers of `v` in `layout`, converting through shared memory if needed.
@@ -394,6 +410,8 @@ impl<'k> Lowerer<'k> {
                 let src_layout = layout.slice(layout.blocked_dim(*axis as usize));
                 return self.recompute_operand(*value, src_layout, depth);
             }
+            // A splat (of a pointer, too) is its scalar in every register.
+            Op::Splat { value } => return Ok(Some(vec![self.lval(*value)?.regs[0]; n])),
             Op::Broadcast { value } if layout.sliced == 0 => {
                 let src_shape = self.k.ty(*value).shape;
                 let Some(src) = self.recompute_operand(*value, Layout::blocked(layout.blocked), depth)? else {
@@ -469,46 +487,5 @@ impl<'k> Lowerer<'k> {
             out.push(reg);
         }
         Ok(Some(out))
-    }
-
-    /// Picks, for each block shape, how many elements a thread moves at once: the widest
-    /// access that the axis analysis proves adjacent and aligned for every load and store
-    /// of that shape, within the target's vector size.
-    fn choose_vector_widths(&mut self) {
-        let mut widths: HashMap<Shape, u32> = HashMap::new();
-        for (_, inst) in self.k.insts.iter() {
-            let (ptr, mask) = match &inst.op {
-                Op::Load { ptr, mask, .. } | Op::Store { ptr, mask, .. } => (*ptr, *mask),
-                _ => continue,
-            };
-            let ty = self.k.ty(ptr);
-            if ty.shape.is_scalar() {
-                continue;
-            }
-            let last = ty.shape.rank() - 1;
-            let w = self.proven_width(ptr, mask).min(ty.shape.dims()[last]);
-            let e = widths.entry(ty.shape).or_insert(w);
-            *e = (*e).min(w);
-        }
-        self.vec_by_shape = widths;
-    }
-
-    /// The vector width proven for a memory access through `ptr` masked by `mask`.
-    pub(crate) fn proven_width(&self, ptr: ValueId, mask: Option<ValueId>) -> u32 {
-        let ty = self.k.ty(ptr);
-        if ty.shape.is_scalar() {
-            return 1;
-        }
-        let last = ty.shape.rank() - 1;
-        let elem = self.k.elem_scalar(ptr).size_bytes() as u64;
-        let a = self.axis[ptr.index()];
-        // The target's widest access, within the widest vector of per-thread IR (16 bytes
-        // are 16 registers of i8).
-        let widest = (self.target.max_vector_bytes as u64 / elem).clamp(1, crate::thread::MAX_VECTOR as u64);
-        let mut w = widest.min(a.contiguity[last]).min(a.divisibility[last]);
-        if let Some(m) = mask {
-            w = w.min(self.axis[m.index()].constancy[last]);
-        }
-        w.max(1) as u32
     }
 }

@@ -52,9 +52,15 @@ impl Lowerer<'_> {
             }
             Op::Broadcast { value } => {
                 // The operand in the result's blocked layout (with its own shape) holds, in
-                // each thread, the elements whose broadcast dimensions are 0.
+                // each thread, the elements whose broadcast dimensions are 0. An anchored
+                // operand in a blocked layout lends it to the result.
                 let src_shape = self.k.ty(*value).shape;
                 let src = self.lval(*value)?;
+                let layout = if self.anchored[value.index()] && src.layout.sliced == 0 && !src_shape.is_scalar() {
+                    src.layout
+                } else {
+                    layout
+                };
                 let src_layout = Layout::blocked(layout.blocked);
                 let regs = self.ensure(*value, src_layout)?;
                 Ok(LVal {

@@ -1,0 +1,312 @@
+//! Per-access layouts: kernels whose loads and stores are contiguous along different axes
+//! (transposes, permutes, column-major strides, operands loaded two ways) are lowered for
+//! many targets, run by the SIMT simulator and compared with the interpreter; the layouts
+//! chosen are checked in the per-thread IR, and the conversions between them for bank
+//! conflicts.
+
+use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
+use rutile_ir::lower::lower;
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::testing::Rng;
+use rutile_ir::thread::{Memory, Stmt, ThreadKernel};
+use rutile_ir::ScalarType::{self, F16, F32, I32, I8};
+use rutile_ir::{Kernel, KernelBuilder, Value};
+
+fn ptr(buffer: usize) -> ArgValue {
+    ArgValue::Ptr { buffer, offset: 0 }
+}
+
+fn target(warp_size: u32, num_warps: u32) -> Target {
+    Target {
+        warp_size,
+        num_warps,
+        max_shared_bytes: 64 * 1024,
+        shuffles: true,
+        max_vector_bytes: 16,
+        native_float_minmax: true,
+    }
+}
+
+/// Warps of 32 (NVIDIA), 8 (lavapipe), 64 (AMD) and 16, over 1 to 16 warps.
+fn targets() -> Vec<Target> {
+    vec![
+        target(32, 1),
+        target(32, 2),
+        target(32, 4),
+        target(32, 8),
+        target(8, 4),
+        target(64, 2),
+        target(16, 16),
+    ]
+}
+
+/// The specialization the runtime would make: arguments divisible by 16 said so.
+fn spec(args: &[ArgValue], buffers: &[HostBuffer]) -> Specialization {
+    Specialization {
+        divisible_by_16: args
+            .iter()
+            .map(|a| match *a {
+                ArgValue::Ptr { buffer, offset } => offset * buffers[buffer].elem().size_bytes() % 16 == 0,
+                ArgValue::Int(i) => i % 16 == 0,
+                _ => false,
+            })
+            .collect(),
+    }
+}
+
+/// Lowers `kernel` for every target, with the honest and the empty specialization, runs
+/// it in the simulator and compares every buffer with the interpreter's, bit for bit.
+fn check(name: &str, kernel: &Kernel, grid: [u32; 3], args: &[ArgValue], buffers: &[HostBuffer]) {
+    let mut want = buffers.to_vec();
+    interp::run(kernel, grid, args, &mut want).unwrap_or_else(|e| panic!("{name}: interpreter: {e}"));
+    for t in targets() {
+        for s in [spec(args, buffers), Specialization::none(args.len())] {
+            let tk = lower(kernel, &t, &s).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let mut got = buffers.to_vec();
+            simt::run_threads(&tk, grid, args, &mut got)
+                .unwrap_or_else(|e| panic!("{name} [warp {} x {}]: {e}\n{tk}", t.warp_size, t.num_warps));
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    g.as_bytes() == w.as_bytes(),
+                    "{name} [warp {} x {}, {:?}]: buffer {i} differs from the interpreter's",
+                    t.warp_size,
+                    t.num_warps,
+                    s.divisible_by_16
+                );
+            }
+        }
+    }
+}
+
+fn random(rng: &mut Rng, elem: ScalarType, n: usize) -> HostBuffer {
+    match elem {
+        F32 => HostBuffer::from_slice(&rng.f32s(n, -4.0, 4.0)),
+        F16 => HostBuffer::from_slice(&rng.f16s(n, -4.0, 4.0)),
+        I32 => HostBuffer::from_slice(&rng.i32s(n, -1000, 1000)),
+        I8 => HostBuffer::from_slice(&rng.bytes(n).iter().map(|&b| b as i8).collect::<Vec<i8>>()),
+        _ => unreachable!("not used here"),
+    }
+}
+
+/// `[rows, cols]` offsets `r * row_stride + c * col_stride` of a tile at `(r0, c0)`, and
+/// the mask `r < m & c < n`.
+fn tile<'b>(
+    k: &'b KernelBuilder,
+    (rows, cols): (u32, u32),
+    (r0, c0): (Value<'b>, Value<'b>),
+    (m, n): (Value<'b>, Value<'b>),
+) -> (Value<'b>, Value<'b>, Value<'b>) {
+    let r = (r0 + k.arange(0, rows as i32)).expand_dims(1);
+    let c = (c0 + k.arange(0, cols as i32)).expand_dims(0);
+    (r, c, r.lt(m) & c.lt(n))
+}
+
+/// A tiled transpose as a user writes it: load `x[r, c]` (rows of `x` contiguous), store
+/// `out[c, r]` (contiguous along the tile's rows).
+fn transpose(elem: ScalarType, rows: u32, cols: u32) -> Kernel {
+    Kernel::build("transpose", |k| {
+        let (x, out) = (k.arg_ptr("x", elem), k.arg_ptr("out", elem));
+        let (m, n) = (k.arg_i32("m"), k.arg_i32("n"));
+        let r0 = k.program_id(0) * rows as i32;
+        let c0 = k.program_id(1) * cols as i32;
+        let (r, c, mask) = tile(k, (rows, cols), (r0, c0), (m, n));
+        let v = k.load_masked(x + (r * n + c), mask, 0);
+        k.store_masked(out + (c * m + r), v, mask);
+    })
+    .unwrap()
+}
+
+#[test]
+fn transposes_match_the_interpreter() {
+    let mut rng = Rng::new(22);
+    for (elem, rows, cols, m, n) in [
+        (F32, 64u32, 64u32, 128usize, 64usize),
+        (F32, 32, 32, 100, 77),
+        (F32, 16, 64, 33, 130),
+        (F16, 64, 32, 64, 96),
+        (I8, 32, 64, 40, 70),
+        (I32, 8, 4, 9, 5),
+    ] {
+        let kernel = transpose(elem, rows, cols);
+        let buffers = vec![random(&mut rng, elem, m * n), random(&mut rng, elem, m * n)];
+        let grid = [(m as u32).div_ceil(rows), (n as u32).div_ceil(cols), 1];
+        let args = [ptr(0), ptr(1), ArgValue::Int(m as i64), ArgValue::Int(n as i64)];
+        check(
+            &format!("transpose {elem} {rows}x{cols} of {m}x{n}"),
+            &kernel,
+            grid,
+            &args,
+            &buffers,
+        );
+    }
+}
+
+/// A 3-D permute: `x[i, j, l]` (contiguous along `l`) to `out[l, j, i]` (contiguous
+/// along `i`), through pointers alone.
+#[test]
+fn three_d_permutes_match_the_interpreter() {
+    let mut rng = Rng::new(23);
+    for (a, b, c) in [(8u32, 4u32, 16u32), (16, 2, 32), (4, 8, 8), (32, 1, 32)] {
+        let kernel = Kernel::build("permute_3d", |k| {
+            let (x, out) = (k.arg_ptr("x", F32), k.arg_ptr("out", F32));
+            let i = k.arange(0, a as i32).expand_dims(1).expand_dims(2);
+            let j = k.arange(0, b as i32).expand_dims(0).expand_dims(2);
+            let l = k.arange(0, c as i32).expand_dims(0).expand_dims(1);
+            let v = k.load(x + (i * (b * c) as i32 + j * c as i32 + l));
+            k.store(out + (l * (a * b) as i32 + j * a as i32 + i), v * 2.0);
+        })
+        .unwrap();
+        let n = (a * b * c) as usize;
+        let buffers = vec![random(&mut rng, F32, n), random(&mut rng, F32, n)];
+        check(
+            &format!("permute {a}x{b}x{c}"),
+            &kernel,
+            [1, 1, 1],
+            &[ptr(0), ptr(1)],
+            &buffers,
+        );
+    }
+}
+
+/// Column-major operands: `a` is read down its columns, `b` along its rows, added (one of
+/// them converted to the other's layout), and the sum stored both ways.
+#[test]
+fn operands_loaded_along_different_axes_meet() {
+    let mut rng = Rng::new(24);
+    for (rows, cols, m, n) in [(32u32, 64u32, 32usize, 64usize), (64, 16, 50, 13), (16, 16, 16, 16)] {
+        let kernel = Kernel::build("column_major", |k| {
+            let (a, b) = (k.arg_ptr("a", F32), k.arg_ptr("b", F32));
+            let (out_r, out_c) = (k.arg_ptr("out_r", F32), k.arg_ptr("out_c", F32));
+            let (m, n) = (k.arg_i32("m"), k.arg_i32("n"));
+            let zero = k.scalar(0, I32);
+            let (r, c, mask) = tile(k, (rows, cols), (zero, zero), (m, n));
+            let va = k.load_masked(a + (c * m + r), mask, 1.0);
+            let vb = k.load_masked(b + (r * n + c), mask, 2.0);
+            let s = va + vb * va.exp();
+            k.store_masked(out_r + (r * n + c), s, mask);
+            k.store_masked(out_c + (c * m + r), s - vb, mask);
+        })
+        .unwrap();
+        let len = m * n;
+        let buffers: Vec<HostBuffer> = (0..4).map(|_| random(&mut rng, F32, len)).collect();
+        let args = [
+            ptr(0),
+            ptr(1),
+            ptr(2),
+            ptr(3),
+            ArgValue::Int(m as i64),
+            ArgValue::Int(n as i64),
+        ];
+        check(
+            &format!("column-major {rows}x{cols} of {m}x{n}"),
+            &kernel,
+            [1, 1, 1],
+            &args,
+            &buffers,
+        );
+    }
+}
+
+/// `tl.trans` of a loaded tile stored row-major: the permute's conversion is swizzled too.
+#[test]
+fn trans_then_store_matches_the_interpreter() {
+    let mut rng = Rng::new(25);
+    for (rows, cols) in [(64u32, 64u32), (16, 128), (8, 8)] {
+        let kernel = Kernel::build("trans", |k| {
+            let (x, out) = (k.arg_ptr("x", F32), k.arg_ptr("out", F32));
+            let r = k.arange(0, rows as i32).expand_dims(1);
+            let c = k.arange(0, cols as i32).expand_dims(0);
+            let v = k.load(x + (r * cols as i32 + c)).trans();
+            let rt = k.arange(0, cols as i32).expand_dims(1);
+            let ct = k.arange(0, rows as i32).expand_dims(0);
+            k.store(out + (rt * rows as i32 + ct), v);
+        })
+        .unwrap();
+        let n = (rows * cols) as usize;
+        let buffers = vec![random(&mut rng, F32, n), random(&mut rng, F32, n)];
+        check(
+            &format!("trans {rows}x{cols}"),
+            &kernel,
+            [1, 1, 1],
+            &[ptr(0), ptr(1)],
+            &buffers,
+        );
+    }
+}
+
+/// The comment of the first statement lowered from a block op named `op`.
+fn comment_of(tk: &ThreadKernel, op: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    tk.walk(&mut |s| {
+        if let Stmt::Comment(c) = s {
+            if c.starts_with(&format!("{op} at ")) {
+                out.push(c.clone());
+            }
+        }
+    });
+    out
+}
+
+/// The widths of the global stores and loads, and how many shared accesses there are.
+fn widths(tk: &ThreadKernel) -> (Vec<usize>, Vec<usize>, usize) {
+    let (mut loads, mut stores, mut shared) = (Vec::new(), Vec::new(), 0);
+    tk.walk(&mut |s| match s {
+        Stmt::Load { dsts, mem, .. } => match mem {
+            Memory::Global { .. } => loads.push(dsts.len()),
+            Memory::Shared { .. } => shared += 1,
+        },
+        Stmt::Store { values, mem, .. } => match mem {
+            Memory::Global { .. } => stores.push(values.len()),
+            Memory::Shared { .. } => shared += 1,
+        },
+        _ => {}
+    });
+    (loads, stores, shared)
+}
+
+/// The transpose's load runs along rows and its store along columns, both 16 bytes wide;
+/// the dump names each access's layout; one conversion (two barriers) joins them.
+#[test]
+fn each_access_gets_its_own_pointers_layout() {
+    let kernel = transpose(F32, 64, 64);
+    let tk = lower(&kernel, &target(32, 4), &Specialization::all(4)).unwrap();
+    let load = comment_of(&tk, "load");
+    let store = comment_of(&tk, "store");
+    assert!(
+        load[0].ends_with("-> blocked<spt [1, 4], tpw [2, 16], wpc [4, 1], order [1, 0]>"),
+        "{load:?}"
+    );
+    let (loads, stores, shared) = widths(&tk);
+    assert!(loads.iter().all(|&w| w == 4), "loads move 16 bytes: {loads:?}");
+    assert!(stores.iter().all(|&w| w == 4), "stores move 16 bytes: {stores:?}");
+    // 64x64 elements over 128 threads: 8 vector writes and 32 scalar reads a thread.
+    assert_eq!(shared, 8 + 32, "{tk}");
+    let barriers = tk.body.iter().filter(|s| matches!(s, Stmt::Barrier)).count();
+    assert_eq!(barriers, 2);
+    // The store's per-thread code reads the tile down its columns: the layout of the
+    // conversion's result is the store's.
+    assert!(store.len() == 1, "{store:?}");
+    // Without the specialization the same layouts hold, one element at a time.
+    let plain = lower(&kernel, &target(32, 4), &Specialization::none(4)).unwrap();
+    let (loads, stores, _) = widths(&plain);
+    assert!(loads.iter().chain(&stores).all(|&w| w == 1));
+    assert_eq!(
+        comment_of(&plain, "load")[0],
+        load[0]
+            .replace("spt [1, 4], tpw [2, 16]", "spt [1, 1], tpw [1, 32]")
+            .replace("wpc [4, 1]", "wpc [4, 1]")
+    );
+}
+
+/// A kernel whose loads and stores share their axis converts nothing (vector add, a row
+/// softmax): per-access layouts change only what they must.
+#[test]
+fn aligned_kernels_need_no_conversion() {
+    let add = rutile_ir::seeds::vector_add(F32, 1024).unwrap();
+    let tk = lower(&add, &target(32, 4), &Specialization::all(4)).unwrap();
+    assert_eq!(widths(&tk).2, 0);
+    let softmax = rutile_ir::seeds::softmax(1024).unwrap();
+    let tk = lower(&softmax, &target(32, 4), &Specialization::all(softmax.params.len())).unwrap();
+    let (loads, stores, _) = widths(&tk);
+    assert!(loads.iter().chain(&stores).all(|&w| w == 4));
+}
