@@ -179,3 +179,25 @@ fn matmul_passes_ptxas() {
         check_all(&seeds::matmul(&meta).unwrap(), &[4]);
     }
 }
+
+/// The tiled transpose (load contiguous along rows, store along columns) in the tiles and
+/// warps the benchmark runs: 16-byte global accesses both ways, 16-byte shared stores for
+/// the conversion, and no spills; `ptxas -v`'s registers are printed for the record
+/// (`cargo test -p rutile-ptx --test seeds transpose -- --nocapture`).
+#[test]
+fn transpose_moves_16_bytes_both_ways_without_spills() {
+    for (block, warps) in [(64u32, 4u32), (64, 8), (32, 4), (32, 8)] {
+        let kernel = seeds::transpose(ScalarType::F32, block, block).unwrap();
+        check_all(&kernel, &[warps]);
+        let spec = Specialization::all(kernel.params.len());
+        let t = rutile_ir::lower::lower(&kernel, &Target::nvidia(warps, 48 * 1024), &spec).unwrap();
+        let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+        for vector in ["ld.global.v4.f32", "st.global.v4.f32", "st.shared.v4.f32"] {
+            assert!(ptx.contains(vector), "{block}x{block} at {warps} warps: no {vector}");
+        }
+        if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+            println!("transpose {block}x{block}, {warps} warps: {registers} registers, {spilled} bytes spilled");
+            assert_eq!(spilled, 0, "{block}x{block} at {warps} warps spills");
+        }
+    }
+}
