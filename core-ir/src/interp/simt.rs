@@ -37,6 +37,11 @@
 //!
 //! Errors are [`InterpError::ThreadFault`]s naming the statement, the block op it was lowered
 //! from (the last comment before it), the program and the first faulting thread.
+//!
+//! [`run_threads_with_stats`] runs a kernel the same way and also counts the bank conflicts
+//! of its shared-memory accesses, per block op ([`SharedStats`], on NVIDIA's model of 32
+//! banks of 4 bytes), so that tests can check that a lowering's exchanges through shared
+//! memory are conflict-free without a GPU profiler.
 
 use super::elementwise as ew;
 use super::error::{Fault, FaultKind, InterpError};
@@ -46,7 +51,7 @@ use super::tensor::{Data, Pointer, Tensor};
 use super::{bind_args, ArgValue, HostBuffer};
 use crate::thread::{Expr, Memory as Space, Reg, Special, Stmt, ThreadKernel, ThreadParam};
 use crate::types::{Elem, ScalarType, Shape, Type};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Runs every program of the grid (axis 0 fastest) of a per-thread kernel on the CPU.
 ///
@@ -58,6 +63,18 @@ pub fn run_threads(
     args: &[ArgValue],
     buffers: &mut [HostBuffer],
 ) -> Result<(), InterpError> {
+    run_threads_with_stats(kernel, grid, args, buffers).map(|_| ())
+}
+
+/// [`run_threads`], which also counts the shared-memory bank conflicts of the run: see
+/// [`SharedStats`] for the model. The run, its results and its faults are
+/// [`run_threads`]'s; the counts are summed over every program of the grid.
+pub fn run_threads_with_stats(
+    kernel: &ThreadKernel,
+    grid: [u32; 3],
+    args: &[ArgValue],
+    buffers: &mut [HostBuffer],
+) -> Result<SharedStats, InterpError> {
     if grid.contains(&0) {
         return Err(InterpError::EmptyGrid { grid });
     }
@@ -114,7 +131,161 @@ pub fn run_threads(
             }
         }
     }
-    Ok(())
+    Ok(sim.stats())
+}
+
+/// Whether a shared-memory statement reads (`Load`) or writes (`Store`). Shared memory has
+/// no atomics: `Stmt::Atomic` and `Stmt::AtomicCas` address global memory only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SharedAccess {
+    Load,
+    Store,
+}
+
+/// Bank-conflict counts of some warp-level shared-memory accesses (see [`SharedStats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SharedCounts {
+    /// Warp-level accesses: executions of a statement by a warp with at least one active lane.
+    pub accesses: u64,
+    /// The wavefronts (passes through the 32 banks) the hardware needs for them.
+    pub wavefronts: u64,
+    /// The wavefronts a conflict-free access of the same width would need.
+    pub ideal_wavefronts: u64,
+}
+
+impl SharedCounts {
+    /// The extra wavefronts that bank conflicts cost: 0 for conflict-free accesses.
+    pub fn conflicts(&self) -> u64 {
+        self.wavefronts.saturating_sub(self.ideal_wavefronts)
+    }
+
+    fn add(&mut self, other: SharedCounts) {
+        self.accesses += other.accesses;
+        self.wavefronts += other.wavefronts;
+        self.ideal_wavefronts += other.ideal_wavefronts;
+    }
+}
+
+/// Shared-memory bank conflicts of a run of [`run_threads_with_stats`], summed over every
+/// program and every executed shared-memory `Load` and `Store` (global memory is not
+/// counted), in total and per block op.
+///
+/// The model is NVIDIA's: shared memory has 32 banks of 4 bytes, word `w` (bytes `4w` to
+/// `4w + 3`) in bank `w % 32`. One warp-level access, where each active lane moves `s`
+/// bytes (`n` elements of a vector access, at byte address element index × element size):
+///
+/// - is split into phases of lanes that the banks serve together: all 32 lanes when
+///   `s <= 4`, half-warps of 16 lanes when `s == 8`, quarter-warps of 8 lanes when
+///   `s == 16` (and so on: `128 / s` lanes when `s > 16`, which GPUs split into several
+///   instructions of as many wavefronts in all);
+/// - in a phase, each active lane touches the 4-byte words that cover its bytes (elements
+///   narrower than 4 bytes share words). Lanes touching the same word are served at once (a
+///   broadcast, not a conflict), so a phase needs as many wavefronts as the bank with the
+///   most *distinct* words touched has words: at least 1 if any lane of the phase is active,
+///   0 if none is. Its ideal is 1 if any lane is active;
+/// - needs the sum of its phases' wavefronts; its ideal is the sum of their ideals.
+///
+/// Lanes are the threads of a warp of the kernel's `warp_size` (threads `w * warp_size` to
+/// `(w + 1) * warp_size - 1`); warps of more than 32 lanes are split into groups of 32
+/// consecutive lanes first (each group one access to the 32 banks, all of them one warp-level
+/// access), warps of fewer lanes keep their size (phases never span two warps).
+///
+/// Addresses count from the start of the allocation accessed: the backends place the
+/// allocations of a kernel one after another in one buffer, but here each one is taken to
+/// start at a 128-byte boundary (a multiple of the 32 banks' width), so that only an
+/// element's index in its allocation matters, and the counts do not depend on how the
+/// backend packs the allocations.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SharedStats {
+    /// Warp-level accesses, as [`SharedCounts::accesses`].
+    pub accesses: u64,
+    /// Wavefronts the hardware needs, as [`SharedCounts::wavefronts`].
+    pub wavefronts: u64,
+    /// Wavefronts conflict-free accesses would need, as [`SharedCounts::ideal_wavefronts`].
+    pub ideal_wavefronts: u64,
+    /// The counts per statement kind and block op, keyed by the text of the last comment run
+    /// before the statement (what the lowering writes: `"<op> at <location> -> <layouts>"`;
+    /// `""` before any comment), the context of the simulator's faults. Statements of one op
+    /// and kind are summed.
+    pub by_op: BTreeMap<(String, SharedAccess), SharedCounts>,
+}
+
+impl SharedStats {
+    /// The extra wavefronts that bank conflicts cost in the whole run.
+    pub fn conflicts(&self) -> u64 {
+        self.total().conflicts()
+    }
+
+    /// The totals, as one [`SharedCounts`].
+    pub fn total(&self) -> SharedCounts {
+        SharedCounts {
+            accesses: self.accesses,
+            wavefronts: self.wavefronts,
+            ideal_wavefronts: self.ideal_wavefronts,
+        }
+    }
+
+    /// The counts of the `access` statements of every block op named `op`: of the contexts
+    /// that are `op` itself or start with `op` and a space (so `"convert"` selects the
+    /// lowering's `"convert at k.rs:3:9 -> ..."`, and not `"converter ..."`). Zero when there
+    /// are none.
+    pub fn op(&self, op: &str, access: SharedAccess) -> SharedCounts {
+        let mut sum = SharedCounts::default();
+        for ((context, a), counts) in &self.by_op {
+            let named = context
+                .strip_prefix(op)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '));
+            if *a == access && named {
+                sum.add(*counts);
+            }
+        }
+        sum
+    }
+}
+
+/// Shared memory's banks, and the bytes of a bank word.
+const BANKS: u64 = 32;
+const BANK_BYTES: u64 = 4;
+
+/// The counts of one warp-level access of `bytes` bytes per lane, where `lanes` holds, per
+/// lane of the warp, the byte address of its first byte if it is active. A warp with no
+/// active lane made no access and counts nothing.
+fn warp_counts(lanes: &[Option<u64>], bytes: u64) -> SharedCounts {
+    if lanes.iter().all(Option::is_none) {
+        return SharedCounts::default();
+    }
+    // Each phase moves at most one word per bank: 128 bytes (a power of two of lanes, as
+    // `bytes` is a power of two, at most 64).
+    let phase_lanes = (BANKS / bytes.div_ceil(BANK_BYTES).max(1)).max(1) as usize;
+    let mut counts = SharedCounts {
+        accesses: 1,
+        ..SharedCounts::default()
+    };
+    // Phases of consecutive lanes: their sizes divide 32, so a warp of more than 32 lanes is
+    // split into groups of 32 as well.
+    for phase in lanes.chunks(phase_lanes) {
+        let wavefronts = phase_wavefronts(phase, bytes);
+        counts.wavefronts += wavefronts;
+        counts.ideal_wavefronts += u64::from(wavefronts > 0);
+    }
+    counts
+}
+
+/// The wavefronts one phase of an access needs (see [`warp_counts`]): the most distinct words
+/// that its active lanes touch in one bank; 0 when no lane is active.
+fn phase_wavefronts(lanes: &[Option<u64>], bytes: u64) -> u64 {
+    let mut words: Vec<u64> = lanes
+        .iter()
+        .flatten()
+        .flat_map(|&a| a / BANK_BYTES..=(a.saturating_add(bytes.max(1) - 1)) / BANK_BYTES)
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    let mut per_bank = [0u64; BANKS as usize];
+    for w in words {
+        per_bank[(w % BANKS) as usize] += 1;
+    }
+    per_bank.into_iter().max().unwrap_or(0)
 }
 
 /// In which threads a register holds a value.
@@ -228,6 +399,8 @@ struct Sim<'s> {
     serial: u64,
     /// The last comment run: the block op being executed.
     context: &'s str,
+    /// Bank-conflict counts of the shared accesses run so far, by context and kind.
+    shared_counts: HashMap<(&'s str, SharedAccess), SharedCounts>,
 }
 
 impl<'s> Sim<'s> {
@@ -255,6 +428,43 @@ impl<'s> Sim<'s> {
             epoch: 1,
             serial: 0,
             context: "",
+            shared_counts: HashMap::new(),
+        }
+    }
+
+    /// The bank-conflict counts of the programs run so far.
+    fn stats(&self) -> SharedStats {
+        let mut stats = SharedStats::default();
+        for (&(context, access), &counts) in &self.shared_counts {
+            stats.accesses += counts.accesses;
+            stats.wavefronts += counts.wavefronts;
+            stats.ideal_wavefronts += counts.ideal_wavefronts;
+            stats.by_op.insert((context.to_string(), access), counts);
+        }
+        stats
+    }
+
+    /// Counts the bank conflicts of one shared-memory statement (see [`SharedStats`]) that
+    /// moves `n` elements of `elem` per thread, starting at element `offsets[t]` of its
+    /// allocation in the threads where `active` holds (which [`Sim::addresses`] checked).
+    fn count_banks(&mut self, access: SharedAccess, offsets: &[i64], elem: ScalarType, n: usize, active: &[bool]) {
+        let elem_bytes = elem.size_bytes() as u64;
+        let bytes = elem_bytes * n as u64;
+        // Byte addresses from the allocation's start, taken to be 128-byte aligned.
+        let lanes: Vec<Option<u64>> = offsets
+            .iter()
+            .zip(active)
+            .map(|(&o, &a)| a.then(|| (o.max(0) as u64).saturating_mul(elem_bytes)))
+            .collect();
+        let mut counts = SharedCounts::default();
+        for warp in lanes.chunks(self.warp_size.max(1)) {
+            counts.add(warp_counts(warp, bytes));
+        }
+        if counts.accesses > 0 {
+            self.shared_counts
+                .entry((self.context, access))
+                .or_default()
+                .add(counts);
         }
     }
 
@@ -570,6 +780,9 @@ impl<'s> Sim<'s> {
         self.serial += 1;
         let active = self.active(pred)?;
         let (offsets, elem) = self.addresses(m, index, dsts.len(), &active)?;
+        if let Space::Shared { .. } = m {
+            self.count_banks(SharedAccess::Load, &offsets, elem, dsts.len(), &active);
+        }
         for (k, &dst) in dsts.iter().enumerate() {
             let (param, _, _) = self.space(m);
             let ptrs: Vec<Pointer> = offsets
@@ -595,6 +808,9 @@ impl<'s> Sim<'s> {
         self.serial += 1;
         let active = self.active(pred)?;
         let (offsets, elem) = self.addresses(m, index, values.len(), &active)?;
+        if let Space::Shared { .. } = m {
+            self.count_banks(SharedAccess::Store, &offsets, elem, values.len(), &active);
+        }
         let (param, _, _) = self.space(m);
         // Every element written, with the first thread that writes it and the value.
         let mut written: HashMap<i64, (usize, u64)> = HashMap::new();

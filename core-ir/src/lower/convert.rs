@@ -101,6 +101,12 @@ impl Swizzle {
         if dd == ds || rank < 2 {
             return plan;
         }
+        // The writer's 16-byte slots stay whole, although a reader whose lanes cover only
+        // part of a slot along `ds` then reaches only that part of each bank group (a
+        // 64x64 f32 transpose reads with 2-way conflicts). Narrower slots would give the
+        // reader every bank but split the writer's vectors: as many wavefronts in all,
+        // and more instructions (measured in the simulator, `tests/coalescing.rs`).
+        let vec = plan.vec;
         // Lanes of the reader step along `dd` by `dst_run`; those whose rows start less
         // than 128 bytes apart already hit different banks and may share a phase.
         let row_bytes = (dst_run as i64 * strides[dd] * elem_bytes as i64).max(1);
