@@ -113,8 +113,10 @@ impl Rng {
 
 /// One 2-D step of [`random_kernel_steps`]: the program's `block` elements of `a` as an
 /// `[r, c]` tile (loaded with a random cache modifier), combined with its row or column
-/// reductions by broadcasting (or with `x` where the mask holds), stored to `c` as f16
-/// under the same mask.
+/// reductions by broadcasting (or with `x` where the mask holds), stored to `c` as f16.
+/// The load and the store each walk the program's elements row-major or column-major
+/// (then contiguous along the tile's other axis), so that loads and stores differ in
+/// their contiguous axis and values change layout between them.
 fn tile_2d<'b>(
     k: &'b crate::KernelBuilder,
     rng: &mut Rng,
@@ -129,10 +131,16 @@ fn tile_2d<'b>(
     };
     let rows = k.arange(0, r).expand_dims(1);
     let cs = k.arange(0, cols).expand_dims(0);
-    let offs = k.program_id(0) * block + rows * cols + cs;
-    let mask = offs.lt(n);
+    let row_major = k.program_id(0) * block + rows * cols + cs;
+    let column_major = k.program_id(0) * block + cs * r + rows;
+    let (load_offs, offs) = match rng.below(3) {
+        0 => (row_major, row_major),
+        1 => (row_major, column_major),
+        _ => (column_major, row_major),
+    };
+    let (load_mask, mask) = (load_offs.lt(n), offs.lt(n));
     let cache = [CacheModifier::Default, CacheModifier::Streaming][rng.below(2) as usize];
-    let t = k.load_masked_with(a + offs, mask, 0.25, cache);
+    let t = k.load_masked_with(a + load_offs, load_mask, 0.25, cache);
     let u = match rng.below(4) {
         0 => t - t.max(1).expand_dims(1),
         1 => t * t.sum(0).expand_dims(0) * 0.125,
