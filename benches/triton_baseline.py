@@ -1,12 +1,16 @@
 """Baselines for docs/performance.md, measured on the same GPU in the same session as
 rutile's benchmark: torch's device-to-device copy, Triton's and torch's vector add and
-fused softmax (the tutorials' kernels), median of device-timed launches.
+fused softmax (the tutorials' kernels), and the tiled transpose of rutile's seed (an
+8192 x 8192 f32 matrix in 64 x 64 and 32 x 32 tiles at 4 and 8 warps) next to torch's
+`x.t().contiguous()`, median of device-timed launches.
 
-    python3 benches/triton_baseline.py [--flush read|copy]
+    python3 benches/triton_baseline.py [--flush read|copy] [--only vector_add,softmax,transpose]
 
 `--flush copy` (the default, as rutile's benchmark) is triton.testing.do_bench itself (it
 zeroes a 256 MB buffer before each launch, leaving the L2 cache dirty); `--flush read`
 empties the cache by reading such a buffer instead (as `benchmark -- --flush read`).
+`--only` runs the named sections only (the copy ceiling is always measured), as the
+benchmark's `--only`.
 """
 import sys
 import torch
@@ -33,7 +37,22 @@ def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols, BLOCK
     tl.store(out_ptr + row * out_stride + cols, num / tl.sum(num, axis=0), mask=cols < n_cols)
 
 
+@triton.jit
+def transpose_kernel(x_ptr, out_ptr, m, n, stride_xm, stride_om, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rm[:, None] < m) & (rn[None, :] < n)
+    x = tl.load(x_ptr + rm[:, None] * stride_xm + rn[None, :], mask=mask)
+    tl.store(out_ptr + rn[None, :] * stride_om + rm[:, None], x, mask=mask)
+
+
 FLUSH = sys.argv[sys.argv.index("--flush") + 1] if "--flush" in sys.argv else "copy"
+SECTIONS = ("vector_add", "softmax", "transpose")
+ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(SECTIONS)
+if not set(ONLY) <= set(SECTIONS):
+    sys.exit(f"--only takes sections from {', '.join(SECTIONS)} separated by commas, got {ONLY}")
 _cache = torch.empty(64 << 20, dtype=torch.float32, device="cuda").uniform_()
 
 
@@ -66,7 +85,18 @@ def main():
     a = torch.rand(n, device="cuda")
     b = torch.empty_like(a)
     ms = bench(lambda: b.copy_(a))
-    print(f"copy ceiling (torch copy_ of {n} f32): {gbps(8 * n, ms):.0f} GB/s")
+    ceiling = gbps(8 * n, ms)
+    print(f"copy ceiling (torch copy_ of {n} f32): {ceiling:.0f} GB/s")
+    del a, b
+    if "vector_add" in ONLY:
+        bench_vector_add()
+    if "softmax" in ONLY:
+        bench_softmax()
+    if "transpose" in ONLY:
+        bench_transpose(ceiling)
+
+
+def bench_vector_add():
     print("vector add f32: size, triton GB/s, torch GB/s")
     for log in range(12, 29):
         n = 1 << log
@@ -75,6 +105,9 @@ def main():
         t = bench(lambda: add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024))
         tt = bench(lambda: torch.add(x, y, out=out))
         print(f"  2^{log}: {gbps(12 * n, t):.0f} {gbps(12 * n, tt):.0f}")
+
+
+def bench_softmax():
     print("softmax f32 M=4096: N, triton GB/s, torch GB/s")
     m = 4096
     for ncols in [256, 512, 1024, 2048, 4096, 8192, 16384]:
@@ -85,6 +118,29 @@ def main():
         t = bench(lambda: softmax_kernel[(m,)](y, x, x.stride(0), y.stride(0), m, ncols, BLOCK=block, num_warps=warps))
         tt = bench(lambda: torch.softmax(x, dim=-1))
         print(f"  {ncols}: {gbps(8 * m * ncols, t):.0f} {gbps(8 * m * ncols, tt):.0f}")
+
+
+def bench_transpose(ceiling):
+    m = n = 8192
+    nbytes = 8 * m * n
+    print(f"transpose f32 {m}x{n}: tiles, num_warps, GB/s (of the copy ceiling)")
+    x = torch.rand(m, n, device="cuda")
+    out = torch.empty(n, m, device="cuda")
+    want = x.t().contiguous()
+    for bm, bn in [(64, 64), (32, 32)]:
+        for warps in [4, 8]:
+            grid = (triton.cdiv(m, bm), triton.cdiv(n, bn))
+
+            def launch():
+                transpose_kernel[grid](x, out, m, n, x.stride(0), out.stride(0), BLOCK_M=bm, BLOCK_N=bn, num_warps=warps)
+
+            out.fill_(float("nan"))
+            launch()
+            assert torch.equal(out, want), f"triton transpose {bm}x{bn} w{warps} is wrong"
+            g = gbps(nbytes, bench(launch))
+            print(f"  triton {bm}x{bn} w{warps}: {g:.0f} ({100 * g / ceiling:.1f}%)")
+    g = gbps(nbytes, bench(lambda: x.t().contiguous()))
+    print(f"  torch x.t().contiguous(): {g:.0f} ({100 * g / ceiling:.1f}%)")
 
 
 if __name__ == "__main__":

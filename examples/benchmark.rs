@@ -3,13 +3,18 @@
 //!
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
 //!                                               [--cols N,N,...]
+//!                                               [--only vector_add,softmax,transpose]
 //!
-//! Vector add f32 for 2^12..2^28 elements (12 bytes per element) and fused softmax f32
+//! Vector add f32 for 2^12..2^28 elements (12 bytes per element), fused softmax f32
 //! for M = 4096, N = 256..16384 (powers of two and three widths just past one; 8 bytes per
 //! element), in the one-row-per-program, persistent, several-rows and chunked forms (`-cs`:
 //! read-once loads; `-fd`: dividing as Triton's `/` compiles for f32, within 2 ulp), next
 //! to a device-to-device copy of the same bytes and one launch of a copy kernel moving them
-//! through the same backend. Times are
+//! through the same backend, and the tiled transpose of an 8192 x 8192 f32 matrix (8 bytes
+//! per element; its load and store contiguous along different axes of the tile) in 64 x 64
+//! and 32 x 32 tiles at 4 and 8 warps, each configuration's result checked against the
+//! CPU's transpose before it is timed. `--only` runs the named sections only (the copy
+//! ceiling is always measured). Times are
 //! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
 //! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
 //! reading 256 MiB (`--flush read`), which leaves it clean. `--cols` measures the softmax at
@@ -17,7 +22,8 @@
 
 use rutile::seeds;
 use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
-use rutile_examples::bench::{copy_kernel, do_bench, gbps, CacheFlush, CopyTimes, FlushMode, COPY_BLOCK};
+use rutile_examples::bench::{copy_kernel, do_bench, gbps, CacheFlush, CopyTimes, FlushMode, Stats, COPY_BLOCK};
+use rutile_examples::check::{first_difference, transpose_reference};
 use rutile_examples::rng::{normal_f32s, Rng};
 use std::fmt::Write as _;
 
@@ -40,6 +46,18 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let sections = match args.iter().position(|a| a == "--only") {
+        None => Sections::ALL,
+        Some(i) => {
+            let list = args.get(i + 1).map(String::as_str).unwrap_or("");
+            Sections::parse(list).unwrap_or_else(|| {
+                eprintln!(
+                    "--only takes sections from vector_add, softmax and transpose separated by commas, got {list:?}"
+                );
+                std::process::exit(2);
+            })
+        }
+    };
     let mut sizes = softmax_sizes(quick);
     if let Some(i) = args.iter().position(|a| a == "--cols") {
         let list = args.get(i + 1).map(String::as_str).unwrap_or("");
@@ -50,6 +68,10 @@ fn main() {
                 std::process::exit(2);
             }
         }
+    }
+    if !sections.softmax {
+        // No softmax, so no copies of its bytes either.
+        sizes.cols.clear();
     }
     let mut csv = String::from("device,kernel,size,median_ms,p20_ms,p80_ms,gbps,ceiling_gbps,fraction\n");
     let devices: Vec<_> = rutile::list_devices()
@@ -90,7 +112,13 @@ fn main() {
         let same_bytes: Vec<f64> = (0..sizes.cols.len())
             .map(|i| same_gpu().map(|(_, c)| c.same_bytes[i]).fold(0.0, f64::max))
             .collect();
-        if let Err(e) = bench_device(dev.as_ref(), quick, flush_mode, &sizes, ceiling, &same_bytes, &mut csv) {
+        let run = Run {
+            quick,
+            flush_mode,
+            sections,
+            ceiling,
+        };
+        if let Err(e) = bench_device(dev.as_ref(), &run, &sizes, &same_bytes, &mut csv) {
             eprintln!("{}: benchmark failed: {e}", dev.id());
             std::process::exit(1);
         }
@@ -99,6 +127,49 @@ fn main() {
         std::fs::write(&path, csv).expect("writing the CSV file");
         println!("wrote {path}");
     }
+}
+
+/// Which sections of the benchmark run (`--only`).
+#[derive(Clone, Copy, Debug)]
+struct Sections {
+    vector_add: bool,
+    softmax: bool,
+    transpose: bool,
+}
+
+impl Sections {
+    const ALL: Sections = Sections {
+        vector_add: true,
+        softmax: true,
+        transpose: true,
+    };
+
+    /// Section names separated by commas; `None` for an unknown name or none at all.
+    fn parse(list: &str) -> Option<Sections> {
+        let mut sections = Sections {
+            vector_add: false,
+            softmax: false,
+            transpose: false,
+        };
+        for name in list.split(',') {
+            match name {
+                "vector_add" => sections.vector_add = true,
+                "softmax" => sections.softmax = true,
+                "transpose" => sections.transpose = true,
+                _ => return None,
+            }
+        }
+        Some(sections)
+    }
+}
+
+/// What every section of one device's run shares.
+struct Run {
+    quick: bool,
+    flush_mode: FlushMode,
+    sections: Sections,
+    /// The copy ceiling of the device's GPU, in GB/s.
+    ceiling: f64,
 }
 
 /// The rows and the column counts of the softmax benchmark.
@@ -192,24 +263,46 @@ fn copy_bandwidth(
 
 fn bench_device(
     dev: &dyn Device,
-    quick: bool,
-    flush_mode: FlushMode,
+    run: &Run,
     sizes: &SoftmaxSizes,
-    ceiling: f64,
     same_bytes: &[f64],
     csv: &mut String,
 ) -> rutile::Result<()> {
-    let id = dev.id();
-    println!("\n== {} ({}): ceiling {ceiling:.0} GB/s", id, dev.properties().name);
-    let reps = if quick { 5 } else { 50 };
-    let flush = if quick {
+    println!(
+        "\n== {} ({}): ceiling {:.0} GB/s",
+        dev.id(),
+        dev.properties().name,
+        run.ceiling
+    );
+    let flush = if run.quick {
         None
     } else {
-        Some(CacheFlush::new(dev, flush_mode)?)
+        Some(CacheFlush::new(dev, run.flush_mode)?)
     };
     let flush = flush.as_ref();
     let mut rng = Rng::new(7);
+    let sections = run.sections;
+    if sections.vector_add {
+        bench_vector_add(dev, run, flush, &mut rng, csv)?;
+    }
+    if sections.softmax {
+        bench_softmax(dev, run, flush, &mut rng, sizes, same_bytes, csv)?;
+    }
+    if sections.transpose {
+        bench_transpose(dev, run, flush, &mut rng, csv)?;
+    }
+    Ok(())
+}
 
+fn bench_vector_add(
+    dev: &dyn Device,
+    run: &Run,
+    flush: Option<&CacheFlush>,
+    rng: &mut Rng,
+    csv: &mut String,
+) -> rutile::Result<()> {
+    let (id, quick, ceiling) = (dev.id(), run.quick, run.ceiling);
+    let reps = if quick { 5 } else { 50 };
     println!("\nvector add f32            size     GB/s   of ceiling");
     let max_log = if quick { 20 } else { 28 };
     let block = 1024;
@@ -235,7 +328,20 @@ fn bench_device(
             g / ceiling
         );
     }
+    Ok(())
+}
 
+fn bench_softmax(
+    dev: &dyn Device,
+    run: &Run,
+    flush: Option<&CacheFlush>,
+    rng: &mut Rng,
+    sizes: &SoftmaxSizes,
+    same_bytes: &[f64],
+    csv: &mut String,
+) -> rutile::Result<()> {
+    let (id, quick, ceiling) = (dev.id(), run.quick, run.ceiling);
+    let reps = if quick { 5 } else { 50 };
     let (m, ns) = (sizes.rows, &sizes.cols);
     println!("\nsoftmax f32, M={m}: GB/s (of ceiling) at the tutorial's num_warps, and at the best num_warps of 1..16");
     println!(
@@ -249,7 +355,7 @@ fn bench_device(
             "copy (same bytes)",
             format!("{same:.0} ({:.1}%)", 100.0 * same / ceiling)
         );
-        let x = dev.upload(&normal_f32s(&mut rng, m * n))?;
+        let x = dev.upload(&normal_f32s(rng, m * n))?;
         let y = dev.zeros::<f32>(m * n)?;
         // The same bytes moved by one launch of a copy kernel through this backend.
         let config = LaunchConfig::grid1(((m * n) as u32).div_ceil(COPY_BLOCK));
@@ -371,6 +477,78 @@ fn bench_device(
                 format!("{bg:.0} ({:.1}%, w{bw})", 100.0 * bg / ceiling)
             );
         }
+    }
+    Ok(())
+}
+
+/// The tiled transpose of an `m x m` f32 matrix (8192, or 1024 with `--quick`) in 64 x 64
+/// and 32 x 32 tiles at 4 and 8 warps, next to one launch of the copy kernel moving the
+/// same bytes through this backend. Each configuration's result, on an output poisoned
+/// with NaN, is checked against the CPU's transpose before it is timed.
+fn bench_transpose(
+    dev: &dyn Device,
+    run: &Run,
+    flush: Option<&CacheFlush>,
+    rng: &mut Rng,
+    csv: &mut String,
+) -> rutile::Result<()> {
+    let (id, quick, ceiling) = (dev.id(), run.quick, run.ceiling);
+    let reps = if quick { 5 } else { 50 };
+    let m = if quick { 1024usize } else { 8192 };
+    let (tiles, warps) = ([(64u32, 64u32), (32, 32)], [4u32, 8]);
+    let bytes = 8.0 * (m * m) as f64;
+    let host = rng.f32s(m * m, 0.5, 1.5);
+    let want = transpose_reference(&host, m, m);
+    let poison = vec![f32::NAN; m * m];
+    let (x, out) = (dev.upload(&host)?, dev.upload(&poison)?);
+    let row = |csv: &mut String, kernel: &str, s: Stats| {
+        let g = gbps(bytes, s.median_ms);
+        let _ = writeln!(
+            csv,
+            "{id},{kernel},{m}x{m},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
+            s.median_ms,
+            s.p20_ms,
+            s.p80_ms,
+            g / ceiling
+        );
+        format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling)
+    };
+    println!("\ntranspose f32, {m}x{m}: GB/s (of ceiling)");
+    println!(
+        "{:<12} {:>18} {:>18}",
+        "tiles",
+        format!("num_warps {}", warps[0]),
+        format!("num_warps {}", warps[1])
+    );
+    let copy = copy_kernel(0)?;
+    let config = LaunchConfig::grid1(((m * m) as u32).div_ceil(COPY_BLOCK));
+    let args = [(&x).into(), (&out).into(), ((m * m) as i32).into()];
+    let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&copy, &config, &args))?;
+    println!("{:<12} {:>18}", "copy kernel", row(csv, "copy_kernel", s));
+    let mi = m as i32;
+    let args = [(&x).into(), (&out).into(), mi.into(), mi.into(), mi.into(), mi.into()];
+    for (bm, bn) in tiles {
+        let kernel = seeds::transpose(ScalarType::F32, bm, bn)?;
+        let grid = seeds::transpose_grid(m as u32, m as u32, bm, bn);
+        let mut cells = Vec::new();
+        for w in warps {
+            let config = LaunchConfig::new(grid).num_warps(w);
+            dev.upload_into(&out, &poison)?;
+            dev.launch(&kernel, &config, &args)?;
+            let got = dev.download(&out)?;
+            if let Some((r, c)) = first_difference(&got, &want, m) {
+                eprintln!(
+                    "{id}: transpose {m}x{m} in {bm}x{bn} tiles at num_warps {w} is wrong: out[{r}, {c}] = {} \
+                     where x[{c}, {r}] = {}",
+                    got[r * m + c],
+                    want[r * m + c]
+                );
+                std::process::exit(1);
+            }
+            let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
+            cells.push(row(csv, &format!("transpose_{bm}x{bn}_w{w}"), s));
+        }
+        println!("{:<12} {:>18} {:>18}", format!("{bm}x{bn}"), cells[0], cells[1]);
     }
     Ok(())
 }

@@ -38,7 +38,27 @@ pub fn matmul_reference(a: &[f16], b: &[f16], m: usize, n: usize, k: usize, leak
     out
 }
 
-/// The largest |got - want| / (|want| + floor), and where it is.
+/// `x^T` (`n x m`, row-major) for `x` (`m x n`, row-major).
+pub fn transpose_reference<T: Copy>(x: &[T], m: usize, n: usize) -> Vec<T> {
+    assert_eq!(x.len(), m * n, "a {m}x{n} matrix");
+    let mut out = Vec::with_capacity(m * n);
+    for j in 0..n {
+        out.extend((0..m).map(|i| x[i * n + j]));
+    }
+    out
+}
+
+/// Where `got` first differs from `want`, both row-major with `cols` columns, as (row,
+/// column); a NaN in `got` differs from everything, and so does a missing element.
+pub fn first_difference<T: PartialEq>(got: &[T], want: &[T], cols: usize) -> Option<(usize, usize)> {
+    let i = got
+        .iter()
+        .zip(want)
+        .position(|(g, w)| g != w)
+        .or((got.len() != want.len()).then(|| got.len().min(want.len())))?;
+    Some((i / cols, i % cols))
+}
+
 /// The largest absolute difference between `got` and `want`; a NaN in `got` counts as an
 /// infinite difference (a plain `fold(0.0, f64::max)` would skip it).
 pub fn max_abs_error(got: impl IntoIterator<Item = f64>, want: impl IntoIterator<Item = f64>) -> f64 {
@@ -48,6 +68,7 @@ pub fn max_abs_error(got: impl IntoIterator<Item = f64>, want: impl IntoIterator
         .fold(0.0, f64::max)
 }
 
+/// The largest |got - want| / (|want| + floor), and where it is.
 pub fn max_relative_error(got: impl IntoIterator<Item = f64>, want: &[f64], floor: f64) -> (f64, usize) {
     let mut worst = (0.0f64, 0usize);
     for (i, (g, w)) in got.into_iter().zip(want).enumerate() {

@@ -2,7 +2,7 @@
 //! Rust references.
 
 use half::f16;
-use rutile_ir::interp::{self, ArgValue, FaultKind, HostBuffer, InterpError};
+use rutile_ir::interp::{self, ArgValue, Element, FaultKind, HostBuffer, InterpError};
 use rutile_ir::seeds::{self, Activation, MatmulMeta};
 use rutile_ir::testing::Rng;
 use rutile_ir::CacheModifier;
@@ -322,4 +322,82 @@ fn matmul_f32_output() {
             assert_eq!(got[i * n + j].to_bits(), acc.to_bits(), "c[{i}, {j}]");
         }
     }
+}
+
+/// `x^T` for `x` (`m x n`, row stride `stride_x`) into an `n x m` matrix with row stride
+/// `stride_out`, whose padding (columns `m..stride_out`) is `pad`.
+fn transpose_reference<T: Copy>(x: &[T], m: usize, n: usize, stride_x: usize, stride_out: usize, pad: T) -> Vec<T> {
+    let mut out = vec![pad; n * stride_out];
+    for i in 0..m {
+        for j in 0..n {
+            out[j * stride_out + i] = x[i * stride_x + j];
+        }
+    }
+    out
+}
+
+/// The transpose seed in `block_m x block_n` tiles of `x` (`m x n`, row stride `stride_x`)
+/// into an `n x m` output with row stride `stride_out`, poisoned with `poison` beforehand.
+fn run_transpose<T: Element>(
+    x: &[T],
+    (m, n): (usize, usize),
+    (stride_x, stride_out): (usize, usize),
+    (block_m, block_n): (u32, u32),
+    poison: T,
+) -> Vec<T> {
+    let kernel = seeds::transpose(T::TYPE, block_m, block_n).unwrap();
+    let mut buffers = [
+        HostBuffer::from_slice(x),
+        HostBuffer::from_slice(&vec![poison; n * stride_out]),
+    ];
+    let int = |v: usize| ArgValue::Int(v as i64);
+    let args = [ptr(0), ptr(1), int(m), int(n), int(stride_x), int(stride_out)];
+    let grid = seeds::transpose_grid(m as u32, n as u32, block_m, block_n);
+    interp::run(&kernel, grid, &args, &mut buffers).unwrap();
+    buffers[1].to_vec().unwrap()
+}
+
+/// The tiled transpose at ragged sizes (partial tiles along both axes, masked), square and
+/// oblong tiles, contiguous and padded rows, f32 and f16: exactly the input, every output
+/// element written (the output starts as NaN, which equals nothing) and the padding left as
+/// it was.
+#[test]
+fn transpose_at_ragged_sizes_and_strides() {
+    let mut rng = Rng::new(6);
+    for (m, n) in [(100usize, 77usize), (77, 100), (64, 64), (1, 33), (33, 1)] {
+        for (stride_x, stride_out) in [(n, m), (n + 3, m + 5)] {
+            let x = rng.f32s(m * stride_x, -100.0, 100.0);
+            let want = transpose_reference(&x, m, n, stride_x, stride_out, f32::NAN);
+            for tiles in [(32, 32), (64, 64), (16, 64), (64, 8)] {
+                let got = run_transpose(&x, (m, n), (stride_x, stride_out), tiles, f32::NAN);
+                let same = got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits());
+                assert!(
+                    same,
+                    "f32 {m}x{n}, strides {stride_x}/{stride_out}, tiles {tiles:?}: differs"
+                );
+            }
+            let h = rng.f16s(m * stride_x, -2.0, 2.0);
+            let want = transpose_reference(&h, m, n, stride_x, stride_out, f16::NAN);
+            for tiles in [(32, 32), (64, 64)] {
+                let got = run_transpose(&h, (m, n), (stride_x, stride_out), tiles, f16::NAN);
+                let same = got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits());
+                assert!(
+                    same,
+                    "f16 {m}x{n}, strides {stride_x}/{stride_out}, tiles {tiles:?}: differs"
+                );
+            }
+        }
+    }
+}
+
+/// The transpose's accesses are contiguous along different axes: the load's pointers
+/// advance by one along axis 1 of the tile, the store's along axis 0. This is what makes it
+/// a test of the lowering's coalescing, so it must not drift into a `trans`.
+#[test]
+fn transpose_is_written_without_trans() {
+    let kernel = seeds::transpose(F32, 64, 64).unwrap();
+    let ops: Vec<&str> = kernel.insts.iter().map(|(_, inst)| inst.op.name()).collect();
+    assert!(!ops.contains(&"permute"), "{kernel}");
+    assert_eq!(ops.iter().filter(|&&o| o == "load").count(), 1, "{kernel}");
+    assert_eq!(ops.iter().filter(|&&o| o == "store").count(), 1, "{kernel}");
 }

@@ -1,6 +1,7 @@
-//! The seed kernels (vector add, softmax in every form, matmul) on every GPU present (each
-//! CUDA GPU and each wgpu adapter, lavapipe included), compared with the interpreter on
-//! random inputs at ragged and large sizes.
+//! The seed kernels (vector add, softmax in every form, matmul, transpose) on every GPU
+//! present (each CUDA GPU and each wgpu adapter, lavapipe included), compared with the
+//! interpreter (the transpose with its exact CPU reference) on random inputs at ragged and
+//! large sizes.
 //! The errors of bad launches are in `bad_input.rs`.
 //!
 //! Without any such device the tests skip, unless `RUTILE_REQUIRE_TOOLS=1` (CI sets it, with
@@ -236,6 +237,81 @@ fn gpu_matmul_matches_the_interpreter() {
                     "{}: matmul {m}x{n}x{k} {input} blocks {bm}x{bn}x{bk}: relative error {worst:.2e}",
                     d.id()
                 );
+            }
+        }
+    }
+}
+
+/// The transpose seed of `x` (`m x n`, row-major) in `tiles` with `num_warps`, into an
+/// `n x m` output poisoned with `poison` first.
+fn transpose_on<T: rutile::Element>(
+    d: &dyn Device,
+    x: &[T],
+    (m, n): (usize, usize),
+    (block_m, block_n): (u32, u32),
+    num_warps: u32,
+    poison: T,
+) -> rutile::Result<Vec<T>> {
+    let kernel = seeds::transpose(T::TYPE, block_m, block_n)?;
+    let (xb, out) = (d.upload(x)?, d.upload(&vec![poison; m * n])?);
+    let config = LaunchConfig::new(seeds::transpose_grid(m as u32, n as u32, block_m, block_n)).num_warps(num_warps);
+    let (mi, ni) = (m as i32, n as i32);
+    d.launch(
+        &kernel,
+        &config,
+        &[(&xb).into(), (&out).into(), mi.into(), ni.into(), ni.into(), mi.into()],
+    )?;
+    d.download(&out)
+}
+
+/// The tiled transpose (its load contiguous along one axis of the tile, its store along the
+/// other), f32 and f16, at ragged shapes (partial tiles on both axes) and square ones, in
+/// square and oblong tiles at several `num_warps`: exactly the CPU's transpose, every
+/// element of the NaN-poisoned output written.
+#[test]
+fn gpu_transpose_matches_the_reference() {
+    use half::f16;
+    use rutile_examples::check::{first_difference, transpose_reference};
+    let (_turn, devices) = devices();
+    for d in devices {
+        let d = d.as_ref();
+        let mut shapes = vec![(1usize, 1usize), (3, 70), (100, 77), (256, 256), (1000, 777)];
+        if is_fast(d) {
+            shapes.extend([(2048, 2048), (4097, 3001)]);
+        }
+        for (i, &(m, n)) in shapes.iter().enumerate() {
+            let mut rng = Rng::new(0x7_2A5E + i as u64);
+            let x = rng.f32s(m * n, -100.0, 100.0);
+            let h = rng.f16s(m * n, -2.0, 2.0);
+            let (want, want_h) = (transpose_reference(&x, m, n), transpose_reference(&h, m, n));
+            for (tiles, warps) in [
+                ((64, 64), 4),
+                ((64, 64), 8),
+                ((32, 32), 4),
+                ((32, 64), 2),
+                ((128, 16), 4),
+            ] {
+                let what = |t: &str| format!("{}: transpose {t} {m}x{n}, tiles {tiles:?}, num_warps {warps}", d.id());
+                let got = transpose_on(d, &x, (m, n), tiles, warps, f32::NAN)
+                    .unwrap_or_else(|e| panic!("{}: {e}", what("f32")));
+                if let Some((r, c)) = first_difference(&got, &want, m) {
+                    panic!(
+                        "{}: out[{r}, {c}] = {} where x[{c}, {r}] = {}",
+                        what("f32"),
+                        got[r * m + c],
+                        want[r * m + c]
+                    );
+                }
+                let got = transpose_on(d, &h, (m, n), tiles, warps, f16::NAN)
+                    .unwrap_or_else(|e| panic!("{}: {e}", what("f16")));
+                if let Some((r, c)) = first_difference(&got, &want_h, m) {
+                    panic!(
+                        "{}: out[{r}, {c}] = {} where x[{c}, {r}] = {}",
+                        what("f16"),
+                        got[r * m + c],
+                        want_h[r * m + c]
+                    );
+                }
             }
         }
     }

@@ -1,9 +1,11 @@
 //! The kernels of the seed tutorials (Triton's vector add, fused softmax in its simple and
 //! persistent forms, and matmul with grouped ordering), written once with the builder and
-//! shared by the examples, the tests and every backend.
+//! shared by the examples, the tests and every backend; and one kernel beyond the
+//! tutorials, a tiled transpose, whose load and store are contiguous along different axes.
 
 mod matmul;
 mod softmax;
+mod transpose;
 mod vector_add;
 
 pub use matmul::{matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta};
@@ -12,4 +14,5 @@ pub use softmax::{
     softmax_persistent, softmax_persistent_staged, softmax_persistent_with, softmax_rows, softmax_rows_with,
     softmax_with, SoftmaxOptions,
 };
+pub use transpose::{transpose, transpose_grid};
 pub use vector_add::vector_add;
