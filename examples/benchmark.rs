@@ -3,7 +3,7 @@
 //!
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
 //!                                               [--cols N,N,...]
-//!                                               [--only vector_add,softmax,transpose]
+//!                                               [--only vector_add,softmax,transpose,matmul_b]
 //!
 //! Vector add f32 for 2^12..2^28 elements (12 bytes per element), fused softmax f32
 //! for M = 4096, N = 256..16384 (powers of two and three widths just past one; 8 bytes per
@@ -13,7 +13,8 @@
 //! through the same backend, and the tiled transpose of an 8192 x 8192 f32 matrix (8 bytes
 //! per element; its load and store contiguous along different axes of the tile) in 64 x 64
 //! and 32 x 32 tiles at 4 and 8 warps, each configuration's result checked against the
-//! CPU's transpose before it is timed. `--only` runs the named sections only (the copy
+//! CPU's transpose before it is timed; and the fp16 matmul with B row-major and
+//! column-major (`matmul_b`). `--only` runs the named sections only (the copy
 //! ceiling is always measured). Times are
 //! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
 //! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
@@ -52,7 +53,7 @@ fn main() {
             let list = args.get(i + 1).map(String::as_str).unwrap_or("");
             Sections::parse(list).unwrap_or_else(|| {
                 eprintln!(
-                    "--only takes sections from vector_add, softmax and transpose separated by commas, got {list:?}"
+                    "--only takes sections from vector_add, softmax, transpose and matmul_b separated by commas, got {list:?}"
                 );
                 std::process::exit(2);
             })
@@ -135,6 +136,7 @@ struct Sections {
     vector_add: bool,
     softmax: bool,
     transpose: bool,
+    matmul_b: bool,
 }
 
 impl Sections {
@@ -142,6 +144,7 @@ impl Sections {
         vector_add: true,
         softmax: true,
         transpose: true,
+        matmul_b: true,
     };
 
     /// Section names separated by commas; `None` for an unknown name or none at all.
@@ -150,12 +153,14 @@ impl Sections {
             vector_add: false,
             softmax: false,
             transpose: false,
+            matmul_b: false,
         };
         for name in list.split(',') {
             match name {
                 "vector_add" => sections.vector_add = true,
                 "softmax" => sections.softmax = true,
                 "transpose" => sections.transpose = true,
+                "matmul_b" => sections.matmul_b = true,
                 _ => return None,
             }
         }
@@ -290,6 +295,9 @@ fn bench_device(
     }
     if sections.transpose {
         bench_transpose(dev, run, flush, &mut rng, csv)?;
+    }
+    if sections.matmul_b {
+        bench_matmul_b(dev, run, flush, &mut rng, csv)?;
     }
     Ok(())
 }
@@ -549,6 +557,86 @@ fn bench_transpose(
             cells.push(row(csv, &format!("transpose_{bm}x{bn}_w{w}"), s));
         }
         println!("{:<12} {:>18} {:>18}", format!("{bm}x{bn}"), cells[0], cells[1]);
+    }
+    Ok(())
+}
+
+/// The fp16 matmul (64x64x32 blocks, 4 warps) with B row-major and column-major
+/// (`stride_bk = 1`, specialized as Triton's `equal_to_1`, so B's loads run down its
+/// columns), in TFLOPS at M = N = K = 1024 and 2048 (512 with `--quick`), and the
+/// column-major one as a fraction of the row-major one. Each is checked against an f64
+/// reference at 256 first.
+fn bench_matmul_b(
+    dev: &dyn Device,
+    run: &Run,
+    flush: Option<&CacheFlush>,
+    rng: &mut Rng,
+    csv: &mut String,
+) -> rutile::Result<()> {
+    use half::f16;
+    let id = dev.id();
+    let meta = seeds::MatmulMeta::fp16(64, 64, 32);
+    let kernel = seeds::matmul(&meta)?;
+    let config = |n: usize| LaunchConfig::grid1(seeds::matmul_grid(&meta, n as u32, n as u32)).num_warps(4);
+    // B (k x n) as given: row-major, or column-major (its transpose stored row-major).
+    let stored_b = |b: &[f16], n: usize, column_major: bool| -> Vec<f16> {
+        if !column_major {
+            return b.to_vec();
+        }
+        let mut t = vec![f16::ZERO; n * n];
+        for p in 0..n {
+            for j in 0..n {
+                t[j * n + p] = b[p * n + j];
+            }
+        }
+        t
+    };
+    let args_for = |n: usize, column_major: bool| -> Vec<i32> {
+        let n = n as i32;
+        let (sbk, sbn) = if column_major { (1, n) } else { (n, 1) };
+        vec![n, n, n, n, 1, sbk, sbn, n, 1]
+    };
+    let launch = |a: &rutile::Buffer<f16>, b: &rutile::Buffer<f16>, c: &rutile::Buffer<f16>, n: usize, cm: bool| {
+        let mut args: Vec<rutile::Arg> = vec![a.into(), b.into(), c.into()];
+        args.extend(args_for(n, cm).into_iter().map(rutile::Arg::I32));
+        dev.launch(&kernel, &config(n), &args)
+    };
+    // Correctness first, both ways.
+    let n = 256;
+    let a: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
+    let b: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
+    let want = rutile_examples::check::matmul_reference(&a, &b, n, n, n, false);
+    for cm in [false, true] {
+        let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&stored_b(&b, n, cm))?, dev.zeros::<f16>(n * n)?);
+        launch(&ab, &bb, &cb, n, cm)?;
+        let got = dev.download(&cb)?;
+        let (err, at) = rutile_examples::check::max_relative_error(got.iter().map(|v| v.to_f64()), &want, 1.0);
+        if err > 1e-2 {
+            eprintln!("{id}: matmul with column-major B = {cm} is wrong: relative error {err:.2e} at {at}");
+            std::process::exit(1);
+        }
+    }
+    let reps = if run.quick { 3 } else { 20 };
+    let sizes: &[usize] = if run.quick { &[512] } else { &[1024, 2048] };
+    println!("\nmatmul fp16 64x64x32 w4: TFLOPS with B row-major, column-major (fraction)");
+    for &n in sizes {
+        let a: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
+        let b: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
+        let mut tflops = Vec::new();
+        for cm in [false, true] {
+            let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&stored_b(&b, n, cm))?, dev.zeros::<f16>(n * n)?);
+            let s = do_bench(dev, flush, 2, reps, &mut || launch(&ab, &bb, &cb, n, cm))?;
+            let t = 2.0 * (n as f64).powi(3) / (s.median_ms * 1e-3) / 1e12;
+            let name = if cm { "matmul_fp16_b_col" } else { "matmul_fp16_b_row" };
+            let _ = writeln!(csv, "{id},{name},{n}x{n}x{n},{:.5},{:.5},{:.5},,,", s.median_ms, s.p20_ms, s.p80_ms);
+            tflops.push(t);
+        }
+        println!(
+            "{n:>6}  {:>8.2} {:>8.2} ({:.1}%)",
+            tflops[0],
+            tflops[1],
+            100.0 * tflops[1] / tflops[0]
+        );
     }
     Ok(())
 }

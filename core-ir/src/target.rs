@@ -42,12 +42,16 @@ impl Target {
 }
 
 /// Facts about the launch's arguments that the compiled code may rely on, as Triton's
-/// specialization: integers and pointers divisible by 16 (pointers: their address in bytes).
+/// specialization: integers and pointers divisible by 16 (pointers: their address in bytes),
+/// and integers equal to 1 (a unit stride: what makes a column-major operand's pointer
+/// contiguous down its columns, so that its accesses coalesce along them).
 /// The runtime computes it from the actual arguments and compiles one kernel per value.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Specialization {
     /// For each parameter, whether it is divisible by 16.
     pub divisible_by_16: Vec<bool>,
+    /// For each integer parameter, whether it is 1 (missing entries: not known to be).
+    pub equal_to_1: Vec<bool>,
 }
 
 impl Specialization {
@@ -55,15 +59,21 @@ impl Specialization {
     pub fn none(num_params: usize) -> Specialization {
         Specialization {
             divisible_by_16: vec![false; num_params],
+            equal_to_1: vec![false; num_params],
         }
     }
     /// Every parameter divisible by 16.
     pub fn all(num_params: usize) -> Specialization {
         Specialization {
             divisible_by_16: vec![true; num_params],
+            equal_to_1: vec![false; num_params],
         }
     }
     pub fn is_divisible(&self, param: usize) -> bool {
         self.divisible_by_16.get(param).copied().unwrap_or(false)
+    }
+    /// Whether integer parameter `param` is known to be 1.
+    pub fn is_one(&self, param: usize) -> bool {
+        self.equal_to_1.get(param).copied().unwrap_or(false)
     }
 }

@@ -51,6 +51,7 @@ fn spec(args: &[ArgValue], buffers: &[HostBuffer]) -> Specialization {
                 _ => false,
             })
             .collect(),
+        equal_to_1: args.iter().map(|a| matches!(a, ArgValue::Int(1))).collect(),
     }
 }
 
@@ -424,4 +425,40 @@ fn random_kernels_agree_in_the_simulator() {
         tried += 1;
     }
     assert!(tried >= 50, "only {tried} random kernels built");
+}
+
+/// The matmul seed with a column-major B (`stride_bk = 1`): with the unit stride
+/// specialized (Triton's `equal_to_1`), B's loads run down its columns (order `[0, 1]`),
+/// and the result is the interpreter's on a ragged shape, row- or column-major.
+#[test]
+fn column_major_matmul_operands_load_down_their_columns() {
+    use rutile_ir::seeds::{matmul, matmul_grid, MatmulMeta};
+    let mut rng = Rng::new(27);
+    let meta = MatmulMeta::fp16(32, 32, 16);
+    let kernel = matmul(&meta).unwrap();
+    let (m, n, kk) = (40usize, 48usize, 50usize);
+    for b_column_major in [false, true] {
+        let (stride_bk, stride_bn) = if b_column_major { (1, kk) } else { (n, 1) };
+        let buffers = vec![
+            random(&mut rng, F16, m * kk),
+            random(&mut rng, F16, kk * n),
+            HostBuffer::zeros(F16, m * n),
+        ];
+        let ints = [m, n, kk, kk, 1, stride_bk, stride_bn, n, 1];
+        let mut args = vec![ptr(0), ptr(1), ptr(2)];
+        args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
+        let grid = [matmul_grid(&meta, m as u32, n as u32), 1, 1];
+        let mut want = buffers.clone();
+        interp::run(&kernel, grid, &args, &mut want).unwrap();
+        let tk = lower(&kernel, &target(32, 4), &spec(&args, &buffers)).unwrap();
+        let loads = comment_of(&tk, "load");
+        let order = if b_column_major { "order [0, 1]" } else { "order [1, 0]" };
+        assert!(loads[1].ends_with(&format!("{order}>")), "B's load: {loads:?}");
+        let mut got = buffers.clone();
+        simt::run_threads(&tk, grid, &args, &mut got).unwrap();
+        assert!(
+            got[2].as_bytes() == want[2].as_bytes(),
+            "column-major B: {b_column_major}"
+        );
+    }
 }

@@ -83,6 +83,7 @@ fn honest_spec(kernel: &Kernel, args: &[ArgValue], buffers: &[HostBuffer]) -> Sp
         .collect();
     Specialization {
         divisible_by_16: divisible,
+        ..Default::default()
     }
 }
 

@@ -274,8 +274,9 @@ fn expected(e: Elem) -> String {
     }
 }
 
-/// Triton's specialization: which integer arguments are divisible by 16, and which buffers
-/// start at a 16-byte boundary (`aligned` says whether a buffer's base address is).
+/// Triton's specialization: which integer arguments are divisible by 16 or equal to 1, and
+/// which buffers start at a 16-byte boundary (`aligned` says whether a buffer's base
+/// address is).
 pub(crate) fn specialization(args: &[Arg<'_>], aligned: impl Fn(&DeviceBuffer) -> bool) -> Specialization {
     Specialization {
         divisible_by_16: args
@@ -284,6 +285,10 @@ pub(crate) fn specialization(args: &[Arg<'_>], aligned: impl Fn(&DeviceBuffer) -
                 Arg::Buffer(b) => aligned(b),
                 a => a.as_i128().is_some_and(|v| v % 16 == 0),
             })
+            .collect(),
+        equal_to_1: args
+            .iter()
+            .map(|a| !matches!(a, Arg::Buffer(_)) && a.as_i128() == Some(1))
             .collect(),
     }
 }

@@ -71,7 +71,12 @@ pub fn analyze(kernel: &Kernel, spec: &Specialization) -> Vec<AxisInfo> {
             Elem::Ptr(s) => (div / s.size_bytes() as u64).max(1),
             Elem::Scalar(_) => div,
         };
-        info[p.value.index()] = AxisInfo::uniform(div, &[], None);
+        // An integer known to be 1 is the constant 1 (a unit stride keeps runs contiguous).
+        info[p.value.index()] = if spec.is_one(i) && matches!(p.ty.elem, Elem::Scalar(s) if s.is_int()) {
+            AxisInfo::uniform(1, &[], Some(1))
+        } else {
+            AxisInfo::uniform(div, &[], None)
+        };
     }
     region(kernel, &kernel.body, &mut info);
     info
@@ -80,8 +85,11 @@ pub fn analyze(kernel: &Kernel, spec: &Specialization) -> Vec<AxisInfo> {
 fn region(k: &Kernel, r: &Region, info: &mut Vec<AxisInfo>) {
     for &id in &r.insts {
         let inst = &k.insts[id];
-        // Loop and branch bodies: their arguments are unknown (they change per iteration),
-        // except that a loop's induction variable with a known step is constant-free.
+        if let Op::For { init, .. } = &inst.op {
+            for_loop(k, inst, init, info);
+            continue;
+        }
+        // Branch and `while` bodies: their arguments are unknown.
         for reg in &inst.regions {
             region(k, reg, info);
         }
@@ -89,6 +97,63 @@ fn region(k: &Kernel, r: &Region, info: &mut Vec<AxisInfo>) {
             let a = value(k, &inst.op, res, i, info);
             info[res.index()] = a;
         }
+    }
+}
+
+/// What holds of both `a` and `b` (all entries are powers of two: the smaller).
+fn meet(a: AxisInfo, b: AxisInfo) -> AxisInfo {
+    let mut r = AxisInfo::unknown();
+    for d in 0..MAX_RANK {
+        r.contiguity[d] = a.contiguity[d].min(b.contiguity[d]);
+        r.divisibility[d] = a.divisibility[d].min(b.divisibility[d]);
+        r.constancy[d] = a.constancy[d].min(b.constancy[d]);
+    }
+    r.constant = if a.constant == b.constant { a.constant } else { None };
+    r
+}
+
+/// A `for` loop: its carried values start as their initial values and are met with what
+/// the body yields until nothing changes (Triton's fixed point), so that pointers
+/// advanced by a uniform step each iteration (`a_ptrs += BLOCK_K * stride_ak`) keep their
+/// contiguity and alignment. The induction variable is unknown.
+fn for_loop(k: &Kernel, inst: &crate::ir::Inst, init: &[ValueId], info: &mut Vec<AxisInfo>) {
+    const MAX_ROUNDS: usize = 8;
+    let body = &inst.regions[0];
+    let carried = &body.args[1..];
+    for (&arg, &v) in carried.iter().zip(init) {
+        info[arg.index()] = info[v.index()];
+    }
+    let yields = |info: &[AxisInfo]| -> Vec<AxisInfo> {
+        match body.insts.last().map(|&i| &k.insts[i].op) {
+            Some(Op::Yield { values }) => values.iter().map(|v| info[v.index()]).collect(),
+            _ => vec![AxisInfo::unknown(); carried.len()],
+        }
+    };
+    let mut stable = false;
+    for _ in 0..MAX_ROUNDS {
+        region(k, body, info);
+        let next: Vec<AxisInfo> = carried
+            .iter()
+            .zip(yields(info))
+            .map(|(&arg, y)| meet(info[arg.index()], y))
+            .collect();
+        stable = carried.iter().zip(&next).all(|(&arg, n)| info[arg.index()] == *n);
+        for (&arg, n) in carried.iter().zip(next) {
+            info[arg.index()] = n;
+        }
+        if stable {
+            break;
+        }
+    }
+    if !stable {
+        for &arg in carried {
+            info[arg.index()] = AxisInfo::unknown();
+        }
+        region(k, body, info);
+    }
+    // The results are the carried values after the last iteration (or the initial ones).
+    for (&res, &arg) in inst.results.iter().zip(carried) {
+        info[res.index()] = info[arg.index()];
     }
 }
 

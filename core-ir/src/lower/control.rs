@@ -17,11 +17,45 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Fresh registers for carried values, initialized from `init`.
-    fn carried_slots(&mut self, init: &[ValueId]) -> Result<Vec<LVal>, LowerError> {
+    /// The layouts of a `for` loop's carried values: a pointer that the body loads or
+    /// stores through directly (`a_ptrs` advanced each iteration) is carried in that
+    /// access's layout when its initial value is index arithmetic (recomputed there once,
+    /// before the loop), so that the access needs no conversion per iteration; other
+    /// values keep the layout they come with.
+    fn carried_layouts(&self, init: &[ValueId], region: &crate::ir::Region) -> Vec<Option<crate::layout::Layout>> {
+        let accessed = |arg: ValueId| {
+            region.insts.iter().any(|&i| match &self.k.insts[i].op {
+                Op::Load { ptr, .. } | Op::Store { ptr, .. } | Op::Atomic { ptr, .. } | Op::AtomicCas { ptr, .. } => {
+                    *ptr == arg
+                }
+                _ => false,
+            })
+        };
+        init.iter()
+            .zip(&region.args[1..])
+            .map(|(&v, &arg)| {
+                if self.anchored[v.index()] || !accessed(arg) {
+                    return None;
+                }
+                self.access_layout(arg)
+            })
+            .collect()
+    }
+
+    /// Fresh registers for carried values, initialized from `init` (in `layouts` where
+    /// given).
+    fn carried_slots(
+        &mut self,
+        init: &[ValueId],
+        layouts: &[Option<crate::layout::Layout>],
+    ) -> Result<Vec<LVal>, LowerError> {
         let mut slots = Vec::with_capacity(init.len());
-        for &v in init {
-            let l = self.lval(v)?;
+        for (i, &v) in init.iter().enumerate() {
+            let mut l = self.lval(v)?;
+            if let Some(Some(layout)) = layouts.get(i) {
+                l.regs = self.ensure(v, *layout)?;
+                l.layout = *layout;
+            }
             let regs: Vec<Reg> = l
                 .regs
                 .iter()
@@ -99,7 +133,8 @@ impl Lowerer<'_> {
             self.lval(end)?.regs[0],
             self.lval(step)?.regs[0],
         );
-        let slots = self.carried_slots(init)?;
+        let layouts = self.carried_layouts(init, &inst.regions[0]);
+        let slots = self.carried_slots(init, &layouts)?;
         let iv = self.new_reg(iv_ty);
         self.emit(Stmt::Set {
             dst: iv,
@@ -133,6 +168,8 @@ impl Lowerer<'_> {
             );
             for (slot, &arg) in slots.iter().zip(&region.args[1..]) {
                 l.set_lval(arg, slot.clone());
+                // Carried values cannot be recomputed elsewhere: their layout anchors.
+                l.anchored[arg.index()] = true;
             }
             let yields = l.region(region)?.unwrap_or_default();
             l.assign_slots(inst, &slots, &yields)?;
@@ -184,12 +221,13 @@ impl Lowerer<'_> {
     }
 
     fn while_loop(&mut self, inst: &Inst, init: &[ValueId]) -> Result<Vec<LVal>, LowerError> {
-        let slots = self.carried_slots(init)?;
+        let slots = self.carried_slots(init, &[])?;
         let (cond_region, body_region) = (&inst.regions[0], &inst.regions[1]);
         let outer = self.enter_region();
         let (mut cond_body, cond) = self.nested(|l| {
             for (slot, &arg) in slots.iter().zip(&cond_region.args) {
                 l.set_lval(arg, slot.clone());
+                l.anchored[arg.index()] = true;
             }
             let yields = l.region(cond_region)?.unwrap_or_default();
             let c = yields
@@ -202,6 +240,7 @@ impl Lowerer<'_> {
         let (body, ()) = self.nested(|l| {
             for (slot, &arg) in slots.iter().zip(&body_region.args) {
                 l.set_lval(arg, slot.clone());
+                l.anchored[arg.index()] = true;
             }
             let yields = l.region(body_region)?.unwrap_or_default();
             l.assign_slots(inst, &slots, &yields)
