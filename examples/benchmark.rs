@@ -607,7 +607,11 @@ fn bench_matmul_b(
     let b: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
     let want = rutile_examples::check::matmul_reference(&a, &b, n, n, n, false);
     for cm in [false, true] {
-        let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&stored_b(&b, n, cm))?, dev.zeros::<f16>(n * n)?);
+        let (ab, bb, cb) = (
+            dev.upload(&a)?,
+            dev.upload(&stored_b(&b, n, cm))?,
+            dev.zeros::<f16>(n * n)?,
+        );
         launch(&ab, &bb, &cb, n, cm)?;
         let got = dev.download(&cb)?;
         let (err, at) = rutile_examples::check::max_relative_error(got.iter().map(|v| v.to_f64()), &want, 1.0);
@@ -624,11 +628,19 @@ fn bench_matmul_b(
         let b: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
         let mut tflops = Vec::new();
         for cm in [false, true] {
-            let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&stored_b(&b, n, cm))?, dev.zeros::<f16>(n * n)?);
+            let (ab, bb, cb) = (
+                dev.upload(&a)?,
+                dev.upload(&stored_b(&b, n, cm))?,
+                dev.zeros::<f16>(n * n)?,
+            );
             let s = do_bench(dev, flush, 2, reps, &mut || launch(&ab, &bb, &cb, n, cm))?;
             let t = 2.0 * (n as f64).powi(3) / (s.median_ms * 1e-3) / 1e12;
             let name = if cm { "matmul_fp16_b_col" } else { "matmul_fp16_b_row" };
-            let _ = writeln!(csv, "{id},{name},{n}x{n}x{n},{:.5},{:.5},{:.5},,,", s.median_ms, s.p20_ms, s.p80_ms);
+            let _ = writeln!(
+                csv,
+                "{id},{name},{n}x{n}x{n},{:.5},{:.5},{:.5},,,",
+                s.median_ms, s.p20_ms, s.p80_ms
+            );
             tflops.push(t);
         }
         println!(

@@ -83,7 +83,7 @@ fn honest_spec(kernel: &Kernel, args: &[ArgValue], buffers: &[HostBuffer]) -> Sp
         .collect();
     Specialization {
         divisible_by_16: divisible,
-        ..Default::default()
+        equal_to_1: args.iter().map(|a| matches!(a, ArgValue::Int(1))).collect(),
     }
 }
 

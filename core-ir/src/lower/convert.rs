@@ -195,25 +195,32 @@ impl Lowerer<'_> {
         let rvec = self.vector_run(&dst, &dst_map, perm, &plan);
         let mut out = Vec::with_capacity(dst_map.len);
         for g in (0..dst_map.len).step_by(rvec) {
-            let dsts: Vec<Reg> = (0..rvec).map(|_| self.new_reg(stored)).collect();
-            self.emit(Stmt::Load {
-                dsts: dsts.clone(),
-                mem: Memory::Shared { alloc: buf },
-                index: read_at[g],
-                pred: None,
-                cache: CacheModifier::Default,
-            });
-            for r in dsts {
-                out.push(if ty == ScalarType::Bool {
-                    let zero = self.konst(stored, Literal::Int(0));
-                    self.set(ScalarType::Bool, Expr::Compare(CmpOp::Ne, r, zero))
-                } else {
-                    r
-                });
-            }
+            self.read_exchanged(buf, ty, read_at[g], rvec, &mut out);
         }
         self.emit(Stmt::Barrier);
         Ok(out)
+    }
+
+    /// Reads `width` consecutive elements of exchange buffer `buf` at `index` into new
+    /// registers appended to `out`; booleans (stored as `i32`) become booleans again.
+    fn read_exchanged(&mut self, buf: u32, ty: ScalarType, index: Reg, width: usize, out: &mut Vec<Reg>) {
+        let stored = if ty == ScalarType::Bool { ScalarType::I32 } else { ty };
+        let dsts: Vec<Reg> = (0..width).map(|_| self.new_reg(stored)).collect();
+        self.emit(Stmt::Load {
+            dsts: dsts.clone(),
+            mem: Memory::Shared { alloc: buf },
+            index,
+            pred: None,
+            cache: CacheModifier::Default,
+        });
+        for r in dsts {
+            out.push(if ty == ScalarType::Bool {
+                let zero = self.konst(stored, Literal::Int(0));
+                self.set(ScalarType::Bool, Expr::Compare(CmpOp::Ne, r, zero))
+            } else {
+                r
+            });
+        }
     }
 
     /// How many consecutive registers of `map` (value dimension `i` being source dimension
@@ -317,20 +324,7 @@ impl Lowerer<'_> {
         let dst_idx = self.linear(&dst_map, strides);
         let mut out = Vec::with_capacity(dst_map.len);
         for &idx in &dst_idx {
-            let r = self.new_reg(stored);
-            self.emit(Stmt::Load {
-                dsts: vec![r],
-                mem: Memory::Shared { alloc: buf },
-                index: idx,
-                pred: None,
-                cache: CacheModifier::Default,
-            });
-            out.push(if ty == ScalarType::Bool {
-                let zero = self.konst(stored, Literal::Int(0));
-                self.set(ScalarType::Bool, Expr::Compare(CmpOp::Ne, r, zero))
-            } else {
-                r
-            });
+            self.read_exchanged(buf, ty, idx, 1, &mut out);
         }
         self.emit(Stmt::Barrier);
         Ok(out)
