@@ -127,6 +127,7 @@ impl<'a> Emitter<'a> {
                 value,
                 pred,
             } => atomic::cas(self, *dst, *param, *index, *cmp, *value, *pred),
+            Stmt::Mma { d, a, b, c } => mma(self, d, a, b, c),
             Stmt::Barrier => {
                 self.ins("bar.sync 0");
                 Ok(())
@@ -147,6 +148,38 @@ impl<'a> Emitter<'a> {
             reason,
         })
     }
+}
+
+/// `mma.sync.aligned.m16n8k16` (sm_80 and later): the f16 or bf16 fragments are packed
+/// in pairs into the 32-bit registers the instruction takes, in the order of `Stmt::Mma`.
+fn mma(e: &mut Emitter, d: &[Reg; 4], a: &[Reg; 8], b: &[Reg; 4], c: &[Reg; 4]) -> Res {
+    if e.target.sm < 80 {
+        return Err(format!(
+            "mma.sync.m16n8k16 needs sm_80 or later, the target is sm_{}",
+            e.target.sm
+        ));
+    }
+    let input = match e.ty(a[0]) {
+        ScalarType::F16 => "f16",
+        ScalarType::BF16 => "bf16",
+        t => return Err(format!("mma multiplies f16 or bf16, got {t}")),
+    };
+    let pack = |e: &mut Emitter, pair: &[Reg]| -> String {
+        let r = e.tmp(Class::R);
+        let (lo, hi) = (e.r(pair[0]), e.r(pair[1]));
+        e.ins(format!("mov.b32 {r}, {{{lo}, {hi}}}"));
+        r
+    };
+    let av: Vec<String> = a.chunks(2).map(|p| pack(e, p)).collect();
+    let bv: Vec<String> = b.chunks(2).map(|p| pack(e, p)).collect();
+    let list = |e: &Emitter, rs: &[Reg]| rs.iter().map(|&r| e.r(r)).collect::<Vec<_>>().join(", ");
+    let (dl, cl) = (list(e, d), list(e, c));
+    e.ins(format!(
+        "mma.sync.aligned.m16n8k16.row.col.f32.{input}.{input}.f32 {{{dl}}}, {{{}}}, {{{}}}, {{{cl}}}",
+        av.join(", "),
+        bv.join(", ")
+    ));
+    Ok(())
 }
 
 /// `s` in the per-thread IR's text form, on one line.

@@ -201,3 +201,47 @@ fn transpose_moves_16_bytes_both_ways_without_spills() {
         }
     }
 }
+
+/// The matmul tutorial's configurations with `dot` on the tensor cores (`mma.sync`, f16
+/// in, f32 accumulators) pass ptxas for sm_80 and sm_90; `ptxas -v`'s registers and
+/// spills on sm_90 are printed for the record
+/// (`cargo test -p rutile-ptx --test seeds tensor_cores -- --nocapture`).
+#[test]
+fn matmul_on_the_tensor_cores_passes_ptxas() {
+    let configs = [
+        (128, 256, 8),
+        (256, 128, 8),
+        (256, 64, 4),
+        (64, 256, 4),
+        (128, 128, 4),
+        (128, 64, 4),
+        (64, 128, 4),
+        (128, 32, 4),
+        (64, 32, 2),
+        (32, 64, 2),
+    ];
+    for (bm, bn, warps) in configs {
+        let kernel = seeds::matmul(&seeds::MatmulMeta::fp16(bm, bn, 32)).unwrap();
+        let target = Target {
+            mma_sync: true,
+            ..Target::nvidia(warps, 227 * 1024)
+        };
+        let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len())).unwrap();
+        for sm in [80, 90] {
+            let ptx = emit(&t, &PtxTarget::from_compute_capability(sm / 10, 0)).unwrap();
+            assert!(
+                ptx.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+                "{bm}x{bn}"
+            );
+            support::ptxas_check(&ptx, sm);
+            if sm == 90 {
+                if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+                    println!(
+                        "matmul {bm}x{bn}x32, {warps} warps: {registers} registers, {spilled} bytes spilled, {} bytes shared",
+                        t.shared_bytes()
+                    );
+                }
+            }
+        }
+    }
+}

@@ -20,6 +20,7 @@ fn check_all(kernel: &Kernel, warps: &[u32]) {
                 shuffles,
                 max_vector_bytes: 16,
                 native_float_minmax: false,
+                mma_sync: false,
             };
             let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len()))
                 .unwrap_or_else(|e| panic!("lowering {}: {e}", kernel.name));
@@ -98,6 +99,7 @@ fn streaming_loads_are_nontemporal() {
         shuffles: true,
         max_vector_bytes: 16,
         native_float_minmax: false,
+        mma_sync: false,
     };
     let lower = |k: &Kernel| rutile_ir::lower::lower(k, &target, &Specialization::all(k.params.len())).unwrap();
     for block in [1024, 4096] {
@@ -139,6 +141,7 @@ fn a_buffer_also_loaded_plainly_keeps_no_hint() {
         shuffles: true,
         max_vector_bytes: 16,
         native_float_minmax: false,
+        mma_sync: false,
     };
     let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(2)).unwrap();
     let (sk, _) = common::check(&t, &SpirvTarget::full(32));

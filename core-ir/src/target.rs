@@ -20,6 +20,10 @@ pub struct Target {
     /// one, each is a dozen compares and selects, so f32 max and min reductions combine
     /// integer keys instead (see `lower::reduce`).
     pub native_float_minmax: bool,
+    /// Whether warps can run `mma.sync.m16n8k16` on f16 and bf16 (NVIDIA's tensor cores,
+    /// sm_80 and later): `dot` of f16 or bf16 tiles into f32 then runs on them (see
+    /// `lower::dot`); elsewhere it runs on the CUDA cores, one `fma` per product.
+    pub mma_sync: bool,
 }
 
 impl Target {
@@ -32,6 +36,7 @@ impl Target {
             shuffles: true,
             max_vector_bytes: 16,
             native_float_minmax: true,
+            mma_sync: false,
         }
     }
     /// Threads per program, saturating at `u32::MAX` (more than any device allows, and more

@@ -24,6 +24,7 @@ fn target(warp_size: u32, num_warps: u32) -> Target {
         shuffles: true,
         max_vector_bytes: 16,
         native_float_minmax: true,
+        mma_sync: false,
     }
 }
 

@@ -35,6 +35,7 @@ fn target(warp_size: u32, num_warps: u32, shuffles: bool) -> Target {
         // As SPIR-V: f32 max/min reductions on integer keys where shuffles go through
         // subgroups of 8 or through shared memory.
         native_float_minmax: warp_size == 32 && shuffles,
+        mma_sync: false,
     }
 }
 

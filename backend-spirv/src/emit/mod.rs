@@ -821,6 +821,13 @@ impl<'a> Cx<'a> {
                 value,
                 pred,
             } => self.predicated(*pred, |cx| cx.atomic_cas(*dst, *param, *index, *cmp, *value))?,
+            Stmt::Mma { .. } => {
+                return Err(unsupported(
+                    self.k,
+                    "mma.sync",
+                    "lower `dot` without matrix units for SPIR-V".into(),
+                ))
+            }
             Stmt::Barrier => self.stmt(Statement::ControlBarrier(naga::Barrier::WORK_GROUP)),
             Stmt::If {
                 cond,

@@ -257,6 +257,17 @@ impl Scan {
                         *err = Some(atomic_unsupported(k, t, ty, "atomic_cas"));
                     }
                 }
+                // The lowering uses matrix units only where the target has them, and this
+                // backend's targets have none yet (cooperative matrices are to come).
+                Stmt::Mma { .. } => {
+                    if err.is_none() {
+                        *err = Some(SpirvError::Unsupported {
+                            kernel: k.name.clone(),
+                            what: "mma.sync",
+                            detail: "lower `dot` without matrix units for SPIR-V".into(),
+                        });
+                    }
+                }
                 Stmt::Barrier | Stmt::Comment(_) => {}
                 Stmt::If {
                     cond,

@@ -19,8 +19,9 @@ impl Lowerer<'_> {
 
     /// The layouts of a `for` loop's carried values: a pointer that the body loads or
     /// stores through directly (`a_ptrs` advanced each iteration) is carried in that
-    /// access's layout when its initial value is index arithmetic (recomputed there once,
-    /// before the loop), so that the access needs no conversion per iteration; other
+    /// access's layout, and an accumulator that a `dot` on the tensor cores adds to in that
+    /// `dot`'s result layout, when the initial value is index arithmetic or a constant
+    /// (recomputed there once, before the loop), so that no iteration converts them; other
     /// values keep the layout they come with.
     fn carried_layouts(&self, init: &[ValueId], region: &crate::ir::Region) -> Vec<Option<crate::layout::Layout>> {
         let accessed = |arg: ValueId| {
@@ -31,13 +32,26 @@ impl Lowerer<'_> {
                 _ => false,
             })
         };
+        // A `dot` accumulating into the carried value directly.
+        let accumulated = |arg: ValueId| {
+            region.insts.iter().find_map(|&i| {
+                let inst = &self.k.insts[i];
+                match inst.op {
+                    Op::Dot { acc, .. } if acc == arg => self.mma_accumulator_layout(inst),
+                    _ => None,
+                }
+            })
+        };
         init.iter()
             .zip(&region.args[1..])
             .map(|(&v, &arg)| {
-                if self.anchored[v.index()] || !accessed(arg) {
+                if self.anchored[v.index()] {
                     return None;
                 }
-                self.access_layout(arg)
+                if accessed(arg) {
+                    return self.access_layout(arg);
+                }
+                accumulated(arg)
             })
             .collect()
     }

@@ -5,8 +5,8 @@
 //! memory in whatever layout they have, then a loop over `k` reads `a[m, k]` and `b[k, n]`
 //! for each held `(m, n)` and accumulates with `fma` (floats) or a wrapping multiply-add
 //! (integers). Products of f16/bf16 operands are exact in f32, and `k` runs in order, so
-//! the result is the interpreter's bit for bit. Matrix units (mma, cooperative matrices)
-//! are a faster lowering of the same op, not done here.
+//! the result is the interpreter's bit for bit. On NVIDIA's tensor cores `mma.rs` lowers
+//! the same op where it can; cooperative matrices on Vulkan are to come.
 
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, CacheModifier, CmpOp, Inst, Literal, Op};
@@ -15,6 +15,9 @@ use crate::types::{Elem, ScalarType};
 
 impl Lowerer<'_> {
     pub(crate) fn dot(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
+        if let Some(on_tensor_cores) = self.dot_mma(inst)? {
+            return Ok(on_tensor_cores);
+        }
         let Op::Dot { a, b, acc } = inst.op else {
             return Err(self.internal("not a dot"));
         };
@@ -86,7 +89,7 @@ impl Lowerer<'_> {
 
     /// A shared buffer of its own holding `v` (`len` elements of `ty`) row-major; each
     /// element is stored once, by its owner.
-    fn stage(&mut self, v: crate::ir::ValueId, ty: ScalarType, len: u32) -> Result<u32, LowerError> {
+    pub(crate) fn stage(&mut self, v: crate::ir::ValueId, ty: ScalarType, len: u32) -> Result<u32, LowerError> {
         let lval = self.lval(v)?;
         let buf = self.shared.len() as u32;
         self.shared.push(SharedAlloc { elem: ty, len });

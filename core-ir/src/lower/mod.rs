@@ -20,6 +20,7 @@ mod dot;
 mod elementwise;
 mod exchange;
 mod memory;
+mod mma;
 mod ordering;
 mod reduce;
 mod shape;

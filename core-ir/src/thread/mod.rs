@@ -169,6 +169,24 @@ pub enum Stmt {
         value: Reg,
         pred: Option<Reg>,
     },
+    /// One warp-wide matrix multiply-add on the matrix units, PTX's
+    /// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`: `d = a b + c` for
+    /// a 16x16 `a`, a 16x8 `b` and 16x8 `c` and `d`, each spread over the 32 lanes of the
+    /// warp as PTX lays out its fragments. Lane `l`, with `g = l / 4` and `t = l % 4`, holds
+    ///
+    /// - `a`: `(g, 2t)`, `(g, 2t+1)`, `(g+8, 2t)`, `(g+8, 2t+1)`, `(g, 2t+8)`, `(g, 2t+9)`,
+    ///   `(g+8, 2t+8)`, `(g+8, 2t+9)` (f16 or bf16, all alike);
+    /// - `b`: `(2t, g)`, `(2t+1, g)`, `(2t+8, g)`, `(2t+9, g)` (the type of `a`);
+    /// - `c` and `d`: `(g, 2t)`, `(g, 2t+1)`, `(g+8, 2t)`, `(g+8, 2t+1)` (f32).
+    ///
+    /// The products are exact and the sums are in f32, in an order the hardware picks.
+    /// Every lane of the warp takes part (warps of 32 only); `d` may be `c`.
+    Mma {
+        d: [Reg; 4],
+        a: [Reg; 8],
+        b: [Reg; 4],
+        c: [Reg; 4],
+    },
     /// Waits for every thread of the program; orders shared-memory accesses around it.
     Barrier,
     If {

@@ -1,6 +1,6 @@
 //! Text form of per-thread kernels, for dumps and tests.
 
-use super::{Expr, Memory, Special, Stmt, ThreadKernel, ThreadParam};
+use super::{Expr, Memory, Reg, Special, Stmt, ThreadKernel, ThreadParam};
 use std::fmt::{self, Write};
 
 impl fmt::Display for ThreadKernel {
@@ -140,6 +140,17 @@ impl ThreadKernel {
                     self.r(*cmp),
                     self.r(*value)
                 ),
+                Stmt::Mma { d, a, b, c } => {
+                    let list = |rs: &[Reg]| rs.iter().map(|&r| self.r(r)).collect::<Vec<_>>().join(", ");
+                    writeln!(
+                        out,
+                        "{pad}{} = mma.m16n8k16 [{}] * [{}] + [{}]",
+                        list(d),
+                        list(a),
+                        list(b),
+                        list(c)
+                    )
+                }
                 Stmt::Barrier => writeln!(out, "{pad}barrier"),
                 Stmt::Comment(c) => writeln!(out, "{pad}// {c}"),
                 Stmt::If {

@@ -170,6 +170,25 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             pred(k, p)
         }
         Stmt::If { cond, .. } | Stmt::While { cond, .. } => want(k, *cond, ScalarType::Bool, "condition"),
+        Stmt::Mma { d, a, b, c } => {
+            if k.warp_size != 32 {
+                return Err(format!(
+                    "`mma` needs warps of 32 threads, the kernel has {}",
+                    k.warp_size
+                ));
+            }
+            let input = ty(k, a[0])?;
+            if !matches!(input, ScalarType::F16 | ScalarType::BF16) {
+                return Err(format!("`mma` multiplies f16 or bf16 fragments, got {input}"));
+            }
+            for &r in a.iter().chain(b) {
+                want(k, r, input, "mma operand")?;
+            }
+            for &r in c.iter().chain(d) {
+                want(k, r, ScalarType::F32, "mma accumulator")?;
+            }
+            Ok(())
+        }
         Stmt::Barrier | Stmt::Comment(_) => Ok(()),
     }
 }

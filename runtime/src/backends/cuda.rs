@@ -128,6 +128,8 @@ impl Device for CudaGpu {
             let target = Target {
                 // `min.NaN`/`max.NaN` from sm_80.
                 native_float_minmax: major >= 8,
+                // The tensor cores' `mma.sync.m16n8k16` from sm_80.
+                mma_sync: major >= 8,
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;

@@ -182,6 +182,7 @@ impl WgpuGpu {
             max_vector_bytes: if loops { 4 } else { 16 },
             // SPIR-V has no NaN-propagating maximum: f32 max reductions use integer keys.
             native_float_minmax: false,
+            mma_sync: false,
         }
     }
 }

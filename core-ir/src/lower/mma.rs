@@ -1,0 +1,192 @@
+//! `dot` on NVIDIA's tensor cores: `mma.sync.m16n8k16` (`Stmt::Mma`) where the target has
+//! it, the inputs are f16 or bf16 and the accumulator f32, and the tile is whole m16n8k16
+//! steps for the program's warps.
+//!
+//! The accumulator lives in the `mma` result layout, which is a blocked layout: a thread
+//! holds 2 adjacent columns (`size_per_thread [1, 2]`), the lanes of a warp cover 8 rows by
+//! 4 pairs (`threads_per_warp [8, 4]`), warps go along N first. Lane `l` of a warp then
+//! holds, for each pair of row repetitions `2q, 2q + 1` and each column repetition `p`, the
+//! four elements `(g, 2t)`, `(g, 2t+1)`, `(g+8, 2t)`, `(g+8, 2t+1)` of one m16n8 tile
+//! (`g = l / 4`, `t = l % 4`, rows counted within the tile): exactly an `mma` fragment. So
+//! element-wise epilogues, reductions and stores work on it unchanged, and a value that must
+//! change layout goes through the swizzled exchange like any other.
+//!
+//! The operands are staged in shared memory (row-major, as the CUDA-core path stages them)
+//! and each warp reads its fragments from there: A's pairs of adjacent `k` as 2-element
+//! loads, B's elements one by one. `ldmatrix`, swizzled operand layouts and a `cp.async`
+//! pipeline are the next steps (docs/performance.md measures what this first form reaches).
+
+use super::{LVal, LowerError, Lowerer};
+use crate::ir::{BinaryOp, CacheModifier, Inst, Literal, Op};
+use crate::layout::{Blocked, Layout};
+use crate::thread::{Expr, Memory, Reg, Stmt};
+use crate::types::{Elem, ScalarType, Shape};
+
+/// The shape of one `dot` on the tensor cores.
+struct MmaPlan {
+    m: u32,
+    n: u32,
+    k: u32,
+    input: ScalarType,
+    layout: Layout,
+}
+
+impl Lowerer<'_> {
+    /// How `dot` `inst` runs on the tensor cores, or `None` when it cannot (then it runs on
+    /// the CUDA cores).
+    fn mma_plan(&self, inst: &Inst) -> Option<MmaPlan> {
+        let Op::Dot { a, b, acc } = inst.op else { return None };
+        let (ta, tb, tc) = (self.k.ty(a), self.k.ty(b), self.k.ty(acc));
+        let (Elem::Scalar(input), Elem::Scalar(acc_ty)) = (ta.elem, tc.elem) else {
+            return None;
+        };
+        if !self.target.mma_sync
+            || self.target.warp_size != 32
+            || !matches!(input, ScalarType::F16 | ScalarType::BF16)
+            || acc_ty != ScalarType::F32
+        {
+            return None;
+        }
+        let ([m, k], n) = (ta.shape.dims().try_into().ok()?, tb.shape.dims()[1]);
+        let warps = self.target.num_warps;
+        let wn = warps.min(n / 8).max(1);
+        let wm = warps / wn;
+        if m % (16 * wm) != 0 || n % (8 * wn) != 0 || k % 16 != 0 || wm * wn != warps {
+            return None;
+        }
+        let layout = Layout::blocked(Blocked {
+            rank: 2,
+            size_per_thread: [1, 2, 1],
+            threads_per_warp: [8, 4, 1],
+            warps_per_cta: [wm, wn, 1],
+            order: [1, 0, 0],
+        });
+        Some(MmaPlan { m, n, k, input, layout })
+    }
+
+    /// The layout `dot` `inst` gives its result in, when it runs on the tensor cores: what a
+    /// loop carrying its accumulator should carry it in.
+    pub(crate) fn mma_accumulator_layout(&self, inst: &Inst) -> Option<Layout> {
+        self.mma_plan(inst).map(|p| p.layout)
+    }
+
+    /// `dot` on the tensor cores, or `None` when it cannot run there.
+    pub(crate) fn dot_mma(&mut self, inst: &Inst) -> Result<Option<LVal>, LowerError> {
+        let Some(plan) = self.mma_plan(inst) else {
+            return Ok(None);
+        };
+        let Op::Dot { a, b, acc } = inst.op else {
+            return Err(self.internal("not a dot"));
+        };
+        let MmaPlan { m, n, k, input, layout } = plan;
+        let i32t = ScalarType::I32;
+
+        let a_buf = self.stage(a, input, m * k)?;
+        let b_buf = self.stage(b, input, k * n)?;
+        self.emit(Stmt::Barrier);
+
+        // The accumulator, copied so that `acc` itself is untouched.
+        let shape = Shape::new(&[m, n]).expect("the dot's result shape");
+        let init = self.ensure(acc, layout)?;
+        let out: Vec<Reg> = init.iter().map(|&r| self.set(ScalarType::F32, Expr::Copy(r))).collect();
+        let map = layout.map(shape);
+        let reg = |jr: u32, jc: u32| map.join([jr, jc, 0]);
+        let (mtiles, ntiles) = (map.count[0] / 2, map.count[1] / 2);
+
+        // Per thread: `2t` and `g`, the rows of each m16 tile, the B column of each n8 tile.
+        let (_, lane, _) = self.thread_ids();
+        let (three, one, two) = (self.i32c(3), self.i32c(1), self.i32c(2));
+        let t = self.pset(i32t, Expr::Binary(BinaryOp::And, lane, three));
+        let t2 = self.pset(i32t, Expr::Binary(BinaryOp::Shl, t, one));
+        let g = self.pset(i32t, Expr::Binary(BinaryOp::Shr, lane, two));
+        let (k_c, n_c) = (self.i32c(k as i64), self.i32c(n as i64));
+        // A: row r, columns 2t (+1): `r * K + 2t`.
+        let mut a_rows = Vec::new();
+        for q in 0..mtiles {
+            let mut pair = [None; 2];
+            for (h, slot) in pair.iter_mut().enumerate() {
+                let row = self.coord(&map, reg(2 * q + h as u32, 0), 0);
+                let at = self.pset(i32t, Expr::Binary(BinaryOp::Mul, row, k_c));
+                *slot = Some(self.pset(i32t, Expr::Binary(BinaryOp::Add, at, t2)));
+            }
+            a_rows.push(pair.map(|r| r.expect("set above")));
+        }
+        // B: rows 2t (+1, +8, +9), column `n0 + g` where `n0 = col(2t) - 2t`: `2t * N + col`.
+        let mut b_cols = Vec::new();
+        for p in 0..ntiles {
+            let col = self.coord(&map, reg(0, 2 * p), 1);
+            let n0 = self.pset(i32t, Expr::Binary(BinaryOp::Sub, col, t2));
+            let c = self.pset(i32t, Expr::Binary(BinaryOp::Add, n0, g));
+            let row = self.pset(i32t, Expr::Binary(BinaryOp::Mul, t2, n_c));
+            b_cols.push(self.pset(i32t, Expr::Binary(BinaryOp::Add, row, c)));
+        }
+
+        for kk in 0..k / 16 {
+            let mut a_frags = Vec::with_capacity(mtiles as usize);
+            for rows in &a_rows {
+                let mut frag = Vec::with_capacity(8);
+                // (g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..).
+                for (hk, h) in [(0, 0), (0, 1), (8, 0), (8, 1)] {
+                    let index = self.offset(rows[h], (kk * 16 + hk) as i64);
+                    frag.extend(self.read_pair(a_buf, input, index, 2));
+                }
+                a_frags.push(frag);
+            }
+            let mut b_frags = Vec::with_capacity(ntiles as usize);
+            for &base in &b_cols {
+                let mut frag = Vec::with_capacity(4);
+                for dk in [0, 1, 8, 9] {
+                    let index = self.offset(base, ((kk * 16 + dk) * n) as i64);
+                    frag.extend(self.read_pair(b_buf, input, index, 1));
+                }
+                b_frags.push(frag);
+            }
+            for (q, af) in a_frags.iter().enumerate() {
+                for (p, bf) in b_frags.iter().enumerate() {
+                    let (q, p) = (q as u32, p as u32);
+                    let d = [
+                        out[reg(2 * q, 2 * p)],
+                        out[reg(2 * q, 2 * p + 1)],
+                        out[reg(2 * q + 1, 2 * p)],
+                        out[reg(2 * q + 1, 2 * p + 1)],
+                    ];
+                    self.emit(Stmt::Mma {
+                        d,
+                        a: af.clone().try_into().expect("8 A registers"),
+                        b: bf.clone().try_into().expect("4 B registers"),
+                        c: d,
+                    });
+                }
+            }
+        }
+        // The buffers may be written again (the next iteration of an enclosing loop).
+        self.emit(Stmt::Barrier);
+        Ok(Some(LVal {
+            layout,
+            regs: out,
+            ptr: None,
+        }))
+    }
+
+    /// `base + delta` (in the body; `base` itself when `delta` is 0).
+    fn offset(&mut self, base: Reg, delta: i64) -> Reg {
+        if delta == 0 {
+            return base;
+        }
+        let d = self.konst(ScalarType::I32, Literal::Int(delta));
+        self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, base, d))
+    }
+
+    /// `width` consecutive elements of shared buffer `buf` from `index`, in one access.
+    fn read_pair(&mut self, buf: u32, ty: ScalarType, index: Reg, width: usize) -> Vec<Reg> {
+        let dsts: Vec<Reg> = (0..width).map(|_| self.new_reg(ty)).collect();
+        self.emit(Stmt::Load {
+            dsts: dsts.clone(),
+            mem: Memory::Shared { alloc: buf },
+            index,
+            pred: None,
+            cache: CacheModifier::Default,
+        });
+        dsts
+    }
+}

@@ -1,0 +1,176 @@
+//! `dot` on the tensor cores (`Stmt::Mma`): the matmul seed and plain dots lowered for an
+//! NVIDIA target with `mma_sync`, run in the SIMT simulator (which computes each `mma`
+//! exactly and rounds once to f32) and compared with the interpreter (one `fma` per
+//! product, in order) within the f32 accumulation's rounding; ragged shapes, leaky ReLU,
+//! f16 and f32 outputs, bf16 inputs, every warp count.
+
+use half::{bf16, f16};
+use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
+use rutile_ir::lower::lower;
+use rutile_ir::seeds::{matmul, matmul_grid, Activation, MatmulMeta};
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::testing::Rng;
+use rutile_ir::thread::{Stmt, ThreadKernel};
+use rutile_ir::ScalarType::{self, BF16, F16, F32};
+
+fn target(num_warps: u32) -> Target {
+    Target {
+        mma_sync: true,
+        ..Target::nvidia(num_warps, 100 * 1024)
+    }
+}
+
+fn mmas(tk: &ThreadKernel) -> usize {
+    let mut n = 0;
+    tk.walk(&mut |s| n += matches!(s, Stmt::Mma { .. }) as usize);
+    n
+}
+
+fn ptr(buffer: usize) -> ArgValue {
+    ArgValue::Ptr { buffer, offset: 0 }
+}
+
+/// Inputs of `elem` in [-1, 1].
+fn inputs(rng: &mut Rng, elem: ScalarType, n: usize) -> HostBuffer {
+    let v = rng.f32s(n, -1.0, 1.0);
+    match elem {
+        F16 => HostBuffer::from_slice(&v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>()),
+        BF16 => HostBuffer::from_slice(&v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>()),
+        _ => HostBuffer::from_slice(&v),
+    }
+}
+
+/// The output buffer as f64.
+fn values(b: &HostBuffer) -> Vec<f64> {
+    match b.elem() {
+        F16 => b.to_vec::<f16>().unwrap().iter().map(|v| v.to_f64()).collect(),
+        BF16 => b.to_vec::<bf16>().unwrap().iter().map(|v| v.to_f64()).collect(),
+        _ => b.to_vec::<f32>().unwrap().iter().map(|&v| v as f64).collect(),
+    }
+}
+
+/// Runs the matmul seed of `meta` on `m x n x k` in the interpreter and, lowered for
+/// `warps` with the tensor cores, in the simulator; checks that the lowering used them and
+/// that the results agree within `tol` (relative to the largest output, as the sums differ
+/// in rounding only).
+fn check_matmul(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), warps: u32, rng: &mut Rng, tol: f64) {
+    let kernel = matmul(meta).unwrap();
+    let buffers = vec![
+        inputs(rng, meta.input, m * k),
+        inputs(rng, meta.input, k * n),
+        HostBuffer::zeros(meta.output, m * n),
+    ];
+    let ints = rutile_ir::seeds::matmul_row_major_args(m, n, k);
+    let mut args = vec![ptr(0), ptr(1), ptr(2)];
+    args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
+    let grid = [matmul_grid(meta, m as u32, n as u32), 1, 1];
+    let mut want = buffers.clone();
+    interp::run(&kernel, grid, &args, &mut want).unwrap();
+    let tk = lower(&kernel, &target(warps), &Specialization::none(args.len())).unwrap();
+    let at = format!(
+        "{}x{}x{} blocks, {warps} warps, {m}x{n}x{k}, {} -> {}",
+        meta.block_m, meta.block_n, meta.block_k, meta.input, meta.output
+    );
+    assert!(mmas(&tk) > 0, "{at}: no mma");
+    let mut got = buffers.clone();
+    simt::run_threads(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+    let (g, w) = (values(&got[2]), values(&want[2]));
+    let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
+    for i in 0..m * n {
+        assert!(
+            (g[i] - w[i]).abs() <= tol * scale,
+            "{at}: element {i}: {} against {}",
+            g[i],
+            w[i]
+        );
+    }
+}
+
+#[test]
+fn matmul_on_the_tensor_cores_matches_the_interpreter() {
+    let mut rng = Rng::new(31);
+    let f32_out = |bm, bn, bk| MatmulMeta {
+        output: F32,
+        ..MatmulMeta::fp16(bm, bn, bk)
+    };
+    // f32 outputs: the sums agree to f32 rounding.
+    check_matmul(&f32_out(32, 32, 16), (32, 32, 16), 1, &mut rng, 1e-5);
+    check_matmul(&f32_out(64, 64, 32), (100, 77, 50), 4, &mut rng, 1e-5);
+    check_matmul(&f32_out(32, 64, 32), (17, 33, 129), 2, &mut rng, 1e-5);
+    check_matmul(&f32_out(64, 32, 16), (64, 64, 64), 8, &mut rng, 1e-5);
+    // f16 outputs (one more rounding), leaky ReLU, bf16 inputs.
+    check_matmul(&MatmulMeta::fp16(32, 32, 32), (40, 48, 70), 4, &mut rng, 2e-3);
+    let relu = MatmulMeta {
+        activation: Some(Activation::LeakyRelu),
+        ..MatmulMeta::fp16(64, 64, 32)
+    };
+    check_matmul(&relu, (65, 64, 96), 4, &mut rng, 2e-3);
+    let bf = MatmulMeta {
+        input: BF16,
+        output: F32,
+        ..MatmulMeta::fp16(32, 32, 16)
+    };
+    check_matmul(&bf, (32, 48, 40), 2, &mut rng, 1e-5);
+}
+
+/// Where the tensor cores cannot take the tile (f32 inputs, warps of 8, a tile narrower
+/// than the warps' m16n8 steps), `dot` stays on the CUDA cores, with the same results.
+#[test]
+fn dots_the_tensor_cores_cannot_take_stay_on_the_cuda_cores() {
+    let meta = MatmulMeta {
+        input: F32,
+        output: F32,
+        ..MatmulMeta::fp16(32, 32, 16)
+    };
+    let k = matmul(&meta).unwrap();
+    assert_eq!(mmas(&lower(&k, &target(4), &Specialization::none(12)).unwrap()), 0);
+    let f16k = matmul(&MatmulMeta::fp16(32, 32, 16)).unwrap();
+    let warp8 = Target {
+        warp_size: 8,
+        ..target(4)
+    };
+    assert_eq!(mmas(&lower(&f16k, &warp8, &Specialization::none(12)).unwrap()), 0);
+    let narrow = matmul(&MatmulMeta::fp16(16, 16, 16)).unwrap();
+    assert_eq!(mmas(&lower(&narrow, &target(8), &Specialization::none(12)).unwrap()), 0);
+    assert!(mmas(&lower(&narrow, &target(2), &Specialization::none(12)).unwrap()) > 0);
+    let off = Target {
+        mma_sync: false,
+        ..target(4)
+    };
+    assert_eq!(mmas(&lower(&f16k, &off, &Specialization::none(12)).unwrap()), 0);
+}
+
+/// The matmul's accumulator is carried through its K loop in the `mma` layout: no
+/// iteration converts it (the loop's only shared-memory exchanges are the operands).
+#[test]
+fn the_accumulator_stays_in_the_mma_layout_across_the_loop() {
+    let kernel = matmul(&MatmulMeta::fp16(64, 64, 32)).unwrap();
+    let tk = lower(&kernel, &target(4), &Specialization::all(12)).unwrap();
+    let text = tk.to_string();
+    let dot_line = text.lines().find(|l| l.contains("// dot at ")).expect("a dot");
+    assert!(
+        dot_line.contains("spt [1, 2], tpw [8, 4], wpc [1, 4], order [1, 0]"),
+        "{dot_line}"
+    );
+    // Inside the loop: two stagings (A and B) and the fragment reads, no conversion of the
+    // accumulator (which would store 32 f32 registers a thread to shared memory).
+    let mut loop_f32_stores = 0;
+    fn count(stmts: &[Stmt], tk: &ThreadKernel, inside: bool, n: &mut usize) {
+        for s in stmts {
+            match s {
+                Stmt::While { cond_body, body, .. } => {
+                    count(cond_body, tk, true, n);
+                    count(body, tk, true, n);
+                }
+                Stmt::Store {
+                    values,
+                    mem: rutile_ir::thread::Memory::Shared { .. },
+                    ..
+                } if inside && tk.reg_type(values[0]) == F32 => *n += 1,
+                _ => {}
+            }
+        }
+    }
+    count(&tk.body, &tk, false, &mut loop_f32_stores);
+    assert_eq!(loop_f32_stores, 0, "{text}");
+}
