@@ -3,7 +3,7 @@
 //!
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
 //!                                               [--cols N,N,...]
-//!                                               [--only vector_add,softmax,transpose,matmul_b]
+//!                                               [--only vector_add,softmax,transpose,matmul_b,matmul]
 //!
 //! Vector add f32 for 2^12..2^28 elements (12 bytes per element), fused softmax f32
 //! for M = 4096, N = 256..16384 (powers of two and three widths just past one; 8 bytes per
@@ -14,19 +14,25 @@
 //! per element; its load and store contiguous along different axes of the tile) in 64 x 64
 //! and 32 x 32 tiles at 4 and 8 warps, each configuration's result checked against the
 //! CPU's transpose before it is timed; and the fp16 matmul with B row-major and
-//! column-major (`matmul_b`). `--only` runs the named sections only (the copy
-//! ceiling is always measured). Times are
+//! column-major (`matmul_b`); and the tutorial's fp16 matmul, autotuned, at M = N = K =
+//! 256..8192 on every GPU beside cuBLAS on each CUDA device, in the same run (`matmul`;
+//! `RUTILE_CUBLAS` points at a libcublas.so.N where it is not found, see `rutile::cublas`).
+//! `--only` runs the named sections only (the copy ceiling is always measured). Times are
 //! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
 //! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
 //! reading 256 MiB (`--flush read`), which leaves it clean. `--cols` measures the softmax at
 //! the given widths only (e.g. `--cols 1024` to repeat one figure).
 
+use rutile::autotune::Autotuner;
+use rutile::cublas::Cublas;
 use rutile::seeds;
-use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
+use rutile::{Backend, CacheModifier, CudaGpu, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
 use rutile_examples::bench::{copy_kernel, do_bench, gbps, CacheFlush, CopyTimes, FlushMode, Stats, COPY_BLOCK};
 use rutile_examples::check::{first_difference, transpose_reference};
 use rutile_examples::rng::{normal_f32s, Rng};
+use rutile_examples::tutorials::{matmul_configs_for, tuned_matmul};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -53,7 +59,8 @@ fn main() {
             let list = args.get(i + 1).map(String::as_str).unwrap_or("");
             Sections::parse(list).unwrap_or_else(|| {
                 eprintln!(
-                    "--only takes sections from vector_add, softmax, transpose and matmul_b separated by commas, got {list:?}"
+                    "--only takes sections from vector_add, softmax, transpose, matmul_b and matmul separated by commas, \
+                     got {list:?}"
                 );
                 std::process::exit(2);
             })
@@ -124,6 +131,12 @@ fn main() {
             std::process::exit(1);
         }
     }
+    if sections.matmul {
+        if let Err(e) = bench_matmul(&devices, quick, flush_mode, &mut csv) {
+            eprintln!("matmul benchmark failed: {e}");
+            std::process::exit(1);
+        }
+    }
     if let Some(path) = csv_path {
         std::fs::write(&path, csv).expect("writing the CSV file");
         println!("wrote {path}");
@@ -137,6 +150,7 @@ struct Sections {
     softmax: bool,
     transpose: bool,
     matmul_b: bool,
+    matmul: bool,
 }
 
 impl Sections {
@@ -145,6 +159,7 @@ impl Sections {
         softmax: true,
         transpose: true,
         matmul_b: true,
+        matmul: true,
     };
 
     /// Section names separated by commas; `None` for an unknown name or none at all.
@@ -154,6 +169,7 @@ impl Sections {
             softmax: false,
             transpose: false,
             matmul_b: false,
+            matmul: false,
         };
         for name in list.split(',') {
             match name {
@@ -161,6 +177,7 @@ impl Sections {
                 "softmax" => sections.softmax = true,
                 "transpose" => sections.transpose = true,
                 "matmul_b" => sections.matmul_b = true,
+                "matmul" => sections.matmul = true,
                 _ => return None,
             }
         }
@@ -651,4 +668,208 @@ fn bench_matmul_b(
         );
     }
     Ok(())
+}
+
+/// One device of the matmul section: the device rutile's matmul runs on, and cuBLAS where
+/// it is a CUDA GPU (or why not).
+struct MatmulDevice {
+    dev: Arc<dyn Device>,
+    /// The GPU's name, which pairs each backend's device with the same GPU's cuBLAS.
+    gpu: String,
+    cublas: Option<rutile::Result<Cublas>>,
+    flush: Option<CacheFlush>,
+    tuner: Autotuner,
+}
+
+/// The device's cuBLAS handle, where it has one.
+fn cublas_of(d: &MatmulDevice) -> Option<&Cublas> {
+    match &d.cublas {
+        Some(Ok(c)) => Some(c),
+        _ => None,
+    }
+}
+
+/// Why cuBLAS could not be used, without the error's `cuBLAS: ` prefix.
+fn reason(e: &rutile::Error) -> String {
+    match e {
+        rutile::Error::Device { message, .. } => message.clone(),
+        e => e.to_string(),
+    }
+}
+
+/// The ordinal of a CUDA device (`cuda:N`); `None` for another backend.
+fn cuda_ordinal(dev: &dyn Device) -> Option<usize> {
+    if dev.properties().backend != Backend::Cuda {
+        return None;
+    }
+    dev.id().strip_prefix("cuda:")?.parse().ok()
+}
+
+/// The tutorial's fp16 matmul (f32 accumulation, fp16 out), autotuned per size over the
+/// tutorial's configurations as `tutorials::matmul` does, on every GPU, beside cuBLAS
+/// (`cublasGemmEx`, fp16 in and out, f32 accumulation, its default algorithm) on each CUDA
+/// device, in TFLOPS at M = N = K = 256..8192 (256 and 512 with `--quick`), with rutile's
+/// as a percentage of cuBLAS's on the same GPU: the tensor-core baseline. On a CUDA GPU
+/// both run on a `CudaGpu` opened for this section (the same GPU and context: cuBLAS needs
+/// the driver-level device, and then runs on the stream whose events time it). At 512,
+/// before anything is timed, rutile's and cuBLAS's products are compared with each other
+/// and with an f64 CPU reference (relative Frobenius error).
+fn bench_matmul(
+    devices: &[Arc<dyn Device>],
+    quick: bool,
+    flush_mode: FlushMode,
+    csv: &mut String,
+) -> rutile::Result<()> {
+    use half::f16;
+    let mut rows = Vec::new();
+    for dev in devices {
+        let (dev, cublas): (Arc<dyn Device>, _) = match cuda_ordinal(dev.as_ref()) {
+            Some(ordinal) => {
+                let gpu = CudaGpu::open(ordinal)?;
+                let cublas = Cublas::new(&gpu);
+                (Arc::new(gpu), Some(cublas))
+            }
+            None => (dev.clone(), None),
+        };
+        let flush = if quick {
+            None
+        } else {
+            Some(CacheFlush::new(dev.as_ref(), flush_mode)?)
+        };
+        let tuner = Autotuner::new("matmul", matmul_configs_for(dev.as_ref()))?;
+        rows.push(MatmulDevice {
+            gpu: dev.properties().name.clone(),
+            dev,
+            cublas,
+            flush,
+            tuner,
+        });
+    }
+    println!(
+        "\n== matmul, fp16 inputs, f32 accumulation, fp16 output, M = N = K: TFLOPS; rutile's tutorial kernel \
+         autotuned, and cuBLAS"
+    );
+    for d in &rows {
+        match &d.cublas {
+            Some(Ok(c)) => println!("{}: {}", d.dev.id(), c.library()),
+            Some(Err(e)) => println!("{}: cuBLAS: not available ({})", d.dev.id(), reason(e)),
+            None => {}
+        }
+    }
+    let random =
+        |rng: &mut Rng, len: usize| -> Vec<f16> { rng.f32s(len, -1.0, 1.0).into_iter().map(f16::from_f32).collect() };
+    let mut rng = Rng::new(11);
+    // Correctness first, on every device.
+    let n = 512;
+    let (a, b) = (random(&mut rng, n * n), random(&mut rng, n * n));
+    let want = rutile_examples::check::matmul_reference(&a, &b, n, n, n, false);
+    for d in &rows {
+        let dev = d.dev.as_ref();
+        let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&b)?, dev.zeros::<f16>(n * n)?);
+        let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
+        args.extend(seeds::matmul_row_major_args(n, n, n).map(rutile::Arg::I32));
+        let tuned = tuned_matmul(dev, &d.tuner, (n, n, n), false, &args)?;
+        dev.launch(&tuned.kernel, &tuned.launch, &args)?;
+        let ours: Vec<f64> = dev.download(&cb)?.iter().map(|v| v.to_f64()).collect();
+        let mut report = format!("rutile vs f64 {:.1e}", frobenius_error(&ours, &want));
+        let mut errors = vec![frobenius_error(&ours, &want)];
+        if let Some(cublas) = cublas_of(d) {
+            let cc = dev.zeros::<f16>(n * n)?;
+            cublas.matmul(&ab, &bb, &cc, (n, n, n))?;
+            let theirs: Vec<f64> = dev.download(&cc)?.iter().map(|v| v.to_f64()).collect();
+            let (vs, theirs_err) = (frobenius_error(&ours, &theirs), frobenius_error(&theirs, &want));
+            let _ = write!(report, ", cuBLAS vs f64 {theirs_err:.1e}, rutile vs cuBLAS {vs:.1e}");
+            errors.extend([vs, theirs_err]);
+        }
+        println!("{}: check at {n}: relative Frobenius error {report}", dev.id());
+        // A NaN anywhere fails too.
+        if errors.iter().any(|e| e.is_nan() || *e > 1e-2) {
+            eprintln!("{}: the matmul at {n} is wrong: {report}", dev.id());
+            std::process::exit(1);
+        }
+    }
+    let tflops = |n: usize, ms: f64| 2.0 * (n as f64).powi(3) / (ms * 1e-3) / 1e12;
+    let sizes: &[usize] = if quick {
+        &[256, 512]
+    } else {
+        &[256, 512, 1024, 2048, 4096, 8192]
+    };
+    let reps = if quick { 3 } else { 20 };
+    let mut header = format!("{:>6}", "N");
+    for d in &rows {
+        let _ = write!(header, "  {:>22}", format!("rutile {}", d.dev.id()));
+    }
+    for d in rows.iter().filter(|d| cublas_of(d).is_some()) {
+        let _ = write!(header, "  {:>14}", format!("cuBLAS {}", d.dev.id()));
+    }
+    if rows.iter().any(|d| cublas_of(d).is_some()) {
+        header += "    (rutile as % of cuBLAS on the same GPU)";
+    }
+    println!("{header}");
+    let mut chosen = Vec::new();
+    for &n in sizes {
+        let (a, b) = (random(&mut rng, n * n), random(&mut rng, n * n));
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        for d in &rows {
+            let (dev, id, flush) = (d.dev.as_ref(), d.dev.id(), d.flush.as_ref());
+            let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&b)?, dev.zeros::<f16>(n * n)?);
+            let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
+            args.extend(seeds::matmul_row_major_args(n, n, n).map(rutile::Arg::I32));
+            let tuned = tuned_matmul(dev, &d.tuner, (n, n, n), false, &args)?;
+            let s = do_bench(dev, flush, 3, reps, &mut || {
+                dev.launch(&tuned.kernel, &tuned.launch, &args)
+            })?;
+            let c = &tuned.choice.config;
+            let block = |name| c.value(name).unwrap_or(0);
+            chosen.push(format!(
+                "{id} {n}: {}x{}x{} w{} s{}",
+                block("BLOCK_M"),
+                block("BLOCK_N"),
+                block("BLOCK_K"),
+                c.num_warps,
+                c.num_stages
+            ));
+            let _ = writeln!(
+                csv,
+                "{id},matmul_fp16_rutile,{n}x{n}x{n},{:.5},{:.5},{:.5},,,",
+                s.median_ms, s.p20_ms, s.p80_ms
+            );
+            ours.push((d.gpu.clone(), tflops(n, s.median_ms)));
+            if let Some(cublas) = cublas_of(d) {
+                let cc = dev.zeros::<f16>(n * n)?;
+                let s = do_bench(dev, flush, 3, reps, &mut || cublas.matmul(&ab, &bb, &cc, (n, n, n)))?;
+                let _ = writeln!(
+                    csv,
+                    "{id},matmul_fp16_cublas,{n}x{n}x{n},{:.5},{:.5},{:.5},,,",
+                    s.median_ms, s.p20_ms, s.p80_ms
+                );
+                theirs.push((d.gpu.clone(), tflops(n, s.median_ms)));
+            }
+        }
+        let mut row = format!("{n:>6}");
+        for (gpu, t) in &ours {
+            let cell = match theirs.iter().find(|(g, _)| g == gpu) {
+                Some((_, c)) => format!("{t:.1} ({:.1}%)", 100.0 * t / c),
+                None => format!("{t:.1}"),
+            };
+            let _ = write!(row, "  {cell:>22}");
+        }
+        for (_, t) in &theirs {
+            let _ = write!(row, "  {t:>14.1}");
+        }
+        println!("{row}");
+    }
+    println!("autotuned: {}", chosen.join("; "));
+    Ok(())
+}
+
+/// `‖got - want‖ / ‖want‖` (Frobenius norms); NaN where `got` holds a NaN.
+fn frobenius_error(got: &[f64], want: &[f64]) -> f64 {
+    let (mut diff, mut norm) = (0.0, 0.0);
+    for (g, w) in got.iter().zip(want) {
+        diff += (g - w) * (g - w);
+        norm += w * w;
+    }
+    (diff / norm).sqrt()
 }

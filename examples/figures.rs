@@ -3,7 +3,9 @@
 //! (GB/s over N = 256..12672 columns of 4096 rows, the tutorial's kernel at its `num_warps`
 //! heuristic, and autotuned: `num_warps`, load hint and split of the row, dividing as
 //! Triton's `/` does for f32) and matmul (fp16
-//! TFLOPS over M = N = K = 128..4096, autotuned over the tutorial's configurations). Each
+//! TFLOPS over M = N = K = 128..4096, autotuned over the tutorial's configurations, with
+//! cuBLAS's `cublasGemmEx` on each CUDA GPU beside it as the tutorial's figure has it, when
+//! cuBLAS is found: see `rutile::cublas`, and `RUTILE_CUBLAS` to point at it). Each
 //! figure is printed as a table and written to `DIR/<figure>.csv` and `DIR/<figure>.svg`.
 //!
 //!     cargo run --release --example figures -- [DIR] [--quick | --replot]
@@ -19,7 +21,8 @@ use half::f16;
 use plotters::prelude::*;
 use rutile::autotune::Autotuner;
 use rutile::bench::{do_bench, gbps, CacheFlush, FlushMode};
-use rutile::{seeds, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
+use rutile::cublas::Cublas;
+use rutile::{seeds, Backend, CudaGpu, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
 use rutile_examples::rng::{normal_f32s, Rng};
 use rutile_examples::tutorials::{matmul_configs_for, softmax_args, softmax_configs, tuned_matmul, tuned_softmax};
 use std::fmt::Write as _;
@@ -33,6 +36,24 @@ struct Timing {
 }
 
 impl Timing {
+    /// Timing on `dev`: `reps` timed runs after 3 untimed, each after a 256 MiB copy empties
+    /// the L2; with `quick`, 3 after 1, with no flush.
+    fn new(dev: &dyn Device, quick: bool, reps: usize) -> rutile::Result<Timing> {
+        Ok(if quick {
+            Timing {
+                flush: None,
+                warmup: 1,
+                reps: 3,
+            }
+        } else {
+            Timing {
+                flush: Some(CacheFlush::new(dev, FlushMode::Copy)?),
+                warmup: 3,
+                reps,
+            }
+        })
+    }
+
     fn median_ms(&self, dev: &dyn Device, f: &mut dyn FnMut() -> rutile::Result<()>) -> rutile::Result<f64> {
         Ok(do_bench(dev, self.flush.as_ref(), self.warmup, self.reps, f)?.median_ms)
     }
@@ -77,21 +98,7 @@ fn main() -> Result<(), Error> {
         let dev = dev.as_ref();
         let line = format!("rutile, {} ({})", dev.properties().name, dev.properties().backend);
         eprintln!("measuring on {line}");
-        let timing = |reps| -> rutile::Result<Timing> {
-            Ok(if quick {
-                Timing {
-                    flush: None,
-                    warmup: 1,
-                    reps: 3,
-                }
-            } else {
-                Timing {
-                    flush: Some(CacheFlush::new(dev, FlushMode::Copy)?),
-                    warmup: 3,
-                    reps,
-                }
-            })
-        };
+        let timing = |reps| Timing::new(dev, quick, reps);
         let sizes: Vec<usize> = (12..28)
             .step_by(every)
             .map(|p| 1usize << p)
@@ -119,6 +126,30 @@ fn main() -> Result<(), Error> {
             .filter(|&n| n <= max_dim)
             .collect();
         figures[2].lines.push((line, matmul(dev, &timing(20)?, &dims)?));
+        if let Some(ordinal) = cuda_ordinal(dev) {
+            // cuBLAS runs on a driver-level device of the same GPU (and context), timed by
+            // its events as rutile's launches are.
+            let gpu = CudaGpu::open(ordinal)?;
+            match Cublas::new(&gpu) {
+                Ok(cublas) => {
+                    eprintln!("measuring {} on {}", cublas.library(), gpu.id());
+                    let points = cublas_matmul(&gpu, &cublas, &Timing::new(&gpu, quick, 20)?, &dims)?;
+                    figures[2]
+                        .lines
+                        .push((format!("cuBLAS, {} (cuda)", gpu.properties().name), points));
+                }
+                Err(e) => {
+                    let reason = match e {
+                        rutile::Error::Device { message, .. } => message,
+                        e => e.to_string(),
+                    };
+                    eprintln!(
+                        "{}: cuBLAS: not available ({reason}); the matmul figure has no cuBLAS line",
+                        dev.id()
+                    )
+                }
+            }
+        }
     }
     std::fs::create_dir_all(&dir)?;
     for figure in &figures {
@@ -265,6 +296,33 @@ fn matmul(dev: &dyn Device, timing: &Timing, dims: &[usize]) -> rutile::Result<V
         args.extend(seeds::matmul_row_major_args(n, n, n).map(rutile::Arg::I32));
         let tuned = tuned_matmul(dev, &tuner, (n, n, n), false, &args)?;
         let ms = timing.median_ms(dev, &mut || dev.launch(&tuned.kernel, &tuned.launch, &args))?;
+        points.push((n as f64, 2.0 * (n * n * n) as f64 / (ms * 1e-3) / 1e12));
+    }
+    Ok(points)
+}
+
+/// The ordinal of a CUDA device (`cuda:N`); `None` for another backend.
+fn cuda_ordinal(dev: &dyn Device) -> Option<usize> {
+    if dev.properties().backend != Backend::Cuda {
+        return None;
+    }
+    dev.id().strip_prefix("cuda:")?.parse().ok()
+}
+
+/// TFLOPS of cuBLAS's fp16 matmul (`cublasGemmEx`: fp16 in and out, f32 accumulation, its
+/// default algorithm) on the same inputs as [`matmul`], timed the same way.
+fn cublas_matmul(gpu: &CudaGpu, cublas: &Cublas, timing: &Timing, dims: &[usize]) -> rutile::Result<Vec<(f64, f64)>> {
+    let largest = dims.iter().copied().max().unwrap_or(0);
+    let mut rng = Rng::new(3);
+    let mut half = |len| -> Vec<f16> { rng.f32s(len, -1.0, 1.0).into_iter().map(f16::from_f32).collect() };
+    let (a, b) = (
+        gpu.upload(&half(largest * largest))?,
+        gpu.upload(&half(largest * largest))?,
+    );
+    let c = gpu.zeros::<f16>(largest * largest)?;
+    let mut points = Vec::new();
+    for &n in dims {
+        let ms = timing.median_ms(gpu, &mut || cublas.matmul(&a, &b, &c, (n, n, n)))?;
         points.push((n as f64, 2.0 * (n * n * n) as f64 / (ms * 1e-3) / 1e12));
     }
     Ok(points)

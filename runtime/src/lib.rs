@@ -20,6 +20,7 @@ pub mod bench;
 pub mod buffer;
 mod checked;
 pub mod compiled;
+pub mod cublas;
 pub mod cuda;
 pub mod device;
 mod dump;
