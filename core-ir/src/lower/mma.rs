@@ -11,10 +11,13 @@
 //! element-wise epilogues, reductions and stores work on it unchanged, and a value that must
 //! change layout goes through the swizzled exchange like any other.
 //!
-//! The operands are staged in shared memory (row-major, as the CUDA-core path stages them)
-//! and each warp reads its fragments from there: A's pairs of adjacent `k` as 2-element
-//! loads, B's elements one by one. `ldmatrix`, swizzled operand layouts and a `cp.async`
-//! pipeline are the next steps (docs/performance.md measures what this first form reaches).
+//! The operands are staged in shared memory row-major, each row padded by 16 bytes, in
+//! 16-byte stores where the operand's layout holds 8 consecutive elements; each warp reads
+//! its fragments from there: A's pairs of adjacent `k` as 2-element loads, B's elements
+//! one by one. The padding moves each row 4 banks along, so that the 8 rows one fragment
+//! read touches fall in different banks (rows of 64 or 128 bytes otherwise share them).
+//! `ldmatrix`, swizzled operand layouts and a `cp.async` pipeline are the next steps
+//! (docs/performance.md measures what this form reaches).
 
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, CacheModifier, Inst, Literal, Op};
@@ -35,6 +38,7 @@ impl Lowerer<'_> {
     /// How `dot` `inst` runs on the tensor cores, or `None` when it cannot (then it runs on
     /// the CUDA cores).
     fn mma_plan(&self, inst: &Inst) -> Option<MmaPlan> {
+        // (The shared memory the operands need is checked with the kernel's total.)
         let Op::Dot { a, b, acc } = inst.op else { return None };
         let (ta, tb, tc) = (self.k.ty(a), self.k.ty(b), self.k.ty(acc));
         let (Elem::Scalar(input), Elem::Scalar(acc_ty)) = (ta.elem, tc.elem) else {
@@ -81,8 +85,11 @@ impl Lowerer<'_> {
         let MmaPlan { m, n, k, input, layout } = plan;
         let i32t = ScalarType::I32;
 
-        let a_buf = self.stage(a, input, m * k)?;
-        let b_buf = self.stage(b, input, k * n)?;
+        // Rows padded by 16 bytes (see the module's comment).
+        let pad = 16 / input.size_bytes() as u32;
+        let (pitch_a, pitch_b) = (k + pad, n + pad);
+        let a_buf = self.stage_rows(a, input, pitch_a)?;
+        let b_buf = self.stage_rows(b, input, pitch_b)?;
         self.emit(Stmt::Barrier);
 
         // The accumulator, copied so that `acc` itself is untouched.
@@ -99,7 +106,7 @@ impl Lowerer<'_> {
         let t = self.pset(i32t, Expr::Binary(BinaryOp::And, lane, three));
         let t2 = self.pset(i32t, Expr::Binary(BinaryOp::Shl, t, one));
         let g = self.pset(i32t, Expr::Binary(BinaryOp::Shr, lane, two));
-        let (k_c, n_c) = (self.i32c(k as i64), self.i32c(n as i64));
+        let (k_c, n_c) = (self.i32c(pitch_a as i64), self.i32c(pitch_b as i64));
         // A: row r, columns 2t (+1): `r * K + 2t`.
         let mut a_rows = Vec::new();
         for q in 0..mtiles {
@@ -136,7 +143,7 @@ impl Lowerer<'_> {
             for &base in &b_cols {
                 let mut frag = Vec::with_capacity(4);
                 for dk in [0, 1, 8, 9] {
-                    let index = self.offset(base, ((kk * 16 + dk) * n) as i64);
+                    let index = self.offset(base, ((kk * 16 + dk) * pitch_b) as i64);
                     frag.extend(self.read_pair(b_buf, input, index, 1));
                 }
                 b_frags.push(frag);
@@ -166,6 +173,44 @@ impl Lowerer<'_> {
             regs: out,
             ptr: None,
         }))
+    }
+
+    /// A shared buffer of its own holding 2-D operand `v` row-major with rows `pitch`
+    /// elements apart; each element stored once, by its owner, in vectors of up to 16 bytes
+    /// along the rows where the operand's layout runs along them.
+    fn stage_rows(&mut self, v: crate::ir::ValueId, ty: ScalarType, pitch: u32) -> Result<u32, LowerError> {
+        let lval = self.lval(v)?;
+        let shape = self.k.ty(v).shape;
+        let rows = shape.dims()[0];
+        let buf = self.shared.len() as u32;
+        self.shared.push(crate::thread::SharedAlloc {
+            elem: ty,
+            len: rows * pitch,
+        });
+        let layout = lval.layout;
+        let map = layout.map(shape);
+        let mut strides = [0i64; crate::types::MAX_RANK];
+        strides[layout.blocked_dim(0)] = pitch as i64;
+        strides[layout.blocked_dim(1)] = 1;
+        let index = self.linear(&map, strides);
+        let own = self.owner(&map);
+        let cols = layout.blocked_dim(1);
+        let mut w = 1u32;
+        if layout.sliced == 0 && layout.blocked.order[0] as usize == cols {
+            w = map.run[cols].min(16 / ty.size_bytes() as u32).max(1);
+            while map.run[cols] % w != 0 || pitch % w != 0 {
+                w /= 2;
+            }
+        }
+        for g in (0..lval.regs.len()).step_by(w as usize) {
+            self.emit(Stmt::Store {
+                values: lval.regs[g..g + w as usize].to_vec(),
+                mem: Memory::Shared { alloc: buf },
+                index: index[g],
+                pred: own,
+            });
+        }
+        Ok(buf)
     }
 
     /// `base + delta` (in the body; `base` itself when `delta` is 0).
