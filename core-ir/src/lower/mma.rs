@@ -128,17 +128,9 @@ impl Lowerer<'_> {
             b_cols.push(self.pset(i32t, Expr::Binary(BinaryOp::Add, row, c)));
         }
 
+        // Per k-step: B's fragments of the warp's columns, then A's one m16 tile at a time,
+        // each used at once by its row of `mma`s, so that only one A fragment is live.
         for kk in 0..k / 16 {
-            let mut a_frags = Vec::with_capacity(mtiles as usize);
-            for rows in &a_rows {
-                let mut frag = Vec::with_capacity(8);
-                // (g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..).
-                for (hk, h) in [(0, 0), (0, 1), (8, 0), (8, 1)] {
-                    let index = self.offset(rows[h], (kk * 16 + hk) as i64);
-                    frag.extend(self.read_pair(a_buf, input, index, 2));
-                }
-                a_frags.push(frag);
-            }
             let mut b_frags = Vec::with_capacity(ntiles as usize);
             for &base in &b_cols {
                 let mut frag = Vec::with_capacity(4);
@@ -148,7 +140,14 @@ impl Lowerer<'_> {
                 }
                 b_frags.push(frag);
             }
-            for (q, af) in a_frags.iter().enumerate() {
+            for (q, rows) in a_rows.iter().enumerate() {
+                let mut af = Vec::with_capacity(8);
+                // (g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..).
+                for (hk, h) in [(0, 0), (0, 1), (8, 0), (8, 1)] {
+                    let index = self.offset(rows[h], (kk * 16 + hk) as i64);
+                    af.extend(self.read_pair(a_buf, input, index, 2));
+                }
+                let a: [Reg; 8] = af.try_into().expect("8 A registers");
                 for (p, bf) in b_frags.iter().enumerate() {
                     let (q, p) = (q as u32, p as u32);
                     let d = [
@@ -157,12 +156,8 @@ impl Lowerer<'_> {
                         out[reg(2 * q + 1, 2 * p)],
                         out[reg(2 * q + 1, 2 * p + 1)],
                     ];
-                    self.emit(Stmt::Mma {
-                        d,
-                        a: af.clone().try_into().expect("8 A registers"),
-                        b: bf.clone().try_into().expect("4 B registers"),
-                        c: d,
-                    });
+                    let b: [Reg; 4] = bf.clone().try_into().expect("4 B registers");
+                    self.emit(Stmt::Mma { d, a, b, c: d });
                 }
             }
         }
