@@ -11,11 +11,12 @@
 //! element-wise epilogues, reductions and stores work on it unchanged, and a value that must
 //! change layout goes through the swizzled exchange like any other.
 //!
-//! The operands are staged in shared memory row-major, each row padded by 16 bytes, in
-//! 16-byte stores where the operand's layout holds 8 consecutive elements; each warp reads
-//! its fragments from there: A's pairs of adjacent `k` as 2-element loads, B's elements
-//! one by one. The padding moves each row 4 banks along, so that the 8 rows one fragment
-//! read touches fall in different banks (rows of 64 or 128 bytes otherwise share them).
+//! The operands are staged in shared memory contiguous along the axis their own layout
+//! runs along (so along K for a column-major B), each line padded by 16 bytes, in 16-byte
+//! stores; each warp reads its fragments from there: pairs of adjacent `k` as 2-element
+//! loads where the storage runs along K, single elements otherwise. The padding moves each
+//! line 4 banks along, so that the 8 lines one fragment read touches fall in different
+//! banks (lines of 64 or 128 bytes otherwise share them).
 //! `ldmatrix`, swizzled operand layouts and a `cp.async` pipeline are the next steps
 //! (docs/performance.md measures what this form reaches).
 
@@ -85,11 +86,9 @@ impl Lowerer<'_> {
         let MmaPlan { m, n, k, input, layout } = plan;
         let i32t = ScalarType::I32;
 
-        // Rows padded by 16 bytes (see the module's comment).
-        let pad = 16 / input.size_bytes() as u32;
-        let (pitch_a, pitch_b) = (k + pad, n + pad);
-        let a_buf = self.stage_rows(a, input, pitch_a)?;
-        let b_buf = self.stage_rows(b, input, pitch_b)?;
+        // Each operand stored along its own contiguous axis, rows padded (module comment).
+        let (a_buf, sa) = self.stage_operand(a, input)?;
+        let (b_buf, sb) = self.stage_operand(b, input)?;
         self.emit(Stmt::Barrier);
 
         // The accumulator, copied so that `acc` itself is untouched.
@@ -106,26 +105,28 @@ impl Lowerer<'_> {
         let t = self.pset(i32t, Expr::Binary(BinaryOp::And, lane, three));
         let t2 = self.pset(i32t, Expr::Binary(BinaryOp::Shl, t, one));
         let g = self.pset(i32t, Expr::Binary(BinaryOp::Shr, lane, two));
-        let (k_c, n_c) = (self.i32c(pitch_a as i64), self.i32c(pitch_b as i64));
-        // A: row r, columns 2t (+1): `r * K + 2t`.
+        // `x * s0 + y * s1` in the prologue.
+        let at = |l: &mut Self, x: Reg, y: Reg, [s0, s1]: [u32; 2]| -> Reg {
+            let (c0, c1) = (l.i32c(s0 as i64), l.i32c(s1 as i64));
+            let x = l.pset(i32t, Expr::Binary(BinaryOp::Mul, x, c0));
+            let y = l.pset(i32t, Expr::Binary(BinaryOp::Mul, y, c1));
+            l.pset(i32t, Expr::Binary(BinaryOp::Add, x, y))
+        };
+        // A: rows `g` and `g + 8` of each m16 tile (the rows of its accumulator registers),
+        // column `2t`.
         let mut a_rows = Vec::new();
         for q in 0..mtiles {
-            let mut pair = [None; 2];
-            for (h, slot) in pair.iter_mut().enumerate() {
-                let row = self.coord(&map, reg(2 * q + h as u32, 0), 0);
-                let at = self.pset(i32t, Expr::Binary(BinaryOp::Mul, row, k_c));
-                *slot = Some(self.pset(i32t, Expr::Binary(BinaryOp::Add, at, t2)));
-            }
-            a_rows.push(pair.map(|r| r.expect("set above")));
+            let r0 = self.coord(&map, reg(2 * q, 0), 0);
+            let r1 = self.coord(&map, reg(2 * q + 1, 0), 0);
+            a_rows.push([at(self, r0, t2, sa), at(self, r1, t2, sa)]);
         }
-        // B: rows 2t (+1, +8, +9), column `n0 + g` where `n0 = col(2t) - 2t`: `2t * N + col`.
+        // B: row `2t`, column `n0 + g` where `n0 = col(2t) - 2t` starts the n8 tile.
         let mut b_cols = Vec::new();
         for p in 0..ntiles {
             let col = self.coord(&map, reg(0, 2 * p), 1);
             let n0 = self.pset(i32t, Expr::Binary(BinaryOp::Sub, col, t2));
             let c = self.pset(i32t, Expr::Binary(BinaryOp::Add, n0, g));
-            let row = self.pset(i32t, Expr::Binary(BinaryOp::Mul, t2, n_c));
-            b_cols.push(self.pset(i32t, Expr::Binary(BinaryOp::Add, row, c)));
+            b_cols.push(at(self, t2, c, sb));
         }
 
         // Per k-step: B's fragments of the warp's columns, then A's one m16 tile at a time,
@@ -134,9 +135,9 @@ impl Lowerer<'_> {
             let mut b_frags = Vec::with_capacity(ntiles as usize);
             for &base in &b_cols {
                 let mut frag = Vec::with_capacity(4);
-                for dk in [0, 1, 8, 9] {
-                    let index = self.offset(base, ((kk * 16 + dk) * pitch_b) as i64);
-                    frag.extend(self.read_pair(b_buf, input, index, 1));
+                for dk in [0, 8] {
+                    let index = self.offset(base, ((kk * 16 + dk) * sb[0]) as i64);
+                    frag.extend(self.read_pair(b_buf, input, index, sb[0]));
                 }
                 b_frags.push(frag);
             }
@@ -144,8 +145,8 @@ impl Lowerer<'_> {
                 let mut af = Vec::with_capacity(8);
                 // (g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..).
                 for (hk, h) in [(0, 0), (0, 1), (8, 0), (8, 1)] {
-                    let index = self.offset(rows[h], (kk * 16 + hk) as i64);
-                    af.extend(self.read_pair(a_buf, input, index, 2));
+                    let index = self.offset(rows[h], ((kk * 16 + hk) * sa[1]) as i64);
+                    af.extend(self.read_pair(a_buf, input, index, sa[1]));
                 }
                 let a: [Reg; 8] = af.try_into().expect("8 A registers");
                 for (p, bf) in b_frags.iter().enumerate() {
@@ -170,30 +171,41 @@ impl Lowerer<'_> {
         }))
     }
 
-    /// A shared buffer of its own holding 2-D operand `v` row-major with rows `pitch`
-    /// elements apart; each element stored once, by its owner, in vectors of up to 16 bytes
-    /// along the rows where the operand's layout runs along them.
-    fn stage_rows(&mut self, v: crate::ir::ValueId, ty: ScalarType, pitch: u32) -> Result<u32, LowerError> {
+    /// A shared buffer of its own holding 2-D operand `v` contiguous along the axis its
+    /// layout runs along (so that each thread stores its run as one vector of up to 16
+    /// bytes), the other axis's lines padded by 16 bytes; and the element strides of the
+    /// operand's two dimensions there. Each element is stored once, by its owner.
+    fn stage_operand(&mut self, v: crate::ir::ValueId, ty: ScalarType) -> Result<(u32, [u32; 2]), LowerError> {
         let lval = self.lval(v)?;
         let shape = self.k.ty(v).shape;
-        let rows = shape.dims()[0];
-        let buf = self.shared.len() as u32;
-        self.shared.push(crate::thread::SharedAlloc {
-            elem: ty,
-            len: rows * pitch,
-        });
+        let [rows, cols] = [shape.dims()[0], shape.dims()[1]];
         let layout = lval.layout;
         let map = layout.map(shape);
-        let mut strides = [0i64; crate::types::MAX_RANK];
-        strides[layout.blocked_dim(0)] = pitch as i64;
-        strides[layout.blocked_dim(1)] = 1;
-        let index = self.linear(&map, strides);
+        let blocked = [layout.blocked_dim(0), layout.blocked_dim(1)];
+        let fastest = if layout.sliced == 0 && layout.blocked.order[0] as usize == blocked[0] {
+            0
+        } else {
+            1
+        };
+        let pad = 16 / ty.size_bytes() as u32;
+        let (strides, len) = if fastest == 1 {
+            ([cols + pad, 1], rows * (cols + pad))
+        } else {
+            ([1, rows + pad], cols * (rows + pad))
+        };
+        let buf = self.shared.len() as u32;
+        self.shared.push(crate::thread::SharedAlloc { elem: ty, len });
+        let mut placed = [0i64; crate::types::MAX_RANK];
+        placed[blocked[0]] = strides[0] as i64;
+        placed[blocked[1]] = strides[1] as i64;
+        let index = self.linear(&map, placed);
         let own = self.owner(&map);
-        let cols = layout.blocked_dim(1);
         let mut w = 1u32;
-        if layout.sliced == 0 && layout.blocked.order[0] as usize == cols {
-            w = map.run[cols].min(16 / ty.size_bytes() as u32).max(1);
-            while map.run[cols] % w != 0 || pitch % w != 0 {
+        if layout.sliced == 0 {
+            let run = map.run[blocked[fastest]];
+            let pitch = strides[1 - fastest];
+            w = run.min(16 / ty.size_bytes() as u32).max(1);
+            while run % w != 0 || pitch % w != 0 {
                 w /= 2;
             }
         }
@@ -205,7 +217,7 @@ impl Lowerer<'_> {
                 pred: own,
             });
         }
-        Ok(buf)
+        Ok((buf, strides))
     }
 
     /// `base + delta` (in the body; `base` itself when `delta` is 0).
@@ -217,16 +229,26 @@ impl Lowerer<'_> {
         self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, base, d))
     }
 
-    /// `width` consecutive elements of shared buffer `buf` from `index`, in one access.
-    fn read_pair(&mut self, buf: u32, ty: ScalarType, index: Reg, width: usize) -> Vec<Reg> {
-        let dsts: Vec<Reg> = (0..width).map(|_| self.new_reg(ty)).collect();
-        self.emit(Stmt::Load {
-            dsts: dsts.clone(),
-            mem: Memory::Shared { alloc: buf },
-            index,
-            pred: None,
-            cache: CacheModifier::Default,
-        });
-        dsts
+    /// Two elements of shared buffer `buf`, at `index` and `index + stride`: one 2-element
+    /// access when they are adjacent, two otherwise.
+    fn read_pair(&mut self, buf: u32, ty: ScalarType, index: Reg, stride: u32) -> Vec<Reg> {
+        let load = |l: &mut Self, index: Reg, width: usize| -> Vec<Reg> {
+            let dsts: Vec<Reg> = (0..width).map(|_| l.new_reg(ty)).collect();
+            l.emit(Stmt::Load {
+                dsts: dsts.clone(),
+                mem: Memory::Shared { alloc: buf },
+                index,
+                pred: None,
+                cache: CacheModifier::Default,
+            });
+            dsts
+        };
+        if stride == 1 {
+            return load(self, index, 2);
+        }
+        let second = self.offset(index, stride as i64);
+        let mut out = load(self, index, 1);
+        out.extend(load(self, second, 1));
+        out
     }
 }
