@@ -1,12 +1,16 @@
 //! The GPUs present, as the examples and the GPU test suites use them.
 
-use rutile::{Device, DeviceType};
+use rutile::{Device, DeviceListing, DeviceType};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Every device except the interpreter that opens — each CUDA GPU and each wgpu adapter,
 /// lavapipe included. Devices that fail to open are reported on stderr and left out.
 pub fn open_gpus() -> Vec<Arc<dyn Device>> {
-    rutile::list_devices()
+    opened(rutile::list_devices())
+}
+
+fn opened(listings: Vec<DeviceListing>) -> Vec<Arc<dyn Device>> {
+    listings
         .into_iter()
         .filter(|l| l.id != "cpu")
         .filter_map(|l| match l.device {
@@ -23,27 +27,40 @@ pub fn open_gpus() -> Vec<Arc<dyn Device>> {
 /// opened concurrently), with a guard that makes the tests take turns on them (a GPU test's
 /// timing or memory should not depend on what another runs beside it).
 ///
-/// Without any GPU the list is empty and the test should only use the interpreter, unless
-/// `RUTILE_REQUIRE_TOOLS=1` (CI, which installs lavapipe) or `RUTILE_REQUIRE_GPU=1` (on a
-/// GPU machine: a hardware device is then required), which panic instead.
+/// Without any GPU the list is empty and the test should only use the interpreter. Every
+/// test that calls this fails instead (with the same message) when
+/// - `RUTILE_REQUIRE` names a backend (`cuda`, `vulkan`) that has no device that opens, or
+///   is malformed (`rutile::device::check_required_devices`; GPU machines set
+///   `RUTILE_REQUIRE=cuda,vulkan`),
+/// - `RUTILE_REQUIRE_TOOLS=1` (CI, which installs lavapipe) and no GPU opens,
+/// - `RUTILE_REQUIRE_GPU=1` and no hardware (non-CPU) device opens.
 pub fn gpus_under_test() -> (MutexGuard<'static, ()>, Vec<Arc<dyn Device>>) {
     static TURN: Mutex<()> = Mutex::new(());
-    static DEVICES: OnceLock<Vec<Arc<dyn Device>>> = OnceLock::new();
+    // The devices, or why the run's requirements are not met.
+    static DEVICES: OnceLock<Result<Vec<Arc<dyn Device>>, String>> = OnceLock::new();
     let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    (turn, DEVICES.get_or_init(required_gpus).clone())
+    match DEVICES.get_or_init(required_gpus) {
+        Ok(devices) => (turn, devices.clone()),
+        Err(message) => {
+            drop(turn);
+            panic!("{message}")
+        }
+    }
 }
 
-fn required_gpus() -> Vec<Arc<dyn Device>> {
-    let found = open_gpus();
+fn required_gpus() -> Result<Vec<Arc<dyn Device>>, String> {
+    let listings = rutile::list_devices();
+    rutile::device::check_required_devices(&listings).map_err(|e| e.to_string())?;
+    let found = opened(listings);
     let require = |v: &str| std::env::var(v).is_ok_and(|x| x == "1");
     if found.is_empty() && (require("RUTILE_REQUIRE_TOOLS") || require("RUTILE_REQUIRE_GPU")) {
-        panic!("no GPU device found (lavapipe missing? install mesa-vulkan-drivers)");
+        return Err("no GPU device found (lavapipe missing? install mesa-vulkan-drivers)".into());
     }
     if require("RUTILE_REQUIRE_GPU") && !found.iter().any(|d| d.properties().device_type != DeviceType::Cpu) {
-        panic!("RUTILE_REQUIRE_GPU=1 but only software devices were found");
+        return Err("RUTILE_REQUIRE_GPU=1 but only software devices were found".into());
     }
     if found.is_empty() {
         eprintln!("no GPU device: skipped");
     }
-    found
+    Ok(found)
 }

@@ -7,14 +7,18 @@
 //! Each case runs on the interpreter and on every GPU present (each CUDA GPU and each wgpu
 //! adapter, lavapipe included). Builder errors are asserted in
 //! `core-ir/tests/bad_kernels.rs`. A case that needs a device this machine lacks says so on
-//! stderr and passes, unless the variable that asks for such a device is `1`; then it
-//! fails: `RUTILE_REQUIRE_TOOLS` for a wgpu adapter (lavapipe in CI: element types, device
-//! loss, shared memory), `RUTILE_REQUIRE_GPU` for a GPU (shared memory) and
-//! `RUTILE_REQUIRE_CUDA` for a device with a grid limit.
+//! stderr and passes, unless the variable that asks for such a device is set; then it
+//! fails: `RUTILE_REQUIRE_TOOLS=1` for a wgpu adapter (lavapipe in CI: element types, device
+//! loss, shared memory), `RUTILE_REQUIRE_GPU=1` for a GPU (shared memory), and
+//! `RUTILE_REQUIRE` naming the backend a case needs (`cuda` for a device with a grid limit,
+//! `vulkan` for a wgpu adapter); a backend `RUTILE_REQUIRE` names without a device that
+//! opens fails every test that opens the GPUs.
 
 use rutile::ir::Op;
 use rutile::seeds;
-use rutile::{Arg, CpuDevice, Device, DeviceExt, Error, Kernel, LaunchConfig, ScalarType, WgpuGpu};
+use rutile::{
+    Arg, Backend, CpuDevice, Device, DeviceExt, DeviceType, Error, Kernel, LaunchConfig, ScalarType, WgpuGpu,
+};
 use std::sync::{Arc, MutexGuard};
 
 /// The interpreter and every GPU, with the guard that makes GPU tests take turns.
@@ -24,13 +28,18 @@ fn devices() -> (MutexGuard<'static, ()>, Vec<Arc<dyn Device>>) {
     (turn, devices)
 }
 
-/// Fails when one of `vars` is `1` and the case could not run; otherwise says it skipped.
-fn require(tested: bool, what: &str, vars: &[&str]) {
+/// Fails when the case could not run but one of `vars` is `1` or `RUTILE_REQUIRE` names
+/// one of `backends`; otherwise says it skipped.
+fn require(tested: bool, what: &str, vars: &[&str], backends: &[Backend]) {
     if tested {
         return;
     }
     if let Some(v) = vars.iter().find(|v| std::env::var(v).is_ok_and(|x| x == "1")) {
         panic!("{v}=1, but {what}");
+    }
+    let required = rutile::device::required_backends().unwrap_or_else(|e| panic!("{e}"));
+    if let Some(b) = backends.iter().find(|b| required.contains(b)) {
+        panic!("RUTILE_REQUIRE names {b}, but {what}");
     }
     eprintln!("skipped: {what}");
 }
@@ -248,7 +257,8 @@ fn grids_and_threads_beyond_the_device() {
     require(
         over_limit_tested,
         "no device with a grid limit (CUDA) to launch above it",
-        &["RUTILE_REQUIRE_CUDA"],
+        &[],
+        &[Backend::Cuda],
     );
 }
 
@@ -293,7 +303,90 @@ fn shared_memory_over_the_limit() {
         tested,
         "no GPU to exceed the shared memory of",
         &["RUTILE_REQUIRE_TOOLS", "RUTILE_REQUIRE_GPU"],
+        &[Backend::Cuda, Backend::Vulkan],
     );
+}
+
+/// `x + x` on `d` for 1000 elements, checked: the device works.
+fn vector_add_works(d: &dyn Device) {
+    let kernel = seeds::vector_add(ScalarType::F32, 256).unwrap();
+    let x: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+    let (xs, out) = (d.upload(&x).unwrap(), d.upload(&[f32::NAN; 1000]).unwrap());
+    let args = [(&xs).into(), (&xs).into(), (&out).into(), Arg::I32(1000)];
+    d.launch(&kernel, &LaunchConfig::grid1(4), &args).unwrap();
+    let sum = d.download(&out).unwrap();
+    assert!(
+        sum.iter().zip(&x).all(|(&s, &x)| s == 2.0 * x),
+        "{}: wrong sums",
+        d.id()
+    );
+}
+
+/// Asking for more memory than the device has is an error naming the size asked for (and
+/// what the device has, where its API says), never a panic or an abort, and the device
+/// keeps working: just over its memory where it reports it, and 2^50 bytes everywhere
+/// (more than any device, and than a process's address space). On a hardware wgpu
+/// adapter, where one buffer is capped below the memory, buffers are allocated until the
+/// memory runs out.
+#[test]
+fn allocations_beyond_the_device_are_errors() {
+    let (_turn, devices) = devices();
+    let mut filled = false;
+    for d in devices {
+        let d = d.as_ref();
+        let total = d.properties().total_memory_bytes;
+        for bytes in total.map(|t| t + (1 << 20)).into_iter().chain([1 << 50]) {
+            let len = (bytes / 4) as usize;
+            let e = match d.alloc(ScalarType::F32, len) {
+                Ok(_) => panic!("{}: allocating {bytes} bytes succeeded", d.id()),
+                Err(e) => e,
+            };
+            eprintln!("{e}");
+            assert!(matches!(e, Error::OutOfMemory { .. }), "{}: {e:?}", d.id());
+            assert_contains(&e, d, &format!("{}: cannot allocate {bytes} bytes", d.id()));
+            assert_contains(&e, d, &format!("for {len} elements of f32: "));
+            if let Some(total) = total {
+                assert_contains(&e, d, &format!("the device has {total} bytes"));
+            }
+        }
+        vector_add_works(d);
+        // A device of its own, so that the shared one never holds the memory.
+        let (Some(index), DeviceType::DiscreteGpu | DeviceType::IntegratedGpu, Some(total)) = (
+            d.id().strip_prefix("vulkan:").map(|i| i.parse().unwrap()),
+            d.properties().device_type,
+            total,
+        ) else {
+            continue;
+        };
+        let gpu = WgpuGpu::open(Some(index)).unwrap();
+        // Buffers are padded to 16 bytes: a multiple of 16 is allocated as it is.
+        let chunk = gpu.wgpu().properties().max_storage_buffer_bytes().min(total / 4) / 16 * 16;
+        let mut held = Vec::new();
+        let e = loop {
+            match gpu.alloc(ScalarType::F32, (chunk / 4) as usize) {
+                Ok(b) => held.push(b),
+                Err(e) => break e,
+            }
+            let allocated = held.len() as u64 * chunk;
+            assert!(
+                allocated <= 2 * total,
+                "{}: {allocated} bytes allocated in buffers of {chunk} without an error; the device has {total}",
+                d.id()
+            );
+        };
+        eprintln!("after {} buffers of {chunk} bytes: {e}", held.len());
+        assert!(matches!(e, Error::OutOfMemory { .. }), "{}: {e:?}", d.id());
+        assert_contains(&e, d, &format!("cannot allocate {chunk} bytes"));
+        assert_contains(&e, d, &format!("out of device memory: the device has {total} bytes"));
+        assert_contains(&e, d, "; wgpu: ");
+        drop(held);
+        gpu.synchronize().unwrap();
+        vector_add_works(&gpu);
+        filled = true;
+    }
+    if !filled {
+        eprintln!("skipped: no hardware wgpu adapter to fill the memory of");
+    }
 }
 
 /// A kernel of an element type the device lacks is an error naming the type and the device.
@@ -333,6 +426,7 @@ fn element_types_a_device_lacks() {
         tested,
         "no device lacks an element type (no wgpu adapter)",
         &["RUTILE_REQUIRE_TOOLS"],
+        &[Backend::Vulkan],
     );
 }
 
@@ -433,7 +527,12 @@ fn lost_devices_are_errors() {
         check("time", gpu.time(&mut || Ok(())).map(drop));
         tested = true;
     }
-    require(tested, "no wgpu adapter to lose", &["RUTILE_REQUIRE_TOOLS"]);
+    require(
+        tested,
+        "no wgpu adapter to lose",
+        &["RUTILE_REQUIRE_TOOLS"],
+        &[Backend::Vulkan],
+    );
 }
 
 /// The debug mode runs a launch in the interpreter first: an access out of bounds (here one

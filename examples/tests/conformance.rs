@@ -5,7 +5,7 @@
 //!
 //! Run with `--nocapture` to see the matrix. Without any GPU the interpreter alone runs,
 //! unless `RUTILE_REQUIRE_TOOLS=1` (CI, with lavapipe) or `RUTILE_REQUIRE_GPU=1`, then the
-//! test fails.
+//! test fails; so it does when `RUTILE_REQUIRE` names a backend without a device that opens.
 
 use rutile::Device;
 use std::sync::Arc;

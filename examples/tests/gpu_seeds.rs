@@ -5,7 +5,9 @@
 //! The errors of bad launches are in `bad_input.rs`.
 //!
 //! Without any such device the tests skip, unless `RUTILE_REQUIRE_TOOLS=1` (CI sets it, with
-//! lavapipe installed) or `RUTILE_REQUIRE_GPU=1` (on a GPU machine), then they fail.
+//! lavapipe installed) or `RUTILE_REQUIRE_GPU=1`, then they fail; and they fail when
+//! `RUTILE_REQUIRE` names a backend without a device that opens (`RUTILE_REQUIRE=cuda,vulkan`
+//! on a GPU machine).
 
 use rutile::ir::testing::Rng;
 use rutile::seeds;

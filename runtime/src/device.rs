@@ -3,7 +3,7 @@
 
 use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileOptions, CompiledKernel};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::launch::Arg;
 use rutile_ir::target::Specialization;
 use rutile_ir::{Kernel, ScalarType};
@@ -35,6 +35,121 @@ impl fmt::Display for Backend {
             Backend::Interpreter => "cpu",
         })
     }
+}
+
+/// The environment variable that names the backends a test run requires, separated by
+/// commas: `cuda`, `vulkan` (`RUTILE_REQUIRE=cuda,vulkan` on a GPU machine). GPU tests
+/// skip a backend that has no device that opens, unless it is named here: then they fail,
+/// with the error of opening it, so that a broken setup cannot pass as a machine without
+/// that GPU. `RUTILE_REQUIRE_CUDA=1`, the older spelling of `RUTILE_REQUIRE=cuda`, still
+/// counts.
+pub const REQUIRE_ENV: &str = "RUTILE_REQUIRE";
+
+/// The backends [`REQUIRE_ENV`] may name, and their names there.
+const REQUIRABLE: [(Backend, &str); 2] = [(Backend::Cuda, "cuda"), (Backend::Vulkan, "vulkan")];
+
+/// Parses a value of [`REQUIRE_ENV`]: backend names separated by commas (spaces around a
+/// name and empty items are ignored; each backend once, in the order named). An unknown
+/// name is an error that lists the valid ones.
+pub fn parse_required_backends(value: &str) -> Result<Vec<Backend>> {
+    let mut backends = Vec::new();
+    for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let Some(&(backend, _)) = REQUIRABLE.iter().find(|(_, n)| *n == name) else {
+            let valid: Vec<String> = REQUIRABLE.iter().map(|(_, n)| format!("`{n}`")).collect();
+            return Err(Error::Environment {
+                variable: REQUIRE_ENV,
+                message: format!(
+                    "unknown backend `{name}` in `{value}`; the valid names are {}, separated by commas",
+                    valid.join(" and ")
+                ),
+            });
+        };
+        if !backends.contains(&backend) {
+            backends.push(backend);
+        }
+    }
+    Ok(backends)
+}
+
+/// The backends this run requires: [`REQUIRE_ENV`]'s, and CUDA where `RUTILE_REQUIRE_CUDA`
+/// is `1`. Empty when neither is set; an error when `RUTILE_REQUIRE` is malformed.
+pub fn required_backends() -> Result<Vec<Backend>> {
+    let mut backends = match std::env::var(REQUIRE_ENV) {
+        Ok(value) => parse_required_backends(&value)?,
+        Err(std::env::VarError::NotPresent) => Vec::new(),
+        Err(std::env::VarError::NotUnicode(value)) => {
+            return Err(Error::Environment {
+                variable: REQUIRE_ENV,
+                message: format!("{value:?} is not valid UTF-8"),
+            })
+        }
+    };
+    if std::env::var("RUTILE_REQUIRE_CUDA").as_deref() == Ok("1") && !backends.contains(&Backend::Cuda) {
+        backends.push(Backend::Cuda);
+    }
+    Ok(backends)
+}
+
+/// The check of a GPU test about to use `backend`: `opened` is `Ok` when a device of it
+/// opened, else why none did. `Ok` when the test may go on (with the device, or skipping
+/// the backend); an error when [`REQUIRE_ENV`] is malformed, or names `backend` and no
+/// device opened, saying which and why.
+pub fn check_required(backend: Backend, opened: std::result::Result<(), &dyn fmt::Display>) -> Result<()> {
+    check_required_of(&required_backends()?, backend, opened)
+}
+
+fn check_required_of(
+    required: &[Backend],
+    backend: Backend,
+    opened: std::result::Result<(), &dyn fmt::Display>,
+) -> Result<()> {
+    match opened {
+        Err(why) if required.contains(&backend) => Err(Error::Environment {
+            variable: REQUIRE_ENV,
+            message: format!("a {backend} device is required, but none opens: {why}"),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// [`check_required`] for every backend, on the devices [`crate::list_devices`] found:
+/// a backend has a device when one of its listings opened; otherwise the errors of those
+/// that did not, or why there are none, say why.
+pub fn check_required_devices(listings: &[crate::DeviceListing]) -> Result<()> {
+    for backend in required_backends()? {
+        let (prefix, none_found) = match backend {
+            Backend::Cuda => (
+                "cuda:",
+                // Why the driver lists no device (the driver's absence, or a count of 0).
+                crate::cuda::probe()
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "the driver lists no CUDA device".to_string()),
+            ),
+            _ => ("vulkan:", crate::vulkan::WgpuError::NoAdapter.to_string()),
+        };
+        let mine: Vec<_> = listings.iter().filter(|l| l.id.starts_with(prefix)).collect();
+        let opened = mine
+            .iter()
+            .any(|l| l.device.as_ref().is_ok_and(|d| d.properties().backend == backend));
+        if opened {
+            continue;
+        }
+        let why = if mine.is_empty() {
+            none_found
+        } else {
+            let failures: Vec<String> = mine
+                .iter()
+                .map(|l| match &l.device {
+                    Err(e) => format!("{}: {e}", l.id),
+                    Ok(d) => format!("{}: a {} device, not {backend}", l.id, d.properties().backend),
+                })
+                .collect();
+            failures.join("; ")
+        };
+        check_required(backend, Err(&why))?;
+    }
+    Ok(())
 }
 
 /// What kind of processor a device is.
@@ -207,4 +322,59 @@ pub trait Device: Send + Sync {
 pub(crate) fn next_device_key() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn required_backends_are_parsed() {
+        let parse = |v: &str| parse_required_backends(v).unwrap();
+        assert_eq!(parse(""), vec![]);
+        assert_eq!(parse("cuda"), vec![Backend::Cuda]);
+        assert_eq!(parse("cuda,vulkan"), vec![Backend::Cuda, Backend::Vulkan]);
+        assert_eq!(parse(" vulkan , cuda,,vulkan "), vec![Backend::Vulkan, Backend::Cuda]);
+        for (value, name) in [
+            ("cuda,metal", "metal"),
+            ("CUDA", "CUDA"),
+            ("cuda;vulkan", "cuda;vulkan"),
+            ("1", "1"),
+        ] {
+            let e = parse_required_backends(value).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::Environment {
+                        variable: REQUIRE_ENV,
+                        ..
+                    }
+                ),
+                "{e:?}"
+            );
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "RUTILE_REQUIRE: unknown backend `{name}` in `{value}`; the valid names are `cuda` and \
+                     `vulkan`, separated by commas"
+                )
+            );
+        }
+    }
+
+    /// A required backend without a device is an error naming it and why it did not open;
+    /// one not required is skipped.
+    #[test]
+    fn a_required_backend_must_open() {
+        let why = "no wgpu adapter found";
+        let required = [Backend::Cuda, Backend::Vulkan];
+        let e = check_required_of(&required, Backend::Vulkan, Err(&why)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "RUTILE_REQUIRE: a vulkan device is required, but none opens: no wgpu adapter found"
+        );
+        assert!(check_required_of(&required, Backend::Vulkan, Ok(())).is_ok());
+        assert!(check_required_of(&[Backend::Cuda], Backend::Vulkan, Err(&why)).is_ok());
+        assert!(check_required_of(&[], Backend::Cuda, Err(&why)).is_ok());
+    }
 }

@@ -3,6 +3,7 @@
 use rutile_ir::interp::InterpError;
 use rutile_ir::lower::LowerError;
 use rutile_ir::BuildError;
+use rutile_ir::ScalarType;
 
 /// Errors of the rutile runtime.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +64,42 @@ pub enum Error {
     /// A device operation failed (wgpu and other APIs).
     #[error("{backend}: {message}")]
     Device { backend: &'static str, message: String },
+    /// A buffer larger than the device can give: more than its memory holds, or more than
+    /// the largest buffer its API allows. Nothing was allocated, and the device keeps
+    /// working.
+    #[error(
+        "{device}: cannot allocate {} for {len} elements of {elem}: {reason}",
+        bytes_text(*requested)
+    )]
+    OutOfMemory {
+        /// The device, as [`crate::Device::id`].
+        device: String,
+        elem: ScalarType,
+        len: usize,
+        /// The bytes asked for.
+        requested: u64,
+        /// Why: the device's memory (total and free, where its API says) or its limit on
+        /// one buffer, and the API's own error.
+        reason: String,
+    },
+    /// An environment variable of rutile's is malformed, or asks for what is not there
+    /// (`RUTILE_REQUIRE` naming a backend that has no device that opens).
+    #[error("{variable}: {message}")]
+    Environment { variable: &'static str, message: String },
+}
+
+/// `n` bytes as `N bytes`, with the size in MiB or GiB after it where that is shorter to
+/// read (`85045870592 bytes (79.2 GiB)`).
+pub(crate) fn bytes_text(n: u64) -> String {
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    if n >= GIB {
+        format!("{n} bytes ({:.1} GiB)", n as f64 / GIB as f64)
+    } else if n >= MIB {
+        format!("{n} bytes ({:.1} MiB)", n as f64 / MIB as f64)
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 impl From<crate::cuda::CudaError> for Error {

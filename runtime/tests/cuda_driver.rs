@@ -1,10 +1,12 @@
 //! End-to-end tests of the CUDA driver layer on a real GPU.
 //!
 //! Without a CUDA driver or device each test prints "no CUDA device: skipped" and passes,
-//! unless `RUTILE_REQUIRE_CUDA=1`, which turns a missing device into a failure (for runs on
-//! GPU machines, where silently skipping would hide a broken setup).
+//! unless `RUTILE_REQUIRE` names `cuda` (`RUTILE_REQUIRE=cuda,vulkan` on GPU machines, where
+//! silently skipping would hide a broken setup), which turns a missing device into a
+//! failure naming why it did not open.
 
 use rutile::cuda::{CudaBuffer, CudaDevice, CudaError, KernelArg, LaunchConfig};
+use rutile::Backend;
 use rutile_ir::testing::Rng;
 
 const VEC_ADD_PTX: &str = r#"
@@ -118,15 +120,17 @@ const BROKEN_PTX: &str = r#"
 }
 "#;
 
-/// The device, or `None` (test skipped) when there is no CUDA here and
-/// `RUTILE_REQUIRE_CUDA` is not `1`.
+/// The device, or `None` (test skipped) when there is no CUDA here and `RUTILE_REQUIRE`
+/// does not name `cuda` (`rutile::device::check_required`).
 fn gpu_or_skip(test: &str) -> Option<CudaDevice> {
+    let required = |opened| rutile::device::check_required(Backend::Cuda, opened).unwrap_or_else(|e| panic!("{e}"));
     match CudaDevice::open(0) {
-        Ok(device) => Some(device),
+        Ok(device) => {
+            required(Ok(()));
+            Some(device)
+        }
         Err(e) if e.is_unavailable() => {
-            if std::env::var("RUTILE_REQUIRE_CUDA").as_deref() == Ok("1") {
-                panic!("RUTILE_REQUIRE_CUDA=1 but CUDA is not usable: {e}");
-            }
+            required(Err(&e));
             println!("{test}: no CUDA device: skipped ({e})");
             None
         }

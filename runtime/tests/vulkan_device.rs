@@ -2,8 +2,9 @@
 //! machines without a GPU).
 //!
 //! Without an adapter each test prints "no wgpu adapter: skipped" and passes, unless
-//! `RUTILE_REQUIRE_TOOLS=1` (set by scripts/test.sh and CI), which turns a missing adapter
-//! into a failure.
+//! `RUTILE_REQUIRE_TOOLS=1` (set by scripts/test.sh and CI, which install lavapipe) or
+//! `RUTILE_REQUIRE` names `vulkan` (on GPU machines), which turn a missing adapter into a
+//! failure.
 
 use std::sync::OnceLock;
 
@@ -16,13 +17,18 @@ use rutile_ir::testing::Rng;
 /// One device shared by all tests (they run on several threads, which also exercises
 /// wgpu's thread-local error scopes).
 fn device() -> Option<&'static WgpuDevice> {
-    static DEVICE: OnceLock<Option<WgpuDevice>> = OnceLock::new();
+    // The device, or why there is none.
+    static DEVICE: OnceLock<Result<WgpuDevice, String>> = OnceLock::new();
     let device = DEVICE.get_or_init(|| match WgpuDevice::open(None) {
-        Ok(device) => Some(device),
-        Err(e) if e.is_unavailable() => None,
+        Ok(device) => Ok(device),
+        Err(e) if e.is_unavailable() => Err(e.to_string()),
         Err(e) => panic!("an adapter exists but opening it failed: {e}"),
     });
-    if device.is_none() {
+    let opened = device.as_ref().map(|_| ()).map_err(|why| why as &dyn std::fmt::Display);
+    if let Err(e) = rutile::device::check_required(rutile::Backend::Vulkan, opened) {
+        panic!("{e}");
+    }
+    if device.is_err() {
         if std::env::var("RUTILE_REQUIRE_TOOLS").as_deref() == Ok("1") {
             panic!(
                 "lavapipe missing: install mesa-vulkan-drivers (and libvulkan1); \
@@ -31,7 +37,7 @@ fn device() -> Option<&'static WgpuDevice> {
         }
         eprintln!("no wgpu adapter: skipped");
     }
-    device.as_ref()
+    device.as_ref().ok()
 }
 
 /// A normal, non-zero f32 of either sign with magnitude in [2^-20, 2^20).

@@ -26,7 +26,8 @@ pub struct Vk {
 }
 
 /// The Vulkan device for execution tests, or `None` (with a note) when there is none; with
-/// `RUTILE_REQUIRE_TOOLS=1`, a missing device fails the test.
+/// `RUTILE_REQUIRE_TOOLS=1`, or `RUTILE_REQUIRE` naming `vulkan`, a missing device fails the
+/// test.
 pub fn device_or_skip(test: &str) -> Option<Vk> {
     match Vk::new() {
         Ok(vk) => Some(vk),
@@ -34,10 +35,20 @@ pub fn device_or_skip(test: &str) -> Option<Vk> {
             if std::env::var("RUTILE_REQUIRE_TOOLS").as_deref() == Ok("1") {
                 panic!("RUTILE_REQUIRE_TOOLS=1 but there is no Vulkan device: {why}");
             }
+            if vulkan_required() {
+                panic!("RUTILE_REQUIRE: a vulkan device is required, but none opens: {why}");
+            }
             eprintln!("note: {test} skipped: no Vulkan device ({why})");
             None
         }
     }
+}
+
+/// Whether `RUTILE_REQUIRE` names `vulkan`. This crate cannot use the runtime's parser
+/// (`rutile::device::parse_required_backends`, which also rejects unknown names: the
+/// runtime's and the examples' GPU tests fail on those); this only looks for the name.
+fn vulkan_required() -> bool {
+    std::env::var("RUTILE_REQUIRE").is_ok_and(|v| v.split(',').any(|name| name.trim() == "vulkan"))
 }
 
 struct Buf {

@@ -53,18 +53,22 @@ impl Device for CpuDevice {
     }
 
     fn alloc(&self, elem: ScalarType, len: usize) -> Result<DeviceBuffer> {
-        // As the GPU devices do: `HostBuffer::zeros` would panic on a size that overflows.
-        if len.checked_mul(elem.size_bytes()).is_none() {
+        // As the GPU devices do: `HostBuffer::zeros` would panic on a size that overflows,
+        // and abort the process when the allocator refuses.
+        let Some(bytes) = len.checked_mul(elem.size_bytes()) else {
             return Err(Error::Buffer(format!(
                 "{len} elements of {elem} overflow the address space"
             )));
-        }
-        Ok(DeviceBuffer::new(
+        };
+        let zeros = zeroed_bytes(bytes).ok_or_else(|| Error::OutOfMemory {
+            device: self.id(),
             elem,
             len,
-            self.key,
-            Box::new(Mutex::new(HostBuffer::zeros(elem, len))),
-        ))
+            requested: bytes as u64,
+            reason: "out of host memory: the allocator refused it".into(),
+        })?;
+        let host = HostBuffer::from_bytes(elem, zeros)?;
+        Ok(DeviceBuffer::new(elem, len, self.key, Box::new(Mutex::new(host))))
     }
 
     fn write(&self, buffer: &DeviceBuffer, bytes: &[u8]) -> Result<()> {
@@ -146,6 +150,21 @@ impl Device for CpuDevice {
     }
 }
 
+/// `n` zero bytes, or `None` when the allocator refuses (where `vec![0; n]` would abort the
+/// process). Zeroed by the allocator, so that pages the interpreter never touches are never
+/// written either.
+fn zeroed_bytes(n: usize) -> Option<Vec<u8>> {
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(n).ok()?;
+    // SAFETY: `layout` has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    // SAFETY: a non-null `ptr` was allocated by the global allocator with the layout of
+    // `n` bytes, all of them initialised (to zero); the vector takes ownership of it.
+    (!ptr.is_null()).then(|| unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +180,29 @@ mod tests {
             format!("buffer: {} elements of f64 overflow the address space", usize::MAX / 4)
         );
         assert_eq!(d.alloc(ScalarType::F64, 3).unwrap().size_bytes(), 24);
+    }
+
+    /// A size the allocator refuses (2^50 bytes: above any machine's memory and the 2^47
+    /// bytes of a process's address space) is an error naming it, not an abort; allocating
+    /// works afterwards.
+    #[test]
+    fn allocations_the_host_cannot_give_are_errors() {
+        let d = CpuDevice::new();
+        let len = 1usize << 48;
+        let e = d.alloc(ScalarType::F32, len).unwrap_err();
+        assert!(
+            matches!(e, Error::OutOfMemory { requested, .. } if requested == 1 << 50),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cpu: cannot allocate 1125899906842624 bytes (1048576.0 GiB) for {len} elements of f32: \
+                 out of host memory: the allocator refused it"
+            )
+        );
+        let b = d.alloc(ScalarType::F32, 5).unwrap();
+        assert_eq!(d.read(&b).unwrap(), vec![0; 20]);
+        assert_eq!(d.alloc(ScalarType::F32, 0).unwrap().size_bytes(), 0);
     }
 }

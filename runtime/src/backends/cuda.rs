@@ -2,9 +2,9 @@
 
 use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
-use crate::cuda::{CudaBuffer, CudaDevice, CudaFunction, CudaModule, KernelArg, LaunchConfig as CudaLaunch};
+use crate::cuda::{CudaBuffer, CudaDevice, CudaError, CudaFunction, CudaModule, KernelArg, LaunchConfig as CudaLaunch};
 use crate::device::{next_device_key, Backend, Device, DeviceProperties, DeviceType};
-use crate::error::{Error, Result};
+use crate::error::{bytes_text, Error, Result};
 use crate::launch::{check_launch, threads_per_program, Arg};
 use rutile_ir::analysis::extent::ExtentPlan;
 use rutile_ir::target::{Specialization, Target};
@@ -100,7 +100,27 @@ impl Device for CudaGpu {
         let bytes = len
             .checked_mul(elem.size_bytes())
             .ok_or_else(|| Error::Buffer(format!("{len} elements of {elem} overflow the address space")))?;
-        let buf = CudaBuffer::<u8>::zeroed(&self.device, bytes)?;
+        let buf = CudaBuffer::<u8>::zeroed(&self.device, bytes).map_err(|e| match e {
+            CudaError::OutOfMemory {
+                call,
+                requested,
+                total,
+                free,
+                code,
+            } => Error::OutOfMemory {
+                device: self.id(),
+                elem,
+                len,
+                requested: requested as u64,
+                reason: format!(
+                    "out of device memory: the device has {}{} ({call} failed with {code})",
+                    bytes_text(total as u64),
+                    free.map(|f| format!(", {} of them free", bytes_text(f as u64)))
+                        .unwrap_or_default()
+                ),
+            },
+            e => e.into(),
+        })?;
         Ok(DeviceBuffer::new(elem, len, self.key, Box::new(Mutex::new(buf))))
     }
 

@@ -10,7 +10,7 @@
 use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
 use crate::device::{next_device_key, Backend, Device, DeviceProperties, DeviceType};
-use crate::error::{Error, Result};
+use crate::error::{bytes_text, Error, Result};
 use crate::launch::{check_launch, threads_per_program, Arg};
 use crate::vulkan::{self as wg, AdapterKind, KernelSource, WgpuBuffer, WgpuDevice, WgpuError, WgpuPipeline};
 use rutile_ir::analysis::extent::ExtentPlan;
@@ -125,6 +125,7 @@ impl WgpuGpu {
         if p.multiprocessors.is_some() && p.vendor_name() == Some("NVIDIA") {
             properties.registers_per_multiprocessor = Some(64 * 1024);
         }
+        properties.total_memory_bytes = p.device_memory_bytes;
         // Larger grids are split into several dispatches.
         properties.max_grid = Some([u32::MAX; 3]);
         let f = &p.features;
@@ -214,7 +215,28 @@ impl Device for WgpuGpu {
         let bytes = len
             .checked_mul(elem.size_bytes())
             .ok_or_else(|| Error::Buffer(format!("{len} elements of {elem} overflow the address space")))?;
-        let buf = WgpuBuffer::zeroed(&self.device, bytes)?;
+        let memory = || match self.properties.total_memory_bytes {
+            Some(total) => format!("the device has {}", bytes_text(total)),
+            None => "the API does not say how much memory the device has".to_string(),
+        };
+        let buf = WgpuBuffer::zeroed(&self.device, bytes).map_err(|e| {
+            let reason = match e {
+                WgpuError::BufferTooLarge { limit, limit_name, .. } => format!(
+                    "larger than the device's {limit_name}, {}; {}",
+                    bytes_text(limit),
+                    memory()
+                ),
+                WgpuError::OutOfMemory { message } => format!("out of device memory: {}; wgpu: {message}", memory()),
+                e => return e.into(),
+            };
+            Error::OutOfMemory {
+                device: self.id(),
+                elem,
+                len,
+                requested: bytes as u64,
+                reason,
+            }
+        })?;
         Ok(DeviceBuffer::new(elem, len, self.key, Box::new(buf)))
     }
 

@@ -3,10 +3,11 @@
 use std::marker::PhantomData;
 
 use bytemuck::Pod;
+use cudarc::driver::sys::CUresult;
 use cudarc::driver::{result, CudaSlice, DevicePtr};
 
 use super::context::CudaDevice;
-use super::error::{CudaError, DriverResultExt};
+use super::error::{describe, is_sticky, CudaError, DriverResultExt};
 use super::launch::KernelArg;
 
 /// An array of `len` values of `T` in device memory.
@@ -34,10 +35,25 @@ impl<T: Pod> CudaBuffer<T> {
                     size_of::<T>()
                 ),
             })?;
-        let memory = device
-            .stream()
-            .alloc_zeros::<u8>(bytes.max(1))
-            .call("cuMemAllocAsync")?;
+        let memory = match device.stream().alloc_zeros::<u8>(bytes.max(1)) {
+            Ok(memory) => memory,
+            // More than the device has fails with CUDA_ERROR_OUT_OF_MEMORY, or for absurd
+            // sizes with another code of the one call (not a sticky one: the context is
+            // fine).
+            Err(e)
+                if e.0 == CUresult::CUDA_ERROR_OUT_OF_MEMORY
+                    || (bytes > device.properties().total_memory && !is_sticky(e.0)) =>
+            {
+                return Err(CudaError::OutOfMemory {
+                    call: "cuMemAllocAsync",
+                    requested: bytes,
+                    total: device.properties().total_memory,
+                    free: device.memory_info().ok().map(|(free, _)| free),
+                    code: describe(e),
+                });
+            }
+            Err(e) => return Err(CudaError::driver("cuMemAllocAsync", e)),
+        };
         // Event tracking is off for this context, so the guard returned here does nothing.
         let ptr = memory.device_ptr(device.stream()).0;
         Ok(CudaBuffer {

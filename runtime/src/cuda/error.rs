@@ -90,6 +90,26 @@ pub enum CudaError {
         limit: usize,
     },
 
+    /// An allocation the device's memory cannot hold. Not sticky: the context keeps
+    /// working.
+    #[error(
+        "out of device memory: {call} of {requested} bytes failed with {code}; the device has {total} bytes{}",
+        free.map(|f| format!(", {f} of them free")).unwrap_or_default()
+    )]
+    OutOfMemory {
+        /// The driver entry point, e.g. `cuMemAllocAsync`.
+        call: &'static str,
+        /// The bytes asked for.
+        requested: usize,
+        /// The device's memory, in bytes (`cuDeviceTotalMem`).
+        total: usize,
+        /// Its free memory after the failure, in bytes (`cuMemGetInfo`), where the driver
+        /// said.
+        free: Option<usize>,
+        /// The `CUresult` name, number and description.
+        code: String,
+    },
+
     /// A host slice does not have the buffer's length.
     #[error("buffer size mismatch: the device buffer holds {expected} elements, the host slice {got}")]
     BufferSize {

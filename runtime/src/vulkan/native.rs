@@ -40,6 +40,34 @@ pub(crate) fn sm_builtins(adapter: &wgpu::Adapter) -> Option<SmBuiltins> {
     })
 }
 
+/// The device's own memory: the size of its largest device-local heap, as
+/// `vkGetPhysicalDeviceMemoryProperties` reports it (a GPU's video memory; the host memory
+/// a software device such as lavapipe uses). `None` off Vulkan.
+#[cfg(all(not(target_arch = "wasm32"), not(target_vendor = "apple")))]
+pub(crate) fn device_local_memory(adapter: &wgpu::Adapter) -> Option<u64> {
+    use ash::vk;
+    // SAFETY: the raw handles are only used to read properties, while `adapter` is borrowed.
+    let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
+    // SAFETY: a valid physical device of this instance.
+    let memory = unsafe {
+        hal.shared_instance()
+            .raw_instance()
+            .get_physical_device_memory_properties(hal.raw_physical_device())
+    };
+    memory
+        .memory_heaps_as_slice()
+        .iter()
+        .filter(|heap| heap.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
+        .map(|heap| heap.size)
+        .max()
+        .filter(|&size| size > 0)
+}
+
+#[cfg(any(target_arch = "wasm32", target_vendor = "apple"))]
+pub(crate) fn device_local_memory(_adapter: &wgpu::Adapter) -> Option<u64> {
+    None
+}
+
 /// Whether the driver accepts SPIR-V 1.4 modules: a Vulkan 1.2 device, or an older one with
 /// `VK_KHR_spirv_1_4`.
 #[cfg(all(not(target_arch = "wasm32"), not(target_vendor = "apple")))]

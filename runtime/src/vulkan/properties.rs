@@ -135,6 +135,9 @@ pub struct WgpuDeviceProperties {
     pub multiprocessors: Option<u32>,
     /// The most warps resident on one multiprocessor, reported with `multiprocessors`.
     pub warps_per_multiprocessor: Option<u32>,
+    /// The device's memory in bytes: its largest device-local heap (Vulkan); `None` where
+    /// the API does not say.
+    pub device_memory_bytes: Option<u64>,
     /// Optional features.
     pub features: WgpuFeatures,
     /// The cooperative-matrix configurations the adapter lists; `None` when the adapter
@@ -165,6 +168,7 @@ impl WgpuDeviceProperties {
             properties.multiprocessors = Some(sm.multiprocessors);
             properties.warps_per_multiprocessor = Some(sm.warps_per_multiprocessor);
         }
+        properties.device_memory_bytes = super::native::device_local_memory(adapter);
         properties
     }
 
@@ -202,6 +206,7 @@ impl WgpuDeviceProperties {
             max_immediate_size: limits.max_immediate_size,
             multiprocessors: None,
             warps_per_multiprocessor: None,
+            device_memory_bytes: None,
             cooperative_matrix_shapes: if features.cooperative_matrix || !shapes.is_empty() {
                 Some(shapes)
             } else {
@@ -332,6 +337,11 @@ impl fmt::Display for WgpuDeviceProperties {
         let unknown = || "unknown".to_string();
         writeln!(
             f,
+            "  device memory          {}",
+            self.device_memory_bytes.map_or_else(unknown, bytes)
+        )?;
+        writeln!(
+            f,
             "  multiprocessors        {} ({} warps each)",
             self.multiprocessors.map_or_else(unknown, |n| n.to_string()),
             self.warps_per_multiprocessor.map_or_else(unknown, |n| n.to_string())
@@ -418,6 +428,7 @@ mod tests {
         assert!(s.contains("f16 no, i64 yes, f64 no"), "{s}");
         assert!(s.contains("cooperative matrix     no"), "{s}");
         assert!(s.contains("binding up to 128 MiB"), "{s}");
+        assert!(s.contains("device memory          unknown"), "{s}");
         assert_eq!(p.max_storage_buffer_bytes(), 128 << 20);
         assert_eq!(bytes(i32::MAX as u64), "2147483647 B (2.00 GiB)");
         assert_eq!(bytes(1 << 31), "2 GiB");
