@@ -90,7 +90,8 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     crate::verify::verify(kernel)?;
     let mut l = Lowerer::new(kernel, target, spec);
     l.lower_body()?;
-    let out = l.finish()?;
+    let mut out = l.finish()?;
+    crate::thread::eliminate_dead_registers(&mut out);
     crate::thread::verify(&out).map_err(|message| LowerError::Internal {
         kernel: kernel.name.clone(),
         message,

@@ -12,10 +12,12 @@
 //! computes alike, so barriers and shuffles may appear anywhere.
 
 mod build;
+mod dce;
 mod print;
 mod verify;
 
 pub use build::ThreadKernelBuilder;
+pub use dce::eliminate_dead_registers;
 pub use verify::verify;
 
 use crate::arena::{Arena, Handle};
