@@ -265,7 +265,10 @@ fn column_major_operands_on_the_tensor_cores() {
         );
         // A column-major operand's lines of 64 bytes, 80 bytes apart, share a few banks
         // between the two lines of one quarter-warp's 16-byte stores: at most 2-way.
-        assert!(st.wavefronts <= 2 * st.ideal_wavefronts, "A col {a_col}, B col {b_col}: staging {st:?}");
+        assert!(
+            st.wavefronts <= 2 * st.ideal_wavefronts,
+            "A col {a_col}, B col {b_col}: staging {st:?}"
+        );
         assert_eq!(rd.conflicts(), 0, "A col {a_col}, B col {b_col}: fragments {rd:?}");
     }
 }
