@@ -438,6 +438,7 @@ fn column_major_matmul_operands_load_down_their_columns() {
     let meta = MatmulMeta::fp16(32, 32, 16);
     let kernel = matmul(&meta).unwrap();
     let (m, n, kk) = (40usize, 48usize, 50usize);
+    let mut staging = Vec::new();
     for b_column_major in [false, true] {
         let (stride_bk, stride_bn) = if b_column_major { (1, kk) } else { (n, 1) };
         let buffers = vec![
@@ -456,10 +457,20 @@ fn column_major_matmul_operands_load_down_their_columns() {
         let order = if b_column_major { "order [0, 1]" } else { "order [1, 0]" };
         assert!(loads[1].ends_with(&format!("{order}>")), "B's load: {loads:?}");
         let mut got = buffers.clone();
-        simt::run_threads(&tk, grid, &args, &mut got).unwrap();
+        let stats = simt::run_threads_with_stats(&tk, grid, &args, &mut got).unwrap();
         assert!(
             got[2].as_bytes() == want[2].as_bytes(),
             "column-major B: {b_column_major}"
         );
+        // The dot's staging (on the CUDA cores here) costs about as much either way: a
+        // column-major B is written down its columns into rows padded by 4 bytes (4.5 times
+        // the row-major staging's wavefronts unpadded).
+        let dot = stats.op("dot", rutile_ir::interp::simt::SharedAccess::Store);
+        println!("column-major B {b_column_major}: dot staging {dot:?}");
+        staging.push(dot.wavefronts);
     }
+    assert!(
+        staging[1] * 10 <= staging[0] * 12,
+        "staging wavefronts, B row-major then column-major: {staging:?}"
+    );
 }
