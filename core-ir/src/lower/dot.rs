@@ -21,7 +21,7 @@ impl Lowerer<'_> {
         let Op::Dot { a, b, acc } = inst.op else {
             return Err(self.internal("not a dot"));
         };
-        let (ta, tb, tc) = (self.k.ty(a), self.k.ty(b), self.k.ty(acc));
+        let (ta, tc) = (self.k.ty(a), self.k.ty(acc));
         let (Elem::Scalar(in_ty), Elem::Scalar(acc_ty)) = (ta.elem, tc.elem) else {
             return Err(self.internal("dot of pointers"));
         };
