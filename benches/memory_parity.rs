@@ -71,7 +71,11 @@ fn main() -> rutile::Result<()> {
         let ceiling = CopyTimes::measure(dev, 1 << 28, if quick { 3 } else { 10 })?.gbps();
         let ceiling = ceiling.0.max(ceiling.1);
         let flush = CacheFlush::new(dev, FlushMode::Copy)?;
-        println!("\n== {} ({}): ceiling {ceiling:.0} GB/s", dev.id(), dev.properties().name);
+        println!(
+            "\n== {} ({}): ceiling {ceiling:.0} GB/s",
+            dev.id(),
+            dev.properties().name
+        );
         let show = |name: &str, bytes: f64, ms: f64| {
             let g = gbps(bytes, ms);
             println!("{name:<40} {g:>6.0} GB/s ({:.1}%)", 100.0 * g / ceiling);
@@ -125,14 +129,28 @@ fn main() -> rutile::Result<()> {
         }
 
         // The softmax with rows a multiple of 16 elements apart or not.
-        for (n_cols, stride) in [(1000usize, 1000usize), (1000, 1024), (4000, 4000), (4000, 4096), (16000, 16000), (16000, 16384)] {
+        for (n_cols, stride) in [
+            (1000usize, 1000usize),
+            (1000, 1024),
+            (4000, 4000),
+            (4000, 4096),
+            (16000, 16000),
+            (16000, 16384),
+        ] {
             let block = (n_cols as u32).next_power_of_two();
             let kernel = seeds::softmax(block)?;
             let host = rng.f32s(ROWS * stride, -2.0, 2.0);
             let (inp, out) = (dev.upload(&host)?, dev.zeros::<f32>(ROWS * stride)?);
             let config = LaunchConfig::grid1(ROWS as u32).num_warps(seeds::softmax_num_warps(block));
             let s = stride as i32;
-            let args = [(&out).into(), (&inp).into(), s.into(), s.into(), (ROWS as i32).into(), (n_cols as i32).into()];
+            let args = [
+                (&out).into(),
+                (&inp).into(),
+                s.into(),
+                s.into(),
+                (ROWS as i32).into(),
+                (n_cols as i32).into(),
+            ];
             dev.launch(&kernel, &config, &args)?;
             let got = dev.download(&out)?;
             let row_sum: f32 = got[..n_cols].iter().sum();
