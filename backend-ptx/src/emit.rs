@@ -128,6 +128,22 @@ impl<'a> Emitter<'a> {
                 pred,
             } => atomic::cas(self, *dst, *param, *index, *cmp, *value, *pred),
             Stmt::Mma { d, a, b, c } => mma(self, d, a, b, c),
+            Stmt::LdMatrix {
+                dsts,
+                alloc,
+                index,
+                trans,
+            } => memory::ldmatrix(self, dsts, *alloc, *index, *trans),
+            Stmt::AsyncCopy {
+                alloc,
+                dst,
+                param,
+                src,
+                len,
+                pred,
+            } => memory::async_copy(self, *alloc, *dst, *param, *src, *len, *pred),
+            Stmt::AsyncCommit => self.sm80("cp.async.commit_group", "cp.async.commit_group".into()),
+            Stmt::AsyncWait { pending } => self.sm80("cp.async.wait_group", format!("cp.async.wait_group {pending}")),
             Stmt::Barrier => {
                 self.ins("bar.sync 0");
                 Ok(())
@@ -147,6 +163,20 @@ impl<'a> Emitter<'a> {
             statement: one_line(self.k, s),
             reason,
         })
+    }
+}
+
+impl Emitter<'_> {
+    /// Emits `text`, an instruction that needs sm_80 or later.
+    fn sm80(&mut self, what: &str, text: String) -> Res {
+        if self.target.sm < 80 {
+            return Err(format!(
+                "{what} needs sm_80 or later, the target is sm_{}",
+                self.target.sm
+            ));
+        }
+        self.ins(text);
+        Ok(())
     }
 }
 

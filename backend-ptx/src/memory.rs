@@ -198,3 +198,66 @@ pub(crate) fn store(e: &mut Emitter, values: &[Reg], mem: Memory, index: Reg, pr
     });
     Ok(())
 }
+
+/// `ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16` (sm_75 and later; the lowering
+/// emits it on sm_80+ only): the 32-bit results hold the pairs of 16-bit elements, unpacked
+/// into `dsts` in order.
+pub(crate) fn ldmatrix(e: &mut Emitter, dsts: &[Reg], alloc: u32, index: Reg, trans: bool) -> Res {
+    if e.target.sm < 75 {
+        return Err(format!(
+            "ldmatrix needs sm_75 or later, the target is sm_{}",
+            e.target.sm
+        ));
+    }
+    let addr = shared_addr(e, alloc, index, 2);
+    let words: Vec<String> = (0..dsts.len() / 2).map(|_| e.tmp(Class::R)).collect();
+    let trans = if trans { ".trans" } else { "" };
+    e.ins(format!(
+        "ldmatrix.sync.aligned.m8n8.x{}{trans}.shared.b16 {{{}}}, [{addr}]",
+        words.len(),
+        words.join(", ")
+    ));
+    for (w, pair) in words.iter().zip(dsts.chunks(2)) {
+        let (lo, hi) = (e.r(pair[0]), e.r(pair[1]));
+        e.ins(format!("mov.b32 {{{lo}, {hi}}}, {w}"));
+    }
+    Ok(())
+}
+
+/// `cp.async` (sm_80 and later): `.cg` (through L2 only, the operand tiles are read once per
+/// program) for 16 bytes, `.ca` for 4 and 8, which `.cg` does not allow. A predicate becomes
+/// the source size: 0 bytes read, the destination zero-filled.
+pub(crate) fn async_copy(
+    e: &mut Emitter,
+    alloc: u32,
+    dst: Reg,
+    param: u32,
+    src: Reg,
+    len: u32,
+    pred: Option<Reg>,
+) -> Res {
+    if e.target.sm < 80 {
+        return Err(format!(
+            "cp.async needs sm_80 or later, the target is sm_{}",
+            e.target.sm
+        ));
+    }
+    let elem = e.k.shared[alloc as usize].elem;
+    let bytes = len as usize * elem.size_bytes();
+    let to = shared_addr(e, alloc, dst, elem.size_bytes());
+    let from = global_addr(e, param, src, elem.size_bytes());
+    let level = if bytes == 16 { "cg" } else { "ca" };
+    let size = match pred {
+        None => String::new(),
+        Some(p) => {
+            let n = e.tmp(Class::R);
+            let p = e.r(p);
+            e.ins(format!("selp.b32 {n}, {bytes}, 0, {p}"));
+            format!(", {n}")
+        }
+    };
+    e.ins(format!(
+        "cp.async.{level}.shared.global [{to}], [{from}], {bytes}{size}"
+    ));
+    Ok(())
+}

@@ -21,6 +21,8 @@ fn check_all(kernel: &Kernel, warps: &[u32]) {
                 max_vector_bytes: 16,
                 native_float_minmax: false,
                 mma_sync: false,
+                async_copy: false,
+                num_stages: 1,
             };
             let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len()))
                 .unwrap_or_else(|e| panic!("lowering {}: {e}", kernel.name));
@@ -100,6 +102,8 @@ fn streaming_loads_are_nontemporal() {
         max_vector_bytes: 16,
         native_float_minmax: false,
         mma_sync: false,
+        async_copy: false,
+        num_stages: 1,
     };
     let lower = |k: &Kernel| rutile_ir::lower::lower(k, &target, &Specialization::all(k.params.len())).unwrap();
     for block in [1024, 4096] {
@@ -142,6 +146,8 @@ fn a_buffer_also_loaded_plainly_keeps_no_hint() {
         max_vector_bytes: 16,
         native_float_minmax: false,
         mma_sync: false,
+        async_copy: false,
+        num_stages: 1,
     };
     let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(2)).unwrap();
     let (sk, _) = common::check(&t, &SpirvTarget::full(32));

@@ -340,3 +340,66 @@ mod tests {
         assert_eq!(s.blocked_dim(0), 0);
     }
 }
+
+/// A 2-D tile in shared memory, stored row by row (`cols` elements contiguous per row), with
+/// Triton's XOR swizzle: the row's 16-byte chunks are permuted by `chunk ^ phase(row)`,
+/// `phase(row) = (row / per_phase) % max_phase`. With `per_phase = 128 / row bytes` (at
+/// least 1) and `max_phase = 8 / per_phase`, any 8 consecutive rows' chunks at one column
+/// fall in 8 different 16-byte slots of the 128-byte bank window, so that `ldmatrix` (8 rows
+/// of 16 bytes per phase, along or across the rows) and 16-byte stores of whole rows are
+/// free of bank conflicts. For 128-byte rows this is the "128-byte swizzle" of Hopper's
+/// `wgmma` descriptors and tensor-memory copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SwizzledTile {
+    pub rows: u32,
+    pub cols: u32,
+    /// Elements per 16-byte chunk.
+    pub vec: u32,
+    pub per_phase: u32,
+    pub max_phase: u32,
+}
+
+impl SwizzledTile {
+    /// The swizzle for a `rows × cols` tile of `elem_bytes`-byte elements (powers of two).
+    /// Rows shorter than one chunk are not swizzled.
+    pub fn new(rows: u32, cols: u32, elem_bytes: u32) -> SwizzledTile {
+        let vec = (16 / elem_bytes).max(1);
+        let row_bytes = cols * elem_bytes;
+        if cols < vec || !cols.is_power_of_two() {
+            return SwizzledTile {
+                rows,
+                cols,
+                vec,
+                per_phase: 1,
+                max_phase: 1,
+            };
+        }
+        let per_phase = (128 / row_bytes).max(1);
+        let max_phase = (8 / per_phase).clamp(1, cols / vec);
+        SwizzledTile {
+            rows,
+            cols,
+            vec,
+            per_phase,
+            max_phase,
+        }
+    }
+    /// Elements in the tile.
+    pub fn len(&self) -> u32 {
+        self.rows * self.cols
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The element index of `(row, col)`.
+    pub fn offset(&self, row: u32, col: u32) -> u32 {
+        let phase = (row / self.per_phase) % self.max_phase;
+        let chunk = (col / self.vec) ^ phase;
+        row * self.cols + chunk * self.vec + col % self.vec
+    }
+    /// Rows after which the phase repeats: moving by a multiple of it moves the offset by
+    /// whole rows.
+    pub fn row_period(&self) -> u32 {
+        self.per_phase * self.max_phase
+    }
+}

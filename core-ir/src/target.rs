@@ -24,6 +24,14 @@ pub struct Target {
     /// sm_80 and later): `dot` of f16 or bf16 tiles into f32 then runs on them (see
     /// `lower::dot`); elsewhere it runs on the CUDA cores, one `fma` per product.
     pub mma_sync: bool,
+    /// Whether threads can copy global memory to shared memory asynchronously (`cp.async`,
+    /// sm_80 and later): the loads that feed a `dot` on the tensor cores in a loop then go
+    /// through a ring of [`num_stages`](Self::num_stages) buffers (see `lower::pipeline`).
+    pub async_copy: bool,
+    /// Shared-memory buffers in such a ring, as Triton's `num_stages`: copies for the next
+    /// `num_stages - 1` iterations are in flight while one computes. 1 (or a target without
+    /// asynchronous copies) loads each iteration's operands in that iteration.
+    pub num_stages: u32,
 }
 
 impl Target {
@@ -37,6 +45,8 @@ impl Target {
             max_vector_bytes: 16,
             native_float_minmax: true,
             mma_sync: false,
+            async_copy: false,
+            num_stages: 1,
         }
     }
     /// Threads per program, saturating at `u32::MAX` (more than any device allows, and more

@@ -16,8 +16,40 @@ use rutile_ir::ScalarType::{self, BF16, F16, F32};
 fn target(num_warps: u32) -> Target {
     Target {
         mma_sync: true,
-        ..Target::nvidia(num_warps, 100 * 1024)
+        async_copy: false,
+        num_stages: 1,
+        ..Target::nvidia(num_warps, 227 * 1024)
     }
+}
+
+/// As [`target`], with operand loads pipelined through `stages` shared buffers.
+fn pipelined(num_warps: u32, stages: u32) -> Target {
+    Target {
+        async_copy: true,
+        num_stages: stages,
+        ..target(num_warps)
+    }
+}
+
+/// The specialization the runtime computes for these arguments: integers divisible by 16
+/// and equal to 1, pointers (at offset 0 of 16-byte aligned buffers) divisible.
+fn runtime_spec(args: &[ArgValue]) -> Specialization {
+    Specialization {
+        divisible_by_16: args
+            .iter()
+            .map(|a| match a {
+                ArgValue::Int(v) => v % 16 == 0,
+                _ => true,
+            })
+            .collect(),
+        equal_to_1: args.iter().map(|a| matches!(a, ArgValue::Int(1))).collect(),
+    }
+}
+
+fn count_stmts(tk: &ThreadKernel, f: impl Fn(&Stmt) -> bool) -> usize {
+    let mut n = 0;
+    tk.walk(&mut |s| n += f(s) as usize);
+    n
 }
 
 fn mmas(tk: &ThreadKernel) -> usize {
@@ -53,7 +85,13 @@ fn values(b: &HostBuffer) -> Vec<f64> {
 /// `warps` with the tensor cores, in the simulator; checks that the lowering used them and
 /// that the results agree within `tol` (relative to the largest output, as the sums differ
 /// in rounding only).
-fn check_matmul(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), warps: u32, rng: &mut Rng, tol: f64) {
+fn check_matmul(meta: &MatmulMeta, shape: (usize, usize, usize), warps: u32, rng: &mut Rng, tol: f64) {
+    check_matmul_on(meta, shape, &target(warps), rng, tol);
+}
+
+/// [`check_matmul`] lowered for `target`, specialized as the runtime would.
+fn check_matmul_on(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), target: &Target, rng: &mut Rng, tol: f64) {
+    let warps = target.num_warps;
     let kernel = matmul(meta).unwrap();
     let buffers = vec![
         inputs(rng, meta.input, m * k),
@@ -66,11 +104,16 @@ fn check_matmul(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), warps: u32,
     let grid = [matmul_grid(meta, m as u32, n as u32), 1, 1];
     let mut want = buffers.clone();
     interp::run(&kernel, grid, &args, &mut want).unwrap();
-    let tk = lower(&kernel, &target(warps), &Specialization::none(args.len())).unwrap();
+    let tk = lower(&kernel, target, &runtime_spec(&args)).unwrap();
     let at = format!(
-        "{}x{}x{} blocks, {warps} warps, {m}x{n}x{k}, {} -> {}",
-        meta.block_m, meta.block_n, meta.block_k, meta.input, meta.output
+        "{}x{}x{} blocks, {warps} warps, {} stages, {m}x{n}x{k}, {} -> {}",
+        meta.block_m, meta.block_n, meta.block_k, target.num_stages, meta.input, meta.output
     );
+    if target.async_copy {
+        let copies = count_stmts(&tk, |s| matches!(s, Stmt::AsyncCopy { .. }));
+        let aligned = [m, n, k].iter().all(|d| d % 8 == 0);
+        assert!(!aligned || copies > 0, "{at}: operands not pipelined");
+    }
     assert!(mmas(&tk) > 0, "{at}: no mma");
     let mut got = buffers.clone();
     simt::run_threads(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
@@ -113,6 +156,52 @@ fn matmul_on_the_tensor_cores_matches_the_interpreter() {
     check_matmul(&bf, (32, 48, 40), 2, &mut rng, 1e-5);
 }
 
+/// The operand loads of the K loop pipelined through 2 to 4 shared buffers with
+/// asynchronous copies: the same products, on ragged M, N and K (the zero-filled copies of
+/// masked elements and of iterations past the end), f16 and bf16, leaky ReLU.
+#[test]
+fn pipelined_matmul_matches_the_interpreter() {
+    let mut rng = Rng::new(34);
+    let f32_out = |bm, bn, bk| MatmulMeta {
+        output: F32,
+        ..MatmulMeta::fp16(bm, bn, bk)
+    };
+    for stages in [2, 3, 4] {
+        check_matmul_on(
+            &f32_out(64, 64, 32),
+            (100, 72, 80),
+            &pipelined(4, stages),
+            &mut rng,
+            1e-5,
+        );
+        check_matmul_on(
+            &f32_out(32, 64, 32),
+            (48, 80, 160),
+            &pipelined(2, stages),
+            &mut rng,
+            1e-5,
+        );
+    }
+    // One iteration, fewer than the stages; a K loop of many.
+    check_matmul_on(&f32_out(64, 64, 32), (64, 64, 32), &pipelined(4, 4), &mut rng, 1e-5);
+    check_matmul_on(&f32_out(32, 32, 16), (32, 32, 256), &pipelined(1, 3), &mut rng, 1e-5);
+    // Shapes the copies cannot take (K = 77: vectors of one element) still pipeline what
+    // they can and give the same results.
+    check_matmul_on(&f32_out(32, 64, 32), (17, 33, 77), &pipelined(2, 3), &mut rng, 1e-5);
+    let relu = MatmulMeta {
+        activation: Some(Activation::LeakyRelu),
+        ..MatmulMeta::fp16(64, 64, 32)
+    };
+    check_matmul_on(&relu, (65, 64, 96), &pipelined(4, 3), &mut rng, 2e-3);
+    let bf = MatmulMeta {
+        input: BF16,
+        output: F32,
+        ..MatmulMeta::fp16(64, 32, 32)
+    };
+    check_matmul_on(&bf, (64, 48, 96), &pipelined(4, 3), &mut rng, 1e-5);
+    check_matmul_on(&f32_out(128, 128, 32), (128, 256, 96), &pipelined(4, 4), &mut rng, 1e-5);
+}
+
 /// Where the tensor cores cannot take the tile (f32 inputs, warps of 8, a tile narrower
 /// than the warps' m16n8 steps), `dot` stays on the CUDA cores, with the same results.
 #[test]
@@ -135,6 +224,8 @@ fn dots_the_tensor_cores_cannot_take_stay_on_the_cuda_cores() {
     assert!(mmas(&lower(&narrow, &target(2), &Specialization::none(12)).unwrap()) > 0);
     let off = Target {
         mma_sync: false,
+        async_copy: false,
+        num_stages: 1,
         ..target(4)
     };
     assert_eq!(mmas(&lower(&f16k, &off, &Specialization::none(12)).unwrap()), 0);
@@ -149,7 +240,7 @@ fn the_accumulator_stays_in_the_mma_layout_across_the_loop() {
     let text = tk.to_string();
     let dot_line = text.lines().find(|l| l.contains("// dot at ")).expect("a dot");
     assert!(
-        dot_line.contains("spt [1, 2], tpw [8, 4], wpc [1, 4], order [1, 0]"),
+        dot_line.contains("spt [1, 2], tpw [8, 4], wpc [2, 2], order [1, 0]"),
         "{dot_line}"
     );
     // Inside the loop: two stagings (A and B) and the fragment reads, no conversion of the
@@ -206,15 +297,21 @@ fn operand_fragments_read_shared_memory_without_conflicts() {
                 .iter()
                 .map(|&v| ArgValue::Int(v as i64)),
         );
-        let tk = lower(&kernel, &target(warps), &Specialization::all(args.len())).unwrap();
-        let stats = run_threads_with_stats(&tk, [1, 1, 1], &args, &mut buffers.clone()).unwrap();
-        let (w, r) = (
-            stats.op("dot", SharedAccess::Store),
-            stats.op("dot", SharedAccess::Load),
-        );
-        println!("{bm}x{bn}x{bk} at {warps} warps: staging {w:?}, fragments {r:?}");
-        assert_eq!(w.conflicts(), 0, "{bm}x{bn}: staging {w:?}");
-        assert_eq!(r.conflicts(), 0, "{bm}x{bn}: fragment reads {r:?}");
+        for t in [target(warps), pipelined(warps, 3)] {
+            let tk = lower(&kernel, &t, &runtime_spec(&args)).unwrap();
+            let stats = run_threads_with_stats(&tk, [1, 1, 1], &args, &mut buffers.clone()).unwrap();
+            let (w, r, c) = (
+                stats.op("dot", SharedAccess::Store),
+                stats.op("dot", SharedAccess::Load),
+                stats.op("pipeline", SharedAccess::Store),
+            );
+            let s = t.num_stages;
+            println!("{bm}x{bn}x{bk} at {warps} warps, {s} stages: staging {w:?}, copies {c:?}, fragments {r:?}");
+            assert_eq!(w.conflicts(), 0, "{bm}x{bn}: staging {w:?}");
+            assert_eq!(c.conflicts(), 0, "{bm}x{bn}: copies {c:?}");
+            assert_eq!(r.conflicts(), 0, "{bm}x{bn}: fragment reads {r:?}");
+            assert_eq!(t.async_copy, c.accesses > 0 && w.accesses == 0, "{bm}x{bn}, {s} stages");
+        }
     }
 }
 

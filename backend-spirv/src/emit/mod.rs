@@ -821,7 +821,11 @@ impl<'a> Cx<'a> {
                 value,
                 pred,
             } => self.predicated(*pred, |cx| cx.atomic_cas(*dst, *param, *index, *cmp, *value))?,
-            Stmt::Mma { .. } => {
+            Stmt::Mma { .. }
+            | Stmt::LdMatrix { .. }
+            | Stmt::AsyncCopy { .. }
+            | Stmt::AsyncCommit
+            | Stmt::AsyncWait { .. } => {
                 return Err(unsupported(
                     self.k,
                     "mma.sync",

@@ -259,7 +259,11 @@ impl Scan {
                 }
                 // The lowering uses matrix units only where the target has them, and this
                 // backend's targets have none yet (cooperative matrices are to come).
-                Stmt::Mma { .. } => {
+                Stmt::Mma { .. }
+                | Stmt::LdMatrix { .. }
+                | Stmt::AsyncCopy { .. }
+                | Stmt::AsyncCommit
+                | Stmt::AsyncWait { .. } => {
                     if err.is_none() {
                         *err = Some(SpirvError::Unsupported {
                             kernel: k.name.clone(),

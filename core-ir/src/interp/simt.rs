@@ -53,6 +53,9 @@ use crate::thread::{Expr, Memory as Space, Reg, Special, Stmt, ThreadKernel, Thr
 use crate::types::{Elem, ScalarType, Shape, Type};
 use std::collections::{BTreeMap, HashMap};
 
+#[path = "simt_matrix.rs"]
+mod matrix;
+
 /// Runs every program of the grid (axis 0 fastest) of a per-thread kernel on the CPU.
 ///
 /// The arguments follow [`super::run`]: one per parameter of `kernel` (which are the block
@@ -401,6 +404,8 @@ struct Sim<'s> {
     context: &'s str,
     /// Bank-conflict counts of the shared accesses run so far, by context and kind.
     shared_counts: HashMap<(&'s str, SharedAccess), SharedCounts>,
+    /// Asynchronous copies started and not yet complete.
+    copies: matrix::AsyncCopies,
 }
 
 impl<'s> Sim<'s> {
@@ -429,6 +434,7 @@ impl<'s> Sim<'s> {
             serial: 0,
             context: "",
             shared_counts: HashMap::new(),
+            copies: matrix::AsyncCopies::default(),
         }
     }
 
@@ -477,6 +483,7 @@ impl<'s> Sim<'s> {
         self.program += 1;
         self.epoch = 1;
         self.context = "";
+        self.copies = matrix::AsyncCopies::default();
         let body = &self.k.body;
         self.block(body)
     }
@@ -667,6 +674,25 @@ impl<'s> Sim<'s> {
                 Ok(())
             }
             Stmt::Mma { d, a, b, c } => self.mma(d, a, b, c),
+            Stmt::LdMatrix {
+                dsts,
+                alloc,
+                index,
+                trans,
+            } => self.ldmatrix(dsts, *alloc, *index, *trans),
+            Stmt::AsyncCopy {
+                alloc,
+                dst,
+                param,
+                src,
+                len,
+                pred,
+            } => self.async_copy(*alloc, *dst, *param, *src, *len, *pred),
+            Stmt::AsyncCommit => {
+                self.async_commit();
+                Ok(())
+            }
+            Stmt::AsyncWait { pending } => self.async_wait(*pending),
             Stmt::Load {
                 dsts, mem, index, pred, ..
             } => self.load(dsts, *mem, *index, *pred),

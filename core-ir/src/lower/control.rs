@@ -58,7 +58,7 @@ impl Lowerer<'_> {
 
     /// Fresh registers for carried values, initialized from `init` (in `layouts` where
     /// given).
-    fn carried_slots(
+    pub(super) fn carried_slots(
         &mut self,
         init: &[ValueId],
         layouts: &[Option<crate::layout::Layout>],
@@ -155,6 +155,10 @@ impl Lowerer<'_> {
             expr: Expr::Copy(start_r),
         });
         let region = &inst.regions[0];
+        let mut pipeline = match self.plan_pipeline(region, step) {
+            Some(plan) => Some(self.pipeline_prologue(plan, region, init, &layouts, (start_r, end_r, step_r))?),
+            None => None,
+        };
         let step_const = self.axis[step.index()].constant;
         let (cond_body, cond) = self.nested(|l| {
             let bool_t = ScalarType::Bool;
@@ -172,6 +176,9 @@ impl Lowerer<'_> {
         })?;
         let outer = self.enter_region();
         let (mut body, ()) = self.nested(|l| {
+            if let Some(p) = pipeline.as_mut() {
+                l.pipeline_iteration(p, region, iv, (end_r, step_r))?;
+            }
             l.set_lval(
                 region.args[0],
                 LVal {
@@ -187,6 +194,9 @@ impl Lowerer<'_> {
             }
             let yields = l.region(region)?.unwrap_or_default();
             l.assign_slots(inst, &slots, &yields)?;
+            if let Some(p) = pipeline.as_ref() {
+                l.pipeline_advance(p);
+            }
             let next = l.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step_r));
             l.emit(Stmt::Set {
                 dst: iv,
@@ -196,6 +206,9 @@ impl Lowerer<'_> {
         })?;
         self.close_loop_region(&outer, &mut body);
         self.emit(Stmt::While { cond_body, cond, body });
+        if let Some(p) = pipeline {
+            self.pipeline_epilogue(&p);
+        }
         Ok(slots)
     }
 

@@ -136,7 +136,7 @@ impl Lowerer<'_> {
     }
 
     /// The base parameter and per-register element offsets of a pointer value.
-    fn pointer(&mut self, ptr: crate::ir::ValueId, layout: Layout) -> Result<(u32, Vec<Reg>), LowerError> {
+    pub(super) fn pointer(&mut self, ptr: crate::ir::ValueId, layout: Layout) -> Result<(u32, Vec<Reg>), LowerError> {
         let p = self.lval(ptr)?;
         let base = p.ptr.ok_or_else(|| self.internal("pointer without a base parameter"))?;
         let offsets = self.ensure(ptr, layout)?;
@@ -145,7 +145,7 @@ impl Lowerer<'_> {
 
     /// How many consecutive registers one access moves: the thread's run along the fastest
     /// dimension, limited by what the axis analysis proves.
-    fn access_width(
+    pub(super) fn access_width(
         &self,
         layout: &Layout,
         shape: crate::types::Shape,

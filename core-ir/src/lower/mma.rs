@@ -4,41 +4,60 @@
 //!
 //! The accumulator lives in the `mma` result layout, which is a blocked layout: a thread
 //! holds 2 adjacent columns (`size_per_thread [1, 2]`), the lanes of a warp cover 8 rows by
-//! 4 pairs (`threads_per_warp [8, 4]`), warps go along N first. Lane `l` of a warp then
-//! holds, for each pair of row repetitions `2q, 2q + 1` and each column repetition `p`, the
-//! four elements `(g, 2t)`, `(g, 2t+1)`, `(g+8, 2t)`, `(g+8, 2t+1)` of one m16n8 tile
-//! (`g = l / 4`, `t = l % 4`, rows counted within the tile): exactly an `mma` fragment. So
-//! element-wise epilogues, reductions and stores work on it unchanged, and a value that must
-//! change layout goes through the swizzled exchange like any other.
+//! 4 pairs (`threads_per_warp [8, 4]`), and the warps tile the block 2-D (`warps_per_cta
+//! [wm, wn]`, chosen so that each warp's tile is as square as the block allows, which
+//! minimizes the fragments it loads per step). Lane `l` of a warp then holds, for each pair
+//! of row repetitions `2q, 2q + 1` and each column repetition `p`, the four elements
+//! `(g, 2t)`, `(g, 2t+1)`, `(g', 2t)`, `(g', 2t+1)` of one m16n8 tile whose two 8-row
+//! halves are the rows of those repetitions (`g = l / 4`, `t = l % 4`): exactly an `mma`
+//! fragment. So element-wise epilogues, reductions and stores work on it unchanged, and a
+//! value that must change layout goes through the swizzled exchange like any other.
 //!
-//! The operands are staged in shared memory contiguous along the axis their own layout
-//! runs along (so along K for a column-major B), each line padded by 16 bytes, in 16-byte
-//! stores; each warp reads its fragments from there: pairs of adjacent `k` as 2-element
-//! loads where the storage runs along K, single elements otherwise. The padding moves each
-//! line 4 banks along, so that the 8 lines one fragment read touches fall in different
-//! banks (lines of 64 or 128 bytes otherwise share them).
-//! `ldmatrix`, swizzled operand layouts and a `cp.async` pipeline are the next steps
-//! (docs/performance.md measures what this form reaches).
+//! The operands are read from shared memory with `ldmatrix` (4 matrices of 8x8 per
+//! instruction), `.trans` when the operand is stored contiguous along its outer dimension
+//! (M for A, N for B) rather than along K. Storage is a [`SwizzledTile`]: each 16-byte chunk
+//! of a row XORed with the row's phase, so that the 8 rows one `ldmatrix` phase reads, and
+//! the 16-byte stores that fill the tile, fall in distinct banks. The tile is filled either
+//! by the `cp.async` pipeline of an enclosing loop (`pipeline.rs`), or here, from registers.
 
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, CacheModifier, Inst, Literal, Op};
-use crate::layout::{Blocked, Layout};
-use crate::thread::{Expr, Memory, Reg, Stmt};
+use crate::ir::{BinaryOp, Inst, Op, ValueId};
+use crate::layout::{Blocked, Layout, RegisterMap, SwizzledTile};
+use crate::thread::{Expr, Memory, Reg, SharedAlloc, Stmt};
 use crate::types::{Elem, ScalarType, Shape};
+use std::collections::HashMap;
 
 /// The shape of one `dot` on the tensor cores.
-struct MmaPlan {
-    m: u32,
-    n: u32,
-    k: u32,
-    input: ScalarType,
-    layout: Layout,
+pub(crate) struct MmaPlan {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub input: ScalarType,
+    pub layout: Layout,
+}
+
+/// A `dot` operand in shared memory, as the tensor cores read it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SharedOperand {
+    pub alloc: u32,
+    pub tile: SwizzledTile,
+    /// The operand dimension that runs along the tile's rows (contiguous in memory).
+    pub contiguous: usize,
+    /// The element offset in `alloc` of the stage to read, when the buffer has several.
+    pub stage: Option<Reg>,
+}
+
+impl SharedOperand {
+    /// The tile storing a `shape` operand of `elem` contiguous along dimension `contiguous`.
+    pub fn tile_for(shape: [u32; 2], contiguous: usize, elem: ScalarType) -> SwizzledTile {
+        SwizzledTile::new(shape[1 - contiguous], shape[contiguous], elem.size_bytes() as u32)
+    }
 }
 
 impl Lowerer<'_> {
     /// How `dot` `inst` runs on the tensor cores, or `None` when it cannot (then it runs on
     /// the CUDA cores).
-    fn mma_plan(&self, inst: &Inst) -> Option<MmaPlan> {
+    pub(crate) fn mma_plan(&self, inst: &Inst) -> Option<MmaPlan> {
         // (The shared memory the operands need is checked with the kernel's total.)
         let Op::Dot { a, b, acc } = inst.op else { return None };
         let (ta, tb, tc) = (self.k.ty(a), self.k.ty(b), self.k.ty(acc));
@@ -53,12 +72,10 @@ impl Lowerer<'_> {
             return None;
         }
         let ([m, k], n) = (ta.shape.dims().try_into().ok()?, tb.shape.dims()[1]);
-        let warps = self.target.num_warps;
-        let wn = warps.min(n / 8).max(1);
-        let wm = warps / wn;
-        if m % (16 * wm) != 0 || n % (8 * wn) != 0 || k % 16 != 0 || wm * wn != warps {
+        if k % 16 != 0 {
             return None;
         }
+        let (wm, wn) = warp_grid(m, n, self.target.num_warps)?;
         let layout = Layout::blocked(Blocked {
             rank: 2,
             size_per_thread: [1, 2, 1],
@@ -84,12 +101,13 @@ impl Lowerer<'_> {
             return Err(self.internal("not a dot"));
         };
         let MmaPlan { m, n, k, input, layout } = plan;
-        let i32t = ScalarType::I32;
 
-        // Each operand stored along its own contiguous axis, rows padded (module comment).
-        let (a_buf, sa) = self.stage_operand(a, input)?;
-        let (b_buf, sb) = self.stage_operand(b, input)?;
-        self.emit(Stmt::Barrier);
+        // The operands in shared memory: filled by the loop's pipeline, or stored here.
+        let (sa, a_here) = self.shared_operand(a, input)?;
+        let (sb, b_here) = self.shared_operand(b, input)?;
+        if a_here || b_here {
+            self.emit(Stmt::Barrier);
+        }
 
         // The accumulator, copied so that `acc` itself is untouched.
         let shape = Shape::new(&[m, n]).expect("the dot's result shape");
@@ -99,71 +117,42 @@ impl Lowerer<'_> {
         let reg = |jr: u32, jc: u32| map.join([jr, jc, 0]);
         let (mtiles, ntiles) = (map.count[0] / 2, map.count[1] / 2);
 
-        // Per thread: `2t` and `g`, the rows of each m16 tile, the B column of each n8 tile.
-        let (_, lane, _) = self.thread_ids();
-        let (three, one, two) = (self.i32c(3), self.i32c(1), self.i32c(2));
-        let t = self.pset(i32t, Expr::Binary(BinaryOp::And, lane, three));
-        let t2 = self.pset(i32t, Expr::Binary(BinaryOp::Shl, t, one));
-        let g = self.pset(i32t, Expr::Binary(BinaryOp::Shr, lane, two));
-        // `x * s0 + y * s1` in the prologue.
-        let at = |l: &mut Self, x: Reg, y: Reg, [s0, s1]: [u32; 2]| -> Reg {
-            let (c0, c1) = (l.i32c(s0 as i64), l.i32c(s1 as i64));
-            let x = l.pset(i32t, Expr::Binary(BinaryOp::Mul, x, c0));
-            let y = l.pset(i32t, Expr::Binary(BinaryOp::Mul, y, c1));
-            l.pset(i32t, Expr::Binary(BinaryOp::Add, x, y))
-        };
-        // A: rows `g` and `g + 8` of each m16 tile (the rows of its accumulator registers),
-        // column `2t`.
-        let mut a_rows = Vec::new();
-        for q in 0..mtiles {
-            let r0 = self.coord(&map, reg(2 * q, 0), 0);
-            let r1 = self.coord(&map, reg(2 * q + 1, 0), 0);
-            a_rows.push([at(self, r0, t2, sa), at(self, r1, t2, sa)]);
-        }
-        // B: row `2t`, column `n0 + g` where `n0 = col(2t) - 2t` starts the n8 tile.
-        let mut b_cols = Vec::new();
-        for p in 0..ntiles {
-            let col = self.coord(&map, reg(0, 2 * p), 1);
-            let n0 = self.pset(i32t, Expr::Binary(BinaryOp::Sub, col, t2));
-            let c = self.pset(i32t, Expr::Binary(BinaryOp::Add, n0, g));
-            b_cols.push(at(self, t2, c, sb));
-        }
+        let mut a_reader = FragmentReader::new(self, &map, sa, Operand::A)?;
+        let mut b_reader = FragmentReader::new(self, &map, sb, Operand::B)?;
 
-        // Per k-step: B's fragments of the warp's columns, then A's one m16 tile at a time,
-        // each used at once by its row of `mma`s, so that only one A fragment is live.
+        // Per k-step: B's fragments of the warp's columns (two n8 tiles per `ldmatrix`), then
+        // A's one m16 tile at a time, each used at once by its row of `mma`s, so that only
+        // one A fragment is live.
         for kk in 0..k / 16 {
-            let mut b_frags = Vec::with_capacity(ntiles as usize);
-            for &base in &b_cols {
-                let mut frag = Vec::with_capacity(4);
-                for dk in [0, 8] {
-                    let index = self.offset(base, ((kk * 16 + dk) * sb[0]) as i64);
-                    frag.extend(self.read_pair(b_buf, input, index, sb[0]));
+            let mut b_frags: Vec<[Reg; 4]> = Vec::with_capacity(ntiles as usize);
+            let mut p = 0;
+            while p < ntiles {
+                let pair = ntiles - p >= 2;
+                let regs = b_reader.read(self, p, kk, pair, input)?;
+                for f in regs.chunks(4) {
+                    b_frags.push(f.try_into().expect("4 B registers"));
                 }
-                b_frags.push(frag);
+                p += if pair { 2 } else { 1 };
             }
-            for (q, rows) in a_rows.iter().enumerate() {
-                let mut af = Vec::with_capacity(8);
-                // (g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..).
-                for (hk, h) in [(0, 0), (0, 1), (8, 0), (8, 1)] {
-                    let index = self.offset(rows[h], ((kk * 16 + hk) * sa[1]) as i64);
-                    af.extend(self.read_pair(a_buf, input, index, sa[1]));
-                }
+            for q in 0..mtiles {
+                let af = a_reader.read(self, q, kk, true, input)?;
                 let a: [Reg; 8] = af.try_into().expect("8 A registers");
-                for (p, bf) in b_frags.iter().enumerate() {
-                    let (q, p) = (q as u32, p as u32);
+                for (p, &bf) in b_frags.iter().enumerate() {
+                    let p = p as u32;
                     let d = [
                         out[reg(2 * q, 2 * p)],
                         out[reg(2 * q, 2 * p + 1)],
                         out[reg(2 * q + 1, 2 * p)],
                         out[reg(2 * q + 1, 2 * p + 1)],
                     ];
-                    let b: [Reg; 4] = bf.clone().try_into().expect("4 B registers");
-                    self.emit(Stmt::Mma { d, a, b, c: d });
+                    self.emit(Stmt::Mma { d, a, b: bf, c: d });
                 }
             }
         }
-        // The buffers may be written again (the next iteration of an enclosing loop).
-        self.emit(Stmt::Barrier);
+        if a_here || b_here {
+            // The buffers may be written again (the next iteration of an enclosing loop).
+            self.emit(Stmt::Barrier);
+        }
         Ok(Some(LVal {
             layout,
             regs: out,
@@ -171,84 +160,278 @@ impl Lowerer<'_> {
         }))
     }
 
-    /// A shared buffer of its own holding 2-D operand `v` contiguous along the axis its
-    /// layout runs along (so that each thread stores its run as one vector of up to 16
-    /// bytes), the other axis's lines padded by 16 bytes; and the element strides of the
-    /// operand's two dimensions there. Each element is stored once, by its owner.
-    fn stage_operand(&mut self, v: crate::ir::ValueId, ty: ScalarType) -> Result<(u32, [u32; 2]), LowerError> {
+    /// Operand `v` in shared memory: where the enclosing loop's pipeline put it, or stored
+    /// there now (then the second value is true and a barrier must follow).
+    fn shared_operand(&mut self, v: ValueId, ty: ScalarType) -> Result<(SharedOperand, bool), LowerError> {
+        if let Some(s) = self.pipelined_operand(v) {
+            return Ok((s, false));
+        }
         let lval = self.lval(v)?;
         let shape = self.k.ty(v).shape;
-        let [rows, cols] = [shape.dims()[0], shape.dims()[1]];
+        let dims = [shape.dims()[0], shape.dims()[1]];
         let layout = lval.layout;
         let map = layout.map(shape);
-        let blocked = [layout.blocked_dim(0), layout.blocked_dim(1)];
-        let fastest = if layout.sliced == 0 && layout.blocked.order[0] as usize == blocked[0] {
-            0
-        } else {
-            1
+        let contiguous = fastest_dim(layout);
+        let tile = SharedOperand::tile_for(dims, contiguous, ty);
+        let alloc = self.shared.len() as u32;
+        self.shared.push(SharedAlloc {
+            elem: ty,
+            len: tile.len(),
+        });
+        let operand = SharedOperand {
+            alloc,
+            tile,
+            contiguous,
+            stage: None,
         };
-        let pad = 16 / ty.size_bytes() as u32;
-        let (strides, len) = if fastest == 1 {
-            ([cols + pad, 1], rows * (cols + pad))
-        } else {
-            ([1, rows + pad], cols * (rows + pad))
-        };
-        let buf = self.shared.len() as u32;
-        self.shared.push(crate::thread::SharedAlloc { elem: ty, len });
-        let mut placed = [0i64; crate::types::MAX_RANK];
-        placed[blocked[0]] = strides[0] as i64;
-        placed[blocked[1]] = strides[1] as i64;
-        let index = self.linear(&map, placed);
-        let own = self.owner(&map);
         let mut w = 1u32;
         if layout.sliced == 0 {
-            let run = map.run[blocked[fastest]];
-            let pitch = strides[1 - fastest];
-            w = run.min(16 / ty.size_bytes() as u32).max(1);
-            while run % w != 0 || pitch % w != 0 {
+            let run = map.run[layout.blocked_dim(contiguous)];
+            w = run.min(tile.vec).max(1);
+            while run % w != 0 {
                 w /= 2;
             }
         }
-        for g in (0..lval.regs.len()).step_by(w as usize) {
+        let index = self.operand_store_indices(&map, layout, &operand, w);
+        let own = self.owner(&map);
+        for (g, &at) in (0..lval.regs.len()).step_by(w as usize).zip(&index) {
             self.emit(Stmt::Store {
                 values: lval.regs[g..g + w as usize].to_vec(),
-                mem: Memory::Shared { alloc: buf },
-                index: index[g],
+                mem: Memory::Shared { alloc },
+                index: at,
                 pred: own,
             });
         }
-        Ok((buf, strides))
+        Ok((operand, true))
     }
 
-    /// `base + delta` (in the body; `base` itself when `delta` is 0).
-    fn offset(&mut self, base: Reg, delta: i64) -> Reg {
-        if delta == 0 {
-            return base;
-        }
-        let d = self.konst(ScalarType::I32, Literal::Int(delta));
-        self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, base, d))
+    /// For each group of `w` registers of a value in `map` (consecutive along the operand's
+    /// contiguous dimension), the index in `operand`'s tile of its first element (stage
+    /// offset not included), computed once in the prologue.
+    pub(crate) fn operand_store_indices(
+        &mut self,
+        map: &RegisterMap,
+        layout: Layout,
+        operand: &SharedOperand,
+        w: u32,
+    ) -> Vec<Reg> {
+        let (rd, cd) = (
+            layout.blocked_dim(1 - operand.contiguous),
+            layout.blocked_dim(operand.contiguous),
+        );
+        (0..map.len)
+            .step_by(w as usize)
+            .map(|i| {
+                let row = self.coord(map, i, rd);
+                let col = self.coord(map, i, cd);
+                self.swizzled_index(operand.tile, row, col)
+            })
+            .collect()
     }
 
-    /// Two elements of shared buffer `buf`, at `index` and `index + stride`: one 2-element
-    /// access when they are adjacent, two otherwise.
-    fn read_pair(&mut self, buf: u32, ty: ScalarType, index: Reg, stride: u32) -> Vec<Reg> {
-        let load = |l: &mut Self, index: Reg, width: usize| -> Vec<Reg> {
-            let dsts: Vec<Reg> = (0..width).map(|_| l.new_reg(ty)).collect();
-            l.emit(Stmt::Load {
-                dsts: dsts.clone(),
-                mem: Memory::Shared { alloc: buf },
-                index,
-                pred: None,
-                cache: CacheModifier::Default,
-            });
-            dsts
+    /// `tile.offset(row, col)` of registers, in the prologue.
+    pub(crate) fn swizzled_index(&mut self, tile: SwizzledTile, row: Reg, col: Reg) -> Reg {
+        let i32t = ScalarType::I32;
+        let bin = |l: &mut Self, op: BinaryOp, x: Reg, c: i64| {
+            let c = l.i32c(c);
+            l.pset(i32t, Expr::Binary(op, x, c))
         };
-        if stride == 1 {
-            return load(self, index, 2);
+        let line = bin(self, BinaryOp::Mul, row, tile.cols as i64);
+        let within = if tile.max_phase > 1 {
+            let phase = bin(self, BinaryOp::Shr, row, tile.per_phase.trailing_zeros() as i64);
+            let phase = bin(self, BinaryOp::And, phase, tile.max_phase as i64 - 1);
+            let phase = bin(self, BinaryOp::Shl, phase, tile.vec.trailing_zeros() as i64);
+            self.pset(i32t, Expr::Binary(BinaryOp::Xor, col, phase))
+        } else {
+            col
+        };
+        self.pset(i32t, Expr::Binary(BinaryOp::Add, line, within))
+    }
+}
+
+/// The warps along M and N for an `m × n` accumulator: the split whose warp tiles need the
+/// fewest fragment loads per k-step (`m / wm / 16` for A, `n / wn / 16` for B), among those
+/// that give every warp whole m16n8 tiles. `None` when there is none.
+fn warp_grid(m: u32, n: u32, warps: u32) -> Option<(u32, u32)> {
+    let mut best: Option<(u32, (u32, u32))> = None;
+    let mut wm = 1;
+    while wm <= warps {
+        let wn = warps / wm;
+        if m % (16 * wm) == 0 && n % (8 * wn) == 0 {
+            let cost = m / wm + n / wn;
+            if best.is_none_or(|(c, _)| cost < c) {
+                best = Some((cost, (wm, wn)));
+            }
         }
-        let second = self.offset(index, stride as i64);
-        let mut out = load(self, index, 1);
-        out.extend(load(self, second, 1));
-        out
+        wm *= 2;
+    }
+    best.map(|(_, g)| g)
+}
+
+/// The blocked dimension a layout's threads hold consecutive elements along, as an operand
+/// dimension (0 or 1).
+pub(crate) fn fastest_dim(layout: Layout) -> usize {
+    if layout.sliced == 0 && layout.blocked.order[0] as usize == layout.blocked_dim(0) {
+        0
+    } else {
+        1
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Operand {
+    A,
+    B,
+}
+
+/// Emits the `ldmatrix`es of one operand of one `dot`.
+///
+/// Lane `l` gives the address of row `l % 8` of matrix `l / 8`. For A the matrices are
+/// (rows of half `h`, k half `kh`) with `h = (l / 8) % 2`, `kh = l / 16`; for B (n8 tile
+/// `e`, k half `kh`) with `kh = (l / 8) % 2`, `e = l / 16`. An address is the tile index of
+/// (outer, k) coordinates: a per-lane part, computed once, plus constants per tile and
+/// k-step. Moving along the tile's rows by a multiple of its phase period only adds whole
+/// rows, so one per-lane base per distinct column constant suffices.
+struct FragmentReader {
+    operand: SharedOperand,
+    which: Operand,
+    /// Whether the tile runs along the operand's outer dimension (`ldmatrix.trans`).
+    trans: bool,
+    /// The lane's tile row and column before the constants.
+    lane_row: Reg,
+    lane_col: Reg,
+    /// Per m16 (A) or n8 (B) tile, its outer coordinate's constant part.
+    tile_outer: Vec<u32>,
+    /// Per-lane bases, by column constant.
+    bases: HashMap<u32, Reg>,
+}
+
+impl FragmentReader {
+    fn new(l: &mut Lowerer<'_>, map: &RegisterMap, operand: SharedOperand, which: Operand) -> Result<Self, LowerError> {
+        let i32t = ScalarType::I32;
+        let kdim = if which == Operand::A { 1 } else { 0 };
+        let trans = operand.contiguous != kdim;
+        let (_, lane, _) = l.thread_ids();
+        let bin = |l: &mut Lowerer<'_>, op: BinaryOp, x: Reg, y: Reg| l.pset(i32t, Expr::Binary(op, x, y));
+        let c = |l: &mut Lowerer<'_>, v: i64| l.i32c(v);
+        let reg = |jr: u32, jc: u32| map.join([jr, jc, 0]);
+        let (mtiles, ntiles) = (map.count[0] / 2, map.count[1] / 2);
+        let row7 = {
+            let seven = c(l, 7);
+            bin(l, BinaryOp::And, lane, seven)
+        };
+        let bit3 = {
+            let (three, one) = (c(l, 3), c(l, 1));
+            let s = bin(l, BinaryOp::Shr, lane, three);
+            bin(l, BinaryOp::And, s, one)
+        };
+        let bit4 = {
+            let four = c(l, 4);
+            bin(l, BinaryOp::Shr, lane, four)
+        };
+        // The warp's first outer coordinate, the spacing of what the lane's matrix bit
+        // selects, and each tile's constant part.
+        let (outer_base, spacing, outer_sel, k_sel, tile_outer) = match which {
+            Operand::A => {
+                let row = l.coord(map, reg(0, 0), 0);
+                let g = {
+                    let two = c(l, 2);
+                    bin(l, BinaryOp::Shr, lane, two)
+                };
+                let base = bin(l, BinaryOp::Sub, row, g);
+                let first = map.offsets(reg(0, 0))[0];
+                let spacing = map.offsets(reg(1, 0))[0] - first;
+                let tiles: Vec<u32> = (0..mtiles).map(|q| map.offsets(reg(2 * q, 0))[0] - first).collect();
+                for q in 0..mtiles {
+                    let s = map.offsets(reg(2 * q + 1, 0))[0] - map.offsets(reg(2 * q, 0))[0];
+                    if s != spacing {
+                        return Err(l.internal("mma tiles' row halves are not evenly spaced"));
+                    }
+                }
+                (base, spacing, bit3, bit4, tiles)
+            }
+            Operand::B => {
+                let col = l.coord(map, reg(0, 0), 1);
+                let t2 = {
+                    let (three, one) = (c(l, 3), c(l, 1));
+                    let t = bin(l, BinaryOp::And, lane, three);
+                    bin(l, BinaryOp::Shl, t, one)
+                };
+                let base = bin(l, BinaryOp::Sub, col, t2);
+                let first = map.offsets(reg(0, 0))[1];
+                let tiles: Vec<u32> = (0..ntiles).map(|p| map.offsets(reg(0, 2 * p))[1] - first).collect();
+                let spacing = if ntiles > 1 { tiles[1] } else { 8 };
+                if tiles.windows(2).any(|w| w[1] - w[0] != spacing) {
+                    return Err(l.internal("mma n8 tiles are not evenly spaced"));
+                }
+                (base, spacing, bit4, bit3, tiles)
+            }
+        };
+        let sp = c(l, spacing as i64);
+        let sel = bin(l, BinaryOp::Mul, outer_sel, sp);
+        let mut outer = bin(l, BinaryOp::Add, outer_base, sel);
+        let eight = c(l, 8);
+        let mut k = bin(l, BinaryOp::Mul, k_sel, eight);
+        if trans {
+            k = bin(l, BinaryOp::Add, k, row7);
+        } else {
+            outer = bin(l, BinaryOp::Add, outer, row7);
+        }
+        let (lane_row, lane_col) = if trans { (k, outer) } else { (outer, k) };
+        Ok(FragmentReader {
+            operand,
+            which,
+            trans,
+            lane_row,
+            lane_col,
+            tile_outer,
+            bases: HashMap::new(),
+        })
+    }
+
+    /// The fragment registers of tile `t` (A: m16 tile; B: n8 tile `t`, and `t + 1` when
+    /// `pair`) at k-step `kk`: 8 registers (4 matrices) or 4 (2 matrices).
+    fn read(
+        &mut self,
+        l: &mut Lowerer<'_>,
+        t: u32,
+        kk: u32,
+        pair: bool,
+        ty: ScalarType,
+    ) -> Result<Vec<Reg>, LowerError> {
+        let i32t = ScalarType::I32;
+        let (outer_c, k_c) = (self.tile_outer[t as usize], 16 * kk);
+        let (row_c, col_c) = if self.trans { (k_c, outer_c) } else { (outer_c, k_c) };
+        let tile = self.operand.tile;
+        if row_c % tile.row_period() != 0 {
+            return Err(l.internal("an ldmatrix row offset is not a multiple of the swizzle period"));
+        }
+        let base = match self.bases.get(&col_c) {
+            Some(&b) => b,
+            None => {
+                let cc = l.i32c(col_c as i64);
+                let col = l.pset(i32t, Expr::Binary(BinaryOp::Add, self.lane_col, cc));
+                let b = l.swizzled_index(tile, self.lane_row, col);
+                self.bases.insert(col_c, b);
+                b
+            }
+        };
+        let mut index = match self.operand.stage {
+            Some(s) => l.set(i32t, Expr::Binary(BinaryOp::Add, base, s)),
+            None => base,
+        };
+        if row_c != 0 {
+            let d = l.i32c((row_c * tile.cols) as i64);
+            index = l.set(i32t, Expr::Binary(BinaryOp::Add, index, d));
+        }
+        let matrices = if self.which == Operand::A || pair { 4 } else { 2 };
+        let dsts: Vec<Reg> = (0..2 * matrices).map(|_| l.new_reg(ty)).collect();
+        l.emit(Stmt::LdMatrix {
+            dsts: dsts.clone(),
+            alloc: self.operand.alloc,
+            index,
+            trans: self.trans,
+        });
+        Ok(dsts)
     }
 }

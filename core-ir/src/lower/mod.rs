@@ -22,6 +22,7 @@ mod exchange;
 mod memory;
 mod mma;
 mod ordering;
+mod pipeline;
 mod reduce;
 mod shape;
 
@@ -118,6 +119,8 @@ pub(crate) struct Lowerer<'k> {
     pub(crate) cache: exchange::Cache,
     /// Global accesses since the last barrier (see `ordering`).
     pub(crate) accesses: ordering::Accesses,
+    /// Loads replaced by their loop's pipeline: where the `dot` finds them (see `pipeline`).
+    pipelined: HashMap<ValueId, mma::SharedOperand>,
 }
 
 impl<'k> Lowerer<'k> {
@@ -151,6 +154,7 @@ impl<'k> Lowerer<'k> {
             values: vec![None; k.values.len()],
             cache: exchange::Cache::default(),
             accesses: ordering::Accesses::default(),
+            pipelined: HashMap::new(),
         };
         l.choose_vector_widths();
         l
@@ -227,6 +231,9 @@ impl<'k> Lowerer<'k> {
     }
 
     fn inst(&mut self, inst: &'k Inst) -> Result<(), LowerError> {
+        if self.is_pipelined_load(inst) {
+            return Ok(());
+        }
         let results: Vec<LVal> = match &inst.op {
             Op::For { .. } | Op::If { .. } | Op::While { .. } => self.control(inst)?,
             Op::Load { .. } | Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } => {

@@ -66,6 +66,13 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
                 mark(v, &mut live, &mut stack);
             }
         }
+        Stmt::LdMatrix { index, .. } => mark(*index, &mut live, &mut stack),
+        Stmt::AsyncCopy { dst, src, pred, .. } => {
+            for &v in [dst, src].into_iter().chain(pred) {
+                mark(v, &mut live, &mut stack);
+            }
+        }
+        Stmt::AsyncCommit | Stmt::AsyncWait { .. } => {}
         Stmt::Mma { a, b, c, .. } => {
             for &v in a.iter().chain(b).chain(c) {
                 mark(v, &mut live, &mut stack);

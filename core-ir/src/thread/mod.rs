@@ -189,6 +189,41 @@ pub enum Stmt {
         b: [Reg; 4],
         c: [Reg; 4],
     },
+    /// Warp-wide load of 8x8 matrices of 16-bit elements from shared memory, PTX's
+    /// `ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16`: `dsts` has 2 registers per
+    /// matrix (1, 2 or 4 matrices). Lane `8j + r` gives, in `index`, the element index of row
+    /// `r` of matrix `j` in shared buffer `alloc` (8 consecutive elements, 16-byte aligned);
+    /// lane `l` receives `dsts[2j]`, `dsts[2j + 1]` = row `l / 4`, columns `2 (l % 4)` and
+    /// `2 (l % 4) + 1` of matrix `j`, or with `trans` rows `2 (l % 4)`, `2 (l % 4) + 1` of
+    /// column `l / 4`: exactly an `mma` operand fragment's pair. Every lane takes part
+    /// (warps of 32 only); lanes past the matrices' rows give ignored indices.
+    LdMatrix {
+        dsts: Vec<Reg>,
+        alloc: u32,
+        index: Reg,
+        trans: bool,
+    },
+    /// Starts an asynchronous copy of `len` consecutive elements (4, 8 or 16 bytes) from
+    /// element `src` of global pointer parameter `param` to element `dst` of shared buffer
+    /// `alloc` (both aligned to the copy's size), PTX's `cp.async`. Where `pred` is false
+    /// nothing is read and the shared elements become zeros (the zero-fill form, which is
+    /// what a masked load with `other = 0` gives). The copy belongs to the thread's next
+    /// [`Stmt::AsyncCommit`] group and is complete only after an [`Stmt::AsyncWait`] that
+    /// covers that group; other threads see it after a barrier that follows the wait.
+    AsyncCopy {
+        alloc: u32,
+        dst: Reg,
+        param: u32,
+        src: Reg,
+        len: u32,
+        pred: Option<Reg>,
+    },
+    /// Closes the group of the thread's copies started since the last commit
+    /// (`cp.async.commit_group`).
+    AsyncCommit,
+    /// Waits until at most `pending` of the thread's committed copy groups are incomplete,
+    /// the newest ones (`cp.async.wait_group pending`).
+    AsyncWait { pending: u32 },
     /// Waits for every thread of the program; orders shared-memory accesses around it.
     Barrier,
     If {

@@ -151,6 +151,36 @@ impl ThreadKernel {
                         list(c)
                     )
                 }
+                Stmt::LdMatrix {
+                    dsts,
+                    alloc,
+                    index,
+                    trans,
+                } => writeln!(
+                    out,
+                    "{pad}{} = ldmatrix.x{}{} shared{alloc}[{}]",
+                    self.regs(dsts),
+                    dsts.len() / 2,
+                    if *trans { ".trans" } else { "" },
+                    self.r(*index)
+                ),
+                Stmt::AsyncCopy {
+                    alloc,
+                    dst,
+                    param,
+                    src,
+                    len,
+                    pred,
+                } => writeln!(
+                    out,
+                    "{pad}async_copy shared{alloc}[{}] = global{param}[{}] x{len}{}",
+                    self.r(*dst),
+                    self.r(*src),
+                    pred.map(|p| format!(" if {} else zeros", self.r(p)))
+                        .unwrap_or_default()
+                ),
+                Stmt::AsyncCommit => writeln!(out, "{pad}async_commit"),
+                Stmt::AsyncWait { pending } => writeln!(out, "{pad}async_wait {pending}"),
                 Stmt::Barrier => writeln!(out, "{pad}barrier"),
                 Stmt::Comment(c) => writeln!(out, "{pad}// {c}"),
                 Stmt::If {

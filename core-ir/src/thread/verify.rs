@@ -189,7 +189,50 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             }
             Ok(())
         }
-        Stmt::Barrier | Stmt::Comment(_) => Ok(()),
+        Stmt::LdMatrix { dsts, alloc, index, .. } => {
+            if k.warp_size != 32 {
+                return Err(format!(
+                    "`ldmatrix` needs warps of 32 threads, the kernel has {}",
+                    k.warp_size
+                ));
+            }
+            let elem = memory_elem(k, Memory::Shared { alloc: *alloc })?;
+            if elem.size_bytes() != 2 || elem == ScalarType::Bool {
+                return Err(format!("`ldmatrix` loads 16-bit elements, shared{alloc} holds {elem}"));
+            }
+            if !matches!(dsts.len(), 2 | 4 | 8) {
+                return Err(format!(
+                    "`ldmatrix` loads 1, 2 or 4 matrices (2, 4 or 8 registers), got {} registers",
+                    dsts.len()
+                ));
+            }
+            for &r in dsts {
+                want(k, r, elem, "ldmatrix destination")?;
+            }
+            int_index(k, *index)
+        }
+        Stmt::AsyncCopy {
+            alloc,
+            dst,
+            param,
+            src,
+            len,
+            pred: p,
+        } => {
+            let to = memory_elem(k, Memory::Shared { alloc: *alloc })?;
+            let from = memory_elem(k, Memory::Global { param: *param })?;
+            if to != from {
+                return Err(format!("an async copy from {from} elements to shared {to}"));
+            }
+            let bytes = *len as usize * to.size_bytes();
+            if !matches!(bytes, 4 | 8 | 16) {
+                return Err(format!("an async copy moves 4, 8 or 16 bytes, this one {bytes}"));
+            }
+            int_index(k, *dst)?;
+            int_index(k, *src)?;
+            pred(k, p)
+        }
+        Stmt::AsyncCommit | Stmt::AsyncWait { .. } | Stmt::Barrier | Stmt::Comment(_) => Ok(()),
     }
 }
 

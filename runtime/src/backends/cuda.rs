@@ -150,6 +150,10 @@ impl Device for CudaGpu {
                 native_float_minmax: major >= 8,
                 // The tensor cores' `mma.sync.m16n8k16` from sm_80.
                 mma_sync: major >= 8,
+                // `cp.async` from sm_80: the dot's operand loads are pipelined over
+                // `num_stages` shared buffers.
+                async_copy: major >= 8,
+                num_stages: options.num_stages,
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;

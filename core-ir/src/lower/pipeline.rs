@@ -1,0 +1,445 @@
+//! Software pipelining of the loads that feed `dot` on the tensor cores, as Triton's
+//! pipeliner: in a `for` loop, a load whose only use is as an operand of such a `dot`
+//! becomes asynchronous copies (`cp.async`) straight into a ring of `num_stages` swizzled
+//! shared-memory tiles, `num_stages - 1` iterations ahead of the `dot` that reads them.
+//!
+//! ```text
+//! before the loop:  for s in 0..S-1: copies of iteration s into stage s; commit
+//! iteration i:      wait until iteration i's group is complete; barrier
+//!                   copies of iteration i+S-1 into stage (i+S-1) % S (read in i-1); commit
+//!                   the body, its `dot` reading stage i % S with `ldmatrix`
+//! after the loop:   wait for all groups
+//! ```
+//!
+//! The copies of a later iteration need its pointers and masks: the instructions of the body
+//! that compute them (the load's *slice*: index arithmetic, pointer increments) are lowered
+//! a second time with the loop variable `S-1` steps ahead and with copies of the loop-carried
+//! values they read, which the ahead slice advances itself (so those carried values must be
+//! computed from the slice alone: `a_ptrs += BLOCK_K * stride_ak` is). Copies of iterations
+//! past the end, and masked-off elements, read nothing and fill zeros: `cp.async`'s
+//! zero-fill form, which equals the masked load when its `other` is 0.
+//!
+//! A load is pipelined when all of this holds; otherwise it stays a load in registers and the
+//! `dot` stages it itself (`mma.rs`). Each access must move 4, 8 or 16 bytes (what `cp.async`
+//! copies): a ragged K whose mask the analysis cannot prove constant over a vector falls
+//! back.
+
+use super::mma::{fastest_dim, SharedOperand};
+use super::{LVal, LowerError, Lowerer};
+use crate::ir::{BinaryOp, CmpOp, Inst, InstId, Literal, Op, Region, ValueDef, ValueId};
+use crate::layout::Layout;
+use crate::thread::{Expr, Reg, SharedAlloc, Stmt};
+use crate::types::ScalarType;
+use std::collections::{HashMap, HashSet};
+
+/// What a loop's pipeline does, decided before it is lowered.
+pub(crate) struct PipelinePlan {
+    loads: Vec<PipelinedLoad>,
+    /// The body's top-level instructions that compute the loads' pointers and masks and the
+    /// carried values they read, in body order.
+    slice: Vec<InstId>,
+    /// The carried values (indices into the loop's carried values) the slice reads.
+    carried: Vec<usize>,
+    stages: u32,
+}
+
+struct PipelinedLoad {
+    /// The load instruction and its result.
+    inst: InstId,
+    value: ValueId,
+    layout: Layout,
+    /// Elements per copy.
+    width: u32,
+    /// The shared tile of one stage (buffer not yet allocated).
+    operand: SharedOperand,
+}
+
+/// A pipeline being lowered: its buffers and the registers it carries.
+pub(crate) struct PipelineState {
+    plan: PipelinePlan,
+    /// Per load: its shared operand (stage unset) and the tile index of each copy.
+    buffers: Vec<(SharedOperand, Vec<Reg>)>,
+    /// The carried values the slice reads, `S - 1` iterations ahead.
+    ahead: Vec<LVal>,
+    /// The stage to read this iteration and the one to fill.
+    read: Reg,
+    fill: Reg,
+}
+
+impl Lowerer<'_> {
+    /// The pipeline of `for` loop `inst` (body `region`), if any of its loads qualifies.
+    pub(crate) fn plan_pipeline(&self, region: &Region, step: ValueId) -> Option<PipelinePlan> {
+        let stages = self.target.num_stages;
+        if !self.target.async_copy || stages < 2 || !self.axis[step.index()].constant.is_some_and(|s| s > 0) {
+            return None;
+        }
+        let top: HashMap<ValueId, InstId> = region
+            .insts
+            .iter()
+            .flat_map(|&i| self.k.insts[i].results.iter().map(move |&v| (v, i)))
+            .collect();
+        let yields: Vec<ValueId> = match region.insts.last().map(|&i| &self.k.insts[i].op) {
+            Some(Op::Yield { values }) => values.clone(),
+            _ => Vec::new(),
+        };
+        let mut loads = Vec::new();
+        let mut slice: HashSet<InstId> = HashSet::new();
+        let mut carried: HashSet<usize> = HashSet::new();
+        for &id in &region.insts {
+            let Some(load) = self.pipelinable(id, region) else {
+                continue;
+            };
+            let Op::Load { ptr, mask, .. } = self.k.insts[id].op else {
+                continue;
+            };
+            let roots: Vec<ValueId> = std::iter::once(ptr).chain(mask).collect();
+            if let Some((s, c)) = self.load_slice(&roots, &top, &yields, region) {
+                slice.extend(s);
+                carried.extend(c);
+                loads.push(load);
+            }
+        }
+        if loads.is_empty() {
+            return None;
+        }
+        let mut carried: Vec<usize> = carried.into_iter().collect();
+        carried.sort_unstable();
+        Some(PipelinePlan {
+            loads,
+            slice: region.insts.iter().copied().filter(|i| slice.contains(i)).collect(),
+            carried,
+            stages,
+        })
+    }
+
+    /// Load `id` as a pipelined operand, if it can be one (module comment).
+    fn pipelinable(&self, id: InstId, region: &Region) -> Option<PipelinedLoad> {
+        let inst = &self.k.insts[id];
+        let Op::Load { ptr, mask, other, .. } = inst.op else {
+            return None;
+        };
+        let value = inst.results[0];
+        let ty = self.k.ty(value);
+        let elem = ty.scalar_type()?;
+        if !matches!(elem, ScalarType::F16 | ScalarType::BF16) || ty.shape.rank() != 2 {
+            return None;
+        }
+        if other.is_some_and(|o| !self.is_zero(o)) {
+            return None;
+        }
+        // Used only as an operand of `dot`s on the tensor cores in this body.
+        let mut uses = 0;
+        for (iid, i) in self.k.insts.iter() {
+            for o in i.op.operands() {
+                if o != value {
+                    continue;
+                }
+                match i.op {
+                    Op::Dot { acc, .. } if acc != value && region.insts.contains(&iid) => {
+                        self.mma_plan(i)?;
+                        uses += 1;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        if uses == 0 {
+            return None;
+        }
+        let layout = self.load_layout(ptr);
+        let map = layout.map(ty.shape);
+        if layout.sliced != 0 || (0..2).any(|d| map.replicated(d)) {
+            return None;
+        }
+        let width = self.access_width(&layout, ty.shape, ptr, mask) as u32;
+        let contiguous = fastest_dim(layout);
+        let dims = [ty.shape.dims()[0], ty.shape.dims()[1]];
+        let tile = SharedOperand::tile_for(dims, contiguous, elem);
+        let bytes = width * elem.size_bytes() as u32;
+        if !matches!(bytes, 4 | 8 | 16) || width > tile.vec || layout.blocked.order[0] as usize != contiguous {
+            return None;
+        }
+        Some(PipelinedLoad {
+            inst: id,
+            value,
+            layout,
+            width,
+            operand: SharedOperand {
+                alloc: 0,
+                tile,
+                contiguous,
+                stage: None,
+            },
+        })
+    }
+
+    /// Whether `v` is the constant 0 (a constant, or a splat or broadcast of one).
+    fn is_zero(&self, v: ValueId) -> bool {
+        let ValueDef::Result { inst, .. } = self.k.values[v].def else {
+            return false;
+        };
+        match self.k.insts[inst].op {
+            Op::Constant { value } => match value {
+                Literal::Float(f) => f == 0.0,
+                Literal::Int(i) => i == 0,
+                Literal::Bool(b) => !b,
+            },
+            Op::Splat { value } | Op::Broadcast { value } => self.is_zero(value),
+            _ => false,
+        }
+    }
+
+    /// The body instructions that compute `roots` from the loop variable, carried values
+    /// and values from outside the loop, and the carried values read (whose yields join the
+    /// slice); `None` when something else (a load, a nested region) is needed.
+    fn load_slice(
+        &self,
+        roots: &[ValueId],
+        top: &HashMap<ValueId, InstId>,
+        yields: &[ValueId],
+        region: &Region,
+    ) -> Option<(HashSet<InstId>, HashSet<usize>)> {
+        let (mut insts, mut carried) = (HashSet::new(), HashSet::new());
+        let mut work: Vec<ValueId> = roots.to_vec();
+        let mut seen: HashSet<ValueId> = HashSet::new();
+        while let Some(v) = work.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            if let Some(i) = region.args.iter().position(|&a| a == v) {
+                if i > 0 && carried.insert(i - 1) {
+                    work.push(*yields.get(i - 1)?);
+                }
+                continue;
+            }
+            let Some(&id) = top.get(&v) else {
+                // Defined outside the loop, or inside a nested region (rejected below).
+                if let ValueDef::Result { inst, .. } = self.k.values[v].def {
+                    if self.defined_inside(inst, region) {
+                        return None;
+                    }
+                }
+                continue;
+            };
+            let op = &self.k.insts[id].op;
+            let pure = !matches!(
+                op,
+                Op::Load { .. }
+                    | Op::Store { .. }
+                    | Op::Atomic { .. }
+                    | Op::AtomicCas { .. }
+                    | Op::For { .. }
+                    | Op::If { .. }
+                    | Op::While { .. }
+                    | Op::Dot { .. }
+                    | Op::Yield { .. }
+            );
+            if !pure {
+                return None;
+            }
+            insts.insert(id);
+            work.extend(op.operands());
+        }
+        Some((insts, carried))
+    }
+
+    /// Whether instruction `inst` is inside `region`, at any depth.
+    fn defined_inside(&self, inst: InstId, region: &Region) -> bool {
+        region
+            .insts
+            .iter()
+            .any(|&i| i == inst || self.k.insts[i].regions.iter().any(|r| self.defined_inside(inst, r)))
+    }
+
+    /// Before the loop: the ring buffers, the carried values' ahead copies, and the copies
+    /// of the first `S - 1` iterations.
+    pub(crate) fn pipeline_prologue(
+        &mut self,
+        plan: PipelinePlan,
+        region: &Region,
+        init: &[ValueId],
+        layouts: &[Option<Layout>],
+        (start, end, step): (Reg, Reg, Reg),
+    ) -> Result<PipelineState, LowerError> {
+        let mut buffers = Vec::new();
+        for load in &plan.loads {
+            let ty = self.k.ty(load.value);
+            let elem = ty.scalar_type().expect("a pipelined load gives numbers");
+            let alloc = self.shared.len() as u32;
+            self.shared.push(SharedAlloc {
+                elem,
+                len: load.operand.tile.len() * plan.stages,
+            });
+            let operand = SharedOperand { alloc, ..load.operand };
+            let map = load.layout.map(ty.shape);
+            let index = self.operand_store_indices(&map, load.layout, &operand, load.width);
+            buffers.push((operand, index));
+        }
+        let carried_init: Vec<ValueId> = plan.carried.iter().map(|&c| init[c]).collect();
+        let carried_layouts: Vec<Option<Layout>> = plan.carried.iter().map(|&c| layouts[c]).collect();
+        let ahead = self.carried_slots(&carried_init, &carried_layouts)?;
+        let iv_ty = self.regs[start].ty;
+        let mut state = PipelineState {
+            buffers,
+            ahead,
+            read: self.set(ScalarType::I32, Expr::Const(Literal::Int(0))),
+            fill: self.set(ScalarType::I32, Expr::Const(Literal::Int(plan.stages as i64 - 1))),
+            plan,
+        };
+        let mut iv = start;
+        for s in 0..state.plan.stages - 1 {
+            if s > 0 {
+                iv = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step));
+            }
+            let stage = self.i32c(s as i64);
+            self.issue_copies(&mut state, region, iv, end, stage)?;
+        }
+        Ok(state)
+    }
+
+    /// At the top of an iteration with loop variable `iv`: waits for this iteration's
+    /// operands, starts the copies `S - 1` iterations ahead, and points the `dot`s at the
+    /// stage to read.
+    pub(crate) fn pipeline_iteration(
+        &mut self,
+        state: &mut PipelineState,
+        region: &Region,
+        iv: Reg,
+        (end, step): (Reg, Reg),
+    ) -> Result<(), LowerError> {
+        let stages = state.plan.stages;
+        self.emit(Stmt::AsyncWait { pending: stages - 2 });
+        self.emit(Stmt::Barrier);
+        let iv_ty = self.regs[iv].ty;
+        let ahead_by = self.konst(iv_ty, Literal::Int(stages as i64 - 1));
+        let delta = self.set(iv_ty, Expr::Binary(BinaryOp::Mul, step, ahead_by));
+        let later = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
+        let fill = state.fill;
+        self.issue_copies(state, region, later, end, fill)?;
+        for (load, (operand, _)) in state.plan.loads.iter().zip(&state.buffers) {
+            let len = self.i32c(operand.tile.len() as i64);
+            let at = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, state.read, len));
+            self.pipelined.insert(
+                load.value,
+                SharedOperand {
+                    stage: Some(at),
+                    ..*operand
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// At the end of an iteration: the next stages to read and fill.
+    pub(crate) fn pipeline_advance(&mut self, state: &PipelineState) {
+        let (one, last) = (self.i32c(1), self.i32c(state.plan.stages as i64 - 1));
+        let zero = self.i32c(0);
+        for r in [state.read, state.fill] {
+            let wrap = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Eq, r, last));
+            let next = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, r, one));
+            self.emit(Stmt::Set {
+                dst: r,
+                expr: Expr::Select(wrap, zero, next),
+            });
+        }
+    }
+
+    /// After the loop: no copy stays in flight.
+    pub(crate) fn pipeline_epilogue(&mut self, state: &PipelineState) {
+        self.emit(Stmt::AsyncWait { pending: 0 });
+        for load in &state.plan.loads {
+            self.pipelined.remove(&load.value);
+        }
+    }
+
+    /// The shared operand the enclosing loop's pipeline gives `v`, if it is pipelined.
+    pub(crate) fn pipelined_operand(&self, v: ValueId) -> Option<SharedOperand> {
+        self.pipelined.get(&v).copied()
+    }
+
+    /// Whether load `inst` is replaced by its loop's pipeline (then it is not lowered).
+    pub(crate) fn is_pipelined_load(&self, inst: &Inst) -> bool {
+        matches!(inst.op, Op::Load { .. }) && inst.results.first().is_some_and(|v| self.pipelined.contains_key(v))
+    }
+
+    /// The copies of the iteration whose loop variable is `iv` into stage `stage`, as one
+    /// group, with the slice lowered for that iteration; then advances the ahead values.
+    fn issue_copies(
+        &mut self,
+        state: &mut PipelineState,
+        region: &Region,
+        iv: Reg,
+        end: Reg,
+        stage: Reg,
+    ) -> Result<(), LowerError> {
+        self.emit(Stmt::Comment("pipeline (copies of a later iteration)".into()));
+        self.set_lval(
+            region.args[0],
+            LVal {
+                layout: Layout::scalar(),
+                regs: vec![iv],
+                ptr: None,
+            },
+        );
+        for (slot, &c) in state.ahead.iter().zip(&state.plan.carried) {
+            self.set_lval(region.args[c + 1], slot.clone());
+            self.anchored[region.args[c + 1].index()] = true;
+        }
+        let k = self.k;
+        for &id in &state.plan.slice {
+            self.inst(&k.insts[id])?;
+        }
+        let in_range = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end));
+        for (load, (operand, index)) in state.plan.loads.iter().zip(&state.buffers) {
+            let Op::Load { ptr, mask, .. } = self.k.insts[load.inst].op else {
+                return Err(self.internal("a pipelined load is not a load"));
+            };
+            let (param, offsets) = self.pointer(ptr, load.layout)?;
+            let masks = mask.map(|m| self.ensure(m, load.layout)).transpose()?;
+            self.order_global_access(param, false);
+            let len = self.i32c(operand.tile.len() as i64);
+            let base = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, stage, len));
+            for (g, &at) in (0..offsets.len()).step_by(load.width as usize).zip(index) {
+                let pred = match &masks {
+                    Some(m) => self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, m[g], in_range)),
+                    None => in_range,
+                };
+                let dst = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, at, base));
+                self.emit(Stmt::AsyncCopy {
+                    alloc: operand.alloc,
+                    dst,
+                    param,
+                    src: offsets[g],
+                    len: load.width,
+                    pred: Some(pred),
+                });
+            }
+        }
+        self.emit(Stmt::AsyncCommit);
+        // The carried values the slice advances, as the loop's yield would.
+        let yields: Vec<ValueId> = match region.insts.last().map(|&i| &self.k.insts[i].op) {
+            Some(Op::Yield { values }) => state.plan.carried.iter().map(|&c| values[c]).collect(),
+            _ => Vec::new(),
+        };
+        let mut staged = Vec::new();
+        for (slot, &y) in state.ahead.iter().zip(&yields) {
+            let regs = self.ensure(y, slot.layout)?;
+            for (&s, &r) in slot.regs.iter().zip(&regs) {
+                let ty = self.regs[s].ty;
+                let r = if self.regs[r].ty == ty {
+                    r
+                } else {
+                    self.set(ty, Expr::Cast(r))
+                };
+                staged.push((s, self.set(ty, Expr::Copy(r))));
+            }
+        }
+        for (s, t) in staged {
+            self.emit(Stmt::Set {
+                dst: s,
+                expr: Expr::Copy(t),
+            });
+        }
+        Ok(())
+    }
+}
