@@ -726,6 +726,8 @@ struct MatmulDevice {
     cublas: Option<rutile::Result<Cublas>>,
     flush: Option<CacheFlush>,
     tuner: Autotuner,
+    /// The same kernel with the tutorial's fused leaky ReLU, on the GPUs cuBLAS runs on.
+    leaky: Option<Autotuner>,
 }
 
 /// The device's cuBLAS handle, where it has one.
@@ -784,12 +786,17 @@ fn bench_matmul(
             Some(CacheFlush::new(dev.as_ref(), flush_mode)?)
         };
         let tuner = Autotuner::new("matmul", matmul_configs_for(dev.as_ref()))?;
+        let leaky = match cublas {
+            Some(_) => Some(Autotuner::new("matmul_leaky_relu", matmul_configs_for(dev.as_ref()))?),
+            None => None,
+        };
         rows.push(MatmulDevice {
             gpu: dev.properties().name.clone(),
             dev,
             cublas,
             flush,
             tuner,
+            leaky,
         });
     }
     println!(
@@ -846,6 +853,9 @@ fn bench_matmul(
     for d in &rows {
         let _ = write!(header, "  {:>22}", format!("rutile {}", d.dev.id()));
     }
+    for d in rows.iter().filter(|d| d.leaky.is_some()) {
+        let _ = write!(header, "  {:>22}", format!("+leaky_relu {}", d.dev.id()));
+    }
     for d in rows.iter().filter(|d| cublas_of(d).is_some()) {
         let _ = write!(header, "  {:>14}", format!("cuBLAS {}", d.dev.id()));
     }
@@ -857,6 +867,7 @@ fn bench_matmul(
     for &n in sizes {
         let (a, b) = (random(&mut rng, n * n), random(&mut rng, n * n));
         let mut ours = Vec::new();
+        let mut leaky = Vec::new();
         let mut theirs = Vec::new();
         for d in &rows {
             let (dev, id, flush) = (d.dev.as_ref(), d.dev.id(), d.flush.as_ref());
@@ -883,6 +894,18 @@ fn bench_matmul(
                 s.median_ms, s.p20_ms, s.p80_ms
             );
             ours.push((d.gpu.clone(), tflops(n, s.median_ms)));
+            if let Some(tuner) = &d.leaky {
+                let tuned = tuned_matmul(dev, tuner, (n, n, n), true, &args)?;
+                let s = do_bench(dev, flush, 3, reps, &mut || {
+                    dev.launch(&tuned.kernel, &tuned.launch, &args)
+                })?;
+                let _ = writeln!(
+                    csv,
+                    "{id},matmul_fp16_leaky_relu_rutile,{n}x{n}x{n},{:.5},{:.5},{:.5},,,",
+                    s.median_ms, s.p20_ms, s.p80_ms
+                );
+                leaky.push((d.gpu.clone(), tflops(n, s.median_ms)));
+            }
             if let Some(cublas) = cublas_of(d) {
                 let cc = dev.zeros::<f16>(n * n)?;
                 let s = do_bench(dev, flush, 3, reps, &mut || cublas.matmul(&ab, &bb, &cc, (n, n, n)))?;
@@ -895,7 +918,7 @@ fn bench_matmul(
             }
         }
         let mut row = format!("{n:>6}");
-        for (gpu, t) in &ours {
+        for (gpu, t) in ours.iter().chain(&leaky) {
             let cell = match theirs.iter().find(|(g, _)| g == gpu) {
                 Some((_, c)) => format!("{t:.1} ({:.1}%)", 100.0 * t / c),
                 None => format!("{t:.1}"),

@@ -227,23 +227,28 @@ pub fn tuned_softmax(
 }
 
 /// The matmul tutorial's `@triton.autotune` configurations: `BLOCK_M`, `BLOCK_N`,
-/// `BLOCK_K`, `GROUP_M`, with `num_stages` and `num_warps`.
+/// `BLOCK_K`, `GROUP_M`, with `num_stages` and `num_warps` — the seed's list (`BLOCK_K` 32),
+/// and the fp16 ones that later versions of the tutorial added (`BLOCK_K` 64).
 pub fn matmul_configs() -> Vec<Config> {
     [
-        (128, 256, 3, 8),
-        (256, 128, 3, 8),
-        (256, 64, 4, 4),
-        (64, 256, 4, 4),
-        (128, 128, 4, 4),
-        (128, 64, 4, 4),
-        (64, 128, 4, 4),
-        (128, 32, 4, 4),
-        (64, 32, 5, 2),
-        (32, 64, 5, 2),
+        (128, 256, 32, 3, 8),
+        (256, 128, 32, 3, 8),
+        (256, 64, 32, 4, 4),
+        (64, 256, 32, 4, 4),
+        (128, 128, 32, 4, 4),
+        (128, 64, 32, 4, 4),
+        (64, 128, 32, 4, 4),
+        (128, 32, 32, 4, 4),
+        (64, 32, 32, 5, 2),
+        (32, 64, 32, 5, 2),
+        (128, 256, 64, 3, 8),
+        (128, 64, 64, 4, 4),
+        (64, 128, 64, 4, 4),
+        (128, 32, 64, 4, 4),
     ]
     .into_iter()
-    .map(|(bm, bn, stages, warps)| {
-        Config::new(&[("BLOCK_M", bm), ("BLOCK_N", bn), ("BLOCK_K", 32), ("GROUP_M", 8)])
+    .map(|(bm, bn, bk, stages, warps)| {
+        Config::new(&[("BLOCK_M", bm), ("BLOCK_N", bn), ("BLOCK_K", bk), ("GROUP_M", 8)])
             .num_stages(stages)
             .num_warps(warps)
     })

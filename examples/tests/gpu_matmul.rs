@@ -1,0 +1,211 @@
+//! The matmul tutorial's kernel on every GPU present, against an f64 reference by relative
+//! Frobenius error: square and ragged shapes (a K that is not a multiple of `BLOCK_K`, M or N
+//! smaller than a block, skinny products), row- and column-major A and B, with and without
+//! leaky ReLU, f16 and bf16 inputs, in several of the tutorial's autotuning configurations.
+//! On CUDA (sm_80 and later) this is the tensor-core path with its `cp.async` pipeline;
+//! elsewhere the CUDA-core path. Software devices (lavapipe) run the small shapes only.
+//!
+//! The bound is the output's rounding (f16: 2^-11, bf16: 2^-8 relative) plus f32
+//! accumulation: the inputs are exactly representable, so the reference is exact.
+
+use half::{bf16, f16};
+use rutile::ir::testing::Rng;
+use rutile::seeds::{self, Activation, MatmulMeta};
+use rutile::{Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
+
+fn devices() -> (std::sync::MutexGuard<'static, ()>, Vec<std::sync::Arc<dyn Device>>) {
+    rutile_examples::gpus::gpus_under_test()
+}
+
+/// A matrix as stored: row- or column-major.
+#[derive(Clone, Copy, Debug)]
+enum Order {
+    Row,
+    Col,
+}
+
+/// `x` (`rows x cols`, row-major) stored in `order`, and its (row, column) strides.
+fn stored(x: &[f64], rows: usize, cols: usize, order: Order) -> (Vec<f64>, [usize; 2]) {
+    match order {
+        Order::Row => (x.to_vec(), [cols, 1]),
+        Order::Col => {
+            let mut t = vec![0.0; x.len()];
+            for r in 0..rows {
+                for c in 0..cols {
+                    t[c * rows + r] = x[r * cols + c];
+                }
+            }
+            (t, [1, rows])
+        }
+    }
+}
+
+/// Values in [-1, 1] rounded to `input` (so that the f64 reference sees what the device sees).
+fn random(rng: &mut Rng, n: usize, input: ScalarType) -> Vec<f64> {
+    rng.f32s(n, -1.0, 1.0)
+        .into_iter()
+        .map(|v| match input {
+            ScalarType::BF16 => bf16::from_f32(v).to_f64(),
+            _ => f16::from_f32(v).to_f64(),
+        })
+        .collect()
+}
+
+fn reference(a: &[f64], b: &[f64], (m, n, k): (usize, usize, usize), leaky: bool) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let av = a[i * k + p];
+            for j in 0..n {
+                c[i * n + j] += av * b[p * n + j];
+            }
+        }
+    }
+    if leaky {
+        c.iter_mut().filter(|v| **v < 0.0).for_each(|v| *v *= 0.01);
+    }
+    c
+}
+
+/// The f16 and bf16 elements the cases run on.
+trait Input: rutile::Element + Copy {
+    fn from(v: f64) -> Self;
+    fn to(self) -> f64;
+}
+impl Input for f16 {
+    fn from(v: f64) -> Self {
+        f16::from_f64(v)
+    }
+    fn to(self) -> f64 {
+        self.to_f64()
+    }
+}
+impl Input for bf16 {
+    fn from(v: f64) -> Self {
+        bf16::from_f64(v)
+    }
+    fn to(self) -> f64 {
+        self.to_f64()
+    }
+}
+
+/// One case: the kernel of `meta` (inputs and output of type `T`) on `d` with
+/// `(warps, stages)`; the relative Frobenius error against `want`.
+fn relative_error<T: Input>(
+    d: &dyn Device,
+    meta: &MatmulMeta,
+    (warps, stages): (u32, u32),
+    (a, b): (&[f64], &[f64]),
+    (m, n, k): (usize, usize, usize),
+    (ao, bo): (Order, Order),
+    want: &[f64],
+) -> rutile::Result<f64> {
+    let (a_s, [sam, sak]) = stored(a, m, k, ao);
+    let (b_s, [sbk, sbn]) = stored(b, k, n, bo);
+    let typed = |x: &[f64]| x.iter().map(|&v| T::from(v)).collect::<Vec<T>>();
+    let (ab, bb) = (d.upload(&typed(&a_s))?, d.upload(&typed(&b_s))?);
+    // Poisoned: an element the kernel does not write fails the check.
+    let cb = d.upload(&typed(&vec![f64::NAN; m * n]))?;
+    let ints = [m, n, k, sam, sak, sbk, sbn, n, 1].map(|v| rutile::Arg::I32(v as i32));
+    let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
+    args.extend(ints);
+    let kernel = seeds::matmul(meta)?;
+    let config = LaunchConfig::grid1(seeds::matmul_grid(meta, m as u32, n as u32))
+        .num_warps(warps)
+        .num_stages(stages);
+    d.launch(&kernel, &config, &args)?;
+    let got: Vec<f64> = d.download(&cb)?.into_iter().map(T::to).collect();
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (g, w) in got.iter().zip(want) {
+        diff += (g - w) * (g - w);
+        norm += w * w;
+    }
+    Ok((diff / norm.max(f64::MIN_POSITIVE)).sqrt())
+}
+
+#[test]
+fn gpu_matmul_on_the_acceptance_shapes() {
+    let (_turn, devices) = devices();
+    // (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages), from the tutorial's autotuning list.
+    let configs = [
+        (128, 128, 32, 4, 4),
+        (64, 32, 32, 2, 5),
+        (128, 256, 64, 8, 3),
+        (64, 128, 32, 4, 4),
+    ];
+    for d in devices {
+        let software = d.properties().device_type == DeviceType::Cpu;
+        let shapes: Vec<(usize, usize, usize)> = if software {
+            vec![(17, 33, 129), (64, 48, 80)]
+        } else {
+            vec![
+                (512, 512, 512),
+                (1000, 3000, 77),
+                (17, 33, 129),
+                (4096, 16, 4096),
+                (1, 4096, 4096),
+                (300, 200, 100),
+            ]
+        };
+        for (si, &shape) in shapes.iter().enumerate() {
+            let (m, n, k) = shape;
+            // (bf16 where the device has it: NVIDIA through CUDA, not every Vulkan device.)
+            let inputs = [ScalarType::F16, ScalarType::BF16];
+            for input in inputs.into_iter().filter(|t| d.properties().supported_types.contains(t)) {
+                let mut rng = Rng::new(900 + si as u64);
+                let (a, b) = (random(&mut rng, m * k, input), random(&mut rng, k * n, input));
+                let plain = reference(&a, &b, shape, false);
+                let leaky = reference(&a, &b, shape, true);
+                // Output rounding plus f32 accumulation over k.
+                let bound = if input == ScalarType::BF16 { 8e-3 } else { 1.5e-3 };
+                for (ci, &(bm, bn, bk, warps, stages)) in configs.iter().enumerate() {
+                    if software && bm * bn > 64 * 128 {
+                        continue;
+                    }
+                    for (li, orders) in [
+                        (Order::Row, Order::Row),
+                        (Order::Col, Order::Row),
+                        (Order::Row, Order::Col),
+                        (Order::Col, Order::Col),
+                    ]
+                    .into_iter()
+                    .enumerate()
+                    {
+                        // Every layout with the first two configurations; the others on
+                        // row-major operands (enough to cover their warp grids and stages);
+                        // software devices: both row- or both column-major.
+                        if (ci >= 2 && li > 0) || (software && (li == 1 || li == 2)) {
+                            continue;
+                        }
+                        for with_relu in [false, true] {
+                            let meta = MatmulMeta {
+                                input,
+                                output: input,
+                                activation: with_relu.then_some(Activation::LeakyRelu),
+                                ..MatmulMeta::fp16(bm, bn, bk)
+                            };
+                            let want = if with_relu { &leaky } else { &plain };
+                            let case = format!(
+                                "{}: {m}x{n}x{k} {input} A {:?} B {:?} leaky_relu {with_relu}, {bm}x{bn}x{bk} w{warps} s{stages}",
+                                d.id(),
+                                orders.0,
+                                orders.1
+                            );
+                            let run = match input {
+                                ScalarType::BF16 => relative_error::<bf16>,
+                                _ => relative_error::<f16>,
+                            };
+                            let err = run(d.as_ref(), &meta, (warps, stages), (&a, &b), shape, orders, want)
+                                .unwrap_or_else(|e| panic!("{case}: {e}"));
+                            assert!(
+                                err <= bound,
+                                "{case}: relative Frobenius error {err:.2e} above {bound:.0e}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        println!("{}: every matmul case within its bound", d.id());
+    }
+}
