@@ -9,11 +9,13 @@
 #   ptxas       pip wheel nvidia-cuda-nvcc-cu12, installed under target/tools/
 #   spirv-val   Debian spirv-tools (also spirv-dis)
 #   lavapipe    Debian mesa-vulkan-drivers + libvulkan1 (software Vulkan ICD)
+#   validation  Debian vulkan-validationlayers (the Khronos validation layer): the tests
+#               run every Vulkan call under it (RUTILE_VALIDATION=1), and its errors fail them
 # Set RUTILE_PTXAS / RUTILE_SPIRV_VAL / RUTILE_SPIRV_DIS beforehand to use your own.
 set -euo pipefail
 
 NVCC_WHEEL_VERSION="12.9.86"   # nvidia-cuda-nvcc-cu12; bump deliberately
-APT_PACKAGES=(mesa-vulkan-drivers libvulkan1 spirv-tools)
+APT_PACKAGES=(mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-tools)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_DIR="$ROOT/target/tools"
@@ -117,6 +119,13 @@ check_lavapipe() {
     say "  lavapipe ICD: ${icds[*]}"
 }
 
+check_validation_layer() {
+    local manifests=(/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json)
+    [[ -e "${manifests[0]}" ]] \
+        || die "the Khronos validation layer was not found (${manifests[0]}); install vulkan-validationlayers"
+    say "  validation layer: ${manifests[*]}"
+}
+
 install_apt_packages
 install_ptxas
 find_spirv_tools
@@ -126,12 +135,14 @@ verify_tool ptxas "$RUTILE_PTXAS" --version
 verify_tool spirv-val "$RUTILE_SPIRV_VAL" --version
 verify_tool spirv-dis "$RUTILE_SPIRV_DIS" --version
 check_lavapipe
+check_validation_layer
 
 export RUTILE_PTXAS RUTILE_SPIRV_VAL RUTILE_SPIRV_DIS
 export RUTILE_REQUIRE_TOOLS=1   # tool-dependent tests fail instead of skipping
+export RUTILE_VALIDATION=1      # Vulkan calls run under the validation layer; its errors fail
 
 if [[ $SETUP_ONLY -eq 1 ]]; then
-    for var in RUTILE_PTXAS RUTILE_SPIRV_VAL RUTILE_SPIRV_DIS RUTILE_REQUIRE_TOOLS; do
+    for var in RUTILE_PTXAS RUTILE_SPIRV_VAL RUTILE_SPIRV_DIS RUTILE_REQUIRE_TOOLS RUTILE_VALIDATION; do
         printf 'export %s=%q\n' "$var" "${!var}"
     done
     exit 0

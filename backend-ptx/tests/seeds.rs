@@ -1,54 +1,126 @@
-//! The seed kernels, lowered for several meta-parameter sets, warps and specializations:
-//! their PTX must pass `ptxas` for sm_80 and sm_90 (CI installs ptxas).
+//! The seed kernels, lowered for several meta-parameter sets, warps and specializations
+//! (every configuration the tutorials autotune over among them): their PTX must pass
+//! `ptxas` for sm_80 and sm_90 (CI installs ptxas). What `ptxas -v` reports for each
+//! (registers, bytes spilled) is printed beside the shared memory the lowering counts:
+//! `cargo test -p rutile-ptx --test seeds -- --nocapture`.
 
 mod support;
 
 use rutile_ir::seeds;
 use rutile_ir::target::{Specialization, Target};
+use rutile_ir::thread::ThreadKernel;
 use rutile_ir::{Kernel, ScalarType};
 use rutile_ptx::{emit, PtxTarget};
 
-fn check_all(kernel: &Kernel, warps: &[u32]) {
+/// The compute capabilities every seed configuration is assembled for.
+const SMS: [u32; 2] = [80, 90];
+
+/// What `ptxas -v` reported for one kernel: registers per thread and bytes spilled (spill
+/// stores plus loads).
+#[derive(Clone, Copy, Debug)]
+struct Resources {
+    registers: u32,
+    spilled: u32,
+}
+
+/// Emits `t` for `sm_{sm}`, assembles it with `ptxas -v` (a failure of ptxas fails the
+/// test, with its messages and the PTX), and prints its resources as `label`. Returns the
+/// PTX, and the resources where ptxas is available.
+fn assemble(label: &str, t: &ThreadKernel, sm: u32) -> (String, Option<Resources>) {
+    let ptx = emit(t, &PtxTarget::from_compute_capability(sm / 10, sm % 10))
+        .unwrap_or_else(|e| panic!("{label}: emitting PTX for sm_{sm}: {e}"));
+    assert!(ptx.contains(&format!(".target sm_{sm}")), "{label}");
+    let resources = support::ptxas_resources(&ptx, sm).map(|(registers, spilled)| Resources { registers, spilled });
+    if let Some(r) = resources {
+        println!(
+            "{label}, sm_{sm}: {} registers, {} bytes spilled, {} bytes shared",
+            r.registers,
+            r.spilled,
+            t.shared_bytes()
+        );
+    }
+    (ptx, resources)
+}
+
+/// One configuration's PTX for one SM, as [`check`] assembled it.
+struct Checked {
+    num_warps: u32,
+    aligned: bool,
+    ptx: String,
+    resources: Option<Resources>,
+}
+
+/// `kernel` at each of `warps`, specialized as for aligned arguments and for none, lowered
+/// for an NVIDIA GPU with 48 KiB of shared memory and assembled for [`SMS`]; `label` names
+/// its meta-parameters in the printed report.
+fn check_all(label: &str, kernel: &Kernel, warps: &[u32]) -> Vec<Checked> {
+    check(label, kernel, warps, &[true, false])
+}
+
+/// [`check_all`] for the specializations in `aligned` (`true`: every argument divisible
+/// by 16, as the runtime's launches on whole buffers of aligned sizes).
+fn check(label: &str, kernel: &Kernel, warps: &[u32], aligned: &[bool]) -> Vec<Checked> {
+    let mut checked = Vec::new();
     for &num_warps in warps {
-        for spec in [
-            Specialization::all(kernel.params.len()),
-            Specialization::none(kernel.params.len()),
-        ] {
+        for &aligned in aligned {
+            let n = kernel.params.len();
+            let spec = if aligned {
+                Specialization::all(n)
+            } else {
+                Specialization::none(n)
+            };
             let t = rutile_ir::lower::lower(kernel, &Target::nvidia(num_warps, 48 * 1024), &spec)
-                .unwrap_or_else(|e| panic!("lowering {} with {num_warps} warps: {e}", kernel.name));
-            for (major, minor) in [(8, 0), (9, 0)] {
-                let ptx = emit(&t, &PtxTarget::from_compute_capability(major, minor))
-                    .unwrap_or_else(|e| panic!("{}: {e}", kernel.name));
-                assert!(ptx.contains(&format!(".target sm_{major}{minor}")));
+                .unwrap_or_else(|e| panic!("lowering {label} with {num_warps} warps: {e}"));
+            let spec_label = if aligned { "aligned" } else { "unaligned" };
+            for sm in SMS {
+                let (ptx, resources) = assemble(&format!("{label}, {num_warps} warps, {spec_label}"), &t, sm);
                 // Readable: each stretch names the block op and line it came from.
-                assert!(ptx.contains("// load at "), "{}", kernel.name);
-                support::ptxas_check(&ptx, major * 10 + minor);
+                assert!(ptx.contains("// load at "), "{label}");
+                checked.push(Checked {
+                    num_warps,
+                    aligned,
+                    ptx,
+                    resources,
+                });
             }
         }
     }
+    checked
 }
 
 #[test]
 fn vector_add_passes_ptxas() {
     for block in [128, 1024, 4096] {
-        check_all(&seeds::vector_add(ScalarType::F32, block).unwrap(), &[1, 4, 8]);
+        let label = format!("vector add f32, BLOCK {block}");
+        check_all(&label, &seeds::vector_add(ScalarType::F32, block).unwrap(), &[1, 4, 8]);
     }
-    check_all(&seeds::vector_add(ScalarType::F16, 1024).unwrap(), &[4]);
+    check_all(
+        "vector add f16, BLOCK 1024",
+        &seeds::vector_add(ScalarType::F16, 1024).unwrap(),
+        &[4],
+    );
 }
 
 #[test]
 fn softmax_passes_ptxas() {
     for block in [256, 1024, 16384] {
         let warps = [seeds::softmax_num_warps(block), 2];
-        check_all(&seeds::softmax(block).unwrap(), &warps);
-        check_all(&seeds::softmax_persistent(block).unwrap(), &warps);
-        check_all(&seeds::softmax_persistent_staged(block, 1).unwrap(), &warps);
+        let label = |form: &str| format!("softmax {form}, BLOCK {block}");
+        check_all(&label("simple"), &seeds::softmax(block).unwrap(), &warps);
+        check_all(&label("persistent"), &seeds::softmax_persistent(block).unwrap(), &warps);
+        let staged = seeds::softmax_persistent_staged(block, 1).unwrap();
+        check_all(&label("persistent, 1 stage"), &staged, &warps);
         let full = seeds::SoftmaxOptions {
             ieee_rounding: false,
             ..Default::default()
         };
-        check_all(&seeds::softmax_with(block, full).unwrap(), &warps);
-        check_all(&seeds::softmax_persistent_with(block, 2, full).unwrap(), &warps);
+        check_all(
+            &label("simple, fdiv"),
+            &seeds::softmax_with(block, full).unwrap(),
+            &warps,
+        );
+        let persistent = seeds::softmax_persistent_with(block, 2, full).unwrap();
+        check_all(&label("persistent, 2 stages, fdiv"), &persistent, &warps);
     }
 }
 
@@ -59,7 +131,7 @@ fn chunked_softmax_passes_ptxas() {
     for n in [781, 1152, 4224, 12672] {
         let chunks = seeds::softmax_chunks(n);
         let kernel = seeds::softmax_chunked(&chunks, rutile_ir::CacheModifier::Streaming).unwrap();
-        check_all(&kernel, &[2, 8]);
+        check_all(&format!("softmax chunked {chunks:?}, streaming"), &kernel, &[2, 8]);
     }
 }
 
@@ -133,7 +205,7 @@ fn streaming_loads_are_ld_global_cs() {
         k.to_string().contains("cache=cs"),
         "the block IR shows the modifier:\n{k}"
     );
-    check_all(&k, &[2, 4]);
+    check_all("softmax simple, BLOCK 1024, streaming", &k, &[2, 4]);
     let t = rutile_ir::lower::lower(&k, &Target::nvidia(4, 48 * 1024), &Specialization::all(6)).unwrap();
     assert!(t.to_string().contains("load.cs"), "the per-thread IR keeps it:\n{t}");
     let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
@@ -154,7 +226,7 @@ fn streaming_persistent_and_rows_forms_use_ld_global_cs() {
         seeds::softmax_persistent_with(1024, 2, streaming).unwrap(),
         seeds::softmax_rows_with(2, 1024, streaming).unwrap(),
     ] {
-        check_all(&k, &[2, 8]);
+        check_all(&format!("{}, streaming", k.name), &k, &[2, 8]);
         let t = rutile_ir::lower::lower(&k, &Target::nvidia(4, 48 * 1024), &Specialization::all(6)).unwrap();
         let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
         let streamed = ptx.matches("ld.global.cs").count();
@@ -172,58 +244,99 @@ fn streaming_persistent_and_rows_forms_use_ld_global_cs() {
 fn matmul_passes_ptxas() {
     for (bm, bn, bk) in [(64, 64, 32), (128, 64, 32)] {
         let mut meta = seeds::MatmulMeta::fp16(bm, bn, bk);
-        check_all(&seeds::matmul(&meta).unwrap(), &[4, 8]);
+        check_all(
+            &format!("matmul f16 {bm}x{bn}x{bk}"),
+            &seeds::matmul(&meta).unwrap(),
+            &[4, 8],
+        );
         meta.activation = Some(seeds::Activation::LeakyRelu);
         meta.input = ScalarType::F32;
         meta.output = ScalarType::F32;
-        check_all(&seeds::matmul(&meta).unwrap(), &[4]);
+        let label = format!("matmul f32 {bm}x{bn}x{bk}, leaky ReLU");
+        check_all(&label, &seeds::matmul(&meta).unwrap(), &[4]);
     }
 }
 
 /// The tiled transpose (load contiguous along rows, store along columns) in the tiles and
 /// warps the benchmark runs: 16-byte global accesses both ways, 16-byte shared stores for
-/// the conversion, and no spills; `ptxas -v`'s registers are printed for the record
-/// (`cargo test -p rutile-ptx --test seeds transpose -- --nocapture`).
+/// the conversion, and no spills when aligned; `ptxas -v`'s registers are printed for the
+/// record (`cargo test -p rutile-ptx --test seeds transpose -- --nocapture`).
 #[test]
 fn transpose_moves_16_bytes_both_ways_without_spills() {
     for (block, warps) in [(64u32, 4u32), (64, 8), (32, 4), (32, 8)] {
         let kernel = seeds::transpose(ScalarType::F32, block, block).unwrap();
-        check_all(&kernel, &[warps]);
-        let spec = Specialization::all(kernel.params.len());
-        let t = rutile_ir::lower::lower(&kernel, &Target::nvidia(warps, 48 * 1024), &spec).unwrap();
-        let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
-        for vector in ["ld.global.v4.f32", "st.global.v4.f32", "st.shared.v4.f32"] {
-            assert!(ptx.contains(vector), "{block}x{block} at {warps} warps: no {vector}");
-        }
-        if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
-            println!("transpose {block}x{block}, {warps} warps: {registers} registers, {spilled} bytes spilled");
-            assert_eq!(spilled, 0, "{block}x{block} at {warps} warps spills");
+        let label = format!("transpose {block}x{block}");
+        for c in check_all(&label, &kernel, &[warps]).iter().filter(|c| c.aligned) {
+            for vector in ["ld.global.v4.f32", "st.global.v4.f32", "st.shared.v4.f32"] {
+                assert!(c.ptx.contains(vector), "{label} at {warps} warps: no {vector}");
+            }
+            if let Some(r) = c.resources {
+                assert_eq!(r.spilled, 0, "{label} at {} warps spills", c.num_warps);
+            }
         }
     }
 }
 
-/// The matmul tutorial's configurations with `dot` on the tensor cores (`mma.sync`, f16
-/// in, f32 accumulators) pass ptxas for sm_80 and sm_90; `ptxas -v`'s registers and
-/// spills on sm_90 are printed for the record
-/// (`cargo test -p rutile-ptx --test seeds tensor_cores -- --nocapture`).
+/// The configurations the softmax tutorial autotunes over (`softmax_configs` in
+/// `examples/tutorials.rs`) at a width between powers of two: the row as one block
+/// or in up to 4 power-of-two pieces, plain or read-once loads, Triton's division, 1 to
+/// 16 warps.
 #[test]
-fn matmul_on_the_tensor_cores_passes_ptxas() {
-    let configs = [
-        (128, 256, 8),
-        (256, 128, 8),
-        (256, 64, 4),
-        (64, 256, 4),
-        (128, 128, 4),
-        (128, 64, 4),
-        (64, 128, 4),
-        (128, 32, 4),
-        (64, 32, 2),
-        (32, 64, 2),
-    ];
-    for (bm, bn, warps) in configs {
+fn softmax_tutorial_configurations_pass_ptxas() {
+    let cols = 1100;
+    let mut splits: Vec<Vec<u32>> = Vec::new();
+    for pieces in 1..=4 {
+        let chunks = seeds::softmax_chunks_at_most(cols, pieces);
+        if !splits.contains(&chunks) {
+            splits.push(chunks);
+        }
+    }
+    assert!(splits.len() > 2, "{splits:?}");
+    for cache in [rutile_ir::CacheModifier::Default, rutile_ir::CacheModifier::Streaming] {
+        let options = seeds::SoftmaxOptions {
+            cache,
+            ieee_rounding: false,
+        };
+        for (pieces, chunks) in splits.iter().enumerate() {
+            let kernel = match pieces {
+                0 => seeds::softmax_with(seeds::softmax_block(cols), options),
+                _ => seeds::softmax_chunked(chunks, options),
+            }
+            .unwrap();
+            let label = format!("softmax autotuned, {cols} columns as {chunks:?}, {cache:?} loads");
+            check(&label, &kernel, &[1, 2, 4, 8, 16], &[true]);
+        }
+    }
+}
+
+/// The matmul tutorial's `@triton.autotune` configurations (`matmul_configs` in
+/// `examples/tutorials.rs`): `BLOCK_M`, `BLOCK_N`, `num_stages`, `num_warps`, with
+/// `BLOCK_K` 32 and `GROUP_M` 8.
+const MATMUL_CONFIGS: [(u32, u32, u32, u32); 10] = [
+    (128, 256, 3, 8),
+    (256, 128, 3, 8),
+    (256, 64, 4, 4),
+    (64, 256, 4, 4),
+    (128, 128, 4, 4),
+    (128, 64, 4, 4),
+    (64, 128, 4, 4),
+    (128, 32, 4, 4),
+    (64, 32, 5, 2),
+    (32, 64, 5, 2),
+];
+
+/// Each of the tutorial's matmul configurations lowered as the CUDA backend lowers it on
+/// an H100 (up to 227 KiB of shared memory), with `dot` on the tensor cores or not
+/// (`mma_sync`), and assembled for [`SMS`]. Returns, per configuration and SM, its label
+/// and what ptxas reported.
+fn matmul_tutorial_configurations(mma_sync: bool) -> Vec<(String, Option<Resources>)> {
+    let mut reports = Vec::new();
+    for (bm, bn, stages, warps) in MATMUL_CONFIGS {
         let kernel = seeds::matmul(&seeds::MatmulMeta::fp16(bm, bn, 32)).unwrap();
+        // `num_stages` does not reach the lowering through this target; written so, the
+        // target keeps its other defaults as fields are added.
         let target = Target {
-            mma_sync: true,
+            mma_sync,
             ..Target::nvidia(warps, 227 * 1024)
         };
         // As the runtime specializes a row-major launch: every argument divisible by 16,
@@ -232,23 +345,50 @@ fn matmul_on_the_tensor_cores_passes_ptxas() {
             equal_to_1: (0..kernel.params.len()).map(|i| [7, 9, 11].contains(&i)).collect(),
             ..Specialization::all(kernel.params.len())
         };
-        let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
-        for sm in [80, 90] {
-            let ptx = emit(&t, &PtxTarget::from_compute_capability(sm / 10, 0)).unwrap();
-            assert!(
+        let cores = if mma_sync { "tensor cores" } else { "CUDA cores" };
+        let label = format!("matmul {bm}x{bn}x32, {warps} warps, {stages} stages, {cores}");
+        let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
+        for sm in SMS {
+            let (ptx, resources) = assemble(&label, &t, sm);
+            assert_eq!(
                 ptx.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
-                "{bm}x{bn}"
+                mma_sync,
+                "{label}: mma.sync where the target has it, only there"
             );
-            assert!(ptx.contains("ld.global.v4"), "{bm}x{bn}: 16-byte loads");
-            support::ptxas_check(&ptx, sm);
-            if sm == 90 {
-                if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
-                    println!(
-                        "matmul {bm}x{bn}x32, {warps} warps: {registers} registers, {spilled} bytes spilled, {} bytes shared",
-                        t.shared_bytes()
-                    );
-                }
-            }
+            // 16-byte loads into registers, or straight into shared memory (`cp.async`).
+            assert!(
+                ptx.contains("ld.global.v4") || ptx.contains("cp.async"),
+                "{label}: 16-byte loads"
+            );
+            reports.push((format!("{label}, sm_{sm}"), resources));
         }
     }
+    reports
+}
+
+/// The matmul tutorial's configurations with `dot` on the tensor cores (`mma.sync`, f16
+/// in, f32 accumulators) pass ptxas for sm_80 and sm_90, and none spills
+/// (`cargo test -p rutile-ptx --test seeds tensor_cores -- --nocapture` prints each one's
+/// registers).
+#[test]
+fn matmul_on_the_tensor_cores_passes_ptxas() {
+    let spilling: Vec<String> = matmul_tutorial_configurations(true)
+        .into_iter()
+        .filter_map(|(label, r)| {
+            r.filter(|r| r.spilled > 0)
+                .map(|r| format!("{label}: {} bytes", r.spilled))
+        })
+        .collect();
+    assert!(
+        spilling.is_empty(),
+        "tensor-core matmuls that spill:\n{}",
+        spilling.join("\n")
+    );
+}
+
+/// The same configurations with `dot` on the CUDA cores (the lowering of targets without
+/// `mma.sync`) pass ptxas too; their registers and spills are printed, not bounded.
+#[test]
+fn matmul_on_the_cuda_cores_passes_ptxas() {
+    matmul_tutorial_configurations(false);
 }

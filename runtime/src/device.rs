@@ -280,6 +280,28 @@ impl fmt::Display for DeviceProperties {
     }
 }
 
+/// Memory in use on a device, as far as it can tell ([`Device::memory_in_use`]). `None`
+/// where the backend does not count or its API does not say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryInUse {
+    /// Bytes of the live buffers of this device object, as rutile counts them (each
+    /// buffer's allocation, padding included): CUDA and wgpu devices.
+    pub buffers: Option<u64>,
+    /// Bytes in use as the API below reports them, which includes what rutile does not
+    /// allocate itself: on CUDA, `cuMemGetInfo`'s total less free (the whole GPU: every
+    /// context and process on it, the driver's own memory, loaded kernels); on wgpu, the
+    /// live allocations of wgpu's memory allocator for this device (rutile's buffers and
+    /// wgpu's staging, uniform and query buffers; Vulkan itself has no such call).
+    pub device: Option<u64>,
+}
+
+impl fmt::Display for MemoryInUse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bytes = |b: Option<u64>| b.map_or("not counted".to_string(), crate::error::bytes_text);
+        write!(f, "buffers {}, device {}", bytes(self.buffers), bytes(self.device))
+    }
+}
+
 /// A device that runs kernels: CUDA, wgpu or the CPU interpreter. Generic conveniences
 /// (typed upload and download, launching a block-IR kernel) are in [`DeviceExt`](crate::DeviceExt).
 pub trait Device: Send + Sync {
@@ -313,6 +335,12 @@ pub trait Device: Send + Sync {
     }
     /// A short identifier, as in `RUTILE_DEVICE` (`cuda:0`, `vulkan:1`, `cpu`).
     fn id(&self) -> String;
+    /// The memory in use on the device now (see [`MemoryInUse`] for what each backend
+    /// counts). Work still queued may free more: synchronize first for a level to compare.
+    /// The interpreter counts nothing (its buffers are host memory).
+    fn memory_in_use(&self) -> Result<MemoryInUse> {
+        Ok(MemoryInUse::default())
+    }
     /// A number unique to this device object; buffers carry it so that a buffer of one
     /// device cannot be passed to another.
     fn device_key(&self) -> u64;

@@ -28,6 +28,7 @@ mod error;
 mod ext;
 pub mod launch;
 pub mod occupancy;
+mod progress;
 mod select;
 pub mod vulkan;
 

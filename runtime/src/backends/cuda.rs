@@ -253,4 +253,12 @@ impl Device for CudaGpu {
     fn device_key(&self) -> u64 {
         self.key
     }
+
+    fn memory_in_use(&self) -> Result<crate::device::MemoryInUse> {
+        let (free, total) = self.device.memory_info()?;
+        Ok(crate::device::MemoryInUse {
+            buffers: Some(self.device.buffer_bytes()),
+            device: Some(total.saturating_sub(free) as u64),
+        })
+    }
 }

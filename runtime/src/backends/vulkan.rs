@@ -470,6 +470,14 @@ impl Device for WgpuGpu {
     fn device_key(&self) -> u64 {
         self.key
     }
+
+    fn memory_in_use(&self) -> Result<crate::device::MemoryInUse> {
+        self.device.check_lost()?;
+        Ok(crate::device::MemoryInUse {
+            buffers: Some(self.device.buffer_bytes()),
+            device: self.device.allocated_bytes(),
+        })
+    }
 }
 
 /// Whether a kernel has a `for` or `while` loop anywhere.

@@ -1,6 +1,8 @@
 //! Typed device buffers: allocation, upload and download.
 
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::Ordering;
 
 use bytemuck::Pod;
 use cudarc::driver::sys::CUresult;
@@ -13,15 +15,31 @@ use super::launch::KernelArg;
 /// An array of `len` values of `T` in device memory.
 ///
 /// Memory is allocated and freed in order on the device's stream, so a buffer may be
-/// dropped right after the launch that uses it. Copies block until they are done.
+/// dropped right after the launch that uses it. Copies block until they are done. Once
+/// the device's context is lost, every call fails with [`CudaError::ContextLost`] and the
+/// allocation is left to the context's reset.
 #[derive(Debug)]
 pub struct CudaBuffer<T: Pod> {
     device: CudaDevice,
     // Owns the allocation; at least one byte, so empty buffers still have a valid pointer.
-    memory: CudaSlice<u8>,
+    // Dropped by hand: not freed once the context is lost (see `context`).
+    memory: ManuallyDrop<CudaSlice<u8>>,
     ptr: u64,
     len: usize,
     _elem: PhantomData<T>,
+}
+
+impl<T: Pod> Drop for CudaBuffer<T> {
+    fn drop(&mut self) {
+        self.device
+            .live_bytes()
+            .fetch_sub(self.memory.len() as u64, Ordering::Relaxed);
+        if self.device.is_lost() {
+            return;
+        }
+        // SAFETY: dropped once, here.
+        unsafe { ManuallyDrop::drop(&mut self.memory) };
+    }
 }
 
 impl<T: Pod> CudaBuffer<T> {
@@ -35,6 +53,7 @@ impl<T: Pod> CudaBuffer<T> {
                     size_of::<T>()
                 ),
             })?;
+        device.health().check()?;
         let memory = match device.stream().alloc_zeros::<u8>(bytes.max(1)) {
             Ok(memory) => memory,
             // More than the device has fails with CUDA_ERROR_OUT_OF_MEMORY, or for absurd
@@ -52,13 +71,14 @@ impl<T: Pod> CudaBuffer<T> {
                     code: describe(e),
                 });
             }
-            Err(e) => return Err(CudaError::driver("cuMemAllocAsync", e)),
+            Err(e) => return device.health().note(Err(CudaError::driver("cuMemAllocAsync", e))),
         };
         // Event tracking is off for this context, so the guard returned here does nothing.
         let ptr = memory.device_ptr(device.stream()).0;
+        device.live_bytes().fetch_add(memory.len() as u64, Ordering::Relaxed);
         Ok(CudaBuffer {
             device: device.clone(),
-            memory,
+            memory: ManuallyDrop::new(memory),
             ptr,
             len,
             _elem: PhantomData,
@@ -107,8 +127,9 @@ impl<T: Pod> CudaBuffer<T> {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         // SAFETY: the destination holds at least `bytes.len()` bytes (checked above) and
         // belongs to this context; the stream is synchronised before `data` is released.
-        unsafe { result::memcpy_htod_async(self.ptr, bytes, self.device.stream().cu_stream()) }
-            .call("cuMemcpyHtoDAsync")?;
+        let copied = unsafe { result::memcpy_htod_async(self.ptr, bytes, self.device.stream().cu_stream()) }
+            .call("cuMemcpyHtoDAsync");
+        self.device.health().note(copied)?;
         self.device.synchronize()
     }
 
@@ -129,8 +150,9 @@ impl<T: Pod> CudaBuffer<T> {
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
         // SAFETY: the source holds at least `bytes.len()` bytes; the stream is synchronised
         // before `out` is given back, so the copy has finished writing it.
-        unsafe { result::memcpy_dtoh_async(bytes, self.ptr, self.device.stream().cu_stream()) }
-            .call("cuMemcpyDtoHAsync")?;
+        let copied = unsafe { result::memcpy_dtoh_async(bytes, self.ptr, self.device.stream().cu_stream()) }
+            .call("cuMemcpyDtoHAsync");
+        self.device.health().note(copied)?;
         self.device.synchronize()
     }
 
@@ -145,7 +167,7 @@ impl<T: Pod> CudaBuffer<T> {
         }
         self.device.bind()?;
         // SAFETY: both ranges lie inside their allocations, which are distinct objects.
-        unsafe {
+        let copied = unsafe {
             result::memcpy_dtod_async(
                 self.ptr,
                 src.ptr,
@@ -153,15 +175,17 @@ impl<T: Pod> CudaBuffer<T> {
                 self.device.stream().cu_stream(),
             )
         }
-        .call("cuMemcpyDtoDAsync")
+        .call("cuMemcpyDtoDAsync");
+        self.device.health().note(copied)
     }
 
     /// Sets every byte of the buffer to zero (in order on the stream; does not wait).
     pub fn fill_zero(&mut self) -> Result<(), CudaError> {
         self.device.bind()?;
         // SAFETY: the range lies inside the allocation.
-        unsafe { result::memset_d8_async(self.ptr, 0, self.memory.len(), self.device.stream().cu_stream()) }
-            .call("cuMemsetD8Async")
+        let set = unsafe { result::memset_d8_async(self.ptr, 0, self.memory.len(), self.device.stream().cu_stream()) }
+            .call("cuMemsetD8Async");
+        self.device.health().note(set)
     }
 
     fn check_len(&self, got: usize) -> Result<(), CudaError> {

@@ -98,8 +98,8 @@ impl CudaFunction {
     ) -> Result<Self, CudaError> {
         let get = |attr: F| -> Result<u32, CudaError> {
             // SAFETY: the function belongs to a loaded module whose context is current.
-            let v =
-                unsafe { result::function::get_function_attribute(cu_function, attr) }.call("cuFuncGetAttribute")?;
+            let v = unsafe { result::function::get_function_attribute(cu_function, attr) }.call("cuFuncGetAttribute");
+            let v = module.health.note(v)?;
             Ok(v.max(0) as u32)
         };
         let info = CudaKernelInfo {
@@ -159,16 +159,17 @@ impl CudaFunction {
         if requested > limit {
             return Err(CudaError::OutOfSharedMemory { requested, limit });
         }
-        self.module.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        self.module.bind()?;
         // SAFETY: valid function of a loaded module; the value was checked against the limit.
-        unsafe {
+        let set = unsafe {
             result::function::set_function_attribute(
                 self.cu_function,
                 F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 bytes as i32,
             )
         }
-        .call("cuFuncSetAttribute")?;
+        .call("cuFuncSetAttribute");
+        self.module.health.note(set)?;
         self.max_dynamic_shared.store(bytes, Ordering::Relaxed);
         Ok(())
     }
@@ -185,7 +186,7 @@ impl CudaFunction {
                 ),
             });
         }
-        self.module.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        self.module.bind()?;
         // SAFETY: valid function of a loaded module whose context is current.
         let blocks = unsafe {
             result::occupancy::max_active_block_per_multiprocessor(
@@ -194,8 +195,8 @@ impl CudaFunction {
                 dynamic_shared_bytes,
             )
         }
-        .call("cuOccupancyMaxActiveBlocksPerMultiprocessor")?
-        .max(0) as u32;
+        .call("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+        let blocks = self.module.health.note(blocks)?.max(0) as u32;
         let props = &self.module.props;
         let warp = props.warp_size.max(1);
         Ok(CudaOccupancy {

@@ -162,7 +162,10 @@ impl CudaDevice {
         config: &LaunchConfig,
         args: &[KernelArg],
     ) -> Result<(), CudaError> {
-        if *function.module().ctx != **self.ctx() {
+        // A kernel of a lost context is lost with it, even where a new context happens to
+        // have the old one's handle.
+        function.module().health.check()?;
+        if **function.module().ctx != **self.ctx() {
             return Err(CudaError::InvalidLaunch {
                 what: format!(
                     "kernel `{}` was loaded on device {} but is launched on device {}",
@@ -218,7 +221,7 @@ impl CudaDevice {
         // memory were checked against the limits, `params` points into `args`, which
         // outlives the call (the driver copies the values before returning); the caller
         // vouches for the pointer arguments.
-        unsafe {
+        let launched = unsafe {
             result::launch_kernel(
                 function.cu_function(),
                 grid,
@@ -228,7 +231,8 @@ impl CudaDevice {
                 &mut params,
             )
         }
-        .call("cuLaunchKernel")
+        .call("cuLaunchKernel");
+        self.health().note(launched)
     }
 }
 

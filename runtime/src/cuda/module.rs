@@ -1,12 +1,13 @@
 //! Loading PTX into a device through the driver's JIT, keeping its logs.
 
 use std::ffi::{c_void, CString};
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use cudarc::driver::result::DriverError;
 use cudarc::driver::{sys, CudaContext};
 
-use super::context::CudaDevice;
+use super::context::{CudaDevice, Health};
 use super::error::{describe, CudaError, DriverResultExt};
 use super::function::CudaFunction;
 use super::properties::CudaDeviceProperties;
@@ -21,11 +22,14 @@ pub struct CudaModule {
     inner: Arc<ModuleHandle>,
 }
 
-/// Owns the driver's module handle; unloads it when the last module or function handle goes.
+/// Owns the driver's module handle; unloads it when the last module or function handle goes
+/// (unless the context was lost: then the context's reset frees it).
 #[derive(Debug)]
 pub(crate) struct ModuleHandle {
     pub(crate) cu_module: sys::CUmodule,
-    pub(crate) ctx: Arc<CudaContext>,
+    /// Dropped by hand: leaked once the context is lost (see `context`).
+    pub(crate) ctx: ManuallyDrop<Arc<CudaContext>>,
+    pub(crate) health: Arc<Health>,
     pub(crate) props: Arc<CudaDeviceProperties>,
     pub(crate) driver_version: u32,
     info_log: String,
@@ -39,10 +43,24 @@ unsafe impl Sync for ModuleHandle {}
 
 impl Drop for ModuleHandle {
     fn drop(&mut self) {
+        if self.health.is_lost() {
+            return;
+        }
         self.ctx.record_err(self.ctx.bind_to_thread());
         // SAFETY: the handle came from cuModuleLoadDataEx and is unloaded exactly once.
         let unloaded = unsafe { sys::cuModuleUnload(self.cu_module) }.result();
         self.ctx.record_err(unloaded);
+        // SAFETY: dropped once, here.
+        unsafe { ManuallyDrop::drop(&mut self.ctx) };
+    }
+}
+
+impl ModuleHandle {
+    /// Makes the module's context current; [`CudaError::ContextLost`] once it is lost,
+    /// without calling the driver.
+    pub(crate) fn bind(&self) -> Result<(), CudaError> {
+        self.health.check()?;
+        self.health.note(self.ctx.bind_to_thread().call("cuCtxSetCurrent"))
     }
 }
 
@@ -88,6 +106,9 @@ impl CudaDevice {
         };
         let info_log = log_text(&info_log);
         if let Err(e) = status.result() {
+            if super::error::is_sticky(e.0) {
+                return self.health().note(Err(CudaError::driver("cuModuleLoadDataEx", e)));
+            }
             let mut log = log_text(&error_log);
             if log.is_empty() {
                 log = if info_log.is_empty() {
@@ -101,7 +122,8 @@ impl CudaDevice {
         Ok(CudaModule {
             inner: Arc::new(ModuleHandle {
                 cu_module,
-                ctx: self.ctx().clone(),
+                ctx: ManuallyDrop::new(self.ctx().clone()),
+                health: self.health().clone(),
                 props: self.shared_properties().clone(),
                 driver_version: self.properties().driver_version,
                 info_log,
@@ -116,14 +138,19 @@ impl CudaModule {
         let c_name = CString::new(name).map_err(|_| CudaError::InvalidArgument {
             what: format!("kernel name {name:?} contains a NUL byte"),
         })?;
-        self.inner.ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        self.inner.bind()?;
         let mut cu_function: sys::CUfunction = std::ptr::null_mut();
         // SAFETY: the module is loaded; the name is NUL-terminated.
         let status = unsafe { sys::cuModuleGetFunction(&mut cu_function, self.inner.cu_module, c_name.as_ptr()) };
         match status {
             sys::CUresult::CUDA_SUCCESS => {}
             sys::CUresult::CUDA_ERROR_NOT_FOUND => return Err(CudaError::FunctionNotFound { name: name.to_string() }),
-            other => return Err(CudaError::driver("cuModuleGetFunction", DriverError(other))),
+            other => {
+                return self
+                    .inner
+                    .health
+                    .note(Err(CudaError::driver("cuModuleGetFunction", DriverError(other))))
+            }
         }
         CudaFunction::new(self.inner.clone(), cu_function, name.to_string())
     }

@@ -1,5 +1,6 @@
 //! GPU-side timing of work on a device's stream with CUDA events.
 
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use cudarc::driver::{sys, CudaEvent};
@@ -27,19 +28,36 @@ const STOPPED: u8 = 2;
 #[derive(Debug)]
 pub struct CudaTimer {
     device: CudaDevice,
-    start: CudaEvent,
-    stop: CudaEvent,
+    // Dropped by hand: leaked once the context is lost (see `context`).
+    start: ManuallyDrop<CudaEvent>,
+    stop: ManuallyDrop<CudaEvent>,
     state: AtomicU8,
+}
+
+impl Drop for CudaTimer {
+    fn drop(&mut self) {
+        if self.device.is_lost() {
+            return;
+        }
+        // SAFETY: dropped once, here.
+        unsafe {
+            ManuallyDrop::drop(&mut self.start);
+            ManuallyDrop::drop(&mut self.stop);
+        }
+    }
 }
 
 impl CudaDevice {
     /// A timer for work on this device's stream.
     pub fn timer(&self) -> Result<CudaTimer, CudaError> {
         let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        self.health().check()?;
+        let start = self.health().note(self.ctx().new_event(flags).call("cuEventCreate"))?;
+        let stop = self.health().note(self.ctx().new_event(flags).call("cuEventCreate"))?;
         Ok(CudaTimer {
             device: self.clone(),
-            start: self.ctx().new_event(flags).call("cuEventCreate")?,
-            stop: self.ctx().new_event(flags).call("cuEventCreate")?,
+            start: ManuallyDrop::new(start),
+            stop: ManuallyDrop::new(stop),
             state: AtomicU8::new(IDLE),
         })
     }
@@ -48,7 +66,9 @@ impl CudaDevice {
 impl CudaTimer {
     /// Marks the start: work issued on the stream after this call is timed.
     pub fn start(&self) -> Result<(), CudaError> {
-        self.start.record(self.device.stream()).call("cuEventRecord")?;
+        self.device.health().check()?;
+        let recorded = self.start.record(self.device.stream()).call("cuEventRecord");
+        self.device.health().note(recorded)?;
         self.state.store(STARTED, Ordering::Release);
         Ok(())
     }
@@ -60,7 +80,9 @@ impl CudaTimer {
                 what: "CudaTimer::stop called before CudaTimer::start".to_string(),
             });
         }
-        self.stop.record(self.device.stream()).call("cuEventRecord")?;
+        self.device.health().check()?;
+        let recorded = self.stop.record(self.device.stream()).call("cuEventRecord");
+        self.device.health().note(recorded)?;
         self.state.store(STOPPED, Ordering::Release);
         Ok(())
     }
@@ -73,6 +95,8 @@ impl CudaTimer {
                 what: "CudaTimer::elapsed_ms needs start() and then stop() first".to_string(),
             });
         }
-        self.start.elapsed_ms(&self.stop).call("cuEventElapsedTime")
+        self.device.health().check()?;
+        let elapsed = self.start.elapsed_ms(&self.stop).call("cuEventElapsedTime");
+        self.device.health().note(elapsed)
     }
 }

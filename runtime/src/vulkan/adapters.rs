@@ -124,15 +124,19 @@ impl fmt::Display for AdapterSummary {
 /// The process's wgpu instance over rutile's backends, made once: drivers are not all safe
 /// with instances created and destroyed concurrently (NVIDIA's Vulkan driver corrupted its
 /// heap when tests on several threads each made their own). Instance flags (validation,
-/// debug info) follow wgpu's build-configuration defaults and its `WGPU_*` variables.
+/// debug info) follow wgpu's build-configuration defaults and its `WGPU_*` variables, and
+/// `RUTILE_VALIDATION=1` adds the Khronos validation layer with rutile's messenger
+/// (`validation`).
 pub(crate) fn instance() -> wgpu::Instance {
     static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
     INSTANCE
         .get_or_init(|| {
             let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
             desc.backends = BACKENDS;
-            desc.flags = wgpu::InstanceFlags::from_build_config().with_env();
-            wgpu::Instance::new(desc)
+            desc.flags = super::validation::instance_flags(wgpu::InstanceFlags::from_build_config().with_env());
+            let instance = wgpu::Instance::new(desc);
+            super::validation::attach(&instance);
+            instance
         })
         .clone()
 }

@@ -1,5 +1,8 @@
 //! Storage buffers: allocation, upload and read-back.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use bytemuck::Pod;
 
 use super::device::WgpuDevice;
@@ -24,6 +27,21 @@ pub struct WgpuBuffer {
     device: WgpuDevice,
     buffer: wgpu::Buffer,
     len: u64,
+    /// Counts the allocation in the device's live bytes while any clone holds it.
+    _counted: Arc<Counted>,
+}
+
+/// `bytes` counted in a device's live buffer bytes until dropped.
+#[derive(Debug)]
+struct Counted {
+    bytes: u64,
+    count: Arc<AtomicU64>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.count.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
 }
 
 /// Bytes allocated for a buffer of `len` logical bytes, saturating at `u64::MAX` (above
@@ -62,10 +80,13 @@ impl WgpuBuffer {
                 mapped_at_creation: false,
             })
         })?;
+        let count = device.live_bytes().clone();
+        count.fetch_add(size, Ordering::Relaxed);
         Ok(WgpuBuffer {
             device: device.clone(),
             buffer,
             len,
+            _counted: Arc::new(Counted { bytes: size, count }),
         })
     }
 

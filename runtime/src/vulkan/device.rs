@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::adapters::{instance, pick_best, raw_adapters, AdapterSummary};
@@ -53,6 +54,8 @@ struct Inner {
     layouts: Mutex<HashMap<BindingLayout, LayoutObjects>>,
     /// Work recorded but not yet submitted.
     batch: Mutex<Batch>,
+    /// Bytes of the live [`super::WgpuBuffer`]s of this device.
+    live_bytes: Arc<AtomicU64>,
 }
 
 impl fmt::Debug for WgpuDevice {
@@ -91,6 +94,8 @@ impl WgpuDevice {
 
     fn open_impl(adapter_index: Option<usize>, cooperative_matrix: bool) -> Result<Self, WgpuError> {
         let instance = instance();
+        // Asked to validate, never run unvalidated.
+        super::validation::check_available()?;
         let adapters = raw_adapters(&instance);
         if adapters.is_empty() {
             return Err(WgpuError::NoAdapter);
@@ -139,12 +144,13 @@ impl WgpuDevice {
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         };
-        // With the driver's pipeline statistics where it has them (for register counts),
-        // else the usual way.
-        let with_statistics = super::statistics::open_device(adapter, &desc);
-        let pipeline_statistics = matches!(with_statistics, Some(Ok(_)));
-        let opened = with_statistics.unwrap_or_else(|| pollster::block_on(adapter.request_device(&desc)));
-        let (device, queue) = opened.map_err(|e| WgpuError::RequestDevice {
+        // With subgroup operations on 16- and 64-bit types and the driver's pipeline
+        // statistics (for register counts) where the adapter has them, else the usual way.
+        let opened = match super::open::open_device(adapter, &desc) {
+            Some(opened) => opened.map(|o| (o.device, o.queue, o.pipeline_statistics)),
+            None => pollster::block_on(adapter.request_device(&desc)).map(|(d, q)| (d, q, false)),
+        };
+        let (device, queue, pipeline_statistics) = opened.map_err(|e| WgpuError::RequestDevice {
             message: super::error::with_sources(&e),
         })?;
         let uncaptured = Arc::new(Mutex::new(Vec::new()));
@@ -168,6 +174,9 @@ impl WgpuDevice {
             };
             lock(&lost_sink).get_or_insert(reason);
         });
+        // What the layer said of the raw calls that read the adapter's properties and of
+        // the device's creation.
+        super::validation::take_error("opening the device")?;
         let mut features = WgpuFeatures::from_wgpu(device.features());
         features.spirv_passthrough =
             device.features().contains(wgpu::Features::PASSTHROUGH_SHADERS) && props.features.spirv_passthrough;
@@ -183,6 +192,7 @@ impl WgpuDevice {
                 lost,
                 layouts: Mutex::new(HashMap::new()),
                 batch: Mutex::new(Batch::default()),
+                live_bytes: Arc::new(AtomicU64::new(0)),
             }),
         })
     }
@@ -215,7 +225,32 @@ impl WgpuDevice {
             return None;
         }
         // SAFETY: passed on from the caller.
-        unsafe { super::statistics::register_count(self.raw(), words, entry, layout) }
+        let count = unsafe { super::statistics::register_count(self.raw(), words, entry, layout) };
+        // The layer's errors about these raw calls come back with the next call of this
+        // layer; say now what they were about.
+        super::validation::attribute_pending("reading a kernel's register count through raw Vulkan calls");
+        count
+    }
+
+    /// Bytes of this device's live storage buffers ([`super::WgpuBuffer`]), as rutile
+    /// counts them (allocations, padding included).
+    pub fn buffer_bytes(&self) -> u64 {
+        self.inner.live_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of the live allocations of wgpu's memory allocator on this device: rutile's
+    /// buffers and wgpu's own (staging, uniform and query buffers), as wgpu counts them.
+    /// `None` where the backend gives no report (Vulkan does). Buffers dropped while work
+    /// that uses them is queued are freed once it finishes: synchronize first.
+    pub fn allocated_bytes(&self) -> Option<u64> {
+        self.inner
+            .device
+            .generate_allocator_report()
+            .map(|report| report.total_allocated_bytes)
+    }
+
+    pub(crate) fn live_bytes(&self) -> &Arc<AtomicU64> {
+        &self.inner.live_bytes
     }
 
     /// The adapter's index in [`super::adapters`]' list.
@@ -297,21 +332,25 @@ impl WgpuDevice {
             self.check_lost()?;
             return Err(with_context(WgpuError::from_wgpu(&error), what));
         }
+        // What the validation layer said of the Vulkan calls `f` made.
+        super::validation::take_error(what)?;
         self.take_uncaptured()?;
         Ok(value)
     }
 
-    /// Returns (and forgets) the oldest error raised outside an error scope, if any.
+    /// Returns (and forgets) the oldest error raised outside an error scope, if any, then
+    /// the oldest error of the validation layer's (with `RUTILE_VALIDATION=1`).
     pub(crate) fn take_uncaptured(&self) -> Result<(), WgpuError> {
         self.check_lost()?;
-        let mut list = lock(&self.inner.uncaptured);
-        if list.is_empty() {
-            Ok(())
-        } else {
-            let first = list.remove(0);
-            list.clear();
-            Err(first)
+        {
+            let mut list = lock(&self.inner.uncaptured);
+            if !list.is_empty() {
+                let first = list.remove(0);
+                list.clear();
+                return Err(first);
+            }
         }
+        super::validation::take_error("work submitted earlier, or a call outside rutile")
     }
 
     pub(crate) fn batch(&self) -> &Mutex<Batch> {

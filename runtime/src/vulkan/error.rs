@@ -102,6 +102,21 @@ pub enum WgpuError {
         reason: String,
     },
 
+    /// The Khronos validation layer (on with `RUTILE_VALIDATION=1`) reported an error: a
+    /// use of Vulkan the specification forbids, which a driver may still tolerate.
+    #[error("the Vulkan validation layer reported an error: {message}")]
+    ValidationLayer {
+        /// The operation that was running, and the layer's message (with its VUID).
+        message: String,
+    },
+
+    /// `RUTILE_VALIDATION=1` asked for the Khronos validation layer, and it is not on.
+    #[error("RUTILE_VALIDATION=1 asks for the Khronos validation layer, but {reason}")]
+    ValidationUnavailable {
+        /// Why not: the layer is not installed, or there is no Vulkan.
+        reason: String,
+    },
+
     /// An argument that can never be valid (e.g. more storage buffers than the device allows
     /// per stage, or a typed read of a buffer whose length is not a multiple of the type).
     #[error("invalid argument: {what}")]

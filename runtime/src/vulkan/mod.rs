@@ -8,7 +8,9 @@
 //!
 //! Nothing here panics on a machine without an adapter: [`WgpuDevice::open`] returns
 //! [`WgpuError::NoAdapter`]. wgpu's validation errors, which it would otherwise turn into
-//! panics, come back as [`WgpuError::Validation`] with wgpu's message.
+//! panics, come back as [`WgpuError::Validation`] with wgpu's message. With
+//! `RUTILE_VALIDATION=1` the Khronos validation layer checks every Vulkan call beneath, and
+//! its errors come back as [`WgpuError::ValidationLayer`] (see [`validation_report`]).
 //!
 //! ```no_run
 //! use rutile::vulkan::{BindingLayout, KernelSource, WgpuBuffer, WgpuDevice};
@@ -37,10 +39,12 @@ mod device;
 mod dispatch;
 mod error;
 mod native;
+mod open;
 mod pipeline;
 mod properties;
 mod reflect;
 mod statistics;
+mod validation;
 
 pub use adapters::{adapters, best_adapter, AdapterKind, AdapterSummary};
 pub use buffer::WgpuBuffer;
@@ -49,6 +53,7 @@ pub use dispatch::split_grid;
 pub use error::WgpuError;
 pub use pipeline::{BindingLayout, KernelSource, LaunchData, PipelineCache, WgpuPipeline};
 pub use properties::{vendor_name, CooperativeMatrixShape, WgpuDeviceProperties, WgpuFeatures};
+pub use validation::{validation_report, ValidationReport, VALIDATION_ENV};
 /// The wgpu rutile runs on, for code that uses [`WgpuDevice::raw`] and the other raw
 /// handles directly.
 pub use wgpu;

@@ -3,7 +3,7 @@
 //! tutorial's occupancy needs and wgpu does not report.
 //!
 //! The extension must be enabled when the device is created, which wgpu does not do:
-//! [`open_device`] opens the device through wgpu-hal with it added. The statistics exist
+//! `open::open_device` opens the device through wgpu-hal with it added. The statistics exist
 //! only for pipelines created with `CAPTURE_STATISTICS`, which wgpu's pipelines are not, so
 //! [`register_count`] compiles the kernel's SPIR-V once more through raw Vulkan calls, with
 //! a layout of the same shape, reads the count and destroys that pipeline. Everything here
@@ -11,62 +11,10 @@
 
 use super::pipeline::{BindingLayout, LaunchData};
 
-/// Opens `adapter` as `desc` asks, with `VK_KHR_pipeline_executable_properties` enabled
-/// where the adapter has it. `None` when it does not (or is not a Vulkan adapter): open the
-/// device the usual way.
-#[cfg(all(not(target_arch = "wasm32"), not(target_vendor = "apple")))]
-pub(crate) fn open_device(
-    adapter: &wgpu::Adapter,
-    desc: &wgpu::DeviceDescriptor<'_>,
-) -> Option<Result<(wgpu::Device, wgpu::Queue), wgpu::RequestDeviceError>> {
-    use ash::{khr, vk};
-    let open = {
-        // SAFETY: the hal adapter is only used to open a device, while `adapter` is borrowed.
-        let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
-        let capabilities = hal.physical_device_capabilities();
-        if !capabilities.supports_extension(khr::pipeline_executable_properties::NAME)
-            || capabilities.properties().api_version < vk::API_VERSION_1_1
-        {
-            return None;
-        }
-        let mut feature =
-            vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
-        let feature_ref = &mut feature;
-        let callback: Box<wgpu::hal::vulkan::CreateDeviceCallback<'_>> = Box::new(move |args| {
-            args.extensions.push(khr::pipeline_executable_properties::NAME);
-            *args.create_info = args.create_info.push_next(feature_ref);
-        });
-        // SAFETY: the callback only adds an extension the adapter supports and its feature,
-        // as wgpu-hal's contract allows; the features and limits are those of `desc`.
-        unsafe {
-            hal.open_with_callback(
-                desc.required_features,
-                &desc.required_limits,
-                &desc.memory_hints,
-                Some(callback),
-            )
-        }
-    };
-    let open = match open {
-        Ok(open) => open,
-        // Let wgpu open it the usual way, and report what fails then.
-        Err(_) => return None,
-    };
-    // SAFETY: `open` was opened from this adapter with the features and limits of `desc`.
-    Some(unsafe { adapter.create_device_from_hal(open, desc) })
-}
-
-#[cfg(any(target_arch = "wasm32", target_vendor = "apple"))]
-pub(crate) fn open_device(
-    _adapter: &wgpu::Adapter,
-    _desc: &wgpu::DeviceDescriptor<'_>,
-) -> Option<Result<(wgpu::Device, wgpu::Queue), wgpu::RequestDeviceError>> {
-    None
-}
-
 /// Registers per invocation of the compute entry point `entry` of the SPIR-V `words`
 /// compiled by `device`'s driver, for bindings shaped as `layout`. `None` where the device
-/// was not opened by [`open_device`] or the driver reports no register statistic.
+/// was not opened with the extension (`open::open_device`) or the driver reports no
+/// register statistic.
 ///
 /// # Safety
 /// `words` must be valid SPIR-V whose interface matches `layout` (rutile's own kernels).
