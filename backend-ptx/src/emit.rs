@@ -128,6 +128,7 @@ impl<'a> Emitter<'a> {
                 pred,
             } => atomic::cas(self, *dst, *param, *index, *cmp, *value, *pred),
             Stmt::Mma { d, a, b, c } => mma(self, d, a, b, c),
+            Stmt::MmaTf32 { d, a, b, c } => mma_tf32(self, d, a, b, c),
             Stmt::LdMatrix {
                 dsts,
                 alloc,
@@ -206,6 +207,34 @@ fn mma(e: &mut Emitter, d: &[Reg; 4], a: &[Reg; 8], b: &[Reg; 4], c: &[Reg; 4]) 
     let (dl, cl) = (list(e, d), list(e, c));
     e.ins(format!(
         "mma.sync.aligned.m16n8k16.row.col.f32.{input}.{input}.f32 {{{dl}}}, {{{}}}, {{{}}}, {{{cl}}}",
+        av.join(", "),
+        bv.join(", ")
+    ));
+    Ok(())
+}
+
+/// `mma.sync.aligned.m16n8k8` on tf32 (sm_80 and later): each f32 operand is rounded into
+/// the 32-bit register the instruction takes with `cvt.rna.tf32.f32` (the instruction would
+/// otherwise read f32 bits as tf32, which truncates), in the order of `Stmt::MmaTf32`.
+fn mma_tf32(e: &mut Emitter, d: &[Reg; 4], a: &[Reg; 4], b: &[Reg; 2], c: &[Reg; 4]) -> Res {
+    if e.target.sm < 80 {
+        return Err(format!(
+            "mma.sync.m16n8k8 on tf32 needs sm_80 or later, the target is sm_{}",
+            e.target.sm
+        ));
+    }
+    let tf32 = |e: &mut Emitter, r: Reg| -> String {
+        let t = e.tmp(Class::R);
+        let f = e.r(r);
+        e.ins(format!("cvt.rna.tf32.f32 {t}, {f}"));
+        t
+    };
+    let av: Vec<String> = a.iter().map(|&r| tf32(e, r)).collect();
+    let bv: Vec<String> = b.iter().map(|&r| tf32(e, r)).collect();
+    let list = |e: &Emitter, rs: &[Reg]| rs.iter().map(|&r| e.r(r)).collect::<Vec<_>>().join(", ");
+    let (dl, cl) = (list(e, d), list(e, c));
+    e.ins(format!(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {{{dl}}}, {{{}}}, {{{}}}, {{{cl}}}",
         av.join(", "),
         bv.join(", ")
     ));

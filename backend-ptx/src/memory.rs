@@ -209,17 +209,24 @@ pub(crate) fn ldmatrix(e: &mut Emitter, dsts: &[Reg], alloc: u32, index: Reg, tr
             e.target.sm
         ));
     }
-    let addr = shared_addr(e, alloc, index, 2);
-    let words: Vec<String> = (0..dsts.len() / 2).map(|_| e.tmp(Class::R)).collect();
+    // A 32-bit word per matrix and lane: two 16-bit elements, or one 32-bit element (the
+    // same bytes, so `.b16` serves both; `Stmt::LdMatrix`).
+    let size = e.k.shared[alloc as usize].elem.size_bytes();
+    let per_word = 4 / size;
+    let addr = shared_addr(e, alloc, index, size);
+    let words: Vec<String> = (0..dsts.len() / per_word).map(|_| e.tmp(Class::R)).collect();
     let trans = if trans { ".trans" } else { "" };
     e.ins(format!(
         "ldmatrix.sync.aligned.m8n8.x{}{trans}.shared.b16 {{{}}}, [{addr}]",
         words.len(),
         words.join(", ")
     ));
-    for (w, pair) in words.iter().zip(dsts.chunks(2)) {
-        let (lo, hi) = (e.r(pair[0]), e.r(pair[1]));
-        e.ins(format!("mov.b32 {{{lo}, {hi}}}, {w}"));
+    for (w, part) in words.iter().zip(dsts.chunks(per_word)) {
+        let parts: Vec<String> = part.iter().map(|&r| e.r(r)).collect();
+        match parts.len() {
+            1 => e.ins(format!("mov.b32 {}, {w}", parts[0])),
+            _ => e.ins(format!("mov.b32 {{{}}}, {w}", parts.join(", "))),
+        }
     }
     Ok(())
 }

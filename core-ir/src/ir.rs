@@ -112,6 +112,50 @@ impl CacheModifier {
     }
 }
 
+/// How `dot` multiplies f32 operands, as Triton's `input_precision`.
+///
+/// f16 and bf16 operands are multiplied exactly whatever the precision (their products are
+/// exact in f32, and they use the tensor cores where a target has them); the precision
+/// matters for f32 operands only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DotPrecision {
+    /// Full f32 products: one fused multiply-add per `k` (the CUDA cores).
+    #[default]
+    Ieee,
+    /// Each f32 operand is first rounded to tf32 (a 10-bit mantissa, f32's exponent range;
+    /// round to nearest, ties away from zero, as PTX's `cvt.rna.tf32.f32`), so that NVIDIA's
+    /// tensor cores can multiply it (`mma.sync.m16n8k8` with tf32 inputs, from sm_80). The
+    /// products of tf32 values are exact in f32; only the accumulation order differs between
+    /// devices. f32 operands only.
+    Tf32,
+}
+
+impl DotPrecision {
+    /// The name in printed IR (Triton's spelling), `None` for the default.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            DotPrecision::Ieee => None,
+            DotPrecision::Tf32 => Some("tf32"),
+        }
+    }
+}
+
+/// `x` rounded to tf32, as PTX's `cvt.rna.tf32.f32`: the 13 low mantissa bits cleared,
+/// rounding to nearest with ties away from zero (so a carry may reach the exponent, and
+/// past the largest finite value, infinity). Infinities and NaNs stay as they are.
+pub fn round_to_tf32(x: f32) -> f32 {
+    if !x.is_finite() {
+        return x;
+    }
+    // f32 is sign and magnitude: adding half of the dropped unit to the magnitude's bits
+    // rounds the magnitude half away from zero, whichever the sign.
+    f32::from_bits((x.to_bits() + TF32_HALF_ULP) & TF32_MASK)
+}
+
+/// Half of tf32's last mantissa unit in f32's bits, and the bits tf32 keeps.
+pub(crate) const TF32_HALF_ULP: u32 = 1 << 12;
+pub(crate) const TF32_MASK: u32 = !((1 << 13) - 1);
+
 /// A compile-time constant.
 #[derive(Clone, Copy, Debug)]
 pub enum Literal {
@@ -355,11 +399,13 @@ pub enum Op {
     },
     /// Matrix product `a @ b + acc` of `[M, K]` and `[K, N]` blocks into an `[M, N]`
     /// accumulator: f16, bf16 or f32 inputs (both of one type) with an f32 accumulator, or
-    /// f64 inputs with an f64 accumulator.
+    /// f64 inputs with an f64 accumulator. `precision` says how f32 inputs are multiplied
+    /// ([`DotPrecision::Tf32`] for f32 inputs only).
     Dot {
         a: ValueId,
         b: ValueId,
         acc: ValueId,
+        precision: DotPrecision,
     },
     /// Atomic read-modify-write where `mask` holds; returns the old values (0 elsewhere).
     Atomic {
@@ -469,7 +515,7 @@ impl Op {
                 v.extend(mask.iter().copied());
                 v
             }
-            Op::Dot { a, b, acc } => vec![*a, *b, *acc],
+            Op::Dot { a, b, acc, .. } => vec![*a, *b, *acc],
             Op::Atomic { ptr, value, mask, .. } => {
                 let mut v = vec![*ptr, *value];
                 v.extend(mask.iter().copied());

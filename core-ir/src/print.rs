@@ -104,6 +104,13 @@ impl Kernel {
                 }
                 Ok(())
             }
+            Op::Dot { a, b, acc, precision } => {
+                write!(t, "{name} {}, {}, {}", v(*a), v(*b), v(*acc))?;
+                match precision.name() {
+                    Some(p) => write!(t, ", input_precision={p}"),
+                    None => Ok(()),
+                }
+            }
             Op::While { init } => write!(t, "{name} carry({})", list(init)),
             op if op.operands().is_empty() => write!(t, "{name}"),
             op => write!(t, "{name} {}", list(&op.operands())),

@@ -4,7 +4,7 @@
 //! Operands here already have their final types (the builder has inserted casts and
 //! broadcasts); a rule only says whether the op is well-typed and what it produces.
 
-use crate::ir::{BinaryOp, Literal, Op, ReduceOp, UnaryOp};
+use crate::ir::{BinaryOp, DotPrecision, Literal, Op, ReduceOp, UnaryOp};
 use crate::types::{Elem, ScalarType, Shape, Type, MAX_RANK};
 
 /// The smallest dimension of a `dot` operand, as on NVIDIA's matrix units.
@@ -275,7 +275,7 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             };
             one(Type::block(Elem::Scalar(elem), shape))
         }
-        Op::Dot { a, b, acc } => {
+        Op::Dot { a, b, acc, precision } => {
             let (ta, tb, tc) = (operand(*a), operand(*b), operand(*acc));
             let (sa, sb, sc) = (scalar_of(ta, "dot")?, scalar_of(tb, "dot")?, scalar_of(tc, "dot")?);
             if ta.shape.rank() != 2 || tb.shape.rank() != 2 || tc.shape.rank() != 2 {
@@ -305,6 +305,11 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             if !ok {
                 return Err(format!(
                     "supports f16/bf16/f32 inputs with an f32 accumulator and f64 with f64, got {sa} inputs with {sc}"
+                ));
+            }
+            if *precision == DotPrecision::Tf32 && sa != ScalarType::F32 {
+                return Err(format!(
+                    "input precision tf32 rounds f32 operands, got {sa} (f16 and bf16 products are exact: use the default precision)"
                 ));
             }
             one(tc)

@@ -1,8 +1,9 @@
-//! `dot` on the tensor cores (`Stmt::Mma`): the matmul seed and plain dots lowered for an
-//! NVIDIA target with `mma_sync`, run in the SIMT simulator (which computes each `mma`
-//! exactly and rounds once to f32) and compared with the interpreter (one `fma` per
-//! product, in order) within the f32 accumulation's rounding; ragged shapes, leaky ReLU,
-//! f16 and f32 outputs, bf16 inputs, every warp count.
+//! `dot` on the tensor cores (`Stmt::Mma`, and `Stmt::MmaTf32` for f32 inputs at input
+//! precision tf32): the matmul seed and plain dots lowered for an NVIDIA target with
+//! `mma_sync`, run in the SIMT simulator (which computes each `mma` exactly and rounds once
+//! to f32) and compared with the interpreter (one `fma` per product, in order) within the f32
+//! accumulation's rounding; ragged shapes, leaky ReLU, f16 and f32 outputs, bf16 and tf32
+//! inputs, every warp count.
 
 use half::{bf16, f16};
 use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
@@ -12,6 +13,7 @@ use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
 use rutile_ir::thread::{Stmt, ThreadKernel};
 use rutile_ir::ScalarType::{self, BF16, F16, F32};
+use rutile_ir::{DotPrecision, Kernel};
 
 fn target(num_warps: u32) -> Target {
     Target {
@@ -52,10 +54,13 @@ fn count_stmts(tk: &ThreadKernel, f: impl Fn(&Stmt) -> bool) -> usize {
     n
 }
 
+/// The `mma`s of either kind.
 fn mmas(tk: &ThreadKernel) -> usize {
-    let mut n = 0;
-    tk.walk(&mut |s| n += matches!(s, Stmt::Mma { .. }) as usize);
-    n
+    count_stmts(tk, |s| matches!(s, Stmt::Mma { .. } | Stmt::MmaTf32 { .. }))
+}
+
+fn tf32_mmas(tk: &ThreadKernel) -> usize {
+    count_stmts(tk, |s| matches!(s, Stmt::MmaTf32 { .. }))
 }
 
 fn ptr(buffer: usize) -> ArgValue {
@@ -200,6 +205,229 @@ fn pipelined_matmul_matches_the_interpreter() {
     };
     check_matmul_on(&bf, (64, 48, 96), &pipelined(4, 3), &mut rng, 1e-5);
     check_matmul_on(&f32_out(128, 128, 32), (128, 256, 96), &pipelined(4, 4), &mut rng, 1e-5);
+}
+
+/// The matmul seed on f32 inputs at input precision tf32.
+fn tf32(bm: u32, bn: u32, bk: u32) -> MatmulMeta {
+    MatmulMeta {
+        input: F32,
+        output: F32,
+        input_precision: DotPrecision::Tf32,
+        ..MatmulMeta::fp16(bm, bn, bk)
+    }
+}
+
+/// f32 inputs at input precision tf32 run `mma.m16n8k8` (`Stmt::MmaTf32`, one per m16n8 tile
+/// and k8 step) and give the interpreter's tf32 products within the f32 accumulation's
+/// rounding: A row-major (read with `ldmatrix`), B row-major (contiguous along N: read with
+/// 32-bit loads), ragged shapes, leaky ReLU, every warp count.
+#[test]
+fn tf32_matmul_on_the_tensor_cores_matches_the_interpreter() {
+    let mut rng = Rng::new(35);
+    check_matmul(&tf32(32, 32, 16), (32, 32, 16), 1, &mut rng, 1e-5);
+    check_matmul(&tf32(64, 64, 32), (100, 77, 50), 4, &mut rng, 1e-5);
+    check_matmul(&tf32(32, 64, 32), (17, 33, 129), 2, &mut rng, 1e-5);
+    check_matmul(&tf32(64, 32, 16), (64, 64, 64), 8, &mut rng, 1e-5);
+    let relu = MatmulMeta {
+        activation: Some(Activation::LeakyRelu),
+        ..tf32(64, 64, 32)
+    };
+    check_matmul(&relu, (65, 64, 96), 4, &mut rng, 1e-5);
+    // One mma per m16n8 tile and k8 step of a warp: a 64x64x32 tile at 4 warps (2 x 2)
+    // gives each warp 2 m16 by 4 n8 tiles, over 4 k8 steps.
+    let tk = lower(
+        &matmul(&tf32(64, 64, 32)).unwrap(),
+        &target(4),
+        &Specialization::all(12),
+    )
+    .unwrap();
+    assert_eq!((tf32_mmas(&tk), mmas(&tk)), (2 * 4 * 4, 2 * 4 * 4));
+    assert!(count_stmts(&tk, |s| matches!(s, Stmt::LdMatrix { .. })) > 0);
+}
+
+/// The simulator's results are the tf32 products, not the f32 ones: against the
+/// interpreter at the default precision they differ by the operands' rounding.
+#[test]
+fn tf32_results_differ_from_ieee_ones_by_the_operand_rounding() {
+    let mut rng = Rng::new(36);
+    let (m, n, k) = (64usize, 64usize, 64usize);
+    let meta = tf32(64, 64, 32);
+    let ieee = MatmulMeta {
+        input_precision: DotPrecision::Ieee,
+        ..meta
+    };
+    let buffers = vec![
+        inputs(&mut rng, F32, m * k),
+        inputs(&mut rng, F32, k * n),
+        HostBuffer::zeros(F32, m * n),
+    ];
+    let mut args = vec![ptr(0), ptr(1), ptr(2)];
+    args.extend(
+        rutile_ir::seeds::matmul_row_major_args(m, n, k)
+            .iter()
+            .map(|&v| ArgValue::Int(v as i64)),
+    );
+    let grid = [matmul_grid(&meta, m as u32, n as u32), 1, 1];
+    let run_interp = |meta: &MatmulMeta| {
+        let mut b = buffers.clone();
+        interp::run(&matmul(meta).unwrap(), grid, &args, &mut b).unwrap();
+        values(&b[2])
+    };
+    let (want_tf32, want_ieee) = (run_interp(&meta), run_interp(&ieee));
+    let tk = lower(&matmul(&meta).unwrap(), &target(4), &runtime_spec(&args)).unwrap();
+    let mut got = buffers.clone();
+    simt::run_threads(&tk, grid, &args, &mut got).unwrap();
+    let got = values(&got[2]);
+    let scale = want_ieee.iter().fold(0f64, |s, v| s.max(v.abs()));
+    let worst = |w: &[f64]| got.iter().zip(w).fold(0f64, |d, (g, w)| d.max((g - w).abs())) / scale;
+    let (to_tf32, to_ieee) = (worst(&want_tf32), worst(&want_ieee));
+    println!("largest difference relative to the largest output: {to_tf32:.1e} from tf32, {to_ieee:.1e} from f32");
+    assert!(to_tf32 <= 1e-5, "{to_tf32}");
+    // Operands within 2^-11 relative: products within about 2^-10, over 64 terms of mixed
+    // signs mostly cancelling.
+    assert!(to_ieee > 1e-4 && to_ieee < 1e-2, "{to_ieee}");
+}
+
+/// The tf32 operand loads of the K loop pipelined through 2 to 4 shared buffers: copies of
+/// 4 to 16 bytes of f32 (1 to 4 values), the same products as without.
+#[test]
+fn pipelined_tf32_matmul_matches_the_interpreter() {
+    let mut rng = Rng::new(37);
+    for stages in [2, 3, 4] {
+        check_matmul_on(&tf32(64, 64, 32), (100, 72, 80), &pipelined(4, stages), &mut rng, 1e-5);
+        check_matmul_on(&tf32(32, 64, 16), (48, 80, 160), &pipelined(2, stages), &mut rng, 1e-5);
+    }
+    check_matmul_on(&tf32(64, 64, 32), (64, 64, 32), &pipelined(4, 4), &mut rng, 1e-5);
+    // K = 77: copies of one f32 (4 bytes) where the mask cannot be proven constant wider.
+    check_matmul_on(&tf32(32, 64, 32), (17, 33, 77), &pipelined(2, 3), &mut rng, 1e-5);
+    check_matmul_on(&tf32(128, 128, 32), (128, 256, 96), &pipelined(4, 3), &mut rng, 1e-5);
+}
+
+/// Column-major A (read with 32-bit loads) or B (read with `ldmatrix`), pipelined or not:
+/// the interpreter's tf32 products; the fragment reads' bank conflicts are printed.
+#[test]
+fn column_major_tf32_operands_on_the_tensor_cores() {
+    use rutile_ir::interp::simt::{run_threads_with_stats, SharedAccess};
+    let mut rng = Rng::new(38);
+    let meta = tf32(64, 64, 32);
+    let kernel = matmul(&meta).unwrap();
+    let (m, n, k) = (96usize, 80usize, 64usize);
+    for (a_col, b_col) in [(false, false), (false, true), (true, false), (true, true)] {
+        for t in [target(4), pipelined(4, 3)] {
+            let a = inputs(&mut rng, F32, m * k);
+            let b = inputs(&mut rng, F32, k * n);
+            let (sam, sak) = if a_col { (1, m) } else { (k, 1) };
+            let (sbk, sbn) = if b_col { (1, k) } else { (n, 1) };
+            let buffers = vec![a, b, HostBuffer::zeros(F32, m * n)];
+            let ints = [m, n, k, sam, sak, sbk, sbn, n, 1];
+            let mut args = vec![ptr(0), ptr(1), ptr(2)];
+            args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
+            let spec = Specialization {
+                equal_to_1: args.iter().map(|a| matches!(a, ArgValue::Int(1))).collect(),
+                ..Specialization::all(args.len())
+            };
+            let grid = [matmul_grid(&meta, m as u32, n as u32), 1, 1];
+            let mut want = buffers.clone();
+            interp::run(&kernel, grid, &args, &mut want).unwrap();
+            let tk = lower(&kernel, &t, &spec).unwrap();
+            let at = format!("A col {a_col}, B col {b_col}, {} stages", t.num_stages);
+            assert!(tf32_mmas(&tk) > 0, "{at}");
+            // `ldmatrix` for each operand stored along K, 32-bit loads for the others.
+            let ldmatrix = count_stmts(&tk, |s| matches!(s, Stmt::LdMatrix { .. }));
+            assert_eq!(ldmatrix > 0, !a_col || b_col, "{at}");
+            let mut got = buffers.clone();
+            let stats = run_threads_with_stats(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+            let (g, w) = (values(&got[2]), values(&want[2]));
+            let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
+            for i in 0..m * n {
+                assert!((g[i] - w[i]).abs() <= 1e-5 * scale, "{at}: element {i}");
+            }
+            let rd = stats.op("dot", SharedAccess::Load);
+            println!("{at}: fragment reads {rd:?}");
+            if !a_col && b_col {
+                // Both read with `ldmatrix` from swizzled tiles: no conflicts.
+                assert_eq!(rd.conflicts(), 0, "{at}: fragments {rd:?}");
+            }
+        }
+    }
+}
+
+/// Where the tensor cores cannot take a tf32 `dot` (no `mma.sync`, warps of 8), it runs on
+/// the CUDA cores with its operands rounded to tf32: the interpreter's results bit for bit.
+#[test]
+fn tf32_dots_off_the_tensor_cores_round_their_operands() {
+    let mut rng = Rng::new(39);
+    let meta = tf32(32, 32, 16);
+    let kernel = matmul(&meta).unwrap();
+    let (m, n, k) = (40usize, 48usize, 40usize);
+    // Values whose rounding is a tie (away from zero, not to even), and an infinity.
+    let mut a = rng.f32s(m * k, -1.0, 1.0);
+    a[0] = 1.0 + 2f32.powi(-11);
+    a[1] = -(1.0 + 2f32.powi(-11));
+    a[k + 1] = f32::INFINITY;
+    let buffers = vec![
+        HostBuffer::from_slice(&a),
+        inputs(&mut rng, F32, k * n),
+        HostBuffer::zeros(F32, m * n),
+    ];
+    let mut args = vec![ptr(0), ptr(1), ptr(2)];
+    args.extend(
+        rutile_ir::seeds::matmul_row_major_args(m, n, k)
+            .iter()
+            .map(|&v| ArgValue::Int(v as i64)),
+    );
+    let grid = [matmul_grid(&meta, m as u32, n as u32), 1, 1];
+    let mut want = buffers.clone();
+    interp::run(&kernel, grid, &args, &mut want).unwrap();
+    let off = Target {
+        mma_sync: false,
+        ..target(4)
+    };
+    let warp8 = Target {
+        warp_size: 8,
+        ..target(4)
+    };
+    for t in [off, warp8] {
+        let tk = lower(&kernel, &t, &runtime_spec(&args)).unwrap();
+        assert_eq!(mmas(&tk), 0);
+        let mut got = buffers.clone();
+        simt::run_threads(&tk, grid, &args, &mut got).unwrap();
+        let (g, w) = (got[2].to_vec::<f32>().unwrap(), want[2].to_vec::<f32>().unwrap());
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&g), bits(&w), "warp size {}", t.warp_size);
+    }
+}
+
+/// The precision is part of the op: printed when not the default, compared and hashed;
+/// tf32 is for f32 operands only.
+#[test]
+fn the_input_precision_is_printed_compared_and_checked() {
+    let ieee = matmul(&MatmulMeta {
+        input_precision: DotPrecision::Ieee,
+        ..tf32(32, 32, 16)
+    })
+    .unwrap();
+    let t = matmul(&tf32(32, 32, 16)).unwrap();
+    assert_ne!(ieee, t);
+    let hash = |k: &Kernel| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        k.hash(&mut h);
+        h.finish()
+    };
+    assert_ne!(hash(&ieee), hash(&t));
+    let (ti, tt) = (ieee.to_string(), t.to_string());
+    assert!(!ti.contains("input_precision"), "{ti}");
+    let dot = tt.lines().find(|l| l.contains(" dot ")).expect("a dot");
+    assert!(dot.contains(", input_precision=tf32"), "{dot}");
+    rutile_ir::verify::verify(&t).unwrap();
+    let err = matmul(&MatmulMeta {
+        input_precision: DotPrecision::Tf32,
+        ..MatmulMeta::fp16(32, 32, 16)
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("tf32") && err.contains("f16"), "{err}");
 }
 
 /// Where the tensor cores cannot take the tile (f32 inputs, warps of 8, a tile narrower

@@ -7,11 +7,16 @@
 //!
 //! The bound is the output's rounding (f16: 2^-11, bf16: 2^-8 relative) plus f32
 //! accumulation: the inputs are exactly representable, so the reference is exact.
+//!
+//! f32 inputs at input precision tf32 (f32 output) are checked against the product of the
+//! unrounded inputs, within tf32's operand rounding (2^-11 relative each). On CUDA from
+//! sm_80 that is `mma.m16n8k8` on tf32; on other devices the CUDA-core path, which rounds the
+//! operands to tf32 too, so every device gives the same products.
 
 use half::{bf16, f16};
 use rutile::ir::testing::Rng;
 use rutile::seeds::{self, Activation, MatmulMeta};
-use rutile::{Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
+use rutile::{CpuDevice, Device, DeviceExt, DeviceType, DotPrecision, LaunchConfig, ScalarType};
 
 fn devices() -> (std::sync::MutexGuard<'static, ()>, Vec<std::sync::Arc<dyn Device>>) {
     rutile_examples::gpus::gpus_under_test()
@@ -67,7 +72,7 @@ fn reference(a: &[f64], b: &[f64], (m, n, k): (usize, usize, usize), leaky: bool
     c
 }
 
-/// The f16 and bf16 elements the cases run on.
+/// The f16, bf16 and f32 elements the cases run on.
 trait Input: rutile::Element + Copy {
     fn from(v: f64) -> Self;
     fn to(self) -> f64;
@@ -88,18 +93,49 @@ impl Input for bf16 {
         self.to_f64()
     }
 }
+impl Input for f32 {
+    fn from(v: f64) -> Self {
+        v as f32
+    }
+    fn to(self) -> f64 {
+        self as f64
+    }
+}
 
 /// One case: the kernel of `meta` (inputs and output of type `T`) on `d` with
 /// `(warps, stages)`; the relative Frobenius error against `want`.
 fn relative_error<T: Input>(
     d: &dyn Device,
     meta: &MatmulMeta,
+    config: (u32, u32),
+    inputs: (&[f64], &[f64]),
+    shape: (usize, usize, usize),
+    orders: (Order, Order),
+    want: &[f64],
+) -> rutile::Result<f64> {
+    let got = run_matmul::<T>(d, meta, config, inputs, shape, orders)?;
+    Ok(frobenius(&got, want))
+}
+
+/// `‖got - want‖ / ‖want‖`.
+fn frobenius(got: &[f64], want: &[f64]) -> f64 {
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (g, w) in got.iter().zip(want) {
+        diff += (g - w) * (g - w);
+        norm += w * w;
+    }
+    (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
+}
+
+/// The kernel of `meta` (inputs and output of type `T`) on `d` with `(warps, stages)`: C.
+fn run_matmul<T: Input>(
+    d: &dyn Device,
+    meta: &MatmulMeta,
     (warps, stages): (u32, u32),
     (a, b): (&[f64], &[f64]),
     (m, n, k): (usize, usize, usize),
     (ao, bo): (Order, Order),
-    want: &[f64],
-) -> rutile::Result<f64> {
+) -> rutile::Result<Vec<f64>> {
     let (a_s, [sam, sak]) = stored(a, m, k, ao);
     let (b_s, [sbk, sbn]) = stored(b, k, n, bo);
     let typed = |x: &[f64]| x.iter().map(|&v| T::from(v)).collect::<Vec<T>>();
@@ -114,13 +150,7 @@ fn relative_error<T: Input>(
         .num_warps(warps)
         .num_stages(stages);
     d.launch(&kernel, &config, &args)?;
-    let got: Vec<f64> = d.download(&cb)?.into_iter().map(T::to).collect();
-    let (mut diff, mut norm) = (0.0f64, 0.0f64);
-    for (g, w) in got.iter().zip(want) {
-        diff += (g - w) * (g - w);
-        norm += w * w;
-    }
-    Ok((diff / norm.max(f64::MIN_POSITIVE)).sqrt())
+    Ok(d.download(&cb)?.into_iter().map(T::to).collect())
 }
 
 #[test]
@@ -151,7 +181,10 @@ fn gpu_matmul_on_the_acceptance_shapes() {
             let (m, n, k) = shape;
             // (bf16 where the device has it: NVIDIA through CUDA, not every Vulkan device.)
             let inputs = [ScalarType::F16, ScalarType::BF16];
-            for input in inputs.into_iter().filter(|t| d.properties().supported_types.contains(t)) {
+            for input in inputs
+                .into_iter()
+                .filter(|t| d.properties().supported_types.contains(t))
+            {
                 let mut rng = Rng::new(900 + si as u64);
                 let (a, b) = (random(&mut rng, m * k, input), random(&mut rng, k * n, input));
                 let plain = reference(&a, &b, shape, false);
@@ -207,5 +240,114 @@ fn gpu_matmul_on_the_acceptance_shapes() {
             }
         }
         println!("{}: every matmul case within its bound", d.id());
+    }
+}
+
+/// f32 inputs at input precision tf32 with f32 outputs, against the f64 product of the
+/// unrounded inputs: square, ragged and skinny shapes up to K = 4096, row- and column-major
+/// operands, pipelined or not, in configurations whose f32 tiles fit 99 KiB of shared
+/// memory (every sm_80+ GPU). And against the interpreter, which rounds the operands as the
+/// device does: within the f32 accumulation's rounding, far below the rounding of the
+/// operands (which a device that truncated them, say, would show).
+#[test]
+fn gpu_tf32_matmul_within_the_operand_rounding() {
+    let cpu = CpuDevice::new();
+    let (_turn, devices) = devices();
+    // (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages).
+    let configs = [
+        (64, 64, 32, 4, 3),
+        (128, 64, 16, 4, 3),
+        (64, 32, 32, 2, 4),
+        (64, 64, 32, 4, 1),
+    ];
+    for d in devices {
+        let software = d.properties().device_type == DeviceType::Cpu;
+        let shapes: Vec<(usize, usize, usize)> = if software {
+            vec![(17, 33, 129), (64, 48, 80)]
+        } else {
+            vec![
+                (512, 512, 512),
+                (1000, 300, 77),
+                (17, 33, 129),
+                (4096, 16, 4096),
+                (1, 2048, 4096),
+            ]
+        };
+        for (si, &shape) in shapes.iter().enumerate() {
+            let (m, n, k) = shape;
+            let mut rng = Rng::new(950 + si as u64);
+            // Full f32 mantissas: every operand is rounded.
+            let f32s =
+                |rng: &mut Rng, len| -> Vec<f64> { rng.f32s(len, -1.0, 1.0).into_iter().map(f64::from).collect() };
+            let (a, b) = (f32s(&mut rng, m * k), f32s(&mut rng, k * n));
+            let want = reference(&a, &b, shape, false);
+            let row = (Order::Row, Order::Row);
+            let interpreted = run_matmul::<f32>(&cpu, &tf32_meta(configs[0]), (1, 1), (&a, &b), shape, row).unwrap();
+            // Each product within about 2^-10 relative (two roundings of 2^-11), the errors
+            // of different products independent: about 2^-12 relative in the Frobenius norm
+            // (measured on an H100: 2.5e-4 to 2.7e-4), plus f32 accumulation.
+            let bound = 1e-3;
+            // The same products summed in another order, with another rounding: bit for bit
+            // on the CUDA cores; the tensor cores' sums are not rounded to nearest, so their
+            // differences grow with K as a bias does (measured on an H100: 1.3e-6 at K = 512,
+            // 1e-5 at 4096). K · 2^-27 (3e-5 at 4096) stays 8 times below the operands'
+            // rounding.
+            let interpreter_bound = (k as f64 * 2f64.powi(-27)).max(1e-6);
+            for (ci, &(bm, bn, bk, warps, stages)) in configs.iter().enumerate() {
+                if software && bm * bn > 64 * 64 {
+                    continue;
+                }
+                for (li, orders) in [
+                    (Order::Row, Order::Row),
+                    (Order::Col, Order::Row),
+                    (Order::Row, Order::Col),
+                    (Order::Col, Order::Col),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if (ci >= 2 && li > 0) || (software && (li == 1 || li == 2)) {
+                        continue;
+                    }
+                    let meta = tf32_meta((bm, bn, bk, warps, stages));
+                    let case = format!(
+                        "{}: {m}x{n}x{k} tf32 A {:?} B {:?}, {bm}x{bn}x{bk} w{warps} s{stages}",
+                        d.id(),
+                        orders.0,
+                        orders.1
+                    );
+                    let got = run_matmul::<f32>(d.as_ref(), &meta, (warps, stages), (&a, &b), shape, orders)
+                        .unwrap_or_else(|e| panic!("{case}: {e}"));
+                    let (err, off) = (frobenius(&got, &want), frobenius(&got, &interpreted));
+                    println!("{case}: relative Frobenius error {err:.2e}, {off:.1e} from the interpreter");
+                    assert!(
+                        err <= bound,
+                        "{case}: relative Frobenius error {err:.2e} above {bound:.0e}"
+                    );
+                    // Not the f32 product: the operands were rounded (a K of a few terms
+                    // could come close by chance; these have at least 77).
+                    assert!(
+                        err > 1e-5,
+                        "{case}: relative Frobenius error {err:.2e}: tf32 not applied"
+                    );
+                    assert!(
+                        off <= interpreter_bound,
+                        "{case}: {off:.2e} from the interpreter, above {interpreter_bound:.0e}"
+                    );
+                }
+            }
+        }
+        println!("{}: every tf32 matmul case within its bound", d.id());
+    }
+}
+
+/// The matmul seed on f32 inputs and output at input precision tf32, for a configuration
+/// `(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)`.
+fn tf32_meta((bm, bn, bk, _, _): (u32, u32, u32, u32, u32)) -> MatmulMeta {
+    MatmulMeta {
+        input: ScalarType::F32,
+        output: ScalarType::F32,
+        input_precision: DotPrecision::Tf32,
+        ..MatmulMeta::fp16(bm, bn, bk)
     }
 }

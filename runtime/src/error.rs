@@ -58,8 +58,10 @@ pub enum Error {
     NoDevice(String),
     /// The device was lost (a fault that leaves the CUDA context unusable, a driver reset,
     /// a destroyed wgpu device): its buffers and compiled kernels can no longer be used, and
-    /// every later operation on it fails the same way.
-    #[error("the {backend} device was lost ({reason}); its buffers and compiled kernels can no longer be used: open the device again")]
+    /// every later operation on it fails the same way. A wgpu device opens again; after a
+    /// CUDA fault, NVIDIA's driver (580, on an H100) refuses a new context in the same
+    /// process too (opening it again is this error), so the process must restart.
+    #[error("the {backend} device was lost ({reason}); its buffers and compiled kernels can no longer be used: {}", lost_advice(.backend))]
     DeviceLost { backend: &'static str, reason: String },
     /// A device operation failed (wgpu and other APIs).
     #[error("{backend}: {message}")]
@@ -114,6 +116,16 @@ impl From<crate::cuda::CudaError> for Error {
     }
 }
 
+/// What to do about a lost device of `backend`.
+fn lost_advice(backend: &str) -> &'static str {
+    match backend {
+        "cuda" => {
+            "open the device again (after a fault on the device, the CUDA driver may refuse until the process restarts)"
+        }
+        _ => "open the device again",
+    }
+}
+
 /// The runtime's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -135,7 +147,8 @@ mod tests {
             e.to_string(),
             "the cuda device was lost (cuStreamSynchronize failed with CUDA_ERROR_ILLEGAL_ADDRESS (700): an \
              illegal memory access was encountered, which leaves the CUDA context unusable); its buffers and \
-             compiled kernels can no longer be used: open the device again"
+             compiled kernels can no longer be used: open the device again (after a fault on the device, \
+             the CUDA driver may refuse until the process restarts)"
         );
         let e = Error::from(WgpuError::DeviceLost {
             reason: "it was destroyed".into(),

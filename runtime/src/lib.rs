@@ -45,7 +45,9 @@ pub use launch::{Arg, LaunchConfig};
 pub use select::{default_device, list_devices, open_device, DeviceListing, DEVICE_ENV};
 
 /// The kernel language and compiler (re-exported from `rutile-ir`).
-pub use rutile_ir::{self as ir, seeds, CacheModifier, Kernel, KernelBuilder, Operand, ScalarType, Value};
+pub use rutile_ir::{
+    self as ir, seeds, CacheModifier, DotPrecision, Kernel, KernelBuilder, Operand, ScalarType, Value,
+};
 
 /// The README's example, compiled and run as a test.
 #[cfg(doctest)]

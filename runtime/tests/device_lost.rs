@@ -87,7 +87,10 @@ fn a_fault_loses_the_cuda_device_and_it_opens_again() {
     assert!(first.starts_with("the cuda device was lost ("), "{first}");
     assert!(first.contains("CUDA_ERROR_"), "{first}");
     assert!(
-        first.ends_with("its buffers and compiled kernels can no longer be used: open the device again"),
+        first.ends_with(
+            "its buffers and compiled kernels can no longer be used: open the device again (after a fault on \
+             the device, the CUDA driver may refuse until the process restarts)"
+        ),
         "{first}"
     );
     assert!(gpu.cuda().is_lost());
@@ -109,16 +112,29 @@ fn a_fault_loses_the_cuda_device_and_it_opens_again() {
     check("synchronize", gpu.synchronize());
     check("time", gpu.time(&mut || Ok(())).map(drop));
 
-    // A new device opens in the same process, and works, while the lost one is still held.
-    let again = CudaGpu::open(0).unwrap_or_else(|e| panic!("opening cuda:0 again after the loss: {e}"));
-    assert!(!again.cuda().is_lost());
-    vector_add_works(&again);
-    check("read after reopening", gpu.download(&x).map(drop));
-    // Dropping the lost device's objects leaves the new one alone.
-    drop((x, out, gpu));
-    vector_add_works(&again);
-    let (used_free, total) = again.cuda().memory_info().unwrap();
-    println!("after the reset: {used_free} of {total} bytes free; the new device works");
+    // Opening the GPU again in the same process: NVIDIA documents that after such a fault
+    // the process must restart, and the 580 driver on an H100 refuses the new context
+    // (`cuDevicePrimaryCtxRetain` gives the same error). Either it opens and works, or the
+    // open is this same kind of error, naming the call; never a panic or another error.
+    match CudaGpu::open(0) {
+        Ok(again) => {
+            assert!(!again.cuda().is_lost());
+            vector_add_works(&again);
+            check("read after reopening", gpu.download(&x).map(drop));
+            // Dropping the lost device's objects leaves the new one alone.
+            drop((x, out, gpu));
+            vector_add_works(&again);
+            println!("reopened: the driver recovered in this process, and the new device works");
+        }
+        Err(e) => {
+            assert!(matches!(e, Error::DeviceLost { backend: "cuda", .. }), "{e:?}");
+            assert!(e.to_string().contains("failed with CUDA_ERROR_"), "{e}");
+            println!("reopening in this process: {e}");
+            // The lost device's objects still fail cleanly and drop without crashing.
+            check("read after the failed reopen", gpu.download(&x).map(drop));
+            drop((x, out, gpu));
+        }
+    }
 }
 
 #[test]

@@ -822,6 +822,7 @@ impl<'a> Cx<'a> {
                 pred,
             } => self.predicated(*pred, |cx| cx.atomic_cas(*dst, *param, *index, *cmp, *value))?,
             Stmt::Mma { .. }
+            | Stmt::MmaTf32 { .. }
             | Stmt::LdMatrix { .. }
             | Stmt::AsyncCopy { .. }
             | Stmt::AsyncCommit

@@ -260,6 +260,7 @@ impl Scan {
                 // The lowering uses matrix units only where the target has them, and this
                 // backend's targets have none yet (cooperative matrices are to come).
                 Stmt::Mma { .. }
+                | Stmt::MmaTf32 { .. }
                 | Stmt::LdMatrix { .. }
                 | Stmt::AsyncCopy { .. }
                 | Stmt::AsyncCommit

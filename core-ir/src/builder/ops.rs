@@ -1,7 +1,7 @@
 //! The ops of `triton.language`, as methods of the builder and of values.
 
 use super::{KernelBuilder, Operand, Value};
-use crate::ir::{AtomicOp, BinaryOp, CacheModifier, CmpOp, Op, ReduceOp, SourceLoc, UnaryOp, ValueId};
+use crate::ir::{AtomicOp, BinaryOp, CacheModifier, CmpOp, DotPrecision, Op, ReduceOp, SourceLoc, UnaryOp, ValueId};
 use crate::types::{Elem, ScalarType, Shape, Type};
 
 /// A shape given by the kernel author, checked: rank at most 3, power-of-two dimensions.
@@ -303,21 +303,41 @@ impl KernelBuilder {
                 a: a.id,
                 b: b.id,
                 acc: acc.id,
+                precision: DotPrecision::Ieee,
             },
             None,
             loc,
         )
     }
-    /// `a @ b + acc`, as `tl.dot(a, b, acc)`.
+    /// `a @ b + acc`, as `tl.dot(a, b, acc)`: f32 operands multiplied in full precision
+    /// (Triton's `input_precision="ieee"`).
     #[track_caller]
     pub fn dot_acc<'b>(&'b self, a: Value<'b>, b: Value<'b>, acc: Value<'b>) -> Value<'b> {
-        let loc = SourceLoc::caller();
+        self.dot_with_at(a, b, acc, DotPrecision::Ieee, SourceLoc::caller())
+    }
+    /// `a @ b + acc` with f32 operands multiplied at `precision`, as `tl.dot(a, b, acc,
+    /// input_precision=...)`. [`DotPrecision::Tf32`] (f32 operands only) rounds each operand
+    /// to tf32 first, which lets NVIDIA's tensor cores run it (sm_80 and later); every
+    /// device computes the same products, only the order of the f32 sums differs.
+    #[track_caller]
+    pub fn dot_with<'b>(&'b self, a: Value<'b>, b: Value<'b>, acc: Value<'b>, precision: DotPrecision) -> Value<'b> {
+        self.dot_with_at(a, b, acc, precision, SourceLoc::caller())
+    }
+    fn dot_with_at<'b>(
+        &'b self,
+        a: Value<'b>,
+        b: Value<'b>,
+        acc: Value<'b>,
+        precision: DotPrecision,
+        loc: SourceLoc,
+    ) -> Value<'b> {
         let [a, b, acc] = [a, b, acc].map(|v| self.adopt("dot", v, loc));
         self.emit1(
             Op::Dot {
                 a: a.id,
                 b: b.id,
                 acc: acc.id,
+                precision,
             },
             None,
             loc,

@@ -277,7 +277,9 @@ impl<'a> Program<'a> {
                 Tensor { ty, data }
             }
             Op::Reduce { op, value, axis } => shape::reduce(*op, &*self.get(*value)?, *axis, ty)?,
-            Op::Dot { a, b, acc } => dot(&*self.get(*a)?, &*self.get(*b)?, &*self.get(*acc)?, ty)?,
+            Op::Dot { a, b, acc, precision } => {
+                dot(&*self.get(*a)?, &*self.get(*b)?, &*self.get(*acc)?, *precision, ty)?
+            }
             Op::Store { .. } | Op::For { .. } | Op::If { .. } | Op::While { .. } | Op::Yield { .. } => {
                 unreachable!("handled by the caller")
             }

@@ -604,19 +604,9 @@ impl<'s> Sim<'s> {
     /// exactly (f64 holds every product of two f16 or bf16 values and their sums of 16 terms
     /// to well within f32's precision) and rounded to f32 once, then scattered back.
     fn mma(&mut self, d: &[Reg; 4], a: &[Reg; 8], b: &[Reg; 4], c: &[Reg; 4]) -> Result<(), SimFault> {
-        let column = |s: &Self, r: Reg| -> Result<Vec<f64>, SimFault> {
-            match &s.read(r, None)?.data {
-                Data::Float(v) => Ok(v.clone()),
-                _ => Err(SimFault {
-                    kind: FaultKind::InvalidIr,
-                    thread: None,
-                    message: format!("mma register r{} is not a float", r.index()),
-                }),
-            }
-        };
-        let av: Vec<Vec<f64>> = a.iter().map(|&r| column(self, r)).collect::<Result<_, _>>()?;
-        let bv: Vec<Vec<f64>> = b.iter().map(|&r| column(self, r)).collect::<Result<_, _>>()?;
-        let cv: Vec<Vec<f64>> = c.iter().map(|&r| column(self, r)).collect::<Result<_, _>>()?;
+        let av: Vec<Vec<f64>> = a.iter().map(|&r| self.float_column(r)).collect::<Result<_, _>>()?;
+        let bv: Vec<Vec<f64>> = b.iter().map(|&r| self.float_column(r)).collect::<Result<_, _>>()?;
+        let cv: Vec<Vec<f64>> = c.iter().map(|&r| self.float_column(r)).collect::<Result<_, _>>()?;
         let mut out = vec![vec![0.0f64; self.threads]; 4];
         for w in 0..self.threads / 32 {
             let (mut am, mut bm, mut cm) = ([[0f64; 16]; 16], [[0f64; 8]; 16], [[0f64; 8]; 16]);
@@ -638,13 +628,13 @@ impl<'s> Sim<'s> {
                 for (i, k) in [q, q + 1, q + 8, q + 9].into_iter().enumerate() {
                     bm[k][g] = bv[i][t];
                 }
-                for (i, &(r, n)) in [(g, q), (g, q + 1), (g + 8, q), (g + 8, q + 1)].iter().enumerate() {
+                for (i, &(r, n)) in matrix::accumulator_fragment(g, l % 4).iter().enumerate() {
                     cm[r][n] = cv[i][t];
                 }
             }
             for l in 0..32 {
-                let (t, g, q) = (w * 32 + l, l / 4, 2 * (l % 4));
-                for (i, &(r, n)) in [(g, q), (g, q + 1), (g + 8, q), (g + 8, q + 1)].iter().enumerate() {
+                let (t, g) = (w * 32 + l, l / 4);
+                for (i, &(r, n)) in matrix::accumulator_fragment(g, l % 4).iter().enumerate() {
                     let sum: f64 = cm[r][n] + (0..16).map(|k| am[r][k] * bm[k][n]).sum::<f64>();
                     out[i][t] = sum as f32 as f64;
                 }
@@ -674,6 +664,7 @@ impl<'s> Sim<'s> {
                 Ok(())
             }
             Stmt::Mma { d, a, b, c } => self.mma(d, a, b, c),
+            Stmt::MmaTf32 { d, a, b, c } => self.mma_tf32(d, a, b, c),
             Stmt::LdMatrix {
                 dsts,
                 alloc,

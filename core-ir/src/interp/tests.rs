@@ -251,8 +251,12 @@ impl Kb {
     }
     #[track_caller]
     fn dot(&mut self, a: ValueId, b: ValueId, acc: ValueId) -> ValueId {
+        self.dot_with(a, b, acc, crate::ir::DotPrecision::Ieee)
+    }
+    #[track_caller]
+    fn dot_with(&mut self, a: ValueId, b: ValueId, acc: ValueId, precision: crate::ir::DotPrecision) -> ValueId {
         let ty = self.ty(acc);
-        self.op(Op::Dot { a, b, acc }, ty)
+        self.op(Op::Dot { a, b, acc, precision }, ty)
     }
     /// Reserves an instruction whose op and regions are filled in by `finish_inst`.
     #[track_caller]
@@ -1357,6 +1361,17 @@ fn use_before_definition_is_invalid_ir() {
 
 /// `c = a @ b + acc` in one program, with `a: [m, k]`, `b: [k, n]` and an f32 or i32 `acc`.
 fn run_dot(a: HostBuffer, b: HostBuffer, acc: HostBuffer, m: u32, k: u32, n: u32) -> HostBuffer {
+    run_dot_with(a, b, acc, (m, k, n), crate::ir::DotPrecision::Ieee)
+}
+
+/// [`run_dot`] at input precision `precision`.
+fn run_dot_with(
+    a: HostBuffer,
+    b: HostBuffer,
+    acc: HostBuffer,
+    (m, k, n): (u32, u32, u32),
+    precision: crate::ir::DotPrecision,
+) -> HostBuffer {
     let mut kb = Kb::new("dot");
     let ap = kb.param("a", Type::ptr(a.elem()));
     let bp = kb.param("b", Type::ptr(b.elem()));
@@ -1370,7 +1385,7 @@ fn run_dot(a: HostBuffer, b: HostBuffer, acc: HostBuffer, m: u32, k: u32, n: u32
     let (_, av) = load(&mut kb, ap, m, k);
     let (_, bv) = load(&mut kb, bp, k, n);
     let (cptrs, cv) = load(&mut kb, cp, m, n);
-    let d = kb.dot(av, bv, cv);
+    let d = kb.dot_with(av, bv, cv, precision);
     kb.store(cptrs, d, None);
     // The typing rules admit float dots only; the interpreter also runs integer ones.
     let kernel = if a.elem().is_int() {
@@ -1455,6 +1470,85 @@ fn dot_matches_a_naive_reference() {
         }
     }
     assert_eq!(got, want);
+}
+
+/// tf32 rounding (`cvt.rna.tf32.f32`): to nearest, ties away from zero (not to even), on
+/// the 13 low mantissa bits, with carries into the exponent and past the largest finite
+/// value; infinities, NaNs and zeros kept, subnormals rounded alike.
+#[test]
+fn tf32_rounding_is_to_nearest_ties_away() {
+    use crate::ir::round_to_tf32 as r;
+    let p = |e: i32| 2f32.powi(e);
+    // Below, at and above half of tf32's unit (2^-10 at 1): a tie goes away from zero.
+    assert_eq!(r(1.0 + p(-12) + p(-20)), 1.0);
+    assert_eq!(r(1.0 + p(-11)), 1.0 + p(-10));
+    assert_eq!(r(-(1.0 + p(-11))), -(1.0 + p(-10)));
+    assert_eq!(r(1.0 + p(-11) + p(-20)), 1.0 + p(-10));
+    assert_eq!(r(1.0 + p(-10) + p(-11)), 1.0 + p(-9));
+    // Exact tf32 values stay; the carry reaches the exponent; overflow gives infinity.
+    assert_eq!(r(1.5), 1.5);
+    assert_eq!(r(2.0 - p(-12)), 2.0);
+    assert_eq!(r(f32::MAX), f32::INFINITY);
+    assert_eq!(r(-f32::MAX), f32::NEG_INFINITY);
+    for x in [0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY] {
+        assert_eq!(r(x).to_bits(), x.to_bits());
+    }
+    assert!(r(f32::NAN).is_nan());
+    assert!(
+        r(f32::from_bits(0x7f80_0001)).is_nan(),
+        "a NaN with only low payload bits"
+    );
+    // A subnormal: its unit is 2^-149; tf32 keeps multiples of 2^-136.
+    assert_eq!(r(f32::from_bits(0x0000_1000)), f32::from_bits(0x0000_2000));
+    assert_eq!(r(f32::from_bits(0x0000_0fff)), 0.0);
+}
+
+/// A `dot` at input precision tf32 multiplies its operands rounded to tf32 (ties away from
+/// zero), where the default multiplies them as they are; the accumulator is not rounded.
+#[test]
+fn tf32_dot_rounds_its_operands() {
+    use crate::ir::DotPrecision::{Ieee, Tf32};
+    let (m, k, n) = (16usize, 16usize, 16usize);
+    let p = |e: i32| 2f32.powi(e);
+    // Column 0 of `a` holds values whose low mantissa bits are set, `b`'s row 0 is
+    // 1 + 2^-11 (a tie: 1 + 2^-10 in tf32), everything else 0; the accumulator has low
+    // bits of its own.
+    let specials = [
+        1.0 + p(-11),
+        -(1.0 + p(-11)),
+        1.0 + p(-12) + p(-20),
+        3.0 + p(-9) + p(-15),
+    ];
+    let mut a = vec![0.0f32; m * k];
+    for i in 0..m {
+        a[i * k] = specials[i % specials.len()] * (i + 1) as f32;
+    }
+    let mut b = vec![0.0f32; k * n];
+    b[..n].fill(1.0 + p(-11));
+    let acc: Vec<f32> = (0..m * n).map(|i| p(-20) * i as f32 + 1.0 + p(-23)).collect();
+    let run = |precision| -> Vec<f32> {
+        run_dot_with(
+            HostBuffer::from_slice(&a),
+            HostBuffer::from_slice(&b),
+            HostBuffer::from_slice(&acc),
+            (m as u32, k as u32, n as u32),
+            precision,
+        )
+        .to_vec()
+        .unwrap()
+    };
+    let (tf32, ieee) = (run(Tf32), run(Ieee));
+    for i in 0..m {
+        for j in 0..n {
+            let (x, y, c) = (a[i * k], b[j], acc[i * n + j]);
+            let want = crate::ir::round_to_tf32(x).mul_add(crate::ir::round_to_tf32(y), c);
+            assert_eq!(tf32[i * n + j].to_bits(), want.to_bits(), "({i}, {j})");
+            assert_eq!(ieee[i * n + j].to_bits(), x.mul_add(y, c).to_bits(), "({i}, {j})");
+        }
+    }
+    // Row 0: (1 + 2^-11)^2 unrounded, (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20 in tf32.
+    assert_eq!(tf32[0], (1.0 + p(-9) + p(-20)) + acc[0]);
+    assert_ne!(tf32, ieee);
 }
 
 /// The tiled matmul of Triton's tutorial: `c[M, N] = a[M, K] @ b[K, N]` in f16 with f32

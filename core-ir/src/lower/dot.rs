@@ -7,9 +7,16 @@
 //! (integers). Products of f16/bf16 operands are exact in f32, and `k` runs in order, so
 //! the result is the interpreter's bit for bit. On NVIDIA's tensor cores `mma.rs` lowers
 //! the same op where it can; cooperative matrices on Vulkan are to come.
+//!
+//! A `dot` whose input precision is tf32 runs here where the tensor cores cannot take it (a
+//! device without them, a tile they cannot tile): its operands are rounded to tf32 as they
+//! are staged, exactly as the interpreter rounds them, and multiplied as above. Products of
+//! tf32 values are exact in f32, so every backend computes the interpreter's products and,
+//! here, its sums too; the alternative, ignoring the precision where there are no tensor
+//! cores, would give results that depend on the device beyond the order of the sums.
 
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, CacheModifier, CmpOp, Inst, Literal, Op};
+use crate::ir::{BinaryOp, CacheModifier, CmpOp, DotPrecision, Inst, Literal, Op, TF32_HALF_ULP, TF32_MASK};
 use crate::thread::{Expr, Memory, Reg, SharedAlloc, Stmt};
 use crate::types::{Elem, ScalarType};
 
@@ -18,9 +25,10 @@ impl Lowerer<'_> {
         if let Some(on_tensor_cores) = self.dot_mma(inst)? {
             return Ok(on_tensor_cores);
         }
-        let Op::Dot { a, b, acc } = inst.op else {
+        let Op::Dot { a, b, acc, precision } = inst.op else {
             return Err(self.internal("not a dot"));
         };
+        let tf32 = precision == DotPrecision::Tf32;
         let (ta, tc) = (self.k.ty(a), self.k.ty(acc));
         let (Elem::Scalar(in_ty), Elem::Scalar(acc_ty)) = (ta.elem, tc.elem) else {
             return Err(self.internal("dot of pointers"));
@@ -32,8 +40,8 @@ impl Lowerer<'_> {
 
         // Stage both operands in shared memory of their own, row-major (B's rows `pitch`
         // elements apart, see `stage_b`).
-        let a_buf = self.stage(a, in_ty, m * k)?;
-        let (b_buf, pitch) = self.stage_b(b, in_ty)?;
+        let a_buf = self.stage(a, in_ty, m * k, tf32)?;
+        let (b_buf, pitch) = self.stage_b(b, in_ty, tf32)?;
         self.emit(Stmt::Barrier);
 
         // The accumulator, in the result's layout, copied so that `acc` itself is untouched.
@@ -93,8 +101,8 @@ impl Lowerer<'_> {
     /// written a column at a time, so its rows are padded by 4 bytes to put the rows that
     /// one store instruction touches in different banks (unpadded rows of 64 or 128 bytes
     /// share them: a column-major B ran 25% slower than a row-major one through Vulkan).
-    fn stage_b(&mut self, b: crate::ir::ValueId, ty: ScalarType) -> Result<(u32, u32), LowerError> {
-        let lval = self.lval(b)?;
+    fn stage_b(&mut self, b: crate::ir::ValueId, ty: ScalarType, tf32: bool) -> Result<(u32, u32), LowerError> {
+        let lval = self.operand_lval(b, tf32)?;
         let shape = self.k.ty(b).shape;
         let [k, n] = [shape.dims()[0], shape.dims()[1]];
         let layout = lval.layout;
@@ -126,14 +134,41 @@ impl Lowerer<'_> {
         Ok((buf, pitch))
     }
 
-    /// A shared buffer of its own holding `v` (`len` elements of `ty`) row-major; each
-    /// element is stored once, by its owner.
-    pub(crate) fn stage(&mut self, v: crate::ir::ValueId, ty: ScalarType, len: u32) -> Result<u32, LowerError> {
-        let lval = self.lval(v)?;
+    /// A shared buffer of its own holding `v` (`len` elements of `ty`, rounded to tf32 when
+    /// `tf32`) row-major; each element is stored once, by its owner.
+    fn stage(&mut self, v: crate::ir::ValueId, ty: ScalarType, len: u32, tf32: bool) -> Result<u32, LowerError> {
+        let lval = self.operand_lval(v, tf32)?;
         let buf = self.shared.len() as u32;
         self.shared.push(SharedAlloc { elem: ty, len });
         self.store_shared(&lval, self.k.ty(v).shape, buf, None);
         Ok(buf)
+    }
+
+    /// Operand `v`'s registers, rounded to tf32 when `tf32`.
+    fn operand_lval(&mut self, v: crate::ir::ValueId, tf32: bool) -> Result<LVal, LowerError> {
+        let lval = self.lval(v)?;
+        if !tf32 {
+            return Ok(lval);
+        }
+        let regs = lval.regs.iter().map(|&r| self.round_to_tf32(r)).collect();
+        Ok(LVal { regs, ..lval })
+    }
+
+    /// f32 register `x` rounded to tf32, as `ir::round_to_tf32` (PTX's `cvt.rna.tf32.f32`),
+    /// in integer arithmetic every backend has: half a tf32 unit added to the bits, the
+    /// dropped bits cleared; infinities and NaNs kept.
+    fn round_to_tf32(&mut self, x: Reg) -> Reg {
+        let u32t = ScalarType::U32;
+        let bits = self.set(u32t, Expr::Bitcast(x));
+        let half = self.konst(u32t, Literal::Int(TF32_HALF_ULP as i64));
+        let mask = self.konst(u32t, Literal::Int(TF32_MASK as i64));
+        let up = self.set(u32t, Expr::Binary(BinaryOp::Add, bits, half));
+        let kept = self.set(u32t, Expr::Binary(BinaryOp::And, up, mask));
+        let rounded = self.set(ScalarType::F32, Expr::Bitcast(kept));
+        let exponent = self.konst(u32t, Literal::Int(0x7f80_0000));
+        let e = self.set(u32t, Expr::Binary(BinaryOp::And, bits, exponent));
+        let finite = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Ne, e, exponent));
+        self.set(ScalarType::F32, Expr::Select(finite, rounded, x))
     }
 
     /// Element `index` of shared buffer `buf` (of `ty`), converted to `to`.

@@ -1,6 +1,8 @@
-//! `dot` on NVIDIA's tensor cores: `mma.sync.m16n8k16` (`Stmt::Mma`) where the target has
-//! it, the inputs are f16 or bf16 and the accumulator f32, and the tile is whole m16n8k16
-//! steps for the program's warps.
+//! `dot` on NVIDIA's tensor cores where the target has `mma.sync`, the accumulator is f32 and
+//! the tile is whole steps of the instruction for the program's warps: `mma.sync.m16n8k16`
+//! (`Stmt::Mma`) for f16 or bf16 inputs, `mma.sync.m16n8k8` on tf32 (`Stmt::MmaTf32`) for f32
+//! inputs of a `dot` whose input precision is tf32 (an IEEE f32 `dot` stays on the CUDA
+//! cores, `dot.rs`).
 //!
 //! The accumulator lives in the `mma` result layout, which is a blocked layout: a thread
 //! holds 2 adjacent columns (`size_per_thread [1, 2]`), the lanes of a warp cover 8 rows by
@@ -10,18 +12,24 @@
 //! of row repetitions `2q, 2q + 1` and each column repetition `p`, the four elements
 //! `(g, 2t)`, `(g, 2t+1)`, `(g', 2t)`, `(g', 2t+1)` of one m16n8 tile whose two 8-row
 //! halves are the rows of those repetitions (`g = l / 4`, `t = l % 4`): exactly an `mma`
-//! fragment. So element-wise epilogues, reductions and stores work on it unchanged, and a
-//! value that must change layout goes through the swizzled exchange like any other.
+//! fragment, the same for both instructions. So element-wise epilogues, reductions and
+//! stores work on it unchanged, and a value that must change layout goes through the
+//! swizzled exchange like any other.
 //!
-//! The operands are read from shared memory with `ldmatrix` (4 matrices of 8x8 per
-//! instruction), `.trans` when the operand is stored contiguous along its outer dimension
-//! (M for A, N for B) rather than along K. Storage is a [`SwizzledTile`]: each 16-byte chunk
-//! of a row XORed with the row's phase, so that the 8 rows one `ldmatrix` phase reads, and
-//! the 16-byte stores that fill the tile, fall in distinct banks. The tile is filled either
-//! by the `cp.async` pipeline of an enclosing loop (`pipeline.rs`), or here, from registers.
+//! The operands are read from shared memory with `ldmatrix` (4 matrices of 8 rows of 16
+//! bytes per instruction), `.trans` when a 16-bit operand is stored contiguous along its
+//! outer dimension (M for A, N for B) rather than along K. Storage is a [`SwizzledTile`]:
+//! each 16-byte chunk of a row XORed with the row's phase, so that the 8 rows one `ldmatrix`
+//! phase reads, and the 16-byte stores that fill the tile, fall in distinct banks. A row of
+//! an 8x8 16-bit matrix is 4 f32 values, and lane `l` receives the 32 bits at 16-bit columns
+//! `2 (l % 4)`, `+1`: f32 element `l % 4` of row `l / 4`, which is where a tf32 fragment
+//! wants it. `.trans` would split f32 values, so an f32 operand stored contiguous along its
+//! outer dimension is read with one 32-bit shared load per fragment element instead. The
+//! tile is filled either by the `cp.async` pipeline of an enclosing loop (`pipeline.rs`), or
+//! here, from registers.
 
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, Inst, Op, ValueId};
+use crate::ir::{BinaryOp, CacheModifier, DotPrecision, Inst, Op, ValueId};
 use crate::layout::{Blocked, Layout, RegisterMap, SwizzledTile};
 use crate::thread::{Expr, Memory, Reg, SharedAlloc, Stmt};
 use crate::types::{Elem, ScalarType, Shape};
@@ -34,6 +42,23 @@ pub(crate) struct MmaPlan {
     pub k: u32,
     pub input: ScalarType,
     pub layout: Layout,
+}
+
+impl MmaPlan {
+    /// Whether the inputs are f32 multiplied as tf32 (`mma.m16n8k8`) rather than 16-bit
+    /// values (`mma.m16n8k16`).
+    fn tf32(&self) -> bool {
+        self.input == ScalarType::F32
+    }
+    /// The K of one `mma`: two 16-byte `ldmatrix` rows of the input.
+    fn k_step(&self) -> u32 {
+        k_step(self.input)
+    }
+}
+
+/// The K of one `mma` on `input`: 16 for 16-bit inputs, 8 for tf32.
+fn k_step(input: ScalarType) -> u32 {
+    32 / input.size_bytes() as u32
 }
 
 /// A `dot` operand in shared memory, as the tensor cores read it.
@@ -59,20 +84,23 @@ impl Lowerer<'_> {
     /// the CUDA cores).
     pub(crate) fn mma_plan(&self, inst: &Inst) -> Option<MmaPlan> {
         // (The shared memory the operands need is checked with the kernel's total.)
-        let Op::Dot { a, b, acc } = inst.op else { return None };
+        let Op::Dot { a, b, acc, precision } = inst.op else {
+            return None;
+        };
         let (ta, tb, tc) = (self.k.ty(a), self.k.ty(b), self.k.ty(acc));
         let (Elem::Scalar(input), Elem::Scalar(acc_ty)) = (ta.elem, tc.elem) else {
             return None;
         };
-        if !self.target.mma_sync
-            || self.target.warp_size != 32
-            || !matches!(input, ScalarType::F16 | ScalarType::BF16)
-            || acc_ty != ScalarType::F32
-        {
+        let takes = match input {
+            ScalarType::F16 | ScalarType::BF16 => true,
+            ScalarType::F32 => precision == DotPrecision::Tf32,
+            _ => false,
+        };
+        if !self.target.mma_sync || self.target.warp_size != 32 || !takes || acc_ty != ScalarType::F32 {
             return None;
         }
         let ([m, k], n) = (ta.shape.dims().try_into().ok()?, tb.shape.dims()[1]);
-        if k % 16 != 0 {
+        if k % k_step(input) != 0 {
             return None;
         }
         let (wm, wn) = warp_grid(m, n, self.target.num_warps)?;
@@ -97,9 +125,10 @@ impl Lowerer<'_> {
         let Some(plan) = self.mma_plan(inst) else {
             return Ok(None);
         };
-        let Op::Dot { a, b, acc } = inst.op else {
+        let Op::Dot { a, b, acc, .. } = inst.op else {
             return Err(self.internal("not a dot"));
         };
+        let (tf32, k_step) = (plan.tf32(), plan.k_step());
         let MmaPlan { m, n, k, input, layout } = plan;
 
         // The operands in shared memory: filled by the loop's pipeline, or stored here.
@@ -122,22 +151,21 @@ impl Lowerer<'_> {
 
         // Per k-step: B's fragments of the warp's columns (two n8 tiles per `ldmatrix`), then
         // A's one m16 tile at a time, each used at once by its row of `mma`s, so that only
-        // one A fragment is live.
-        for kk in 0..k / 16 {
-            let mut b_frags: Vec<[Reg; 4]> = Vec::with_capacity(ntiles as usize);
+        // one A fragment is live. A fragment is 8 (A) or 4 (B) 16-bit values, or half as
+        // many f32 ones.
+        let per_b = if tf32 { 2 } else { 4 };
+        for kk in 0..k / k_step {
+            let mut b_frags: Vec<Vec<Reg>> = Vec::with_capacity(ntiles as usize);
             let mut p = 0;
             while p < ntiles {
                 let pair = ntiles - p >= 2;
                 let regs = b_reader.read(self, p, kk, pair, input)?;
-                for f in regs.chunks(4) {
-                    b_frags.push(f.try_into().expect("4 B registers"));
-                }
+                b_frags.extend(regs.chunks(per_b).map(<[Reg]>::to_vec));
                 p += if pair { 2 } else { 1 };
             }
             for q in 0..mtiles {
                 let af = a_reader.read(self, q, kk, true, input)?;
-                let a: [Reg; 8] = af.try_into().expect("8 A registers");
-                for (p, &bf) in b_frags.iter().enumerate() {
+                for (p, bf) in b_frags.iter().enumerate() {
                     let p = p as u32;
                     let d = [
                         out[reg(2 * q, 2 * p)],
@@ -145,7 +173,10 @@ impl Lowerer<'_> {
                         out[reg(2 * q + 1, 2 * p)],
                         out[reg(2 * q + 1, 2 * p + 1)],
                     ];
-                    self.emit(Stmt::Mma { d, a, b: bf, c: d });
+                    let Some(mma) = mma_stmt(d, &af, bf) else {
+                        return Err(self.internal("mma fragments of the wrong size"));
+                    };
+                    self.emit(mma);
                 }
             }
         }
@@ -249,6 +280,26 @@ impl Lowerer<'_> {
     }
 }
 
+/// `d += a b` for fragments of 16-bit values (8 of A, 4 of B: `m16n8k16`) or of f32 ones
+/// multiplied as tf32 (4 and 2: `m16n8k8`).
+fn mma_stmt(d: [Reg; 4], a: &[Reg], b: &[Reg]) -> Option<Stmt> {
+    Some(match (a.len(), b.len()) {
+        (8, 4) => Stmt::Mma {
+            d,
+            a: a.try_into().ok()?,
+            b: b.try_into().ok()?,
+            c: d,
+        },
+        (4, 2) => Stmt::MmaTf32 {
+            d,
+            a: a.try_into().ok()?,
+            b: b.try_into().ok()?,
+            c: d,
+        },
+        _ => return None,
+    })
+}
+
 /// The warps along M and N for an `m × n` accumulator: the split whose warp tiles need the
 /// fewest fragment loads per k-step (`m / wm / 16` for A, `n / wn / 16` for B), among those
 /// that give every warp whole m16n8 tiles. `None` when there is none.
@@ -284,26 +335,38 @@ enum Operand {
     B,
 }
 
-/// Emits the `ldmatrix`es of one operand of one `dot`.
+/// Emits the fragment reads of one operand of one `dot`.
 ///
-/// Lane `l` gives the address of row `l % 8` of matrix `l / 8`. For A the matrices are
-/// (rows of half `h`, k half `kh`) with `h = (l / 8) % 2`, `kh = l / 16`; for B (n8 tile
-/// `e`, k half `kh`) with `kh = (l / 8) % 2`, `e = l / 16`. An address is the tile index of
-/// (outer, k) coordinates: a per-lane part, computed once, plus constants per tile and
-/// k-step. Moving along the tile's rows by a multiple of its phase period only adds whole
-/// rows, so one per-lane base per distinct column constant suffices.
+/// With `ldmatrix`, lane `l` gives the address of row `l % 8` of matrix `l / 8`. For A the
+/// matrices are (rows of half `h`, k half `kh`) with `h = (l / 8) % 2`, `kh = l / 16`; for B
+/// (n8 tile `e`, k half `kh`) with `kh = (l / 8) % 2`, `e = l / 16`, a k half being one
+/// 16-byte row (8 16-bit values, 4 f32 ones). An address is the tile index of (outer, k)
+/// coordinates: a per-lane part, computed once, plus constants per tile and k-step. Moving
+/// along the tile's rows by a multiple of its phase period only adds whole rows, so one
+/// per-lane base per distinct column constant suffices.
+///
+/// With 32-bit loads (f32 stored along the outer dimension), lane `l` reads its own
+/// fragment elements: `k = t + 4 kh`, outer `g` (plus the row half's spacing for A), with
+/// `g = l / 4`, `t = l % 4`. The tile's rows are then along K, and the phase of a row
+/// constant that is not a multiple of the period matters: one per-lane base per (row
+/// constant modulo the period, column constant).
 struct FragmentReader {
     operand: SharedOperand,
     which: Operand,
-    /// Whether the tile runs along the operand's outer dimension (`ldmatrix.trans`).
+    /// Whether the tile runs along the operand's outer dimension (`ldmatrix.trans`, or
+    /// element loads for 32-bit values).
     trans: bool,
+    /// Whether fragments are read one 32-bit element at a time rather than by `ldmatrix`.
+    elements: bool,
     /// The lane's tile row and column before the constants.
     lane_row: Reg,
     lane_col: Reg,
     /// Per m16 (A) or n8 (B) tile, its outer coordinate's constant part.
     tile_outer: Vec<u32>,
-    /// Per-lane bases, by column constant.
-    bases: HashMap<u32, Reg>,
+    /// The distance of an m16 tile's two row halves (A).
+    spacing: u32,
+    /// Per-lane bases, by (row constant within the phase period, column constant).
+    bases: HashMap<(u32, u32), Reg>,
 }
 
 impl FragmentReader {
@@ -311,6 +374,8 @@ impl FragmentReader {
         let i32t = ScalarType::I32;
         let kdim = if which == Operand::A { 1 } else { 0 };
         let trans = operand.contiguous != kdim;
+        // `ldmatrix.trans` moves 16-bit values; it would split f32 ones.
+        let elements = trans && operand.tile.vec < 8;
         let (_, lane, _) = l.thread_ids();
         let bin = |l: &mut Lowerer<'_>, op: BinaryOp, x: Reg, y: Reg| l.pset(i32t, Expr::Binary(op, x, y));
         let c = |l: &mut Lowerer<'_>, v: i64| l.i32c(v);
@@ -329,15 +394,19 @@ impl FragmentReader {
             let four = c(l, 4);
             bin(l, BinaryOp::Shr, lane, four)
         };
+        let g = {
+            let two = c(l, 2);
+            bin(l, BinaryOp::Shr, lane, two)
+        };
+        let t = {
+            let three = c(l, 3);
+            bin(l, BinaryOp::And, lane, three)
+        };
         // The warp's first outer coordinate, the spacing of what the lane's matrix bit
         // selects, and each tile's constant part.
         let (outer_base, spacing, outer_sel, k_sel, tile_outer) = match which {
             Operand::A => {
                 let row = l.coord(map, reg(0, 0), 0);
-                let g = {
-                    let two = c(l, 2);
-                    bin(l, BinaryOp::Shr, lane, two)
-                };
                 let base = bin(l, BinaryOp::Sub, row, g);
                 let first = map.offsets(reg(0, 0))[0];
                 let spacing = map.offsets(reg(1, 0))[0] - first;
@@ -353,8 +422,7 @@ impl FragmentReader {
             Operand::B => {
                 let col = l.coord(map, reg(0, 0), 1);
                 let t2 = {
-                    let (three, one) = (c(l, 3), c(l, 1));
-                    let t = bin(l, BinaryOp::And, lane, three);
+                    let one = c(l, 1);
                     bin(l, BinaryOp::Shl, t, one)
                 };
                 let base = bin(l, BinaryOp::Sub, col, t2);
@@ -367,30 +435,42 @@ impl FragmentReader {
                 (base, spacing, bit4, bit3, tiles)
             }
         };
-        let sp = c(l, spacing as i64);
-        let sel = bin(l, BinaryOp::Mul, outer_sel, sp);
-        let mut outer = bin(l, BinaryOp::Add, outer_base, sel);
-        let eight = c(l, 8);
-        let mut k = bin(l, BinaryOp::Mul, k_sel, eight);
-        if trans {
-            k = bin(l, BinaryOp::Add, k, row7);
+        let (lane_row, lane_col) = if elements {
+            // (k, outer) of the lane's first fragment element.
+            (t, bin(l, BinaryOp::Add, outer_base, g))
         } else {
-            outer = bin(l, BinaryOp::Add, outer, row7);
-        }
-        let (lane_row, lane_col) = if trans { (k, outer) } else { (outer, k) };
+            let sp = c(l, spacing as i64);
+            let sel = bin(l, BinaryOp::Mul, outer_sel, sp);
+            let mut outer = bin(l, BinaryOp::Add, outer_base, sel);
+            let vec = c(l, operand.tile.vec as i64);
+            let mut k = bin(l, BinaryOp::Mul, k_sel, vec);
+            if trans {
+                k = bin(l, BinaryOp::Add, k, row7);
+            } else {
+                outer = bin(l, BinaryOp::Add, outer, row7);
+            }
+            if trans {
+                (k, outer)
+            } else {
+                (outer, k)
+            }
+        };
         Ok(FragmentReader {
             operand,
             which,
             trans,
+            elements,
             lane_row,
             lane_col,
             tile_outer,
+            spacing,
             bases: HashMap::new(),
         })
     }
 
     /// The fragment registers of tile `t` (A: m16 tile; B: n8 tile `t`, and `t + 1` when
-    /// `pair`) at k-step `kk`: 8 registers (4 matrices) or 4 (2 matrices).
+    /// `pair`) at k-step `kk`: 8 registers (4 matrices) or 4 (2 matrices) of 16-bit values,
+    /// half as many of f32 ones.
     fn read(
         &mut self,
         l: &mut Lowerer<'_>,
@@ -399,33 +479,19 @@ impl FragmentReader {
         pair: bool,
         ty: ScalarType,
     ) -> Result<Vec<Reg>, LowerError> {
-        let i32t = ScalarType::I32;
-        let (outer_c, k_c) = (self.tile_outer[t as usize], 16 * kk);
+        if self.elements {
+            return self.read_elements(l, t, kk, pair, ty);
+        }
+        let (outer_c, k_c) = (self.tile_outer[t as usize], 2 * self.operand.tile.vec * kk);
         let (row_c, col_c) = if self.trans { (k_c, outer_c) } else { (outer_c, k_c) };
         let tile = self.operand.tile;
         if row_c % tile.row_period() != 0 {
             return Err(l.internal("an ldmatrix row offset is not a multiple of the swizzle period"));
         }
-        let base = match self.bases.get(&col_c) {
-            Some(&b) => b,
-            None => {
-                let cc = l.i32c(col_c as i64);
-                let col = l.pset(i32t, Expr::Binary(BinaryOp::Add, self.lane_col, cc));
-                let b = l.swizzled_index(tile, self.lane_row, col);
-                self.bases.insert(col_c, b);
-                b
-            }
-        };
-        let mut index = match self.operand.stage {
-            Some(s) => l.set(i32t, Expr::Binary(BinaryOp::Add, base, s)),
-            None => base,
-        };
-        if row_c != 0 {
-            let d = l.i32c((row_c * tile.cols) as i64);
-            index = l.set(i32t, Expr::Binary(BinaryOp::Add, index, d));
-        }
+        let index = self.index(l, row_c, col_c);
         let matrices = if self.which == Operand::A || pair { 4 } else { 2 };
-        let dsts: Vec<Reg> = (0..2 * matrices).map(|_| l.new_reg(ty)).collect();
+        let per_matrix = (tile.vec / 4) as usize;
+        let dsts: Vec<Reg> = (0..per_matrix * matrices).map(|_| l.new_reg(ty)).collect();
         l.emit(Stmt::LdMatrix {
             dsts: dsts.clone(),
             alloc: self.operand.alloc,
@@ -433,5 +499,86 @@ impl FragmentReader {
             trans: self.trans,
         });
         Ok(dsts)
+    }
+
+    /// [`read`](Self::read) one 32-bit shared load per fragment element, in the order of
+    /// `Stmt::MmaTf32`'s operands: A `(g, t)`, `(g+8, t)`, `(g, t+4)`, `(g+8, t+4)` (the
+    /// "+8" being the row halves' spacing); B `(t, g)`, `(t+4, g)` of each n8 tile.
+    fn read_elements(
+        &mut self,
+        l: &mut Lowerer<'_>,
+        t: u32,
+        kk: u32,
+        pair: bool,
+        ty: ScalarType,
+    ) -> Result<Vec<Reg>, LowerError> {
+        let k0 = 2 * self.operand.tile.vec * kk;
+        // (k, outer) constants of each element.
+        let at: Vec<(u32, u32)> = match self.which {
+            Operand::A => {
+                let o = self.tile_outer[t as usize];
+                let s = self.spacing;
+                vec![(k0, o), (k0, o + s), (k0 + 4, o), (k0 + 4, o + s)]
+            }
+            Operand::B => {
+                let tiles = if pair { t..t + 2 } else { t..t + 1 };
+                tiles
+                    .flat_map(|e| {
+                        let o = self.tile_outer[e as usize];
+                        [(k0, o), (k0 + 4, o)]
+                    })
+                    .collect()
+            }
+        };
+        let mut dsts = Vec::with_capacity(at.len());
+        for (row_c, col_c) in at {
+            let index = self.index(l, row_c, col_c);
+            let r = l.new_reg(ty);
+            l.emit(Stmt::Load {
+                dsts: vec![r],
+                mem: Memory::Shared {
+                    alloc: self.operand.alloc,
+                },
+                index,
+                pred: None,
+                cache: CacheModifier::Default,
+            });
+            dsts.push(r);
+        }
+        Ok(dsts)
+    }
+
+    /// The tile index of the lane's element at (`row_c`, `col_c`) from its first: a per-lane
+    /// base made once in the prologue, plus the stage and whole rows here.
+    fn index(&mut self, l: &mut Lowerer<'_>, row_c: u32, col_c: u32) -> Reg {
+        let i32t = ScalarType::I32;
+        let tile = self.operand.tile;
+        let within = row_c % tile.row_period();
+        let base = match self.bases.get(&(within, col_c)) {
+            Some(&b) => b,
+            None => {
+                let add = |l: &mut Lowerer<'_>, r: Reg, v: u32| {
+                    if v == 0 {
+                        return r;
+                    }
+                    let cc = l.i32c(v as i64);
+                    l.pset(i32t, Expr::Binary(BinaryOp::Add, r, cc))
+                };
+                let row = add(l, self.lane_row, within);
+                let col = add(l, self.lane_col, col_c);
+                let b = l.swizzled_index(tile, row, col);
+                self.bases.insert((within, col_c), b);
+                b
+            }
+        };
+        let mut index = match self.operand.stage {
+            Some(s) => l.set(i32t, Expr::Binary(BinaryOp::Add, base, s)),
+            None => base,
+        };
+        if row_c != within {
+            let d = l.i32c(((row_c - within) * tile.cols) as i64);
+            index = l.set(i32t, Expr::Binary(BinaryOp::Add, index, d));
+        }
+        index
     }
 }

@@ -21,8 +21,8 @@
 //!
 //! A load is pipelined when all of this holds; otherwise it stays a load in registers and the
 //! `dot` stages it itself (`mma.rs`). Each access must move 4, 8 or 16 bytes (what `cp.async`
-//! copies): a ragged K whose mask the analysis cannot prove constant over a vector falls
-//! back.
+//! copies: 2 to 8 16-bit values, 1 to 4 f32 ones of a tf32 `dot`): a ragged K whose mask the
+//! analysis cannot prove constant over a vector falls back.
 
 use super::mma::{fastest_dim, SharedOperand};
 use super::{LVal, LowerError, Lowerer};
@@ -121,7 +121,8 @@ impl Lowerer<'_> {
         let value = inst.results[0];
         let ty = self.k.ty(value);
         let elem = ty.scalar_type()?;
-        if !matches!(elem, ScalarType::F16 | ScalarType::BF16) || ty.shape.rank() != 2 {
+        // (f32 operands reach the tensor cores only as tf32, which `mma_plan` checks below.)
+        if !matches!(elem, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32) || ty.shape.rank() != 2 {
             return None;
         }
         if other.is_some_and(|o| !self.is_zero(o)) {

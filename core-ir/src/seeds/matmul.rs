@@ -1,4 +1,4 @@
-use crate::{BuildError, Kernel, ScalarType, Value};
+use crate::{BuildError, DotPrecision, Kernel, ScalarType, Value};
 
 /// An activation fused into the matmul's epilogue (the tutorial's `ACTIVATION`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -28,6 +28,10 @@ pub struct MatmulMeta {
     pub input: ScalarType,
     /// Element type of C (the f32 accumulator is converted to it).
     pub output: ScalarType,
+    /// How the `dot` multiplies f32 inputs (Triton's `input_precision`). `Tf32` is for f32
+    /// inputs only (the kernel does not build with it otherwise: f16 and bf16 products are
+    /// exact already).
+    pub input_precision: DotPrecision,
 }
 
 impl MatmulMeta {
@@ -41,6 +45,7 @@ impl MatmulMeta {
             activation: None,
             input: ScalarType::F16,
             output: ScalarType::F16,
+            input_precision: DotPrecision::Ieee,
         }
     }
 }
@@ -71,6 +76,7 @@ pub fn matmul(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
         activation,
         input,
         output,
+        input_precision,
     } = *meta;
     let (bm, bn, bk) = (block_m as i32, block_n as i32, block_k as i32);
     Kernel::build("matmul_kernel", |k| {
@@ -106,7 +112,7 @@ pub fn matmul(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
             let k_left = kk - step * bk;
             let a = k.load_masked(a_ptrs, offs_k.expand_dims(0).lt(k_left), 0.0);
             let b = k.load_masked(b_ptrs, offs_k.expand_dims(1).lt(k_left), 0.0);
-            let acc = k.dot_acc(a, b, acc);
+            let acc = k.dot_with(a, b, acc, input_precision);
             vec![acc, a_ptrs + stride_ak * bk, b_ptrs + stride_bk * bk]
         });
         let mut acc = out[0];

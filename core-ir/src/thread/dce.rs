@@ -78,6 +78,11 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
                 mark(v, &mut live, &mut stack);
             }
         }
+        Stmt::MmaTf32 { a, b, c, .. } => {
+            for &v in a.iter().chain(b).chain(c) {
+                mark(v, &mut live, &mut stack);
+            }
+        }
         Stmt::If { cond, .. } | Stmt::While { cond, .. } => mark(*cond, &mut live, &mut stack),
         Stmt::Barrier | Stmt::Comment(_) => {}
     });

@@ -189,6 +189,25 @@ pub enum Stmt {
         b: [Reg; 4],
         c: [Reg; 4],
     },
+    /// The tf32 form of [`Stmt::Mma`], PTX's
+    /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`: `d = a b + c` for a 16x8 `a`,
+    /// an 8x8 `b` and 16x8 `c` and `d`. The registers are f32; each operand is rounded to
+    /// tf32 first (as `cvt.rna.tf32.f32`, [`crate::ir::round_to_tf32`]). Lane `l`, with
+    /// `g = l / 4` and `t = l % 4`, holds
+    ///
+    /// - `a`: `(g, t)`, `(g+8, t)`, `(g, t+4)`, `(g+8, t+4)`;
+    /// - `b`: `(t, g)`, `(t+4, g)`;
+    /// - `c` and `d`: `(g, 2t)`, `(g, 2t+1)`, `(g+8, 2t)`, `(g+8, 2t+1)`, as for `Mma`.
+    ///
+    /// The products of the rounded operands are exact and the sums are in f32, in an order
+    /// the hardware picks. Every lane of the warp takes part (warps of 32 only); `d` may be
+    /// `c`.
+    MmaTf32 {
+        d: [Reg; 4],
+        a: [Reg; 4],
+        b: [Reg; 2],
+        c: [Reg; 4],
+    },
     /// Warp-wide load of 8x8 matrices of 16-bit elements from shared memory, PTX's
     /// `ldmatrix.sync.aligned.m8n8.x{1,2,4}{.trans}.shared.b16`: `dsts` has 2 registers per
     /// matrix (1, 2 or 4 matrices). Lane `8j + r` gives, in `index`, the element index of row
@@ -197,6 +216,11 @@ pub enum Stmt {
     /// `2 (l % 4) + 1` of matrix `j`, or with `trans` rows `2 (l % 4)`, `2 (l % 4) + 1` of
     /// column `l / 4`: exactly an `mma` operand fragment's pair. Every lane takes part
     /// (warps of 32 only); lanes past the matrices' rows give ignored indices.
+    ///
+    /// A buffer of 32-bit elements is read as the same bytes: a row is 4 elements, `dsts`
+    /// has 1 register per matrix, and lane `l` receives element `l % 4` of row `l / 4` (the
+    /// two 16-bit halves of one element): a tf32 fragment's element, for [`Stmt::MmaTf32`].
+    /// `trans` would split elements, so it needs 16-bit ones.
     LdMatrix {
         dsts: Vec<Reg>,
         alloc: u32,

@@ -25,6 +25,16 @@ impl fmt::Display for ThreadKernel {
     }
 }
 
+/// The matrices of an `ldmatrix` of `regs` registers from shared buffer `alloc`: 2
+/// registers each of 16-bit elements, 1 of 32-bit ones. (The printer also shows kernels
+/// whose buffers are missing.)
+fn ldmatrix_count(k: &ThreadKernel, regs: usize, alloc: u32) -> usize {
+    match k.shared.get(alloc as usize) {
+        Some(a) if a.elem.size_bytes() == 4 => regs,
+        _ => regs / 2,
+    }
+}
+
 fn mem(m: &Memory) -> String {
     match m {
         Memory::Global { param } => format!("global{param}"),
@@ -151,6 +161,17 @@ impl ThreadKernel {
                         list(c)
                     )
                 }
+                Stmt::MmaTf32 { d, a, b, c } => {
+                    let list = |rs: &[Reg]| rs.iter().map(|&r| self.r(r)).collect::<Vec<_>>().join(", ");
+                    writeln!(
+                        out,
+                        "{pad}{} = mma.m16n8k8.tf32 [{}] * [{}] + [{}]",
+                        list(d),
+                        list(a),
+                        list(b),
+                        list(c)
+                    )
+                }
                 Stmt::LdMatrix {
                     dsts,
                     alloc,
@@ -160,7 +181,7 @@ impl ThreadKernel {
                     out,
                     "{pad}{} = ldmatrix.x{}{} shared{alloc}[{}]",
                     self.regs(dsts),
-                    dsts.len() / 2,
+                    ldmatrix_count(self, dsts.len(), *alloc),
                     if *trans { ".trans" } else { "" },
                     self.r(*index)
                 ),

@@ -189,7 +189,27 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             }
             Ok(())
         }
-        Stmt::LdMatrix { dsts, alloc, index, .. } => {
+        Stmt::MmaTf32 { d, a, b, c } => {
+            if k.warp_size != 32 {
+                return Err(format!(
+                    "`mma` needs warps of 32 threads, the kernel has {}",
+                    k.warp_size
+                ));
+            }
+            for &r in a.iter().chain(b) {
+                want(k, r, ScalarType::F32, "tf32 mma operand")?;
+            }
+            for &r in c.iter().chain(d) {
+                want(k, r, ScalarType::F32, "mma accumulator")?;
+            }
+            Ok(())
+        }
+        Stmt::LdMatrix {
+            dsts,
+            alloc,
+            index,
+            trans,
+        } => {
             if k.warp_size != 32 {
                 return Err(format!(
                     "`ldmatrix` needs warps of 32 threads, the kernel has {}",
@@ -197,12 +217,25 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
                 ));
             }
             let elem = memory_elem(k, Memory::Shared { alloc: *alloc })?;
-            if elem.size_bytes() != 2 || elem == ScalarType::Bool {
-                return Err(format!("`ldmatrix` loads 16-bit elements, shared{alloc} holds {elem}"));
-            }
-            if !matches!(dsts.len(), 2 | 4 | 8) {
+            let per_matrix = match elem.size_bytes() {
+                _ if elem == ScalarType::Bool => 0,
+                2 => 2,
+                4 if !trans => 1,
+                4 => {
+                    return Err(format!(
+                        "`ldmatrix.trans` transposes 16-bit elements, shared{alloc} holds {elem}"
+                    ))
+                }
+                _ => 0,
+            };
+            if per_matrix == 0 {
                 return Err(format!(
-                    "`ldmatrix` loads 1, 2 or 4 matrices (2, 4 or 8 registers), got {} registers",
+                    "`ldmatrix` loads 16- or 32-bit elements, shared{alloc} holds {elem}"
+                ));
+            }
+            if !matches!(dsts.len() / per_matrix, 1 | 2 | 4) || dsts.len() % per_matrix != 0 {
+                return Err(format!(
+                    "`ldmatrix` loads 1, 2 or 4 matrices ({per_matrix} register(s) each for {elem}), got {} registers",
                     dsts.len()
                 ));
             }
