@@ -172,7 +172,7 @@ impl Device for CudaGpu {
                 ],
             );
             let module = self.device.load_ptx(&ptx)?;
-            let function = module.function(&kernel.name)?;
+            let function = module.function_with_params(&kernel.name, thread_kernel.params.len())?;
             let info = function.info();
             let metadata = KernelMetadata {
                 threads,

@@ -95,6 +95,7 @@ impl CudaFunction {
         module: Arc<ModuleHandle>,
         cu_function: sys::CUfunction,
         name: String,
+        params: Option<usize>,
     ) -> Result<Self, CudaError> {
         let get = |attr: F| -> Result<u32, CudaError> {
             // SAFETY: the function belongs to a loaded module whose context is current.
@@ -113,7 +114,7 @@ impl CudaFunction {
         };
         let max_dynamic_shared = get(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)? as usize;
         let param_sizes = if module.driver_version >= PARAM_INFO_MIN_DRIVER {
-            param_sizes(cu_function)
+            param_sizes(cu_function, params)
         } else {
             None
         };
@@ -215,11 +216,15 @@ impl CudaFunction {
     }
 }
 
-/// Asks the driver for the size of each parameter until it reports no more; `None` if it
-/// fails in any other way (the sizes are then simply not checked at launch).
-fn param_sizes(f: sys::CUfunction) -> Option<Vec<usize>> {
+/// Asks the driver for the size of each of the `count` parameters, or, when the count is
+/// not known, of each until it reports no more; `None` if it fails in any other way (the
+/// sizes are then simply not checked at launch).
+fn param_sizes(f: sys::CUfunction, count: Option<usize>) -> Option<Vec<usize>> {
     let mut sizes = Vec::new();
     loop {
+        if count == Some(sizes.len()) {
+            return Some(sizes);
+        }
         let (mut offset, mut size) = (0usize, 0usize);
         // SAFETY: valid function; out-parameters are plain integers.
         let status = unsafe { sys::cuFuncGetParamInfo(f, sizes.len(), &mut offset, &mut size) };

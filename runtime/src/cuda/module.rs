@@ -133,8 +133,22 @@ impl CudaDevice {
 }
 
 impl CudaModule {
-    /// Looks up the kernel (`.entry`) called `name` and reads its attributes.
+    /// Looks up the kernel (`.entry`) called `name` and reads its attributes. The driver
+    /// has no call for the number of parameters before CUDA 13.2, so their sizes are read
+    /// until it reports no more: one call past the last parameter fails, which
+    /// compute-sanitizer reports as an API error. Where the count is known, use
+    /// [`function_with_params`](Self::function_with_params).
     pub fn function(&self, name: &str) -> Result<CudaFunction, CudaError> {
+        self.lookup(name, None)
+    }
+
+    /// [`function`](Self::function) of a kernel known to have `params` parameters: only
+    /// those are asked for (a kernel with another count fails its launches' size checks).
+    pub fn function_with_params(&self, name: &str, params: usize) -> Result<CudaFunction, CudaError> {
+        self.lookup(name, Some(params))
+    }
+
+    fn lookup(&self, name: &str, params: Option<usize>) -> Result<CudaFunction, CudaError> {
         let c_name = CString::new(name).map_err(|_| CudaError::InvalidArgument {
             what: format!("kernel name {name:?} contains a NUL byte"),
         })?;
@@ -152,7 +166,7 @@ impl CudaModule {
                     .note(Err(CudaError::driver("cuModuleGetFunction", DriverError(other))))
             }
         }
-        CudaFunction::new(self.inner.clone(), cu_function, name.to_string())
+        CudaFunction::new(self.inner.clone(), cu_function, name.to_string(), params)
     }
 
     /// The JIT's info log of this module (ptxas `info` lines: registers, spills, shared
