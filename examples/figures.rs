@@ -8,8 +8,9 @@
 //! cuBLAS is found: see `rutile::cublas`, and `RUTILE_CUBLAS` to point at it). Each
 //! figure is printed as a table and written to `DIR/<figure>.csv` and `DIR/<figure>.svg`.
 //!
-//!     cargo run --release --example figures -- [DIR] [--quick | --replot]
+//!     cargo run --release --example figures -- [DIR] [--quick | --replot] [--only vector-add,softmax,matmul]
 //!
+//! `--only` measures and writes the figures named (the others' files stay as they are).
 //! `--replot` draws the SVG files again from the CSV files already in `DIR`, measuring
 //! nothing.
 //! `DIR` defaults to `figures`. Times are medians of 30 device-timed launches (20 for the
@@ -74,7 +75,21 @@ type Error = Box<dyn std::error::Error>;
 fn main() -> Result<(), Error> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
-    let dir = PathBuf::from(args.iter().find(|a| !a.starts_with("--")).map_or("figures", |s| s));
+    // `--only a,b`: the figures whose names start with one of these.
+    let only: Option<Vec<String>> = args.iter().position(|a| a == "--only").map(|i| {
+        args.get(i + 1)
+            .map_or(Vec::new(), |v| v.split(',').map(str::to_string).collect())
+    });
+    let wanted = |name: &str| {
+        only.as_ref()
+            .is_none_or(|o| o.iter().any(|w| name.starts_with(w.as_str())))
+    };
+    let dir = PathBuf::from(
+        args.iter()
+            .enumerate()
+            .find(|(i, a)| !a.starts_with("--") && (*i == 0 || args[i - 1] != "--only"))
+            .map_or("figures", |(_, s)| s),
+    );
     if args.iter().any(|a| a == "--replot") {
         return replot(&dir);
     }
@@ -104,22 +119,29 @@ fn main() -> Result<(), Error> {
             .map(|p| 1usize << p)
             .filter(|&n| n <= max_add)
             .collect();
-        figures[0]
-            .lines
-            .push((line.clone(), vector_add(dev, &timing(30)?, &sizes)?));
+        if wanted(figures[0].name) {
+            figures[0]
+                .lines
+                .push((line.clone(), vector_add(dev, &timing(30)?, &sizes)?));
+        }
         let cols: Vec<usize> = (2..100)
             .step_by(every)
             .map(|i| 128 * i)
             .filter(|&n| n <= max_cols)
             .collect();
-        let softmax_timing = timing(30)?;
-        figures[1]
-            .lines
-            .push((line.clone(), softmax(dev, &softmax_timing, &cols, false)?));
-        figures[1].lines.push((
-            format!("{line}, autotuned"),
-            softmax(dev, &softmax_timing, &cols, true)?,
-        ));
+        if wanted(figures[1].name) {
+            let softmax_timing = timing(30)?;
+            figures[1]
+                .lines
+                .push((line.clone(), softmax(dev, &softmax_timing, &cols, false)?));
+            figures[1].lines.push((
+                format!("{line}, autotuned"),
+                softmax(dev, &softmax_timing, &cols, true)?,
+            ));
+        }
+        if !wanted(figures[2].name) {
+            continue;
+        }
         let dims: Vec<usize> = (1..33)
             .step_by(every)
             .map(|i| 128 * i)
@@ -152,7 +174,7 @@ fn main() -> Result<(), Error> {
         }
     }
     std::fs::create_dir_all(&dir)?;
-    for figure in &figures {
+    for figure in figures.iter().filter(|f| wanted(f.name)) {
         print_table(figure);
         write_csv(figure, &dir.join(format!("{}.csv", figure.name)))?;
         plot(figure, &dir.join(format!("{}.svg", figure.name)))?;
