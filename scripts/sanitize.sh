@@ -62,7 +62,7 @@ stage() {
     tar -czf "$ROOT/.gpu/sanitizer.tar.gz" -C "$target/.." "$(basename "$target")"
     say "staged $(du -h "$ROOT/.gpu/sanitizer.tar.gz" | cut -f1) in .gpu/sanitizer.tar.gz"
     [[ -n "$(ls "$ROOT"/.gpu/bin/test-sanitizer_kernels* 2>/dev/null)" ]] \
-        || say "note: no staged test binary yet; stage it with ../shared/gpu/prepare --only sanitizer_kernels"
+        || say "note: no test binary in .gpu/bin yet; build it with cargo test --release --no-run -p rutile-examples --test sanitizer_kernels"
 }
 
 find_sanitizer() {
@@ -103,8 +103,8 @@ find_test_binary() {
     fi
     local built
     built="$(ls -t "$ROOT"/target/release/deps/sanitizer_kernels-* 2>/dev/null | grep -v '\.d$' | head -n1)"
-    [[ -n "$built" ]] || die "no sanitizer_kernels test binary: stage it (../shared/gpu/prepare --only \
-sanitizer_kernels) or build it (cargo test --release --no-run -p rutile-examples --test sanitizer_kernels)"
+    [[ -n "$built" ]] || die "no sanitizer_kernels test binary: build it (cargo test --release --no-run \
+-p rutile-examples --test sanitizer_kernels) or set RUTILE_SANITIZE_BIN"
     echo "$built"
 }
 
