@@ -228,7 +228,8 @@ pub fn tuned_softmax(
 
 /// The matmul tutorial's `@triton.autotune` configurations: `BLOCK_M`, `BLOCK_N`,
 /// `BLOCK_K`, `GROUP_M`, with `num_stages` and `num_warps` — the seed's list (`BLOCK_K` 32),
-/// and the fp16 ones that later versions of the tutorial added (`BLOCK_K` 64).
+/// the fp16 ones that later versions of the tutorial added (`BLOCK_K` 64), and one of
+/// rutile's (below).
 pub fn matmul_configs() -> Vec<Config> {
     [
         (128, 256, 32, 3, 8),
@@ -245,6 +246,10 @@ pub fn matmul_configs() -> Vec<Config> {
         (128, 64, 64, 4, 4),
         (64, 128, 64, 4, 4),
         (128, 32, 64, 4, 4),
+        // Not the tutorial's: 128x128 blocks on 8 warps, whose 64x32 warp tiles need about
+        // half the registers of 4 warps' 64x64, so that two programs of 8 warps share a
+        // multiprocessor (4 warps a scheduler instead of 2 to cover `mma.sync`'s latency).
+        (128, 128, 32, 4, 8),
     ]
     .into_iter()
     .map(|(bm, bn, bk, stages, warps)| {
