@@ -94,7 +94,7 @@ impl Lowerer<'_> {
 
     /// Assigns yielded values to their slots: first into temporaries, so that a yield that
     /// reads another slot sees its old value.
-    fn assign_slots(&mut self, inst: &Inst, slots: &[LVal], yields: &[ValueId]) -> Result<(), LowerError> {
+    pub(super) fn assign_slots(&mut self, inst: &Inst, slots: &[LVal], yields: &[ValueId]) -> Result<(), LowerError> {
         let mut staged = Vec::new();
         for (slot, &y) in slots.iter().zip(yields) {
             let yl = self.lval(y)?;
@@ -156,7 +156,7 @@ impl Lowerer<'_> {
         });
         let region = &inst.regions[0];
         let mut pipeline = match self.plan_pipeline(region, step) {
-            Some(plan) => Some(self.pipeline_prologue(plan, region, init, &layouts, (start_r, end_r, step_r))?),
+            Some(plan) => Some(self.pipeline_prologue(plan, inst, init, &layouts, (start_r, end_r, step_r))?),
             None => None,
         };
         let step_const = self.axis[step.index()].constant;
@@ -177,7 +177,7 @@ impl Lowerer<'_> {
         let outer = self.enter_region();
         let (mut body, ()) = self.nested(|l| {
             if let Some(p) = pipeline.as_mut() {
-                l.pipeline_iteration(p, region, iv, (end_r, step_r))?;
+                l.pipeline_iteration(p, inst, iv, (end_r, step_r))?;
             }
             l.set_lval(
                 region.args[0],

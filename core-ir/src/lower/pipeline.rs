@@ -257,7 +257,7 @@ impl Lowerer<'_> {
     pub(crate) fn pipeline_prologue(
         &mut self,
         plan: PipelinePlan,
-        region: &Region,
+        inst: &Inst,
         init: &[ValueId],
         layouts: &[Option<Layout>],
         (start, end, step): (Reg, Reg, Reg),
@@ -293,7 +293,7 @@ impl Lowerer<'_> {
                 iv = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step));
             }
             let stage = self.i32c(s as i64);
-            self.issue_copies(&mut state, region, iv, end, stage)?;
+            self.issue_copies(&mut state, inst, iv, end, stage)?;
         }
         Ok(state)
     }
@@ -304,7 +304,7 @@ impl Lowerer<'_> {
     pub(crate) fn pipeline_iteration(
         &mut self,
         state: &mut PipelineState,
-        region: &Region,
+        inst: &Inst,
         iv: Reg,
         (end, step): (Reg, Reg),
     ) -> Result<(), LowerError> {
@@ -316,7 +316,7 @@ impl Lowerer<'_> {
         let delta = self.set(iv_ty, Expr::Binary(BinaryOp::Mul, step, ahead_by));
         let later = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
         let fill = state.fill;
-        self.issue_copies(state, region, later, end, fill)?;
+        self.issue_copies(state, inst, later, end, fill)?;
         for (load, (operand, _)) in state.plan.loads.iter().zip(&state.buffers) {
             let len = self.i32c(operand.tile.len() as i64);
             let at = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, state.read, len));
@@ -368,11 +368,12 @@ impl Lowerer<'_> {
     fn issue_copies(
         &mut self,
         state: &mut PipelineState,
-        region: &Region,
+        inst: &Inst,
         iv: Reg,
         end: Reg,
         stage: Reg,
     ) -> Result<(), LowerError> {
+        let region = &inst.regions[0];
         self.emit(Stmt::Comment("pipeline (copies of a later iteration)".into()));
         self.set_lval(
             region.args[0],
@@ -422,25 +423,6 @@ impl Lowerer<'_> {
             Some(Op::Yield { values }) => state.plan.carried.iter().map(|&c| values[c]).collect(),
             _ => Vec::new(),
         };
-        let mut staged = Vec::new();
-        for (slot, &y) in state.ahead.iter().zip(&yields) {
-            let regs = self.ensure(y, slot.layout)?;
-            for (&s, &r) in slot.regs.iter().zip(&regs) {
-                let ty = self.regs[s].ty;
-                let r = if self.regs[r].ty == ty {
-                    r
-                } else {
-                    self.set(ty, Expr::Cast(r))
-                };
-                staged.push((s, self.set(ty, Expr::Copy(r))));
-            }
-        }
-        for (s, t) in staged {
-            self.emit(Stmt::Set {
-                dst: s,
-                expr: Expr::Copy(t),
-            });
-        }
-        Ok(())
+        self.assign_slots(inst, &state.ahead, &yields)
     }
 }
