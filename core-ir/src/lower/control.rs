@@ -176,8 +176,8 @@ impl Lowerer<'_> {
         })?;
         let outer = self.enter_region();
         let (mut body, ()) = self.nested(|l| {
-            if let Some(p) = pipeline.as_ref() {
-                l.pipeline_iteration(p);
+            if let Some(p) = pipeline.as_mut() {
+                l.pipeline_iteration(p, inst, iv, (end_r, step_r))?;
             }
             l.set_lval(
                 region.args[0],
@@ -194,8 +194,8 @@ impl Lowerer<'_> {
             }
             let yields = l.region(region)?.unwrap_or_default();
             l.assign_slots(inst, &slots, &yields)?;
-            if let Some(p) = pipeline.as_mut() {
-                l.pipeline_advance(p, inst, iv, (end_r, step_r))?;
+            if let Some(p) = pipeline.as_ref() {
+                l.pipeline_advance(p);
             }
             let next = l.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step_r));
             l.emit(Stmt::Set {

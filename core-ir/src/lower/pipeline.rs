@@ -6,8 +6,8 @@
 //! ```text
 //! before the loop:  for s in 0..S-1: copies of iteration s into stage s; commit
 //! iteration i:      wait until iteration i's group is complete; barrier
-//!                   the body, its `dot` reading stage i % S with `ldmatrix`
 //!                   copies of iteration i+S-1 into stage (i+S-1) % S (read in i-1); commit
+//!                   the body, its `dot` reading stage i % S with `ldmatrix`
 //! after the loop:   wait for all groups
 //! ```
 //!
@@ -298,13 +298,25 @@ impl Lowerer<'_> {
         Ok(state)
     }
 
-    /// At the top of an iteration: waits for this iteration's operands and points the
-    /// `dot`s at the stage to read.
-    pub(crate) fn pipeline_iteration(&mut self, state: &PipelineState) {
-        self.emit(Stmt::AsyncWait {
-            pending: state.plan.stages - 2,
-        });
+    /// At the top of an iteration with loop variable `iv`: waits for this iteration's
+    /// operands, starts the copies `S - 1` iterations ahead, and points the `dot`s at the
+    /// stage to read.
+    pub(crate) fn pipeline_iteration(
+        &mut self,
+        state: &mut PipelineState,
+        inst: &Inst,
+        iv: Reg,
+        (end, step): (Reg, Reg),
+    ) -> Result<(), LowerError> {
+        let stages = state.plan.stages;
+        self.emit(Stmt::AsyncWait { pending: stages - 2 });
         self.emit(Stmt::Barrier);
+        let iv_ty = self.regs[iv].ty;
+        let ahead_by = self.konst(iv_ty, Literal::Int(stages as i64 - 1));
+        let delta = self.set(iv_ty, Expr::Binary(BinaryOp::Mul, step, ahead_by));
+        let later = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
+        let fill = state.fill;
+        self.issue_copies(state, inst, later, end, fill)?;
         for (load, (operand, _)) in state.plan.loads.iter().zip(&state.buffers) {
             let len = self.i32c(operand.tile.len() as i64);
             let at = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, state.read, len));
@@ -316,27 +328,11 @@ impl Lowerer<'_> {
                 },
             );
         }
+        Ok(())
     }
 
-    /// At the end of an iteration with loop variable `iv`: starts the copies `S - 1`
-    /// iterations ahead, into the stage the previous iteration read (every thread is past
-    /// it: this iteration's barrier), and moves to the next stages to read and fill. The
-    /// copies go at the end rather than the top so that the first fragment loads follow
-    /// the barrier at once: a copy writes shared memory, so nothing lets a fragment load
-    /// (a shared read) move above it.
-    pub(crate) fn pipeline_advance(
-        &mut self,
-        state: &mut PipelineState,
-        inst: &Inst,
-        iv: Reg,
-        (end, step): (Reg, Reg),
-    ) -> Result<(), LowerError> {
-        let iv_ty = self.regs[iv].ty;
-        let ahead_by = self.konst(iv_ty, Literal::Int(state.plan.stages as i64 - 1));
-        let delta = self.set(iv_ty, Expr::Binary(BinaryOp::Mul, step, ahead_by));
-        let later = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
-        let fill = state.fill;
-        self.issue_copies(state, inst, later, end, fill)?;
+    /// At the end of an iteration: the next stages to read and fill.
+    pub(crate) fn pipeline_advance(&mut self, state: &PipelineState) {
         let (one, last) = (self.i32c(1), self.i32c(state.plan.stages as i64 - 1));
         let zero = self.i32c(0);
         for r in [state.read, state.fill] {
@@ -347,7 +343,6 @@ impl Lowerer<'_> {
                 expr: Expr::Select(wrap, zero, next),
             });
         }
-        Ok(())
     }
 
     /// After the loop: no copy stays in flight.
