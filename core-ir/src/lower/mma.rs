@@ -367,6 +367,8 @@ struct FragmentReader {
     spacing: u32,
     /// Per-lane bases, by (row constant within the phase period, column constant).
     bases: HashMap<(u32, u32), Reg>,
+    /// The same plus the stage's offset (in the body, for this `dot` only).
+    staged: HashMap<(u32, u32), Reg>,
 }
 
 impl FragmentReader {
@@ -465,6 +467,7 @@ impl FragmentReader {
             tile_outer,
             spacing,
             bases: HashMap::new(),
+            staged: HashMap::new(),
         })
     }
 
@@ -572,7 +575,10 @@ impl FragmentReader {
             }
         };
         let mut index = match self.operand.stage {
-            Some(s) => l.set(i32t, Expr::Binary(BinaryOp::Add, base, s)),
+            Some(s) => *self
+                .staged
+                .entry((within, col_c))
+                .or_insert_with(|| l.set(i32t, Expr::Binary(BinaryOp::Add, base, s))),
             None => base,
         };
         if row_c != within {

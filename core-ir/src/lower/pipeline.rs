@@ -174,14 +174,16 @@ impl Lowerer<'_> {
         })
     }
 
-    /// Whether `v` is the constant 0 (a constant, or a splat or broadcast of one).
+    /// Whether `v` is the constant +0 (a constant, or a splat or broadcast of one): what the
+    /// copies' zero fill writes. (Not -0.0: a masked-off row of -0.0 products could then
+    /// give a sum of the other sign.)
     fn is_zero(&self, v: ValueId) -> bool {
         let ValueDef::Result { inst, .. } = self.k.values[v].def else {
             return false;
         };
         match self.k.insts[inst].op {
             Op::Constant { value } => match value {
-                Literal::Float(f) => f == 0.0,
+                Literal::Float(f) => f.to_bits() == 0,
                 Literal::Int(i) => i == 0,
                 Literal::Bool(b) => !b,
             },
