@@ -45,6 +45,7 @@ mod memory;
 mod names;
 mod shuffle;
 mod target;
+mod wgmma;
 
 pub use emit::dynamic_shared_bytes;
 pub use error::PtxError;

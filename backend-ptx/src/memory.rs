@@ -42,7 +42,7 @@ pub(crate) fn global_addr(e: &mut Emitter, param: u32, index: Reg, size: usize) 
 }
 
 /// The 32-bit shared address of element `index` of shared buffer `alloc`.
-fn shared_addr(e: &mut Emitter, alloc: u32, index: Reg, size: usize) -> String {
+pub(crate) fn shared_addr(e: &mut Emitter, alloc: u32, index: Reg, size: usize) -> String {
     let base = e.smem_base[alloc as usize].clone();
     let mut i = e.r(index);
     if e.ty(index).bits() == 64 {

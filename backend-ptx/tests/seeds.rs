@@ -30,6 +30,7 @@ fn assemble(label: &str, t: &ThreadKernel, sm: u32) -> (String, Option<Resources
     let ptx = emit(t, &PtxTarget::from_compute_capability(sm / 10, sm % 10))
         .unwrap_or_else(|e| panic!("{label}: emitting PTX for sm_{sm}: {e}"));
     assert!(ptx.contains(&format!(".target sm_{sm}")), "{label}");
+    // (`sm_90a` where the kernel uses `wgmma`.)
     let resources = support::ptxas_resources(&ptx, sm).map(|(registers, spilled)| Resources { registers, spilled });
     if let Some(r) = resources {
         println!(
@@ -382,6 +383,58 @@ fn matmul_on_the_tensor_cores_passes_ptxas() {
     assert!(
         spilling.is_empty(),
         "tensor-core matmuls that spill:\n{}",
+        spilling.join("\n")
+    );
+}
+
+/// The tutorial's configurations (its `BLOCK_K = 64` ones too) as the CUDA backend lowers
+/// them on an H100: `dot` on warpgroup MMAs (`wgmma`, sm_90a) where the warps make whole
+/// warpgroups, `mma.sync` elsewhere, operands pipelined over `num_stages` buffers. Each passes
+/// ptxas for sm_90a without spilling (`cargo test -p rutile-ptx --test seeds warpgroup --
+/// --nocapture` prints registers and shared memory).
+#[test]
+fn matmul_on_warpgroup_mmas_passes_ptxas() {
+    let configs = MATMUL_CONFIGS
+        .iter()
+        .map(|&(bm, bn, stages, warps)| (bm, bn, 32, stages, warps))
+        .chain([
+            (128, 256, 64, 3, 8),
+            (64, 256, 64, 4, 4),
+            (128, 128, 64, 4, 4),
+            (128, 128, 64, 3, 8),
+        ]);
+    let mut spilling = Vec::new();
+    for (bm, bn, bk, stages, warps) in configs {
+        let kernel = seeds::matmul(&seeds::MatmulMeta::fp16(bm, bn, bk)).unwrap();
+        let target = Target {
+            mma_sync: true,
+            wgmma: true,
+            async_copy: true,
+            num_stages: stages,
+            ..Target::nvidia(warps, 227 * 1024)
+        };
+        let spec = Specialization {
+            equal_to_1: (0..kernel.params.len()).map(|i| [7, 9, 11].contains(&i)).collect(),
+            ..Specialization::all(kernel.params.len())
+        };
+        let label = format!("matmul {bm}x{bn}x{bk}, {warps} warps, {stages} stages, warpgroup MMAs");
+        let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
+        let (ptx, resources) = assemble(&label, &t, 90);
+        let whole_warpgroups = warps % 4 == 0;
+        assert_eq!(
+            ptx.contains("wgmma.mma_async.sync.aligned"),
+            whole_warpgroups,
+            "{label}"
+        );
+        assert_eq!(ptx.contains(".target sm_90a"), whole_warpgroups, "{label}");
+        assert!(ptx.contains("cp.async"), "{label}: pipelined");
+        if let Some(r) = resources.filter(|r| r.spilled > 0) {
+            spilling.push(format!("{label}: {} bytes", r.spilled));
+        }
+    }
+    assert!(
+        spilling.is_empty(),
+        "warpgroup matmuls that spill:\n{}",
         spilling.join("\n")
     );
 }

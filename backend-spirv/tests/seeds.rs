@@ -21,6 +21,7 @@ fn check_all(kernel: &Kernel, warps: &[u32]) {
                 max_vector_bytes: 16,
                 native_float_minmax: false,
                 mma_sync: false,
+                wgmma: false,
                 async_copy: false,
                 num_stages: 1,
             };
@@ -102,6 +103,7 @@ fn streaming_loads_are_nontemporal() {
         max_vector_bytes: 16,
         native_float_minmax: false,
         mma_sync: false,
+        wgmma: false,
         async_copy: false,
         num_stages: 1,
     };
@@ -146,6 +148,7 @@ fn a_buffer_also_loaded_plainly_keeps_no_hint() {
         max_vector_bytes: 16,
         native_float_minmax: false,
         mma_sync: false,
+        wgmma: false,
         async_copy: false,
         num_stages: 1,
     };

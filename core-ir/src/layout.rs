@@ -357,6 +357,39 @@ pub struct SwizzledTile {
     pub vec: u32,
     pub per_phase: u32,
     pub max_phase: u32,
+    /// Columns per column block: the tile is stored as `cols / block_cols` blocks of `rows ×
+    /// block_cols`, one after the other (`cols` itself, one block, unless rows are wider than
+    /// the 128 bytes a `wgmma` swizzle spans).
+    pub block_cols: u32,
+    /// Where the rows are stored, for an A operand of `wgmma` (else in order).
+    pub rows_for: Option<WarpgroupRows>,
+    /// The byte boundary a buffer of such tiles must start on: 1024 for `wgmma` operands,
+    /// whose swizzle the hardware takes from address bits 7 to 9, else 16.
+    pub align: u32,
+}
+
+/// The order of an A operand's rows in shared memory that lines a `wgmma` accumulator up with
+/// `mma.sync`'s blocked one: with `warps` warps along M, the blocked layout gives warp `w`
+/// the 8-row groups `w`, `w + warps`, `w + 2 warps`, ... (logical group `λ = warps j + w`),
+/// while warp `w % 4` of warpgroup `w / 4` holds rows `16 (w % 4) .. + 16` of each of its m64
+/// tiles. So logical group `λ` is stored as group
+/// `(w / 4) (warpgroup_rows / 8) + 8 (j / 2) + 2 (w % 4) + j % 2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WarpgroupRows {
+    /// Warps along M (a multiple of 4, a power of two).
+    pub warps: u32,
+    /// Rows of the block each warpgroup owns (a multiple of 64).
+    pub warpgroup_rows: u32,
+}
+
+impl WarpgroupRows {
+    /// The stored row of logical row `row`.
+    pub fn stored(&self, row: u32) -> u32 {
+        let (group, g) = (row / 8, row % 8);
+        let (w, j) = (group % self.warps, group / self.warps);
+        let stored = (w / 4) * (self.warpgroup_rows / 8) + 8 * (j / 2) + 2 * (w % 4) + j % 2;
+        8 * stored + g
+    }
 }
 
 impl SwizzledTile {
@@ -372,6 +405,9 @@ impl SwizzledTile {
                 vec,
                 per_phase: 1,
                 max_phase: 1,
+                block_cols: cols,
+                rows_for: None,
+                align: 16,
             };
         }
         let per_phase = (128 / row_bytes).max(1);
@@ -382,7 +418,36 @@ impl SwizzledTile {
             vec,
             per_phase,
             max_phase,
+            block_cols: cols,
+            rows_for: None,
+            align: 16,
         }
+    }
+    /// The tile a `wgmma` operand is read from (16-bit elements): rows of at most 128 bytes
+    /// (longer ones split into column blocks of 128 bytes), swizzled as the descriptor's
+    /// 32-, 64- or 128-byte mode does, the rows of an A operand reordered by `rows_for`.
+    /// `None` when the row bytes are not 32, 64 or a multiple of 128.
+    pub fn for_wgmma(rows: u32, cols: u32, elem_bytes: u32, rows_for: Option<WarpgroupRows>) -> Option<SwizzledTile> {
+        let row_bytes = cols * elem_bytes;
+        let block_bytes = row_bytes.min(128);
+        if !matches!(block_bytes, 32 | 64 | 128) || row_bytes % block_bytes != 0 || rows % 8 != 0 {
+            return None;
+        }
+        let per_phase = 128 / block_bytes;
+        Some(SwizzledTile {
+            rows,
+            cols,
+            vec: 16 / elem_bytes,
+            per_phase,
+            max_phase: 8 / per_phase,
+            block_cols: block_bytes / elem_bytes,
+            rows_for,
+            align: 1024,
+        })
+    }
+    /// The bytes of one swizzled row (of a column block).
+    pub fn block_row_bytes(&self, elem_bytes: u32) -> u32 {
+        self.block_cols * elem_bytes
     }
     /// Elements in the tile.
     pub fn len(&self) -> u32 {
@@ -393,10 +458,13 @@ impl SwizzledTile {
     }
     /// The element index of `(row, col)`.
     pub fn offset(&self, row: u32, col: u32) -> u32 {
+        let row = self.rows_for.map_or(row, |p| p.stored(row));
+        let (block, col) = (col / self.block_cols, col % self.block_cols);
         let phase = (row / self.per_phase) % self.max_phase;
         let chunk = (col / self.vec) ^ phase;
-        row * self.cols + chunk * self.vec + col % self.vec
+        block * self.rows * self.block_cols + row * self.block_cols + chunk * self.vec + col % self.vec
     }
+
     /// Rows after which the phase repeats: moving by a multiple of it moves the offset by
     /// whole rows.
     pub fn row_period(&self) -> u32 {

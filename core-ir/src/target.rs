@@ -24,6 +24,11 @@ pub struct Target {
     /// sm_80 and later): `dot` of f16 or bf16 tiles into f32 then runs on them (see
     /// `lower::dot`); elsewhere it runs on the CUDA cores, one `fma` per product.
     pub mma_sync: bool,
+    /// Whether warpgroups can run `wgmma.mma_async` (Hopper, sm_90a): `dot` of f16 or bf16
+    /// tiles into f32 then reads its operands from shared memory through matrix descriptors
+    /// (see `lower::wgmma`) where the program's warps and tile allow, and uses `mma.sync`
+    /// elsewhere.
+    pub wgmma: bool,
     /// Whether threads can copy global memory to shared memory asynchronously (`cp.async`,
     /// sm_80 and later): the loads that feed a `dot` on the tensor cores in a loop then go
     /// through a ring of [`num_stages`](Self::num_stages) buffers (see `lower::pipeline`).
@@ -45,6 +50,7 @@ impl Target {
             max_vector_bytes: 16,
             native_float_minmax: true,
             mma_sync: false,
+            wgmma: false,
             async_copy: false,
             num_stages: 1,
         }

@@ -36,6 +36,7 @@ fn target(warp_size: u32, num_warps: u32, shuffles: bool) -> Target {
         // subgroups of 8 or through shared memory.
         native_float_minmax: warp_size == 32 && shuffles,
         mma_sync: false,
+        wgmma: false,
         async_copy: false,
         num_stages: 1,
     }

@@ -59,6 +59,20 @@ fn mmas(tk: &ThreadKernel) -> usize {
     count_stmts(tk, |s| matches!(s, Stmt::Mma { .. } | Stmt::MmaTf32 { .. }))
 }
 
+/// The warpgroup MMAs.
+fn wgmmas(tk: &ThreadKernel) -> usize {
+    count_stmts(tk, |s| matches!(s, Stmt::Wgmma { .. }))
+}
+
+/// As [`pipelined`], on Hopper's warpgroup MMAs.
+fn hopper(num_warps: u32, stages: u32) -> Target {
+    Target {
+        wgmma: true,
+        async_copy: stages > 1,
+        ..pipelined(num_warps, stages)
+    }
+}
+
 fn tf32_mmas(tk: &ThreadKernel) -> usize {
     count_stmts(tk, |s| matches!(s, Stmt::MmaTf32 { .. }))
 }
@@ -119,7 +133,11 @@ fn check_matmul_on(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), target: 
         let aligned = [m, n, k].iter().all(|d| d % 8 == 0);
         assert!(!aligned || copies > 0, "{at}: operands not pipelined");
     }
-    assert!(mmas(&tk) > 0, "{at}: no mma");
+    if target.wgmma {
+        assert!(wgmmas(&tk) > 0, "{at}: no wgmma");
+    } else {
+        assert!(mmas(&tk) > 0, "{at}: no mma");
+    }
     let mut got = buffers.clone();
     simt::run_threads(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
     let (g, w) = (values(&got[2]), values(&want[2]));
@@ -595,5 +613,164 @@ fn column_major_operands_on_the_tensor_cores() {
             "A col {a_col}, B col {b_col}: staging {st:?}"
         );
         assert_eq!(rd.conflicts(), 0, "A col {a_col}, B col {b_col}: fragments {rd:?}");
+    }
+}
+
+/// The matmul seed on warpgroup MMAs (`Stmt::Wgmma`), whose operands the simulator reads
+/// through the descriptors' canonical layouts and swizzles as the PTX ISA defines them:
+/// one and two warpgroups, one and two m64 steps per warpgroup, B in one to four 128-byte
+/// column blocks, 64- and 128-byte swizzles (BLOCK_K 32 and 64), pipelined or staged from
+/// registers, ragged M, N and K, f16 and bf16, leaky ReLU and f16 outputs.
+#[test]
+fn matmul_on_warpgroup_mmas_matches_the_interpreter() {
+    let mut rng = Rng::new(35);
+    let f32_out = |bm, bn, bk| MatmulMeta {
+        output: F32,
+        ..MatmulMeta::fp16(bm, bn, bk)
+    };
+    for stages in [1, 2, 3] {
+        check_matmul_on(&f32_out(64, 32, 32), (64, 32, 96), &hopper(4, stages), &mut rng, 1e-5);
+        check_matmul_on(&f32_out(128, 64, 32), (100, 72, 80), &hopper(4, stages), &mut rng, 1e-5);
+    }
+    check_matmul_on(&f32_out(128, 128, 64), (128, 128, 192), &hopper(8, 3), &mut rng, 1e-5);
+    check_matmul_on(&f32_out(64, 256, 32), (64, 256, 64), &hopper(4, 4), &mut rng, 1e-5);
+    check_matmul_on(&f32_out(128, 256, 64), (130, 250, 136), &hopper(8, 3), &mut rng, 1e-5);
+    // K = 77 and 129: copies of one element are not pipelined, so the dot stages its
+    // operands from registers.
+    check_matmul_on(&f32_out(64, 64, 32), (17, 33, 77), &hopper(4, 3), &mut rng, 1e-5);
+    check_matmul_on(&f32_out(64, 32, 16), (70, 40, 129), &hopper(4, 1), &mut rng, 1e-5);
+    let relu = MatmulMeta {
+        activation: Some(Activation::LeakyRelu),
+        ..MatmulMeta::fp16(128, 64, 64)
+    };
+    check_matmul_on(&relu, (130, 64, 96), &hopper(4, 3), &mut rng, 2e-3);
+    let bf = MatmulMeta {
+        input: BF16,
+        output: F32,
+        ..MatmulMeta::fp16(64, 64, 32)
+    };
+    check_matmul_on(&bf, (64, 48, 96), &hopper(4, 3), &mut rng, 1e-5);
+}
+
+/// Column-major operands on warpgroup MMAs: B read K-major (`imm-trans-b` 0), a
+/// column-major A staged from registers into its K-major tile.
+#[test]
+fn column_major_operands_on_warpgroup_mmas() {
+    let mut rng = Rng::new(36);
+    let meta = MatmulMeta {
+        output: F32,
+        ..MatmulMeta::fp16(64, 64, 32)
+    };
+    let kernel = matmul(&meta).unwrap();
+    let (m, n, k) = (96usize, 80usize, 64usize);
+    for (a_col, b_col) in [(false, true), (true, false), (true, true)] {
+        let a = inputs(&mut rng, F16, m * k);
+        let b = inputs(&mut rng, F16, k * n);
+        let (sam, sak) = if a_col { (1, m) } else { (k, 1) };
+        let (sbk, sbn) = if b_col { (1, k) } else { (n, 1) };
+        let buffers = vec![a, b, HostBuffer::zeros(F32, m * n)];
+        let ints = [m, n, k, sam, sak, sbk, sbn, n, 1];
+        let mut args = vec![ptr(0), ptr(1), ptr(2)];
+        args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
+        let spec = Specialization {
+            equal_to_1: args.iter().map(|a| matches!(a, ArgValue::Int(1))).collect(),
+            ..Specialization::all(args.len())
+        };
+        let grid = [matmul_grid(&meta, m as u32, n as u32), 1, 1];
+        let mut want = buffers.clone();
+        interp::run(&kernel, grid, &args, &mut want).unwrap();
+        let tk = lower(&kernel, &hopper(4, 3), &spec).unwrap();
+        assert!(wgmmas(&tk) > 0);
+        let mut got = buffers.clone();
+        simt::run_threads(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("A col {a_col}, B col {b_col}: {e}"));
+        let (g, w) = (values(&got[2]), values(&want[2]));
+        let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
+        for i in 0..m * n {
+            assert!(
+                (g[i] - w[i]).abs() <= 1e-5 * scale,
+                "A col {a_col}, B col {b_col}: element {i}: {} against {}",
+                g[i],
+                w[i]
+            );
+        }
+    }
+}
+
+/// What the simulator checks of a wgmma lowering can fail: the same kernel with its A
+/// operand's rows left in logical order (the accumulator rows then belong to other warps)
+/// or its wait dropped (the accumulators are read before the MMAs land) gives wrong results.
+#[test]
+fn the_wgmma_model_catches_wrong_rows_and_missing_waits() {
+    let mut rng = Rng::new(37);
+    let meta = MatmulMeta {
+        output: F32,
+        ..MatmulMeta::fp16(128, 64, 32)
+    };
+    let kernel = matmul(&meta).unwrap();
+    let (m, n, k) = (128usize, 64usize, 64usize);
+    let buffers = vec![
+        inputs(&mut rng, F16, m * k),
+        inputs(&mut rng, F16, k * n),
+        HostBuffer::zeros(F32, m * n),
+    ];
+    let ints = rutile_ir::seeds::matmul_row_major_args(m, n, k);
+    let mut args = vec![ptr(0), ptr(1), ptr(2)];
+    args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
+    let grid = [matmul_grid(&meta, m as u32, n as u32), 1, 1];
+    let mut want = buffers.clone();
+    interp::run(&kernel, grid, &args, &mut want).unwrap();
+    let tk = lower(&kernel, &hopper(4, 3), &runtime_spec(&args)).unwrap();
+    let agrees = |tk: &ThreadKernel| {
+        let mut got = buffers.clone();
+        match simt::run_threads(tk, grid, &args, &mut got) {
+            Err(_) => false,
+            Ok(()) => values(&got[2])
+                .iter()
+                .zip(values(&want[2]))
+                .all(|(g, w)| (g - w).abs() <= 1e-4),
+        }
+    };
+    assert!(agrees(&tk), "the lowering itself");
+    // Three stages: the loop's MMAs stay in flight across the back edge.
+    let in_flight = count_stmts(&tk, |s| matches!(s, Stmt::WgmmaWait { pending: 1 }));
+    assert_eq!(in_flight, 1, "one wgmma group left running per iteration");
+    // The first A operand described with twice its stride between 8-row groups.
+    let mut shifted = tk.clone();
+    let mut first_a = true;
+    rewrite(&mut shifted.body, &mut |s| {
+        if let Stmt::Wgmma { a, .. } = s {
+            if first_a {
+                a.sbo *= 2;
+                first_a = false;
+            }
+        }
+    });
+    assert!(!agrees(&shifted), "a wrong stride went unnoticed");
+    let mut unwaited = tk.clone();
+    rewrite(&mut unwaited.body, &mut |s| {
+        if let Stmt::WgmmaWait { pending } = s {
+            *pending = 1;
+        }
+    });
+    assert!(!agrees(&unwaited), "a missing wait went unnoticed");
+}
+
+/// Calls `f` on every statement of `body`, depth first.
+fn rewrite(body: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
+    for s in body {
+        f(s);
+        match s {
+            Stmt::If {
+                then_body, else_body, ..
+            } => {
+                rewrite(then_body, f);
+                rewrite(else_body, f);
+            }
+            Stmt::While { cond_body, body, .. } => {
+                rewrite(cond_body, f);
+                rewrite(body, f);
+            }
+            _ => {}
+        }
     }
 }

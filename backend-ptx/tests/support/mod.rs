@@ -59,8 +59,14 @@ fn assemble(ptx: &str, sm: u32, verbose: bool) -> Option<String> {
     if verbose {
         cmd.arg("-v");
     }
+    // Architecture-specific PTX (sm_90a: `wgmma`) assembles only for that architecture.
+    let suffix = if ptx.contains(&format!(".target sm_{sm}a")) {
+        "a"
+    } else {
+        ""
+    };
     let out = cmd
-        .arg(format!("-arch=sm_{sm}"))
+        .arg(format!("-arch=sm_{sm}{suffix}"))
         .arg(&path)
         .arg("-o")
         .arg("/dev/null")

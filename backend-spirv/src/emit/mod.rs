@@ -826,7 +826,12 @@ impl<'a> Cx<'a> {
             | Stmt::LdMatrix { .. }
             | Stmt::AsyncCopy { .. }
             | Stmt::AsyncCommit
-            | Stmt::AsyncWait { .. } => {
+            | Stmt::AsyncWait { .. }
+            | Stmt::Wgmma { .. }
+            | Stmt::FenceProxyAsync
+            | Stmt::WgmmaFence
+            | Stmt::WgmmaCommit
+            | Stmt::WgmmaWait { .. } => {
                 return Err(unsupported(
                     self.k,
                     "mma.sync",

@@ -264,7 +264,12 @@ impl Scan {
                 | Stmt::LdMatrix { .. }
                 | Stmt::AsyncCopy { .. }
                 | Stmt::AsyncCommit
-                | Stmt::AsyncWait { .. } => {
+                | Stmt::AsyncWait { .. }
+                | Stmt::Wgmma { .. }
+                | Stmt::FenceProxyAsync
+                | Stmt::WgmmaFence
+                | Stmt::WgmmaCommit
+                | Stmt::WgmmaWait { .. } => {
                     if err.is_none() {
                         *err = Some(SpirvError::Unsupported {
                             kernel: k.name.clone(),

@@ -55,6 +55,8 @@ use std::collections::{BTreeMap, HashMap};
 
 #[path = "simt_matrix.rs"]
 mod matrix;
+#[path = "simt_wgmma.rs"]
+mod wgmma;
 
 /// Runs every program of the grid (axis 0 fastest) of a per-thread kernel on the CPU.
 ///
@@ -406,6 +408,8 @@ struct Sim<'s> {
     shared_counts: HashMap<(&'s str, SharedAccess), SharedCounts>,
     /// Asynchronous copies started and not yet complete.
     copies: matrix::AsyncCopies,
+    /// Warpgroup MMAs issued and not yet waited for.
+    wgmmas: wgmma::Wgmmas,
 }
 
 impl<'s> Sim<'s> {
@@ -435,6 +439,7 @@ impl<'s> Sim<'s> {
             context: "",
             shared_counts: HashMap::new(),
             copies: matrix::AsyncCopies::default(),
+            wgmmas: wgmma::Wgmmas::default(),
         }
     }
 
@@ -684,6 +689,15 @@ impl<'s> Sim<'s> {
                 Ok(())
             }
             Stmt::AsyncWait { pending } => self.async_wait(*pending),
+            Stmt::Wgmma { acc, a, b, n } => self.wgmma(acc, a, b, *n),
+            Stmt::WgmmaCommit => {
+                self.wgmma_commit();
+                Ok(())
+            }
+            Stmt::WgmmaWait { pending } => self.wgmma_wait(*pending),
+            // Ordering only: the simulator's shared memory has one proxy, and its registers
+            // are not renamed.
+            Stmt::FenceProxyAsync | Stmt::WgmmaFence => Ok(()),
             Stmt::Load {
                 dsts, mem, index, pred, ..
             } => self.load(dsts, *mem, *index, *pred),

@@ -106,6 +106,11 @@ impl Lowerer<'_> {
             }
             let regs = self.ensure(y, slot.layout)?;
             for (&s, &r) in slot.regs.iter().zip(&regs) {
+                // A value already in its slot (updated in place) is not copied: a copy would
+                // read registers a warpgroup MMA may still be writing.
+                if s == r {
+                    continue;
+                }
                 let ty = self.regs[s].ty;
                 let r = if self.regs[r].ty == ty {
                     r

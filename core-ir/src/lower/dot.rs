@@ -22,6 +22,9 @@ use crate::types::{Elem, ScalarType};
 
 impl Lowerer<'_> {
     pub(crate) fn dot(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
+        if let Some(on_warpgroups) = self.dot_wgmma(inst)? {
+            return Ok(on_warpgroups);
+        }
         if let Some(on_tensor_cores) = self.dot_mma(inst)? {
             return Ok(on_tensor_cores);
         }
@@ -113,10 +116,7 @@ impl Lowerer<'_> {
             n
         };
         let buf = self.shared.len() as u32;
-        self.shared.push(SharedAlloc {
-            elem: ty,
-            len: k * pitch,
-        });
+        self.shared.push(SharedAlloc::new(ty, k * pitch));
         let map = layout.map(shape);
         let mut strides = [0i64; crate::types::MAX_RANK];
         strides[layout.blocked_dim(0)] = pitch as i64;
@@ -139,7 +139,7 @@ impl Lowerer<'_> {
     fn stage(&mut self, v: crate::ir::ValueId, ty: ScalarType, len: u32, tf32: bool) -> Result<u32, LowerError> {
         let lval = self.operand_lval(v, tf32)?;
         let buf = self.shared.len() as u32;
-        self.shared.push(SharedAlloc { elem: ty, len });
+        self.shared.push(SharedAlloc::new(ty, len));
         self.store_shared(&lval, self.k.ty(v).shape, buf, None);
         Ok(buf)
     }

@@ -202,7 +202,7 @@ impl Lowerer<'_> {
             return a;
         }
         let a = self.shared.len() as u32;
-        self.shared.push(SharedAlloc { elem: ty, len });
+        self.shared.push(SharedAlloc::new(ty, len));
         self.cache.smem.insert(ty, a);
         a
     }

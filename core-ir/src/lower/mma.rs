@@ -103,7 +103,12 @@ impl Lowerer<'_> {
         if k % k_step(input) != 0 {
             return None;
         }
-        let (wm, wn) = warp_grid(m, n, self.target.num_warps)?;
+        // On warpgroup MMAs every warp runs along M (see `wgmma.rs`).
+        let (wm, wn) = if self.wgmma_shape(inst).is_some() {
+            (self.target.num_warps, 1)
+        } else {
+            warp_grid(m, n, self.target.num_warps)?
+        };
         let layout = Layout::blocked(Blocked {
             rank: 2,
             size_per_thread: [1, 2, 1],
@@ -132,8 +137,8 @@ impl Lowerer<'_> {
         let MmaPlan { m, n, k, input, layout } = plan;
 
         // The operands in shared memory: filled by the loop's pipeline, or stored here.
-        let (sa, a_here) = self.shared_operand(a, input)?;
-        let (sb, b_here) = self.shared_operand(b, input)?;
+        let (sa, a_here) = self.shared_operand(inst, a, Operand::A, input)?;
+        let (sb, b_here) = self.shared_operand(inst, b, Operand::B, input)?;
         if a_here || b_here {
             self.emit(Stmt::Barrier);
         }
@@ -191,9 +196,16 @@ impl Lowerer<'_> {
         }))
     }
 
-    /// Operand `v` in shared memory: where the enclosing loop's pipeline put it, or stored
-    /// there now (then the second value is true and a barrier must follow).
-    fn shared_operand(&mut self, v: ValueId, ty: ScalarType) -> Result<(SharedOperand, bool), LowerError> {
+    /// Operand `v` (`which` of `dot` `inst`) in shared memory: where the enclosing loop's
+    /// pipeline put it, or stored there now (then the second value is true and a barrier
+    /// must follow).
+    pub(crate) fn shared_operand(
+        &mut self,
+        inst: &Inst,
+        v: ValueId,
+        which: Operand,
+        ty: ScalarType,
+    ) -> Result<(SharedOperand, bool), LowerError> {
         if let Some(s) = self.pipelined_operand(v) {
             return Ok((s, false));
         }
@@ -202,12 +214,15 @@ impl Lowerer<'_> {
         let dims = [shape.dims()[0], shape.dims()[1]];
         let layout = lval.layout;
         let map = layout.map(shape);
-        let contiguous = fastest_dim(layout);
-        let tile = SharedOperand::tile_for(dims, contiguous, ty);
+        let fastest = fastest_dim(layout);
+        let Some((tile, contiguous)) = super::wgmma::operand_tile(self.wgmma_shape(inst), which, dims, fastest, ty)
+        else {
+            return Err(self.internal("no shared tile for a dot operand"));
+        };
         let alloc = self.shared.len() as u32;
         self.shared.push(SharedAlloc {
-            elem: ty,
-            len: tile.len(),
+            align: tile.align,
+            ..SharedAlloc::new(ty, tile.len())
         });
         let operand = SharedOperand {
             alloc,
@@ -216,7 +231,8 @@ impl Lowerer<'_> {
             stage: None,
         };
         let mut w = 1u32;
-        if layout.sliced == 0 {
+        // (Stored along another dimension than the registers run, it goes element by element.)
+        if layout.sliced == 0 && contiguous == fastest {
             let run = map.run[layout.blocked_dim(contiguous)];
             w = run.min(tile.vec).max(1);
             while run % w != 0 {
@@ -267,7 +283,44 @@ impl Lowerer<'_> {
             let c = l.i32c(c);
             l.pset(i32t, Expr::Binary(op, x, c))
         };
-        let line = bin(self, BinaryOp::Mul, row, tile.cols as i64);
+        let add = |l: &mut Self, x: Reg, y: Reg| l.pset(i32t, Expr::Binary(BinaryOp::Add, x, y));
+        // The stored row (`WarpgroupRows::stored`; every factor a power of two).
+        let row = match tile.rows_for {
+            None => row,
+            Some(p) => {
+                let log = |x: u32| x.trailing_zeros() as i64;
+                let group = bin(self, BinaryOp::Shr, row, 3);
+                let g = bin(self, BinaryOp::And, row, 7);
+                let w = bin(self, BinaryOp::And, group, p.warps as i64 - 1);
+                let j = bin(self, BinaryOp::Shr, group, log(p.warps));
+                let wg = bin(self, BinaryOp::Shr, w, 2);
+                let wg = bin(self, BinaryOp::Mul, wg, (p.warpgroup_rows / 8) as i64);
+                let pair = bin(self, BinaryOp::Shr, j, 1);
+                let pair = bin(self, BinaryOp::Shl, pair, 3);
+                let quad = bin(self, BinaryOp::And, w, 3);
+                let quad = bin(self, BinaryOp::Shl, quad, 1);
+                let half = bin(self, BinaryOp::And, j, 1);
+                let stored = add(self, wg, pair);
+                let stored = add(self, stored, quad);
+                let stored = add(self, stored, half);
+                let stored = bin(self, BinaryOp::Shl, stored, 3);
+                add(self, stored, g)
+            }
+        };
+        // The column block, when rows are split into blocks of 128 bytes.
+        let (col, block) = if tile.block_cols == tile.cols {
+            (col, None)
+        } else {
+            let bc = tile.block_cols;
+            let block = bin(self, BinaryOp::Shr, col, bc.trailing_zeros() as i64);
+            let block = bin(self, BinaryOp::Mul, block, (tile.rows * bc) as i64);
+            (bin(self, BinaryOp::And, col, bc as i64 - 1), Some(block))
+        };
+        let line = bin(self, BinaryOp::Mul, row, tile.block_cols as i64);
+        let line = match block {
+            Some(b) => add(self, line, b),
+            None => line,
+        };
         let within = if tile.max_phase > 1 {
             let phase = bin(self, BinaryOp::Shr, row, tile.per_phase.trailing_zeros() as i64);
             let phase = bin(self, BinaryOp::And, phase, tile.max_phase as i64 - 1);
@@ -329,8 +382,8 @@ pub(crate) fn fastest_dim(layout: Layout) -> usize {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Operand {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Operand {
     A,
     B,
 }

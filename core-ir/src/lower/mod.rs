@@ -25,6 +25,7 @@ mod ordering;
 mod pipeline;
 mod reduce;
 mod shape;
+mod wgmma;
 
 use crate::analysis::axis::{self, AxisInfo};
 use crate::arena::Arena;
@@ -121,6 +122,9 @@ pub(crate) struct Lowerer<'k> {
     pub(crate) accesses: ordering::Accesses,
     /// Loads replaced by their loop's pipeline: where the `dot` finds them (see `pipeline`).
     pipelined: HashMap<ValueId, mma::SharedOperand>,
+    /// The `dot` result whose warpgroup MMAs may stay in flight into the next iteration of
+    /// the loop being lowered (see `pipeline`).
+    wgmma_in_flight: Option<ValueId>,
 }
 
 impl<'k> Lowerer<'k> {
@@ -155,6 +159,7 @@ impl<'k> Lowerer<'k> {
             cache: exchange::Cache::default(),
             accesses: ordering::Accesses::default(),
             pipelined: HashMap::new(),
+            wgmma_in_flight: None,
         };
         l.choose_vector_widths();
         l

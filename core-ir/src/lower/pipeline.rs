@@ -24,7 +24,8 @@
 //! copies: 2 to 8 16-bit values, 1 to 4 f32 ones of a tf32 `dot`): a ragged K whose mask the
 //! analysis cannot prove constant over a vector falls back.
 
-use super::mma::{fastest_dim, SharedOperand};
+use super::mma::{fastest_dim, Operand, SharedOperand};
+use super::wgmma::operand_tile;
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, CmpOp, Inst, InstId, Literal, Op, Region, ValueDef, ValueId};
 use crate::layout::Layout;
@@ -41,6 +42,13 @@ pub(crate) struct PipelinePlan {
     /// The carried values (indices into the loop's carried values) the slice reads.
     carried: Vec<usize>,
     stages: u32,
+    /// Iterations the copies run ahead: `stages - 1`, or `stages - 2` when the warpgroup
+    /// MMAs of `in_flight` still read the previous stage while the next iteration's copies
+    /// are issued.
+    ahead: u32,
+    /// The result of the loop's one `dot` on warpgroup MMAs that may stay in flight across
+    /// the back edge (`wgmma.wait_group 1`), if any (see [`Lowerer::wgmma_in_flight`]).
+    in_flight: Option<ValueId>,
 }
 
 struct PipelinedLoad {
@@ -104,12 +112,53 @@ impl Lowerer<'_> {
         }
         let mut carried: Vec<usize> = carried.into_iter().collect();
         carried.sort_unstable();
+        let in_flight = self.wgmma_in_flight(region, &loads, &yields);
         Some(PipelinePlan {
             loads,
             slice: region.insts.iter().copied().filter(|i| slice.contains(i)).collect(),
             carried,
             stages,
+            ahead: if in_flight.is_some() { stages - 2 } else { stages - 1 },
+            in_flight,
         })
+    }
+
+    /// The result of the loop body's `dot` whose warpgroup MMAs may run on while the next
+    /// iteration waits for its copies, issues the ones after and starts its own MMAs (one
+    /// `wgmma` group in flight, as the hand-written kernel measured best): the body's only
+    /// `dot`, on warpgroup MMAs, both operands pipelined, accumulating into a carried value
+    /// used by nothing else and yielded back into it alone, so its registers are updated in
+    /// place and nothing reads them before the next iteration's wait. It needs a third
+    /// stage: the copies then run `stages - 2` ahead, so that the buffer they refill was read
+    /// two iterations back.
+    fn wgmma_in_flight(&self, region: &Region, loads: &[PipelinedLoad], yields: &[ValueId]) -> Option<ValueId> {
+        if self.target.num_stages < 3 {
+            return None;
+        }
+        let mut dots = region
+            .insts
+            .iter()
+            .map(|&i| &self.k.insts[i])
+            .filter(|i| matches!(i.op, Op::Dot { .. }));
+        let (Some(dot), None) = (dots.next(), dots.next()) else {
+            return None;
+        };
+        self.wgmma_shape(dot)?;
+        let Op::Dot { a, b, acc, .. } = dot.op else {
+            return None;
+        };
+        let pipelined = |v: ValueId| loads.iter().any(|l| l.value == v);
+        let result = dot.results[0];
+        let carried = region.args.iter().skip(1).position(|&arg| arg == acc)?;
+        let uses = |v: ValueId| {
+            self.k
+                .insts
+                .iter()
+                .map(|(_, i)| i.op.operands().into_iter().filter(|&o| o == v).count())
+                .sum::<usize>()
+        };
+        (pipelined(a) && pipelined(b) && yields.get(carried) == Some(&result) && uses(acc) == 1 && uses(result) == 1)
+            .then_some(result)
     }
 
     /// Load `id` as a pipelined operand, if it can be one (module comment).
@@ -129,22 +178,27 @@ impl Lowerer<'_> {
             return None;
         }
         // Used only as an operand of `dot`s on the tensor cores in this body.
+        // A `dot` on warpgroup MMAs reads its own tile layout, so such a load feeds only it.
         let mut uses = 0;
+        let mut wgmma = None;
         for (iid, i) in self.k.insts.iter() {
             for o in i.op.operands() {
                 if o != value {
                     continue;
                 }
                 match i.op {
-                    Op::Dot { acc, .. } if acc != value && region.insts.contains(&iid) => {
+                    Op::Dot { a, b, acc, .. } if acc != value && a != b && region.insts.contains(&iid) => {
                         self.mma_plan(i)?;
+                        if let Some(shape) = self.wgmma_shape(i) {
+                            wgmma = Some((shape, if a == value { Operand::A } else { Operand::B }));
+                        }
                         uses += 1;
                     }
                     _ => return None,
                 }
             }
         }
-        if uses == 0 {
+        if uses == 0 || (wgmma.is_some() && uses > 1) {
             return None;
         }
         let layout = self.load_layout(ptr);
@@ -155,9 +209,19 @@ impl Lowerer<'_> {
         let width = self.access_width(&layout, ty.shape, ptr, mask) as u32;
         let contiguous = fastest_dim(layout);
         let dims = [ty.shape.dims()[0], ty.shape.dims()[1]];
-        let tile = SharedOperand::tile_for(dims, contiguous, elem);
+        let (shape, which) = match wgmma {
+            Some((s, w)) => (Some(s), w),
+            None => (None, Operand::A),
+        };
+        // (A column-major A is not copied: wgmma reads A along K, so it is staged from
+        // registers.)
+        let (tile, stored) = operand_tile(shape, which, dims, contiguous, elem)?;
         let bytes = width * elem.size_bytes() as u32;
-        if !matches!(bytes, 4 | 8 | 16) || width > tile.vec || layout.blocked.order[0] as usize != contiguous {
+        if stored != contiguous
+            || !matches!(bytes, 4 | 8 | 16)
+            || width > tile.vec
+            || layout.blocked.order[0] as usize != contiguous
+        {
             return None;
         }
         Some(PipelinedLoad {
@@ -270,8 +334,8 @@ impl Lowerer<'_> {
             let elem = ty.scalar_type().expect("a pipelined load gives numbers");
             let alloc = self.shared.len() as u32;
             self.shared.push(SharedAlloc {
-                elem,
-                len: load.operand.tile.len() * plan.stages,
+                align: load.operand.tile.align,
+                ..SharedAlloc::new(elem, load.operand.tile.len() * plan.stages)
             });
             let operand = SharedOperand { alloc, ..load.operand };
             let map = load.layout.map(ty.shape);
@@ -286,11 +350,11 @@ impl Lowerer<'_> {
             buffers,
             ahead,
             read: self.set(ScalarType::I32, Expr::Const(Literal::Int(0))),
-            fill: self.set(ScalarType::I32, Expr::Const(Literal::Int(plan.stages as i64 - 1))),
+            fill: self.set(ScalarType::I32, Expr::Const(Literal::Int(plan.ahead as i64))),
             plan,
         };
         let mut iv = start;
-        for s in 0..state.plan.stages - 1 {
+        for s in 0..state.plan.ahead {
             if s > 0 {
                 iv = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step));
             }
@@ -310,15 +374,21 @@ impl Lowerer<'_> {
         iv: Reg,
         (end, step): (Reg, Reg),
     ) -> Result<(), LowerError> {
-        let stages = state.plan.stages;
-        self.emit(Stmt::AsyncWait { pending: stages - 2 });
+        let ahead = state.plan.ahead;
+        self.emit(Stmt::AsyncWait { pending: ahead - 1 });
+        if self.target.wgmma {
+            // The copies were written through the generic proxy; wgmma reads through the
+            // asynchronous one.
+            self.emit(Stmt::FenceProxyAsync);
+        }
         self.emit(Stmt::Barrier);
         let iv_ty = self.regs[iv].ty;
-        let ahead_by = self.konst(iv_ty, Literal::Int(stages as i64 - 1));
+        let ahead_by = self.konst(iv_ty, Literal::Int(ahead as i64));
         let delta = self.set(iv_ty, Expr::Binary(BinaryOp::Mul, step, ahead_by));
         let later = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
         let fill = state.fill;
         self.issue_copies(state, inst, later, end, fill)?;
+        self.wgmma_in_flight = state.plan.in_flight;
         for (load, (operand, _)) in state.plan.loads.iter().zip(&state.buffers) {
             let len = self.i32c(operand.tile.len() as i64);
             let at = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, state.read, len));
@@ -350,6 +420,11 @@ impl Lowerer<'_> {
     /// After the loop: no copy stays in flight.
     pub(crate) fn pipeline_epilogue(&mut self, state: &PipelineState) {
         self.emit(Stmt::AsyncWait { pending: 0 });
+        if state.plan.in_flight.is_some() {
+            // The last iteration's MMAs, before anything reads the accumulator.
+            self.emit(Stmt::WgmmaWait { pending: 0 });
+            self.wgmma_in_flight = None;
+        }
         for load in &state.plan.loads {
             self.pipelined.remove(&load.value);
         }

@@ -77,7 +77,7 @@ impl ThreadKernelBuilder {
 
     /// Adds a shared buffer of `len` elements; returns its index.
     pub fn shared(&mut self, elem: ScalarType, len: u32) -> u32 {
-        self.kernel.shared.push(SharedAlloc { elem, len });
+        self.kernel.shared.push(SharedAlloc::new(elem, len));
         self.kernel.shared.len() as u32 - 1
     }
 

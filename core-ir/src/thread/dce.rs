@@ -73,6 +73,12 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
             }
         }
         Stmt::AsyncCommit | Stmt::AsyncWait { .. } => {}
+        Stmt::Wgmma { acc, a, b, .. } => {
+            for &v in acc.iter().chain([&a.index, &b.index]) {
+                mark(v, &mut live, &mut stack);
+            }
+        }
+        Stmt::FenceProxyAsync | Stmt::WgmmaFence | Stmt::WgmmaCommit | Stmt::WgmmaWait { .. } => {}
         Stmt::Mma { a, b, c, .. } => {
             for &v in a.iter().chain(b).chain(c) {
                 mark(v, &mut live, &mut stack);

@@ -61,14 +61,53 @@ impl ThreadParam {
 pub struct SharedAlloc {
     pub elem: ScalarType,
     pub len: u32,
+    /// The byte boundary the buffer starts at: 16, or 1024 for the operands of
+    /// [`Stmt::Wgmma`], whose swizzle the hardware applies to address bits.
+    pub align: u32,
 }
 
 impl SharedAlloc {
+    /// A buffer of `len` elements of `elem` on a 16-byte boundary.
+    pub fn new(elem: ScalarType, len: u32) -> SharedAlloc {
+        SharedAlloc { elem, len, align: 16 }
+    }
+
     /// Its size in bytes, saturating at `u32::MAX` ([`verify`] rejects kernels whose shared
     /// memory does not fit a `u32`).
     pub fn bytes(&self) -> u32 {
         self.len.saturating_mul(self.elem.size_bytes() as u32)
     }
+}
+
+/// Which dimension a [`Stmt::Wgmma`] operand's rows in shared memory run along.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatrixMajor {
+    /// Rows along K (A stored row-major, B column-major).
+    K,
+    /// Rows along M for A, N for B.
+    MN,
+}
+
+/// A [`Stmt::Wgmma`] operand in shared memory, as its matrix descriptor describes it: the
+/// canonical layouts of the PTX ISA ("Shared Memory Matrix Layout"), 16-bit elements in rows
+/// of `swizzle` bytes (32, 64 or 128) whose 16-byte chunks are XORed with address bits 7 and
+/// up (the same as [`crate::layout::SwizzledTile`]'s swizzle for such rows, when the buffer
+/// starts on a 1024-byte boundary).
+///
+/// Element `(i, k)` of a K-major operand (`i` the row: M for A, N for B) is at byte
+/// `(i / 8) * sbo + (i % 8) * swizzle + 2 k` from the start; element `(k, i)` of an MN-major
+/// one at `(i / c) * lbo + (k / 8) * sbo + (k % 8) * swizzle + 2 (i % c)`, `c = swizzle / 2`;
+/// then swizzled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmemMatrix {
+    pub alloc: u32,
+    /// The element index of the matrix's first element (a uniform register).
+    pub index: Reg,
+    pub major: MatrixMajor,
+    pub swizzle: u32,
+    /// Leading and stride byte offsets (see above; `lbo` is unused by K-major operands).
+    pub lbo: u32,
+    pub sbo: u32,
 }
 
 /// Values a thread can read about where it runs.
@@ -248,6 +287,37 @@ pub enum Stmt {
     /// Waits until at most `pending` of the thread's committed copy groups are incomplete,
     /// the newest ones (`cp.async.wait_group pending`).
     AsyncWait { pending: u32 },
+    /// Makes the thread's earlier shared-memory writes (stores, completed copies) visible to
+    /// the asynchronous proxy that [`Stmt::Wgmma`] reads operands through
+    /// (`fence.proxy.async.shared::cta`); a barrier after it publishes them to the other
+    /// threads' wgmmas.
+    FenceProxyAsync,
+    /// Warpgroup matrix multiply-add, PTX's `wgmma.mma_async.sync.aligned.m64nNk16.f32`
+    /// with both operands in shared memory: `acc += a b` for a 64x16 `a`, a 16xN `b` (N =
+    /// `n`, a multiple of 8 up to 256) and a 64xN f32 `acc`, per warpgroup (4 consecutive
+    /// warps, every thread taking part). Warp `w` of the warpgroup holds rows `16w..16w+15`;
+    /// lane `l` holds `acc[4j + 2h + e]` = row `16w + 8h + l / 4`, column `8j + 2 (l % 4) + e`:
+    /// `mma.sync`'s m16n8 accumulator fragment, repeated along N.
+    ///
+    /// It is asynchronous: it starts when issued, after the warpgroup's
+    /// [`Stmt::WgmmaFence`], joins the next [`Stmt::WgmmaCommit`] group, and its `acc` may be
+    /// read or written again only after a [`Stmt::WgmmaWait`] that covers that group. The
+    /// products of the 16-bit inputs are exact and the sums f32, in an order the hardware
+    /// picks.
+    Wgmma {
+        acc: Vec<Reg>,
+        a: SmemMatrix,
+        b: SmemMatrix,
+        n: u32,
+    },
+    /// Orders the warpgroup's earlier register accesses before the wgmmas that follow
+    /// (`wgmma.fence.sync.aligned`).
+    WgmmaFence,
+    /// Closes the group of the warpgroup's wgmmas issued since the last commit.
+    WgmmaCommit,
+    /// Waits until at most `pending` of the warpgroup's committed wgmma groups are still
+    /// running, the newest ones; the others' accumulators are then written.
+    WgmmaWait { pending: u32 },
     /// Waits for every thread of the program; orders shared-memory accesses around it.
     Barrier,
     If {
@@ -286,11 +356,37 @@ impl ThreadKernel {
     }
     /// Bytes of shared memory the kernel uses, saturating at `u32::MAX` ([`verify`] rejects
     /// kernels whose shared memory does not fit a `u32`).
+    ///
+    /// The buffers are laid out as [`ThreadKernel::shared_offsets`] says; where one needs a
+    /// boundary coarser than the 16 bytes a launch's dynamic shared memory is sure to start
+    /// on, the backend rounds the start up at run time and this includes the slack.
     pub fn shared_bytes(&self) -> u32 {
-        // Each buffer starts at a 16-byte boundary, as the backends lay them out.
-        self.shared.iter().fold(0u32, |sum, a| {
-            sum.saturating_add(a.bytes().div_ceil(16).saturating_mul(16))
-        })
+        let end = self
+            .shared
+            .iter()
+            .zip(self.shared_offsets())
+            .map(|(a, o)| o.saturating_add(a.bytes()))
+            .max()
+            .unwrap_or(0);
+        let slack = self.shared_align().saturating_sub(16);
+        end.div_ceil(16).saturating_mul(16).saturating_add(slack)
+    }
+    /// The byte offset of each shared buffer from the (aligned) start of shared memory:
+    /// one after the other, each on its own `align` boundary.
+    pub fn shared_offsets(&self) -> Vec<u32> {
+        let mut offset = 0u32;
+        self.shared
+            .iter()
+            .map(|a| {
+                let at = offset.div_ceil(a.align.max(1)).saturating_mul(a.align.max(1));
+                offset = at.saturating_add(a.bytes());
+                at
+            })
+            .collect()
+    }
+    /// The coarsest boundary a shared buffer needs (16 when there is none).
+    pub fn shared_align(&self) -> u32 {
+        self.shared.iter().map(|a| a.align).max().unwrap_or(16).max(16)
     }
     pub fn reg_type(&self, r: Reg) -> ScalarType {
         self.regs[r].ty

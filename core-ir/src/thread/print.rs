@@ -202,6 +202,30 @@ impl ThreadKernel {
                 ),
                 Stmt::AsyncCommit => writeln!(out, "{pad}async_commit"),
                 Stmt::AsyncWait { pending } => writeln!(out, "{pad}async_wait {pending}"),
+                Stmt::FenceProxyAsync => writeln!(out, "{pad}fence_proxy_async"),
+                Stmt::Wgmma { acc, a, b, n } => {
+                    let operand = |m: &crate::thread::SmemMatrix| {
+                        format!(
+                            "shared{}[{}] {:?}-major swizzle {} lbo {} sbo {}",
+                            m.alloc,
+                            self.r(m.index),
+                            m.major,
+                            m.swizzle,
+                            m.lbo,
+                            m.sbo
+                        )
+                    };
+                    writeln!(
+                        out,
+                        "{pad}{} += wgmma.m64n{n}k16 ({}) * ({})",
+                        self.regs(acc),
+                        operand(a),
+                        operand(b)
+                    )
+                }
+                Stmt::WgmmaFence => writeln!(out, "{pad}wgmma_fence"),
+                Stmt::WgmmaCommit => writeln!(out, "{pad}wgmma_commit"),
+                Stmt::WgmmaWait { pending } => writeln!(out, "{pad}wgmma_wait {pending}"),
                 Stmt::Barrier => writeln!(out, "{pad}barrier"),
                 Stmt::Comment(c) => writeln!(out, "{pad}// {c}"),
                 Stmt::If {

@@ -265,7 +265,61 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             int_index(k, *src)?;
             pred(k, p)
         }
-        Stmt::AsyncCommit | Stmt::AsyncWait { .. } | Stmt::Barrier | Stmt::Comment(_) => Ok(()),
+        Stmt::Wgmma { acc, a, b, n } => {
+            if k.warp_size != 32 || k.threads() % 128 != 0 {
+                return Err(format!(
+                    "`wgmma` runs on warpgroups of 4 warps of 32 threads, the kernel has {} threads in warps of {}",
+                    k.threads(),
+                    k.warp_size
+                ));
+            }
+            if *n == 0 || n % 8 != 0 || *n > 256 {
+                return Err(format!("`wgmma` has N a multiple of 8 up to 256, got {n}"));
+            }
+            if acc.len() != *n as usize / 2 {
+                return Err(format!(
+                    "`wgmma.m64n{n}k16` accumulates into {} f32 registers a thread, got {}",
+                    n / 2,
+                    acc.len()
+                ));
+            }
+            for &r in acc {
+                want(k, r, ScalarType::F32, "wgmma accumulator")?;
+            }
+            let ea = memory_elem(k, Memory::Shared { alloc: a.alloc })?;
+            let eb = memory_elem(k, Memory::Shared { alloc: b.alloc })?;
+            if ea != eb || !matches!(ea, ScalarType::F16 | ScalarType::BF16) {
+                return Err(format!(
+                    "`wgmma` multiplies f16 or bf16 operands of one type, got shared{} of {ea} and shared{} of {eb}",
+                    a.alloc, b.alloc
+                ));
+            }
+            for m in [a, b] {
+                if !matches!(m.swizzle, 32 | 64 | 128) {
+                    return Err(format!(
+                        "a `wgmma` operand swizzles 32, 64 or 128 bytes, got {}",
+                        m.swizzle
+                    ));
+                }
+                let align = k.shared[m.alloc as usize].align;
+                if align < 1024 {
+                    return Err(format!(
+                        "a `wgmma` operand's buffer shared{} must start on a 1024-byte boundary, it has {align}",
+                        m.alloc
+                    ));
+                }
+                int_index(k, m.index)?;
+            }
+            Ok(())
+        }
+        Stmt::AsyncCommit
+        | Stmt::AsyncWait { .. }
+        | Stmt::FenceProxyAsync
+        | Stmt::WgmmaFence
+        | Stmt::WgmmaCommit
+        | Stmt::WgmmaWait { .. }
+        | Stmt::Barrier
+        | Stmt::Comment(_) => Ok(()),
     }
 }
 

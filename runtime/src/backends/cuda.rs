@@ -150,6 +150,9 @@ impl Device for CudaGpu {
                 native_float_minmax: major >= 8,
                 // The tensor cores' `mma.sync.m16n8k16` from sm_80.
                 mma_sync: major >= 8,
+                // Hopper's warpgroup MMA (sm_90a only), unless `RUTILE_HOPPER=0` asks for
+                // the mma.sync path.
+                wgmma: (major, minor) == (9, 0) && hopper_enabled(),
                 // `cp.async` from sm_80: the dot's operand loads are pipelined over
                 // `num_stages` shared buffers.
                 async_copy: major >= 8,
@@ -261,4 +264,10 @@ impl Device for CudaGpu {
             device: Some(total.saturating_sub(free) as u64),
         })
     }
+}
+
+/// Whether `dot` may use Hopper's `wgmma` where the device has it: yes unless the
+/// environment sets `RUTILE_HOPPER=0` (then it runs on `mma.sync`, as on sm_80..89).
+fn hopper_enabled() -> bool {
+    std::env::var("RUTILE_HOPPER").map_or(true, |v| v.trim() != "0")
 }

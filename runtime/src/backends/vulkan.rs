@@ -184,6 +184,7 @@ impl WgpuGpu {
             // SPIR-V has no NaN-propagating maximum: f32 max reductions use integer keys.
             native_float_minmax: false,
             mma_sync: false,
+            wgmma: false,
             async_copy: false,
             num_stages: 1,
         }

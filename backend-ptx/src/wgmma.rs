@@ -1,0 +1,92 @@
+//! Hopper's warpgroup MMA (`Stmt::Wgmma`) and the fences around it: sm_90a only, the
+//! architecture-specific target the module then declares.
+//!
+//! Each operand becomes a 64-bit shared-memory matrix descriptor (PTX ISA, "Matrix
+//! Descriptor Format"): bits 0-13 the start address >> 4, 16-29 the leading byte offset >> 4,
+//! 32-45 the stride byte offset >> 4, 49-51 the base offset (0: the lowering puts operand
+//! buffers on 1024-byte boundaries), 62-63 the swizzle mode (1: 128 bytes, 2: 64, 3: 32).
+//! Only the start address varies at run time; the rest is one 64-bit constant or'ed in.
+
+use crate::emit::{Emitter, Res};
+use crate::memory::shared_addr;
+use crate::names::Class;
+use rutile_ir::thread::{MatrixMajor, Reg, SmemMatrix};
+use rutile_ir::ScalarType;
+
+/// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32` on the accumulators `acc`, in place.
+pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &SmemMatrix, b: &SmemMatrix, n: u32) -> Res {
+    require_sm90(e, "wgmma")?;
+    let elem = e.k.shared[a.alloc as usize].elem;
+    let ty = match elem {
+        ScalarType::F16 => "f16",
+        ScalarType::BF16 => "bf16",
+        other => return Err(format!("wgmma multiplies f16 or bf16, not {other}")),
+    };
+    let da = descriptor(e, a)?;
+    let db = descriptor(e, b)?;
+    // The scale-d predicate: true, accumulate (the accumulators start as the dot's `acc`).
+    let p = e.tmp(Class::Pred);
+    let z = zero(e);
+    e.ins(format!("setp.eq.u32 {p}, {z}, 0"));
+    let d: Vec<String> = acc.iter().map(|&r| e.r(r)).collect();
+    let trans = |m: &SmemMatrix| u32::from(m.major == MatrixMajor::MN);
+    e.ins(format!(
+        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{}}}, {da}, {db}, {p}, 1, 1, {}, {}",
+        d.join(", "),
+        trans(a),
+        trans(b)
+    ));
+    Ok(())
+}
+
+/// A zero in a 32-bit register, for the predicate of [`wgmma`].
+fn zero(e: &mut Emitter) -> String {
+    let z = e.tmp(Class::R);
+    e.ins(format!("mov.u32 {z}, 0"));
+    z
+}
+
+/// The 64-bit descriptor of `m` in a fresh register.
+fn descriptor(e: &mut Emitter, m: &SmemMatrix) -> Result<String, String> {
+    let mode: u64 = match m.swizzle {
+        128 => 1,
+        64 => 2,
+        32 => 3,
+        other => return Err(format!("no wgmma swizzle mode for {other}-byte rows")),
+    };
+    let field = |bytes: u32, what: &str| -> Result<u64, String> {
+        let v = u64::from(bytes >> 4);
+        if bytes % 16 != 0 || v >= 1 << 14 {
+            return Err(format!("a wgmma {what} of {bytes} bytes does not fit its descriptor"));
+        }
+        Ok(v)
+    };
+    let constant = field(m.lbo, "leading byte offset")? << 16 | field(m.sbo, "stride byte offset")? << 32 | mode << 62;
+    let size = e.k.shared[m.alloc as usize].elem.size_bytes();
+    let addr = shared_addr(e, m.alloc, m.index, size);
+    let start = e.tmp(Class::R);
+    e.ins(format!("bfe.u32 {start}, {addr}, 4, 14"));
+    let wide = e.tmp(Class::Rd);
+    e.ins(format!("cvt.u64.u32 {wide}, {start}"));
+    let desc = e.tmp(Class::Rd);
+    e.ins(format!("or.b64 {desc}, {wide}, {constant}"));
+    Ok(desc)
+}
+
+/// `fence.proxy.async.shared::cta`, `wgmma.fence`, `wgmma.commit_group` and
+/// `wgmma.wait_group`: `what` is the instruction.
+pub(crate) fn ordering(e: &mut Emitter, what: &str) -> Res {
+    require_sm90(e, what)?;
+    e.ins(what);
+    Ok(())
+}
+
+fn require_sm90(e: &Emitter, what: &str) -> Res {
+    if e.target.sm != 90 {
+        return Err(format!(
+            "{what} needs sm_90a (Hopper), the target is sm_{}",
+            e.target.sm
+        ));
+    }
+    Ok(())
+}

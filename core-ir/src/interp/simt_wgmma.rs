@@ -1,0 +1,184 @@
+//! The simulator's warpgroup matrix multiply-adds (`Stmt::Wgmma`, `WgmmaCommit`,
+//! `WgmmaWait`, `WgmmaFence`, `FenceProxyAsync`).
+//!
+//! A `wgmma` reads its operands from shared memory through the canonical layouts of its
+//! descriptors, modelled from the PTX ISA's definition alone (address, leading and stride
+//! byte offsets, swizzle on the address bits), so a lowering that stores a tile one way and
+//! describes it another gives wrong products here as it would on the GPU. The operands are
+//! read when it is issued (after the barrier that publishes them); its results land in the
+//! accumulator registers only at the `WgmmaWait` that covers its group, so reading them
+//! earlier reads the old values. All threads of a program issue, commit and wait together
+//! (control flow is uniform), so groups are kept per program.
+
+use super::{fault, Access, Sim, SimFault};
+use crate::interp::error::FaultKind;
+use crate::interp::memory;
+use crate::interp::tensor::{Data, Pointer};
+use crate::thread::{MatrixMajor, Memory as Space, Reg, SmemMatrix};
+
+/// One issued `wgmma`: the accumulator registers and the values they get at its wait.
+#[derive(Clone, Debug)]
+pub(super) struct PendingWgmma {
+    acc: Vec<Reg>,
+    values: Vec<Vec<f64>>,
+}
+
+/// The wgmmas issued and not yet waited for.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Wgmmas {
+    open: Vec<PendingWgmma>,
+    groups: std::collections::VecDeque<Vec<PendingWgmma>>,
+}
+
+impl Wgmmas {
+    /// The value the newest issued, not yet waited-for wgmma gives register `r`, if any.
+    fn latest(&self, r: Reg) -> Option<Vec<f64>> {
+        let issued = self.groups.iter().flatten().chain(&self.open);
+        issued
+            .filter_map(|w| w.acc.iter().position(|&a| a == r).map(|i| w.values[i].clone()))
+            .last()
+    }
+}
+
+/// The byte offset from a matrix's start of element `(i, k)` (row `i` of A, column `i` of
+/// B; `k` along K) in its canonical layout, before the swizzle.
+fn canonical_offset(m: &SmemMatrix, i: u32, k: u32) -> u32 {
+    let s = m.swizzle;
+    match m.major {
+        MatrixMajor::K => (i / 8) * m.sbo + (i % 8) * s + 2 * k,
+        MatrixMajor::MN => {
+            let c = s / 2;
+            (i / c) * m.lbo + (k / 8) * m.sbo + (k % 8) * s + 2 * (i % c)
+        }
+    }
+}
+
+/// The swizzle of the descriptor's mode on a byte address (from a 1024-byte boundary):
+/// 16-byte chunk bits XORed with the bits from 7 up, as many as the row has chunks.
+fn swizzle(addr: u32, swizzle_bytes: u32) -> u32 {
+    let mask = swizzle_bytes / 16 - 1;
+    addr ^ (((addr >> 7) & mask) << 4)
+}
+
+impl Sim<'_> {
+    /// `Stmt::Wgmma` in every warpgroup.
+    pub(super) fn wgmma(&mut self, acc: &[Reg], a: &SmemMatrix, b: &SmemMatrix, n: u32) -> Result<(), SimFault> {
+        self.serial += 1;
+        let n = n as usize;
+        // wgmmas chain through their accumulators: one issued after another on the same
+        // registers adds to its result, landed or not.
+        let cv: Vec<Vec<f64>> = acc
+            .iter()
+            .map(|&r| match self.wgmmas.latest(r) {
+                Some(v) => Ok(v),
+                None => self.float_column(r),
+            })
+            .collect::<Result<_, _>>()?;
+        let mut out = vec![vec![0.0f64; self.threads]; acc.len()];
+        for wg in 0..self.threads / 128 {
+            let first = wg * 128;
+            let am = self.wgmma_operand(a, first, 64, true)?;
+            let bm = self.wgmma_operand(b, first, n as u32, false)?;
+            for w in 0..4 {
+                for l in 0..32 {
+                    let t = first + 32 * w + l;
+                    for (x, column) in out.iter_mut().enumerate() {
+                        let (j, h, e) = (x / 4, (x / 2) % 2, x % 2);
+                        let (r, c) = (16 * w + 8 * h + l / 4, 8 * j + 2 * (l % 4) + e);
+                        let sum: f64 = cv[x][t] + (0..16).map(|k| am[r][k] * bm[k][c]).sum::<f64>();
+                        column[t] = sum as f32 as f64;
+                    }
+                }
+            }
+        }
+        self.wgmmas.open.push(PendingWgmma {
+            acc: acc.to_vec(),
+            values: out,
+        });
+        Ok(())
+    }
+
+    /// Operand `m` of the warpgroup whose first thread is `first`, as a matrix: A (64 x 16,
+    /// `rows_along_i` with `i` the row) or B (16 x `n`, indexed `[k][i]`).
+    fn wgmma_operand(
+        &mut self,
+        m: &SmemMatrix,
+        first: usize,
+        extent: u32,
+        is_a: bool,
+    ) -> Result<Vec<Vec<f64>>, SimFault> {
+        let space = Space::Shared { alloc: m.alloc };
+        let idx = self.read(m.index, None)?.ints()?.to_vec();
+        let start = idx[first];
+        if let Some(t) = (first..first + 128).find(|&t| idx[t] != start) {
+            return Err(fault(
+                FaultKind::InvalidIr,
+                t,
+                format!(
+                    "a wgmma operand's start differs within a warpgroup: element {} here, {start} in thread {first}",
+                    idx[t]
+                ),
+            ));
+        }
+        let elem = self.k.shared[m.alloc as usize].elem;
+        let eb = elem.size_bytes() as i64;
+        let start_byte = start * eb;
+        if start_byte % 16 != 0 {
+            return Err(fault(
+                FaultKind::Misaligned,
+                first,
+                format!("a wgmma operand starts at byte {start_byte}, not a multiple of 16"),
+            ));
+        }
+        let mut ptrs = Vec::new();
+        for i in 0..extent {
+            for k in 0..16 {
+                let byte = start_byte as u32 + canonical_offset(m, i, k);
+                let at = swizzle(byte, m.swizzle) as i64 / eb;
+                ptrs.push(Pointer {
+                    param: m.alloc,
+                    offset: at,
+                });
+            }
+        }
+        for p in &ptrs {
+            self.shared.locate(*p).map_err(|f| SimFault {
+                kind: f.kind,
+                thread: Some(first),
+                message: format!("a wgmma operand: {}", f.message),
+            })?;
+            self.touch(space, p.offset, first, Access::Read)?;
+        }
+        let Data::Float(v) = memory::load(&self.shared, elem, &ptrs, None, None)? else {
+            return Err(fault(FaultKind::InvalidIr, first, "wgmma of a non-float buffer".into()));
+        };
+        // v[16 i + k]
+        Ok(if is_a {
+            (0..extent as usize).map(|i| v[16 * i..16 * i + 16].to_vec()).collect()
+        } else {
+            (0..16)
+                .map(|k| (0..extent as usize).map(|i| v[16 * i + k]).collect())
+                .collect()
+        })
+    }
+
+    /// `Stmt::WgmmaCommit`.
+    pub(super) fn wgmma_commit(&mut self) {
+        let group = std::mem::take(&mut self.wgmmas.open);
+        self.wgmmas.groups.push_back(group);
+    }
+
+    /// `Stmt::WgmmaWait`: the oldest groups' results land until at most `pending` remain.
+    pub(super) fn wgmma_wait(&mut self, pending: u32) -> Result<(), SimFault> {
+        while self.wgmmas.groups.len() > pending as usize {
+            let group = self.wgmmas.groups.pop_front().expect("a group");
+            let all = vec![true; self.threads];
+            for w in group {
+                for (&r, v) in w.acc.iter().zip(w.values) {
+                    self.write_where(r, &Data::Float(v), &all)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

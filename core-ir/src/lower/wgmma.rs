@@ -1,0 +1,234 @@
+//! `dot` on Hopper's warpgroup MMA (`wgmma.mma_async`, `Stmt::Wgmma`) where the target has
+//! it: f16 or bf16 inputs, an f32 accumulator, warps in whole warpgroups of 4 and a tile of
+//! whole m64 steps per warpgroup. The operands are read from shared memory through matrix
+//! descriptors, so no thread loads fragments: the instruction that `mma.sync` needs most of
+//! the issue slots for (`ldmatrix`) is gone, and the MMAs of a warpgroup run while its
+//! threads issue the next copies.
+//!
+//! The accumulator keeps `mma.sync`'s blocked layout with every warp along M (`warps_per_cta
+//! [num_warps, 1]`, see `mma.rs`): warp `w` holds the 8-row groups `w`, `w + num_warps`, ...,
+//! two per m16 tile, and lane `l` the columns `2 (l % 4)`, `+1` of each n8 block: exactly a
+//! wgmma accumulator fragment once the rows of each m64 step are the ones its warps hold.
+//! Rather than a new register layout (which epilogues, reductions and stores would then
+//! have to learn), the A operand's rows are stored in that order ([`WarpgroupRows`]): one
+//! warpgroup's m64 step reads 64 consecutive stored rows, which are the logical rows its
+//! four warps hold. B needs no reordering: its columns are the accumulator's.
+//!
+//! Tiles are [`SwizzledTile::for_wgmma`]: A stored K-major (rows along K, whatever its
+//! layout in registers or memory; a column-major A is staged from registers), B K-major or
+//! N-major as it comes (`imm-trans-b`), rows of at most 128 bytes swizzled as the
+//! descriptor's mode, buffers on 1024-byte boundaries.
+
+use super::mma::{Operand, SharedOperand};
+use super::{LVal, LowerError, Lowerer};
+use crate::ir::{BinaryOp, Inst, Literal, Op};
+use crate::layout::{SwizzledTile, WarpgroupRows};
+use crate::thread::{Expr, MatrixMajor, Reg, SmemMatrix, Special, Stmt};
+use crate::types::{Elem, ScalarType, Shape};
+
+/// How one `dot` splits over warpgroups.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WgmmaShape {
+    m: u32,
+    n: u32,
+    k: u32,
+    warps: u32,
+}
+
+impl WgmmaShape {
+    fn warpgroups(&self) -> u32 {
+        self.warps / 4
+    }
+    /// Rows of the block each warpgroup owns.
+    fn warpgroup_rows(&self) -> u32 {
+        self.m / self.warpgroups()
+    }
+    /// The shared tile of operand `which` of dims `dims` whose memory layout is contiguous
+    /// along `contiguous` (B only: A is always stored K-major): the tile and the dimension
+    /// its rows run along.
+    pub(crate) fn tile(&self, which: Operand, contiguous: usize, elem_bytes: u32) -> Option<(SwizzledTile, usize)> {
+        match which {
+            Operand::A => {
+                let rows = WarpgroupRows {
+                    warps: self.warps,
+                    warpgroup_rows: self.warpgroup_rows(),
+                };
+                Some((SwizzledTile::for_wgmma(self.m, self.k, elem_bytes, Some(rows))?, 1))
+            }
+            Operand::B if contiguous == 1 => Some((SwizzledTile::for_wgmma(self.k, self.n, elem_bytes, None)?, 1)),
+            Operand::B => Some((SwizzledTile::for_wgmma(self.n, self.k, elem_bytes, None)?, 0)),
+        }
+    }
+}
+
+impl Lowerer<'_> {
+    /// How `dot` `inst` runs on warpgroup MMAs, or `None` when it does not.
+    pub(crate) fn wgmma_shape(&self, inst: &Inst) -> Option<WgmmaShape> {
+        let Op::Dot { a, b, acc, .. } = inst.op else {
+            return None;
+        };
+        if !self.target.wgmma || self.target.warp_size != 32 {
+            return None;
+        }
+        let (ta, tb, tc) = (self.k.ty(a), self.k.ty(b), self.k.ty(acc));
+        let (Elem::Scalar(input), Elem::Scalar(ScalarType::F32)) = (ta.elem, tc.elem) else {
+            return None;
+        };
+        if !matches!(input, ScalarType::F16 | ScalarType::BF16) {
+            return None;
+        }
+        let ([m, k], n) = (ta.shape.dims().try_into().ok()?, tb.shape.dims()[1]);
+        let warps = self.target.num_warps;
+        if warps % 4 != 0 || !warps.is_power_of_two() || m % (16 * warps) != 0 || n % 8 != 0 || n > 256 || k % 16 != 0 {
+            return None;
+        }
+        let shape = WgmmaShape { m, n, k, warps };
+        // Both layouts of B must be possible, so that the choice does not depend on it.
+        let eb = input.size_bytes() as u32;
+        shape.tile(Operand::A, 1, eb)?;
+        shape.tile(Operand::B, 0, eb)?;
+        shape.tile(Operand::B, 1, eb)?;
+        Some(shape)
+    }
+
+    /// `dot` on warpgroup MMAs, or `None` when it does not run there.
+    pub(crate) fn dot_wgmma(&mut self, inst: &Inst) -> Result<Option<LVal>, LowerError> {
+        let Some(shape) = self.wgmma_shape(inst) else {
+            return Ok(None);
+        };
+        let Some(plan) = self.mma_plan(inst) else {
+            return Err(self.internal("a wgmma dot without an mma layout"));
+        };
+        let Op::Dot { a, b, acc, .. } = inst.op else {
+            return Err(self.internal("not a dot"));
+        };
+        let input = plan.input;
+        let layout = plan.layout;
+        let (sa, a_here) = self.shared_operand(inst, a, Operand::A, input)?;
+        let (sb, b_here) = self.shared_operand(inst, b, Operand::B, input)?;
+        if a_here || b_here {
+            self.emit(Stmt::FenceProxyAsync);
+            self.emit(Stmt::Barrier);
+        }
+
+        let (m, n) = (shape.m, shape.n);
+        let map = layout.map(Shape::new(&[m, n]).expect("the dot's result shape"));
+        let reps = shape.warpgroup_rows() / 64;
+        if map.count[0] != 2 * reps || map.count[1] != n / 4 {
+            return Err(self.internal("the wgmma accumulator does not match its blocked layout"));
+        }
+        let init = self.ensure(acc, layout)?;
+        // In flight across the loop's back edge, the MMAs update the carried registers in
+        // place (the loop's yield then copies nothing); otherwise `acc` stays untouched.
+        let in_flight = self.wgmma_in_flight == inst.results.first().copied() && init == self.lval(acc)?.regs;
+        let out: Vec<Reg> = if in_flight {
+            init
+        } else {
+            init.iter().map(|&r| self.set(ScalarType::F32, Expr::Copy(r))).collect()
+        };
+
+        // Where each warpgroup's rows of A start.
+        let i32t = ScalarType::I32;
+        let tid = self.pset(i32t, Expr::Special(Special::ThreadId));
+        let seven = self.i32c(7);
+        let wg = self.pset(i32t, Expr::Binary(BinaryOp::Shr, tid, seven));
+        let a_rows = self.i32c((shape.warpgroup_rows() * sa.tile.block_cols) as i64);
+        let a_wg = self.pset(i32t, Expr::Binary(BinaryOp::Mul, wg, a_rows));
+        let a_base = match sa.stage {
+            Some(s) => self.set(i32t, Expr::Binary(BinaryOp::Add, a_wg, s)),
+            None => a_wg,
+        };
+        let eb = input.size_bytes() as u32;
+
+        self.emit(Stmt::WgmmaFence);
+        for ks in 0..shape.k / 16 {
+            let kk = ks * 16;
+            let b_matrix = {
+                let t = sb.tile;
+                let row_bytes = t.block_row_bytes(eb);
+                let (offset, major, lbo) = if sb.contiguous == 1 {
+                    // N-major: K runs down the rows of every column block.
+                    (kk * t.block_cols, MatrixMajor::MN, t.rows * row_bytes)
+                } else {
+                    let (block, within) = (kk / t.block_cols, kk % t.block_cols);
+                    (block * t.rows * t.block_cols + within, MatrixMajor::K, 16)
+                };
+                let index = self.offset_reg(sb.stage, offset);
+                SmemMatrix {
+                    alloc: sb.alloc,
+                    index,
+                    major,
+                    swizzle: row_bytes,
+                    lbo,
+                    sbo: 8 * row_bytes,
+                }
+            };
+            for i in 0..reps {
+                let t = sa.tile;
+                let (block, within) = (kk / t.block_cols, kk % t.block_cols);
+                let offset = block * t.rows * t.block_cols + 64 * i * t.block_cols + within;
+                let index = self.offset_reg(Some(a_base), offset);
+                let row_bytes = t.block_row_bytes(eb);
+                let a_matrix = SmemMatrix {
+                    alloc: sa.alloc,
+                    index,
+                    major: MatrixMajor::K,
+                    swizzle: row_bytes,
+                    lbo: 16,
+                    sbo: 8 * row_bytes,
+                };
+                // acc[4j + 2h + e]: row repetition 2i + h, column 2j + e of the blocked map.
+                let regs: Vec<Reg> = (0..n / 2)
+                    .map(|x| {
+                        let (j, h, e) = (x / 4, (x / 2) % 2, x % 2);
+                        out[map.join([2 * i + h, 2 * j + e, 0])]
+                    })
+                    .collect();
+                self.emit(Stmt::Wgmma {
+                    acc: regs,
+                    a: a_matrix,
+                    b: b_matrix,
+                    n,
+                });
+            }
+        }
+        self.emit(Stmt::WgmmaCommit);
+        self.emit(Stmt::WgmmaWait {
+            pending: u32::from(in_flight),
+        });
+        if a_here || b_here {
+            // The buffers may be written again (the next iteration of an enclosing loop).
+            self.emit(Stmt::Barrier);
+        }
+        Ok(Some(LVal {
+            layout,
+            regs: out,
+            ptr: None,
+        }))
+    }
+
+    /// `base + offset` (`offset` alone without a base) as an i32 register.
+    fn offset_reg(&mut self, base: Option<Reg>, offset: u32) -> Reg {
+        let c = self.konst(ScalarType::I32, Literal::Int(offset as i64));
+        match base {
+            Some(b) if offset == 0 => b,
+            Some(b) => self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, b, c)),
+            None => c,
+        }
+    }
+}
+
+/// The operand tile for `dot` operand `which`: the wgmma one where the dot runs there, else
+/// the `ldmatrix` one; and the dimension its rows run along.
+pub(crate) fn operand_tile(
+    wgmma: Option<WgmmaShape>,
+    which: Operand,
+    dims: [u32; 2],
+    contiguous: usize,
+    elem: ScalarType,
+) -> Option<(SwizzledTile, usize)> {
+    match wgmma {
+        Some(s) => s.tile(which, contiguous, elem.size_bytes() as u32),
+        None => Some((SharedOperand::tile_for(dims, contiguous, elem), contiguous)),
+    }
+}
