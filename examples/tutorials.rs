@@ -250,6 +250,11 @@ pub fn matmul_configs() -> Vec<Config> {
         // half the registers of 4 warps' 64x64, so that two programs of 8 warps share a
         // multiprocessor (4 warps a scheduler instead of 2 to cover `mma.sync`'s latency).
         (128, 128, 32, 4, 8),
+        // Nor these: on Hopper's warpgroup MMAs, a fourth stage lets the copies run two
+        // iterations ahead while one group of MMAs stays in flight (the hand-written study's
+        // best schedule, `benches/cuda/wgmma_hand.cu`).
+        (128, 128, 64, 4, 8),
+        (256, 128, 64, 3, 8),
     ]
     .into_iter()
     .map(|(bm, bn, bk, stages, warps)| {
