@@ -387,7 +387,7 @@ fn matmul_on_the_tensor_cores_passes_ptxas() {
     );
 }
 
-/// The tutorial's configurations (its `BLOCK_K = 64` ones too) as the CUDA backend lowers
+/// The matmul configurations the tutorial tries (`matmul_configs`) as the CUDA backend lowers
 /// them on an H100: `dot` on warpgroup MMAs (`wgmma`, sm_90a) where the warps make whole
 /// warpgroups, `mma.sync` elsewhere, operands pipelined over `num_stages` buffers. Each passes
 /// ptxas for sm_90a without spilling (`cargo test -p rutile-ptx --test seeds warpgroup --
@@ -399,9 +399,12 @@ fn matmul_on_warpgroup_mmas_passes_ptxas() {
         .map(|&(bm, bn, stages, warps)| (bm, bn, 32, stages, warps))
         .chain([
             (128, 256, 64, 3, 8),
-            (64, 256, 64, 4, 4),
-            (128, 128, 64, 4, 4),
-            (128, 128, 64, 3, 8),
+            (128, 64, 64, 4, 4),
+            (64, 128, 64, 4, 4),
+            (128, 32, 64, 4, 4),
+            (128, 128, 32, 4, 8),
+            (128, 128, 64, 4, 8),
+            (256, 128, 64, 3, 8),
         ]);
     let mut spilling = Vec::new();
     for (bm, bn, bk, stages, warps) in configs {
