@@ -46,6 +46,8 @@ mod bounds;
 mod cases;
 mod inputs;
 mod run;
+mod scans;
 mod values;
 
 pub use self::{bounds::*, cases::*, inputs::*, run::*, values::*};
+use self::scans::scan_cases;
