@@ -597,3 +597,11 @@ fn printed_kernels_show_the_combine_region() {
     }
     rutile_ir::verify::verify(&k).unwrap();
 }
+
+#[test]
+fn a_scan_too_large_for_shared_memory_is_a_lowering_error() {
+    let (k, _, _) = tile_kernel("big", Tile { rows: 0, cols: 8192 }, F32, None, 0.0, |_, v, _| v.cumsum(0, false));
+    let t = Target { max_shared_bytes: 48 * 1024, ..target(32, 4, true) };
+    let e = lower(&k, &t, &Specialization::none(k.params.len())).unwrap_err().to_string();
+    assert!(e.contains("shared memory") || e.contains("shared"), "{e}");
+}
