@@ -11,7 +11,13 @@ use rutile_ir::{Kernel, KernelBuilder, Value};
 
 /// A kernel over a masked `[rows, cols]` (1-D when `rows` is 0) block of `elem`: `f` of
 /// it, stored densely.
-fn kernel(name: &str, elem: ScalarType, rows: u32, cols: u32, f: impl for<'b> FnOnce(&'b KernelBuilder, Value<'b>) -> Value<'b>) -> Kernel {
+fn kernel(
+    name: &str,
+    elem: ScalarType,
+    rows: u32,
+    cols: u32,
+    f: impl for<'b> FnOnce(&'b KernelBuilder, Value<'b>) -> Value<'b>,
+) -> Kernel {
     Kernel::build(name, |k| {
         let x = k.arg_ptr("x", elem);
         let n = k.arg_i32("n");
@@ -39,8 +45,12 @@ fn kernel(name: &str, elem: ScalarType, rows: u32, cols: u32, f: impl for<'b> Fn
 
 fn assemble(label: &str, k: &Kernel) {
     for warps in [1, 4, 8] {
-        let t = rutile_ir::lower::lower(k, &Target::nvidia(warps, 48 * 1024), &Specialization::none(k.params.len()))
-            .unwrap_or_else(|e| panic!("{label}, {warps} warps: {e}"));
+        let t = rutile_ir::lower::lower(
+            k,
+            &Target::nvidia(warps, 48 * 1024),
+            &Specialization::none(k.params.len()),
+        )
+        .unwrap_or_else(|e| panic!("{label}, {warps} warps: {e}"));
         support::emit_80_90(&t);
     }
 }
@@ -52,23 +62,41 @@ fn scans_and_combine_reductions_assemble() {
             for axis in if rows == 0 { vec![0] } else { vec![0, 1] } {
                 for reverse in [false, true] {
                     let label = format!("cumsum {elem} {rows}x{cols} axis {axis} reverse {reverse}");
-                    assemble(&label, &kernel("cumsum", elem, rows, cols, |_, v| v.cumsum(axis, reverse)));
+                    assemble(
+                        &label,
+                        &kernel("cumsum", elem, rows, cols, |_, v| v.cumsum(axis, reverse)),
+                    );
                     let label = format!("cumprod {elem} {rows}x{cols} axis {axis} reverse {reverse}");
-                    assemble(&label, &kernel("cumprod", elem, rows, cols, |_, v| v.cumprod(axis, reverse)));
+                    assemble(
+                        &label,
+                        &kernel("cumprod", elem, rows, cols, |_, v| v.cumprod(axis, reverse)),
+                    );
                 }
                 let label = format!("tuple scan {elem} {rows}x{cols} axis {axis}");
-                assemble(&label, &kernel("tuple_scan", elem, rows, cols, |k, v| {
-                    k.associative_scan_n(&[v, v + 1], axis, false, |_, a, b| vec![a[0] * b[0], a[1] * b[0] + b[1]])[1]
-                }));
+                assemble(
+                    &label,
+                    &kernel("tuple_scan", elem, rows, cols, |k, v| {
+                        k.associative_scan_n(&[v, v + 1], axis, false, |_, a, b| {
+                            vec![a[0] * b[0], a[1] * b[0] + b[1]]
+                        })[1]
+                    }),
+                );
                 let label = format!("argmax reduction {elem} {rows}x{cols} axis {axis}");
-                assemble(&label, &kernel("argmax", elem, rows, cols, |k, v| {
-                    let idx = k.arange(0, cols as i32);
-                    let idx = if rows == 0 { idx } else { idx.expand_dims(0).broadcast_to(&[rows, cols]) };
-                    k.reduce_n(&[v, idx], axis, true, |k, a, b| {
-                        let take = b[0].gt(a[0]) | (b[0].eq(a[0]) & b[1].lt(a[1]));
-                        vec![k.where_(take, b[0], a[0]), k.where_(take, b[1], a[1])]
-                    })[1]
-                }));
+                assemble(
+                    &label,
+                    &kernel("argmax", elem, rows, cols, |k, v| {
+                        let idx = k.arange(0, cols as i32);
+                        let idx = if rows == 0 {
+                            idx
+                        } else {
+                            idx.expand_dims(0).broadcast_to(&[rows, cols])
+                        };
+                        k.reduce_n(&[v, idx], axis, true, |k, a, b| {
+                            let take = b[0].gt(a[0]) | (b[0].eq(a[0]) & b[1].lt(a[1]));
+                            vec![k.where_(take, b[0], a[0]), k.where_(take, b[1], a[1])]
+                        })[1]
+                    }),
+                );
             }
         }
     }
@@ -81,19 +109,28 @@ fn sorts_gathers_and_histograms_assemble() {
             for axis in if rows == 0 { vec![0] } else { vec![0, 1] } {
                 for descending in [false, true] {
                     let label = format!("sort {elem} {rows}x{cols} axis {axis} descending {descending}");
-                    assemble(&label, &kernel("sort", elem, rows, cols, |_, v| v.sort(axis, descending)));
+                    assemble(
+                        &label,
+                        &kernel("sort", elem, rows, cols, |_, v| v.sort(axis, descending)),
+                    );
                 }
                 let label = format!("gather {elem} {rows}x{cols} axis {axis}");
-                assemble(&label, &kernel("gather", elem, rows, cols, |_, v| {
-                    let len = if rows == 0 || axis == 1 { cols } else { rows };
-                    let idx = (v.to(I64) & 0xff) % len as i64;
-                    v.gather(idx, axis)
-                }));
+                assemble(
+                    &label,
+                    &kernel("gather", elem, rows, cols, |_, v| {
+                        let len = if rows == 0 || axis == 1 { cols } else { rows };
+                        let idx = (v.to(I64) & 0xff) % len as i64;
+                        v.gather(idx, axis)
+                    }),
+                );
             }
         }
         if !elem.is_float() {
             for bins in [16, 512] {
-                assemble(&format!("histogram {elem} {bins}"), &kernel("histogram", elem, 0, 256, |_, v| v.histogram(bins)));
+                assemble(
+                    &format!("histogram {elem} {bins}"),
+                    &kernel("histogram", elem, 0, 256, |_, v| v.histogram(bins)),
+                );
             }
         }
     }

@@ -126,7 +126,11 @@ impl Kernel {
                 write!(t, "{name} {}, axis={axis} combine({})", list(values), list(args))
             }
             Op::Gather { src, index, axis } => write!(t, "{name} {}, {}, axis={axis}", v(*src), v(*index)),
-            Op::Sort { value, axis, descending } => {
+            Op::Sort {
+                value,
+                axis,
+                descending,
+            } => {
                 write!(t, "{name} {}, axis={axis}", v(*value))?;
                 if *descending {
                     write!(t, ", descending")?;

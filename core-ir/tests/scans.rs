@@ -81,7 +81,13 @@ const TILES: [Tile; 7] = [
 
 /// Row-major offsets of a whole tile with row stride `stride`, and the mask of the
 /// `n_rows x n_cols` corner (the matrix in memory is ragged).
-fn tile_offsets<'b>(k: &'b KernelBuilder, t: Tile, stride: Value<'b>, n_rows: Value<'b>, n_cols: Value<'b>) -> (Value<'b>, Value<'b>) {
+fn tile_offsets<'b>(
+    k: &'b KernelBuilder,
+    t: Tile,
+    stride: Value<'b>,
+    n_rows: Value<'b>,
+    n_cols: Value<'b>,
+) -> (Value<'b>, Value<'b>) {
     let c = k.arange(0, t.cols as i32);
     if t.rows == 0 {
         return (c, c.lt(n_cols));
@@ -120,7 +126,11 @@ fn tile_kernel(
         let y_elem_probe = k.arg_i32("n_rows");
         let n_cols = k.arg_i32("n_cols");
         let (offs, mask) = tile_offsets(k, t, n_cols, y_elem_probe, n_cols);
-        let fill_value = if elem.is_float() { k.scalar(fill, elem) } else { k.scalar(fill as i64, elem) };
+        let fill_value = if elem.is_float() {
+            k.scalar(fill, elem)
+        } else {
+            k.scalar(fill as i64, elem)
+        };
         let v = k.load_masked(x + offs, mask, fill_value);
         let i = match (idx_ptr, index) {
             (Some(p), Some((s, it))) => {
@@ -146,8 +156,18 @@ fn random(rng: &mut Rng, elem: ScalarType, n: usize, lo: f64, hi: f64) -> HostBu
         F32 => HostBuffer::from_slice(&rng.f32s(n, lo as f32, hi as f32)),
         F16 => HostBuffer::from_slice(&rng.f16s(n, lo as f32, hi as f32)),
         I32 => HostBuffer::from_slice(&rng.i32s(n, lo as i32, hi as i32)),
-        I64 => HostBuffer::from_slice(&rng.i32s(n, lo as i32, hi as i32).iter().map(|&v| v as i64).collect::<Vec<_>>()),
-        U8 => HostBuffer::from_slice(&rng.i32s(n, lo as i32, hi as i32).iter().map(|&v| v as u8).collect::<Vec<_>>()),
+        I64 => HostBuffer::from_slice(
+            &rng.i32s(n, lo as i32, hi as i32)
+                .iter()
+                .map(|&v| v as i64)
+                .collect::<Vec<_>>(),
+        ),
+        U8 => HostBuffer::from_slice(
+            &rng.i32s(n, lo as i32, hi as i32)
+                .iter()
+                .map(|&v| v as u8)
+                .collect::<Vec<_>>(),
+        ),
         _ => unreachable!("{elem}"),
     }
 }
@@ -161,7 +181,14 @@ struct Case {
     rel: f64,
 }
 
-fn case(name: String, (kernel, out_shape, out_elem): (Kernel, Vec<u32>, ScalarType), mut inputs: Vec<HostBuffer>, n_rows: u32, n_cols: u32, rel: f64) -> Case {
+fn case(
+    name: String,
+    (kernel, out_shape, out_elem): (Kernel, Vec<u32>, ScalarType),
+    mut inputs: Vec<HostBuffer>,
+    n_rows: u32,
+    n_cols: u32,
+    rel: f64,
+) -> Case {
     let out_len = out_shape.iter().product::<u32>().max(1) as usize;
     let mut args: Vec<ArgValue> = (0..inputs.len()).map(ptr).collect();
     args.push(ArgValue::Int(n_rows as i64));
@@ -197,7 +224,10 @@ fn run_case(c: &Case) -> Vec<String> {
     }
     let mut failures = Vec::new();
     for t in targets() {
-        let at = format!("{} [warp {} x {} warps, shuffles {}]", c.name, t.warp_size, t.num_warps, t.shuffles);
+        let at = format!(
+            "{} [warp {} x {} warps, shuffles {}]",
+            c.name, t.warp_size, t.num_warps, t.shuffles
+        );
         let tk = match lower(&c.kernel, &t, &Specialization::none(c.args.len())) {
             Ok(tk) => tk,
             Err(e) => {
@@ -224,7 +254,12 @@ fn run_case(c: &Case) -> Vec<String> {
 
 fn check_all(cases: &[Case]) {
     let failures: Vec<String> = cases.iter().flat_map(run_case).collect();
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+    );
 }
 
 /// The ragged corner of a tile: every dimension cut short (but at least 1).
@@ -258,7 +293,14 @@ fn interpret(c: &Case, t: Tile, fill: i64) -> (Vec<i64>, Vec<i64>) {
             tile[r * t.cols as usize + col] = x[r * n_cols + col] as i64;
         }
     }
-    let out = bufs.last().unwrap().to_vec::<i32>().unwrap().into_iter().map(i64::from).collect();
+    let out = bufs
+        .last()
+        .unwrap()
+        .to_vec::<i32>()
+        .unwrap()
+        .into_iter()
+        .map(i64::from)
+        .collect();
     (tile, out)
 }
 
@@ -273,15 +315,28 @@ fn interpreter_scans_follow_the_definition() {
                 // Composition of affine maps `h -> m h + c`: associative, not commutative
                 // (wrapping i32 is a ring), a tuple of two.
                 let k = tile_kernel("scan", t, I32, None, 3.0, |k, v, _| {
-                    k.associative_scan_n(&[v, v + 1], axis, reverse, |_, a, b| vec![a[0] * b[0], a[1] * b[0] + b[1]])[1]
+                    k.associative_scan_n(&[v, v + 1], axis, reverse, |_, a, b| {
+                        vec![a[0] * b[0], a[1] * b[0] + b[1]]
+                    })[1]
                 });
-                let c = case(format!("{t:?} axis {axis} reverse {reverse}"), k, vec![x], n_rows, n_cols, 0.0);
+                let c = case(
+                    format!("{t:?} axis {axis} reverse {reverse}"),
+                    k,
+                    vec![x],
+                    n_rows,
+                    n_cols,
+                    0.0,
+                );
                 let (tile, out) = interpret(&c, t, 3);
                 let (outer, n, inner) = around(&t.dims(), axis as usize);
                 for o in 0..outer {
                     for i in 0..inner {
                         let at = |j: usize| o * n * inner + j * inner + i;
-                        let order: Vec<usize> = if reverse { (0..n).rev().collect() } else { (0..n).collect() };
+                        let order: Vec<usize> = if reverse {
+                            (0..n).rev().collect()
+                        } else {
+                            (0..n).collect()
+                        };
                         let mut acc: Option<(i32, i32)> = None;
                         for &j in &order {
                             let (m, c1) = (tile[at(j)] as i32, tile[at(j)] as i32 + 1);
@@ -308,20 +363,38 @@ fn interpreter_reduce_sort_gather_histogram_follow_the_definitions() {
             let x = random(&mut rng, I32, (n_rows * n_cols) as usize, -50.0, 50.0);
             let (outer, n, inner) = around(&t.dims(), axis as usize);
             // reduce with a non-commutative combine: the fold in order.
-            let k = tile_kernel("reduce", t, I32, None, -7.0, |_, v, _| v.reduce(axis, false, |_, a, b| a * 3 - b));
-            let c = case(format!("reduce {t:?} axis {axis}"), k, vec![x.clone()], n_rows, n_cols, 0.0);
+            let k = tile_kernel("reduce", t, I32, None, -7.0, |_, v, _| {
+                v.reduce(axis, false, |_, a, b| a * 3 - b)
+            });
+            let c = case(
+                format!("reduce {t:?} axis {axis}"),
+                k,
+                vec![x.clone()],
+                n_rows,
+                n_cols,
+                0.0,
+            );
             let (tile, out) = interpret(&c, t, -7);
             for o in 0..outer {
                 for i in 0..inner {
                     let at = |j: usize| o * n * inner + j * inner + i;
-                    let want = (1..n).fold(tile[at(0)] as i32, |a, j| a.wrapping_mul(3).wrapping_sub(tile[at(j)] as i32));
+                    let want = (1..n).fold(tile[at(0)] as i32, |a, j| {
+                        a.wrapping_mul(3).wrapping_sub(tile[at(j)] as i32)
+                    });
                     assert_eq!(out[o * inner + i], want as i64, "{}", c.name);
                 }
             }
             // sort, both ways: sorted lanes that are permutations of the input's.
             for descending in [false, true] {
                 let k = tile_kernel("sort", t, I32, None, 100.0, |_, v, _| v.sort(axis, descending));
-                let c = case(format!("sort {t:?} axis {axis}"), k, vec![x.clone()], n_rows, n_cols, 0.0);
+                let c = case(
+                    format!("sort {t:?} axis {axis}"),
+                    k,
+                    vec![x.clone()],
+                    n_rows,
+                    n_cols,
+                    0.0,
+                );
                 let (tile, out) = interpret(&c, t, 100);
                 for o in 0..outer {
                     for i in 0..inner {
@@ -339,10 +412,29 @@ fn interpreter_reduce_sort_gather_histogram_follow_the_definitions() {
             let m = n.max(2) / 2;
             let mut it_dims = t.dims();
             it_dims[axis as usize] = m as u32;
-            let it = if t.rows == 0 { Tile { rows: 0, cols: it_dims[0] } } else { Tile { rows: it_dims[0], cols: it_dims[1] } };
+            let it = if t.rows == 0 {
+                Tile {
+                    rows: 0,
+                    cols: it_dims[0],
+                }
+            } else {
+                Tile {
+                    rows: it_dims[0],
+                    cols: it_dims[1],
+                }
+            };
             let idx = random(&mut rng, I32, it.numel(), 0.0, n as f64);
-            let k = tile_kernel("gather", t, I32, Some((I32, it)), 5.0, |_, v, i| v.gather(i.unwrap(), axis));
-            let c = case(format!("gather {t:?} axis {axis}"), k, vec![x.clone(), idx.clone()], n_rows, n_cols, 0.0);
+            let k = tile_kernel("gather", t, I32, Some((I32, it)), 5.0, |_, v, i| {
+                v.gather(i.unwrap(), axis)
+            });
+            let c = case(
+                format!("gather {t:?} axis {axis}"),
+                k,
+                vec![x.clone(), idx.clone()],
+                n_rows,
+                n_cols,
+                0.0,
+            );
             let (tile, out) = interpret(&c, t, 5);
             let idx = idx.to_vec::<i32>().unwrap();
             for o in 0..outer {
@@ -361,7 +453,9 @@ fn interpreter_reduce_sort_gather_histogram_follow_the_definitions() {
             let k = tile_kernel("histogram", t, I32, None, -1.0, |_, v, _| v.histogram(16));
             let c = case(format!("histogram {t:?}"), k, vec![x], 1, n_cols, 0.0);
             let (tile, out) = interpret(&c, t, -1);
-            let want: Vec<i64> = (0..16).map(|b| tile.iter().filter(|&&v| v == b).count() as i64).collect();
+            let want: Vec<i64> = (0..16)
+                .map(|b| tile.iter().filter(|&&v| v == b).count() as i64)
+                .collect();
             assert_eq!(out, want, "{}", c.name);
         }
     }
@@ -372,17 +466,34 @@ fn interpreter_gather_out_of_range_is_an_error() {
     let t = Tile { rows: 0, cols: 8 };
     let k = tile_kernel("gather", t, I32, Some((I32, t)), 0.0, |_, v, i| v.gather(i.unwrap(), 0));
     let idx = HostBuffer::from_slice(&[0i32, 1, 2, 8, 3, 4, 5, 6]);
-    let c = case("gather".into(), k, vec![HostBuffer::from_slice(&[1i32; 8]), idx], 1, 8, 0.0);
+    let c = case(
+        "gather".into(),
+        k,
+        vec![HostBuffer::from_slice(&[1i32; 8]), idx],
+        1,
+        8,
+        0.0,
+    );
     let mut bufs = c.buffers.clone();
-    let e = interp::run(&c.kernel, [1, 1, 1], &c.args, &mut bufs).unwrap_err().to_string();
-    assert!(e.contains("gather") && e.contains("index 8") && e.contains("[0, 8)"), "{e}");
+    let e = interp::run(&c.kernel, [1, 1, 1], &c.args, &mut bufs)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("gather") && e.contains("index 8") && e.contains("[0, 8)"),
+        "{e}"
+    );
 }
 
 // ---- the lowering, in the SIMT simulator, against the interpreter ----
 
 /// Integer-valued f16 inputs, whose sums stay exact whatever the grouping.
 fn small_f16s(rng: &mut Rng, n: usize) -> HostBuffer {
-    HostBuffer::from_slice(&rng.i32s(n, -4, 5).iter().map(|&v| f16::from_f32(v as f32)).collect::<Vec<_>>())
+    HostBuffer::from_slice(
+        &rng.i32s(n, -4, 5)
+            .iter()
+            .map(|&v| f16::from_f32(v as f32))
+            .collect::<Vec<_>>(),
+    )
 }
 
 #[test]
@@ -400,22 +511,54 @@ fn lowered_scans_match_the_interpreter() {
                 let xp = random(&mut rng, F32, n, 0.9, 1.1);
                 let xh = small_f16s(&mut rng, n);
                 let k = tile_kernel("cumsum_i32", t, I32, None, 7.0, |_, v, _| v.cumsum(axis, reverse));
-                cases.push(case(format!("cumsum i32 {tag}"), k, vec![xi.clone()], n_rows, n_cols, 0.0));
+                cases.push(case(
+                    format!("cumsum i32 {tag}"),
+                    k,
+                    vec![xi.clone()],
+                    n_rows,
+                    n_cols,
+                    0.0,
+                ));
                 let k = tile_kernel("cumsum_f32", t, F32, None, 0.5, |_, v, _| v.cumsum(axis, reverse));
                 // Sums of up to 1024 terms grouped differently: within a few ulps of the
                 // partial sums' magnitudes (which reach ~30), not of the (cancelling) result.
-                cases.push(case(format!("cumsum f32 {tag}"), k, vec![xf.clone()], n_rows, n_cols, 2e-4));
+                cases.push(case(
+                    format!("cumsum f32 {tag}"),
+                    k,
+                    vec![xf.clone()],
+                    n_rows,
+                    n_cols,
+                    2e-4,
+                ));
                 let k = tile_kernel("cumsum_f16", t, F16, None, 1.0, |_, v, _| v.cumsum(axis, reverse));
                 cases.push(case(format!("cumsum f16 {tag}"), k, vec![xh], n_rows, n_cols, 0.0));
                 let k = tile_kernel("cumprod_f32", t, F32, None, 1.0, |_, v, _| v.cumprod(axis, reverse));
                 cases.push(case(format!("cumprod f32 {tag}"), k, vec![xp], n_rows, n_cols, 1e-5));
                 let k = tile_kernel("affine", t, I32, None, 3.0, |k, v, _| {
-                    k.associative_scan_n(&[v, v + 1], axis, reverse, |_, a, b| vec![a[0] * b[0], a[1] * b[0] + b[1]])[1]
+                    k.associative_scan_n(&[v, v + 1], axis, reverse, |_, a, b| {
+                        vec![a[0] * b[0], a[1] * b[0] + b[1]]
+                    })[1]
                 });
-                cases.push(case(format!("affine i32 {tag}"), k, vec![xi.clone()], n_rows, n_cols, 0.0));
+                cases.push(case(
+                    format!("affine i32 {tag}"),
+                    k,
+                    vec![xi.clone()],
+                    n_rows,
+                    n_cols,
+                    0.0,
+                ));
                 // The combine may give an argument back as it is.
-                let k = tile_kernel("first", t, F32, None, -1.0, |_, v, _| v.associative_scan(axis, reverse, |_, a, _| a));
-                cases.push(case(format!("first f32 {tag}"), k, vec![xf.clone()], n_rows, n_cols, 0.0));
+                let k = tile_kernel("first", t, F32, None, -1.0, |_, v, _| {
+                    v.associative_scan(axis, reverse, |_, a, _| a)
+                });
+                cases.push(case(
+                    format!("first f32 {tag}"),
+                    k,
+                    vec![xf.clone()],
+                    n_rows,
+                    n_cols,
+                    0.0,
+                ));
                 let k = tile_kernel("running_max", t, I32, None, -1000.0, |_, v, _| {
                     v.associative_scan(axis, reverse, |k, a, b| k.maximum(a, b))
                 });
@@ -438,11 +581,24 @@ fn lowered_combine_reductions_match_the_interpreter() {
             let xi = random(&mut rng, I32, n, -100.0, 100.0);
             let xf = random(&mut rng, F32, n, -2.0, 2.0);
             let xh = small_f16s(&mut rng, n);
-            let k = tile_kernel("sum_i32", t, I32, None, 7.0, |_, v, _| v.reduce(axis, false, |_, a, b| a + b));
+            let k = tile_kernel("sum_i32", t, I32, None, 7.0, |_, v, _| {
+                v.reduce(axis, false, |_, a, b| a + b)
+            });
             cases.push(case(format!("sum i32 {tag}"), k, vec![xi.clone()], n_rows, n_cols, 0.0));
-            let k = tile_kernel("sum_f32", t, F32, None, 0.5, |_, v, _| v.reduce(axis, true, |_, a, b| a + b));
-            cases.push(case(format!("sum f32 keep_dims {tag}"), k, vec![xf.clone()], n_rows, n_cols, 1e-5));
-            let k = tile_kernel("max_f16", t, F16, None, -8.0, |_, v, _| v.reduce(axis, false, |k, a, b| k.maximum(a, b)));
+            let k = tile_kernel("sum_f32", t, F32, None, 0.5, |_, v, _| {
+                v.reduce(axis, true, |_, a, b| a + b)
+            });
+            cases.push(case(
+                format!("sum f32 keep_dims {tag}"),
+                k,
+                vec![xf.clone()],
+                n_rows,
+                n_cols,
+                1e-5,
+            ));
+            let k = tile_kernel("max_f16", t, F16, None, -8.0, |_, v, _| {
+                v.reduce(axis, false, |k, a, b| k.maximum(a, b))
+            });
             cases.push(case(format!("max f16 {tag}"), k, vec![xh], n_rows, n_cols, 0.0));
             // argmax as a tuple reduction: the larger value, the smaller index on ties.
             let k = tile_kernel("argmax", t, I32, None, 100.0, |k, v, _| {
@@ -503,16 +659,34 @@ fn lowered_gathers_and_histograms_match_the_interpreter() {
             for m in [len, (len / 2).max(1)] {
                 let mut dims = t.dims();
                 dims[axis as usize] = m;
-                let it = if t.rows == 0 { Tile { rows: 0, cols: dims[0] } } else { Tile { rows: dims[0], cols: dims[1] } };
+                let it = if t.rows == 0 {
+                    Tile { rows: 0, cols: dims[0] }
+                } else {
+                    Tile {
+                        rows: dims[0],
+                        cols: dims[1],
+                    }
+                };
                 let tag = format!("{t:?} axis {axis} index {dims:?}");
                 let xf = random(&mut rng, F32, n, -2.0, 2.0);
                 let xi = random(&mut rng, I32, n, -50.0, 50.0);
                 let idx = random(&mut rng, I32, it.numel(), 0.0, len as f64);
                 let idx64 = random(&mut rng, I64, it.numel(), 0.0, len as f64);
-                let k = tile_kernel("gather_f32", t, F32, Some((I32, it)), 0.25, |_, v, i| v.gather(i.unwrap(), axis));
+                let k = tile_kernel("gather_f32", t, F32, Some((I32, it)), 0.25, |_, v, i| {
+                    v.gather(i.unwrap(), axis)
+                });
                 cases.push(case(format!("gather f32 {tag}"), k, vec![xf, idx], n_rows, n_cols, 0.0));
-                let k = tile_kernel("gather_i32_by_i64", t, I32, Some((I64, it)), 3.0, |_, v, i| v.gather(i.unwrap(), axis));
-                cases.push(case(format!("gather i32 by i64 {tag}"), k, vec![xi, idx64], n_rows, n_cols, 0.0));
+                let k = tile_kernel("gather_i32_by_i64", t, I32, Some((I64, it)), 3.0, |_, v, i| {
+                    v.gather(i.unwrap(), axis)
+                });
+                cases.push(case(
+                    format!("gather i32 by i64 {tag}"),
+                    k,
+                    vec![xi, idx64],
+                    n_rows,
+                    n_cols,
+                    0.0,
+                ));
             }
         }
         if t.rows == 0 {
@@ -520,12 +694,26 @@ fn lowered_gathers_and_histograms_match_the_interpreter() {
                 let (_, n_cols) = ragged(t, &mut rng);
                 let xi = random(&mut rng, I32, n_cols as usize, -4.0, bins as f64 + 4.0);
                 let k = tile_kernel("histogram_i32", t, I32, None, -1.0, |_, v, _| v.histogram(bins));
-                cases.push(case(format!("histogram i32 {t:?} {bins} bins"), k, vec![xi], 1, n_cols, 0.0));
+                cases.push(case(
+                    format!("histogram i32 {t:?} {bins} bins"),
+                    k,
+                    vec![xi],
+                    1,
+                    n_cols,
+                    0.0,
+                ));
             }
             let (_, n_cols) = ragged(t, &mut rng);
             let xb = random(&mut rng, U8, n_cols as usize, 0.0, 256.0);
             let k = tile_kernel("histogram_u8", t, U8, None, 255.0, |_, v, _| v.histogram(512));
-            cases.push(case(format!("histogram u8 {t:?} 512 bins"), k, vec![xb], 1, n_cols, 0.0));
+            cases.push(case(
+                format!("histogram u8 {t:?} 512 bins"),
+                k,
+                vec![xb],
+                1,
+                n_cols,
+                0.0,
+            ));
         }
     }
     check_all(&cases);
@@ -549,11 +737,28 @@ fn build_error(f: impl for<'b> FnOnce(&'b KernelBuilder, Value<'b>, Value<'b>)) 
 #[test]
 fn bad_scans_sorts_gathers_and_histograms_are_clear_errors() {
     let cases: Vec<(String, &str)> = vec![
-        (build_error(|_, v, _| { let _ = v.cumsum(1, false); }), "axis 1 is out of range"),
-        (build_error(|k, _, _| { let _ = k.scalar(1.0, F32).cumsum(0, false); }), "must be a block"),
-        (build_error(|_, v, _| { let _ = v.lt(0.0).sort(0, false); }), "cannot be booleans"),
         (
-            build_error(|k, v, i| { let _ = k.associative_scan_n(&[v, i.expand_dims(0)], 0, false, |_, a, _| a.to_vec()); }),
+            build_error(|_, v, _| {
+                let _ = v.cumsum(1, false);
+            }),
+            "axis 1 is out of range",
+        ),
+        (
+            build_error(|k, _, _| {
+                let _ = k.scalar(1.0, F32).cumsum(0, false);
+            }),
+            "must be a block",
+        ),
+        (
+            build_error(|_, v, _| {
+                let _ = v.lt(0.0).sort(0, false);
+            }),
+            "cannot be booleans",
+        ),
+        (
+            build_error(|k, v, i| {
+                let _ = k.associative_scan_n(&[v, i.expand_dims(0)], 0, false, |_, a, _| a.to_vec());
+            }),
             "operand 1 has shape",
         ),
         (
@@ -564,19 +769,53 @@ fn bad_scans_sorts_gathers_and_histograms_are_clear_errors() {
             "a combine may hold only element-wise ops on scalars, not `load`",
         ),
         (
-            build_error(|_, v, i| { let _ = v.reduce(0, false, move |_, a, _| a + i.to(F32)); }),
+            build_error(|_, v, i| {
+                let _ = v.reduce(0, false, move |_, a, _| a + i.to(F32));
+            }),
             "a combine works on scalars",
         ),
         (
-            build_error(|k, v, _| { let _ = k.reduce_n(&[v], 0, false, |_, a, b| vec![a[0], b[0]]); }),
+            build_error(|k, v, _| {
+                let _ = k.reduce_n(&[v], 0, false, |_, a, b| vec![a[0], b[0]]);
+            }),
             "the body gives 2 values, expected 1",
         ),
-        (build_error(|_, v, _| { let _ = v.reduce(0, false, |_, a, _| a.to(I32)); }), "changes type from f32 to i32"),
-        (build_error(|_, v, i| { let _ = v.gather(i.to(F32), 0); }), "the index must be a block of integers"),
-        (build_error(|_, v, i| { let _ = v.gather(i.expand_dims(0), 0); }), "the index must have the source's rank"),
-        (build_error(|_, v, _| { let _ = v.histogram(16); }), "needs a block of integers"),
-        (build_error(|_, _, i| { let _ = i.histogram(12); }), "power of two"),
-        (build_error(|_, _, i| { let _ = i.expand_dims(0).histogram(16); }), "needs a 1-D block"),
+        (
+            build_error(|_, v, _| {
+                let _ = v.reduce(0, false, |_, a, _| a.to(I32));
+            }),
+            "changes type from f32 to i32",
+        ),
+        (
+            build_error(|_, v, i| {
+                let _ = v.gather(i.to(F32), 0);
+            }),
+            "the index must be a block of integers",
+        ),
+        (
+            build_error(|_, v, i| {
+                let _ = v.gather(i.expand_dims(0), 0);
+            }),
+            "the index must have the source's rank",
+        ),
+        (
+            build_error(|_, v, _| {
+                let _ = v.histogram(16);
+            }),
+            "needs a block of integers",
+        ),
+        (
+            build_error(|_, _, i| {
+                let _ = i.histogram(12);
+            }),
+            "power of two",
+        ),
+        (
+            build_error(|_, _, i| {
+                let _ = i.expand_dims(0).histogram(16);
+            }),
+            "needs a 1-D block",
+        ),
     ];
     for (got, want) in cases {
         assert!(got.contains(want), "expected an error containing `{want}`, got: {got}");
@@ -592,7 +831,17 @@ fn printed_kernels_show_the_combine_region() {
         h.sort(0, true).gather(k.arange(0, 16), 0)
     });
     let text = k.to_string();
-    for want in ["scan %", "axis=0, reverse combine(", "maximum", "reduce %", "histogram %", "num_bins=16", "sort %", "descending", "gather %"] {
+    for want in [
+        "scan %",
+        "axis=0, reverse combine(",
+        "maximum",
+        "reduce %",
+        "histogram %",
+        "num_bins=16",
+        "sort %",
+        "descending",
+        "gather %",
+    ] {
         assert!(text.contains(want), "`{want}` missing from\n{text}");
     }
     rutile_ir::verify::verify(&k).unwrap();
@@ -600,8 +849,15 @@ fn printed_kernels_show_the_combine_region() {
 
 #[test]
 fn a_scan_too_large_for_shared_memory_is_a_lowering_error() {
-    let (k, _, _) = tile_kernel("big", Tile { rows: 0, cols: 8192 }, F32, None, 0.0, |_, v, _| v.cumsum(0, false));
-    let t = Target { max_shared_bytes: 48 * 1024, ..target(32, 4, true) };
-    let e = lower(&k, &t, &Specialization::none(k.params.len())).unwrap_err().to_string();
+    let (k, _, _) = tile_kernel("big", Tile { rows: 0, cols: 8192 }, F32, None, 0.0, |_, v, _| {
+        v.cumsum(0, false)
+    });
+    let t = Target {
+        max_shared_bytes: 48 * 1024,
+        ..target(32, 4, true)
+    };
+    let e = lower(&k, &t, &Specialization::none(k.params.len()))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("shared memory") || e.contains("shared"), "{e}");
 }

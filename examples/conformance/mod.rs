@@ -51,5 +51,5 @@ mod run;
 mod scans;
 mod values;
 
-pub use self::{bounds::*, cases::*, inputs::*, run::*, values::*};
 use self::scans::scan_cases;
+pub use self::{bounds::*, cases::*, inputs::*, run::*, values::*};

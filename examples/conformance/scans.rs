@@ -23,16 +23,46 @@ struct Shape2 {
 }
 
 const SHAPES: [Shape2; 3] = [
-    Shape2 { label: "1d", rows: 1, cols: SCAN_BLOCK, axis: None },
-    Shape2 { label: "2d,axis0", rows: 16, cols: 32, axis: Some(0) },
-    Shape2 { label: "2d,axis1", rows: 16, cols: 32, axis: Some(1) },
+    Shape2 {
+        label: "1d",
+        rows: 1,
+        cols: SCAN_BLOCK,
+        axis: None,
+    },
+    Shape2 {
+        label: "2d,axis0",
+        rows: 16,
+        cols: 32,
+        axis: Some(0),
+    },
+    Shape2 {
+        label: "2d,axis1",
+        rows: 16,
+        cols: 32,
+        axis: Some(1),
+    },
 ];
 
 /// Short lanes, for products that must stay in f16's range.
 const SHORT_SHAPES: [Shape2; 3] = [
-    Shape2 { label: "1d", rows: 1, cols: 16, axis: None },
-    Shape2 { label: "2d,axis0", rows: 8, cols: 16, axis: Some(0) },
-    Shape2 { label: "2d,axis1", rows: 16, cols: 8, axis: Some(1) },
+    Shape2 {
+        label: "1d",
+        rows: 1,
+        cols: 16,
+        axis: None,
+    },
+    Shape2 {
+        label: "2d,axis0",
+        rows: 8,
+        cols: 16,
+        axis: Some(0),
+    },
+    Shape2 {
+        label: "2d,axis1",
+        rows: 16,
+        cols: 8,
+        axis: Some(1),
+    },
 ];
 
 impl Shape2 {
@@ -68,7 +98,11 @@ fn block_kernel(
             None => {
                 let n = k.arg_i32("n");
                 let offs = k.arange(0, s.cols as i32);
-                let fill = if t.is_float() { k.scalar(fill, t) } else { k.scalar(fill as i64, t) };
+                let fill = if t.is_float() {
+                    k.scalar(fill, t)
+                } else {
+                    k.scalar(fill as i64, t)
+                };
                 k.load_masked(x + offs, offs.lt(n), fill)
             }
             Some(_) => {
@@ -89,7 +123,17 @@ fn block_kernel(
 }
 
 /// One case: input `init` for `x`, an output of `out_len` elements of `out_t`.
-fn block_case(op: String, t: ScalarType, out_t: ScalarType, s: Shape2, kernel: Result<Kernel, String>, init: Vec<V>, out_len: usize, rule: Rule) -> Case {
+#[allow(clippy::too_many_arguments)] // one case's whole description, as `Case` holds it
+fn block_case(
+    op: String,
+    t: ScalarType,
+    out_t: ScalarType,
+    s: Shape2,
+    kernel: Result<Kernel, String>,
+    init: Vec<V>,
+    out_len: usize,
+    rule: Rule,
+) -> Case {
     Case {
         op,
         dtype: t,
@@ -99,8 +143,16 @@ fn block_case(op: String, t: ScalarType, out_t: ScalarType, s: Shape2, kernel: R
         },
         kernel,
         bufs: vec![
-            Buf { dtype: t, init, output: false },
-            Buf { dtype: out_t, init: vec![V::I(0); out_len], output: true },
+            Buf {
+                dtype: t,
+                init,
+                output: false,
+            },
+            Buf {
+                dtype: out_t,
+                init: vec![V::I(0); out_len],
+                output: true,
+            },
         ],
         n: s.axis.is_none().then_some(SCAN_LIVE),
         grid: 1,
@@ -111,7 +163,11 @@ fn block_case(op: String, t: ScalarType, out_t: ScalarType, s: Shape2, kernel: R
 
 /// The comparison of a float scan or reduction: within `n·eps·Σ|x|` of each lane.
 fn lanes_rule(s: Shape2) -> Rule {
-    Rule::Lanes { rows: s.rows as usize, n: s.cols as usize, axis0: s.axis == Some(0) }
+    Rule::Lanes {
+        rows: s.rows as usize,
+        n: s.cols as usize,
+        axis0: s.axis == Some(0),
+    }
 }
 
 /// Floats whose sums stay far inside f16's range; integers of every magnitude (their sums
@@ -175,7 +231,9 @@ pub(super) fn scan_cases() -> Vec<Case> {
                 if t == I32 {
                     let op = format!("associative_scan(affine,{}{rev})", s.label);
                     let k = block_kernel(&kname(&op, &[t]), s, t, t, 1.0, |k, v| {
-                        k.associative_scan_n(&[v, v * 3 + 1], axis, reverse, |_, a, b| vec![a[0] * b[0], a[1] * b[0] + b[1]])[1]
+                        k.associative_scan_n(&[v, v * 3 + 1], axis, reverse, |_, a, b| {
+                            vec![a[0] * b[0], a[1] * b[0] + b[1]]
+                        })[1]
                     });
                     let init = generate(t, s.live(), Domain::General, 520 + si as u64 * 2 + reverse as u64);
                     cases.push(block_case(op, t, t, s, k, init, n, Rule::Exact));
@@ -196,15 +254,30 @@ pub(super) fn scan_cases() -> Vec<Case> {
                 Some(_) => s.rows as usize,
             };
             let op = format!("reduce(add,{})", s.label);
-            let k = block_kernel(&kname(&op, &[t]), s, t, t, 0.0, |_, v| v.reduce(axis, false, |_, a, b| a + b));
+            let k = block_kernel(&kname(&op, &[t]), s, t, t, 0.0, |_, v| {
+                v.reduce(axis, false, |_, a, b| a + b)
+            });
             let rule = if t.is_float() {
                 // 1-D: the live elements (the fill is 0).
                 let n = if s.axis.is_none() { s.live() } else { s.cols as usize };
-                Rule::Sum { rows: s.rows as usize, n, axis0: s.axis == Some(0) }
+                Rule::Sum {
+                    rows: s.rows as usize,
+                    n,
+                    axis0: s.axis == Some(0),
+                }
             } else {
                 Rule::Exact
             };
-            cases.push(block_case(op, t, t, s, k, sum_inputs(t, s.live(), 560 + si as u64), out_len, rule));
+            cases.push(block_case(
+                op,
+                t,
+                t,
+                s,
+                k,
+                sum_inputs(t, s.live(), 560 + si as u64),
+                out_len,
+                rule,
+            ));
             let op = format!("reduce(argmax_tuple,{})", s.label);
             let k = block_kernel(&kname(&op, &[t]), s, t, I32, 0.0, |k, v| {
                 let dims = v.shape();
@@ -218,7 +291,16 @@ pub(super) fn scan_cases() -> Vec<Case> {
                     vec![k.where_(take_b, b[0], a[0]), k.where_(take_b, b[1], a[1])]
                 })[1]
             });
-            cases.push(block_case(op, t, I32, s, k, sort_inputs(t, s.live(), 580 + si as u64), out_len, Rule::Exact));
+            cases.push(block_case(
+                op,
+                t,
+                I32,
+                s,
+                k,
+                sort_inputs(t, s.live(), 580 + si as u64),
+                out_len,
+                Rule::Exact,
+            ));
             // sort, both ways: the interpreter runs the same network, so exact, NaNs too.
             for descending in [false, true] {
                 let op = format!("sort({}{})", s.label, if descending { ",descending" } else { "" });
@@ -240,7 +322,16 @@ pub(super) fn scan_cases() -> Vec<Case> {
                 let idx = (bits & 0x7fff_ffff) % len;
                 v.gather(idx, axis)
             });
-            cases.push(block_case(op, t, t, s, k, generate(t, s.live(), Domain::General, 620 + si as u64), n, Rule::Exact));
+            cases.push(block_case(
+                op,
+                t,
+                t,
+                s,
+                k,
+                generate(t, s.live(), Domain::General, 620 + si as u64),
+                n,
+                Rule::Exact,
+            ));
         }
         // cumprod on short lanes of ±1, ±2, ±1/2 (exact products, also in f16).
         for (si, s) in SHORT_SHAPES.into_iter().enumerate() {
@@ -258,7 +349,9 @@ pub(super) fn scan_cases() -> Vec<Case> {
         let op = format!("histogram({bins}bins)");
         let k = block_kernel(&kname(&op, &[I32]), s, I32, I32, -1.0, |_, v| v.histogram(bins));
         let mut rng = Rng::new(660 + bins as u64);
-        let init = (0..s.live()).map(|_| V::I(rng.range(-4.0, bins as f64 + 4.0).floor() as i128)).collect();
+        let init = (0..s.live())
+            .map(|_| V::I(rng.range(-4.0, bins as f64 + 4.0).floor() as i128))
+            .collect();
         cases.push(block_case(op, I32, I32, s, k, init, bins as usize, Rule::Exact));
     }
     cases

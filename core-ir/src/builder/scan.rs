@@ -130,11 +130,17 @@ impl KernelBuilder {
             None => x,
         };
         let loc_scan = loc;
-        self.combine_op("cumsum", &[x], loc_scan, |_, a, b| vec![a[0] + b[0]], |values| Op::Scan {
-            values,
-            axis: axis.min(255) as u8,
-            reverse,
-        })[0]
+        self.combine_op(
+            "cumsum",
+            &[x],
+            loc_scan,
+            |_, a, b| vec![a[0] + b[0]],
+            |values| Op::Scan {
+                values,
+                axis: axis.min(255) as u8,
+                reverse,
+            },
+        )[0]
     }
 
     /// `tl.cumprod(x, axis, reverse)`: bf16 is multiplied as f32, as Triton does.
@@ -147,11 +153,17 @@ impl KernelBuilder {
         } else {
             x
         };
-        self.combine_op("cumprod", &[x], loc, |_, a, b| vec![a[0] * b[0]], |values| Op::Scan {
-            values,
-            axis: axis.min(255) as u8,
-            reverse,
-        })[0]
+        self.combine_op(
+            "cumprod",
+            &[x],
+            loc,
+            |_, a, b| vec![a[0] * b[0]],
+            |values| Op::Scan {
+                values,
+                axis: axis.min(255) as u8,
+                reverse,
+            },
+        )[0]
     }
 
     /// `tl.gather(src, index, axis)`: `out[.., i, ..] = src[.., index[.., i, ..], ..]`; the
@@ -261,7 +273,14 @@ impl<'b> Value<'b> {
 impl KernelBuilder {
     /// How many instructions the innermost open region has.
     fn current_region_len(&self) -> usize {
-        self.state.borrow().open.last().expect("a region is open").region.insts.len()
+        self.state
+            .borrow()
+            .open
+            .last()
+            .expect("a region is open")
+            .region
+            .insts
+            .len()
     }
 
     /// Checks the instructions a combine added to its region from `first` on: element-wise
@@ -273,7 +292,12 @@ impl KernelBuilder {
             region.insts[first..].iter().find_map(|&i| {
                 let inst = &s.insts[i];
                 let types: Vec<Type> = inst.results.iter().map(|&r| s.values[r].ty).collect();
-                let uses_block = inst.op.operands().iter().map(|&v| s.values[v].ty).find(|t| !t.is_scalar());
+                let uses_block = inst
+                    .op
+                    .operands()
+                    .iter()
+                    .map(|&v| s.values[v].ty)
+                    .find(|t| !t.is_scalar());
                 crate::typing::check_combine_inst(&inst.op, &types)
                     .err()
                     .or_else(|| uses_block.map(|t| format!("a combine works on scalars, but uses the block {t}")))

@@ -283,7 +283,11 @@ impl<'a> Program<'a> {
             }
             // ---- gather, sort, histogram (`scan.rs`) ----
             Op::Gather { src, index, axis } => super::scan::gather(&*self.get(*src)?, &*self.get(*index)?, *axis, ty)?,
-            Op::Sort { value, axis, descending } => super::scan::sort(&*self.get(*value)?, *axis, *descending, ty)?,
+            Op::Sort {
+                value,
+                axis,
+                descending,
+            } => super::scan::sort(&*self.get(*value)?, *axis, *descending, ty)?,
             Op::Histogram { value, num_bins } => super::scan::histogram(&*self.get(*value)?, *num_bins, ty)?,
             // ---- end of gather, sort, histogram ----
             Op::Store { .. }
@@ -313,7 +317,8 @@ impl<'a> Program<'a> {
         self.run_region(region)
     }
     pub(super) fn bind_results(&mut self, inst: &Inst, values: Vec<Rc<Tensor>>) -> Result<(), InterpError> {
-        self.bind(&inst.results, values, "the results").map_err(|f| self.at(inst, f))
+        self.bind(&inst.results, values, "the results")
+            .map_err(|f| self.at(inst, f))
     }
     // ---- end of the helpers for combine regions ----
 

@@ -49,7 +49,10 @@ impl<'a> Program<'a> {
             _ => return Err(self.fault_at(inst, invalid!("not a scan or reduction"))),
         };
         let Some(region) = inst.regions.first().filter(|r| r.args.len() == 2 * values.len()) else {
-            return Err(self.fault_at(inst, invalid!("needs one combine region with {} arguments", 2 * values.len())));
+            return Err(self.fault_at(
+                inst,
+                invalid!("needs one combine region with {} arguments", 2 * values.len()),
+            ));
         };
         let inputs = values
             .iter()
@@ -66,7 +69,11 @@ impl<'a> Program<'a> {
         for o in 0..outer {
             for i in 0..inner {
                 let at = |k: usize| o * n * inner + k * inner + i;
-                let order: Vec<usize> = if reverse { (0..n).rev().collect() } else { (0..n).collect() };
+                let order: Vec<usize> = if reverse {
+                    (0..n).rev().collect()
+                } else {
+                    (0..n).collect()
+                };
                 let mut acc: Vec<Rc<Tensor>> = inputs.iter().map(|t| element(t, at(order[0]))).collect();
                 for &k in &order[1..] {
                     let mut args = acc.clone();
@@ -111,7 +118,11 @@ impl<'a> Program<'a> {
 pub(super) fn gather(src: &Tensor, index: &Tensor, axis: u8, ty: Type) -> Result<Tensor, Fault> {
     let axis = axis as usize;
     if ty != src.ty.with_shape(index.ty.shape) || axis >= src.ty.shape.rank() {
-        return Err(invalid!("gather of {} by {} along axis {axis} as {ty}", src.ty, index.ty));
+        return Err(invalid!(
+            "gather of {} by {} along axis {axis} as {ty}",
+            src.ty,
+            index.ty
+        ));
     }
     let (_, n, src_inner) = around(src.ty.shape, axis);
     let (_, m, inner) = around(index.ty.shape, axis);
@@ -122,7 +133,10 @@ pub(super) fn gather(src: &Tensor, index: &Tensor, axis: u8, ty: Type) -> Result
         if k < 0 || k as usize >= n {
             return Err(Fault {
                 kind: FaultKind::OutOfBounds,
-                message: format!("index {k} (element {j} of the index) is outside [0, {n}) along axis {axis} of {}", src.ty),
+                message: format!(
+                    "index {k} (element {j} of the index) is outside [0, {n}) along axis {axis} of {}",
+                    src.ty
+                ),
             });
         }
         let (o, i) = (j / (m * inner), j % inner);
@@ -157,7 +171,12 @@ pub(super) fn sort(x: &Tensor, axis: u8, descending: bool, ty: Type) -> Result<T
         return Err(invalid!("sort of {} along axis {axis} as {ty}", x.ty));
     }
     let (outer, n, inner) = around(x.ty.shape, axis);
-    fn network<T: Copy>(v: &mut [T], (outer, n, inner): (usize, usize, usize), descending: bool, less: impl Fn(T, T) -> bool) {
+    fn network<T: Copy>(
+        v: &mut [T],
+        (outer, n, inner): (usize, usize, usize),
+        descending: bool,
+        less: impl Fn(T, T) -> bool,
+    ) {
         for (k, j) in bitonic_steps(n) {
             for o in 0..outer {
                 for i in 0..inner {
@@ -201,7 +220,11 @@ pub(super) fn histogram(x: &Tensor, num_bins: u32, ty: Type) -> Result<Tensor, F
     let unsigned = x.ty.scalar_type().is_some_and(|s| s.is_unsigned_int());
     let mut counts = vec![0i64; num_bins as usize];
     for &v in x.ints()? {
-        let v = if unsigned { (v as u64).min(u32::MAX as u64) as i64 } else { v };
+        let v = if unsigned {
+            (v as u64).min(u32::MAX as u64) as i64
+        } else {
+            v
+        };
         if (0..num_bins as i64).contains(&v) {
             counts[v as usize] += 1;
         }

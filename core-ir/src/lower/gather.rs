@@ -42,14 +42,25 @@ impl Lowerer<'_> {
         let hi = self.konst(idx_ty, Literal::Int(n));
         let zero_i = self.i32c(0);
         let axis_stride = self.i32c(src_strides[axis] as i64);
-        let zero = self.konst(elem, if elem.is_float() { Literal::Float(0.0) } else { Literal::Int(0) });
+        let zero = self.konst(
+            elem,
+            if elem.is_float() {
+                Literal::Float(0.0)
+            } else {
+                Literal::Int(0)
+            },
+        );
         let mut regs = Vec::with_capacity(map.len);
         for (i, &k) in idx_l.regs.iter().enumerate() {
             // Checked in the index's own type, before narrowing it to a shared-memory index.
             let ge = self.set(boolt, Expr::Compare(CmpOp::Ge, k, lo));
             let lt = self.set(boolt, Expr::Compare(CmpOp::Lt, k, hi));
             let valid = self.set(boolt, Expr::Binary(BinaryOp::And, ge, lt));
-            let k32 = if idx_ty == i32t { k } else { self.set(i32t, Expr::Cast(k)) };
+            let k32 = if idx_ty == i32t {
+                k
+            } else {
+                self.set(i32t, Expr::Cast(k))
+            };
             let k32 = self.set(i32t, Expr::Select(valid, k32, zero_i));
             let off = self.set(i32t, Expr::Binary(BinaryOp::Mul, k32, axis_stride));
             let at = self.set(i32t, Expr::Binary(BinaryOp::Add, lin[i], off));

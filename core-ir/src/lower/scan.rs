@@ -135,7 +135,11 @@ impl Lowerer<'_> {
             }
         }
         self.emit(Stmt::Barrier);
-        staged.layout = if result_shape.is_scalar() { Layout::scalar() } else { out_layout };
+        staged.layout = if result_shape.is_scalar() {
+            Layout::scalar()
+        } else {
+            out_layout
+        };
         Ok(results
             .into_iter()
             .map(|regs| LVal {
@@ -149,7 +153,12 @@ impl Lowerer<'_> {
     /// `sort` along an axis: the bitonic network of [`crate::interp`]'s `sort`, one
     /// compare-and-swap step at a time.
     pub(crate) fn sort(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
-        let Op::Sort { value, axis, descending } = inst.op else {
+        let Op::Sort {
+            value,
+            axis,
+            descending,
+        } = inst.op
+        else {
             return Err(self.internal("not a sort"));
         };
         let axis = axis as usize;
@@ -237,7 +246,11 @@ impl Lowerer<'_> {
         for (y, &want) in yields.iter().zip(a) {
             let r = self.lval(*y)?.regs[0];
             let ty = self.regs[want].ty;
-            out.push(if self.regs[r].ty == ty { r } else { self.set(ty, Expr::Cast(r)) });
+            out.push(if self.regs[r].ty == ty {
+                r
+            } else {
+                self.set(ty, Expr::Cast(r))
+            });
         }
         Ok(out)
     }

@@ -30,13 +30,19 @@ pub(super) fn infer(op: &Op, operand: &dyn Fn(ValueId) -> Type) -> Option<Result
 
 /// The combine region's argument types for operands `values`: `[a..., b...]`, scalars.
 pub fn combine_arg_types(values: &[Type]) -> Vec<Type> {
-    let scalars: Vec<Type> = values.iter().map(|t| Type::scalar(t.scalar_type().unwrap_or(ScalarType::I32))).collect();
+    let scalars: Vec<Type> = values
+        .iter()
+        .map(|t| Type::scalar(t.scalar_type().unwrap_or(ScalarType::I32)))
+        .collect();
     [scalars.clone(), scalars].concat()
 }
 
 /// The types a combine region yields for operands `values`.
 pub fn combine_yield_types(values: &[Type]) -> Vec<Type> {
-    values.iter().map(|t| Type::scalar(t.scalar_type().unwrap_or(ScalarType::I32))).collect()
+    values
+        .iter()
+        .map(|t| Type::scalar(t.scalar_type().unwrap_or(ScalarType::I32)))
+        .collect()
 }
 
 /// Checks the operands of a scan or combine reduction: one or more blocks of numbers (not
@@ -50,7 +56,10 @@ fn combine_operands(values: &[ValueId], axis: u8, operand: &dyn Fn(ValueId) -> T
     for (i, t) in types.iter().enumerate() {
         block_of_numbers(*t, "the combine's operands", axis).map_err(|e| format!("operand {i}: {e}"))?;
         if t.shape != shape {
-            return Err(format!("operand {i} has shape {}, operand 0 has {shape}; they must be equal", t.shape));
+            return Err(format!(
+                "operand {i} has shape {}, operand 0 has {shape}; they must be equal",
+                t.shape
+            ));
         }
     }
     Ok(types)
@@ -62,7 +71,9 @@ fn block_of_numbers(t: Type, what: &str, axis: u8) -> Result<ScalarType, String>
         return Err(format!("{what} must be numbers, got pointers ({t})"));
     };
     if s.is_bool() {
-        return Err(format!("{what} cannot be booleans ({t}); cast them to an integer type first"));
+        return Err(format!(
+            "{what} cannot be booleans ({t}); cast them to an integer type first"
+        ));
     }
     if t.shape.rank() == 0 {
         return Err(format!("{what} must be a block, got the scalar {t}"));
