@@ -443,6 +443,53 @@ pub enum Op {
     While {
         init: Vec<ValueId>,
     },
+    // ---- scans, combine reductions, gather, sort, histogram ----
+    /// Inclusive scan of `values` (one or more blocks of one shape, scanned together as
+    /// tuples) along `axis`, as Triton's `associative_scan`. Region 0 is the combine: its
+    /// arguments are `[a..., b...]` (scalars of the operands' element types, `a` the earlier
+    /// part along the scan's direction) and it yields the combined tuple. It may hold only
+    /// element-wise ops on scalars and must be associative. Result `k` has operand `k`'s
+    /// type; element `i` along the axis is `x[0] ⊕ x[1] ⊕ ... ⊕ x[i]`, or with `reverse`
+    /// `x[n-1] ⊕ x[n-2] ⊕ ... ⊕ x[i]` (Triton's flip, scan, flip). How the combines are
+    /// grouped is open (devices scan in a tree), so floats may round differently.
+    Scan {
+        values: Vec<ValueId>,
+        axis: u8,
+        reverse: bool,
+    },
+    /// Reduces `values` along `axis` (removing it) with the combine of region 0, as Triton's
+    /// `reduce` with a `combine_fn`; the region is as for [`Op::Scan`]. The result is
+    /// `x[0] ⊕ x[1] ⊕ ... ⊕ x[n-1]`, grouped as the device chooses.
+    ReduceCombine {
+        values: Vec<ValueId>,
+        axis: u8,
+    },
+    /// `src` picked along `axis` by `index` (an integer block of `src`'s rank, whose other
+    /// dimensions equal `src`'s), as `tl.gather`: the result has `index`'s shape and
+    /// `src`'s element type, `out[.., i, ..] = src[.., index[.., i, ..], ..]`. An index
+    /// outside `[0, src.shape[axis])` is an error in the interpreter and gives 0 on devices.
+    Gather {
+        src: ValueId,
+        index: ValueId,
+        axis: u8,
+    },
+    /// `value` sorted along `axis`, ascending (descending with `descending`), as `tl.sort`:
+    /// a bitonic network of compare-and-swaps. A pair is swapped only when one element is
+    /// strictly below the other, so NaNs stay where the network leaves them (the
+    /// interpreter runs the same network, so every device agrees with it).
+    Sort {
+        value: ValueId,
+        axis: u8,
+        descending: bool,
+    },
+    /// The number of elements of the 1-D integer block `value` equal to each of
+    /// `0..num_bins`, as `tl.histogram`: an i32 block of `num_bins` elements (a power of
+    /// two). Values outside `[0, num_bins)` are not counted.
+    Histogram {
+        value: ValueId,
+        num_bins: u32,
+    },
+    // ---- end of scans, combine reductions, gather, sort, histogram ----
     /// Ends a region, giving its values to the enclosing op.
     Yield {
         values: Vec<ValueId>,
@@ -479,6 +526,11 @@ impl Op {
             Op::For { .. } => "for",
             Op::If { .. } => "if",
             Op::While { .. } => "while",
+            Op::Scan { .. } => "scan",
+            Op::ReduceCombine { .. } => "reduce",
+            Op::Gather { .. } => "gather",
+            Op::Sort { .. } => "sort",
+            Op::Histogram { .. } => "histogram",
             Op::Yield { .. } => "yield",
         }
     }
@@ -533,6 +585,9 @@ impl Op {
             }
             Op::If { cond } => vec![*cond],
             Op::While { init } => init.clone(),
+            Op::Scan { values, .. } | Op::ReduceCombine { values, .. } => values.clone(),
+            Op::Gather { src, index, .. } => vec![*src, *index],
+            Op::Sort { value, .. } | Op::Histogram { value, .. } => vec![*value],
             Op::Yield { values } => values.clone(),
         }
     }

@@ -112,6 +112,33 @@ impl Kernel {
                 }
             }
             Op::While { init } => write!(t, "{name} carry({})", list(init)),
+            // ---- scans, combine reductions, gather, sort, histogram ----
+            Op::Scan { values, axis, reverse } => {
+                write!(t, "{name} {}, axis={axis}", list(values))?;
+                if *reverse {
+                    write!(t, ", reverse")?;
+                }
+                let args = inst.regions.first().map(|r| &r.args[..]).unwrap_or_default();
+                write!(t, " combine({})", list(args))
+            }
+            Op::ReduceCombine { values, axis } => {
+                let args = inst.regions.first().map(|r| &r.args[..]).unwrap_or_default();
+                write!(t, "{name} {}, axis={axis} combine({})", list(values), list(args))
+            }
+            Op::Gather { src, index, axis } => write!(t, "{name} {}, {}, axis={axis}", v(*src), v(*index)),
+            Op::Sort {
+                value,
+                axis,
+                descending,
+            } => {
+                write!(t, "{name} {}, axis={axis}", v(*value))?;
+                if *descending {
+                    write!(t, ", descending")?;
+                }
+                Ok(())
+            }
+            Op::Histogram { value, num_bins } => write!(t, "{name} {}, num_bins={num_bins}", v(*value)),
+            // ---- end of scans, combine reductions, gather, sort, histogram ----
             op if op.operands().is_empty() => write!(t, "{name}"),
             op => write!(t, "{name} {}", list(&op.operands())),
         };

@@ -7,6 +7,9 @@
 use crate::ir::{BinaryOp, DotPrecision, Literal, Op, ReduceOp, UnaryOp};
 use crate::types::{Elem, ScalarType, Shape, Type, MAX_RANK};
 
+mod scan;
+pub use scan::{check_combine_inst, combine_arg_types, combine_yield_types};
+
 /// The smallest dimension of a `dot` operand, as on NVIDIA's matrix units.
 pub const MIN_DOT_DIM: u32 = 16;
 
@@ -19,6 +22,9 @@ pub const MAX_NUMEL: usize = 1 << 20;
 /// result type the op was asked to produce, for the ops whose result is not implied by their
 /// operands (constant, splat, broadcast, reshape, cast, bitcast). Returns the result types.
 pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option<Type>) -> Result<Vec<Type>, String> {
+    if let Some(types) = scan::infer(op, operand) {
+        return types;
+    }
     let need_hint = || hint.ok_or_else(|| "internal: result type missing".to_string());
     let one = |t: Type| Ok(vec![t]);
     match op {
@@ -352,6 +358,9 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
         }
         Op::For { .. } | Op::If { .. } | Op::While { .. } | Op::Yield { .. } => {
             Err("internal: control flow is checked by its builder and the verifier".into())
+        }
+        Op::Scan { .. } | Op::ReduceCombine { .. } | Op::Gather { .. } | Op::Sort { .. } | Op::Histogram { .. } => {
+            unreachable!("checked by typing::scan above")
         }
     }
 }

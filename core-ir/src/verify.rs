@@ -176,6 +176,37 @@ impl Verifier<'_> {
                     &[(&carried, &[Type::scalar(ScalarType::Bool)]), (&carried, &carried)],
                 );
             }
+            // ---- scans and reductions with a combine region ----
+            op @ (Op::Scan { values, .. } | Op::ReduceCombine { values, .. }) => {
+                match crate::typing::infer(op, &ty, None) {
+                    Ok(want) if want == results => {}
+                    Ok(want) => self.error(inst, format!("results should be {want:?}, got {results:?}")),
+                    Err(message) => self.error(inst, message),
+                }
+                let operands: Vec<Type> = values.iter().map(|&v| ty(v)).collect();
+                let args = crate::typing::combine_arg_types(&operands);
+                let yields = crate::typing::combine_yield_types(&operands);
+                self.regions(inst, &[(&args, &yields)]);
+                for region in &inst.regions {
+                    for &i in &region.insts {
+                        let Some(body_inst) = k.insts.try_get(i) else { continue };
+                        let types: Vec<Type> = body_inst.results.iter().map(|&r| ty(r)).collect();
+                        let operand_types: Vec<Type> = body_inst.op.operands().iter().map(|&v| ty(v)).collect();
+                        let problem = crate::typing::check_combine_inst(&body_inst.op, &types)
+                            .err()
+                            .or_else(|| {
+                                operand_types
+                                    .iter()
+                                    .find(|t| !t.is_scalar())
+                                    .map(|t| format!("a combine works on scalars, but uses the block {t}"))
+                            });
+                        if let Some(message) = problem {
+                            self.error(body_inst, message);
+                        }
+                    }
+                }
+            }
+            // ---- end of scans and reductions with a combine region ----
             op => {
                 if !inst.regions.is_empty() {
                     self.error(inst, "this op has no regions".into());

@@ -13,6 +13,10 @@ pub enum Rule {
     /// Output 0 within `n·eps·Σ|x|` of the interpreter's, where the sum runs over input 0
     /// (reshaped to `[rows, n]`, reduced along the last axis, or along axis 0 if `axis0`).
     Sum { rows: usize, n: usize, axis0: bool },
+    /// Output 0 has input 0's `[rows, n]` shape; each element within `n·eps·Σ|x|` of the
+    /// interpreter's, the sum running over its lane (its row, or its column if `axis0`):
+    /// scans, whose additions are grouped differently on devices.
+    Lanes { rows: usize, n: usize, axis0: bool },
     /// Atomics: final memory (output 0) exact against the interpreter's (or the sum
     /// tolerance for `f32` add), then the returned old values (output 1) checked.
     Atomic { op: &'static str },
@@ -603,6 +607,7 @@ pub fn cases() -> Vec<Case> {
     all.extend(memory_cases());
     all.extend(reduction_cases());
     all.extend(atomic_cases());
+    all.extend(scan_cases());
     all.into_iter().map(mark_known).collect()
 }
 

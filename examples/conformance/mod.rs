@@ -16,6 +16,8 @@
 //! * `div_full` (division within 2 ulp, `fdiv(.., false)`) and transcendental functions:
 //!   within the documented bounds of [`FLOAT_BOUNDS`];
 //! * float reductions: within `n·eps·Σ|x|` (the order of the additions differs);
+//! * float scans (`cumsum`): each element within `n·eps·Σ|x|` of its lane (`Rule::Lanes`);
+//!   `sort`, `gather`, `histogram`, integer scans and exact products: bit-exact;
 //! * atomics: the final memory against the interpreter's (exact, or the reduction tolerance
 //!   for `f32` add), and the old values returned checked for consistency (`xchg`, `cas`).
 //!
@@ -46,6 +48,8 @@ mod bounds;
 mod cases;
 mod inputs;
 mod run;
+mod scans;
 mod values;
 
+use self::scans::scan_cases;
 pub use self::{bounds::*, cases::*, inputs::*, run::*, values::*};

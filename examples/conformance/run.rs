@@ -226,6 +226,26 @@ pub(super) fn compare(c: &Case, backend: Backend, want: &[Vec<V>], got: &[Vec<V>
             }
             Ok(None)
         }
+        Rule::Lanes { rows, n, axis0 } => {
+            let x = &c.bufs[0].init;
+            let (w, g) = (&want[0], &got[0]);
+            let at = |i: usize| x.get(i).map_or(0.0, |v| v.f());
+            for (j, (wj, gj)) in w.iter().zip(g).enumerate() {
+                let lane: Vec<f64> = if axis0 {
+                    (0..rows).map(|r| at(r * n + j % n)).collect()
+                } else {
+                    (0..n).map(|k| at(j / n * n + k)).collect()
+                };
+                let abs: f64 = lane.iter().map(|v| v.abs()).sum();
+                let tol = lane.len() as f64 * ulp(t, 1.0) * abs;
+                let (wv, gv) = (wj.f(), gj.f());
+                let ok = (wv.is_nan() && gv.is_nan()) || wv == gv || (gv - wv).abs() <= tol;
+                if !ok {
+                    return Err(format!("output {j}: expected {wj}, got {gj} (tolerance {tol:e})"));
+                }
+            }
+            Ok(None)
+        }
         Rule::Atomic { op } => {
             let (wm, gm, gold) = (&want[0], &got[0], &got[1]);
             let vals = &c.bufs[1].init;

@@ -148,7 +148,7 @@ impl KernelBuilder {
     }
 
     /// Checks a region's yields against the expected types and ends it with a `yield`.
-    fn finish_region(&self, op: &str, values: &[Value<'_>], expected: &[Type], what: &str, loc: SourceLoc) {
+    pub(super) fn finish_region(&self, op: &str, values: &[Value<'_>], expected: &[Type], what: &str, loc: SourceLoc) {
         let values: Vec<Value<'_>> = values.iter().map(|&v| self.adopt(op, v, loc)).collect();
         let ids: Vec<ValueId> = values.iter().map(|v| v.id).collect();
         let mut ok = self.check_operands(op, loc, &ids).is_ok();

@@ -24,6 +24,7 @@ mod control;
 mod operand;
 mod ops;
 mod overload;
+mod scan;
 
 pub use operand::Operand;
 

@@ -803,7 +803,7 @@ impl<'b> Value<'b> {
         self.k().broadcast_to("broadcast_to", self, shape, loc)
     }
 
-    fn reduce(self, op: ReduceOp, axis: u32, keep_dims: bool, loc: SourceLoc) -> Value<'b> {
+    fn reduce_op(self, op: ReduceOp, axis: u32, keep_dims: bool, loc: SourceLoc) -> Value<'b> {
         let k = self.k();
         let r = k.emit1(
             Op::Reduce {
@@ -830,33 +830,33 @@ impl<'b> Value<'b> {
     /// Sum along `axis`, as `tl.sum(x, axis)`.
     #[track_caller]
     pub fn sum(self, axis: u32) -> Value<'b> {
-        self.reduce(ReduceOp::Sum, axis, false, SourceLoc::caller())
+        self.reduce_op(ReduceOp::Sum, axis, false, SourceLoc::caller())
     }
     /// Maximum along `axis` (NaN-propagating), as `tl.max(x, axis)`.
     #[track_caller]
     pub fn max(self, axis: u32) -> Value<'b> {
-        self.reduce(ReduceOp::Max, axis, false, SourceLoc::caller())
+        self.reduce_op(ReduceOp::Max, axis, false, SourceLoc::caller())
     }
     /// Minimum along `axis` (NaN-propagating), as `tl.min(x, axis)`.
     #[track_caller]
     pub fn min(self, axis: u32) -> Value<'b> {
-        self.reduce(ReduceOp::Min, axis, false, SourceLoc::caller())
+        self.reduce_op(ReduceOp::Min, axis, false, SourceLoc::caller())
     }
     /// Index (`i32`) of the first maximum along `axis`, as `tl.argmax(x, axis)`.
     #[track_caller]
     pub fn argmax(self, axis: u32) -> Value<'b> {
-        self.reduce(ReduceOp::ArgMax, axis, false, SourceLoc::caller())
+        self.reduce_op(ReduceOp::ArgMax, axis, false, SourceLoc::caller())
     }
     /// Index (`i32`) of the first minimum along `axis`, as `tl.argmin(x, axis)`.
     #[track_caller]
     pub fn argmin(self, axis: u32) -> Value<'b> {
-        self.reduce(ReduceOp::ArgMin, axis, false, SourceLoc::caller())
+        self.reduce_op(ReduceOp::ArgMin, axis, false, SourceLoc::caller())
     }
     /// Any reduction, keeping the reduced axis with size 1 when `keep_dims`
     /// (`tl.sum(x, axis, keep_dims=True)`).
     #[track_caller]
     pub fn reduce_with(self, op: ReduceOp, axis: u32, keep_dims: bool) -> Value<'b> {
-        self.reduce(op, axis, keep_dims, SourceLoc::caller())
+        self.reduce_op(op, axis, keep_dims, SourceLoc::caller())
     }
 }
 

@@ -133,6 +133,7 @@ impl<'a> Program<'a> {
             Op::For { .. } => self.exec_for(inst),
             Op::If { .. } => self.exec_if(inst),
             Op::While { .. } => self.exec_while(inst),
+            Op::Scan { .. } | Op::ReduceCombine { .. } => self.exec_combine(inst),
             _ => {
                 let result = self.exec_simple(inst).map_err(|f| self.at(inst, f))?;
                 #[cfg(debug_assertions)]
@@ -280,12 +281,46 @@ impl<'a> Program<'a> {
             Op::Dot { a, b, acc, precision } => {
                 dot(&*self.get(*a)?, &*self.get(*b)?, &*self.get(*acc)?, *precision, ty)?
             }
-            Op::Store { .. } | Op::For { .. } | Op::If { .. } | Op::While { .. } | Op::Yield { .. } => {
+            // ---- gather, sort, histogram (`scan.rs`) ----
+            Op::Gather { src, index, axis } => super::scan::gather(&*self.get(*src)?, &*self.get(*index)?, *axis, ty)?,
+            Op::Sort {
+                value,
+                axis,
+                descending,
+            } => super::scan::sort(&*self.get(*value)?, *axis, *descending, ty)?,
+            Op::Histogram { value, num_bins } => super::scan::histogram(&*self.get(*value)?, *num_bins, ty)?,
+            // ---- end of gather, sort, histogram ----
+            Op::Store { .. }
+            | Op::For { .. }
+            | Op::If { .. }
+            | Op::While { .. }
+            | Op::Yield { .. }
+            | Op::Scan { .. }
+            | Op::ReduceCombine { .. } => {
                 unreachable!("handled by the caller")
             }
         };
         Ok(Some(t))
     }
+
+    // ---- for the ops with combine regions (`scan.rs`) ----
+    pub(super) fn fault_at(&self, inst: &Inst, fault: Fault) -> InterpError {
+        self.at(inst, fault)
+    }
+    pub(super) fn value(&self, v: ValueId) -> Result<Rc<Tensor>, Fault> {
+        self.get(v)
+    }
+    pub(super) fn bind_args(&mut self, names: &[ValueId], values: Vec<Rc<Tensor>>) -> Result<(), Fault> {
+        self.bind(names, values, "the combine's arguments")
+    }
+    pub(super) fn run_body(&mut self, region: &'a Region) -> Result<Vec<Rc<Tensor>>, InterpError> {
+        self.run_region(region)
+    }
+    pub(super) fn bind_results(&mut self, inst: &Inst, values: Vec<Rc<Tensor>>) -> Result<(), InterpError> {
+        self.bind(&inst.results, values, "the results")
+            .map_err(|f| self.at(inst, f))
+    }
+    // ---- end of the helpers for combine regions ----
 
     fn exec_for(&mut self, inst: &'a Inst) -> Result<(), InterpError> {
         let Op::For { start, end, step, init } = &inst.op else {

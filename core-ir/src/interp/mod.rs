@@ -29,6 +29,7 @@ mod elementwise;
 mod error;
 mod eval;
 mod memory;
+mod scan;
 mod shape_ops;
 pub mod simt;
 mod tensor;
@@ -37,6 +38,7 @@ mod tests;
 
 pub use buffer::{Element, HostBuffer};
 pub use error::{FaultKind, InterpError};
+pub(crate) use scan::bitonic_steps;
 
 use crate::ir::Kernel;
 use crate::types::{Elem, Type};

@@ -19,11 +19,13 @@ mod convert;
 mod dot;
 mod elementwise;
 mod exchange;
+mod gather;
 mod memory;
 mod mma;
 mod ordering;
 mod pipeline;
 mod reduce;
+mod scan;
 mod shape;
 mod wgmma;
 
@@ -253,6 +255,12 @@ impl<'k> Lowerer<'k> {
             | Op::Arange { .. }
             | Op::Constant { .. } => vec![self.shape_op(inst)?],
             Op::Dot { .. } => vec![self.dot(inst)?],
+            // ---- scans, combine reductions, gather, sort, histogram ----
+            Op::Scan { .. } | Op::ReduceCombine { .. } => self.combine_scan(inst)?,
+            Op::Sort { .. } => vec![self.sort(inst)?],
+            Op::Gather { .. } => vec![self.gather(inst)?],
+            Op::Histogram { .. } => vec![self.histogram(inst)?],
+            // ---- end of scans, combine reductions, gather, sort, histogram ----
             _ => vec![self.elementwise(inst)?],
         };
         let anchored = self.anchors(&inst.op);

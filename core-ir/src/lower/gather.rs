@@ -1,0 +1,162 @@
+//! `gather` and `histogram` through shared memory: the source block is written there once
+//! (each element by its owner), and every thread reads what its result elements need.
+
+use super::{LVal, LowerError, Lowerer};
+use crate::ir::{BinaryOp, CacheModifier, CmpOp, Inst, Literal, Op};
+use crate::thread::{Expr, Memory, Stmt};
+use crate::types::{ScalarType, MAX_RANK};
+
+impl Lowerer<'_> {
+    /// `gather`: the result takes the index's layout; each element reads the source
+    /// element its index names (0 where the index is out of range).
+    pub(crate) fn gather(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
+        let Op::Gather { src, index, axis } = inst.op else {
+            return Err(self.internal("not a gather"));
+        };
+        let axis = axis as usize;
+        let (i32t, boolt) = (ScalarType::I32, ScalarType::Bool);
+        let src_l = self.lval(src)?;
+        let src_shape = self.k.ty(src).shape;
+        let elem = self.elem_reg_type(src, &src_l);
+        let buf = self.shared_buffer(elem, src_shape.numel() as u32);
+        self.store_shared(&src_l, src_shape, buf, None);
+        self.emit(Stmt::Barrier);
+
+        let idx_l = self.lval(index)?;
+        let layout = idx_l.layout;
+        let idx_shape = self.k.ty(index).shape;
+        let idx_ty = self.elem_reg_type(index, &idx_l);
+        let map = layout.map(idx_shape);
+        // The source's strides on the index layout's dimensions, but for the gather axis,
+        // which the index's values give.
+        let src_strides = src_shape.strides();
+        let mut strides = [0i64; MAX_RANK];
+        for vd in 0..idx_shape.rank() {
+            if vd != axis {
+                strides[layout.blocked_dim(vd)] = src_strides[vd] as i64;
+            }
+        }
+        let lin = self.linear(&map, strides);
+        let n = src_shape.dims()[axis] as i64;
+        let lo = self.konst(idx_ty, Literal::Int(0));
+        let hi = self.konst(idx_ty, Literal::Int(n));
+        let zero_i = self.i32c(0);
+        let axis_stride = self.i32c(src_strides[axis] as i64);
+        let zero = self.konst(
+            elem,
+            if elem.is_float() {
+                Literal::Float(0.0)
+            } else {
+                Literal::Int(0)
+            },
+        );
+        let mut regs = Vec::with_capacity(map.len);
+        for (i, &k) in idx_l.regs.iter().enumerate() {
+            // Checked in the index's own type, before narrowing it to a shared-memory index.
+            let ge = self.set(boolt, Expr::Compare(CmpOp::Ge, k, lo));
+            let lt = self.set(boolt, Expr::Compare(CmpOp::Lt, k, hi));
+            let valid = self.set(boolt, Expr::Binary(BinaryOp::And, ge, lt));
+            let k32 = if idx_ty == i32t {
+                k
+            } else {
+                self.set(i32t, Expr::Cast(k))
+            };
+            let k32 = self.set(i32t, Expr::Select(valid, k32, zero_i));
+            let off = self.set(i32t, Expr::Binary(BinaryOp::Mul, k32, axis_stride));
+            let at = self.set(i32t, Expr::Binary(BinaryOp::Add, lin[i], off));
+            let r = self.new_reg(elem);
+            self.emit(Stmt::Load {
+                dsts: vec![r],
+                mem: Memory::Shared { alloc: buf },
+                index: at,
+                pred: None,
+                cache: CacheModifier::Default,
+            });
+            regs.push(self.set(elem, Expr::Select(valid, r, zero)));
+        }
+        self.emit(Stmt::Barrier);
+        Ok(LVal {
+            layout,
+            regs,
+            ptr: None,
+        })
+    }
+
+    /// `histogram`: each thread counts, for the bins it holds, the elements equal to them,
+    /// in a loop over the elements in shared memory (the same loop in every thread).
+    pub(crate) fn histogram(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
+        let Op::Histogram { value, num_bins } = inst.op else {
+            return Err(self.internal("not a histogram"));
+        };
+        let (i32t, i64t, boolt) = (ScalarType::I32, ScalarType::I64, ScalarType::Bool);
+        let src = self.lval(value)?;
+        let shape = self.k.ty(value).shape;
+        let elem = self.elem_reg_type(value, &src);
+        let n = shape.numel() as i64;
+        let buf = self.shared_buffer(elem, n as u32);
+        self.store_shared(&src, shape, buf, None);
+        self.emit(Stmt::Barrier);
+
+        let out_shape = self.k.ty(inst.results[0]).shape;
+        let layout = self.default_layout(out_shape);
+        let map = layout.map(out_shape);
+        // Values compare as i64, so that no bin aliases a value of a narrower type.
+        let bins: Vec<_> = (0..map.len)
+            .map(|i| {
+                let c = self.coord(&map, i, layout.blocked_dim(0));
+                self.set(i64t, Expr::Cast(c))
+            })
+            .collect();
+        let counts: Vec<_> = (0..map.len)
+            .map(|_| {
+                let r = self.new_reg(i32t);
+                self.emit(Stmt::Set {
+                    dst: r,
+                    expr: Expr::Const(Literal::Int(0)),
+                });
+                r
+            })
+            .collect();
+        let j = self.new_reg(i32t);
+        self.emit(Stmt::Set {
+            dst: j,
+            expr: Expr::Const(Literal::Int(0)),
+        });
+        let end = self.i32c(n);
+        let one = self.i32c(1);
+        let zero = self.i32c(0);
+        let (cond_body, cond) = self.nested(|l| Ok(l.set(boolt, Expr::Compare(CmpOp::Lt, j, end))))?;
+        let _ = num_bins;
+        let (body, ()) = self.nested(|l| {
+            let v = l.new_reg(elem);
+            l.emit(Stmt::Load {
+                dsts: vec![v],
+                mem: Memory::Shared { alloc: buf },
+                index: j,
+                pred: None,
+                cache: CacheModifier::Default,
+            });
+            let v = if elem == i64t { v } else { l.set(i64t, Expr::Cast(v)) };
+            for (&bin, &count) in bins.iter().zip(&counts) {
+                let hit = l.set(boolt, Expr::Compare(CmpOp::Eq, v, bin));
+                let add = l.set(i32t, Expr::Select(hit, one, zero));
+                l.emit(Stmt::Set {
+                    dst: count,
+                    expr: Expr::Binary(BinaryOp::Add, count, add),
+                });
+            }
+            l.emit(Stmt::Set {
+                dst: j,
+                expr: Expr::Binary(BinaryOp::Add, j, one),
+            });
+            Ok(())
+        })?;
+        self.emit(Stmt::While { cond_body, cond, body });
+        self.emit(Stmt::Barrier);
+        Ok(LVal {
+            layout,
+            regs: counts,
+            ptr: None,
+        })
+    }
+}
