@@ -226,6 +226,8 @@ pub enum UnaryOp {
     Ceil,
     Erf,
     Sigmoid,
+    /// Hyperbolic tangent (floats), as `tl.math.tanh`.
+    Tanh,
 }
 
 /// Element-wise ops of two operands of the same type.
@@ -257,6 +259,14 @@ pub enum BinaryOp {
     /// may give a canonical one), and -0.0 below +0.0.
     Min,
     Max,
+    /// `lhs` raised to the power `rhs` (floats), as C's `pow` (and `tl.math.pow`): a negative
+    /// base gives a result only for an integer exponent (negative for odd ones), NaN
+    /// otherwise; `pow(x, ±0)` and `pow(1, y)` are 1 even for a NaN operand.
+    Pow,
+    /// The high half of the double-width product of the operands' bits read as unsigned
+    /// integers, as `tl.umulhi`: for 32-bit operands `(a as u64 * b as u64) >> 32`. 32- and
+    /// 64-bit integers only (signed ones are read as their unsigned bits).
+    UMulHi,
 }
 
 /// Comparisons; results are booleans. Ordered for floats (false when either is NaN) except
@@ -564,6 +574,7 @@ impl UnaryOp {
             UnaryOp::Ceil => "ceil",
             UnaryOp::Erf => "erf",
             UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Tanh => "tanh",
         }
     }
     /// Whether the op is defined for floats only (transcendental and rounding functions).
@@ -589,17 +600,25 @@ impl BinaryOp {
             BinaryOp::Shr => "shr",
             BinaryOp::Min => "minimum",
             BinaryOp::Max => "maximum",
+            BinaryOp::Pow => "pow",
+            BinaryOp::UMulHi => "umulhi",
         }
     }
     /// Whether the op is defined for floats only.
     pub fn float_only(self) -> bool {
-        self == BinaryOp::DivFull
+        matches!(self, BinaryOp::DivFull | BinaryOp::Pow)
     }
     /// Whether the op is defined for integers and booleans only.
     pub fn integral_only(self) -> bool {
         matches!(
             self,
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr | BinaryOp::CeilDiv
+            BinaryOp::And
+                | BinaryOp::Or
+                | BinaryOp::Xor
+                | BinaryOp::Shl
+                | BinaryOp::Shr
+                | BinaryOp::CeilDiv
+                | BinaryOp::UMulHi
         )
     }
 }

@@ -161,6 +161,9 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             if s.is_bool() && (arithmetic || matches!(op, BinaryOp::Shl | BinaryOp::Shr | BinaryOp::CeilDiv)) {
                 return Err(format!("needs numbers, got {a}"));
             }
+            if *op == BinaryOp::UMulHi && !matches!(s.bits(), 32 | 64) {
+                return Err(format!("needs 32- or 64-bit integer operands, got {a}"));
+            }
             one(a)
         }
         Op::Compare { lhs, rhs, .. } => {

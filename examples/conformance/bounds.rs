@@ -125,6 +125,37 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
             abs_in: (0.0, 0.0),
         },
     ),
+    // Both backends: the series below 0.55 (within 2 ulp), above it `1 - 2 / (e^(2|x|) + 1)`:
+    // the exponential's error (at `2|x|`) plus three roundings, the subtraction shrinking it.
+    (
+        "tanh",
+        ulps(4.0),
+        Bound {
+            ulp: 7.0,
+            ulp_per_x: 4.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+    ),
+    // `2^(y·log2|x|)` with `|log2 x| ≤ 2` (the cases' bases), `x` of the bound being `y`:
+    // the logarithm's error scaled by `|y|` and the exponential's at `|t| ≤ 2|y|`
+    // (PTX: `lg2.approx` within 2^-22 absolute, `ex2.approx` 2 ulp; Vulkan: `log2` 3 ulp or
+    // 2^-21 absolute, `exp2` 3 + 2·|t| ulp).
+    (
+        "pow",
+        Bound {
+            ulp: 3.0,
+            ulp_per_x: 5.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+        Bound {
+            ulp: 4.0,
+            ulp_per_x: 13.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+    ),
 ];
 
 /// The bound of `op` on element type `t` on `backend`: [`FLOAT_BOUNDS`], except where the

@@ -603,6 +603,7 @@ pub fn cases() -> Vec<Case> {
     all.extend(memory_cases());
     all.extend(reduction_cases());
     all.extend(atomic_cases());
+    all.extend(super::math_cases::math_cases());
     all.into_iter().map(mark_known).collect()
 }
 

@@ -45,6 +45,7 @@ const RAGGED: usize = 1000;
 mod bounds;
 mod cases;
 mod inputs;
+mod math_cases;
 mod run;
 mod values;
 

@@ -21,11 +21,14 @@
 //! one message.
 
 mod control;
+mod math;
 mod operand;
 mod ops;
 mod overload;
+mod random;
 
 pub use operand::Operand;
+pub use random::{PHILOX_KEY_A, PHILOX_KEY_B, PHILOX_ROUNDS, PHILOX_ROUND_A, PHILOX_ROUND_B};
 
 use crate::arena::Arena;
 use crate::error::{BuildError, Diagnostic};
