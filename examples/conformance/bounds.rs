@@ -156,6 +156,26 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
             abs_in: (0.0, 0.0),
         },
     ),
+    // `sqrt(-2 log u1) · cos(2π u2)` with `u1 ≥ 1e-7` (so the radius is below 5.7): an absolute
+    // error, whatever the offset (`x`), of the radius times the cosine's error plus the
+    // logarithm's share (PTX: `cos.approx` about 1e-6 absolute on [0, 2π]; Vulkan: `cos`
+    // 2^-11 absolute, which the specification promises on [-π, π] only, taken as holding on
+    // [0, 2π] too).
+    (
+        "randn",
+        Bound {
+            ulp: 2.0,
+            ulp_per_x: 0.0,
+            abs: 3e-5,
+            abs_in: (f64::NEG_INFINITY, f64::INFINITY),
+        },
+        Bound {
+            ulp: 2.0,
+            ulp_per_x: 0.0,
+            abs: 4e-3,
+            abs_in: (f64::NEG_INFINITY, f64::INFINITY),
+        },
+    ),
 ];
 
 /// The bound of `op` on element type `t` on `backend`: [`FLOAT_BOUNDS`], except where the

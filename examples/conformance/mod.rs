@@ -46,6 +46,7 @@ mod bounds;
 mod cases;
 mod inputs;
 mod math_cases;
+mod random_cases;
 mod run;
 mod values;
 

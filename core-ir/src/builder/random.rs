@@ -71,7 +71,21 @@ impl KernelBuilder {
     /// after reporting a seed that is not an integer.
     fn philox_key<'b>(&'b self, op: &str, seed: Operand<'b>, loc: SourceLoc) -> Option<(Value<'b>, Value<'b>)> {
         let e = Emit { k: self, loc };
-        let seed = self.operand_value(op, seed, loc);
+        let seed = match seed {
+            // Integer literals take the narrowest of i32, i64 and u64 that holds them, as a
+            // Python int seed does in Triton.
+            Operand::Int(i) => {
+                let s = if i32::try_from(i).is_ok() {
+                    ScalarType::I32
+                } else if i64::try_from(i).is_ok() {
+                    ScalarType::I64
+                } else {
+                    ScalarType::U64
+                };
+                self.literal_as(op, seed, s, crate::types::Shape::SCALAR, loc)
+            }
+            other => self.operand_value(op, other, loc),
+        };
         if self.is_poisoned(seed.id) {
             return None;
         }
