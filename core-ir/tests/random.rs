@@ -186,3 +186,32 @@ fn bad_seeds_and_offsets_are_build_errors() {
     let e = err(|k, i| k.uint_to_uniform_float(i.to(F32)));
     assert!(e.contains("uint_to_uniform_float") && e.contains("f32"), "{e}");
 }
+
+#[test]
+fn seeded_dropout_seed_matches_the_reference_through_the_lowering() {
+    let n = 3000usize;
+    let x = Rng::new(5).f32s(n, -1.0, 1.0);
+    let (p, seed) = (0.3f32, -42i32);
+    let kern = rutile_ir::seeds::seeded_dropout(256).unwrap();
+    let args = [
+        ArgValue::Ptr { buffer: 0, offset: 0 },
+        ArgValue::Ptr { buffer: 1, offset: 0 },
+        ArgValue::Int(n as i64),
+        ArgValue::Float(p as f64),
+        ArgValue::Int(seed as i64),
+    ];
+    let grid = [n.div_ceil(256) as u32, 1, 1];
+    let fresh = || vec![HostBuffer::from_slice(&x), HostBuffer::zeros(F32, n)];
+    let mut want = fresh();
+    interp::run(&kern, grid, &args, &mut want).unwrap();
+    let out: Vec<f32> = want[1].to_vec().unwrap();
+    for i in 0..n {
+        let keep = philox::rand(seed as i64 as u64, i as u32) > p;
+        let expected = if keep { x[i] / (1.0 - p) } else { 0.0 };
+        assert_eq!(out[i].to_bits(), expected.to_bits(), "element {i}");
+    }
+    let tk = lower(&kern, &Target::nvidia(4, 48 * 1024), &Specialization::none(args.len())).unwrap();
+    let mut got = fresh();
+    simt::run_threads(&tk, grid, &args, &mut got).unwrap();
+    assert_eq!(got[1].as_bytes(), want[1].as_bytes());
+}
