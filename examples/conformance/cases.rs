@@ -605,6 +605,7 @@ pub fn cases() -> Vec<Case> {
     all.extend(atomic_cases());
     all.extend(super::math_cases::math_cases());
     all.extend(super::random_cases::random_cases());
+    all.extend(super::join_cases::join_cases());
     all.into_iter().map(mark_known).collect()
 }
 

@@ -45,6 +45,7 @@ const RAGGED: usize = 1000;
 mod bounds;
 mod cases;
 mod inputs;
+mod join_cases;
 mod math_cases;
 mod random_cases;
 mod run;

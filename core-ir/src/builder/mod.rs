@@ -21,6 +21,7 @@
 //! one message.
 
 mod control;
+mod join;
 mod math;
 mod operand;
 mod ops;
