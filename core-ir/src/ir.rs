@@ -457,6 +457,21 @@ pub enum Op {
     Yield {
         values: Vec<ValueId>,
     },
+    /// `tl.device_assert`: every element of `cond` (i1, any shape) must hold, or the
+    /// program stops with `message`. Checked where the kernel runs in the interpreter (the
+    /// CPU device and the bounds-checked mode); compiled out of GPU code, as Triton does
+    /// without its debug flag.
+    Assert {
+        cond: ValueId,
+        message: String,
+    },
+    /// `tl.device_print`: a line per element of `values` (numbers, all of one shape):
+    /// `pid (x, y, z) idx (i, j) prefix: v0, v1`. Printed where the kernel runs in the
+    /// interpreter (the CPU device and the bounds-checked mode); compiled out of GPU code.
+    Print {
+        prefix: String,
+        values: Vec<ValueId>,
+    },
 }
 
 impl Op {
@@ -490,6 +505,8 @@ impl Op {
             Op::If { .. } => "if",
             Op::While { .. } => "while",
             Op::Yield { .. } => "yield",
+            Op::Assert { .. } => "device_assert",
+            Op::Print { .. } => "device_print",
         }
     }
 
@@ -544,6 +561,8 @@ impl Op {
             Op::If { cond } => vec![*cond],
             Op::While { init } => init.clone(),
             Op::Yield { values } => values.clone(),
+            Op::Assert { cond, .. } => vec![*cond],
+            Op::Print { values, .. } => values.clone(),
         }
     }
 
@@ -551,7 +570,12 @@ impl Op {
     pub fn has_side_effects(&self) -> bool {
         matches!(
             self,
-            Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } | Op::Yield { .. }
+            Op::Store { .. }
+                | Op::Atomic { .. }
+                | Op::AtomicCas { .. }
+                | Op::Yield { .. }
+                | Op::Assert { .. }
+                | Op::Print { .. }
         )
     }
 }

@@ -112,6 +112,8 @@ impl Kernel {
                 }
             }
             Op::While { init } => write!(t, "{name} carry({})", list(init)),
+            Op::Assert { cond, message } => write!(t, "{name} {}, {message:?}", v(*cond)),
+            Op::Print { prefix, values } => write!(t, "{name} {prefix:?}, {}", list(values)),
             op if op.operands().is_empty() => write!(t, "{name}"),
             op => write!(t, "{name} {}", list(&op.operands())),
         };

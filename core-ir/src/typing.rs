@@ -356,6 +356,28 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
         Op::For { .. } | Op::If { .. } | Op::While { .. } | Op::Yield { .. } => {
             Err("internal: control flow is checked by its builder and the verifier".into())
         }
+        Op::Assert { cond, .. } => {
+            let c = operand(*cond);
+            if c.elem != Elem::Scalar(ScalarType::Bool) {
+                return Err(format!("needs a boolean condition (i1), got {c}"));
+            }
+            Ok(vec![])
+        }
+        Op::Print { values, .. } => {
+            let Some(first) = values.first().map(|&v| operand(v)) else {
+                return Ok(vec![]);
+            };
+            for &v in values {
+                let t = operand(v);
+                if t.elem.is_ptr() {
+                    return Err(format!("prints numbers, got {t}"));
+                }
+                if t.shape != first.shape {
+                    return Err(format!("needs values of one shape, got {first} and {t}"));
+                }
+            }
+            Ok(vec![])
+        }
     }
 }
 

@@ -21,6 +21,7 @@
 //! one message.
 
 mod control;
+mod debug;
 mod join;
 mod math;
 mod operand;

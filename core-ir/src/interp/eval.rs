@@ -181,6 +181,19 @@ impl<'a> Program<'a> {
             memory::store(&mut self.mem, s, ptr.ptrs()?, mask, &value.data)?;
             return Ok(None);
         }
+        match op {
+            Op::Assert { cond, message } => {
+                super::debug_ops::check(&*self.get(*cond)?, message)?;
+                return Ok(None);
+            }
+            Op::Print { prefix, values } => {
+                let values = values.iter().map(|&v| self.get(v)).collect::<Result<Vec<_>, _>>()?;
+                let refs: Vec<&Tensor> = values.iter().map(|t| &**t).collect();
+                super::debug_ops::print(self.pid, prefix, &refs);
+                return Ok(None);
+            }
+            _ => {}
+        }
         let ty = self.result_ty(inst)?;
         let t = match op {
             Op::ProgramId { axis } | Op::NumPrograms { axis } => {
@@ -280,7 +293,13 @@ impl<'a> Program<'a> {
             Op::Dot { a, b, acc, precision } => {
                 dot(&*self.get(*a)?, &*self.get(*b)?, &*self.get(*acc)?, *precision, ty)?
             }
-            Op::Store { .. } | Op::For { .. } | Op::If { .. } | Op::While { .. } | Op::Yield { .. } => {
+            Op::Store { .. }
+            | Op::For { .. }
+            | Op::If { .. }
+            | Op::While { .. }
+            | Op::Yield { .. }
+            | Op::Assert { .. }
+            | Op::Print { .. } => {
                 unreachable!("handled by the caller")
             }
         };
