@@ -3,7 +3,7 @@
 //!
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
 //!                                               [--cols N,N,...]
-//!                                               [--only vector_add,softmax,transpose,matmul_b,matmul]
+//!                                               [--only vector_add,softmax,transpose,matmul_b,matmul,dropout]
 //!
 //! Vector add f32 for 2^12..2^28 elements (12 bytes per element), fused softmax f32
 //! for M = 4096, N = 256..16384 (powers of two and three widths just past one; 8 bytes per
@@ -16,7 +16,9 @@
 //! CPU's transpose before it is timed; and the fp16 matmul with B row-major and
 //! column-major (`matmul_b`); and the tutorial's fp16 matmul, autotuned, at M = N = K =
 //! 256..8192 on every GPU beside cuBLAS on each CUDA device, in the same run (`matmul`;
-//! `RUTILE_CUBLAS` points at a libcublas.so.N where it is not found, see `rutile::cublas`).
+//! `RUTILE_CUBLAS` points at a libcublas.so.N where it is not found, see `rutile::cublas`);
+//! and the seeded dropout tutorial for 2^12..2^28 f32 elements (8 bytes per element: its
+//! random numbers are computed, not read), checked against the CPU reference first.
 //! `--only` runs the named sections only (the copy ceiling is always measured). Times are
 //! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
 //! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
@@ -59,7 +61,7 @@ fn main() {
             let list = args.get(i + 1).map(String::as_str).unwrap_or("");
             Sections::parse(list).unwrap_or_else(|| {
                 eprintln!(
-                    "--only takes sections from vector_add, softmax, transpose, matmul_b and matmul separated by commas, \
+                    "--only takes sections from vector_add, softmax, transpose, matmul_b, matmul and dropout separated by commas, \
                      got {list:?}"
                 );
                 std::process::exit(2);
@@ -151,6 +153,7 @@ struct Sections {
     transpose: bool,
     matmul_b: bool,
     matmul: bool,
+    dropout: bool,
 }
 
 impl Sections {
@@ -160,6 +163,7 @@ impl Sections {
         transpose: true,
         matmul_b: true,
         matmul: true,
+        dropout: true,
     };
 
     /// Section names separated by commas; `None` for an unknown name or none at all.
@@ -170,6 +174,7 @@ impl Sections {
             transpose: false,
             matmul_b: false,
             matmul: false,
+            dropout: false,
         };
         for name in list.split(',') {
             match name {
@@ -178,6 +183,7 @@ impl Sections {
                 "transpose" => sections.transpose = true,
                 "matmul_b" => sections.matmul_b = true,
                 "matmul" => sections.matmul = true,
+                "dropout" => sections.dropout = true,
                 _ => return None,
             }
         }
@@ -315,6 +321,52 @@ fn bench_device(
     }
     if sections.matmul_b {
         bench_matmul_b(dev, run, flush, &mut rng, csv)?;
+    }
+    if sections.dropout {
+        bench_dropout(dev, run, flush, &mut rng, csv)?;
+    }
+    Ok(())
+}
+
+/// The seeded dropout (p = 0.5) at each size, checked against the CPU reference at the
+/// first size, in GB/s of the bytes it moves (x read, output written).
+fn bench_dropout(
+    dev: &dyn Device,
+    run: &Run,
+    flush: Option<&CacheFlush>,
+    rng: &mut Rng,
+    csv: &mut String,
+) -> rutile::Result<()> {
+    use rutile_examples::tutorials::dropout::{self, dropout_error, dropout_reference, BLOCK, TOLERANCE};
+    let (id, quick, ceiling) = (dev.id(), run.quick, run.ceiling);
+    let reps = if quick { 5 } else { 50 };
+    let (p, seed) = (0.5f32, 1234);
+    let check = rng.f32s(4099, -1.0, 1.0);
+    let (got, _) = dropout::run_dropout(dev, &check, p, seed)?;
+    let error = dropout_error(&got, &dropout_reference(&check, p, seed));
+    if error > TOLERANCE {
+        println!("\nseeded dropout: wrong results on {id} (error {error:e}); not timed");
+        return Ok(());
+    }
+    println!("\nseeded dropout f32        size     GB/s   of ceiling");
+    let kernel = seeds::seeded_dropout(BLOCK)?;
+    let max_log = if quick { 20 } else { 28 };
+    for log in 12..=max_log {
+        let n = 1usize << log;
+        let (x, out) = (dev.upload(&rng.f32s(n, 0.5, 1.5))?, dev.zeros::<f32>(n)?);
+        let config = LaunchConfig::grid1((n as u32).div_ceil(BLOCK));
+        let args = [(&x).into(), (&out).into(), (n as i32).into(), p.into(), seed.into()];
+        let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
+        let g = gbps(8.0 * n as f64, s.median_ms);
+        println!("{:>31} {g:>8.0} {:>9.1}%", format!("2^{log}"), 100.0 * g / ceiling);
+        let _ = writeln!(
+            csv,
+            "{id},seeded_dropout,{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
+            s.median_ms,
+            s.p20_ms,
+            s.p80_ms,
+            g / ceiling
+        );
     }
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! The seed tutorials, run on any device and checked against CPU references.
 
+pub mod dropout;
+
 use crate::check::{matmul_reference, max_relative_error, softmax_reference};
 use crate::rng::Rng;
 use half::f16;

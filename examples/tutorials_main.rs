@@ -1,5 +1,6 @@
 //! The seed tutorials end to end — vector add, fused softmax (simple, persistent, and with
-//! `num_warps` autotuned as the tutorial suggests) and matmul with grouped ordering — on
+//! `num_warps` autotuned as the tutorial suggests), matmul with grouped ordering and the
+//! seeded (low-memory) dropout — on
 //! the best device present, each checked against a CPU reference:
 //!
 //!     cargo run --release --example tutorials
@@ -44,6 +45,10 @@ fn main() {
         (
             "matmul + leaky_relu",
             Box::new(|d| tutorials::matmul(d, 512, 512, 512, true, 5)),
+        ),
+        (
+            "seeded dropout",
+            Box::new(|d| tutorials::dropout::dropout(d, 98431, 0.5, 123, 7)),
         ),
     ];
     for (name, run) in runs {

@@ -260,6 +260,11 @@ pub(crate) fn binary(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &
                     let r = math::minmax(e, Fk::of(t), op == BinaryOp::Max, a, b);
                     mov(e, d, t, &r);
                 }
+                BinaryOp::Pow if t == F32 => {
+                    let r = math::pow_f32(e, a, b);
+                    mov(e, d, t, &r);
+                }
+                BinaryOp::Pow => return Err("f64 `pow` is not supported by the PTX backend yet".into()),
                 _ => return undefined(),
             }
             Ok(())
@@ -324,7 +329,12 @@ fn int_binary(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &str, b:
         }
         BinaryOp::Min => e.ins(format!("min.{s} {d}, {a}, {b}")),
         BinaryOp::Max => e.ins(format!("max.{s} {d}, {a}, {b}")),
-        BinaryOp::DivFull => return Err(format!("`{}` of {t} is not defined", op.name())),
+        BinaryOp::UMulHi if matches!(t.bits(), 32 | 64) => {
+            e.ins(format!("mul.hi.u{} {d}, {a}, {b}", t.bits()));
+        }
+        BinaryOp::UMulHi | BinaryOp::DivFull | BinaryOp::Pow => {
+            return Err(format!("`{}` of {t} is not defined", op.name()))
+        }
     }
     normalize(e, d, t);
     Ok(())

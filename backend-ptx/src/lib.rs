@@ -30,8 +30,9 @@
 //! Integer, float, comparison and cast semantics are documented in the `expr` and `cast`
 //! modules; transcendental accuracy in `math`; memory access and atomics in `memory` and
 //! `atomic`. In short: integer and IEEE-exact float arithmetic match the interpreter bit
-//! for bit; `exp`, `log`, `sin`, `cos`, `rsqrt`, `erf`, `sigmoid` use the GPU's fast
-//! approximations (a few ulp; see `math`). f64 transcendental functions and some
+//! for bit (`umulhi` is `mul.hi`); `exp`, `log`, `sin`, `cos`, `rsqrt`, `erf`, `sigmoid`,
+//! `tanh`, `pow` use the GPU's fast approximations (a few ulp; see `math`). f64
+//! transcendental functions (`pow` included) and some
 //! target-dependent operations are [`PtxError::Unsupported`].
 
 mod atomic;

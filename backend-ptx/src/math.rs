@@ -1,4 +1,4 @@
-//! Float functions: `exp exp2 log log2 sqrt rsqrt sin cos floor ceil erf sigmoid`, `fmod`
+//! Float functions: `exp exp2 log log2 sqrt rsqrt sin cos floor ceil erf sigmoid tanh pow`, `fmod`
 //! and NaN-propagating `minimum`/`maximum`.
 //!
 //! # Accuracy (f32; f16 and bf16 compute in f32 and round once)
@@ -16,6 +16,8 @@
 //! | `sin/cos` | `sin.approx.f32` / `cos.approx.f32`          | 4e-7 absolute for \|x\| ≤ π, growing with \|x\| (no precise range reduction) |
 //! | `erf`     | polynomial / `1 - exp(polynomial)`           | 1.2 ulp                        |
 //! | `sigmoid` | `1 / (1 + e^-x)`, as `e^-\|x\| / (1 + e^-\|x\|)` for x < 0 | 3.5 ulp          |
+//! | `tanh`    | series below 0.55, else `1 - 2 / (e^(2\|x\|) + 1)` | 4 ulp (bound from the parts, not measured yet) |
+//! | `pow`     | `ex2.approx(y · lg2.approx(\|x\|))`, C's special cases | 3 + 5·\|y\| ulp for \|log2 x\| ≤ 2 (from the parts, not measured yet) |
 //!
 //! (The errors are the largest seen on an H100 over 250 000 arguments spread over ±0.01 to
 //! ±100 plus special values, against f64 references; infinities, NaN and zeros give the
@@ -34,7 +36,7 @@
 //!
 //! f64: `sqrt` (`sqrt.rn.f64`), `rsqrt` (`1 / sqrt`, two correctly rounded steps, exactly as
 //! the interpreter computes it), `floor`, `ceil`, `abs`, `neg`, `minimum`, `maximum`, `rem`
-//! are supported; the transcendental functions (`exp exp2 log log2 sin cos erf sigmoid`)
+//! are supported; the transcendental functions (`exp exp2 log log2 sin cos erf sigmoid tanh pow`)
 //! have no PTX instructions and return an error.
 //!
 //! `fmod` is exact for every type: `|a|` is reduced by `|b|·2^k` for decreasing `k`, each
@@ -44,6 +46,7 @@
 use crate::emit::{Emitter, Res};
 use crate::names::{f32_lit, f64_lit, Class};
 use rutile_ir::ir::UnaryOp;
+use rutile_ir::mathfn::{TANH_SERIES, TANH_SERIES_BELOW};
 use rutile_ir::ScalarType;
 
 /// The float types PTX computes in.
@@ -147,6 +150,7 @@ pub(crate) fn unary(e: &mut Emitter, fk: Fk, op: UnaryOp, x: &str) -> Res<String
         }
         (Fk::F32, UnaryOp::Exp) => return Ok(exp_f32(e, x)),
         (Fk::F32, UnaryOp::Erf) => return Ok(erf_f32(e, x)),
+        (Fk::F32, UnaryOp::Tanh) => return Ok(tanh_f32(e, x)),
         (Fk::F32, UnaryOp::Sigmoid) => {
             // t = e^-|x| never overflows: 1 / (1 + t) for x ≥ 0, t / (1 + t) below, so that
             // results down to the subnormals survive.
@@ -224,6 +228,75 @@ fn erf_f32(e: &mut Emitter, x: &str) -> String {
     let r = e.tmp(Class::F);
     e.ins(format!("setp.ge.f32 {big}, {a}, {}", f32_lit(ERF_SPLIT)));
     e.ins(format!("selp.f32 {r}, {large}, {small}, {big}"));
+    r
+}
+
+/// tanh(x) for f32 `x`: `x · P(x²)` from [`TANH_SERIES`] where `|x| <` [`TANH_SERIES_BELOW`],
+/// else `±(1 - 2 / (e^(2|x|) + 1))`, which is ±1 once `e^(2|x|)` overflows and NaN for NaN.
+fn tanh_f32(e: &mut Emitter, x: &str) -> String {
+    let coefs: Vec<u32> = TANH_SERIES.iter().map(|&c| (c as f32).to_bits()).collect();
+    let (a, s, small) = (e.tmp(Class::F), e.tmp(Class::F), e.tmp(Class::F));
+    e.ins(format!("abs.f32 {a}, {x}"));
+    e.ins(format!("mul.rn.f32 {s}, {x}, {x}"));
+    let p = horner(e, &coefs, &s);
+    e.ins(format!("mul.rn.f32 {small}, {x}, {p}"));
+    let two_a = e.tmp(Class::F);
+    e.ins(format!("add.rn.f32 {two_a}, {a}, {a}"));
+    let ex = exp_f32(e, &two_a);
+    let (den, q, l) = (e.tmp(Class::F), e.tmp(Class::F), e.tmp(Class::F));
+    e.ins(format!("add.rn.f32 {den}, {ex}, 0f3F800000"));
+    e.ins(format!("div.rn.f32 {q}, 0f40000000, {den}"));
+    e.ins(format!("sub.rn.f32 {l}, 0f3F800000, {q}"));
+    let (sign, lb) = (e.tmp(Class::R), e.tmp(Class::R));
+    let large = e.tmp(Class::F);
+    e.ins(format!("and.b32 {sign}, {x}, 0x80000000"));
+    e.ins(format!("or.b32 {lb}, {l}, {sign}"));
+    e.ins(format!("mov.b32 {large}, {lb}"));
+    // NaN fails the comparison and takes the series, which gives NaN.
+    let big = e.tmp(Class::Pred);
+    let r = e.tmp(Class::F);
+    e.ins(format!("setp.ge.f32 {big}, {a}, {}", f32_lit(TANH_SERIES_BELOW as f32)));
+    e.ins(format!("selp.f32 {r}, {large}, {small}, {big}"));
+    r
+}
+
+/// C's `pow(x, y)` for f32 registers: `2^(y·log2|x|)`, negated for a negative base (or -0)
+/// and an odd integer `y`, NaN for a finite negative base and a non-integer `y`, and 1 for
+/// `y = ±0`, `x = 1` and `x = -1` with an infinite `y`. Infinite `y` counts as an even
+/// integer, which gives C's results for every base.
+pub(crate) fn pow_f32(e: &mut Emitter, x: &str, y: &str) -> String {
+    let [a, l, t, p, yi, h, hi, n, sr, neg_p] = [(); 10].map(|_| e.tmp(Class::F));
+    e.ins(format!("abs.f32 {a}, {x}"));
+    e.ins(format!("lg2.approx.f32 {l}, {a}"));
+    e.ins(format!("mul.rn.f32 {t}, {y}, {l}"));
+    e.ins(format!("ex2.approx.f32 {p}, {t}"));
+    let [int, odd, neg, finite_neg, nan, one, q] = [(); 7].map(|_| e.tmp(Class::Pred));
+    // Integer: unchanged by truncation (also ±inf); odd: its half is not an integer.
+    e.ins(format!("cvt.rzi.f32.f32 {yi}, {y}"));
+    e.ins(format!("setp.eq.f32 {int}, {yi}, {y}"));
+    e.ins(format!("mul.rn.f32 {h}, {y}, 0f3F000000"));
+    e.ins(format!("cvt.rzi.f32.f32 {hi}, {h}"));
+    e.ins(format!("setp.ne.and.f32 {odd}, {hi}, {h}, {int}"));
+    let (bits, sign) = (e.tmp(Class::R), e.tmp(Class::R));
+    e.ins(format!("mov.b32 {bits}, {x}"));
+    e.ins(format!("and.b32 {sign}, {bits}, 0x80000000"));
+    e.ins(format!("setp.ne.and.u32 {neg}, {sign}, 0, {odd}"));
+    e.ins(format!("neg.f32 {neg_p}, {p}"));
+    e.ins(format!("selp.f32 {sr}, {neg_p}, {p}, {neg}"));
+    // A finite negative base with a non-integer exponent (NaN exponents included).
+    e.ins(format!("setp.lt.f32 {finite_neg}, {x}, 0f00000000"));
+    e.ins(format!("setp.gt.and.f32 {finite_neg}, {x}, 0fFF800000, {finite_neg}"));
+    e.ins(format!("not.pred {q}, {int}"));
+    e.ins(format!("and.pred {nan}, {finite_neg}, {q}"));
+    e.ins(format!("selp.f32 {n}, 0f7FC00000, {sr}, {nan}"));
+    // y = ±0, x = 1, or |x| = 1 with y = ±inf: 1.
+    let (ay, r) = (e.tmp(Class::F), e.tmp(Class::F));
+    e.ins(format!("abs.f32 {ay}, {y}"));
+    e.ins(format!("setp.eq.f32 {one}, {a}, 0f3F800000"));
+    e.ins(format!("setp.eq.and.f32 {one}, {ay}, 0f7F800000, {one}"));
+    e.ins(format!("setp.eq.or.f32 {one}, {x}, 0f3F800000, {one}"));
+    e.ins(format!("setp.eq.or.f32 {one}, {y}, 0f00000000, {one}"));
+    e.ins(format!("selp.f32 {r}, 0f3F800000, {n}, {one}"));
     r
 }
 

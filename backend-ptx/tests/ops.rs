@@ -9,7 +9,7 @@ use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxError, PtxTarget};
 use support::{assert_contains, emit_80_90, emit_checked, kernel};
 
-const UNARY: [UnaryOp; 15] = [
+const UNARY: [UnaryOp; 16] = [
     UnaryOp::Neg,
     UnaryOp::Not,
     UnaryOp::Abs,
@@ -25,9 +25,10 @@ const UNARY: [UnaryOp; 15] = [
     UnaryOp::Ceil,
     UnaryOp::Erf,
     UnaryOp::Sigmoid,
+    UnaryOp::Tanh,
 ];
 
-const BINARY: [BinaryOp; 14] = [
+const BINARY: [BinaryOp; 16] = [
     BinaryOp::Add,
     BinaryOp::Sub,
     BinaryOp::Mul,
@@ -42,6 +43,8 @@ const BINARY: [BinaryOp; 14] = [
     BinaryOp::Shr,
     BinaryOp::Min,
     BinaryOp::Max,
+    BinaryOp::Pow,
+    BinaryOp::UMulHi,
 ];
 
 const CMP: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
@@ -70,7 +73,15 @@ fn binary_defined(op: BinaryOp, t: ScalarType) -> bool {
             | BinaryOp::Shr
             | BinaryOp::CeilDiv
     );
+    if op == BinaryOp::UMulHi && !matches!(t.bits(), 32 | 64) {
+        return false;
+    }
     !(t.is_bool() && numeric_only)
+}
+
+/// Whether the PTX backend generates `op` of `t` (f64 `pow` is missing).
+fn binary_supported(op: BinaryOp, t: ScalarType) -> bool {
+    binary_defined(op, t) && !(t == F64 && op == BinaryOp::Pow)
 }
 
 /// Whether the PTX backend generates `op` of `t` (f64 transcendental functions are missing).
@@ -87,6 +98,7 @@ fn unary_supported(op: UnaryOp, t: ScalarType) -> bool {
                     | UnaryOp::Cos
                     | UnaryOp::Erf
                     | UnaryOp::Sigmoid
+                    | UnaryOp::Tanh
             ))
 }
 
@@ -109,7 +121,7 @@ fn all_ops(t: ScalarType) -> ThreadKernel {
         }
     }
     for op in BINARY {
-        if binary_defined(op, t) {
+        if binary_supported(op, t) {
             out.push(k.set(t, Expr::Binary(op, a, b)));
         }
     }
@@ -325,6 +337,7 @@ fn f64_transcendentals_are_rejected() {
         UnaryOp::Cos,
         UnaryOp::Erf,
         UnaryOp::Sigmoid,
+        UnaryOp::Tanh,
     ] {
         let mut k = kernel("f64_math");
         let src = k.ptr("src", F64);
@@ -360,6 +373,27 @@ fn ops_undefined_for_the_type_are_rejected() {
     k.set(Bool, Expr::Binary(BinaryOp::Add, c, c));
     let err = emit(&k.finish(), &PtxTarget::from_compute_capability(8, 0)).unwrap_err();
     assert!(err.to_string().contains("`add` of i1 is not defined"), "{err}");
+}
+
+#[test]
+fn umulhi_pow_and_tanh_instructions() {
+    let ptx = emit_80_90(&all_ops(U32));
+    assert_contains(&ptx, &["mul.hi.u32"]);
+    let ptx = emit_80_90(&all_ops(I64));
+    assert_contains(&ptx, &["mul.hi.u64"]);
+    let ptx = emit_80_90(&all_ops(F32));
+    // pow: the logarithm and exponential, and the integer tests of the exponent.
+    assert_contains(&ptx, &["lg2.approx.f32", "ex2.approx.f32", "cvt.rzi.f32.f32"]);
+    // tanh: the switch between the series and the exponential form.
+    assert_contains(&ptx, &["0f3F0CCCCD"]);
+    let mut k = kernel("f64_pow");
+    let src = k.ptr("src", F64);
+    let tid = k.thread_id();
+    let v = k.load(F64, 1, Memory::Global { param: src }, tid, None)[0];
+    let r = k.set(F64, Expr::Binary(BinaryOp::Pow, v, v));
+    k.store(vec![r], Memory::Global { param: src }, tid, None);
+    let err = emit(&k.finish(), &PtxTarget::from_compute_capability(9, 0)).unwrap_err();
+    assert!(err.to_string().contains("f64 `pow` is not supported"), "{err}");
 }
 
 #[test]

@@ -103,6 +103,16 @@ fn vector_add_passes_ptxas() {
 }
 
 #[test]
+fn seeded_dropout_passes_ptxas() {
+    for block in [256, 1024] {
+        let label = format!("seeded dropout, BLOCK {block}");
+        let checked = check_all(&label, &seeds::seeded_dropout(block).unwrap(), &[4]);
+        // Philox's high products.
+        assert!(checked.iter().all(|c| c.ptx.contains("mul.hi.u32")), "{label}");
+    }
+}
+
+#[test]
 fn softmax_passes_ptxas() {
     for block in [256, 1024, 16384] {
         let warps = [seeds::softmax_num_warps(block), 2];

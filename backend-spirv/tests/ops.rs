@@ -8,7 +8,7 @@ use rutile_ir::ir::{AtomicOp, BinaryOp, CmpOp, Literal, UnaryOp};
 use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernelBuilder};
 use rutile_ir::ScalarType::{self, *};
 
-const UNARY: [UnaryOp; 15] = [
+const UNARY: [UnaryOp; 16] = [
     UnaryOp::Neg,
     UnaryOp::Not,
     UnaryOp::Abs,
@@ -24,8 +24,9 @@ const UNARY: [UnaryOp; 15] = [
     UnaryOp::Ceil,
     UnaryOp::Erf,
     UnaryOp::Sigmoid,
+    UnaryOp::Tanh,
 ];
-const BINARY: [BinaryOp; 14] = [
+const BINARY: [BinaryOp; 16] = [
     BinaryOp::Add,
     BinaryOp::Sub,
     BinaryOp::Mul,
@@ -40,6 +41,8 @@ const BINARY: [BinaryOp; 14] = [
     BinaryOp::Shr,
     BinaryOp::Min,
     BinaryOp::Max,
+    BinaryOp::Pow,
+    BinaryOp::UMulHi,
 ];
 const CMP: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
 
@@ -52,6 +55,9 @@ fn unary_ok(op: UnaryOp, t: ScalarType) -> bool {
 }
 
 fn binary_ok(op: BinaryOp, t: ScalarType) -> bool {
+    if op == BinaryOp::UMulHi && !matches!(t.bits(), 32 | 64) {
+        return false;
+    }
     match t {
         Bool => matches!(
             op,

@@ -226,6 +226,8 @@ pub enum UnaryOp {
     Ceil,
     Erf,
     Sigmoid,
+    /// Hyperbolic tangent (floats), as `tl.math.tanh`.
+    Tanh,
 }
 
 /// Element-wise ops of two operands of the same type.
@@ -257,6 +259,14 @@ pub enum BinaryOp {
     /// may give a canonical one), and -0.0 below +0.0.
     Min,
     Max,
+    /// `lhs` raised to the power `rhs` (floats), as C's `pow` (and `tl.math.pow`): a negative
+    /// base gives a result only for an integer exponent (negative for odd ones), NaN
+    /// otherwise; `pow(x, ±0)` and `pow(1, y)` are 1 even for a NaN operand.
+    Pow,
+    /// The high half of the double-width product of the operands' bits read as unsigned
+    /// integers, as `tl.umulhi`: for 32-bit operands `(a as u64 * b as u64) >> 32`. 32- and
+    /// 64-bit integers only (signed ones are read as their unsigned bits).
+    UMulHi,
 }
 
 /// Comparisons; results are booleans. Ordered for floats (false when either is NaN) except
@@ -494,6 +504,21 @@ pub enum Op {
     Yield {
         values: Vec<ValueId>,
     },
+    /// `tl.device_assert`: every element of `cond` (i1, any shape) must hold, or the
+    /// program stops with `message`. Checked where the kernel runs in the interpreter (the
+    /// CPU device and the bounds-checked mode); compiled out of GPU code, as Triton does
+    /// without its debug flag.
+    Assert {
+        cond: ValueId,
+        message: String,
+    },
+    /// `tl.device_print`: a line per element of `values` (numbers, all of one shape):
+    /// `pid (x, y, z) idx (i, j) prefix: v0, v1`. Printed where the kernel runs in the
+    /// interpreter (the CPU device and the bounds-checked mode); compiled out of GPU code.
+    Print {
+        prefix: String,
+        values: Vec<ValueId>,
+    },
 }
 
 impl Op {
@@ -532,6 +557,8 @@ impl Op {
             Op::Sort { .. } => "sort",
             Op::Histogram { .. } => "histogram",
             Op::Yield { .. } => "yield",
+            Op::Assert { .. } => "device_assert",
+            Op::Print { .. } => "device_print",
         }
     }
 
@@ -589,6 +616,8 @@ impl Op {
             Op::Gather { src, index, .. } => vec![*src, *index],
             Op::Sort { value, .. } | Op::Histogram { value, .. } => vec![*value],
             Op::Yield { values } => values.clone(),
+            Op::Assert { cond, .. } => vec![*cond],
+            Op::Print { values, .. } => values.clone(),
         }
     }
 
@@ -596,7 +625,12 @@ impl Op {
     pub fn has_side_effects(&self) -> bool {
         matches!(
             self,
-            Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } | Op::Yield { .. }
+            Op::Store { .. }
+                | Op::Atomic { .. }
+                | Op::AtomicCas { .. }
+                | Op::Yield { .. }
+                | Op::Assert { .. }
+                | Op::Print { .. }
         )
     }
 }
@@ -619,6 +653,7 @@ impl UnaryOp {
             UnaryOp::Ceil => "ceil",
             UnaryOp::Erf => "erf",
             UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Tanh => "tanh",
         }
     }
     /// Whether the op is defined for floats only (transcendental and rounding functions).
@@ -644,17 +679,25 @@ impl BinaryOp {
             BinaryOp::Shr => "shr",
             BinaryOp::Min => "minimum",
             BinaryOp::Max => "maximum",
+            BinaryOp::Pow => "pow",
+            BinaryOp::UMulHi => "umulhi",
         }
     }
     /// Whether the op is defined for floats only.
     pub fn float_only(self) -> bool {
-        self == BinaryOp::DivFull
+        matches!(self, BinaryOp::DivFull | BinaryOp::Pow)
     }
     /// Whether the op is defined for integers and booleans only.
     pub fn integral_only(self) -> bool {
         matches!(
             self,
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::Shl | BinaryOp::Shr | BinaryOp::CeilDiv
+            BinaryOp::And
+                | BinaryOp::Or
+                | BinaryOp::Xor
+                | BinaryOp::Shl
+                | BinaryOp::Shr
+                | BinaryOp::CeilDiv
+                | BinaryOp::UMulHi
         )
     }
 }

@@ -16,6 +16,7 @@ pub mod interp;
 pub mod ir;
 pub mod layout;
 pub mod lower;
+pub mod mathfn;
 pub mod print;
 pub mod seeds;
 pub mod target;

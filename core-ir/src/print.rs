@@ -139,6 +139,8 @@ impl Kernel {
             }
             Op::Histogram { value, num_bins } => write!(t, "{name} {}, num_bins={num_bins}", v(*value)),
             // ---- end of scans, combine reductions, gather, sort, histogram ----
+            Op::Assert { cond, message } => write!(t, "{name} {}, {message:?}", v(*cond)),
+            Op::Print { prefix, values } => write!(t, "{name} {prefix:?}, {}", list(values)),
             op if op.operands().is_empty() => write!(t, "{name}"),
             op => write!(t, "{name} {}", list(&op.operands())),
         };

@@ -6,6 +6,8 @@
 //! zero (a zero input hides sign, scale and division errors and makes relative comparisons
 //! meaningless); its integer samplers cover their whole range, zero included.
 
+pub mod philox;
+
 use crate::{
     CacheModifier, Kernel,
     ScalarType::{F16, F32, I32},

@@ -167,6 +167,9 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             if s.is_bool() && (arithmetic || matches!(op, BinaryOp::Shl | BinaryOp::Shr | BinaryOp::CeilDiv)) {
                 return Err(format!("needs numbers, got {a}"));
             }
+            if *op == BinaryOp::UMulHi && !matches!(s.bits(), 32 | 64) {
+                return Err(format!("needs 32- or 64-bit integer operands, got {a}"));
+            }
             one(a)
         }
         Op::Compare { lhs, rhs, .. } => {
@@ -361,6 +364,28 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
         }
         Op::Scan { .. } | Op::ReduceCombine { .. } | Op::Gather { .. } | Op::Sort { .. } | Op::Histogram { .. } => {
             unreachable!("checked by typing::scan above")
+        }
+        Op::Assert { cond, .. } => {
+            let c = operand(*cond);
+            if c.elem != Elem::Scalar(ScalarType::Bool) {
+                return Err(format!("needs a boolean condition (i1), got {c}"));
+            }
+            Ok(vec![])
+        }
+        Op::Print { values, .. } => {
+            let Some(first) = values.first().map(|&v| operand(v)) else {
+                return Ok(vec![]);
+            };
+            for &v in values {
+                let t = operand(v);
+                if t.elem.is_ptr() {
+                    return Err(format!("prints numbers, got {t}"));
+                }
+                if t.shape != first.shape {
+                    return Err(format!("needs values of one shape, got {first} and {t}"));
+                }
+            }
+            Ok(vec![])
         }
     }
 }

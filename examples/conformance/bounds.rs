@@ -125,6 +125,59 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
             abs_in: (0.0, 0.0),
         },
     ),
+    // Both backends: the series below 0.55 (within 2 ulp), above it `1 - 2 / (e^(2|x|) + 1)`:
+    // the exponential's error (at `2|x|`) plus three roundings, the subtraction shrinking it.
+    (
+        "tanh",
+        ulps(4.0),
+        Bound {
+            ulp: 7.0,
+            ulp_per_x: 4.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+    ),
+    // `2^(y·log2|x|)` with `|log2 x| ≤ 2` (the cases' bases), `x` of the bound being `y`:
+    // the logarithm's error scaled by `|y|` and the exponential's at `|t| ≤ 2|y|`
+    // (PTX: `lg2.approx` within 2^-22 absolute, `ex2.approx` 2 ulp; Vulkan: `log2` 3 ulp or
+    // 2^-21 absolute, `exp2` 3 + 2·|t| ulp).
+    (
+        "pow",
+        Bound {
+            ulp: 3.0,
+            ulp_per_x: 5.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+        Bound {
+            ulp: 4.0,
+            ulp_per_x: 14.0,
+            abs: 0.0,
+            abs_in: (0.0, 0.0),
+        },
+    ),
+    // (The rounding of `t` adds up to 1.4·|y| ulp on both.)
+    // `sqrt(-2 log u1) · cos(2π u2)` with `u1 ≥ 1e-7` (so the radius is below 5.7): an absolute
+    // error, whatever the offset (`x`), of the radius times the cosine's error plus the
+    // logarithm's share (PTX: `cos.approx` about 1e-6 absolute on [0, 2π]; Vulkan: `cos`
+    // 2^-11 absolute, which the specification promises on [-π, π] only, taken as holding on
+    // [0, 2π] too). Where `u1` is within about 1e-6 of 1 (a chance of 1e-6 per element),
+    // the logarithm's absolute error dominates the tiny radius and the bound does not hold.
+    (
+        "randn",
+        Bound {
+            ulp: 2.0,
+            ulp_per_x: 0.0,
+            abs: 3e-5,
+            abs_in: (f64::NEG_INFINITY, f64::INFINITY),
+        },
+        Bound {
+            ulp: 2.0,
+            ulp_per_x: 0.0,
+            abs: 4e-3,
+            abs_in: (f64::NEG_INFINITY, f64::INFINITY),
+        },
+    ),
 ];
 
 /// The bound of `op` on element type `t` on `backend`: [`FLOAT_BOUNDS`], except where the

@@ -608,6 +608,9 @@ pub fn cases() -> Vec<Case> {
     all.extend(reduction_cases());
     all.extend(atomic_cases());
     all.extend(scan_cases());
+    all.extend(super::math_cases::math_cases());
+    all.extend(super::random_cases::random_cases());
+    all.extend(super::join_cases::join_cases());
     all.into_iter().map(mark_known).collect()
 }
 

@@ -143,6 +143,7 @@ impl Cx<'_> {
                 let one = self.float_lit(ty, 1.0);
                 self.bin(Bo::Divide, one, d)
             }
+            UnaryOp::Tanh if float => self.tanh(ty, x),
             _ => return Err(invalid(self.k, format!("{} of {ty}", op.name()))),
         })
     }
@@ -178,6 +179,7 @@ impl Cx<'_> {
                 BinaryOp::Rem => self.bin(Bo::Modulo, x, y),
                 BinaryOp::Min => self.fminmax(true, ty, x, y),
                 BinaryOp::Max => self.fminmax(false, ty, x, y),
+                BinaryOp::Pow => self.pow(ty, x, y),
                 _ => return Err(invalid(self.k, format!("{} of {ty}", op.name()))),
             });
         }
@@ -201,7 +203,8 @@ impl Cx<'_> {
             BinaryOp::Shl | BinaryOp::Shr => self.shift(op == BinaryOp::Shl, ty, x, y),
             BinaryOp::Min => self.math(Mf::Min, &[x, y]),
             BinaryOp::Max => self.math(Mf::Max, &[x, y]),
-            BinaryOp::DivFull => return Err(invalid(self.k, format!("{} of {ty}", op.name()))),
+            BinaryOp::UMulHi => self.umulhi(ty, x, y)?,
+            BinaryOp::DivFull | BinaryOp::Pow => return Err(invalid(self.k, format!("{} of {ty}", op.name()))),
         })
     }
 

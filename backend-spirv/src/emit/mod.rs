@@ -21,6 +21,7 @@ const SPAN: Span = Span::UNDEFINED;
 
 mod atomic;
 mod expr;
+mod extra_math;
 mod fold;
 mod scan;
 

@@ -21,12 +21,17 @@
 //! one message.
 
 mod control;
+mod debug;
+mod join;
+mod math;
 mod operand;
 mod ops;
 mod overload;
 mod scan;
+mod random;
 
 pub use operand::Operand;
+pub use random::{PHILOX_KEY_A, PHILOX_KEY_B, PHILOX_ROUNDS, PHILOX_ROUND_A, PHILOX_ROUND_B};
 
 use crate::arena::Arena;
 use crate::error::{BuildError, Diagnostic};

@@ -723,6 +723,8 @@ unary_methods! {
     erf => Erf,
     /// `1 / (1 + e^-x)` (floats).
     sigmoid => Sigmoid,
+    /// Hyperbolic tangent (floats), as `tl.math.tanh`.
+    tanh => Tanh,
 }
 
 impl<'b> Value<'b> {

@@ -12,7 +12,9 @@
 //!   one (its payload is unspecified).
 //! - Float `rem` is C's `fmod`, which is exact, so computing it in f64 loses nothing.
 //! - Transcendentals (`exp`, `log`, `sin`, `erf`, ...) are computed in f64 and rounded once to
-//!   the element type; `rsqrt` is `1 / sqrt(x)` and `sigmoid` is `1 / (1 + exp(-x))`.
+//!   the element type; `rsqrt` is `1 / sqrt(x)` and `sigmoid` is `1 / (1 + exp(-x))`. So are
+//!   `tanh` and `pow` (C's `pow`, whose special cases Rust's `powf` follows).
+//! - `umulhi` multiplies the operands' bits as unsigned integers of their width.
 //! - Comparisons of booleans order false below true; pointers compare only for (in)equality.
 //! - `fma` of f32 uses `f32::mul_add`; of f16/bf16, an f64 `mul_add` rounded once to the type,
 //!   which is correctly rounded because the f64 result cannot land on a tie that the exact
@@ -111,6 +113,7 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, ty: Type) -> Result<Tensor, Fault> 
                 UnaryOp::Ceil => map(v, f64::ceil),
                 UnaryOp::Erf => map(v, libm::erf),
                 UnaryOp::Sigmoid => map(v, |a| 1.0 / (1.0 + (-a).exp())),
+                UnaryOp::Tanh => map(v, f64::tanh),
             };
             round_floats(s, &mut out);
             Data::Float(out)
@@ -160,7 +163,13 @@ fn int_binary(op: BinaryOp, s: ScalarType, x: &[i64], y: &[i64]) -> Result<Vec<i
         BinaryOp::Min => zip(x, y, i64::min),
         BinaryOp::Max if unsigned => zip(x, y, |a, b| (a as u64).max(b as u64) as i64),
         BinaryOp::Max => zip(x, y, i64::max),
-        BinaryOp::DivFull => return Err(invalid!("{} is not defined for {s}", op.name())),
+        BinaryOp::UMulHi if width == 64 => zip(x, y, |a, b| ((a as u64 as u128 * b as u64 as u128) >> 64) as i64),
+        // Narrower values are sign- or zero-extended: their own width's bits are the operands.
+        BinaryOp::UMulHi => {
+            let mask = (1u64 << width) - 1;
+            zip(x, y, |a, b| (((a as u64 & mask) * (b as u64 & mask)) >> width) as i64)
+        }
+        BinaryOp::DivFull | BinaryOp::Pow => return Err(invalid!("{} is not defined for {s}", op.name())),
     };
     wrap_ints(s, &mut out);
     Ok(out)
@@ -197,6 +206,8 @@ fn float_binary(op: BinaryOp, s: ScalarType, x: &[f64], y: &[f64]) -> Result<Vec
         BinaryOp::Rem => zip(x, y, |a, b| a % b),
         BinaryOp::Min => zip(x, y, fmin),
         BinaryOp::Max => zip(x, y, fmax),
+        // C's `pow` (Rust's `powf` is it), computed in f64 and rounded once to the type.
+        BinaryOp::Pow => zip(x, y, f64::powf),
         _ => return Err(invalid!("{} is not defined for {s}", op.name())),
     };
     // Sums, differences, products and quotients of two values of at most 24 significant bits

@@ -106,12 +106,15 @@ pub enum FaultKind {
     /// An `if` or `while` condition that differs between the threads of a program.
     /// Per-thread IR only.
     DivergentControlFlow,
+    /// A `device_assert` whose condition failed.
+    AssertionFailed,
 }
 
 impl fmt::Display for FaultKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             FaultKind::OutOfBounds => "out of bounds",
+            FaultKind::AssertionFailed => "assertion failed",
             FaultKind::ZeroStep => "zero step",
             FaultKind::InvalidIr => "invalid IR",
             FaultKind::Misaligned => "misaligned vector access",

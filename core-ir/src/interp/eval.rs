@@ -182,6 +182,19 @@ impl<'a> Program<'a> {
             memory::store(&mut self.mem, s, ptr.ptrs()?, mask, &value.data)?;
             return Ok(None);
         }
+        match op {
+            Op::Assert { cond, message } => {
+                super::debug_ops::check(&*self.get(*cond)?, message)?;
+                return Ok(None);
+            }
+            Op::Print { prefix, values } => {
+                let values = values.iter().map(|&v| self.get(v)).collect::<Result<Vec<_>, _>>()?;
+                let refs: Vec<&Tensor> = values.iter().map(|t| &**t).collect();
+                super::debug_ops::print(self.pid, prefix, &refs);
+                return Ok(None);
+            }
+            _ => {}
+        }
         let ty = self.result_ty(inst)?;
         let t = match op {
             Op::ProgramId { axis } | Op::NumPrograms { axis } => {
@@ -296,7 +309,9 @@ impl<'a> Program<'a> {
             | Op::While { .. }
             | Op::Yield { .. }
             | Op::Scan { .. }
-            | Op::ReduceCombine { .. } => {
+            | Op::ReduceCombine { .. }
+            | Op::Assert { .. }
+            | Op::Print { .. } => {
                 unreachable!("handled by the caller")
             }
         };

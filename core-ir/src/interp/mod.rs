@@ -24,6 +24,7 @@
 //! loaded (their payload is otherwise kept). Bitcasts and stores keep every bit of a NaN.
 
 mod buffer;
+mod debug_ops;
 mod dot;
 mod elementwise;
 mod error;
@@ -37,6 +38,7 @@ mod tensor;
 mod tests;
 
 pub use buffer::{Element, HostBuffer};
+pub use debug_ops::capture_prints;
 pub use error::{FaultKind, InterpError};
 pub(crate) use scan::bitonic_steps;
 

@@ -1,13 +1,16 @@
 //! The kernels of the seed tutorials (Triton's vector add, fused softmax in its simple and
 //! persistent forms, and matmul with grouped ordering), written once with the builder and
 //! shared by the examples, the tests and every backend; and one kernel beyond the
-//! tutorials, a tiled transpose, whose load and store are contiguous along different axes.
+//! tutorials, a tiled transpose, whose load and store are contiguous along different axes;
+//! and the low-memory (seeded) dropout tutorial.
 
+mod dropout;
 mod matmul;
 mod softmax;
 mod transpose;
 mod vector_add;
 
+pub use dropout::seeded_dropout;
 pub use matmul::{matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta};
 pub use softmax::{
     softmax, softmax_block, softmax_chunked, softmax_chunks, softmax_chunks_at_most, softmax_num_warps,

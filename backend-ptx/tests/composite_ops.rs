@@ -1,0 +1,80 @@
+//! Block kernels using the ops that the builder composes from others (Philox random
+//! numbers, `join`, `split`, `interleave`, `cat`, `clamp`) and the math functions `tanh`,
+//! `pow` and `umulhi`, lowered for an NVIDIA target and assembled with ptxas for sm_80
+//! and sm_90 (skipped without ptxas unless `RUTILE_REQUIRE_TOOLS=1`).
+
+mod support;
+
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::ScalarType::{self, *};
+use rutile_ir::{Kernel, KernelBuilder, Value};
+use support::emit_80_90;
+
+/// `out = f(x, y)` over one program of 256 lanes, masked by `n`; `out` holds two elements
+/// per lane so that ops doubling the block fit.
+fn kernel(
+    t: ScalarType,
+    out: ScalarType,
+    f: impl for<'b> Fn(&'b KernelBuilder, Value<'b>, Value<'b>) -> Value<'b>,
+) -> Kernel {
+    Kernel::build("composite", |k| {
+        let (px, py, po) = (k.arg_ptr("x", t), k.arg_ptr("y", t), k.arg_ptr("out", out));
+        let n = k.arg_i32("n");
+        let offs = k.program_id(0) * 256 + k.arange(0, 256);
+        let mask = offs.lt(n);
+        let (x, y) = (k.load_masked(px + offs, mask, 0), k.load_masked(py + offs, mask, 0));
+        let r = f(k, x, y);
+        let len: u32 = r.shape().iter().product();
+        let flat = r.reshape(&[len]);
+        k.store(po + k.program_id(0) * 512 + k.arange(0, len as i32), flat);
+    })
+    .unwrap()
+}
+
+fn assemble(label: &str, kernel: &Kernel) -> String {
+    let t = rutile_ir::lower::lower(kernel, &Target::nvidia(4, 48 * 1024), &Specialization::none(4))
+        .unwrap_or_else(|e| panic!("{label}: lowering: {e}"));
+    emit_80_90(&t)
+}
+
+#[test]
+fn random_numbers_pass_ptxas() {
+    assemble(
+        "randint4x",
+        &kernel(I32, U32, |k, x, _| {
+            let r = k.randint4x(0x1234_5678_9abc_i64, x);
+            r[0] ^ r[1] ^ r[2] ^ r[3]
+        }),
+    );
+    assemble("rand", &kernel(I32, F32, |k, x, y| k.rand(y, x)));
+    let ptx = assemble("randn", &kernel(U32, F32, |k, x, _| k.randn(-5, x)));
+    assert!(ptx.contains("mul.hi.u32") && ptx.contains("lg2.approx.f32"));
+}
+
+#[test]
+fn join_split_interleave_and_cat_pass_ptxas() {
+    for t in [I8, I64, F16, F32] {
+        assemble(
+            "join, split, cat",
+            &kernel(t, t, |k, x, y| {
+                let (a, b) = k.split(k.join(x, y));
+                k.cat(b, a)
+            }),
+        );
+        assemble(
+            "interleave, clamp",
+            &kernel(t, t, |k, x, y| k.interleave(k.clamp(x, y, y), y)),
+        );
+    }
+}
+
+#[test]
+fn tanh_pow_and_umulhi_pass_ptxas() {
+    for t in [F16, BF16, F32] {
+        assemble("tanh", &kernel(t, t, |_, x, _| x.tanh()));
+        assemble("pow", &kernel(t, t, |k, x, y| k.pow(x, y)));
+    }
+    for t in [I32, U32, I64, U64] {
+        assemble("umulhi", &kernel(t, t, |k, x, y| k.umulhi(x, y)));
+    }
+}

@@ -1,0 +1,96 @@
+//! `device_assert` and `device_print`: the interpreter is where they run (GPU code leaves
+//! them out), so that `RUTILE_DEVICE=cpu` and the bounds-checked mode check and print.
+//!
+//! Printed lines go to stdout, or to the buffer of [`capture_prints`] on the calling thread
+//! while it runs (tests read them there).
+
+use super::error::{Fault, FaultKind};
+use super::tensor::{Data, Tensor};
+use std::cell::RefCell;
+
+thread_local! {
+    /// The lines printed while [`capture_prints`] runs on this thread.
+    static CAPTURED: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, collecting what `device_print` prints on this thread meanwhile instead of
+/// writing it to stdout; returns `f`'s result and the text.
+pub fn capture_prints<R>(f: impl FnOnce() -> R) -> (R, String) {
+    let outer = CAPTURED.with(|c| c.borrow_mut().replace(String::new()));
+    let r = f();
+    let text = CAPTURED
+        .with(|c| std::mem::replace(&mut *c.borrow_mut(), outer))
+        .unwrap_or_default();
+    (r, text)
+}
+
+fn emit(line: &str) {
+    let captured = CAPTURED.with(|c| match c.borrow_mut().as_mut() {
+        Some(s) => {
+            s.push_str(line);
+            s.push('\n');
+            true
+        }
+        None => false,
+    });
+    if !captured {
+        println!("{line}");
+    }
+}
+
+/// The first element of `cond` that fails, as an [`FaultKind::AssertionFailed`] fault
+/// naming the element's index and `message`.
+pub(crate) fn check(cond: &Tensor, message: &str) -> Result<(), Fault> {
+    let failed = cond.bools()?.iter().position(|&b| !b);
+    match failed {
+        None => Ok(()),
+        Some(i) => Err(Fault {
+            kind: FaultKind::AssertionFailed,
+            message: format!(
+                "device_assert failed at element {}: {message}",
+                index(cond.ty.shape.dims(), i)
+            ),
+        }),
+    }
+}
+
+/// The multi-index of element `i` (row-major) of a block of `dims`, as `(i, j)`.
+fn index(dims: &[u32], mut i: usize) -> String {
+    let mut idx = vec![0usize; dims.len()];
+    for (d, &n) in idx.iter_mut().zip(dims).rev() {
+        *d = i % n as usize;
+        i /= n as usize;
+    }
+    let parts: Vec<String> = idx.iter().map(|d| d.to_string()).collect();
+    format!("({})", parts.join(", "))
+}
+
+fn element(data: &Data, i: usize) -> String {
+    match data {
+        Data::Bool(v) => v[i].to_string(),
+        Data::Int(v) => v[i].to_string(),
+        Data::Float(v) => format!("{:?}", v[i]),
+        Data::Ptr(v) => format!("ptr({}, {})", v[i].param, v[i].offset),
+    }
+}
+
+/// Prints a line per element of `values` (one shape), as Triton's `device_print` does:
+/// `pid (x, y, z) idx (i, j) prefix: v0, v1`.
+pub(crate) fn print(pid: [u32; 3], prefix: &str, values: &[&Tensor]) {
+    let Some(first) = values.first() else {
+        emit(&format!("pid ({}, {}, {}) {prefix}", pid[0], pid[1], pid[2]));
+        return;
+    };
+    let dims = first.ty.shape.dims();
+    for i in 0..first.data.len() {
+        let vals: Vec<String> = values.iter().map(|t| element(&t.data, i)).collect();
+        emit(&format!(
+            "pid ({}, {}, {}) idx {} {prefix}: {}",
+            pid[0],
+            pid[1],
+            pid[2],
+            index(dims, i),
+            vals.join(", ")
+        ));
+    }
+}

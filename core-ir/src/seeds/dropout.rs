@@ -1,0 +1,27 @@
+use crate::{BuildError, Kernel, ScalarType};
+
+/// Low-memory dropout, as Triton's tutorial `_seeded_dropout`: instead of a stored mask,
+/// each element's keep decision is `tl.rand(seed, offset) > p`, recomputed from the seed
+/// whenever it is needed (the backward pass uses the same seed). Kept elements are scaled
+/// by `1 / (1 - p)`, dropped ones are 0.
+///
+/// Parameters: `x_ptr`, `output_ptr` (f32 pointers), `n_elements` (i32), `p` (f32, the drop
+/// probability), `seed` (i32). Grid: `cdiv(n_elements, block)`. The division is IEEE
+/// (`x / (1 - p)`), where Triton's `/` divides within 2 ulp.
+pub fn seeded_dropout(block: u32) -> Result<Kernel, BuildError> {
+    Kernel::build("_seeded_dropout", |k| {
+        let x_ptr = k.arg_ptr("x_ptr", ScalarType::F32);
+        let output_ptr = k.arg_ptr("output_ptr", ScalarType::F32);
+        let n_elements = k.arg_i32("n_elements");
+        let p = k.arg_scalar("p", ScalarType::F32);
+        let seed = k.arg_i32("seed");
+        let pid = k.program_id(0);
+        let offsets = pid * block + k.arange(0, block as i32);
+        let mask = offsets.lt(n_elements);
+        let x = k.load_masked(x_ptr + offsets, mask, 0);
+        let random = k.rand(seed, offsets);
+        let x_keep = random.gt(p);
+        let output = k.where_(x_keep, x / (1.0f32 - p), 0.0f32);
+        k.store_masked(output_ptr + offsets, output, mask);
+    })
+}

@@ -1,0 +1,155 @@
+//! `static_assert`, `device_assert` and `device_print`: build-time failures, the
+//! interpreter's checks and printed lines, and their absence from lowered (GPU) code.
+
+use rutile_ir::interp::{self, capture_prints, simt, ArgValue, FaultKind, HostBuffer, InterpError};
+use rutile_ir::lower::lower;
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::Kernel;
+use rutile_ir::ScalarType::*;
+
+#[test]
+fn static_assert_fails_the_build_with_its_message() {
+    let build = |block: u32| {
+        Kernel::build("meta", |k| {
+            k.static_assert(
+                block.is_power_of_two() && block >= 16,
+                "BLOCK must be a power of two >= 16",
+            );
+            let p = k.arg_ptr("p", I32);
+            k.store(p + k.arange(0, 16), k.arange(0, 16));
+        })
+    };
+    assert!(build(64).is_ok());
+    let e = build(8).unwrap_err().to_string();
+    assert!(
+        e.contains("static_assert")
+            && e.contains("failed: BLOCK must be a power of two >= 16")
+            && e.contains("debug_ops.rs"),
+        "{e}"
+    );
+}
+
+/// `x` must be below `limit` wherever `i < n`; the kernel copies `x` to `out`.
+fn asserting_kernel() -> Kernel {
+    Kernel::build("asserting", |k| {
+        let (x, out) = (k.arg_ptr("x", I32), k.arg_ptr("out", I32));
+        let (n, limit) = (k.arg_i32("n"), k.arg_i32("limit"));
+        let i = k.program_id(0) * 32 + k.arange(0, 32);
+        let mask = i.lt(n);
+        let v = k.load_masked(x + i, mask, 0);
+        k.device_assert(v.lt(limit) | !mask, "x must stay below the limit");
+        k.store_masked(out + i, v, mask);
+    })
+    .unwrap()
+}
+
+fn args(n: usize, limit: i64) -> Vec<ArgValue> {
+    vec![
+        ArgValue::Ptr { buffer: 0, offset: 0 },
+        ArgValue::Ptr { buffer: 1, offset: 0 },
+        ArgValue::Int(n as i64),
+        ArgValue::Int(limit),
+    ]
+}
+
+#[test]
+fn device_assert_stops_the_interpreter_at_the_first_failing_element() {
+    let kernel = asserting_kernel();
+    let x: Vec<i32> = (0..100).map(|i| i * 3).collect();
+    let mut bufs = vec![HostBuffer::from_slice(&x), HostBuffer::zeros(I32, 100)];
+    interp::run(&kernel, [4, 1, 1], &args(100, 1000), &mut bufs).unwrap();
+    assert_eq!(bufs[1].to_vec::<i32>().unwrap(), x);
+    // 3·i ≥ 200 first at i = 67: program 2, element 3.
+    let err = interp::run(&kernel, [4, 1, 1], &args(100, 200), &mut bufs).unwrap_err();
+    match &err {
+        InterpError::Fault { kind, op, program, .. } => {
+            assert_eq!(
+                (*kind, *op, *program),
+                (FaultKind::AssertionFailed, "device_assert", [2, 0, 0])
+            );
+        }
+        e => panic!("expected an assertion fault, got {e}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains("device_assert failed at element (3): x must stay below the limit"),
+        "{text}"
+    );
+}
+
+#[test]
+fn device_assert_and_print_are_compiled_out_of_lowered_code() {
+    let kernel = asserting_kernel();
+    let t = lower(&kernel, &Target::nvidia(1, 48 * 1024), &Specialization::none(4)).unwrap();
+    let x: Vec<i32> = (0..100).collect();
+    let mut bufs = vec![HostBuffer::from_slice(&x), HostBuffer::zeros(I32, 100)];
+    // The condition fails for most elements; the lowered kernel does not check it.
+    simt::run_threads(&t, [4, 1, 1], &args(100, 5), &mut bufs).unwrap();
+    assert_eq!(bufs[1].to_vec::<i32>().unwrap(), x);
+    let printing = Kernel::build("printing", |k| {
+        let p = k.arg_ptr("p", I32);
+        let i = k.arange(0, 32);
+        k.device_print("i", &[i]);
+        k.store(p + i, i);
+    })
+    .unwrap();
+    let t = lower(&printing, &Target::nvidia(1, 48 * 1024), &Specialization::none(1)).unwrap();
+    let (r, text) = capture_prints(|| {
+        let mut bufs = vec![HostBuffer::zeros(I32, 32)];
+        simt::run_threads(&t, [1, 1, 1], &[ArgValue::Ptr { buffer: 0, offset: 0 }], &mut bufs)
+    });
+    r.unwrap();
+    assert_eq!(text, "");
+}
+
+#[test]
+fn device_print_writes_a_line_per_element_and_program() {
+    let kernel = Kernel::build("printing", |k| {
+        let x = k.arg_ptr("x", F32);
+        let pid = k.program_id(0);
+        let r = k.arange(0, 2);
+        let c = k.arange(0, 2);
+        let offs = pid * 4 + r.expand_dims(1) * 2 + c.expand_dims(0);
+        let v = k.load(x + offs);
+        k.device_print("x, offs", &[v, offs]);
+        k.device_print("pid", &[pid]);
+    })
+    .unwrap();
+    let x = [0.5f32, -1.0, 2.25, 3.0, 4.0, 5.5, -6.0, 7.0];
+    let (r, text) = capture_prints(|| {
+        let mut bufs = vec![HostBuffer::from_slice(&x)];
+        interp::run(&kernel, [2, 1, 1], &[ArgValue::Ptr { buffer: 0, offset: 0 }], &mut bufs)
+    });
+    r.unwrap();
+    let want = "\
+pid (0, 0, 0) idx (0, 0) x, offs: 0.5, 0
+pid (0, 0, 0) idx (0, 1) x, offs: -1.0, 1
+pid (0, 0, 0) idx (1, 0) x, offs: 2.25, 2
+pid (0, 0, 0) idx (1, 1) x, offs: 3.0, 3
+pid (0, 0, 0) idx () pid: 0
+pid (1, 0, 0) idx (0, 0) x, offs: 4.0, 4
+pid (1, 0, 0) idx (0, 1) x, offs: 5.5, 5
+pid (1, 0, 0) idx (1, 0) x, offs: -6.0, 6
+pid (1, 0, 0) idx (1, 1) x, offs: 7.0, 7
+pid (1, 0, 0) idx () pid: 1
+";
+    assert_eq!(text, want);
+}
+
+#[test]
+fn bad_debug_operands_are_build_errors() {
+    let e = Kernel::build("bad", |k| {
+        let p = k.arg_ptr("p", I32);
+        k.device_assert(k.arange(0, 4), "not a condition");
+        k.device_print("pointers", &[p]);
+        k.device_print("shapes", &[k.arange(0, 4), k.arange(0, 8)]);
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("device_assert") && e.contains("boolean condition") && e.contains("<4xi32>"),
+        "{e}"
+    );
+    assert!(e.contains("device_print") && e.contains("prints numbers"), "{e}");
+    assert!(e.contains("one shape"), "{e}");
+}

@@ -1,0 +1,202 @@
+//! `join`, `split`, `interleave` and `cat` against references computed here, on random
+//! inputs of several types and shapes, on the interpreter and through the lowering in the
+//! SIMT simulator (several targets, so that the layouts differ); and their build errors.
+
+use rutile_ir::interp::{self, simt, ArgValue, Element, HostBuffer};
+use rutile_ir::lower::lower;
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::testing::Rng;
+use rutile_ir::ScalarType::{self, *};
+use rutile_ir::{Kernel, KernelBuilder, Value};
+
+fn targets() -> Vec<Target> {
+    let mut small = Target::nvidia(2, 48 * 1024);
+    small.warp_size = 8;
+    vec![Target::nvidia(1, 48 * 1024), Target::nvidia(4, 48 * 1024), small]
+}
+
+/// Runs `kernel` (parameters: the buffers, in order) on one program, in the interpreter and
+/// lowered for each target in the simulator (which must agree bit for bit); returns the
+/// interpreter's buffers.
+fn run(kernel: &Kernel, buffers: Vec<HostBuffer>) -> Vec<HostBuffer> {
+    let args: Vec<ArgValue> = (0..buffers.len())
+        .map(|b| ArgValue::Ptr { buffer: b, offset: 0 })
+        .collect();
+    let mut want = buffers.clone();
+    interp::run(kernel, [1, 1, 1], &args, &mut want).unwrap();
+    for t in targets() {
+        let tk = lower(kernel, &t, &Specialization::none(args.len())).unwrap();
+        let mut got = buffers.clone();
+        simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.as_bytes(), w.as_bytes(), "warp {} x {}", t.warp_size, t.num_warps);
+        }
+    }
+    want
+}
+
+/// Row-major offsets of a block of `dims` (rank 1 or 2).
+fn offsets<'b>(k: &'b KernelBuilder, dims: &[u32]) -> Value<'b> {
+    match *dims {
+        [n] => k.arange(0, n as i32),
+        [r, c] => k.arange(0, r as i32).expand_dims(1) * c as i32 + k.arange(0, c as i32).expand_dims(0),
+        _ => unreachable!("rank 1 or 2 here"),
+    }
+}
+
+fn random<T: Element>(rng: &mut Rng, n: usize, f: impl Fn(u64) -> T) -> Vec<T> {
+    (0..n).map(|_| f(rng.next_u64())).collect()
+}
+
+/// `out = join(a, b)` (and `interleave`, the same elements), `split` back into two blocks.
+fn join_split_round_trip<T: Element + Copy + PartialEq + std::fmt::Debug>(
+    t: ScalarType,
+    dims: &[u32],
+    a: Vec<T>,
+    b: Vec<T>,
+) {
+    let n = a.len();
+    let kernel = Kernel::build("join_split", |k| {
+        let (pa, pb) = (k.arg_ptr("a", t), k.arg_ptr("b", t));
+        let (pj, pi) = (k.arg_ptr("joined", t), k.arg_ptr("interleaved", t));
+        let (pa2, pb2) = (k.arg_ptr("a2", t), k.arg_ptr("b2", t));
+        let offs = offsets(k, dims);
+        let (x, y) = (k.load(pa + offs), k.load(pb + offs));
+        let j = k.join(x, y);
+        assert_eq!(j.shape(), [dims, &[2]].concat());
+        let mut jd = dims.to_vec();
+        jd.push(2);
+        let joffs = match *jd {
+            [r, c] => k.arange(0, r as i32).expand_dims(1) * 2 + k.arange(0, c as i32).expand_dims(0),
+            [r, c, d] => {
+                let rr = k.arange(0, r as i32).expand_dims(1).expand_dims(2) * (c * d) as i32;
+                let cc = k.arange(0, c as i32).expand_dims(0).expand_dims(2) * d as i32;
+                rr + cc + k.arange(0, d as i32).expand_dims(0).expand_dims(0)
+            }
+            _ => unreachable!(),
+        };
+        k.store(pj + joffs, j);
+        let mut idims = dims.to_vec();
+        *idims.last_mut().unwrap() *= 2;
+        k.store(pi + offsets(k, &idims), k.interleave(x, y));
+        let (s0, s1) = k.split(j);
+        k.store(pa2 + offs, s0);
+        k.store(pb2 + offs, s1);
+    })
+    .unwrap();
+    let out = run(
+        &kernel,
+        vec![
+            HostBuffer::from_slice(&a),
+            HostBuffer::from_slice(&b),
+            HostBuffer::zeros(t, 2 * n),
+            HostBuffer::zeros(t, 2 * n),
+            HostBuffer::zeros(t, n),
+            HostBuffer::zeros(t, n),
+        ],
+    );
+    let want: Vec<T> = (0..2 * n)
+        .map(|i| if i % 2 == 0 { a[i / 2] } else { b[i / 2] })
+        .collect();
+    assert_eq!(out[2].to_vec::<T>().unwrap(), want, "join {t} {dims:?}");
+    assert_eq!(out[3].to_vec::<T>().unwrap(), want, "interleave {t} {dims:?}");
+    assert_eq!(out[4].to_vec::<T>().unwrap(), a, "split.0 {t} {dims:?}");
+    assert_eq!(out[5].to_vec::<T>().unwrap(), b, "split.1 {t} {dims:?}");
+}
+
+#[test]
+fn join_interleave_and_split_round_trip() {
+    let mut rng = Rng::new(0x501);
+    for dims in [vec![64u32], vec![8, 16], vec![4, 2]] {
+        let n: u32 = dims.iter().product();
+        let n = n as usize;
+        let a = random(&mut rng, n, |r| r as i32);
+        let b = random(&mut rng, n, |r| (r >> 17) as i32);
+        join_split_round_trip(I32, &dims, a, b);
+        let mut a = random(&mut rng, n, |r| f32::from_bits(r as u32));
+        // Signed zeros, infinities and subnormals survive the split bit for bit.
+        a[..4].copy_from_slice(&[-0.0, 0.0, f32::NEG_INFINITY, f32::from_bits(3)]);
+        let a: Vec<f32> = a.into_iter().map(|v| if v.is_nan() { 1.5 } else { v }).collect();
+        let b = random(&mut rng, n, |r| (r % 1000) as f32 - 500.25);
+        join_split_round_trip(F32, &dims, a, b);
+        let a = random(&mut rng, n, |r| r as u8);
+        let b = random(&mut rng, n, |r| (r >> 9) as u8);
+        join_split_round_trip(U8, &dims, a, b);
+        let a = random(&mut rng, n, |r| r as i64);
+        let b = random(&mut rng, n, |r| r.rotate_left(7) as i64);
+        join_split_round_trip(I64, &dims, a, b);
+    }
+}
+
+#[test]
+fn cat_is_the_plain_concatenation_along_the_first_axis() {
+    let mut rng = Rng::new(0xca7);
+    for dims in [vec![32u32], vec![8, 4]] {
+        let n = dims.iter().product::<u32>() as usize;
+        let a = random(&mut rng, n, |r| r as i32);
+        let b = random(&mut rng, n, |r| (r >> 20) as i32);
+        let kernel = Kernel::build("cat", |k| {
+            let (pa, pb, po) = (k.arg_ptr("a", I32), k.arg_ptr("b", I32), k.arg_ptr("out", I32));
+            let offs = offsets(k, &dims);
+            let c = k.cat(k.load(pa + offs), k.load(pb + offs));
+            let mut cd = dims.clone();
+            cd[0] *= 2;
+            k.store(po + offsets(k, &cd), c);
+        })
+        .unwrap();
+        let out = run(
+            &kernel,
+            vec![
+                HostBuffer::from_slice(&a),
+                HostBuffer::from_slice(&b),
+                HostBuffer::zeros(I32, 2 * n),
+            ],
+        );
+        let want: Vec<i32> = a.iter().chain(&b).copied().collect();
+        assert_eq!(out[2].to_vec::<i32>().unwrap(), want, "{dims:?}");
+    }
+}
+
+#[test]
+fn join_of_scalars_and_broadcast_operands() {
+    let kernel = Kernel::build("join_broadcast", |k| {
+        let o = k.arg_ptr("out", I32);
+        let col = k.arange(0, 8) * 10;
+        // A scalar joined with a block is broadcast; two scalars give a block of 2.
+        let j = k.join(k.scalar(7, I32), col);
+        k.store(o + offsets(k, &[16]), j.reshape(&[16]));
+        let s = k.join(k.scalar(1, I32), k.scalar(2, I32));
+        k.store(o + 16 + k.arange(0, 2), s);
+    })
+    .unwrap();
+    let out = run(&kernel, vec![HostBuffer::zeros(I32, 18)]);
+    let want: Vec<i32> = (0..8).flat_map(|i| [7, i * 10]).chain([1, 2]).collect();
+    assert_eq!(out[0].to_vec::<i32>().unwrap(), want);
+}
+
+#[test]
+fn bad_operands_are_build_errors() {
+    let err = |f: for<'b> fn(&'b KernelBuilder) -> Value<'b>| {
+        Kernel::build("bad", |k| {
+            let o = k.arg_ptr("o", I32);
+            let v = f(k);
+            let n: u32 = v.shape().iter().product();
+            k.store(o + k.arange(0, n as i32).reshape(&v.shape()), v);
+        })
+        .unwrap_err()
+        .to_string()
+    };
+    let e = err(|k| k.join(k.arange(0, 4), k.arange(0, 4).to(F32)));
+    assert!(e.contains("join") && e.contains("one element type"), "{e}");
+    let e = err(|k| k.join(k.arange(0, 4), k.arange(0, 8)));
+    assert!(e.contains("join") && e.contains("cannot be broadcast"), "{e}");
+    let e = err(|k| k.join(k.zeros(&[2, 2, 2], I32), k.zeros(&[2, 2, 2], I32)));
+    assert!(e.contains("join") && e.contains("rank at most 3"), "{e}");
+    let e = err(|k| k.split(k.arange(0, 4)).0);
+    assert!(
+        e.contains("split") && e.contains("last dimension has size 2") && e.contains("<4xi32>"),
+        "{e}"
+    );
+    let e = err(|k| k.cat(k.arange(0, 4), k.arange(0, 8)));
+    assert!(e.contains("cat") && e.contains("one shape"), "{e}");
+}

@@ -1,0 +1,150 @@
+//! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `clamp`.
+
+use super::*;
+
+/// `tanh` on every type (floats only are accepted) over the range where it is not yet ±1,
+/// with the special values.
+fn tanh_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for t in DTYPES {
+        let (domain, rule) = if t.is_float() {
+            let d = Domain::Range {
+                lo: -10.0,
+                hi: 10.0,
+                lo2: -20,
+                hi2: 4,
+            };
+            (d, Rule::Float { op: "tanh", arg: 0 })
+        } else {
+            (Domain::General, Rule::Exact)
+        };
+        cases.extend(elementwise_cases("tanh", &[(t, domain)], t, rule, |_, x| x[0].tanh()));
+    }
+    cases
+}
+
+/// Bases of magnitude 1/4 to 4 of both signs (so `|y·log2 x| ≤ 2|y|`, where the bounds
+/// hold), and the special bases.
+fn pow_bases(t: ScalarType, n: usize, seed: u64) -> Vec<V> {
+    let mut rng = Rng::new(seed);
+    let specials = [0.0, -0.0, 1.0, -1.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN];
+    (0..n)
+        .map(|_| {
+            let x = match rng.below(6) {
+                0 => rng.pick(&specials),
+                _ => {
+                    let s = if rng.below(2) == 0 { 1.0 } else { -1.0 };
+                    s * 2f64.powf(rng.range(-2.0, 2.0))
+                }
+            };
+            quantize(t, V::F(x))
+        })
+        .collect()
+}
+
+/// Exponents in [-4, 4]: integers half of the time (negative bases give results only for
+/// them, negated for odd ones), and the special exponents.
+fn pow_exponents(t: ScalarType, n: usize, seed: u64) -> Vec<V> {
+    let mut rng = Rng::new(seed);
+    let specials = [0.0, -0.0, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.5];
+    (0..n)
+        .map(|_| {
+            let y = match rng.below(8) {
+                0 => rng.pick(&specials),
+                1..=4 => rng.range(-4.0, 4.0).round(),
+                _ => rng.range(-4.0, 4.0),
+            };
+            quantize(t, V::F(y))
+        })
+        .collect()
+}
+
+fn pow_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for t in DTYPES {
+        let rule = if t.is_float() {
+            Rule::Float { op: "pow", arg: 1 }
+        } else {
+            Rule::Exact
+        };
+        let mut cs = elementwise_cases("pow", &[(t, Domain::General), (t, Domain::General)], t, rule, |k, x| {
+            k.pow(x[0], x[1])
+        });
+        if t.is_float() {
+            for (i, c) in cs.iter_mut().enumerate() {
+                let n = c.bufs[0].init.len();
+                c.bufs[0].init = pow_bases(t, n, 700 + i as u64);
+                c.bufs[1].init = pow_exponents(t, n, 800 + i as u64);
+            }
+        }
+        cases.extend(cs);
+    }
+    cases
+}
+
+fn umulhi_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for t in DTYPES {
+        cases.extend(elementwise_cases(
+            "umulhi",
+            &[(t, Domain::General), (t, Domain::General)],
+            t,
+            Rule::Exact,
+            |k, x| k.umulhi(x[0], x[1]),
+        ));
+    }
+    cases
+}
+
+/// `clamp(x, lo, hi)` with `lo ≤ hi` (Triton leaves `lo > hi` unspecified); bounds and `x`
+/// are drawn alike, so each side of the range is hit. Float subnormals become zeros of their
+/// sign: Vulkan may flush them in the comparisons, which the `minimum`/`maximum` rows cover.
+fn clamp_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for t in DTYPES {
+        let mut cs = elementwise_cases(
+            "clamp",
+            &[(t, Domain::General), (t, Domain::General), (t, Domain::General)],
+            t,
+            Rule::Exact,
+            |k, x| k.clamp(x[0], x[1], x[2]),
+        );
+        for c in &mut cs {
+            let n = c.bufs[0].init.len();
+            if t.is_float() {
+                let smallest_normal = match t {
+                    F16 => 2f64.powi(-14),
+                    BF16 | F32 => 2f64.powi(-126),
+                    _ => f64::MIN_POSITIVE,
+                };
+                for b in &mut c.bufs[..3] {
+                    for v in &mut b.init {
+                        let x = v.f();
+                        if x != 0.0 && x.abs() < smallest_normal {
+                            *v = V::F(0.0f64.copysign(x));
+                        }
+                    }
+                }
+            }
+            for i in 0..n {
+                let (lo, hi) = (c.bufs[1].init[i], c.bufs[2].init[i]);
+                let swap = if t.is_float() { lo.f() > hi.f() } else { lo.i() > hi.i() };
+                if swap {
+                    c.bufs[1].init[i] = hi;
+                    c.bufs[2].init[i] = lo;
+                }
+            }
+        }
+        cases.extend(cs);
+    }
+    cases
+}
+
+/// Every case of this file.
+pub(super) fn math_cases() -> Vec<Case> {
+    let mut all = tanh_cases();
+    all.extend(pow_cases());
+    all.extend(umulhi_cases());
+    all.extend(clamp_cases());
+    all
+}

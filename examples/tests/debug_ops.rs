@@ -1,0 +1,56 @@
+//! `device_assert` through the runtime: the CPU device and the bounds-checked mode run it
+//! (an error naming the message), GPU code leaves it out (the launch runs). On every device
+//! present, lavapipe included.
+
+use rutile::{CpuDevice, Device, DeviceExt, Kernel, LaunchConfig, ScalarType};
+
+fn kernel() -> Kernel {
+    Kernel::build("checked_copy", |k| {
+        let (x, out) = (k.arg_ptr("x", ScalarType::F32), k.arg_ptr("out", ScalarType::F32));
+        let n = k.arg_i32("n");
+        let i = k.program_id(0) * 128 + k.arange(0, 128);
+        let mask = i.lt(n);
+        let v = k.load_masked(x + i, mask, 0.0f32);
+        k.device_assert(v.ge(0.0f32), "x must not be negative");
+        k.device_print("x", &[v]);
+        k.store_masked(out + i, v, mask);
+    })
+    .unwrap()
+}
+
+fn launch(d: &dyn Device, x: &[f32], checked: bool) -> rutile::Result<Vec<f32>> {
+    let (xb, ob) = (d.upload(x)?, d.zeros::<f32>(x.len())?);
+    let config = LaunchConfig::grid1((x.len() as u32).div_ceil(128)).check_bounds(checked);
+    d.launch(
+        &kernel(),
+        &config,
+        &[(&xb).into(), (&ob).into(), (x.len() as i32).into()],
+    )?;
+    d.download(&ob)
+}
+
+#[test]
+fn device_assert_fails_in_the_interpreter_and_is_compiled_out_on_gpus() {
+    let mut x: Vec<f32> = (0..300).map(|i| i as f32 * 0.5 + 0.25).collect();
+    let cpu = CpuDevice::new();
+    let (_turn, gpus) = rutile_examples::gpus::gpus_under_test();
+    let mut devices: Vec<&dyn Device> = vec![&cpu];
+    devices.extend(gpus.iter().map(|d| d.as_ref()));
+    let (ok, printed) = rutile::ir::interp::capture_prints(|| launch(&cpu, &x, false));
+    assert_eq!(ok.unwrap(), x);
+    assert!(printed.contains("pid (2, 0, 0) idx (43) x: 149.75"), "{printed}");
+    x[170] = -1.0;
+    for d in devices {
+        let err = launch(d, &x, true).unwrap_err().to_string();
+        assert!(
+            err.contains("device_assert failed at element (42): x must not be negative")
+                && err.contains("program (1, 0, 0)"),
+            "{}: {err}",
+            d.id()
+        );
+        if d.id() != "cpu" {
+            // Compiled out: the GPU copies the negative element too.
+            assert_eq!(launch(d, &x, false).unwrap(), x, "{}", d.id());
+        }
+    }
+}

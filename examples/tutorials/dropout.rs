@@ -1,0 +1,78 @@
+//! Low-memory dropout, Triton's tutorial in its seeded form: no mask is stored; each
+//! element's keep decision is `rand(seed, offset) > p`, which the same seed reproduces.
+//! Checked against a CPU reference that draws the same Philox stream
+//! (`rutile::ir::testing::philox`, written from the published algorithm).
+
+use super::{timed, Outcome};
+use crate::rng::Rng;
+use rutile::ir::testing::philox;
+use rutile::seeds;
+use rutile::{Device, DeviceExt, LaunchConfig, Result};
+
+/// Elements per program, as the tutorial's `BLOCK_SIZE`.
+pub const BLOCK: u32 = 1024;
+
+/// The CPU reference: `x / (1 - p)` where Triton's `rand(seed, i) > p`, else 0 (in `f32`,
+/// the division correctly rounded). An `i32` seed counts as its sign extension, as Triton
+/// converts it.
+pub fn dropout_reference(x: &[f32], p: f32, seed: i32) -> Vec<f32> {
+    let scale = 1.0f32 - p;
+    x.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if philox::rand(seed as i64 as u64, i as u32) > p {
+                v / scale
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// Runs the seeded dropout kernel on `dev`: `(output, device time of one launch in ms)`.
+pub fn run_dropout(dev: &dyn Device, x: &[f32], p: f32, seed: i32) -> Result<(Vec<f32>, f64)> {
+    let n = x.len();
+    let kernel = seeds::seeded_dropout(BLOCK)?;
+    let (xb, ob) = (dev.upload(x)?, dev.zeros::<f32>(n)?);
+    let config = LaunchConfig::grid1((n as u32).div_ceil(BLOCK));
+    let args = [(&xb).into(), (&ob).into(), (n as i32).into(), p.into(), seed.into()];
+    let time_ms = timed(dev, &kernel, &config, &args)?;
+    Ok((dev.download(&ob)?, time_ms))
+}
+
+/// How far `got` is from the reference: infinite where an element is kept on one side and
+/// dropped on the other (the Philox streams differ), else the largest relative error of the
+/// kept elements (the division is within 2.5 ulp on Vulkan, exact elsewhere).
+pub fn dropout_error(got: &[f32], want: &[f32]) -> f64 {
+    let mut worst = 0.0f64;
+    for (&g, &w) in got.iter().zip(want) {
+        if (g == 0.0) != (w == 0.0) || g.is_nan() {
+            return f64::INFINITY;
+        }
+        if w != 0.0 {
+            worst = worst.max(((g - w) / w).abs() as f64);
+        }
+    }
+    worst
+}
+
+/// The relative error a kept element may have: 2.5 ulp of `f32` (Vulkan's division).
+pub const TOLERANCE: f64 = 3.0e-7;
+
+/// Dropout of `n` random `f32`s (never zero) with drop probability `p` and `seed`,
+/// against the CPU reference.
+pub fn dropout(dev: &dyn Device, n: usize, p: f32, seed: i32, rng_seed: u64) -> Result<Outcome> {
+    let x = Rng::new(rng_seed).f32s(n, -2.0, 2.0);
+    let (got, time_ms) = run_dropout(dev, &x, p, seed)?;
+    let want = dropout_reference(&x, p, seed);
+    let kept = want.iter().filter(|&&v| v != 0.0).count();
+    Ok(Outcome {
+        tutorial: "seeded dropout".into(),
+        size: format!("{n}, p={p}"),
+        device: dev.id(),
+        error: dropout_error(&got, &want),
+        tolerance: TOLERANCE,
+        time_ms,
+        detail: Some(format!("seed {seed}: {kept} of {n} kept")),
+    })
+}
