@@ -7,6 +7,8 @@ use rutile::autotune::{Autotuner, Config, Tuned};
 use rutile::seeds::{self, Activation, MatmulMeta};
 use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, Result, ScalarType};
 
+pub mod layer_norm;
+
 /// What one tutorial run found.
 pub struct Outcome {
     pub tutorial: String,
@@ -49,7 +51,7 @@ impl std::fmt::Display for Outcome {
 }
 
 /// Launches once to compile and warm up, then times one launch on the device.
-fn timed(dev: &dyn Device, kernel: &rutile::Kernel, config: &LaunchConfig, args: &[rutile::Arg<'_>]) -> Result<f64> {
+pub(crate) fn timed(dev: &dyn Device, kernel: &rutile::Kernel, config: &LaunchConfig, args: &[rutile::Arg<'_>]) -> Result<f64> {
     dev.launch(kernel, config, args)?;
     dev.time(&mut || dev.launch(kernel, config, args))
 }

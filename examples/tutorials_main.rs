@@ -42,6 +42,10 @@ fn main() {
         ),
         ("matmul", Box::new(|d| tutorials::matmul(d, 512, 512, 512, false, 4))),
         (
+            "layer norm",
+            Box::new(move |d| tutorials::layer_norm::layer_norm(d, rows, 1000, 7)),
+        ),
+        (
             "matmul + leaky_relu",
             Box::new(|d| tutorials::matmul(d, 512, 512, 512, true, 5)),
         ),

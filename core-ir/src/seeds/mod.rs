@@ -3,11 +3,16 @@
 //! shared by the examples, the tests and every backend; and one kernel beyond the
 //! tutorials, a tiled transpose, whose load and store are contiguous along different axes.
 
+mod layer_norm;
 mod matmul;
 mod softmax;
 mod transpose;
 mod vector_add;
 
+pub use layer_norm::{
+    layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_group_size_m, LayerNormBackwardMeta,
+    LayerNormMeta,
+};
 pub use matmul::{matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta};
 pub use softmax::{
     softmax, softmax_block, softmax_chunked, softmax_chunks, softmax_chunks_at_most, softmax_num_warps,

@@ -1,0 +1,78 @@
+//! The kernels of the layer norm, long-row and fused attention tutorials, lowered for the
+//! configurations their host code picks (aligned and unaligned arguments): their PTX must
+//! pass `ptxas` for sm_80 and sm_90. Registers and spills are printed:
+//! `cargo test -p rutile-ptx --test tutorials -- --nocapture`.
+
+mod support;
+
+use rutile_ir::seeds::{self, LayerNormBackwardMeta, LayerNormMeta};
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::Kernel;
+use rutile_ir::ScalarType::{F16, F32};
+use rutile_ptx::{emit, PtxTarget};
+
+/// Lowers `kernel` for an NVIDIA GPU (`target`, or 48 KiB of shared memory without tensor
+/// cores) at each of `warps`, specialized for aligned arguments and for none, and
+/// assembles it for sm_80 and sm_90; returns the PTX of the last one.
+fn check_on(label: &str, kernel: &Kernel, warps: &[u32], target: impl Fn(u32) -> Target) -> String {
+    let mut last = String::new();
+    for &num_warps in warps {
+        for aligned in [true, false] {
+            let n = kernel.params.len();
+            let spec = if aligned {
+                Specialization::all(n)
+            } else {
+                Specialization::none(n)
+            };
+            let t = rutile_ir::lower::lower(kernel, &target(num_warps), &spec)
+                .unwrap_or_else(|e| panic!("lowering {label} with {num_warps} warps: {e}"));
+            for sm in [80, 90] {
+                let ptx = emit(&t, &PtxTarget::from_compute_capability(sm / 10, sm % 10))
+                    .unwrap_or_else(|e| panic!("{label}: emitting PTX for sm_{sm}: {e}"));
+                if let Some((registers, spilled)) = support::ptxas_resources(&ptx, sm) {
+                    println!(
+                        "{label}, {num_warps} warps, {}, sm_{sm}: {registers} registers, {spilled} bytes spilled, {} bytes shared",
+                        if aligned { "aligned" } else { "unaligned" },
+                        t.shared_bytes()
+                    );
+                }
+                last = ptx;
+            }
+        }
+    }
+    last
+}
+
+fn check(label: &str, kernel: &Kernel, warps: &[u32]) -> String {
+    check_on(label, kernel, warps, |w| Target::nvidia(w, 48 * 1024))
+}
+
+#[test]
+fn layer_norm_passes_ptxas() {
+    for (n, dtype) in [(781, F16), (4096, F16), (16384, F16), (1000, F32)] {
+        let meta = LayerNormMeta::for_row(n, dtype).unwrap();
+        let warps = [meta.num_warps()];
+        let label = format!("layer norm {n} {dtype}, BLOCK {}", meta.block_size);
+        check(
+            &format!("{label}, forward"),
+            &seeds::layer_norm_forward(&meta).unwrap(),
+            &warps,
+        );
+        let bwd = LayerNormBackwardMeta {
+            group_size_m: seeds::layer_norm_group_size_m(n),
+            block_size_n: meta.block_size,
+            dtype,
+        };
+        let ptx = check(
+            &format!("{label}, backward dx"),
+            &seeds::layer_norm_backward_dx(&bwd).unwrap(),
+            &warps,
+        );
+        // The lock: a compare-and-swap to take it, an exchange to release it, both with
+        // acquire-release semantics so that the partial sums they guard are published.
+        assert!(ptx.contains("atom.acq_rel.gpu.global.cas.b32"), "{label}:\n{ptx}");
+        assert!(ptx.contains("atom.acq_rel.gpu.global.exch.b32"), "{label}:\n{ptx}");
+        let dwdb = seeds::layer_norm_backward_dwdb(32, 128, dtype).unwrap();
+        check(&format!("{label}, backward dw db"), &dwdb, &[4]);
+    }
+}

@@ -1,0 +1,46 @@
+//! The layer norm, long-row and fused attention tutorials on every GPU present (each CUDA
+//! GPU and each wgpu adapter, lavapipe included), each checked against its CPU reference on
+//! random inputs at ragged sizes (small ones on software devices).
+//!
+//! Without any such device the tests skip, unless `RUTILE_REQUIRE_TOOLS=1` or
+//! `RUTILE_REQUIRE_GPU=1`, then they fail; and they fail when `RUTILE_REQUIRE` names a
+//! backend without a device that opens.
+
+use rutile::{Device, DeviceType};
+use rutile_examples::tutorials::{self, Outcome};
+use std::sync::Arc;
+
+fn devices() -> (std::sync::MutexGuard<'static, ()>, Vec<Arc<dyn Device>>) {
+    rutile_examples::gpus::gpus_under_test()
+}
+
+/// Software devices (lavapipe) get the small sizes only.
+fn is_fast(d: &dyn Device) -> bool {
+    d.properties().device_type != DeviceType::Cpu
+}
+
+/// Fails with the outcome (error, bound) when it did not pass, or with the error.
+fn check(d: &dyn Device, what: &str, outcome: rutile::Result<Outcome>) {
+    match outcome {
+        Ok(o) => {
+            println!("{o}");
+            assert!(o.passed(), "{}: {what}: {o}", d.id());
+        }
+        Err(e) => panic!("{}: {what}: {e}", d.id()),
+    }
+}
+
+#[test]
+fn gpu_layer_norm_matches_the_reference() {
+    let (_turn, devices) = devices();
+    for d in devices {
+        let mut sizes = vec![(37, 1), (64, 100), (129, 781), (33, 4097)];
+        if is_fast(d.as_ref()) {
+            sizes.extend([(4096, 1000), (1151, 8192), (512, 16384), (300, 32768)]);
+        }
+        for (i, &(m, n)) in sizes.iter().enumerate() {
+            let outcome = tutorials::layer_norm::layer_norm(d.as_ref(), m, n, 70 + i as u64);
+            check(d.as_ref(), &format!("layer norm {m}x{n}"), outcome);
+        }
+    }
+}
