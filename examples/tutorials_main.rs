@@ -46,6 +46,14 @@ fn main() {
             Box::new(move |d| tutorials::layer_norm::layer_norm(d, rows, 1000, 7)),
         ),
         (
+            "long-row softmax",
+            Box::new(move |d| tutorials::long_rows::softmax(d, rows / 16, 100_000, 8)),
+        ),
+        (
+            "long-row layer norm",
+            Box::new(move |d| tutorials::long_rows::layer_norm(d, rows / 16, 100_000, 9)),
+        ),
+        (
             "matmul + leaky_relu",
             Box::new(|d| tutorials::matmul(d, 512, 512, 512, true, 5)),
         ),

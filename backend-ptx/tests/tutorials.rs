@@ -5,7 +5,7 @@
 
 mod support;
 
-use rutile_ir::seeds::{self, LayerNormBackwardMeta, LayerNormMeta};
+use rutile_ir::seeds::{self, LayerNormBackwardMeta, LayerNormMeta, LongRowMeta, SoftmaxOptions};
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::Kernel;
 use rutile_ir::ScalarType::{F16, F32};
@@ -74,5 +74,45 @@ fn layer_norm_passes_ptxas() {
         assert!(ptx.contains("atom.acq_rel.gpu.global.exch.b32"), "{label}:\n{ptx}");
         let dwdb = seeds::layer_norm_backward_dwdb(32, 128, dtype).unwrap();
         check(&format!("{label}, backward dw db"), &dwdb, &[4]);
+    }
+}
+
+#[test]
+fn long_row_kernels_pass_ptxas() {
+    let meta = LongRowMeta::default();
+    let warps = [meta.num_warps, 4];
+    for ieee_rounding in [true, false] {
+        let options = SoftmaxOptions {
+            ieee_rounding,
+            ..SoftmaxOptions::default()
+        };
+        let kernel = seeds::softmax_long(meta.block_size, options).unwrap();
+        check(
+            &format!("long-row softmax, ieee division {ieee_rounding}"),
+            &kernel,
+            &warps,
+        );
+    }
+    for dtype in [F16, F32] {
+        let kernel = seeds::layer_norm_long(&LayerNormMeta {
+            block_size: meta.block_size,
+            dtype,
+        })
+        .unwrap();
+        check(&format!("long-row layer norm {dtype}"), &kernel, &warps);
+        no_spills(&format!("long-row layer norm {dtype}"), &kernel, meta.num_warps);
+    }
+    let kernel = seeds::softmax_long(meta.block_size, SoftmaxOptions::default()).unwrap();
+    no_spills("long-row softmax", &kernel, meta.num_warps);
+}
+
+/// Fails when `kernel`, lowered for `num_warps` with aligned arguments, spills on sm_90
+/// (the running statistics of 16 elements a thread fit in registers).
+fn no_spills(label: &str, kernel: &Kernel, num_warps: u32) {
+    let spec = Specialization::all(kernel.params.len());
+    let t = rutile_ir::lower::lower(kernel, &Target::nvidia(num_warps, 48 * 1024), &spec).unwrap();
+    let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+    if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+        assert_eq!(spilled, 0, "{label}: {registers} registers, {spilled} bytes spilled");
     }
 }

@@ -44,3 +44,26 @@ fn gpu_layer_norm_matches_the_reference() {
         }
     }
 }
+
+/// Rows over 64 KiB: the softmax and layer norm tutorials' host code picks the long-row
+/// kernels by itself.
+#[test]
+fn gpu_long_rows_match_the_reference() {
+    let (_turn, devices) = devices();
+    for d in devices {
+        let mut softmax = vec![(5, 16385), (3, 50001)];
+        let mut layer_norm = vec![(3, 32769), (2, 70000)];
+        if is_fast(d.as_ref()) {
+            softmax.extend([(64, 32768), (33, 100_003), (16, 262_144)]);
+            layer_norm.extend([(64, 65536), (8, 262_147)]);
+        }
+        for (i, &(rows, cols)) in softmax.iter().enumerate() {
+            let outcome = tutorials::long_rows::softmax(d.as_ref(), rows, cols, 80 + i as u64);
+            check(d.as_ref(), &format!("long-row softmax {rows}x{cols}"), outcome);
+        }
+        for (i, &(m, n)) in layer_norm.iter().enumerate() {
+            let outcome = tutorials::long_rows::layer_norm(d.as_ref(), m, n, 90 + i as u64);
+            check(d.as_ref(), &format!("long-row layer norm {m}x{n}"), outcome);
+        }
+    }
+}
