@@ -7,6 +7,7 @@ use rutile::autotune::{Autotuner, Config, Tuned};
 use rutile::seeds::{self, Activation, MatmulMeta};
 use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, Result, ScalarType};
 
+pub mod attention;
 pub mod layer_norm;
 pub mod long_rows;
 

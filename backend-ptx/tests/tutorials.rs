@@ -5,7 +5,7 @@
 
 mod support;
 
-use rutile_ir::seeds::{self, LayerNormBackwardMeta, LayerNormMeta, LongRowMeta, SoftmaxOptions};
+use rutile_ir::seeds::{self, AttentionMeta, LayerNormBackwardMeta, LayerNormMeta, LongRowMeta, SoftmaxOptions};
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::Kernel;
 use rutile_ir::ScalarType::{F16, F32};
@@ -115,4 +115,70 @@ fn no_spills(label: &str, kernel: &Kernel, num_warps: u32) {
     if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
         assert_eq!(spilled, 0, "{label}: {registers} registers, {spilled} bytes spilled");
     }
+}
+
+/// An H100 as the CUDA backend lowers for it: tensor cores, operand loads pipelined over
+/// `num_stages` shared buffers, 227 KiB of shared memory a program.
+fn h100(num_warps: u32, num_stages: u32) -> Target {
+    Target {
+        mma_sync: true,
+        async_copy: true,
+        num_stages,
+        ..Target::nvidia(num_warps, 227 * 1024)
+    }
+}
+
+/// Every configuration the attention tutorial's autotuner may pick on CUDA (its list in
+/// `examples/tutorials/attention.rs`: blocks, warps, stages), both head dimensions, causal
+/// in two stages and in one masked walk, and not: lowered with aligned arguments (the
+/// tutorial's contiguous tensors) and assembled for sm_90; the tutorial's first
+/// configuration also unaligned and for sm_80.
+#[test]
+fn attention_passes_ptxas() {
+    let configs = [
+        (128, 64, 8, 2),
+        (128, 64, 8, 3),
+        (128, 32, 8, 3),
+        (64, 64, 4, 3),
+        (64, 32, 4, 3),
+        (32, 32, 4, 2),
+        (16, 16, 4, 1),
+    ];
+    for head_dim in [64, 128] {
+        for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
+            for (i, &(block_m, block_n, warps, stages)) in configs.iter().enumerate() {
+                let meta = AttentionMeta {
+                    split_diagonal,
+                    ..AttentionMeta::fp16(block_m, block_n, head_dim, causal)
+                };
+                let kernel = seeds::attention_forward(&meta).unwrap();
+                let label = format!(
+                    "attention d {head_dim}, causal {causal}, split {split_diagonal}, {block_m}x{block_n}, {stages} stages"
+                );
+                let ptx = if i == 0 {
+                    check_on(&label, &kernel, &[warps], |w| h100(w, stages))
+                } else {
+                    assemble_aligned_sm90(&label, &kernel, &h100(warps, stages))
+                };
+                assert!(ptx.contains("mma.sync.aligned.m16n8k16"), "{label}: no mma");
+                assert!(ptx.contains("ex2.approx"), "{label}: the softmax runs on exp2");
+            }
+        }
+    }
+}
+
+/// `kernel` lowered for `target` with every argument aligned, assembled for sm_90 (its
+/// registers and spills printed); returns the PTX.
+fn assemble_aligned_sm90(label: &str, kernel: &Kernel, target: &Target) -> String {
+    let spec = Specialization::all(kernel.params.len());
+    let t = rutile_ir::lower::lower(kernel, target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
+    let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap_or_else(|e| panic!("{label}: {e}"));
+    if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+        println!(
+            "{label}, {} warps, sm_90: {registers} registers, {spilled} bytes spilled, {} bytes shared",
+            target.num_warps,
+            t.shared_bytes()
+        );
+    }
+    ptx
 }

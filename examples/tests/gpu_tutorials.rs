@@ -7,6 +7,7 @@
 //! backend without a device that opens.
 
 use rutile::{Device, DeviceType};
+use rutile_examples::tutorials::attention::Problem;
 use rutile_examples::tutorials::{self, Outcome};
 use std::sync::Arc;
 
@@ -64,6 +65,32 @@ fn gpu_long_rows_match_the_reference() {
         for (i, &(m, n)) in layer_norm.iter().enumerate() {
             let outcome = tutorials::long_rows::layer_norm(d.as_ref(), m, n, 90 + i as u64);
             check(d.as_ref(), &format!("long-row layer norm {m}x{n}"), outcome);
+        }
+    }
+}
+
+/// Fused attention forward, fp16, head dimensions 64 and 128, causal and not, at lengths
+/// that are not multiples of the blocks.
+#[test]
+fn gpu_attention_matches_the_reference() {
+    let (_turn, devices) = devices();
+    for d in devices {
+        let mut sizes = vec![(1, 2, 100, 64), (1, 1, 70, 128)];
+        if is_fast(d.as_ref()) {
+            sizes.extend([(2, 4, 1000, 64), (1, 2, 1024, 128), (1, 1, 4097, 64), (1, 1, 2049, 128)]);
+        }
+        for (i, &(z, h, n_ctx, head_dim)) in sizes.iter().enumerate() {
+            for causal in [false, true] {
+                let p = Problem {
+                    z,
+                    h,
+                    n_ctx,
+                    head_dim,
+                    causal,
+                };
+                let outcome = tutorials::attention::attention(d.as_ref(), p, 100 + i as u64);
+                check(d.as_ref(), &format!("attention {p}"), outcome);
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 //! The next tutorials follow: layer norm (forward and backward), fused attention (forward),
 //! and softmax and layer norm for rows longer than one block.
 
+mod attention;
 mod layer_norm;
 mod long_rows;
 mod matmul;
@@ -12,6 +13,7 @@ mod softmax;
 mod transpose;
 mod vector_add;
 
+pub use attention::{attention_forward, AttentionMeta};
 pub use layer_norm::{
     layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_group_size_m,
     LayerNormBackwardMeta, LayerNormMeta,
