@@ -9,6 +9,10 @@ use rutile::autotune::{Autotuner, Config, Tuned};
 use rutile::seeds::{self, Activation, MatmulMeta};
 use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, Result, ScalarType};
 
+pub mod attention;
+pub mod layer_norm;
+pub mod long_rows;
+
 /// What one tutorial run found.
 pub struct Outcome {
     pub tutorial: String,
@@ -51,7 +55,12 @@ impl std::fmt::Display for Outcome {
 }
 
 /// Launches once to compile and warm up, then times one launch on the device.
-fn timed(dev: &dyn Device, kernel: &rutile::Kernel, config: &LaunchConfig, args: &[rutile::Arg<'_>]) -> Result<f64> {
+pub(crate) fn timed(
+    dev: &dyn Device,
+    kernel: &rutile::Kernel,
+    config: &LaunchConfig,
+    args: &[rutile::Arg<'_>],
+) -> Result<f64> {
     dev.launch(kernel, config, args)?;
     dev.time(&mut || dev.launch(kernel, config, args))
 }
@@ -96,7 +105,8 @@ pub enum SoftmaxForm {
 }
 
 /// Fused softmax of a `rows x cols` f32 matrix in the given form, checked against a CPU
-/// softmax.
+/// softmax. Rows over 64 KiB, which one block does not hold, go to the long-row kernel
+/// ([`long_rows::softmax_launch`]) whatever the form.
 pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, seed: u64) -> Result<Outcome> {
     let mut rng = Rng::new(seed);
     let x = crate::rng::normal_f32s(&mut rng, rows * cols);
@@ -105,6 +115,10 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, se
     let args = softmax_args(&yb, &xb, rows, cols);
     let mut detail = None;
     let (kernel, config) = match form {
+        _ if !seeds::fits_one_block(cols as u32, ScalarType::F32) => {
+            detail = Some("long rows: one block does not hold them".into());
+            long_rows::softmax_launch(rows)?
+        }
         SoftmaxForm::Simple => (
             seeds::softmax(block)?,
             LaunchConfig::grid1(rows as u32).num_warps(seeds::softmax_num_warps(block)),

@@ -14,6 +14,20 @@ use rutile_examples::tutorials::{self, Outcome, SoftmaxForm};
 /// One tutorial, run on a device.
 type Tutorial = Box<dyn Fn(&dyn Device) -> rutile::Result<Outcome>>;
 
+/// The fused attention tutorial's problem (4 x 32 heads of 1024 positions), smaller where
+/// an interpreter or a software device runs it.
+fn attention_problem(d: &dyn Device, head_dim: usize, causal: bool) -> tutorials::attention::Problem {
+    let hardware = d.properties().device_type != rutile::DeviceType::Cpu;
+    let (z, h, n_ctx) = if hardware { (4, 32, 1024) } else { (1, 2, 300) };
+    tutorials::attention::Problem {
+        z,
+        h,
+        n_ctx,
+        head_dim,
+        causal,
+    }
+}
+
 fn main() {
     let device = match rutile::default_device() {
         Ok(d) => d,
@@ -42,6 +56,26 @@ fn main() {
             Box::new(move |d| tutorials::softmax(d, rows, 781, SoftmaxForm::Autotuned, 6)),
         ),
         ("matmul", Box::new(|d| tutorials::matmul(d, 512, 512, 512, false, 4))),
+        (
+            "layer norm",
+            Box::new(move |d| tutorials::layer_norm::layer_norm(d, rows, 1000, 7)),
+        ),
+        (
+            "long-row softmax",
+            Box::new(move |d| tutorials::long_rows::softmax(d, rows / 16, 100_000, 8)),
+        ),
+        (
+            "long-row layer norm",
+            Box::new(move |d| tutorials::long_rows::layer_norm(d, rows / 16, 100_000, 9)),
+        ),
+        (
+            "attention forward",
+            Box::new(|d| tutorials::attention::attention(d, attention_problem(d, 64, true), 10)),
+        ),
+        (
+            "attention forward",
+            Box::new(|d| tutorials::attention::attention(d, attention_problem(d, 128, false), 11)),
+        ),
         (
             "matmul + leaky_relu",
             Box::new(|d| tutorials::matmul(d, 512, 512, 512, true, 5)),

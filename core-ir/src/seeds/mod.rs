@@ -1,15 +1,26 @@
 //! The kernels of the seed tutorials (Triton's vector add, fused softmax in its simple and
 //! persistent forms, and matmul with grouped ordering), written once with the builder and
 //! shared by the examples, the tests and every backend; and one kernel beyond the
-//! tutorials, a tiled transpose, whose load and store are contiguous along different axes;
-//! and the low-memory (seeded) dropout tutorial.
+//! tutorials, a tiled transpose, whose load and store are contiguous along different axes.
+//! The next tutorials follow: the low-memory (seeded) dropout, layer norm (forward and
+//! backward), fused attention (forward), and softmax and layer norm for rows longer than
+//! one block.
 
+mod attention;
 mod dropout;
+mod layer_norm;
+mod long_rows;
 mod matmul;
 mod softmax;
 mod transpose;
 mod vector_add;
 
+pub use attention::{attention_forward, AttentionMeta};
+pub use layer_norm::{
+    layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_group_size_m,
+    LayerNormBackwardMeta, LayerNormMeta,
+};
+pub use long_rows::{fits_one_block, layer_norm_long, softmax_long, LongRowMeta, ONE_BLOCK_BYTES};
 pub use dropout::seeded_dropout;
 pub use matmul::{matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta};
 pub use softmax::{

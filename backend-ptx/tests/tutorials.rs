@@ -1,0 +1,184 @@
+//! The kernels of the layer norm, long-row and fused attention tutorials, lowered for the
+//! configurations their host code picks (aligned and unaligned arguments): their PTX must
+//! pass `ptxas` for sm_80 and sm_90. Registers and spills are printed:
+//! `cargo test -p rutile-ptx --test tutorials -- --nocapture`.
+
+mod support;
+
+use rutile_ir::seeds::{self, AttentionMeta, LayerNormBackwardMeta, LayerNormMeta, LongRowMeta, SoftmaxOptions};
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::Kernel;
+use rutile_ir::ScalarType::{F16, F32};
+use rutile_ptx::{emit, PtxTarget};
+
+/// Lowers `kernel` for an NVIDIA GPU (`target`, or 48 KiB of shared memory without tensor
+/// cores) at each of `warps`, specialized for aligned arguments and for none, and
+/// assembles it for sm_80 and sm_90; returns the PTX of the last one.
+fn check_on(label: &str, kernel: &Kernel, warps: &[u32], target: impl Fn(u32) -> Target) -> String {
+    let mut last = String::new();
+    for &num_warps in warps {
+        for aligned in [true, false] {
+            let n = kernel.params.len();
+            let spec = if aligned {
+                Specialization::all(n)
+            } else {
+                Specialization::none(n)
+            };
+            let t = rutile_ir::lower::lower(kernel, &target(num_warps), &spec)
+                .unwrap_or_else(|e| panic!("lowering {label} with {num_warps} warps: {e}"));
+            for sm in [80, 90] {
+                let ptx = emit(&t, &PtxTarget::from_compute_capability(sm / 10, sm % 10))
+                    .unwrap_or_else(|e| panic!("{label}: emitting PTX for sm_{sm}: {e}"));
+                if let Some((registers, spilled)) = support::ptxas_resources(&ptx, sm) {
+                    println!(
+                        "{label}, {num_warps} warps, {}, sm_{sm}: {registers} registers, {spilled} bytes spilled, {} bytes shared",
+                        if aligned { "aligned" } else { "unaligned" },
+                        t.shared_bytes()
+                    );
+                }
+                last = ptx;
+            }
+        }
+    }
+    last
+}
+
+fn check(label: &str, kernel: &Kernel, warps: &[u32]) -> String {
+    check_on(label, kernel, warps, |w| Target::nvidia(w, 48 * 1024))
+}
+
+#[test]
+fn layer_norm_passes_ptxas() {
+    for (n, dtype) in [(781, F16), (4096, F16), (16384, F16), (1000, F32)] {
+        let meta = LayerNormMeta::for_row(n, dtype).unwrap();
+        let warps = [meta.num_warps()];
+        let label = format!("layer norm {n} {dtype}, BLOCK {}", meta.block_size);
+        check(
+            &format!("{label}, forward"),
+            &seeds::layer_norm_forward(&meta).unwrap(),
+            &warps,
+        );
+        let bwd = LayerNormBackwardMeta {
+            group_size_m: seeds::layer_norm_group_size_m(n),
+            block_size_n: meta.block_size,
+            dtype,
+        };
+        let ptx = check(
+            &format!("{label}, backward dx"),
+            &seeds::layer_norm_backward_dx(&bwd).unwrap(),
+            &warps,
+        );
+        // The lock: a compare-and-swap to take it, an exchange to release it, both with
+        // acquire-release semantics so that the partial sums they guard are published.
+        assert!(ptx.contains("atom.acq_rel.gpu.global.cas.b32"), "{label}:\n{ptx}");
+        assert!(ptx.contains("atom.acq_rel.gpu.global.exch.b32"), "{label}:\n{ptx}");
+        let dwdb = seeds::layer_norm_backward_dwdb(32, 128, dtype).unwrap();
+        check(&format!("{label}, backward dw db"), &dwdb, &[4]);
+    }
+}
+
+#[test]
+fn long_row_kernels_pass_ptxas() {
+    let meta = LongRowMeta::default();
+    let warps = [meta.num_warps, 4];
+    for ieee_rounding in [true, false] {
+        let options = SoftmaxOptions {
+            ieee_rounding,
+            ..SoftmaxOptions::default()
+        };
+        let kernel = seeds::softmax_long(meta.block_size, options).unwrap();
+        check(
+            &format!("long-row softmax, ieee division {ieee_rounding}"),
+            &kernel,
+            &warps,
+        );
+    }
+    for dtype in [F16, F32] {
+        let kernel = seeds::layer_norm_long(&LayerNormMeta {
+            block_size: meta.block_size,
+            dtype,
+        })
+        .unwrap();
+        check(&format!("long-row layer norm {dtype}"), &kernel, &warps);
+        no_spills(&format!("long-row layer norm {dtype}"), &kernel, meta.num_warps);
+    }
+    let kernel = seeds::softmax_long(meta.block_size, SoftmaxOptions::default()).unwrap();
+    no_spills("long-row softmax", &kernel, meta.num_warps);
+}
+
+/// Fails when `kernel`, lowered for `num_warps` with aligned arguments, spills on sm_90
+/// (the running statistics of 16 elements a thread fit in registers).
+fn no_spills(label: &str, kernel: &Kernel, num_warps: u32) {
+    let spec = Specialization::all(kernel.params.len());
+    let t = rutile_ir::lower::lower(kernel, &Target::nvidia(num_warps, 48 * 1024), &spec).unwrap();
+    let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+    if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+        assert_eq!(spilled, 0, "{label}: {registers} registers, {spilled} bytes spilled");
+    }
+}
+
+/// An H100 as the CUDA backend lowers for it: tensor cores, operand loads pipelined over
+/// `num_stages` shared buffers, 227 KiB of shared memory a program.
+fn h100(num_warps: u32, num_stages: u32) -> Target {
+    Target {
+        mma_sync: true,
+        async_copy: true,
+        num_stages,
+        ..Target::nvidia(num_warps, 227 * 1024)
+    }
+}
+
+/// Every configuration the attention tutorial's autotuner may pick on CUDA (its list in
+/// `examples/tutorials/attention.rs`: blocks, warps, stages), both head dimensions, causal
+/// in two stages and in one masked walk, and not: lowered with aligned arguments (the
+/// tutorial's contiguous tensors) and assembled for sm_90; the tutorial's first
+/// configuration also unaligned and for sm_80.
+#[test]
+fn attention_passes_ptxas() {
+    let configs = [
+        (128, 64, 8, 2),
+        (128, 64, 8, 3),
+        (128, 32, 8, 3),
+        (64, 64, 4, 3),
+        (64, 32, 4, 3),
+        (32, 32, 4, 2),
+        (16, 16, 4, 1),
+    ];
+    for head_dim in [64, 128] {
+        for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
+            for (i, &(block_m, block_n, warps, stages)) in configs.iter().enumerate() {
+                let meta = AttentionMeta {
+                    split_diagonal,
+                    ..AttentionMeta::fp16(block_m, block_n, head_dim, causal)
+                };
+                let kernel = seeds::attention_forward(&meta).unwrap();
+                let label = format!(
+                    "attention d {head_dim}, causal {causal}, split {split_diagonal}, {block_m}x{block_n}, {stages} stages"
+                );
+                let ptx = if i == 0 {
+                    check_on(&label, &kernel, &[warps], |w| h100(w, stages))
+                } else {
+                    assemble_aligned_sm90(&label, &kernel, &h100(warps, stages))
+                };
+                assert!(ptx.contains("mma.sync.aligned.m16n8k16"), "{label}: no mma");
+                assert!(ptx.contains("ex2.approx"), "{label}: the softmax runs on exp2");
+            }
+        }
+    }
+}
+
+/// `kernel` lowered for `target` with every argument aligned, assembled for sm_90 (its
+/// registers and spills printed); returns the PTX.
+fn assemble_aligned_sm90(label: &str, kernel: &Kernel, target: &Target) -> String {
+    let spec = Specialization::all(kernel.params.len());
+    let t = rutile_ir::lower::lower(kernel, target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
+    let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap_or_else(|e| panic!("{label}: {e}"));
+    if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+        println!(
+            "{label}, {} warps, sm_90: {registers} registers, {spilled} bytes spilled, {} bytes shared",
+            target.num_warps,
+            t.shared_bytes()
+        );
+    }
+    ptx
+}

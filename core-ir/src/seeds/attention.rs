@@ -1,0 +1,291 @@
+//! The forward pass of fused attention (FlashAttention-2), as Triton's fused attention
+//! tutorial: each program takes `block_m` queries of one head, walks the keys and values in
+//! blocks of `block_n` with an online softmax (running row maximum and sum, in base 2), and
+//! never writes the `N_CTX x N_CTX` scores to memory. Causal attention walks the blocks
+//! below the diagonal without a mask, then the diagonal ones with it (the tutorial's two
+//! stages), or all of them with the mask ([`AttentionMeta::split_diagonal`]); non-causal attention walks all blocks once, the keys past `N_CTX` masked off by
+//! a per-key bias (the tutorial takes lengths that are multiples of the blocks only).
+
+use crate::{BuildError, Kernel, KernelBuilder, ScalarType, Value};
+
+/// The meta-parameters of [`attention_forward`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AttentionMeta {
+    /// Queries per program (a power of two, at least 16).
+    pub block_m: u32,
+    /// Keys per iteration (a power of two, at least 16, dividing `block_m` when causal).
+    pub block_n: u32,
+    /// The head dimension (the tutorial's `HEAD_DIM`: 16 to 256, a power of two).
+    pub head_dim: u32,
+    /// Each query attends to the keys at or before its own position only.
+    pub causal: bool,
+    /// Causal attention walks the key blocks below the diagonal apart from those on it,
+    /// without a mask (the tutorial's two stages), rather than all with the mask. Each walk
+    /// has its own two dots, and each dot its own shared memory: the split needs twice the
+    /// shared memory (too much for some devices' smallest blocks at head dimension 128).
+    pub split_diagonal: bool,
+    /// The element type of Q, K, V and the output (f16 in the tutorial, or bf16, f32).
+    pub dtype: ScalarType,
+}
+
+impl AttentionMeta {
+    /// The tutorial's fp16 attention with `block_m x block_n` blocks (causal attention in
+    /// its two stages).
+    pub fn fp16(block_m: u32, block_n: u32, head_dim: u32, causal: bool) -> AttentionMeta {
+        AttentionMeta {
+            block_m,
+            block_n,
+            head_dim,
+            causal,
+            split_diagonal: true,
+            dtype: ScalarType::F16,
+        }
+    }
+
+    /// The launch's grid for `batch x heads` heads of `n_ctx` positions:
+    /// `(cdiv(n_ctx, block_m), batch * heads)`.
+    pub fn grid(&self, batch: u32, heads: u32, n_ctx: u32) -> [u32; 3] {
+        [n_ctx.div_ceil(self.block_m), batch * heads, 1]
+    }
+}
+
+/// `1 / ln 2`: scores are scaled by it once, so that the softmax runs on `exp2`.
+const LOG2_E: f32 = std::f32::consts::LOG2_E;
+
+/// The parameters of [`attention_forward`], in order.
+struct Params<'b> {
+    q: Value<'b>,
+    k: Value<'b>,
+    v: Value<'b>,
+    sm_scale: Value<'b>,
+    m: Value<'b>,
+    out: Value<'b>,
+    /// `[z, h, m, k]` strides of Q, K, V and Out.
+    strides: [[Value<'b>; 4]; 4],
+    h: Value<'b>,
+    n_ctx: Value<'b>,
+}
+
+fn params(k: &KernelBuilder, dtype: ScalarType) -> Params<'_> {
+    let q = k.arg_ptr("Q", dtype);
+    let kk = k.arg_ptr("K", dtype);
+    let v = k.arg_ptr("V", dtype);
+    let sm_scale = k.arg_scalar("sm_scale", ScalarType::F32);
+    let m = k.arg_ptr("M", ScalarType::F32);
+    let out = k.arg_ptr("Out", dtype);
+    let stride = |t: &str, axes: [&str; 4]| axes.map(|a| k.arg_i32(&format!("stride_{t}{a}")));
+    let strides = [
+        stride("q", ["z", "h", "m", "k"]),
+        stride("k", ["z", "h", "n", "k"]),
+        stride("v", ["z", "h", "k", "n"]),
+        stride("o", ["z", "h", "m", "n"]),
+    ];
+    let _z = k.arg_i32("Z");
+    let h = k.arg_i32("H");
+    let n_ctx = k.arg_i32("N_CTX");
+    Params {
+        q,
+        k: kk,
+        v,
+        sm_scale,
+        m,
+        out,
+        strides,
+        h,
+        n_ctx,
+    }
+}
+
+/// Which scores one walk over key blocks masks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Whole blocks that every query of the program sees: no mask.
+    Full,
+    /// Blocks on the diagonal: a query sees the keys at or before it.
+    Diagonal,
+    /// Any block, possibly past `N_CTX`: the keys before `N_CTX`.
+    Ragged,
+}
+
+/// What one walk over key blocks needs from the program.
+struct Walk<'b> {
+    q: Value<'b>,
+    k_base: Value<'b>,
+    v_base: Value<'b>,
+    offs_m: Value<'b>,
+    offs_n: Value<'b>,
+    offs_d: Value<'b>,
+    sk: [Value<'b>; 4],
+    sv: [Value<'b>; 4],
+    qk_scale: Value<'b>,
+    n_ctx: Value<'b>,
+    block_n: i32,
+    dtype: ScalarType,
+}
+
+impl<'b> Walk<'b> {
+    /// `_attn_fwd_inner`: the keys and values from `lo` to `hi`, one block at a time,
+    /// updating the accumulator, the row sums and the row maxima (`state`, in that order).
+    fn inner(
+        &self,
+        k: &'b KernelBuilder,
+        state: [Value<'b>; 3],
+        lo: Value<'b>,
+        hi: Value<'b>,
+        stage: Stage,
+    ) -> [Value<'b>; 3] {
+        let Walk {
+            q,
+            k_base,
+            v_base,
+            offs_m,
+            offs_n,
+            offs_d,
+            sk,
+            sv,
+            qk_scale,
+            n_ctx,
+            block_n: bn,
+            dtype,
+        } = *self;
+        let k_ptrs = k_base + offs_d.expand_dims(1) * sk[3] + (lo + offs_n).expand_dims(0) * sk[2];
+        let v_ptrs = v_base + (lo + offs_n).expand_dims(1) * sv[2] + offs_d.expand_dims(0) * sv[3];
+        let init = [state[0], state[1], state[2], k_ptrs, v_ptrs];
+        let out = k.for_range(lo, hi, bn, &init, |start_n, carried| {
+            let (acc, l_i, m_i, k_ptrs, v_ptrs) = (carried[0], carried[1], carried[2], carried[3], carried[4]);
+            let cols = start_n + offs_n;
+            let (kt, v) = if stage == Stage::Full {
+                (k.load(k_ptrs), k.load(v_ptrs))
+            } else {
+                let keys_in = cols.lt(n_ctx);
+                (
+                    k.load_masked(k_ptrs, keys_in.expand_dims(0), 0.0),
+                    k.load_masked(v_ptrs, keys_in.expand_dims(1), 0.0),
+                )
+            };
+            let qk = k.dot(q, kt);
+            let (m_ij, qk) = match stage {
+                Stage::Full => {
+                    let m_ij = m_i.maximum(qk.max(1) * qk_scale);
+                    (m_ij, qk * qk_scale - m_ij.expand_dims(1))
+                }
+                Stage::Diagonal => {
+                    let seen = offs_m.expand_dims(1).ge(cols.expand_dims(0));
+                    // As the tutorial: a large negative score, not -inf, so that no row
+                    // computes -inf - -inf (every row sees a key in its first block).
+                    let qk = qk * qk_scale + k.where_(seen, 0.0, -1.0e6);
+                    let m_ij = m_i.maximum(qk.max(1));
+                    (m_ij, qk - m_ij.expand_dims(1))
+                }
+                Stage::Ragged => {
+                    // A bias per key rather than a select per score: one add each.
+                    let bias = k.where_(cols.lt(n_ctx), 0.0f32, -1.0e6f32);
+                    let qk = qk * qk_scale + bias.expand_dims(0);
+                    let m_ij = m_i.maximum(qk.max(1));
+                    (m_ij, qk - m_ij.expand_dims(1))
+                }
+            };
+            let p = qk.exp2();
+            let l_ij = p.sum(1);
+            let alpha = (m_i - m_ij).exp2();
+            let l_i = l_i * alpha + l_ij;
+            let acc = acc * alpha.expand_dims(1);
+            let acc = k.dot_acc(p.to(dtype), v, acc);
+            vec![acc, l_i, m_ij, k_ptrs + sk[2] * bn, v_ptrs + sv[2] * bn]
+        });
+        [out[0], out[1], out[2]]
+    }
+}
+
+/// `_attn_fwd`: `Out = softmax(Q K^T sm_scale) V` per head for Q, K, V of shape `[Z, H,
+/// N_CTX, HEAD_DIM]` given by strides, with `M = max + log2(sum)` of each query's scores
+/// (in base 2, for the backward pass) in `M` (`[Z * H, N_CTX]`, f32). Parameters: `Q, K,
+/// V` (`dtype`), `sm_scale` (f32), `M` (f32), `Out` (`dtype`), the strides of Q (`z, h, m,
+/// k`), K (`z, h, n, k`), V (`z, h, k, n`) and Out (`z, h, m, n`), `Z, H, N_CTX` (i32).
+/// Grid: [`AttentionMeta::grid`].
+#[track_caller]
+pub fn attention_forward(meta: &AttentionMeta) -> Result<Kernel, BuildError> {
+    if meta.causal && meta.split_diagonal && (meta.block_n == 0 || meta.block_m % meta.block_n != 0) {
+        return Err(BuildError {
+            kernel: "_attn_fwd".into(),
+            diagnostics: vec![crate::error::Diagnostic {
+                op: "attention_forward".into(),
+                loc: crate::ir::SourceLoc::caller(),
+                message: format!(
+                    "causal attention walks the diagonal apart in whole key blocks: block_n must divide block_m, got \
+                     block_m {} and block_n {}",
+                    meta.block_m, meta.block_n
+                ),
+            }],
+        });
+    }
+    Kernel::build("_attn_fwd", |k| program(k, meta))
+}
+
+/// The body of [`attention_forward`].
+fn program<'b>(k: &'b KernelBuilder, meta: &AttentionMeta) {
+    let AttentionMeta {
+        block_m,
+        block_n,
+        head_dim,
+        causal,
+        split_diagonal,
+        dtype,
+    } = *meta;
+    let (bm, bn) = (block_m as i32, block_n as i32);
+    let p = params(k, dtype);
+    let [sq, sk, sv, so] = p.strides;
+    let start_m = k.program_id(0);
+    let off_hz = k.program_id(1);
+    let off_z = off_hz / p.h;
+    let off_h = off_hz % p.h;
+    let head = |s: [Value<'b>; 4]| off_z * s[0] + off_h * s[1];
+
+    let offs_m = start_m * bm + k.arange(0, bm);
+    let offs_n = k.arange(0, bn);
+    let offs_d = k.arange(0, head_dim as i32);
+    let rows_in = offs_m.expand_dims(1).lt(p.n_ctx);
+    let q_ptrs = p.q + head(sq) + offs_m.expand_dims(1) * sq[2] + offs_d.expand_dims(0) * sq[3];
+    let q = k.load_masked(q_ptrs, rows_in, 0.0);
+    let m_i = k.full(&[block_m], f32::NEG_INFINITY, ScalarType::F32);
+    let l_i = k.full(&[block_m], 1.0, ScalarType::F32);
+    let acc = k.zeros(&[block_m, head_dim], ScalarType::F32);
+    let qk_scale = p.sm_scale * LOG2_E;
+    let k_base = p.k + head(sk);
+    let v_base = p.v + head(sv);
+
+    let walk = Walk {
+        q,
+        k_base,
+        v_base,
+        offs_m,
+        offs_n,
+        offs_d,
+        sk,
+        sv,
+        qk_scale,
+        n_ctx: p.n_ctx,
+        block_n: bn,
+        dtype,
+    };
+    let inner = |state, lo, hi, stage| walk.inner(k, state, lo, hi, stage);
+    let state = [acc, l_i, m_i];
+    let zero = k.scalar(0, ScalarType::I32);
+    let state = if causal && split_diagonal {
+        // Below the diagonal, then on it (`block_n` divides `block_m`).
+        let diagonal = start_m * bm;
+        let state = inner(state, zero, diagonal, Stage::Full);
+        let end = ((start_m + 1) * bm).minimum(p.n_ctx);
+        inner(state, diagonal, end, Stage::Diagonal)
+    } else if causal {
+        inner(state, zero, ((start_m + 1) * bm).minimum(p.n_ctx), Stage::Diagonal)
+    } else {
+        inner(state, zero, p.n_ctx, Stage::Ragged)
+    };
+    let [acc, l_i, m_i] = state;
+    let m_i = m_i + l_i.log2();
+    let acc = acc / l_i.expand_dims(1);
+    k.store_masked(p.m + off_hz * p.n_ctx + offs_m, m_i, offs_m.lt(p.n_ctx));
+    let o_ptrs = p.out + head(so) + offs_m.expand_dims(1) * so[2] + offs_d.expand_dims(0) * so[3];
+    k.store_masked(o_ptrs, acc.to(dtype), rows_in);
+}

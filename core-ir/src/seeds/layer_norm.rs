@@ -1,0 +1,227 @@
+//! Layer normalization, as Triton's layer norm tutorial: the fused forward pass, the
+//! backward pass of the input gradient with the weight and bias gradients reduced in two
+//! stages (partial sums per group of rows, accumulated under a lock built on `atomic_cas`,
+//! then summed over the groups), and the host heuristics that pick their meta-parameters.
+
+use crate::{BuildError, Kernel, ScalarType};
+
+/// The meta-parameters of the layer norm kernels (the tutorial's `BLOCK_SIZE` and the
+/// element type of `x`, `w`, `b`, `y` and the gradients; means and reciprocal standard
+/// deviations are f32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LayerNormMeta {
+    /// Columns one iteration of the forward pass covers, and the whole row in the backward
+    /// pass (a power of two).
+    pub block_size: u32,
+    /// f16 (the tutorial's) or f32.
+    pub dtype: ScalarType,
+}
+
+impl LayerNormMeta {
+    /// The tutorial's host heuristic: one block of the next power of two holds the row, up
+    /// to 64 KiB of elements. `None` when a row of `n` elements is longer (the tutorial
+    /// raises "This layer norm doesn't support feature dim >= 64KB."; such rows go to the
+    /// long-row kernels, [`super::layer_norm_long`]).
+    pub fn for_row(n: u32, dtype: ScalarType) -> Option<LayerNormMeta> {
+        let max_fused = 65536 / dtype.size_bytes() as u32;
+        let block_size = n.max(1).checked_next_power_of_two()?.min(max_fused);
+        (n <= block_size).then_some(LayerNormMeta { block_size, dtype })
+    }
+
+    /// The tutorial's `num_warps`: a warp per 256 columns, 1 to 8.
+    pub fn num_warps(&self) -> u32 {
+        (self.block_size / 256).clamp(1, 8)
+    }
+}
+
+/// The tutorial's `GROUP_SIZE_M` for rows of `n` columns: how many partial sums of the
+/// weight and bias gradients the backward pass keeps (more for short rows, whose programs
+/// are quick and would otherwise wait on the same lock).
+pub fn layer_norm_group_size_m(n: u32) -> u32 {
+    match n {
+        n if n <= 1024 => 256,
+        n if n <= 4096 => 128,
+        n if n <= 8192 => 96,
+        _ => 64,
+    }
+}
+
+/// `_layer_norm_fwd_fused`: `y = (x - mean) * rstd * w + b` for each row of an `M x N`
+/// matrix, one row per program, storing each row's mean and `rstd = 1 / sqrt(var + eps)`.
+/// The row is walked in blocks of `block_size` three times (mean, variance, output), so any
+/// `N` works. Parameters: `X, Y, W, B` (`dtype`), `Mean, Rstd` (f32), `stride, N` (i32),
+/// `eps` (f32). Grid: `M`.
+pub fn layer_norm_forward(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
+    let LayerNormMeta { block_size, dtype } = *meta;
+    let block = block_size as i32;
+    Kernel::build("_layer_norm_fwd_fused", |k| {
+        let x_ptr = k.arg_ptr("X", dtype);
+        let y_ptr = k.arg_ptr("Y", dtype);
+        let w_ptr = k.arg_ptr("W", dtype);
+        let b_ptr = k.arg_ptr("B", dtype);
+        let mean_ptr = k.arg_ptr("Mean", ScalarType::F32);
+        let rstd_ptr = k.arg_ptr("Rstd", ScalarType::F32);
+        let stride = k.arg_i32("stride");
+        let n = k.arg_i32("N");
+        let eps = k.arg_scalar("eps", ScalarType::F32);
+
+        let row = k.program_id(0);
+        let x_ptr = x_ptr + row * stride;
+        let y_ptr = y_ptr + row * stride;
+        let zeros = k.zeros(&[block_size], ScalarType::F32);
+        // Mean.
+        let sums = k.for_range(0, n, block, &[zeros], |off, acc| {
+            let cols = off + k.arange(0, block);
+            let a = k.load_masked(x_ptr + cols, cols.lt(n), 0.0).to(ScalarType::F32);
+            vec![acc[0] + a]
+        });
+        let mean = sums[0].sum(0) / n;
+        // Variance.
+        let squares = k.for_range(0, n, block, &[zeros], |off, acc| {
+            let cols = off + k.arange(0, block);
+            let x = k.load_masked(x_ptr + cols, cols.lt(n), 0.0).to(ScalarType::F32);
+            let x = k.where_(cols.lt(n), x - mean, 0.0);
+            vec![acc[0] + x * x]
+        });
+        let var = squares[0].sum(0) / n;
+        let rstd = 1.0f32 / (var + eps).sqrt();
+        k.store(mean_ptr + row, mean);
+        k.store(rstd_ptr + row, rstd);
+        // Normalize and apply the linear transformation.
+        k.for_each(0, n, block, |off| {
+            let cols = off + k.arange(0, block);
+            let mask = cols.lt(n);
+            let w = k.load_masked(w_ptr + cols, mask, 0.0);
+            let b = k.load_masked(b_ptr + cols, mask, 0.0);
+            let x = k.load_masked(x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+            let x_hat = (x - mean) * rstd;
+            let y = x_hat * w + b;
+            k.store_masked(y_ptr + cols, y.to(dtype), mask);
+        });
+    })
+}
+
+/// The meta-parameters of [`layer_norm_backward_dx`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LayerNormBackwardMeta {
+    /// Partial sums of the weight and bias gradients: row `r` adds to partial sum
+    /// `r % group_size_m` ([`layer_norm_group_size_m`]).
+    pub group_size_m: u32,
+    /// At least `N` (a power of two): the row is one block.
+    pub block_size_n: u32,
+    /// The element type of `x`, `w`, the gradients and the partial sums.
+    pub dtype: ScalarType,
+}
+
+/// `_layer_norm_bwd_dx_fused`: for each row (one per program), the input gradient
+/// `dx = (w dy - (x_hat c1 + c2)) rstd` with `c1 = mean(x_hat w dy)`, `c2 = mean(w dy)`,
+/// and the row's `dy x_hat` and `dy` added to partial sums `DW`, `DB` (`group_size_m x N`)
+/// under the group's lock: `Lock` holds `group_size_m` locks then `group_size_m` counts
+/// (i32, zero before the launch); the first row of a group to take its lock stores its
+/// values instead of adding them. Parameters: `DX, DY, DW, DB, X, W` (`dtype`), `Mean, Rstd`
+/// (f32), `Lock` (i32), `stride, N` (i32). Grid: `M`.
+pub fn layer_norm_backward_dx(meta: &LayerNormBackwardMeta) -> Result<Kernel, BuildError> {
+    let LayerNormBackwardMeta {
+        group_size_m,
+        block_size_n,
+        dtype,
+    } = *meta;
+    let group = group_size_m as i32;
+    Kernel::build("_layer_norm_bwd_dx_fused", |k| {
+        let dx_ptr = k.arg_ptr("DX", dtype);
+        let dy_ptr = k.arg_ptr("DY", dtype);
+        let dw_ptr = k.arg_ptr("DW", dtype);
+        let db_ptr = k.arg_ptr("DB", dtype);
+        let x_ptr = k.arg_ptr("X", dtype);
+        let w_ptr = k.arg_ptr("W", dtype);
+        let mean_ptr = k.arg_ptr("Mean", ScalarType::F32);
+        let rstd_ptr = k.arg_ptr("Rstd", ScalarType::F32);
+        let lock_ptr = k.arg_ptr("Lock", ScalarType::I32);
+        let stride = k.arg_i32("stride");
+        let n = k.arg_i32("N");
+
+        let row = k.program_id(0);
+        let cols = k.arange(0, block_size_n as i32);
+        let mask = cols.lt(n);
+        let x_ptr = x_ptr + row * stride;
+        let dy_ptr = dy_ptr + row * stride;
+        let dx_ptr = dx_ptr + row * stride;
+        let lock_id = row % group;
+        let lock = lock_ptr + lock_id;
+        let count = lock + group;
+        let dw_ptr = dw_ptr + lock_id * n + cols;
+        let db_ptr = db_ptr + lock_id * n + cols;
+
+        let x = k.load_masked(x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+        let dy = k.load_masked(dy_ptr + cols, mask, 0.0).to(ScalarType::F32);
+        let w = k.load_masked(w_ptr + cols, mask, 0.0).to(ScalarType::F32);
+        let mean = k.load(mean_ptr + row);
+        let rstd = k.load(rstd_ptr + row);
+        let x_hat = (x - mean) * rstd;
+        let wdy = w * dy;
+        let x_hat = k.where_(mask, x_hat, 0.0);
+        let wdy = k.where_(mask, wdy, 0.0);
+        let c1 = (x_hat * wdy).sum(0) / n;
+        let c2 = wdy.sum(0) / n;
+        let dx = (wdy - (x_hat * c1 + c2)) * rstd;
+        k.store_masked(dx_ptr + cols, dx.to(dtype), mask);
+
+        // This row's share of the weight and bias gradients, added to its group's partial
+        // sums under the group's lock.
+        let partial_dw = (dy * x_hat).to(dtype);
+        let partial_db = dy.to(dtype);
+        k.while_loop(&[], |_| k.atomic_cas(lock, 0, 1, None).eq(1), |_| vec![]);
+        let first = k.load(count).eq(0);
+        let sums = k.if_else(
+            first,
+            || {
+                k.atomic_xchg(count, 1, None);
+                vec![partial_dw, partial_db]
+            },
+            || {
+                let dw = partial_dw + k.load_masked(dw_ptr, mask, 0.0);
+                let db = partial_db + k.load_masked(db_ptr, mask, 0.0);
+                vec![dw, db]
+            },
+        );
+        k.store_masked(dw_ptr, sums[0], mask);
+        k.store_masked(db_ptr, sums[1], mask);
+        // The lowering puts a barrier before this access of `Lock` (it follows the count's
+        // load): every thread's stores of the partial sums precede the release, as the
+        // tutorial's `tl.debug_barrier()` makes them.
+        k.atomic_xchg(lock, 0, None);
+    })
+}
+
+/// `_layer_norm_bwd_dwdb`: sums the `M x N` partial sums `DW`, `DB` (`M` the number of
+/// groups actually used, `min(group_size_m, rows)`) over their rows into `FINAL_DW`,
+/// `FINAL_DB`, accumulating in f32, `block_size_n` columns per program in blocks of
+/// `block_size_m` rows. Parameters: `DW, DB` (`dtype`), `FINAL_DW, FINAL_DB` (`dtype`), `M,
+/// N` (i32). Grid: `cdiv(N, block_size_n)`. The tutorial uses 32 x 128 blocks.
+pub fn layer_norm_backward_dwdb(block_size_m: u32, block_size_n: u32, dtype: ScalarType) -> Result<Kernel, BuildError> {
+    let (bm, bn) = (block_size_m as i32, block_size_n as i32);
+    Kernel::build("_layer_norm_bwd_dwdb", |k| {
+        let dw_ptr = k.arg_ptr("DW", dtype);
+        let db_ptr = k.arg_ptr("DB", dtype);
+        let final_dw = k.arg_ptr("FINAL_DW", dtype);
+        let final_db = k.arg_ptr("FINAL_DB", dtype);
+        let m = k.arg_i32("M");
+        let n = k.arg_i32("N");
+
+        let pid = k.program_id(0);
+        let cols = pid * bn + k.arange(0, bn);
+        let zeros = k.zeros(&[block_size_m, block_size_n], ScalarType::F32);
+        let sums = k.for_range(0, m, bm, &[zeros, zeros], |i, acc| {
+            let rows = i + k.arange(0, bm);
+            let mask = rows.expand_dims(1).lt(m) & cols.expand_dims(0).lt(n);
+            let offs = rows.expand_dims(1) * n + cols.expand_dims(0);
+            let dw = acc[0] + k.load_masked(dw_ptr + offs, mask, 0.0).to(ScalarType::F32);
+            let db = acc[1] + k.load_masked(db_ptr + offs, mask, 0.0).to(ScalarType::F32);
+            vec![dw, db]
+        });
+        let sum_dw = sums[0].sum(0);
+        let sum_db = sums[1].sum(0);
+        k.store_masked(final_dw + cols, sum_dw.to(dtype), cols.lt(n));
+        k.store_masked(final_db + cols, sum_db.to(dtype), cols.lt(n));
+    })
+}

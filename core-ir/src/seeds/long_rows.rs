@@ -1,0 +1,147 @@
+//! Softmax and layer norm for rows that do not fit one block (Triton's softmax tutorials
+//! hold the row in one block of the next power of two, which runs out of registers and
+//! shared memory from 32768 f32 columns on). One program per row walks the row in blocks
+//! twice: once to gather its statistics online (a running maximum and sum for softmax,
+//! Welford's mean and sum of squared deviations for layer norm), held per lane of the block
+//! so that the loop needs no reduction, and once to write the output. The second walk goes
+//! from the row's end back to its start, so that it begins with the blocks the first walk
+//! read last, which the cache still holds.
+
+use super::{LayerNormMeta, SoftmaxOptions};
+use crate::{BuildError, Kernel, KernelBuilder, ScalarType, Value};
+
+/// The most bytes of a row the one-block kernels hold (the layer norm tutorial's 64 KiB:
+/// 16384 f32 columns, 32768 f16 ones); longer rows go to the kernels here.
+pub const ONE_BLOCK_BYTES: u32 = 65536;
+
+/// Whether a row of `n` elements of `elem` fits the one-block kernels
+/// ([`ONE_BLOCK_BYTES`]).
+pub fn fits_one_block(n: u32, elem: ScalarType) -> bool {
+    n.max(1)
+        .checked_next_power_of_two()
+        .is_some_and(|block| block as u64 * elem.size_bytes() as u64 <= ONE_BLOCK_BYTES as u64)
+}
+
+/// The block a long-row kernel walks its row in, and the warps of its program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LongRowMeta {
+    /// Columns per iteration (a power of two).
+    pub block_size: u32,
+    pub num_warps: u32,
+}
+
+impl Default for LongRowMeta {
+    /// 4096 columns on 8 warps: 16 elements a thread, two running statistics each.
+    fn default() -> Self {
+        LongRowMeta {
+            block_size: 4096,
+            num_warps: 8,
+        }
+    }
+}
+
+/// The last block's first column, where the second walk starts: `(cdiv(n, block) - 1) *
+/// block` (negative for an empty row, so that the walk does nothing).
+fn last_block<'b>(k: &'b KernelBuilder, n: Value<'b>, block: i32) -> Value<'b> {
+    (k.cdiv(n, block) - 1) * block
+}
+
+/// Row-wise softmax of an `n_rows x n_cols` f32 matrix for rows of any length, one row per
+/// program walking it in blocks of `block_size`: first a running maximum and sum per lane
+/// (`m' = max(m, x)`, `s' = s e^(m - m') + e^(x - m')`), combined at the end of the row,
+/// then the output. Same parameters and grid as [`super::softmax`]; `options` as there.
+pub fn softmax_long(block_size: u32, options: impl Into<SoftmaxOptions>) -> Result<Kernel, BuildError> {
+    let o = options.into();
+    let block = block_size as i32;
+    Kernel::build("softmax_kernel_long_rows", |k| {
+        let out = k.arg_ptr("output_ptr", ScalarType::F32);
+        let inp = k.arg_ptr("input_ptr", ScalarType::F32);
+        let in_stride = k.arg_i32("input_row_stride");
+        let out_stride = k.arg_i32("output_row_stride");
+        let _n_rows = k.arg_i32("n_rows");
+        let n_cols = k.arg_i32("n_cols");
+
+        let row = k.program_id(0);
+        let in_row = inp + row * in_stride;
+        let out_row = out + row * out_stride;
+        // The lowest finite float rather than -inf, so that `m - m'` is never `-inf - -inf`
+        // in lanes that have seen only masked columns; their sums stay 0.
+        let lowest = k.full(&[block_size], f32::MIN, ScalarType::F32);
+        let zeros = k.zeros(&[block_size], ScalarType::F32);
+        let stats = k.for_range(0, n_cols, block, &[lowest, zeros], |off, carried| {
+            let (m, s) = (carried[0], carried[1]);
+            let cols = off + k.arange(0, block);
+            let x = k.load_masked_with(in_row + cols, cols.lt(n_cols), f32::NEG_INFINITY, o.cache);
+            let m_new = m.maximum(x);
+            let s = s * (m - m_new).exp() + (x - m_new).exp();
+            vec![m_new, s]
+        });
+        let (m, s) = (stats[0], stats[1]);
+        let row_max = m.max(0);
+        let denominator = (s * (m - row_max).exp()).sum(0);
+        k.for_each(last_block(k, n_cols, block), -1, -block, |off| {
+            let cols = off + k.arange(0, block);
+            let mask = cols.lt(n_cols);
+            let x = k.load_masked_with(in_row + cols, mask, f32::NEG_INFINITY, o.cache);
+            let y = (x - row_max).exp().fdiv(denominator, o.ieee_rounding);
+            k.store_masked(out_row + cols, y, mask);
+        });
+    })
+}
+
+/// Layer norm for rows of any length: [`super::layer_norm_forward`]'s parameters, grid and
+/// outputs, with the mean and variance gathered in one walk over the row by Welford's
+/// method per lane (the lanes' counts differ only in the last block), combined at the end
+/// of the row by Chan's formula, and the output written in a second walk.
+/// `meta.block_size` is the walk's block.
+pub fn layer_norm_long(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
+    let LayerNormMeta { block_size, dtype } = *meta;
+    let block = block_size as i32;
+    Kernel::build("_layer_norm_fwd_long_rows", |k| {
+        let x_ptr = k.arg_ptr("X", dtype);
+        let y_ptr = k.arg_ptr("Y", dtype);
+        let w_ptr = k.arg_ptr("W", dtype);
+        let b_ptr = k.arg_ptr("B", dtype);
+        let mean_ptr = k.arg_ptr("Mean", ScalarType::F32);
+        let rstd_ptr = k.arg_ptr("Rstd", ScalarType::F32);
+        let stride = k.arg_i32("stride");
+        let n = k.arg_i32("N");
+        let eps = k.arg_scalar("eps", ScalarType::F32);
+
+        let row = k.program_id(0);
+        let x_ptr = x_ptr + row * stride;
+        let y_ptr = y_ptr + row * stride;
+        let zeros = k.zeros(&[block_size], ScalarType::F32);
+        let stats = k.for_range(0, n, block, &[zeros, zeros], |off, carried| {
+            let (mean, m2) = (carried[0], carried[1]);
+            let cols = off + k.arange(0, block);
+            let mask = cols.lt(n);
+            let x = k.load_masked(x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+            // Every lane still in the row has seen one column per block so far.
+            let inv_count = 1.0f32 / (off / block + 1).to(ScalarType::F32);
+            let delta = x - mean;
+            let mean = mean + k.where_(mask, delta * inv_count, 0.0);
+            let m2 = m2 + k.where_(mask, delta * (x - mean), 0.0);
+            vec![mean, m2]
+        });
+        let (lane_mean, lane_m2) = (stats[0], stats[1]);
+        // Lane `l` saw the columns `l, l + block, ...` below `n`.
+        let lanes = k.arange(0, block);
+        let counts = k.cdiv((n - lanes).maximum(0), block).to(ScalarType::F32);
+        let mean = (counts * lane_mean).sum(0) / n;
+        let spread = lane_mean - mean;
+        let var = (lane_m2 + counts * spread * spread).sum(0) / n;
+        let rstd = 1.0f32 / (var + eps).sqrt();
+        k.store(mean_ptr + row, mean);
+        k.store(rstd_ptr + row, rstd);
+        k.for_each(last_block(k, n, block), -1, -block, |off| {
+            let cols = off + k.arange(0, block);
+            let mask = cols.lt(n);
+            let w = k.load_masked(w_ptr + cols, mask, 0.0);
+            let b = k.load_masked(b_ptr + cols, mask, 0.0);
+            let x = k.load_masked(x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+            let y = (x - mean) * rstd * w + b;
+            k.store_masked(y_ptr + cols, y.to(dtype), mask);
+        });
+    })
+}

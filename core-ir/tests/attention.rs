@@ -1,0 +1,237 @@
+//! The fused attention tutorial's forward kernel in the interpreter against an f64
+//! reference (fp16 inputs, head dimensions 64 and 128, causal and not, sequence lengths that
+//! are not multiples of the blocks, several batches and heads), and lowered for targets
+//! with and without tensor cores and run in the SIMT simulator against the interpreter.
+
+mod tutorial_support;
+
+use rutile_ir::interp::{self, ArgValue, HostBuffer};
+use rutile_ir::seeds::{attention_forward, AttentionMeta};
+use rutile_ir::target::Target;
+use rutile_ir::testing::Rng;
+use rutile_ir::thread::Stmt;
+use rutile_ir::ScalarType::{F16, F32};
+use tutorial_support::{assert_close, buffer_of, ptr, runtime_spec, simulate_on, targets, values};
+
+/// One problem: `z x h` heads of `n` positions of dimension `d`.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    z: usize,
+    h: usize,
+    n: usize,
+    d: usize,
+}
+
+const SM_SCALE: f64 = 0.5;
+
+/// Q, K, V (`[z, h, n, d]`, f16, uniform in [-1, 1]), M and Out.
+fn buffers(rng: &mut Rng, s: Shape) -> Vec<HostBuffer> {
+    let len = s.z * s.h * s.n * s.d;
+    vec![
+        buffer_of(F16, &rng.f32s(len, -1.0, 1.0)),
+        buffer_of(F16, &rng.f32s(len, -1.0, 1.0)),
+        buffer_of(F16, &rng.f32s(len, -1.0, 1.0)),
+        HostBuffer::zeros(F32, s.z * s.h * s.n),
+        HostBuffer::zeros(F16, len),
+    ]
+}
+
+/// `Q, K, V, sm_scale, M, Out`, the strides of contiguous `[z, h, n, d]` tensors, `Z, H,
+/// N_CTX`.
+fn args(s: Shape) -> Vec<ArgValue> {
+    let strides = [s.h * s.n * s.d, s.n * s.d, s.d, 1];
+    let mut args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Float(SM_SCALE), ptr(3), ptr(4)];
+    for _ in 0..4 {
+        args.extend(strides.iter().map(|&v| ArgValue::Int(v as i64)));
+    }
+    args.extend([s.z, s.h, s.n].map(|v| ArgValue::Int(v as i64)));
+    args
+}
+
+/// `softmax(Q K^T sm_scale) V` per head in f64, and each query's log-sum-exp of its scaled
+/// scores in base 2.
+fn reference(q: &[f64], k: &[f64], v: &[f64], s: Shape, causal: bool) -> (Vec<f64>, Vec<f64>) {
+    let (n, d) = (s.n, s.d);
+    let mut out = vec![0.0; q.len()];
+    let mut lse = vec![0.0; s.z * s.h * n];
+    for head in 0..s.z * s.h {
+        let base = head * n * d;
+        for i in 0..n {
+            let keys = if causal { i + 1 } else { n };
+            let scores: Vec<f64> = (0..keys)
+                .map(|j| (0..d).map(|c| q[base + i * d + c] * k[base + j * d + c]).sum::<f64>() * SM_SCALE)
+                .collect();
+            let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let weights: Vec<f64> = scores.iter().map(|x| (x - max).exp()).collect();
+            let sum: f64 = weights.iter().sum();
+            for c in 0..d {
+                out[base + i * d + c] = (0..keys).map(|j| weights[j] * v[base + j * d + c]).sum::<f64>() / sum;
+            }
+            lse[head * n + i] = (max + sum.ln()) * std::f64::consts::LOG2_E;
+        }
+    }
+    (out, lse)
+}
+
+#[test]
+fn attention_matches_the_reference() {
+    let mut rng = Rng::new(71);
+    let cases = [
+        (
+            Shape {
+                z: 1,
+                h: 2,
+                n: 100,
+                d: 64,
+            },
+            32,
+            16,
+        ),
+        (
+            Shape {
+                z: 2,
+                h: 1,
+                n: 37,
+                d: 128,
+            },
+            16,
+            16,
+        ),
+        (
+            Shape {
+                z: 1,
+                h: 1,
+                n: 128,
+                d: 64,
+            },
+            64,
+            32,
+        ),
+        (
+            Shape {
+                z: 1,
+                h: 3,
+                n: 1,
+                d: 64,
+            },
+            16,
+            16,
+        ),
+        (
+            Shape {
+                z: 1,
+                h: 1,
+                n: 70,
+                d: 128,
+            },
+            32,
+            32,
+        ),
+    ];
+    for (shape, block_m, block_n) in cases {
+        for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
+            let meta = AttentionMeta {
+                split_diagonal,
+                ..AttentionMeta::fp16(block_m, block_n, shape.d as u32, causal)
+            };
+            let mut b = buffers(&mut rng, shape);
+            let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+            interp::run(&attention_forward(&meta).unwrap(), grid, &args(shape), &mut b).unwrap();
+            let (want, lse) = reference(&values(&b[0]), &values(&b[1]), &values(&b[2]), shape, causal);
+            let at = format!("{shape:?}, blocks {block_m}x{block_n}, causal {causal}, split {split_diagonal}");
+            // P is rounded to f16 before P V (as in the tutorial), and the output to f16.
+            assert_close(&values(&b[4]), &want, 2e-3, 2e-3, &format!("{at}: Out"));
+            assert_close(&values(&b[3]), &lse, 1e-5, 1e-5, &format!("{at}: M"));
+        }
+    }
+}
+
+#[test]
+fn causal_attention_needs_block_n_to_divide_block_m() {
+    let err = attention_forward(&AttentionMeta::fp16(32, 64, 64, true)).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("block_n must divide block_m, got block_m 32 and block_n 64"),
+        "{message}"
+    );
+    assert!(attention_forward(&AttentionMeta::fp16(32, 64, 64, false)).is_ok());
+    let one_walk = AttentionMeta {
+        split_diagonal: false,
+        ..AttentionMeta::fp16(32, 64, 64, true)
+    };
+    assert!(attention_forward(&one_walk).is_ok());
+}
+
+/// An NVIDIA target whose warps run `mma.sync`.
+fn tensor_cores(num_warps: u32) -> Target {
+    Target {
+        mma_sync: true,
+        async_copy: false,
+        num_stages: 1,
+        ..Target::nvidia(num_warps, 227 * 1024)
+    }
+}
+
+#[test]
+fn lowered_attention_matches_the_interpreter() {
+    let mut rng = Rng::new(72);
+    let mut on = targets();
+    on.extend([tensor_cores(4), tensor_cores(1)]);
+    for (shape, block_m, block_n) in [
+        (
+            Shape {
+                z: 1,
+                h: 2,
+                n: 50,
+                d: 64,
+            },
+            32,
+            16,
+        ),
+        (
+            Shape {
+                z: 1,
+                h: 1,
+                n: 40,
+                d: 128,
+            },
+            16,
+            16,
+        ),
+    ] {
+        for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
+            let meta = AttentionMeta {
+                split_diagonal,
+                ..AttentionMeta::fp16(block_m, block_n, shape.d as u32, causal)
+            };
+            let kernel = attention_forward(&meta).unwrap();
+            let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+            let b = buffers(&mut rng, shape);
+            let at = format!("{shape:?}, blocks {block_m}x{block_n}, causal {causal}, split {split_diagonal}");
+            // The dots sum in another order on the tensor cores, which can round P to
+            // another f16: within 2^-9 of the largest output.
+            simulate_on(&at, &kernel, &on, grid, &args(shape), &b, 2e-3);
+        }
+    }
+}
+
+#[test]
+fn both_dots_run_on_the_tensor_cores() {
+    let shape = Shape {
+        z: 1,
+        h: 1,
+        n: 64,
+        d: 64,
+    };
+    for causal in [false, true] {
+        let kernel = attention_forward(&AttentionMeta::fp16(64, 32, 64, causal)).unwrap();
+        let tk = rutile_ir::lower::lower(&kernel, &tensor_cores(4), &runtime_spec(&args(shape))).unwrap();
+        // Q K^T (64 x 32, K = 64) and P V (64 x 64, K = 32) are 64 m16n8k16 `mma`s each,
+        // 16 a warp: 32 a walk, and causal attention walks twice. Off the tensor cores, a
+        // dot has none.
+        let mut dots = 0;
+        tk.walk(&mut |s| dots += matches!(s, Stmt::Mma { .. }) as usize);
+        let walks = 1 + causal as usize;
+        assert!(dots == 32 * walks, "causal {causal}: {dots} mma statements");
+    }
+}

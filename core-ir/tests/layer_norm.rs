@@ -1,0 +1,323 @@
+//! The layer norm tutorial's kernels (forward, backward of the input gradient with the
+//! locked partial sums, and the final sum of the weight and bias gradients) in the
+//! interpreter against f64 references on random inputs and ragged sizes, and lowered for
+//! several targets and run in the SIMT simulator against the interpreter.
+
+mod tutorial_support;
+
+use half::f16;
+use rutile_ir::interp::{self, ArgValue, HostBuffer};
+use rutile_ir::seeds::{
+    layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, LayerNormBackwardMeta, LayerNormMeta,
+};
+use rutile_ir::testing::Rng;
+use rutile_ir::ScalarType::{self, F16, F32, I32};
+use tutorial_support::{assert_close, buffer_of, ptr, simulate_targets, values};
+
+const EPS: f64 = 1e-5;
+
+/// Mean, reciprocal standard deviation and output of each row, in f64.
+fn forward_reference(x: &[f64], w: &[f64], b: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (mut means, mut rstds, mut y) = (vec![0.0; m], vec![0.0; m], vec![0.0; m * n]);
+    for r in 0..m {
+        let row = &x[r * n..(r + 1) * n];
+        let mean = row.iter().sum::<f64>() / n as f64;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        let rstd = 1.0 / (var + EPS).sqrt();
+        for c in 0..n {
+            y[r * n + c] = (row[c] - mean) * rstd * w[c] + b[c];
+        }
+        (means[r], rstds[r]) = (mean, rstd);
+    }
+    (means, rstds, y)
+}
+
+/// The input, weight and bias gradients, in f64.
+fn backward_reference(
+    x: &[f64],
+    w: &[f64],
+    dy: &[f64],
+    means: &[f64],
+    rstds: &[f64],
+    m: usize,
+    n: usize,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (mut dx, mut dw, mut db) = (vec![0.0; m * n], vec![0.0; n], vec![0.0; n]);
+    for r in 0..m {
+        let x_hat: Vec<f64> = (0..n).map(|c| (x[r * n + c] - means[r]) * rstds[r]).collect();
+        let wdy: Vec<f64> = (0..n).map(|c| w[c] * dy[r * n + c]).collect();
+        let c1 = x_hat.iter().zip(&wdy).map(|(a, b)| a * b).sum::<f64>() / n as f64;
+        let c2 = wdy.iter().sum::<f64>() / n as f64;
+        for c in 0..n {
+            dx[r * n + c] = (wdy[c] - (x_hat[c] * c1 + c2)) * rstds[r];
+            dw[c] += dy[r * n + c] * x_hat[c];
+            db[c] += dy[r * n + c];
+        }
+    }
+    (dx, dw, db)
+}
+
+/// Random rows with a mean away from zero (so that the variance pass matters) and a
+/// weight and bias of both signs.
+struct Inputs {
+    x: HostBuffer,
+    w: HostBuffer,
+    b: HostBuffer,
+    dy: HostBuffer,
+}
+
+fn inputs(rng: &mut Rng, dtype: ScalarType, m: usize, n: usize) -> Inputs {
+    let x: Vec<f32> = rng.f32s(m * n, -2.0, 4.0);
+    Inputs {
+        x: buffer_of(dtype, &x),
+        w: buffer_of(dtype, &rng.f32s(n, -1.5, 1.5)),
+        b: buffer_of(dtype, &rng.f32s(n, -1.0, 1.0)),
+        dy: buffer_of(dtype, &rng.f32s(m * n, -1.0, 1.0)),
+    }
+}
+
+fn forward_args(m: usize, n: usize) -> (Vec<ArgValue>, [u32; 3]) {
+    let args = vec![
+        ptr(0),
+        ptr(1),
+        ptr(2),
+        ptr(3),
+        ptr(4),
+        ptr(5),
+        ArgValue::Int(n as i64),
+        ArgValue::Int(n as i64),
+        ArgValue::Float(EPS),
+    ];
+    (args, [m as u32, 1, 1])
+}
+
+fn forward_buffers(inp: &Inputs, dtype: ScalarType, m: usize, n: usize) -> Vec<HostBuffer> {
+    vec![
+        inp.x.clone(),
+        HostBuffer::zeros(dtype, m * n),
+        inp.w.clone(),
+        inp.b.clone(),
+        HostBuffer::zeros(F32, m),
+        HostBuffer::zeros(F32, m),
+    ]
+}
+
+/// The tolerance of a result of `dtype` computed in f32 (f16: half an ulp of the output
+/// and of the f16 inputs' products).
+fn tolerance(dtype: ScalarType) -> f64 {
+    if dtype == F16 {
+        4e-3
+    } else {
+        2e-5
+    }
+}
+
+#[test]
+fn forward_matches_the_reference() {
+    let mut rng = Rng::new(51);
+    for (m, n, dtype, block) in [
+        (37, 781, F32, None),
+        (5, 1, F32, None),
+        (13, 1500, F16, None),
+        (9, 4096, F16, None),
+        // Blocks shorter than the row: the passes loop, the last block masked.
+        (11, 781, F32, Some(128)),
+        (7, 3000, F16, Some(512)),
+    ] {
+        let meta = match block {
+            Some(block_size) => LayerNormMeta { block_size, dtype },
+            None => LayerNormMeta::for_row(n as u32, dtype).unwrap(),
+        };
+        let inp = inputs(&mut rng, dtype, m, n);
+        let mut buffers = forward_buffers(&inp, dtype, m, n);
+        let (args, grid) = forward_args(m, n);
+        interp::run(&layer_norm_forward(&meta).unwrap(), grid, &args, &mut buffers).unwrap();
+        let (x, w, b) = (values(&inp.x), values(&inp.w), values(&inp.b));
+        let (means, rstds, y) = forward_reference(&x, &w, &b, m, n);
+        let at = format!("{m}x{n} {dtype}, block {}", meta.block_size);
+        assert_close(&values(&buffers[4]), &means, 1e-5, 1e-5, &format!("{at}: mean"));
+        assert_close(&values(&buffers[5]), &rstds, 1e-5, 0.0, &format!("{at}: rstd"));
+        assert_close(
+            &values(&buffers[1]),
+            &y,
+            tolerance(dtype),
+            tolerance(dtype),
+            &format!("{at}: y"),
+        );
+    }
+}
+
+#[test]
+fn the_heuristic_covers_rows_up_to_64_kib() {
+    let meta = LayerNormMeta::for_row(781, F16).unwrap();
+    assert_eq!((meta.block_size, meta.num_warps()), (1024, 4));
+    assert_eq!(LayerNormMeta::for_row(32768, F16).unwrap().num_warps(), 8);
+    assert_eq!(LayerNormMeta::for_row(16384, F32).unwrap().block_size, 16384);
+    assert!(LayerNormMeta::for_row(16385, F32).is_none());
+    assert!(LayerNormMeta::for_row(32769, F16).is_none());
+}
+
+/// Runs the backward pass (both kernels) in the interpreter; returns `dx`, `dw`, `db`.
+fn backward(
+    inp: &Inputs,
+    means: &HostBuffer,
+    rstds: &HostBuffer,
+    meta: &LayerNormBackwardMeta,
+    m: usize,
+    n: usize,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (buffers, dx_args, grid) = backward_launch(inp, means, rstds, meta, m, n);
+    let mut buffers = buffers;
+    interp::run(&layer_norm_backward_dx(meta).unwrap(), grid, &dx_args, &mut buffers).unwrap();
+    let groups = (meta.group_size_m as usize).min(m);
+    let dtype = meta.dtype;
+    let mut sums = vec![
+        buffers[2].clone(),
+        buffers[3].clone(),
+        HostBuffer::zeros(dtype, n),
+        HostBuffer::zeros(dtype, n),
+    ];
+    let args = [
+        ptr(0),
+        ptr(1),
+        ptr(2),
+        ptr(3),
+        ArgValue::Int(groups as i64),
+        ArgValue::Int(n as i64),
+    ];
+    let kernel = layer_norm_backward_dwdb(32, 128, dtype).unwrap();
+    interp::run(&kernel, [n.div_ceil(128) as u32, 1, 1], &args, &mut sums).unwrap();
+    (values(&buffers[0]), values(&sums[2]), values(&sums[3]))
+}
+
+/// The buffers and arguments of `_layer_norm_bwd_dx_fused`: `DX, DY, DW, DB, X, W, Mean,
+/// Rstd, Lock`.
+fn backward_launch(
+    inp: &Inputs,
+    means: &HostBuffer,
+    rstds: &HostBuffer,
+    meta: &LayerNormBackwardMeta,
+    m: usize,
+    n: usize,
+) -> (Vec<HostBuffer>, Vec<ArgValue>, [u32; 3]) {
+    let group = meta.group_size_m as usize;
+    let buffers = vec![
+        HostBuffer::zeros(meta.dtype, m * n),
+        inp.dy.clone(),
+        HostBuffer::zeros(meta.dtype, group * n),
+        HostBuffer::zeros(meta.dtype, group * n),
+        inp.x.clone(),
+        inp.w.clone(),
+        means.clone(),
+        rstds.clone(),
+        HostBuffer::zeros(I32, 2 * group),
+    ];
+    let mut args: Vec<ArgValue> = (0..9).map(ptr).collect();
+    args.extend([ArgValue::Int(n as i64), ArgValue::Int(n as i64)]);
+    (buffers, args, [m as u32, 1, 1])
+}
+
+#[test]
+fn backward_matches_the_reference() {
+    let mut rng = Rng::new(52);
+    for (m, n, dtype, group_size_m) in [(37, 781, F32, 8), (5, 100, F32, 16), (40, 300, F16, 6), (3, 1, F32, 4)] {
+        let inp = inputs(&mut rng, dtype, m, n);
+        let meta = LayerNormMeta::for_row(n as u32, dtype).unwrap();
+        let mut fwd = forward_buffers(&inp, dtype, m, n);
+        let (args, grid) = forward_args(m, n);
+        interp::run(&layer_norm_forward(&meta).unwrap(), grid, &args, &mut fwd).unwrap();
+        let bwd = LayerNormBackwardMeta {
+            group_size_m,
+            block_size_n: meta.block_size,
+            dtype,
+        };
+        let (dx, dw, db) = backward(&inp, &fwd[4], &fwd[5], &bwd, m, n);
+        let (x, w, dy) = (values(&inp.x), values(&inp.w), values(&inp.dy));
+        let (want_dx, want_dw, want_db) = backward_reference(&x, &w, &dy, &values(&fwd[4]), &values(&fwd[5]), m, n);
+        let at = format!("{m}x{n} {dtype}, {group_size_m} groups");
+        let tol = tolerance(dtype);
+        assert_close(&dx, &want_dx, tol, tol, &format!("{at}: dx"));
+        // The partial sums add up to m / group_size_m rows in `dtype`: scale the bound by
+        // the number of rounding steps and the size of the sums (about sqrt(rows)).
+        let steps = m.div_ceil(group_size_m as usize) as f64;
+        let scale = (m as f64).sqrt();
+        assert_close(&dw, &want_dw, tol * steps, tol * steps * scale, &format!("{at}: dw"));
+        assert_close(&db, &want_db, tol * steps, tol * steps * scale, &format!("{at}: db"));
+    }
+}
+
+#[test]
+fn lowered_kernels_match_the_interpreter() {
+    let mut rng = Rng::new(53);
+    for (m, n, dtype) in [(9, 781, F32), (6, 200, F16)] {
+        let inp = inputs(&mut rng, dtype, m, n);
+        let meta = LayerNormMeta::for_row(n as u32, dtype).unwrap();
+        let looped = LayerNormMeta { block_size: 128, dtype };
+        let (args, grid) = forward_args(m, n);
+        for meta in [meta, looped] {
+            let kernel = layer_norm_forward(&meta).unwrap();
+            let at = format!("forward {m}x{n} {dtype}, block {}", meta.block_size);
+            simulate_targets(&at, &kernel, grid, &args, &forward_buffers(&inp, dtype, m, n), 1e-5);
+        }
+        let mut fwd = forward_buffers(&inp, dtype, m, n);
+        interp::run(&layer_norm_forward(&meta).unwrap(), grid, &args, &mut fwd).unwrap();
+        let bwd = LayerNormBackwardMeta {
+            group_size_m: 4,
+            block_size_n: meta.block_size,
+            dtype,
+        };
+        let (buffers, dx_args, grid) = backward_launch(&inp, &fwd[4], &fwd[5], &bwd, m, n);
+        let kernel = layer_norm_backward_dx(&bwd).unwrap();
+        simulate_targets(
+            &format!("backward dx {m}x{n} {dtype}"),
+            &kernel,
+            grid,
+            &dx_args,
+            &buffers,
+            1e-5,
+        );
+        let sums = vec![
+            buffer_of(dtype, &rng.f32s(4 * n, -1.0, 1.0)),
+            buffer_of(dtype, &rng.f32s(4 * n, -1.0, 1.0)),
+            HostBuffer::zeros(dtype, n),
+            HostBuffer::zeros(dtype, n),
+        ];
+        let args = [
+            ptr(0),
+            ptr(1),
+            ptr(2),
+            ptr(3),
+            ArgValue::Int(4),
+            ArgValue::Int(n as i64),
+        ];
+        let kernel = layer_norm_backward_dwdb(32, 128, dtype).unwrap();
+        let grid = [n.div_ceil(128) as u32, 1, 1];
+        simulate_targets(
+            &format!("backward dwdb {m}x{n} {dtype}"),
+            &kernel,
+            grid,
+            &args,
+            &sums,
+            1e-5,
+        );
+    }
+}
+
+#[test]
+fn a_constant_row_gives_the_bias() {
+    // x - mean is exactly 0, so y is exactly b, whatever rstd is: an f16 output rounds
+    // the f32 result once, and the bias passes through unchanged.
+    let (m, n) = (1, 64);
+    let dtype = F16;
+    let inp = Inputs {
+        x: HostBuffer::from_slice(&vec![f16::from_f32(3.0); n]),
+        w: HostBuffer::from_slice(&vec![f16::from_f32(2.0); n]),
+        b: buffer_of(dtype, &Rng::new(54).f32s(n, -1.0, 1.0)),
+        dy: HostBuffer::zeros(dtype, n),
+    };
+    let mut buffers = forward_buffers(&inp, dtype, m, n);
+    let (args, grid) = forward_args(m, n);
+    let meta = LayerNormMeta::for_row(n as u32, dtype).unwrap();
+    interp::run(&layer_norm_forward(&meta).unwrap(), grid, &args, &mut buffers).unwrap();
+    assert_eq!(values(&buffers[1]), values(&inp.b));
+}

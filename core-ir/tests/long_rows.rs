@@ -1,0 +1,168 @@
+//! The long-row softmax and layer norm (rows walked in blocks, statistics gathered online)
+//! in the interpreter against f64 references on random inputs, with rows of several blocks
+//! and a ragged last block, and lowered and run in the SIMT simulator against the
+//! interpreter.
+
+mod tutorial_support;
+
+use rutile_ir::interp::{self, ArgValue, HostBuffer};
+use rutile_ir::seeds::{fits_one_block, layer_norm_long, softmax_long, LayerNormMeta, SoftmaxOptions};
+use rutile_ir::testing::Rng;
+use rutile_ir::ScalarType::{self, F16, F32};
+use tutorial_support::{assert_close, buffer_of, ptr, simulate_targets, values};
+
+fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
+    let mut out = vec![0.0; rows * cols];
+    for r in 0..rows {
+        let row = &x[r * cols..(r + 1) * cols];
+        let m = row.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(v as f64));
+        let s: f64 = row.iter().map(|&v| (v as f64 - m).exp()).sum();
+        for c in 0..cols {
+            out[r * cols + c] = (row[c] as f64 - m).exp() / s;
+        }
+    }
+    out
+}
+
+fn softmax_args(rows: usize, cols: usize) -> Vec<ArgValue> {
+    let c = ArgValue::Int(cols as i64);
+    vec![ptr(0), ptr(1), c.clone(), c.clone(), ArgValue::Int(rows as i64), c]
+}
+
+#[test]
+fn long_row_softmax_matches_the_reference() {
+    let mut rng = Rng::new(61);
+    for (rows, cols, block) in [
+        (3, 5000, 1024),
+        (2, 4096, 1024),
+        (4, 700, 256),
+        (2, 1, 128),
+        (3, 130, 64),
+    ] {
+        // A wide range, so that the running maximum moves and rescales the sums.
+        let mut x = rng.f32s(rows * cols, -30.0, 30.0);
+        // Rows whose maximum comes last and first.
+        x[cols - 1] = 60.0;
+        x[cols] = 55.0;
+        let mut buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
+        let kernel = softmax_long(block, SoftmaxOptions::default()).unwrap();
+        interp::run(&kernel, [rows as u32, 1, 1], &softmax_args(rows, cols), &mut buffers).unwrap();
+        let want = softmax_reference(&x, rows, cols);
+        let at = format!("softmax {rows}x{cols}, block {block}");
+        assert_close(&values(&buffers[0]), &want, 1e-5, 1e-30, &at);
+    }
+}
+
+#[test]
+fn long_row_softmax_of_a_row_with_infinities() {
+    // -inf columns give 0; a row with one finite value gives 1 there.
+    let (rows, cols) = (1, 300);
+    let mut x = vec![f32::NEG_INFINITY; cols];
+    x[200] = 3.0;
+    let mut buffers = vec![HostBuffer::zeros(F32, cols), HostBuffer::from_slice(&x)];
+    let kernel = softmax_long(64, SoftmaxOptions::default()).unwrap();
+    interp::run(&kernel, [1, 1, 1], &softmax_args(rows, cols), &mut buffers).unwrap();
+    let got = values(&buffers[0]);
+    assert!(
+        got.iter()
+            .enumerate()
+            .all(|(i, &v)| v == if i == 200 { 1.0 } else { 0.0 }),
+        "{got:?}"
+    );
+}
+
+const EPS: f64 = 1e-5;
+
+fn layer_norm_reference(x: &[f64], w: &[f64], b: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (mut means, mut rstds, mut y) = (vec![0.0; m], vec![0.0; m], vec![0.0; m * n]);
+    for r in 0..m {
+        let row = &x[r * n..(r + 1) * n];
+        let mean = row.iter().sum::<f64>() / n as f64;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        let rstd = 1.0 / (var + EPS).sqrt();
+        for c in 0..n {
+            y[r * n + c] = (row[c] - mean) * rstd * w[c] + b[c];
+        }
+        (means[r], rstds[r]) = (mean, rstd);
+    }
+    (means, rstds, y)
+}
+
+fn layer_norm_case(rng: &mut Rng, dtype: ScalarType, m: usize, n: usize) -> (Vec<HostBuffer>, Vec<ArgValue>) {
+    // A mean far from zero next to a small spread: where sums of squares lose digits.
+    let x = rng.f32s(m * n, 95.0, 105.0);
+    let buffers = vec![
+        buffer_of(dtype, &x),
+        HostBuffer::zeros(dtype, m * n),
+        buffer_of(dtype, &rng.f32s(n, -1.5, 1.5)),
+        buffer_of(dtype, &rng.f32s(n, -1.0, 1.0)),
+        HostBuffer::zeros(F32, m),
+        HostBuffer::zeros(F32, m),
+    ];
+    let mut args: Vec<ArgValue> = (0..6).map(ptr).collect();
+    args.extend([ArgValue::Int(n as i64), ArgValue::Int(n as i64), ArgValue::Float(EPS)]);
+    (buffers, args)
+}
+
+#[test]
+fn long_row_layer_norm_matches_the_reference() {
+    let mut rng = Rng::new(62);
+    for (m, n, dtype, block) in [
+        (3, 5000, F32, 1024),
+        (2, 4096, F32, 512),
+        (5, 700, F16, 256),
+        (2, 1, F32, 64),
+    ] {
+        let (mut buffers, args) = layer_norm_case(&mut rng, dtype, m, n);
+        let kernel = layer_norm_long(&LayerNormMeta {
+            block_size: block,
+            dtype,
+        })
+        .unwrap();
+        interp::run(&kernel, [m as u32, 1, 1], &args, &mut buffers).unwrap();
+        let (x, w, b) = (values(&buffers[0]), values(&buffers[2]), values(&buffers[3]));
+        let (means, rstds, y) = layer_norm_reference(&x, &w, &b, m, n);
+        let at = format!("layer norm {m}x{n} {dtype}, block {block}");
+        assert_close(&values(&buffers[4]), &means, 1e-6, 0.0, &format!("{at}: mean"));
+        // Welford's variance keeps its digits with a mean 30 times the spread.
+        assert_close(&values(&buffers[5]), &rstds, 1e-4, 0.0, &format!("{at}: rstd"));
+        let tol = if dtype == F16 { 4e-3 } else { 1e-4 };
+        assert_close(&values(&buffers[1]), &y, tol, tol, &format!("{at}: y"));
+    }
+}
+
+#[test]
+fn rows_over_64_kib_do_not_fit_one_block() {
+    assert!(fits_one_block(16384, F32) && !fits_one_block(16385, F32));
+    assert!(fits_one_block(32768, F16) && !fits_one_block(32769, F16));
+    assert!(fits_one_block(0, F32) && !fits_one_block(u32::MAX, F32));
+}
+
+#[test]
+fn lowered_long_row_kernels_match_the_interpreter() {
+    let mut rng = Rng::new(63);
+    for (rows, cols, block) in [(3, 1000, 256), (2, 512, 128)] {
+        let x = rng.f32s(rows * cols, -20.0, 20.0);
+        let buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
+        let kernel = softmax_long(block, SoftmaxOptions::default()).unwrap();
+        let at = format!("softmax {rows}x{cols}, block {block}");
+        simulate_targets(
+            &at,
+            &kernel,
+            [rows as u32, 1, 1],
+            &softmax_args(rows, cols),
+            &buffers,
+            1e-6,
+        );
+    }
+    for (m, n, dtype, block) in [(3, 1000, F32, 256), (2, 300, F16, 128)] {
+        let (buffers, args) = layer_norm_case(&mut rng, dtype, m, n);
+        let kernel = layer_norm_long(&LayerNormMeta {
+            block_size: block,
+            dtype,
+        })
+        .unwrap();
+        let at = format!("layer norm {m}x{n} {dtype}, block {block}");
+        simulate_targets(&at, &kernel, [m as u32, 1, 1], &args, &buffers, 1e-5);
+    }
+}

@@ -1,0 +1,96 @@
+//! The layer norm, long-row and fused attention tutorials on every GPU present (each CUDA
+//! GPU and each wgpu adapter, lavapipe included), each checked against its CPU reference on
+//! random inputs at ragged sizes (small ones on software devices).
+//!
+//! Without any such device the tests skip, unless `RUTILE_REQUIRE_TOOLS=1` or
+//! `RUTILE_REQUIRE_GPU=1`, then they fail; and they fail when `RUTILE_REQUIRE` names a
+//! backend without a device that opens.
+
+use rutile::{Device, DeviceType};
+use rutile_examples::tutorials::attention::Problem;
+use rutile_examples::tutorials::{self, Outcome};
+use std::sync::Arc;
+
+fn devices() -> (std::sync::MutexGuard<'static, ()>, Vec<Arc<dyn Device>>) {
+    rutile_examples::gpus::gpus_under_test()
+}
+
+/// Software devices (lavapipe) get the small sizes only.
+fn is_fast(d: &dyn Device) -> bool {
+    d.properties().device_type != DeviceType::Cpu
+}
+
+/// Fails with the outcome (error, bound) when it did not pass, or with the error.
+fn check(d: &dyn Device, what: &str, outcome: rutile::Result<Outcome>) {
+    match outcome {
+        Ok(o) => {
+            println!("{o}");
+            assert!(o.passed(), "{}: {what}: {o}", d.id());
+        }
+        Err(e) => panic!("{}: {what}: {e}", d.id()),
+    }
+}
+
+#[test]
+fn gpu_layer_norm_matches_the_reference() {
+    let (_turn, devices) = devices();
+    for d in devices {
+        let mut sizes = vec![(37, 1), (64, 100), (129, 781), (33, 4097)];
+        if is_fast(d.as_ref()) {
+            sizes.extend([(4096, 1000), (1151, 8192), (512, 16384), (300, 32768)]);
+        }
+        for (i, &(m, n)) in sizes.iter().enumerate() {
+            let outcome = tutorials::layer_norm::layer_norm(d.as_ref(), m, n, 70 + i as u64);
+            check(d.as_ref(), &format!("layer norm {m}x{n}"), outcome);
+        }
+    }
+}
+
+/// Rows over 64 KiB: the softmax and layer norm tutorials' host code picks the long-row
+/// kernels by itself.
+#[test]
+fn gpu_long_rows_match_the_reference() {
+    let (_turn, devices) = devices();
+    for d in devices {
+        let mut softmax = vec![(5, 16385), (3, 50001)];
+        let mut layer_norm = vec![(3, 32769), (2, 70000)];
+        if is_fast(d.as_ref()) {
+            softmax.extend([(64, 32768), (33, 100_003), (16, 262_144)]);
+            layer_norm.extend([(64, 65536), (8, 262_147)]);
+        }
+        for (i, &(rows, cols)) in softmax.iter().enumerate() {
+            let outcome = tutorials::long_rows::softmax(d.as_ref(), rows, cols, 80 + i as u64);
+            check(d.as_ref(), &format!("long-row softmax {rows}x{cols}"), outcome);
+        }
+        for (i, &(m, n)) in layer_norm.iter().enumerate() {
+            let outcome = tutorials::long_rows::layer_norm(d.as_ref(), m, n, 90 + i as u64);
+            check(d.as_ref(), &format!("long-row layer norm {m}x{n}"), outcome);
+        }
+    }
+}
+
+/// Fused attention forward, fp16, head dimensions 64 and 128, causal and not, at lengths
+/// that are not multiples of the blocks.
+#[test]
+fn gpu_attention_matches_the_reference() {
+    let (_turn, devices) = devices();
+    for d in devices {
+        let mut sizes = vec![(1, 2, 100, 64), (1, 1, 70, 128)];
+        if is_fast(d.as_ref()) {
+            sizes.extend([(2, 4, 1000, 64), (1, 2, 1024, 128), (1, 1, 4097, 64), (1, 1, 2049, 128)]);
+        }
+        for (i, &(z, h, n_ctx, head_dim)) in sizes.iter().enumerate() {
+            for causal in [false, true] {
+                let p = Problem {
+                    z,
+                    h,
+                    n_ctx,
+                    head_dim,
+                    causal,
+                };
+                let outcome = tutorials::attention::attention(d.as_ref(), p, 100 + i as u64);
+                check(d.as_ref(), &format!("attention {p}"), outcome);
+            }
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Triton's layer norm tutorial: the fused forward pass and the backward pass (input
+//! gradient, and the weight and bias gradients reduced in two stages under locks) on fp16,
+//! checked against an f64 reference.
+
+use super::{timed, Outcome};
+use crate::check::max_relative_error;
+use crate::rng::{normal_f32s, Rng};
+use half::f16;
+use rutile::seeds::{self, LayerNormBackwardMeta, LayerNormMeta};
+use rutile::{Arg, Buffer, Device, DeviceExt, LaunchConfig, Result, ScalarType};
+
+/// The tutorial's `eps`.
+pub const EPS: f32 = 1e-5;
+
+/// The tutorial's blocks of the final sum of the weight and bias gradients.
+const DWDB_BLOCK: (u32, u32) = (32, 128);
+
+/// The forward pass's inputs and outputs on a device: an `m x n` fp16 matrix `x`, the fp16
+/// weight and bias of `n`, and the outputs `y`, per-row `mean` and `rstd` (f32).
+pub struct Forward {
+    pub x: Buffer<f16>,
+    pub y: Buffer<f16>,
+    pub w: Buffer<f16>,
+    pub b: Buffer<f16>,
+    pub mean: Buffer<f32>,
+    pub rstd: Buffer<f32>,
+    pub m: usize,
+    pub n: usize,
+}
+
+impl Forward {
+    /// Uploads `x`, `w`, `b` and allocates the outputs.
+    pub fn new(dev: &dyn Device, x: &[f16], w: &[f16], b: &[f16], m: usize, n: usize) -> Result<Forward> {
+        Ok(Forward {
+            x: dev.upload(x)?,
+            y: dev.zeros(m * n)?,
+            w: dev.upload(w)?,
+            b: dev.upload(b)?,
+            mean: dev.zeros(m)?,
+            rstd: dev.zeros(m)?,
+            m,
+            n,
+        })
+    }
+
+    /// `_layer_norm_fwd_fused`'s arguments.
+    pub fn args(&self) -> Vec<Arg<'_>> {
+        let n = self.n as i32;
+        vec![
+            (&self.x).into(),
+            (&self.y).into(),
+            (&self.w).into(),
+            (&self.b).into(),
+            (&self.mean).into(),
+            (&self.rstd).into(),
+            n.into(),
+            n.into(),
+            EPS.into(),
+        ]
+    }
+}
+
+/// The forward kernel and launch the tutorial's host code picks for rows of `n` fp16
+/// elements: one block of the next power of two, `num_warps` by the row's size; rows over
+/// 64 KiB (where the tutorial raises) go to the long-row kernel, [`super::long_rows`].
+pub fn forward_launch(m: usize, n: usize) -> Result<(rutile::Kernel, LaunchConfig)> {
+    match LayerNormMeta::for_row(n as u32, ScalarType::F16) {
+        Some(meta) => Ok((
+            seeds::layer_norm_forward(&meta)?,
+            LaunchConfig::grid1(m as u32).num_warps(meta.num_warps()),
+        )),
+        None => super::long_rows::layer_norm_launch(m, ScalarType::F16),
+    }
+}
+
+/// Layer norm of an `m x n` fp16 matrix: the forward pass (timed) and, for rows that fit
+/// one block, the backward pass, each output checked against an f64 reference; the
+/// error is the largest over `y`, `mean`, `rstd`, `dx`, `dw` and `db`.
+pub fn layer_norm(dev: &dyn Device, m: usize, n: usize, seed: u64) -> Result<Outcome> {
+    let mut rng = Rng::new(seed);
+    // As the tutorial: x = -2.3 + 0.5 randn, w and b uniform in [0, 1), dy = 0.1 randn.
+    let half = |v: Vec<f32>| -> Vec<f16> { v.into_iter().map(f16::from_f32).collect() };
+    let x = half(normal_f32s(&mut rng, m * n).iter().map(|v| -2.3 + 0.5 * v).collect());
+    let w = half(rng.f32s(n, 0.0, 1.0));
+    let b = half(rng.f32s(n, 0.0, 1.0));
+    let dy = half(normal_f32s(&mut rng, m * n).iter().map(|v| 0.1 * v).collect());
+
+    let fwd = Forward::new(dev, &x, &w, &b, m, n)?;
+    let (kernel, config) = forward_launch(m, n)?;
+    let time_ms = timed(dev, &kernel, &config, &fwd.args())?;
+    let (x64, w64, b64, dy64) = (to_f64(&x), to_f64(&w), to_f64(&b), to_f64(&dy));
+    let want = forward_reference(&x64, &w64, &b64, m, n);
+    let y = to_f64(&dev.download(&fwd.y)?);
+    let mean: Vec<f64> = dev.download(&fwd.mean)?.iter().map(|&v| v as f64).collect();
+    let rstd: Vec<f64> = dev.download(&fwd.rstd)?.iter().map(|&v| v as f64).collect();
+    // fp16 outputs of magnitude about 1 (the tutorial compares with atol 1e-2).
+    let mut error = max_relative_error(y, &want.y, 1.0).0;
+    error = error.max(max_relative_error(mean, &want.mean, 1.0).0);
+    error = error.max(max_relative_error(rstd, &want.rstd, 1.0).0);
+
+    let mut detail = format!("{} warps, {}", config.num_warps, kernel.name);
+    if LayerNormMeta::for_row(n as u32, ScalarType::F16).is_some() {
+        let dyb = dev.upload(&dy)?;
+        let (grads, backward_ms) = backward(dev, &fwd, &dyb)?;
+        let got_dx = to_f64(&dev.download(&grads.dx)?);
+        let got_dw = to_f64(&dev.download(&grads.dw)?);
+        let got_db = to_f64(&dev.download(&grads.db)?);
+        let (dx, dw, db) = backward_reference(&x64, &w64, &dy64, &want.mean, &want.rstd, m, n);
+        error = error.max(max_relative_error(got_dx, &dx, 1.0).0);
+        // The weight and bias gradients sum `m` rows, each partial sum rounded to fp16 at
+        // every row of its group: relative to the size of such a sum (about sqrt(m) / 5).
+        let scale = (m as f64).sqrt() / 5.0;
+        error = error.max(max_relative_error(got_dw, &dw, scale).0);
+        error = error.max(max_relative_error(got_db, &db, scale).0);
+        detail = format!("{detail}; backward {backward_ms:.3} ms");
+    } else {
+        detail = format!("{detail}; no backward pass for rows over 64 KiB");
+    }
+    Ok(Outcome {
+        tutorial: "layer norm".into(),
+        size: format!("{m}x{n}"),
+        device: dev.id(),
+        error,
+        tolerance: 1e-2,
+        time_ms,
+        detail: Some(detail),
+    })
+}
+
+/// The gradients the backward pass computes.
+pub struct Gradients {
+    pub dx: Buffer<f16>,
+    pub dw: Buffer<f16>,
+    pub db: Buffer<f16>,
+}
+
+/// The tutorial's backward pass for `dy`: `_layer_norm_bwd_dx_fused` (one row per program,
+/// partial sums of `dw` and `db` per group of rows under locks), then `_layer_norm_bwd_dwdb`
+/// (the sum over the groups). Returns the gradients and the device time of both launches.
+pub fn backward(dev: &dyn Device, fwd: &Forward, dy: &Buffer<f16>) -> Result<(Gradients, f64)> {
+    let (m, n) = (fwd.m, fwd.n);
+    let Some(meta) = LayerNormMeta::for_row(n as u32, ScalarType::F16) else {
+        return Err(rutile::Error::Argument {
+            kernel: "_layer_norm_bwd_dx_fused".into(),
+            message: format!("rows of {n} fp16 elements do not fit one block (at most 32768)"),
+        });
+    };
+    let group_size_m = seeds::layer_norm_group_size_m(n as u32);
+    let bwd = LayerNormBackwardMeta {
+        group_size_m,
+        block_size_n: meta.block_size,
+        dtype: ScalarType::F16,
+    };
+    let group = group_size_m as usize;
+    let locks = dev.zeros::<i32>(2 * group)?;
+    let (partial_dw, partial_db) = (dev.zeros::<f16>(group * n)?, dev.zeros::<f16>(group * n)?);
+    let grads = Gradients {
+        dx: dev.zeros(m * n)?,
+        dw: dev.zeros(n)?,
+        db: dev.zeros(n)?,
+    };
+    let ni = n as i32;
+    let dx_args: Vec<Arg<'_>> = vec![
+        (&grads.dx).into(),
+        dy.into(),
+        (&partial_dw).into(),
+        (&partial_db).into(),
+        (&fwd.x).into(),
+        (&fwd.w).into(),
+        (&fwd.mean).into(),
+        (&fwd.rstd).into(),
+        (&locks).into(),
+        ni.into(),
+        ni.into(),
+    ];
+    let dx_kernel = seeds::layer_norm_backward_dx(&bwd)?;
+    let dx_config = LaunchConfig::grid1(m as u32).num_warps(meta.num_warps());
+    let (bm, bn) = DWDB_BLOCK;
+    let dwdb_kernel = seeds::layer_norm_backward_dwdb(bm, bn, ScalarType::F16)?;
+    let dwdb_config = LaunchConfig::grid1((n as u32).div_ceil(bn));
+    let dwdb_args: Vec<Arg<'_>> = vec![
+        (&partial_dw).into(),
+        (&partial_db).into(),
+        (&grads.dw).into(),
+        (&grads.db).into(),
+        (group.min(m) as i32).into(),
+        ni.into(),
+    ];
+    // Each run starts from free locks and empty counts (a timed repetition reuses them).
+    let mut run = || -> Result<()> {
+        dev.upload_into(&locks, &vec![0; 2 * group])?;
+        dev.launch(&dx_kernel, &dx_config, &dx_args)?;
+        dev.launch(&dwdb_kernel, &dwdb_config, &dwdb_args)
+    };
+    run()?;
+    let time_ms = dev.time(&mut run)?;
+    Ok((grads, time_ms))
+}
+
+fn to_f64(v: &[f16]) -> Vec<f64> {
+    v.iter().map(|x| x.to_f64()).collect()
+}
+
+/// What the forward pass computes, in f64.
+pub struct Reference {
+    pub y: Vec<f64>,
+    pub mean: Vec<f64>,
+    pub rstd: Vec<f64>,
+}
+
+/// The forward pass in f64 on the rows of `x` (`m x n`).
+pub fn forward_reference(x: &[f64], w: &[f64], b: &[f64], m: usize, n: usize) -> Reference {
+    let mut r = Reference {
+        y: vec![0.0; m * n],
+        mean: vec![0.0; m],
+        rstd: vec![0.0; m],
+    };
+    for i in 0..m {
+        let row = &x[i * n..(i + 1) * n];
+        let mean = row.iter().sum::<f64>() / n as f64;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        let rstd = 1.0 / (var + EPS as f64).sqrt();
+        for c in 0..n {
+            r.y[i * n + c] = (row[c] - mean) * rstd * w[c] + b[c];
+        }
+        (r.mean[i], r.rstd[i]) = (mean, rstd);
+    }
+    r
+}
+
+/// The input, weight and bias gradients in f64, from the forward pass's `mean` and `rstd`.
+pub fn backward_reference(
+    x: &[f64],
+    w: &[f64],
+    dy: &[f64],
+    mean: &[f64],
+    rstd: &[f64],
+    m: usize,
+    n: usize,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (mut dx, mut dw, mut db) = (vec![0.0; m * n], vec![0.0; n], vec![0.0; n]);
+    for i in 0..m {
+        let x_hat: Vec<f64> = (0..n).map(|c| (x[i * n + c] - mean[i]) * rstd[i]).collect();
+        let wdy: Vec<f64> = (0..n).map(|c| w[c] * dy[i * n + c]).collect();
+        let c1 = x_hat.iter().zip(&wdy).map(|(a, b)| a * b).sum::<f64>() / n as f64;
+        let c2 = wdy.iter().sum::<f64>() / n as f64;
+        for c in 0..n {
+            dx[i * n + c] = (wdy[c] - (x_hat[c] * c1 + c2)) * rstd[i];
+            dw[c] += dy[i * n + c] * x_hat[c];
+            db[c] += dy[i * n + c];
+        }
+    }
+    (dx, dw, db)
+}
