@@ -2,10 +2,22 @@
 
 use crate::check::{matmul_reference, max_relative_error, softmax_reference};
 use crate::rng::Rng;
+use crate::sweeps::{self, Sweep};
 use half::f16;
 use rutile::autotune::{Autotuner, Config, Tuned};
 use rutile::seeds::{self, Activation, MatmulMeta};
 use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, Result, ScalarType};
+
+/// The tutorials' performance sweeps (their `perf_report`s), in the order the `tutorials`
+/// example prints their tables and `figures` draws them. A tutorial with a sweep adds it
+/// here.
+pub fn sweeps() -> Vec<Sweep> {
+    vec![
+        sweeps::vector_add::sweep(),
+        sweeps::softmax::sweep(),
+        sweeps::matmul::sweep(),
+    ]
+}
 
 /// What one tutorial run found.
 pub struct Outcome {

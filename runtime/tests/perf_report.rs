@@ -56,6 +56,11 @@ fn units_and_gaps() {
     assert_eq!(baseline.value(1), None);
     assert_eq!(baseline.points[1].as_ref().unwrap_err(), "baseline: not installed");
     assert!((baseline.value(2).unwrap() - 4000.0).abs() < 1e-6);
+    // The times behind the points are kept, none at the gap.
+    let kept = rutile.stats[2].expect("times at a measured point");
+    assert_eq!(kept.median_ms, 1e6 / 1e9);
+    assert!((kept.p80_ms - 1.1e-3).abs() < 1e-12);
+    assert!(baseline.stats[1].is_none() && baseline.stats[2].is_some());
 
     let tflops = Benchmark::new("t", "M", [1000.0])
         .tflops(|m| 2.0 * m * m * m)
@@ -95,11 +100,16 @@ fn csv_is_well_formed_and_reads_back() {
         rows,
         [
             "N,rutile; fake (cuda),baseline",
-            "1000,8000.000,4000.000",
-            "3000,8000.000,",
-            "1000000,8000.000,4000.000",
+            "1000,8000.00,4000.00",
+            "3000,8000.00,",
+            "1000000,8000.00,4000.00",
         ]
     );
+    // Six significant digits, also for small values.
+    let small = Benchmark::new("t", "x", [1.0])
+        .line("a", |_| Ok(stats(0.0001234567)))
+        .run();
+    assert_eq!(small.csv().lines().nth(1), Some("1,0.000123457"));
     let back = report.read_csv(&csv).unwrap();
     assert_eq!(back.x_values, report.x_values);
     assert_eq!(back.lines[0].name, "rutile, fake (cuda)");

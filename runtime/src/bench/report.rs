@@ -131,6 +131,16 @@ impl<'a> Benchmark<'a> {
         self
     }
 
+    /// The x values the sweep runs over (to size the buffers its providers need).
+    pub fn x_values(&self) -> &[f64] {
+        &self.x_values
+    }
+
+    /// The benchmark's name (the stem of its files).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The report this benchmark would produce with no point measured: the layout of an
     /// earlier run's CSV, read back by [`Report::read_csv`].
     pub fn empty_report(&self) -> Report {
@@ -147,6 +157,7 @@ impl<'a> Benchmark<'a> {
                 .map(|(name, _)| Series {
                     name: name.clone(),
                     points: Vec::new(),
+                    stats: Vec::new(),
                 })
                 .collect(),
         }
@@ -167,8 +178,12 @@ impl<'a> Benchmark<'a> {
             let work = self.work.as_ref().map_or(0.0, |w| w(x));
             for (i, (name, provider)) in self.lines.iter_mut().enumerate() {
                 progress.step(format!("{name}, {} = {}", self.x_name, format_x(x)));
-                let point = provider(x).map(|stats| self.unit.of(work, stats.median_ms));
-                let point = point.map_err(|e| e.to_string());
+                let stats = provider(x).map_err(|e| e.to_string());
+                let point = stats
+                    .as_ref()
+                    .map(|s| self.unit.of(work, s.median_ms))
+                    .map_err(Clone::clone);
+                report.lines[i].stats.push(stats.ok());
                 if let Err(message) = &point {
                     if last_error[i].as_ref() != Some(message) {
                         progress.println(&format!(
@@ -206,6 +221,8 @@ pub struct Report {
 pub struct Series {
     pub name: String,
     pub points: Vec<Result<f64, String>>,
+    /// The times behind each point; `None` at a gap, and for points read from CSV.
+    pub stats: Vec<Option<Stats>>,
 }
 
 impl Series {
@@ -230,6 +247,18 @@ fn format_x(x: f64) -> String {
     }
 }
 
+/// A value with six significant digits (at least two decimals), so that CSV keeps small
+/// values (a software device's TFLOPS) as well as large ones.
+fn format_value(v: f64) -> String {
+    let magnitude = if v == 0.0 || !v.is_finite() {
+        0
+    } else {
+        v.abs().log10().floor() as i32
+    };
+    let decimals = (5 - magnitude).clamp(2, 15) as usize;
+    format!("{v:.decimals$}")
+}
+
 impl Report {
     /// The report as CSV: a header `x_name,line,...`, then one row per x value with an
     /// empty field at each gap.
@@ -244,7 +273,7 @@ impl Report {
             for line in &self.lines {
                 text.push(',');
                 if let Some(v) = line.value(i) {
-                    let _ = write!(text, "{v:.3}");
+                    text.push_str(&format_value(v));
                 }
             }
             text.push('\n');
@@ -266,6 +295,7 @@ impl Report {
                 .map(|name| Series {
                     name: name.replace(';', ","),
                     points: Vec::new(),
+                    stats: Vec::new(),
                 })
                 .collect(),
             ..self.clone()
@@ -284,6 +314,7 @@ impl Report {
             let parse = |f: &str| f.trim().parse::<f64>().map_err(|e| format!("{}: `{f}`: {e}", at()));
             report.x_values.push(parse(fields[0])?);
             for (line, field) in report.lines.iter_mut().zip(&fields[1..]) {
+                line.stats.push(None);
                 line.points.push(if field.trim().is_empty() {
                     Err("no value in the CSV".to_string())
                 } else {
@@ -339,7 +370,9 @@ impl fmt::Display for Report {
             write!(f, "{:>x_width$}", format_x(x))?;
             for (line, width) in self.lines.iter().zip(&widths) {
                 match line.value(i) {
-                    Some(v) if self.unit == Unit::Ms => write!(f, "  {v:>width$.4}")?,
+                    // Four decimals below 10, so that small values (milliseconds, a
+                    // software device's TFLOPS) keep their digits.
+                    Some(v) if v.abs() < 10.0 => write!(f, "  {v:>width$.4}")?,
                     Some(v) => write!(f, "  {v:>width$.1}")?,
                     None => write!(f, "  {:>width$}", "-")?,
                 }
