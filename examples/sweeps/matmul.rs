@@ -59,8 +59,8 @@ fn lines<'a>(bench: &mut Benchmark<'a>, sd: &'a SweepDevice<'a>, _: Scope) -> Re
             .stats(dev, &mut || dev.launch(&tuned.kernel, &tuned.launch, &args))?)
     });
     match cublas_on(dev, largest, &sd.timing) {
-        Ok(mut line) => {
-            bench.add_line(sd.line("cuBLAS"), move |n| line(n));
+        Ok(line) => {
+            bench.add_line(sd.line("cuBLAS"), line);
         }
         Err(reason) if sd.alone || dev.properties().backend == Backend::Cuda => {
             let reason = reason.to_string();
