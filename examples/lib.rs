@@ -1,5 +1,5 @@
-//! Shared helpers of the examples: random inputs, CPU references and checks, and running
-//! the seed tutorials on a device. The `tutorials` example is the main entry point; the
+//! Shared helpers of the examples: random inputs, CPU references and checks, running the
+//! seed tutorials on a device, and their performance sweeps (`sweeps`). The `tutorials` example is the main entry point; the
 //! integration tests run the same functions.
 
 pub mod bench;
@@ -7,4 +7,5 @@ pub mod check;
 pub mod conformance;
 pub mod gpus;
 pub mod rng;
+pub mod sweeps;
 pub mod tutorials;

@@ -1,17 +1,29 @@
 //! The seed tutorials, run on any device and checked against CPU references.
 
+pub mod attention;
 pub mod dropout;
+pub mod layer_norm;
+pub mod long_rows;
 
 use crate::check::{matmul_reference, max_relative_error, softmax_reference};
 use crate::rng::Rng;
+use crate::sweeps::{self, Sweep};
 use half::f16;
 use rutile::autotune::{Autotuner, Config, Tuned};
 use rutile::seeds::{self, Activation, MatmulMeta};
 use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, Result, ScalarType};
 
-pub mod attention;
-pub mod layer_norm;
-pub mod long_rows;
+
+/// The tutorials' performance sweeps (their `perf_report`s), in the order the `tutorials`
+/// example prints their tables and `figures` draws them. A tutorial with a sweep adds it
+/// here.
+pub fn sweeps() -> Vec<Sweep> {
+    vec![
+        sweeps::vector_add::sweep(),
+        sweeps::softmax::sweep(),
+        sweeps::matmul::sweep(),
+    ]
+}
 
 /// What one tutorial run found.
 pub struct Outcome {

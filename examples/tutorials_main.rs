@@ -1,15 +1,22 @@
 //! The seed tutorials end to end — vector add, fused softmax (simple, persistent, and with
 //! `num_warps` autotuned as the tutorial suggests), matmul with grouped ordering and the
-//! seeded (low-memory) dropout — on
-//! the best device present, each checked against a CPU reference:
+//! tutorials after them (the seeded dropout, layer norm, fused attention, long rows) — on
+//! the best device present, each checked against a CPU reference; then, as each seed ends,
+//! its performance table: a few sizes of rutile's kernel on that device against the
+//! tutorial's alternative (the copy ceiling, the unfused `naive_softmax`, cuBLAS):
 //!
-//!     cargo run --release --example tutorials
+//!     cargo run --release --example tutorials [-- --full [DIR]]
 //!
-//! `RUTILE_DEVICE=cuda:0|vulkan:N|cpu` picks the device. A tutorial the device cannot run
-//! yet runs in the interpreter instead, and says so.
+//! `--full` runs the seeds' whole sweeps instead and writes their figures (CSV and SVG)
+//! under `DIR/<device>` (`DIR` defaults to `figures`). `RUTILE_DEVICE=cuda:0|vulkan:N|cpu`
+//! picks the device. A tutorial the device cannot run yet runs in the interpreter instead,
+//! and says so. Without a GPU (the interpreter or a software Vulkan driver) the tables
+//! keep to small sizes.
 
-use rutile::{CpuDevice, Device};
+use rutile::{CpuDevice, Device, DeviceType};
+use rutile_examples::sweeps::{Scope, SweepDevice};
 use rutile_examples::tutorials::{self, Outcome, SoftmaxForm};
+use std::path::PathBuf;
 
 /// One tutorial, run on a device.
 type Tutorial = Box<dyn Fn(&dyn Device) -> rutile::Result<Outcome>>;
@@ -29,6 +36,13 @@ fn attention_problem(d: &dyn Device, head_dim: usize, causal: bool) -> tutorials
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let full = args.iter().position(|a| a == "--full");
+    let out_dir = PathBuf::from(
+        full.and_then(|i| args.get(i + 1))
+            .filter(|a| !a.starts_with("--"))
+            .map_or("figures", String::as_str),
+    );
     let device = match rutile::default_device() {
         Ok(d) => d,
         Err(e) => {
@@ -36,7 +50,24 @@ fn main() {
             std::process::exit(1);
         }
     };
-    println!("device: {}\n", device.properties());
+    println!("device: {}", device.properties());
+    if device.properties().device_type == DeviceType::Cpu {
+        println!(
+            "no GPU: running on {} ({}), the performance tables at small sizes",
+            device.id(),
+            device.properties().name
+        );
+    }
+    println!();
+    let mut failed = check_tutorials(device.as_ref());
+    failed |= performance_tables(device.as_ref(), full.is_some(), &out_dir);
+    if failed {
+        std::process::exit(1);
+    }
+}
+
+/// Runs every tutorial once and prints its correctness line; whether one failed.
+fn check_tutorials(device: &dyn Device) -> bool {
     let cpu = CpuDevice::new();
     let on_cpu = device.id() == "cpu";
     let rows = if on_cpu { 1823 } else { 4096 };
@@ -86,7 +117,7 @@ fn main() {
         ),
     ];
     for (name, run) in runs {
-        let outcome = match run(device.as_ref()) {
+        let outcome = match run(device) {
             Ok(o) => Ok(o),
             Err(rutile::Error::Lower(e)) if !on_cpu => {
                 println!(
@@ -108,7 +139,45 @@ fn main() {
             }
         }
     }
-    if failed {
-        std::process::exit(1);
+    failed
+}
+
+/// Each tutorial's performance table on `device` (its whole sweep, written under
+/// `out_dir`, with `full`); whether one could not run. A provider that fails at a size is
+/// a gap in its table, not a failure.
+fn performance_tables(device: &dyn Device, full: bool, out_dir: &std::path::Path) -> bool {
+    let scope = Scope::on(device, if full { Scope::Full } else { Scope::Short });
+    let mut sweep_device = match SweepDevice::new(device, scope, true) {
+        Ok(d) => d,
+        Err(e) => {
+            println!("performance tables: error: {e}");
+            return true;
+        }
+    };
+    // The device is printed once, at the top: the lines are named by provider alone.
+    sweep_device.label.clear();
+    let dir = out_dir.join(device.id().replace(':', "-"));
+    let mut failed = false;
+    for sweep in tutorials::sweeps() {
+        println!();
+        match sweep.run(scope, std::slice::from_ref(&sweep_device)) {
+            Ok(report) => {
+                report.print();
+                if full {
+                    match report.save(&dir) {
+                        Ok(paths) => paths.iter().for_each(|p| println!("wrote {}", p.display())),
+                        Err(e) => {
+                            failed = true;
+                            println!("{}: writing the figure: {e}", sweep.name);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                failed = true;
+                println!("{}: error: {e}", sweep.name);
+            }
+        }
     }
+    failed
 }

@@ -135,6 +135,20 @@ fn softmax_passes_ptxas() {
     }
 }
 
+/// The fused softmax's baseline, the tutorial's unfused `naive_softmax` (five kernels).
+#[test]
+fn naive_softmax_passes_ptxas() {
+    for n in [781, 16384] {
+        let s = seeds::NaiveSoftmax::new(n).unwrap();
+        let warps = [seeds::softmax_num_warps(s.row_block)];
+        check_all(&format!("naive softmax row max, {n} columns"), &s.row_max, &warps);
+        check_all(&format!("naive softmax row sum, {n} columns"), &s.row_sum, &warps);
+        for (name, kernel) in [("subtract", &s.subtract), ("exp", &s.exp), ("divide", &s.divide)] {
+            check_all(&format!("naive softmax {name}"), kernel, &[4]);
+        }
+    }
+}
+
 /// The chunked softmax (the row as several power-of-two blocks) at widths that split into
 /// two to three pieces, with read-once loads.
 #[test]

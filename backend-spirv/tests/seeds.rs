@@ -57,6 +57,20 @@ fn softmax_validates() {
     }
 }
 
+/// The fused softmax's baseline, the tutorial's unfused `naive_softmax` (five kernels).
+#[test]
+fn naive_softmax_validates() {
+    for n in [781, 4096] {
+        let s = seeds::NaiveSoftmax::new(n).unwrap();
+        let warps = [seeds::softmax_num_warps(s.row_block)];
+        check_all(&s.row_max, &warps);
+        check_all(&s.row_sum, &warps);
+        for kernel in [&s.subtract, &s.exp, &s.divide] {
+            check_all(kernel, &[4]);
+        }
+    }
+}
+
 #[test]
 fn matmul_validates() {
     for (bm, bn, bk) in [(64, 64, 32), (32, 64, 16)] {

@@ -175,6 +175,65 @@ fn gpu_softmax_matches_the_interpreter() {
     }
 }
 
+/// The softmax tutorial's `naive_softmax` (the fused softmax's baseline: five kernels, every
+/// intermediate through memory) on the interpreter and every GPU, against the fused
+/// kernel on the interpreter, at ragged shapes (rows narrower than their block, matrices
+/// that end inside an element-wise program); and too small a buffer is an error that names
+/// it.
+#[test]
+fn gpu_naive_softmax_matches_the_fused_one() {
+    use rutile_examples::sweeps::baselines::{naive_softmax, NaiveSoftmaxBuffers};
+    let cpu = CpuDevice::new();
+    let (_turn, mut devices) = devices();
+    devices.push(Arc::new(CpuDevice::new()));
+    for d in devices {
+        let d = d.as_ref();
+        let mut shapes = vec![(1usize, 1usize), (3, 7), (17, 781), (5, 1025), (2, 16384)];
+        if is_fast(d) {
+            shapes.extend([(4096, 781), (1000, 12672)]);
+        }
+        for (i, &(rows, cols)) in shapes.iter().enumerate() {
+            let x = Rng::new(501 + i as u64).f32s(rows * cols, -30.0, 30.0);
+            let want: Vec<f64> = softmax_on(&cpu, &x, rows, cols, Form::Simple)
+                .unwrap()
+                .into_iter()
+                .map(f64::from)
+                .collect();
+            let run = || -> rutile::Result<Vec<f32>> {
+                let kernels = seeds::NaiveSoftmax::new(cols as u32)?;
+                let buffers = NaiveSoftmaxBuffers::new(d, rows, cols)?;
+                let (xb, yb) = (d.upload(&x)?, d.zeros::<f32>(rows * cols)?);
+                naive_softmax(d, &kernels, &buffers, &yb, &xb, (rows, cols))?;
+                d.download(&yb)
+            };
+            let got = run().unwrap_or_else(|e| panic!("{}: naive softmax {rows}x{cols}: {e}", d.id()));
+            let (worst, _) = max_relative_error(got.iter().map(|&g| g as f64), &want, 1e-30);
+            assert!(
+                worst < 2e-5,
+                "{}: naive softmax {rows}x{cols}: relative error {worst:.2e} against the fused one",
+                d.id()
+            );
+        }
+        let kernels = seeds::NaiveSoftmax::new(100).unwrap();
+        let buffers = NaiveSoftmaxBuffers::new(d, 4, 100).unwrap();
+        let (x, y) = (d.zeros::<f32>(400).unwrap(), d.zeros::<f32>(399).unwrap());
+        let e = naive_softmax(d, &kernels, &buffers, &y, &x, (4, 100)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`out` holds 399 elements, a 4 x 100 softmax needs 400"),
+            "{}: {e}",
+            d.id()
+        );
+        let y = d.zeros::<f32>(400).unwrap();
+        let e = naive_softmax(d, &kernels, &buffers, &y, &x, (2, 200)).unwrap_err();
+        assert!(
+            e.to_string().contains("at most 128 columns, got 200"),
+            "{}: {e}",
+            d.id()
+        );
+    }
+}
+
 /// The seed matmul of `a` (`m x k`) and `b` (`k x n`), row-major, into C of the input type.
 fn matmul_on(
     d: &dyn Device,

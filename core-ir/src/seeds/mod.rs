@@ -1,16 +1,17 @@
 //! The kernels of the seed tutorials (Triton's vector add, fused softmax in its simple and
 //! persistent forms, and matmul with grouped ordering), written once with the builder and
-//! shared by the examples, the tests and every backend; and one kernel beyond the
-//! tutorials, a tiled transpose, whose load and store are contiguous along different axes.
-//! The next tutorials follow: the low-memory (seeded) dropout, layer norm (forward and
-//! backward), fused attention (forward), and softmax and layer norm for rows longer than
-//! one block.
+//! shared by the examples, the tests and every backend; the fused softmax's baseline, the
+//! tutorial's unfused `naive_softmax`; and one kernel beyond the tutorials, a tiled
+//! transpose, whose load and store are contiguous along different axes. The next
+//! tutorials follow: the low-memory (seeded) dropout, layer norm (forward and backward),
+//! fused attention (forward), and softmax and layer norm for rows longer than one block.
 
 mod attention;
 mod dropout;
 mod layer_norm;
 mod long_rows;
 mod matmul;
+mod naive_softmax;
 mod softmax;
 mod transpose;
 mod vector_add;
@@ -23,6 +24,7 @@ pub use layer_norm::{
 pub use long_rows::{fits_one_block, layer_norm_long, softmax_long, LongRowMeta, ONE_BLOCK_BYTES};
 pub use dropout::seeded_dropout;
 pub use matmul::{matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta};
+pub use naive_softmax::{naive_softmax_elementwise_grid, NaiveSoftmax, NAIVE_SOFTMAX_ELEMENTWISE_BLOCK};
 pub use softmax::{
     softmax, softmax_block, softmax_chunked, softmax_chunks, softmax_chunks_at_most, softmax_num_warps,
     softmax_persistent, softmax_persistent_staged, softmax_persistent_with, softmax_rows, softmax_rows_with,

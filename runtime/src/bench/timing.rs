@@ -1,6 +1,5 @@
-//! Benchmarking as the best do it (Triton's `do_bench`): warm-up, many timed repetitions
-//! on the device's own timers with the L2 cache emptied before each, and quantiles of the
-//! times. The autotuner ([`crate::autotune`]) and the benchmarks use it.
+//! Timing as the best do it (Triton's `do_bench`): warm-up, many timed repetitions on the
+//! device's own timers with the L2 cache emptied before each, and quantiles of the times.
 
 use crate::buffer::Buffer;
 use crate::device::Device;
@@ -122,4 +121,49 @@ pub fn do_bench(
 /// GB/s for `bytes` moved in `ms` milliseconds.
 pub fn gbps(bytes: f64, ms: f64) -> f64 {
     bytes / (ms * 1e-3) / 1e9
+}
+
+/// How the points of a sweep are timed: a [`CacheFlush`] (or none), warm-up runs and timed
+/// runs, for [`do_bench`].
+pub struct Timing {
+    pub flush: Option<CacheFlush>,
+    pub warmup: usize,
+    pub reps: usize,
+}
+
+impl Timing {
+    /// `reps` timed runs after 3 untimed ones, each after a 256 MiB copy empties the L2
+    /// ([`FlushMode::Copy`], as `triton.testing.do_bench`).
+    pub fn flushed(dev: &dyn Device, reps: usize) -> Result<Timing> {
+        Ok(Timing {
+            flush: Some(CacheFlush::new(dev, FlushMode::Copy)?),
+            warmup: 3,
+            reps,
+        })
+    }
+
+    /// 3 timed runs after 1 untimed, with no flush: to try a sweep quickly (on a software
+    /// device, or a GPU with little memory to spare), not to measure.
+    pub fn quick() -> Timing {
+        Timing {
+            flush: None,
+            warmup: 1,
+            reps: 3,
+        }
+    }
+
+    /// [`Timing::quick`] on a CPU device (software Vulkan included), where there is no cache
+    /// worth emptying and every run is slow; [`Timing::flushed`] on a GPU.
+    pub fn for_device(dev: &dyn Device, reps: usize) -> Result<Timing> {
+        if dev.properties().device_type == crate::DeviceType::Cpu {
+            Ok(Timing::quick())
+        } else {
+            Timing::flushed(dev, reps)
+        }
+    }
+
+    /// The times of `f` (which queues device work) on `dev`.
+    pub fn stats(&self, dev: &dyn Device, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
+        do_bench(dev, self.flush.as_ref(), self.warmup, self.reps, f)
+    }
 }
