@@ -65,6 +65,7 @@ fn h100(num_warps: u32, num_stages: u32) -> Target {
     Target {
         native_float_minmax: true,
         mma_sync: true,
+        wgmma: true,
         async_copy: true,
         num_stages,
         ..Target::nvidia(num_warps, 227 * 1024)
@@ -81,6 +82,7 @@ fn vulkan_gpu(num_warps: u32) -> Target {
         max_vector_bytes: 16,
         native_float_minmax: false,
         mma_sync: false,
+        wgmma: false,
         async_copy: false,
         num_stages: 1,
     }

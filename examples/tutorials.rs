@@ -13,7 +13,6 @@ use rutile::autotune::{Autotuner, Config, Tuned};
 use rutile::seeds::{self, Activation, MatmulMeta};
 use rutile::{CacheModifier, Device, DeviceExt, DeviceType, LaunchConfig, Result, ScalarType};
 
-
 /// The tutorials' performance sweeps (their `perf_report`s), in the order the `tutorials`
 /// example prints their tables and `figures` draws them. A tutorial with a sweep adds it
 /// here.

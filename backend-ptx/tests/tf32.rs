@@ -115,6 +115,7 @@ fn tf32_mma_needs_sm_80() {
     assert!(err.contains("sm_80"), "{err}");
     let off = Target {
         mma_sync: false,
+        wgmma: false,
         ..target(4, 1)
     };
     let t = rutile_ir::lower::lower(&kernel, &off, &spec(params, &[7, 9, 11])).unwrap();

@@ -25,6 +25,7 @@ fn target(warp_size: u32, num_warps: u32, shuffles: bool) -> Target {
         max_vector_bytes: 16,
         native_float_minmax: warp_size == 32 && shuffles,
         mma_sync: false,
+        wgmma: false,
         async_copy: false,
         num_stages: 1,
     }
