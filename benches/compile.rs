@@ -85,6 +85,7 @@ fn vulkan_gpu(num_warps: u32) -> Target {
         wgmma: false,
         async_copy: false,
         num_stages: 1,
+        reuse_shared: false,
     }
 }
 

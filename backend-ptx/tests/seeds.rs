@@ -429,6 +429,7 @@ fn matmul_on_warpgroup_mmas_passes_ptxas() {
             (128, 128, 32, 4, 8),
             (128, 128, 64, 4, 8),
             (256, 128, 64, 3, 8),
+            (128, 256, 64, 4, 8),
         ]);
     let mut spilling = Vec::new();
     for (bm, bn, bk, stages, warps) in configs {

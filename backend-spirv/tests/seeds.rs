@@ -24,6 +24,7 @@ fn check_all(kernel: &Kernel, warps: &[u32]) {
                 wgmma: false,
                 async_copy: false,
                 num_stages: 1,
+                reuse_shared: false,
             };
             let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len()))
                 .unwrap_or_else(|e| panic!("lowering {}: {e}", kernel.name));
@@ -120,6 +121,7 @@ fn streaming_loads_are_nontemporal() {
         wgmma: false,
         async_copy: false,
         num_stages: 1,
+        reuse_shared: false,
     };
     let lower = |k: &Kernel| rutile_ir::lower::lower(k, &target, &Specialization::all(k.params.len())).unwrap();
     for block in [1024, 4096] {
@@ -165,6 +167,7 @@ fn a_buffer_also_loaded_plainly_keeps_no_hint() {
         wgmma: false,
         async_copy: false,
         num_stages: 1,
+        reuse_shared: false,
     };
     let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(2)).unwrap();
     let (sk, _) = common::check(&t, &SpirvTarget::full(32));

@@ -37,6 +37,11 @@ pub struct Target {
     /// `num_stages - 1` iterations are in flight while one computes. 1 (or a target without
     /// asynchronous copies) loads each iteration's operands in that iteration.
     pub num_stages: u32,
+    /// Whether the backend lays shared memory out as one block at the offsets
+    /// [`crate::thread::ThreadKernel::shared_offsets`] gives, so that buffers not in use at
+    /// once share bytes (PTX's dynamic shared memory); `false` where each buffer is its own
+    /// variable (SPIR-V's workgroup variables).
+    pub reuse_shared: bool,
 }
 
 impl Target {
@@ -53,6 +58,7 @@ impl Target {
             wgmma: false,
             async_copy: false,
             num_stages: 1,
+            reuse_shared: true,
         }
     }
     /// Threads per program, saturating at `u32::MAX` (more than any device allows, and more

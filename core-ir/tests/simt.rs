@@ -475,3 +475,60 @@ fn global_memory_across_warps_needs_barriers_too() {
     assert_eq!(kind, FaultKind::MissingBarrier);
     assert!(text.contains("which another warp updated atomically"), "{text}");
 }
+
+/// Buffers that share bytes (`ThreadKernel::shared_offsets`, where the backend reuses
+/// shared memory) are checked at run time to be in use in different barrier epochs: a copy
+/// into the first that lands only after the barrier between them (its wait comes after it)
+/// is reported, the same kernel with the wait before the barrier runs.
+#[test]
+fn buffers_sharing_bytes_must_be_apart_by_a_barrier() {
+    let build = |wait_first: bool| {
+        let mut b = ThreadKernelBuilder::new("alias", 1, 32);
+        let src = b.ptr("src", F32);
+        let dst = b.ptr("dst", F32);
+        let first = b.shared(F32, 32);
+        let second = b.shared(F32, 32);
+        let tid = b.thread_id();
+        b.push(Stmt::AsyncCopy {
+            alloc: first,
+            dst: tid,
+            param: src,
+            src: tid,
+            len: 1,
+            pred: None,
+        });
+        b.push(Stmt::AsyncCommit);
+        if wait_first {
+            b.push(Stmt::AsyncWait { pending: 0 });
+        }
+        b.push(Stmt::Barrier);
+        if !wait_first {
+            b.push(Stmt::AsyncWait { pending: 0 });
+        }
+        let v = b.float(F32, 2.0);
+        b.store(vec![v], Memory::Shared { alloc: second }, tid, None);
+        let back = b.load(F32, 1, Memory::Shared { alloc: second }, tid, None);
+        b.store(back, Memory::Global { param: dst }, tid, None);
+        let mut k = b.finish();
+        k.reuse_shared = true;
+        k
+    };
+    let run = |k: &ThreadKernel| {
+        let mut buffers = vec![HostBuffer::from_slice(&[1.0f32; 32]), HostBuffer::zeros(F32, 32)];
+        let args = [
+            ArgValue::Ptr { buffer: 0, offset: 0 },
+            ArgValue::Ptr { buffer: 1, offset: 0 },
+        ];
+        run_threads(k, [1, 1, 1], &args, &mut buffers)
+    };
+    for wait_first in [true, false] {
+        let k = build(wait_first);
+        assert_eq!(k.shared_offsets(), vec![0, 0], "the two buffers share bytes");
+        let result = run(&k);
+        assert_eq!(
+            result.is_ok(),
+            wait_first,
+            "wait before the barrier: {wait_first}: {result:?}"
+        );
+    }
+}

@@ -27,8 +27,8 @@ mod math;
 mod operand;
 mod ops;
 mod overload;
-mod scan;
 mod random;
+mod scan;
 
 pub use operand::Operand;
 pub use random::{PHILOX_KEY_A, PHILOX_KEY_B, PHILOX_ROUNDS, PHILOX_ROUND_A, PHILOX_ROUND_B};

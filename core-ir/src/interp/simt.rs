@@ -410,6 +410,10 @@ struct Sim<'s> {
     copies: matrix::AsyncCopies,
     /// Warpgroup MMAs issued and not yet waited for.
     wgmmas: wgmma::Wgmmas,
+    /// Per shared buffer, the first and last barrier epoch of this program that touched it.
+    shared_epochs: Vec<Option<(u32, u32)>>,
+    /// The pairs of shared buffers the kernel's layout puts on common bytes.
+    aliased: Vec<(usize, usize)>,
 }
 
 impl<'s> Sim<'s> {
@@ -440,6 +444,8 @@ impl<'s> Sim<'s> {
             shared_counts: HashMap::new(),
             copies: matrix::AsyncCopies::default(),
             wgmmas: wgmma::Wgmmas::default(),
+            shared_epochs: vec![None; k.shared.len()],
+            aliased: aliased_buffers(k),
         }
     }
 
@@ -489,8 +495,32 @@ impl<'s> Sim<'s> {
         self.epoch = 1;
         self.context = "";
         self.copies = matrix::AsyncCopies::default();
+        self.shared_epochs.iter_mut().for_each(|e| *e = None);
         let body = &self.k.body;
-        self.block(body)
+        self.block(body)?;
+        self.check_aliased()
+    }
+
+    /// Buffers that share bytes must be used in different barrier epochs, one wholly
+    /// before the other (what `thread::ThreadKernel::shared_offsets` assumes).
+    fn check_aliased(&self) -> Result<(), InterpError> {
+        for &(a, b) in &self.aliased {
+            if let (Some((a0, a1)), Some((b0, b1))) = (self.shared_epochs[a], self.shared_epochs[b]) {
+                if !(a1 < b0 || b1 < a0) {
+                    return Err(InterpError::ThreadFault {
+                        kind: FaultKind::MissingBarrier,
+                        stmt: String::new(),
+                        context: String::new(),
+                        program: self.pid,
+                        thread: None,
+                        message: format!(
+                            "shared{a} (barrier epochs {a0}..={a1}) and shared{b} ({b0}..={b1}) share bytes but are in use between the same barriers"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     fn error(&self, s: &Stmt, f: SimFault) -> InterpError {
@@ -959,6 +989,8 @@ impl<'s> Sim<'s> {
         let (epoch, serial, w, program) = (self.epoch, self.serial, self.warp_bit(t), self.program);
         let track = match m {
             Space::Shared { alloc } => {
+                let used = &mut self.shared_epochs[alloc as usize];
+                *used = Some(used.map_or((epoch, epoch), |(first, _)| (first, epoch)));
                 let track = &mut self.track[alloc as usize][e as usize];
                 if track.program != program {
                     *track = Track {
@@ -1078,4 +1110,20 @@ impl Track {
         self.write_warps |= w;
         Ok(())
     }
+}
+
+/// The pairs of `k`'s shared buffers whose bytes overlap in its layout.
+fn aliased_buffers(k: &ThreadKernel) -> Vec<(usize, usize)> {
+    let offsets = k.shared_offsets();
+    let span = |i: usize| (offsets[i], offsets[i] + k.shared[i].bytes());
+    let mut pairs = Vec::new();
+    for a in 0..k.shared.len() {
+        for b in a + 1..k.shared.len() {
+            let ((a0, a1), (b0, b1)) = (span(a), span(b));
+            if a0 < b1 && b0 < a1 {
+                pairs.push((a, b));
+            }
+        }
+    }
+    pairs
 }

@@ -201,25 +201,27 @@ impl<'k> Lowerer<'k> {
     }
 
     fn finish(mut self) -> Result<ThreadKernel, LowerError> {
-        let needed: u32 = self.shared.iter().map(|a| a.bytes().div_ceil(16) * 16).sum();
-        if needed > self.target.max_shared_bytes {
-            return Err(LowerError::OutOfSharedMemory {
-                kernel: self.k.name.clone(),
-                needed,
-                limit: self.target.max_shared_bytes,
-            });
-        }
         let mut body = std::mem::take(&mut self.prologue);
         body.append(&mut self.body.pop().expect("the kernel body"));
-        Ok(ThreadKernel {
+        let kernel = ThreadKernel {
             name: self.k.name.clone(),
             params: self.params,
             regs: self.regs,
             shared: self.shared,
             num_warps: self.target.num_warps,
             warp_size: self.target.warp_size,
+            reuse_shared: self.target.reuse_shared,
             body,
-        })
+        };
+        let needed = kernel.shared_bytes();
+        if needed > self.target.max_shared_bytes {
+            return Err(LowerError::OutOfSharedMemory {
+                kernel: kernel.name.clone(),
+                needed,
+                limit: self.target.max_shared_bytes,
+            });
+        }
+        Ok(kernel)
     }
 
     /// Lowers a region's instructions; returns the values its `yield` gives, if any.

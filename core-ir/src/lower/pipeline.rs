@@ -425,6 +425,9 @@ impl Lowerer<'_> {
             self.emit(Stmt::WgmmaWait { pending: 0 });
             self.wgmma_in_flight = None;
         }
+        // Every thread done with the ring: what follows (the epilogue's exchange) may reuse
+        // its shared memory (`thread::ThreadKernel::shared_offsets`).
+        self.emit(Stmt::Barrier);
         for load in &state.plan.loads {
             self.pipelined.remove(&load.value);
         }

@@ -17,12 +17,12 @@ mod transpose;
 mod vector_add;
 
 pub use attention::{attention_forward, AttentionMeta};
+pub use dropout::seeded_dropout;
 pub use layer_norm::{
     layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_group_size_m,
     LayerNormBackwardMeta, LayerNormMeta,
 };
 pub use long_rows::{fits_one_block, layer_norm_long, softmax_long, LongRowMeta, ONE_BLOCK_BYTES};
-pub use dropout::seeded_dropout;
 pub use matmul::{matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta};
 pub use naive_softmax::{naive_softmax_elementwise_grid, NaiveSoftmax, NAIVE_SOFTMAX_ELEMENTWISE_BLOCK};
 pub use softmax::{

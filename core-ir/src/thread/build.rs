@@ -50,6 +50,7 @@ impl ThreadKernelBuilder {
                 shared: vec![],
                 num_warps,
                 warp_size,
+                reuse_shared: false,
                 body: vec![],
             },
         }

@@ -14,6 +14,7 @@
 mod build;
 mod dce;
 mod print;
+mod shared;
 mod verify;
 
 pub use build::ThreadKernelBuilder;
@@ -345,6 +346,10 @@ pub struct ThreadKernel {
     /// Threads per program: `num_warps * warp_size`, laid out along x.
     pub num_warps: u32,
     pub warp_size: u32,
+    /// Whether shared buffers not in use at once share bytes (`shared_offsets`): true
+    /// where the backend lays shared memory out as one block at those offsets (PTX); a
+    /// backend that declares one variable per buffer (SPIR-V) gets `false`.
+    pub reuse_shared: bool,
     pub body: Vec<Stmt>,
 }
 
@@ -371,18 +376,11 @@ impl ThreadKernel {
         let slack = self.shared_align().saturating_sub(16);
         end.div_ceil(16).saturating_mul(16).saturating_add(slack)
     }
-    /// The byte offset of each shared buffer from the (aligned) start of shared memory:
-    /// one after the other, each on its own `align` boundary.
+    /// The byte offset of each shared buffer from the (aligned) start of shared memory,
+    /// each on its own `align` boundary; buffers never in use between the same two
+    /// barriers may share bytes (see `shared.rs`).
     pub fn shared_offsets(&self) -> Vec<u32> {
-        let mut offset = 0u32;
-        self.shared
-            .iter()
-            .map(|a| {
-                let at = offset.div_ceil(a.align.max(1)).saturating_mul(a.align.max(1));
-                offset = at.saturating_add(a.bytes());
-                at
-            })
-            .collect()
+        shared::offsets(self, self.reuse_shared)
     }
     /// The coarsest boundary a shared buffer needs (16 when there is none).
     pub fn shared_align(&self) -> u32 {

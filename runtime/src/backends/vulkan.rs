@@ -187,6 +187,8 @@ impl WgpuGpu {
             wgmma: false,
             async_copy: false,
             num_stages: 1,
+            // A workgroup variable per shared buffer: no two share bytes.
+            reuse_shared: false,
         }
     }
 }
