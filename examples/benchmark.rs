@@ -26,7 +26,7 @@
 //! the given widths only (e.g. `--cols 1024` to repeat one figure).
 
 use rutile::autotune::Autotuner;
-use rutile::bench::Benchmark;
+use rutile::bench::{Benchmark, Report, Unit};
 use rutile::cublas::Cublas;
 use rutile::seeds;
 use rutile::{Backend, CacheModifier, CudaGpu, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
@@ -418,23 +418,32 @@ fn bench_vector_add(
         .run();
     println!();
     report.print();
+    append_csv(csv, &id, &report, Some(ceiling));
+    Ok(())
+}
+
+/// Appends a report's points to the benchmark's CSV, a row per point with its times (none
+/// for a gap), the report's line names as kernels and its x values as sizes; with the
+/// fraction of `ceiling` (GB/s) where the report is in GB/s. A section measured with
+/// `rutile::bench::Benchmark` ends with this.
+fn append_csv(csv: &mut String, id: &str, report: &Report, ceiling: Option<f64>) {
     for line in &report.lines {
-        for (i, &n) in report.x_values.iter().enumerate() {
-            let (Some(s), Some(g)) = (line.stats[i], line.value(i)) else {
+        for (i, &x) in report.x_values.iter().enumerate() {
+            let (Some(s), Some(v)) = (line.stats[i], line.value(i)) else {
                 continue;
             };
-            let _ = writeln!(
+            let _ = write!(
                 csv,
-                "{id},{},{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
-                line.name,
-                s.median_ms,
-                s.p20_ms,
-                s.p80_ms,
-                g / ceiling
+                "{id},{},{x},{:.5},{:.5},{:.5},",
+                line.name, s.median_ms, s.p20_ms, s.p80_ms
             );
+            let _ = match (report.unit, ceiling) {
+                (Unit::GBps, Some(c)) => writeln!(csv, "{v:.1},{c:.1},{:.4}", v / c),
+                (Unit::GBps, None) => writeln!(csv, "{v:.1},,"),
+                _ => writeln!(csv, ",,"),
+            };
         }
     }
-    Ok(())
 }
 
 fn bench_softmax(

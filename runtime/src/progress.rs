@@ -1,11 +1,19 @@
 //! A progress bar on stderr for work of several steps that may take a while (the
-//! autotuner's timing of each configuration). It stays hidden for its first second, so
-//! that quick work prints nothing, and whenever stderr is not a terminal, so that logs and
-//! pipes get no control characters.
+//! autotuner's timing of each configuration, a benchmark's sweep). It stays hidden for its
+//! first second, so that quick work prints nothing, and whenever stderr is not a terminal,
+//! so that logs and pipes get no control characters. Bars shown at once (an autotuner
+//! running inside a sweep) stack, one line each.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// Every bar on show, drawn together so that nested work does not overwrite its caller's.
+fn shown_bars() -> &'static MultiProgress {
+    static BARS: OnceLock<MultiProgress> = OnceLock::new();
+    BARS.get_or_init(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
+}
 
 /// How long work runs before its bar appears.
 const DELAY: Duration = Duration::from_secs(1);
@@ -41,7 +49,7 @@ impl Progress {
     /// enough.
     pub fn step(&mut self, message: String) {
         if !self.shown && self.may_show && self.start.elapsed() >= DELAY {
-            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            self.bar = shown_bars().add(self.bar.clone());
             self.shown = true;
         }
         self.bar.set_message(message);
@@ -55,8 +63,9 @@ impl Progress {
     /// Prints `line` on stderr above the bar (the bar is redrawn after it).
     pub fn println(&self, line: &str) {
         // Through `suspend`, not the bar's own `println`, which prints nothing while the
-        // bar is hidden.
-        self.bar.suspend(|| eprintln!("{line}"));
+        // bar is hidden: the bars on show (this one's, or its caller's) are cleared and
+        // redrawn below the line.
+        shown_bars().suspend(|| eprintln!("{line}"));
     }
 
     /// How long the work has taken.
@@ -69,5 +78,8 @@ impl Drop for Progress {
     /// Removes the bar from the terminal, also when the work ends in an error.
     fn drop(&mut self) {
         self.bar.finish_and_clear();
+        if self.shown {
+            shown_bars().remove(&self.bar);
+        }
     }
 }

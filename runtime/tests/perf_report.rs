@@ -150,6 +150,21 @@ fn save_writes_the_files() {
             "both lines are in the legend"
         );
         assert!(svg.contains("GB/s"), "the unit labels the y-axis");
+        // Ticks in steps of 0.2 (whose sums are not exact in binary) print as written.
+        let mut times = [0.7, 1.3].into_iter();
+        let small = Benchmark::new("small-values", "x", [1.0, 2.0])
+            .line("a", |_| Ok(stats(times.next().unwrap())))
+            .run();
+        let small_path = dir.join("small-values.svg");
+        small.write_svg(&small_path).unwrap();
+        let small_svg = std::fs::read_to_string(&small_path).unwrap();
+        assert!(small_svg.split(['<', '>']).any(|t| t.trim() == "0.6"), "a tick at 0.6");
+        let long_fraction = [svg.as_str(), small_svg.as_str()]
+            .iter()
+            .flat_map(|s| s.split(['<', '>']))
+            .map(str::trim)
+            .find(|t| t.parse::<f64>().is_ok() && t.split_once('.').is_some_and(|(_, f)| f.len() > 4));
+        assert_eq!(long_fraction, None, "tick labels without float noise");
         // The baseline's gap splits it into two single points, each marked with a circle.
         assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
     }

@@ -13,6 +13,12 @@ const COLORS: [RGBColor; 6] = [BLUE, RED, GREEN, MAGENTA, CYAN, BLACK];
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
+/// A tick value without the float noise of the axis's steps (`0.6000000000000001`).
+fn axis_label(y: f64) -> String {
+    let text = format!("{y:.4}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 impl Report {
     /// Writes the report as an SVG line chart to `path`.
     pub fn write_svg(&self, path: &Path) -> std::io::Result<()> {
@@ -71,7 +77,7 @@ impl Report {
             .x_desc(&self.x_name)
             .y_desc(self.unit.label())
             .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| format!("{y}"))
+            .y_label_formatter(&|y| axis_label(*y))
             .label_style(("sans-serif", 13))
             .draw()?;
         for (i, line) in self.lines.iter().enumerate() {
