@@ -42,6 +42,23 @@
 #define LAUNCH_CHECK() CUDA_CHECK(cudaGetLastError())
 
 
+// The first row and column of C that program `pid` computes, in Triton's grouped order:
+// GROUP_M rows of BM x BN blocks are walked column by column, so that programs running
+// together share A rows and B columns in L2.
+struct TileOrigin {
+  int m0, n0;
+};
+template <int BM, int BN, int GROUP_M = 8>
+__device__ __forceinline__ TileOrigin grouped_tile(int pid, int M, int N) {
+  const int num_pid_m = (M + BM - 1) / BM, num_pid_n = (N + BN - 1) / BN;
+  const int num_pid_in_group = GROUP_M * num_pid_n;
+  const int first_pid_m = (pid / num_pid_in_group) * GROUP_M;
+  const int group_size_m = min(num_pid_m - first_pid_m, GROUP_M);
+  const int pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
+  const int pid_n = (pid % num_pid_in_group) / group_size_m;
+  return {pid_m * BM, pid_n * BN};
+}
+
 // cuBLAS is column-major: row-major C = A B is column-major C^T = B^T A^T, i.e. an
 // (N x K) by (K x M) product of the buffers as they are, with leading dimensions N, K, N.
 static inline void cublas_gemm(cublasHandle_t h, const __half* A, const __half* B, __half* C, int M,

@@ -86,8 +86,6 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
 enum Variant { NAIVE_SMEM = 0, LDMATRIX = 1, CP_ASYNC = 2 };
 static const char* const VARIANT_NAMES[] = {"naive_smem", "ldmatrix", "cp_async"};
 
-constexpr int GROUP_M = 8;
-
 template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, BK = BK_;
@@ -304,16 +302,8 @@ __global__ void __launch_bounds__(Cfg::THREADS)
   using L = Layout<VARIANT, Cfg>;
   extern __shared__ __align__(128) unsigned char smem[];
 
-  // Grouped program order (Triton's matmul tutorial): GROUP_M rows of blocks are walked
-  // column by column, so that programs running together share A rows and B columns in L2.
-  const int pid = blockIdx.x;
-  const int num_pid_m = (M + Cfg::BM - 1) / Cfg::BM, num_pid_n = (N + Cfg::BN - 1) / Cfg::BN;
-  const int num_pid_in_group = GROUP_M * num_pid_n;
-  const int first_pid_m = (pid / num_pid_in_group) * GROUP_M;
-  const int group_size_m = min(num_pid_m - first_pid_m, GROUP_M);
-  const int pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
-  const int pid_n = (pid % num_pid_in_group) / group_size_m;
-  const int m0 = pid_m * Cfg::BM, n0 = pid_n * Cfg::BN;
+  // Grouped program order (Triton's matmul tutorial).
+  const auto [m0, n0] = grouped_tile<Cfg::BM, Cfg::BN>(blockIdx.x, M, N);
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   // Warps row-major over a WARPS_M x WARPS_N grid, each owning a WM x WN tile of C.

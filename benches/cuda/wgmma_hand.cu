@@ -198,16 +198,8 @@ __global__ void __launch_bounds__(Cfg::THREADS)
   extern __shared__ unsigned char smem[];
   const uint32_t ring = (ptx::shared_addr(smem) + 1023) & ~1023u;
 
-  // Grouped program order, as the mma.sync study and Triton's tutorial.
-  constexpr int GROUP_M = 8;
-  const int pid = blockIdx.x;
-  const int num_pid_m = (M + Cfg::BM - 1) / Cfg::BM, num_pid_n = (N + Cfg::BN - 1) / Cfg::BN;
-  const int num_pid_in_group = GROUP_M * num_pid_n;
-  const int first_pid_m = (pid / num_pid_in_group) * GROUP_M;
-  const int group_size_m = min(num_pid_m - first_pid_m, GROUP_M);
-  const int pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
-  const int pid_n = (pid % num_pid_in_group) / group_size_m;
-  const int m0 = pid_m * Cfg::BM, n0 = pid_n * Cfg::BN;
+  // Grouped program order (Triton's matmul tutorial).
+  const auto [m0, n0] = grouped_tile<Cfg::BM, Cfg::BN>(blockIdx.x, M, N);
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, wg = warp / 4;
   float acc[Cfg::MREP][Cfg::ACC];

@@ -564,16 +564,19 @@ fn operand_fragments_read_shared_memory_without_conflicts() {
 /// Column-major A or B (unit strides specialized, so that their loads run down the
 /// columns): each is staged contiguous along its own axis, and the fragments read from
 /// there give the interpreter's product; the fragment reads stay free of bank conflicts.
-#[test]
-fn column_major_operands_on_the_tensor_cores() {
-    use rutile_ir::interp::simt::{run_threads_with_stats, SharedAccess};
-    let mut rng = Rng::new(33);
+/// The 96x80x64 matmul of 64x64x32 blocks with A, B or both column-major, lowered for
+/// `target` and run in the simulator against the interpreter: per layout, the lowered
+/// kernel and the simulator's shared-memory statistics.
+fn column_major_matmuls(target: &Target, seed: u64) -> Vec<((bool, bool), ThreadKernel, rutile_ir::interp::simt::SharedStats)> {
+    use rutile_ir::interp::simt::run_threads_with_stats;
+    let mut rng = Rng::new(seed);
     let meta = MatmulMeta {
         output: F32,
         ..MatmulMeta::fp16(64, 64, 32)
     };
     let kernel = matmul(&meta).unwrap();
     let (m, n, k) = (96usize, 80usize, 64usize);
+    let mut out = Vec::new();
     for (a_col, b_col) in [(false, true), (true, false), (true, true)] {
         let a = inputs(&mut rng, F16, m * k);
         let b = inputs(&mut rng, F16, k * n);
@@ -590,18 +593,30 @@ fn column_major_operands_on_the_tensor_cores() {
         let grid = [matmul_grid(&meta, m as u32, n as u32), 1, 1];
         let mut want = buffers.clone();
         interp::run(&kernel, grid, &args, &mut want).unwrap();
-        let tk = lower(&kernel, &target(4), &spec).unwrap();
-        assert!(mmas(&tk) > 0);
+        let tk = lower(&kernel, target, &spec).unwrap();
         let mut got = buffers.clone();
-        let stats = run_threads_with_stats(&tk, grid, &args, &mut got).unwrap();
+        let stats = run_threads_with_stats(&tk, grid, &args, &mut got)
+            .unwrap_or_else(|e| panic!("A col {a_col}, B col {b_col}: {e}"));
         let (g, w) = (values(&got[2]), values(&want[2]));
         let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
         for i in 0..m * n {
             assert!(
                 (g[i] - w[i]).abs() <= 1e-5 * scale,
-                "A col {a_col}, B col {b_col}: element {i}"
+                "A col {a_col}, B col {b_col}: element {i}: {} against {}",
+                g[i],
+                w[i]
             );
         }
+        out.push(((a_col, b_col), tk, stats));
+    }
+    out
+}
+
+#[test]
+fn column_major_operands_on_the_tensor_cores() {
+    use rutile_ir::interp::simt::SharedAccess;
+    for ((a_col, b_col), tk, stats) in column_major_matmuls(&target(4), 33) {
+        assert!(mmas(&tk) > 0);
         let (st, rd) = (
             stats.op("dot", SharedAccess::Store),
             stats.op("dot", SharedAccess::Load),
@@ -656,43 +671,8 @@ fn matmul_on_warpgroup_mmas_matches_the_interpreter() {
 /// column-major A staged from registers into its K-major tile.
 #[test]
 fn column_major_operands_on_warpgroup_mmas() {
-    let mut rng = Rng::new(36);
-    let meta = MatmulMeta {
-        output: F32,
-        ..MatmulMeta::fp16(64, 64, 32)
-    };
-    let kernel = matmul(&meta).unwrap();
-    let (m, n, k) = (96usize, 80usize, 64usize);
-    for (a_col, b_col) in [(false, true), (true, false), (true, true)] {
-        let a = inputs(&mut rng, F16, m * k);
-        let b = inputs(&mut rng, F16, k * n);
-        let (sam, sak) = if a_col { (1, m) } else { (k, 1) };
-        let (sbk, sbn) = if b_col { (1, k) } else { (n, 1) };
-        let buffers = vec![a, b, HostBuffer::zeros(F32, m * n)];
-        let ints = [m, n, k, sam, sak, sbk, sbn, n, 1];
-        let mut args = vec![ptr(0), ptr(1), ptr(2)];
-        args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
-        let spec = Specialization {
-            equal_to_1: args.iter().map(|a| matches!(a, ArgValue::Int(1))).collect(),
-            ..Specialization::all(args.len())
-        };
-        let grid = [matmul_grid(&meta, m as u32, n as u32), 1, 1];
-        let mut want = buffers.clone();
-        interp::run(&kernel, grid, &args, &mut want).unwrap();
-        let tk = lower(&kernel, &hopper(4, 3), &spec).unwrap();
+    for (_, tk, _) in column_major_matmuls(&hopper(4, 3), 36) {
         assert!(wgmmas(&tk) > 0);
-        let mut got = buffers.clone();
-        simt::run_threads(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("A col {a_col}, B col {b_col}: {e}"));
-        let (g, w) = (values(&got[2]), values(&want[2]));
-        let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
-        for i in 0..m * n {
-            assert!(
-                (g[i] - w[i]).abs() <= 1e-5 * scale,
-                "A col {a_col}, B col {b_col}: element {i}: {} against {}",
-                g[i],
-                w[i]
-            );
-        }
     }
 }
 
