@@ -40,7 +40,8 @@ fn checked(what: &str, error: f64, bound: f64) -> rutile::Result<()> {
 /// The layer norm forward pass on fp16 (the tutorial's benchmark: M = 4096, N = 512 to
 /// 16384, 2 bytes read and 2 written per element), at the tutorial's `num_warps` and at
 /// the best of 1 to 16, and rows over 64 KiB (the long-row kernel, at the same bytes as
-/// 4096 x 32768). The first 8 rows and the last are checked against the f64 reference.
+/// 4096 x 32768), and the long-row kernel on rows that fit one block too. The first 8 rows
+/// and the last are checked against the f64 reference.
 pub fn layer_norm(
     dev: &dyn Device,
     run: &Run,
@@ -121,6 +122,27 @@ pub fn layer_norm(
             format!("{m}x{n}"),
             format!("{bg:.0} ({:.1}%, w{bw})", 100.0 * bg / ceiling)
         );
+        // The long-row kernel (two walks, Welford) on rows that also fit one block: which
+        // of the two the host code should pick where both run.
+        if rutile::seeds::fits_one_block(n as u32, rutile::ScalarType::F16) {
+            let (long, config) = long_rows::layer_norm_launch(m, rutile::ScalarType::F16)?;
+            dev.launch(&long, &config, &args)?;
+            let y = dev.download(&fwd.y)?;
+            let mut error: f64 = 0.0;
+            for &r in &rows {
+                let want = layer_norm::forward_reference(&to64(&x[r * n..(r + 1) * n]), &w64, &b64, 1, n);
+                error = error.max(max_relative_error(to64(&y[r * n..(r + 1) * n]), &want.y, 1.0).0);
+            }
+            checked(&format!("long-row layer norm {m}x{n}"), error, 1e-2)?;
+            let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&long, &config, &args))?;
+            let g = gbps(4.0 * (m * n) as f64, s.median_ms);
+            csv_line(csv, &id, &long.name, &format!("{m}x{n}"), &s, g, ceiling);
+            println!(
+                "{:>14}  {:>22}",
+                "  long-row",
+                format!("{g:.0} ({:.1}%, w{})", 100.0 * g / ceiling, config.num_warps)
+            );
+        }
     }
     Ok(())
 }
