@@ -1,6 +1,7 @@
 //! The seed tutorials end to end — vector add, fused softmax (simple, persistent, and with
-//! `num_warps` autotuned as the tutorial suggests) and matmul with grouped ordering — on
-//! the best device present, each checked against a CPU reference:
+//! `num_warps` autotuned as the tutorial suggests) and matmul with grouped ordering — and
+//! the next ones (layer norm, long rows, fused attention forward) on the best device
+//! present, each checked against a CPU reference:
 //!
 //!     cargo run --release --example tutorials
 //!
