@@ -88,7 +88,7 @@ pub fn layer_norm(
         for warps in [1u32, 2, 4, 8, 16] {
             let config = LaunchConfig {
                 num_warps: warps,
-                ..heuristic.clone()
+                ..heuristic
             };
             let s = match do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args)) {
                 Ok(s) => s,
