@@ -40,7 +40,7 @@ fn checked(what: &str, error: f64, bound: f64) -> rutile::Result<()> {
 /// The layer norm forward pass on fp16 (the tutorial's benchmark: M = 4096, N = 512 to
 /// 16384, 2 bytes read and 2 written per element), at the tutorial's `num_warps` and at
 /// the best of 1 to 16, and rows over 64 KiB (the long-row kernel, at the same bytes as
-/// 4096 x 32768), and the long-row kernel on rows that fit one block too. The first 8 rows
+/// 4096 x 32768), and the long-row kernel where the one-block kernel runs too. The first 8 rows
 /// and the last are checked against the f64 reference.
 pub fn layer_norm(
     dev: &dyn Device,
@@ -122,9 +122,9 @@ pub fn layer_norm(
             format!("{m}x{n}"),
             format!("{bg:.0} ({:.1}%, w{bw})", 100.0 * bg / ceiling)
         );
-        // The long-row kernel (two walks, Welford) on rows that also fit one block: which
-        // of the two the host code should pick where both run.
-        if rutile::seeds::fits_one_block(n as u32, rutile::ScalarType::F16) {
+        // The long-row kernel (two walks, Welford) where the host code picked the one-block
+        // kernel: which of the two it should pick where both run.
+        if kernel.name == "_layer_norm_fwd_fused" {
             let (long, config) = long_rows::layer_norm_launch(m, rutile::ScalarType::F16)?;
             dev.launch(&long, &config, &args)?;
             let y = dev.download(&fwd.y)?;
