@@ -3,7 +3,8 @@
 //!
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
 //!                                               [--cols N,N,...]
-//!                                               [--only vector_add,softmax,transpose,matmul_b,matmul,dropout]
+//!                                               [--only vector_add,softmax,transpose,matmul_b,matmul,dropout,
+//!                                                       layer_norm,long_softmax,attention]
 //!
 //! Vector add f32 for 2^12..2^28 elements (12 bytes per element), fused softmax f32
 //! for M = 4096, N = 256..16384 (powers of two and three widths just past one; 8 bytes per
@@ -17,8 +18,14 @@
 //! column-major (`matmul_b`); and the tutorial's fp16 matmul, autotuned, at M = N = K =
 //! 256..8192 on every GPU beside cuBLAS on each CUDA device, in the same run (`matmul`;
 //! `RUTILE_CUBLAS` points at a libcublas.so.N where it is not found, see `rutile::cublas`);
-//! and the seeded dropout tutorial for 2^12..2^28 f32 elements (8 bytes per element: its
+//! the seeded dropout tutorial for 2^12..2^28 f32 elements (8 bytes per element: its
 //! random numbers are computed, not read), checked against the CPU reference first.
+//! The next tutorials: the layer norm forward pass, fp16, M = 4096, N = 512..16384 and
+//! long rows beyond (`layer_norm`; 4 bytes per element); the long-row softmax, f32, N =
+//! 32768..262144 (`long_softmax`; 8 bytes per element), both against the copy ceiling; and
+//! the fused attention forward pass, fp16, 4 x 32 heads, N_CTX = 1024..16384, head
+//! dimensions 64 and 128, causal and not, in TFLOPS (`attention`), each checked against a
+//! CPU reference before it is timed (`tutorial_sweeps.rs`).
 //! `--only` runs the named sections only (the copy ceiling is always measured). Times are
 //! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
 //! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
@@ -36,6 +43,9 @@ use rutile_examples::rng::{normal_f32s, Rng};
 use rutile_examples::tutorials::{matmul_configs_for, tuned_matmul};
 use std::fmt::Write as _;
 use std::sync::Arc;
+
+#[path = "benchmark/tutorial_sweeps.rs"]
+mod tutorial_sweeps;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -62,8 +72,8 @@ fn main() {
             let list = args.get(i + 1).map(String::as_str).unwrap_or("");
             Sections::parse(list).unwrap_or_else(|| {
                 eprintln!(
-                    "--only takes sections from vector_add, softmax, transpose, matmul_b, matmul and dropout separated by commas, \
-                     got {list:?}"
+                    "--only takes sections from vector_add, softmax, transpose, matmul_b, matmul, dropout, layer_norm, \
+                     long_softmax and attention separated by commas, got {list:?}"
                 );
                 std::process::exit(2);
             })
@@ -155,6 +165,9 @@ struct Sections {
     matmul_b: bool,
     matmul: bool,
     dropout: bool,
+    layer_norm: bool,
+    long_softmax: bool,
+    attention: bool,
 }
 
 impl Sections {
@@ -165,6 +178,9 @@ impl Sections {
         matmul_b: true,
         matmul: true,
         dropout: true,
+        layer_norm: true,
+        long_softmax: true,
+        attention: true,
     };
 
     /// Section names separated by commas; `None` for an unknown name or none at all.
@@ -176,6 +192,9 @@ impl Sections {
             matmul_b: false,
             matmul: false,
             dropout: false,
+            layer_norm: false,
+            long_softmax: false,
+            attention: false,
         };
         for name in list.split(',') {
             match name {
@@ -185,6 +204,9 @@ impl Sections {
                 "matmul_b" => sections.matmul_b = true,
                 "matmul" => sections.matmul = true,
                 "dropout" => sections.dropout = true,
+                "layer_norm" => sections.layer_norm = true,
+                "long_softmax" => sections.long_softmax = true,
+                "attention" => sections.attention = true,
                 _ => return None,
             }
         }
@@ -325,6 +347,15 @@ fn bench_device(
     }
     if sections.dropout {
         bench_dropout(dev, run, flush, &mut rng, csv)?;
+    }
+    if sections.layer_norm {
+        tutorial_sweeps::layer_norm(dev, run, flush, &mut rng, csv)?;
+    }
+    if sections.long_softmax {
+        tutorial_sweeps::long_softmax(dev, run, flush, &mut rng, csv)?;
+    }
+    if sections.attention {
+        tutorial_sweeps::attention(dev, run, flush, csv)?;
     }
     Ok(())
 }

@@ -21,20 +21,6 @@ use std::path::PathBuf;
 /// One tutorial, run on a device.
 type Tutorial = Box<dyn Fn(&dyn Device) -> rutile::Result<Outcome>>;
 
-/// The fused attention tutorial's problem (4 x 32 heads of 1024 positions), smaller where
-/// an interpreter or a software device runs it.
-fn attention_problem(d: &dyn Device, head_dim: usize, causal: bool) -> tutorials::attention::Problem {
-    let hardware = d.properties().device_type != rutile::DeviceType::Cpu;
-    let (z, h, n_ctx) = if hardware { (4, 32, 1024) } else { (1, 2, 300) };
-    tutorials::attention::Problem {
-        z,
-        h,
-        n_ctx,
-        head_dim,
-        causal,
-    }
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let full = args.iter().position(|a| a == "--full");
@@ -101,11 +87,11 @@ fn check_tutorials(device: &dyn Device) -> bool {
         ),
         (
             "attention forward",
-            Box::new(|d| tutorials::attention::attention(d, attention_problem(d, 64, true), 10)),
+            Box::new(|d| tutorials::attention::attention(d, tutorials::attention::tutorial_problem(d, 64, true), 10)),
         ),
         (
             "attention forward",
-            Box::new(|d| tutorials::attention::attention(d, attention_problem(d, 128, false), 11)),
+            Box::new(|d| tutorials::attention::attention(d, tutorials::attention::tutorial_problem(d, 128, false), 11)),
         ),
         (
             "matmul + leaky_relu",

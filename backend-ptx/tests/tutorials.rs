@@ -87,11 +87,13 @@ fn long_row_kernels_pass_ptxas() {
             ..SoftmaxOptions::default()
         };
         let kernel = seeds::softmax_long(meta.block_size, options).unwrap();
-        check(
+        let ptx = check(
             &format!("long-row softmax, ieee division {ieee_rounding}"),
             &kernel,
             &warps,
         );
+        // The second walk's loads, the row's last reads, are read-once.
+        assert!(ptx.contains("ld.global.cs"), "{ptx}");
     }
     for dtype in [F16, F32] {
         let kernel = seeds::layer_norm_long(&LayerNormMeta {
@@ -99,7 +101,8 @@ fn long_row_kernels_pass_ptxas() {
             dtype,
         })
         .unwrap();
-        check(&format!("long-row layer norm {dtype}"), &kernel, &warps);
+        let ptx = check(&format!("long-row layer norm {dtype}"), &kernel, &warps);
+        assert!(ptx.contains("ld.global.cs"), "{ptx}");
         no_spills(&format!("long-row layer norm {dtype}"), &kernel, meta.num_warps);
     }
     let kernel = seeds::softmax_long(meta.block_size, SoftmaxOptions::default()).unwrap();

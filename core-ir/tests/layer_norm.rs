@@ -151,7 +151,9 @@ fn forward_matches_the_reference() {
 fn the_heuristic_covers_rows_up_to_64_kib() {
     let meta = LayerNormMeta::for_row(781, F16).unwrap();
     assert_eq!((meta.block_size, meta.num_warps()), (1024, 4));
-    assert_eq!(LayerNormMeta::for_row(32768, F16).unwrap().num_warps(), 8);
+    assert_eq!(LayerNormMeta::for_row(4096, F16).unwrap().num_warps(), 8);
+    assert_eq!(LayerNormMeta::for_row(8192, F16).unwrap().num_warps(), 16);
+    assert_eq!(LayerNormMeta::for_row(32768, F16).unwrap().num_warps(), 32);
     assert_eq!(LayerNormMeta::for_row(16384, F32).unwrap().block_size, 16384);
     assert!(LayerNormMeta::for_row(16385, F32).is_none());
     assert!(LayerNormMeta::for_row(32769, F16).is_none());

@@ -26,7 +26,7 @@ fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
 
 fn softmax_args(rows: usize, cols: usize) -> Vec<ArgValue> {
     let c = ArgValue::Int(cols as i64);
-    vec![ptr(0), ptr(1), c.clone(), c.clone(), ArgValue::Int(rows as i64), c]
+    vec![ptr(0), ptr(1), c, c, ArgValue::Int(rows as i64), c]
 }
 
 #[test]

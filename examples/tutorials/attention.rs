@@ -60,6 +60,20 @@ impl std::fmt::Display for Problem {
     }
 }
 
+/// The tutorial's problem (4 x 32 heads of 1024 positions) at `head_dim`, smaller (1 x 2
+/// heads of 300) on an interpreter or a software device.
+pub fn tutorial_problem(dev: &dyn Device, head_dim: usize, causal: bool) -> Problem {
+    let hardware = dev.properties().device_type != DeviceType::Cpu;
+    let (z, h, n_ctx) = if hardware { (4, 32, 1024) } else { (1, 2, 300) };
+    Problem {
+        z,
+        h,
+        n_ctx,
+        head_dim,
+        causal,
+    }
+}
+
 /// Q, K, V, M and Out of one problem on a device.
 pub struct Tensors {
     pub q: Buffer<f16>,
@@ -151,7 +165,8 @@ pub fn tuned_attention(dev: &dyn Device, tuner: &Autotuner, p: &Problem, args: &
     tuner.tuned(dev, &p.to_string(), &build, &grid, args)
 }
 
-/// Random Q, K, V as the tutorial's (normal, standard deviation 0.5).
+/// Random Q, K, V as the tutorial's (normal, standard deviation 0.5; `normal_f32s`'s is
+/// 0.98).
 pub fn inputs(p: &Problem, seed: u64) -> [Vec<f16>; 3] {
     let mut rng = Rng::new(seed);
     [0; 3].map(|_| {

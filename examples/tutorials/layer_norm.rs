@@ -60,16 +60,22 @@ impl Forward {
     }
 }
 
+/// The widest block the one-block forward kernel takes here: at 32768 columns (32 warps,
+/// 32 elements a thread) it spills about 1 KB a thread on sm_90, where the long-row kernel
+/// holds 16 elements a thread in registers.
+const ONE_BLOCK_MAX: u32 = 16384;
+
 /// The forward kernel and launch the tutorial's host code picks for rows of `n` fp16
-/// elements: one block of the next power of two, `num_warps` by the row's size; rows over
-/// 64 KiB (where the tutorial raises) go to the long-row kernel, [`super::long_rows`].
+/// elements: one block of the next power of two, `num_warps` by the row's size, up to
+/// [`ONE_BLOCK_MAX`] columns; longer rows (and those over 64 KiB, where the tutorial
+/// raises) go to the long-row kernel, [`super::long_rows`].
 pub fn forward_launch(m: usize, n: usize) -> Result<(rutile::Kernel, LaunchConfig)> {
     match LayerNormMeta::for_row(n as u32, ScalarType::F16) {
-        Some(meta) => Ok((
+        Some(meta) if meta.block_size <= ONE_BLOCK_MAX => Ok((
             seeds::layer_norm_forward(&meta)?,
             LaunchConfig::grid1(m as u32).num_warps(meta.num_warps()),
         )),
-        None => super::long_rows::layer_norm_launch(m, ScalarType::F16),
+        _ => super::long_rows::layer_norm_launch(m, ScalarType::F16),
     }
 }
 

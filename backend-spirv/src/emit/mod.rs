@@ -178,6 +178,19 @@ struct Cx<'a> {
     program_id: [Option<H>; 3],
     num_programs: [Option<H>; 3],
     temps: u32,
+    /// What a barrier orders: workgroup memory, and in kernels with global atomics storage
+    /// buffers too (see [`publishing_atomics`]).
+    barrier: naga::Barrier,
+}
+
+/// Whether a kernel has global atomics, which other workgroups may use to publish or
+/// observe plain stores (a lock built on `atomic_cas`, as the layer norm tutorial's).
+/// naga's atomics are relaxed, so such a kernel's barriers also order its storage buffers
+/// at device scope: an acquire-release fence for the workgroup's stores before a barrier
+/// (the partial sums a lock's release publishes) and its loads after one (those the
+/// workgroup reads after taking the lock).
+fn publishing_atomics(scan: &Scan) -> bool {
+    scan.atomic.iter().any(|&a| a)
 }
 
 impl<'a> Cx<'a> {
@@ -394,6 +407,11 @@ impl<'a> Cx<'a> {
             thread_id: None,
             program_id: [None; 3],
             num_programs: [None; 3],
+            barrier: if publishing_atomics(scan) {
+                naga::Barrier::WORK_GROUP | naga::Barrier::STORAGE
+            } else {
+                naga::Barrier::WORK_GROUP
+            },
             temps: 0,
         }
     }
@@ -839,7 +857,7 @@ impl<'a> Cx<'a> {
                     "lower `dot` without matrix units for SPIR-V".into(),
                 ))
             }
-            Stmt::Barrier => self.stmt(Statement::ControlBarrier(naga::Barrier::WORK_GROUP)),
+            Stmt::Barrier => self.stmt(Statement::ControlBarrier(self.barrier)),
             Stmt::If {
                 cond,
                 then_body,

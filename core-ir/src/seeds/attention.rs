@@ -24,7 +24,8 @@ pub struct AttentionMeta {
     /// has its own two dots, and each dot its own shared memory: the split needs twice the
     /// shared memory (too much for some devices' smallest blocks at head dimension 128).
     pub split_diagonal: bool,
-    /// The element type of Q, K, V and the output (f16 in the tutorial, or bf16, f32).
+    /// The element type of Q, K, V and the output: f16, as in the tutorial (the one the
+    /// tests cover; `dot` takes bf16 and f32 too).
     pub dtype: ScalarType,
 }
 

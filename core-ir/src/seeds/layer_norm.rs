@@ -28,9 +28,12 @@ impl LayerNormMeta {
         (n <= block_size).then_some(LayerNormMeta { block_size, dtype })
     }
 
-    /// The tutorial's `num_warps`: a warp per 256 columns, 1 to 8.
+    /// The tutorial's `num_warps` (a warp per 256 columns, 1 to 8), and from 8192 columns
+    /// on a warp per 512 (up to 32): each thread then holds 16 elements of each block the
+    /// passes load, where 8 warps, the tutorial's most, spill registers at 16384 columns
+    /// (and hold one program of 8 warps a multiprocessor at 8192).
     pub fn num_warps(&self) -> u32 {
-        (self.block_size / 256).clamp(1, 8)
+        (self.block_size / 256).clamp(1, 8).max((self.block_size / 512).min(32))
     }
 }
 

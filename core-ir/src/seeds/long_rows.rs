@@ -5,10 +5,12 @@
 //! Welford's mean and sum of squared deviations for layer norm), held per lane of the block
 //! so that the loop needs no reduction, and once to write the output. The second walk goes
 //! from the row's end back to its start, so that it begins with the blocks the first walk
-//! read last, which the cache still holds.
+//! read last, which the cache still holds; its loads are the row's last reads, marked
+//! read-once ([`CacheModifier::Streaming`]) so that they leave the cache to the first walks
+//! of other rows.
 
 use super::{LayerNormMeta, SoftmaxOptions};
-use crate::{BuildError, Kernel, KernelBuilder, ScalarType, Value};
+use crate::{BuildError, CacheModifier, Kernel, KernelBuilder, ScalarType, Value};
 
 /// The most bytes of a row the one-block kernels hold (the layer norm tutorial's 64 KiB:
 /// 16384 f32 columns, 32768 f16 ones); longer rows go to the kernels here.
@@ -49,7 +51,8 @@ fn last_block<'b>(k: &'b KernelBuilder, n: Value<'b>, block: i32) -> Value<'b> {
 /// Row-wise softmax of an `n_rows x n_cols` f32 matrix for rows of any length, one row per
 /// program walking it in blocks of `block_size`: first a running maximum and sum per lane
 /// (`m' = max(m, x)`, `s' = s e^(m - m') + e^(x - m')`), combined at the end of the row,
-/// then the output. Same parameters and grid as [`super::softmax`]; `options` as there.
+/// then the output. Same parameters and grid as [`super::softmax`]; `options` as there
+/// (`options.cache` is the first walk's: the second walk's loads are read-once).
 pub fn softmax_long(block_size: u32, options: impl Into<SoftmaxOptions>) -> Result<Kernel, BuildError> {
     let o = options.into();
     let block = block_size as i32;
@@ -82,7 +85,7 @@ pub fn softmax_long(block_size: u32, options: impl Into<SoftmaxOptions>) -> Resu
         k.for_each(last_block(k, n_cols, block), -1, -block, |off| {
             let cols = off + k.arange(0, block);
             let mask = cols.lt(n_cols);
-            let x = k.load_masked_with(in_row + cols, mask, f32::NEG_INFINITY, o.cache);
+            let x = k.load_masked_with(in_row + cols, mask, f32::NEG_INFINITY, CacheModifier::Streaming);
             let y = (x - row_max).exp().fdiv(denominator, o.ieee_rounding);
             k.store_masked(out_row + cols, y, mask);
         });
@@ -139,7 +142,9 @@ pub fn layer_norm_long(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
             let mask = cols.lt(n);
             let w = k.load_masked(w_ptr + cols, mask, 0.0);
             let b = k.load_masked(b_ptr + cols, mask, 0.0);
-            let x = k.load_masked(x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+            let x = k
+                .load_masked_with(x_ptr + cols, mask, 0.0, CacheModifier::Streaming)
+                .to(ScalarType::F32);
             let y = (x - mean) * rstd * w + b;
             k.store_masked(y_ptr + cols, y.to(dtype), mask);
         });

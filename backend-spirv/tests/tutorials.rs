@@ -1,0 +1,103 @@
+//! The kernels of the layer norm, long-row and fused attention tutorials, lowered as the
+//! Vulkan backend lowers them (subgroups of 32 and 8, and none): their modules must pass
+//! naga's validation and `spirv-val`. The layer norm backward pass's lock publishes plain
+//! stores between workgroups: its barriers must order storage buffers too.
+
+mod common;
+
+use rutile_ir::seeds::{self, AttentionMeta, LayerNormBackwardMeta, LayerNormMeta, LongRowMeta, SoftmaxOptions};
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::Kernel;
+use rutile_ir::ScalarType::{F16, F32};
+use rutile_spirv::SpirvTarget;
+
+/// Lowers `kernel` at `num_warps` for subgroups of 32 and 8 with shuffles and for none
+/// (exchanges through workgroup memory), checks each translation; returns their WGSL.
+fn check_all(kernel: &Kernel, num_warps: u32) -> Vec<String> {
+    let mut wgsl = Vec::new();
+    for (warp_size, shuffles) in [(32, true), (8, true), (32, false)] {
+        let target = Target {
+            warp_size,
+            num_warps,
+            max_shared_bytes: 48 * 1024,
+            shuffles,
+            max_vector_bytes: 16,
+            native_float_minmax: false,
+            mma_sync: false,
+            wgmma: false,
+            async_copy: false,
+            num_stages: 1,
+            reuse_shared: false,
+        };
+        let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len()))
+            .unwrap_or_else(|e| panic!("lowering {}: {e}", kernel.name));
+        let mut st = SpirvTarget::full(warp_size);
+        if !shuffles {
+            st.subgroup_size = None;
+        }
+        wgsl.push(common::check(&t, &st).1);
+    }
+    wgsl
+}
+
+#[test]
+fn layer_norm_validates() {
+    for (n, dtype) in [(781, F16), (4096, F32)] {
+        let meta = LayerNormMeta::for_row(n, dtype).unwrap();
+        check_all(&seeds::layer_norm_forward(&meta).unwrap(), meta.num_warps());
+        check_all(&seeds::layer_norm_backward_dwdb(32, 128, dtype).unwrap(), 4);
+        let bwd = LayerNormBackwardMeta {
+            group_size_m: seeds::layer_norm_group_size_m(n),
+            block_size_n: meta.block_size,
+            dtype,
+        };
+        for wgsl in check_all(&seeds::layer_norm_backward_dx(&bwd).unwrap(), meta.num_warps()) {
+            assert!(wgsl.contains("atomicCompareExchangeWeak"), "the lock:\n{wgsl}");
+            assert!(
+                wgsl.contains("storageBarrier()"),
+                "barriers order the partial sums:\n{wgsl}"
+            );
+        }
+    }
+}
+
+#[test]
+fn kernels_without_atomics_keep_workgroup_barriers() {
+    let meta = LayerNormMeta::for_row(4096, F32).unwrap();
+    for wgsl in check_all(&seeds::layer_norm_forward(&meta).unwrap(), meta.num_warps()) {
+        assert!(
+            wgsl.contains("workgroupBarrier()") && !wgsl.contains("storageBarrier()"),
+            "{wgsl}"
+        );
+    }
+}
+
+#[test]
+fn long_row_kernels_validate() {
+    let meta = LongRowMeta::default();
+    check_all(
+        &seeds::softmax_long(meta.block_size, SoftmaxOptions::default()).unwrap(),
+        meta.num_warps,
+    );
+    for dtype in [F16, F32] {
+        let kernel = seeds::layer_norm_long(&LayerNormMeta {
+            block_size: meta.block_size,
+            dtype,
+        })
+        .unwrap();
+        check_all(&kernel, meta.num_warps);
+    }
+}
+
+#[test]
+fn attention_validates() {
+    for head_dim in [64, 128] {
+        for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
+            let meta = AttentionMeta {
+                split_diagonal,
+                ..AttentionMeta::fp16(16, 16, head_dim, causal)
+            };
+            check_all(&seeds::attention_forward(&meta).unwrap(), 4);
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The benchmark's sweeps of the layer norm, long-row softmax and fused attention
+//! tutorials: each configuration checked against a CPU reference first, then timed as the
+//! other sections are (device timers, L2 emptied before each run).
+
+use super::Run;
+use half::f16;
+use rutile::autotune::Autotuner;
+use rutile::{Device, DeviceExt, LaunchConfig};
+use rutile_examples::bench::{do_bench, gbps, CacheFlush};
+use rutile_examples::check::{max_relative_error, softmax_reference};
+use rutile_examples::rng::{normal_f32s, Rng};
+use rutile_examples::tutorials::attention::{self, Problem, Tensors};
+use rutile_examples::tutorials::layer_norm::{self, Forward};
+use rutile_examples::tutorials::{long_rows, softmax_args};
+use std::fmt::Write as _;
+
+/// One CSV line of a bandwidth measurement.
+fn csv_line(csv: &mut String, id: &str, kernel: &str, size: &str, s: &rutile::bench::Stats, g: f64, ceiling: f64) {
+    let _ = writeln!(
+        csv,
+        "{id},{kernel},{size},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
+        s.median_ms,
+        s.p20_ms,
+        s.p80_ms,
+        g / ceiling
+    );
+}
+
+/// `Err` naming `what` when `error` exceeds `bound`: a wrong kernel is not timed.
+fn checked(what: &str, error: f64, bound: f64) -> rutile::Result<()> {
+    if error <= bound {
+        return Ok(());
+    }
+    Err(rutile::Error::Device {
+        backend: "benchmark",
+        message: format!("{what}: error {error:.2e} against the CPU reference, above {bound:.0e}"),
+    })
+}
+
+/// The layer norm forward pass on fp16 (the tutorial's benchmark: M = 4096, N = 512 to
+/// 16384, 2 bytes read and 2 written per element), at the host code's `num_warps` and at
+/// the best of 1 to 16 and it, and rows over 64 KiB (the long-row kernel, at the same bytes as
+/// 4096 x 32768), and the long-row kernel where the one-block kernel runs too. The first 8 rows
+/// and the last are checked against the f64 reference.
+pub fn layer_norm(
+    dev: &dyn Device,
+    run: &Run,
+    flush: Option<&CacheFlush>,
+    rng: &mut Rng,
+    csv: &mut String,
+) -> rutile::Result<()> {
+    let (id, ceiling) = (dev.id(), run.ceiling);
+    let reps = if run.quick { 5 } else { 50 };
+    let sizes: Vec<(usize, usize)> = if run.quick {
+        vec![(256, 512), (256, 2048), (8, 65536)]
+    } else {
+        let mut s: Vec<(usize, usize)> = (9..=14).map(|l| (4096, 1 << l)).collect();
+        s.extend([32768, 65536, 262_144].map(|n| ((1 << 27) / n, n)));
+        s
+    };
+    println!(
+        "\nlayer norm forward fp16: GB/s (of ceiling) at the host code's num_warps, and at the best of 1..16 and it"
+    );
+    println!("{:>14}  {:>22} {:>22}", "M x N", "host num_warps", "best num_warps");
+    for (m, n) in sizes {
+        let x: Vec<f16> = normal_f32s(rng, m * n)
+            .into_iter()
+            .map(|v| f16::from_f32(-2.3 + 0.5 * v))
+            .collect();
+        let w: Vec<f16> = rng.f32s(n, 0.0, 1.0).into_iter().map(f16::from_f32).collect();
+        let b: Vec<f16> = rng.f32s(n, 0.0, 1.0).into_iter().map(f16::from_f32).collect();
+        let fwd = Forward::new(dev, &x, &w, &b, m, n)?;
+        let args = fwd.args();
+        let (kernel, heuristic) = layer_norm::forward_launch(m, n)?;
+        dev.launch(&kernel, &heuristic, &args)?;
+        let rows: Vec<usize> = (0..8.min(m)).chain([m - 1]).collect();
+        let y = dev.download(&fwd.y)?;
+        let to64 = |v: &[f16]| v.iter().map(|h| h.to_f64()).collect::<Vec<_>>();
+        let (w64, b64) = (to64(&w), to64(&b));
+        let mut error: f64 = 0.0;
+        for &r in &rows {
+            let want = layer_norm::forward_reference(&to64(&x[r * n..(r + 1) * n]), &w64, &b64, 1, n);
+            error = error.max(max_relative_error(to64(&y[r * n..(r + 1) * n]), &want.y, 1.0).0);
+        }
+        checked(&format!("layer norm {m}x{n}"), error, 1e-2)?;
+        let mut best: Option<(f64, u32)> = None;
+        let mut at_heuristic = None;
+        let mut warp_counts = vec![1u32, 2, 4, 8, 16];
+        if !warp_counts.contains(&heuristic.num_warps) {
+            warp_counts.push(heuristic.num_warps);
+        }
+        for warps in warp_counts {
+            let config = LaunchConfig {
+                num_warps: warps,
+                ..heuristic
+            };
+            let s = match do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args)) {
+                Ok(s) => s,
+                // Configurations the device cannot run (too many threads) are skipped.
+                Err(rutile::Error::Launch { .. } | rutile::Error::Lower(_)) => continue,
+                Err(e) => return Err(e),
+            };
+            let g = gbps(4.0 * (m * n) as f64, s.median_ms);
+            csv_line(
+                csv,
+                &id,
+                &format!("{}_w{warps}", kernel.name),
+                &format!("{m}x{n}"),
+                &s,
+                g,
+                ceiling,
+            );
+            if warps == heuristic.num_warps {
+                at_heuristic = Some(g);
+            }
+            if best.is_none_or(|(bg, _)| g > bg) {
+                best = Some((g, warps));
+            }
+        }
+        let (bg, bw) = best.unwrap_or((0.0, 0));
+        let h = at_heuristic
+            .map(|g| format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling))
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "{:>14}  {h:>22} {:>22}",
+            format!("{m}x{n}"),
+            format!("{bg:.0} ({:.1}%, w{bw})", 100.0 * bg / ceiling)
+        );
+        // The long-row kernel (two walks, Welford) where the host code picked the one-block
+        // kernel: which of the two it should pick where both run.
+        if kernel.name == "_layer_norm_fwd_fused" {
+            let (long, config) = long_rows::layer_norm_launch(m, rutile::ScalarType::F16)?;
+            dev.launch(&long, &config, &args)?;
+            let y = dev.download(&fwd.y)?;
+            let mut error: f64 = 0.0;
+            for &r in &rows {
+                let want = layer_norm::forward_reference(&to64(&x[r * n..(r + 1) * n]), &w64, &b64, 1, n);
+                error = error.max(max_relative_error(to64(&y[r * n..(r + 1) * n]), &want.y, 1.0).0);
+            }
+            checked(&format!("long-row layer norm {m}x{n}"), error, 1e-2)?;
+            let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&long, &config, &args))?;
+            let g = gbps(4.0 * (m * n) as f64, s.median_ms);
+            csv_line(csv, &id, &long.name, &format!("{m}x{n}"), &s, g, ceiling);
+            println!(
+                "{:>14}  {:>22}",
+                "  long-row",
+                format!("{g:.0} ({:.1}%, w{})", 100.0 * g / ceiling, config.num_warps)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The long-row softmax on f32 rows of N = 32768 to 262144 (1 GiB in, 1 GiB out: M = 2^28
+/// / N), as the softmax tutorial's host code launches it, 8 bytes per element as the
+/// softmax section counts; the first 2 rows and the last checked against the CPU.
+pub fn long_softmax(
+    dev: &dyn Device,
+    run: &Run,
+    flush: Option<&CacheFlush>,
+    rng: &mut Rng,
+    csv: &mut String,
+) -> rutile::Result<()> {
+    let (id, ceiling) = (dev.id(), run.ceiling);
+    let reps = if run.quick { 5 } else { 20 };
+    let sizes: Vec<(usize, usize)> = if run.quick {
+        vec![(16, 32768)]
+    } else {
+        [32768, 65536, 131_072, 262_144].map(|n| ((1 << 28) / n, n)).to_vec()
+    };
+    println!("\nlong-row softmax f32: GB/s (of ceiling)");
+    for (m, n) in sizes {
+        let x = normal_f32s(rng, m * n);
+        let (xb, yb) = (dev.upload(&x)?, dev.zeros::<f32>(m * n)?);
+        let args = softmax_args(&yb, &xb, m, n);
+        let (kernel, config) = long_rows::softmax_launch(m)?;
+        dev.launch(&kernel, &config, &args)?;
+        let y = dev.download(&yb)?;
+        let mut error: f64 = 0.0;
+        for r in [0, 1, m - 1] {
+            let want = softmax_reference(&x[r * n..(r + 1) * n], 1, n);
+            let got = y[r * n..(r + 1) * n].iter().map(|&v| v as f64);
+            error = error.max(max_relative_error(got, &want, 1e-30).0);
+        }
+        checked(&format!("long-row softmax {m}x{n}"), error, 1e-5)?;
+        let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
+        let g = gbps(8.0 * (m * n) as f64, s.median_ms);
+        csv_line(csv, &id, "softmax_long_rows", &format!("{m}x{n}"), &s, g, ceiling);
+        println!(
+            "{:>14}  {:>22}",
+            format!("{m}x{n}"),
+            format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling)
+        );
+    }
+    Ok(())
+}
+
+/// The fused attention forward pass, fp16, as the tutorial's benchmark: 4 x 32 heads,
+/// N_CTX = 1024 to 16384, head dimensions 64 and 128, causal and not, autotuned per
+/// problem, in TFLOPS. Each head dimension and mask is first checked against the CPU at
+/// 1 x 2 heads of 1024 (1 x 2 x 256 with `--quick`); the timed problems then run on inputs
+/// tiled from a random block (their values do not change the time).
+pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &mut String) -> rutile::Result<()> {
+    let id = dev.id();
+    let (z, h, lengths): (usize, usize, Vec<usize>) = if run.quick {
+        (1, 2, vec![256])
+    } else {
+        (4, 32, vec![1024, 2048, 4096, 8192, 16384])
+    };
+    println!("\nfused attention forward fp16, {z} x {h} heads: TFLOPS");
+    for head_dim in [64, 128] {
+        for causal in [false, true] {
+            let small = Problem {
+                z: 1,
+                h: 2,
+                n_ctx: lengths[0],
+                head_dim,
+                causal,
+            };
+            let outcome = attention::attention(dev, small, 5)?;
+            checked(&format!("attention {small}"), outcome.error, outcome.tolerance)?;
+            for &n_ctx in &lengths {
+                let p = Problem {
+                    z,
+                    h,
+                    n_ctx,
+                    head_dim,
+                    causal,
+                };
+                let tile = attention::inputs(&Problem { z: 1, h: 1, ..p }, 6);
+                let tiled = |t: &[f16]| -> Vec<f16> { t.iter().cycle().take(p.len()).copied().collect() };
+                let t = Tensors::new(dev, &p, &tiled(&tile[0]), &tiled(&tile[1]), &tiled(&tile[2]))?;
+                let args = t.args(&p);
+                let tuner = Autotuner::new("attention_fwd", attention::attention_configs(dev, causal))?;
+                let tuned = attention::tuned_attention(dev, &tuner, &p, &args)?;
+                let reps = if n_ctx >= 8192 { 10 } else { 30 };
+                let s = do_bench(dev, flush, 2, reps, &mut || {
+                    dev.launch(&tuned.kernel, &tuned.launch, &args)
+                })?;
+                let tflops = p.flops() / (s.median_ms * 1e-3) / 1e12;
+                let _ = writeln!(
+                    csv,
+                    "{id},attention_fwd_d{head_dim}{},{z}x{h}x{n_ctx},{:.5},{:.5},{:.5},{tflops:.2},,",
+                    if causal { "_causal" } else { "" },
+                    s.median_ms,
+                    s.p20_ms,
+                    s.p80_ms
+                );
+                println!("{:>28}  {tflops:>8.1} TFLOPS  {}", p.to_string(), tuned.choice.config);
+            }
+        }
+    }
+    Ok(())
+}
