@@ -192,14 +192,7 @@ impl Verifier<'_> {
                         let Some(body_inst) = k.insts.try_get(i) else { continue };
                         let types: Vec<Type> = body_inst.results.iter().map(|&r| ty(r)).collect();
                         let operand_types: Vec<Type> = body_inst.op.operands().iter().map(|&v| ty(v)).collect();
-                        let problem = crate::typing::check_combine_inst(&body_inst.op, &types)
-                            .err()
-                            .or_else(|| {
-                                operand_types
-                                    .iter()
-                                    .find(|t| !t.is_scalar())
-                                    .map(|t| format!("a combine works on scalars, but uses the block {t}"))
-                            });
+                        let problem = crate::typing::check_combine_inst(&body_inst.op, &operand_types, &types).err();
                         if let Some(message) = problem {
                             self.error(body_inst, message);
                         }

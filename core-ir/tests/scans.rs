@@ -1034,3 +1034,37 @@ fn wild_scans_sorts_gathers_and_histograms_never_panic() {
     }
     assert!(lowered > 40, "only {lowered} of the random kernels were valid");
 }
+
+/// Kernels edited after building: the verifier finds a combine region that is missing,
+/// or that holds an op other than an element-wise one on scalars.
+#[test]
+fn the_verifier_checks_combine_regions() {
+    let (k, _, _) = tile_kernel("edited", Tile { rows: 0, cols: 16 }, I32, None, 0.0, |_, v, _| {
+        v.associative_scan(0, false, |_, a, b| a + b)
+    });
+    let scan = k
+        .insts
+        .iter()
+        .find(|(_, i)| matches!(i.op, rutile_ir::Op::Scan { .. }))
+        .map(|(h, _)| h)
+        .unwrap();
+    let mut without = k.clone();
+    without.insts[scan].regions.clear();
+    let e = rutile_ir::verify::verify(&without).unwrap_err().to_string();
+    assert!(e.contains("expects 1 regions, has 0"), "{e}");
+
+    // The `arange` of the body, listed in the combine as well.
+    let mut with_block = k.clone();
+    let arange = k.body.insts[0..]
+        .iter()
+        .copied()
+        .find(|&i| matches!(k.insts[i].op, rutile_ir::Op::Arange { .. }))
+        .unwrap();
+    let region = &mut with_block.insts[scan].regions[0];
+    region.insts.insert(0, arange);
+    let e = rutile_ir::verify::verify(&with_block).unwrap_err().to_string();
+    assert!(
+        e.contains("a combine may hold only element-wise ops on scalars, not `arange`"),
+        "{e}"
+    );
+}

@@ -100,10 +100,9 @@ impl KernelBuilder {
         };
         let inst = self.append_shell(op, loc);
         let args = self.open_region(inst, 0, &crate::typing::combine_arg_types(&operand_types));
-        let first_inst = self.current_region_len();
         let n = values.len();
         let yields = combine(self, &args[..n], &args[n..]);
-        let combine_ok = self.check_combine_body(name, first_inst, loc);
+        let combine_ok = self.check_combine_body(name, loc);
         self.finish_combine(name, &yields, &crate::typing::combine_yield_types(&operand_types), loc);
         self.close_region(inst);
         let results = self.set_results(inst, &result_types);
@@ -271,36 +270,17 @@ impl<'b> Value<'b> {
 }
 
 impl KernelBuilder {
-    /// How many instructions the innermost open region has.
-    fn current_region_len(&self) -> usize {
-        self.state
-            .borrow()
-            .open
-            .last()
-            .expect("a region is open")
-            .region
-            .insts
-            .len()
-    }
-
-    /// Checks the instructions a combine added to its region from `first` on: element-wise
+    /// Checks the instructions a combine added to its (innermost, open) region: element-wise
     /// ops on scalars only (see [`crate::typing::check_combine_inst`]).
-    fn check_combine_body(&self, name: &str, first: usize, loc: SourceLoc) -> bool {
+    fn check_combine_body(&self, name: &str, loc: SourceLoc) -> bool {
         let problem = {
             let s = self.state.borrow();
             let region = &s.open.last().expect("a region is open").region;
-            region.insts[first..].iter().find_map(|&i| {
+            region.insts.iter().find_map(|&i| {
                 let inst = &s.insts[i];
                 let types: Vec<Type> = inst.results.iter().map(|&r| s.values[r].ty).collect();
-                let uses_block = inst
-                    .op
-                    .operands()
-                    .iter()
-                    .map(|&v| s.values[v].ty)
-                    .find(|t| !t.is_scalar());
-                crate::typing::check_combine_inst(&inst.op, &types)
-                    .err()
-                    .or_else(|| uses_block.map(|t| format!("a combine works on scalars, but uses the block {t}")))
+                let operands: Vec<Type> = inst.op.operands().iter().map(|&v| s.values[v].ty).collect();
+                crate::typing::check_combine_inst(&inst.op, &operands, &types).err()
             })
         };
         match problem {

@@ -123,9 +123,10 @@ fn histogram(value: Type, num_bins: u32) -> Result<Type, String> {
     Ok(Type::block(Elem::Scalar(ScalarType::I32), shape))
 }
 
-/// Checks one instruction of a combine region: only element-wise ops and constants, on
-/// scalars (every device runs the combine on the elements a thread holds, one at a time).
-pub fn check_combine_inst(op: &Op, results: &[Type]) -> Result<(), String> {
+/// Checks one instruction of a combine region, given the types of its operands and
+/// results: only element-wise ops and constants, on scalars (every device runs the combine
+/// on the elements a thread holds, one at a time).
+pub fn check_combine_inst(op: &Op, operands: &[Type], results: &[Type]) -> Result<(), String> {
     let element_wise = matches!(
         op,
         Op::Unary { .. }
@@ -143,6 +144,9 @@ pub fn check_combine_inst(op: &Op, results: &[Type]) -> Result<(), String> {
             "a combine may hold only element-wise ops on scalars, not `{}`",
             op.name()
         ));
+    }
+    if let Some(t) = operands.iter().find(|t| !t.is_scalar()) {
+        return Err(format!("a combine works on scalars, but uses the block {t}"));
     }
     if let Some(t) = results.iter().find(|t| !t.is_scalar()) {
         return Err(format!(
