@@ -835,6 +835,8 @@ impl<'a> Cx<'a> {
                 ))
             }
             Stmt::Barrier => self.stmt(Statement::ControlBarrier(naga::Barrier::WORK_GROUP)),
+            // naga has no debug printf: Vulkan kernels do not print.
+            Stmt::Print { .. } => {}
             Stmt::If {
                 cond,
                 then_body,

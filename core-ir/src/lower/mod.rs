@@ -16,6 +16,7 @@
 mod assign;
 mod control;
 mod convert;
+mod debug;
 mod dot;
 mod elementwise;
 mod exchange;
@@ -248,8 +249,12 @@ impl<'k> Lowerer<'k> {
             | Op::Arange { .. }
             | Op::Constant { .. } => vec![self.shape_op(inst)?],
             Op::Dot { .. } => vec![self.dot(inst)?],
-            // Compiled out of GPU code; the interpreter runs them.
-            Op::Assert { .. } | Op::Print { .. } => vec![],
+            // Compiled out of GPU code; the interpreter checks it.
+            Op::Assert { .. } => vec![],
+            Op::Print { .. } => {
+                self.print(inst)?;
+                vec![]
+            }
             _ => vec![self.elementwise(inst)?],
         };
         let anchored = self.anchors(&inst.op);

@@ -202,6 +202,18 @@ impl ThreadKernel {
                 ),
                 Stmt::AsyncCommit => writeln!(out, "{pad}async_commit"),
                 Stmt::AsyncWait { pending } => writeln!(out, "{pad}async_wait {pending}"),
+                Stmt::Print {
+                    prefix,
+                    coords,
+                    values,
+                    pred,
+                } => writeln!(
+                    out,
+                    "{pad}print {prefix:?} idx ({}): {}{}",
+                    self.regs(coords),
+                    self.regs(values),
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
                 Stmt::Barrier => writeln!(out, "{pad}barrier"),
                 Stmt::Comment(c) => writeln!(out, "{pad}// {c}"),
                 Stmt::If {
