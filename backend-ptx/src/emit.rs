@@ -24,6 +24,11 @@ pub(crate) struct Emitter<'a> {
     pub ptr_base: Vec<Option<String>>,
     /// The 32-bit shared address of each shared buffer.
     pub smem_base: Vec<String>,
+    /// Module-scope declarations of `device_print`: its format strings.
+    print_globals: String,
+    print_formats: u32,
+    /// The bytes of the local buffer `device_print` passes its arguments in (0: none).
+    print_bytes: u32,
 }
 
 impl<'a> Emitter<'a> {
@@ -58,6 +63,26 @@ impl<'a> Emitter<'a> {
         let r = f(self);
         self.guard = old;
         r
+    }
+    /// A line as it is, indented and unguarded (braces of a call's parameter scope).
+    pub fn raw(&mut self, line: &str) {
+        self.indent();
+        self.body.push_str(line);
+        self.body.push('\n');
+    }
+    /// A module-scope constant holding `format` for `vprintf`, and the local buffer of at
+    /// least `bytes` its arguments go in: their names.
+    pub fn print_format(&mut self, format: &str, bytes: u32) -> (String, String) {
+        let name = format!("rutile_fmt_{}", self.print_formats);
+        self.print_formats += 1;
+        let _ = writeln!(
+            self.print_globals,
+            ".global .align 1 .b8 {name}[{}] = {{{}}};",
+            format.len() + 1,
+            crate::print::format_bytes(format)
+        );
+        self.print_bytes = self.print_bytes.max(bytes);
+        (name, "print_buf".into())
     }
     /// A fresh label name.
     pub fn new_label(&mut self) -> String {
@@ -154,6 +179,12 @@ impl<'a> Emitter<'a> {
                 self.ins("bar.sync 0");
                 Ok(())
             }
+            Stmt::Print {
+                prefix,
+                coords,
+                values,
+                pred,
+            } => crate::print::print(self, prefix, coords, values, *pred),
             Stmt::Comment(c) => {
                 self.comment(c);
                 Ok(())
@@ -309,6 +340,9 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
         guard: None,
         ptr_base: vec![None; k.params.len()],
         smem_base: vec![],
+        print_globals: String::new(),
+        print_formats: 0,
+        print_bytes: 0,
     };
 
     // Parameters and their prologue: pointers become global addresses once.
@@ -370,6 +404,11 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     let _ = writeln!(out, ".target sm_{}{suffix}", target.sm);
     let _ = writeln!(out, ".address_size 64\n");
     out += &shared_decls;
+    if e.print_formats > 0 {
+        out += ".extern .func (.param .b32 func_retval0) vprintf\n(\n\t.param .b64 vprintf_param_0,\n\t.param .b64 vprintf_param_1\n);\n";
+        out += &e.print_globals;
+        out.push('\n');
+    }
     let _ = writeln!(out, "\t// .globl\t{}", k.name);
     let _ = writeln!(out, ".visible .entry {}(", k.name);
     let _ = writeln!(out, "{}", params.join(",\n"));
@@ -377,6 +416,9 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     let _ = writeln!(out, ".maxntid {}, 1, 1", k.threads());
     let _ = writeln!(out, "{{");
     out += &e.regs.declarations();
+    if e.print_bytes > 0 {
+        let _ = writeln!(out, "\t.local .align 8 .b8 print_buf[{}];", e.print_bytes);
+    }
     out.push('\n');
     out += &e.body;
     out += "}\n";

@@ -44,6 +44,7 @@ mod expr;
 mod math;
 mod memory;
 mod names;
+mod print;
 mod shuffle;
 mod target;
 mod wgmma;

@@ -78,3 +78,28 @@ fn tanh_pow_and_umulhi_pass_ptxas() {
         assemble("umulhi", &kernel(t, t, |k, x, y| k.umulhi(x, y)));
     }
 }
+
+#[test]
+fn device_print_calls_vprintf_and_passes_ptxas() {
+    let kernel = Kernel::build("printing", |k| {
+        let x = k.arg_ptr("x", F32);
+        let r = k.arange(0, 4).expand_dims(1);
+        let c = k.arange(0, 8).expand_dims(0);
+        let offs = r * 8 + c;
+        let v = k.load(x + offs);
+        k.device_print("x 100%", &[v, offs.to(I64), v.gt(0.0f32), v.to(F16), offs.to(U32)]);
+        k.device_print("pid", &[k.program_id(0)]);
+        k.device_print("done", &[]);
+    })
+    .unwrap();
+    let ptx = assemble("device_print", &kernel);
+    if let Ok(path) = std::env::var("RUTILE_PRINT_PTX_TO") {
+        std::fs::write(path, &ptx).unwrap();
+    }
+    assert!(ptx.contains("call (print_retval), vprintf"), "{ptx}");
+    assert!(ptx.contains(".local .align 8 .b8 print_buf["), "{ptx}");
+    // "%%" keeps the prefix's percent sign literal.
+    let format = "pid (%d, %d, %d) idx (%d, %d) x 100%%: %.9g, %lld, %d, %.9g, %u\n";
+    let bytes: Vec<String> = format.bytes().map(|b| b.to_string()).collect();
+    assert!(ptx.contains(&bytes.join(", ")), "{ptx}");
+}

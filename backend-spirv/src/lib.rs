@@ -128,6 +128,8 @@
 //!   match). Compare-and-swap uses naga's weak exchange and retries where it failed although
 //!   the value matched, which makes it the strong operation of the IR. Atomics are relaxed,
 //!   at device scope. 64-bit atomics are not supported.
+//! * `device_print` statements are left out: naga has no debug printf, so Vulkan kernels do
+//!   not print (the interpreter and CUDA do).
 
 mod emit;
 mod erf;

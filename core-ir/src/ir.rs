@@ -513,8 +513,8 @@ pub enum Op {
         message: String,
     },
     /// `tl.device_print`: a line per element of `values` (numbers, all of one shape):
-    /// `pid (x, y, z) idx (i, j) prefix: v0, v1`. Printed where the kernel runs in the
-    /// interpreter (the CPU device and the bounds-checked mode); compiled out of GPU code.
+    /// `pid (x, y, z) idx (i, j) prefix: v0, v1`. Printed by the interpreter (the CPU device
+    /// and the bounds-checked mode) and on CUDA (`vprintf`); Vulkan kernels leave it out.
     Print {
         prefix: String,
         values: Vec<ValueId>,

@@ -130,6 +130,32 @@ fn step<'b>(k: &'b KernelBuilder, rng: &mut Rng, pool: &[Value<'b>], ptrs: &[Val
             let c = v(rng);
             k.while_loop(&init, |x| x[0].lt(c), |x| vec![x[0] + 1])
         }
+        24 => vec![
+            v(rng).tanh(),
+            k.pow(v(rng), v(rng)),
+            k.umulhi(v(rng), v(rng)),
+            k.clamp(v(rng), v(rng), 2),
+        ],
+        25 => {
+            let (a, b) = k.split(v(rng));
+            vec![
+                k.join(v(rng), v(rng)),
+                k.interleave(v(rng), v(rng)),
+                k.cat(v(rng), v(rng)),
+                a,
+                b,
+            ]
+        }
+        26 => vec![
+            k.rand(v(rng), v(rng)),
+            k.randn(pick(rng, &[7i64, -1, 1 << 40]), v(rng)),
+            k.randint4x(v(rng), v(rng))[3],
+        ],
+        27 => {
+            k.static_assert(rng.below(4) != 0, "fuzzed");
+            k.device_assert(v(rng), "fuzzed");
+            vec![]
+        }
         _ => vec![v(rng)],
     }
 }

@@ -78,7 +78,7 @@ fn device_assert_stops_the_interpreter_at_the_first_failing_element() {
 }
 
 #[test]
-fn device_assert_and_print_are_compiled_out_of_lowered_code() {
+fn device_assert_is_compiled_out_of_lowered_code() {
     let kernel = asserting_kernel();
     let t = lower(&kernel, &Target::nvidia(1, 48 * 1024), &Specialization::none(4)).unwrap();
     let x: Vec<i32> = (0..100).collect();
@@ -86,20 +86,50 @@ fn device_assert_and_print_are_compiled_out_of_lowered_code() {
     // The condition fails for most elements; the lowered kernel does not check it.
     simt::run_threads(&t, [4, 1, 1], &args(100, 5), &mut bufs).unwrap();
     assert_eq!(bufs[1].to_vec::<i32>().unwrap(), x);
-    let printing = Kernel::build("printing", |k| {
-        let p = k.arg_ptr("p", I32);
-        let i = k.arange(0, 32);
-        k.device_print("i", &[i]);
-        k.store(p + i, i);
+}
+
+/// The printed lines, sorted: threads print in their own order.
+fn sorted(text: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn lowered_device_print_prints_each_element_once_as_the_interpreter() {
+    // A 2-D block loaded along rows, printed with a value in another layout (its
+    // transpose's transpose) and a scalar; small blocks on many threads replicate elements.
+    let kernel = Kernel::build("printing", |k| {
+        let x = k.arg_ptr("x", F32);
+        let pid = k.program_id(0);
+        let r = k.arange(0, 4).expand_dims(1);
+        let c = k.arange(0, 8).expand_dims(0);
+        let offs = r * 8 + c;
+        let v = k.load(x + pid * 32 + offs);
+        k.device_print("v, offs", &[v, offs.trans().trans()]);
+        k.device_print("pid", &[pid]);
+        k.device_print("no values", &[]);
     })
     .unwrap();
-    let t = lower(&printing, &Target::nvidia(1, 48 * 1024), &Specialization::none(1)).unwrap();
-    let (r, text) = capture_prints(|| {
-        let mut bufs = vec![HostBuffer::zeros(I32, 32)];
-        simt::run_threads(&t, [1, 1, 1], &[ArgValue::Ptr { buffer: 0, offset: 0 }], &mut bufs)
-    });
+    let x: Vec<f32> = (0..64).map(|i| i as f32 * 0.75 - 3.0).collect();
+    let arg = [ArgValue::Ptr { buffer: 0, offset: 0 }];
+    let (r, want) = capture_prints(|| interp::run(&kernel, [2, 1, 1], &arg, &mut [HostBuffer::from_slice(&x)]));
     r.unwrap();
-    assert_eq!(text, "");
+    assert_eq!(want.lines().count(), 2 * (32 + 2));
+    let mut small = Target::nvidia(2, 48 * 1024);
+    small.warp_size = 8;
+    for target in [Target::nvidia(1, 48 * 1024), Target::nvidia(4, 48 * 1024), small] {
+        let t = lower(&kernel, &target, &Specialization::none(1)).unwrap();
+        let (r, got) = capture_prints(|| simt::run_threads(&t, [2, 1, 1], &arg, &mut [HostBuffer::from_slice(&x)]));
+        r.unwrap();
+        assert_eq!(
+            sorted(&got),
+            sorted(&want),
+            "{} warps of {}",
+            target.num_warps,
+            target.warp_size
+        );
+    }
 }
 
 #[test]

@@ -567,7 +567,10 @@ fn operand_fragments_read_shared_memory_without_conflicts() {
 /// The 96x80x64 matmul of 64x64x32 blocks with A, B or both column-major, lowered for
 /// `target` and run in the simulator against the interpreter: per layout, the lowered
 /// kernel and the simulator's shared-memory statistics.
-fn column_major_matmuls(target: &Target, seed: u64) -> Vec<((bool, bool), ThreadKernel, rutile_ir::interp::simt::SharedStats)> {
+fn column_major_matmuls(
+    target: &Target,
+    seed: u64,
+) -> Vec<((bool, bool), ThreadKernel, rutile_ir::interp::simt::SharedStats)> {
     use rutile_ir::interp::simt::run_threads_with_stats;
     let mut rng = Rng::new(seed);
     let meta = MatmulMeta {

@@ -8,7 +8,7 @@ use rutile_ir::mathfn::{TANH_SERIES, TANH_SERIES_BELOW};
 
 impl Cx<'_> {
     /// `x` brought back from `f32` to float type `ty`.
-    fn from_f32(&mut self, ty: ScalarType, r: H) -> H {
+    fn f32_as(&mut self, ty: ScalarType, r: H) -> H {
         if ty == ScalarType::F32 {
             r
         } else {
@@ -44,7 +44,7 @@ impl Cx<'_> {
         let split = self.lit(naga::Literal::F32(TANH_SERIES_BELOW as f32));
         let big = self.bin(Bo::GreaterEqual, ax, split);
         let r = self.select(big, large, small);
-        self.from_f32(ty, r)
+        self.f32_as(ty, r)
     }
 
     /// C's `pow(x, y)` (see the PTX backend's `pow_f32`): `2^(y·log2|x|)` with the sign of
@@ -115,7 +115,7 @@ impl Cx<'_> {
         let ones = self.bin(Bo::LogicalOr, ones, y_zero);
         let one = self.lit(naga::Literal::F32(1.0));
         let r = self.select(ones, one, r);
-        self.from_f32(ty, r)
+        self.f32_as(ty, r)
     }
 
     /// `umulhi` of 32- or 64-bit integers from half-width limbs, so that 32-bit operands

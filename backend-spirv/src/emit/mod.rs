@@ -858,6 +858,8 @@ impl<'a> Cx<'a> {
                 ))
             }
             Stmt::Barrier => self.stmt(Statement::ControlBarrier(self.barrier)),
+            // naga has no debug printf: Vulkan kernels do not print.
+            Stmt::Print { .. } => {}
             Stmt::If {
                 cond,
                 then_body,

@@ -1,6 +1,6 @@
-//! Debugging ops: `static_assert` (checked while the kernel is built), `device_assert` and
-//! `device_print` (run where the kernel runs in the interpreter: the CPU device and the
-//! bounds-checked mode; compiled out of GPU code).
+//! Debugging ops: `static_assert` (checked while the kernel is built), `device_assert` (run
+//! where the kernel runs in the interpreter: the CPU device and the bounds-checked mode;
+//! compiled out of GPU code) and `device_print` (the interpreter and CUDA).
 
 use super::{KernelBuilder, Value};
 use crate::ir::{Op, SourceLoc};
@@ -35,9 +35,11 @@ impl KernelBuilder {
     }
 
     /// Prints `values` (numbers, all of one shape) with `prefix`, as `tl.device_print`: a
-    /// line per element, `pid (x, y, z) idx (i) prefix: v0, v1`. Printed where the kernel
-    /// runs in the interpreter (the CPU device and the bounds-checked mode); GPU code
-    /// leaves it out, so on a GPU run with `RUTILE_CHECK_BOUNDS=1` to see it.
+    /// line per element, `pid (x, y, z) idx (i) prefix: v0, v1`, each element once (in no
+    /// particular order between threads). The interpreter prints (the CPU device and the
+    /// bounds-checked mode), and CUDA through `vprintf` (the driver writes the lines to
+    /// stdout when the host next synchronizes; floats as `%.9g`, booleans as 0 or 1);
+    /// Vulkan kernels leave it out (run with `RUTILE_CHECK_BOUNDS=1` to see their prints).
     #[track_caller]
     pub fn device_print<'b>(&'b self, prefix: &str, values: &[Value<'b>]) {
         let loc = SourceLoc::caller();

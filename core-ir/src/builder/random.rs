@@ -297,7 +297,7 @@ impl KernelBuilder {
     fn normal_at<'b>(&'b self, u1: Value<'b>, u2: Value<'b>, loc: SourceLoc) -> (Value<'b>, Value<'b>) {
         let e = Emit { k: self, loc };
         let u1 = e.bin(BinaryOp::Max, u1, 1.0e-7f64);
-        let th = e.bin(BinaryOp::Mul, u2, 6.283_185_307_179_586f64);
+        let th = e.bin(BinaryOp::Mul, u2, std::f64::consts::TAU);
         let l = e.unary(UnaryOp::Log, u1);
         let r = e.unary(UnaryOp::Sqrt, e.bin(BinaryOp::Mul, l, -2.0f64));
         let c = e.unary(UnaryOp::Cos, th);

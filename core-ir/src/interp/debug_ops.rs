@@ -1,5 +1,6 @@
-//! `device_assert` and `device_print`: the interpreter is where they run (GPU code leaves
-//! them out), so that `RUTILE_DEVICE=cpu` and the bounds-checked mode check and print.
+//! `device_assert` and `device_print` in the interpreter (so that `RUTILE_DEVICE=cpu` and
+//! the bounds-checked mode check and print), and the lines the SIMT simulator prints for
+//! lowered `device_print`s.
 //!
 //! Printed lines go to stdout, or to the buffer of [`capture_prints`] on the calling thread
 //! while it runs (tests read them there).
@@ -47,25 +48,25 @@ pub(crate) fn check(cond: &Tensor, message: &str) -> Result<(), Fault> {
         Some(i) => Err(Fault {
             kind: FaultKind::AssertionFailed,
             message: format!(
-                "device_assert failed at element {}: {message}",
-                index(cond.ty.shape.dims(), i)
+                "device_assert failed at element ({}): {message}",
+                index(cond.ty.shape.dims(), i).join(", ")
             ),
         }),
     }
 }
 
-/// The multi-index of element `i` (row-major) of a block of `dims`, as `(i, j)`.
-fn index(dims: &[u32], mut i: usize) -> String {
+/// The multi-index of element `i` (row-major) of a block of `dims`.
+fn index(dims: &[u32], mut i: usize) -> Vec<String> {
     let mut idx = vec![0usize; dims.len()];
     for (d, &n) in idx.iter_mut().zip(dims).rev() {
         *d = i % n as usize;
         i /= n as usize;
     }
-    let parts: Vec<String> = idx.iter().map(|d| d.to_string()).collect();
-    format!("({})", parts.join(", "))
+    idx.iter().map(|d| d.to_string()).collect()
 }
 
-fn element(data: &Data, i: usize) -> String {
+/// Element `i` of `data` as `device_print` writes it.
+pub(crate) fn element(data: &Data, i: usize) -> String {
     match data {
         Data::Bool(v) => v[i].to_string(),
         Data::Int(v) => v[i].to_string(),
@@ -74,23 +75,32 @@ fn element(data: &Data, i: usize) -> String {
     }
 }
 
-/// Prints a line per element of `values` (one shape), as Triton's `device_print` does:
-/// `pid (x, y, z) idx (i, j) prefix: v0, v1`.
+/// One printed line: `pid (x, y, z) idx (i, j) prefix: v0, v1` (without values,
+/// `pid (x, y, z) prefix`).
+pub(crate) fn print_line(pid: [u32; 3], idx: &[String], prefix: &str, values: &[String]) {
+    if values.is_empty() {
+        emit(&format!("pid ({}, {}, {}) {prefix}", pid[0], pid[1], pid[2]));
+        return;
+    }
+    emit(&format!(
+        "pid ({}, {}, {}) idx ({}) {prefix}: {}",
+        pid[0],
+        pid[1],
+        pid[2],
+        idx.join(", "),
+        values.join(", ")
+    ));
+}
+
+/// Prints a line per element of `values` (one shape), as Triton's `device_print` does.
 pub(crate) fn print(pid: [u32; 3], prefix: &str, values: &[&Tensor]) {
     let Some(first) = values.first() else {
-        emit(&format!("pid ({}, {}, {}) {prefix}", pid[0], pid[1], pid[2]));
+        print_line(pid, &[], prefix, &[]);
         return;
     };
     let dims = first.ty.shape.dims();
     for i in 0..first.data.len() {
         let vals: Vec<String> = values.iter().map(|t| element(&t.data, i)).collect();
-        emit(&format!(
-            "pid ({}, {}, {}) idx {} {prefix}: {}",
-            pid[0],
-            pid[1],
-            pid[2],
-            index(dims, i),
-            vals.join(", ")
-        ));
+        print_line(pid, &index(dims, i), prefix, &vals);
     }
 }

@@ -778,6 +778,26 @@ impl<'s> Sim<'s> {
                 };
                 self.write_where(*dst, &old, &active)
             }
+            Stmt::Print {
+                prefix,
+                coords,
+                values,
+                pred,
+            } => {
+                let active = self.active(*pred)?;
+                let columns = |regs: &[Reg]| -> Result<Vec<Data>, SimFault> {
+                    regs.iter()
+                        .map(|&r| Ok(self.read(r, Some(&active))?.data.clone()))
+                        .collect()
+                };
+                let (coords, values) = (columns(coords)?, columns(values)?);
+                for t in (0..self.threads).filter(|&t| active[t]) {
+                    let idx: Vec<String> = coords.iter().map(|c| super::debug_ops::element(c, t)).collect();
+                    let vals: Vec<String> = values.iter().map(|v| super::debug_ops::element(v, t)).collect();
+                    super::debug_ops::print_line(self.pid, &idx, prefix, &vals);
+                }
+                Ok(())
+            }
             Stmt::Barrier | Stmt::Comment(_) | Stmt::If { .. } | Stmt::While { .. } => unreachable!("run by `block`"),
         }
     }

@@ -16,6 +16,7 @@
 mod assign;
 mod control;
 mod convert;
+mod debug;
 mod dot;
 mod elementwise;
 mod exchange;
@@ -263,8 +264,12 @@ impl<'k> Lowerer<'k> {
             Op::Gather { .. } => vec![self.gather(inst)?],
             Op::Histogram { .. } => vec![self.histogram(inst)?],
             // ---- end of scans, combine reductions, gather, sort, histogram ----
-            // Compiled out of GPU code; the interpreter runs them.
-            Op::Assert { .. } | Op::Print { .. } => vec![],
+            // Compiled out of GPU code; the interpreter checks it.
+            Op::Assert { .. } => vec![],
+            Op::Print { .. } => {
+                self.print(inst)?;
+                vec![]
+            }
             _ => vec![self.elementwise(inst)?],
         };
         let anchored = self.anchors(&inst.op);

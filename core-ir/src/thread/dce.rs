@@ -79,6 +79,13 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
             }
         }
         Stmt::FenceProxyAsync | Stmt::WgmmaFence | Stmt::WgmmaCommit | Stmt::WgmmaWait { .. } => {}
+        Stmt::Print {
+            coords, values, pred, ..
+        } => {
+            for &v in coords.iter().chain(values).chain(pred) {
+                mark(v, &mut live, &mut stack);
+            }
+        }
         Stmt::Mma { a, b, c, .. } => {
             for &v in a.iter().chain(b).chain(c) {
                 mark(v, &mut live, &mut stack);

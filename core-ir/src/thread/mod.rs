@@ -326,6 +326,16 @@ pub enum Stmt {
         then_body: Vec<Stmt>,
         else_body: Vec<Stmt>,
     },
+    /// `device_print`: where `pred` holds, prints one line,
+    /// `pid (x, y, z) idx (c0, c1) prefix: v0, v1`, with the thread's program ids, the
+    /// element's coordinates `coords` (i32) and the values `values` (numbers). On CUDA
+    /// through `vprintf`; backends that cannot print leave it out.
+    Print {
+        prefix: String,
+        coords: Vec<Reg>,
+        values: Vec<Reg>,
+        pred: Option<Reg>,
+    },
     /// `loop { cond_body; if !cond { break } body }`.
     While {
         cond_body: Vec<Stmt>,

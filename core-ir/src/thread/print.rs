@@ -226,6 +226,18 @@ impl ThreadKernel {
                 Stmt::WgmmaFence => writeln!(out, "{pad}wgmma_fence"),
                 Stmt::WgmmaCommit => writeln!(out, "{pad}wgmma_commit"),
                 Stmt::WgmmaWait { pending } => writeln!(out, "{pad}wgmma_wait {pending}"),
+                Stmt::Print {
+                    prefix,
+                    coords,
+                    values,
+                    pred,
+                } => writeln!(
+                    out,
+                    "{pad}print {prefix:?} idx ({}): {}{}",
+                    self.regs(coords),
+                    self.regs(values),
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
                 Stmt::Barrier => writeln!(out, "{pad}barrier"),
                 Stmt::Comment(c) => writeln!(out, "{pad}// {c}"),
                 Stmt::If {

@@ -312,6 +312,20 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             }
             Ok(())
         }
+        Stmt::Print {
+            coords,
+            values,
+            pred: p,
+            ..
+        } => {
+            for &r in coords {
+                want(k, r, ScalarType::I32, "printed coordinate")?;
+            }
+            for &r in values {
+                ty(k, r)?;
+            }
+            pred(k, p)
+        }
         Stmt::AsyncCommit
         | Stmt::AsyncWait { .. }
         | Stmt::FenceProxyAsync
