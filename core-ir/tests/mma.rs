@@ -108,9 +108,17 @@ fn check_matmul(meta: &MatmulMeta, shape: (usize, usize, usize), warps: u32, rng
     check_matmul_on(meta, shape, &target(warps), rng, tol);
 }
 
-/// [`check_matmul`] lowered for `target`, specialized as the runtime would.
-fn check_matmul_on(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), target: &Target, rng: &mut Rng, tol: f64) {
-    let warps = target.num_warps;
+/// The matmul seed of `meta` on random row-major `m x n x k` operands: its kernel, the
+/// buffers, the launch's arguments and grid, and the interpreter's results.
+struct RowMajorMatmul {
+    kernel: Kernel,
+    buffers: Vec<HostBuffer>,
+    args: Vec<ArgValue>,
+    grid: [u32; 3],
+    want: Vec<HostBuffer>,
+}
+
+fn row_major_matmul(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), rng: &mut Rng) -> RowMajorMatmul {
     let kernel = matmul(meta).unwrap();
     let buffers = vec![
         inputs(rng, meta.input, m * k),
@@ -123,6 +131,25 @@ fn check_matmul_on(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), target: 
     let grid = [matmul_grid(meta, m as u32, n as u32), 1, 1];
     let mut want = buffers.clone();
     interp::run(&kernel, grid, &args, &mut want).unwrap();
+    RowMajorMatmul {
+        kernel,
+        buffers,
+        args,
+        grid,
+        want,
+    }
+}
+
+/// [`check_matmul`] lowered for `target`, specialized as the runtime would.
+fn check_matmul_on(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), target: &Target, rng: &mut Rng, tol: f64) {
+    let warps = target.num_warps;
+    let RowMajorMatmul {
+        kernel,
+        buffers,
+        args,
+        grid,
+        want,
+    } = row_major_matmul(meta, (m, n, k), rng);
     let tk = lower(&kernel, target, &runtime_spec(&args)).unwrap();
     let at = format!(
         "{}x{}x{} blocks, {warps} warps, {} stages, {m}x{n}x{k}, {} -> {}",
@@ -679,9 +706,10 @@ fn column_major_operands_on_warpgroup_mmas() {
     }
 }
 
-/// What the simulator checks of a wgmma lowering can fail: the same kernel with its A
-/// operand's rows left in logical order (the accumulator rows then belong to other warps)
-/// or its wait dropped (the accumulators are read before the MMAs land) gives wrong results.
+/// What the simulator checks of a wgmma lowering can fail: the same kernel with an A
+/// operand described with the wrong stride between 8-row groups (its rows then belong to
+/// other warps' accumulators) or its waits dropped (the accumulators are read before the
+/// MMAs land) gives wrong results.
 #[test]
 fn the_wgmma_model_catches_wrong_rows_and_missing_waits() {
     let mut rng = Rng::new(37);
@@ -689,19 +717,13 @@ fn the_wgmma_model_catches_wrong_rows_and_missing_waits() {
         output: F32,
         ..MatmulMeta::fp16(128, 64, 32)
     };
-    let kernel = matmul(&meta).unwrap();
-    let (m, n, k) = (128usize, 64usize, 64usize);
-    let buffers = vec![
-        inputs(&mut rng, F16, m * k),
-        inputs(&mut rng, F16, k * n),
-        HostBuffer::zeros(F32, m * n),
-    ];
-    let ints = rutile_ir::seeds::matmul_row_major_args(m, n, k);
-    let mut args = vec![ptr(0), ptr(1), ptr(2)];
-    args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
-    let grid = [matmul_grid(&meta, m as u32, n as u32), 1, 1];
-    let mut want = buffers.clone();
-    interp::run(&kernel, grid, &args, &mut want).unwrap();
+    let RowMajorMatmul {
+        kernel,
+        buffers,
+        args,
+        grid,
+        want,
+    } = row_major_matmul(&meta, (128, 64, 64), &mut rng);
     let tk = lower(&kernel, &hopper(4, 3), &runtime_spec(&args)).unwrap();
     let agrees = |tk: &ThreadKernel| {
         let mut got = buffers.clone();

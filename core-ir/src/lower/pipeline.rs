@@ -60,6 +60,8 @@ struct PipelinedLoad {
     width: u32,
     /// The shared tile of one stage (buffer not yet allocated).
     operand: SharedOperand,
+    /// Whether a `dot` on warpgroup MMAs reads it (through the asynchronous proxy).
+    wgmma: bool,
 }
 
 /// A pipeline being lowered: its buffers and the registers it carries.
@@ -235,6 +237,7 @@ impl Lowerer<'_> {
                 contiguous,
                 stage: None,
             },
+            wgmma: shape.is_some(),
         })
     }
 
@@ -376,7 +379,7 @@ impl Lowerer<'_> {
     ) -> Result<(), LowerError> {
         let ahead = state.plan.ahead;
         self.emit(Stmt::AsyncWait { pending: ahead - 1 });
-        if self.target.wgmma {
+        if state.plan.loads.iter().any(|l| l.wgmma) {
             // The copies were written through the generic proxy; wgmma reads through the
             // asynchronous one.
             self.emit(Stmt::FenceProxyAsync);

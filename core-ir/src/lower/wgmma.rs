@@ -67,7 +67,9 @@ impl Lowerer<'_> {
         let Op::Dot { a, b, acc, .. } = inst.op else {
             return None;
         };
-        if !self.target.wgmma || self.target.warp_size != 32 {
+        // (The accumulator layout is `mma.sync`'s, which `mma_plan` gives: every GPU with
+        // `wgmma` has `mma.sync`.)
+        if !self.target.wgmma || !self.target.mma_sync || self.target.warp_size != 32 {
             return None;
         }
         let (ta, tb, tc) = (self.k.ty(a), self.k.ty(b), self.k.ty(acc));
