@@ -583,8 +583,7 @@ fn bench_softmax(
             forms.push(("chunked-cs-fd", seeds::softmax_chunked(&chunks, full_division)?, 1));
         }
         for (form, kernel, rows_per_program) in &forms {
-            let mut best: Option<(f64, u32)> = None;
-            let mut at_heuristic = None;
+            let mut choice = WarpChoice::new(heuristic);
             for warps in [1u32, 2, 4, 8, 16] {
                 let mut config = LaunchConfig::grid1((m as u32).div_ceil((*rows_per_program).max(1))).num_warps(warps);
                 if *rows_per_program == 0 {
@@ -607,21 +606,10 @@ fn bench_softmax(
                     s.p80_ms,
                     g / ceiling
                 );
-                if warps == heuristic {
-                    at_heuristic = Some(g);
-                }
-                if best.is_none_or(|(b, _)| g > b) {
-                    best = Some((g, warps));
-                }
+                choice.record(warps, g);
             }
-            let (bg, bw) = best.unwrap_or((0.0, 0));
-            let h = at_heuristic
-                .map(|g| format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling))
-                .unwrap_or_else(|| "-".into());
-            println!(
-                "{n:>8}  {form:<12} {h:>22} {:>22}",
-                format!("{bg:.0} ({:.1}%, w{bw})", 100.0 * bg / ceiling)
-            );
+            let (h, best) = choice.cells(ceiling);
+            println!("{n:>8}  {form:<12} {h:>22} {best:>22}");
         }
     }
     Ok(())
@@ -1063,4 +1051,39 @@ fn frobenius_error(got: &[f64], want: &[f64]) -> f64 {
         norm += w * w;
     }
     (diff / norm).sqrt()
+}
+
+/// GB/s at the host code's `num_warps` and at the best of those timed: the two cells of a
+/// row of the memory-bound sweeps that ask whether the heuristic picks well.
+struct WarpChoice {
+    heuristic: u32,
+    at_heuristic: Option<f64>,
+    best: Option<(f64, u32)>,
+}
+
+impl WarpChoice {
+    fn new(heuristic: u32) -> WarpChoice {
+        WarpChoice {
+            heuristic,
+            at_heuristic: None,
+            best: None,
+        }
+    }
+    fn record(&mut self, warps: u32, gbps: f64) {
+        if warps == self.heuristic {
+            self.at_heuristic = Some(gbps);
+        }
+        if self.best.is_none_or(|(b, _)| gbps > b) {
+            self.best = Some((gbps, warps));
+        }
+    }
+    /// The cells as printed: "GB/s (share of `ceiling`)", and the best with its warps.
+    fn cells(&self, ceiling: f64) -> (String, String) {
+        let h = self
+            .at_heuristic
+            .map(|g| format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling))
+            .unwrap_or_else(|| "-".into());
+        let (bg, bw) = self.best.unwrap_or((0.0, 0));
+        (h, format!("{bg:.0} ({:.1}%, w{bw})", 100.0 * bg / ceiling))
+    }
 }

@@ -2,7 +2,7 @@
 //! tutorials: each configuration checked against a CPU reference first, then timed as the
 //! other sections are (device timers, L2 emptied before each run).
 
-use super::Run;
+use super::{Run, WarpChoice};
 use half::f16;
 use rutile::autotune::Autotuner;
 use rutile::{Device, DeviceExt, LaunchConfig};
@@ -83,8 +83,7 @@ pub fn layer_norm(
             error = error.max(max_relative_error(to64(&y[r * n..(r + 1) * n]), &want.y, 1.0).0);
         }
         checked(&format!("layer norm {m}x{n}"), error, 1e-2)?;
-        let mut best: Option<(f64, u32)> = None;
-        let mut at_heuristic = None;
+        let mut choice = WarpChoice::new(heuristic.num_warps);
         let mut warp_counts = vec![1u32, 2, 4, 8, 16];
         if !warp_counts.contains(&heuristic.num_warps) {
             warp_counts.push(heuristic.num_warps);
@@ -110,22 +109,10 @@ pub fn layer_norm(
                 g,
                 ceiling,
             );
-            if warps == heuristic.num_warps {
-                at_heuristic = Some(g);
-            }
-            if best.is_none_or(|(bg, _)| g > bg) {
-                best = Some((g, warps));
-            }
+            choice.record(warps, g);
         }
-        let (bg, bw) = best.unwrap_or((0.0, 0));
-        let h = at_heuristic
-            .map(|g| format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling))
-            .unwrap_or_else(|| "-".into());
-        println!(
-            "{:>14}  {h:>22} {:>22}",
-            format!("{m}x{n}"),
-            format!("{bg:.0} ({:.1}%, w{bw})", 100.0 * bg / ceiling)
-        );
+        let (h, best) = choice.cells(ceiling);
+        println!("{:>14}  {h:>22} {best:>22}", format!("{m}x{n}"));
         // The long-row kernel (two walks, Welford) where the host code picked the one-block
         // kernel: which of the two it should pick where both run.
         if kernel.name == "_layer_norm_fwd_fused" {
