@@ -253,45 +253,19 @@ pub fn tuned_softmax(
     tuner.tuned(dev, &format!("{rows},{cols}"), &build, &grid, args)
 }
 
-/// The matmul tutorial's `@triton.autotune` configurations: `BLOCK_M`, `BLOCK_N`,
-/// `BLOCK_K`, `GROUP_M`, with `num_stages` and `num_warps` — the seed's list (`BLOCK_K` 32),
-/// the fp16 ones that later versions of the tutorial added (`BLOCK_K` 64), and one of
-/// rutile's (below).
+/// The matmul tutorial's `@triton.autotune` configurations and rutile's own
+/// ([`seeds::MATMUL_CONFIGS`]): `BLOCK_M`, `BLOCK_N`, `BLOCK_K`, `GROUP_M`, with
+/// `num_stages` and `num_warps`.
 pub fn matmul_configs() -> Vec<Config> {
-    [
-        (128, 256, 32, 3, 8),
-        (256, 128, 32, 3, 8),
-        (256, 64, 32, 4, 4),
-        (64, 256, 32, 4, 4),
-        (128, 128, 32, 4, 4),
-        (128, 64, 32, 4, 4),
-        (64, 128, 32, 4, 4),
-        (128, 32, 32, 4, 4),
-        (64, 32, 32, 5, 2),
-        (32, 64, 32, 5, 2),
-        (128, 256, 64, 3, 8),
-        (128, 64, 64, 4, 4),
-        (64, 128, 64, 4, 4),
-        (128, 32, 64, 4, 4),
-        // Not the tutorial's: 128x128 blocks on 8 warps, whose 64x32 warp tiles need about
-        // half the registers of 4 warps' 64x64, so that two programs of 8 warps share a
-        // multiprocessor (4 warps a scheduler instead of 2 to cover `mma.sync`'s latency).
-        (128, 128, 32, 4, 8),
-        // Nor these: on Hopper's warpgroup MMAs, a fourth stage lets the copies run two
-        // iterations ahead while one group of MMAs stays in flight (the hand-written study's
-        // best schedule, `benches/cuda/wgmma_hand.cu`; 128x256x64 fits four stages because
-        // the epilogue reuses the ring's shared memory).
-        (128, 128, 64, 4, 8),
-        (256, 128, 64, 3, 8),
-        (128, 256, 64, 4, 8),
-    ]
-    .into_iter()
-    .map(|(bm, bn, bk, stages, warps)| {
-        Config::new(&[("BLOCK_M", bm), ("BLOCK_N", bn), ("BLOCK_K", bk), ("GROUP_M", 8)])
-            .num_stages(stages)
-            .num_warps(warps)
-    })
-    .collect()
+    seeds::MATMUL_CONFIGS
+        .into_iter()
+        .map(|(bm, bn, bk, stages, warps)| {
+            let (bm, bn, bk) = (i64::from(bm), i64::from(bn), i64::from(bk));
+            Config::new(&[("BLOCK_M", bm), ("BLOCK_N", bn), ("BLOCK_K", bk), ("GROUP_M", 8)])
+                .num_stages(stages)
+                .num_warps(warps)
+        })
+        .collect()
 }
 
 /// [`matmul_configs`] that `dev` should try. A software device compiles each of the large

@@ -334,30 +334,15 @@ fn softmax_tutorial_configurations_pass_ptxas() {
     }
 }
 
-/// The matmul tutorial's `@triton.autotune` configurations (`matmul_configs` in
-/// `examples/tutorials.rs`): `BLOCK_M`, `BLOCK_N`, `num_stages`, `num_warps`, with
-/// `BLOCK_K` 32 and `GROUP_M` 8.
-const MATMUL_CONFIGS: [(u32, u32, u32, u32); 10] = [
-    (128, 256, 3, 8),
-    (256, 128, 3, 8),
-    (256, 64, 4, 4),
-    (64, 256, 4, 4),
-    (128, 128, 4, 4),
-    (128, 64, 4, 4),
-    (64, 128, 4, 4),
-    (128, 32, 4, 4),
-    (64, 32, 5, 2),
-    (32, 64, 5, 2),
-];
-
 /// Each of the tutorial's matmul configurations lowered as the CUDA backend lowers it on
 /// an H100 (up to 227 KiB of shared memory), with `dot` on the tensor cores or not
 /// (`mma_sync`), and assembled for [`SMS`]. Returns, per configuration and SM, its label
 /// and what ptxas reported.
 fn matmul_tutorial_configurations(mma_sync: bool) -> Vec<(String, Option<Resources>)> {
     let mut reports = Vec::new();
-    for (bm, bn, stages, warps) in MATMUL_CONFIGS {
-        let kernel = seeds::matmul(&seeds::MatmulMeta::fp16(bm, bn, 32)).unwrap();
+    // The seed's own ten (`BLOCK_K` 32).
+    for &(bm, bn, bk, stages, warps) in &seeds::MATMUL_CONFIGS[..seeds::SEED_MATMUL_CONFIGS] {
+        let kernel = seeds::matmul(&seeds::MatmulMeta::fp16(bm, bn, bk)).unwrap();
         // `num_stages` does not reach the lowering through this target; written so, the
         // target keeps its other defaults as fields are added.
         let target = Target {
@@ -418,19 +403,7 @@ fn matmul_on_the_tensor_cores_passes_ptxas() {
 /// --nocapture` prints registers and shared memory).
 #[test]
 fn matmul_on_warpgroup_mmas_passes_ptxas() {
-    let configs = MATMUL_CONFIGS
-        .iter()
-        .map(|&(bm, bn, stages, warps)| (bm, bn, 32, stages, warps))
-        .chain([
-            (128, 256, 64, 3, 8),
-            (128, 64, 64, 4, 4),
-            (64, 128, 64, 4, 4),
-            (128, 32, 64, 4, 4),
-            (128, 128, 32, 4, 8),
-            (128, 128, 64, 4, 8),
-            (256, 128, 64, 3, 8),
-            (128, 256, 64, 4, 8),
-        ]);
+    let configs = seeds::MATMUL_CONFIGS;
     let mut spilling = Vec::new();
     for (bm, bn, bk, stages, warps) in configs {
         let kernel = seeds::matmul(&seeds::MatmulMeta::fp16(bm, bn, bk)).unwrap();

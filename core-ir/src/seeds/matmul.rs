@@ -128,3 +128,38 @@ pub fn matmul(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
         k.store_masked(c_ptrs, c, c_mask);
     })
 }
+
+/// The matmul configurations the tutorial's host code tries, as `(BLOCK_M, BLOCK_N,
+/// BLOCK_K, num_stages, num_warps)` with `GROUP_M` 8: the seed's `@triton.autotune` list
+/// (the first ten, `BLOCK_K` 32), the fp16 ones later versions of the tutorial added
+/// (`BLOCK_K` 64), and four of rutile's (the last four).
+pub const MATMUL_CONFIGS: [(u32, u32, u32, u32, u32); 18] = [
+    (128, 256, 32, 3, 8),
+    (256, 128, 32, 3, 8),
+    (256, 64, 32, 4, 4),
+    (64, 256, 32, 4, 4),
+    (128, 128, 32, 4, 4),
+    (128, 64, 32, 4, 4),
+    (64, 128, 32, 4, 4),
+    (128, 32, 32, 4, 4),
+    (64, 32, 32, 5, 2),
+    (32, 64, 32, 5, 2),
+    (128, 256, 64, 3, 8),
+    (128, 64, 64, 4, 4),
+    (64, 128, 64, 4, 4),
+    (128, 32, 64, 4, 4),
+    // Not the tutorial's: 128x128 blocks on 8 warps, whose 64x32 warp tiles need about half
+    // the registers of 4 warps' 64x64, so that two programs of 8 warps share a
+    // multiprocessor (4 warps a scheduler instead of 2 to cover `mma.sync`'s latency).
+    (128, 128, 32, 4, 8),
+    // Nor these: on Hopper's warpgroup MMAs, a fourth stage lets the copies run two
+    // iterations ahead while one group of MMAs stays in flight (the hand-written study's
+    // best schedule, `benches/cuda/wgmma_hand.cu`; 128x256x64 fits four stages because the
+    // epilogue reuses the ring's shared memory).
+    (128, 128, 64, 4, 8),
+    (256, 128, 64, 3, 8),
+    (128, 256, 64, 4, 8),
+];
+
+/// How many of [`MATMUL_CONFIGS`] are the seed's own list.
+pub const SEED_MATMUL_CONFIGS: usize = 10;

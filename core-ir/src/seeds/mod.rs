@@ -23,7 +23,9 @@ pub use layer_norm::{
     LayerNormBackwardMeta, LayerNormMeta,
 };
 pub use long_rows::{fits_one_block, layer_norm_long, softmax_long, LongRowMeta, ONE_BLOCK_BYTES};
-pub use matmul::{matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta};
+pub use matmul::{
+    matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta, MATMUL_CONFIGS, SEED_MATMUL_CONFIGS,
+};
 pub use naive_softmax::{naive_softmax_elementwise_grid, NaiveSoftmax, NAIVE_SOFTMAX_ELEMENTWISE_BLOCK};
 pub use softmax::{
     softmax, softmax_block, softmax_chunked, softmax_chunks, softmax_chunks_at_most, softmax_num_warps,
