@@ -1,14 +1,19 @@
 //! Software pipelining of the loads that feed `dot` on the tensor cores, as Triton's
 //! pipeliner: in a `for` loop, a load whose only use is as an operand of such a `dot`
 //! becomes asynchronous copies (`cp.async`) straight into a ring of `num_stages` swizzled
-//! shared-memory tiles, `num_stages - 1` iterations ahead of the `dot` that reads them.
+//! shared-memory tiles, `A = num_stages - 1` iterations ahead of the `dot` that reads them
+//! (`A = num_stages - 2` when that `dot` runs on warpgroup MMAs left in flight across the
+//! back edge: the buffer being refilled was then read two iterations back).
 //!
 //! ```text
-//! before the loop:  for s in 0..S-1: copies of iteration s into stage s; commit
-//! iteration i:      wait until iteration i's group is complete; barrier
-//!                   copies of iteration i+S-1 into stage (i+S-1) % S (read in i-1); commit
-//!                   the body, its `dot` reading stage i % S with `ldmatrix`
-//! after the loop:   wait for all groups
+//! before the loop:  for s in 0..A: copies of iteration s into stage s; commit
+//! iteration i:      wait until iteration i's group is complete
+//!                   (fence.proxy.async where a wgmma reads the copies); barrier
+//!                   copies of iteration i+A into stage (i+A) % S; commit
+//!                   the body, its `dot` reading stage i % S (`ldmatrix`, or wgmma
+//!                   descriptors; then wgmma.wait_group 1 in flight, else 0)
+//! after the loop:   wait for all groups (and the last wgmmas); barrier, after which the
+//!                   ring's shared memory may be reused
 //! ```
 //!
 //! The copies of a later iteration need its pointers and masks: the instructions of the body
