@@ -3,6 +3,9 @@
 //! plain cudarc launch (`cuLaunchKernel`) of the same PTX with the same arguments: what
 //! rutile adds to the driver's launch (argument checks, specialization, the compile
 //! cache's lookup, buffer extents). Target: under 1 µs more than the plain launch.
+//! `rutile` is `DeviceExt::launch`, which finds the kernel in the compile cache at every
+//! call; `launcher` is a `Launcher`, bound to the kernel once, which skips that lookup and
+//! keeps every check.
 //!
 //! ```sh
 //! cargo bench -p rutile-benches --bench launch
@@ -61,6 +64,12 @@ fn rutile_launches(c: &mut Criterion, dev: &dyn Device, name: &str) -> rutile::R
             timed(iters, &mut || dev.launch(&kernel, &config, &args).unwrap(), &mut || {
                 dev.synchronize().unwrap()
             })
+        })
+    });
+    let launcher = dev.launcher(&kernel, &config)?;
+    g.bench_function(BenchmarkId::new("launcher", name), |b| {
+        b.iter_custom(|iters| {
+            timed(iters, &mut || launcher.launch(&args).unwrap(), &mut || dev.synchronize().unwrap())
         })
     });
     g.finish();

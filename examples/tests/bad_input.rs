@@ -152,6 +152,44 @@ fn launch_arguments_are_checked() {
     }
 }
 
+/// A kernel compiled assuming an argument divisible by 16 (Triton's specialization) and
+/// launched with one that is not is an error, not a launch without the masks it needs; a
+/// `Launcher` compiles a second form for such arguments instead, and both are right.
+#[test]
+fn launches_keep_to_the_specialization_they_were_compiled_for() {
+    let (_turn, devices) = devices();
+    let kernel = seeds::vector_add(ScalarType::F32, 256).unwrap();
+    let config = LaunchConfig::grid1(2);
+    let xs: Vec<f32> = (0..512).map(|i| (i as f32 * 0.37).sin()).collect();
+    for d in devices {
+        let d = d.as_ref();
+        let (x, out) = (d.upload(&xs).unwrap(), d.zeros::<f32>(512).unwrap());
+        let args = |n: i32| [Arg::from(&x), (&x).into(), (&out).into(), n.into()];
+        let compiled = d.compile_for(&kernel, &config, &args(512)).unwrap();
+        let e = d.launch_compiled(&compiled, config.grid, &args(500)).unwrap_err();
+        assert_contains(
+            &e,
+            d,
+            "argument 3 (`n_elements`): the kernel was compiled assuming it is divisible by 16, got 500",
+        );
+
+        let add = d.launcher(&kernel, &config).unwrap();
+        for n in [512, 500, 512, 1] {
+            d.upload_into(&out, &vec![-7.0; 512]).unwrap();
+            add.launch(&args(n)).unwrap();
+            let got = d.download(&out).unwrap();
+            for (i, (g, x)) in got.iter().zip(&xs).enumerate() {
+                let want = if i < n as usize { 2.0 * x } else { -7.0 };
+                assert_eq!(*g, want, "{}: n = {n}, element {i}", d.id());
+            }
+        }
+        // 512 and 500 differ in divisibility, 1 is also `equal_to_1`: three forms.
+        let forms = [512, 500, 1].map(|n| add.compiled_for(&args(n)).unwrap());
+        assert!(!Arc::ptr_eq(&forms[0], &forms[1]) && !Arc::ptr_eq(&forms[1], &forms[2]));
+        assert!(Arc::ptr_eq(&forms[0], &add.compiled_for(&args(512)).unwrap()));
+    }
+}
+
 /// An unmasked access past the end of a buffer, known from the grid and the arguments, is
 /// an error before anything runs.
 #[test]

@@ -46,6 +46,12 @@ pub trait DeviceExt: Device {
         }
         self.launch_compiled(&compiled, config.grid, args)
     }
+    /// `kernel` and `config` bound to this device, for launching many times: each launch
+    /// skips the compile cache's lookup of the whole kernel that [`launch`](Self::launch)
+    /// does (see [`Launcher`](crate::Launcher)). Nothing is compiled until the first launch.
+    fn launcher(&self, kernel: &Kernel, config: &LaunchConfig) -> Result<crate::Launcher<'_, Self>> {
+        Ok(crate::Launcher::new(self, kernel, config))
+    }
     /// Compiles `kernel` specialized for these arguments (cached).
     fn compile_for(
         &self,

@@ -149,8 +149,38 @@ pub(crate) fn check_launch(
 ) -> Result<()> {
     let kernel = &compiled.kernel;
     check_args(kernel, args, device)?;
+    check_specialization(compiled, args)?;
     check_grid(kernel, grid, max_grid)?;
     check_extent(compiled, grid, args)
+}
+
+/// The arguments satisfy what the kernel was compiled assuming of them (Triton's
+/// specialization: integers divisible by 16, integers equal to 1). A kernel compiled for
+/// `n = 4096` and launched with `n = 4000` would otherwise skip the masks its code dropped:
+/// a silent wrong result, which is an error here instead.
+fn check_specialization(compiled: &CompiledKernel, args: &[Arg<'_>]) -> Result<()> {
+    let spec = &compiled.specialization;
+    for (i, arg) in args.iter().enumerate() {
+        let Some(v) = arg.as_i128() else { continue };
+        let assumed = if spec.divisible_by_16.get(i) == Some(&true) && v % 16 != 0 {
+            "divisible by 16"
+        } else if spec.equal_to_1.get(i) == Some(&true) && v != 1 {
+            "equal to 1"
+        } else {
+            continue;
+        };
+        let kernel = &compiled.kernel;
+        return Err(Error::Argument {
+            kernel: kernel.name.clone(),
+            message: format!(
+                "argument {i} (`{}`): the kernel was compiled assuming it is {assumed}, got {v}; \
+                 compile it for these arguments (`DeviceExt::compile_for`), or launch through \
+                 `DeviceExt::launch` or a `Launcher`, which do",
+                kernel.params[i].name
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Buffers too small for the kernel's unmasked accesses over this grid

@@ -27,6 +27,7 @@ mod dump;
 mod error;
 mod ext;
 pub mod launch;
+mod launcher;
 pub mod occupancy;
 mod progress;
 mod select;
@@ -42,6 +43,7 @@ pub use device::{Backend, Device, DeviceProperties, DeviceType};
 pub use error::{Error, Result};
 pub use ext::DeviceExt;
 pub use launch::{Arg, LaunchConfig};
+pub use launcher::Launcher;
 pub use select::{default_device, list_devices, open_device, DeviceListing, DEVICE_ENV};
 
 /// The kernel language and compiler (re-exported from `rutile-ir`).
