@@ -478,3 +478,29 @@ fn column_major_matmul_operands_load_down_their_columns() {
         "staging wavefronts, B row-major then column-major: {staging:?}"
     );
 }
+
+/// Rows walked in blocks by a `for` loop from 0 (layer norm's three passes, the long-row
+/// kernels' walks, forwards and backwards): the induction variable is a multiple of the
+/// block, so each block stays aligned and its loads and stores move 16 bytes. Without that
+/// fact about the induction variable every access was one element wide.
+#[test]
+fn rows_walked_by_a_loop_keep_their_accesses_wide() {
+    use rutile_ir::seeds::{self, LayerNormMeta};
+    let ln = LayerNormMeta::for_row(2048, F16).unwrap();
+    let long_ln = LayerNormMeta { block_size: 4096, dtype: F16 };
+    for (name, kernel, elem_bytes, scalar_stores) in [
+        ("layer norm forward", seeds::layer_norm_forward(&ln).unwrap(), 2, 2),
+        ("long-row layer norm", seeds::layer_norm_long(&long_ln).unwrap(), 2, 2),
+        ("long-row softmax", seeds::softmax_long(4096, seeds::SoftmaxOptions::default()).unwrap(), 4, 0),
+    ] {
+        let tk = lower(&kernel, &target(32, 8), &Specialization::all(kernel.params.len())).unwrap();
+        let (loads, stores, _) = widths(&tk);
+        let wide = 16 / elem_bytes;
+        assert!(!loads.is_empty() && loads.iter().all(|&w| w == wide), "{name}: loads {loads:?}");
+        let narrow = stores.iter().filter(|&&w| w == 1).count();
+        assert!(
+            narrow == scalar_stores && stores.iter().all(|&w| w == 1 || w == wide),
+            "{name}: stores {stores:?}"
+        );
+    }
+}

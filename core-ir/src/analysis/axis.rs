@@ -115,10 +115,16 @@ fn meet(a: AxisInfo, b: AxisInfo) -> AxisInfo {
 /// A `for` loop: its carried values start as their initial values and are met with what
 /// the body yields until nothing changes (Triton's fixed point), so that pointers
 /// advanced by a uniform step each iteration (`a_ptrs += BLOCK_K * stride_ak`) keep their
-/// contiguity and alignment. The induction variable is unknown.
+/// contiguity and alignment. The induction variable takes the values `start + i * step`, so
+/// the power of two dividing both divides all of them (Triton's rule too): a row walked in
+/// blocks from 0 keeps its blocks aligned, and its loads 16 bytes wide.
 fn for_loop(k: &Kernel, inst: &crate::ir::Inst, init: &[ValueId], info: &mut Vec<AxisInfo>) {
     const MAX_ROUNDS: usize = 8;
     let body = &inst.regions[0];
+    if let (Op::For { start, step, .. }, Some(&iv)) = (&inst.op, body.args.first()) {
+        let div = scalar_div(&info[start.index()]).min(scalar_div(&info[step.index()]));
+        info[iv.index()] = AxisInfo::uniform(div, &[], None);
+    }
     let carried = &body.args[1..];
     for (&arg, &v) in carried.iter().zip(init) {
         info[arg.index()] = info[v.index()];
