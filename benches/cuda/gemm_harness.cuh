@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -232,11 +233,22 @@ struct Buffers {
 static inline void poison(__half* p, size_t n) { CUDA_CHECK(cudaMemset(p, 0xFF, n * sizeof(__half))); }
 using GemmKernel = void (*)(const __half*, const __half*, __half*, int, int, int);
 
+// How to launch a kernel whose parameters or grid are not GemmKernel's (TMA descriptors
+// built on the host, a persistent grid): given the buffers and the shape, it launches.
+using GemmLaunch = std::function<void(const __half*, const __half*, __half*, int, int, int)>;
+
 struct Entry {
   const char* variant;  // which form of the kernel (a column of the table)
   std::string config;
-  GemmKernel kernel;
+  GemmKernel kernel;    // launched on one block per BM x BN tile; null where `custom` is set
   int threads, smem, bm, bn;
+  // Optional, for kernels of another signature: the kernel (for the resource table) and
+  // its launcher, which is used instead of `kernel` where set.
+  const void* func = nullptr;
+  GemmLaunch custom = nullptr;
+  const void* attr_func() const {
+    return func ? func : reinterpret_cast<const void*>(kernel);
+  }
 };
 
 static inline void launch(const Entry& e, const __half* A, const __half* B, __half* C, int M, int N,
@@ -246,6 +258,11 @@ static inline void launch(const Entry& e, const __half* A, const __half* B, __ha
             M, N, K);
     exit(2);
   }
+  if (e.custom) {
+    e.custom(A, B, C, M, N, K);
+    LAUNCH_CHECK();
+    return;
+  }
   const int grid = ((M + e.bm - 1) / e.bm) * ((N + e.bn - 1) / e.bn);
   e.kernel<<<grid, e.threads, e.smem>>>(A, B, C, M, N, K);
   LAUNCH_CHECK();
@@ -254,17 +271,19 @@ static inline void launch(const Entry& e, const __half* A, const __half* B, __ha
 // Prints each kernel's resources, checks every entry against cuBLAS on small ragged shapes
 // and on the timed ones, and times them beside cuBLAS. Returns the process's exit status:
 // 0, or 1 when a check failed.
-inline int run_gemm_harness(const std::vector<Entry>& entries, cublasHandle_t handle) {
+// `extra` shapes are timed after the standard ones (a study's own, e.g. a large ragged one).
+inline int run_gemm_harness(const std::vector<Entry>& entries, cublasHandle_t handle,
+                            const std::vector<Shape>& extra = {}) {
   // What the hardware made of each instantiation (ptxas -v gives the same registers and
   // spills; dynamic shared memory is only known here).
   printf("\n%-11s %-26s %5s %8s %10s %12s\n", "variant", "config", "regs", "local B",
          "dyn smem B", "blocks/SM");
   for (const Entry& e : entries) {
     cudaFuncAttributes fa;
-    CUDA_CHECK(cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(e.kernel)));
+    CUDA_CHECK(cudaFuncGetAttributes(&fa, e.attr_func()));
     int blocks = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks, reinterpret_cast<const void*>(e.kernel), e.threads, e.smem));
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, e.attr_func(),
+                                                             e.threads, e.smem));
     printf("%-11s %-26s %5d %8zu %10d %12d\n", e.variant, e.config.c_str(),
            fa.numRegs, fa.localSizeBytes, e.smem, blocks);
   }
@@ -312,8 +331,9 @@ inline int run_gemm_harness(const std::vector<Entry>& entries, cublasHandle_t ha
   }
   printf("\nsmall shapes checked (%s)\n", failures ? "FAILURES above" : "all pass");
 
-  const Shape shapes[] = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096},
-                          {8192, 8192, 8192}, {1000, 3000, 136}};
+  std::vector<Shape> shapes = {{1024, 1024, 1024}, {2048, 2048, 2048}, {4096, 4096, 4096},
+                               {8192, 8192, 8192}, {1000, 3000, 136}};
+  shapes.insert(shapes.end(), extra.begin(), extra.end());
   Timer timer;
   printf("\ntimes: median of 25 after 3 warm-up launches, L2 %s before each\n\n",
          timer.flush_bytes ? "emptied" : "not emptied");
