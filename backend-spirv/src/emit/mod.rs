@@ -36,7 +36,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
     })?;
     let scan = Scan::new(kernel, target)?;
     let layout = BindingLayout::new(kernel, &scan.atomic, target);
-    let mut cx = Cx::new(kernel, &scan, &layout);
+    let mut cx = Cx::new(kernel, &scan, &layout, target);
     cx.preamble(&scan);
     cx.stmts(&kernel.body)?;
     cx.flush();
@@ -181,6 +181,9 @@ struct Cx<'a> {
     /// What a barrier orders: workgroup memory, and in kernels with global atomics storage
     /// buffers too (see [`publishing_atomics`]).
     barrier: naga::Barrier,
+    /// Whether 64-bit integers are available (`umulhi` of 32-bit values is then one wide
+    /// multiply).
+    int64: bool,
 }
 
 /// Whether a kernel has global atomics, which other workgroups may use to publish or
@@ -194,7 +197,7 @@ fn publishing_atomics(scan: &Scan) -> bool {
 }
 
 impl<'a> Cx<'a> {
-    fn new(k: &'a ThreadKernel, scan: &Scan, layout: &BindingLayout) -> Cx<'a> {
+    fn new(k: &'a ThreadKernel, scan: &Scan, layout: &BindingLayout, target: &SpirvTarget) -> Cx<'a> {
         let mut module = Module::default();
         let mut f = Function {
             name: Some(entry_name(&k.name)),
@@ -407,6 +410,7 @@ impl<'a> Cx<'a> {
             thread_id: None,
             program_id: [None; 3],
             num_programs: [None; 3],
+            int64: target.shader_i64,
             barrier: if publishing_atomics(scan) {
                 naga::Barrier::WORK_GROUP | naga::Barrier::STORAGE
             } else {
