@@ -323,6 +323,23 @@ pub(crate) fn specialization(args: &[Arg<'_>], aligned: impl Fn(&DeviceBuffer) -
     }
 }
 
+/// Whether `spec` is exactly the specialization of `args` (what [`specialization`] would
+/// build with every buffer aligned, as they are), compared without allocating.
+pub(crate) fn specialized_for(spec: &Specialization, args: &[Arg<'_>]) -> bool {
+    spec.divisible_by_16.len() == args.len()
+        && spec.equal_to_1.len() == args.len()
+        && args.iter().enumerate().all(|(i, a)| {
+            let (div, one) = match a {
+                Arg::Buffer(_) => (true, false),
+                a => {
+                    let v = a.as_i128();
+                    (v.is_some_and(|v| v % 16 == 0), v == Some(1))
+                }
+            };
+            spec.divisible_by_16[i] == div && spec.equal_to_1[i] == one
+        })
+}
+
 /// Threads per program for `num_warps` warps of `warp_size`, or an error when they are more
 /// than the device's `limit`; `unit` names them as the device does ("threads per program",
 /// "invocations per workgroup"). Counted in `u64`, so that no `num_warps` wraps below the

@@ -69,8 +69,15 @@ impl<'d, D: Device + ?Sized> Launcher<'d, D> {
     /// The compiled kernel these arguments launch (compiled at the first launch with their
     /// specialization).
     pub fn compiled_for(&self, args: &[Arg<'_>]) -> Result<Arc<CompiledKernel>> {
-        let spec = crate::launch::specialization(args, |_| true);
-        if let Some(c) = self.compiled.lock().unwrap().iter().find(|c| c.specialization == spec) {
+        // Compared in place, without building the arguments' specialization: this runs at
+        // every launch.
+        if let Some(c) = self
+            .compiled
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|c| crate::launch::specialized_for(&c.specialization, args))
+        {
             return Ok(c.clone());
         }
         let compiled = self.device.compile_for(&self.kernel, &self.config, args)?;
