@@ -44,11 +44,12 @@
 //!
 //! `--csv` writes every point with its times (p20, median, p80), as one row per device,
 //! kernel and size. `--quick` runs small sizes without the cache flush, to try the
-//! benchmark on a software device. `--only` runs the named sections only (the copy ceiling is always measured). Times are
-//! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
-//! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
-//! reading 256 MiB (`--flush read`), which leaves it clean. `--cols` measures the softmax at
-//! the given widths only (e.g. `--cols 1024` to repeat one figure).
+//! benchmark on a software device. `--only` runs the named sections only (the copy ceiling
+//! is always measured). Times are medians of device-timed runs with the L2 cache emptied
+//! before each: by a 256 MiB copy (`--flush copy`, as `triton.testing.do_bench`, the
+//! default) which leaves it dirty, or by reading 256 MiB (`--flush read`), which leaves it
+//! clean. `--cols` measures the softmax at the given widths only (e.g. `--cols 1024` to
+//! repeat one figure).
 
 use rutile::bench::{Benchmark, Report, Series, Unit};
 use rutile::seeds;
