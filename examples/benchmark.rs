@@ -1,49 +1,71 @@
-//! Memory-bound seed kernels against the device-to-device copy ceiling, measured in the
-//! same run on each GPU present (CUDA and wgpu side by side):
+//! The seed kernels and tutorials against the device-to-device copy ceiling and cuBLAS,
+//! measured in the same run on each GPU present (CUDA and wgpu side by side):
 //!
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
 //!                                               [--cols N,N,...]
 //!                                               [--only vector_add,softmax,transpose,matmul_b,matmul,dropout,
 //!                                                       layer_norm,long_softmax,attention]
 //!
-//! Vector add f32 for 2^12..2^28 elements (12 bytes per element), fused softmax f32
-//! for M = 4096, N = 256..16384 (powers of two and three widths just past one; 8 bytes per
-//! element), in the one-row-per-program, persistent, several-rows and chunked forms (`-cs`:
-//! read-once loads; `-fd`: dividing as Triton's `/` compiles for f32, within 2 ulp), next
-//! to a device-to-device copy of the same bytes and one launch of a copy kernel moving them
-//! through the same backend, and the tiled transpose of an 8192 x 8192 f32 matrix (8 bytes
-//! per element; its load and store contiguous along different axes of the tile) in 64 x 64
-//! and 32 x 32 tiles at 4 and 8 warps, each configuration's result checked against the
-//! CPU's transpose before it is timed; and the fp16 matmul with B row-major and
-//! column-major (`matmul_b`); and the tutorial's fp16 matmul, autotuned, at M = N = K =
-//! 256..8192 on every GPU beside cuBLAS on each CUDA device, in the same run (`matmul`;
-//! `RUTILE_CUBLAS` points at a libcublas.so.N where it is not found, see `rutile::cublas`);
-//! the seeded dropout tutorial for 2^12..2^28 f32 elements (8 bytes per element: its
-//! random numbers are computed, not read), checked against the CPU reference first.
-//! The next tutorials: the layer norm forward pass, fp16, M = 4096, N = 512..16384 and
-//! long rows beyond (`layer_norm`; 4 bytes per element); the long-row softmax, f32, N =
-//! 32768..262144 (`long_softmax`; 8 bytes per element), both against the copy ceiling; and
-//! the fused attention forward pass, fp16, 4 x 32 heads, N_CTX = 1024..16384, head
-//! dimensions 64 and 128, causal and not, in TFLOPS (`attention`), each checked against a
-//! CPU reference before it is timed (`tutorial_sweeps.rs`).
-//! `--only` runs the named sections only (the copy ceiling is always measured). Times are
-//! medians of device-timed runs with the L2 cache emptied before each: by a 256 MiB copy
-//! (`--flush copy`, as `triton.testing.do_bench`, the default) which leaves it dirty, or by
-//! reading 256 MiB (`--flush read`), which leaves it clean. `--cols` measures the softmax at
-//! the given widths only (e.g. `--cols 1024` to repeat one figure).
+//! The sections up to `matmul` are each measured with `rutile::bench::Benchmark` (Triton's
+//! `perf_report`) and printed as its tables, one column per line (rutile's kernels and the
+//! baselines measured beside them), with what a table cannot hold printed after it.
+//!
+//! - `vector_add`: f32, 2^12..2^28 elements (12 bytes per element), beside one launch of a
+//!   copy kernel moving the same bytes through the same backend.
+//! - `softmax`: the fused softmax f32, M = 4096, N = 256..16384 (powers of two and three
+//!   widths just past one; 8 bytes per element), in the one-row-per-program, persistent,
+//!   several-rows and chunked forms (`-cs`: read-once loads; `-fd`: dividing as Triton's
+//!   `/` compiles for f32, within 2 ulp), beside the driver's device-to-device copy of the
+//!   same bytes (`copy`) and the copy kernel: one table at the tutorial's `num_warps`, one
+//!   at the best of 1..16 (the same sweep), and the `num_warps` that won.
+//! - `transpose`: the tiled transpose of an M x M f32 matrix, M = 1024..8192 (8 bytes per
+//!   element; its load and store contiguous along different axes of the tile), in 64 x 64
+//!   and 32 x 32 tiles at 4 and 8 warps beside the copy kernel, each configuration's result
+//!   checked against the CPU's transpose before it is timed.
+//! - `matmul_b`: the fp16 matmul with B row-major and column-major, at fixed blocks and
+//!   autotuned per layout, with column-major as a percentage of row-major.
+//! - `matmul`: the tutorial's fp16 matmul, autotuned, at M = N = K = 256..8192, one table
+//!   for every GPU with lines `rutile <device>`, `+leaky_relu <device>` (CUDA only) and
+//!   `cuBLAS <device>` (`RUTILE_CUBLAS` points at a libcublas.so.N where it is not found,
+//!   see `rutile::cublas`), then rutile as a percentage of cuBLAS on the same GPU and the
+//!   configuration chosen per size and device with its registers, spills, shared memory and
+//!   whether it runs on `wgmma`, `mma.sync` or FMA; then the skinny shapes 4096x16x4096 and
+//!   8192x8192x512 (M x N x K) the same way. Products are checked against cuBLAS and an f64
+//!   reference first (`benchmark/matmul.rs`).
+//! - `dropout`: the seeded dropout tutorial for 2^12..2^28 f32 elements (8 bytes per
+//!   element: its random numbers are computed, not read), checked against the CPU reference
+//!   first.
+//! - The next tutorials: the layer norm forward pass, fp16, M = 4096, N = 512..16384 and
+//!   long rows beyond (`layer_norm`; 4 bytes per element); the long-row softmax, f32, N =
+//!   32768..262144 (`long_softmax`; 8 bytes per element), both against the copy ceiling;
+//!   and the fused attention forward pass, fp16, 4 x 32 heads, N_CTX = 1024..16384, head
+//!   dimensions 64 and 128, causal and not, in TFLOPS (`attention`), each checked against a
+//!   CPU reference before it is timed (`benchmark/tutorial_sweeps.rs`).
+//!
+//! `--csv` writes every point with its times (p20, median, p80), as one row per device,
+//! kernel and size. `--quick` runs small sizes without the cache flush, to try the
+//! benchmark on a software device. `--only` runs the named sections only (the copy ceiling
+//! is always measured). Times are medians of device-timed runs with the L2 cache emptied
+//! before each: by a 256 MiB copy (`--flush copy`, as `triton.testing.do_bench`, the
+//! default) which leaves it dirty, or by reading 256 MiB (`--flush read`), which leaves it
+//! clean. `--cols` measures the softmax at the given widths only (e.g. `--cols 1024` to
+//! repeat one figure).
 
-use rutile::autotune::Autotuner;
-use rutile::bench::{Benchmark, Report, Unit};
-use rutile::cublas::Cublas;
+use rutile::bench::{Benchmark, Report, Series, Unit};
 use rutile::seeds;
-use rutile::{Backend, CacheModifier, CudaGpu, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
+use rutile::{Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
 use rutile_examples::bench::{copy_kernel, do_bench, gbps, CacheFlush, CopyTimes, FlushMode, Stats, COPY_BLOCK};
-use rutile_examples::check::{first_difference, transpose_reference};
-use rutile_examples::rng::{normal_f32s, Rng};
-use rutile_examples::tutorials::{matmul_configs_for, tuned_matmul};
+use rutile_examples::rng::Rng;
+use std::cell::RefCell;
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::rc::Rc;
 
+#[path = "benchmark/matmul.rs"]
+mod matmul;
+#[path = "benchmark/softmax.rs"]
+mod softmax;
+#[path = "benchmark/transpose.rs"]
+mod transpose;
 #[path = "benchmark/tutorial_sweeps.rs"]
 mod tutorial_sweeps;
 
@@ -130,8 +152,13 @@ fn main() {
                 .filter(|(d, _)| &d.properties().name == name)
         };
         let ceiling = same_gpu().map(|(_, c)| c.large).fold(0.0, f64::max);
-        let same_bytes: Vec<f64> = (0..sizes.cols.len())
-            .map(|i| same_gpu().map(|(_, c)| c.same_bytes[i]).fold(0.0, f64::max))
+        // The fastest copy of each softmax's bytes on this GPU.
+        let same_bytes: Vec<Stats> = (0..sizes.cols.len())
+            .filter_map(|i| {
+                same_gpu()
+                    .map(|(_, c)| c.same_bytes[i])
+                    .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms))
+            })
             .collect();
         let run = Run {
             quick,
@@ -145,7 +172,7 @@ fn main() {
         }
     }
     if sections.matmul {
-        if let Err(e) = bench_matmul(&devices, quick, flush_mode, &mut csv) {
+        if let Err(e) = matmul::matmul(&devices, quick, flush_mode, &mut csv) {
             eprintln!("matmul benchmark failed: {e}");
             std::process::exit(1);
         }
@@ -246,12 +273,12 @@ fn softmax_sizes(quick: bool) -> SoftmaxSizes {
     }
 }
 
-/// Copy bandwidths of one device, in GB/s (bytes read + written).
+/// Copies on one device.
 struct Copies {
-    /// A 1 GiB copy: the ceiling.
+    /// The ceiling from a 1 GiB copy, in GB/s (bytes read + written).
     large: f64,
-    /// A copy of the bytes of each softmax size, timed as the kernels are.
-    same_bytes: Vec<f64>,
+    /// The times of a copy of the bytes of each softmax size, timed as the kernels are.
+    same_bytes: Vec<Stats>,
 }
 
 fn copy_bandwidth(
@@ -307,7 +334,7 @@ fn copy_bandwidth(
             s.p80_ms,
             g / large
         );
-        same_bytes.push(g);
+        same_bytes.push(s);
     }
     Ok(Copies { large, same_bytes })
 }
@@ -316,7 +343,7 @@ fn bench_device(
     dev: &dyn Device,
     run: &Run,
     sizes: &SoftmaxSizes,
-    same_bytes: &[f64],
+    same_bytes: &[Stats],
     csv: &mut String,
 ) -> rutile::Result<()> {
     println!(
@@ -337,13 +364,13 @@ fn bench_device(
         bench_vector_add(dev, run, flush, &mut rng, csv)?;
     }
     if sections.softmax {
-        bench_softmax(dev, run, flush, &mut rng, sizes, same_bytes, csv)?;
+        softmax::softmax(dev, run, flush, &mut rng, sizes, same_bytes, csv)?;
     }
     if sections.transpose {
-        bench_transpose(dev, run, flush, &mut rng, csv)?;
+        transpose::transpose(dev, run, flush, &mut rng, csv)?;
     }
     if sections.matmul_b {
-        bench_matmul_b(dev, run, flush, &mut rng, csv)?;
+        matmul::matmul_b(dev, run, flush, &mut rng, csv)?;
     }
     if sections.dropout {
         bench_dropout(dev, run, flush, &mut rng, csv)?;
@@ -458,15 +485,32 @@ fn bench_vector_add(
 /// fraction of `ceiling` (GB/s) where the report is in GB/s. A section measured with
 /// `rutile::bench::Benchmark` ends with this.
 fn append_csv(csv: &mut String, id: &str, report: &Report, ceiling: Option<f64>) {
+    append_csv_as(csv, id, report, ceiling, |line, x| {
+        Some((line.to_string(), format!("{x}")))
+    });
+}
+
+/// [`append_csv`] with the kernel and size columns of each line's point at x given by
+/// `row(line, x)`; `None` leaves the line out (a line whose rows another part wrote).
+fn append_csv_as(
+    csv: &mut String,
+    id: &str,
+    report: &Report,
+    ceiling: Option<f64>,
+    row: impl Fn(&str, f64) -> Option<(String, String)>,
+) {
     for line in &report.lines {
         for (i, &x) in report.x_values.iter().enumerate() {
             let (Some(s), Some(v)) = (line.stats[i], line.value(i)) else {
                 continue;
             };
+            let Some((kernel, size)) = row(&line.name, x) else {
+                continue;
+            };
             let _ = write!(
                 csv,
-                "{id},{},{x},{:.5},{:.5},{:.5},",
-                line.name, s.median_ms, s.p20_ms, s.p80_ms
+                "{id},{kernel},{size},{:.5},{:.5},{:.5},",
+                s.median_ms, s.p20_ms, s.p80_ms
             );
             let _ = match (report.unit, ceiling) {
                 (Unit::GBps, Some(c)) => writeln!(csv, "{v:.1},{c:.1},{:.4}", v / c),
@@ -477,580 +521,64 @@ fn append_csv(csv: &mut String, id: &str, report: &Report, ceiling: Option<f64>)
     }
 }
 
-fn bench_softmax(
-    dev: &dyn Device,
-    run: &Run,
-    flush: Option<&CacheFlush>,
-    rng: &mut Rng,
-    sizes: &SoftmaxSizes,
-    same_bytes: &[f64],
-    csv: &mut String,
-) -> rutile::Result<()> {
-    let (id, quick, ceiling) = (dev.id(), run.quick, run.ceiling);
-    let reps = if quick { 5 } else { 50 };
-    let (m, ns) = (sizes.rows, &sizes.cols);
-    println!("\nsoftmax f32, M={m}: GB/s (of ceiling) at the tutorial's num_warps, and at the best num_warps of 1..16");
-    println!(
-        "{:>8}  {:<12} {:>22} {:>22}",
-        "N", "form", "tutorial num_warps", "best num_warps"
-    );
-    let copy = copy_kernel(0)?;
-    for (&n, &same) in ns.iter().zip(same_bytes) {
-        println!(
-            "{n:>8}  {:<12} {:>22}",
-            "copy (same bytes)",
-            format!("{same:.0} ({:.1}%)", 100.0 * same / ceiling)
-        );
-        let x = dev.upload(&normal_f32s(rng, m * n))?;
-        let y = dev.zeros::<f32>(m * n)?;
-        // The same bytes moved by one launch of a copy kernel through this backend.
-        let config = LaunchConfig::grid1(((m * n) as u32).div_ceil(COPY_BLOCK));
-        let args = [(&x).into(), (&y).into(), ((m * n) as i32).into()];
-        let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&copy, &config, &args))?;
-        let g = gbps(8.0 * (m * n) as f64, s.median_ms);
-        println!(
-            "{n:>8}  {:<12} {:>22}",
-            "copy kernel",
-            format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling)
-        );
-        let _ = writeln!(
-            csv,
-            "{id},copy_kernel,{m}x{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
-            s.median_ms,
-            s.p20_ms,
-            s.p80_ms,
-            g / ceiling
-        );
-        let blk = seeds::softmax_block(n as u32);
-        let heuristic = seeds::softmax_num_warps(blk);
-        let c = n as i32;
-        let args = [
-            (&y).into(),
-            (&x).into(),
-            c.into(),
-            c.into(),
-            (m as i32).into(),
-            c.into(),
-        ];
-        let full_division = seeds::SoftmaxOptions {
-            cache: CacheModifier::Streaming,
-            ieee_rounding: false,
-        };
-        // One row per program, persistent, and several rows per program (short rows only:
-        // a program should not hold more than 8192 elements).
-        let mut forms = vec![
-            ("simple", seeds::softmax(blk)?, 1u32),
-            ("persistent", seeds::softmax_persistent(blk)?, 0),
-            // The simple form with its input loads marked read-once (Triton's
-            // `cache_modifier=".cs"`).
-            ("simple-cs", seeds::softmax_with(blk, CacheModifier::Streaming)?, 1),
-            // The persistent form with read-once loads: with fewer rows in flight than the
-            // simple form, evict-first lines can make room for each other in L2.
-            (
-                "persistent-cs",
-                seeds::softmax_persistent_with(blk, 2, CacheModifier::Streaming)?,
-                0,
-            ),
-            // `simple-cs` dividing as Triton's `/` compiles for f32 (`div.full.f32`, within
-            // 2 ulp) instead of correctly rounded: fewer registers, more programs resident.
-            ("simple-cs-fd", seeds::softmax_with(blk, full_division)?, 1),
-        ];
-        for rows in [2u32, 4] {
-            if rows * blk <= 8192 {
-                forms.push((
-                    if rows == 2 { "rows2" } else { "rows4" },
-                    seeds::softmax_rows(rows, blk)?,
-                    rows,
-                ));
+/// The lines of `report` that `pick` renames (those it gives `None` left out), under
+/// `title`: one sweep printed as several tables.
+fn subset(report: &Report, title: String, pick: impl Fn(&str) -> Option<String>) -> Report {
+    Report {
+        title,
+        lines: report
+            .lines
+            .iter()
+            .filter_map(|l| pick(&l.name).map(|name| Series { name, ..l.clone() }))
+            .collect(),
+        ..report.clone()
+    }
+}
+
+/// Inputs shared by the lines of one x value of a `Benchmark` (which runs every line at
+/// one x before the next x): made by the first line that needs them, kept for the others,
+/// and dropped (buffers freed) when a line asks for another x.
+struct PerX<T> {
+    current: RefCell<Option<(f64, Rc<T>)>>,
+}
+
+impl<T> PerX<T> {
+    fn new() -> Self {
+        PerX {
+            current: RefCell::new(None),
+        }
+    }
+
+    /// The inputs of `x`, made by `make` unless they are the current ones.
+    fn get(&self, x: f64, make: impl FnOnce() -> rutile::Result<T>) -> rutile::Result<Rc<T>> {
+        let mut current = self.current.borrow_mut();
+        if let Some((at, inputs)) = &*current {
+            if *at == x {
+                return Ok(inputs.clone());
             }
         }
-        if 2 * blk <= 8192 {
-            forms.push((
-                "rows2-cs",
-                seeds::softmax_rows_with(2, blk, CacheModifier::Streaming)?,
-                2,
-            ));
-        }
-        // The row in power-of-two pieces, where it does not fill one block.
-        let chunks = seeds::softmax_chunks(n as u32);
-        if chunks.len() > 1 {
-            forms.push(("chunked", seeds::softmax_chunked(&chunks, CacheModifier::Default)?, 1));
-            forms.push((
-                "chunked-cs",
-                seeds::softmax_chunked(&chunks, CacheModifier::Streaming)?,
-                1,
-            ));
-            forms.push(("chunked-cs-fd", seeds::softmax_chunked(&chunks, full_division)?, 1));
-        }
-        for (form, kernel, rows_per_program) in &forms {
-            let mut choice = WarpChoice::new(heuristic);
-            for warps in [1u32, 2, 4, 8, 16] {
-                let mut config = LaunchConfig::grid1((m as u32).div_ceil((*rows_per_program).max(1))).num_warps(warps);
-                if *rows_per_program == 0 {
-                    let compiled = dev.compile_for(kernel, &config, &args)?;
-                    let programs = rutile::occupancy::persistent_grid(dev.properties(), &compiled.metadata, m as u32);
-                    config.grid = [programs, 1, 1];
-                }
-                let s = match do_bench(dev, flush, 3, reps, &mut || dev.launch(kernel, &config, &args)) {
-                    Ok(s) => s,
-                    // Configurations the device cannot run (too many threads) are skipped.
-                    Err(rutile::Error::Launch { .. }) => continue,
-                    Err(e) => return Err(e),
-                };
-                let g = gbps(8.0 * (m * n) as f64, s.median_ms);
-                let _ = writeln!(
-                    csv,
-                    "{id},softmax_{form}_w{warps},{m}x{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
-                    s.median_ms,
-                    s.p20_ms,
-                    s.p80_ms,
-                    g / ceiling
-                );
-                choice.record(warps, g);
-            }
-            let (h, best) = choice.cells(ceiling);
-            println!("{n:>8}  {form:<12} {h:>22} {best:>22}");
-        }
+        // The previous inputs go first: the largest sizes may not fit twice.
+        *current = None;
+        let inputs = Rc::new(make()?);
+        *current = Some((x, inputs.clone()));
+        Ok(inputs)
     }
-    Ok(())
-}
 
-/// The tiled transpose of an `m x m` f32 matrix (8192, or 1024 with `--quick`) in 64 x 64
-/// and 32 x 32 tiles at 4 and 8 warps, next to one launch of the copy kernel moving the
-/// same bytes through this backend. Each configuration's result, on an output poisoned
-/// with NaN, is checked against the CPU's transpose before it is timed.
-fn bench_transpose(
-    dev: &dyn Device,
-    run: &Run,
-    flush: Option<&CacheFlush>,
-    rng: &mut Rng,
-    csv: &mut String,
-) -> rutile::Result<()> {
-    let (id, quick, ceiling) = (dev.id(), run.quick, run.ceiling);
-    let reps = if quick { 5 } else { 50 };
-    let m = if quick { 1024usize } else { 8192 };
-    let (tiles, warps) = ([(64u32, 64u32), (32, 32)], [4u32, 8]);
-    let bytes = 8.0 * (m * m) as f64;
-    let host = rng.f32s(m * m, 0.5, 1.5);
-    let want = transpose_reference(&host, m, m);
-    let poison = vec![f32::NAN; m * m];
-    let (x, out) = (dev.upload(&host)?, dev.upload(&poison)?);
-    let row = |csv: &mut String, kernel: &str, s: Stats| {
-        let g = gbps(bytes, s.median_ms);
-        let _ = writeln!(
-            csv,
-            "{id},{kernel},{m}x{m},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
-            s.median_ms,
-            s.p20_ms,
-            s.p80_ms,
-            g / ceiling
-        );
-        format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling)
-    };
-    println!("\ntranspose f32, {m}x{m}: GB/s (of ceiling)");
-    println!(
-        "{:<12} {:>18} {:>18}",
-        "tiles",
-        format!("num_warps {}", warps[0]),
-        format!("num_warps {}", warps[1])
-    );
-    let copy = copy_kernel(0)?;
-    let config = LaunchConfig::grid1(((m * m) as u32).div_ceil(COPY_BLOCK));
-    let args = [(&x).into(), (&out).into(), ((m * m) as i32).into()];
-    let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&copy, &config, &args))?;
-    println!("{:<12} {:>18}", "copy kernel", row(csv, "copy_kernel", s));
-    let mi = m as i32;
-    let args = [(&x).into(), (&out).into(), mi.into(), mi.into(), mi.into(), mi.into()];
-    for (bm, bn) in tiles {
-        let kernel = seeds::transpose(ScalarType::F32, bm, bn)?;
-        let grid = seeds::transpose_grid(m as u32, m as u32, bm, bn);
-        let mut cells = Vec::new();
-        for w in warps {
-            let config = LaunchConfig::new(grid).num_warps(w);
-            dev.upload_into(&out, &poison)?;
-            dev.launch(&kernel, &config, &args)?;
-            let got = dev.download(&out)?;
-            if let Some((r, c)) = first_difference(&got, &want, m) {
-                eprintln!(
-                    "{id}: transpose {m}x{m} in {bm}x{bn} tiles at num_warps {w} is wrong: out[{r}, {c}] = {} \
-                     where x[{c}, {r}] = {}",
-                    got[r * m + c],
-                    want[r * m + c]
-                );
-                std::process::exit(1);
-            }
-            let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
-            cells.push(row(csv, &format!("transpose_{bm}x{bn}_w{w}"), s));
-        }
-        println!("{:<12} {:>18} {:>18}", format!("{bm}x{bn}"), cells[0], cells[1]);
-    }
-    Ok(())
-}
-
-/// The fp16 matmul (64x64x32 blocks, 4 warps) with B row-major and column-major
-/// (`stride_bk = 1`, specialized as Triton's `equal_to_1`, so B's loads run down its
-/// columns), in TFLOPS at M = N = K = 1024 and 2048 (512 with `--quick`), and the
-/// column-major one as a fraction of the row-major one. Each is checked against an f64
-/// reference at 256 first.
-fn bench_matmul_b(
-    dev: &dyn Device,
-    run: &Run,
-    flush: Option<&CacheFlush>,
-    rng: &mut Rng,
-    csv: &mut String,
-) -> rutile::Result<()> {
-    use half::f16;
-    let id = dev.id();
-    let meta = seeds::MatmulMeta::fp16(64, 64, 32);
-    let kernel = seeds::matmul(&meta)?;
-    let config = |n: usize| LaunchConfig::grid1(seeds::matmul_grid(&meta, n as u32, n as u32)).num_warps(4);
-    // B (k x n) as given: row-major, or column-major (its transpose stored row-major).
-    let stored_b = |b: &[f16], n: usize, column_major: bool| -> Vec<f16> {
-        if !column_major {
-            return b.to_vec();
-        }
-        let mut t = vec![f16::ZERO; n * n];
-        for p in 0..n {
-            for j in 0..n {
-                t[j * n + p] = b[p * n + j];
-            }
-        }
-        t
-    };
-    let args_for = |n: usize, column_major: bool| -> Vec<i32> {
-        let n = n as i32;
-        let (sbk, sbn) = if column_major { (1, n) } else { (n, 1) };
-        vec![n, n, n, n, 1, sbk, sbn, n, 1]
-    };
-    let launch = |a: &rutile::Buffer<f16>, b: &rutile::Buffer<f16>, c: &rutile::Buffer<f16>, n: usize, cm: bool| {
-        let mut args: Vec<rutile::Arg> = vec![a.into(), b.into(), c.into()];
-        args.extend(args_for(n, cm).into_iter().map(rutile::Arg::I32));
-        dev.launch(&kernel, &config(n), &args)
-    };
-    // Correctness first, both ways.
-    let n = 256;
-    let a: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
-    let b: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
-    let want = rutile_examples::check::matmul_reference(&a, &b, n, n, n, false);
-    for cm in [false, true] {
-        let (ab, bb, cb) = (
-            dev.upload(&a)?,
-            dev.upload(&stored_b(&b, n, cm))?,
-            dev.zeros::<f16>(n * n)?,
-        );
-        launch(&ab, &bb, &cb, n, cm)?;
-        let got = dev.download(&cb)?;
-        let (err, at) = rutile_examples::check::max_relative_error(got.iter().map(|v| v.to_f64()), &want, 1.0);
-        if err > 1e-2 {
-            eprintln!("{id}: matmul with column-major B = {cm} is wrong: relative error {err:.2e} at {at}");
-            std::process::exit(1);
-        }
-    }
-    let reps = if run.quick { 3 } else { 20 };
-    let sizes: &[usize] = if run.quick { &[512] } else { &[1024, 2048] };
-    println!("\nmatmul fp16 64x64x32 w4: TFLOPS with B row-major, column-major (fraction)");
-    for &n in sizes {
-        let a: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
-        let b: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
-        let mut tflops = Vec::new();
-        for cm in [false, true] {
-            let (ab, bb, cb) = (
-                dev.upload(&a)?,
-                dev.upload(&stored_b(&b, n, cm))?,
-                dev.zeros::<f16>(n * n)?,
-            );
-            let s = do_bench(dev, flush, 2, reps, &mut || launch(&ab, &bb, &cb, n, cm))?;
-            let t = 2.0 * (n as f64).powi(3) / (s.median_ms * 1e-3) / 1e12;
-            let name = if cm { "matmul_fp16_b_col" } else { "matmul_fp16_b_row" };
-            let _ = writeln!(
-                csv,
-                "{id},{name},{n}x{n}x{n},{:.5},{:.5},{:.5},,,",
-                s.median_ms, s.p20_ms, s.p80_ms
-            );
-            tflops.push(t);
-        }
-        println!(
-            "{n:>6}  {:>8.2} {:>8.2} ({:.1}%)",
-            tflops[0],
-            tflops[1],
-            100.0 * tflops[1] / tflops[0]
-        );
-    }
-    // The tutorial's matmul, autotuned for each layout on its own (a tuner per layout:
-    // the tutorial's key, `M, N, K`, does not tell them apart).
-    let sizes: &[usize] = if run.quick { &[512] } else { &[2048, 4096] };
-    let tuners = [
-        Autotuner::new("matmul_b_row", matmul_configs_for(dev))?,
-        Autotuner::new("matmul_b_col", matmul_configs_for(dev))?,
-    ];
-    println!("matmul fp16 autotuned: TFLOPS with B row-major, column-major (fraction)");
-    for &n in sizes {
-        let a: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
-        let b: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
-        let mut tflops = Vec::new();
-        let mut chosen = Vec::new();
-        for (cm, tuner) in [false, true].into_iter().zip(&tuners) {
-            let (ab, bb, cb) = (
-                dev.upload(&a)?,
-                dev.upload(&stored_b(&b, n, cm))?,
-                dev.zeros::<f16>(n * n)?,
-            );
-            let mut args: Vec<rutile::Arg> = vec![(&ab).into(), (&bb).into(), (&cb).into()];
-            args.extend(args_for(n, cm).into_iter().map(rutile::Arg::I32));
-            let tuned = tuned_matmul(dev, tuner, (n, n, n), false, &args)?;
-            let s = do_bench(dev, flush, 2, reps, &mut || {
-                dev.launch(&tuned.kernel, &tuned.launch, &args)
-            })?;
-            let name = if cm {
-                "matmul_fp16_b_col_tuned"
-            } else {
-                "matmul_fp16_b_row_tuned"
-            };
-            let _ = writeln!(
-                csv,
-                "{id},{name},{n}x{n}x{n},{:.5},{:.5},{:.5},,,",
-                s.median_ms, s.p20_ms, s.p80_ms
-            );
-            tflops.push(2.0 * (n as f64).powi(3) / (s.median_ms * 1e-3) / 1e12);
-            chosen.push(tuned.choice.config.to_string());
-        }
-        println!(
-            "{n:>6}  {:>8.2} {:>8.2} ({:.1}%)   [{} | {}]",
-            tflops[0],
-            tflops[1],
-            100.0 * tflops[1] / tflops[0],
-            chosen[0],
-            chosen[1]
-        );
-    }
-    Ok(())
-}
-
-/// One device of the matmul section: the device rutile's matmul runs on, and cuBLAS where
-/// it is a CUDA GPU (or why not).
-struct MatmulDevice {
-    dev: Arc<dyn Device>,
-    /// The GPU's name, which pairs each backend's device with the same GPU's cuBLAS.
-    gpu: String,
-    cublas: Option<rutile::Result<Cublas>>,
-    flush: Option<CacheFlush>,
-    tuner: Autotuner,
-    /// The same kernel with the tutorial's fused leaky ReLU, on the GPUs cuBLAS runs on.
-    leaky: Option<Autotuner>,
-}
-
-/// The device's cuBLAS handle, where it has one.
-fn cublas_of(d: &MatmulDevice) -> Option<&Cublas> {
-    match &d.cublas {
-        Some(Ok(c)) => Some(c),
-        _ => None,
+    /// Forgets the current inputs (before a sweep whose x values mean something else).
+    fn clear(&self) {
+        *self.current.borrow_mut() = None;
     }
 }
 
-/// Why cuBLAS could not be used, without the error's `cuBLAS: ` prefix.
-fn reason(e: &rutile::Error) -> String {
-    match e {
-        rutile::Error::Device { message, .. } => message.clone(),
-        e => e.to_string(),
+/// `Err` listing the results that were wrong (each a gap in its table, not timed), if any.
+fn wrong_results(wrong: Vec<String>) -> rutile::Result<()> {
+    if wrong.is_empty() {
+        return Ok(());
     }
-}
-
-/// The ordinal of a CUDA device (`cuda:N`); `None` for another backend.
-fn cuda_ordinal(dev: &dyn Device) -> Option<usize> {
-    if dev.properties().backend != Backend::Cuda {
-        return None;
-    }
-    dev.id().strip_prefix("cuda:")?.parse().ok()
-}
-
-/// The tutorial's fp16 matmul (f32 accumulation, fp16 out), autotuned per size over the
-/// tutorial's configurations as `tutorials::matmul` does, on every GPU, beside cuBLAS
-/// (`cublasGemmEx`, fp16 in and out, f32 accumulation, its default algorithm) on each CUDA
-/// device, in TFLOPS at M = N = K = 256..8192 (256 and 512 with `--quick`), with rutile's
-/// as a percentage of cuBLAS's on the same GPU: the tensor-core baseline. On a CUDA GPU
-/// both run on a `CudaGpu` opened for this section (the same GPU and context: cuBLAS needs
-/// the driver-level device, and then runs on the stream whose events time it). At 512,
-/// before anything is timed, rutile's and cuBLAS's products are compared with each other
-/// and with an f64 CPU reference (relative Frobenius error).
-fn bench_matmul(
-    devices: &[Arc<dyn Device>],
-    quick: bool,
-    flush_mode: FlushMode,
-    csv: &mut String,
-) -> rutile::Result<()> {
-    use half::f16;
-    let mut rows = Vec::new();
-    for dev in devices {
-        let (dev, cublas): (Arc<dyn Device>, _) = match cuda_ordinal(dev.as_ref()) {
-            Some(ordinal) => {
-                let gpu = CudaGpu::open(ordinal)?;
-                let cublas = Cublas::new(&gpu);
-                (Arc::new(gpu), Some(cublas))
-            }
-            None => (dev.clone(), None),
-        };
-        let flush = if quick {
-            None
-        } else {
-            Some(CacheFlush::new(dev.as_ref(), flush_mode)?)
-        };
-        let tuner = Autotuner::new("matmul", matmul_configs_for(dev.as_ref()))?;
-        let leaky = match cublas {
-            Some(_) => Some(Autotuner::new("matmul_leaky_relu", matmul_configs_for(dev.as_ref()))?),
-            None => None,
-        };
-        rows.push(MatmulDevice {
-            gpu: dev.properties().name.clone(),
-            dev,
-            cublas,
-            flush,
-            tuner,
-            leaky,
-        });
-    }
-    println!(
-        "\n== matmul, fp16 inputs, f32 accumulation, fp16 output, M = N = K: TFLOPS; rutile's tutorial kernel \
-         autotuned, and cuBLAS"
-    );
-    for d in &rows {
-        match &d.cublas {
-            Some(Ok(c)) => println!("{}: {}", d.dev.id(), c.library()),
-            Some(Err(e)) => println!("{}: cuBLAS: not available ({})", d.dev.id(), reason(e)),
-            None => {}
-        }
-    }
-    let random =
-        |rng: &mut Rng, len: usize| -> Vec<f16> { rng.f32s(len, -1.0, 1.0).into_iter().map(f16::from_f32).collect() };
-    let mut rng = Rng::new(11);
-    // Correctness first, on every device.
-    let n = 512;
-    let (a, b) = (random(&mut rng, n * n), random(&mut rng, n * n));
-    let want = rutile_examples::check::matmul_reference(&a, &b, n, n, n, false);
-    for d in &rows {
-        let dev = d.dev.as_ref();
-        let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&b)?, dev.zeros::<f16>(n * n)?);
-        let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
-        args.extend(seeds::matmul_row_major_args(n, n, n).map(rutile::Arg::I32));
-        let tuned = tuned_matmul(dev, &d.tuner, (n, n, n), false, &args)?;
-        dev.launch(&tuned.kernel, &tuned.launch, &args)?;
-        let ours: Vec<f64> = dev.download(&cb)?.iter().map(|v| v.to_f64()).collect();
-        let mut report = format!("rutile vs f64 {:.1e}", frobenius_error(&ours, &want));
-        let mut errors = vec![frobenius_error(&ours, &want)];
-        if let Some(cublas) = cublas_of(d) {
-            let cc = dev.zeros::<f16>(n * n)?;
-            cublas.matmul(&ab, &bb, &cc, (n, n, n))?;
-            let theirs: Vec<f64> = dev.download(&cc)?.iter().map(|v| v.to_f64()).collect();
-            let (vs, theirs_err) = (frobenius_error(&ours, &theirs), frobenius_error(&theirs, &want));
-            let _ = write!(report, ", cuBLAS vs f64 {theirs_err:.1e}, rutile vs cuBLAS {vs:.1e}");
-            errors.extend([vs, theirs_err]);
-        }
-        println!("{}: check at {n}: relative Frobenius error {report}", dev.id());
-        // A NaN anywhere fails too.
-        if errors.iter().any(|e| e.is_nan() || *e > 1e-2) {
-            eprintln!("{}: the matmul at {n} is wrong: {report}", dev.id());
-            std::process::exit(1);
-        }
-    }
-    let tflops = |n: usize, ms: f64| 2.0 * (n as f64).powi(3) / (ms * 1e-3) / 1e12;
-    let sizes: &[usize] = if quick {
-        &[256, 512]
-    } else {
-        &[256, 512, 1024, 2048, 4096, 8192]
-    };
-    let reps = if quick { 3 } else { 20 };
-    let mut header = format!("{:>6}", "N");
-    for d in &rows {
-        let _ = write!(header, "  {:>22}", format!("rutile {}", d.dev.id()));
-    }
-    for d in rows.iter().filter(|d| d.leaky.is_some()) {
-        let _ = write!(header, "  {:>22}", format!("+leaky_relu {}", d.dev.id()));
-    }
-    for d in rows.iter().filter(|d| cublas_of(d).is_some()) {
-        let _ = write!(header, "  {:>14}", format!("cuBLAS {}", d.dev.id()));
-    }
-    if rows.iter().any(|d| cublas_of(d).is_some()) {
-        header += "    (rutile as % of cuBLAS on the same GPU)";
-    }
-    println!("{header}");
-    let mut chosen = Vec::new();
-    for &n in sizes {
-        let (a, b) = (random(&mut rng, n * n), random(&mut rng, n * n));
-        let mut ours = Vec::new();
-        let mut leaky = Vec::new();
-        let mut theirs = Vec::new();
-        for d in &rows {
-            let (dev, id, flush) = (d.dev.as_ref(), d.dev.id(), d.flush.as_ref());
-            let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&b)?, dev.zeros::<f16>(n * n)?);
-            let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
-            args.extend(seeds::matmul_row_major_args(n, n, n).map(rutile::Arg::I32));
-            let tuned = tuned_matmul(dev, &d.tuner, (n, n, n), false, &args)?;
-            let s = do_bench(dev, flush, 3, reps, &mut || {
-                dev.launch(&tuned.kernel, &tuned.launch, &args)
-            })?;
-            let c = &tuned.choice.config;
-            let block = |name| c.value(name).unwrap_or(0);
-            chosen.push(format!(
-                "{id} {n}: {}x{}x{} w{} s{}",
-                block("BLOCK_M"),
-                block("BLOCK_N"),
-                block("BLOCK_K"),
-                c.num_warps,
-                c.num_stages
-            ));
-            let _ = writeln!(
-                csv,
-                "{id},matmul_fp16_rutile,{n}x{n}x{n},{:.5},{:.5},{:.5},,,",
-                s.median_ms, s.p20_ms, s.p80_ms
-            );
-            ours.push((d.gpu.clone(), tflops(n, s.median_ms)));
-            if let Some(tuner) = &d.leaky {
-                let tuned = tuned_matmul(dev, tuner, (n, n, n), true, &args)?;
-                let s = do_bench(dev, flush, 3, reps, &mut || {
-                    dev.launch(&tuned.kernel, &tuned.launch, &args)
-                })?;
-                let _ = writeln!(
-                    csv,
-                    "{id},matmul_fp16_leaky_relu_rutile,{n}x{n}x{n},{:.5},{:.5},{:.5},,,",
-                    s.median_ms, s.p20_ms, s.p80_ms
-                );
-                leaky.push((d.gpu.clone(), tflops(n, s.median_ms)));
-            }
-            if let Some(cublas) = cublas_of(d) {
-                let cc = dev.zeros::<f16>(n * n)?;
-                let s = do_bench(dev, flush, 3, reps, &mut || cublas.matmul(&ab, &bb, &cc, (n, n, n)))?;
-                let _ = writeln!(
-                    csv,
-                    "{id},matmul_fp16_cublas,{n}x{n}x{n},{:.5},{:.5},{:.5},,,",
-                    s.median_ms, s.p20_ms, s.p80_ms
-                );
-                theirs.push((d.gpu.clone(), tflops(n, s.median_ms)));
-            }
-        }
-        let mut row = format!("{n:>6}");
-        for (gpu, t) in ours.iter().chain(&leaky) {
-            let cell = match theirs.iter().find(|(g, _)| g == gpu) {
-                Some((_, c)) => format!("{t:.1} ({:.1}%)", 100.0 * t / c),
-                None => format!("{t:.1}"),
-            };
-            let _ = write!(row, "  {cell:>22}");
-        }
-        for (_, t) in &theirs {
-            let _ = write!(row, "  {t:>14.1}");
-        }
-        println!("{row}");
-    }
-    println!("autotuned: {}", chosen.join("; "));
-    Ok(())
-}
-
-/// `‖got - want‖ / ‖want‖` (Frobenius norms); NaN where `got` holds a NaN.
-fn frobenius_error(got: &[f64], want: &[f64]) -> f64 {
-    let (mut diff, mut norm) = (0.0, 0.0);
-    for (g, w) in got.iter().zip(want) {
-        diff += (g - w) * (g - w);
-        norm += w * w;
-    }
-    (diff / norm).sqrt()
+    Err(rutile::Error::Device {
+        backend: "benchmark",
+        message: wrong.join("; "),
+    })
 }
 
 /// GB/s at the host code's `num_warps` and at the best of those timed: the two cells of a
