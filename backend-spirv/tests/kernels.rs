@@ -41,7 +41,20 @@ fn vector_add_f32() {
 #[test]
 fn vector_add_other_types() {
     for t in [I32, U32, F16, I64, U64, F64] {
-        check(&vector_add(t), &full(32));
+        let (_, wgsl) = check(&vector_add(t), &full(32));
+        // Vector accesses of 4-byte types and of f16 (eight to 16 bytes: two vectors) bind
+        // their buffers as vectors; 8-byte types stay scalar.
+        let vectors = matches!(t, I32 | U32 | F16);
+        let name = match t {
+            I32 => "i32",
+            U32 => "u32",
+            F16 => "f16",
+            I64 => "i64",
+            U64 => "u64",
+            _ => "f64",
+        };
+        let decl = format!("x: array<vec4<{name}>>");
+        assert_eq!(wgsl.contains(&decl), vectors, "{t:?}: {wgsl}");
     }
 }
 

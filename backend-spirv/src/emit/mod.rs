@@ -137,13 +137,22 @@ fn naga_scalar(t: ScalarType) -> Scalar {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Holding {
     Plain,
-    /// `array<vec4<T>>` of a 4-byte `T`: 16-byte loads and stores move a whole vector,
-    /// single elements are vector components (the buffer is a multiple of 16 bytes).
+    /// `array<vec4<T>>` of a 4-byte `T` or of `f16` ([`vector_element`]): 16-byte loads and
+    /// stores move one whole vector (two of `f16`), single elements are vector components
+    /// (the buffer is a multiple of 16 bytes).
     Vec4,
     /// `atomic<i32>` / `atomic<u32>`.
     Atomic,
     /// `atomic<u32>` holding `f32` bits.
     AtomicF32Bits,
+}
+
+/// Whether a buffer of `elem` can be held as `vec4`s: 4-byte types, and `f16`, whose
+/// 16-byte accesses (eight elements) would otherwise be eight 2-byte loads or stores. The
+/// narrower integers are held widened to 32 bits in registers, not in memory, so they stay
+/// plain.
+fn vector_element(elem: ScalarType) -> bool {
+    (elem.size_bytes() == 4 && elem != ScalarType::Bool) || elem == ScalarType::F16
 }
 
 struct Buffer {
@@ -247,7 +256,7 @@ impl<'a> Cx<'a> {
                 continue;
             };
             let holding = match (scan.atomic[i], elem) {
-                (false, _) if scan.vec4[i] && elem.size_bytes() == 4 && *elem != ScalarType::Bool => Holding::Vec4,
+                (false, _) if scan.vec4[i] && vector_element(*elem) => Holding::Vec4,
                 (false, _) => Holding::Plain,
                 (true, ScalarType::F32) => Holding::AtomicF32Bits,
                 (true, _) => Holding::Atomic,
@@ -263,7 +272,7 @@ impl<'a> Cx<'a> {
                             scalar,
                         },
                     ),
-                    16,
+                    4 * elem.size_bytes() as u32,
                 ),
                 Holding::Atomic => (ty(&mut module, TypeInner::Atomic(scalar)), 4),
                 Holding::AtomicF32Bits => (ty(&mut module, TypeInner::Atomic(Scalar::U32)), 4),
@@ -780,7 +789,7 @@ impl<'a> Cx<'a> {
             } => self.predicated(*pred, |cx| {
                 let base = cx.index_u32(*index);
                 if cx.holding(*mem) == Holding::Vec4 && dsts.len() % 4 == 0 {
-                    // Whole 16-byte vectors (the index is aligned: see `Stmt::Load`).
+                    // Whole vectors (the index is aligned: see `Stmt::Load`).
                     for (c, chunk) in dsts.chunks(4).enumerate() {
                         let p = cx.vector_at(*mem, base, c as u32);
                         let v = cx.load(p);
