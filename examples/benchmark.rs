@@ -250,6 +250,17 @@ struct Run {
     ceiling: f64,
 }
 
+impl Run {
+    /// Timed launches per point of the memory-bound sections.
+    fn reps(&self) -> usize {
+        if self.quick {
+            5
+        } else {
+            50
+        }
+    }
+}
+
 /// The rows and the column counts of the softmax benchmark.
 struct SoftmaxSizes {
     rows: usize,
@@ -398,7 +409,7 @@ fn bench_dropout(
 ) -> rutile::Result<()> {
     use rutile_examples::tutorials::dropout::{self, dropout_error, dropout_reference, BLOCK, TOLERANCE};
     let (id, quick, ceiling) = (dev.id(), run.quick, run.ceiling);
-    let reps = if quick { 5 } else { 50 };
+    let reps = run.reps();
     let (p, seed) = (0.5f32, 1234);
     let check = rng.f32s(4099, -1.0, 1.0);
     let (got, _) = dropout::run_dropout(dev, &check, p, seed)?;
@@ -441,7 +452,7 @@ fn bench_vector_add(
     csv: &mut String,
 ) -> rutile::Result<()> {
     let (id, quick, ceiling) = (dev.id(), run.quick, run.ceiling);
-    let reps = if quick { 5 } else { 50 };
+    let reps = run.reps();
     let max_log = if quick { 20 } else { 28 };
     let block = 1024;
     let kernel = seeds::vector_add(ScalarType::F32, block)?;

@@ -128,8 +128,8 @@ pub fn softmax(
     same_bytes: &[Stats],
     csv: &mut String,
 ) -> rutile::Result<()> {
-    let (id, quick, ceiling) = (dev.id(), run.quick, run.ceiling);
-    let reps = if quick { 5 } else { 50 };
+    let (id, ceiling) = (dev.id(), run.ceiling);
+    let reps = run.reps();
     let m = sizes.rows;
     let cols = &sizes.cols;
     let forms_at: Vec<Vec<Form>> = cols.iter().map(|&n| forms(n)).collect::<rutile::Result<_>>()?;

@@ -31,7 +31,7 @@ pub fn transpose(
     csv: &mut String,
 ) -> rutile::Result<()> {
     let (id, quick, ceiling) = (dev.id(), run.quick, run.ceiling);
-    let reps = if quick { 5 } else { 50 };
+    let reps = run.reps();
     let sides: Vec<f64> = if quick {
         vec![1024.0]
     } else {

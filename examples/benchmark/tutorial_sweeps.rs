@@ -50,7 +50,7 @@ pub fn layer_norm(
     csv: &mut String,
 ) -> rutile::Result<()> {
     let (id, ceiling) = (dev.id(), run.ceiling);
-    let reps = if run.quick { 5 } else { 50 };
+    let reps = run.reps();
     let sizes: Vec<(usize, usize)> = if run.quick {
         vec![(256, 512), (256, 2048), (8, 65536)]
     } else {
