@@ -3,7 +3,7 @@
 //! copy, as `triton.testing.do_bench` zeroes a buffer) or clean (a read), and back to back
 //! over rotating buffers (no flush: eight input sets, more than the L2 holds).
 //!
-//!     cargo run --release --example timing_study [-- DEVICE_PREFIX]
+//!     cargo run --release -p rutile-benches --example timing_study [-- DEVICE_PREFIX]
 //!
 //! Each line: microseconds per launch (median) and the fraction of the copy ceiling.
 

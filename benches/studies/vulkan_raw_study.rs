@@ -2,7 +2,7 @@
 //! cost of a Vulkan dispatch on NVIDIA's driver (docs/performance.md, "One Vulkan dispatch,
 //! piece by piece") wgpu's or the driver's?
 //!
-//!     cargo run --release --example vulkan_raw_study -- FILE.wgsl...
+//!     cargo run --release -p rutile-benches --example vulkan_raw_study -- [--on-wgpu] FILE.wgsl...
 //!
 //! Each file (entry point `softmax_kernel`, bindings as in `benches/softmax-wgsl`: output,
 //! input, launch uniform) is translated to SPIR-V by naga and run through plain Vulkan calls
@@ -12,8 +12,9 @@
 //! submitted and waited for alone, in six arrangements of the flush, the timestamps and
 //! barriers (see `Way`), median of 50 after 10 warm-up launches. An empty kernel
 //! with the same bindings is timed too. Each result is checked: against the input for files
-//! whose name holds `copy`, against a CPU softmax otherwise. `wgsl_variants` times the same
-//! files through wgpu, for comparison in the same run.
+//! whose name holds `copy`, against a CPU softmax otherwise. `--on-wgpu` uses wgpu's device,
+//! queue and buffers (made by rutile) instead, recording only the command buffers here.
+//! `wgsl_variants` times the same files through wgpu, for comparison in the same run.
 
 use ash::vk;
 use rutile::vulkan::naga;

@@ -3,12 +3,13 @@
 //! rutile's code generator. Dump a kernel's WGSL with `RUTILE_DUMP=DIR`, edit copies, and
 //! time them here.
 //!
-//! `cargo run --release --example wgsl_variants -- DIR [ADAPTER]` times every `DIR/*.wgsl`
-//! (entry point `softmax_kernel`, bindings as rutile emits them for the softmax: output,
-//! input, launch uniform) on a 4096 x 1024 f32 softmax, after a 256 MiB copy that empties
-//! the L2 (as the benchmark does), and checks each result: against the input for files
-//! whose name holds `copy`, against a CPU softmax otherwise. `benches/softmax-wgsl` holds
-//! the variants that docs/performance.md reports.
+//!     cargo run --release -p rutile-benches --example wgsl_variants -- DIR [ADAPTER]
+//!
+//! times every `DIR/*.wgsl` (entry point `softmax_kernel`, bindings as rutile emits them
+//! for the softmax: output, input, launch uniform) on a 4096 x 1024 f32 softmax, after a
+//! 256 MiB copy that empties the L2 (as the benchmark does), and checks each result:
+//! against the input for files whose name holds `copy`, against a CPU softmax otherwise.
+//! `benches/softmax-wgsl` holds the variants that docs/performance.md reports.
 
 use rutile::vulkan::{BindingLayout, KernelSource, WgpuBuffer};
 use rutile_examples::check::{max_abs_error, softmax_reference};

@@ -5,7 +5,7 @@
 //! copy ceiling measured in the same run, on each GPU present. Every result is checked
 //! against a CPU softmax.
 //!
-//!     cargo run --release --example chunks_study -- [N...]
+//!     cargo run --release -p rutile-benches --example chunks_study -- [N...]
 //!
 //! Medians of 50 device-timed launches, the L2 emptied by a 256 MiB copy before each.
 

@@ -4,8 +4,9 @@
 //! input; one dispatch or eight in one pass. Medians after warm-up; docs/performance.md
 //! ("One Vulkan dispatch, piece by piece") reports a run on the H100.
 //!
-//! `cargo run --release --example dispatch_study -- [ADAPTER]` (`STUDY_REPS=N` sets the
-//! repetitions per case, 60 by default; the first sixth are warm-up).
+//!     cargo run --release -p rutile-benches --example dispatch_study -- [ADAPTER]
+//!
+//! `STUDY_REPS=N` sets the repetitions per case, 60 by default; the first sixth are warm-up.
 
 use rutile::vulkan::wgpu;
 use rutile::vulkan::{BindingLayout, KernelSource, WgpuBuffer};
