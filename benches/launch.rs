@@ -69,7 +69,9 @@ fn rutile_launches(c: &mut Criterion, dev: &dyn Device, name: &str) -> rutile::R
     let launcher = dev.launcher(&kernel, &config)?;
     g.bench_function(BenchmarkId::new("launcher", name), |b| {
         b.iter_custom(|iters| {
-            timed(iters, &mut || launcher.launch(&args).unwrap(), &mut || dev.synchronize().unwrap())
+            timed(iters, &mut || launcher.launch(&args).unwrap(), &mut || {
+                dev.synchronize().unwrap()
+            })
         })
     });
     g.finish();

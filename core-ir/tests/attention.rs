@@ -261,3 +261,32 @@ fn both_dots_run_on_the_tensor_cores() {
         assert!(wgmmas == 6 * walks, "causal {causal}: {wgmmas} wgmma statements");
     }
 }
+
+/// The running maximum and sum (reductions of each step's scores along their rows) and the
+/// accumulator (rescaled, then added to by the second `dot`) are carried in the scores'
+/// layout and its slice, so a step exchanges through shared memory only what the `dot`s
+/// need: with the loop's values in layouts of their own, each step converted the
+/// accumulator and the statistics back and forth, 24 barriers a step on `mma.sync` where
+/// now there are 8 (4 on warpgroup MMAs).
+#[test]
+fn the_walk_keeps_its_statistics_in_the_scores_layout() {
+    let shape = Shape {
+        z: 1,
+        h: 1,
+        n: 256,
+        d: 64,
+    };
+    let kernel = attention_forward(&AttentionMeta::fp16(64, 64, 64, false)).unwrap();
+    for target in [tensor_cores(4), hopper(4)] {
+        let tk = rutile_ir::lower::lower(&kernel, &target, &runtime_spec(&args(shape))).unwrap();
+        let mut loops = Vec::new();
+        tk.walk(&mut |s| {
+            if let Stmt::While { body, .. } = s {
+                loops.push(body.iter().filter(|s| matches!(s, Stmt::Barrier)).count());
+            }
+        });
+        assert_eq!(loops.len(), 1, "one walk over the keys");
+        let most = if target.wgmma { 4 } else { 8 };
+        assert!(loops[0] <= most, "wgmma {}: {} barriers a step", target.wgmma, loops[0]);
+    }
+}

@@ -487,16 +487,27 @@ fn column_major_matmul_operands_load_down_their_columns() {
 fn rows_walked_by_a_loop_keep_their_accesses_wide() {
     use rutile_ir::seeds::{self, LayerNormMeta};
     let ln = LayerNormMeta::for_row(2048, F16).unwrap();
-    let long_ln = LayerNormMeta { block_size: 4096, dtype: F16 };
+    let long_ln = LayerNormMeta {
+        block_size: 4096,
+        dtype: F16,
+    };
     for (name, kernel, elem_bytes, scalar_stores) in [
         ("layer norm forward", seeds::layer_norm_forward(&ln).unwrap(), 2, 2),
         ("long-row layer norm", seeds::layer_norm_long(&long_ln).unwrap(), 2, 2),
-        ("long-row softmax", seeds::softmax_long(4096, seeds::SoftmaxOptions::default()).unwrap(), 4, 0),
+        (
+            "long-row softmax",
+            seeds::softmax_long(4096, seeds::SoftmaxOptions::default()).unwrap(),
+            4,
+            0,
+        ),
     ] {
         let tk = lower(&kernel, &target(32, 8), &Specialization::all(kernel.params.len())).unwrap();
         let (loads, stores, _) = widths(&tk);
         let wide = 16 / elem_bytes;
-        assert!(!loads.is_empty() && loads.iter().all(|&w| w == wide), "{name}: loads {loads:?}");
+        assert!(
+            !loads.is_empty() && loads.iter().all(|&w| w == wide),
+            "{name}: loads {loads:?}"
+        );
         let narrow = stores.iter().filter(|&&w| w == 1).count();
         assert!(
             narrow == scalar_stores && stores.iter().all(|&w| w == 1 || w == wide),

@@ -128,7 +128,11 @@ impl Cx<'_> {
         if ty.bits() == 32 && self.int64 {
             // The operands' bits as unsigned (as the limbs below take them), zero-extended.
             let wide = |cx: &mut Self, v: H| {
-                let v = if ty.is_signed_int() { cx.as_(v, ScalarKind::Uint, None) } else { v };
+                let v = if ty.is_signed_int() {
+                    cx.as_(v, ScalarKind::Uint, None)
+                } else {
+                    v
+                };
                 cx.as_(v, ScalarKind::Uint, Some(8))
             };
             let (x, y) = (wide(self, x), wide(self, y));
@@ -136,7 +140,11 @@ impl Cx<'_> {
             let s = self.u32c(32);
             let high = self.bin(Bo::ShiftRight, product, s);
             let high = self.as_(high, ScalarKind::Uint, Some(4));
-            return Ok(if ty.is_signed_int() { self.as_(high, ScalarKind::Sint, None) } else { high });
+            return Ok(if ty.is_signed_int() {
+                self.as_(high, ScalarKind::Sint, None)
+            } else {
+                high
+            });
         }
         let (uty, h) = match ty.bits() {
             32 => (ScalarType::U32, 16),

@@ -22,7 +22,11 @@ impl Lowerer<'_> {
     /// access's layout, and an accumulator that a `dot` on the tensor cores adds to in that
     /// `dot`'s result layout, when the initial value is index arithmetic or a constant
     /// (recomputed there once, before the loop), so that no iteration converts them; other
-    /// values keep the layout they come with.
+    /// values keep the layout they come with. The accumulator is the carried value the
+    /// `dot` adds to, or the one it yields: attention rescales its accumulator before the
+    /// `dot` (`acc = acc * alpha[:, None]`, then `acc = dot(p, v, acc)`), and carried in the
+    /// `dot`'s layout the rescaling runs there too, where in the initial value's layout
+    /// every iteration converted the whole accumulator twice through shared memory.
     fn carried_layouts(&self, init: &[ValueId], region: &crate::ir::Region) -> Vec<Option<crate::layout::Layout>> {
         let accessed = |arg: ValueId| {
             region.insts.iter().any(|&i| match &self.k.insts[i].op {
@@ -42,18 +46,69 @@ impl Lowerer<'_> {
                 }
             })
         };
+        // The layout the value the body yields in slot `i` takes from a `dot` on the tensor
+        // cores, if it is computed from one (see `dot_derived_layout`).
+        let yielded = |i: usize| {
+            let Some(Op::Yield { values }) = region.insts.last().map(|&l| &self.k.insts[l].op) else {
+                return None;
+            };
+            self.dot_derived_layout(region, *values.get(i)?, 0)
+        };
         init.iter()
             .zip(&region.args[1..])
-            .map(|(&v, &arg)| {
+            .enumerate()
+            .map(|(i, (&v, &arg))| {
                 if self.anchored[v.index()] {
                     return None;
                 }
                 if accessed(arg) {
                     return self.access_layout(arg);
                 }
-                accumulated(arg)
+                accumulated(arg).or_else(|| yielded(i))
             })
             .collect()
+    }
+
+    /// The layout `v`, a value of `region`'s body, has when it is a `dot`'s result on the
+    /// tensor cores, an element-wise function of one, or a reduction of one (its slice):
+    /// where a loop carries it in that layout, the body neither converts the `dot`'s result
+    /// nor the carried value. Attention's running maximum and sum are reductions of each
+    /// step's scores along their rows; carried in the scores' layout's slice they meet the
+    /// scores in every step with no exchange through shared memory.
+    fn dot_derived_layout(
+        &self,
+        region: &crate::ir::Region,
+        v: ValueId,
+        depth: usize,
+    ) -> Option<crate::layout::Layout> {
+        const MAX_DEPTH: usize = 16;
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let inst = region
+            .insts
+            .iter()
+            .map(|&id| &self.k.insts[id])
+            .find(|inst| inst.results.contains(&v))?;
+        let shape = self.k.ty(v).shape;
+        match &inst.op {
+            Op::Dot { .. } => self.mma_accumulator_layout(inst),
+            Op::Reduce { value, axis, .. } => self
+                .dot_derived_layout(region, *value, depth + 1)
+                .map(|l| l.slice(l.blocked_dim(*axis as usize))),
+            Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Compare { .. }
+            | Op::Select { .. }
+            | Op::Cast { .. }
+            | Op::Fma { .. } => inst
+                .op
+                .operands()
+                .into_iter()
+                .filter(|&o| self.k.ty(o).shape == shape)
+                .find_map(|o| self.dot_derived_layout(region, o, depth + 1)),
+            _ => None,
+        }
     }
 
     /// Fresh registers for carried values, initialized from `init` (in `layouts` where
