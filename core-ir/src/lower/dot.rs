@@ -6,7 +6,7 @@
 //! for each held `(m, n)` and accumulates with `fma` (floats) or a wrapping multiply-add
 //! (integers). Products of f16/bf16 operands are exact in f32, and `k` runs in order, so
 //! the result is the interpreter's bit for bit. On NVIDIA's tensor cores `mma.rs` lowers
-//! the same op where it can; cooperative matrices on Vulkan are to come.
+//! the same op where it can, and `coop.rs` on Vulkan's cooperative matrices.
 //!
 //! A `dot` whose input precision is tf32 runs here where the tensor cores cannot take it (a
 //! device without them, a tile they cannot tile): its operands are rounded to tf32 as they
@@ -105,13 +105,25 @@ impl Lowerer<'_> {
     /// one store instruction touches in different banks (unpadded rows of 64 or 128 bytes
     /// share them: a column-major B ran 25% slower than a row-major one through Vulkan).
     fn stage_b(&mut self, b: crate::ir::ValueId, ty: ScalarType, tf32: bool) -> Result<(u32, u32), LowerError> {
+        self.stage_b_with(b, ty, tf32, 4)
+    }
+
+    /// [`stage_b`](Self::stage_b) with rows padded by `pad_bytes` where it pads them
+    /// (cooperative-matrix loads want rows on 16-byte boundaries).
+    pub(crate) fn stage_b_with(
+        &mut self,
+        b: crate::ir::ValueId,
+        ty: ScalarType,
+        tf32: bool,
+        pad_bytes: u32,
+    ) -> Result<(u32, u32), LowerError> {
         let lval = self.operand_lval(b, tf32)?;
         let shape = self.k.ty(b).shape;
         let [k, n] = [shape.dims()[0], shape.dims()[1]];
         let layout = lval.layout;
         let down_columns = layout.sliced == 0 && layout.blocked.order[0] as usize == layout.blocked_dim(0);
         let pitch = if down_columns {
-            n + (4 / ty.size_bytes() as u32).max(1)
+            n + (pad_bytes / ty.size_bytes() as u32).max(1)
         } else {
             n
         };
@@ -136,7 +148,7 @@ impl Lowerer<'_> {
 
     /// A shared buffer of its own holding `v` (`len` elements of `ty`, rounded to tf32 when
     /// `tf32`) row-major; each element is stored once, by its owner.
-    fn stage(&mut self, v: crate::ir::ValueId, ty: ScalarType, len: u32, tf32: bool) -> Result<u32, LowerError> {
+    pub(crate) fn stage(&mut self, v: crate::ir::ValueId, ty: ScalarType, len: u32, tf32: bool) -> Result<u32, LowerError> {
         let lval = self.operand_lval(v, tf32)?;
         let buf = self.shared.len() as u32;
         self.shared.push(SharedAlloc::new(ty, len));

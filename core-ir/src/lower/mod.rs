@@ -16,6 +16,7 @@
 mod assign;
 mod control;
 mod convert;
+mod coop;
 mod debug;
 mod dot;
 mod elementwise;
@@ -128,6 +129,10 @@ pub(crate) struct Lowerer<'k> {
     /// The `dot` result whose warpgroup MMAs may stay in flight into the next iteration of
     /// the loop being lowered (see `pipeline`).
     wgmma_in_flight: Option<ValueId>,
+    /// The cooperative matrices the statements name (see `coop`).
+    coop: Vec<crate::thread::CoopMatrix>,
+    /// Values held in cooperative matrices (`values` has `None` for them while they are).
+    coop_vals: HashMap<ValueId, coop::CoopAcc>,
 }
 
 impl<'k> Lowerer<'k> {
@@ -163,6 +168,8 @@ impl<'k> Lowerer<'k> {
             accesses: ordering::Accesses::default(),
             pipelined: HashMap::new(),
             wgmma_in_flight: None,
+            coop: Vec::new(),
+            coop_vals: HashMap::new(),
         };
         l.choose_vector_widths();
         l
@@ -209,6 +216,7 @@ impl<'k> Lowerer<'k> {
             params: self.params,
             regs: self.regs,
             shared: self.shared,
+            coop: self.coop,
             num_warps: self.target.num_warps,
             warp_size: self.target.warp_size,
             reuse_shared: self.target.reuse_shared,
@@ -244,6 +252,37 @@ impl<'k> Lowerer<'k> {
         if self.is_pipelined_load(inst) {
             return Ok(());
         }
+        // An accumulator in cooperative matrices is moved to registers for any use but as
+        // the accumulator of a `dot` on them (see `coop`); its registers serve this
+        // instruction only.
+        let coop_acc = match inst.op {
+            Op::Dot { acc, .. } if self.coop_plan(inst).is_some() => Some(acc),
+            _ => None,
+        };
+        let mut materialized = Vec::new();
+        for o in inst.op.operands() {
+            if Some(o) != coop_acc && self.values[o.index()].is_none() && !materialized.contains(&o) {
+                if let Some(acc) = self.coop_vals.get(&o).cloned() {
+                    let lval = self.coop_to_blocked(&acc)?;
+                    self.values[o.index()] = Some(lval);
+                    materialized.push(o);
+                }
+            }
+        }
+        let r = self.inst_lowered(inst);
+        for o in materialized {
+            self.values[o.index()] = None;
+        }
+        r
+    }
+
+    fn inst_lowered(&mut self, inst: &'k Inst) -> Result<(), LowerError> {
+        if let Op::Dot { .. } = inst.op {
+            if let Some(acc) = self.dot_coop(inst)? {
+                self.coop_vals.insert(inst.results[0], acc);
+                return Ok(());
+            }
+        }
         let results: Vec<LVal> = match &inst.op {
             Op::For { .. } | Op::If { .. } | Op::While { .. } => self.control(inst)?,
             Op::Load { .. } | Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } => {
@@ -274,7 +313,10 @@ impl<'k> Lowerer<'k> {
         };
         let anchored = self.anchors(&inst.op);
         for (&v, lval) in inst.results.iter().zip(results) {
-            self.values[v.index()] = Some(lval);
+            // (A loop's result carried in cooperative matrices has no registers.)
+            if !self.coop_vals.contains_key(&v) {
+                self.values[v.index()] = Some(lval);
+            }
             self.anchored[v.index()] = anchored;
         }
         Ok(())

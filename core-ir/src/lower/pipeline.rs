@@ -249,7 +249,7 @@ impl Lowerer<'_> {
     /// Whether `v` is the constant +0 (a constant, or a splat or broadcast of one): what the
     /// copies' zero fill writes. (Not -0.0: a masked-off row of -0.0 products could then
     /// give a sum of the other sign.)
-    fn is_zero(&self, v: ValueId) -> bool {
+    pub(crate) fn is_zero(&self, v: ValueId) -> bool {
         let ValueDef::Result { inst, .. } = self.k.values[v].def else {
             return false;
         };
@@ -511,6 +511,6 @@ impl Lowerer<'_> {
             Some(Op::Yield { values }) => state.plan.carried.iter().map(|&c| values[c]).collect(),
             _ => Vec::new(),
         };
-        self.assign_slots(inst, &state.ahead, &yields)
+        self.assign_slots(inst, &state.ahead, &yields, &[])
     }
 }
