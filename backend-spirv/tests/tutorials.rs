@@ -28,6 +28,7 @@ fn check_all(kernel: &Kernel, num_warps: u32) -> Vec<String> {
             async_copy: false,
             num_stages: 1,
             reuse_shared: false,
+            coop_matrix: vec![],
         };
         let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len()))
             .unwrap_or_else(|e| panic!("lowering {}: {e}", kernel.name));

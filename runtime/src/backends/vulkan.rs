@@ -189,6 +189,7 @@ impl WgpuGpu {
             num_stages: 1,
             // A workgroup variable per shared buffer: no two share bytes.
             reuse_shared: false,
+            coop_matrix: vec![],
         }
     }
 }
