@@ -72,7 +72,11 @@ struct Case {
 /// The seed of `meta` on `m x n x k`, A and/or B column-major.
 fn case(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), (a_col, b_col): (bool, bool), rng: &mut Rng) -> Case {
     let kernel = matmul(meta).unwrap();
-    let buffers = vec![f16s(rng, m * k), f16s(rng, k * n), HostBuffer::zeros(meta.output, m * n)];
+    let buffers = vec![
+        f16s(rng, m * k),
+        f16s(rng, k * n),
+        HostBuffer::zeros(meta.output, m * n),
+    ];
     let (sam, sak) = if a_col { (1, m) } else { (k, 1) };
     let (sbk, sbn) = if b_col { (1, k) } else { (n, 1) };
     let ints = [m, n, k, sam, sak, sbk, sbn, n, 1];
@@ -114,7 +118,10 @@ fn check(c: &Case, target: &Target, at: &str) -> ThreadKernel {
     let tk = lower(&c.kernel, target, &c.spec).unwrap_or_else(|e| panic!("{at}: {e}"));
     assert!(mul_adds(&tk) > 0, "{at}: not on cooperative matrices");
     let got = run(&tk, c).unwrap_or_else(|e| panic!("{at}: {e}"));
-    assert!(got == c.want[2].as_bytes(), "{at}: results differ from the interpreter's");
+    assert!(
+        got == c.want[2].as_bytes(),
+        "{at}: results differ from the interpreter's"
+    );
     tk
 }
 
@@ -172,7 +179,12 @@ fn seed_configurations_on_cooperative_matrices() {
     for &(bm, bn, bk, _, warps) in &MATMUL_CONFIGS {
         let meta = MatmulMeta::fp16(bm, bn, bk);
         let t = target(warps);
-        let c = case(&meta, (bm as usize, bn as usize, 2 * bk as usize), (false, false), &mut rng);
+        let c = case(
+            &meta,
+            (bm as usize, bn as usize, 2 * bk as usize),
+            (false, false),
+            &mut rng,
+        );
         let fma = Target {
             coop_matrix: vec![],
             ..t.clone()

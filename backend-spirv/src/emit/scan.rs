@@ -61,7 +61,10 @@ fn check_coop(k: &ThreadKernel, t: &SpirvTarget) -> R<()> {
             return Err(unsupported(
                 k,
                 "cooperative matrices",
-                format!("c{i} is {}x{} of {}; naga has 8 or 16 rows and columns of f16 or f32", m.rows, m.cols, m.elem),
+                format!(
+                    "c{i} is {}x{} of {}; naga has 8 or 16 rows and columns of f16 or f32",
+                    m.rows, m.cols, m.elem
+                ),
             ));
         }
         check_type(k, t, m.elem, &|| format!("cooperative matrix c{i}"))?;

@@ -53,12 +53,12 @@ use crate::thread::{Expr, Memory as Space, Reg, Special, Stmt, ThreadKernel, Thr
 use crate::types::{Elem, ScalarType, Shape, Type};
 use std::collections::{BTreeMap, HashMap};
 
+#[path = "simt_coop.rs"]
+mod coop;
 #[path = "simt_matrix.rs"]
 mod matrix;
 #[path = "simt_wgmma.rs"]
 mod wgmma;
-#[path = "simt_coop.rs"]
-mod coop;
 
 /// Runs every program of the grid (axis 0 fastest) of a per-thread kernel on the CPU.
 ///

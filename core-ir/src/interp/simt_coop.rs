@@ -68,7 +68,13 @@ impl Sim<'_> {
         let offsets = self.coop_offsets(dst, index, stride, row_major)?;
         for (w, offs) in offsets.iter().enumerate() {
             let t = w * self.warp_size;
-            let ptrs: Vec<Pointer> = offs.iter().map(|&o| Pointer { param: alloc, offset: o }).collect();
+            let ptrs: Vec<Pointer> = offs
+                .iter()
+                .map(|&o| Pointer {
+                    param: alloc,
+                    offset: o,
+                })
+                .collect();
             for p in &ptrs {
                 self.shared.locate(*p).map_err(|f| SimFault {
                     kind: f.kind,
@@ -78,7 +84,11 @@ impl Sim<'_> {
                 self.touch(m, p.offset, t, Access::Read)?;
             }
             let Data::Float(v) = memory::load(&self.shared, elem, &ptrs, None, None)? else {
-                return Err(fault(FaultKind::InvalidIr, t, "a cooperative matrix of non-floats".into()));
+                return Err(fault(
+                    FaultKind::InvalidIr,
+                    t,
+                    "a cooperative matrix of non-floats".into(),
+                ));
             };
             self.coop[dst as usize][w] = Some(v);
         }
@@ -100,7 +110,13 @@ impl Sim<'_> {
         for (w, offs) in offsets.iter().enumerate() {
             let t = w * self.warp_size;
             let value = self.coop_value(src, w)?.clone();
-            let ptrs: Vec<Pointer> = offs.iter().map(|&o| Pointer { param: alloc, offset: o }).collect();
+            let ptrs: Vec<Pointer> = offs
+                .iter()
+                .map(|&o| Pointer {
+                    param: alloc,
+                    offset: o,
+                })
+                .collect();
             for p in &ptrs {
                 self.shared.locate(*p).map_err(|f| SimFault {
                     kind: f.kind,
@@ -110,7 +126,11 @@ impl Sim<'_> {
             }
             let old = memory::load(&self.shared, elem, &ptrs, None, None)?;
             let Data::Float(old) = old else {
-                return Err(fault(FaultKind::InvalidIr, t, "a cooperative matrix of non-floats".into()));
+                return Err(fault(
+                    FaultKind::InvalidIr,
+                    t,
+                    "a cooperative matrix of non-floats".into(),
+                ));
             };
             let mut seen = std::collections::HashSet::new();
             for (i, p) in ptrs.iter().enumerate() {

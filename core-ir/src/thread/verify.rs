@@ -228,7 +228,10 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             let m = coop(k, *c)?;
             let elem = memory_elem(k, Memory::Shared { alloc: *alloc })?;
             if elem != m.elem {
-                return Err(format!("cooperative matrix c{c} of {} in shared{alloc} of {elem}", m.elem));
+                return Err(format!(
+                    "cooperative matrix c{c} of {} in shared{alloc} of {elem}",
+                    m.elem
+                ));
             }
             let line = if *row_major { m.cols } else { m.rows };
             if *stride < line || (*stride as usize * elem.size_bytes()) % 16 != 0 {

@@ -43,13 +43,23 @@ pub struct WgpuOptions {
     /// `RUTILE_VULKAN_IMMEDIATES=1` turns it on for devices opened with
     /// [`WgpuGpu::open`].
     pub immediates: bool,
+    /// Open the device with cooperative matrices (wgpu's `EXPERIMENTAL_COOPERATIVE_MATRIX`,
+    /// Vulkan's `VK_KHR_cooperative_matrix`) where the adapter has them, so that `dot` runs
+    /// on the matrix units (`rutile_ir::lower`'s `coop` path). wgpu marks the feature
+    /// experimental: rutile accepts that for the kernels it generates, which use only
+    /// subgroup-scope loads, stores and multiply-adds on workgroup memory, validated by naga
+    /// (and spirv-val in rutile's tests). [`WgpuOptions::from_env`] turns it on unless
+    /// `RUTILE_COOP_MATRIX=0`, which keeps `dot` on the FMA path.
+    pub cooperative_matrix: bool,
 }
 
 impl WgpuOptions {
-    /// The defaults, with `RUTILE_VULKAN_IMMEDIATES=1` turning immediates on.
+    /// The defaults, with `RUTILE_VULKAN_IMMEDIATES=1` turning immediates on and
+    /// cooperative matrices on unless `RUTILE_COOP_MATRIX=0`.
     pub fn from_env() -> WgpuOptions {
         WgpuOptions {
             immediates: std::env::var("RUTILE_VULKAN_IMMEDIATES").as_deref() == Ok("1"),
+            cooperative_matrix: std::env::var("RUTILE_COOP_MATRIX").as_deref() != Ok("0"),
         }
     }
 }
@@ -86,7 +96,16 @@ impl WgpuGpu {
 
     /// Like [`Self::open`], with `options`.
     pub fn open_with(index: Option<usize>, options: WgpuOptions) -> Result<WgpuGpu> {
-        let device = WgpuDevice::open(index)?;
+        let device = if options.cooperative_matrix {
+            // SAFETY: see `WgpuOptions::cooperative_matrix`: rutile's kernels use the
+            // experimental feature only as naga validates it.
+            match unsafe { WgpuDevice::open_with_cooperative_matrix(index) } {
+                Err(WgpuError::MissingFeature { .. }) => WgpuDevice::open(index)?,
+                opened => opened?,
+            }
+        } else {
+            WgpuDevice::open(index)?
+        };
         let p = device.properties();
         let (backend, device_type) = (
             match p.backend {
@@ -126,6 +145,7 @@ impl WgpuGpu {
             properties.registers_per_multiprocessor = Some(64 * 1024);
         }
         properties.total_memory_bytes = p.device_memory_bytes;
+        properties.cooperative_matrix = cooperative_shapes(&device);
         // Larger grids are split into several dispatches.
         properties.max_grid = Some([u32::MAX; 3]);
         let f = &p.features;
@@ -189,9 +209,43 @@ impl WgpuGpu {
             num_stages: 1,
             // A workgroup variable per shared buffer: no two share bytes.
             reuse_shared: false,
-            coop_matrix: vec![],
+            // Cooperative matrices belong to a subgroup: the warps must be subgroups.
+            coop_matrix: match (&self.properties.cooperative_matrix, fixed) {
+                (Some(shapes), Some(_)) => shapes.clone(),
+                _ => vec![],
+            },
         }
     }
+}
+
+/// The cooperative-matrix shapes of a device opened with them, in the lowering's terms;
+/// `None` when it has none (or was opened without them).
+fn cooperative_shapes(device: &WgpuDevice) -> Option<Vec<rutile_ir::target::CoopMatrixShape>> {
+    if !device.features().cooperative_matrix {
+        return None;
+    }
+    let scalar = |t: wgpu::CooperativeScalarType| match t {
+        wgpu::CooperativeScalarType::F32 => ScalarType::F32,
+        wgpu::CooperativeScalarType::F16 => ScalarType::F16,
+        wgpu::CooperativeScalarType::I32 => ScalarType::I32,
+        wgpu::CooperativeScalarType::U32 => ScalarType::U32,
+    };
+    let shapes: Vec<_> = device
+        .properties()
+        .cooperative_matrix_shapes
+        .iter()
+        .flatten()
+        // A saturating accumulation clamps: not the `dot` of the IR.
+        .filter(|s| !s.saturating)
+        .map(|s| rutile_ir::target::CoopMatrixShape {
+            m: s.m,
+            n: s.n,
+            k: s.k,
+            ab: scalar(s.ab_type),
+            acc: scalar(s.cr_type),
+        })
+        .collect();
+    (!shapes.is_empty()).then_some(shapes)
 }
 
 /// The subgroup size when the device has only one.
@@ -286,6 +340,7 @@ impl Device for WgpuGpu {
                 shader_i64: f.i64,
                 shader_f64: f.f64,
                 subgroups: f.subgroups,
+                cooperative_matrix: f.cooperative_matrix,
                 immediate_size: if f.immediates && self.options.immediates {
                     self.device.properties().max_immediate_size
                 } else {
