@@ -918,6 +918,21 @@ fn bench_matmul(
             Some(Err(e)) => println!("{}: cuBLAS: not available ({})", d.dev.id(), reason(e)),
             None => {}
         }
+        // Which units a Vulkan device's `dot` runs on (the H100 runs both: `RUTILE_COOP_MATRIX=0`).
+        if d.dev.properties().backend == Backend::Vulkan {
+            let on = match &d.dev.properties().cooperative_matrix {
+                Some(shapes) => format!(
+                    "cooperative matrices ({})",
+                    shapes
+                        .iter()
+                        .map(|s| format!("{}x{}x{} {}->{}", s.m, s.n, s.k, s.ab, s.acc))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => "FMAs (no cooperative matrices)".to_string(),
+            };
+            println!("{}: dot on {on}", d.dev.id());
+        }
     }
     let random =
         |rng: &mut Rng, len: usize| -> Vec<f16> { rng.f32s(len, -1.0, 1.0).into_iter().map(f16::from_f32).collect() };
