@@ -14,15 +14,18 @@
 //! and a blocked accumulator enters through shared memory the other way (`coop_from_lval`),
 //! or as `CoopZero` when it is a constant zero.
 //!
-//! The operands are staged in shared memory as the CUDA-core path stages them (`dot.rs`):
-//! A row-major (`m x k`), B row-major with its rows padded by 16 bytes when it is written
-//! down its columns (cooperative loads take a stride, which Vulkan wants a multiple of 16
-//! bytes, and no swizzle). Each K step of the matrix shape, a warp loads its B tiles, then
-//! one A tile at a time, each used at once by its row of multiply-adds.
+//! The operands are read from shared memory in [`coop_tile`]s (padded rows, no swizzle):
+//! filled, in a `for` loop, by the pipeline of `pipeline.rs` (Vulkan has no asynchronous
+//! copy: each iteration stores the operands it loaded into registers one iteration earlier
+//! into one of two stages, and loads the next iteration's before its multiply-adds, so that
+//! their latency hides behind them), or here, from registers. Each K step of the matrix
+//! shape, a warp loads its B tiles, then one A tile at a time, each used at once by its row
+//! of multiply-adds.
 
+use super::mma::{fastest_dim, SharedOperand};
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, CacheModifier, CmpOp, Inst, Literal, Op, ValueId};
-use crate::layout::Layout;
+use crate::layout::{Layout, SwizzledTile};
 use crate::target::CoopMatrixShape;
 use crate::thread::{CoopMatrix, CoopReg, CoopRole, Expr, Memory, Reg, Stmt};
 use crate::types::{Elem, ScalarType, Shape};
@@ -48,6 +51,44 @@ pub(crate) struct CoopTiling {
 pub(crate) struct CoopAcc {
     pub tiling: CoopTiling,
     pub tiles: Vec<CoopReg>,
+}
+
+/// Bytes of shared memory a `dot` of tiling `t` and depth `k` needs with `stages` copies of
+/// its operands (f16, rows padded by 16 bytes) and the smallest exchange of its
+/// accumulator.
+pub(crate) fn coop_shared_bytes(t: &CoopTiling, k: u32, stages: u32) -> u64 {
+    let operands = (t.m * (k + 8) + k * (t.n + 8)) as u64 * 2;
+    operands * stages as u64 + (t.wm * t.wn * t.shape.m * t.shape.n * 4) as u64
+}
+
+/// The tile a cooperative-matrix operand of `dims` is stored in, contiguous along
+/// dimension `contiguous`: rows of `dims[contiguous]` elements padded by 16 bytes, not
+/// swizzled. Cooperative loads take a stride (Vulkan wants it a multiple of 16 bytes) and
+/// no swizzle, and read 16-byte pieces of consecutive rows (as `ldmatrix`): rows a multiple
+/// of 128 bytes long would put them in the same banks, the padding in different ones. An
+/// operand stored along M (A) or N (B) is read column-major.
+pub(crate) fn coop_tile(dims: [u32; 2], contiguous: usize, elem: ScalarType) -> SwizzledTile {
+    let bytes = elem.size_bytes() as u32;
+    let pitch = dims[contiguous] + 16 / bytes;
+    SwizzledTile {
+        rows: dims[1 - contiguous],
+        cols: pitch,
+        vec: 16 / bytes,
+        per_phase: 1,
+        max_phase: 1,
+        block_cols: pitch,
+        rows_for: None,
+        align: 16,
+    }
+}
+
+/// How far apart in `op`'s tile consecutive elements along operand dimension `d` are.
+fn coop_scale(op: &SharedOperand, d: usize) -> u32 {
+    if d == op.contiguous {
+        1
+    } else {
+        op.tile.cols
+    }
 }
 
 /// The matrix sizes naga (and so the SPIR-V backend) can express.
@@ -104,10 +145,10 @@ impl Lowerer<'_> {
             }
         }
         let (_, t) = best?;
-        // A, B (rows padded by 16 bytes at most) and the smallest exchange of the accumulator.
-        let used: u64 = self.shared.iter().map(|s| s.bytes() as u64).sum();
-        let need = (m * k * 2) as u64 + (k * (n + 8) * 2) as u64 + (warps * t.shape.m * t.shape.n * 4) as u64;
-        (used + need <= self.target.max_shared_bytes as u64).then_some(t)
+        // A and B, and the smallest exchange of the accumulator. (Not what else the kernel
+        // holds: the decision must not change between the loop that plans the operands'
+        // pipeline and the `dot`; a kernel that does not fit fails as a whole.)
+        (coop_shared_bytes(&t, k, 1) <= self.target.max_shared_bytes as u64).then_some(t)
     }
 
     fn coop_matrix(&mut self, role: CoopRole, rows: u32, cols: u32, elem: ScalarType) -> CoopReg {
@@ -181,7 +222,7 @@ impl Lowerer<'_> {
         let Op::Dot { a, b, acc, .. } = inst.op else {
             return Err(self.internal("not a dot"));
         };
-        let (m, k) = (t.m, self.k.ty(a).shape.dims()[1]);
+        let k = self.k.ty(a).shape.dims()[1];
         let s = t.shape;
 
         // The accumulator: updated in place when this is its only use.
@@ -195,37 +236,38 @@ impl Lowerer<'_> {
         };
         let d = if in_place { c.clone() } else { self.coop_acc(&t) };
 
-        let a_buf = self.stage(a, s.ab, m * k, false)?;
-        let (b_buf, pitch) = self.stage_b_with(b, s.ab, false, 16)?;
-        self.emit(Stmt::Barrier);
+        let (sa, a_here) = self.coop_operand(a)?;
+        let (sb, b_here) = self.coop_operand(b)?;
+        if a_here || b_here {
+            self.emit(Stmt::Barrier);
+        }
 
         let (wi, wj) = self.coop_warp(&t);
-        let zero = self.i32c(0);
-        let a_base = self.coop_base(wi, t.tiles_m * s.m * k, zero, 0);
-        let b_base = self.coop_base(wj, t.tiles_n * s.n, zero, 0);
+        let a_base = self.coop_warp_base(&sa, wi, 0, t.tiles_m * s.m);
+        let b_base = self.coop_warp_base(&sb, wj, 1, t.tiles_n * s.n);
         let a_reg = self.coop_matrix(CoopRole::A, s.m, s.k, s.ab);
         let b_regs: Vec<CoopReg> = (0..t.tiles_n)
             .map(|_| self.coop_matrix(CoopRole::B, s.k, s.n, s.ab))
             .collect();
         for kk in 0..k / s.k {
             for (j, &br) in b_regs.iter().enumerate() {
-                let index = self.coop_offset(b_base, kk * s.k * pitch + j as u32 * s.n);
+                let index = self.coop_operand_index(&sb, b_base, kk * s.k, j as u32 * s.n);
                 self.emit(Stmt::CoopLoad {
                     dst: br,
-                    alloc: b_buf,
+                    alloc: sb.alloc,
                     index,
-                    stride: pitch,
-                    row_major: true,
+                    stride: sb.tile.cols,
+                    row_major: sb.contiguous == 1,
                 });
             }
             for i in 0..t.tiles_m {
-                let index = self.coop_offset(a_base, i * s.m * k + kk * s.k);
+                let index = self.coop_operand_index(&sa, a_base, i * s.m, kk * s.k);
                 self.emit(Stmt::CoopLoad {
                     dst: a_reg,
-                    alloc: a_buf,
+                    alloc: sa.alloc,
                     index,
-                    stride: k,
-                    row_major: true,
+                    stride: sa.tile.cols,
+                    row_major: sa.contiguous == 1,
                 });
                 for (j, &br) in b_regs.iter().enumerate() {
                     let at = (i * t.tiles_n) as usize + j;
@@ -239,9 +281,74 @@ impl Lowerer<'_> {
                 }
             }
         }
-        // The buffers may be written again (the next iteration of an enclosing loop).
-        self.emit(Stmt::Barrier);
+        if a_here || b_here {
+            // The buffers may be written again (the next iteration of an enclosing loop).
+            self.emit(Stmt::Barrier);
+        }
         Ok(Some(d))
+    }
+
+    /// Operand `v` of a `dot` on cooperative matrices in shared memory: where the enclosing
+    /// loop's pipeline put it, or stored there now (then the second value is true and a
+    /// barrier must follow), in [`coop_tile`]'s orientation along its registers' fastest
+    /// dimension, each element once, by its owner.
+    fn coop_operand(&mut self, v: ValueId) -> Result<(SharedOperand, bool), LowerError> {
+        if let Some(s) = self.pipelined_operand(v) {
+            return Ok((s, false));
+        }
+        let lval = self.lval(v)?;
+        let ty = self.k.ty(v);
+        let elem = ty.scalar_type().ok_or_else(|| self.internal("a dot of pointers"))?;
+        let dims = [ty.shape.dims()[0], ty.shape.dims()[1]];
+        let layout = lval.layout;
+        let contiguous = fastest_dim(layout);
+        let tile = coop_tile(dims, contiguous, elem);
+        let alloc = self.shared.len() as u32;
+        self.shared.push(crate::thread::SharedAlloc::new(elem, tile.len()));
+        let operand = SharedOperand {
+            alloc,
+            tile,
+            contiguous,
+            stage: None,
+        };
+        let map = layout.map(ty.shape);
+        let mut w = 1u32;
+        if layout.sliced == 0 {
+            let run = map.run[layout.blocked_dim(contiguous)];
+            w = run.min(tile.vec).max(1);
+            while run % w != 0 {
+                w /= 2;
+            }
+        }
+        let index = self.operand_store_indices(&map, layout, &operand, w);
+        let own = self.owner(&map);
+        for (g, &at) in (0..lval.regs.len()).step_by(w as usize).zip(&index) {
+            self.emit(Stmt::Store {
+                values: lval.regs[g..g + w as usize].to_vec(),
+                mem: Memory::Shared { alloc },
+                index: at,
+                pred: own,
+            });
+        }
+        Ok((operand, true))
+    }
+
+    /// How warp coordinate `warp` (along operand dimension `warp_dim`, `step` elements per
+    /// warp) places the warp's matrices in `op`'s tile: the element index of the warp's
+    /// `(0, 0)`, computed once in the prologue.
+    fn coop_warp_base(&mut self, op: &SharedOperand, warp: Reg, warp_dim: usize, step: u32) -> Reg {
+        let zero = self.i32c(0);
+        self.coop_base(warp, step * coop_scale(op, warp_dim), zero, 0)
+    }
+
+    /// The index of operand element `(r, c)` from the warp's `base`, in the stage the
+    /// operand is read from this iteration.
+    fn coop_operand_index(&mut self, op: &SharedOperand, base: Reg, r: u32, c: u32) -> Reg {
+        let at = self.coop_offset(base, r * coop_scale(op, 0) + c * coop_scale(op, 1));
+        match op.stage {
+            Some(stage) => self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, at, stage)),
+            None => at,
+        }
     }
 
     /// How many of each warp's accumulator tiles go through shared memory at once, as

@@ -105,25 +105,13 @@ impl Lowerer<'_> {
     /// one store instruction touches in different banks (unpadded rows of 64 or 128 bytes
     /// share them: a column-major B ran 25% slower than a row-major one through Vulkan).
     fn stage_b(&mut self, b: crate::ir::ValueId, ty: ScalarType, tf32: bool) -> Result<(u32, u32), LowerError> {
-        self.stage_b_with(b, ty, tf32, 4)
-    }
-
-    /// [`stage_b`](Self::stage_b) with rows padded by `pad_bytes` where it pads them
-    /// (cooperative-matrix loads want rows on 16-byte boundaries).
-    pub(crate) fn stage_b_with(
-        &mut self,
-        b: crate::ir::ValueId,
-        ty: ScalarType,
-        tf32: bool,
-        pad_bytes: u32,
-    ) -> Result<(u32, u32), LowerError> {
         let lval = self.operand_lval(b, tf32)?;
         let shape = self.k.ty(b).shape;
         let [k, n] = [shape.dims()[0], shape.dims()[1]];
         let layout = lval.layout;
         let down_columns = layout.sliced == 0 && layout.blocked.order[0] as usize == layout.blocked_dim(0);
         let pitch = if down_columns {
-            n + (pad_bytes / ty.size_bytes() as u32).max(1)
+            n + (4 / ty.size_bytes() as u32).max(1)
         } else {
             n
         };
