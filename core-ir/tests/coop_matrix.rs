@@ -373,3 +373,47 @@ fn dots_the_shapes_do_not_fit_take_the_fma_path() {
     // 16 rows over 4 warps of 16-row matrices.
     run_fma(&MatmulMeta::fp16(16, 16, 32), &target(4), (16, 16, 32), &mut rng);
 }
+
+/// The K loop's operand loads are pipelined through registers (Vulkan has no asynchronous
+/// copy): the loads of the first iteration come before the loop, each iteration stores
+/// what it loaded one iteration earlier and has one barrier, and the results stay exact on
+/// ragged sizes (the prefetch past the end and masked elements are zeros).
+#[test]
+fn the_k_loop_prefetches_its_operands_into_registers() {
+    let mut rng = Rng::new(47);
+    let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
+    let tk = check(&c, &target(4), "64x64x32");
+    let global_load = |s: &Stmt| {
+        matches!(
+            s,
+            Stmt::Load {
+                mem: rutile_ir::thread::Memory::Global { .. },
+                ..
+            }
+        )
+    };
+    let at = tk.body.iter().position(|s| matches!(s, Stmt::While { .. })).unwrap();
+    let before = tk.body[..at].iter().filter(|s| global_load(s)).count();
+    assert!(before > 0, "no loads before the loop");
+    let Stmt::While { body, .. } = &tk.body[at] else {
+        unreachable!()
+    };
+    let barriers = body.iter().filter(|s| matches!(s, Stmt::Barrier)).count();
+    assert_eq!(barriers, 1, "barriers per iteration");
+    assert_eq!(
+        body.iter().filter(|s| global_load(s)).count(),
+        before,
+        "loads per iteration"
+    );
+    let first_load = body.iter().position(global_load).unwrap();
+    let first_mul_add = body.iter().position(|s| matches!(s, Stmt::CoopMulAdd { .. })).unwrap();
+    assert!(first_load < first_mul_add, "the next iteration's loads come first");
+    for (shape, layout) in [
+        ((100, 72, 80), (false, false)),
+        ((17, 33, 129), (true, true)),
+        ((65, 64, 96), (false, true)),
+    ] {
+        let c = case(&MatmulMeta::fp16(64, 64, 32), shape, layout, &mut rng);
+        check(&c, &target(4), &format!("{shape:?} {layout:?}"));
+    }
+}
