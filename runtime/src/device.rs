@@ -372,6 +372,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn cooperative_matrices_are_listed() {
+        let mut p = DeviceProperties::unknown("gpu", "vendor", Backend::Vulkan, DeviceType::DiscreteGpu);
+        assert_eq!(p.cooperative_matrix, None);
+        assert!(p.to_string().contains("cooperative matrices    none"), "{p}");
+        p.cooperative_matrix = Some(vec![rutile_ir::target::CoopMatrixShape {
+            m: 16,
+            n: 16,
+            k: 16,
+            ab: ScalarType::F16,
+            acc: ScalarType::F32,
+        }]);
+        assert!(p.to_string().contains("cooperative matrices    16x16x16 f16->f32"), "{p}");
+    }
+
+    #[test]
     fn required_backends_are_parsed() {
         let parse = |v: &str| parse_required_backends(v).unwrap();
         assert_eq!(parse(""), vec![]);
