@@ -383,7 +383,10 @@ mod tests {
             ab: ScalarType::F16,
             acc: ScalarType::F32,
         }]);
-        assert!(p.to_string().contains("cooperative matrices    16x16x16 f16->f32"), "{p}");
+        assert!(
+            p.to_string().contains("cooperative matrices    16x16x16 f16->f32"),
+            "{p}"
+        );
     }
 
     #[test]

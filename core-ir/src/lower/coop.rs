@@ -46,7 +46,8 @@ pub(crate) struct CoopTiling {
 
 /// An accumulator held in cooperative matrices: per warp, `tiling.tiles_m x tiles_n`
 /// matrices, row-major in `tiles`; tile `(i, j)` of warp `(wi, wj)` holds rows
-/// `(wi * tiles_m + i) * shape.m ..` and columns `(wj * tiles_n + j) * shape.n ..`.
+/// `(i * wm + wi) * shape.m ..` and columns `(j * wn + wj) * shape.n ..` (the warps'
+/// matrices interleaved, as a blocked layout's warps repeat: see `coop_layout`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CoopAcc {
     pub tiling: CoopTiling,
@@ -243,15 +244,15 @@ impl Lowerer<'_> {
         }
 
         let (wi, wj) = self.coop_warp(&t);
-        let a_base = self.coop_warp_base(&sa, wi, 0, t.tiles_m * s.m);
-        let b_base = self.coop_warp_base(&sb, wj, 1, t.tiles_n * s.n);
+        let a_base = self.coop_warp_base(&sa, wi, 0, s.m);
+        let b_base = self.coop_warp_base(&sb, wj, 1, s.n);
         let a_reg = self.coop_matrix(CoopRole::A, s.m, s.k, s.ab);
         let b_regs: Vec<CoopReg> = (0..t.tiles_n)
             .map(|_| self.coop_matrix(CoopRole::B, s.k, s.n, s.ab))
             .collect();
         for kk in 0..k / s.k {
             for (j, &br) in b_regs.iter().enumerate() {
-                let index = self.coop_operand_index(&sb, b_base, kk * s.k, j as u32 * s.n);
+                let index = self.coop_operand_index(&sb, b_base, kk * s.k, j as u32 * t.wn * s.n);
                 self.emit(Stmt::CoopLoad {
                     dst: br,
                     alloc: sb.alloc,
@@ -261,7 +262,7 @@ impl Lowerer<'_> {
                 });
             }
             for i in 0..t.tiles_m {
-                let index = self.coop_operand_index(&sa, a_base, i * s.m, kk * s.k);
+                let index = self.coop_operand_index(&sa, a_base, i * t.wm * s.m, kk * s.k);
                 self.emit(Stmt::CoopLoad {
                     dst: a_reg,
                     alloc: sa.alloc,
@@ -371,8 +372,8 @@ impl Lowerer<'_> {
 
     /// For each element of `map` (a `[m, n]` layout's), its index in the exchange buffer of
     /// `(p, q)` tiles per warp and pass, and the pass that moves it. Element `(r, c)` is in
-    /// the warp's tile `(ti, tj)`, `ti = (r / sm) % tiles_m`, `tj = (c / sn) % tiles_n`, of
-    /// warp `(wi, wj)`, `wi = r / (sm tiles_m)`, `wj = c / (sn tiles_n)`; it moves in pass
+    /// the warp's tile `(ti, tj)`, `ti = (r / sm) / wm`, `tj = (c / sn) / wn`, of warp
+    /// `(wi, wj)`, `wi = (r / sm) % wm`, `wj = (c / sn) % wn`; it moves in pass
     /// `(ti / p) (tiles_n / q) + tj / q`, at row `(wi p + ti % p) sm + r % sm` and column
     /// `(wj q + tj % q) sn + c % sn` of the buffer, whose rows are `wn q sn` long.
     fn coop_exchange_index(&mut self, layout: Layout, t: &CoopTiling, (p, q): (u32, u32)) -> Vec<(Reg, Reg)> {
@@ -387,8 +388,8 @@ impl Lowerer<'_> {
             .map(|i| {
                 let r = self.coord(&map, i, rd);
                 let c = self.coord(&map, i, cd);
-                let (pr, row) = self.coop_split(r, s.m, t.tiles_m, p);
-                let (pc, col) = self.coop_split(c, s.n, t.tiles_n, q);
+                let (pr, row) = self.coop_split(r, s.m, t.wm, p);
+                let (pc, col) = self.coop_split(c, s.n, t.wn, q);
                 let pass = self.pset(i32t, Expr::Binary(BinaryOp::Mul, pr, per_row));
                 let pass = self.pset(i32t, Expr::Binary(BinaryOp::Add, pass, pc));
                 let x = self.pset(i32t, Expr::Binary(BinaryOp::Mul, row, width));
@@ -398,15 +399,16 @@ impl Lowerer<'_> {
             .collect()
     }
 
-    /// For coordinate `x` along a dimension of `tiles` tiles of `size` per warp, `p` per
-    /// pass: the pass along it, `ti / p`, and the position in the buffer,
-    /// `(w p + ti % p) size + x % size` (`ti = (x / size) % tiles`, `w = x / (size tiles)`).
-    fn coop_split(&mut self, x: Reg, size: u32, tiles: u32, p: u32) -> (Reg, Reg) {
+    /// For coordinate `x` along a dimension of tiles of `size` dealt to `warps` warps in
+    /// turn, `p` per warp and pass: the pass along it, `ti / p`, and the position in the
+    /// buffer, `(w p + ti % p) size + x % size` (`w = (x / size) % warps`, `ti = (x / size) /
+    /// warps`).
+    fn coop_split(&mut self, x: Reg, size: u32, warps: u32, p: u32) -> (Reg, Reg) {
         let i32t = ScalarType::I32;
-        let (sz, tl, pc) = (self.i32c(size as i64), self.i32c(tiles as i64), self.i32c(p as i64));
+        let (sz, wc, pc) = (self.i32c(size as i64), self.i32c(warps as i64), self.i32c(p as i64));
         let tr = self.pset(i32t, Expr::Binary(BinaryOp::Div, x, sz));
-        let w = self.pset(i32t, Expr::Binary(BinaryOp::Div, tr, tl));
-        let ti = self.pset(i32t, Expr::Binary(BinaryOp::Rem, tr, tl));
+        let w = self.pset(i32t, Expr::Binary(BinaryOp::Rem, tr, wc));
+        let ti = self.pset(i32t, Expr::Binary(BinaryOp::Div, tr, wc));
         let pass = self.pset(i32t, Expr::Binary(BinaryOp::Div, ti, pc));
         let q = self.pset(i32t, Expr::Binary(BinaryOp::Rem, ti, pc));
         let within = self.pset(i32t, Expr::Binary(BinaryOp::Rem, x, sz));

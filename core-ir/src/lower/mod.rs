@@ -452,6 +452,10 @@ impl<'k> Lowerer<'k> {
     /// The registers of operand `o` in `layout`: as it is, repeated if it is a scalar, or
     /// recomputed.
     fn recompute_operand(&mut self, o: ValueId, layout: Layout, depth: u32) -> Result<Option<Vec<Reg>>, LowerError> {
+        // (An accumulator in cooperative matrices has no registers to recompute from.)
+        if self.values[o.index()].is_none() && self.coop_vals.contains_key(&o) {
+            return Ok(None);
+        }
         let l = self.lval(o)?;
         let n = layout.map(self.k.ty(o).shape).len;
         if l.layout == layout || self.k.ty(o).shape.is_scalar() {
