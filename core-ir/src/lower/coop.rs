@@ -92,6 +92,30 @@ fn coop_scale(op: &SharedOperand, d: usize) -> u32 {
     }
 }
 
+/// The coordinate along blocked dimension `d` of register `i` of `map` in thread `t` of
+/// warps of `warp_size`: what `Lowerer::coord` computes at run time (`exchange.rs`).
+fn static_coord(map: &crate::layout::RegisterMap, t: u32, i: usize, d: usize, warp_size: u32) -> u32 {
+    let b = map.layout.blocked;
+    let (lane, warp) = (t % warp_size, t / warp_size);
+    let (mut lshift, mut wshift) = (0, 0);
+    let mut base = 0;
+    for k in 0..b.rank as usize {
+        let dd = b.order[k] as usize;
+        let (tpw, wpc, spt) = (b.threads_per_warp[dd], b.warps_per_cta[dd], b.size_per_thread[dd]);
+        let lane_d = (lane >> lshift) & (tpw - 1);
+        let warp_d = (warp >> wshift) & (wpc - 1);
+        lshift += tpw.trailing_zeros();
+        wshift += wpc.trailing_zeros();
+        if dd == d {
+            base = (warp_d * tpw + lane_d) * spt;
+        }
+    }
+    if map.replicated(d) {
+        base &= map.base_mask(d);
+    }
+    base + map.offsets(i)[d]
+}
+
 /// The matrix sizes naga (and so the SPIR-V backend) can express.
 fn expressible(s: &CoopMatrixShape) -> bool {
     [s.m, s.n, s.k].iter().all(|&d| d == 8 || d == 16)
@@ -370,13 +394,20 @@ impl Lowerer<'_> {
         (1, 1)
     }
 
-    /// For each element of `map` (a `[m, n]` layout's), its index in the exchange buffer of
-    /// `(p, q)` tiles per warp and pass, and the pass that moves it. Element `(r, c)` is in
-    /// the warp's tile `(ti, tj)`, `ti = (r / sm) / wm`, `tj = (c / sn) / wn`, of warp
-    /// `(wi, wj)`, `wi = (r / sm) % wm`, `wj = (c / sn) % wn`; it moves in pass
+    /// For each element of `layout`'s registers of an `[m, n]` value, its index in the
+    /// exchange buffer of `(p, q)` tiles per warp and pass, the register holding the pass
+    /// that moves it, and that pass when every thread's element of the register moves in
+    /// the same one (known here: then only that pass touches it, unpredicated). Element
+    /// `(r, c)` is in the warp's tile `(ti, tj)`, `ti = (r / sm) / wm`, `tj = (c / sn) / wn`,
+    /// of warp `(wi, wj)`, `wi = (r / sm) % wm`, `wj = (c / sn) % wn`; it moves in pass
     /// `(ti / p) (tiles_n / q) + tj / q`, at row `(wi p + ti % p) sm + r % sm` and column
     /// `(wj q + tj % q) sn + c % sn` of the buffer, whose rows are `wn q sn` long.
-    fn coop_exchange_index(&mut self, layout: Layout, t: &CoopTiling, (p, q): (u32, u32)) -> Vec<(Reg, Reg)> {
+    fn coop_exchange_index(
+        &mut self,
+        layout: Layout,
+        t: &CoopTiling,
+        (p, q): (u32, u32),
+    ) -> Vec<(Reg, Reg, Option<u32>)> {
         let shape = Shape::new(&[t.m, t.n]).expect("a 2-D accumulator");
         let map = layout.map(shape);
         let i32t = ScalarType::I32;
@@ -384,17 +415,32 @@ impl Lowerer<'_> {
         let s = t.shape;
         let width = self.i32c((t.wn * q * s.n) as i64);
         let per_row = self.i32c((t.tiles_n / q) as i64);
+        let pass_of = |r: u32, c: u32| ((r / s.m) / t.wm / p) * (t.tiles_n / q) + ((c / s.n) / t.wn) / q;
+        let threads = self.target.threads();
+        let mut splits = std::collections::HashMap::new();
         (0..map.len)
             .map(|i| {
                 let r = self.coord(&map, i, rd);
                 let c = self.coord(&map, i, cd);
-                let (pr, row) = self.coop_split(r, s.m, t.wm, p);
-                let (pc, col) = self.coop_split(c, s.n, t.wn, q);
+                let (pr, row) = *splits
+                    .entry((r, true))
+                    .or_insert_with(|| self.coop_split(r, s.m, t.wm, p));
+                let (pc, col) = *splits
+                    .entry((c, false))
+                    .or_insert_with(|| self.coop_split(c, s.n, t.wn, q));
                 let pass = self.pset(i32t, Expr::Binary(BinaryOp::Mul, pr, per_row));
                 let pass = self.pset(i32t, Expr::Binary(BinaryOp::Add, pass, pc));
                 let x = self.pset(i32t, Expr::Binary(BinaryOp::Mul, row, width));
                 let index = self.pset(i32t, Expr::Binary(BinaryOp::Add, x, col));
-                (index, pass)
+                let first = pass_of(
+                    static_coord(&map, 0, i, rd, self.target.warp_size),
+                    static_coord(&map, 0, i, cd, self.target.warp_size),
+                );
+                let uniform = (1..threads).all(|th| {
+                    let ws = self.target.warp_size;
+                    pass_of(static_coord(&map, th, i, rd, ws), static_coord(&map, th, i, cd, ws)) == first
+                });
+                (index, pass, uniform.then_some(first))
             })
             .collect()
     }
@@ -405,17 +451,43 @@ impl Lowerer<'_> {
     /// warps`).
     fn coop_split(&mut self, x: Reg, size: u32, warps: u32, p: u32) -> (Reg, Reg) {
         let i32t = ScalarType::I32;
-        let (sz, wc, pc) = (self.i32c(size as i64), self.i32c(warps as i64), self.i32c(p as i64));
-        let tr = self.pset(i32t, Expr::Binary(BinaryOp::Div, x, sz));
-        let w = self.pset(i32t, Expr::Binary(BinaryOp::Rem, tr, wc));
-        let ti = self.pset(i32t, Expr::Binary(BinaryOp::Div, tr, wc));
-        let pass = self.pset(i32t, Expr::Binary(BinaryOp::Div, ti, pc));
-        let q = self.pset(i32t, Expr::Binary(BinaryOp::Rem, ti, pc));
-        let within = self.pset(i32t, Expr::Binary(BinaryOp::Rem, x, sz));
+        let tr = self.coop_div(x, size);
+        let w = self.coop_rem(tr, warps);
+        let ti = self.coop_div(tr, warps);
+        let pass = self.coop_div(ti, p);
+        let q = self.coop_rem(ti, p);
+        let within = self.coop_rem(x, size);
+        let pc = self.i32c(p as i64);
+        let sz = self.i32c(size as i64);
         let y = self.pset(i32t, Expr::Binary(BinaryOp::Mul, w, pc));
         let y = self.pset(i32t, Expr::Binary(BinaryOp::Add, y, q));
         let y = self.pset(i32t, Expr::Binary(BinaryOp::Mul, y, sz));
         (pass, self.pset(i32t, Expr::Binary(BinaryOp::Add, y, within)))
+    }
+
+    /// `x / c` of a non-negative `x` (a shift for a power of two), in the prologue.
+    fn coop_div(&mut self, x: Reg, c: u32) -> Reg {
+        let (op, k) = if c.is_power_of_two() {
+            (BinaryOp::Shr, c.trailing_zeros() as i64)
+        } else {
+            (BinaryOp::Div, c as i64)
+        };
+        if k == 0 && op == BinaryOp::Shr {
+            return x;
+        }
+        let k = self.i32c(k);
+        self.pset(ScalarType::I32, Expr::Binary(op, x, k))
+    }
+
+    /// `x % c` of a non-negative `x` (a mask for a power of two), in the prologue.
+    fn coop_rem(&mut self, x: Reg, c: u32) -> Reg {
+        let (op, k) = if c.is_power_of_two() {
+            (BinaryOp::And, c as i64 - 1)
+        } else {
+            (BinaryOp::Rem, c as i64)
+        };
+        let k = self.i32c(k);
+        self.pset(ScalarType::I32, Expr::Binary(op, x, k))
     }
 
     /// The warps' cooperative accesses of the exchange buffer in pass `pass`:
@@ -451,10 +523,11 @@ impl Lowerer<'_> {
         let passes = (t.tiles_m / pq.0) * (t.tiles_n / pq.1);
         let buf = self.shared_buffer(ScalarType::F32, t.wm * t.wn * pq.0 * pq.1 * t.shape.m * t.shape.n);
         let at = self.coop_exchange_index(layout, &t, pq);
+        // (A register that some pass may leave untouched in a thread needs a value there.)
         let out: Vec<Reg> = at
             .iter()
-            .map(|_| {
-                if passes > 1 {
+            .map(|&(_, _, known)| {
+                if passes > 1 && known.is_none() {
                     self.set(ScalarType::F32, Expr::Const(Literal::Float(0.0)))
                 } else {
                     self.new_reg(ScalarType::F32)
@@ -472,12 +545,15 @@ impl Lowerer<'_> {
                 })
             });
             self.emit(Stmt::Barrier);
-            for (&o, &(index, in_pass)) in out.iter().zip(&at) {
-                let pred = if passes > 1 {
-                    let pc = self.i32c(pass as i64);
-                    Some(self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, in_pass, pc)))
-                } else {
-                    None
+            for (&o, &(index, in_pass, known)) in out.iter().zip(&at) {
+                let pred = match known {
+                    _ if passes == 1 => None,
+                    Some(p) if p == pass => None,
+                    Some(_) => continue,
+                    None => {
+                        let pc = self.i32c(pass as i64);
+                        Some(self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, in_pass, pc)))
+                    }
                 };
                 self.emit(Stmt::Load {
                     dsts: vec![o],
@@ -515,15 +591,20 @@ impl Lowerer<'_> {
         let at = self.coop_exchange_index(lval.layout, t, pq);
         let own = self.owner(&lval.layout.map(shape));
         for pass in 0..passes {
-            for (&r, &(index, in_pass)) in lval.regs.iter().zip(&at) {
+            for (&r, &(index, in_pass, known)) in lval.regs.iter().zip(&at) {
                 let mut pred = own;
-                if passes > 1 {
-                    let pc = self.i32c(pass as i64);
-                    let here = self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, in_pass, pc));
-                    pred = Some(match own {
-                        Some(o) => self.pset(ScalarType::Bool, Expr::Binary(BinaryOp::And, o, here)),
-                        None => here,
-                    });
+                match known {
+                    _ if passes == 1 => {}
+                    Some(p) if p == pass => {}
+                    Some(_) => continue,
+                    None => {
+                        let pc = self.i32c(pass as i64);
+                        let here = self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, in_pass, pc));
+                        pred = Some(match own {
+                            Some(o) => self.pset(ScalarType::Bool, Expr::Binary(BinaryOp::And, o, here)),
+                            None => here,
+                        });
+                    }
                 }
                 let v = if self.regs[r].ty == ScalarType::F32 {
                     r

@@ -94,15 +94,44 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     // The lowering relies on the typing rules holding (result types, operand counts), which
     // the builder guarantees but a kernel whose public fields were edited may break.
     crate::verify::verify(kernel)?;
-    let mut l = Lowerer::new(kernel, target, spec);
-    l.lower_body()?;
-    let mut out = l.finish()?;
+    // Cooperative matrices take more shared memory than the FMA path (two stages of the
+    // operands, the accumulator's exchanges): where the kernel does not fit with them, it
+    // is lowered with one stage, then without them, as a `dot` they do not fit would be.
+    let mut out = match lower_once(kernel, target, spec, true) {
+        Err(LowerError::OutOfSharedMemory { .. }) if !target.coop_matrix.is_empty() => {
+            match lower_once(kernel, target, spec, false) {
+                Err(LowerError::OutOfSharedMemory { .. }) => {
+                    let fma = Target {
+                        coop_matrix: Vec::new(),
+                        ..target.clone()
+                    };
+                    lower_once(kernel, &fma, spec, false)?
+                }
+                r => r?,
+            }
+        }
+        r => r?,
+    };
     crate::thread::eliminate_dead_registers(&mut out);
     crate::thread::verify(&out).map_err(|message| LowerError::Internal {
         kernel: kernel.name.clone(),
         message,
     })?;
     Ok(out)
+}
+
+/// One lowering of `kernel`; `coop_stages`: whether loops may double-buffer the operands
+/// of `dot`s on cooperative matrices (see `pipeline`).
+fn lower_once(
+    kernel: &Kernel,
+    target: &Target,
+    spec: &Specialization,
+    coop_stages: bool,
+) -> Result<ThreadKernel, LowerError> {
+    let mut l = Lowerer::new(kernel, target, spec);
+    l.coop_stages = coop_stages;
+    l.lower_body()?;
+    l.finish()
 }
 
 pub(crate) struct Lowerer<'k> {
@@ -133,6 +162,8 @@ pub(crate) struct Lowerer<'k> {
     coop: Vec<crate::thread::CoopMatrix>,
     /// Values held in cooperative matrices (`values` has `None` for them while they are).
     coop_vals: HashMap<ValueId, coop::CoopAcc>,
+    /// Whether loops double-buffer the operands of `dot`s on cooperative matrices.
+    coop_stages: bool,
 }
 
 impl<'k> Lowerer<'k> {
@@ -170,6 +201,7 @@ impl<'k> Lowerer<'k> {
             wgmma_in_flight: None,
             coop: Vec::new(),
             coop_vals: HashMap::new(),
+            coop_stages: true,
         };
         l.choose_vector_widths();
         l

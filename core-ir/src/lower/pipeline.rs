@@ -105,6 +105,9 @@ impl Lowerer<'_> {
     /// The pipeline of `for` loop `inst` (body `region`), if any of its loads qualifies.
     pub(crate) fn plan_pipeline(&self, region: &Region, step: ValueId) -> Option<PipelinePlan> {
         let registers = !self.target.async_copy && !self.target.coop_matrix.is_empty();
+        if registers && !self.coop_stages {
+            return None;
+        }
         let stages = if registers { 2 } else { self.target.num_stages };
         if !(registers || self.target.async_copy)
             || stages < 2
