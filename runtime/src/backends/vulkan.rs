@@ -183,8 +183,10 @@ impl WgpuGpu {
         b.storage(self.key)
     }
 
-    fn target(&self, num_warps: u32, loops: bool) -> Target {
+    fn target(&self, num_warps: u32, loops: bool, dots: bool) -> Target {
         let fixed = fixed_subgroup(&self.device).filter(|_| self.device.features().subgroups);
+        // Cooperative matrices belong to a subgroup: the warps must be subgroups.
+        let coop = self.properties.cooperative_matrix.as_ref().filter(|_| fixed.is_some());
         Target {
             // Without a fixed subgroup size, "warps" are groups of 32 invocations that
             // exchange values through workgroup memory.
@@ -200,7 +202,10 @@ impl WgpuGpu {
             // the persistent one, which loads rows in a loop, much slower (N = 16384: 88% ->
             // 57%); one element per access, each warp access contiguous, was best there.
             // Why the driver's compiler does worse with vectors in loops is not known.
-            max_vector_bytes: if loops { 4 } else { 16 },
+            // Kernels whose `dot`s run on cooperative matrices are the exception: their
+            // loops move operands to shared memory, where 16-byte vectors take a quarter of
+            // the loads and stores (as `cp.async` does on CUDA). Not measured against 4.
+            max_vector_bytes: if loops && !(dots && coop.is_some()) { 4 } else { 16 },
             // SPIR-V has no NaN-propagating maximum: f32 max reductions use integer keys.
             native_float_minmax: false,
             mma_sync: false,
@@ -209,11 +214,7 @@ impl WgpuGpu {
             num_stages: 1,
             // A workgroup variable per shared buffer: no two share bytes.
             reuse_shared: false,
-            // Cooperative matrices belong to a subgroup: the warps must be subgroups.
-            coop_matrix: match (&self.properties.cooperative_matrix, fixed) {
-                (Some(shapes), Some(_)) => shapes.clone(),
-                _ => vec![],
-            },
+            coop_matrix: coop.cloned().unwrap_or_default(),
         }
     }
 }
@@ -310,7 +311,7 @@ impl Device for WgpuGpu {
 
     fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
         self.cache.get_or_compile(kernel, options, spec, || {
-            let target = self.target(options.num_warps, has_loops(kernel));
+            let target = self.target(options.num_warps, has_loops(kernel), has_dots(kernel));
             threads_per_program(
                 kernel,
                 options.num_warps,
@@ -540,6 +541,13 @@ impl Device for WgpuGpu {
 }
 
 /// Whether a kernel has a `for` or `while` loop anywhere.
+fn has_dots(kernel: &Kernel) -> bool {
+    kernel
+        .insts
+        .iter()
+        .any(|(_, inst)| matches!(inst.op, rutile_ir::Op::Dot { .. }))
+}
+
 fn has_loops(kernel: &Kernel) -> bool {
     kernel
         .insts
