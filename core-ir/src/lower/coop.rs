@@ -5,7 +5,7 @@
 //! A cooperative matrix is opaque: the device does not say which lane holds which element,
 //! so unlike `mma.sync`'s fragments it cannot be a layout of registers. The accumulator of
 //! such a `dot` is instead a [`CoopAcc`]: each warp (subgroup) owns a `tiles_m x tiles_n`
-//! grid of accumulator matrices, one sub-tile of the block (warps in a `wm x wn` grid, as
+//! grid of accumulator matrices dealt to the warps in turn (warps in a `wm x wn` grid, as
 //! square as the block allows, which minimizes the operand tiles each loads per step). Its
 //! only direct use is as the accumulator of the next such `dot`, which is how a `for` loop
 //! carries it across the K loop without touching memory (`control.rs`); any other use
@@ -47,19 +47,18 @@ pub(crate) struct CoopTiling {
 /// An accumulator held in cooperative matrices: per warp, `tiling.tiles_m x tiles_n`
 /// matrices, row-major in `tiles`; tile `(i, j)` of warp `(wi, wj)` holds rows
 /// `(i * wm + wi) * shape.m ..` and columns `(j * wn + wj) * shape.n ..` (the warps'
-/// matrices interleaved, as a blocked layout's warps repeat: see `coop_layout`).
+/// matrices dealt in turn, as a blocked layout's warps repeat over a block).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CoopAcc {
     pub tiling: CoopTiling,
     pub tiles: Vec<CoopReg>,
 }
 
-/// Bytes of shared memory a `dot` of tiling `t` and depth `k` needs with `stages` copies of
-/// its operands (f16, rows padded by 16 bytes) and the smallest exchange of its
-/// accumulator.
-pub(crate) fn coop_shared_bytes(t: &CoopTiling, k: u32, stages: u32) -> u64 {
+/// Bytes of shared memory a `dot` of tiling `t` and depth `k` needs at least: its operands
+/// (f16, rows padded by 16 bytes) and the smallest exchange of its accumulator.
+fn coop_shared_bytes(t: &CoopTiling, k: u32) -> u64 {
     let operands = (t.m * (k + 8) + k * (t.n + 8)) as u64 * 2;
-    operands * stages as u64 + (t.wm * t.wn * t.shape.m * t.shape.n * 4) as u64
+    operands + (t.wm * t.wn * t.shape.m * t.shape.n * 4) as u64
 }
 
 /// The tile a cooperative-matrix operand of `dims` is stored in, contiguous along
@@ -124,7 +123,8 @@ fn expressible(s: &CoopMatrixShape) -> bool {
 impl Lowerer<'_> {
     /// How `dot` `inst` runs on cooperative matrices, or `None` when it cannot (a target
     /// without them or without a fitting shape, other types, a tile that does not split over
-    /// the warps, or operands that do not fit shared memory): then it takes another path.
+    /// the warps, or operands that alone do not fit shared memory): then it takes another
+    /// path.
     pub(crate) fn coop_plan(&self, inst: &Inst) -> Option<CoopTiling> {
         let Op::Dot { a, b, acc, precision } = inst.op else {
             return None;
@@ -173,7 +173,7 @@ impl Lowerer<'_> {
         // A and B, and the smallest exchange of the accumulator. (Not what else the kernel
         // holds: the decision must not change between the loop that plans the operands'
         // pipeline and the `dot`; a kernel that does not fit fails as a whole.)
-        (coop_shared_bytes(&t, k, 1) <= self.target.max_shared_bytes as u64).then_some(t)
+        (coop_shared_bytes(&t, k) <= self.target.max_shared_bytes as u64).then_some(t)
     }
 
     fn coop_matrix(&mut self, role: CoopRole, rows: u32, cols: u32, elem: ScalarType) -> CoopReg {
