@@ -417,3 +417,63 @@ fn the_k_loop_prefetches_its_operands_into_registers() {
         check(&c, &target(4), &format!("{shape:?} {layout:?}"));
     }
 }
+
+/// The verifier rejects what Vulkan or the statement's meaning forbids (a stride off 16-byte
+/// boundaries, operands of the wrong roles), and the simulator an index that differs
+/// between the lanes of a warp (a cooperative matrix is the whole warp's).
+#[test]
+fn malformed_cooperative_statements_are_rejected() {
+    use rutile_ir::thread::{verify, Expr, Special};
+    let mut rng = Rng::new(48);
+    let c = case(&MatmulMeta::fp16(32, 32, 32), (32, 32, 32), (false, false), &mut rng);
+    let tk = check(&c, &target(1), "32x32x32");
+    let mutated = |f: &mut dyn FnMut(&mut Stmt) -> bool| {
+        let mut k = tk.clone();
+        let mut done = false;
+        rewrite(&mut k.body, &mut |s| {
+            if !done {
+                done = f(s);
+            }
+        });
+        assert!(done, "nothing to mutate");
+        k
+    };
+    let unaligned = mutated(&mut |s| match s {
+        Stmt::CoopLoad { stride, .. } => {
+            *stride += 4;
+            true
+        }
+        _ => false,
+    });
+    let e = verify(&unaligned).unwrap_err();
+    assert!(e.contains("multiple of 16 bytes"), "{e}");
+    let swapped = mutated(&mut |s| match s {
+        Stmt::CoopMulAdd { a, b, .. } => {
+            std::mem::swap(a, b);
+            true
+        }
+        _ => false,
+    });
+    let e = verify(&swapped).unwrap_err();
+    assert!(e.contains("roles"), "{e}");
+    let mut tid = None;
+    tk.walk(&mut |s| {
+        if let Stmt::Set {
+            dst,
+            expr: Expr::Special(Special::ThreadId),
+        } = s
+        {
+            tid = Some(*dst);
+        }
+    });
+    let tid = tid.expect("a thread id register");
+    let divergent = mutated(&mut |s| match s {
+        Stmt::CoopLoad { index, .. } => {
+            *index = tid;
+            true
+        }
+        _ => false,
+    });
+    let e = run(&divergent, &c).unwrap_err();
+    assert!(e.contains("differs within warp"), "{e}");
+}
