@@ -136,13 +136,7 @@ impl Lowerer<'_> {
 
     /// A shared buffer of its own holding `v` (`len` elements of `ty`, rounded to tf32 when
     /// `tf32`) row-major; each element is stored once, by its owner.
-    pub(crate) fn stage(
-        &mut self,
-        v: crate::ir::ValueId,
-        ty: ScalarType,
-        len: u32,
-        tf32: bool,
-    ) -> Result<u32, LowerError> {
+    fn stage(&mut self, v: crate::ir::ValueId, ty: ScalarType, len: u32, tf32: bool) -> Result<u32, LowerError> {
         let lval = self.operand_lval(v, tf32)?;
         let buf = self.shared.len() as u32;
         self.shared.push(SharedAlloc::new(ty, len));
