@@ -86,6 +86,7 @@ fn vulkan_gpu(num_warps: u32) -> Target {
         async_copy: false,
         num_stages: 1,
         reuse_shared: false,
+        coop_matrix: vec![],
     }
 }
 

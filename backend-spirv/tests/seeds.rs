@@ -25,6 +25,7 @@ fn check_all(kernel: &Kernel, warps: &[u32]) {
                 async_copy: false,
                 num_stages: 1,
                 reuse_shared: false,
+                coop_matrix: vec![],
             };
             let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len()))
                 .unwrap_or_else(|e| panic!("lowering {}: {e}", kernel.name));
@@ -84,6 +85,46 @@ fn matmul_validates() {
     }
 }
 
+/// Every matmul configuration of the tutorial lowered for a Vulkan device with cooperative
+/// matrices (the H100's f16 x f16 -> f32 shapes, 48 KiB of workgroup memory): the modules
+/// use them (where the operands leave room for the accumulator's exchange), pass naga's
+/// validation with `COOPERATIVE_MATRIX` and spirv-val for Vulkan 1.3; with leaky ReLU and
+/// f32 outputs too.
+#[test]
+fn matmul_on_cooperative_matrices_validates() {
+    use rutile_ir::target::CoopMatrixShape;
+    let shapes = [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| CoopMatrixShape {
+        m,
+        n,
+        k,
+        ab: ScalarType::F16,
+        acc: ScalarType::F32,
+    });
+    let mut on_coop = 0;
+    for (i, &(bm, bn, bk, _, warps)) in seeds::MATMUL_CONFIGS.iter().enumerate() {
+        let mut meta = seeds::MatmulMeta::fp16(bm, bn, bk);
+        if i % 2 == 1 {
+            meta.activation = Some(seeds::Activation::LeakyRelu);
+            meta.output = ScalarType::F32;
+        }
+        let kernel = seeds::matmul(&meta).unwrap();
+        let target = Target {
+            coop_matrix: shapes.to_vec(),
+            reuse_shared: false,
+            ..Target::nvidia(warps, 48 * 1024)
+        };
+        let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len()))
+            .unwrap_or_else(|e| panic!("lowering {bm}x{bn}x{bk}: {e}"));
+        let mut uses = false;
+        t.walk(&mut |s| uses |= matches!(s, rutile_ir::thread::Stmt::CoopMulAdd { .. }));
+        on_coop += uses as usize;
+        let (_, wgsl) = common::check(&t, &SpirvTarget::full(32));
+        assert!(!uses || wgsl.contains("coop"), "{bm}x{bn}x{bk}: {wgsl}");
+    }
+    // All but the three whose operands fill the 48 KiB (see rutile-ir's coop_matrix tests).
+    assert_eq!(on_coop, seeds::MATMUL_CONFIGS.len() - 3);
+}
+
 /// The read-once loads of `softmax_with(.., Streaming)`: every `OpLoad` through the input
 /// buffer carries `Nontemporal` in the hinted words, and no other load does.
 #[test]
@@ -122,6 +163,7 @@ fn streaming_loads_are_nontemporal() {
         async_copy: false,
         num_stages: 1,
         reuse_shared: false,
+        coop_matrix: vec![],
     };
     let lower = |k: &Kernel| rutile_ir::lower::lower(k, &target, &Specialization::all(k.params.len())).unwrap();
     for block in [1024, 4096] {
@@ -168,6 +210,7 @@ fn a_buffer_also_loaded_plainly_keeps_no_hint() {
         async_copy: false,
         num_stages: 1,
         reuse_shared: false,
+        coop_matrix: vec![],
     };
     let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(2)).unwrap();
     let (sk, _) = common::check(&t, &SpirvTarget::full(32));

@@ -28,6 +28,7 @@ fn check_all(kernel: &Kernel, num_warps: u32) -> Vec<String> {
             async_copy: false,
             num_stages: 1,
             reuse_shared: false,
+            coop_matrix: vec![],
         };
         let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len()))
             .unwrap_or_else(|e| panic!("lowering {}: {e}", kernel.name));
@@ -98,6 +99,37 @@ fn attention_validates() {
                 ..AttentionMeta::fp16(16, 16, head_dim, causal)
             };
             check_all(&seeds::attention_forward(&meta).unwrap(), 4);
+        }
+    }
+}
+
+/// Fused attention on a Vulkan device with cooperative matrices (the H100's shapes): both
+/// dots on them where their tiles split, the accumulators moved through workgroup memory
+/// for the online softmax; the modules pass naga's validation and spirv-val (Vulkan 1.3).
+#[test]
+fn attention_on_cooperative_matrices_validates() {
+    use rutile_ir::target::CoopMatrixShape;
+    let shapes = [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| CoopMatrixShape {
+        m,
+        n,
+        k,
+        ab: F16,
+        acc: F32,
+    });
+    for (block_m, block_n, warps) in [(32, 16, 4), (32, 32, 2)] {
+        for causal in [false, true] {
+            let meta = AttentionMeta::fp16(block_m, block_n, 64, causal);
+            let kernel = seeds::attention_forward(&meta).unwrap();
+            let target = Target {
+                reuse_shared: false,
+                coop_matrix: shapes.to_vec(),
+                ..Target::nvidia(warps, 48 * 1024)
+            };
+            let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len())).unwrap();
+            let mut mul_adds = 0;
+            t.walk(&mut |s| mul_adds += matches!(s, rutile_ir::thread::Stmt::CoopMulAdd { .. }) as usize);
+            assert!(mul_adds > 0, "{block_m}x{block_n}: not on cooperative matrices");
+            common::check(&t, &SpirvTarget::full(32));
         }
     }
 }

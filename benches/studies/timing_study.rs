@@ -417,7 +417,13 @@ fn immediates_or_uniform(index: usize, rng: &mut Rng) -> rutile::Result<()> {
     let n = 4096 * 1024;
     let x = rng.f32s(n, 0.5, 1.5);
     for immediates in [false, true] {
-        let dev = rutile::WgpuGpu::open_with(Some(index), rutile::WgpuOptions { immediates })?;
+        let dev = rutile::WgpuGpu::open_with(
+            Some(index),
+            rutile::WgpuOptions {
+                immediates,
+                ..rutile::WgpuOptions::from_env()
+            },
+        )?;
         let flush = CacheFlush::new(&dev, FlushMode::Copy)?;
         let (src, dst) = (dev.upload(&x)?, dev.zeros::<f32>(n)?);
         let kernel = copy_kernel(0)?;

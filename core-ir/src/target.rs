@@ -1,5 +1,7 @@
 //! What the lowering needs to know about the device and the launch.
 
+use crate::types::ScalarType;
+
 /// A description of the device a kernel is lowered for, and the launch's shape.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Target {
@@ -42,6 +44,24 @@ pub struct Target {
     /// once share bytes (PTX's dynamic shared memory); `false` where each buffer is its own
     /// variable (SPIR-V's workgroup variables).
     pub reuse_shared: bool,
+    /// The cooperative-matrix multiply-adds warps (subgroups) can run
+    /// (`VK_KHR_cooperative_matrix`, subgroup scope; where [`warp_size`](Self::warp_size) is
+    /// the device's subgroup size): a `dot` whose types and tile fit one of them runs on
+    /// them (see `lower::coop`); empty where there are none, and `dot` runs on the CUDA
+    /// cores (or `mma.sync`).
+    pub coop_matrix: Vec<CoopMatrixShape>,
+}
+
+/// One cooperative-matrix multiply-add a device offers (a `VkCooperativeMatrixPropertiesKHR`
+/// of subgroup scope): an `m x k` A and a `k x n` B of `ab` into an `m x n` accumulator of
+/// `acc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CoopMatrixShape {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub ab: ScalarType,
+    pub acc: ScalarType,
 }
 
 impl Target {
@@ -59,6 +79,7 @@ impl Target {
             async_copy: false,
             num_stages: 1,
             reuse_shared: true,
+            coop_matrix: Vec::new(),
         }
     }
     /// Threads per program, saturating at `u32::MAX` (more than any device allows, and more

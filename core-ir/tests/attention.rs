@@ -290,3 +290,49 @@ fn the_walk_keeps_its_statistics_in_the_scores_layout() {
         assert!(loops[0] <= most, "wgmma {}: {} barriers a step", target.wgmma, loops[0]);
     }
 }
+
+/// A Vulkan device with cooperative matrices (the H100's f16 x f16 -> f32 shapes, 48 KiB of
+/// workgroup memory): the dots whose tiles split over the warps run on them (Q K^T's 16- or
+/// 32-column tiles on 16x8 matrices where 16x16 do not split), their accumulators moved
+/// to registers for the online softmax and back (the rescaled accumulator enters P V's
+/// `dot` each iteration), and the results agree with the interpreter as on the tensor cores.
+#[test]
+fn attention_on_cooperative_matrices_matches_the_interpreter() {
+    use rutile_ir::target::CoopMatrixShape;
+    let mut rng = Rng::new(73);
+    let shapes = [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| CoopMatrixShape {
+        m,
+        n,
+        k,
+        ab: F16,
+        acc: F32,
+    });
+    let coop = |warps| Target {
+        reuse_shared: false,
+        coop_matrix: shapes.to_vec(),
+        ..Target::nvidia(warps, 48 * 1024)
+    };
+    let shape = Shape {
+        z: 1,
+        h: 2,
+        n: 50,
+        d: 64,
+    };
+    for (block_m, block_n, warps) in [(32, 16, 4), (32, 32, 2), (16, 16, 1)] {
+        for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
+            let meta = AttentionMeta {
+                split_diagonal,
+                ..AttentionMeta::fp16(block_m, block_n, shape.d as u32, causal)
+            };
+            let kernel = attention_forward(&meta).unwrap();
+            let tk = rutile_ir::lower::lower(&kernel, &coop(warps), &runtime_spec(&args(shape))).unwrap();
+            let mut mul_adds = 0;
+            tk.walk(&mut |s| mul_adds += matches!(s, Stmt::CoopMulAdd { .. }) as usize);
+            let at = format!("blocks {block_m}x{block_n} on {warps} warps, causal {causal}, split {split_diagonal}");
+            assert!(mul_adds > 0, "{at}: not on cooperative matrices");
+            let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+            let b = buffers(&mut rng, shape);
+            simulate_on(&at, &kernel, &[coop(warps)], grid, &args(shape), &b, 2e-3);
+        }
+    }
+}

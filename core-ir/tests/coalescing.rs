@@ -29,6 +29,7 @@ fn target(warp_size: u32, num_warps: u32) -> Target {
         async_copy: false,
         num_stages: 1,
         reuse_shared: false,
+        coop_matrix: vec![],
     }
 }
 

@@ -40,6 +40,7 @@ fn target(warp_size: u32, num_warps: u32, shuffles: bool) -> Target {
         async_copy: false,
         num_stages: 1,
         reuse_shared: false,
+        coop_matrix: vec![],
     }
 }
 

@@ -434,6 +434,21 @@ pub fn matmul(devices: &[Arc<dyn Device>], quick: bool, flush_mode: FlushMode, c
             Some(Err(e)) => println!("{}: cuBLAS: not available ({})", d.dev.id(), reason(e)),
             None => {}
         }
+        // Which units a Vulkan device's `dot` runs on (the H100 runs both: `RUTILE_COOP_MATRIX=0`).
+        if d.dev.properties().backend == Backend::Vulkan {
+            let on = match &d.dev.properties().cooperative_matrix {
+                Some(shapes) => format!(
+                    "cooperative matrices ({})",
+                    shapes
+                        .iter()
+                        .map(|s| format!("{}x{}x{} {}->{}", s.m, s.n, s.k, s.ab, s.acc))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => "FMAs (no cooperative matrices)".to_string(),
+            };
+            println!("{}: dot on {on}", d.dev.id());
+        }
     }
     let mut rng = Rng::new(11);
     // Correctness first, on every device.

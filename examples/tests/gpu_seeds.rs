@@ -506,7 +506,10 @@ fn gpu_scalar_arguments_in_immediates_and_uniform_buffers() {
         .iter()
         .filter_map(|d| d.id().strip_prefix("vulkan:").map(|i| i.parse::<usize>().unwrap()))
         .map(|i| {
-            let options = rutile::WgpuOptions { immediates: true };
+            let options = rutile::WgpuOptions {
+                immediates: true,
+                ..rutile::WgpuOptions::from_env()
+            };
             Arc::new(rutile::WgpuGpu::open_with(Some(i), options).unwrap()) as Arc<dyn Device>
         })
         .collect();

@@ -195,6 +195,11 @@ pub struct DeviceProperties {
     pub total_memory_bytes: Option<u64>,
     /// Element types kernels may use on this device.
     pub supported_types: Vec<ScalarType>,
+    /// The cooperative-matrix multiply-adds (Vulkan's `VK_KHR_cooperative_matrix`, subgroup
+    /// scope) the device was opened with, on which `dot` runs where one fits; `None` where
+    /// the device has none or was opened without them (`RUTILE_COOP_MATRIX=0`), and on
+    /// CUDA, whose `dot` uses `mma`/`wgmma` instead.
+    pub cooperative_matrix: Option<Vec<rutile_ir::target::CoopMatrixShape>>,
 }
 
 impl DeviceProperties {
@@ -228,6 +233,7 @@ impl DeviceProperties {
             memory_bus_width_bits: None,
             total_memory_bytes: None,
             supported_types: ScalarType::ALL.to_vec(),
+            cooperative_matrix: None,
         }
     }
 }
@@ -275,6 +281,15 @@ impl fmt::Display for DeviceProperties {
             opt(&self.memory_clock_khz),
             opt(&self.memory_bus_width_bits)
         )?;
+        let coop = match &self.cooperative_matrix {
+            None => "none".to_string(),
+            Some(shapes) => shapes
+                .iter()
+                .map(|s| format!("{}x{}x{} {}->{}", s.m, s.n, s.k, s.ab, s.acc))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        writeln!(f, "  cooperative matrices    {coop}")?;
         let types: Vec<&str> = self.supported_types.iter().map(|t| t.name()).collect();
         write!(f, "  types                   {}", types.join(" "))
     }
@@ -355,6 +370,24 @@ pub(crate) fn next_device_key() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cooperative_matrices_are_listed() {
+        let mut p = DeviceProperties::unknown("gpu", "vendor", Backend::Vulkan, DeviceType::DiscreteGpu);
+        assert_eq!(p.cooperative_matrix, None);
+        assert!(p.to_string().contains("cooperative matrices    none"), "{p}");
+        p.cooperative_matrix = Some(vec![rutile_ir::target::CoopMatrixShape {
+            m: 16,
+            n: 16,
+            k: 16,
+            ab: ScalarType::F16,
+            acc: ScalarType::F32,
+        }]);
+        assert!(
+            p.to_string().contains("cooperative matrices    16x16x16 f16->f32"),
+            "{p}"
+        );
+    }
 
     #[test]
     fn required_backends_are_parsed() {

@@ -20,6 +20,7 @@ type R<T> = Result<T, SpirvError>;
 const SPAN: Span = Span::UNDEFINED;
 
 mod atomic;
+mod coop;
 mod expr;
 mod extra_math;
 mod fold;
@@ -48,6 +49,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
     caps.set(naga::valid::Capabilities::SHADER_INT64, target.shader_i64);
     caps.set(naga::valid::Capabilities::FLOAT64, target.shader_f64);
     caps.set(naga::valid::Capabilities::SUBGROUP, target.subgroups);
+    caps.set(naga::valid::Capabilities::COOPERATIVE_MATRIX, scan.coop);
     caps.set(
         naga::valid::Capabilities::IMMEDIATES,
         layout.launch == crate::LaunchPlace::Immediates,
@@ -171,6 +173,8 @@ struct Cx<'a> {
     value_reg: Vec<bool>,
     local: Vec<Option<H>>,
     value: Vec<Option<H>>,
+    /// Per cooperative matrix: its function variable, once used.
+    coop: Vec<Option<H>>,
     /// Per parameter: its storage buffer (pointers).
     buffers: Vec<Option<Buffer>>,
     /// Per parameter: its value, read at the top (scalars in use).
@@ -408,6 +412,7 @@ impl<'a> Cx<'a> {
             value_reg: scan.value_reg.clone(),
             local: vec![None; n],
             value: vec![None; n],
+            coop: vec![None; k.coop.len()],
             buffers,
             param_value: vec![None; k.params.len()],
             shared,
@@ -869,6 +874,9 @@ impl<'a> Cx<'a> {
                     "mma.sync",
                     "lower `dot` without matrix units for SPIR-V".into(),
                 ))
+            }
+            Stmt::CoopLoad { .. } | Stmt::CoopStore { .. } | Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => {
+                self.coop_stmt(s)
             }
             Stmt::Barrier => self.stmt(Statement::ControlBarrier(self.barrier)),
             // naga has no debug printf: Vulkan kernels do not print.

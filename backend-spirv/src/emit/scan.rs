@@ -15,6 +15,8 @@ pub(super) struct Scan {
     pub(super) program_id: [bool; 3],
     pub(super) num_programs: [bool; 3],
     pub(super) params_used: Vec<bool>,
+    /// The kernel uses cooperative matrices.
+    pub(super) coop: bool,
 }
 
 /// Whether a register type is available on the target (booleans are fine as registers).
@@ -41,6 +43,33 @@ pub(super) fn check_type(k: &ThreadKernel, t: &SpirvTarget, ty: ScalarType, whos
         // Registers of 8- and 16-bit integers live in 32-bit ones (see `narrow`).
         ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16 => Ok(()),
     }
+}
+
+/// Whether the target takes the kernel's cooperative matrices: the device has them, and
+/// naga can express their sizes (8 or 16) and element types (f16, f32).
+fn check_coop(k: &ThreadKernel, t: &SpirvTarget) -> R<()> {
+    if !t.cooperative_matrix {
+        return Err(unsupported(
+            k,
+            "cooperative matrices",
+            "the device has no cooperative matrices (VK_KHR_cooperative_matrix)".into(),
+        ));
+    }
+    for (i, m) in k.coop.iter().enumerate() {
+        let sizes = [m.rows, m.cols].iter().all(|&d| d == 8 || d == 16);
+        if !sizes || !matches!(m.elem, ScalarType::F16 | ScalarType::F32) {
+            return Err(unsupported(
+                k,
+                "cooperative matrices",
+                format!(
+                    "c{i} is {}x{} of {}; naga has 8 or 16 rows and columns of f16 or f32",
+                    m.rows, m.cols, m.elem
+                ),
+            ));
+        }
+        check_type(k, t, m.elem, &|| format!("cooperative matrix c{i}"))?;
+    }
+    Ok(())
 }
 
 pub(super) fn is_narrow(t: ScalarType) -> bool {
@@ -106,6 +135,7 @@ impl Scan {
             program_id: [false; 3],
             num_programs: [false; 3],
             params_used: vec![false; k.params.len()],
+            coop: false,
         };
         let mut regs = RegUses {
             defs: vec![0; n],
@@ -119,6 +149,12 @@ impl Scan {
         }
         for i in 0..n {
             s.value_reg[i] = regs.defs[i] == 1 && !regs.nested[i] && !regs.early[i];
+        }
+        if s.coop {
+            check_coop(k, t)?;
+            // A warp's matrices are its subgroup's: lanes must be numbered as the
+            // subgroup numbers them (the shuffles' condition below).
+            s.shuffles = true;
         }
         if s.shuffles {
             if !t.subgroups {
@@ -257,8 +293,12 @@ impl Scan {
                         *err = Some(atomic_unsupported(k, t, ty, "atomic_cas"));
                     }
                 }
-                // The lowering uses matrix units only where the target has them, and this
-                // backend's targets have none yet (cooperative matrices are to come).
+                Stmt::CoopLoad { index, .. } | Stmt::CoopStore { index, .. } => {
+                    self.coop = true;
+                    regs.use_(*index);
+                }
+                Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => self.coop = true,
+                // The lowering uses NVIDIA's matrix instructions only for PTX targets.
                 Stmt::Mma { .. }
                 | Stmt::MmaTf32 { .. }
                 | Stmt::LdMatrix { .. }

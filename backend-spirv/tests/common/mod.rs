@@ -20,8 +20,15 @@ pub fn check(k: &ThreadKernel, target: &SpirvTarget) -> (SpirvKernel, String) {
     let wgsl = sk.wgsl().unwrap_or_else(|e| panic!("{e}"));
     let words = sk.spirv_words().unwrap_or_else(|e| panic!("{e}\n{wgsl}"));
     assert_eq!(words[0], 0x0723_0203, "SPIR-V magic number");
-    reparse_wgsl(&wgsl, target);
-    spirv_val(&k.name, &words, &wgsl, "vulkan1.1");
+    // naga's WGSL reader knows square cooperative matrices only (`coop_mat8x8`,
+    // `coop_mat16x16`); the WGSL is a dump, the module goes to the driver as SPIR-V.
+    if k.coop.iter().all(|m| m.rows == m.cols) {
+        reparse_wgsl(&wgsl, target);
+    }
+    // Cooperative matrices need Vulkan 1.3's environment (their SPIR-V uses the Vulkan
+    // memory model); the rest is checked against Vulkan 1.1.
+    let env = if k.coop.is_empty() { "vulkan1.1" } else { "vulkan1.3" };
+    spirv_val(&k.name, &words, &wgsl, env);
     if sk.has_memory_hints() {
         let hinted = sk.spirv_words_hinted().unwrap_or_else(|e| panic!("{e}\n{wgsl}"));
         spirv_val(&k.name, &hinted, &wgsl, "vulkan1.2");
@@ -40,6 +47,7 @@ fn reparse_wgsl(wgsl: &str, target: &SpirvTarget) {
     caps.set(naga::valid::Capabilities::FLOAT64, target.shader_f64);
     caps.set(naga::valid::Capabilities::SUBGROUP, target.subgroups);
     caps.set(naga::valid::Capabilities::IMMEDIATES, target.immediate_size > 0);
+    caps.set(naga::valid::Capabilities::COOPERATIVE_MATRIX, target.cooperative_matrix);
     if let Err(e) = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps).validate(&module) {
         panic!("the WGSL does not validate: {}\n{wgsl}", e.emit_to_string(wgsl));
     }

@@ -117,6 +117,8 @@ impl Vk {
                 // This harness binds the launch block as a uniform buffer; the runtime's
                 // tests cover immediates.
                 immediate_size: 0,
+                // Lavapipe has none; cooperative-matrix modules are checked by spirv-val.
+                cooperative_matrix: false,
             };
 
             let priorities = [1.0];

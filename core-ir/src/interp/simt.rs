@@ -53,6 +53,8 @@ use crate::thread::{Expr, Memory as Space, Reg, Special, Stmt, ThreadKernel, Thr
 use crate::types::{Elem, ScalarType, Shape, Type};
 use std::collections::{BTreeMap, HashMap};
 
+#[path = "simt_coop.rs"]
+mod coop;
 #[path = "simt_matrix.rs"]
 mod matrix;
 #[path = "simt_wgmma.rs"]
@@ -410,6 +412,8 @@ struct Sim<'s> {
     copies: matrix::AsyncCopies,
     /// Warpgroup MMAs issued and not yet waited for.
     wgmmas: wgmma::Wgmmas,
+    /// Cooperative matrices, per warp (see `simt_coop.rs`).
+    coop: coop::CoopValues,
     /// Per shared buffer, the first and last barrier epoch of this program that touched it.
     shared_epochs: Vec<Option<(u32, u32)>>,
     /// The pairs of shared buffers the kernel's layout puts on common bytes.
@@ -444,6 +448,7 @@ impl<'s> Sim<'s> {
             shared_counts: HashMap::new(),
             copies: matrix::AsyncCopies::default(),
             wgmmas: wgmma::Wgmmas::default(),
+            coop: vec![vec![None; threads / k.warp_size.max(1) as usize]; k.coop.len()],
             shared_epochs: vec![None; k.shared.len()],
             aliased: aliased_buffers(k),
         }
@@ -495,6 +500,7 @@ impl<'s> Sim<'s> {
         self.epoch = 1;
         self.context = "";
         self.copies = matrix::AsyncCopies::default();
+        self.coop.iter_mut().flatten().for_each(|c| *c = None);
         self.shared_epochs.iter_mut().for_each(|e| *e = None);
         let body = &self.k.body;
         self.block(body)?;
@@ -728,6 +734,22 @@ impl<'s> Sim<'s> {
             // Ordering only: the simulator's shared memory has one proxy, and its registers
             // are not renamed.
             Stmt::FenceProxyAsync | Stmt::WgmmaFence => Ok(()),
+            Stmt::CoopLoad {
+                dst,
+                alloc,
+                index,
+                stride,
+                row_major,
+            } => self.coop_load(*dst, *alloc, *index, *stride, *row_major),
+            Stmt::CoopStore {
+                src,
+                alloc,
+                index,
+                stride,
+                row_major,
+            } => self.coop_store(*src, *alloc, *index, *stride, *row_major),
+            Stmt::CoopMulAdd { d, a, b, c } => self.coop_mul_add(*d, *a, *b, *c),
+            Stmt::CoopZero { dst } => self.coop_zero(*dst),
             Stmt::Load {
                 dsts, mem, index, pred, ..
             } => self.load(dsts, *mem, *index, *pred),

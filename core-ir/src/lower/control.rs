@@ -2,6 +2,7 @@
 //! computes alike, so they become the same control flow in every thread. Loop-carried
 //! values and `if` results live in registers that the bodies assign at their end.
 
+use super::coop::CoopAcc;
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, CmpOp, Inst, Literal, Op, ValueId};
 use crate::thread::{Expr, Reg, Stmt};
@@ -148,39 +149,76 @@ impl Lowerer<'_> {
     }
 
     /// Assigns yielded values to their slots: first into temporaries, so that a yield that
-    /// reads another slot sees its old value.
-    pub(super) fn assign_slots(&mut self, inst: &Inst, slots: &[LVal], yields: &[ValueId]) -> Result<(), LowerError> {
+    /// reads another slot sees its old value. A slot with matrices in `coop` (a `for`
+    /// loop's accumulator in cooperative matrices) gets the yield's matrices: nothing to do
+    /// when the `dot` updated them in place, else through shared memory.
+    pub(super) fn assign_slots(
+        &mut self,
+        inst: &Inst,
+        slots: &[LVal],
+        yields: &[ValueId],
+        coop: &[Option<CoopAcc>],
+    ) -> Result<(), LowerError> {
         let mut staged = Vec::new();
-        for (slot, &y) in slots.iter().zip(yields) {
-            let yl = self.lval(y)?;
-            if slot.ptr != yl.ptr {
-                return Err(self.unsupported(
-                    inst,
-                    "a pointer carried by a loop or returned by a branch must come from the same parameter on every path",
-                ));
-            }
-            let regs = self.ensure(y, slot.layout)?;
-            for (&s, &r) in slot.regs.iter().zip(&regs) {
-                // A value already in its slot (updated in place) is not copied: a copy would
-                // read registers a warpgroup MMA may still be writing.
-                if s == r {
+        for (i, (slot, &y)) in slots.iter().zip(yields).enumerate() {
+            let in_coop = self.values[y.index()].is_none() && self.coop_vals.contains_key(&y);
+            if let Some(Some(acc)) = coop.get(i) {
+                if in_coop && self.coop_vals[&y].tiles == acc.tiles {
                     continue;
                 }
-                let ty = self.regs[s].ty;
-                let r = if self.regs[r].ty == ty {
-                    r
-                } else {
-                    self.set(ty, Expr::Cast(r))
-                };
-                let t = self.set(ty, Expr::Copy(r));
-                staged.push((s, t));
+                let lval = self.plain_lval(y)?;
+                self.coop_from_lval(&lval, Some(acc), &acc.tiling)?;
+                continue;
             }
+            if in_coop {
+                let lval = self.plain_lval(y)?;
+                self.values[y.index()] = Some(lval);
+            }
+            let r = self.assign_slot(inst, slot, y, &mut staged);
+            if in_coop {
+                self.values[y.index()] = None;
+            }
+            r?;
         }
         for (s, t) in staged {
             self.emit(Stmt::Set {
                 dst: s,
                 expr: Expr::Copy(t),
             });
+        }
+        Ok(())
+    }
+
+    /// Copies yield `y` to temporaries, for `slot` (see `assign_slots`).
+    fn assign_slot(
+        &mut self,
+        inst: &Inst,
+        slot: &LVal,
+        y: ValueId,
+        staged: &mut Vec<(Reg, Reg)>,
+    ) -> Result<(), LowerError> {
+        let yl = self.lval(y)?;
+        if slot.ptr != yl.ptr {
+            return Err(self.unsupported(
+                inst,
+                "a pointer carried by a loop or returned by a branch must come from the same parameter on every path",
+            ));
+        }
+        let regs = self.ensure(y, slot.layout)?;
+        for (&s, &r) in slot.regs.iter().zip(&regs) {
+            // A value already in its slot (updated in place) is not copied: a copy would
+            // read registers a warpgroup MMA may still be writing.
+            if s == r {
+                continue;
+            }
+            let ty = self.regs[s].ty;
+            let r = if self.regs[r].ty == ty {
+                r
+            } else {
+                self.set(ty, Expr::Cast(r))
+            };
+            let t = self.set(ty, Expr::Copy(r));
+            staged.push((s, t));
         }
         Ok(())
     }
@@ -209,6 +247,18 @@ impl Lowerer<'_> {
         );
         let layouts = self.carried_layouts(init, &inst.regions[0]);
         let slots = self.carried_slots(init, &layouts)?;
+        // Accumulators of `dot`s on cooperative matrices stay in them across iterations.
+        let mut coop = Vec::with_capacity(init.len());
+        for (&v, t) in init.iter().zip(self.coop_carried(init, &inst.regions[0])) {
+            coop.push(match t {
+                None => None,
+                Some(t) if self.is_zero(v) => Some(self.coop_zeros(&t)),
+                Some(t) => {
+                    let lval = self.plain_lval(v)?;
+                    Some(self.coop_from_lval(&lval, None, &t)?)
+                }
+            });
+        }
         let iv = self.new_reg(iv_ty);
         self.emit(Stmt::Set {
             dst: iv,
@@ -247,13 +297,19 @@ impl Lowerer<'_> {
                     ptr: None,
                 },
             );
-            for (slot, &arg) in slots.iter().zip(&region.args[1..]) {
-                l.set_lval(arg, slot.clone());
+            for ((slot, &arg), c) in slots.iter().zip(&region.args[1..]).zip(&coop) {
+                match c {
+                    Some(acc) => {
+                        l.coop_vals.insert(arg, acc.clone());
+                        l.values[arg.index()] = None;
+                    }
+                    None => l.set_lval(arg, slot.clone()),
+                }
                 // Carried values cannot be recomputed elsewhere: their layout anchors.
                 l.anchored[arg.index()] = true;
             }
             let yields = l.region(region)?.unwrap_or_default();
-            l.assign_slots(inst, &slots, &yields)?;
+            l.assign_slots(inst, &slots, &yields, &coop)?;
             if let Some(p) = pipeline.as_ref() {
                 l.pipeline_advance(p);
             }
@@ -269,6 +325,11 @@ impl Lowerer<'_> {
         if let Some(p) = pipeline {
             self.pipeline_epilogue(&p);
         }
+        for (&v, c) in inst.results.iter().zip(coop) {
+            if let Some(acc) = c {
+                self.coop_vals.insert(v, acc);
+            }
+        }
         Ok(slots)
     }
 
@@ -280,7 +341,7 @@ impl Lowerer<'_> {
         let (then_body, ()) = self.nested(|l| {
             let yields = l.region_yields(inst, 0)?;
             for &y in &yields {
-                let yl = l.lval(y)?;
+                let yl = l.plain_lval(y)?;
                 let regs = yl.regs.iter().map(|&r| l.new_reg(l.regs[r].ty)).collect();
                 slots.push(LVal {
                     layout: yl.layout,
@@ -288,13 +349,13 @@ impl Lowerer<'_> {
                     ptr: yl.ptr,
                 });
             }
-            l.assign_slots(inst, &slots, &yields)
+            l.assign_slots(inst, &slots, &yields, &[])
         })?;
         let after_then = self.leave_region(&outer);
         self.enter_region();
         let (else_body, ()) = self.nested(|l| {
             let yields = l.region_yields(inst, 1)?;
-            l.assign_slots(inst, &slots, &yields)
+            l.assign_slots(inst, &slots, &yields, &[])
         })?;
         let after_else = self.leave_region(&outer);
         self.merge_region(&after_then);
@@ -330,7 +391,7 @@ impl Lowerer<'_> {
                 l.anchored[arg.index()] = true;
             }
             let yields = l.region(body_region)?.unwrap_or_default();
-            l.assign_slots(inst, &slots, &yields)
+            l.assign_slots(inst, &slots, &yields, &[])
         })?;
         self.close_loop_region(&outer, &mut cond_body);
         self.emit(Stmt::While { cond_body, cond, body });

@@ -6,7 +6,7 @@
 //! for each held `(m, n)` and accumulates with `fma` (floats) or a wrapping multiply-add
 //! (integers). Products of f16/bf16 operands are exact in f32, and `k` runs in order, so
 //! the result is the interpreter's bit for bit. On NVIDIA's tensor cores `mma.rs` lowers
-//! the same op where it can; cooperative matrices on Vulkan are to come.
+//! the same op where it can, and `coop.rs` on Vulkan's cooperative matrices.
 //!
 //! A `dot` whose input precision is tf32 runs here where the tensor cores cannot take it (a
 //! device without them, a tile they cannot tile): its operands are rounded to tf32 as they

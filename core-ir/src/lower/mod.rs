@@ -16,6 +16,7 @@
 mod assign;
 mod control;
 mod convert;
+mod coop;
 mod debug;
 mod dot;
 mod elementwise;
@@ -93,15 +94,44 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     // The lowering relies on the typing rules holding (result types, operand counts), which
     // the builder guarantees but a kernel whose public fields were edited may break.
     crate::verify::verify(kernel)?;
-    let mut l = Lowerer::new(kernel, target, spec);
-    l.lower_body()?;
-    let mut out = l.finish()?;
+    // Cooperative matrices take more shared memory than the FMA path (two stages of the
+    // operands, the accumulator's exchanges): where the kernel does not fit with them, it
+    // is lowered with one stage, then without them, as a `dot` they do not fit would be.
+    let mut out = match lower_once(kernel, target, spec, true) {
+        Err(LowerError::OutOfSharedMemory { .. }) if !target.coop_matrix.is_empty() => {
+            match lower_once(kernel, target, spec, false) {
+                Err(LowerError::OutOfSharedMemory { .. }) => {
+                    let fma = Target {
+                        coop_matrix: Vec::new(),
+                        ..target.clone()
+                    };
+                    lower_once(kernel, &fma, spec, false)?
+                }
+                r => r?,
+            }
+        }
+        r => r?,
+    };
     crate::thread::eliminate_dead_registers(&mut out);
     crate::thread::verify(&out).map_err(|message| LowerError::Internal {
         kernel: kernel.name.clone(),
         message,
     })?;
     Ok(out)
+}
+
+/// One lowering of `kernel`; `coop_stages`: whether loops may double-buffer the operands
+/// of `dot`s on cooperative matrices (see `pipeline`).
+fn lower_once(
+    kernel: &Kernel,
+    target: &Target,
+    spec: &Specialization,
+    coop_stages: bool,
+) -> Result<ThreadKernel, LowerError> {
+    let mut l = Lowerer::new(kernel, target, spec);
+    l.coop_stages = coop_stages;
+    l.lower_body()?;
+    l.finish()
 }
 
 pub(crate) struct Lowerer<'k> {
@@ -128,6 +158,12 @@ pub(crate) struct Lowerer<'k> {
     /// The `dot` result whose warpgroup MMAs may stay in flight into the next iteration of
     /// the loop being lowered (see `pipeline`).
     wgmma_in_flight: Option<ValueId>,
+    /// The cooperative matrices the statements name (see `coop`).
+    coop: Vec<crate::thread::CoopMatrix>,
+    /// Values held in cooperative matrices (`values` has `None` for them while they are).
+    coop_vals: HashMap<ValueId, coop::CoopAcc>,
+    /// Whether loops double-buffer the operands of `dot`s on cooperative matrices.
+    coop_stages: bool,
 }
 
 impl<'k> Lowerer<'k> {
@@ -163,6 +199,9 @@ impl<'k> Lowerer<'k> {
             accesses: ordering::Accesses::default(),
             pipelined: HashMap::new(),
             wgmma_in_flight: None,
+            coop: Vec::new(),
+            coop_vals: HashMap::new(),
+            coop_stages: true,
         };
         l.choose_vector_widths();
         l
@@ -209,6 +248,7 @@ impl<'k> Lowerer<'k> {
             params: self.params,
             regs: self.regs,
             shared: self.shared,
+            coop: self.coop,
             num_warps: self.target.num_warps,
             warp_size: self.target.warp_size,
             reuse_shared: self.target.reuse_shared,
@@ -244,6 +284,37 @@ impl<'k> Lowerer<'k> {
         if self.is_pipelined_load(inst) {
             return Ok(());
         }
+        // An accumulator in cooperative matrices is moved to registers for any use but as
+        // the accumulator of a `dot` on them (see `coop`); its registers serve this
+        // instruction only.
+        let coop_acc = match inst.op {
+            Op::Dot { acc, .. } if self.coop_plan(inst).is_some() => Some(acc),
+            _ => None,
+        };
+        let mut materialized = Vec::new();
+        for o in inst.op.operands() {
+            if Some(o) != coop_acc && self.values[o.index()].is_none() && !materialized.contains(&o) {
+                if let Some(acc) = self.coop_vals.get(&o).cloned() {
+                    let lval = self.coop_to_blocked(&acc)?;
+                    self.values[o.index()] = Some(lval);
+                    materialized.push(o);
+                }
+            }
+        }
+        let r = self.inst_lowered(inst);
+        for o in materialized {
+            self.values[o.index()] = None;
+        }
+        r
+    }
+
+    fn inst_lowered(&mut self, inst: &'k Inst) -> Result<(), LowerError> {
+        if let Op::Dot { .. } = inst.op {
+            if let Some(acc) = self.dot_coop(inst)? {
+                self.coop_vals.insert(inst.results[0], acc);
+                return Ok(());
+            }
+        }
         let results: Vec<LVal> = match &inst.op {
             Op::For { .. } | Op::If { .. } | Op::While { .. } => self.control(inst)?,
             Op::Load { .. } | Op::Store { .. } | Op::Atomic { .. } | Op::AtomicCas { .. } => {
@@ -274,7 +345,10 @@ impl<'k> Lowerer<'k> {
         };
         let anchored = self.anchors(&inst.op);
         for (&v, lval) in inst.results.iter().zip(results) {
-            self.values[v.index()] = Some(lval);
+            // (A loop's result carried in cooperative matrices has no registers.)
+            if !self.coop_vals.contains_key(&v) {
+                self.values[v.index()] = Some(lval);
+            }
             self.anchored[v.index()] = anchored;
         }
         Ok(())
@@ -410,6 +484,10 @@ impl<'k> Lowerer<'k> {
     /// The registers of operand `o` in `layout`: as it is, repeated if it is a scalar, or
     /// recomputed.
     fn recompute_operand(&mut self, o: ValueId, layout: Layout, depth: u32) -> Result<Option<Vec<Reg>>, LowerError> {
+        // (An accumulator in cooperative matrices has no registers to recompute from.)
+        if self.values[o.index()].is_none() && self.coop_vals.contains_key(&o) {
+            return Ok(None);
+        }
         let l = self.lval(o)?;
         let n = layout.map(self.k.ty(o).shape).len;
         if l.layout == layout || self.k.ty(o).shape.is_scalar() {

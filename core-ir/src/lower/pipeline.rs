@@ -24,8 +24,23 @@
 //! past the end, and masked-off elements, read nothing and fill zeros: `cp.async`'s
 //! zero-fill form, which equals the masked load when its `other` is 0.
 //!
+//! On a target without asynchronous copies whose `dot`s run on cooperative matrices
+//! (Vulkan), the same pipeline runs through registers, with two stages: the loads of
+//! iteration `i + 1` go into registers during iteration `i`, before its `dot`, so that their
+//! latency hides behind its multiply-adds, and iteration `i + 1` begins by storing them into
+//! its stage (zeros where masked, as the copies' zero fill), then one barrier:
+//!
+//! ```text
+//! before the loop:  loads of iteration 0 into the prefetch registers
+//! iteration i:      store the prefetch registers into stage i % 2; barrier
+//!                   loads of iteration i+1 into the prefetch registers
+//!                   the body, its `dot` reading stage i % 2
+//! ```
+//!
+//! (Stage `i % 2` was last read in iteration `i - 2`, before iteration `i - 1`'s barrier.)
+//!
 //! A load is pipelined when all of this holds; otherwise it stays a load in registers and the
-//! `dot` stages it itself (`mma.rs`). Each access must move 4, 8 or 16 bytes (what `cp.async`
+//! `dot` stages it itself (`mma.rs`, `coop.rs`). Each access must move 4, 8 or 16 bytes (what `cp.async`
 //! copies: 2 to 8 16-bit values, 1 to 4 f32 ones of a tf32 `dot`): a ragged K whose mask the
 //! analysis cannot prove constant over a vector falls back.
 
@@ -54,6 +69,9 @@ pub(crate) struct PipelinePlan {
     /// The result of the loop's one `dot` on warpgroup MMAs that may stay in flight across
     /// the back edge (`wgmma.wait_group 1`), if any (see [`Lowerer::wgmma_in_flight`]).
     in_flight: Option<ValueId>,
+    /// Through registers, for `dot`s on cooperative matrices (module comment), rather than
+    /// asynchronous copies.
+    registers: bool,
 }
 
 struct PipelinedLoad {
@@ -79,13 +97,22 @@ pub(crate) struct PipelineState {
     /// The stage to read this iteration and the one to fill.
     read: Reg,
     fill: Reg,
+    /// Per load, through registers: the registers its next iteration is loaded into.
+    prefetch: Vec<Vec<Reg>>,
 }
 
 impl Lowerer<'_> {
     /// The pipeline of `for` loop `inst` (body `region`), if any of its loads qualifies.
     pub(crate) fn plan_pipeline(&self, region: &Region, step: ValueId) -> Option<PipelinePlan> {
-        let stages = self.target.num_stages;
-        if !self.target.async_copy || stages < 2 || !self.axis[step.index()].constant.is_some_and(|s| s > 0) {
+        let registers = !self.target.async_copy && !self.target.coop_matrix.is_empty();
+        if registers && !self.coop_stages {
+            return None;
+        }
+        let stages = if registers { 2 } else { self.target.num_stages };
+        if !(registers || self.target.async_copy)
+            || stages < 2
+            || !self.axis[step.index()].constant.is_some_and(|s| s > 0)
+        {
             return None;
         }
         let top: HashMap<ValueId, InstId> = region
@@ -101,7 +128,7 @@ impl Lowerer<'_> {
         let mut slice: HashSet<InstId> = HashSet::new();
         let mut carried: HashSet<usize> = HashSet::new();
         for &id in &region.insts {
-            let Some(load) = self.pipelinable(id, region) else {
+            let Some(load) = self.pipelinable(id, region, registers) else {
                 continue;
             };
             let Op::Load { ptr, mask, .. } = self.k.insts[id].op else {
@@ -119,6 +146,9 @@ impl Lowerer<'_> {
         }
         let mut carried: Vec<usize> = carried.into_iter().collect();
         carried.sort_unstable();
+        if registers && !self.coop_ring_fits(region, &loads) {
+            return None;
+        }
         let in_flight = self.wgmma_in_flight(region, &loads, &yields);
         Some(PipelinePlan {
             loads,
@@ -127,7 +157,29 @@ impl Lowerer<'_> {
             stages,
             ahead: if in_flight.is_some() { stages - 2 } else { stages - 1 },
             in_flight,
+            registers,
         })
+    }
+
+    /// Whether the two stages of the loop's `dot`s on cooperative matrices fit shared memory
+    /// beside the smallest exchange of each accumulator (else their operands are staged per
+    /// iteration, which needs half).
+    fn coop_ring_fits(&self, region: &Region, loads: &[PipelinedLoad]) -> bool {
+        let ring: u64 = loads
+            .iter()
+            .map(|l| {
+                let elem = self.k.ty(l.value).scalar_type().map_or(4, |e| e.size_bytes() as u64);
+                2 * l.operand.tile.len() as u64 * elem
+            })
+            .sum();
+        let exchange: u64 = region
+            .insts
+            .iter()
+            .filter_map(|&i| self.coop_plan(&self.k.insts[i]))
+            .map(|t| (t.wm * t.wn * t.shape.m * t.shape.n * 4) as u64)
+            .max()
+            .unwrap_or(0);
+        ring + exchange <= self.target.max_shared_bytes as u64
     }
 
     /// The result of the loop body's `dot` whose warpgroup MMAs may run on while the next
@@ -169,7 +221,7 @@ impl Lowerer<'_> {
     }
 
     /// Load `id` as a pipelined operand, if it can be one (module comment).
-    fn pipelinable(&self, id: InstId, region: &Region) -> Option<PipelinedLoad> {
+    fn pipelinable(&self, id: InstId, region: &Region, registers: bool) -> Option<PipelinedLoad> {
         let inst = &self.k.insts[id];
         let Op::Load { ptr, mask, other, .. } = inst.op else {
             return None;
@@ -195,6 +247,11 @@ impl Lowerer<'_> {
                 }
                 match i.op {
                     Op::Dot { a, b, acc, .. } if acc != value && a != b && region.insts.contains(&iid) => {
+                        if registers {
+                            self.coop_plan(i)?;
+                            uses += 1;
+                            continue;
+                        }
                         self.mma_plan(i)?;
                         if let Some(shape) = self.wgmma_shape(i) {
                             wgmma = Some((shape, if a == value { Operand::A } else { Operand::B }));
@@ -222,10 +279,15 @@ impl Lowerer<'_> {
         };
         // (A column-major A is not copied: wgmma reads A along K, so it is staged from
         // registers.)
-        let (tile, stored) = operand_tile(shape, which, dims, contiguous, elem)?;
+        let (tile, stored) = if registers {
+            (super::coop::coop_tile(dims, contiguous, elem), contiguous)
+        } else {
+            operand_tile(shape, which, dims, contiguous, elem)?
+        };
         let bytes = width * elem.size_bytes() as u32;
+        // (Registers take any width the access has; `cp.async` copies 4, 8 or 16 bytes.)
         if stored != contiguous
-            || !matches!(bytes, 4 | 8 | 16)
+            || !(matches!(bytes, 4 | 8 | 16) || registers)
             || width > tile.vec
             || layout.blocked.order[0] as usize != contiguous
         {
@@ -249,7 +311,7 @@ impl Lowerer<'_> {
     /// Whether `v` is the constant +0 (a constant, or a splat or broadcast of one): what the
     /// copies' zero fill writes. (Not -0.0: a masked-off row of -0.0 products could then
     /// give a sum of the other sign.)
-    fn is_zero(&self, v: ValueId) -> bool {
+    pub(crate) fn is_zero(&self, v: ValueId) -> bool {
         let ValueDef::Result { inst, .. } = self.k.values[v].def else {
             return false;
         };
@@ -354,12 +416,25 @@ impl Lowerer<'_> {
         let carried_layouts: Vec<Option<Layout>> = plan.carried.iter().map(|&c| layouts[c]).collect();
         let ahead = self.carried_slots(&carried_init, &carried_layouts)?;
         let iv_ty = self.regs[start].ty;
+        let prefetch = if plan.registers {
+            plan.loads
+                .iter()
+                .map(|l| {
+                    let ty = self.k.ty(l.value);
+                    let elem = ty.scalar_type().expect("a pipelined load gives numbers");
+                    (0..l.layout.map(ty.shape).len).map(|_| self.new_reg(elem)).collect()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut state = PipelineState {
             buffers,
             ahead,
             read: self.set(ScalarType::I32, Expr::Const(Literal::Int(0))),
             fill: self.set(ScalarType::I32, Expr::Const(Literal::Int(plan.ahead as i64))),
             plan,
+            prefetch,
         };
         let mut iv = start;
         for s in 0..state.plan.ahead {
@@ -383,7 +458,24 @@ impl Lowerer<'_> {
         (end, step): (Reg, Reg),
     ) -> Result<(), LowerError> {
         let ahead = state.plan.ahead;
-        self.emit(Stmt::AsyncWait { pending: ahead - 1 });
+        if state.plan.registers {
+            // This iteration's operands, loaded one iteration ago, into its stage.
+            for ((load, (operand, index)), regs) in state.plan.loads.iter().zip(&state.buffers).zip(&state.prefetch) {
+                let len = self.i32c(operand.tile.len() as i64);
+                let base = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, state.read, len));
+                for (g, &at) in (0..regs.len()).step_by(load.width as usize).zip(index) {
+                    let dst = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, at, base));
+                    self.emit(Stmt::Store {
+                        values: regs[g..g + load.width as usize].to_vec(),
+                        mem: crate::thread::Memory::Shared { alloc: operand.alloc },
+                        index: dst,
+                        pred: None,
+                    });
+                }
+            }
+        } else {
+            self.emit(Stmt::AsyncWait { pending: ahead - 1 });
+        }
         if state.plan.loads.iter().any(|l| l.wgmma) {
             // The copies were written through the generic proxy; wgmma reads through the
             // asynchronous one.
@@ -427,7 +519,9 @@ impl Lowerer<'_> {
 
     /// After the loop: no copy stays in flight.
     pub(crate) fn pipeline_epilogue(&mut self, state: &PipelineState) {
-        self.emit(Stmt::AsyncWait { pending: 0 });
+        if !state.plan.registers {
+            self.emit(Stmt::AsyncWait { pending: 0 });
+        }
         if state.plan.in_flight.is_some() {
             // The last iteration's MMAs, before anything reads the accumulator.
             self.emit(Stmt::WgmmaWait { pending: 0 });
@@ -480,7 +574,7 @@ impl Lowerer<'_> {
             self.inst(&k.insts[id])?;
         }
         let in_range = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end));
-        for (load, (operand, index)) in state.plan.loads.iter().zip(&state.buffers) {
+        for (i, (load, (operand, index))) in state.plan.loads.iter().zip(&state.buffers).enumerate() {
             let Op::Load { ptr, mask, .. } = self.k.insts[load.inst].op else {
                 return Err(self.internal("a pipelined load is not a load"));
             };
@@ -494,6 +588,26 @@ impl Lowerer<'_> {
                     Some(m) => self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, m[g], in_range)),
                     None => in_range,
                 };
+                if state.plan.registers {
+                    // Zeros where masked off or past the end, as the copies' zero fill.
+                    let dsts = state.prefetch[i][g..g + load.width as usize].to_vec();
+                    let elem = self.regs[dsts[0]].ty;
+                    let zero = self.konst(elem, Literal::Float(0.0));
+                    for &d in &dsts {
+                        self.emit(Stmt::Set {
+                            dst: d,
+                            expr: Expr::Copy(zero),
+                        });
+                    }
+                    self.emit(Stmt::Load {
+                        dsts,
+                        mem: crate::thread::Memory::Global { param },
+                        index: offsets[g],
+                        pred: Some(pred),
+                        cache: crate::ir::CacheModifier::Default,
+                    });
+                    continue;
+                }
                 let dst = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, at, base));
                 self.emit(Stmt::AsyncCopy {
                     alloc: operand.alloc,
@@ -505,12 +619,14 @@ impl Lowerer<'_> {
                 });
             }
         }
-        self.emit(Stmt::AsyncCommit);
+        if !state.plan.registers {
+            self.emit(Stmt::AsyncCommit);
+        }
         // The carried values the slice advances, as the loop's yield would.
         let yields: Vec<ValueId> = match region.insts.last().map(|&i| &self.k.insts[i].op) {
             Some(Op::Yield { values }) => state.plan.carried.iter().map(|&c| values[c]).collect(),
             _ => Vec::new(),
         };
-        self.assign_slots(inst, &state.ahead, &yields)
+        self.assign_slots(inst, &state.ahead, &yields, &[])
     }
 }

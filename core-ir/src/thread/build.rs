@@ -48,6 +48,7 @@ impl ThreadKernelBuilder {
                 params: vec![],
                 regs: Arena::new(),
                 shared: vec![],
+                coop: vec![],
                 num_warps,
                 warp_size,
                 reuse_shared: false,

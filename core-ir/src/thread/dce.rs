@@ -66,7 +66,10 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
                 mark(v, &mut live, &mut stack);
             }
         }
-        Stmt::LdMatrix { index, .. } => mark(*index, &mut live, &mut stack),
+        Stmt::LdMatrix { index, .. } | Stmt::CoopLoad { index, .. } | Stmt::CoopStore { index, .. } => {
+            mark(*index, &mut live, &mut stack)
+        }
+        Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => {}
         Stmt::AsyncCopy { dst, src, pred, .. } => {
             for &v in [dst, src].into_iter().chain(pred) {
                 mark(v, &mut live, &mut stack);

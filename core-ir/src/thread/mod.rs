@@ -111,6 +111,34 @@ pub struct SmemMatrix {
     pub sbo: u32,
 }
 
+/// The part a cooperative matrix plays in `D = A B + C` (Vulkan's `MatrixAUseKHR`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CoopRole {
+    /// The left operand, `rows x k`.
+    A,
+    /// The right operand, `k x cols`.
+    B,
+    /// The accumulator (and result).
+    Acc,
+}
+
+/// A cooperative matrix (`VK_KHR_cooperative_matrix`, subgroup scope): a `rows x cols`
+/// matrix of `elem` held by a whole warp (subgroup) together, in a distribution of elements
+/// over lanes that the device does not disclose. So it is never a set of registers: only
+/// [`Stmt::CoopLoad`], [`Stmt::CoopStore`], [`Stmt::CoopMulAdd`] and [`Stmt::CoopZero`]
+/// touch it, each executed by every lane of the warp alike. Each warp has its own value of
+/// every cooperative matrix of the kernel (indexed by [`CoopReg`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CoopMatrix {
+    pub role: CoopRole,
+    pub rows: u32,
+    pub cols: u32,
+    pub elem: ScalarType,
+}
+
+/// A cooperative matrix of the kernel: an index into [`ThreadKernel::coop`].
+pub type CoopReg = u32;
+
 /// Values a thread can read about where it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Special {
@@ -319,6 +347,39 @@ pub enum Stmt {
     /// Waits until at most `pending` of the warpgroup's committed wgmma groups are still
     /// running, the newest ones; the others' accumulators are then written.
     WgmmaWait { pending: u32 },
+    /// Loads cooperative matrix `dst` from shared buffer `alloc` (whose elements are the
+    /// matrix's): element `(r, c)` is at `index + r * stride + c` when `row_major`, at
+    /// `index + c * stride + r` otherwise. `index` is uniform within the warp; every lane
+    /// takes part (SPIR-V's `OpCooperativeMatrixLoadKHR`). `index` and `stride` are
+    /// multiples of 16 bytes' worth of elements (Vulkan requires that alignment of a row's).
+    CoopLoad {
+        dst: CoopReg,
+        alloc: u32,
+        index: Reg,
+        stride: u32,
+        row_major: bool,
+    },
+    /// Stores cooperative matrix `src` to shared buffer `alloc`, addressed as
+    /// [`Stmt::CoopLoad`] (`OpCooperativeMatrixStoreKHR`).
+    CoopStore {
+        src: CoopReg,
+        alloc: u32,
+        index: Reg,
+        stride: u32,
+        row_major: bool,
+    },
+    /// `d = a b + c` on cooperative matrices of roles A, B and accumulator
+    /// (`OpCooperativeMatrixMulAddKHR`); `d` may be `c`. The products of 16-bit inputs are
+    /// exact and the sums f32, in an order the device picks (the simulator: `k` ascending,
+    /// as the interpreter's `dot`).
+    CoopMulAdd {
+        d: CoopReg,
+        a: CoopReg,
+        b: CoopReg,
+        c: CoopReg,
+    },
+    /// Sets cooperative matrix `dst` to zeros.
+    CoopZero { dst: CoopReg },
     /// Waits for every thread of the program; orders shared-memory accesses around it.
     Barrier,
     If {
@@ -353,6 +414,8 @@ pub struct ThreadKernel {
     pub params: Vec<ThreadParam>,
     pub regs: Arena<RegData>,
     pub shared: Vec<SharedAlloc>,
+    /// The cooperative matrices the statements name (see [`CoopMatrix`]).
+    pub coop: Vec<CoopMatrix>,
     /// Threads per program: `num_warps * warp_size`, laid out along x.
     pub num_warps: u32,
     pub warp_size: u32,

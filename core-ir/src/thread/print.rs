@@ -19,6 +19,9 @@ impl fmt::Display for ThreadKernel {
         for (i, a) in self.shared.iter().enumerate() {
             writeln!(f, "  shared{i}: [{}; {}]", a.elem, a.len)?;
         }
+        for (i, c) in self.coop.iter().enumerate() {
+            writeln!(f, "  c{i}: coop {:?} {}x{} {}", c.role, c.rows, c.cols, c.elem)?;
+        }
         let mut out = String::new();
         self.stmts(&mut out, &self.body, 1);
         write!(f, "{out}}}")
@@ -172,6 +175,32 @@ impl ThreadKernel {
                         list(c)
                     )
                 }
+                Stmt::CoopLoad {
+                    dst,
+                    alloc,
+                    index,
+                    stride,
+                    row_major,
+                } => writeln!(
+                    out,
+                    "{pad}c{dst} = coop_load.{} shared{alloc}[{}] stride {stride}",
+                    if *row_major { "row" } else { "col" },
+                    self.r(*index)
+                ),
+                Stmt::CoopStore {
+                    src,
+                    alloc,
+                    index,
+                    stride,
+                    row_major,
+                } => writeln!(
+                    out,
+                    "{pad}coop_store.{} shared{alloc}[{}] stride {stride} = c{src}",
+                    if *row_major { "row" } else { "col" },
+                    self.r(*index)
+                ),
+                Stmt::CoopMulAdd { d, a, b, c } => writeln!(out, "{pad}c{d} = coop_muladd c{a} * c{b} + c{c}"),
+                Stmt::CoopZero { dst } => writeln!(out, "{pad}c{dst} = coop_zero"),
                 Stmt::LdMatrix {
                     dsts,
                     alloc,

@@ -77,6 +77,8 @@ fn live_ranges(k: &ThreadKernel) -> Vec<Option<(usize, usize)>> {
                 ..
             }
             | Stmt::LdMatrix { alloc, .. }
+            | Stmt::CoopLoad { alloc, .. }
+            | Stmt::CoopStore { alloc, .. }
             | Stmt::AsyncCopy { alloc, .. } => touch(*alloc),
             Stmt::Wgmma { a, b, .. } => {
                 touch(a.alloc);

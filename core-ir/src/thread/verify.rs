@@ -80,6 +80,13 @@ fn want(k: &ThreadKernel, r: Reg, t: ScalarType, what: &str) -> Result<(), Strin
     Ok(())
 }
 
+fn coop(k: &ThreadKernel, c: super::CoopReg) -> Result<super::CoopMatrix, String> {
+    k.coop
+        .get(c as usize)
+        .copied()
+        .ok_or_else(|| format!("cooperative matrix c{c} does not exist"))
+}
+
 fn int_index(k: &ThreadKernel, r: Reg) -> Result<(), String> {
     match ty(k, r)? {
         ScalarType::I32 | ScalarType::I64 | ScalarType::U32 | ScalarType::U64 => Ok(()),
@@ -204,6 +211,51 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             }
             Ok(())
         }
+        Stmt::CoopLoad {
+            dst: c,
+            alloc,
+            index,
+            stride,
+            row_major,
+        }
+        | Stmt::CoopStore {
+            src: c,
+            alloc,
+            index,
+            stride,
+            row_major,
+        } => {
+            let m = coop(k, *c)?;
+            let elem = memory_elem(k, Memory::Shared { alloc: *alloc })?;
+            if elem != m.elem {
+                return Err(format!(
+                    "cooperative matrix c{c} of {} in shared{alloc} of {elem}",
+                    m.elem
+                ));
+            }
+            let line = if *row_major { m.cols } else { m.rows };
+            if *stride < line || (*stride as usize * elem.size_bytes()) % 16 != 0 {
+                return Err(format!(
+                    "stride {stride} of c{c}: at least a row ({line}) and a multiple of 16 bytes"
+                ));
+            }
+            int_index(k, *index)
+        }
+        Stmt::CoopMulAdd { d, a, b, c } => {
+            let [md, ma, mb, mc] = [coop(k, *d)?, coop(k, *a)?, coop(k, *b)?, coop(k, *c)?];
+            use super::CoopRole::{Acc, A, B};
+            if (ma.role, mb.role, mc.role, md.role) != (A, B, Acc, Acc) {
+                return Err("coop_muladd takes matrices of roles A, B, accumulator".into());
+            }
+            if ma.rows != mc.rows || mb.cols != mc.cols || ma.cols != mb.rows || md != mc || ma.elem != mb.elem {
+                return Err(format!(
+                    "coop_muladd of {}x{} {} by {}x{} {} into {}x{} {}",
+                    ma.rows, ma.cols, ma.elem, mb.rows, mb.cols, mb.elem, mc.rows, mc.cols, mc.elem
+                ));
+            }
+            Ok(())
+        }
+        Stmt::CoopZero { dst } => coop(k, *dst).map(|_| ()),
         Stmt::LdMatrix {
             dsts,
             alloc,

@@ -43,13 +43,23 @@ pub struct WgpuOptions {
     /// `RUTILE_VULKAN_IMMEDIATES=1` turns it on for devices opened with
     /// [`WgpuGpu::open`].
     pub immediates: bool,
+    /// Open the device with cooperative matrices (wgpu's `EXPERIMENTAL_COOPERATIVE_MATRIX`,
+    /// Vulkan's `VK_KHR_cooperative_matrix`) where the adapter has them, so that `dot` runs
+    /// on the matrix units (`rutile_ir::lower`'s `coop` path). wgpu marks the feature
+    /// experimental: rutile accepts that for the kernels it generates, which use only
+    /// subgroup-scope loads, stores and multiply-adds on workgroup memory, validated by naga
+    /// (and spirv-val in rutile's tests). [`WgpuOptions::from_env`] turns it on unless
+    /// `RUTILE_COOP_MATRIX=0`, which keeps `dot` on the FMA path.
+    pub cooperative_matrix: bool,
 }
 
 impl WgpuOptions {
-    /// The defaults, with `RUTILE_VULKAN_IMMEDIATES=1` turning immediates on.
+    /// The defaults, with `RUTILE_VULKAN_IMMEDIATES=1` turning immediates on and
+    /// cooperative matrices on unless `RUTILE_COOP_MATRIX=0`.
     pub fn from_env() -> WgpuOptions {
         WgpuOptions {
             immediates: std::env::var("RUTILE_VULKAN_IMMEDIATES").as_deref() == Ok("1"),
+            cooperative_matrix: std::env::var("RUTILE_COOP_MATRIX").as_deref() != Ok("0"),
         }
     }
 }
@@ -86,7 +96,16 @@ impl WgpuGpu {
 
     /// Like [`Self::open`], with `options`.
     pub fn open_with(index: Option<usize>, options: WgpuOptions) -> Result<WgpuGpu> {
-        let device = WgpuDevice::open(index)?;
+        let device = if options.cooperative_matrix {
+            // SAFETY: see `WgpuOptions::cooperative_matrix`: rutile's kernels use the
+            // experimental feature only as naga validates it.
+            match unsafe { WgpuDevice::open_with_cooperative_matrix(index) } {
+                Err(WgpuError::MissingFeature { .. }) => WgpuDevice::open(index)?,
+                opened => opened?,
+            }
+        } else {
+            WgpuDevice::open(index)?
+        };
         let p = device.properties();
         let (backend, device_type) = (
             match p.backend {
@@ -126,6 +145,7 @@ impl WgpuGpu {
             properties.registers_per_multiprocessor = Some(64 * 1024);
         }
         properties.total_memory_bytes = p.device_memory_bytes;
+        properties.cooperative_matrix = cooperative_shapes(&device);
         // Larger grids are split into several dispatches.
         properties.max_grid = Some([u32::MAX; 3]);
         let f = &p.features;
@@ -163,8 +183,10 @@ impl WgpuGpu {
         b.storage(self.key)
     }
 
-    fn target(&self, num_warps: u32, loops: bool) -> Target {
+    fn target(&self, num_warps: u32, loops: bool, dots: bool) -> Target {
         let fixed = fixed_subgroup(&self.device).filter(|_| self.device.features().subgroups);
+        // Cooperative matrices belong to a subgroup: the warps must be subgroups.
+        let coop = self.properties.cooperative_matrix.as_ref().filter(|_| fixed.is_some());
         Target {
             // Without a fixed subgroup size, "warps" are groups of 32 invocations that
             // exchange values through workgroup memory.
@@ -180,7 +202,10 @@ impl WgpuGpu {
             // the persistent one, which loads rows in a loop, much slower (N = 16384: 88% ->
             // 57%); one element per access, each warp access contiguous, was best there.
             // Why the driver's compiler does worse with vectors in loops is not known.
-            max_vector_bytes: if loops { 4 } else { 16 },
+            // Kernels whose `dot`s run on cooperative matrices are the exception: their
+            // loops move operands to shared memory, where 16-byte vectors take a quarter of
+            // the loads and stores (as `cp.async` does on CUDA). Not measured against 4.
+            max_vector_bytes: if loops && !(dots && coop.is_some()) { 4 } else { 16 },
             // SPIR-V has no NaN-propagating maximum: f32 max reductions use integer keys.
             native_float_minmax: false,
             mma_sync: false,
@@ -189,8 +214,39 @@ impl WgpuGpu {
             num_stages: 1,
             // A workgroup variable per shared buffer: no two share bytes.
             reuse_shared: false,
+            coop_matrix: coop.cloned().unwrap_or_default(),
         }
     }
+}
+
+/// The cooperative-matrix shapes of a device opened with them, in the lowering's terms;
+/// `None` when it has none (or was opened without them).
+fn cooperative_shapes(device: &WgpuDevice) -> Option<Vec<rutile_ir::target::CoopMatrixShape>> {
+    if !device.features().cooperative_matrix {
+        return None;
+    }
+    let scalar = |t: wgpu::CooperativeScalarType| match t {
+        wgpu::CooperativeScalarType::F32 => ScalarType::F32,
+        wgpu::CooperativeScalarType::F16 => ScalarType::F16,
+        wgpu::CooperativeScalarType::I32 => ScalarType::I32,
+        wgpu::CooperativeScalarType::U32 => ScalarType::U32,
+    };
+    let shapes: Vec<_> = device
+        .properties()
+        .cooperative_matrix_shapes
+        .iter()
+        .flatten()
+        // A saturating accumulation clamps: not the `dot` of the IR.
+        .filter(|s| !s.saturating)
+        .map(|s| rutile_ir::target::CoopMatrixShape {
+            m: s.m,
+            n: s.n,
+            k: s.k,
+            ab: scalar(s.ab_type),
+            acc: scalar(s.cr_type),
+        })
+        .collect();
+    (!shapes.is_empty()).then_some(shapes)
 }
 
 /// The subgroup size when the device has only one.
@@ -255,7 +311,7 @@ impl Device for WgpuGpu {
 
     fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
         self.cache.get_or_compile(kernel, options, spec, || {
-            let target = self.target(options.num_warps, has_loops(kernel));
+            let target = self.target(options.num_warps, has_loops(kernel), has_dots(kernel));
             threads_per_program(
                 kernel,
                 options.num_warps,
@@ -285,6 +341,7 @@ impl Device for WgpuGpu {
                 shader_i64: f.i64,
                 shader_f64: f.f64,
                 subgroups: f.subgroups,
+                cooperative_matrix: f.cooperative_matrix,
                 immediate_size: if f.immediates && self.options.immediates {
                     self.device.properties().max_immediate_size
                 } else {
@@ -484,6 +541,13 @@ impl Device for WgpuGpu {
 }
 
 /// Whether a kernel has a `for` or `while` loop anywhere.
+fn has_dots(kernel: &Kernel) -> bool {
+    kernel
+        .insts
+        .iter()
+        .any(|(_, inst)| matches!(inst.op, rutile_ir::Op::Dot { .. }))
+}
+
 fn has_loops(kernel: &Kernel) -> bool {
     kernel
         .insts

@@ -1,0 +1,191 @@
+//! The simulator's cooperative matrices (`Stmt::CoopLoad`, `CoopStore`, `CoopMulAdd`,
+//! `CoopZero`).
+//!
+//! The device does not say which lane holds which element of a cooperative matrix, so they
+//! are modelled as what they are to a program: one whole matrix per warp, loaded, multiplied
+//! and stored by the warp as a unit. A load or store reads its `index` in every lane and
+//! faults unless the warp agrees on it; its elements are then accessed as the warp's first
+//! lane (bounds, uninitialized reads and races with other warps are checked as for any
+//! access). A multiply-add sums in f32 with `k` ascending, the interpreter's `dot` order, so
+//! a lowering on cooperative matrices gives the interpreter's results bit for bit and any
+//! wrong stride, offset or tile shows as a wrong value.
+
+use super::{fault, Access, Sim, SimFault};
+use crate::interp::error::FaultKind;
+use crate::interp::memory;
+use crate::interp::tensor::{Data, Pointer};
+use crate::thread::{CoopMatrix, CoopReg, Memory as Space, Reg};
+
+/// Each cooperative matrix's value in each warp (row-major), `None` until written.
+pub(super) type CoopValues = Vec<Vec<Option<Vec<f64>>>>;
+
+impl Sim<'_> {
+    fn coop_shape(&self, c: CoopReg) -> CoopMatrix {
+        self.k.coop[c as usize]
+    }
+
+    /// The buffer offsets of the elements of `c` (row-major order) for each warp.
+    fn coop_offsets(&self, c: CoopReg, index: Reg, stride: u32, row_major: bool) -> Result<Vec<Vec<i64>>, SimFault> {
+        let m = self.coop_shape(c);
+        let idx = self.read(index, None)?.ints()?.to_vec();
+        let mut out = Vec::new();
+        for w in 0..self.threads / self.warp_size {
+            let lanes = &idx[w * self.warp_size..(w + 1) * self.warp_size];
+            if let Some(l) = lanes.iter().position(|&i| i != lanes[0]) {
+                return Err(fault(
+                    FaultKind::InvalidIr,
+                    w * self.warp_size + l,
+                    format!("a cooperative matrix access whose index differs within warp {w}"),
+                ));
+            }
+            let base = lanes[0];
+            let mut offs = Vec::with_capacity((m.rows * m.cols) as usize);
+            for r in 0..m.rows as i64 {
+                for col in 0..m.cols as i64 {
+                    offs.push(if row_major {
+                        base + r * stride as i64 + col
+                    } else {
+                        base + col * stride as i64 + r
+                    });
+                }
+            }
+            out.push(offs);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn coop_load(
+        &mut self,
+        dst: CoopReg,
+        alloc: u32,
+        index: Reg,
+        stride: u32,
+        row_major: bool,
+    ) -> Result<(), SimFault> {
+        self.serial += 1;
+        let m = Space::Shared { alloc };
+        let elem = self.k.shared[alloc as usize].elem;
+        let offsets = self.coop_offsets(dst, index, stride, row_major)?;
+        for (w, offs) in offsets.iter().enumerate() {
+            let t = w * self.warp_size;
+            let ptrs: Vec<Pointer> = offs
+                .iter()
+                .map(|&o| Pointer {
+                    param: alloc,
+                    offset: o,
+                })
+                .collect();
+            for p in &ptrs {
+                self.shared.locate(*p).map_err(|f| SimFault {
+                    kind: f.kind,
+                    thread: Some(t),
+                    message: f.message,
+                })?;
+                self.touch(m, p.offset, t, Access::Read)?;
+            }
+            let Data::Float(v) = memory::load(&self.shared, elem, &ptrs, None, None)? else {
+                return Err(fault(
+                    FaultKind::InvalidIr,
+                    t,
+                    "a cooperative matrix of non-floats".into(),
+                ));
+            };
+            self.coop[dst as usize][w] = Some(v);
+        }
+        Ok(())
+    }
+
+    pub(super) fn coop_store(
+        &mut self,
+        src: CoopReg,
+        alloc: u32,
+        index: Reg,
+        stride: u32,
+        row_major: bool,
+    ) -> Result<(), SimFault> {
+        self.serial += 1;
+        let m = Space::Shared { alloc };
+        let elem = self.k.shared[alloc as usize].elem;
+        let offsets = self.coop_offsets(src, index, stride, row_major)?;
+        for (w, offs) in offsets.iter().enumerate() {
+            let t = w * self.warp_size;
+            let value = self.coop_value(src, w)?.clone();
+            let ptrs: Vec<Pointer> = offs
+                .iter()
+                .map(|&o| Pointer {
+                    param: alloc,
+                    offset: o,
+                })
+                .collect();
+            for p in &ptrs {
+                self.shared.locate(*p).map_err(|f| SimFault {
+                    kind: f.kind,
+                    thread: Some(t),
+                    message: f.message,
+                })?;
+            }
+            let old = memory::load(&self.shared, elem, &ptrs, None, None)?;
+            let Data::Float(old) = old else {
+                return Err(fault(
+                    FaultKind::InvalidIr,
+                    t,
+                    "a cooperative matrix of non-floats".into(),
+                ));
+            };
+            let mut seen = std::collections::HashSet::new();
+            for (i, p) in ptrs.iter().enumerate() {
+                if !seen.insert(p.offset) {
+                    return Err(fault(
+                        FaultKind::RacingStores,
+                        t,
+                        format!("a cooperative matrix store writes element {} twice", p.offset),
+                    ));
+                }
+                let same = old[i].to_bits() == value[i].to_bits();
+                self.touch(m, p.offset, t, Access::Write { same })?;
+            }
+            memory::store(&mut self.shared, elem, &ptrs, None, &Data::Float(value))?;
+        }
+        Ok(())
+    }
+
+    fn coop_value(&self, c: CoopReg, w: usize) -> Result<&Vec<f64>, SimFault> {
+        self.coop[c as usize][w].as_ref().ok_or_else(|| {
+            fault(
+                FaultKind::UndefinedRegister,
+                w * self.warp_size,
+                format!("c{c} is read before it is written"),
+            )
+        })
+    }
+
+    /// `d = a b + c` in every warp: f32 sums, `k` ascending (products of 16-bit values are
+    /// exact in f32), as the interpreter's `dot`.
+    pub(super) fn coop_mul_add(&mut self, d: CoopReg, a: CoopReg, b: CoopReg, c: CoopReg) -> Result<(), SimFault> {
+        let (ma, mb) = (self.coop_shape(a), self.coop_shape(b));
+        let (rows, k, cols) = (ma.rows as usize, ma.cols as usize, mb.cols as usize);
+        for w in 0..self.threads / self.warp_size {
+            let (av, bv, cv) = (self.coop_value(a, w)?, self.coop_value(b, w)?, self.coop_value(c, w)?);
+            let mut out = vec![0.0f64; rows * cols];
+            for r in 0..rows {
+                for n in 0..cols {
+                    let mut s = cv[r * cols + n] as f32;
+                    for kk in 0..k {
+                        s += (av[r * k + kk] as f32) * (bv[kk * cols + n] as f32);
+                    }
+                    out[r * cols + n] = s as f64;
+                }
+            }
+            self.coop[d as usize][w] = Some(out);
+        }
+        Ok(())
+    }
+
+    pub(super) fn coop_zero(&mut self, dst: CoopReg) -> Result<(), SimFault> {
+        let m = self.coop_shape(dst);
+        for w in 0..self.threads / self.warp_size {
+            self.coop[dst as usize][w] = Some(vec![0.0; (m.rows * m.cols) as usize]);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,479 @@
+//! `dot` on Vulkan's cooperative matrices (`Stmt::CoopLoad`, `CoopMulAdd`, `CoopStore`):
+//! the matmul seed lowered for a target that lists f16 x f16 -> f32 shapes, run in the SIMT
+//! simulator (which models each cooperative matrix as a whole matrix per warp and sums its
+//! multiply-adds in the interpreter's order) and compared with the interpreter bit for bit:
+//! ragged sizes, transposed operands, leaky ReLU, f16 outputs, every warp count of the seed
+//! configurations; the accumulator stays in cooperative matrices across the K loop; a wrong
+//! stride or offset gives wrong results; dots the shapes do not fit take the FMA path.
+
+use half::f16;
+use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
+use rutile_ir::lower::lower;
+use rutile_ir::seeds::{matmul, matmul_grid, Activation, MatmulMeta, MATMUL_CONFIGS};
+use rutile_ir::target::{CoopMatrixShape, Specialization, Target};
+use rutile_ir::testing::Rng;
+use rutile_ir::thread::{Stmt, ThreadKernel};
+use rutile_ir::ScalarType::{self, BF16, F16, F32};
+use rutile_ir::{DotPrecision, Kernel};
+
+/// The shapes the H100's Vulkan driver lists for f16 inputs and an f32 accumulator.
+fn h100_shapes() -> Vec<CoopMatrixShape> {
+    [(16, 16, 16), (16, 8, 16)]
+        .iter()
+        .map(|&(m, n, k)| CoopMatrixShape {
+            m,
+            n,
+            k,
+            ab: F16,
+            acc: F32,
+        })
+        .collect()
+}
+
+/// A Vulkan device with cooperative matrices: subgroups of 32, 48 KiB of workgroup memory,
+/// one variable per shared buffer.
+fn target(num_warps: u32) -> Target {
+    Target {
+        reuse_shared: false,
+        coop_matrix: h100_shapes(),
+        ..Target::nvidia(num_warps, 48 * 1024)
+    }
+}
+
+fn ptr(buffer: usize) -> ArgValue {
+    ArgValue::Ptr { buffer, offset: 0 }
+}
+
+fn count_stmts(tk: &ThreadKernel, f: impl Fn(&Stmt) -> bool) -> usize {
+    let mut n = 0;
+    tk.walk(&mut |s| n += f(s) as usize);
+    n
+}
+
+fn mul_adds(tk: &ThreadKernel) -> usize {
+    count_stmts(tk, |s| matches!(s, Stmt::CoopMulAdd { .. }))
+}
+
+fn f16s(rng: &mut Rng, n: usize) -> HostBuffer {
+    let v = rng.f32s(n, -1.0, 1.0);
+    HostBuffer::from_slice(&v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>())
+}
+
+/// A matmul launch: kernel, inputs, arguments, grid and the interpreter's results.
+struct Case {
+    kernel: Kernel,
+    buffers: Vec<HostBuffer>,
+    args: Vec<ArgValue>,
+    grid: [u32; 3],
+    want: Vec<HostBuffer>,
+    spec: Specialization,
+}
+
+/// The seed of `meta` on `m x n x k`, A and/or B column-major.
+fn case(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), (a_col, b_col): (bool, bool), rng: &mut Rng) -> Case {
+    let kernel = matmul(meta).unwrap();
+    let buffers = vec![
+        f16s(rng, m * k),
+        f16s(rng, k * n),
+        HostBuffer::zeros(meta.output, m * n),
+    ];
+    let (sam, sak) = if a_col { (1, m) } else { (k, 1) };
+    let (sbk, sbn) = if b_col { (1, k) } else { (n, 1) };
+    let ints = [m, n, k, sam, sak, sbk, sbn, n, 1];
+    let mut args = vec![ptr(0), ptr(1), ptr(2)];
+    args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
+    let spec = Specialization {
+        divisible_by_16: args
+            .iter()
+            .map(|a| match a {
+                ArgValue::Int(v) => v % 16 == 0,
+                _ => true,
+            })
+            .collect(),
+        equal_to_1: args.iter().map(|a| matches!(a, ArgValue::Int(1))).collect(),
+    };
+    let grid = [matmul_grid(meta, m as u32, n as u32), 1, 1];
+    let mut want = buffers.clone();
+    interp::run(&kernel, grid, &args, &mut want).unwrap();
+    Case {
+        kernel,
+        buffers,
+        args,
+        grid,
+        want,
+        spec,
+    }
+}
+
+/// Runs `tk` on `c`'s inputs in the simulator: its output bytes, or the fault.
+fn run(tk: &ThreadKernel, c: &Case) -> Result<Vec<u8>, String> {
+    let mut got = c.buffers.clone();
+    simt::run_threads(tk, c.grid, &c.args, &mut got).map_err(|e| e.to_string())?;
+    Ok(got[2].as_bytes().to_vec())
+}
+
+/// Lowers `c` for `target`, checks it runs on cooperative matrices and equals the
+/// interpreter exactly; returns the kernel.
+fn check(c: &Case, target: &Target, at: &str) -> ThreadKernel {
+    let tk = lower(&c.kernel, target, &c.spec).unwrap_or_else(|e| panic!("{at}: {e}"));
+    assert!(mul_adds(&tk) > 0, "{at}: not on cooperative matrices");
+    let got = run(&tk, c).unwrap_or_else(|e| panic!("{at}: {e}"));
+    assert!(
+        got == c.want[2].as_bytes(),
+        "{at}: results differ from the interpreter's"
+    );
+    tk
+}
+
+#[test]
+fn matmul_on_cooperative_matrices_equals_the_interpreter() {
+    let mut rng = Rng::new(41);
+    let f32_out = |bm, bn, bk| MatmulMeta {
+        output: F32,
+        ..MatmulMeta::fp16(bm, bn, bk)
+    };
+    let relu = MatmulMeta {
+        activation: Some(Activation::LeakyRelu),
+        ..MatmulMeta::fp16(64, 64, 32)
+    };
+    let cases: [(MatmulMeta, (usize, usize, usize), u32); 7] = [
+        (f32_out(32, 32, 16), (32, 32, 16), 1),
+        (f32_out(64, 64, 32), (100, 77, 50), 4),
+        (f32_out(32, 64, 32), (17, 33, 129), 2),
+        (f32_out(64, 32, 16), (64, 64, 64), 8),
+        (MatmulMeta::fp16(32, 32, 32), (40, 48, 70), 4),
+        (relu, (65, 64, 96), 4),
+        (f32_out(128, 128, 32), (130, 128, 64), 4),
+    ];
+    for (meta, shape, warps) in cases {
+        let c = case(&meta, shape, (false, false), &mut rng);
+        let at = format!(
+            "{}x{}x{} on {warps} warps, {shape:?}, -> {}",
+            meta.block_m, meta.block_n, meta.block_k, meta.output
+        );
+        check(&c, &target(warps), &at);
+    }
+}
+
+/// Column-major A, B or both (the tutorial's transposed-B case): staged row-major as the
+/// FMA path stages them, B's rows padded to keep 16-byte strides.
+#[test]
+fn transposed_operands_on_cooperative_matrices() {
+    let mut rng = Rng::new(42);
+    let meta = MatmulMeta {
+        activation: Some(Activation::LeakyRelu),
+        ..MatmulMeta::fp16(64, 64, 32)
+    };
+    for layout in [(false, true), (true, false), (true, true)] {
+        let c = case(&meta, (96, 80, 64), layout, &mut rng);
+        check(&c, &target(4), &format!("A col, B col: {layout:?}"));
+    }
+}
+
+/// Every seed configuration runs on cooperative matrices (one program each, to keep the
+/// simulator quick) where its operands leave room in 48 KiB of workgroup memory for the
+/// accumulator's exchange, and on the FMA path otherwise.
+#[test]
+fn seed_configurations_on_cooperative_matrices() {
+    let mut rng = Rng::new(43);
+    for &(bm, bn, bk, _, warps) in &MATMUL_CONFIGS {
+        let meta = MatmulMeta::fp16(bm, bn, bk);
+        let t = target(warps);
+        let c = case(
+            &meta,
+            (bm as usize, bn as usize, 2 * bk as usize),
+            (false, false),
+            &mut rng,
+        );
+        let fma = Target {
+            coop_matrix: vec![],
+            ..t.clone()
+        };
+        match lower(&c.kernel, &t, &c.spec) {
+            // Where staging A and B alone takes all 48 KiB, there is no room to move the
+            // accumulator out of its matrices: the FMA path, which needs none.
+            Ok(tk) if mul_adds(&tk) == 0 => assert!(
+                (bm * bk + bk * bn) * 2 >= 48 * 1024,
+                "{bm}x{bn}x{bk} on {warps} warps: not on cooperative matrices"
+            ),
+            Ok(_) => {
+                check(&c, &t, &format!("{bm}x{bn}x{bk} on {warps} warps"));
+            }
+            Err(e) => assert!(
+                lower(&c.kernel, &fma, &c.spec).is_err(),
+                "{bm}x{bn}x{bk}: fits on the FMA path but not on cooperative matrices: {e}"
+            ),
+        }
+    }
+}
+
+/// In the seed's K loop the accumulator is carried in cooperative matrices: the loop body
+/// has multiply-adds and no cooperative stores (those happen once, after the loop), and the
+/// accumulator starts as zeros without touching memory.
+#[test]
+fn the_accumulator_stays_in_cooperative_matrices_across_the_loop() {
+    let mut rng = Rng::new(44);
+    let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
+    let tk = check(&c, &target(4), "64x64x32");
+    fn count(stmts: &[Stmt], inside: bool, n: &mut [usize; 3]) {
+        for s in stmts {
+            match s {
+                Stmt::CoopMulAdd { .. } if inside => n[0] += 1,
+                Stmt::CoopStore { .. } if inside => n[1] += 1,
+                Stmt::CoopStore { .. } => n[2] += 1,
+                Stmt::While { cond_body, body, .. } => {
+                    count(cond_body, true, n);
+                    count(body, true, n);
+                }
+                Stmt::If {
+                    then_body, else_body, ..
+                } => {
+                    count(then_body, inside, n);
+                    count(else_body, inside, n);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut n = [0; 3];
+    count(&tk.body, false, &mut n);
+    // 4 warps of 2x2 tiles of 16x16, two k-steps of 16 per BLOCK_K of 32.
+    assert_eq!(n[0], 2 * 2 * 2, "multiply-adds in the loop");
+    assert_eq!(n[1], 0, "the loop stores no accumulator");
+    assert_eq!(n[2], 4, "one store per tile after the loop");
+    assert_eq!(count_stmts(&tk, |s| matches!(s, Stmt::CoopZero { .. })), 4);
+}
+
+/// Calls `f` on every statement of `body`, depth first.
+fn rewrite(body: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
+    for s in body {
+        f(s);
+        match s {
+            Stmt::If {
+                then_body, else_body, ..
+            } => {
+                rewrite(then_body, f);
+                rewrite(else_body, f);
+            }
+            Stmt::While { cond_body, body, .. } => {
+                rewrite(cond_body, f);
+                rewrite(body, f);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The simulator's model catches a wrong stride, a swapped layout and a wrong offset: the
+/// results change or the run faults.
+#[test]
+fn the_cooperative_matrix_model_catches_wrong_strides_and_layouts() {
+    let mut rng = Rng::new(45);
+    let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 64), (false, false), &mut rng);
+    let tk = check(&c, &target(4), "64x64x32");
+    let agrees = |tk: &ThreadKernel| run(tk, &c).is_ok_and(|g| g == c.want[2].as_bytes());
+    let mutate = |f: &mut dyn FnMut(&mut Stmt) -> bool| {
+        let mut k = tk.clone();
+        let mut done = false;
+        rewrite(&mut k.body, &mut |s| {
+            if !done {
+                done = f(s);
+            }
+        });
+        assert!(done, "nothing to mutate");
+        k
+    };
+    // A's stride one row of 8 elements short (still 16-byte aligned).
+    let short = mutate(&mut |s| match s {
+        Stmt::CoopLoad { stride, alloc, .. } if *alloc == 0 => {
+            *stride -= 8;
+            true
+        }
+        _ => false,
+    });
+    assert!(!agrees(&short), "a wrong A stride went unnoticed");
+    // B's first tile read column-major.
+    let swapped = mutate(&mut |s| match s {
+        Stmt::CoopLoad { row_major, alloc, .. } if *alloc == 1 => {
+            *row_major = false;
+            true
+        }
+        _ => false,
+    });
+    assert!(!agrees(&swapped), "a transposed B tile went unnoticed");
+    // The accumulator's store with the wrong stride: out of place or out of bounds.
+    let store = mutate(&mut |s| match s {
+        Stmt::CoopStore { stride, .. } => {
+            *stride += 4;
+            true
+        }
+        _ => false,
+    });
+    assert!(!agrees(&store), "a wrong accumulator stride went unnoticed");
+}
+
+/// What the shapes do not fit stays off the cooperative matrices, with the same results:
+/// a target without them, bf16 inputs, f32 inputs, a tile that does not split into 16x16
+/// (or 16x8) matrices over the warps, a K step shorter than 16.
+#[test]
+fn dots_the_shapes_do_not_fit_take_the_fma_path() {
+    let mut rng = Rng::new(46);
+    let run_fma = |meta: &MatmulMeta, t: &Target, shape: (usize, usize, usize), rng: &mut Rng| {
+        let kernel = matmul(meta).unwrap();
+        let (m, n, k) = shape;
+        let mk = |elem: ScalarType, len: usize, rng: &mut Rng| match elem {
+            F16 => f16s(rng, len),
+            BF16 => HostBuffer::from_slice(
+                &rng.f32s(len, -1.0, 1.0)
+                    .iter()
+                    .map(|&x| half::bf16::from_f32(x))
+                    .collect::<Vec<_>>(),
+            ),
+            _ => HostBuffer::from_slice(&rng.f32s(len, -1.0, 1.0)),
+        };
+        let buffers = vec![
+            mk(meta.input, m * k, rng),
+            mk(meta.input, k * n, rng),
+            HostBuffer::zeros(meta.output, m * n),
+        ];
+        let ints = rutile_ir::seeds::matmul_row_major_args(m, n, k);
+        let mut args = vec![ptr(0), ptr(1), ptr(2)];
+        args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
+        let grid = [matmul_grid(meta, m as u32, n as u32), 1, 1];
+        let mut want = buffers.clone();
+        interp::run(&kernel, grid, &args, &mut want).unwrap();
+        let tk = lower(&kernel, t, &Specialization::none(args.len())).unwrap();
+        assert_eq!(mul_adds(&tk), 0, "{meta:?}");
+        let mut got = buffers.clone();
+        simt::run_threads(&tk, grid, &args, &mut got).unwrap();
+        assert!(got[2].as_bytes() == want[2].as_bytes(), "{meta:?}");
+    };
+    let none = Target {
+        coop_matrix: vec![],
+        ..target(4)
+    };
+    run_fma(&MatmulMeta::fp16(32, 32, 32), &none, (32, 32, 32), &mut rng);
+    let bf = MatmulMeta {
+        input: BF16,
+        output: F32,
+        ..MatmulMeta::fp16(32, 32, 32)
+    };
+    run_fma(&bf, &target(4), (32, 32, 32), &mut rng);
+    let f32_in = MatmulMeta {
+        input: F32,
+        output: F32,
+        ..MatmulMeta::fp16(32, 32, 32)
+    };
+    run_fma(&f32_in, &target(4), (32, 32, 32), &mut rng);
+    let tf32 = MatmulMeta {
+        input_precision: DotPrecision::Tf32,
+        ..f32_in
+    };
+    run_fma(&tf32, &target(4), (32, 32, 32), &mut rng);
+    // 16 rows over 4 warps of 16-row matrices.
+    run_fma(&MatmulMeta::fp16(16, 16, 32), &target(4), (16, 16, 32), &mut rng);
+}
+
+/// The K loop's operand loads are pipelined through registers (Vulkan has no asynchronous
+/// copy): the loads of the first iteration come before the loop, each iteration stores
+/// what it loaded one iteration earlier and has one barrier, and the results stay exact on
+/// ragged sizes (the prefetch past the end and masked elements are zeros).
+#[test]
+fn the_k_loop_prefetches_its_operands_into_registers() {
+    let mut rng = Rng::new(47);
+    let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
+    let tk = check(&c, &target(4), "64x64x32");
+    let global_load = |s: &Stmt| {
+        matches!(
+            s,
+            Stmt::Load {
+                mem: rutile_ir::thread::Memory::Global { .. },
+                ..
+            }
+        )
+    };
+    let at = tk.body.iter().position(|s| matches!(s, Stmt::While { .. })).unwrap();
+    let before = tk.body[..at].iter().filter(|s| global_load(s)).count();
+    assert!(before > 0, "no loads before the loop");
+    let Stmt::While { body, .. } = &tk.body[at] else {
+        unreachable!()
+    };
+    let barriers = body.iter().filter(|s| matches!(s, Stmt::Barrier)).count();
+    assert_eq!(barriers, 1, "barriers per iteration");
+    assert_eq!(
+        body.iter().filter(|s| global_load(s)).count(),
+        before,
+        "loads per iteration"
+    );
+    let first_load = body.iter().position(global_load).unwrap();
+    let first_mul_add = body.iter().position(|s| matches!(s, Stmt::CoopMulAdd { .. })).unwrap();
+    assert!(first_load < first_mul_add, "the next iteration's loads come first");
+    for (shape, layout) in [
+        ((100, 72, 80), (false, false)),
+        ((17, 33, 129), (true, true)),
+        ((65, 64, 96), (false, true)),
+    ] {
+        let c = case(&MatmulMeta::fp16(64, 64, 32), shape, layout, &mut rng);
+        check(&c, &target(4), &format!("{shape:?} {layout:?}"));
+    }
+}
+
+/// The verifier rejects what Vulkan or the statement's meaning forbids (a stride off 16-byte
+/// boundaries, operands of the wrong roles), and the simulator an index that differs
+/// between the lanes of a warp (a cooperative matrix is the whole warp's).
+#[test]
+fn malformed_cooperative_statements_are_rejected() {
+    use rutile_ir::thread::{verify, Expr, Special};
+    let mut rng = Rng::new(48);
+    let c = case(&MatmulMeta::fp16(32, 32, 32), (32, 32, 32), (false, false), &mut rng);
+    let tk = check(&c, &target(1), "32x32x32");
+    let mutated = |f: &mut dyn FnMut(&mut Stmt) -> bool| {
+        let mut k = tk.clone();
+        let mut done = false;
+        rewrite(&mut k.body, &mut |s| {
+            if !done {
+                done = f(s);
+            }
+        });
+        assert!(done, "nothing to mutate");
+        k
+    };
+    let unaligned = mutated(&mut |s| match s {
+        Stmt::CoopLoad { stride, .. } => {
+            *stride += 4;
+            true
+        }
+        _ => false,
+    });
+    let e = verify(&unaligned).unwrap_err();
+    assert!(e.contains("multiple of 16 bytes"), "{e}");
+    let swapped = mutated(&mut |s| match s {
+        Stmt::CoopMulAdd { a, b, .. } => {
+            std::mem::swap(a, b);
+            true
+        }
+        _ => false,
+    });
+    let e = verify(&swapped).unwrap_err();
+    assert!(e.contains("roles"), "{e}");
+    let mut tid = None;
+    tk.walk(&mut |s| {
+        if let Stmt::Set {
+            dst,
+            expr: Expr::Special(Special::ThreadId),
+        } = s
+        {
+            tid = Some(*dst);
+        }
+    });
+    let tid = tid.expect("a thread id register");
+    let divergent = mutated(&mut |s| match s {
+        Stmt::CoopLoad { index, .. } => {
+            *index = tid;
+            true
+        }
+        _ => false,
+    });
+    let e = run(&divergent, &c).unwrap_err();
+    assert!(e.contains("differs within warp"), "{e}");
+}
