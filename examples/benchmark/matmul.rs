@@ -224,11 +224,13 @@ fn frobenius_error(got: &[f64], want: &[f64]) -> f64 {
 }
 
 /// Which units the compiled code multiplies on: Hopper's warpgroup MMA, the warp-level
-/// `mma.sync`, or neither (FMA; the WGSL of the Vulkan backend has no matrix instructions).
+/// `mma.sync`, Vulkan's cooperative matrices (the WGSL of such a kernel enables naga's
+/// `wgpu_cooperative_matrix`), or none of them (FMA).
 fn mma_kind(code: Option<&str>) -> &'static str {
     match code {
         Some(c) if c.contains("wgmma.mma_async") => "wgmma",
         Some(c) if c.contains("mma.sync") => "mma.sync",
+        Some(c) if c.contains("wgpu_cooperative_matrix") => "coop",
         Some(_) => "FMA",
         None => "?",
     }
