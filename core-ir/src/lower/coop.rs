@@ -337,24 +337,7 @@ impl Lowerer<'_> {
             stage: None,
         };
         let map = layout.map(ty.shape);
-        let mut w = 1u32;
-        if layout.sliced == 0 {
-            let run = map.run[layout.blocked_dim(contiguous)];
-            w = run.min(tile.vec).max(1);
-            while run % w != 0 {
-                w /= 2;
-            }
-        }
-        let index = self.operand_store_indices(&map, layout, &operand, w);
-        let own = self.owner(&map);
-        for (g, &at) in (0..lval.regs.len()).step_by(w as usize).zip(&index) {
-            self.emit(Stmt::Store {
-                values: lval.regs[g..g + w as usize].to_vec(),
-                mem: Memory::Shared { alloc },
-                index: at,
-                pred: own,
-            });
-        }
+        self.store_operand(&lval.regs, layout, &map, &operand);
         Ok((operand, true))
     }
 

@@ -230,26 +230,33 @@ impl Lowerer<'_> {
             contiguous,
             stage: None,
         };
+        self.store_operand(&lval.regs, layout, &map, &operand);
+        Ok((operand, true))
+    }
+
+    /// Stores the registers `regs` of a `dot` operand (in `layout`, whose register map is
+    /// `map`) into its shared tile, each element once, by its owner: in vectors as wide as
+    /// the registers' runs and the tile allow where the registers run along the tile's
+    /// contiguous dimension, element by element where they run along the other.
+    pub(crate) fn store_operand(&mut self, regs: &[Reg], layout: Layout, map: &RegisterMap, operand: &SharedOperand) {
         let mut w = 1u32;
-        // (Stored along another dimension than the registers run, it goes element by element.)
-        if layout.sliced == 0 && contiguous == fastest {
-            let run = map.run[layout.blocked_dim(contiguous)];
-            w = run.min(tile.vec).max(1);
+        if layout.sliced == 0 && operand.contiguous == fastest_dim(layout) {
+            let run = map.run[layout.blocked_dim(operand.contiguous)];
+            w = run.min(operand.tile.vec).max(1);
             while run % w != 0 {
                 w /= 2;
             }
         }
-        let index = self.operand_store_indices(&map, layout, &operand, w);
-        let own = self.owner(&map);
-        for (g, &at) in (0..lval.regs.len()).step_by(w as usize).zip(&index) {
+        let index = self.operand_store_indices(map, layout, operand, w);
+        let own = self.owner(map);
+        for (g, &at) in (0..regs.len()).step_by(w as usize).zip(&index) {
             self.emit(Stmt::Store {
-                values: lval.regs[g..g + w as usize].to_vec(),
-                mem: Memory::Shared { alloc },
+                values: regs[g..g + w as usize].to_vec(),
+                mem: Memory::Shared { alloc: operand.alloc },
                 index: at,
                 pred: own,
             });
         }
-        Ok((operand, true))
     }
 
     /// For each group of `w` registers of a value in `map` (consecutive along the operand's
