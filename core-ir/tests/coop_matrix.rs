@@ -244,26 +244,6 @@ fn the_accumulator_stays_in_cooperative_matrices_across_the_loop() {
     assert_eq!(count_stmts(&tk, |s| matches!(s, Stmt::CoopZero { .. })), 4);
 }
 
-/// Calls `f` on every statement of `body`, depth first.
-fn rewrite(body: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
-    for s in body {
-        f(s);
-        match s {
-            Stmt::If {
-                then_body, else_body, ..
-            } => {
-                rewrite(then_body, f);
-                rewrite(else_body, f);
-            }
-            Stmt::While { cond_body, body, .. } => {
-                rewrite(cond_body, f);
-                rewrite(body, f);
-            }
-            _ => {}
-        }
-    }
-}
-
 /// The simulator's model catches a wrong stride, a swapped layout and a wrong offset: the
 /// results change or the run faults.
 #[test]
@@ -275,7 +255,7 @@ fn the_cooperative_matrix_model_catches_wrong_strides_and_layouts() {
     let mutate = |f: &mut dyn FnMut(&mut Stmt) -> bool| {
         let mut k = tk.clone();
         let mut done = false;
-        rewrite(&mut k.body, &mut |s| {
+        k.walk_mut(&mut |s| {
             if !done {
                 done = f(s);
             }
@@ -430,7 +410,7 @@ fn malformed_cooperative_statements_are_rejected() {
     let mutated = |f: &mut dyn FnMut(&mut Stmt) -> bool| {
         let mut k = tk.clone();
         let mut done = false;
-        rewrite(&mut k.body, &mut |s| {
+        k.walk_mut(&mut |s| {
             if !done {
                 done = f(s);
             }

@@ -742,7 +742,7 @@ fn the_wgmma_model_catches_wrong_rows_and_missing_waits() {
     // The first A operand described with twice its stride between 8-row groups.
     let mut shifted = tk.clone();
     let mut first_a = true;
-    rewrite(&mut shifted.body, &mut |s| {
+    shifted.walk_mut(&mut |s| {
         if let Stmt::Wgmma { a, .. } = s {
             if first_a {
                 a.sbo *= 2;
@@ -752,32 +752,12 @@ fn the_wgmma_model_catches_wrong_rows_and_missing_waits() {
     });
     assert!(!agrees(&shifted), "a wrong stride went unnoticed");
     let mut unwaited = tk.clone();
-    rewrite(&mut unwaited.body, &mut |s| {
+    unwaited.walk_mut(&mut |s| {
         if let Stmt::WgmmaWait { pending } = s {
             *pending = 1;
         }
     });
     assert!(!agrees(&unwaited), "a missing wait went unnoticed");
-}
-
-/// Calls `f` on every statement of `body`, depth first.
-fn rewrite(body: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
-    for s in body {
-        f(s);
-        match s {
-            Stmt::If {
-                then_body, else_body, ..
-            } => {
-                rewrite(then_body, f);
-                rewrite(else_body, f);
-            }
-            Stmt::While { cond_body, body, .. } => {
-                rewrite(cond_body, f);
-                rewrite(body, f);
-            }
-            _ => {}
-        }
-    }
 }
 
 /// The epilogue reuses the pipeline's ring: the tutorial's 128x256x64 blocks fit four

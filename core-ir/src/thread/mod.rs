@@ -466,6 +466,30 @@ impl ThreadKernel {
     pub fn walk(&self, f: &mut impl FnMut(&Stmt)) {
         walk(&self.body, f)
     }
+    /// Calls `f` on every statement, depth first, in order, to change it (how tests make a
+    /// kernel wrong on purpose, to see that the simulator notices).
+    pub fn walk_mut(&mut self, f: &mut impl FnMut(&mut Stmt)) {
+        walk_mut(&mut self.body, f)
+    }
+}
+
+fn walk_mut(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
+    for s in stmts {
+        f(s);
+        match s {
+            Stmt::If {
+                then_body, else_body, ..
+            } => {
+                walk_mut(then_body, f);
+                walk_mut(else_body, f);
+            }
+            Stmt::While { cond_body, body, .. } => {
+                walk_mut(cond_body, f);
+                walk_mut(body, f);
+            }
+            _ => {}
+        }
+    }
 }
 
 fn walk(stmts: &[Stmt], f: &mut impl FnMut(&Stmt)) {
