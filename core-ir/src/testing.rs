@@ -15,6 +15,24 @@ use crate::{
 };
 use half::f16;
 
+/// What the runtime specializes a launch on for these interpreter arguments (Triton's
+/// specialization): integers divisible by 16 or equal to 1, buffers (at offset 0, 16-byte
+/// aligned) divisible; how tests lower a kernel as a GPU launch with these arguments would.
+pub fn runtime_spec(args: &[crate::interp::ArgValue]) -> crate::target::Specialization {
+    use crate::interp::ArgValue;
+    crate::target::Specialization {
+        divisible_by_16: args
+            .iter()
+            .map(|a| match a {
+                ArgValue::Int(v) => v % 16 == 0,
+                ArgValue::Ptr { offset, .. } => *offset == 0,
+                _ => false,
+            })
+            .collect(),
+        equal_to_1: args.iter().map(|a| matches!(a, ArgValue::Int(1))).collect(),
+    }
+}
+
 /// splitmix64, for reproducible test inputs.
 ///
 /// ```

@@ -82,16 +82,7 @@ fn case(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), (a_col, b_col): (bo
     let ints = [m, n, k, sam, sak, sbk, sbn, n, 1];
     let mut args = vec![ptr(0), ptr(1), ptr(2)];
     args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
-    let spec = Specialization {
-        divisible_by_16: args
-            .iter()
-            .map(|a| match a {
-                ArgValue::Int(v) => v % 16 == 0,
-                _ => true,
-            })
-            .collect(),
-        equal_to_1: args.iter().map(|a| matches!(a, ArgValue::Int(1))).collect(),
-    };
+    let spec = rutile_ir::testing::runtime_spec(&args);
     let grid = [matmul_grid(meta, m as u32, n as u32), 1, 1];
     let mut want = buffers.clone();
     interp::run(&kernel, grid, &args, &mut want).unwrap();

@@ -33,20 +33,7 @@ fn pipelined(num_warps: u32, stages: u32) -> Target {
     }
 }
 
-/// The specialization the runtime computes for these arguments: integers divisible by 16
-/// and equal to 1, pointers (at offset 0 of 16-byte aligned buffers) divisible.
-fn runtime_spec(args: &[ArgValue]) -> Specialization {
-    Specialization {
-        divisible_by_16: args
-            .iter()
-            .map(|a| match a {
-                ArgValue::Int(v) => v % 16 == 0,
-                _ => true,
-            })
-            .collect(),
-        equal_to_1: args.iter().map(|a| matches!(a, ArgValue::Int(1))).collect(),
-    }
-}
+use rutile_ir::testing::runtime_spec;
 
 fn count_stmts(tk: &ThreadKernel, f: impl Fn(&Stmt) -> bool) -> usize {
     let mut n = 0;

@@ -6,7 +6,7 @@
 use half::f16;
 use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
 use rutile_ir::lower::lower;
-use rutile_ir::target::{Specialization, Target};
+use rutile_ir::target::Target;
 use rutile_ir::{Kernel, ScalarType};
 
 pub fn ptr(buffer: usize) -> ArgValue {
@@ -45,21 +45,7 @@ pub fn assert_close(got: &[f64], want: &[f64], rel: f64, abs: f64, at: &str) {
     }
 }
 
-/// What the runtime specializes on for these arguments: integers divisible by 16 or equal
-/// to 1, buffers (at offset 0, 16-byte aligned) divisible.
-pub fn runtime_spec(args: &[ArgValue]) -> Specialization {
-    Specialization {
-        divisible_by_16: args
-            .iter()
-            .map(|a| match a {
-                ArgValue::Int(v) => v % 16 == 0,
-                ArgValue::Ptr { offset, .. } => *offset == 0,
-                _ => false,
-            })
-            .collect(),
-        equal_to_1: args.iter().map(|a| matches!(a, ArgValue::Int(1))).collect(),
-    }
-}
+pub use rutile_ir::testing::runtime_spec;
 
 /// An NVIDIA-like target of `num_warps` warps of 32, an SPIR-V-like one of warps of 8
 /// without IEEE max, and one without shuffles: the shapes the backends lower for.
