@@ -74,20 +74,7 @@ fn h100(num_warps: u32, num_stages: u32) -> Target {
 
 /// A Vulkan GPU of 32-wide subgroups with shuffles, as NVIDIA's driver reports.
 fn vulkan_gpu(num_warps: u32) -> Target {
-    Target {
-        warp_size: 32,
-        num_warps,
-        max_shared_bytes: 48 * 1024,
-        shuffles: true,
-        max_vector_bytes: 16,
-        native_float_minmax: false,
-        mma_sync: false,
-        wgmma: false,
-        async_copy: false,
-        num_stages: 1,
-        reuse_shared: false,
-        coop_matrix: vec![],
-    }
+    Target::vulkan(32, num_warps, 48 * 1024)
 }
 
 fn compile(c: &mut Criterion) {

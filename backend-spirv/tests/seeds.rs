@@ -14,18 +14,8 @@ fn check_all(kernel: &Kernel, warps: &[u32]) {
     for (warp_size, shuffles) in [(32, true), (8, true), (32, false)] {
         for &num_warps in warps {
             let target = Target {
-                warp_size,
-                num_warps,
-                max_shared_bytes: 32 * 1024,
                 shuffles,
-                max_vector_bytes: 16,
-                native_float_minmax: false,
-                mma_sync: false,
-                wgmma: false,
-                async_copy: false,
-                num_stages: 1,
-                reuse_shared: false,
-                coop_matrix: vec![],
+                ..Target::vulkan(warp_size, num_warps, 32 * 1024)
             };
             let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len()))
                 .unwrap_or_else(|e| panic!("lowering {}: {e}", kernel.name));
@@ -151,20 +141,7 @@ fn streaming_loads_are_nontemporal() {
         (marked, plain)
     }
 
-    let target = Target {
-        warp_size: 32,
-        num_warps: 4,
-        max_shared_bytes: 32 * 1024,
-        shuffles: true,
-        max_vector_bytes: 16,
-        native_float_minmax: false,
-        mma_sync: false,
-        wgmma: false,
-        async_copy: false,
-        num_stages: 1,
-        reuse_shared: false,
-        coop_matrix: vec![],
-    };
+    let target = Target::vulkan(32, 4, 32 * 1024);
     let lower = |k: &Kernel| rutile_ir::lower::lower(k, &target, &Specialization::all(k.params.len())).unwrap();
     for block in [1024, 4096] {
         let streaming = lower(&seeds::softmax_with(block, CacheModifier::Streaming).unwrap());
@@ -198,20 +175,7 @@ fn a_buffer_also_loaded_plainly_keeps_no_hint() {
         k.store(y + i, a + b);
     })
     .unwrap();
-    let target = Target {
-        warp_size: 32,
-        num_warps: 1,
-        max_shared_bytes: 32 * 1024,
-        shuffles: true,
-        max_vector_bytes: 16,
-        native_float_minmax: false,
-        mma_sync: false,
-        wgmma: false,
-        async_copy: false,
-        num_stages: 1,
-        reuse_shared: false,
-        coop_matrix: vec![],
-    };
+    let target = Target::vulkan(32, 1, 32 * 1024);
     let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(2)).unwrap();
     let (sk, _) = common::check(&t, &SpirvTarget::full(32));
     assert!(sk.streaming_bindings.is_empty());

@@ -17,18 +17,8 @@ fn check_all(kernel: &Kernel, num_warps: u32) -> Vec<String> {
     let mut wgsl = Vec::new();
     for (warp_size, shuffles) in [(32, true), (8, true), (32, false)] {
         let target = Target {
-            warp_size,
-            num_warps,
-            max_shared_bytes: 48 * 1024,
             shuffles,
-            max_vector_bytes: 16,
-            native_float_minmax: false,
-            mma_sync: false,
-            wgmma: false,
-            async_copy: false,
-            num_stages: 1,
-            reuse_shared: false,
-            coop_matrix: vec![],
+            ..Target::vulkan(warp_size, num_warps, 48 * 1024)
         };
         let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len()))
             .unwrap_or_else(|e| panic!("lowering {}: {e}", kernel.name));

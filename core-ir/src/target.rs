@@ -82,6 +82,17 @@ impl Target {
             coop_matrix: Vec::new(),
         }
     }
+    /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with
+    /// shuffles, 16-byte accesses, no NaN-propagating `maximum` instruction, one workgroup
+    /// variable per shared buffer, no matrix units (the runtime adds what the device has).
+    pub fn vulkan(warp_size: u32, num_warps: u32, max_shared_bytes: u32) -> Target {
+        Target {
+            warp_size,
+            native_float_minmax: false,
+            reuse_shared: false,
+            ..Target::nvidia(num_warps, max_shared_bytes)
+        }
+    }
     /// Threads per program, saturating at `u32::MAX` (more than any device allows, and more
     /// than [`crate::lower::lower`] accepts).
     pub fn threads(&self) -> u32 {

@@ -18,18 +18,8 @@ fn ptr(buffer: usize) -> ArgValue {
 
 fn target(warp_size: u32, num_warps: u32) -> Target {
     Target {
-        warp_size,
-        num_warps,
-        max_shared_bytes: 64 * 1024,
-        shuffles: true,
-        max_vector_bytes: 16,
         native_float_minmax: true,
-        mma_sync: false,
-        wgmma: false,
-        async_copy: false,
-        num_stages: 1,
-        reuse_shared: false,
-        coop_matrix: vec![],
+        ..Target::vulkan(warp_size, num_warps, 64 * 1024)
     }
 }
 

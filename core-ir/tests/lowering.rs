@@ -27,20 +27,11 @@ fn int(v: i64) -> ArgValue {
 
 fn target(warp_size: u32, num_warps: u32, shuffles: bool) -> Target {
     Target {
-        warp_size,
-        num_warps,
-        max_shared_bytes: 48 * 1024,
         shuffles,
-        max_vector_bytes: 16,
         // As SPIR-V: f32 max/min reductions on integer keys where shuffles go through
         // subgroups of 8 or through shared memory.
         native_float_minmax: warp_size == 32 && shuffles,
-        mma_sync: false,
-        wgmma: false,
-        async_copy: false,
-        num_stages: 1,
-        reuse_shared: false,
-        coop_matrix: vec![],
+        ..Target::vulkan(warp_size, num_warps, 48 * 1024)
     }
 }
 

@@ -18,18 +18,9 @@ fn ptr(buffer: usize) -> ArgValue {
 
 fn target(warp_size: u32, num_warps: u32, shuffles: bool) -> Target {
     Target {
-        warp_size,
-        num_warps,
-        max_shared_bytes: 96 * 1024,
         shuffles,
-        max_vector_bytes: 16,
         native_float_minmax: warp_size == 32 && shuffles,
-        mma_sync: false,
-        wgmma: false,
-        async_copy: false,
-        num_stages: 1,
-        reuse_shared: false,
-        coop_matrix: vec![],
+        ..Target::vulkan(warp_size, num_warps, 96 * 1024)
     }
 }
 

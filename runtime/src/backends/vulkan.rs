@@ -187,12 +187,12 @@ impl WgpuGpu {
         let fixed = fixed_subgroup(&self.device).filter(|_| self.device.features().subgroups);
         // Cooperative matrices belong to a subgroup: the warps must be subgroups.
         let coop = self.properties.cooperative_matrix.as_ref().filter(|_| fixed.is_some());
+        // Without a fixed subgroup size, "warps" are groups of 32 invocations that exchange
+        // values through workgroup memory. SPIR-V has no NaN-propagating maximum (f32 max
+        // reductions use integer keys) and a workgroup variable per shared buffer (no two
+        // share bytes): `Target::vulkan`.
+        let warp_size = fixed.unwrap_or(32);
         Target {
-            // Without a fixed subgroup size, "warps" are groups of 32 invocations that
-            // exchange values through workgroup memory.
-            warp_size: fixed.unwrap_or(32),
-            num_warps,
-            max_shared_bytes: self.device.properties().max_workgroup_storage_bytes,
             shuffles: fixed.is_some(),
             // 16-byte accesses, as on CUDA: rutile-spirv declares a buffer moved in whole
             // vectors as an array of `vec4` (buffers are allocated in multiples of 16
@@ -206,15 +206,12 @@ impl WgpuGpu {
             // loops move operands to shared memory, where 16-byte vectors take a quarter of
             // the loads and stores (as `cp.async` does on CUDA). Not measured against 4.
             max_vector_bytes: if loops && !(dots && coop.is_some()) { 4 } else { 16 },
-            // SPIR-V has no NaN-propagating maximum: f32 max reductions use integer keys.
-            native_float_minmax: false,
-            mma_sync: false,
-            wgmma: false,
-            async_copy: false,
-            num_stages: 1,
-            // A workgroup variable per shared buffer: no two share bytes.
-            reuse_shared: false,
             coop_matrix: coop.cloned().unwrap_or_default(),
+            ..Target::vulkan(
+                warp_size,
+                num_warps,
+                self.device.properties().max_workgroup_storage_bytes,
+            )
         }
     }
 }
