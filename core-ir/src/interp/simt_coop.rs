@@ -68,19 +68,8 @@ impl Sim<'_> {
         let offsets = self.coop_offsets(dst, index, stride, row_major)?;
         for (w, offs) in offsets.iter().enumerate() {
             let t = w * self.warp_size;
-            let ptrs: Vec<Pointer> = offs
-                .iter()
-                .map(|&o| Pointer {
-                    param: alloc,
-                    offset: o,
-                })
-                .collect();
+            let ptrs = self.coop_pointers(alloc, offs, t)?;
             for p in &ptrs {
-                self.shared.locate(*p).map_err(|f| SimFault {
-                    kind: f.kind,
-                    thread: Some(t),
-                    message: f.message,
-                })?;
                 self.touch(m, p.offset, t, Access::Read)?;
             }
             let Data::Float(v) = memory::load(&self.shared, elem, &ptrs, None, None)? else {
@@ -110,20 +99,7 @@ impl Sim<'_> {
         for (w, offs) in offsets.iter().enumerate() {
             let t = w * self.warp_size;
             let value = self.coop_value(src, w)?.clone();
-            let ptrs: Vec<Pointer> = offs
-                .iter()
-                .map(|&o| Pointer {
-                    param: alloc,
-                    offset: o,
-                })
-                .collect();
-            for p in &ptrs {
-                self.shared.locate(*p).map_err(|f| SimFault {
-                    kind: f.kind,
-                    thread: Some(t),
-                    message: f.message,
-                })?;
-            }
+            let ptrs = self.coop_pointers(alloc, offs, t)?;
             let old = memory::load(&self.shared, elem, &ptrs, None, None)?;
             let Data::Float(old) = old else {
                 return Err(fault(
@@ -147,6 +123,23 @@ impl Sim<'_> {
             memory::store(&mut self.shared, elem, &ptrs, None, &Data::Float(value))?;
         }
         Ok(())
+    }
+
+    /// The elements of shared buffer `alloc` at `offsets`, each checked to lie inside it (a
+    /// fault of warp leader `t` otherwise).
+    fn coop_pointers(&self, alloc: u32, offsets: &[i64], t: usize) -> Result<Vec<Pointer>, SimFault> {
+        offsets
+            .iter()
+            .map(|&offset| {
+                let p = Pointer { param: alloc, offset };
+                self.shared.locate(p).map_err(|f| SimFault {
+                    kind: f.kind,
+                    thread: Some(t),
+                    message: f.message,
+                })?;
+                Ok(p)
+            })
+            .collect()
     }
 
     fn coop_value(&self, c: CoopReg, w: usize) -> Result<&Vec<f64>, SimFault> {
