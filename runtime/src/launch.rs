@@ -161,19 +161,21 @@ pub(crate) fn check_launch(
 fn check_specialization(compiled: &CompiledKernel, args: &[Arg<'_>]) -> Result<()> {
     let spec = &compiled.specialization;
     for (i, arg) in args.iter().enumerate() {
-        let Some(v) = arg.as_i128() else { continue };
-        let assumed = if spec.divisible_by_16.get(i) == Some(&true) && v % 16 != 0 {
+        // Buffers start at 256-byte boundaries on every backend.
+        let (div, one) = arg_facts(arg, |_| true);
+        let assumed = if spec.divisible_by_16.get(i) == Some(&true) && !div {
             "divisible by 16"
-        } else if spec.equal_to_1.get(i) == Some(&true) && v != 1 {
+        } else if spec.equal_to_1.get(i) == Some(&true) && !one {
             "equal to 1"
         } else {
             continue;
         };
+        let got = arg.as_i128().map_or_else(|| arg.describe(), |v| v.to_string());
         let kernel = &compiled.kernel;
         return Err(Error::Argument {
             kernel: kernel.name.clone(),
             message: format!(
-                "argument {i} (`{}`): the kernel was compiled assuming it is {assumed}, got {v}; \
+                "argument {i} (`{}`): the kernel was compiled assuming it is {assumed}, got {got}; \
                  compile it for these arguments (`DeviceExt::compile_for`), or launch through \
                  `DeviceExt::launch` or a `Launcher`, which do",
                 kernel.params[i].name
@@ -304,22 +306,25 @@ fn expected(e: Elem) -> String {
     }
 }
 
-/// Triton's specialization: which integer arguments are divisible by 16 or equal to 1, and
-/// which buffers start at a 16-byte boundary (`aligned` says whether a buffer's base
-/// address is).
+/// What Triton's specialization says of one argument: whether it is divisible by 16 (a
+/// buffer: whether its base address is, which `aligned` tells) and whether it is the
+/// integer 1.
+fn arg_facts(arg: &Arg<'_>, aligned: impl Fn(&DeviceBuffer) -> bool) -> (bool, bool) {
+    match arg {
+        Arg::Buffer(b) => (aligned(b), false),
+        a => {
+            let v = a.as_i128();
+            (v.is_some_and(|v| v % 16 == 0), v == Some(1))
+        }
+    }
+}
+
+/// Triton's specialization of these arguments ([`arg_facts`] of each).
 pub(crate) fn specialization(args: &[Arg<'_>], aligned: impl Fn(&DeviceBuffer) -> bool) -> Specialization {
+    let (divisible_by_16, equal_to_1) = args.iter().map(|a| arg_facts(a, &aligned)).unzip();
     Specialization {
-        divisible_by_16: args
-            .iter()
-            .map(|a| match a {
-                Arg::Buffer(b) => aligned(b),
-                a => a.as_i128().is_some_and(|v| v % 16 == 0),
-            })
-            .collect(),
-        equal_to_1: args
-            .iter()
-            .map(|a| !matches!(a, Arg::Buffer(_)) && a.as_i128() == Some(1))
-            .collect(),
+        divisible_by_16,
+        equal_to_1,
     }
 }
 
@@ -329,13 +334,7 @@ pub(crate) fn specialized_for(spec: &Specialization, args: &[Arg<'_>]) -> bool {
     spec.divisible_by_16.len() == args.len()
         && spec.equal_to_1.len() == args.len()
         && args.iter().enumerate().all(|(i, a)| {
-            let (div, one) = match a {
-                Arg::Buffer(_) => (true, false),
-                a => {
-                    let v = a.as_i128();
-                    (v.is_some_and(|v| v % 16 == 0), v == Some(1))
-                }
-            };
+            let (div, one) = arg_facts(a, |_| true);
             spec.divisible_by_16[i] == div && spec.equal_to_1[i] == one
         })
 }
