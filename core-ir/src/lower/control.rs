@@ -23,11 +23,11 @@ impl Lowerer<'_> {
     /// access's layout, and an accumulator that a `dot` on the tensor cores adds to in that
     /// `dot`'s result layout, when the initial value is index arithmetic or a constant
     /// (recomputed there once, before the loop), so that no iteration converts them; other
-    /// values keep the layout they come with. The accumulator is the carried value the
-    /// `dot` adds to, or the one it yields: attention rescales its accumulator before the
-    /// `dot` (`acc = acc * alpha[:, None]`, then `acc = dot(p, v, acc)`), and carried in the
-    /// `dot`'s layout the rescaling runs there too, where in the initial value's layout
-    /// every iteration converted the whole accumulator twice through shared memory.
+    /// values keep the layout they come with. The accumulator is recognized by what the body
+    /// yields (`dot_derived_layout`), not by what the `dot` adds to: attention rescales its
+    /// accumulator before the `dot` (`acc = acc * alpha[:, None]`, then `acc = dot(p, v,
+    /// acc)`), and carried in the `dot`'s layout the rescaling runs there too, where in the
+    /// initial value's layout every iteration converted the whole accumulator twice.
     fn carried_layouts(&self, init: &[ValueId], region: &crate::ir::Region) -> Vec<Option<crate::layout::Layout>> {
         let accessed = |arg: ValueId| {
             region.insts.iter().any(|&i| match &self.k.insts[i].op {
@@ -35,16 +35,6 @@ impl Lowerer<'_> {
                     *ptr == arg
                 }
                 _ => false,
-            })
-        };
-        // A `dot` accumulating into the carried value directly.
-        let accumulated = |arg: ValueId| {
-            region.insts.iter().find_map(|&i| {
-                let inst = &self.k.insts[i];
-                match inst.op {
-                    Op::Dot { acc, .. } if acc == arg => self.mma_accumulator_layout(inst),
-                    _ => None,
-                }
             })
         };
         // The layout the value the body yields in slot `i` takes from a `dot` on the tensor
@@ -65,7 +55,7 @@ impl Lowerer<'_> {
                 if accessed(arg) {
                     return self.access_layout(arg);
                 }
-                accumulated(arg).or_else(|| yielded(i))
+                yielded(i)
             })
             .collect()
     }
