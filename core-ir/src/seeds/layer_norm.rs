@@ -3,7 +3,7 @@
 //! stages (partial sums per group of rows, accumulated under a lock built on `atomic_cas`,
 //! then summed over the groups), and the host heuristics that pick their meta-parameters.
 
-use crate::{BuildError, Kernel, ScalarType};
+use crate::{BuildError, Kernel, KernelBuilder, ScalarType, Value};
 
 /// The meta-parameters of the layer norm kernels (the tutorial's `BLOCK_SIZE` and the
 /// element type of `x`, `w`, `b`, `y` and the gradients; means and reciprocal standard
@@ -49,15 +49,25 @@ pub fn layer_norm_group_size_m(n: u32) -> u32 {
     }
 }
 
-/// `_layer_norm_fwd_fused`: `y = (x - mean) * rstd * w + b` for each row of an `M x N`
-/// matrix, one row per program, storing each row's mean and `rstd = 1 / sqrt(var + eps)`.
-/// The row is walked in blocks of `block_size` three times (mean, variance, output), so any
-/// `N` works. Parameters: `X, Y, W, B` (`dtype`), `Mean, Rstd` (f32), `stride, N` (i32),
-/// `eps` (f32). Grid: `M`.
-pub fn layer_norm_forward(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
-    let LayerNormMeta { block_size, dtype } = *meta;
-    let block = block_size as i32;
-    Kernel::build("_layer_norm_fwd_fused", |k| {
+/// The forward pass's parameters, declared alike by the one-block and the long-row kernels
+/// (so that the host code launches either with the same arguments): `X, Y, W, B`
+/// (`dtype`), `Mean, Rstd` (f32), `stride, N` (i32), `eps` (f32); `x_ptr` and `y_ptr` at
+/// the program's row.
+#[derive(Clone, Copy)]
+pub(super) struct ForwardRow<'b> {
+    pub x_ptr: Value<'b>,
+    pub y_ptr: Value<'b>,
+    pub w_ptr: Value<'b>,
+    pub b_ptr: Value<'b>,
+    pub mean_ptr: Value<'b>,
+    pub rstd_ptr: Value<'b>,
+    pub n: Value<'b>,
+    pub eps: Value<'b>,
+    pub row: Value<'b>,
+}
+
+impl<'b> ForwardRow<'b> {
+    pub(super) fn declare(k: &'b KernelBuilder, dtype: ScalarType) -> ForwardRow<'b> {
         let x_ptr = k.arg_ptr("X", dtype);
         let y_ptr = k.arg_ptr("Y", dtype);
         let w_ptr = k.arg_ptr("W", dtype);
@@ -67,10 +77,46 @@ pub fn layer_norm_forward(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
         let stride = k.arg_i32("stride");
         let n = k.arg_i32("N");
         let eps = k.arg_scalar("eps", ScalarType::F32);
-
         let row = k.program_id(0);
-        let x_ptr = x_ptr + row * stride;
-        let y_ptr = y_ptr + row * stride;
+        ForwardRow {
+            x_ptr: x_ptr + row * stride,
+            y_ptr: y_ptr + row * stride,
+            w_ptr,
+            b_ptr,
+            mean_ptr,
+            rstd_ptr,
+            n,
+            eps,
+            row,
+        }
+    }
+
+    /// Stores the row's mean and `rstd`.
+    pub(super) fn store_stats(&self, k: &'b KernelBuilder, mean: Value<'b>, rstd: Value<'b>) {
+        k.store(self.mean_ptr + self.row, mean);
+        k.store(self.rstd_ptr + self.row, rstd);
+    }
+}
+
+/// `_layer_norm_fwd_fused`: `y = (x - mean) * rstd * w + b` for each row of an `M x N`
+/// matrix, one row per program, storing each row's mean and `rstd = 1 / sqrt(var + eps)`.
+/// The row is walked in blocks of `block_size` three times (mean, variance, output), so any
+/// `N` works. Parameters: `X, Y, W, B` (`dtype`), `Mean, Rstd` (f32), `stride, N` (i32),
+/// `eps` (f32). Grid: `M`.
+pub fn layer_norm_forward(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
+    let LayerNormMeta { block_size, dtype } = *meta;
+    let block = block_size as i32;
+    Kernel::build("_layer_norm_fwd_fused", |k| {
+        let row = ForwardRow::declare(k, dtype);
+        let ForwardRow {
+            x_ptr,
+            y_ptr,
+            w_ptr,
+            b_ptr,
+            n,
+            eps,
+            ..
+        } = row;
         let zeros = k.zeros(&[block_size], ScalarType::F32);
         // Mean.
         let sums = k.for_range(0, n, block, &[zeros], |off, acc| {
@@ -88,8 +134,7 @@ pub fn layer_norm_forward(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
         });
         let var = squares[0].sum(0) / n;
         let rstd = 1.0f32 / (var + eps).sqrt();
-        k.store(mean_ptr + row, mean);
-        k.store(rstd_ptr + row, rstd);
+        row.store_stats(k, mean, rstd);
         // Normalize and apply the linear transformation.
         k.for_each(0, n, block, |off| {
             let cols = off + k.arange(0, block);

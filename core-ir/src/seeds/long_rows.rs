@@ -9,6 +9,7 @@
 //! read-once ([`CacheModifier::Streaming`]) so that they leave the cache to the first walks
 //! of other rows.
 
+use super::layer_norm::ForwardRow;
 use super::{LayerNormMeta, SoftmaxOptions};
 use crate::{BuildError, CacheModifier, Kernel, KernelBuilder, ScalarType, Value};
 
@@ -101,19 +102,16 @@ pub fn layer_norm_long(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
     let LayerNormMeta { block_size, dtype } = *meta;
     let block = block_size as i32;
     Kernel::build("_layer_norm_fwd_long_rows", |k| {
-        let x_ptr = k.arg_ptr("X", dtype);
-        let y_ptr = k.arg_ptr("Y", dtype);
-        let w_ptr = k.arg_ptr("W", dtype);
-        let b_ptr = k.arg_ptr("B", dtype);
-        let mean_ptr = k.arg_ptr("Mean", ScalarType::F32);
-        let rstd_ptr = k.arg_ptr("Rstd", ScalarType::F32);
-        let stride = k.arg_i32("stride");
-        let n = k.arg_i32("N");
-        let eps = k.arg_scalar("eps", ScalarType::F32);
-
-        let row = k.program_id(0);
-        let x_ptr = x_ptr + row * stride;
-        let y_ptr = y_ptr + row * stride;
+        let row = ForwardRow::declare(k, dtype);
+        let ForwardRow {
+            x_ptr,
+            y_ptr,
+            w_ptr,
+            b_ptr,
+            n,
+            eps,
+            ..
+        } = row;
         let zeros = k.zeros(&[block_size], ScalarType::F32);
         let stats = k.for_range(0, n, block, &[zeros, zeros], |off, carried| {
             let (mean, m2) = (carried[0], carried[1]);
@@ -135,8 +133,7 @@ pub fn layer_norm_long(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
         let spread = lane_mean - mean;
         let var = (lane_m2 + counts * spread * spread).sum(0) / n;
         let rstd = 1.0f32 / (var + eps).sqrt();
-        k.store(mean_ptr + row, mean);
-        k.store(rstd_ptr + row, rstd);
+        row.store_stats(k, mean, rstd);
         k.for_each(last_block(k, n, block), -1, -block, |off| {
             let cols = off + k.arange(0, block);
             let mask = cols.lt(n);
