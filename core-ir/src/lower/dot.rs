@@ -64,9 +64,7 @@ impl Lowerer<'_> {
         let cols: Vec<Reg> = (0..out.len()).map(|i| self.coord(&map, i, col_dim)).collect();
 
         // for kk in 0..k { out[i] += a[row_i * k + kk] * b[kk * n + col_i] }
-        let kk = self.set(ScalarType::I32, Expr::Const(Literal::Int(0)));
-        let (cond_body, cond) = self.nested(|l| Ok(l.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, kk, k_reg))))?;
-        let (body, ()) = self.nested(|l| {
+        self.counted_loop(k_reg, |l, kk| {
             let b_row = l.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, kk, n_reg));
             for (i, &o) in out.iter().enumerate() {
                 let ia = l.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, rows[i], kk));
@@ -81,14 +79,8 @@ impl Lowerer<'_> {
                 };
                 l.emit(Stmt::Set { dst: o, expr });
             }
-            let one = l.i32c(1);
-            l.emit(Stmt::Set {
-                dst: kk,
-                expr: Expr::Binary(BinaryOp::Add, kk, one),
-            });
             Ok(())
         })?;
-        self.emit(Stmt::While { cond_body, cond, body });
         // The buffers may be written again (the next iteration of an enclosing loop).
         self.emit(Stmt::Barrier);
         Ok(LVal {

@@ -85,7 +85,7 @@ impl Lowerer<'_> {
     /// `histogram`: each thread counts, for the bins it holds, the elements equal to them,
     /// in a loop over the elements in shared memory (the same loop in every thread).
     pub(crate) fn histogram(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
-        let Op::Histogram { value, num_bins } = inst.op else {
+        let Op::Histogram { value, .. } = inst.op else {
             return Err(self.internal("not a histogram"));
         };
         let (i32t, i64t, boolt) = (ScalarType::I32, ScalarType::I64, ScalarType::Bool);
@@ -117,17 +117,10 @@ impl Lowerer<'_> {
                 r
             })
             .collect();
-        let j = self.new_reg(i32t);
-        self.emit(Stmt::Set {
-            dst: j,
-            expr: Expr::Const(Literal::Int(0)),
-        });
         let end = self.i32c(n);
         let one = self.i32c(1);
         let zero = self.i32c(0);
-        let (cond_body, cond) = self.nested(|l| Ok(l.set(boolt, Expr::Compare(CmpOp::Lt, j, end))))?;
-        let _ = num_bins;
-        let (body, ()) = self.nested(|l| {
+        self.counted_loop(end, |l, j| {
             let v = l.new_reg(elem);
             l.emit(Stmt::Load {
                 dsts: vec![v],
@@ -145,13 +138,8 @@ impl Lowerer<'_> {
                     expr: Expr::Binary(BinaryOp::Add, count, add),
                 });
             }
-            l.emit(Stmt::Set {
-                dst: j,
-                expr: Expr::Binary(BinaryOp::Add, j, one),
-            });
             Ok(())
         })?;
-        self.emit(Stmt::While { cond_body, cond, body });
         self.emit(Stmt::Barrier);
         Ok(LVal {
             layout,

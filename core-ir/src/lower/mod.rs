@@ -33,10 +33,10 @@ mod wgmma;
 
 use crate::analysis::axis::{self, AxisInfo};
 use crate::arena::Arena;
-use crate::ir::{Inst, Kernel, Literal, Op, Region, SourceLoc, ValueId};
+use crate::ir::{BinaryOp, CmpOp, Inst, Kernel, Literal, Op, Region, SourceLoc, ValueId};
 use crate::layout::Layout;
 use crate::target::{Specialization, Target};
-use crate::thread::{Reg, RegData, SharedAlloc, Stmt, ThreadKernel, ThreadParam};
+use crate::thread::{Expr, Reg, RegData, SharedAlloc, Stmt, ThreadKernel, ThreadParam};
 use crate::types::{Elem, ScalarType, Shape};
 use std::collections::HashMap;
 
@@ -434,6 +434,28 @@ impl<'k> Lowerer<'k> {
     }
 
     /// Runs `f` with a fresh statement list and returns what it emitted.
+    /// `for i in 0..count { body(i) }` as a per-thread `While`, alike in every thread (a walk
+    /// over shared memory: the CUDA-core `dot`'s K steps, a histogram's elements).
+    pub(crate) fn counted_loop(
+        &mut self,
+        count: Reg,
+        body: impl FnOnce(&mut Self, Reg) -> Result<(), LowerError>,
+    ) -> Result<(), LowerError> {
+        let i = self.set(ScalarType::I32, Expr::Const(Literal::Int(0)));
+        let (cond_body, cond) = self.nested(|l| Ok(l.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, i, count))))?;
+        let (body, ()) = self.nested(|l| {
+            body(l, i)?;
+            let one = l.i32c(1);
+            l.emit(Stmt::Set {
+                dst: i,
+                expr: Expr::Binary(BinaryOp::Add, i, one),
+            });
+            Ok(())
+        })?;
+        self.emit(Stmt::While { cond_body, cond, body });
+        Ok(())
+    }
+
     pub(crate) fn nested<T>(
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<T, LowerError>,
