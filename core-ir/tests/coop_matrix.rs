@@ -447,4 +447,27 @@ fn malformed_cooperative_statements_are_rejected() {
     });
     let e = run(&divergent, &c).unwrap_err();
     assert!(e.contains("differs within warp"), "{e}");
+    // A load four elements (8 bytes) off a 16-byte boundary: the SPIR-V backend addresses
+    // such buffers in 8-byte vectors and Vulkan wants rows on 16-byte boundaries.
+    let mut misaligned = tk.clone();
+    let four = misaligned.regs.append(rutile_ir::thread::RegData { ty: ScalarType::I32 });
+    misaligned.body.insert(
+        0,
+        Stmt::Set {
+            dst: four,
+            expr: Expr::Const(rutile_ir::ir::Literal::Int(4)),
+        },
+    );
+    let mut done = false;
+    misaligned.walk_mut(&mut |s| {
+        if let Stmt::CoopLoad { index, .. } = s {
+            if !done {
+                *index = four;
+                done = true;
+            }
+        }
+    });
+    assert!(done, "a cooperative load");
+    let e = run(&misaligned, &c).unwrap_err();
+    assert!(e.contains("16-byte boundary"), "{e}");
 }

@@ -164,6 +164,13 @@ struct Buffer {
     elem_ty: Handle<Type>,
 }
 
+/// How a shared buffer holds its elements: [`Holding::Plain`] or [`Holding::Vec4`].
+struct SharedBuffer {
+    holding: Holding,
+    /// The element type of the array (a `vec4` when held as vectors).
+    elem_ty: Handle<Type>,
+}
+
 struct Cx<'a> {
     k: &'a ThreadKernel,
     module: Module,
@@ -180,6 +187,8 @@ struct Cx<'a> {
     /// Per parameter: its value, read at the top (scalars in use).
     param_value: Vec<Option<H>>,
     shared: Vec<H>,
+    /// Per shared buffer: how it holds its elements.
+    shared_holding: Vec<SharedBuffer>,
     /// The launch block (uniform buffer or immediates).
     launch: H,
     /// Uniform struct member of each scalar parameter.
@@ -372,15 +381,34 @@ impl<'a> Cx<'a> {
         let launch = f.expressions.append(Expression::GlobalVariable(gv), SPAN);
 
         // Shared memory.
+        // As storage buffers, a shared buffer moved in whole vectors is an array of `vec4`s
+        // (its length rounded up to whole vectors): one access per vector, where scalars
+        // would take four (eight for `f16`), and cooperative loads and stores that address
+        // whole vectors (see `coop.rs`).
         let mut shared = Vec::new();
+        let mut shared_holding = Vec::new();
         for (i, a) in k.shared.iter().enumerate() {
-            let elem_ty = ty(&mut module, TypeInner::Scalar(naga_scalar(a.elem)));
+            let scalar = naga_scalar(a.elem);
+            let vec4 = scan.shared_vec4[i] && vector_element(a.elem);
+            let (elem_ty, len, stride) = if vec4 {
+                let v = TypeInner::Vector {
+                    size: naga::VectorSize::Quad,
+                    scalar,
+                };
+                (ty(&mut module, v), a.len.div_ceil(4), 4 * a.elem.size_bytes() as u32)
+            } else {
+                (ty(&mut module, TypeInner::Scalar(scalar)), a.len, a.elem.size_bytes() as u32)
+            };
+            shared_holding.push(SharedBuffer {
+                holding: if vec4 { Holding::Vec4 } else { Holding::Plain },
+                elem_ty,
+            });
             let arr = ty(
                 &mut module,
                 TypeInner::Array {
                     base: elem_ty,
-                    size: naga::ArraySize::Constant(std::num::NonZeroU32::new(a.len).expect("verified non-empty")),
-                    stride: a.elem.size_bytes() as u32,
+                    size: naga::ArraySize::Constant(std::num::NonZeroU32::new(len).expect("verified non-empty")),
+                    stride,
                 },
             );
             let gv = module.global_variables.append(
@@ -416,6 +444,7 @@ impl<'a> Cx<'a> {
             buffers,
             param_value: vec![None; k.params.len()],
             shared,
+            shared_holding,
             launch,
             member,
             local_index,
@@ -825,7 +854,7 @@ impl<'a> Cx<'a> {
                 if cx.holding(*mem) == Holding::Vec4 && values.len() % 4 == 0 {
                     for (c, chunk) in values.chunks(4).enumerate() {
                         let components: Vec<H> = chunk.iter().map(|&r| cx.read(r)).collect();
-                        let ty = cx.buffer(*mem).elem_ty;
+                        let ty = cx.elem_ty(*mem);
                         let value = cx.e(Expression::Compose { ty, components });
                         let pointer = cx.vector_at(*mem, base, c as u32);
                         cx.stmt(Statement::Store { pointer, value });
@@ -941,7 +970,23 @@ impl<'a> Cx<'a> {
     fn holding(&self, mem: Memory) -> Holding {
         match mem {
             Memory::Global { .. } => self.buffer(mem).holding,
-            Memory::Shared { .. } => Holding::Plain,
+            Memory::Shared { alloc } => self.shared_holding[alloc as usize].holding,
+        }
+    }
+
+    /// The array element type of `mem` (a `vec4` where it is held as vectors).
+    fn elem_ty(&self, mem: Memory) -> Handle<Type> {
+        match mem {
+            Memory::Global { .. } => self.buffer(mem).elem_ty,
+            Memory::Shared { alloc } => self.shared_holding[alloc as usize].elem_ty,
+        }
+    }
+
+    /// The array behind `mem`.
+    fn array(&self, mem: Memory) -> H {
+        match mem {
+            Memory::Global { .. } => self.buffer(mem).ptr,
+            Memory::Shared { alloc } => self.shared[alloc as usize],
         }
     }
 
@@ -953,10 +998,7 @@ impl<'a> Cx<'a> {
             let o = self.u32c(offset);
             self.bin(Bo::Add, base, o)
         };
-        let buf = match mem {
-            Memory::Global { .. } => self.buffer(mem).ptr,
-            Memory::Shared { alloc } => self.shared[alloc as usize],
-        };
+        let buf = self.array(mem);
         if self.holding(mem) == Holding::Vec4 {
             let (two, three) = (self.u32c(2), self.u32c(3));
             let vector = self.bin(Bo::ShiftRight, index, two);
@@ -971,9 +1013,9 @@ impl<'a> Cx<'a> {
     }
 
     /// A pointer to the `chunk`-th whole vector from element `base` (a multiple of 4) of a
-    /// [`Holding::Vec4`] buffer.
+    /// [`Holding::Vec4`] buffer or shared buffer.
     fn vector_at(&mut self, mem: Memory, base: H, chunk: u32) -> H {
-        let buf = self.buffer(mem).ptr;
+        let buf = self.array(mem);
         let two = self.u32c(2);
         let mut vector = self.bin(Bo::ShiftRight, base, two);
         if chunk > 0 {

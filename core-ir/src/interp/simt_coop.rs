@@ -24,9 +24,19 @@ impl Sim<'_> {
         self.k.coop[c as usize]
     }
 
-    /// The buffer offsets of the elements of `c` (row-major order) for each warp.
-    fn coop_offsets(&self, c: CoopReg, index: Reg, stride: u32, row_major: bool) -> Result<Vec<Vec<i64>>, SimFault> {
+    /// The buffer offsets of the elements of `c` (row-major order) for each warp, in shared
+    /// buffer `alloc`. A fault where the warp's index is not a multiple of 16 bytes' worth of
+    /// elements, which `Stmt::CoopLoad` promises the backends (the verifier checks strides).
+    fn coop_offsets(
+        &self,
+        c: CoopReg,
+        alloc: u32,
+        index: Reg,
+        stride: u32,
+        row_major: bool,
+    ) -> Result<Vec<Vec<i64>>, SimFault> {
         let m = self.coop_shape(c);
+        let bytes = self.k.shared[alloc as usize].elem.size_bytes() as i64;
         let idx = self.read(index, None)?.ints()?.to_vec();
         let mut out = Vec::new();
         for w in 0..self.threads / self.warp_size {
@@ -39,6 +49,13 @@ impl Sim<'_> {
                 ));
             }
             let base = lanes[0];
+            if (base * bytes) % 16 != 0 {
+                return Err(fault(
+                    FaultKind::InvalidIr,
+                    w * self.warp_size,
+                    format!("a cooperative matrix access at element {base}, not on a 16-byte boundary"),
+                ));
+            }
             let mut offs = Vec::with_capacity((m.rows * m.cols) as usize);
             for r in 0..m.rows as i64 {
                 for col in 0..m.cols as i64 {
@@ -65,7 +82,7 @@ impl Sim<'_> {
         self.serial += 1;
         let m = Space::Shared { alloc };
         let elem = self.k.shared[alloc as usize].elem;
-        let offsets = self.coop_offsets(dst, index, stride, row_major)?;
+        let offsets = self.coop_offsets(dst, alloc, index, stride, row_major)?;
         for (w, offs) in offsets.iter().enumerate() {
             let t = w * self.warp_size;
             let ptrs = self.coop_pointers(alloc, offs, t)?;
@@ -95,7 +112,7 @@ impl Sim<'_> {
         self.serial += 1;
         let m = Space::Shared { alloc };
         let elem = self.k.shared[alloc as usize].elem;
-        let offsets = self.coop_offsets(src, index, stride, row_major)?;
+        let offsets = self.coop_offsets(src, alloc, index, stride, row_major)?;
         for (w, offs) in offsets.iter().enumerate() {
             let t = w * self.warp_size;
             let value = self.coop_value(src, w)?.clone();
