@@ -3,8 +3,7 @@
 //! `CooperativeMultiplyAdd`, `Statement::CooperativeStore`), which the SPIR-V writer turns
 //! into `SPV_KHR_cooperative_matrix` instructions of subgroup scope. Each matrix of the
 //! kernel is a function variable `c{index}` of its type; its loads and stores address a
-//! workgroup array element (the matrix's first) with a stride in elements, or in whole
-//! vectors where the array holds `vec4`s.
+//! workgroup array element (the matrix's first) with a stride in elements.
 
 use super::*;
 use naga::{CooperativeData, CooperativeRole, CooperativeSize};
@@ -55,21 +54,9 @@ impl Cx<'_> {
         p
     }
 
-    /// The pointer and stride of a cooperative load or store at element `index` of shared
-    /// buffer `alloc`. In a buffer held as `vec4`s they count whole vectors (SPIR-V measures
-    /// both in the pointee type, which need not be the matrix's): `index` and `stride` are
-    /// multiples of 16 bytes' worth of elements (`Stmt::CoopLoad`), so of four, and the
-    /// driver sees accesses at least 8 bytes wide and aligned.
     fn coop_data(&mut self, alloc: u32, index: Reg, stride: u32, row_major: bool) -> CooperativeData {
-        let mem = Memory::Shared { alloc };
-        let mut i = self.index_u32(index);
-        let mut stride = stride;
-        if self.holding(mem) == Holding::Vec4 {
-            let two = self.u32c(2);
-            i = self.bin(Bo::ShiftRight, i, two);
-            stride /= 4;
-        }
-        let base = self.array(mem);
+        let i = self.read(index);
+        let base = self.shared[alloc as usize];
         let pointer = self.e(Expression::Access { base, index: i });
         let stride = self.u32c(stride);
         CooperativeData {

@@ -164,13 +164,6 @@ struct Buffer {
     elem_ty: Handle<Type>,
 }
 
-/// How a shared buffer holds its elements: [`Holding::Plain`] or [`Holding::Vec4`].
-struct SharedBuffer {
-    holding: Holding,
-    /// The element type of the array (a `vec4` when held as vectors).
-    elem_ty: Handle<Type>,
-}
-
 struct Cx<'a> {
     k: &'a ThreadKernel,
     module: Module,
@@ -187,8 +180,6 @@ struct Cx<'a> {
     /// Per parameter: its value, read at the top (scalars in use).
     param_value: Vec<Option<H>>,
     shared: Vec<H>,
-    /// Per shared buffer: how it holds its elements.
-    shared_holding: Vec<SharedBuffer>,
     /// The launch block (uniform buffer or immediates).
     launch: H,
     /// Uniform struct member of each scalar parameter.
@@ -381,34 +372,15 @@ impl<'a> Cx<'a> {
         let launch = f.expressions.append(Expression::GlobalVariable(gv), SPAN);
 
         // Shared memory.
-        // As storage buffers, a shared buffer moved in whole vectors is an array of `vec4`s
-        // (its length rounded up to whole vectors): one access per vector, where scalars
-        // would take four (eight for `f16`), and cooperative loads and stores that address
-        // whole vectors (see `coop.rs`).
         let mut shared = Vec::new();
-        let mut shared_holding = Vec::new();
         for (i, a) in k.shared.iter().enumerate() {
-            let scalar = naga_scalar(a.elem);
-            let vec4 = scan.shared_vec4[i] && vector_element(a.elem);
-            let (elem_ty, len, stride) = if vec4 {
-                let v = TypeInner::Vector {
-                    size: naga::VectorSize::Quad,
-                    scalar,
-                };
-                (ty(&mut module, v), a.len.div_ceil(4), 4 * a.elem.size_bytes() as u32)
-            } else {
-                (ty(&mut module, TypeInner::Scalar(scalar)), a.len, a.elem.size_bytes() as u32)
-            };
-            shared_holding.push(SharedBuffer {
-                holding: if vec4 { Holding::Vec4 } else { Holding::Plain },
-                elem_ty,
-            });
+            let elem_ty = ty(&mut module, TypeInner::Scalar(naga_scalar(a.elem)));
             let arr = ty(
                 &mut module,
                 TypeInner::Array {
                     base: elem_ty,
-                    size: naga::ArraySize::Constant(std::num::NonZeroU32::new(len).expect("verified non-empty")),
-                    stride,
+                    size: naga::ArraySize::Constant(std::num::NonZeroU32::new(a.len).expect("verified non-empty")),
+                    stride: a.elem.size_bytes() as u32,
                 },
             );
             let gv = module.global_variables.append(
@@ -444,7 +416,6 @@ impl<'a> Cx<'a> {
             buffers,
             param_value: vec![None; k.params.len()],
             shared,
-            shared_holding,
             launch,
             member,
             local_index,
@@ -854,7 +825,7 @@ impl<'a> Cx<'a> {
                 if cx.holding(*mem) == Holding::Vec4 && values.len() % 4 == 0 {
                     for (c, chunk) in values.chunks(4).enumerate() {
                         let components: Vec<H> = chunk.iter().map(|&r| cx.read(r)).collect();
-                        let ty = cx.elem_ty(*mem);
+                        let ty = cx.buffer(*mem).elem_ty;
                         let value = cx.e(Expression::Compose { ty, components });
                         let pointer = cx.vector_at(*mem, base, c as u32);
                         cx.stmt(Statement::Store { pointer, value });
@@ -970,23 +941,7 @@ impl<'a> Cx<'a> {
     fn holding(&self, mem: Memory) -> Holding {
         match mem {
             Memory::Global { .. } => self.buffer(mem).holding,
-            Memory::Shared { alloc } => self.shared_holding[alloc as usize].holding,
-        }
-    }
-
-    /// The array element type of `mem` (a `vec4` where it is held as vectors).
-    fn elem_ty(&self, mem: Memory) -> Handle<Type> {
-        match mem {
-            Memory::Global { .. } => self.buffer(mem).elem_ty,
-            Memory::Shared { alloc } => self.shared_holding[alloc as usize].elem_ty,
-        }
-    }
-
-    /// The array behind `mem`.
-    fn array(&self, mem: Memory) -> H {
-        match mem {
-            Memory::Global { .. } => self.buffer(mem).ptr,
-            Memory::Shared { alloc } => self.shared[alloc as usize],
+            Memory::Shared { .. } => Holding::Plain,
         }
     }
 
@@ -998,7 +953,10 @@ impl<'a> Cx<'a> {
             let o = self.u32c(offset);
             self.bin(Bo::Add, base, o)
         };
-        let buf = self.array(mem);
+        let buf = match mem {
+            Memory::Global { .. } => self.buffer(mem).ptr,
+            Memory::Shared { alloc } => self.shared[alloc as usize],
+        };
         if self.holding(mem) == Holding::Vec4 {
             let (two, three) = (self.u32c(2), self.u32c(3));
             let vector = self.bin(Bo::ShiftRight, index, two);
@@ -1013,9 +971,9 @@ impl<'a> Cx<'a> {
     }
 
     /// A pointer to the `chunk`-th whole vector from element `base` (a multiple of 4) of a
-    /// [`Holding::Vec4`] buffer or shared buffer.
+    /// [`Holding::Vec4`] buffer.
     fn vector_at(&mut self, mem: Memory, base: H, chunk: u32) -> H {
-        let buf = self.array(mem);
+        let buf = self.buffer(mem).ptr;
         let two = self.u32c(2);
         let mut vector = self.bin(Bo::ShiftRight, base, two);
         if chunk > 0 {

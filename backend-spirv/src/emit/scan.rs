@@ -9,9 +9,6 @@ pub(super) struct Scan {
     pub(super) atomic: Vec<bool>,
     /// Per parameter: a load or store moves whole 16-byte vectors of it.
     pub(super) vec4: Vec<bool>,
-    /// Per shared buffer: a load or store moves whole vectors of it, or a cooperative matrix
-    /// is loaded from or stored to it (whose rows start on 16-byte boundaries).
-    pub(super) shared_vec4: Vec<bool>,
     pub(super) value_reg: Vec<bool>,
     pub(super) shuffles: bool,
     pub(super) thread_id: bool,
@@ -132,7 +129,6 @@ impl Scan {
         let mut s = Scan {
             atomic: vec![false; k.params.len()],
             vec4: vec![false; k.params.len()],
-            shared_vec4: vec![false; k.shared.len()],
             value_reg: vec![false; n],
             shuffles: false,
             thread_id: false,
@@ -228,9 +224,8 @@ impl Scan {
                 Stmt::Load {
                     dsts, index, pred, mem, ..
                 } => {
-                    match *mem {
-                        Memory::Global { param } => self.vec4[param as usize] |= dsts.len() % 4 == 0,
-                        Memory::Shared { alloc } => self.shared_vec4[alloc as usize] |= dsts.len() % 4 == 0,
+                    if let Memory::Global { param } = mem {
+                        self.vec4[*param as usize] |= dsts.len() % 4 == 0;
                     }
                     regs.use_(*index);
                     if let Some(p) = pred {
@@ -246,9 +241,8 @@ impl Scan {
                     pred,
                     mem,
                 } => {
-                    match *mem {
-                        Memory::Global { param } => self.vec4[param as usize] |= values.len() % 4 == 0,
-                        Memory::Shared { alloc } => self.shared_vec4[alloc as usize] |= values.len() % 4 == 0,
+                    if let Memory::Global { param } = mem {
+                        self.vec4[*param as usize] |= values.len() % 4 == 0;
                     }
                     regs.use_(*index);
                     if let Some(p) = pred {
@@ -299,9 +293,8 @@ impl Scan {
                         *err = Some(atomic_unsupported(k, t, ty, "atomic_cas"));
                     }
                 }
-                Stmt::CoopLoad { index, alloc, .. } | Stmt::CoopStore { index, alloc, .. } => {
+                Stmt::CoopLoad { index, .. } | Stmt::CoopStore { index, .. } => {
                     self.coop = true;
-                    self.shared_vec4[*alloc as usize] = true;
                     regs.use_(*index);
                 }
                 Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => self.coop = true,
