@@ -58,6 +58,11 @@ fn layer_norm_passes_ptxas() {
             &seeds::layer_norm_forward(&meta).unwrap(),
             &warps,
         );
+        check(
+            &format!("{label}, one-pass forward"),
+            &seeds::layer_norm_forward_row(&meta).unwrap(),
+            &warps,
+        );
         let bwd = LayerNormBackwardMeta {
             group_size_m: seeds::layer_norm_group_size_m(n),
             block_size_n: meta.block_size,

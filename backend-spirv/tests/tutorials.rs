@@ -36,6 +36,7 @@ fn layer_norm_validates() {
     for (n, dtype) in [(781, F16), (4096, F32)] {
         let meta = LayerNormMeta::for_row(n, dtype).unwrap();
         check_all(&seeds::layer_norm_forward(&meta).unwrap(), meta.num_warps());
+        check_all(&seeds::layer_norm_forward_row(&meta).unwrap(), meta.num_warps());
         check_all(&seeds::layer_norm_backward_dwdb(32, 128, dtype).unwrap(), 4);
         let bwd = LayerNormBackwardMeta {
             group_size_m: seeds::layer_norm_group_size_m(n),

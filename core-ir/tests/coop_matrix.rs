@@ -450,7 +450,9 @@ fn malformed_cooperative_statements_are_rejected() {
     // A load four elements (8 bytes) off a 16-byte boundary: the SPIR-V backend addresses
     // such buffers in 8-byte vectors and Vulkan wants rows on 16-byte boundaries.
     let mut misaligned = tk.clone();
-    let four = misaligned.regs.append(rutile_ir::thread::RegData { ty: ScalarType::I32 });
+    let four = misaligned
+        .regs
+        .append(rutile_ir::thread::RegData { ty: ScalarType::I32 });
     misaligned.body.insert(
         0,
         Stmt::Set {

@@ -8,7 +8,8 @@ mod tutorial_support;
 use half::f16;
 use rutile_ir::interp::{self, ArgValue, HostBuffer};
 use rutile_ir::seeds::{
-    layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, LayerNormBackwardMeta, LayerNormMeta,
+    layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_forward_row,
+    LayerNormBackwardMeta, LayerNormMeta,
 };
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{self, F16, F32, I32};
@@ -147,6 +148,61 @@ fn forward_matches_the_reference() {
     }
 }
 
+/// The one-pass kernel for rows that fit one block: the tutorial's results bit for bit
+/// (mean, rstd and y), on ragged rows and a row of one element, in f16 and f32.
+#[test]
+fn the_one_pass_forward_equals_the_tutorials() {
+    let mut rng = Rng::new(57);
+    for (m, n, dtype) in [
+        (13, 1500, F16),
+        (9, 4096, F16),
+        (37, 781, F32),
+        (5, 1, F32),
+        (3, 2047, F16),
+    ] {
+        let meta = LayerNormMeta::for_row(n as u32, dtype).unwrap();
+        let inp = inputs(&mut rng, dtype, m, n);
+        let (args, grid) = forward_args(m, n);
+        let mut tutorial = forward_buffers(&inp, dtype, m, n);
+        interp::run(&layer_norm_forward(&meta).unwrap(), grid, &args, &mut tutorial).unwrap();
+        let mut one_pass = forward_buffers(&inp, dtype, m, n);
+        interp::run(&layer_norm_forward_row(&meta).unwrap(), grid, &args, &mut one_pass).unwrap();
+        for (i, what) in [(1, "y"), (4, "mean"), (5, "rstd")] {
+            assert_eq!(
+                one_pass[i].as_bytes(),
+                tutorial[i].as_bytes(),
+                "{m}x{n} {dtype}: {what} differs from the tutorial's kernel"
+            );
+        }
+        let (means, _, y) = forward_reference(&values(&inp.x), &values(&inp.w), &values(&inp.b), m, n);
+        assert_close(&values(&one_pass[4]), &means, 1e-5, 1e-5, &format!("{m}x{n}: mean"));
+        assert_close(
+            &values(&one_pass[1]),
+            &y,
+            tolerance(dtype),
+            tolerance(dtype),
+            &format!("{m}x{n}: y"),
+        );
+    }
+    // A row longer than the block is refused where the kernel runs in the interpreter.
+    let (m, n) = (2, 300);
+    let inp = inputs(&mut rng, F32, m, n);
+    let (args, grid) = forward_args(m, n);
+    let short = LayerNormMeta {
+        block_size: 256,
+        dtype: F32,
+    };
+    let e = interp::run(
+        &layer_norm_forward_row(&short).unwrap(),
+        grid,
+        &args,
+        &mut forward_buffers(&inp, F32, m, n),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("longer than BLOCK_SIZE"), "{e}");
+}
+
 #[test]
 fn the_heuristic_covers_rows_up_to_64_kib() {
     let meta = LayerNormMeta::for_row(781, F16).unwrap();
@@ -261,6 +317,9 @@ fn lowered_kernels_match_the_interpreter() {
             let at = format!("forward {m}x{n} {dtype}, block {}", meta.block_size);
             simulate_targets(&at, &kernel, grid, &args, &forward_buffers(&inp, dtype, m, n), 1e-5);
         }
+        let kernel = layer_norm_forward_row(&meta).unwrap();
+        let at = format!("one-pass forward {m}x{n} {dtype}");
+        simulate_targets(&at, &kernel, grid, &args, &forward_buffers(&inp, dtype, m, n), 1e-5);
         let mut fwd = forward_buffers(&inp, dtype, m, n);
         interp::run(&layer_norm_forward(&meta).unwrap(), grid, &args, &mut fwd).unwrap();
         let bwd = LayerNormBackwardMeta {

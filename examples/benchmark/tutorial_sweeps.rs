@@ -113,26 +113,35 @@ pub fn layer_norm(
         }
         let (h, best) = choice.cells(ceiling);
         println!("{:>14}  {h:>22} {best:>22}", format!("{m}x{n}"));
-        // The long-row kernel (two walks, Welford) where the host code picked the one-block
-        // kernel: which of the two it should pick where both run.
-        if kernel.name == "_layer_norm_fwd_fused" {
-            let (long, config) = long_rows::layer_norm_launch(m, rutile::ScalarType::F16)?;
-            dev.launch(&long, &config, &args)?;
-            let y = dev.download(&fwd.y)?;
-            let mut error: f64 = 0.0;
-            for &r in &rows {
-                let want = layer_norm::forward_reference(&to64(&x[r * n..(r + 1) * n]), &w64, &b64, 1, n);
-                error = error.max(max_relative_error(to64(&y[r * n..(r + 1) * n]), &want.y, 1.0).0);
+        // The tutorial's kernel (three walks) and the long-row kernel (two walks, Welford)
+        // where the host code picked the one-pass kernel: what holding the row is worth,
+        // and which the host code should pick where all run.
+        if let Some((tutorial, config)) = layer_norm::tutorial_forward_launch(m, n)? {
+            let mut others = vec![(tutorial, config)];
+            others.push(long_rows::layer_norm_launch(m, rutile::ScalarType::F16)?);
+            for (other, config) in others {
+                dev.launch(&other, &config, &args)?;
+                let y = dev.download(&fwd.y)?;
+                let mut error: f64 = 0.0;
+                for &r in &rows {
+                    let want = layer_norm::forward_reference(&to64(&x[r * n..(r + 1) * n]), &w64, &b64, 1, n);
+                    error = error.max(max_relative_error(to64(&y[r * n..(r + 1) * n]), &want.y, 1.0).0);
+                }
+                checked(&format!("{} {m}x{n}", other.name), error, 1e-2)?;
+                let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&other, &config, &args))?;
+                let g = gbps(4.0 * (m * n) as f64, s.median_ms);
+                csv_line(csv, &id, &other.name, &format!("{m}x{n}"), &s, g, ceiling);
+                let label = if other.name == "_layer_norm_fwd_fused" {
+                    "  tutorial's"
+                } else {
+                    "  long-row"
+                };
+                println!(
+                    "{:>14}  {:>22}",
+                    label,
+                    format!("{g:.0} ({:.1}%, w{})", 100.0 * g / ceiling, config.num_warps)
+                );
             }
-            checked(&format!("long-row layer norm {m}x{n}"), error, 1e-2)?;
-            let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&long, &config, &args))?;
-            let g = gbps(4.0 * (m * n) as f64, s.median_ms);
-            csv_line(csv, &id, &long.name, &format!("{m}x{n}"), &s, g, ceiling);
-            println!(
-                "{:>14}  {:>22}",
-                "  long-row",
-                format!("{g:.0} ({:.1}%, w{})", 100.0 * g / ceiling, config.num_warps)
-            );
         }
     }
     Ok(())

@@ -67,15 +67,30 @@ const ONE_BLOCK_MAX: u32 = 16384;
 
 /// The forward kernel and launch the tutorial's host code picks for rows of `n` fp16
 /// elements: one block of the next power of two, `num_warps` by the row's size, up to
-/// [`ONE_BLOCK_MAX`] columns; longer rows (and those over 64 KiB, where the tutorial
+/// [`ONE_BLOCK_MAX`] columns, where the row is loaded once and held in registers
+/// ([`seeds::layer_norm_forward_row`]: the tutorial's kernel walks such a row three times
+/// for the same results, and measured 56–69% of the copy ceiling on an H100 at 2048..8192
+/// columns; `docs/performance.md`); longer rows (and those over 64 KiB, where the tutorial
 /// raises) go to the long-row kernel, [`super::long_rows`].
 pub fn forward_launch(m: usize, n: usize) -> Result<(rutile::Kernel, LaunchConfig)> {
     match LayerNormMeta::for_row(n as u32, ScalarType::F16) {
         Some(meta) if meta.block_size <= ONE_BLOCK_MAX => Ok((
-            seeds::layer_norm_forward(&meta)?,
+            seeds::layer_norm_forward_row(&meta)?,
             LaunchConfig::grid1(m as u32).num_warps(meta.num_warps()),
         )),
         _ => super::long_rows::layer_norm_launch(m, ScalarType::F16),
+    }
+}
+
+/// The tutorial's own forward kernel (three walks over the row) for rows that fit one
+/// block, as [`forward_launch`] would launch it; `None` for longer rows.
+pub fn tutorial_forward_launch(m: usize, n: usize) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
+    match LayerNormMeta::for_row(n as u32, ScalarType::F16) {
+        Some(meta) if meta.block_size <= ONE_BLOCK_MAX => Ok(Some((
+            seeds::layer_norm_forward(&meta)?,
+            LaunchConfig::grid1(m as u32).num_warps(meta.num_warps()),
+        ))),
+        _ => Ok(None),
     }
 }
 

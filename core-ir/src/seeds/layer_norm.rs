@@ -149,6 +149,43 @@ pub fn layer_norm_forward(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
     })
 }
 
+/// The forward pass for rows that fit one block (`N <= meta.block_size`): the row is loaded
+/// once and held in registers while its mean and variance are two block reductions, where
+/// [`layer_norm_forward`] walks it three times (its second and third walks read the row
+/// again, from the cache at best). Same parameters, grid and outputs, and the same results
+/// bit for bit (each of the tutorial's walks runs once on such a row and adds its block to
+/// zeros). `N` over the block is refused by a `device_assert` where the kernel runs in the
+/// interpreter; the host code ([`LayerNormMeta::for_row`]) never launches it so.
+pub fn layer_norm_forward_row(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
+    let LayerNormMeta { block_size, dtype } = *meta;
+    let block = block_size as i32;
+    Kernel::build("_layer_norm_fwd_row", |k| {
+        let row = ForwardRow::declare(k, dtype);
+        let ForwardRow {
+            x_ptr,
+            y_ptr,
+            w_ptr,
+            b_ptr,
+            n,
+            eps,
+            ..
+        } = row;
+        k.device_assert(n.le(block), "the row is longer than BLOCK_SIZE");
+        let cols = k.arange(0, block);
+        let mask = cols.lt(n);
+        let x = k.load_masked(x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+        let mean = x.sum(0) / n;
+        let centered = k.where_(mask, x - mean, 0.0);
+        let var = (centered * centered).sum(0) / n;
+        let rstd = 1.0f32 / (var + eps).sqrt();
+        row.store_stats(k, mean, rstd);
+        let w = k.load_masked(w_ptr + cols, mask, 0.0);
+        let b = k.load_masked(b_ptr + cols, mask, 0.0);
+        let y = (x - mean) * rstd * w + b;
+        k.store_masked(y_ptr + cols, y.to(dtype), mask);
+    })
+}
+
 /// The meta-parameters of [`layer_norm_backward_dx`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LayerNormBackwardMeta {

@@ -19,8 +19,8 @@ mod vector_add;
 pub use attention::{attention_forward, AttentionMeta};
 pub use dropout::seeded_dropout;
 pub use layer_norm::{
-    layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_group_size_m,
-    LayerNormBackwardMeta, LayerNormMeta,
+    layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_forward_row,
+    layer_norm_group_size_m, LayerNormBackwardMeta, LayerNormMeta,
 };
 pub use long_rows::{fits_one_block, layer_norm_long, softmax_long, LongRowMeta, ONE_BLOCK_BYTES};
 pub use matmul::{
