@@ -71,7 +71,7 @@ pub fn layer_norm(
         let b: Vec<f16> = rng.f32s(n, 0.0, 1.0).into_iter().map(f16::from_f32).collect();
         let fwd = Forward::new(dev, &x, &w, &b, m, n)?;
         let args = fwd.args();
-        let (kernel, heuristic) = layer_norm::forward_launch(m, n)?;
+        let (kernel, heuristic) = layer_norm::forward_launch(dev, m, n)?;
         dev.launch(&kernel, &heuristic, &args)?;
         let rows: Vec<usize> = (0..8.min(m)).chain([m - 1]).collect();
         let y = dev.download(&fwd.y)?;

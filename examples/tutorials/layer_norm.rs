@@ -72,13 +72,27 @@ const ONE_BLOCK_MAX: u32 = 16384;
 /// for the same results, and measured 56–69% of the copy ceiling on an H100 at 2048..8192
 /// columns; `docs/performance.md`); longer rows (and those over 64 KiB, where the tutorial
 /// raises) go to the long-row kernel, [`super::long_rows`].
-pub fn forward_launch(m: usize, n: usize) -> Result<(rutile::Kernel, LaunchConfig)> {
+pub fn forward_launch(dev: &dyn Device, m: usize, n: usize) -> Result<(rutile::Kernel, LaunchConfig)> {
     match LayerNormMeta::for_row(n as u32, ScalarType::F16) {
         Some(meta) if meta.block_size <= ONE_BLOCK_MAX => Ok((
             seeds::layer_norm_forward_row(&meta)?,
-            LaunchConfig::grid1(m as u32).num_warps(meta.num_warps()),
+            LaunchConfig::grid1(m as u32).num_warps(one_pass_warps(dev, &meta)),
         )),
         _ => super::long_rows::layer_norm_launch(m, ScalarType::F16),
+    }
+}
+
+/// `num_warps` of the one-pass kernel: through CUDA 32 elements a thread, up to 8 warps;
+/// through Vulkan the tutorial's (8 elements a thread up to 8 warps, then 16), whose
+/// larger programs NVIDIA's Vulkan driver runs faster. Measured on an H100 over 1..32 warps
+/// at M = 4096 (`docs/performance.md`): these pick the fastest or come within 3 points of
+/// it from 512 to 8192 columns, and at 16384 the fastest through Vulkan; through CUDA 4
+/// warps do best there (71.7% of the copy ceiling against 61.4%), which no count of
+/// elements a thread that also suits 8192 columns gives.
+fn one_pass_warps(dev: &dyn Device, meta: &LayerNormMeta) -> u32 {
+    match dev.properties().backend {
+        rutile::Backend::Cuda => (meta.block_size / 1024).clamp(1, 8),
+        _ => meta.num_warps(),
     }
 }
 
@@ -107,7 +121,7 @@ pub fn layer_norm(dev: &dyn Device, m: usize, n: usize, seed: u64) -> Result<Out
     let dy = half(normal_f32s(&mut rng, m * n).iter().map(|v| 0.1 * v).collect());
 
     let fwd = Forward::new(dev, &x, &w, &b, m, n)?;
-    let (kernel, config) = forward_launch(m, n)?;
+    let (kernel, config) = forward_launch(dev, m, n)?;
     let time_ms = timed(dev, &kernel, &config, &fwd.args())?;
     let (x64, w64, b64, dy64) = (to_f64(&x), to_f64(&w), to_f64(&b), to_f64(&dy));
     let want = forward_reference(&x64, &w64, &b64, m, n);
