@@ -9,6 +9,12 @@
 //! The hint is per binding, not per load, because naga's output keeps no trace of which IR
 //! load wrote which `OpLoad`: a buffer that is also loaded without the hint keeps none.
 //! A hint changes no result, so marking more or fewer loads is never wrong, only slower.
+//!
+//! The other addition is not a hint: [`coherent_bindings`] are the storage buffers that a
+//! kernel with global atomics both loads and stores, which other workgroups may publish
+//! through under a lock (the layer norm tutorial's partial sums); [`mark_coherent`]
+//! decorates their variables `Coherent`, without which a device's incoherent caches may
+//! return another workgroup's stale values (measured on an H100 through Vulkan).
 
 use crate::{BindingLayout, SpirvError};
 use rspirv::binary::Assemble;
@@ -45,6 +51,84 @@ pub(crate) fn streaming_bindings(kernel: &ThreadKernel, layout: &BindingLayout) 
         .collect()
 }
 
+/// Bindings of the storage buffers that `kernel` both loads and stores (not atomically),
+/// where the kernel also has global atomics; in increasing order. Other workgroups may
+/// store what such a kernel loads after an atomic tells it they have.
+pub(crate) fn coherent_bindings(kernel: &ThreadKernel, layout: &BindingLayout) -> Vec<u32> {
+    let params = kernel.params.len();
+    let (mut loaded, mut stored, mut atomics) = (vec![false; params], vec![false; params], false);
+    kernel.walk(&mut |s| match s {
+        Stmt::Load {
+            mem: Memory::Global { param },
+            ..
+        } => loaded[*param as usize] = true,
+        Stmt::Store {
+            mem: Memory::Global { param },
+            ..
+        } => stored[*param as usize] = true,
+        Stmt::Atomic { .. } | Stmt::AtomicCas { .. } => atomics = true,
+        _ => {}
+    });
+    if !atomics {
+        return Vec::new();
+    }
+    layout
+        .storage
+        .iter()
+        .filter(|s| loaded[s.param as usize] && stored[s.param as usize])
+        .map(|s| s.binding)
+        .collect()
+}
+
+/// The variables of descriptor set 0 bound at one of `bindings` (every variable has one
+/// binding and one set, and rutile puts everything in set 0).
+fn bound_variables(module: &rspirv::dr::Module, bindings: &[u32]) -> HashSet<u32> {
+    module
+        .annotations
+        .iter()
+        .filter(|a| a.class.opcode == Op::Decorate)
+        .filter_map(|a| match a.operands.as_slice() {
+            [Operand::IdRef(target), Operand::Decoration(Decoration::Binding), Operand::LiteralBit32(b)]
+                if bindings.contains(b) =>
+            {
+                Some(*target)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// `words` with the variables bound at `bindings` decorated `Coherent`. Only for modules
+/// under the GLSL450 memory model: the Vulkan memory model has no such decoration (its
+/// accesses would take availability and visibility operands instead), and is refused.
+pub(crate) fn mark_coherent(words: &[u32], bindings: &[u32]) -> Result<Vec<u32>, SpirvError> {
+    use rspirv::spirv::MemoryModel;
+    let mut module = rspirv::dr::load_words(words)
+        .map_err(|e| SpirvError::SpirvWriter(format!("reading back naga's SPIR-V: {e}")))?;
+    let vulkan_model = module
+        .memory_model
+        .as_ref()
+        .is_some_and(|m| matches!(m.operands.get(1), Some(Operand::MemoryModel(MemoryModel::Vulkan))));
+    if vulkan_model {
+        return Err(SpirvError::SpirvWriter(
+            "coherent storage buffers (a kernel publishing stores through atomics) under the Vulkan memory model \
+             (cooperative matrices) are not supported"
+                .into(),
+        ));
+    }
+    let mut variables: Vec<u32> = bound_variables(&module, bindings).into_iter().collect();
+    variables.sort_unstable();
+    for v in variables {
+        module.annotations.push(rspirv::dr::Instruction::new(
+            Op::Decorate,
+            None,
+            None,
+            vec![Operand::IdRef(v), Operand::Decoration(Decoration::Coherent)],
+        ));
+    }
+    Ok(module.assemble())
+}
+
 /// `words` (SPIR-V 1.4 or later) with the `Nontemporal` memory operand on every `OpLoad`
 /// whose pointer derives from a variable of descriptor set 0 at one of `bindings`.
 pub(crate) fn mark_nontemporal(words: &[u32], bindings: &[u32]) -> Result<Vec<u32>, SpirvError> {
@@ -58,21 +142,7 @@ pub(crate) fn mark_nontemporal(words: &[u32], bindings: &[u32]) -> Result<Vec<u3
         )));
     }
 
-    // The variables bound at `bindings`: every variable has one binding and one set, and
-    // rutile puts everything in set 0.
-    let mut pointers: HashSet<u32> = module
-        .annotations
-        .iter()
-        .filter(|a| a.class.opcode == Op::Decorate)
-        .filter_map(|a| match a.operands.as_slice() {
-            [Operand::IdRef(target), Operand::Decoration(Decoration::Binding), Operand::LiteralBit32(b)]
-                if bindings.contains(b) =>
-            {
-                Some(*target)
-            }
-            _ => None,
-        })
-        .collect();
+    let mut pointers = bound_variables(&module, bindings);
 
     for function in &mut module.functions {
         for block in &mut function.blocks {

@@ -205,6 +205,12 @@ pub struct SpirvKernel {
     ///
     /// [`CacheModifier::Streaming`]: rutile_ir::ir::CacheModifier::Streaming
     pub streaming_bindings: Vec<u32>,
+    /// Storage-buffer bindings that a kernel with global atomics both loads and stores:
+    /// [`SpirvKernel::spirv_words_hinted`] declares them `Coherent`, so that what other
+    /// workgroups publish through the atomics (a lock's partial sums) is not read stale
+    /// from a cache. A naga module cannot say this: such a kernel must go to the driver as
+    /// the hinted words.
+    pub coherent_bindings: Vec<u32>,
 }
 
 /// Errors of [`emit`] and of writing a module.
@@ -247,19 +253,23 @@ impl SpirvKernel {
     /// Whether [`SpirvKernel::spirv_words_hinted`] has hints to add that naga's module (and
     /// so [`SpirvKernel::spirv_words`]) lacks.
     pub fn has_memory_hints(&self) -> bool {
-        !self.streaming_bindings.is_empty()
+        !self.streaming_bindings.is_empty() || !self.coherent_bindings.is_empty()
     }
 
     /// The module as SPIR-V 1.4 words (Vulkan 1.2), with debug names and with the memory
     /// hints naga cannot express: the `Nontemporal` memory operand on every load through the
-    /// [`SpirvKernel::streaming_bindings`]. These words are rutile's alone (a consumer that
+    /// [`SpirvKernel::streaming_bindings`], and `Coherent` on the variables of the
+    /// [`SpirvKernel::coherent_bindings`]. These words are rutile's alone (a consumer that
     /// rebuilds a naga module from them drops the hints): hand them to the driver as they are.
     pub fn spirv_words_hinted(&self) -> Result<Vec<u32>, SpirvError> {
-        let words = self.write_spirv((1, 4))?;
-        if self.streaming_bindings.is_empty() {
-            return Ok(words);
+        let mut words = self.write_spirv((1, 4))?;
+        if !self.streaming_bindings.is_empty() {
+            words = hints::mark_nontemporal(&words, &self.streaming_bindings)?;
         }
-        hints::mark_nontemporal(&words, &self.streaming_bindings)
+        if !self.coherent_bindings.is_empty() {
+            words = hints::mark_coherent(&words, &self.coherent_bindings)?;
+        }
+        Ok(words)
     }
 
     fn write_spirv(&self, lang_version: (u8, u8)) -> Result<Vec<u32>, SpirvError> {

@@ -53,6 +53,50 @@ fn layer_norm_validates() {
     }
 }
 
+/// The backward pass's partial sums (`DW`, `DB`: loaded and stored by a kernel with
+/// atomics) are declared `Coherent` in the words rutile hands the driver, and nothing else
+/// is: the lock's buffer is only used atomically, the others are only loaded or only
+/// stored. The forward pass, without atomics, has no coherent buffer. (spirv-val checks the
+/// hinted words in `common::check`.)
+#[test]
+fn the_locks_partial_sums_are_coherent() {
+    use rspirv::dr::Operand;
+    use rspirv::spirv::{Decoration, Op};
+    let meta = LayerNormMeta::for_row(781, F16).unwrap();
+    let bwd = LayerNormBackwardMeta {
+        group_size_m: seeds::layer_norm_group_size_m(781),
+        block_size_n: meta.block_size,
+        dtype: F16,
+    };
+    let kernel = seeds::layer_norm_backward_dx(&bwd).unwrap();
+    let target = Target::vulkan(32, meta.num_warps(), 48 * 1024);
+    let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len())).unwrap();
+    let (sk, _) = common::check(&t, &SpirvTarget::full(32));
+    let names: Vec<&str> = sk
+        .coherent_bindings
+        .iter()
+        .map(|b| {
+            let s = sk.bindings.storage.iter().find(|s| s.binding == *b).unwrap();
+            kernel.params[s.param as usize].name.as_str()
+        })
+        .collect();
+    assert_eq!(names, ["DW", "DB"]);
+    let module = rspirv::dr::load_words(sk.spirv_words_hinted().unwrap()).unwrap();
+    let coherent = module
+        .annotations
+        .iter()
+        .filter(|a| {
+            a.class.opcode == Op::Decorate && a.operands.get(1) == Some(&Operand::Decoration(Decoration::Coherent))
+        })
+        .count();
+    assert_eq!(coherent, 2);
+
+    let forward = seeds::layer_norm_forward_row(&meta).unwrap();
+    let t = rutile_ir::lower::lower(&forward, &target, &Specialization::all(forward.params.len())).unwrap();
+    let (sk, _) = common::check(&t, &SpirvTarget::full(32));
+    assert!(sk.coherent_bindings.is_empty());
+}
+
 #[test]
 fn kernels_without_atomics_keep_workgroup_barriers() {
     let meta = LayerNormMeta::for_row(4096, F32).unwrap();

@@ -134,9 +134,7 @@ pub fn layer_norm(dev: &dyn Device, m: usize, n: usize, seed: u64) -> Result<Out
     error = error.max(max_relative_error(rstd, &want.rstd, 1.0).0);
 
     let mut detail = format!("{} warps, {}", config.num_warps, kernel.name);
-    if let Some(why) = backward_unsupported(dev) {
-        detail = format!("{detail}; no backward pass: {why}");
-    } else if LayerNormMeta::for_row(n as u32, ScalarType::F16).is_some() {
+    if LayerNormMeta::for_row(n as u32, ScalarType::F16).is_some() {
         let dyb = dev.upload(&dy)?;
         let (grads, backward_ms) = backward(dev, &fwd, &dyb)?;
         let got_dx = to_f64(&dev.download(&grads.dx)?);
@@ -164,17 +162,6 @@ pub fn layer_norm(dev: &dyn Device, m: usize, n: usize, seed: u64) -> Result<Out
     })
 }
 
-/// Why the backward pass cannot run on `dev`, if it cannot. Its partial sums are published
-/// between programs by plain stores and loads under a lock: on a hardware Vulkan device,
-/// whose storage buffers rutile does not yet declare `Coherent`, another program's loads
-/// may read stale cached values (measured on an H100 through Vulkan: wrong `dw`, `db` at
-/// 4096 rows). Software devices (lavapipe) have no such caches.
-fn backward_unsupported(dev: &dyn Device) -> Option<&'static str> {
-    let p = dev.properties();
-    (dev.id().starts_with("vulkan") && p.device_type != rutile::DeviceType::Cpu)
-        .then_some("its lock needs coherent storage buffers, which rutile's Vulkan kernels do not declare yet")
-}
-
 /// The gradients the backward pass computes.
 pub struct Gradients {
     pub dx: Buffer<f16>,
@@ -186,12 +173,6 @@ pub struct Gradients {
 /// partial sums of `dw` and `db` per group of rows under locks), then `_layer_norm_bwd_dwdb`
 /// (the sum over the groups). Returns the gradients and the device time of both launches.
 pub fn backward(dev: &dyn Device, fwd: &Forward, dy: &Buffer<f16>) -> Result<(Gradients, f64)> {
-    if let Some(why) = backward_unsupported(dev) {
-        return Err(rutile::Error::Device {
-            backend: "vulkan",
-            message: format!("the layer norm backward pass: {why}"),
-        });
-    }
     let (m, n) = (fwd.m, fwd.n);
     let Some(meta) = LayerNormMeta::for_row(n as u32, ScalarType::F16) else {
         return Err(rutile::Error::Argument {

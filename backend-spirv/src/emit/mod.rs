@@ -80,6 +80,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
         info,
         entry_point,
         streaming_bindings: crate::hints::streaming_bindings(kernel, &layout),
+        coherent_bindings: crate::hints::coherent_bindings(kernel, &layout),
         bindings: layout,
     })
 }

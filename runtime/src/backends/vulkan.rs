@@ -361,10 +361,23 @@ impl Device for WgpuGpu {
                 ],
             );
             // The naga module itself goes to wgpu, which writes the SPIR-V the driver gets
-            // from it. A kernel with read-once loads instead goes to the driver as rutile's
-            // own SPIR-V 1.4 words, which carry the `Nontemporal` hint a naga module cannot,
-            // where the device takes such words (elsewhere the hint is dropped, as the IR
-            // allows).
+            // from it. A kernel with read-once loads or coherent buffers instead goes to the
+            // driver as rutile's own SPIR-V 1.4 words, which carry the `Nontemporal` hint and
+            // the `Coherent` decoration a naga module cannot, where the device takes such
+            // words (elsewhere the hint is dropped, as the IR allows; coherence is refused
+            // above).
+            // `Coherent` buffers are not a hint: without them another workgroup's published
+            // stores may be read stale from a cache.
+            if !spirv.coherent_bindings.is_empty() && !f.spirv_passthrough {
+                return Err(Error::Codegen {
+                    backend: "SPIR-V",
+                    kernel: kernel.name.clone(),
+                    message: "the kernel loads what other workgroups store under its atomics (a lock), which needs \
+                              coherent storage buffers: rutile declares them in SPIR-V 1.4 words it hands the driver, \
+                              and this device takes no such words (it needs Vulkan 1.2 and wgpu's passthrough shaders)"
+                        .into(),
+                });
+            }
             let hinted = if spirv.has_memory_hints() && f.spirv_passthrough {
                 Some(spirv.spirv_words_hinted().map_err(codegen)?)
             } else {
