@@ -24,9 +24,15 @@ pub fn softmax_launch(rows: usize) -> Result<(Kernel, LaunchConfig)> {
     ))
 }
 
-/// The long-row layer norm kernel and launch for `m` rows of `dtype`.
+/// The long-row layer norm kernel and launch for `m` rows of `dtype`: blocks of 4096
+/// columns on 16 warps, which measured fastest of 1 to 16 warps on an H100 at 32768 to
+/// 262144 fp16 columns through both backends (`docs/performance.md`; 8, the long-row
+/// softmax's, lost 3 to 21 points).
 pub fn layer_norm_launch(m: usize, dtype: ScalarType) -> Result<(Kernel, LaunchConfig)> {
-    let meta = LongRowMeta::default();
+    let meta = LongRowMeta {
+        num_warps: 16,
+        ..LongRowMeta::default()
+    };
     let kernel = seeds::layer_norm_long(&LayerNormMeta {
         block_size: meta.block_size,
         dtype,

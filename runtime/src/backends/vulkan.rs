@@ -183,7 +183,7 @@ impl WgpuGpu {
         b.storage(self.key)
     }
 
-    fn target(&self, num_warps: u32, loops: bool, dots: bool) -> Target {
+    fn target(&self, num_warps: u32, loops: LoopKind, dots: bool) -> Target {
         let fixed = fixed_subgroup(&self.device).filter(|_| self.device.features().subgroups);
         // Cooperative matrices belong to a subgroup: the warps must be subgroups.
         let coop = self.properties.cooperative_matrix.as_ref().filter(|_| fixed.is_some());
@@ -202,10 +202,19 @@ impl WgpuGpu {
             // the persistent one, which loads rows in a loop, much slower (N = 16384: 88% ->
             // 57%); one element per access, each warp access contiguous, was best there.
             // Why the driver's compiler does worse with vectors in loops is not known.
-            // Kernels whose `dot`s run on cooperative matrices are the exception: their
-            // loops move operands to shared memory, where 16-byte vectors take a quarter of
-            // the loads and stores (as `cp.async` does on CUDA). Not measured against 4.
-            max_vector_bytes: if loops && !(dots && coop.is_some()) { 4 } else { 16 },
+            // Two exceptions, both measured on the H100. Kernels whose `dot`s run on
+            // cooperative matrices: their loops move operands to shared memory, where
+            // 16-byte vectors beat 8 and 4 (154.8, 144.5 and 28.5 TFLOPS at 4096^3).
+            // Kernels without `dot`s whose loops walk 16-bit elements, which 4-byte pieces
+            // move two at a time: the layer norm tutorial's fp16 kernel at 4096 columns
+            // went from 29% to 52% of the copy ceiling with 16-byte vectors, the long-row
+            // one at 32768 from 18% to 45% (`docs/performance.md`).
+            max_vector_bytes: match loops {
+                LoopKind::None => 16,
+                _ if dots && coop.is_some() => 16,
+                LoopKind::Over16BitElements if !dots => 16,
+                _ => 4,
+            },
             coop_matrix: coop.cloned().unwrap_or_default(),
             ..Target::vulkan(
                 warp_size,
@@ -308,7 +317,7 @@ impl Device for WgpuGpu {
 
     fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
         self.cache.get_or_compile(kernel, options, spec, || {
-            let target = self.target(options.num_warps, has_loops(kernel), has_dots(kernel));
+            let target = self.target(options.num_warps, loop_kind(kernel), has_dots(kernel));
             threads_per_program(
                 kernel,
                 options.num_warps,
@@ -558,9 +567,27 @@ fn has_dots(kernel: &Kernel) -> bool {
         .any(|(_, inst)| matches!(inst.op, rutile_ir::Op::Dot { .. }))
 }
 
-fn has_loops(kernel: &Kernel) -> bool {
-    kernel
+/// Whether a kernel loops, and whether it has pointers to 16-bit elements: what decides
+/// the width of its Vulkan accesses (`VulkanBackend::target`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LoopKind {
+    None,
+    Over16BitElements,
+    Other,
+}
+
+fn loop_kind(kernel: &Kernel) -> LoopKind {
+    let loops = kernel
         .insts
         .iter()
-        .any(|(_, inst)| matches!(inst.op, rutile_ir::Op::For { .. } | rutile_ir::Op::While { .. }))
+        .any(|(_, inst)| matches!(inst.op, rutile_ir::Op::For { .. } | rutile_ir::Op::While { .. }));
+    let half = kernel
+        .params
+        .iter()
+        .any(|p| matches!(p.ty.elem, rutile_ir::Elem::Ptr(t) if t.size_bytes() == 2));
+    match (loops, half) {
+        (false, _) => LoopKind::None,
+        (true, true) => LoopKind::Over16BitElements,
+        (true, false) => LoopKind::Other,
+    }
 }
