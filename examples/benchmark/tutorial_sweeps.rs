@@ -113,13 +113,14 @@ pub fn layer_norm(
         }
         let (h, best) = choice.cells(ceiling);
         println!("{:>14}  {h:>22} {best:>22}", format!("{m}x{n}"));
-        // The tutorial's kernel (three walks) and the long-row kernel (two walks, Welford)
-        // where the host code picked the one-pass kernel: what holding the row is worth,
-        // and which the host code should pick where all run.
-        if let Some((tutorial, config)) = layer_norm::tutorial_forward_launch(m, n)? {
-            let mut others = vec![(tutorial, config)];
+        // Where the row fits one block, the other kernels beside the host code's pick: the
+        // tutorial's (three walks), the one-pass and the long-row kernel (two walks,
+        // Welford): what holding the row is worth, and which the host code should pick.
+        if let Some(tutorial) = layer_norm::tutorial_forward_launch(m, n)? {
+            let mut others = vec![tutorial];
+            others.extend(layer_norm::one_pass_launch(dev, m, n)?);
             others.push(long_rows::layer_norm_launch(m, rutile::ScalarType::F16)?);
-            for (other, config) in others {
+            for (other, config) in others.into_iter().filter(|(k, _)| k.name != kernel.name) {
                 dev.launch(&other, &config, &args)?;
                 let y = dev.download(&fwd.y)?;
                 let mut error: f64 = 0.0;
@@ -131,10 +132,10 @@ pub fn layer_norm(
                 let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&other, &config, &args))?;
                 let g = gbps(4.0 * (m * n) as f64, s.median_ms);
                 csv_line(csv, &id, &other.name, &format!("{m}x{n}"), &s, g, ceiling);
-                let label = if other.name == "_layer_norm_fwd_fused" {
-                    "  tutorial's"
-                } else {
-                    "  long-row"
+                let label = match other.name.as_str() {
+                    "_layer_norm_fwd_fused" => "  tutorial's",
+                    "_layer_norm_fwd_row" => "  one-pass",
+                    _ => "  long-row",
                 };
                 println!(
                     "{:>14}  {:>22}",

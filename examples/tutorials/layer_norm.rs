@@ -66,34 +66,46 @@ impl Forward {
 const ONE_BLOCK_MAX: u32 = 16384;
 
 /// The forward kernel and launch the tutorial's host code picks for rows of `n` fp16
-/// elements: one block of the next power of two, `num_warps` by the row's size, up to
-/// [`ONE_BLOCK_MAX`] columns, where the row is loaded once and held in registers
-/// ([`seeds::layer_norm_forward_row`]: the tutorial's kernel walks such a row three times
-/// for the same results, and measured 56–69% of the copy ceiling on an H100 at 2048..8192
-/// columns; `docs/performance.md`); longer rows (and those over 64 KiB, where the tutorial
-/// raises) go to the long-row kernel, [`super::long_rows`].
+/// elements: for rows that fit one block, the one-pass kernel ([`one_pass_launch`]: the
+/// row loaded once and held in registers, where the tutorial's kernel walks it three times
+/// for the same results; on an H100 it measured 65–88% of the copy ceiling through CUDA
+/// from 2048 to 8192 columns, the tutorial's 56–69%); longer rows (and those over 64 KiB,
+/// where the tutorial raises) go to the long-row kernel, [`super::long_rows`]. Through
+/// Vulkan the long-row kernel also takes rows from 8192 columns, where it measured faster
+/// than holding the row (59% against 57% at 8192, 69% against 47% at 16384).
 pub fn forward_launch(dev: &dyn Device, m: usize, n: usize) -> Result<(rutile::Kernel, LaunchConfig)> {
-    match LayerNormMeta::for_row(n as u32, ScalarType::F16) {
-        Some(meta) if meta.block_size <= ONE_BLOCK_MAX => Ok((
-            seeds::layer_norm_forward_row(&meta)?,
-            LaunchConfig::grid1(m as u32).num_warps(one_pass_warps(dev, &meta)),
-        )),
+    let vulkan_long = dev.properties().backend == rutile::Backend::Vulkan
+        && LayerNormMeta::for_row(n as u32, ScalarType::F16).is_some_and(|meta| meta.block_size > VULKAN_ONE_PASS_MAX);
+    match one_pass_launch(dev, m, n)? {
+        Some(launch) if !vulkan_long => Ok(launch),
         _ => super::long_rows::layer_norm_launch(m, ScalarType::F16),
     }
 }
 
-/// `num_warps` of the one-pass kernel: through CUDA 32 elements a thread, up to 8 warps;
-/// through Vulkan the tutorial's (8 elements a thread up to 8 warps, then 16), whose
-/// larger programs NVIDIA's Vulkan driver runs faster. Measured on an H100 over 1..32 warps
-/// at M = 4096 (`docs/performance.md`): these pick the fastest or come within 3 points of
-/// it from 512 to 8192 columns, and at 16384 the fastest through Vulkan; through CUDA 4
-/// warps do best there (71.7% of the copy ceiling against 61.4%), which no count of
-/// elements a thread that also suits 8192 columns gives.
-fn one_pass_warps(dev: &dyn Device, meta: &LayerNormMeta) -> u32 {
-    match dev.properties().backend {
+/// The widest block the host code runs the one-pass kernel at through Vulkan.
+const VULKAN_ONE_PASS_MAX: u32 = 4096;
+
+/// The one-pass forward kernel ([`seeds::layer_norm_forward_row`]) and its launch for rows
+/// of `n` fp16 elements that fit one block (up to [`ONE_BLOCK_MAX`] columns), `None` for
+/// longer rows. `num_warps`: through CUDA 32 elements a thread up to 8 warps, and 4 warps
+/// from 16384 columns; through Vulkan the tutorial's (8 elements a thread up to 8 warps,
+/// then 16), whose larger programs NVIDIA's Vulkan driver runs faster. Measured on an H100
+/// over 1..32 warps at M = 4096 (`docs/performance.md`): these pick the fastest or come
+/// within 3 points of it; at 16384 columns through CUDA 4 warps (128 elements a thread)
+/// measured 71% of the copy ceiling in two runs, 8 warps 61%.
+pub fn one_pass_launch(dev: &dyn Device, m: usize, n: usize) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
+    let Some(meta) = LayerNormMeta::for_row(n as u32, ScalarType::F16).filter(|m| m.block_size <= ONE_BLOCK_MAX) else {
+        return Ok(None);
+    };
+    let warps = match dev.properties().backend {
+        rutile::Backend::Cuda if meta.block_size >= 16384 => 4,
         rutile::Backend::Cuda => (meta.block_size / 1024).clamp(1, 8),
         _ => meta.num_warps(),
-    }
+    };
+    Ok(Some((
+        seeds::layer_norm_forward_row(&meta)?,
+        LaunchConfig::grid1(m as u32).num_warps(warps),
+    )))
 }
 
 /// The tutorial's own forward kernel (three walks over the row) for rows that fit one
