@@ -291,6 +291,65 @@ fn the_walk_keeps_its_statistics_in_the_scores_layout() {
     }
 }
 
+/// `Q` is the same in every step of the walk: it is stored in shared memory once, before
+/// the loop, and the loop's `Q Kᵀ` warpgroup MMAs read it there (`lower/hoist.rs`); no
+/// store inside the loop writes its buffer.
+#[test]
+fn q_is_staged_once_before_the_walk() {
+    use rutile_ir::thread::Memory;
+    let shape = Shape {
+        z: 1,
+        h: 1,
+        n: 256,
+        d: 64,
+    };
+    let kernel = attention_forward(&AttentionMeta::fp16(64, 64, 64, false)).unwrap();
+    let tk = rutile_ir::lower::lower(&kernel, &hopper(4), &runtime_spec(&args(shape))).unwrap();
+    fn walk(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+        for s in stmts {
+            f(s);
+            match s {
+                Stmt::If {
+                    then_body, else_body, ..
+                } => {
+                    walk(then_body, f);
+                    walk(else_body, f);
+                }
+                Stmt::While { cond_body, body, .. } => {
+                    walk(cond_body, f);
+                    walk(body, f);
+                }
+                _ => {}
+            }
+        }
+    }
+    let stores_to = |stmts: &[Stmt], alloc: u32| {
+        let mut n = 0;
+        walk(stmts, &mut |s| {
+            n += matches!(s, Stmt::Store { mem: Memory::Shared { alloc: a }, .. } if *a == alloc) as usize
+        });
+        n
+    };
+    let (position, body) = tk
+        .body
+        .iter()
+        .enumerate()
+        .find_map(|(i, s)| match s {
+            Stmt::While { body, .. } => Some((i, body)),
+            _ => None,
+        })
+        .expect("the walk over the keys");
+    let mut q = None;
+    walk(body, &mut |s| {
+        if let (None, Stmt::Wgmma { a, .. }) = (q, s) {
+            q = Some(a.alloc);
+        }
+    });
+    let q = q.expect("Q K^T on warpgroup MMAs");
+    assert_eq!(stores_to(body, q), 0, "Q is stored inside the walk");
+    assert!(stores_to(&tk.body[..position], q) > 0, "Q is stored before the walk");
+}
+
 /// A Vulkan device with cooperative matrices (the H100's f16 x f16 -> f32 shapes, 48 KiB of
 /// workgroup memory): the dots whose tiles split over the warps run on them (Q K^T's 16- or
 /// 32-column tiles on 16x8 matrices where 16x16 do not split), their accumulators moved

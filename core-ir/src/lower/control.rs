@@ -259,6 +259,7 @@ impl Lowerer<'_> {
             Some(plan) => Some(self.pipeline_prologue(plan, inst, init, &layouts, (start_r, end_r, step_r))?),
             None => None,
         };
+        let hoisted = self.hoist_invariant_operands(region)?;
         let step_const = self.axis[step.index()].constant;
         let (cond_body, cond) = self.nested(|l| {
             let bool_t = ScalarType::Bool;
@@ -312,9 +313,14 @@ impl Lowerer<'_> {
         })?;
         self.close_loop_region(&outer, &mut body);
         self.emit(Stmt::While { cond_body, cond, body });
-        if let Some(p) = pipeline {
-            self.pipeline_epilogue(&p);
+        match pipeline {
+            Some(p) => self.pipeline_epilogue(&p),
+            // Every thread done reading the hoisted operands before their bytes are reused
+            // (the pipeline's epilogue ends with the same barrier).
+            None if !hoisted.is_empty() => self.emit(Stmt::Barrier),
+            None => {}
         }
+        self.forget_hoisted(&hoisted);
         for (&v, c) in inst.results.iter().zip(coop) {
             if let Some(acc) = c {
                 self.coop_vals.insert(v, acc);

@@ -197,7 +197,7 @@ impl Lowerer<'_> {
     }
 
     /// Operand `v` (`which` of `dot` `inst`) in shared memory: where the enclosing loop's
-    /// pipeline put it, or stored there now (then the second value is true and a barrier
+    /// pipeline put it, or where it was stored before the loop (`hoist`), or stored there now (then the second value is true and a barrier
     /// must follow).
     pub(crate) fn shared_operand(
         &mut self,
@@ -207,6 +207,9 @@ impl Lowerer<'_> {
         ty: ScalarType,
     ) -> Result<(SharedOperand, bool), LowerError> {
         if let Some(s) = self.pipelined_operand(v) {
+            return Ok((s, false));
+        }
+        if let Some(s) = self.hoisted_operand(inst.results.first().copied(), which) {
             return Ok((s, false));
         }
         let lval = self.lval(v)?;

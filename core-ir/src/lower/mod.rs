@@ -22,6 +22,7 @@ mod dot;
 mod elementwise;
 mod exchange;
 mod gather;
+mod hoist;
 mod memory;
 mod mma;
 mod ordering;
@@ -155,6 +156,8 @@ pub(crate) struct Lowerer<'k> {
     pub(crate) accesses: ordering::Accesses,
     /// Loads replaced by their loop's pipeline: where the `dot` finds them (see `pipeline`).
     pipelined: HashMap<ValueId, mma::SharedOperand>,
+    /// Loop-invariant `dot` operands staged before their loop (see `hoist`).
+    hoisted: HashMap<hoist::HoistKey, mma::SharedOperand>,
     /// The `dot` result whose warpgroup MMAs may stay in flight into the next iteration of
     /// the loop being lowered (see `pipeline`).
     wgmma_in_flight: Option<ValueId>,
@@ -198,6 +201,7 @@ impl<'k> Lowerer<'k> {
             cache: exchange::Cache::default(),
             accesses: ordering::Accesses::default(),
             pipelined: HashMap::new(),
+            hoisted: HashMap::new(),
             wgmma_in_flight: None,
             coop: Vec::new(),
             coop_vals: HashMap::new(),

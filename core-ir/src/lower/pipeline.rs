@@ -381,7 +381,7 @@ impl Lowerer<'_> {
     }
 
     /// Whether instruction `inst` is inside `region`, at any depth.
-    fn defined_inside(&self, inst: InstId, region: &Region) -> bool {
+    pub(crate) fn defined_inside(&self, inst: InstId, region: &Region) -> bool {
         region
             .insts
             .iter()

@@ -1,0 +1,76 @@
+//! Loop-invariant `dot` operands staged once, before the loop.
+//!
+//! A `dot` on the tensor cores reads its operands from shared memory (`mma.rs`,
+//! `wgmma.rs`): a load the enclosing loop pipelines arrives there by itself, anything else
+//! the `dot` stores there each time it runs, between two barriers. An operand computed
+//! before the loop (fused attention's `Q`, read by the `Q Kᵀ` of every key block) holds the
+//! same value in every iteration, so it is stored once before the loop into a buffer of its
+//! own, which the loop's `dot`s read as they read the pipeline's stages: no store and no
+//! barrier a step for it. Only `dot`s directly in the loop's body are considered (a `dot`
+//! under an `if` in the body may not run, and one in a nested loop is that loop's concern).
+
+use super::mma::{Operand, SharedOperand};
+use super::{LowerError, Lowerer};
+use crate::ir::{Op, Region, ValueDef, ValueId};
+use crate::thread::Stmt;
+
+/// Which operand of which `dot`: the `dot`'s result and whether it is `B`.
+pub(crate) type HoistKey = (ValueId, bool);
+
+impl Lowerer<'_> {
+    /// Before the `for` loop whose body is `region`: stores the loop-invariant operands of
+    /// the body's tensor-core `dot`s into shared buffers of their own (then a barrier), and
+    /// returns what [`Lowerer::forget_hoisted`] takes after the loop.
+    pub(crate) fn hoist_invariant_operands(&mut self, region: &Region) -> Result<Vec<HoistKey>, LowerError> {
+        let mut keys = Vec::new();
+        let mut wgmma = false;
+        for &id in &region.insts {
+            let inst = &self.k.insts[id];
+            let Op::Dot { a, b, .. } = inst.op else { continue };
+            let (Some(plan), Some(&result)) = (self.mma_plan(inst), inst.results.first()) else {
+                continue;
+            };
+            for (v, which) in [(a, Operand::A), (b, Operand::B)] {
+                if !self.invariant_in(v, region) || self.pipelined_operand(v).is_some() {
+                    continue;
+                }
+                let (operand, stored) = self.shared_operand(inst, v, which, plan.input)?;
+                debug_assert!(stored, "an invariant operand is stored, not pipelined");
+                let key = (result, which == Operand::B);
+                self.hoisted.insert(key, operand);
+                keys.push(key);
+                wgmma |= self.wgmma_shape(inst).is_some();
+            }
+        }
+        if !keys.is_empty() {
+            if wgmma {
+                // Stored through the generic proxy, read by wgmma through the async one.
+                self.emit(Stmt::FenceProxyAsync);
+            }
+            self.emit(Stmt::Barrier);
+        }
+        Ok(keys)
+    }
+
+    /// The buffer a hoisted operand `which` of the `dot` whose result is `result` is in.
+    pub(crate) fn hoisted_operand(&self, result: Option<ValueId>, which: Operand) -> Option<SharedOperand> {
+        self.hoisted.get(&(result?, which == Operand::B)).copied()
+    }
+
+    /// After the loop: its hoisted operands are no longer in reach.
+    pub(crate) fn forget_hoisted(&mut self, keys: &[HoistKey]) {
+        for k in keys {
+            self.hoisted.remove(k);
+        }
+    }
+
+    /// Whether `v` is computed by an instruction outside `region` (so the same in every
+    /// iteration of the loop whose body it is). Parameters are scalars, never operands, and
+    /// region arguments are left alone (a loop's own are carried).
+    fn invariant_in(&self, v: ValueId, region: &Region) -> bool {
+        match self.k.values[v].def {
+            ValueDef::Result { inst, .. } => !self.defined_inside(inst, region),
+            _ => false,
+        }
+    }
+}
