@@ -382,3 +382,57 @@ fn a_constant_row_gives_the_bias() {
     interp::run(&layer_norm_forward(&meta).unwrap(), grid, &args, &mut buffers).unwrap();
     assert_eq!(values(&buffers[1]), values(&inp.b));
 }
+
+/// The lock's release publishes the partial sums of every thread of the program: between
+/// the last store of `DW`/`DB` and each atomic of the backward pass there is a barrier (an
+/// atomic is acquire-release for the whole program, `lower/ordering.rs`). Without it the
+/// release could overtake other threads' stores (lost partial sums through Vulkan on an
+/// H100).
+#[test]
+fn the_lock_is_released_after_every_threads_stores() {
+    use rutile_ir::target::{Specialization, Target};
+    use rutile_ir::thread::{Memory, Stmt};
+    fn check(stmts: &[Stmt], pending: &mut bool, atomics: &mut usize) {
+        for s in stmts {
+            match s {
+                Stmt::Store {
+                    mem: Memory::Global { .. },
+                    ..
+                } => *pending = true,
+                Stmt::Barrier => *pending = false,
+                Stmt::Atomic { .. } | Stmt::AtomicCas { .. } => {
+                    assert!(!*pending, "an atomic with another thread's store possibly pending");
+                    *atomics += 1;
+                }
+                Stmt::If {
+                    then_body, else_body, ..
+                } => {
+                    let mut other = *pending;
+                    check(then_body, pending, atomics);
+                    check(else_body, &mut other, atomics);
+                    *pending |= other;
+                }
+                Stmt::While { cond_body, body, .. } => {
+                    // Twice: the second pass sees what the first iteration left pending.
+                    for _ in 0..2 {
+                        check(cond_body, pending, atomics);
+                        check(body, pending, atomics);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let meta = LayerNormBackwardMeta {
+        group_size_m: 4,
+        block_size_n: 1024,
+        dtype: F16,
+    };
+    let kernel = layer_norm_backward_dx(&meta).unwrap();
+    for target in [Target::nvidia(4, 48 * 1024), Target::vulkan(32, 4, 48 * 1024)] {
+        let tk = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len())).unwrap();
+        let mut atomics = 0;
+        check(&tk.body, &mut false, &mut atomics);
+        assert!(atomics >= 3, "the lock's atomics: {atomics}");
+    }
+}

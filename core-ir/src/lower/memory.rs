@@ -206,7 +206,7 @@ impl Lowerer<'_> {
         let layout = self.store_layout(ptr, value);
         let (base, offsets) = self.pointer(ptr, layout)?;
         let pred = self.store_predicates(layout, ty.shape, mask)?;
-        self.order_global_access(base, true);
+        self.order_atomic(base);
         let elem = ty.scalar_type().expect("verified: an atomic gives numbers");
         Ok((layout, base, offsets, pred, elem))
     }
