@@ -373,10 +373,9 @@ impl Device for WgpuGpu {
             // from it. A kernel with read-once loads or coherent buffers instead goes to the
             // driver as rutile's own SPIR-V 1.4 words, which carry the `Nontemporal` hint and
             // the `Coherent` decoration a naga module cannot, where the device takes such
-            // words (elsewhere the hint is dropped, as the IR allows; coherence is refused
-            // above).
-            // `Coherent` buffers are not a hint: without them another workgroup's published
-            // stores may be read stale from a cache.
+            // words. Elsewhere the hint is dropped, as the IR allows; `Coherent` is not a
+            // hint (without it another workgroup's published stores may be read stale from
+            // a cache), so such a kernel is refused there.
             if !spirv.coherent_bindings.is_empty() && !f.spirv_passthrough {
                 return Err(Error::Codegen {
                     backend: "SPIR-V",
@@ -568,7 +567,7 @@ fn has_dots(kernel: &Kernel) -> bool {
 }
 
 /// Whether a kernel loops, and whether it has pointers to 16-bit elements: what decides
-/// the width of its Vulkan accesses (`VulkanBackend::target`).
+/// the width of its Vulkan accesses (`WgpuGpu::target`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum LoopKind {
     None,
