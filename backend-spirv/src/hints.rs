@@ -51,6 +51,11 @@ pub(crate) fn streaming_bindings(kernel: &ThreadKernel, layout: &BindingLayout) 
         .collect()
 }
 
+/// The module naga wrote, as `rspirv`'s, to add to.
+fn read_back(words: &[u32]) -> Result<rspirv::dr::Module, SpirvError> {
+    rspirv::dr::load_words(words).map_err(|e| SpirvError::SpirvWriter(format!("reading back naga's SPIR-V: {e}")))
+}
+
 /// Bindings of the storage buffers that `kernel` both loads and stores (not atomically),
 /// where the kernel also has global atomics; in increasing order. Other workgroups may
 /// store what such a kernel loads after an atomic tells it they have.
@@ -103,8 +108,7 @@ fn bound_variables(module: &rspirv::dr::Module, bindings: &[u32]) -> HashSet<u32
 /// accesses would take availability and visibility operands instead), and is refused.
 pub(crate) fn mark_coherent(words: &[u32], bindings: &[u32]) -> Result<Vec<u32>, SpirvError> {
     use rspirv::spirv::MemoryModel;
-    let mut module = rspirv::dr::load_words(words)
-        .map_err(|e| SpirvError::SpirvWriter(format!("reading back naga's SPIR-V: {e}")))?;
+    let mut module = read_back(words)?;
     let vulkan_model = module
         .memory_model
         .as_ref()
@@ -132,8 +136,7 @@ pub(crate) fn mark_coherent(words: &[u32], bindings: &[u32]) -> Result<Vec<u32>,
 /// `words` (SPIR-V 1.4 or later) with the `Nontemporal` memory operand on every `OpLoad`
 /// whose pointer derives from a variable of descriptor set 0 at one of `bindings`.
 pub(crate) fn mark_nontemporal(words: &[u32], bindings: &[u32]) -> Result<Vec<u32>, SpirvError> {
-    let mut module = rspirv::dr::load_words(words)
-        .map_err(|e| SpirvError::SpirvWriter(format!("reading back naga's SPIR-V: {e}")))?;
+    let mut module = read_back(words)?;
     let version = module.header.as_ref().map_or((0, 0), |h| h.version());
     if version < (1, 4) {
         return Err(SpirvError::SpirvWriter(format!(
@@ -187,8 +190,7 @@ pub(crate) fn mark_nontemporal(words: &[u32], bindings: &[u32]) -> Result<Vec<u3
 /// driver does not know.
 pub(crate) fn strip_workgroup_strides(words: &[u32]) -> Result<Vec<u32>, SpirvError> {
     use rspirv::spirv::StorageClass;
-    let mut module = rspirv::dr::load_words(words)
-        .map_err(|e| SpirvError::SpirvWriter(format!("reading back naga's SPIR-V: {e}")))?;
+    let mut module = read_back(words)?;
     let workgroup_pointees: HashSet<u32> = module
         .types_global_values
         .iter()

@@ -262,6 +262,19 @@ fn both_dots_run_on_the_tensor_cores() {
     }
 }
 
+/// Attention of 64 x 64 blocks at head dimension 64 over 256 keys, lowered for `target` as
+/// the runtime specializes it.
+fn lowered_walk(target: &Target) -> rutile_ir::thread::ThreadKernel {
+    let shape = Shape {
+        z: 1,
+        h: 1,
+        n: 256,
+        d: 64,
+    };
+    let kernel = attention_forward(&AttentionMeta::fp16(64, 64, 64, false)).unwrap();
+    rutile_ir::lower::lower(&kernel, target, &runtime_spec(&args(shape))).unwrap()
+}
+
 /// The running maximum and sum (reductions of each step's scores along their rows) and the
 /// accumulator (rescaled, then added to by the second `dot`) are carried in the scores'
 /// layout and its slice, so a step exchanges through shared memory only what the `dot`s
@@ -270,15 +283,8 @@ fn both_dots_run_on_the_tensor_cores() {
 /// now there are 8 (4 on warpgroup MMAs).
 #[test]
 fn the_walk_keeps_its_statistics_in_the_scores_layout() {
-    let shape = Shape {
-        z: 1,
-        h: 1,
-        n: 256,
-        d: 64,
-    };
-    let kernel = attention_forward(&AttentionMeta::fp16(64, 64, 64, false)).unwrap();
     for target in [tensor_cores(4), hopper(4)] {
-        let tk = rutile_ir::lower::lower(&kernel, &target, &runtime_spec(&args(shape))).unwrap();
+        let tk = lowered_walk(&target);
         let mut loops = Vec::new();
         tk.walk(&mut |s| {
             if let Stmt::While { body, .. } = s {
@@ -296,33 +302,8 @@ fn the_walk_keeps_its_statistics_in_the_scores_layout() {
 /// store inside the loop writes its buffer.
 #[test]
 fn q_is_staged_once_before_the_walk() {
-    use rutile_ir::thread::Memory;
-    let shape = Shape {
-        z: 1,
-        h: 1,
-        n: 256,
-        d: 64,
-    };
-    let kernel = attention_forward(&AttentionMeta::fp16(64, 64, 64, false)).unwrap();
-    let tk = rutile_ir::lower::lower(&kernel, &hopper(4), &runtime_spec(&args(shape))).unwrap();
-    fn walk(stmts: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
-        for s in stmts {
-            f(s);
-            match s {
-                Stmt::If {
-                    then_body, else_body, ..
-                } => {
-                    walk(then_body, f);
-                    walk(else_body, f);
-                }
-                Stmt::While { cond_body, body, .. } => {
-                    walk(cond_body, f);
-                    walk(body, f);
-                }
-                _ => {}
-            }
-        }
-    }
+    use rutile_ir::thread::{walk_stmts as walk, Memory};
+    let tk = lowered_walk(&hopper(4));
     let stores_to = |stmts: &[Stmt], alloc: u32| {
         let mut n = 0;
         walk(stmts, &mut |s| {

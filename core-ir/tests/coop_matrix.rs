@@ -50,6 +50,20 @@ fn count_stmts(tk: &ThreadKernel, f: impl Fn(&Stmt) -> bool) -> usize {
     n
 }
 
+/// `tk` with the first statement `f` changes (it returns whether it did); a failure when it
+/// changes none.
+fn mutate_first(tk: &ThreadKernel, f: &mut dyn FnMut(&mut Stmt) -> bool) -> ThreadKernel {
+    let mut k = tk.clone();
+    let mut done = false;
+    k.walk_mut(&mut |s| {
+        if !done {
+            done = f(s);
+        }
+    });
+    assert!(done, "nothing to mutate");
+    k
+}
+
 fn mul_adds(tk: &ThreadKernel) -> usize {
     count_stmts(tk, |s| matches!(s, Stmt::CoopMulAdd { .. }))
 }
@@ -243,17 +257,7 @@ fn the_cooperative_matrix_model_catches_wrong_strides_and_layouts() {
     let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 64), (false, false), &mut rng);
     let tk = check(&c, &target(4), "64x64x32");
     let agrees = |tk: &ThreadKernel| run(tk, &c).is_ok_and(|g| g == c.want[2].as_bytes());
-    let mutate = |f: &mut dyn FnMut(&mut Stmt) -> bool| {
-        let mut k = tk.clone();
-        let mut done = false;
-        k.walk_mut(&mut |s| {
-            if !done {
-                done = f(s);
-            }
-        });
-        assert!(done, "nothing to mutate");
-        k
-    };
+    let mutate = |f: &mut dyn FnMut(&mut Stmt) -> bool| mutate_first(&tk, f);
     // A's stride one row of 8 elements short (still 16-byte aligned).
     let short = mutate(&mut |s| match s {
         Stmt::CoopLoad { stride, alloc, .. } if *alloc == 0 => {
@@ -398,17 +402,7 @@ fn malformed_cooperative_statements_are_rejected() {
     let mut rng = Rng::new(48);
     let c = case(&MatmulMeta::fp16(32, 32, 32), (32, 32, 32), (false, false), &mut rng);
     let tk = check(&c, &target(1), "32x32x32");
-    let mutated = |f: &mut dyn FnMut(&mut Stmt) -> bool| {
-        let mut k = tk.clone();
-        let mut done = false;
-        k.walk_mut(&mut |s| {
-            if !done {
-                done = f(s);
-            }
-        });
-        assert!(done, "nothing to mutate");
-        k
-    };
+    let mutated = |f: &mut dyn FnMut(&mut Stmt) -> bool| mutate_first(&tk, f);
     let unaligned = mutated(&mut |s| match s {
         Stmt::CoopLoad { stride, .. } => {
             *stride += 4;
@@ -460,16 +454,13 @@ fn malformed_cooperative_statements_are_rejected() {
             expr: Expr::Const(rutile_ir::ir::Literal::Int(4)),
         },
     );
-    let mut done = false;
-    misaligned.walk_mut(&mut |s| {
-        if let Stmt::CoopLoad { index, .. } = s {
-            if !done {
-                *index = four;
-                done = true;
-            }
+    let misaligned = mutate_first(&misaligned, &mut |s| match s {
+        Stmt::CoopLoad { index, .. } => {
+            *index = four;
+            true
         }
+        _ => false,
     });
-    assert!(done, "a cooperative load");
     let e = run(&misaligned, &c).unwrap_err();
     assert!(e.contains("16-byte boundary"), "{e}");
 }

@@ -64,6 +64,8 @@ pub(super) struct ForwardRow<'b> {
     pub n: Value<'b>,
     pub eps: Value<'b>,
     pub row: Value<'b>,
+    /// The element type of `X`, `Y`, `W`, `B`.
+    pub dtype: ScalarType,
 }
 
 impl<'b> ForwardRow<'b> {
@@ -88,13 +90,33 @@ impl<'b> ForwardRow<'b> {
             n,
             eps,
             row,
+            dtype,
         }
     }
 
-    /// Stores the row's mean and `rstd`.
-    pub(super) fn store_stats(&self, k: &'b KernelBuilder, mean: Value<'b>, rstd: Value<'b>) {
+    /// `rstd = 1 / sqrt(var + eps)` of the row, stored with its `mean`; returns `rstd`.
+    pub(super) fn store_stats(&self, k: &'b KernelBuilder, mean: Value<'b>, var: Value<'b>) -> Value<'b> {
+        let rstd = 1.0f32 / (var + self.eps).sqrt();
         k.store(self.mean_ptr + self.row, mean);
         k.store(self.rstd_ptr + self.row, rstd);
+        rstd
+    }
+
+    /// Stores `y = (x - mean) * rstd * w + b` at columns `cols` of the row where `mask`
+    /// holds, `x` (f32) being the row's elements there, given by `x` after `w` and `b` are
+    /// loaded (the walking kernels load the row's block last).
+    pub(super) fn store_output(
+        &self,
+        k: &'b KernelBuilder,
+        cols: Value<'b>,
+        mask: Value<'b>,
+        x: impl FnOnce() -> Value<'b>,
+        (mean, rstd): (Value<'b>, Value<'b>),
+    ) {
+        let w = k.load_masked(self.w_ptr + cols, mask, 0.0);
+        let b = k.load_masked(self.b_ptr + cols, mask, 0.0);
+        let y = (x() - mean) * rstd * w + b;
+        k.store_masked(self.y_ptr + cols, y.to(self.dtype), mask);
     }
 }
 
@@ -108,15 +130,7 @@ pub fn layer_norm_forward(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
     let block = block_size as i32;
     Kernel::build("_layer_norm_fwd_fused", |k| {
         let row = ForwardRow::declare(k, dtype);
-        let ForwardRow {
-            x_ptr,
-            y_ptr,
-            w_ptr,
-            b_ptr,
-            n,
-            eps,
-            ..
-        } = row;
+        let (x_ptr, n) = (row.x_ptr, row.n);
         let zeros = k.zeros(&[block_size], ScalarType::F32);
         // Mean.
         let sums = k.for_range(0, n, block, &[zeros], |off, acc| {
@@ -132,19 +146,13 @@ pub fn layer_norm_forward(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
             let x = k.where_(cols.lt(n), x - mean, 0.0);
             vec![acc[0] + x * x]
         });
-        let var = squares[0].sum(0) / n;
-        let rstd = 1.0f32 / (var + eps).sqrt();
-        row.store_stats(k, mean, rstd);
+        let rstd = row.store_stats(k, mean, squares[0].sum(0) / n);
         // Normalize and apply the linear transformation.
         k.for_each(0, n, block, |off| {
             let cols = off + k.arange(0, block);
             let mask = cols.lt(n);
-            let w = k.load_masked(w_ptr + cols, mask, 0.0);
-            let b = k.load_masked(b_ptr + cols, mask, 0.0);
-            let x = k.load_masked(x_ptr + cols, mask, 0.0).to(ScalarType::F32);
-            let x_hat = (x - mean) * rstd;
-            let y = x_hat * w + b;
-            k.store_masked(y_ptr + cols, y.to(dtype), mask);
+            let x = || k.load_masked(x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+            row.store_output(k, cols, mask, x, (mean, rstd));
         });
     })
 }
@@ -161,28 +169,15 @@ pub fn layer_norm_forward_row(meta: &LayerNormMeta) -> Result<Kernel, BuildError
     let block = block_size as i32;
     Kernel::build("_layer_norm_fwd_row", |k| {
         let row = ForwardRow::declare(k, dtype);
-        let ForwardRow {
-            x_ptr,
-            y_ptr,
-            w_ptr,
-            b_ptr,
-            n,
-            eps,
-            ..
-        } = row;
+        let n = row.n;
         k.device_assert(n.le(block), "the row is longer than BLOCK_SIZE");
         let cols = k.arange(0, block);
         let mask = cols.lt(n);
-        let x = k.load_masked(x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+        let x = k.load_masked(row.x_ptr + cols, mask, 0.0).to(ScalarType::F32);
         let mean = x.sum(0) / n;
         let centered = k.where_(mask, x - mean, 0.0);
-        let var = (centered * centered).sum(0) / n;
-        let rstd = 1.0f32 / (var + eps).sqrt();
-        row.store_stats(k, mean, rstd);
-        let w = k.load_masked(w_ptr + cols, mask, 0.0);
-        let b = k.load_masked(b_ptr + cols, mask, 0.0);
-        let y = (x - mean) * rstd * w + b;
-        k.store_masked(y_ptr + cols, y.to(dtype), mask);
+        let rstd = row.store_stats(k, mean, (centered * centered).sum(0) / n);
+        row.store_output(k, cols, mask, || x, (mean, rstd));
     })
 }
 

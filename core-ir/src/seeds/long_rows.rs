@@ -103,15 +103,7 @@ pub fn layer_norm_long(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
     let block = block_size as i32;
     Kernel::build("_layer_norm_fwd_long_rows", |k| {
         let row = ForwardRow::declare(k, dtype);
-        let ForwardRow {
-            x_ptr,
-            y_ptr,
-            w_ptr,
-            b_ptr,
-            n,
-            eps,
-            ..
-        } = row;
+        let (x_ptr, n) = (row.x_ptr, row.n);
         let zeros = k.zeros(&[block_size], ScalarType::F32);
         let stats = k.for_range(0, n, block, &[zeros, zeros], |off, carried| {
             let (mean, m2) = (carried[0], carried[1]);
@@ -131,19 +123,15 @@ pub fn layer_norm_long(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
         let counts = k.cdiv((n - lanes).maximum(0), block).to(ScalarType::F32);
         let mean = (counts * lane_mean).sum(0) / n;
         let spread = lane_mean - mean;
-        let var = (lane_m2 + counts * spread * spread).sum(0) / n;
-        let rstd = 1.0f32 / (var + eps).sqrt();
-        row.store_stats(k, mean, rstd);
+        let rstd = row.store_stats(k, mean, (lane_m2 + counts * spread * spread).sum(0) / n);
         k.for_each(last_block(k, n, block), -1, -block, |off| {
             let cols = off + k.arange(0, block);
             let mask = cols.lt(n);
-            let w = k.load_masked(w_ptr + cols, mask, 0.0);
-            let b = k.load_masked(b_ptr + cols, mask, 0.0);
-            let x = k
-                .load_masked_with(x_ptr + cols, mask, 0.0, CacheModifier::Streaming)
-                .to(ScalarType::F32);
-            let y = (x - mean) * rstd * w + b;
-            k.store_masked(y_ptr + cols, y.to(dtype), mask);
+            let x = || {
+                k.load_masked_with(x_ptr + cols, mask, 0.0, CacheModifier::Streaming)
+                    .to(ScalarType::F32)
+            };
+            row.store_output(k, cols, mask, x, (mean, rstd));
         });
     })
 }

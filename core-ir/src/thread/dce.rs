@@ -23,7 +23,7 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
     };
     // The roots: what statements other than `Set` read.
     let mut sets: Vec<Vec<Reg>> = vec![Vec::new(); k.regs.len()];
-    super::walk(&k.body, &mut |s| match s {
+    super::walk_stmts(&k.body, &mut |s| match s {
         Stmt::Set { dst, expr } => sets[dst.index()].extend(operands(expr)),
         Stmt::Load { dsts, index, pred, .. } => {
             mark(*index, &mut live, &mut stack);

@@ -464,7 +464,7 @@ impl ThreadKernel {
     }
     /// Calls `f` on every statement, depth first, in order.
     pub fn walk(&self, f: &mut impl FnMut(&Stmt)) {
-        walk(&self.body, f)
+        walk_stmts(&self.body, f)
     }
     /// Calls `f` on every statement, depth first, in order, to change it (how tests make a
     /// kernel wrong on purpose, to see that the simulator notices).
@@ -492,19 +492,21 @@ fn walk_mut(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
     }
 }
 
-fn walk(stmts: &[Stmt], f: &mut impl FnMut(&Stmt)) {
+/// Calls `f` on each of `stmts` and every statement nested in them, in program order (as
+/// [`ThreadKernel::walk`] on a part of a kernel's body).
+pub fn walk_stmts(stmts: &[Stmt], f: &mut impl FnMut(&Stmt)) {
     for s in stmts {
         f(s);
         match s {
             Stmt::If {
                 then_body, else_body, ..
             } => {
-                walk(then_body, f);
-                walk(else_body, f);
+                walk_stmts(then_body, f);
+                walk_stmts(else_body, f);
             }
             Stmt::While { cond_body, body, .. } => {
-                walk(cond_body, f);
-                walk(body, f);
+                walk_stmts(cond_body, f);
+                walk_stmts(body, f);
             }
             _ => {}
         }

@@ -67,7 +67,7 @@ fn live_ranges(k: &ThreadKernel) -> Vec<Option<(usize, usize)>> {
             let r: &mut Option<(usize, usize)> = &mut ranges[alloc as usize];
             *r = Some(r.map_or((i, i), |(a, _)| (a, i)));
         };
-        super::walk(std::slice::from_ref(s), &mut |s| match s {
+        super::walk_stmts(std::slice::from_ref(s), &mut |s| match s {
             Stmt::Load {
                 mem: Memory::Shared { alloc },
                 ..
