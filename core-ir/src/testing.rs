@@ -33,6 +33,15 @@ pub fn runtime_spec(args: &[crate::interp::ArgValue]) -> crate::target::Speciali
     }
 }
 
+/// The interpreter arguments of the matmul seed on row-major `m x k` and `k x n` operands
+/// and an `m x n` output in buffers 0, 1 and 2 (each at offset 0).
+pub fn row_major_matmul_args(m: usize, n: usize, k: usize) -> Vec<crate::interp::ArgValue> {
+    use crate::interp::ArgValue;
+    let ptrs = (0..3).map(|buffer| ArgValue::Ptr { buffer, offset: 0 });
+    ptrs.chain(crate::seeds::matmul_row_major_args(m, n, k).map(|v| ArgValue::Int(v as i64)))
+        .collect()
+}
+
 /// splitmix64, for reproducible test inputs.
 ///
 /// ```

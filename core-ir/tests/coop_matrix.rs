@@ -311,9 +311,7 @@ fn dots_the_shapes_do_not_fit_take_the_fma_path() {
             mk(meta.input, k * n, rng),
             HostBuffer::zeros(meta.output, m * n),
         ];
-        let ints = rutile_ir::seeds::matmul_row_major_args(m, n, k);
-        let mut args = vec![ptr(0), ptr(1), ptr(2)];
-        args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
+        let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
         let grid = [matmul_grid(meta, m as u32, n as u32), 1, 1];
         let mut want = buffers.clone();
         interp::run(&kernel, grid, &args, &mut want).unwrap();

@@ -307,10 +307,7 @@ fn matmul_f32_output() {
         HostBuffer::from_slice(&b),
         HostBuffer::zeros(F32, m * n),
     ];
-    let args: Vec<ArgValue> = [ptr(0), ptr(1), ptr(2)]
-        .into_iter()
-        .chain(seeds::matmul_row_major_args(m, n, k).map(|v| ArgValue::Int(v as i64)))
-        .collect();
+    let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
     interp::run(&kernel, [seeds::matmul_grid(&meta, 64, 64), 1, 1], &args, &mut buffers).unwrap();
     let got: Vec<f32> = buffers[2].to_vec().unwrap();
     for i in 0..m {

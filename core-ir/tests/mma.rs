@@ -112,9 +112,7 @@ fn row_major_matmul(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), rng: &m
         inputs(rng, meta.input, k * n),
         HostBuffer::zeros(meta.output, m * n),
     ];
-    let ints = rutile_ir::seeds::matmul_row_major_args(m, n, k);
-    let mut args = vec![ptr(0), ptr(1), ptr(2)];
-    args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
+    let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
     let grid = [matmul_grid(meta, m as u32, n as u32), 1, 1];
     let mut want = buffers.clone();
     interp::run(&kernel, grid, &args, &mut want).unwrap();
@@ -293,12 +291,7 @@ fn tf32_results_differ_from_ieee_ones_by_the_operand_rounding() {
         inputs(&mut rng, F32, k * n),
         HostBuffer::zeros(F32, m * n),
     ];
-    let mut args = vec![ptr(0), ptr(1), ptr(2)];
-    args.extend(
-        rutile_ir::seeds::matmul_row_major_args(m, n, k)
-            .iter()
-            .map(|&v| ArgValue::Int(v as i64)),
-    );
+    let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
     let grid = [matmul_grid(&meta, m as u32, n as u32), 1, 1];
     let run_interp = |meta: &MatmulMeta| {
         let mut b = buffers.clone();
@@ -402,12 +395,7 @@ fn tf32_dots_off_the_tensor_cores_round_their_operands() {
         inputs(&mut rng, F32, k * n),
         HostBuffer::zeros(F32, m * n),
     ];
-    let mut args = vec![ptr(0), ptr(1), ptr(2)];
-    args.extend(
-        rutile_ir::seeds::matmul_row_major_args(m, n, k)
-            .iter()
-            .map(|&v| ArgValue::Int(v as i64)),
-    );
+    let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
     let grid = [matmul_grid(&meta, m as u32, n as u32), 1, 1];
     let mut want = buffers.clone();
     interp::run(&kernel, grid, &args, &mut want).unwrap();
@@ -551,12 +539,7 @@ fn operand_fragments_read_shared_memory_without_conflicts() {
             inputs(&mut rng, F16, k * n),
             HostBuffer::zeros(F32, m * n),
         ];
-        let mut args = vec![ptr(0), ptr(1), ptr(2)];
-        args.extend(
-            rutile_ir::seeds::matmul_row_major_args(m, n, k)
-                .iter()
-                .map(|&v| ArgValue::Int(v as i64)),
-        );
+        let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
         for t in [target(warps), pipelined(warps, 3)] {
             let tk = lower(&kernel, &t, &runtime_spec(&args)).unwrap();
             let stats = run_threads_with_stats(&tk, [1, 1, 1], &args, &mut buffers.clone()).unwrap();
@@ -756,9 +739,7 @@ fn the_epilogue_reuses_the_rings_shared_memory() {
     let meta = MatmulMeta::fp16(128, 256, 64);
     let kernel = matmul(&meta).unwrap();
     let (m, n, k) = (128usize, 256usize, 256usize);
-    let ints = rutile_ir::seeds::matmul_row_major_args(m, n, k);
-    let mut args = vec![ptr(0), ptr(1), ptr(2)];
-    args.extend(ints.iter().map(|&v| ArgValue::Int(v as i64)));
+    let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
     let tk = lower(&kernel, &hopper(8, 4), &runtime_spec(&args)).unwrap();
     let separate: u32 = tk.shared.iter().map(|a| a.bytes()).sum();
     assert!(separate > 227 * 1024, "the buffers side by side: {separate} bytes");

@@ -242,10 +242,7 @@ fn check_matmul(
         HostBuffer::from_slice(b),
         HostBuffer::from_slice(&vec![f16::NAN; m * n]),
     ];
-    let args: Vec<ArgValue> = [ptr(0), ptr(1), ptr(2)]
-        .into_iter()
-        .chain(seeds::matmul_row_major_args(m, n, k).map(|v| ArgValue::Int(v as i64)))
-        .collect();
+    let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
     let grid = [seeds::matmul_grid(meta, m as u32, n as u32), 1, 1];
     interp::run(&kernel, grid, &args, &mut buffers).unwrap();
     let got: Vec<f16> = buffers[2].to_vec().unwrap();
