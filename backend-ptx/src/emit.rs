@@ -175,6 +175,11 @@ impl<'a> Emitter<'a> {
             Stmt::WgmmaFence => wgmma::ordering(self, "wgmma.fence.sync.aligned"),
             Stmt::WgmmaCommit => wgmma::ordering(self, "wgmma.commit_group.sync.aligned"),
             Stmt::WgmmaWait { pending } => wgmma::ordering(self, &format!("wgmma.wait_group.sync.aligned {pending}")),
+            Stmt::MbarrierInit { .. }
+            | Stmt::MbarrierArriveExpectTx { .. }
+            | Stmt::MbarrierWait { .. }
+            | Stmt::MbarrierInval { .. }
+            | Stmt::TmaLoad { .. } => Err("TMA copies are not emitted yet".to_string()),
             // The lowering makes these only for targets with cooperative matrices (Vulkan).
             Stmt::CoopLoad { .. } | Stmt::CoopStore { .. } | Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => {
                 Err("cooperative matrices are a Vulkan feature; PTX has `mma` instead".to_string())

@@ -869,7 +869,12 @@ impl<'a> Cx<'a> {
             | Stmt::FenceProxyAsync
             | Stmt::WgmmaFence
             | Stmt::WgmmaCommit
-            | Stmt::WgmmaWait { .. } => {
+            | Stmt::WgmmaWait { .. }
+            | Stmt::MbarrierInit { .. }
+            | Stmt::MbarrierArriveExpectTx { .. }
+            | Stmt::MbarrierWait { .. }
+            | Stmt::MbarrierInval { .. }
+            | Stmt::TmaLoad { .. } => {
                 return Err(unsupported(
                     self.k,
                     "mma.sync",

@@ -309,7 +309,12 @@ impl Scan {
                 | Stmt::FenceProxyAsync
                 | Stmt::WgmmaFence
                 | Stmt::WgmmaCommit
-                | Stmt::WgmmaWait { .. } => {
+                | Stmt::WgmmaWait { .. }
+                | Stmt::MbarrierInit { .. }
+                | Stmt::MbarrierArriveExpectTx { .. }
+                | Stmt::MbarrierWait { .. }
+                | Stmt::MbarrierInval { .. }
+                | Stmt::TmaLoad { .. } => {
                     if err.is_none() {
                         *err = Some(SpirvError::Unsupported {
                             kernel: k.name.clone(),

@@ -57,6 +57,8 @@ use std::collections::{BTreeMap, HashMap};
 mod coop;
 #[path = "simt_matrix.rs"]
 mod matrix;
+#[path = "simt_tma.rs"]
+mod tma;
 #[path = "simt_wgmma.rs"]
 mod wgmma;
 
@@ -731,6 +733,18 @@ impl<'s> Sim<'s> {
                 Ok(())
             }
             Stmt::WgmmaWait { pending } => self.wgmma_wait(*pending),
+            Stmt::MbarrierInit { bar, count, pred } => self.mbarrier_init(bar, *count, *pred),
+            Stmt::MbarrierArriveExpectTx { bar, bytes, pred } => self.mbarrier_arrive_expect_tx(bar, *bytes, *pred),
+            Stmt::MbarrierWait { bar, parity } => self.mbarrier_wait(bar, *parity),
+            Stmt::MbarrierInval { bar, pred } => self.mbarrier_inval(bar, *pred),
+            Stmt::TmaLoad {
+                map,
+                alloc,
+                dst,
+                coords,
+                bar,
+                pred,
+            } => self.tma_load(*map, *alloc, *dst, *coords, bar, *pred),
             // Ordering only: the simulator's shared memory has one proxy, and its registers
             // are not renamed.
             Stmt::FenceProxyAsync | Stmt::WgmmaFence => Ok(()),

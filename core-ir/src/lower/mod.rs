@@ -163,6 +163,8 @@ pub(crate) struct Lowerer<'k> {
     wgmma_in_flight: Option<ValueId>,
     /// The cooperative matrices the statements name (see `coop`).
     coop: Vec<crate::thread::CoopMatrix>,
+    /// The tensor maps the pipeline's TMA copies read through (`ThreadKernel::tensor_maps`).
+    tensor_maps: Vec<crate::thread::TensorMap>,
     /// Values held in cooperative matrices (`values` has `None` for them while they are).
     coop_vals: HashMap<ValueId, coop::CoopAcc>,
     /// Whether loops double-buffer the operands of `dot`s on cooperative matrices.
@@ -204,6 +206,7 @@ impl<'k> Lowerer<'k> {
             hoisted: HashMap::new(),
             wgmma_in_flight: None,
             coop: Vec::new(),
+            tensor_maps: Vec::new(),
             coop_vals: HashMap::new(),
             coop_stages: true,
         };
@@ -253,6 +256,7 @@ impl<'k> Lowerer<'k> {
             regs: self.regs,
             shared: self.shared,
             coop: self.coop,
+            tensor_maps: self.tensor_maps,
             num_warps: self.target.num_warps,
             warp_size: self.target.warp_size,
             reuse_shared: self.target.reuse_shared,

@@ -49,6 +49,7 @@ impl ThreadKernelBuilder {
                 regs: Arena::new(),
                 shared: vec![],
                 coop: vec![],
+                tensor_maps: vec![],
                 num_warps,
                 warp_size,
                 reuse_shared: false,

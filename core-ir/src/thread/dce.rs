@@ -76,6 +76,25 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
             }
         }
         Stmt::AsyncCommit | Stmt::AsyncWait { .. } => {}
+        Stmt::MbarrierInit { bar, pred, .. }
+        | Stmt::MbarrierArriveExpectTx { bar, pred, .. }
+        | Stmt::MbarrierInval { bar, pred } => {
+            for &v in std::iter::once(&bar.index).chain(pred) {
+                mark(v, &mut live, &mut stack);
+            }
+        }
+        Stmt::MbarrierWait { bar, parity } => {
+            for v in [bar.index, *parity] {
+                mark(v, &mut live, &mut stack);
+            }
+        }
+        Stmt::TmaLoad {
+            dst, coords, bar, pred, ..
+        } => {
+            for &v in [dst, &bar.index].into_iter().chain(coords).chain(pred) {
+                mark(v, &mut live, &mut stack);
+            }
+        }
         Stmt::Wgmma { acc, a, b, .. } => {
             for &v in acc.iter().chain([&a.index, &b.index]) {
                 mark(v, &mut live, &mut stack);

@@ -15,10 +15,12 @@ mod build;
 mod dce;
 mod print;
 mod shared;
+mod tensor_map;
 mod verify;
 
 pub use build::ThreadKernelBuilder;
 pub use dce::eliminate_dead_registers;
+pub use tensor_map::{LaunchValue, MBarrier, TensorMap};
 pub use verify::verify;
 
 use crate::arena::{Arena, Handle};
@@ -321,6 +323,44 @@ pub enum Stmt {
     /// (`fence.proxy.async.shared::cta`); a barrier after it publishes them to the other
     /// threads' wgmmas.
     FenceProxyAsync,
+    /// Where `pred` holds (one thread, in practice): initializes mbarrier `bar` to expect
+    /// `count` arrivals a phase, in phase 0 (`mbarrier.init`), and makes that visible to the
+    /// asynchronous proxy (`fence.mbarrier_init`). A [`Stmt::Barrier`] must follow before
+    /// another thread or a copy uses it.
+    MbarrierInit {
+        bar: MBarrier,
+        count: u32,
+        pred: Option<Reg>,
+    },
+    /// Where `pred` holds: one arrival on `bar`, which also raises the bytes its current
+    /// phase expects by `bytes` (`mbarrier.arrive.expect_tx`).
+    MbarrierArriveExpectTx {
+        bar: MBarrier,
+        bytes: u32,
+        pred: Option<Reg>,
+    },
+    /// Waits until the phase of `bar` with parity `parity` (an i32 register, 0 or 1) has
+    /// completed (a loop on `mbarrier.try_wait.parity`); the bytes the copies of that phase
+    /// delivered are then visible to the thread. Every thread that reads them waits.
+    MbarrierWait { bar: MBarrier, parity: Reg },
+    /// Where `pred` holds: ends `bar`'s life as an mbarrier (`mbarrier.inval`), so that its
+    /// bytes may hold other data; no copy may still be counting on it.
+    MbarrierInval { bar: MBarrier, pred: Option<Reg> },
+    /// Where `pred` holds: starts a copy of the box of tensor map `map` (an index into
+    /// [`ThreadKernel::tensor_maps`]) whose first element is `(coords[0], coords[1])` (i32
+    /// registers; elements outside the map read as zeros) into shared buffer `alloc` from
+    /// element `dst` (on a 1024-byte boundary), laid out and swizzled as [`TensorMap`] says:
+    /// PTX's `cp.async.bulk.tensor.2d` with `mbarrier::complete_tx::bytes`. Its bytes (the
+    /// whole box) count towards `bar`'s current phase; the data is in shared memory once an
+    /// [`Stmt::MbarrierWait`] on that phase returns, and not before.
+    TmaLoad {
+        map: u32,
+        alloc: u32,
+        dst: Reg,
+        coords: [Reg; 2],
+        bar: MBarrier,
+        pred: Option<Reg>,
+    },
     /// Warpgroup matrix multiply-add, PTX's `wgmma.mma_async.sync.aligned.m64nNk16.f32`
     /// with both operands in shared memory: `acc += a b` for a 64x16 `a`, a 16xN `b` (N =
     /// `n`, a multiple of 8 up to 256) and a 64xN f32 `acc`, per warpgroup (4 consecutive
@@ -416,6 +456,8 @@ pub struct ThreadKernel {
     pub shared: Vec<SharedAlloc>,
     /// The cooperative matrices the statements name (see [`CoopMatrix`]).
     pub coop: Vec<CoopMatrix>,
+    /// The tensor maps [`Stmt::TmaLoad`] reads through, passed after `params`.
+    pub tensor_maps: Vec<TensorMap>,
     /// Threads per program: `num_warps * warp_size`, laid out along x.
     pub num_warps: u32,
     pub warp_size: u32,

@@ -229,6 +229,51 @@ impl ThreadKernel {
                     pred.map(|p| format!(" if {} else zeros", self.r(p)))
                         .unwrap_or_default()
                 ),
+                Stmt::MbarrierInit { bar, count, pred } => writeln!(
+                    out,
+                    "{pad}mbarrier_init shared{}[{}] count {count}{}",
+                    bar.alloc,
+                    self.r(bar.index),
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
+                Stmt::MbarrierArriveExpectTx { bar, bytes, pred } => writeln!(
+                    out,
+                    "{pad}mbarrier_arrive_expect_tx shared{}[{}] bytes {bytes}{}",
+                    bar.alloc,
+                    self.r(bar.index),
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
+                Stmt::MbarrierWait { bar, parity } => writeln!(
+                    out,
+                    "{pad}mbarrier_wait shared{}[{}] parity {}",
+                    bar.alloc,
+                    self.r(bar.index),
+                    self.r(*parity)
+                ),
+                Stmt::MbarrierInval { bar, pred } => writeln!(
+                    out,
+                    "{pad}mbarrier_inval shared{}[{}]{}",
+                    bar.alloc,
+                    self.r(bar.index),
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
+                Stmt::TmaLoad {
+                    map,
+                    alloc,
+                    dst,
+                    coords,
+                    bar,
+                    pred,
+                } => writeln!(
+                    out,
+                    "{pad}tma_load shared{alloc}[{}] = map{map}[{}, {}] on shared{}[{}]{}",
+                    self.r(*dst),
+                    self.r(coords[0]),
+                    self.r(coords[1]),
+                    bar.alloc,
+                    self.r(bar.index),
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
                 Stmt::AsyncCommit => writeln!(out, "{pad}async_commit"),
                 Stmt::AsyncWait { pending } => writeln!(out, "{pad}async_wait {pending}"),
                 Stmt::FenceProxyAsync => writeln!(out, "{pad}fence_proxy_async"),

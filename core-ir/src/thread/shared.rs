@@ -84,6 +84,14 @@ fn live_ranges(k: &ThreadKernel) -> Vec<Option<(usize, usize)>> {
                 touch(a.alloc);
                 touch(b.alloc);
             }
+            Stmt::TmaLoad { alloc, bar, .. } => {
+                touch(*alloc);
+                touch(bar.alloc);
+            }
+            Stmt::MbarrierInit { bar, .. }
+            | Stmt::MbarrierArriveExpectTx { bar, .. }
+            | Stmt::MbarrierWait { bar, .. }
+            | Stmt::MbarrierInval { bar, .. } => touch(bar.alloc),
             _ => {}
         });
     }

@@ -38,7 +38,49 @@ pub fn verify(kernel: &ThreadKernel) -> Result<(), String> {
     if shared > u32::MAX as u64 {
         return Err(format!("{shared} bytes of shared memory do not fit a u32"));
     }
+    for (i, m) in kernel.tensor_maps.iter().enumerate() {
+        tensor_map(kernel, m).map_err(|e| format!("tensor map {i}: {e}"))?;
+    }
     check(kernel, &kernel.body)
+}
+
+/// A tensor map describes a pointer parameter through integer parameters or constants, in
+/// boxes the hardware takes: at most 256 elements a side, rows of 16 bytes up to the swizzle.
+fn tensor_map(k: &ThreadKernel, m: &super::TensorMap) -> Result<(), String> {
+    let elem = memory_elem(k, Memory::Global { param: m.param })?;
+    for v in m.dims.iter().chain([&m.stride]) {
+        match *v {
+            super::LaunchValue::Const(c) if c <= 0 => return Err(format!("an extent or stride of {c}")),
+            super::LaunchValue::Param(p) => match k.params.get(p as usize) {
+                Some(ThreadParam::Scalar { ty, .. }) if ty.is_int() => {}
+                _ => return Err(format!("parameter {p} is not an integer scalar")),
+            },
+            _ => {}
+        }
+    }
+    let row = m.box_dims[0] as usize * elem.size_bytes();
+    if !matches!(m.swizzle, 32 | 64 | 128) || row % 16 != 0 || row > m.swizzle as usize {
+        return Err(format!(
+            "box rows of {row} bytes in a {}-byte swizzle (rows of 16-byte multiples up to the swizzle)",
+            m.swizzle
+        ));
+    }
+    if m.box_dims.iter().any(|&d| d == 0 || d > 256) {
+        return Err(format!("a box of {:?} elements (1 to 256 a side)", m.box_dims));
+    }
+    Ok(())
+}
+
+/// An mbarrier is an element of a shared buffer of u64s, indexed by an i32.
+fn mbarrier(k: &ThreadKernel, bar: &super::MBarrier) -> Result<(), String> {
+    let elem = memory_elem(k, Memory::Shared { alloc: bar.alloc })?;
+    if elem != ScalarType::U64 {
+        return Err(format!(
+            "an mbarrier lives in a buffer of u64, shared{} holds {elem}",
+            bar.alloc
+        ));
+    }
+    want(k, bar.index, ScalarType::I32, "mbarrier index")
 }
 
 fn check(k: &ThreadKernel, stmts: &[Stmt]) -> Result<(), String> {
@@ -315,6 +357,45 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             }
             int_index(k, *dst)?;
             int_index(k, *src)?;
+            pred(k, p)
+        }
+        Stmt::MbarrierInit { bar, pred: p, .. }
+        | Stmt::MbarrierArriveExpectTx { bar, pred: p, .. }
+        | Stmt::MbarrierInval { bar, pred: p } => {
+            mbarrier(k, bar)?;
+            pred(k, p)
+        }
+        Stmt::MbarrierWait { bar, parity } => {
+            mbarrier(k, bar)?;
+            want(k, *parity, ScalarType::I32, "mbarrier parity")
+        }
+        Stmt::TmaLoad {
+            map,
+            alloc,
+            dst,
+            coords,
+            bar,
+            pred: p,
+        } => {
+            let m = k
+                .tensor_maps
+                .get(*map as usize)
+                .ok_or_else(|| format!("tensor map {map} does not exist"))?;
+            let from = memory_elem(k, Memory::Global { param: m.param })?;
+            let to = memory_elem(k, Memory::Shared { alloc: *alloc })?;
+            if to != from {
+                return Err(format!("a TMA copy from {from} elements to shared {to}"));
+            }
+            if k.shared[*alloc as usize].align < 1024 {
+                return Err(format!(
+                    "a TMA copy's buffer shared{alloc} must start on a 1024-byte boundary"
+                ));
+            }
+            want(k, *dst, ScalarType::I32, "TMA destination")?;
+            for &c in coords {
+                want(k, c, ScalarType::I32, "TMA coordinate")?;
+            }
+            mbarrier(k, bar)?;
             pred(k, p)
         }
         Stmt::Wgmma { acc, a, b, n } => {
