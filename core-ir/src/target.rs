@@ -31,6 +31,11 @@ pub struct Target {
     /// (see `lower::wgmma`) where the program's warps and tile allow, and uses `mma.sync`
     /// elsewhere.
     pub wgmma: bool,
+    /// Whether the tensor memory accelerator can copy boxes of a tensor into shared memory
+    /// (`cp.async.bulk.tensor`, sm_90): a pipelined operand of a `dot` on warpgroup MMAs
+    /// that the lowering proves is such a box is then fetched that way (see `lower::tma`),
+    /// through a tensor map the runtime encodes at launch.
+    pub tma: bool,
     /// Whether threads can copy global memory to shared memory asynchronously (`cp.async`,
     /// sm_80 and later): the loads that feed a `dot` on the tensor cores in a loop then go
     /// through a ring of [`num_stages`](Self::num_stages) buffers (see `lower::pipeline`).
@@ -76,6 +81,7 @@ impl Target {
             native_float_minmax: true,
             mma_sync: false,
             wgmma: false,
+            tma: false,
             async_copy: false,
             num_stages: 1,
             reuse_shared: true,

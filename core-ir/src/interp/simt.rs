@@ -414,6 +414,8 @@ struct Sim<'s> {
     copies: matrix::AsyncCopies,
     /// Warpgroup MMAs issued and not yet waited for.
     wgmmas: wgmma::Wgmmas,
+    /// The program's live mbarriers and the TMA copies pending on them.
+    mbarriers: tma::Mbarriers,
     /// Cooperative matrices, per warp (see `simt_coop.rs`).
     coop: coop::CoopValues,
     /// Per shared buffer, the first and last barrier epoch of this program that touched it.
@@ -450,6 +452,7 @@ impl<'s> Sim<'s> {
             shared_counts: HashMap::new(),
             copies: matrix::AsyncCopies::default(),
             wgmmas: wgmma::Wgmmas::default(),
+            mbarriers: tma::Mbarriers::default(),
             coop: vec![vec![None; threads / k.warp_size.max(1) as usize]; k.coop.len()],
             shared_epochs: vec![None; k.shared.len()],
             aliased: aliased_buffers(k),
@@ -502,10 +505,12 @@ impl<'s> Sim<'s> {
         self.epoch = 1;
         self.context = "";
         self.copies = matrix::AsyncCopies::default();
+        self.mbarriers = tma::Mbarriers::default();
         self.coop.iter_mut().flatten().for_each(|c| *c = None);
         self.shared_epochs.iter_mut().for_each(|e| *e = None);
         let body = &self.k.body;
         self.block(body)?;
+        self.check_tma_done()?;
         self.check_aliased()
     }
 
@@ -1042,6 +1047,9 @@ impl<'s> Sim<'s> {
     /// Records an access by thread `t` to element `e` of `m` (a buffer offset); faults if
     /// another warp's access since the last barrier makes it a race.
     fn touch(&mut self, m: Space, e: i64, t: usize, mut access: Access) -> Result<(), SimFault> {
+        if let Space::Shared { alloc } = m {
+            self.mbarrier_guard(alloc, e, t)?;
+        }
         let (epoch, serial, w, program) = (self.epoch, self.serial, self.warp_bit(t), self.program);
         let track = match m {
             Space::Shared { alloc } => {

@@ -1,44 +1,560 @@
 //! The simulator's tensor-memory-accelerator copies and mbarriers (`Stmt::TmaLoad`,
-//! `Stmt::Mbarrier*`). (Not simulated yet: every such statement faults.)
+//! `Stmt::Mbarrier*`).
+//!
+//! Each program has its own mbarriers, by shared buffer and element: its arrival count, the
+//! arrivals and transaction bytes its current phase has and expects, the phase's parity and
+//! the copies counted on it. All threads of a program run in lockstep, so the copies and
+//! arrivals of a statement are applied thread by thread in thread order.
+//!
+//! TMA copies are modelled at their latest, as `cp.async` (`simt_matrix.rs`): a copy is
+//! checked when it is issued (its barrier, the destination's alignment and bounds, the view's
+//! extents, each in-view element inside its buffer) and recorded on its barrier's current
+//! phase, but moves its data only when an `MbarrierWait` completes that phase. So a kernel
+//! that reads the destination before the wait reads the old contents. A phase completes at
+//! the wait only if its arrivals and the bytes of its copies are exactly what it expects;
+//! anything else would never complete on a GPU (or complete at a moment the hardware picks),
+//! and is reported as `FaultKind::InvalidIr`, there being no kind for a hang. A phase with
+//! nothing in flight completes at its last arrival, as on the GPU.
+//!
+//! A box's destination must start where its swizzle pattern repeats, `8 * swizzle` bytes
+//! from the buffer's 1024-byte boundary (1024 for a 128-byte swizzle, 512 and 256 for the
+//! others, where the lowering places such boxes): there the address-bit swizzle the
+//! hardware applies is the one counted from the destination.
+//!
+//! Race tracking (`Track`): a copy is written by the asynchronous proxy, not by a warp, and
+//! every thread has passed the wait that lands it (waits are uniform). So the landed
+//! elements are recorded as written by no warp in the current barrier epoch, with no reads:
+//! what a write before a barrier would leave. Any warp may then read or overwrite them
+//! without a `Barrier`, while the rest of shared memory keeps its epochs. A copy does race
+//! with other warps' accesses to its destination since the last barrier before its issue
+//! (faulted at the issue), and with any write to it between issue and landing (faulted at
+//! the landing). Its reads of global memory are tracked as the issuing thread's, at the wait.
+//!
+//! An ordinary access (load, store, copy, matrix operand) to the element of a live mbarrier
+//! is a fault: the mbarrier's bytes are the hardware's until `MbarrierInval`. Copies never
+//! waited for are a fault at the end of the program.
 
-use super::{Sim, SimFault};
-use crate::interp::error::FaultKind;
-use crate::thread::{MBarrier, Reg};
+use super::{fault, Access, Sim, SimFault, Track};
+use crate::interp::error::{FaultKind, InterpError};
+use crate::interp::memory;
+use crate::interp::tensor::{Data, Pointer};
+use crate::thread::{LaunchValue, MBarrier, Memory as Space, Reg};
+use crate::types::ScalarType;
+use std::collections::BTreeMap;
+
+/// One issued `Stmt::TmaLoad`: one thread's box.
+#[derive(Clone, Debug)]
+struct PendingTma {
+    /// The issuing thread.
+    thread: usize,
+    /// The statement serial of the issue: a write to the destination after it races.
+    issued: u64,
+    alloc: u32,
+    param: u32,
+    elem: ScalarType,
+    /// Per box element: its shared element, and the buffer offset it is read from (`None`:
+    /// outside the view, a zero).
+    dst: Vec<i64>,
+    src: Vec<Option<i64>>,
+}
+
+impl PendingTma {
+    fn bytes(&self) -> u64 {
+        (self.dst.len() * self.elem.size_bytes()) as u64
+    }
+}
+
+/// One live mbarrier.
+#[derive(Clone, Debug)]
+struct Bar {
+    count: u32,
+    arrivals: u32,
+    /// Transaction bytes the current phase expects.
+    tx: u64,
+    parity: i64,
+    /// The copies counted on the current phase, in issue order.
+    pending: Vec<PendingTma>,
+    /// The barrier epoch and warp of its initialization: until the next `Barrier`, only that
+    /// warp may use it, and no copy.
+    init_epoch: u32,
+    init_warp: u64,
+}
+
+impl Bar {
+    fn busy(&self) -> bool {
+        self.arrivals > 0 || self.tx > 0 || !self.pending.is_empty()
+    }
+}
+
+/// The live mbarriers of the program, by shared buffer and element.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Mbarriers {
+    live: BTreeMap<(u32, i64), Bar>,
+}
+
+/// How [`Sim::bar`] is used: by a thread, or by a copy that a thread issues.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum User {
+    Thread,
+    Copy,
+}
+
+fn bar_name(alloc: u32, index: i64) -> String {
+    format!("mbarrier {index} of shared{alloc}")
+}
+
+/// The byte a box's byte `l` lands on, from the destination's start: its 16-byte chunk XORed
+/// with the address bits from 7 up, as many as `swizzle / 16` chunks need.
+fn swizzled(l: u64, swizzle: u32) -> u64 {
+    l ^ (((l >> 7) & (swizzle as u64 / 16 - 1)) << 4)
+}
 
 impl Sim<'_> {
-    fn tma_unsupported(&self, what: &str) -> Result<(), SimFault> {
-        Err(SimFault {
-            kind: FaultKind::InvalidIr,
-            thread: None,
-            message: format!("`{what}` is not simulated"),
-        })
+    /// Marks shared buffer `alloc` in use in this barrier epoch (what `touch` does for the
+    /// accesses it sees), for the check of buffers that share bytes.
+    fn use_shared(&mut self, alloc: u32) {
+        let epoch = self.epoch;
+        let used = &mut self.shared_epochs[alloc as usize];
+        *used = Some(used.map_or((epoch, epoch), |(first, _)| (first, epoch)));
     }
-    pub(super) fn mbarrier_init(&mut self, _bar: &MBarrier, _count: u32, _pred: Option<Reg>) -> Result<(), SimFault> {
-        self.tma_unsupported("mbarrier.init")
+
+    /// Per thread, the element index of `bar` where `active` holds, checked against its buffer.
+    fn bar_indices(&self, bar: &MBarrier, active: &[bool]) -> Result<Vec<i64>, SimFault> {
+        let idx = self.read(bar.index, Some(active))?.ints()?.to_vec();
+        let len = self.k.shared[bar.alloc as usize].len as i64;
+        if let Some(t) = (0..self.threads).find(|&t| active[t] && !(0..len).contains(&idx[t])) {
+            return Err(fault(
+                FaultKind::OutOfBounds,
+                t,
+                format!(
+                    "mbarrier index {} is outside shared{} ({len} elements)",
+                    idx[t], bar.alloc
+                ),
+            ));
+        }
+        Ok(idx)
     }
+
+    /// The value of `r` in every thread, which must be the same in all.
+    fn uniform_int(&self, r: Reg, what: &str) -> Result<i64, SimFault> {
+        let v = self.read(r, None)?.ints()?;
+        match v.iter().position(|&x| x != v[0]) {
+            None => Ok(v[0]),
+            Some(t) => Err(fault(
+                FaultKind::InvalidIr,
+                t,
+                format!(
+                    "the {what} r{} is {} in thread 0 but {} in thread {t}",
+                    r.index(),
+                    v[0],
+                    v[t]
+                ),
+            )),
+        }
+    }
+
+    /// The live barrier `key`, used by thread `t` (or a copy it issues).
+    fn bar(&mut self, key: (u32, i64), t: usize, user: User) -> Result<&mut Bar, SimFault> {
+        let (epoch, w) = (self.epoch, self.warp_bit(t));
+        let warp = t / self.warp_size;
+        let Some(b) = self.mbarriers.live.get_mut(&key) else {
+            let message = format!("{} is used but not initialized", bar_name(key.0, key.1));
+            return Err(fault(FaultKind::InvalidIr, t, message));
+        };
+        if b.init_epoch == epoch && (user == User::Copy || b.init_warp != w) {
+            let by = match user {
+                User::Copy => "a TMA copy".to_string(),
+                User::Thread => format!("warp {warp}"),
+            };
+            let message = format!(
+                "{by} uses {}, initialized by another warp with no barrier since",
+                bar_name(key.0, key.1)
+            );
+            return Err(fault(FaultKind::MissingBarrier, t, message));
+        }
+        Ok(b)
+    }
+
+    /// The value a tensor map's extent or stride has in this launch.
+    fn launch_value(&self, v: LaunchValue) -> i64 {
+        match v {
+            LaunchValue::Const(c) => c,
+            LaunchValue::Param(p) => match &self.args[p as usize].data {
+                Data::Int(v) => v[0],
+                _ => unreachable!("verified: an integer scalar parameter"),
+            },
+        }
+    }
+
+    /// `Stmt::MbarrierInit`.
+    pub(super) fn mbarrier_init(&mut self, bar: &MBarrier, count: u32, pred: Option<Reg>) -> Result<(), SimFault> {
+        let active = self.active(pred)?;
+        let idx = self.bar_indices(bar, &active)?;
+        let mut first: BTreeMap<i64, usize> = BTreeMap::new();
+        for t in (0..self.threads).filter(|&t| active[t]) {
+            let key = (bar.alloc, idx[t]);
+            if !(1..1 << 20).contains(&count) {
+                let message = format!(
+                    "{} is initialized to {count} arrivals (1 to 2^20 - 1)",
+                    bar_name(key.0, key.1)
+                );
+                return Err(fault(FaultKind::InvalidIr, t, message));
+            }
+            if let Some(&f) = first.get(&idx[t]) {
+                let message = format!("threads {f} and {t} both initialize {}", bar_name(key.0, key.1));
+                return Err(fault(FaultKind::RacingStores, t, message));
+            }
+            first.insert(idx[t], t);
+            if let Some(b) = self.mbarriers.live.get(&key).filter(|b| b.busy()) {
+                let message = format!(
+                    "{} is initialized again while its phase has {} arrivals, {} expected bytes and {} copies pending",
+                    bar_name(key.0, key.1),
+                    b.arrivals,
+                    b.tx,
+                    b.pending.len()
+                );
+                return Err(fault(FaultKind::InvalidIr, t, message));
+            }
+            let bar = Bar {
+                count,
+                arrivals: 0,
+                tx: 0,
+                parity: 0,
+                pending: Vec::new(),
+                init_epoch: self.epoch,
+                init_warp: self.warp_bit(t),
+            };
+            self.mbarriers.live.insert(key, bar);
+        }
+        self.use_shared(bar.alloc);
+        Ok(())
+    }
+
+    /// `Stmt::MbarrierArriveExpectTx`.
     pub(super) fn mbarrier_arrive_expect_tx(
         &mut self,
-        _bar: &MBarrier,
-        _bytes: u32,
-        _pred: Option<Reg>,
+        bar: &MBarrier,
+        bytes: u32,
+        pred: Option<Reg>,
     ) -> Result<(), SimFault> {
-        self.tma_unsupported("mbarrier.arrive.expect_tx")
+        let active = self.active(pred)?;
+        let idx = self.bar_indices(bar, &active)?;
+        for t in (0..self.threads).filter(|&t| active[t]) {
+            let key = (bar.alloc, idx[t]);
+            let b = self.bar(key, t, User::Thread)?;
+            if b.arrivals == b.count {
+                let message = format!(
+                    "an arrival on {} past the {} its phase expects, before the phase completes",
+                    bar_name(key.0, key.1),
+                    b.count
+                );
+                return Err(fault(FaultKind::InvalidIr, t, message));
+            }
+            b.arrivals += 1;
+            b.tx += bytes as u64;
+            // Nothing in flight: the phase completes now, as on the GPU.
+            if b.arrivals == b.count && b.tx == 0 && b.pending.is_empty() {
+                b.arrivals = 0;
+                b.parity ^= 1;
+            }
+        }
+        self.use_shared(bar.alloc);
+        Ok(())
     }
-    pub(super) fn mbarrier_wait(&mut self, _bar: &MBarrier, _parity: Reg) -> Result<(), SimFault> {
-        self.tma_unsupported("mbarrier.try_wait")
-    }
-    pub(super) fn mbarrier_inval(&mut self, _bar: &MBarrier, _pred: Option<Reg>) -> Result<(), SimFault> {
-        self.tma_unsupported("mbarrier.inval")
-    }
+
+    /// `Stmt::TmaLoad`: checks each active thread's copy and records it on its barrier's
+    /// current phase; nothing is written until the wait.
     pub(super) fn tma_load(
         &mut self,
-        _map: u32,
-        _alloc: u32,
-        _dst: Reg,
-        _coords: [Reg; 2],
-        _bar: &MBarrier,
-        _pred: Option<Reg>,
+        map: u32,
+        alloc: u32,
+        dst: Reg,
+        coords: [Reg; 2],
+        bar: &MBarrier,
+        pred: Option<Reg>,
     ) -> Result<(), SimFault> {
-        self.tma_unsupported("cp.async.bulk.tensor")
+        self.serial += 1;
+        let active = self.active(pred)?;
+        if !active.contains(&true) {
+            return Ok(());
+        }
+        let m = self.k.tensor_maps[map as usize];
+        let (param, base, elem) = self.space(Space::Global { param: m.param });
+        let to = self.k.shared[alloc as usize];
+        let first = active.iter().position(|&a| a).expect("an active thread");
+        if to.elem != elem {
+            let message = format!("a TMA copy from {elem} elements to shared{alloc} of {}", to.elem);
+            return Err(fault(FaultKind::InvalidIr, first, message));
+        }
+        let eb = elem.size_bytes() as i64;
+        let [d0, d1, stride] = [m.dims[0], m.dims[1], m.stride].map(|v| self.launch_value(v));
+        if d0 <= 0 || d1 <= 0 || stride <= 0 {
+            let message = format!("tensor map {map} has dims {d0} x {d1} and stride {stride} (all positive)");
+            return Err(fault(FaultKind::InvalidIr, first, message));
+        }
+        // What the runtime's encoding of the map requires (`cuTensorMapEncodeTiled`).
+        if (base * eb) % 16 != 0 || (stride * eb) % 16 != 0 {
+            let message = format!(
+                "tensor map {map} starts at byte {} of its buffer with rows {} bytes apart (both multiples of 16)",
+                base * eb,
+                stride * eb
+            );
+            return Err(fault(FaultKind::Misaligned, first, message));
+        }
+        // The hardware swizzles address bits; the formula below counts them from the
+        // destination, which is right when it starts where the pattern repeats.
+        let repeat = 8 * m.swizzle as i64;
+        if (to.align as i64) % repeat != 0 {
+            let message = format!(
+                "shared{alloc} starts on a {}-byte boundary, a TMA copy's swizzle repeats every {repeat} bytes",
+                to.align
+            );
+            return Err(fault(FaultKind::Misaligned, first, message));
+        }
+        let dsts = self.read(dst, Some(&active))?.ints()?.to_vec();
+        let cx = self.read(coords[0], Some(&active))?.ints()?.to_vec();
+        let cy = self.read(coords[1], Some(&active))?.ints()?.to_vec();
+        let idx = self.bar_indices(bar, &active)?;
+        let [bw, bh] = m.box_dims.map(|d| d as i64);
+        for t in (0..self.threads).filter(|&t| active[t]) {
+            let key = (bar.alloc, idx[t]);
+            self.bar(key, t, User::Copy)?;
+            let start = dsts[t].wrapping_mul(eb);
+            if start % repeat != 0 {
+                let message = format!(
+                    "a TMA copy to byte {start} of shared{alloc}, not a multiple of the {repeat} bytes its {}-byte swizzle repeats in",
+                    m.swizzle
+                );
+                return Err(fault(FaultKind::Misaligned, t, message));
+            }
+            let mut copy = PendingTma {
+                thread: t,
+                issued: self.serial,
+                alloc,
+                param,
+                elem,
+                dst: Vec::with_capacity((bw * bh) as usize),
+                src: Vec::with_capacity((bw * bh) as usize),
+            };
+            for by in 0..bh {
+                for bx in 0..bw {
+                    let l = ((by * bw + bx) * eb) as u64;
+                    let at = dsts[t] + (swizzled(l, m.swizzle) as i64) / eb;
+                    if !(0..to.len as i64).contains(&at) {
+                        let message = format!(
+                            "a TMA box of {bw} x {bh} from element {} does not fit shared{alloc} ({} elements)",
+                            dsts[t], to.len
+                        );
+                        return Err(fault(FaultKind::OutOfBounds, t, message));
+                    }
+                    copy.dst.push(at);
+                    let (x, y) = (cx[t] + bx, cy[t] + by);
+                    if !(0..d0).contains(&x) || !(0..d1).contains(&y) {
+                        copy.src.push(None);
+                        continue;
+                    }
+                    let offset = y
+                        .checked_mul(stride)
+                        .and_then(|o| o.checked_add(x))
+                        .and_then(|o| o.checked_add(base))
+                        .unwrap_or(i64::MAX);
+                    self.global.locate(Pointer { param, offset }).map_err(|f| {
+                        let message = format!(
+                            "a TMA copy through tensor map {map} ({d0} x {d1}, stride {stride}) reads its element ({x}, {y}): {}",
+                            f.message
+                        );
+                        fault(f.kind, t, message)
+                    })?;
+                    copy.src.push(Some(offset));
+                }
+            }
+            // The copy may write from now on: it races with other warps' accesses since
+            // the last barrier (a probe: its write is recorded when it lands).
+            for &e in &copy.dst {
+                self.mbarrier_guard(alloc, e, t)?;
+                let mut probe = self.track[alloc as usize][e as usize];
+                if probe.program == self.program {
+                    probe
+                        .access(Access::Write { same: false }, self.epoch, self.serial, self.warp_bit(t))
+                        .map_err(|what| {
+                            let message = format!(
+                                "a TMA copy issued by warp {} overwrites element {e} of shared{alloc}, which another warp {what} with no barrier since",
+                                t / self.warp_size
+                            );
+                            fault(FaultKind::MissingBarrier, t, message)
+                        })?;
+                }
+            }
+            self.mbarriers
+                .live
+                .get_mut(&key)
+                .expect("checked above")
+                .pending
+                .push(copy);
+        }
+        self.use_shared(alloc);
+        self.use_shared(bar.alloc);
+        Ok(())
+    }
+
+    /// `Stmt::MbarrierWait`, by every thread: returns at once if the phase of that parity is
+    /// the previous one; otherwise the current phase must complete now, and its copies land.
+    pub(super) fn mbarrier_wait(&mut self, bar: &MBarrier, parity: Reg) -> Result<(), SimFault> {
+        let index = self.uniform_int(bar.index, "mbarrier index")?;
+        let p = self.uniform_int(parity, "mbarrier parity")?;
+        if p != 0 && p != 1 {
+            return Err(fault(
+                FaultKind::InvalidIr,
+                0,
+                format!("a wait for parity {p} (0 or 1)"),
+            ));
+        }
+        let all = vec![true; self.threads];
+        self.bar_indices(bar, &all)?;
+        self.use_shared(bar.alloc);
+        let key = (bar.alloc, index);
+        // Every warp uses it: the first thread of each.
+        for t in (0..self.threads).step_by(self.warp_size.max(1)) {
+            self.bar(key, t, User::Thread)?;
+        }
+        let b = self.bar(key, 0, User::Thread)?;
+        if p != b.parity {
+            return Ok(());
+        }
+        let bytes: u64 = b.pending.iter().map(PendingTma::bytes).sum();
+        if b.arrivals != b.count || bytes != b.tx {
+            let message = format!(
+                "phase {p} of {} can never complete (a GPU would hang here): it has {} of {} arrivals, and copies of {bytes} bytes against {} expected",
+                bar_name(key.0, key.1),
+                b.arrivals,
+                b.count,
+                b.tx
+            );
+            return Err(fault(FaultKind::InvalidIr, 0, message));
+        }
+        let copies = std::mem::take(&mut b.pending);
+        b.arrivals = 0;
+        b.tx = 0;
+        b.parity ^= 1;
+        for c in &copies {
+            self.land(c)?;
+        }
+        Ok(())
+    }
+
+    /// Moves one copy's data into shared memory: the view's elements, zeros outside it.
+    fn land(&mut self, c: &PendingTma) -> Result<(), SimFault> {
+        self.serial += 1;
+        let from = Space::Global { param: c.param };
+        for &o in c.src.iter().flatten() {
+            self.touch(from, o, c.thread, Access::Read)?;
+        }
+        let src: Vec<Pointer> = c
+            .src
+            .iter()
+            .map(|o| Pointer {
+                param: c.param,
+                offset: o.unwrap_or(0),
+            })
+            .collect();
+        let inside: Vec<bool> = c.src.iter().map(Option::is_some).collect();
+        let data = memory::load(&self.global, c.elem, &src, Some(&inside), None)?;
+        for &e in &c.dst {
+            self.mbarrier_guard(c.alloc, e, c.thread)?;
+            let track = &self.track[c.alloc as usize][e as usize];
+            if track.program == self.program && track.write_epoch != 0 && track.write_stmt > c.issued {
+                let by = match track.write_warps {
+                    0 => "another TMA copy".to_string(),
+                    w => format!("warp {}", w.trailing_zeros()),
+                };
+                let message = format!(
+                    "element {e} of shared{} is written by {by} while a TMA copy into it is in flight",
+                    c.alloc
+                );
+                return Err(fault(FaultKind::MissingBarrier, c.thread, message));
+            }
+        }
+        let dst: Vec<Pointer> = c
+            .dst
+            .iter()
+            .map(|&e| Pointer {
+                param: c.alloc,
+                offset: e,
+            })
+            .collect();
+        memory::store(&mut self.shared, c.elem, &dst, None, &data)?;
+        // Written by no warp in this epoch, read by none: every thread has passed the wait.
+        let landed = Track {
+            program: self.program,
+            write_epoch: self.epoch,
+            write_stmt: self.serial,
+            write_warps: 0,
+            write_atomic: false,
+            read_epoch: 0,
+            read_warps: 0,
+        };
+        for &e in &c.dst {
+            self.track[c.alloc as usize][e as usize] = landed;
+        }
+        self.use_shared(c.alloc);
+        Ok(())
+    }
+
+    /// `Stmt::MbarrierInval`.
+    pub(super) fn mbarrier_inval(&mut self, bar: &MBarrier, pred: Option<Reg>) -> Result<(), SimFault> {
+        let active = self.active(pred)?;
+        let idx = self.bar_indices(bar, &active)?;
+        for t in (0..self.threads).filter(|&t| active[t]) {
+            let key = (bar.alloc, idx[t]);
+            let b = self.bar(key, t, User::Thread)?;
+            if b.busy() {
+                let message = format!(
+                    "{} is invalidated while its phase has {} arrivals, {} expected bytes and {} copies pending",
+                    bar_name(key.0, key.1),
+                    b.arrivals,
+                    b.tx,
+                    b.pending.len()
+                );
+                return Err(fault(FaultKind::InvalidIr, t, message));
+            }
+            self.mbarriers.live.remove(&key);
+        }
+        self.use_shared(bar.alloc);
+        Ok(())
+    }
+
+    /// Faults an ordinary access by thread `t` to element `e` of shared buffer `alloc` if it
+    /// holds a live mbarrier.
+    pub(super) fn mbarrier_guard(&self, alloc: u32, e: i64, t: usize) -> Result<(), SimFault> {
+        if self.mbarriers.live.is_empty() || !self.mbarriers.live.contains_key(&(alloc, e)) {
+            return Ok(());
+        }
+        let message = format!(
+            "element {e} of shared{alloc} is a live mbarrier: other accesses are undefined until its `mbarrier.inval`"
+        );
+        Err(fault(FaultKind::InvalidIr, t, message))
+    }
+
+    /// At the end of a program: every copy must have landed.
+    pub(super) fn check_tma_done(&self) -> Result<(), InterpError> {
+        for (&(alloc, index), b) in &self.mbarriers.live {
+            if let Some(c) = b.pending.first() {
+                return Err(InterpError::ThreadFault {
+                    kind: FaultKind::InvalidIr,
+                    stmt: String::new(),
+                    context: String::new(),
+                    program: self.pid,
+                    thread: Some(c.thread as u32),
+                    message: format!(
+                        "a TMA copy never completed: the program ends with {} copies into shared{} on phase {} of {}, never waited for",
+                        b.pending.len(),
+                        c.alloc,
+                        b.parity,
+                        bar_name(alloc, index)
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 }

@@ -30,6 +30,8 @@ mod pipeline;
 mod reduce;
 mod scan;
 mod shape;
+mod tma;
+mod tma_box;
 mod wgmma;
 
 use crate::analysis::axis::{self, AxisInfo};

@@ -74,17 +74,19 @@ pub(crate) struct PipelinePlan {
     registers: bool,
 }
 
-struct PipelinedLoad {
+pub(crate) struct PipelinedLoad {
     /// The load instruction and its result.
-    inst: InstId,
-    value: ValueId,
+    pub inst: InstId,
+    pub value: ValueId,
     layout: Layout,
     /// Elements per copy.
     width: u32,
     /// The shared tile of one stage (buffer not yet allocated).
-    operand: SharedOperand,
+    pub operand: SharedOperand,
     /// Whether a `dot` on warpgroup MMAs reads it (through the asynchronous proxy).
-    wgmma: bool,
+    pub wgmma: bool,
+    /// Where it is fetched through the tensor memory accelerator (`tma.rs`), how.
+    pub tma: Option<super::tma::TmaLoad>,
 }
 
 /// A pipeline being lowered: its buffers and the registers it carries.
@@ -99,6 +101,8 @@ pub(crate) struct PipelineState {
     fill: Reg,
     /// Per load, through registers: the registers its next iteration is loaded into.
     prefetch: Vec<Vec<Reg>>,
+    /// The mbarriers of the loads fetched through TMA, if any are.
+    tma: Option<super::tma::TmaRing>,
 }
 
 impl Lowerer<'_> {
@@ -146,6 +150,11 @@ impl Lowerer<'_> {
         }
         let mut carried: Vec<usize> = carried.into_iter().collect();
         carried.sort_unstable();
+        if let ValueDef::RegionArg { inst: loop_inst, .. } = self.k.values[region.args[0]].def {
+            for i in 0..loads.len() {
+                loads[i].tma = self.tma_plan(loop_inst, &loads[i]);
+            }
+        }
         if registers && !self.coop_ring_fits(region, &loads) {
             return None;
         }
@@ -305,6 +314,7 @@ impl Lowerer<'_> {
                 stage: None,
             },
             wgmma: shape.is_some(),
+            tma: None,
         })
     }
 
@@ -412,6 +422,7 @@ impl Lowerer<'_> {
             let index = self.operand_store_indices(&map, load.layout, &operand, load.width);
             buffers.push((operand, index));
         }
+        let tma = self.tma_ring(&plan.loads, plan.stages);
         let carried_init: Vec<ValueId> = plan.carried.iter().map(|&c| init[c]).collect();
         let carried_layouts: Vec<Option<Layout>> = plan.carried.iter().map(|&c| layouts[c]).collect();
         let ahead = self.carried_slots(&carried_init, &carried_layouts)?;
@@ -435,6 +446,7 @@ impl Lowerer<'_> {
             fill: self.set(ScalarType::I32, Expr::Const(Literal::Int(plan.ahead as i64))),
             plan,
             prefetch,
+            tma,
         };
         let mut iv = start;
         for s in 0..state.plan.ahead {
@@ -474,9 +486,15 @@ impl Lowerer<'_> {
                 }
             }
         } else {
-            self.emit(Stmt::AsyncWait { pending: ahead - 1 });
+            if state.plan.loads.iter().any(|l| l.tma.is_none()) {
+                self.emit(Stmt::AsyncWait { pending: ahead - 1 });
+            }
+            if let Some(ring) = &state.tma {
+                self.tma_wait(ring, state.read);
+            }
         }
-        if state.plan.loads.iter().any(|l| l.wgmma) {
+        // (TMA writes through the asynchronous proxy itself.)
+        if state.plan.loads.iter().any(|l| l.wgmma && l.tma.is_none()) {
             // The copies were written through the generic proxy; wgmma reads through the
             // asynchronous one.
             self.emit(Stmt::FenceProxyAsync);
@@ -505,6 +523,9 @@ impl Lowerer<'_> {
 
     /// At the end of an iteration: the next stages to read and fill.
     pub(crate) fn pipeline_advance(&mut self, state: &PipelineState) {
+        if let Some(ring) = &state.tma {
+            self.tma_advance(ring, state.read, state.plan.stages);
+        }
         let (one, last) = (self.i32c(1), self.i32c(state.plan.stages as i64 - 1));
         let zero = self.i32c(0);
         for r in [state.read, state.fill] {
@@ -519,13 +540,17 @@ impl Lowerer<'_> {
 
     /// After the loop: no copy stays in flight.
     pub(crate) fn pipeline_epilogue(&mut self, state: &PipelineState) {
-        if !state.plan.registers {
+        if !state.plan.registers && state.plan.loads.iter().any(|l| l.tma.is_none()) {
             self.emit(Stmt::AsyncWait { pending: 0 });
         }
         if state.plan.in_flight.is_some() {
             // The last iteration's MMAs, before anything reads the accumulator.
             self.emit(Stmt::WgmmaWait { pending: 0 });
             self.wgmma_in_flight = None;
+        }
+        // Every thread has waited for its last stage (before the last iteration's barrier).
+        if let Some(ring) = &state.tma {
+            self.tma_release(ring, state.plan.stages);
         }
         // Every thread done with the ring: what follows (the epilogue's exchange) may reuse
         // its shared memory (`thread::ThreadKernel::shared_offsets`).
@@ -578,6 +603,10 @@ impl Lowerer<'_> {
             let Op::Load { ptr, mask, .. } = self.k.insts[load.inst].op else {
                 return Err(self.internal("a pipelined load is not a load"));
             };
+            if let Some(t) = &load.tma {
+                self.order_global_access(t.region_box.param, false);
+                continue;
+            }
             let (param, offsets) = self.pointer(ptr, load.layout)?;
             let masks = mask.map(|m| self.ensure(m, load.layout)).transpose()?;
             self.order_global_access(param, false);
@@ -619,7 +648,11 @@ impl Lowerer<'_> {
                 });
             }
         }
-        if !state.plan.registers {
+        if let Some(ring) = &state.tma {
+            let allocs: Vec<u32> = state.buffers.iter().map(|(o, _)| o.alloc).collect();
+            self.tma_copies(ring, &state.plan.loads, &allocs, iv, in_range, stage)?;
+        }
+        if !state.plan.registers && state.plan.loads.iter().any(|l| l.tma.is_none()) {
             self.emit(Stmt::AsyncCommit);
         }
         // The carried values the slice advances, as the loop's yield would.

@@ -349,7 +349,8 @@ pub enum Stmt {
     /// Where `pred` holds: starts a copy of the box of tensor map `map` (an index into
     /// [`ThreadKernel::tensor_maps`]) whose first element is `(coords[0], coords[1])` (i32
     /// registers; elements outside the map read as zeros) into shared buffer `alloc` from
-    /// element `dst` (on a 1024-byte boundary), laid out and swizzled as [`TensorMap`] says:
+    /// element `dst` (on a multiple of 8 times the map's swizzle bytes, where the swizzle
+    /// pattern of address bits repeats), laid out and swizzled as [`TensorMap`] says:
     /// PTX's `cp.async.bulk.tensor.2d` with `mbarrier::complete_tx::bytes`. Its bytes (the
     /// whole box) count towards `bar`'s current phase; the data is in shared memory once an
     /// [`Stmt::MbarrierWait`] on that phase returns, and not before.

@@ -1,0 +1,314 @@
+//! The pipeline's copies through the tensor memory accelerator (sm_90): a pipelined load
+//! that is a box of a tensor (`tma_box.rs`) is fetched by a few `cp.async.bulk.tensor`
+//! instructions instead of one `cp.async` per thread and vector, and its completion is
+//! tracked by an mbarrier per stage instead of `cp.async` groups:
+//!
+//! ```text
+//! before the loop:  thread 0 initializes one mbarrier per stage; barrier
+//! a stage's copies: thread 0 arrives on the stage's mbarrier expecting the stage's bytes;
+//!                   lane b of warp 0 copies box b of each load (its own coordinates)
+//! iteration i:      every thread waits for phase (i / S) % 2 of stage i % S's mbarrier
+//! after the loop:   thread 0 invalidates the mbarriers (their bytes may then be reused)
+//! ```
+//!
+//! The boxes land in the stage exactly as the `wgmma` operand tile stores them
+//! ([`SwizzledTile::for_wgmma`]): a box per 128-byte column block, swizzled by the hardware
+//! as the descriptors read it; for an A operand, whose 8-row groups the tile reorders to line
+//! the accumulator up with the blocked layout (`WarpgroupRows`), a box per 8-row group.
+//! Stages start on 1024-byte boundaries and every box on a multiple of its swizzle's repeat,
+//! so the address-bit swizzle of the copy and of the descriptor agree.
+
+use super::pipeline::PipelinedLoad;
+use super::tma_box::{Poly, Sym, TmaBox};
+use super::{LowerError, Lowerer};
+use crate::ir::{BinaryOp, CmpOp, Literal};
+use crate::layout::SwizzledTile;
+use crate::thread::{Expr, MBarrier, Reg, SharedAlloc, Special, Stmt, TensorMap};
+use crate::types::ScalarType;
+
+/// How one pipelined load is fetched by boxes.
+#[derive(Clone, Debug)]
+pub(crate) struct TmaLoad {
+    pub region_box: TmaBox,
+    /// Rows per box: 8 for an A operand whose row groups are reordered, else the tile's.
+    pub box_rows: u32,
+    /// Bytes one stage of this load receives.
+    pub bytes: u32,
+}
+
+/// The mbarriers of a pipeline's TMA copies, and the phase this iteration waits for.
+pub(crate) struct TmaRing {
+    /// A shared buffer of one u64 mbarrier per stage.
+    pub bars: u32,
+    /// The parity of the phase of the stage being read (flips each time the ring wraps).
+    pub phase: Reg,
+    /// Per pipelined load: its tensor map, where it goes through TMA.
+    pub maps: Vec<Option<u32>>,
+    /// Bytes one stage receives through TMA, all loads together.
+    pub bytes: u32,
+}
+
+/// At most one warp issues a stage's boxes, a lane each.
+const MAX_BOXES: u32 = 32;
+
+impl Lowerer<'_> {
+    /// How `load` goes through TMA, if the target has it and its tile and access allow.
+    pub(crate) fn tma_plan(&self, loop_inst: crate::ir::InstId, load: &PipelinedLoad) -> Option<TmaLoad> {
+        if !self.target.tma || !load.wgmma {
+            return None;
+        }
+        let tile = load.operand.tile;
+        let elem = self.k.ty(load.value).scalar_type()?.size_bytes() as u32;
+        let swizzle = tile.block_cols * elem;
+        let box_rows = if tile.rows_for.is_some() { 8 } else { tile.rows };
+        let boxes = (tile.rows / box_rows) * (tile.cols / tile.block_cols);
+        if !matches!(swizzle, 32 | 64 | 128) || box_rows > 256 || boxes > MAX_BOXES || tile.align < 1024 {
+            return None;
+        }
+        let region_box = self.tma_box(loop_inst, &self.k.insts[load.inst], load.operand.contiguous)?;
+        Some(TmaLoad {
+            region_box,
+            box_rows,
+            bytes: tile.len() * elem,
+        })
+    }
+
+    /// Before the loop: the tensor maps and the mbarriers, initialized and published.
+    pub(crate) fn tma_ring(&mut self, loads: &[PipelinedLoad], stages: u32) -> Option<TmaRing> {
+        if loads.iter().all(|l| l.tma.is_none()) {
+            return None;
+        }
+        let mut maps = Vec::new();
+        let mut bytes = 0;
+        for l in loads {
+            let Some(t) = &l.tma else {
+                maps.push(None);
+                continue;
+            };
+            let tile = l.operand.tile;
+            let elem = self.k.ty(l.value).scalar_type().map_or(2, |e| e.size_bytes() as u32);
+            self.tensor_maps.push(TensorMap {
+                param: t.region_box.param,
+                dims: t.region_box.dims,
+                stride: t.region_box.stride,
+                box_dims: [tile.block_cols, t.box_rows],
+                swizzle: tile.block_cols * elem,
+            });
+            maps.push(Some(self.tensor_maps.len() as u32 - 1));
+            bytes += t.bytes;
+        }
+        let bars = self.shared.len() as u32;
+        self.shared.push(SharedAlloc::new(ScalarType::U64, stages));
+        let first = self.first_thread();
+        for s in 0..stages {
+            let index = self.i32c(s as i64);
+            self.emit(Stmt::MbarrierInit {
+                bar: MBarrier { alloc: bars, index },
+                count: 1,
+                pred: Some(first),
+            });
+        }
+        self.emit(Stmt::Barrier);
+        let phase = self.set(ScalarType::I32, Expr::Const(Literal::Int(0)));
+        Some(TmaRing {
+            bars,
+            phase,
+            maps,
+            bytes,
+        })
+    }
+
+    /// Whether this thread is thread 0 of the program.
+    fn first_thread(&mut self) -> Reg {
+        let tid = self.pset(ScalarType::I32, Expr::Special(Special::ThreadId));
+        let zero = self.i32c(0);
+        self.set(ScalarType::Bool, Expr::Compare(CmpOp::Eq, tid, zero))
+    }
+
+    /// The copies of the iteration with loop variable `iv` (if `in_range`) into stage
+    /// `stage`: the arrival that expects their bytes, then each load's boxes.
+    pub(crate) fn tma_copies(
+        &mut self,
+        ring: &TmaRing,
+        loads: &[PipelinedLoad],
+        allocs: &[u32],
+        iv: Reg,
+        in_range: Reg,
+        stage: Reg,
+    ) -> Result<(), LowerError> {
+        let bar = MBarrier {
+            alloc: ring.bars,
+            index: stage,
+        };
+        let first = self.first_thread();
+        let arrive = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, first, in_range));
+        self.emit(Stmt::MbarrierArriveExpectTx {
+            bar,
+            bytes: ring.bytes,
+            pred: Some(arrive),
+        });
+        let tid = self.pset(ScalarType::I32, Expr::Special(Special::ThreadId));
+        for ((load, map), &alloc) in loads.iter().zip(&ring.maps).zip(allocs) {
+            let (Some(t), Some(map)) = (&load.tma, *map) else {
+                continue;
+            };
+            let b = &t.region_box;
+            let trip = self.trip_count(iv, &b.start, &b.step)?;
+            let x0 = self.poly_value(&b.origin[0], trip)?;
+            let y0 = self.poly_value(&b.origin[1], trip)?;
+            let tile = load.operand.tile;
+            let (dst, coords, count) = self.box_of_lane(tid, &tile, t.box_rows, stage, [x0, y0]);
+            let n = self.i32c(count as i64);
+            let lane_has_box = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, tid, n));
+            let pred = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, lane_has_box, in_range));
+            self.emit(Stmt::TmaLoad {
+                map,
+                alloc,
+                dst,
+                coords,
+                bar,
+                pred: Some(pred),
+            });
+        }
+        Ok(())
+    }
+
+    /// Box `b = tid` of a stage of `tile` (valid for `b` below the count returned): its
+    /// destination element and coordinates from the stage's origin `(x0, y0)`.
+    fn box_of_lane(
+        &mut self,
+        b: Reg,
+        tile: &SwizzledTile,
+        box_rows: u32,
+        stage: Reg,
+        origin: [Reg; 2],
+    ) -> (Reg, [Reg; 2], u32) {
+        let i32t = ScalarType::I32;
+        let row_boxes = tile.rows / box_rows;
+        let count = row_boxes * (tile.cols / tile.block_cols);
+        let c_row_boxes = self.i32c(row_boxes as i64);
+        let block = self.set(i32t, Expr::Binary(BinaryOp::Div, b, c_row_boxes));
+        let group = self.set(i32t, Expr::Binary(BinaryOp::Rem, b, c_row_boxes));
+        // The stored row of the box's first row (see `WarpgroupRows::stored`).
+        let stored_row = match tile.rows_for {
+            Some(p) => {
+                let warps = self.i32c(p.warps as i64);
+                let w = self.set(i32t, Expr::Binary(BinaryOp::Rem, group, warps));
+                let j = self.set(i32t, Expr::Binary(BinaryOp::Div, group, warps));
+                let (c2, c4) = (self.i32c(2), self.i32c(4));
+                let wg = self.set(i32t, Expr::Binary(BinaryOp::Div, w, c4));
+                let wg_groups = self.i32c((p.warpgroup_rows / 8) as i64);
+                let base = self.set(i32t, Expr::Binary(BinaryOp::Mul, wg, wg_groups));
+                let jh = self.set(i32t, Expr::Binary(BinaryOp::Div, j, c2));
+                let c8 = self.i32c(8);
+                let jh8 = self.set(i32t, Expr::Binary(BinaryOp::Mul, jh, c8));
+                let wl = self.set(i32t, Expr::Binary(BinaryOp::Rem, w, c4));
+                let wl2 = self.set(i32t, Expr::Binary(BinaryOp::Mul, wl, c2));
+                let jl = self.set(i32t, Expr::Binary(BinaryOp::Rem, j, c2));
+                let s1 = self.set(i32t, Expr::Binary(BinaryOp::Add, base, jh8));
+                let s2 = self.set(i32t, Expr::Binary(BinaryOp::Add, s1, wl2));
+                let stored = self.set(i32t, Expr::Binary(BinaryOp::Add, s2, jl));
+                self.set(i32t, Expr::Binary(BinaryOp::Mul, stored, c8))
+            }
+            None => {
+                let c = self.i32c(box_rows as i64);
+                self.set(i32t, Expr::Binary(BinaryOp::Mul, group, c))
+            }
+        };
+        let len = self.i32c(tile.len() as i64);
+        let stage_at = self.set(i32t, Expr::Binary(BinaryOp::Mul, stage, len));
+        let block_len = self.i32c((tile.rows * tile.block_cols) as i64);
+        let block_at = self.set(i32t, Expr::Binary(BinaryOp::Mul, block, block_len));
+        let cols = self.i32c(tile.block_cols as i64);
+        let row_at = self.set(i32t, Expr::Binary(BinaryOp::Mul, stored_row, cols));
+        let at = self.set(i32t, Expr::Binary(BinaryOp::Add, stage_at, block_at));
+        let dst = self.set(i32t, Expr::Binary(BinaryOp::Add, at, row_at));
+        let dx = self.set(i32t, Expr::Binary(BinaryOp::Mul, block, cols));
+        let x = self.set(i32t, Expr::Binary(BinaryOp::Add, origin[0], dx));
+        let rows = self.i32c(box_rows as i64);
+        let dy = self.set(i32t, Expr::Binary(BinaryOp::Mul, group, rows));
+        let y = self.set(i32t, Expr::Binary(BinaryOp::Add, origin[1], dy));
+        (dst, [x, y], count)
+    }
+
+    /// `(iv - start) / step` as an i32.
+    fn trip_count(&mut self, iv: Reg, start: &Poly, step: &Poly) -> Result<Reg, LowerError> {
+        let iv = self.as_i32(iv);
+        if start.terms.is_empty() && step == &Poly::constant(1) {
+            return Ok(iv);
+        }
+        let s = self.poly_value(start, iv)?;
+        let d = self.poly_value(step, iv)?;
+        let from_start = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Sub, iv, s));
+        Ok(self.set(ScalarType::I32, Expr::Binary(BinaryOp::Div, from_start, d)))
+    }
+
+    fn as_i32(&mut self, r: Reg) -> Reg {
+        if self.regs[r].ty == ScalarType::I32 {
+            r
+        } else {
+            self.set(ScalarType::I32, Expr::Cast(r))
+        }
+    }
+
+    /// The value of polynomial `p` (free of atoms) in i32, with the trip count `trip`.
+    fn poly_value(&mut self, p: &Poly, trip: Reg) -> Result<Reg, LowerError> {
+        let mut sum = self.i32c(0);
+        for t in &p.terms {
+            if t.atom.is_some() {
+                return Err(self.internal("a TMA coordinate varies over the block"));
+            }
+            let mut term = self.i32c(t.factor);
+            for s in &t.syms {
+                let r = match *s {
+                    Sym::Trip => trip,
+                    Sym::Value(v) => {
+                        let r = self.lval(v)?.regs[0];
+                        self.as_i32(r)
+                    }
+                };
+                term = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, term, r));
+            }
+            sum = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, sum, term));
+        }
+        Ok(sum)
+    }
+
+    /// Every thread waits for stage `read`'s copies (phase `ring.phase`).
+    pub(crate) fn tma_wait(&mut self, ring: &TmaRing, read: Reg) {
+        self.emit(Stmt::MbarrierWait {
+            bar: MBarrier {
+                alloc: ring.bars,
+                index: read,
+            },
+            parity: ring.phase,
+        });
+    }
+
+    /// At the end of an iteration whose stage `read` is the ring's last: the next phase.
+    pub(crate) fn tma_advance(&mut self, ring: &TmaRing, read: Reg, stages: u32) {
+        let last = self.i32c(stages as i64 - 1);
+        let wrap = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Eq, read, last));
+        let one = self.i32c(1);
+        let flipped = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Xor, ring.phase, one));
+        self.emit(Stmt::Set {
+            dst: ring.phase,
+            expr: Expr::Select(wrap, flipped, ring.phase),
+        });
+    }
+
+    /// After the loop (every wait done, before the barrier that frees the ring).
+    pub(crate) fn tma_release(&mut self, ring: &TmaRing, stages: u32) {
+        let first = self.first_thread();
+        for s in 0..stages {
+            let index = self.i32c(s as i64);
+            self.emit(Stmt::MbarrierInval {
+                bar: MBarrier {
+                    alloc: ring.bars,
+                    index,
+                },
+                pred: Some(first),
+            });
+        }
+    }
+}
