@@ -2,7 +2,7 @@
 //! the statement walk that hands each statement to its module.
 
 use crate::names::{mem_ty, Class, RegFile};
-use crate::{atomic, control, expr, memory, wgmma, PtxError, PtxTarget};
+use crate::{atomic, control, expr, memory, tma, wgmma, PtxError, PtxTarget};
 use rutile_ir::thread::{Reg, Stmt, ThreadKernel, ThreadParam};
 use rutile_ir::ScalarType;
 use std::fmt::Write;
@@ -24,6 +24,8 @@ pub(crate) struct Emitter<'a> {
     pub ptr_base: Vec<Option<String>>,
     /// The 32-bit shared address of each shared buffer.
     pub smem_base: Vec<String>,
+    /// The generic address of each tensor map (`ThreadKernel::tensor_maps`).
+    pub tmap_base: Vec<String>,
     /// Module-scope declarations of `device_print`: its format strings.
     print_globals: String,
     print_formats: u32,
@@ -175,11 +177,18 @@ impl<'a> Emitter<'a> {
             Stmt::WgmmaFence => wgmma::ordering(self, "wgmma.fence.sync.aligned"),
             Stmt::WgmmaCommit => wgmma::ordering(self, "wgmma.commit_group.sync.aligned"),
             Stmt::WgmmaWait { pending } => wgmma::ordering(self, &format!("wgmma.wait_group.sync.aligned {pending}")),
-            Stmt::MbarrierInit { .. }
-            | Stmt::MbarrierArriveExpectTx { .. }
-            | Stmt::MbarrierWait { .. }
-            | Stmt::MbarrierInval { .. }
-            | Stmt::TmaLoad { .. } => Err("TMA copies are not emitted yet".to_string()),
+            Stmt::MbarrierInit { bar, count, pred } => tma::mbarrier_init(self, bar, *count, *pred),
+            Stmt::MbarrierArriveExpectTx { bar, bytes, pred } => tma::arrive_expect_tx(self, bar, *bytes, *pred),
+            Stmt::MbarrierWait { bar, parity } => tma::wait(self, bar, *parity),
+            Stmt::MbarrierInval { bar, pred } => tma::inval(self, bar, *pred),
+            Stmt::TmaLoad {
+                map,
+                alloc,
+                dst,
+                coords,
+                bar,
+                pred,
+            } => tma::load(self, *map, *alloc, *dst, coords, bar, *pred),
             // The lowering makes these only for targets with cooperative matrices (Vulkan).
             Stmt::CoopLoad { .. } | Stmt::CoopStore { .. } | Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => {
                 Err("cooperative matrices are a Vulkan feature; PTX has `mma` instead".to_string())
@@ -349,6 +358,7 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
         guard: None,
         ptr_base: vec![None; k.params.len()],
         smem_base: vec![],
+        tmap_base: vec![],
         print_globals: String::new(),
         print_formats: 0,
         print_bytes: 0,
@@ -373,6 +383,8 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
             }
         }
     }
+    // Tensor maps follow the kernel's own parameters.
+    tma::params(&mut e, &mut params).map_err(fail)?;
     // Shared memory is one dynamic buffer (so that a program may use more than the 48 KiB
     // that static shared memory is limited to); each of the kernel's buffers starts at its
     // own boundary in it (`ThreadKernel::shared_offsets`), from a start rounded up to the

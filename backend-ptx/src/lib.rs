@@ -16,14 +16,18 @@
 //! | `f16` / `bf16`    | `.param .b16` (the bits) | 2 |
 //! | `i32` `u32` `f32` | `.param .s32` `.u32` `.f32` | 4 |
 //! | `i64` `u64` `f64` | `.param .s64` `.u64` `.f64` | 8 |
+//! | tensor map `j`    | `.param .align 64 .b8 {kernel}_param_{n + j}[128]` | 128 |
 //!
 //! Boolean scalar parameters are rejected ([`PtxError::Param`]): pass an integer. Each
-//! argument is passed by value with exactly its type's size. The block is launched with
-//! `num_warps * 32` threads along x (the entry declares `.maxntid` with that count) and the
-//! grid of programs along x, y, z. Shared memory is dynamic: one `.extern .shared` buffer
-//! holding all of the kernel's shared buffers, so a launch must give
-//! [`dynamic_shared_bytes`] bytes of it (above 48 KiB the kernel must first be allowed that
-//! much with `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+//! argument is passed by value with exactly its type's size. After the `n` kernel
+//! parameters come the kernel's tensor maps ([`ThreadKernel::tensor_maps`], sm_90 and
+//! later), each the 128 bytes of a `CUtensorMap` that `cuTensorMapEncodeTiled` wrote for
+//! the launch, passed by value (CUDA's `__grid_constant__ const CUtensorMap`). The block
+//! is launched with `num_warps * 32` threads along x (the entry declares `.maxntid` with
+//! that count) and the grid of programs along x, y, z. Shared memory is dynamic: one
+//! `.extern .shared` buffer holding all of the kernel's shared buffers, so a launch must
+//! give [`dynamic_shared_bytes`] bytes of it (above 48 KiB the kernel must first be allowed
+//! that much with `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
 //!
 //! # Semantics
 //!
@@ -47,6 +51,7 @@ mod names;
 mod print;
 mod shuffle;
 mod target;
+mod tma;
 mod wgmma;
 
 pub use emit::dynamic_shared_bytes;

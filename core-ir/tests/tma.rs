@@ -183,8 +183,9 @@ fn loads_that_are_not_boxes_keep_async_copies() {
     );
 }
 
-/// A matmul as the seed's (rows of A wrapped `% M`) whose epilogue is `epilogue`.
-fn wrapped_rows_matmul(epilogue: &str) -> rutile_ir::Kernel {
+/// A matmul as the seed's (rows of A wrapped `% M`) whose epilogue is `epilogue`, reading A
+/// from column `shift` on.
+fn wrapped_rows_matmul(epilogue: &str, shift: i32) -> rutile_ir::Kernel {
     use rutile_ir::Kernel;
     let (bm, bn, bk) = (64, 64, 32);
     Kernel::build("wrapped", |k| {
@@ -198,12 +199,13 @@ fn wrapped_rows_matmul(epilogue: &str) -> rutile_ir::Kernel {
         let offs_am = (pid_m * bm + k.arange(0, bm)) % m;
         let offs_bn = k.arange(0, bn);
         let offs_k = k.arange(0, bk);
-        let a_ptrs = a_ptr + (offs_am.expand_dims(1) * stride_am + offs_k.expand_dims(0) * stride_ak);
+        let a_cols = offs_k + shift;
+        let a_ptrs = a_ptr + (offs_am.expand_dims(1) * stride_am + a_cols.expand_dims(0) * stride_ak);
         let b_ptrs = b_ptr + (offs_k.expand_dims(1) * stride_bk + offs_bn.expand_dims(0) * stride_bn);
         let acc = k.zeros(&[bm as u32, bn as u32], F32);
         let out = k.for_range(0, k.cdiv(kk, bk), 1, &[acc, a_ptrs, b_ptrs], |step, c| {
             let k_left = kk - step * bk;
-            let a = k.load_masked(c[1], offs_k.expand_dims(0).lt(k_left), 0.0);
+            let a = k.load_masked(c[1], a_cols.expand_dims(0).lt(k_left), 0.0);
             let b = k.load_masked(
                 c[2],
                 offs_k.expand_dims(1).lt(k_left) & offs_bn.expand_dims(0).lt(n),
@@ -243,7 +245,7 @@ fn wrapped_rows_are_boxes_only_where_stores_mask_them() {
     args.extend([m, n, k, k, 1, n, 1].iter().map(|&v| ArgValue::Int(v as i64)));
     let maps = |epilogue: &str| {
         let tk = lower(
-            &wrapped_rows_matmul(epilogue),
+            &wrapped_rows_matmul(epilogue, 0),
             &hopper(4, 3, true),
             &runtime_spec(&args),
         )
@@ -254,4 +256,23 @@ fn wrapped_rows_are_boxes_only_where_stores_mask_them() {
     assert_eq!(maps("masked"), vec![0, 1]);
     assert_eq!(maps("unmasked"), vec![1]);
     assert_eq!(maps("sum"), vec![1]);
+}
+
+/// A box's first coordinate must be a multiple of 16 bytes (the hardware faults otherwise):
+/// A read from column 4 (8 bytes in) keeps `cp.async`, from column 8 (16 bytes) takes TMA.
+#[test]
+fn box_origins_are_16_byte_aligned() {
+    let mut args: Vec<ArgValue> = (0..3).map(|buffer| ArgValue::Ptr { buffer, offset: 0 }).collect();
+    args.extend([100, 64, 64, 80, 1, 64, 1].iter().map(|&v| ArgValue::Int(v as i64)));
+    let maps = |shift| {
+        let tk = lower(
+            &wrapped_rows_matmul("masked", shift),
+            &hopper(4, 3, true),
+            &runtime_spec(&args),
+        )
+        .unwrap();
+        tk.tensor_maps.iter().map(|t| t.param).collect::<Vec<_>>()
+    };
+    assert_eq!(maps(8), vec![0, 1]);
+    assert_eq!(maps(4), vec![1]);
 }

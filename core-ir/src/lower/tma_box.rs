@@ -581,6 +581,11 @@ impl Lowerer<'_> {
             }
         }
         let dims = [dims[0]?, dims[1]?];
+        // The hardware starts a box's rows on 16-byte boundaries: `x0` must be a multiple
+        // of 16 bytes whatever the scalars are.
+        if self.divisibility(&origin[0]) * (elem.size_bytes() as u64) % 16 != 0 {
+            return None;
+        }
         // A wrap must reach only elements that stores mask off past its modulus.
         for (dim, w) in wrapped {
             if !self.wrap_reaches_masked_stores_only(load.results[0], dim, &w.inner, &w.modulus, &mut cx) {
@@ -602,6 +607,27 @@ impl Lowerer<'_> {
             start,
             step,
         })
+    }
+
+    /// The largest power of two that surely divides `p` (free of atoms).
+    fn divisibility(&self, p: &Poly) -> u64 {
+        let pow2 = |v: i64| {
+            if v == 0 {
+                1 << 30
+            } else {
+                1u64 << v.unsigned_abs().trailing_zeros().min(30)
+            }
+        };
+        p.terms
+            .iter()
+            .map(|t| {
+                t.syms.iter().fold(pow2(t.factor), |d, s| match s {
+                    Sym::Value(v) => d.saturating_mul(self.axis[v.index()].divisibility[0]),
+                    Sym::Trip => d,
+                })
+            })
+            .min()
+            .unwrap_or(1 << 30)
     }
 
     /// Whether the elements of loaded tile `value` along `dim` whose index `inner + i` is

@@ -2,12 +2,16 @@
 
 use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
-use crate::cuda::{CudaBuffer, CudaDevice, CudaError, CudaFunction, CudaModule, KernelArg, LaunchConfig as CudaLaunch};
+use crate::cuda::{
+    CudaBuffer, CudaDevice, CudaError, CudaFunction, CudaModule, CudaTensorMap, KernelArg, LaunchConfig as CudaLaunch,
+    TensorMapElem, TiledTensorMap,
+};
 use crate::device::{next_device_key, Backend, Device, DeviceProperties, DeviceType};
 use crate::error::{bytes_text, Error, Result};
 use crate::launch::{check_launch, threads_per_program, Arg};
 use rutile_ir::analysis::extent::ExtentPlan;
 use rutile_ir::target::{Specialization, Target};
+use rutile_ir::thread::{LaunchValue, TensorMap, ThreadParam};
 use rutile_ir::{Kernel, ScalarType};
 use std::sync::{Arc, Mutex};
 
@@ -23,6 +27,17 @@ pub struct CudaGpu {
 struct CudaArtifact {
     _module: CudaModule,
     function: CudaFunction,
+    /// The per-thread kernel's parameters: the launch's arguments, one for one.
+    params: Vec<ThreadParam>,
+    /// The tensor maps the kernel takes after its own parameters, each encoded at launch.
+    tensor_maps: Vec<TensorMapSlot>,
+}
+
+/// One tensor map of a kernel, and the last one encoded for it: launches over the same
+/// buffer and sizes pass it again without calling the driver.
+struct TensorMapSlot {
+    map: TensorMap,
+    last: Mutex<Option<(TiledTensorMap, CudaTensorMap)>>,
 }
 
 impl CudaGpu {
@@ -91,6 +106,135 @@ fn artifact(kernel: &CompiledKernel) -> Result<&CudaArtifact> {
     })
 }
 
+impl CudaGpu {
+    /// Appends the kernel's tensor maps to `raw` (the launch's own arguments, already
+    /// converted), encoding those whose buffer or sizes changed since the last launch.
+    fn push_tensor_maps(
+        &self,
+        compiled: &CompiledKernel,
+        a: &CudaArtifact,
+        args: &[Arg<'_>],
+        raw: &mut Vec<KernelArg>,
+    ) -> Result<()> {
+        if a.tensor_maps.is_empty() {
+            return Ok(());
+        }
+        let name = &compiled.kernel.name;
+        let ints: Vec<Option<i128>> = args.iter().map(Arg::as_i128).collect();
+        for (j, slot) in a.tensor_maps.iter().enumerate() {
+            let p = slot.map.param as usize;
+            let buffer = match (args.get(p), raw.get(p)) {
+                (Some(Arg::Buffer(b)), Some(&KernelArg::Ptr(address))) => (address, b.len as u64),
+                _ => {
+                    return Err(Error::Argument {
+                        kernel: name.clone(),
+                        message: format!("tensor map {j} reads parameter {p}, which got no buffer"),
+                    })
+                }
+            };
+            let desc = tiled_map(name, &a.params, j, &slot.map, buffer, &ints)?;
+            let mut last = slot.last.lock().unwrap();
+            let encoded = match *last {
+                Some((d, m)) if d == desc => m,
+                _ => {
+                    let m = self.device.encode_tensor_map(&desc).map_err(|e| match e {
+                        e @ CudaError::ContextLost { .. } => Error::from(e),
+                        e => Error::Argument {
+                            kernel: name.clone(),
+                            message: format!("tensor map {j} over `{}` ({desc}): {e}", a.params[p].name()),
+                        },
+                    })?;
+                    *last = Some((desc, m));
+                    m
+                }
+            };
+            raw.push(KernelArg::TensorMap(encoded));
+        }
+        Ok(())
+    }
+}
+
+/// The driver's description of tensor map `j` (`m`) of kernel `kernel` for one launch:
+/// `buffer` is the device address and length in elements of the buffer behind its pointer
+/// parameter, `ints` the launch's integer arguments (`None` for the others). Values the
+/// driver would refuse, and maps that reach past the end of the buffer, are errors that
+/// name the kernel, the parameter and the values.
+fn tiled_map(
+    kernel: &str,
+    params: &[ThreadParam],
+    j: usize,
+    m: &TensorMap,
+    buffer: (u64, u64),
+    ints: &[Option<i128>],
+) -> Result<TiledTensorMap> {
+    let error = |message: String| Error::Argument {
+        kernel: kernel.to_string(),
+        message: format!("tensor map {j} {message}"),
+    };
+    let Some(ThreadParam::Ptr { name: ptr, elem }) = params.get(m.param as usize) else {
+        return Err(error(format!("reads parameter {}, which is not a pointer", m.param)));
+    };
+    let fail = |message: String| error(format!("over `{ptr}`: {message}"));
+    let value = |v: LaunchValue, what: &str| -> Result<u64> {
+        let (n, from) = match v {
+            LaunchValue::Const(c) => (i128::from(c), String::new()),
+            LaunchValue::Param(i) => {
+                let name = params.get(i as usize).map_or("?", ThreadParam::name);
+                let Some(n) = ints.get(i as usize).copied().flatten() else {
+                    return Err(fail(format!(
+                        "{what} is argument {i} (`{name}`), which is not an integer"
+                    )));
+                };
+                (n, format!(" (argument {i}, `{name}`)"))
+            }
+        };
+        u64::try_from(n)
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| fail(format!("{what} is {n}{from}; it must be at least 1")))
+    };
+    let dims = [value(m.dims[0], "the row length")?, value(m.dims[1], "the row count")?];
+    let stride = value(m.stride, "the row stride")?;
+    let size = elem.size_bytes() as u64;
+    let (address, len) = buffer;
+    // The last element of the view, (dims[0] - 1, dims[1] - 1), must be in the buffer: the
+    // copies read everything inside the dims.
+    let end = (dims[1] - 1).checked_mul(stride).and_then(|e| e.checked_add(dims[0]));
+    if end.is_none_or(|end| end > len) {
+        return Err(fail(format!(
+            "{} rows of {} elements, {stride} apart, reach past the end of its {len} elements",
+            dims[1], dims[0]
+        )));
+    }
+    let map = TiledTensorMap {
+        elem: tensor_map_elem(*elem),
+        address,
+        dims,
+        stride_bytes: stride.saturating_mul(size),
+        box_dims: m.box_dims,
+        swizzle: m.swizzle,
+    };
+    map.check().map_err(|e| fail(format!("{e} ({map})")))?;
+    Ok(map)
+}
+
+/// The tensor-map type of elements of `t`: one of its size where the driver has no such
+/// type (the copies move bytes).
+fn tensor_map_elem(t: ScalarType) -> TensorMapElem {
+    match t {
+        ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => TensorMapElem::U8,
+        ScalarType::I16 | ScalarType::U16 => TensorMapElem::U16,
+        ScalarType::F16 => TensorMapElem::F16,
+        ScalarType::BF16 => TensorMapElem::BF16,
+        ScalarType::I32 => TensorMapElem::I32,
+        ScalarType::U32 => TensorMapElem::U32,
+        ScalarType::F32 => TensorMapElem::F32,
+        ScalarType::I64 => TensorMapElem::I64,
+        ScalarType::U64 => TensorMapElem::U64,
+        ScalarType::F64 => TensorMapElem::F64,
+    }
+}
+
 impl Device for CudaGpu {
     fn properties(&self) -> &DeviceProperties {
         &self.properties
@@ -153,6 +297,9 @@ impl Device for CudaGpu {
                 // Hopper's warpgroup MMA (sm_90a only), unless `RUTILE_HOPPER=0` asks for
                 // the mma.sync path.
                 wgmma: (major, minor) == (9, 0) && hopper_enabled(),
+                // With it, the tensor memory accelerator feeds the pipeline where the lowering
+                // proves an operand a box of a tensor, unless `RUTILE_TMA=0` keeps `cp.async`.
+                tma: (major, minor) == (9, 0) && hopper_enabled() && env_flag("RUTILE_TMA"),
                 // `cp.async` from sm_80: the dot's operand loads are pipelined over
                 // `num_stages` shared buffers.
                 async_copy: major >= 8,
@@ -175,7 +322,9 @@ impl Device for CudaGpu {
                 ],
             );
             let module = self.device.load_ptx(&ptx)?;
-            let function = module.function_with_params(&kernel.name, thread_kernel.params.len())?;
+            // Tensor maps are parameters too, after the kernel's own.
+            let params = thread_kernel.params.len() + thread_kernel.tensor_maps.len();
+            let function = module.function_with_params(&kernel.name, params)?;
             let info = function.info();
             let metadata = KernelMetadata {
                 threads,
@@ -194,6 +343,15 @@ impl Device for CudaGpu {
                 artifact: Box::new(CudaArtifact {
                     _module: module,
                     function,
+                    params: thread_kernel.params.clone(),
+                    tensor_maps: thread_kernel
+                        .tensor_maps
+                        .iter()
+                        .map(|&map| TensorMapSlot {
+                            map,
+                            last: Mutex::new(None),
+                        })
+                        .collect(),
                 }),
             })
         })
@@ -219,6 +377,7 @@ impl Device for CudaGpu {
                 Arg::F64(v) => KernelArg::F64(v),
             });
         }
+        self.push_tensor_maps(compiled, a, args, &mut raw)?;
         let config = CudaLaunch::new((grid[0], grid[1], grid[2]), (compiled.metadata.threads, 1, 1))
             .with_dynamic_shared(compiled.metadata.shared_bytes);
         // SAFETY: every pointer argument is a live buffer of this device whose element type
@@ -269,5 +428,114 @@ impl Device for CudaGpu {
 /// Whether `dot` may use Hopper's `wgmma` where the device has it: yes unless the
 /// environment sets `RUTILE_HOPPER=0` (then it runs on `mma.sync`, as on sm_80..89).
 fn hopper_enabled() -> bool {
-    std::env::var("RUTILE_HOPPER").map_or(true, |v| v.trim() != "0")
+    env_flag("RUTILE_HOPPER")
+}
+
+/// Whether environment variable `name` leaves a feature on (anything but `0`, or unset).
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).map_or(true, |v| v.trim() != "0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `a: *f16, rows: i32, cols: i32, stride: i64`; the map views `a` as `rows` x `cols`.
+    fn params() -> Vec<ThreadParam> {
+        let scalar = |name: &str, ty| ThreadParam::Scalar { name: name.into(), ty };
+        vec![
+            ThreadParam::Ptr {
+                name: "a".into(),
+                elem: ScalarType::F16,
+            },
+            scalar("rows", ScalarType::I32),
+            scalar("cols", ScalarType::I32),
+            scalar("stride", ScalarType::I64),
+        ]
+    }
+
+    fn map() -> TensorMap {
+        TensorMap {
+            param: 0,
+            dims: [LaunchValue::Param(2), LaunchValue::Param(1)],
+            stride: LaunchValue::Param(3),
+            box_dims: [64, 128],
+            swizzle: 128,
+        }
+    }
+
+    fn ints(rows: i128, cols: i128, stride: i128) -> Vec<Option<i128>> {
+        vec![None, Some(rows), Some(cols), Some(stride)]
+    }
+
+    fn message(r: Result<TiledTensorMap>) -> String {
+        match r {
+            Err(Error::Argument { kernel, message }) => {
+                assert_eq!(kernel, "gemm");
+                message
+            }
+            other => panic!("expected an argument error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn launch_values_become_the_driver_description() {
+        let m = tiled_map(
+            "gemm",
+            &params(),
+            0,
+            &map(),
+            (0x1000, 300 * 1024),
+            &ints(300, 1000, 1024),
+        )
+        .unwrap();
+        assert_eq!(
+            m,
+            TiledTensorMap {
+                elem: TensorMapElem::F16,
+                address: 0x1000,
+                dims: [1000, 300],
+                stride_bytes: 2048,
+                box_dims: [64, 128],
+                swizzle: 128,
+            }
+        );
+        // Constants too; the last row need not be padded to the stride.
+        let mut constant = map();
+        constant.dims = [LaunchValue::Const(64), LaunchValue::Const(2)];
+        constant.stride = LaunchValue::Const(72);
+        let m = tiled_map("gemm", &params(), 0, &constant, (0x1000, 72 + 64), &[]).unwrap();
+        assert_eq!((m.dims, m.stride_bytes), ([64, 2], 144));
+    }
+
+    #[test]
+    fn values_the_driver_would_refuse_are_named() {
+        let p = params();
+        let at = |ints: Vec<Option<i128>>| message(tiled_map("gemm", &p, 1, &map(), (0x1000, 1 << 30), &ints));
+        let e = at(ints(0, 1000, 1024));
+        assert!(
+            e.starts_with("tensor map 1 over `a`: ") && e.contains("row count is 0 (argument 1, `rows`)"),
+            "{e}"
+        );
+        let e = at(ints(300, -5, 1024));
+        assert!(e.contains("row length is -5 (argument 2, `cols`)"), "{e}");
+        // 1001 halves: 2002 bytes, not a multiple of 16.
+        let e = at(ints(300, 1000, 1001));
+        assert!(
+            e.contains("2002 bytes") && e.contains("multiple of 16") && e.contains("dims 1000 x 300"),
+            "{e}"
+        );
+        let e = at(vec![None, Some(300), None, Some(1024)]);
+        assert!(e.contains("argument 2 (`cols`), which is not an integer"), "{e}");
+        // Past the end of the buffer: the copies would read it.
+        let e = message(tiled_map(
+            "gemm",
+            &p,
+            0,
+            &map(),
+            (0x1000, 299 * 1024 + 999),
+            &ints(300, 1000, 1024),
+        ));
+        assert!(e.contains("reach past the end of its 307175 elements"), "{e}");
+    }
 }

@@ -8,6 +8,7 @@ use super::context::CudaDevice;
 use super::error::{CudaError, DriverResultExt};
 use super::function::{CudaFunction, CudaKernelInfo};
 use super::properties::CudaDeviceProperties;
+use super::tensor_map::CudaTensorMap;
 
 /// Grid and block shape of a launch, and its dynamic shared memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +79,8 @@ pub enum KernelArg {
     F32(f32),
     /// `.f64`
     F64(f64),
+    /// A `.param .align 64 .b8 [128]`: an encoded tensor map, by value.
+    TensorMap(CudaTensorMap),
 }
 
 impl KernelArg {
@@ -88,6 +91,7 @@ impl KernelArg {
             KernelArg::I16(_) | KernelArg::U16(_) | KernelArg::F16(_) | KernelArg::BF16(_) => 2,
             KernelArg::I32(_) | KernelArg::U32(_) | KernelArg::F32(_) => 4,
             KernelArg::Ptr(_) | KernelArg::I64(_) | KernelArg::U64(_) | KernelArg::F64(_) => 8,
+            KernelArg::TensorMap(_) => CudaTensorMap::BYTES,
         }
     }
 
@@ -107,6 +111,7 @@ impl KernelArg {
             KernelArg::BF16(_) => "BF16",
             KernelArg::F32(_) => "F32",
             KernelArg::F64(_) => "F64",
+            KernelArg::TensorMap(_) => "TensorMap",
         }
     }
 
@@ -125,6 +130,7 @@ impl KernelArg {
             KernelArg::BF16(v) => (v as *const half::bf16).cast(),
             KernelArg::F32(v) => (v as *const f32).cast(),
             KernelArg::F64(v) => (v as *const f64).cast(),
+            KernelArg::TensorMap(v) => (v as *const CudaTensorMap).cast(),
         };
         // The driver only reads through these pointers.
         p.cast_mut()
@@ -417,6 +423,10 @@ mod tests {
             assert_eq!(*(args[2].value_ptr() as *const i8), -3);
         }
         assert_eq!(KernelArg::from(half::f16::ONE).size_bytes(), 2);
+        let map = KernelArg::TensorMap(CudaTensorMap::default());
+        assert_eq!((map.size_bytes(), map.kind()), (128, "TensorMap"));
+        // The driver copies the 128 bytes from the map itself, which is 64-byte aligned.
+        assert_eq!(map.value_ptr() as usize % 64, 0);
         assert_eq!(KernelArg::from(7u64), KernelArg::U64(7));
     }
 

@@ -29,6 +29,7 @@ mod function;
 mod launch;
 mod module;
 mod properties;
+mod tensor_map;
 mod timer;
 
 pub use availability::{is_available, probe, CudaDriverInfo};
@@ -39,4 +40,5 @@ pub use function::{CudaFunction, CudaKernelInfo, CudaOccupancy};
 pub use launch::{KernelArg, LaunchConfig};
 pub use module::CudaModule;
 pub use properties::CudaDeviceProperties;
+pub use tensor_map::{CudaTensorMap, TensorMapElem, TiledTensorMap};
 pub use timer::CudaTimer;

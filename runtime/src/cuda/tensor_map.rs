@@ -1,0 +1,273 @@
+//! Tensor maps: the `CUtensorMap` descriptors through which a kernel's tensor memory
+//! accelerator copies (sm_90 and later) read global memory, encoded on the host with
+//! `cuTensorMapEncodeTiled` and passed to the kernel by value ([`KernelArg::TensorMap`]).
+//!
+//! [`KernelArg::TensorMap`]: super::KernelArg::TensorMap
+
+use std::fmt;
+
+use cudarc::driver::sys;
+
+use super::context::CudaDevice;
+use super::error::{describe, CudaError};
+
+/// The first driver API version with `cuTensorMapEncodeTiled` (CUDA 12.0).
+const TENSOR_MAP_MIN_DRIVER: u32 = 12000;
+
+/// An encoded tensor map: the 128 opaque bytes of a `CUtensorMap`, 64-byte aligned as the
+/// driver and the kernel parameter want them.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct CudaTensorMap {
+    opaque: [u64; 16],
+}
+
+impl fmt::Debug for CudaTensorMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CudaTensorMap(..)")
+    }
+}
+
+impl CudaTensorMap {
+    /// The size of a `CUtensorMap`, and of the kernel parameter that receives it.
+    pub const BYTES: usize = 128;
+}
+
+/// The element type of a tensor map (`CUtensorMapDataType`). The copies move bytes, so a
+/// signed and an unsigned type of one size are interchangeable where the driver has only one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TensorMapElem {
+    U8,
+    U16,
+    U32,
+    I32,
+    U64,
+    I64,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+impl TensorMapElem {
+    /// Bytes per element.
+    pub fn size_bytes(self) -> u64 {
+        match self {
+            TensorMapElem::U8 => 1,
+            TensorMapElem::U16 | TensorMapElem::F16 | TensorMapElem::BF16 => 2,
+            TensorMapElem::U32 | TensorMapElem::I32 | TensorMapElem::F32 => 4,
+            TensorMapElem::U64 | TensorMapElem::I64 | TensorMapElem::F64 => 8,
+        }
+    }
+
+    fn cu(self) -> sys::CUtensorMapDataType {
+        use sys::CUtensorMapDataType as T;
+        match self {
+            TensorMapElem::U8 => T::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+            TensorMapElem::U16 => T::CU_TENSOR_MAP_DATA_TYPE_UINT16,
+            TensorMapElem::U32 => T::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+            TensorMapElem::I32 => T::CU_TENSOR_MAP_DATA_TYPE_INT32,
+            TensorMapElem::U64 => T::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+            TensorMapElem::I64 => T::CU_TENSOR_MAP_DATA_TYPE_INT64,
+            TensorMapElem::F16 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            TensorMapElem::BF16 => T::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            TensorMapElem::F32 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            TensorMapElem::F64 => T::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+        }
+    }
+}
+
+/// A 2-D tiled tensor map: element `(x, y)`, `x < dims[0]`, `y < dims[1]`, is at byte
+/// `address + y * stride_bytes + x * elem size`; a copy moves a box of `box_dims[0] x
+/// box_dims[1]` elements, rows swizzled within `swizzle` bytes (32, 64 or 128), and reads
+/// zeros outside the dims. Element strides are 1, L2 promotion 256 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TiledTensorMap {
+    pub elem: TensorMapElem,
+    /// Device address of element `(0, 0)`.
+    pub address: u64,
+    pub dims: [u64; 2],
+    /// Bytes between consecutive rows (`y`).
+    pub stride_bytes: u64,
+    pub box_dims: [u32; 2],
+    pub swizzle: u32,
+}
+
+impl fmt::Display for TiledTensorMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} at {:#x}, dims {} x {}, row stride {} bytes, box {} x {}, {}-byte swizzle",
+            self.elem,
+            self.address,
+            self.dims[0],
+            self.dims[1],
+            self.stride_bytes,
+            self.box_dims[0],
+            self.box_dims[1],
+            self.swizzle
+        )
+    }
+}
+
+impl TiledTensorMap {
+    /// What `cuTensorMapEncodeTiled` requires of these values (CUDA driver API
+    /// documentation), checked here so that a refusal says which value is wrong.
+    pub fn check(&self) -> Result<(), String> {
+        let size = self.elem.size_bytes();
+        if self.address % 16 != 0 {
+            return Err(format!("the address {:#x} is not 16-byte aligned", self.address));
+        }
+        for (i, &d) in self.dims.iter().enumerate() {
+            if d == 0 || d > 1 << 32 {
+                return Err(format!("dimension {i} is {d}; the driver takes 1 to 2^32"));
+            }
+        }
+        if self.stride_bytes % 16 != 0 || self.stride_bytes >= 1 << 40 {
+            return Err(format!(
+                "the row stride is {} bytes; the driver takes a multiple of 16 below 2^40",
+                self.stride_bytes
+            ));
+        }
+        if self.stride_bytes < self.dims[0] * size {
+            return Err(format!(
+                "the row stride of {} bytes is shorter than a row of {} elements ({} bytes)",
+                self.stride_bytes,
+                self.dims[0],
+                self.dims[0] * size
+            ));
+        }
+        if self.box_dims.iter().any(|&b| b == 0 || b > 256) {
+            return Err(format!(
+                "a box of {:?} elements; the driver takes 1 to 256 a side",
+                self.box_dims
+            ));
+        }
+        let row = u64::from(self.box_dims[0]) * size;
+        if !matches!(self.swizzle, 32 | 64 | 128) || row % 16 != 0 || row > u64::from(self.swizzle) {
+            return Err(format!(
+                "box rows of {row} bytes with a {}-byte swizzle; the driver takes rows of a multiple \
+                 of 16 bytes up to the swizzle (32, 64 or 128)",
+                self.swizzle
+            ));
+        }
+        Ok(())
+    }
+
+    fn swizzle(&self) -> sys::CUtensorMapSwizzle {
+        use sys::CUtensorMapSwizzle as S;
+        match self.swizzle {
+            32 => S::CU_TENSOR_MAP_SWIZZLE_32B,
+            64 => S::CU_TENSOR_MAP_SWIZZLE_64B,
+            _ => S::CU_TENSOR_MAP_SWIZZLE_128B,
+        }
+    }
+}
+
+impl CudaDevice {
+    /// Encodes `map` with `cuTensorMapEncodeTiled`. Values the driver would refuse are
+    /// [`CudaError::InvalidArgument`] (see [`TiledTensorMap::check`]), before any call.
+    pub fn encode_tensor_map(&self, map: &TiledTensorMap) -> Result<CudaTensorMap, CudaError> {
+        map.check().map_err(|what| CudaError::InvalidArgument {
+            what: format!("tensor map ({map}): {what}"),
+        })?;
+        let driver = self.properties().driver_version;
+        if driver < TENSOR_MAP_MIN_DRIVER {
+            // cudarc's loader would panic on the missing entry point.
+            return Err(CudaError::InvalidArgument {
+                what: format!(
+                    "tensor maps need a CUDA 12.0 driver or newer, this one is {}.{}",
+                    driver / 1000,
+                    (driver % 1000) / 10
+                ),
+            });
+        }
+        self.bind()?;
+        let mut out = sys::CUtensorMap { opaque: [0; 16] };
+        let dims = map.dims;
+        let strides = [map.stride_bytes];
+        let element_strides = [1u32, 1];
+        // SAFETY: every pointer is to a live local of the size the driver reads for a rank-2
+        // map (2 dims, 1 stride, 2 box sides, 2 element strides); `out` is a `CUtensorMap`.
+        // The global address is only recorded, not accessed.
+        let status = unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut out,
+                map.elem.cu(),
+                2,
+                map.address as *mut std::ffi::c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                map.box_dims.as_ptr(),
+                element_strides.as_ptr(),
+                sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                map.swizzle(),
+                sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                // Zeros outside the tensor.
+                sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        if let Err(e) = status.result() {
+            return self
+                .health()
+                .note(Err(CudaError::from_code("cuTensorMapEncodeTiled", e.0, describe(e))));
+        }
+        Ok(CudaTensorMap { opaque: out.opaque })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f16_map() -> TiledTensorMap {
+        TiledTensorMap {
+            elem: TensorMapElem::F16,
+            address: 0x7f00_0000_0000,
+            dims: [1000, 300],
+            stride_bytes: 2048,
+            box_dims: [64, 128],
+            swizzle: 128,
+        }
+    }
+
+    #[test]
+    fn accepts_what_the_driver_takes() {
+        f16_map().check().unwrap();
+        let mut m = f16_map();
+        m.elem = TensorMapElem::F32;
+        m.box_dims = [8, 256];
+        m.swizzle = 32;
+        m.stride_bytes = 4000;
+        m.check().unwrap();
+    }
+
+    #[test]
+    fn names_the_value_the_driver_would_refuse() {
+        let refused = |f: &dyn Fn(&mut TiledTensorMap), needle: &str| {
+            let mut m = f16_map();
+            f(&mut m);
+            let e = m.check().unwrap_err();
+            assert!(e.contains(needle), "{needle}: {e}");
+        };
+        refused(&|m| m.dims[1] = 0, "dimension 1 is 0");
+        refused(&|m| m.dims[0] = (1 << 32) + 1, "dimension 0");
+        refused(
+            &|m| m.stride_bytes = 2008,
+            "2008 bytes; the driver takes a multiple of 16",
+        );
+        refused(&|m| m.stride_bytes = 1 << 40, "below 2^40");
+        refused(&|m| m.stride_bytes = 1984, "shorter than a row of 1000 elements");
+        refused(&|m| m.address += 8, "not 16-byte aligned");
+        refused(&|m| m.box_dims = [64, 257], "1 to 256");
+        refused(&|m| m.swizzle = 64, "box rows of 128 bytes with a 64-byte swizzle");
+        refused(&|m| m.box_dims[0] = 4, "box rows of 8 bytes");
+    }
+
+    #[test]
+    fn the_map_is_a_64_byte_aligned_128_byte_parameter() {
+        assert_eq!(std::mem::size_of::<CudaTensorMap>(), CudaTensorMap::BYTES);
+        assert_eq!(std::mem::align_of::<CudaTensorMap>(), 64);
+        assert_eq!(std::mem::size_of::<sys::CUtensorMap>(), CudaTensorMap::BYTES);
+    }
+}
