@@ -398,8 +398,8 @@ fn matmul_on_the_tensor_cores_passes_ptxas() {
 
 /// The matmul configurations the tutorial tries (`matmul_configs`) as the CUDA backend lowers
 /// them on an H100: `dot` on warpgroup MMAs (`wgmma`, sm_90a) where the warps make whole
-/// warpgroups, `mma.sync` elsewhere, operands pipelined over `num_stages` buffers, fed by the
-/// tensor memory accelerator (`cp.async.bulk.tensor`) where `wgmma` reads them, and by
+/// warpgroups, `mma.sync` elsewhere, operands pipelined over `num_stages` buffers, B fed by
+/// the tensor memory accelerator (`cp.async.bulk.tensor`) where `wgmma` reads it, and by
 /// `cp.async` without it (`RUTILE_TMA=0`). Each passes ptxas for sm_90a without spilling
 /// (`cargo test -p rutile-ptx --test seeds warpgroup -- --nocapture` prints registers and
 /// shared memory).
@@ -423,8 +423,8 @@ fn matmul_on_warpgroup_mmas_passes_ptxas() {
                 ..Specialization::all(kernel.params.len())
             };
             let label = format!("matmul {bm}x{bn}x{bk}, {warps} warps, {stages} stages, warpgroup MMAs, TMA {tma}");
-            let t = rutile_ir::lower::lower(&kernel, &target, &spec)
-                .unwrap_or_else(|e| panic!("lowering {label}: {e}"));
+            let t =
+                rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
             let (ptx, resources) = assemble(&label, &t, 90);
             let whole_warpgroups = warps % 4 == 0;
             assert_eq!(
@@ -435,7 +435,11 @@ fn matmul_on_warpgroup_mmas_passes_ptxas() {
             assert_eq!(ptx.contains(".target sm_90a"), whole_warpgroups, "{label}");
             let bulk = ptx.contains("cp.async.bulk.tensor.2d");
             assert_eq!(bulk, tma && whole_warpgroups, "{label}: TMA copies");
-            assert_eq!(ptx.contains("cp.async.ca") || ptx.contains("cp.async.cg"), !bulk, "{label}: cp.async");
+            // (A, whose rows the wgmma tile reorders, keeps `cp.async`.)
+            assert!(
+                ptx.contains("cp.async.ca") || ptx.contains("cp.async.cg"),
+                "{label}: cp.async"
+            );
             if let Some(r) = resources.filter(|r| r.spilled > 0) {
                 spilling.push(format!("{label}: {} bytes", r.spilled));
             }

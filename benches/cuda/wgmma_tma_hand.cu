@@ -33,6 +33,8 @@
 //               steps ahead (one wgmma group stays in flight, so the stage of step k - 1 is
 //               released only during step k; refilling it for step k + STAGES - 1 at the top
 //               of step k would wait on thread 0's own release).
+//   tma_rows8   tma with A in BM / 8 boxes of 8 rows, one lane of warp 0 each: what the
+//               boxes rutile's compiler issues for its reordered A tiles cost.
 //   ws          warp-specialized: warpgroup 0 produces (one thread issues TMA, the
 //               warpgroup gives registers back with `setmaxnreg.dec` to 40), warpgroups 1
 //               and 2 consume (`setmaxnreg.inc` to 232), each 64 (or 128) rows of the tile;
@@ -124,13 +126,16 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 // ---------------------------------------------------------------------------------------
 // Configuration
 // ---------------------------------------------------------------------------------------
-enum Form { TMA = 0, WS = 1, WS_PERSIST = 2 };
+enum Form { TMA = 0, WS = 1, WS_PERSIST = 2, TMA_ROWS8 = 3 };
 
 template <int BM_, int BN_, int STAGES_, Form FORM_>
 struct Config {
   static constexpr int BM = BM_, BN = BN_, BK = 64, STAGES = STAGES_;
   static constexpr Form FORM = FORM_;
-  static constexpr bool SPECIALIZED = FORM != TMA;
+  static constexpr bool SPECIALIZED = FORM == WS || FORM == WS_PERSIST;
+  // Rows per TMA box of A: the whole tile, or 8 (tma_rows8: the boxes rutile's compiler
+  // issues for an A tile whose 8-row groups it reorders).
+  static constexpr int A_BOX_ROWS = FORM == TMA_ROWS8 ? 8 : BM;
   static constexpr int CONSUMERS = 2;  // consumer warpgroups
   static constexpr int CONSUMER_THREADS = 128 * CONSUMERS;
   static constexpr int THREADS = CONSUMER_THREADS + (SPECIALIZED ? 128 : 0);
@@ -194,6 +199,25 @@ __device__ __forceinline__ void produce(const Ring<Cfg>& ring, const CUtensorMap
   for (int j = 0; j < Cfg::BN / 64; ++j)
     ptx::tma_load_2d(ring.stage(s) + Cfg::A_BYTES + j * Cfg::BK * 128, map_b, ring.full(s),
                      n0 + 64 * j, k0);
+}
+
+// produce, with A in BM / 8 boxes of 8 rows and every box issued by its own lane of warp 0
+// (one instruction for all), as rutile's compiler issues them; called by all of warp 0.
+template <class Cfg>
+__device__ __forceinline__ void produce_rows8(const Ring<Cfg>& ring, const CUtensorMap* map_a,
+                                              const CUtensorMap* map_b, int step, int kt, int m0,
+                                              int n0) {
+  const int s = step % Cfg::STAGES, lane = threadIdx.x % 32;
+  const uint32_t use = static_cast<uint32_t>(step / Cfg::STAGES);
+  ptx::mbar_wait(ring.empty(s), (use & 1) ^ 1);
+  if (lane == 0) ptx::mbar_arrive_expect_tx(ring.full(s), Cfg::STAGE_BYTES);
+  __syncwarp();
+  const int k0 = kt * Cfg::BK;
+  if (lane < Cfg::BM / 8)
+    ptx::tma_load_2d(ring.stage(s) + lane * 8 * 128, map_a, ring.full(s), k0, m0 + 8 * lane);
+  if (lane < Cfg::BN / 64)
+    ptx::tma_load_2d(ring.stage(s) + Cfg::A_BYTES + lane * Cfg::BK * 128, map_b, ring.full(s),
+                     n0 + 64 * lane, k0);
 }
 
 // One block step of consumer warpgroup `cw`'s MMAs on stage `stage` (descriptors as in
@@ -285,13 +309,21 @@ __global__ void __launch_bounds__(Cfg::THREADS)
   float acc[Cfg::MREP][Cfg::ACC];
   zero<Cfg>(acc);
 
-  if (tid == 0)
-    for (int s = 0; s < Cfg::AHEAD && s < k_tiles; ++s)
-      produce(ring, &map_a, &map_b, s, s, m0, n0);
+  constexpr bool ROWS8 = Cfg::FORM == TMA_ROWS8;
+  if (ROWS8 ? tid < 32 : tid == 0)
+    for (int s = 0; s < Cfg::AHEAD && s < k_tiles; ++s) {
+      if constexpr (ROWS8) produce_rows8(ring, &map_a, &map_b, s, s, m0, n0);
+      else produce(ring, &map_a, &map_b, s, s, m0, n0);
+    }
   for (int kt = 0; kt < k_tiles; ++kt) {
     // Stage of step kt + AHEAD last held step kt - 2, released during step kt - 1.
-    if (tid == 0 && kt + Cfg::AHEAD < k_tiles)
-      produce(ring, &map_a, &map_b, kt + Cfg::AHEAD, kt + Cfg::AHEAD, m0, n0);
+    if (kt + Cfg::AHEAD < k_tiles) {
+      if constexpr (ROWS8) {
+        if (tid < 32) produce_rows8(ring, &map_a, &map_b, kt + Cfg::AHEAD, kt + Cfg::AHEAD, m0, n0);
+      } else if (tid == 0) {
+        produce(ring, &map_a, &map_b, kt + Cfg::AHEAD, kt + Cfg::AHEAD, m0, n0);
+      }
+    }
     consume(ring, acc, kt, kt > 0, cw);
   }
   ptx::wgmma_wait<0>();
@@ -421,13 +453,16 @@ Entry make_entry() {
   char name[64];
   snprintf(name, sizeof name, "%dx%dx%d %s %dst", Cfg::BM, Cfg::BN, Cfg::BK,
            Cfg::SPECIALIZED ? "1+2wg" : "2wg", Cfg::STAGES);
-  const char* variant = Cfg::FORM == TMA ? "tma" : Cfg::FORM == WS ? "ws" : "ws_persist";
+  const char* variant = Cfg::FORM == TMA         ? "tma"
+                        : Cfg::FORM == TMA_ROWS8 ? "tma_rows8"
+                        : Cfg::FORM == WS        ? "ws"
+                                                 : "ws_persist";
   auto cache = std::make_shared<MapCache>();
   const int sms = sm_count();
   GemmLaunch launch = [kernel, cache, sms](const __half* A, const __half* B, __half* C, int M,
                                            int N, int K) {
     if (cache->A != A || cache->B != B || cache->M != M || cache->N != N || cache->K != K) {
-      cache->map_a = make_map(A, M, K, Cfg::BM);   // A tile: BM rows of 64 (K)
+      cache->map_a = make_map(A, M, K, Cfg::A_BOX_ROWS);  // A tile: BM rows of 64 (K)
       cache->map_b = make_map(B, K, N, Cfg::BK);   // B column block: 64 rows (K) of 64 (N)
       cache->A = A, cache->B = B, cache->M = M, cache->N = N, cache->K = K;
     }
@@ -472,8 +507,11 @@ int main() {
   // 256x128x64 at 3 and 4.
   std::vector<Entry> entries;
   add_form<TMA>(entries);
-  add_form<WS>(entries);
-  add_form<WS_PERSIST>(entries);
+  add_form<TMA_ROWS8>(entries);
+  if (!getenv("TMA_ONLY")) {
+    add_form<WS>(entries);
+    add_form<WS_PERSIST>(entries);
+  }
   // Ragged in every dimension at a size worth timing (4000 = 31.25 x 128, 62.5 k steps).
   const int status = run_gemm_harness(entries, handle, {{4000, 4000, 4000}});
   CUBLAS_CHECK(cublasDestroy(handle));

@@ -14,7 +14,11 @@
 //! The boxes land in the stage exactly as the `wgmma` operand tile stores them
 //! ([`SwizzledTile::for_wgmma`]): a box per 128-byte column block, swizzled by the hardware
 //! as the descriptors read it; for an A operand, whose 8-row groups the tile reorders to line
-//! the accumulator up with the blocked layout (`WarpgroupRows`), a box per 8-row group.
+//! the accumulator up with the blocked layout (`WarpgroupRows`), TMA would need a box per
+//! 8-row group, which costs more than it saves: the hand-written study
+//! (`benches/cuda/wgmma_tma_hand.cu`, form `tma_rows8`) measured an A tile fetched in 8-row
+//! boxes (16 a stage) at 64% of cuBLAS where one box gives 83% (and `cp.async` 82%). So
+//! such a tile keeps `cp.async`; B's column blocks (at most 4 boxes) take TMA.
 //! Stages start on 1024-byte boundaries and every box on a multiple of its swizzle's repeat,
 //! so the address-bit swizzle of the copy and of the descriptor agree.
 
@@ -30,8 +34,6 @@ use crate::types::ScalarType;
 #[derive(Clone, Debug)]
 pub(crate) struct TmaLoad {
     pub region_box: TmaBox,
-    /// Rows per box: 8 for an A operand whose row groups are reordered, else the tile's.
-    pub box_rows: u32,
     /// Bytes one stage of this load receives.
     pub bytes: u32,
 }
@@ -58,17 +60,19 @@ impl Lowerer<'_> {
             return None;
         }
         let tile = load.operand.tile;
+        if tile.rows_for.is_some() {
+            // Reordered rows: a box per 8-row group (module comment).
+            return None;
+        }
         let elem = self.k.ty(load.value).scalar_type()?.size_bytes() as u32;
         let swizzle = tile.block_cols * elem;
-        let box_rows = if tile.rows_for.is_some() { 8 } else { tile.rows };
-        let boxes = (tile.rows / box_rows) * (tile.cols / tile.block_cols);
-        if !matches!(swizzle, 32 | 64 | 128) || box_rows > 256 || boxes > MAX_BOXES || tile.align < 1024 {
+        let boxes = tile.cols / tile.block_cols;
+        if !matches!(swizzle, 32 | 64 | 128) || tile.rows > 256 || boxes > MAX_BOXES || tile.align < 1024 {
             return None;
         }
         let region_box = self.tma_box(loop_inst, &self.k.insts[load.inst], load.operand.contiguous)?;
         Some(TmaLoad {
             region_box,
-            box_rows,
             bytes: tile.len() * elem,
         })
     }
@@ -91,7 +95,7 @@ impl Lowerer<'_> {
                 param: t.region_box.param,
                 dims: t.region_box.dims,
                 stride: t.region_box.stride,
-                box_dims: [tile.block_cols, t.box_rows],
+                box_dims: [tile.block_cols, tile.rows],
                 swizzle: tile.block_cols * elem,
             });
             maps.push(Some(self.tensor_maps.len() as u32 - 1));
@@ -157,7 +161,7 @@ impl Lowerer<'_> {
             let x0 = self.poly_value(&b.origin[0], trip)?;
             let y0 = self.poly_value(&b.origin[1], trip)?;
             let tile = load.operand.tile;
-            let (dst, coords, count) = self.box_of_lane(tid, &tile, t.box_rows, stage, [x0, y0]);
+            let (dst, coords, count) = self.box_of_lane(tid, &tile, stage, [x0, y0]);
             let n = self.i32c(count as i64);
             let lane_has_box = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, tid, n));
             let pred = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, lane_has_box, in_range));
@@ -173,62 +177,20 @@ impl Lowerer<'_> {
         Ok(())
     }
 
-    /// Box `b = tid` of a stage of `tile` (valid for `b` below the count returned): its
-    /// destination element and coordinates from the stage's origin `(x0, y0)`.
-    fn box_of_lane(
-        &mut self,
-        b: Reg,
-        tile: &SwizzledTile,
-        box_rows: u32,
-        stage: Reg,
-        origin: [Reg; 2],
-    ) -> (Reg, [Reg; 2], u32) {
+    /// Box `b = tid` of a stage of `tile` (valid for `b` below the count returned): column
+    /// block `b`, all rows; its destination element and coordinates from the stage's origin
+    /// `(x0, y0)`.
+    fn box_of_lane(&mut self, b: Reg, tile: &SwizzledTile, stage: Reg, origin: [Reg; 2]) -> (Reg, [Reg; 2], u32) {
         let i32t = ScalarType::I32;
-        let row_boxes = tile.rows / box_rows;
-        let count = row_boxes * (tile.cols / tile.block_cols);
-        let c_row_boxes = self.i32c(row_boxes as i64);
-        let block = self.set(i32t, Expr::Binary(BinaryOp::Div, b, c_row_boxes));
-        let group = self.set(i32t, Expr::Binary(BinaryOp::Rem, b, c_row_boxes));
-        // The stored row of the box's first row (see `WarpgroupRows::stored`).
-        let stored_row = match tile.rows_for {
-            Some(p) => {
-                let warps = self.i32c(p.warps as i64);
-                let w = self.set(i32t, Expr::Binary(BinaryOp::Rem, group, warps));
-                let j = self.set(i32t, Expr::Binary(BinaryOp::Div, group, warps));
-                let (c2, c4) = (self.i32c(2), self.i32c(4));
-                let wg = self.set(i32t, Expr::Binary(BinaryOp::Div, w, c4));
-                let wg_groups = self.i32c((p.warpgroup_rows / 8) as i64);
-                let base = self.set(i32t, Expr::Binary(BinaryOp::Mul, wg, wg_groups));
-                let jh = self.set(i32t, Expr::Binary(BinaryOp::Div, j, c2));
-                let c8 = self.i32c(8);
-                let jh8 = self.set(i32t, Expr::Binary(BinaryOp::Mul, jh, c8));
-                let wl = self.set(i32t, Expr::Binary(BinaryOp::Rem, w, c4));
-                let wl2 = self.set(i32t, Expr::Binary(BinaryOp::Mul, wl, c2));
-                let jl = self.set(i32t, Expr::Binary(BinaryOp::Rem, j, c2));
-                let s1 = self.set(i32t, Expr::Binary(BinaryOp::Add, base, jh8));
-                let s2 = self.set(i32t, Expr::Binary(BinaryOp::Add, s1, wl2));
-                let stored = self.set(i32t, Expr::Binary(BinaryOp::Add, s2, jl));
-                self.set(i32t, Expr::Binary(BinaryOp::Mul, stored, c8))
-            }
-            None => {
-                let c = self.i32c(box_rows as i64);
-                self.set(i32t, Expr::Binary(BinaryOp::Mul, group, c))
-            }
-        };
         let len = self.i32c(tile.len() as i64);
         let stage_at = self.set(i32t, Expr::Binary(BinaryOp::Mul, stage, len));
         let block_len = self.i32c((tile.rows * tile.block_cols) as i64);
-        let block_at = self.set(i32t, Expr::Binary(BinaryOp::Mul, block, block_len));
+        let block_at = self.set(i32t, Expr::Binary(BinaryOp::Mul, b, block_len));
+        let dst = self.set(i32t, Expr::Binary(BinaryOp::Add, stage_at, block_at));
         let cols = self.i32c(tile.block_cols as i64);
-        let row_at = self.set(i32t, Expr::Binary(BinaryOp::Mul, stored_row, cols));
-        let at = self.set(i32t, Expr::Binary(BinaryOp::Add, stage_at, block_at));
-        let dst = self.set(i32t, Expr::Binary(BinaryOp::Add, at, row_at));
-        let dx = self.set(i32t, Expr::Binary(BinaryOp::Mul, block, cols));
+        let dx = self.set(i32t, Expr::Binary(BinaryOp::Mul, b, cols));
         let x = self.set(i32t, Expr::Binary(BinaryOp::Add, origin[0], dx));
-        let rows = self.i32c(box_rows as i64);
-        let dy = self.set(i32t, Expr::Binary(BinaryOp::Mul, group, rows));
-        let y = self.set(i32t, Expr::Binary(BinaryOp::Add, origin[1], dy));
-        (dst, [x, y], count)
+        (dst, [x, origin[1]], tile.cols / tile.block_cols)
     }
 
     /// `(iv - start) / step` as an i32.
