@@ -10,31 +10,49 @@
 use crate::emit::{Emitter, Res};
 use crate::memory::shared_addr;
 use crate::names::Class;
-use rutile_ir::thread::{MatrixMajor, Reg, SmemMatrix};
+use rutile_ir::thread::{MatrixMajor, Reg, SmemMatrix, WgmmaA};
 use rutile_ir::ScalarType;
 
 /// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32` on the accumulators `acc`, in place.
-pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &SmemMatrix, b: &SmemMatrix, n: u32) -> Res {
+pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n: u32) -> Res {
     require_sm90(e, "wgmma")?;
-    let elem = e.k.shared[a.alloc as usize].elem;
+    let elem = e.k.shared[b.alloc as usize].elem;
     let ty = match elem {
         ScalarType::F16 => "f16",
         ScalarType::BF16 => "bf16",
         other => return Err(format!("wgmma multiplies f16 or bf16, not {other}")),
     };
-    let da = descriptor(e, a)?;
+    // A: a descriptor, or its 8 halves packed in pairs into four 32-bit registers.
+    let (da, trans_a) = match a {
+        WgmmaA::Shared(a) => (descriptor(e, a)?, Some(u32::from(a.major == MatrixMajor::MN))),
+        WgmmaA::Registers(r) => {
+            let packed: Vec<String> = r
+                .chunks(2)
+                .map(|pair| {
+                    let p = e.tmp(Class::R);
+                    let (lo, hi) = (e.r(pair[0]), e.r(pair[1]));
+                    e.ins(format!("mov.b32 {p}, {{{lo}, {hi}}}"));
+                    p
+                })
+                .collect();
+            (format!("{{{}}}", packed.join(", ")), None)
+        }
+    };
     let db = descriptor(e, b)?;
     // The scale-d predicate: true, accumulate (the accumulators start as the dot's `acc`).
     let p = e.tmp(Class::Pred);
     let z = zero(e);
     e.ins(format!("setp.eq.u32 {p}, {z}, 0"));
     let d: Vec<String> = acc.iter().map(|&r| e.r(r)).collect();
-    let trans = |m: &SmemMatrix| u32::from(m.major == MatrixMajor::MN);
+    let trans_b = u32::from(b.major == MatrixMajor::MN);
+    // (A in registers takes no transpose immediate.)
+    let trans = match trans_a {
+        Some(t) => format!("{t}, {trans_b}"),
+        None => format!("{trans_b}"),
+    };
     e.ins(format!(
-        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{}}}, {da}, {db}, {p}, 1, 1, {}, {}",
-        d.join(", "),
-        trans(a),
-        trans(b)
+        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{}}}, {da}, {db}, {p}, 1, 1, {trans}",
+        d.join(", ")
     ));
     Ok(())
 }

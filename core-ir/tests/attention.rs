@@ -302,7 +302,7 @@ fn the_walk_keeps_its_statistics_in_the_scores_layout() {
 /// store inside the loop writes its buffer.
 #[test]
 fn q_is_staged_once_before_the_walk() {
-    use rutile_ir::thread::{walk_stmts as walk, Memory};
+    use rutile_ir::thread::{walk_stmts as walk, Memory, WgmmaA};
     let tk = lowered_walk(&hopper(4));
     let stores_to = |stmts: &[Stmt], alloc: u32| {
         let mut n = 0;
@@ -322,7 +322,13 @@ fn q_is_staged_once_before_the_walk() {
         .expect("the walk over the keys");
     let mut q = None;
     walk(body, &mut |s| {
-        if let (None, Stmt::Wgmma { a, .. }) = (q, s) {
+        if let (
+            None,
+            Stmt::Wgmma {
+                a: WgmmaA::Shared(a), ..
+            },
+        ) = (q, s)
+        {
             q = Some(a.alloc);
         }
     });
@@ -375,4 +381,37 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
             simulate_on(&at, &kernel, &[coop(warps)], grid, &args(shape), &b, 2e-3);
         }
     }
+}
+
+/// `P`, the scores' probabilities converted to f16, is in the accumulator layout of `Q Kᵀ`'s
+/// warpgroup MMAs, whose registers hold exactly what `P V`'s A operand reads: it goes to the
+/// second `dot` from registers (`WgmmaA::Registers`), not through shared memory, so a step
+/// of the walk stores only the K and V tiles there.
+#[test]
+fn p_feeds_the_second_dot_from_registers() {
+    use rutile_ir::thread::{walk_stmts, Memory, WgmmaA};
+    let tk = lowered_walk(&hopper(4));
+    let (mut shared, mut registers, mut written) = (0, 0, std::collections::BTreeSet::new());
+    tk.walk(&mut |s| match s {
+        Stmt::Wgmma {
+            a: WgmmaA::Shared(_), ..
+        } => shared += 1,
+        Stmt::Wgmma {
+            a: WgmmaA::Registers(_),
+            ..
+        } => registers += 1,
+        Stmt::While { body, .. } => walk_stmts(body, &mut |s| {
+            if let Stmt::Store {
+                mem: Memory::Shared { alloc },
+                ..
+            } = s
+            {
+                written.insert(*alloc);
+            }
+        }),
+        _ => {}
+    });
+    // Per step: Q Kᵀ, 4 k16 steps from shared memory; P V, 4 from registers.
+    assert_eq!((shared, registers), (4, 4));
+    assert_eq!(written.len(), 2, "shared buffers written in a step: {written:?}");
 }

@@ -713,7 +713,11 @@ fn the_wgmma_model_catches_wrong_rows_and_missing_waits() {
     let mut shifted = tk.clone();
     let mut first_a = true;
     shifted.walk_mut(&mut |s| {
-        if let Stmt::Wgmma { a, .. } = s {
+        if let Stmt::Wgmma {
+            a: rutile_ir::thread::WgmmaA::Shared(a),
+            ..
+        } = s
+        {
             if first_a {
                 a.sbo *= 2;
                 first_a = false;

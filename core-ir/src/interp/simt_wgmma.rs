@@ -14,7 +14,7 @@ use super::{fault, Access, Sim, SimFault};
 use crate::interp::error::FaultKind;
 use crate::interp::memory;
 use crate::interp::tensor::{Data, Pointer};
-use crate::thread::{MatrixMajor, Memory as Space, Reg, SmemMatrix};
+use crate::thread::{MatrixMajor, Memory as Space, Reg, SmemMatrix, WgmmaA};
 
 /// One issued `wgmma`: the accumulator registers and the values they get at its wait.
 #[derive(Clone, Debug)]
@@ -62,7 +62,7 @@ fn swizzle(addr: u32, swizzle_bytes: u32) -> u32 {
 
 impl Sim<'_> {
     /// `Stmt::Wgmma` in every warpgroup.
-    pub(super) fn wgmma(&mut self, acc: &[Reg], a: &SmemMatrix, b: &SmemMatrix, n: u32) -> Result<(), SimFault> {
+    pub(super) fn wgmma(&mut self, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n: u32) -> Result<(), SimFault> {
         self.serial += 1;
         let n = n as usize;
         // wgmmas chain through their accumulators: one issued after another on the same
@@ -74,10 +74,19 @@ impl Sim<'_> {
                 None => self.float_column(r),
             })
             .collect::<Result<_, _>>()?;
+        // A in registers: each thread's 8 values, read when the wgmma is issued.
+        let a_regs: Option<Vec<Vec<f64>>> = match a {
+            WgmmaA::Shared(_) => None,
+            WgmmaA::Registers(r) => Some(r.iter().map(|&x| self.float_column(x)).collect::<Result<_, _>>()?),
+        };
         let mut out = vec![vec![0.0f64; self.threads]; acc.len()];
         for wg in 0..self.threads / 128 {
             let first = wg * 128;
-            let am = self.wgmma_operand(a, first, 64, true)?;
+            let am = match (a, &a_regs) {
+                (WgmmaA::Shared(m), _) => self.wgmma_operand(m, first, 64, true)?,
+                (WgmmaA::Registers(_), Some(v)) => registers_operand(v, first),
+                _ => unreachable!("registers read above"),
+            };
             let bm = self.wgmma_operand(b, first, n as u32, false)?;
             for w in 0..4 {
                 for l in 0..32 {
@@ -181,4 +190,19 @@ impl Sim<'_> {
         }
         Ok(())
     }
+}
+
+/// The 64 x 16 A operand a warpgroup (first thread `first`) holds in registers, from each
+/// register's column of values (`thread::WgmmaA::Registers` gives the positions).
+fn registers_operand(regs: &[Vec<f64>], first: usize) -> Vec<Vec<f64>> {
+    let mut a = vec![vec![0.0; 16]; 64];
+    for (r, row) in a.iter_mut().enumerate() {
+        let (w, g, h) = (r / 16, r % 8, (r % 16) / 8);
+        for (k, v) in row.iter_mut().enumerate() {
+            let (half, kk) = (k / 8, k % 8);
+            let t = first + 32 * w + 4 * g + kk / 2;
+            *v = regs[2 * (2 * half + h) + kk % 2][t];
+        }
+    }
+    a
 }

@@ -21,9 +21,9 @@
 
 use super::mma::{Operand, SharedOperand};
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, Inst, Literal, Op};
-use crate::layout::{SwizzledTile, WarpgroupRows};
-use crate::thread::{Expr, MatrixMajor, Reg, SmemMatrix, Special, Stmt};
+use crate::ir::{BinaryOp, Inst, Literal, Op, ValueId};
+use crate::layout::{Layout, RegisterMap, SwizzledTile, WarpgroupRows};
+use crate::thread::{Expr, MatrixMajor, Reg, SmemMatrix, Special, Stmt, WgmmaA};
 use crate::types::{Elem, ScalarType, Shape};
 
 /// How one `dot` splits over warpgroups.
@@ -106,7 +106,14 @@ impl Lowerer<'_> {
         };
         let input = plan.input;
         let layout = plan.layout;
-        let (sa, a_here) = self.shared_operand(inst, a, Operand::A, input)?;
+        let a_regs = self.register_a(a, layout, shape);
+        let (sa, a_here) = match a_regs {
+            Some(_) => (None, false),
+            None => {
+                let (s, here) = self.shared_operand(inst, a, Operand::A, input)?;
+                (Some(s), here)
+            }
+        };
         let (sb, b_here) = self.shared_operand(inst, b, Operand::B, input)?;
         if a_here || b_here {
             self.emit(Stmt::FenceProxyAsync);
@@ -129,16 +136,21 @@ impl Lowerer<'_> {
             init.iter().map(|&r| self.set(ScalarType::F32, Expr::Copy(r))).collect()
         };
 
-        // Where each warpgroup's rows of A start.
+        // Where each warpgroup's rows of A start (in shared memory).
         let i32t = ScalarType::I32;
-        let tid = self.pset(i32t, Expr::Special(Special::ThreadId));
-        let seven = self.i32c(7);
-        let wg = self.pset(i32t, Expr::Binary(BinaryOp::Shr, tid, seven));
-        let a_rows = self.i32c((shape.warpgroup_rows() * sa.tile.block_cols) as i64);
-        let a_wg = self.pset(i32t, Expr::Binary(BinaryOp::Mul, wg, a_rows));
-        let a_base = match sa.stage {
-            Some(s) => self.set(i32t, Expr::Binary(BinaryOp::Add, a_wg, s)),
-            None => a_wg,
+        let a_base = match sa {
+            Some(sa) => {
+                let tid = self.pset(i32t, Expr::Special(Special::ThreadId));
+                let seven = self.i32c(7);
+                let wg = self.pset(i32t, Expr::Binary(BinaryOp::Shr, tid, seven));
+                let a_rows = self.i32c((shape.warpgroup_rows() * sa.tile.block_cols) as i64);
+                let a_wg = self.pset(i32t, Expr::Binary(BinaryOp::Mul, wg, a_rows));
+                Some(match sa.stage {
+                    Some(s) => self.set(i32t, Expr::Binary(BinaryOp::Add, a_wg, s)),
+                    None => a_wg,
+                })
+            }
+            None => None,
         };
         let eb = input.size_bytes() as u32;
 
@@ -166,18 +178,29 @@ impl Lowerer<'_> {
                 }
             };
             for i in 0..reps {
-                let t = sa.tile;
-                let (block, within) = (kk / t.block_cols, kk % t.block_cols);
-                let offset = block * t.rows * t.block_cols + 64 * i * t.block_cols + within;
-                let index = self.offset_reg(Some(a_base), offset);
-                let row_bytes = t.block_row_bytes(eb);
-                let a_matrix = SmemMatrix {
-                    alloc: sa.alloc,
-                    index,
-                    major: MatrixMajor::K,
-                    swizzle: row_bytes,
-                    lbo: 16,
-                    sbo: 8 * row_bytes,
+                let a_operand = match (&a_regs, sa) {
+                    // Columns `kk..kk + 16` of row repetitions `2i` and `2i + 1`, in the
+                    // order `WgmmaA::Registers` lists them.
+                    (Some((regs, a_map)), _) => WgmmaA::Registers(std::array::from_fn(|x| {
+                        let (j, h, e) = (kk / 8 + x as u32 / 4, (x as u32 / 2) % 2, x as u32 % 2);
+                        regs[a_map.join([2 * i + h, 2 * j + e, 0])]
+                    })),
+                    (None, Some(sa)) => {
+                        let t = sa.tile;
+                        let (block, within) = (kk / t.block_cols, kk % t.block_cols);
+                        let offset = block * t.rows * t.block_cols + 64 * i * t.block_cols + within;
+                        let index = self.offset_reg(a_base, offset);
+                        let row_bytes = t.block_row_bytes(eb);
+                        WgmmaA::Shared(SmemMatrix {
+                            alloc: sa.alloc,
+                            index,
+                            major: MatrixMajor::K,
+                            swizzle: row_bytes,
+                            lbo: 16,
+                            sbo: 8 * row_bytes,
+                        })
+                    }
+                    (None, None) => return Err(self.internal("a wgmma A operand nowhere")),
                 };
                 // acc[4j + 2h + e]: row repetition 2i + h, column 2j + e of the blocked map.
                 let regs: Vec<Reg> = (0..n / 2)
@@ -188,7 +211,7 @@ impl Lowerer<'_> {
                     .collect();
                 self.emit(Stmt::Wgmma {
                     acc: regs,
-                    a: a_matrix,
+                    a: a_operand,
                     b: b_matrix,
                     n,
                 });
@@ -207,6 +230,22 @@ impl Lowerer<'_> {
             regs: out,
             ptr: None,
         }))
+    }
+
+    /// Where A of a `dot` on warpgroup MMAs can be read from registers: when its value is
+    /// already in the accumulator layout (the result of another such `dot`, converted
+    /// element-wise, as attention's probabilities `P`), whose registers hold exactly the
+    /// positions `wgmma` reads A from (`WgmmaA::Registers`); then it need not go through
+    /// shared memory. Its registers and their map.
+    fn register_a(&self, a: ValueId, layout: Layout, shape: WgmmaShape) -> Option<(Vec<Reg>, RegisterMap)> {
+        let lval = self.values[a.index()].as_ref()?;
+        if lval.layout != layout || self.pipelined_operand(a).is_some() {
+            return None;
+        }
+        let map = layout.map(self.k.ty(a).shape);
+        let reps = shape.warpgroup_rows() / 64;
+        (map.count[0] == 2 * reps && map.count[1] == shape.k / 4 && lval.regs.len() == map.len)
+            .then(|| (lval.regs.clone(), map))
     }
 
     /// `base + offset` (`offset` alone without a base) as an i32 register.

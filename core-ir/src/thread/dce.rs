@@ -96,7 +96,11 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
             }
         }
         Stmt::Wgmma { acc, a, b, .. } => {
-            for &v in acc.iter().chain([&a.index, &b.index]) {
+            let a_regs: Vec<Reg> = match a {
+                super::WgmmaA::Shared(m) => vec![m.index],
+                super::WgmmaA::Registers(r) => r.to_vec(),
+            };
+            for &v in acc.iter().chain(&a_regs).chain([&b.index]) {
                 mark(v, &mut live, &mut stack);
             }
         }

@@ -113,6 +113,19 @@ pub struct SmemMatrix {
     pub sbo: u32,
 }
 
+/// The A operand of a [`Stmt::Wgmma`]: a matrix in shared memory, or registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WgmmaA {
+    Shared(SmemMatrix),
+    /// Eight 16-bit registers a thread: lane `l` of warp `w` of the warpgroup, with
+    /// `g = l / 4` and `t = l % 4`, holds rows `16w + g` and `16w + g + 8`, columns `2t`,
+    /// `2t + 1`, `2t + 8` and `2t + 9`, in the order `(g, 2t)`, `(g, 2t+1)`, `(g+8, 2t)`,
+    /// `(g+8, 2t+1)`, `(g, 2t+8)`, `(g, 2t+9)`, `(g+8, 2t+8)`, `(g+8, 2t+9)`: the positions
+    /// of the accumulator's columns `0..16` (so a `wgmma` result, converted, feeds the next
+    /// one without going through shared memory).
+    Registers([Reg; 8]),
+}
+
 /// The part a cooperative matrix plays in `D = A B + C` (Vulkan's `MatrixAUseKHR`, ...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CoopRole {
@@ -363,7 +376,7 @@ pub enum Stmt {
         pred: Option<Reg>,
     },
     /// Warpgroup matrix multiply-add, PTX's `wgmma.mma_async.sync.aligned.m64nNk16.f32`
-    /// with both operands in shared memory: `acc += a b` for a 64x16 `a`, a 16xN `b` (N =
+    /// with B in shared memory and A there or in registers ([`WgmmaA`]): `acc += a b` for a 64x16 `a`, a 16xN `b` (N =
     /// `n`, a multiple of 8 up to 256) and a 64xN f32 `acc`, per warpgroup (4 consecutive
     /// warps, every thread taking part). Warp `w` of the warpgroup holds rows `16w..16w+15`;
     /// lane `l` holds `acc[4j + 2h + e]` = row `16w + 8h + l / 4`, column `8j + 2 (l % 4) + e`:
@@ -376,7 +389,7 @@ pub enum Stmt {
     /// picks.
     Wgmma {
         acc: Vec<Reg>,
-        a: SmemMatrix,
+        a: WgmmaA,
         b: SmemMatrix,
         n: u32,
     },

@@ -289,11 +289,15 @@ impl ThreadKernel {
                             m.sbo
                         )
                     };
+                    let a = match a {
+                        crate::thread::WgmmaA::Shared(m) => operand(m),
+                        crate::thread::WgmmaA::Registers(r) => self.regs(r),
+                    };
                     writeln!(
                         out,
                         "{pad}{} += wgmma.m64n{n}k16 ({}) * ({})",
                         self.regs(acc),
-                        operand(a),
+                        a,
                         operand(b)
                     )
                 }

@@ -81,7 +81,9 @@ fn live_ranges(k: &ThreadKernel) -> Vec<Option<(usize, usize)>> {
             | Stmt::CoopStore { alloc, .. }
             | Stmt::AsyncCopy { alloc, .. } => touch(*alloc),
             Stmt::Wgmma { a, b, .. } => {
-                touch(a.alloc);
+                if let super::WgmmaA::Shared(a) = a {
+                    touch(a.alloc);
+                }
                 touch(b.alloc);
             }
             Stmt::TmaLoad { alloc, bar, .. } => {

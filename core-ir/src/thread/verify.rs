@@ -419,15 +419,23 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             for &r in acc {
                 want(k, r, ScalarType::F32, "wgmma accumulator")?;
             }
-            let ea = memory_elem(k, Memory::Shared { alloc: a.alloc })?;
             let eb = memory_elem(k, Memory::Shared { alloc: b.alloc })?;
+            let (ea, shared_a) = match a {
+                super::WgmmaA::Shared(m) => (memory_elem(k, Memory::Shared { alloc: m.alloc })?, Some(m)),
+                super::WgmmaA::Registers(r) => {
+                    for &x in r {
+                        want(k, x, eb, "wgmma A register")?;
+                    }
+                    (eb, None)
+                }
+            };
             if ea != eb || !matches!(ea, ScalarType::F16 | ScalarType::BF16) {
                 return Err(format!(
-                    "`wgmma` multiplies f16 or bf16 operands of one type, got shared{} of {ea} and shared{} of {eb}",
-                    a.alloc, b.alloc
+                    "`wgmma` multiplies f16 or bf16 operands of one type, got {ea} and shared{} of {eb}",
+                    b.alloc
                 ));
             }
-            for m in [a, b] {
+            for m in shared_a.into_iter().chain([b]) {
                 if !matches!(m.swizzle, 32 | 64 | 128) {
                     return Err(format!(
                         "a `wgmma` operand swizzles 32, 64 or 128 bytes, got {}",
