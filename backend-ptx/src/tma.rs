@@ -108,8 +108,7 @@ pub(crate) fn inval(e: &mut Emitter, bar: &MBarrier, pred: Option<Reg>) -> Res {
     Ok(())
 }
 
-/// `cp.async.bulk.tensor.{2..5}d` of the box of tensor map `map` at `coords` (and 0 along its
-/// extra dimensions) into element `dst`
+/// `cp.async.bulk.tensor.2d` of the box of tensor map `map` at `coords` into element `dst`
 /// of shared buffer `alloc`, its bytes completing on `bar`.
 pub(crate) fn load(
     e: &mut Emitter,
@@ -125,20 +124,12 @@ pub(crate) fn load(
     let size = e.k.shared[alloc as usize].elem.size_bytes();
     let to = shared_addr(e, alloc, dst, size);
     let bar = barrier_addr(e, bar);
-    let mut c = vec![e.r(coords[0]), e.r(coords[1])];
-    // The extra dimensions of a map (`TensorMap::extra`) are spanned whole, from 0.
-    let rank = e.k.tensor_maps[map as usize].rank();
-    if rank > 2 {
-        let zero = e.tmp(Class::R);
-        e.ins(format!("mov.b32 {zero}, 0"));
-        c.resize(rank, zero);
-    }
-    let coords = c.join(", ");
+    let (x, y) = (e.r(coords[0]), e.r(coords[1]));
     let guard = pred.map(|p| e.r(p));
     e.guarded(guard, |e| {
         e.ins(format!(
-            "cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes \
-             [{to}], [{tmap}, {{{coords}}}], [{bar}]"
+            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \
+             [{to}], [{tmap}, {{{x}, {y}}}], [{bar}]"
         ))
     });
     Ok(())

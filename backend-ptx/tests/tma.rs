@@ -61,13 +61,13 @@ fn tma_kernel(maps: usize) -> ThreadKernel {
     let mut t = k.finish_unverified();
     t.shared[tile as usize].align = 1024;
     for _ in 0..maps {
-        t.tensor_maps.push(rutile_ir::thread::TensorMap::plain(
-            a,
-            [LaunchValue::Param(cols), LaunchValue::Param(rows)],
-            LaunchValue::Param(stride),
-            [64, 64],
-            128,
-        ));
+        t.tensor_maps.push(rutile_ir::thread::TensorMap {
+            param: a,
+            dims: [LaunchValue::Param(cols), LaunchValue::Param(rows)],
+            stride: LaunchValue::Param(stride),
+            box_dims: [64, 64],
+            swizzle: 128,
+        });
     }
     rutile_ir::thread::verify(&t).unwrap_or_else(|e| panic!("{e}"));
     t

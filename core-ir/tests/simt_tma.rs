@@ -205,13 +205,13 @@ fn box_kernel(case: &Case) -> ThreadKernel {
     }
     let mut kernel = k.finish_unverified();
     kernel.shared[1].align = 1024;
-    kernel.tensor_maps.push(TensorMap::plain(
-        0,
-        [LaunchValue::Param(4), LaunchValue::Param(5)],
-        LaunchValue::Param(6),
-        [case.box_w, BOX_ROWS],
-        case.box_w * 2,
-    ));
+    kernel.tensor_maps.push(TensorMap {
+        param: 0,
+        dims: [LaunchValue::Param(4), LaunchValue::Param(5)],
+        stride: LaunchValue::Param(6),
+        box_dims: [case.box_w, BOX_ROWS],
+        swizzle: case.box_w * 2,
+    });
     rutile_ir::thread::verify(&kernel).unwrap_or_else(|e| panic!("{e}\n{kernel}"));
     kernel
 }
@@ -545,13 +545,13 @@ fn two_phases(x: i32, y: i32, x2: i32, y2: i32, tail: impl FnOnce(&mut ThreadKer
     tail(&mut k, bar);
     let mut kernel = k.finish_unverified();
     kernel.shared[1].align = 1024;
-    kernel.tensor_maps.push(TensorMap::plain(
-        0,
-        [LaunchValue::Param(3), LaunchValue::Param(4)],
-        LaunchValue::Param(5),
-        [64, BOX_ROWS],
-        128,
-    ));
+    kernel.tensor_maps.push(TensorMap {
+        param: 0,
+        dims: [LaunchValue::Param(3), LaunchValue::Param(4)],
+        stride: LaunchValue::Param(5),
+        box_dims: [64, BOX_ROWS],
+        swizzle: 128,
+    });
     rutile_ir::thread::verify(&kernel).unwrap_or_else(|e| panic!("{e}\n{kernel}"));
     kernel
 }

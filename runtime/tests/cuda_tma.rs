@@ -92,13 +92,13 @@ fn tma_boxes() -> ThreadKernel {
     t.shared[tile as usize].align = 1024;
     // The runtime's launch reads these; this test encodes the maps itself.
     for param in [a, b] {
-        t.tensor_maps.push(TensorMap::plain(
+        t.tensor_maps.push(TensorMap {
             param,
-            [LaunchValue::Const(1), LaunchValue::Const(1)],
-            LaunchValue::Const(8),
-            [BOX as u32, BOX as u32],
-            128,
-        ));
+            dims: [LaunchValue::Const(1), LaunchValue::Const(1)],
+            stride: LaunchValue::Const(8),
+            box_dims: [BOX as u32, BOX as u32],
+            swizzle: 128,
+        });
     }
     rutile_ir::thread::verify(&t).unwrap_or_else(|e| panic!("{e}"));
     t
@@ -158,8 +158,6 @@ fn gpu_tma_boxes_land_swizzled_with_zeros_outside() {
             stride_bytes: 2 * stride as u64,
             box_dims: [BOX as u32, BOX as u32],
             swizzle: 128,
-            extra: [(1, 0); 3],
-            extra_rank: 0,
         };
         KernelArg::TensorMap(dev.encode_tensor_map(&desc).unwrap_or_else(|e| panic!("{e}")))
     };

@@ -336,49 +336,36 @@ impl Sim<'_> {
                 dst: Vec::with_capacity((bw * bh) as usize),
                 src: Vec::with_capacity((bw * bh) as usize),
             };
-            // Box order: x fastest, then the box's rows, then each extra dimension whole.
-            let extra = m.extra();
-            let planes: usize = extra.iter().map(|e| e.0 as usize).product();
-            for plane in 0..planes {
-                // The rows the extra dimensions add (`Σ e_k rows_k`).
-                let (mut rest, mut shift) = (plane, 0i64);
-                for &(extent, rows) in extra {
-                    shift += (rest % extent as usize) as i64 * rows as i64;
-                    rest /= extent as usize;
-                }
-                for by in 0..bh {
-                    for bx in 0..bw {
-                        let l = (((plane as i64 * bh + by) * bw + bx) * eb) as u64;
-                        let at = dsts[t] + (swizzled(l, m.swizzle) as i64) / eb;
-                        if !(0..to.len as i64).contains(&at) {
-                            let message = format!(
-                                "a TMA box of {bw} x {bh} x {planes} from element {} does not fit shared{alloc} ({} elements)",
-                                dsts[t], to.len
-                            );
-                            return Err(fault(FaultKind::OutOfBounds, t, message));
-                        }
-                        copy.dst.push(at);
-                        // Only x and the box's own row are checked against the view.
-                        let (x, y) = (cx[t] + bx, cy[t] + by);
-                        if !(0..d0).contains(&x) || !(0..d1).contains(&y) {
-                            copy.src.push(None);
-                            continue;
-                        }
-                        let row = y + shift;
-                        let offset = row
-                            .checked_mul(stride)
-                            .and_then(|o| o.checked_add(x))
-                            .and_then(|o| o.checked_add(base))
-                            .unwrap_or(i64::MAX);
-                        self.global.locate(Pointer { param, offset }).map_err(|f| {
-                            let message = format!(
-                                "a TMA copy through tensor map {map} ({d0} x {d1}, stride {stride}) reads its element ({x}, {row}): {}",
-                                f.message
-                            );
-                            fault(f.kind, t, message)
-                        })?;
-                        copy.src.push(Some(offset));
+            for by in 0..bh {
+                for bx in 0..bw {
+                    let l = ((by * bw + bx) * eb) as u64;
+                    let at = dsts[t] + (swizzled(l, m.swizzle) as i64) / eb;
+                    if !(0..to.len as i64).contains(&at) {
+                        let message = format!(
+                            "a TMA box of {bw} x {bh} from element {} does not fit shared{alloc} ({} elements)",
+                            dsts[t], to.len
+                        );
+                        return Err(fault(FaultKind::OutOfBounds, t, message));
                     }
+                    copy.dst.push(at);
+                    let (x, y) = (cx[t] + bx, cy[t] + by);
+                    if !(0..d0).contains(&x) || !(0..d1).contains(&y) {
+                        copy.src.push(None);
+                        continue;
+                    }
+                    let offset = y
+                        .checked_mul(stride)
+                        .and_then(|o| o.checked_add(x))
+                        .and_then(|o| o.checked_add(base))
+                        .unwrap_or(i64::MAX);
+                    self.global.locate(Pointer { param, offset }).map_err(|f| {
+                        let message = format!(
+                            "a TMA copy through tensor map {map} ({d0} x {d1}, stride {stride}) reads its element ({x}, {y}): {}",
+                            f.message
+                        );
+                        fault(f.kind, t, message)
+                    })?;
+                    copy.src.push(Some(offset));
                 }
             }
             // The copy may write from now on: it races with other warps' accesses since

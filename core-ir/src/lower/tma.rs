@@ -27,8 +27,7 @@ use super::tma_box::{Poly, Sym, TmaBox};
 use super::{LowerError, Lowerer};
 use crate::ir::{BinaryOp, CmpOp, Literal};
 use crate::layout::SwizzledTile;
-use crate::layout::WarpgroupRows;
-use crate::thread::{Expr, LaunchValue, MBarrier, Reg, SharedAlloc, Special, Stmt, TensorMap};
+use crate::thread::{Expr, MBarrier, Reg, SharedAlloc, Special, Stmt, TensorMap};
 use crate::types::ScalarType;
 
 /// How one pipelined load is fetched by boxes.
@@ -37,18 +36,6 @@ pub(crate) struct TmaLoad {
     pub region_box: TmaBox,
     /// Bytes one stage of this load receives.
     pub bytes: u32,
-    /// For an A tile whose 8-row groups are reordered (`WarpgroupRows`): the extra
-    /// dimensions, `(extent, rows)` innermost first, of the map whose one box (per column
-    /// block) gathers the 8-row groups in their stored order.
-    pub reordered: Option<Vec<(u32, u32)>>,
-}
-
-/// The tensor maps of one load: the one it reads through, and for a reordered A tile the
-/// 2-D map of 8-row boxes it falls back to where its box would reach rows past the view.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct LoadMaps {
-    main: u32,
-    edge: Option<u32>,
 }
 
 /// The mbarriers of a pipeline's TMA copies, and the phase this iteration waits for.
@@ -57,8 +44,8 @@ pub(crate) struct TmaRing {
     pub bars: u32,
     /// The parity of the phase of the stage being read (flips each time the ring wraps).
     pub phase: Reg,
-    /// Per pipelined load: its tensor maps, where it goes through TMA.
-    pub maps: Vec<Option<LoadMaps>>,
+    /// Per pipelined load: its tensor map, where it goes through TMA.
+    pub maps: Vec<Option<u32>>,
     /// Bytes one stage receives through TMA, all loads together.
     pub bytes: u32,
 }
@@ -73,19 +60,13 @@ impl Lowerer<'_> {
             return None;
         }
         let tile = load.operand.tile;
+        if tile.rows_for.is_some() {
+            // Reordered rows: a box per 8-row group (module comment).
+            return None;
+        }
         let elem = self.k.ty(load.value).scalar_type()?.size_bytes() as u32;
         let swizzle = tile.block_cols * elem;
-        let blocks = tile.cols / tile.block_cols;
-        let reordered = match tile.rows_for {
-            Some(p) => Some(reordered_rows(p, tile.rows)?),
-            None => None,
-        };
-        // (At the edge a reordered tile takes a box per 8-row group.)
-        let boxes = if reordered.is_some() {
-            blocks * tile.rows / 8
-        } else {
-            blocks
-        };
+        let boxes = tile.cols / tile.block_cols;
         if !matches!(swizzle, 32 | 64 | 128) || tile.rows > 256 || boxes > MAX_BOXES || tile.align < 1024 {
             return None;
         }
@@ -93,7 +74,6 @@ impl Lowerer<'_> {
         Some(TmaLoad {
             region_box,
             bytes: tile.len() * elem,
-            reordered,
         })
     }
 
@@ -111,38 +91,14 @@ impl Lowerer<'_> {
             };
             let tile = l.operand.tile;
             let elem = self.k.ty(l.value).scalar_type().map_or(2, |e| e.size_bytes() as u32);
-            let b = &t.region_box;
-            let swizzle = tile.block_cols * elem;
-            let load_maps = match &t.reordered {
-                None => LoadMaps {
-                    main: self.push_map(TensorMap::plain(
-                        b.param,
-                        b.dims,
-                        b.stride,
-                        [tile.block_cols, tile.rows],
-                        swizzle,
-                    )),
-                    edge: None,
-                },
-                Some(extra) => {
-                    let mut map = TensorMap::plain(b.param, b.dims, b.stride, [tile.block_cols, 8], swizzle);
-                    for (k, &e) in extra.iter().enumerate() {
-                        map.extra[k] = e;
-                    }
-                    map.extra_rank = extra.len() as u8;
-                    LoadMaps {
-                        main: self.push_map(map),
-                        edge: Some(self.push_map(TensorMap::plain(
-                            b.param,
-                            b.dims,
-                            b.stride,
-                            [tile.block_cols, 8],
-                            swizzle,
-                        ))),
-                    }
-                }
-            };
-            maps.push(Some(load_maps));
+            self.tensor_maps.push(TensorMap {
+                param: t.region_box.param,
+                dims: t.region_box.dims,
+                stride: t.region_box.stride,
+                box_dims: [tile.block_cols, tile.rows],
+                swizzle: tile.block_cols * elem,
+            });
+            maps.push(Some(self.tensor_maps.len() as u32 - 1));
             bytes += t.bytes;
         }
         let bars = self.shared.len() as u32;
@@ -164,11 +120,6 @@ impl Lowerer<'_> {
             maps,
             bytes,
         })
-    }
-
-    fn push_map(&mut self, m: TensorMap) -> u32 {
-        self.tensor_maps.push(m);
-        self.tensor_maps.len() as u32 - 1
     }
 
     /// Whether this thread is thread 0 of the program.
@@ -201,8 +152,8 @@ impl Lowerer<'_> {
             pred: Some(arrive),
         });
         let tid = self.pset(ScalarType::I32, Expr::Special(Special::ThreadId));
-        for ((load, maps), &alloc) in loads.iter().zip(&ring.maps).zip(allocs) {
-            let (Some(t), Some(maps)) = (&load.tma, *maps) else {
+        for ((load, map), &alloc) in loads.iter().zip(&ring.maps).zip(allocs) {
+            let (Some(t), Some(map)) = (&load.tma, *map) else {
                 continue;
             };
             let b = &t.region_box;
@@ -210,116 +161,20 @@ impl Lowerer<'_> {
             let x0 = self.poly_value(&b.origin[0], trip)?;
             let y0 = self.poly_value(&b.origin[1], trip)?;
             let tile = load.operand.tile;
-            // A reordered tile's one box reaches rows it does not check against the view:
-            // it is used only where all of them are inside, 8-row boxes elsewhere.
-            let inside = match maps.edge {
-                Some(_) => {
-                    let rows = self.i32c(tile.rows as i64);
-                    let end = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, y0, rows));
-                    let extent = self.launch_value(b.dims[1])?;
-                    let inside = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Le, end, extent));
-                    Some(self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, inside, in_range)))
-                }
-                None => None,
-            };
             let (dst, coords, count) = self.box_of_lane(tid, &tile, stage, [x0, y0]);
-            self.issue_boxes(
-                maps.main,
+            let n = self.i32c(count as i64);
+            let lane_has_box = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, tid, n));
+            let pred = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, lane_has_box, in_range));
+            self.emit(Stmt::TmaLoad {
+                map,
                 alloc,
                 dst,
                 coords,
-                count,
                 bar,
-                tid,
-                inside.unwrap_or(in_range),
-            );
-            if let (Some(edge), Some(inside)) = (maps.edge, inside) {
-                let (dst, coords, count) = self.group_box_of_lane(tid, &tile, stage, [x0, y0]);
-                let outside = self.set(ScalarType::Bool, Expr::Unary(crate::ir::UnaryOp::Not, inside));
-                let at_edge = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, outside, in_range));
-                self.issue_boxes(edge, alloc, dst, coords, count, bar, tid, at_edge);
-            }
+                pred: Some(pred),
+            });
         }
         Ok(())
-    }
-
-    /// Lanes `0..count` copy their box of `map` where `when` holds.
-    #[allow(clippy::too_many_arguments)]
-    fn issue_boxes(
-        &mut self,
-        map: u32,
-        alloc: u32,
-        dst: Reg,
-        coords: [Reg; 2],
-        count: u32,
-        bar: MBarrier,
-        tid: Reg,
-        when: Reg,
-    ) {
-        let n = self.i32c(count as i64);
-        let lane_has_box = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, tid, n));
-        let pred = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, lane_has_box, when));
-        self.emit(Stmt::TmaLoad {
-            map,
-            alloc,
-            dst,
-            coords,
-            bar,
-            pred: Some(pred),
-        });
-    }
-
-    /// A value a launch fixes, in an i32 register.
-    fn launch_value(&mut self, v: LaunchValue) -> Result<Reg, LowerError> {
-        match v {
-            LaunchValue::Const(c) => Ok(self.i32c(c)),
-            LaunchValue::Param(i) => {
-                let r = self.lval(self.k.params[i as usize].value)?.regs[0];
-                Ok(self.as_i32(r))
-            }
-        }
-    }
-
-    /// Box `b = tid` of a stage of a reordered `tile` in 8-row boxes (valid for `b` below the
-    /// count returned): column block `b / (rows / 8)`, 8-row group `b % (rows / 8)` stored
-    /// where `WarpgroupRows` puts it; its destination element and coordinates.
-    fn group_box_of_lane(&mut self, b: Reg, tile: &SwizzledTile, stage: Reg, origin: [Reg; 2]) -> (Reg, [Reg; 2], u32) {
-        let i32t = ScalarType::I32;
-        let p = tile.rows_for.expect("a reordered tile");
-        let groups = tile.rows / 8;
-        let c_groups = self.i32c(groups as i64);
-        let block = self.set(i32t, Expr::Binary(BinaryOp::Div, b, c_groups));
-        let group = self.set(i32t, Expr::Binary(BinaryOp::Rem, b, c_groups));
-        // `WarpgroupRows::stored` of the group's first row, in registers.
-        let warps = self.i32c(p.warps as i64);
-        let w = self.set(i32t, Expr::Binary(BinaryOp::Rem, group, warps));
-        let j = self.set(i32t, Expr::Binary(BinaryOp::Div, group, warps));
-        let (c2, c4, c8) = (self.i32c(2), self.i32c(4), self.i32c(8));
-        let wg = self.set(i32t, Expr::Binary(BinaryOp::Div, w, c4));
-        let wg_groups = self.i32c((p.warpgroup_rows / 8) as i64);
-        let mut stored = self.set(i32t, Expr::Binary(BinaryOp::Mul, wg, wg_groups));
-        let jh = self.set(i32t, Expr::Binary(BinaryOp::Div, j, c2));
-        let jh8 = self.set(i32t, Expr::Binary(BinaryOp::Mul, jh, c8));
-        let wl = self.set(i32t, Expr::Binary(BinaryOp::Rem, w, c4));
-        let wl2 = self.set(i32t, Expr::Binary(BinaryOp::Mul, wl, c2));
-        let jl = self.set(i32t, Expr::Binary(BinaryOp::Rem, j, c2));
-        for part in [jh8, wl2, jl] {
-            stored = self.set(i32t, Expr::Binary(BinaryOp::Add, stored, part));
-        }
-        let stored_row = self.set(i32t, Expr::Binary(BinaryOp::Mul, stored, c8));
-        let len = self.i32c(tile.len() as i64);
-        let stage_at = self.set(i32t, Expr::Binary(BinaryOp::Mul, stage, len));
-        let block_len = self.i32c((tile.rows * tile.block_cols) as i64);
-        let block_at = self.set(i32t, Expr::Binary(BinaryOp::Mul, block, block_len));
-        let cols = self.i32c(tile.block_cols as i64);
-        let row_at = self.set(i32t, Expr::Binary(BinaryOp::Mul, stored_row, cols));
-        let at = self.set(i32t, Expr::Binary(BinaryOp::Add, stage_at, block_at));
-        let dst = self.set(i32t, Expr::Binary(BinaryOp::Add, at, row_at));
-        let dx = self.set(i32t, Expr::Binary(BinaryOp::Mul, block, cols));
-        let x = self.set(i32t, Expr::Binary(BinaryOp::Add, origin[0], dx));
-        let dy = self.set(i32t, Expr::Binary(BinaryOp::Mul, group, c8));
-        let y = self.set(i32t, Expr::Binary(BinaryOp::Add, origin[1], dy));
-        (dst, [x, y], groups * (tile.cols / tile.block_cols))
     }
 
     /// Box `b = tid` of a stage of `tile` (valid for `b` below the count returned): column
@@ -418,24 +273,4 @@ impl Lowerer<'_> {
             });
         }
     }
-}
-
-/// The extra dimensions, innermost first, `(extent, rows)`, of a map whose box of 8-row
-/// groups (after its 8 rows) lands a `rows`-row tile in the order `p` stores it:
-/// logical group `λ = warps j + w` (`j = 2 j2 + jl`, `w = 4 wg + wl`) is stored as group
-/// `jl + 2 wl + 8 j2 + (rows / 8 / (warps / 4)) wg`, so its row `8 λ` is
-/// `8 warps jl + 8 wl + 16 warps j2 + 32 wg`: dimensions `jl`, `wl`, `j2`, `wg` in that
-/// order, those of extent 1 left out. `None` where more than 3 remain (the hardware's rank
-/// is at most 5) or the tile does not split so.
-fn reordered_rows(p: WarpgroupRows, rows: u32) -> Option<Vec<(u32, u32)>> {
-    let w = p.warps;
-    if w % 4 != 0 || rows % (16 * w) != 0 || p.warpgroup_rows * (w / 4) != rows {
-        return None;
-    }
-    let j = rows / (8 * w);
-    let dims: Vec<(u32, u32)> = [(2, 8 * w), (4, 8), (j / 2, 16 * w), (w / 4, 32)]
-        .into_iter()
-        .filter(|&(e, _)| e > 1)
-        .collect();
-    (dims.len() <= 3).then_some(dims)
 }

@@ -24,13 +24,6 @@ pub enum LaunchValue {
 /// `swizzle` bytes), one after the other, swizzled: within each aligned `8 * 128`-byte
 /// span, byte address bits 4 and up (as many as `swizzle / 16` needs) are XORed with the
 /// bits from 7 up, the swizzle `wgmma`'s matrix descriptors read ([`super::SmemMatrix`]).
-///
-/// With `extra` dimensions (up to 3), the view has rank `2 + extra.len()`: element
-/// `(x, y, e_2, ...)`, `e_k < extent_k`, is element `(y + Σ e_k * rows_k) * stride + x`,
-/// and a box spans each extra dimension whole, after its `box_dims[1]` rows, in that order:
-/// so one box can gather rows in an order other than the buffer's (an A tile whose 8-row
-/// groups are reordered). Only `x` and `y` are checked against `dims`; a kernel uses such a
-/// map only where every row a box reaches is below `dims[1]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TensorMap {
     pub param: u32,
@@ -40,41 +33,12 @@ pub struct TensorMap {
     pub box_dims: [u32; 2],
     /// 32, 64 or 128.
     pub swizzle: u32,
-    /// Extra dimensions, innermost first: `(extent, rows_k)`; the first `extra_rank` are used.
-    pub extra: [(u32, u32); 3],
-    pub extra_rank: u8,
 }
 
 impl TensorMap {
-    /// A 2-D map (no extra dimensions).
-    pub fn plain(
-        param: u32,
-        dims: [LaunchValue; 2],
-        stride: LaunchValue,
-        box_dims: [u32; 2],
-        swizzle: u32,
-    ) -> TensorMap {
-        TensorMap {
-            param,
-            dims,
-            stride,
-            box_dims,
-            swizzle,
-            extra: [(1, 0); 3],
-            extra_rank: 0,
-        }
-    }
-    /// The view's rank: 2 to 5.
-    pub fn rank(&self) -> usize {
-        2 + self.extra_rank as usize
-    }
-    /// The extra dimensions in use.
-    pub fn extra(&self) -> &[(u32, u32)] {
-        &self.extra[..self.extra_rank as usize]
-    }
     /// Bytes one box delivers (out-of-bounds zeros included).
     pub fn box_bytes(&self, elem_bytes: u32) -> u32 {
-        self.extra().iter().map(|e| e.0).product::<u32>() * self.box_dims[0] * self.box_dims[1] * elem_bytes
+        self.box_dims[0] * self.box_dims[1] * elem_bytes
     }
 }
 

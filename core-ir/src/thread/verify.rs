@@ -68,12 +68,6 @@ fn tensor_map(k: &ThreadKernel, m: &super::TensorMap) -> Result<(), String> {
     if m.box_dims.iter().any(|&d| d == 0 || d > 256) {
         return Err(format!("a box of {:?} elements (1 to 256 a side)", m.box_dims));
     }
-    if m.extra_rank > 3 || m.extra().iter().any(|&(e, rows)| e == 0 || e > 256 || rows == 0) {
-        return Err(format!(
-            "extra dimensions {:?} (at most 3, each of 1 to 256 elements and a positive row step)",
-            m.extra()
-        ));
-    }
     Ok(())
 }
 

@@ -198,18 +198,13 @@ fn tiled_map(
     let size = elem.size_bytes() as u64;
     let (address, len) = buffer;
     // The last element of the view, (dims[0] - 1, dims[1] - 1), must be in the buffer: the
-    // copies read everything inside the dims. (A map's extra dimensions reach only rows
-    // below dims[1]: the kernel uses them only where they do, `TensorMap::extra`.)
+    // copies read everything inside the dims.
     let end = (dims[1] - 1).checked_mul(stride).and_then(|e| e.checked_add(dims[0]));
     if end.is_none_or(|end| end > len) {
         return Err(fail(format!(
             "{} rows of {} elements, {stride} apart, reach past the end of its {len} elements",
             dims[1], dims[0]
         )));
-    }
-    let mut extra = [(1, 0); 3];
-    for (k, &(extent, rows)) in m.extra().iter().enumerate() {
-        extra[k] = (extent, stride.saturating_mul(u64::from(rows)).saturating_mul(size));
     }
     let map = TiledTensorMap {
         elem: tensor_map_elem(*elem),
@@ -218,8 +213,6 @@ fn tiled_map(
         stride_bytes: stride.saturating_mul(size),
         box_dims: m.box_dims,
         swizzle: m.swizzle,
-        extra,
-        extra_rank: m.extra_rank,
     };
     map.check().map_err(|e| fail(format!("{e} ({map})")))?;
     Ok(map)
@@ -462,13 +455,13 @@ mod tests {
     }
 
     fn map() -> TensorMap {
-        TensorMap::plain(
-            0,
-            [LaunchValue::Param(2), LaunchValue::Param(1)],
-            LaunchValue::Param(3),
-            [64, 128],
-            128,
-        )
+        TensorMap {
+            param: 0,
+            dims: [LaunchValue::Param(2), LaunchValue::Param(1)],
+            stride: LaunchValue::Param(3),
+            box_dims: [64, 128],
+            swizzle: 128,
+        }
     }
 
     fn ints(rows: i128, cols: i128, stride: i128) -> Vec<Option<i128>> {
@@ -505,8 +498,6 @@ mod tests {
                 stride_bytes: 2048,
                 box_dims: [64, 128],
                 swizzle: 128,
-                extra: [(1, 0); 3],
-                extra_rank: 0,
             }
         );
         // Constants too; the last row need not be padded to the stride.

@@ -91,10 +91,6 @@ pub struct TiledTensorMap {
     pub stride_bytes: u64,
     pub box_dims: [u32; 2],
     pub swizzle: u32,
-    /// Extra dimensions after the first two, each spanned whole by a box: `(extent, bytes
-    /// between consecutive indices)`; the first `extra_rank` are used.
-    pub extra: [(u32, u64); 3],
-    pub extra_rank: u8,
 }
 
 impl fmt::Display for TiledTensorMap {
@@ -110,11 +106,7 @@ impl fmt::Display for TiledTensorMap {
             self.box_dims[0],
             self.box_dims[1],
             self.swizzle
-        )?;
-        for (extent, stride) in &self.extra[..self.extra_rank as usize] {
-            write!(f, ", then {extent} x {stride} bytes")?;
-        }
-        Ok(())
+        )
     }
 }
 
@@ -150,20 +142,6 @@ impl TiledTensorMap {
                 "a box of {:?} elements; the driver takes 1 to 256 a side",
                 self.box_dims
             ));
-        }
-        if self.extra_rank > 3 {
-            return Err(format!(
-                "{} extra dimensions; the driver takes a rank of at most 5",
-                self.extra_rank
-            ));
-        }
-        for &(extent, stride) in &self.extra[..self.extra_rank as usize] {
-            if extent == 0 || extent > 256 || stride % 16 != 0 || stride >= 1 << 40 {
-                return Err(format!(
-                    "an extra dimension of {extent} elements {stride} bytes apart; the driver takes \
-                     1 to 256 (a box spans it whole) and a multiple of 16 below 2^40"
-                ));
-            }
         }
         let row = u64::from(self.box_dims[0]) * size;
         if !matches!(self.swizzle, 32 | 64 | 128) || row % 16 != 0 || row > u64::from(self.swizzle) {
@@ -206,29 +184,21 @@ impl CudaDevice {
         }
         self.bind()?;
         let mut out = sys::CUtensorMap { opaque: [0; 16] };
-        let extra = &map.extra[..map.extra_rank as usize];
-        let rank = 2 + extra.len();
-        let mut dims = [1u64; 5];
-        let mut strides = [0u64; 4];
-        let mut box_dims = [1u32; 5];
-        (dims[0], dims[1], strides[0]) = (map.dims[0], map.dims[1], map.stride_bytes);
-        (box_dims[0], box_dims[1]) = (map.box_dims[0], map.box_dims[1]);
-        for (k, &(extent, stride)) in extra.iter().enumerate() {
-            (dims[2 + k], strides[1 + k], box_dims[2 + k]) = (u64::from(extent), stride, extent);
-        }
-        let element_strides = [1u32; 5];
-        // SAFETY: every pointer is to a live local at least as long as the driver reads for a
-        // map of rank `rank` (rank dims, rank - 1 strides, rank box sides and element
-        // strides); `out` is a `CUtensorMap`. The global address is only recorded, not accessed.
+        let dims = map.dims;
+        let strides = [map.stride_bytes];
+        let element_strides = [1u32, 1];
+        // SAFETY: every pointer is to a live local of the size the driver reads for a rank-2
+        // map (2 dims, 1 stride, 2 box sides, 2 element strides); `out` is a `CUtensorMap`.
+        // The global address is only recorded, not accessed.
         let status = unsafe {
             sys::cuTensorMapEncodeTiled(
                 &mut out,
                 map.elem.cu(),
-                rank as u32,
+                2,
                 map.address as *mut std::ffi::c_void,
                 dims.as_ptr(),
                 strides.as_ptr(),
-                box_dims.as_ptr(),
+                map.box_dims.as_ptr(),
                 element_strides.as_ptr(),
                 sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
                 map.swizzle(),
@@ -258,8 +228,6 @@ mod tests {
             stride_bytes: 2048,
             box_dims: [64, 128],
             swizzle: 128,
-            extra: [(1, 0); 3],
-            extra_rank: 0,
         }
     }
 
