@@ -131,6 +131,8 @@ fn no_spills(label: &str, kernel: &Kernel, num_warps: u32) {
 fn h100(num_warps: u32, num_stages: u32) -> Target {
     Target {
         mma_sync: true,
+        wgmma: true,
+        tma: true,
         async_copy: true,
         num_stages,
         ..Target::nvidia(num_warps, 227 * 1024)
@@ -145,8 +147,10 @@ fn h100(num_warps: u32, num_stages: u32) -> Target {
 #[test]
 fn attention_passes_ptxas() {
     let configs = [
+        (128, 128, 8, 2),
         (128, 64, 8, 2),
         (128, 64, 8, 3),
+        (128, 64, 8, 4),
         (128, 32, 8, 3),
         (64, 64, 4, 3),
         (64, 32, 4, 3),
@@ -165,11 +169,30 @@ fn attention_passes_ptxas() {
                     "attention d {head_dim}, causal {causal}, split {split_diagonal}, {block_m}x{block_n}, {stages} stages"
                 );
                 let ptx = if i == 0 {
-                    check_on(&label, &kernel, &[warps], |w| h100(w, stages))
+                    // (`mma.sync`, which sm_80 has too.)
+                    check_on(&label, &kernel, &[warps], |w| Target {
+                        wgmma: false,
+                        tma: false,
+                        ..h100(w, stages)
+                    })
                 } else {
                     assemble_aligned_sm90(&label, &kernel, &h100(warps, stages))
                 };
-                assert!(ptx.contains("mma.sync.aligned.m16n8k16"), "{label}: no mma");
+                // Warpgroup MMAs where the block is whole m64 tiles (`P V` then reads `P` from
+                // registers: an A operand in braces, not a descriptor), `mma.sync` elsewhere.
+                let wgmmas: Vec<&str> = ptx.lines().filter(|l| l.contains("wgmma.mma_async")).collect();
+                if block_m >= 64 && i != 0 {
+                    assert!(!wgmmas.is_empty(), "{label}: no wgmma");
+                    assert!(
+                        wgmmas.iter().any(|l| l.contains("}, {%r")),
+                        "{label}: no wgmma with A in registers"
+                    );
+                } else {
+                    assert!(
+                        !wgmmas.is_empty() || ptx.contains("mma.sync.aligned.m16n8k16"),
+                        "{label}: no mma"
+                    );
+                }
                 assert!(ptx.contains("ex2.approx"), "{label}: the softmax runs on exp2");
             }
         }

@@ -39,9 +39,12 @@ pub fn ptxas_check(ptx: &str, sm: u32) {
 /// and spilled bytes (stores plus loads). `None` when ptxas is not available.
 pub fn ptxas_resources(ptx: &str, sm: u32) -> Option<(u32, u32)> {
     let report = assemble(ptx, sm, true)?;
+    // The first `N marker` of the report (ptxas's notes, such as why it serialized wgmmas,
+    // may use the same words without a number).
     let number_before = |marker: &str| -> Option<u32> {
-        let at = report.find(marker)?;
-        report[..at].split_whitespace().last()?.parse().ok()
+        report
+            .match_indices(marker)
+            .find_map(|(at, _)| report[..at].split_whitespace().last()?.parse().ok())
     };
     let registers = number_before(" registers").expect("ptxas -v reports registers");
     let spills = number_before(" bytes spill stores").unwrap_or(0) + number_before(" bytes spill loads").unwrap_or(0);
