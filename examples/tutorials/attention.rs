@@ -130,6 +130,7 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
             // Wider key blocks and a deeper ring, which fit once `P` no longer takes shared
             // memory (it feeds `P V` from registers on warpgroup MMAs).
             (128, 128, 8, 2),
+            (128, 128, 8, 3),
             (128, 64, 8, 4),
             (128, 64, 8, 3),
             (128, 32, 8, 3),
