@@ -366,7 +366,9 @@ pub enum Stmt {
     /// pattern of address bits repeats), laid out and swizzled as [`TensorMap`] says:
     /// PTX's `cp.async.bulk.tensor.2d` with `mbarrier::complete_tx::bytes`. Its bytes (the
     /// whole box) count towards `bar`'s current phase; the data is in shared memory once an
-    /// [`Stmt::MbarrierWait`] on that phase returns, and not before.
+    /// [`Stmt::MbarrierWait`] on that phase returns, and not before. `coords[0]` times the
+    /// element size must be a multiple of 16 (the hardware starts a box's rows on 16-byte
+    /// boundaries and faults otherwise); the lowering proves it (`lower/tma_box.rs`).
     TmaLoad {
         map: u32,
         alloc: u32,
