@@ -45,125 +45,17 @@ enum Atom {
     Lane(u8),
 }
 
-/// `factor · Π symbols · atom`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Term {
-    factor: i128,
-    /// Sorted, with repeats for powers.
-    symbols: Vec<Symbol>,
-    atom: Option<Atom>,
-}
-
-/// The most symbols one term may multiply: offsets are `row * stride + col`, not long
-/// products, and a bound keeps the per-launch evaluation short.
-const MAX_SYMBOLS: usize = 4;
-
-/// A sum of terms, sorted by (symbols, atom), each (symbols, atom) once, no zero factor.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Poly {
-    terms: Vec<Term>,
-}
+type Term = super::poly::Term<Symbol, Atom>;
+type Poly = super::poly::Poly<Symbol, Atom>;
 
 impl Poly {
-    fn constant(c: i128) -> Poly {
-        Poly::from_terms(vec![Term {
-            factor: c,
-            symbols: vec![],
-            atom: None,
-        }])
-        .unwrap_or_default()
-    }
-    fn symbol(s: Symbol) -> Poly {
-        Poly {
-            terms: vec![Term {
-                factor: 1,
-                symbols: vec![s],
-                atom: None,
-            }],
-        }
-    }
-    fn atom(a: Atom) -> Poly {
-        Poly {
-            terms: vec![Term {
-                factor: 1,
-                symbols: vec![],
-                atom: Some(a),
-            }],
-        }
-    }
-
-    /// Sorts and merges terms; `None` when a factor overflows.
-    fn from_terms(mut terms: Vec<Term>) -> Option<Poly> {
-        terms.sort_by(|a, b| (&a.symbols, a.atom).cmp(&(&b.symbols, b.atom)));
-        let mut merged: Vec<Term> = Vec::with_capacity(terms.len());
-        for t in terms {
-            match merged.last_mut() {
-                Some(last) if last.symbols == t.symbols && last.atom == t.atom => {
-                    last.factor = last.factor.checked_add(t.factor)?;
-                }
-                _ => merged.push(t),
-            }
-        }
-        merged.retain(|t| t.factor != 0);
-        Some(Poly { terms: merged })
-    }
-
-    fn add(&self, other: &Poly) -> Option<Poly> {
-        Poly::from_terms(self.terms.iter().chain(&other.terms).cloned().collect())
-    }
-
-    fn scale(&self, c: i128) -> Option<Poly> {
-        let mut terms = self.terms.clone();
-        for t in &mut terms {
-            t.factor = t.factor.checked_mul(c)?;
-        }
-        Poly::from_terms(terms)
-    }
-
-    fn sub(&self, other: &Poly) -> Option<Poly> {
-        self.add(&other.scale(-1)?)
-    }
-
-    /// The product; `None` when it is not of the plan's form (two atoms multiplied, or a
-    /// term of more than [`MAX_SYMBOLS`] symbols).
-    fn mul(&self, other: &Poly) -> Option<Poly> {
-        let mut terms = Vec::with_capacity(self.terms.len() * other.terms.len());
-        for a in &self.terms {
-            for b in &other.terms {
-                let atom = match (a.atom, b.atom) {
-                    (Some(_), Some(_)) => return None,
-                    (x, y) => x.or(y),
-                };
-                let mut symbols: Vec<Symbol> = a.symbols.iter().chain(&b.symbols).copied().collect();
-                if symbols.len() > MAX_SYMBOLS {
-                    return None;
-                }
-                symbols.sort();
-                terms.push(Term {
-                    factor: a.factor.checked_mul(b.factor)?,
-                    symbols,
-                    atom,
-                });
-            }
-        }
-        Poly::from_terms(terms)
-    }
-
     /// The same polynomial with block dimension `d` renamed `f(d)` (`None`: the dimension
     /// is gone, which only happens for dimensions of size 1, whose index is 0).
     fn map_lanes(&self, f: impl Fn(u8) -> Option<u8>) -> Poly {
-        let terms = self
-            .terms
-            .iter()
-            .filter_map(|t| match t.atom {
-                Some(Atom::Lane(d)) => f(d).map(|d| Term {
-                    atom: Some(Atom::Lane(d)),
-                    ..t.clone()
-                }),
-                _ => Some(t.clone()),
-            })
-            .collect();
-        Poly::from_terms(terms).unwrap_or_default()
+        self.map_atoms(|a| match a {
+            Atom::Lane(d) => f(d).map(Atom::Lane),
+            other => Some(other),
+        })
     }
 
     fn has_lanes(&self) -> bool {

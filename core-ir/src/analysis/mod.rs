@@ -2,3 +2,4 @@
 
 pub mod axis;
 pub mod extent;
+pub(crate) mod poly;

@@ -220,8 +220,10 @@ impl Lowerer<'_> {
             if t.atom.is_some() {
                 return Err(self.internal("a TMA coordinate varies over the block"));
             }
-            let mut term = self.i32c(t.factor);
-            for s in &t.syms {
+            let factor =
+                i64::try_from(t.factor).map_err(|_| self.internal("a TMA coordinate's factor does not fit i64"))?;
+            let mut term = self.i32c(factor);
+            for s in &t.symbols {
                 let r = match *s {
                     Sym::Trip => trip,
                     Sym::Value(v) => {

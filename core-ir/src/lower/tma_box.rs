@@ -55,120 +55,23 @@ pub(crate) enum Atom {
     Wrap { id: u32, dim: u8 },
 }
 
-/// `factor * Π syms * atom`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Term {
-    pub factor: i64,
-    /// Sorted, with repeats for powers.
-    pub syms: Vec<Sym>,
-    pub atom: Option<Atom>,
-}
+/// A polynomial in those unknowns (`analysis::poly`).
+pub(crate) type Poly = crate::analysis::poly::Poly<Sym, Atom>;
+type Term = crate::analysis::poly::Term<Sym, Atom>;
 
-/// A sum of terms, each (syms, atom) once, none with a zero factor, sorted.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct Poly {
-    pub terms: Vec<Term>,
-}
-
-/// The most symbols one term may multiply (index arithmetic is `row * stride + col`).
-const MAX_SYMS: usize = 4;
-
+/// What the box proof asks of a polynomial beyond the shared arithmetic.
 impl Poly {
-    pub fn constant(c: i64) -> Poly {
-        Poly::from_terms(vec![Term {
-            factor: c,
-            syms: vec![],
-            atom: None,
-        }])
-        .unwrap_or_default()
-    }
-    fn unknown(s: Sym) -> Poly {
-        Poly {
-            terms: vec![Term {
-                factor: 1,
-                syms: vec![s],
-                atom: None,
-            }],
-        }
-    }
-    fn atom(a: Atom) -> Poly {
-        Poly {
-            terms: vec![Term {
-                factor: 1,
-                syms: vec![],
-                atom: Some(a),
-            }],
-        }
-    }
-    fn from_terms(mut terms: Vec<Term>) -> Option<Poly> {
-        for t in &mut terms {
-            t.syms.sort_unstable();
-        }
-        terms.sort_by(|a, b| (&a.syms, a.atom).cmp(&(&b.syms, b.atom)));
-        let mut merged: Vec<Term> = Vec::with_capacity(terms.len());
-        for t in terms {
-            match merged.last_mut() {
-                Some(last) if last.syms == t.syms && last.atom == t.atom => {
-                    last.factor = last.factor.checked_add(t.factor)?;
-                }
-                _ => merged.push(t),
-            }
-        }
-        merged.retain(|t| t.factor != 0);
-        Some(Poly { terms: merged })
-    }
-    pub fn add(&self, o: &Poly) -> Option<Poly> {
-        Poly::from_terms(self.terms.iter().chain(&o.terms).cloned().collect())
-    }
-    pub fn scale(&self, c: i64) -> Option<Poly> {
-        let mut terms = self.terms.clone();
-        for t in &mut terms {
-            t.factor = t.factor.checked_mul(c)?;
-        }
-        Poly::from_terms(terms)
-    }
-    pub fn sub(&self, o: &Poly) -> Option<Poly> {
-        self.add(&o.scale(-1)?)
-    }
-    /// The product, where no term would multiply two atoms.
-    fn mul(&self, o: &Poly) -> Option<Poly> {
-        let mut terms = Vec::new();
-        for a in &self.terms {
-            for b in &o.terms {
-                if a.atom.is_some() && b.atom.is_some() || a.syms.len() + b.syms.len() > MAX_SYMS {
-                    return None;
-                }
-                terms.push(Term {
-                    factor: a.factor.checked_mul(b.factor)?,
-                    syms: a.syms.iter().chain(&b.syms).copied().collect(),
-                    atom: a.atom.or(b.atom),
-                });
-            }
-        }
-        Poly::from_terms(terms)
-    }
-    pub fn has_atoms(&self) -> bool {
-        self.terms.iter().any(|t| t.atom.is_some())
-    }
     fn has_trip(&self) -> bool {
-        self.terms.iter().any(|t| t.syms.contains(&Sym::Trip))
+        self.terms.iter().any(|t| t.symbols.contains(&Sym::Trip))
     }
-    /// The constant, if that is all it is.
-    fn as_constant(&self) -> Option<i64> {
-        match self.terms.as_slice() {
-            [] => Some(0),
-            [t] if t.syms.is_empty() && t.atom.is_none() => Some(t.factor),
-            _ => None,
-        }
-    }
-    /// The single unknown `s` (factor 1), if that is all it is.
+    /// The single unknown `v` (factor 1), if that is all it is.
     fn as_value(&self) -> Option<ValueId> {
         match self.terms.as_slice() {
             [Term {
                 factor: 1,
-                syms,
+                symbols,
                 atom: None,
-            }] => match syms.as_slice() {
+            }] => match symbols.as_slice() {
                 [Sym::Value(v)] => Some(*v),
                 _ => None,
             },
@@ -177,14 +80,12 @@ impl Poly {
     }
     /// Renumbers dimensions (after `expand_dims`).
     fn map_dims(&self, f: impl Fn(u8) -> u8) -> Poly {
-        let mut p = self.clone();
-        for t in &mut p.terms {
-            t.atom = t.atom.map(|a| match a {
+        self.map_atoms(|a| {
+            Some(match a {
                 Atom::Lane(d) => Atom::Lane(f(d)),
                 Atom::Wrap { id, dim } => Atom::Wrap { id, dim: f(dim) },
-            });
-        }
-        Poly::from_terms(p.terms).unwrap_or_default()
+            })
+        })
     }
 }
 
@@ -273,14 +174,14 @@ impl<'a, 'k> Affine<'a, 'k> {
         let int = |poly| Some(Form { base: None, poly });
         if self.integer(v) {
             if let Some(c) = self.l.axis[v.index()].constant {
-                return int(Poly::constant(c));
+                return int(Poly::constant(c.into()));
             }
         }
         // A scalar the loop does not change and that is not a sum or product: a symbol.
         let opaque = |s: &Self| {
             (ty.shape.rank() == 0 && s.integer(v) && !s.inside(v)).then(|| Form {
                 base: None,
-                poly: Poly::unknown(Sym::Value(v)),
+                poly: Poly::symbol(Sym::Value(v)),
             })
         };
         match k.values[v].def {
@@ -296,7 +197,7 @@ impl<'a, 'k> Affine<'a, 'k> {
             ValueDef::Result { inst, .. } => {
                 let op = &k.insts[inst].op;
                 match *op {
-                    Op::Arange { start, .. } => int(Poly::atom(Atom::Lane(0)).add(&Poly::constant(start as i64))?),
+                    Op::Arange { start, .. } => int(Poly::atom(Atom::Lane(0)).add(&Poly::constant(start as i128))?),
                     Op::Splat { value } | Op::Broadcast { value } => self.form(value),
                     Op::ExpandDims { value, axis } => {
                         let f = self.form(value)?;
@@ -353,7 +254,9 @@ impl<'a, 'k> Affine<'a, 'k> {
                 for t in &l.terms {
                     match t.atom {
                         None => inner.push(t.clone()),
-                        Some(Atom::Lane(d)) if t.factor == 1 && t.syms.is_empty() && lane.is_none() => lane = Some(d),
+                        Some(Atom::Lane(d)) if t.factor == 1 && t.symbols.is_empty() && lane.is_none() => {
+                            lane = Some(d)
+                        }
                         Some(_) => return None,
                     }
                 }
@@ -387,7 +290,7 @@ impl<'a, 'k> Affine<'a, 'k> {
         else {
             return None;
         };
-        let trip = Poly::unknown(Sym::Trip);
+        let trip = Poly::symbol(Sym::Trip);
         if index == 0 {
             let (s, d) = (self.poly(start)?, self.poly(step)?);
             if s.has_atoms() || d.has_atoms() {
@@ -474,7 +377,7 @@ impl<'a, 'k> Affine<'a, 'k> {
 /// `v` as a value a launch fixes: a constant or an integer parameter.
 fn launch_value(l: &Lowerer<'_>, p: &Poly) -> Option<LaunchValue> {
     if let Some(c) = p.as_constant() {
-        return (c > 0).then_some(LaunchValue::Const(c));
+        return i64::try_from(c).ok().filter(|&c| c > 0).map(LaunchValue::Const);
     }
     let v = p.as_value()?;
     match l.k.values[v].def {
@@ -509,17 +412,17 @@ impl Lowerer<'_> {
                 }
                 Some(Atom::Lane(d)) | Some(Atom::Wrap { dim: d, .. }) => d as usize,
             };
-            if d > 1 || along[d].is_some() || t.syms.contains(&Sym::Trip) {
+            if d > 1 || along[d].is_some() || t.symbols.contains(&Sym::Trip) {
                 return None;
             }
             along[d] = Some(t.clone());
         }
         let (inner, outer) = (along[contiguous].clone()?, along[1 - contiguous].clone()?);
-        if inner.factor != 1 || !inner.syms.is_empty() {
+        if inner.factor != 1 || !inner.symbols.is_empty() {
             return None;
         }
         // The row stride: one integer parameter (16-byte multiples: divisible by 16).
-        let stride_value = match (outer.factor, outer.syms.as_slice()) {
+        let stride_value = match (outer.factor, outer.symbols.as_slice()) {
             (1, [Sym::Value(s)]) => *s,
             _ => return None,
         };
@@ -532,8 +435,8 @@ impl Lowerer<'_> {
         // The uniform part: the terms with the stride are rows (`y`), the rest columns.
         let (mut y, mut x) = (Vec::new(), Vec::new());
         for mut t in uniform {
-            if let Some(at) = t.syms.iter().position(|&s| s == Sym::Value(stride_value)) {
-                t.syms.remove(at);
+            if let Some(at) = t.symbols.iter().position(|&s| s == Sym::Value(stride_value)) {
+                t.symbols.remove(at);
                 y.push(t);
             } else {
                 x.push(t);
@@ -611,7 +514,7 @@ impl Lowerer<'_> {
 
     /// The largest power of two that surely divides `p` (free of atoms).
     fn divisibility(&self, p: &Poly) -> u64 {
-        let pow2 = |v: i64| {
+        let pow2 = |v: i128| {
             if v == 0 {
                 1 << 30
             } else {
@@ -621,7 +524,7 @@ impl Lowerer<'_> {
         p.terms
             .iter()
             .map(|t| {
-                t.syms.iter().fold(pow2(t.factor), |d, s| match s {
+                t.symbols.iter().fold(pow2(t.factor), |d, s| match s {
                     Sym::Value(v) => d.saturating_mul(self.axis[v.index()].divisibility[0]),
                     Sym::Trip => d,
                 })
