@@ -5,14 +5,13 @@
 //! accumulation's rounding; ragged shapes, leaky ReLU, f16 and f32 outputs, bf16 and tf32
 //! inputs, every warp count.
 
-use half::{bf16, f16};
 use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
 use rutile_ir::lower::lower;
 use rutile_ir::seeds::{matmul, matmul_grid, Activation, MatmulMeta};
 use rutile_ir::target::{Specialization, Target};
-use rutile_ir::testing::Rng;
+use rutile_ir::testing::{float_buffer, float_values, Rng};
 use rutile_ir::thread::{Stmt, ThreadKernel};
-use rutile_ir::ScalarType::{self, BF16, F16, F32};
+use rutile_ir::ScalarType::{BF16, F16, F32};
 use rutile_ir::{DotPrecision, Kernel};
 
 fn target(num_warps: u32) -> Target {
@@ -68,25 +67,6 @@ fn ptr(buffer: usize) -> ArgValue {
     ArgValue::Ptr { buffer, offset: 0 }
 }
 
-/// Inputs of `elem` in [-1, 1].
-fn inputs(rng: &mut Rng, elem: ScalarType, n: usize) -> HostBuffer {
-    let v = rng.f32s(n, -1.0, 1.0);
-    match elem {
-        F16 => HostBuffer::from_slice(&v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>()),
-        BF16 => HostBuffer::from_slice(&v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>()),
-        _ => HostBuffer::from_slice(&v),
-    }
-}
-
-/// The output buffer as f64.
-fn values(b: &HostBuffer) -> Vec<f64> {
-    match b.elem() {
-        F16 => b.to_vec::<f16>().unwrap().iter().map(|v| v.to_f64()).collect(),
-        BF16 => b.to_vec::<bf16>().unwrap().iter().map(|v| v.to_f64()).collect(),
-        _ => b.to_vec::<f32>().unwrap().iter().map(|&v| v as f64).collect(),
-    }
-}
-
 /// Runs the matmul seed of `meta` on `m x n x k` in the interpreter and, lowered for
 /// `warps` with the tensor cores, in the simulator; checks that the lowering used them and
 /// that the results agree within `tol` (relative to the largest output, as the sums differ
@@ -108,8 +88,8 @@ struct RowMajorMatmul {
 fn row_major_matmul(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), rng: &mut Rng) -> RowMajorMatmul {
     let kernel = matmul(meta).unwrap();
     let buffers = vec![
-        inputs(rng, meta.input, m * k),
-        inputs(rng, meta.input, k * n),
+        float_buffer(rng, meta.input, m * k),
+        float_buffer(rng, meta.input, k * n),
         HostBuffer::zeros(meta.output, m * n),
     ];
     let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
@@ -152,7 +132,7 @@ fn check_matmul_on(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), target: 
     }
     let mut got = buffers.clone();
     simt::run_threads(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
-    let (g, w) = (values(&got[2]), values(&want[2]));
+    let (g, w) = (float_values(&got[2]), float_values(&want[2]));
     let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
     for i in 0..m * n {
         assert!(
@@ -287,8 +267,8 @@ fn tf32_results_differ_from_ieee_ones_by_the_operand_rounding() {
         ..meta
     };
     let buffers = vec![
-        inputs(&mut rng, F32, m * k),
-        inputs(&mut rng, F32, k * n),
+        float_buffer(&mut rng, F32, m * k),
+        float_buffer(&mut rng, F32, k * n),
         HostBuffer::zeros(F32, m * n),
     ];
     let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
@@ -296,13 +276,13 @@ fn tf32_results_differ_from_ieee_ones_by_the_operand_rounding() {
     let run_interp = |meta: &MatmulMeta| {
         let mut b = buffers.clone();
         interp::run(&matmul(meta).unwrap(), grid, &args, &mut b).unwrap();
-        values(&b[2])
+        float_values(&b[2])
     };
     let (want_tf32, want_ieee) = (run_interp(&meta), run_interp(&ieee));
     let tk = lower(&matmul(&meta).unwrap(), &target(4), &runtime_spec(&args)).unwrap();
     let mut got = buffers.clone();
     simt::run_threads(&tk, grid, &args, &mut got).unwrap();
-    let got = values(&got[2]);
+    let got = float_values(&got[2]);
     let scale = want_ieee.iter().fold(0f64, |s, v| s.max(v.abs()));
     let worst = |w: &[f64]| got.iter().zip(w).fold(0f64, |d, (g, w)| d.max((g - w).abs())) / scale;
     let (to_tf32, to_ieee) = (worst(&want_tf32), worst(&want_ieee));
@@ -339,8 +319,8 @@ fn column_major_tf32_operands_on_the_tensor_cores() {
     let (m, n, k) = (96usize, 80usize, 64usize);
     for (a_col, b_col) in [(false, false), (false, true), (true, false), (true, true)] {
         for t in [target(4), pipelined(4, 3)] {
-            let a = inputs(&mut rng, F32, m * k);
-            let b = inputs(&mut rng, F32, k * n);
+            let a = float_buffer(&mut rng, F32, m * k);
+            let b = float_buffer(&mut rng, F32, k * n);
             let (sam, sak) = if a_col { (1, m) } else { (k, 1) };
             let (sbk, sbn) = if b_col { (1, k) } else { (n, 1) };
             let buffers = vec![a, b, HostBuffer::zeros(F32, m * n)];
@@ -362,7 +342,7 @@ fn column_major_tf32_operands_on_the_tensor_cores() {
             assert_eq!(ldmatrix > 0, !a_col || b_col, "{at}");
             let mut got = buffers.clone();
             let stats = run_threads_with_stats(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
-            let (g, w) = (values(&got[2]), values(&want[2]));
+            let (g, w) = (float_values(&got[2]), float_values(&want[2]));
             let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
             for i in 0..m * n {
                 assert!((g[i] - w[i]).abs() <= 1e-5 * scale, "{at}: element {i}");
@@ -392,7 +372,7 @@ fn tf32_dots_off_the_tensor_cores_round_their_operands() {
     a[k + 1] = f32::INFINITY;
     let buffers = vec![
         HostBuffer::from_slice(&a),
-        inputs(&mut rng, F32, k * n),
+        float_buffer(&mut rng, F32, k * n),
         HostBuffer::zeros(F32, m * n),
     ];
     let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
@@ -535,8 +515,8 @@ fn operand_fragments_read_shared_memory_without_conflicts() {
         let kernel = matmul(&meta).unwrap();
         let (m, n, k) = (bm as usize, bn as usize, bk as usize);
         let buffers = vec![
-            inputs(&mut rng, F16, m * k),
-            inputs(&mut rng, F16, k * n),
+            float_buffer(&mut rng, F16, m * k),
+            float_buffer(&mut rng, F16, k * n),
             HostBuffer::zeros(F32, m * n),
         ];
         let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
@@ -578,8 +558,8 @@ fn column_major_matmuls(
     let (m, n, k) = (96usize, 80usize, 64usize);
     let mut out = Vec::new();
     for (a_col, b_col) in [(false, true), (true, false), (true, true)] {
-        let a = inputs(&mut rng, F16, m * k);
-        let b = inputs(&mut rng, F16, k * n);
+        let a = float_buffer(&mut rng, F16, m * k);
+        let b = float_buffer(&mut rng, F16, k * n);
         let (sam, sak) = if a_col { (1, m) } else { (k, 1) };
         let (sbk, sbn) = if b_col { (1, k) } else { (n, 1) };
         let buffers = vec![a, b, HostBuffer::zeros(F32, m * n)];
@@ -597,7 +577,7 @@ fn column_major_matmuls(
         let mut got = buffers.clone();
         let stats = run_threads_with_stats(&tk, grid, &args, &mut got)
             .unwrap_or_else(|e| panic!("A col {a_col}, B col {b_col}: {e}"));
-        let (g, w) = (values(&got[2]), values(&want[2]));
+        let (g, w) = (float_values(&got[2]), float_values(&want[2]));
         let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
         for i in 0..m * n {
             assert!(
@@ -699,9 +679,9 @@ fn the_wgmma_model_catches_wrong_rows_and_missing_waits() {
         let mut got = buffers.clone();
         match simt::run_threads(tk, grid, &args, &mut got) {
             Err(_) => false,
-            Ok(()) => values(&got[2])
+            Ok(()) => float_values(&got[2])
                 .iter()
-                .zip(values(&want[2]))
+                .zip(float_values(&want[2]))
                 .all(|(g, w)| (g - w).abs() <= 1e-4),
         }
     };

@@ -6,7 +6,7 @@
 use rutile_ir::lower::lower;
 use rutile_ir::seeds::{matmul, MatmulMeta};
 use rutile_ir::target::Target;
-use rutile_ir::testing::{row_major_matmul_args, runtime_spec};
+use rutile_ir::testing::{float_buffer, float_values, row_major_matmul_args, runtime_spec, Rng};
 use rutile_ir::thread::{LaunchValue, Stmt, ThreadKernel};
 
 fn hopper(num_warps: u32, stages: u32, tma: bool) -> Target {
@@ -46,28 +46,9 @@ fn the_seed_s_operands_are_boxes() {
     assert!(count(&tk, |s| matches!(s, Stmt::AsyncCopy { .. })) > 0);
 }
 
-use half::{bf16, f16};
 use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
 use rutile_ir::seeds::{matmul_grid, Activation};
-use rutile_ir::testing::Rng;
-use rutile_ir::ScalarType::{self, BF16, F16, F32};
-
-fn inputs(rng: &mut Rng, elem: ScalarType, n: usize) -> HostBuffer {
-    let v = rng.f32s(n, -1.0, 1.0);
-    match elem {
-        F16 => HostBuffer::from_slice(&v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>()),
-        BF16 => HostBuffer::from_slice(&v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>()),
-        _ => HostBuffer::from_slice(&v),
-    }
-}
-
-fn values(b: &HostBuffer) -> Vec<f64> {
-    match b.elem() {
-        F16 => b.to_vec::<f16>().unwrap().iter().map(|v| v.to_f64()).collect(),
-        BF16 => b.to_vec::<bf16>().unwrap().iter().map(|v| v.to_f64()).collect(),
-        _ => b.to_vec::<f32>().unwrap().iter().map(|&v| v as f64).collect(),
-    }
-}
+use rutile_ir::ScalarType::{BF16, F16, F32};
 
 /// The matmul seed of `meta` on `m x n x k` (B column-major where `b_col`), lowered for
 /// `target`, in the simulator against the interpreter; returns the tensor maps' count.
@@ -81,8 +62,8 @@ fn check(
 ) -> usize {
     let kernel = matmul(meta).unwrap();
     let buffers = vec![
-        inputs(rng, meta.input, m * k),
-        inputs(rng, meta.input, k * n),
+        float_buffer(rng, meta.input, m * k),
+        float_buffer(rng, meta.input, k * n),
         HostBuffer::zeros(meta.output, m * n),
     ];
     let (sbk, sbn) = if b_col { (1, k) } else { (n, 1) };
@@ -98,7 +79,7 @@ fn check(
     );
     let mut got = buffers.clone();
     simt::run_threads(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
-    let (g, w) = (values(&got[2]), values(&want[2]));
+    let (g, w) = (float_values(&got[2]), float_values(&want[2]));
     let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
     for i in 0..m * n {
         assert!(
