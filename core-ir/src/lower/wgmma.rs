@@ -181,10 +181,9 @@ impl Lowerer<'_> {
                 let a_operand = match (&a_regs, sa) {
                     // Columns `kk..kk + 16` of row repetitions `2i` and `2i + 1`, in the
                     // order `WgmmaA::Registers` lists them.
-                    (Some((regs, a_map)), _) => WgmmaA::Registers(std::array::from_fn(|x| {
-                        let (j, h, e) = (kk / 8 + x as u32 / 4, (x as u32 / 2) % 2, x as u32 % 2);
-                        regs[a_map.join([2 * i + h, 2 * j + e, 0])]
-                    })),
+                    (Some((regs, a_map)), _) => {
+                        WgmmaA::Registers(std::array::from_fn(|x| regs[fragment(a_map, i, kk / 2 + x as u32)]))
+                    }
                     (None, Some(sa)) => {
                         let t = sa.tile;
                         let (block, within) = (kk / t.block_cols, kk % t.block_cols);
@@ -202,13 +201,7 @@ impl Lowerer<'_> {
                     }
                     (None, None) => return Err(self.internal("a wgmma A operand nowhere")),
                 };
-                // acc[4j + 2h + e]: row repetition 2i + h, column 2j + e of the blocked map.
-                let regs: Vec<Reg> = (0..n / 2)
-                    .map(|x| {
-                        let (j, h, e) = (x / 4, (x / 2) % 2, x % 2);
-                        out[map.join([2 * i + h, 2 * j + e, 0])]
-                    })
-                    .collect();
+                let regs: Vec<Reg> = (0..n / 2).map(|x| out[fragment(&map, i, x)]).collect();
                 self.emit(Stmt::Wgmma {
                     acc: regs,
                     a: a_operand,
@@ -272,4 +265,13 @@ pub(crate) fn operand_tile(
         Some(s) => s.tile(which, contiguous, elem.size_bytes() as u32),
         None => Some((SharedOperand::tile_for(dims, contiguous, elem), contiguous)),
     }
+}
+
+/// The register of `map` (the blocked accumulator layout) that holds element `x` of m64 step
+/// `i` of a thread's wgmma fragment: `acc[4j + 2h + e]`, row repetition `2i + h`, column
+/// `2j + e`. An A operand in registers (`WgmmaA::Registers`) is the same fragment's 16
+/// columns from `kk`: its elements `x` are `kk / 2 + 0..8`.
+fn fragment(map: &RegisterMap, i: u32, x: u32) -> usize {
+    let (j, h, e) = (x / 4, (x / 2) % 2, x % 2);
+    map.join([2 * i + h, 2 * j + e, 0])
 }
