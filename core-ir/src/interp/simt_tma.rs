@@ -84,6 +84,16 @@ impl Bar {
     fn busy(&self) -> bool {
         self.arrivals > 0 || self.tx > 0 || !self.pending.is_empty()
     }
+    /// Why `doing` (initializing it again, invalidating it) is not allowed while it is busy.
+    fn busy_message(&self, key: (u32, i64), doing: &str) -> String {
+        format!(
+            "{} is {doing} while its phase has {} arrivals, {} expected bytes and {} copies pending",
+            bar_name(key.0, key.1),
+            self.arrivals,
+            self.tx,
+            self.pending.len()
+        )
+    }
 }
 
 /// The live mbarriers of the program, by shared buffer and element.
@@ -206,14 +216,7 @@ impl Sim<'_> {
             }
             first.insert(idx[t], t);
             if let Some(b) = self.mbarriers.live.get(&key).filter(|b| b.busy()) {
-                let message = format!(
-                    "{} is initialized again while its phase has {} arrivals, {} expected bytes and {} copies pending",
-                    bar_name(key.0, key.1),
-                    b.arrivals,
-                    b.tx,
-                    b.pending.len()
-                );
-                return Err(fault(FaultKind::InvalidIr, t, message));
+                return Err(fault(FaultKind::InvalidIr, t, b.busy_message(key, "initialized again")));
             }
             let bar = Bar {
                 count,
@@ -508,14 +511,7 @@ impl Sim<'_> {
             let key = (bar.alloc, idx[t]);
             let b = self.bar(key, t, User::Thread)?;
             if b.busy() {
-                let message = format!(
-                    "{} is invalidated while its phase has {} arrivals, {} expected bytes and {} copies pending",
-                    bar_name(key.0, key.1),
-                    b.arrivals,
-                    b.tx,
-                    b.pending.len()
-                );
-                return Err(fault(FaultKind::InvalidIr, t, message));
+                return Err(fault(FaultKind::InvalidIr, t, b.busy_message(key, "invalidated")));
             }
             self.mbarriers.live.remove(&key);
         }
