@@ -5,8 +5,10 @@
 //! silently skipping would hide a broken setup), which turns a missing device into a
 //! failure naming why it did not open.
 
-use rutile::cuda::{CudaBuffer, CudaDevice, CudaError, KernelArg, LaunchConfig};
-use rutile::Backend;
+mod cuda_support;
+
+use cuda_support::gpu_or_skip;
+use rutile::cuda::{CudaBuffer, CudaError, KernelArg, LaunchConfig};
 use rutile_ir::testing::Rng;
 
 const VEC_ADD_PTX: &str = r#"
@@ -119,24 +121,6 @@ const BROKEN_PTX: &str = r#"
     ret;
 }
 "#;
-
-/// The device, or `None` (test skipped) when there is no CUDA here and `RUTILE_REQUIRE`
-/// does not name `cuda` (`rutile::device::check_required`).
-fn gpu_or_skip(test: &str) -> Option<CudaDevice> {
-    let required = |opened| rutile::device::check_required(Backend::Cuda, opened).unwrap_or_else(|e| panic!("{e}"));
-    match CudaDevice::open(0) {
-        Ok(device) => {
-            required(Ok(()));
-            Some(device)
-        }
-        Err(e) if e.is_unavailable() => {
-            required(Err(&e));
-            println!("{test}: no CUDA device: skipped ({e})");
-            None
-        }
-        Err(e) => panic!("opening CUDA device 0 failed: {e}"),
-    }
-}
 
 /// Non-zero pseudo-random floats in ±[0.5, 1.5), from a fixed seed.
 fn random_f32(n: usize, seed: u64) -> Vec<f32> {

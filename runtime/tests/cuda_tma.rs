@@ -7,30 +7,16 @@
 //! Skipped (passing) without a CUDA device of compute capability 9.0 or newer, unless
 //! `RUTILE_REQUIRE` names `cuda`.
 
-use rutile::cuda::{CudaBuffer, CudaDevice, KernelArg, LaunchConfig, TensorMapElem, TiledTensorMap};
-use rutile::Backend;
+mod cuda_support;
+
+use cuda_support::gpu_or_skip;
+use rutile::cuda::{CudaBuffer, KernelArg, LaunchConfig, TensorMapElem, TiledTensorMap};
 use rutile_ir::ir::CmpOp;
 use rutile_ir::thread::{LaunchValue, MBarrier, Memory, Stmt, TensorMap, ThreadKernel, ThreadKernelBuilder};
 use rutile_ir::ScalarType::*;
 
 const BOX: usize = 64;
 const THREADS: usize = 128;
-
-fn gpu_or_skip(test: &str) -> Option<CudaDevice> {
-    let required = |opened| rutile::device::check_required(Backend::Cuda, opened).unwrap_or_else(|e| panic!("{e}"));
-    match CudaDevice::open(0) {
-        Ok(device) => {
-            required(Ok(()));
-            Some(device)
-        }
-        Err(e) if e.is_unavailable() => {
-            required(Err(&e));
-            println!("{test}: no CUDA device: skipped ({e})");
-            None
-        }
-        Err(e) => panic!("opening CUDA device 0 failed: {e}"),
-    }
-}
 
 /// `tma_boxes(a, b, out, ax, ay, bx, by)`: one program copies the 64x64 f16 box of map 0
 /// (over `a`) at `(ax, ay)` into a shared tile (mbarrier phase 0) and writes the tile's
