@@ -65,6 +65,17 @@ pub fn float_values(b: &crate::interp::HostBuffer) -> Vec<f64> {
     }
 }
 
+/// Asserts that the floats of `got` are those of `want` within `tol` of the largest `want`
+/// (at least 1e-3): sums of products that differ only in rounding order. `at` names the case.
+pub fn assert_close_to_largest(got: &crate::interp::HostBuffer, want: &crate::interp::HostBuffer, tol: f64, at: &str) {
+    let (g, w) = (float_values(got), float_values(want));
+    assert_eq!(g.len(), w.len(), "{at}: lengths");
+    let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
+    for (i, (g, w)) in g.iter().zip(&w).enumerate() {
+        assert!((g - w).abs() <= tol * scale, "{at}: element {i}: {g} against {w}");
+    }
+}
+
 /// splitmix64, for reproducible test inputs.
 ///
 /// ```

@@ -9,7 +9,7 @@ use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
 use rutile_ir::lower::lower;
 use rutile_ir::seeds::{matmul, matmul_grid, Activation, MatmulMeta};
 use rutile_ir::target::{Specialization, Target};
-use rutile_ir::testing::{float_buffer, float_values, Rng};
+use rutile_ir::testing::{assert_close_to_largest, float_buffer, float_values, Rng};
 use rutile_ir::thread::{Stmt, ThreadKernel};
 use rutile_ir::ScalarType::{BF16, F16, F32};
 use rutile_ir::{DotPrecision, Kernel};
@@ -132,16 +132,7 @@ fn check_matmul_on(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), target: 
     }
     let mut got = buffers.clone();
     simt::run_threads(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
-    let (g, w) = (float_values(&got[2]), float_values(&want[2]));
-    let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
-    for i in 0..m * n {
-        assert!(
-            (g[i] - w[i]).abs() <= tol * scale,
-            "{at}: element {i}: {} against {}",
-            g[i],
-            w[i]
-        );
-    }
+    assert_close_to_largest(&got[2], &want[2], tol, &at);
 }
 
 #[test]
@@ -342,11 +333,7 @@ fn column_major_tf32_operands_on_the_tensor_cores() {
             assert_eq!(ldmatrix > 0, !a_col || b_col, "{at}");
             let mut got = buffers.clone();
             let stats = run_threads_with_stats(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
-            let (g, w) = (float_values(&got[2]), float_values(&want[2]));
-            let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
-            for i in 0..m * n {
-                assert!((g[i] - w[i]).abs() <= 1e-5 * scale, "{at}: element {i}");
-            }
+            assert_close_to_largest(&got[2], &want[2], 1e-5, &at);
             let rd = stats.op("dot", SharedAccess::Load);
             println!("{at}: fragment reads {rd:?}");
             if !a_col && b_col {
@@ -577,16 +564,7 @@ fn column_major_matmuls(
         let mut got = buffers.clone();
         let stats = run_threads_with_stats(&tk, grid, &args, &mut got)
             .unwrap_or_else(|e| panic!("A col {a_col}, B col {b_col}: {e}"));
-        let (g, w) = (float_values(&got[2]), float_values(&want[2]));
-        let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
-        for i in 0..m * n {
-            assert!(
-                (g[i] - w[i]).abs() <= 1e-5 * scale,
-                "A col {a_col}, B col {b_col}: element {i}: {} against {}",
-                g[i],
-                w[i]
-            );
-        }
+        assert_close_to_largest(&got[2], &want[2], 1e-5, &format!("A col {a_col}, B col {b_col}"));
         out.push(((a_col, b_col), tk, stats));
     }
     out

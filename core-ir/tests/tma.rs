@@ -6,7 +6,7 @@
 use rutile_ir::lower::lower;
 use rutile_ir::seeds::{matmul, MatmulMeta};
 use rutile_ir::target::Target;
-use rutile_ir::testing::{float_buffer, float_values, row_major_matmul_args, runtime_spec, Rng};
+use rutile_ir::testing::{assert_close_to_largest, float_buffer, row_major_matmul_args, runtime_spec, Rng};
 use rutile_ir::thread::{LaunchValue, Stmt, ThreadKernel};
 
 fn hopper(num_warps: u32, stages: u32, tma: bool) -> Target {
@@ -79,16 +79,7 @@ fn check(
     );
     let mut got = buffers.clone();
     simt::run_threads(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
-    let (g, w) = (float_values(&got[2]), float_values(&want[2]));
-    let scale = w.iter().fold(1e-3f64, |s, v| s.max(v.abs()));
-    for i in 0..m * n {
-        assert!(
-            (g[i] - w[i]).abs() <= tol * scale,
-            "{at}: element {i}: {} against {}",
-            g[i],
-            w[i]
-        );
-    }
+    assert_close_to_largest(&got[2], &want[2], tol, &at);
     tk.tensor_maps.len()
 }
 
