@@ -27,11 +27,17 @@ pub struct Blocked {
 }
 
 /// A blocked layout with the dimensions in `sliced` (a bit mask over the blocked layout's
-/// dimensions) removed from the value.
+/// dimensions) removed from the value, and optionally the rows (blocked dimension 0) in the
+/// order a warpgroup MMA's accumulator holds them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
     pub blocked: Blocked,
     pub sliced: u8,
+    /// Where set, the register that the blocked layout puts at row `r` holds row
+    /// `rows.row(r)` instead (a layout of Hopper's `wgmma` accumulator: see
+    /// [`WarpgroupRows`]). Applies to values whose dimension 0 has exactly
+    /// `rows.block_rows()` elements; others are laid out as the blocked layout says.
+    pub rows: Option<WarpgroupRows>,
 }
 
 impl Blocked {
@@ -114,6 +120,9 @@ impl std::fmt::Display for Layout {
             &b.warps_per_cta[..r],
             &b.order[..r]
         )?;
+        if let Some(p) = self.rows {
+            write!(f, ".wgmma_rows<warps {}, warpgroup_rows {}>", p.warps, p.warpgroup_rows)?;
+        }
         for d in 0..r {
             if self.sliced & (1 << d) != 0 {
                 write!(f, ".slice({d})")?;
@@ -126,23 +135,42 @@ impl std::fmt::Display for Layout {
 impl Layout {
     /// The layout of rank-0 values: every thread holds the value.
     pub fn scalar() -> Layout {
-        Layout {
-            blocked: Blocked::default_for(&[], 1, 1, 1),
-            sliced: 0,
-        }
+        Layout::blocked(Blocked::default_for(&[], 1, 1, 1))
     }
     pub fn is_scalar(&self) -> bool {
         self.blocked.rank as u32 == self.sliced.count_ones()
     }
     /// A blocked layout, nothing sliced.
     pub fn blocked(b: Blocked) -> Layout {
-        Layout { blocked: b, sliced: 0 }
+        Layout {
+            blocked: b,
+            sliced: 0,
+            rows: None,
+        }
     }
-    /// The same layout with blocked dimension `d` sliced away.
+    /// The same layout with blocked dimension `d` sliced away (and with it the row order,
+    /// when `d` is the rows).
     pub fn slice(&self, d: usize) -> Layout {
         Layout {
             blocked: self.blocked,
             sliced: self.sliced | (1 << d),
+            rows: if d == 0 { None } else { self.rows },
+        }
+    }
+    /// The same layout with nothing sliced: the layout of a value of full rank that holds,
+    /// in each thread, what this one holds (a broadcast's operand, `expand_dims`' result).
+    pub fn unsliced(&self) -> Layout {
+        Layout {
+            blocked: self.blocked,
+            sliced: 0,
+            rows: self.rows,
+        }
+    }
+    /// The same layout with blocked dimension `d` no longer sliced.
+    pub fn unslice(&self, d: usize) -> Layout {
+        Layout {
+            sliced: self.sliced & !(1 << d),
+            ..*self
         }
     }
     /// The blocked dimension of value dimension `vd`.
@@ -182,6 +210,8 @@ pub struct RegisterMap {
     pub run: [u32; MAX_RANK],
     /// Registers per thread in all.
     pub len: usize,
+    /// The row order, where the layout has one and it applies to this shape.
+    rows: Option<WarpgroupRows>,
 }
 
 impl RegisterMap {
@@ -199,12 +229,16 @@ impl RegisterMap {
             };
         }
         let len = count.iter().take(b.rank as usize).map(|&c| c as usize).product();
+        let rows = layout
+            .rows
+            .filter(|p| layout.sliced & 1 == 0 && b.rank > 0 && full[0] == p.block_rows() && full[0] % b.tile(0) == 0);
         RegisterMap {
             layout,
             full,
             count,
             run,
             len,
+            rows,
         }
     }
 
@@ -241,18 +275,30 @@ impl RegisterMap {
             let (rep, s) = (j[d] / self.run[d], j[d] % self.run[d]);
             o[d] = rep * self.layout.blocked.tile(d) + s;
         }
+        if let Some(p) = self.rows {
+            o[0] = p.row(o[0]);
+        }
         o
     }
 
     /// The register holding the element at compile-time offsets `o` (as from
     /// [`offsets`](Self::offsets)) — the inverse of `offsets`.
-    pub fn register_at(&self, o: [u32; MAX_RANK]) -> usize {
+    pub fn register_at(&self, mut o: [u32; MAX_RANK]) -> usize {
+        if let Some(p) = self.rows {
+            o[0] = p.blocked_row(o[0]);
+        }
         let mut j = [0; MAX_RANK];
         for d in 0..self.rank() {
             let tile = self.layout.blocked.tile(d);
             j[d] = (o[d] / tile) * self.run[d] + o[d] % tile;
         }
         self.join(j)
+    }
+
+    /// The row order of dimension 0, where it applies: the thread part of a row is then
+    /// `rows.row(base)` of the blocked layout's base (see [`WarpgroupRows::row`]).
+    pub fn rows(&self) -> Option<WarpgroupRows> {
+        self.rows
     }
 
     /// Whether dimension `d` is replicated: fewer elements than the tile covers.
@@ -329,6 +375,58 @@ mod tests {
         assert_eq!(m.distinct_warps(0), 1);
     }
 
+    /// The warpgroup MMA's rows: a permutation of the block's rows, split into a part of the
+    /// thread and a part of the register, giving warp `w % 4` of warpgroup `w / 4` rows
+    /// `16 (w % 4) + 8 h + g` of each m64 step.
+    #[test]
+    fn warpgroup_rows_permute_the_blocked_rows() {
+        for (warps, warpgroup_rows) in [(4, 64), (4, 128), (8, 64), (8, 128), (8, 192), (16, 64)] {
+            let p = WarpgroupRows { warps, warpgroup_rows };
+            let n = p.block_rows();
+            let mut seen = vec![false; n as usize];
+            for r in 0..n {
+                let row = p.row(r);
+                assert!(row < n && !seen[row as usize], "{p:?}: row {r} -> {row}");
+                seen[row as usize] = true;
+                assert_eq!(p.blocked_row(row), r);
+                // Thread part (below one tile of 8 rows a warp) plus register part.
+                let tile = 8 * warps;
+                assert_eq!(row, p.row(r % tile) + p.row(r - r % tile), "{p:?}: row {r}");
+            }
+            // Warp 5 (warpgroup 1, warp 1 in it), lane group 3, m64 step 0, half 1.
+            if warps == 8 {
+                assert_eq!(p.row(8 * (5 + warps) + 3), warpgroup_rows + 16 + 8 + 3);
+            }
+        }
+        let b = Blocked {
+            rank: 2,
+            size_per_thread: [1, 2, 1],
+            threads_per_warp: [8, 4, 1],
+            warps_per_cta: [8, 1, 1],
+            order: [1, 0, 0],
+        };
+        let p = WarpgroupRows {
+            warps: 8,
+            warpgroup_rows: 128,
+        };
+        let layout = Layout {
+            rows: Some(p),
+            ..Layout::blocked(b)
+        };
+        let m = layout.map(shape(&[256, 16]));
+        assert_eq!(m.rows(), Some(p));
+        for i in 0..m.len {
+            let plain = Layout::blocked(b).map(shape(&[256, 16])).offsets(i);
+            assert_eq!(m.offsets(i), [p.row(plain[0]), plain[1], 0]);
+            assert_eq!(m.register_at(m.offsets(i)), i);
+        }
+        // Another number of rows (a broadcast's single row) is laid out as the blocked layout.
+        assert_eq!(layout.map(shape(&[1, 16])).rows(), None);
+        // Slicing the rows away drops the order; slicing the columns keeps it.
+        assert_eq!(layout.slice(0).rows, None);
+        assert_eq!(layout.slice(1).map(shape(&[256])).rows(), Some(p));
+    }
+
     #[test]
     fn slice_of_2d_layout() {
         let b = Blocked::default_for(&[64, 64], 4, 32, 4);
@@ -361,19 +459,20 @@ pub struct SwizzledTile {
     /// block_cols`, one after the other (`cols` itself, one block, unless rows are wider than
     /// the 128 bytes a `wgmma` swizzle spans).
     pub block_cols: u32,
-    /// Where the rows are stored, for an A operand of `wgmma` (else in order).
-    pub rows_for: Option<WarpgroupRows>,
     /// The byte boundary a buffer of such tiles must start on: 1024 for `wgmma` operands,
     /// whose swizzle the hardware takes from address bits 7 to 9, else 16.
     pub align: u32,
 }
 
-/// The order of an A operand's rows in shared memory that lines a `wgmma` accumulator up with
-/// `mma.sync`'s blocked one: with `warps` warps along M, the blocked layout gives warp `w`
-/// the 8-row groups `w`, `w + warps`, `w + 2 warps`, ... (logical group `λ = warps j + w`),
-/// while warp `w % 4` of warpgroup `w / 4` holds rows `16 (w % 4) .. + 16` of each of its m64
-/// tiles. So logical group `λ` is stored as group
-/// `(w / 4) (warpgroup_rows / 8) + 8 (j / 2) + 2 (w % 4) + j % 2`.
+/// The rows of Hopper's warpgroup MMA accumulator, as a permutation of a blocked layout's
+/// rows. The accumulator layout of `mma.sync` with every warp along M (`spt [1, 2]`, `tpw [8,
+/// 4]`, `wpc [warps, 1]`) gives warp `w` and lane `4 g + t` the rows `8 (w + warps j) + g`
+/// of its repetitions `j`; a `wgmma` accumulator gives warp `w % 4` of warpgroup `w / 4` the
+/// rows `16 (w % 4) + 8 h + g` of its m64 steps `i`, the warpgroup's steps following each
+/// other from row `(w / 4) warpgroup_rows`. The same registers (repetition `j = 2 i + h`)
+/// therefore hold row [`row`](Self::row)`(8 (w + warps j) + g)`. The map is a sum of a part
+/// of the thread (`w`, `g`) and a part of the register (`j`), so a layout with it stays
+/// separable: a thread's coordinate is `row(base) + row(offset)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct WarpgroupRows {
     /// Warps along M (a multiple of 4, a power of two).
@@ -383,12 +482,25 @@ pub struct WarpgroupRows {
 }
 
 impl WarpgroupRows {
-    /// The stored row of logical row `row`.
-    pub fn stored(&self, row: u32) -> u32 {
-        let (group, g) = (row / 8, row % 8);
+    /// Rows of the block: what dimension 0 of a value must have for the order to apply.
+    pub fn block_rows(&self) -> u32 {
+        self.warps / 4 * self.warpgroup_rows
+    }
+
+    /// The row held where the blocked layout puts row `blocked`.
+    pub fn row(&self, blocked: u32) -> u32 {
+        let (group, g) = (blocked / 8, blocked % 8);
         let (w, j) = (group % self.warps, group / self.warps);
-        let stored = (w / 4) * (self.warpgroup_rows / 8) + 8 * (j / 2) + 2 * (w % 4) + j % 2;
-        8 * stored + g
+        (w / 4) * self.warpgroup_rows + 64 * (j / 2) + 16 * (w % 4) + 8 * (j % 2) + g
+    }
+
+    /// The inverse of [`row`](Self::row).
+    pub fn blocked_row(&self, row: u32) -> u32 {
+        let (wg, r) = (row / self.warpgroup_rows, row % self.warpgroup_rows);
+        let (i, r) = (r / 64, r % 64);
+        let (wl, h, g) = (r / 16, (r / 8) % 2, r % 8);
+        let (w, j) = (4 * wg + wl, 2 * i + h);
+        8 * (w + self.warps * j) + g
     }
 }
 
@@ -406,7 +518,6 @@ impl SwizzledTile {
                 per_phase: 1,
                 max_phase: 1,
                 block_cols: cols,
-                rows_for: None,
                 align: 16,
             };
         }
@@ -419,15 +530,14 @@ impl SwizzledTile {
             per_phase,
             max_phase,
             block_cols: cols,
-            rows_for: None,
             align: 16,
         }
     }
     /// The tile a `wgmma` operand is read from (16-bit elements): rows of at most 128 bytes
     /// (longer ones split into column blocks of 128 bytes), swizzled as the descriptor's
-    /// 32-, 64- or 128-byte mode does, the rows of an A operand reordered by `rows_for`.
-    /// `None` when the row bytes are not 32, 64 or a multiple of 128.
-    pub fn for_wgmma(rows: u32, cols: u32, elem_bytes: u32, rows_for: Option<WarpgroupRows>) -> Option<SwizzledTile> {
+    /// 32-, 64- or 128-byte mode does. `None` when the row bytes are not 32, 64 or a
+    /// multiple of 128.
+    pub fn for_wgmma(rows: u32, cols: u32, elem_bytes: u32) -> Option<SwizzledTile> {
         let row_bytes = cols * elem_bytes;
         let block_bytes = row_bytes.min(128);
         if !matches!(block_bytes, 32 | 64 | 128) || row_bytes % block_bytes != 0 || rows % 8 != 0 {
@@ -441,7 +551,6 @@ impl SwizzledTile {
             per_phase,
             max_phase: 8 / per_phase,
             block_cols: block_bytes / elem_bytes,
-            rows_for,
             align: 1024,
         })
     }
@@ -458,7 +567,6 @@ impl SwizzledTile {
     }
     /// The element index of `(row, col)`.
     pub fn offset(&self, row: u32, col: u32) -> u32 {
-        let row = self.rows_for.map_or(row, |p| p.stored(row));
         let (block, col) = (col / self.block_cols, col % self.block_cols);
         let phase = (row / self.per_phase) % self.max_phase;
         let chunk = (col / self.vec) ^ phase;

@@ -79,7 +79,7 @@ impl Case {
         self.box_w * BOX_ROWS
     }
     fn tile(&self) -> SwizzledTile {
-        SwizzledTile::for_wgmma(BOX_ROWS, self.box_w, 2, None).unwrap()
+        SwizzledTile::for_wgmma(BOX_ROWS, self.box_w, 2).unwrap()
     }
 }
 
@@ -325,7 +325,7 @@ fn a_box_of_64_byte_rows_lands_as_the_wgmma_tile_of_that_swizzle() {
 fn the_swizzle_is_the_wgmma_tiles() {
     // Byte l of a box of 128-byte rows lands on l ^ (((l >> 7) & 7) << 4): chunk c of row r
     // on chunk c ^ (r % 8), as the tile stores element (r, col).
-    let tile = SwizzledTile::for_wgmma(8, 64, 2, None).unwrap();
+    let tile = SwizzledTile::for_wgmma(8, 64, 2).unwrap();
     for r in 0..8u32 {
         for col in 0..64u32 {
             let l = (r * 64 + col) * 2;
@@ -579,7 +579,7 @@ fn one_mbarrier_counts_two_phases() {
         k.push(Stmt::MbarrierWait { bar, parity: one });
     });
     let out = run_phases(&kernel, &src).unwrap_or_else(|e| panic!("{e}"));
-    let tile = SwizzledTile::for_wgmma(8, 64, 2, None).unwrap();
+    let tile = SwizzledTile::for_wgmma(8, 64, 2).unwrap();
     let boxes = [((x, y), 0), ((x, y + 8), 512), ((x2, y2), 1024)];
     for (at, base) in boxes {
         let want = reference(&src, at, 64);

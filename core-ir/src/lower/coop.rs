@@ -77,7 +77,6 @@ pub(crate) fn coop_tile(dims: [u32; 2], contiguous: usize, elem: ScalarType) -> 
         per_phase: 1,
         max_phase: 1,
         block_cols: pitch,
-        rows_for: None,
         align: 16,
     }
 }

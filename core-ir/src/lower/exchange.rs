@@ -6,7 +6,7 @@
 
 use super::{LVal, Lowerer};
 use crate::ir::{BinaryOp, CmpOp};
-use crate::layout::{Blocked, Layout, RegisterMap};
+use crate::layout::{Blocked, Layout, RegisterMap, WarpgroupRows};
 use crate::thread::{Expr, Memory, Reg, SharedAlloc, Special, Stmt};
 use crate::types::{ScalarType, Shape, MAX_RANK};
 use std::collections::HashMap;
@@ -18,6 +18,7 @@ pub(crate) struct Cache {
     pub consts: HashMap<(ScalarType, u64), Reg>,
     ids: Option<(Reg, Reg, Reg)>,
     raw: HashMap<Blocked, [Option<Reg>; MAX_RANK]>,
+    rows: HashMap<(Reg, WarpgroupRows), Reg>,
     coords: HashMap<(Layout, Full, usize, usize), Reg>,
     owners: HashMap<(Layout, Full), Option<Reg>>,
     linear: HashMap<(Layout, Full, [i64; MAX_RANK]), Vec<Reg>>,
@@ -99,6 +100,29 @@ impl Lowerer<'_> {
         out
     }
 
+    /// `rows.row(base)` for a thread's blocked base row `base` (below one tile, so its
+    /// repetition is 0): `(w / 4) warpgroup_rows + 16 (w % 4) + g` for `base = 8 w + g`.
+    fn warpgroup_row(&mut self, base: Reg, rows: WarpgroupRows) -> Reg {
+        if let Some(&r) = self.cache.rows.get(&(base, rows)) {
+            return r;
+        }
+        let i32t = ScalarType::I32;
+        let bin = |l: &mut Self, op: BinaryOp, x: Reg, c: i64| {
+            let c = l.i32c(c);
+            l.pset(i32t, Expr::Binary(op, x, c))
+        };
+        let g = bin(self, BinaryOp::And, base, 7);
+        let w = bin(self, BinaryOp::Shr, base, 3);
+        let quad = bin(self, BinaryOp::And, w, 3);
+        let quad = bin(self, BinaryOp::Shl, quad, 4);
+        let wg = bin(self, BinaryOp::Shr, w, 2);
+        let wg = bin(self, BinaryOp::Mul, wg, rows.warpgroup_rows as i64);
+        let sum = self.pset(i32t, Expr::Binary(BinaryOp::Add, wg, quad));
+        let r = self.pset(i32t, Expr::Binary(BinaryOp::Add, sum, g));
+        self.cache.rows.insert((base, rows), r);
+        r
+    }
+
     /// The register holding the coordinate of register `i` of `map` along blocked
     /// dimension `d`.
     pub(crate) fn coord(&mut self, map: &RegisterMap, i: usize, d: usize) -> Reg {
@@ -108,8 +132,11 @@ impl Lowerer<'_> {
         }
         let raw = self.raw_base(map.layout.blocked)[d];
         let off = map.offsets(i)[d] as i64;
+        let rows = map.rows().filter(|_| d == 0);
         let base = raw.map(|r| {
-            if map.replicated(d) {
+            if let Some(p) = rows {
+                self.warpgroup_row(r, p)
+            } else if map.replicated(d) {
                 let m = self.i32c(map.base_mask(d) as i64);
                 self.pset(ScalarType::I32, Expr::Binary(BinaryOp::And, r, m))
             } else {

@@ -109,13 +109,15 @@ impl Lowerer<'_> {
         } else {
             warp_grid(m, n, self.target.num_warps)?
         };
-        let layout = Layout::blocked(Blocked {
+        let mut layout = Layout::blocked(Blocked {
             rank: 2,
             size_per_thread: [1, 2, 1],
             threads_per_warp: [8, 4, 1],
             warps_per_cta: [wm, wn, 1],
             order: [1, 0, 0],
         });
+        // On warpgroup MMAs, in the order their accumulator holds the rows.
+        layout.rows = self.wgmma_shape(inst).map(|s| s.rows());
         Some(MmaPlan { m, n, k, input, layout })
     }
 
@@ -294,29 +296,6 @@ impl Lowerer<'_> {
             l.pset(i32t, Expr::Binary(op, x, c))
         };
         let add = |l: &mut Self, x: Reg, y: Reg| l.pset(i32t, Expr::Binary(BinaryOp::Add, x, y));
-        // The stored row (`WarpgroupRows::stored`; every factor a power of two).
-        let row = match tile.rows_for {
-            None => row,
-            Some(p) => {
-                let log = |x: u32| x.trailing_zeros() as i64;
-                let group = bin(self, BinaryOp::Shr, row, 3);
-                let g = bin(self, BinaryOp::And, row, 7);
-                let w = bin(self, BinaryOp::And, group, p.warps as i64 - 1);
-                let j = bin(self, BinaryOp::Shr, group, log(p.warps));
-                let wg = bin(self, BinaryOp::Shr, w, 2);
-                let wg = bin(self, BinaryOp::Mul, wg, (p.warpgroup_rows / 8) as i64);
-                let pair = bin(self, BinaryOp::Shr, j, 1);
-                let pair = bin(self, BinaryOp::Shl, pair, 3);
-                let quad = bin(self, BinaryOp::And, w, 3);
-                let quad = bin(self, BinaryOp::Shl, quad, 1);
-                let half = bin(self, BinaryOp::And, j, 1);
-                let stored = add(self, wg, pair);
-                let stored = add(self, stored, quad);
-                let stored = add(self, stored, half);
-                let stored = bin(self, BinaryOp::Shl, stored, 3);
-                add(self, stored, g)
-            }
-        };
         // The column block, when rows are split into blocks of 128 bytes.
         let (col, block) = if tile.block_cols == tile.cols {
             (col, None)

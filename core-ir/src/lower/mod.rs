@@ -555,7 +555,7 @@ impl<'k> Lowerer<'k> {
             Op::Splat { value } => return Ok(Some(vec![self.lval(*value)?.regs[0]; n])),
             Op::Broadcast { value } if layout.sliced == 0 => {
                 let src_shape = self.k.ty(*value).shape;
-                let Some(src) = self.recompute_operand(*value, Layout::blocked(layout.blocked), depth)? else {
+                let Some(src) = self.recompute_operand(*value, layout.unsliced(), depth)? else {
                     return Ok(None);
                 };
                 return Ok(Some(shape::broadcast_registers(&src, src_shape, layout, ty.shape)));

@@ -61,8 +61,7 @@ impl Lowerer<'_> {
                 } else {
                     layout
                 };
-                let src_layout = Layout::blocked(layout.blocked);
-                let regs = self.ensure(*value, src_layout)?;
+                let regs = self.ensure(*value, layout.unsliced())?;
                 Ok(LVal {
                     layout,
                     regs: broadcast_registers(&regs, src_shape, layout, shape),
@@ -84,10 +83,7 @@ impl Lowerer<'_> {
                 let unsliced = |l: &Layout| (0..b.rank as usize).filter(|d| l.sliced & (1 << d) == 0).count();
                 for d in 0..b.rank as usize {
                     if src.layout.sliced & (1 << d) != 0 {
-                        let candidate = Layout {
-                            blocked: b,
-                            sliced: src.layout.sliced & !(1 << d),
-                        };
+                        let candidate = src.layout.unslice(d);
                         let before = (0..d).filter(|e| candidate.sliced & (1 << e) == 0).count();
                         if before == *axis as usize && unsliced(&candidate) == shape.rank() {
                             return Ok(LVal {
@@ -144,7 +140,7 @@ pub(crate) fn broadcast_registers(
     layout: Layout,
     shape: crate::types::Shape,
 ) -> Vec<crate::thread::Reg> {
-    let src_map = Layout::blocked(layout.blocked).map(src_shape);
+    let src_map = layout.unsliced().map(src_shape);
     let map = layout.map(shape);
     (0..map.len)
         .map(|i| {

@@ -13,12 +13,11 @@
 //!
 //! The boxes land in the stage exactly as the `wgmma` operand tile stores them
 //! ([`SwizzledTile::for_wgmma`]): a box per 128-byte column block, swizzled by the hardware
-//! as the descriptors read it; for an A operand, whose 8-row groups the tile reorders to line
-//! the accumulator up with the blocked layout (`WarpgroupRows`), TMA would need a box per
-//! 8-row group, which costs more than it saves: the hand-written study
-//! (`benches/cuda/wgmma_tma_hand.cu`, form `tma_rows8`) measured an A tile fetched in 8-row
-//! boxes (16 a stage) at 64% of cuBLAS where one box gives 83% (and `cp.async` 82%). So
-//! such a tile keeps `cp.async`; B's column blocks (at most 4 boxes) take TMA.
+//! as the descriptors read it. Both operands' rows are in order (the accumulator's layout
+//! carries the warpgroup MMA's row order, `layout::WarpgroupRows`), so an A tile is one box
+//! per column block too: the hand-written study (`benches/cuda/wgmma_tma_hand.cu`) measured
+//! the alternative, an A tile reordered in shared memory and fetched in 8-row boxes (form
+//! `tma_rows8`), at 64% of cuBLAS where one box gives 83%.
 //! Stages start on 1024-byte boundaries and every box on a multiple of its swizzle's repeat,
 //! so the address-bit swizzle of the copy and of the descriptor agree.
 
@@ -60,10 +59,6 @@ impl Lowerer<'_> {
             return None;
         }
         let tile = load.operand.tile;
-        if tile.rows_for.is_some() {
-            // Reordered rows: a box per 8-row group (module comment).
-            return None;
-        }
         let elem = self.k.ty(load.value).scalar_type()?.size_bytes() as u32;
         let swizzle = tile.block_cols * elem;
         let boxes = tile.cols / tile.block_cols;

@@ -5,14 +5,14 @@
 //! the issue slots for (`ldmatrix`) is gone, and the MMAs of a warpgroup run while its
 //! threads issue the next copies.
 //!
-//! The accumulator keeps `mma.sync`'s blocked layout with every warp along M (`warps_per_cta
-//! [num_warps, 1]`, see `mma.rs`): warp `w` holds the 8-row groups `w`, `w + num_warps`, ...,
-//! two per m16 tile, and lane `l` the columns `2 (l % 4)`, `+1` of each n8 block: exactly a
-//! wgmma accumulator fragment once the rows of each m64 step are the ones its warps hold.
-//! Rather than a new register layout (which epilogues, reductions and stores would then
-//! have to learn), the A operand's rows are stored in that order ([`WarpgroupRows`]): one
-//! warpgroup's m64 step reads 64 consecutive stored rows, which are the logical rows its
-//! four warps hold. B needs no reordering: its columns are the accumulator's.
+//! The accumulator is in the warpgroup MMA's own layout: `mma.sync`'s blocked layout with
+//! every warp along M (`warps_per_cta [num_warps, 1]`, see `mma.rs`), whose lane `l` holds
+//! the columns `2 (l % 4)`, `+1` of each n8 block as a wgmma fragment does, with its rows
+//! permuted ([`WarpgroupRows`], `Layout::rows`) so that warp `w % 4` of warpgroup `w / 4`
+//! holds rows `16 (w % 4) .. + 16` of each of its warpgroup's m64 steps. So both operands are
+//! stored in shared memory in order (a tile TMA can fill in one box), and the epilogue,
+//! reductions and stores see an ordinary layout whose coordinates say where each register
+//! is (a store converts it once, as it would the blocked one).
 //!
 //! Tiles are [`SwizzledTile::for_wgmma`]: A stored K-major (rows along K, whatever its
 //! layout in registers or memory; a column-major A is staged from registers), B K-major or
@@ -43,20 +43,21 @@ impl WgmmaShape {
     fn warpgroup_rows(&self) -> u32 {
         self.m / self.warpgroups()
     }
+    /// The accumulator's row order (see the module comment).
+    pub(crate) fn rows(&self) -> WarpgroupRows {
+        WarpgroupRows {
+            warps: self.warps,
+            warpgroup_rows: self.warpgroup_rows(),
+        }
+    }
     /// The shared tile of operand `which` of dims `dims` whose memory layout is contiguous
     /// along `contiguous` (B only: A is always stored K-major): the tile and the dimension
     /// its rows run along.
     pub(crate) fn tile(&self, which: Operand, contiguous: usize, elem_bytes: u32) -> Option<(SwizzledTile, usize)> {
         match which {
-            Operand::A => {
-                let rows = WarpgroupRows {
-                    warps: self.warps,
-                    warpgroup_rows: self.warpgroup_rows(),
-                };
-                Some((SwizzledTile::for_wgmma(self.m, self.k, elem_bytes, Some(rows))?, 1))
-            }
-            Operand::B if contiguous == 1 => Some((SwizzledTile::for_wgmma(self.k, self.n, elem_bytes, None)?, 1)),
-            Operand::B => Some((SwizzledTile::for_wgmma(self.n, self.k, elem_bytes, None)?, 0)),
+            Operand::A => Some((SwizzledTile::for_wgmma(self.m, self.k, elem_bytes)?, 1)),
+            Operand::B if contiguous == 1 => Some((SwizzledTile::for_wgmma(self.k, self.n, elem_bytes)?, 1)),
+            Operand::B => Some((SwizzledTile::for_wgmma(self.n, self.k, elem_bytes)?, 0)),
         }
     }
 }
