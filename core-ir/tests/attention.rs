@@ -415,3 +415,54 @@ fn p_feeds_the_second_dot_from_registers() {
     assert_eq!((shared, registers), (4, 4));
     assert_eq!(written.len(), 2, "shared buffers written in a step: {written:?}");
 }
+
+/// With three stages or more, `P V`'s warpgroup MMAs stay in flight into the next step
+/// (`wgmma.wait_group 1`), accumulating straight into the carried registers after the
+/// rescale; the next step's `Q Kᵀ` waits for them before anything reads the accumulator.
+/// Pipelined as on an H100 (copies two stages ahead become one), ragged and causal, the
+/// simulator, which lands an MMA's results only at the wait that covers it, matches the
+/// interpreter.
+#[test]
+fn p_v_stays_in_flight_into_the_next_step() {
+    let pipelined = |stages| Target {
+        async_copy: true,
+        num_stages: stages,
+        ..hopper(4)
+    };
+    let in_flight_waits = |target: &Target| {
+        let tk = lowered_walk(target);
+        let mut waits = Vec::new();
+        tk.walk(&mut |s| {
+            if let Stmt::While { body, .. } = s {
+                for s in body {
+                    if let Stmt::WgmmaWait { pending } = s {
+                        waits.push(*pending);
+                    }
+                }
+            }
+        });
+        waits
+    };
+    // Q Kᵀ waits for everything, P V leaves its group in flight; with two stages both wait.
+    assert_eq!(in_flight_waits(&pipelined(3)), vec![0, 1]);
+    assert_eq!(in_flight_waits(&pipelined(2)), vec![0, 0]);
+
+    let mut rng = Rng::new(73);
+    let shape = Shape {
+        z: 1,
+        h: 2,
+        n: 200,
+        d: 64,
+    };
+    for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
+        let meta = AttentionMeta {
+            split_diagonal,
+            ..AttentionMeta::fp16(64, 32, 64, causal)
+        };
+        let kernel = attention_forward(&meta).unwrap();
+        let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+        let b = buffers(&mut rng, shape);
+        let at = format!("{shape:?}, blocks 64x32, causal {causal}, split {split_diagonal}, 3 stages");
+        simulate_on(&at, &kernel, &[pipelined(3)], grid, &args(shape), &b, 2e-3);
+    }
+}

@@ -161,8 +161,9 @@ pub(crate) struct Lowerer<'k> {
     /// Loop-invariant `dot` operands staged before their loop (see `hoist`).
     hoisted: HashMap<hoist::HoistKey, mma::SharedOperand>,
     /// The `dot` result whose warpgroup MMAs may stay in flight into the next iteration of
-    /// the loop being lowered (see `pipeline`).
-    wgmma_in_flight: Option<ValueId>,
+    /// the loop being lowered, and the carried value whose registers they accumulate into
+    /// (see `pipeline`).
+    wgmma_in_flight: Option<(ValueId, ValueId)>,
     /// The cooperative matrices the statements name (see `coop`).
     coop: Vec<crate::thread::CoopMatrix>,
     /// The tensor maps the pipeline's TMA copies read through (`ThreadKernel::tensor_maps`).

@@ -66,9 +66,10 @@ pub(crate) struct PipelinePlan {
     /// MMAs of `in_flight` still read the previous stage while the next iteration's copies
     /// are issued.
     ahead: u32,
-    /// The result of the loop's one `dot` on warpgroup MMAs that may stay in flight across
-    /// the back edge (`wgmma.wait_group 1`), if any (see [`Lowerer::wgmma_in_flight`]).
-    in_flight: Option<ValueId>,
+    /// The result of the loop's `dot` on warpgroup MMAs that may stay in flight across the
+    /// back edge (`wgmma.wait_group 1`), if any, and the carried value its MMAs accumulate
+    /// into (see [`Lowerer::wgmma_in_flight`]).
+    in_flight: Option<(ValueId, ValueId)>,
     /// Through registers, for `dot`s on cooperative matrices (module comment), rather than
     /// asynchronous copies.
     registers: bool,
@@ -193,31 +194,36 @@ impl Lowerer<'_> {
 
     /// The result of the loop body's `dot` whose warpgroup MMAs may run on while the next
     /// iteration waits for its copies, issues the ones after and starts its own MMAs (one
-    /// `wgmma` group in flight, as the hand-written kernel measured best): the body's only
-    /// `dot`, on warpgroup MMAs, both operands pipelined, accumulating into a carried value
-    /// used by nothing else and yielded back into it alone, so its registers are updated in
-    /// place and nothing reads them before the next iteration's wait. It needs a third
-    /// stage: the copies then run `stages - 2` ahead, so that the buffer they refill was read
-    /// two iterations back.
-    fn wgmma_in_flight(&self, region: &Region, loads: &[PipelinedLoad], yields: &[ValueId]) -> Option<ValueId> {
+    /// `wgmma` group in flight, as the hand-written kernel measured best), with the carried
+    /// value whose registers they accumulate into. It is the body's last `dot`, on warpgroup
+    /// MMAs, B pipelined and A pipelined or (decided as it is lowered) read from registers;
+    /// its result is yielded into a carried value and used by nothing else, and its
+    /// accumulator is that carried value or computed from it alone (attention's `acc *
+    /// alpha`), so that the MMAs can update the carried registers in place. Nothing may read
+    /// those registers before the next iteration's wait: the carried value is read by the
+    /// `dot` itself (MMAs chained on one accumulator), or after an earlier `dot` of the body
+    /// on warpgroup MMAs, whose `wait_group 0` retires the group in flight too. It needs a
+    /// third stage: the copies then run `stages - 2` ahead, so that the buffer they refill
+    /// was read two iterations back.
+    fn wgmma_in_flight(
+        &self,
+        region: &Region,
+        loads: &[PipelinedLoad],
+        yields: &[ValueId],
+    ) -> Option<(ValueId, ValueId)> {
         if self.target.num_stages < 3 {
             return None;
         }
-        let mut dots = region
-            .insts
-            .iter()
-            .map(|&i| &self.k.insts[i])
-            .filter(|i| matches!(i.op, Op::Dot { .. }));
-        let (Some(dot), None) = (dots.next(), dots.next()) else {
-            return None;
-        };
+        let dots: Vec<usize> = (0..region.insts.len())
+            .filter(|&p| matches!(self.k.insts[region.insts[p]].op, Op::Dot { .. }))
+            .collect();
+        let (&last, earlier) = dots.split_last()?;
+        let dot = &self.k.insts[region.insts[last]];
         self.wgmma_shape(dot)?;
         let Op::Dot { a, b, acc, .. } = dot.op else {
             return None;
         };
         let pipelined = |v: ValueId| loads.iter().any(|l| l.value == v);
-        let result = dot.results[0];
-        let carried = region.args.iter().skip(1).position(|&arg| arg == acc)?;
         let uses = |v: ValueId| {
             self.k
                 .insts
@@ -225,8 +231,40 @@ impl Lowerer<'_> {
                 .map(|(_, i)| i.op.operands().into_iter().filter(|&o| o == v).count())
                 .sum::<usize>()
         };
-        (pipelined(a) && pipelined(b) && yields.get(carried) == Some(&result) && uses(acc) == 1 && uses(result) == 1)
-            .then_some(result)
+        let result = dot.results[0];
+        let carried_at = yields.iter().position(|&y| y == result)?;
+        let carried = region.args[1 + carried_at];
+        if !pipelined(b) || uses(result) != 1 || uses(carried) != 1 || uses(acc) != 1 {
+            return None;
+        }
+        // `a` pipelined, or not a load of this body (then it is read from registers or the
+        // `dot` falls back to waiting: see `dot_wgmma`).
+        if !pipelined(a) && region.insts.iter().any(|&i| self.k.insts[i].results.contains(&a)) {
+            let def = region.insts.iter().find(|&&i| self.k.insts[i].results.contains(&a))?;
+            if matches!(self.k.insts[*def].op, Op::Load { .. }) {
+                return None;
+            }
+        }
+        if acc != carried {
+            // `acc` computed from the carried value alone, after an earlier warpgroup `dot`.
+            let def = region
+                .insts
+                .iter()
+                .position(|&i| self.k.insts[i].results.contains(&acc))?;
+            let op = &self.k.insts[region.insts[def]].op;
+            let from_carried = op.operands().contains(&carried)
+                && matches!(
+                    op,
+                    Op::Binary { .. } | Op::Unary { .. } | Op::Cast { .. } | Op::Fma { .. }
+                );
+            let waited = earlier
+                .iter()
+                .any(|&p| p < def && self.wgmma_shape(&self.k.insts[region.insts[p]]).is_some());
+            if !from_carried || !waited {
+                return None;
+            }
+        }
+        Some((result, carried))
     }
 
     /// Load `id` as a pipelined operand, if it can be one (module comment).

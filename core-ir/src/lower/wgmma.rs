@@ -128,13 +128,30 @@ impl Lowerer<'_> {
             return Err(self.internal("the wgmma accumulator does not match its blocked layout"));
         }
         let init = self.ensure(acc, layout)?;
-        // In flight across the loop's back edge, the MMAs update the carried registers in
-        // place (the loop's yield then copies nothing); otherwise `acc` stays untouched.
-        let in_flight = self.wgmma_in_flight == inst.results.first().copied() && init == self.lval(acc)?.regs;
-        let out: Vec<Reg> = if in_flight {
-            init
-        } else {
-            init.iter().map(|&r| self.set(ScalarType::F32, Expr::Copy(r))).collect()
+        // In flight across the loop's back edge (`pipeline::wgmma_in_flight`), the MMAs
+        // update the carried registers in place (the loop's yield then copies nothing; an
+        // accumulator computed from them is moved in first); otherwise `acc` stays
+        // untouched. Not where A was staged here: its buffer is written again next time.
+        let carried = match self.wgmma_in_flight {
+            Some((result, carried)) if inst.results.first() == Some(&result) && !a_here => {
+                Some(self.lval(carried)?.regs).filter(|regs| regs.len() == init.len())
+            }
+            _ => None,
+        };
+        let in_flight = carried.is_some();
+        let out: Vec<Reg> = match carried {
+            Some(regs) => {
+                for (&dst, &src) in regs.iter().zip(&init) {
+                    if dst != src {
+                        self.emit(Stmt::Set {
+                            dst,
+                            expr: Expr::Copy(src),
+                        });
+                    }
+                }
+                regs
+            }
+            None => init.iter().map(|&r| self.set(ScalarType::F32, Expr::Copy(r))).collect(),
         };
 
         // Where each warpgroup's rows of A start (in shared memory).

@@ -168,20 +168,22 @@ impl<'b> Walk<'b> {
             let (m_ij, qk) = match stage {
                 Stage::Full => {
                     let m_ij = m_i.maximum(qk.max(1) * qk_scale);
-                    (m_ij, qk * qk_scale - m_ij.expand_dims(1))
+                    // One fused multiply-add a score, as Triton's compiler contracts
+                    // `qk * qk_scale - m_ij[:, None]`.
+                    (m_ij, qk.fma(qk_scale, -m_ij.expand_dims(1)))
                 }
                 Stage::Diagonal => {
                     let seen = offs_m.expand_dims(1).ge(cols.expand_dims(0));
                     // As the tutorial: a large negative score, not -inf, so that no row
                     // computes -inf - -inf (every row sees a key in its first block).
-                    let qk = qk * qk_scale + k.where_(seen, 0.0, -1.0e6);
+                    let qk = qk.fma(qk_scale, k.where_(seen, 0.0, -1.0e6));
                     let m_ij = m_i.maximum(qk.max(1));
                     (m_ij, qk - m_ij.expand_dims(1))
                 }
                 Stage::Ragged => {
                     // A bias per key rather than a select per score: one add each.
                     let bias = k.where_(cols.lt(n_ctx), 0.0f32, -1.0e6f32);
-                    let qk = qk * qk_scale + bias.expand_dims(0);
+                    let qk = qk.fma(qk_scale, bias.expand_dims(0));
                     let m_ij = m_i.maximum(qk.max(1));
                     (m_ij, qk - m_ij.expand_dims(1))
                 }
@@ -189,7 +191,7 @@ impl<'b> Walk<'b> {
             let p = qk.exp2();
             let l_ij = p.sum(1);
             let alpha = (m_i - m_ij).exp2();
-            let l_i = l_i * alpha + l_ij;
+            let l_i = l_i.fma(alpha, l_ij);
             let acc = acc * alpha.expand_dims(1);
             let acc = k.dot_acc(p.to(dtype), v, acc);
             vec![acc, l_i, m_ij, k_ptrs + sk[2] * bn, v_ptrs + sv[2] * bn]
