@@ -13,8 +13,9 @@ use crate::names::Class;
 use rutile_ir::thread::{MatrixMajor, Reg, SmemMatrix, WgmmaA};
 use rutile_ir::ScalarType;
 
-/// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32` on the accumulators `acc`, in place.
-pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n: u32) -> Res {
+/// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32` on the accumulators `acc`, in place (added
+/// to where `accumulate`, else overwritten).
+pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n: u32, accumulate: bool) -> Res {
     require_sm90(e, "wgmma")?;
     let elem = e.k.shared[b.alloc as usize].elem;
     let ty = match elem {
@@ -39,10 +40,11 @@ pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n:
         }
     };
     let db = descriptor(e, b)?;
-    // The scale-d predicate: true, accumulate (the accumulators start as the dot's `acc`).
+    // The scale-d predicate: true to add to the accumulators, false to overwrite them.
     let p = e.tmp(Class::Pred);
     let z = zero(e);
-    e.ins(format!("setp.eq.u32 {p}, {z}, 0"));
+    let cmp = if accumulate { "eq" } else { "ne" };
+    e.ins(format!("setp.{cmp}.u32 {p}, {z}, 0"));
     let d: Vec<String> = acc.iter().map(|&r| e.r(r)).collect();
     let trans_b = u32::from(b.major == MatrixMajor::MN);
     // (A in registers takes no transpose immediate.)

@@ -446,6 +446,16 @@ fn p_v_stays_in_flight_into_the_next_step() {
     // Q Kᵀ waits for everything, P V leaves its group in flight; with two stages both wait.
     assert_eq!(in_flight_waits(&pipelined(3)), vec![0, 1]);
     assert_eq!(in_flight_waits(&pipelined(2)), vec![0, 0]);
+    // Q Kᵀ starts from zeros: its first k16 step overwrites the accumulator (`scale-d`
+    // off) rather than adding to registers set to zero; every other step adds.
+    let mut overwrites = Vec::new();
+    lowered_walk(&pipelined(3)).walk(&mut |s| {
+        if let Stmt::Wgmma { a, accumulate, .. } = s {
+            overwrites.push((matches!(a, rutile_ir::thread::WgmmaA::Shared(_)), !accumulate));
+        }
+    });
+    assert_eq!(overwrites.iter().filter(|o| o.1).count(), 1, "{overwrites:?}");
+    assert_eq!(overwrites[0], (true, true), "{overwrites:?}");
 
     let mut rng = Rng::new(73);
     let shape = Shape {

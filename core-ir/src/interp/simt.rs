@@ -732,7 +732,13 @@ impl<'s> Sim<'s> {
                 Ok(())
             }
             Stmt::AsyncWait { pending } => self.async_wait(*pending),
-            Stmt::Wgmma { acc, a, b, n } => self.wgmma(acc, a, b, *n),
+            Stmt::Wgmma {
+                acc,
+                a,
+                b,
+                n,
+                accumulate,
+            } => self.wgmma(acc, a, b, *n, *accumulate),
             Stmt::WgmmaCommit => {
                 self.wgmma_commit();
                 Ok(())

@@ -62,14 +62,22 @@ fn swizzle(addr: u32, swizzle_bytes: u32) -> u32 {
 
 impl Sim<'_> {
     /// `Stmt::Wgmma` in every warpgroup.
-    pub(super) fn wgmma(&mut self, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n: u32) -> Result<(), SimFault> {
+    pub(super) fn wgmma(
+        &mut self,
+        acc: &[Reg],
+        a: &WgmmaA,
+        b: &SmemMatrix,
+        n: u32,
+        accumulate: bool,
+    ) -> Result<(), SimFault> {
         self.serial += 1;
         let n = n as usize;
         // wgmmas chain through their accumulators: one issued after another on the same
-        // registers adds to its result, landed or not.
+        // registers adds to its result, landed or not. Without `accumulate` nothing is read.
         let cv: Vec<Vec<f64>> = acc
             .iter()
             .map(|&r| match self.wgmmas.latest(r) {
+                _ if !accumulate => Ok(vec![0.0; self.threads]),
                 Some(v) => Ok(v),
                 None => self.float_column(r),
             })

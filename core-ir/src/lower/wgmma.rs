@@ -127,7 +127,18 @@ impl Lowerer<'_> {
         if map.count[0] != 2 * reps || map.count[1] != n / 4 {
             return Err(self.internal("the wgmma accumulator does not match its blocked layout"));
         }
-        let init = self.ensure(acc, layout)?;
+        // A zero accumulator is not set: the first k16 step overwrites it (`scale-d` off),
+        // which saves a register move per element each time the `dot` runs (attention's
+        // `Q Kᵀ`, once a step). (It may give -0 where adding to +0 gives +0.)
+        let zero_acc = self.is_zero(acc)
+            && self
+                .wgmma_in_flight
+                .map_or(true, |(r, _)| inst.results.first() != Some(&r));
+        let init = if zero_acc {
+            (0..map.len).map(|_| self.new_reg(ScalarType::F32)).collect()
+        } else {
+            self.ensure(acc, layout)?
+        };
         // In flight across the loop's back edge (`pipeline::wgmma_in_flight`), the MMAs
         // update the carried registers in place (the loop's yield then copies nothing; an
         // accumulator computed from them is moved in first); otherwise `acc` stays
@@ -151,6 +162,7 @@ impl Lowerer<'_> {
                 }
                 regs
             }
+            None if zero_acc => init,
             None => init.iter().map(|&r| self.set(ScalarType::F32, Expr::Copy(r))).collect(),
         };
 
@@ -225,6 +237,7 @@ impl Lowerer<'_> {
                     a: a_operand,
                     b: b_matrix,
                     n,
+                    accumulate: ks > 0 || !zero_acc,
                 });
             }
         }

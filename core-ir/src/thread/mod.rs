@@ -388,12 +388,14 @@ pub enum Stmt {
     /// [`Stmt::WgmmaFence`], joins the next [`Stmt::WgmmaCommit`] group, and its `acc` may be
     /// read or written again only after a [`Stmt::WgmmaWait`] that covers that group. The
     /// products of the 16-bit inputs are exact and the sums f32, in an order the hardware
-    /// picks.
+    /// picks. Where `accumulate` is false it writes `acc = a * b` (the instruction's
+    /// `scale-d` off): what `acc` held is not read, so it need not be set.
     Wgmma {
         acc: Vec<Reg>,
         a: WgmmaA,
         b: SmemMatrix,
         n: u32,
+        accumulate: bool,
     },
     /// Orders the warpgroup's earlier register accesses before the wgmmas that follow
     /// (`wgmma.fence.sync.aligned`).

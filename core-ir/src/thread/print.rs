@@ -277,7 +277,13 @@ impl ThreadKernel {
                 Stmt::AsyncCommit => writeln!(out, "{pad}async_commit"),
                 Stmt::AsyncWait { pending } => writeln!(out, "{pad}async_wait {pending}"),
                 Stmt::FenceProxyAsync => writeln!(out, "{pad}fence_proxy_async"),
-                Stmt::Wgmma { acc, a, b, n } => {
+                Stmt::Wgmma {
+                    acc,
+                    a,
+                    b,
+                    n,
+                    accumulate,
+                } => {
                     let operand = |m: &crate::thread::SmemMatrix| {
                         format!(
                             "shared{}[{}] {:?}-major swizzle {} lbo {} sbo {}",
@@ -295,8 +301,9 @@ impl ThreadKernel {
                     };
                     writeln!(
                         out,
-                        "{pad}{} += wgmma.m64n{n}k16 ({}) * ({})",
+                        "{pad}{} {} wgmma.m64n{n}k16 ({}) * ({})",
                         self.regs(acc),
+                        if *accumulate { "+=" } else { "=" },
                         a,
                         operand(b)
                     )

@@ -398,7 +398,7 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             mbarrier(k, bar)?;
             pred(k, p)
         }
-        Stmt::Wgmma { acc, a, b, n } => {
+        Stmt::Wgmma { acc, a, b, n, .. } => {
             if k.warp_size != 32 || k.threads() % 128 != 0 {
                 return Err(format!(
                     "`wgmma` runs on warpgroups of 4 warps of 32 threads, the kernel has {} threads in warps of {}",
