@@ -248,11 +248,12 @@ fn both_dots_run_on_the_tensor_cores() {
         let kernel = attention_forward(&AttentionMeta::fp16(64, 32, 64, causal)).unwrap();
         let tk = rutile_ir::lower::lower(&kernel, &tensor_cores(4), &runtime_spec(&args(shape))).unwrap();
         // Q K^T (64 x 32, K = 64) and P V (64 x 64, K = 32) are 64 m16n8k16 `mma`s each,
-        // 16 a warp: 32 a walk, and causal attention walks twice. Off the tensor cores, a
-        // dot has none.
+        // 16 a warp: 32 a walk, and attention walks twice (causal: below the diagonal, then
+        // on it; else the whole key blocks, then the ragged last one). Off the tensor cores,
+        // a dot has none.
         let mut dots = 0;
         tk.walk(&mut |s| dots += matches!(s, Stmt::Mma { .. }) as usize);
-        let walks = 1 + causal as usize;
+        let walks = 2;
         assert!(dots == 32 * walks, "causal {causal}: {dots} mma statements");
         // On Hopper, warpgroup MMAs: per walk, 4 k16 steps of Q K^T and 2 of P V.
         let tk = rutile_ir::lower::lower(&kernel, &hopper(4), &runtime_spec(&args(shape))).unwrap();
@@ -291,9 +292,12 @@ fn the_walk_keeps_its_statistics_in_the_scores_layout() {
                 loops.push(body.iter().filter(|s| matches!(s, Stmt::Barrier)).count());
             }
         });
-        assert_eq!(loops.len(), 1, "one walk over the keys");
+        // Two walks: the whole key blocks, then the ragged last one.
+        assert_eq!(loops.len(), 2, "two walks over the keys");
         let most = if target.wgmma { 4 } else { 8 };
-        assert!(loops[0] <= most, "wgmma {}: {} barriers a step", target.wgmma, loops[0]);
+        for barriers in loops {
+            assert!(barriers <= most, "wgmma {}: {barriers} barriers a step", target.wgmma);
+        }
     }
 }
 
@@ -391,7 +395,7 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
 fn p_feeds_the_second_dot_from_registers() {
     use rutile_ir::thread::{walk_stmts, Memory, WgmmaA};
     let tk = lowered_walk(&hopper(4));
-    let (mut shared, mut registers, mut written) = (0, 0, std::collections::BTreeSet::new());
+    let (mut shared, mut registers, mut written) = (0, 0, Vec::new());
     tk.walk(&mut |s| match s {
         Stmt::Wgmma {
             a: WgmmaA::Shared(_), ..
@@ -400,20 +404,29 @@ fn p_feeds_the_second_dot_from_registers() {
             a: WgmmaA::Registers(_),
             ..
         } => registers += 1,
-        Stmt::While { body, .. } => walk_stmts(body, &mut |s| {
-            if let Stmt::Store {
-                mem: Memory::Shared { alloc },
-                ..
-            } = s
-            {
-                written.insert(*alloc);
-            }
-        }),
+        Stmt::While { body, .. } => {
+            let mut allocs = std::collections::BTreeSet::new();
+            walk_stmts(body, &mut |s| {
+                if let Stmt::Store {
+                    mem: Memory::Shared { alloc },
+                    ..
+                } = s
+                {
+                    allocs.insert(*alloc);
+                }
+            });
+            written.push(allocs);
+        }
         _ => {}
     });
-    // Per step: Q Kᵀ, 4 k16 steps from shared memory; P V, 4 from registers.
-    assert_eq!((shared, registers), (4, 4));
-    assert_eq!(written.len(), 2, "shared buffers written in a step: {written:?}");
+    // Per step of each of the two walks: Q Kᵀ, 4 k16 steps from shared memory; P V, 4 from
+    // registers.
+    assert_eq!((shared, registers), (8, 8));
+    // A step of either walk stores its K and V tiles and nothing else.
+    assert!(
+        written.len() == 2 && written.iter().all(|w| w.len() == 2),
+        "shared buffers written in a step of each walk: {written:?}"
+    );
 }
 
 /// With three stages or more, `P V`'s warpgroup MMAs stay in flight into the next step
@@ -443,9 +456,10 @@ fn p_v_stays_in_flight_into_the_next_step() {
         });
         waits
     };
-    // Q Kᵀ waits for everything, P V leaves its group in flight; with two stages both wait.
-    assert_eq!(in_flight_waits(&pipelined(3)), vec![0, 1]);
-    assert_eq!(in_flight_waits(&pipelined(2)), vec![0, 0]);
+    // In each of the two walks, Q Kᵀ waits for everything, P V leaves its group in flight;
+    // with two stages both wait.
+    assert_eq!(in_flight_waits(&pipelined(3)), vec![0, 1, 0, 1]);
+    assert_eq!(in_flight_waits(&pipelined(2)), vec![0, 0, 0, 0]);
     // Q Kᵀ starts from zeros: its first k16 step overwrites the accumulator (`scale-d`
     // off) rather than adding to registers set to zero; every other step adds.
     let mut overwrites = Vec::new();
@@ -454,7 +468,7 @@ fn p_v_stays_in_flight_into_the_next_step() {
             overwrites.push((matches!(a, rutile_ir::thread::WgmmaA::Shared(_)), !accumulate));
         }
     });
-    assert_eq!(overwrites.iter().filter(|o| o.1).count(), 1, "{overwrites:?}");
+    assert_eq!(overwrites.iter().filter(|o| o.1).count(), 2, "{overwrites:?}");
     assert_eq!(overwrites[0], (true, true), "{overwrites:?}");
 
     let mut rng = Rng::new(73);

@@ -283,7 +283,11 @@ fn program<'b>(k: &'b KernelBuilder, meta: &AttentionMeta) {
     } else if causal {
         inner(state, zero, ((start_m + 1) * bm).minimum(p.n_ctx), Stage::Diagonal)
     } else {
-        inner(state, zero, p.n_ctx, Stage::Ragged)
+        // Whole blocks of keys without a mask (each score one `fma` before its `exp2`, no
+        // bias or subtraction), then the ragged last block, if any.
+        let whole = p.n_ctx / bn * bn;
+        let state = inner(state, zero, whole, Stage::Full);
+        inner(state, whole, p.n_ctx, Stage::Ragged)
     };
     let [acc, l_i, m_i] = state;
     let m_i = m_i + l_i.log2();
