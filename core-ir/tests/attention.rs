@@ -490,3 +490,33 @@ fn p_v_stays_in_flight_into_the_next_step() {
         simulate_on(&at, &kernel, &[pipelined(3)], grid, &args(shape), &b, 2e-3);
     }
 }
+
+/// A kernel's loops run one after the other, so the second walk over the keys takes the
+/// first one's `dot` operand buffers again: on Vulkan, where each shared buffer is a
+/// variable of its own, two walks need no more shared memory than one (a software device
+/// allows 32 KiB).
+#[test]
+fn the_walks_share_their_operand_buffers() {
+    let shape = Shape {
+        z: 1,
+        h: 1,
+        n: 70,
+        d: 128,
+    };
+    let bytes = |causal: bool, split_diagonal: bool| {
+        let meta = AttentionMeta {
+            split_diagonal,
+            ..AttentionMeta::fp16(16, 16, 128, causal)
+        };
+        let kernel = attention_forward(&meta).unwrap();
+        let tk =
+            rutile_ir::lower::lower(&kernel, &Target::vulkan(32, 4, 32 * 1024), &runtime_spec(&args(shape))).unwrap();
+        tk.shared_bytes()
+    };
+    // Causal in one masked walk; then the two-walk forms (non-causal: whole blocks, then
+    // the ragged one; causal: below the diagonal, then on it).
+    let one = bytes(true, false);
+    for (causal, split) in [(false, true), (true, true)] {
+        assert_eq!(bytes(causal, split), one, "causal {causal}, split {split}");
+    }
+}

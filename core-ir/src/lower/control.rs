@@ -255,6 +255,7 @@ impl Lowerer<'_> {
             expr: Expr::Copy(start_r),
         });
         let region = &inst.regions[0];
+        self.enter_loop_operands();
         let mut pipeline = match self.plan_pipeline(region, step) {
             Some(plan) => Some(self.pipeline_prologue(plan, inst, init, &layouts, (start_r, end_r, step_r))?),
             None => None,
@@ -321,6 +322,7 @@ impl Lowerer<'_> {
             None => {}
         }
         self.forget_hoisted(&hoisted);
+        self.leave_loop_operands();
         for (&v, c) in inst.results.iter().zip(coop) {
             if let Some(acc) = c {
                 self.coop_vals.insert(v, acc);

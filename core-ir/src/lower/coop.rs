@@ -327,8 +327,7 @@ impl Lowerer<'_> {
         let layout = lval.layout;
         let contiguous = fastest_dim(layout);
         let tile = coop_tile(dims, contiguous, elem);
-        let alloc = self.shared.len() as u32;
-        self.shared.push(crate::thread::SharedAlloc::new(elem, tile.len()));
+        let alloc = self.operand_alloc(crate::thread::SharedAlloc::new(elem, tile.len()));
         let operand = SharedOperand {
             alloc,
             tile,

@@ -224,8 +224,7 @@ impl Lowerer<'_> {
         else {
             return Err(self.internal("no shared tile for a dot operand"));
         };
-        let alloc = self.shared.len() as u32;
-        self.shared.push(SharedAlloc {
+        let alloc = self.operand_alloc(SharedAlloc {
             align: tile.align,
             ..SharedAlloc::new(ty, tile.len())
         });

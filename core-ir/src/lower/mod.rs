@@ -164,6 +164,10 @@ pub(crate) struct Lowerer<'k> {
     /// the loop being lowered, and the carried value whose registers they accumulate into
     /// (see `pipeline`).
     wgmma_in_flight: Option<(ValueId, ValueId)>,
+    /// The `dot` operand buffers of the loops being lowered (outermost first), and those of
+    /// finished loops that later ones may take again (see `operand_alloc`).
+    loop_operand_allocs: Vec<Vec<u32>>,
+    free_operand_allocs: Vec<u32>,
     /// The cooperative matrices the statements name (see `coop`).
     coop: Vec<crate::thread::CoopMatrix>,
     /// The tensor maps the pipeline's TMA copies read through (`ThreadKernel::tensor_maps`).
@@ -208,6 +212,8 @@ impl<'k> Lowerer<'k> {
             pipelined: HashMap::new(),
             hoisted: HashMap::new(),
             wgmma_in_flight: None,
+            loop_operand_allocs: Vec::new(),
+            free_operand_allocs: Vec::new(),
             coop: Vec::new(),
             tensor_maps: Vec::new(),
             coop_vals: HashMap::new(),
@@ -397,6 +403,52 @@ impl<'k> Lowerer<'k> {
         LowerError::Internal {
             kernel: self.k.name.clone(),
             message: message.into(),
+        }
+    }
+
+    /// A shared buffer for `dot` operands (a pipeline's ring, a staged or hoisted tile): one
+    /// that an earlier top-level loop used and released, if one is the same size, else a
+    /// new one. A loop's buffers are released when it ends, after a barrier, so that the
+    /// walks of a kernel that runs several loops one after the other (attention's) share
+    /// them where each buffer is a variable of its own (Vulkan); where shared memory is one
+    /// block (PTX), `ThreadKernel::shared_offsets` overlaps such buffers anyway.
+    pub(crate) fn operand_alloc(&mut self, alloc: crate::thread::SharedAlloc) -> u32 {
+        let reused = self
+            .free_operand_allocs
+            .iter()
+            .position(|&a| self.shared[a as usize] == alloc);
+        let id = match reused {
+            Some(p) => self.free_operand_allocs.swap_remove(p),
+            None => {
+                self.shared.push(alloc);
+                self.shared.len() as u32 - 1
+            }
+        };
+        if let Some(current) = self.loop_operand_allocs.last_mut() {
+            current.push(id);
+        }
+        id
+    }
+
+    /// Starts recording the operand buffers of a loop (see `operand_alloc`).
+    pub(crate) fn enter_loop_operands(&mut self) {
+        self.loop_operand_allocs.push(Vec::new());
+    }
+
+    /// After a loop: its operand buffers go to the enclosing loop's, or, for a top-level
+    /// loop, are released behind a barrier.
+    pub(crate) fn leave_loop_operands(&mut self) {
+        let done = self.loop_operand_allocs.pop().unwrap_or_default();
+        match self.loop_operand_allocs.last_mut() {
+            Some(outer) => outer.extend(done),
+            None if done.is_empty() => {}
+            None => {
+                let open = self.body.last().expect("an open statement list");
+                if !matches!(open.last(), Some(crate::thread::Stmt::Barrier)) {
+                    self.emit(crate::thread::Stmt::Barrier);
+                }
+                self.free_operand_allocs.extend(done);
+            }
         }
     }
 

@@ -450,8 +450,7 @@ impl Lowerer<'_> {
         for load in &plan.loads {
             let ty = self.k.ty(load.value);
             let elem = ty.scalar_type().expect("a pipelined load gives numbers");
-            let alloc = self.shared.len() as u32;
-            self.shared.push(SharedAlloc {
+            let alloc = self.operand_alloc(SharedAlloc {
                 align: load.operand.tile.align,
                 ..SharedAlloc::new(elem, load.operand.tile.len() * plan.stages)
             });
