@@ -239,11 +239,9 @@ impl Lowerer<'_> {
         }
         // `a` pipelined, or not a load of this body (then it is read from registers or the
         // `dot` falls back to waiting: see `dot_wgmma`).
-        if !pipelined(a) && region.insts.iter().any(|&i| self.k.insts[i].results.contains(&a)) {
-            let def = region.insts.iter().find(|&&i| self.k.insts[i].results.contains(&a))?;
-            if matches!(self.k.insts[*def].op, Op::Load { .. }) {
-                return None;
-            }
+        let a_def = region.insts.iter().find(|&&i| self.k.insts[i].results.contains(&a));
+        if !pipelined(a) && a_def.is_some_and(|&i| matches!(self.k.insts[i].op, Op::Load { .. })) {
+            return None;
         }
         if acc != carried {
             // `acc` computed from the carried value alone, after an earlier warpgroup `dot`.

@@ -127,9 +127,10 @@ impl Lowerer<'_> {
         if map.count[0] != 2 * reps || map.count[1] != n / 4 {
             return Err(self.internal("the wgmma accumulator does not match its blocked layout"));
         }
-        // A zero accumulator is not set: the first k16 step overwrites it (`scale-d` off),
-        // which saves a register move per element each time the `dot` runs (attention's
-        // `Q Kᵀ`, once a step). (It may give -0 where adding to +0 gives +0.)
+        // A zero accumulator is not set: the first k16 step overwrites it (`scale-d` off), as
+        // Triton's first wgmma does. (ptxas folded the zeroing moves before, so it measured no
+        // faster; it keeps attention's `Q Kᵀ` from asking for them each step. It may give -0
+        // where adding to +0 gives +0.)
         let zero_acc = self.is_zero(acc)
             && self
                 .wgmma_in_flight
