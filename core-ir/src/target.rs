@@ -55,6 +55,17 @@ pub struct Target {
     /// them (see `lower::coop`); empty where there are none, and `dot` runs on the CUDA
     /// cores (or `mma.sync`).
     pub coop_matrix: Vec<CoopMatrixShape>,
+    /// Whether each program walks several output tiles: the kernel runs on a grid the
+    /// runtime sizes to the device (multiprocessors x occupancy), and each program takes the
+    /// tiles `program, program + programs, ...` of the grid the launch asked for, its
+    /// `program_id` and `num_programs` being those of the tile (see `lower::persistent`).
+    /// A schedule the autotuner can choose; the result is the same.
+    pub persistent: bool,
+    /// Whether a loop whose `dot` operands all come through the tensor memory accelerator
+    /// gets a producer warpgroup of its own: four more warps issue the copies, the
+    /// `num_warps` warps only wait for them and multiply (see `lower::specialize`).
+    /// Needs [`tma`](Self::tma); a schedule the autotuner can choose.
+    pub warp_specialize: bool,
 }
 
 /// One cooperative-matrix multiply-add a device offers (a `VkCooperativeMatrixPropertiesKHR`
@@ -86,6 +97,8 @@ impl Target {
             num_stages: 1,
             reuse_shared: true,
             coop_matrix: Vec::new(),
+            persistent: false,
+            warp_specialize: false,
         }
     }
     /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with

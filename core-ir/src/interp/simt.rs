@@ -509,7 +509,26 @@ impl<'s> Sim<'s> {
         self.coop.iter_mut().flatten().for_each(|c| *c = None);
         self.shared_epochs.iter_mut().for_each(|e| *e = None);
         let body = &self.k.body;
-        self.block(body)?;
+        match (self.k.persistent, body.split_last()) {
+            // Each tile is checked as a program would be: buffers that share bytes are
+            // used in different epochs of one tile (the tile ends with a barrier).
+            (Some(_), Some((Stmt::While { cond_body, cond, body }, setup))) => {
+                self.block(setup)?;
+                loop {
+                    self.block(cond_body)?;
+                    if !self
+                        .uniform(*cond)
+                        .map_err(|f| self.error(&self.k.body[self.k.body.len() - 1], f))?
+                    {
+                        break;
+                    }
+                    self.block(body)?;
+                    self.check_aliased()?;
+                    self.shared_epochs.iter_mut().for_each(|e| *e = None);
+                }
+            }
+            _ => self.block(body)?,
+        }
         self.check_tma_done()?;
         self.check_aliased()
     }

@@ -26,6 +26,7 @@ mod hoist;
 mod memory;
 mod mma;
 mod ordering;
+mod persistent;
 mod pipeline;
 mod reduce;
 mod scan;
@@ -42,6 +43,8 @@ use crate::target::{Specialization, Target};
 use crate::thread::{Expr, Reg, RegData, SharedAlloc, Stmt, ThreadKernel, ThreadParam};
 use crate::types::{Elem, ScalarType, Shape};
 use std::collections::HashMap;
+
+pub use persistent::GRID_PARAMS;
 
 /// Why a kernel could not be lowered for a target.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -258,8 +261,9 @@ impl<'k> Lowerer<'k> {
 
     fn finish(mut self) -> Result<ThreadKernel, LowerError> {
         let mut body = std::mem::take(&mut self.prologue);
+        let prologue = body.len();
         body.append(&mut self.body.pop().expect("the kernel body"));
-        let kernel = ThreadKernel {
+        let mut kernel = ThreadKernel {
             name: self.k.name.clone(),
             params: self.params,
             regs: self.regs,
@@ -269,8 +273,12 @@ impl<'k> Lowerer<'k> {
             num_warps: self.target.num_warps,
             warp_size: self.target.warp_size,
             reuse_shared: self.target.reuse_shared,
+            persistent: None,
             body,
         };
+        if self.target.persistent {
+            persistent::make_persistent(&mut kernel, prologue).map_err(LowerError::InvalidConfig)?;
+        }
         let needed = kernel.shared_bytes();
         if needed > self.target.max_shared_bytes {
             return Err(LowerError::OutOfSharedMemory {

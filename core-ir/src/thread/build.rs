@@ -53,6 +53,7 @@ impl ThreadKernelBuilder {
                 num_warps,
                 warp_size,
                 reuse_shared: false,
+                persistent: None,
                 body: vec![],
             },
         }

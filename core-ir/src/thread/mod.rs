@@ -483,7 +483,20 @@ pub struct ThreadKernel {
     /// where the backend lays shared memory out as one block at those offsets (PTX); a
     /// backend that declares one variable per buffer (SPIR-V) gets `false`.
     pub reuse_shared: bool,
+    /// Where the kernel walks several tiles per program (a persistent grid), how.
+    pub persistent: Option<PersistentGrid>,
     pub body: Vec<Stmt>,
+}
+
+/// How a persistent kernel walks its tiles: the logical grid comes in three `i32` scalar
+/// parameters (after the kernel's own), the launch runs as many programs as the device
+/// holds at once (`Special::ProgramId(0)` and `Special::NumPrograms(0)` are then the
+/// launched ones), and the body's last statement, a `While`, runs one tile per iteration,
+/// ending each with a barrier. The statements before it run once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PersistentGrid {
+    /// The parameters holding the logical grid's size along x, y and z.
+    pub grid_params: [u32; 3],
 }
 
 impl ThreadKernel {
@@ -550,6 +563,11 @@ fn walk_mut(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
             _ => {}
         }
     }
+}
+
+/// [`walk_stmts`], with each statement mutable.
+pub fn walk_stmts_mut(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
+    walk_mut(stmts, f)
 }
 
 /// Calls `f` on each of `stmts` and every statement nested in them, in program order (as

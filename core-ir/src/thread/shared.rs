@@ -8,6 +8,11 @@
 //! between them: every thread has then finished with the first (its asynchronous copies
 //! and MMAs waited for, as the lowering does before such a barrier) before any touches the
 //! second. The SIMT simulator checks this of every kernel it runs.
+//!
+//! In a persistent kernel the statements of one tile (the tile loop's body, which ends with
+//! a barrier) take the place of the top level: what one tile does last and what the next
+//! does first are apart by that barrier. A buffer touched outside the tile loop is live
+//! throughout.
 
 use super::{Memory, Stmt, ThreadKernel};
 
@@ -16,8 +21,8 @@ use super::{Memory, Stmt, ThreadKernel};
 /// (With `reuse` false, one after the other.)
 pub(super) fn offsets(k: &ThreadKernel, reuse: bool) -> Vec<u32> {
     let ranges = live_ranges(k);
-    let barriers: Vec<usize> = k
-        .body
+    let barriers: Vec<usize> = top_level(k)
+        .0
         .iter()
         .enumerate()
         .filter(|(_, s)| matches!(s, Stmt::Barrier))
@@ -59,13 +64,37 @@ pub(super) fn offsets(k: &ThreadKernel, reuse: bool) -> Vec<u32> {
     placed.into_iter().map(|(o, _)| o).collect()
 }
 
+/// The statements whose spans are live ranges (the body, or a persistent kernel's tile),
+/// and the statements around them, each of which counts as all of them.
+fn top_level(k: &ThreadKernel) -> (&[Stmt], Vec<&Stmt>) {
+    let last = k.body.len().wrapping_sub(1);
+    match k.persistent.and(k.body.last()) {
+        Some(Stmt::While { body, .. }) => {
+            let at = last;
+            let around = k
+                .body
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != at)
+                .map(|(_, s)| s)
+                .collect();
+            (body, around)
+        }
+        _ => (&k.body, Vec::new()),
+    }
+}
+
 /// Per buffer, the first and last top-level statement that touches it (`None`: none does).
 fn live_ranges(k: &ThreadKernel) -> Vec<Option<(usize, usize)>> {
     let mut ranges = vec![None; k.shared.len()];
-    for (i, s) in k.body.iter().enumerate() {
+    let (stmts, around) = top_level(k);
+    let all = (0, stmts.len());
+    let located = around.into_iter().map(|s| (all, s));
+    let inside = stmts.iter().enumerate().map(|(i, s)| ((i, i), s));
+    for ((first, last), s) in located.chain(inside) {
         let mut touch = |alloc: u32| {
             let r: &mut Option<(usize, usize)> = &mut ranges[alloc as usize];
-            *r = Some(r.map_or((i, i), |(a, _)| (a, i)));
+            *r = Some(r.map_or((first, last), |(a, b)| (a.min(first), b.max(last))));
         };
         super::walk_stmts(std::slice::from_ref(s), &mut |s| match s {
             Stmt::Load {

@@ -41,7 +41,26 @@ pub fn verify(kernel: &ThreadKernel) -> Result<(), String> {
     for (i, m) in kernel.tensor_maps.iter().enumerate() {
         tensor_map(kernel, m).map_err(|e| format!("tensor map {i}: {e}"))?;
     }
+    if let Some(p) = kernel.persistent {
+        persistent(kernel, p).map_err(|e| format!("persistent grid: {e}"))?;
+    }
     check(kernel, &kernel.body)
+}
+
+/// A persistent kernel's grid comes in i32 scalar parameters and its tiles in a loop.
+fn persistent(k: &ThreadKernel, p: super::PersistentGrid) -> Result<(), String> {
+    for i in p.grid_params {
+        match k.params.get(i as usize) {
+            Some(ThreadParam::Scalar {
+                ty: ScalarType::I32, ..
+            }) => {}
+            _ => return Err(format!("parameter {i} is not an i32 scalar")),
+        }
+    }
+    match k.body.last() {
+        Some(Stmt::While { .. }) => Ok(()),
+        _ => Err("the body's last statement is not a loop".into()),
+    }
 }
 
 /// A tensor map describes a pointer parameter through integer parameters or constants, in
