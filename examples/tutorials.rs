@@ -272,12 +272,33 @@ pub fn matmul_configs() -> Vec<Config> {
 /// ones for seconds (rutile's `dot` is unrolled over the block: hundreds of kilobytes of
 /// SPIR-V), so there only those of at most 128 x 64 blocks are tried, as Triton's
 /// `prune_configs_by` would.
+///
+/// On Hopper (CUDA, compute capability 9.0) the warpgroup configurations (64-wide K, 8
+/// warps) are also tried with the schedules only CUDA has: the persistent grid, warp
+/// specialization (with at most 3 stages: its ring cannot share shared memory with the
+/// epilogue), and both.
 pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
-    let software = dev.properties().device_type == DeviceType::Cpu;
-    matmul_configs()
+    let p = dev.properties();
+    let software = p.device_type == DeviceType::Cpu;
+    let hopper = p.backend == rutile::Backend::Cuda && p.compute_capability == Some((9, 0));
+    let mut configs: Vec<Config> = matmul_configs()
         .into_iter()
         .filter(|c| !software || c.value("BLOCK_M").unwrap_or(0) * c.value("BLOCK_N").unwrap_or(0) <= 128 * 64)
-        .collect()
+        .collect();
+    if hopper {
+        let warpgroup: Vec<Config> = configs
+            .iter()
+            .filter(|c| c.value("BLOCK_K").ok() == Some(64) && c.num_warps == 8)
+            .cloned()
+            .collect();
+        for c in warpgroup {
+            let specialized = c.clone().num_stages(c.num_stages.min(3)).warp_specialize(true);
+            configs.push(c.persistent(true));
+            configs.push(specialized.clone());
+            configs.push(specialized.persistent(true));
+        }
+    }
+    configs
 }
 
 /// The matmul meta-parameters of an autotuning configuration.

@@ -3,8 +3,11 @@
 //! `if c { A } else { B }` becomes `@!c bra ELSE; A; bra END; ELSE: B; END:` and
 //! `while { C } c { B }` becomes `TOP: C; @!c bra EXIT; B; bra TOP; EXIT:`. The block IR's
 //! control flow is uniform across a program's threads, so barriers inside are fine.
+//! A warp-specialized statement branches on the thread index, uniformly within each warp:
+//! `p = tid < consumers; @!p bra PRODUCER; CONSUMER; bra END; PRODUCER: P; END:`.
 
 use crate::emit::Emitter;
+use crate::names::Class;
 use crate::PtxError;
 use rutile_ir::thread::{Reg, Stmt};
 
@@ -35,5 +38,22 @@ pub(crate) fn while_(e: &mut Emitter, cond_body: &[Stmt], cond: Reg, body: &[Stm
     e.nested(body)?;
     e.ins(format!("bra.uni {top}"));
     e.place_label(&exit);
+    Ok(())
+}
+
+pub(crate) fn specialized(e: &mut Emitter, producer: &[Stmt], consumer: &[Stmt]) -> Result<(), PtxError> {
+    let consumers = e.k.num_warps * e.k.warp_size;
+    let tid = e.tmp(Class::R);
+    e.ins(format!("mov.u32 {tid}, %tid.x"));
+    let is_consumer = e.tmp(Class::Pred);
+    e.ins(format!("setp.lt.u32 {is_consumer}, {tid}, {consumers}"));
+    let producer_at = e.new_label();
+    let end = e.new_label();
+    e.ins(format!("@!{is_consumer} bra {producer_at}"));
+    e.nested(consumer)?;
+    e.ins(format!("bra.uni {end}"));
+    e.place_label(&producer_at);
+    e.nested(producer)?;
+    e.place_label(&end);
     Ok(())
 }

@@ -187,6 +187,12 @@ impl<'a> Emitter<'a> {
             Stmt::MbarrierArriveExpectTx { bar, bytes, pred } => tma::arrive_expect_tx(self, bar, *bytes, *pred),
             Stmt::MbarrierWait { bar, parity } => tma::wait(self, bar, *parity),
             Stmt::MbarrierInval { bar, pred } => tma::inval(self, bar, *pred),
+            Stmt::MbarrierArrive { bar, pred } => tma::arrive(self, bar, *pred),
+            Stmt::NamedBarrier { id, threads } => {
+                self.ins(format!("bar.sync {id}, {threads}"));
+                Ok(())
+            }
+            Stmt::SetMaxRegisters { count, increase } => wgmma::set_max_registers(self, *count, *increase),
             Stmt::TmaLoad {
                 map,
                 alloc,
@@ -219,6 +225,7 @@ impl<'a> Emitter<'a> {
                 else_body,
             } => return control::if_(self, *cond, then_body, else_body),
             Stmt::While { cond_body, cond, body } => return control::while_(self, cond_body, *cond, body),
+            Stmt::Specialized { producer, consumer } => return control::specialized(self, producer, consumer),
         };
         r.map_err(|reason| PtxError::Unsupported {
             statement: one_line(self.k, s),
@@ -426,7 +433,7 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     let _ = writeln!(out, ".version {}.{}", target.ptx_version.0, target.ptx_version.1);
     // wgmma exists only in the architecture-specific sm_90a.
     let mut wgmma = false;
-    k.walk(&mut |s| wgmma |= matches!(s, Stmt::Wgmma { .. }));
+    k.walk(&mut |s| wgmma |= matches!(s, Stmt::Wgmma { .. } | Stmt::SetMaxRegisters { .. }));
     let suffix = if wgmma { "a" } else { "" };
     let _ = writeln!(out, ".target sm_{}{suffix}", target.sm);
     let _ = writeln!(out, ".address_size 64\n");

@@ -100,6 +100,15 @@ pub(crate) fn wait(e: &mut Emitter, bar: &MBarrier, parity: Reg) -> Res {
     Ok(())
 }
 
+/// One arrival on `bar`, no transaction bytes.
+pub(crate) fn arrive(e: &mut Emitter, bar: &MBarrier, pred: Option<Reg>) -> Res {
+    require(e, "mbarrier.arrive")?;
+    let addr = barrier_addr(e, bar);
+    let guard = pred.map(|p| e.r(p));
+    e.guarded(guard, |e| e.ins(format!("mbarrier.arrive.shared::cta.b64 _, [{addr}]")));
+    Ok(())
+}
+
 pub(crate) fn inval(e: &mut Emitter, bar: &MBarrier, pred: Option<Reg>) -> Res {
     require(e, "mbarrier.inval")?;
     let addr = barrier_addr(e, bar);

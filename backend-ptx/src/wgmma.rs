@@ -95,6 +95,14 @@ fn descriptor(e: &mut Emitter, m: &SmemMatrix) -> Result<String, String> {
 
 /// `fence.proxy.async.shared::cta`, `wgmma.fence`, `wgmma.commit_group` and
 /// `wgmma.wait_group`: `what` is the instruction.
+/// `setmaxnreg`: the warpgroup's register budget moves to `count` a thread (sm_90a).
+pub(crate) fn set_max_registers(e: &mut Emitter, count: u32, increase: bool) -> Res {
+    require_sm90(e, "setmaxnreg")?;
+    let how = if increase { "inc" } else { "dec" };
+    e.ins(format!("setmaxnreg.{how}.sync.aligned.u32 {count}"));
+    Ok(())
+}
+
 pub(crate) fn ordering(e: &mut Emitter, what: &str) -> Res {
     require_sm90(e, what)?;
     e.ins(what);

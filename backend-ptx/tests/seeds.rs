@@ -457,3 +457,62 @@ fn matmul_on_warpgroup_mmas_passes_ptxas() {
 fn matmul_on_the_cuda_cores_passes_ptxas() {
     matmul_tutorial_configurations(false);
 }
+
+/// The schedules the autotuner adds on Hopper (`examples/tutorials.rs`,
+/// `matmul_configs_for`): the persistent grid, warp specialization (a producer warpgroup
+/// issuing the TMA copies, the consumers releasing stages through "empty" mbarriers) and
+/// both, for the warpgroup configurations, pass ptxas for sm_90a without spilling
+/// (`cargo test -p rutile-ptx --test seeds schedules -- --nocapture` prints registers and
+/// shared memory).
+#[test]
+fn matmul_schedules_pass_ptxas() {
+    let mut spilling = Vec::new();
+    for (bm, bn, bk, stages, warps) in seeds::MATMUL_CONFIGS {
+        if bk != 64 || warps != 8 {
+            continue;
+        }
+        for (persistent, warp_specialize) in [(true, false), (false, true), (true, true)] {
+            // The warp-specialized ring holds one stage less: it cannot share its bytes with
+            // the epilogue's exchange, which runs while the producer may fill it.
+            let stages = if warp_specialize { stages.min(3) } else { stages };
+            let kernel = seeds::matmul(&seeds::MatmulMeta::fp16(bm, bn, bk)).unwrap();
+            let target = Target {
+                mma_sync: true,
+                wgmma: true,
+                tma: true,
+                async_copy: true,
+                num_stages: stages,
+                persistent,
+                warp_specialize,
+                ..Target::nvidia(warps, 227 * 1024)
+            };
+            let spec = Specialization {
+                equal_to_1: (0..kernel.params.len()).map(|i| [7, 9, 11].contains(&i)).collect(),
+                ..Specialization::all(kernel.params.len())
+            };
+            let label = format!(
+                "matmul {bm}x{bn}x{bk}, {warps} warps, {stages} stages, persistent {persistent}, warp-specialized {warp_specialize}"
+            );
+            let t =
+                rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
+            assert_eq!(t.producer_warps, if warp_specialize { 4 } else { 0 }, "{label}");
+            assert_eq!(t.persistent.is_some(), persistent, "{label}");
+            let (ptx, resources) = assemble(&label, &t, 90);
+            assert!(ptx.contains("cp.async.bulk.tensor.2d"), "{label}");
+            assert_eq!(ptx.contains(".maxntid 384, 1, 1"), warp_specialize, "{label}");
+            for needed in [
+                "setmaxnreg.dec.sync.aligned.u32 40",
+                "setmaxnreg.inc.sync.aligned.u32 232",
+                "bar.sync 1, 256",
+                "mbarrier.arrive.shared::cta.b64",
+            ] {
+                assert_eq!(ptx.contains(needed), warp_specialize, "{label}: {needed}");
+            }
+            assert_eq!(ptx.contains("%nctaid.x"), persistent, "{label}");
+            if let Some(r) = resources.filter(|r| r.spilled > 0) {
+                spilling.push(format!("{label}: {} bytes", r.spilled));
+            }
+        }
+    }
+    assert!(spilling.is_empty(), "schedules that spill:\n{}", spilling.join("\n"));
+}

@@ -172,3 +172,123 @@ fn a_parameter_named_as_the_grid_is_an_error() {
     .unwrap();
     assert_eq!(count(&plain, |s| matches!(s, Stmt::While { .. })), 0);
 }
+
+fn warp_specialized(persistent: bool) -> ThreadKernel {
+    let kernel = matmul(&MatmulMeta::fp16(128, 256, 64)).unwrap();
+    let args: Vec<ArgValue> = (0..3)
+        .map(|buffer| ArgValue::Ptr { buffer, offset: 0 })
+        .chain(
+            [4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1]
+                .iter()
+                .map(|&v| ArgValue::Int(v)),
+        )
+        .collect();
+    let t = Target {
+        warp_specialize: true,
+        persistent,
+        ..hopper(8, 3)
+    };
+    lower(&kernel, &t, &runtime_spec(&args)).unwrap()
+}
+
+/// The sides of a warp-specialized matmul: the producer waits for free stages and issues
+/// the copies, the consumers wait for full ones, multiply and release each stage once, and
+/// no barrier of the whole program is left after the mbarriers' setup. Persistent, each
+/// side walks the tiles, and the ring is set up once, before them.
+#[test]
+fn a_warp_specialized_matmul_has_a_producer_and_consumers() {
+    for persistent in [false, true] {
+        let tk = warp_specialized(persistent);
+        assert_eq!((tk.num_warps, tk.producer_warps, tk.threads()), (8, 4, 384));
+        let Some(Stmt::Specialized { producer, consumer }) = tk.body.last() else {
+            panic!("the body does not end with the specialization:\n{tk}");
+        };
+        let n = |stmts: &[Stmt], f: &dyn Fn(&Stmt) -> bool| {
+            let mut n = 0;
+            rutile_ir::thread::walk_stmts(stmts, &mut |s| n += f(s) as usize);
+            n
+        };
+        let waits = |s: &Stmt| matches!(s, Stmt::MbarrierWait { .. });
+        let arrivals = |s: &Stmt| matches!(s, Stmt::MbarrierArrive { .. });
+        let copies = |s: &Stmt| matches!(s, Stmt::TmaLoad { .. });
+        let expect = |s: &Stmt| matches!(s, Stmt::MbarrierArriveExpectTx { .. });
+        let mmas = |s: &Stmt| matches!(s, Stmt::Wgmma { .. });
+        let whole = |s: &Stmt| matches!(s, Stmt::Barrier);
+        assert_eq!(n(producer, &waits), 1, "the producer waits for a free stage");
+        assert_eq!((n(producer, &copies), n(producer, &expect)), (2, 1));
+        assert_eq!((n(producer, &mmas), n(producer, &arrivals)), (0, 0));
+        assert_eq!(n(consumer, &waits), 1, "the consumers wait for a full stage");
+        assert_eq!((n(consumer, &copies), n(consumer, &expect)), (0, 0));
+        // In the loop for the previous iteration's stage, after it for the last one.
+        assert_eq!(n(consumer, &arrivals), 2);
+        assert!(n(consumer, &mmas) > 0);
+        assert_eq!(n(producer, &whole) + n(consumer, &whole), 0);
+        assert!(n(consumer, &|s| matches!(s, Stmt::NamedBarrier { id: 1, threads: 256 })) > 0);
+        let inits = tk
+            .body
+            .iter()
+            .filter(|s| matches!(s, Stmt::MbarrierInit { .. }))
+            .count();
+        // Before the sides (and, persistent, before their loops over tiles): once.
+        assert_eq!(inits, 6);
+        let init = |s: &Stmt| matches!(s, Stmt::MbarrierInit { .. });
+        assert_eq!(n(producer, &init) + n(consumer, &init), 0);
+        for side in [producer, consumer] {
+            assert!(matches!(side.first(), Some(Stmt::SetMaxRegisters { .. })));
+        }
+        // Persistent, each side is a loop over tiles; else the consumers end at their barrier.
+        assert_eq!(matches!(consumer.last(), Some(Stmt::While { .. })), persistent);
+        assert!(matches!(producer.last(), Some(Stmt::While { .. })));
+        // The simulator runs threads in lockstep, which producer and consumers are not.
+        let err = simt::run_threads(&tk, [1, 1, 1], &[], &mut []).unwrap_err();
+        assert!(
+            matches!(&err, interp::InterpError::NotSimulated { message, .. } if message.contains("warp-specialized")),
+            "{err}"
+        );
+    }
+}
+
+/// Warp specialization needs every operand through TMA: without it (or without a
+/// warpgroup's worth of warps) the loop is lowered as before, and a persistent
+/// specialization-less kernel keeps the whole program's barrier at the end of a tile.
+#[test]
+fn without_tma_there_is_no_producer() {
+    let kernel = matmul(&MatmulMeta::fp16(64, 64, 32)).unwrap();
+    let args: Vec<ArgValue> = (0..3)
+        .map(|buffer| ArgValue::Ptr { buffer, offset: 0 })
+        .chain(
+            [256, 256, 256, 256, 1, 256, 1, 256, 1]
+                .iter()
+                .map(|&v| ArgValue::Int(v)),
+        )
+        .collect();
+    for t in [
+        Target {
+            tma: false,
+            ..hopper(4, 3)
+        },
+        hopper(2, 3),
+        Target {
+            warp_specialize: false,
+            ..hopper(4, 3)
+        },
+    ] {
+        let t = Target {
+            warp_specialize: t.warp_specialize || t.num_warps != 4 || !t.tma,
+            ..t
+        };
+        let tk = lower(&kernel, &t, &runtime_spec(&args)).unwrap();
+        assert_eq!(tk.producer_warps, 0);
+        assert_eq!(count(&tk, |s| matches!(s, Stmt::Specialized { .. })), 0);
+    }
+    let ws = lower(
+        &kernel,
+        &Target {
+            warp_specialize: true,
+            ..hopper(4, 3)
+        },
+        &runtime_spec(&args),
+    )
+    .unwrap();
+    assert_eq!(ws.producer_warps, 4);
+}

@@ -102,12 +102,32 @@ impl Input for f32 {
     }
 }
 
-/// One case: the kernel of `meta` (inputs and output of type `T`) on `d` with
-/// `(warps, stages)`; the relative Frobenius error against `want`.
+/// How a case launches: warps, stages, and the schedule (persistent, warp-specialized).
+#[derive(Clone, Copy)]
+struct Launch {
+    warps: u32,
+    stages: u32,
+    persistent: bool,
+    warp_specialize: bool,
+}
+
+impl From<(u32, u32)> for Launch {
+    fn from((warps, stages): (u32, u32)) -> Launch {
+        Launch {
+            warps,
+            stages,
+            persistent: false,
+            warp_specialize: false,
+        }
+    }
+}
+
+/// One case: the kernel of `meta` (inputs and output of type `T`) on `d` launched as
+/// `config`; the relative Frobenius error against `want`.
 fn relative_error<T: Input>(
     d: &dyn Device,
     meta: &MatmulMeta,
-    config: (u32, u32),
+    config: impl Into<Launch>,
     inputs: (&[f64], &[f64]),
     shape: (usize, usize, usize),
     orders: (Order, Order),
@@ -127,11 +147,11 @@ fn frobenius(got: &[f64], want: &[f64]) -> f64 {
     (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
 }
 
-/// The kernel of `meta` (inputs and output of type `T`) on `d` with `(warps, stages)`: C.
+/// The kernel of `meta` (inputs and output of type `T`) on `d` launched as `config`: C.
 fn run_matmul<T: Input>(
     d: &dyn Device,
     meta: &MatmulMeta,
-    (warps, stages): (u32, u32),
+    config: impl Into<Launch>,
     (a, b): (&[f64], &[f64]),
     (m, n, k): (usize, usize, usize),
     (ao, bo): (Order, Order),
@@ -146,9 +166,12 @@ fn run_matmul<T: Input>(
     let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
     args.extend(ints);
     let kernel = seeds::matmul(meta)?;
+    let launch = config.into();
     let config = LaunchConfig::grid1(seeds::matmul_grid(meta, m as u32, n as u32))
-        .num_warps(warps)
-        .num_stages(stages);
+        .num_warps(launch.warps)
+        .num_stages(launch.stages)
+        .persistent(launch.persistent)
+        .warp_specialize(launch.warp_specialize);
     d.launch(&kernel, &config, &args)?;
     Ok(d.download(&cb)?.into_iter().map(T::to).collect())
 }
@@ -240,6 +263,77 @@ fn gpu_matmul_on_the_acceptance_shapes() {
             }
         }
         println!("{}: every matmul case within its bound", d.id());
+    }
+}
+
+/// The schedules the autotuner may choose on CUDA devices, each against the f64 reference
+/// on the acceptance shapes: the persistent grid (every device), warp specialization and
+/// both (Hopper: a producer warpgroup feeding the consumers through TMA; elsewhere the
+/// hint leaves the kernel as it is). Ragged, skinny and many-tiled shapes (more tiles than
+/// programs, so that each persistent program walks several), f16 and bf16, row- and
+/// column-major operands, leaky ReLU.
+#[test]
+fn gpu_matmul_schedules() {
+    let (_turn, devices) = devices();
+    let configs = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 3), (64, 64, 32, 4, 4)];
+    let schedules = [(true, false), (false, true), (true, true)];
+    let shapes = [
+        (1000, 3000, 77),
+        (17, 33, 129),
+        (4096, 16, 4096),
+        (300, 200, 100),
+        (2048, 2048, 256),
+    ];
+    for d in devices.iter().filter(|d| d.id().starts_with("cuda")) {
+        for (si, &shape) in shapes.iter().enumerate() {
+            let (m, n, k) = shape;
+            for input in [ScalarType::F16, ScalarType::BF16] {
+                let mut rng = Rng::new(700 + si as u64);
+                let (a, b) = (random(&mut rng, m * k, input), random(&mut rng, k * n, input));
+                let bound = if input == ScalarType::BF16 { 8e-3 } else { 1.5e-3 };
+                for with_relu in [false, true] {
+                    let want = reference(&a, &b, shape, with_relu);
+                    for (ci, &(bm, bn, bk, warps, stages)) in configs.iter().enumerate() {
+                        for &(persistent, warp_specialize) in &schedules {
+                            let orders = match (ci + si) % 3 {
+                                0 => (Order::Row, Order::Row),
+                                1 => (Order::Col, Order::Row),
+                                _ => (Order::Row, Order::Col),
+                            };
+                            let meta = MatmulMeta {
+                                input,
+                                output: input,
+                                activation: with_relu.then_some(Activation::LeakyRelu),
+                                ..MatmulMeta::fp16(bm, bn, bk)
+                            };
+                            let launch = Launch {
+                                warps,
+                                stages,
+                                persistent,
+                                warp_specialize,
+                            };
+                            let case = format!(
+                                "{}: {m}x{n}x{k} {input} A {:?} B {:?} leaky_relu {with_relu}, {bm}x{bn}x{bk} w{warps} s{stages} persistent {persistent} warp-specialized {warp_specialize}",
+                                d.id(),
+                                orders.0,
+                                orders.1
+                            );
+                            let run = match input {
+                                ScalarType::BF16 => relative_error::<bf16>,
+                                _ => relative_error::<f16>,
+                            };
+                            let err = run(d.as_ref(), &meta, launch, (&a, &b), shape, orders, &want)
+                                .unwrap_or_else(|e| panic!("{case}: {e}"));
+                            assert!(
+                                err <= bound,
+                                "{case}: relative Frobenius error {err:.2e} above {bound:.0e}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        println!("{}: every scheduled matmul case within its bound", d.id());
     }
 }
 

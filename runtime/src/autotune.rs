@@ -90,6 +90,10 @@ pub struct Config {
     pub meta: Vec<(String, i64)>,
     pub num_warps: u32,
     pub num_stages: u32,
+    /// [`LaunchConfig::persistent`].
+    pub persistent: bool,
+    /// [`LaunchConfig::warp_specialize`].
+    pub warp_specialize: bool,
 }
 
 impl Config {
@@ -101,6 +105,8 @@ impl Config {
             meta: meta.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
             num_warps: defaults.num_warps,
             num_stages: defaults.num_stages,
+            persistent: false,
+            warp_specialize: false,
         }
     }
     pub fn num_warps(mut self, num_warps: u32) -> Config {
@@ -109,6 +115,14 @@ impl Config {
     }
     pub fn num_stages(mut self, num_stages: u32) -> Config {
         self.num_stages = num_stages;
+        self
+    }
+    pub fn persistent(mut self, persistent: bool) -> Config {
+        self.persistent = persistent;
+        self
+    }
+    pub fn warp_specialize(mut self, warp_specialize: bool) -> Config {
+        self.warp_specialize = warp_specialize;
         self
     }
     /// The meta-parameter `name`; an error naming it and the configuration when absent.
@@ -129,7 +143,14 @@ impl fmt::Display for Config {
         for (k, v) in &self.meta {
             write!(f, "{k}={v}, ")?;
         }
-        write!(f, "num_warps={}, num_stages={}", self.num_warps, self.num_stages)
+        write!(f, "num_warps={}, num_stages={}", self.num_warps, self.num_stages)?;
+        if self.persistent {
+            write!(f, ", persistent")?;
+        }
+        if self.warp_specialize {
+            write!(f, ", warp_specialize")?;
+        }
+        Ok(())
     }
 }
 
@@ -714,7 +735,9 @@ fn resources(m: &KernelMetadata) -> String {
 fn launch_config(config: &Config, grid: &GridFn<'_>) -> Result<LaunchConfig> {
     Ok(LaunchConfig::new(grid(config)?)
         .num_warps(config.num_warps)
-        .num_stages(config.num_stages))
+        .num_stages(config.num_stages)
+        .persistent(config.persistent)
+        .warp_specialize(config.warp_specialize))
 }
 
 /// Whether `dev` runs kernels in software (lavapipe, the interpreter): one launch is
@@ -927,6 +950,8 @@ mod tests {
         CompileOptions {
             num_warps,
             num_stages: 3,
+            persistent: false,
+            warp_specialize: false,
         }
     }
 

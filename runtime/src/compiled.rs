@@ -14,6 +14,10 @@ use std::sync::{Arc, Mutex};
 pub struct CompileOptions {
     pub num_warps: u32,
     pub num_stages: u32,
+    /// See [`crate::LaunchConfig::persistent`].
+    pub persistent: bool,
+    /// See [`crate::LaunchConfig::warp_specialize`].
+    pub warp_specialize: bool,
 }
 
 impl From<&crate::LaunchConfig> for CompileOptions {
@@ -21,6 +25,8 @@ impl From<&crate::LaunchConfig> for CompileOptions {
         CompileOptions {
             num_warps: c.num_warps,
             num_stages: c.num_stages,
+            persistent: c.persistent,
+            warp_specialize: c.warp_specialize,
         }
     }
 }

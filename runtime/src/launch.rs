@@ -95,6 +95,18 @@ pub struct LaunchConfig {
     pub num_warps: u32,
     /// Software-pipelining depth of loops (Triton's `num_stages`); a hint.
     pub num_stages: u32,
+    /// The persistent schedule: the device runs as many programs as it holds at once and
+    /// each walks the grid's programs in order (`program_id` and `num_programs` are those
+    /// of the grid asked for), instead of one program per grid entry. The results are the
+    /// same, except for a kernel whose programs wait for each other (a spin lock on a flag
+    /// a later program sets), which may then wait forever. A hint: CUDA only; Vulkan and
+    /// the interpreter run the plain grid.
+    pub persistent: bool,
+    /// Warp specialization: where a loop's `dot` operands all come through the tensor
+    /// memory accelerator (Hopper), a producer warpgroup of four more warps issues the
+    /// copies and the `num_warps` warps only compute. A hint: elsewhere the kernel is
+    /// compiled as without it.
+    pub warp_specialize: bool,
     /// Run the launch in the bounds-checked interpreter before the device, and launch on
     /// the device only if it does not fault ([`LaunchConfig::check_bounds`]).
     pub check_bounds: bool,
@@ -107,6 +119,8 @@ impl LaunchConfig {
             grid,
             num_warps: 4,
             num_stages: 3,
+            persistent: false,
+            warp_specialize: false,
             check_bounds: false,
         }
     }
@@ -120,6 +134,16 @@ impl LaunchConfig {
     }
     pub fn num_stages(mut self, num_stages: u32) -> Self {
         self.num_stages = num_stages;
+        self
+    }
+    /// See [`LaunchConfig::persistent`](#structfield.persistent).
+    pub fn persistent(mut self, persistent: bool) -> Self {
+        self.persistent = persistent;
+        self
+    }
+    /// See [`LaunchConfig::warp_specialize`](#structfield.warp_specialize).
+    pub fn warp_specialize(mut self, warp_specialize: bool) -> Self {
+        self.warp_specialize = warp_specialize;
         self
     }
     /// A debugging aid: run this launch in the interpreter with bounds checks before the

@@ -881,6 +881,16 @@ impl<'a> Cx<'a> {
                     "lower `dot` without matrix units for SPIR-V".into(),
                 ))
             }
+            Stmt::MbarrierArrive { .. }
+            | Stmt::Specialized { .. }
+            | Stmt::NamedBarrier { .. }
+            | Stmt::SetMaxRegisters { .. } => {
+                return Err(unsupported(
+                    self.k,
+                    "warp specialization",
+                    "lower without `warp_specialize` for SPIR-V".into(),
+                ))
+            }
             Stmt::CoopLoad { .. } | Stmt::CoopStore { .. } | Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => {
                 self.coop_stmt(s)
             }

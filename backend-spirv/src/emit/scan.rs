@@ -314,6 +314,10 @@ impl Scan {
                 | Stmt::MbarrierArriveExpectTx { .. }
                 | Stmt::MbarrierWait { .. }
                 | Stmt::MbarrierInval { .. }
+                | Stmt::MbarrierArrive { .. }
+                | Stmt::Specialized { .. }
+                | Stmt::NamedBarrier { .. }
+                | Stmt::SetMaxRegisters { .. }
                 | Stmt::TmaLoad { .. } => {
                     if err.is_none() {
                         *err = Some(SpirvError::Unsupported {

@@ -87,6 +87,15 @@ pub fn run_threads_with_stats(
     if grid.contains(&0) {
         return Err(InterpError::EmptyGrid { grid });
     }
+    if kernel.producer_warps > 0 {
+        // Lockstep cannot run warps that wait for each other's progress through mbarriers.
+        return Err(InterpError::NotSimulated {
+            kernel: kernel.name.clone(),
+            message: "warp-specialized kernels are not simulated: their producer and consumer warps \
+                      run apart, and the simulator runs every thread in lockstep"
+                .into(),
+        });
+    }
     if args.len() != kernel.params.len() {
         return Err(InterpError::ArgumentCount {
             kernel: kernel.name.clone(),
@@ -865,6 +874,10 @@ impl<'s> Sim<'s> {
                 Ok(())
             }
             Stmt::Barrier | Stmt::Comment(_) | Stmt::If { .. } | Stmt::While { .. } => unreachable!("run by `block`"),
+            Stmt::Specialized { .. }
+            | Stmt::NamedBarrier { .. }
+            | Stmt::SetMaxRegisters { .. }
+            | Stmt::MbarrierArrive { .. } => unreachable!("warp-specialized kernels are refused before they run"),
         }
     }
 

@@ -257,6 +257,9 @@ impl Lowerer<'_> {
         let region = &inst.regions[0];
         self.enter_loop_operands();
         let mut pipeline = match self.plan_pipeline(region, step) {
+            Some(plan) if self.can_specialize(&plan) => {
+                Some(self.specialize(plan, inst, init, &layouts, (start_r, end_r, step_r))?)
+            }
             Some(plan) => Some(self.pipeline_prologue(plan, inst, init, &layouts, (start_r, end_r, step_r))?),
             None => None,
         };

@@ -31,6 +31,7 @@ mod pipeline;
 mod reduce;
 mod scan;
 mod shape;
+mod specialize;
 mod tma;
 mod tma_box;
 mod wgmma;
@@ -179,6 +180,12 @@ pub(crate) struct Lowerer<'k> {
     coop_vals: HashMap<ValueId, coop::CoopAcc>,
     /// Whether loops double-buffer the operands of `dot`s on cooperative matrices.
     coop_stages: bool,
+    /// The first thread of those that issue TMA copies: 0, or the producer warpgroup's
+    /// first while its side of a warp-specialized loop is lowered (see `specialize`).
+    copy_threads_from: u32,
+    /// The producer side of the kernel's warp-specialized loop, once lowered: the rest of
+    /// the body goes to the consumer side (see `specialize`).
+    producer: Option<Vec<Stmt>>,
 }
 
 impl<'k> Lowerer<'k> {
@@ -221,6 +228,8 @@ impl<'k> Lowerer<'k> {
             tensor_maps: Vec::new(),
             coop_vals: HashMap::new(),
             coop_stages: true,
+            copy_threads_from: 0,
+            producer: None,
         };
         l.choose_vector_widths();
         l
@@ -256,13 +265,15 @@ impl<'k> Lowerer<'k> {
         if self.region(body)?.is_some() {
             return Err(self.internal("the kernel body yields"));
         }
-        Ok(())
+        self.finish_specialized()
     }
 
     fn finish(mut self) -> Result<ThreadKernel, LowerError> {
         let mut body = std::mem::take(&mut self.prologue);
         let prologue = body.len();
         body.append(&mut self.body.pop().expect("the kernel body"));
+        let mut specialized = false;
+        crate::thread::walk_stmts(&body, &mut |s| specialized |= matches!(s, Stmt::Specialized { .. }));
         let mut kernel = ThreadKernel {
             name: self.k.name.clone(),
             params: self.params,
@@ -274,8 +285,12 @@ impl<'k> Lowerer<'k> {
             warp_size: self.target.warp_size,
             reuse_shared: self.target.reuse_shared,
             persistent: None,
+            producer_warps: 0,
             body,
         };
+        if specialized {
+            kernel.producer_warps = specialize::PRODUCER_WARPS;
+        }
         if self.target.persistent {
             persistent::make_persistent(&mut kernel, prologue).map_err(LowerError::InvalidConfig)?;
         }
@@ -299,8 +314,12 @@ impl<'k> Lowerer<'k> {
             }
             self.emit(Stmt::Comment(format!("{} at {}", inst.op.name(), inst.loc)));
             let at = self.body.last().map_or(0, |b| b.len()) - 1;
+            let depth = self.body.len();
             self.inst(inst)?;
-            self.name_result_layouts(inst, at);
+            // (A warp-specialized loop leaves the statements that follow on a side of their own.)
+            if self.body.len() == depth {
+                self.name_result_layouts(inst, at);
+            }
         }
         Ok(None)
     }

@@ -13,6 +13,12 @@
 //!     tile += num_programs(0)
 //! ```
 //!
+//! A warp-specialized kernel (`specialize`) gets one such loop on each side instead, around
+//! the side's statements and a copy of what comes before them (register arithmetic), and no
+//! barrier of the whole program: the consumers end a tile at a named barrier of theirs,
+//! and the producer goes on to the next tile's copies at once, the ring's mbarriers keeping
+//! the two in step.
+//!
 //! `gx, gy, gz`, the grid the launch asked for, are three parameters after the kernel's own
 //! ([`PersistentGrid`]). Tiles go to programs in the order of program ids, so a kernel's
 //! own tile order (the matmul's grouped order) is kept: the programs running at once take
@@ -67,23 +73,73 @@ pub(super) fn make_persistent(kernel: &mut ThreadKernel, prologue: usize) -> Res
         .map(|a| set(kernel, &mut setup, Expr::Param(first + a)))
         .collect();
     let gxy = set(kernel, &mut setup, Expr::Binary(BinaryOp::Mul, g[0], g[1]));
-    let total = set(kernel, &mut setup, Expr::Binary(BinaryOp::Mul, gxy, g[2]));
-    let tile = set(kernel, &mut setup, Expr::Special(Special::ProgramId(0)));
-    let programs = set(kernel, &mut setup, Expr::Special(Special::NumPrograms(0)));
-
-    let mut cond_body = Vec::new();
-    let more = kernel.regs.append(RegData { ty: ScalarType::Bool });
-    cond_body.push(Stmt::Set {
-        dst: more,
-        expr: Expr::Compare(CmpOp::Lt, tile, total),
+    let grid = Grid {
+        g: [g[0], g[1], g[2]],
+        gxy,
+        total: set(kernel, &mut setup, Expr::Binary(BinaryOp::Mul, gxy, g[2])),
+        tile: set(kernel, &mut setup, Expr::Special(Special::ProgramId(0))),
+        programs: set(kernel, &mut setup, Expr::Special(Special::NumPrograms(0))),
+    };
+    kernel.body.append(&mut setup);
+    kernel.persistent = Some(PersistentGrid {
+        grid_params: [first, first + 1, first + 2],
     });
+    let mut per_tile = per_tile;
+    match per_tile.pop() {
+        // Each side walks the tiles on its own, the statements before the specialization
+        // (register arithmetic) repeated in both: a loop around both would keep what one
+        // side uses live in the other's registers too, a producer's few among them. The
+        // register budgets are set once, before the sides' loops.
+        Some(Stmt::Specialized { producer, consumer }) => {
+            let side = |k: &mut ThreadKernel, mut stmts: Vec<Stmt>| {
+                let head: Vec<Stmt> = match stmts.first() {
+                    Some(Stmt::SetMaxRegisters { .. }) => vec![stmts.remove(0)],
+                    _ => vec![],
+                };
+                let mut body = per_tile.clone();
+                body.append(&mut stmts);
+                let mut out = head;
+                out.push(tile_loop(k, &grid, body, false));
+                out
+            };
+            let producer = side(kernel, producer);
+            let consumer = side(kernel, consumer);
+            kernel.body.push(Stmt::Specialized { producer, consumer });
+        }
+        last => {
+            per_tile.extend(last);
+            let tiles = tile_loop(kernel, &grid, per_tile, true);
+            kernel.body.push(tiles);
+        }
+    }
+    Ok(())
+}
+
+/// The registers that walk the launch's grid.
+struct Grid {
+    g: [Reg; 3],
+    gxy: Reg,
+    total: Reg,
+    /// The tile this program runs now: its own id first.
+    tile: Reg,
+    programs: Reg,
+}
+
+/// `while tile < total { pid = ...; body; [barrier]; tile += programs }`, the body reading
+/// the tile's program ids and the grid's size where it read the launched program's.
+fn tile_loop(kernel: &mut ThreadKernel, grid: &Grid, mut per_tile: Vec<Stmt>, barrier: bool) -> Stmt {
+    let (g, tile) = (grid.g, grid.tile);
+    let more = kernel.regs.append(RegData { ty: ScalarType::Bool });
+    let cond_body = vec![Stmt::Set {
+        dst: more,
+        expr: Expr::Compare(CmpOp::Lt, tile, grid.total),
+    }];
     let mut body = Vec::new();
     let pid0 = set(kernel, &mut body, Expr::Binary(BinaryOp::Rem, tile, g[0]));
     let row = set(kernel, &mut body, Expr::Binary(BinaryOp::Div, tile, g[0]));
     let pid1 = set(kernel, &mut body, Expr::Binary(BinaryOp::Rem, row, g[1]));
-    let pid2 = set(kernel, &mut body, Expr::Binary(BinaryOp::Div, tile, gxy));
+    let pid2 = set(kernel, &mut body, Expr::Binary(BinaryOp::Div, tile, grid.gxy));
     let pid = [pid0, pid1, pid2];
-    let mut per_tile = per_tile;
     crate::thread::walk_stmts_mut(&mut per_tile, &mut |s| {
         if let Stmt::Set { expr, .. } = s {
             match *expr {
@@ -94,22 +150,19 @@ pub(super) fn make_persistent(kernel: &mut ThreadKernel, prologue: usize) -> Res
         }
     });
     body.append(&mut per_tile);
-    body.push(Stmt::Barrier);
-    let next = set(kernel, &mut body, Expr::Binary(BinaryOp::Add, tile, programs));
+    if barrier {
+        body.push(Stmt::Barrier);
+    }
+    let next = set(kernel, &mut body, Expr::Binary(BinaryOp::Add, tile, grid.programs));
     body.push(Stmt::Set {
         dst: tile,
         expr: Expr::Copy(next),
     });
-    kernel.body.append(&mut setup);
-    kernel.persistent = Some(PersistentGrid {
-        grid_params: [first, first + 1, first + 2],
-    });
-    kernel.body.push(Stmt::While {
+    Stmt::While {
         cond_body,
         cond: more,
         body,
-    });
-    Ok(())
+    }
 }
 
 /// `dst = expr` appended to `list`, `dst` a new i32 register.

@@ -55,13 +55,13 @@ use std::collections::{HashMap, HashSet};
 
 /// What a loop's pipeline does, decided before it is lowered.
 pub(crate) struct PipelinePlan {
-    loads: Vec<PipelinedLoad>,
+    pub(crate) loads: Vec<PipelinedLoad>,
     /// The body's top-level instructions that compute the loads' pointers and masks and the
     /// carried values they read, in body order.
     slice: Vec<InstId>,
     /// The carried values (indices into the loop's carried values) the slice reads.
     carried: Vec<usize>,
-    stages: u32,
+    pub(crate) stages: u32,
     /// Iterations the copies run ahead: `stages - 1`, or `stages - 2` when the warpgroup
     /// MMAs of `in_flight` still read the previous stage while the next iteration's copies
     /// are issued.
@@ -69,10 +69,10 @@ pub(crate) struct PipelinePlan {
     /// The result of the loop's `dot` on warpgroup MMAs that may stay in flight across the
     /// back edge (`wgmma.wait_group 1`), if any, and the carried value its MMAs accumulate
     /// into (see [`Lowerer::wgmma_in_flight`]).
-    in_flight: Option<(ValueId, ValueId)>,
+    pub(crate) in_flight: Option<(ValueId, ValueId)>,
     /// Through registers, for `dot`s on cooperative matrices (module comment), rather than
     /// asynchronous copies.
-    registers: bool,
+    pub(crate) registers: bool,
 }
 
 pub(crate) struct PipelinedLoad {
@@ -92,18 +92,20 @@ pub(crate) struct PipelinedLoad {
 
 /// A pipeline being lowered: its buffers and the registers it carries.
 pub(crate) struct PipelineState {
-    plan: PipelinePlan,
+    pub(crate) plan: PipelinePlan,
     /// Per load: its shared operand (stage unset) and the tile index of each copy.
-    buffers: Vec<(SharedOperand, Vec<Reg>)>,
+    pub(crate) buffers: Vec<(SharedOperand, Vec<Reg>)>,
     /// The carried values the slice reads, `S - 1` iterations ahead.
-    ahead: Vec<LVal>,
+    pub(crate) ahead: Vec<LVal>,
     /// The stage to read this iteration and the one to fill.
-    read: Reg,
-    fill: Reg,
+    pub(crate) read: Reg,
+    pub(crate) fill: Reg,
     /// Per load, through registers: the registers its next iteration is loaded into.
     prefetch: Vec<Vec<Reg>>,
     /// The mbarriers of the loads fetched through TMA, if any are.
-    tma: Option<super::tma::TmaRing>,
+    pub(crate) tma: Option<super::tma::TmaRing>,
+    /// Where a producer warpgroup issues the copies (`specialize`), the consumers' side.
+    pub(crate) consumer: Option<super::specialize::ConsumerState>,
 }
 
 impl Lowerer<'_> {
@@ -444,6 +446,30 @@ impl Lowerer<'_> {
         layouts: &[Option<Layout>],
         (start, end, step): (Reg, Reg, Reg),
     ) -> Result<PipelineState, LowerError> {
+        let mut state = self.pipeline_setup(plan, init, layouts, None)?;
+        let iv_ty = self.regs[start].ty;
+        let mut iv = start;
+        for s in 0..state.plan.ahead {
+            if s > 0 {
+                iv = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step));
+            }
+            let stage = self.i32c(s as i64);
+            self.issue_copies(&mut state, inst, iv, end, stage)?;
+        }
+        Ok(state)
+    }
+
+    /// The ring buffers, their mbarriers where TMA fills them (with the "empty" ones that
+    /// the consumers of a warp-specialized loop arrive on: `specialized` gives their
+    /// arrivals a phase, and whether the ring lives across the tiles of a persistent
+    /// kernel), and the carried values' ahead copies.
+    pub(crate) fn pipeline_setup(
+        &mut self,
+        plan: PipelinePlan,
+        init: &[ValueId],
+        layouts: &[Option<Layout>],
+        specialized: Option<(u32, bool)>,
+    ) -> Result<PipelineState, LowerError> {
         let mut buffers = Vec::new();
         for load in &plan.loads {
             let ty = self.k.ty(load.value);
@@ -457,11 +483,10 @@ impl Lowerer<'_> {
             let index = self.operand_store_indices(&map, load.layout, &operand, load.width);
             buffers.push((operand, index));
         }
-        let tma = self.tma_ring(&plan.loads, plan.stages);
+        let tma = self.tma_ring(&plan.loads, plan.stages, specialized);
         let carried_init: Vec<ValueId> = plan.carried.iter().map(|&c| init[c]).collect();
         let carried_layouts: Vec<Option<Layout>> = plan.carried.iter().map(|&c| layouts[c]).collect();
         let ahead = self.carried_slots(&carried_init, &carried_layouts)?;
-        let iv_ty = self.regs[start].ty;
         let prefetch = if plan.registers {
             plan.loads
                 .iter()
@@ -474,24 +499,26 @@ impl Lowerer<'_> {
         } else {
             Vec::new()
         };
-        let mut state = PipelineState {
+        // A ring that lives across a persistent kernel's tiles starts once.
+        let across_tiles = specialized.is_some_and(|(_, across)| across);
+        let counter = |l: &mut Self, v: u32| {
+            let c = Expr::Const(Literal::Int(v as i64));
+            if across_tiles {
+                l.pset(ScalarType::I32, c)
+            } else {
+                l.set(ScalarType::I32, c)
+            }
+        };
+        Ok(PipelineState {
             buffers,
             ahead,
-            read: self.set(ScalarType::I32, Expr::Const(Literal::Int(0))),
-            fill: self.set(ScalarType::I32, Expr::Const(Literal::Int(plan.ahead as i64))),
+            read: counter(self, 0),
+            fill: counter(self, plan.ahead),
             plan,
             prefetch,
             tma,
-        };
-        let mut iv = start;
-        for s in 0..state.plan.ahead {
-            if s > 0 {
-                iv = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step));
-            }
-            let stage = self.i32c(s as i64);
-            self.issue_copies(&mut state, inst, iv, end, stage)?;
-        }
-        Ok(state)
+            consumer: None,
+        })
     }
 
     /// At the top of an iteration with loop variable `iv`: waits for this iteration's
@@ -504,6 +531,14 @@ impl Lowerer<'_> {
         iv: Reg,
         (end, step): (Reg, Reg),
     ) -> Result<(), LowerError> {
+        if state.consumer.is_some() {
+            // The producer warpgroup issues the copies; the consumers only wait for them.
+            if let Some(ring) = &state.tma {
+                self.tma_wait(ring, state.read);
+            }
+            self.point_dots_at_read(state);
+            return Ok(());
+        }
         let ahead = state.plan.ahead;
         if state.plan.registers {
             // This iteration's operands, loaded one iteration ago, into its stage.
@@ -541,6 +576,13 @@ impl Lowerer<'_> {
         let later = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
         let fill = state.fill;
         self.issue_copies(state, inst, later, end, fill)?;
+        self.point_dots_at_read(state);
+        Ok(())
+    }
+
+    /// The `dot`s of this iteration read stage `read` (and may leave their warpgroup MMAs
+    /// in flight, where the plan says).
+    fn point_dots_at_read(&mut self, state: &PipelineState) {
         self.wgmma_in_flight = state.plan.in_flight;
         for (load, (operand, _)) in state.plan.loads.iter().zip(&state.buffers) {
             let len = self.i32c(operand.tile.len() as i64);
@@ -553,11 +595,13 @@ impl Lowerer<'_> {
                 },
             );
         }
-        Ok(())
     }
 
     /// At the end of an iteration: the next stages to read and fill.
     pub(crate) fn pipeline_advance(&mut self, state: &PipelineState) {
+        if let Some(c) = &state.consumer {
+            self.release_stage(state, c);
+        }
         if let Some(ring) = &state.tma {
             self.tma_advance(ring, state.read, state.plan.stages);
         }
@@ -575,6 +619,20 @@ impl Lowerer<'_> {
 
     /// After the loop: no copy stays in flight.
     pub(crate) fn pipeline_epilogue(&mut self, state: &PipelineState) {
+        if let Some(c) = &state.consumer {
+            if state.plan.in_flight.is_some() {
+                self.emit(Stmt::WgmmaWait { pending: 0 });
+                self.wgmma_in_flight = None;
+            }
+            self.release_last_stage(state, c);
+            // (The consumers' barrier: the statement of the warp specialization holds the
+            // ring and everything after it, so nothing reuses the ring's bytes.)
+            self.emit(Stmt::Barrier);
+            for load in &state.plan.loads {
+                self.pipelined.remove(&load.value);
+            }
+            return;
+        }
         if !state.plan.registers && state.plan.loads.iter().any(|l| l.tma.is_none()) {
             self.emit(Stmt::AsyncWait { pending: 0 });
         }
@@ -607,7 +665,7 @@ impl Lowerer<'_> {
 
     /// The copies of the iteration whose loop variable is `iv` into stage `stage`, as one
     /// group, with the slice lowered for that iteration; then advances the ahead values.
-    fn issue_copies(
+    pub(crate) fn issue_copies(
         &mut self,
         state: &mut PipelineState,
         inst: &Inst,

@@ -47,6 +47,9 @@ pub(crate) struct TmaRing {
     pub maps: Vec<Option<u32>>,
     /// Bytes one stage receives through TMA, all loads together.
     pub bytes: u32,
+    /// Where a producer warpgroup fills the ring (`specialize`): a buffer of one mbarrier per
+    /// stage that the consumers arrive on once they are done reading the stage.
+    pub empty: Option<u32>,
 }
 
 /// At most one warp issues a stage's boxes, a lane each.
@@ -73,7 +76,15 @@ impl Lowerer<'_> {
     }
 
     /// Before the loop: the tensor maps and the mbarriers, initialized and published.
-    pub(crate) fn tma_ring(&mut self, loads: &[PipelinedLoad], stages: u32) -> Option<TmaRing> {
+    /// `specialized`: the consumers' arrivals an "empty" phase counts, where a producer
+    /// warpgroup fills the ring, and whether the ring lives across a persistent kernel's
+    /// tiles (then it is set up once, in the prologue).
+    pub(crate) fn tma_ring(
+        &mut self,
+        loads: &[PipelinedLoad],
+        stages: u32,
+        specialized: Option<(u32, bool)>,
+    ) -> Option<TmaRing> {
         if loads.iter().all(|l| l.tma.is_none()) {
             return None;
         }
@@ -96,32 +107,60 @@ impl Lowerer<'_> {
             maps.push(Some(self.tensor_maps.len() as u32 - 1));
             bytes += t.bytes;
         }
-        let bars = self.shared.len() as u32;
-        self.shared.push(SharedAlloc::new(ScalarType::U64, stages));
+        let once = specialized.is_some_and(|(_, across)| across);
+        let mut init = Vec::new();
         let first = self.first_thread();
-        for s in 0..stages {
-            let index = self.i32c(s as i64);
-            self.emit(Stmt::MbarrierInit {
-                bar: MBarrier { alloc: bars, index },
-                count: 1,
-                pred: Some(first),
-            });
-        }
-        self.emit(Stmt::Barrier);
-        let phase = self.set(ScalarType::I32, Expr::Const(Literal::Int(0)));
+        let mut ring = |l: &mut Self, count: u32| {
+            let bars = l.shared.len() as u32;
+            l.shared.push(SharedAlloc::new(ScalarType::U64, stages));
+            for s in 0..stages {
+                let index = l.i32c(s as i64);
+                init.push(Stmt::MbarrierInit {
+                    bar: MBarrier { alloc: bars, index },
+                    count,
+                    pred: Some(first),
+                });
+            }
+            bars
+        };
+        let bars = ring(self, 1);
+        let empty = specialized.map(|(consumers, _)| ring(self, consumers));
+        init.push(Stmt::Barrier);
+        let zero = Expr::Const(Literal::Int(0));
+        let phase = if once {
+            self.prologue.append(&mut init);
+            self.pset(ScalarType::I32, zero)
+        } else {
+            for s in init {
+                self.emit(s);
+            }
+            self.set(ScalarType::I32, zero)
+        };
         Some(TmaRing {
             bars,
             phase,
             maps,
             bytes,
+            empty,
         })
     }
 
-    /// Whether this thread is thread 0 of the program.
+    /// Whether this thread is the first of those that issue the copies: thread 0 of the
+    /// program, or of its producer warpgroup (`copy_threads_from`).
     fn first_thread(&mut self) -> Reg {
         let tid = self.pset(ScalarType::I32, Expr::Special(Special::ThreadId));
-        let zero = self.i32c(0);
-        self.set(ScalarType::Bool, Expr::Compare(CmpOp::Eq, tid, zero))
+        let first = self.i32c(self.copy_threads_from as i64);
+        self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, tid, first))
+    }
+
+    /// The thread's index among those that issue the copies (see `first_thread`).
+    fn copy_thread(&mut self) -> Reg {
+        let tid = self.pset(ScalarType::I32, Expr::Special(Special::ThreadId));
+        if self.copy_threads_from == 0 {
+            return tid;
+        }
+        let first = self.i32c(self.copy_threads_from as i64);
+        self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Sub, tid, first))
     }
 
     /// The copies of the iteration with loop variable `iv` (if `in_range`) into stage
@@ -146,7 +185,7 @@ impl Lowerer<'_> {
             bytes: ring.bytes,
             pred: Some(arrive),
         });
-        let tid = self.pset(ScalarType::I32, Expr::Special(Special::ThreadId));
+        let tid = self.copy_thread();
         for ((load, map), &alloc) in loads.iter().zip(&ring.maps).zip(allocs) {
             let (Some(t), Some(map)) = (&load.tma, *map) else {
                 continue;

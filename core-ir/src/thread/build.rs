@@ -54,6 +54,7 @@ impl ThreadKernelBuilder {
                 warp_size,
                 reuse_shared: false,
                 persistent: None,
+                producer_warps: 0,
                 body: vec![],
             },
         }

@@ -78,6 +78,7 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
         Stmt::AsyncCommit | Stmt::AsyncWait { .. } => {}
         Stmt::MbarrierInit { bar, pred, .. }
         | Stmt::MbarrierArriveExpectTx { bar, pred, .. }
+        | Stmt::MbarrierArrive { bar, pred }
         | Stmt::MbarrierInval { bar, pred } => {
             for &v in std::iter::once(&bar.index).chain(pred) {
                 mark(v, &mut live, &mut stack);
@@ -123,7 +124,11 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
             }
         }
         Stmt::If { cond, .. } | Stmt::While { cond, .. } => mark(*cond, &mut live, &mut stack),
-        Stmt::Barrier | Stmt::Comment(_) => {}
+        Stmt::Barrier
+        | Stmt::Comment(_)
+        | Stmt::Specialized { .. }
+        | Stmt::NamedBarrier { .. }
+        | Stmt::SetMaxRegisters { .. } => {}
     });
     while let Some(r) = stack.pop() {
         for &o in &sets[r.index()] {
@@ -162,6 +167,10 @@ fn sweep(stmts: &mut Vec<Stmt>, live: &[bool]) {
             Stmt::While { cond_body, body, .. } => {
                 sweep(cond_body, live);
                 sweep(body, live);
+            }
+            Stmt::Specialized { producer, consumer } => {
+                sweep(producer, live);
+                sweep(consumer, live);
             }
             _ => {}
         }

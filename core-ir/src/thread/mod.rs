@@ -356,6 +356,26 @@ pub enum Stmt {
     /// completed (a loop on `mbarrier.try_wait.parity`); the bytes the copies of that phase
     /// delivered are then visible to the thread. Every thread that reads them waits.
     MbarrierWait { bar: MBarrier, parity: Reg },
+    /// Where `pred` holds: one arrival on `bar` (`mbarrier.arrive`), no bytes expected: how
+    /// the consumers of a warp-specialized loop hand a stage back to the producer.
+    MbarrierArrive { bar: MBarrier, pred: Option<Reg> },
+    /// Warp specialization: the program's first `num_warps` warps run `consumer`, its
+    /// `producer_warps` (a warpgroup after them, [`ThreadKernel::producer_warps`]) run
+    /// `producer`. The two sides run at once and meet only through mbarriers, so neither
+    /// contains a [`Stmt::Barrier`] (which waits for every thread of the program); the
+    /// consumers wait for each other with [`Stmt::NamedBarrier`]. Where one side is done it
+    /// goes on after this statement, which is the last of the kernel's body (or of a
+    /// persistent kernel's tile).
+    Specialized { producer: Vec<Stmt>, consumer: Vec<Stmt> },
+    /// A barrier of the first `threads` threads of the program (a multiple of the warp
+    /// size), numbered `id` (1 to 15; 0 is [`Stmt::Barrier`]'s): PTX's `bar.sync id,
+    /// threads`. What [`Stmt::Barrier`] is to the consumers of a [`Stmt::Specialized`].
+    NamedBarrier { id: u32, threads: u32 },
+    /// The warpgroup's threads ask for `count` registers each (a multiple of 8, 24 to 256)
+    /// from now on, PTX's `setmaxnreg.{inc,dec}.sync.aligned.u32`: a producer warpgroup
+    /// gives registers up (`increase` false) for the consumers to take. Every thread of a
+    /// warpgroup runs it together; a hint to the register allocator elsewhere.
+    SetMaxRegisters { count: u32, increase: bool },
     /// Where `pred` holds: ends `bar`'s life as an mbarrier (`mbarrier.inval`), so that its
     /// bytes may hold other data; no copy may still be counting on it.
     MbarrierInval { bar: MBarrier, pred: Option<Reg> },
@@ -476,7 +496,7 @@ pub struct ThreadKernel {
     pub coop: Vec<CoopMatrix>,
     /// The tensor maps [`Stmt::TmaLoad`] reads through, passed after `params`.
     pub tensor_maps: Vec<TensorMap>,
-    /// Threads per program: `num_warps * warp_size`, laid out along x.
+    /// Threads per program: `(num_warps + producer_warps) * warp_size`, laid out along x.
     pub num_warps: u32,
     pub warp_size: u32,
     /// Whether shared buffers not in use at once share bytes (`shared_offsets`): true
@@ -485,6 +505,9 @@ pub struct ThreadKernel {
     pub reuse_shared: bool,
     /// Where the kernel walks several tiles per program (a persistent grid), how.
     pub persistent: Option<PersistentGrid>,
+    /// Warps after the `num_warps` that run the producer side of a
+    /// [`Stmt::Specialized`] (a warpgroup: 4), or 0.
+    pub producer_warps: u32,
     pub body: Vec<Stmt>,
 }
 
@@ -492,7 +515,9 @@ pub struct ThreadKernel {
 /// parameters (after the kernel's own), the launch runs as many programs as the device
 /// holds at once (`Special::ProgramId(0)` and `Special::NumPrograms(0)` are then the
 /// launched ones), and the body's last statement, a `While`, runs one tile per iteration,
-/// ending each with a barrier. The statements before it run once.
+/// ending each with a barrier; or, in a warp-specialized kernel, the last statement is the
+/// [`Stmt::Specialized`] whose sides each end with such a loop (without the barrier). The
+/// statements before it run once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PersistentGrid {
     /// The parameters holding the logical grid's size along x, y and z.
@@ -503,7 +528,9 @@ impl ThreadKernel {
     /// Threads of one program, saturating at `u32::MAX` ([`verify`] allows at most
     /// [`MAX_THREADS`]).
     pub fn threads(&self) -> u32 {
-        self.num_warps.saturating_mul(self.warp_size)
+        self.num_warps
+            .saturating_add(self.producer_warps)
+            .saturating_mul(self.warp_size)
     }
     /// Bytes of shared memory the kernel uses, saturating at `u32::MAX` ([`verify`] rejects
     /// kernels whose shared memory does not fit a `u32`).
@@ -560,6 +587,10 @@ fn walk_mut(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
                 walk_mut(cond_body, f);
                 walk_mut(body, f);
             }
+            Stmt::Specialized { producer, consumer } => {
+                walk_mut(producer, f);
+                walk_mut(consumer, f);
+            }
             _ => {}
         }
     }
@@ -585,6 +616,10 @@ pub fn walk_stmts(stmts: &[Stmt], f: &mut impl FnMut(&Stmt)) {
             Stmt::While { cond_body, body, .. } => {
                 walk_stmts(cond_body, f);
                 walk_stmts(body, f);
+            }
+            Stmt::Specialized { producer, consumer } => {
+                walk_stmts(producer, f);
+                walk_stmts(consumer, f);
             }
             _ => {}
         }

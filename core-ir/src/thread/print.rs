@@ -15,7 +15,14 @@ impl fmt::Display for ThreadKernel {
                 ThreadParam::Scalar { name, ty } => write!(f, "{name}: {ty}")?,
             }
         }
-        writeln!(f, ") warps={} warp_size={} {{", self.num_warps, self.warp_size)?;
+        write!(f, ") warps={} warp_size={}", self.num_warps, self.warp_size)?;
+        if self.producer_warps > 0 {
+            write!(f, " producer_warps={}", self.producer_warps)?;
+        }
+        if self.persistent.is_some() {
+            write!(f, " persistent")?;
+        }
+        writeln!(f, " {{")?;
         for (i, a) in self.shared.iter().enumerate() {
             writeln!(f, "  shared{i}: [{}; {}]", a.elem, a.len)?;
         }
@@ -250,6 +257,19 @@ impl ThreadKernel {
                     self.r(bar.index),
                     self.r(*parity)
                 ),
+                Stmt::MbarrierArrive { bar, pred } => writeln!(
+                    out,
+                    "{pad}mbarrier_arrive shared{}[{}]{}",
+                    bar.alloc,
+                    self.r(bar.index),
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
+                Stmt::NamedBarrier { id, threads } => writeln!(out, "{pad}barrier {id} threads {threads}"),
+                Stmt::SetMaxRegisters { count, increase } => writeln!(
+                    out,
+                    "{pad}set_max_registers {} {count}",
+                    if *increase { "inc" } else { "dec" }
+                ),
                 Stmt::MbarrierInval { bar, pred } => writeln!(
                     out,
                     "{pad}mbarrier_inval shared{}[{}]{}",
@@ -343,6 +363,13 @@ impl ThreadKernel {
                     self.stmts(out, cond_body, depth + 1);
                     let _ = writeln!(out, "{pad}}} {} {{", self.r(*cond));
                     self.stmts(out, body, depth + 1);
+                    writeln!(out, "{pad}}}")
+                }
+                Stmt::Specialized { producer, consumer } => {
+                    let _ = writeln!(out, "{pad}producer {{");
+                    self.stmts(out, producer, depth + 1);
+                    let _ = writeln!(out, "{pad}}} consumer {{");
+                    self.stmts(out, consumer, depth + 1);
                     writeln!(out, "{pad}}}")
                 }
             };

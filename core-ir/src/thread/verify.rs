@@ -57,9 +57,11 @@ fn persistent(k: &ThreadKernel, p: super::PersistentGrid) -> Result<(), String> 
             _ => return Err(format!("parameter {i} is not an i32 scalar")),
         }
     }
+    let ends_in_loop = |stmts: &[Stmt]| matches!(stmts.last(), Some(Stmt::While { .. }));
     match k.body.last() {
         Some(Stmt::While { .. }) => Ok(()),
-        _ => Err("the body's last statement is not a loop".into()),
+        Some(Stmt::Specialized { producer, consumer }) if ends_in_loop(producer) && ends_in_loop(consumer) => Ok(()),
+        _ => Err("the body's last statement is not a loop over tiles".into()),
     }
 }
 
@@ -116,10 +118,44 @@ fn check(k: &ThreadKernel, stmts: &[Stmt]) -> Result<(), String> {
                 check(k, cond_body)?;
                 check(k, body)?;
             }
+            Stmt::Specialized { producer, consumer } => {
+                specialized(k, producer, consumer)?;
+                check(k, producer)?;
+                check(k, consumer)?;
+            }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// The sides of a warp-specialized statement: a producer warpgroup exists, and neither side
+/// waits at a barrier of the whole program (the other side never comes) or specializes again.
+fn specialized(k: &ThreadKernel, producer: &[Stmt], consumer: &[Stmt]) -> Result<(), String> {
+    if k.producer_warps * k.warp_size != 128 {
+        return Err(format!(
+            "warp specialization needs a producer warpgroup (128 threads), the kernel has {} producer warps of {}",
+            k.producer_warps, k.warp_size
+        ));
+    }
+    let mut bad = None;
+    super::walk_stmts(producer, &mut |s| {
+        if matches!(s, Stmt::NamedBarrier { .. }) {
+            bad.get_or_insert("the producer side waits at a named barrier");
+        }
+    });
+    for side in [producer, consumer] {
+        super::walk_stmts(side, &mut |s| match s {
+            Stmt::Barrier => {
+                bad.get_or_insert("a side of warp specialization waits at a barrier of every thread");
+            }
+            Stmt::Specialized { .. } => {
+                bad.get_or_insert("warp specialization is nested");
+            }
+            _ => {}
+        });
+    }
+    bad.map_or(Ok(()), |b| Err(b.to_string()))
 }
 
 fn one_line(k: &ThreadKernel, s: &Stmt) -> String {
@@ -380,9 +416,25 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
         }
         Stmt::MbarrierInit { bar, pred: p, .. }
         | Stmt::MbarrierArriveExpectTx { bar, pred: p, .. }
+        | Stmt::MbarrierArrive { bar, pred: p }
         | Stmt::MbarrierInval { bar, pred: p } => {
             mbarrier(k, bar)?;
             pred(k, p)
+        }
+        Stmt::NamedBarrier { id, threads } => {
+            if !(1..=15).contains(id) || *threads == 0 || threads % k.warp_size != 0 || *threads > k.threads() {
+                return Err(format!(
+                    "a named barrier is numbered 1 to 15 and counts whole warps of the program's {} threads; this one is {id} of {threads}",
+                    k.threads()
+                ));
+            }
+            Ok(())
+        }
+        Stmt::SetMaxRegisters { count, .. } => {
+            if count % 8 != 0 || !(24..=256).contains(count) {
+                return Err(format!("setmaxnreg takes a multiple of 8 from 24 to 256, not {count}"));
+            }
+            Ok(())
         }
         Stmt::MbarrierWait { bar, parity } => {
             mbarrier(k, bar)?;
@@ -493,6 +545,7 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
         | Stmt::WgmmaCommit
         | Stmt::WgmmaWait { .. }
         | Stmt::Barrier
+        | Stmt::Specialized { .. }
         | Stmt::Comment(_) => Ok(()),
     }
 }

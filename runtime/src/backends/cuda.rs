@@ -27,8 +27,12 @@ pub struct CudaGpu {
 struct CudaArtifact {
     _module: CudaModule,
     function: CudaFunction,
-    /// The per-thread kernel's parameters: the launch's arguments, one for one.
+    /// The per-thread kernel's parameters: the launch's arguments, one for one, then (for
+    /// a persistent kernel) the grid's size.
     params: Vec<ThreadParam>,
+    /// Whether the kernel walks the launch's grid itself (`rutile_ir::lower::persistent`):
+    /// it gets as many programs as the device holds at once, and the grid as arguments.
+    persistent: bool,
     /// The tensor maps the kernel takes after its own parameters, each encoded at launch.
     tensor_maps: Vec<TensorMapSlot>,
 }
@@ -304,6 +308,9 @@ impl Device for CudaGpu {
                 // `num_stages` shared buffers.
                 async_copy: major >= 8,
                 num_stages: options.num_stages,
+                persistent: options.persistent,
+                // With a producer warpgroup of its own where TMA feeds a loop.
+                warp_specialize: options.warp_specialize,
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
@@ -326,6 +333,8 @@ impl Device for CudaGpu {
             let params = thread_kernel.params.len() + thread_kernel.tensor_maps.len();
             let function = module.function_with_params(&kernel.name, params)?;
             let info = function.info();
+            // A producer warpgroup adds its threads to the `num_warps` warps'.
+            let threads = threads.max(thread_kernel.threads());
             let metadata = KernelMetadata {
                 threads,
                 registers: Some(info.num_regs as u32),
@@ -344,6 +353,7 @@ impl Device for CudaGpu {
                     _module: module,
                     function,
                     params: thread_kernel.params.clone(),
+                    persistent: thread_kernel.persistent.is_some(),
                     tensor_maps: thread_kernel
                         .tensor_maps
                         .iter()
@@ -377,9 +387,29 @@ impl Device for CudaGpu {
                 Arg::F64(v) => KernelArg::F64(v),
             });
         }
+        let mut launched = grid;
+        if a.persistent {
+            raw.extend(grid.iter().map(|&g| KernelArg::I32(g as i32)));
+            let tiles = grid.iter().map(|&g| g as u64).product::<u64>();
+            if tiles > i32::MAX as u64 {
+                return Err(Error::Launch {
+                    kernel: compiled.kernel.name.clone(),
+                    message: format!(
+                        "the persistent schedule counts the grid's {tiles} programs in i32; at most {} fit",
+                        i32::MAX
+                    ),
+                });
+            }
+            let resident = crate::occupancy::persistent_programs(&self.properties(), &compiled.metadata)
+                .unwrap_or(crate::occupancy::UNKNOWN_DEVICE_PROGRAMS);
+            launched = [resident.min(tiles.min(i32::MAX as u64) as u32), 1, 1];
+        }
         self.push_tensor_maps(compiled, a, args, &mut raw)?;
-        let config = CudaLaunch::new((grid[0], grid[1], grid[2]), (compiled.metadata.threads, 1, 1))
-            .with_dynamic_shared(compiled.metadata.shared_bytes);
+        let config = CudaLaunch::new(
+            (launched[0], launched[1], launched[2]),
+            (compiled.metadata.threads, 1, 1),
+        )
+        .with_dynamic_shared(compiled.metadata.shared_bytes);
         // SAFETY: every pointer argument is a live buffer of this device whose element type
         // matches the parameter (checked above); the kernel's accesses are bounded by the
         // masks its author wrote, as in CUDA itself.

@@ -1,0 +1,258 @@
+//! Warp specialization of a loop fed by the tensor memory accelerator: a producer
+//! warpgroup of its own issues the copies, the program's `num_warps` warps (the consumers)
+//! only wait for them, multiply, and run the rest of the kernel.
+//!
+//! ```text
+//! before:    thread 0 initializes a "full" mbarrier per stage (one arrival and the stage's
+//!            bytes) and an "empty" one (an arrival of every consumer thread); barrier
+//! producer:  setmaxnreg.dec; for each iteration i, stage s = i % S:
+//!              wait for phase ((i / S) + 1) % 2 of empty[s] (the first round passes at once)
+//!              its first thread arrives on full[s] expecting the bytes; its first warp's
+//!              lanes copy the boxes
+//! consumers: setmaxnreg.inc; for each iteration i: wait for phase (i / S) % 2 of full[s];
+//!              the body, its `dot` reading stage s; then arrive on empty[s], or with one
+//!              group of warpgroup MMAs in flight, on the stage of iteration i - 1, whose
+//!              MMAs `wgmma.wait_group 1` has just retired (the last one after the loop)
+//!            then the rest of the kernel, its barriers named barriers of the consumers
+//! ```
+//!
+//! No barrier of the whole program is left in the loop: the mbarriers say when a stage is
+//! full and when it is free again, so the producer runs the whole ring ahead. In a
+//! persistent kernel (`persistent`) the ring is set up once, in the prologue, and its stage
+//! and phase counters go on from tile to tile, so the producer fetches the next tile's first
+//! stages while the consumers are still storing this one's results.
+//!
+//! The hand-written study (`benches/cuda/wgmma_tma_hand.cu`, docs/performance.md) measured
+//! this schedule at the level of the compiler's plain TMA pipeline on the H100, and better
+//! with persistence on ragged grids; the autotuner chooses.
+//!
+//! Specialized: the kernel's first top-level loop whose pipeline fetches every operand
+//! through TMA, when everything before it is register arithmetic (no memory access, which
+//! the producer's threads, outside every layout, would then make too).
+
+use super::pipeline::{PipelinePlan, PipelineState};
+use super::{LowerError, Lowerer};
+use crate::ir::{BinaryOp, CmpOp, Inst, Literal, ValueId};
+use crate::layout::Layout;
+use crate::thread::{Expr, MBarrier, Reg, Stmt};
+use crate::types::ScalarType;
+
+/// Warps of the producer side: one warpgroup.
+pub(crate) const PRODUCER_WARPS: u32 = 4;
+/// Registers a producer thread keeps (`setmaxnreg.dec`): it only counts stages and computes
+/// box coordinates.
+const PRODUCER_REGISTERS: u32 = 40;
+/// A program's register file (64 Ki 32-bit registers on every GPU that has `setmaxnreg`).
+const REGISTER_FILE: u32 = 64 * 1024;
+/// The named barrier the consumers wait at (0 is the whole program's).
+const CONSUMER_BARRIER: u32 = 1;
+
+/// The consumers' side of a warp-specialized pipeline.
+pub(crate) struct ConsumerState {
+    /// Whether an iteration of this loop has run (then its stage is still to be released
+    /// when MMAs stay in flight).
+    started: Reg,
+}
+
+impl Lowerer<'_> {
+    /// Whether the loop of `plan`, about to be lowered, gets a producer warpgroup.
+    pub(crate) fn can_specialize(&self, plan: &PipelinePlan) -> bool {
+        let t = self.target;
+        let consumers = t.num_warps * t.warp_size;
+        t.warp_specialize
+            && t.tma
+            && t.warp_size == 32
+            && t.num_warps % 4 == 0
+            && consumers + PRODUCER_WARPS * t.warp_size <= 1024
+            && self.producer.is_none()
+            && self.body.len() == 1
+            && !plan.registers
+            && plan.stages >= 2
+            && plan.loads.iter().all(|l| l.tma.is_some())
+            && self.body[0]
+                .iter()
+                .all(|s| matches!(s, Stmt::Set { .. } | Stmt::Comment(_)))
+    }
+
+    /// The ring of `plan`, the producer's loop (kept until the body is lowered), and the
+    /// consumers' pipeline state; what is lowered next goes to the consumers' side.
+    pub(crate) fn specialize(
+        &mut self,
+        plan: PipelinePlan,
+        inst: &Inst,
+        init: &[ValueId],
+        layouts: &[Option<Layout>],
+        (start, end, step): (Reg, Reg, Reg),
+    ) -> Result<PipelineState, LowerError> {
+        let consumers = self.target.num_warps * self.target.warp_size;
+        let across_tiles = self.target.persistent;
+        let mut state = self.pipeline_setup(plan, init, layouts, Some((consumers, across_tiles)))?;
+        let (Some(empty), stages) = (state.tma.as_ref().and_then(|r| r.empty), state.plan.stages) else {
+            return Err(self.internal("a specialized pipeline without TMA"));
+        };
+        let counter = |l: &mut Self| {
+            let zero = Expr::Const(Literal::Int(0));
+            if across_tiles {
+                l.pset(ScalarType::I32, zero)
+            } else {
+                l.set(ScalarType::I32, zero)
+            }
+        };
+        let (stage, phase) = (counter(self), counter(self));
+        let iv_ty = self.regs[start].ty;
+        let (producer, ()) = self.nested(|l| {
+            l.emit(Stmt::SetMaxRegisters {
+                count: PRODUCER_REGISTERS,
+                increase: false,
+            });
+            l.copy_threads_from = consumers;
+            let iv = l.new_reg(iv_ty);
+            l.emit(Stmt::Set {
+                dst: iv,
+                expr: Expr::Copy(start),
+            });
+            let (cond_body, cond) = l.nested(|l| Ok(l.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end))))?;
+            let (body, ()) = l.nested(|l| {
+                let one = l.i32c(1);
+                let freed = l.set(ScalarType::I32, Expr::Binary(BinaryOp::Xor, phase, one));
+                l.emit(Stmt::Comment(
+                    "producer: wait until the consumers free the stage".into(),
+                ));
+                l.emit(Stmt::MbarrierWait {
+                    bar: MBarrier {
+                        alloc: empty,
+                        index: stage,
+                    },
+                    parity: freed,
+                });
+                l.issue_copies(&mut state, inst, iv, end, stage)?;
+                l.advance_ring(stage, phase, stages);
+                let next = l.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step));
+                l.emit(Stmt::Set {
+                    dst: iv,
+                    expr: Expr::Copy(next),
+                });
+                Ok(())
+            })?;
+            l.emit(Stmt::While { cond_body, cond, body });
+            l.copy_threads_from = 0;
+            Ok(())
+        })?;
+        self.producer = Some(producer);
+        // The consumers' side, from here to the end of the body.
+        self.body.push(Vec::new());
+        self.emit(Stmt::SetMaxRegisters {
+            count: consumer_registers(consumers),
+            increase: true,
+        });
+        let started = self.set(ScalarType::Bool, Expr::Const(Literal::Bool(false)));
+        state.consumer = Some(ConsumerState { started });
+        Ok(state)
+    }
+
+    /// `stage` to the next one of `stages`, `phase` flipped where the ring wraps.
+    fn advance_ring(&mut self, stage: Reg, phase: Reg, stages: u32) {
+        let (zero, one) = (self.i32c(0), self.i32c(1));
+        let last = self.i32c(stages as i64 - 1);
+        let wrap = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Eq, stage, last));
+        let flipped = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Xor, phase, one));
+        self.emit(Stmt::Set {
+            dst: phase,
+            expr: Expr::Select(wrap, flipped, phase),
+        });
+        let next = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, stage, one));
+        self.emit(Stmt::Set {
+            dst: stage,
+            expr: Expr::Select(wrap, zero, next),
+        });
+    }
+
+    /// At the end of a consumers' iteration (before the ring advances): the stage whose
+    /// MMAs are known complete goes back to the producer.
+    pub(crate) fn release_stage(&mut self, state: &PipelineState, c: &ConsumerState) {
+        let Some(empty) = state.tma.as_ref().and_then(|r| r.empty) else {
+            return;
+        };
+        if state.plan.in_flight.is_none() {
+            self.emit(Stmt::MbarrierArrive {
+                bar: MBarrier {
+                    alloc: empty,
+                    index: state.read,
+                },
+                pred: None,
+            });
+            return;
+        }
+        // This iteration's MMAs may still read stage `read`; the previous one's are done.
+        let previous = self.previous_stage(state);
+        self.emit(Stmt::MbarrierArrive {
+            bar: MBarrier {
+                alloc: empty,
+                index: previous,
+            },
+            pred: Some(c.started),
+        });
+        self.emit(Stmt::Set {
+            dst: c.started,
+            expr: Expr::Const(Literal::Bool(true)),
+        });
+    }
+
+    /// After the consumers' loop and its last `wgmma.wait_group 0`: the last stage read goes
+    /// back too, where MMAs were left in flight (the producer of a persistent kernel waits
+    /// for it in the next tile).
+    pub(crate) fn release_last_stage(&mut self, state: &PipelineState, c: &ConsumerState) {
+        let Some(empty) = state.tma.as_ref().and_then(|r| r.empty) else {
+            return;
+        };
+        if state.plan.in_flight.is_none() {
+            return;
+        }
+        let previous = self.previous_stage(state);
+        self.emit(Stmt::MbarrierArrive {
+            bar: MBarrier {
+                alloc: empty,
+                index: previous,
+            },
+            pred: Some(c.started),
+        });
+    }
+
+    /// `(read + S - 1) % S`: the stage read before `read`.
+    fn previous_stage(&mut self, state: &PipelineState) -> Reg {
+        let back = self.i32c(state.plan.stages as i64 - 1);
+        let stages = self.i32c(state.plan.stages as i64);
+        let sum = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, state.read, back));
+        self.set(ScalarType::I32, Expr::Binary(BinaryOp::Rem, sum, stages))
+    }
+
+    /// At the end of the body: the two sides become one statement, the consumers' barriers
+    /// named ones of theirs (the producer never comes), the last one making the consumers'
+    /// shared memory free again for a persistent kernel's next tile.
+    pub(crate) fn finish_specialized(&mut self) -> Result<(), LowerError> {
+        let Some(producer) = self.producer.take() else {
+            return Ok(());
+        };
+        let mut consumer = self.body.pop().ok_or_else(|| self.internal("no consumers' side"))?;
+        let consumers = self.target.num_warps * self.target.warp_size;
+        let named = Stmt::NamedBarrier {
+            id: CONSUMER_BARRIER,
+            threads: consumers,
+        };
+        crate::thread::walk_stmts_mut(&mut consumer, &mut |s| {
+            if matches!(s, Stmt::Barrier) {
+                *s = named.clone();
+            }
+        });
+        consumer.push(named);
+        self.emit(Stmt::Specialized { producer, consumer });
+        Ok(())
+    }
+}
+
+/// The registers a consumer thread asks for: what the producer warpgroup leaves of the
+/// register file, a multiple of 8, at most 256.
+fn consumer_registers(consumers: u32) -> u32 {
+    let left = REGISTER_FILE - PRODUCER_REGISTERS * PRODUCER_WARPS * 32;
+    (left / consumers / 8 * 8).min(256)
+}
