@@ -275,8 +275,8 @@ pub fn matmul_configs() -> Vec<Config> {
 ///
 /// On Hopper (CUDA, compute capability 9.0) the warpgroup configurations (64-wide K, 8
 /// warps) are also tried with the schedules only CUDA has: the persistent grid, warp
-/// specialization (with at most 3 stages: its ring cannot share shared memory with the
-/// epilogue), and both.
+/// specialization, and both (with at most 3 stages: the ring cannot share shared memory
+/// with the epilogue, which then runs while the producer fills the next tile's stages).
 pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
     let p = dev.properties();
     let software = p.device_type == DeviceType::Cpu;
@@ -286,16 +286,29 @@ pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
         .filter(|c| !software || c.value("BLOCK_M").unwrap_or(0) * c.value("BLOCK_N").unwrap_or(0) <= 128 * 64)
         .collect();
     if hopper {
-        let warpgroup: Vec<Config> = configs
-            .iter()
-            .filter(|c| c.value("BLOCK_K").ok() == Some(64) && c.num_warps == 8)
-            .cloned()
-            .collect();
-        for c in warpgroup {
-            let specialized = c.clone().num_stages(c.num_stages.min(3)).warp_specialize(true);
-            configs.push(c.persistent(true));
-            configs.push(specialized.clone());
-            configs.push(specialized.persistent(true));
+        configs = with_hopper_schedules(configs);
+    }
+    configs
+}
+
+/// `configs` and, for each warpgroup configuration among them (64-wide K, 8 warps), the
+/// same with the persistent grid, with warp specialization and with both (at most 3
+/// stages), each once.
+pub fn with_hopper_schedules(mut configs: Vec<Config>) -> Vec<Config> {
+    let warpgroup: Vec<Config> = configs
+        .iter()
+        .filter(|c| c.value("BLOCK_K").ok() == Some(64) && c.num_warps == 8)
+        .cloned()
+        .collect();
+    for c in warpgroup {
+        let specialized = c.clone().warp_specialize(true);
+        // Persistent, at most 3 stages: the ring cannot share its bytes with the epilogue.
+        let both = specialized.clone().num_stages(c.num_stages.min(3)).persistent(true);
+        for scheduled in [c.persistent(true), specialized, both] {
+            // (Two stage counts of one tile may make the same specialized configuration.)
+            if !configs.contains(&scheduled) {
+                configs.push(scheduled);
+            }
         }
     }
     configs
@@ -362,4 +375,35 @@ pub fn matmul(dev: &dyn Device, m: usize, n: usize, k: usize, leaky_relu: bool, 
             choice.config
         )),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each warpgroup configuration gains its three schedules, no configuration twice (the
+    /// autotuner refuses duplicates), and the others none.
+    #[test]
+    fn hopper_schedules_are_added_once_each() {
+        let plain = matmul_configs();
+        let all = with_hopper_schedules(plain.clone());
+        for (i, c) in all.iter().enumerate() {
+            assert!(!all[..i].contains(c), "`{c}` twice");
+        }
+        let warpgroup = plain
+            .iter()
+            .filter(|c| c.value("BLOCK_K").ok() == Some(64) && c.num_warps == 8)
+            .count();
+        assert!(warpgroup >= 3);
+        let persistent = all.iter().filter(|c| c.persistent && !c.warp_specialize).count();
+        assert_eq!(persistent, warpgroup);
+        let specialized: Vec<&Config> = all.iter().filter(|c| c.warp_specialize).collect();
+        assert!(specialized.iter().all(|c| c.num_warps == 8));
+        assert!(specialized.iter().all(|c| c.num_stages <= 3 || !c.persistent));
+        assert_eq!(specialized.iter().filter(|c| !c.persistent).count(), warpgroup);
+        // (Fewer both ways: two stage counts of a tile may make one at 3 stages.)
+        let both = specialized.iter().filter(|c| c.persistent).count();
+        assert!((1..=warpgroup).contains(&both), "{both}");
+        assert_eq!(all[..plain.len()], plain[..]);
+    }
 }

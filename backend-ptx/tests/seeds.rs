@@ -472,9 +472,13 @@ fn matmul_schedules_pass_ptxas() {
             continue;
         }
         for (persistent, warp_specialize) in [(true, false), (false, true), (true, true)] {
-            // The warp-specialized ring holds one stage less: it cannot share its bytes with
-            // the epilogue's exchange, which runs while the producer may fill it.
-            let stages = if warp_specialize { stages.min(3) } else { stages };
+            // The persistent warp-specialized ring holds one stage less: it cannot share its
+            // bytes with the epilogue's exchange, which runs while the producer fills it.
+            let stages = if warp_specialize && persistent {
+                stages.min(3)
+            } else {
+                stages
+            };
             let kernel = seeds::matmul(&seeds::MatmulMeta::fp16(bm, bn, bk)).unwrap();
             let target = Target {
                 mma_sync: true,

@@ -144,6 +144,50 @@ fn count(tk: &ThreadKernel, f: impl Fn(&Stmt) -> bool) -> usize {
     n
 }
 
+/// Warp-specialized without persistence, the consumers' epilogue takes the ring's bytes
+/// once their loop is done (the producer is then done too): the kernel needs the shared
+/// memory of the plain one, and the mbarriers (never invalidated) keep theirs.
+#[test]
+fn a_warp_specialized_epilogue_reuses_the_ring() {
+    let plain = shared_bytes(&hopper(8, 4));
+    let ws = Target {
+        warp_specialize: true,
+        ..hopper(8, 4)
+    };
+    // (Three more mbarriers: the "empty" ones.)
+    assert!(shared_bytes(&ws) <= plain + 32, "{} against {plain}", shared_bytes(&ws));
+    let kernel = matmul(&MatmulMeta::fp16(128, 256, 64)).unwrap();
+    let args: Vec<ArgValue> = (0..3)
+        .map(|buffer| ArgValue::Ptr { buffer, offset: 0 })
+        .chain(
+            [4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1]
+                .iter()
+                .map(|&v| ArgValue::Int(v)),
+        )
+        .collect();
+    let tk = lower(&kernel, &ws, &runtime_spec(&args)).unwrap();
+    let offsets = tk.shared_offsets();
+    let bars: Vec<usize> = (0..tk.shared.len())
+        .filter(|&i| tk.shared[i].elem == rutile_ir::ScalarType::U64)
+        .collect();
+    assert_eq!(bars.len(), 2);
+    for &b in &bars {
+        let (b0, b1) = (offsets[b], offsets[b] + tk.shared[b].bytes());
+        for (i, a) in tk.shared.iter().enumerate().filter(|&(i, _)| i != b) {
+            let (a0, a1) = (offsets[i], offsets[i] + a.bytes());
+            assert!(a1 <= b0 || b1 <= a0, "buffer {i} shares bytes with the mbarriers {b}");
+        }
+    }
+    // Persistent, the epilogue runs while the producer fills the next tile's stages: four
+    // stages and the epilogue's exchange do not fit.
+    let both = Target { persistent: true, ..ws };
+    let err = lower(&kernel, &both, &runtime_spec(&args)).unwrap_err();
+    assert!(
+        matches!(err, LowerError::OutOfSharedMemory { needed, .. } if needed > plain + 60 * 1024),
+        "{err}"
+    );
+}
+
 /// The parameters the schedule adds may not clash with the kernel's own.
 #[test]
 fn a_parameter_named_as_the_grid_is_an_error() {

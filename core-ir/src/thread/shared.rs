@@ -12,7 +12,8 @@
 //! In a persistent kernel the statements of one tile (the tile loop's body, which ends with
 //! a barrier) take the place of the top level: what one tile does last and what the next
 //! does first are apart by that barrier. A buffer touched outside the tile loop is live
-//! throughout.
+//! throughout. A warp-specialized kernel's consumers continue the top level with their
+//! own side, their named barriers counting as barriers (see [`spans`]).
 
 use super::{Memory, Stmt, ThreadKernel};
 
@@ -20,14 +21,9 @@ use super::{Memory, Stmt, ThreadKernel};
 /// fit in the order of the buffers, each on its own boundary.
 /// (With `reuse` false, one after the other.)
 pub(super) fn offsets(k: &ThreadKernel, reuse: bool) -> Vec<u32> {
-    let ranges = live_ranges(k);
-    let barriers: Vec<usize> = top_level(k)
-        .0
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| matches!(s, Stmt::Barrier))
-        .map(|(i, _)| i)
-        .collect();
+    let spans = spans(k);
+    let ranges = live_ranges(k, &spans);
+    let barriers: Vec<usize> = spans.iter().filter(|s| s.barrier).map(|s| s.range.0).collect();
     // Whether `a` and `b` may share bytes.
     let apart = |a: usize, b: usize| {
         reuse
@@ -64,34 +60,80 @@ pub(super) fn offsets(k: &ThreadKernel, reuse: bool) -> Vec<u32> {
     placed.into_iter().map(|(o, _)| o).collect()
 }
 
-/// The statements whose spans are live ranges (the body, or a persistent kernel's tile),
-/// and the statements around them, each of which counts as all of them.
-fn top_level(k: &ThreadKernel) -> (&[Stmt], Vec<&Stmt>) {
-    let last = k.body.len().wrapping_sub(1);
-    match k.persistent.and(k.body.last()) {
-        Some(Stmt::While { body, .. }) => {
-            let at = last;
-            let around = k
-                .body
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| i != at)
-                .map(|(_, s)| s)
-                .collect();
-            (body, around)
+/// A statement and the positions it counts as: its own, or a span of them.
+struct Span<'k> {
+    stmt: &'k Stmt,
+    range: (usize, usize),
+    /// Whether it is a barrier that every thread touching shared memory then waits at.
+    barrier: bool,
+}
+
+/// The statements whose positions make live ranges. Usually the body's top-level
+/// statements. A persistent kernel's tile (the tile loop's body) takes their place, the
+/// statements around it each counting as all of it. A warp-specialized kernel that is not
+/// persistent continues with its consumers' side, whose named barriers count: the
+/// producer's statements count from where the sides part to the consumers' first statement
+/// that waits on an mbarrier (their loop, which ends only once every copy the producer
+/// made has landed; the producer does nothing after its last copy).
+fn spans(k: &ThreadKernel) -> Vec<Span<'_>> {
+    let Some((last, before)) = k.body.split_last() else {
+        return Vec::new();
+    };
+    match (k.persistent, last) {
+        (Some(_), Stmt::While { body, .. }) => {
+            let mut out = plain(body, 0);
+            let all = (0, body.len());
+            out.extend(before.iter().map(|stmt| Span {
+                stmt,
+                range: all,
+                barrier: false,
+            }));
+            out
         }
-        _ => (&k.body, Vec::new()),
+        (None, Stmt::Specialized { producer, consumer }) => {
+            let mut out = plain(before, 0);
+            let from = before.len();
+            out.extend(plain(consumer, from));
+            let waits = |s: &Stmt| {
+                let mut w = false;
+                super::walk_stmts(std::slice::from_ref(s), &mut |s| {
+                    w |= matches!(s, Stmt::MbarrierWait { .. })
+                });
+                w
+            };
+            let until = consumer.iter().position(waits).unwrap_or(consumer.len());
+            out.extend(producer.iter().map(|stmt| Span {
+                stmt,
+                range: (from, from + until),
+                barrier: false,
+            }));
+            out
+        }
+        // (A persistent warp-specialized kernel: the sides' tile loops are one statement,
+        // and nothing in them shares bytes.)
+        _ => plain(&k.body, 0),
     }
 }
 
-/// Per buffer, the first and last top-level statement that touches it (`None`: none does).
-fn live_ranges(k: &ThreadKernel) -> Vec<Option<(usize, usize)>> {
+/// Each of `stmts` at its own position, from `from` on.
+fn plain(stmts: &[Stmt], from: usize) -> Vec<Span<'_>> {
+    stmts
+        .iter()
+        .enumerate()
+        .map(|(i, stmt)| Span {
+            stmt,
+            range: (from + i, from + i),
+            barrier: matches!(stmt, Stmt::Barrier | Stmt::NamedBarrier { .. }),
+        })
+        .collect()
+}
+
+/// Per buffer, the first and last position (see [`spans`]) that touches it (`None`: none
+/// does).
+fn live_ranges(k: &ThreadKernel, spans: &[Span<'_>]) -> Vec<Option<(usize, usize)>> {
     let mut ranges = vec![None; k.shared.len()];
-    let (stmts, around) = top_level(k);
-    let all = (0, stmts.len());
-    let located = around.into_iter().map(|s| (all, s));
-    let inside = stmts.iter().enumerate().map(|(i, s)| ((i, i), s));
-    for ((first, last), s) in located.chain(inside) {
+    for span in spans {
+        let ((first, last), s) = (span.range, span.stmt);
         let mut touch = |alloc: u32| {
             let r: &mut Option<(usize, usize)> = &mut ranges[alloc as usize];
             *r = Some(r.map_or((first, last), |(a, b)| (a.min(first), b.max(last))));
@@ -122,9 +164,25 @@ fn live_ranges(k: &ThreadKernel) -> Vec<Option<(usize, usize)>> {
             Stmt::MbarrierInit { bar, .. }
             | Stmt::MbarrierArriveExpectTx { bar, .. }
             | Stmt::MbarrierWait { bar, .. }
+            | Stmt::MbarrierArrive { bar, .. }
             | Stmt::MbarrierInval { bar, .. } => touch(bar.alloc),
             _ => {}
         });
+    }
+    // A warp-specialized kernel never invalidates its mbarriers: their bytes stay theirs.
+    if k.producer_warps > 0 {
+        let end = spans.iter().map(|s| s.range.1).max().unwrap_or(0);
+        let mut bars = Vec::new();
+        k.walk(&mut |s| {
+            if let Stmt::MbarrierInit { bar, .. } = s {
+                bars.push(bar.alloc);
+            }
+        });
+        for b in bars {
+            if let Some(r) = ranges[b as usize].as_mut() {
+                *r = (0, end);
+            }
+        }
     }
     ranges
 }
