@@ -263,13 +263,16 @@ fn chosen(
         device: dev.id(),
         problem,
         line,
+        // The schedule after the stages: `p` persistent, `ws` warp-specialized.
         config: format!(
-            "{}x{}x{} w{} s{}",
+            "{}x{}x{} w{} s{}{}{}",
             block("BLOCK_M"),
             block("BLOCK_N"),
             block("BLOCK_K"),
             c.num_warps,
-            c.num_stages
+            c.num_stages,
+            if c.persistent { " p" } else { "" },
+            if c.warp_specialize { " ws" } else { "" }
         ),
         registers: compiled.metadata.registers,
         spill_bytes: compiled.metadata.spill_bytes,
@@ -281,12 +284,12 @@ fn chosen(
 fn print_chosen(chosen: &[Chosen]) {
     let opt = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
     println!(
-        "autotuned:\n{:>10}  {:>16}  {:>11}  {:>18}  {:>9}  {:>11}  {:>12}  mma",
+        "autotuned:\n{:>10}  {:>16}  {:>11}  {:>23}  {:>9}  {:>11}  {:>12}  mma",
         "device", "problem", "line", "configuration", "registers", "spill bytes", "shared bytes"
     );
     for c in chosen {
         println!(
-            "{:>10}  {:>16}  {:>11}  {:>18}  {:>9}  {:>11}  {:>12}  {}",
+            "{:>10}  {:>16}  {:>11}  {:>23}  {:>9}  {:>11}  {:>12}  {}",
             c.device,
             c.problem,
             c.line,
