@@ -4,13 +4,14 @@
 //!
 //! ```text
 //! before:    thread 0 initializes a "full" mbarrier per stage (one arrival and the stage's
-//!            bytes) and an "empty" one (an arrival of every consumer thread); barrier
+//!            bytes) and an "empty" one (an arrival of every consumer warp); barrier
 //! producer:  setmaxnreg.dec; for each iteration i, stage s = i % S:
 //!              wait for phase ((i / S) + 1) % 2 of empty[s] (the first round passes at once)
 //!              its first thread arrives on full[s] expecting the bytes; its first warp's
 //!              lanes copy the boxes
 //! consumers: setmaxnreg.inc; for each iteration i: wait for phase (i / S) % 2 of full[s];
-//!              the body, its `dot` reading stage s; then arrive on empty[s], or with one
+//!              the body, its `dot` reading stage s; then lane 0 of each warp arrives on
+//!              empty[s], or with one
 //!              group of warpgroup MMAs in flight, on the stage of iteration i - 1, whose
 //!              MMAs `wgmma.wait_group 1` has just retired (the last one after the loop)
 //!            then the rest of the kernel, its barriers named barriers of the consumers
@@ -86,7 +87,10 @@ impl Lowerer<'_> {
     ) -> Result<PipelineState, LowerError> {
         let consumers = self.target.num_warps * self.target.warp_size;
         let across_tiles = self.target.persistent;
-        let mut state = self.pipeline_setup(plan, init, layouts, Some((consumers, across_tiles)))?;
+        // One arrival per consumer warp frees a stage (its lane 0, once the warp's MMAs that
+        // read the stage are retired): 8 atomic arrivals a stage rather than 256.
+        let arrivals = self.target.num_warps;
+        let mut state = self.pipeline_setup(plan, init, layouts, Some((arrivals, across_tiles)))?;
         let (Some(empty), stages) = (state.tma.as_ref().and_then(|r| r.empty), state.plan.stages) else {
             return Err(self.internal("a specialized pipeline without TMA"));
         };
@@ -173,24 +177,26 @@ impl Lowerer<'_> {
         let Some(empty) = state.tma.as_ref().and_then(|r| r.empty) else {
             return;
         };
+        let lane0 = self.lane_zero();
         if state.plan.in_flight.is_none() {
             self.emit(Stmt::MbarrierArrive {
                 bar: MBarrier {
                     alloc: empty,
                     index: state.read,
                 },
-                pred: None,
+                pred: Some(lane0),
             });
             return;
         }
         // This iteration's MMAs may still read stage `read`; the previous one's are done.
         let previous = self.previous_stage(state);
+        let pred = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, c.started, lane0));
         self.emit(Stmt::MbarrierArrive {
             bar: MBarrier {
                 alloc: empty,
                 index: previous,
             },
-            pred: Some(c.started),
+            pred: Some(pred),
         });
         self.emit(Stmt::Set {
             dst: c.started,
@@ -209,13 +215,22 @@ impl Lowerer<'_> {
             return;
         }
         let previous = self.previous_stage(state);
+        let lane0 = self.lane_zero();
+        let pred = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, c.started, lane0));
         self.emit(Stmt::MbarrierArrive {
             bar: MBarrier {
                 alloc: empty,
                 index: previous,
             },
-            pred: Some(c.started),
+            pred: Some(pred),
         });
+    }
+
+    /// Whether this thread is lane 0 of its warp.
+    fn lane_zero(&mut self) -> Reg {
+        let (_, lane, _) = self.thread_ids();
+        let zero = self.i32c(0);
+        self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, lane, zero))
     }
 
     /// `(read + S - 1) % S`: the stage read before `read`.
