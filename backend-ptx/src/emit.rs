@@ -214,7 +214,8 @@ impl<'a> Emitter<'a> {
                 coords,
                 values,
                 pred,
-            } => crate::print::print(self, prefix, coords, values, *pred),
+                program,
+            } => crate::print::print(self, prefix, coords, values, *pred, *program),
             Stmt::Comment(c) => {
                 self.comment(c);
                 Ok(())

@@ -36,7 +36,14 @@ pub(crate) fn format_bytes(text: &str) -> String {
     out.join(", ")
 }
 
-pub(crate) fn print(e: &mut Emitter, prefix: &str, coords: &[Reg], values: &[Reg], pred: Option<Reg>) -> Res {
+pub(crate) fn print(
+    e: &mut Emitter,
+    prefix: &str,
+    coords: &[Reg],
+    values: &[Reg],
+    pred: Option<Reg>,
+    program: Option<[Reg; 3]>,
+) -> Res {
     // The format, and where each argument lies in the buffer.
     let mut format = String::from("pid (%d, %d, %d)");
     // (offset, size) of each argument: the three program ids first.
@@ -72,10 +79,16 @@ pub(crate) fn print(e: &mut Emitter, prefix: &str, coords: &[Reg], values: &[Reg
         e.ins(format!("@!{} bra {skip}", e.r(p)));
     }
     let mut slot = layout.into_iter();
-    for axis in ["x", "y", "z"] {
+    for (a, axis) in ["x", "y", "z"].into_iter().enumerate() {
         let (offset, _) = slot.next().expect("three program ids");
-        let r = e.tmp(Class::R);
-        e.ins(format!("mov.u32 {r}, %ctaid.{axis}"));
+        let r = match program {
+            Some(p) => e.r(p[a]),
+            None => {
+                let r = e.tmp(Class::R);
+                e.ins(format!("mov.u32 {r}, %ctaid.{axis}"));
+                r
+            }
+        };
         e.ins(format!("st.local.u32 [{buf}+{offset}], {r}"));
     }
     if !values.is_empty() {

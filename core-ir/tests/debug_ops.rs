@@ -130,6 +130,17 @@ fn lowered_device_print_prints_each_element_once_as_the_interpreter() {
             target.warp_size
         );
     }
+    // Persistent, one launched program walks both tiles and prints each tile's id.
+    let persistent = Target {
+        persistent: true,
+        ..Target::nvidia(4, 48 * 1024)
+    };
+    let t = lower(&kernel, &persistent, &Specialization::none(1)).unwrap();
+    let mut args = arg.to_vec();
+    args.extend([2, 1, 1].map(ArgValue::Int));
+    let (r, got) = capture_prints(|| simt::run_threads(&t, [1, 1, 1], &args, &mut [HostBuffer::from_slice(&x)]));
+    r.unwrap();
+    assert_eq!(sorted(&got), sorted(&want), "persistent");
 }
 
 #[test]

@@ -858,8 +858,17 @@ impl<'s> Sim<'s> {
                 coords,
                 values,
                 pred,
+                program,
             } => {
                 let active = self.active(*pred)?;
+                let program = match program {
+                    Some(p) => Some(
+                        p.iter()
+                            .map(|&r| Ok(self.read(r, Some(&active))?.data.clone()))
+                            .collect::<Result<Vec<Data>, SimFault>>()?,
+                    ),
+                    None => None,
+                };
                 let columns = |regs: &[Reg]| -> Result<Vec<Data>, SimFault> {
                     regs.iter()
                         .map(|&r| Ok(self.read(r, Some(&active))?.data.clone()))
@@ -869,7 +878,18 @@ impl<'s> Sim<'s> {
                 for t in (0..self.threads).filter(|&t| active[t]) {
                     let idx: Vec<String> = coords.iter().map(|c| super::debug_ops::element(c, t)).collect();
                     let vals: Vec<String> = values.iter().map(|v| super::debug_ops::element(v, t)).collect();
-                    super::debug_ops::print_line(self.pid, &idx, prefix, &vals);
+                    let pid = match &program {
+                        Some(p) => {
+                            // (i32 registers, which the verifier checked.)
+                            let at = |a: usize| match &p[a] {
+                                Data::Int(v) => v[t] as u32,
+                                _ => 0,
+                            };
+                            [at(0), at(1), at(2)]
+                        }
+                        None => self.pid,
+                    };
+                    super::debug_ops::print_line(pid, &idx, prefix, &vals);
                 }
                 Ok(())
             }

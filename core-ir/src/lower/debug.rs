@@ -22,6 +22,7 @@ impl Lowerer<'_> {
                 coords: vec![],
                 values: vec![],
                 pred: Some(pred),
+                program: None,
             });
             return Ok(());
         };
@@ -42,6 +43,7 @@ impl Lowerer<'_> {
                 coords,
                 values: regs.iter().map(|r| r[i]).collect(),
                 pred,
+                program: None,
             });
         }
         Ok(())

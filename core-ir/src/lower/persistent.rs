@@ -140,14 +140,15 @@ fn tile_loop(kernel: &mut ThreadKernel, grid: &Grid, mut per_tile: Vec<Stmt>, ba
     let pid1 = set(kernel, &mut body, Expr::Binary(BinaryOp::Rem, row, g[1]));
     let pid2 = set(kernel, &mut body, Expr::Binary(BinaryOp::Div, tile, grid.gxy));
     let pid = [pid0, pid1, pid2];
-    crate::thread::walk_stmts_mut(&mut per_tile, &mut |s| {
-        if let Stmt::Set { expr, .. } = s {
-            match *expr {
-                Expr::Special(Special::ProgramId(a)) => *expr = Expr::Copy(pid[a as usize % 3]),
-                Expr::Special(Special::NumPrograms(a)) => *expr = Expr::Copy(g[a as usize % 3]),
-                _ => {}
-            }
-        }
+    crate::thread::walk_stmts_mut(&mut per_tile, &mut |s| match s {
+        Stmt::Set { expr, .. } => match *expr {
+            Expr::Special(Special::ProgramId(a)) => *expr = Expr::Copy(pid[a as usize % 3]),
+            Expr::Special(Special::NumPrograms(a)) => *expr = Expr::Copy(g[a as usize % 3]),
+            _ => {}
+        },
+        // `device_print` names the tile, not the launched program.
+        Stmt::Print { program, .. } => *program = Some(pid),
+        _ => {}
     });
     body.append(&mut per_tile);
     if barrier {

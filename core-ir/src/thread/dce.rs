@@ -107,9 +107,13 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
         }
         Stmt::FenceProxyAsync | Stmt::WgmmaFence | Stmt::WgmmaCommit | Stmt::WgmmaWait { .. } => {}
         Stmt::Print {
-            coords, values, pred, ..
+            coords,
+            values,
+            pred,
+            program,
+            ..
         } => {
-            for &v in coords.iter().chain(values).chain(pred) {
+            for &v in coords.iter().chain(values).chain(pred).chain(program.iter().flatten()) {
                 mark(v, &mut live, &mut stack);
             }
         }

@@ -468,12 +468,15 @@ pub enum Stmt {
     /// `device_print`: where `pred` holds, prints one line,
     /// `pid (x, y, z) idx (c0, c1) prefix: v0, v1`, with the thread's program ids, the
     /// element's coordinates `coords` (i32) and the values `values` (numbers). On CUDA
-    /// through `vprintf`; backends that cannot print leave it out.
+    /// through `vprintf`; backends that cannot print leave it out. The program ids are the
+    /// launched program's, or `program` (i32 registers) where a persistent kernel's tile
+    /// stands for it.
     Print {
         prefix: String,
         coords: Vec<Reg>,
         values: Vec<Reg>,
         pred: Option<Reg>,
+        program: Option<[Reg; 3]>,
     },
     /// `loop { cond_body; if !cond { break } body }`.
     While {

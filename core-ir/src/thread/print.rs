@@ -336,9 +336,11 @@ impl ThreadKernel {
                     coords,
                     values,
                     pred,
+                    program,
                 } => writeln!(
                     out,
-                    "{pad}print {prefix:?} idx ({}): {}{}",
+                    "{pad}print {prefix:?}{} idx ({}): {}{}",
+                    program.map(|p| format!(" pid ({})", self.regs(&p))).unwrap_or_default(),
                     self.regs(coords),
                     self.regs(values),
                     pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()

@@ -528,9 +528,10 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             coords,
             values,
             pred: p,
+            program,
             ..
         } => {
-            for &r in coords {
+            for &r in coords.iter().chain(program.iter().flatten()) {
                 want(k, r, ScalarType::I32, "printed coordinate")?;
             }
             for &r in values {
