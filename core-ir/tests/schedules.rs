@@ -116,16 +116,17 @@ fn the_persistent_matmul_matches_the_interpreter() {
     );
 }
 
+/// The seed's arguments for row-major `n x n` operands in buffers 0, 1 and 2.
+fn square_args(n: i64) -> Vec<ArgValue> {
+    (0..3)
+        .map(|buffer| ArgValue::Ptr { buffer, offset: 0 })
+        .chain([n, n, n, n, 1, n, 1, n, 1].map(ArgValue::Int))
+        .collect()
+}
+
 fn shared_bytes(target: &Target) -> u32 {
     let kernel = matmul(&MatmulMeta::fp16(128, 256, 64)).unwrap();
-    let args: Vec<ArgValue> = (0..3)
-        .map(|buffer| ArgValue::Ptr { buffer, offset: 0 })
-        .chain(
-            [4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1]
-                .iter()
-                .map(|&v| ArgValue::Int(v)),
-        )
-        .collect();
+    let args = square_args(4096);
     lower(&kernel, target, &runtime_spec(&args)).unwrap().shared_bytes()
 }
 
@@ -157,14 +158,7 @@ fn a_warp_specialized_epilogue_reuses_the_ring() {
     // (Three more mbarriers: the "empty" ones.)
     assert!(shared_bytes(&ws) <= plain + 32, "{} against {plain}", shared_bytes(&ws));
     let kernel = matmul(&MatmulMeta::fp16(128, 256, 64)).unwrap();
-    let args: Vec<ArgValue> = (0..3)
-        .map(|buffer| ArgValue::Ptr { buffer, offset: 0 })
-        .chain(
-            [4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1]
-                .iter()
-                .map(|&v| ArgValue::Int(v)),
-        )
-        .collect();
+    let args = square_args(4096);
     let tk = lower(&kernel, &ws, &runtime_spec(&args)).unwrap();
     let offsets = tk.shared_offsets();
     let bars: Vec<usize> = (0..tk.shared.len())
@@ -219,14 +213,7 @@ fn a_parameter_named_as_the_grid_is_an_error() {
 
 fn warp_specialized(persistent: bool) -> ThreadKernel {
     let kernel = matmul(&MatmulMeta::fp16(128, 256, 64)).unwrap();
-    let args: Vec<ArgValue> = (0..3)
-        .map(|buffer| ArgValue::Ptr { buffer, offset: 0 })
-        .chain(
-            [4096, 4096, 4096, 4096, 1, 4096, 1, 4096, 1]
-                .iter()
-                .map(|&v| ArgValue::Int(v)),
-        )
-        .collect();
+    let args = square_args(4096);
     let t = Target {
         warp_specialize: true,
         persistent,
@@ -298,14 +285,7 @@ fn a_warp_specialized_matmul_has_a_producer_and_consumers() {
 #[test]
 fn without_tma_there_is_no_producer() {
     let kernel = matmul(&MatmulMeta::fp16(64, 64, 32)).unwrap();
-    let args: Vec<ArgValue> = (0..3)
-        .map(|buffer| ArgValue::Ptr { buffer, offset: 0 })
-        .chain(
-            [256, 256, 256, 256, 1, 256, 1, 256, 1]
-                .iter()
-                .map(|&v| ArgValue::Int(v)),
-        )
-        .collect();
+    let args = square_args(256);
     for t in [
         Target {
             tma: false,

@@ -122,6 +122,48 @@ impl From<(u32, u32)> for Launch {
     }
 }
 
+/// One f16 or bf16 case (`meta.input`) within `bound` of `want`, or a panic naming it.
+#[allow(clippy::too_many_arguments)]
+fn check_case(
+    d: &dyn Device,
+    meta: &MatmulMeta,
+    launch: Launch,
+    inputs: (&[f64], &[f64]),
+    (m, n, k): (usize, usize, usize),
+    orders: (Order, Order),
+    want: &[f64],
+    bound: f64,
+) {
+    let Launch {
+        warps,
+        stages,
+        persistent,
+        warp_specialize,
+    } = launch;
+    let case = format!(
+        "{}: {m}x{n}x{k} {} A {:?} B {:?} leaky_relu {}, {}x{}x{} w{warps} s{stages}{}{}",
+        d.id(),
+        meta.input,
+        orders.0,
+        orders.1,
+        meta.activation.is_some(),
+        meta.block_m,
+        meta.block_n,
+        meta.block_k,
+        if persistent { " persistent" } else { "" },
+        if warp_specialize { " warp-specialized" } else { "" },
+    );
+    let run = match meta.input {
+        ScalarType::BF16 => relative_error::<bf16>,
+        _ => relative_error::<f16>,
+    };
+    let err = run(d, meta, launch, inputs, (m, n, k), orders, want).unwrap_or_else(|e| panic!("{case}: {e}"));
+    assert!(
+        err <= bound,
+        "{case}: relative Frobenius error {err:.2e} above {bound:.0e}"
+    );
+}
+
 /// One case: the kernel of `meta` (inputs and output of type `T`) on `d` launched as
 /// `config`; the relative Frobenius error against `want`.
 fn relative_error<T: Input>(
@@ -241,22 +283,8 @@ fn gpu_matmul_on_the_acceptance_shapes() {
                                 ..MatmulMeta::fp16(bm, bn, bk)
                             };
                             let want = if with_relu { &leaky } else { &plain };
-                            let case = format!(
-                                "{}: {m}x{n}x{k} {input} A {:?} B {:?} leaky_relu {with_relu}, {bm}x{bn}x{bk} w{warps} s{stages}",
-                                d.id(),
-                                orders.0,
-                                orders.1
-                            );
-                            let run = match input {
-                                ScalarType::BF16 => relative_error::<bf16>,
-                                _ => relative_error::<f16>,
-                            };
-                            let err = run(d.as_ref(), &meta, (warps, stages), (&a, &b), shape, orders, want)
-                                .unwrap_or_else(|e| panic!("{case}: {e}"));
-                            assert!(
-                                err <= bound,
-                                "{case}: relative Frobenius error {err:.2e} above {bound:.0e}"
-                            );
+                            let launch = Launch::from((warps, stages));
+                            check_case(d.as_ref(), &meta, launch, (&a, &b), shape, orders, want, bound);
                         }
                     }
                 }
@@ -312,22 +340,7 @@ fn gpu_matmul_schedules() {
                                 persistent,
                                 warp_specialize,
                             };
-                            let case = format!(
-                                "{}: {m}x{n}x{k} {input} A {:?} B {:?} leaky_relu {with_relu}, {bm}x{bn}x{bk} w{warps} s{stages} persistent {persistent} warp-specialized {warp_specialize}",
-                                d.id(),
-                                orders.0,
-                                orders.1
-                            );
-                            let run = match input {
-                                ScalarType::BF16 => relative_error::<bf16>,
-                                _ => relative_error::<f16>,
-                            };
-                            let err = run(d.as_ref(), &meta, launch, (&a, &b), shape, orders, &want)
-                                .unwrap_or_else(|e| panic!("{case}: {e}"));
-                            assert!(
-                                err <= bound,
-                                "{case}: relative Frobenius error {err:.2e} above {bound:.0e}"
-                            );
+                            check_case(d.as_ref(), &meta, launch, (&a, &b), shape, orders, &want, bound);
                         }
                     }
                 }

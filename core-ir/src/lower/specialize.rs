@@ -189,15 +189,7 @@ impl Lowerer<'_> {
             return;
         }
         // This iteration's MMAs may still read stage `read`; the previous one's are done.
-        let previous = self.previous_stage(state);
-        let pred = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, c.started, lane0));
-        self.emit(Stmt::MbarrierArrive {
-            bar: MBarrier {
-                alloc: empty,
-                index: previous,
-            },
-            pred: Some(pred),
-        });
+        self.release_previous_stage(empty, state, c);
         self.emit(Stmt::Set {
             dst: c.started,
             expr: Expr::Const(Literal::Bool(true)),
@@ -211,9 +203,14 @@ impl Lowerer<'_> {
         let Some(empty) = state.tma.as_ref().and_then(|r| r.empty) else {
             return;
         };
-        if state.plan.in_flight.is_none() {
-            return;
+        if state.plan.in_flight.is_some() {
+            self.release_previous_stage(empty, state, c);
         }
+    }
+
+    /// Lane 0 of each warp arrives on the "empty" mbarrier of the stage read before `read`,
+    /// if an iteration has run.
+    fn release_previous_stage(&mut self, empty: u32, state: &PipelineState, c: &ConsumerState) {
         let previous = self.previous_stage(state);
         let lane0 = self.lane_zero();
         let pred = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, c.started, lane0));
