@@ -1,6 +1,7 @@
 //! The schedules the autotuner can choose beyond tiles, warps and stages: the persistent
-//! grid (`lower::persistent`) and warp specialization (`lower::specialize`). The persistent
-//! matmul runs in the simulator against the interpreter on fewer programs than tiles.
+//! grid (`lower::persistent`) and warp specialization (`lower::specialize`). The matmul runs
+//! in the simulator against the interpreter in each, persistent on fewer programs than
+//! tiles, warp-specialized with its producer and consumers taking turns at their mbarriers.
 
 use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
 use rutile_ir::lower::{lower, LowerError, GRID_PARAMS};
@@ -34,10 +35,17 @@ fn persistent(t: Target) -> Target {
     Target { persistent: true, ..t }
 }
 
-/// The matmul seed of `meta` on `m x n x k` lowered for `target`, run in the simulator on
-/// `programs` programs (the persistent grid's: the logical grid goes in its parameters)
-/// against the interpreter on the whole grid.
-fn check(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), target: &Target, programs: u32, rng: &mut Rng) {
+/// The matmul seed of `meta` on `m x n x k` lowered for `target` (and changed by `edit`),
+/// run in the simulator against the interpreter: on `programs` programs where the kernel is
+/// persistent (the logical grid goes in its parameters), else on the whole grid.
+fn run(
+    meta: &MatmulMeta,
+    (m, n, k): (usize, usize, usize),
+    target: &Target,
+    programs: u32,
+    rng: &mut Rng,
+    edit: &mut dyn FnMut(&mut Stmt),
+) -> Result<(), String> {
     let kernel = matmul(meta).unwrap();
     let buffers = vec![
         float_buffer(rng, meta.input, m * k),
@@ -49,18 +57,38 @@ fn check(meta: &MatmulMeta, (m, n, k): (usize, usize, usize), target: &Target, p
     let grid = [matmul_grid(meta, m as u32, n as u32), 1, 1];
     let mut want = buffers.clone();
     interp::run(&kernel, grid, &args, &mut want).unwrap();
-    let tk = lower(&kernel, target, &runtime_spec(&args)).unwrap();
-    let p = tk.persistent.expect("a persistent kernel");
-    assert_eq!(p.grid_params, [12, 13, 14]);
+    let mut tk = lower(&kernel, target, &runtime_spec(&args)).unwrap();
+    // (The Hopper cases' strides are multiples of 16 elements, so both operands come by TMA.)
+    assert_eq!(tk.tensor_maps.len(), if target.tma { 2 } else { 0 }, "TMA copies");
+    assert_eq!(tk.producer_warps > 0, target.warp_specialize, "a producer warpgroup");
+    tk.walk_mut(&mut |s| edit(s));
     let mut launch = args.clone();
-    launch.extend(grid.iter().map(|&g| ArgValue::Int(g as i64)));
-    let at = format!(
-        "{}x{}x{} blocks, {} warps, {} stages, {m}x{n}x{k}, {programs} programs for {} tiles",
-        meta.block_m, meta.block_n, meta.block_k, target.num_warps, target.num_stages, grid[0]
-    );
+    let launched = match tk.persistent {
+        Some(p) => {
+            assert_eq!(p.grid_params, [12, 13, 14]);
+            launch.extend(grid.iter().map(|&g| ArgValue::Int(g as i64)));
+            [programs, 1, 1]
+        }
+        None => grid,
+    };
     let mut got = buffers.clone();
-    simt::run_threads(&tk, [programs, 1, 1], &launch, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+    simt::run_threads(&tk, launched, &launch, &mut got).map_err(|e| e.to_string())?;
+    let at = format!(
+        "{}x{}x{} blocks, {} warps, {} stages, {m}x{n}x{k}, {} programs for {} tiles",
+        meta.block_m, meta.block_n, meta.block_k, target.num_warps, target.num_stages, launched[0], grid[0]
+    );
     assert_close_to_largest(&got[2], &want[2], 1e-5, &at);
+    Ok(())
+}
+
+/// [`run`] of the kernel as lowered, which must not fault.
+fn check(meta: &MatmulMeta, shape: (usize, usize, usize), target: &Target, programs: u32, rng: &mut Rng) {
+    run(meta, shape, target, programs, rng, &mut |_| {}).unwrap_or_else(|e| {
+        panic!(
+            "{}x{}x{}, {shape:?}, persistent {}, warp-specialized {}: {e}",
+            meta.block_m, meta.block_n, meta.block_k, target.persistent, target.warp_specialize
+        )
+    });
 }
 
 /// Each program walks several tiles, in the grouped order, on ragged M, N and K: through
@@ -77,14 +105,14 @@ fn the_persistent_matmul_matches_the_interpreter() {
     // 3 x 2 tiles of 128x128, on 4 programs: two of them take two tiles.
     check(
         &f32_out(128, 128, 64),
-        (300, 200, 136),
+        (300, 208, 144),
         &persistent(hopper(8, 3)),
         4,
         &mut rng,
     );
     check(
         &f32_out(64, 64, 32),
-        (150, 100, 80),
+        (150, 112, 80),
         &persistent(hopper(4, 4)),
         1,
         &mut rng,
@@ -270,13 +298,101 @@ fn a_warp_specialized_matmul_has_a_producer_and_consumers() {
         // Persistent, each side is a loop over tiles; else the consumers end at their barrier.
         assert_eq!(matches!(consumer.last(), Some(Stmt::While { .. })), persistent);
         assert!(matches!(producer.last(), Some(Stmt::While { .. })));
-        // The simulator runs threads in lockstep, which producer and consumers are not.
-        let err = simt::run_threads(&tk, [1, 1, 1], &[], &mut []).unwrap_err();
-        assert!(
-            matches!(&err, interp::InterpError::NotSimulated { message, .. } if message.contains("warp-specialized")),
-            "{err}"
-        );
     }
+}
+
+fn specialized(t: Target) -> Target {
+    Target {
+        warp_specialize: true,
+        ..t
+    }
+}
+
+/// The warp-specialized matmul in the simulator, its producer and consumers taking turns at
+/// their mbarriers, against the interpreter: ragged M, N and K, K shorter than the ring,
+/// leaky ReLU, one warpgroup of consumers or two, plain and persistent (each program walking
+/// several tiles with its ring going on).
+#[test]
+fn the_warp_specialized_matmul_matches_the_interpreter() {
+    let mut rng = Rng::new(47);
+    let f32_out = |bm, bn, bk| MatmulMeta {
+        output: F32,
+        group_m: 2,
+        ..MatmulMeta::fp16(bm, bn, bk)
+    };
+    check(
+        &f32_out(128, 128, 64),
+        (300, 208, 144),
+        &specialized(hopper(8, 3)),
+        1,
+        &mut rng,
+    );
+    check(
+        &f32_out(128, 128, 64),
+        (300, 208, 144),
+        &specialized(persistent(hopper(8, 3))),
+        4,
+        &mut rng,
+    );
+    check(
+        &f32_out(64, 64, 32),
+        (150, 112, 80),
+        &specialized(hopper(4, 4)),
+        1,
+        &mut rng,
+    );
+    check(
+        &f32_out(64, 64, 32),
+        (150, 112, 80),
+        &specialized(persistent(hopper(4, 2))),
+        3,
+        &mut rng,
+    );
+    let relu = MatmulMeta {
+        activation: Some(Activation::LeakyRelu),
+        ..f32_out(64, 128, 64)
+    };
+    check(
+        &relu,
+        (130, 272, 48),
+        &specialized(persistent(hopper(4, 3))),
+        2,
+        &mut rng,
+    );
+}
+
+/// The simulator catches a specialization that breaks its protocol: consumers that never
+/// free a stage leave the producer waiting forever (a hang), and a producer that does not
+/// wait for a free stage arrives on a full one again before its phase completes.
+#[test]
+fn a_broken_specialization_is_caught() {
+    let meta = MatmulMeta {
+        output: F32,
+        ..MatmulMeta::fp16(64, 64, 32)
+    };
+    let t = specialized(hopper(4, 2));
+    let mut rng = Rng::new(5);
+    let err = run(&meta, (64, 64, 256), &t, 1, &mut rng, &mut |s| {
+        if matches!(s, Stmt::MbarrierArrive { .. }) {
+            *s = Stmt::Comment("no arrival".into());
+        }
+    })
+    .unwrap_err();
+    assert!(err.contains("neither can go on"), "{err}");
+    let mut waits = 0;
+    let err = run(&meta, (64, 64, 256), &t, 1, &mut rng, &mut |s| {
+        if let Stmt::Specialized { producer, .. } = s {
+            rutile_ir::thread::walk_stmts_mut(producer, &mut |s| {
+                if matches!(s, Stmt::MbarrierWait { .. }) {
+                    *s = Stmt::Comment("no wait".into());
+                    waits += 1;
+                }
+            });
+        }
+    })
+    .unwrap_err();
+    assert_eq!(waits, 1);
+    assert!(err.contains("past the 1 its phase expects"), "{err}");
 }
 
 /// Warp specialization needs every operand through TMA: without it (or without a

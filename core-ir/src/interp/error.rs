@@ -44,9 +44,6 @@ pub enum InterpError {
         program: [u32; 3],
         message: String,
     },
-    /// The SIMT simulator cannot run this per-thread kernel.
-    #[error("kernel `{kernel}`: {message}")]
-    NotSimulated { kernel: String, message: String },
     /// A thread of a per-thread kernel faulted in the SIMT simulator ([`crate::interp::simt`]).
     #[error("{}program ({}, {}, {}){}: {message}", at(stmt, context), program[0], program[1], program[2], on_thread(*thread))]
     ThreadFault {

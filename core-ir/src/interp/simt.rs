@@ -57,6 +57,8 @@ use std::collections::{BTreeMap, HashMap};
 mod coop;
 #[path = "simt_matrix.rs"]
 mod matrix;
+#[path = "simt_specialized.rs"]
+mod specialized;
 #[path = "simt_tma.rs"]
 mod tma;
 #[path = "simt_wgmma.rs"]
@@ -86,15 +88,6 @@ pub fn run_threads_with_stats(
 ) -> Result<SharedStats, InterpError> {
     if grid.contains(&0) {
         return Err(InterpError::EmptyGrid { grid });
-    }
-    if kernel.producer_warps > 0 {
-        // Lockstep cannot run warps that wait for each other's progress through mbarriers.
-        return Err(InterpError::NotSimulated {
-            kernel: kernel.name.clone(),
-            message: "warp-specialized kernels are not simulated: their producer and consumer warps \
-                      run apart, and the simulator runs every thread in lockstep"
-                .into(),
-        });
     }
     if args.len() != kernel.params.len() {
         return Err(InterpError::ArgumentCount {
@@ -395,7 +388,13 @@ fn zeros(ty: Type) -> Tensor {
 
 struct Sim<'s> {
     k: &'s ThreadKernel,
+    /// The threads running: the program's, or one side's of a warp-specialized statement
+    /// (`simt_specialized.rs`), the first of which is thread `tid_base` of the program.
     threads: usize,
+    tid_base: usize,
+    /// Whether a side of a warp-specialized statement is running: its mbarrier waits then
+    /// order it after the other side (see `simt_specialized.rs`).
+    in_side: bool,
     warp_size: usize,
     grid: [u32; 3],
     pid: [u32; 3],
@@ -440,6 +439,8 @@ impl<'s> Sim<'s> {
         Sim {
             k,
             threads,
+            tid_base: 0,
+            in_side: false,
             warp_size: k.warp_size as usize,
             grid,
             pid: [0; 3],
@@ -570,7 +571,7 @@ impl<'s> Sim<'s> {
             stmt: self.k.stmt_text(s),
             context: self.context.to_string(),
             program: self.pid,
-            thread: f.thread.map(|t| t as u32),
+            thread: f.thread.map(|t| (t + self.tid_base) as u32),
             message: f.message,
         }
     }
@@ -579,7 +580,9 @@ impl<'s> Sim<'s> {
         for s in stmts {
             match s {
                 Stmt::Comment(c) => self.context = c,
-                Stmt::Barrier => self.epoch += 1,
+                // (A named barrier is the consumers' own: all of them run in lockstep.)
+                Stmt::Barrier | Stmt::NamedBarrier { .. } => self.epoch += 1,
+                Stmt::Specialized { producer, consumer } => self.specialized(s, producer, consumer)?,
                 Stmt::If {
                     cond,
                     then_body,
@@ -774,7 +777,13 @@ impl<'s> Sim<'s> {
             Stmt::WgmmaWait { pending } => self.wgmma_wait(*pending),
             Stmt::MbarrierInit { bar, count, pred } => self.mbarrier_init(bar, *count, *pred),
             Stmt::MbarrierArriveExpectTx { bar, bytes, pred } => self.mbarrier_arrive_expect_tx(bar, *bytes, *pred),
-            Stmt::MbarrierWait { bar, parity } => self.mbarrier_wait(bar, *parity),
+            Stmt::MbarrierWait { bar, parity } => {
+                if self.mbarrier_try_wait(bar, *parity)? {
+                    Ok(())
+                } else {
+                    Err(self.never_completes(bar, *parity))
+                }
+            }
             Stmt::MbarrierInval { bar, pred } => self.mbarrier_inval(bar, *pred),
             Stmt::TmaLoad {
                 map,
@@ -893,11 +902,15 @@ impl<'s> Sim<'s> {
                 }
                 Ok(())
             }
-            Stmt::Barrier | Stmt::Comment(_) | Stmt::If { .. } | Stmt::While { .. } => unreachable!("run by `block`"),
-            Stmt::Specialized { .. }
+            Stmt::MbarrierArrive { bar, pred } => self.mbarrier_arrive(bar, *pred),
+            // (A register budget: nothing to simulate.)
+            Stmt::SetMaxRegisters { .. } => Ok(()),
+            Stmt::Barrier
             | Stmt::NamedBarrier { .. }
-            | Stmt::SetMaxRegisters { .. }
-            | Stmt::MbarrierArrive { .. } => unreachable!("warp-specialized kernels are refused before they run"),
+            | Stmt::Comment(_)
+            | Stmt::If { .. }
+            | Stmt::While { .. }
+            | Stmt::Specialized { .. } => unreachable!("run by `block`"),
         }
     }
 
@@ -912,7 +925,7 @@ impl<'s> Sim<'s> {
             },
             Expr::Special(sp) => {
                 let v: Vec<i64> = match *sp {
-                    Special::ThreadId => (0..self.threads as i64).collect(),
+                    Special::ThreadId => (self.tid_base as i64..(self.tid_base + self.threads) as i64).collect(),
                     Special::ProgramId(a) => vec![self.pid[a as usize] as i64; self.threads],
                     Special::NumPrograms(a) => vec![self.grid[a as usize] as i64; self.threads],
                 };
@@ -1099,7 +1112,7 @@ impl<'s> Sim<'s> {
     }
 
     fn warp_bit(&self, t: usize) -> u64 {
-        1 << ((t / self.warp_size) % 64)
+        1 << (((t + self.tid_base) / self.warp_size) % 64)
     }
 
     /// Records an access by thread `t` to element `e` of `m` (a buffer offset); faults if

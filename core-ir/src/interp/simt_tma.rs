@@ -402,7 +402,43 @@ impl Sim<'_> {
 
     /// `Stmt::MbarrierWait`, by every thread: returns at once if the phase of that parity is
     /// the previous one; otherwise the current phase must complete now, and its copies land.
-    pub(super) fn mbarrier_wait(&mut self, bar: &MBarrier, parity: Reg) -> Result<(), SimFault> {
+    /// `false` where it cannot: in lockstep a hang ([`Sim::never_completes`]), on a side of
+    /// a warp-specialized statement a wait for the other side.
+    pub(super) fn mbarrier_try_wait(&mut self, bar: &MBarrier, parity: Reg) -> Result<bool, SimFault> {
+        let (key, p) = self.waited_phase(bar, parity)?;
+        let b = self.bar(key, 0, User::Thread)?;
+        if p != b.parity {
+            self.ordered_by_wait();
+            return Ok(true);
+        }
+        let bytes: u64 = b.pending.iter().map(PendingTma::bytes).sum();
+        if b.arrivals != b.count || bytes != b.tx {
+            return Ok(false);
+        }
+        let copies = std::mem::take(&mut b.pending);
+        b.arrivals = 0;
+        b.tx = 0;
+        b.parity ^= 1;
+        self.ordered_by_wait();
+        for c in &copies {
+            self.land(c)?;
+        }
+        Ok(true)
+    }
+
+    /// A side of a warp-specialized statement that passes a wait is ordered after what the
+    /// other side did before the arrivals that completed the phase (its reads of a stage it
+    /// then handed back, its copies' issue): for race tracking, a barrier. (The sides meet
+    /// only there, so a race between them that no mbarrier orders is not caught.)
+    fn ordered_by_wait(&mut self) {
+        if self.in_side {
+            self.epoch += 1;
+        }
+    }
+
+    /// The barrier and parity a wait names, checked: uniform, a parity, a live barrier that
+    /// every warp may use.
+    fn waited_phase(&mut self, bar: &MBarrier, parity: Reg) -> Result<((u32, i64), i64), SimFault> {
         let index = self.uniform_int(bar.index, "mbarrier index")?;
         let p = self.uniform_int(parity, "mbarrier parity")?;
         if p != 0 && p != 1 {
@@ -420,29 +456,33 @@ impl Sim<'_> {
         for t in (0..self.threads).step_by(self.warp_size.max(1)) {
             self.bar(key, t, User::Thread)?;
         }
-        let b = self.bar(key, 0, User::Thread)?;
-        if p != b.parity {
-            return Ok(());
-        }
+        Ok((key, p))
+    }
+
+    /// Why a wait that [`Sim::mbarrier_try_wait`] could not pass would hang a GPU.
+    pub(super) fn never_completes(&mut self, bar: &MBarrier, parity: Reg) -> SimFault {
+        let (key, p) = match self.waited_phase(bar, parity) {
+            Ok(w) => w,
+            Err(f) => return f,
+        };
+        let b = match self.bar(key, 0, User::Thread) {
+            Ok(b) => b,
+            Err(f) => return f,
+        };
         let bytes: u64 = b.pending.iter().map(PendingTma::bytes).sum();
-        if b.arrivals != b.count || bytes != b.tx {
-            let message = format!(
-                "phase {p} of {} can never complete (a GPU would hang here): it has {} of {} arrivals, and copies of {bytes} bytes against {} expected",
-                bar_name(key.0, key.1),
-                b.arrivals,
-                b.count,
-                b.tx
-            );
-            return Err(fault(FaultKind::InvalidIr, 0, message));
-        }
-        let copies = std::mem::take(&mut b.pending);
-        b.arrivals = 0;
-        b.tx = 0;
-        b.parity ^= 1;
-        for c in &copies {
-            self.land(c)?;
-        }
-        Ok(())
+        let message = format!(
+            "phase {p} of {} can never complete (a GPU would hang here): it has {} of {} arrivals, and copies of {bytes} bytes against {} expected",
+            bar_name(key.0, key.1),
+            b.arrivals,
+            b.count,
+            b.tx
+        );
+        fault(FaultKind::InvalidIr, 0, message)
+    }
+
+    /// `Stmt::MbarrierArrive`: an arrival of each active thread, no bytes.
+    pub(super) fn mbarrier_arrive(&mut self, bar: &MBarrier, pred: Option<Reg>) -> Result<(), SimFault> {
+        self.mbarrier_arrive_expect_tx(bar, 0, pred)
     }
 
     /// Moves one copy's data into shared memory: the view's elements, zeros outside it.

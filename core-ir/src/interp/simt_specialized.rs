@@ -1,0 +1,268 @@
+//! The simulator's warp specialization (`Stmt::Specialized`).
+//!
+//! The two sides of the statement (the consumers: the program's `num_warps` warps; the
+//! producer: the warpgroup after them) do not run in step: each waits on mbarriers for what
+//! the other does. So the simulator runs each side in lockstep over its own threads, as a
+//! program of its own whose first thread is `Sim::tid_base` (thread ids, warps and faults
+//! keep the program's numbering), and switches between them: a side runs until it reaches a
+//! wait whose phase cannot complete yet, then the other side runs, and so on. The consumers
+//! go first. Where neither side can go on, a GPU would hang: a fault naming both waits.
+//!
+//! This is one interleaving of the many a GPU may take, the one where each side runs as far
+//! ahead as the mbarriers let it: a producer that does not wait for a stage to be freed
+//! arrives on its "full" mbarrier again before the phase completes (a fault), and consumers
+//! that never free a stage leave the producer waiting (a hang, a fault). Consumers that free
+//! a stage while their MMAs may still read it are not caught: copies land only at the wait
+//! that needs them, which comes after those MMAs' own wait.
+//!
+//! Shared memory, mbarriers, copies and race tracking are the program's. A wait that a side
+//! passes counts as a barrier for race tracking (`Sim::ordered_by_wait`): it orders the side
+//! after what the other did before completing the phase. Registers are per thread, so each
+//! side takes its threads' columns of every register when the statement starts, and gives
+//! them back when it ends.
+
+use super::{merge, Def, Sim};
+use crate::interp::error::{FaultKind, InterpError};
+use crate::interp::tensor::Tensor;
+use crate::thread::Stmt;
+use crate::types::{Elem, Shape, Type};
+
+/// Where a side is: a statement list and the next statement's index, or a loop whose
+/// condition statements (`after_cond`) or body just ran.
+#[derive(Clone, Copy)]
+enum Frame<'s> {
+    List { stmts: &'s [Stmt], pc: usize },
+    Loop { stmt: &'s Stmt, after_cond: bool },
+}
+
+/// One side: its threads, its registers while the other side runs, and where it is.
+struct Side<'s> {
+    base: usize,
+    threads: usize,
+    regs: Vec<Tensor>,
+    def: Vec<Def>,
+    frames: Vec<Frame<'s>>,
+    /// The wait it stopped at, if it did.
+    waiting: Option<&'s Stmt>,
+}
+
+/// How a side's turn ended.
+enum Turn {
+    Done,
+    /// At a wait, having run `progressed` statements first or not.
+    Blocked {
+        progressed: bool,
+    },
+}
+
+impl<'s> Sim<'s> {
+    /// Runs `Stmt::Specialized` `s` (see the module comment).
+    pub(super) fn specialized(
+        &mut self,
+        s: &'s Stmt,
+        producer: &'s [Stmt],
+        consumer: &'s [Stmt],
+    ) -> Result<(), InterpError> {
+        let consumers = (self.k.num_warps * self.k.warp_size) as usize;
+        if self.tid_base != 0 || consumers > self.threads {
+            let message = "warp specialization is nested, or has no producer threads".to_string();
+            return Err(self.error(s, super::fault(FaultKind::InvalidIr, 0, message)));
+        }
+        let all = self.threads;
+        let mut sides = [
+            self.side(0, consumers, consumer),
+            self.side(consumers, all - consumers, producer),
+        ];
+        self.in_side = true;
+        let r = self.interleave(s, &mut sides);
+        self.in_side = false;
+        for side in &sides {
+            self.take_back(side, all);
+        }
+        r
+    }
+
+    /// The side of threads `base..base + threads` running `stmts`, with their columns of the
+    /// registers.
+    fn side(&self, base: usize, threads: usize, stmts: &'s [Stmt]) -> Side<'s> {
+        let columns: Vec<usize> = (base..base + threads).collect();
+        let regs = self
+            .regs
+            .iter()
+            .zip(self.k.regs.iter())
+            .map(|(t, (_, r))| Tensor {
+                ty: Type::block(Elem::Scalar(r.ty), Shape::new(&[threads as u32]).unwrap()),
+                data: t.data.gather(&columns),
+            })
+            .collect();
+        let def = self
+            .def
+            .iter()
+            .map(|d| match d {
+                Def::Some(v) => Def::Some(v[base..base + threads].to_vec()),
+                d => d.clone(),
+            })
+            .collect();
+        Side {
+            base,
+            threads,
+            regs,
+            def,
+            frames: vec![Frame::List { stmts, pc: 0 }],
+            waiting: None,
+        }
+    }
+
+    /// Puts `side`'s columns back into the program's registers (of `all` threads).
+    fn take_back(&mut self, side: &Side<'s>, all: usize) {
+        let inside: Vec<bool> = (0..all)
+            .map(|t| (side.base..side.base + side.threads).contains(&t))
+            .collect();
+        let from: Vec<usize> = (0..all)
+            .map(|t| t.saturating_sub(side.base).min(side.threads - 1))
+            .collect();
+        for (i, (reg, def)) in side.regs.iter().zip(&side.def).enumerate() {
+            merge(&mut self.regs[i].data, &reg.data.gather(&from), &inside);
+            let defined: Vec<bool> = match def {
+                Def::All => vec![true; side.threads],
+                Def::None => vec![false; side.threads],
+                Def::Some(v) => v.clone(),
+            };
+            let spread: Vec<bool> = (0..all).map(|t| inside[t] && defined[from[t]]).collect();
+            self.define(super::Reg::from_index(i), &spread);
+        }
+    }
+
+    /// Turns of the sides until both are done, or neither can go on.
+    fn interleave(&mut self, s: &'s Stmt, sides: &mut [Side<'s>; 2]) -> Result<(), InterpError> {
+        loop {
+            let (mut progressed, mut done) = (false, true);
+            for side in sides.iter_mut() {
+                if side.frames.is_empty() {
+                    continue;
+                }
+                let all = self.threads;
+                self.enter(side);
+                let turn = self.turn(side);
+                self.leave(side, all);
+                match turn? {
+                    Turn::Done => progressed = true,
+                    Turn::Blocked { progressed: p } => {
+                        progressed |= p;
+                        done = false;
+                    }
+                }
+            }
+            if done {
+                return Ok(());
+            }
+            if !progressed {
+                let at = |side: &Side<'s>| {
+                    side.waiting
+                        .map_or("its end".to_string(), |w| format!("`{}`", self.k.stmt_text(w)))
+                };
+                let message = format!(
+                    "the consumers wait at {} and the producer at {}: neither can go on (a GPU would hang here)",
+                    at(&sides[0]),
+                    at(&sides[1])
+                );
+                return Err(self.error(s, super::fault(FaultKind::InvalidIr, 0, message)));
+            }
+        }
+    }
+
+    /// Makes `side` the running threads, with its registers.
+    fn enter(&mut self, side: &mut Side<'s>) {
+        std::mem::swap(&mut self.regs, &mut side.regs);
+        std::mem::swap(&mut self.def, &mut side.def);
+        self.tid_base = side.base;
+        self.threads = side.threads;
+    }
+
+    /// Gives `side` its registers back; the whole program (of `all` threads) runs again.
+    fn leave(&mut self, side: &mut Side<'s>, all: usize) {
+        std::mem::swap(&mut self.regs, &mut side.regs);
+        std::mem::swap(&mut self.def, &mut side.def);
+        self.tid_base = 0;
+        self.threads = all;
+    }
+
+    /// Runs `side` until it is done or stops at a wait that cannot pass yet.
+    fn turn(&mut self, side: &mut Side<'s>) -> Result<Turn, InterpError> {
+        side.waiting = None;
+        let mut progressed = false;
+        while let Some(&frame) = side.frames.last() {
+            let top = side.frames.len() - 1;
+            match frame {
+                Frame::List { stmts, pc } if pc == stmts.len() => {
+                    side.frames.pop();
+                }
+                Frame::List { stmts, pc } => {
+                    let s = &stmts[pc];
+                    if let Stmt::MbarrierWait { bar, parity } = s {
+                        if !self.mbarrier_try_wait(bar, *parity).map_err(|f| self.error(s, f))? {
+                            side.waiting = Some(s);
+                            return Ok(Turn::Blocked { progressed });
+                        }
+                        side.frames[top] = Frame::List { stmts, pc: pc + 1 };
+                        progressed = true;
+                        continue;
+                    }
+                    side.frames[top] = Frame::List { stmts, pc: pc + 1 };
+                    progressed = true;
+                    match s {
+                        Stmt::Comment(c) => self.context = c,
+                        Stmt::Barrier | Stmt::NamedBarrier { .. } => self.epoch += 1,
+                        Stmt::If {
+                            cond,
+                            then_body,
+                            else_body,
+                        } => {
+                            let c = self.uniform(*cond).map_err(|f| self.error(s, f))?;
+                            let stmts = if c { then_body } else { else_body };
+                            side.frames.push(Frame::List { stmts, pc: 0 });
+                        }
+                        Stmt::While { cond_body, .. } => {
+                            side.frames.push(Frame::Loop {
+                                stmt: s,
+                                after_cond: true,
+                            });
+                            side.frames.push(Frame::List {
+                                stmts: cond_body,
+                                pc: 0,
+                            });
+                        }
+                        Stmt::Specialized { .. } => {
+                            let message = "warp specialization is nested".to_string();
+                            return Err(self.error(s, super::fault(FaultKind::InvalidIr, 0, message)));
+                        }
+                        _ => self.simple(s).map_err(|f| self.error(s, f))?,
+                    }
+                }
+                Frame::Loop { stmt, after_cond } => {
+                    let Stmt::While { cond_body, cond, body } = stmt else {
+                        unreachable!("a loop frame holds a `While`")
+                    };
+                    if after_cond {
+                        if self.uniform(*cond).map_err(|f| self.error(stmt, f))? {
+                            side.frames[top] = Frame::Loop {
+                                stmt,
+                                after_cond: false,
+                            };
+                            side.frames.push(Frame::List { stmts: body, pc: 0 });
+                        } else {
+                            side.frames.pop();
+                        }
+                    } else {
+                        side.frames[top] = Frame::Loop { stmt, after_cond: true };
+                        side.frames.push(Frame::List {
+                            stmts: cond_body,
+                            pc: 0,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(Turn::Done)
+    }
+}
