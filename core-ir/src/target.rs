@@ -59,7 +59,8 @@ pub struct Target {
     /// runtime sizes to the device (multiprocessors x occupancy), and each program takes the
     /// tiles `program, program + programs, ...` of the grid the launch asked for, its
     /// `program_id` and `num_programs` being those of the tile (see `lower::persistent`).
-    /// A schedule the autotuner can choose; the result is the same.
+    /// A schedule the autotuner can choose; the result is the same. (The CUDA and Vulkan
+    /// runtimes honour it; the interpreter runs the plain grid.)
     pub persistent: bool,
     /// Whether a loop whose `dot` operands all come through the tensor memory accelerator
     /// gets a producer warpgroup of its own: four more warps issue the copies, the

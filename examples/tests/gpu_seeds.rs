@@ -586,3 +586,90 @@ fn gpu_autotuned_softmax_matches_the_interpreter() {
         check(&format!("chosen: {}", tuned.choice.config));
     }
 }
+
+/// The persistent schedule (`LaunchConfig::persistent`) on every device: the device runs as
+/// many programs as it holds and each walks the grid asked for, so every program id and
+/// grid size a kernel reads must be the grid's (a 3-D grid of more programs than any device
+/// here holds at once: each launched program walks several), and kernels with shared
+/// memory and barriers (the softmax's reductions; the matmul's operand staging, on FMAs,
+/// cooperative matrices or tensor cores) give exactly what the plain grid gives.
+#[test]
+fn gpu_persistent_schedule_walks_the_grid() {
+    let (_turn, devices) = devices();
+    let ids = rutile::Kernel::build("grid_ids", |k| {
+        let out = k.arg_ptr("out", ScalarType::I32);
+        let (x, y, z) = (k.program_id(0), k.program_id(1), k.program_id(2));
+        let (gx, gy, gz) = (k.num_programs(0), k.num_programs(1), k.num_programs(2));
+        let at = x + gx * (y + gy * z);
+        k.store(out + at, x + y * 10_000 + z * 100_000 + (gx + gy + gz) * 1_000_000);
+    })
+    .unwrap();
+    for d in devices {
+        let grid = [if is_fast(d.as_ref()) { 4000 } else { 300 }, 3, 2];
+        let n = grid.iter().product::<u32>() as usize;
+        let out = d.zeros::<i32>(n).unwrap();
+        let config = LaunchConfig::new(grid).num_warps(1).persistent(true);
+        d.launch(&ids, &config, &[(&out).into()]).unwrap();
+        let got = d.download(&out).unwrap();
+        let sum = (grid[0] + grid[1] + grid[2]) as i32;
+        for (i, &g) in got.iter().enumerate() {
+            let (x, y, z) = (
+                i % grid[0] as usize,
+                i / grid[0] as usize % 3,
+                i / (grid[0] as usize * 3),
+            );
+            let want = x as i32 + y as i32 * 10_000 + z as i32 * 100_000 + sum * 1_000_000;
+            assert_eq!(g, want, "{}: program ({x}, {y}, {z}) of {grid:?}", d.id());
+        }
+
+        let (rows, cols) = if is_fast(d.as_ref()) { (3000, 781) } else { (300, 100) };
+        let x = Rng::new(5).f32s(rows * cols, -2.0, 2.0);
+        let block = seeds::softmax_block(cols as u32);
+        let kernel = seeds::softmax(block).unwrap();
+        let softmax = |persistent: bool| {
+            let (xb, yb) = (d.upload(&x).unwrap(), d.zeros::<f32>(rows * cols).unwrap());
+            let config = LaunchConfig::grid1(rows as u32)
+                .num_warps(seeds::softmax_num_warps(block))
+                .persistent(persistent);
+            let c = cols as i32;
+            let args = [
+                (&yb).into(),
+                (&xb).into(),
+                c.into(),
+                c.into(),
+                (rows as i32).into(),
+                c.into(),
+            ];
+            d.launch(&kernel, &config, &args).unwrap();
+            d.download(&yb).unwrap()
+        };
+        assert_eq!(softmax(true), softmax(false), "{}: softmax {rows}x{cols}", d.id());
+
+        // 16x16 blocks: more tiles than the programs a software device gets.
+        let (m, n, k) = (272, 288, 40);
+        let meta = seeds::MatmulMeta {
+            output: ScalarType::F32,
+            ..seeds::MatmulMeta::fp16(16, 16, 16)
+        };
+        let mut rng = Rng::new(6);
+        let (a, b) = (rng.f32s(m * k, -1.0, 1.0), rng.f32s(k * n, -1.0, 1.0));
+        let kernel = seeds::matmul(&meta).unwrap();
+        let matmul = |persistent: bool| {
+            let h = |v: &[f32]| v.iter().map(|&x| half::f16::from_f32(x)).collect::<Vec<_>>();
+            let (ab, bb, cb) = (
+                d.upload(&h(&a)).unwrap(),
+                d.upload(&h(&b)).unwrap(),
+                d.zeros::<f32>(m * n).unwrap(),
+            );
+            let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
+            args.extend(seeds::matmul_row_major_args(m, n, k).map(rutile::Arg::I32));
+            let config = LaunchConfig::grid1(seeds::matmul_grid(&meta, m as u32, n as u32))
+                .num_warps(4)
+                .persistent(persistent);
+            d.launch(&kernel, &config, &args).unwrap();
+            d.download(&cb).unwrap()
+        };
+        assert_eq!(matmul(true), matmul(false), "{}: matmul {m}x{n}x{k}", d.id());
+        println!("{}: the persistent schedule walks the grid", d.id());
+    }
+}

@@ -99,8 +99,8 @@ pub struct LaunchConfig {
     /// each walks the grid's programs in order (`program_id` and `num_programs` are those
     /// of the grid asked for), instead of one program per grid entry. The results are the
     /// same, except for a kernel whose programs wait for each other (a spin lock on a flag
-    /// a later program sets), which may then wait forever. A hint: CUDA only; Vulkan and
-    /// the interpreter run the plain grid.
+    /// a later program sets), which may then wait forever. CUDA and Vulkan; the
+    /// interpreter runs the plain grid.
     pub persistent: bool,
     /// Warp specialization: where a loop's `dot` operands all come through the tensor
     /// memory accelerator (Hopper), a producer warpgroup of four more warps issues the

@@ -49,6 +49,28 @@ pub fn persistent_grid(device: &DeviceProperties, kernel: &KernelMetadata, rows:
         .max(1)
 }
 
+/// The programs a persistent kernel (`rutile_ir::lower::persistent`) is launched with for
+/// the `grid` a launch asks for: [`persistent_grid`] over its programs, which the kernel
+/// counts in i32 (an error names `kernel` where they do not fit).
+pub(crate) fn persistent_launch(
+    device: &DeviceProperties,
+    metadata: &KernelMetadata,
+    grid: [u32; 3],
+    kernel: &str,
+) -> crate::Result<[u32; 3]> {
+    let tiles = grid.iter().map(|&g| g as u64).product::<u64>();
+    if tiles > i32::MAX as u64 {
+        return Err(crate::Error::Launch {
+            kernel: kernel.to_string(),
+            message: format!(
+                "the persistent schedule counts the grid's {tiles} programs in i32; at most {} fit",
+                i32::MAX
+            ),
+        });
+    }
+    Ok([persistent_grid(device, metadata, tiles as u32), 1, 1])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -389,20 +389,10 @@ impl Device for CudaGpu {
         }
         let mut launched = grid;
         if a.persistent {
+            // The grid asked for, after the kernel's own arguments.
             raw.extend(grid.iter().map(|&g| KernelArg::I32(g as i32)));
-            let tiles = grid.iter().map(|&g| g as u64).product::<u64>();
-            if tiles > i32::MAX as u64 {
-                return Err(Error::Launch {
-                    kernel: compiled.kernel.name.clone(),
-                    message: format!(
-                        "the persistent schedule counts the grid's {tiles} programs in i32; at most {} fit",
-                        i32::MAX
-                    ),
-                });
-            }
-            let resident = crate::occupancy::persistent_programs(&self.properties(), &compiled.metadata)
-                .unwrap_or(crate::occupancy::UNKNOWN_DEVICE_PROGRAMS);
-            launched = [resident.min(tiles.min(i32::MAX as u64) as u32), 1, 1];
+            let name = &compiled.kernel.name;
+            launched = crate::occupancy::persistent_launch(self.properties(), &compiled.metadata, grid, name)?;
         }
         self.push_tensor_maps(compiled, a, args, &mut raw)?;
         let config = CudaLaunch::new(

@@ -67,6 +67,9 @@ impl WgpuOptions {
 struct VulkanArtifact {
     pipeline: WgpuPipeline,
     bindings: rutile_spirv::BindingLayout,
+    /// Whether the kernel walks the launch's grid itself (`rutile_ir::lower::persistent`):
+    /// the grid's size then fills the scalar slots after the kernel's own parameters.
+    persistent: bool,
 }
 
 impl From<WgpuError> for Error {
@@ -317,7 +320,10 @@ impl Device for WgpuGpu {
 
     fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
         self.cache.get_or_compile(kernel, options, spec, || {
-            let target = self.target(options.num_warps, loop_kind(kernel), has_dots(kernel));
+            let target = Target {
+                persistent: options.persistent,
+                ..self.target(options.num_warps, loop_kind(kernel), has_dots(kernel))
+            };
             threads_per_program(
                 kernel,
                 options.num_warps,
@@ -445,6 +451,7 @@ impl Device for WgpuGpu {
                 artifact: Box::new(VulkanArtifact {
                     pipeline,
                     bindings: spirv.bindings,
+                    persistent: thread_kernel.persistent.is_some(),
                 }),
             })
         })
@@ -467,7 +474,19 @@ impl Device for WgpuGpu {
             }
         }
         let mut scalars = Vec::with_capacity(a.bindings.scalars.len());
+        let mut launched = grid;
+        if a.persistent {
+            launched = crate::occupancy::persistent_launch(self.properties(), &compiled.metadata, grid, &kernel.name)?;
+        }
         for s in &a.bindings.scalars {
+            // A persistent kernel's parameters after its own: the grid asked for.
+            if let Some(axis) = (s.param as usize)
+                .checked_sub(kernel.params.len())
+                .filter(|_| a.persistent)
+            {
+                scalars.push(ScalarArg::I32(grid[axis.min(2)] as i32));
+                continue;
+            }
             scalars.push(match args[s.param as usize] {
                 Arg::Bool(v) => ScalarArg::Bool(v),
                 Arg::I32(v) => ScalarArg::I32(v),
@@ -491,10 +510,10 @@ impl Device for WgpuGpu {
             });
         }
         let max = self.device.properties().max_workgroups_per_dimension;
-        for (offset, count) in wg::split_grid(grid, max) {
+        for (offset, count) in wg::split_grid(launched, max) {
             let launch = a
                 .bindings
-                .launch_bytes(grid, offset, &scalars)
+                .launch_bytes(launched, offset, &scalars)
                 .map_err(|e| Error::Argument {
                     kernel: kernel.name.clone(),
                     message: e.to_string(),
