@@ -31,6 +31,16 @@ fn ampere(num_warps: u32, stages: u32) -> Target {
     }
 }
 
+/// The seed's meta-parameters with f32 output (compared at f32's precision) and groups of
+/// 2 rows of tiles (so that small grids take the grouped order's turns).
+fn f32_out(block_m: u32, block_n: u32, block_k: u32) -> MatmulMeta {
+    MatmulMeta {
+        output: F32,
+        group_m: 2,
+        ..MatmulMeta::fp16(block_m, block_n, block_k)
+    }
+}
+
 fn persistent(t: Target) -> Target {
     Target { persistent: true, ..t }
 }
@@ -97,11 +107,6 @@ fn check(meta: &MatmulMeta, shape: (usize, usize, usize), target: &Target, progr
 #[test]
 fn the_persistent_matmul_matches_the_interpreter() {
     let mut rng = Rng::new(31);
-    let f32_out = |bm, bn, bk| MatmulMeta {
-        output: F32,
-        group_m: 2,
-        ..MatmulMeta::fp16(bm, bn, bk)
-    };
     // 3 x 2 tiles of 128x128, on 4 programs: two of them take two tiles.
     check(
         &f32_out(128, 128, 64),
@@ -315,11 +320,6 @@ fn specialized(t: Target) -> Target {
 #[test]
 fn the_warp_specialized_matmul_matches_the_interpreter() {
     let mut rng = Rng::new(47);
-    let f32_out = |bm, bn, bk| MatmulMeta {
-        output: F32,
-        group_m: 2,
-        ..MatmulMeta::fp16(bm, bn, bk)
-    };
     check(
         &f32_out(128, 128, 64),
         (300, 208, 144),

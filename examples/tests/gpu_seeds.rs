@@ -107,20 +107,19 @@ fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, form: Form) -
         Form::Rows(m) => (rows as u32).div_ceil(m),
     };
     let config = LaunchConfig::grid1(programs).num_warps(seeds::softmax_num_warps(block));
-    let c = cols as i32;
-    d.launch(
-        &kernel,
-        &config,
-        &[
-            (&yb).into(),
-            (&xb).into(),
-            c.into(),
-            c.into(),
-            (rows as i32).into(),
-            c.into(),
-        ],
-    )?;
+    d.launch(&kernel, &config, &softmax_args(&yb, &xb, rows, cols))?;
     d.download(&yb)
+}
+
+/// The softmax seed's arguments for contiguous `rows x cols` input `xb` and output `yb`.
+fn softmax_args<'a>(
+    yb: &'a rutile::Buffer<f32>,
+    xb: &'a rutile::Buffer<f32>,
+    rows: usize,
+    cols: usize,
+) -> [rutile::Arg<'a>; 6] {
+    let c = cols as i32;
+    [yb.into(), xb.into(), c.into(), c.into(), (rows as i32).into(), c.into()]
 }
 
 #[test]
@@ -631,16 +630,7 @@ fn gpu_persistent_schedule_walks_the_grid() {
             let config = LaunchConfig::grid1(rows as u32)
                 .num_warps(seeds::softmax_num_warps(block))
                 .persistent(persistent);
-            let c = cols as i32;
-            let args = [
-                (&yb).into(),
-                (&xb).into(),
-                c.into(),
-                c.into(),
-                (rows as i32).into(),
-                c.into(),
-            ];
-            d.launch(&kernel, &config, &args).unwrap();
+            d.launch(&kernel, &config, &softmax_args(&yb, &xb, rows, cols)).unwrap();
             d.download(&yb).unwrap()
         };
         assert_eq!(softmax(true), softmax(false), "{}: softmax {rows}x{cols}", d.id());
