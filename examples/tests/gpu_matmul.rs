@@ -367,6 +367,10 @@ fn gpu_tf32_matmul_within_the_operand_rounding() {
         (64, 32, 32, 2, 4),
         (64, 64, 32, 4, 1),
     ];
+    // Per (shape, seed): the operands, the f64 product and the interpreter's, made once for
+    // every device (the interpreter's at K = 4096 takes a while).
+    type Case = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
+    let mut cases: std::collections::HashMap<((usize, usize, usize), u64), Case> = Default::default();
     for d in devices {
         let software = d.properties().device_type == DeviceType::Cpu;
         let shapes: Vec<(usize, usize, usize)> = if software {
@@ -382,14 +386,20 @@ fn gpu_tf32_matmul_within_the_operand_rounding() {
         };
         for (si, &shape) in shapes.iter().enumerate() {
             let (m, n, k) = shape;
-            let mut rng = Rng::new(950 + si as u64);
-            // Full f32 mantissas: every operand is rounded.
-            let f32s =
-                |rng: &mut Rng, len| -> Vec<f64> { rng.f32s(len, -1.0, 1.0).into_iter().map(f64::from).collect() };
-            let (a, b) = (f32s(&mut rng, m * k), f32s(&mut rng, k * n));
-            let want = reference(&a, &b, shape, false);
-            let row = (Order::Row, Order::Row);
-            let interpreted = run_matmul::<f32>(&cpu, &tf32_meta(configs[0]), (1, 1), (&a, &b), shape, row).unwrap();
+            let seed = 950 + si as u64;
+            let (a, b, want, interpreted) = cases.entry((shape, seed)).or_insert_with(|| {
+                let mut rng = Rng::new(seed);
+                // Full f32 mantissas: every operand is rounded.
+                let f32s =
+                    |rng: &mut Rng, len| -> Vec<f64> { rng.f32s(len, -1.0, 1.0).into_iter().map(f64::from).collect() };
+                let (a, b) = (f32s(&mut rng, m * k), f32s(&mut rng, k * n));
+                let want = reference(&a, &b, shape, false);
+                let row = (Order::Row, Order::Row);
+                let interpreted =
+                    run_matmul::<f32>(&cpu, &tf32_meta(configs[0]), (1, 1), (&a, &b), shape, row).unwrap();
+                (a, b, want, interpreted)
+            });
+            let (a, b, want, interpreted) = (&*a, &*b, &*want, &*interpreted);
             // Each product within about 2^-10 relative (two roundings of 2^-11), the errors
             // of different products independent: about 2^-12 relative in the Frobenius norm
             // (measured on an H100: 2.5e-4 to 2.7e-4), plus f32 accumulation.
