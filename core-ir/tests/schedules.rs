@@ -359,6 +359,16 @@ fn the_warp_specialized_matmul_matches_the_interpreter() {
         2,
         &mut rng,
     );
+    // One K step, and more programs than tiles (two walk none).
+    let one_step = f32_out(64, 64, 32);
+    check(&one_step, (100, 112, 16), &specialized(hopper(4, 3)), 1, &mut rng);
+    check(
+        &one_step,
+        (100, 112, 16),
+        &specialized(persistent(hopper(4, 3))),
+        6,
+        &mut rng,
+    );
 }
 
 /// The simulator catches a specialization that breaks its protocol: consumers that never

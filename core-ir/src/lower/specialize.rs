@@ -230,12 +230,14 @@ impl Lowerer<'_> {
         self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, lane, zero))
     }
 
-    /// `(read + S - 1) % S`: the stage read before `read`.
+    /// `read == 0 ? S - 1 : read - 1`: the stage read before `read` (a select, where a
+    /// remainder would be a division every iteration).
     fn previous_stage(&mut self, state: &PipelineState) -> Reg {
-        let back = self.i32c(state.plan.stages as i64 - 1);
-        let stages = self.i32c(state.plan.stages as i64);
-        let sum = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, state.read, back));
-        self.set(ScalarType::I32, Expr::Binary(BinaryOp::Rem, sum, stages))
+        let (zero, one) = (self.i32c(0), self.i32c(1));
+        let last = self.i32c(state.plan.stages as i64 - 1);
+        let first = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Eq, state.read, zero));
+        let back = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Sub, state.read, one));
+        self.set(ScalarType::I32, Expr::Select(first, last, back))
     }
 
     /// At the end of the body: the two sides become one statement, the consumers' barriers
