@@ -55,6 +55,8 @@ use std::collections::{BTreeMap, HashMap};
 
 #[path = "simt_coop.rs"]
 mod coop;
+#[path = "simt_exec.rs"]
+mod exec;
 #[path = "simt_matrix.rs"]
 mod matrix;
 #[path = "simt_specialized.rs"]
@@ -574,34 +576,6 @@ impl<'s> Sim<'s> {
             thread: f.thread.map(|t| (t + self.tid_base) as u32),
             message: f.message,
         }
-    }
-
-    fn block(&mut self, stmts: &'s [Stmt]) -> Result<(), InterpError> {
-        for s in stmts {
-            match s {
-                Stmt::Comment(c) => self.context = c,
-                // (A named barrier is the consumers' own: all of them run in lockstep.)
-                Stmt::Barrier | Stmt::NamedBarrier { .. } => self.epoch += 1,
-                Stmt::Specialized { producer, consumer } => self.specialized(s, producer, consumer)?,
-                Stmt::If {
-                    cond,
-                    then_body,
-                    else_body,
-                } => {
-                    let c = self.uniform(*cond).map_err(|f| self.error(s, f))?;
-                    self.block(if c { then_body } else { else_body })?;
-                }
-                Stmt::While { cond_body, cond, body } => loop {
-                    self.block(cond_body)?;
-                    if !self.uniform(*cond).map_err(|f| self.error(s, f))? {
-                        break;
-                    }
-                    self.block(body)?;
-                },
-                _ => self.simple(s).map_err(|f| self.error(s, f))?,
-            }
-        }
-        Ok(())
     }
 
     fn column_type(&self, r: Reg) -> Type {

@@ -21,19 +21,12 @@
 //! side takes its threads' columns of every register when the statement starts, and gives
 //! them back when it ends.
 
+use super::exec::{Frame, Turn};
 use super::{merge, Def, Sim};
 use crate::interp::error::{FaultKind, InterpError};
 use crate::interp::tensor::Tensor;
 use crate::thread::Stmt;
 use crate::types::{Elem, Shape, Type};
-
-/// Where a side is: a statement list and the next statement's index, or a loop whose
-/// condition statements (`after_cond`) or body just ran.
-#[derive(Clone, Copy)]
-enum Frame<'s> {
-    List { stmts: &'s [Stmt], pc: usize },
-    Loop { stmt: &'s Stmt, after_cond: bool },
-}
 
 /// One side: its threads, its registers while the other side runs, and where it is.
 struct Side<'s> {
@@ -44,15 +37,6 @@ struct Side<'s> {
     frames: Vec<Frame<'s>>,
     /// The wait it stopped at, if it did.
     waiting: Option<&'s Stmt>,
-}
-
-/// How a side's turn ended.
-enum Turn {
-    Done,
-    /// At a wait, having run `progressed` statements first or not.
-    Blocked {
-        progressed: bool,
-    },
 }
 
 impl<'s> Sim<'s> {
@@ -143,11 +127,13 @@ impl<'s> Sim<'s> {
                 }
                 let all = self.threads;
                 self.enter(side);
-                let turn = self.turn(side);
+                let turn = self.run_frames(&mut side.frames, true);
                 self.leave(side, all);
+                side.waiting = None;
                 match turn? {
                     Turn::Done => progressed = true,
-                    Turn::Blocked { progressed: p } => {
+                    Turn::Blocked { at, progressed: p } => {
+                        side.waiting = Some(at);
                         progressed |= p;
                         done = false;
                     }
@@ -185,84 +171,5 @@ impl<'s> Sim<'s> {
         std::mem::swap(&mut self.def, &mut side.def);
         self.tid_base = 0;
         self.threads = all;
-    }
-
-    /// Runs `side` until it is done or stops at a wait that cannot pass yet.
-    fn turn(&mut self, side: &mut Side<'s>) -> Result<Turn, InterpError> {
-        side.waiting = None;
-        let mut progressed = false;
-        while let Some(&frame) = side.frames.last() {
-            let top = side.frames.len() - 1;
-            match frame {
-                Frame::List { stmts, pc } if pc == stmts.len() => {
-                    side.frames.pop();
-                }
-                Frame::List { stmts, pc } => {
-                    let s = &stmts[pc];
-                    if let Stmt::MbarrierWait { bar, parity } = s {
-                        if !self.mbarrier_try_wait(bar, *parity).map_err(|f| self.error(s, f))? {
-                            side.waiting = Some(s);
-                            return Ok(Turn::Blocked { progressed });
-                        }
-                        side.frames[top] = Frame::List { stmts, pc: pc + 1 };
-                        progressed = true;
-                        continue;
-                    }
-                    side.frames[top] = Frame::List { stmts, pc: pc + 1 };
-                    progressed = true;
-                    match s {
-                        Stmt::Comment(c) => self.context = c,
-                        Stmt::Barrier | Stmt::NamedBarrier { .. } => self.epoch += 1,
-                        Stmt::If {
-                            cond,
-                            then_body,
-                            else_body,
-                        } => {
-                            let c = self.uniform(*cond).map_err(|f| self.error(s, f))?;
-                            let stmts = if c { then_body } else { else_body };
-                            side.frames.push(Frame::List { stmts, pc: 0 });
-                        }
-                        Stmt::While { cond_body, .. } => {
-                            side.frames.push(Frame::Loop {
-                                stmt: s,
-                                after_cond: true,
-                            });
-                            side.frames.push(Frame::List {
-                                stmts: cond_body,
-                                pc: 0,
-                            });
-                        }
-                        Stmt::Specialized { .. } => {
-                            let message = "warp specialization is nested".to_string();
-                            return Err(self.error(s, super::fault(FaultKind::InvalidIr, 0, message)));
-                        }
-                        _ => self.simple(s).map_err(|f| self.error(s, f))?,
-                    }
-                }
-                Frame::Loop { stmt, after_cond } => {
-                    let Stmt::While { cond_body, cond, body } = stmt else {
-                        unreachable!("a loop frame holds a `While`")
-                    };
-                    if after_cond {
-                        if self.uniform(*cond).map_err(|f| self.error(stmt, f))? {
-                            side.frames[top] = Frame::Loop {
-                                stmt,
-                                after_cond: false,
-                            };
-                            side.frames.push(Frame::List { stmts: body, pc: 0 });
-                        } else {
-                            side.frames.pop();
-                        }
-                    } else {
-                        side.frames[top] = Frame::Loop { stmt, after_cond: true };
-                        side.frames.push(Frame::List {
-                            stmts: cond_body,
-                            pc: 0,
-                        });
-                    }
-                }
-            }
-        }
-        Ok(Turn::Done)
     }
 }

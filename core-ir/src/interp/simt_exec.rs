@@ -1,0 +1,118 @@
+//! The simulator's walk over a statement list: a stack of frames (a list and its next
+//! statement, a loop between its condition and its body) rather than recursion, so that a
+//! walk can stop at an mbarrier wait that cannot pass yet and go on later, which is how the
+//! sides of a warp-specialized statement take turns (`simt_specialized.rs`). In lockstep
+//! (the whole program) such a wait is a hang, reported as a fault.
+
+use super::Sim;
+use crate::interp::error::{FaultKind, InterpError};
+use crate::thread::Stmt;
+
+/// Where a walk is: a statement list and the next statement's index, or a loop whose
+/// condition statements (`after_cond`) or body just ran.
+#[derive(Clone, Copy)]
+pub(super) enum Frame<'s> {
+    List { stmts: &'s [Stmt], pc: usize },
+    Loop { stmt: &'s Stmt, after_cond: bool },
+}
+
+/// How a walk ended.
+pub(super) enum Turn<'s> {
+    Done,
+    /// At wait `at`, having run statements first (`progressed`) or not.
+    Blocked {
+        at: &'s Stmt,
+        progressed: bool,
+    },
+}
+
+impl<'s> Sim<'s> {
+    /// Runs `stmts` to their end.
+    pub(super) fn block(&mut self, stmts: &'s [Stmt]) -> Result<(), InterpError> {
+        let mut frames = vec![Frame::List { stmts, pc: 0 }];
+        match self.run_frames(&mut frames, false)? {
+            Turn::Done => Ok(()),
+            Turn::Blocked { .. } => unreachable!("a walk that may not stop faults at its waits"),
+        }
+    }
+
+    /// Runs the walk `frames` until it is done, or, where it may `stop`, until it reaches an
+    /// mbarrier wait that cannot pass yet (left to run again).
+    pub(super) fn run_frames(&mut self, frames: &mut Vec<Frame<'s>>, stop: bool) -> Result<Turn<'s>, InterpError> {
+        let mut progressed = false;
+        while let Some(&frame) = frames.last() {
+            let top = frames.len() - 1;
+            match frame {
+                Frame::List { stmts, pc } if pc == stmts.len() => {
+                    frames.pop();
+                }
+                Frame::List { stmts, pc } => {
+                    let s = &stmts[pc];
+                    if let (true, Stmt::MbarrierWait { bar, parity }) = (stop, s) {
+                        if !self.mbarrier_try_wait(bar, *parity).map_err(|f| self.error(s, f))? {
+                            return Ok(Turn::Blocked { at: s, progressed });
+                        }
+                        frames[top] = Frame::List { stmts, pc: pc + 1 };
+                        progressed = true;
+                        continue;
+                    }
+                    frames[top] = Frame::List { stmts, pc: pc + 1 };
+                    progressed = true;
+                    match s {
+                        Stmt::Comment(c) => self.context = c,
+                        // (A named barrier is the consumers' own: all of them run in lockstep.)
+                        Stmt::Barrier | Stmt::NamedBarrier { .. } => self.epoch += 1,
+                        Stmt::If {
+                            cond,
+                            then_body,
+                            else_body,
+                        } => {
+                            let c = self.uniform(*cond).map_err(|f| self.error(s, f))?;
+                            let stmts = if c { then_body } else { else_body };
+                            frames.push(Frame::List { stmts, pc: 0 });
+                        }
+                        Stmt::While { cond_body, .. } => {
+                            frames.push(Frame::Loop {
+                                stmt: s,
+                                after_cond: true,
+                            });
+                            frames.push(Frame::List {
+                                stmts: cond_body,
+                                pc: 0,
+                            });
+                        }
+                        Stmt::Specialized { .. } if self.in_side => {
+                            let message = "warp specialization is nested".to_string();
+                            return Err(self.error(s, super::fault(FaultKind::InvalidIr, 0, message)));
+                        }
+                        Stmt::Specialized { producer, consumer } => self.specialized(s, producer, consumer)?,
+                        _ => self.simple(s).map_err(|f| self.error(s, f))?,
+                    }
+                }
+                Frame::Loop { stmt, after_cond } => {
+                    let Stmt::While { cond_body, cond, body } = stmt else {
+                        unreachable!("a loop frame holds a `While`")
+                    };
+                    if after_cond {
+                        if self.uniform(*cond).map_err(|f| self.error(stmt, f))? {
+                            frames[top] = Frame::Loop {
+                                stmt,
+                                after_cond: false,
+                            };
+                            frames.push(Frame::List { stmts: body, pc: 0 });
+                        } else {
+                            frames.pop();
+                        }
+                    } else {
+                        frames[top] = Frame::Loop { stmt, after_cond: true };
+                        frames.push(Frame::List {
+                            stmts: cond_body,
+                            pc: 0,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(Turn::Done)
+    }
+}
