@@ -7,7 +7,7 @@ use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
 use rutile_ir::lower::{lower, LowerError, GRID_PARAMS};
 use rutile_ir::seeds::{matmul, matmul_grid, Activation, MatmulMeta};
 use rutile_ir::target::Target;
-use rutile_ir::testing::{assert_close_to_largest, float_buffer, runtime_spec, Rng};
+use rutile_ir::testing::{assert_close_to_largest, float_buffer, row_major_matmul_args, runtime_spec, Rng};
 use rutile_ir::thread::{Stmt, ThreadKernel};
 use rutile_ir::ScalarType::F32;
 
@@ -62,8 +62,7 @@ fn run(
         float_buffer(rng, meta.input, k * n),
         HostBuffer::zeros(meta.output, m * n),
     ];
-    let mut args: Vec<ArgValue> = (0..3).map(|buffer| ArgValue::Ptr { buffer, offset: 0 }).collect();
-    args.extend([m, n, k, k, 1, n, 1, n, 1].iter().map(|&v| ArgValue::Int(v as i64)));
+    let args = row_major_matmul_args(m, n, k);
     let grid = [matmul_grid(meta, m as u32, n as u32), 1, 1];
     let mut want = buffers.clone();
     interp::run(&kernel, grid, &args, &mut want).unwrap();
@@ -149,17 +148,9 @@ fn the_persistent_matmul_matches_the_interpreter() {
     );
 }
 
-/// The seed's arguments for row-major `n x n` operands in buffers 0, 1 and 2.
-fn square_args(n: i64) -> Vec<ArgValue> {
-    (0..3)
-        .map(|buffer| ArgValue::Ptr { buffer, offset: 0 })
-        .chain([n, n, n, n, 1, n, 1, n, 1].map(ArgValue::Int))
-        .collect()
-}
-
 fn shared_bytes(target: &Target) -> u32 {
     let kernel = matmul(&MatmulMeta::fp16(128, 256, 64)).unwrap();
-    let args = square_args(4096);
+    let args = row_major_matmul_args(4096, 4096, 4096);
     lower(&kernel, target, &runtime_spec(&args)).unwrap().shared_bytes()
 }
 
@@ -191,7 +182,7 @@ fn a_warp_specialized_epilogue_reuses_the_ring() {
     // (Three more mbarriers: the "empty" ones.)
     assert!(shared_bytes(&ws) <= plain + 32, "{} against {plain}", shared_bytes(&ws));
     let kernel = matmul(&MatmulMeta::fp16(128, 256, 64)).unwrap();
-    let args = square_args(4096);
+    let args = row_major_matmul_args(4096, 4096, 4096);
     let tk = lower(&kernel, &ws, &runtime_spec(&args)).unwrap();
     let offsets = tk.shared_offsets();
     let bars: Vec<usize> = (0..tk.shared.len())
@@ -246,7 +237,7 @@ fn a_parameter_named_as_the_grid_is_an_error() {
 
 fn warp_specialized(persistent: bool) -> ThreadKernel {
     let kernel = matmul(&MatmulMeta::fp16(128, 256, 64)).unwrap();
-    let args = square_args(4096);
+    let args = row_major_matmul_args(4096, 4096, 4096);
     let t = Target {
         warp_specialize: true,
         persistent,
@@ -411,7 +402,7 @@ fn a_broken_specialization_is_caught() {
 #[test]
 fn without_tma_there_is_no_producer() {
     let kernel = matmul(&MatmulMeta::fp16(64, 64, 32)).unwrap();
-    let args = square_args(256);
+    let args = row_major_matmul_args(256, 256, 256);
     for t in [
         Target {
             tma: false,

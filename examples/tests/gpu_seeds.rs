@@ -13,6 +13,7 @@ use rutile::ir::testing::Rng;
 use rutile::seeds;
 use rutile::{CpuDevice, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
 use rutile_examples::check::max_relative_error;
+use rutile_examples::tutorials::softmax_args;
 use std::sync::Arc;
 
 fn devices() -> (std::sync::MutexGuard<'static, ()>, Vec<Arc<dyn Device>>) {
@@ -109,17 +110,6 @@ fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, form: Form) -
     let config = LaunchConfig::grid1(programs).num_warps(seeds::softmax_num_warps(block));
     d.launch(&kernel, &config, &softmax_args(&yb, &xb, rows, cols))?;
     d.download(&yb)
-}
-
-/// The softmax seed's arguments for contiguous `rows x cols` input `xb` and output `yb`.
-fn softmax_args<'a>(
-    yb: &'a rutile::Buffer<f32>,
-    xb: &'a rutile::Buffer<f32>,
-    rows: usize,
-    cols: usize,
-) -> [rutile::Arg<'a>; 6] {
-    let c = cols as i32;
-    [yb.into(), xb.into(), c.into(), c.into(), (rows as i32).into(), c.into()]
 }
 
 #[test]

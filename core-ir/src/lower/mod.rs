@@ -186,6 +186,8 @@ pub(crate) struct Lowerer<'k> {
     /// The producer side of the kernel's warp-specialized loop, once lowered: the rest of
     /// the body goes to the consumer side (see `specialize`).
     producer: Option<Vec<Stmt>>,
+    /// The warps of the kernel's producer side (0: none), once its body is lowered.
+    producer_warps: u32,
 }
 
 impl<'k> Lowerer<'k> {
@@ -230,6 +232,7 @@ impl<'k> Lowerer<'k> {
             coop_stages: true,
             copy_threads_from: 0,
             producer: None,
+            producer_warps: 0,
         };
         l.choose_vector_widths();
         l
@@ -272,8 +275,6 @@ impl<'k> Lowerer<'k> {
         let mut body = std::mem::take(&mut self.prologue);
         let prologue = body.len();
         body.append(&mut self.body.pop().expect("the kernel body"));
-        let mut specialized = false;
-        crate::thread::walk_stmts(&body, &mut |s| specialized |= matches!(s, Stmt::Specialized { .. }));
         let mut kernel = ThreadKernel {
             name: self.k.name.clone(),
             params: self.params,
@@ -285,12 +286,9 @@ impl<'k> Lowerer<'k> {
             warp_size: self.target.warp_size,
             reuse_shared: self.target.reuse_shared,
             persistent: None,
-            producer_warps: 0,
+            producer_warps: self.producer_warps,
             body,
         };
-        if specialized {
-            kernel.producer_warps = specialize::PRODUCER_WARPS;
-        }
         if self.target.persistent {
             persistent::make_persistent(&mut kernel, prologue).map_err(LowerError::InvalidConfig)?;
         }

@@ -501,19 +501,11 @@ impl Lowerer<'_> {
         };
         // A ring that lives across a persistent kernel's tiles starts once.
         let across_tiles = specialized.is_some_and(|(_, across)| across);
-        let counter = |l: &mut Self, v: u32| {
-            let c = Expr::Const(Literal::Int(v as i64));
-            if across_tiles {
-                l.pset(ScalarType::I32, c)
-            } else {
-                l.set(ScalarType::I32, c)
-            }
-        };
         Ok(PipelineState {
             buffers,
             ahead,
-            read: counter(self, 0),
-            fill: counter(self, plan.ahead),
+            read: self.ring_counter(0, across_tiles),
+            fill: self.ring_counter(plan.ahead, across_tiles),
             plan,
             prefetch,
             tma,
@@ -603,17 +595,33 @@ impl Lowerer<'_> {
             self.release_stage(state, c);
         }
         if let Some(ring) = &state.tma {
-            self.tma_advance(ring, state.read, state.plan.stages);
+            self.flip_phase_at_wrap(ring.phase, state.read, state.plan.stages);
         }
-        let (one, last) = (self.i32c(1), self.i32c(state.plan.stages as i64 - 1));
-        let zero = self.i32c(0);
         for r in [state.read, state.fill] {
-            let wrap = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Eq, r, last));
-            let next = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, r, one));
-            self.emit(Stmt::Set {
-                dst: r,
-                expr: Expr::Select(wrap, zero, next),
-            });
+            self.next_stage(r, state.plan.stages);
+        }
+    }
+
+    /// Stage register `r` to the next of `stages`, round the ring.
+    pub(crate) fn next_stage(&mut self, r: Reg, stages: u32) {
+        let (zero, one) = (self.i32c(0), self.i32c(1));
+        let last = self.i32c(stages as i64 - 1);
+        let wrap = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Eq, r, last));
+        let next = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, r, one));
+        self.emit(Stmt::Set {
+            dst: r,
+            expr: Expr::Select(wrap, zero, next),
+        });
+    }
+
+    /// A ring's stage or phase counter starting at `value`: set before the loop, or, for a
+    /// ring that lives `across_tiles` of a persistent kernel, once in the prologue.
+    pub(crate) fn ring_counter(&mut self, value: u32, across_tiles: bool) -> Reg {
+        let c = Expr::Const(Literal::Int(value as i64));
+        if across_tiles {
+            self.pset(ScalarType::I32, c)
+        } else {
+            self.set(ScalarType::I32, c)
         }
     }
 
@@ -625,8 +633,10 @@ impl Lowerer<'_> {
                 self.wgmma_in_flight = None;
             }
             self.release_last_stage(state, c);
-            // (The consumers' barrier: the statement of the warp specialization holds the
-            // ring and everything after it, so nothing reuses the ring's bytes.)
+            // The consumers' barrier (made a named one of theirs): after it the epilogue may
+            // reuse the ring's bytes, which the producer, done with its last copy, no longer
+            // touches (`thread::ThreadKernel::shared_offsets`; not in a persistent kernel,
+            // whose producer is then filling the next tile's stages).
             self.emit(Stmt::Barrier);
             for load in &state.plan.loads {
                 self.pipelined.remove(&load.value);

@@ -39,7 +39,7 @@ use crate::thread::{Expr, MBarrier, Reg, Stmt};
 use crate::types::ScalarType;
 
 /// Warps of the producer side: one warpgroup.
-pub(crate) const PRODUCER_WARPS: u32 = 4;
+const PRODUCER_WARPS: u32 = 4;
 /// Registers a producer thread keeps (`setmaxnreg.dec`): it only counts stages and computes
 /// box coordinates.
 const PRODUCER_REGISTERS: u32 = 40;
@@ -94,15 +94,7 @@ impl Lowerer<'_> {
         let (Some(empty), stages) = (state.tma.as_ref().and_then(|r| r.empty), state.plan.stages) else {
             return Err(self.internal("a specialized pipeline without TMA"));
         };
-        let counter = |l: &mut Self| {
-            let zero = Expr::Const(Literal::Int(0));
-            if across_tiles {
-                l.pset(ScalarType::I32, zero)
-            } else {
-                l.set(ScalarType::I32, zero)
-            }
-        };
-        let (stage, phase) = (counter(self), counter(self));
+        let (stage, phase) = (self.ring_counter(0, across_tiles), self.ring_counter(0, across_tiles));
         let iv_ty = self.regs[start].ty;
         let (producer, ()) = self.nested(|l| {
             l.emit(Stmt::SetMaxRegisters {
@@ -130,7 +122,8 @@ impl Lowerer<'_> {
                     parity: freed,
                 });
                 l.issue_copies(&mut state, inst, iv, end, stage)?;
-                l.advance_ring(stage, phase, stages);
+                l.flip_phase_at_wrap(phase, stage, stages);
+                l.next_stage(stage, stages);
                 let next = l.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step));
                 l.emit(Stmt::Set {
                     dst: iv,
@@ -152,23 +145,6 @@ impl Lowerer<'_> {
         let started = self.set(ScalarType::Bool, Expr::Const(Literal::Bool(false)));
         state.consumer = Some(ConsumerState { started });
         Ok(state)
-    }
-
-    /// `stage` to the next one of `stages`, `phase` flipped where the ring wraps.
-    fn advance_ring(&mut self, stage: Reg, phase: Reg, stages: u32) {
-        let (zero, one) = (self.i32c(0), self.i32c(1));
-        let last = self.i32c(stages as i64 - 1);
-        let wrap = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Eq, stage, last));
-        let flipped = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Xor, phase, one));
-        self.emit(Stmt::Set {
-            dst: phase,
-            expr: Expr::Select(wrap, flipped, phase),
-        });
-        let next = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, stage, one));
-        self.emit(Stmt::Set {
-            dst: stage,
-            expr: Expr::Select(wrap, zero, next),
-        });
     }
 
     /// At the end of a consumers' iteration (before the ring advances): the stage whose
@@ -260,6 +236,7 @@ impl Lowerer<'_> {
         });
         consumer.push(named);
         self.emit(Stmt::Specialized { producer, consumer });
+        self.producer_warps = PRODUCER_WARPS;
         Ok(())
     }
 }

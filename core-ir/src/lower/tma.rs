@@ -24,7 +24,7 @@
 use super::pipeline::PipelinedLoad;
 use super::tma_box::{Poly, Sym, TmaBox};
 use super::{LowerError, Lowerer};
-use crate::ir::{BinaryOp, CmpOp, Literal};
+use crate::ir::{BinaryOp, CmpOp};
 use crate::layout::SwizzledTile;
 use crate::thread::{Expr, MBarrier, Reg, SharedAlloc, Special, Stmt, TensorMap};
 use crate::types::ScalarType;
@@ -126,16 +126,14 @@ impl Lowerer<'_> {
         let bars = ring(self, 1);
         let empty = specialized.map(|(consumers, _)| ring(self, consumers));
         init.push(Stmt::Barrier);
-        let zero = Expr::Const(Literal::Int(0));
-        let phase = if once {
+        if once {
             self.prologue.append(&mut init);
-            self.pset(ScalarType::I32, zero)
         } else {
             for s in init {
                 self.emit(s);
             }
-            self.set(ScalarType::I32, zero)
-        };
+        }
+        let phase = self.ring_counter(0, once);
         Some(TmaRing {
             bars,
             phase,
@@ -283,15 +281,16 @@ impl Lowerer<'_> {
         });
     }
 
-    /// At the end of an iteration whose stage `read` is the ring's last: the next phase.
-    pub(crate) fn tma_advance(&mut self, ring: &TmaRing, read: Reg, stages: u32) {
+    /// At the end of an iteration on stage `stage` of a ring of `stages`: where it is the
+    /// last, the next round's phase (the consumers' `read`, a producer's stage to fill).
+    pub(crate) fn flip_phase_at_wrap(&mut self, phase: Reg, stage: Reg, stages: u32) {
         let last = self.i32c(stages as i64 - 1);
-        let wrap = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Eq, read, last));
+        let wrap = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Eq, stage, last));
         let one = self.i32c(1);
-        let flipped = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Xor, ring.phase, one));
+        let flipped = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Xor, phase, one));
         self.emit(Stmt::Set {
-            dst: ring.phase,
-            expr: Expr::Select(wrap, flipped, ring.phase),
+            dst: phase,
+            expr: Expr::Select(wrap, flipped, phase),
         });
     }
 

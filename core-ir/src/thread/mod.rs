@@ -363,9 +363,9 @@ pub enum Stmt {
     /// `producer_warps` (a warpgroup after them, [`ThreadKernel::producer_warps`]) run
     /// `producer`. The two sides run at once and meet only through mbarriers, so neither
     /// contains a [`Stmt::Barrier`] (which waits for every thread of the program); the
-    /// consumers wait for each other with [`Stmt::NamedBarrier`]. Where one side is done it
-    /// goes on after this statement, which is the last of the kernel's body (or of a
-    /// persistent kernel's tile).
+    /// consumers wait for each other with [`Stmt::NamedBarrier`]. It is the last statement
+    /// of the kernel's body (in a persistent kernel each side walks the tiles itself), so a
+    /// side that is done has nothing left to run.
     Specialized { producer: Vec<Stmt>, consumer: Vec<Stmt> },
     /// A barrier of the first `threads` threads of the program (a multiple of the warp
     /// size), numbered `id` (1 to 15; 0 is [`Stmt::Barrier`]'s): PTX's `bar.sync id,
