@@ -134,6 +134,12 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
             (128, 64, 8, 4),
             (128, 64, 8, 3),
             (128, 32, 8, 3),
+            // One warpgroup a program with wide key blocks: a program holds half the
+            // registers of 128 x 128 on 8 warps, so that two or three share a
+            // multiprocessor and one's softmax runs beside another's matrix products (the
+            // overlap FlashAttention-3 builds by hand).
+            (64, 128, 4, 2),
+            (64, 128, 4, 3),
             (64, 64, 4, 3),
             (64, 32, 4, 3),
             (32, 32, 4, 2),

@@ -172,3 +172,40 @@ fn save_writes_the_files() {
     assert_eq!(written.len(), 1, "without the `plot` feature only the CSV is written");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// With rounds, the lines run interleaved at each point (a, b, a, b, ...), each point is
+/// the median of the rounds' medians, and a line that fails in one round is a gap there
+/// without being called again at that point.
+#[test]
+fn rounds_interleave_the_lines_and_take_the_median() {
+    let order = std::cell::RefCell::new(String::new());
+    let a_calls = Cell::new(0usize);
+    let b_calls = Cell::new(0usize);
+    let report = Benchmark::new("t", "x", [1.0, 2.0])
+        .rounds(3)
+        .line("a", |_| {
+            order.borrow_mut().push('a');
+            a_calls.set(a_calls.get() + 1);
+            // 5, 1, 3 ms in the three rounds of each point: the median is 3.
+            Ok(stats([5.0, 1.0, 3.0][(a_calls.get() - 1) % 3]))
+        })
+        .line("b", |x| {
+            order.borrow_mut().push('b');
+            b_calls.set(b_calls.get() + 1);
+            if x == 2.0 && b_calls.get() == 5 {
+                Err("b: failed in the second round".into())
+            } else {
+                Ok(stats(2.0))
+            }
+        })
+        .run();
+    // At x = 2 line b fails in its second round and is not called in the third.
+    assert_eq!(*order.borrow(), "abababababa");
+    assert_eq!(report.lines[0].value(0), Some(3.0));
+    assert_eq!(report.lines[0].value(1), Some(3.0));
+    let kept = report.lines[0].stats[0].unwrap();
+    assert!((kept.p80_ms - 3.3).abs() < 1e-12, "{kept:?}");
+    assert_eq!(report.lines[1].value(0), Some(2.0));
+    assert_eq!(report.lines[1].value(1), None);
+    assert_eq!(report.lines[1].points[1].as_ref().unwrap_err(), "b: failed in the second round");
+}

@@ -65,6 +65,7 @@ pub struct Benchmark<'a> {
     unit: Unit,
     work: Option<Box<dyn Fn(f64) -> f64 + 'a>>,
     lines: Vec<(String, Provider<'a>)>,
+    rounds: usize,
 }
 
 impl<'a> Benchmark<'a> {
@@ -82,7 +83,19 @@ impl<'a> Benchmark<'a> {
             unit: Unit::Ms,
             work: None,
             lines: Vec::new(),
+            rounds: 1,
         }
+    }
+
+    /// Times each point in `rounds` rounds (at least 1, the default), every line once a
+    /// round in turn, and takes the median of the rounds' medians (their 20th and 80th
+    /// percentiles likewise). Lines compared with each other, such as a kernel and its
+    /// library baseline, then run interleaved, so that a clock or temperature drift during
+    /// the sweep (a GPU at its power limit settles over tens of milliseconds) falls on all
+    /// of them alike rather than on whichever runs last.
+    pub fn rounds(mut self, rounds: usize) -> Self {
+        self.rounds = rounds.max(1);
+        self
     }
 
     /// The title of the table and the figure (the name by default).
@@ -168,7 +181,7 @@ impl<'a> Benchmark<'a> {
     pub fn run(mut self) -> Report {
         let mut report = self.empty_report();
         let mut progress = Progress::new(
-            self.x_values.len() * self.lines.len(),
+            self.x_values.len() * self.lines.len() * self.rounds,
             format!("benchmark `{}`", self.name),
         );
         // The last error each line printed, so that a baseline missing at every point says
@@ -176,9 +189,22 @@ impl<'a> Benchmark<'a> {
         let mut last_error: Vec<Option<String>> = vec![None; self.lines.len()];
         for &x in &self.x_values {
             let work = self.work.as_ref().map_or(0.0, |w| w(x));
-            for (i, (name, provider)) in self.lines.iter_mut().enumerate() {
-                progress.step(format!("{name}, {} = {}", self.x_name, format_x(x)));
-                let stats = provider(x).map_err(|e| e.to_string());
+            // Each line's times, round by round; a line stops at its first error.
+            let mut rounds: Vec<Result<Vec<Stats>, String>> = vec![Ok(Vec::new()); self.lines.len()];
+            for _ in 0..self.rounds {
+                for (i, (name, provider)) in self.lines.iter_mut().enumerate() {
+                    progress.step(format!("{name}, {} = {}", self.x_name, format_x(x)));
+                    if let Ok(times) = &mut rounds[i] {
+                        match provider(x) {
+                            Ok(t) => times.push(t),
+                            Err(e) => rounds[i] = Err(e.to_string()),
+                        }
+                    }
+                    progress.done();
+                }
+            }
+            for (i, (name, times)) in self.lines.iter().map(|(n, _)| n).zip(rounds).enumerate() {
+                let stats = times.map(|t| median_of_rounds(&t));
                 let point = stats
                     .as_ref()
                     .map(|s| self.unit.of(work, s.median_ms))
@@ -196,10 +222,25 @@ impl<'a> Benchmark<'a> {
                     }
                 }
                 report.lines[i].points.push(point);
-                progress.done();
             }
         }
         report
+    }
+}
+
+/// One line's [`Stats`] at one point from those of its rounds: the median of each
+/// statistic (the middle round's, or the mean of the two middle ones).
+fn median_of_rounds(rounds: &[Stats]) -> Stats {
+    let median = |f: fn(&Stats) -> f64| {
+        let mut v: Vec<f64> = rounds.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    };
+    Stats {
+        median_ms: median(|s| s.median_ms),
+        p20_ms: median(|s| s.p20_ms),
+        p80_ms: median(|s| s.p80_ms),
     }
 }
 
