@@ -684,7 +684,8 @@ impl Tables<'_> {
                             let tuned = tuned_matmul(dev, tuner, (m, n, k), kind == Kind::Leaky, &args)?;
                             // Once a point: the sweep runs each line in several rounds.
                             let seen = self.picked.borrow().iter().any(|c| {
-                                (c.device.as_str(), c.problem.as_str(), c.line) == (&dev.id(), &problem(x), kind.label())
+                                (c.device.as_str(), c.problem.as_str(), c.line)
+                                    == (&dev.id(), &problem(x), kind.label())
                             });
                             if !seen {
                                 let chosen = chosen(dev, problem(x), kind.label(), &tuned, &args)?;

@@ -5,6 +5,7 @@
 use super::{Run, WarpChoice};
 use half::f16;
 use rutile::autotune::Autotuner;
+use rutile::seeds::SoftmaxOptions;
 use rutile::{Device, DeviceExt, LaunchConfig};
 use rutile_examples::bench::{do_bench, gbps, CacheFlush};
 use rutile_examples::check::{max_relative_error, softmax_reference};
@@ -13,6 +14,10 @@ use rutile_examples::tutorials::attention::{self, Problem, Tensors};
 use rutile_examples::tutorials::layer_norm::{self, Forward};
 use rutile_examples::tutorials::{long_rows, softmax_args};
 use std::fmt::Write as _;
+
+/// The widest f32 row the long-row softmax sweep also times as one block held in
+/// registers (32768 columns: 64 registers a thread on 32 warps, none spilled on sm_90).
+const ONE_BLOCK_SOFTMAX_MAX: usize = 32768;
 
 /// One CSV line of a bandwidth measurement.
 fn csv_line(csv: &mut String, id: &str, kernel: &str, size: &str, s: &rutile::bench::Stats, g: f64, ceiling: f64) {
@@ -168,26 +173,60 @@ pub fn long_softmax(
     println!("\nlong-row softmax f32: GB/s (of ceiling)");
     for (m, n) in sizes {
         let x = normal_f32s(rng, m * n);
-        let (xb, yb) = (dev.upload(&x)?, dev.zeros::<f32>(m * n)?);
-        let args = softmax_args(&yb, &xb, m, n);
-        let (kernel, config) = long_rows::softmax_launch(m)?;
-        dev.launch(&kernel, &config, &args)?;
-        let y = dev.download(&yb)?;
-        let mut error: f64 = 0.0;
-        for r in [0, 1, m - 1] {
-            let want = softmax_reference(&x[r * n..(r + 1) * n], 1, n);
-            let got = y[r * n..(r + 1) * n].iter().map(|&v| v as f64);
-            error = error.max(max_relative_error(got, &want, 1e-30).0);
+        let xb = dev.upload(&x)?;
+        let mut launches = vec![(
+            "long-row".to_string(),
+            "softmax_long_rows".to_string(),
+            long_rows::softmax_launch(m)?,
+        )];
+        if n <= ONE_BLOCK_SOFTMAX_MAX {
+            // The row in registers, one block (the fused softmax's kernel): read once where
+            // the long-row kernel reads it twice, but one program a multiprocessor.
+            let kernel = rutile::seeds::softmax_with(
+                n as u32,
+                SoftmaxOptions {
+                    ieee_rounding: false,
+                    ..SoftmaxOptions::default()
+                },
+            )?;
+            for warps in [16, 32] {
+                let config = LaunchConfig::grid1(m as u32).num_warps(warps);
+                launches.push((
+                    format!("one block, {warps} warps"),
+                    format!("softmax_one_block_w{warps}"),
+                    (kernel.clone(), config),
+                ));
+            }
         }
-        checked(&format!("long-row softmax {m}x{n}"), error, 1e-5)?;
-        let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
-        let g = gbps(8.0 * (m * n) as f64, s.median_ms);
-        csv_line(csv, &id, "softmax_long_rows", &format!("{m}x{n}"), &s, g, ceiling);
-        println!(
-            "{:>14}  {:>22}",
-            format!("{m}x{n}"),
-            format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling)
-        );
+        for (form, name, (kernel, config)) in launches {
+            // A poisoned output for each form, so that a form that writes nothing fails
+            // its check rather than passing on the one before's results.
+            let yb = dev.upload(&vec![f32::NAN; m * n])?;
+            let args = softmax_args(&yb, &xb, m, n);
+            if let Err(e) = dev.launch(&kernel, &config, &args) {
+                if form == "long-row" {
+                    return Err(e);
+                }
+                println!("{:>14}  {form}: not run: {e}", format!("{m}x{n}"));
+                continue;
+            }
+            let y = dev.download(&yb)?;
+            let mut error: f64 = 0.0;
+            for r in [0, 1, m / 2, m - 1] {
+                let want = softmax_reference(&x[r * n..(r + 1) * n], 1, n);
+                let got = y[r * n..(r + 1) * n].iter().map(|&v| v as f64);
+                error = error.max(max_relative_error(got, &want, 1e-30).0);
+            }
+            checked(&format!("softmax {m}x{n}, {form}"), error, 1e-5)?;
+            let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
+            let g = gbps(8.0 * (m * n) as f64, s.median_ms);
+            csv_line(csv, &id, &name, &format!("{m}x{n}"), &s, g, ceiling);
+            println!(
+                "{:>14}  {:>22}  {form}",
+                format!("{m}x{n}"),
+                format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling)
+            );
+        }
     }
     Ok(())
 }

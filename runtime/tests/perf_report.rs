@@ -207,5 +207,8 @@ fn rounds_interleave_the_lines_and_take_the_median() {
     assert!((kept.p80_ms - 3.3).abs() < 1e-12, "{kept:?}");
     assert_eq!(report.lines[1].value(0), Some(2.0));
     assert_eq!(report.lines[1].value(1), None);
-    assert_eq!(report.lines[1].points[1].as_ref().unwrap_err(), "b: failed in the second round");
+    assert_eq!(
+        report.lines[1].points[1].as_ref().unwrap_err(),
+        "b: failed in the second round"
+    );
 }
