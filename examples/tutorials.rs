@@ -116,8 +116,9 @@ pub enum SoftmaxForm {
 }
 
 /// Fused softmax of a `rows x cols` f32 matrix in the given form, checked against a CPU
-/// softmax. Rows over 64 KiB, which one block does not hold, go to the long-row kernel
-/// ([`long_rows::softmax_launch`]) whatever the form.
+/// softmax. Rows over 64 KiB go to the long-row host code ([`long_rows::softmax_launch`]:
+/// up to 128 KiB held in the registers of one 16-warp program, longer ones walked twice)
+/// whatever the form.
 pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, seed: u64) -> Result<Outcome> {
     let mut rng = Rng::new(seed);
     let x = crate::rng::normal_f32s(&mut rng, rows * cols);
@@ -127,8 +128,15 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, se
     let mut detail = None;
     let (kernel, config) = match form {
         _ if !seeds::fits_one_block(cols as u32, ScalarType::F32) => {
-            detail = Some("long rows: one block does not hold them".into());
-            long_rows::softmax_launch(rows)?
+            detail = Some(if cols <= long_rows::REGISTER_ROW_MAX {
+                format!(
+                    "long rows: one block of {} warps holds them in registers",
+                    long_rows::REGISTER_ROW_WARPS
+                )
+            } else {
+                "long rows: walked by the long-row kernel".into()
+            });
+            long_rows::softmax_launch(rows, cols)?
         }
         SoftmaxForm::Simple => (
             seeds::softmax(block)?,

@@ -177,7 +177,7 @@ pub fn long_softmax(
         let mut launches = vec![(
             "long-row".to_string(),
             "softmax_long_rows".to_string(),
-            long_rows::softmax_launch(m)?,
+            long_rows::softmax_long_launch(m)?,
         )];
         if n <= ONE_BLOCK_SOFTMAX_MAX {
             // The row in registers, one block (the fused softmax's kernel): read once where

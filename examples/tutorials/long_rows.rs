@@ -1,6 +1,7 @@
 //! Softmax and layer norm for rows that do not fit one block (over 64 KiB: Triton's
 //! persistent softmax tutorial fails from 32768 f32 columns on with `OutOfResources`): one
-//! program per row walks it in blocks, gathering its statistics online. The softmax and
+//! program per row walks it in blocks, gathering its statistics online; softmax rows up to
+//! 128 KiB are instead held in the registers of one large program. The softmax and
 //! layer norm tutorials' host code picks these kernels by itself for such rows
 //! ([`softmax_launch`], [`layer_norm_launch`]); the functions here run those tutorials at
 //! such sizes.
@@ -9,19 +10,45 @@ use super::{Outcome, SoftmaxForm};
 use rutile::seeds::{self, LayerNormMeta, LongRowMeta, SoftmaxOptions};
 use rutile::{Device, Kernel, LaunchConfig, Result, ScalarType};
 
-/// The long-row softmax kernel and launch for `rows` rows: Triton's `/` (within 2 ulp), as
-/// the autotuned one-block softmax, and plain loads, so that the second walk over a row
-/// finds the blocks the first left in the cache.
-pub fn softmax_launch(rows: usize) -> Result<(Kernel, LaunchConfig)> {
+/// The widest f32 row the softmax's host code holds in registers, one block of
+/// [`REGISTER_ROW_WARPS`] warps (Triton's tutorial runs out of resources here): 64 elements
+/// a thread, 101 registers on sm_90, none spilled. Read once where the long-row kernel
+/// reads it twice, it ran at 99.5% of the copy ceiling through CUDA on an H100 at 8192 x
+/// 32768 against 70% for the long-row kernel (`docs/performance.md`).
+pub const REGISTER_ROW_MAX: usize = 32768;
+
+/// The warps of a program holding a row of up to [`REGISTER_ROW_MAX`] columns (16 and 32
+/// measured alike on an H100; 8 would need 181 registers a thread).
+pub const REGISTER_ROW_WARPS: u32 = 16;
+
+/// The softmax's kernel and launch for `rows` rows of `cols` f32 columns over 64 KiB (its
+/// host code's choice for such rows): rows up to [`REGISTER_ROW_MAX`] columns as one block
+/// held in registers, longer ones walked by the long-row kernel ([`softmax_long_launch`]).
+/// Triton's `/` (within 2 ulp), as the autotuned one-block softmax.
+pub fn softmax_launch(rows: usize, cols: usize) -> Result<(Kernel, LaunchConfig)> {
+    if cols > REGISTER_ROW_MAX {
+        return softmax_long_launch(rows);
+    }
+    let kernel = seeds::softmax_with(seeds::softmax_block(cols as u32), division_as_triton())?;
+    Ok((kernel, LaunchConfig::grid1(rows as u32).num_warps(REGISTER_ROW_WARPS)))
+}
+
+/// The long-row softmax kernel and launch for `rows` rows, plain loads, so that the second
+/// walk over a row finds the blocks the first left in the cache.
+pub fn softmax_long_launch(rows: usize) -> Result<(Kernel, LaunchConfig)> {
     let meta = LongRowMeta::default();
-    let options = SoftmaxOptions {
-        ieee_rounding: false,
-        ..SoftmaxOptions::default()
-    };
     Ok((
-        seeds::softmax_long(meta.block_size, options)?,
+        seeds::softmax_long(meta.block_size, division_as_triton())?,
         LaunchConfig::grid1(rows as u32).num_warps(meta.num_warps),
     ))
+}
+
+/// Triton's f32 `/` (within 2 ulp) rather than a correctly rounded division.
+fn division_as_triton() -> SoftmaxOptions {
+    SoftmaxOptions {
+        ieee_rounding: false,
+        ..SoftmaxOptions::default()
+    }
 }
 
 /// The long-row layer norm kernel and launch for `m` rows of `dtype`: blocks of 4096
