@@ -117,7 +117,7 @@ pub enum SoftmaxForm {
 
 /// Fused softmax of a `rows x cols` f32 matrix in the given form, checked against a CPU
 /// softmax. Rows over 64 KiB go to the long-row host code ([`long_rows::softmax_launch`]:
-/// up to 128 KiB held in the registers of one 16-warp program, longer ones walked twice)
+/// up to 128 KiB held in the registers of one 32-warp program, longer ones walked twice)
 /// whatever the form.
 pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, seed: u64) -> Result<Outcome> {
     let mut rng = Rng::new(seed);

@@ -113,6 +113,15 @@ fn long_row_kernels_pass_ptxas() {
     }
     let kernel = seeds::softmax_long(meta.block_size, SoftmaxOptions::default()).unwrap();
     no_spills("long-row softmax", &kernel, meta.num_warps);
+    // Rows of up to 32768 f32 columns, which the host code holds in the registers of one
+    // 32-warp program (`REGISTER_ROW_MAX` in `examples/tutorials/long_rows.rs`): 32 elements
+    // a thread within the 64 registers a thread of a 1024-thread program may have.
+    let options = SoftmaxOptions {
+        ieee_rounding: false,
+        ..SoftmaxOptions::default()
+    };
+    let kernel = seeds::softmax_with(32768, options).unwrap();
+    no_spills("softmax of 32768 columns in registers", &kernel, 32);
 }
 
 /// Fails when `kernel`, lowered for `num_warps` with aligned arguments, spills on sm_90

@@ -11,15 +11,17 @@ use rutile::seeds::{self, LayerNormMeta, LongRowMeta, SoftmaxOptions};
 use rutile::{Device, Kernel, LaunchConfig, Result, ScalarType};
 
 /// The widest f32 row the softmax's host code holds in registers, one block of
-/// [`REGISTER_ROW_WARPS`] warps (Triton's tutorial runs out of resources here): 64 elements
-/// a thread, 101 registers on sm_90, none spilled. Read once where the long-row kernel
-/// reads it twice, it ran at 99.5% of the copy ceiling through CUDA on an H100 at 8192 x
-/// 32768 against 70% for the long-row kernel (`docs/performance.md`).
+/// [`REGISTER_ROW_WARPS`] warps (Triton's tutorial runs out of resources here): 32
+/// elements a thread, 64 registers on sm_80 and sm_90, none spilled. Read once where the
+/// long-row kernel reads it twice, it ran at 99.5% of the copy ceiling on an H100 at 8192 x
+/// 32768 through CUDA (the long-row kernel: 70%) and at 75.5% through Vulkan (67.6%)
+/// (`docs/performance.md`).
 pub const REGISTER_ROW_MAX: usize = 32768;
 
-/// The warps of a program holding a row of up to [`REGISTER_ROW_MAX`] columns (16 and 32
-/// measured alike on an H100; 8 would need 181 registers a thread).
-pub const REGISTER_ROW_WARPS: u32 = 16;
+/// The warps of a program holding a row of up to [`REGISTER_ROW_MAX`] columns: 32 and 16
+/// measured alike through CUDA, 32 ahead through Vulkan (75.5% of the ceiling against
+/// 67.5%); 8 would need 181 registers a thread.
+pub const REGISTER_ROW_WARPS: u32 = 32;
 
 /// The softmax's kernel and launch for `rows` rows of `cols` f32 columns over 64 KiB (its
 /// host code's choice for such rows): rows up to [`REGISTER_ROW_MAX`] columns as one block
