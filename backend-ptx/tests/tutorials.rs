@@ -113,6 +113,8 @@ fn long_row_kernels_pass_ptxas() {
     }
     let kernel = seeds::softmax_long(meta.block_size, SoftmaxOptions::default()).unwrap();
     no_spills("long-row softmax", &kernel, meta.num_warps);
+    // The host code's warps for it (`LONG_ROW_SOFTMAX_WARPS`).
+    no_spills("long-row softmax on 32 warps", &kernel, 32);
     // Rows of up to 32768 f32 columns, which the host code holds in the registers of one
     // 32-warp program (`REGISTER_ROW_MAX` in `examples/tutorials/long_rows.rs`): 32 elements
     // a thread within the 64 registers a thread of a 1024-thread program may have.

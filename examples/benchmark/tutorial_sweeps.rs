@@ -179,30 +179,6 @@ pub fn long_softmax(
             "softmax_long_rows".to_string(),
             long_rows::softmax_long_launch(m)?,
         )];
-        if n > ONE_BLOCK_SOFTMAX_MAX {
-            // Fewer rows in flight (one 32-warp program a multiprocessor), so that the
-            // second walk finds more of the row in the L2 cache; and the row's first
-            // columns held in registers, read once (`softmax_long_held`; the pairs of held
-            // columns, block and warps that compile without spilling on sm_90).
-            let (kernel, config) = long_rows::softmax_long_launch(m)?;
-            launches.push((
-                "long-row, 32 warps".to_string(),
-                "softmax_long_rows_w32".to_string(),
-                (kernel, config.num_warps(32)),
-            ));
-            for (held, block, warps) in [(32768u32, 2048u32, 32u32), (16384, 4096, 16)] {
-                let options = SoftmaxOptions {
-                    ieee_rounding: false,
-                    ..SoftmaxOptions::default()
-                };
-                let kernel = rutile::seeds::softmax_long_held(held, block, options)?;
-                launches.push((
-                    format!("{held} held, blocks of {block}, {warps} warps"),
-                    format!("softmax_long_held{held}_b{block}_w{warps}"),
-                    (kernel, LaunchConfig::grid1(m as u32).num_warps(warps)),
-                ));
-            }
-        }
         if n <= ONE_BLOCK_SOFTMAX_MAX {
             // The row in registers, one block (the fused softmax's kernel): read once where
             // the long-row kernel reads it twice, but one program a multiprocessor.

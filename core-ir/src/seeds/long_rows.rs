@@ -55,21 +55,9 @@ fn last_block<'b>(k: &'b KernelBuilder, n: Value<'b>, block: i32) -> Value<'b> {
 /// then the output. Same parameters and grid as [`super::softmax`]; `options` as there
 /// (`options.cache` is the first walk's: the second walk's loads are read-once).
 pub fn softmax_long(block_size: u32, options: impl Into<SoftmaxOptions>) -> Result<Kernel, BuildError> {
-    softmax_walked("softmax_kernel_long_rows", None, block_size, options.into())
-}
-
-/// [`softmax_long`] with the row's first `held` columns (a power of two) loaded once into
-/// registers before the walks, which then cover only the columns after them: those are
-/// read once instead of twice, and the program, holding them, is large enough (one a
-/// multiprocessor) that the rows in flight fit the L2 cache at 65536 f32 columns, where
-/// the second walk then finds what the first left.
-pub fn softmax_long_held(held: u32, block_size: u32, options: impl Into<SoftmaxOptions>) -> Result<Kernel, BuildError> {
-    softmax_walked("softmax_kernel_long_rows_held", Some(held), block_size, options.into())
-}
-
-fn softmax_walked(name: &str, held: Option<u32>, block_size: u32, o: SoftmaxOptions) -> Result<Kernel, BuildError> {
+    let o = options.into();
     let block = block_size as i32;
-    Kernel::build(name, |k| {
+    Kernel::build("softmax_kernel_long_rows", |k| {
         let out = k.arg_ptr("output_ptr", ScalarType::F32);
         let inp = k.arg_ptr("input_ptr", ScalarType::F32);
         let in_stride = k.arg_i32("input_row_stride");
@@ -80,19 +68,11 @@ fn softmax_walked(name: &str, held: Option<u32>, block_size: u32, o: SoftmaxOpti
         let row = k.program_id(0);
         let in_row = inp + row * in_stride;
         let out_row = out + row * out_stride;
-        // The first columns, in registers (`-inf` past the row's end).
-        let head = held.map(|h| {
-            let cols = k.arange(0, h as i32);
-            let mask = cols.lt(n_cols);
-            let x = k.load_masked_with(in_row + cols, mask, f32::NEG_INFINITY, o.cache);
-            (cols, mask, x)
-        });
-        let walk_from = held.map_or(0, |h| h as i32);
         // The lowest finite float rather than -inf, so that `m - m'` is never `-inf - -inf`
         // in lanes that have seen only masked columns; their sums stay 0.
         let lowest = k.full(&[block_size], f32::MIN, ScalarType::F32);
         let zeros = k.zeros(&[block_size], ScalarType::F32);
-        let stats = k.for_range(walk_from, n_cols, block, &[lowest, zeros], |off, carried| {
+        let stats = k.for_range(0, n_cols, block, &[lowest, zeros], |off, carried| {
             let (m, s) = (carried[0], carried[1]);
             let cols = off + k.arange(0, block);
             let x = k.load_masked_with(in_row + cols, cols.lt(n_cols), f32::NEG_INFINITY, o.cache);
@@ -101,27 +81,15 @@ fn softmax_walked(name: &str, held: Option<u32>, block_size: u32, o: SoftmaxOpti
             vec![m_new, s]
         });
         let (m, s) = (stats[0], stats[1]);
-        let mut row_max = m.max(0);
-        if let Some((_, _, x)) = head {
-            row_max = row_max.maximum(x.max(0));
-        }
-        let mut denominator = (s * (m - row_max).exp()).sum(0);
-        if let Some((_, _, x)) = head {
-            denominator = denominator + (x - row_max).exp().sum(0);
-        }
-        // Back from the row's end to the held columns (or the start); none when the row
-        // ends within the held columns.
-        k.for_each(last_block(k, n_cols, block), walk_from - 1, -block, |off| {
+        let row_max = m.max(0);
+        let denominator = (s * (m - row_max).exp()).sum(0);
+        k.for_each(last_block(k, n_cols, block), -1, -block, |off| {
             let cols = off + k.arange(0, block);
             let mask = cols.lt(n_cols);
             let x = k.load_masked_with(in_row + cols, mask, f32::NEG_INFINITY, CacheModifier::Streaming);
             let y = (x - row_max).exp().fdiv(denominator, o.ieee_rounding);
             k.store_masked(out_row + cols, y, mask);
         });
-        if let Some((cols, mask, x)) = head {
-            let y = (x - row_max).exp().fdiv(denominator, o.ieee_rounding);
-            k.store_masked(out_row + cols, y, mask);
-        }
     })
 }
 
