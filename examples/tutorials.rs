@@ -285,6 +285,8 @@ pub fn matmul_configs() -> Vec<Config> {
 /// warps) are also tried with the schedules only CUDA has: the persistent grid, warp
 /// specialization, and both (with at most 3 stages: the ring cannot share shared memory
 /// with the epilogue, which then runs while the producer fills the next tile's stages).
+/// On Vulkan devices with cooperative matrices the largest blocks are also tried on 16
+/// warps ([`with_more_subgroups`]).
 pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
     let p = dev.properties();
     let software = p.device_type == DeviceType::Cpu;
@@ -295,6 +297,29 @@ pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
         .collect();
     if hopper {
         configs = with_hopper_schedules(configs);
+    }
+    if p.backend == rutile::Backend::Vulkan && p.cooperative_matrix.is_some() {
+        configs = with_more_subgroups(configs);
+    }
+    configs
+}
+
+/// `configs` and, for each of their largest blocks (256 x 128 or 128 x 256, 8 warps), the
+/// same on 16 warps: on cooperative matrices each subgroup then holds 8 accumulator
+/// matrices of 16 x 16 instead of 16, and NVIDIA's Vulkan driver gives the program 128
+/// registers a thread instead of 251 to 255. On an H100 they timed alike at 4096³ and the
+/// autotuner chose one at 2048³ (`docs/performance.md`).
+pub fn with_more_subgroups(mut configs: Vec<Config>) -> Vec<Config> {
+    let largest: Vec<Config> = configs
+        .iter()
+        .filter(|c| c.value("BLOCK_M").unwrap_or(0) * c.value("BLOCK_N").unwrap_or(0) >= 256 * 128 && c.num_warps == 8)
+        .cloned()
+        .collect();
+    for c in largest {
+        let wider = c.num_warps(16);
+        if !configs.contains(&wider) {
+            configs.push(wider);
+        }
     }
     configs
 }
