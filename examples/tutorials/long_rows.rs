@@ -48,9 +48,10 @@ pub fn softmax_long_launch(rows: usize) -> Result<(Kernel, LaunchConfig)> {
 
 /// The long-row softmax's warps: 32 (32 registers a thread), two programs a
 /// multiprocessor where 8 warps (59 registers) made four, so that half as many rows are in
-/// flight and the second walk over each finds more of it in the L2 cache. On an H100 at 65536 to 262144 columns it ran at 73.6%, 67.7% and 65.2% of the
-/// copy ceiling through CUDA against 65.8%, 63.0% and 61.7% on 8 warps, and 67.4%, 64.4%
-/// and 62.6% through Vulkan against 64.5%, 62.3% and 60.9% (`docs/performance.md`).
+/// flight and the second walk over each finds more of it in the L2 cache. On an H100 at
+/// 65536 to 262144 columns it ran at 73.6%, 67.7% and 65.2% of the copy ceiling through
+/// CUDA against 65.8%, 63.0% and 61.7% on 8 warps, and 67.4%, 64.4% and 62.6% through
+/// Vulkan against 64.5%, 62.3% and 60.9% (`docs/performance.md`).
 pub const LONG_ROW_SOFTMAX_WARPS: u32 = 32;
 
 /// Triton's f32 `/` (within 2 ulp) rather than a correctly rounded division.

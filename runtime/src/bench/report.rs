@@ -91,8 +91,7 @@ impl<'a> Benchmark<'a> {
     /// round in turn, and takes the median of the rounds' medians (their 20th and 80th
     /// percentiles likewise). Lines compared with each other, such as a kernel and its
     /// library baseline, then run interleaved, so that a clock or temperature drift during
-    /// the sweep (a GPU at its power limit settles over tens of milliseconds) falls on all
-    /// of them alike rather than on whichever runs last.
+    /// the sweep falls on all of them alike rather than on whichever runs last.
     pub fn rounds(mut self, rounds: usize) -> Self {
         self.rounds = rounds.max(1);
         self
