@@ -106,46 +106,22 @@ fn check(meta: &MatmulMeta, shape: (usize, usize, usize), target: &Target, progr
 #[test]
 fn the_persistent_matmul_matches_the_interpreter() {
     let mut rng = Rng::new(31);
-    // 3 x 2 tiles of 128x128, on 4 programs: two of them take two tiles.
-    check(
-        &f32_out(128, 128, 64),
-        (300, 208, 144),
-        &persistent(hopper(8, 3)),
-        4,
-        &mut rng,
-    );
-    check(
-        &f32_out(64, 64, 32),
-        (150, 112, 80),
-        &persistent(hopper(4, 4)),
-        1,
-        &mut rng,
-    );
-    check(
-        &f32_out(64, 64, 32),
-        (150, 100, 80),
-        &persistent(ampere(4, 3)),
-        5,
-        &mut rng,
-    );
     let relu = MatmulMeta {
         activation: Some(Activation::LeakyRelu),
         ..f32_out(32, 32, 32)
     };
-    check(
-        &relu,
-        (70, 90, 40),
-        &persistent(Target::nvidia(4, 48 * 1024)),
-        3,
-        &mut rng,
-    );
-    check(
-        &relu,
-        (70, 90, 40),
-        &persistent(Target::nvidia(4, 48 * 1024)),
-        9,
-        &mut rng,
-    );
+    let cuda_cores = persistent(Target::nvidia(4, 48 * 1024));
+    // (3 x 2 tiles of 128x128 on 4 programs: two of them take two tiles.)
+    let cases = [
+        (f32_out(128, 128, 64), (300, 208, 144), persistent(hopper(8, 3)), 4),
+        (f32_out(64, 64, 32), (150, 112, 80), persistent(hopper(4, 4)), 1),
+        (f32_out(64, 64, 32), (150, 100, 80), persistent(ampere(4, 3)), 5),
+        (relu, (70, 90, 40), cuda_cores.clone(), 3),
+        (relu, (70, 90, 40), cuda_cores, 9),
+    ];
+    for (meta, shape, target, programs) in &cases {
+        check(meta, *shape, target, *programs, &mut rng);
+    }
 }
 
 fn shared_bytes(target: &Target) -> u32 {
@@ -311,55 +287,38 @@ fn specialized(t: Target) -> Target {
 #[test]
 fn the_warp_specialized_matmul_matches_the_interpreter() {
     let mut rng = Rng::new(47);
-    check(
-        &f32_out(128, 128, 64),
-        (300, 208, 144),
-        &specialized(hopper(8, 3)),
-        1,
-        &mut rng,
-    );
-    check(
-        &f32_out(128, 128, 64),
-        (300, 208, 144),
-        &specialized(persistent(hopper(8, 3))),
-        4,
-        &mut rng,
-    );
-    check(
-        &f32_out(64, 64, 32),
-        (150, 112, 80),
-        &specialized(hopper(4, 4)),
-        1,
-        &mut rng,
-    );
-    check(
-        &f32_out(64, 64, 32),
-        (150, 112, 80),
-        &specialized(persistent(hopper(4, 2))),
-        3,
-        &mut rng,
-    );
     let relu = MatmulMeta {
         activation: Some(Activation::LeakyRelu),
         ..f32_out(64, 128, 64)
     };
-    check(
-        &relu,
-        (130, 272, 48),
-        &specialized(persistent(hopper(4, 3))),
-        2,
-        &mut rng,
-    );
-    // One K step, and more programs than tiles (two walk none).
-    let one_step = f32_out(64, 64, 32);
-    check(&one_step, (100, 112, 16), &specialized(hopper(4, 3)), 1, &mut rng);
-    check(
-        &one_step,
-        (100, 112, 16),
-        &specialized(persistent(hopper(4, 3))),
-        6,
-        &mut rng,
-    );
+    let cases = [
+        (f32_out(128, 128, 64), (300, 208, 144), specialized(hopper(8, 3)), 1),
+        (
+            f32_out(128, 128, 64),
+            (300, 208, 144),
+            specialized(persistent(hopper(8, 3))),
+            4,
+        ),
+        (f32_out(64, 64, 32), (150, 112, 80), specialized(hopper(4, 4)), 1),
+        (
+            f32_out(64, 64, 32),
+            (150, 112, 80),
+            specialized(persistent(hopper(4, 2))),
+            3,
+        ),
+        (relu, (130, 272, 48), specialized(persistent(hopper(4, 3))), 2),
+        // One K step, and more programs than tiles (two walk none).
+        (f32_out(64, 64, 32), (100, 112, 16), specialized(hopper(4, 3)), 1),
+        (
+            f32_out(64, 64, 32),
+            (100, 112, 16),
+            specialized(persistent(hopper(4, 3))),
+            6,
+        ),
+    ];
+    for (meta, shape, target, programs) in &cases {
+        check(meta, *shape, target, *programs, &mut rng);
+    }
 }
 
 /// The simulator catches a specialization that breaks its protocol: consumers that never
