@@ -12,15 +12,15 @@ use rutile_examples::bench::{do_bench, CacheFlush, FlushMode};
 use rutile_examples::rng::Rng;
 use rutile_examples::tutorials::{matmul_configs_for, tuned_matmul};
 use std::cell::RefCell;
+use std::fmt::Write as _;
+use std::rc::Rc;
+use std::sync::Arc;
 
 /// Rounds a point is timed in, the lines interleaved ([`Benchmark::rounds`]): the share of
 /// cuBLAS at 8192³ moved between 86% and 92% from run to run when each line was timed in
 /// one block after the autotuner's runs, so that rutile and cuBLAS now take turns and
 /// meet the same clocks.
 const ROUNDS: usize = 3;
-use std::fmt::Write as _;
-use std::rc::Rc;
-use std::sync::Arc;
 
 /// Random fp16 values in [-1, 1].
 fn random(rng: &mut Rng, len: usize) -> Vec<f16> {

@@ -5,7 +5,6 @@
 use super::{Run, WarpChoice};
 use half::f16;
 use rutile::autotune::Autotuner;
-use rutile::seeds::SoftmaxOptions;
 use rutile::{Device, DeviceExt, LaunchConfig};
 use rutile_examples::bench::{do_bench, gbps, CacheFlush};
 use rutile_examples::check::{max_relative_error, softmax_reference};
@@ -14,10 +13,6 @@ use rutile_examples::tutorials::attention::{self, Problem, Tensors};
 use rutile_examples::tutorials::layer_norm::{self, Forward};
 use rutile_examples::tutorials::{long_rows, softmax_args};
 use std::fmt::Write as _;
-
-/// The widest f32 row the long-row softmax sweep also times as one block held in
-/// registers (32768 columns: 64 registers a thread on 32 warps, none spilled on sm_90).
-const ONE_BLOCK_SOFTMAX_MAX: usize = 32768;
 
 /// One CSV line of a bandwidth measurement.
 fn csv_line(csv: &mut String, id: &str, kernel: &str, size: &str, s: &rutile::bench::Stats, g: f64, ceiling: f64) {
@@ -153,9 +148,11 @@ pub fn layer_norm(
     Ok(())
 }
 
-/// The long-row softmax on f32 rows of N = 32768 to 262144 (1 GiB in, 1 GiB out: M = 2^28
-/// / N), as the softmax tutorial's host code launches it, 8 bytes per element as the
-/// softmax section counts; the first 2 rows and the last checked against the CPU.
+/// The softmax on f32 rows of N = 32768 to 262144 (1 GiB in, 1 GiB out: M = 2^28 / N), 8
+/// bytes per element as the softmax section counts: the long-row kernel at every width,
+/// and where the host code holds a row in registers, that one block on its warps and on
+/// 16. Each form writes a poisoned output, and rows 0, 1, M / 2 and the last are checked
+/// against the CPU before it is timed.
 pub fn long_softmax(
     dev: &dyn Device,
     run: &Run,
@@ -179,22 +176,15 @@ pub fn long_softmax(
             "softmax_long_rows".to_string(),
             long_rows::softmax_long_launch(m)?,
         )];
-        if n <= ONE_BLOCK_SOFTMAX_MAX {
-            // The row in registers, one block (the fused softmax's kernel): read once where
-            // the long-row kernel reads it twice, but one program a multiprocessor.
-            let kernel = rutile::seeds::softmax_with(
-                n as u32,
-                SoftmaxOptions {
-                    ieee_rounding: false,
-                    ..SoftmaxOptions::default()
-                },
-            )?;
-            for warps in [16, 32] {
-                let config = LaunchConfig::grid1(m as u32).num_warps(warps);
+        if n <= long_rows::REGISTER_ROW_MAX {
+            // The host code's pick for such rows: one block held in registers, read once
+            // where the long-row kernel reads it twice; and the same on 16 warps.
+            let (kernel, config) = long_rows::softmax_launch(m, n)?;
+            for warps in [16, config.num_warps] {
                 launches.push((
                     format!("one block, {warps} warps"),
                     format!("softmax_one_block_w{warps}"),
-                    (kernel.clone(), config),
+                    (kernel.clone(), config.num_warps(warps)),
                 ));
             }
         }
