@@ -201,6 +201,15 @@ impl<'a> Emitter<'a> {
                 bar,
                 pred,
             } => tma::load(self, *map, *alloc, *dst, coords, bar, *pred),
+            Stmt::TmaStore {
+                map,
+                alloc,
+                src,
+                coords,
+                pred,
+            } => tma::store(self, *map, *alloc, *src, coords, *pred),
+            Stmt::BulkCommit { pred } => tma::bulk(self, "cp.async.bulk.commit_group", *pred),
+            Stmt::BulkWaitRead { pred, .. } => tma::bulk(self, "cp.async.bulk.wait_group.read 0", *pred),
             // The lowering makes these only for targets with cooperative matrices (Vulkan).
             Stmt::CoopLoad { .. } | Stmt::CoopStore { .. } | Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => {
                 Err("cooperative matrices are a Vulkan feature; PTX has `mma` instead".to_string())

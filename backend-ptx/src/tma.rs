@@ -1,5 +1,5 @@
 //! The tensor memory accelerator (sm_90 and later, PTX ISA 8.0): tensor-map parameters,
-//! mbarriers (`Stmt::Mbarrier*`) and tensor copies (`Stmt::TmaLoad`).
+//! mbarriers (`Stmt::Mbarrier*`) and tensor copies (`Stmt::TmaLoad`, `Stmt::TmaStore`).
 //!
 //! Tensor map `j` is kernel parameter `params.len() + j`, the 128 bytes of a `CUtensorMap`
 //! passed by value (CUDA's `__grid_constant__ const CUtensorMap`). `cp.async.bulk.tensor`
@@ -141,6 +141,31 @@ pub(crate) fn load(
              [{to}], [{tmap}, {{{x}, {y}}}], [{bar}]"
         ))
     });
+    Ok(())
+}
+
+/// `cp.async.bulk.tensor.2d` of element `src` of shared buffer `alloc` to the box of
+/// tensor map `map` at `coords`, completing in the thread's bulk groups.
+pub(crate) fn store(e: &mut Emitter, map: u32, alloc: u32, src: Reg, coords: &[Reg; 2], pred: Option<Reg>) -> Res {
+    require(e, "cp.async.bulk.tensor")?;
+    let tmap = e.tmap_base[map as usize].clone();
+    let size = e.k.shared[alloc as usize].elem.size_bytes();
+    let from = shared_addr(e, alloc, src, size);
+    let (x, y) = (e.r(coords[0]), e.r(coords[1]));
+    let guard = pred.map(|p| e.r(p));
+    e.guarded(guard, |e| {
+        e.ins(format!(
+            "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{tmap}, {{{x}, {y}}}], [{from}]"
+        ))
+    });
+    Ok(())
+}
+
+/// A bulk-group instruction of the issuing thread (commit, or wait for the reads).
+pub(crate) fn bulk(e: &mut Emitter, instruction: &str, pred: Option<Reg>) -> Res {
+    require(e, instruction)?;
+    let guard = pred.map(|p| e.r(p));
+    e.guarded(guard, |e| e.ins(instruction));
     Ok(())
 }
 

@@ -1,13 +1,15 @@
 //! The pipeline's TMA copies (`lower::tma`): which loads the lowering proves to be boxes of a
 //! tensor, the tensor maps it asks the runtime for, and the matmul seed through them in the
 //! simulator (which lands a box only at the wait on its mbarrier's phase) against the
-//! interpreter, on ragged M and N.
+//! interpreter, on ragged M and N. The epilogue's store of the result goes through TMA too
+//! (`lower::tma_store`): the simulator copies its boxes from the staging tile, clipped to
+//! the tensor, and faults a write to the tile before the copy's read is waited for.
 
 use rutile_ir::lower::lower;
 use rutile_ir::seeds::{matmul, MatmulMeta};
 use rutile_ir::target::Target;
 use rutile_ir::testing::{assert_close_to_largest, float_buffer, row_major_matmul_args, runtime_spec, Rng};
-use rutile_ir::thread::{LaunchValue, Stmt, ThreadKernel};
+use rutile_ir::thread::{LaunchValue, Memory, Stmt, ThreadKernel};
 
 fn hopper(num_warps: u32, stages: u32, tma: bool) -> Target {
     Target {
@@ -36,7 +38,9 @@ fn the_seed_s_operands_are_boxes() {
     // one 64 x 128 box (rows in order: the accumulator's layout carries the warpgroup MMA's
     // row order). B: N x K, rows stride_bk apart, in 64 x 64 boxes (128-byte rows; the tile's
     // 256 columns in 4 boxes).
-    assert_eq!(tk.tensor_maps.len(), 2, "{:?}", tk.tensor_maps);
+    // And C: the epilogue's store is a box too (N x M, rows stride_cm apart), stored from a
+    // staging tile by 4 boxes of 64 x 128.
+    assert_eq!(tk.tensor_maps.len(), 3, "{:?}", tk.tensor_maps);
     let a = tk.tensor_maps[0];
     assert_eq!(
         (a.param, a.dims, a.stride),
@@ -49,8 +53,17 @@ fn the_seed_s_operands_are_boxes() {
         (1, [LaunchValue::Param(4), LaunchValue::Param(5)], LaunchValue::Param(8))
     );
     assert_eq!((b.box_dims, b.swizzle), ([64, 64], 128));
+    let c = tk.tensor_maps[2];
+    assert_eq!(
+        (c.param, c.dims, c.stride),
+        (2, [LaunchValue::Param(4), LaunchValue::Param(3)], LaunchValue::Param(10))
+    );
+    assert_eq!((c.box_dims, c.swizzle), ([64, 128], 128));
     assert!(count(&tk, |s| matches!(s, Stmt::TmaLoad { .. })) > 0);
     assert_eq!(count(&tk, |s| matches!(s, Stmt::AsyncCopy { .. })), 0);
+    assert_eq!(count(&tk, |s| matches!(s, Stmt::TmaStore { .. })), 4);
+    assert_eq!(count(&tk, |s| matches!(s, Stmt::BulkWaitRead { .. })), 1);
+    assert_eq!(count(&tk, |s| matches!(s, Stmt::Store { mem: Memory::Global { .. }, .. })), 0);
 }
 
 use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
@@ -121,7 +134,15 @@ fn matmul_through_tma_matches_the_interpreter() {
         activation: Some(Activation::LeakyRelu),
         ..MatmulMeta::fp16(128, 128, 64)
     };
-    assert_eq!(check(&relu, (130, 160, 208), false, &t(8, 4), &mut rng, 2e-3), 2);
+    assert_eq!(check(&relu, (130, 160, 208), false, &t(8, 4), &mut rng, 2e-3), 3);
+    // f16 results (the seed's own) are stored through TMA: ragged M and N, the staging
+    // tile's boxes clipped to the tensor; f32 ones above keep the exchange (a thread's
+    // columns span two 16-byte chunks of f32, which the staging writes do not split).
+    let f16_out = MatmulMeta::fp16(128, 256, 64);
+    assert_eq!(check(&f16_out, (200, 272, 192), false, &t(8, 4), &mut rng, 2e-3), 3);
+    assert_eq!(check(&f16_out, (130, 272, 80), false, &t(8, 3), &mut rng, 2e-3), 3);
+    let small = MatmulMeta::fp16(64, 128, 32);
+    assert_eq!(check(&small, (100, 144, 96), false, &t(4, 3), &mut rng, 2e-3), 3);
     let bf = MatmulMeta {
         input: BF16,
         ..f32_out(64, 64, 32)

@@ -874,7 +874,10 @@ impl<'a> Cx<'a> {
             | Stmt::MbarrierArriveExpectTx { .. }
             | Stmt::MbarrierWait { .. }
             | Stmt::MbarrierInval { .. }
-            | Stmt::TmaLoad { .. } => {
+            | Stmt::TmaLoad { .. }
+            | Stmt::TmaStore { .. }
+            | Stmt::BulkCommit { .. }
+            | Stmt::BulkWaitRead { .. } => {
                 return Err(unsupported(
                     self.k,
                     "mma.sync",

@@ -318,7 +318,10 @@ impl Scan {
                 | Stmt::Specialized { .. }
                 | Stmt::NamedBarrier { .. }
                 | Stmt::SetMaxRegisters { .. }
-                | Stmt::TmaLoad { .. } => {
+                | Stmt::TmaLoad { .. }
+            | Stmt::TmaStore { .. }
+            | Stmt::BulkCommit { .. }
+            | Stmt::BulkWaitRead { .. } => {
                     if err.is_none() {
                         *err = Some(SpirvError::Unsupported {
                             kernel: k.name.clone(),

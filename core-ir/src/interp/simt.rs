@@ -63,6 +63,8 @@ mod matrix;
 mod specialized;
 #[path = "simt_tma.rs"]
 mod tma;
+#[path = "simt_tma_store.rs"]
+mod tma_store;
 #[path = "simt_wgmma.rs"]
 mod wgmma;
 
@@ -426,6 +428,8 @@ struct Sim<'s> {
     wgmmas: wgmma::Wgmmas,
     /// The program's live mbarriers and the TMA copies pending on them.
     mbarriers: tma::Mbarriers,
+    /// TMA stores whose reads of shared memory no wait has covered yet.
+    bulk_reads: tma_store::BulkReads,
     /// Cooperative matrices, per warp (see `simt_coop.rs`).
     coop: coop::CoopValues,
     /// Per shared buffer, the first and last barrier epoch of this program that touched it.
@@ -465,6 +469,7 @@ impl<'s> Sim<'s> {
             copies: matrix::AsyncCopies::default(),
             wgmmas: wgmma::Wgmmas::default(),
             mbarriers: tma::Mbarriers::default(),
+            bulk_reads: tma_store::BulkReads::default(),
             coop: vec![vec![None; threads / k.warp_size.max(1) as usize]; k.coop.len()],
             shared_epochs: vec![None; k.shared.len()],
             aliased: aliased_buffers(k),
@@ -542,6 +547,7 @@ impl<'s> Sim<'s> {
             _ => self.block(body)?,
         }
         self.check_tma_done()?;
+        self.check_bulk_reads_done()?;
         self.check_aliased()
     }
 
@@ -767,6 +773,15 @@ impl<'s> Sim<'s> {
                 bar,
                 pred,
             } => self.tma_load(*map, *alloc, *dst, *coords, bar, *pred),
+            Stmt::TmaStore {
+                map,
+                alloc,
+                src,
+                coords,
+                pred,
+            } => self.tma_store(*map, *alloc, *src, *coords, *pred),
+            Stmt::BulkCommit { pred } => self.bulk_commit(*pred),
+            Stmt::BulkWaitRead { alloc, pred } => self.bulk_wait_read(*alloc, *pred),
             // Ordering only: the simulator's shared memory has one proxy, and its registers
             // are not renamed.
             Stmt::FenceProxyAsync | Stmt::WgmmaFence => Ok(()),
@@ -1094,6 +1109,9 @@ impl<'s> Sim<'s> {
     fn touch(&mut self, m: Space, e: i64, t: usize, mut access: Access) -> Result<(), SimFault> {
         if let Space::Shared { alloc } = m {
             self.mbarrier_guard(alloc, e, t)?;
+            if matches!(access, Access::Write { .. } | Access::Atomic) {
+                self.bulk_read_guard(alloc, e, t)?;
+            }
         }
         let (epoch, serial, w, program) = (self.epoch, self.serial, self.warp_bit(t), self.program);
         let track = match m {

@@ -115,14 +115,14 @@ fn bar_name(alloc: u32, index: i64) -> String {
 
 /// The byte a box's byte `l` lands on, from the destination's start: its 16-byte chunk XORed
 /// with the address bits from 7 up, as many as `swizzle / 16` chunks need.
-fn swizzled(l: u64, swizzle: u32) -> u64 {
+pub(super) fn swizzled(l: u64, swizzle: u32) -> u64 {
     l ^ (((l >> 7) & (swizzle as u64 / 16 - 1)) << 4)
 }
 
 impl Sim<'_> {
     /// Marks shared buffer `alloc` in use in this barrier epoch (what `touch` does for the
     /// accesses it sees), for the check of buffers that share bytes.
-    fn use_shared(&mut self, alloc: u32) {
+    pub(super) fn use_shared(&mut self, alloc: u32) {
         let epoch = self.epoch;
         let used = &mut self.shared_epochs[alloc as usize];
         *used = Some(used.map_or((epoch, epoch), |(first, _)| (first, epoch)));
@@ -186,7 +186,7 @@ impl Sim<'_> {
     }
 
     /// The value a tensor map's extent or stride has in this launch.
-    fn launch_value(&self, v: LaunchValue) -> i64 {
+    pub(super) fn launch_value(&self, v: LaunchValue) -> i64 {
         match v {
             LaunchValue::Const(c) => c,
             LaunchValue::Param(p) => match &self.args[p as usize].data {

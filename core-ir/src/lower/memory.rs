@@ -58,6 +58,9 @@ impl Lowerer<'_> {
                 }))
             }
             Op::Store { ptr, value, mask } => {
+                if self.tma_store(inst)? {
+                    return Ok(None);
+                }
                 let shape = self.k.ty(*ptr).shape;
                 let layout = self.store_layout(*ptr, *value);
                 let (base, offsets) = self.pointer(*ptr, layout)?;

@@ -34,6 +34,7 @@ mod shape;
 mod specialize;
 mod tma;
 mod tma_box;
+mod tma_store;
 mod wgmma;
 
 use crate::analysis::axis::{self, AxisInfo};

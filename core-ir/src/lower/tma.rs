@@ -246,7 +246,7 @@ impl Lowerer<'_> {
     }
 
     /// The value of polynomial `p` (free of atoms) in i32, with the trip count `trip`.
-    fn poly_value(&mut self, p: &Poly, trip: Reg) -> Result<Reg, LowerError> {
+    pub(super) fn poly_value(&mut self, p: &Poly, trip: Reg) -> Result<Reg, LowerError> {
         let mut sum = self.i32c(0);
         for t in &p.terms {
             if t.atom.is_some() {

@@ -118,21 +118,32 @@ pub(crate) struct TmaBox {
     pub step: Poly,
 }
 
-/// Polynomial forms of the values a loop's loads use.
+/// A box of a view, before the loop's part: what [`TmaBox`] holds but the trip count, and
+/// the wrapped dimensions still to check.
+struct BoxView {
+    param: u32,
+    dims: [LaunchValue; 2],
+    stride: LaunchValue,
+    origin: [Poly; 2],
+    wrapped: Vec<(u8, Wrap)>,
+}
+
+/// Polynomial forms of the values a loop's loads use (or, with no loop, a store after
+/// every loop: its scalars are all symbols).
 pub(crate) struct Affine<'a, 'k> {
     l: &'a Lowerer<'k>,
-    loop_inst: InstId,
-    region: &'a Region,
+    loop_inst: Option<InstId>,
+    region: Option<&'a Region>,
     wraps: Vec<Wrap>,
     memo: HashMap<ValueId, Option<Form>>,
 }
 
 impl<'a, 'k> Affine<'a, 'k> {
-    pub fn new(l: &'a Lowerer<'k>, loop_inst: InstId) -> Affine<'a, 'k> {
+    pub fn new(l: &'a Lowerer<'k>, loop_inst: Option<InstId>) -> Affine<'a, 'k> {
         Affine {
             l,
             loop_inst,
-            region: &l.k.insts[loop_inst].regions[0],
+            region: loop_inst.map(|i| &l.k.insts[i].regions[0]),
             wraps: Vec::new(),
             memo: HashMap::new(),
         }
@@ -141,9 +152,10 @@ impl<'a, 'k> Affine<'a, 'k> {
     fn inside(&self, v: ValueId) -> bool {
         match self.l.k.values[v].def {
             ValueDef::Param(_) => false,
-            ValueDef::Result { inst, .. } | ValueDef::RegionArg { inst, .. } => {
-                inst == self.loop_inst || self.l.defined_inside(inst, self.region)
-            }
+            ValueDef::Result { inst, .. } | ValueDef::RegionArg { inst, .. } => match self.region {
+                Some(region) => Some(inst) == self.loop_inst || self.l.defined_inside(inst, region),
+                None => false,
+            },
         }
     }
 
@@ -192,7 +204,9 @@ impl<'a, 'k> Affine<'a, 'k> {
                 }),
                 Elem::Scalar(_) => opaque(self),
             },
-            ValueDef::RegionArg { inst, region: 0, index } if inst == self.loop_inst => self.loop_arg(index as usize),
+            ValueDef::RegionArg { inst, region: 0, index } if Some(inst) == self.loop_inst => {
+                self.loop_arg(index as usize)
+            }
             ValueDef::RegionArg { .. } => None,
             ValueDef::Result { inst, .. } => {
                 let op = &k.insts[inst].op;
@@ -284,9 +298,12 @@ impl<'a, 'k> Affine<'a, 'k> {
     /// when each iteration yields it plus a `delta` the loop does not change.
     fn loop_arg(&mut self, index: usize) -> Option<Form> {
         let k = self.l.k;
+        let (Some(loop_inst), Some(region)) = (self.loop_inst, self.region) else {
+            return None;
+        };
         let Op::For {
             start, step, ref init, ..
-        } = k.insts[self.loop_inst].op
+        } = k.insts[loop_inst].op
         else {
             return None;
         };
@@ -301,8 +318,8 @@ impl<'a, 'k> Affine<'a, 'k> {
                 poly: s.add(&trip.mul(&d)?)?,
             });
         }
-        let arg = self.region.args[index];
-        let yielded = match self.region.insts.last().map(|&i| &k.insts[i].op) {
+        let arg = region.args[index];
+        let yielded = match region.insts.last().map(|&i| &k.insts[i].op) {
             Some(Op::Yield { values }) => *values.get(index - 1)?,
             _ => return None,
         };
@@ -393,7 +410,56 @@ impl Lowerer<'_> {
         let Op::Load { ptr, mask, .. } = load.op else {
             return None;
         };
-        let mut cx = Affine::new(self, loop_inst);
+        let mut cx = Affine::new(self, Some(loop_inst));
+        let view = self.box_view(&mut cx, ptr, mask, contiguous)?;
+        // A wrap must reach only elements that stores mask off past its modulus.
+        for (dim, w) in &view.wrapped {
+            if !self.wrap_reaches_masked_stores_only(load.results[0], *dim, &w.inner, &w.modulus, &mut cx) {
+                return None;
+            }
+        }
+        let Op::For { start, step, .. } = self.k.insts[loop_inst].op else {
+            return None;
+        };
+        let (start, step) = (cx.poly(start)?, cx.poly(step)?);
+        if start.has_atoms() || step.has_atoms() || step.as_constant().is_none_or(|s| s <= 0) {
+            return None;
+        }
+        Some(TmaBox {
+            param: view.param,
+            dims: view.dims,
+            stride: view.stride,
+            origin: view.origin,
+            start,
+            step,
+        })
+    }
+
+    /// The box store `store` writes, if it is one (module comment, with the tile's index
+    /// in place of the loop's trip count, and no wrapped dimension); `contiguous` is the
+    /// tile dimension its elements run along. For a store outside every loop: the origin's
+    /// scalars are read where the store is.
+    pub(crate) fn tma_store_box(&self, store: &Inst, contiguous: usize) -> Option<TmaBox> {
+        let Op::Store { ptr, mask, .. } = store.op else {
+            return None;
+        };
+        let mut cx = Affine::new(self, None);
+        let view = self.box_view(&mut cx, ptr, mask, contiguous)?;
+        if !view.wrapped.is_empty() {
+            return None;
+        }
+        Some(TmaBox {
+            param: view.param,
+            dims: view.dims,
+            stride: view.stride,
+            origin: view.origin,
+            start: Poly::constant(0),
+            step: Poly::constant(1),
+        })
+    }
+
+    /// The view and box of a load or store at `ptr` under `mask`, without the loop.
+    fn box_view(&self, cx: &mut Affine<'_, '_>, ptr: ValueId, mask: Option<ValueId>, contiguous: usize) -> Option<BoxView> {
         let f = cx.form(ptr)?;
         let param = f.base?;
         // The view's base must be 16-byte aligned (the specialization says so).
@@ -489,26 +555,12 @@ impl Lowerer<'_> {
         if self.divisibility(&origin[0]) * (elem.size_bytes() as u64) % 16 != 0 {
             return None;
         }
-        // A wrap must reach only elements that stores mask off past its modulus.
-        for (dim, w) in wrapped {
-            if !self.wrap_reaches_masked_stores_only(load.results[0], dim, &w.inner, &w.modulus, &mut cx) {
-                return None;
-            }
-        }
-        let Op::For { start, step, .. } = self.k.insts[loop_inst].op else {
-            return None;
-        };
-        let (start, step) = (cx.poly(start)?, cx.poly(step)?);
-        if start.has_atoms() || step.has_atoms() || step.as_constant().is_none_or(|s| s <= 0) {
-            return None;
-        }
-        Some(TmaBox {
+        Some(BoxView {
             param,
             dims,
             stride: LaunchValue::Param(stride_param),
             origin,
-            start,
-            step,
+            wrapped,
         })
     }
 

@@ -105,6 +105,18 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
                 mark(v, &mut live, &mut stack);
             }
         }
+        Stmt::TmaStore {
+            src, coords, pred, ..
+        } => {
+            for &v in [src].into_iter().chain(coords).chain(pred) {
+                mark(v, &mut live, &mut stack);
+            }
+        }
+        Stmt::BulkCommit { pred } | Stmt::BulkWaitRead { pred, .. } => {
+            if let Some(v) = *pred {
+                mark(v, &mut live, &mut stack);
+            }
+        }
         Stmt::FenceProxyAsync | Stmt::WgmmaFence | Stmt::WgmmaCommit | Stmt::WgmmaWait { .. } => {}
         Stmt::Print {
             coords,

@@ -397,6 +397,30 @@ pub enum Stmt {
         bar: MBarrier,
         pred: Option<Reg>,
     },
+    /// Where `pred` holds: starts a copy of a box of shared buffer `alloc`, from element `src`
+    /// (laid out and swizzled as [`TensorMap`] says, as [`Stmt::TmaLoad`] leaves a box), to
+    /// the box of tensor map `map` whose first element is `(coords[0], coords[1])`; elements
+    /// outside the map are not written. PTX's `cp.async.bulk.tensor.2d.global.shared::cta`
+    /// with `bulk_group` completion: the copy joins the thread's next [`Stmt::BulkCommit`]
+    /// group, reads shared memory until a [`Stmt::BulkWaitRead`] covers that group, and
+    /// sees only the writes made visible to the asynchronous proxy
+    /// ([`Stmt::FenceProxyAsync`], then a barrier). `coords[0]` times the element size must
+    /// be a multiple of 16, as for [`Stmt::TmaLoad`].
+    TmaStore {
+        map: u32,
+        alloc: u32,
+        src: Reg,
+        coords: [Reg; 2],
+        pred: Option<Reg>,
+    },
+    /// Where `pred` holds: closes the thread's [`Stmt::TmaStore`]s since the last commit into
+    /// a group (`cp.async.bulk.commit_group`).
+    BulkCommit { pred: Option<Reg> },
+    /// Where `pred` holds: waits until every committed group of the thread's
+    /// [`Stmt::TmaStore`]s has read its source, so that buffer `alloc` may be written again
+    /// (`cp.async.bulk.wait_group.read 0`). The global writes may still be in flight; they
+    /// are complete when the program ends.
+    BulkWaitRead { alloc: u32, pred: Option<Reg> },
     /// Warpgroup matrix multiply-add, PTX's `wgmma.mma_async.sync.aligned.m64nNk16.f32`
     /// with B in shared memory and A there or in registers ([`WgmmaA`]): `acc += a b` for a 64x16 `a`, a 16xN `b` (N =
     /// `n`, a multiple of 8 up to 256) and a 64xN f32 `acc`, per warpgroup (4 consecutive

@@ -294,6 +294,30 @@ impl ThreadKernel {
                     self.r(bar.index),
                     pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
                 ),
+                Stmt::TmaStore {
+                    map,
+                    alloc,
+                    src,
+                    coords,
+                    pred,
+                } => writeln!(
+                    out,
+                    "{pad}tma_store map{map}[{}, {}] = shared{alloc}[{}]{}",
+                    self.r(coords[0]),
+                    self.r(coords[1]),
+                    self.r(*src),
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
+                Stmt::BulkCommit { pred } => writeln!(
+                    out,
+                    "{pad}bulk_commit{}",
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
+                Stmt::BulkWaitRead { alloc, pred } => writeln!(
+                    out,
+                    "{pad}bulk_wait_read shared{alloc}{}",
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
                 Stmt::AsyncCommit => writeln!(out, "{pad}async_commit"),
                 Stmt::AsyncWait { pending } => writeln!(out, "{pad}async_wait {pending}"),
                 Stmt::FenceProxyAsync => writeln!(out, "{pad}fence_proxy_async"),

@@ -161,6 +161,8 @@ fn live_ranges(k: &ThreadKernel, spans: &[Span<'_>]) -> Vec<Option<(usize, usize
                 touch(*alloc);
                 touch(bar.alloc);
             }
+            // The store reads its source until the wait: the buffer lives until then.
+            Stmt::TmaStore { alloc, .. } | Stmt::BulkWaitRead { alloc, .. } => touch(*alloc),
             Stmt::MbarrierInit { bar, .. }
             | Stmt::MbarrierArriveExpectTx { bar, .. }
             | Stmt::MbarrierWait { bar, .. }

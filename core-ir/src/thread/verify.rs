@@ -539,6 +539,38 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             }
             pred(k, p)
         }
+        Stmt::TmaStore {
+            map,
+            alloc,
+            src,
+            coords,
+            pred: p,
+        } => {
+            let m = k
+                .tensor_maps
+                .get(*map as usize)
+                .ok_or_else(|| format!("tensor map {map} does not exist"))?;
+            let to = memory_elem(k, Memory::Global { param: m.param })?;
+            let from = memory_elem(k, Memory::Shared { alloc: *alloc })?;
+            if to != from {
+                return Err(format!("a TMA store from shared {from} elements to {to}"));
+            }
+            if k.shared[*alloc as usize].align < 1024 {
+                return Err(format!(
+                    "a TMA store's buffer shared{alloc} must start on a 1024-byte boundary"
+                ));
+            }
+            want(k, *src, ScalarType::I32, "TMA store source")?;
+            for &c in coords {
+                want(k, c, ScalarType::I32, "TMA coordinate")?;
+            }
+            pred(k, p)
+        }
+        Stmt::BulkCommit { pred: p } => pred(k, p),
+        Stmt::BulkWaitRead { alloc, pred: p } => {
+            memory_elem(k, Memory::Shared { alloc: *alloc })?;
+            pred(k, p)
+        }
         Stmt::AsyncCommit
         | Stmt::AsyncWait { .. }
         | Stmt::FenceProxyAsync

@@ -132,7 +132,7 @@ impl CudaGpu {
                 _ => {
                     return Err(Error::Argument {
                         kernel: name.clone(),
-                        message: format!("tensor map {j} reads parameter {p}, which got no buffer"),
+                        message: format!("tensor map {j} is over parameter {p}, which got no buffer"),
                     })
                 }
             };
