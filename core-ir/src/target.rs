@@ -36,6 +36,10 @@ pub struct Target {
     /// that the lowering proves is such a box is then fetched that way (see `lower::tma`),
     /// through a tensor map the runtime encodes at launch.
     pub tma: bool,
+    /// Where [`tma`](Self::tma) is on, whether a store of a warpgroup MMA's result that is a
+    /// box of a tensor goes through it too (a staging tile and bulk tensor stores, see
+    /// `lower::tma_store`); on by default, off to measure what it is worth.
+    pub tma_store: bool,
     /// Whether threads can copy global memory to shared memory asynchronously (`cp.async`,
     /// sm_80 and later): the loads that feed a `dot` on the tensor cores in a loop then go
     /// through a ring of [`num_stages`](Self::num_stages) buffers (see `lower::pipeline`).
@@ -94,6 +98,7 @@ impl Target {
             mma_sync: false,
             wgmma: false,
             tma: false,
+            tma_store: true,
             async_copy: false,
             num_stages: 1,
             reuse_shared: true,

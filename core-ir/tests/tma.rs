@@ -66,6 +66,23 @@ fn the_seed_s_operands_are_boxes() {
     assert_eq!(count(&tk, |s| matches!(s, Stmt::Store { mem: Memory::Global { .. }, .. })), 0);
 }
 
+#[test]
+fn without_tma_stores_the_epilogue_keeps_the_exchange() {
+    let meta = MatmulMeta::fp16(128, 256, 64);
+    let kernel = matmul(&meta).unwrap();
+    let args = row_major_matmul_args(1000, 1008, 512);
+    let target = Target {
+        tma_store: false,
+        ..hopper(8, 4, true)
+    };
+    let tk = lower(&kernel, &target, &runtime_spec(&args)).unwrap();
+    // The operands' maps only; C leaves through 16-byte global stores.
+    assert_eq!(tk.tensor_maps.len(), 2, "{:?}", tk.tensor_maps);
+    assert!(count(&tk, |s| matches!(s, Stmt::TmaLoad { .. })) > 0);
+    assert_eq!(count(&tk, |s| matches!(s, Stmt::TmaStore { .. } | Stmt::BulkWaitRead { .. })), 0);
+    assert!(count(&tk, |s| matches!(s, Stmt::Store { mem: Memory::Global { .. }, .. })) > 0);
+}
+
 use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
 use rutile_ir::seeds::{matmul_grid, Activation};
 use rutile_ir::ScalarType::{BF16, F16, F32};

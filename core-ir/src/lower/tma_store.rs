@@ -37,7 +37,7 @@ impl Lowerer<'_> {
         let Op::Store { ptr, value, .. } = inst.op else {
             return Ok(false);
         };
-        if !self.target.tma || !self.target.wgmma {
+        if !self.target.tma || !self.target.tma_store || !self.target.wgmma {
             return Ok(false);
         }
         let Some(tile) = self.tma_store_tile(inst, value) else {

@@ -304,6 +304,9 @@ impl Device for CudaGpu {
                 // With it, the tensor memory accelerator feeds the pipeline where the lowering
                 // proves an operand a box of a tensor, unless `RUTILE_TMA=0` keeps `cp.async`.
                 tma: (major, minor) == (9, 0) && hopper_enabled() && env_flag("RUTILE_TMA"),
+                // And stores a `dot`'s result tile through it, unless `RUTILE_TMA_STORE=0`
+                // keeps the exchange through shared memory and 16-byte stores.
+                tma_store: env_flag("RUTILE_TMA_STORE"),
                 // `cp.async` from sm_80: the dot's operand loads are pipelined over
                 // `num_stages` shared buffers.
                 async_copy: major >= 8,

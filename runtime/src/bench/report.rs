@@ -88,7 +88,7 @@ impl<'a> Benchmark<'a> {
     }
 
     /// Times each point in `rounds` rounds (at least 1, the default), every line once a
-    /// round in turn, and takes the median of the rounds' medians (their 20th and 80th
+    /// round in turn (each round starting one line further on), and takes the median of the rounds' medians (their 20th and 80th
     /// percentiles likewise). Lines compared with each other, such as a kernel and its
     /// library baseline, then run interleaved, so that a clock or temperature drift during
     /// the sweep falls on all of them alike rather than on whichever runs last.
@@ -190,8 +190,12 @@ impl<'a> Benchmark<'a> {
             let work = self.work.as_ref().map_or(0.0, |w| w(x));
             // Each line's times, round by round; a line stops at its first error.
             let mut rounds: Vec<Result<Vec<Stats>, String>> = vec![Ok(Vec::new()); self.lines.len()];
-            for _ in 0..self.rounds {
-                for (i, (name, provider)) in self.lines.iter_mut().enumerate() {
+            let n = self.lines.len();
+            for round in 0..self.rounds {
+                // Each round starts one line further on, so that no line always runs right
+                // after the same one (after a heavy baseline, say, on a hot card).
+                for i in (0..n).map(|j| (j + round) % n) {
+                    let (name, provider) = &mut self.lines[i];
                     progress.step(format!("{name}, {} = {}", self.x_name, format_x(x)));
                     if let Ok(times) = &mut rounds[i] {
                         match provider(x) {
