@@ -9,6 +9,9 @@
 //!
 //! `STUDY_REPS=N` sets the timed runs per point (40 by default); `STUDY_PROFILE=1` instead
 //! launches each schedule and cuBLAS twice at 4096³ and nothing else, for a profiler.
+//! `STUDY_SQUARE=S` instead times each schedule and cuBLAS at S³ in five rounds, each
+//! starting one line further on, and prints the median of the rounds: whether the
+//! schedules differ there by more than the rounds spread.
 
 use half::f16;
 use rutile::bench::{do_bench, CacheFlush, FlushMode};
@@ -41,6 +44,60 @@ fn fit(points: &[(f64, f64)]) -> (f64, f64) {
     (my - b * mx, b)
 }
 
+/// The schedules and cuBLAS at `s`³, in interleaved rounds (module comment).
+fn square(dev: &dyn Device, cublas: &Cublas, flush: &CacheFlush, s: usize, reps: usize) -> rutile::Result<()> {
+    const ROUNDS: usize = 5;
+    let mut rng = Rng::new(11);
+    let mut operand = || -> rutile::Result<_> {
+        let v: Vec<f16> = rng.f32s(s * s, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
+        dev.upload(&v)
+    };
+    let (a, b) = (operand()?, operand()?);
+    let c = dev.zeros::<f16>(s * s)?;
+    let meta = seeds::MatmulMeta::fp16(BLOCK.0, BLOCK.1, BLOCK.2);
+    let kernel = seeds::matmul(&meta)?;
+    let tiles = seeds::matmul_grid(&meta, s as u32, s as u32);
+    let mut args = vec![(&a).into(), (&b).into(), (&c).into()];
+    args.extend(seeds::matmul_row_major_args(s, s, s).map(rutile::Arg::I32));
+    let lines = SCHEDULES.len() + 1;
+    let mut times = vec![Vec::new(); lines];
+    for round in 0..ROUNDS {
+        for i in (0..lines).map(|j| (j + round) % lines) {
+            let t = match SCHEDULES.get(i) {
+                Some(&(_, stages, persistent, ws)) => {
+                    let config = LaunchConfig::grid1(tiles)
+                        .num_warps(8)
+                        .num_stages(stages)
+                        .persistent(persistent)
+                        .warp_specialize(ws);
+                    do_bench(dev, Some(flush), 3, reps, &mut || dev.launch(&kernel, &config, &args))?
+                }
+                None => do_bench(dev, Some(flush), 3, reps, &mut || cublas.matmul(&a, &b, &c, (s, s, s)))?,
+            };
+            times[i].push(t.median_ms);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let tflops = |ms: f64| 2.0 * (s as f64).powi(3) / ms / 1e9;
+    let cublas_ms = median(&mut times[lines - 1].clone());
+    println!("{s}³, median of {ROUNDS} interleaved rounds (their range):");
+    for (i, t) in times.iter_mut().enumerate() {
+        let name = SCHEDULES.get(i).map_or("cuBLAS", |s| s.0);
+        let m = median(t);
+        println!(
+            "{name:42} {:7.1} TFLOPS ({:.1}..{:.1})  {:5.1}% of cuBLAS",
+            tflops(m),
+            tflops(t[t.len() - 1]),
+            tflops(t[0]),
+            100.0 * cublas_ms / m
+        );
+    }
+    Ok(())
+}
+
 fn main() -> rutile::Result<()> {
     let reps: usize = std::env::var("STUDY_REPS").ok().and_then(|s| s.parse().ok()).unwrap_or(40);
     let profile = std::env::var("STUDY_PROFILE").is_ok_and(|v| v == "1");
@@ -50,6 +107,9 @@ fn main() -> rutile::Result<()> {
     println!("device: {}", dev.properties().name);
     let sms = dev.properties().multiprocessors.unwrap_or(132) as f64;
     let flush = CacheFlush::new(dev, FlushMode::Copy)?;
+    if let Some(s) = std::env::var("STUDY_SQUARE").ok().and_then(|s| s.parse().ok()) {
+        return square(dev, &cublas, &flush, s, reps);
+    }
     let mut rng = Rng::new(7);
     let kmax = *KS.last().unwrap();
     let ks: &[usize] = if profile { &[kmax] } else { &KS };
