@@ -473,7 +473,7 @@ fn matmul_schedules_pass_ptxas() {
         }
         for (persistent, warp_specialize) in [(true, false), (false, true), (true, true)] {
             // The persistent warp-specialized ring holds one stage less: it cannot share its
-            // bytes with the epilogue's exchange, which runs while the producer fills it.
+            // bytes with the epilogue's staging tile, written while the producer fills it.
             let stages = if warp_specialize && persistent {
                 stages.min(3)
             } else {
@@ -503,6 +503,9 @@ fn matmul_schedules_pass_ptxas() {
             assert_eq!(t.persistent.is_some(), persistent, "{label}");
             let (ptx, resources) = assemble(&label, &t, 90);
             assert!(ptx.contains("cp.async.bulk.tensor.2d"), "{label}");
+            // The f16 result tile leaves through bulk tensor stores, waited for by their reads.
+            assert!(ptx.contains("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), "{label}");
+            assert!(ptx.contains("cp.async.bulk.wait_group.read 0"), "{label}");
             assert_eq!(ptx.contains(".maxntid 384, 1, 1"), warp_specialize, "{label}");
             for needed in [
                 "setmaxnreg.dec.sync.aligned.u32 40",
