@@ -400,16 +400,25 @@ fn matmul_on_the_tensor_cores_passes_ptxas() {
 /// them on an H100: `dot` on warpgroup MMAs (`wgmma`, sm_90a) where the warps make whole
 /// warpgroups, `mma.sync` elsewhere, operands pipelined over `num_stages` buffers, fed by
 /// the tensor memory accelerator (`cp.async.bulk.tensor`) where `wgmma` reads them, and by
-/// `cp.async` without it (`RUTILE_TMA=0`). Each passes ptxas for sm_90a without spilling
+/// `cp.async` without it (`RUTILE_TMA=0`); with TMA, f16 and f32 results both leave by
+/// bulk tensor stores. Each passes ptxas for sm_90a without spilling
 /// (`cargo test -p rutile-ptx --test seeds warpgroup -- --nocapture` prints registers and
 /// shared memory).
 #[test]
 fn matmul_on_warpgroup_mmas_passes_ptxas() {
     let configs = seeds::MATMUL_CONFIGS;
     let mut spilling = Vec::new();
-    for tma in [true, false] {
+    for (tma, output) in [
+        (true, ScalarType::F16),
+        (true, ScalarType::F32),
+        (false, ScalarType::F16),
+    ] {
         for (bm, bn, bk, stages, warps) in configs {
-            let kernel = seeds::matmul(&seeds::MatmulMeta::fp16(bm, bn, bk)).unwrap();
+            let meta = seeds::MatmulMeta {
+                output,
+                ..seeds::MatmulMeta::fp16(bm, bn, bk)
+            };
+            let kernel = seeds::matmul(&meta).unwrap();
             let target = Target {
                 mma_sync: true,
                 wgmma: true,
@@ -422,7 +431,9 @@ fn matmul_on_warpgroup_mmas_passes_ptxas() {
                 equal_to_1: (0..kernel.params.len()).map(|i| [7, 9, 11].contains(&i)).collect(),
                 ..Specialization::all(kernel.params.len())
             };
-            let label = format!("matmul {bm}x{bn}x{bk}, {warps} warps, {stages} stages, warpgroup MMAs, TMA {tma}");
+            let label = format!(
+                "matmul {bm}x{bn}x{bk}, {warps} warps, {stages} stages, warpgroup MMAs, TMA {tma}, {output:?} out"
+            );
             let t =
                 rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
             let (ptx, resources) = assemble(&label, &t, 90);
@@ -439,6 +450,10 @@ fn matmul_on_warpgroup_mmas_passes_ptxas() {
             // warpgroup MMA's row order), so no `cp.async` is left.
             let async_copies = ptx.contains("cp.async.ca") || ptx.contains("cp.async.cg");
             assert_eq!(async_copies, !bulk, "{label}: cp.async");
+            let bulk_store = ptx.contains("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group");
+            // Where the result's rows are whole 128-byte column blocks.
+            let blocks = bn * output.size_bytes() as u32 % 128 == 0;
+            assert_eq!(bulk_store, tma && whole_warpgroups && blocks, "{label}: TMA stores");
             if let Some(r) = resources.filter(|r| r.spilled > 0) {
                 spilling.push(format!("{label}: {} bytes", r.spilled));
             }
@@ -504,7 +519,10 @@ fn matmul_schedules_pass_ptxas() {
             let (ptx, resources) = assemble(&label, &t, 90);
             assert!(ptx.contains("cp.async.bulk.tensor.2d"), "{label}");
             // The f16 result tile leaves through bulk tensor stores, waited for by their reads.
-            assert!(ptx.contains("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), "{label}");
+            assert!(
+                ptx.contains("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"),
+                "{label}"
+            );
             assert!(ptx.contains("cp.async.bulk.wait_group.read 0"), "{label}");
             assert_eq!(ptx.contains(".maxntid 384, 1, 1"), warp_specialize, "{label}");
             for needed in [

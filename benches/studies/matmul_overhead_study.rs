@@ -99,7 +99,10 @@ fn square(dev: &dyn Device, cublas: &Cublas, flush: &CacheFlush, s: usize, reps:
 }
 
 fn main() -> rutile::Result<()> {
-    let reps: usize = std::env::var("STUDY_REPS").ok().and_then(|s| s.parse().ok()).unwrap_or(40);
+    let reps: usize = std::env::var("STUDY_REPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
     let profile = std::env::var("STUDY_PROFILE").is_ok_and(|v| v == "1");
     let gpu = CudaGpu::open(0)?;
     let cublas = Cublas::new(&gpu)?;

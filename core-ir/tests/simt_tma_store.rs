@@ -131,7 +131,11 @@ fn a_box_is_stored_unswizzled_and_clipped_to_the_view() {
                 } else {
                     f16::ZERO
                 };
-                assert_eq!(out[(yy * STRIDE + xx) as usize], want, "box at ({x}, {y}), element ({xx}, {yy})");
+                assert_eq!(
+                    out[(yy * STRIDE + xx) as usize],
+                    want,
+                    "box at ({x}, {y}), element ({xx}, {yy})"
+                );
             }
         }
     }

@@ -56,14 +56,27 @@ fn the_seed_s_operands_are_boxes() {
     let c = tk.tensor_maps[2];
     assert_eq!(
         (c.param, c.dims, c.stride),
-        (2, [LaunchValue::Param(4), LaunchValue::Param(3)], LaunchValue::Param(10))
+        (
+            2,
+            [LaunchValue::Param(4), LaunchValue::Param(3)],
+            LaunchValue::Param(10)
+        )
     );
     assert_eq!((c.box_dims, c.swizzle), ([64, 128], 128));
     assert!(count(&tk, |s| matches!(s, Stmt::TmaLoad { .. })) > 0);
     assert_eq!(count(&tk, |s| matches!(s, Stmt::AsyncCopy { .. })), 0);
     assert_eq!(count(&tk, |s| matches!(s, Stmt::TmaStore { .. })), 4);
     assert_eq!(count(&tk, |s| matches!(s, Stmt::BulkWaitRead { .. })), 1);
-    assert_eq!(count(&tk, |s| matches!(s, Stmt::Store { mem: Memory::Global { .. }, .. })), 0);
+    assert_eq!(
+        count(&tk, |s| matches!(
+            s,
+            Stmt::Store {
+                mem: Memory::Global { .. },
+                ..
+            }
+        )),
+        0
+    );
 }
 
 #[test]
@@ -79,8 +92,19 @@ fn without_tma_stores_the_epilogue_keeps_the_exchange() {
     // The operands' maps only; C leaves through 16-byte global stores.
     assert_eq!(tk.tensor_maps.len(), 2, "{:?}", tk.tensor_maps);
     assert!(count(&tk, |s| matches!(s, Stmt::TmaLoad { .. })) > 0);
-    assert_eq!(count(&tk, |s| matches!(s, Stmt::TmaStore { .. } | Stmt::BulkWaitRead { .. })), 0);
-    assert!(count(&tk, |s| matches!(s, Stmt::Store { mem: Memory::Global { .. }, .. })) > 0);
+    assert_eq!(
+        count(&tk, |s| matches!(s, Stmt::TmaStore { .. } | Stmt::BulkWaitRead { .. })),
+        0
+    );
+    assert!(
+        count(&tk, |s| matches!(
+            s,
+            Stmt::Store {
+                mem: Memory::Global { .. },
+                ..
+            }
+        )) > 0
+    );
 }
 
 use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
@@ -133,28 +157,28 @@ fn matmul_through_tma_matches_the_interpreter() {
     let t = |warps, stages| hopper(warps, stages, true);
     assert_eq!(
         check(&f32_out(128, 256, 64), (200, 272, 192), false, &t(8, 4), &mut rng, 1e-5),
-        2
+        3
     );
     assert_eq!(
         check(&f32_out(128, 256, 64), (130, 256, 80), false, &t(8, 4), &mut rng, 1e-5),
-        2
+        3
     );
     assert_eq!(
         check(&f32_out(64, 128, 32), (100, 144, 96), false, &t(4, 3), &mut rng, 1e-5),
-        2
+        3
     );
     assert_eq!(
         check(&f32_out(128, 128, 64), (128, 128, 32), false, &t(8, 2), &mut rng, 1e-5),
-        2
+        3
     );
     let relu = MatmulMeta {
         activation: Some(Activation::LeakyRelu),
         ..MatmulMeta::fp16(128, 128, 64)
     };
     assert_eq!(check(&relu, (130, 160, 208), false, &t(8, 4), &mut rng, 2e-3), 3);
-    // f16 results (the seed's own) are stored through TMA: ragged M and N, the staging
-    // tile's boxes clipped to the tensor; f32 ones above keep the exchange (a thread's
-    // columns span two 16-byte chunks of f32, which the staging writes do not split).
+    // Results are stored through TMA, f32 ones above (a thread's columns span two 16-byte
+    // chunks, its own chunk entering the swizzle) and f16 ones (the seed's own): ragged M
+    // and N, the staging tile's boxes clipped to the tensor.
     let f16_out = MatmulMeta::fp16(128, 256, 64);
     assert_eq!(check(&f16_out, (200, 272, 192), false, &t(8, 4), &mut rng, 2e-3), 3);
     assert_eq!(check(&f16_out, (130, 272, 80), false, &t(8, 3), &mut rng, 2e-3), 3);
@@ -164,10 +188,10 @@ fn matmul_through_tma_matches_the_interpreter() {
         input: BF16,
         ..f32_out(64, 64, 32)
     };
-    assert_eq!(check(&bf, (96, 80, 112), false, &t(4, 3), &mut rng, 1e-5), 2);
+    assert_eq!(check(&bf, (96, 80, 112), false, &t(4, 3), &mut rng, 1e-5), 3);
     assert_eq!(
         check(&f32_out(64, 64, 32), (96, 80, 64), true, &t(4, 3), &mut rng, 1e-5),
-        2
+        3
     );
 }
 
@@ -181,12 +205,13 @@ fn loads_that_are_not_boxes_keep_async_copies() {
         output: F32,
         ..MatmulMeta::fp16(64, 64, 32)
     };
-    // K = 72: A's rows (stride K) are not known to be 16-element multiples; B's (stride N) are.
+    // K = 72: A's rows (stride K) are not known to be 16-element multiples; B's and C's
+    // (stride N) are, so B is loaded and C stored through TMA.
     assert_eq!(
         check(&meta, (70, 64, 72), false, &hopper(4, 3, true), &mut rng, 1e-5),
-        1
+        2
     );
-    // N = 72 as well: neither.
+    // N = 72 as well: none of them.
     assert_eq!(
         check(&meta, (70, 72, 72), false, &hopper(4, 3, true), &mut rng, 1e-5),
         0
@@ -263,8 +288,9 @@ fn map_params(kernel: &rutile_ir::Kernel) -> Vec<u32> {
 /// mixes them in.
 #[test]
 fn wrapped_columns_are_boxes_only_where_stores_mask_them() {
-    // A (param 0), its rows masked by `< M`, is a box in each.
-    assert_eq!(map_params(&matmul_with_b_columns(true, 0, "masked")), vec![0, 1]);
+    // A (param 0), its rows masked by `< M`, is a box in each; C (param 2) where its store
+    // masks rows and columns.
+    assert_eq!(map_params(&matmul_with_b_columns(true, 0, "masked")), vec![0, 1, 2]);
     assert_eq!(map_params(&matmul_with_b_columns(true, 0, "unmasked")), vec![0]);
     assert_eq!(map_params(&matmul_with_b_columns(true, 0, "sum")), vec![0]);
 }
@@ -273,6 +299,6 @@ fn wrapped_columns_are_boxes_only_where_stores_mask_them() {
 /// B's columns from 4 halves (8 bytes) on keep `cp.async`, from 8 (16 bytes) take TMA.
 #[test]
 fn box_origins_are_16_byte_aligned() {
-    assert_eq!(map_params(&matmul_with_b_columns(false, 8, "masked")), vec![0, 1]);
-    assert_eq!(map_params(&matmul_with_b_columns(false, 4, "masked")), vec![0]);
+    assert_eq!(map_params(&matmul_with_b_columns(false, 8, "masked")), vec![0, 1, 2]);
+    assert_eq!(map_params(&matmul_with_b_columns(false, 4, "masked")), vec![0, 2]);
 }

@@ -122,7 +122,8 @@ impl From<(u32, u32)> for Launch {
     }
 }
 
-/// One f16 or bf16 case (`meta.input`) within `bound` of `want`, or a panic naming it.
+/// One f16 or bf16 case (`meta.input`; `meta.output` the same or f32) within `bound` of
+/// `want`, or a panic naming it.
 #[allow(clippy::too_many_arguments)]
 fn check_case(
     d: &dyn Device,
@@ -141,9 +142,10 @@ fn check_case(
         warp_specialize,
     } = launch;
     let case = format!(
-        "{}: {m}x{n}x{k} {} A {:?} B {:?} leaky_relu {}, {}x{}x{} w{warps} s{stages}{}{}",
+        "{}: {m}x{n}x{k} {} -> {} A {:?} B {:?} leaky_relu {}, {}x{}x{} w{warps} s{stages}{}{}",
         d.id(),
         meta.input,
+        meta.output,
         orders.0,
         orders.1,
         meta.activation.is_some(),
@@ -153,9 +155,11 @@ fn check_case(
         if persistent { " persistent" } else { "" },
         if warp_specialize { " warp-specialized" } else { "" },
     );
-    let run = match meta.input {
-        ScalarType::BF16 => relative_error::<bf16>,
-        _ => relative_error::<f16>,
+    let run = match (meta.input, meta.output) {
+        (ScalarType::BF16, ScalarType::F32) => relative_error::<bf16, f32>,
+        (ScalarType::BF16, _) => relative_error::<bf16, bf16>,
+        (_, ScalarType::F32) => relative_error::<f16, f32>,
+        _ => relative_error::<f16, f16>,
     };
     let err = run(d, meta, launch, inputs, (m, n, k), orders, want).unwrap_or_else(|e| panic!("{case}: {e}"));
     assert!(
@@ -164,9 +168,9 @@ fn check_case(
     );
 }
 
-/// One case: the kernel of `meta` (inputs and output of type `T`) on `d` launched as
-/// `config`; the relative Frobenius error against `want`.
-fn relative_error<T: Input>(
+/// One case: the kernel of `meta` (inputs of type `T`, output of type `U`) on `d` launched
+/// as `config`; the relative Frobenius error against `want`.
+fn relative_error<T: Input, U: Input>(
     d: &dyn Device,
     meta: &MatmulMeta,
     config: impl Into<Launch>,
@@ -175,7 +179,7 @@ fn relative_error<T: Input>(
     orders: (Order, Order),
     want: &[f64],
 ) -> rutile::Result<f64> {
-    let got = run_matmul::<T>(d, meta, config, inputs, shape, orders)?;
+    let got = run_matmul::<T, U>(d, meta, config, inputs, shape, orders)?;
     Ok(frobenius(&got, want))
 }
 
@@ -189,8 +193,9 @@ fn frobenius(got: &[f64], want: &[f64]) -> f64 {
     (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
 }
 
-/// The kernel of `meta` (inputs and output of type `T`) on `d` launched as `config`: C.
-fn run_matmul<T: Input>(
+/// The kernel of `meta` (inputs of type `T`, output of type `U`) on `d` launched as
+/// `config`: C.
+fn run_matmul<T: Input, U: Input>(
     d: &dyn Device,
     meta: &MatmulMeta,
     config: impl Into<Launch>,
@@ -203,7 +208,7 @@ fn run_matmul<T: Input>(
     let typed = |x: &[f64]| x.iter().map(|&v| T::from(v)).collect::<Vec<T>>();
     let (ab, bb) = (d.upload(&typed(&a_s))?, d.upload(&typed(&b_s))?);
     // Poisoned: an element the kernel does not write fails the check.
-    let cb = d.upload(&typed(&vec![f64::NAN; m * n]))?;
+    let cb = d.upload(&vec![U::from(f64::NAN); m * n])?;
     let ints = [m, n, k, sam, sak, sbk, sbn, n, 1].map(|v| rutile::Arg::I32(v as i32));
     let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
     args.extend(ints);
@@ -215,7 +220,7 @@ fn run_matmul<T: Input>(
         .persistent(launch.persistent)
         .warp_specialize(launch.warp_specialize);
     d.launch(&kernel, &config, &args)?;
-    Ok(d.download(&cb)?.into_iter().map(T::to).collect())
+    Ok(d.download(&cb)?.into_iter().map(U::to).collect())
 }
 
 #[test]
@@ -299,12 +304,14 @@ fn gpu_matmul_on_the_acceptance_shapes() {
 /// both (Hopper: a producer warpgroup feeding the consumers through TMA; elsewhere the
 /// hint leaves the kernel as it is). Ragged, skinny and many-tiled shapes (more tiles than
 /// programs, so that each persistent program walks several), f16 and bf16, row- and
-/// column-major operands, leaky ReLU.
+/// column-major operands, leaky ReLU; and f32 results of the same inputs in every schedule,
+/// the plain one too (on Hopper stored through TMA, a thread's columns spanning two 16-byte
+/// chunks of the staging tile).
 #[test]
 fn gpu_matmul_schedules() {
     let (_turn, devices) = devices();
     let configs = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 3), (64, 64, 32, 4, 4)];
-    let schedules = [(true, false), (false, true), (true, true)];
+    let schedules = [(true, false), (false, true), (true, true), (false, false)];
     let shapes = [
         (1000, 3000, 77),
         (17, 33, 129),
@@ -318,11 +325,20 @@ fn gpu_matmul_schedules() {
             for input in [ScalarType::F16, ScalarType::BF16] {
                 let mut rng = Rng::new(700 + si as u64);
                 let (a, b) = (random(&mut rng, m * k, input), random(&mut rng, k * n, input));
-                let bound = if input == ScalarType::BF16 { 8e-3 } else { 1.5e-3 };
-                for with_relu in [false, true] {
+                for (with_relu, output) in [(false, input), (true, input), (true, ScalarType::F32)] {
+                    // The output's rounding (f32's far below the accumulation's).
+                    let bound = match output {
+                        ScalarType::F32 => 1e-4,
+                        ScalarType::BF16 => 8e-3,
+                        _ => 1.5e-3,
+                    };
                     let want = reference(&a, &b, shape, with_relu);
                     for (ci, &(bm, bn, bk, warps, stages)) in configs.iter().enumerate() {
-                        for &(persistent, warp_specialize) in &schedules {
+                        // The plain schedule is the acceptance test's, but for f32 results.
+                        let plain = output == ScalarType::F32;
+                        for &(persistent, warp_specialize) in
+                            schedules.iter().filter(|s| plain || **s != (false, false))
+                        {
                             let orders = match (ci + si) % 3 {
                                 0 => (Order::Row, Order::Row),
                                 1 => (Order::Col, Order::Row),
@@ -330,7 +346,7 @@ fn gpu_matmul_schedules() {
                             };
                             let meta = MatmulMeta {
                                 input,
-                                output: input,
+                                output,
                                 activation: with_relu.then_some(Activation::LeakyRelu),
                                 ..MatmulMeta::fp16(bm, bn, bk)
                             };
@@ -396,7 +412,7 @@ fn gpu_tf32_matmul_within_the_operand_rounding() {
                 let want = reference(&a, &b, shape, false);
                 let row = (Order::Row, Order::Row);
                 let interpreted =
-                    run_matmul::<f32>(&cpu, &tf32_meta(configs[0]), (1, 1), (&a, &b), shape, row).unwrap();
+                    run_matmul::<f32, f32>(&cpu, &tf32_meta(configs[0]), (1, 1), (&a, &b), shape, row).unwrap();
                 (a, b, want, interpreted)
             });
             let (a, b, want, interpreted) = (&*a, &*b, &*want, &*interpreted);
@@ -433,7 +449,7 @@ fn gpu_tf32_matmul_within_the_operand_rounding() {
                         orders.0,
                         orders.1
                     );
-                    let got = run_matmul::<f32>(d.as_ref(), &meta, (warps, stages), (&a, &b), shape, orders)
+                    let got = run_matmul::<f32, f32>(d.as_ref(), &meta, (warps, stages), (&a, &b), shape, orders)
                         .unwrap_or_else(|e| panic!("{case}: {e}"));
                     let (err, off) = (frobenius(&got, &want), frobenius(&got, &interpreted));
                     println!("{case}: relative Frobenius error {err:.2e}, {off:.1e} from the interpreter");

@@ -319,9 +319,9 @@ impl Scan {
                 | Stmt::NamedBarrier { .. }
                 | Stmt::SetMaxRegisters { .. }
                 | Stmt::TmaLoad { .. }
-            | Stmt::TmaStore { .. }
-            | Stmt::BulkCommit { .. }
-            | Stmt::BulkWaitRead { .. } => {
+                | Stmt::TmaStore { .. }
+                | Stmt::BulkCommit { .. }
+                | Stmt::BulkWaitRead { .. } => {
                     if err.is_none() {
                         *err = Some(SpirvError::Unsupported {
                             kernel: k.name.clone(),

@@ -85,7 +85,10 @@ impl Sim<'_> {
                 return Err(fault(FaultKind::Misaligned, t, message));
             }
             if (cx[t] * eb) % 16 != 0 {
-                let message = format!("a TMA store's box starts at column {}, not on a 16-byte boundary", cx[t]);
+                let message = format!(
+                    "a TMA store's box starts at column {}, not on a 16-byte boundary",
+                    cx[t]
+                );
                 return Err(fault(FaultKind::Misaligned, t, message));
             }
             let (mut shared_at, mut global_at) = (Vec::new(), Vec::new());
@@ -120,7 +123,10 @@ impl Sim<'_> {
                         fault(f.kind, t, message)
                     })?;
                     self.touch(Space::Global { param }, offset, t, Access::Write { same: false })?;
-                    shared_at.push(Pointer { param: alloc, offset: at });
+                    shared_at.push(Pointer {
+                        param: alloc,
+                        offset: at,
+                    });
                     global_at.push(Pointer { param, offset });
                 }
             }

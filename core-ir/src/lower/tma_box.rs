@@ -459,7 +459,13 @@ impl Lowerer<'_> {
     }
 
     /// The view and box of a load or store at `ptr` under `mask`, without the loop.
-    fn box_view(&self, cx: &mut Affine<'_, '_>, ptr: ValueId, mask: Option<ValueId>, contiguous: usize) -> Option<BoxView> {
+    fn box_view(
+        &self,
+        cx: &mut Affine<'_, '_>,
+        ptr: ValueId,
+        mask: Option<ValueId>,
+        contiguous: usize,
+    ) -> Option<BoxView> {
         let f = cx.form(ptr)?;
         let param = f.base?;
         // The view's base must be 16-byte aligned (the specialization says so).

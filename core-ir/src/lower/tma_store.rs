@@ -52,7 +52,7 @@ impl Lowerer<'_> {
         let src = self.lval(value)?;
         let elem = self.k.elem_scalar(value);
         let map = src.layout.map(self.k.ty(value).shape);
-        let Some(writes) = staging_writes(&src.layout, &map, &tile) else {
+        let Some(Staging { writes, thread_chunks }) = staging_writes(&src.layout, &map, &tile) else {
             return Ok(false);
         };
 
@@ -70,18 +70,31 @@ impl Lowerer<'_> {
             ..SharedAlloc::new(elem, tile.len())
         });
 
-        // The thread's part of every index: `row_base * block_cols + col_base`, plus the
-        // swizzled chunk `(c ^ row_base % 8) * vec` for each chunk `c` its registers use,
-        // computed here rather than in the prologue so that nothing lives across the loop.
+        // The thread's part of every index: `row_base * block_cols + col_base % vec`, plus
+        // the swizzled chunk `(c ^ col_base / vec ^ row_base % 8) * vec` for each chunk `c`
+        // its registers use (`c` and the thread's chunk have no bit in common, so their sum
+        // is their XOR), computed here rather than in the prologue so that nothing lives
+        // across the loop.
         self.emit(Stmt::Barrier);
         let i32t = ScalarType::I32;
         let row_base = self.coord(&map, 0, 0);
         let col_base = self.coord(&map, 0, 1);
         let bc = self.i32c(tile.block_cols as i64);
         let line = self.set(i32t, Expr::Binary(BinaryOp::Mul, row_base, bc));
-        let thread_at = self.set(i32t, Expr::Binary(BinaryOp::Add, line, col_base));
         let seven = self.i32c(tile.max_phase as i64 - 1);
-        let phase = self.set(i32t, Expr::Binary(BinaryOp::And, row_base, seven));
+        let row_phase = self.set(i32t, Expr::Binary(BinaryOp::And, row_base, seven));
+        let (thread_at, phase) = if thread_chunks {
+            let low = self.i32c(tile.vec as i64 - 1);
+            let within = self.set(i32t, Expr::Binary(BinaryOp::And, col_base, low));
+            let shift = self.i32c(tile.vec.trailing_zeros() as i64);
+            let chunk = self.set(i32t, Expr::Binary(BinaryOp::Shr, col_base, shift));
+            (
+                self.set(i32t, Expr::Binary(BinaryOp::Add, line, within)),
+                self.set(i32t, Expr::Binary(BinaryOp::Xor, row_phase, chunk)),
+            )
+        } else {
+            (self.set(i32t, Expr::Binary(BinaryOp::Add, line, col_base)), row_phase)
+        };
         let mut chunk_at = std::collections::HashMap::new();
         for w in &writes {
             if let std::collections::hash_map::Entry::Vacant(e) = chunk_at.entry(w.chunk) {
@@ -223,19 +236,41 @@ struct StagingWrite {
     constant: u32,
 }
 
+/// How a thread's registers go into the staging tile.
+struct Staging {
+    writes: Vec<StagingWrite>,
+    /// Whether the thread's columns reach past its first 16-byte chunk (f32 results: a
+    /// warpgroup MMA thread's 2-column pieces of 4 lanes span 8 columns, two chunks), so
+    /// that its own chunk enters the swizzle.
+    thread_chunks: bool,
+}
+
 /// The stores that put `map`'s registers into `tile` (a 128-byte swizzled tile of column
 /// blocks), with each index split into the thread's part and constants, where the layout
 /// allows it: every register's row offset a multiple of the swizzle's 8 rows (so a row's
-/// phase is its thread's), and the thread's columns within one 16-byte chunk of every
-/// register's (so the chunk and column block are the register's). `None` otherwise.
-fn staging_writes(layout: &crate::layout::Layout, map: &crate::layout::RegisterMap, tile: &SwizzledTile) -> Option<Vec<StagingWrite>> {
+/// phase is its thread's); each register's columns, whatever the thread's place in its
+/// chunk, within one 16-byte chunk; the thread's chunk and the register's sharing no bit
+/// (so that the chunk is their XOR), and the thread's columns within one column block (so
+/// that the block is the register's). `None` otherwise.
+fn staging_writes(
+    layout: &crate::layout::Layout,
+    map: &crate::layout::RegisterMap,
+    tile: &SwizzledTile,
+) -> Option<Staging> {
     let b = layout.blocked;
     if b.rank != 2 || map.offsets(0)[..2] != [0, 0] || tile.per_phase != 1 || tile.max_phase != 8 {
         return None;
     }
     let spt = b.size_per_thread[1];
-    // The thread's column base is a multiple of `spt` below `span`.
+    // The thread's column base is a multiple of `spt` below `span` (powers of two all).
     let span = b.threads_per_warp[1] * b.warps_per_cta[1] * spt;
+    if span > tile.block_cols || tile.vec % spt != 0 {
+        return None;
+    }
+    // The largest place in its chunk a thread's column base takes, and the bits its chunk
+    // can have.
+    let last_within = span.min(tile.vec) - spt;
+    let chunk_bits = span.max(tile.vec) / tile.vec - 1;
     let mut writes = Vec::new();
     let mut i = 0;
     while i < map.len {
@@ -243,17 +278,21 @@ fn staging_writes(layout: &crate::layout::Layout, map: &crate::layout::RegisterM
         let (ro, co) = (o[0], o[1]);
         let pair = i + 1 < map.len && spt % 2 == 0 && co % 2 == 0 && map.offsets(i + 1)[..2] == [ro, co + 1];
         let width = if pair { 2 } else { 1 };
-        if ro % 8 != 0 || (span - spt) + co % tile.vec + width as u32 > tile.vec {
+        let (block, in_block) = (co / tile.block_cols, co % tile.block_cols);
+        let chunk = in_block / tile.vec;
+        if ro % 8 != 0 || last_within + co % tile.vec + width as u32 > tile.vec || chunk & chunk_bits != 0 {
             return None;
         }
-        let (block, in_block) = (co / tile.block_cols, co % tile.block_cols);
         writes.push(StagingWrite {
             first: i,
             width,
-            chunk: in_block / tile.vec,
+            chunk,
             constant: block * tile.rows * tile.block_cols + ro * tile.block_cols + co % tile.vec,
         });
         i += width;
     }
-    Some(writes)
+    Some(Staging {
+        writes,
+        thread_chunks: chunk_bits != 0,
+    })
 }

@@ -105,9 +105,7 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
                 mark(v, &mut live, &mut stack);
             }
         }
-        Stmt::TmaStore {
-            src, coords, pred, ..
-        } => {
+        Stmt::TmaStore { src, coords, pred, .. } => {
             for &v in [src].into_iter().chain(coords).chain(pred) {
                 mark(v, &mut live, &mut stack);
             }
