@@ -38,7 +38,7 @@ use super::{fault, Access, Sim, SimFault, Track};
 use crate::interp::error::{FaultKind, InterpError};
 use crate::interp::memory;
 use crate::interp::tensor::{Data, Pointer};
-use crate::thread::{LaunchValue, MBarrier, Memory as Space, Reg};
+use crate::thread::{LaunchValue, MBarrier, Memory as Space, Reg, TensorMap};
 use crate::types::ScalarType;
 use std::collections::BTreeMap;
 
@@ -117,6 +117,19 @@ fn bar_name(alloc: u32, index: i64) -> String {
 /// with the address bits from 7 up, as many as `swizzle / 16` chunks need.
 pub(super) fn swizzled(l: u64, swizzle: u32) -> u64 {
     l ^ (((l >> 7) & (swizzle as u64 / 16 - 1)) << 4)
+}
+
+/// A tensor map as one launch sees it (`Sim::launched_map`).
+pub(super) struct LaunchedMap {
+    pub m: TensorMap,
+    /// The pointer parameter it views, and the element its pointer is at.
+    pub param: u32,
+    pub base: i64,
+    pub elem: ScalarType,
+    /// Bytes an element.
+    pub eb: i64,
+    pub dims: [i64; 2],
+    pub stride: i64,
 }
 
 impl Sim<'_> {
@@ -265,6 +278,42 @@ impl Sim<'_> {
         Ok(())
     }
 
+    /// Tensor map `map` in this launch, for `what` (a copy or a store) between it and shared
+    /// buffer `alloc`, checked as the runtime's encoding of the map requires
+    /// (`cuTensorMapEncodeTiled`); faults name thread `first`.
+    pub(super) fn launched_map(&self, map: u32, alloc: u32, first: usize, what: &str) -> Result<LaunchedMap, SimFault> {
+        let m = self.k.tensor_maps[map as usize];
+        let (param, base, elem) = self.space(Space::Global { param: m.param });
+        let shared = self.k.shared[alloc as usize].elem;
+        if shared != elem {
+            let message = format!("{what} between {elem} elements and shared{alloc} of {shared}");
+            return Err(fault(FaultKind::InvalidIr, first, message));
+        }
+        let eb = elem.size_bytes() as i64;
+        let [d0, d1, stride] = [m.dims[0], m.dims[1], m.stride].map(|v| self.launch_value(v));
+        if d0 <= 0 || d1 <= 0 || stride <= 0 {
+            let message = format!("tensor map {map} has dims {d0} x {d1} and stride {stride} (all positive)");
+            return Err(fault(FaultKind::InvalidIr, first, message));
+        }
+        if (base * eb) % 16 != 0 || (stride * eb) % 16 != 0 {
+            let message = format!(
+                "tensor map {map} starts at byte {} of its buffer with rows {} bytes apart (both multiples of 16)",
+                base * eb,
+                stride * eb
+            );
+            return Err(fault(FaultKind::Misaligned, first, message));
+        }
+        Ok(LaunchedMap {
+            m,
+            param,
+            base,
+            elem,
+            eb,
+            dims: [d0, d1],
+            stride,
+        })
+    }
+
     /// `Stmt::TmaLoad`: checks each active thread's copy and records it on its barrier's
     /// current phase; nothing is written until the wait.
     pub(super) fn tma_load(
@@ -281,29 +330,17 @@ impl Sim<'_> {
         if !active.contains(&true) {
             return Ok(());
         }
-        let m = self.k.tensor_maps[map as usize];
-        let (param, base, elem) = self.space(Space::Global { param: m.param });
         let to = self.k.shared[alloc as usize];
         let first = active.iter().position(|&a| a).expect("an active thread");
-        if to.elem != elem {
-            let message = format!("a TMA copy from {elem} elements to shared{alloc} of {}", to.elem);
-            return Err(fault(FaultKind::InvalidIr, first, message));
-        }
-        let eb = elem.size_bytes() as i64;
-        let [d0, d1, stride] = [m.dims[0], m.dims[1], m.stride].map(|v| self.launch_value(v));
-        if d0 <= 0 || d1 <= 0 || stride <= 0 {
-            let message = format!("tensor map {map} has dims {d0} x {d1} and stride {stride} (all positive)");
-            return Err(fault(FaultKind::InvalidIr, first, message));
-        }
-        // What the runtime's encoding of the map requires (`cuTensorMapEncodeTiled`).
-        if (base * eb) % 16 != 0 || (stride * eb) % 16 != 0 {
-            let message = format!(
-                "tensor map {map} starts at byte {} of its buffer with rows {} bytes apart (both multiples of 16)",
-                base * eb,
-                stride * eb
-            );
-            return Err(fault(FaultKind::Misaligned, first, message));
-        }
+        let LaunchedMap {
+            m,
+            param,
+            base,
+            elem,
+            eb,
+            dims: [d0, d1],
+            stride,
+        } = self.launched_map(map, alloc, first, "a TMA copy")?;
         // The hardware swizzles address bits; the formula below counts them from the
         // destination, which is right when it starts where the pattern repeats.
         let repeat = 8 * m.swizzle as i64;

@@ -9,7 +9,7 @@
 //! those shared elements before then is a fault, and so is a program that ends with such a
 //! store never waited for (its shared memory would be released under the copy).
 
-use super::tma::swizzled;
+use super::tma::{swizzled, LaunchedMap};
 use super::{fault, Access, Sim, SimFault};
 use crate::interp::error::{FaultKind, InterpError};
 use crate::interp::memory;
@@ -48,28 +48,17 @@ impl Sim<'_> {
         if !active.contains(&true) {
             return Ok(());
         }
-        let m = self.k.tensor_maps[map as usize];
-        let (param, base, elem) = self.space(Space::Global { param: m.param });
         let from = self.k.shared[alloc as usize];
         let first = active.iter().position(|&a| a).expect("an active thread");
-        if from.elem != elem {
-            let message = format!("a TMA store from shared{alloc} of {} to {elem} elements", from.elem);
-            return Err(fault(FaultKind::InvalidIr, first, message));
-        }
-        let eb = elem.size_bytes() as i64;
-        let [d0, d1, stride] = [m.dims[0], m.dims[1], m.stride].map(|v| self.launch_value(v));
-        if d0 <= 0 || d1 <= 0 || stride <= 0 {
-            let message = format!("tensor map {map} has dims {d0} x {d1} and stride {stride} (all positive)");
-            return Err(fault(FaultKind::InvalidIr, first, message));
-        }
-        if (base * eb) % 16 != 0 || (stride * eb) % 16 != 0 {
-            let message = format!(
-                "tensor map {map} starts at byte {} of its buffer with rows {} bytes apart (both multiples of 16)",
-                base * eb,
-                stride * eb
-            );
-            return Err(fault(FaultKind::Misaligned, first, message));
-        }
+        let LaunchedMap {
+            m,
+            param,
+            base,
+            elem,
+            eb,
+            dims: [d0, d1],
+            stride,
+        } = self.launched_map(map, alloc, first, "a TMA store")?;
         let repeat = 8 * m.swizzle as i64;
         let srcs = self.read(src, Some(&active))?.ints()?.to_vec();
         let cx = self.read(coords[0], Some(&active))?.ints()?.to_vec();

@@ -128,6 +128,20 @@ struct BoxView {
     wrapped: Vec<(u8, Wrap)>,
 }
 
+impl BoxView {
+    /// The box of a loop whose trip count starts at `start` and goes by `step`.
+    fn with_trips(self, start: Poly, step: Poly) -> TmaBox {
+        TmaBox {
+            param: self.param,
+            dims: self.dims,
+            stride: self.stride,
+            origin: self.origin,
+            start,
+            step,
+        }
+    }
+}
+
 /// Polynomial forms of the values a loop's loads use (or, with no loop, a store after
 /// every loop: its scalars are all symbols).
 pub(crate) struct Affine<'a, 'k> {
@@ -425,14 +439,7 @@ impl Lowerer<'_> {
         if start.has_atoms() || step.has_atoms() || step.as_constant().is_none_or(|s| s <= 0) {
             return None;
         }
-        Some(TmaBox {
-            param: view.param,
-            dims: view.dims,
-            stride: view.stride,
-            origin: view.origin,
-            start,
-            step,
-        })
+        Some(view.with_trips(start, step))
     }
 
     /// The box store `store` writes, if it is one (module comment, with the tile's index
@@ -448,14 +455,7 @@ impl Lowerer<'_> {
         if !view.wrapped.is_empty() {
             return None;
         }
-        Some(TmaBox {
-            param: view.param,
-            dims: view.dims,
-            stride: view.stride,
-            origin: view.origin,
-            start: Poly::constant(0),
-            step: Poly::constant(1),
-        })
+        Some(view.with_trips(Poly::constant(0), Poly::constant(1)))
     }
 
     /// The view and box of a load or store at `ptr` under `mask`, without the loop.

@@ -104,6 +104,31 @@ fn mbarrier(k: &ThreadKernel, bar: &super::MBarrier) -> Result<(), String> {
     want(k, bar.index, ScalarType::I32, "mbarrier index")
 }
 
+/// A TMA copy or store (`what`) between tensor map `map` and shared buffer `alloc` at
+/// element `at`: the same elements, the buffer where the swizzle's pattern starts, i32
+/// coordinates.
+fn tma_box(k: &ThreadKernel, map: u32, alloc: u32, at: Reg, coords: &[Reg; 2], what: &str) -> Result<(), String> {
+    let m = k
+        .tensor_maps
+        .get(map as usize)
+        .ok_or_else(|| format!("tensor map {map} does not exist"))?;
+    let global = memory_elem(k, Memory::Global { param: m.param })?;
+    let shared = memory_elem(k, Memory::Shared { alloc })?;
+    if global != shared {
+        return Err(format!("a {what} between {global} elements and shared {shared}"));
+    }
+    if k.shared[alloc as usize].align < 1024 {
+        return Err(format!(
+            "a {what}'s buffer shared{alloc} must start on a 1024-byte boundary"
+        ));
+    }
+    want(k, at, ScalarType::I32, "TMA shared element")?;
+    for &c in coords {
+        want(k, c, ScalarType::I32, "TMA coordinate")?;
+    }
+    Ok(())
+}
+
 fn check(k: &ThreadKernel, stmts: &[Stmt]) -> Result<(), String> {
     for s in stmts {
         stmt(k, s).map_err(|e| format!("{e} in `{}`", one_line(k, s)))?;
@@ -448,24 +473,7 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             bar,
             pred: p,
         } => {
-            let m = k
-                .tensor_maps
-                .get(*map as usize)
-                .ok_or_else(|| format!("tensor map {map} does not exist"))?;
-            let from = memory_elem(k, Memory::Global { param: m.param })?;
-            let to = memory_elem(k, Memory::Shared { alloc: *alloc })?;
-            if to != from {
-                return Err(format!("a TMA copy from {from} elements to shared {to}"));
-            }
-            if k.shared[*alloc as usize].align < 1024 {
-                return Err(format!(
-                    "a TMA copy's buffer shared{alloc} must start on a 1024-byte boundary"
-                ));
-            }
-            want(k, *dst, ScalarType::I32, "TMA destination")?;
-            for &c in coords {
-                want(k, c, ScalarType::I32, "TMA coordinate")?;
-            }
+            tma_box(k, *map, *alloc, *dst, coords, "TMA copy")?;
             mbarrier(k, bar)?;
             pred(k, p)
         }
@@ -546,24 +554,7 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             coords,
             pred: p,
         } => {
-            let m = k
-                .tensor_maps
-                .get(*map as usize)
-                .ok_or_else(|| format!("tensor map {map} does not exist"))?;
-            let to = memory_elem(k, Memory::Global { param: m.param })?;
-            let from = memory_elem(k, Memory::Shared { alloc: *alloc })?;
-            if to != from {
-                return Err(format!("a TMA store from shared {from} elements to {to}"));
-            }
-            if k.shared[*alloc as usize].align < 1024 {
-                return Err(format!(
-                    "a TMA store's buffer shared{alloc} must start on a 1024-byte boundary"
-                ));
-            }
-            want(k, *src, ScalarType::I32, "TMA store source")?;
-            for &c in coords {
-                want(k, c, ScalarType::I32, "TMA coordinate")?;
-            }
+            tma_box(k, *map, *alloc, *src, coords, "TMA store")?;
             pred(k, p)
         }
         Stmt::BulkCommit { pred: p } => pred(k, p),
