@@ -614,6 +614,7 @@ impl<'s> Sim<'s> {
     /// Writes `value` to `r` where `active` holds. Elsewhere `r` keeps its value, which it
     /// must have.
     fn write_where(&mut self, r: Reg, value: &Data, active: &[bool]) -> Result<(), SimFault> {
+        self.wgmma_a_guard(r)?;
         let kept: Vec<bool> = active.iter().map(|&a| !a).collect();
         if let Err(f) = self.read(r, Some(&kept)) {
             let message = format!(
@@ -717,6 +718,7 @@ impl<'s> Sim<'s> {
     fn simple(&mut self, s: &Stmt) -> Result<(), SimFault> {
         match s {
             Stmt::Set { dst, expr } => {
+                self.wgmma_a_guard(*dst)?;
                 let value = self.eval(*dst, expr)?;
                 self.regs[dst.index()] = value;
                 self.def[dst.index()] = Def::All;

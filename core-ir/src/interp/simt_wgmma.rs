@@ -16,11 +16,13 @@ use crate::interp::memory;
 use crate::interp::tensor::{Data, Pointer};
 use crate::thread::{MatrixMajor, Memory as Space, Reg, SmemMatrix, WgmmaA};
 
-/// One issued `wgmma`: the accumulator registers and the values they get at its wait.
+/// One issued `wgmma`: the accumulator registers and the values they get at its wait, and
+/// the registers it reads A from, which nothing may write before that wait.
 #[derive(Clone, Debug)]
 pub(super) struct PendingWgmma {
     acc: Vec<Reg>,
     values: Vec<Vec<f64>>,
+    a: Vec<Reg>,
 }
 
 /// The wgmmas issued and not yet waited for.
@@ -37,6 +39,11 @@ impl Wgmmas {
         issued
             .filter_map(|w| w.acc.iter().position(|&a| a == r).map(|i| w.values[i].clone()))
             .last()
+    }
+
+    /// Whether an issued, not yet waited-for wgmma reads A from register `r`.
+    fn reads(&self, r: Reg) -> bool {
+        self.groups.iter().flatten().chain(&self.open).any(|w| w.a.contains(&r))
     }
 }
 
@@ -111,7 +118,24 @@ impl Sim<'_> {
         self.wgmmas.open.push(PendingWgmma {
             acc: acc.to_vec(),
             values: out,
+            a: match a {
+                WgmmaA::Shared(_) => Vec::new(),
+                WgmmaA::Registers(r) => r.to_vec(),
+            },
         });
+        Ok(())
+    }
+
+    /// Faults a write to register `r` while a wgmma not yet waited for reads A from it: the
+    /// hardware reads such registers at any time until the wait.
+    pub(super) fn wgmma_a_guard(&self, r: Reg) -> Result<(), SimFault> {
+        if self.wgmmas.reads(r) {
+            let message = format!(
+                "r{} is written while a wgmma that reads A from it is not yet waited for",
+                r.index()
+            );
+            return Err(fault(FaultKind::MissingBarrier, 0, message));
+        }
         Ok(())
     }
 

@@ -304,6 +304,9 @@ impl Lowerer<'_> {
                 l.anchored[arg.index()] = true;
             }
             let yields = l.region(region)?.unwrap_or_default();
+            if let Some(p) = pipeline.as_ref() {
+                l.retire_before_yield(p, region);
+            }
             l.assign_slots(inst, &slots, &yields, &coop)?;
             if let Some(p) = pipeline.as_ref() {
                 l.pipeline_advance(p);

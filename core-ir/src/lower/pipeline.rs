@@ -589,6 +589,25 @@ impl Lowerer<'_> {
         }
     }
 
+    /// At the end of an iteration's body, before its yield: the `dot` left in flight is
+    /// waited for where it reads A from registers of a value the loop carries (a walk
+    /// rotated by one step, as attention's `P` of the step before), since the yield
+    /// overwrites them and the MMAs read them until their wait. Its MMAs then still overlap
+    /// whatever follows them in the body.
+    pub(crate) fn retire_before_yield(&mut self, state: &PipelineState, region: &Region) {
+        let Some((result, _)) = state.plan.in_flight else {
+            return;
+        };
+        let ValueDef::Result { inst, .. } = self.k.values[result].def else {
+            return;
+        };
+        if let Op::Dot { a, .. } = self.k.insts[inst].op {
+            if region.args.contains(&a) {
+                self.emit(Stmt::WgmmaWait { pending: 0 });
+            }
+        }
+    }
+
     /// At the end of an iteration: the next stages to read and fill.
     pub(crate) fn pipeline_advance(&mut self, state: &PipelineState) {
         if let Some(c) = &state.consumer {

@@ -27,6 +27,15 @@ pub struct AttentionMeta {
     /// The element type of Q, K, V and the output: f16, as in the tutorial (the one the
     /// tests cover; `dot` takes bf16 and f32 too).
     pub dtype: ScalarType,
+    /// The walk over whole key blocks from the first (all of them but the ragged last one
+    /// without `causal`, those below the diagonal with it) rotated by one block, as
+    /// FlashAttention-3's intra-warpgroup overlap: step `j` computes `Q K_jᵀ`, then adds
+    /// block `j - 1`'s `P V` (its probabilities and rescale carried from step `j - 1`, its
+    /// values read one block behind, masked off before the first), then runs block `j`'s
+    /// softmax; the last block's `P V` follows the walk. On warpgroup MMAs the `P V` of one
+    /// block then runs while the softmax of the next computes (the walk's last `dot` stays
+    /// in flight, see the lowering's pipeline). The same results as the tutorial's order.
+    pub rotate: bool,
 }
 
 impl AttentionMeta {
@@ -40,6 +49,7 @@ impl AttentionMeta {
             causal,
             split_diagonal: true,
             dtype: ScalarType::F16,
+            rotate: false,
         }
     }
 
@@ -198,6 +208,59 @@ impl<'b> Walk<'b> {
         });
         [out[0], out[1], out[2]]
     }
+
+    /// [`inner`](Self::inner) over whole blocks from `lo` to `hi` (`Stage::Full`), rotated
+    /// by one block ([`AttentionMeta::rotate`]).
+    fn rotated(&self, k: &'b KernelBuilder, state: [Value<'b>; 3], lo: Value<'b>, hi: Value<'b>) -> [Value<'b>; 3] {
+        let Walk {
+            q,
+            k_base,
+            v_base,
+            offs_n,
+            offs_d,
+            sk,
+            sv,
+            qk_scale,
+            block_n: bn,
+            dtype,
+            ..
+        } = *self;
+        let [block_m, block_n] = [q.shape()[0], bn as u32];
+        // The values of the block before: from `lo - block_n`, the rows before `lo` masked
+        // off (zeros, with zero probabilities, the first step adds nothing).
+        let prev_rows = lo - bn + offs_n;
+        let k_ptrs = k_base + offs_d.expand_dims(1) * sk[3] + (lo + offs_n).expand_dims(0) * sk[2];
+        let v_ptrs = v_base + prev_rows.expand_dims(1) * sv[2] + offs_d.expand_dims(0) * sv[3];
+        let p0 = k.zeros(&[block_m, block_n], dtype);
+        let alpha0 = k.full(&[block_m], 1.0, ScalarType::F32);
+        let init = [state[0], state[1], state[2], k_ptrs, v_ptrs, p0, alpha0];
+        let out = k.for_range(lo, hi, bn, &init, |start_n, c| {
+            let (acc, l_i, m_i, k_ptrs, v_ptrs, p_prev, alpha_prev) = (c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+            let qk = k.dot(q, k.load(k_ptrs));
+            let rows = start_n - bn + offs_n;
+            let v_prev = k.load_masked(v_ptrs, rows.ge(lo).expand_dims(1), 0.0);
+            let acc = k.dot_acc(p_prev, v_prev, acc * alpha_prev.expand_dims(1));
+            let m_ij = m_i.maximum(qk.max(1) * qk_scale);
+            let p = qk.fma(qk_scale, -m_ij.expand_dims(1)).exp2();
+            let alpha = (m_i - m_ij).exp2();
+            let l_i = l_i.fma(alpha, p.sum(1));
+            vec![
+                acc,
+                l_i,
+                m_ij,
+                k_ptrs + sk[2] * bn,
+                v_ptrs + sv[2] * bn,
+                p.to(dtype),
+                alpha,
+            ]
+        });
+        // The last block's values (none where the walk had no step: `v_ptrs` is still before
+        // `lo`, masked off, and `P` zero).
+        let last_rows = hi - bn + offs_n;
+        let v_last = k.load_masked(out[4], last_rows.ge(lo).expand_dims(1), 0.0);
+        let acc = k.dot_acc(out[5], v_last, out[0] * out[6].expand_dims(1));
+        [acc, out[1], out[2]]
+    }
 }
 
 /// `_attn_fwd`: `Out = softmax(Q K^T sm_scale) V` per head for Q, K, V of shape `[Z, H,
@@ -234,6 +297,7 @@ fn program<'b>(k: &'b KernelBuilder, meta: &AttentionMeta) {
         causal,
         split_diagonal,
         dtype,
+        rotate,
     } = *meta;
     let (bm, bn) = (block_m as i32, block_n as i32);
     let p = params(k, dtype);
@@ -271,7 +335,13 @@ fn program<'b>(k: &'b KernelBuilder, meta: &AttentionMeta) {
         block_n: bn,
         dtype,
     };
-    let inner = |state, lo, hi, stage| walk.inner(k, state, lo, hi, stage);
+    let inner = |state, lo, hi, stage| {
+        if rotate && stage == Stage::Full {
+            walk.rotated(k, state, lo, hi)
+        } else {
+            walk.inner(k, state, lo, hi, stage)
+        }
+    };
     let state = [acc, l_i, m_i];
     let zero = k.scalar(0, ScalarType::I32);
     let state = if causal && split_diagonal {
