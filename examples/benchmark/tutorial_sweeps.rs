@@ -257,22 +257,34 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                 let tiled = |t: &[f16]| -> Vec<f16> { t.iter().cycle().take(p.len()).copied().collect() };
                 let t = Tensors::new(dev, &p, &tiled(&tile[0]), &tiled(&tile[1]), &tiled(&tile[2]))?;
                 let args = t.args(&p);
-                let tuner = Autotuner::new("attention_fwd", attention::attention_configs(dev, causal))?;
-                let tuned = attention::tuned_attention(dev, &tuner, &p, &args)?;
-                let reps = if n_ctx >= 8192 { 10 } else { 30 };
-                let s = do_bench(dev, flush, 2, reps, &mut || {
-                    dev.launch(&tuned.kernel, &tuned.launch, &args)
-                })?;
-                let tflops = p.flops() / (s.median_ms * 1e-3) / 1e12;
-                let _ = writeln!(
-                    csv,
-                    "{id},attention_fwd_d{head_dim}{},{z}x{h}x{n_ctx},{:.5},{:.5},{:.5},{tflops:.2},,",
-                    if causal { "_causal" } else { "" },
-                    s.median_ms,
-                    s.p20_ms,
-                    s.p80_ms
-                );
-                println!("{:>28}  {tflops:>8.1} TFLOPS  {}", p.to_string(), tuned.choice.config);
+                // The tutorial's walk, and at head dimension 64 the walk rotated by one block
+                // (its own line until it is measured faster: `rotated_attention_configs`).
+                let mut forms = vec![("", attention::attention_configs(dev, causal))];
+                if head_dim == 64 {
+                    forms.push(("_rotated", attention::rotated_attention_configs(dev, causal)));
+                }
+                for (form, configs) in forms {
+                    let tuner = Autotuner::new(&format!("attention_fwd{form}"), configs)?;
+                    let tuned = attention::tuned_attention(dev, &tuner, &p, &args)?;
+                    let reps = if n_ctx >= 8192 { 10 } else { 30 };
+                    let s = do_bench(dev, flush, 2, reps, &mut || {
+                        dev.launch(&tuned.kernel, &tuned.launch, &args)
+                    })?;
+                    let tflops = p.flops() / (s.median_ms * 1e-3) / 1e12;
+                    let _ = writeln!(
+                        csv,
+                        "{id},attention_fwd_d{head_dim}{}{form},{z}x{h}x{n_ctx},{:.5},{:.5},{:.5},{tflops:.2},,",
+                        if causal { "_causal" } else { "" },
+                        s.median_ms,
+                        s.p20_ms,
+                        s.p80_ms
+                    );
+                    println!(
+                        "{:>28}{form:9}  {tflops:>8.1} TFLOPS  {}",
+                        p.to_string(),
+                        tuned.choice.config
+                    );
+                }
             }
         }
     }

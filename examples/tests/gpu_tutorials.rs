@@ -70,6 +70,34 @@ fn gpu_long_rows_match_the_reference() {
     }
 }
 
+/// Fused attention forward with the walk rotated by one block (`AttentionMeta::rotate`),
+/// fp16, head dimension 64, causal and not, at lengths that are not multiples of the blocks,
+/// autotuned over the rotated configurations only: whichever one wins is checked.
+#[test]
+fn gpu_rotated_attention_matches_the_reference() {
+    let (_turn, devices) = devices();
+    for d in devices {
+        let mut sizes = vec![(1, 2, 100, 64)];
+        if is_fast(d.as_ref()) {
+            sizes.extend([(2, 4, 1000, 64), (1, 1, 4097, 64)]);
+        }
+        for (i, &(z, h, n_ctx, head_dim)) in sizes.iter().enumerate() {
+            for causal in [false, true] {
+                let p = Problem {
+                    z,
+                    h,
+                    n_ctx,
+                    head_dim,
+                    causal,
+                };
+                let configs = tutorials::attention::rotated_attention_configs(d.as_ref(), causal);
+                let outcome = tutorials::attention::attention_with(d.as_ref(), p, 200 + i as u64, configs);
+                check(d.as_ref(), &format!("rotated attention {p}"), outcome);
+            }
+        }
+    }
+}
+
 /// Fused attention forward, fp16, head dimensions 64 and 128, causal and not, at lengths
 /// that are not multiples of the blocks.
 #[test]

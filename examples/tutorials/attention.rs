@@ -121,6 +121,18 @@ impl Tensors {
 /// [`AttentionMeta::split_diagonal`]). A software device gets the smallest blocks only: it
 /// compiles each large one for seconds.
 pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
+    configs(dev, causal, false)
+}
+
+/// [`attention_configs`] with the walk rotated by one block (`ROTATE` = 1, see
+/// [`AttentionMeta::rotate`]): FlashAttention-3's overlap of one block's `P V` with the
+/// next block's softmax, for head dimension 64 (at 128 the carried `P` costs too many
+/// registers). Not in the tutorial's own list until it is measured faster.
+pub fn rotated_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
+    configs(dev, causal, true)
+}
+
+fn configs(dev: &dyn Device, causal: bool, rotate: bool) -> Vec<Config> {
     let software = dev.properties().device_type == DeviceType::Cpu;
     let blocks: &[(i64, i64, u32, u32)] = if software {
         &[(16, 16, 4, 1)]
@@ -150,8 +162,14 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
     let mut configs = Vec::new();
     for &split in splits {
         for &(bm, bn, warps, stages) in blocks {
-            let meta = [("BLOCK_M", bm), ("BLOCK_N", bn), ("SPLIT", split)];
-            configs.push(Config::new(&meta).num_warps(warps).num_stages(stages));
+            let meta = [
+                ("BLOCK_M", bm),
+                ("BLOCK_N", bn),
+                ("SPLIT", split),
+                ("ROTATE", rotate as i64),
+            ];
+            let meta = if rotate { &meta[..] } else { &meta[..3] };
+            configs.push(Config::new(meta).num_warps(warps).num_stages(stages));
         }
     }
     configs
@@ -160,6 +178,7 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
 fn meta(c: &Config, p: &Problem) -> Result<AttentionMeta> {
     Ok(AttentionMeta {
         split_diagonal: c.value("SPLIT")? != 0,
+        rotate: c.value("ROTATE").is_ok_and(|r| r != 0),
         ..AttentionMeta::fp16(
             c.value("BLOCK_M")? as u32,
             c.value("BLOCK_N")? as u32,
@@ -192,10 +211,16 @@ pub fn inputs(p: &Problem, seed: u64) -> [Vec<f16>; 3] {
 /// output and `M` checked against [`reference_rows`] on a sample of the queries (every
 /// one up to 512 positions; beyond, every 61st and the last 17 of each head).
 pub fn attention(dev: &dyn Device, p: Problem, seed: u64) -> Result<Outcome> {
+    attention_with(dev, p, seed, attention_configs(dev, p.causal))
+}
+
+/// [`attention`] autotuned over `configs` (as [`attention_configs`] or
+/// [`rotated_attention_configs`] gives them).
+pub fn attention_with(dev: &dyn Device, p: Problem, seed: u64, configs: Vec<Config>) -> Result<Outcome> {
     let [q, k, v] = inputs(&p, seed);
     let t = Tensors::new(dev, &p, &q, &k, &v)?;
     let args = t.args(&p);
-    let tuner = Autotuner::new("attention_fwd", attention_configs(dev, p.causal))?;
+    let tuner = Autotuner::new("attention_fwd", configs)?;
     let Tuned { choice, kernel, launch } = tuned_attention(dev, &tuner, &p, &args)?;
     let time_ms = timed(dev, &kernel, &launch, &args)?;
     let out = dev.download(&t.out)?;
