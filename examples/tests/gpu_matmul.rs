@@ -449,9 +449,9 @@ fn gpu_tf32_matmul_within_the_operand_rounding() {
                         orders.0,
                         orders.1
                     );
-                    let got = run_matmul::<f32, f32>(d.as_ref(), &meta, (warps, stages), (&a, &b), shape, orders)
+                    let got = run_matmul::<f32, f32>(d.as_ref(), &meta, (warps, stages), (a, b), shape, orders)
                         .unwrap_or_else(|e| panic!("{case}: {e}"));
-                    let (err, off) = (frobenius(&got, &want), frobenius(&got, &interpreted));
+                    let (err, off) = (frobenius(&got, want), frobenius(&got, interpreted));
                     println!("{case}: relative Frobenius error {err:.2e}, {off:.1e} from the interpreter");
                     assert!(
                         err <= bound,

@@ -38,7 +38,7 @@ impl Wgmmas {
         let issued = self.groups.iter().flatten().chain(&self.open);
         issued
             .filter_map(|w| w.acc.iter().position(|&a| a == r).map(|i| w.values[i].clone()))
-            .last()
+            .next_back()
     }
 
     /// Whether an issued, not yet waited-for wgmma reads A from register `r`.

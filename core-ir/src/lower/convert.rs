@@ -340,10 +340,13 @@ mod tests {
         Layout::blocked(Blocked::with_order(shape, order, vec, 32, warps))
     }
 
+    /// A conversion to plan: shape, source order, destination order, element bytes.
+    type Case = (&'static [u32], &'static [u8], &'static [u8], u32);
+
     /// Every plan places each element at its own index within the buffer.
     #[test]
     fn plans_are_bijections() {
-        let cases: &[(&[u32], &[u8], &[u8], u32)] = &[
+        let cases: &[Case] = &[
             (&[64, 64], &[1, 0], &[0, 1], 4),
             (&[64, 64], &[1, 0], &[1, 0], 4),
             (&[32, 128], &[1, 0], &[0, 1], 2),

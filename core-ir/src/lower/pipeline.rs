@@ -118,7 +118,7 @@ impl Lowerer<'_> {
         let stages = if registers { 2 } else { self.target.num_stages };
         if !(registers || self.target.async_copy)
             || stages < 2
-            || !self.axis[step.index()].constant.is_some_and(|s| s > 0)
+            || self.axis[step.index()].constant.is_none_or(|s| s <= 0)
         {
             return None;
         }

@@ -134,7 +134,7 @@ impl Lowerer<'_> {
         let zero_acc = self.is_zero(acc)
             && self
                 .wgmma_in_flight
-                .map_or(true, |(r, _)| inst.results.first() != Some(&r));
+                .is_none_or(|(r, _)| inst.results.first() != Some(&r));
         let init = if zero_acc {
             (0..map.len).map(|_| self.new_reg(ScalarType::F32)).collect()
         } else {

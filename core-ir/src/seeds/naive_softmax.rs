@@ -168,14 +168,10 @@ mod tests {
         let row_grid = [rows as u32, 1, 1];
         let flat_grid = [naive_softmax_elementwise_grid(n as u32), 1, 1];
         let mut run = |kernel: &Kernel, grid, args: &[ArgValue]| interp::run(kernel, grid, args, &mut buffers).unwrap();
-        run(&s.row_max, row_grid, &[ptr(row_buf), ptr(x_buf), c.clone(), c.clone()]);
-        run(
-            &s.subtract,
-            flat_grid,
-            &[ptr(a), ptr(x_buf), ptr(row_buf), c.clone(), ne.clone()],
-        );
-        run(&s.exp, flat_grid, &[ptr(b), ptr(a), ne.clone()]);
-        run(&s.row_sum, row_grid, &[ptr(row_buf), ptr(b), c.clone(), c.clone()]);
+        run(&s.row_max, row_grid, &[ptr(row_buf), ptr(x_buf), c, c]);
+        run(&s.subtract, flat_grid, &[ptr(a), ptr(x_buf), ptr(row_buf), c, ne]);
+        run(&s.exp, flat_grid, &[ptr(b), ptr(a), ne]);
+        run(&s.row_sum, row_grid, &[ptr(row_buf), ptr(b), c, c]);
         run(&s.divide, flat_grid, &[ptr(a), ptr(b), ptr(row_buf), c, ne]);
         buffers[a].to_vec().unwrap()
     }
@@ -184,7 +180,7 @@ mod tests {
         let kernel = super::super::softmax(super::super::softmax_block(cols as u32)).unwrap();
         let c = ArgValue::Int(cols as i64);
         let mut buffers = [HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(x)];
-        let args = [ptr(0), ptr(1), c.clone(), c.clone(), ArgValue::Int(rows as i64), c];
+        let args = [ptr(0), ptr(1), c, c, ArgValue::Int(rows as i64), c];
         interp::run(&kernel, [rows as u32, 1, 1], &args, &mut buffers).unwrap();
         buffers[0].to_vec().unwrap()
     }
