@@ -70,18 +70,23 @@ fn gpu_long_rows_match_the_reference() {
     }
 }
 
-/// Fused attention forward with the walk rotated by one block (`AttentionMeta::rotate`),
-/// fp16, head dimension 64, causal and not, at lengths that are not multiples of the blocks,
-/// autotuned over the rotated configurations only: whichever one wins is checked.
-#[test]
-fn gpu_rotated_attention_matches_the_reference() {
+/// Fused attention forward on every device, at `(z, h, n_ctx, head_dim)` sizes (`fast`
+/// ones too on a hardware device), causal and not, autotuned over `configs(device,
+/// causal)`, each checked against the CPU reference; `name` and `seed` tell the runs apart.
+fn check_attention(
+    name: &str,
+    seed: u64,
+    sizes: &[(usize, usize, usize, usize)],
+    fast: &[(usize, usize, usize, usize)],
+    configs: fn(&dyn rutile::Device, bool) -> Vec<rutile::autotune::Config>,
+) {
     let (_turn, devices) = devices();
     for d in devices {
-        let mut sizes = vec![(1, 2, 100, 64)];
+        let mut all = sizes.to_vec();
         if is_fast(d.as_ref()) {
-            sizes.extend([(2, 4, 1000, 64), (1, 1, 4097, 64)]);
+            all.extend(fast);
         }
-        for (i, &(z, h, n_ctx, head_dim)) in sizes.iter().enumerate() {
+        for (i, &(z, h, n_ctx, head_dim)) in all.iter().enumerate() {
             for causal in [false, true] {
                 let p = Problem {
                     z,
@@ -90,36 +95,37 @@ fn gpu_rotated_attention_matches_the_reference() {
                     head_dim,
                     causal,
                 };
-                let configs = tutorials::attention::rotated_attention_configs(d.as_ref(), causal);
-                let outcome = tutorials::attention::attention_with(d.as_ref(), p, 200 + i as u64, configs);
-                check(d.as_ref(), &format!("rotated attention {p}"), outcome);
+                let outcome =
+                    tutorials::attention::attention_with(d.as_ref(), p, seed + i as u64, configs(d.as_ref(), causal));
+                check(d.as_ref(), &format!("{name} {p}"), outcome);
             }
         }
     }
+}
+
+/// Fused attention forward with the walk rotated by one block (`AttentionMeta::rotate`),
+/// fp16, head dimension 64, causal and not, at lengths that are not multiples of the blocks,
+/// autotuned over the rotated configurations only: whichever one wins is checked.
+#[test]
+fn gpu_rotated_attention_matches_the_reference() {
+    check_attention(
+        "rotated attention",
+        200,
+        &[(1, 2, 100, 64)],
+        &[(2, 4, 1000, 64), (1, 1, 4097, 64)],
+        tutorials::attention::rotated_attention_configs,
+    );
 }
 
 /// Fused attention forward, fp16, head dimensions 64 and 128, causal and not, at lengths
 /// that are not multiples of the blocks.
 #[test]
 fn gpu_attention_matches_the_reference() {
-    let (_turn, devices) = devices();
-    for d in devices {
-        let mut sizes = vec![(1, 2, 100, 64), (1, 1, 70, 128)];
-        if is_fast(d.as_ref()) {
-            sizes.extend([(2, 4, 1000, 64), (1, 2, 1024, 128), (1, 1, 4097, 64), (1, 1, 2049, 128)]);
-        }
-        for (i, &(z, h, n_ctx, head_dim)) in sizes.iter().enumerate() {
-            for causal in [false, true] {
-                let p = Problem {
-                    z,
-                    h,
-                    n_ctx,
-                    head_dim,
-                    causal,
-                };
-                let outcome = tutorials::attention::attention(d.as_ref(), p, 100 + i as u64);
-                check(d.as_ref(), &format!("attention {p}"), outcome);
-            }
-        }
-    }
+    check_attention(
+        "attention",
+        100,
+        &[(1, 2, 100, 64), (1, 1, 70, 128)],
+        &[(2, 4, 1000, 64), (1, 2, 1024, 128), (1, 1, 4097, 64), (1, 1, 2049, 128)],
+        tutorials::attention::attention_configs,
+    );
 }

@@ -314,6 +314,40 @@ impl Sim<'_> {
         })
     }
 
+    /// The offset in its buffer of element `(x, y)` of tensor map `map` (`view` in this
+    /// launch), `None` outside the view (where copies fill zeros and stores write nothing);
+    /// an element of the view outside its buffer faults thread `t`, `what` (with `...` for
+    /// the map) naming the access.
+    pub(super) fn map_element(
+        &self,
+        map: u32,
+        view: &LaunchedMap,
+        (x, y): (i64, i64),
+        t: usize,
+        what: &str,
+    ) -> Result<Option<i64>, SimFault> {
+        let [d0, d1] = view.dims;
+        if !(0..d0).contains(&x) || !(0..d1).contains(&y) {
+            return Ok(None);
+        }
+        let offset = y
+            .checked_mul(view.stride)
+            .and_then(|o| o.checked_add(x))
+            .and_then(|o| o.checked_add(view.base))
+            .unwrap_or(i64::MAX);
+        let param = view.param;
+        self.global.locate(Pointer { param, offset }).map_err(|f| {
+            let through = format!("through tensor map {map} ({d0} x {d1}, stride {})", view.stride);
+            let message = format!(
+                "{} its element ({x}, {y}): {}",
+                what.replace("...", &through),
+                f.message
+            );
+            fault(f.kind, t, message)
+        })?;
+        Ok(Some(offset))
+    }
+
     /// `Stmt::TmaLoad`: checks each active thread's copy and records it on its barrier's
     /// current phase; nothing is written until the wait.
     pub(super) fn tma_load(
@@ -332,15 +366,8 @@ impl Sim<'_> {
         }
         let to = self.k.shared[alloc as usize];
         let first = active.iter().position(|&a| a).expect("an active thread");
-        let LaunchedMap {
-            m,
-            param,
-            base,
-            elem,
-            eb,
-            dims: [d0, d1],
-            stride,
-        } = self.launched_map(map, alloc, first, "a TMA copy")?;
+        let view = self.launched_map(map, alloc, first, "a TMA copy")?;
+        let (m, param, elem, eb) = (view.m, view.param, view.elem, view.eb);
         // The hardware swizzles address bits; the formula below counts them from the
         // destination, which is right when it starts where the pattern repeats.
         let repeat = 8 * m.swizzle as i64;
@@ -388,24 +415,9 @@ impl Sim<'_> {
                         return Err(fault(FaultKind::OutOfBounds, t, message));
                     }
                     copy.dst.push(at);
-                    let (x, y) = (cx[t] + bx, cy[t] + by);
-                    if !(0..d0).contains(&x) || !(0..d1).contains(&y) {
-                        copy.src.push(None);
-                        continue;
-                    }
-                    let offset = y
-                        .checked_mul(stride)
-                        .and_then(|o| o.checked_add(x))
-                        .and_then(|o| o.checked_add(base))
-                        .unwrap_or(i64::MAX);
-                    self.global.locate(Pointer { param, offset }).map_err(|f| {
-                        let message = format!(
-                            "a TMA copy through tensor map {map} ({d0} x {d1}, stride {stride}) reads its element ({x}, {y}): {}",
-                            f.message
-                        );
-                        fault(f.kind, t, message)
-                    })?;
-                    copy.src.push(Some(offset));
+                    let at = (cx[t] + bx, cy[t] + by);
+                    copy.src
+                        .push(self.map_element(map, &view, at, t, "a TMA copy ... reads")?);
                 }
             }
             // The copy may write from now on: it races with other warps' accesses since

@@ -9,7 +9,7 @@
 //! those shared elements before then is a fault, and so is a program that ends with such a
 //! store never waited for (its shared memory would be released under the copy).
 
-use super::tma::{swizzled, LaunchedMap};
+use super::tma::swizzled;
 use super::{fault, Access, Sim, SimFault};
 use crate::interp::error::{FaultKind, InterpError};
 use crate::interp::memory;
@@ -50,15 +50,8 @@ impl Sim<'_> {
         }
         let from = self.k.shared[alloc as usize];
         let first = active.iter().position(|&a| a).expect("an active thread");
-        let LaunchedMap {
-            m,
-            param,
-            base,
-            elem,
-            eb,
-            dims: [d0, d1],
-            stride,
-        } = self.launched_map(map, alloc, first, "a TMA store")?;
+        let view = self.launched_map(map, alloc, first, "a TMA store")?;
+        let (m, param, elem, eb) = (view.m, view.param, view.elem, view.eb);
         let repeat = 8 * m.swizzle as i64;
         let srcs = self.read(src, Some(&active))?.ints()?.to_vec();
         let cx = self.read(coords[0], Some(&active))?.ints()?.to_vec();
@@ -95,22 +88,10 @@ impl Sim<'_> {
                     }
                     self.touch(Space::Shared { alloc }, at, t, Access::Read)?;
                     elements.push(at);
-                    let (x, y) = (cx[t] + bx, cy[t] + by);
-                    if !(0..d0).contains(&x) || !(0..d1).contains(&y) {
+                    let at_xy = (cx[t] + bx, cy[t] + by);
+                    let Some(offset) = self.map_element(map, &view, at_xy, t, "a TMA store ... writes")? else {
                         continue;
-                    }
-                    let offset = y
-                        .checked_mul(stride)
-                        .and_then(|o| o.checked_add(x))
-                        .and_then(|o| o.checked_add(base))
-                        .unwrap_or(i64::MAX);
-                    self.global.locate(Pointer { param, offset }).map_err(|f| {
-                        let message = format!(
-                            "a TMA store through tensor map {map} ({d0} x {d1}, stride {stride}) writes its element ({x}, {y}): {}",
-                            f.message
-                        );
-                        fault(f.kind, t, message)
-                    })?;
+                    };
                     self.touch(Space::Global { param }, offset, t, Access::Write { same: false })?;
                     shared_at.push(Pointer {
                         param: alloc,
