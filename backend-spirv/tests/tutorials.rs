@@ -125,15 +125,20 @@ fn long_row_kernels_validate() {
     }
 }
 
+/// The tutorial's walks, and at head dimension 64 the walk rotated by one block.
 #[test]
 fn attention_validates() {
     for head_dim in [64, 128] {
         for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
-            let meta = AttentionMeta {
-                split_diagonal,
-                ..AttentionMeta::fp16(16, 16, head_dim, causal)
-            };
-            check_all(&seeds::attention_forward(&meta).unwrap(), 4);
+            let rotations: &[bool] = if head_dim == 64 { &[false, true] } else { &[false] };
+            for &rotate in rotations {
+                let meta = AttentionMeta {
+                    split_diagonal,
+                    rotate,
+                    ..AttentionMeta::fp16(16, 16, head_dim, causal)
+                };
+                check_all(&seeds::attention_forward(&meta).unwrap(), 4);
+            }
         }
     }
 }
@@ -152,8 +157,11 @@ fn attention_on_cooperative_matrices_validates() {
         acc: F32,
     });
     for (block_m, block_n, warps) in [(32, 16, 4), (32, 32, 2)] {
-        for causal in [false, true] {
-            let meta = AttentionMeta::fp16(block_m, block_n, 64, causal);
+        for (causal, rotate) in [(false, false), (true, false), (false, true)] {
+            let meta = AttentionMeta {
+                rotate,
+                ..AttentionMeta::fp16(block_m, block_n, 64, causal)
+            };
             let kernel = seeds::attention_forward(&meta).unwrap();
             let target = Target {
                 reuse_shared: false,

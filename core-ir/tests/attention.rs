@@ -479,17 +479,29 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
         n: 50,
         d: 64,
     };
+    // (The walk rotated by one block too: its carried `P` enters the cooperative matrices
+    // from a loop-carried value.)
+    let cases = [
+        (false, true, false),
+        (true, true, false),
+        (true, false, false),
+        (false, true, true),
+        (true, true, true),
+    ];
     for (block_m, block_n, warps) in [(32, 16, 4), (32, 32, 2), (16, 16, 1)] {
-        for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
+        for (causal, split_diagonal, rotate) in cases {
             let meta = AttentionMeta {
                 split_diagonal,
+                rotate,
                 ..AttentionMeta::fp16(block_m, block_n, shape.d as u32, causal)
             };
             let kernel = attention_forward(&meta).unwrap();
             let tk = rutile_ir::lower::lower(&kernel, &coop(warps), &runtime_spec(&args(shape))).unwrap();
             let mut mul_adds = 0;
             tk.walk(&mut |s| mul_adds += matches!(s, Stmt::CoopMulAdd { .. }) as usize);
-            let at = format!("blocks {block_m}x{block_n} on {warps} warps, causal {causal}, split {split_diagonal}");
+            let at = format!(
+                "blocks {block_m}x{block_n} on {warps} warps, causal {causal}, split {split_diagonal}, rotated {rotate}"
+            );
             assert!(mul_adds > 0, "{at}: not on cooperative matrices");
             let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
             let b = buffers(&mut rng, shape);
