@@ -115,7 +115,7 @@ fn bar_name(alloc: u32, index: i64) -> String {
 
 /// The byte a box's byte `l` lands on, from the destination's start: its 16-byte chunk XORed
 /// with the address bits from 7 up, as many as `swizzle / 16` chunks need.
-pub(super) fn swizzled(l: u64, swizzle: u32) -> u64 {
+fn swizzled(l: u64, swizzle: u32) -> u64 {
     l ^ (((l >> 7) & (swizzle as u64 / 16 - 1)) << 4)
 }
 
@@ -314,6 +314,49 @@ impl Sim<'_> {
         })
     }
 
+    /// What a TMA copy or store (`what`) of tensor map `map` and shared buffer `alloc`
+    /// under `pred` starts with: its serial number, its active threads and its map in this
+    /// launch; `None` where no thread is active.
+    pub(super) fn tma_begin(
+        &mut self,
+        map: u32,
+        alloc: u32,
+        pred: Option<Reg>,
+        what: &str,
+    ) -> Result<Option<(Vec<bool>, LaunchedMap)>, SimFault> {
+        self.serial += 1;
+        let active = self.active(pred)?;
+        let Some(first) = active.iter().position(|&a| a) else {
+            return Ok(None);
+        };
+        let view = self.launched_map(map, alloc, first, what)?;
+        Ok(Some((active, view)))
+    }
+
+    /// The element of shared buffer `alloc` that element `(bx, by)` of a box of `view`
+    /// starting at element `start` occupies (swizzled as the map says); thread `t` faults
+    /// where the box does not fit the buffer.
+    pub(super) fn box_shared_element(
+        &self,
+        alloc: u32,
+        view: &LaunchedMap,
+        start: i64,
+        (bx, by): (i64, i64),
+        t: usize,
+    ) -> Result<i64, SimFault> {
+        let (m, eb) = (view.m, view.eb);
+        let [bw, bh] = m.box_dims.map(|d| d as i64);
+        let len = self.k.shared[alloc as usize].len;
+        let l = ((by * bw + bx) * eb) as u64;
+        let at = start + (swizzled(l, m.swizzle) as i64) / eb;
+        if !(0..len as i64).contains(&at) {
+            let message =
+                format!("a TMA box of {bw} x {bh} from element {start} does not fit shared{alloc} ({len} elements)");
+            return Err(fault(FaultKind::OutOfBounds, t, message));
+        }
+        Ok(at)
+    }
+
     /// The offset in its buffer of element `(x, y)` of tensor map `map` (`view` in this
     /// launch), `None` outside the view (where copies fill zeros and stores write nothing);
     /// an element of the view outside its buffer faults thread `t`, `what` (with `...` for
@@ -359,14 +402,11 @@ impl Sim<'_> {
         bar: &MBarrier,
         pred: Option<Reg>,
     ) -> Result<(), SimFault> {
-        self.serial += 1;
-        let active = self.active(pred)?;
-        if !active.contains(&true) {
+        let Some((active, view)) = self.tma_begin(map, alloc, pred, "a TMA copy")? else {
             return Ok(());
-        }
+        };
         let to = self.k.shared[alloc as usize];
         let first = active.iter().position(|&a| a).expect("an active thread");
-        let view = self.launched_map(map, alloc, first, "a TMA copy")?;
         let (m, param, elem, eb) = (view.m, view.param, view.elem, view.eb);
         // The hardware swizzles address bits; the formula below counts them from the
         // destination, which is right when it starts where the pattern repeats.
@@ -405,16 +445,8 @@ impl Sim<'_> {
             };
             for by in 0..bh {
                 for bx in 0..bw {
-                    let l = ((by * bw + bx) * eb) as u64;
-                    let at = dsts[t] + (swizzled(l, m.swizzle) as i64) / eb;
-                    if !(0..to.len as i64).contains(&at) {
-                        let message = format!(
-                            "a TMA box of {bw} x {bh} from element {} does not fit shared{alloc} ({} elements)",
-                            dsts[t], to.len
-                        );
-                        return Err(fault(FaultKind::OutOfBounds, t, message));
-                    }
-                    copy.dst.push(at);
+                    copy.dst
+                        .push(self.box_shared_element(alloc, &view, dsts[t], (bx, by), t)?);
                     let at = (cx[t] + bx, cy[t] + by);
                     copy.src
                         .push(self.map_element(map, &view, at, t, "a TMA copy ... reads")?);

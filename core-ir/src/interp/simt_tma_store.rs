@@ -9,7 +9,6 @@
 //! those shared elements before then is a fault, and so is a program that ends with such a
 //! store never waited for (its shared memory would be released under the copy).
 
-use super::tma::swizzled;
 use super::{fault, Access, Sim, SimFault};
 use crate::interp::error::{FaultKind, InterpError};
 use crate::interp::memory;
@@ -43,14 +42,10 @@ impl Sim<'_> {
         coords: [Reg; 2],
         pred: Option<Reg>,
     ) -> Result<(), SimFault> {
-        self.serial += 1;
-        let active = self.active(pred)?;
-        if !active.contains(&true) {
+        let Some((active, view)) = self.tma_begin(map, alloc, pred, "a TMA store")? else {
             return Ok(());
-        }
+        };
         let from = self.k.shared[alloc as usize];
-        let first = active.iter().position(|&a| a).expect("an active thread");
-        let view = self.launched_map(map, alloc, first, "a TMA store")?;
         let (m, param, elem, eb) = (view.m, view.param, view.elem, view.eb);
         let repeat = 8 * m.swizzle as i64;
         let srcs = self.read(src, Some(&active))?.ints()?.to_vec();
@@ -77,15 +72,7 @@ impl Sim<'_> {
             let mut elements = Vec::with_capacity((bw * bh) as usize);
             for by in 0..bh {
                 for bx in 0..bw {
-                    let l = ((by * bw + bx) * eb) as u64;
-                    let at = srcs[t] + (swizzled(l, m.swizzle) as i64) / eb;
-                    if !(0..from.len as i64).contains(&at) {
-                        let message = format!(
-                            "a TMA box of {bw} x {bh} from element {} does not fit shared{alloc} ({} elements)",
-                            srcs[t], from.len
-                        );
-                        return Err(fault(FaultKind::OutOfBounds, t, message));
-                    }
+                    let at = self.box_shared_element(alloc, &view, srcs[t], (bx, by), t)?;
                     self.touch(Space::Shared { alloc }, at, t, Access::Read)?;
                     elements.push(at);
                     let at_xy = (cx[t] + bx, cy[t] + by);
