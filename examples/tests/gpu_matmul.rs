@@ -350,9 +350,14 @@ fn gpu_matmul_schedules() {
                                 activation: with_relu.then_some(Activation::LeakyRelu),
                                 ..MatmulMeta::fp16(bm, bn, bk)
                             };
+                            // An f32 tile of 128 x 256 (128 KiB to leave by) fits beside
+                            // a ring that the producer keeps filling for the next tile only
+                            // at 2 stages (`core-ir/tests/tma.rs`).
+                            let deep_ring_too_big =
+                                output == ScalarType::F32 && bm * bn >= 128 * 256 && persistent && warp_specialize;
                             let launch = Launch {
                                 warps,
-                                stages,
+                                stages: if deep_ring_too_big { 2 } else { stages },
                                 persistent,
                                 warp_specialize,
                             };
