@@ -49,7 +49,8 @@
 //! before each: by a 256 MiB copy (`--flush copy`, as `triton.testing.do_bench`, the
 //! default) which leaves it dirty, or by reading 256 MiB (`--flush read`), which leaves it
 //! clean. `--cols` measures the softmax at the given widths only (e.g. `--cols 1024` to
-//! repeat one figure).
+//! repeat one figure). `--squares` times the matmul at the given M = N = K only, without
+//! the skinny shapes (e.g. `--only matmul --squares 4096`).
 
 use rutile::bench::{Benchmark, Report, Series, Unit};
 use rutile::seeds;
@@ -99,6 +100,19 @@ fn main() {
                 );
                 std::process::exit(2);
             })
+        }
+    };
+    let squares = match args.iter().position(|a| a == "--squares") {
+        None => None,
+        Some(i) => {
+            let list = args.get(i + 1).map(String::as_str).unwrap_or("");
+            match list.split(',').map(str::parse::<usize>).collect::<Result<Vec<_>, _>>() {
+                Ok(s) if !s.is_empty() && s.iter().all(|&n| (16..=16384).contains(&n)) => Some(s),
+                _ => {
+                    eprintln!("--squares takes sizes from 16 to 16384 separated by commas, got {list:?}");
+                    std::process::exit(2);
+                }
+            }
         }
     };
     let mut sizes = softmax_sizes(quick);
@@ -172,7 +186,7 @@ fn main() {
         }
     }
     if sections.matmul {
-        if let Err(e) = matmul::matmul(&devices, quick, flush_mode, &mut csv) {
+        if let Err(e) = matmul::matmul(&devices, quick, flush_mode, squares.as_deref(), &mut csv) {
             eprintln!("matmul benchmark failed: {e}");
             std::process::exit(1);
         }

@@ -130,9 +130,15 @@ fn an_f32_tile_beside_a_deep_specialized_ring_is_out_of_shared_memory() {
     for tma_store in [true, false] {
         match lower(&kernel, &target(3, tma_store), &runtime_spec(&args)) {
             Err(e @ LowerError::OutOfSharedMemory { .. }) => {
-                assert!(e.to_string().contains("matmul_kernel") && e.to_string().contains("232448"), "{e}")
+                assert!(
+                    e.to_string().contains("matmul_kernel") && e.to_string().contains("232448"),
+                    "{e}"
+                )
             }
-            r => panic!("TMA store {tma_store}: expected OutOfSharedMemory, got {:?}", r.map(|t| t.shared_bytes())),
+            r => panic!(
+                "TMA store {tma_store}: expected OutOfSharedMemory, got {:?}",
+                r.map(|t| t.shared_bytes())
+            ),
         }
     }
     let tk = lower(&kernel, &target(2, true), &runtime_spec(&args)).unwrap();

@@ -406,7 +406,14 @@ fn print_percent_of_cublas(
 /// Before anything is timed, rutile's and cuBLAS's products are compared with each other
 /// and with an f64 CPU reference (relative Frobenius error): at 512 (all rows), and at each
 /// skinny shape (the reference on 16 rows).
-pub fn matmul(devices: &[Arc<dyn Device>], quick: bool, flush_mode: FlushMode, csv: &mut String) -> rutile::Result<()> {
+/// `squares`: the M = N = K to time instead of the default ones, and no skinny shapes.
+pub fn matmul(
+    devices: &[Arc<dyn Device>],
+    quick: bool,
+    flush_mode: FlushMode,
+    squares: Option<&[usize]>,
+    csv: &mut String,
+) -> rutile::Result<()> {
     let mut rows = Vec::new();
     for dev in devices {
         let (dev, cublas): (Arc<dyn Device>, _) = match cuda_ordinal(dev.as_ref()) {
@@ -500,7 +507,9 @@ pub fn matmul(devices: &[Arc<dyn Device>], quick: bool, flush_mode: FlushMode, c
         buffers: rows.iter().map(|_| PerX::new()).collect(),
         picked: RefCell::default(),
     };
-    let sizes: Vec<f64> = if quick {
+    let sizes: Vec<f64> = if let Some(s) = squares {
+        s.iter().map(|&n| n as f64).collect()
+    } else if quick {
         vec![256.0, 512.0]
     } else {
         vec![256.0, 512.0, 1024.0, 2048.0, 4096.0, 8192.0]
@@ -517,6 +526,9 @@ pub fn matmul(devices: &[Arc<dyn Device>], quick: bool, flush_mode: FlushMode, c
     println!();
     report.print();
     tables.finish(&report, &lines, &|n| format!("{n}"), csv, &|n| format!("{n}x{n}x{n}"));
+    if squares.is_some() {
+        return Ok(());
+    }
 
     // The skinny shapes, M x N x K, checked first: every device's product against
     // cuBLAS's (the first CUDA device's), and on 16 rows against the f64 reference.

@@ -17,6 +17,8 @@ pub(super) struct Scan {
     pub(super) params_used: Vec<bool>,
     /// The kernel uses cooperative matrices.
     pub(super) coop: bool,
+    /// Per shared buffer: a cooperative matrix is loaded from or stored to it.
+    pub(super) shared_coop: Vec<bool>,
 }
 
 /// Whether a register type is available on the target (booleans are fine as registers).
@@ -136,6 +138,7 @@ impl Scan {
             num_programs: [false; 3],
             params_used: vec![false; k.params.len()],
             coop: false,
+            shared_coop: vec![false; k.shared.len()],
         };
         let mut regs = RegUses {
             defs: vec![0; n],
@@ -293,8 +296,9 @@ impl Scan {
                         *err = Some(atomic_unsupported(k, t, ty, "atomic_cas"));
                     }
                 }
-                Stmt::CoopLoad { index, .. } | Stmt::CoopStore { index, .. } => {
+                Stmt::CoopLoad { index, alloc, .. } | Stmt::CoopStore { index, alloc, .. } => {
                     self.coop = true;
+                    self.shared_coop[*alloc as usize] = true;
                     regs.use_(*index);
                 }
                 Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => self.coop = true,
