@@ -165,10 +165,6 @@ pub struct SpirvTarget {
     /// `EXPERIMENTAL_COOPERATIVE_MATRIX`): what a kernel lowered for a target with
     /// `rutile_ir::target::Target::coop_matrix` uses.
     pub cooperative_matrix: bool,
-    /// Shared buffers of `f16` that cooperative matrices are loaded from are arrays of
-    /// `vec2<f16>` (stores of half as many instructions) rather than of `f16`. On by
-    /// default; off to measure what it is worth.
-    pub shared_f16_pairs: bool,
 }
 
 impl SpirvTarget {
@@ -182,7 +178,6 @@ impl SpirvTarget {
             subgroups: true,
             immediate_size: 0,
             cooperative_matrix: true,
-            shared_f16_pairs: true,
         }
     }
 

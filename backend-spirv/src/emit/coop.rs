@@ -3,8 +3,7 @@
 //! `CooperativeMultiplyAdd`, `Statement::CooperativeStore`), which the SPIR-V writer turns
 //! into `SPV_KHR_cooperative_matrix` instructions of subgroup scope. Each matrix of the
 //! kernel is a function variable `c{index}` of its type; its loads and stores address a
-//! workgroup array element (the matrix's first) with a stride in elements, or in pairs
-//! where the array holds `vec2<f16>`s.
+//! workgroup array element (the matrix's first) with a stride in elements.
 
 use super::*;
 use naga::{CooperativeData, CooperativeRole, CooperativeSize};
@@ -55,22 +54,9 @@ impl Cx<'_> {
         p
     }
 
-    /// The pointer and stride of a cooperative load or store at element `index` of shared
-    /// buffer `alloc`. In a buffer held in pairs both count pairs (SPIR-V measures them in
-    /// the pointee type, which need not be the matrix's): `index` and `stride` are multiples
-    /// of 16 bytes' worth of elements (`Stmt::CoopLoad`), so even.
     fn coop_data(&mut self, alloc: u32, index: Reg, stride: u32, row_major: bool) -> CooperativeData {
-        let mem = Memory::Shared { alloc };
-        let lanes = self.holding(mem).lanes();
-        let mut i = self.read(index);
-        let mut stride = stride;
-        if lanes > 1 {
-            let whole = self.index_u32(index);
-            let shift = self.u32c(lanes.trailing_zeros());
-            i = self.bin(Bo::ShiftRight, whole, shift);
-            stride /= lanes;
-        }
-        let base = self.array_of(mem).ptr;
+        let i = self.read(index);
+        let base = self.shared[alloc as usize];
         let pointer = self.e(Expression::Access { base, index: i });
         let stride = self.u32c(stride);
         CooperativeData {

@@ -144,28 +144,10 @@ enum Holding {
     /// stores move one whole vector (two of `f16`), single elements are vector components
     /// (the buffer is a multiple of 16 bytes).
     Vec4,
-    /// `array<vec2<f16>>`, for shared buffers of `f16` that cooperative matrices are loaded
-    /// from or stored to ([`SpirvTarget::shared_f16_pairs`]): a 16-byte store is four
-    /// 4-byte stores where `f16` scalars take eight 2-byte ones, and the cooperative loads
-    /// address pairs (as hand-written cooperative-matrix kernels for NVIDIA's driver hold
-    /// them; arrays of `vec4<f16>` measured twice as slow there). Single elements are
-    /// components.
-    Vec2,
     /// `atomic<i32>` / `atomic<u32>`.
     Atomic,
     /// `atomic<u32>` holding `f32` bits.
     AtomicF32Bits,
-}
-
-impl Holding {
-    /// Elements per array element.
-    fn lanes(self) -> u32 {
-        match self {
-            Holding::Vec4 => 4,
-            Holding::Vec2 => 2,
-            _ => 1,
-        }
-    }
 }
 
 /// Whether a buffer of `elem` can be held as `vec4`s: 4-byte types, and `f16`, whose
@@ -176,12 +158,10 @@ fn vector_element(elem: ScalarType) -> bool {
     (elem.size_bytes() == 4 && elem != ScalarType::Bool) || elem == ScalarType::F16
 }
 
-/// A storage buffer or a shared buffer.
 struct Buffer {
     ptr: H,
     holding: Holding,
-    /// The element type of the array (the vector of a [`Holding::Vec4`] or
-    /// [`Holding::Vec2`] buffer).
+    /// The element type of the array (the `vec4` of a [`Holding::Vec4`] buffer).
     elem_ty: Handle<Type>,
 }
 
@@ -200,7 +180,7 @@ struct Cx<'a> {
     buffers: Vec<Option<Buffer>>,
     /// Per parameter: its value, read at the top (scalars in use).
     param_value: Vec<Option<H>>,
-    shared: Vec<Buffer>,
+    shared: Vec<H>,
     /// The launch block (uniform buffer or immediates).
     launch: H,
     /// Uniform struct member of each scalar parameter.
@@ -301,7 +281,6 @@ impl<'a> Cx<'a> {
                 ),
                 Holding::Atomic => (ty(&mut module, TypeInner::Atomic(scalar)), 4),
                 Holding::AtomicF32Bits => (ty(&mut module, TypeInner::Atomic(Scalar::U32)), 4),
-                Holding::Vec2 => unreachable!("storage buffers are not held in pairs"),
             };
             let arr = ty(
                 &mut module,
@@ -396,23 +375,13 @@ impl<'a> Cx<'a> {
         // Shared memory.
         let mut shared = Vec::new();
         for (i, a) in k.shared.iter().enumerate() {
-            let scalar = naga_scalar(a.elem);
-            let pairs = target.shared_f16_pairs && scan.shared_coop[i] && a.elem == ScalarType::F16;
-            let (holding, elem_ty, len) = if pairs {
-                let pair = TypeInner::Vector {
-                    size: naga::VectorSize::Bi,
-                    scalar,
-                };
-                (Holding::Vec2, ty(&mut module, pair), a.len.div_ceil(2))
-            } else {
-                (Holding::Plain, ty(&mut module, TypeInner::Scalar(scalar)), a.len)
-            };
+            let elem_ty = ty(&mut module, TypeInner::Scalar(naga_scalar(a.elem)));
             let arr = ty(
                 &mut module,
                 TypeInner::Array {
                     base: elem_ty,
-                    size: naga::ArraySize::Constant(std::num::NonZeroU32::new(len).expect("verified non-empty")),
-                    stride: holding.lanes() * a.elem.size_bytes() as u32,
+                    size: naga::ArraySize::Constant(std::num::NonZeroU32::new(a.len).expect("verified non-empty")),
+                    stride: a.elem.size_bytes() as u32,
                 },
             );
             let gv = module.global_variables.append(
@@ -426,11 +395,7 @@ impl<'a> Cx<'a> {
                 },
                 SPAN,
             );
-            shared.push(Buffer {
-                ptr: f.expressions.append(Expression::GlobalVariable(gv), SPAN),
-                holding,
-                elem_ty,
-            });
+            shared.push(f.expressions.append(Expression::GlobalVariable(gv), SPAN));
         }
 
         // Every register type is in the module, even where no variable has it, so that the
@@ -829,10 +794,9 @@ impl<'a> Cx<'a> {
                 dsts, mem, index, pred, ..
             } => self.predicated(*pred, |cx| {
                 let base = cx.index_u32(*index);
-                let lanes = cx.holding(*mem).lanes() as usize;
-                if lanes > 1 && dsts.len() % lanes == 0 {
+                if cx.holding(*mem) == Holding::Vec4 && dsts.len() % 4 == 0 {
                     // Whole vectors (the index is aligned: see `Stmt::Load`).
-                    for (c, chunk) in dsts.chunks(lanes).enumerate() {
+                    for (c, chunk) in dsts.chunks(4).enumerate() {
                         let p = cx.vector_at(*mem, base, c as u32);
                         let v = cx.load(p);
                         for (j, &d) in chunk.iter().enumerate() {
@@ -859,11 +823,10 @@ impl<'a> Cx<'a> {
                 pred,
             } => self.predicated(*pred, |cx| {
                 let base = cx.index_u32(*index);
-                let lanes = cx.holding(*mem).lanes() as usize;
-                if lanes > 1 && values.len() % lanes == 0 {
-                    for (c, chunk) in values.chunks(lanes).enumerate() {
+                if cx.holding(*mem) == Holding::Vec4 && values.len() % 4 == 0 {
+                    for (c, chunk) in values.chunks(4).enumerate() {
                         let components: Vec<H> = chunk.iter().map(|&r| cx.read(r)).collect();
-                        let ty = cx.array_of(*mem).elem_ty;
+                        let ty = cx.buffer(*mem).elem_ty;
                         let value = cx.e(Expression::Compose { ty, components });
                         let pointer = cx.vector_at(*mem, base, c as u32);
                         cx.stmt(Statement::Store { pointer, value });
@@ -995,14 +958,9 @@ impl<'a> Cx<'a> {
     }
 
     fn holding(&self, mem: Memory) -> Holding {
-        self.array_of(mem).holding
-    }
-
-    /// The storage or shared buffer behind `mem`.
-    fn array_of(&self, mem: Memory) -> &Buffer {
         match mem {
-            Memory::Global { .. } => self.buffer(mem),
-            Memory::Shared { alloc } => &self.shared[alloc as usize],
+            Memory::Global { .. } => self.buffer(mem).holding,
+            Memory::Shared { .. } => Holding::Plain,
         }
     }
 
@@ -1014,12 +972,14 @@ impl<'a> Cx<'a> {
             let o = self.u32c(offset);
             self.bin(Bo::Add, base, o)
         };
-        let buf = self.array_of(mem).ptr;
-        let lanes = self.holding(mem).lanes();
-        if lanes > 1 {
-            let (shift, mask) = (self.u32c(lanes.trailing_zeros()), self.u32c(lanes - 1));
-            let vector = self.bin(Bo::ShiftRight, index, shift);
-            let lane = self.bin(Bo::And, index, mask);
+        let buf = match mem {
+            Memory::Global { .. } => self.buffer(mem).ptr,
+            Memory::Shared { alloc } => self.shared[alloc as usize],
+        };
+        if self.holding(mem) == Holding::Vec4 {
+            let (two, three) = (self.u32c(2), self.u32c(3));
+            let vector = self.bin(Bo::ShiftRight, index, two);
+            let lane = self.bin(Bo::And, index, three);
             let v = self.e(Expression::Access {
                 base: buf,
                 index: vector,
@@ -1029,12 +989,12 @@ impl<'a> Cx<'a> {
         self.e(Expression::Access { base: buf, index })
     }
 
-    /// A pointer to the `chunk`-th whole vector from element `base` (a multiple of the
-    /// vector's length) of a [`Holding::Vec4`] or [`Holding::Vec2`] buffer.
+    /// A pointer to the `chunk`-th whole vector from element `base` (a multiple of 4) of a
+    /// [`Holding::Vec4`] buffer.
     fn vector_at(&mut self, mem: Memory, base: H, chunk: u32) -> H {
-        let buf = self.array_of(mem).ptr;
-        let shift = self.u32c(self.holding(mem).lanes().trailing_zeros());
-        let mut vector = self.bin(Bo::ShiftRight, base, shift);
+        let buf = self.buffer(mem).ptr;
+        let two = self.u32c(2);
+        let mut vector = self.bin(Bo::ShiftRight, base, two);
         if chunk > 0 {
             let c = self.u32c(chunk);
             vector = self.bin(Bo::Add, vector, c);

@@ -17,8 +17,6 @@ pub(super) struct Scan {
     pub(super) params_used: Vec<bool>,
     /// The kernel uses cooperative matrices.
     pub(super) coop: bool,
-    /// Per shared buffer: a cooperative matrix is loaded from or stored to it.
-    pub(super) shared_coop: Vec<bool>,
 }
 
 /// Whether a register type is available on the target (booleans are fine as registers).
@@ -138,7 +136,6 @@ impl Scan {
             num_programs: [false; 3],
             params_used: vec![false; k.params.len()],
             coop: false,
-            shared_coop: vec![false; k.shared.len()],
         };
         let mut regs = RegUses {
             defs: vec![0; n],
@@ -296,9 +293,8 @@ impl Scan {
                         *err = Some(atomic_unsupported(k, t, ty, "atomic_cas"));
                     }
                 }
-                Stmt::CoopLoad { index, alloc, .. } | Stmt::CoopStore { index, alloc, .. } => {
+                Stmt::CoopLoad { index, .. } | Stmt::CoopStore { index, .. } => {
                     self.coop = true;
-                    self.shared_coop[*alloc as usize] = true;
                     regs.use_(*index);
                 }
                 Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => self.coop = true,

@@ -119,7 +119,6 @@ impl Vk {
                 immediate_size: 0,
                 // Lavapipe has none; cooperative-matrix modules are checked by spirv-val.
                 cooperative_matrix: false,
-                shared_f16_pairs: true,
             };
 
             let priorities = [1.0];

@@ -51,10 +51,6 @@ pub struct WgpuOptions {
     /// (and spirv-val in rutile's tests). [`WgpuOptions::from_env`] turns it on unless
     /// `RUTILE_COOP_MATRIX=0`, which keeps `dot` on the FMA path.
     pub cooperative_matrix: bool,
-    /// Hold the `f16` operand tiles of cooperative matrices in workgroup memory as
-    /// `vec2<f16>` pairs (`rutile_spirv::SpirvTarget::shared_f16_pairs`). On by default;
-    /// `RUTILE_VULKAN_F16_PAIRS=0` holds them as scalars, to measure the difference.
-    pub shared_f16_pairs: bool,
 }
 
 impl WgpuOptions {
@@ -64,7 +60,6 @@ impl WgpuOptions {
         WgpuOptions {
             immediates: std::env::var("RUTILE_VULKAN_IMMEDIATES").as_deref() == Ok("1"),
             cooperative_matrix: std::env::var("RUTILE_COOP_MATRIX").as_deref() != Ok("0"),
-            shared_f16_pairs: std::env::var("RUTILE_VULKAN_F16_PAIRS").as_deref() != Ok("0"),
         }
     }
 }
@@ -359,7 +354,6 @@ impl Device for WgpuGpu {
                 shader_f64: f.f64,
                 subgroups: f.subgroups,
                 cooperative_matrix: f.cooperative_matrix,
-                shared_f16_pairs: self.options.shared_f16_pairs,
                 immediate_size: if f.immediates && self.options.immediates {
                     self.device.properties().max_immediate_size
                 } else {
