@@ -11,14 +11,20 @@ pub const COPY_BLOCK: u32 = 1024;
 /// `unused_scalars` extra `i32` parameters the kernel reads nothing more, but its launch
 /// data grows (past what Vulkan immediates hold, into a uniform buffer).
 pub fn copy_kernel(unused_scalars: usize) -> Result<Kernel> {
+    copy_kernel_of(ScalarType::F32, COPY_BLOCK, unused_scalars)
+}
+
+/// [`copy_kernel`] on elements of `elem`, `block` of them per program: what moving a
+/// buffer of 2-byte elements costs beside moving the same bytes in 4-byte ones.
+pub fn copy_kernel_of(elem: ScalarType, block: u32, unused_scalars: usize) -> Result<Kernel> {
     Ok(Kernel::build("copy", |k| {
-        let src = k.arg_ptr("src", ScalarType::F32);
-        let dst = k.arg_ptr("dst", ScalarType::F32);
+        let src = k.arg_ptr("src", elem);
+        let dst = k.arg_ptr("dst", elem);
         let n = k.arg_i32("n");
         for i in 0..unused_scalars {
             k.arg_i32(&format!("unused{i}"));
         }
-        let offs = k.program_id(0) * COPY_BLOCK as i32 + k.arange(0, COPY_BLOCK as i32);
+        let offs = k.program_id(0) * block as i32 + k.arange(0, block as i32);
         let mask = offs.lt(n);
         k.store_masked(dst + offs, k.load_masked(src + offs, mask, 0.0), mask);
     })?)

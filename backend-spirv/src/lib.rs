@@ -165,6 +165,12 @@ pub struct SpirvTarget {
     /// `EXPERIMENTAL_COOPERATIVE_MATRIX`): what a kernel lowered for a target with
     /// `rutile_ir::target::Target::coop_matrix` uses.
     pub cooperative_matrix: bool,
+    /// `f16` storage buffers that a kernel without loops or cooperative matrices moves in
+    /// 16-byte vectors alone are arrays of `vec4<u32>`, each word a pair of `f16` (unpacked
+    /// and packed through `f32`, which holds every `f16` exactly): one 16-byte load or store
+    /// where `vec4<f16>` takes two of 8 bytes. On by default; off to measure what it is
+    /// worth.
+    pub packed_f16: bool,
 }
 
 impl SpirvTarget {
@@ -178,6 +184,7 @@ impl SpirvTarget {
             subgroups: true,
             immediate_size: 0,
             cooperative_matrix: true,
+            packed_f16: true,
         }
     }
 

@@ -4,7 +4,7 @@
 mod common;
 
 use common::vk::{bytes, device_or_skip, from_bytes, Vk};
-use common::{reduction, vector_add};
+use common::{reduction, vector_add, vector_add_width};
 use rutile_ir::ir::{AtomicOp, BinaryOp, CmpOp, UnaryOp};
 use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernel, ThreadKernelBuilder};
 use rutile_ir::ScalarType::{self, *};
@@ -752,6 +752,56 @@ fn vector_add_over_several_dispatches() {
         let mut bufs = vec![xb, yb, vec![0u8; want.len()]];
         vk.run(&sk, &mut bufs, &[ScalarArg::I32(512)], [1, 1, 1]);
         assert_eq!(bufs[2], want, "vector add of {t}");
+    }
+}
+
+/// `f16` buffers held as packed words (16-byte accesses): every value survives the trip
+/// through `f32` bit for bit (subnormals, signed zeros, infinities, the largest finite),
+/// and a group of eight reaching past `n` is masked off whole.
+#[test]
+fn packed_f16_vector_add() {
+    let Some(vk) = device_or_skip("packed_f16_vector_add") else {
+        return;
+    };
+    if !vk.target.shader_f16 {
+        eprintln!("note: the device has no f16");
+        return;
+    }
+    let sk = emit(&vector_add_width(F16, 8), &vk.target).unwrap_or_else(|e| panic!("{e}"));
+    let len = 1024;
+    let n = len - 12;
+    let special = [
+        half::f16::from_bits(0x0001),
+        half::f16::from_bits(0x83ff),
+        half::f16::NEG_ZERO,
+        half::f16::INFINITY,
+        half::f16::NEG_INFINITY,
+        half::f16::MAX,
+        half::f16::MIN_POSITIVE,
+    ];
+    let mut rng = 0x9e3779b9u32;
+    let x: Vec<half::f16> = (0..len)
+        .map(|i| {
+            rng = rng.wrapping_mul(1664525).wrapping_add(1013904223);
+            special
+                .get(i % 64)
+                .copied()
+                .unwrap_or(half::f16::from_f32((rng >> 8) as f32 / (1 << 20) as f32 - 8.0))
+        })
+        .collect();
+    let zero: Vec<half::f16> = vec![half::f16::ZERO; len];
+    let poison = half::f16::from_f32(-7.0);
+    let mut bufs = vec![bytes(&x), bytes(&zero), bytes(&vec![poison; len])];
+    vk.run(&sk, &mut bufs, &[ScalarArg::I32(n as i32)], [1, 1, 1]);
+    let out: Vec<half::f16> = from_bytes(&bufs[2]);
+    for (i, (&got, &x)) in out.iter().zip(&x).enumerate() {
+        // x + 0 is x, but -0 + +0 is +0.
+        let want = if (i / 8) * 8 + 8 <= n {
+            x + half::f16::ZERO
+        } else {
+            poison
+        };
+        assert_eq!(got.to_bits(), want.to_bits(), "out[{i}] (x {x})");
     }
 }
 

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{basic, check, full, reduction, vector_add};
+use common::{basic, check, full, reduction, vector_add, vector_add_width};
 use rutile_ir::ir::{BinaryOp, CmpOp};
 use rutile_ir::thread::{Expr, Memory, Special, ThreadKernelBuilder};
 use rutile_ir::ScalarType::*;
@@ -56,6 +56,35 @@ fn vector_add_other_types() {
         let decl = format!("x: array<vec4<{name}>>");
         assert_eq!(wgsl.contains(&decl), vectors, "{t:?}: {wgsl}");
     }
+}
+
+/// An `f16` buffer that every access moves in 16-byte vectors is held as `vec4<u32>` words
+/// of pairs (one 16-byte access, unpacked through `f32`), unless the target says otherwise;
+/// one moved in 8-byte vectors stays `vec4<f16>`.
+#[test]
+fn f16_buffers_moved_in_16_bytes_are_packed_words() {
+    let (_, wgsl) = check(&vector_add_width(F16, 8), &full(32));
+    for name in ["x", "y", "out"] {
+        assert!(wgsl.contains(&format!("{name}: array<vec4<u32>>")), "{wgsl}");
+    }
+    assert!(
+        wgsl.contains("unpack2x16float") && wgsl.contains("pack2x16float"),
+        "{wgsl}"
+    );
+    let unpacked = rutile_spirv::SpirvTarget {
+        packed_f16: false,
+        ..full(32)
+    };
+    let (_, wgsl) = check(&vector_add_width(F16, 8), &unpacked);
+    assert!(
+        wgsl.contains("x: array<vec4<f16>>") && !wgsl.contains("unpack2x16float"),
+        "{wgsl}"
+    );
+    let (_, wgsl) = check(&vector_add_width(F16, 4), &full(32));
+    assert!(
+        wgsl.contains("x: array<vec4<f16>>") && !wgsl.contains("unpack2x16float"),
+        "{wgsl}"
+    );
 }
 
 #[test]

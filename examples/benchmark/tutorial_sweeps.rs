@@ -6,7 +6,7 @@ use super::{Run, WarpChoice};
 use half::f16;
 use rutile::autotune::Autotuner;
 use rutile::{Device, DeviceExt, LaunchConfig};
-use rutile_examples::bench::{do_bench, gbps, CacheFlush, Stats};
+use rutile_examples::bench::{copy_kernel_of, do_bench, gbps, CacheFlush, Stats, COPY_BLOCK};
 use rutile_examples::check::{max_relative_error, softmax_reference};
 use rutile_examples::rng::{normal_f32s, Rng};
 use rutile_examples::tutorials::attention::{self, Problem, Tensors};
@@ -144,6 +144,44 @@ pub fn layer_norm(
                 );
             }
         }
+        // Copies of the same bytes, in f16 (x to y) and in f32: what one launch moving them
+        // leaves of the ceiling through this backend, and what 2-byte elements cost.
+        let mut cells = Vec::new();
+        for (elem, block) in [
+            (rutile::ScalarType::F16, COPY_BLOCK),
+            (rutile::ScalarType::F32, COPY_BLOCK),
+            (rutile::ScalarType::F16, 2 * COPY_BLOCK),
+            (rutile::ScalarType::F32, COPY_BLOCK / 2),
+        ] {
+            let count = 4 * m * n / (2 * elem.size_bytes());
+            let kernel = copy_kernel_of(elem, block, 0)?;
+            let config = LaunchConfig::grid1(count.div_ceil(block as usize) as u32).num_warps(4);
+            let f32_buffers;
+            let args: [rutile::Arg<'_>; 3] = if elem == rutile::ScalarType::F16 {
+                [(&fwd.x).into(), (&fwd.y).into(), rutile::Arg::I32(count as i32)]
+            } else {
+                f32_buffers = (dev.upload(&rng.f32s(count, 0.5, 1.5))?, dev.zeros::<f32>(count)?);
+                [
+                    (&f32_buffers.0).into(),
+                    (&f32_buffers.1).into(),
+                    rutile::Arg::I32(count as i32),
+                ]
+            };
+            let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
+            let g = gbps(4.0 * (m * n) as f64, s.median_ms);
+            csv_line(
+                csv,
+                &id,
+                &format!("copy_{elem}_{block}"),
+                &format!("{m}x{n}"),
+                &s,
+                g,
+                ceiling,
+            );
+            cells.push(format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling));
+        }
+        println!("{:>14}  {:>22} {:>22}", "  copy f16/f32", cells[0], cells[1]);
+        println!("{:>14}  {:>22} {:>22}", "  f16x2k/f32x512", cells[2], cells[3]);
     }
     Ok(())
 }

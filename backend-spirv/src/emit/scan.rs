@@ -9,6 +9,9 @@ pub(super) struct Scan {
     pub(super) atomic: Vec<bool>,
     /// Per parameter: a load or store moves whole 16-byte vectors of it.
     pub(super) vec4: Vec<bool>,
+    /// Per parameter: every load and store of it moves whole 16-byte vectors of 2-byte
+    /// elements (so that it can be held as `vec4<u32>`s: no access takes part of one).
+    pub(super) whole_16: Vec<bool>,
     pub(super) value_reg: Vec<bool>,
     pub(super) shuffles: bool,
     pub(super) thread_id: bool,
@@ -17,6 +20,8 @@ pub(super) struct Scan {
     pub(super) params_used: Vec<bool>,
     /// The kernel uses cooperative matrices.
     pub(super) coop: bool,
+    /// The kernel has a loop.
+    pub(super) loops: bool,
 }
 
 /// Whether a register type is available on the target (booleans are fine as registers).
@@ -129,6 +134,7 @@ impl Scan {
         let mut s = Scan {
             atomic: vec![false; k.params.len()],
             vec4: vec![false; k.params.len()],
+            whole_16: vec![true; k.params.len()],
             value_reg: vec![false; n],
             shuffles: false,
             thread_id: false,
@@ -136,6 +142,7 @@ impl Scan {
             num_programs: [false; 3],
             params_used: vec![false; k.params.len()],
             coop: false,
+            loops: false,
         };
         let mut regs = RegUses {
             defs: vec![0; n],
@@ -226,6 +233,7 @@ impl Scan {
                 } => {
                     if let Memory::Global { param } = mem {
                         self.vec4[*param as usize] |= dsts.len() % 4 == 0;
+                        self.whole_16[*param as usize] &= dsts.len() % 8 == 0;
                     }
                     regs.use_(*index);
                     if let Some(p) = pred {
@@ -243,6 +251,7 @@ impl Scan {
                 } => {
                     if let Memory::Global { param } = mem {
                         self.vec4[*param as usize] |= values.len() % 4 == 0;
+                        self.whole_16[*param as usize] &= values.len() % 8 == 0;
                     }
                     regs.use_(*index);
                     if let Some(p) = pred {
@@ -342,6 +351,7 @@ impl Scan {
                     self.walk(k, t, else_body, depth + 1, regs, err);
                 }
                 Stmt::While { cond_body, cond, body } => {
+                    self.loops = true;
                     self.walk(k, t, cond_body, depth + 1, regs, err);
                     regs.use_(*cond);
                     self.walk(k, t, body, depth + 1, regs, err);

@@ -48,6 +48,7 @@ fn reparse_wgsl(wgsl: &str, target: &SpirvTarget) {
     caps.set(naga::valid::Capabilities::SUBGROUP, target.subgroups);
     caps.set(naga::valid::Capabilities::IMMEDIATES, target.immediate_size > 0);
     caps.set(naga::valid::Capabilities::COOPERATIVE_MATRIX, target.cooperative_matrix);
+    caps.set(naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32, target.packed_f16);
     if let Err(e) = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps).validate(&module) {
         panic!("the WGSL does not validate: {}\n{wgsl}", e.emit_to_string(wgsl));
     }
@@ -101,6 +102,11 @@ pub fn unsupported_what(r: Result<SpirvKernel, SpirvError>) -> (&'static str, St
 
 /// `out[i..i+4] = x[i..i+4] + y[i..i+4]` where `i + 4 <= n`, four elements per thread.
 pub fn vector_add(elem: ScalarType) -> ThreadKernel {
+    vector_add_width(elem, 4)
+}
+
+/// [`vector_add`] with `width` elements a thread (a block of `128 * width`).
+pub fn vector_add_width(elem: ScalarType, width: usize) -> ThreadKernel {
     let mut kb = ThreadKernelBuilder::new("vector_add", 4, 32);
     let x = kb.ptr("x", elem);
     let y = kb.ptr("y", elem);
@@ -108,16 +114,16 @@ pub fn vector_add(elem: ScalarType) -> ThreadKernel {
     let n = kb.scalar("n", I32);
     let pid = kb.special(Special::ProgramId(0));
     let tid = kb.special(Special::ThreadId);
-    let block = kb.int(I32, 512);
-    let four = kb.int(I32, 4);
+    let block = kb.int(I32, 128 * width as i64);
+    let w = kb.int(I32, width as i64);
     let base = kb.bin(BinaryOp::Mul, pid, block);
-    let t4 = kb.bin(BinaryOp::Mul, tid, four);
-    let offs = kb.bin(BinaryOp::Add, base, t4);
-    let end = kb.bin(BinaryOp::Add, offs, four);
+    let tw = kb.bin(BinaryOp::Mul, tid, w);
+    let offs = kb.bin(BinaryOp::Add, base, tw);
+    let end = kb.bin(BinaryOp::Add, offs, w);
     let n = kb.param(n, I32);
     let mask = kb.cmp(CmpOp::Le, end, n);
-    let a = kb.load(elem, 4, Memory::Global { param: x }, offs, Some(mask));
-    let b = kb.load(elem, 4, Memory::Global { param: y }, offs, Some(mask));
+    let a = kb.load(elem, width, Memory::Global { param: x }, offs, Some(mask));
+    let b = kb.load(elem, width, Memory::Global { param: y }, offs, Some(mask));
     let sums: Vec<_> = a.iter().zip(&b).map(|(&a, &b)| kb.bin(BinaryOp::Add, a, b)).collect();
     kb.store(sums, Memory::Global { param: out }, offs, Some(mask));
     kb.finish()

@@ -119,6 +119,7 @@ impl Vk {
                 immediate_size: 0,
                 // Lavapipe has none; cooperative-matrix modules are checked by spirv-val.
                 cooperative_matrix: false,
+                packed_f16: true,
             };
 
             let priorities = [1.0];

@@ -51,6 +51,11 @@ pub struct WgpuOptions {
     /// (and spirv-val in rutile's tests). [`WgpuOptions::from_env`] turns it on unless
     /// `RUTILE_COOP_MATRIX=0`, which keeps `dot` on the FMA path.
     pub cooperative_matrix: bool,
+    /// Hold `f16` buffers that kernels move in 16-byte vectors as `vec4<u32>` words of
+    /// `f16` pairs (`rutile_spirv::SpirvTarget::packed_f16`): one 16-byte access where
+    /// `vec4<f16>` takes two of 8 bytes, which NVIDIA's driver does not merge. On by
+    /// default; `RUTILE_VULKAN_PACKED_F16=0` turns it off, to measure the difference.
+    pub packed_f16: bool,
 }
 
 impl WgpuOptions {
@@ -60,6 +65,7 @@ impl WgpuOptions {
         WgpuOptions {
             immediates: std::env::var("RUTILE_VULKAN_IMMEDIATES").as_deref() == Ok("1"),
             cooperative_matrix: std::env::var("RUTILE_COOP_MATRIX").as_deref() != Ok("0"),
+            packed_f16: std::env::var("RUTILE_VULKAN_PACKED_F16").as_deref() != Ok("0"),
         }
     }
 }
@@ -354,6 +360,7 @@ impl Device for WgpuGpu {
                 shader_f64: f.f64,
                 subgroups: f.subgroups,
                 cooperative_matrix: f.cooperative_matrix,
+                packed_f16: self.options.packed_f16,
                 immediate_size: if f.immediates && self.options.immediates {
                     self.device.properties().max_immediate_size
                 } else {

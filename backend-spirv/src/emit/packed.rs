@@ -1,0 +1,82 @@
+//! Loads and stores of `f16` storage buffers held as `vec4<u32>` ([`Holding::PackedF16`]).
+//!
+//! NVIDIA's Vulkan driver moves a `vec4<f16>` (8 bytes) in an 8-byte access and does not
+//! merge two of them into one 16-byte access: an `f16` copy kernel moving 16 bytes a thread
+//! reached 76.5% of the copy ceiling on an H100 where the same bytes in `f32` (one `vec4<f32>`
+//! a thread) reached 94% (docs/performance.md, "f16 buffers on Vulkan"). Held as `vec4<u32>`,
+//! each 16-byte access is one load or store; each word is a pair of `f16`, unpacked to and
+//! packed from `f32` (`unpack2x16float`, `pack2x16float`), which holds every `f16` value
+//! exactly, so the registers see the same values.
+
+use super::*;
+
+impl Cx<'_> {
+    /// `dsts.len()` (a multiple of eight, see `Scan::whole_16`) consecutive `f16` elements
+    /// from element `base` of `mem` (aligned, see `Stmt::Load`) as whole vectors.
+    pub(super) fn load_packed(&mut self, mem: Memory, base: H, dsts: &[Reg]) {
+        for (c, chunk) in dsts.chunks(8).enumerate() {
+            let p = self.packed_vector_at(mem, base, c as u32);
+            let v = self.load(p);
+            for (w, pair) in chunk.chunks(2).enumerate() {
+                let word = self.index(v, w as u32);
+                let halves = self.math(Mf::Unpack2x16float, &[word]);
+                for (h, &d) in pair.iter().enumerate() {
+                    let x = self.index(halves, h as u32);
+                    let x = self.as_(x, ScalarKind::Float, Some(2));
+                    self.write(d, x);
+                }
+            }
+        }
+    }
+
+    /// `values` (a multiple of eight `f16`, see `Scan::whole_16`) stored from element
+    /// `base` of `mem` as whole vectors.
+    pub(super) fn store_packed(&mut self, mem: Memory, base: H, values: &[Reg]) {
+        let pair_ty = self.ty(TypeInner::Vector {
+            size: naga::VectorSize::Bi,
+            scalar: Scalar::F32,
+        });
+        let vector_ty = self.buffer(mem).elem_ty;
+        for (c, chunk) in values.chunks(8).enumerate() {
+            let words: Vec<H> = chunk
+                .chunks(2)
+                .map(|pair| {
+                    let components = pair
+                        .iter()
+                        .map(|&r| {
+                            let x = self.read(r);
+                            self.as_(x, ScalarKind::Float, Some(4))
+                        })
+                        .collect();
+                    let halves = self.e(Expression::Compose {
+                        ty: pair_ty,
+                        components,
+                    });
+                    self.math(Mf::Pack2x16float, &[halves])
+                })
+                .collect();
+            let value = self.e(Expression::Compose {
+                ty: vector_ty,
+                components: words,
+            });
+            let pointer = self.packed_vector_at(mem, base, c as u32);
+            self.stmt(Statement::Store { pointer, value });
+        }
+    }
+
+    /// A pointer to the `chunk`-th whole vector (eight elements) from element `base` (a
+    /// multiple of eight).
+    fn packed_vector_at(&mut self, mem: Memory, base: H, chunk: u32) -> H {
+        let buf = self.buffer(mem).ptr;
+        let three = self.u32c(3);
+        let mut vector = self.bin(Bo::ShiftRight, base, three);
+        if chunk > 0 {
+            let c = self.u32c(chunk);
+            vector = self.bin(Bo::Add, vector, c);
+        }
+        self.e(Expression::Access {
+            base: buf,
+            index: vector,
+        })
+    }
+}
