@@ -104,8 +104,14 @@ fn the_locks_partial_sums_are_coherent() {
 fn f16_rows_are_packed_words_in_kernels_without_loops() {
     let meta = LayerNormMeta::for_row(4096, F16).unwrap();
     for wgsl in check_all(&seeds::layer_norm_forward_row(&meta).unwrap(), meta.num_warps()) {
-        assert!(wgsl.contains("X: array<vec4<u32>>") && wgsl.contains("unpack2x16float"), "{wgsl}");
-        assert!(wgsl.contains("Y: array<vec4<u32>>") && wgsl.contains("pack2x16float"), "{wgsl}");
+        assert!(
+            wgsl.contains("X: array<vec4<u32>>") && wgsl.contains("unpack2x16float"),
+            "{wgsl}"
+        );
+        assert!(
+            wgsl.contains("Y: array<vec4<u32>>") && wgsl.contains("pack2x16float"),
+            "{wgsl}"
+        );
     }
     for wgsl in check_all(&seeds::layer_norm_forward(&meta).unwrap(), meta.num_warps()) {
         assert!(!wgsl.contains("unpack2x16float"), "{wgsl}");

@@ -62,6 +62,7 @@ pub fn layer_norm(
         "\nlayer norm forward fp16: GB/s (of ceiling) at the host code's num_warps, and at the best of 1..32 and it"
     );
     println!("{:>14}  {:>22} {:>22}", "M x N", "host num_warps", "best num_warps");
+    println!("(copy f16/f32: rutile's copy kernel moving the same bytes, 8 elements a thread; 16 f16/4 f32: as many a thread)");
     for (m, n) in sizes {
         let x: Vec<f16> = normal_f32s(rng, m * n)
             .into_iter()
@@ -144,8 +145,10 @@ pub fn layer_norm(
                 );
             }
         }
-        // Copies of the same bytes, in f16 (x to y) and in f32: what one launch moving them
-        // leaves of the ceiling through this backend, and what 2-byte elements cost.
+        // Copies of the same bytes, in f16 (x to y) and in f32, 8 elements a thread: what one
+        // launch moving them leaves of the ceiling through this backend; and 16 f16 or 4 f32
+        // a thread, to tell the element type from the bytes a thread moves (through NVIDIA's
+        // Vulkan driver 2-byte elements had cost a fifth of the rate: docs/performance.md).
         let mut cells = Vec::new();
         for (elem, block) in [
             (rutile::ScalarType::F16, COPY_BLOCK),
@@ -181,7 +184,7 @@ pub fn layer_norm(
             cells.push(format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling));
         }
         println!("{:>14}  {:>22} {:>22}", "  copy f16/f32", cells[0], cells[1]);
-        println!("{:>14}  {:>22} {:>22}", "  f16x2k/f32x512", cells[2], cells[3]);
+        println!("{:>14}  {:>22} {:>22}", "  16 f16/4 f32", cells[2], cells[3]);
     }
     Ok(())
 }
