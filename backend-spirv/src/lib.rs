@@ -152,6 +152,9 @@ pub struct SpirvTarget {
     pub shader_f16: bool,
     /// `i64`/`u64` arithmetic and storage.
     pub shader_i64: bool,
+    /// `i16`/`u16` arithmetic: `f16` pairs leave and enter 32-bit words by bit operations
+    /// ([`SpirvTarget::packed_f16`]) rather than conversions through `f32`.
+    pub shader_i16: bool,
     /// `f64` arithmetic and storage.
     pub shader_f64: bool,
     /// Subgroup operations (shuffles).
@@ -166,10 +169,10 @@ pub struct SpirvTarget {
     /// `rutile_ir::target::Target::coop_matrix` uses.
     pub cooperative_matrix: bool,
     /// `f16` storage buffers that a kernel without loops or cooperative matrices moves in
-    /// 16-byte vectors alone are arrays of `vec4<u32>`, each word a pair of `f16` (unpacked
-    /// and packed through `f32`, which holds every `f16` exactly): one 16-byte load or store
-    /// where `vec4<f16>` takes two of 8 bytes. On by default; off to measure what it is
-    /// worth.
+    /// 16-byte vectors alone are arrays of `vec4<u32>`, each word a pair of `f16` (by 16-bit
+    /// integer bit operations with [`SpirvTarget::shader_i16`], else through `f32`, which
+    /// holds every `f16` exactly): one 16-byte load or store where `vec4<f16>` takes two of
+    /// 8 bytes. On by default; off to measure what it is worth.
     pub packed_f16: bool,
 }
 
@@ -180,6 +183,7 @@ impl SpirvTarget {
             subgroup_size: Some(subgroup_size),
             shader_f16: true,
             shader_i64: true,
+            shader_i16: true,
             shader_f64: true,
             subgroups: true,
             immediate_size: 0,

@@ -767,41 +767,52 @@ fn packed_f16_vector_add() {
         eprintln!("note: the device has no f16");
         return;
     }
-    let sk = emit(&vector_add_width(F16, 8), &vk.target).unwrap_or_else(|e| panic!("{e}"));
-    let len = 1024;
-    let n = len - 12;
-    let special = [
-        half::f16::from_bits(0x0001),
-        half::f16::from_bits(0x83ff),
-        half::f16::NEG_ZERO,
-        half::f16::INFINITY,
-        half::f16::NEG_INFINITY,
-        half::f16::MAX,
-        half::f16::MIN_POSITIVE,
-    ];
-    let mut rng = 0x9e3779b9u32;
-    let x: Vec<half::f16> = (0..len)
-        .map(|i| {
-            rng = rng.wrapping_mul(1664525).wrapping_add(1013904223);
-            special
-                .get(i % 64)
-                .copied()
-                .unwrap_or(half::f16::from_f32((rng >> 8) as f32 / (1 << 20) as f32 - 8.0))
-        })
-        .collect();
-    let zero: Vec<half::f16> = vec![half::f16::ZERO; len];
-    let poison = half::f16::from_f32(-7.0);
-    let mut bufs = vec![bytes(&x), bytes(&zero), bytes(&vec![poison; len])];
-    vk.run(&sk, &mut bufs, &[ScalarArg::I32(n as i32)], [1, 1, 1]);
-    let out: Vec<half::f16> = from_bytes(&bufs[2]);
-    for (i, (&got, &x)) in out.iter().zip(&x).enumerate() {
-        // x + 0 is x, but -0 + +0 is +0.
-        let want = if (i / 8) * 8 + 8 <= n {
-            x + half::f16::ZERO
-        } else {
-            poison
+    // Both ways out of a word: 16-bit integers where the device has them, `f32` where not.
+    for shader_i16 in [vk.target.shader_i16, false] {
+        let target = rutile_spirv::SpirvTarget {
+            shader_i16,
+            ..vk.target
         };
-        assert_eq!(got.to_bits(), want.to_bits(), "out[{i}] (x {x})");
+        let sk = emit(&vector_add_width(F16, 8), &target).unwrap_or_else(|e| panic!("{e}"));
+        let len = 1024;
+        let n = len - 12;
+        let special = [
+            half::f16::from_bits(0x0001),
+            half::f16::from_bits(0x83ff),
+            half::f16::NEG_ZERO,
+            half::f16::INFINITY,
+            half::f16::NEG_INFINITY,
+            half::f16::MAX,
+            half::f16::MIN_POSITIVE,
+        ];
+        let mut rng = 0x9e3779b9u32;
+        let x: Vec<half::f16> = (0..len)
+            .map(|i| {
+                rng = rng.wrapping_mul(1664525).wrapping_add(1013904223);
+                special
+                    .get(i % 64)
+                    .copied()
+                    .unwrap_or(half::f16::from_f32((rng >> 8) as f32 / (1 << 20) as f32 - 8.0))
+            })
+            .collect();
+        let zero: Vec<half::f16> = vec![half::f16::ZERO; len];
+        let poison = half::f16::from_f32(-7.0);
+        let mut bufs = vec![bytes(&x), bytes(&zero), bytes(&vec![poison; len])];
+        vk.run(&sk, &mut bufs, &[ScalarArg::I32(n as i32)], [1, 1, 1]);
+        let out: Vec<half::f16> = from_bytes(&bufs[2]);
+        for (i, (&got, &x)) in out.iter().zip(&x).enumerate() {
+            // x + 0 is x, but -0 + +0 is +0.
+            let want = if (i / 8) * 8 + 8 <= n {
+                x + half::f16::ZERO
+            } else {
+                poison
+            };
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "out[{i}] (x {x}, 16-bit integers {shader_i16})"
+            );
+        }
     }
 }
 

@@ -59,14 +59,22 @@ fn vector_add_other_types() {
 }
 
 /// An `f16` buffer that every access moves in 16-byte vectors is held as `vec4<u32>` words
-/// of pairs (one 16-byte access, unpacked through `f32`), unless the target says otherwise;
-/// one moved in 8-byte vectors stays `vec4<f16>`.
+/// of pairs (one 16-byte access; the halves reinterpreted as 16-bit integers, or without
+/// them unpacked through `f32`), unless the target says otherwise; one moved in 8-byte
+/// vectors stays `vec4<f16>`.
 #[test]
 fn f16_buffers_moved_in_16_bytes_are_packed_words() {
     let (_, wgsl) = check(&vector_add_width(F16, 8), &full(32));
     for name in ["x", "y", "out"] {
         assert!(wgsl.contains(&format!("{name}: array<vec4<u32>>")), "{wgsl}");
     }
+    assert!(wgsl.contains("u16(") && !wgsl.contains("pack2x16float"), "{wgsl}");
+    let no_i16 = rutile_spirv::SpirvTarget {
+        shader_i16: false,
+        ..full(32)
+    };
+    let (_, wgsl) = check(&vector_add_width(F16, 8), &no_i16);
+    assert!(wgsl.contains("x: array<vec4<u32>>"), "{wgsl}");
     assert!(
         wgsl.contains("unpack2x16float") && wgsl.contains("pack2x16float"),
         "{wgsl}"

@@ -48,6 +48,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
     let mut caps = naga::valid::Capabilities::empty();
     caps.set(naga::valid::Capabilities::SHADER_FLOAT16, target.shader_f16);
     caps.set(naga::valid::Capabilities::SHADER_INT64, target.shader_i64);
+    caps.set(naga::valid::Capabilities::SHADER_INT16, target.shader_i16);
     caps.set(naga::valid::Capabilities::FLOAT64, target.shader_f64);
     caps.set(naga::valid::Capabilities::SUBGROUP, target.subgroups);
     caps.set(naga::valid::Capabilities::COOPERATIVE_MATRIX, scan.coop);
@@ -149,14 +150,15 @@ enum Holding {
     /// (the buffer is a multiple of 16 bytes).
     Vec4,
     /// `array<vec4<u32>>` holding `f16` pairs ([`SpirvTarget::packed_f16`]): 16-byte loads
-    /// and stores move one whole vector, unpacked into (packed from) `f32` pairs and
-    /// converted. Only for buffers that every access moves in whole vectors (a store of one
-    /// `f16` would rewrite its neighbour in the word), and only in kernels without loops or
-    /// cooperative matrices: measured through NVIDIA's driver on an H100, an `f16` copy went
-    /// from 76% to 93% of the copy ceiling and the one-pass layer norm gained 4–5 points,
-    /// but the long-row layer norm (a loop) lost up to 4 and the cooperative-matrix matmul
-    /// (which stores the operands it loads into workgroup memory) a quarter: the
-    /// conversions through `f32` cost more there than the wider accesses save.
+    /// and stores move one whole vector, each word's halves reinterpreted as 16-bit integers
+    /// (or, without them, unpacked to and packed from `f32`). Only for buffers that every
+    /// access moves in whole vectors (a store of one `f16` would rewrite its neighbour in
+    /// the word), and only in kernels without loops or cooperative matrices: measured
+    /// through NVIDIA's driver on an H100, an `f16` copy went from 76% to 93% of the copy
+    /// ceiling and the one-pass layer norm gained 6–7 points, but the long-row layer norm
+    /// (a loop) lost up to 8 and the cooperative-matrix matmul (in its main loop) a quarter
+    /// or more, whether the halves went through `f32` or not (16-byte accesses in loops
+    /// measured slower on that driver before: `backends/vulkan.rs`).
     PackedF16,
     /// `atomic<i32>` / `atomic<u32>`.
     Atomic,
@@ -212,6 +214,8 @@ struct Cx<'a> {
     /// Whether 64-bit integers are available (`umulhi` of 32-bit values is then one wide
     /// multiply).
     int64: bool,
+    /// 16-bit integers: `f16` pairs of packed words by bit operations (`packed.rs`).
+    int16: bool,
 }
 
 /// Whether a kernel has global atomics, which other workgroups may use to publish or
@@ -298,13 +302,25 @@ impl<'a> Cx<'a> {
                     4 * elem.size_bytes() as u32,
                 ),
                 Holding::PackedF16 => (
-                    ty(
-                        &mut module,
-                        TypeInner::Vector {
-                            size: naga::VectorSize::Quad,
-                            scalar: Scalar::U32,
-                        },
-                    ),
+                    {
+                        // The halves' type, in the module so that the WGSL writer enables it.
+                        if target.shader_i16 {
+                            ty(
+                                &mut module,
+                                TypeInner::Scalar(Scalar {
+                                    kind: ScalarKind::Uint,
+                                    width: 2,
+                                }),
+                            );
+                        }
+                        ty(
+                            &mut module,
+                            TypeInner::Vector {
+                                size: naga::VectorSize::Quad,
+                                scalar: Scalar::U32,
+                            },
+                        )
+                    },
                     16,
                 ),
                 Holding::Atomic => (ty(&mut module, TypeInner::Atomic(scalar)), 4),
@@ -454,6 +470,7 @@ impl<'a> Cx<'a> {
             program_id: [None; 3],
             num_programs: [None; 3],
             int64: target.shader_i64,
+            int16: target.shader_i16,
             barrier: if publishing_atomics(scan) {
                 naga::Barrier::WORK_GROUP | naga::Barrier::STORAGE
             } else {

@@ -44,6 +44,7 @@ fn reparse_wgsl(wgsl: &str, target: &SpirvTarget) {
     let mut caps = naga::valid::Capabilities::empty();
     caps.set(naga::valid::Capabilities::SHADER_FLOAT16, target.shader_f16);
     caps.set(naga::valid::Capabilities::SHADER_INT64, target.shader_i64);
+    caps.set(naga::valid::Capabilities::SHADER_INT16, target.shader_i16);
     caps.set(naga::valid::Capabilities::FLOAT64, target.shader_f64);
     caps.set(naga::valid::Capabilities::SUBGROUP, target.subgroups);
     caps.set(naga::valid::Capabilities::IMMEDIATES, target.immediate_size > 0);

@@ -111,6 +111,7 @@ impl Vk {
                     && f11.storage_buffer16_bit_access == vk::TRUE
                     && f11.uniform_and_storage_buffer16_bit_access == vk::TRUE,
                 shader_i64: base.shader_int64 == vk::TRUE,
+                shader_i16: base.shader_int16 == vk::TRUE,
                 shader_f64: base.shader_float64 == vk::TRUE,
                 subgroups: sg.supported_stages.contains(vk::ShaderStageFlags::COMPUTE)
                     && sg.supported_operations.contains(vk::SubgroupFeatureFlags::SHUFFLE),
@@ -128,6 +129,7 @@ impl Vk {
                 .queue_priorities(&priorities)];
             let features = vk::PhysicalDeviceFeatures::default()
                 .shader_int64(target.shader_i64)
+                .shader_int16(target.shader_i16)
                 .shader_float64(target.shader_f64);
             let mut e11 = vk::PhysicalDeviceVulkan11Features::default()
                 .storage_buffer16_bit_access(target.shader_f16)

@@ -357,6 +357,7 @@ impl Device for WgpuGpu {
                 subgroup_size: target.shuffles.then_some(target.warp_size),
                 shader_f16: f.f16,
                 shader_i64: f.i64,
+                shader_i16: f.i16,
                 shader_f64: f.f64,
                 subgroups: f.subgroups,
                 cooperative_matrix: f.cooperative_matrix,

@@ -18,6 +18,7 @@ use super::properties::{WgpuDeviceProperties, WgpuFeatures};
 pub(crate) const WANTED_FEATURES: wgpu::Features = wgpu::Features::SHADER_F16
     .union(wgpu::Features::SHADER_INT64)
     .union(wgpu::Features::SHADER_F64)
+    .union(wgpu::Features::SHADER_I16)
     .union(wgpu::Features::SUBGROUP)
     .union(wgpu::Features::TIMESTAMP_QUERY)
     .union(wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS)

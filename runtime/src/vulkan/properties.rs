@@ -47,6 +47,9 @@ pub struct WgpuFeatures {
     pub i64: bool,
     /// 64-bit floats in shaders (`SHADER_F64`).
     pub f64: bool,
+    /// 16-bit integers in shaders (`SHADER_I16`): how rutile takes `f16` pairs out of
+    /// 32-bit words without converting them.
+    pub i16: bool,
     /// Subgroup (warp/wave) operations in compute shaders (`SUBGROUP`).
     pub subgroups: bool,
     /// Timestamp queries at the start and end of passes (`TIMESTAMP_QUERY`).
@@ -72,6 +75,7 @@ impl WgpuFeatures {
             f16: f.contains(F::SHADER_F16),
             i64: f.contains(F::SHADER_INT64),
             f64: f.contains(F::SHADER_F64),
+            i16: f.contains(F::SHADER_I16),
             subgroups: f.contains(F::SUBGROUP),
             timestamp_query: f.contains(F::TIMESTAMP_QUERY),
             timestamp_query_inside_encoders: f.contains(F::TIMESTAMP_QUERY_INSIDE_ENCODERS),
@@ -363,8 +367,9 @@ impl fmt::Display for WgpuDeviceProperties {
         let ft = &self.features;
         writeln!(
             f,
-            "  shader types           f16 {}, i64 {}, f64 {}",
+            "  shader types           f16 {}, i16 {}, i64 {}, f64 {}",
             yes_no(ft.f16),
+            yes_no(ft.i16),
             yes_no(ft.i64),
             yes_no(ft.f64)
         )?;
