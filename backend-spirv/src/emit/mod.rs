@@ -155,7 +155,7 @@ enum Holding {
     /// access moves in whole vectors (a store of one `f16` would rewrite its neighbour in
     /// the word), and only in kernels without loops or cooperative matrices: measured
     /// through NVIDIA's driver on an H100, an `f16` copy went from 76% to 93% of the copy
-    /// ceiling and the one-pass layer norm gained 6–7 points, but the long-row layer norm
+    /// ceiling and the one-pass layer norm gained 5–7 points, but the long-row layer norm
     /// (a loop) lost up to 8 and the cooperative-matrix matmul (in its main loop) a quarter
     /// or more, whether the halves went through `f32` or not (16-byte accesses in loops
     /// measured slower on that driver before: `backends/vulkan.rs`).
