@@ -430,7 +430,7 @@ mod tests {
         assert!(s.contains("0x10005 (Mesa)"), "{s}");
         assert!(s.contains("subgroup size          8"), "{s}");
         assert!(s.contains("workgroup storage      16 KiB"), "{s}");
-        assert!(s.contains("f16 no, i64 yes, f64 no"), "{s}");
+        assert!(s.contains("f16 no, i16 no, i64 yes, f64 no"), "{s}");
         assert!(s.contains("cooperative matrix     no"), "{s}");
         assert!(s.contains("binding up to 128 MiB"), "{s}");
         assert!(s.contains("device memory          unknown"), "{s}");
