@@ -70,6 +70,20 @@ mod transpose;
 #[path = "benchmark/tutorial_sweeps.rs"]
 mod tutorial_sweeps;
 
+/// The sizes given after `flag`, comma-separated, each in `range`; `None` without the
+/// flag. Anything else ends the program with what `flag` takes (`what`).
+fn size_list(args: &[String], flag: &str, range: std::ops::RangeInclusive<usize>, what: &str) -> Option<Vec<usize>> {
+    let i = args.iter().position(|a| a == flag)?;
+    let list = args.get(i + 1).map(String::as_str).unwrap_or("");
+    match list.split(',').map(str::parse::<usize>).collect::<Result<Vec<_>, _>>() {
+        Ok(s) if !s.is_empty() && s.iter().all(|n| range.contains(n)) => Some(s),
+        _ => {
+            eprintln!("{flag} takes {what} separated by commas, got {list:?}");
+            std::process::exit(2);
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -102,29 +116,10 @@ fn main() {
             })
         }
     };
-    let squares = match args.iter().position(|a| a == "--squares") {
-        None => None,
-        Some(i) => {
-            let list = args.get(i + 1).map(String::as_str).unwrap_or("");
-            match list.split(',').map(str::parse::<usize>).collect::<Result<Vec<_>, _>>() {
-                Ok(s) if !s.is_empty() && s.iter().all(|&n| (16..=16384).contains(&n)) => Some(s),
-                _ => {
-                    eprintln!("--squares takes sizes from 16 to 16384 separated by commas, got {list:?}");
-                    std::process::exit(2);
-                }
-            }
-        }
-    };
+    let squares = size_list(&args, "--squares", 16..=16384, "sizes from 16 to 16384");
     let mut sizes = softmax_sizes(quick);
-    if let Some(i) = args.iter().position(|a| a == "--cols") {
-        let list = args.get(i + 1).map(String::as_str).unwrap_or("");
-        match list.split(',').map(str::parse::<usize>).collect::<Result<Vec<_>, _>>() {
-            Ok(c) if !c.is_empty() && c.iter().all(|&n| (1..=1 << 20).contains(&n)) => sizes.cols = c,
-            _ => {
-                eprintln!("--cols takes widths from 1 to 2^20 separated by commas, got {list:?}");
-                std::process::exit(2);
-            }
-        }
+    if let Some(cols) = size_list(&args, "--cols", 1..=1 << 20, "widths from 1 to 2^20") {
+        sizes.cols = cols;
     }
     if !sections.softmax {
         // No softmax, so no copies of its bytes either.

@@ -88,14 +88,15 @@ const VULKAN_ONE_PASS_MAX: u32 = 4096;
 /// The one-pass forward kernel ([`seeds::layer_norm_forward_row`]) and its launch for rows
 /// of `n` fp16 elements that fit one block (up to [`ONE_BLOCK_MAX`] columns), `None` for
 /// longer rows. `num_warps`: through CUDA 32 elements a thread up to 8 warps, and 4 warps
-/// from 16384 columns; through Vulkan 8 elements a thread up to 16 warps, or the tutorial's
-/// count where it is more (its 8 elements a thread stop at 8 warps below 8192 columns):
-/// NVIDIA's Vulkan driver runs the larger programs faster, at 4096 columns 16 warps by 1.4–3.5
-/// points over 8 in six runs. Measured on an H100 over 1..32 warps at M = 4096
-/// (`docs/performance.md`): these pick the fastest or come within 3 points of it; at 16384 columns through CUDA 4 warps (128 elements a thread)
-/// measured 71% of the copy ceiling in two runs, 8 warps 61%, although `ptxas` gives the
-/// 4-warp kernel 255 registers and 228 spilled bytes (8 warps: 202, none). At 32 elements
-/// a thread (2048 to 8192 columns) the kernel holds 80 registers, none spilled (sm_90).
+/// from 16384 columns; through Vulkan 8 elements a thread up to 16 warps, or the
+/// tutorial's count where it is more (its 8 elements a thread stop at 8 warps below 8192
+/// columns): NVIDIA's Vulkan driver runs the larger programs faster, at 4096 columns 16
+/// warps by 1.4–3.5 points over 8 in six runs. Measured on an H100 over 1..32 warps at
+/// M = 4096 (`docs/performance.md`): these pick the fastest or come within 3 points of it;
+/// at 16384 columns through CUDA 4 warps (128 elements a thread) measured 71% of the copy
+/// ceiling in two runs, 8 warps 61%, although `ptxas` gives the 4-warp kernel 255
+/// registers and 228 spilled bytes (8 warps: 202, none). At 32 elements a thread (2048 to
+/// 8192 columns) the kernel holds 80 registers, none spilled (sm_90).
 pub fn one_pass_launch(dev: &dyn Device, m: usize, n: usize) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
     let Some(meta) = LayerNormMeta::for_row(n as u32, ScalarType::F16).filter(|m| m.block_size <= ONE_BLOCK_MAX) else {
         return Ok(None);

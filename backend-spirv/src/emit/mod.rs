@@ -1042,12 +1042,14 @@ impl<'a> Cx<'a> {
         self.e(Expression::Access { base: buf, index })
     }
 
-    /// A pointer to the `chunk`-th whole vector from element `base` (a multiple of 4) of a
-    /// [`Holding::Vec4`] buffer.
+    /// A pointer to the `chunk`-th whole array element from element `base` (a multiple of
+    /// the elements each holds: 4 in a [`Holding::Vec4`] buffer, 8 in a
+    /// [`Holding::PackedF16`] one).
     fn vector_at(&mut self, mem: Memory, base: H, chunk: u32) -> H {
-        let buf = self.buffer(mem).ptr;
-        let two = self.u32c(2);
-        let mut vector = self.bin(Bo::ShiftRight, base, two);
+        let buffer = self.buffer(mem);
+        let (buf, per_vector) = (buffer.ptr, if buffer.holding == Holding::PackedF16 { 8 } else { 4 });
+        let shift = self.u32c(u32::trailing_zeros(per_vector));
+        let mut vector = self.bin(Bo::ShiftRight, base, shift);
         if chunk > 0 {
             let c = self.u32c(chunk);
             vector = self.bin(Bo::Add, vector, c);

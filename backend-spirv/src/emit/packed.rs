@@ -17,7 +17,7 @@ impl Cx<'_> {
     /// from element `base` of `mem` (aligned, see `Stmt::Load`) as whole vectors.
     pub(super) fn load_packed(&mut self, mem: Memory, base: H, dsts: &[Reg]) {
         for (c, chunk) in dsts.chunks(8).enumerate() {
-            let p = self.packed_vector_at(mem, base, c as u32);
+            let p = self.vector_at(mem, base, c as u32);
             let v = self.load(p);
             for (w, pair) in chunk.chunks(2).enumerate() {
                 let word = self.index(v, w as u32);
@@ -87,24 +87,8 @@ impl Cx<'_> {
                 ty: vector_ty,
                 components: words,
             });
-            let pointer = self.packed_vector_at(mem, base, c as u32);
+            let pointer = self.vector_at(mem, base, c as u32);
             self.stmt(Statement::Store { pointer, value });
         }
-    }
-
-    /// A pointer to the `chunk`-th whole vector (eight elements) from element `base` (a
-    /// multiple of eight).
-    fn packed_vector_at(&mut self, mem: Memory, base: H, chunk: u32) -> H {
-        let buf = self.buffer(mem).ptr;
-        let three = self.u32c(3);
-        let mut vector = self.bin(Bo::ShiftRight, base, three);
-        if chunk > 0 {
-            let c = self.u32c(chunk);
-            vector = self.bin(Bo::Add, vector, c);
-        }
-        self.e(Expression::Access {
-            base: buf,
-            index: vector,
-        })
     }
 }
