@@ -76,13 +76,16 @@ fn matmul_validates() {
 }
 
 /// Every matmul configuration of the tutorial lowered for a Vulkan device with cooperative
-/// matrices (the H100's f16 x f16 -> f32 shapes, 48 KiB of workgroup memory): the modules
-/// use them (where the operands leave room for the accumulator's exchange), pass naga's
+/// matrices (the H100's f16 x f16 -> f32 shapes, 48 KiB of workgroup memory), specialized
+/// as the runtime specializes it for row-major operands (the unit strides known to be 1,
+/// so that the operands move in vectors as on the device): the modules use cooperative
+/// matrices (where the operands leave room for the accumulator's exchange), pass naga's
 /// validation with `COOPERATIVE_MATRIX` and spirv-val for Vulkan 1.3; with leaky ReLU and
 /// f32 outputs too.
 #[test]
 fn matmul_on_cooperative_matrices_validates() {
     use rutile_ir::target::CoopMatrixShape;
+    use rutile_ir::thread::{Memory, Stmt};
     let shapes = [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| CoopMatrixShape {
         m,
         n,
@@ -90,6 +93,12 @@ fn matmul_on_cooperative_matrices_validates() {
         ab: ScalarType::F16,
         acc: ScalarType::F32,
     });
+    // `a, b, c`, then `M, N, K` and the strides of row-major operands at 4096³.
+    let args = seeds::matmul_row_major_args(4096, 4096, 4096);
+    let spec = Specialization {
+        divisible_by_16: [true; 3].into_iter().chain(args.iter().map(|a| a % 16 == 0)).collect(),
+        equal_to_1: [false; 3].into_iter().chain(args.iter().map(|&a| a == 1)).collect(),
+    };
     let mut on_coop = 0;
     for (i, &(bm, bn, bk, _, warps)) in seeds::MATMUL_CONFIGS.iter().enumerate() {
         let mut meta = seeds::MatmulMeta::fp16(bm, bn, bk);
@@ -103,11 +112,22 @@ fn matmul_on_cooperative_matrices_validates() {
             reuse_shared: false,
             ..Target::nvidia(warps, 48 * 1024)
         };
-        let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len()))
-            .unwrap_or_else(|e| panic!("lowering {bm}x{bn}x{bk}: {e}"));
-        let mut uses = false;
-        t.walk(&mut |s| uses |= matches!(s, rutile_ir::thread::Stmt::CoopMulAdd { .. }));
+        let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {bm}x{bn}x{bk}: {e}"));
+        let (mut uses, mut widest_operand_store) = (false, 0);
+        t.walk(&mut |s| match s {
+            Stmt::CoopMulAdd { .. } => uses = true,
+            Stmt::Store {
+                values,
+                mem: Memory::Shared { alloc },
+                ..
+            } if t.shared[*alloc as usize].elem == ScalarType::F16 => {
+                widest_operand_store = widest_operand_store.max(values.len())
+            }
+            _ => {}
+        });
         on_coop += uses as usize;
+        // The operands reach workgroup memory in vectors of at least 8 bytes.
+        assert!(!uses || widest_operand_store >= 4, "{bm}x{bn}x{bk}: widest operand store {widest_operand_store}\n{t}");
         let (_, wgsl) = common::check(&t, &SpirvTarget::full(32));
         assert!(!uses || wgsl.contains("coop"), "{bm}x{bn}x{bk}: {wgsl}");
     }
