@@ -286,7 +286,7 @@ pub fn matmul_configs() -> Vec<Config> {
 /// specialization, and both (with at most 3 stages: the ring cannot share shared memory
 /// with the epilogue, which then runs while the producer fills the next tile's stages).
 /// On Vulkan devices with cooperative matrices the largest blocks are also tried on 16
-/// warps ([`with_more_subgroups`]).
+/// warps and with 16-wide K steps ([`with_cooperative_shapes`]).
 pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
     let p = dev.properties();
     let software = p.device_type == DeviceType::Cpu;
@@ -299,26 +299,37 @@ pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
         configs = with_hopper_schedules(configs);
     }
     if p.backend == rutile::Backend::Vulkan && p.cooperative_matrix.is_some() {
-        configs = with_more_subgroups(configs);
+        configs = with_cooperative_shapes(configs);
     }
     configs
 }
 
 /// `configs` and, for each of their largest blocks (256 x 128 or 128 x 256, 8 warps), the
-/// same on 16 warps: on cooperative matrices each subgroup then holds 8 accumulator
-/// matrices of 16 x 16 instead of 16, and NVIDIA's Vulkan driver gives the program 128
-/// registers a thread instead of 251 to 255. On an H100 they timed alike at 4096³ and the
-/// autotuner chose one at 2048³ (`docs/performance.md`).
-pub fn with_more_subgroups(mut configs: Vec<Config>) -> Vec<Config> {
+/// same on 16 warps, and both with 16-wide K steps. On cooperative matrices 16 subgroups
+/// hold 8 accumulator matrices of 16 x 16 each instead of 16, and NVIDIA's Vulkan driver
+/// gives the program 128 registers a thread instead of 251 to 255; 16-wide K steps halve
+/// the operand tiles, so that two stages of them fit the 48 KiB of workgroup memory the
+/// driver gives (at 32-wide steps they fit once, and each step stores its operands only
+/// once every warp has read the last ones). On an H100 the autotuner chose 128 x 256 x 16
+/// on 16 warps at 4096³: 0.80 ms, where the best 32-wide configuration took 0.88
+/// (`docs/performance.md`).
+pub fn with_cooperative_shapes(mut configs: Vec<Config>) -> Vec<Config> {
     let largest: Vec<Config> = configs
         .iter()
         .filter(|c| c.value("BLOCK_M").unwrap_or(0) * c.value("BLOCK_N").unwrap_or(0) >= 256 * 128 && c.num_warps == 8)
         .cloned()
         .collect();
     for c in largest {
-        let wider = c.num_warps(16);
-        if !configs.contains(&wider) {
-            configs.push(wider);
+        let mut shallow = c.clone();
+        for (name, value) in shallow.meta.iter_mut() {
+            if name == "BLOCK_K" {
+                *value = 16;
+            }
+        }
+        for extra in [c.num_warps(16), shallow.clone(), shallow.num_warps(16)] {
+            if !configs.contains(&extra) {
+                configs.push(extra);
+            }
         }
     }
     configs

@@ -99,8 +99,11 @@ fn matmul_on_cooperative_matrices_validates() {
         divisible_by_16: [true; 3].into_iter().chain(args.iter().map(|a| a % 16 == 0)).collect(),
         equal_to_1: [false; 3].into_iter().chain(args.iter().map(|&a| a == 1)).collect(),
     };
+    // The seed configurations, and the 16-wide K steps on 16 warps that the tutorial's
+    // autotuner adds on devices with cooperative matrices.
+    let extra = [(128, 256, 16, 3, 16)];
     let mut on_coop = 0;
-    for (i, &(bm, bn, bk, _, warps)) in seeds::MATMUL_CONFIGS.iter().enumerate() {
+    for (i, &(bm, bn, bk, _, warps)) in seeds::MATMUL_CONFIGS.iter().chain(&extra).enumerate() {
         let mut meta = seeds::MatmulMeta::fp16(bm, bn, bk);
         if i % 2 == 1 {
             meta.activation = Some(seeds::Activation::LeakyRelu);
@@ -132,7 +135,7 @@ fn matmul_on_cooperative_matrices_validates() {
         assert!(!uses || wgsl.contains("coop"), "{bm}x{bn}x{bk}: {wgsl}");
     }
     // All but the three whose operands fill the 48 KiB (see rutile-ir's coop_matrix tests).
-    assert_eq!(on_coop, seeds::MATMUL_CONFIGS.len() - 3);
+    assert_eq!(on_coop, seeds::MATMUL_CONFIGS.len() + extra.len() - 3);
 }
 
 /// The read-once loads of `softmax_with(.., Streaming)`: every `OpLoad` through the input

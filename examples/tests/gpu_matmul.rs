@@ -232,6 +232,9 @@ fn gpu_matmul_on_the_acceptance_shapes() {
         (64, 32, 32, 2, 5),
         (128, 256, 64, 8, 3),
         (64, 128, 32, 4, 4),
+        // The 16-wide K steps on 16 warps that cooperative-matrix devices add
+        // (`with_cooperative_shapes`).
+        (128, 256, 16, 16, 3),
     ];
     for d in devices {
         let software = d.properties().device_type == DeviceType::Cpu;
