@@ -93,12 +93,8 @@ fn matmul_on_cooperative_matrices_validates() {
         ab: ScalarType::F16,
         acc: ScalarType::F32,
     });
-    // `a, b, c`, then `M, N, K` and the strides of row-major operands at 4096³.
-    let args = seeds::matmul_row_major_args(4096, 4096, 4096);
-    let spec = Specialization {
-        divisible_by_16: [true; 3].into_iter().chain(args.iter().map(|a| a % 16 == 0)).collect(),
-        equal_to_1: [false; 3].into_iter().chain(args.iter().map(|&a| a == 1)).collect(),
-    };
+    use rutile_ir::testing::{row_major_matmul_args, runtime_spec};
+    let spec = runtime_spec(&row_major_matmul_args(4096, 4096, 4096));
     // The seed configurations, and the 16-wide K steps on 16 warps that the tutorial's
     // autotuner adds on devices with cooperative matrices.
     let extra = [(128, 256, 16, 3, 16)];
