@@ -99,7 +99,7 @@ fn matmul_on_cooperative_matrices_validates() {
     // autotuner adds on devices with cooperative matrices.
     let extra = [(128, 256, 16, 3, 16)];
     let mut on_coop = 0;
-    for (i, &(bm, bn, bk, _, warps)) in seeds::MATMUL_CONFIGS.iter().chain(&extra).enumerate() {
+    for (i, &(bm, bn, bk, stages, warps)) in seeds::MATMUL_CONFIGS.iter().chain(&extra).enumerate() {
         let mut meta = seeds::MatmulMeta::fp16(bm, bn, bk);
         if i % 2 == 1 {
             meta.activation = Some(seeds::Activation::LeakyRelu);
@@ -109,6 +109,9 @@ fn matmul_on_cooperative_matrices_validates() {
         let target = Target {
             coop_matrix: shapes.to_vec(),
             reuse_shared: false,
+            // The K loop two iterations ahead where the stages allow, as the runtime
+            // launches these (the body unrolled by two).
+            num_stages: stages,
             ..Target::nvidia(warps, 48 * 1024)
         };
         let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {bm}x{bn}x{bk}: {e}"));

@@ -178,9 +178,11 @@ fn attention_on_cooperative_matrices_validates() {
                 ..AttentionMeta::fp16(block_m, block_n, 64, causal)
             };
             let kernel = seeds::attention_forward(&meta).unwrap();
+            // K and V two iterations ahead, as the runtime launches it (its body unrolled).
             let target = Target {
                 reuse_shared: false,
                 coop_matrix: shapes.to_vec(),
+                num_stages: 3,
                 ..Target::nvidia(warps, 48 * 1024)
             };
             let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len())).unwrap();

@@ -46,7 +46,9 @@ pub struct Target {
     pub async_copy: bool,
     /// Shared-memory buffers in such a ring, as Triton's `num_stages`: copies for the next
     /// `num_stages - 1` iterations are in flight while one computes. 1 (or a target without
-    /// asynchronous copies) loads each iteration's operands in that iteration.
+    /// asynchronous copies) loads each iteration's operands in that iteration, except where
+    /// a `dot` runs on cooperative matrices: its operands are then loaded into registers
+    /// `num_stages - 1` iterations ahead, at least 1 and at most 2 (`lower::pipeline`).
     pub num_stages: u32,
     /// Whether the backend lays shared memory out as one block at the offsets
     /// [`crate::thread::ThreadKernel::shared_offsets`] gives, so that buffers not in use at

@@ -468,9 +468,11 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
         ab: F16,
         acc: F32,
     });
-    let coop = |warps| Target {
+    // K and V one iteration ahead, and two (the walk's body unrolled by two).
+    let coop = |warps, num_stages| Target {
         reuse_shared: false,
         coop_matrix: shapes.to_vec(),
+        num_stages,
         ..Target::nvidia(warps, 48 * 1024)
     };
     let shape = Shape {
@@ -496,7 +498,7 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
                 ..AttentionMeta::fp16(block_m, block_n, shape.d as u32, causal)
             };
             let kernel = attention_forward(&meta).unwrap();
-            let tk = rutile_ir::lower::lower(&kernel, &coop(warps), &runtime_spec(&args(shape))).unwrap();
+            let tk = rutile_ir::lower::lower(&kernel, &coop(warps, 3), &runtime_spec(&args(shape))).unwrap();
             let mut mul_adds = 0;
             tk.walk(&mut |s| mul_adds += matches!(s, Stmt::CoopMulAdd { .. }) as usize);
             let at = format!(
@@ -505,7 +507,7 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
             assert!(mul_adds > 0, "{at}: not on cooperative matrices");
             let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
             let b = buffers(&mut rng, shape);
-            simulate_on(&at, &kernel, &[coop(warps)], grid, &args(shape), &b, 2e-3);
+            simulate_on(&at, &kernel, &[coop(warps, 1), coop(warps, 3)], grid, &args(shape), &b, 2e-3);
         }
     }
 }

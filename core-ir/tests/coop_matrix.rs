@@ -184,12 +184,17 @@ fn transposed_operands_on_cooperative_matrices() {
 #[test]
 fn seed_configurations_on_cooperative_matrices() {
     let mut rng = Rng::new(43);
-    for &(bm, bn, bk, _, warps) in &MATMUL_CONFIGS {
+    for &(bm, bn, bk, stages, warps) in &MATMUL_CONFIGS {
         let meta = MatmulMeta::fp16(bm, bn, bk);
-        let t = target(warps);
+        // As the runtime launches them: the operands `stages - 1` iterations ahead (at most
+        // two), over an odd count of K steps (the unrolled loop, then the last step).
+        let t = Target {
+            num_stages: stages,
+            ..target(warps)
+        };
         let c = case(
             &meta,
-            (bm as usize, bn as usize, 2 * bk as usize),
+            (bm as usize, bn as usize, 3 * bk as usize),
             (false, false),
             &mut rng,
         );
@@ -391,6 +396,80 @@ fn the_k_loop_prefetches_its_operands_into_registers() {
     ] {
         let c = case(&MatmulMeta::fp16(64, 64, 32), shape, layout, &mut rng);
         check(&c, &target(4), &format!("{shape:?} {layout:?}"));
+    }
+}
+
+/// With `num_stages` 3 the K loop's operands run two iterations ahead, in two sets of
+/// prefetch registers: the body is lowered twice a trip, each copy storing its own set
+/// after one barrier, and an odd last iteration runs in a loop of its own after it. The
+/// results stay exact for trip counts odd and even, one and none, ragged or not.
+#[test]
+fn two_iterations_ahead_the_body_runs_twice_a_trip() {
+    let mut rng = Rng::new(53);
+    let two_ahead = |warps| Target {
+        num_stages: 3,
+        ..target(warps)
+    };
+    let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
+    let tk = check(&c, &two_ahead(4), "64x64x32, four trips");
+    let global_load = |s: &Stmt| {
+        matches!(
+            s,
+            Stmt::Load {
+                mem: rutile_ir::thread::Memory::Global { .. },
+                ..
+            }
+        )
+    };
+    let loops: Vec<&Vec<Stmt>> = tk
+        .body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::While { body, .. } => Some(body),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(loops.len(), 2, "the unrolled loop, then the odd last iteration's");
+    let (twice, once) = (loops[0], loops[1]);
+    let count = |b: &[Stmt], f: &dyn Fn(&Stmt) -> bool| b.iter().filter(|s| f(s)).count();
+    let barrier = |s: &Stmt| matches!(s, Stmt::Barrier);
+    let mul_add = |s: &Stmt| matches!(s, Stmt::CoopMulAdd { .. });
+    assert_eq!((count(twice, &barrier), count(once, &barrier)), (2, 1), "barriers");
+    assert_eq!(count(twice, &mul_add), 2 * count(once, &mul_add), "multiply-adds");
+    let loads = count(once, &global_load);
+    assert!(loads > 0);
+    assert_eq!(count(twice, &global_load), 2 * loads, "loads per trip");
+    let at = tk.body.iter().position(|s| matches!(s, Stmt::While { .. })).unwrap();
+    assert_eq!(count(&tk.body[..at], &global_load), 2 * loads, "two iterations loaded first");
+    // Each copy of the body stores the registers its own set was loaded into.
+    let stored = |b: &[Stmt]| -> Vec<rutile_ir::thread::Reg> {
+        b.iter()
+            .filter_map(|s| match s {
+                Stmt::Store {
+                    values,
+                    mem: rutile_ir::thread::Memory::Shared { .. },
+                    ..
+                } => Some(values.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    };
+    let second = twice.iter().position(barrier).unwrap() + 1;
+    let (first_set, second_set) = (stored(&twice[..second]), stored(&twice[second..]));
+    assert!(!first_set.is_empty() && first_set.iter().all(|r| !second_set.contains(r)));
+    assert_eq!(stored(once), first_set, "the last odd iteration stores the first set");
+    for (meta, warps, shape, layout) in [
+        (MatmulMeta::fp16(64, 64, 32), 4, (64, 64, 32), (false, false)),
+        (MatmulMeta::fp16(64, 64, 32), 4, (64, 64, 96), (false, false)),
+        (MatmulMeta::fp16(64, 64, 32), 4, (100, 72, 80), (false, true)),
+        (MatmulMeta::fp16(64, 64, 32), 4, (17, 33, 129), (true, true)),
+        (MatmulMeta::fp16(64, 64, 32), 4, (40, 24, 0), (false, false)),
+        (MatmulMeta::fp16(128, 256, 16), 16, (130, 260, 40), (false, false)),
+        (MatmulMeta::fp16(128, 256, 16), 16, (130, 260, 64), (true, false)),
+    ] {
+        let c = case(&meta, shape, layout, &mut rng);
+        check(&c, &two_ahead(warps), &format!("{shape:?} {layout:?} on {warps} warps"));
     }
 }
 

@@ -265,8 +265,18 @@ impl Lowerer<'_> {
         };
         let hoisted = self.hoist_invariant_operands(region)?;
         let step_const = self.axis[step.index()].constant;
+        // A register pipeline two iterations ahead runs the body twice a trip, each copy
+        // with its own prefetch registers, while two iterations remain; then the last one of
+        // an odd count (`PipelineState::unroll`; its step is a positive constant).
+        let unroll = pipeline.as_ref().map_or(1, |p| p.unroll());
         let (cond_body, cond) = self.nested(|l| {
             let bool_t = ScalarType::Bool;
+            if unroll > 1 {
+                let more = l.konst(iv_ty, Literal::Int(unroll as i64 - 1));
+                let ahead = l.set(iv_ty, Expr::Binary(BinaryOp::Mul, step_r, more));
+                let last = l.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, ahead));
+                return Ok(l.set(bool_t, Expr::Compare(CmpOp::Lt, last, end_r)));
+            }
             Ok(match step_const {
                 Some(s) if s > 0 => l.set(bool_t, Expr::Compare(CmpOp::Lt, iv, end_r)),
                 Some(s) if s < 0 => l.set(bool_t, Expr::Compare(CmpOp::Gt, iv, end_r)),
@@ -280,9 +290,9 @@ impl Lowerer<'_> {
             })
         })?;
         let outer = self.enter_region();
-        let (mut body, ()) = self.nested(|l| {
+        let mut iteration = |l: &mut Self, set: usize| -> Result<(), LowerError> {
             if let Some(p) = pipeline.as_mut() {
-                l.pipeline_iteration(p, inst, iv, (end_r, step_r))?;
+                l.pipeline_iteration(p, inst, iv, (end_r, step_r), set)?;
             }
             l.set_lval(
                 region.args[0],
@@ -317,9 +327,27 @@ impl Lowerer<'_> {
                 expr: Expr::Copy(next),
             });
             Ok(())
-        })?;
+        };
+        let (mut body, ()) = self.nested(|l| (0..unroll).try_for_each(|set| iteration(l, set)))?;
         self.close_loop_region(&outer, &mut body);
         self.emit(Stmt::While { cond_body, cond, body });
+        if unroll > 1 {
+            // The last iteration of an odd count, as a loop that runs at most once (the
+            // trips above end with one iteration or none left): a loop, not a branch, since
+            // the cooperative operations and barriers of the body must stay in control flow
+            // that shader compilers see as uniform.
+            debug_assert_eq!(unroll, 2);
+            let (rest_cond_body, rest_cond) =
+                self.nested(|l| Ok(l.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end_r))))?;
+            let outer = self.enter_region();
+            let (mut rest, ()) = self.nested(|l| iteration(l, 0))?;
+            self.close_loop_region(&outer, &mut rest);
+            self.emit(Stmt::While {
+                cond_body: rest_cond_body,
+                cond: rest_cond,
+                body: rest,
+            });
+        }
         match pipeline {
             Some(p) => self.pipeline_epilogue(&p),
             // Every thread done reading the hoisted operands before their bytes are reused

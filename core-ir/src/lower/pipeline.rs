@@ -25,19 +25,26 @@
 //! zero-fill form, which equals the masked load when its `other` is 0.
 //!
 //! On a target without asynchronous copies whose `dot`s run on cooperative matrices
-//! (Vulkan), the same pipeline runs through registers, with two stages: the loads of
-//! iteration `i + 1` go into registers during iteration `i`, before its `dot`, so that their
-//! latency hides behind its multiply-adds, and iteration `i + 1` begins by storing them into
-//! its stage (zeros where masked, as the copies' zero fill), then one barrier:
+//! (Vulkan), the same pipeline runs through registers, with two stages in shared memory and
+//! `A = num_stages - 1` sets of prefetch registers (at least 1, at most 2): the loads of
+//! iteration `i + A` go into set `i % A` during iteration `i`, before its `dot`, so that
+//! their latency hides behind `A` iterations of multiply-adds, and iteration `i` begins by
+//! storing set `i % A` into its stage (zeros where masked, as the copies' zero fill), then
+//! one barrier:
 //!
 //! ```text
-//! before the loop:  loads of iteration 0 into the prefetch registers
-//! iteration i:      store the prefetch registers into stage i % 2; barrier
-//!                   loads of iteration i+1 into the prefetch registers
+//! before the loop:  loads of iterations 0..A into sets 0..A
+//! iteration i:      store set i % A into stage i % 2; barrier
+//!                   loads of iteration i+A into set i % A
 //!                   the body, its `dot` reading stage i % 2
 //! ```
 //!
 //! (Stage `i % 2` was last read in iteration `i - 2`, before iteration `i - 1`'s barrier.)
+//! Registers cannot be indexed at run time, and a select or copy between sets would wait
+//! for the loads in flight in the other, so with two sets the loop body is lowered twice a
+//! trip, each copy naming its set, and an odd last iteration runs after the loop
+//! (`control.rs`). Measured on an H100 through NVIDIA's driver, two sets made the tutorial's
+//! matmul 1–6% faster than one, whatever the block (`docs/performance.md`).
 //!
 //! A load is pipelined when all of this holds; otherwise it stays a load in registers and the
 //! `dot` stages it itself (`mma.rs`, `coop.rs`). Each access must move 4, 8 or 16 bytes (what `cp.async`
@@ -52,6 +59,10 @@ use crate::layout::Layout;
 use crate::thread::{Expr, Reg, SharedAlloc, Stmt};
 use crate::types::ScalarType;
 use std::collections::{HashMap, HashSet};
+
+/// The most iterations a pipeline through registers runs ahead: one prefetch register set
+/// each, the loop unrolled by as many (`control.rs` runs the odd last iteration on its own).
+const MAX_REGISTER_SETS: u32 = 2;
 
 /// What a loop's pipeline does, decided before it is lowered.
 pub(crate) struct PipelinePlan {
@@ -73,6 +84,9 @@ pub(crate) struct PipelinePlan {
     /// Through registers, for `dot`s on cooperative matrices (module comment), rather than
     /// asynchronous copies.
     pub(crate) registers: bool,
+    /// Through registers: how many iterations ahead the loads run, each in its own set of
+    /// prefetch registers (`ahead` sets; iteration `i`'s in set `i % ahead`).
+    register_sets: u32,
 }
 
 pub(crate) struct PipelinedLoad {
@@ -100,12 +114,21 @@ pub(crate) struct PipelineState {
     /// The stage to read this iteration and the one to fill.
     pub(crate) read: Reg,
     pub(crate) fill: Reg,
-    /// Per load, through registers: the registers its next iteration is loaded into.
-    prefetch: Vec<Vec<Reg>>,
+    /// Through registers: per set, per load, the registers a later iteration is loaded into.
+    prefetch: Vec<Vec<Vec<Reg>>>,
+
     /// The mbarriers of the loads fetched through TMA, if any are.
     pub(crate) tma: Option<super::tma::TmaRing>,
     /// Where a producer warpgroup issues the copies (`specialize`), the consumers' side.
     pub(crate) consumer: Option<super::specialize::ConsumerState>,
+}
+
+impl PipelineState {
+    /// How many iterations of the loop body one trip runs: as many as there are prefetch
+    /// register sets, so that each copy of the body names its set statically.
+    pub(crate) fn unroll(&self) -> usize {
+        self.prefetch.len().max(1)
+    }
 }
 
 impl Lowerer<'_> {
@@ -162,14 +185,28 @@ impl Lowerer<'_> {
             return None;
         }
         let in_flight = self.wgmma_in_flight(region, &loads, &yields);
+        // Through registers, `num_stages - 1` iterations ahead: one set of registers per
+        // iteration in flight, at most two (the body unrolled by two names them statically).
+        let register_sets = if registers {
+            self.target.num_stages.saturating_sub(1).clamp(1, MAX_REGISTER_SETS)
+        } else {
+            0
+        };
         Some(PipelinePlan {
             loads,
             slice: region.insts.iter().copied().filter(|i| slice.contains(i)).collect(),
             carried,
             stages,
-            ahead: if in_flight.is_some() { stages - 2 } else { stages - 1 },
+            ahead: if registers {
+                register_sets
+            } else if in_flight.is_some() {
+                stages - 2
+            } else {
+                stages - 1
+            },
             in_flight,
             registers,
+            register_sets,
         })
     }
 
@@ -454,7 +491,7 @@ impl Lowerer<'_> {
                 iv = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step));
             }
             let stage = self.i32c(s as i64);
-            self.issue_copies(&mut state, inst, iv, end, stage)?;
+            self.issue_copies(&mut state, inst, iv, end, (stage, s as usize))?;
         }
         Ok(state)
     }
@@ -487,25 +524,25 @@ impl Lowerer<'_> {
         let carried_init: Vec<ValueId> = plan.carried.iter().map(|&c| init[c]).collect();
         let carried_layouts: Vec<Option<Layout>> = plan.carried.iter().map(|&c| layouts[c]).collect();
         let ahead = self.carried_slots(&carried_init, &carried_layouts)?;
-        let prefetch = if plan.registers {
-            plan.loads
-                .iter()
-                .map(|l| {
-                    let ty = self.k.ty(l.value);
-                    let elem = ty.scalar_type().expect("a pipelined load gives numbers");
-                    (0..l.layout.map(ty.shape).len).map(|_| self.new_reg(elem)).collect()
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let prefetch = (0..plan.register_sets)
+            .map(|_| {
+                plan.loads
+                    .iter()
+                    .map(|l| {
+                        let ty = self.k.ty(l.value);
+                        let elem = ty.scalar_type().expect("a pipelined load gives numbers");
+                        (0..l.layout.map(ty.shape).len).map(|_| self.new_reg(elem)).collect()
+                    })
+                    .collect()
+            })
+            .collect();
         // A ring that lives across a persistent kernel's tiles starts once.
         let across_tiles = specialized.is_some_and(|(_, across)| across);
         Ok(PipelineState {
             buffers,
             ahead,
             read: self.ring_counter(0, across_tiles),
-            fill: self.ring_counter(plan.ahead, across_tiles),
+            fill: self.ring_counter(plan.ahead % plan.stages, across_tiles),
             plan,
             prefetch,
             tma,
@@ -522,6 +559,7 @@ impl Lowerer<'_> {
         inst: &Inst,
         iv: Reg,
         (end, step): (Reg, Reg),
+        set: usize,
     ) -> Result<(), LowerError> {
         if state.consumer.is_some() {
             // The producer warpgroup issues the copies; the consumers only wait for them.
@@ -533,10 +571,17 @@ impl Lowerer<'_> {
         }
         let ahead = state.plan.ahead;
         if state.plan.registers {
-            // This iteration's operands, loaded one iteration ago, into its stage.
-            for ((load, (operand, index)), regs) in state.plan.loads.iter().zip(&state.buffers).zip(&state.prefetch) {
+            // This iteration's operands, loaded `ahead` iterations ago into set `read`, into
+            // its stage.
+            let mut bases = Vec::new();
+            for (operand, _) in &state.buffers {
                 let len = self.i32c(operand.tile.len() as i64);
-                let base = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, state.read, len));
+                bases.push(self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, state.read, len)));
+            }
+            let regs = &state.prefetch[set % state.prefetch.len()];
+            for (((load, (operand, index)), regs), &base) in
+                state.plan.loads.iter().zip(&state.buffers).zip(regs).zip(&bases)
+            {
                 for (g, &at) in (0..regs.len()).step_by(load.width as usize).zip(index) {
                     let dst = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, at, base));
                     self.emit(Stmt::Store {
@@ -567,7 +612,7 @@ impl Lowerer<'_> {
         let delta = self.set(iv_ty, Expr::Binary(BinaryOp::Mul, step, ahead_by));
         let later = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
         let fill = state.fill;
-        self.issue_copies(state, inst, later, end, fill)?;
+        self.issue_copies(state, inst, later, end, (fill, set))?;
         self.point_dots_at_read(state);
         Ok(())
     }
@@ -700,7 +745,7 @@ impl Lowerer<'_> {
         inst: &Inst,
         iv: Reg,
         end: Reg,
-        stage: Reg,
+        stage: (Reg, usize),
     ) -> Result<(), LowerError> {
         let region = &inst.regions[0];
         self.emit(Stmt::Comment("pipeline (copies of a later iteration)".into()));
@@ -721,6 +766,9 @@ impl Lowerer<'_> {
             self.inst(&k.insts[id])?;
         }
         let in_range = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end));
+        // Through registers: per load, the loads' offsets and predicates, issued into the
+        // prefetch set of `stage` after the loop below.
+        let mut register_loads: Vec<Vec<(usize, u32, Reg, Reg)>> = Vec::new();
         for (i, (load, (operand, index))) in state.plan.loads.iter().zip(&state.buffers).enumerate() {
             let Op::Load { ptr, mask, .. } = self.k.insts[load.inst].op else {
                 return Err(self.internal("a pipelined load is not a load"));
@@ -732,31 +780,18 @@ impl Lowerer<'_> {
             let (param, offsets) = self.pointer(ptr, load.layout)?;
             let masks = mask.map(|m| self.ensure(m, load.layout)).transpose()?;
             self.order_global_access(param, false);
+            if state.plan.registers {
+                register_loads.push(Vec::new());
+            }
             let len = self.i32c(operand.tile.len() as i64);
-            let base = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, stage, len));
+            let base = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, stage.0, len));
             for (g, &at) in (0..offsets.len()).step_by(load.width as usize).zip(index) {
                 let pred = match &masks {
                     Some(m) => self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, m[g], in_range)),
                     None => in_range,
                 };
                 if state.plan.registers {
-                    // Zeros where masked off or past the end, as the copies' zero fill.
-                    let dsts = state.prefetch[i][g..g + load.width as usize].to_vec();
-                    let elem = self.regs[dsts[0]].ty;
-                    let zero = self.konst(elem, Literal::Float(0.0));
-                    for &d in &dsts {
-                        self.emit(Stmt::Set {
-                            dst: d,
-                            expr: Expr::Copy(zero),
-                        });
-                    }
-                    self.emit(Stmt::Load {
-                        dsts,
-                        mem: crate::thread::Memory::Global { param },
-                        index: offsets[g],
-                        pred: Some(pred),
-                        cache: crate::ir::CacheModifier::Default,
-                    });
+                    register_loads[i].push((g, param, offsets[g], pred));
                     continue;
                 }
                 let dst = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, at, base));
@@ -770,9 +805,33 @@ impl Lowerer<'_> {
                 });
             }
         }
+        if state.plan.registers {
+            let set = &state.prefetch[stage.1 % state.prefetch.len()];
+            for ((load, accesses), regs) in state.plan.loads.iter().zip(&register_loads).zip(set) {
+                for &(g, param, index, pred) in accesses {
+                    // Zeros where masked off or past the end, as the copies' zero fill.
+                    let dsts = regs[g..g + load.width as usize].to_vec();
+                    let elem = self.regs[dsts[0]].ty;
+                    let zero = self.konst(elem, Literal::Float(0.0));
+                    for &d in &dsts {
+                        self.emit(Stmt::Set {
+                            dst: d,
+                            expr: Expr::Copy(zero),
+                        });
+                    }
+                    self.emit(Stmt::Load {
+                        dsts,
+                        mem: crate::thread::Memory::Global { param },
+                        index,
+                        pred: Some(pred),
+                        cache: crate::ir::CacheModifier::Default,
+                    });
+                }
+            }
+        }
         if let Some(ring) = &state.tma {
             let allocs: Vec<u32> = state.buffers.iter().map(|(o, _)| o.alloc).collect();
-            self.tma_copies(ring, &state.plan.loads, &allocs, iv, in_range, stage)?;
+            self.tma_copies(ring, &state.plan.loads, &allocs, iv, in_range, stage.0)?;
         }
         if !state.plan.registers && state.plan.loads.iter().any(|l| l.tma.is_none()) {
             self.emit(Stmt::AsyncCommit);

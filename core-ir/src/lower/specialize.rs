@@ -121,7 +121,7 @@ impl Lowerer<'_> {
                     },
                     parity: freed,
                 });
-                l.issue_copies(&mut state, inst, iv, end, stage)?;
+                l.issue_copies(&mut state, inst, iv, end, (stage, 0))?;
                 l.flip_phase_at_wrap(phase, stage, stages);
                 l.next_stage(stage, stages);
                 let next = l.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, step));

@@ -328,6 +328,9 @@ impl Device for WgpuGpu {
         self.cache.get_or_compile(kernel, options, spec, || {
             let target = Target {
                 persistent: options.persistent,
+                // No asynchronous copies: on cooperative matrices, how far ahead the K loop's
+                // operands are loaded into registers (`lower::pipeline`).
+                num_stages: options.num_stages,
                 ..self.target(options.num_warps, loop_kind(kernel), has_dots(kernel))
             };
             threads_per_program(

@@ -91,8 +91,13 @@ pub(crate) unsafe fn register_count(
                 .stage(vk::ShaderStageFlags::COMPUTE)
                 .module(module)
                 .name(&entry);
+            let dump = std::env::var_os("RUTILE_VULKAN_PIPELINE_DUMP").map(std::path::PathBuf::from);
+            let mut flags = vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR;
+            if dump.is_some() {
+                flags |= vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR;
+            }
             let info = vk::ComputePipelineCreateInfo::default()
-                .flags(vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR)
+                .flags(flags)
                 .stage(stage)
                 .layout(pipeline_layout);
             pipeline = *raw
@@ -109,6 +114,9 @@ pub(crate) unsafe fn register_count(
                 .pipeline(pipeline)
                 .executable_index(index as u32);
             let stats = statistics.get_pipeline_executable_statistics(&executable).ok()?;
+            if let Some(dir) = dump {
+                dump_executable(&statistics, &executable, &stats, &dir, words);
+            }
             stats.iter().find_map(register_statistic)
         })()
     };
@@ -131,6 +139,72 @@ pub(crate) unsafe fn register_count(
     _layout: BindingLayout,
 ) -> Option<u32> {
     None
+}
+
+/// Writes what the driver says of a compiled kernel (every statistic, and the internal
+/// representations it offers, such as its machine code) to a file in `dir` named after a
+/// hash of the SPIR-V: `RUTILE_VULKAN_PIPELINE_DUMP=DIR`, for tuning. Best effort: a
+/// failure to write is reported on stderr and the launch goes on.
+#[cfg(all(not(target_arch = "wasm32"), not(target_vendor = "apple")))]
+unsafe fn dump_executable(
+    statistics: &ash::khr::pipeline_executable_properties::Device,
+    executable: &ash::vk::PipelineExecutableInfoKHR<'_>,
+    stats: &[ash::vk::PipelineExecutableStatisticKHR<'_>],
+    dir: &std::path::Path,
+    words: &[u32],
+) {
+    use ash::vk;
+    use std::fmt::Write as _;
+    use std::hash::{Hash, Hasher};
+    let mut text = String::new();
+    for s in stats {
+        let name = s.name_as_c_str().map(|c| c.to_string_lossy()).unwrap_or_default();
+        // SAFETY: the union member read is the one `format` names.
+        let value = unsafe {
+            match s.format {
+                vk::PipelineExecutableStatisticFormatKHR::BOOL32 => (s.value.b32 != 0).to_string(),
+                vk::PipelineExecutableStatisticFormatKHR::INT64 => s.value.i64.to_string(),
+                vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64.to_string(),
+                _ => s.value.f64.to_string(),
+            }
+        };
+        let _ = writeln!(text, "{name}: {value}");
+    }
+    // The representations' sizes first, then their bytes (the two-call idiom).
+    // SAFETY: `executable` names a live pipeline captured with internal representations.
+    let mut reps = unsafe { statistics.get_pipeline_executable_internal_representations(executable) }.unwrap_or_default();
+    let mut buffers: Vec<Vec<u8>> = reps.iter().map(|r| vec![0u8; r.data_size]).collect();
+    for (r, b) in reps.iter_mut().zip(&mut buffers) {
+        r.p_data = b.as_mut_ptr().cast();
+    }
+    let mut count = reps.len() as u32;
+    // SAFETY: `reps` holds `count` structures, each pointing at a buffer of its `data_size`.
+    let filled = unsafe {
+        (statistics.fp().get_pipeline_executable_internal_representations_khr)(
+            statistics.device(),
+            executable,
+            &mut count,
+            reps.as_mut_ptr(),
+        )
+    };
+    if filled == vk::Result::SUCCESS {
+        for (r, b) in reps.iter().zip(&buffers) {
+            let name = r.name_as_c_str().map(|c| c.to_string_lossy()).unwrap_or_default();
+            let body = if r.is_text != 0 {
+                String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or_default()).into_owned()
+            } else {
+                format!("({} bytes of binary data)", b.len())
+            };
+            let _ = write!(text, "\n== {name}\n{body}\n");
+        }
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    words.hash(&mut hasher);
+    let path = dir.join(format!("pipeline-{:016x}.txt", hasher.finish()));
+    match std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, text)) {
+        Ok(()) => eprintln!("rutile: the driver's view of the kernel is in {}", path.display()),
+        Err(e) => eprintln!("rutile: RUTILE_VULKAN_PIPELINE_DUMP: cannot write {}: {e}", path.display()),
+    }
 }
 
 /// The value of a statistic that counts registers (drivers name it differently: "Register
