@@ -30,7 +30,9 @@
 //! # }
 //! ```
 //!
-//! Each configuration is compiled for the device first: one whose kernel does not build
+//! Each configuration is compiled for the device first, all of them at once on the host's
+//! cores before any is timed (a driver may take seconds a kernel: NVIDIA's Vulkan driver
+//! on cooperative matrices), then each is timed in turn: one whose kernel does not build
 //! or lower (more shared memory than the device gives a program, up to its opt-in limit),
 //! or that the device cannot launch (too many threads, too many registers for its
 //! threads), is skipped, as Triton prunes it; so, when asked ([`Autotuner::skip_spilling`],
@@ -482,10 +484,21 @@ impl Autotuner {
                 self.configs.len()
             ));
         }
+        let started = std::time::Instant::now();
+        // Each kernel is built once, here: the builder need not be shareable between
+        // threads, and the timing loop takes the same kernels.
+        let built: Vec<Result<Kernel>> = self.configs.iter().map(build).collect();
+        let (compiled, threads) = self.precompile(dev, &built, grid, args);
+        if self.print && threads > 1 {
+            progress.println(&format!(
+                "rutile: compiled {compiled} configurations on {threads} threads in {:.2} s",
+                started.elapsed().as_secs_f64()
+            ));
+        }
         let mut report = Report::default();
-        for config in &self.configs {
+        for (config, kernel) in self.configs.iter().zip(built) {
             progress.step(config.to_string());
-            let outcome = match self.try_config(dev, flush.as_ref(), build, grid, args, config) {
+            let outcome = match kernel.and_then(|k| self.try_config(dev, flush.as_ref(), k, grid, args, config)) {
                 Ok(outcome) => outcome,
                 Err(e) if config_specific(&e) => Outcome::Skipped(SkipReason::of(&e)),
                 Err(e) => return Err(e),
@@ -517,19 +530,49 @@ impl Autotuner {
         })
     }
 
-    /// Compiles `config`'s kernel, and times it unless the device cannot run it (or should
-    /// not, as asked). An error is the configuration's or the launch's: the caller tells
-    /// which.
+    /// Compiles the kernel of every configuration that built, on as many threads as the
+    /// host has cores (at most one a kernel), into the device's compile cache, where the
+    /// timing loop finds them: what fails here is left for that loop to meet again and
+    /// report in order. Returns how many compiled, and on how many threads.
+    fn precompile(&self, dev: &dyn Device, built: &[Result<Kernel>], grid: &GridFn<'_>, args: &[Arg<'_>]) -> (usize, usize) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let jobs: Vec<(&Kernel, LaunchConfig)> = self
+            .configs
+            .iter()
+            .zip(built)
+            .filter_map(|(c, k)| Some((k.as_ref().ok()?, launch_config(c, grid).ok()?)))
+            .collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len());
+        if threads < 2 || !dev.compiles_in_parallel() {
+            return (0, 1);
+        }
+        let (next, compiled) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    while let Some((kernel, launch)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        if dev.compile_for(kernel, launch, args).is_ok() {
+                            compiled.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        (compiled.into_inner(), threads)
+    }
+
+    /// Compiles `config`'s kernel (found in the compile cache when `precompile` did), and
+    /// times it unless the device cannot run it (or should not, as asked). An error is the
+    /// configuration's or the launch's: the caller tells which.
     fn try_config(
         &self,
         dev: &dyn Device,
         flush: Option<&CacheFlush>,
-        build: &BuildFn<'_>,
+        kernel: Kernel,
         grid: &GridFn<'_>,
         args: &[Arg<'_>],
         config: &Config,
     ) -> Result<Outcome> {
-        let kernel = build(config)?;
         let launch = launch_config(config, grid)?;
         let metadata = dev.compile_for(&kernel, &launch, args)?.metadata.clone();
         if let Some(reason) = prune(&metadata, dev.properties(), self.skip_spilling) {
@@ -801,6 +844,10 @@ mod tests {
     struct FakeGpu {
         cpu: CpuDevice,
         properties: DeviceProperties,
+        /// Compiles running now, and the most that ever ran at once (each takes 20 ms, as a
+        /// slow driver's would take longer).
+        compiling: std::sync::atomic::AtomicUsize,
+        most_compiling: std::sync::atomic::AtomicUsize,
     }
 
     /// 1 warp: a small kernel; 2: one that spills; 4: more shared memory than the device
@@ -829,6 +876,8 @@ mod tests {
             FakeGpu {
                 cpu: CpuDevice::new(),
                 properties,
+                compiling: Default::default(),
+                most_compiling: Default::default(),
             }
         }
     }
@@ -852,6 +901,11 @@ mod tests {
             options: &CompileOptions,
             spec: &Specialization,
         ) -> Result<Arc<CompiledKernel>> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let now = self.compiling.fetch_add(1, SeqCst) + 1;
+            self.most_compiling.fetch_max(now, SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            self.compiling.fetch_sub(1, SeqCst);
             Ok(Arc::new(CompiledKernel {
                 kernel: kernel.clone(),
                 options: *options,
@@ -881,14 +935,40 @@ mod tests {
 
     /// Tunes a vector add of 1000 elements with `tuner` on a [`FakeGpu`].
     fn tune(tuner: Autotuner) -> Result<Choice> {
-        let dev = FakeGpu::new();
+        tune_on(&FakeGpu::new(), tuner)
+    }
+
+    fn tune_on(dev: &FakeGpu, tuner: Autotuner) -> Result<Choice> {
         let n = 1000;
         let (x, y, z) = (dev.zeros::<f32>(n)?, dev.zeros::<f32>(n)?, dev.zeros::<f32>(n)?);
         let args = [(&x).into(), (&y).into(), (&z).into(), (n as i32).into()];
         let build = |_: &Config| Ok(rutile_ir::seeds::vector_add(ScalarType::F32, 256)?);
         tuner
             .cache_file(None)
-            .choose(&dev, "1000", &build, &|_| Ok([4, 1, 1]), &args)
+            .choose(dev, "1000", &build, &|_| Ok([4, 1, 1]), &args)
+    }
+
+    /// The configurations are compiled several at once, on the host's cores, before any is
+    /// timed: a driver that takes seconds a kernel (NVIDIA's Vulkan driver on cooperative
+    /// matrices) then costs the tuning a fraction of what it would one after another.
+    #[test]
+    fn configurations_compile_at_once_on_the_hosts_cores() {
+        let dev = FakeGpu::new();
+        let warps = [1, 1, 1, 1, 1, 1];
+        let configs: Vec<Config> = warps
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| Config::new(&[("BLOCK", 256), ("COPY", i as i64)]).num_warps(w))
+            .collect();
+        let choice = tune_on(&dev, Autotuner::new("add", configs).unwrap()).unwrap();
+        assert_eq!(choice.report.as_ref().unwrap().timed.len(), warps.len());
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let most = dev.most_compiling.load(std::sync::atomic::Ordering::SeqCst);
+        // (At least two at once where there are two cores; never more than the cores.)
+        assert!(
+            most >= cores.min(2) && most <= cores.min(warps.len()),
+            "{most} compiles at once on {cores} cores"
+        );
     }
 
     fn configs(warps: &[u32]) -> Vec<Config> {

@@ -359,6 +359,13 @@ pub trait Device: Send + Sync {
     /// A number unique to this device object; buffers carry it so that a buffer of one
     /// device cannot be passed to another.
     fn device_key(&self) -> u64;
+    /// Whether kernels may be compiled on several threads at once with every error still
+    /// returned by the compile that caused it (the autotuner then compiles its
+    /// configurations in parallel). Not where errors reported by a driver's validation
+    /// layer are gathered per process and returned by whichever call comes next.
+    fn compiles_in_parallel(&self) -> bool {
+        true
+    }
 }
 
 /// A fresh value for [`Device::device_key`].

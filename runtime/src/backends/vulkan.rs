@@ -575,6 +575,11 @@ impl Device for WgpuGpu {
         format!("vulkan:{}", self.device.adapter_index())
     }
 
+    fn compiles_in_parallel(&self) -> bool {
+        // The validation layer's messages are returned by the next call of any thread.
+        !crate::vulkan::validation_active()
+    }
+
     fn device_key(&self) -> u64 {
         self.key
     }

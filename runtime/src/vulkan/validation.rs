@@ -193,6 +193,12 @@ pub(crate) fn take_error(what: &str) -> Result<(), WgpuError> {
     lock_pending().take(what)
 }
 
+/// Whether the validation layer's messenger is attached (its errors then come back with
+/// the next call of the device layer, from any thread).
+pub(crate) fn active() -> bool {
+    ACTIVE.load(Ordering::Relaxed)
+}
+
 /// Names `what` as the operation during which the errors not yet returned were reported,
 /// for work that cannot return them itself (they come back with the next call).
 pub(crate) fn attribute_pending(what: &str) {
