@@ -225,8 +225,9 @@ fn run_matmul<T: Input, U: Input>(
 
 /// The acceptance shapes, in three tests so that each runs within a GPU session's limit on
 /// one backend (through NVIDIA's Vulkan driver every configuration and layout is a kernel
-/// the driver compiles, seconds each): square and ragged shapes here (and on software
-/// devices a smaller set), the wide K = 77 one and the skinny ones in the tests after it.
+/// the driver compiles, seconds each; a shape's cases run on several threads): square and
+/// ragged shapes here (and on software devices a smaller set), the wide K = 77 one and the
+/// skinny ones in the tests after it.
 #[test]
 fn gpu_matmul_on_the_acceptance_shapes() {
     acceptance(&[(0, (512, 512, 512)), (2, (17, 33, 129)), (5, (300, 200, 100))], true);
@@ -277,6 +278,7 @@ fn acceptance(shapes: &[(u64, (usize, usize, usize))], with_software: bool) {
                 let leaky = reference(&a, &b, shape, true);
                 // Output rounding plus f32 accumulation over k.
                 let bound = if input == ScalarType::BF16 { 8e-3 } else { 1.5e-3 };
+                let mut cases = Vec::new();
                 for (ci, &(bm, bn, bk, warps, stages)) in configs.iter().enumerate() {
                     if software && bm * bn > 64 * 128 {
                         continue;
@@ -304,15 +306,39 @@ fn acceptance(shapes: &[(u64, (usize, usize, usize))], with_software: bool) {
                                 ..MatmulMeta::fp16(bm, bn, bk)
                             };
                             let want = if with_relu { &leaky } else { &plain };
-                            let launch = Launch::from((warps, stages));
-                            check_case(d.as_ref(), &meta, launch, (&a, &b), shape, orders, want, bound);
+                            cases.push((meta, Launch::from((warps, stages)), orders, want));
                         }
                     }
                 }
+                // (One at a time where the device's errors would not come back to the call
+                // that caused them: under Vulkan's validation layer.)
+                let threads = if d.compiles_in_parallel() { 8 } else { 1 };
+                in_parallel(&cases, threads, |(meta, launch, orders, want)| {
+                    check_case(d.as_ref(), meta, *launch, (&a, &b), shape, *orders, want, bound)
+                });
             }
         }
         println!("{}: every matmul case within its bound", d.id());
     }
+}
+
+/// `check` on every case, on as many threads as the host has cores, at most `most`: each
+/// case is a kernel its driver compiles, seconds each through NVIDIA's Vulkan driver, and
+/// devices take launches from several threads. A failing case panics its thread, which
+/// fails the test.
+fn in_parallel<C: Sync>(cases: &[C], most: usize, check: impl Fn(&C) + Sync) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, most.max(1));
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads.min(cases.len()) {
+            s.spawn(|| {
+                while let Some(case) = cases.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    check(case);
+                }
+            });
+        }
+    });
 }
 
 /// The schedules the autotuner may choose on CUDA devices, each against the f64 reference
