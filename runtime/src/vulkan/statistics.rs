@@ -145,6 +145,10 @@ pub(crate) unsafe fn register_count(
 /// representations it offers, such as its machine code) to a file in `dir` named after a
 /// hash of the SPIR-V: `RUTILE_VULKAN_PIPELINE_DUMP=DIR`, for tuning. Best effort: a
 /// failure to write is reported on stderr and the launch goes on.
+///
+/// # Safety
+/// `executable` must name a live pipeline created with
+/// `CAPTURE_INTERNAL_REPRESENTATIONS_KHR` on `statistics`' device.
 #[cfg(all(not(target_arch = "wasm32"), not(target_vendor = "apple")))]
 unsafe fn dump_executable(
     statistics: &ash::khr::pipeline_executable_properties::Device,
