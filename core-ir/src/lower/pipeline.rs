@@ -117,7 +117,6 @@ pub(crate) struct PipelineState {
     pub(crate) fill: Reg,
     /// Through registers: per set, per load, the registers a later iteration is loaded into.
     prefetch: Vec<Vec<Vec<Reg>>>,
-
     /// The mbarriers of the loads fetched through TMA, if any are.
     pub(crate) tma: Option<super::tma::TmaRing>,
     /// Where a producer warpgroup issues the copies (`specialize`), the consumers' side.
@@ -572,17 +571,12 @@ impl Lowerer<'_> {
         }
         let ahead = state.plan.ahead;
         if state.plan.registers {
-            // This iteration's operands, loaded `ahead` iterations ago into set `read`, into
-            // its stage.
-            let mut bases = Vec::new();
-            for (operand, _) in &state.buffers {
+            // This iteration's operands, loaded `ahead` iterations ago into its set, into its
+            // stage.
+            let set = &state.prefetch[set % state.prefetch.len()];
+            for ((load, (operand, index)), regs) in state.plan.loads.iter().zip(&state.buffers).zip(set) {
                 let len = self.i32c(operand.tile.len() as i64);
-                bases.push(self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, state.read, len)));
-            }
-            let regs = &state.prefetch[set % state.prefetch.len()];
-            for (((load, (operand, index)), regs), &base) in
-                state.plan.loads.iter().zip(&state.buffers).zip(regs).zip(&bases)
-            {
+                let base = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, state.read, len));
                 for (g, &at) in (0..regs.len()).step_by(load.width as usize).zip(index) {
                     let dst = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, at, base));
                     self.emit(Stmt::Store {
@@ -767,9 +761,6 @@ impl Lowerer<'_> {
             self.inst(&k.insts[id])?;
         }
         let in_range = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end));
-        // Through registers: per load, the loads' offsets and predicates, issued into the
-        // prefetch set of `stage` after the loop below.
-        let mut register_loads: Vec<Vec<(usize, u32, Reg, Reg)>> = Vec::new();
         for (i, (load, (operand, index))) in state.plan.loads.iter().zip(&state.buffers).enumerate() {
             let Op::Load { ptr, mask, .. } = self.k.insts[load.inst].op else {
                 return Err(self.internal("a pipelined load is not a load"));
@@ -781,9 +772,6 @@ impl Lowerer<'_> {
             let (param, offsets) = self.pointer(ptr, load.layout)?;
             let masks = mask.map(|m| self.ensure(m, load.layout)).transpose()?;
             self.order_global_access(param, false);
-            if state.plan.registers {
-                register_loads.push(Vec::new());
-            }
             let len = self.i32c(operand.tile.len() as i64);
             let base = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, stage.0, len));
             for (g, &at) in (0..offsets.len()).step_by(load.width as usize).zip(index) {
@@ -792,26 +780,10 @@ impl Lowerer<'_> {
                     None => in_range,
                 };
                 if state.plan.registers {
-                    register_loads[i].push((g, param, offsets[g], pred));
-                    continue;
-                }
-                let dst = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, at, base));
-                self.emit(Stmt::AsyncCopy {
-                    alloc: operand.alloc,
-                    dst,
-                    param,
-                    src: offsets[g],
-                    len: load.width,
-                    pred: Some(pred),
-                });
-            }
-        }
-        if state.plan.registers {
-            let set = &state.prefetch[stage.1 % state.prefetch.len()];
-            for ((load, accesses), regs) in state.plan.loads.iter().zip(&register_loads).zip(set) {
-                for &(g, param, index, pred) in accesses {
-                    // Zeros where masked off or past the end, as the copies' zero fill.
-                    let dsts = regs[g..g + load.width as usize].to_vec();
+                    // Into the set of `stage`; zeros where masked off or past the end, as
+                    // the copies' zero fill.
+                    let set = &state.prefetch[stage.1 % state.prefetch.len()];
+                    let dsts = set[i][g..g + load.width as usize].to_vec();
                     let elem = self.regs[dsts[0]].ty;
                     let zero = self.konst(elem, Literal::Float(0.0));
                     for &d in &dsts {
@@ -823,11 +795,21 @@ impl Lowerer<'_> {
                     self.emit(Stmt::Load {
                         dsts,
                         mem: crate::thread::Memory::Global { param },
-                        index,
+                        index: offsets[g],
                         pred: Some(pred),
                         cache: crate::ir::CacheModifier::Default,
                     });
+                    continue;
                 }
+                let dst = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, at, base));
+                self.emit(Stmt::AsyncCopy {
+                    alloc: operand.alloc,
+                    dst,
+                    param,
+                    src: offsets[g],
+                    len: load.width,
+                    pred: Some(pred),
+                });
             }
         }
         if let Some(ring) = &state.tma {
