@@ -1,5 +1,6 @@
 //! `RUTILE_DUMP=DIR`: every compilation writes the kernel's block IR, per-thread IR and
-//! generated code (PTX, SPIR-V disassembly, WGSL) to `DIR/<kernel>.<n>.<stage>`.
+//! generated code (PTX, SPIR-V disassembly, WGSL) to `DIR/<kernel>.<n>.<stage>`, and on
+//! Vulkan drivers that report them what the driver says of the kernel (`driver.txt`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -45,6 +46,13 @@ pub(crate) fn write(kernel: &str, stages: &[(&str, &dyn Fn() -> String)]) -> Opt
         }
     }
     Some(n)
+}
+
+/// Where compilation `n` of `kernel` (being dumped: [`write`] returned `n`) keeps its
+/// `stage`: `DIR/<kernel>.<n>.<stage>`; `None` when not dumping.
+pub(crate) fn path(kernel: &str, n: Option<u32>, stage: &str) -> Option<std::path::PathBuf> {
+    let (dir, n) = (std::env::var_os("RUTILE_DUMP")?, n?);
+    Some(std::path::PathBuf::from(dir).join(format!("{}.{n}.{stage}", file_stem(kernel))))
 }
 
 /// Writes the SPIR-V words that `words` makes as `<kernel>.<n>.spv`, and their disassembly

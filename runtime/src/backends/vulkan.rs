@@ -427,8 +427,12 @@ impl Device for WgpuGpu {
                     // Best effort: a writer failure leaves the count unknown.
                     None => spirv.spirv_words().ok().map(Cow::Owned),
                 };
+                let report = crate::dump::path(&kernel.name, dumped, "driver.txt");
                 // SAFETY: rutile's SPIR-V, whose bindings are `layout`'s.
-                words.and_then(|w| unsafe { self.device.register_count(&w, &spirv.entry_point, layout) })
+                words.and_then(|w| unsafe {
+                    self.device
+                        .register_count(&w, &spirv.entry_point, layout, report.as_deref())
+                })
             } else {
                 None
             };

@@ -217,16 +217,24 @@ impl WgpuDevice {
 
     /// Registers per invocation of the compute entry point `entry` of the SPIR-V `words`
     /// as this device's driver compiles it, for bindings shaped as `layout`; `None` where
-    /// the driver does not say ([`Self::has_pipeline_statistics`]).
+    /// the driver does not say ([`Self::has_pipeline_statistics`]). With `report`, every
+    /// statistic the driver gives and the internal representations it offers (machine code
+    /// on some drivers; NVIDIA's offers none) are written to that file as text.
     ///
     /// # Safety
     /// `words` must be valid SPIR-V whose bindings are those `layout` describes.
-    pub unsafe fn register_count(&self, words: &[u32], entry: &str, layout: super::BindingLayout) -> Option<u32> {
+    pub unsafe fn register_count(
+        &self,
+        words: &[u32],
+        entry: &str,
+        layout: super::BindingLayout,
+        report: Option<&std::path::Path>,
+    ) -> Option<u32> {
         if !self.has_pipeline_statistics() {
             return None;
         }
         // SAFETY: passed on from the caller.
-        let count = unsafe { super::statistics::register_count(self.raw(), words, entry, layout) };
+        let count = unsafe { super::statistics::register_count(self.raw(), words, entry, layout, report) };
         // The layer's errors about these raw calls come back with the next call of this
         // layer; say now what they were about.
         super::validation::attribute_pending("reading a kernel's register count through raw Vulkan calls");

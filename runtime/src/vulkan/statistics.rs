@@ -14,7 +14,8 @@ use super::pipeline::{BindingLayout, LaunchData};
 /// Registers per invocation of the compute entry point `entry` of the SPIR-V `words`
 /// compiled by `device`'s driver, for bindings shaped as `layout`. `None` where the device
 /// was not opened with the extension (`open::open_device`) or the driver reports no
-/// register statistic.
+/// register statistic. With `report`, everything the driver says of the kernel is also
+/// written to that file ([`write_report`]).
 ///
 /// # Safety
 /// `words` must be valid SPIR-V whose interface matches `layout` (rutile's own kernels).
@@ -24,6 +25,7 @@ pub(crate) unsafe fn register_count(
     words: &[u32],
     entry: &str,
     layout: BindingLayout,
+    report: Option<&std::path::Path>,
 ) -> Option<u32> {
     use ash::{khr, vk};
     // SAFETY: the raw device is only used while `device` is borrowed, for objects created
@@ -91,9 +93,8 @@ pub(crate) unsafe fn register_count(
                 .stage(vk::ShaderStageFlags::COMPUTE)
                 .module(module)
                 .name(&entry);
-            let dump = std::env::var_os("RUTILE_VULKAN_PIPELINE_DUMP").map(std::path::PathBuf::from);
             let mut flags = vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR;
-            if dump.is_some() {
+            if report.is_some() {
                 flags |= vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR;
             }
             let info = vk::ComputePipelineCreateInfo::default()
@@ -114,8 +115,8 @@ pub(crate) unsafe fn register_count(
                 .pipeline(pipeline)
                 .executable_index(index as u32);
             let stats = statistics.get_pipeline_executable_statistics(&executable).ok()?;
-            if let Some(dir) = dump {
-                dump_executable(&statistics, &executable, &stats, &dir, words);
+            if let Some(path) = report {
+                write_report(&statistics, &executable, &stats, path);
             }
             stats.iter().find_map(register_statistic)
         })()
@@ -137,29 +138,27 @@ pub(crate) unsafe fn register_count(
     _words: &[u32],
     _entry: &str,
     _layout: BindingLayout,
+    _report: Option<&std::path::Path>,
 ) -> Option<u32> {
     None
 }
 
 /// Writes what the driver says of a compiled kernel (every statistic, and the internal
-/// representations it offers, such as its machine code) to a file in `dir` named after a
-/// hash of the SPIR-V: `RUTILE_VULKAN_PIPELINE_DUMP=DIR`, for tuning. Best effort: a
-/// failure to write is reported on stderr and the launch goes on.
+/// representations it offers, such as its machine code) to `path`: part of `RUTILE_DUMP`,
+/// for tuning. Best effort: a failure to write is reported on stderr and the launch goes on.
 ///
 /// # Safety
 /// `executable` must name a live pipeline created with
 /// `CAPTURE_INTERNAL_REPRESENTATIONS_KHR` on `statistics`' device.
 #[cfg(all(not(target_arch = "wasm32"), not(target_vendor = "apple")))]
-unsafe fn dump_executable(
+unsafe fn write_report(
     statistics: &ash::khr::pipeline_executable_properties::Device,
     executable: &ash::vk::PipelineExecutableInfoKHR<'_>,
     stats: &[ash::vk::PipelineExecutableStatisticKHR<'_>],
-    dir: &std::path::Path,
-    words: &[u32],
+    path: &std::path::Path,
 ) {
     use ash::vk;
     use std::fmt::Write as _;
-    use std::hash::{Hash, Hasher};
     let mut text = String::new();
     for s in stats {
         let name = s.name_as_c_str().map(|c| c.to_string_lossy()).unwrap_or_default();
@@ -202,12 +201,8 @@ unsafe fn dump_executable(
             let _ = write!(text, "\n== {name}\n{body}\n");
         }
     }
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    words.hash(&mut hasher);
-    let path = dir.join(format!("pipeline-{:016x}.txt", hasher.finish()));
-    match std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, text)) {
-        Ok(()) => eprintln!("rutile: the driver's view of the kernel is in {}", path.display()),
-        Err(e) => eprintln!("rutile: RUTILE_VULKAN_PIPELINE_DUMP: cannot write {}: {e}", path.display()),
+    if let Err(e) = std::fs::write(path, text) {
+        eprintln!("rutile: cannot write {}: {e}", path.display());
     }
 }
 
