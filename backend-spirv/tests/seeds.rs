@@ -114,7 +114,8 @@ fn matmul_on_cooperative_matrices_validates() {
             num_stages: stages,
             ..Target::nvidia(warps, 48 * 1024)
         };
-        let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {bm}x{bn}x{bk}: {e}"));
+        let t =
+            rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {bm}x{bn}x{bk}: {e}"));
         let (mut uses, mut widest_operand_store) = (false, 0);
         t.walk(&mut |s| match s {
             Stmt::CoopMulAdd { .. } => uses = true,
@@ -129,7 +130,10 @@ fn matmul_on_cooperative_matrices_validates() {
         });
         on_coop += uses as usize;
         // The operands reach workgroup memory in vectors of at least 8 bytes.
-        assert!(!uses || widest_operand_store >= 4, "{bm}x{bn}x{bk}: widest operand store {widest_operand_store}\n{t}");
+        assert!(
+            !uses || widest_operand_store >= 4,
+            "{bm}x{bn}x{bk}: widest operand store {widest_operand_store}\n{t}"
+        );
         let (_, wgsl) = common::check(&t, &SpirvTarget::full(32));
         assert!(!uses || wgsl.contains("coop"), "{bm}x{bn}x{bk}: {wgsl}");
     }

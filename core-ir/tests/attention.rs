@@ -507,7 +507,15 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
             assert!(mul_adds > 0, "{at}: not on cooperative matrices");
             let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
             let b = buffers(&mut rng, shape);
-            simulate_on(&at, &kernel, &[coop(warps, 1), coop(warps, 3)], grid, &args(shape), &b, 2e-3);
+            simulate_on(
+                &at,
+                &kernel,
+                &[coop(warps, 1), coop(warps, 3)],
+                grid,
+                &args(shape),
+                &b,
+                2e-3,
+            );
         }
     }
 }

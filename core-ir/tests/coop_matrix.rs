@@ -440,7 +440,11 @@ fn two_iterations_ahead_the_body_runs_twice_a_trip() {
     assert!(loads > 0);
     assert_eq!(count(twice, &global_load), 2 * loads, "loads per trip");
     let at = tk.body.iter().position(|s| matches!(s, Stmt::While { .. })).unwrap();
-    assert_eq!(count(&tk.body[..at], &global_load), 2 * loads, "two iterations loaded first");
+    assert_eq!(
+        count(&tk.body[..at], &global_load),
+        2 * loads,
+        "two iterations loaded first"
+    );
     // Each copy of the body stores the registers its own set was loaded into.
     let stored = |b: &[Stmt]| -> Vec<rutile_ir::thread::Reg> {
         b.iter()

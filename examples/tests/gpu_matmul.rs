@@ -328,7 +328,9 @@ fn acceptance(shapes: &[(u64, (usize, usize, usize))], with_software: bool) {
 /// fails the test.
 fn in_parallel<C: Sync>(cases: &[C], most: usize, check: impl Fn(&C) + Sync) {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, most.max(1));
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, most.max(1));
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..threads.min(cases.len()) {

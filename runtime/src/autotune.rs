@@ -534,7 +534,13 @@ impl Autotuner {
     /// host has cores (at most one a kernel), into the device's compile cache, where the
     /// timing loop finds them: what fails here is left for that loop to meet again and
     /// report in order. Returns how many compiled, and on how many threads.
-    fn precompile(&self, dev: &dyn Device, built: &[Result<Kernel>], grid: &GridFn<'_>, args: &[Arg<'_>]) -> (usize, usize) {
+    fn precompile(
+        &self,
+        dev: &dyn Device,
+        built: &[Result<Kernel>],
+        grid: &GridFn<'_>,
+        args: &[Arg<'_>],
+    ) -> (usize, usize) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let jobs: Vec<(&Kernel, LaunchConfig)> = self
             .configs
@@ -542,7 +548,9 @@ impl Autotuner {
             .zip(built)
             .filter_map(|(c, k)| Some((k.as_ref().ok()?, launch_config(c, grid).ok()?)))
             .collect();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len());
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(jobs.len());
         if threads < 2 || !dev.compiles_in_parallel() {
             return (0, 1);
         }

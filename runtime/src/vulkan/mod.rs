@@ -53,8 +53,8 @@ pub use dispatch::split_grid;
 pub use error::WgpuError;
 pub use pipeline::{BindingLayout, KernelSource, LaunchData, PipelineCache, WgpuPipeline};
 pub use properties::{vendor_name, CooperativeMatrixShape, WgpuDeviceProperties, WgpuFeatures};
-pub use validation::{validation_report, ValidationReport, VALIDATION_ENV};
 pub(crate) use validation::active as validation_active;
+pub use validation::{validation_report, ValidationReport, VALIDATION_ENV};
 /// The wgpu rutile runs on, for code that uses [`WgpuDevice::raw`] and the other raw
 /// handles directly.
 pub use wgpu;

@@ -175,7 +175,8 @@ unsafe fn write_report(
     }
     // The representations' sizes first, then their bytes (the two-call idiom).
     // SAFETY: `executable` names a live pipeline captured with internal representations.
-    let mut reps = unsafe { statistics.get_pipeline_executable_internal_representations(executable) }.unwrap_or_default();
+    let mut reps =
+        unsafe { statistics.get_pipeline_executable_internal_representations(executable) }.unwrap_or_default();
     let mut buffers: Vec<Vec<u8>> = reps.iter().map(|r| vec![0u8; r.data_size]).collect();
     for (r, b) in reps.iter_mut().zip(&mut buffers) {
         r.p_data = b.as_mut_ptr().cast();
