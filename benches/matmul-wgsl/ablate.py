@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Ablations of a dumped matmul kernel's K loop, for `matmul_wgsl_variants`: each variant
+leaves one part of the loop out, so that the time it saves bounds what that part costs (the
+results of a variant are wrong, and the study says so; only its time matters). With no
+profiler for the Vulkan driver's code, this is how to learn whether the loop waits on its
+global loads, its stores into workgroup memory, its barriers, its cooperative loads or its
+multiply-adds.
+
+    python3 benches/matmul-wgsl/ablate.py KERNEL.wgsl OUTDIR BLOCK_MxBLOCK_N
+
+KERNEL.wgsl is a `matmul_kernel.<n>.wgsl` that `RUTILE_DUMP=DIR` wrote (the chosen
+configuration's: its `.thread.ir` names the warps and shared buffers). OUTDIR receives the
+unedited kernel and one file per ablation, each named `<variant>_<BLOCK_M>x<BLOCK_N>.wgsl`:
+
+  baseline      the kernel as generated
+  no_barrier    the K loop without its workgroup barriers
+  no_global     the K loop's global loads never taken (their branches' conditions false)
+  no_store      the K loop without its stores into workgroup memory
+  no_coop_load  the K loop without its cooperative loads (the matrices keep their values)
+  no_mma        the K loop without its multiply-adds (the cooperative loads then go too)
+
+The K loop is the first `loop {` whose body holds a `coopMultiplyAdd`, with the loops that
+follow it and hold one too (a loop unrolled by two is followed by one for its odd last
+iteration).
+"""
+
+import os
+import re
+import sys
+
+
+def loop_spans(lines):
+    """(start, end) line indices of every top-level-in-function `loop {` ... `}` whose body
+    holds a cooperative multiply-add."""
+    spans = []
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() == "loop {":
+            depth, j = 0, i
+            while True:
+                depth += lines[j].count("{") - lines[j].count("}")
+                if depth == 0:
+                    break
+                j += 1
+            if any("coopMultiplyAdd" in l for l in lines[i : j + 1]):
+                spans.append((i, j))
+            i = j + 1
+        else:
+            i += 1
+    return spans
+
+
+def edit(lines, spans, keep):
+    """`lines` with each line inside `spans` kept where `keep(line)` holds."""
+    out = list(lines)
+    for start, end in spans:
+        for k in range(start, end + 1):
+            if not keep(out[k]):
+                out[k] = ""
+    return out
+
+
+def no_global(lines, spans):
+    """The branches that load A or B from global memory, never taken."""
+    out = list(lines)
+    for start, end in spans:
+        k = start
+        while k <= end:
+            m = re.match(r"(\s*)if (_e\d+) \{$", out[k])
+            if m:
+                depth, j = 0, k
+                while True:
+                    depth += out[j].count("{") - out[j].count("}")
+                    if depth == 0:
+                        break
+                    j += 1
+                body = "".join(out[k : j + 1])
+                if "a_ptr[" in body or "b_ptr[" in body:
+                    out[k] = f"{m.group(1)}if false {{"
+            k += 1
+    return out
+
+
+def main():
+    if len(sys.argv) != 4 or not re.fullmatch(r"\d+x\d+", sys.argv[3]):
+        sys.exit(__doc__)
+    src, outdir, block = sys.argv[1:]
+    lines = open(src).read().split("\n")
+    spans = loop_spans(lines)
+    if not spans:
+        sys.exit(f"{src}: no loop with cooperative multiply-adds")
+    coop_load = re.compile(r"\s*c\d+_ = coopLoadT<")
+    shared_store = re.compile(r"\s*shared\d+_\[.*\] = ")
+    variants = {
+        "baseline": lines,
+        "no_barrier": edit(lines, spans, lambda l: l.strip() != "workgroupBarrier();"),
+        "no_global": no_global(lines, spans),
+        "no_store": edit(lines, spans, lambda l: not shared_store.match(l)),
+        "no_coop_load": edit(lines, spans, lambda l: not coop_load.match(l)),
+        "no_mma": edit(lines, spans, lambda l: "coopMultiplyAdd" not in l),
+    }
+    os.makedirs(outdir, exist_ok=True)
+    for name, text in variants.items():
+        with open(os.path.join(outdir, f"{name}_{block}.wgsl"), "w") as f:
+            f.write("\n".join(text))
+    print(f"{len(variants)} variants of {len(spans)} K loop(s) in {outdir}")
+
+
+if __name__ == "__main__":
+    main()
