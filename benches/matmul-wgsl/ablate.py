@@ -29,6 +29,16 @@ import re
 import sys
 
 
+def block_end(lines, start):
+    """The index of the line that closes the block opened on line `start`."""
+    depth, j = 0, start
+    while True:
+        depth += lines[j].count("{") - lines[j].count("}")
+        if depth == 0:
+            return j
+        j += 1
+
+
 def loop_spans(lines):
     """(start, end) line indices of every top-level-in-function `loop {` ... `}` whose body
     holds a cooperative multiply-add."""
@@ -36,12 +46,7 @@ def loop_spans(lines):
     i = 0
     while i < len(lines):
         if lines[i].strip() == "loop {":
-            depth, j = 0, i
-            while True:
-                depth += lines[j].count("{") - lines[j].count("}")
-                if depth == 0:
-                    break
-                j += 1
+            j = block_end(lines, i)
             if any("coopMultiplyAdd" in l for l in lines[i : j + 1]):
                 spans.append((i, j))
             i = j + 1
@@ -68,13 +73,7 @@ def no_global(lines, spans):
         while k <= end:
             m = re.match(r"(\s*)if (_e\d+) \{$", out[k])
             if m:
-                depth, j = 0, k
-                while True:
-                    depth += out[j].count("{") - out[j].count("}")
-                    if depth == 0:
-                        break
-                    j += 1
-                body = "".join(out[k : j + 1])
+                body = "".join(out[k : block_end(out, k) + 1])
                 if "a_ptr[" in body or "b_ptr[" in body:
                     out[k] = f"{m.group(1)}if false {{"
             k += 1

@@ -64,6 +64,17 @@ fn mutate_first(tk: &ThreadKernel, f: &mut dyn FnMut(&mut Stmt) -> bool) -> Thre
     k
 }
 
+/// Whether `s` loads from global memory.
+fn is_global_load(s: &Stmt) -> bool {
+    matches!(
+        s,
+        Stmt::Load {
+            mem: rutile_ir::thread::Memory::Global { .. },
+            ..
+        }
+    )
+}
+
 fn mul_adds(tk: &ThreadKernel) -> usize {
     count_stmts(tk, |s| matches!(s, Stmt::CoopMulAdd { .. }))
 }
@@ -364,17 +375,8 @@ fn the_k_loop_prefetches_its_operands_into_registers() {
     let mut rng = Rng::new(47);
     let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
     let tk = check(&c, &target(4), "64x64x32");
-    let global_load = |s: &Stmt| {
-        matches!(
-            s,
-            Stmt::Load {
-                mem: rutile_ir::thread::Memory::Global { .. },
-                ..
-            }
-        )
-    };
     let at = tk.body.iter().position(|s| matches!(s, Stmt::While { .. })).unwrap();
-    let before = tk.body[..at].iter().filter(|s| global_load(s)).count();
+    let before = tk.body[..at].iter().filter(|s| is_global_load(s)).count();
     assert!(before > 0, "no loads before the loop");
     let Stmt::While { body, .. } = &tk.body[at] else {
         unreachable!()
@@ -382,11 +384,11 @@ fn the_k_loop_prefetches_its_operands_into_registers() {
     let barriers = body.iter().filter(|s| matches!(s, Stmt::Barrier)).count();
     assert_eq!(barriers, 1, "barriers per iteration");
     assert_eq!(
-        body.iter().filter(|s| global_load(s)).count(),
+        body.iter().filter(|s| is_global_load(s)).count(),
         before,
         "loads per iteration"
     );
-    let first_load = body.iter().position(global_load).unwrap();
+    let first_load = body.iter().position(is_global_load).unwrap();
     let first_mul_add = body.iter().position(|s| matches!(s, Stmt::CoopMulAdd { .. })).unwrap();
     assert!(first_load < first_mul_add, "the next iteration's loads come first");
     for (shape, layout) in [
@@ -412,15 +414,6 @@ fn two_iterations_ahead_the_body_runs_twice_a_trip() {
     };
     let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
     let tk = check(&c, &two_ahead(4), "64x64x32, four trips");
-    let global_load = |s: &Stmt| {
-        matches!(
-            s,
-            Stmt::Load {
-                mem: rutile_ir::thread::Memory::Global { .. },
-                ..
-            }
-        )
-    };
     let loops: Vec<&Vec<Stmt>> = tk
         .body
         .iter()
@@ -436,12 +429,12 @@ fn two_iterations_ahead_the_body_runs_twice_a_trip() {
     let mul_add = |s: &Stmt| matches!(s, Stmt::CoopMulAdd { .. });
     assert_eq!((count(twice, &barrier), count(once, &barrier)), (2, 1), "barriers");
     assert_eq!(count(twice, &mul_add), 2 * count(once, &mul_add), "multiply-adds");
-    let loads = count(once, &global_load);
+    let loads = count(once, &is_global_load);
     assert!(loads > 0);
-    assert_eq!(count(twice, &global_load), 2 * loads, "loads per trip");
+    assert_eq!(count(twice, &is_global_load), 2 * loads, "loads per trip");
     let at = tk.body.iter().position(|s| matches!(s, Stmt::While { .. })).unwrap();
     assert_eq!(
-        count(&tk.body[..at], &global_load),
+        count(&tk.body[..at], &is_global_load),
         2 * loads,
         "two iterations loaded first"
     );

@@ -485,10 +485,14 @@ impl Autotuner {
             ));
         }
         let started = std::time::Instant::now();
-        // Each kernel is built once, here: the builder need not be shareable between
-        // threads, and the timing loop takes the same kernels.
-        let built: Vec<Result<Kernel>> = self.configs.iter().map(build).collect();
-        let (compiled, threads) = self.precompile(dev, &built, grid, args);
+        // Each kernel and its launch are made once, here: the builder need not be shareable
+        // between threads, and the timing loop takes the same ones.
+        let built: Vec<Result<(Kernel, LaunchConfig)>> = self
+            .configs
+            .iter()
+            .map(|c| Ok((build(c)?, launch_config(c, grid)?)))
+            .collect();
+        let (compiled, threads) = self.precompile(dev, &built, args);
         if self.print && threads > 1 {
             progress.println(&format!(
                 "rutile: compiled {compiled} configurations on {threads} threads in {:.2} s",
@@ -498,11 +502,12 @@ impl Autotuner {
         let mut report = Report::default();
         for (config, kernel) in self.configs.iter().zip(built) {
             progress.step(config.to_string());
-            let outcome = match kernel.and_then(|k| self.try_config(dev, flush.as_ref(), k, grid, args, config)) {
-                Ok(outcome) => outcome,
-                Err(e) if config_specific(&e) => Outcome::Skipped(SkipReason::of(&e)),
-                Err(e) => return Err(e),
-            };
+            let outcome =
+                match kernel.and_then(|(k, launch)| self.try_config(dev, flush.as_ref(), &k, &launch, args, config)) {
+                    Ok(outcome) => outcome,
+                    Err(e) if config_specific(&e) => Outcome::Skipped(SkipReason::of(&e)),
+                    Err(e) => return Err(e),
+                };
             if self.print {
                 progress.println(&printer.outcome(config, &outcome));
             }
@@ -530,24 +535,18 @@ impl Autotuner {
         })
     }
 
-    /// Compiles the kernel of every configuration that built, on as many threads as the
+    /// Compiles the kernel of every configuration that built, with its launch, on as many threads as the
     /// host has cores (at most one a kernel), into the device's compile cache, where the
     /// timing loop finds them: what fails here is left for that loop to meet again and
     /// report in order. Returns how many compiled, and on how many threads.
     fn precompile(
         &self,
         dev: &dyn Device,
-        built: &[Result<Kernel>],
-        grid: &GridFn<'_>,
+        built: &[Result<(Kernel, LaunchConfig)>],
         args: &[Arg<'_>],
     ) -> (usize, usize) {
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let jobs: Vec<(&Kernel, LaunchConfig)> = self
-            .configs
-            .iter()
-            .zip(built)
-            .filter_map(|(c, k)| Some((k.as_ref().ok()?, launch_config(c, grid).ok()?)))
-            .collect();
+        let jobs: Vec<&(Kernel, LaunchConfig)> = built.iter().filter_map(|b| b.as_ref().ok()).collect();
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(jobs.len());
@@ -558,7 +557,7 @@ impl Autotuner {
         std::thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| {
-                    while let Some((kernel, launch)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    while let Some((kernel, launch)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)).copied() {
                         if dev.compile_for(kernel, launch, args).is_ok() {
                             compiled.fetch_add(1, Ordering::Relaxed);
                         }
@@ -576,17 +575,16 @@ impl Autotuner {
         &self,
         dev: &dyn Device,
         flush: Option<&CacheFlush>,
-        kernel: Kernel,
-        grid: &GridFn<'_>,
+        kernel: &Kernel,
+        launch: &LaunchConfig,
         args: &[Arg<'_>],
         config: &Config,
     ) -> Result<Outcome> {
-        let launch = launch_config(config, grid)?;
-        let metadata = dev.compile_for(&kernel, &launch, args)?.metadata.clone();
+        let metadata = dev.compile_for(kernel, launch, args)?.metadata.clone();
         if let Some(reason) = prune(&metadata, dev.properties(), self.skip_spilling) {
             return Ok(Outcome::Skipped(reason));
         }
-        let mut run = || dev.launch(&kernel, &launch, args);
+        let mut run = || dev.launch(kernel, launch, args);
         let (warmup, reps) = match self.repetitions {
             Some(r) => r,
             None if is_software(dev) => (0, 1),
