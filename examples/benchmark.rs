@@ -604,34 +604,63 @@ fn wrong_results(wrong: Vec<String>) -> rutile::Result<()> {
 /// GB/s at the host code's `num_warps` and at the best of those timed: the two cells of a
 /// row of the memory-bound sweeps that ask whether the heuristic picks well.
 struct WarpChoice {
-    heuristic: u32,
+    heuristic: LaunchShape,
     at_heuristic: Option<f64>,
-    best: Option<(f64, u32)>,
+    best: Option<(f64, LaunchShape)>,
+}
+
+/// A launch's `num_warps` and register limit (`maxnreg`), as a sweep varies them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LaunchShape {
+    num_warps: u32,
+    maxnreg: Option<u32>,
+}
+
+impl LaunchShape {
+    fn of(config: &LaunchConfig) -> LaunchShape {
+        LaunchShape {
+            num_warps: config.num_warps,
+            maxnreg: config.maxnreg,
+        }
+    }
+}
+
+impl std::fmt::Display for LaunchShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "w{}", self.num_warps)?;
+        if let Some(r) = self.maxnreg {
+            write!(f, " r{r}")?;
+        }
+        Ok(())
+    }
 }
 
 impl WarpChoice {
-    fn new(heuristic: u32) -> WarpChoice {
+    fn new(heuristic: LaunchShape) -> WarpChoice {
         WarpChoice {
             heuristic,
             at_heuristic: None,
             best: None,
         }
     }
-    fn record(&mut self, warps: u32, gbps: f64) {
-        if warps == self.heuristic {
+    fn record(&mut self, shape: LaunchShape, gbps: f64) {
+        if shape == self.heuristic {
             self.at_heuristic = Some(gbps);
         }
         if self.best.is_none_or(|(b, _)| gbps > b) {
-            self.best = Some((gbps, warps));
+            self.best = Some((gbps, shape));
         }
     }
-    /// The cells as printed: "GB/s (share of `ceiling`)", and the best with its warps.
+    /// The cells as printed: "GB/s (share of `ceiling`)", and the best with its launch
+    /// shape (warps, and the register limit where one was set).
     fn cells(&self, ceiling: f64) -> (String, String) {
         let h = self
             .at_heuristic
             .map(|g| format!("{g:.0} ({:.1}%)", 100.0 * g / ceiling))
             .unwrap_or_else(|| "-".into());
-        let (bg, bw) = self.best.unwrap_or((0.0, 0));
-        (h, format!("{bg:.0} ({:.1}%, w{bw})", 100.0 * bg / ceiling))
+        match self.best {
+            Some((bg, shape)) => (h, format!("{bg:.0} ({:.1}%, {shape})", 100.0 * bg / ceiling)),
+            None => (h, "-".into()),
+        }
     }
 }

@@ -342,6 +342,10 @@ fn param_decl(name: &str, ty: ScalarType) -> Result<&'static str, PtxError> {
     Ok(mem_ty(ty))
 }
 
+/// The lowest register limit accepted: below 16 `ptxas` cannot hold a kernel's addresses
+/// and indices without spilling nearly everything.
+const MIN_MAX_REGISTERS: u32 = 16;
+
 pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxError> {
     rutile_ir::thread::verify(k).map_err(PtxError::InvalidKernel)?;
     let fail = |reason: String| PtxError::Target {
@@ -369,6 +373,11 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     }
     if !crate::names::is_identifier(&k.name) {
         return Err(fail(format!("`{}` is not a valid PTX identifier", k.name)));
+    }
+    if let Some(count) = target.max_registers.filter(|c| !(MIN_MAX_REGISTERS..=255).contains(c)) {
+        return Err(fail(format!(
+            "maxnreg = {count}: a thread's register limit must be {MIN_MAX_REGISTERS} to 255"
+        )));
     }
 
     let mut e = Emitter {
@@ -458,6 +467,9 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     let _ = writeln!(out, "{}", params.join(",\n"));
     let _ = writeln!(out, ")");
     let _ = writeln!(out, ".maxntid {}, 1, 1", k.threads());
+    if let Some(count) = target.max_registers {
+        let _ = writeln!(out, ".maxnreg {count}");
+    }
     let _ = writeln!(out, "{{");
     out += &e.regs.declarations();
     if e.print_bytes > 0 {

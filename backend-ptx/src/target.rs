@@ -8,6 +8,11 @@ pub struct PtxTarget {
     pub sm: u32,
     /// The PTX ISA version written in the header, `(major, minor)`; at least 7.0.
     pub ptx_version: (u32, u32),
+    /// The most registers a thread may use (`.maxnreg`, Triton's `maxnreg`), 16 to 255:
+    /// fewer registers a thread let more programs share a multiprocessor, at the price of
+    /// spills where the kernel needs more. `None`: as many as `ptxas` likes (at most what
+    /// `.maxntid` threads leave each).
+    pub max_registers: Option<u32>,
 }
 
 impl PtxTarget {
@@ -34,7 +39,19 @@ impl PtxTarget {
             120 => (8, 7),
             _ => (8, 8),
         };
-        PtxTarget { sm, ptx_version }
+        PtxTarget {
+            sm,
+            ptx_version,
+            max_registers: None,
+        }
+    }
+
+    /// This target with at most `count` registers a thread ([`PtxTarget::max_registers`]).
+    pub fn max_registers(self, count: Option<u32>) -> PtxTarget {
+        PtxTarget {
+            max_registers: count,
+            ..self
+        }
     }
 
     /// `sm_80` and later: `min.NaN`/`max.NaN`, bf16 conversions and `fma.rn.bf16`.

@@ -36,6 +36,7 @@ fn kernel_shape_and_target_limits() {
         PtxTarget {
             sm: 61,
             ptx_version: (7, 8),
+            max_registers: None,
         },
         "needs sm_70",
     );
@@ -44,9 +45,13 @@ fn kernel_shape_and_target_limits() {
         PtxTarget {
             sm: 80,
             ptx_version: (6, 5),
+            max_registers: None,
         },
         "PTX ISA 7.0",
     );
+    for count in [0, 15, 256] {
+        check(&base, sm90().max_registers(Some(count)), &format!("maxnreg = {count}"));
+    }
     let mut k = base.clone();
     k.warp_size = 64;
     check(&k, sm90(), "32 threads");

@@ -74,7 +74,8 @@ fn header_versions_follow_the_target() {
         PtxTarget::from_compute_capability(7, 5),
         PtxTarget {
             sm: 75,
-            ptx_version: (7, 8)
+            ptx_version: (7, 8),
+            max_registers: None,
         }
     );
     assert_eq!(PtxTarget::from_compute_capability(8, 9).ptx_version, (7, 8));

@@ -185,6 +185,7 @@ fn older_targets_are_refused_clearly() {
     let old = PtxTarget {
         sm: 90,
         ptx_version: (7, 8),
+        max_registers: None,
     };
     let err = emit(&tma_kernel(1), &old).unwrap_err();
     assert!(err.to_string().contains("PTX ISA 8.0"), "{err}");

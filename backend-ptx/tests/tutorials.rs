@@ -83,6 +83,29 @@ fn layer_norm_passes_ptxas() {
     }
 }
 
+/// The one-pass layer norm at 16384 columns as the CUDA host code launches it (8 warps,
+/// at most 128 registers a thread: `ONE_PASS_WIDE_MAXNREG` in the tutorials, two programs
+/// a multiprocessor): the limit reaches the PTX as `.maxnreg`, and `ptxas` keeps to it
+/// where, left alone, it takes more (one program a multiprocessor).
+#[test]
+fn wide_one_pass_layer_norm_keeps_to_its_register_limit() {
+    let meta = LayerNormMeta::for_row(16384, F16).unwrap();
+    let kernel = seeds::layer_norm_forward_row(&meta).unwrap();
+    let spec = Specialization::all(kernel.params.len());
+    let t = rutile_ir::lower::lower(&kernel, &Target::nvidia(8, 48 * 1024), &spec).unwrap();
+    for limit in [None, Some(128)] {
+        let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0).max_registers(limit)).unwrap();
+        assert_eq!(ptx.contains("\n.maxnreg 128\n"), limit.is_some(), "{limit:?}");
+        if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+            println!("one-pass layer norm 16384 f16, 8 warps, maxnreg {limit:?}, sm_90: {registers} registers, {spilled} bytes spilled");
+            match limit {
+                Some(l) => assert!(registers <= l, "{registers} registers over the limit {l}"),
+                None => assert!(registers > 128, "{registers} registers: the limit is moot"),
+            }
+        }
+    }
+}
+
 #[test]
 fn long_row_kernels_pass_ptxas() {
     let meta = LongRowMeta::default();

@@ -2,7 +2,7 @@
 //! tutorials: each configuration checked against a CPU reference first, then timed as the
 //! other sections are (device timers, L2 emptied before each run).
 
-use super::{Run, WarpChoice};
+use super::{LaunchShape, Run, WarpChoice};
 use half::f16;
 use rutile::autotune::Autotuner;
 use rutile::{Device, DeviceExt, LaunchConfig};
@@ -35,6 +35,12 @@ fn checked(what: &str, error: f64, bound: f64) -> rutile::Result<()> {
         backend: "benchmark",
         message: format!("{what}: error {error:.2e} against the CPU reference, above {bound:.0e}"),
     })
+}
+
+/// The register limit that lets two programs of `num_warps` share an SM's 64K registers
+/// (at most 255).
+fn two_programs_maxnreg(num_warps: u32) -> u32 {
+    (65536 / (2 * 32 * num_warps)).min(255)
 }
 
 /// The layer norm forward pass on fp16 (the tutorial's benchmark: M = 4096, N = 512 to
@@ -84,14 +90,29 @@ pub fn layer_norm(
             error = error.max(max_relative_error(to64(&y[r * n..(r + 1) * n]), &want.y, 1.0).0);
         }
         checked(&format!("layer norm {m}x{n}"), error, 1e-2)?;
-        let mut choice = WarpChoice::new(heuristic.num_warps);
-        let mut warp_counts = vec![1u32, 2, 4, 8, 16, 32];
-        if !warp_counts.contains(&heuristic.num_warps) {
-            warp_counts.push(heuristic.num_warps);
+        let mut choice = WarpChoice::new(LaunchShape::of(&heuristic));
+        let mut shapes: Vec<LaunchShape> = [1u32, 2, 4, 8, 16, 32]
+            .into_iter()
+            .map(|num_warps| LaunchShape {
+                num_warps,
+                maxnreg: None,
+            })
+            .collect();
+        // Through CUDA, 8 warps and more also with the registers of two programs a
+        // multiprocessor (`maxnreg`): two rows in flight instead of one.
+        if dev.properties().backend == rutile::Backend::Cuda {
+            shapes.extend([8u32, 16, 32].map(|num_warps| LaunchShape {
+                num_warps,
+                maxnreg: Some(two_programs_maxnreg(num_warps)),
+            }));
         }
-        for warps in warp_counts {
+        if !shapes.contains(&LaunchShape::of(&heuristic)) {
+            shapes.push(LaunchShape::of(&heuristic));
+        }
+        for shape in shapes {
             let config = LaunchConfig {
-                num_warps: warps,
+                num_warps: shape.num_warps,
+                maxnreg: shape.maxnreg,
                 ..heuristic
             };
             let s = match do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args)) {
@@ -101,16 +122,12 @@ pub fn layer_norm(
                 Err(e) => return Err(e),
             };
             let g = gbps(4.0 * (m * n) as f64, s.median_ms);
-            csv_line(
-                csv,
-                &id,
-                &format!("{}_w{warps}", kernel.name),
-                &format!("{m}x{n}"),
-                &s,
-                g,
-                ceiling,
-            );
-            choice.record(warps, g);
+            let name = match shape.maxnreg {
+                Some(r) => format!("{}_w{}_r{r}", kernel.name, shape.num_warps),
+                None => format!("{}_w{}", kernel.name, shape.num_warps),
+            };
+            csv_line(csv, &id, &name, &format!("{m}x{n}"), &s, g, ceiling);
+            choice.record(shape, g);
         }
         let (h, best) = choice.cells(ceiling);
         println!("{:>14}  {h:>22} {best:>22}", format!("{m}x{n}"));
@@ -141,7 +158,7 @@ pub fn layer_norm(
                 println!(
                     "{:>14}  {:>22}",
                     label,
-                    format!("{g:.0} ({:.1}%, w{})", 100.0 * g / ceiling, config.num_warps)
+                    format!("{g:.0} ({:.1}%, {})", 100.0 * g / ceiling, LaunchShape::of(&config))
                 );
             }
         }

@@ -1,7 +1,7 @@
 //! Bad input is an error with a message that says what is wrong, never a panic or a hang:
 //! malformed kernels, launch arguments of the wrong number or type, buffers smaller than a
-//! kernel's unmasked accesses need, empty or too large grids, too many threads or too much
-//! shared memory, an absent or lost device, an element type a device lacks; and the
+//! kernel's unmasked accesses need, empty or too large grids, too many threads, a register
+//! limit no GPU gives, too much shared memory, an absent or lost device, an element type a device lacks; and the
 //! bounds-checked debug mode, which runs a launch in the interpreter first.
 //!
 //! Each case runs on the interpreter and on every GPU present (each CUDA GPU and each wgpu
@@ -289,6 +289,29 @@ fn grids_and_threads_beyond_the_device() {
             assert_contains(&e, d, "kernel `add_kernel`: invalid launch: num_warps = 256 makes ");
             assert_contains(&e, d, &format!("the device allows {limit}"));
         }
+        // A register limit no GPU gives is refused on every device, also where it would be
+        // ignored; one within reason runs, with the same results.
+        for bad in [8, 256] {
+            let e = d
+                .launch(&kernel, &LaunchConfig::grid1(2).maxnreg(Some(bad)), &args)
+                .unwrap_err();
+            assert_contains(
+                &e,
+                d,
+                &format!(
+                    "kernel `add_kernel`: invalid launch: maxnreg = {bad}: a thread's register limit must be 16 to 255"
+                ),
+            );
+        }
+        let out = d.upload(&[f32::NAN; 300]).unwrap();
+        let limited = [(&x).into(), (&x).into(), (&out).into(), Arg::I32(300)];
+        d.launch(&kernel, &LaunchConfig::grid1(2).maxnreg(Some(32)), &limited)
+            .unwrap();
+        assert!(
+            d.download(&out).unwrap().iter().all(|&v| v == 2.0),
+            "{}: maxnreg 32",
+            d.id()
+        );
     }
     // Only CUDA limits grids: wgpu splits large grids into several dispatches, and the
     // interpreter runs any grid (the check itself is unit-tested in the runtime).

@@ -36,10 +36,11 @@ fn gpu_layer_norm_matches_the_reference() {
     let (_turn, devices) = devices();
     for d in devices {
         // 20000 columns: the long-row forward pass beside the one-block backward pass; 3000:
-        // the one-pass kernel's widest block through Vulkan (16 warps there).
+        // the one-pass kernel's widest block through Vulkan (16 warps there); 12289 and
+        // 16384: its widest through CUDA, under a register limit.
         let mut sizes = vec![(37, 1), (64, 100), (129, 781), (17, 3000), (33, 4097), (3, 20000)];
         if is_fast(d.as_ref()) {
-            sizes.extend([(4096, 1000), (1151, 8192), (512, 16384), (300, 32768)]);
+            sizes.extend([(4096, 1000), (1151, 8192), (512, 16384), (33, 12289), (300, 32768)]);
         }
         for (i, &(m, n)) in sizes.iter().enumerate() {
             let outcome = tutorials::layer_norm::layer_norm(d.as_ref(), m, n, 70 + i as u64);

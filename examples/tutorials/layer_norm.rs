@@ -87,30 +87,36 @@ const VULKAN_ONE_PASS_MAX: u32 = 4096;
 
 /// The one-pass forward kernel ([`seeds::layer_norm_forward_row`]) and its launch for rows
 /// of `n` fp16 elements that fit one block (up to [`ONE_BLOCK_MAX`] columns), `None` for
-/// longer rows. `num_warps`: through CUDA 32 elements a thread up to 8 warps, and 4 warps
-/// from 16384 columns; through Vulkan 8 elements a thread up to 16 warps, or the
-/// tutorial's count where it is more (its 8 elements a thread stop at 8 warps below 8192
-/// columns): NVIDIA's Vulkan driver runs the larger programs faster, at 4096 columns 16
-/// warps by 1.4–3.5 points over 8 in six runs. Measured on an H100 over 1..32 warps at
-/// M = 4096 (`docs/performance.md`): these pick the fastest or come within 3 points of it;
-/// at 16384 columns through CUDA 4 warps (128 elements a thread) measured 71% of the copy
-/// ceiling in two runs, 8 warps 61%, although `ptxas` gives the 4-warp kernel 255
-/// registers and 228 spilled bytes (8 warps: 202, none). At 32 elements a thread (2048 to
-/// 8192 columns) the kernel holds 80 registers, none spilled (sm_90).
+/// longer rows. `num_warps`: through CUDA 32 elements a thread up to 8 warps, and 64 on
+/// 8 warps from 16384 columns, with at most 128 registers a thread (`maxnreg`) so that two
+/// programs share a multiprocessor; through Vulkan 8 elements a thread up to 16 warps, or
+/// the tutorial's count where it is more (its 8 elements a thread stop at 8 warps below
+/// 8192 columns): NVIDIA's Vulkan driver runs the larger programs faster, at 4096 columns
+/// 16 warps by 1.4–3.5 points over 8 in six runs. Measured on an H100 over 1..32 warps at
+/// M = 4096 (`docs/performance.md`): these pick the fastest or come within 3 points of it.
+/// At 16384 columns through CUDA the row is 32 KB and `ptxas` gives 8 warps 214 registers
+/// a thread (4 warps 255 and spills): one program a multiprocessor, so one row in flight,
+/// which measured 61–68% of the copy ceiling; capped at 128 registers (64 bytes spilled)
+/// two rows are in flight, 86%. At 32 elements a thread (2048 to 8192 columns) the kernel
+/// holds 80 registers, none spilled (sm_90), and several programs share a multiprocessor.
 pub fn one_pass_launch(dev: &dyn Device, m: usize, n: usize) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
     let Some(meta) = LayerNormMeta::for_row(n as u32, ScalarType::F16).filter(|m| m.block_size <= ONE_BLOCK_MAX) else {
         return Ok(None);
     };
-    let warps = match dev.properties().backend {
-        rutile::Backend::Cuda if meta.block_size >= 16384 => 4,
-        rutile::Backend::Cuda => (meta.block_size / 1024).clamp(1, 8),
-        _ => (meta.block_size / 256).clamp(1, 16).max(meta.num_warps()),
+    let (warps, maxnreg) = match dev.properties().backend {
+        rutile::Backend::Cuda if meta.block_size >= 16384 => (8, Some(ONE_PASS_WIDE_MAXNREG)),
+        rutile::Backend::Cuda => ((meta.block_size / 1024).clamp(1, 8), None),
+        _ => ((meta.block_size / 256).clamp(1, 16).max(meta.num_warps()), None),
     };
     Ok(Some((
         seeds::layer_norm_forward_row(&meta)?,
-        LaunchConfig::grid1(m as u32).num_warps(warps),
+        LaunchConfig::grid1(m as u32).num_warps(warps).maxnreg(maxnreg),
     )))
 }
+
+/// The register limit of the one-pass kernel's 8 warps at 16384 columns through CUDA: two
+/// programs of 256 threads in a multiprocessor's 64K registers.
+pub const ONE_PASS_WIDE_MAXNREG: u32 = 128;
 
 /// The tutorial's own forward kernel (three walks over the row) for rows that fit one
 /// block, as [`forward_launch`] would launch it; `None` for longer rows.

@@ -96,6 +96,8 @@ pub struct Config {
     pub persistent: bool,
     /// [`LaunchConfig::warp_specialize`].
     pub warp_specialize: bool,
+    /// [`LaunchConfig::maxnreg`].
+    pub maxnreg: Option<u32>,
 }
 
 impl Config {
@@ -109,6 +111,7 @@ impl Config {
             num_stages: defaults.num_stages,
             persistent: false,
             warp_specialize: false,
+            maxnreg: None,
         }
     }
     pub fn num_warps(mut self, num_warps: u32) -> Config {
@@ -125,6 +128,10 @@ impl Config {
     }
     pub fn warp_specialize(mut self, warp_specialize: bool) -> Config {
         self.warp_specialize = warp_specialize;
+        self
+    }
+    pub fn maxnreg(mut self, maxnreg: Option<u32>) -> Config {
+        self.maxnreg = maxnreg;
         self
     }
     /// The meta-parameter `name`; an error naming it and the configuration when absent.
@@ -151,6 +158,9 @@ impl fmt::Display for Config {
         }
         if self.warp_specialize {
             write!(f, ", warp_specialize")?;
+        }
+        if let Some(n) = self.maxnreg {
+            write!(f, ", maxnreg={n}")?;
         }
         Ok(())
     }
@@ -786,7 +796,8 @@ fn launch_config(config: &Config, grid: &GridFn<'_>) -> Result<LaunchConfig> {
         .num_warps(config.num_warps)
         .num_stages(config.num_stages)
         .persistent(config.persistent)
-        .warp_specialize(config.warp_specialize))
+        .warp_specialize(config.warp_specialize)
+        .maxnreg(config.maxnreg))
 }
 
 /// Whether `dev` runs kernels in software (lavapipe, the interpreter): one launch is
@@ -1038,6 +1049,7 @@ mod tests {
             num_stages: 3,
             persistent: false,
             warp_specialize: false,
+            maxnreg: None,
         }
     }
 

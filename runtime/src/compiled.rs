@@ -18,6 +18,8 @@ pub struct CompileOptions {
     pub persistent: bool,
     /// See [`crate::LaunchConfig::warp_specialize`].
     pub warp_specialize: bool,
+    /// See [`crate::LaunchConfig::maxnreg`].
+    pub maxnreg: Option<u32>,
 }
 
 impl From<&crate::LaunchConfig> for CompileOptions {
@@ -27,6 +29,7 @@ impl From<&crate::LaunchConfig> for CompileOptions {
             num_stages: c.num_stages,
             persistent: c.persistent,
             warp_specialize: c.warp_specialize,
+            maxnreg: c.maxnreg,
         }
     }
 }

@@ -107,6 +107,12 @@ pub struct LaunchConfig {
     /// copies and the `num_warps` warps only compute. A hint: elsewhere the kernel is
     /// compiled as without it.
     pub warp_specialize: bool,
+    /// The most registers a thread may use (Triton's `maxnreg`), 16 to 255: fewer let more
+    /// programs share a multiprocessor (two programs of 256 threads need at most 128
+    /// each), at the price of spills where the kernel needs more. Through CUDA it is the
+    /// PTX's `.maxnreg`; Vulkan has no such control and ignores it, as the interpreter
+    /// does. `None` (the default): the compiler's choice.
+    pub maxnreg: Option<u32>,
     /// Run the launch in the bounds-checked interpreter before the device, and launch on
     /// the device only if it does not fault ([`LaunchConfig::check_bounds`]).
     pub check_bounds: bool,
@@ -121,6 +127,7 @@ impl LaunchConfig {
             num_stages: 3,
             persistent: false,
             warp_specialize: false,
+            maxnreg: None,
             check_bounds: false,
         }
     }
@@ -144,6 +151,11 @@ impl LaunchConfig {
     /// See [`LaunchConfig::warp_specialize`](#structfield.warp_specialize).
     pub fn warp_specialize(mut self, warp_specialize: bool) -> Self {
         self.warp_specialize = warp_specialize;
+        self
+    }
+    /// See [`LaunchConfig::maxnreg`](#structfield.maxnreg).
+    pub fn maxnreg(mut self, maxnreg: Option<u32>) -> Self {
+        self.maxnreg = maxnreg;
         self
     }
     /// A debugging aid: run this launch in the interpreter with bounds checks before the
@@ -384,6 +396,26 @@ pub(crate) fn threads_per_program(
     Ok(threads as u32)
 }
 
+/// The register limits a launch may ask for ([`LaunchConfig::maxnreg`]): below 16 no
+/// kernel's addresses and indices fit, and no NVIDIA GPU gives a thread more than 255.
+pub const MAXNREG_RANGE: std::ops::RangeInclusive<u32> = 16..=255;
+
+/// Checks a launch's register limit on every device (one that ignores it too, so that a
+/// launch valid on one backend is valid on all).
+pub(crate) fn check_maxnreg(kernel: &Kernel, maxnreg: Option<u32>) -> Result<()> {
+    match maxnreg {
+        Some(n) if !MAXNREG_RANGE.contains(&n) => Err(Error::Launch {
+            kernel: kernel.name.clone(),
+            message: format!(
+                "maxnreg = {n}: a thread's register limit must be {} to {}",
+                MAXNREG_RANGE.start(),
+                MAXNREG_RANGE.end()
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Checks a grid against per-dimension limits.
 pub(crate) fn check_grid(kernel: &Kernel, grid: [u32; 3], max: [u32; 3]) -> Result<()> {
     for (d, (&g, &m)) in grid.iter().zip(&max).enumerate() {
@@ -424,6 +456,23 @@ mod tests {
             e.to_string(),
             "kernel `add_kernel`: invalid launch: grid z is 0; every dimension needs at least one program"
         );
+    }
+
+    #[test]
+    fn register_limits_outside_what_gpus_give_are_refused() {
+        let kernel = rutile_ir::seeds::vector_add(ScalarType::F32, 256).unwrap();
+        for ok in [None, Some(16), Some(128), Some(255)] {
+            assert!(check_maxnreg(&kernel, ok).is_ok(), "{ok:?}");
+        }
+        for bad in [0, 15, 256] {
+            let e = check_maxnreg(&kernel, Some(bad)).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "kernel `add_kernel`: invalid launch: maxnreg = {bad}: a thread's register limit must be 16 to 255"
+                )
+            );
+        }
     }
 
     /// 2^27 warps of 32 are 2^32 threads, which a `u32` product wraps to 0: below any limit.

@@ -317,7 +317,8 @@ impl Device for CudaGpu {
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
-            let ptx_target = rutile_ptx::PtxTarget::from_compute_capability(major, minor);
+            let ptx_target =
+                rutile_ptx::PtxTarget::from_compute_capability(major, minor).max_registers(options.maxnreg);
             let ptx = rutile_ptx::emit(&thread_kernel, &ptx_target).map_err(|e| Error::Codegen {
                 backend: "PTX",
                 kernel: kernel.name.clone(),
