@@ -45,7 +45,8 @@ fn two_programs_maxnreg(num_warps: u32) -> u32 {
 
 /// The layer norm forward pass on fp16 (the tutorial's benchmark: M = 4096, N = 512 to
 /// 16384, 2 bytes read and 2 written per element), at the host code's `num_warps` and at
-/// the best of 1 to 32 and it, and rows over 64 KiB (the long-row kernel, at the same bytes as
+/// the best of 1 to 32 and it (through CUDA also 8 to 32 warps under the register limit
+/// that lets two programs share a multiprocessor), and rows over 64 KiB (the long-row kernel, at the same bytes as
 /// 4096 x 32768), and the long-row kernel where the one-block kernel runs too. The first 8 rows
 /// and the last are checked against the f64 reference.
 pub fn layer_norm(
