@@ -312,6 +312,14 @@ fn grids_and_threads_beyond_the_device() {
             "{}: maxnreg 32",
             d.id()
         );
+        if d.properties().backend == Backend::Vulkan {
+            // Vulkan has no register limit: the launch shares the unlimited one's compile.
+            let plain = d.compile_for(&kernel, &LaunchConfig::grid1(2), &limited).unwrap();
+            let capped = d
+                .compile_for(&kernel, &LaunchConfig::grid1(2).maxnreg(Some(32)), &limited)
+                .unwrap();
+            assert!(Arc::ptr_eq(&plain, &capped), "{}: maxnreg compiled again", d.id());
+        }
     }
     // Only CUDA limits grids: wgpu splits large grids into several dispatches, and the
     // interpreter runs any grid (the check itself is unit-tested in the runtime).

@@ -325,6 +325,12 @@ impl Device for WgpuGpu {
     }
 
     fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
+        // Vulkan has no register limit: launches that differ only in one share a compile
+        // (the driver's compiles are the slow part of autotuning here).
+        let options = &CompileOptions {
+            maxnreg: None,
+            ..*options
+        };
         self.cache.get_or_compile(kernel, options, spec, || {
             let target = Target {
                 persistent: options.persistent,
