@@ -22,6 +22,11 @@ unedited kernel and one file per ablation, each named `<variant>_<BLOCK_M>x<BLOC
 The K loop is the first `loop {` whose body holds a `coopMultiplyAdd`, with the loops that
 follow it and hold one too (a loop unrolled by two is followed by one for its odd last
 iteration).
+
+Time the variants in more than one process: through NVIDIA's driver (580) the first
+process that compiled them timed every edited variant slow and erratic (up to 4x), and the
+processes after it, which found them in the driver's cache, agreed with each other within
+0.5% (docs/performance.md, "Where the K loop's time goes").
 """
 
 import os
