@@ -305,7 +305,8 @@ pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
 }
 
 /// `configs` and, for each of their largest blocks (256 x 128 or 128 x 256, 8 warps), the
-/// same on 16 warps, and both with 16-wide K steps. On cooperative matrices 16 subgroups
+/// same on 16 warps, and both with 16-wide K steps; and 128 x 256 x 16 on 16 warps with
+/// one stage (see the end of the function). On cooperative matrices 16 subgroups
 /// hold 8 accumulator matrices of 16 x 16 each instead of 16, and NVIDIA's Vulkan driver
 /// gives the program 128 registers a thread instead of 251 to 255; 16-wide K steps halve
 /// the operand tiles, so that two stages of them fit the 48 KiB of workgroup memory the
@@ -331,6 +332,17 @@ pub fn with_cooperative_shapes(mut configs: Vec<Config>) -> Vec<Config> {
                 configs.push(extra);
             }
         }
+    }
+    // The 16-warp 128 x 256 x 16 block also with one stage: its operands loaded in the
+    // iteration that stores them, none in flight at a barrier. Against the same block two
+    // iterations ahead it tells whether the driver's barrier waits for loads in flight
+    // (`docs/performance.md`, "Where the K loop's time goes"); the autotuner keeps it only
+    // where it runs faster.
+    let one_stage = Config::new(&[("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 16), ("GROUP_M", 8)])
+        .num_warps(16)
+        .num_stages(1);
+    if !configs.contains(&one_stage) {
+        configs.push(one_stage);
     }
     configs
 }

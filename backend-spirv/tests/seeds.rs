@@ -96,8 +96,9 @@ fn matmul_on_cooperative_matrices_validates() {
     use rutile_ir::testing::{row_major_matmul_args, runtime_spec};
     let spec = runtime_spec(&row_major_matmul_args(4096, 4096, 4096));
     // The seed configurations, and the 16-wide K steps on 16 warps that the tutorial's
-    // autotuner adds on devices with cooperative matrices.
-    let extra = [(128, 256, 16, 3, 16)];
+    // autotuner adds on devices with cooperative matrices (two iterations ahead, and with
+    // one stage).
+    let extra = [(128, 256, 16, 3, 16), (128, 256, 16, 1, 16)];
     let mut on_coop = 0;
     for (i, &(bm, bn, bk, stages, warps)) in seeds::MATMUL_CONFIGS.iter().chain(&extra).enumerate() {
         let mut meta = seeds::MatmulMeta::fp16(bm, bn, bk);

@@ -48,7 +48,8 @@ pub struct Target {
     /// `num_stages - 1` iterations are in flight while one computes. 1 (or a target without
     /// asynchronous copies) loads each iteration's operands in that iteration, except where
     /// a `dot` runs on cooperative matrices: its operands are then loaded into registers
-    /// `num_stages - 1` iterations ahead, at least 1 and at most 2 (`lower::pipeline`).
+    /// `num_stages - 1` iterations ahead, at most 2 (with one stage, in the iteration that
+    /// stores them into shared memory; `lower::pipeline`).
     pub num_stages: u32,
     /// Whether the backend lays shared memory out as one block at the offsets
     /// [`crate::thread::ThreadKernel::shared_offsets`] gives, so that buffers not in use at

@@ -468,7 +468,8 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
         ab: F16,
         acc: F32,
     });
-    // K and V one iteration ahead, and two (the walk's body unrolled by two).
+    // K and V loaded in the step that stores them (one stage), one step ahead, and two
+    // (the walk's body unrolled by two).
     let coop = |warps, num_stages| Target {
         reuse_shared: false,
         coop_matrix: shapes.to_vec(),
@@ -510,7 +511,7 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
             simulate_on(
                 &at,
                 &kernel,
-                &[coop(warps, 1), coop(warps, 3)],
+                &[coop(warps, 1), coop(warps, 2), coop(warps, 3)],
                 grid,
                 &args(shape),
                 &b,

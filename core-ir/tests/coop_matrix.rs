@@ -367,14 +367,19 @@ fn dots_the_shapes_do_not_fit_take_the_fma_path() {
 }
 
 /// The K loop's operand loads are pipelined through registers (Vulkan has no asynchronous
-/// copy): the loads of the first iteration come before the loop, each iteration stores
-/// what it loaded one iteration earlier and has one barrier, and the results stay exact on
-/// ragged sizes (the prefetch past the end and masked elements are zeros).
+/// copy): with two stages the loads of the first iteration come before the loop, each
+/// iteration stores what it loaded one iteration earlier and has one barrier, and the
+/// results stay exact on ragged sizes (the prefetch past the end and masked elements are
+/// zeros).
 #[test]
 fn the_k_loop_prefetches_its_operands_into_registers() {
     let mut rng = Rng::new(47);
+    let two_stages = Target {
+        num_stages: 2,
+        ..target(4)
+    };
     let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
-    let tk = check(&c, &target(4), "64x64x32");
+    let tk = check(&c, &two_stages, "64x64x32");
     let at = tk.body.iter().position(|s| matches!(s, Stmt::While { .. })).unwrap();
     let before = tk.body[..at].iter().filter(|s| is_global_load(s)).count();
     assert!(before > 0, "no loads before the loop");
@@ -397,7 +402,7 @@ fn the_k_loop_prefetches_its_operands_into_registers() {
         ((65, 64, 96), (false, true)),
     ] {
         let c = case(&MatmulMeta::fp16(64, 64, 32), shape, layout, &mut rng);
-        check(&c, &target(4), &format!("{shape:?} {layout:?}"));
+        check(&c, &two_stages, &format!("{shape:?} {layout:?}"));
     }
 }
 
@@ -467,6 +472,71 @@ fn two_iterations_ahead_the_body_runs_twice_a_trip() {
     ] {
         let c = case(&meta, shape, layout, &mut rng);
         check(&c, &two_ahead(warps), &format!("{shape:?} {layout:?} on {warps} warps"));
+    }
+}
+
+/// With one stage the K loop loads each iteration's operands at its top, right before it
+/// stores them into shared memory: nothing is loaded before the loop, no load is in flight
+/// at a barrier, the body runs once a trip; and the results stay exact.
+#[test]
+fn one_stage_loads_in_the_iteration_that_stores() {
+    let mut rng = Rng::new(59);
+    let one_stage = |warps| Target {
+        num_stages: 1,
+        ..target(warps)
+    };
+    let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
+    let tk = check(&c, &one_stage(4), "64x64x32, four trips, one stage");
+    let loops: Vec<&Vec<Stmt>> = tk
+        .body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::While { body, .. } => Some(body),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(loops.len(), 1, "one loop, not unrolled");
+    let at = tk.body.iter().position(|s| matches!(s, Stmt::While { .. })).unwrap();
+    assert_eq!(
+        tk.body[..at].iter().filter(|s| is_global_load(s)).count(),
+        0,
+        "loads before the loop"
+    );
+    let body = loops[0];
+    let position = |f: &dyn Fn(&Stmt) -> bool| body.iter().position(f).unwrap();
+    let last_load = body.iter().rposition(is_global_load).unwrap();
+    let first_store = position(&|s| {
+        matches!(
+            s,
+            Stmt::Store {
+                mem: rutile_ir::thread::Memory::Shared { .. },
+                ..
+            }
+        )
+    });
+    let barrier = position(&|s| matches!(s, Stmt::Barrier));
+    assert!(
+        last_load < first_store && first_store < barrier,
+        "loads, stores, barrier"
+    );
+    assert_eq!(
+        body.iter().filter(|s| matches!(s, Stmt::Barrier)).count(),
+        1,
+        "one barrier"
+    );
+    for (meta, warps, shape, layout) in [
+        (MatmulMeta::fp16(64, 64, 32), 4, (64, 64, 32), (false, false)),
+        (MatmulMeta::fp16(64, 64, 32), 4, (100, 72, 80), (false, true)),
+        (MatmulMeta::fp16(64, 64, 32), 4, (17, 33, 129), (true, true)),
+        (MatmulMeta::fp16(64, 64, 32), 4, (40, 24, 0), (false, false)),
+        (MatmulMeta::fp16(128, 256, 16), 16, (130, 260, 40), (false, false)),
+    ] {
+        let c = case(&meta, shape, layout, &mut rng);
+        check(
+            &c,
+            &one_stage(warps),
+            &format!("{shape:?} {layout:?} on {warps} warps, one stage"),
+        );
     }
 }
 

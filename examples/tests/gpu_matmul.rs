@@ -254,8 +254,9 @@ fn acceptance(shapes: &[(u64, (usize, usize, usize))], with_software: bool) {
         (128, 256, 64, 8, 3),
         (64, 128, 32, 4, 4),
         // The 16-wide K steps on 16 warps that cooperative-matrix devices add
-        // (`with_cooperative_shapes`).
+        // (`with_cooperative_shapes`), two iterations ahead and with one stage.
         (128, 256, 16, 16, 3),
+        (128, 256, 16, 16, 1),
     ];
     for d in devices {
         let software = d.properties().device_type == DeviceType::Cpu;

@@ -26,11 +26,10 @@
 //!
 //! On a target without asynchronous copies whose `dot`s run on cooperative matrices
 //! (Vulkan), the same pipeline runs through registers, with two stages in shared memory and
-//! `A = num_stages - 1` sets of prefetch registers (at least 1, at most 2): the loads of
-//! iteration `i + A` go into set `i % A` during iteration `i`, before its `dot`, so that
-//! their latency hides behind `A` iterations of multiply-adds, and iteration `i` begins by
-//! storing set `i % A` into its stage (zeros where masked, as the copies' zero fill), then
-//! one barrier:
+//! `A = num_stages - 1` sets of prefetch registers (at most 2): the loads of iteration
+//! `i + A` go into set `i % A` during iteration `i`, before its `dot`, so that their latency
+//! hides behind `A` iterations of multiply-adds, and iteration `i` begins by storing set
+//! `i % A` into its stage (zeros where masked, as the copies' zero fill), then one barrier:
 //!
 //! ```text
 //! before the loop:  loads of iterations 0..A into sets 0..A
@@ -38,6 +37,10 @@
 //!                   loads of iteration i+A into set i % A
 //!                   the body, its `dot` reading stage i % 2
 //! ```
+//!
+//! With one stage (`A = 0`) the loads of iteration `i` go into the one set at its top, right
+//! before they are stored: no load is in flight at a barrier. (What that costs against
+//! loads ahead tells whether NVIDIA's driver waits at a barrier for loads in flight.)
 //!
 //! (Stage `i % 2` was last read in iteration `i - 2`, before iteration `i - 1`'s barrier.)
 //! Registers cannot be indexed at run time, and a select or copy between sets would wait
@@ -85,8 +88,9 @@ pub(crate) struct PipelinePlan {
     /// Through registers, for `dot`s on cooperative matrices (module comment), rather than
     /// asynchronous copies.
     pub(crate) registers: bool,
-    /// Through registers: how many iterations ahead the loads run, each in its own set of
-    /// prefetch registers (`ahead` sets; iteration `i`'s in set `i % ahead`).
+    /// Through registers: the sets of prefetch registers, one for each iteration in flight
+    /// (iteration `i`'s in set `i % register_sets`): `ahead` of them, and one where `ahead`
+    /// is 0 (the loads then go into it in the iteration that stores them).
     register_sets: u32,
 }
 
@@ -185,20 +189,19 @@ impl Lowerer<'_> {
             return None;
         }
         let in_flight = self.wgmma_in_flight(region, &loads, &yields);
-        // Through registers, `num_stages - 1` iterations ahead: one set of registers per
-        // iteration in flight, at most two (the body unrolled by two names them statically).
-        let register_sets = if registers {
-            self.target.num_stages.saturating_sub(1).clamp(1, MAX_REGISTER_SETS)
-        } else {
-            0
-        };
+        // Through registers, `num_stages - 1` iterations ahead, at most two: one set of
+        // registers per iteration in flight (the body unrolled by two names them
+        // statically), and one for a single stage's loads, which are stored in the
+        // iteration that loads them.
+        let registers_ahead = self.target.num_stages.saturating_sub(1).min(MAX_REGISTER_SETS);
+        let register_sets = if registers { registers_ahead.max(1) } else { 0 };
         Some(PipelinePlan {
             loads,
             slice: region.insts.iter().copied().filter(|i| slice.contains(i)).collect(),
             carried,
             stages,
             ahead: if registers {
-                register_sets
+                registers_ahead
             } else if in_flight.is_some() {
                 stages - 2
             } else {
@@ -570,9 +573,15 @@ impl Lowerer<'_> {
             return Ok(());
         }
         let ahead = state.plan.ahead;
+        if state.plan.registers && ahead == 0 {
+            // A single stage: this iteration's operands are loaded now, into the one set,
+            // and stored below (no load stays in flight across the barrier).
+            let fill = state.fill;
+            self.issue_copies(state, inst, iv, end, (fill, set))?;
+        }
         if state.plan.registers {
-            // This iteration's operands, loaded `ahead` iterations ago into its set, into its
-            // stage.
+            // This iteration's operands, loaded `ahead` iterations ago into its set (or just
+            // now), into its stage.
             let set = &state.prefetch[set % state.prefetch.len()];
             for ((load, (operand, index)), regs) in state.plan.loads.iter().zip(&state.buffers).zip(set) {
                 let len = self.i32c(operand.tile.len() as i64);
@@ -602,12 +611,14 @@ impl Lowerer<'_> {
             self.emit(Stmt::FenceProxyAsync);
         }
         self.emit(Stmt::Barrier);
-        let iv_ty = self.regs[iv].ty;
-        let ahead_by = self.konst(iv_ty, Literal::Int(ahead as i64));
-        let delta = self.set(iv_ty, Expr::Binary(BinaryOp::Mul, step, ahead_by));
-        let later = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
-        let fill = state.fill;
-        self.issue_copies(state, inst, later, end, (fill, set))?;
+        if ahead > 0 {
+            let iv_ty = self.regs[iv].ty;
+            let ahead_by = self.konst(iv_ty, Literal::Int(ahead as i64));
+            let delta = self.set(iv_ty, Expr::Binary(BinaryOp::Mul, step, ahead_by));
+            let later = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
+            let fill = state.fill;
+            self.issue_copies(state, inst, later, end, (fill, set))?;
+        }
         self.point_dots_at_read(state);
         Ok(())
     }
