@@ -1,0 +1,86 @@
+//! One configuration the autotuner tries: meta-parameters and the launch's options.
+
+use crate::error::{Error, Result};
+use crate::launch::LaunchConfig;
+use std::fmt;
+
+/// One configuration to try: meta-parameters (Triton's `triton.Config({...})`), and the
+/// launch's `num_warps` and `num_stages`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    pub meta: Vec<(String, i64)>,
+    pub num_warps: u32,
+    pub num_stages: u32,
+    /// [`LaunchConfig::persistent`].
+    pub persistent: bool,
+    /// [`LaunchConfig::warp_specialize`].
+    pub warp_specialize: bool,
+    /// [`LaunchConfig::maxnreg`].
+    pub maxnreg: Option<u32>,
+}
+
+impl Config {
+    /// Meta-parameters as `(name, value)` pairs, with [`LaunchConfig`]'s default warps and
+    /// stages (4 and 3).
+    pub fn new(meta: &[(&str, i64)]) -> Config {
+        let defaults = LaunchConfig::new([1, 1, 1]);
+        Config {
+            meta: meta.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
+            num_warps: defaults.num_warps,
+            num_stages: defaults.num_stages,
+            persistent: false,
+            warp_specialize: false,
+            maxnreg: None,
+        }
+    }
+    pub fn num_warps(mut self, num_warps: u32) -> Config {
+        self.num_warps = num_warps;
+        self
+    }
+    pub fn num_stages(mut self, num_stages: u32) -> Config {
+        self.num_stages = num_stages;
+        self
+    }
+    pub fn persistent(mut self, persistent: bool) -> Config {
+        self.persistent = persistent;
+        self
+    }
+    pub fn warp_specialize(mut self, warp_specialize: bool) -> Config {
+        self.warp_specialize = warp_specialize;
+        self
+    }
+    pub fn maxnreg(mut self, maxnreg: Option<u32>) -> Config {
+        self.maxnreg = maxnreg;
+        self
+    }
+    /// The meta-parameter `name`; an error naming it and the configuration when absent.
+    pub fn value(&self, name: &str) -> Result<i64> {
+        self.meta
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|&(_, v)| v)
+            .ok_or_else(|| Error::Autotune {
+                name: self.to_string(),
+                message: format!("no meta-parameter `{name}` in this configuration"),
+            })
+    }
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, v) in &self.meta {
+            write!(f, "{k}={v}, ")?;
+        }
+        write!(f, "num_warps={}, num_stages={}", self.num_warps, self.num_stages)?;
+        if self.persistent {
+            write!(f, ", persistent")?;
+        }
+        if self.warp_specialize {
+            write!(f, ", warp_specialize")?;
+        }
+        if let Some(n) = self.maxnreg {
+            write!(f, ", maxnreg={n}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,300 @@
+//! The autotuner on fake devices: choices, skips, the cache file, the parallel precompile.
+
+use super::*;
+use crate::buffer::DeviceBuffer;
+use crate::compiled::{CompileOptions, CompiledKernel};
+use crate::device::Backend;
+use crate::CpuDevice;
+use rutile_ir::analysis::extent::ExtentPlan;
+use rutile_ir::lower::LowerError;
+use rutile_ir::target::Specialization;
+use rutile_ir::ScalarType;
+
+/// The interpreter dressed as a GPU whose compiler reports, for each `num_warps`, the
+/// resources [`resources_of`] says: what the tuner does with them can be tested
+/// without one.
+struct FakeGpu {
+    cpu: CpuDevice,
+    properties: DeviceProperties,
+    /// Compiles running now, and the most that ever ran at once (each takes 20 ms, as a
+    /// slow driver's would take longer).
+    compiling: std::sync::atomic::AtomicUsize,
+    most_compiling: std::sync::atomic::AtomicUsize,
+}
+
+/// 1 warp: a small kernel; 2: one that spills; 4: more shared memory than the device
+/// gives; 8: more registers than 8 warps' threads can have.
+fn resources_of(options: &CompileOptions) -> KernelMetadata {
+    let threads = options.num_warps * 32;
+    let (registers, spill_bytes, shared_bytes, max_threads) = match options.num_warps {
+        1 => (40, 0, 1024, 1024),
+        2 => (255, 128, 1024, 256),
+        4 => (64, 0, 64 * 1024, 1024),
+        _ => (255, 0, 0, 128),
+    };
+    KernelMetadata {
+        threads,
+        registers: Some(registers),
+        spill_bytes: Some(spill_bytes),
+        shared_bytes,
+        max_threads: Some(max_threads),
+    }
+}
+
+impl FakeGpu {
+    fn new() -> FakeGpu {
+        let mut properties = DeviceProperties::unknown("fake gpu", "rutile", Backend::Cuda, DeviceType::Cpu);
+        properties.shared_memory_per_block_optin = Some(48 * 1024);
+        FakeGpu {
+            cpu: CpuDevice::new(),
+            properties,
+            compiling: Default::default(),
+            most_compiling: Default::default(),
+        }
+    }
+}
+
+impl Device for FakeGpu {
+    fn properties(&self) -> &DeviceProperties {
+        &self.properties
+    }
+    fn alloc(&self, elem: ScalarType, len: usize) -> Result<DeviceBuffer> {
+        self.cpu.alloc(elem, len)
+    }
+    fn write(&self, buffer: &DeviceBuffer, bytes: &[u8]) -> Result<()> {
+        self.cpu.write(buffer, bytes)
+    }
+    fn read(&self, buffer: &DeviceBuffer) -> Result<Vec<u8>> {
+        self.cpu.read(buffer)
+    }
+    fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = self.compiling.fetch_add(1, SeqCst) + 1;
+        self.most_compiling.fetch_max(now, SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        self.compiling.fetch_sub(1, SeqCst);
+        Ok(Arc::new(CompiledKernel {
+            kernel: kernel.clone(),
+            options: *options,
+            specialization: spec.clone(),
+            metadata: resources_of(options),
+            code: None,
+            artifact: Box::new(()),
+            extent: ExtentPlan::new(kernel),
+        }))
+    }
+    fn launch_compiled(&self, kernel: &CompiledKernel, grid: [u32; 3], args: &[Arg<'_>]) -> Result<()> {
+        self.cpu.launch_compiled(kernel, grid, args)
+    }
+    fn copy(&self, src: &DeviceBuffer, dst: &DeviceBuffer) -> Result<()> {
+        self.cpu.copy(src, dst)
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.cpu.synchronize()
+    }
+    fn id(&self) -> String {
+        "fake".into()
+    }
+    fn device_key(&self) -> u64 {
+        self.cpu.device_key()
+    }
+}
+
+/// Tunes a vector add of 1000 elements with `tuner` on a [`FakeGpu`].
+fn tune(tuner: Autotuner) -> Result<Choice> {
+    tune_on(&FakeGpu::new(), tuner)
+}
+
+fn tune_on(dev: &FakeGpu, tuner: Autotuner) -> Result<Choice> {
+    let n = 1000;
+    let (x, y, z) = (dev.zeros::<f32>(n)?, dev.zeros::<f32>(n)?, dev.zeros::<f32>(n)?);
+    let args = [(&x).into(), (&y).into(), (&z).into(), (n as i32).into()];
+    let build = |_: &Config| Ok(rutile_ir::seeds::vector_add(ScalarType::F32, 256)?);
+    tuner
+        .cache_file(None)
+        .choose(dev, "1000", &build, &|_| Ok([4, 1, 1]), &args)
+}
+
+/// The configurations are compiled several at once, on the host's cores, before any is
+/// timed: a driver that takes seconds a kernel (NVIDIA's Vulkan driver on cooperative
+/// matrices) then costs the tuning a fraction of what it would one after another.
+#[test]
+fn configurations_compile_at_once_on_the_hosts_cores() {
+    let dev = FakeGpu::new();
+    let warps = [1, 1, 1, 1, 1, 1];
+    let configs: Vec<Config> = warps
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| Config::new(&[("BLOCK", 256), ("COPY", i as i64)]).num_warps(w))
+        .collect();
+    let choice = tune_on(&dev, Autotuner::new("add", configs).unwrap()).unwrap();
+    assert_eq!(choice.report.as_ref().unwrap().timed.len(), warps.len());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let most = dev.most_compiling.load(std::sync::atomic::Ordering::SeqCst);
+    // (At least two at once where there are two cores; never more than the cores.)
+    assert!(
+        most >= cores.min(2) && most <= cores.min(warps.len()),
+        "{most} compiles at once on {cores} cores"
+    );
+}
+
+fn configs(warps: &[u32]) -> Vec<Config> {
+    warps
+        .iter()
+        .map(|&w| Config::new(&[("BLOCK", 256)]).num_warps(w))
+        .collect()
+}
+
+fn skipped_warps(choice: &Choice) -> Vec<(u32, SkipReason)> {
+    let report = choice.report.as_ref().expect("a tuned choice has a report");
+    report
+        .skipped
+        .iter()
+        .map(|s| (s.config.num_warps, s.reason.clone()))
+        .collect()
+}
+
+#[test]
+fn each_timed_kernel_reports_its_resources_and_what_cannot_run_is_skipped() {
+    let tuner = Autotuner::new("add", configs(&[1, 2, 4, 8]))
+        .unwrap()
+        .skip_spilling(false);
+    let choice = tune(tuner).unwrap();
+    let report = choice.report.as_ref().unwrap();
+    let timed: Vec<(u32, &KernelMetadata)> = report.timed.iter().map(|t| (t.config.num_warps, &t.metadata)).collect();
+    let (one, two) = (resources_of(&options(1)), resources_of(&options(2)));
+    assert_eq!(timed, vec![(1, &one), (2, &two)], "spilling runs unless asked");
+    assert!(report.timed.iter().all(|t| t.time_ms > 0.0));
+    assert_eq!(
+        skipped_warps(&choice),
+        vec![
+            (
+                4,
+                SkipReason::SharedMemory {
+                    needed: 64 * 1024,
+                    limit: 48 * 1024
+                }
+            ),
+            (
+                8,
+                SkipReason::Registers {
+                    registers: Some(255),
+                    max_threads: 128,
+                    threads: 256
+                }
+            ),
+        ]
+    );
+    assert!([1, 2].contains(&choice.config.num_warps));
+    assert_eq!(
+        choice.metadata(),
+        Some(&resources_of(&options(choice.config.num_warps)))
+    );
+}
+
+fn options(num_warps: u32) -> CompileOptions {
+    CompileOptions {
+        num_warps,
+        num_stages: 3,
+        persistent: false,
+        warp_specialize: false,
+        maxnreg: None,
+    }
+}
+
+#[test]
+fn spilling_configurations_are_skipped_when_asked() {
+    let tuner = Autotuner::new("add", configs(&[2, 1])).unwrap().skip_spilling(true);
+    let choice = tune(tuner).unwrap();
+    assert_eq!(choice.config.num_warps, 1);
+    let skipped = skipped_warps(&choice);
+    assert_eq!(
+        skipped,
+        vec![(
+            2,
+            SkipReason::Spills {
+                spill_bytes: 128,
+                registers: Some(255)
+            }
+        )]
+    );
+    let text = skipped[0].1.to_string();
+    assert!(
+        text.contains("spills 128 bytes") && text.contains(AUTOTUNE_SKIP_SPILLS_ENV),
+        "{text}"
+    );
+}
+
+#[test]
+fn when_nothing_runs_the_error_says_why_for_each() {
+    let tuner = Autotuner::new("add", configs(&[2, 4, 8])).unwrap().skip_spilling(true);
+    let text = tune(tuner).unwrap_err().to_string();
+    for words in [
+        "autotuning `add`: no configuration ran",
+        "`BLOCK=256, num_warps=2, num_stages=3`: its kernel spills 128 bytes per thread",
+        "`BLOCK=256, num_warps=4, num_stages=3`: its kernel needs 65536 bytes of shared memory per program; \
+         the device gives one at most 49152",
+        "`BLOCK=256, num_warps=8, num_stages=3`: its kernel (255 registers per thread) runs at most 128 \
+         threads per program",
+    ] {
+        assert!(text.contains(words), "{words:?} in {text}");
+    }
+}
+
+/// A shared-memory error of the lowering (as the GPU backends give, at their opt-in
+/// limit) reads as the same reason.
+#[test]
+fn a_lowering_out_of_shared_memory_is_a_shared_memory_reason() {
+    let e = Error::Lower(LowerError::OutOfSharedMemory {
+        kernel: "k".into(),
+        needed: 300_000,
+        limit: 232_448,
+    });
+    assert_eq!(
+        SkipReason::of(&e),
+        SkipReason::SharedMemory {
+            needed: 300_000,
+            limit: 232_448
+        }
+    );
+}
+
+#[test]
+fn printed_lines_show_times_resources_reasons_and_the_winner() {
+    let list = configs(&[1, 4]);
+    let printer = Printer::new(&list);
+    let timing = Timing {
+        config: list[0].clone(),
+        time_ms: 0.0123,
+        metadata: resources_of(&options(1)),
+    };
+    let line = printer.outcome(&list[0], &Outcome::Timed(timing.clone()));
+    assert_eq!(
+        line,
+        "  BLOCK=256, num_warps=1, num_stages=3     0.0123 ms  40 registers, 0 bytes spilled, 1024 bytes shared"
+    );
+    let reason = SkipReason::SharedMemory {
+        needed: 65536,
+        limit: 49152,
+    };
+    let line = printer.outcome(&list[1], &Outcome::Skipped(reason.clone()));
+    assert_eq!(
+        line,
+        format!("  BLOCK=256, num_warps=4, num_stages=3  skipped: {reason}")
+    );
+    let report = Report {
+        timed: vec![timing.clone()],
+        skipped: vec![Skipped {
+            config: list[1].clone(),
+            reason,
+        }],
+    };
+    let line = printer.winner("add", "1000", &timing, &report, std::time::Duration::from_millis(1500));
+    assert_eq!(
+        line,
+        "rutile: autotuning `add` for key `1000` finished after 1.50 s (1 timed, 1 skipped); best: \
+         `BLOCK=256, num_warps=1, num_stages=3`, 0.0123 ms, 40 registers, 0 bytes spilled, 1024 bytes shared"
+    );
+    // Unreported resources are left out.
+    assert_eq!(resources(&KernelMetadata::default()), "0 bytes shared");
+}
