@@ -37,16 +37,30 @@ fn checked(what: &str, error: f64, bound: f64) -> rutile::Result<()> {
     })
 }
 
-/// The register limit that lets two programs of `num_warps` share an SM's 64K registers
-/// (at most 255).
-fn two_programs_maxnreg(num_warps: u32) -> u32 {
-    (65536 / (2 * 32 * num_warps)).min(255)
+/// The register limit (a multiple of 8, at most 255) that lets `programs` programs of
+/// `num_warps` share an SM's 64K registers.
+fn programs_maxnreg(programs: u32, num_warps: u32) -> u32 {
+    (65536 / (programs * 32 * num_warps)).min(255) / 8 * 8
+}
+
+/// Through CUDA, the register limits (`maxnreg`) under which 2 to 8 programs of
+/// `num_warps` share a multiprocessor's 64K registers, where the kernel takes more than
+/// the limit unlimited (`registers`, as compiled) and the limit is at least 24: more rows
+/// in flight, and fewer programs left for a last partial wave (4096 rows on 132
+/// multiprocessors).
+fn register_limits(num_warps: u32, registers: Option<u32>) -> Vec<u32> {
+    let mut limits: Vec<u32> = (2..=8)
+        .map(|p| programs_maxnreg(p, num_warps))
+        .filter(|&cap| cap >= 24 && registers.is_some_and(|r| cap < r))
+        .collect();
+    limits.dedup();
+    limits
 }
 
 /// The layer norm forward pass on fp16 (the tutorial's benchmark: M = 4096, N = 512 to
 /// 16384, 2 bytes read and 2 written per element), at the host code's `num_warps` and at
-/// the best of 1 to 32 and it (through CUDA also 8 to 32 warps under the register limit
-/// that lets two programs share a multiprocessor), and rows over 64 KiB (the long-row kernel, at the same bytes as
+/// the best of 1 to 32 and it (through CUDA also 2 to 32 warps under the register limits
+/// that let 2 to 8 programs share a multiprocessor), and rows over 64 KiB (the long-row kernel, at the same bytes as
 /// 4096 x 32768), and the long-row kernel where the one-block kernel runs too. The first 8 rows
 /// and the last are checked against the f64 reference.
 pub fn layer_norm(
@@ -99,13 +113,24 @@ pub fn layer_norm(
                 maxnreg: None,
             })
             .collect();
-        // Through CUDA, 8 warps and more also with the registers of two programs a
-        // multiprocessor (`maxnreg`): two rows in flight instead of one.
+        // Through CUDA, 2 warps and more also under the register limits that let more
+        // programs share a multiprocessor (`maxnreg`).
         if dev.properties().backend == rutile::Backend::Cuda {
-            shapes.extend([8u32, 16, 32].map(|num_warps| LaunchShape {
-                num_warps,
-                maxnreg: Some(two_programs_maxnreg(num_warps)),
-            }));
+            for num_warps in [2u32, 4, 8, 16, 32] {
+                let config = LaunchConfig { num_warps, ..heuristic };
+                let registers = match dev.compile_for(&kernel, &config, &args) {
+                    Ok(compiled) => compiled.metadata.registers,
+                    Err(_) => continue,
+                };
+                shapes.extend(
+                    register_limits(num_warps, registers)
+                        .into_iter()
+                        .map(|cap| LaunchShape {
+                            num_warps,
+                            maxnreg: Some(cap),
+                        }),
+                );
+            }
         }
         if !shapes.contains(&LaunchShape::of(&heuristic)) {
             shapes.push(LaunchShape::of(&heuristic));
