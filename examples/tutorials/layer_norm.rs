@@ -94,10 +94,10 @@ const VULKAN_ONE_PASS_MAX: u32 = 4096;
 /// 8192 columns): NVIDIA's Vulkan driver runs the larger programs faster, at 4096 columns
 /// 16 warps by 1.4–3.5 points over 8 in six runs. Measured on an H100 over 1..32 warps at
 /// M = 4096 (`docs/performance.md`): these pick the fastest or come within 3 points of it.
-/// At 16384 columns through CUDA the row is 32 KB and `ptxas` gives 8 warps 214 registers
+/// At 16384 columns through CUDA the row is 32 KB and `ptxas` gives 8 warps 202 registers
 /// a thread (4 warps 255 and spills): one program a multiprocessor, so one row in flight,
-/// which measured 61–68% of the copy ceiling; capped at 128 registers (64 bytes spilled)
-/// two rows are in flight, 86%. At 32 elements a thread (2048 to 8192 columns) the kernel
+/// which measured 61–68% of the copy ceiling; capped at 128 registers (136 bytes of spill
+/// traffic) two rows are in flight, 86%. At 32 elements a thread (2048 to 8192 columns) the kernel
 /// holds 80 registers, none spilled (sm_90), and several programs share a multiprocessor.
 pub fn one_pass_launch(dev: &dyn Device, m: usize, n: usize) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
     let Some(meta) = LayerNormMeta::for_row(n as u32, ScalarType::F16).filter(|m| m.block_size <= ONE_BLOCK_MAX) else {

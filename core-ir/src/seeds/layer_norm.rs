@@ -173,14 +173,11 @@ pub fn layer_norm_forward_row(meta: &LayerNormMeta) -> Result<Kernel, BuildError
         k.device_assert(n.le(block), "the row is longer than BLOCK_SIZE");
         let cols = k.arange(0, block);
         let mask = cols.lt(n);
-        // The row stays in registers as loaded (half the registers of f32 for 16-bit
-        // types) and is widened at each use.
-        let stored = k.load_masked(row.x_ptr + cols, mask, 0.0);
-        let x = || stored.to(ScalarType::F32);
-        let mean = x().sum(0) / n;
-        let centered = k.where_(mask, x() - mean, 0.0);
+        let x = k.load_masked(row.x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+        let mean = x.sum(0) / n;
+        let centered = k.where_(mask, x - mean, 0.0);
         let rstd = row.store_stats(k, mean, (centered * centered).sum(0) / n);
-        row.store_output(k, cols, mask, x, (mean, rstd));
+        row.store_output(k, cols, mask, || x, (mean, rstd));
     })
 }
 
