@@ -85,14 +85,30 @@ def no_global(lines, spans):
     return out
 
 
-def main():
+def arguments(usage):
+    """KERNEL.wgsl's lines, OUTDIR and BLOCK_MxBLOCK_N from the command line; exits with
+    `usage` when they are not that, or the kernel has no K loop on cooperative matrices."""
     if len(sys.argv) != 4 or not re.fullmatch(r"\d+x\d+", sys.argv[3]):
-        sys.exit(__doc__)
+        sys.exit(usage)
     src, outdir, block = sys.argv[1:]
     lines = open(src).read().split("\n")
-    spans = loop_spans(lines)
-    if not spans:
+    if not loop_spans(lines):
         sys.exit(f"{src}: no loop with cooperative multiply-adds")
+    return lines, outdir, block
+
+
+def write_variants(variants, outdir, block):
+    """Each `name: lines` of `variants` as `OUTDIR/<name>_<block>.wgsl`."""
+    os.makedirs(outdir, exist_ok=True)
+    for name, text in variants.items():
+        with open(os.path.join(outdir, f"{name}_{block}.wgsl"), "w") as f:
+            f.write("\n".join(text))
+    print(f"{len(variants)} variants in {outdir}")
+
+
+def main():
+    lines, outdir, block = arguments(__doc__)
+    spans = loop_spans(lines)
     coop_load = re.compile(r"\s*c\d+_ = coopLoadT<")
     shared_store = re.compile(r"\s*shared\d+_\[.*\] = ")
     variants = {
@@ -103,11 +119,7 @@ def main():
         "no_coop_load": edit(lines, spans, lambda l: not coop_load.match(l)),
         "no_mma": edit(lines, spans, lambda l: "coopMultiplyAdd" not in l),
     }
-    os.makedirs(outdir, exist_ok=True)
-    for name, text in variants.items():
-        with open(os.path.join(outdir, f"{name}_{block}.wgsl"), "w") as f:
-            f.write("\n".join(text))
-    print(f"{len(variants)} variants of {len(spans)} K loop(s) in {outdir}")
+    write_variants(variants, outdir, block)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ablate import loop_spans  # noqa: E402
+from ablate import arguments, loop_spans, write_variants  # noqa: E402
 
 COMPONENTS = "xyzw"
 
@@ -130,23 +130,14 @@ def fragments_ahead(lines):
 
 
 def main():
-    if len(sys.argv) != 4 or not re.fullmatch(r"\d+x\d+", sys.argv[3]):
-        sys.exit(__doc__)
-    src, outdir, block = sys.argv[1:]
-    lines = open(src).read().split("\n")
-    if not loop_spans(lines):
-        sys.exit(f"{src}: no loop with cooperative multiply-adds")
+    lines, outdir, block = arguments(__doc__)
     variants = {
         "baseline": lines,
         "words": words(lines),
         "fragments_ahead": fragments_ahead(lines),
         "words_fragments_ahead": fragments_ahead(words(lines)),
     }
-    os.makedirs(outdir, exist_ok=True)
-    for name, text in variants.items():
-        with open(os.path.join(outdir, f"{name}_{block}.wgsl"), "w") as f:
-            f.write("\n".join(text))
-    print(f"{len(variants)} variants in {outdir}")
+    write_variants(variants, outdir, block)
 
 
 if __name__ == "__main__":
