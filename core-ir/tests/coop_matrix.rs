@@ -65,6 +65,27 @@ fn mutate_first(tk: &ThreadKernel, f: &mut dyn FnMut(&mut Stmt) -> bool) -> Thre
 }
 
 /// Whether `s` loads from global memory.
+fn is_shared_store(s: &Stmt) -> bool {
+    matches!(
+        s,
+        Stmt::Store {
+            mem: rutile_ir::thread::Memory::Shared { .. },
+            ..
+        }
+    )
+}
+
+/// The bodies of the kernel's top-level loops, in order.
+fn top_loops(tk: &ThreadKernel) -> Vec<&Vec<Stmt>> {
+    tk.body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::While { body, .. } => Some(body),
+            _ => None,
+        })
+        .collect()
+}
+
 fn is_global_load(s: &Stmt) -> bool {
     matches!(
         s,
@@ -419,14 +440,7 @@ fn two_iterations_ahead_the_body_runs_twice_a_trip() {
     };
     let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
     let tk = check(&c, &two_ahead(4), "64x64x32, four trips");
-    let loops: Vec<&Vec<Stmt>> = tk
-        .body
-        .iter()
-        .filter_map(|s| match s {
-            Stmt::While { body, .. } => Some(body),
-            _ => None,
-        })
-        .collect();
+    let loops = top_loops(&tk);
     assert_eq!(loops.len(), 2, "the unrolled loop, then the odd last iteration's");
     let (twice, once) = (loops[0], loops[1]);
     let count = |b: &[Stmt], f: &dyn Fn(&Stmt) -> bool| b.iter().filter(|s| f(s)).count();
@@ -446,15 +460,11 @@ fn two_iterations_ahead_the_body_runs_twice_a_trip() {
     // Each copy of the body stores the registers its own set was loaded into.
     let stored = |b: &[Stmt]| -> Vec<rutile_ir::thread::Reg> {
         b.iter()
-            .filter_map(|s| match s {
-                Stmt::Store {
-                    values,
-                    mem: rutile_ir::thread::Memory::Shared { .. },
-                    ..
-                } => Some(values.clone()),
-                _ => None,
+            .filter(|s| is_shared_store(s))
+            .flat_map(|s| match s {
+                Stmt::Store { values, .. } => values.clone(),
+                _ => Vec::new(),
             })
-            .flatten()
             .collect()
     };
     let second = twice.iter().position(barrier).unwrap() + 1;
@@ -487,14 +497,7 @@ fn one_stage_loads_in_the_iteration_that_stores() {
     };
     let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
     let tk = check(&c, &one_stage(4), "64x64x32, four trips, one stage");
-    let loops: Vec<&Vec<Stmt>> = tk
-        .body
-        .iter()
-        .filter_map(|s| match s {
-            Stmt::While { body, .. } => Some(body),
-            _ => None,
-        })
-        .collect();
+    let loops = top_loops(&tk);
     assert_eq!(loops.len(), 1, "one loop, not unrolled");
     let at = tk.body.iter().position(|s| matches!(s, Stmt::While { .. })).unwrap();
     assert_eq!(
@@ -505,15 +508,7 @@ fn one_stage_loads_in_the_iteration_that_stores() {
     let body = loops[0];
     let position = |f: &dyn Fn(&Stmt) -> bool| body.iter().position(f).unwrap();
     let last_load = body.iter().rposition(is_global_load).unwrap();
-    let first_store = position(&|s| {
-        matches!(
-            s,
-            Stmt::Store {
-                mem: rutile_ir::thread::Memory::Shared { .. },
-                ..
-            }
-        )
-    });
+    let first_store = position(&is_shared_store);
     let barrier = position(&|s| matches!(s, Stmt::Barrier));
     assert!(
         last_load < first_store && first_store < barrier,
