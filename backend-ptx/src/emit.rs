@@ -342,10 +342,6 @@ fn param_decl(name: &str, ty: ScalarType) -> Result<&'static str, PtxError> {
     Ok(mem_ty(ty))
 }
 
-/// The lowest register limit accepted: below 16 `ptxas` cannot hold a kernel's addresses
-/// and indices without spilling nearly everything.
-const MIN_MAX_REGISTERS: u32 = 16;
-
 pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxError> {
     rutile_ir::thread::verify(k).map_err(PtxError::InvalidKernel)?;
     let fail = |reason: String| PtxError::Target {
@@ -374,9 +370,10 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     if !crate::names::is_identifier(&k.name) {
         return Err(fail(format!("`{}` is not a valid PTX identifier", k.name)));
     }
-    if let Some(count) = target.max_registers.filter(|c| !(MIN_MAX_REGISTERS..=255).contains(c)) {
+    if let Some(count) = target.max_registers.filter(|c| !PtxTarget::MAX_REGISTERS.contains(c)) {
+        let (low, high) = PtxTarget::MAX_REGISTERS.into_inner();
         return Err(fail(format!(
-            "maxnreg = {count}: a thread's register limit must be {MIN_MAX_REGISTERS} to 255"
+            "maxnreg = {count}: a thread's register limit must be {low} to {high}"
         )));
     }
 

@@ -16,6 +16,11 @@ pub struct PtxTarget {
 }
 
 impl PtxTarget {
+    /// The register limits [`PtxTarget::max_registers`] accepts: below 16 `ptxas` cannot
+    /// hold a kernel's addresses and indices without spilling nearly everything, and no
+    /// NVIDIA GPU gives a thread more than 255.
+    pub const MAX_REGISTERS: std::ops::RangeInclusive<u32> = 16..=255;
+
     /// The target for a device of compute capability `major.minor`, with the oldest PTX ISA
     /// version that the GPU needs and this generator's output uses (7.0 features: `min.NaN`,
     /// bf16 conversions), so that the module loads on as many drivers as possible:

@@ -396,20 +396,18 @@ pub(crate) fn threads_per_program(
     Ok(threads as u32)
 }
 
-/// The register limits a launch may ask for ([`LaunchConfig::maxnreg`]): below 16 no
-/// kernel's addresses and indices fit, and no NVIDIA GPU gives a thread more than 255.
-pub const MAXNREG_RANGE: std::ops::RangeInclusive<u32> = 16..=255;
-
-/// Checks a launch's register limit on every device (one that ignores it too, so that a
-/// launch valid on one backend is valid on all).
+/// Checks a launch's register limit ([`LaunchConfig::maxnreg`]) against what NVIDIA GPUs
+/// give (`PtxTarget::MAX_REGISTERS`) on every device, one that ignores it too, so that a
+/// launch valid on one backend is valid on all.
 pub(crate) fn check_maxnreg(kernel: &Kernel, maxnreg: Option<u32>) -> Result<()> {
+    let range = rutile_ptx::PtxTarget::MAX_REGISTERS;
     match maxnreg {
-        Some(n) if !MAXNREG_RANGE.contains(&n) => Err(Error::Launch {
+        Some(n) if !range.contains(&n) => Err(Error::Launch {
             kernel: kernel.name.clone(),
             message: format!(
                 "maxnreg = {n}: a thread's register limit must be {} to {}",
-                MAXNREG_RANGE.start(),
-                MAXNREG_RANGE.end()
+                range.start(),
+                range.end()
             ),
         }),
         _ => Ok(()),
