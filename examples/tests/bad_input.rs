@@ -1,8 +1,9 @@
 //! Bad input is an error with a message that says what is wrong, never a panic or a hang:
 //! malformed kernels, launch arguments of the wrong number or type, buffers smaller than a
 //! kernel's unmasked accesses need, empty or too large grids, too many threads, a register
-//! limit no GPU gives, too much shared memory, an absent or lost device, an element type a device lacks; and the
-//! bounds-checked debug mode, which runs a launch in the interpreter first.
+//! limit no GPU gives, too much shared memory, an absent or lost device, an element type a
+//! device lacks; and the bounds-checked debug mode, which runs a launch in the interpreter
+//! first.
 //!
 //! Each case runs on the interpreter and on every GPU present (each CUDA GPU and each wgpu
 //! adapter, lavapipe included). Builder errors are asserted in
