@@ -499,6 +499,15 @@ pub enum Op {
         value: ValueId,
         num_bins: u32,
     },
+    /// Combines the scalar number `value` (`Sum`, `Max` or `Min`) over the programs of this
+    /// program's cluster: the consecutive programs along grid axis 0 that a launch groups
+    /// with `LaunchConfig::cluster` (CUDA's thread-block clusters, sm_90 on, whose shared
+    /// memory is where the values meet). Every program of a cluster must reach it equally
+    /// often, as a barrier. Without a cluster (size 1, the default) it is `value`.
+    ClusterReduce {
+        op: ReduceOp,
+        value: ValueId,
+    },
     // ---- end of scans, combine reductions, gather, sort, histogram ----
     /// Ends a region, giving its values to the enclosing op.
     Yield {
@@ -556,6 +565,7 @@ impl Op {
             Op::Gather { .. } => "gather",
             Op::Sort { .. } => "sort",
             Op::Histogram { .. } => "histogram",
+            Op::ClusterReduce { .. } => "cluster_reduce",
             Op::Yield { .. } => "yield",
             Op::Assert { .. } => "device_assert",
             Op::Print { .. } => "device_print",
@@ -614,7 +624,7 @@ impl Op {
             Op::While { init } => init.clone(),
             Op::Scan { values, .. } | Op::ReduceCombine { values, .. } => values.clone(),
             Op::Gather { src, index, .. } => vec![*src, *index],
-            Op::Sort { value, .. } | Op::Histogram { value, .. } => vec![*value],
+            Op::Sort { value, .. } | Op::Histogram { value, .. } | Op::ClusterReduce { value, .. } => vec![*value],
             Op::Yield { values } => values.clone(),
             Op::Assert { cond, .. } => vec![*cond],
             Op::Print { values, .. } => values.clone(),

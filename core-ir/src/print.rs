@@ -138,6 +138,7 @@ impl Kernel {
                 Ok(())
             }
             Op::Histogram { value, num_bins } => write!(t, "{name} {}, num_bins={num_bins}", v(*value)),
+            Op::ClusterReduce { op, value } => write!(t, "{name} {}, {}", op.name(), v(*value)),
             // ---- end of scans, combine reductions, gather, sort, histogram ----
             Op::Assert { cond, message } => write!(t, "{name} {}, {message:?}", v(*cond)),
             Op::Print { prefix, values } => write!(t, "{name} {prefix:?}, {}", list(values)),

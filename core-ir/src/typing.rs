@@ -365,6 +365,20 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
         Op::Scan { .. } | Op::ReduceCombine { .. } | Op::Gather { .. } | Op::Sort { .. } | Op::Histogram { .. } => {
             unreachable!("checked by typing::scan above")
         }
+        Op::ClusterReduce { op, value } => {
+            let v = operand(*value);
+            let s = scalar_of(v, "cluster_reduce")?;
+            if v.shape.rank() != 0 {
+                return Err(format!("combines one number a program, so it needs a scalar, got {v}"));
+            }
+            if !matches!(op, ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min) {
+                return Err(format!("combines by sum, max or min, got {}", op.name()));
+            }
+            if s.is_bool() || s.bits() < 32 {
+                return Err(format!("needs a 32- or 64-bit number, got {v}"));
+            }
+            one(v)
+        }
         Op::Assert { cond, .. } => {
             let c = operand(*cond);
             if c.elem != Elem::Scalar(ScalarType::Bool) {

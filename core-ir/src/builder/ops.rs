@@ -860,6 +860,17 @@ impl<'b> Value<'b> {
     pub fn reduce_with(self, op: ReduceOp, axis: u32, keep_dims: bool) -> Value<'b> {
         self.reduce_op(op, axis, keep_dims, SourceLoc::caller())
     }
+    /// This scalar combined (`Sum`, `Max` or `Min`) over the programs of the cluster, the
+    /// consecutive programs along grid axis 0 that a launch groups with
+    /// `LaunchConfig::cluster` (CUDA's thread-block clusters, from sm_90): how programs that
+    /// split one row between them agree on its maximum or sum while the row stays on chip.
+    /// Every program of a cluster must reach it equally often; without a cluster it is the
+    /// value itself. A 32- or 64-bit number.
+    #[track_caller]
+    pub fn cluster_reduce(self, op: ReduceOp) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        self.k().emit1(Op::ClusterReduce { op, value: self.id }, None, loc)
+    }
 }
 
 /// `axis` as the IR stores it, when it names a grid axis.
