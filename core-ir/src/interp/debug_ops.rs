@@ -25,6 +25,31 @@ pub fn capture_prints<R>(f: impl FnOnce() -> R) -> (R, String) {
     (r, text)
 }
 
+/// Whether [`capture_prints`] runs on this thread.
+pub(crate) fn capturing() -> bool {
+    CAPTURED.with(|c| c.borrow().is_some())
+}
+
+/// Starts collecting this thread's prints, for a launching thread whose [`capture_prints`]
+/// should see them (the threads of a cluster's programs): [`take_captured`] takes them.
+pub(crate) fn begin_capture() {
+    CAPTURED.with(|c| *c.borrow_mut() = Some(String::new()));
+}
+
+/// The lines collected on this thread since the last call (empty when not collecting).
+pub(crate) fn take_captured() -> String {
+    CAPTURED.with(|c| c.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default())
+}
+
+/// Adds lines collected on other threads to this thread's [`capture_prints`], if it runs.
+pub(crate) fn append_captured(text: &str) {
+    CAPTURED.with(|c| {
+        if let Some(s) = c.borrow_mut().as_mut() {
+            s.push_str(text);
+        }
+    });
+}
+
 fn emit(line: &str) {
     let captured = CAPTURED.with(|c| match c.borrow_mut().as_mut() {
         Some(s) => {

@@ -29,6 +29,38 @@ pub enum InterpError {
     /// Some axis of the grid is zero.
     #[error("grid ({}, {}, {}) is empty: every axis must be at least 1", grid[0], grid[1], grid[2])]
     EmptyGrid { grid: [u32; 3] },
+    /// The cluster size of [`crate::interp::run_clustered`] is 0 or above
+    /// [`crate::interp::MAX_CLUSTER`].
+    #[error(
+        "a cluster of {cluster} programs: expected 1 to {} programs a cluster",
+        super::MAX_CLUSTER
+    )]
+    ClusterSize { cluster: u32 },
+    /// Grid axis 0 does not split into whole clusters.
+    #[error(
+        "grid ({}, {}, {}) does not split into clusters of {cluster} programs: expected axis 0 to be a multiple of {cluster}, got {}",
+        grid[0], grid[1], grid[2], grid[0]
+    )]
+    GridNotClustered { grid: [u32; 3], cluster: u32 },
+    /// The programs of a cluster did not reach `cluster_reduce` equally often: one finished
+    /// after `reductions` cluster reductions while another waits at the next one, at `loc`.
+    #[error(
+        "cluster_reduce at {loc}: program {} of the cluster of programs {} finished after {reductions} cluster reductions while program {} waits at reduction {}",
+        pid(finished), cluster_programs(*first, *size), pid(waiting), reductions + 1
+    )]
+    ClusterReduceMismatch {
+        /// Where the waiting program called `cluster_reduce`.
+        loc: SourceLoc,
+        /// The first program of the cluster and the cluster's size.
+        first: [u32; 3],
+        size: u32,
+        /// The program that finished (the first of the cluster that did).
+        finished: [u32; 3],
+        /// The program that waits (the first of the cluster that does).
+        waiting: [u32; 3],
+        /// The reductions the cluster completed before.
+        reductions: u64,
+    },
     /// A host buffer was read or built as the wrong element type or size.
     #[error("host buffer: {message}")]
     Buffer { message: String },
@@ -66,6 +98,22 @@ fn at(stmt: &str, context: &str) -> String {
         (false, true) => format!("`{stmt}`, "),
         (false, false) => format!("`{stmt}` (lowered from {context}), "),
     }
+}
+
+/// "(x, y, z)".
+pub(crate) fn pid(p: &[u32; 3]) -> String {
+    format!("({}, {}, {})", p[0], p[1], p[2])
+}
+
+/// "(4..=7, y, z)": the programs of the cluster of `size` starting at `first`.
+fn cluster_programs(first: [u32; 3], size: u32) -> String {
+    format!(
+        "({}..={}, {}, {})",
+        first[0],
+        first[0] + size.saturating_sub(1),
+        first[1],
+        first[2]
+    )
 }
 
 fn on_thread(thread: Option<u32>) -> String {

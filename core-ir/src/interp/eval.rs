@@ -5,6 +5,7 @@
 //! cleared between programs, so a use before definition is reported rather than reading a
 //! stale value.
 
+use super::cluster::{self, Member};
 use super::dot::dot;
 use super::elementwise as ew;
 use super::error::{invalid, Fault, FaultKind, InterpError};
@@ -23,6 +24,8 @@ pub(crate) struct Program<'a> {
     params: Vec<Rc<Tensor>>,
     env: Vec<Option<Rc<Tensor>>>,
     pid: [u32; 3],
+    /// The program's place in its cluster; `None` for clusters of one program.
+    cluster: Option<Member<'a>>,
 }
 
 impl<'a> Program<'a> {
@@ -34,6 +37,16 @@ impl<'a> Program<'a> {
             params: params.into_iter().map(Rc::new).collect(),
             env: vec![None; kernel.values.len()],
             pid: [0; 3],
+            cluster: None,
+        }
+    }
+
+    /// The program as `member` of a cluster of several programs, whose `cluster_reduce`s
+    /// wait for the others'.
+    pub fn in_cluster(self, member: Member<'a>) -> Self {
+        Program {
+            cluster: Some(member),
+            ..self
         }
     }
 
@@ -302,8 +315,18 @@ impl<'a> Program<'a> {
                 descending,
             } => super::scan::sort(&*self.get(*value)?, *axis, *descending, ty)?,
             Op::Histogram { value, num_bins } => super::scan::histogram(&*self.get(*value)?, *num_bins, ty)?,
-            // Placeholder until the interpreter runs clusters.
-            Op::ClusterReduce { value, .. } => (*self.get(*value)?).clone(),
+            Op::ClusterReduce { op, value } => {
+                let value = self.get(*value)?;
+                match &self.cluster {
+                    None => cluster::combine(*op, &[&*value], ty)?,
+                    Some(member) => {
+                        if value.ty != ty {
+                            return Err(invalid!("cluster_reduce of {} as {ty}", value.ty));
+                        }
+                        member.reduce(*op, &value, self.pid, inst.loc)?
+                    }
+                }
+            }
             // ---- end of gather, sort, histogram ----
             Op::Store { .. }
             | Op::For { .. }

@@ -13,6 +13,7 @@
 //! bitcast reaches memory unchanged.
 
 use super::buffer::HostBuffer;
+use super::cluster::SharedBuffers;
 use super::elementwise::{fmax, fmin};
 use super::error::{invalid, Fault, FaultKind};
 use super::tensor::{float_to_bits, round_float, wrap_int, Data, Pointer};
@@ -22,12 +23,47 @@ use half::{bf16, f16};
 
 /// The buffers of a launch and the parameters that point into them.
 pub(crate) struct Memory<'a> {
-    pub buffers: &'a mut [HostBuffer],
+    pub buffers: Buffers<'a>,
     /// Per kernel parameter: its buffer and that buffer's length in elements for pointer
     /// parameters, `None` for scalars.
     pub param_buffer: Vec<Option<(usize, usize)>>,
     /// Per kernel parameter: its name.
     pub param_names: Vec<&'a str>,
+}
+
+/// A program's access to the launch's buffers: the exclusive borrow of a launch whose
+/// programs run one after another, or a share of it for a program of a cluster, whose
+/// programs take turns ([`super::cluster`]). Either way it derefs to the buffers.
+pub(crate) enum Buffers<'a> {
+    Exclusive(&'a mut [HostBuffer]),
+    Shared(SharedBuffers<'a>),
+}
+
+impl<'a> From<&'a mut [HostBuffer]> for Buffers<'a> {
+    fn from(buffers: &'a mut [HostBuffer]) -> Self {
+        Buffers::Exclusive(buffers)
+    }
+}
+
+impl std::ops::Deref for Buffers<'_> {
+    type Target = [HostBuffer];
+    #[inline]
+    fn deref(&self) -> &[HostBuffer] {
+        match self {
+            Buffers::Exclusive(b) => b,
+            Buffers::Shared(b) => b.get(),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Buffers<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [HostBuffer] {
+        match self {
+            Buffers::Exclusive(b) => b,
+            Buffers::Shared(b) => b.get_mut(),
+        }
+    }
 }
 
 impl Memory<'_> {

@@ -14,7 +14,8 @@
 //! ```
 //!
 //! Programs run one after another, axis 0 fastest, so atomics and racing stores resolve in
-//! that order. Where the IR leaves a result unspecified (integer division by zero, say), the
+//! that order. [`run_clustered`] groups them into clusters for `cluster_reduce`, whose
+//! programs take turns in a fixed order (the `cluster` module says how and why). Where the IR leaves a result unspecified (integer division by zero, say), the
 //! interpreter picks one value and documents it in the module that computes it: `elementwise`
 //! for math, casts and bitcasts, `shape_ops` for reductions, `dot` for matrix products,
 //! `memory` for loads, stores and atomics.
@@ -24,6 +25,7 @@
 //! loaded (their payload is otherwise kept). Bitcasts and stores keep every bit of a NaN.
 
 mod buffer;
+mod cluster;
 mod debug_ops;
 mod dot;
 mod elementwise;
@@ -80,30 +82,87 @@ impl ArgValue {
     }
 }
 
+/// The most programs a cluster of [`run_clustered`] may have (CUDA's largest cluster,
+/// non-portable on sm_90).
+pub const MAX_CLUSTER: u32 = 16;
+
 /// Runs every program of the grid, in order (axis 0 fastest), on the CPU.
 ///
 /// `args` has one value per kernel parameter; pointer arguments name an element of
 /// `buffers`, whose element type must be the pointee type. Stores and atomics write
 /// `buffers`. A fault stops the launch with the buffers as the faulting program left them.
 /// A kernel that is not valid IR (edited after building) is [`InterpError::Invalid`].
+///
+/// Programs are not grouped into clusters: `cluster_reduce` gives its own value. This is
+/// [`run_clustered`] with clusters of one program.
 pub fn run(kernel: &Kernel, grid: [u32; 3], args: &[ArgValue], buffers: &mut [HostBuffer]) -> Result<(), InterpError> {
+    run_clustered(kernel, grid, 1, args, buffers)
+}
+
+/// [`run`] with the programs grouped into clusters of `cluster` programs, as a launch with
+/// thread-block clusters groups them: the `cluster` consecutive programs along grid axis 0
+/// `x = c * cluster .. (c + 1) * cluster` (with the same `y` and `z`) form cluster `c`, and
+/// `cluster_reduce` combines a number over the programs of a cluster.
+///
+/// Clusters run one after another in program order (axis 0 fastest). With clusters of one
+/// program the programs run one after another exactly as [`run`] says. In larger clusters,
+/// the programs of a cluster take turns in a fixed order: program 0 of the cluster (its
+/// first) runs until its first `cluster_reduce` or its end, then program 1 does, and so
+/// on; when all of them wait at a reduction it completes, and they go on in the same order
+/// to the next. Atomics and racing stores resolve in that order, so a launch's result is
+/// deterministic. Every program of a cluster must reach `cluster_reduce` equally often,
+/// like a barrier: its `k`-th call returns the combination of the values all programs of
+/// the cluster passed at their `k`-th call (a float sum adds them in program order).
+///
+/// Errors, besides [`run`]'s: [`InterpError::ClusterSize`] for a cluster of 0 or more than
+/// [`MAX_CLUSTER`] programs; [`InterpError::GridNotClustered`] when `grid[0]` is not a
+/// multiple of `cluster`; [`InterpError::ClusterReduceMismatch`] when a program of a
+/// cluster finished while another waits at a `cluster_reduce`; and an invalid-IR fault when
+/// the programs of a cluster pass values of different types to one reduction (or ask for
+/// different combinations). Any error stops the whole launch (the other programs of the
+/// cluster end where they wait), with the buffers as the programs left them.
+pub fn run_clustered(
+    kernel: &Kernel,
+    grid: [u32; 3],
+    cluster: u32,
+    args: &[ArgValue],
+    buffers: &mut [HostBuffer],
+) -> Result<(), InterpError> {
     // A built kernel is valid; one edited afterwards is checked before any program runs
     // (cheap next to interpreting it).
     crate::verify::verify(kernel)?;
-    run_unverified(kernel, grid, args, buffers)
+    launch(kernel, grid, cluster, args, buffers)
 }
 
 /// [`run`] without the verifier: the interpreter's own checks still turn invalid IR into
 /// [`FaultKind::InvalidIr`] faults where they meet it. For tests of those checks, and of
 /// what the interpreter runs beyond the typing rules (integer dots).
+#[cfg(test)]
 pub(crate) fn run_unverified(
     kernel: &Kernel,
     grid: [u32; 3],
     args: &[ArgValue],
     buffers: &mut [HostBuffer],
 ) -> Result<(), InterpError> {
+    launch(kernel, grid, 1, args, buffers)
+}
+
+/// [`run_clustered`] without the verifier.
+fn launch(
+    kernel: &Kernel,
+    grid: [u32; 3],
+    cluster: u32,
+    args: &[ArgValue],
+    buffers: &mut [HostBuffer],
+) -> Result<(), InterpError> {
     if grid.contains(&0) {
         return Err(InterpError::EmptyGrid { grid });
+    }
+    if cluster == 0 || cluster > MAX_CLUSTER {
+        return Err(InterpError::ClusterSize { cluster });
+    }
+    if grid[0] % cluster != 0 {
+        return Err(InterpError::GridNotClustered { grid, cluster });
     }
     if args.len() != kernel.params.len() {
         return Err(InterpError::ArgumentCount {
@@ -114,10 +173,14 @@ pub(crate) fn run_unverified(
     }
     let declared: Vec<(&str, Type)> = kernel.params.iter().map(|p| (p.name.as_str(), p.ty)).collect();
     let (params, param_buffer) = bind_args(&declared, args, buffers)?;
+    let param_names = kernel.params.iter().map(|p| p.name.as_str()).collect();
+    if cluster > 1 {
+        return cluster::run(kernel, grid, cluster, buffers, param_buffer, param_names, params);
+    }
     let mem = Memory {
-        buffers,
+        buffers: buffers.into(),
         param_buffer,
-        param_names: kernel.params.iter().map(|p| p.name.as_str()).collect(),
+        param_names,
     };
     let mut program = eval::Program::new(kernel, grid, mem, params);
     for z in 0..grid[2] {

@@ -118,7 +118,7 @@ pub fn run_threads_with_stats(
         .collect();
     let (args, param_buffer) = bind_args(&declared, args, buffers)?;
     let global = Memory {
-        buffers,
+        buffers: buffers.into(),
         param_buffer,
         param_names: kernel.params.iter().map(|p| p.name()).collect(),
     };
@@ -135,7 +135,7 @@ pub fn run_threads_with_stats(
             .enumerate()
             .map(|(i, a)| Some((i, a.len as usize)))
             .collect(),
-        buffers: &mut shared_buffers,
+        buffers: shared_buffers.as_mut_slice().into(),
         param_names: shared_names.iter().map(String::as_str).collect(),
     };
     let mut sim = Sim::new(kernel, grid, global, shared, args);
