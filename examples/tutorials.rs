@@ -117,7 +117,8 @@ pub enum SoftmaxForm {
 
 /// Fused softmax of a `rows x cols` f32 matrix in the given form, checked against a CPU
 /// softmax. Rows over 64 KiB go to the long-row host code ([`long_rows::softmax_launch`]:
-/// up to 128 KiB held in the registers of one 32-warp program, longer ones walked twice)
+/// up to 128 KiB held in the registers of one 32-warp program, longer ones shared by the
+/// programs of a thread-block cluster where the device has them, else walked twice)
 /// whatever the form.
 pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, seed: u64) -> Result<Outcome> {
     let mut rng = Rng::new(seed);
@@ -128,15 +129,18 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, se
     let mut detail = None;
     let (kernel, config) = match form {
         _ if !seeds::fits_one_block(cols as u32, ScalarType::F32) => {
+            let cluster = long_rows::cluster_for(cols).filter(|&c| c <= dev.properties().max_cluster());
             detail = Some(if cols <= long_rows::REGISTER_ROW_MAX {
                 format!(
                     "long rows: one block of {} warps holds them in registers",
                     long_rows::REGISTER_ROW_WARPS
                 )
+            } else if let Some(cluster) = cluster {
+                format!("long rows: shared by a cluster of {cluster} programs, held in their registers")
             } else {
                 "long rows: walked by the long-row kernel".into()
             });
-            long_rows::softmax_launch(rows, cols)?
+            long_rows::softmax_launch(dev, rows, cols)?
         }
         SoftmaxForm::Simple => (
             seeds::softmax(block)?,

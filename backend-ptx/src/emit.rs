@@ -193,6 +193,14 @@ impl<'a> Emitter<'a> {
                 Ok(())
             }
             Stmt::SetMaxRegisters { count, increase } => wgmma::set_max_registers(self, *count, *increase),
+            Stmt::ClusterStore {
+                alloc,
+                index,
+                rank,
+                value,
+                pred,
+            } => crate::cluster::store(self, *alloc, *index, *rank, *value, *pred),
+            Stmt::ClusterBarrier => crate::cluster::barrier(self),
             Stmt::TmaLoad {
                 map,
                 alloc,
@@ -370,6 +378,9 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     if !crate::names::is_identifier(&k.name) {
         return Err(fail(format!("`{}` is not a valid PTX identifier", k.name)));
     }
+    if k.cluster > 1 {
+        crate::cluster::require_clusters(target.sm, &format!("a cluster of {} programs", k.cluster)).map_err(fail)?;
+    }
     if let Some(count) = target.max_registers.filter(|c| !PtxTarget::MAX_REGISTERS.contains(c)) {
         let (low, high) = PtxTarget::MAX_REGISTERS.into_inner();
         return Err(fail(format!(
@@ -466,6 +477,10 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     let _ = writeln!(out, ".maxntid {}, 1, 1", k.threads());
     if let Some(count) = target.max_registers {
         let _ = writeln!(out, ".maxnreg {count}");
+    }
+    if k.cluster > 1 {
+        // The launch groups the programs so by itself (a plain `cuLaunchKernel`).
+        let _ = writeln!(out, ".reqnctapercluster {}, 1, 1", k.cluster);
     }
     let _ = writeln!(out, "{{");
     out += &e.regs.declarations();

@@ -41,6 +41,7 @@
 
 mod atomic;
 mod cast;
+mod cluster;
 mod control;
 mod emit;
 mod error;

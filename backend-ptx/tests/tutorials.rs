@@ -314,3 +314,77 @@ fn assemble_aligned_sm90(label: &str, kernel: &Kernel, target: &Target) -> Strin
     }
     ptx
 }
+
+/// The softmax whose rows are shared by the programs of a thread-block cluster
+/// (`seeds::softmax_cluster`): 32768 columns a program on 32 warps, as the tutorial's
+/// host code launches rows of 65536 to 262144 columns. Its programs meet through each
+/// other's shared memory (`mapa`, `st.shared::cluster`, the cluster barrier), the launch
+/// groups them by the kernel's `.reqnctapercluster`, and `ptxas` assembles it for sm_90
+/// without spills. Without a cluster the op is its operand; before sm_90 it is an error.
+#[test]
+fn cluster_softmax_passes_ptxas() {
+    let options = SoftmaxOptions {
+        ieee_rounding: false,
+        ..SoftmaxOptions::default()
+    };
+    for cluster in [1, 2, 4, 8] {
+        let kernel = seeds::softmax_cluster(32768, cluster, options).unwrap();
+        let spec = Specialization::all(kernel.params.len());
+        let target = Target {
+            cluster,
+            ..Target::nvidia(32, 227 * 1024)
+        };
+        let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
+        let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+        let needles = [
+            format!(".reqnctapercluster {cluster}, 1, 1"),
+            "mapa.shared::cluster.u32".to_string(),
+            "st.shared::cluster.f32".to_string(),
+            "barrier.cluster.arrive.release.aligned".to_string(),
+            "barrier.cluster.wait.acquire.aligned".to_string(),
+        ];
+        for needle in &needles {
+            assert_eq!(
+                ptx.contains(needle.as_str()),
+                cluster > 1,
+                "cluster {cluster}: {needle}\n{ptx}"
+            );
+        }
+        if cluster > 1 {
+            // Two reductions, each with its two barriers.
+            assert_eq!(ptx.matches("barrier.cluster.wait").count(), 4, "{ptx}");
+            let e = emit(&t, &PtxTarget::from_compute_capability(8, 0))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("sm_90") && e.contains(&format!("cluster of {cluster}")),
+                "{e}"
+            );
+        }
+        if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+            println!("cluster softmax, {cluster} programs of 32 warps, sm_90: {registers} registers, {spilled} bytes spilled");
+            assert_eq!(
+                spilled, 0,
+                "cluster {cluster}: {registers} registers, {spilled} bytes spilled"
+            );
+        }
+    }
+}
+
+/// A cluster outside 1..=8, or with a persistent grid, is a configuration error.
+#[test]
+fn cluster_sizes_are_checked() {
+    let kernel = seeds::softmax_cluster(1024, 2, SoftmaxOptions::default()).unwrap();
+    let spec = Specialization::all(kernel.params.len());
+    for (cluster, persistent, expected) in [(0, false, "1 to 8"), (9, false, "1 to 8"), (2, true, "persistent")] {
+        let target = Target {
+            cluster,
+            persistent,
+            ..Target::nvidia(4, 48 * 1024)
+        };
+        let e = rutile_ir::lower::lower(&kernel, &target, &spec)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(expected), "cluster {cluster}, persistent {persistent}: {e}");
+    }
+}

@@ -503,7 +503,9 @@ pub enum Op {
     /// program's cluster: the consecutive programs along grid axis 0 that a launch groups
     /// with `LaunchConfig::cluster` (CUDA's thread-block clusters, sm_90 on, whose shared
     /// memory is where the values meet). Every program of a cluster must reach it equally
-    /// often, as a barrier. Without a cluster (size 1, the default) it is `value`.
+    /// often, as a barrier. Without a cluster (size 1, the default) it is `value`. Values
+    /// combine in rank order; float sums may differ in the last place between backends (the
+    /// interpreter adds in f64 and rounds once, GPUs add in the value's type).
     ClusterReduce {
         op: ReduceOp,
         value: ValueId,

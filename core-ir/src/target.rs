@@ -74,6 +74,10 @@ pub struct Target {
     /// `num_warps` warps only wait for them and multiply (see `lower::specialize`).
     /// Needs [`tma`](Self::tma); a schedule the autotuner can choose.
     pub warp_specialize: bool,
+    /// Programs per thread-block cluster, consecutive along grid axis 0 (CUDA from sm_90;
+    /// 1, the default, is none): `cluster_reduce` combines over them (see
+    /// `lower::cluster`).
+    pub cluster: u32,
 }
 
 /// One cooperative-matrix multiply-add a device offers (a `VkCooperativeMatrixPropertiesKHR`
@@ -108,6 +112,7 @@ impl Target {
             coop_matrix: Vec::new(),
             persistent: false,
             warp_specialize: false,
+            cluster: 1,
         }
     }
     /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with

@@ -6,7 +6,7 @@
 mod tutorial_support;
 
 use rutile_ir::interp::{self, ArgValue, HostBuffer};
-use rutile_ir::seeds::{fits_one_block, layer_norm_long, softmax_long, LayerNormMeta, SoftmaxOptions};
+use rutile_ir::seeds::{fits_one_block, layer_norm_long, softmax_cluster, softmax_long, LayerNormMeta, SoftmaxOptions};
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{self, F16, F32};
 use tutorial_support::{assert_close, buffer_of, ptr, simulate_targets, values};
@@ -49,6 +49,25 @@ fn long_row_softmax_matches_the_reference() {
         interp::run(&kernel, [rows as u32, 1, 1], &softmax_args(rows, cols), &mut buffers).unwrap();
         let want = softmax_reference(&x, rows, cols);
         let at = format!("softmax {rows}x{cols}, block {block}");
+        assert_close(&values(&buffers[0]), &want, 1e-5, 1e-30, &at);
+    }
+}
+
+/// The softmax whose rows the programs of a cluster share (`cluster_reduce` of the row's
+/// maximum and sum), with ragged rows that leave a program's share partly or wholly masked.
+#[test]
+fn cluster_softmax_matches_the_reference() {
+    let mut rng = Rng::new(67);
+    for (rows, cols, block, cluster) in [(3, 1000, 256, 4), (2, 513, 256, 3), (4, 100, 64, 2), (2, 64, 16, 8)] {
+        let mut x = rng.f32s(rows * cols, -30.0, 30.0);
+        // The row's maximum in its last program's share.
+        x[cols - 1] = 60.0;
+        let mut buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
+        let kernel = softmax_cluster(block, cluster, SoftmaxOptions::default()).unwrap();
+        let grid = [rows as u32 * cluster, 1, 1];
+        interp::run_clustered(&kernel, grid, cluster, &softmax_args(rows, cols), &mut buffers).unwrap();
+        let want = softmax_reference(&x, rows, cols);
+        let at = format!("cluster softmax {rows}x{cols}, {cluster} programs of {block}");
         assert_close(&values(&buffers[0]), &want, 1e-5, 1e-30, &at);
     }
 }

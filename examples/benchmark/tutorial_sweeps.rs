@@ -235,7 +235,8 @@ pub fn layer_norm(
 /// The softmax on f32 rows of N = 32768 to 262144 (1 GiB in, 1 GiB out: M = 2^28 / N), 8
 /// bytes per element as the softmax section counts: the long-row kernel at every width,
 /// and where the host code holds a row in registers, that one block on its warps and on
-/// 16. Each form writes a poisoned output, and rows 0, 1, M / 2 and the last are checked
+/// 16, or, past that, the programs of a thread-block cluster sharing it (where the device
+/// has clusters). Each form writes a poisoned output, and rows 0, 1, M / 2 and the last are checked
 /// against the CPU before it is timed.
 pub fn long_softmax(
     dev: &dyn Device,
@@ -263,7 +264,7 @@ pub fn long_softmax(
         if n <= long_rows::REGISTER_ROW_MAX {
             // The host code's pick for such rows: one block held in registers, read once
             // where the long-row kernel reads it twice; and the same on 16 warps.
-            let (kernel, config) = long_rows::softmax_launch(m, n)?;
+            let (kernel, config) = long_rows::softmax_launch(dev, m, n)?;
             for warps in [16, config.num_warps] {
                 launches.push((
                     format!("one block, {warps} warps"),
@@ -271,6 +272,15 @@ pub fn long_softmax(
                     (kernel.clone(), config.num_warps(warps)),
                 ));
             }
+        } else if long_rows::cluster_for(n).is_some_and(|c| c <= dev.properties().max_cluster()) {
+            // The host code's pick where the device has clusters: the row shared by the
+            // programs of one, each holding its share in registers, read once.
+            let (kernel, config) = long_rows::softmax_cluster_launch(m, n)?;
+            launches.push((
+                format!("cluster of {}", config.cluster),
+                format!("softmax_cluster{}", config.cluster),
+                (kernel, config),
+            ));
         }
         for (form, name, (kernel, config)) in launches {
             // A poisoned output for each form, so that a form that writes nothing fails

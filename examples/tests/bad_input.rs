@@ -1,9 +1,9 @@
 //! Bad input is an error with a message that says what is wrong, never a panic or a hang:
 //! malformed kernels, launch arguments of the wrong number or type, buffers smaller than a
 //! kernel's unmasked accesses need, empty or too large grids, too many threads, a register
-//! limit no GPU gives, too much shared memory, an absent or lost device, an element type a
-//! device lacks; and the bounds-checked debug mode, which runs a launch in the interpreter
-//! first.
+//! limit no GPU gives, clusters a launch or device cannot have, too much shared memory, an
+//! absent or lost device, an element type a device lacks; and the bounds-checked debug
+//! mode, which runs a launch in the interpreter first.
 //!
 //! Each case runs on the interpreter and on every GPU present (each CUDA GPU and each wgpu
 //! adapter, lavapipe included). Builder errors are asserted in
@@ -327,6 +327,67 @@ fn grids_and_threads_beyond_the_device() {
     require(
         over_limit_tested,
         "no device with a grid limit (CUDA) to launch above it",
+        &[],
+        &[Backend::Cuda],
+    );
+}
+
+/// Thread-block clusters: a size outside 1..=8, a persistent grid in clusters, and a grid
+/// that is not whole clusters are errors on every device; a device without clusters
+/// (Vulkan) refuses any; where they exist a valid clustered launch then runs and agrees
+/// with the CPU.
+#[test]
+fn cluster_launches_are_checked() {
+    let (_turn, devices) = devices();
+    let (rows, cols, cluster) = (3usize, 300usize, 2u32);
+    let kernel = seeds::softmax_cluster(256, cluster, seeds::SoftmaxOptions::default()).unwrap();
+    let mut clustered = false;
+    for d in devices {
+        let d = d.as_ref();
+        let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
+        let xb = d.upload(&x).unwrap();
+        let yb = d.upload(&vec![f32::NAN; rows * cols]).unwrap();
+        let c = Arg::I32(cols as i32);
+        let args = [(&yb).into(), (&xb).into(), c, c, Arg::I32(rows as i32), c];
+        let grid = LaunchConfig::grid1(rows as u32 * cluster).num_warps(2);
+        for bad in [0, 9] {
+            let e = d.launch(&kernel, &grid.cluster(bad), &args).unwrap_err();
+            assert_contains(&e, d, &format!("cluster = {bad}: a cluster groups 1 to 8 programs"));
+        }
+        let e = d
+            .launch(&kernel, &grid.cluster(cluster).persistent(true), &args)
+            .unwrap_err();
+        assert_contains(&e, d, "cluster = 2 with a persistent grid");
+        if d.properties().max_cluster() < cluster {
+            let e = d.launch(&kernel, &grid.cluster(cluster), &args).unwrap_err();
+            assert_contains(&e, d, "Vulkan has no thread-block clusters");
+            continue;
+        }
+        let e = d
+            .launch(&kernel, &LaunchConfig::grid1(5).num_warps(2).cluster(cluster), &args)
+            .unwrap_err();
+        assert_contains(&e, d, "grid x is 5, not a multiple of the cluster's 2 programs");
+        d.launch(&kernel, &grid.cluster(cluster), &args).unwrap();
+        let y = d.download(&yb).unwrap();
+        for r in 0..rows {
+            let row = &x[r * cols..(r + 1) * cols];
+            let m = row.iter().fold(f64::NEG_INFINITY, |a, &v| a.max(v as f64));
+            let s: f64 = row.iter().map(|&v| (v as f64 - m).exp()).sum();
+            for (i, &v) in row.iter().enumerate() {
+                let want = (v as f64 - m).exp() / s;
+                let got = y[r * cols + i] as f64;
+                assert!(
+                    (got - want).abs() <= 1e-5 * want.abs() + 1e-30,
+                    "{}: row {r} column {i}: {got} against {want}",
+                    d.id()
+                );
+            }
+        }
+        clustered |= d.properties().backend != Backend::Interpreter;
+    }
+    require(
+        clustered,
+        "no GPU with thread-block clusters (CUDA, sm_90 on)",
         &[],
         &[Backend::Cuda],
     );

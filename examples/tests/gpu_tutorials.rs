@@ -58,7 +58,7 @@ fn gpu_long_rows_match_the_reference() {
         let mut softmax = vec![(5, 16385), (3, 50001)];
         let mut layer_norm = vec![(3, 32769), (2, 70000)];
         if is_fast(d.as_ref()) {
-            softmax.extend([(64, 32768), (33, 100_003), (16, 262_144)]);
+            softmax.extend([(64, 32768), (7, 65_537), (33, 100_003), (16, 262_144)]);
             layer_norm.extend([(64, 65536), (8, 262_147)]);
         }
         for (i, &(rows, cols)) in softmax.iter().enumerate() {
@@ -69,6 +69,20 @@ fn gpu_long_rows_match_the_reference() {
             let outcome = tutorials::long_rows::layer_norm(d.as_ref(), m, n, 90 + i as u64);
             check(d.as_ref(), &format!("long-row layer norm {m}x{n}"), outcome);
         }
+    }
+}
+
+/// The long-row softmax's host code on the interpreter, which has thread-block clusters:
+/// rows past what one program holds are shared by the programs of a cluster (2, 3 and 8
+/// programs here, the last share of each ragged).
+#[test]
+fn long_row_softmax_in_clusters_on_the_interpreter() {
+    let cpu = rutile::CpuDevice::new();
+    for (i, &(rows, cols)) in [(2, 50_001), (1, 65_537), (1, 262_143)].iter().enumerate() {
+        let outcome = tutorials::long_rows::softmax(&cpu, rows, cols, 70 + i as u64);
+        let detail = outcome.as_ref().ok().and_then(|o| o.detail.clone()).unwrap_or_default();
+        assert!(detail.contains("cluster of"), "{rows}x{cols}: {detail}");
+        check(&cpu, &format!("long-row softmax {rows}x{cols}"), outcome);
     }
 }
 

@@ -24,15 +24,51 @@ pub const REGISTER_ROW_MAX: usize = 32768;
 pub const REGISTER_ROW_WARPS: u32 = 32;
 
 /// The softmax's kernel and launch for `rows` rows of `cols` f32 columns over 64 KiB (its
-/// host code's choice for such rows): rows up to [`REGISTER_ROW_MAX`] columns as one block
-/// held in registers, longer ones walked by the long-row kernel ([`softmax_long_launch`]).
-/// Triton's `/` (within 2 ulp), as the autotuned one-block softmax.
-pub fn softmax_launch(rows: usize, cols: usize) -> Result<(Kernel, LaunchConfig)> {
+/// host code's choice for such rows) on `dev`: rows up to [`REGISTER_ROW_MAX`] columns as
+/// one block held in registers; longer ones, where the device has thread-block clusters
+/// big enough, shared by the programs of a cluster, each holding up to
+/// [`REGISTER_ROW_MAX`] columns in registers ([`softmax_cluster_launch`]); elsewhere
+/// walked by the long-row kernel ([`softmax_long_launch`]). Triton's `/` (within 2 ulp),
+/// as the autotuned one-block softmax.
+pub fn softmax_launch(dev: &dyn Device, rows: usize, cols: usize) -> Result<(Kernel, LaunchConfig)> {
     if cols > REGISTER_ROW_MAX {
-        return softmax_long_launch(rows);
+        return match cluster_for(cols) {
+            Some(cluster) if cluster <= dev.properties().max_cluster() => softmax_cluster_launch(rows, cols),
+            _ => softmax_long_launch(rows),
+        };
     }
     let kernel = seeds::softmax_with(seeds::softmax_block(cols as u32), division_as_triton())?;
     Ok((kernel, LaunchConfig::grid1(rows as u32).num_warps(REGISTER_ROW_WARPS)))
+}
+
+/// The programs of a cluster that share a row of `cols` columns, each holding at most
+/// [`REGISTER_ROW_MAX`] of them: `None` past what a cluster of 8 holds (262144 columns).
+pub fn cluster_for(cols: usize) -> Option<u32> {
+    let cluster = cols.div_ceil(REGISTER_ROW_MAX).max(1) as u32;
+    (cluster <= rutile::MAX_CLUSTER).then_some(cluster)
+}
+
+/// The cluster softmax's kernel and launch for `rows` rows of `cols` columns (at most
+/// `8 *` [`REGISTER_ROW_MAX`]): each row shared by the [`cluster_for`] programs of a
+/// thread-block cluster, each holding its share (the next power of two of `cols /
+/// cluster`) in registers on [`REGISTER_ROW_WARPS`] warps; they agree on the row's maximum
+/// and sum through each other's shared memory (`cluster_reduce`), so the row is read once.
+pub fn softmax_cluster_launch(rows: usize, cols: usize) -> Result<(Kernel, LaunchConfig)> {
+    let cluster = cluster_for(cols).ok_or_else(|| rutile::Error::Argument {
+        kernel: "softmax_cluster_kernel".into(),
+        message: format!(
+            "rows of {cols} columns: a cluster of {} programs holds at most {}",
+            rutile::MAX_CLUSTER,
+            rutile::MAX_CLUSTER as usize * REGISTER_ROW_MAX
+        ),
+    })?;
+    let block = seeds::softmax_block(cols.div_ceil(cluster as usize) as u32);
+    Ok((
+        seeds::softmax_cluster(block, cluster, division_as_triton())?,
+        LaunchConfig::grid1(rows as u32 * cluster)
+            .num_warps(REGISTER_ROW_WARPS)
+            .cluster(cluster),
+    ))
 }
 
 /// The long-row softmax kernel and launch for `rows` rows, plain loads, so that the second

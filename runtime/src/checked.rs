@@ -48,9 +48,11 @@ pub(crate) fn run_in_interpreter<D: Device + ?Sized>(
         copied.push(b);
         Ok(host.len() - 1)
     })?;
-    interp::run(kernel, grid, &values, &mut host).map_err(|source| Error::BoundsCheck {
-        kernel: kernel.name.clone(),
-        device: device.id(),
-        source: Box::new(source),
+    interp::run_clustered(kernel, grid, compiled.options.cluster, &values, &mut host).map_err(|source| {
+        Error::BoundsCheck {
+            kernel: kernel.name.clone(),
+            device: device.id(),
+            source: Box::new(source),
+        }
     })
 }

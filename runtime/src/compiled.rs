@@ -20,6 +20,8 @@ pub struct CompileOptions {
     pub warp_specialize: bool,
     /// See [`crate::LaunchConfig::maxnreg`].
     pub maxnreg: Option<u32>,
+    /// See [`crate::LaunchConfig::cluster`].
+    pub cluster: u32,
 }
 
 impl From<&crate::LaunchConfig> for CompileOptions {
@@ -30,6 +32,7 @@ impl From<&crate::LaunchConfig> for CompileOptions {
             persistent: c.persistent,
             warp_specialize: c.warp_specialize,
             maxnreg: c.maxnreg,
+            cluster: c.cluster,
         }
     }
 }

@@ -203,6 +203,16 @@ pub struct DeviceProperties {
 }
 
 impl DeviceProperties {
+    /// The most programs a launch may group into a thread-block cluster
+    /// ([`crate::LaunchConfig::cluster`]): 8 (CUDA's portable limit) on CUDA devices of
+    /// compute capability 9.0 and later and in the interpreter, 1 (no clusters) elsewhere.
+    pub fn max_cluster(&self) -> u32 {
+        match (self.backend, self.compute_capability) {
+            (Backend::Cuda, Some((major, _))) if major >= 9 => rutile_ir::lower::MAX_CLUSTER,
+            (Backend::Interpreter, _) => rutile_ir::lower::MAX_CLUSTER,
+            _ => 1,
+        }
+    }
     /// Properties with only the identity known.
     pub fn unknown(
         name: impl Into<String>,

@@ -113,6 +113,12 @@ pub struct LaunchConfig {
     /// PTX's `.maxnreg`; Vulkan has no such control and ignores it, as the interpreter
     /// does. `None` (the default): the compiler's choice.
     pub maxnreg: Option<u32>,
+    /// Programs per thread-block cluster, consecutive along grid axis 0, 1 to 8: the
+    /// programs a `cluster_reduce` combines over (through their shared memory on CUDA,
+    /// sm_90 and later; the interpreter runs a cluster's programs together). The grid's x
+    /// must be a multiple of it. Vulkan has no clusters and refuses more than 1. 1 (the
+    /// default): no cluster.
+    pub cluster: u32,
     /// Run the launch in the bounds-checked interpreter before the device, and launch on
     /// the device only if it does not fault ([`LaunchConfig::check_bounds`]).
     pub check_bounds: bool,
@@ -128,6 +134,7 @@ impl LaunchConfig {
             persistent: false,
             warp_specialize: false,
             maxnreg: None,
+            cluster: 1,
             check_bounds: false,
         }
     }
@@ -156,6 +163,11 @@ impl LaunchConfig {
     /// See [`LaunchConfig::maxnreg`](#structfield.maxnreg).
     pub fn maxnreg(mut self, maxnreg: Option<u32>) -> Self {
         self.maxnreg = maxnreg;
+        self
+    }
+    /// See [`LaunchConfig::cluster`](#structfield.cluster).
+    pub fn cluster(mut self, programs: u32) -> Self {
+        self.cluster = programs;
         self
     }
     /// A debugging aid: run this launch in the interpreter with bounds checks before the
@@ -187,7 +199,47 @@ pub(crate) fn check_launch(
     check_args(kernel, args, device)?;
     check_specialization(compiled, args)?;
     check_grid(kernel, grid, max_grid)?;
+    check_cluster_grid(kernel, grid, compiled.options.cluster)?;
     check_extent(compiled, grid, args)
+}
+
+/// Checks a launch's cluster ([`LaunchConfig::cluster`]) on every device, before anything
+/// is compiled: its size, and that it goes with a plain grid.
+pub(crate) fn check_cluster(kernel: &Kernel, config: &LaunchConfig) -> Result<()> {
+    let max = rutile_ir::lower::MAX_CLUSTER;
+    let fail = |message: String| {
+        Err(Error::Launch {
+            kernel: kernel.name.clone(),
+            message,
+        })
+    };
+    if !(1..=max).contains(&config.cluster) {
+        return fail(format!(
+            "cluster = {}: a cluster groups 1 to {max} programs",
+            config.cluster
+        ));
+    }
+    if config.cluster > 1 && config.persistent {
+        return fail(format!(
+            "cluster = {} with a persistent grid: a persistent program walks tiles, not a cluster's share",
+            config.cluster
+        ));
+    }
+    Ok(())
+}
+
+/// The grid's x is a whole number of clusters.
+fn check_cluster_grid(kernel: &Kernel, grid: [u32; 3], cluster: u32) -> Result<()> {
+    if cluster > 1 && grid[0] % cluster != 0 {
+        return Err(Error::Launch {
+            kernel: kernel.name.clone(),
+            message: format!(
+                "grid x is {}, not a multiple of the cluster's {cluster} programs",
+                grid[0]
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The arguments satisfy what the kernel was compiled assuming of them (Triton's
@@ -471,6 +523,31 @@ mod tests {
                 )
             );
         }
+    }
+
+    #[test]
+    fn clusters_are_checked_before_compiling_and_at_launch() {
+        let kernel = rutile_ir::seeds::vector_add(ScalarType::F32, 256).unwrap();
+        let config = LaunchConfig::grid1(8);
+        for ok in [1, 2, 3, 8] {
+            assert!(check_cluster(&kernel, &config.cluster(ok)).is_ok(), "{ok}");
+        }
+        for bad in [0, 9] {
+            let e = check_cluster(&kernel, &config.cluster(bad)).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("kernel `add_kernel`: invalid launch: cluster = {bad}: a cluster groups 1 to 8 programs")
+            );
+        }
+        let e = check_cluster(&kernel, &config.cluster(2).persistent(true)).unwrap_err();
+        assert!(e.to_string().contains("with a persistent grid"), "{e}");
+        assert!(check_cluster_grid(&kernel, [8, 3, 1], 4).is_ok());
+        assert!(check_cluster_grid(&kernel, [7, 1, 1], 1).is_ok());
+        let e = check_cluster_grid(&kernel, [6, 1, 1], 4).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "kernel `add_kernel`: invalid launch: grid x is 6, not a multiple of the cluster's 4 programs"
+        );
     }
 
     /// 2^27 warps of 32 are 2^32 threads, which a `u32` product wraps to 0: below any limit.

@@ -44,6 +44,8 @@ pub use error::{Error, Result};
 pub use ext::DeviceExt;
 pub use launch::{Arg, LaunchConfig};
 pub use launcher::Launcher;
+/// The most programs a thread-block cluster groups ([`LaunchConfig::cluster`]).
+pub use rutile_ir::lower::MAX_CLUSTER;
 pub use select::{default_device, list_devices, open_device, DeviceListing, DEVICE_ENV};
 
 /// The kernel language and compiler (re-exported from `rutile-ir`).

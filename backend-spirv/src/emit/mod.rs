@@ -36,6 +36,16 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
         kernel: kernel.name.clone(),
         message,
     })?;
+    if kernel.cluster > 1 {
+        return Err(unsupported(
+            kernel,
+            "thread-block clusters",
+            format!(
+                "Vulkan has no clusters, the kernel was lowered for clusters of {} programs",
+                kernel.cluster
+            ),
+        ));
+    }
     let scan = Scan::new(kernel, target)?;
     let layout = BindingLayout::new(kernel, &scan.atomic, target);
     let mut cx = Cx::new(kernel, &scan, &layout, target);
@@ -935,6 +945,13 @@ impl<'a> Cx<'a> {
                     self.k,
                     "mma.sync",
                     "lower `dot` without matrix units for SPIR-V".into(),
+                ))
+            }
+            Stmt::ClusterStore { .. } | Stmt::ClusterBarrier => {
+                return Err(unsupported(
+                    self.k,
+                    "thread-block clusters",
+                    "Vulkan has no clusters: launch with a cluster of 1 program".into(),
                 ))
             }
             Stmt::MbarrierArrive { .. }

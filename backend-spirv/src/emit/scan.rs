@@ -339,6 +339,15 @@ impl Scan {
                         });
                     }
                 }
+                Stmt::ClusterStore { .. } | Stmt::ClusterBarrier => {
+                    if err.is_none() {
+                        *err = Some(SpirvError::Unsupported {
+                            kernel: k.name.clone(),
+                            what: "thread-block clusters",
+                            detail: "Vulkan has no clusters: launch with a cluster of 1 program".into(),
+                        });
+                    }
+                }
                 // Vulkan has no printing here: `device_print` is left out (docs/testing.md).
                 Stmt::Barrier | Stmt::Comment(_) | Stmt::Print { .. } => {}
                 Stmt::If {

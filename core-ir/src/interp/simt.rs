@@ -896,6 +896,11 @@ impl<'s> Sim<'s> {
             Stmt::MbarrierArrive { bar, pred } => self.mbarrier_arrive(bar, *pred),
             // (A register budget: nothing to simulate.)
             Stmt::SetMaxRegisters { .. } => Ok(()),
+            Stmt::ClusterStore { .. } | Stmt::ClusterBarrier => Err(SimFault {
+                kind: FaultKind::InvalidIr,
+                thread: None,
+                message: "the simulator runs one program at a time, so no thread-block clusters".into(),
+            }),
             Stmt::Barrier
             | Stmt::NamedBarrier { .. }
             | Stmt::Comment(_)

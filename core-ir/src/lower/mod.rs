@@ -14,6 +14,7 @@
 //! buffer index) reach memory.
 
 mod assign;
+mod cluster;
 mod control;
 mod convert;
 mod coop;
@@ -46,6 +47,7 @@ use crate::thread::{Expr, Reg, RegData, SharedAlloc, Stmt, ThreadKernel, ThreadP
 use crate::types::{Elem, ScalarType, Shape};
 use std::collections::HashMap;
 
+pub use cluster::MAX_CLUSTER;
 pub use persistent::GRID_PARAMS;
 
 /// Why a kernel could not be lowered for a target.
@@ -98,6 +100,18 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
             target.num_warps as u64 * target.warp_size as u64,
             crate::thread::MAX_THREADS
         )));
+    }
+    if !(1..=cluster::MAX_CLUSTER).contains(&target.cluster) {
+        return Err(LowerError::InvalidConfig(format!(
+            "a cluster groups 1 to {} programs, not {}",
+            cluster::MAX_CLUSTER,
+            target.cluster
+        )));
+    }
+    if target.cluster > 1 && target.persistent {
+        return Err(LowerError::InvalidConfig(
+            "a persistent grid cannot run in clusters: its programs walk tiles, not clusters".into(),
+        ));
     }
     // The lowering relies on the typing rules holding (result types, operand counts), which
     // the builder guarantees but a kernel whose public fields were edited may break.
@@ -288,6 +302,7 @@ impl<'k> Lowerer<'k> {
             reuse_shared: self.target.reuse_shared,
             persistent: None,
             producer_warps: self.producer_warps,
+            cluster: self.target.cluster,
             body,
         };
         if self.target.persistent {
@@ -377,6 +392,7 @@ impl<'k> Lowerer<'k> {
             Op::Sort { .. } => vec![self.sort(inst)?],
             Op::Gather { .. } => vec![self.gather(inst)?],
             Op::Histogram { .. } => vec![self.histogram(inst)?],
+            Op::ClusterReduce { .. } => vec![self.cluster_reduce(inst)?],
             // ---- end of scans, combine reductions, gather, sort, histogram ----
             // Compiled out of GPU code; the interpreter checks it.
             Op::Assert { .. } => vec![],

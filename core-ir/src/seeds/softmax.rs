@@ -1,3 +1,4 @@
+use crate::ir::ReduceOp;
 use crate::{BuildError, CacheModifier, Kernel, ScalarType::F32, Value};
 
 /// How the softmax kernels load their rows and divide by the row sums. The default is the
@@ -72,6 +73,36 @@ pub fn softmax_with(block: u32, options: impl Into<SoftmaxOptions>) -> Result<Ke
         let z = x - x.max(0);
         let num = z.exp();
         let y = num.fdiv(num.sum(0), o.ieee_rounding);
+        k.store_masked(out + row * out_stride + cols, y, mask);
+    })
+}
+
+/// [`softmax_with`] for rows too long for one program: `cluster` programs share each row,
+/// `block` columns each (the programs of a row form one thread-block cluster), and agree
+/// on the row's maximum and sum with `cluster_reduce`, so that the row is read once and
+/// held on chip, spread over the cluster's multiprocessors, where a single program would
+/// walk it twice. Parameters as [`softmax`]; `block * cluster` is at least `n_cols`.
+/// Grid: `n_rows * cluster` programs, launched in clusters of `cluster`.
+pub fn softmax_cluster(block: u32, cluster: u32, options: impl Into<SoftmaxOptions>) -> Result<Kernel, BuildError> {
+    let o = options.into();
+    Kernel::build("softmax_cluster_kernel", |k| {
+        let Params {
+            out,
+            inp,
+            in_stride,
+            out_stride,
+            n_cols,
+            ..
+        } = params(k);
+        let pid = k.program_id(0);
+        let row = pid / cluster as i32;
+        let share = pid % cluster as i32;
+        let cols = share * block as i32 + k.arange(0, block as i32);
+        let mask = cols.lt(n_cols);
+        let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
+        let z = x - x.max(0).cluster_reduce(ReduceOp::Max);
+        let num = z.exp();
+        let y = num.fdiv(num.sum(0).cluster_reduce(ReduceOp::Sum), o.ieee_rounding);
         k.store_masked(out + row * out_stride + cols, y, mask);
     })
 }

@@ -75,7 +75,18 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
                 mark(v, &mut live, &mut stack);
             }
         }
-        Stmt::AsyncCommit | Stmt::AsyncWait { .. } => {}
+        Stmt::AsyncCommit | Stmt::AsyncWait { .. } | Stmt::ClusterBarrier => {}
+        Stmt::ClusterStore {
+            index,
+            rank,
+            value,
+            pred,
+            ..
+        } => {
+            for &v in [index, rank, value].into_iter().chain(pred) {
+                mark(v, &mut live, &mut stack);
+            }
+        }
         Stmt::MbarrierInit { bar, pred, .. }
         | Stmt::MbarrierArriveExpectTx { bar, pred, .. }
         | Stmt::MbarrierArrive { bar, pred }

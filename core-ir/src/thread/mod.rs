@@ -371,6 +371,22 @@ pub enum Stmt {
     /// size), numbered `id` (1 to 15; 0 is [`Stmt::Barrier`]'s): PTX's `bar.sync id,
     /// threads`. What [`Stmt::Barrier`] is to the consumers of a [`Stmt::Specialized`].
     NamedBarrier { id: u32, threads: u32 },
+    /// Where `pred` holds: writes `value` to element `index` of shared buffer `alloc` of the
+    /// program of this program's cluster ranked `rank` (0 to [`ThreadKernel::cluster`]` - 1`,
+    /// an i32 register): PTX's `mapa.shared::cluster` and `st.shared::cluster`. The receiver
+    /// reads it after the next [`Stmt::ClusterBarrier`]. Since another program may write the
+    /// buffer at any time before that barrier, its bytes are its own for the whole kernel.
+    ClusterStore {
+        alloc: u32,
+        index: Reg,
+        rank: Reg,
+        value: Reg,
+        pred: Option<Reg>,
+    },
+    /// Waits until every thread of every program of the cluster has arrived; shared-memory
+    /// writes made before it, [`Stmt::ClusterStore`]s to other programs included, are seen
+    /// after it: PTX's `barrier.cluster.arrive.release` and `barrier.cluster.wait.acquire`.
+    ClusterBarrier,
     /// The warpgroup's threads ask for `count` registers each (a multiple of 8, 24 to 256)
     /// from now on, PTX's `setmaxnreg.{inc,dec}.sync.aligned.u32`: a producer warpgroup
     /// gives registers up (`increase` false) for the consumers to take. Every thread of a
@@ -532,6 +548,10 @@ pub struct ThreadKernel {
     pub reuse_shared: bool,
     /// Where the kernel walks several tiles per program (a persistent grid), how.
     pub persistent: Option<PersistentGrid>,
+    /// Programs per thread-block cluster, consecutive along grid axis 0 (1: no cluster): the
+    /// programs [`Stmt::ClusterStore`] and [`Stmt::ClusterBarrier`] reach. The launch must
+    /// group them so (PTX's `.reqnctapercluster`).
+    pub cluster: u32,
     /// Warps after the `num_warps` that run the producer side of a
     /// [`Stmt::Specialized`] (a warpgroup: 4), or 0.
     pub producer_warps: u32,

@@ -22,6 +22,9 @@ impl fmt::Display for ThreadKernel {
         if self.persistent.is_some() {
             write!(f, " persistent")?;
         }
+        if self.cluster > 1 {
+            write!(f, " cluster={}", self.cluster)?;
+        }
         writeln!(f, " {{")?;
         for (i, a) in self.shared.iter().enumerate() {
             writeln!(f, "  shared{i}: [{}; {}]", a.elem, a.len)?;
@@ -265,6 +268,21 @@ impl ThreadKernel {
                     pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
                 ),
                 Stmt::NamedBarrier { id, threads } => writeln!(out, "{pad}barrier {id} threads {threads}"),
+                Stmt::ClusterStore {
+                    alloc,
+                    index,
+                    rank,
+                    value,
+                    pred,
+                } => writeln!(
+                    out,
+                    "{pad}cluster_store shared{alloc}[{}] of rank {} = {}{}",
+                    self.r(*index),
+                    self.r(*rank),
+                    self.r(*value),
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
+                Stmt::ClusterBarrier => writeln!(out, "{pad}cluster_barrier"),
                 Stmt::SetMaxRegisters { count, increase } => writeln!(
                     out,
                     "{pad}set_max_registers {} {count}",

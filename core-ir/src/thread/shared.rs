@@ -171,6 +171,14 @@ fn live_ranges(k: &ThreadKernel, spans: &[Span<'_>]) -> Vec<Option<(usize, usize
             _ => {}
         });
     }
+    // Another program of the cluster may write a buffer that `ClusterStore` reaches before
+    // this program gets there: its bytes stay its own for the whole kernel.
+    let end = spans.iter().map(|s| s.range.1).max().unwrap_or(0);
+    k.walk(&mut |s| {
+        if let Stmt::ClusterStore { alloc, .. } = s {
+            ranges[*alloc as usize] = Some((0, end));
+        }
+    });
     // A warp-specialized kernel never invalidates its mbarriers: their bytes stay theirs.
     if k.producer_warps > 0 {
         let end = spans.iter().map(|s| s.range.1).max().unwrap_or(0);

@@ -446,6 +446,34 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             mbarrier(k, bar)?;
             pred(k, p)
         }
+        Stmt::ClusterStore {
+            alloc,
+            index,
+            rank,
+            value,
+            pred: p,
+        } => {
+            if k.cluster < 2 {
+                return Err(format!(
+                    "a store to another program's shared memory needs a cluster, the kernel's is {}",
+                    k.cluster
+                ));
+            }
+            let elem = memory_elem(k, Memory::Shared { alloc: *alloc })?;
+            want(k, *value, elem, "value")?;
+            want(k, *rank, ScalarType::I32, "cluster rank")?;
+            int_index(k, *index)?;
+            pred(k, p)
+        }
+        Stmt::ClusterBarrier => {
+            if k.cluster < 2 {
+                return Err(format!(
+                    "a cluster barrier needs a cluster, the kernel's is {}",
+                    k.cluster
+                ));
+            }
+            Ok(())
+        }
         Stmt::NamedBarrier { id, threads } => {
             if !(1..=15).contains(id) || *threads == 0 || threads % k.warp_size != 0 || *threads > k.threads() {
                 return Err(format!(

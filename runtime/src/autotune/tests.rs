@@ -199,6 +199,7 @@ fn options(num_warps: u32) -> CompileOptions {
         persistent: false,
         warp_specialize: false,
         maxnreg: None,
+        cluster: 1,
     }
 }
 

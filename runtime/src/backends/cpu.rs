@@ -124,7 +124,7 @@ impl Device for CpuDevice {
             .iter_mut()
             .map(|g| std::mem::replace(&mut **g, HostBuffer::zeros(ScalarType::U8, 0)))
             .collect();
-        let result = interp::run(kernel, grid, &values, &mut buffers);
+        let result = interp::run_clustered(kernel, grid, compiled.options.cluster, &values, &mut buffers);
         for (g, b) in guards.iter_mut().zip(buffers) {
             **g = b;
         }

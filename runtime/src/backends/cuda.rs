@@ -314,6 +314,7 @@ impl Device for CudaGpu {
                 persistent: options.persistent,
                 // With a producer warpgroup of its own where TMA feeds a loop.
                 warp_specialize: options.warp_specialize,
+                cluster: options.cluster,
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;

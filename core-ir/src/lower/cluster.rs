@@ -1,0 +1,88 @@
+//! `cluster_reduce`: a scalar combined over the programs of a thread-block cluster, through
+//! their shared memory (distributed shared memory, CUDA from sm_90).
+//!
+//! Each program owns a buffer of one slot per program of the cluster. Thread `t < cluster`
+//! writes the program's value into slot `rank` of the buffer of program `t` (so the
+//! programs' writes go out in parallel, one remote store a thread), then a cluster barrier
+//! orders them before every thread of every program reads its own buffer's slots and
+//! combines them in rank order (the interpreter's order, so sums agree bit for bit). A
+//! second cluster barrier keeps a later round's writes from landing in a buffer a slower
+//! program still reads (a `cluster_reduce` in a loop), and keeps each program's shared
+//! memory alive until the last remote store into it is done.
+//!
+//! A program's rank is its `program_id(0)` modulo the cluster size: the driver groups
+//! consecutive programs along x into a cluster, in rank order.
+//!
+//! Without a cluster (size 1) the op is its operand and nothing is emitted.
+
+use super::{LVal, LowerError, Lowerer};
+use crate::ir::{BinaryOp, CacheModifier, Inst, Op, ReduceOp};
+use crate::thread::{Expr, Memory, Special, Stmt};
+use crate::types::ScalarType;
+
+/// The largest cluster a launch may ask for: CUDA's portable limit.
+pub const MAX_CLUSTER: u32 = 8;
+
+impl Lowerer<'_> {
+    pub(crate) fn cluster_reduce(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
+        let Op::ClusterReduce { op, value } = inst.op else {
+            return Err(self.internal("not a cluster reduction"));
+        };
+        let src = self.lval(value)?;
+        let cluster = self.target.cluster;
+        if cluster <= 1 {
+            return Ok(src);
+        }
+        let elem = self
+            .k
+            .ty(value)
+            .scalar_type()
+            .ok_or_else(|| self.unsupported(inst, "cannot combine pointers"))?;
+        let combine = match op {
+            ReduceOp::Sum => BinaryOp::Add,
+            ReduceOp::Max => BinaryOp::Max,
+            ReduceOp::Min => BinaryOp::Min,
+            _ => return Err(self.unsupported(inst, format!("combines by sum, max or min, not {}", op.name()))),
+        };
+        let [x] = src.regs[..] else {
+            return Err(self.internal("a cluster reduction of more than one register"));
+        };
+        let i32t = ScalarType::I32;
+        let slots = self.shared_buffer(elem, cluster);
+        let pid = self.set(i32t, Expr::Special(Special::ProgramId(0)));
+        let size = self.i32c(cluster as i64);
+        let rank = self.set(i32t, Expr::Binary(BinaryOp::Rem, pid, size));
+        let (tid, _, _) = self.thread_ids();
+        let writes = self.set(ScalarType::Bool, Expr::Compare(crate::ir::CmpOp::Lt, tid, size));
+        self.emit(Stmt::ClusterStore {
+            alloc: slots,
+            index: rank,
+            rank: tid,
+            value: x,
+            pred: Some(writes),
+        });
+        self.emit(Stmt::ClusterBarrier);
+        let mut acc = None;
+        for slot in 0..cluster {
+            let at = self.i32c(slot as i64);
+            let v = self.new_reg(elem);
+            self.emit(Stmt::Load {
+                dsts: vec![v],
+                mem: Memory::Shared { alloc: slots },
+                index: at,
+                pred: None,
+                cache: CacheModifier::Default,
+            });
+            acc = Some(match acc {
+                None => v,
+                Some(a) => self.set(elem, Expr::Binary(combine, a, v)),
+            });
+        }
+        self.emit(Stmt::ClusterBarrier);
+        Ok(LVal {
+            layout: src.layout,
+            regs: vec![acc.expect("a cluster has programs")],
+            ptr: None,
+        })
+    }
+}
