@@ -129,14 +129,17 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, se
     let mut detail = None;
     let (kernel, config) = match form {
         _ if !seeds::fits_one_block(cols as u32, ScalarType::F32) => {
-            let cluster = long_rows::cluster_for(cols).filter(|&c| c <= dev.properties().max_cluster());
+            let cluster = long_rows::cluster_for(cols, dev.properties().max_cluster());
             detail = Some(if cols <= long_rows::REGISTER_ROW_MAX {
                 format!(
                     "long rows: one block of {} warps holds them in registers",
                     long_rows::REGISTER_ROW_WARPS
                 )
-            } else if let Some(cluster) = cluster {
-                format!("long rows: shared by a cluster of {cluster} programs, held in their registers")
+            } else if let Some(shape) = cluster {
+                format!(
+                    "long rows: shared by a cluster of {} programs of {} warps, held in their registers",
+                    shape.cluster, shape.num_warps
+                )
             } else {
                 "long rows: walked by the long-row kernel".into()
             });

@@ -316,8 +316,9 @@ fn assemble_aligned_sm90(label: &str, kernel: &Kernel, target: &Target) -> Strin
 }
 
 /// The softmax whose rows are shared by the programs of a thread-block cluster
-/// (`seeds::softmax_cluster`): 32768 columns a program on 32 warps, as the tutorial's
-/// host code launches rows of 65536 to 262144 columns. Its programs meet through each
+/// (`seeds::softmax_cluster`): 32 columns a thread, on the clusters and warps the
+/// tutorial's host code launches rows of 65536 to 262144 columns with, and Hopper's
+/// largest cluster (16). Its programs meet through each
 /// other's shared memory (`mapa`, `st.shared::cluster`, the cluster barrier), the launch
 /// groups them by the kernel's `.reqnctapercluster`, and `ptxas` assembles it for sm_90
 /// without spills. Without a cluster the op is its operand; before sm_90 it is an error.
@@ -327,12 +328,18 @@ fn cluster_softmax_passes_ptxas() {
         ieee_rounding: false,
         ..SoftmaxOptions::default()
     };
-    for cluster in [1, 2, 4, 8] {
-        let kernel = seeds::softmax_cluster(32768, cluster, options).unwrap();
+    for (cluster, block, warps) in [
+        (1, 32768, 32),
+        (2, 32768, 32),
+        (4, 16384, 16),
+        (8, 8192, 8),
+        (16, 16384, 16),
+    ] {
+        let kernel = seeds::softmax_cluster(block, cluster, options).unwrap();
         let spec = Specialization::all(kernel.params.len());
         let target = Target {
             cluster,
-            ..Target::nvidia(32, 227 * 1024)
+            ..Target::nvidia(warps, 227 * 1024)
         };
         let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
         let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
@@ -362,7 +369,7 @@ fn cluster_softmax_passes_ptxas() {
             );
         }
         if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
-            println!("cluster softmax, {cluster} programs of 32 warps, sm_90: {registers} registers, {spilled} bytes spilled");
+            println!("cluster softmax, {cluster} programs of {warps} warps, sm_90: {registers} registers, {spilled} bytes spilled");
             assert_eq!(
                 spilled, 0,
                 "cluster {cluster}: {registers} registers, {spilled} bytes spilled"
@@ -371,12 +378,12 @@ fn cluster_softmax_passes_ptxas() {
     }
 }
 
-/// A cluster outside 1..=8, or with a persistent grid, is a configuration error.
+/// A cluster outside 1..=16, or with a persistent grid, is a configuration error.
 #[test]
 fn cluster_sizes_are_checked() {
     let kernel = seeds::softmax_cluster(1024, 2, SoftmaxOptions::default()).unwrap();
     let spec = Specialization::all(kernel.params.len());
-    for (cluster, persistent, expected) in [(0, false, "1 to 8"), (9, false, "1 to 8"), (2, true, "persistent")] {
+    for (cluster, persistent, expected) in [(0, false, "1 to 16"), (17, false, "1 to 16"), (2, true, "persistent")] {
         let target = Target {
             cluster,
             persistent,

@@ -272,15 +272,29 @@ pub fn long_softmax(
                     (kernel.clone(), config.num_warps(warps)),
                 ));
             }
-        } else if long_rows::cluster_for(n).is_some_and(|c| c <= dev.properties().max_cluster()) {
+        } else if let Some(host) = long_rows::cluster_for(n, dev.properties().max_cluster()) {
             // The host code's pick where the device has clusters: the row shared by the
-            // programs of one, each holding its share in registers, read once.
-            let (kernel, config) = long_rows::softmax_cluster_launch(m, n)?;
-            launches.push((
-                format!("cluster of {}", config.cluster),
-                format!("softmax_cluster{}", config.cluster),
-                (kernel, config),
-            ));
+            // programs of one, each holding its share in registers, read once; and the
+            // other clusters and warps that hold 32 or 64 elements a thread.
+            for cluster in [2u32, 4, 8, 16]
+                .into_iter()
+                .filter(|&c| c <= dev.properties().max_cluster())
+            {
+                let share = (n.div_ceil(cluster as usize) as u32).next_power_of_two();
+                for num_warps in [4u32, 8, 16, 32] {
+                    let per_thread = share / (num_warps * 32);
+                    if ![32, 64].contains(&per_thread) || share as usize > long_rows::REGISTER_ROW_MAX {
+                        continue;
+                    }
+                    let shape = long_rows::ClusterShape { cluster, num_warps };
+                    let pick = if shape == host { " (host)" } else { "" };
+                    launches.push((
+                        format!("cluster of {cluster}, {num_warps} warps{pick}"),
+                        format!("softmax_cluster{cluster}_w{num_warps}"),
+                        long_rows::softmax_cluster_launch_on(m, n, shape)?,
+                    ));
+                }
+            }
         }
         for (form, name, (kernel, config)) in launches {
             // A poisoned output for each form, so that a form that writes nothing fails

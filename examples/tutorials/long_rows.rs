@@ -26,47 +26,65 @@ pub const REGISTER_ROW_WARPS: u32 = 32;
 /// The softmax's kernel and launch for `rows` rows of `cols` f32 columns over 64 KiB (its
 /// host code's choice for such rows) on `dev`: rows up to [`REGISTER_ROW_MAX`] columns as
 /// one block held in registers; longer ones, where the device has thread-block clusters
-/// big enough, shared by the programs of a cluster, each holding up to
-/// [`REGISTER_ROW_MAX`] columns in registers ([`softmax_cluster_launch`]); elsewhere
+/// big enough, shared by the programs of a cluster, each holding its share in registers
+/// ([`cluster_for`], [`softmax_cluster_launch_on`]); elsewhere
 /// walked by the long-row kernel ([`softmax_long_launch`]). Triton's `/` (within 2 ulp),
 /// as the autotuned one-block softmax.
 pub fn softmax_launch(dev: &dyn Device, rows: usize, cols: usize) -> Result<(Kernel, LaunchConfig)> {
     if cols > REGISTER_ROW_MAX {
-        return match cluster_for(cols) {
-            Some(cluster) if cluster <= dev.properties().max_cluster() => softmax_cluster_launch(rows, cols),
-            _ => softmax_long_launch(rows),
+        return match cluster_for(cols, dev.properties().max_cluster()) {
+            Some(shape) => softmax_cluster_launch_on(rows, cols, shape),
+            None => softmax_long_launch(rows),
         };
     }
     let kernel = seeds::softmax_with(seeds::softmax_block(cols as u32), division_as_triton())?;
     Ok((kernel, LaunchConfig::grid1(rows as u32).num_warps(REGISTER_ROW_WARPS)))
 }
 
-/// The programs of a cluster that share a row of `cols` columns, each holding at most
-/// [`REGISTER_ROW_MAX`] of them: `None` past what a cluster of 8 holds (262144 columns).
-pub fn cluster_for(cols: usize) -> Option<u32> {
-    let cluster = cols.div_ceil(REGISTER_ROW_MAX).max(1) as u32;
-    (cluster <= rutile::MAX_CLUSTER).then_some(cluster)
+/// How the programs of a thread-block cluster share a row (the cluster softmax's launch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClusterShape {
+    /// Programs a row.
+    pub cluster: u32,
+    pub num_warps: u32,
 }
 
-/// The cluster softmax's kernel and launch for `rows` rows of `cols` columns (at most
-/// `8 *` [`REGISTER_ROW_MAX`]): each row shared by the [`cluster_for`] programs of a
-/// thread-block cluster, each holding its share (the next power of two of `cols /
-/// cluster`) in registers on [`REGISTER_ROW_WARPS`] warps; they agree on the row's maximum
-/// and sum through each other's shared memory (`cluster_reduce`), so the row is read once.
-pub fn softmax_cluster_launch(rows: usize, cols: usize) -> Result<(Kernel, LaunchConfig)> {
-    let cluster = cluster_for(cols).ok_or_else(|| rutile::Error::Argument {
-        kernel: "softmax_cluster_kernel".into(),
-        message: format!(
-            "rows of {cols} columns: a cluster of {} programs holds at most {}",
-            rutile::MAX_CLUSTER,
-            rutile::MAX_CLUSTER as usize * REGISTER_ROW_MAX
-        ),
-    })?;
-    let block = seeds::softmax_block(cols.div_ceil(cluster as usize) as u32);
+/// The columns a program of a cluster holds where the cluster can be large enough: 32 a
+/// thread on 8 warps, so that several programs share a multiprocessor and one's loads
+/// overlap another's reductions (on an H100 at 65536 columns, 8 programs of 8192 columns
+/// ran at 88.7% of the copy ceiling, 2 of 32768 at 82.5%; `docs/performance.md`).
+pub const CLUSTER_SHARE: usize = 8192;
+
+/// Elements a thread of a cluster's program holds: the register row's 32.
+const CLUSTER_ELEMENTS_PER_THREAD: usize = 32;
+
+/// How a cluster of at most `max_cluster` programs shares a row of `cols` columns: as many
+/// programs as [`CLUSTER_SHARE`]s fit the row, each holding the next power of two of its
+/// share in registers (at most [`REGISTER_ROW_MAX`]), 32 columns a thread. `None` where the
+/// device has no clusters or the row is longer than its largest cluster holds.
+pub fn cluster_for(cols: usize, max_cluster: u32) -> Option<ClusterShape> {
+    if max_cluster < 2 {
+        return None;
+    }
+    let cluster = (cols.div_ceil(CLUSTER_SHARE) as u32).clamp(2, max_cluster);
+    let share = cols.div_ceil(cluster as usize).next_power_of_two();
+    (share <= REGISTER_ROW_MAX).then(|| ClusterShape {
+        cluster,
+        num_warps: (share / (32 * CLUSTER_ELEMENTS_PER_THREAD)).clamp(1, 32) as u32,
+    })
+}
+
+/// The cluster softmax's kernel and launch for `rows` rows of `cols` columns shared as
+/// `shape` says: each program holds the next power of two of `cols / cluster` columns in
+/// registers; the programs of a row agree on its maximum and sum through each other's
+/// shared memory (`cluster_reduce`), so the row is read once.
+pub fn softmax_cluster_launch_on(rows: usize, cols: usize, shape: ClusterShape) -> Result<(Kernel, LaunchConfig)> {
+    let ClusterShape { cluster, num_warps } = shape;
+    let block = seeds::softmax_block(cols.div_ceil(cluster.max(1) as usize) as u32);
     Ok((
         seeds::softmax_cluster(block, cluster, division_as_triton())?,
         LaunchConfig::grid1(rows as u32 * cluster)
-            .num_warps(REGISTER_ROW_WARPS)
+            .num_warps(num_warps)
             .cluster(cluster),
     ))
 }

@@ -204,8 +204,9 @@ pub struct DeviceProperties {
 
 impl DeviceProperties {
     /// The most programs a launch may group into a thread-block cluster
-    /// ([`crate::LaunchConfig::cluster`]): 8 (CUDA's portable limit) on CUDA devices of
-    /// compute capability 9.0 and later and in the interpreter, 1 (no clusters) elsewhere.
+    /// ([`crate::LaunchConfig::cluster`]): 16 on CUDA devices of compute capability 9.0 and
+    /// later (Hopper's limit; past CUDA's portable 8 the runtime opts the kernel in) and in
+    /// the interpreter, 1 (no clusters) elsewhere.
     pub fn max_cluster(&self) -> u32 {
         match (self.backend, self.compute_capability) {
             (Backend::Cuda, Some((major, _))) if major >= 9 => rutile_ir::lower::MAX_CLUSTER,

@@ -61,7 +61,7 @@ pub trait DeviceExt: Device {
     ) -> Result<Arc<crate::CompiledKernel>> {
         crate::launch::check_args(kernel, args, self.device_key())?;
         crate::launch::check_maxnreg(kernel, config.maxnreg)?;
-        crate::launch::check_cluster(kernel, config)?;
+        crate::launch::check_cluster(kernel, config, self.properties().max_cluster())?;
         // Every buffer argument is a whole allocation (there are no views with an offset),
         // and allocations start at 256-byte boundaries on every backend.
         let spec = crate::launch::specialization(args, |_| true);

@@ -113,11 +113,12 @@ pub struct LaunchConfig {
     /// PTX's `.maxnreg`; Vulkan has no such control and ignores it, as the interpreter
     /// does. `None` (the default): the compiler's choice.
     pub maxnreg: Option<u32>,
-    /// Programs per thread-block cluster, consecutive along grid axis 0, 1 to 8: the
+    /// Programs per thread-block cluster, consecutive along grid axis 0, 1 to 16: the
     /// programs a `cluster_reduce` combines over (through their shared memory on CUDA,
     /// sm_90 and later; the interpreter runs a cluster's programs together). The grid's x
-    /// must be a multiple of it. Vulkan has no clusters and refuses more than 1. 1 (the
-    /// default): no cluster.
+    /// must be a multiple of it, and the device must have clusters that large
+    /// ([`DeviceProperties::max_cluster`](crate::DeviceProperties::max_cluster)): Vulkan has
+    /// none and refuses more than 1. 1 (the default): no cluster.
     pub cluster: u32,
     /// Run the launch in the bounds-checked interpreter before the device, and launch on
     /// the device only if it does not fault ([`LaunchConfig::check_bounds`]).
@@ -204,8 +205,9 @@ pub(crate) fn check_launch(
 }
 
 /// Checks a launch's cluster ([`LaunchConfig::cluster`]) on every device, before anything
-/// is compiled: its size, and that it goes with a plain grid.
-pub(crate) fn check_cluster(kernel: &Kernel, config: &LaunchConfig) -> Result<()> {
+/// is compiled: its size, that the device (whose largest is `device_max`) has such
+/// clusters, and that it goes with a plain grid.
+pub(crate) fn check_cluster(kernel: &Kernel, config: &LaunchConfig, device_max: u32) -> Result<()> {
     let max = rutile_ir::lower::MAX_CLUSTER;
     let fail = |message: String| {
         Err(Error::Launch {
@@ -224,6 +226,19 @@ pub(crate) fn check_cluster(kernel: &Kernel, config: &LaunchConfig) -> Result<()
             "cluster = {} with a persistent grid: a persistent program walks tiles, not a cluster's share",
             config.cluster
         ));
+    }
+    if config.cluster > device_max {
+        return fail(if device_max <= 1 {
+            format!(
+                "cluster = {}: the device has no thread-block clusters (they need CUDA, sm_90 on); launch with a cluster of 1 program",
+                config.cluster
+            )
+        } else {
+            format!(
+                "cluster = {}: the device's clusters group at most {device_max} programs",
+                config.cluster
+            )
+        });
     }
     Ok(())
 }
@@ -529,17 +544,26 @@ mod tests {
     fn clusters_are_checked_before_compiling_and_at_launch() {
         let kernel = rutile_ir::seeds::vector_add(ScalarType::F32, 256).unwrap();
         let config = LaunchConfig::grid1(8);
-        for ok in [1, 2, 3, 8] {
-            assert!(check_cluster(&kernel, &config.cluster(ok)).is_ok(), "{ok}");
+        for ok in [1, 2, 3, 8, 16] {
+            assert!(check_cluster(&kernel, &config.cluster(ok), 16).is_ok(), "{ok}");
         }
-        for bad in [0, 9] {
-            let e = check_cluster(&kernel, &config.cluster(bad)).unwrap_err();
+        for bad in [0, 17] {
+            let e = check_cluster(&kernel, &config.cluster(bad), 16).unwrap_err();
             assert_eq!(
                 e.to_string(),
-                format!("kernel `add_kernel`: invalid launch: cluster = {bad}: a cluster groups 1 to 8 programs")
+                format!("kernel `add_kernel`: invalid launch: cluster = {bad}: a cluster groups 1 to 16 programs")
             );
         }
-        let e = check_cluster(&kernel, &config.cluster(2).persistent(true)).unwrap_err();
+        let e = check_cluster(&kernel, &config.cluster(9), 8).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("cluster = 9: the device's clusters group at most 8 programs"),
+            "{e}"
+        );
+        assert!(check_cluster(&kernel, &config, 1).is_ok());
+        let e = check_cluster(&kernel, &config.cluster(2), 1).unwrap_err();
+        assert!(e.to_string().contains("the device has no thread-block clusters"), "{e}");
+        let e = check_cluster(&kernel, &config.cluster(2).persistent(true), 16).unwrap_err();
         assert!(e.to_string().contains("with a persistent grid"), "{e}");
         assert!(check_cluster_grid(&kernel, [8, 3, 1], 4).is_ok());
         assert!(check_cluster_grid(&kernel, [7, 1, 1], 1).is_ok());

@@ -5,10 +5,14 @@
 //! writes the program's value into slot `rank` of the buffer of program `t` (so the
 //! programs' writes go out in parallel, one remote store a thread), then a cluster barrier
 //! orders them before every thread of every program reads its own buffer's slots and
-//! combines them in rank order (the interpreter's order, so sums agree bit for bit). A
-//! second cluster barrier keeps a later round's writes from landing in a buffer a slower
-//! program still reads (a `cluster_reduce` in a loop), and keeps each program's shared
-//! memory alive until the last remote store into it is done.
+//! combines them in rank order.
+//!
+//! A first cluster barrier, before the writes, does two things: no program writes into
+//! another before that one has started (CUDA requires it: a program's shared memory is
+//! not there for others before it runs),
+//! and a later round's writes (a `cluster_reduce` in a loop) wait until every program has
+//! read the round before. After the second barrier no program writes into another's
+//! shared memory again in this round, so a program may then exit.
 //!
 //! A program's rank is its `program_id(0)` modulo the cluster size: the driver groups
 //! consecutive programs along x into a cluster, in rank order.
@@ -20,8 +24,12 @@ use crate::ir::{BinaryOp, CacheModifier, Inst, Op, ReduceOp};
 use crate::thread::{Expr, Memory, Special, Stmt};
 use crate::types::ScalarType;
 
-/// The largest cluster a launch may ask for: CUDA's portable limit.
-pub const MAX_CLUSTER: u32 = 8;
+/// The largest cluster a launch may ask for: Hopper's, twice CUDA's portable 8 (the CUDA
+/// runtime opts a kernel of more than 8 into it).
+pub const MAX_CLUSTER: u32 = 16;
+
+/// The largest cluster every GPU with clusters runs (CUDA's portable size).
+pub const PORTABLE_CLUSTER: u32 = 8;
 
 impl Lowerer<'_> {
     pub(crate) fn cluster_reduce(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
@@ -54,6 +62,7 @@ impl Lowerer<'_> {
         let rank = self.set(i32t, Expr::Binary(BinaryOp::Rem, pid, size));
         let (tid, _, _) = self.thread_ids();
         let writes = self.set(ScalarType::Bool, Expr::Compare(crate::ir::CmpOp::Lt, tid, size));
+        self.emit(Stmt::ClusterBarrier);
         self.emit(Stmt::ClusterStore {
             alloc: slots,
             index: rank,
@@ -78,7 +87,6 @@ impl Lowerer<'_> {
                 Some(a) => self.set(elem, Expr::Binary(combine, a, v)),
             });
         }
-        self.emit(Stmt::ClusterBarrier);
         Ok(LVal {
             layout: src.layout,
             regs: vec![acc.expect("a cluster has programs")],

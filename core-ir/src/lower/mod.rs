@@ -47,7 +47,7 @@ use crate::thread::{Expr, Reg, RegData, SharedAlloc, Stmt, ThreadKernel, ThreadP
 use crate::types::{Elem, ScalarType, Shape};
 use std::collections::HashMap;
 
-pub use cluster::MAX_CLUSTER;
+pub use cluster::{MAX_CLUSTER, PORTABLE_CLUSTER};
 pub use persistent::GRID_PARAMS;
 
 /// Why a kernel could not be lowered for a target.

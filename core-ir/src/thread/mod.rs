@@ -373,8 +373,9 @@ pub enum Stmt {
     NamedBarrier { id: u32, threads: u32 },
     /// Where `pred` holds: writes `value` to element `index` of shared buffer `alloc` of the
     /// program of this program's cluster ranked `rank` (0 to [`ThreadKernel::cluster`]` - 1`,
-    /// an i32 register): PTX's `mapa.shared::cluster` and `st.shared::cluster`. The receiver
-    /// reads it after the next [`Stmt::ClusterBarrier`]. Since another program may write the
+    /// an i32 register): PTX's `mapa.shared::cluster` and `st.shared::cluster`. A
+    /// [`Stmt::ClusterBarrier`] must come first (so that the receiver has started), and the
+    /// receiver reads it after the next one. Since another program may write the
     /// buffer at any time before that barrier, its bytes are its own for the whole kernel.
     ClusterStore {
         alloc: u32,

@@ -337,6 +337,9 @@ impl Device for CudaGpu {
             // Tensor maps are parameters too, after the kernel's own.
             let params = thread_kernel.params.len() + thread_kernel.tensor_maps.len();
             let function = module.function_with_params(&kernel.name, params)?;
+            if options.cluster > rutile_ir::lower::PORTABLE_CLUSTER {
+                function.allow_non_portable_clusters()?;
+            }
             let info = function.info();
             // A producer warpgroup adds its threads to the `num_warps` warps'.
             let threads = threads.max(thread_kernel.threads());

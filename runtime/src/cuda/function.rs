@@ -175,6 +175,22 @@ impl CudaFunction {
         Ok(())
     }
 
+    /// Allows clusters past CUDA's portable 8 blocks (up to 16 on Hopper), as a kernel
+    /// whose PTX asks for such a cluster (`.reqnctapercluster`) needs before it launches.
+    pub fn allow_non_portable_clusters(&self) -> Result<(), CudaError> {
+        self.module.bind()?;
+        // SAFETY: valid function of a loaded module; the attribute takes 0 or 1.
+        let set = unsafe {
+            result::function::set_function_attribute(
+                self.cu_function,
+                F::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                1,
+            )
+        }
+        .call("cuFuncSetAttribute");
+        self.module.health.note(set)
+    }
+
     /// How many blocks of `block_size` threads using `dynamic_shared_bytes` of dynamic
     /// shared memory fit on one SM at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`).
     pub fn occupancy(&self, block_size: u32, dynamic_shared_bytes: usize) -> Result<CudaOccupancy, CudaError> {
