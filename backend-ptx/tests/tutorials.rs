@@ -316,9 +316,9 @@ fn assemble_aligned_sm90(label: &str, kernel: &Kernel, target: &Target) -> Strin
 }
 
 /// The softmax whose rows are shared by the programs of a thread-block cluster
-/// (`seeds::softmax_cluster`): 32 columns a thread, on the clusters and warps the
-/// tutorial's host code launches rows of 65536 to 262144 columns with, and Hopper's
-/// largest cluster (16). Its programs meet through each
+/// (`seeds::softmax_cluster`): 32 columns a thread (2 programs of 32 warps), and 64 on the
+/// clusters and warps the tutorial's host code launches rows of 65536 to 262144 columns
+/// with (4 to 16 programs of 8 warps, 16 being Hopper's largest cluster). Its programs meet through each
 /// other's shared memory (`mapa`, `st.shared::cluster`, the cluster barrier), the launch
 /// groups them by the kernel's `.reqnctapercluster`, and `ptxas` assembles it for sm_90
 /// without spills. Without a cluster the op is its operand; before sm_90 it is an error.
@@ -331,9 +331,9 @@ fn cluster_softmax_passes_ptxas() {
     for (cluster, block, warps) in [
         (1, 32768, 32),
         (2, 32768, 32),
-        (4, 16384, 16),
-        (8, 8192, 8),
-        (16, 16384, 16),
+        (4, 16384, 8),
+        (8, 16384, 8),
+        (16, 16384, 8),
     ] {
         let kernel = seeds::softmax_cluster(block, cluster, options).unwrap();
         let spec = Specialization::all(kernel.params.len());

@@ -49,18 +49,21 @@ pub struct ClusterShape {
     pub num_warps: u32,
 }
 
-/// The columns a program of a cluster holds where the cluster can be large enough: 32 a
-/// thread on 8 warps, so that several programs share a multiprocessor and one's loads
-/// overlap another's reductions (on an H100 at 65536 columns, 8 programs of 8192 columns
-/// ran at 88.7% of the copy ceiling, 2 of 32768 at 82.5%; `docs/performance.md`).
-pub const CLUSTER_SHARE: usize = 8192;
+/// The columns a program of a cluster holds where the cluster can be large enough: 64 a
+/// thread on 8 warps, so that two programs share a multiprocessor and one's loads overlap
+/// the other's reductions. On an H100 (`docs/performance.md`), of the clusters of 2 to 16
+/// programs on 4 to 32 warps holding 32 or 64 columns a thread, it was the fastest at 65536
+/// and 131072 columns (4 programs: 93.3% of the copy ceiling; 8: 88.9%) and at 262144 (16
+/// programs: 79.2%), where 2 programs of 32768 columns on 32 warps ran at 82.3%, 77.7% and
+/// (8 programs) 74.5%.
+pub const CLUSTER_SHARE: usize = 16384;
 
-/// Elements a thread of a cluster's program holds: the register row's 32.
-const CLUSTER_ELEMENTS_PER_THREAD: usize = 32;
+/// Elements a thread of a cluster's program holds.
+const CLUSTER_ELEMENTS_PER_THREAD: usize = 64;
 
 /// How a cluster of at most `max_cluster` programs shares a row of `cols` columns: as many
 /// programs as [`CLUSTER_SHARE`]s fit the row, each holding the next power of two of its
-/// share in registers (at most [`REGISTER_ROW_MAX`]), 32 columns a thread. `None` where the
+/// share in registers (at most [`REGISTER_ROW_MAX`]), 64 columns a thread. `None` where the
 /// device has no clusters or the row is longer than its largest cluster holds.
 pub fn cluster_for(cols: usize, max_cluster: u32) -> Option<ClusterShape> {
     if max_cluster < 2 {
