@@ -73,7 +73,7 @@ fn gpu_long_rows_match_the_reference() {
 }
 
 /// The long-row softmax's host code on the interpreter, which has thread-block clusters:
-/// rows past what one program holds are shared by the programs of a cluster (2, 3 and 8
+/// rows past what one program holds are shared by the programs of a cluster (4, 5 and 16
 /// programs here, the last share of each ragged).
 #[test]
 fn long_row_softmax_in_clusters_on_the_interpreter() {
