@@ -395,3 +395,28 @@ fn cluster_sizes_are_checked() {
         assert!(e.contains(expected), "cluster {cluster}, persistent {persistent}: {e}");
     }
 }
+
+/// The layer norm whose rows the programs of a cluster share (`seeds::layer_norm_cluster`),
+/// fp16, 32 columns a thread, as the host code launches rows of 32769 to 262144 columns:
+/// `ptxas` assembles it for sm_90 without spills.
+#[test]
+fn cluster_layer_norm_passes_ptxas() {
+    for (cluster, block_size, warps) in [(4, 8192, 8), (16, 16384, 16)] {
+        let kernel = seeds::layer_norm_cluster(&LayerNormMeta { block_size, dtype: F16 }, cluster).unwrap();
+        let spec = Specialization::all(kernel.params.len());
+        let target = Target {
+            cluster,
+            ..Target::nvidia(warps, 227 * 1024)
+        };
+        let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
+        let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+        assert!(ptx.contains(&format!(".reqnctapercluster {cluster}, 1, 1")), "{ptx}");
+        if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+            println!("cluster layer norm, {cluster} programs of {warps} warps, sm_90: {registers} registers, {spilled} bytes spilled");
+            assert_eq!(
+                spilled, 0,
+                "cluster {cluster}: {registers} registers, {spilled} bytes spilled"
+            );
+        }
+    }
+}

@@ -6,7 +6,9 @@
 mod tutorial_support;
 
 use rutile_ir::interp::{self, ArgValue, HostBuffer};
-use rutile_ir::seeds::{fits_one_block, layer_norm_long, softmax_cluster, softmax_long, LayerNormMeta, SoftmaxOptions};
+use rutile_ir::seeds::{
+    fits_one_block, layer_norm_cluster, layer_norm_long, softmax_cluster, softmax_long, LayerNormMeta, SoftmaxOptions,
+};
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{self, F16, F32};
 use tutorial_support::{assert_close, buffer_of, ptr, simulate_targets, values};
@@ -144,6 +146,30 @@ fn long_row_layer_norm_matches_the_reference() {
         let at = format!("layer norm {m}x{n} {dtype}, block {block}");
         assert_close(&values(&buffers[4]), &means, 1e-6, 0.0, &format!("{at}: mean"));
         // Welford's variance keeps its digits with a mean 30 times the spread.
+        assert_close(&values(&buffers[5]), &rstds, 1e-4, 0.0, &format!("{at}: rstd"));
+        let tol = if dtype == F16 { 4e-3 } else { 1e-4 };
+        assert_close(&values(&buffers[1]), &y, tol, tol, &format!("{at}: y"));
+    }
+}
+
+/// The layer norm whose rows the programs of a cluster share, with ragged rows that leave
+/// a program's share partly or wholly masked; the row's first program stores its
+/// statistics.
+#[test]
+fn cluster_layer_norm_matches_the_reference() {
+    let mut rng = Rng::new(66);
+    for (m, n, dtype, block, cluster) in [(3, 5000, F32, 1024, 5), (2, 700, F16, 256, 3), (2, 100, F32, 32, 8)] {
+        let (mut buffers, args) = layer_norm_case(&mut rng, dtype, m, n);
+        let meta = LayerNormMeta {
+            block_size: block,
+            dtype,
+        };
+        let kernel = layer_norm_cluster(&meta, cluster).unwrap();
+        interp::run_clustered(&kernel, [m as u32 * cluster, 1, 1], cluster, &args, &mut buffers).unwrap();
+        let (x, w, b) = (values(&buffers[0]), values(&buffers[2]), values(&buffers[3]));
+        let (means, rstds, y) = layer_norm_reference(&x, &w, &b, m, n);
+        let at = format!("cluster layer norm {m}x{n} {dtype}, {cluster} programs of {block}");
+        assert_close(&values(&buffers[4]), &means, 1e-6, 0.0, &format!("{at}: mean"));
         assert_close(&values(&buffers[5]), &rstds, 1e-4, 0.0, &format!("{at}: rstd"));
         let tol = if dtype == F16 { 4e-3 } else { 1e-4 };
         assert_close(&values(&buffers[1]), &y, tol, tol, &format!("{at}: y"));

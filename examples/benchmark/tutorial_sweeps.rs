@@ -160,10 +160,14 @@ pub fn layer_norm(
         // Where the row fits one block, the other kernels beside the host code's pick: the
         // tutorial's (three walks), the one-pass and the long-row kernel (two walks,
         // Welford): what holding the row is worth, and which the host code should pick.
-        if let Some(tutorial) = layer_norm::tutorial_forward_launch(m, n)? {
-            let mut others = vec![tutorial];
-            others.extend(layer_norm::one_pass_launch(dev, m, n)?);
-            others.push(long_rows::layer_norm_launch(m, rutile::ScalarType::F16)?);
+        // Past one block, the long-row kernel beside the cluster's.
+        {
+            let mut others = Vec::new();
+            if let Some(tutorial) = layer_norm::tutorial_forward_launch(m, n)? {
+                others.push(tutorial);
+                others.extend(layer_norm::one_pass_launch(dev, m, n)?);
+            }
+            others.push(long_rows::layer_norm_long_launch(m, rutile::ScalarType::F16)?);
             for (other, config) in others.into_iter().filter(|(k, _)| k.name != kernel.name) {
                 dev.launch(&other, &config, &args)?;
                 let y = dev.download(&fwd.y)?;

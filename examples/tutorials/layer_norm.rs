@@ -78,7 +78,7 @@ pub fn forward_launch(dev: &dyn Device, m: usize, n: usize) -> Result<(rutile::K
         && LayerNormMeta::for_row(n as u32, ScalarType::F16).is_some_and(|meta| meta.block_size > VULKAN_ONE_PASS_MAX);
     match one_pass_launch(dev, m, n)? {
         Some(launch) if !vulkan_long => Ok(launch),
-        _ => super::long_rows::layer_norm_launch(m, ScalarType::F16),
+        _ => super::long_rows::layer_norm_launch(dev, m, n, ScalarType::F16),
     }
 }
 

@@ -58,23 +58,37 @@ pub struct ClusterShape {
 /// (8 programs) 74.5%.
 pub const CLUSTER_SHARE: usize = 16384;
 
-/// Elements a thread of a cluster's program holds.
-const CLUSTER_ELEMENTS_PER_THREAD: usize = 64;
-
-/// How a cluster of at most `max_cluster` programs shares a row of `cols` columns: as many
-/// programs as [`CLUSTER_SHARE`]s fit the row, each holding the next power of two of its
-/// share in registers (at most [`REGISTER_ROW_MAX`]), 64 columns a thread. `None` where the
-/// device has no clusters or the row is longer than its largest cluster holds.
+/// How a cluster of at most `max_cluster` programs shares a softmax row of `cols` columns:
+/// as many programs as [`CLUSTER_SHARE`]s fit the row, each holding the next power of two
+/// of its share in registers (at most [`REGISTER_ROW_MAX`]), 64 columns a thread. `None`
+/// where the device has no clusters or the row is longer than its largest cluster holds.
 pub fn cluster_for(cols: usize, max_cluster: u32) -> Option<ClusterShape> {
+    cluster_shape(cols, max_cluster, CLUSTER_SHARE, 64, REGISTER_ROW_MAX)
+}
+
+/// `cols` split over as many programs as `share`s fit (2 to `max_cluster`), each holding the
+/// next power of two of its part (at most `most`), `per_thread` elements a thread.
+fn cluster_shape(cols: usize, max_cluster: u32, share: usize, per_thread: usize, most: usize) -> Option<ClusterShape> {
     if max_cluster < 2 {
         return None;
     }
-    let cluster = (cols.div_ceil(CLUSTER_SHARE) as u32).clamp(2, max_cluster);
-    let share = cols.div_ceil(cluster as usize).next_power_of_two();
-    (share <= REGISTER_ROW_MAX).then(|| ClusterShape {
+    let cluster = (cols.div_ceil(share) as u32).clamp(2, max_cluster);
+    let part = cols.div_ceil(cluster as usize).next_power_of_two();
+    (part <= most).then(|| ClusterShape {
         cluster,
-        num_warps: (share / (32 * CLUSTER_ELEMENTS_PER_THREAD)).clamp(1, 32) as u32,
+        num_warps: (part / (32 * per_thread)).clamp(1, 32) as u32,
     })
+}
+
+/// The columns a program of a cluster holds of a layer norm row (fp16): 32 a thread on 8
+/// warps, as the one-pass kernel holds rows of 2048 to 8192 columns without spilling.
+pub const LAYER_NORM_CLUSTER_SHARE: usize = 8192;
+
+/// How a cluster of at most `max_cluster` programs shares a layer norm row of `n` columns:
+/// as many programs as [`LAYER_NORM_CLUSTER_SHARE`]s fit the row, 32 columns a thread, at
+/// most 16384 a program. `None` as [`cluster_for`].
+pub fn layer_norm_cluster_for(n: usize, max_cluster: u32) -> Option<ClusterShape> {
+    cluster_shape(n, max_cluster, LAYER_NORM_CLUSTER_SHARE, 32, 16384)
 }
 
 /// The cluster softmax's kernel and launch for `rows` rows of `cols` columns shared as
@@ -119,11 +133,41 @@ fn division_as_triton() -> SoftmaxOptions {
     }
 }
 
+/// The layer norm's kernel and launch for `m` rows of `n` columns of `dtype` that do not fit
+/// one block, on `dev`: shared by the programs of a thread-block cluster where the device
+/// has clusters large enough ([`layer_norm_cluster_for`]), else walked by the long-row
+/// kernel ([`layer_norm_long_launch`]).
+pub fn layer_norm_launch(dev: &dyn Device, m: usize, n: usize, dtype: ScalarType) -> Result<(Kernel, LaunchConfig)> {
+    match layer_norm_cluster_for(n, dev.properties().max_cluster()) {
+        Some(shape) => layer_norm_cluster_launch_on(m, n, dtype, shape),
+        None => layer_norm_long_launch(m, dtype),
+    }
+}
+
+/// The cluster layer norm's kernel and launch for `m` rows of `n` columns shared as
+/// `shape` says ([`seeds::layer_norm_cluster`]).
+pub fn layer_norm_cluster_launch_on(
+    m: usize,
+    n: usize,
+    dtype: ScalarType,
+    shape: ClusterShape,
+) -> Result<(Kernel, LaunchConfig)> {
+    let ClusterShape { cluster, num_warps } = shape;
+    let block_size = (n.div_ceil(cluster.max(1) as usize).next_power_of_two()) as u32;
+    let kernel = seeds::layer_norm_cluster(&LayerNormMeta { block_size, dtype }, cluster)?;
+    Ok((
+        kernel,
+        LaunchConfig::grid1(m as u32 * cluster)
+            .num_warps(num_warps)
+            .cluster(cluster),
+    ))
+}
+
 /// The long-row layer norm kernel and launch for `m` rows of `dtype`: blocks of 4096
 /// columns on 16 warps, which measured fastest of 1 to 16 warps on an H100 at 32768 to
 /// 262144 fp16 columns through both backends (`docs/performance.md`; 8, the long-row
 /// softmax's, lost 3 to 21 points).
-pub fn layer_norm_launch(m: usize, dtype: ScalarType) -> Result<(Kernel, LaunchConfig)> {
+pub fn layer_norm_long_launch(m: usize, dtype: ScalarType) -> Result<(Kernel, LaunchConfig)> {
     let meta = LongRowMeta {
         num_warps: 16,
         ..LongRowMeta::default()

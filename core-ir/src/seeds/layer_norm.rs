@@ -70,6 +70,12 @@ pub(super) struct ForwardRow<'b> {
 
 impl<'b> ForwardRow<'b> {
     pub(super) fn declare(k: &'b KernelBuilder, dtype: ScalarType) -> ForwardRow<'b> {
+        Self::declare_shared(k, dtype, 1)
+    }
+
+    /// [`Self::declare`] for rows shared by `cluster` consecutive programs: the row is
+    /// `program_id(0) / cluster`.
+    pub(super) fn declare_shared(k: &'b KernelBuilder, dtype: ScalarType, cluster: u32) -> ForwardRow<'b> {
         let x_ptr = k.arg_ptr("X", dtype);
         let y_ptr = k.arg_ptr("Y", dtype);
         let w_ptr = k.arg_ptr("W", dtype);
@@ -79,7 +85,10 @@ impl<'b> ForwardRow<'b> {
         let stride = k.arg_i32("stride");
         let n = k.arg_i32("N");
         let eps = k.arg_scalar("eps", ScalarType::F32);
-        let row = k.program_id(0);
+        let row = match cluster {
+            1 => k.program_id(0),
+            c => k.program_id(0) / c as i32,
+        };
         ForwardRow {
             x_ptr: x_ptr + row * stride,
             y_ptr: y_ptr + row * stride,
@@ -96,10 +105,15 @@ impl<'b> ForwardRow<'b> {
 
     /// `rstd = 1 / sqrt(var + eps)` of the row, stored with its `mean`; returns `rstd`.
     pub(super) fn store_stats(&self, k: &'b KernelBuilder, mean: Value<'b>, var: Value<'b>) -> Value<'b> {
-        let rstd = 1.0f32 / (var + self.eps).sqrt();
+        let rstd = self.rstd(var);
         k.store(self.mean_ptr + self.row, mean);
         k.store(self.rstd_ptr + self.row, rstd);
         rstd
+    }
+
+    /// `1 / sqrt(var + eps)`.
+    pub(super) fn rstd(&self, var: Value<'b>) -> Value<'b> {
+        1.0f32 / (var + self.eps).sqrt()
     }
 
     /// Stores `y = (x - mean) * rstd * w + b` at columns `cols` of the row where `mask`

@@ -11,6 +11,7 @@
 
 use super::layer_norm::ForwardRow;
 use super::{LayerNormMeta, SoftmaxOptions};
+use crate::ir::ReduceOp;
 use crate::{BuildError, CacheModifier, Kernel, KernelBuilder, ScalarType, Value};
 
 /// The most bytes of a row the one-block kernels hold (the layer norm tutorial's 64 KiB:
@@ -133,5 +134,32 @@ pub fn layer_norm_long(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
             };
             row.store_output(k, cols, mask, x, (mean, rstd));
         });
+    })
+}
+
+/// Layer norm for rows shared by the `cluster` programs of a thread-block cluster, each
+/// holding `meta.block_size` columns of the row in registers: [`super::layer_norm_forward`]'s
+/// parameters and outputs, the row's mean and variance two sums over the cluster
+/// (`cluster_reduce`), so the row is read once (the walking kernel reads it twice). The
+/// row's first program stores its mean and `rstd`. Grid: `M * cluster` programs, launched in
+/// clusters of `cluster`; `meta.block_size * cluster` is at least `N`.
+pub fn layer_norm_cluster(meta: &LayerNormMeta, cluster: u32) -> Result<Kernel, BuildError> {
+    let LayerNormMeta { block_size, dtype } = *meta;
+    let block = block_size as i32;
+    Kernel::build("_layer_norm_fwd_cluster", |k| {
+        let row = ForwardRow::declare_shared(k, dtype, cluster);
+        let n = row.n;
+        let share = k.program_id(0) % cluster as i32;
+        let cols = share * block + k.arange(0, block);
+        let mask = cols.lt(n);
+        let x = k.load_masked(row.x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+        let mean = x.sum(0).cluster_reduce(ReduceOp::Sum) / n;
+        let centered = k.where_(mask, x - mean, 0.0);
+        let var = (centered * centered).sum(0).cluster_reduce(ReduceOp::Sum) / n;
+        let rstd = row.rstd(var);
+        let first = share.eq(0);
+        k.store_masked(row.mean_ptr + row.row, mean, first);
+        k.store_masked(row.rstd_ptr + row.row, rstd, first);
+        row.store_output(k, cols, mask, || x, (mean, rstd));
     })
 }
