@@ -160,12 +160,20 @@ pub fn layer_norm(
         // Where the row fits one block, the other kernels beside the host code's pick: the
         // tutorial's (three walks), the one-pass and the long-row kernel (two walks,
         // Welford): what holding the row is worth, and which the host code should pick.
-        // Past one block, the long-row kernel beside the cluster's.
+        // Past one block, the row shared by the programs of a cluster (where the device has
+        // them) beside the long-row kernel.
         {
             let mut others = Vec::new();
             if let Some(tutorial) = layer_norm::tutorial_forward_launch(m, n)? {
                 others.push(tutorial);
                 others.extend(layer_norm::one_pass_launch(dev, m, n)?);
+            } else if let Some(shape) = long_rows::layer_norm_cluster_for(n, dev.properties().max_cluster()) {
+                others.push(long_rows::layer_norm_cluster_launch_on(
+                    m,
+                    n,
+                    rutile::ScalarType::F16,
+                    shape,
+                )?);
             }
             others.push(long_rows::layer_norm_long_launch(m, rutile::ScalarType::F16)?);
             for (other, config) in others.into_iter().filter(|(k, _)| k.name != kernel.name) {
@@ -183,6 +191,7 @@ pub fn layer_norm(
                 let label = match other.name.as_str() {
                     "_layer_norm_fwd_fused" => "  tutorial's",
                     "_layer_norm_fwd_row" => "  one-pass",
+                    "_layer_norm_fwd_cluster" => "  cluster",
                     _ => "  long-row",
                 };
                 println!(

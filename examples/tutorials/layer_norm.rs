@@ -78,7 +78,7 @@ pub fn forward_launch(dev: &dyn Device, m: usize, n: usize) -> Result<(rutile::K
         && LayerNormMeta::for_row(n as u32, ScalarType::F16).is_some_and(|meta| meta.block_size > VULKAN_ONE_PASS_MAX);
     match one_pass_launch(dev, m, n)? {
         Some(launch) if !vulkan_long => Ok(launch),
-        _ => super::long_rows::layer_norm_launch(dev, m, n, ScalarType::F16),
+        _ => super::long_rows::layer_norm_long_launch(m, ScalarType::F16),
     }
 }
 
@@ -86,7 +86,7 @@ pub fn forward_launch(dev: &dyn Device, m: usize, n: usize) -> Result<(rutile::K
 const VULKAN_ONE_PASS_MAX: u32 = 4096;
 
 /// The one-pass forward kernel ([`seeds::layer_norm_forward_row`]) and its launch for rows
-/// of `n` fp16 elements that fit one block (up to [`ONE_BLOCK_MAX`] columns), `None` for
+/// of `n` fp16 elements that fit one block (up to `ONE_BLOCK_MAX` columns), `None` for
 /// longer rows. `num_warps`: through CUDA 32 elements a thread up to 8 warps, and 64 on
 /// 8 warps from 16384 columns, with at most 128 registers a thread (`maxnreg`) so that two
 /// programs share a multiprocessor; through Vulkan 8 elements a thread up to 16 warps, or

@@ -1,10 +1,11 @@
 //! Softmax and layer norm for rows that do not fit one block (over 64 KiB: Triton's
 //! persistent softmax tutorial fails from 32768 f32 columns on with `OutOfResources`): one
 //! program per row walks it in blocks, gathering its statistics online; softmax rows up to
-//! 128 KiB are instead held in the registers of one large program. The softmax and
-//! layer norm tutorials' host code picks these kernels by itself for such rows
-//! ([`softmax_launch`], [`layer_norm_launch`]); the functions here run those tutorials at
-//! such sizes.
+//! 128 KiB are instead held in the registers of one large program, and longer ones, where
+//! the device has thread-block clusters, in the registers of the programs of a cluster. The
+//! softmax and layer norm tutorials' host code picks these kernels by itself for such rows
+//! ([`softmax_launch`], [`layer_norm_long_launch`]); the functions here run those
+//! tutorials at such sizes.
 
 use super::{Outcome, SoftmaxForm};
 use rutile::seeds::{self, LayerNormMeta, LongRowMeta, SoftmaxOptions};
@@ -80,13 +81,15 @@ fn cluster_shape(cols: usize, max_cluster: u32, share: usize, per_thread: usize,
     })
 }
 
-/// The columns a program of a cluster holds of a layer norm row (fp16): 32 a thread on 8
-/// warps, as the one-pass kernel holds rows of 2048 to 8192 columns without spilling.
+/// The columns a program of a cluster holds of a layer norm row (fp16) in
+/// [`layer_norm_cluster_for`]: 32 a thread on 8 warps, as the one-pass kernel holds rows of
+/// 2048 to 8192 columns without spilling.
 pub const LAYER_NORM_CLUSTER_SHARE: usize = 8192;
 
-/// How a cluster of at most `max_cluster` programs shares a layer norm row of `n` columns:
-/// as many programs as [`LAYER_NORM_CLUSTER_SHARE`]s fit the row, 32 columns a thread, at
-/// most 16384 a program. `None` as [`cluster_for`].
+/// How a cluster of at most `max_cluster` programs shares a layer norm row of `n` columns
+/// (for [`layer_norm_cluster_launch_on`]): as many programs as
+/// [`LAYER_NORM_CLUSTER_SHARE`]s fit the row, 32 columns a thread, at most 16384 a program.
+/// `None` as [`cluster_for`].
 pub fn layer_norm_cluster_for(n: usize, max_cluster: u32) -> Option<ClusterShape> {
     cluster_shape(n, max_cluster, LAYER_NORM_CLUSTER_SHARE, 32, 16384)
 }
@@ -133,19 +136,11 @@ fn division_as_triton() -> SoftmaxOptions {
     }
 }
 
-/// The layer norm's kernel and launch for `m` rows of `n` columns of `dtype` that do not fit
-/// one block, on `dev`: shared by the programs of a thread-block cluster where the device
-/// has clusters large enough ([`layer_norm_cluster_for`]), else walked by the long-row
-/// kernel ([`layer_norm_long_launch`]).
-pub fn layer_norm_launch(dev: &dyn Device, m: usize, n: usize, dtype: ScalarType) -> Result<(Kernel, LaunchConfig)> {
-    match layer_norm_cluster_for(n, dev.properties().max_cluster()) {
-        Some(shape) => layer_norm_cluster_launch_on(m, n, dtype, shape),
-        None => layer_norm_long_launch(m, dtype),
-    }
-}
-
 /// The cluster layer norm's kernel and launch for `m` rows of `n` columns shared as
-/// `shape` says ([`seeds::layer_norm_cluster`]).
+/// `shape` says ([`seeds::layer_norm_cluster`]). Not the host code's pick: on an H100 it
+/// ran slower than the long-row kernel at every width (58.4% of the copy ceiling against
+/// 74.6% at 32768 columns, 30.6% against 59.9% at 262144; `docs/performance.md`), so the
+/// benchmark times it beside that one.
 pub fn layer_norm_cluster_launch_on(
     m: usize,
     n: usize,
