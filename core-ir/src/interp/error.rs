@@ -29,8 +29,8 @@ pub enum InterpError {
     /// Some axis of the grid is zero.
     #[error("grid ({}, {}, {}) is empty: every axis must be at least 1", grid[0], grid[1], grid[2])]
     EmptyGrid { grid: [u32; 3] },
-    /// The cluster size of [`crate::interp::run_clustered`] is 0 or above
-    /// [`crate::interp::MAX_CLUSTER`].
+    /// The cluster size of [`crate::interp::run_clustered`], or of a per-thread kernel in
+    /// the SIMT simulator, is 0 or above [`crate::interp::MAX_CLUSTER`].
     #[error(
         "a cluster of {cluster} programs: expected 1 to {} programs a cluster",
         super::MAX_CLUSTER
@@ -60,6 +60,28 @@ pub enum InterpError {
         waiting: [u32; 3],
         /// The reductions the cluster completed before.
         reductions: u64,
+    },
+    /// The programs of a cluster of a per-thread kernel did not pass `Stmt::ClusterBarrier`
+    /// equally often, in the SIMT simulator ([`crate::interp::simt`]): one ended after
+    /// `barriers` cluster barriers while another waits at the next one, which on a GPU never
+    /// completes.
+    #[error(
+        "{}the cluster of programs {}: program {} ended after {barriers} cluster barriers while program {} waits at cluster barrier {} (a GPU would hang there)",
+        lowered_from(context), cluster_programs(*first, *size), pid(ended), pid(waiting), barriers + 1
+    )]
+    ClusterBarrierMismatch {
+        /// The last comment before the waiting program's cluster barrier: the block op it
+        /// was lowered from.
+        context: String,
+        /// The first program of the cluster and the cluster's size.
+        first: [u32; 3],
+        size: u32,
+        /// The program that ended (the first of the cluster that did).
+        ended: [u32; 3],
+        /// The program that waits (the first of the cluster that does).
+        waiting: [u32; 3],
+        /// The cluster barriers the cluster passed together before.
+        barriers: u64,
     },
     /// A host buffer was read or built as the wrong element type or size.
     #[error("host buffer: {message}")]
@@ -97,6 +119,14 @@ fn at(stmt: &str, context: &str) -> String {
         (true, _) => String::new(),
         (false, true) => format!("`{stmt}`, "),
         (false, false) => format!("`{stmt}` (lowered from {context}), "),
+    }
+}
+
+/// "`cluster_barrier` (lowered from context) in ", or "in " without a context.
+fn lowered_from(context: &str) -> String {
+    match context.is_empty() {
+        true => "`cluster_barrier` in ".to_string(),
+        false => format!("`cluster_barrier` (lowered from {context}) in "),
     }
 }
 

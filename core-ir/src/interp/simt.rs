@@ -23,7 +23,7 @@
 //!   Writes of the value an element already holds are exempt, and atomics do not race with
 //!   each other. Barriers order nothing else here: in lockstep they are otherwise no-ops.
 //!   (Programs are not checked against each other: they run one after another, in the
-//!   interpreter's order);
+//!   interpreter's order, or take turns within a thread-block cluster, see below);
 //! - a read of a register in a thread where no statement has written it
 //!   ([`FaultKind::UndefinedRegister`]): `Set` reads its operands in every thread; a
 //!   predicated load, store or atomic reads its index and values only where the predicate
@@ -37,6 +37,11 @@
 //!
 //! Errors are [`InterpError::ThreadFault`]s naming the statement, the block op it was lowered
 //! from (the last comment before it), the program and the first faulting thread.
+//!
+//! A kernel with thread-block clusters (`ThreadKernel::cluster` above 1) runs cluster by
+//! cluster, its programs taking turns between cluster barriers, each with a state of its
+//! own; remote stores (`Stmt::ClusterStore`) land at the next cluster barrier, where the
+//! simulator also checks them (`simt_cluster.rs` says how and why).
 //!
 //! [`run_threads_with_stats`] runs a kernel the same way and also counts the bank conflicts
 //! of its shared-memory accesses, per block op ([`SharedStats`], on NVIDIA's model of 32
@@ -53,6 +58,8 @@ use crate::thread::{Expr, Memory as Space, Reg, Special, Stmt, ThreadKernel, Thr
 use crate::types::{Elem, ScalarType, Shape, Type};
 use std::collections::{BTreeMap, HashMap};
 
+#[path = "simt_cluster.rs"]
+mod cluster;
 #[path = "simt_coop.rs"]
 mod coop;
 #[path = "simt_exec.rs"]
@@ -72,6 +79,19 @@ mod wgmma;
 ///
 /// The arguments follow [`super::run`]: one per parameter of `kernel` (which are the block
 /// kernel's parameters, in order), pointers naming an element of `buffers`.
+///
+/// A kernel with clusters (`kernel.cluster` above 1) runs as [`super::run_clustered`] runs
+/// its block kernel: the `cluster` consecutive programs along axis 0 form a cluster, and
+/// clusters run one after another in program order. The programs of a cluster take turns in
+/// rank order, each until it passes a `Stmt::ClusterBarrier` or ends; when all of them wait
+/// at one, the remote stores (`Stmt::ClusterStore`) made since the last one are delivered
+/// and all go on. Errors, besides the faults of one program: [`InterpError::ClusterSize`]
+/// for a cluster of 0 or above [`super::MAX_CLUSTER`], [`InterpError::GridNotClustered`] when
+/// `grid[0]` is not a multiple of the cluster, [`InterpError::ClusterBarrierMismatch`] when
+/// some programs of a cluster ended while others wait at a cluster barrier (a hang on a
+/// GPU), and thread faults for remote stores out of the cluster or the buffer, racing, or
+/// not between two cluster barriers. Warp-specialized and persistent kernels do not run in
+/// clusters (an invalid-IR fault).
 pub fn run_threads(
     kernel: &ThreadKernel,
     grid: [u32; 3],
@@ -116,28 +136,19 @@ pub fn run_threads_with_stats(
             ThreadParam::Scalar { name, ty } => (name.as_str(), Type::scalar(*ty)),
         })
         .collect();
+    cluster::check_launch(kernel, grid)?;
     let (args, param_buffer) = bind_args(&declared, args, buffers)?;
     let global = Memory {
         buffers: buffers.into(),
         param_buffer,
         param_names: kernel.params.iter().map(|p| p.name()).collect(),
     };
-    let mut shared_buffers: Vec<HostBuffer> = kernel
-        .shared
-        .iter()
-        .map(|a| HostBuffer::zeros(a.elem, a.len as usize))
-        .collect();
     let shared_names: Vec<String> = (0..kernel.shared.len()).map(|i| format!("shared{i}")).collect();
-    let shared = Memory {
-        param_buffer: kernel
-            .shared
-            .iter()
-            .enumerate()
-            .map(|(i, a)| Some((i, a.len as usize)))
-            .collect(),
-        buffers: shared_buffers.as_mut_slice().into(),
-        param_names: shared_names.iter().map(String::as_str).collect(),
-    };
+    if kernel.cluster > 1 {
+        return cluster::run(kernel, grid, global, args, &shared_names);
+    }
+    let mut shared_buffers = zeroed_shared(kernel);
+    let shared = shared_memory(kernel, &mut shared_buffers, &shared_names);
     let mut sim = Sim::new(kernel, grid, global, shared, args);
     for z in 0..grid[2] {
         for y in 0..grid[1] {
@@ -147,6 +158,28 @@ pub fn run_threads_with_stats(
         }
     }
     Ok(sim.stats())
+}
+
+/// A program's shared buffers, zero-filled.
+fn zeroed_shared(k: &ThreadKernel) -> Vec<HostBuffer> {
+    k.shared
+        .iter()
+        .map(|a| HostBuffer::zeros(a.elem, a.len as usize))
+        .collect()
+}
+
+/// A program's shared memory: its buffers `buffers` ([`zeroed_shared`]), named `names`.
+fn shared_memory<'a>(k: &ThreadKernel, buffers: &'a mut [HostBuffer], names: &'a [String]) -> Memory<'a> {
+    Memory {
+        param_buffer: k
+            .shared
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Some((i, a.len as usize)))
+            .collect(),
+        buffers: buffers.into(),
+        param_names: names.iter().map(String::as_str).collect(),
+    }
 }
 
 /// Whether a shared-memory statement reads (`Load`) or writes (`Store`). Shared memory has
@@ -436,6 +469,9 @@ struct Sim<'s> {
     shared_epochs: Vec<Option<(u32, u32)>>,
     /// The pairs of shared buffers the kernel's layout puts on common bytes.
     aliased: Vec<(usize, usize)>,
+    /// The program's place in its thread-block cluster, when the kernel has clusters
+    /// (`simt_cluster.rs`).
+    cluster: Option<cluster::Member<'s>>,
 }
 
 impl<'s> Sim<'s> {
@@ -473,6 +509,7 @@ impl<'s> Sim<'s> {
             coop: vec![vec![None; threads / k.warp_size.max(1) as usize]; k.coop.len()],
             shared_epochs: vec![None; k.shared.len()],
             aliased: aliased_buffers(k),
+            cluster: None,
         }
     }
 
@@ -513,18 +550,7 @@ impl<'s> Sim<'s> {
     }
 
     fn run(&mut self, pid: [u32; 3]) -> Result<(), InterpError> {
-        self.pid = pid;
-        self.def.iter_mut().for_each(|d| *d = Def::None);
-        for b in self.shared.buffers.iter_mut() {
-            b.as_bytes_mut().fill(0);
-        }
-        self.program += 1;
-        self.epoch = 1;
-        self.context = "";
-        self.copies = matrix::AsyncCopies::default();
-        self.mbarriers = tma::Mbarriers::default();
-        self.coop.iter_mut().flatten().for_each(|c| *c = None);
-        self.shared_epochs.iter_mut().for_each(|e| *e = None);
+        self.start(pid);
         let body = &self.k.body;
         match (self.k.persistent, body.split_last()) {
             // Each tile is checked as a program would be: buffers that share bytes are
@@ -546,6 +572,29 @@ impl<'s> Sim<'s> {
             }
             _ => self.block(body)?,
         }
+        self.finish()
+    }
+
+    /// Makes the simulator program `pid`, at its start: no register written, shared memory
+    /// zeroed (garbage, as far as the program knows), no barrier passed.
+    fn start(&mut self, pid: [u32; 3]) {
+        self.pid = pid;
+        self.def.iter_mut().for_each(|d| *d = Def::None);
+        for b in self.shared.buffers.iter_mut() {
+            b.as_bytes_mut().fill(0);
+        }
+        self.program += 1;
+        self.epoch = 1;
+        self.context = "";
+        self.copies = matrix::AsyncCopies::default();
+        self.mbarriers = tma::Mbarriers::default();
+        self.coop.iter_mut().flatten().for_each(|c| *c = None);
+        self.shared_epochs.iter_mut().for_each(|e| *e = None);
+    }
+
+    /// The checks at a program's end: no copy or store still in flight, buffers that share
+    /// bytes never in use at once.
+    fn finish(&mut self) -> Result<(), InterpError> {
         self.check_tma_done()?;
         self.check_bulk_reads_done()?;
         self.check_aliased()
@@ -896,10 +945,11 @@ impl<'s> Sim<'s> {
             Stmt::MbarrierArrive { bar, pred } => self.mbarrier_arrive(bar, *pred),
             // (A register budget: nothing to simulate.)
             Stmt::SetMaxRegisters { .. } => Ok(()),
+            // (Run by `run_frames` where the program is in a cluster.)
             Stmt::ClusterStore { .. } | Stmt::ClusterBarrier => Err(SimFault {
                 kind: FaultKind::InvalidIr,
                 thread: None,
-                message: "the simulator runs one program at a time, so no thread-block clusters".into(),
+                message: "a thread-block cluster statement in a program that is in no cluster".into(),
             }),
             Stmt::Barrier
             | Stmt::NamedBarrier { .. }

@@ -2,7 +2,9 @@
 //! statement, a loop between its condition and its body) rather than recursion, so that a
 //! walk can stop at an mbarrier wait that cannot pass yet and go on later, which is how the
 //! sides of a warp-specialized statement take turns (`simt_specialized.rs`). In lockstep
-//! (the whole program) such a wait is a hang, reported as a fault.
+//! (the whole program) such a wait is a hang, reported as a fault. A program of a
+//! thread-block cluster stops the same way at every cluster barrier, for the other
+//! programs of its cluster to take their turns (`simt_cluster.rs`).
 
 use super::Sim;
 use crate::interp::error::{FaultKind, InterpError};
@@ -24,6 +26,9 @@ pub(super) enum Turn<'s> {
         at: &'s Stmt,
         progressed: bool,
     },
+    /// Just past a cluster barrier (a program of a cluster), which the other programs of
+    /// the cluster must reach before this one goes on.
+    ClusterBarrier,
 }
 
 impl<'s> Sim<'s> {
@@ -33,11 +38,13 @@ impl<'s> Sim<'s> {
         match self.run_frames(&mut frames, false)? {
             Turn::Done => Ok(()),
             Turn::Blocked { .. } => unreachable!("a walk that may not stop faults at its waits"),
+            Turn::ClusterBarrier => unreachable!("programs of a cluster are walked by `simt_cluster.rs`"),
         }
     }
 
     /// Runs the walk `frames` until it is done, or, where it may `stop`, until it reaches an
-    /// mbarrier wait that cannot pass yet (left to run again).
+    /// mbarrier wait that cannot pass yet (left to run again), or, in a program of a
+    /// cluster, until it passes a cluster barrier (a barrier of the program as well).
     pub(super) fn run_frames(&mut self, frames: &mut Vec<Frame<'s>>, stop: bool) -> Result<Turn<'s>, InterpError> {
         let mut progressed = false;
         while let Some(&frame) = frames.last() {
@@ -62,6 +69,13 @@ impl<'s> Sim<'s> {
                         Stmt::Comment(c) => self.context = c,
                         // (A named barrier is the consumers' own: all of them run in lockstep.)
                         Stmt::Barrier | Stmt::NamedBarrier { .. } => self.epoch += 1,
+                        Stmt::ClusterBarrier if self.cluster.is_some() => {
+                            self.epoch += 1;
+                            return Ok(Turn::ClusterBarrier);
+                        }
+                        Stmt::ClusterStore { .. } if self.cluster.is_some() => {
+                            self.cluster_store(s).map_err(|f| self.error(s, f))?
+                        }
                         Stmt::If {
                             cond,
                             then_body,

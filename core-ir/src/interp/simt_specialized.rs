@@ -137,6 +137,7 @@ impl<'s> Sim<'s> {
                         progressed |= p;
                         done = false;
                     }
+                    Turn::ClusterBarrier => unreachable!("a warp-specialized kernel runs in no cluster"),
                 }
             }
             if done {
