@@ -378,11 +378,18 @@ fn cluster_softmax_passes_ptxas() {
     }
 }
 
-/// A cluster outside 1..=16, or with a persistent grid, is a configuration error.
+/// A cluster outside 1..=16, larger than a program's threads, or with a persistent grid,
+/// is a configuration error.
 #[test]
 fn cluster_sizes_are_checked() {
     let kernel = seeds::softmax_cluster(1024, 2, SoftmaxOptions::default()).unwrap();
     let spec = Specialization::all(kernel.params.len());
+    let few = Target {
+        cluster: 16,
+        ..Target::vulkan(8, 1, 48 * 1024)
+    };
+    let e = rutile_ir::lower::lower(&kernel, &few, &spec).unwrap_err().to_string();
+    assert!(e.contains("needs at least as many threads a program"), "{e}");
     for (cluster, persistent, expected) in [(0, false, "1 to 16"), (17, false, "1 to 16"), (2, true, "persistent")] {
         let target = Target {
             cluster,

@@ -76,10 +76,7 @@ fn simulate_clustered(
         .unwrap_or_else(|e| panic!("{at}: the interpreter fails: {e}"));
     for (name, target) in targets(num_warps, cluster) {
         let at = format!("{at} [{name}, {num_warps} warps]");
-        let mut tk = lower(kernel, &target, spec).unwrap_or_else(|e| panic!("{at}: lowering fails: {e}"));
-        if num_warps > 1 {
-            close_cluster_reduces(&mut tk);
-        }
+        let tk = lower(kernel, &target, spec).unwrap_or_else(|e| panic!("{at}: lowering fails: {e}"));
         assert_eq!(tk.cluster, cluster, "{at}");
         let mut got = buffers.to_vec();
         simt::run_threads(&tk, grid, args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
@@ -100,47 +97,6 @@ fn simulate_clustered(
             }
         }
     }
-}
-
-/// Puts the barrier that the lowering of `cluster_reduce` (`lower/cluster.rs`) leaves out
-/// after it: its slots are the exchange buffer of their type (`Lowerer::shared_buffer`), which
-/// every exchange expects to find free behind a barrier, but `cluster_reduce` ends with its
-/// loads of the slots, so with several warps the next exchange of the type (the softmax's
-/// and the layer norm's sum) overwrites a slot that another warp may still be reading: a
-/// race on a GPU, which the simulator reports (see
-/// [`the_lowered_cluster_reduce_races_with_the_next_exchange`]). Inserts a `Barrier` where
-/// each `cluster_reduce`'s statements end (before the next comment).
-///
-/// Remove this (and that test) once the lowering ends `cluster_reduce` with a barrier or
-/// gives its slots a buffer of their own.
-fn close_cluster_reduces(tk: &mut ThreadKernel) {
-    fn close(body: &mut Vec<Stmt>) -> usize {
-        let mut patched = 0;
-        let mut i = 0;
-        while i < body.len() {
-            let closes =
-                matches!(body[i], Stmt::ClusterStore { .. }) && matches!(body.get(i + 1), Some(Stmt::ClusterBarrier));
-            match &mut body[i] {
-                Stmt::If {
-                    then_body, else_body, ..
-                } => patched += close(then_body) + close(else_body),
-                Stmt::While { cond_body, body, .. } => patched += close(cond_body) + close(body),
-                _ if closes => {
-                    let end = (i + 2..body.len())
-                        .find(|&j| matches!(body[j], Stmt::Comment(_)))
-                        .unwrap_or(body.len());
-                    body.insert(end, Stmt::Barrier);
-                    patched += 1;
-                    i = end;
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-        patched
-    }
-    let patched = close(&mut tk.body);
-    assert!(patched > 0, "no cluster_reduce found to close:\n{tk}");
 }
 
 /// Random f32s of magnitude 1/8 to `hi` and either sign: never zero.
@@ -251,43 +207,6 @@ fn lowered_cluster_layer_norm_matches_the_interpreter() {
     }
 }
 
-/// What [`close_cluster_reduces`] works around: the lowered `cluster_reduce` of a program
-/// of two warps ends with every warp reading its slots, and the sum after it (the next
-/// exchange of f32s) has warp 0 overwrite slot 0 with no barrier in between. When the
-/// lowering is fixed, this test fails: delete it with `close_cluster_reduces`.
-#[test]
-fn the_lowered_cluster_reduce_races_with_the_next_exchange() {
-    let kernel = softmax_cluster(128, 2, SoftmaxOptions::default()).unwrap();
-    let (rows, cols) = (2, 256);
-    let args = softmax_args(rows, cols);
-    let target = Target {
-        cluster: 2,
-        ..Target::nvidia(2, 48 * 1024)
-    };
-    let mut tk = lower(&kernel, &target, &Specialization::none(args.len())).unwrap();
-    let x = nonzero_f32s(&mut Rng::new(4), rows * cols, 4.0);
-    let mut buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
-    let e = simt::run_threads(&tk, [4, 1, 1], &args, &mut buffers).unwrap_err();
-    match &e {
-        InterpError::ThreadFault {
-            kind: FaultKind::MissingBarrier,
-            context,
-            message,
-            ..
-        } => {
-            assert!(context.starts_with("sum at"), "{e}");
-            assert!(
-                message
-                    .contains("warp 0 overwrites element 0 of shared0, which another warp read with no barrier since"),
-                "{e}"
-            );
-        }
-        _ => panic!("not the missing barrier: {e}"),
-    }
-    close_cluster_reduces(&mut tk);
-    simt::run_threads(&tk, [4, 1, 1], &args, &mut buffers).unwrap();
-}
-
 /// `rounds` pairs of cluster reductions in a `for` loop: in round `i` the program of rank
 /// `r` of cluster `c` reduces block `(c * rounds + i) * cluster + r` of `x` (of 64); every
 /// program stores each round's max and, at the end, the sum of the rounds' sums.
@@ -347,8 +266,6 @@ fn bank_conflicts_are_counted_over_every_program_of_every_cluster() {
         &Specialization::none(args.len()),
     )
     .unwrap();
-    let mut tk = tk;
-    close_cluster_reduces(&mut tk);
     let x = nonzero_f32s(&mut Rng::new(3), rows * cols, 4.0);
     let run = |grid: [u32; 3]| {
         let mut buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];

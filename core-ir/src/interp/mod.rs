@@ -15,10 +15,11 @@
 //!
 //! Programs run one after another, axis 0 fastest, so atomics and racing stores resolve in
 //! that order. [`run_clustered`] groups them into clusters for `cluster_reduce`, whose
-//! programs take turns in a fixed order (the `cluster` module says how and why). Where the IR leaves a result unspecified (integer division by zero, say), the
-//! interpreter picks one value and documents it in the module that computes it: `elementwise`
-//! for math, casts and bitcasts, `shape_ops` for reductions, `dot` for matrix products,
-//! `memory` for loads, stores and atomics.
+//! programs take turns in a fixed order (the `cluster` module says how and why). Where the
+//! IR leaves a result unspecified (integer division by zero, say), the interpreter picks
+//! one value and documents it in the module that computes it: `elementwise` for math,
+//! casts and bitcasts, `shape_ops` for reductions, `dot` for matrix products, `memory` for
+//! loads, stores and atomics.
 //!
 //! Floats are held as f64 and rounded to their element type after every op, so f16, bf16
 //! and f32 arithmetic is correctly rounded; one exception: signaling NaNs are quieted when
@@ -84,7 +85,7 @@ impl ArgValue {
 
 /// The most programs a cluster of [`run_clustered`] may have (CUDA's largest cluster,
 /// non-portable on sm_90).
-pub const MAX_CLUSTER: u32 = 16;
+pub const MAX_CLUSTER: u32 = crate::lower::MAX_CLUSTER;
 
 /// Runs every program of the grid, in order (axis 0 fastest), on the CPU.
 ///

@@ -1,7 +1,8 @@
 //! `cluster_reduce`: a scalar combined over the programs of a thread-block cluster, through
 //! their shared memory (distributed shared memory, CUDA from sm_90).
 //!
-//! Each program owns a buffer of one slot per program of the cluster. Thread `t < cluster`
+//! Each program owns a buffer of one slot per program of the cluster, for this reduction
+//! alone. Thread `t < cluster`
 //! writes the program's value into slot `rank` of the buffer of program `t` (so the
 //! programs' writes go out in parallel, one remote store a thread), then a cluster barrier
 //! orders them before every thread of every program reads its own buffer's slots and
@@ -21,7 +22,7 @@
 
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, CacheModifier, Inst, Op, ReduceOp};
-use crate::thread::{Expr, Memory, Special, Stmt};
+use crate::thread::{Expr, Memory, SharedAlloc, Special, Stmt};
 use crate::types::ScalarType;
 
 /// The largest cluster a launch may ask for: Hopper's, twice CUDA's portable 8 (the CUDA
@@ -56,7 +57,11 @@ impl Lowerer<'_> {
             return Err(self.internal("a cluster reduction of more than one register"));
         };
         let i32t = ScalarType::I32;
-        let slots = self.shared_buffer(elem, cluster);
+        // A buffer of its own, not the exchange buffer of its type (`shared_buffer`): the
+        // slots are read after the last barrier here, so the next exchange's stores would
+        // race with warps still reading them (the SIMT simulator found it).
+        let slots = self.shared.len() as u32;
+        self.shared.push(SharedAlloc::new(elem, cluster));
         let pid = self.set(i32t, Expr::Special(Special::ProgramId(0)));
         let size = self.i32c(cluster as i64);
         let rank = self.set(i32t, Expr::Binary(BinaryOp::Rem, pid, size));

@@ -108,6 +108,13 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
             target.cluster
         )));
     }
+    if target.cluster > target.threads() {
+        return Err(LowerError::InvalidConfig(format!(
+            "a cluster of {} programs needs at least as many threads a program (one writes to each), the program has {}",
+            target.cluster,
+            target.threads()
+        )));
+    }
     if target.cluster > 1 && target.persistent {
         return Err(LowerError::InvalidConfig(
             "a persistent grid cannot run in clusters: its programs walk tiles, not clusters".into(),
