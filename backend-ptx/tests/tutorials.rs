@@ -427,3 +427,29 @@ fn cluster_layer_norm_passes_ptxas() {
         }
     }
 }
+
+/// `cluster_reduce` of every type and combination it takes (as the conformance matrix runs
+/// it: one element a program, clusters of 4) assembles for sm_90.
+#[test]
+fn cluster_reduce_of_every_type_passes_ptxas() {
+    use rutile_ir::ir::ReduceOp;
+    use rutile_ir::ScalarType::{F64, I32, I64, U32, U64};
+    for t in [I32, I64, U32, U64, F32, F64] {
+        for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+            let kernel = Kernel::build("cluster_reduce_one", |k| {
+                let x = k.arg_ptr("x", t);
+                let out = k.arg_ptr("out", t);
+                let pid = k.program_id(0);
+                k.store(out + pid, k.load(x + pid).cluster_reduce(op));
+            })
+            .unwrap();
+            let target = Target {
+                cluster: 4,
+                ..Target::nvidia(4, 48 * 1024)
+            };
+            let t_kernel = rutile_ir::lower::lower(&kernel, &target, &Specialization::none(2)).unwrap();
+            let ptx = emit(&t_kernel, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+            support::ptxas_check(&ptx, 90);
+        }
+    }
+}

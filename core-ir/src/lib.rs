@@ -30,5 +30,5 @@ pub mod verify;
 pub use arena::{Arena, Handle};
 pub use builder::{KernelBuilder, Operand, Value};
 pub use error::{BuildError, Diagnostic};
-pub use ir::{CacheModifier, DotPrecision, Kernel, Op};
+pub use ir::{CacheModifier, DotPrecision, Kernel, Op, ReduceOp};
 pub use types::{Elem, ScalarType, Shape, Type};

@@ -45,6 +45,9 @@ pub struct Case {
     /// The `i32` scalar parameter after the buffers (the number of elements).
     pub n: Option<i32>,
     pub grid: u32,
+    /// Programs a thread-block cluster (`LaunchConfig::cluster`); 1 for all but the
+    /// `cluster_reduce` cases.
+    pub cluster: u32,
     pub rule: Rule,
     /// Known mismatches: `(backend, reason)`; a failure on that backend is KNOWN.
     pub known: Vec<(Backend, &'static str)>,
@@ -140,6 +143,7 @@ where
                 bufs,
                 n: Some(n as i32),
                 grid: (n as u32).div_ceil(BLOCK as u32),
+                cluster: 1,
                 rule,
                 known: Vec::new(),
             }
@@ -405,6 +409,7 @@ pub(super) fn memory_cases() -> Vec<Case> {
                 ],
                 n: Some(n as i32),
                 grid,
+                cluster: 1,
                 rule: Rule::Exact,
                 known: Vec::new(),
             });
@@ -508,6 +513,7 @@ pub(super) fn reduction_cases() -> Vec<Case> {
                     ],
                     n: None,
                     grid: 1,
+                    cluster: 1,
                     rule,
                     known: Vec::new(),
                 });
@@ -589,6 +595,7 @@ pub(super) fn atomic_cases() -> Vec<Case> {
                     ],
                     n: Some(n as i32),
                     grid,
+                    cluster: 1,
                     rule: Rule::Atomic { op },
                     known: Vec::new(),
                 });
@@ -611,6 +618,7 @@ pub fn cases() -> Vec<Case> {
     all.extend(super::math_cases::math_cases());
     all.extend(super::random_cases::random_cases());
     all.extend(super::join_cases::join_cases());
+    all.extend(super::cluster_cases::cluster_cases());
     all.into_iter().map(mark_known).collect()
 }
 

@@ -68,6 +68,7 @@ pub(super) fn join_cases() -> Vec<Case> {
                     ],
                     n: Some(n as i32),
                     grid,
+                    cluster: 1,
                     rule: Rule::Exact,
                     known: Vec::new(),
                 });

@@ -18,6 +18,7 @@
 //! * float reductions: within `n·eps·Σ|x|` (the order of the additions differs);
 //! * float scans (`cumsum`): each element within `n·eps·Σ|x|` of its lane (`Rule::Lanes`);
 //!   `sort`, `gather`, `histogram`, integer scans and exact products: bit-exact;
+//! * `cluster_reduce`: bit-exact (its float sums add integers, exact in any order);
 //! * atomics: the final memory against the interpreter's (exact, or the reduction tolerance
 //!   for `f32` add), and the old values returned checked for consistency (`xchg`, `cas`).
 //!
@@ -46,6 +47,7 @@ const RAGGED: usize = 1000;
 
 mod bounds;
 mod cases;
+mod cluster_cases;
 mod inputs;
 mod join_cases;
 mod math_cases;

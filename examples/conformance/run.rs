@@ -24,7 +24,7 @@ pub(super) fn run_on(d: &dyn Device, c: &Case, kernel: &Kernel) -> rutile::Resul
     if let Some(n) = c.n {
         args.push(Arg::I32(n));
     }
-    rutile::DeviceExt::launch(d, kernel, &LaunchConfig::grid1(c.grid), &args)?;
+    rutile::DeviceExt::launch(d, kernel, &LaunchConfig::grid1(c.grid).cluster(c.cluster), &args)?;
     let mut outs = Vec::new();
     for (b, raw) in c.bufs.iter().zip(&raws) {
         if b.output {
@@ -90,6 +90,7 @@ pub(super) fn flushed_reference(
             .collect(),
         n: c.n,
         grid: c.grid,
+        cluster: c.cluster,
         rule: c.rule,
         known: Vec::new(),
     };
@@ -101,11 +102,13 @@ pub(super) fn flushed_reference(
 
 pub(super) fn is_unsupported(e: &Error) -> bool {
     let text = e.to_string();
-    matches!(e, Error::Codegen { .. } | Error::Lower(_) | Error::Device { .. })
+    let device_lacks = matches!(e, Error::Codegen { .. } | Error::Lower(_) | Error::Device { .. })
         && (text.contains("not supported")
             || text.contains("unsupported")
             || text.contains("no storage type")
-            || text.contains("does not support"))
+            || text.contains("does not support"));
+    // A launch in clusters on a device without them (`DeviceProperties::max_cluster`).
+    device_lacks || matches!(e, Error::Launch { .. }) && text.contains("has no thread-block clusters")
 }
 
 pub(super) fn same(a: V, b: V) -> bool {

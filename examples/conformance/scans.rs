@@ -156,6 +156,7 @@ fn block_case(
         ],
         n: s.axis.is_none().then_some(SCAN_LIVE),
         grid: 1,
+        cluster: 1,
         rule,
         known: Vec::new(),
     }

@@ -1,0 +1,66 @@
+//! Cases of `cluster_reduce`: each of 8 programs, in clusters of 4, passes one element and
+//! stores what its cluster combines. Float sums add integers of moderate size, exact in any
+//! order and rounding, so every result is compared bit for bit (the interpreter adds in f64
+//! and rounds once, a GPU adds in the type). Devices without clusters report the row
+//! unsupported.
+
+use super::*;
+use rutile::ReduceOp;
+
+/// Programs a cluster, and of the grid (two clusters).
+const CLUSTER: u32 = 4;
+const PROGRAMS: usize = 8;
+
+pub(super) fn cluster_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (op, reduce) in [
+        ("cluster_reduce(sum)", ReduceOp::Sum),
+        ("cluster_reduce(max)", ReduceOp::Max),
+        ("cluster_reduce(min)", ReduceOp::Min),
+    ] {
+        for (seed, t) in DTYPES.into_iter().enumerate() {
+            let kernel = built(Kernel::build(&kname(op, &[t]), |k| {
+                let x = k.arg_ptr("x", t);
+                let out = k.arg_ptr("out", t);
+                let pid = k.program_id(0);
+                k.store(out + pid, k.load(x + pid).cluster_reduce(reduce));
+            }));
+            let init = if reduce == ReduceOp::Sum && t.is_float() {
+                // Non-zero integers below 2^10: their sums of four are exact in f16 and up.
+                let mut rng = rutile::ir::testing::Rng::new(0xC1 + seed as u64);
+                (0..PROGRAMS)
+                    .map(|_| {
+                        let v = rng.f32s(1, -1000.0, 1000.0)[0].round();
+                        V::F(if v == 0.0 { 7.0 } else { v as f64 })
+                    })
+                    .collect()
+            } else {
+                generate(t, PROGRAMS, Domain::General, 0xC1 + seed as u64)
+            };
+            cases.push(Case {
+                op: op.to_string(),
+                dtype: t,
+                shape: format!("{PROGRAMS}/{CLUSTER}"),
+                kernel,
+                bufs: vec![
+                    Buf {
+                        dtype: t,
+                        init,
+                        output: false,
+                    },
+                    Buf {
+                        dtype: t,
+                        init: vec![V::I(0); PROGRAMS],
+                        output: true,
+                    },
+                ],
+                n: None,
+                grid: PROGRAMS as u32,
+                cluster: CLUSTER,
+                rule: Rule::Exact,
+                known: Vec::new(),
+            });
+        }
+    }
+    cases
+}
