@@ -167,13 +167,18 @@ pub fn layer_norm(
             if let Some(tutorial) = layer_norm::tutorial_forward_launch(m, n)? {
                 others.push(tutorial);
                 others.extend(layer_norm::one_pass_launch(dev, m, n)?);
-            } else if let Some(shape) = long_rows::layer_norm_cluster_for(n, dev.properties().max_cluster()) {
-                others.push(long_rows::layer_norm_cluster_launch_on(
-                    m,
-                    n,
-                    rutile::ScalarType::F16,
-                    shape,
-                )?);
+            } else {
+                // Shares of 8192 and 16384 columns, 32 a thread, and 16384 at 64 a thread
+                // under the cap that lets two such programs share a multiprocessor (as the
+                // one-pass kernel at 16384 columns).
+                let max = dev.properties().max_cluster();
+                for (share, per_thread, maxnreg) in [(8192, 32, None), (16384, 32, None), (16384, 64, Some(128))] {
+                    if let Some(shape) = long_rows::cluster_shape(n, max, share, per_thread, 16384) {
+                        let (kernel, config) =
+                            long_rows::layer_norm_cluster_launch_on(m, n, rutile::ScalarType::F16, shape)?;
+                        others.push((kernel, config.maxnreg(maxnreg)));
+                    }
+                }
             }
             others.push(long_rows::layer_norm_long_launch(m, rutile::ScalarType::F16)?);
             for (other, config) in others.into_iter().filter(|(k, _)| k.name != kernel.name) {
@@ -187,13 +192,17 @@ pub fn layer_norm(
                 checked(&format!("{} {m}x{n}", other.name), error, 1e-2)?;
                 let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&other, &config, &args))?;
                 let g = gbps(4.0 * (m * n) as f64, s.median_ms);
-                csv_line(csv, &id, &other.name, &format!("{m}x{n}"), &s, g, ceiling);
                 let label = match other.name.as_str() {
-                    "_layer_norm_fwd_fused" => "  tutorial's",
-                    "_layer_norm_fwd_row" => "  one-pass",
-                    "_layer_norm_fwd_cluster" => "  cluster",
-                    _ => "  long-row",
+                    "_layer_norm_fwd_fused" => "  tutorial's".to_string(),
+                    "_layer_norm_fwd_row" => "  one-pass".to_string(),
+                    "_layer_norm_fwd_cluster" => format!("  cluster of {}", config.cluster),
+                    _ => "  long-row".to_string(),
                 };
+                let name = match config.cluster {
+                    1 => other.name.clone(),
+                    c => format!("{}_c{c}_{}", other.name, LaunchShape::of(&config)).replace(' ', "_"),
+                };
+                csv_line(csv, &id, &name, &format!("{m}x{n}"), &s, g, ceiling);
                 println!(
                     "{:>14}  {:>22}",
                     label,

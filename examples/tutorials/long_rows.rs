@@ -68,8 +68,15 @@ pub fn cluster_for(cols: usize, max_cluster: u32) -> Option<ClusterShape> {
 }
 
 /// `cols` split over as many programs as `share`s fit (2 to `max_cluster`), each holding the
-/// next power of two of its part (at most `most`), `per_thread` elements a thread.
-fn cluster_shape(cols: usize, max_cluster: u32, share: usize, per_thread: usize, most: usize) -> Option<ClusterShape> {
+/// next power of two of its part (at most `most`), `per_thread` elements a thread. `None`
+/// where the device has no clusters or the part would be longer than `most`.
+pub fn cluster_shape(
+    cols: usize,
+    max_cluster: u32,
+    share: usize,
+    per_thread: usize,
+    most: usize,
+) -> Option<ClusterShape> {
     if max_cluster < 2 {
         return None;
     }
@@ -79,19 +86,6 @@ fn cluster_shape(cols: usize, max_cluster: u32, share: usize, per_thread: usize,
         cluster,
         num_warps: (part / (32 * per_thread)).clamp(1, 32) as u32,
     })
-}
-
-/// The columns a program of a cluster holds of a layer norm row (fp16) in
-/// [`layer_norm_cluster_for`]: 32 a thread on 8 warps, as the one-pass kernel holds rows of
-/// 2048 to 8192 columns without spilling.
-pub const LAYER_NORM_CLUSTER_SHARE: usize = 8192;
-
-/// How a cluster of at most `max_cluster` programs shares a layer norm row of `n` columns
-/// (for [`layer_norm_cluster_launch_on`]): as many programs as
-/// [`LAYER_NORM_CLUSTER_SHARE`]s fit the row, 32 columns a thread, at most 16384 a program.
-/// `None` as [`cluster_for`].
-pub fn layer_norm_cluster_for(n: usize, max_cluster: u32) -> Option<ClusterShape> {
-    cluster_shape(n, max_cluster, LAYER_NORM_CLUSTER_SHARE, 32, 16384)
 }
 
 /// The cluster softmax's kernel and launch for `rows` rows of `cols` columns shared as
