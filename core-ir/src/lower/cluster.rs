@@ -2,18 +2,18 @@
 //! their shared memory (distributed shared memory, CUDA from sm_90).
 //!
 //! Each program owns a buffer of one slot per program of the cluster, for this reduction
-//! alone. Thread `t < cluster`
-//! writes the program's value into slot `rank` of the buffer of program `t` (so the
-//! programs' writes go out in parallel, one remote store a thread), then a cluster barrier
-//! orders them before every thread of every program reads its own buffer's slots and
-//! combines them in rank order.
+//! alone (not the exchange buffer of its type, which the next exchange would overwrite
+//! while other warps still read the slots). Thread `t < cluster` writes the program's value
+//! into slot `rank` of the buffer of program `t` (so the programs' writes go out in
+//! parallel, one remote store a thread), then a cluster barrier orders them before every
+//! thread of every program reads its own buffer's slots and combines them in rank order.
 //!
 //! A first cluster barrier, before the writes, does two things: no program writes into
-//! another before that one has started (CUDA requires it: a program's shared memory is
-//! not there for others before it runs),
-//! and a later round's writes (a `cluster_reduce` in a loop) wait until every program has
-//! read the round before. After the second barrier no program writes into another's
-//! shared memory again in this round, so a program may then exit.
+//! another before that one has started (CUDA requires it: a program's shared memory is not
+//! there for others before it runs), and a later round's writes (a `cluster_reduce` in a
+//! loop) wait until every program has read the round before. After the second barrier no
+//! program writes into another's shared memory again in this round, so a program may then
+//! exit. The SIMT simulator checks all of this (`interp/simt_cluster.rs`).
 //!
 //! A program's rank is its `program_id(0)` modulo the cluster size: the driver groups
 //! consecutive programs along x into a cluster, in rank order.
@@ -58,8 +58,7 @@ impl Lowerer<'_> {
         };
         let i32t = ScalarType::I32;
         // A buffer of its own, not the exchange buffer of its type (`shared_buffer`): the
-        // slots are read after the last barrier here, so the next exchange's stores would
-        // race with warps still reading them (the SIMT simulator found it).
+        // slots are read after the last barrier here (module comment).
         let slots = self.shared.len() as u32;
         self.shared.push(SharedAlloc::new(elem, cluster));
         let pid = self.set(i32t, Expr::Special(Special::ProgramId(0)));
