@@ -6,26 +6,18 @@
 //! sizes that do not cluster, programs that reach the reduction unequally often (which must
 //! return an error, not hang), faults and disagreeing programs.
 
+mod tutorial_support;
+
 use rutile_ir::interp::{self, capture_prints, ArgValue, FaultKind, HostBuffer, InterpError};
 use rutile_ir::ir::ReduceOp::{self, Max, Min, Sum};
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{self, F32, I32};
 use rutile_ir::{Kernel, Value};
+use tutorial_support::ptr;
+use tutorial_support::rows::{nonzero_f32s, rounds_kernel};
 
 /// Elements of a row per program.
 const BLOCK: u32 = 64;
-
-fn ptr(buffer: usize) -> ArgValue {
-    ArgValue::Ptr { buffer, offset: 0 }
-}
-
-/// Random f32s of magnitude 1/4 to 4 and either sign: never zero.
-fn nonzero_f32s(rng: &mut Rng, n: usize) -> Vec<f32> {
-    rng.f32s(n, 0.25, 4.0)
-        .into_iter()
-        .map(|v| if rng.next_u64() & 1 == 1 { -v } else { v })
-        .collect()
-}
 
 /// Random i32s of either sign, mostly positive and large, so that sums of a hundred or so
 /// wrap; never zero.
@@ -100,7 +92,7 @@ fn f32_row_max_and_sum_over_clusters_match_the_reference() {
             let programs = (grid[0] * grid[1] * grid[2]) as usize;
             let rows = programs / n as usize;
             let cols = (n * BLOCK) as usize;
-            let x = nonzero_f32s(&mut rng, rows * cols);
+            let x = nonzero_f32s(&mut rng, rows * cols, 0.25, 4.0);
             let out = run_rows(&kernel, HostBuffer::from_slice(&x), 2, grid, n);
             let (max, sum) = (out[0].to_vec::<f32>().unwrap(), out[1].to_vec::<f32>().unwrap());
             for r in 0..rows {
@@ -157,7 +149,7 @@ fn clusters_of_one_are_the_plain_launch() {
     let mut rng = Rng::new(0xC3);
     let kernel = row_kernel(F32, &[Max, Sum]);
     let grid = [6, 2, 1];
-    let x = nonzero_f32s(&mut rng, 12 * BLOCK as usize);
+    let x = nonzero_f32s(&mut rng, 12 * BLOCK as usize, 0.25, 4.0);
     let clustered = run_rows(&kernel, HostBuffer::from_slice(&x), 2, grid, 1);
     let mut buffers = vec![
         HostBuffer::from_slice(&x),
@@ -180,7 +172,7 @@ fn f32_max_propagates_a_nan_of_any_program_of_the_cluster() {
     let kernel = row_kernel(F32, &[Max, Min]);
     let n = 4;
     let (rows, cols) = (6usize, (4 * BLOCK) as usize);
-    let mut x = nonzero_f32s(&mut rng, rows * cols);
+    let mut x = nonzero_f32s(&mut rng, rows * cols, 0.25, 4.0);
     // A NaN in rank 0's block of row 1, rank 2's of row 3, the last rank's of row 4.
     for (row, rank) in [(1, 0), (3, 2), (4, 3)] {
         x[row * cols + rank * BLOCK as usize + rng.below(BLOCK as u64) as usize] = f32::NAN;
@@ -206,37 +198,13 @@ fn f32_max_propagates_a_nan_of_any_program_of_the_cluster() {
     }
 }
 
-/// `rounds` reductions in a `for` loop: in round `i` the program of rank `r` of cluster
-/// `c` reduces block `(c * rounds + i) * cluster + r` of `x`; every program stores each
-/// round's max and, at the end, the sum of the rounds' sums (carried through the loop).
-fn rounds_kernel() -> Kernel {
-    Kernel::build("cluster_rounds", |k| {
-        let x = k.arg_ptr("x", F32);
-        let max_out = k.arg_ptr("max", F32);
-        let total_out = k.arg_ptr("total", F32);
-        let cluster = k.arg_i32("cluster");
-        let rounds = k.arg_i32("rounds");
-        let pid = k.program_id(0);
-        let (c, rank) = (pid / cluster, pid % cluster);
-        let zero = k.scalar(0.0, F32);
-        let total = k.for_range(0, rounds, 1, &[zero], |i, acc| {
-            let at = (c * rounds + i) * cluster + rank;
-            let v = k.load(x + (at * BLOCK as i32 + k.arange(0, BLOCK as i32)));
-            k.store(max_out + at, v.max(0).cluster_reduce(Max));
-            vec![acc[0] + v.sum(0).cluster_reduce(Sum)]
-        });
-        k.store(total_out + pid, total[0]);
-    })
-    .unwrap()
-}
-
 #[test]
 fn reductions_in_a_loop_combine_round_by_round() {
     let mut rng = Rng::new(0xC5);
-    let kernel = rounds_kernel();
+    let kernel = rounds_kernel(BLOCK);
     for (n, clusters, rounds) in [(2u32, 3u32, 5u32), (4, 2, 3), (8, 1, 4), (1, 2, 3)] {
         let blocks = (clusters * rounds * n) as usize;
-        let x = nonzero_f32s(&mut rng, blocks * BLOCK as usize);
+        let x = nonzero_f32s(&mut rng, blocks * BLOCK as usize, 0.25, 4.0);
         let programs = (clusters * n) as usize;
         let mut buffers = vec![
             HostBuffer::from_slice(&x),

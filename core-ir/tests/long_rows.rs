@@ -5,13 +5,14 @@
 
 mod tutorial_support;
 
-use rutile_ir::interp::{self, ArgValue, HostBuffer};
+use rutile_ir::interp::{self, HostBuffer};
 use rutile_ir::seeds::{
     fits_one_block, layer_norm_cluster, layer_norm_long, softmax_cluster, softmax_long, LayerNormMeta, SoftmaxOptions,
 };
 use rutile_ir::testing::Rng;
-use rutile_ir::ScalarType::{self, F16, F32};
-use tutorial_support::{assert_close, buffer_of, ptr, simulate_targets, values};
+use rutile_ir::ScalarType::{F16, F32};
+use tutorial_support::rows::{layer_norm_case, softmax_args, EPS};
+use tutorial_support::{assert_close, simulate_targets, values};
 
 fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
     let mut out = vec![0.0; rows * cols];
@@ -24,11 +25,6 @@ fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
         }
     }
     out
-}
-
-fn softmax_args(rows: usize, cols: usize) -> Vec<ArgValue> {
-    let c = ArgValue::Int(cols as i64);
-    vec![ptr(0), ptr(1), c, c, ArgValue::Int(rows as i64), c]
 }
 
 #[test]
@@ -92,8 +88,6 @@ fn long_row_softmax_of_a_row_with_infinities() {
     );
 }
 
-const EPS: f64 = 1e-5;
-
 fn layer_norm_reference(x: &[f64], w: &[f64], b: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let (mut means, mut rstds, mut y) = (vec![0.0; m], vec![0.0; m], vec![0.0; m * n]);
     for r in 0..m {
@@ -109,22 +103,6 @@ fn layer_norm_reference(x: &[f64], w: &[f64], b: &[f64], m: usize, n: usize) -> 
     (means, rstds, y)
 }
 
-fn layer_norm_case(rng: &mut Rng, dtype: ScalarType, m: usize, n: usize) -> (Vec<HostBuffer>, Vec<ArgValue>) {
-    // A mean far from zero next to a small spread: where sums of squares lose digits.
-    let x = rng.f32s(m * n, 95.0, 105.0);
-    let buffers = vec![
-        buffer_of(dtype, &x),
-        HostBuffer::zeros(dtype, m * n),
-        buffer_of(dtype, &rng.f32s(n, -1.5, 1.5)),
-        buffer_of(dtype, &rng.f32s(n, -1.0, 1.0)),
-        HostBuffer::zeros(F32, m),
-        HostBuffer::zeros(F32, m),
-    ];
-    let mut args: Vec<ArgValue> = (0..6).map(ptr).collect();
-    args.extend([ArgValue::Int(n as i64), ArgValue::Int(n as i64), ArgValue::Float(EPS)]);
-    (buffers, args)
-}
-
 #[test]
 fn long_row_layer_norm_matches_the_reference() {
     let mut rng = Rng::new(62);
@@ -134,7 +112,7 @@ fn long_row_layer_norm_matches_the_reference() {
         (5, 700, F16, 256),
         (2, 1, F32, 64),
     ] {
-        let (mut buffers, args) = layer_norm_case(&mut rng, dtype, m, n);
+        let (mut buffers, args) = layer_norm_case(&mut rng, dtype, m, n, (95.0, 105.0));
         let kernel = layer_norm_long(&LayerNormMeta {
             block_size: block,
             dtype,
@@ -159,7 +137,7 @@ fn long_row_layer_norm_matches_the_reference() {
 fn cluster_layer_norm_matches_the_reference() {
     let mut rng = Rng::new(66);
     for (m, n, dtype, block, cluster) in [(3, 5000, F32, 1024, 5), (2, 700, F16, 256, 3), (2, 100, F32, 32, 8)] {
-        let (mut buffers, args) = layer_norm_case(&mut rng, dtype, m, n);
+        let (mut buffers, args) = layer_norm_case(&mut rng, dtype, m, n, (95.0, 105.0));
         let meta = LayerNormMeta {
             block_size: block,
             dtype,
@@ -201,7 +179,7 @@ fn lowered_long_row_kernels_match_the_interpreter() {
         );
     }
     for (m, n, dtype, block) in [(3, 1000, F32, 256), (2, 300, F16, 128)] {
-        let (buffers, args) = layer_norm_case(&mut rng, dtype, m, n);
+        let (buffers, args) = layer_norm_case(&mut rng, dtype, m, n, (95.0, 105.0));
         let kernel = layer_norm_long(&LayerNormMeta {
             block_size: block,
             dtype,

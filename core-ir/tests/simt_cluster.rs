@@ -13,15 +13,16 @@
 mod tutorial_support;
 
 use rutile_ir::interp::{self, simt, ArgValue, FaultKind, HostBuffer, InterpError};
-use rutile_ir::ir::{BinaryOp, CmpOp, ReduceOp};
+use rutile_ir::ir::{BinaryOp, CmpOp};
 use rutile_ir::lower::lower;
 use rutile_ir::seeds::{layer_norm_cluster, softmax_cluster, LayerNormMeta, SoftmaxOptions};
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
 use rutile_ir::thread::{Memory, Special, Stmt, ThreadKernel, ThreadKernelBuilder};
 use rutile_ir::Kernel;
-use rutile_ir::ScalarType::{self, F16, F32, I32};
-use tutorial_support::{buffer_of, ptr, values};
+use rutile_ir::ScalarType::{F16, F32, I32};
+use tutorial_support::rows::{layer_norm_case, nonzero_f32s, rounds_kernel, softmax_args};
+use tutorial_support::{ptr, values};
 
 /// The targets a cluster kernel is lowered for, with clusters of `cluster`: NVIDIA's, a
 /// Vulkan device's (warps of 32 and of 8, no NaN-propagating max, one variable per shared
@@ -99,14 +100,6 @@ fn simulate_clustered(
     }
 }
 
-/// Random f32s of magnitude 1/8 to `hi` and either sign: never zero.
-fn nonzero_f32s(rng: &mut Rng, n: usize, hi: f32) -> Vec<f32> {
-    rng.f32s(n, 0.125, hi)
-        .into_iter()
-        .map(|v| if rng.next_u64() & 1 == 1 { -v } else { v })
-        .collect()
-}
-
 /// The row lengths of the tests of `cluster` programs of `block` columns: a full row, a row
 /// whose last program's share is partly masked, and (for clusters of 3 or more) one whose
 /// last program's share is wholly masked, the one before it partly; multiples of 16 where
@@ -128,11 +121,6 @@ fn row_lengths(block: u32, cluster: u32, divisible: bool) -> Vec<usize> {
 /// Blocks and warps of the tests: (block, warps) per cluster size.
 const SHAPES: [(u32, u32); 3] = [(64, 1), (128, 2), (256, 4)];
 
-fn softmax_args(rows: usize, cols: usize) -> Vec<ArgValue> {
-    let c = ArgValue::Int(cols as i64);
-    vec![ptr(0), ptr(1), c, c, ArgValue::Int(rows as i64), c]
-}
-
 #[test]
 fn lowered_cluster_softmax_matches_the_interpreter() {
     let mut rng = Rng::new(0x5C1);
@@ -142,7 +130,7 @@ fn lowered_cluster_softmax_matches_the_interpreter() {
             for divisible in [true, false] {
                 for cols in row_lengths(block, cluster, divisible) {
                     let rows = 2;
-                    let x = nonzero_f32s(&mut rng, rows * cols, 8.0);
+                    let x = nonzero_f32s(&mut rng, rows * cols, 0.125, 8.0);
                     let buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
                     let args = softmax_args(rows, cols);
                     let spec = if divisible {
@@ -157,23 +145,6 @@ fn lowered_cluster_softmax_matches_the_interpreter() {
             }
         }
     }
-}
-
-const EPS: f64 = 1e-5;
-
-fn layer_norm_case(rng: &mut Rng, dtype: ScalarType, m: usize, n: usize) -> (Vec<HostBuffer>, Vec<ArgValue>) {
-    let x = rng.f32s(m * n, 2.0, 6.0);
-    let buffers = vec![
-        buffer_of(dtype, &x),
-        HostBuffer::zeros(dtype, m * n),
-        buffer_of(dtype, &nonzero_f32s(rng, n, 1.5)),
-        buffer_of(dtype, &nonzero_f32s(rng, n, 1.0)),
-        HostBuffer::zeros(F32, m),
-        HostBuffer::zeros(F32, m),
-    ];
-    let mut args: Vec<ArgValue> = (0..6).map(ptr).collect();
-    args.extend([ArgValue::Int(n as i64), ArgValue::Int(n as i64), ArgValue::Float(EPS)]);
-    (buffers, args)
 }
 
 #[test]
@@ -191,7 +162,7 @@ fn lowered_cluster_layer_norm_matches_the_interpreter() {
             for divisible in [true, false] {
                 for n in row_lengths(block, cluster, divisible) {
                     let m = 2;
-                    let (buffers, args) = layer_norm_case(&mut rng, dtype, m, n);
+                    let (buffers, args) = layer_norm_case(&mut rng, dtype, m, n, (2.0, 6.0));
                     let spec = if divisible {
                         Specialization::all(args.len())
                     } else {
@@ -207,38 +178,14 @@ fn lowered_cluster_layer_norm_matches_the_interpreter() {
     }
 }
 
-/// `rounds` pairs of cluster reductions in a `for` loop: in round `i` the program of rank
-/// `r` of cluster `c` reduces block `(c * rounds + i) * cluster + r` of `x` (of 64); every
-/// program stores each round's max and, at the end, the sum of the rounds' sums.
-fn rounds_kernel() -> Kernel {
-    Kernel::build("cluster_rounds", |k| {
-        let x = k.arg_ptr("x", F32);
-        let max_out = k.arg_ptr("max", F32);
-        let total_out = k.arg_ptr("total", F32);
-        let cluster = k.arg_i32("cluster");
-        let rounds = k.arg_i32("rounds");
-        let pid = k.program_id(0);
-        let (c, rank) = (pid / cluster, pid % cluster);
-        let zero = k.scalar(0.0, F32);
-        let total = k.for_range(0, rounds, 1, &[zero], |i, acc| {
-            let at = (c * rounds + i) * cluster + rank;
-            let v = k.load(x + (at * 64 + k.arange(0, 64)));
-            k.store(max_out + at, v.max(0).cluster_reduce(ReduceOp::Max));
-            vec![acc[0] + v.sum(0).cluster_reduce(ReduceOp::Sum)]
-        });
-        k.store(total_out + pid, total[0]);
-    })
-    .unwrap()
-}
-
 #[test]
 fn lowered_reductions_in_a_loop_match_the_interpreter() {
     let mut rng = Rng::new(0x5C3);
-    let kernel = rounds_kernel();
+    let kernel = rounds_kernel(64);
     for (cluster, clusters, rounds, num_warps) in [(2u32, 3u32, 4u32, 1u32), (3, 2, 3, 2), (4, 1, 2, 1)] {
         let blocks = (clusters * rounds * cluster) as usize;
         let buffers = vec![
-            HostBuffer::from_slice(&nonzero_f32s(&mut rng, blocks * 64, 4.0)),
+            HostBuffer::from_slice(&nonzero_f32s(&mut rng, blocks * 64, 0.125, 4.0)),
             HostBuffer::zeros(F32, blocks),
             HostBuffer::zeros(F32, (clusters * cluster) as usize),
         ];
@@ -266,7 +213,7 @@ fn bank_conflicts_are_counted_over_every_program_of_every_cluster() {
         &Specialization::none(args.len()),
     )
     .unwrap();
-    let x = nonzero_f32s(&mut Rng::new(3), rows * cols, 4.0);
+    let x = nonzero_f32s(&mut Rng::new(3), rows * cols, 0.125, 4.0);
     let run = |grid: [u32; 3]| {
         let mut buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
         simt::run_threads_with_stats(&tk, grid, &args, &mut buffers).unwrap()

@@ -3,6 +3,8 @@
 //! simulator against the interpreter.
 #![allow(dead_code)]
 
+pub mod rows;
+
 use half::f16;
 use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
 use rutile_ir::lower::lower;
