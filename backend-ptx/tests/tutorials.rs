@@ -315,6 +315,27 @@ fn assemble_aligned_sm90(label: &str, kernel: &Kernel, target: &Target) -> Strin
     ptx
 }
 
+/// `kernel` lowered for an sm_90 GPU in clusters of `cluster` programs of `warps` warps
+/// (with aligned arguments), and its PTX; `ptxas`, where present, must assemble it without
+/// spills.
+fn cluster_ptx(label: &str, kernel: &Kernel, cluster: u32, warps: u32) -> (rutile_ir::thread::ThreadKernel, String) {
+    let target = Target {
+        cluster,
+        ..Target::nvidia(warps, 227 * 1024)
+    };
+    let spec = Specialization::all(kernel.params.len());
+    let t = rutile_ir::lower::lower(kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
+    let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap_or_else(|e| panic!("{label}: {e}"));
+    if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+        println!("{label}, {cluster} programs of {warps} warps, sm_90: {registers} registers, {spilled} bytes spilled");
+        assert_eq!(
+            spilled, 0,
+            "{label}, cluster {cluster}: {registers} registers, {spilled} bytes spilled"
+        );
+    }
+    (t, ptx)
+}
+
 /// The softmax whose rows are shared by the programs of a thread-block cluster
 /// (`seeds::softmax_cluster`): 32 columns a thread (2 programs of 32 warps), and 64 on the
 /// clusters and warps the tutorial's host code launches rows of 65536 to 262144 columns
@@ -336,13 +357,7 @@ fn cluster_softmax_passes_ptxas() {
         (16, 16384, 8),
     ] {
         let kernel = seeds::softmax_cluster(block, cluster, options).unwrap();
-        let spec = Specialization::all(kernel.params.len());
-        let target = Target {
-            cluster,
-            ..Target::nvidia(warps, 227 * 1024)
-        };
-        let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
-        let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+        let (t, ptx) = cluster_ptx("cluster softmax", &kernel, cluster, warps);
         let needles = [
             format!(".reqnctapercluster {cluster}, 1, 1"),
             "mapa.shared::cluster.u32".to_string(),
@@ -366,13 +381,6 @@ fn cluster_softmax_passes_ptxas() {
             assert!(
                 e.contains("sm_90") && e.contains(&format!("cluster of {cluster}")),
                 "{e}"
-            );
-        }
-        if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
-            println!("cluster softmax, {cluster} programs of {warps} warps, sm_90: {registers} registers, {spilled} bytes spilled");
-            assert_eq!(
-                spilled, 0,
-                "cluster {cluster}: {registers} registers, {spilled} bytes spilled"
             );
         }
     }
@@ -410,21 +418,8 @@ fn cluster_sizes_are_checked() {
 fn cluster_layer_norm_passes_ptxas() {
     for (cluster, block_size, warps) in [(4, 8192, 8), (16, 16384, 16)] {
         let kernel = seeds::layer_norm_cluster(&LayerNormMeta { block_size, dtype: F16 }, cluster).unwrap();
-        let spec = Specialization::all(kernel.params.len());
-        let target = Target {
-            cluster,
-            ..Target::nvidia(warps, 227 * 1024)
-        };
-        let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
-        let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+        let (_, ptx) = cluster_ptx("cluster layer norm", &kernel, cluster, warps);
         assert!(ptx.contains(&format!(".reqnctapercluster {cluster}, 1, 1")), "{ptx}");
-        if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
-            println!("cluster layer norm, {cluster} programs of {warps} warps, sm_90: {registers} registers, {spilled} bytes spilled");
-            assert_eq!(
-                spilled, 0,
-                "cluster {cluster}: {registers} registers, {spilled} bytes spilled"
-            );
-        }
     }
 }
 
