@@ -171,28 +171,18 @@ fn live_ranges(k: &ThreadKernel, spans: &[Span<'_>]) -> Vec<Option<(usize, usize
             _ => {}
         });
     }
-    // Another program of the cluster may write a buffer that `ClusterStore` reaches before
-    // this program gets there: its bytes stay its own for the whole kernel.
+    // Buffers whose bytes stay theirs for the whole kernel: those another program of the
+    // cluster writes (`ClusterStore`), maybe before this program gets there; and a
+    // warp-specialized kernel's mbarriers, which it never invalidates.
     let end = spans.iter().map(|s| s.range.1).max().unwrap_or(0);
-    k.walk(&mut |s| {
-        if let Stmt::ClusterStore { alloc, .. } = s {
-            ranges[*alloc as usize] = Some((0, end));
-        }
-    });
-    // A warp-specialized kernel never invalidates its mbarriers: their bytes stay theirs.
-    if k.producer_warps > 0 {
-        let end = spans.iter().map(|s| s.range.1).max().unwrap_or(0);
-        let mut bars = Vec::new();
-        k.walk(&mut |s| {
-            if let Stmt::MbarrierInit { bar, .. } = s {
-                bars.push(bar.alloc);
-            }
-        });
-        for b in bars {
-            if let Some(r) = ranges[b as usize].as_mut() {
+    k.walk(&mut |s| match s {
+        Stmt::ClusterStore { alloc, .. } => ranges[*alloc as usize] = Some((0, end)),
+        Stmt::MbarrierInit { bar, .. } if k.producer_warps > 0 => {
+            if let Some(r) = ranges[bar.alloc as usize].as_mut() {
                 *r = (0, end);
             }
         }
-    }
+        _ => {}
+    });
     ranges
 }
