@@ -6,7 +6,8 @@ use crate::memory::shared_addr;
 use crate::names::{mem_ty, Class};
 use rutile_ir::thread::Reg;
 
-/// The check every cluster statement and the `.reqnctapercluster` directive make.
+/// The check of a kernel in clusters (the emitter makes it once, before any statement: the
+/// verifier allows cluster statements only in such kernels).
 pub(crate) fn require_clusters(sm: u32, what: &str) -> Result<(), String> {
     if sm < 90 {
         return Err(format!(
@@ -19,7 +20,6 @@ pub(crate) fn require_clusters(sm: u32, what: &str) -> Result<(), String> {
 /// `value` into element `index` of buffer `alloc` of the cluster's program `rank`: the
 /// local address mapped into that program's window (`mapa`), then a `st.shared::cluster`.
 pub(crate) fn store(e: &mut Emitter, alloc: u32, index: Reg, rank: Reg, value: Reg, pred: Option<Reg>) -> Res {
-    require_clusters(e.target.sm, "a store to another program's shared memory")?;
     let elem = e.k.shared[alloc as usize].elem;
     let local = shared_addr(e, alloc, index, elem.size_bytes());
     let (rank, value) = (e.r(rank), e.r(value));
@@ -35,7 +35,6 @@ pub(crate) fn store(e: &mut Emitter, alloc: u32, index: Reg, rank: Reg, value: R
 /// Every thread of the cluster arrives (releasing its shared-memory writes) and waits for
 /// all the others (acquiring theirs).
 pub(crate) fn barrier(e: &mut Emitter) -> Res {
-    require_clusters(e.target.sm, "a cluster barrier")?;
     e.ins("barrier.cluster.arrive.release.aligned");
     e.ins("barrier.cluster.wait.acquire.aligned");
     Ok(())

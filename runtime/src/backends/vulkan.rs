@@ -325,15 +325,6 @@ impl Device for WgpuGpu {
     }
 
     fn compile(&self, kernel: &Kernel, options: &CompileOptions, spec: &Specialization) -> Result<Arc<CompiledKernel>> {
-        if options.cluster > 1 {
-            return Err(Error::Launch {
-                kernel: kernel.name.clone(),
-                message: format!(
-                    "cluster = {}: Vulkan has no thread-block clusters; launch with a cluster of 1 program",
-                    options.cluster
-                ),
-            });
-        }
         // Vulkan has no register limit: launches that differ only in one share a compile
         // (the driver's compiles are the slow part of autotuning here).
         let options = &CompileOptions {
