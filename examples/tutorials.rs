@@ -129,21 +129,21 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, se
     let mut detail = None;
     let (kernel, config) = match form {
         _ if !seeds::fits_one_block(cols as u32, ScalarType::F32) => {
-            let cluster = long_rows::cluster_for(cols, dev.properties().max_cluster());
-            detail = Some(if cols <= long_rows::REGISTER_ROW_MAX {
-                format!(
-                    "long rows: one block of {} warps holds them in registers",
-                    long_rows::REGISTER_ROW_WARPS
-                )
-            } else if let Some(shape) = cluster {
+            let (kernel, config) = long_rows::softmax_launch(dev, rows, cols)?;
+            detail = Some(if config.cluster > 1 {
                 format!(
                     "long rows: shared by a cluster of {} programs of {} warps, held in their registers",
-                    shape.cluster, shape.num_warps
+                    config.cluster, config.num_warps
+                )
+            } else if cols <= long_rows::REGISTER_ROW_MAX {
+                format!(
+                    "long rows: one block of {} warps holds them in registers",
+                    config.num_warps
                 )
             } else {
                 "long rows: walked by the long-row kernel".into()
             });
-            long_rows::softmax_launch(dev, rows, cols)?
+            (kernel, config)
         }
         SoftmaxForm::Simple => (
             seeds::softmax(block)?,
