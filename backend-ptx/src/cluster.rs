@@ -35,7 +35,19 @@ pub(crate) fn store(e: &mut Emitter, alloc: u32, index: Reg, rank: Reg, value: R
 /// Every thread of the cluster arrives (releasing its shared-memory writes) and waits for
 /// all the others (acquiring theirs).
 pub(crate) fn barrier(e: &mut Emitter) -> Res {
+    arrive(e)?;
+    wait(e)
+}
+
+/// The barrier's first half: this thread arrives, releasing its shared-memory writes.
+pub(crate) fn arrive(e: &mut Emitter) -> Res {
     e.ins("barrier.cluster.arrive.release.aligned");
+    Ok(())
+}
+
+/// The barrier's second half: waits for every thread of the cluster to have arrived,
+/// acquiring what they released.
+pub(crate) fn wait(e: &mut Emitter) -> Res {
     e.ins("barrier.cluster.wait.acquire.aligned");
     Ok(())
 }

@@ -201,6 +201,8 @@ impl<'a> Emitter<'a> {
                 pred,
             } => crate::cluster::store(self, *alloc, *index, *rank, *value, *pred),
             Stmt::ClusterBarrier => crate::cluster::barrier(self),
+            Stmt::ClusterArrive => crate::cluster::arrive(self),
+            Stmt::ClusterWait => crate::cluster::wait(self),
             Stmt::TmaLoad {
                 map,
                 alloc,

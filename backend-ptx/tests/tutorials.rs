@@ -373,8 +373,12 @@ fn cluster_softmax_passes_ptxas() {
             );
         }
         if cluster > 1 {
-            // Two reductions, each with its two barriers.
-            assert_eq!(ptx.matches("barrier.cluster.wait").count(), 4, "{ptx}");
+            // Two reductions: an arrive before the row's loads whose wait comes before the
+            // first one's stores, and a whole barrier after each one's stores.
+            assert_eq!(ptx.matches("barrier.cluster.arrive").count(), 3, "{ptx}");
+            assert_eq!(ptx.matches("barrier.cluster.wait").count(), 3, "{ptx}");
+            let arrive = ptx.find("barrier.cluster.arrive");
+            assert!(arrive < ptx.find("ld.global"), "{ptx}");
             let e = emit(&t, &PtxTarget::from_compute_capability(8, 0))
                 .unwrap_err()
                 .to_string();

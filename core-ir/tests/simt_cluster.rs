@@ -615,3 +615,194 @@ fn warp_specialized_kernels_do_not_run_in_clusters() {
         "{e}"
     );
 }
+
+fn arrive(k: &mut ThreadKernelBuilder) {
+    k.push(Stmt::ClusterArrive);
+}
+
+fn wait(k: &mut ThreadKernelBuilder) {
+    k.push(Stmt::ClusterWait);
+}
+
+#[test]
+fn a_split_cluster_barrier_orders_what_came_before_its_arrive() {
+    // Written locally before the arrive, overwritten remotely after the wait, read after
+    // the cluster barrier that follows: ordered, and the remote value is read.
+    let kernel = one_store(
+        2,
+        4,
+        1,
+        0,
+        |k| {
+            write_local(k);
+            arrive(k);
+            wait(k);
+        },
+        |k| {
+            barrier(k);
+            read_local(k);
+        },
+    );
+    let (r, out) = run_out(&kernel, [4, 1, 1], 4);
+    r.unwrap();
+    assert_eq!(out, [0, 7, 0, 7]);
+    // Written between the arrive and the wait: nothing orders it with the remote store.
+    let kernel = one_store(
+        2,
+        4,
+        1,
+        0,
+        |k| {
+            arrive(k);
+            write_local(k);
+            wait(k);
+        },
+        |k| {
+            barrier(k);
+            read_local(k);
+        },
+    );
+    let (r, _) = run_out(&kernel, [2, 1, 1], 2);
+    thread_fault(
+        r,
+        FaultKind::MissingBarrier,
+        "which that program writes between the same two",
+    );
+    // A store between the arrive and the wait is not ordered by them.
+    let kernel = one_store(2, 4, 1, 0, arrive, |k| {
+        wait(k);
+        barrier(k);
+    });
+    let (r, _) = run_out(&kernel, [2, 1, 1], 2);
+    thread_fault(r, FaultKind::MissingBarrier, "between a cluster arrive and its wait");
+}
+
+#[test]
+fn split_cluster_barriers_that_do_not_pair_up_are_invalid() {
+    let cases: [(&str, fn(&mut ThreadKernelBuilder), fn(&mut ThreadKernelBuilder)); 4] = [
+        ("a cluster wait without a cluster arrive", wait, barrier),
+        (
+            "a second cluster arrive before the wait",
+            |k| {
+                arrive(k);
+                arrive(k);
+                wait(k);
+            },
+            barrier,
+        ),
+        (
+            "a cluster barrier between a cluster arrive and its wait",
+            |k| {
+                arrive(k);
+                barrier(k);
+            },
+            |k| {
+                barrier(k);
+                wait(k);
+            },
+        ),
+        ("ended after a cluster arrive without its wait", barrier, |k| {
+            barrier(k);
+            arrive(k);
+        }),
+    ];
+    for (message, before, after) in cases {
+        let (r, _) = run_out(&one_store(2, 4, 1, 0, before, after), [2, 1, 1], 2);
+        let e = r.unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                InterpError::ThreadFault {
+                    kind: FaultKind::InvalidIr,
+                    ..
+                }
+            ) && e.to_string().contains(message),
+            "{message}: {e}"
+        );
+    }
+}
+
+/// The statements of `k`'s body and nested lists, counted where `which` holds.
+fn count(k: &ThreadKernel, which: impl Fn(&Stmt) -> bool) -> usize {
+    let mut n = 0;
+    k.walk(&mut |s| n += usize::from(which(s)));
+    n
+}
+
+#[test]
+fn the_lowering_keeps_only_the_cluster_barriers_something_needs() {
+    // The softmax's two reductions are top-level: the first one's barrier is split (its
+    // arrive first in the kernel, its wait before its stores), the second has none before
+    // its stores, and each has one after them.
+    let kernel = softmax_cluster(64, 4, SoftmaxOptions::default()).unwrap();
+    let target = Target {
+        cluster: 4,
+        ..Target::nvidia(2, 48 * 1024)
+    };
+    let tk = lower(&kernel, &target, &Specialization::none(6)).unwrap();
+    let first = tk.body.iter().position(|s| !matches!(s, Stmt::Set { .. }));
+    assert!(matches!(first.map(|i| &tk.body[i]), Some(Stmt::ClusterArrive)), "{tk}");
+    assert_eq!(count(&tk, |s| matches!(s, Stmt::ClusterArrive)), 1, "{tk}");
+    assert_eq!(count(&tk, |s| matches!(s, Stmt::ClusterWait)), 1, "{tk}");
+    assert_eq!(count(&tk, |s| matches!(s, Stmt::ClusterBarrier)), 2, "{tk}");
+    // Reductions in a loop: a whole barrier at the start (for reductions after the loop,
+    // which cannot know whether it ran) and one before each reduction's stores.
+    let tk = lower(&rounds_kernel(64), &target, &Specialization::none(5)).unwrap();
+    assert_eq!(
+        count(&tk, |s| matches!(s, Stmt::ClusterArrive | Stmt::ClusterWait)),
+        0,
+        "{tk}"
+    );
+    assert_eq!(count(&tk, |s| matches!(s, Stmt::ClusterBarrier)), 1 + 2 * 2, "{tk}");
+}
+
+/// A loop of `rounds` cluster maxima of `x`'s blocks, then a cluster sum after it, at the
+/// kernel's top level: where the loop runs no round, that sum's stores rely on the barrier
+/// at the kernel's start.
+fn loop_then_top_level_kernel(block: u32) -> Kernel {
+    use rutile_ir::ir::ReduceOp;
+    Kernel::build("loop_then_top_level", |k| {
+        let x = k.arg_ptr("x", F32);
+        let max_out = k.arg_ptr("max", F32);
+        let total_out = k.arg_ptr("total", F32);
+        let rounds = k.arg_i32("rounds");
+        let pid = k.program_id(0);
+        let v = k.load(x + (pid * block as i32 + k.arange(0, block as i32)));
+        k.for_range(0, rounds, 1, &[], |i, _| {
+            k.store(
+                max_out + (pid * rounds + i),
+                (v * i).max(0).cluster_reduce(ReduceOp::Max),
+            );
+            vec![]
+        });
+        k.store(total_out + pid, v.sum(0).cluster_reduce(ReduceOp::Sum));
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_reduction_after_a_loop_of_reductions_that_may_not_run_is_ordered() {
+    let mut rng = Rng::new(0x10C);
+    let kernel = loop_then_top_level_kernel(64);
+    for (cluster, rounds) in [(2u32, 0u32), (3, 2), (4, 0)] {
+        let programs = (2 * cluster) as usize;
+        let buffers = vec![
+            HostBuffer::from_slice(&nonzero_f32s(&mut rng, programs * 64, 0.125, 4.0)),
+            HostBuffer::zeros(F32, programs * rounds.max(1) as usize),
+            HostBuffer::zeros(F32, programs),
+        ];
+        let mut args: Vec<ArgValue> = (0..3).map(ptr).collect();
+        args.push(ArgValue::Int(rounds as i64));
+        let at = format!("{rounds} rounds in clusters of {cluster}");
+        let spec = Specialization::none(args.len());
+        simulate_clustered(
+            &at,
+            &kernel,
+            (1, cluster, &spec),
+            [2 * cluster, 1, 1],
+            &args,
+            &buffers,
+            1e-6,
+        );
+    }
+}

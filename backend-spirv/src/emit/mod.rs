@@ -947,7 +947,7 @@ impl<'a> Cx<'a> {
                     "lower `dot` without matrix units for SPIR-V".into(),
                 ))
             }
-            Stmt::ClusterStore { .. } | Stmt::ClusterBarrier => {
+            Stmt::ClusterStore { .. } | Stmt::ClusterBarrier | Stmt::ClusterArrive | Stmt::ClusterWait => {
                 return Err(unsupported(
                     self.k,
                     "thread-block clusters",

@@ -339,7 +339,7 @@ impl Scan {
                         });
                     }
                 }
-                Stmt::ClusterStore { .. } | Stmt::ClusterBarrier => {
+                Stmt::ClusterStore { .. } | Stmt::ClusterBarrier | Stmt::ClusterArrive | Stmt::ClusterWait => {
                     if err.is_none() {
                         *err = Some(SpirvError::Unsupported {
                             kernel: k.name.clone(),

@@ -946,11 +946,13 @@ impl<'s> Sim<'s> {
             // (A register budget: nothing to simulate.)
             Stmt::SetMaxRegisters { .. } => Ok(()),
             // (Run by `run_frames` where the program is in a cluster.)
-            Stmt::ClusterStore { .. } | Stmt::ClusterBarrier => Err(SimFault {
-                kind: FaultKind::InvalidIr,
-                thread: None,
-                message: "a thread-block cluster statement in a program that is in no cluster".into(),
-            }),
+            Stmt::ClusterStore { .. } | Stmt::ClusterBarrier | Stmt::ClusterArrive | Stmt::ClusterWait => {
+                Err(SimFault {
+                    kind: FaultKind::InvalidIr,
+                    thread: None,
+                    message: "a thread-block cluster statement in a program that is in no cluster".into(),
+                })
+            }
             Stmt::Barrier
             | Stmt::NamedBarrier { .. }
             | Stmt::Comment(_)

@@ -8,12 +8,27 @@
 //! parallel, one remote store a thread), then a cluster barrier orders them before every
 //! thread of every program reads its own buffer's slots and combines them in rank order.
 //!
-//! A first cluster barrier, before the writes, does two things: no program writes into
-//! another before that one has started (CUDA requires it: a program's shared memory is not
-//! there for others before it runs), and a later round's writes (a `cluster_reduce` in a
-//! loop) wait until every program has read the round before. After the second barrier no
-//! program writes into another's shared memory again in this round, so a program may then
-//! exit. The SIMT simulator checks all of this (`interp/simt_cluster.rs`).
+//! Before the writes, two things must hold: the receiving program has started (CUDA
+//! requires it: a program's shared memory is not there for others before it runs), and,
+//! where the reduction runs again (in a loop), every program has read the round before.
+//! Each barrier costs a round trip through the cluster in the program's critical path, so
+//! the lowering keeps only those that something needs:
+//!
+//! - The kernel's first reduction, where it is in the kernel's top-level statements (run
+//!   once, by every program): the cluster barrier is split. Its arrive goes at the kernel's
+//!   start and its wait just before the writes, so by then every program has long
+//!   arrived (all started) and the wait does not stop.
+//! - Where the first reduction is inside a loop or an `if`, a whole cluster barrier at the
+//!   kernel's start stands for "all started", since a later reduction cannot know whether
+//!   that one ran.
+//! - Later top-level reductions: no barrier before the writes. Their slots are written
+//!   once, and everyone has started.
+//! - Reductions inside a loop or an `if`: a barrier before the writes, for the round
+//!   before.
+//!
+//! After the barrier that follows the writes no program writes into another's shared
+//! memory again in this round, so a program may then exit. The SIMT simulator checks all
+//! of this (`interp/simt_cluster.rs`).
 //!
 //! A program's rank is its `program_id(0)` modulo the cluster size: the driver groups
 //! consecutive programs along x into a cluster, in rank order.
@@ -66,7 +81,7 @@ impl Lowerer<'_> {
         let rank = self.set(i32t, Expr::Binary(BinaryOp::Rem, pid, size));
         let (tid, _, _) = self.thread_ids();
         let writes = self.set(ScalarType::Bool, Expr::Compare(crate::ir::CmpOp::Lt, tid, size));
-        self.emit(Stmt::ClusterBarrier);
+        self.barrier_before_cluster_writes();
         self.emit(Stmt::ClusterStore {
             alloc: slots,
             index: rank,
@@ -96,5 +111,25 @@ impl Lowerer<'_> {
             regs: vec![acc.expect("a cluster has programs")],
             ptr: None,
         })
+    }
+
+    /// What must come before a reduction's writes into the other programs (module comment).
+    fn barrier_before_cluster_writes(&mut self) {
+        // Only control flow nests statement lists (`nested`).
+        let top_level = self.body.len() == 1;
+        let first = self.cluster_sites == 0;
+        self.cluster_sites += 1;
+        match (first, top_level) {
+            (true, true) => {
+                self.prologue.push(Stmt::ClusterArrive);
+                self.emit(Stmt::ClusterWait);
+            }
+            (true, false) => {
+                self.prologue.push(Stmt::ClusterBarrier);
+                self.emit(Stmt::ClusterBarrier);
+            }
+            (false, true) => {}
+            (false, false) => self.emit(Stmt::ClusterBarrier),
+        }
     }
 }

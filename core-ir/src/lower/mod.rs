@@ -210,6 +210,8 @@ pub(crate) struct Lowerer<'k> {
     producer: Option<Vec<Stmt>>,
     /// The warps of the kernel's producer side (0: none), once its body is lowered.
     producer_warps: u32,
+    /// `cluster_reduce`s lowered so far (see `cluster`).
+    cluster_sites: u32,
 }
 
 impl<'k> Lowerer<'k> {
@@ -255,6 +257,7 @@ impl<'k> Lowerer<'k> {
             copy_threads_from: 0,
             producer: None,
             producer_warps: 0,
+            cluster_sites: 0,
         };
         l.choose_vector_widths();
         l

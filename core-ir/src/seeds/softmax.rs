@@ -100,9 +100,15 @@ pub fn softmax_cluster(block: u32, cluster: u32, options: impl Into<SoftmaxOptio
         let cols = share * block as i32 + k.arange(0, block as i32);
         let mask = cols.lt(n_cols);
         let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
-        let z = x - x.max(0).cluster_reduce(ReduceOp::Max);
-        let num = z.exp();
-        let y = num.fdiv(num.sum(0).cluster_reduce(ReduceOp::Sum), o.ieee_rounding);
+        // The share's own maximum, exponentials and sum first, while the other programs
+        // may still be loading; then only scalars cross the cluster. (The maximum is kept
+        // finite so that a share past the row's end gives zeros, not `-inf - -inf`.)
+        let local_max = x.max(0).maximum(k.scalar(f32::MIN, F32));
+        let num = (x - local_max).exp();
+        let row_max = local_max.cluster_reduce(ReduceOp::Max);
+        let rescale = (local_max - row_max).exp();
+        let total = (num.sum(0) * rescale).cluster_reduce(ReduceOp::Sum);
+        let y = num * rescale.fdiv(total, o.ieee_rounding);
         k.store_masked(out + row * out_stride + cols, y, mask);
     })
 }

@@ -75,7 +75,8 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
                 mark(v, &mut live, &mut stack);
             }
         }
-        Stmt::AsyncCommit | Stmt::AsyncWait { .. } | Stmt::ClusterBarrier => {}
+        Stmt::AsyncCommit | Stmt::AsyncWait { .. } | Stmt::ClusterBarrier | Stmt::ClusterArrive | Stmt::ClusterWait => {
+        }
         Stmt::ClusterStore {
             index,
             rank,

@@ -374,8 +374,8 @@ pub enum Stmt {
     /// Where `pred` holds: writes `value` to element `index` of shared buffer `alloc` of the
     /// program of this program's cluster ranked `rank` (0 to [`ThreadKernel::cluster`]` - 1`,
     /// an i32 register): PTX's `mapa.shared::cluster` and `st.shared::cluster`. A
-    /// [`Stmt::ClusterBarrier`] must come first (so that the receiver has started), and the
-    /// receiver reads it after the next one. Since another program may write the
+    /// [`Stmt::ClusterBarrier`] or [`Stmt::ClusterWait`] must come first (so that the
+    /// receiver has started), and the receiver reads it after the next one. Since another program may write the
     /// buffer at any time before that barrier, its bytes are its own for the whole kernel.
     ClusterStore {
         alloc: u32,
@@ -388,6 +388,19 @@ pub enum Stmt {
     /// writes made before it, [`Stmt::ClusterStore`]s to other programs included, are seen
     /// after it: PTX's `barrier.cluster.arrive.release` and `barrier.cluster.wait.acquire`.
     ClusterBarrier,
+    /// The first half of a [`Stmt::ClusterBarrier`] split in two: this thread has arrived
+    /// (its shared-memory writes before it released); it goes on at once. Every thread
+    /// runs one [`Stmt::ClusterWait`] after it before it arrives again or ends. Between the
+    /// two halves the thread stores into no other program (those stores would not be
+    /// ordered by this barrier), and the pair is no barrier of the program: the other
+    /// threads of the program may be anywhere between their own arrive and wait.
+    ClusterArrive,
+    /// The second half of a split [`Stmt::ClusterBarrier`]: waits until every thread of
+    /// every program of the cluster has run its [`Stmt::ClusterArrive`], and acquires what
+    /// they released there. A program that arrives at its start and waits just before its
+    /// first store into another program learns that every program has started without
+    /// stopping for it (the others arrived long before).
+    ClusterWait,
     /// The warpgroup's threads ask for `count` registers each (a multiple of 8, 24 to 256)
     /// from now on, PTX's `setmaxnreg.{inc,dec}.sync.aligned.u32`: a producer warpgroup
     /// gives registers up (`increase` false) for the consumers to take. Every thread of a
@@ -550,7 +563,8 @@ pub struct ThreadKernel {
     /// Where the kernel walks several tiles per program (a persistent grid), how.
     pub persistent: Option<PersistentGrid>,
     /// Programs per thread-block cluster, consecutive along grid axis 0 (1: no cluster): the
-    /// programs [`Stmt::ClusterStore`] and [`Stmt::ClusterBarrier`] reach. The launch must
+    /// programs [`Stmt::ClusterStore`] and the cluster barriers ([`Stmt::ClusterBarrier`],
+    /// [`Stmt::ClusterArrive`], [`Stmt::ClusterWait`]) reach. The launch must
     /// group them so (PTX's `.reqnctapercluster`).
     pub cluster: u32,
     /// Warps after the `num_warps` that run the producer side of a

@@ -283,6 +283,8 @@ impl ThreadKernel {
                     pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
                 ),
                 Stmt::ClusterBarrier => writeln!(out, "{pad}cluster_barrier"),
+                Stmt::ClusterArrive => writeln!(out, "{pad}cluster_arrive"),
+                Stmt::ClusterWait => writeln!(out, "{pad}cluster_wait"),
                 Stmt::SetMaxRegisters { count, increase } => writeln!(
                     out,
                     "{pad}set_max_registers {} {count}",

@@ -465,7 +465,7 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             int_index(k, *index)?;
             pred(k, p)
         }
-        Stmt::ClusterBarrier => {
+        Stmt::ClusterBarrier | Stmt::ClusterArrive | Stmt::ClusterWait => {
             if k.cluster < 2 {
                 return Err(format!(
                     "a cluster barrier needs a cluster, the kernel's is {}",
