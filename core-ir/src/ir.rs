@@ -510,6 +510,17 @@ pub enum Op {
         op: ReduceOp,
         value: ValueId,
     },
+    /// Combines the tuple of scalar numbers `values` over the programs of this program's
+    /// cluster with the combine of region 0 (as for [`Op::ReduceCombine`]), in one exchange:
+    /// every program gets `x_0 ⊕ x_1 ⊕ ... ⊕ x_{n-1}`, the tuples of the programs combined
+    /// from rank 0 up, left to right, so every program computes the same result, and the
+    /// combine need not be commutative. How programs that split a row agree on several
+    /// statistics that depend on each other (the softmax's maximum and its sum relative to
+    /// it) without a round trip through the cluster for each. Otherwise as
+    /// [`Op::ClusterReduce`].
+    ClusterReduceCombine {
+        values: Vec<ValueId>,
+    },
     // ---- end of scans, combine reductions, gather, sort, histogram ----
     /// Ends a region, giving its values to the enclosing op.
     Yield {
@@ -567,7 +578,7 @@ impl Op {
             Op::Gather { .. } => "gather",
             Op::Sort { .. } => "sort",
             Op::Histogram { .. } => "histogram",
-            Op::ClusterReduce { .. } => "cluster_reduce",
+            Op::ClusterReduce { .. } | Op::ClusterReduceCombine { .. } => "cluster_reduce",
             Op::Yield { .. } => "yield",
             Op::Assert { .. } => "device_assert",
             Op::Print { .. } => "device_print",
@@ -624,7 +635,9 @@ impl Op {
             }
             Op::If { cond } => vec![*cond],
             Op::While { init } => init.clone(),
-            Op::Scan { values, .. } | Op::ReduceCombine { values, .. } => values.clone(),
+            Op::Scan { values, .. } | Op::ReduceCombine { values, .. } | Op::ClusterReduceCombine { values } => {
+                values.clone()
+            }
             Op::Gather { src, index, .. } => vec![*src, *index],
             Op::Sort { value, .. } | Op::Histogram { value, .. } | Op::ClusterReduce { value, .. } => vec![*value],
             Op::Yield { values } => values.clone(),

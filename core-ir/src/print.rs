@@ -139,6 +139,10 @@ impl Kernel {
             }
             Op::Histogram { value, num_bins } => write!(t, "{name} {}, num_bins={num_bins}", v(*value)),
             Op::ClusterReduce { op, value } => write!(t, "{name} {}, {}", op.name(), v(*value)),
+            Op::ClusterReduceCombine { values } => {
+                let args = inst.regions.first().map(|r| &r.args[..]).unwrap_or_default();
+                write!(t, "{name} {} combine({})", list(values), list(args))
+            }
             // ---- end of scans, combine reductions, gather, sort, histogram ----
             Op::Assert { cond, message } => write!(t, "{name} {}, {message:?}", v(*cond)),
             Op::Print { prefix, values } => write!(t, "{name} {prefix:?}, {}", list(values)),

@@ -362,7 +362,12 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
         Op::For { .. } | Op::If { .. } | Op::While { .. } | Op::Yield { .. } => {
             Err("internal: control flow is checked by its builder and the verifier".into())
         }
-        Op::Scan { .. } | Op::ReduceCombine { .. } | Op::Gather { .. } | Op::Sort { .. } | Op::Histogram { .. } => {
+        Op::Scan { .. }
+        | Op::ReduceCombine { .. }
+        | Op::ClusterReduceCombine { .. }
+        | Op::Gather { .. }
+        | Op::Sort { .. }
+        | Op::Histogram { .. } => {
             unreachable!("checked by typing::scan above")
         }
         Op::ClusterReduce { op, value } => {

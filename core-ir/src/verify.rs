@@ -177,7 +177,7 @@ impl Verifier<'_> {
                 );
             }
             // ---- scans and reductions with a combine region ----
-            op @ (Op::Scan { values, .. } | Op::ReduceCombine { values, .. }) => {
+            op @ (Op::Scan { values, .. } | Op::ReduceCombine { values, .. } | Op::ClusterReduceCombine { values }) => {
                 match crate::typing::infer(op, &ty, None) {
                     Ok(want) if want == results => {}
                     Ok(want) => self.error(inst, format!("results should be {want:?}, got {results:?}")),

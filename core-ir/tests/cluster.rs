@@ -14,7 +14,7 @@ use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{self, F32, I32};
 use rutile_ir::{Kernel, Value};
 use tutorial_support::ptr;
-use tutorial_support::rows::{nonzero_f32s, rounds_kernel};
+use tutorial_support::rows::{affine_kernel, nonzero_f32s, rounds_kernel};
 
 /// Elements of a row per program.
 const BLOCK: u32 = 64;
@@ -526,4 +526,119 @@ fn programs_that_disagree_on_a_reduction_are_invalid() {
         };
         assert_eq!(message, want);
     }
+}
+
+/// The pairs of `x` composed from the first up, wrapping as i64 does.
+fn composed(x: &[i64]) -> [i64; 2] {
+    x.chunks(2).skip(1).fold([x[0], x[1]], |[m, c], b| {
+        [m.wrapping_mul(b[0]), c.wrapping_mul(b[0]).wrapping_add(b[1])]
+    })
+}
+
+#[test]
+fn tuples_combine_in_rank_order_in_one_exchange() {
+    let mut rng = Rng::new(0xAF);
+    let kernel = affine_kernel();
+    for n in [1u32, 2, 3, 4, 8, 16] {
+        let programs = 3 * n as usize;
+        let x: Vec<i64> = nonzero_i32s(&mut rng, 2 * programs)
+            .into_iter()
+            .map(i64::from)
+            .collect();
+        let mut buffers = vec![
+            HostBuffer::from_slice(&x),
+            HostBuffer::zeros(ScalarType::I64, 2 * programs),
+        ];
+        interp::run_clustered(&kernel, [programs as u32, 1, 1], n, &[ptr(0), ptr(1)], &mut buffers)
+            .unwrap_or_else(|e| panic!("cluster {n}: {e}"));
+        let got = buffers[1].to_vec::<i64>().unwrap();
+        for c in 0..3 {
+            let members = c * n as usize..(c + 1) * n as usize;
+            let want = composed(&x[2 * members.start..2 * members.end]);
+            if n >= 2 {
+                let swapped = [
+                    &x[2 * members.start + 2..2 * members.start + 4],
+                    &x[2 * members.start..2 * members.start + 2],
+                ]
+                .concat();
+                assert_ne!(
+                    composed(&swapped),
+                    composed(&x[2 * members.start..2 * members.start + 4]),
+                    "the test wants an order that shows"
+                );
+            }
+            for p in members {
+                assert_eq!([got[2 * p], got[2 * p + 1]], want, "cluster {n}, program {p}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_online_softmax_pair_matches_the_reference() {
+    // Each program's share of a row: its maximum and its sum of exp(x - max); the pair
+    // combined over the cluster is the row's maximum and sum of exp(x - row max).
+    let kernel = Kernel::build("cluster_softmax_stats", |k| {
+        let x = k.arg_ptr("x", F32);
+        let out = k.arg_ptr("out", F32);
+        let pid = k.program_id(0);
+        let v = k.load(x + (pid * BLOCK as i32 + k.arange(0, BLOCK as i32)));
+        let m = v.max(0);
+        let stats = k.cluster_reduce_n(&[m, (v - m).exp().sum(0)], |_, a, b| {
+            let m = a[0].maximum(b[0]);
+            vec![m, a[1] * (a[0] - m).exp() + b[1] * (b[0] - m).exp()]
+        });
+        k.store(out + 2 * pid, stats[0]);
+        k.store(out + (2 * pid + 1), stats[1]);
+    })
+    .unwrap();
+    let mut rng = Rng::new(0x50F);
+    for n in [2u32, 5, 16] {
+        let x = nonzero_f32s(&mut rng, (n * BLOCK) as usize, 0.5, 8.0);
+        let mut buffers = vec![HostBuffer::from_slice(&x), HostBuffer::zeros(F32, 2 * n as usize)];
+        interp::run_clustered(&kernel, [n, 1, 1], n, &[ptr(0), ptr(1)], &mut buffers).unwrap();
+        let got = buffers[1].to_vec::<f32>().unwrap();
+        let row_max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let total: f64 = x.iter().map(|&v| (v as f64 - row_max).exp()).sum();
+        for p in 0..n as usize {
+            assert_eq!(got[2 * p] as f64, row_max, "cluster {n}, program {p}: maximum");
+            let err = (got[2 * p + 1] as f64 - total).abs() / total;
+            assert!(
+                err < 1e-5,
+                "cluster {n}, program {p}: sum {} against {total}",
+                got[2 * p + 1]
+            );
+        }
+    }
+}
+
+#[test]
+fn cluster_reduce_n_checks_its_operands() {
+    let e = Kernel::build("block_operand", |k| {
+        let x = k.arg_ptr("x", F32);
+        let v = k.load(x + k.arange(0, 4));
+        k.cluster_reduce_n(&[v], |_, a, b| vec![a[0] + b[0]]);
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("cluster_reduce") && e.contains("a scalar of 32 or 64 bits, got"),
+        "{e}"
+    );
+    let e = Kernel::build("narrow_operand", |k| {
+        let x = k.arg_ptr("x", ScalarType::F16);
+        let v = k.load(x);
+        k.cluster_reduce_n(&[v], |_, a, b| vec![a[0] + b[0]]);
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("operand 0") && e.contains("f16"), "{e}");
+    let e = Kernel::build("wrong_yield", |k| {
+        let x = k.arg_ptr("x", F32);
+        let v = k.load(x);
+        k.cluster_reduce_n(&[v, v], |_, a, _| vec![a[0]]);
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("cluster_reduce"), "{e}");
 }

@@ -21,7 +21,7 @@ use rutile_ir::testing::Rng;
 use rutile_ir::thread::{Memory, Special, Stmt, ThreadKernel, ThreadKernelBuilder};
 use rutile_ir::Kernel;
 use rutile_ir::ScalarType::{F16, F32, I32};
-use tutorial_support::rows::{layer_norm_case, nonzero_f32s, rounds_kernel, softmax_args};
+use tutorial_support::rows::{affine_kernel, layer_norm_case, nonzero_f32s, rounds_kernel, softmax_args};
 use tutorial_support::{ptr, values};
 
 /// The targets a cluster kernel is lowered for, with clusters of `cluster`: NVIDIA's, a
@@ -731,9 +731,8 @@ fn count(k: &ThreadKernel, which: impl Fn(&Stmt) -> bool) -> usize {
 
 #[test]
 fn the_lowering_keeps_only_the_cluster_barriers_something_needs() {
-    // The softmax's two reductions are top-level: the first one's barrier is split (its
-    // arrive first in the kernel, its wait before its stores), the second has none before
-    // its stores, and each has one after them.
+    // The softmax's one reduction (of a pair) is top-level: its barrier before the stores
+    // is split (the arrive first in the kernel, the wait before the stores), one after.
     let kernel = softmax_cluster(64, 4, SoftmaxOptions::default()).unwrap();
     let target = Target {
         cluster: 4,
@@ -743,6 +742,22 @@ fn the_lowering_keeps_only_the_cluster_barriers_something_needs() {
     let first = tk.body.iter().position(|s| !matches!(s, Stmt::Set { .. }));
     assert!(matches!(first.map(|i| &tk.body[i]), Some(Stmt::ClusterArrive)), "{tk}");
     assert_eq!(count(&tk, |s| matches!(s, Stmt::ClusterArrive)), 1, "{tk}");
+    assert_eq!(count(&tk, |s| matches!(s, Stmt::ClusterWait)), 1, "{tk}");
+    assert_eq!(count(&tk, |s| matches!(s, Stmt::ClusterBarrier)), 1, "{tk}");
+    assert_eq!(count(&tk, |s| matches!(s, Stmt::ClusterStore { .. })), 2, "{tk}");
+    // Two top-level reductions: the second has no barrier before its stores.
+    let two = Kernel::build("two_reductions", |k| {
+        let x = k.arg_ptr("x", F32);
+        let out = k.arg_ptr("out", F32);
+        let v = k.load(x + k.arange(0, 64));
+        let total = v.sum(0).cluster_reduce(rutile_ir::ir::ReduceOp::Sum);
+        k.store(
+            out + k.program_id(0),
+            total + v.max(0).cluster_reduce(rutile_ir::ir::ReduceOp::Max),
+        );
+    })
+    .unwrap();
+    let tk = lower(&two, &target, &Specialization::none(2)).unwrap();
     assert_eq!(count(&tk, |s| matches!(s, Stmt::ClusterWait)), 1, "{tk}");
     assert_eq!(count(&tk, |s| matches!(s, Stmt::ClusterBarrier)), 2, "{tk}");
     // Reductions in a loop: a whole barrier at the start (for reductions after the loop,
@@ -803,6 +818,36 @@ fn a_reduction_after_a_loop_of_reductions_that_may_not_run_is_ordered() {
             &args,
             &buffers,
             1e-6,
+        );
+    }
+}
+
+#[test]
+fn lowered_tuple_reductions_match_the_interpreter() {
+    let mut rng = Rng::new(0xAF2);
+    let kernel = affine_kernel();
+    for (cluster, num_warps) in [(2u32, 1u32), (3, 2), (16, 2)] {
+        let programs = 2 * cluster as usize;
+        let x: Vec<i64> = rng
+            .i32s(2 * programs, -(1 << 20), 1 << 20)
+            .into_iter()
+            .map(|v| i64::from(v) | 1)
+            .collect();
+        let buffers = vec![
+            HostBuffer::from_slice(&x),
+            HostBuffer::zeros(rutile_ir::ScalarType::I64, 2 * programs),
+        ];
+        let args = [ptr(0), ptr(1)];
+        let at = format!("pairs in clusters of {cluster}");
+        let spec = Specialization::none(args.len());
+        simulate_clustered(
+            &at,
+            &kernel,
+            (num_warps, cluster, &spec),
+            [programs as u32, 1, 1],
+            &args,
+            &buffers,
+            0.0,
         );
     }
 }

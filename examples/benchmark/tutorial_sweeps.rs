@@ -310,10 +310,19 @@ pub fn long_softmax(
                     }
                     let shape = long_rows::ClusterShape { cluster, num_warps };
                     let pick = if shape == host { " (host)" } else { "" };
+                    let (kernel, config) = long_rows::softmax_cluster_launch_on(m, n, shape)?;
+                    if shape == host && config.maxnreg.is_some() {
+                        // What the host's register limit is worth.
+                        launches.push((
+                            format!("cluster of {cluster}, {num_warps} warps, no register limit"),
+                            format!("softmax_cluster{cluster}_w{num_warps}_uncapped"),
+                            (kernel.clone(), config.clone().maxnreg(None)),
+                        ));
+                    }
                     launches.push((
                         format!("cluster of {cluster}, {num_warps} warps{pick}"),
                         format!("softmax_cluster{cluster}_w{num_warps}"),
-                        long_rows::softmax_cluster_launch_on(m, n, shape)?,
+                        (kernel, config),
                     ));
                 }
             }

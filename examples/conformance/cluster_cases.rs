@@ -2,7 +2,9 @@
 //! stores what its cluster combines. Float sums add integers of moderate size, exact in any
 //! order and rounding, so every result is compared bit for bit (the interpreter adds in f64
 //! and rounds once, a GPU adds in the type). Devices without clusters report the row
-//! unsupported.
+//! unsupported. `cluster_reduce_n` passes a pair each, combined as affine maps compose
+//! (`(a0, a1) ⊕ (b0, b1) = (a0·b0, a1·b0 + b1)`: associative, not commutative, so a wrong
+//! rank order shows), on small integers that every float type holds exactly.
 
 use super::*;
 use rutile::ReduceOp;
@@ -61,6 +63,54 @@ pub(super) fn cluster_cases() -> Vec<Case> {
                 known: Vec::new(),
             });
         }
+    }
+    for (seed, t) in DTYPES.into_iter().enumerate() {
+        let op = "cluster_reduce_n(affine)";
+        let kernel = built(Kernel::build(&kname(op, &[t]), |k| {
+            let x = k.arg_ptr("x", t);
+            let out = k.arg_ptr("out", t);
+            let pid = k.program_id(0);
+            let (scale, shift) = (k.load(x + 2 * pid), k.load(x + (2 * pid + 1)));
+            let composed = k.cluster_reduce_n(&[scale, shift], |_, a, b| vec![a[0] * b[0], a[1] * b[0] + b[1]]);
+            k.store(out + 2 * pid, composed[0]);
+            k.store(out + (2 * pid + 1), composed[1]);
+        }));
+        let init = if t.is_float() {
+            // Non-zero integers of magnitude up to 4: products of four and their sums stay
+            // below 2^10, exact in f16 and up.
+            let mut rng = rutile::ir::testing::Rng::new(0xA7 + seed as u64);
+            (0..2 * PROGRAMS)
+                .map(|_| {
+                    let v = rng.f32s(1, -4.0, 4.0)[0].round();
+                    V::F(if v == 0.0 { 3.0 } else { v as f64 })
+                })
+                .collect()
+        } else {
+            generate(t, 2 * PROGRAMS, Domain::General, 0xA7 + seed as u64)
+        };
+        cases.push(Case {
+            op: op.to_string(),
+            dtype: t,
+            shape: format!("{PROGRAMS}/{CLUSTER}"),
+            kernel,
+            bufs: vec![
+                Buf {
+                    dtype: t,
+                    init,
+                    output: false,
+                },
+                Buf {
+                    dtype: t,
+                    init: vec![V::I(0); 2 * PROGRAMS],
+                    output: true,
+                },
+            ],
+            n: None,
+            grid: PROGRAMS as u32,
+            cluster: CLUSTER,
+            rule: Rule::Exact,
+            known: Vec::new(),
+        });
     }
     cases
 }

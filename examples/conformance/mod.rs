@@ -18,7 +18,8 @@
 //! * float reductions: within `n·eps·Σ|x|` (the order of the additions differs);
 //! * float scans (`cumsum`): each element within `n·eps·Σ|x|` of its lane (`Rule::Lanes`);
 //!   `sort`, `gather`, `histogram`, integer scans and exact products: bit-exact;
-//! * `cluster_reduce`: bit-exact (its float sums add integers, exact in any order);
+//! * `cluster_reduce`, `cluster_reduce_n`: bit-exact (float sums add integers, exact in any order;
+//!   the pairs compose small integers);
 //! * atomics: the final memory against the interpreter's (exact, or the reduction tolerance
 //!   for `f32` add), and the old values returned checked for consistency (`xchg`, `cas`).
 //!

@@ -99,8 +99,19 @@ pub fn softmax_cluster_launch_on(rows: usize, cols: usize, shape: ClusterShape) 
         seeds::softmax_cluster(block, cluster, division_as_triton())?,
         LaunchConfig::grid1(rows as u32 * cluster)
             .num_warps(num_warps)
-            .cluster(cluster),
+            .cluster(cluster)
+            .maxnreg(two_programs_a_multiprocessor(num_warps)),
     ))
+}
+
+/// A register limit that lets two programs of `num_warps` warps share a multiprocessor of
+/// 64K registers, where it leaves a thread at least 128 (below that the cluster softmax's
+/// 64 columns a thread would spill); `None` where two fit anyway. Without it `ptxas` gives
+/// the 8-warp program that folds 16 programs' pairs 136 registers, one program a
+/// multiprocessor; capped at 128 it takes 127 and spills nothing (sm_90).
+fn two_programs_a_multiprocessor(num_warps: u32) -> Option<u32> {
+    let limit = 65536 / (2 * 32 * num_warps.max(1));
+    (128..255).contains(&limit).then_some(limit)
 }
 
 /// The long-row softmax kernel and launch for `rows` rows, plain loads, so that the second

@@ -865,7 +865,9 @@ impl<'b> Value<'b> {
     /// `LaunchConfig::cluster` (CUDA's thread-block clusters, from sm_90): how programs that
     /// split one row between them agree on its maximum or sum while the row stays on chip.
     /// Every program of a cluster must reach it equally often; without a cluster it is the
-    /// value itself. A 32- or 64-bit number.
+    /// value itself. A 32- or 64-bit number. Several values that depend on each other
+    /// combine in one exchange with
+    /// [`KernelBuilder::cluster_reduce_n`](crate::KernelBuilder::cluster_reduce_n).
     #[track_caller]
     pub fn cluster_reduce(self, op: ReduceOp) -> Value<'b> {
         let loc = SourceLoc::caller();

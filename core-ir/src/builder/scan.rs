@@ -68,6 +68,28 @@ impl KernelBuilder {
             .collect()
     }
 
+    /// Combines the tuple of scalar numbers `values` over the programs of the cluster (see
+    /// [`Value::cluster_reduce`](super::Value::cluster_reduce)) with `combine`, in one
+    /// exchange: every program gets the programs' tuples combined from rank 0 up, left to
+    /// right (`combine` must be associative, need not be commutative). Several statistics
+    /// that depend on each other cost one round trip through the cluster this way, where a
+    /// `cluster_reduce` each would cost one each: the softmax of a row split over a
+    /// cluster combines each program's maximum `m` and its sum `s` relative to it,
+    /// `(m_a, s_a) ⊕ (m_b, s_b) = (m, s_a·exp(m_a - m) + s_b·exp(m_b - m))` with
+    /// `m = max(m_a, m_b)`. Each value is a scalar of 32 or 64 bits; without a cluster the
+    /// result is `values`.
+    #[track_caller]
+    pub fn cluster_reduce_n<'b>(
+        &'b self,
+        values: &[Value<'b>],
+        combine: impl FnOnce(&'b KernelBuilder, &[Value<'b>], &[Value<'b>]) -> Vec<Value<'b>>,
+    ) -> Vec<Value<'b>> {
+        let loc = SourceLoc::caller();
+        self.combine_op("cluster_reduce", values, loc, combine, |values| {
+            Op::ClusterReduceCombine { values }
+        })
+    }
+
     /// Builds a scan or reduction: checks the operands, records the combine region, and
     /// gives the results (placeholders after an error).
     fn combine_op<'b>(

@@ -165,15 +165,34 @@ impl Member<'_> {
     /// come back with the combined value. An error here means that the launch stopped (its
     /// error is recorded already): the program is to end without running further.
     pub(crate) fn reduce(&self, op: ReduceOp, value: &Tensor, pid: [u32; 3], loc: SourceLoc) -> Result<Tensor, Fault> {
+        let mut result = self.exchange(How::Op(op), vec![value.clone()], pid, loc)?;
+        result
+            .pop()
+            .ok_or_else(|| invalid!("interpreter bug: no cluster_reduce result"))
+    }
+
+    /// Leaves the tuple `values` for a reduction with a combine region, and gives back the
+    /// tuples of every program of the cluster, in rank order, for the program to combine
+    /// itself (the evaluator runs regions). Errors as [`Member::reduce`].
+    pub(crate) fn gather(&self, values: Vec<Tensor>, pid: [u32; 3], loc: SourceLoc) -> Result<Vec<Vec<Tensor>>, Fault> {
+        let n = values.len();
+        let all = self.exchange(How::Combine, values, pid, loc)?;
+        if n == 0 || all.len() != n * self.baton.size() {
+            return Err(invalid!(
+                "interpreter bug: {} values gathered for {n} a program",
+                all.len()
+            ));
+        }
+        Ok(all.chunks(n).map(<[Tensor]>::to_vec).collect())
+    }
+
+    /// Leaves `values` at the round's reduction, hands the baton on, and waits for it to
+    /// come back with the round's result.
+    fn exchange(&self, how: How, values: Vec<Tensor>, pid: [u32; 3], loc: SourceLoc) -> Result<Vec<Tensor>, Fault> {
         let baton = self.baton;
         let mut st = baton.lock();
         let cluster = st.cluster;
-        st.stands[self.rank] = Stand::Waiting(Deposit {
-            op,
-            value: value.clone(),
-            pid,
-            loc,
-        });
+        st.stands[self.rank] = Stand::Waiting(Deposit { how, values, pid, loc });
         baton.pass(&mut st, self.rank);
         let mut st = baton.wait(st, self.rank, cluster).map_err(|Stopped| stopped())?;
         st.stands[self.rank] = Stand::Running;
@@ -195,10 +214,29 @@ fn stopped() -> Fault {
 /// The launch has stopped: the thread is to end.
 struct Stopped;
 
-/// A value left at a reduction.
+/// How a round's values combine.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// `cluster_reduce`: one value a program, combined by the op here.
+    Op(ReduceOp),
+    /// `cluster_reduce_n`: a tuple a program, every program's tuple handed back to each
+    /// program, which combines them with its region.
+    Combine,
+}
+
+impl How {
+    fn name(self) -> &'static str {
+        match self {
+            How::Op(op) => op.name(),
+            How::Combine => "a combine region",
+        }
+    }
+}
+
+/// The values a program left at a reduction.
 struct Deposit {
-    op: ReduceOp,
-    value: Tensor,
+    how: How,
+    values: Vec<Tensor>,
     pid: [u32; 3],
     loc: SourceLoc,
 }
@@ -222,8 +260,9 @@ struct State {
     stands: Vec<Stand>,
     /// The reductions the current cluster has completed.
     rounds: u64,
-    /// The result of the last reduction, which each rank picks up when the baton comes.
-    result: Option<Tensor>,
+    /// The result of the last reduction, which each rank picks up when the baton comes: the
+    /// combined value, or every program's tuple in rank order (`How::Combine`).
+    result: Option<Vec<Tensor>>,
     /// Set on the first error or panic: every thread then ends.
     stopped: bool,
     /// The launch's error, the first one recorded.
@@ -365,7 +404,7 @@ impl Baton {
 
     /// The values left at the round's reduction combined, or an invalid-IR fault of the
     /// last rank's `cluster_reduce` when the programs disagree on the type or combination.
-    fn combine(&self, st: &State) -> Result<Tensor, InterpError> {
+    fn combine(&self, st: &State) -> Result<Vec<Tensor>, InterpError> {
         let deposits: Vec<&Deposit> = st
             .stands
             .iter()
@@ -383,26 +422,41 @@ impl Baton {
             message,
         };
         let round = st.rounds + 1;
-        if let Some(d) = deposits.iter().find(|d| d.value.ty != first.value.ty) {
+        let types = |d: &Deposit| match &d.values[..] {
+            [one] => one.ty.to_string(),
+            many => format!(
+                "({})",
+                many.iter().map(|v| v.ty.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        if let Some(d) = deposits.iter().find(|d| {
+            d.values.len() != first.values.len() || d.values.iter().zip(&first.values).any(|(a, b)| a.ty != b.ty)
+        }) {
             return Err(fault(format!(
                 "at cluster reduction {round}, program {} passes {} but program {} passes {}",
                 pid(&first.pid),
-                first.value.ty,
+                types(first),
                 pid(&d.pid),
-                d.value.ty
+                types(d)
             )));
         }
-        if let Some(d) = deposits.iter().find(|d| d.op != first.op) {
+        if let Some(d) = deposits.iter().find(|d| d.how != first.how) {
             return Err(fault(format!(
                 "at cluster reduction {round}, program {} combines by {} but program {} by {}",
                 pid(&first.pid),
-                first.op.name(),
+                first.how.name(),
                 pid(&d.pid),
-                d.op.name()
+                d.how.name()
             )));
         }
-        let values: Vec<&Tensor> = deposits.iter().map(|d| &d.value).collect();
-        combine(first.op, &values, first.value.ty).map_err(|f| fault(f.message))
+        match first.how {
+            How::Op(op) => {
+                let values: Vec<&Tensor> = deposits.iter().map(|d| &d.values[0]).collect();
+                let ty = first.values[0].ty;
+                Ok(vec![combine(op, &values, ty).map_err(|f| fault(f.message))?])
+            }
+            How::Combine => Ok(deposits.iter().flat_map(|d| d.values.iter().cloned()).collect()),
+        }
     }
 
     /// Stops the launch with `error` (unless it stopped already) and wakes every thread.

@@ -147,6 +147,7 @@ impl<'a> Program<'a> {
             Op::If { .. } => self.exec_if(inst),
             Op::While { .. } => self.exec_while(inst),
             Op::Scan { .. } | Op::ReduceCombine { .. } => self.exec_combine(inst),
+            Op::ClusterReduceCombine { .. } => self.exec_cluster_combine(inst),
             _ => {
                 let result = self.exec_simple(inst).map_err(|f| self.at(inst, f))?;
                 #[cfg(debug_assertions)]
@@ -335,12 +336,50 @@ impl<'a> Program<'a> {
             | Op::Yield { .. }
             | Op::Scan { .. }
             | Op::ReduceCombine { .. }
+            | Op::ClusterReduceCombine { .. }
             | Op::Assert { .. }
             | Op::Print { .. } => {
                 unreachable!("handled by the caller")
             }
         };
         Ok(Some(t))
+    }
+
+    /// `cluster_reduce_n`: the tuples of the cluster's programs (this one's alone without a
+    /// cluster) combined by the region, from rank 0 up.
+    fn exec_cluster_combine(&mut self, inst: &'a Inst) -> Result<(), InterpError> {
+        let Op::ClusterReduceCombine { values } = &inst.op else {
+            return Err(self.at(inst, invalid!("not a cluster reduction")));
+        };
+        let Some(region) = inst.regions.first().filter(|r| r.args.len() == 2 * values.len()) else {
+            return Err(self.at(
+                inst,
+                invalid!("needs one combine region with {} arguments", 2 * values.len()),
+            ));
+        };
+        let mine = values
+            .iter()
+            .map(|&v| self.value(v))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|f| self.at(inst, f))?;
+        let Some(member) = &self.cluster else {
+            return self.bind_results(inst, mine);
+        };
+        let owned = mine.iter().map(|t| (**t).clone()).collect();
+        let tuples = member.gather(owned, self.pid, inst.loc).map_err(|f| self.at(inst, f))?;
+        let mut tuples = tuples
+            .into_iter()
+            .map(|t| t.into_iter().map(Rc::new).collect::<Vec<_>>());
+        let mut acc = tuples
+            .next()
+            .ok_or_else(|| self.at(inst, invalid!("a cluster without programs")))?;
+        for next in tuples {
+            let mut args = acc;
+            args.extend(next);
+            self.bind_args(&region.args, args).map_err(|f| self.at(inst, f))?;
+            acc = self.run_body(region)?;
+        }
+        self.bind_results(inst, acc)
     }
 
     // ---- for the ops with combine regions (`scan.rs`) ----

@@ -403,6 +403,7 @@ impl<'k> Lowerer<'k> {
             Op::Gather { .. } => vec![self.gather(inst)?],
             Op::Histogram { .. } => vec![self.histogram(inst)?],
             Op::ClusterReduce { .. } => vec![self.cluster_reduce(inst)?],
+            Op::ClusterReduceCombine { .. } => self.cluster_reduce_combine(inst)?,
             // ---- end of scans, combine reductions, gather, sort, histogram ----
             // Compiled out of GPU code; the interpreter checks it.
             Op::Assert { .. } => vec![],

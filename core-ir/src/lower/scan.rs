@@ -228,7 +228,7 @@ impl Lowerer<'_> {
 
     /// The combine region applied to the scalar registers `a` and `b`: its ops lowered
     /// once more, on these registers.
-    fn apply_combine(&mut self, region: &Region, a: &[Reg], b: &[Reg]) -> Result<Vec<Reg>, LowerError> {
+    pub(crate) fn apply_combine(&mut self, region: &Region, a: &[Reg], b: &[Reg]) -> Result<Vec<Reg>, LowerError> {
         for (&arg, &r) in region.args.iter().zip(a.iter().chain(b)) {
             self.set_lval(
                 arg,

@@ -1,4 +1,3 @@
-use crate::ir::ReduceOp;
 use crate::{BuildError, CacheModifier, Kernel, ScalarType::F32, Value};
 
 /// How the softmax kernels load their rows and divide by the row sums. The default is the
@@ -101,14 +100,18 @@ pub fn softmax_cluster(block: u32, cluster: u32, options: impl Into<SoftmaxOptio
         let mask = cols.lt(n_cols);
         let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
         // The share's own maximum, exponentials and sum first, while the other programs
-        // may still be loading; then only scalars cross the cluster. (The maximum is kept
-        // finite so that a share past the row's end gives zeros, not `-inf - -inf`.)
+        // may still be loading; then the pair (maximum, sum relative to it) crosses the
+        // cluster in one exchange, combined as the online softmax combines blocks. (The
+        // maximum is kept finite so that a share past the row's end gives zeros, not
+        // `-inf - -inf`.)
         let local_max = x.max(0).maximum(k.scalar(f32::MIN, F32));
         let num = (x - local_max).exp();
-        let row_max = local_max.cluster_reduce(ReduceOp::Max);
-        let rescale = (local_max - row_max).exp();
-        let total = (num.sum(0) * rescale).cluster_reduce(ReduceOp::Sum);
-        let y = num * rescale.fdiv(total, o.ieee_rounding);
+        let stats = k.cluster_reduce_n(&[local_max, num.sum(0)], |_, a, b| {
+            let m = a[0].maximum(b[0]);
+            vec![m, a[1] * (a[0] - m).exp() + b[1] * (b[0] - m).exp()]
+        });
+        let (row_max, total) = (stats[0], stats[1]);
+        let y = num * (local_max - row_max).exp().fdiv(total, o.ieee_rounding);
         k.store_masked(out + row * out_stride + cols, y, mask);
     })
 }

@@ -24,8 +24,30 @@ pub(super) fn infer(op: &Op, operand: &dyn Fn(ValueId) -> Type) -> Option<Result
             block_of_numbers(v, "sort", *axis).map(|_| vec![v])
         }
         Op::Histogram { value, num_bins } => histogram(operand(*value), *num_bins).map(|t| vec![t]),
+        Op::ClusterReduceCombine { values } => cluster_operands(values, operand),
         _ => return None,
     })
+}
+
+/// The operands of a cluster reduction with a combine: one or more scalar 32- or 64-bit
+/// numbers, each a value a program passes to the other programs of its cluster.
+fn cluster_operands(values: &[ValueId], operand: &dyn Fn(ValueId) -> Type) -> Result<Vec<Type>, String> {
+    if values.is_empty() {
+        return Err("needs at least one operand".into());
+    }
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let t = operand(v);
+            match t.elem {
+                Elem::Scalar(s) if t.shape.rank() == 0 && (s.is_int() || s.is_float()) && s.bits() >= 32 => Ok(t),
+                _ => Err(format!(
+                    "operand {i}: combines one number a program, a scalar of 32 or 64 bits, got {t}"
+                )),
+            }
+        })
+        .collect()
 }
 
 /// The combine region's argument types for operands `values`: `[a..., b...]`, scalars.

@@ -72,3 +72,19 @@ pub fn rounds_kernel(block: u32) -> Kernel {
     })
     .unwrap()
 }
+
+/// Each program, in clusters, passes the pair `(x[2p], x[2p+1])`
+/// to `cluster_reduce_n`, combined as affine maps compose (associative, not commutative);
+/// every program stores the pair its cluster combines to `out[2p..2p+2]`.
+pub fn affine_kernel() -> Kernel {
+    Kernel::build("cluster_affine", |k| {
+        let x = k.arg_ptr("x", ScalarType::I64);
+        let out = k.arg_ptr("out", ScalarType::I64);
+        let pid = k.program_id(0);
+        let pair = [k.load(x + 2 * pid), k.load(x + (2 * pid + 1))];
+        let composed = k.cluster_reduce_n(&pair, |_, a, b| vec![a[0] * b[0], a[1] * b[0] + b[1]]);
+        k.store(out + 2 * pid, composed[0]);
+        k.store(out + (2 * pid + 1), composed[1]);
+    })
+    .unwrap()
+}
