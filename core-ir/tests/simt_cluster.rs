@@ -679,7 +679,8 @@ fn a_split_cluster_barrier_orders_what_came_before_its_arrive() {
 
 #[test]
 fn split_cluster_barriers_that_do_not_pair_up_are_invalid() {
-    let cases: [(&str, fn(&mut ThreadKernelBuilder), fn(&mut ThreadKernelBuilder)); 4] = [
+    type Around = fn(&mut ThreadKernelBuilder);
+    let cases: [(&str, Around, Around); 4] = [
         ("a cluster wait without a cluster arrive", wait, barrier),
         (
             "a second cluster arrive before the wait",

@@ -316,7 +316,7 @@ pub fn long_softmax(
                         launches.push((
                             format!("cluster of {cluster}, {num_warps} warps, no register limit"),
                             format!("softmax_cluster{cluster}_w{num_warps}_uncapped"),
-                            (kernel.clone(), config.clone().maxnreg(None)),
+                            (kernel.clone(), config.maxnreg(None)),
                         ));
                     }
                     launches.push((
