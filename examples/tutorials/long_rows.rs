@@ -52,11 +52,10 @@ pub struct ClusterShape {
 
 /// The columns a program of a cluster holds where the cluster can be large enough: 64 a
 /// thread on 8 warps, so that two programs share a multiprocessor and one's loads overlap
-/// the other's reductions. On an H100 (`docs/performance.md`), of the clusters of 2 to 16
+/// the other's exchange. On an H100 (`docs/performance.md`), of the clusters of 2 to 16
 /// programs on 4 to 32 warps holding 32 or 64 columns a thread, it was the fastest at 65536
-/// and 131072 columns (4 programs: 93.3% of the copy ceiling; 8: 88.9%) and at 262144 (16
-/// programs: 79.2%), where 2 programs of 32768 columns on 32 warps ran at 82.3%, 77.7% and
-/// (8 programs) 74.5%.
+/// and 131072 columns (4 programs: 98.2% of the copy ceiling; 8: 93.9%) and at 262144 (16
+/// programs: 85.2%), where 8 programs of 32768 columns on 16 warps ran at 84.8%.
 pub const CLUSTER_SHARE: usize = 16384;
 
 /// How a cluster of at most `max_cluster` programs shares a softmax row of `cols` columns:
