@@ -86,6 +86,46 @@ fn long_row_softmax_in_clusters_on_the_interpreter() {
     }
 }
 
+/// The cluster softmax's launch at 262144 columns (16 programs of 8 warps, 64 columns a
+/// thread) on each CUDA GPU with clusters of 16: whole clusters are resident at once, and
+/// its register limit holds at least as many as the same kernel without one. Prints both
+/// counts.
+#[test]
+fn gpu_cluster_softmax_clusters_are_resident() {
+    use rutile::DeviceExt;
+    use tutorials::long_rows;
+    let (_turn, devices) = devices();
+    for d in devices {
+        if d.properties().backend != rutile::Backend::Cuda || d.properties().max_cluster() < 16 {
+            continue;
+        }
+        let Some(ordinal) = d.id().strip_prefix("cuda:").and_then(|o| o.parse().ok()) else {
+            continue;
+        };
+        let gpu = rutile::CudaGpu::open(ordinal).unwrap();
+        let (rows, cols) = (1024, 262_144);
+        let shape = long_rows::cluster_for(cols, 16).unwrap();
+        let (kernel, config) = long_rows::softmax_cluster_launch_on(rows, cols, shape).unwrap();
+        // (Compiling looks at the arguments' types, not their values.)
+        let x = gpu.upload(&[0.5f32; 4]).unwrap();
+        let y = gpu.upload(&[0.0f32; 4]).unwrap();
+        let args = rutile_examples::tutorials::softmax_args(&y, &x, rows, cols);
+        let resident = |config: &rutile::LaunchConfig| {
+            let compiled = gpu.compile_for(&kernel, config, &args).unwrap();
+            (gpu.resident_clusters(&compiled).unwrap(), compiled.metadata.registers)
+        };
+        let (capped, capped_registers) = resident(&config);
+        let (free, free_registers) = resident(&config.maxnreg(None));
+        println!(
+            "{}: clusters of {} resident at once: {capped} at {capped_registers:?} registers (limit {:?}), {free} at {free_registers:?} without the limit",
+            d.id(),
+            shape.cluster,
+            config.maxnreg
+        );
+        assert!(capped >= 1 && capped >= free, "{}: {capped} against {free}", d.id());
+    }
+}
+
 /// Fused attention forward on every device, at `(z, h, n_ctx, head_dim)` sizes (`fast`
 /// ones too on a hardware device), causal and not, autotuned over `configs(device,
 /// causal)`, each checked against the CPU reference; `name` and `seed` tell the runs apart.

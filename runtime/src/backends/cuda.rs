@@ -91,6 +91,19 @@ impl CudaGpu {
         b.storage(self.key)
     }
 
+    /// How many clusters of a compiled kernel the GPU holds at once
+    /// (`cuOccupancyMaxActiveClusters`, for the cluster it was compiled for; for a kernel
+    /// without one, the programs resident on the whole GPU). Compiling a kernel in clusters
+    /// already fails where this is 0.
+    pub fn resident_clusters(&self, kernel: &CompiledKernel) -> Result<u32> {
+        let a = artifact(kernel)?;
+        Ok(a.function.max_active_clusters(
+            kernel.options.cluster.max(1),
+            kernel.metadata.threads,
+            kernel.metadata.shared_bytes as usize,
+        )?)
+    }
+
     /// Resident programs per multiprocessor for a compiled kernel (the occupancy the
     /// persistent softmax tutorial sizes its grid with).
     pub fn occupancy(&self, kernel: &CompiledKernel) -> Result<u32> {
@@ -99,6 +112,37 @@ impl CudaGpu {
             .occupancy(kernel.metadata.threads, kernel.metadata.shared_bytes as usize)?
             .blocks_per_multiprocessor)
     }
+}
+
+/// A kernel in clusters must fit a whole cluster on the device at once: its programs run
+/// together on the multiprocessors of one GPC, so a cluster of programs that each need a
+/// whole multiprocessor (registers, shared memory) may be more than a GPC holds (a
+/// smaller GPU of the same generation, a MIG slice). The driver would refuse every launch;
+/// this says why, once, at compile time.
+fn check_resident_clusters(
+    kernel: &str,
+    function: &crate::cuda::CudaFunction,
+    cluster: u32,
+    metadata: &KernelMetadata,
+) -> Result<()> {
+    if cluster <= 1 {
+        return Ok(());
+    }
+    let resident = function.max_active_clusters(cluster, metadata.threads, metadata.shared_bytes as usize)?;
+    if resident > 0 {
+        return Ok(());
+    }
+    Err(Error::Launch {
+        kernel: kernel.to_string(),
+        message: format!(
+            "cluster = {cluster}: no cluster of {cluster} programs of this kernel fits the device at once \
+             ({} threads, {} registers a thread, {} bytes of shared memory a program); \
+             use a smaller cluster, or fewer registers (`maxnreg`) or warps a program",
+            metadata.threads,
+            metadata.registers.map_or("?".to_string(), |r| r.to_string()),
+            metadata.shared_bytes
+        ),
+    })
 }
 
 fn artifact(kernel: &CompiledKernel) -> Result<&CudaArtifact> {
@@ -350,6 +394,7 @@ impl Device for CudaGpu {
                 shared_bytes: thread_kernel.shared_bytes(),
                 max_threads: Some(info.max_threads_per_block),
             };
+            check_resident_clusters(&kernel.name, &function, options.cluster, &metadata)?;
             Ok(CompiledKernel {
                 kernel: kernel.clone(),
                 extent: ExtentPlan::new(kernel),

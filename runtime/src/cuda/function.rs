@@ -223,6 +223,62 @@ impl CudaFunction {
         })
     }
 
+    /// How many clusters of `cluster` blocks of `block_size` threads, each with
+    /// `dynamic_shared_bytes` of dynamic shared memory, the device can hold at once
+    /// (`cuOccupancyMaxActiveClusters`). A cluster's blocks run at the same time on the
+    /// multiprocessors of one GPC, so registers, shared memory and the GPC's size bound
+    /// this; 0 means that a launch in such clusters cannot run at all.
+    pub fn max_active_clusters(
+        &self,
+        cluster: u32,
+        block_size: u32,
+        dynamic_shared_bytes: usize,
+    ) -> Result<u32, CudaError> {
+        if cluster == 0 || block_size == 0 || block_size > self.info.max_threads_per_block {
+            return Err(CudaError::InvalidArgument {
+                what: format!(
+                    "resident clusters of `{}` asked for clusters of {cluster} blocks of {block_size} threads; \
+                     the kernel allows blocks of 1..={} threads",
+                    self.name, self.info.max_threads_per_block
+                ),
+            });
+        }
+        if dynamic_shared_bytes > self.max_dynamic_shared_memory() {
+            self.set_max_dynamic_shared_memory(dynamic_shared_bytes)?;
+        }
+        self.module.bind()?;
+        // The cluster's shape, as the kernel's PTX requires it (the driver accepts a size
+        // that matches the compiled one).
+        // SAFETY: a plain-data union of integers; every field is valid zeroed.
+        let mut value: sys::CUlaunchAttributeValue = unsafe { std::mem::zeroed() };
+        value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: cluster, y: 1, z: 1 };
+        let mut attribute = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            pad: [0; 4],
+            value,
+        };
+        let config = sys::CUlaunchConfig {
+            gridDimX: cluster,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: block_size,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: dynamic_shared_bytes as u32,
+            hStream: std::ptr::null_mut(),
+            attrs: &mut attribute,
+            numAttrs: 1,
+        };
+        let mut clusters: std::ffi::c_int = 0;
+        // SAFETY: valid function of a loaded module whose context is current; `config` and
+        // the attribute it points to outlive the call; the out-parameter is an integer.
+        let status = unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, self.cu_function, &config) };
+        self.module
+            .health
+            .note(status.result().call("cuOccupancyMaxActiveClusters"))?;
+        Ok(clusters.max(0) as u32)
+    }
+
     pub(crate) fn cu_function(&self) -> sys::CUfunction {
         self.cu_function
     }
