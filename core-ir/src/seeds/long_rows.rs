@@ -11,7 +11,6 @@
 
 use super::layer_norm::ForwardRow;
 use super::{LayerNormMeta, SoftmaxOptions};
-use crate::ir::ReduceOp;
 use crate::{BuildError, CacheModifier, Kernel, KernelBuilder, ScalarType, Value};
 
 /// The most bytes of a row the one-block kernels hold (the layer norm tutorial's 64 KiB:
@@ -139,8 +138,9 @@ pub fn layer_norm_long(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
 
 /// Layer norm for rows shared by the `cluster` programs of a thread-block cluster, each
 /// holding `meta.block_size` columns of the row in registers: [`super::layer_norm_forward`]'s
-/// parameters and outputs, the row's mean and variance two sums over the cluster
-/// (`cluster_reduce`), so the row is read once (the walking kernel reads it twice). The
+/// parameters and outputs, each program's count, mean and squared deviations combined
+/// over the cluster in one exchange (`cluster_reduce_n`, Chan's formula), so the row is
+/// read once (the walking kernel reads it twice). The
 /// row's first program stores its mean and `rstd`. Grid: `M * cluster` programs, launched in
 /// clusters of `cluster`; `meta.block_size * cluster` is at least `N`.
 pub fn layer_norm_cluster(meta: &LayerNormMeta, cluster: u32) -> Result<Kernel, BuildError> {
@@ -153,10 +153,23 @@ pub fn layer_norm_cluster(meta: &LayerNormMeta, cluster: u32) -> Result<Kernel, 
         let cols = share * block + k.arange(0, block);
         let mask = cols.lt(n);
         let x = k.load_masked(row.x_ptr + cols, mask, 0.0).to(ScalarType::F32);
-        let mean = x.sum(0).cluster_reduce(ReduceOp::Sum) / n;
-        let centered = k.where_(mask, x - mean, 0.0);
-        let var = (centered * centered).sum(0).cluster_reduce(ReduceOp::Sum) / n;
-        let rstd = row.rstd(var);
+        // The share's own count, mean and squared deviations from it, then the three
+        // combined over the cluster by Chan's formula in one exchange.
+        let count = (n - share * block).minimum(block).maximum(0).to(ScalarType::F32);
+        let local_mean = x.sum(0) / count.maximum(1.0);
+        let centered = k.where_(mask, x - local_mean, 0.0);
+        let stats = k.cluster_reduce_n(&[count, local_mean, (centered * centered).sum(0)], |_, a, b| {
+            let total = a[0] + b[0];
+            let delta = b[1] - a[1];
+            let weight = b[0] / total.maximum(1.0);
+            vec![
+                total,
+                a[1] + delta * weight,
+                a[2] + b[2] + delta * delta * a[0] * weight,
+            ]
+        });
+        let mean = stats[1];
+        let rstd = row.rstd(stats[2] / n);
         let first = share.eq(0);
         k.store_masked(row.mean_ptr + row.row, mean, first);
         k.store_masked(row.rstd_ptr + row.row, rstd, first);
