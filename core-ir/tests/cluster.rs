@@ -642,3 +642,22 @@ fn cluster_reduce_n_checks_its_operands() {
     .to_string();
     assert!(e.contains("cluster_reduce"), "{e}");
 }
+
+#[test]
+fn cluster_reduce_n_without_a_cluster_is_its_operands_and_prints_its_combine() {
+    let kernel = affine_kernel();
+    let text = kernel.to_string();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("cluster_reduce %") && l.contains("combine(")),
+        "{text}"
+    );
+    let x: Vec<i64> = vec![3, -5, 7, 11, -2, 4];
+    let mut buffers = vec![HostBuffer::from_slice(&x), HostBuffer::zeros(ScalarType::I64, 6)];
+    interp::run(&kernel, [3, 1, 1], &[ptr(0), ptr(1)], &mut buffers).unwrap();
+    assert_eq!(buffers[1].to_vec::<i64>().unwrap(), x);
+    // A cluster of one program: the same.
+    let mut buffers = vec![HostBuffer::from_slice(&x), HostBuffer::zeros(ScalarType::I64, 6)];
+    interp::run_clustered(&kernel, [3, 1, 1], 1, &[ptr(0), ptr(1)], &mut buffers).unwrap();
+    assert_eq!(buffers[1].to_vec::<i64>().unwrap(), x);
+}

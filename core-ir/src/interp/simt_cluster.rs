@@ -37,14 +37,15 @@
 //! nothing, so a remote store that lands at the wait races with the receiver's accesses
 //! between its arrive and wait. (One race this misses: two warps of one program, one
 //! accessing an element before the arrive and the other between the arrive and the wait.
-//! The lowering arrives before the kernel's first access to memory.)
+//! The lowering arrives before the kernel's first access to memory.) That the halves pair
+//! up, at the kernel's top level, with no store into another program between them, is the
+//! verifier's check (`thread/verify.rs`), made before a launch.
 //!
 //! Faults, besides each program's own: a remote store to a rank outside the cluster or an
 //! element outside the buffer (out of bounds); a remote store before the program's first
-//! cluster barrier (the receiver may not have started), after its last one (the receiver
-//! may have exited) or between an arrive and its wait (not ordered by them), or racing with the receiver's own accesses (missing barrier); two
-//! remote stores of different values to one element in one round (racing stores); halves
-//! of split barriers that do not pair up, or a barrier between them (invalid IR); a
+//! cluster barrier (the receiver may not have started) or after its last one (the receiver
+//! may have exited), or racing with the receiver's own accesses (missing barrier); two
+//! remote stores of different values to one element in one round (racing stores); a
 //! cluster in which some programs ended while others wait at a cluster barrier
 //! ([`InterpError::ClusterBarrierMismatch`]: a hang on a GPU, an error here). Warp-specialized
 //! and persistent kernels never come in clusters (the lowering refuses them): an invalid-IR
@@ -72,8 +73,6 @@ pub(super) struct Member<'s> {
     since: u32,
     /// The remote stores made since the last cluster barrier, delivered at the next.
     outbox: Vec<RemoteStore<'s>>,
-    /// Whether the program ran a `ClusterArrive` and not yet its `ClusterWait`.
-    arrived: bool,
 }
 
 /// One execution of a `ClusterStore`: per thread of the program, the rank, element and value,
@@ -91,15 +90,6 @@ struct RemoteStore<'s> {
 
 /// `Track::write_stmt` of an element a remote store wrote (no statement of the program did).
 const REMOTE: u64 = u64::MAX;
-
-/// A fault of a kernel whose cluster barriers do not pair up (the lowering makes none).
-fn invalid(message: &str) -> SimFault {
-    SimFault {
-        kind: FaultKind::InvalidIr,
-        thread: None,
-        message: message.to_string(),
-    }
-}
 
 impl RemoteStore<'_> {
     /// The error of fault `f` of this store, made by program `program`.
@@ -187,7 +177,6 @@ pub(super) fn run<'s>(
                 barriers: 0,
                 since: 1,
                 outbox: Vec::new(),
-                arrived: false,
             });
             sim
         })
@@ -223,7 +212,6 @@ fn run_cluster<'s>(
         member.barriers = 0;
         member.since = epoch;
         member.outbox.clear();
-        member.arrived = false;
         walks.push(vec![Frame::List { stmts: &k.body, pc: 0 }]);
     }
     // Per program: the cluster barrier it waits at and the block op it was lowered from;
@@ -236,7 +224,7 @@ fn run_cluster<'s>(
             }
             std::mem::swap(&mut sim.global.buffers, held);
             let turn = sim.run_frames(walk, false).and_then(|turn| match turn {
-                Turn::Done => sim.end_in_cluster(k).and_then(|()| sim.finish()).map(|()| turn),
+                Turn::Done => sim.finish().map(|()| turn),
                 _ => Ok(turn),
             });
             std::mem::swap(&mut sim.global.buffers, held);
@@ -342,56 +330,6 @@ impl<'s> Sim<'s> {
         self.cluster.as_mut().expect("a program of a cluster")
     }
 
-    /// `Stmt::ClusterBarrier`: not while a split barrier's arrive waits for its wait.
-    pub(super) fn cluster_barrier(&mut self) -> Result<(), SimFault> {
-        let m = self.member();
-        if m.arrived {
-            return Err(invalid(
-                "a cluster barrier between a cluster arrive and its wait: the barrier's phases would not match",
-            ));
-        }
-        Ok(())
-    }
-
-    /// `Stmt::ClusterArrive`: the first half of a split barrier, once until its wait.
-    pub(super) fn cluster_arrive(&mut self) -> Result<(), SimFault> {
-        let m = self.member();
-        if m.arrived {
-            return Err(invalid("a second cluster arrive before the wait of the first"));
-        }
-        m.arrived = true;
-        Ok(())
-    }
-
-    /// `Stmt::ClusterWait`: the second half of a split barrier, after its arrive.
-    pub(super) fn cluster_wait(&mut self) -> Result<(), SimFault> {
-        let m = self.member();
-        if !m.arrived {
-            return Err(invalid("a cluster wait without a cluster arrive before it"));
-        }
-        m.arrived = false;
-        Ok(())
-    }
-
-    /// At the program's end: no arrive left without its wait.
-    fn end_in_cluster(&mut self, k: &ThreadKernel) -> Result<(), InterpError> {
-        if !self.member().arrived {
-            return Ok(());
-        }
-        Err(InterpError::ThreadFault {
-            kind: FaultKind::InvalidIr,
-            stmt: String::new(),
-            context: self.context.to_string(),
-            program: self.pid,
-            thread: None,
-            message: format!(
-                "program {} of {} ended after a cluster arrive without its wait",
-                pid(&self.pid),
-                k.name
-            ),
-        })
-    }
-
     /// `Stmt::ClusterStore` `s`: checked and queued for the next cluster barrier.
     pub(super) fn cluster_store(&mut self, s: &'s Stmt) -> Result<(), SimFault> {
         let Stmt::ClusterStore {
@@ -414,13 +352,6 @@ impl<'s> Sim<'s> {
             let m = self.member();
             (m.size as i64, m.barriers)
         };
-        if self.member().arrived {
-            let message = format!(
-                "a store into the shared memory of the cluster's program of rank {} between a cluster arrive and its wait: that barrier does not order it",
-                ranks[first]
-            );
-            return Err(fault(FaultKind::MissingBarrier, first, message));
-        }
         if barriers == 0 {
             let message = format!(
                 "a store into the shared memory of the cluster's program of rank {} before the first cluster barrier: that program may not have started",

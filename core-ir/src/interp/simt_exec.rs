@@ -70,20 +70,14 @@ impl<'s> Sim<'s> {
                         // (A named barrier is the consumers' own: all of them run in lockstep.)
                         Stmt::Barrier | Stmt::NamedBarrier { .. } => self.epoch += 1,
                         Stmt::ClusterBarrier if self.cluster.is_some() => {
-                            self.cluster_barrier().map_err(|f| self.error(s, f))?;
                             self.epoch += 1;
                             return Ok(Turn::ClusterBarrier);
                         }
                         // (A split cluster barrier's arrive moves the program's epoch on,
-                        // its wait does not: `simt_cluster.rs`.)
-                        Stmt::ClusterArrive if self.cluster.is_some() => {
-                            self.cluster_arrive().map_err(|f| self.error(s, f))?;
-                            self.epoch += 1;
-                        }
-                        Stmt::ClusterWait if self.cluster.is_some() => {
-                            self.cluster_wait().map_err(|f| self.error(s, f))?;
-                            return Ok(Turn::ClusterBarrier);
-                        }
+                        // its wait does not: `simt_cluster.rs`. The verifier has checked
+                        // that the halves pair up.)
+                        Stmt::ClusterArrive if self.cluster.is_some() => self.epoch += 1,
+                        Stmt::ClusterWait if self.cluster.is_some() => return Ok(Turn::ClusterBarrier),
                         Stmt::ClusterStore { .. } if self.cluster.is_some() => {
                             self.cluster_store(s).map_err(|f| self.error(s, f))?
                         }

@@ -44,7 +44,60 @@ pub fn verify(kernel: &ThreadKernel) -> Result<(), String> {
     if let Some(p) = kernel.persistent {
         persistent(kernel, p).map_err(|e| format!("persistent grid: {e}"))?;
     }
+    split_cluster_barriers(kernel)?;
     check(kernel, &kernel.body)
+}
+
+/// The halves of split cluster barriers (`ClusterArrive`, `ClusterWait`) are statements of
+/// the kernel's top level, where every thread runs each once: each arrive is followed by
+/// its wait, with no other cluster barrier and no store into another program between them
+/// (the barrier would not order it), and no arrive is left without its wait. Elsewhere the
+/// halves could pair up differently in different programs, which on a GPU hangs.
+fn split_cluster_barriers(k: &ThreadKernel) -> Result<(), String> {
+    let mut nested = false;
+    for s in &k.body {
+        // (The walk visits `s` itself first.)
+        super::walk_stmts(std::slice::from_ref(s), &mut |n| {
+            nested |= !std::ptr::eq(n, s) && matches!(n, Stmt::ClusterArrive | Stmt::ClusterWait);
+        });
+    }
+    if nested {
+        return Err("a split cluster barrier's arrive or wait is nested in control flow; they belong to the kernel's top-level statements".into());
+    }
+    let mut arrived = false;
+    for s in &k.body {
+        match s {
+            Stmt::ClusterArrive if arrived => {
+                return Err("a second cluster arrive before the wait of the first".into());
+            }
+            Stmt::ClusterArrive => arrived = true,
+            Stmt::ClusterWait if !arrived => return Err("a cluster wait without a cluster arrive before it".into()),
+            Stmt::ClusterWait => arrived = false,
+            _ if arrived => {
+                let mut bad = None;
+                super::walk_stmts(std::slice::from_ref(s), &mut |n| match n {
+                    Stmt::ClusterBarrier => {
+                        bad.get_or_insert("a cluster barrier");
+                    }
+                    Stmt::ClusterStore { .. } => {
+                        bad.get_or_insert("a store into another program");
+                    }
+                    _ => {}
+                });
+                if let Some(what) = bad {
+                    return Err(format!(
+                        "{what} between a cluster arrive and its wait, which do not order it: `{}`",
+                        one_line(k, s)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    if arrived {
+        return Err("a cluster arrive without its wait before the kernel ends".into());
+    }
+    Ok(())
 }
 
 /// A persistent kernel's grid comes in i32 scalar parameters and its tiles in a loop.
