@@ -301,6 +301,10 @@ impl fmt::Display for DeviceProperties {
                 .join(", "),
         };
         writeln!(f, "  cooperative matrices    {coop}")?;
+        match self.max_cluster() {
+            1 => writeln!(f, "  thread-block clusters   none")?,
+            n => writeln!(f, "  thread-block clusters   up to {n} programs")?,
+        }
         let types: Vec<&str> = self.supported_types.iter().map(|t| t.name()).collect();
         write!(f, "  types                   {}", types.join(" "))
     }
@@ -405,6 +409,20 @@ mod tests {
             p.to_string().contains("cooperative matrices    16x16x16 f16->f32"),
             "{p}"
         );
+    }
+
+    #[test]
+    fn clusters_are_listed() {
+        let mut p = DeviceProperties::unknown("gpu", "vendor", Backend::Cuda, DeviceType::DiscreteGpu);
+        p.compute_capability = Some((8, 0));
+        assert!(p.to_string().contains("thread-block clusters   none"), "{p}");
+        p.compute_capability = Some((9, 0));
+        assert!(
+            p.to_string().contains("thread-block clusters   up to 16 programs"),
+            "{p}"
+        );
+        let v = DeviceProperties::unknown("gpu", "vendor", Backend::Vulkan, DeviceType::DiscreteGpu);
+        assert!(v.to_string().contains("thread-block clusters   none"), "{v}");
     }
 
     #[test]
