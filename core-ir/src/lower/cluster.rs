@@ -3,13 +3,13 @@
 //! memory (distributed shared memory, CUDA from sm_90). A tuple's values go through one
 //! exchange: their stores, then one barrier for all of them.
 //!
-//! Each program owns a buffer of one slot per program of the cluster, for this reduction
-//! (and value) alone (not the exchange buffer of its type, which the next exchange would overwrite
-//! while other warps still read the slots). Thread `t < cluster` writes the program's value
-//! into slot `rank` of the buffer of program `t` (so the programs' writes go out in
-//! parallel, one remote store a thread), then a cluster barrier orders them before every
-//! thread of every program reads its own buffer's slots and folds them in rank order (a
-//! combine region need not be commutative).
+//! Each program owns a buffer of one slot per program of the cluster for each value of
+//! each reduction (not the exchange buffer of its type, which the next exchange would
+//! overwrite while other warps still read the slots). Thread `t < cluster` writes the
+//! program's value into slot `rank` of the buffer of program `t` (so the programs' writes
+//! go out in parallel, one remote store a thread), then a cluster barrier orders them
+//! before every thread of every program reads its own buffer's slots and folds them in
+//! rank order (a combine region need not be commutative).
 //!
 //! Before the writes, two things must hold: the receiving program has started (CUDA
 //! requires it: a program's shared memory is not there for others before it runs), and,
