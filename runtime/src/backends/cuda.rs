@@ -132,7 +132,12 @@ fn check_resident_clusters(
     if resident > 0 {
         return Ok(());
     }
-    Err(Error::Launch {
+    Err(cluster_does_not_fit(kernel, cluster, metadata))
+}
+
+/// The error of a kernel none of whose clusters of `cluster` programs fits the device.
+fn cluster_does_not_fit(kernel: &str, cluster: u32, metadata: &KernelMetadata) -> Error {
+    Error::Launch {
         kernel: kernel.to_string(),
         message: format!(
             "cluster = {cluster}: no cluster of {cluster} programs of this kernel fits the device at once \
@@ -142,7 +147,7 @@ fn check_resident_clusters(
             metadata.registers.map_or("?".to_string(), |r| r.to_string()),
             metadata.shared_bytes
         ),
-    })
+    }
 }
 
 fn artifact(kernel: &CompiledKernel) -> Result<&CudaArtifact> {
@@ -512,6 +517,28 @@ fn env_flag(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cluster_that_does_not_fit_names_the_kernel_and_what_it_takes() {
+        let metadata = KernelMetadata {
+            threads: 1024,
+            registers: Some(64),
+            spill_bytes: Some(0),
+            shared_bytes: 200 * 1024,
+            max_threads: Some(1024),
+        };
+        let e = cluster_does_not_fit("softmax_cluster_kernel", 16, &metadata).to_string();
+        for needle in [
+            "softmax_cluster_kernel",
+            "cluster = 16",
+            "1024 threads",
+            "64 registers a thread",
+            "204800 bytes of shared memory",
+            "smaller cluster",
+        ] {
+            assert!(e.contains(needle), "{needle}: {e}");
+        }
+    }
 
     /// `a: *f16, rows: i32, cols: i32, stride: i64`; the map views `a` as `rows` x `cols`.
     fn params() -> Vec<ThreadParam> {
