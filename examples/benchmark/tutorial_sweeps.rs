@@ -305,40 +305,12 @@ pub fn long_softmax(
                 let share = (n.div_ceil(cluster as usize) as u32).next_power_of_two();
                 for num_warps in [4u32, 8, 16, 32] {
                     let per_thread = share / (num_warps * 32);
-                    if share as usize > long_rows::REGISTER_ROW_MAX {
-                        continue;
-                    }
-                    if per_thread == 128 && cluster == host.cluster {
-                        // Three programs a multiprocessor: 4 warps of 128 columns a thread
-                        // under 168 registers (`ptxas`: 168 bytes spilled, 208 registers
-                        // without the limit).
-                        let shape = long_rows::ClusterShape { cluster, num_warps };
-                        let (kernel, config) = long_rows::softmax_cluster_launch_on(m, n, shape)?;
-                        launches.push((
-                            format!("cluster of {cluster}, {num_warps} warps, 168 registers"),
-                            format!("softmax_cluster{cluster}_w{num_warps}_r168"),
-                            (kernel, config.maxnreg(Some(168))),
-                        ));
-                    }
-                    if ![32, 64].contains(&per_thread) {
+                    if ![32, 64].contains(&per_thread) || share as usize > long_rows::REGISTER_ROW_MAX {
                         continue;
                     }
                     let shape = long_rows::ClusterShape { cluster, num_warps };
                     let pick = if shape == host { " (host)" } else { "" };
                     let (kernel, config) = long_rows::softmax_cluster_launch_on(m, n, shape)?;
-                    if shape == host {
-                        // The host's launch with read-once (evict-first) loads of the row.
-                        let block = rutile::seeds::softmax_block(n.div_ceil(cluster as usize) as u32);
-                        let options = rutile::seeds::SoftmaxOptions {
-                            cache: rutile::CacheModifier::Streaming,
-                            ieee_rounding: false,
-                        };
-                        launches.push((
-                            format!("cluster of {cluster}, {num_warps} warps, read-once loads"),
-                            format!("softmax_cluster{cluster}_w{num_warps}_streaming"),
-                            (rutile::seeds::softmax_cluster(block, cluster, options)?, config),
-                        ));
-                    }
                     if shape == host && config.maxnreg.is_some() {
                         // What the host's register limit is worth.
                         launches.push((

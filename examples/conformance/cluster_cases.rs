@@ -29,39 +29,11 @@ pub(super) fn cluster_cases() -> Vec<Case> {
             }));
             let init = if reduce == ReduceOp::Sum && t.is_float() {
                 // Non-zero integers below 2^10: their sums of four are exact in f16 and up.
-                let mut rng = rutile::ir::testing::Rng::new(0xC1 + seed as u64);
-                (0..PROGRAMS)
-                    .map(|_| {
-                        let v = rng.f32s(1, -1000.0, 1000.0)[0].round();
-                        V::F(if v == 0.0 { 7.0 } else { v as f64 })
-                    })
-                    .collect()
+                small_integers(PROGRAMS, 1000.0, 7.0, 0xC1 + seed as u64)
             } else {
                 generate(t, PROGRAMS, Domain::General, 0xC1 + seed as u64)
             };
-            cases.push(Case {
-                op: op.to_string(),
-                dtype: t,
-                shape: format!("{PROGRAMS}/{CLUSTER}"),
-                kernel,
-                bufs: vec![
-                    Buf {
-                        dtype: t,
-                        init,
-                        output: false,
-                    },
-                    Buf {
-                        dtype: t,
-                        init: vec![V::I(0); PROGRAMS],
-                        output: true,
-                    },
-                ],
-                n: None,
-                grid: PROGRAMS as u32,
-                cluster: CLUSTER,
-                rule: Rule::Exact,
-                known: Vec::new(),
-            });
+            cases.push(case(op, t, kernel, init));
         }
     }
     for (seed, t) in DTYPES.into_iter().enumerate() {
@@ -78,39 +50,51 @@ pub(super) fn cluster_cases() -> Vec<Case> {
         let init = if t.is_float() {
             // Non-zero integers of magnitude up to 4: products of four and their sums stay
             // below 2^10, exact in f16 and up.
-            let mut rng = rutile::ir::testing::Rng::new(0xA7 + seed as u64);
-            (0..2 * PROGRAMS)
-                .map(|_| {
-                    let v = rng.f32s(1, -4.0, 4.0)[0].round();
-                    V::F(if v == 0.0 { 3.0 } else { v as f64 })
-                })
-                .collect()
+            small_integers(2 * PROGRAMS, 4.0, 3.0, 0xA7 + seed as u64)
         } else {
             generate(t, 2 * PROGRAMS, Domain::General, 0xA7 + seed as u64)
         };
-        cases.push(Case {
-            op: op.to_string(),
-            dtype: t,
-            shape: format!("{PROGRAMS}/{CLUSTER}"),
-            kernel,
-            bufs: vec![
-                Buf {
-                    dtype: t,
-                    init,
-                    output: false,
-                },
-                Buf {
-                    dtype: t,
-                    init: vec![V::I(0); 2 * PROGRAMS],
-                    output: true,
-                },
-            ],
-            n: None,
-            grid: PROGRAMS as u32,
-            cluster: CLUSTER,
-            rule: Rule::Exact,
-            known: Vec::new(),
-        });
+        cases.push(case(op, t, kernel, init));
     }
     cases
+}
+
+/// `n` random integers of magnitude up to `most`, `zero` in place of 0, as floats.
+fn small_integers(n: usize, most: f32, zero: f64, seed: u64) -> Vec<V> {
+    let mut rng = rutile::ir::testing::Rng::new(seed);
+    (0..n)
+        .map(|_| {
+            let v = rng.f32s(1, -most, most)[0].round();
+            V::F(if v == 0.0 { zero } else { v as f64 })
+        })
+        .collect()
+}
+
+/// A case of `PROGRAMS` programs in clusters of `CLUSTER` reading `init` (of type `t`) and
+/// writing as many elements, compared bit for bit.
+fn case(op: &str, t: ScalarType, kernel: Result<Kernel, String>, init: Vec<V>) -> Case {
+    let len = init.len();
+    Case {
+        op: op.to_string(),
+        dtype: t,
+        shape: format!("{PROGRAMS}/{CLUSTER}"),
+        kernel,
+        bufs: vec![
+            Buf {
+                dtype: t,
+                init,
+                output: false,
+            },
+            Buf {
+                dtype: t,
+                init: vec![V::I(0); len],
+                output: true,
+            },
+        ],
+        n: None,
+        grid: PROGRAMS as u32,
+        cluster: CLUSTER,
+        rule: Rule::Exact,
+        known: Vec::new(),
+    }
 }

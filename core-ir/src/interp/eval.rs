@@ -351,17 +351,7 @@ impl<'a> Program<'a> {
         let Op::ClusterReduceCombine { values } = &inst.op else {
             return Err(self.at(inst, invalid!("not a cluster reduction")));
         };
-        let Some(region) = inst.regions.first().filter(|r| r.args.len() == 2 * values.len()) else {
-            return Err(self.at(
-                inst,
-                invalid!("needs one combine region with {} arguments", 2 * values.len()),
-            ));
-        };
-        let mine = values
-            .iter()
-            .map(|&v| self.value(v))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|f| self.at(inst, f))?;
+        let (region, mine) = self.combine_inputs(inst, values)?;
         let Some(member) = &self.cluster else {
             return self.bind_results(inst, mine);
         };

@@ -103,7 +103,8 @@ pub fn run(kernel: &Kernel, grid: [u32; 3], args: &[ArgValue], buffers: &mut [Ho
 /// [`run`] with the programs grouped into clusters of `cluster` programs, as a launch with
 /// thread-block clusters groups them: the `cluster` consecutive programs along grid axis 0
 /// `x = c * cluster .. (c + 1) * cluster` (with the same `y` and `z`) form cluster `c`, and
-/// `cluster_reduce` combines a number over the programs of a cluster.
+/// `cluster_reduce` combines a number (`cluster_reduce_n` a tuple) over the programs of a
+/// cluster.
 ///
 /// Clusters run one after another in program order (axis 0 fastest). With clusters of one
 /// program the programs run one after another exactly as [`run`] says. In larger clusters,

@@ -9,7 +9,7 @@
 use super::error::{invalid, Fault, FaultKind, InterpError};
 use super::eval::Program;
 use super::tensor::{Data, Tensor};
-use crate::ir::{Inst, Op};
+use crate::ir::{Inst, Op, Region, ValueId};
 use crate::types::{Shape, Type};
 use std::rc::Rc;
 
@@ -41,13 +41,13 @@ fn put(data: &mut Data, i: usize, v: &Tensor) {
 }
 
 impl<'a> Program<'a> {
-    /// `scan` and `reduce` with a combine region.
-    pub(super) fn exec_combine(&mut self, inst: &'a Inst) -> Result<(), InterpError> {
-        let (values, axis, reverse, keep_axis) = match &inst.op {
-            Op::Scan { values, axis, reverse } => (values, *axis as usize, *reverse, true),
-            Op::ReduceCombine { values, axis } => (values, *axis as usize, false, false),
-            _ => return Err(self.fault_at(inst, invalid!("not a scan or reduction"))),
-        };
+    /// The combine region of an op with one (`scan`, `reduce`, `cluster_reduce_n`) over the
+    /// tuple `values`, and their values.
+    pub(super) fn combine_inputs(
+        &self,
+        inst: &'a Inst,
+        values: &[ValueId],
+    ) -> Result<(&'a Region, Vec<Rc<Tensor>>), InterpError> {
         let Some(region) = inst.regions.first().filter(|r| r.args.len() == 2 * values.len()) else {
             return Err(self.fault_at(
                 inst,
@@ -59,6 +59,17 @@ impl<'a> Program<'a> {
             .map(|&v| self.value(v))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|f| self.fault_at(inst, f))?;
+        Ok((region, inputs))
+    }
+
+    /// `scan` and `reduce` with a combine region.
+    pub(super) fn exec_combine(&mut self, inst: &'a Inst) -> Result<(), InterpError> {
+        let (values, axis, reverse, keep_axis) = match &inst.op {
+            Op::Scan { values, axis, reverse } => (values, *axis as usize, *reverse, true),
+            Op::ReduceCombine { values, axis } => (values, *axis as usize, false, false),
+            _ => return Err(self.fault_at(inst, invalid!("not a scan or reduction"))),
+        };
+        let (region, inputs) = self.combine_inputs(inst, values)?;
         let shape = inputs[0].ty.shape;
         if axis >= shape.rank() || inputs.iter().any(|t| t.ty.shape != shape) {
             return Err(self.fault_at(inst, invalid!("operands of shape {shape} along axis {axis}")));

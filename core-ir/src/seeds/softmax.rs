@@ -78,7 +78,7 @@ pub fn softmax_with(block: u32, options: impl Into<SoftmaxOptions>) -> Result<Ke
 
 /// [`softmax_with`] for rows too long for one program: `cluster` programs share each row,
 /// `block` columns each (the programs of a row form one thread-block cluster), and agree
-/// on the row's maximum and sum with `cluster_reduce`, so that the row is read once and
+/// on the row's maximum and sum in one exchange (`cluster_reduce_n`), so that the row is read once and
 /// held on chip, spread over the cluster's multiprocessors, where a single program would
 /// walk it twice. Parameters as [`softmax`]; `block * cluster` is at least `n_cols`.
 /// Grid: `n_rows * cluster` programs, launched in clusters of `cluster`.
