@@ -90,7 +90,7 @@ pub fn cluster_shape(
 /// The cluster softmax's kernel and launch for `rows` rows of `cols` columns shared as
 /// `shape` says: each program holds the next power of two of `cols / cluster` columns in
 /// registers; the programs of a row agree on its maximum and sum through each other's
-/// shared memory (`cluster_reduce`), so the row is read once.
+/// shared memory in one exchange (`cluster_reduce_n`), so the row is read once.
 pub fn softmax_cluster_launch_on(rows: usize, cols: usize, shape: ClusterShape) -> Result<(Kernel, LaunchConfig)> {
     let ClusterShape { cluster, num_warps } = shape;
     let block = seeds::softmax_block(cols.div_ceil(cluster.max(1) as usize) as u32);
@@ -142,9 +142,9 @@ fn division_as_triton() -> SoftmaxOptions {
 
 /// The cluster layer norm's kernel and launch for `m` rows of `n` columns shared as
 /// `shape` says ([`seeds::layer_norm_cluster`]). Not the host code's pick: on an H100 it
-/// ran slower than the long-row kernel at every width (58.4% of the copy ceiling against
-/// 74.6% at 32768 columns, 30.6% against 59.9% at 262144; `docs/performance.md`), so the
-/// benchmark times it beside that one.
+/// ran slower than the long-row kernel at every width (67.5% of the copy ceiling against
+/// 74.8% at 32768 columns, 54.8% against 60.0% at 262144, at its best shapes;
+/// `docs/performance.md`), so the benchmark times it beside that one.
 pub fn layer_norm_cluster_launch_on(
     m: usize,
     n: usize,
