@@ -15,6 +15,14 @@
 //! through under a lock (the layer norm tutorial's partial sums); [`mark_coherent`]
 //! decorates their variables `Coherent`, without which a device's incoherent caches may
 //! return another workgroup's stale values (measured on an H100 through Vulkan).
+//!
+//! And one more hint: [`read_only_bindings`] are the storage buffers a kernel loads from and
+//! never writes, which [`mark_nonwritable`] decorates `NonWritable` (what WGSL's
+//! `var<storage, read>` says). rutile binds every buffer read-write, so a naga module
+//! cannot say it; without it NVIDIA's Vulkan driver makes every load a strong load at the
+//! multiprocessor's scope (`LDG.E.64.STRONG.SM`, branched around where masked; read off
+//! the driver's machine code on an H200), where for a buffer declared read-only it makes
+//! the read-only cached load (`LDG.E.CONSTANT`, predicated).
 
 use crate::{BindingLayout, SpirvError};
 use rspirv::binary::Assemble;
@@ -85,6 +93,32 @@ pub(crate) fn coherent_bindings(kernel: &ThreadKernel, layout: &BindingLayout) -
         .collect()
 }
 
+/// Bindings of the storage buffers that `kernel` loads from and never writes (no store, no
+/// atomic), in increasing order.
+pub(crate) fn read_only_bindings(kernel: &ThreadKernel, layout: &BindingLayout) -> Vec<u32> {
+    let params = kernel.params.len();
+    let (mut loaded, mut written) = (vec![false; params], vec![false; params]);
+    kernel.walk(&mut |s| match s {
+        Stmt::Load {
+            mem: Memory::Global { param },
+            ..
+        } => loaded[*param as usize] = true,
+        Stmt::Store {
+            mem: Memory::Global { param },
+            ..
+        }
+        | Stmt::Atomic { param, .. }
+        | Stmt::AtomicCas { param, .. } => written[*param as usize] = true,
+        _ => {}
+    });
+    layout
+        .storage
+        .iter()
+        .filter(|s| loaded[s.param as usize] && !written[s.param as usize])
+        .map(|s| s.binding)
+        .collect()
+}
+
 /// The variables of descriptor set 0 bound at one of `bindings` (every variable has one
 /// binding and one set, and rutile puts everything in set 0).
 fn bound_variables(module: &rspirv::dr::Module, bindings: &[u32]) -> HashSet<u32> {
@@ -108,7 +142,7 @@ fn bound_variables(module: &rspirv::dr::Module, bindings: &[u32]) -> HashSet<u32
 /// accesses would take availability and visibility operands instead), and is refused.
 pub(crate) fn mark_coherent(words: &[u32], bindings: &[u32]) -> Result<Vec<u32>, SpirvError> {
     use rspirv::spirv::MemoryModel;
-    let mut module = read_back(words)?;
+    let module = read_back(words)?;
     let vulkan_model = module
         .memory_model
         .as_ref()
@@ -120,14 +154,39 @@ pub(crate) fn mark_coherent(words: &[u32], bindings: &[u32]) -> Result<Vec<u32>,
                 .into(),
         ));
     }
-    let mut variables: Vec<u32> = bound_variables(&module, bindings).into_iter().collect();
+    decorate_variables(words, bindings, Decoration::Coherent)
+}
+
+/// `words` with the variables bound at `bindings` decorated `NonWritable` (SPIR-V 1.4
+/// allows the decoration on a storage-buffer variable; before, only on a block's members).
+pub(crate) fn mark_nonwritable(words: &[u32], bindings: &[u32]) -> Result<Vec<u32>, SpirvError> {
+    decorate_variables(words, bindings, Decoration::NonWritable)
+}
+
+/// `words` with the variables bound at `bindings` decorated `decoration`, unless they are
+/// already.
+fn decorate_variables(words: &[u32], bindings: &[u32], decoration: Decoration) -> Result<Vec<u32>, SpirvError> {
+    let mut module = read_back(words)?;
+    let already: HashSet<u32> = module
+        .annotations
+        .iter()
+        .filter(|a| a.class.opcode == Op::Decorate)
+        .filter_map(|a| match a.operands.as_slice() {
+            [Operand::IdRef(target), Operand::Decoration(d), ..] if *d == decoration => Some(*target),
+            _ => None,
+        })
+        .collect();
+    let mut variables: Vec<u32> = bound_variables(&module, bindings)
+        .into_iter()
+        .filter(|v| !already.contains(v))
+        .collect();
     variables.sort_unstable();
     for v in variables {
         module.annotations.push(rspirv::dr::Instruction::new(
             Op::Decorate,
             None,
             None,
-            vec![Operand::IdRef(v), Operand::Decoration(Decoration::Coherent)],
+            vec![Operand::IdRef(v), Operand::Decoration(decoration)],
         ));
     }
     Ok(module.assemble())

@@ -222,6 +222,10 @@ pub struct SpirvKernel {
     /// from a cache. A naga module cannot say this: such a kernel must go to the driver as
     /// the hinted words.
     pub coherent_bindings: Vec<u32>,
+    /// Storage-buffer bindings the kernel loads from and never writes:
+    /// [`SpirvKernel::spirv_words_hinted`] declares them `NonWritable`, which rutile's
+    /// read-write bindings keep out of the naga module (see the `hints` module).
+    pub read_only_bindings: Vec<u32>,
 }
 
 /// Errors of [`emit`] and of writing a module.
@@ -264,13 +268,14 @@ impl SpirvKernel {
     /// Whether [`SpirvKernel::spirv_words_hinted`] has hints to add that naga's module (and
     /// so [`SpirvKernel::spirv_words`]) lacks.
     pub fn has_memory_hints(&self) -> bool {
-        !self.streaming_bindings.is_empty() || !self.coherent_bindings.is_empty()
+        !self.streaming_bindings.is_empty() || !self.coherent_bindings.is_empty() || !self.read_only_bindings.is_empty()
     }
 
     /// The module as SPIR-V 1.4 words (Vulkan 1.2), with debug names and with the memory
     /// hints naga cannot express: the `Nontemporal` memory operand on every load through the
-    /// [`SpirvKernel::streaming_bindings`], and `Coherent` on the variables of the
-    /// [`SpirvKernel::coherent_bindings`]. These words are rutile's alone (a consumer that
+    /// [`SpirvKernel::streaming_bindings`], `Coherent` on the variables of the
+    /// [`SpirvKernel::coherent_bindings`] and `NonWritable` on those of the
+    /// [`SpirvKernel::read_only_bindings`]. These words are rutile's alone (a consumer that
     /// rebuilds a naga module from them drops the hints): hand them to the driver as they are.
     pub fn spirv_words_hinted(&self) -> Result<Vec<u32>, SpirvError> {
         let mut words = self.write_spirv((1, 4))?;
@@ -279,6 +284,9 @@ impl SpirvKernel {
         }
         if !self.coherent_bindings.is_empty() {
             words = hints::mark_coherent(&words, &self.coherent_bindings)?;
+        }
+        if !self.read_only_bindings.is_empty() {
+            words = hints::mark_nonwritable(&words, &self.read_only_bindings)?;
         }
         Ok(words)
     }

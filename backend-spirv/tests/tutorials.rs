@@ -97,6 +97,67 @@ fn the_locks_partial_sums_are_coherent() {
     assert!(sk.coherent_bindings.is_empty());
 }
 
+/// The buffers a kernel only loads are declared `NonWritable` in the words rutile hands the
+/// driver, and no other: in the backward pass, the inputs `DY`, `X`, `W`, `Mean` and `Rstd`,
+/// not `DX` (stored), `DW` and `DB` (loaded and stored) or `Lock` (atomics). Without them
+/// NVIDIA's driver makes every load a strong one (see the `hints` module).
+#[test]
+fn only_loaded_buffers_are_non_writable() {
+    use rspirv::dr::Operand;
+    use rspirv::spirv::{Decoration, Op};
+    let meta = LayerNormMeta::for_row(781, F16).unwrap();
+    let bwd = LayerNormBackwardMeta {
+        group_size_m: seeds::layer_norm_group_size_m(781),
+        block_size_n: meta.block_size,
+        dtype: F16,
+    };
+    let kernel = seeds::layer_norm_backward_dx(&bwd).unwrap();
+    let target = Target::vulkan(32, meta.num_warps(), 48 * 1024);
+    let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len())).unwrap();
+    let (sk, _) = common::check(&t, &SpirvTarget::full(32));
+    let name_of = |binding: u32| {
+        let s = sk.bindings.storage.iter().find(|s| s.binding == binding).unwrap();
+        kernel.params[s.param as usize].name.clone()
+    };
+    let names: Vec<String> = sk.read_only_bindings.iter().map(|&b| name_of(b)).collect();
+    assert_eq!(names, ["DY", "X", "W", "Mean", "Rstd"]);
+    assert!(sk.has_memory_hints());
+    // In the words: exactly those variables carry the decoration.
+    let module = rspirv::dr::load_words(sk.spirv_words_hinted().unwrap()).unwrap();
+    let decorated = |d: Decoration| -> Vec<u32> {
+        module
+            .annotations
+            .iter()
+            .filter(|a| a.class.opcode == Op::Decorate && a.operands.get(1) == Some(&Operand::Decoration(d)))
+            .filter_map(|a| match a.operands.first() {
+                Some(Operand::IdRef(id)) => Some(*id),
+                _ => None,
+            })
+            .collect()
+    };
+    let binding_of = |id: u32| {
+        module.annotations.iter().find_map(|a| match a.operands.as_slice() {
+            [Operand::IdRef(t), Operand::Decoration(Decoration::Binding), Operand::LiteralBit32(b)] if *t == id => {
+                Some(*b)
+            }
+            _ => None,
+        })
+    };
+    let mut marked: Vec<String> = decorated(Decoration::NonWritable)
+        .into_iter()
+        .filter_map(binding_of)
+        .map(name_of)
+        .collect();
+    marked.sort();
+    assert_eq!(marked, ["DY", "Mean", "Rstd", "W", "X"]);
+    // naga's own words (the path without hints) say nothing of it.
+    let plain = rspirv::dr::load_words(sk.spirv_words().unwrap()).unwrap();
+    assert!(!plain
+        .annotations
+        .iter()
+        .any(|a| a.operands.get(1) == Some(&Operand::Decoration(Decoration::NonWritable))));
+}
+
 /// `f16` rows moved in 16-byte vectors: the one-pass kernel (no loop) holds them as packed
 /// words, the tutorial's kernel (which walks the row in a loop) as `vec4<f16>`, where words
 /// measured slower (`Holding::PackedF16`).

@@ -71,29 +71,24 @@ const ONE_BLOCK_MAX: u32 = 16384;
 /// for the same results; on an H100 it measured 65–88% of the copy ceiling through CUDA
 /// from 2048 to 8192 columns, the tutorial's 56–69%); longer rows (and those over 64 KiB,
 /// where the tutorial raises) go to the long-row kernel, [`super::long_rows`]. Through
-/// Vulkan the long-row kernel also takes rows from 8192 columns, where it measured faster
-/// than holding the row (59% against 57% at 8192, 69% against 47% at 16384).
+/// Vulkan too: since the buffers a kernel only reads are declared read-only to the driver,
+/// the one-pass kernel measured 72% and 65% of the ceiling at 8192 and 16384 columns on an
+/// H200, the long-row kernel at best 45% and 54% (`docs/performance.md`).
 pub fn forward_launch(dev: &dyn Device, m: usize, n: usize) -> Result<(rutile::Kernel, LaunchConfig)> {
-    let vulkan_long = dev.properties().backend == rutile::Backend::Vulkan
-        && LayerNormMeta::for_row(n as u32, ScalarType::F16).is_some_and(|meta| meta.block_size > VULKAN_ONE_PASS_MAX);
     match one_pass_launch(dev, m, n)? {
-        Some(launch) if !vulkan_long => Ok(launch),
-        _ => super::long_rows::layer_norm_long_launch(m, ScalarType::F16),
+        Some(launch) => Ok(launch),
+        None => super::long_rows::layer_norm_long_launch(m, ScalarType::F16),
     }
 }
-
-/// The widest block the host code runs the one-pass kernel at through Vulkan.
-const VULKAN_ONE_PASS_MAX: u32 = 4096;
 
 /// The one-pass forward kernel ([`seeds::layer_norm_forward_row`]) and its launch for rows
 /// of `n` fp16 elements that fit one block (up to `ONE_BLOCK_MAX` columns), `None` for
 /// longer rows. `num_warps`: through CUDA 32 elements a thread up to 8 warps, and 64 on
 /// 8 warps from 16384 columns, with at most 128 registers a thread (`maxnreg`) so that two
-/// programs share a multiprocessor; through Vulkan 8 elements a thread up to 16 warps, or
-/// the tutorial's count where it is more (its 8 elements a thread stop at 8 warps below
-/// 8192 columns): NVIDIA's Vulkan driver runs the larger programs faster, at 4096 columns
-/// 16 warps by 1.4–3.5 points over 8 in six runs. Measured on an H100 over 1..32 warps at
-/// M = 4096 (`docs/performance.md`): these pick the fastest or come within 3 points of it.
+/// programs share a multiprocessor; through Vulkan 16 elements a thread, from 4 to 32
+/// warps (on an H200 through NVIDIA's driver the fastest of 1..32 warps at each width from
+/// 512 to 4096 columns). Measured over 1..32 warps at M = 4096
+/// (`docs/performance.md`): these pick the fastest or come within 3 points of it.
 /// At 16384 columns through CUDA the row is 32 KB and `ptxas` gives 8 warps 202 registers
 /// a thread (4 warps 255 and spills): one program a multiprocessor, so one row in flight,
 /// which measured 61–68% of the copy ceiling; capped at 128 registers (136 bytes of spill
@@ -106,7 +101,7 @@ pub fn one_pass_launch(dev: &dyn Device, m: usize, n: usize) -> Result<Option<(r
     let (warps, maxnreg) = match dev.properties().backend {
         rutile::Backend::Cuda if meta.block_size >= 16384 => (8, Some(ONE_PASS_WIDE_MAXNREG)),
         rutile::Backend::Cuda => ((meta.block_size / 1024).clamp(1, 8), None),
-        _ => ((meta.block_size / 256).clamp(1, 16).max(meta.num_warps()), None),
+        _ => ((meta.block_size / 512).clamp(4, 32), None),
     };
     Ok(Some((
         seeds::layer_norm_forward_row(&meta)?,

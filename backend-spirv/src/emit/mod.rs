@@ -96,6 +96,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
         entry_point,
         streaming_bindings: crate::hints::streaming_bindings(kernel, &layout),
         coherent_bindings: crate::hints::coherent_bindings(kernel, &layout),
+        read_only_bindings: crate::hints::read_only_bindings(kernel, &layout),
         bindings: layout,
     })
 }

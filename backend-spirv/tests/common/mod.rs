@@ -31,7 +31,12 @@ pub fn check(k: &ThreadKernel, target: &SpirvTarget) -> (SpirvKernel, String) {
     spirv_val(&k.name, &words, &wgsl, env);
     if sk.has_memory_hints() {
         let hinted = sk.spirv_words_hinted().unwrap_or_else(|e| panic!("{e}\n{wgsl}"));
-        spirv_val(&k.name, &hinted, &wgsl, "vulkan1.2");
+        spirv_val(
+            &k.name,
+            &hinted,
+            &wgsl,
+            if k.coop.is_empty() { "vulkan1.2" } else { "vulkan1.3" },
+        );
     }
     (sk, wgsl)
 }

@@ -56,6 +56,11 @@ pub struct WgpuOptions {
     /// `vec4<f16>` takes two of 8 bytes, which NVIDIA's driver does not merge. On by
     /// default; `RUTILE_VULKAN_PACKED_F16=0` turns it off, to measure the difference.
     pub packed_f16: bool,
+    /// Declare the storage buffers a kernel loads and never writes `NonWritable` in the
+    /// SPIR-V words the driver gets (`rutile_spirv::SpirvKernel::read_only_bindings`; such
+    /// kernels then go to the driver as rutile's own words, where the device takes them).
+    /// On by default; `RUTILE_VULKAN_READ_ONLY=0` turns it off, to measure the difference.
+    pub read_only: bool,
 }
 
 impl WgpuOptions {
@@ -66,6 +71,7 @@ impl WgpuOptions {
             immediates: std::env::var("RUTILE_VULKAN_IMMEDIATES").as_deref() == Ok("1"),
             cooperative_matrix: std::env::var("RUTILE_COOP_MATRIX").as_deref() != Ok("0"),
             packed_f16: std::env::var("RUTILE_VULKAN_PACKED_F16").as_deref() != Ok("0"),
+            read_only: std::env::var("RUTILE_VULKAN_READ_ONLY").as_deref() != Ok("0"),
         }
     }
 }
@@ -382,7 +388,10 @@ impl Device for WgpuGpu {
                 kernel: kernel.name.clone(),
                 message: e.to_string(),
             };
-            let spirv = rutile_spirv::emit(&thread_kernel, &spirv_target).map_err(codegen)?;
+            let mut spirv = rutile_spirv::emit(&thread_kernel, &spirv_target).map_err(codegen)?;
+            if !self.options.read_only {
+                spirv.read_only_bindings.clear();
+            }
             let wgsl = spirv.wgsl().unwrap_or_else(|e| format!("// {e}"));
             let dumped = crate::dump::write(
                 &kernel.name,
