@@ -85,9 +85,9 @@ pub fn forward_launch(dev: &dyn Device, m: usize, n: usize) -> Result<(rutile::K
 /// of `n` fp16 elements that fit one block (up to `ONE_BLOCK_MAX` columns), `None` for
 /// longer rows. `num_warps`: through CUDA 32 elements a thread up to 8 warps, and 64 on
 /// 8 warps from 16384 columns, with at most 128 registers a thread (`maxnreg`) so that two
-/// programs share a multiprocessor; through Vulkan 16 elements a thread, from 4 to 32
-/// warps (on an H200 through NVIDIA's driver the fastest of 1..32 warps at each width from
-/// 512 to 4096 columns). Measured over 1..32 warps at M = 4096
+/// programs share a multiprocessor; through Vulkan 16 elements a thread, from 4 to 16
+/// warps (on an H200 through NVIDIA's driver the fastest of 1..32 warps at every width from
+/// 512 to 16384 columns). Measured over 1..32 warps at M = 4096
 /// (`docs/performance.md`): these pick the fastest or come within 3 points of it.
 /// At 16384 columns through CUDA the row is 32 KB and `ptxas` gives 8 warps 202 registers
 /// a thread (4 warps 255 and spills): one program a multiprocessor, so one row in flight,
@@ -101,7 +101,7 @@ pub fn one_pass_launch(dev: &dyn Device, m: usize, n: usize) -> Result<Option<(r
     let (warps, maxnreg) = match dev.properties().backend {
         rutile::Backend::Cuda if meta.block_size >= 16384 => (8, Some(ONE_PASS_WIDE_MAXNREG)),
         rutile::Backend::Cuda => ((meta.block_size / 1024).clamp(1, 8), None),
-        _ => ((meta.block_size / 512).clamp(4, 32), None),
+        _ => ((meta.block_size / 512).clamp(4, 16), None),
     };
     Ok(Some((
         seeds::layer_norm_forward_row(&meta)?,
