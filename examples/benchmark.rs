@@ -2,7 +2,7 @@
 //! measured in the same run on each GPU present (CUDA and wgpu side by side):
 //!
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
-//!                                               [--cols N,N,...]
+//!                                               [--cols N,N,...] [--backends cuda,vulkan]
 //!                                               [--only vector_add,softmax,transpose,matmul_b,matmul,dropout,
 //!                                                       layer_norm,long_softmax,attention]
 //!
@@ -50,7 +50,13 @@
 //! default) which leaves it dirty, or by reading 256 MiB (`--flush read`), which leaves it
 //! clean. `--cols` measures the softmax at the given widths only (e.g. `--cols 1024` to
 //! repeat one figure). `--squares` times the matmul at the given M = N = K only, without
-//! the skinny shapes (e.g. `--only matmul --squares 4096`).
+//! the skinny shapes (e.g. `--only matmul --squares 4096`). `--backends` runs the sections
+//! of one device at a time (all but `matmul`) on the named backends' devices only (e.g.
+//! `--backends vulkan`), while the copy ceiling is still measured on every device and the
+//! `matmul` section still times cuBLAS: a run through one backend keeps the other's
+//! ceiling, and the GPU warmed by its copies (in a process with CUDA hidden, an H200's 1 GiB
+//! copy through Vulkan measured 1645 GB/s where processes that copied through CUDA first
+//! measured 4025–4053, and the layer norm's figures that followed were erratic).
 
 use rutile::bench::{Benchmark, Report, Series, Unit};
 use rutile::seeds;
@@ -125,6 +131,18 @@ fn main() {
         // No softmax, so no copies of its bytes either.
         sizes.cols.clear();
     }
+    let backends: Option<Vec<String>> = args
+        .iter()
+        .position(|a| a == "--backends")
+        .map(|i| args.get(i + 1).map(String::as_str).unwrap_or(""))
+        .map(|list| {
+            let names: Vec<String> = list.split(',').map(str::to_string).collect();
+            if names.iter().any(|n| !["cuda", "vulkan", "cpu"].contains(&n.as_str())) {
+                eprintln!("--backends takes cuda, vulkan or cpu separated by commas, got {list:?}");
+                std::process::exit(2);
+            }
+            names
+        });
     let mut csv = String::from("device,kernel,size,median_ms,p20_ms,p80_ms,gbps,ceiling_gbps,fraction\n");
     let devices: Vec<_> = rutile::list_devices()
         .into_iter()
@@ -153,6 +171,10 @@ fn main() {
         }
     }
     for dev in &devices {
+        let backend = dev.id().split(':').next().unwrap_or_default().to_string();
+        if backends.as_ref().is_some_and(|b| !b.contains(&backend)) {
+            continue;
+        }
         let name = &dev.properties().name;
         let same_gpu = || {
             devices
