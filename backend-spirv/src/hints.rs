@@ -64,59 +64,64 @@ fn read_back(words: &[u32]) -> Result<rspirv::dr::Module, SpirvError> {
     rspirv::dr::load_words(words).map_err(|e| SpirvError::SpirvWriter(format!("reading back naga's SPIR-V: {e}")))
 }
 
+/// How a kernel uses each of its parameters' global memory.
+struct GlobalUse {
+    loaded: Vec<bool>,
+    stored: Vec<bool>,
+    atomic: Vec<bool>,
+}
+
+impl GlobalUse {
+    fn of(kernel: &ThreadKernel) -> GlobalUse {
+        let params = kernel.params.len();
+        let mut u = GlobalUse {
+            loaded: vec![false; params],
+            stored: vec![false; params],
+            atomic: vec![false; params],
+        };
+        kernel.walk(&mut |s| match s {
+            Stmt::Load {
+                mem: Memory::Global { param },
+                ..
+            } => u.loaded[*param as usize] = true,
+            Stmt::Store {
+                mem: Memory::Global { param },
+                ..
+            } => u.stored[*param as usize] = true,
+            Stmt::Atomic { param, .. } | Stmt::AtomicCas { param, .. } => u.atomic[*param as usize] = true,
+            _ => {}
+        });
+        u
+    }
+
+    /// The bindings of the storage buffers whose parameter `keep` accepts, in `layout`'s
+    /// (increasing) order.
+    fn bindings(&self, layout: &BindingLayout, keep: impl Fn(usize) -> bool) -> Vec<u32> {
+        layout
+            .storage
+            .iter()
+            .filter(|s| keep(s.param as usize))
+            .map(|s| s.binding)
+            .collect()
+    }
+}
+
 /// Bindings of the storage buffers that `kernel` both loads and stores (not atomically),
 /// where the kernel also has global atomics; in increasing order. Other workgroups may
 /// store what such a kernel loads after an atomic tells it they have.
 pub(crate) fn coherent_bindings(kernel: &ThreadKernel, layout: &BindingLayout) -> Vec<u32> {
-    let params = kernel.params.len();
-    let (mut loaded, mut stored, mut atomics) = (vec![false; params], vec![false; params], false);
-    kernel.walk(&mut |s| match s {
-        Stmt::Load {
-            mem: Memory::Global { param },
-            ..
-        } => loaded[*param as usize] = true,
-        Stmt::Store {
-            mem: Memory::Global { param },
-            ..
-        } => stored[*param as usize] = true,
-        Stmt::Atomic { .. } | Stmt::AtomicCas { .. } => atomics = true,
-        _ => {}
-    });
-    if !atomics {
+    let u = GlobalUse::of(kernel);
+    if !u.atomic.contains(&true) {
         return Vec::new();
     }
-    layout
-        .storage
-        .iter()
-        .filter(|s| loaded[s.param as usize] && stored[s.param as usize])
-        .map(|s| s.binding)
-        .collect()
+    u.bindings(layout, |p| u.loaded[p] && u.stored[p])
 }
 
 /// Bindings of the storage buffers that `kernel` loads from and never writes (no store, no
 /// atomic), in increasing order.
 pub(crate) fn read_only_bindings(kernel: &ThreadKernel, layout: &BindingLayout) -> Vec<u32> {
-    let params = kernel.params.len();
-    let (mut loaded, mut written) = (vec![false; params], vec![false; params]);
-    kernel.walk(&mut |s| match s {
-        Stmt::Load {
-            mem: Memory::Global { param },
-            ..
-        } => loaded[*param as usize] = true,
-        Stmt::Store {
-            mem: Memory::Global { param },
-            ..
-        }
-        | Stmt::Atomic { param, .. }
-        | Stmt::AtomicCas { param, .. } => written[*param as usize] = true,
-        _ => {}
-    });
-    layout
-        .storage
-        .iter()
-        .filter(|s| loaded[s.param as usize] && !written[s.param as usize])
-        .map(|s| s.binding)
-        .collect()
+    let u = GlobalUse::of(kernel);
+    u.bindings(layout, |p| u.loaded[p] && !u.stored[p] && !u.atomic[p])
 }
 
 /// The variables of descriptor set 0 bound at one of `bindings` (every variable has one

@@ -53,15 +53,9 @@ fn layer_norm_validates() {
     }
 }
 
-/// The backward pass's partial sums (`DW`, `DB`: loaded and stored by a kernel with
-/// atomics) are declared `Coherent` in the words rutile hands the driver, and nothing else
-/// is: the lock's buffer is only used atomically, the others are only loaded or only
-/// stored. The forward pass, without atomics, has no coherent buffer. (spirv-val checks the
-/// hinted words in `common::check`.)
-#[test]
-fn the_locks_partial_sums_are_coherent() {
-    use rspirv::dr::Operand;
-    use rspirv::spirv::{Decoration, Op};
+/// The layer norm backward pass's `dx` kernel for rows of 781 fp16 elements, lowered for
+/// subgroups of 32 and checked (`common::check`), with the row's meta-parameters.
+fn backward_dx_781() -> (LayerNormMeta, Kernel, rutile_spirv::SpirvKernel) {
     let meta = LayerNormMeta::for_row(781, F16).unwrap();
     let bwd = LayerNormBackwardMeta {
         group_size_m: seeds::layer_norm_group_size_m(781),
@@ -72,6 +66,19 @@ fn the_locks_partial_sums_are_coherent() {
     let target = Target::vulkan(32, meta.num_warps(), 48 * 1024);
     let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len())).unwrap();
     let (sk, _) = common::check(&t, &SpirvTarget::full(32));
+    (meta, kernel, sk)
+}
+
+/// The backward pass's partial sums (`DW`, `DB`: loaded and stored by a kernel with
+/// atomics) are declared `Coherent` in the words rutile hands the driver, and nothing else
+/// is: the lock's buffer is only used atomically, the others are only loaded or only
+/// stored. The forward pass, without atomics, has no coherent buffer. (spirv-val checks the
+/// hinted words in `common::check`.)
+#[test]
+fn the_locks_partial_sums_are_coherent() {
+    use rspirv::dr::Operand;
+    use rspirv::spirv::{Decoration, Op};
+    let (meta, kernel, sk) = backward_dx_781();
     let names: Vec<&str> = sk
         .coherent_bindings
         .iter()
@@ -92,6 +99,7 @@ fn the_locks_partial_sums_are_coherent() {
     assert_eq!(coherent, 2);
 
     let forward = seeds::layer_norm_forward_row(&meta).unwrap();
+    let target = Target::vulkan(32, meta.num_warps(), 48 * 1024);
     let t = rutile_ir::lower::lower(&forward, &target, &Specialization::all(forward.params.len())).unwrap();
     let (sk, _) = common::check(&t, &SpirvTarget::full(32));
     assert!(sk.coherent_bindings.is_empty());
@@ -105,16 +113,7 @@ fn the_locks_partial_sums_are_coherent() {
 fn only_loaded_buffers_are_non_writable() {
     use rspirv::dr::Operand;
     use rspirv::spirv::{Decoration, Op};
-    let meta = LayerNormMeta::for_row(781, F16).unwrap();
-    let bwd = LayerNormBackwardMeta {
-        group_size_m: seeds::layer_norm_group_size_m(781),
-        block_size_n: meta.block_size,
-        dtype: F16,
-    };
-    let kernel = seeds::layer_norm_backward_dx(&bwd).unwrap();
-    let target = Target::vulkan(32, meta.num_warps(), 48 * 1024);
-    let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len())).unwrap();
-    let (sk, _) = common::check(&t, &SpirvTarget::full(32));
+    let (_, kernel, sk) = backward_dx_781();
     let name_of = |binding: u32| {
         let s = sk.bindings.storage.iter().find(|s| s.binding == binding).unwrap();
         kernel.params[s.param as usize].name.clone()
