@@ -22,7 +22,12 @@
 //! cannot say it; without it NVIDIA's Vulkan driver makes every load a strong load at the
 //! multiprocessor's scope (`LDG.E.64.STRONG.SM`, branched around where masked; read off
 //! the driver's machine code on an H200), where for a buffer declared read-only it makes
-//! the read-only cached load (`LDG.E.CONSTANT`, predicated).
+//! the read-only cached load (`LDG.E.CONSTANT`, predicated). One buffer bound to two
+//! parameters, one loaded and one stored, is the case this could change: a load through the
+//! read-only path may miss a store made through the other binding in the same launch. SPIR-V
+//! already lets a driver assume that variables without `Aliased` do not alias, which naga's
+//! modules never declare, so such launches were not defined on Vulkan before either; loads
+//! of elements before any store to them (an in-place elementwise kernel) are unaffected.
 
 use crate::{BindingLayout, SpirvError};
 use rspirv::binary::Assemble;
