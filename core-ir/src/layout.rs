@@ -318,6 +318,59 @@ impl RegisterMap {
         (self.full[d] / self.run[d]).clamp(1, b.threads_per_warp[d])
     }
 
+    /// The value coordinates (sliced dimensions left out) of the element that register `i`
+    /// of thread (`lane`, `warp`) holds: the lowering's `coord` for known thread ids.
+    /// `None` for a layout with a warpgroup row order, which this does not model.
+    pub fn element(&self, lane: u32, warp: u32, i: usize) -> Option<[u32; MAX_RANK]> {
+        if self.rows.is_some() || self.layout.rows.is_some() {
+            return None;
+        }
+        let b = self.layout.blocked;
+        let off = self.offsets(i);
+        let (mut lshift, mut wshift) = (0, 0);
+        let mut blocked = [0; MAX_RANK];
+        for k in 0..self.rank() {
+            let d = b.order[k] as usize;
+            let (tpw, wpc) = (b.threads_per_warp[d], b.warps_per_cta[d]);
+            let lane_d = (lane >> lshift) & (tpw - 1);
+            let warp_d = (warp >> wshift) & (wpc - 1);
+            lshift += tpw.trailing_zeros();
+            wshift += wpc.trailing_zeros();
+            let mut base = (warp_d * tpw + lane_d) * b.size_per_thread[d];
+            if self.replicated(d) {
+                base &= self.base_mask(d);
+            }
+            blocked[d] = base + off[d];
+        }
+        let mut value = [0; MAX_RANK];
+        let mut vd = 0;
+        for (d, &c) in blocked.iter().enumerate().take(self.rank()) {
+            if self.layout.sliced & (1 << d) == 0 {
+                value[vd] = c;
+                vd += 1;
+            }
+        }
+        Some(value)
+    }
+
+    /// Whether `other` (of the same shape) puts every element in the same register of the
+    /// same thread, for `warp_size` x `num_warps` threads: two layouts that differ in form
+    /// (a slice of a larger one and a plain one, say) may place a value alike, and then
+    /// moving it from one to the other is no work at all.
+    pub fn places_alike(&self, other: &RegisterMap, warp_size: u32, num_warps: u32) -> bool {
+        if self.len != other.len {
+            return false;
+        }
+        (0..num_warps).all(|warp| {
+            (0..warp_size).all(|lane| {
+                (0..self.len).all(|i| match (self.element(lane, warp, i), other.element(lane, warp, i)) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => false,
+                })
+            })
+        })
+    }
+
     /// Distinct warps along dimension `d` (warps beyond hold copies).
     pub fn distinct_warps(&self, d: usize) -> u32 {
         let b = self.layout.blocked;

@@ -200,3 +200,80 @@ fn bad_operands_are_build_errors() {
     let e = err(|k| k.cat(k.arange(0, 4), k.arange(0, 8)));
     assert!(e.contains("cat") && e.contains("one shape"), "{e}");
 }
+
+/// `join` and `split` keep each element in the thread that loaded it: the new dimension of
+/// 2 is held within each thread, so a join and a split move nothing through shared memory
+/// (no barrier), and a sum of a joined pair over the block is one exchange between warps
+/// (the two barriers of one block reduction), where the pair had first gone through shared
+/// memory several times (18 barriers). The results are checked in the simulator by `run`.
+#[test]
+fn join_and_split_stay_in_each_thread() {
+    let barriers = |kernel: &Kernel| {
+        let tk = lower(kernel, &Target::nvidia(4, 48 * 1024), &Specialization::none(4)).unwrap();
+        let mut n = 0;
+        tk.walk(&mut |s| n += matches!(s, rutile_ir::thread::Stmt::Barrier) as usize);
+        n
+    };
+    let n = 1024;
+    let round_trip = Kernel::build("join_split_in_threads", |k| {
+        let (pa, pb, pc, _) = (
+            k.arg_ptr("a", F32),
+            k.arg_ptr("b", F32),
+            k.arg_ptr("c", F32),
+            k.arg_ptr("d", F32),
+        );
+        let offs = k.arange(0, n);
+        let (s0, s1) = k.split(k.join(k.load(pa + offs), k.load(pb + offs)));
+        k.store(pc + offs, s0 - s1);
+    })
+    .unwrap();
+    let sums = Kernel::build("joined_sums", |k| {
+        let (pa, pb, pc, pd) = (
+            k.arg_ptr("a", F32),
+            k.arg_ptr("b", F32),
+            k.arg_ptr("c", F32),
+            k.arg_ptr("d", F32),
+        );
+        let offs = k.arange(0, n);
+        let x = k.load(pa + offs);
+        let (s0, s1) = k.split(k.join(x, x * k.load(pb + offs)).sum(0));
+        k.store(pc, s0);
+        k.store(pd, s1);
+    })
+    .unwrap();
+    assert_eq!(
+        barriers(&round_trip),
+        0,
+        "a join and a split move nothing between threads"
+    );
+    assert_eq!(barriers(&sums), 2, "one exchange between warps for the pair");
+    let mut rng = Rng::new(0x502);
+    // Small integers, so that the sums are exact in any order.
+    let a: Vec<f32> = random(&mut rng, n as usize, |r| (r % 17) as f32 - 8.0);
+    let b: Vec<f32> = random(&mut rng, n as usize, |r| (r % 13) as f32 - 6.0);
+    let out = run(
+        &round_trip,
+        vec![
+            HostBuffer::from_slice(&a),
+            HostBuffer::from_slice(&b),
+            HostBuffer::zeros(F32, n as usize),
+            HostBuffer::zeros(F32, 1),
+        ],
+    );
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x - y).collect();
+    assert_eq!(out[2].to_vec::<f32>().unwrap(), want);
+    let out = run(
+        &sums,
+        vec![
+            HostBuffer::from_slice(&a),
+            HostBuffer::from_slice(&b),
+            HostBuffer::zeros(F32, 1),
+            HostBuffer::zeros(F32, 1),
+        ],
+    );
+    assert_eq!(out[2].to_vec::<f32>().unwrap(), [a.iter().sum::<f32>()]);
+    assert_eq!(
+        out[3].to_vec::<f32>().unwrap(),
+        [a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>()]
+    );
+}

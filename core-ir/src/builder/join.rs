@@ -74,14 +74,12 @@ impl KernelBuilder {
     /// Whether each element's index along the last axis of `shape` (of size 2) is `lane`.
     fn lane_is<'b>(&'b self, op: &str, lane: i64, shape: Shape, loc: SourceLoc) -> Value<'b> {
         let rank = shape.rank();
-        let idx = self.emit1(Op::Arange { start: 0, end: 2 }, None, loc);
-        let mut dims = vec![1u32; rank - 1];
-        dims.push(2);
-        let idx = self.emit1(
-            Op::Reshape { value: idx.id },
-            Some(idx.ty().with_shape(Shape::new(&dims).expect("rank of a valid shape"))),
-            loc,
-        );
+        let mut idx = self.emit1(Op::Arange { start: 0, end: 2 }, None, loc);
+        // Leading dimensions of 1 by `expand_dims`, not `reshape`: the index stays
+        // arithmetic the lowering recomputes in whatever layout the data has.
+        for _ in 1..rank {
+            idx = self.emit1(Op::ExpandDims { value: idx.id, axis: 0 }, None, loc);
+        }
         let idx = self.broadcast_to(op, idx, shape, loc);
         self.compare(CmpOp::Eq, idx.into(), Operand::Int(lane as i128), loc)
     }

@@ -615,6 +615,12 @@ impl<'k> Lowerer<'k> {
         if let Some(regs) = self.rematerialize(v, layout, 0)? {
             return Ok(regs);
         }
+        // Layouts of different form may place the value alike (a slice of a layout with a
+        // dimension held in each thread, and the plain layout of the rest).
+        let (t, mine) = (self.target, lval.layout.map(shape));
+        if mine.places_alike(&layout.map(shape), t.warp_size, t.num_warps) {
+            return Ok(lval.regs);
+        }
         let ty = self.elem_reg_type(v, &lval);
         self.convert(&lval, ty, shape, layout, shape, None)
     }

@@ -2,10 +2,10 @@
 //! `expand_dims`, reshape and permute.
 
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, Inst, Op};
+use crate::ir::{BinaryOp, Inst, Op, ValueId};
 use crate::layout::Layout;
 use crate::thread::Expr;
-use crate::types::{Elem, ScalarType};
+use crate::types::{Elem, ScalarType, Shape, MAX_RANK};
 
 impl Lowerer<'_> {
     pub(crate) fn shape_op(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
@@ -94,6 +94,15 @@ impl Lowerer<'_> {
                         }
                     }
                 }
+                // Free too when the new dimension only ever becomes a few elements (`join`
+                // widens it to 2): each thread holds all of it, beside the operand's own.
+                if let Some(own) = self.with_thread_dimension(*value, src.layout, src_shape, *axis as usize, result) {
+                    return Ok(LVal {
+                        layout: own,
+                        regs: src.regs,
+                        ptr: src.ptr,
+                    });
+                }
                 // Otherwise move the operand into the slice of the result's layout.
                 let want = layout.slice(*axis as usize);
                 let regs = self.ensure(*value, want)?;
@@ -127,6 +136,82 @@ impl Lowerer<'_> {
             }
             op => Err(self.internal(format!("`{}` is not a shape op", op.name()))),
         }
+    }
+}
+
+/// A new dimension that broadcasts widen to no more than this many elements is held within
+/// each thread (see [`Lowerer::with_thread_dimension`]).
+const THREAD_DIMENSION_MAX: u32 = 4;
+
+impl Lowerer<'_> {
+    /// For `expand_dims` of `value` (held in `layout`, of `shape`) at `axis` into `result`:
+    /// the operand's layout with the new dimension inserted, one element of it per thread,
+    /// slowest in the order, so that the operand's registers are the result's as they are.
+    /// Only for an anchored operand in a plain blocked layout, and where every use of the
+    /// result is a broadcast to at most [`THREAD_DIMENSION_MAX`] elements along `axis`
+    /// (`join`, `interleave`): each thread then holds those few along with its own, where a
+    /// default layout for the result would move the operand through shared memory, and a
+    /// wide broadcast (an outer product) would multiply every thread's registers.
+    fn with_thread_dimension(
+        &self,
+        value: ValueId,
+        layout: Layout,
+        shape: Shape,
+        axis: usize,
+        result: ValueId,
+    ) -> Option<Layout> {
+        if !self.anchored[value.index()] || layout.sliced != 0 || layout.rows.is_some() || shape.is_scalar() {
+            return None;
+        }
+        let mut used = false;
+        for (_, inst) in self.k.insts.iter() {
+            if !inst.op.operands().contains(&result) {
+                continue;
+            }
+            match inst.op {
+                Op::Broadcast { .. } if self.k.ty(inst.results[0]).shape.dims()[axis] <= THREAD_DIMENSION_MAX => {
+                    used = true
+                }
+                _ => return None,
+            }
+        }
+        if !used {
+            return None;
+        }
+        let b = layout.blocked;
+        let rank = b.rank as usize;
+        let mut nb = b;
+        nb.rank = rank as u8 + 1;
+        let insert = |a: &[u32; MAX_RANK]| {
+            let mut out = [1; MAX_RANK];
+            for d in 0..rank {
+                out[d + usize::from(d >= axis)] = a[d];
+            }
+            out
+        };
+        nb.size_per_thread = insert(&b.size_per_thread);
+        nb.threads_per_warp = insert(&b.threads_per_warp);
+        nb.warps_per_cta = insert(&b.warps_per_cta);
+        for k in 0..rank {
+            let d = b.order[k] as usize;
+            nb.order[k] = (d + usize::from(d >= axis)) as u8;
+        }
+        nb.order[rank] = axis as u8;
+        let candidate = Layout::blocked(nb);
+        // The registers must line up: element i of the result is element i of the operand.
+        let mut dims = shape.dims().to_vec();
+        dims.insert(axis, 1);
+        let (src_map, map) = (layout.map(shape), candidate.map(Shape::new(&dims)?));
+        let same = map.len == src_map.len
+            && (0..map.len).all(|i| {
+                let o = map.offsets(i);
+                let mut s = [0; MAX_RANK];
+                for d in 0..rank {
+                    s[d] = o[d + usize::from(d >= axis)];
+                }
+                src_map.register_at(s) == i
+            });
+        same.then_some(candidate)
     }
 }
 
