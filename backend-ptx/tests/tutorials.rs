@@ -64,6 +64,11 @@ fn layer_norm_passes_ptxas() {
             &seeds::layer_norm_forward_row(&meta).unwrap(),
             &[1, 2, 4, 8],
         );
+        check(
+            &format!("{label}, one-exchange forward"),
+            &seeds::layer_norm_forward_row_one_exchange(&meta).unwrap(),
+            &[1, 2, 4, 8],
+        );
         let bwd = LayerNormBackwardMeta {
             group_size_m: seeds::layer_norm_group_size_m(n),
             block_size_n: meta.block_size,

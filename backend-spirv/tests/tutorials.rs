@@ -37,6 +37,10 @@ fn layer_norm_validates() {
         let meta = LayerNormMeta::for_row(n, dtype).unwrap();
         check_all(&seeds::layer_norm_forward(&meta).unwrap(), meta.num_warps());
         check_all(&seeds::layer_norm_forward_row(&meta).unwrap(), meta.num_warps());
+        check_all(
+            &seeds::layer_norm_forward_row_one_exchange(&meta).unwrap(),
+            meta.num_warps(),
+        );
         check_all(&seeds::layer_norm_backward_dwdb(32, 128, dtype).unwrap(), 4);
         let bwd = LayerNormBackwardMeta {
             group_size_m: seeds::layer_norm_group_size_m(n),

@@ -9,9 +9,12 @@ use half::f16;
 use rutile_ir::interp::{self, ArgValue, HostBuffer};
 use rutile_ir::seeds::{
     layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_forward_row,
-    LayerNormBackwardMeta, LayerNormMeta,
+    layer_norm_forward_row_one_exchange, LayerNormBackwardMeta, LayerNormMeta,
 };
+use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
+use rutile_ir::thread::Stmt;
+use rutile_ir::Kernel;
 use rutile_ir::ScalarType::{self, F16, F32, I32};
 use tutorial_support::{assert_close, buffer_of, ptr, simulate_targets, values};
 
@@ -203,6 +206,91 @@ fn the_one_pass_forward_equals_the_tutorials() {
     assert!(e.contains("longer than BLOCK_SIZE"), "{e}");
 }
 
+/// The one-pass kernel with its statistics in one exchange (shifted sums): within rounding
+/// of the f64 reference on ragged rows, a row of one element, and rows far from zero
+/// (mean 1000, spread 1: the shift by the row's first element keeps the variance's
+/// cancellation to the spread), in f16 and f32.
+#[test]
+fn the_one_exchange_forward_matches_the_reference() {
+    let mut rng = Rng::new(59);
+    for (m, n, dtype, offset) in [
+        (13, 1500, F16, 0.0),
+        (9, 4096, F16, 0.0),
+        (37, 781, F32, 0.0),
+        (5, 1, F32, 0.0),
+        (3, 2047, F16, 0.0),
+        (7, 999, F32, 1000.0),
+        (4, 1000, F16, 1000.0),
+    ] {
+        let meta = LayerNormMeta::for_row(n as u32, dtype).unwrap();
+        let mut inp = inputs(&mut rng, dtype, m, n);
+        if offset != 0.0 {
+            let x: Vec<f32> = rng.f32s(m * n, -1.0, 1.0).into_iter().map(|v| offset + v).collect();
+            inp.x = buffer_of(dtype, &x);
+        }
+        let (args, grid) = forward_args(m, n);
+        let mut got = forward_buffers(&inp, dtype, m, n);
+        interp::run(
+            &layer_norm_forward_row_one_exchange(&meta).unwrap(),
+            grid,
+            &args,
+            &mut got,
+        )
+        .unwrap();
+        let (means, rstds, y) = forward_reference(&values(&inp.x), &values(&inp.w), &values(&inp.b), m, n);
+        let at = format!("{m}x{n} {dtype} about {offset}");
+        assert_close(&values(&got[4]), &means, 1e-5, 1e-5, &format!("{at}: mean"));
+        assert_close(&values(&got[5]), &rstds, 1e-4, 0.0, &format!("{at}: rstd"));
+        if offset == 0.0 {
+            assert_close(
+                &values(&got[1]),
+                &y,
+                tolerance(dtype),
+                tolerance(dtype),
+                &format!("{at}: y"),
+            );
+            continue;
+        }
+        // Far from zero, f32's own rounding of `x - mean` (an ulp of 1000 is 6e-5) bounds any
+        // f32 kernel: no worse than twice the one-pass kernel's error.
+        let mut two = forward_buffers(&inp, dtype, m, n);
+        interp::run(&layer_norm_forward_row(&meta).unwrap(), grid, &args, &mut two).unwrap();
+        let worst = |out: &HostBuffer| {
+            values(out)
+                .iter()
+                .zip(&y)
+                .map(|(g, w)| (g - w).abs())
+                .fold(0.0f64, f64::max)
+        };
+        let (mine, theirs) = (worst(&got[1]), worst(&two[1]));
+        assert!(
+            mine <= 2.0 * theirs + 1e-6,
+            "{at}: y off by {mine:.2e}, the one-pass kernel's by {theirs:.2e}"
+        );
+    }
+}
+
+/// What the one-exchange kernel is for: lowered for 8 warps of 32 (shuffles within a warp,
+/// shared memory between warps), it meets its warps at half the barriers of the one-pass
+/// kernel, whose variance waits for its mean.
+#[test]
+fn the_one_exchange_forward_halves_the_barriers() {
+    let meta = LayerNormMeta::for_row(4096, F16).unwrap();
+    let target = Target::nvidia(8, 48 * 1024);
+    let barriers = |kernel: &Kernel| {
+        let t = rutile_ir::lower::lower(kernel, &target, &Specialization::all(kernel.params.len())).unwrap();
+        let mut n = 0;
+        t.walk(&mut |s| n += matches!(s, Stmt::Barrier) as usize);
+        n
+    };
+    let two = barriers(&layer_norm_forward_row(&meta).unwrap());
+    let one = barriers(&layer_norm_forward_row_one_exchange(&meta).unwrap());
+    assert!(
+        two > 0 && one * 2 == two,
+        "one-pass: {two} barriers, one exchange: {one}"
+    );
+}
+
 #[test]
 fn the_heuristic_covers_rows_up_to_64_kib() {
     let meta = LayerNormMeta::for_row(781, F16).unwrap();
@@ -319,6 +407,9 @@ fn lowered_kernels_match_the_interpreter() {
         }
         let kernel = layer_norm_forward_row(&meta).unwrap();
         let at = format!("one-pass forward {m}x{n} {dtype}");
+        simulate_targets(&at, &kernel, grid, &args, &forward_buffers(&inp, dtype, m, n), 1e-5);
+        let kernel = layer_norm_forward_row_one_exchange(&meta).unwrap();
+        let at = format!("one-exchange forward {m}x{n} {dtype}");
         simulate_targets(&at, &kernel, grid, &args, &forward_buffers(&inp, dtype, m, n), 1e-5);
         let mut fwd = forward_buffers(&inp, dtype, m, n);
         interp::run(&layer_norm_forward(&meta).unwrap(), grid, &args, &mut fwd).unwrap();

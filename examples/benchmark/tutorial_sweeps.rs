@@ -167,6 +167,7 @@ pub fn layer_norm(
             if let Some(tutorial) = layer_norm::tutorial_forward_launch(m, n)? {
                 others.push(tutorial);
                 others.extend(layer_norm::one_pass_launch(dev, m, n)?);
+                others.extend(layer_norm::one_exchange_launch(dev, m, n)?);
             } else {
                 // Shares of 8192 and 16384 columns, 32 a thread, and 16384 at 64 a thread
                 // under the cap that lets two such programs share a multiprocessor (as the
@@ -195,6 +196,7 @@ pub fn layer_norm(
                 let label = match other.name.as_str() {
                     "_layer_norm_fwd_fused" => "  tutorial's".to_string(),
                     "_layer_norm_fwd_row" => "  one-pass".to_string(),
+                    "_layer_norm_fwd_row_x1" => "  one exchange".to_string(),
                     "_layer_norm_fwd_cluster" => format!("  cluster of {}", config.cluster),
                     _ => "  long-row".to_string(),
                 };

@@ -95,6 +95,24 @@ pub fn forward_launch(dev: &dyn Device, m: usize, n: usize) -> Result<(rutile::K
 /// traffic) two rows are in flight, 86%. At 32 elements a thread (2048 to 8192 columns) the kernel
 /// holds 80 registers, none spilled (sm_90), and several programs share a multiprocessor.
 pub fn one_pass_launch(dev: &dyn Device, m: usize, n: usize) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
+    one_block_launch(dev, m, n, seeds::layer_norm_forward_row)
+}
+
+/// [`one_pass_launch`] with the one-pass kernel that exchanges its row's statistics once
+/// ([`seeds::layer_norm_forward_row_one_exchange`]: shifted sums, one block reduction where
+/// the one-pass kernel has two). The benchmark's layer norm sweep times it beside the
+/// host code's pick; the host code does not launch it.
+pub fn one_exchange_launch(dev: &dyn Device, m: usize, n: usize) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
+    one_block_launch(dev, m, n, seeds::layer_norm_forward_row_one_exchange)
+}
+
+/// A one-block forward kernel from `build`, launched as [`one_pass_launch`] says.
+fn one_block_launch(
+    dev: &dyn Device,
+    m: usize,
+    n: usize,
+    build: impl Fn(&LayerNormMeta) -> std::result::Result<rutile::Kernel, rutile::ir::BuildError>,
+) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
     let Some(meta) = LayerNormMeta::for_row(n as u32, ScalarType::F16).filter(|m| m.block_size <= ONE_BLOCK_MAX) else {
         return Ok(None);
     };
@@ -104,7 +122,7 @@ pub fn one_pass_launch(dev: &dyn Device, m: usize, n: usize) -> Result<Option<(r
         _ => ((meta.block_size / 512).clamp(4, 16), None),
     };
     Ok(Some((
-        seeds::layer_norm_forward_row(&meta)?,
+        build(&meta)?,
         LaunchConfig::grid1(m as u32).num_warps(warps).maxnreg(maxnreg),
     )))
 }

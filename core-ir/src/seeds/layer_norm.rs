@@ -195,6 +195,37 @@ pub fn layer_norm_forward_row(meta: &LayerNormMeta) -> Result<Kernel, BuildError
     })
 }
 
+/// [`layer_norm_forward_row`] with the row's statistics in one exchange between its warps
+/// instead of two: the sums of `d = x - K` and of `d^2`, `K` the row's first element, are
+/// one block reduction of `join(d, d * d)` (each thread holds both), and then
+/// `mean = K + S1 / N`, `var = max(S2 / N - (S1 / N)^2, 0)`. The one-pass kernel reduces
+/// the row for its mean and then, the mean known, for the squares about it: two reductions
+/// one after the other, each a round trip through shared memory between two barriers. The
+/// shift keeps the cancellation in `S2 / N - (S1 / N)^2` to the row's spread about `K`, not
+/// about zero; the results are the reference's within rounding, not the tutorial's bit for
+/// bit. Same parameters, grid and outputs as [`layer_norm_forward_row`].
+pub fn layer_norm_forward_row_one_exchange(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
+    let LayerNormMeta { block_size, dtype } = *meta;
+    let block = block_size as i32;
+    Kernel::build("_layer_norm_fwd_row_x1", |k| {
+        let row = ForwardRow::declare(k, dtype);
+        let n = row.n;
+        k.device_assert(n.le(block), "the row is longer than BLOCK_SIZE");
+        let cols = k.arange(0, block);
+        let mask = cols.lt(n);
+        let x = k.load_masked(row.x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+        // The first element again, as one scalar (in the line of the row's first loads).
+        let shift = k.load_masked(row.x_ptr, n.gt(0), 0.0).to(ScalarType::F32);
+        let d = k.where_(mask, x - shift, 0.0);
+        let (s1, s2) = k.split(k.join(d, d * d).sum(0));
+        let m1 = s1 / n;
+        let var = (s2 / n - m1 * m1).maximum(0.0f32);
+        let mean = shift + m1;
+        let rstd = row.store_stats(k, mean, var);
+        row.store_output(k, cols, mask, || x, (mean, rstd));
+    })
+}
+
 /// The meta-parameters of [`layer_norm_backward_dx`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LayerNormBackwardMeta {
