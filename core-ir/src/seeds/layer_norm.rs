@@ -179,19 +179,10 @@ pub fn layer_norm_forward(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
 /// zeros). `N` over the block is refused by a `device_assert` where the kernel runs in the
 /// interpreter; the host code ([`LayerNormMeta::for_row`]) never launches it so.
 pub fn layer_norm_forward_row(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
-    let LayerNormMeta { block_size, dtype } = *meta;
-    let block = block_size as i32;
-    Kernel::build("_layer_norm_fwd_row", |k| {
-        let row = ForwardRow::declare(k, dtype);
-        let n = row.n;
-        k.device_assert(n.le(block), "the row is longer than BLOCK_SIZE");
-        let cols = k.arange(0, block);
-        let mask = cols.lt(n);
-        let x = k.load_masked(row.x_ptr + cols, mask, 0.0).to(ScalarType::F32);
-        let mean = x.sum(0) / n;
+    held_row_kernel("_layer_norm_fwd_row", meta, |k, row, x, mask| {
+        let mean = x.sum(0) / row.n;
         let centered = k.where_(mask, x - mean, 0.0);
-        let rstd = row.store_stats(k, mean, (centered * centered).sum(0) / n);
-        row.store_output(k, cols, mask, || x, (mean, rstd));
+        (mean, (centered * centered).sum(0) / row.n)
     })
 }
 
@@ -205,22 +196,34 @@ pub fn layer_norm_forward_row(meta: &LayerNormMeta) -> Result<Kernel, BuildError
 /// about zero; the results are the reference's within rounding, not the tutorial's bit for
 /// bit. Same parameters, grid and outputs as [`layer_norm_forward_row`].
 pub fn layer_norm_forward_row_one_exchange(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
-    let LayerNormMeta { block_size, dtype } = *meta;
-    let block = block_size as i32;
-    Kernel::build("_layer_norm_fwd_row_x1", |k| {
-        let row = ForwardRow::declare(k, dtype);
+    held_row_kernel("_layer_norm_fwd_row_x1", meta, |k, row, x, mask| {
         let n = row.n;
-        k.device_assert(n.le(block), "the row is longer than BLOCK_SIZE");
-        let cols = k.arange(0, block);
-        let mask = cols.lt(n);
-        let x = k.load_masked(row.x_ptr + cols, mask, 0.0).to(ScalarType::F32);
-        // The first element again, as one scalar (in the line of the row's first loads).
+        // The row's first element again, as one scalar (in the line of its first loads).
         let shift = k.load_masked(row.x_ptr, n.gt(0), 0.0).to(ScalarType::F32);
         let d = k.where_(mask, x - shift, 0.0);
         let (s1, s2) = k.split(k.join(d, d * d).sum(0));
         let m1 = s1 / n;
-        let var = (s2 / n - m1 * m1).maximum(0.0f32);
-        let mean = shift + m1;
+        (shift + m1, (s2 / n - m1 * m1).maximum(0.0f32))
+    })
+}
+
+/// A forward kernel that loads the row (one block) once and holds it: `stats` gives the
+/// row's mean and variance from its elements `x` (f32, zero where `mask` is off), and the
+/// kernel stores them with `rstd` and the output, as [`layer_norm_forward_row`] does.
+fn held_row_kernel(
+    name: &str,
+    meta: &LayerNormMeta,
+    stats: impl for<'b> Fn(&'b KernelBuilder, &ForwardRow<'b>, Value<'b>, Value<'b>) -> (Value<'b>, Value<'b>),
+) -> Result<Kernel, BuildError> {
+    let LayerNormMeta { block_size, dtype } = *meta;
+    let block = block_size as i32;
+    Kernel::build(name, |k| {
+        let row = ForwardRow::declare(k, dtype);
+        k.device_assert(row.n.le(block), "the row is longer than BLOCK_SIZE");
+        let cols = k.arange(0, block);
+        let mask = cols.lt(row.n);
+        let x = k.load_masked(row.x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+        let (mean, var) = stats(k, &row, x, mask);
         let rstd = row.store_stats(k, mean, var);
         row.store_output(k, cols, mask, || x, (mean, rstd));
     })
