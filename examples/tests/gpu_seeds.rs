@@ -484,6 +484,46 @@ fn scalar_sum_on(d: &dyn Device, values: &[i32]) -> rutile::Result<Vec<i32>> {
     d.download(&out)
 }
 
+/// The buffers a kernel only reads reach a Vulkan driver declared read-only by default
+/// (`WgpuOptions::read_only`: `NonWritable` in SPIR-V words the driver takes as they are);
+/// without the declaration the kernels go to wgpu as naga modules. Both ways the softmax
+/// forms compute what the interpreter does, on ragged rows.
+#[test]
+fn gpu_softmax_with_and_without_read_only_buffers() {
+    let cpu = CpuDevice::new();
+    let (_turn, devices) = devices();
+    let vulkan: Vec<usize> = devices
+        .iter()
+        .filter_map(|d| d.id().strip_prefix("vulkan:").map(|i| i.parse::<usize>().unwrap()))
+        .collect();
+    let mut rng = Rng::new(0x0EAD);
+    for i in vulkan {
+        for read_only in [true, false] {
+            let options = rutile::WgpuOptions {
+                read_only,
+                ..rutile::WgpuOptions::from_env()
+            };
+            let d = rutile::WgpuGpu::open_with(Some(i), options).unwrap();
+            for (rows, cols) in [(17usize, 781usize), (5, 1025)] {
+                let x = rng.f32s(rows * cols, -3.0, 3.0);
+                for form in [Form::Simple, Form::Streaming, Form::Persistent, Form::Rows(2)] {
+                    let want: Vec<f64> = softmax_on(&cpu, &x, rows, cols, form)
+                        .unwrap()
+                        .into_iter()
+                        .map(f64::from)
+                        .collect();
+                    let got = softmax_on(&d, &x, rows, cols, form).unwrap();
+                    let (worst, _) = max_relative_error(got.iter().map(|&g| g as f64), &want, 1e-30);
+                    assert!(
+                        worst < 2e-5,
+                        "vulkan:{i}, read-only {read_only}: softmax {form:?} {rows}x{cols}: relative error {worst:.2e}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Scalar arguments reach the kernel whichever way the device passes them: on Vulkan in a
 /// uniform buffer by default, and with `WgpuOptions::immediates` in immediates where they
 /// fit (more than the device's immediates hold still go in a uniform buffer).
