@@ -405,6 +405,27 @@ mod tests {
         }
     }
 
+    /// A 1-D layout, and the same layout with a second dimension of one element a thread
+    /// sliced off, place a value alike; a layout with the threads spread otherwise does not.
+    #[test]
+    fn a_slice_and_a_plain_layout_place_a_value_alike() {
+        let plain = Layout::blocked(Blocked::default_for(&[1024], 2, 32, 4));
+        let mut b2 = plain.blocked;
+        b2.rank = 2;
+        (b2.size_per_thread[1], b2.threads_per_warp[1], b2.warps_per_cta[1]) = (1, 1, 1);
+        b2.order[..2].copy_from_slice(&[0, 1]);
+        let sliced = Layout::blocked(b2).slice(1);
+        let s = shape(&[1024]);
+        assert!(plain.map(s).places_alike(&sliced.map(s), 32, 4));
+        // Element coordinates as the lowering computes them: thread (lane 3, warp 1)
+        // holds elements 64 * 1 + 2 * 3 = 70 and 71, then 256 further.
+        let m = plain.map(s);
+        let held: Vec<u32> = (0..m.len).map(|i| m.element(3, 1, i).unwrap()[0]).collect();
+        assert_eq!(held, [70, 71, 326, 327, 582, 583, 838, 839]);
+        let other = Layout::blocked(Blocked::default_for(&[1024], 4, 32, 4));
+        assert!(!plain.map(s).places_alike(&other.map(s), 32, 4));
+    }
+
     #[test]
     fn default_2d_spreads_warps_over_rows() {
         let b = Blocked::default_for(&[64, 64], 4, 32, 4);
