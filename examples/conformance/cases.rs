@@ -30,6 +30,26 @@ pub struct Buf {
     pub output: bool,
 }
 
+impl Buf {
+    /// An input buffer holding `init`.
+    pub fn input(dtype: ScalarType, init: Vec<V>) -> Buf {
+        Buf {
+            dtype,
+            init,
+            output: false,
+        }
+    }
+
+    /// An output buffer of `len` zeros, compared after the launch.
+    pub fn zeroed_output(dtype: ScalarType, len: usize) -> Buf {
+        Buf {
+            dtype,
+            init: vec![V::I(0); len],
+            output: true,
+        }
+    }
+}
+
 /// One op on one element type at one shape.
 pub struct Case {
     /// The row of the matrix (the op, with a variant such as `sum(2d,axis1)`).
@@ -130,11 +150,7 @@ where
                     output: false,
                 })
                 .collect();
-            bufs.push(Buf {
-                dtype: out,
-                init: vec![V::I(0); n],
-                output: true,
-            });
+            bufs.push(Buf::zeroed_output(out, n));
             Case {
                 op: op.to_string(),
                 dtype: column,
@@ -499,18 +515,7 @@ pub(super) fn reduction_cases() -> Vec<Case> {
                     dtype: t,
                     shape: format!("{rows}x{cols}"),
                     kernel,
-                    bufs: vec![
-                        Buf {
-                            dtype: t,
-                            init,
-                            output: false,
-                        },
-                        Buf {
-                            dtype: out_t,
-                            init: vec![V::I(0); out_len],
-                            output: true,
-                        },
-                    ],
+                    bufs: vec![Buf::input(t, init), Buf::zeroed_output(out_t, out_len)],
                     n: None,
                     grid: 1,
                     cluster: 1,
@@ -587,11 +592,7 @@ pub(super) fn atomic_cases() -> Vec<Case> {
                             init: vals,
                             output: false,
                         },
-                        Buf {
-                            dtype: t,
-                            init: vec![V::I(0); n],
-                            output: true,
-                        },
+                        Buf::zeroed_output(t, n),
                     ],
                     n: Some(n as i32),
                     grid,

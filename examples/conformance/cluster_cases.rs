@@ -79,18 +79,7 @@ fn case(op: &str, t: ScalarType, kernel: Result<Kernel, String>, init: Vec<V>) -
         dtype: t,
         shape: format!("{PROGRAMS}/{CLUSTER}"),
         kernel,
-        bufs: vec![
-            Buf {
-                dtype: t,
-                init,
-                output: false,
-            },
-            Buf {
-                dtype: t,
-                init: vec![V::I(0); len],
-                output: true,
-            },
-        ],
+        bufs: vec![Buf::input(t, init), Buf::zeroed_output(t, len)],
         n: None,
         grid: PROGRAMS as u32,
         cluster: CLUSTER,

@@ -142,18 +142,7 @@ fn block_case(
             Some(_) => format!("{}x{}", s.rows, s.cols),
         },
         kernel,
-        bufs: vec![
-            Buf {
-                dtype: t,
-                init,
-                output: false,
-            },
-            Buf {
-                dtype: out_t,
-                init: vec![V::I(0); out_len],
-                output: true,
-            },
-        ],
+        bufs: vec![Buf::input(t, init), Buf::zeroed_output(out_t, out_len)],
         n: s.axis.is_none().then_some(SCAN_LIVE),
         grid: 1,
         cluster: 1,
