@@ -16,6 +16,11 @@
 //! Each result is checked at 256 entries of C against an f64 product of the same inputs
 //! (relative error; a kernel that writes nothing or the wrong place shows).
 //!
+//! Each file is timed twice: compiled from its WGSL as written ("as WGSL"), and as rutile's
+//! runtime hands its own kernels to a driver that takes SPIR-V as it is ("read-only"): the
+//! SPIR-V words with A and B declared `NonWritable` (see `rutile_spirv::SpirvKernel::
+//! read_only_bindings`), which lets NVIDIA's driver load them through its read-only path.
+//!
 //! Run it at least twice and read the later runs: through NVIDIA's driver the process that
 //! first compiled a set of edited variants timed them slow and erratic (up to 4x), and the
 //! processes after it, which found them in the driver's cache, agreed within 0.5%.
@@ -74,11 +79,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if files.is_empty() {
         return Err(format!("no .wgsl files in {dir}").into());
     }
-    for path in &files {
+    let read_only = [false, device.features().spirv_passthrough];
+    for (path, read_only) in files.iter().flat_map(|p| read_only.iter().map(move |&r| (p, r))) {
         let name = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+        let wgsl = std::fs::read_to_string(path)?;
+        let label = format!("{name} {}", if read_only { "read-only" } else { "as WGSL" });
         match time_variant(
             device,
-            &std::fs::read_to_string(path)?,
+            &wgsl,
+            read_only,
             &name,
             size,
             (&a_buf, &b_buf, &c_buf),
@@ -95,9 +104,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let err = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
                 let verdict = if err <= 2e-3 { "ok" } else { "WRONG" };
                 let tflops = 2.0 * (size as f64).powi(3) / (ms * 1e-3) / 1e12;
-                println!("{name:<40} {ms:>8.4} ms  {tflops:>6.1} TFLOPS  relative error {err:.1e} {verdict}");
+                println!("{label:<40} {ms:>8.4} ms  {tflops:>6.1} TFLOPS  relative error {err:.1e} {verdict}");
             }
-            Err(e) => println!("{name:<40} {e}"),
+            Err(e) => println!("{label:<40} {e}"),
         }
         c_buf.write(&vec![0u8; size * size * 2])?;
     }
@@ -105,10 +114,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// The median time in ms of the variant `wgsl` (named `name`, which ends with its block)
-/// on `size`-square operands.
+/// on `size`-square operands; with A and B declared read-only in passthrough SPIR-V if
+/// `read_only`.
+#[allow(clippy::too_many_arguments)]
 fn time_variant(
     device: &rutile::vulkan::WgpuDevice,
     wgsl: &str,
+    read_only: bool,
     name: &str,
     size: usize,
     (a, b, c): (&WgpuBuffer, &WgpuBuffer, &WgpuBuffer),
@@ -119,8 +131,12 @@ fn time_variant(
     let launch = launch_block(wgsl, programs, size)?;
     // SAFETY: a matmul variant indexes A, B and C within `size x size` (the user's edits
     // are trusted as rutile's own kernels are).
-    let pipeline =
-        unsafe { device.create_pipeline_trusted(KernelSource::Wgsl(wgsl.into()), ENTRY, BindingLayout::new(3, true))? };
+    let source = if read_only {
+        read_only_source(wgsl)?
+    } else {
+        KernelSource::Wgsl(wgsl.into())
+    };
+    let pipeline = unsafe { device.create_pipeline_trusted(source, ENTRY, BindingLayout::new(3, true))? };
     let mut times = Vec::new();
     for rep in 0..25 {
         flush_dst.copy_from(flush_src)?;
@@ -132,6 +148,34 @@ fn time_variant(
     }
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2])
+}
+
+/// The SPIR-V words of `wgsl` with bindings 0 and 1 (A and B) declared `NonWritable`, as
+/// rutile's runtime hands the words of a kernel that only loads them.
+fn read_only_source(wgsl: &str) -> Result<KernelSource<'static>, Box<dyn std::error::Error>> {
+    use rutile_spirv::naga as n;
+    let module = n::front::wgsl::parse_str(wgsl).map_err(|e| e.emit_to_string(wgsl))?;
+    let info = n::valid::Validator::new(n::valid::ValidationFlags::all(), n::valid::Capabilities::all())
+        .validate(&module)
+        .map_err(|e| e.emit_to_string(wgsl))?;
+    let kernel = rutile_spirv::SpirvKernel {
+        module: module.clone(),
+        info,
+        entry_point: ENTRY.into(),
+        bindings: rutile_spirv::BindingLayout {
+            storage: Vec::new(),
+            launch: rutile_spirv::LaunchPlace::Uniform { binding: 3 },
+            launch_size: 0,
+            scalars: Vec::new(),
+        },
+        streaming_bindings: Vec::new(),
+        coherent_bindings: Vec::new(),
+        read_only_bindings: vec![0, 1],
+    };
+    Ok(KernelSource::SpirVPassthrough {
+        words: kernel.spirv_words_hinted()?.into(),
+        module: Box::new(module),
+    })
 }
 
 /// `(BLOCK_M, BLOCK_N)` from a name ending `_<m>x<n>`.

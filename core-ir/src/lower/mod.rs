@@ -24,6 +24,7 @@ mod elementwise;
 mod exchange;
 mod gather;
 mod hoist;
+mod mask_bound;
 mod memory;
 mod mma;
 mod ordering;

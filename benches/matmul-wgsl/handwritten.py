@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Hand-written cooperative-matrix matmuls in WGSL, for `matmul_wgsl_variants`: the structures
+the compiler could emit, timed before teaching it to.
+
+    python3 benches/matmul-wgsl/handwritten.py DIR
+
+writes one kernel per structure in STRUCTURES into DIR, named `<tag>_<BLOCK_M>x<BLOCK_N>.wgsl`
+(the name's block sets the grid). Each computes C = A B for row-major f16 A (M x K), B (K x N)
+and C, f32 accumulation, with M, N and K multiples of the block (no masks: these are studies
+of the K loop, and the harness runs square sizes that the blocks divide).
+
+The K loop: B's tile of each step passes from global memory through registers into one of
+two workgroup stages (loaded one step ahead, stored after the step's multiply-adds, one
+barrier a step). A's tile either does the same (`a_global=False`, the compiler's structure
+today) or is never staged: each subgroup loads its A matrices straight from the storage
+buffer with cooperative loads (`a_global=True`), one K step of the matrix shape ahead. A then
+costs no workgroup memory, so 48 KiB hold deeper K steps of B (one barrier per 32 or 64 K
+instead of per 16).
+"""
+
+import os
+import sys
+
+# tag, BLOCK_M, BLOCK_N, BLOCK_K, subgroups along M, along N, A from global memory, options
+STRUCTURES = [
+    ("hs", 128, 256, 16, 2, 8, False, {}),
+    ("hsmask", 128, 256, 16, 2, 8, False, {"masked": True}),
+    ("hssel", 128, 256, 16, 2, 8, False, {"masked": "select"}),
+    ("hsw8", 128, 256, 16, 2, 4, False, {}),
+    ("hsw8", 256, 128, 16, 4, 2, False, {}),
+    ("hsk32w8", 128, 128, 32, 2, 4, False, {}),
+    ("hsw4", 128, 128, 16, 2, 2, False, {}),
+    ("hsw8", 128, 128, 16, 2, 4, False, {}),
+]
+
+PAD = 8  # f16 elements of padding a workgroup row (16 bytes), as rutile's coop tiles
+
+
+def kernel(bm, bn, bk, wm, wn, a_global, masked=False):
+    warps = wm * wn
+    threads = 32 * warps
+    tm, tn = bm // wm // 16, bn // wn // 16  # accumulator matrices a subgroup along M, N
+    pb = bn + PAD  # B stage pitch
+    sb_stage = bk * pb
+    pa = bk + PAD
+    sa_stage = bm * pa
+    b_vecs = bk * bn // 4 // threads  # vec4<f16> of B each thread moves a step
+    a_vecs = bm * bk // 4 // threads
+    assert b_vecs * 4 * threads == bk * bn and (a_global or a_vecs * 4 * threads == bm * bk)
+    o = []
+    w = o.append
+    w("enable f16;\nenable wgpu_cooperative_matrix;\n")
+    w("struct Launch { num_programs: vec3<u32>, program_offset: vec3<u32>, M: i32, N: i32, K: i32, }")
+    a_ty = "f16" if a_global else "vec4<f16>"
+    w(f"@group(0) @binding(0) var<storage, read_write> a_ptr: array<{a_ty}>;")
+    w("@group(0) @binding(1) var<storage, read_write> b_ptr: array<vec4<f16>>;")
+    w("@group(0) @binding(2) var<storage, read_write> c_ptr: array<vec4<f16>>;")
+    w("@group(0) @binding(3) var<uniform> launch: Launch;")
+    w(f"var<workgroup> sb: array<f16, {2 * sb_stage}>;")
+    if not a_global:
+        w(f"var<workgroup> sa: array<f16, {2 * sa_stage}>;")
+    w(f"var<workgroup> sc: array<f32, {warps * 256}>;")
+    w(f"@compute @workgroup_size({threads}, 1, 1)")
+    w("fn matmul_kernel(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wg: vec3<u32>,"
+      " @builtin(subgroup_id) warp: u32, @builtin(subgroup_invocation_id) lane: u32) {")
+    w("  let M = u32(launch.M); let N = u32(launch.N); let K = u32(launch.K);")
+    # Grouped program order (GROUP_M = 8), as the tutorial's kernel.
+    w(f"  let pid = wg.x; let num_m = M / {bm}u; let num_n = N / {bn}u;")
+    w("  let group = pid / (8u * num_n); let first_m = group * 8u;")
+    w("  let group_m = min(num_m - first_m, 8u);")
+    w("  let pid_m = first_m + (pid % (8u * num_n)) % group_m;")
+    w("  let pid_n = (pid % (8u * num_n)) / group_m;")
+    w(f"  let m0 = pid_m * {bm}u; let n0 = pid_n * {bn}u;")
+    w(f"  let wi = warp / {wn}u; let wj = warp % {wn}u;")
+    w(f"  let wm0 = wi * {tm * 16}u; let wn0 = wj * {tn * 16}u;")
+    for i in range(tm):
+        for j in range(tn):
+            w(f"  var acc{i}_{j} = coop_mat16x16<f32,C>();")
+    # Each thread's vectors of B's (and A's) tile: fixed rows and columns, the K offset moves.
+    for v in range(b_vecs):
+        w(f"  let bv{v} = tid + {v * threads}u; let brow{v} = bv{v} / {bn // 4}u; let bcol{v} = (bv{v} % {bn // 4}u) * 4u;")
+        w(f"  let bsh{v} = brow{v} * {pb}u + bcol{v};")
+        w(f"  var pb{v}: vec4<f16>;")
+    if not a_global:
+        for v in range(a_vecs):
+            w(f"  let av{v} = tid + {v * threads}u; let arow{v} = av{v} / {bk // 4}u; let acol{v} = (av{v} % {bk // 4}u) * 4u;")
+            w(f"  let ash{v} = arow{v} * {pa}u + acol{v};")
+            w(f"  var pa{v}: vec4<f16>;")
+
+    def masked_load(reg, buf, index, ok):
+        # The compiler's form (`masked=True`): the load under a branch on its bounds, zero where
+        # out; or (`masked="select"`) branch-free: an in-bounds index where out, the value
+        # replaced by zero after the load.
+        if not masked:
+            w(f"    {reg} = {buf}[{index}];")
+        elif masked == "select":
+            w(f"    {{ let ok = {ok}; {reg} = select(vec4<f16>(), {buf}[select(0u, {index}, ok)], ok); }}")
+        else:
+            w(f"    {reg} = vec4<f16>(); if {ok} {{ {reg} = {buf}[{index}]; }}")
+
+    def global_loads(k, in_loop=False):
+        guard = "kt + 1u < steps && " if masked and in_loop else ""
+        for v in range(b_vecs):
+            masked_load(f"pb{v}", "b_ptr", f"(({k} + brow{v}) * N + n0 + bcol{v}) / 4u", f"{guard}{k} + brow{v} < K")
+        if not a_global:
+            for v in range(a_vecs):
+                masked_load(f"pa{v}", "a_ptr", f"((m0 + arow{v}) * K + {k} + acol{v}) / 4u",
+                            f"{guard}{k} + acol{v} < K && m0 + arow{v} < M")
+
+    def shared_stores(stage):
+        for v in range(b_vecs):
+            for c, comp in enumerate("xyzw"):
+                w(f"    sb[{stage} * {sb_stage}u + bsh{v} + {c}u] = pb{v}.{comp};")
+        if not a_global:
+            for v in range(a_vecs):
+                for c, comp in enumerate("xyzw"):
+                    w(f"    sa[{stage} * {sa_stage}u + ash{v} + {c}u] = pa{v}.{comp};")
+
+    def a_fragments(k, kk, name):
+        # A's matrices for K offset k + kk, from global memory or the stage.
+        for i in range(tm):
+            if a_global:
+                w(f"    let {name}{i} = coopLoadT<coop_mat16x16<f16,A>>(&a_ptr[(m0 + wm0 + {i * 16}u) * K + {k} + {kk}u], K);")
+            else:
+                w(f"    let {name}{i} = coopLoadT<coop_mat16x16<f16,A>>(&sa[s * {sa_stage}u + (wm0 + {i * 16}u) * {pa}u + {kk}u], {pa}u);")
+
+    global_loads("0u")
+    shared_stores("0u")
+    w("  workgroupBarrier();")
+    w(f"  let steps = K / {bk}u;")
+    w("  for (var kt = 0u; kt < steps; kt++) {")
+    w("    let s = kt & 1u;")
+    w(f"    let k = kt * {bk}u;")
+    # The next step's loads, clamped to the last step so that the body has no branch.
+    if masked:
+        w(f"    let kn = (kt + 1u) * {bk}u;")
+        global_loads("kn", in_loop=True)
+    else:
+        w(f"    let kn = min(kt + 1u, steps - 1u) * {bk}u;")
+        global_loads("kn")
+    ksteps = bk // 16
+    if a_global:
+        a_fragments("k", 0, "a0_")
+    for kk in range(ksteps):
+        for j in range(tn):
+            w(f"    let b{kk}_{j} = coopLoadT<coop_mat16x16<f16,B>>(&sb[s * {sb_stage}u + {kk * 16 * pb}u + wn0 + {j * 16}u], {pb}u);")
+        if a_global:
+            if kk + 1 < ksteps:
+                a_fragments("k", (kk + 1) * 16, f"a{kk + 1}_")
+        else:
+            a_fragments("k", kk * 16, f"a{kk}_")
+        for i in range(tm):
+            for j in range(tn):
+                w(f"    acc{i}_{j} = coopMultiplyAdd(a{kk}_{i}, b{kk}_{j}, acc{i}_{j});")
+    w("    if kt + 1u < steps {")
+    shared_stores("(1u - s)")
+    w("    }")
+    w("    workgroupBarrier();")
+    w("  }")
+    # Epilogue: each subgroup's matrices through its own 16 x 16 f32 slot, to f16 vectors.
+    w("  let slot = warp * 256u;")
+    w("  let r = lane / 2u; let c8 = (lane % 2u) * 8u;")
+    for i in range(tm):
+        for j in range(tn):
+            w(f"  coopStoreT(acc{i}_{j}, &sc[slot], 16u);")
+            w("  workgroupBarrier();")
+            w("  {")
+            w("    let p = slot + r * 16u + c8;")
+            w(f"    let row = m0 + wm0 + {i * 16}u + r; let col = n0 + wn0 + {j * 16}u + c8;")
+            w("    c_ptr[(row * N + col) / 4u] = vec4<f16>(vec4<f32>(sc[p], sc[p + 1u], sc[p + 2u], sc[p + 3u]));")
+            w("    c_ptr[(row * N + col) / 4u + 1u] = vec4<f16>(vec4<f32>(sc[p + 4u], sc[p + 5u], sc[p + 6u], sc[p + 7u]));")
+            w("  }")
+            w("  workgroupBarrier();")
+    w("}")
+    return "\n".join(line for line in o if line != "") + "\n"
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for tag, bm, bn, bk, wm, wn, a_global, options in STRUCTURES:
+        path = os.path.join(out, f"{tag}_{bm}x{bn}.wgsl")
+        with open(path, "w") as f:
+            f.write(kernel(bm, bn, bk, wm, wn, a_global, **options))
+        print(path)
+
+
+if __name__ == "__main__":
+    main()
