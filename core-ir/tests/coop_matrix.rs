@@ -448,8 +448,17 @@ fn two_iterations_ahead_the_body_runs_twice_a_trip() {
     let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
     let tk = check(&c, &two_ahead(4), "64x64x32, four trips");
     let loops = top_loops(&tk);
-    assert_eq!(loops.len(), 2, "the unrolled loop, then the odd last iteration's");
-    let (twice, once) = (loops[0], loops[1]);
+    assert_eq!(
+        loops.len(),
+        3,
+        "the unrolled trips whose prefetches all hold, the other trips, the odd last iteration"
+    );
+    let (unmasked, twice, once) = (loops[0], loops[1], loops[2]);
+    assert_eq!(
+        unmasked.iter().map(global_loads).sum::<usize>(),
+        twice.iter().map(global_loads).sum::<usize>(),
+        "loads per trip, unmasked and not"
+    );
     let count = |b: &[Stmt], f: &dyn Fn(&Stmt) -> bool| b.iter().filter(|s| f(s)).count();
     let barrier = |s: &Stmt| matches!(s, Stmt::Barrier);
     let mul_add = |s: &Stmt| matches!(s, Stmt::CoopMulAdd { .. });
@@ -618,13 +627,15 @@ fn malformed_cooperative_statements_are_rejected() {
     assert!(e.contains("16-byte boundary"), "{e}");
 }
 
-/// The K loop's prefetches run behind one branch on a condition every thread computes
-/// alike (the K tail's mask `offs_k < K - k * BLOCK_K` holds in every element, and the
-/// iteration is not past the end): unpredicated on its first side, each under its own
-/// predicate with zeros on the other. The simulator takes the other side in the K tail and
-/// past the end, and the results stay exact on ragged sizes.
+/// Where its masks say when they hold, the K loop runs its trips in two loops: first those
+/// whose prefetches all hold (the K tail's mask `offs_k < K - k * BLOCK_K` is true in every
+/// element and the prefetched iteration is not past the end: a condition every thread
+/// computes alike), their loads unpredicated; then the rest, whose loads run behind one
+/// branch on the same condition: unpredicated on its first side, each under its own
+/// predicate with zeros on the other. The results stay exact on ragged sizes, where the
+/// second loop and the predicated side run.
 #[test]
-fn the_k_loop_loads_behind_one_branch_where_its_masks_hold() {
+fn the_k_loop_runs_its_unmasked_trips_first() {
     let mut rng = Rng::new(59);
     let two_stages = Target {
         num_stages: 2,
@@ -632,10 +643,26 @@ fn the_k_loop_loads_behind_one_branch_where_its_masks_hold() {
     };
     let c = case(&MatmulMeta::fp16(64, 64, 32), (64, 64, 128), (false, false), &mut rng);
     let tk = check(&c, &two_stages, "64x64x32");
-    let Some(Stmt::While { body, .. }) = tk.body.iter().find(|s| matches!(s, Stmt::While { .. })) else {
-        panic!("no K loop")
+    let loops = top_loops(&tk);
+    assert_eq!(loops.len(), 2, "the unmasked trips, then the others");
+    let preds = |b: &[Stmt]| -> Vec<bool> {
+        b.iter()
+            .filter_map(|s| match s {
+                Stmt::Load {
+                    pred,
+                    mem: rutile_ir::thread::Memory::Global { .. },
+                    ..
+                } => Some(pred.is_some()),
+                _ => None,
+            })
+            .collect()
     };
-    let branches: Vec<_> = body
+    let unmasked = preds(loops[0]);
+    assert!(
+        !unmasked.is_empty() && unmasked.iter().all(|p| !p),
+        "unpredicated: {unmasked:?}"
+    );
+    let branches: Vec<_> = loops[1]
         .iter()
         .filter_map(|s| match s {
             Stmt::If {
@@ -646,18 +673,13 @@ fn the_k_loop_loads_behind_one_branch_where_its_masks_hold() {
         .collect();
     assert_eq!(branches.len(), 1, "one branch around the iteration's loads");
     let (fast, slow) = branches[0];
-    let preds = |b: &[Stmt]| -> Vec<bool> {
-        b.iter()
-            .filter_map(|s| match s {
-                Stmt::Load { pred, .. } => Some(pred.is_some()),
-                _ => None,
-            })
-            .collect()
-    };
-    assert!(preds(fast).iter().all(|p| !p), "unpredicated where the masks hold");
-    assert_eq!(preds(slow).len(), preds(fast).len());
-    assert!(preds(slow).iter().all(|&p| p), "predicated otherwise");
-    for shape in [(64, 64, 100), (33, 70, 31), (64, 64, 1)] {
+    assert_eq!(
+        preds(fast),
+        vec![false; unmasked.len()],
+        "unpredicated where the masks hold"
+    );
+    assert_eq!(preds(slow), vec![true; unmasked.len()], "predicated otherwise");
+    for shape in [(64, 64, 100), (33, 70, 31), (64, 64, 1), (64, 64, 64), (20, 20, 0)] {
         let c = case(&MatmulMeta::fp16(64, 64, 32), shape, (false, false), &mut rng);
         check(&c, &two_stages, &format!("{shape:?}"));
     }

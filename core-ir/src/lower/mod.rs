@@ -203,6 +203,9 @@ pub(crate) struct Lowerer<'k> {
     coop_vals: HashMap<ValueId, coop::CoopAcc>,
     /// Whether loops double-buffer the operands of `dot`s on cooperative matrices.
     coop_stages: bool,
+    /// Whether the register pipeline's prefetches are lowered unpredicated: in the trips of
+    /// a loop that run only where all their predicates hold (`pipeline.rs`).
+    unmasked_prefetch: bool,
     /// The first thread of those that issue TMA copies: 0, or the producer warpgroup's
     /// first while its side of a warp-specialized loop is lowered (see `specialize`).
     copy_threads_from: u32,
@@ -255,6 +258,7 @@ impl<'k> Lowerer<'k> {
             tensor_maps: Vec::new(),
             coop_vals: HashMap::new(),
             coop_stages: true,
+            unmasked_prefetch: false,
             copy_threads_from: 0,
             producer: None,
             producer_warps: 0,
