@@ -795,10 +795,9 @@ impl Lowerer<'_> {
             let (param, offsets) = self.pointer(ptr, load.layout)?;
             let masks = mask.map(|m| self.ensure(m, load.layout)).transpose()?;
             if let (true, Some(m), Some(all)) = (state.plan.registers, mask, all_hold) {
-                all_hold = match self.mask_all_true(m)? {
-                    Some(c) => Some(self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, all, c))),
-                    None => None,
-                };
+                all_hold = self
+                    .mask_all_true(m)?
+                    .map(|c| self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, all, c)));
             }
             self.order_global_access(param, false);
             let len = self.i32c(operand.tile.len() as i64);
