@@ -654,3 +654,61 @@ fn the_walks_share_their_operand_buffers() {
         assert_eq!(bytes(causal, split), one, "causal {causal}, split {split}");
     }
 }
+
+/// On cooperative matrices the walk's K and V loads are masked by `start_n + offs_n <
+/// N_CTX`, an `arange` plus a scalar against a scalar: the steps whose prefetches hold that
+/// in every element run first, in a loop of their own whose loads are unpredicated (what
+/// NVIDIA's Vulkan driver makes fastest code of), the rest in the loop after it.
+/// (`attention_on_cooperative_matrices_matches_the_interpreter` runs such walks, whole
+/// steps and a ragged last one, against the interpreter.)
+#[test]
+fn the_masked_walk_runs_its_unmasked_steps_first() {
+    use rutile_ir::target::CoopMatrixShape;
+    use rutile_ir::thread::Memory;
+    let shapes = [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| CoopMatrixShape {
+        m,
+        n,
+        k,
+        ab: F16,
+        acc: F32,
+    });
+    let target = Target {
+        reuse_shared: false,
+        coop_matrix: shapes.to_vec(),
+        num_stages: 3,
+        ..Target::nvidia(4, 48 * 1024)
+    };
+    let meta = AttentionMeta {
+        split_diagonal: false,
+        ..AttentionMeta::fp16(32, 16, 64, true)
+    };
+    let shape = Shape {
+        z: 1,
+        h: 2,
+        n: 50,
+        d: 64,
+    };
+    let tk = rutile_ir::lower::lower(&attention_forward(&meta).unwrap(), &target, &runtime_spec(&args(shape))).unwrap();
+    // Per loop, the predicates of the global loads made directly in its body.
+    let mut loops: Vec<Vec<bool>> = Vec::new();
+    tk.walk(&mut |s| {
+        if let Stmt::While { body, .. } = s {
+            loops.push(
+                body.iter()
+                    .filter_map(|s| match s {
+                        Stmt::Load {
+                            mem: Memory::Global { .. },
+                            pred,
+                            ..
+                        } => Some(pred.is_some()),
+                        _ => None,
+                    })
+                    .collect(),
+            );
+        }
+    });
+    assert!(
+        loops.iter().any(|preds| !preds.is_empty() && preds.iter().all(|p| !p)),
+        "no loop of unpredicated loads: {loops:?}"
+    );
+}

@@ -3,9 +3,9 @@
 //! A load's mask is a block of booleans, and lowered as it is, each thread tests its own
 //! elements. The masks of tiled loops mostly compare an `arange`, whose range the kernel
 //! states, with a scalar bound that moves with the loop: the K tail of the matmul tutorial,
-//! `offs_k < K - k * BLOCK_K`. Such a mask is true in every element exactly when the end of
-//! the range is within the bound: one comparison of scalars, which every thread of the
-//! program computes alike. The pipeline through registers uses it (`pipeline.rs`) to load a
+//! `offs_k < K - k * BLOCK_K`, or a walk's `start_n + offs_n < N_CTX`. Such a mask is true
+//! in every element exactly when the end of the range is within the bound: one comparison
+//! of scalars, which every thread of the program computes alike. The pipeline through registers uses it (`pipeline.rs`) to load a
 //! whole iteration's operands without a predicate a vector wherever it holds.
 
 use super::{LowerError, Lowerer};
@@ -43,35 +43,57 @@ impl Lowerer<'_> {
         }
     }
 
-    /// [`Lowerer::mask_all_true`] of `lhs op rhs`, one side an `arange` and the other a
-    /// scalar: the comparison of the scalar with the range's end that holds for the whole
-    /// range.
+    /// [`Lowerer::mask_all_true`] of `lhs op rhs`, one side an `arange` (plus a scalar,
+    /// perhaps) and the other a scalar: the comparison of the scalar with the range's end
+    /// that holds for the whole range, and that the range did not wrap.
     fn comparison_all_true(&mut self, op: CmpOp, lhs: ValueId, rhs: ValueId) -> Result<Option<Reg>, LowerError> {
         let Some(ty) = self.k.ty(lhs).scalar_type().filter(|t| t.is_int()) else {
             return Ok(None);
         };
-        // `range op scalar` for every element of the range [lo, hi]: `hi < s`, `hi <= s`,
-        // `lo > s`, `lo >= s`; `scalar op range`: `s < lo`, `s <= lo`, `s > hi`, `s >= hi`.
-        let (scalar, end, scalar_first) = match (static_range(self.k, lhs), static_range(self.k, rhs)) {
-            (Some((lo, hi)), None) => {
-                let end = if matches!(op, CmpOp::Lt | CmpOp::Le) { hi } else { lo };
-                (rhs, end, false)
-            }
-            (None, Some((lo, hi))) => {
-                let end = if matches!(op, CmpOp::Lt | CmpOp::Le) { lo } else { hi };
-                (lhs, end, true)
-            }
-            _ => return Ok(None),
-        };
         if matches!(op, CmpOp::Eq | CmpOp::Ne) {
             return Ok(None);
         }
+        let (span, scalar, span_first) = match (span(self.k, lhs), span(self.k, rhs)) {
+            (Some(s), None) => (s, rhs, true),
+            (None, Some(s)) => (s, lhs, false),
+            _ => return Ok(None),
+        };
         let Some(s) = self.uniform_scalar(scalar) else {
             return Ok(None);
         };
-        let end = self.konst(ty, Literal::Int(end));
-        let (a, b) = if scalar_first { (s, end) } else { (end, s) };
-        Ok(Some(self.set(ScalarType::Bool, Expr::Compare(op, a, b))))
+        let (lo, hi) = (
+            self.konst(ty, Literal::Int(span.lo)),
+            self.konst(ty, Literal::Int(span.hi)),
+        );
+        let mut no_wrap = None;
+        let (lo, hi) = match span.offset {
+            None => (lo, hi),
+            Some(offset) => {
+                let Some(o) = self.uniform_scalar(offset) else {
+                    return Ok(None);
+                };
+                let lo = self.set(ty, Expr::Binary(BinaryOp::Add, o, lo));
+                let hi = self.set(ty, Expr::Binary(BinaryOp::Add, o, hi));
+                // The elements run from `lo` to `hi` unless the sum wrapped, which a range
+                // far shorter than the type's span does at most once, leaving `hi < lo`.
+                no_wrap = Some(self.set(ScalarType::Bool, Expr::Compare(CmpOp::Ge, hi, lo)));
+                (lo, hi)
+            }
+        };
+        // `range op scalar` for every element of [lo, hi]: `hi < s`, `hi <= s`, `lo > s`,
+        // `lo >= s`; `scalar op range`: `s < lo`, `s <= lo`, `s > hi`, `s >= hi`.
+        let below = matches!(op, CmpOp::Lt | CmpOp::Le);
+        let cond = if span_first {
+            let end = if below { hi } else { lo };
+            self.set(ScalarType::Bool, Expr::Compare(op, end, s))
+        } else {
+            let end = if below { lo } else { hi };
+            self.set(ScalarType::Bool, Expr::Compare(op, s, end))
+        };
+        Ok(Some(match no_wrap {
+            None => cond,
+            Some(w) => self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, cond, w)),
+        }))
     }
 
     /// The register of `v` where it is one value for the whole program: a scalar, or a
@@ -93,15 +115,57 @@ impl Lowerer<'_> {
     }
 }
 
-/// The least and greatest element of `v` where the kernel states them: an `arange`, through
-/// shape ops.
-fn static_range(k: &crate::ir::Kernel, v: ValueId) -> Option<(i64, i64)> {
+/// The elements of a block `offset + [lo, hi]`: an `arange` through shape ops, perhaps
+/// plus a scalar (the same in every element), as `start_n + arange(0, BLOCK_N)`.
+struct Span {
+    offset: Option<ValueId>,
+    lo: i64,
+    hi: i64,
+}
+
+fn span(k: &crate::ir::Kernel, v: ValueId) -> Option<Span> {
     let ValueDef::Result { inst, .. } = k.values[v].def else {
         return None;
     };
     match k.insts[inst].op {
-        Op::Arange { start, end } => Some((start as i64, end as i64 - 1)),
-        Op::Broadcast { value } | Op::ExpandDims { value, .. } | Op::Reshape { value } => static_range(k, value),
+        Op::Arange { start, end } => Some(Span {
+            offset: None,
+            lo: start as i64,
+            hi: end as i64 - 1,
+        }),
+        Op::Broadcast { value } | Op::ExpandDims { value, .. } | Op::Reshape { value } => span(k, value),
+        Op::Binary {
+            op: BinaryOp::Add,
+            lhs,
+            rhs,
+        } => {
+            let (range, offset) = match (span(k, lhs), span(k, rhs)) {
+                (Some(r), None) => (r, rhs),
+                (None, Some(r)) => (r, lhs),
+                _ => return None,
+            };
+            (range.offset.is_none() && is_uniform(k, offset)).then_some(Span {
+                offset: Some(offset),
+                ..range
+            })
+        }
         _ => None,
+    }
+}
+
+/// Whether `v` is one value for the whole block: a scalar, or one through splats and shape
+/// ops.
+fn is_uniform(k: &crate::ir::Kernel, v: ValueId) -> bool {
+    if k.ty(v).shape.is_scalar() {
+        return true;
+    }
+    let ValueDef::Result { inst, .. } = k.values[v].def else {
+        return false;
+    };
+    match k.insts[inst].op {
+        Op::Splat { value } | Op::Broadcast { value } | Op::ExpandDims { value, .. } | Op::Reshape { value } => {
+            is_uniform(k, value)
+        }
+        _ => false,
     }
 }
