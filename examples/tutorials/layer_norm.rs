@@ -73,13 +73,26 @@ const ONE_BLOCK_MAX: u32 = 16384;
 /// where the tutorial raises) go to the long-row kernel, [`super::long_rows`]. Through
 /// Vulkan too: since the buffers a kernel only reads are declared read-only to the driver,
 /// the one-pass kernel measured 72% and 65% of the ceiling at 8192 and 16384 columns on an
-/// H200, the long-row kernel at best 45% and 54% (`docs/performance.md`).
+/// H200, the long-row kernel at best 45% and 54% (`docs/performance.md`). Through CUDA up
+/// to 8192 columns, the one-pass kernel that exchanges its statistics once
+/// ([`one_exchange_launch`]): 1.1 to 2.8 points of the ceiling above the one-pass kernel
+/// from 2048 to 8192 columns on an H200, 10 below it at 16384, and below it through Vulkan
+/// at every width.
 pub fn forward_launch(dev: &dyn Device, m: usize, n: usize) -> Result<(rutile::Kernel, LaunchConfig)> {
-    match one_pass_launch(dev, m, n)? {
+    let one_exchange = dev.properties().backend == rutile::Backend::Cuda && n <= ONE_EXCHANGE_MAX;
+    let launch = if one_exchange {
+        one_exchange_launch(dev, m, n)?
+    } else {
+        one_pass_launch(dev, m, n)?
+    };
+    match launch {
         Some(launch) => Ok(launch),
         None => super::long_rows::layer_norm_long_launch(m, ScalarType::F16),
     }
 }
+
+/// The widest row the CUDA host code gives the one-exchange kernel (see [`forward_launch`]).
+const ONE_EXCHANGE_MAX: usize = 8192;
 
 /// The one-pass forward kernel ([`seeds::layer_norm_forward_row`]) and its launch for rows
 /// of `n` fp16 elements that fit one block (up to `ONE_BLOCK_MAX` columns), `None` for
@@ -100,8 +113,8 @@ pub fn one_pass_launch(dev: &dyn Device, m: usize, n: usize) -> Result<Option<(r
 
 /// [`one_pass_launch`] with the one-pass kernel that exchanges its row's statistics once
 /// ([`seeds::layer_norm_forward_row_one_exchange`]: shifted sums, one block reduction where
-/// the one-pass kernel has two). The benchmark's layer norm sweep times it beside the
-/// host code's pick; the host code does not launch it.
+/// the one-pass kernel has two). The host code launches it through CUDA up to 8192
+/// columns ([`forward_launch`]); the benchmark's layer norm sweep times both kernels.
 pub fn one_exchange_launch(dev: &dyn Device, m: usize, n: usize) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
     one_block_launch(dev, m, n, seeds::layer_norm_forward_row_one_exchange)
 }
