@@ -14,7 +14,8 @@ unedited kernel and one file per ablation, each named `<variant>_<BLOCK_M>x<BLOC
 
   baseline      the kernel as generated
   no_barrier    the K loop without its workgroup barriers
-  no_global     the K loop's global loads never taken (their branches' conditions false)
+  no_global     the K loop's global loads never made (their branches' conditions false,
+                the unpredicated ones replaced by zeros)
   no_store      the K loop without its stores into workgroup memory
   no_coop_load  the K loop without its cooperative loads (the matrices keep their values)
   no_mma        the K loop without its multiply-adds (the cooperative loads then go too)
@@ -71,8 +72,14 @@ def edit(lines, spans, keep):
 
 
 def no_global(lines, spans):
-    """The branches that load A or B from global memory, never taken."""
+    """The branches that load A or B from global memory, never taken, and the loads made
+    without a branch (the loop of trips whose masks all hold) replaced by zeros."""
     out = list(lines)
+    elem = {}
+    for line in lines:
+        m = re.match(r"var<storage, \w+> (a_ptr|b_ptr): array<(.+)>;$", line.strip())
+        if m:
+            elem[m.group(1)] = m.group(2)
     for start, end in spans:
         k = start
         while k <= end:
@@ -81,6 +88,9 @@ def no_global(lines, spans):
                 body = "".join(out[k : block_end(out, k) + 1])
                 if "a_ptr[" in body or "b_ptr[" in body:
                     out[k] = f"{m.group(1)}if false {{"
+            m = re.match(r"(\s*let _e\d+ = )(a_ptr|b_ptr)\[.*\];$", out[k])
+            if m and m.group(2) in elem:
+                out[k] = f"{m.group(1)}{elem[m.group(2)]}();"
             k += 1
     return out
 
