@@ -5,8 +5,9 @@
 //! states, with a scalar bound that moves with the loop: the K tail of the matmul tutorial,
 //! `offs_k < K - k * BLOCK_K`, or a walk's `start_n + offs_n < N_CTX`. Such a mask is true
 //! in every element exactly when the end of the range is within the bound: one comparison
-//! of scalars, which every thread of the program computes alike. The pipeline through registers uses it (`pipeline.rs`) to load a
-//! whole iteration's operands without a predicate a vector wherever it holds.
+//! of scalars, which every thread of the program computes alike. The pipeline through
+//! registers uses it (`pipeline.rs`, `control.rs`) to load a whole iteration's operands
+//! without a predicate a vector wherever it holds.
 
 use super::{LowerError, Lowerer};
 use crate::ir::{BinaryOp, CmpOp, Literal, Op, ValueDef, ValueId};
@@ -16,8 +17,8 @@ use crate::types::ScalarType;
 impl Lowerer<'_> {
     /// A boolean register, the same in every thread of the program, that is true only
     /// where every element of `mask` is: `None` when the mask is not built, through shape
-    /// ops and `&`, from comparisons of an `arange` with a scalar. `mask` and the values it
-    /// is computed from must have been lowered.
+    /// ops and `&`, from comparisons of an `arange` (or a scalar plus one) with a scalar.
+    /// The scalars it is computed from must have been lowered.
     pub(crate) fn mask_all_true(&mut self, mask: ValueId) -> Result<Option<Reg>, LowerError> {
         let ValueDef::Result { inst, .. } = self.k.values[mask].def else {
             return Ok(None);
