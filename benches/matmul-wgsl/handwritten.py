@@ -6,8 +6,10 @@ the compiler could emit, timed before teaching it to.
 
 writes one kernel per structure in STRUCTURES into DIR, named `<tag>_<BLOCK_M>x<BLOCK_N>.wgsl`
 (the name's block sets the grid). Each computes C = A B for row-major f16 A (M x K), B (K x N)
-and C, f32 accumulation, with M, N and K multiples of the block (no masks: these are studies
-of the K loop, and the harness runs square sizes that the blocks divide).
+and C, f32 accumulation, with M, N and K multiples of the block (these are studies of the K
+loop, and the harness runs square sizes that the blocks divide). The loads are unmasked, or
+(`masked`) masked as the compiler's are: each under a branch on its bounds (`True`), or from
+an index selected in bounds with the value selected after (`"select"`).
 
 The K loop: B's tile of each step passes from global memory through registers into one of
 two workgroup stages (loaded one step ahead, stored after the step's multiply-adds, one
@@ -15,7 +17,8 @@ barrier a step). A's tile either does the same (`a_global=False`, the compiler's
 today) or is never staged: each subgroup loads its A matrices straight from the storage
 buffer with cooperative loads (`a_global=True`), one K step of the matrix shape ahead. A then
 costs no workgroup memory, so 48 KiB hold deeper K steps of B (one barrier per 32 or 64 K
-instead of per 16).
+instead of per 16). Measured on an H200, A from global memory ran at half the rate, and the
+loads' masks cost 13% (docs/performance.md, "Masks in the K loop").
 """
 
 import os
@@ -31,6 +34,9 @@ STRUCTURES = [
     ("hsk32w8", 128, 128, 32, 2, 4, False, {}),
     ("hsw4", 128, 128, 16, 2, 2, False, {}),
     ("hsw8", 128, 128, 16, 2, 4, False, {}),
+    ("ag16", 128, 256, 16, 2, 8, True, {}),
+    ("ag32", 256, 128, 32, 4, 2, True, {}),
+    ("ag64", 256, 128, 64, 4, 2, True, {}),
 ]
 
 PAD = 8  # f16 elements of padding a workgroup row (16 bytes), as rutile's coop tiles
