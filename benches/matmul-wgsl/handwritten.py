@@ -9,7 +9,10 @@ writes one kernel per structure in STRUCTURES into DIR, named `<tag>_<BLOCK_M>x<
 and C, f32 accumulation, with M, N and K multiples of the block (these are studies of the K
 loop, and the harness runs square sizes that the blocks divide). The loads are unmasked, or
 (`masked`) masked as the compiler's are: each under a branch on its bounds (`True`), or from
-an index selected in bounds with the value selected after (`"select"`).
+an index selected in bounds with the value selected after (`"select"`). `stages=1`: one
+workgroup stage, refilled between two barriers a step (what fits 128 x 256 x 32 in 48 KiB);
+`frag_ahead`: a step's second 16-wide sub-step's matrices loaded before the first one's
+multiply-adds.
 
 The K loop: B's tile of each step passes from global memory through registers into one of
 two workgroup stages (loaded one step ahead, stored after the step's multiply-adds, one
@@ -34,6 +37,9 @@ STRUCTURES = [
     ("hsk32w8", 128, 128, 32, 2, 4, False, {}),
     ("hsw4", 128, 128, 16, 2, 2, False, {}),
     ("hsw8", 128, 128, 16, 2, 4, False, {}),
+    ("hs1k32", 128, 256, 32, 2, 8, False, {"stages": 1}),
+    ("hs1k32fa", 128, 256, 32, 2, 8, False, {"stages": 1, "frag_ahead": True}),
+    ("hsk32w8fa", 128, 128, 32, 2, 4, False, {"frag_ahead": True}),
     ("ag16", 128, 256, 16, 2, 8, True, {}),
     ("ag32", 256, 128, 32, 4, 2, True, {}),
     ("ag64", 256, 128, 64, 4, 2, True, {}),
@@ -42,7 +48,7 @@ STRUCTURES = [
 PAD = 8  # f16 elements of padding a workgroup row (16 bytes), as rutile's coop tiles
 
 
-def kernel(bm, bn, bk, wm, wn, a_global, masked=False):
+def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=False):
     warps = wm * wn
     threads = 32 * warps
     tm, tn = bm // wm // 16, bn // wn // 16  # accumulator matrices a subgroup along M, N
@@ -50,6 +56,7 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False):
     sb_stage = bk * pb
     pa = bk + PAD
     sa_stage = bm * pa
+    assert stages in (1, 2)
     b_vecs = bk * bn // 4 // threads  # vec4<f16> of B each thread moves a step
     a_vecs = bm * bk // 4 // threads
     assert b_vecs * 4 * threads == bk * bn and (a_global or a_vecs * 4 * threads == bm * bk)
@@ -62,9 +69,9 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False):
     w("@group(0) @binding(1) var<storage, read_write> b_ptr: array<vec4<f16>>;")
     w("@group(0) @binding(2) var<storage, read_write> c_ptr: array<vec4<f16>>;")
     w("@group(0) @binding(3) var<uniform> launch: Launch;")
-    w(f"var<workgroup> sb: array<f16, {2 * sb_stage}>;")
+    w(f"var<workgroup> sb: array<f16, {stages * sb_stage}>;")
     if not a_global:
-        w(f"var<workgroup> sa: array<f16, {2 * sa_stage}>;")
+        w(f"var<workgroup> sa: array<f16, {stages * sa_stage}>;")
     w(f"var<workgroup> sc: array<f32, {warps * 256}>;")
     w(f"@compute @workgroup_size({threads}, 1, 1)")
     w("fn matmul_kernel(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wg: vec3<u32>,"
@@ -135,7 +142,7 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False):
     w("  workgroupBarrier();")
     w(f"  let steps = K / {bk}u;")
     w("  for (var kt = 0u; kt < steps; kt++) {")
-    w("    let s = kt & 1u;")
+    w("    let s = kt & 1u;" if stages == 2 else "    let s = 0u;")
     w(f"    let k = kt * {bk}u;")
     # The next step's loads, clamped to the last step so that the body has no branch.
     if masked:
@@ -147,21 +154,41 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False):
     ksteps = bk // 16
     if a_global:
         a_fragments("k", 0, "a0_")
-    for kk in range(ksteps):
+
+    def fragments(kk):
+        # The matrices of K sub-step kk from the stage (A's from global memory come one
+        # sub-step ahead of their use, below).
         for j in range(tn):
             w(f"    let b{kk}_{j} = coopLoadT<coop_mat16x16<f16,B>>(&sb[s * {sb_stage}u + {kk * 16 * pb}u + wn0 + {j * 16}u], {pb}u);")
-        if a_global:
-            if kk + 1 < ksteps:
-                a_fragments("k", (kk + 1) * 16, f"a{kk + 1}_")
-        else:
+        if not a_global:
             a_fragments("k", kk * 16, f"a{kk}_")
+
+    # `frag_ahead`: sub-step kk + 1's matrices loaded before sub-step kk's multiply-adds.
+    if frag_ahead:
+        fragments(0)
+    for kk in range(ksteps):
+        if frag_ahead:
+            if kk + 1 < ksteps:
+                fragments(kk + 1)
+        else:
+            fragments(kk)
+        if a_global and kk + 1 < ksteps:
+            a_fragments("k", (kk + 1) * 16, f"a{kk + 1}_")
         for i in range(tm):
             for j in range(tn):
                 w(f"    acc{i}_{j} = coopMultiplyAdd(a{kk}_{i}, b{kk}_{j}, acc{i}_{j});")
-    w("    if kt + 1u < steps {")
-    shared_stores("(1u - s)")
-    w("    }")
-    w("    workgroupBarrier();")
+    if stages == 2:
+        w("    if kt + 1u < steps {")
+        shared_stores("(1u - s)")
+        w("    }")
+        w("    workgroupBarrier();")
+    else:
+        # One stage: every subgroup done reading it before it is refilled.
+        w("    workgroupBarrier();")
+        w("    if kt + 1u < steps {")
+        shared_stores("0u")
+        w("    }")
+        w("    workgroupBarrier();")
     w("  }")
     # Epilogue: each subgroup's matrices through its own 16 x 16 f32 slot, to f16 vectors.
     w("  let slot = warp * 256u;")
