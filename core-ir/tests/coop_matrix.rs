@@ -684,3 +684,70 @@ fn the_k_loop_runs_its_unmasked_trips_first() {
         check(&c, &two_stages, &format!("{shape:?}"));
     }
 }
+
+/// A K loop masked by `shift + k0 + offs_k < shift + K` (a scalar plus an `arange` against
+/// a scalar), which for a `shift` near `i32::MAX` wraps within a block: the elements are
+/// then no longer the range from its first to its last, and the unmasked loop must not run
+/// a trip the scalar comparison alone would admit (the sum's wrap is checked). Against the
+/// interpreter, which takes every element's mask as it is, for shifts that do not wrap
+/// (where the unmasked loop runs) and that do.
+#[test]
+fn masks_of_a_wrapping_sum_keep_their_predicates() {
+    let (bm, bn, bk) = (64u32, 64u32, 32u32);
+    let kernel = Kernel::build("shifted_mask", |k| {
+        let a_ptr = k.arg_ptr("a_ptr", F16);
+        let b_ptr = k.arg_ptr("b_ptr", F16);
+        let c_ptr = k.arg_ptr("c_ptr", F32);
+        let (kk, shift) = (k.arg_i32("K"), k.arg_i32("shift"));
+        let (offs_m, offs_n, offs_k) = (k.arange(0, bm as i32), k.arange(0, bn as i32), k.arange(0, bk as i32));
+        let a_ptrs = a_ptr + (offs_m.expand_dims(1) * kk + offs_k.expand_dims(0));
+        let b_ptrs = b_ptr + (offs_k.expand_dims(1) * bn as i32 + offs_n.expand_dims(0));
+        let acc = k.zeros(&[bm, bn], F32);
+        let steps = k.cdiv(kk, bk as i32);
+        let out = k.for_range(0, steps, 1, &[acc, a_ptrs, b_ptrs], |step, carried| {
+            let (acc, a_ptrs, b_ptrs) = (carried[0], carried[1], carried[2]);
+            let ks = shift + step * bk as i32 + offs_k;
+            let bound = shift + kk;
+            let a = k.load_masked(a_ptrs, ks.expand_dims(0).lt(bound), 0.0);
+            let b = k.load_masked(b_ptrs, ks.expand_dims(1).lt(bound), 0.0);
+            let acc = k.dot_with(a, b, acc, DotPrecision::Ieee);
+            vec![acc, a_ptrs + bk as i32, b_ptrs + (bk * bn) as i32]
+        });
+        let c_ptrs = c_ptr + offs_m.expand_dims(1) * bn as i32 + offs_n.expand_dims(0);
+        k.store(c_ptrs, out[0]);
+    })
+    .unwrap();
+    let mut rng = Rng::new(61);
+    let kk = 128usize;
+    for shift in [0i64, i32::MAX as i64 - 40, i32::MAX as i64 - 100] {
+        let buffers = vec![
+            f16s(&mut rng, bm as usize * kk),
+            f16s(&mut rng, kk * bn as usize),
+            HostBuffer::zeros(F32, (bm * bn) as usize),
+        ];
+        let args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Int(kk as i64), ArgValue::Int(shift)];
+        let mut want = buffers.clone();
+        interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
+        let c = Case {
+            kernel: kernel.clone(),
+            buffers,
+            args: args.clone(),
+            grid: [1, 1, 1],
+            want,
+            spec: rutile_ir::testing::runtime_spec(&args),
+        };
+        for stages in [2, 3] {
+            let t = Target {
+                num_stages: stages,
+                ..target(4)
+            };
+            let tk = check(&c, &t, &format!("shift {shift}, {stages} stages"));
+            assert!(top_loops(&tk).len() > 1, "no loop of unmasked trips");
+        }
+        // Without a wrap every element is loaded; with one, some are and some are not.
+        assert!(
+            c.want[2].as_bytes().iter().any(|&b| b != 0),
+            "shift {shift}: nothing loaded"
+        );
+    }
+}
