@@ -751,3 +751,67 @@ fn masks_of_a_wrapping_sum_keep_their_predicates() {
         );
     }
 }
+
+/// A K loop whose bound is carried (`k_left -= BLOCK_K` each step, rather than computed
+/// from the loop variable): the trips cannot be sorted before the loop runs them, so there
+/// is no loop of unmasked trips, but each iteration still loads behind one branch on the
+/// bound of the iteration it prefetches (the carried value run ahead with the loads), and
+/// the results equal the interpreter's on a ragged K.
+#[test]
+fn a_carried_bound_loads_behind_one_branch() {
+    let (bm, bn, bk) = (64u32, 64u32, 32u32);
+    let kernel = Kernel::build("carried_bound", |k| {
+        let a_ptr = k.arg_ptr("a_ptr", F16);
+        let b_ptr = k.arg_ptr("b_ptr", F16);
+        let c_ptr = k.arg_ptr("c_ptr", F32);
+        let kk = k.arg_i32("K");
+        let (offs_m, offs_n, offs_k) = (k.arange(0, bm as i32), k.arange(0, bn as i32), k.arange(0, bk as i32));
+        let a_ptrs = a_ptr + (offs_m.expand_dims(1) * kk + offs_k.expand_dims(0));
+        let b_ptrs = b_ptr + (offs_k.expand_dims(1) * bn as i32 + offs_n.expand_dims(0));
+        let acc = k.zeros(&[bm, bn], F32);
+        let steps = k.cdiv(kk, bk as i32);
+        let out = k.for_range(0, steps, 1, &[acc, a_ptrs, b_ptrs, kk], |_, carried| {
+            let (acc, a_ptrs, b_ptrs, k_left) = (carried[0], carried[1], carried[2], carried[3]);
+            let a = k.load_masked(a_ptrs, offs_k.expand_dims(0).lt(k_left), 0.0);
+            let b = k.load_masked(b_ptrs, offs_k.expand_dims(1).lt(k_left), 0.0);
+            let acc = k.dot_with(a, b, acc, DotPrecision::Ieee);
+            vec![acc, a_ptrs + bk as i32, b_ptrs + (bk * bn) as i32, k_left - bk as i32]
+        });
+        let c_ptrs = c_ptr + offs_m.expand_dims(1) * bn as i32 + offs_n.expand_dims(0);
+        k.store(c_ptrs, out[0]);
+    })
+    .unwrap();
+    let mut rng = Rng::new(67);
+    for kk in [100usize, 128, 17] {
+        let buffers = vec![
+            f16s(&mut rng, bm as usize * kk),
+            f16s(&mut rng, kk * bn as usize),
+            HostBuffer::zeros(F32, (bm * bn) as usize),
+        ];
+        let args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Int(kk as i64)];
+        let mut want = buffers.clone();
+        interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
+        let c = Case {
+            kernel: kernel.clone(),
+            buffers,
+            args: args.clone(),
+            grid: [1, 1, 1],
+            want,
+            spec: rutile_ir::testing::runtime_spec(&args),
+        };
+        for stages in [2, 3] {
+            let t = Target {
+                num_stages: stages,
+                ..target(4)
+            };
+            let tk = check(&c, &t, &format!("K {kk}, {stages} stages"));
+            let loops = top_loops(&tk);
+            assert!(
+                loops[0]
+                    .iter()
+                    .any(|s| matches!(s, Stmt::If { .. }) && is_global_load(s)),
+                "K {kk}, {stages} stages: no branch around the first loop's loads"
+            );
+        }
+    }
+}
