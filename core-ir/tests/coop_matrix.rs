@@ -685,6 +685,66 @@ fn the_k_loop_runs_its_unmasked_trips_first() {
     }
 }
 
+/// How a [`k_loop_kernel`] masks its K tail.
+#[derive(Clone, Copy)]
+enum KBound {
+    /// `shift + k0 + offs_k < shift + K`, `shift` an extra parameter.
+    Shifted,
+    /// `offs_k < k_left`, `k_left` carried and decremented by `BLOCK_K` each step.
+    Carried,
+}
+
+/// One 64 x 64 program of `C = A @ B` over a K loop of 32-wide steps (A: 64 x K, B: K x 64,
+/// row-major; C f32), its K tail masked as `bound` says. Parameters: `a_ptr, b_ptr, c_ptr,
+/// K` and, for `Shifted`, `shift`.
+fn k_loop_kernel(bound: KBound) -> Kernel {
+    let (bm, bn, bk) = (64u32, 64u32, 32i32);
+    Kernel::build("k_loop", |k| {
+        let a_ptr = k.arg_ptr("a_ptr", F16);
+        let b_ptr = k.arg_ptr("b_ptr", F16);
+        let c_ptr = k.arg_ptr("c_ptr", F32);
+        let kk = k.arg_i32("K");
+        let shift = matches!(bound, KBound::Shifted).then(|| k.arg_i32("shift"));
+        let (offs_m, offs_n, offs_k) = (k.arange(0, bm as i32), k.arange(0, bn as i32), k.arange(0, bk));
+        let a_ptrs = a_ptr + (offs_m.expand_dims(1) * kk + offs_k.expand_dims(0));
+        let b_ptrs = b_ptr + (offs_k.expand_dims(1) * bn as i32 + offs_n.expand_dims(0));
+        let acc = k.zeros(&[bm, bn], F32);
+        let steps = k.cdiv(kk, bk);
+        let out = k.for_range(0, steps, 1, &[acc, a_ptrs, b_ptrs, kk], |step, carried| {
+            let (acc, a_ptrs, b_ptrs, k_left) = (carried[0], carried[1], carried[2], carried[3]);
+            let (ks, limit) = match shift {
+                Some(shift) => (shift + step * bk + offs_k, shift + kk),
+                None => (offs_k, k_left),
+            };
+            let a = k.load_masked(a_ptrs, ks.expand_dims(0).lt(limit), 0.0);
+            let b = k.load_masked(b_ptrs, ks.expand_dims(1).lt(limit), 0.0);
+            let acc = k.dot_with(a, b, acc, DotPrecision::Ieee);
+            vec![acc, a_ptrs + bk, b_ptrs + bk * bn as i32, k_left - bk]
+        });
+        let c_ptrs = c_ptr + offs_m.expand_dims(1) * bn as i32 + offs_n.expand_dims(0);
+        k.store(c_ptrs, out[0]);
+    })
+    .unwrap()
+}
+
+/// [`k_loop_kernel`] on random operands of depth `kk`, its scalar arguments `K` and
+/// `extra`, with the interpreter's results.
+fn k_loop_case(kernel: &Kernel, kk: usize, extra: &[i64], rng: &mut Rng) -> Case {
+    let buffers = vec![f16s(rng, 64 * kk), f16s(rng, kk * 64), HostBuffer::zeros(F32, 64 * 64)];
+    let mut args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Int(kk as i64)];
+    args.extend(extra.iter().map(|&v| ArgValue::Int(v)));
+    let mut want = buffers.clone();
+    interp::run(kernel, [1, 1, 1], &args, &mut want).unwrap();
+    Case {
+        kernel: kernel.clone(),
+        buffers,
+        spec: rutile_ir::testing::runtime_spec(&args),
+        args,
+        grid: [1, 1, 1],
+        want,
+    }
+}
+
 /// A K loop masked by `shift + k0 + offs_k < shift + K` (a scalar plus an `arange` against
 /// a scalar), which for a `shift` near `i32::MAX` wraps within a block: the elements are
 /// then no longer the range from its first to its last, and the unmasked loop must not run
@@ -693,49 +753,10 @@ fn the_k_loop_runs_its_unmasked_trips_first() {
 /// (where the unmasked loop runs) and that do.
 #[test]
 fn masks_of_a_wrapping_sum_keep_their_predicates() {
-    let (bm, bn, bk) = (64u32, 64u32, 32u32);
-    let kernel = Kernel::build("shifted_mask", |k| {
-        let a_ptr = k.arg_ptr("a_ptr", F16);
-        let b_ptr = k.arg_ptr("b_ptr", F16);
-        let c_ptr = k.arg_ptr("c_ptr", F32);
-        let (kk, shift) = (k.arg_i32("K"), k.arg_i32("shift"));
-        let (offs_m, offs_n, offs_k) = (k.arange(0, bm as i32), k.arange(0, bn as i32), k.arange(0, bk as i32));
-        let a_ptrs = a_ptr + (offs_m.expand_dims(1) * kk + offs_k.expand_dims(0));
-        let b_ptrs = b_ptr + (offs_k.expand_dims(1) * bn as i32 + offs_n.expand_dims(0));
-        let acc = k.zeros(&[bm, bn], F32);
-        let steps = k.cdiv(kk, bk as i32);
-        let out = k.for_range(0, steps, 1, &[acc, a_ptrs, b_ptrs], |step, carried| {
-            let (acc, a_ptrs, b_ptrs) = (carried[0], carried[1], carried[2]);
-            let ks = shift + step * bk as i32 + offs_k;
-            let bound = shift + kk;
-            let a = k.load_masked(a_ptrs, ks.expand_dims(0).lt(bound), 0.0);
-            let b = k.load_masked(b_ptrs, ks.expand_dims(1).lt(bound), 0.0);
-            let acc = k.dot_with(a, b, acc, DotPrecision::Ieee);
-            vec![acc, a_ptrs + bk as i32, b_ptrs + (bk * bn) as i32]
-        });
-        let c_ptrs = c_ptr + offs_m.expand_dims(1) * bn as i32 + offs_n.expand_dims(0);
-        k.store(c_ptrs, out[0]);
-    })
-    .unwrap();
+    let kernel = k_loop_kernel(KBound::Shifted);
     let mut rng = Rng::new(61);
-    let kk = 128usize;
     for shift in [0i64, i32::MAX as i64 - 40, i32::MAX as i64 - 100] {
-        let buffers = vec![
-            f16s(&mut rng, bm as usize * kk),
-            f16s(&mut rng, kk * bn as usize),
-            HostBuffer::zeros(F32, (bm * bn) as usize),
-        ];
-        let args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Int(kk as i64), ArgValue::Int(shift)];
-        let mut want = buffers.clone();
-        interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
-        let c = Case {
-            kernel: kernel.clone(),
-            buffers,
-            args: args.clone(),
-            grid: [1, 1, 1],
-            want,
-            spec: rutile_ir::testing::runtime_spec(&args),
-        };
+        let c = k_loop_case(&kernel, 128, &[shift], &mut rng);
         for stages in [2, 3] {
             let t = Target {
                 num_stages: stages,
@@ -759,46 +780,10 @@ fn masks_of_a_wrapping_sum_keep_their_predicates() {
 /// the results equal the interpreter's on a ragged K.
 #[test]
 fn a_carried_bound_loads_behind_one_branch() {
-    let (bm, bn, bk) = (64u32, 64u32, 32u32);
-    let kernel = Kernel::build("carried_bound", |k| {
-        let a_ptr = k.arg_ptr("a_ptr", F16);
-        let b_ptr = k.arg_ptr("b_ptr", F16);
-        let c_ptr = k.arg_ptr("c_ptr", F32);
-        let kk = k.arg_i32("K");
-        let (offs_m, offs_n, offs_k) = (k.arange(0, bm as i32), k.arange(0, bn as i32), k.arange(0, bk as i32));
-        let a_ptrs = a_ptr + (offs_m.expand_dims(1) * kk + offs_k.expand_dims(0));
-        let b_ptrs = b_ptr + (offs_k.expand_dims(1) * bn as i32 + offs_n.expand_dims(0));
-        let acc = k.zeros(&[bm, bn], F32);
-        let steps = k.cdiv(kk, bk as i32);
-        let out = k.for_range(0, steps, 1, &[acc, a_ptrs, b_ptrs, kk], |_, carried| {
-            let (acc, a_ptrs, b_ptrs, k_left) = (carried[0], carried[1], carried[2], carried[3]);
-            let a = k.load_masked(a_ptrs, offs_k.expand_dims(0).lt(k_left), 0.0);
-            let b = k.load_masked(b_ptrs, offs_k.expand_dims(1).lt(k_left), 0.0);
-            let acc = k.dot_with(a, b, acc, DotPrecision::Ieee);
-            vec![acc, a_ptrs + bk as i32, b_ptrs + (bk * bn) as i32, k_left - bk as i32]
-        });
-        let c_ptrs = c_ptr + offs_m.expand_dims(1) * bn as i32 + offs_n.expand_dims(0);
-        k.store(c_ptrs, out[0]);
-    })
-    .unwrap();
+    let kernel = k_loop_kernel(KBound::Carried);
     let mut rng = Rng::new(67);
     for kk in [100usize, 128, 17] {
-        let buffers = vec![
-            f16s(&mut rng, bm as usize * kk),
-            f16s(&mut rng, kk * bn as usize),
-            HostBuffer::zeros(F32, (bm * bn) as usize),
-        ];
-        let args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Int(kk as i64)];
-        let mut want = buffers.clone();
-        interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
-        let c = Case {
-            kernel: kernel.clone(),
-            buffers,
-            args: args.clone(),
-            grid: [1, 1, 1],
-            want,
-            spec: rutile_ir::testing::runtime_spec(&args),
-        };
+        let c = k_loop_case(&kernel, kk, &[], &mut rng);
         for stages in [2, 3] {
             let t = Target {
                 num_stages: stages,
