@@ -291,30 +291,10 @@ impl Lowerer<'_> {
         })?;
         // Where the pipeline's masks say when they hold, trips whose prefetches all hold
         // come first, in a loop of their own with the prefetches unpredicated (what NVIDIA's
-        // Vulkan driver makes fastest code of); the loop above takes the rest.
+        // Vulkan driver makes fastest code of); the loop below takes the rest.
         let unmasked_trips = match pipeline.as_ref() {
-            Some(p) if p.plan.registers && p.plan.ahead > 0 => {
-                let ahead = p.plan.ahead as i64;
-                let (cond_body, cond) = self.nested(|l| {
-                    let mut all = None;
-                    for u in 0..unroll as i64 {
-                        let by = l.konst(iv_ty, Literal::Int(u + ahead));
-                        let delta = l.set(iv_ty, Expr::Binary(BinaryOp::Mul, step_r, by));
-                        let j = l.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
-                        let Some(h) = l.prefetch_holds(p, inst, j, end_r)? else {
-                            return Ok(None);
-                        };
-                        all = Some(match all {
-                            None => h,
-                            Some(a) => l.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, a, h)),
-                        });
-                    }
-                    // (Each prefetched iteration is past the trip's own, which so run.)
-                    Ok(all)
-                })?;
-                cond.map(|c| (cond_body, c))
-            }
-            _ => None,
+            Some(p) => self.unmasked_trips_condition(p, inst, iv, (end_r, step_r), unroll)?,
+            None => None,
         };
         let mut iteration = |l: &mut Self, set: usize| -> Result<(), LowerError> {
             if let Some(p) = pipeline.as_mut() {
@@ -355,7 +335,7 @@ impl Lowerer<'_> {
             Ok(())
         };
         if let Some((fast_cond_body, fast_cond)) = unmasked_trips {
-            iteration_unmasked_trips(self, &mut iteration, unroll, fast_cond_body, fast_cond)?;
+            unmasked_trips_loop(self, &mut iteration, unroll, fast_cond_body, fast_cond)?;
         }
         let outer = self.enter_region();
         let (mut body, ()) = self.nested(|l| (0..unroll).try_for_each(|set| iteration(l, set)))?;
@@ -474,7 +454,7 @@ impl Lowerer<'_> {
 
 /// The loop of a register pipeline's trips whose prefetches all hold (`fast_cond`, computed
 /// by `fast_cond_body`), its prefetches unpredicated, before the loop of the other trips.
-fn iteration_unmasked_trips<'k>(
+fn unmasked_trips_loop<'k>(
     l: &mut Lowerer<'k>,
     iteration: &mut impl FnMut(&mut Lowerer<'k>, usize) -> Result<(), LowerError>,
     unroll: usize,

@@ -98,21 +98,10 @@ impl Lowerer<'_> {
     }
 
     /// The register of `v` where it is one value for the whole program: a scalar, or a
-    /// splat or broadcast of one.
+    /// splat or broadcast of one ([`uniform_source`]).
     fn uniform_scalar(&self, v: ValueId) -> Option<Reg> {
-        if self.k.ty(v).shape.is_scalar() {
-            let lval = self.values[v.index()].as_ref()?;
-            return (lval.regs.len() == 1).then(|| lval.regs[0]);
-        }
-        let ValueDef::Result { inst, .. } = self.k.values[v].def else {
-            return None;
-        };
-        match self.k.insts[inst].op {
-            Op::Splat { value } | Op::Broadcast { value } | Op::ExpandDims { value, .. } | Op::Reshape { value } => {
-                self.uniform_scalar(value)
-            }
-            _ => None,
-        }
+        let lval = self.values[uniform_source(self.k, v)?.index()].as_ref()?;
+        (lval.regs.len() == 1).then(|| lval.regs[0])
     }
 }
 
@@ -145,7 +134,7 @@ fn span(k: &crate::ir::Kernel, v: ValueId) -> Option<Span> {
                 (None, Some(r)) => (r, lhs),
                 _ => return None,
             };
-            (range.offset.is_none() && is_uniform(k, offset)).then_some(Span {
+            (range.offset.is_none() && uniform_source(k, offset).is_some()).then_some(Span {
                 offset: Some(offset),
                 ..range
             })
@@ -154,19 +143,19 @@ fn span(k: &crate::ir::Kernel, v: ValueId) -> Option<Span> {
     }
 }
 
-/// Whether `v` is one value for the whole block: a scalar, or one through splats and shape
-/// ops.
-fn is_uniform(k: &crate::ir::Kernel, v: ValueId) -> bool {
+/// The scalar that `v` is made of where it is one value for the whole block: `v` itself,
+/// or the scalar under its splats and shape ops.
+fn uniform_source(k: &crate::ir::Kernel, v: ValueId) -> Option<ValueId> {
     if k.ty(v).shape.is_scalar() {
-        return true;
+        return Some(v);
     }
     let ValueDef::Result { inst, .. } = k.values[v].def else {
-        return false;
+        return None;
     };
     match k.insts[inst].op {
         Op::Splat { value } | Op::Broadcast { value } | Op::ExpandDims { value, .. } | Op::Reshape { value } => {
-            is_uniform(k, value)
+            uniform_source(k, value)
         }
-        _ => false,
+        _ => None,
     }
 }

@@ -43,8 +43,8 @@
 //! (`mask_bound.rs`), the loop runs the trips whose prefetches all hold first, in a loop of
 //! their own whose loads are unpredicated ([`Lowerer::prefetch_holds`], `control.rs`), and
 //! the other trips issue theirs behind one branch on the same condition: NVIDIA's Vulkan
-//! driver keeps a branch or predicate per masked load, and the tutorial's matmul ran 10%
-//! faster at 4096³ without them.
+//! driver keeps a branch or predicate per masked load, and the tutorial's matmul ran 10.6%
+//! faster at 4096³ (H200) with its unmasked trips on their own.
 //!
 //! With one stage (`A = 0`) the loads of iteration `i` go into the one set at its top, right
 //! before they are stored: no load is in flight at a barrier. (What that costs against
@@ -88,7 +88,7 @@ pub(crate) struct PipelinePlan {
     /// Iterations the copies run ahead: `stages - 1`, or `stages - 2` when the warpgroup
     /// MMAs of `in_flight` still read the previous stage while the next iteration's copies
     /// are issued.
-    pub(crate) ahead: u32,
+    ahead: u32,
     /// The result of the loop's `dot` on warpgroup MMAs that may stay in flight across the
     /// back edge (`wgmma.wait_group 1`), if any, and the carried value its MMAs accumulate
     /// into (see [`Lowerer::wgmma_in_flight`]).
@@ -781,9 +781,11 @@ impl Lowerer<'_> {
         }
         let in_range = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end));
         // The loads into prefetch registers, emitted after every operand's predicates, and
-        // the one condition under which every predicate holds, where the masks say it.
+        // the one condition under which every predicate holds, where the masks say it (in
+        // the trips of the unmasked loop they hold: no predicate is computed).
+        let unmasked = self.unmasked_prefetch && state.plan.registers;
         let mut prefetches: Vec<RegisterPrefetch> = Vec::new();
-        let mut all_hold = Some(in_range);
+        let mut all_hold = (!unmasked).then_some(in_range);
         for (i, (load, (operand, index))) in state.plan.loads.iter().zip(&state.buffers).enumerate() {
             let Op::Load { ptr, mask, .. } = self.k.insts[load.inst].op else {
                 return Err(self.internal("a pipelined load is not a load"));
@@ -793,7 +795,10 @@ impl Lowerer<'_> {
                 continue;
             }
             let (param, offsets) = self.pointer(ptr, load.layout)?;
-            let masks = mask.map(|m| self.ensure(m, load.layout)).transpose()?;
+            let masks = match mask {
+                Some(m) if !unmasked => Some(self.ensure(m, load.layout)?),
+                _ => None,
+            };
             if let (true, Some(m), Some(all)) = (state.plan.registers, mask, all_hold) {
                 all_hold = self
                     .mask_all_true(m)?
@@ -831,8 +836,7 @@ impl Lowerer<'_> {
                 });
             }
         }
-        let all_hold = if self.unmasked_prefetch { None } else { all_hold };
-        self.prefetch_into_registers(&prefetches, all_hold, self.unmasked_prefetch);
+        self.prefetch_into_registers(&prefetches, all_hold, unmasked);
         if let Some(ring) = &state.tma {
             let allocs: Vec<u32> = state.buffers.iter().map(|(o, _)| o.alloc).collect();
             self.tma_copies(ring, &state.plan.loads, &allocs, iv, in_range, stage.0)?;
@@ -860,18 +864,14 @@ struct RegisterPrefetch {
 }
 
 impl Lowerer<'_> {
-    /// The loads of one iteration into prefetch registers. Each under its own predicate,
-    /// zeros where it fails, is what they mean; where `all_hold` (the same in every thread:
-    /// `Lowerer::mask_all_true`) says that every predicate holds, which is so in every
-    /// iteration but the K tail's and the one past the end, they run behind one branch on
-    /// it, unpredicated, and the predicated form is the branch's other side.
-    ///
-    /// NVIDIA's Vulkan driver keeps a branch (or a predicate) a load, and the tutorial's
-    /// matmul ran 13% faster with its loop's loads unconditional (H200,
-    /// `docs/performance.md`, "Masks in the K loop").
-    ///
-    /// With `unmasked`, in the trips that [`Lowerer::prefetch_holds`] admits, every load is
-    /// unpredicated.
+    /// The loads of one iteration into prefetch registers. With `unmasked` (the trips that
+    /// [`Lowerer::prefetch_holds`] admits) every load is unpredicated. Otherwise each under
+    /// its own predicate, zeros where it fails, is what they mean; where `all_hold` (the
+    /// same in every thread: `Lowerer::mask_all_true`) says that every predicate holds,
+    /// they run behind one branch on it, unpredicated, and the predicated form is the
+    /// branch's other side. (The branch alone did not speed the matmul up through NVIDIA's
+    /// driver; the loop of unmasked trips did: `docs/performance.md`, "Masks in the K
+    /// loop".)
     fn prefetch_into_registers(&mut self, prefetches: &[RegisterPrefetch], all_hold: Option<Reg>, unmasked: bool) {
         let load = |p: &RegisterPrefetch, pred: Option<Reg>| Stmt::Load {
             dsts: p.dsts.clone(),
@@ -903,9 +903,43 @@ impl Lowerer<'_> {
             _ => predicated.into_iter().for_each(|s| self.emit(s)),
         }
     }
-}
 
-impl Lowerer<'_> {
+    /// The condition of the loop of unmasked trips before a register pipeline's loop, and
+    /// the statements computing it (its `cond_body`): every iteration the trip starting at
+    /// `iv` prefetches (`unroll` of them, `ahead` iterations on) holds
+    /// ([`Lowerer::prefetch_holds`]). Each of them is past the trip's own iterations, which
+    /// so run too. `None` where the masks do not say when they hold.
+    pub(crate) fn unmasked_trips_condition(
+        &mut self,
+        state: &PipelineState,
+        inst: &Inst,
+        iv: Reg,
+        (end, step): (Reg, Reg),
+        unroll: usize,
+    ) -> Result<Option<(Vec<Stmt>, Reg)>, LowerError> {
+        if !state.plan.registers || state.plan.ahead == 0 {
+            return Ok(None);
+        }
+        let iv_ty = self.regs[iv].ty;
+        let (cond_body, cond) = self.nested(|l| {
+            let mut all = None;
+            for u in 0..unroll as i64 {
+                let by = l.konst(iv_ty, Literal::Int(u + state.plan.ahead as i64));
+                let delta = l.set(iv_ty, Expr::Binary(BinaryOp::Mul, step, by));
+                let j = l.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
+                let Some(h) = l.prefetch_holds(state, inst, j, end)? else {
+                    return Ok(None);
+                };
+                all = Some(match all {
+                    None => h,
+                    Some(a) => l.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, a, h)),
+                });
+            }
+            Ok(all)
+        })?;
+        Ok(cond.map(|c| (cond_body, c)))
+    }
+
     /// A boolean register, the same in every thread, true only where the register pipeline
     /// of loop `inst` may load iteration `j` unpredicated: `j < end` and every load's mask
     /// true in every element (`Lowerer::mask_all_true`). `None` where that cannot be said:
