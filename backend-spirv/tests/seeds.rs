@@ -97,8 +97,8 @@ fn matmul_on_cooperative_matrices_validates() {
     let spec = runtime_spec(&row_major_matmul_args(4096, 4096, 4096));
     // The seed configurations, and the 16-wide K steps on 16 warps that the tutorial's
     // autotuner adds on devices with cooperative matrices (two iterations ahead, and with
-    // one stage).
-    let extra = [(128, 256, 16, 3, 16), (128, 256, 16, 1, 16)];
+    // one stage); and 32-wide on 16 warps, one workgroup stage and one prefetch set.
+    let extra = [(128, 256, 16, 3, 16), (128, 256, 16, 1, 16), (128, 256, 32, 2, 16)];
     let mut on_coop = 0;
     for (i, &(bm, bn, bk, stages, warps)) in seeds::MATMUL_CONFIGS.iter().chain(&extra).enumerate() {
         let mut meta = seeds::MatmulMeta::fp16(bm, bn, bk);
@@ -113,6 +113,8 @@ fn matmul_on_cooperative_matrices_validates() {
             // The K loop two iterations ahead where the stages allow, as the runtime
             // launches these (the body unrolled by two).
             num_stages: stages,
+            // 8-byte vectors, as the runtime gives kernels on cooperative matrices.
+            max_vector_bytes: 8,
             ..Target::nvidia(warps, 48 * 1024)
         };
         let t =

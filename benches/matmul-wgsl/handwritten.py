@@ -39,6 +39,13 @@ STRUCTURES = [
     ("hsw8", 128, 128, 16, 2, 4, False, {}),
     ("hs1k32", 128, 256, 32, 2, 8, False, {"stages": 1}),
     ("hs1k32fa", 128, 256, 32, 2, 8, False, {"stages": 1, "frag_ahead": True}),
+    # hs1k32, one difference from the compiler's 128 x 256 x 32 at a time.
+    ("hs1k32aone", 128, 256, 32, 2, 8, False, {"stages": 1, "a_one": True}),
+    ("hs1k32v8", 128, 256, 32, 2, 8, False, {"stages": 1, "vec8": True}),
+    ("hs1k32sr", 128, 256, 32, 2, 8, False, {"stages": 1, "scalar_regs": True}),
+    ("hs1k32rot", 128, 256, 32, 2, 8, False, {"stages": 1, "rotated": True}),
+    ("hs1k32all", 128, 256, 32, 2, 8, False,
+     {"stages": 1, "a_one": True, "vec8": True, "scalar_regs": True, "rotated": True}),
     ("hsk32w8fa", 128, 128, 32, 2, 4, False, {"frag_ahead": True}),
     ("ag16", 128, 256, 16, 2, 8, True, {}),
     ("ag32", 256, 128, 32, 4, 2, True, {}),
@@ -48,7 +55,8 @@ STRUCTURES = [
 PAD = 8  # f16 elements of padding a workgroup row (16 bytes), as rutile's coop tiles
 
 
-def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=False):
+def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=False, a_one=False, vec8=False,
+           scalar_regs=False, rotated=False):
     warps = wm * wn
     threads = 32 * warps
     tm, tn = bm // wm // 16, bn // wn // 16  # accumulator matrices a subgroup along M, N
@@ -57,9 +65,13 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
     pa = bk + PAD
     sa_stage = bm * pa
     assert stages in (1, 2)
-    b_vecs = bk * bn // 4 // threads  # vec4<f16> of B each thread moves a step
-    a_vecs = bm * bk // 4 // threads
-    assert b_vecs * 4 * threads == bk * bn and (a_global or a_vecs * 4 * threads == bm * bk)
+    # Each thread moves `per` consecutive f16 a vector: 4 (one vec4<f16>), or with `vec8` 8 (two
+    # vec4<f16> side by side, as the compiler's vectors).
+    per = 8 if vec8 else 4
+    b_vecs = bk * bn // per // threads  # vectors of B each thread moves a step
+    a_vecs = bm * bk // per // threads
+    assert b_vecs * per * threads == bk * bn and (a_global or a_vecs * per * threads == bm * bk)
+    halves = per // 4
     o = []
     w = o.append
     w("enable f16;\nenable wgpu_cooperative_matrix;\n")
@@ -90,23 +102,41 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
         for j in range(tn):
             w(f"  var acc{i}_{j} = coop_mat16x16<f32,C>();")
     # Each thread's vectors of B's (and A's) tile: fixed rows and columns, the K offset moves.
+    def prefetch_regs(name):
+        # A vector's prefetch registers: vec4<f16> values, or (`scalar_regs`) one f16 each,
+        # as the compiler's.
+        for h in range(halves):
+            if scalar_regs:
+                for comp in "xyzw":
+                    w(f"  var {name}_{h}{comp}: f16;")
+            else:
+                w(f"  var {name}_{h}: vec4<f16>;")
+
     for v in range(b_vecs):
-        w(f"  let bv{v} = tid + {v * threads}u; let brow{v} = bv{v} / {bn // 4}u; let bcol{v} = (bv{v} % {bn // 4}u) * 4u;")
+        w(f"  let bv{v} = tid + {v * threads}u; let brow{v} = bv{v} / {bn // per}u; let bcol{v} = (bv{v} % {bn // per}u) * {per}u;")
         w(f"  let bsh{v} = brow{v} * {pb}u + bcol{v};")
-        w(f"  var pb{v}: vec4<f16>;")
+        prefetch_regs(f"pb{v}")
     if not a_global:
         for v in range(a_vecs):
-            w(f"  let av{v} = tid + {v * threads}u; let arow{v} = av{v} / {bk // 4}u; let acol{v} = (av{v} % {bk // 4}u) * 4u;")
+            w(f"  let av{v} = tid + {v * threads}u; let arow{v} = av{v} / {bk // per}u; let acol{v} = (av{v} % {bk // per}u) * {per}u;")
             w(f"  let ash{v} = arow{v} * {pa}u + acol{v};")
-            w(f"  var pa{v}: vec4<f16>;")
+            prefetch_regs(f"pa{v}")
 
     def masked_load(reg, buf, index, ok):
         # The compiler's form (`masked=True`): the load under a branch on its bounds, zero where
         # out; or (`masked="select"`) branch-free: an in-bounds index where out, the value
         # replaced by zero after the load.
         if not masked:
-            w(f"    {reg} = {buf}[{index}];")
-        elif masked == "select":
+            for h in range(halves):
+                if scalar_regs:
+                    w(f"    {{ let v = {buf}[{index} + {h}u];"
+                      + "".join(f" {reg}_{h}{c} = v.{c};" for c in "xyzw") + " }")
+                else:
+                    w(f"    {reg}_{h} = {buf}[{index} + {h}u];")
+            return
+        assert halves == 1 and not scalar_regs
+        reg = f"{reg}_0"
+        if masked == "select":
             w(f"    {{ let ok = {ok}; {reg} = select(vec4<f16>(), {buf}[select(0u, {index}, ok)], ok); }}")
         else:
             w(f"    {reg} = vec4<f16>(); if {ok} {{ {reg} = {buf}[{index}]; }}")
@@ -120,14 +150,19 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
                 masked_load(f"pa{v}", "a_ptr", f"((m0 + arow{v}) * K + {k} + acol{v}) / 4u",
                             f"{guard}{k} + acol{v} < K && m0 + arow{v} < M")
 
+    def element(reg, h, comp):
+        return f"{reg}_{h}{comp}" if scalar_regs else f"{reg}_{h}.{comp}"
+
     def shared_stores(stage):
         for v in range(b_vecs):
-            for c, comp in enumerate("xyzw"):
-                w(f"    sb[{stage} * {sb_stage}u + bsh{v} + {c}u] = pb{v}.{comp};")
+            for h in range(halves):
+                for c, comp in enumerate("xyzw"):
+                    w(f"    sb[{stage} * {sb_stage}u + bsh{v} + {4 * h + c}u] = {element(f'pb{v}', h, comp)};")
         if not a_global:
             for v in range(a_vecs):
-                for c, comp in enumerate("xyzw"):
-                    w(f"    sa[{stage} * {sa_stage}u + ash{v} + {c}u] = pa{v}.{comp};")
+                for h in range(halves):
+                    for c, comp in enumerate("xyzw"):
+                        w(f"    sa[{stage} * {sa_stage}u + ash{v} + {4 * h + c}u] = {element(f'pa{v}', h, comp)};")
 
     def a_fragments(k, kk, name):
         # A's matrices for K offset k + kk, from global memory or the stage.
@@ -137,23 +172,7 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
             else:
                 w(f"    let {name}{i} = coopLoadT<coop_mat16x16<f16,A>>(&sa[s * {sa_stage}u + (wm0 + {i * 16}u) * {pa}u + {kk}u], {pa}u);")
 
-    global_loads("0u")
-    shared_stores("0u")
-    w("  workgroupBarrier();")
-    w(f"  let steps = K / {bk}u;")
-    w("  for (var kt = 0u; kt < steps; kt++) {")
-    w("    let s = kt & 1u;" if stages == 2 else "    let s = 0u;")
-    w(f"    let k = kt * {bk}u;")
-    # The next step's loads, clamped to the last step so that the body has no branch.
-    if masked:
-        w(f"    let kn = (kt + 1u) * {bk}u;")
-        global_loads("kn", in_loop=True)
-    else:
-        w(f"    let kn = min(kt + 1u, steps - 1u) * {bk}u;")
-        global_loads("kn")
     ksteps = bk // 16
-    if a_global:
-        a_fragments("k", 0, "a0_")
 
     def fragments(kk):
         # The matrices of K sub-step kk from the stage (A's from global memory come one
@@ -163,32 +182,73 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
         if not a_global:
             a_fragments("k", kk * 16, f"a{kk}_")
 
-    # `frag_ahead`: sub-step kk + 1's matrices loaded before sub-step kk's multiply-adds.
-    if frag_ahead:
-        fragments(0)
-    for kk in range(ksteps):
+    def multiply_adds():
+        # `frag_ahead`: sub-step kk + 1's matrices loaded before sub-step kk's multiply-adds;
+        # `a_one`: B's matrices, then one A matrix at a time, each used at once by its row of
+        # multiply-adds (as the compiler's).
+        if a_global:
+            a_fragments("k", 0, "a0_")
         if frag_ahead:
-            if kk + 1 < ksteps:
-                fragments(kk + 1)
-        else:
-            fragments(kk)
-        if a_global and kk + 1 < ksteps:
-            a_fragments("k", (kk + 1) * 16, f"a{kk + 1}_")
-        for i in range(tm):
-            for j in range(tn):
-                w(f"    acc{i}_{j} = coopMultiplyAdd(a{kk}_{i}, b{kk}_{j}, acc{i}_{j});")
-    if stages == 2:
-        w("    if kt + 1u < steps {")
-        shared_stores("(1u - s)")
-        w("    }")
-        w("    workgroupBarrier();")
-    else:
-        # One stage: every subgroup done reading it before it is refilled.
-        w("    workgroupBarrier();")
-        w("    if kt + 1u < steps {")
+            fragments(0)
+        for kk in range(ksteps):
+            if a_one:
+                for j in range(tn):
+                    w(f"    let b{kk}_{j} = coopLoadT<coop_mat16x16<f16,B>>(&sb[s * {sb_stage}u + {kk * 16 * pb}u + wn0 + {j * 16}u], {pb}u);")
+                for i in range(tm):
+                    w(f"    a_cur = coopLoadT<coop_mat16x16<f16,A>>(&sa[s * {sa_stage}u + (wm0 + {i * 16}u) * {pa}u + {kk * 16}u], {pa}u);")
+                    for j in range(tn):
+                        w(f"    acc{i}_{j} = coopMultiplyAdd(a_cur, b{kk}_{j}, acc{i}_{j});")
+                continue
+            if frag_ahead:
+                if kk + 1 < ksteps:
+                    fragments(kk + 1)
+            else:
+                fragments(kk)
+            if a_global and kk + 1 < ksteps:
+                a_fragments("k", (kk + 1) * 16, f"a{kk + 1}_")
+            for i in range(tm):
+                for j in range(tn):
+                    w(f"    acc{i}_{j} = coopMultiplyAdd(a{kk}_{i}, b{kk}_{j}, acc{i}_{j});")
+
+    if a_one:
+        w("  var a_cur: coop_mat16x16<f16,A>;")
+    global_loads("0u")
+    if not rotated:
         shared_stores("0u")
-        w("    }")
+        w("  workgroupBarrier();")
+    w(f"  let steps = K / {bk}u;")
+    w("  for (var kt = 0u; kt < steps; kt++) {")
+    w("    let s = kt & 1u;" if stages == 2 else "    let s = 0u;")
+    w(f"    let k = kt * {bk}u;")
+    # The next step's loads, clamped to the last step so that the body has no branch.
+    if masked:
+        w(f"    let kn = (kt + 1u) * {bk}u;")
+    else:
+        w(f"    let kn = min(kt + 1u, steps - 1u) * {bk}u;")
+    if rotated:
+        # The compiler's order with one stage: wait for every subgroup to be done with the
+        # stage, refill it, wait; then the next step's loads and this step's multiply-adds.
+        assert stages == 1 and not masked and not a_global
         w("    workgroupBarrier();")
+        shared_stores("0u")
+        w("    workgroupBarrier();")
+        global_loads("kn")
+        multiply_adds()
+    else:
+        global_loads("kn", in_loop=True)
+        multiply_adds()
+        if stages == 2:
+            w("    if kt + 1u < steps {")
+            shared_stores("(1u - s)")
+            w("    }")
+            w("    workgroupBarrier();")
+        else:
+            # One stage: every subgroup done reading it before it is refilled.
+            w("    workgroupBarrier();")
+            w("    if kt + 1u < steps {")
+            shared_stores("0u")
+            w("    }")
+            w("    workgroupBarrier();")
     w("  }")
     # Epilogue: each subgroup's matrices through its own 16 x 16 f32 slot, to f16 vectors.
     w("  let slot = warp * 256u;")

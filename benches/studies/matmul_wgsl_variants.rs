@@ -16,10 +16,13 @@
 //! Each result is checked at 256 entries of C against an f64 product of the same inputs
 //! (relative error; a kernel that writes nothing or the wrong place shows).
 //!
-//! Each file is timed twice: compiled from its WGSL as written ("as WGSL"), and as rutile's
-//! runtime hands its own kernels to a driver that takes SPIR-V as it is ("read-only"): the
-//! SPIR-V words with A and B declared `NonWritable` (see `rutile_spirv::SpirvKernel::
-//! read_only_bindings`), which lets NVIDIA's driver load them through its read-only path.
+//! Each file is timed four ways ([`Mode`]): compiled from its WGSL as written ("as WGSL");
+//! as rutile's runtime hands its own kernels to a driver that takes SPIR-V as it is
+//! ("read-only"): SPIR-V 1.4 words with A and B declared `NonWritable` (see
+//! `rutile_spirv::SpirvKernel::read_only_bindings`), which lets NVIDIA's driver load them
+//! through its read-only path; and the steps between, so that a difference between the
+//! two is pinned on one of them: rutile's SPIR-V 1.3 words with no hints ("spv1.3"), and
+//! its 1.4 words with no hints ("spv1.4").
 //!
 //! Run it at least twice and read the later runs: through NVIDIA's driver the process that
 //! first compiled a set of edited variants timed them slow and erratic (up to 4x), and the
@@ -79,15 +82,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if files.is_empty() {
         return Err(format!("no .wgsl files in {dir}").into());
     }
-    let read_only = [false, device.features().spirv_passthrough];
-    for (path, read_only) in files.iter().flat_map(|p| read_only.iter().map(move |&r| (p, r))) {
+    let modes: &[Mode] = if device.features().spirv_passthrough {
+        &[Mode::Wgsl, Mode::Spirv13, Mode::Spirv14, Mode::ReadOnly]
+    } else {
+        &[Mode::Wgsl]
+    };
+    for (path, &mode) in files.iter().flat_map(|p| modes.iter().map(move |m| (p, m))) {
         let name = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
         let wgsl = std::fs::read_to_string(path)?;
-        let label = format!("{name} {}", if read_only { "read-only" } else { "as WGSL" });
+        let label = format!("{name} {}", mode.label());
         match time_variant(
             device,
             &wgsl,
-            read_only,
+            mode,
             &name,
             size,
             (&a_buf, &b_buf, &c_buf),
@@ -113,14 +120,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// How a variant reaches the driver.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Its WGSL, through wgpu's own translation.
+    Wgsl,
+    /// Passthrough: rutile's SPIR-V 1.3 words, no hints.
+    Spirv13,
+    /// Passthrough: rutile's SPIR-V 1.4 words, no hints.
+    Spirv14,
+    /// Passthrough: rutile's SPIR-V 1.4 words with A and B `NonWritable`, as the runtime.
+    ReadOnly,
+}
+
+impl Mode {
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Wgsl => "as WGSL",
+            Mode::Spirv13 => "spv1.3",
+            Mode::Spirv14 => "spv1.4",
+            Mode::ReadOnly => "read-only",
+        }
+    }
+}
+
 /// The median time in ms of the variant `wgsl` (named `name`, which ends with its block)
-/// on `size`-square operands; with A and B declared read-only in passthrough SPIR-V if
-/// `read_only`.
+/// on `size`-square operands, handed to the driver as `mode` says.
 #[allow(clippy::too_many_arguments)]
 fn time_variant(
     device: &rutile::vulkan::WgpuDevice,
     wgsl: &str,
-    read_only: bool,
+    mode: Mode,
     name: &str,
     size: usize,
     (a, b, c): (&WgpuBuffer, &WgpuBuffer, &WgpuBuffer),
@@ -131,10 +161,9 @@ fn time_variant(
     let launch = launch_block(wgsl, programs, size)?;
     // SAFETY: a matmul variant indexes A, B and C within `size x size` (the user's edits
     // are trusted as rutile's own kernels are).
-    let source = if read_only {
-        read_only_source(wgsl)?
-    } else {
-        KernelSource::Wgsl(wgsl.into())
+    let source = match mode {
+        Mode::Wgsl => KernelSource::Wgsl(wgsl.into()),
+        _ => passthrough_source(wgsl, mode)?,
     };
     let pipeline = unsafe { device.create_pipeline_trusted(source, ENTRY, BindingLayout::new(3, true))? };
     let mut times = Vec::new();
@@ -150,9 +179,10 @@ fn time_variant(
     Ok(times[times.len() / 2])
 }
 
-/// The SPIR-V words of `wgsl` with bindings 0 and 1 (A and B) declared `NonWritable`, as
-/// rutile's runtime hands the words of a kernel that only loads them.
-fn read_only_source(wgsl: &str) -> Result<KernelSource<'static>, Box<dyn std::error::Error>> {
+/// rutile's SPIR-V words of `wgsl` as `mode` says; with `Mode::ReadOnly`, bindings 0 and 1
+/// (A and B) declared `NonWritable`, as rutile's runtime hands the words of a kernel that
+/// only loads them.
+fn passthrough_source(wgsl: &str, mode: Mode) -> Result<KernelSource<'static>, Box<dyn std::error::Error>> {
     use rutile_spirv::naga as n;
     let module = n::front::wgsl::parse_str(wgsl).map_err(|e| e.emit_to_string(wgsl))?;
     let info = n::valid::Validator::new(n::valid::ValidationFlags::all(), n::valid::Capabilities::all())
@@ -170,10 +200,14 @@ fn read_only_source(wgsl: &str) -> Result<KernelSource<'static>, Box<dyn std::er
         },
         streaming_bindings: Vec::new(),
         coherent_bindings: Vec::new(),
-        read_only_bindings: vec![0, 1],
+        read_only_bindings: if mode == Mode::ReadOnly { vec![0, 1] } else { Vec::new() },
+    };
+    let words = match mode {
+        Mode::Spirv13 => kernel.spirv_words()?,
+        _ => kernel.spirv_words_hinted()?,
     };
     Ok(KernelSource::SpirVPassthrough {
-        words: kernel.spirv_words_hinted()?.into(),
+        words: words.into(),
         module: Box::new(module),
     })
 }

@@ -193,9 +193,12 @@ impl Lowerer<'_> {
                 loads[i].tma = self.tma_plan(loop_inst, &loads[i]);
             }
         }
-        if registers && !self.coop_ring_fits(region, &loads) {
-            return None;
-        }
+        // Through registers, two stages in shared memory where they fit, else one (whose
+        // refill waits at a second barrier for every warp to have read it).
+        let stages = match registers {
+            true => [2, 1].into_iter().find(|&s| self.coop_ring_fits(region, &loads, s))?,
+            false => stages,
+        };
         let in_flight = self.wgmma_in_flight(region, &loads, &yields);
         // Through registers, `num_stages - 1` iterations ahead, at most two: one set of
         // registers per iteration in flight (the body unrolled by two names them
@@ -221,15 +224,14 @@ impl Lowerer<'_> {
         })
     }
 
-    /// Whether the two stages of the loop's `dot`s on cooperative matrices fit shared memory
-    /// beside the smallest exchange of each accumulator (else their operands are staged per
-    /// iteration, which needs half).
-    fn coop_ring_fits(&self, region: &Region, loads: &[PipelinedLoad]) -> bool {
+    /// Whether `stages` stages of the loop's `dot`s on cooperative matrices fit shared
+    /// memory beside the smallest exchange of each accumulator.
+    fn coop_ring_fits(&self, region: &Region, loads: &[PipelinedLoad], stages: u32) -> bool {
         let ring: u64 = loads
             .iter()
             .map(|l| {
                 let elem = self.k.ty(l.value).scalar_type().map_or(4, |e| e.size_bytes() as u64);
-                2 * l.operand.tile.len() as u64 * elem
+                stages as u64 * l.operand.tile.len() as u64 * elem
             })
             .sum();
         let exchange: u64 = region
@@ -581,6 +583,10 @@ impl Lowerer<'_> {
             return Ok(());
         }
         let ahead = state.plan.ahead;
+        if state.plan.registers && state.plan.stages == 1 {
+            // The one stage is refilled once every warp has read it (in the last iteration).
+            self.emit(Stmt::Barrier);
+        }
         if state.plan.registers && ahead == 0 {
             // A single stage: this iteration's operands are loaded now, into the one set,
             // and stored below (no load stays in flight across the barrier).

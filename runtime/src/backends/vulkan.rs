@@ -217,16 +217,24 @@ impl WgpuGpu {
             // the persistent one, which loads rows in a loop, much slower (N = 16384: 88% ->
             // 57%); one element per access, each warp access contiguous, was best there.
             // Why the driver's compiler does worse with vectors in loops is not known.
-            // Two exceptions, both measured on the H100. Kernels whose `dot`s run on
-            // cooperative matrices: their loops move operands to shared memory, where
-            // 16-byte vectors beat 8 and 4 (154.8, 144.5 and 28.5 TFLOPS at 4096^3).
+            // Two exceptions. Kernels whose `dot`s run on cooperative matrices: their
+            // loops move operands into shared memory in 8-byte vectors, where 4-byte ones
+            // ran at a fifth of the rate (H100). 16-byte ones did better than 8 in an earlier
+            // K loop (154.8 and 144.5 TFLOPS at 4096^3 on the H100), and worse in the
+            // loop that prefetches into registers: each thread's 16 bytes
+            // are two 8-byte loads, so that a warp's load instruction reads every other 8
+            // bytes of its span, and its stores into workgroup memory, 2 bytes each, meet
+            // twice the bank conflicts. Measured on an H200 at 4096^3 (128 x 256 on 16
+            // warps, read-only operands): 16-wide K steps, one prefetch set, 0.697 ms with
+            // 16-byte vectors and 0.651 with 8; a hand-written 32-wide one 0.91 and 0.59
+            // (`docs/performance.md`, "Vectors of the K loop").
             // Kernels without `dot`s whose loops walk 16-bit elements, which 4-byte pieces
             // move two at a time: the layer norm tutorial's fp16 kernel at 4096 columns
             // went from 29% to 52% of the copy ceiling with 16-byte vectors, the long-row
             // one at 32768 from 18% to 45% (`docs/performance.md`).
             max_vector_bytes: match loops {
                 LoopKind::None => 16,
-                _ if dots && coop.is_some() => 16,
+                _ if dots && coop.is_some() => 8,
                 LoopKind::Over16BitElements if !dots => 16,
                 _ => 4,
             },
