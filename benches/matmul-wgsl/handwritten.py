@@ -46,6 +46,8 @@ STRUCTURES = [
     ("hs1k32rot", 128, 256, 32, 2, 8, False, {"stages": 1, "rotated": True}),
     ("hs1k32all", 128, 256, 32, 2, 8, False,
      {"stages": 1, "a_one": True, "vec8": True, "scalar_regs": True, "rotated": True}),
+    ("hs1k32c3", 128, 256, 32, 2, 8, False, {"stages": 1, "a_one": True, "scalar_regs": True, "rotated": True}),
+    ("hs1k32srrot", 128, 256, 32, 2, 8, False, {"stages": 1, "scalar_regs": True, "rotated": True}),
     ("hsk32w8fa", 128, 128, 32, 2, 4, False, {"frag_ahead": True}),
     ("ag16", 128, 256, 16, 2, 8, True, {}),
     ("ag32", 256, 128, 32, 4, 2, True, {}),

@@ -16,13 +16,14 @@
 //! Each result is checked at 256 entries of C against an f64 product of the same inputs
 //! (relative error; a kernel that writes nothing or the wrong place shows).
 //!
-//! Each file is timed four ways ([`Mode`]): compiled from its WGSL as written ("as WGSL");
+//! Each file is timed five ways ([`Mode`]): compiled from its WGSL as written ("as WGSL");
 //! as rutile's runtime hands its own kernels to a driver that takes SPIR-V as it is
 //! ("read-only"): SPIR-V 1.4 words with A and B declared `NonWritable` (see
 //! `rutile_spirv::SpirvKernel::read_only_bindings`), which lets NVIDIA's driver load them
 //! through its read-only path; and the steps between, so that a difference between the
-//! two is pinned on one of them: rutile's SPIR-V 1.3 words with no hints ("spv1.3"), and
-//! its 1.4 words with no hints ("spv1.4").
+//! two is pinned on one of them: SPIR-V 1.3 words without debug names, as wgpu writes them
+//! outside debug builds ("spv1.3 nameless"), rutile's SPIR-V 1.3 words with no hints
+//! ("spv1.3"), and its 1.4 words with no hints ("spv1.4").
 //!
 //! Run it at least twice and read the later runs: through NVIDIA's driver the process that
 //! first compiled a set of edited variants timed them slow and erratic (up to 4x), and the
@@ -83,7 +84,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("no .wgsl files in {dir}").into());
     }
     let modes: &[Mode] = if device.features().spirv_passthrough {
-        &[Mode::Wgsl, Mode::Spirv13, Mode::Spirv14, Mode::ReadOnly]
+        &[
+            Mode::Wgsl,
+            Mode::Nameless13,
+            Mode::Spirv13,
+            Mode::Spirv14,
+            Mode::ReadOnly,
+        ]
     } else {
         &[Mode::Wgsl]
     };
@@ -125,6 +132,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 enum Mode {
     /// Its WGSL, through wgpu's own translation.
     Wgsl,
+    /// Passthrough: SPIR-V 1.3 words without debug names (as wgpu writes them outside debug
+    /// builds), no hints.
+    Nameless13,
     /// Passthrough: rutile's SPIR-V 1.3 words, no hints.
     Spirv13,
     /// Passthrough: rutile's SPIR-V 1.4 words, no hints.
@@ -137,6 +147,7 @@ impl Mode {
     fn label(self) -> &'static str {
         match self {
             Mode::Wgsl => "as WGSL",
+            Mode::Nameless13 => "spv1.3 nameless",
             Mode::Spirv13 => "spv1.3",
             Mode::Spirv14 => "spv1.4",
             Mode::ReadOnly => "read-only",
@@ -204,6 +215,21 @@ fn passthrough_source(wgsl: &str, mode: Mode) -> Result<KernelSource<'static>, B
     };
     let words = match mode {
         Mode::Spirv13 => kernel.spirv_words()?,
+        Mode::Nameless13 => {
+            let options = n::back::spv::Options {
+                lang_version: (1, 3),
+                flags: n::back::spv::WriterFlags::empty(),
+                zero_initialize_workgroup_memory: n::back::spv::ZeroInitializeWorkgroupMemoryMode::None,
+                force_loop_bounding: false,
+                use_storage_input_output_16: false,
+                ..Default::default()
+            };
+            let pipeline = n::back::spv::PipelineOptions {
+                shader_stage: n::ShaderStage::Compute,
+                entry_point: ENTRY.into(),
+            };
+            n::back::spv::write_vec(&kernel.module, &kernel.info, &options, Some(&pipeline))?
+        }
         _ => kernel.spirv_words_hinted()?,
     };
     Ok(KernelSource::SpirVPassthrough {

@@ -124,9 +124,10 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     // The lowering relies on the typing rules holding (result types, operand counts), which
     // the builder guarantees but a kernel whose public fields were edited may break.
     crate::verify::verify(kernel)?;
-    // Cooperative matrices take more shared memory than the FMA path (two stages of the
-    // operands, the accumulator's exchanges): where the kernel does not fit with them, it
-    // is lowered with one stage, then without them, as a `dot` they do not fit would be.
+    // Cooperative matrices take more shared memory than the FMA path (the pipeline's
+    // stages of the operands, the accumulator's exchanges): where the kernel does not fit
+    // with them, it is lowered without the pipeline (the operands staged per iteration),
+    // then without them, as a `dot` they do not fit would be.
     let mut out = match lower_once(kernel, target, spec, true) {
         Err(LowerError::OutOfSharedMemory { .. }) if !target.coop_matrix.is_empty() => {
             match lower_once(kernel, target, spec, false) {
@@ -150,7 +151,7 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     Ok(out)
 }
 
-/// One lowering of `kernel`; `coop_stages`: whether loops may double-buffer the operands
+/// One lowering of `kernel`; `coop_stages`: whether loops may pipeline the operands
 /// of `dot`s on cooperative matrices (see `pipeline`).
 fn lower_once(
     kernel: &Kernel,

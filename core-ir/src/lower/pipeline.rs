@@ -25,8 +25,9 @@
 //! zero-fill form, which equals the masked load when its `other` is 0.
 //!
 //! On a target without asynchronous copies whose `dot`s run on cooperative matrices
-//! (Vulkan), the same pipeline runs through registers, with two stages in shared memory and
-//! `A = num_stages - 1` sets of prefetch registers (at most 2): the loads of iteration
+//! (Vulkan), the same pipeline runs through registers, with two stages in shared memory (one
+//! where two do not fit, below) and `A = num_stages - 1` sets of prefetch registers (at most
+//! 2): the loads of iteration
 //! `i + A` go into set `i % A` during iteration `i`, before its `dot`, so that their latency
 //! hides behind `A` iterations of multiply-adds, and iteration `i` begins by storing set
 //! `i % A` into its stage (zeros where masked, as the copies' zero fill), then one barrier:
@@ -46,8 +47,15 @@
 //! driver keeps a branch or predicate per masked load, and the tutorial's matmul ran 10.6%
 //! faster at 4096³ (H200) with its unmasked trips on their own.
 //!
-//! With one stage (`A = 0`) the loads of iteration `i` go into the one set at its top, right
-//! before they are stored: no load is in flight at a barrier. (What that costs against
+//! Where two stages do not fit shared memory beside the accumulator's exchange (128 x 256 x
+//! 32 in Vulkan's 48 KiB) but one does, the one stage is refilled between two barriers: each
+//! iteration first waits until every warp has read it in the last one, then stores, then
+//! waits again. Hand-written first (`benches/matmul-wgsl/handwritten.py`, `hs1k32`), this
+//! ran 128 x 256 x 32 at 4096³ in 0.59 ms where per-iteration staging without prefetch took
+//! 0.92 (H200, `docs/performance.md`).
+//!
+//! With `num_stages` 1 (`A = 0`) the loads of iteration `i` go into the one set at its top,
+//! right before they are stored: no load is in flight at a barrier. (What that costs against
 //! loads ahead tells whether NVIDIA's driver waits at a barrier for loads in flight.)
 //!
 //! (Stage `i % 2` was last read in iteration `i - 2`, before iteration `i - 1`'s barrier.)
