@@ -16,14 +16,15 @@
 //! Each result is checked at 256 entries of C against an f64 product of the same inputs
 //! (relative error; a kernel that writes nothing or the wrong place shows).
 //!
-//! Each file is timed five ways ([`Mode`]): compiled from its WGSL as written ("as WGSL");
+//! Each file is timed six ways ([`Mode`]): compiled from its WGSL as written ("as WGSL");
 //! as rutile's runtime hands its own kernels to a driver that takes SPIR-V as it is
 //! ("read-only"): SPIR-V 1.4 words with A and B declared `NonWritable` (see
 //! `rutile_spirv::SpirvKernel::read_only_bindings`), which lets NVIDIA's driver load them
 //! through its read-only path; and the steps between, so that a difference between the
 //! two is pinned on one of them: SPIR-V 1.3 words without debug names, as wgpu writes them
 //! outside debug builds ("spv1.3 nameless"), rutile's SPIR-V 1.3 words with no hints
-//! ("spv1.3"), and its 1.4 words with no hints ("spv1.4").
+//! ("spv1.3"), and its 1.4 words with no hints ("spv1.4"). The sixth ("bare barriers") is a
+//! timing model: the read-only words with the barriers' memory semantics removed.
 //!
 //! Run it at least twice and read the later runs: through NVIDIA's driver the process that
 //! first compiled a set of edited variants timed them slow and erratic (up to 4x), and the
@@ -90,6 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Mode::Spirv13,
             Mode::Spirv14,
             Mode::ReadOnly,
+            Mode::BareBarriers,
         ]
     } else {
         &[Mode::Wgsl]
@@ -141,6 +143,11 @@ enum Mode {
     Spirv14,
     /// Passthrough: rutile's SPIR-V 1.4 words with A and B `NonWritable`, as the runtime.
     ReadOnly,
+    /// The same with every barrier's memory semantics removed: a timing model that tells
+    /// whether the driver waits at a `workgroupBarrier` for loads in flight (the memory
+    /// model then no longer promises that the workgroup stores are seen; the results are
+    /// checked all the same).
+    BareBarriers,
 }
 
 impl Mode {
@@ -151,6 +158,7 @@ impl Mode {
             Mode::Spirv13 => "spv1.3",
             Mode::Spirv14 => "spv1.4",
             Mode::ReadOnly => "read-only",
+            Mode::BareBarriers => "read-only, bare barriers",
         }
     }
 }
@@ -211,7 +219,11 @@ fn passthrough_source(wgsl: &str, mode: Mode) -> Result<KernelSource<'static>, B
         },
         streaming_bindings: Vec::new(),
         coherent_bindings: Vec::new(),
-        read_only_bindings: if mode == Mode::ReadOnly { vec![0, 1] } else { Vec::new() },
+        read_only_bindings: if matches!(mode, Mode::ReadOnly | Mode::BareBarriers) {
+            vec![0, 1]
+        } else {
+            Vec::new()
+        },
     };
     let words = match mode {
         Mode::Spirv13 => kernel.spirv_words()?,
@@ -230,12 +242,56 @@ fn passthrough_source(wgsl: &str, mode: Mode) -> Result<KernelSource<'static>, B
             };
             n::back::spv::write_vec(&kernel.module, &kernel.info, &options, Some(&pipeline))?
         }
+        Mode::BareBarriers => bare_barriers(&kernel.spirv_words_hinted()?)?,
         _ => kernel.spirv_words_hinted()?,
     };
     Ok(KernelSource::SpirVPassthrough {
         words: words.into(),
         module: Box::new(module),
     })
+}
+
+/// `words` with the memory semantics of every `OpControlBarrier` set to none (a constant
+/// 32-bit unsigned 0, added after the module's 32-bit unsigned type where it has none).
+fn bare_barriers(words: &[u32]) -> Result<Vec<u32>, Box<dyn std::error::Error>> {
+    const OP_TYPE_INT: u32 = 21;
+    const OP_CONSTANT: u32 = 43;
+    const OP_CONTROL_BARRIER: u32 = 224;
+    let instructions = |words: &[u32]| -> Vec<(usize, u32, usize)> {
+        let mut at = 5;
+        let mut out = Vec::new();
+        while at < words.len() {
+            let (count, op) = ((words[at] >> 16) as usize, words[at] & 0xffff);
+            out.push((at, op, count.max(1)));
+            at += count.max(1);
+        }
+        out
+    };
+    let mut words = words.to_vec();
+    let all = instructions(&words);
+    let (uint_at, uint) = all
+        .iter()
+        .find(|&&(at, op, _)| op == OP_TYPE_INT && words[at + 2] == 32 && words[at + 3] == 0)
+        .map(|&(at, _, count)| (at + count, words[at + 1]))
+        .ok_or("the module has no 32-bit unsigned type")?;
+    let zero = match all
+        .iter()
+        .find(|&&(at, op, count)| op == OP_CONSTANT && count == 4 && words[at + 1] == uint && words[at + 3] == 0)
+    {
+        Some(&(at, _, _)) => words[at + 2],
+        None => {
+            let id = words[3];
+            words[3] += 1;
+            words.splice(uint_at..uint_at, [(4 << 16) | OP_CONSTANT, uint, id, 0]);
+            id
+        }
+    };
+    for (at, op, _) in instructions(&words) {
+        if op == OP_CONTROL_BARRIER {
+            words[at + 3] = zero;
+        }
+    }
+    Ok(words)
 }
 
 /// `(BLOCK_M, BLOCK_N)` from a name ending `_<m>x<n>`.
