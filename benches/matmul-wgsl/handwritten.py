@@ -12,7 +12,12 @@ loop, and the harness runs square sizes that the blocks divide). The loads are u
 an index selected in bounds with the value selected after (`"select"`). `stages=1`: one
 workgroup stage, refilled between two barriers a step (what fits 128 x 256 x 32 in 48 KiB);
 `frag_ahead`: a step's second 16-wide sub-step's matrices loaded before the first one's
-multiply-adds.
+multiply-adds. Four options each take one of the compiler's ways, to learn which of them
+costs (docs/performance.md, "One workgroup stage, and the vectors of the K loop"):
+`a_one`, A's matrices loaded one at a time, each used at once by its row of multiply-adds;
+`vec8`, 8 consecutive f16 a thread (two `vec4<f16>` side by side) instead of 4;
+`scalar_regs`, each prefetched f16 in a variable of its own; `rotated` (one stage), the
+loop in the order barrier, stores, barrier, next step's loads, multiply-adds.
 
 The K loop: B's tile of each step passes from global memory through registers into one of
 two workgroup stages (loaded one step ahead, stored after the step's multiply-adds, one
@@ -136,7 +141,7 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
                 else:
                     w(f"    {reg}_{h} = {buf}[{index} + {h}u];")
             return
-        assert halves == 1 and not scalar_regs
+        assert halves == 1 and not scalar_regs, "masked loads are written for one vec4<f16> a vector"
         reg = f"{reg}_0"
         if masked == "select":
             w(f"    {{ let ok = {ok}; {reg} = select(vec4<f16>(), {buf}[select(0u, {index}, ok)], ok); }}")
