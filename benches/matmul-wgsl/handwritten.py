@@ -17,7 +17,9 @@ costs (docs/performance.md, "One workgroup stage, and the vectors of the K loop"
 `a_one`, A's matrices loaded one at a time, each used at once by its row of multiply-adds;
 `vec8`, 8 consecutive f16 a thread (two `vec4<f16>` side by side) instead of 4;
 `scalar_regs`, each prefetched f16 in a variable of its own; `rotated` (one stage), the
-loop in the order barrier, stores, barrier, next step's loads, multiply-adds.
+loop in the order barrier, stores, barrier, next step's loads, multiply-adds. `loads_at`:
+the next step's loads before the step's multiply-adds ("top"), after half of them ("mid"),
+or B's before and A's after half ("split").
 
 The K loop: B's tile of each step passes from global memory through registers into one of
 two workgroup stages (loaded one step ahead, stored after the step's multiply-adds, one
@@ -54,6 +56,11 @@ STRUCTURES = [
     ("hs1k32c3", 128, 256, 32, 2, 8, False, {"stages": 1, "a_one": True, "scalar_regs": True, "rotated": True}),
     ("hs1k32srrot", 128, 256, 32, 2, 8, False, {"stages": 1, "scalar_regs": True, "rotated": True}),
     ("hsk32w8fa", 128, 128, 32, 2, 4, False, {"frag_ahead": True}),
+    # Where the next step's loads go among the step's multiply-adds (not yet timed).
+    ("hsmid", 128, 256, 16, 2, 8, False, {"loads_at": "mid"}),
+    ("hssplit", 128, 256, 16, 2, 8, False, {"loads_at": "split"}),
+    ("hs1k32mid", 128, 256, 32, 2, 8, False, {"stages": 1, "loads_at": "mid"}),
+    ("hs1k32split", 128, 256, 32, 2, 8, False, {"stages": 1, "loads_at": "split"}),
     ("ag16", 128, 256, 16, 2, 8, True, {}),
     ("ag32", 256, 128, 32, 4, 2, True, {}),
     ("ag64", 256, 128, 64, 4, 2, True, {}),
@@ -63,7 +70,7 @@ PAD = 8  # f16 elements of padding a workgroup row (16 bytes), as rutile's coop 
 
 
 def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=False, a_one=False, vec8=False,
-           scalar_regs=False, rotated=False):
+           scalar_regs=False, rotated=False, loads_at="top"):
     warps = wm * wn
     threads = 32 * warps
     tm, tn = bm // wm // 16, bn // wn // 16  # accumulator matrices a subgroup along M, N
@@ -148,11 +155,12 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
         else:
             w(f"    {reg} = vec4<f16>(); if {ok} {{ {reg} = {buf}[{index}]; }}")
 
-    def global_loads(k, in_loop=False):
+    def global_loads(k, in_loop=False, parts="ba"):
         guard = "kt + 1u < steps && " if masked and in_loop else ""
-        for v in range(b_vecs):
-            masked_load(f"pb{v}", "b_ptr", f"(({k} + brow{v}) * N + n0 + bcol{v}) / 4u", f"{guard}{k} + brow{v} < K")
-        if not a_global:
+        if "b" in parts:
+            for v in range(b_vecs):
+                masked_load(f"pb{v}", "b_ptr", f"(({k} + brow{v}) * N + n0 + bcol{v}) / 4u", f"{guard}{k} + brow{v} < K")
+        if not a_global and "a" in parts:
             for v in range(a_vecs):
                 masked_load(f"pa{v}", "a_ptr", f"((m0 + arow{v}) * K + {k} + acol{v}) / 4u",
                             f"{guard}{k} + acol{v} < K && m0 + arow{v} < M")
@@ -189,10 +197,20 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
         if not a_global:
             a_fragments("k", kk * 16, f"a{kk}_")
 
-    def multiply_adds():
+    def multiply_adds(midway=None):
         # `frag_ahead`: sub-step kk + 1's matrices loaded before sub-step kk's multiply-adds;
         # `a_one`: B's matrices, then one A matrix at a time, each used at once by its row of
-        # multiply-adds (as the compiler's).
+        # multiply-adds (as the compiler's). `midway` is called once half of the step's
+        # multiply-adds are written.
+        done = [0]
+        half = ksteps * tm * tn // 2
+
+        def mma(line):
+            w(line)
+            done[0] += 1
+            if midway and done[0] == half:
+                midway()
+
         if a_global:
             a_fragments("k", 0, "a0_")
         if frag_ahead:
@@ -204,7 +222,7 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
                 for i in range(tm):
                     w(f"    a_cur = coopLoadT<coop_mat16x16<f16,A>>(&sa[s * {sa_stage}u + (wm0 + {i * 16}u) * {pa}u + {kk * 16}u], {pa}u);")
                     for j in range(tn):
-                        w(f"    acc{i}_{j} = coopMultiplyAdd(a_cur, b{kk}_{j}, acc{i}_{j});")
+                        mma(f"    acc{i}_{j} = coopMultiplyAdd(a_cur, b{kk}_{j}, acc{i}_{j});")
                 continue
             if frag_ahead:
                 if kk + 1 < ksteps:
@@ -215,7 +233,7 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
                 a_fragments("k", (kk + 1) * 16, f"a{kk + 1}_")
             for i in range(tm):
                 for j in range(tn):
-                    w(f"    acc{i}_{j} = coopMultiplyAdd(a{kk}_{i}, b{kk}_{j}, acc{i}_{j});")
+                    mma(f"    acc{i}_{j} = coopMultiplyAdd(a{kk}_{i}, b{kk}_{j}, acc{i}_{j});")
 
     if a_one:
         w("  var a_cur: coop_mat16x16<f16,A>;")
@@ -242,8 +260,13 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
         global_loads("kn")
         multiply_adds()
     else:
-        global_loads("kn", in_loop=True)
-        multiply_adds()
+        # `loads_at`: the next step's loads before the step's multiply-adds ("top"), after
+        # half of them ("mid"), or B's before and A's after half ("split").
+        assert loads_at in ("top", "mid", "split")
+        first = {"top": "ba", "mid": "", "split": "b"}[loads_at]
+        global_loads("kn", in_loop=True, parts=first)
+        rest = "ba".replace(first[:1], "") if first else "ba"
+        multiply_adds(midway=(lambda: global_loads("kn", in_loop=True, parts=rest)) if loads_at != "top" else None)
         if stages == 2:
             w("    if kt + 1u < steps {")
             shared_stores("(1u - s)")
