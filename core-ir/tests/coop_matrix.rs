@@ -598,6 +598,20 @@ fn one_shared_stage_still_prefetches_when_two_do_not_fit() {
         before,
         "loads per iteration"
     );
+    // The one stage's counters stay constant: no select advances them round the ring.
+    let selects = body
+        .iter()
+        .filter(|s| {
+            matches!(
+                s,
+                Stmt::Set {
+                    expr: rutile_ir::thread::Expr::Select(..),
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(selects, 0, "selects in the K loop's body");
     for (stages, shape, layout) in [
         (2, (130, 260, 72), (false, false)),
         (2, (100, 250, 40), (true, false)),

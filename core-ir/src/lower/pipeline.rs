@@ -689,8 +689,12 @@ impl Lowerer<'_> {
         if let Some(ring) = &state.tma {
             self.flip_phase_at_wrap(ring.phase, state.read, state.plan.stages);
         }
-        for r in [state.read, state.fill] {
-            self.next_stage(r, state.plan.stages);
+        // (A ring of one stage stays at stage 0: its counters are then constants, which
+        // spares the loop two carried registers and their selects.)
+        if state.plan.stages > 1 {
+            for r in [state.read, state.fill] {
+                self.next_stage(r, state.plan.stages);
+            }
         }
     }
 
