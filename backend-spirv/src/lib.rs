@@ -30,11 +30,19 @@
 //!   `i64`/`u64` with [`SpirvTarget::shader_i64`]; `f64` with [`SpirvTarget::shader_f64`].
 //!   8- and 16-bit integers, `bf16` and booleans have no storage type here (nor in shared
 //!   memory), and 8- and 16-bit integers cannot be scalar parameters.
+//! * **Prints.** A kernel with `device_print`s ([`rutile_ir::thread::Stmt::Print`]) has one
+//!   more storage buffer, at binding `P` = number of pointer parameters
+//!   ([`BindingLayout::print`]): an `array<atomic<u32>>` whose word 0 counts the words the
+//!   kernel's lines asked for (it may pass the buffer's length) and whose words from 1 on
+//!   hold the lines, one record each, as far as they fit: the print site's index in
+//!   [`SpirvKernel::prints`], the three program ids, the element's coordinates, then each
+//!   value ([`PrintSite`] says how many words). The runtime zeroes word 0 before a launch
+//!   and reads the lines after it.
 //! * **Launch information and scalar parameters.** One launch block, always declared: in
 //!   immediates (push constants) when the target has room for it
 //!   ([`SpirvTarget::immediate_size`]) and it holds no `f16` parameter, else in a uniform
-//!   buffer at binding `P` = number of pointer parameters ([`BindingLayout::launch`] says
-//!   which). It is a struct laid out as:
+//!   buffer at binding `P` = number of pointer parameters, plus one where the kernel prints
+//!   ([`BindingLayout::launch`] says which). It is a struct laid out as:
 //!
 //!   | offset | field | type |
 //!   |-------:|-------|------|
@@ -226,6 +234,37 @@ pub struct SpirvKernel {
     /// [`SpirvKernel::spirv_words_hinted`] declares them `NonWritable`, which rutile's
     /// read-write bindings keep out of the naga module (see the `hints` module).
     pub read_only_bindings: Vec<u32>,
+    /// The kernel's `device_print` sites, in the order their records name them (see the
+    /// ABI's prints); empty where it prints nothing.
+    pub prints: Vec<PrintSite>,
+}
+
+/// One `device_print` of a kernel: what its records in the print buffer hold after the
+/// site's index and the three program ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrintSite {
+    pub prefix: String,
+    /// The element's coordinates (one `i32` word each).
+    pub coords: usize,
+    /// The values' types: one word each (booleans 0 or 1, 8- and 16-bit integers extended,
+    /// `f16` and `bf16` widened to `f32` bits), two for 64-bit types (low word first).
+    pub values: Vec<ScalarType>,
+}
+
+impl PrintSite {
+    /// Words of one record of this site.
+    pub fn record_words(&self) -> usize {
+        4 + self.coords + self.values.iter().map(|t| print_words(*t)).sum::<usize>()
+    }
+}
+
+/// Words a value of type `t` takes in a print record.
+pub fn print_words(t: ScalarType) -> usize {
+    if t.size_bytes() == 8 {
+        2
+    } else {
+        1
+    }
 }
 
 /// Errors of [`emit`] and of writing a module.
@@ -331,12 +370,15 @@ pub struct BindingLayout {
     pub launch_size: u32,
     /// One slot per scalar parameter, in parameter order.
     pub scalars: Vec<ScalarSlot>,
+    /// The print buffer's binding, where the kernel prints (see the ABI's prints).
+    pub print: Option<u32>,
 }
 
 /// Where a kernel reads its launch block from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LaunchPlace {
-    /// A uniform buffer at this binding (= the number of storage buffers).
+    /// A uniform buffer at this binding (= the number of storage buffers, the print buffer
+    /// included).
     Uniform { binding: u32 },
     /// Immediates (push constants), from offset 0.
     Immediates,
@@ -457,11 +499,14 @@ impl BindingLayout {
         }
         let launch_size = offset.div_ceil(16) * 16;
         let has_f16 = scalars.iter().any(|s| s.ty == ScalarType::F16);
+        let mut prints = false;
+        kernel.walk(&mut |s| prints |= matches!(s, rutile_ir::thread::Stmt::Print { .. }));
+        let print = prints.then_some(storage.len() as u32);
         let launch = if launch_size <= target.immediate_size && !has_f16 {
             LaunchPlace::Immediates
         } else {
             LaunchPlace::Uniform {
-                binding: storage.len() as u32,
+                binding: storage.len() as u32 + prints as u32,
             }
         };
         BindingLayout {
@@ -469,6 +514,7 @@ impl BindingLayout {
             launch_size,
             storage,
             scalars,
+            print,
         }
     }
 

@@ -216,6 +216,7 @@ fn passthrough_source(wgsl: &str, mode: Mode) -> Result<KernelSource<'static>, B
             launch: rutile_spirv::LaunchPlace::Uniform { binding: 3 },
             launch_size: 0,
             scalars: Vec::new(),
+            print: None,
         },
         streaming_bindings: Vec::new(),
         coherent_bindings: Vec::new(),
@@ -224,6 +225,7 @@ fn passthrough_source(wgsl: &str, mode: Mode) -> Result<KernelSource<'static>, B
         } else {
             Vec::new()
         },
+        prints: Vec::new(),
     };
     let words = match mode {
         Mode::Spirv13 => kernel.spirv_words()?,

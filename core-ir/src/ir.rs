@@ -536,7 +536,8 @@ pub enum Op {
     },
     /// `tl.device_print`: a line per element of `values` (numbers, all of one shape):
     /// `pid (x, y, z) idx (i, j) prefix: v0, v1`. Printed by the interpreter (the CPU device
-    /// and the bounds-checked mode) and on CUDA (`vprintf`); Vulkan kernels leave it out.
+    /// and the bounds-checked mode), on CUDA (`vprintf`) and on Vulkan (a print buffer the
+    /// runtime reads back).
     Print {
         prefix: String,
         values: Vec<ValueId>,

@@ -54,3 +54,54 @@ fn device_assert_fails_in_the_interpreter_and_is_compiled_out_on_gpus() {
         }
     }
 }
+
+/// A kernel printing values of several types, some elements masked off.
+fn printing_kernel() -> Kernel {
+    Kernel::build("printing", |k| {
+        let x = k.arg_ptr("x", ScalarType::F32);
+        let n = k.arg_i32("n");
+        let i = k.program_id(0) * 16 + k.arange(0, 16);
+        let mask = i.lt(n);
+        let v = k.load_masked(x + i, mask, 0.0f32);
+        k.device_print("v", &[v, i, mask]);
+        k.device_print("block", &[]);
+    })
+    .unwrap()
+}
+
+/// `device_print` through Vulkan (a print buffer the runtime reads back) prints the
+/// interpreter's lines, line for line (in the device's order: compared sorted). Every
+/// Vulkan device present, lavapipe included; CUDA's `vprintf` writes to the process's
+/// stdout, which a test cannot capture, and its floats read `%.9g`.
+#[test]
+fn device_print_through_vulkan_prints_the_interpreters_lines() {
+    let x: Vec<f32> = (0..40).map(|i| i as f32 * 0.75 - 3.0).collect();
+    let n = 37;
+    let run = |d: &dyn Device| {
+        rutile::ir::interp::capture_prints(|| -> rutile::Result<()> {
+            let xb = d.upload(&x)?;
+            d.launch(&printing_kernel(), &LaunchConfig::grid1(3), &[(&xb).into(), n.into()])?;
+            d.synchronize()
+        })
+    };
+    let sorted = |text: &str| {
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    };
+    let cpu = CpuDevice::new();
+    let (ok, want) = run(&cpu);
+    ok.unwrap();
+    assert_eq!(want.lines().count(), 3 * 16 + 3, "{want}");
+    assert!(want.contains("pid (2, 0, 0) idx (4) v: 24.0, 36, true"), "{want}");
+    assert!(want.contains("pid (2, 0, 0) idx (5) v: 0.0, 37, false"), "{want}");
+    let (_turn, gpus) = rutile_examples::gpus::gpus_under_test();
+    for d in gpus
+        .iter()
+        .filter(|d| d.properties().backend == rutile::Backend::Vulkan)
+    {
+        let (ok, got) = run(d.as_ref());
+        ok.unwrap_or_else(|e| panic!("{}: {e}", d.id()));
+        assert_eq!(sorted(&got), sorted(&want), "{}", d.id());
+    }
+}

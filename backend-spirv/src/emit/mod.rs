@@ -25,6 +25,7 @@ mod expr;
 mod extra_math;
 mod fold;
 mod packed;
+mod print;
 mod scan;
 
 use fold::*;
@@ -52,6 +53,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
     cx.preamble(&scan);
     cx.stmts(&kernel.body)?;
     cx.flush();
+    let prints = std::mem::take(&mut cx.prints);
     let entry_point = entry_name(&kernel.name);
     let module = cx.finish(&entry_point);
 
@@ -98,6 +100,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
         coherent_bindings: crate::hints::coherent_bindings(kernel, &layout),
         read_only_bindings: crate::hints::read_only_bindings(kernel, &layout),
         bindings: layout,
+        prints,
     })
 }
 
@@ -227,6 +230,10 @@ struct Cx<'a> {
     int64: bool,
     /// 16-bit integers: `f16` pairs of packed words by bit operations (`packed.rs`).
     int16: bool,
+    /// The print buffer (an `array<atomic<u32>>`), where the kernel prints (`print.rs`).
+    print: Option<H>,
+    /// The print sites emitted so far, in record order.
+    prints: Vec<crate::PrintSite>,
 }
 
 /// Whether a kernel has global atomics, which other workgroups may use to publish or
@@ -368,6 +375,33 @@ impl<'a> Cx<'a> {
             buffers.push(Some(Buffer { ptr, holding, elem_ty }));
         }
 
+        // The print buffer.
+        let print = layout.print.map(|binding| {
+            let word = ty(&mut module, TypeInner::Atomic(Scalar::U32));
+            let arr = ty(
+                &mut module,
+                TypeInner::Array {
+                    base: word,
+                    size: naga::ArraySize::Dynamic,
+                    stride: 4,
+                },
+            );
+            let gv = module.global_variables.append(
+                GlobalVariable {
+                    name: Some("rutile_print".into()),
+                    space: AddressSpace::Storage {
+                        access: naga::StorageAccess::LOAD | naga::StorageAccess::STORE,
+                    },
+                    binding: Some(ResourceBinding { group: 0, binding }),
+                    ty: arr,
+                    init: None,
+                    memory_decorations: naga::MemoryDecorations::empty(),
+                },
+                SPAN,
+            );
+            f.expressions.append(Expression::GlobalVariable(gv), SPAN)
+        });
+
         // The launch block.
         let mut members = vec![
             StructMember {
@@ -488,6 +522,8 @@ impl<'a> Cx<'a> {
                 naga::Barrier::WORK_GROUP
             },
             temps: 0,
+            print,
+            prints: Vec::new(),
         }
     }
 
@@ -969,8 +1005,13 @@ impl<'a> Cx<'a> {
                 self.coop_stmt(s)
             }
             Stmt::Barrier => self.stmt(Statement::ControlBarrier(self.barrier)),
-            // naga has no debug printf: Vulkan kernels do not print.
-            Stmt::Print { .. } => {}
+            Stmt::Print {
+                prefix,
+                coords,
+                values,
+                pred,
+                program,
+            } => self.print(prefix, coords, values, *pred, *program)?,
             Stmt::If {
                 cond,
                 then_body,

@@ -348,8 +348,32 @@ impl Scan {
                         });
                     }
                 }
-                // Vulkan has no printing here: `device_print` is left out (docs/testing.md).
-                Stmt::Barrier | Stmt::Comment(_) | Stmt::Print { .. } => {}
+                Stmt::Print {
+                    coords,
+                    values,
+                    pred,
+                    program,
+                    ..
+                } => {
+                    // Records go to the print buffer (`print.rs`), with the program ids.
+                    for &r in coords.iter().chain(values).chain(pred).chain(program.iter().flatten()) {
+                        regs.use_(r);
+                    }
+                    if program.is_none() {
+                        self.program_id = [true; 3];
+                    }
+                    for &v in values {
+                        let ty = k.reg_type(v);
+                        if ty.size_bytes() == 8 && !t.shader_i64 && err.is_none() {
+                            *err = Some(unsupported(
+                                k,
+                                "device_print",
+                                format!("printing a {ty} needs 64-bit integers, which this device lacks"),
+                            ));
+                        }
+                    }
+                }
+                Stmt::Barrier | Stmt::Comment(_) => {}
                 Stmt::If {
                     cond,
                     then_body,

@@ -38,8 +38,9 @@ impl KernelBuilder {
     /// line per element, `pid (x, y, z) idx (i) prefix: v0, v1`, each element once (in no
     /// particular order between threads). The interpreter prints (the CPU device and the
     /// bounds-checked mode), and CUDA through `vprintf` (the driver writes the lines to
-    /// stdout when the host next synchronizes; floats as `%.9g`, booleans as 0 or 1);
-    /// Vulkan kernels leave it out (run with `RUTILE_CHECK_BOUNDS=1` to see their prints).
+    /// stdout when the host next synchronizes; floats as `%.9g`, booleans as 0 or 1), and
+    /// Vulkan through a print buffer that the runtime reads back after the launch and
+    /// prints as the interpreter does (the launch then waits for the device).
     #[track_caller]
     pub fn device_print<'b>(&'b self, prefix: &str, values: &[Value<'b>]) {
         let loc = SourceLoc::caller();

@@ -90,6 +90,23 @@ fn index(dims: &[u32], mut i: usize) -> Vec<String> {
     idx.iter().map(|d| d.to_string()).collect()
 }
 
+/// A value as `device_print` writes it in the interpreter: booleans `true` or `false`,
+/// integers in decimal, floats (any width, held exactly as an `f64`) as Rust's `{:?}`.
+pub enum PrintValue {
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+}
+
+/// `v` as the interpreter prints it.
+pub fn print_value(v: PrintValue) -> String {
+    match v {
+        PrintValue::Bool(b) => b.to_string(),
+        PrintValue::Int(i) => i.to_string(),
+        PrintValue::Float(f) => format!("{f:?}"),
+    }
+}
+
 /// Element `i` of `data` as `device_print` writes it.
 pub(crate) fn element(data: &Data, i: usize) -> String {
     match data {
@@ -101,8 +118,10 @@ pub(crate) fn element(data: &Data, i: usize) -> String {
 }
 
 /// One printed line: `pid (x, y, z) idx (i, j) prefix: v0, v1` (without values,
-/// `pid (x, y, z) prefix`).
-pub(crate) fn print_line(pid: [u32; 3], idx: &[String], prefix: &str, values: &[String]) {
+/// `pid (x, y, z) prefix`), to stdout or to [`capture_prints`]. Public for backends that
+/// print their kernels' lines from the host (Vulkan's print buffer), so that every device
+/// prints the interpreter's lines; values as [`print_value`] writes them.
+pub fn print_line(pid: [u32; 3], idx: &[String], prefix: &str, values: &[String]) {
     if values.is_empty() {
         emit(&format!("pid ({}, {}, {}) {prefix}", pid[0], pid[1], pid[2]));
         return;

@@ -82,6 +82,9 @@ struct VulkanArtifact {
     /// Whether the kernel walks the launch's grid itself (`rutile_ir::lower::persistent`):
     /// the grid's size then fills the scalar slots after the kernel's own parameters.
     persistent: bool,
+    /// The kernel's `device_print` sites: a launch then binds a print buffer and prints
+    /// its lines once the device is done (`vulkan_print.rs`).
+    prints: Vec<rutile_spirv::PrintSite>,
 }
 
 impl From<WgpuError> for Error {
@@ -435,7 +438,8 @@ impl Device for WgpuGpu {
                 Some(words) => Ok(words.clone()),
                 None => spirv.spirv_words(),
             });
-            let storage = spirv.bindings.storage.len() as u32;
+            // (The print buffer is one more storage buffer, after the parameters'.)
+            let storage = spirv.bindings.storage.len() as u32 + spirv.bindings.print.is_some() as u32;
             let layout = match spirv.bindings.launch {
                 rutile_spirv::LaunchPlace::Immediates => {
                     wg::BindingLayout::with_immediates(storage, spirv.bindings.launch_size)
@@ -490,6 +494,7 @@ impl Device for WgpuGpu {
                     pipeline,
                     bindings: spirv.bindings,
                     persistent: thread_kernel.persistent.is_some(),
+                    prints: spirv.prints,
                 }),
             })
         })
@@ -547,6 +552,17 @@ impl Device for WgpuGpu {
                 }
             });
         }
+        // A printing kernel's lines go to a print buffer of this launch, read once it is done.
+        let print = match a.prints.is_empty() {
+            true => None,
+            false => Some(WgpuBuffer::zeroed(
+                &self.device,
+                super::vulkan_print::PRINT_BUFFER_BYTES,
+            )?),
+        };
+        let mut bound: Vec<&WgpuBuffer> = buffers.clone();
+        bound.extend(print.as_ref());
+        let buffers = bound;
         let max = self.device.properties().max_workgroups_per_dimension;
         for (offset, count) in wg::split_grid(launched, max) {
             let launch = a
@@ -567,6 +583,12 @@ impl Device for WgpuGpu {
             } else {
                 self.device.dispatch(&a.pipeline, &buffers, Some(&launch), count)?;
             }
+        }
+        if let Some(print) = print {
+            // (Reading the buffer waits for the launch, as CUDA's lines wait for the host
+            // to synchronize.)
+            let words: Vec<u32> = print.read_as()?;
+            super::vulkan_print::print_records(&kernel.name, &a.prints, &words);
         }
         Ok(())
     }
