@@ -194,3 +194,23 @@ fn bad_debug_operands_are_build_errors() {
     assert!(e.contains("device_print") && e.contains("prints numbers"), "{e}");
     assert!(e.contains("one shape"), "{e}");
 }
+
+/// Unsigned 64-bit values above `i64::MAX` print as the unsigned numbers they are, in the
+/// interpreter and in the simulator (both hold them as their bits).
+#[test]
+fn device_print_writes_large_u64_values_unsigned() {
+    let kernel = Kernel::build("printing", |k| {
+        let i = k.arange(0, 4);
+        let v = (i - 2).to(U64);
+        k.device_print("v", &[v]);
+    })
+    .unwrap();
+    let (r, want) = capture_prints(|| interp::run(&kernel, [1, 1, 1], &[], &mut []));
+    r.unwrap();
+    assert!(want.contains("idx (0) v: 18446744073709551614"), "{want}");
+    assert!(want.contains("idx (3) v: 1"), "{want}");
+    let t = lower(&kernel, &Target::nvidia(1, 48 * 1024), &Specialization::none(0)).unwrap();
+    let (r, got) = capture_prints(|| simt::run_threads(&t, [1, 1, 1], &[], &mut []));
+    r.unwrap();
+    assert_eq!(sorted(&got), sorted(&want));
+}

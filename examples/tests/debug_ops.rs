@@ -55,8 +55,9 @@ fn device_assert_fails_in_the_interpreter_and_is_compiled_out_on_gpus() {
     }
 }
 
-/// A kernel printing values of several types, some elements masked off.
-fn printing_kernel() -> Kernel {
+/// A kernel printing an f32, an i32 and a boolean, and the same converted to `extra`
+/// types, some elements masked off; and a line per program.
+fn printing_kernel(extra: &[ScalarType]) -> Kernel {
     Kernel::build("printing", |k| {
         let x = k.arg_ptr("x", ScalarType::F32);
         let n = k.arg_i32("n");
@@ -64,23 +65,31 @@ fn printing_kernel() -> Kernel {
         let mask = i.lt(n);
         let v = k.load_masked(x + i, mask, 0.0f32);
         k.device_print("v", &[v, i, mask]);
+        let wide: Vec<_> = extra
+            .iter()
+            .map(|&t| if t.is_float() { v.to(t) } else { (i - 20).to(t) })
+            .collect();
+        if !wide.is_empty() {
+            k.device_print("wide", &wide);
+        }
         k.device_print("block", &[]);
     })
     .unwrap()
 }
 
 /// `device_print` through Vulkan (a print buffer the runtime reads back) prints the
-/// interpreter's lines, line for line (in the device's order: compared sorted). Every
-/// Vulkan device present, lavapipe included; CUDA's `vprintf` writes to the process's
-/// stdout, which a test cannot capture, and its floats read `%.9g`.
+/// interpreter's lines, line for line (in the device's order: compared sorted), for values
+/// of every type the device has (8- to 64-bit integers, f16, f64). Every Vulkan device
+/// present, lavapipe included; CUDA's `vprintf` writes to the process's stdout, which a
+/// test cannot capture, and its floats read `%.9g`.
 #[test]
 fn device_print_through_vulkan_prints_the_interpreters_lines() {
     let x: Vec<f32> = (0..40).map(|i| i as f32 * 0.75 - 3.0).collect();
     let n = 37;
-    let run = |d: &dyn Device| {
+    let run = |d: &dyn Device, kernel: &Kernel| {
         rutile::ir::interp::capture_prints(|| -> rutile::Result<()> {
             let xb = d.upload(&x)?;
-            d.launch(&printing_kernel(), &LaunchConfig::grid1(3), &[(&xb).into(), n.into()])?;
+            d.launch(kernel, &LaunchConfig::grid1(3), &[(&xb).into(), n.into()])?;
             d.synchronize()
         })
     };
@@ -90,7 +99,7 @@ fn device_print_through_vulkan_prints_the_interpreters_lines() {
         lines
     };
     let cpu = CpuDevice::new();
-    let (ok, want) = run(&cpu);
+    let (ok, want) = run(&cpu, &printing_kernel(&[]));
     ok.unwrap();
     assert_eq!(want.lines().count(), 3 * 16 + 3, "{want}");
     assert!(want.contains("pid (2, 0, 0) idx (4) v: 24.0, 36, true"), "{want}");
@@ -100,8 +109,17 @@ fn device_print_through_vulkan_prints_the_interpreters_lines() {
         .iter()
         .filter(|d| d.properties().backend == rutile::Backend::Vulkan)
     {
-        let (ok, got) = run(d.as_ref());
+        use ScalarType::*;
+        let types = &d.properties().supported_types;
+        let extra: Vec<ScalarType> = [I8, U16, I64, U64, F16, F64]
+            .into_iter()
+            .filter(|t| types.contains(t))
+            .collect();
+        let kernel = printing_kernel(&extra);
+        let (ok, want) = run(&cpu, &kernel);
+        ok.unwrap();
+        let (ok, got) = run(d.as_ref(), &kernel);
         ok.unwrap_or_else(|e| panic!("{}: {e}", d.id()));
-        assert_eq!(sorted(&got), sorted(&want), "{}", d.id());
+        assert_eq!(sorted(&got), sorted(&want), "{} printing {extra:?}", d.id());
     }
 }

@@ -107,10 +107,12 @@ pub fn print_value(v: PrintValue) -> String {
     }
 }
 
-/// Element `i` of `data` as `device_print` writes it.
-pub(crate) fn element(data: &Data, i: usize) -> String {
+/// Element `i` of `data`, of type `ty` where known, as `device_print` writes it (a `u64`
+/// above `i64::MAX`, held as its bits, as the unsigned number it is).
+pub(crate) fn element(data: &Data, i: usize, ty: Option<crate::ScalarType>) -> String {
     match data {
         Data::Bool(v) => v[i].to_string(),
+        Data::Int(v) if ty == Some(crate::ScalarType::U64) => (v[i] as u64).to_string(),
         Data::Int(v) => v[i].to_string(),
         Data::Float(v) => format!("{:?}", v[i]),
         Data::Ptr(v) => format!("ptr({}, {})", v[i].param, v[i].offset),
@@ -144,7 +146,7 @@ pub(crate) fn print(pid: [u32; 3], prefix: &str, values: &[&Tensor]) {
     };
     let dims = first.ty.shape.dims();
     for i in 0..first.data.len() {
-        let vals: Vec<String> = values.iter().map(|t| element(&t.data, i)).collect();
+        let vals: Vec<String> = values.iter().map(|t| element(&t.data, i, t.ty.scalar_type())).collect();
         print_line(pid, &index(dims, i), prefix, &vals);
     }
 }

@@ -923,10 +923,15 @@ impl<'s> Sim<'s> {
                         .map(|&r| Ok(self.read(r, Some(&active))?.data.clone()))
                         .collect()
                 };
+                let value_types: Vec<ScalarType> = values.iter().map(|&r| self.k.reg_type(r)).collect();
                 let (coords, values) = (columns(coords)?, columns(values)?);
                 for t in (0..self.threads).filter(|&t| active[t]) {
-                    let idx: Vec<String> = coords.iter().map(|c| super::debug_ops::element(c, t)).collect();
-                    let vals: Vec<String> = values.iter().map(|v| super::debug_ops::element(v, t)).collect();
+                    let idx: Vec<String> = coords.iter().map(|c| super::debug_ops::element(c, t, None)).collect();
+                    let vals: Vec<String> = value_types
+                        .iter()
+                        .zip(&values)
+                        .map(|(&ty, v)| super::debug_ops::element(v, t, Some(ty)))
+                        .collect();
                     let pid = match &program {
                         Some(p) => {
                             // (i32 registers, which the verifier checked.)
