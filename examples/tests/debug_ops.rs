@@ -41,7 +41,14 @@ fn device_assert_fails_in_the_interpreter_and_is_compiled_out_on_gpus() {
     assert!(printed.contains("pid (2, 0, 0) idx (43) x: 149.75"), "{printed}");
     x[170] = -1.0;
     for d in devices {
-        let err = launch(d, &x, true).unwrap_err().to_string();
+        // The interpreter's lines before the fault are printed (the device never runs).
+        let (err, printed) = rutile::ir::interp::capture_prints(|| launch(d, &x, true));
+        let err = err.unwrap_err().to_string();
+        assert!(
+            printed.contains("pid (0, 0, 0) idx (0) x: 0.25"),
+            "{}: {printed}",
+            d.id()
+        );
         assert!(
             err.contains("device_assert failed at element (42): x must not be negative")
                 && err.contains("program (1, 0, 0)"),
@@ -86,13 +93,15 @@ fn printing_kernel(extra: &[ScalarType]) -> Kernel {
 fn device_print_through_vulkan_prints_the_interpreters_lines() {
     let x: Vec<f32> = (0..40).map(|i| i as f32 * 0.75 - 3.0).collect();
     let n = 37;
-    let run = |d: &dyn Device, kernel: &Kernel| {
+    let run_checked = |d: &dyn Device, kernel: &Kernel, checked: bool| {
         rutile::ir::interp::capture_prints(|| -> rutile::Result<()> {
             let xb = d.upload(&x)?;
-            d.launch(kernel, &LaunchConfig::grid1(3), &[(&xb).into(), n.into()])?;
+            let config = LaunchConfig::grid1(3).check_bounds(checked);
+            d.launch(kernel, &config, &[(&xb).into(), n.into()])?;
             d.synchronize()
         })
     };
+    let run = |d: &dyn Device, kernel: &Kernel| run_checked(d, kernel, false);
     let sorted = |text: &str| {
         let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
         lines.sort();
@@ -121,5 +130,9 @@ fn device_print_through_vulkan_prints_the_interpreters_lines() {
         let (ok, got) = run(d.as_ref(), &kernel);
         ok.unwrap_or_else(|e| panic!("{}: {e}", d.id()));
         assert_eq!(sorted(&got), sorted(&want), "{} printing {extra:?}", d.id());
+        // Checked in the interpreter first, the launch still prints each line once.
+        let (ok, got) = run_checked(d.as_ref(), &kernel, true);
+        ok.unwrap_or_else(|e| panic!("{}: {e}", d.id()));
+        assert_eq!(sorted(&got), sorted(&want), "{}, bounds-checked", d.id());
     }
 }

@@ -48,7 +48,12 @@ pub(crate) fn run_in_interpreter<D: Device + ?Sized>(
         copied.push(b);
         Ok(host.len() - 1)
     })?;
-    interp::run_clustered(kernel, grid, compiled.options.cluster, &values, &mut host).map_err(|source| {
+    // The interpreter's `device_print` lines are kept for a launch that faults, which never
+    // reaches the device: they show what led there. Otherwise the device prints its own.
+    let (run, printed) =
+        interp::capture_prints(|| interp::run_clustered(kernel, grid, compiled.options.cluster, &values, &mut host));
+    run.map_err(|source| {
+        interp::print_captured(&printed);
         Error::BoundsCheck {
             kernel: kernel.name.clone(),
             device: device.id(),

@@ -25,6 +25,14 @@ pub fn capture_prints<R>(f: impl FnOnce() -> R) -> (R, String) {
     (r, text)
 }
 
+/// Prints `text` (lines [`capture_prints`] collected) where this thread's prints go now:
+/// to stdout, or to an enclosing [`capture_prints`].
+pub fn print_captured(text: &str) {
+    for line in text.lines() {
+        emit(line);
+    }
+}
+
 /// Whether [`capture_prints`] runs on this thread.
 pub(crate) fn capturing() -> bool {
     CAPTURED.with(|c| c.borrow().is_some())

@@ -41,7 +41,7 @@ mod tensor;
 mod tests;
 
 pub use buffer::{Element, HostBuffer};
-pub use debug_ops::{capture_prints, print_line, print_value, PrintValue};
+pub use debug_ops::{capture_prints, print_captured, print_line, print_value, PrintValue};
 pub use error::{FaultKind, InterpError};
 pub(crate) use scan::bitonic_steps;
 
