@@ -236,6 +236,25 @@ struct Cx<'a> {
     prints: Vec<crate::PrintSite>,
 }
 
+/// A read-write storage buffer of type `ty` at `binding` of group 0, named `name`: the
+/// expression of its pointer in `f`.
+fn storage_buffer(module: &mut Module, f: &mut Function, name: &str, ty: Handle<Type>, binding: u32) -> H {
+    let gv = module.global_variables.append(
+        GlobalVariable {
+            name: Some(name.to_string()),
+            space: AddressSpace::Storage {
+                access: naga::StorageAccess::LOAD | naga::StorageAccess::STORE,
+            },
+            binding: Some(ResourceBinding { group: 0, binding }),
+            ty,
+            init: None,
+            memory_decorations: naga::MemoryDecorations::empty(),
+        },
+        SPAN,
+    );
+    f.expressions.append(Expression::GlobalVariable(gv), SPAN)
+}
+
 /// Whether a kernel has global atomics, which other workgroups may use to publish or
 /// observe plain stores (a lock built on `atomic_cas`, as the layer norm tutorial's).
 /// naga's atomics are relaxed, so such a kernel's barriers also order its storage buffers
@@ -358,20 +377,7 @@ impl<'a> Cx<'a> {
                 .find(|s| s.param == i as u32)
                 .expect("a binding per pointer")
                 .binding;
-            let gv = module.global_variables.append(
-                GlobalVariable {
-                    name: Some(name.clone()),
-                    space: AddressSpace::Storage {
-                        access: naga::StorageAccess::LOAD | naga::StorageAccess::STORE,
-                    },
-                    binding: Some(ResourceBinding { group: 0, binding }),
-                    ty: arr,
-                    init: None,
-                    memory_decorations: naga::MemoryDecorations::empty(),
-                },
-                SPAN,
-            );
-            let ptr = f.expressions.append(Expression::GlobalVariable(gv), SPAN);
+            let ptr = storage_buffer(&mut module, &mut f, name, arr, binding);
             buffers.push(Some(Buffer { ptr, holding, elem_ty }));
         }
 
@@ -386,20 +392,7 @@ impl<'a> Cx<'a> {
                     stride: 4,
                 },
             );
-            let gv = module.global_variables.append(
-                GlobalVariable {
-                    name: Some("rutile_print".into()),
-                    space: AddressSpace::Storage {
-                        access: naga::StorageAccess::LOAD | naga::StorageAccess::STORE,
-                    },
-                    binding: Some(ResourceBinding { group: 0, binding }),
-                    ty: arr,
-                    init: None,
-                    memory_decorations: naga::MemoryDecorations::empty(),
-                },
-                SPAN,
-            );
-            f.expressions.append(Expression::GlobalVariable(gv), SPAN)
+            storage_buffer(&mut module, &mut f, "rutile_print", arr, binding)
         });
 
         // The launch block.
