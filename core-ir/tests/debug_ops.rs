@@ -195,20 +195,23 @@ fn bad_debug_operands_are_build_errors() {
     assert!(e.contains("one shape"), "{e}");
 }
 
-/// Unsigned 64-bit values above `i64::MAX` print as the unsigned numbers they are, in the
-/// interpreter and in the simulator (both hold them as their bits).
+/// Unsigned values print as the unsigned numbers they are, `u64` above `i64::MAX` included
+/// (held as its bits), in the interpreter and in the simulator.
 #[test]
 fn device_print_writes_large_u64_values_unsigned() {
     let kernel = Kernel::build("printing", |k| {
         let i = k.arange(0, 4);
         let v = (i - 2).to(U64);
-        k.device_print("v", &[v]);
+        k.device_print("v", &[v, (i - 2).to(U32), (i - 2).to(U16), (i - 2).to(U8)]);
     })
     .unwrap();
     let (r, want) = capture_prints(|| interp::run(&kernel, [1, 1, 1], &[], &mut []));
     r.unwrap();
-    assert!(want.contains("idx (0) v: 18446744073709551614"), "{want}");
-    assert!(want.contains("idx (3) v: 1"), "{want}");
+    assert!(
+        want.contains("idx (0) v: 18446744073709551614, 4294967294, 65534, 254"),
+        "{want}"
+    );
+    assert!(want.contains("idx (3) v: 1, 1, 1, 1"), "{want}");
     let t = lower(&kernel, &Target::nvidia(1, 48 * 1024), &Specialization::none(0)).unwrap();
     let (r, got) = capture_prints(|| simt::run_threads(&t, [1, 1, 1], &[], &mut []));
     r.unwrap();
