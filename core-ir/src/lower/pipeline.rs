@@ -27,10 +27,10 @@
 //! On a target without asynchronous copies whose `dot`s run on cooperative matrices
 //! (Vulkan), the same pipeline runs through registers, with two stages in shared memory (one
 //! where two do not fit, below) and `A = num_stages - 1` sets of prefetch registers (at most
-//! 2): the loads of iteration
-//! `i + A` go into set `i % A` during iteration `i`, before its `dot`, so that their latency
-//! hides behind `A` iterations of multiply-adds, and iteration `i` begins by storing set
-//! `i % A` into its stage (zeros where masked, as the copies' zero fill), then one barrier:
+//! 2): the loads of iteration `i + A` go into set `i % A` during iteration `i`, before its
+//! `dot`, so that their latency hides behind `A` iterations of multiply-adds, and iteration
+//! `i` begins by storing set `i % A` into its stage (zeros where masked, as the copies' zero
+//! fill), then one barrier:
 //!
 //! ```text
 //! before the loop:  loads of iterations 0..A into sets 0..A
@@ -596,8 +596,8 @@ impl Lowerer<'_> {
             self.emit(Stmt::Barrier);
         }
         if state.plan.registers && ahead == 0 {
-            // A single stage: this iteration's operands are loaded now, into the one set,
-            // and stored below (no load stays in flight across the barrier).
+            // `num_stages` 1, nothing ahead: this iteration's operands are loaded now, into
+            // the one set, and stored below (no load stays in flight across the barrier).
             let fill = state.fill;
             self.issue_copies(state, inst, iv, end, (fill, set))?;
         }
