@@ -469,7 +469,7 @@ impl ScalarArg {
 impl BindingLayout {
     /// The layout of `kernel`'s parameters for `target`; `atomic[p]` says whether parameter
     /// `p` is used atomically.
-    pub(crate) fn new(kernel: &ThreadKernel, atomic: &[bool], target: &SpirvTarget) -> BindingLayout {
+    pub(crate) fn new(kernel: &ThreadKernel, atomic: &[bool], prints: bool, target: &SpirvTarget) -> BindingLayout {
         use rutile_ir::thread::ThreadParam;
         let mut storage = Vec::new();
         let mut scalars = Vec::new();
@@ -499,8 +499,6 @@ impl BindingLayout {
         }
         let launch_size = offset.div_ceil(16) * 16;
         let has_f16 = scalars.iter().any(|s| s.ty == ScalarType::F16);
-        let mut prints = false;
-        kernel.walk(&mut |s| prints |= matches!(s, rutile_ir::thread::Stmt::Print { .. }));
         let print = prints.then_some(storage.len() as u32);
         let launch = if launch_size <= target.immediate_size && !has_f16 {
             LaunchPlace::Immediates

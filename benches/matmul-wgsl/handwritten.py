@@ -262,11 +262,9 @@ def kernel(bm, bn, bk, wm, wn, a_global, masked=False, stages=2, frag_ahead=Fals
     else:
         # `loads_at`: the next step's loads before the step's multiply-adds ("top"), after
         # half of them ("mid"), or B's before and A's after half ("split").
-        assert loads_at in ("top", "mid", "split")
-        first = {"top": "ba", "mid": "", "split": "b"}[loads_at]
-        global_loads("kn", in_loop=True, parts=first)
-        rest = "ba".replace(first[:1], "") if first else "ba"
-        multiply_adds(midway=(lambda: global_loads("kn", in_loop=True, parts=rest)) if loads_at != "top" else None)
+        before, midway = {"top": ("ba", ""), "mid": ("", "ba"), "split": ("b", "a")}[loads_at]
+        global_loads("kn", in_loop=True, parts=before)
+        multiply_adds(midway=(lambda: global_loads("kn", in_loop=True, parts=midway)) if midway else None)
         if stages == 2:
             w("    if kt + 1u < steps {")
             shared_stores("(1u - s)")

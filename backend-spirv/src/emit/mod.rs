@@ -48,7 +48,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
         ));
     }
     let scan = Scan::new(kernel, target)?;
-    let layout = BindingLayout::new(kernel, &scan.atomic, target);
+    let layout = BindingLayout::new(kernel, &scan.atomic, scan.prints, target);
     let mut cx = Cx::new(kernel, &scan, &layout, target);
     cx.preamble(&scan);
     cx.stmts(&kernel.body)?;

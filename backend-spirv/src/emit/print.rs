@@ -28,7 +28,8 @@ impl Cx<'_> {
         self.prints.push(site);
         self.predicated(pred, |cx| {
             let mut words = vec![cx.u32c(index)];
-            for (a, id) in cx.program_id.clone().iter().enumerate() {
+            let ids = cx.program_id;
+            for (a, id) in ids.into_iter().enumerate() {
                 let pid = match program {
                     Some(p) => cx.read(p[a]),
                     None => id.ok_or_else(|| invalid(cx.k, "a print without program ids".into()))?,

@@ -17,6 +17,8 @@ pub(super) struct Scan {
     pub(super) thread_id: bool,
     pub(super) program_id: [bool; 3],
     pub(super) num_programs: [bool; 3],
+    /// The kernel has `device_print`s (a print buffer: `print.rs`).
+    pub(super) prints: bool,
     pub(super) params_used: Vec<bool>,
     /// The kernel uses cooperative matrices.
     pub(super) coop: bool,
@@ -140,6 +142,7 @@ impl Scan {
             thread_id: false,
             program_id: [false; 3],
             num_programs: [false; 3],
+            prints: false,
             params_used: vec![false; k.params.len()],
             coop: false,
             loops: false,
@@ -356,6 +359,7 @@ impl Scan {
                     ..
                 } => {
                     // Records go to the print buffer (`print.rs`), with the program ids.
+                    self.prints = true;
                     for &r in coords.iter().chain(values).chain(pred).chain(program.iter().flatten()) {
                         regs.use_(r);
                     }

@@ -119,10 +119,10 @@ pub fn print_value(v: PrintValue) -> String {
 /// above `i64::MAX`, held as its bits, as the unsigned number it is).
 pub(crate) fn element(data: &Data, i: usize, ty: Option<crate::ScalarType>) -> String {
     match data {
-        Data::Bool(v) => v[i].to_string(),
-        Data::Int(v) if ty == Some(crate::ScalarType::U64) => (v[i] as u64).to_string(),
-        Data::Int(v) => v[i].to_string(),
-        Data::Float(v) => format!("{:?}", v[i]),
+        Data::Bool(v) => print_value(PrintValue::Bool(v[i])),
+        Data::Int(v) if ty == Some(crate::ScalarType::U64) => print_value(PrintValue::Int(v[i] as u64 as i128)),
+        Data::Int(v) => print_value(PrintValue::Int(v[i] as i128)),
+        Data::Float(v) => print_value(PrintValue::Float(v[i])),
         Data::Ptr(v) => format!("ptr({}, {})", v[i].param, v[i].offset),
     }
 }

@@ -230,7 +230,7 @@ impl WgpuGpu {
             // twice the bank conflicts. Measured on an H200 at 4096^3 (128 x 256 on 16
             // warps, read-only operands): 16-wide K steps, one prefetch set, 0.697 ms with
             // 16-byte vectors and 0.651 with 8; a hand-written 32-wide one 0.91 and 0.59
-            // (`docs/performance.md`, "Vectors of the K loop").
+            // (`docs/performance.md`, "One workgroup stage, and the vectors of the K loop").
             // Kernels without `dot`s whose loops walk 16-bit elements, which 4-byte pieces
             // move two at a time: the layer norm tutorial's fp16 kernel at 4096 columns
             // went from 29% to 52% of the copy ceiling with 16-byte vectors, the long-row
@@ -504,7 +504,16 @@ impl Device for WgpuGpu {
         let kernel = &compiled.kernel;
         check_launch(compiled, grid, args, self.key, [u32::MAX; 3])?;
         let a = artifact(compiled)?;
-        let mut buffers = Vec::with_capacity(a.bindings.storage.len());
+        // A printing kernel's lines go to a print buffer of this launch (bound after the
+        // parameters' buffers), read once it is done.
+        let print = match a.prints.is_empty() {
+            true => None,
+            false => Some(WgpuBuffer::zeroed(
+                &self.device,
+                super::vulkan_print::PRINT_BUFFER_BYTES,
+            )?),
+        };
+        let mut buffers = Vec::with_capacity(a.bindings.storage.len() + 1);
         for s in &a.bindings.storage {
             match args[s.param as usize] {
                 Arg::Buffer(b) => buffers.push(self.buffer(b)?),
@@ -552,17 +561,7 @@ impl Device for WgpuGpu {
                 }
             });
         }
-        // A printing kernel's lines go to a print buffer of this launch, read once it is done.
-        let print = match a.prints.is_empty() {
-            true => None,
-            false => Some(WgpuBuffer::zeroed(
-                &self.device,
-                super::vulkan_print::PRINT_BUFFER_BYTES,
-            )?),
-        };
-        let mut bound: Vec<&WgpuBuffer> = buffers.clone();
-        bound.extend(print.as_ref());
-        let buffers = bound;
+        buffers.extend(print.as_ref());
         let max = self.device.properties().max_workgroups_per_dimension;
         for (offset, count) in wg::split_grid(launched, max) {
             let launch = a
