@@ -97,8 +97,14 @@ fn matmul_on_cooperative_matrices_validates() {
     let spec = runtime_spec(&row_major_matmul_args(4096, 4096, 4096));
     // The seed configurations, and the 16-wide K steps on 16 warps that the tutorial's
     // autotuner adds on devices with cooperative matrices (two iterations ahead, and with
-    // one stage); and 32-wide on 16 warps, one workgroup stage and one prefetch set.
-    let extra = [(128, 256, 16, 3, 16), (128, 256, 16, 1, 16), (128, 256, 32, 2, 16)];
+    // one stage); and 32-wide on 8 and 16 warps, one workgroup stage and one prefetch set.
+    let extra = [
+        (128, 256, 16, 3, 16),
+        (128, 256, 16, 1, 16),
+        (128, 256, 32, 2, 16),
+        (128, 256, 32, 2, 8),
+        (256, 128, 32, 2, 8),
+    ];
     let mut on_coop = 0;
     for (i, &(bm, bn, bk, stages, warps)) in seeds::MATMUL_CONFIGS.iter().chain(&extra).enumerate() {
         let mut meta = seeds::MatmulMeta::fp16(bm, bn, bk);

@@ -255,10 +255,11 @@ fn acceptance(shapes: &[(u64, (usize, usize, usize))], with_software: bool) {
         (64, 128, 32, 4, 4),
         // The 16-wide K steps on 16 warps that cooperative-matrix devices add
         // (`with_cooperative_shapes`), two iterations ahead and with one stage; and the
-        // 32-wide one whose single workgroup stage is refilled between two barriers.
+        // 32-wide ones whose single workgroup stage is refilled between two barriers.
         (128, 256, 16, 16, 3),
         (128, 256, 16, 16, 1),
         (128, 256, 32, 16, 2),
+        (128, 256, 32, 8, 2),
     ];
     for d in devices {
         let software = d.properties().device_type == DeviceType::Cpu;
