@@ -144,6 +144,9 @@ fn check_attention(
         }
         for (i, &(z, h, n_ctx, head_dim)) in all.iter().enumerate() {
             for causal in [false, true] {
+                if configs(d.as_ref(), causal).is_empty() {
+                    continue;
+                }
                 let p = Problem {
                     z,
                     h,
@@ -170,6 +173,32 @@ fn gpu_rotated_attention_matches_the_reference() {
         &[(1, 2, 100, 64)],
         &[(2, 4, 1000, 64), (1, 1, 4097, 64)],
         tutorials::attention::rotated_attention_configs,
+    );
+}
+
+/// The configurations of the attention tutorial's list that cap the registers a thread
+/// (`maxnreg`, through CUDA only; none elsewhere), checked on their own: autotuned among
+/// the others they are checked only where they win.
+#[test]
+fn gpu_register_capped_attention_matches_the_reference() {
+    check_attention(
+        "register-capped attention",
+        300,
+        &[],
+        &[(2, 4, 1000, 64), (1, 1, 4097, 64), (1, 2, 1024, 128)],
+        |d, causal| {
+            let capped: Vec<_> = tutorials::attention::attention_configs(d, causal)
+                .into_iter()
+                .filter(|c| c.maxnreg.is_some())
+                .collect();
+            let cuda = d.properties().backend == rutile::Backend::Cuda;
+            assert_eq!(
+                !capped.is_empty(),
+                cuda,
+                "register limits are for CUDA, and it has some"
+            );
+            capped
+        },
     );
 }
 
