@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds one of the hand-written GEMM studies, benches/cuda/STUDY.cu, for one architecture,
-# prints what ptxas made of each kernel instantiation (registers, spills, static shared
-# memory; the dynamic shared memory of each is in the harness's first table), then runs it:
+# Builds one of the hand-written studies (the GEMMs, and attention_hand), benches/cuda/STUDY.cu,
+# for one architecture, prints what ptxas made of each kernel instantiation (registers,
+# spills, static shared memory; the dynamic shared memory of each is in the harness's first
+# table), then runs it:
 # its table (beside cuBLAS) goes to stdout. Exit status: the study's (1 when a check against
 # cuBLAS failed).
 #
