@@ -479,4 +479,32 @@ mod tests {
         assert!((1..=warpgroup).contains(&both), "{both}");
         assert_eq!(all[..plain.len()], plain[..]);
     }
+
+    /// The cooperative-matrix shapes keep the tutorial's list first, add no configuration
+    /// twice, and include the blocks the Vulkan measurements chose (`docs/performance.md`):
+    /// 128 x 256 x 32 on 8 warps with one prefetch set, 128 x 256 x 16 on 16 warps with
+    /// one; one prefetch set only for the 32-wide 8-warp blocks (64-wide ones do not fit).
+    #[test]
+    fn cooperative_shapes_add_the_measured_blocks_once_each() {
+        let plain = matmul_configs();
+        let all = with_cooperative_shapes(plain.clone());
+        for (i, c) in all.iter().enumerate() {
+            assert!(!all[..i].contains(c), "`{c}` twice");
+        }
+        assert_eq!(all[..plain.len()], plain[..]);
+        let block = |bm, bn, bk, warps, stages| {
+            Config::new(&[("BLOCK_M", bm), ("BLOCK_N", bn), ("BLOCK_K", bk), ("GROUP_M", 8)])
+                .num_warps(warps)
+                .num_stages(stages)
+        };
+        for c in [
+            block(128, 256, 32, 8, 2),
+            block(256, 128, 32, 8, 2),
+            block(128, 256, 16, 16, 2),
+            block(128, 256, 16, 16, 1),
+        ] {
+            assert!(all.contains(&c), "`{c}` missing");
+        }
+        assert!(!all.contains(&block(128, 256, 64, 8, 2)));
+    }
 }
