@@ -117,28 +117,33 @@ pub(crate) fn inval(e: &mut Emitter, bar: &MBarrier, pred: Option<Reg>) -> Res {
     Ok(())
 }
 
-/// `cp.async.bulk.tensor.2d` of the box of tensor map `map` at `coords` into element `dst`
-/// of shared buffer `alloc`, its bytes completing on `bar`.
+/// `cp.async.bulk.tensor.{2-5}d` of the box of tensor map `map` at `coords` (one a
+/// dimension of the map) into element `dst` of shared buffer `alloc`, its bytes completing
+/// on `bar`.
 pub(crate) fn load(
     e: &mut Emitter,
     map: u32,
     alloc: u32,
     dst: Reg,
-    coords: &[Reg; 2],
+    coords: &[Reg],
     bar: &MBarrier,
     pred: Option<Reg>,
 ) -> Res {
     require(e, "cp.async.bulk.tensor")?;
+    if !(2..=5).contains(&coords.len()) {
+        return Err(format!("a tensor copy of {} dimensions (2 to 5)", coords.len()));
+    }
     let tmap = e.tmap_base[map as usize].clone();
     let size = e.k.shared[alloc as usize].elem.size_bytes();
     let to = shared_addr(e, alloc, dst, size);
     let bar = barrier_addr(e, bar);
-    let (x, y) = (e.r(coords[0]), e.r(coords[1]));
+    let rank = coords.len();
+    let at = coords.iter().map(|&c| e.r(c)).collect::<Vec<_>>().join(", ");
     let guard = pred.map(|p| e.r(p));
     e.guarded(guard, |e| {
         e.ins(format!(
-            "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \
-             [{to}], [{tmap}, {{{x}, {y}}}], [{bar}]"
+            "cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes \
+             [{to}], [{tmap}, {{{at}}}], [{bar}]"
         ))
     });
     Ok(())

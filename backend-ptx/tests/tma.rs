@@ -48,7 +48,7 @@ fn tma_kernel(maps: usize) -> ThreadKernel {
             map: 0,
             alloc: tile,
             dst: zero,
-            coords: [x, y],
+            coords: vec![x, y],
             bar,
             pred: Some(first),
         });
@@ -63,8 +63,9 @@ fn tma_kernel(maps: usize) -> ThreadKernel {
     for _ in 0..maps {
         t.tensor_maps.push(rutile_ir::thread::TensorMap {
             param: a,
-            dims: [LaunchValue::Param(cols), LaunchValue::Param(rows)],
+            dims: [Some(LaunchValue::Param(cols)), Some(LaunchValue::Param(rows))],
             stride: LaunchValue::Param(stride),
+            outer: [None; 3],
             box_dims: [64, 64],
             swizzle: 128,
         });

@@ -458,3 +458,26 @@ fn cluster_reduce_of_every_type_passes_ptxas() {
         }
     }
 }
+
+/// With boxes across a pointer's outer dimensions (`Target::tma_outer`), attention's K and
+/// V tiles are 4-D tensor copies (the head offset is two outer dimensions), which `ptxas`
+/// assembles for sm_90 without spills at head dimension 64.
+#[test]
+fn attention_copies_k_and_v_across_heads() {
+    for (bm, bn, warps, stages) in [(128, 64, 8, 3), (64, 128, 4, 2)] {
+        let kernel = seeds::attention_forward(&AttentionMeta::fp16(bm, bn, 64, false)).unwrap();
+        let label = format!("attention across heads, {bm}x{bn}, {stages} stages");
+        let target = Target {
+            tma_outer: true,
+            ..h100(warps, stages)
+        };
+        let ptx = assemble_aligned_sm90(&label, &kernel, &target);
+        assert!(
+            ptx.contains("cp.async.bulk.tensor.4d.shared::cluster.global"),
+            "{label}:\n{ptx}"
+        );
+        if let Some((_, spilled)) = support::ptxas_resources(&ptx, 90) {
+            assert_eq!(spilled, 0, "{label}");
+        }
+    }
+}

@@ -40,6 +40,12 @@ pub struct Target {
     /// box of a tensor goes through it too (a staging tile and bulk tensor stores, see
     /// `lower::tma_store`); on by default, off to measure what it is worth.
     pub tma_store: bool,
+    /// Where [`tma`](Self::tma) is on, whether a box may also span a pointer's outer
+    /// dimensions (an offset `c * s` with `s` an integer parameter, such as attention's
+    /// head and batch offsets) and dimensions no mask bounds (an unmasked load, its extent
+    /// derived from the strides at launch: `thread::TensorMap::extents`). Off by default
+    /// until measured (the runtime's `RUTILE_TMA_OUTER=1` turns it on).
+    pub tma_outer: bool,
     /// Whether threads can copy global memory to shared memory asynchronously (`cp.async`,
     /// sm_80 and later): the loads that feed a `dot` on the tensor cores in a loop then go
     /// through a ring of [`num_stages`](Self::num_stages) buffers (see `lower::pipeline`).
@@ -106,6 +112,7 @@ impl Target {
             wgmma: false,
             tma: false,
             tma_store: true,
+            tma_outer: false,
             async_copy: false,
             num_stages: 1,
             reuse_shared: true,

@@ -712,3 +712,66 @@ fn the_masked_walk_runs_its_unmasked_steps_first() {
         "no loop of unpredicated loads: {loops:?}"
     );
 }
+
+/// Where the target lets TMA boxes span a pointer's outer dimensions (`Target::tma_outer`),
+/// the walks' K and V tiles are boxes: the head offset `off_z * stride_z + off_h * stride_h`
+/// becomes two outer dimensions of their maps (innermost first), the whole blocks' unmasked
+/// rows take their extent from the strides at launch, and the ragged block's mask bounds
+/// it. Without it none is. Either way the kernel is the interpreter's in the simulator.
+#[test]
+fn k_and_v_go_through_tma_across_heads() {
+    use rutile_ir::thread::LaunchValue::Param;
+    let target = |outer| Target {
+        tma_outer: outer,
+        ..hopper_pipelined(4, 3)
+    };
+    let shape = Shape {
+        z: 2,
+        h: 3,
+        n: 200,
+        d: 64,
+    };
+    let spec = runtime_spec(&args(shape));
+    let mut rng = Rng::new(74);
+    for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
+        let meta = AttentionMeta {
+            split_diagonal,
+            ..AttentionMeta::fp16(64, 32, 64, causal)
+        };
+        let kernel = attention_forward(&meta).unwrap();
+        let copies = |t: &Target| {
+            let tk = rutile_ir::lower::lower(&kernel, t, &spec).unwrap();
+            let mut ranks = Vec::new();
+            tk.walk(&mut |s| {
+                if let Stmt::TmaLoad { coords, .. } = s {
+                    ranks.push(coords.len());
+                }
+            });
+            (ranks, tk.tensor_maps.clone())
+        };
+        let at = format!("causal {causal}, split {split_diagonal}");
+        assert_eq!(copies(&target(false)).0, Vec::<usize>::new(), "{at}");
+        let (ranks, maps) = copies(&target(true));
+        assert!(!ranks.is_empty() && ranks.iter().all(|&r| r == 4), "{at}: {ranks:?}");
+        // Parameters: Q, K, V, sm_scale, M, Out, then Q's, K's, V's and Out's four strides.
+        for m in &maps {
+            let first = 6 + 4 * m.param;
+            assert!(m.param == 1 || m.param == 2, "{at}: {m:?}");
+            assert_eq!(m.stride, Param(first + 2), "{at}: {m:?}");
+            assert_eq!(
+                m.outer,
+                [Some(Param(first + 1)), Some(Param(first)), None],
+                "{at}: {m:?}"
+            );
+            // Along the head dimension (x) the whole row, unmasked, from column 0.
+            assert_eq!(m.dims[0], None, "{at}: {m:?}");
+        }
+        // The whole blocks' rows are unmasked, a masked walk's bounded by N_CTX.
+        let whole_blocks = !causal || split_diagonal;
+        assert_eq!(maps.iter().any(|m| m.dims[1].is_none()), whole_blocks, "{at}: {maps:?}");
+        assert!(maps.iter().any(|m| m.dims[1] == Some(Param(24))), "{at}: {maps:?}");
+        let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+        let b = buffers(&mut rng, shape);
+        simulate_on(&at, &kernel, &[target(true)], grid, &args(shape), &b, 2e-3);
+    }
+}

@@ -183,7 +183,7 @@ fn box_kernel(case: &Case) -> ThreadKernel {
         map: 0,
         alloc: 1,
         dst,
-        coords: [cx, cy],
+        coords: vec![cx, cy],
         bar,
         pred: Some(issues),
     });
@@ -207,8 +207,9 @@ fn box_kernel(case: &Case) -> ThreadKernel {
     kernel.shared[1].align = 1024;
     kernel.tensor_maps.push(TensorMap {
         param: 0,
-        dims: [LaunchValue::Param(4), LaunchValue::Param(5)],
+        dims: [Some(LaunchValue::Param(4)), Some(LaunchValue::Param(5))],
         stride: LaunchValue::Param(6),
+        outer: [None; 3],
         box_dims: [case.box_w, BOX_ROWS],
         swizzle: case.box_w * 2,
     });
@@ -508,7 +509,7 @@ fn two_phases(x: i32, y: i32, x2: i32, y2: i32, tail: impl FnOnce(&mut ThreadKer
         map: 0,
         alloc: 1,
         dst,
-        coords: [cx, cy],
+        coords: vec![cx, cy],
         bar,
         pred: Some(first_two),
     });
@@ -536,7 +537,7 @@ fn two_phases(x: i32, y: i32, x2: i32, y2: i32, tail: impl FnOnce(&mut ThreadKer
         map: 0,
         alloc: 1,
         dst: zero,
-        coords: [cx2, cy2],
+        coords: vec![cx2, cy2],
         bar,
         pred: Some(first),
     });
@@ -547,8 +548,9 @@ fn two_phases(x: i32, y: i32, x2: i32, y2: i32, tail: impl FnOnce(&mut ThreadKer
     kernel.shared[1].align = 1024;
     kernel.tensor_maps.push(TensorMap {
         param: 0,
-        dims: [LaunchValue::Param(3), LaunchValue::Param(4)],
+        dims: [Some(LaunchValue::Param(3)), Some(LaunchValue::Param(4))],
         stride: LaunchValue::Param(5),
+        outer: [None; 3],
         box_dims: [64, BOX_ROWS],
         swizzle: 128,
     });

@@ -86,8 +86,9 @@ fn kernel(case: Case) -> ThreadKernel {
     kernel.shared[0].align = 1024;
     kernel.tensor_maps.push(TensorMap {
         param: 1,
-        dims: [LaunchValue::Param(4), LaunchValue::Param(5)],
+        dims: [Some(LaunchValue::Param(4)), Some(LaunchValue::Param(5))],
         stride: LaunchValue::Param(6),
+        outer: [None; 3],
         box_dims: [COLS, ROWS],
         swizzle: 128,
     });

@@ -45,13 +45,21 @@ fn the_seed_s_operands_are_boxes() {
     let a = tk.tensor_maps[0];
     assert_eq!(
         (a.param, a.dims, a.stride),
-        (0, [LaunchValue::Param(5), LaunchValue::Param(3)], LaunchValue::Param(6))
+        (
+            0,
+            [Some(LaunchValue::Param(5)), Some(LaunchValue::Param(3))],
+            LaunchValue::Param(6)
+        )
     );
     assert_eq!((a.box_dims, a.swizzle), ([64, 128], 128));
     let b = tk.tensor_maps[1];
     assert_eq!(
         (b.param, b.dims, b.stride),
-        (1, [LaunchValue::Param(4), LaunchValue::Param(5)], LaunchValue::Param(8))
+        (
+            1,
+            [Some(LaunchValue::Param(4)), Some(LaunchValue::Param(5))],
+            LaunchValue::Param(8)
+        )
     );
     assert_eq!((b.box_dims, b.swizzle), ([64, 64], 128));
     let c = tk.tensor_maps[2];
@@ -59,7 +67,7 @@ fn the_seed_s_operands_are_boxes() {
         (c.param, c.dims, c.stride),
         (
             2,
-            [LaunchValue::Param(4), LaunchValue::Param(3)],
+            [Some(LaunchValue::Param(4)), Some(LaunchValue::Param(3))],
             LaunchValue::Param(10)
         )
     );

@@ -56,7 +56,7 @@ fn tma_boxes() -> ThreadKernel {
             map: phase as u32,
             alloc: tile,
             dst: zero,
-            coords: [x, y],
+            coords: vec![x, y],
             bar,
             pred: Some(first),
         });
@@ -80,8 +80,9 @@ fn tma_boxes() -> ThreadKernel {
     for param in [a, b] {
         t.tensor_maps.push(TensorMap {
             param,
-            dims: [LaunchValue::Const(1), LaunchValue::Const(1)],
+            dims: [Some(LaunchValue::Const(1)), Some(LaunchValue::Const(1))],
             stride: LaunchValue::Const(8),
+            outer: [None; 3],
             box_dims: [BOX as u32, BOX as u32],
             swizzle: 128,
         });
@@ -137,14 +138,14 @@ fn gpu_tma_boxes_land_swizzled_with_zeros_outside() {
     let db = CudaBuffer::from_slice(&dev, &b).unwrap();
     let out = CudaBuffer::<u16>::zeroed(&dev, 2 * BOX * BOX).unwrap();
     let map = |address: u64, rows: usize, cols: usize, stride: usize| {
-        let desc = TiledTensorMap {
-            elem: TensorMapElem::F16,
+        let desc = TiledTensorMap::two_d(
+            TensorMapElem::F16,
             address,
-            dims: [cols as u64, rows as u64],
-            stride_bytes: 2 * stride as u64,
-            box_dims: [BOX as u32, BOX as u32],
-            swizzle: 128,
-        };
+            [cols as u64, rows as u64],
+            2 * stride as u64,
+            [BOX as u32, BOX as u32],
+            128,
+        );
         KernelArg::TensorMap(dev.encode_tensor_map(&desc).unwrap_or_else(|e| panic!("{e}")))
     };
     // Boxes across every edge of `a` and `b` (negative coordinates read zeros too). The

@@ -67,6 +67,15 @@ impl std::ops::DerefMut for Buffers<'_> {
 }
 
 impl Memory<'_> {
+    /// The elements of the buffer behind pointer parameter `param`, if it is one.
+    pub(crate) fn param_len(&self, param: u32) -> Option<usize> {
+        self.param_buffer
+            .get(param as usize)
+            .copied()
+            .flatten()
+            .map(|(_, len)| len)
+    }
+
     /// The buffer and element index of a pointer, or an out-of-bounds fault.
     #[inline]
     pub(crate) fn locate(&self, p: Pointer) -> Result<(usize, usize), Fault> {

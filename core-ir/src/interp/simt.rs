@@ -823,7 +823,7 @@ impl<'s> Sim<'s> {
                 coords,
                 bar,
                 pred,
-            } => self.tma_load(*map, *alloc, *dst, *coords, bar, *pred),
+            } => self.tma_load(*map, *alloc, *dst, coords, bar, *pred),
             Stmt::TmaStore {
                 map,
                 alloc,

@@ -38,7 +38,7 @@ use super::{fault, Access, Sim, SimFault, Track};
 use crate::interp::error::{FaultKind, InterpError};
 use crate::interp::memory;
 use crate::interp::tensor::{Data, Pointer};
-use crate::thread::{LaunchValue, MBarrier, Memory as Space, Reg, TensorMap};
+use crate::thread::{LaunchValue, MBarrier, Memory as Space, Reg, TensorMap, ViewExtents};
 use crate::types::ScalarType;
 use std::collections::BTreeMap;
 
@@ -128,8 +128,8 @@ pub(super) struct LaunchedMap {
     pub elem: ScalarType,
     /// Bytes an element.
     pub eb: i64,
-    pub dims: [i64; 2],
-    pub stride: i64,
+    /// Its extents and strides in this launch, innermost first.
+    pub extents: ViewExtents,
 }
 
 impl Sim<'_> {
@@ -290,16 +290,15 @@ impl Sim<'_> {
             return Err(fault(FaultKind::InvalidIr, first, message));
         }
         let eb = elem.size_bytes() as i64;
-        let [d0, d1, stride] = [m.dims[0], m.dims[1], m.stride].map(|v| self.launch_value(v));
-        if d0 <= 0 || d1 <= 0 || stride <= 0 {
-            let message = format!("tensor map {map} has dims {d0} x {d1} and stride {stride} (all positive)");
-            return Err(fault(FaultKind::InvalidIr, first, message));
-        }
-        if (base * eb) % 16 != 0 || (stride * eb) % 16 != 0 {
+        let len = self.global.param_len(param).map_or(0, |l| l as i64) - base;
+        let extents = m
+            .extents(|v| Ok(self.launch_value(v)), len)
+            .map_err(|e| fault(FaultKind::OutOfBounds, first, format!("tensor map {map}: {e}")))?;
+        if (base * eb) % 16 != 0 || extents.strides.iter().any(|s| (s * eb) % 16 != 0) {
             let message = format!(
-                "tensor map {map} starts at byte {} of its buffer with rows {} bytes apart (both multiples of 16)",
+                "tensor map {map} starts at byte {} of its buffer with strides of {:?} bytes (multiples of 16)",
                 base * eb,
-                stride * eb
+                extents.strides.iter().map(|s| s * eb).collect::<Vec<_>>()
             );
             return Err(fault(FaultKind::Misaligned, first, message));
         }
@@ -309,8 +308,7 @@ impl Sim<'_> {
             base,
             elem,
             eb,
-            dims: [d0, d1],
-            stride,
+            extents,
         })
     }
 
@@ -357,32 +355,35 @@ impl Sim<'_> {
         Ok(at)
     }
 
-    /// The offset in its buffer of element `(x, y)` of tensor map `map` (`view` in this
-    /// launch), `None` outside the view (where copies fill zeros and stores write nothing);
-    /// an element of the view outside its buffer faults thread `t`, `what` (with `...` for
-    /// the map) naming the access.
+    /// The offset in its buffer of the element of tensor map `map` (`view` in this launch)
+    /// at `coords` (`x`, `y`, then the outer dimensions), `None` outside the view (where
+    /// copies fill zeros and stores write nothing); an element of the view outside its
+    /// buffer faults thread `t`, `what` (with `...` for the map) naming the access.
     pub(super) fn map_element(
         &self,
         map: u32,
         view: &LaunchedMap,
-        (x, y): (i64, i64),
+        coords: &[i64],
         t: usize,
         what: &str,
     ) -> Result<Option<i64>, SimFault> {
-        let [d0, d1] = view.dims;
-        if !(0..d0).contains(&x) || !(0..d1).contains(&y) {
+        let ViewExtents { dims, strides } = &view.extents;
+        if coords.iter().zip(dims).any(|(c, d)| !(0..*d).contains(c)) {
             return Ok(None);
         }
-        let offset = y
-            .checked_mul(view.stride)
-            .and_then(|o| o.checked_add(x))
+        let offset = coords[1..]
+            .iter()
+            .zip(strides)
+            .try_fold(coords[0], |o, (c, s)| {
+                c.checked_mul(*s).and_then(|cs| o.checked_add(cs))
+            })
             .and_then(|o| o.checked_add(view.base))
             .unwrap_or(i64::MAX);
         let param = view.param;
         self.global.locate(Pointer { param, offset }).map_err(|f| {
-            let through = format!("through tensor map {map} ({d0} x {d1}, stride {})", view.stride);
+            let through = format!("through tensor map {map} (extents {dims:?}, strides {strides:?})");
             let message = format!(
-                "{} its element ({x}, {y}): {}",
+                "{} its element {coords:?}: {}",
                 what.replace("...", &through),
                 f.message
             );
@@ -398,7 +399,7 @@ impl Sim<'_> {
         map: u32,
         alloc: u32,
         dst: Reg,
-        coords: [Reg; 2],
+        coords: &[Reg],
         bar: &MBarrier,
         pred: Option<Reg>,
     ) -> Result<(), SimFault> {
@@ -419,8 +420,10 @@ impl Sim<'_> {
             return Err(fault(FaultKind::Misaligned, first, message));
         }
         let dsts = self.read(dst, Some(&active))?.ints()?.to_vec();
-        let cx = self.read(coords[0], Some(&active))?.ints()?.to_vec();
-        let cy = self.read(coords[1], Some(&active))?.ints()?.to_vec();
+        let mut cs = Vec::with_capacity(coords.len());
+        for &c in coords {
+            cs.push(self.read(c, Some(&active))?.ints()?.to_vec());
+        }
         let idx = self.bar_indices(bar, &active)?;
         let [bw, bh] = m.box_dims.map(|d| d as i64);
         for t in (0..self.threads).filter(|&t| active[t]) {
@@ -447,9 +450,11 @@ impl Sim<'_> {
                 for bx in 0..bw {
                     copy.dst
                         .push(self.box_shared_element(alloc, &view, dsts[t], (bx, by), t)?);
-                    let at = (cx[t] + bx, cy[t] + by);
+                    let mut at: Vec<i64> = cs.iter().map(|c| c[t]).collect();
+                    at[0] += bx;
+                    at[1] += by;
                     copy.src
-                        .push(self.map_element(map, &view, at, t, "a TMA copy ... reads")?);
+                        .push(self.map_element(map, &view, &at, t, "a TMA copy ... reads")?);
                 }
             }
             // The copy may write from now on: it races with other warps' accesses since

@@ -75,8 +75,8 @@ impl Sim<'_> {
                     let at = self.box_shared_element(alloc, &view, srcs[t], (bx, by), t)?;
                     self.touch(Space::Shared { alloc }, at, t, Access::Read)?;
                     elements.push(at);
-                    let at_xy = (cx[t] + bx, cy[t] + by);
-                    let Some(offset) = self.map_element(map, &view, at_xy, t, "a TMA store ... writes")? else {
+                    let at_xy = [cx[t] + bx, cy[t] + by];
+                    let Some(offset) = self.map_element(map, &view, &at_xy, t, "a TMA store ... writes")? else {
                         continue;
                     };
                     self.touch(Space::Global { param }, offset, t, Access::Write { same: false })?;

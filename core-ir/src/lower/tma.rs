@@ -97,10 +97,15 @@ impl Lowerer<'_> {
             };
             let tile = l.operand.tile;
             let elem = self.k.ty(l.value).scalar_type().map_or(2, |e| e.size_bytes() as u32);
+            let mut outer = [None; 3];
+            for (o, &(stride, _)) in outer.iter_mut().zip(&t.region_box.outer) {
+                *o = Some(stride);
+            }
             self.tensor_maps.push(TensorMap {
                 param: t.region_box.param,
                 dims: t.region_box.dims,
                 stride: t.region_box.stride,
+                outer,
                 box_dims: [tile.block_cols, tile.rows],
                 swizzle: tile.block_cols * elem,
             });
@@ -193,7 +198,11 @@ impl Lowerer<'_> {
             let x0 = self.poly_value(&b.origin[0], trip)?;
             let y0 = self.poly_value(&b.origin[1], trip)?;
             let tile = load.operand.tile;
-            let (dst, coords, count) = self.box_of_lane(tid, &tile, stage, [x0, y0]);
+            let (dst, [x, y], count) = self.box_of_lane(tid, &tile, stage, [x0, y0]);
+            let mut coords = vec![x, y];
+            for (_, index) in &b.outer {
+                coords.push(self.poly_value(index, trip)?);
+            }
             let n = self.i32c(count as i64);
             let lane_has_box = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, tid, n));
             let pred = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, lane_has_box, in_range));

@@ -108,9 +108,13 @@ struct Wrap {
 pub(crate) struct TmaBox {
     /// The pointer parameter.
     pub param: u32,
-    /// The view's extents along `x` and `y`, and its row stride, in elements.
-    pub dims: [LaunchValue; 2],
+    /// The view's extents along `x` and `y` where a mask bounds them (`None`: unmasked, see
+    /// `TensorMap::extents`), and its row stride, in elements.
+    pub dims: [Option<LaunchValue>; 2],
     pub stride: LaunchValue,
+    /// The outer dimensions, innermost first: each one's stride and the box's index along it
+    /// (free of atoms).
+    pub outer: Vec<(LaunchValue, Poly)>,
     /// The box's origin `(x0, y0)`: free of atoms.
     pub origin: [Poly; 2],
     /// The loop's start and step, for the trip count.
@@ -122,8 +126,9 @@ pub(crate) struct TmaBox {
 /// the wrapped dimensions still to check.
 struct BoxView {
     param: u32,
-    dims: [LaunchValue; 2],
+    dims: [Option<LaunchValue>; 2],
     stride: LaunchValue,
+    outer: Vec<(LaunchValue, Poly)>,
     origin: [Poly; 2],
     wrapped: Vec<(u8, Wrap)>,
 }
@@ -135,6 +140,7 @@ impl BoxView {
             param: self.param,
             dims: self.dims,
             stride: self.stride,
+            outer: self.outer,
             origin: self.origin,
             start,
             step,
@@ -452,7 +458,8 @@ impl Lowerer<'_> {
         };
         let mut cx = Affine::new(self, None);
         let view = self.box_view(&mut cx, ptr, mask, contiguous)?;
-        if !view.wrapped.is_empty() {
+        // (A store's box is masked along both dimensions and has no outer ones.)
+        if !view.wrapped.is_empty() || view.dims.iter().any(Option::is_none) || !view.outer.is_empty() {
             return None;
         }
         Some(view.with_trips(Poly::constant(0), Poly::constant(1)))
@@ -504,15 +511,42 @@ impl Lowerer<'_> {
         if self.axis[stride_value.index()].divisibility[0] * (elem.size_bytes() as u64) % 16 != 0 {
             return None;
         }
-        // The uniform part: the terms with the stride are rows (`y`), the rest columns.
+        // The uniform part: the terms with the stride are rows (`y`); where the target lets
+        // boxes span outer dimensions, a term `c * s` with `s` another integer parameter
+        // (16-byte multiples) and `c` a product of other scalars is index `c` of an outer
+        // dimension of stride `s`; the rest are columns.
         let (mut y, mut x) = (Vec::new(), Vec::new());
+        let mut outer_terms: Vec<(ValueId, Vec<Term>)> = Vec::new();
         for mut t in uniform {
             if let Some(at) = t.symbols.iter().position(|&s| s == Sym::Value(stride_value)) {
                 t.symbols.remove(at);
                 y.push(t);
+            } else if let Some(s) = self.target.tma_outer.then(|| self.outer_stride(&t, elem)).flatten() {
+                let at = t
+                    .symbols
+                    .iter()
+                    .position(|&x| x == Sym::Value(s))
+                    .expect("found in the term");
+                t.symbols.remove(at);
+                match outer_terms.iter_mut().find(|(v, _)| *v == s) {
+                    Some((_, terms)) => terms.push(t),
+                    None => outer_terms.push((s, vec![t])),
+                }
             } else {
                 x.push(t);
             }
+        }
+        // Innermost first: a kernel written as Triton's passes strides outermost first.
+        outer_terms.sort_by_key(|&(v, _)| std::cmp::Reverse(v));
+        if outer_terms.len() > 3 {
+            return None;
+        }
+        let mut outer_dims = Vec::new();
+        for (v, terms) in outer_terms {
+            let ValueDef::Param(p) = self.k.values[v].def else {
+                return None;
+            };
+            outer_dims.push((LaunchValue::Param(p), Poly::from_terms(terms)?));
         }
         let mut origin = [Poly::from_terms(x)?, Poly::from_terms(y)?];
         let mut dims: [Option<LaunchValue>; 2] = [None, None];
@@ -555,7 +589,15 @@ impl Lowerer<'_> {
                 return None;
             }
         }
-        let dims = [dims[0]?, dims[1]?];
+        // An unmasked dimension: where the target allows, its extent is the launch's
+        // (`TensorMap::extents`); along `x` only for a box at column 0 (which the launch then
+        // checks lies within a row).
+        if !self.target.tma_outer && dims.iter().any(Option::is_none) {
+            return None;
+        }
+        if dims[0].is_none() && !origin[0].terms.is_empty() {
+            return None;
+        }
         // The hardware starts a box's rows on 16-byte boundaries: `x0` must be a multiple
         // of 16 bytes whatever the scalars are.
         if self.divisibility(&origin[0]) * (elem.size_bytes() as u64) % 16 != 0 {
@@ -565,9 +607,31 @@ impl Lowerer<'_> {
             param,
             dims,
             stride: LaunchValue::Param(stride_param),
+            outer: outer_dims,
             origin,
             wrapped,
         })
+    }
+
+    /// The integer parameter that is the stride of an outer dimension in uniform term `t`
+    /// (a box's offset `c * s`): its only parameter symbol, whose bytes are a multiple of 16,
+    /// beside at least one other symbol and no loop trip count.
+    fn outer_stride(&self, t: &Term, elem: ScalarType) -> Option<ValueId> {
+        if t.atom.is_some() || t.symbols.contains(&Sym::Trip) || t.symbols.len() < 2 {
+            return None;
+        }
+        let params: Vec<ValueId> = t
+            .symbols
+            .iter()
+            .filter_map(|s| match *s {
+                Sym::Value(v) if matches!(self.k.values[v].def, ValueDef::Param(_)) => Some(v),
+                _ => None,
+            })
+            .collect();
+        let [s] = params[..] else {
+            return None;
+        };
+        (self.axis[s.index()].divisibility[0] * (elem.size_bytes() as u64) % 16 == 0).then_some(s)
     }
 
     /// The largest power of two that surely divides `p` (free of atoms).

@@ -56,10 +56,13 @@ impl Lowerer<'_> {
             return Ok(false);
         };
 
+        // (A store's box is bounded by its mask along both dimensions and has no outer ones:
+        // `tma_store_box`.)
         self.tensor_maps.push(TensorMap {
             param: region_box.param,
             dims: region_box.dims,
             stride: region_box.stride,
+            outer: [None; 3],
             box_dims: [tile.block_cols, tile.rows],
             swizzle: tile.block_cols * elem.size_bytes() as u32,
         });

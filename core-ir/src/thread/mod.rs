@@ -20,7 +20,7 @@ mod verify;
 
 pub use build::ThreadKernelBuilder;
 pub use dce::eliminate_dead_registers;
-pub use tensor_map::{LaunchValue, MBarrier, TensorMap};
+pub use tensor_map::{LaunchValue, MBarrier, TensorMap, ViewExtents};
 pub use verify::verify;
 
 use crate::arena::{Arena, Handle};
@@ -410,11 +410,12 @@ pub enum Stmt {
     /// bytes may hold other data; no copy may still be counting on it.
     MbarrierInval { bar: MBarrier, pred: Option<Reg> },
     /// Where `pred` holds: starts a copy of the box of tensor map `map` (an index into
-    /// [`ThreadKernel::tensor_maps`]) whose first element is `(coords[0], coords[1])` (i32
-    /// registers; elements outside the map read as zeros) into shared buffer `alloc` from
+    /// [`ThreadKernel::tensor_maps`]) whose first element is `(coords[0], coords[1])` at
+    /// index `coords[2..]` of the map's outer dimensions (i32 registers, one per dimension
+    /// of the map; elements outside the map read as zeros) into shared buffer `alloc` from
     /// element `dst` (on a multiple of 8 times the map's swizzle bytes, where the swizzle
     /// pattern of address bits repeats), laid out and swizzled as [`TensorMap`] says:
-    /// PTX's `cp.async.bulk.tensor.2d` with `mbarrier::complete_tx::bytes`. Its bytes (the
+    /// PTX's `cp.async.bulk.tensor.{2-5}d` with `mbarrier::complete_tx::bytes`. Its bytes (the
     /// whole box) count towards `bar`'s current phase; the data is in shared memory once an
     /// [`Stmt::MbarrierWait`] on that phase returns, and not before. `coords[0]` times the
     /// element size must be a multiple of 16 (the hardware starts a box's rows on 16-byte
@@ -423,7 +424,7 @@ pub enum Stmt {
         map: u32,
         alloc: u32,
         dst: Reg,
-        coords: [Reg; 2],
+        coords: Vec<Reg>,
         bar: MBarrier,
         pred: Option<Reg>,
     },

@@ -306,10 +306,9 @@ impl ThreadKernel {
                     pred,
                 } => writeln!(
                     out,
-                    "{pad}tma_load shared{alloc}[{}] = map{map}[{}, {}] on shared{}[{}]{}",
+                    "{pad}tma_load shared{alloc}[{}] = map{map}[{}] on shared{}[{}]{}",
                     self.r(*dst),
-                    self.r(coords[0]),
-                    self.r(coords[1]),
+                    coords.iter().map(|&c| self.r(c)).collect::<Vec<_>>().join(", "),
                     bar.alloc,
                     self.r(bar.index),
                     pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()

@@ -12,33 +12,116 @@ pub enum LaunchValue {
     Param(u32),
 }
 
-/// A 2-D view of the buffer behind pointer parameter `param`, which the runtime describes to
-/// the hardware at each launch (CUDA: a `CUtensorMap` from `cuTensorMapEncodeTiled`, passed
-/// as a kernel parameter after the kernel's own, in the order of
+/// A view of the buffer behind pointer parameter `param`, which the runtime describes to the
+/// hardware at each launch (CUDA: a `CUtensorMap` from `cuTensorMapEncodeTiled`, passed as a
+/// kernel parameter after the kernel's own, in the order of
 /// [`super::ThreadKernel::tensor_maps`]).
 ///
-/// Element `(x, y)` of the view, `0 <= x < dims[0]` and `0 <= y < dims[1]`, is element
-/// `y * stride + x` of the buffer; any other coordinate reads as zero. A box is
-/// `box_dims[0] x box_dims[1]` elements, `box_dims[0]` of them contiguous, and lands in
-/// shared memory as `box_dims[1]` rows of `box_dims[0] * element size` bytes (at most
-/// `swizzle` bytes), one after the other, swizzled: within each aligned `8 * 128`-byte
-/// span, byte address bits 4 and up (as many as `swizzle / 16` needs) are XORed with the
-/// bits from 7 up, the swizzle `wgmma`'s matrix descriptors read ([`super::SmemMatrix`]).
+/// Element `(x, y, o_0, ..)` of the view is element `y * stride + x + o_0 * outer[0] + ..`
+/// of the buffer where each coordinate is within its extent ([`TensorMap::extents`]); any
+/// other coordinate reads as zero. A box is `box_dims[0] x box_dims[1]` elements at one
+/// index of each outer dimension, `box_dims[0]` of them contiguous, and lands in shared
+/// memory as `box_dims[1]` rows of `box_dims[0] * element size` bytes (at most `swizzle`
+/// bytes), one after the other, swizzled: within each aligned `8 * 128`-byte span, byte
+/// address bits 4 and up (as many as `swizzle / 16` needs) are XORed with the bits from 7
+/// up, the swizzle `wgmma`'s matrix descriptors read ([`super::SmemMatrix`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TensorMap {
     pub param: u32,
-    pub dims: [LaunchValue; 2],
+    /// The extents along `x` and `y` where the kernel's masks bound its accesses; `None`
+    /// along a dimension it reads unmasked, whose extent the launch derives from the
+    /// strides ([`TensorMap::extents`]).
+    pub dims: [Option<LaunchValue>; 2],
     /// Elements between consecutive `y` (the buffer's row stride).
     pub stride: LaunchValue,
+    /// The dimensions outside `y` (a head, a batch), innermost first: each one's stride in
+    /// elements. A box spans one index of each, and no mask bounds them.
+    pub outer: [Option<LaunchValue>; 3],
     pub box_dims: [u32; 2],
     /// 32, 64 or 128.
     pub swizzle: u32,
+}
+
+/// A tensor map's view in one launch, innermost dimension first (`x`, `y`, then the outer
+/// ones): each extent, and the stride in elements of each dimension but `x` (whose is 1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewExtents {
+    pub dims: Vec<i64>,
+    pub strides: Vec<i64>,
 }
 
 impl TensorMap {
     /// Bytes one box delivers (out-of-bounds zeros included).
     pub fn box_bytes(&self, elem_bytes: u32) -> u32 {
         self.box_dims[0] * self.box_dims[1] * elem_bytes
+    }
+
+    /// Dimensions of the view: 2, and one per outer dimension.
+    pub fn rank(&self) -> usize {
+        2 + self.outer.iter().flatten().count()
+    }
+
+    /// The view in a launch where `value` gives what each [`LaunchValue`] is and `len` is
+    /// the number of elements from the view's first to the end of its buffer.
+    ///
+    /// An extent the kernel does not give (an unmasked dimension) is the most the next
+    /// stride leaves room for (`x`: the row stride; `y`: the first outer stride over the row
+    /// stride), and along the outermost dimension as many as fit in `len`: where the
+    /// buffer's dimensions do not overlap, the view then holds every element such accesses
+    /// reach. Errors name what does not hold: positive strides and extents, each dimension's
+    /// extent times its stride within the next stride (the hardware's model of a tensor,
+    /// which overlapping dimensions would break), a box no wider than a derived row, and the
+    /// view within `len`.
+    pub fn extents(&self, value: impl Fn(LaunchValue) -> Result<i64, String>, len: i64) -> Result<ViewExtents, String> {
+        // The stride of every dimension, x's (1) included.
+        let mut all = vec![1, value(self.stride)?];
+        for o in self.outer.iter().flatten() {
+            all.push(value(*o)?);
+        }
+        if let Some(s) = all.iter().find(|&&s| s <= 0) {
+            return Err(format!("a stride of {s} elements (strides are positive)"));
+        }
+        let rank = all.len();
+        let mut dims = Vec::with_capacity(rank);
+        // The offset of the last element of the dimensions so far.
+        let mut span = 0i64;
+        for i in 0..rank {
+            let extent = match self.dims.get(i).copied().flatten() {
+                Some(v) => value(v)?,
+                None if i + 1 < rank => all[i + 1] / all[i],
+                None => (len - 1 - span).div_euclid(all[i]) + 1,
+            };
+            if extent <= 0 {
+                return Err(format!(
+                    "dimension {i} (stride {}) has extent {extent}: the buffer holds {len} elements from the view's first",
+                    all[i]
+                ));
+            }
+            if i + 1 < rank && extent.saturating_mul(all[i]) > all[i + 1] {
+                return Err(format!(
+                    "dimension {i} has {extent} indices {} elements apart, past the next dimension's stride {} (overlapping dimensions)",
+                    all[i],
+                    all[i + 1]
+                ));
+            }
+            span = span.saturating_add((extent - 1).saturating_mul(all[i]));
+            dims.push(extent);
+        }
+        if self.dims[0].is_none() && i64::from(self.box_dims[0]) > dims[0] {
+            return Err(format!(
+                "a box {} elements wide in rows of {} (a box unbounded along x lies within a row)",
+                self.box_dims[0], dims[0]
+            ));
+        }
+        if span >= len {
+            return Err(format!(
+                "the view's last element is {span} elements past its first; the buffer holds {len} from there"
+            ));
+        }
+        Ok(ViewExtents {
+            dims,
+            strides: all[1..].to_vec(),
+        })
     }
 }
 

@@ -122,7 +122,13 @@ fn persistent(k: &ThreadKernel, p: super::PersistentGrid) -> Result<(), String> 
 /// boxes the hardware takes: at most 256 elements a side, rows of 16 bytes up to the swizzle.
 fn tensor_map(k: &ThreadKernel, m: &super::TensorMap) -> Result<(), String> {
     let elem = memory_elem(k, Memory::Global { param: m.param })?;
-    for v in m.dims.iter().chain([&m.stride]) {
+    for v in m
+        .dims
+        .iter()
+        .flatten()
+        .chain([&m.stride])
+        .chain(m.outer.iter().flatten())
+    {
         match *v {
             super::LaunchValue::Const(c) if c <= 0 => return Err(format!("an extent or stride of {c}")),
             super::LaunchValue::Param(p) => match k.params.get(p as usize) {
@@ -160,11 +166,18 @@ fn mbarrier(k: &ThreadKernel, bar: &super::MBarrier) -> Result<(), String> {
 /// A TMA copy or store (`what`) between tensor map `map` and shared buffer `alloc` at
 /// element `at`: the same elements, the buffer where the swizzle's pattern starts, i32
 /// coordinates.
-fn tma_box(k: &ThreadKernel, map: u32, alloc: u32, at: Reg, coords: &[Reg; 2], what: &str) -> Result<(), String> {
+fn tma_box(k: &ThreadKernel, map: u32, alloc: u32, at: Reg, coords: &[Reg], what: &str) -> Result<(), String> {
     let m = k
         .tensor_maps
         .get(map as usize)
         .ok_or_else(|| format!("tensor map {map} does not exist"))?;
+    if coords.len() != m.rank() {
+        return Err(format!(
+            "{} coordinates for tensor map {map} of {} dimensions",
+            coords.len(),
+            m.rank()
+        ));
+    }
     let global = memory_elem(k, Memory::Global { param: m.param })?;
     let shared = memory_elem(k, Memory::Shared { alloc })?;
     if global != shared {

@@ -246,25 +246,41 @@ fn tiled_map(
             .filter(|&n| n >= 1)
             .ok_or_else(|| fail(format!("{what} is {n}{from}; it must be at least 1")))
     };
-    let dims = [value(m.dims[0], "the row length")?, value(m.dims[1], "the row count")?];
-    let stride = value(m.stride, "the row stride")?;
+    // The values the kernel gives, each checked and named; then the view they make.
+    let given = [
+        m.dims[0].map(|d| (d, "the row length".to_string())),
+        m.dims[1].map(|d| (d, "the row count".to_string())),
+        Some((m.stride, "the row stride".to_string())),
+    ];
+    let outer = m.outer.iter().flatten().enumerate();
+    let outer = outer.map(|(i, &s)| Some((s, format!("the stride of outer dimension {i}"))));
+    for (v, what) in given.into_iter().chain(outer).flatten() {
+        value(v, &what)?;
+    }
     let size = elem.size_bytes() as u64;
     let (address, len) = buffer;
-    // The last element of the view, (dims[0] - 1, dims[1] - 1), must be in the buffer: the
-    // copies read everything inside the dims.
-    let end = (dims[1] - 1).checked_mul(stride).and_then(|e| e.checked_add(dims[0]));
-    if end.is_none_or(|end| end > len) {
-        return Err(fail(format!(
-            "{} rows of {} elements, {stride} apart, reach past the end of its {len} elements",
-            dims[1], dims[0]
-        )));
+    // (Every value passed the checks above.)
+    let plain = |v: LaunchValue| value(v, "a value").map(|n| n as i64).map_err(|e| e.to_string());
+    let view = m
+        .extents(plain, i64::try_from(len).unwrap_or(i64::MAX))
+        .map_err(&fail)?;
+    let mut dims = [1u64; 5];
+    let mut strides_bytes = [0u64; 4];
+    let mut box_dims = [1u32; 5];
+    for (d, &e) in dims.iter_mut().zip(&view.dims) {
+        *d = e as u64;
     }
+    for (s, &e) in strides_bytes.iter_mut().zip(&view.strides) {
+        *s = (e as u64).saturating_mul(size);
+    }
+    box_dims[..2].copy_from_slice(&m.box_dims);
     let map = TiledTensorMap {
         elem: tensor_map_elem(*elem),
         address,
+        rank: view.dims.len(),
         dims,
-        stride_bytes: stride.saturating_mul(size),
-        box_dims: m.box_dims,
+        strides_bytes,
+        box_dims,
         swizzle: m.swizzle,
     };
     map.check().map_err(|e| fail(format!("{e} ({map})")))?;
@@ -356,6 +372,9 @@ impl Device for CudaGpu {
                 // And stores a `dot`'s result tile through it, unless `RUTILE_TMA_STORE=0`
                 // keeps the exchange through shared memory and 16-byte stores.
                 tma_store: env_flag("RUTILE_TMA_STORE"),
+                // Boxes across a pointer's outer dimensions (attention's heads) and unmasked
+                // ones: only with `RUTILE_TMA_OUTER=1` until measured on the GPU.
+                tma_outer: std::env::var("RUTILE_TMA_OUTER").is_ok_and(|v| v.trim() == "1"),
                 // `cp.async` from sm_80: the dot's operand loads are pipelined over
                 // `num_stages` shared buffers.
                 async_copy: major >= 8,
@@ -557,8 +576,9 @@ mod tests {
     fn map() -> TensorMap {
         TensorMap {
             param: 0,
-            dims: [LaunchValue::Param(2), LaunchValue::Param(1)],
+            dims: [Some(LaunchValue::Param(2)), Some(LaunchValue::Param(1))],
             stride: LaunchValue::Param(3),
+            outer: [None; 3],
             box_dims: [64, 128],
             swizzle: 128,
         }
@@ -591,21 +611,39 @@ mod tests {
         .unwrap();
         assert_eq!(
             m,
-            TiledTensorMap {
-                elem: TensorMapElem::F16,
-                address: 0x1000,
-                dims: [1000, 300],
-                stride_bytes: 2048,
-                box_dims: [64, 128],
-                swizzle: 128,
-            }
+            TiledTensorMap::two_d(TensorMapElem::F16, 0x1000, [1000, 300], 2048, [64, 128], 128)
         );
         // Constants too; the last row need not be padded to the stride.
         let mut constant = map();
-        constant.dims = [LaunchValue::Const(64), LaunchValue::Const(2)];
+        constant.dims = [Some(LaunchValue::Const(64)), Some(LaunchValue::Const(2))];
         constant.stride = LaunchValue::Const(72);
         let m = tiled_map("gemm", &params(), 0, &constant, (0x1000, 72 + 64), &[]).unwrap();
-        assert_eq!((m.dims, m.stride_bytes), ([64, 2], 144));
+        assert_eq!((m.dims[..2].to_vec(), m.strides_bytes[0]), (vec![64, 2], 144));
+    }
+
+    /// A map over heads: the rows unmasked (their extent the head stride over the row
+    /// stride) and two outer dimensions, the outermost as many as the buffer holds.
+    #[test]
+    fn outer_dimensions_and_unmasked_rows_take_their_extents_from_the_strides() {
+        let mut heads = map();
+        heads.dims = [Some(LaunchValue::Const(64)), None];
+        heads.stride = LaunchValue::Const(64);
+        heads.outer = [
+            Some(LaunchValue::Const(64 * 1024)),
+            Some(LaunchValue::Const(64 * 1024 * 32)),
+            None,
+        ];
+        heads.box_dims = [64, 128];
+        let len = 64 * 1024 * 32 * 4;
+        let m = tiled_map("gemm", &params(), 0, &heads, (0x1000, len), &[]).unwrap();
+        assert_eq!(m.rank, 4);
+        assert_eq!(m.dims[..4], [64, 1024, 32, 4]);
+        assert_eq!(m.strides_bytes[..3], [128, 128 * 1024, 128 * 1024 * 32]);
+        assert_eq!(m.box_dims, [64, 128, 1, 1, 1]);
+        // Heads closer than a head's rows: refused, naming the overlap.
+        heads.dims[1] = Some(LaunchValue::Const(1025));
+        let e = message(tiled_map("gemm", &params(), 0, &heads, (0x1000, len), &[]));
+        assert!(e.contains("overlapping dimensions"), "{e}");
     }
 
     #[test]
@@ -636,6 +674,6 @@ mod tests {
             (0x1000, 299 * 1024 + 999),
             &ints(300, 1000, 1024),
         ));
-        assert!(e.contains("reach past the end of its 307175 elements"), "{e}");
+        assert!(e.contains("the buffer holds 307175 from there"), "{e}");
     }
 }

@@ -77,34 +77,60 @@ impl TensorMapElem {
     }
 }
 
-/// A 2-D tiled tensor map: element `(x, y)`, `x < dims[0]`, `y < dims[1]`, is at byte
-/// `address + y * stride_bytes + x * elem size`; a copy moves a box of `box_dims[0] x
-/// box_dims[1]` elements, rows swizzled within `swizzle` bytes (32, 64 or 128), and reads
-/// zeros outside the dims. Element strides are 1, L2 promotion 256 bytes.
+/// A tiled tensor map of 2 to 5 dimensions, innermost first: the element at coordinates
+/// `c` (each `c[i] < dims[i]`) is at byte `address + c[0] * elem size` plus `c[i] *
+/// strides_bytes[i - 1]` for each later `i`; a copy moves a box of `box_dims` elements (the
+/// first two sides a tile, rows swizzled within `swizzle` bytes: 32, 64 or 128; the others
+/// 1), and reads zeros outside the dims. Only the first `rank` dims and box sides, and
+/// `rank - 1` strides, count. Element strides are 1, L2 promotion 256 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TiledTensorMap {
     pub elem: TensorMapElem,
-    /// Device address of element `(0, 0)`.
+    /// Device address of element `(0, 0, ..)`.
     pub address: u64,
-    pub dims: [u64; 2],
-    /// Bytes between consecutive rows (`y`).
-    pub stride_bytes: u64,
-    pub box_dims: [u32; 2],
+    pub rank: usize,
+    pub dims: [u64; 5],
+    /// Bytes between consecutive indices of each dimension but the first (`y`'s: the rows).
+    pub strides_bytes: [u64; 4],
+    pub box_dims: [u32; 5],
     pub swizzle: u32,
+}
+
+impl TiledTensorMap {
+    /// A 2-D map: `dims[0]` elements a row, `dims[1]` rows `stride_bytes` apart.
+    pub fn two_d(
+        elem: TensorMapElem,
+        address: u64,
+        dims: [u64; 2],
+        stride_bytes: u64,
+        box_dims: [u32; 2],
+        swizzle: u32,
+    ) -> TiledTensorMap {
+        TiledTensorMap {
+            elem,
+            address,
+            rank: 2,
+            dims: [dims[0], dims[1], 1, 1, 1],
+            strides_bytes: [stride_bytes, 0, 0, 0],
+            box_dims: [box_dims[0], box_dims[1], 1, 1, 1],
+            swizzle,
+        }
+    }
 }
 
 impl fmt::Display for TiledTensorMap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = self.rank.clamp(1, 5);
+        let join = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" x ");
+        let boxes: Vec<u64> = self.box_dims[..r].iter().map(|&b| u64::from(b)).collect();
         write!(
             f,
-            "{:?} at {:#x}, dims {} x {}, row stride {} bytes, box {} x {}, {}-byte swizzle",
+            "{:?} at {:#x}, dims {}, strides {:?} bytes, box {}, {}-byte swizzle",
             self.elem,
             self.address,
-            self.dims[0],
-            self.dims[1],
-            self.stride_bytes,
-            self.box_dims[0],
-            self.box_dims[1],
+            join(&self.dims[..r]),
+            &self.strides_bytes[..r - 1],
+            join(&boxes),
             self.swizzle
         )
     }
@@ -112,35 +138,54 @@ impl fmt::Display for TiledTensorMap {
 
 impl TiledTensorMap {
     /// What `cuTensorMapEncodeTiled` requires of these values (CUDA driver API
-    /// documentation), checked here so that a refusal says which value is wrong.
+    /// documentation), checked here so that a refusal says which value is wrong: among them,
+    /// each stride holds the dimensions inside it (the driver's model of a tensor).
     pub fn check(&self) -> Result<(), String> {
         let size = self.elem.size_bytes();
+        if !(2..=5).contains(&self.rank) {
+            return Err(format!("{} dimensions; rutile's maps have 2 to 5", self.rank));
+        }
+        let r = self.rank;
         if self.address % 16 != 0 {
             return Err(format!("the address {:#x} is not 16-byte aligned", self.address));
         }
-        for (i, &d) in self.dims.iter().enumerate() {
+        for (i, &d) in self.dims[..r].iter().enumerate() {
             if d == 0 || d > 1 << 32 {
                 return Err(format!("dimension {i} is {d}; the driver takes 1 to 2^32"));
             }
         }
-        if self.stride_bytes % 16 != 0 || self.stride_bytes >= 1 << 40 {
-            return Err(format!(
-                "the row stride is {} bytes; the driver takes a multiple of 16 below 2^40",
-                self.stride_bytes
-            ));
-        }
-        if self.stride_bytes < self.dims[0] * size {
-            return Err(format!(
-                "the row stride of {} bytes is shorter than a row of {} elements ({} bytes)",
-                self.stride_bytes,
-                self.dims[0],
+        for (i, &s) in self.strides_bytes[..r - 1].iter().enumerate() {
+            let what = if i == 0 {
+                "the row stride".to_string()
+            } else {
+                format!("the stride of dimension {}", i + 1)
+            };
+            if s % 16 != 0 || s >= 1 << 40 {
+                return Err(format!(
+                    "{what} is {s} bytes; the driver takes a multiple of 16 below 2^40"
+                ));
+            }
+            // The bytes dimension i spans.
+            let inner = if i == 0 {
                 self.dims[0] * size
-            ));
+            } else {
+                self.dims[i] * self.strides_bytes[i - 1]
+            };
+            if s < inner {
+                return Err(if i == 0 {
+                    format!(
+                        "the row stride of {s} bytes is shorter than a row of {} elements ({inner} bytes)",
+                        self.dims[0]
+                    )
+                } else {
+                    format!("{what} of {s} bytes is shorter than the {inner} bytes dimension {i} spans")
+                });
+            }
         }
-        if self.box_dims.iter().any(|&b| b == 0 || b > 256) {
+        if self.box_dims[..r].iter().any(|&b| b == 0 || b > 256) {
             return Err(format!(
                 "a box of {:?} elements; the driver takes 1 to 256 a side",
-                self.box_dims
+                &self.box_dims[..r]
             ));
         }
         let row = u64::from(self.box_dims[0]) * size;
@@ -185,16 +230,17 @@ impl CudaDevice {
         self.bind()?;
         let mut out = sys::CUtensorMap { opaque: [0; 16] };
         let dims = map.dims;
-        let strides = [map.stride_bytes];
-        let element_strides = [1u32, 1];
-        // SAFETY: every pointer is to a live local of the size the driver reads for a rank-2
-        // map (2 dims, 1 stride, 2 box sides, 2 element strides); `out` is a `CUtensorMap`.
-        // The global address is only recorded, not accessed.
+        let strides = map.strides_bytes;
+        let element_strides = [1u32; 5];
+        // SAFETY: every pointer is to a live local of at least the size the driver reads for
+        // a map of `rank` dimensions (checked 2 to 5: `rank` dims, box sides and element
+        // strides, `rank - 1` strides); `out` is a `CUtensorMap`. The global address is only
+        // recorded, not accessed.
         let status = unsafe {
             sys::cuTensorMapEncodeTiled(
                 &mut out,
                 map.elem.cu(),
-                2,
+                map.rank as u32,
                 map.address as *mut std::ffi::c_void,
                 dims.as_ptr(),
                 strides.as_ptr(),
@@ -221,24 +267,29 @@ mod tests {
     use super::*;
 
     fn f16_map() -> TiledTensorMap {
+        TiledTensorMap::two_d(TensorMapElem::F16, 0x7f00_0000_0000, [1000, 300], 2048, [64, 128], 128)
+    }
+
+    /// Attention's keys: 64 halves a row, 1024 rows a head, 32 heads, 4 batches.
+    fn heads_map() -> TiledTensorMap {
         TiledTensorMap {
-            elem: TensorMapElem::F16,
-            address: 0x7f00_0000_0000,
-            dims: [1000, 300],
-            stride_bytes: 2048,
-            box_dims: [64, 128],
-            swizzle: 128,
+            rank: 4,
+            dims: [64, 1024, 32, 4, 1],
+            strides_bytes: [128, 128 * 1024, 128 * 1024 * 32, 0],
+            box_dims: [64, 128, 1, 1, 1],
+            ..f16_map()
         }
     }
 
     #[test]
     fn accepts_what_the_driver_takes() {
         f16_map().check().unwrap();
+        heads_map().check().unwrap();
         let mut m = f16_map();
         m.elem = TensorMapElem::F32;
-        m.box_dims = [8, 256];
+        m.box_dims[..2].copy_from_slice(&[8, 256]);
         m.swizzle = 32;
-        m.stride_bytes = 4000;
+        m.strides_bytes[0] = 4000;
         m.check().unwrap();
     }
 
@@ -253,15 +304,28 @@ mod tests {
         refused(&|m| m.dims[1] = 0, "dimension 1 is 0");
         refused(&|m| m.dims[0] = (1 << 32) + 1, "dimension 0");
         refused(
-            &|m| m.stride_bytes = 2008,
+            &|m| m.strides_bytes[0] = 2008,
             "2008 bytes; the driver takes a multiple of 16",
         );
-        refused(&|m| m.stride_bytes = 1 << 40, "below 2^40");
-        refused(&|m| m.stride_bytes = 1984, "shorter than a row of 1000 elements");
+        refused(&|m| m.strides_bytes[0] = 1 << 40, "below 2^40");
+        refused(&|m| m.strides_bytes[0] = 1984, "shorter than a row of 1000 elements");
         refused(&|m| m.address += 8, "not 16-byte aligned");
-        refused(&|m| m.box_dims = [64, 257], "1 to 256");
+        refused(&|m| m.box_dims[1] = 257, "1 to 256");
         refused(&|m| m.swizzle = 64, "box rows of 128 bytes with a 64-byte swizzle");
         refused(&|m| m.box_dims[0] = 4, "box rows of 8 bytes");
+        refused(&|m| m.rank = 6, "6 dimensions");
+        let heads = |f: &dyn Fn(&mut TiledTensorMap), needle: &str| {
+            let mut m = heads_map();
+            f(&mut m);
+            let e = m.check().unwrap_err();
+            assert!(e.contains(needle), "{needle}: {e}");
+        };
+        // Heads that overlap: a head's 1024 rows pass the next head's first.
+        heads(
+            &|m| m.strides_bytes[1] = 128 * 1000,
+            "the stride of dimension 2 of 128000 bytes is shorter than the 131072 bytes dimension 1 spans",
+        );
+        heads(&|m| m.box_dims[2] = 0, "1 to 256");
     }
 
     #[test]
