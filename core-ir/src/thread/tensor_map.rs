@@ -133,3 +133,74 @@ pub struct MBarrier {
     pub alloc: u32,
     pub index: Reg,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Attention's keys: rows of 64 elements, `rows` of them a head where a mask bounds
+    /// them (`None`: unmasked), heads 1000 rows apart and batches 3 heads apart.
+    fn keys(rows: Option<i64>) -> TensorMap {
+        TensorMap {
+            param: 1,
+            dims: [None, rows.map(LaunchValue::Const)],
+            stride: LaunchValue::Const(64),
+            outer: [
+                Some(LaunchValue::Const(64 * 1000)),
+                Some(LaunchValue::Const(64 * 1000 * 3)),
+                None,
+            ],
+            box_dims: [64, 32],
+            swizzle: 128,
+        }
+    }
+
+    fn of(v: LaunchValue) -> Result<i64, String> {
+        match v {
+            LaunchValue::Const(c) => Ok(c),
+            LaunchValue::Param(p) => Err(format!("parameter {p}")),
+        }
+    }
+
+    #[test]
+    fn unbounded_extents_come_from_the_next_stride_and_the_buffer() {
+        let len = 64 * 1000 * 3 * 2;
+        let v = keys(None).extents(of, len).unwrap();
+        assert_eq!(v.dims, [64, 1000, 3, 2]);
+        assert_eq!(v.strides, [64, 64_000, 192_000]);
+        // A masked row count is the kernel's; a buffer one element short loses a batch.
+        assert_eq!(keys(Some(999)).extents(of, len).unwrap().dims, [64, 999, 3, 2]);
+        assert_eq!(keys(None).extents(of, len - 1).unwrap().dims, [64, 1000, 3, 1]);
+        // Two plain dimensions, both given: what the 2-D maps always were.
+        let plain = TensorMap {
+            dims: [Some(LaunchValue::Const(50)), Some(LaunchValue::Const(7))],
+            outer: [None; 3],
+            ..keys(None)
+        };
+        assert_eq!(plain.extents(of, 64 * 6 + 50).unwrap().dims, [50, 7]);
+    }
+
+    #[test]
+    fn what_a_view_cannot_be_is_named() {
+        let len = 64 * 1000 * 3 * 2;
+        let err = |m: TensorMap, len: i64| m.extents(of, len).unwrap_err();
+        assert!(err(keys(Some(1001)), len).contains("overlapping dimensions"));
+        let wide = TensorMap {
+            box_dims: [128, 32],
+            ..keys(None)
+        };
+        assert!(err(wide, len).contains("a box 128 elements wide in rows of 64"));
+        let plain = TensorMap {
+            dims: [Some(LaunchValue::Const(64)), Some(LaunchValue::Const(8))],
+            outer: [None; 3],
+            ..keys(None)
+        };
+        assert!(err(plain, 64 * 7 + 63).contains("the buffer holds 511"));
+        let negative = TensorMap {
+            stride: LaunchValue::Const(-64),
+            ..keys(None)
+        };
+        assert!(err(negative, len).contains("strides are positive"));
+        assert!(err(keys(None), 0).contains("extent 0"));
+    }
+}
