@@ -366,7 +366,10 @@ pub fn long_softmax(
 /// N_CTX = 1024 to 16384, head dimensions 64 and 128, causal and not, autotuned per
 /// problem, in TFLOPS. Each head dimension and mask is first checked against the CPU at
 /// 1 x 2 heads of 1024 (1 x 2 x 256 with `--quick`); the timed problems then run on inputs
-/// tiled from a random block (their values do not change the time).
+/// tiled from a random block (their values do not change the time). Lines of their own:
+/// the rotated walk at head dimension 64 (`_rotated`), and through CUDA K and V copied by
+/// TMA across heads (`_tma_heads`, `LaunchConfig::tma_outer`), each autotuned over the
+/// tutorial's configurations in that form and timed in rounds with the others.
 pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &mut String) -> rutile::Result<()> {
     let id = dev.id();
     let (z, h, lengths): (usize, usize, Vec<usize>) = if run.quick {
@@ -403,6 +406,11 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                 let mut forms = vec![("", attention::attention_configs(dev, causal))];
                 if head_dim == 64 {
                     forms.push(("_rotated", attention::rotated_attention_configs(dev, causal)));
+                }
+                // Through CUDA, K and V through TMA across heads (opt-in until measured).
+                if dev.properties().backend == rutile::Backend::Cuda {
+                    let across = attention::attention_configs(dev, causal).into_iter();
+                    forms.push(("_tma_heads", across.map(|c| c.tma_outer(true)).collect()));
                 }
                 let mut tuned = Vec::new();
                 for (form, configs) in forms {

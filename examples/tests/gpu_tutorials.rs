@@ -202,6 +202,26 @@ fn gpu_register_capped_attention_matches_the_reference() {
     );
 }
 
+/// Through CUDA, the tutorial's configurations with K and V copied by the tensor memory
+/// accelerator across heads (`LaunchConfig::tma_outer`, opt-in until measured; none
+/// elsewhere): whichever one wins is checked, as in the other attention tests.
+#[test]
+fn gpu_attention_with_tma_across_heads_matches_the_reference() {
+    check_attention(
+        "attention, TMA across heads",
+        400,
+        &[],
+        &[(2, 4, 1000, 64), (1, 1, 4097, 64), (1, 2, 1024, 128)],
+        |d, causal| {
+            if d.properties().backend != rutile::Backend::Cuda {
+                return Vec::new();
+            }
+            let configs = tutorials::attention::attention_configs(d, causal);
+            configs.into_iter().map(|c| c.tma_outer(true)).collect()
+        },
+    );
+}
+
 /// Fused attention forward, fp16, head dimensions 64 and 128, causal and not, at lengths
 /// that are not multiples of the blocks.
 #[test]

@@ -599,6 +599,7 @@ fn launch_config(config: &Config, grid: &GridFn<'_>) -> Result<LaunchConfig> {
         .num_stages(config.num_stages)
         .persistent(config.persistent)
         .warp_specialize(config.warp_specialize)
+        .tma_outer(config.tma_outer)
         .maxnreg(config.maxnreg))
 }
 

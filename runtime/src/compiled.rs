@@ -18,6 +18,8 @@ pub struct CompileOptions {
     pub persistent: bool,
     /// See [`crate::LaunchConfig::warp_specialize`].
     pub warp_specialize: bool,
+    /// See [`crate::LaunchConfig::tma_outer`].
+    pub tma_outer: bool,
     /// See [`crate::LaunchConfig::maxnreg`].
     pub maxnreg: Option<u32>,
     /// See [`crate::LaunchConfig::cluster`].
@@ -31,6 +33,7 @@ impl From<&crate::LaunchConfig> for CompileOptions {
             num_stages: c.num_stages,
             persistent: c.persistent,
             warp_specialize: c.warp_specialize,
+            tma_outer: c.tma_outer,
             maxnreg: c.maxnreg,
             cluster: c.cluster,
         }

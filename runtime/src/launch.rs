@@ -107,6 +107,12 @@ pub struct LaunchConfig {
     /// copies and the `num_warps` warps only compute. A hint: elsewhere the kernel is
     /// compiled as without it.
     pub warp_specialize: bool,
+    /// Where the tensor memory accelerator feeds a loop (Hopper), whether its boxes may also
+    /// span a pointer's outer dimensions and unmasked ones (`Target::tma_outer` in
+    /// rutile-ir: attention's K and V tiles, whose pointers carry a head offset, then go
+    /// through it). Off by default until measured on the GPU; `RUTILE_TMA_OUTER=1` turns it
+    /// on for every launch. Elsewhere it changes nothing.
+    pub tma_outer: bool,
     /// The most registers a thread may use (Triton's `maxnreg`), 16 to 255: fewer let more
     /// programs share a multiprocessor (two programs of 256 threads need at most 128
     /// each), at the price of spills where the kernel needs more. Through CUDA it is the
@@ -134,6 +140,7 @@ impl LaunchConfig {
             num_stages: 3,
             persistent: false,
             warp_specialize: false,
+            tma_outer: false,
             maxnreg: None,
             cluster: 1,
             check_bounds: false,
@@ -159,6 +166,11 @@ impl LaunchConfig {
     /// See [`LaunchConfig::warp_specialize`](#structfield.warp_specialize).
     pub fn warp_specialize(mut self, warp_specialize: bool) -> Self {
         self.warp_specialize = warp_specialize;
+        self
+    }
+    /// See [`LaunchConfig::tma_outer`](#structfield.tma_outer).
+    pub fn tma_outer(mut self, tma_outer: bool) -> Self {
+        self.tma_outer = tma_outer;
         self
     }
     /// See [`LaunchConfig::maxnreg`](#structfield.maxnreg).

@@ -15,6 +15,8 @@ pub struct Config {
     pub persistent: bool,
     /// [`LaunchConfig::warp_specialize`].
     pub warp_specialize: bool,
+    /// [`LaunchConfig::tma_outer`].
+    pub tma_outer: bool,
     /// [`LaunchConfig::maxnreg`].
     pub maxnreg: Option<u32>,
 }
@@ -30,6 +32,7 @@ impl Config {
             num_stages: defaults.num_stages,
             persistent: false,
             warp_specialize: false,
+            tma_outer: false,
             maxnreg: None,
         }
     }
@@ -47,6 +50,10 @@ impl Config {
     }
     pub fn warp_specialize(mut self, warp_specialize: bool) -> Config {
         self.warp_specialize = warp_specialize;
+        self
+    }
+    pub fn tma_outer(mut self, tma_outer: bool) -> Config {
+        self.tma_outer = tma_outer;
         self
     }
     pub fn maxnreg(mut self, maxnreg: Option<u32>) -> Config {
@@ -77,6 +84,9 @@ impl fmt::Display for Config {
         }
         if self.warp_specialize {
             write!(f, ", warp_specialize")?;
+        }
+        if self.tma_outer {
+            write!(f, ", tma_outer")?;
         }
         if let Some(n) = self.maxnreg {
             write!(f, ", maxnreg={n}")?;

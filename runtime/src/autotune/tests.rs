@@ -198,6 +198,7 @@ fn options(num_warps: u32) -> CompileOptions {
         num_stages: 3,
         persistent: false,
         warp_specialize: false,
+        tma_outer: false,
         maxnreg: None,
         cluster: 1,
     }

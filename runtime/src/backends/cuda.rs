@@ -373,8 +373,9 @@ impl Device for CudaGpu {
                 // keeps the exchange through shared memory and 16-byte stores.
                 tma_store: env_flag("RUTILE_TMA_STORE"),
                 // Boxes across a pointer's outer dimensions (attention's heads) and unmasked
-                // ones: only with `RUTILE_TMA_OUTER=1` until measured on the GPU.
-                tma_outer: std::env::var("RUTILE_TMA_OUTER").is_ok_and(|v| v.trim() == "1"),
+                // ones: asked for by the launch, or by `RUTILE_TMA_OUTER=1` for every launch,
+                // until measured on the GPU.
+                tma_outer: options.tma_outer || std::env::var("RUTILE_TMA_OUTER").is_ok_and(|v| v.trim() == "1"),
                 // `cp.async` from sm_80: the dot's operand loads are pipelined over
                 // `num_stages` shared buffers.
                 async_copy: major >= 8,
