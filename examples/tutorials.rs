@@ -312,13 +312,13 @@ pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
 }
 
 /// `configs` and, for each of their largest blocks (256 x 128 or 128 x 256, 8 warps), the
-/// same on 16 warps, and both with 16-wide K steps; each of the 32-wide ones and the 16-warp
-/// 16-wide ones also with one prefetch register set (`num_stages` 2); and 128 x 256 x 16 on
-/// 16 warps with one stage (see the end of the function). On cooperative matrices 16
-/// subgroups hold 8 accumulator matrices of 16 x 16 each instead of 16, and NVIDIA's Vulkan
-/// driver gives the program 128 registers a thread instead of 251 to 255; 16-wide K steps
-/// halve the operand tiles, so that two stages of them fit the 48 KiB of workgroup memory
-/// the driver gives. At 32-wide steps they fit once: each step then stores its operands
+/// same on 16 warps, and both with 16-wide K steps; each of the 32-wide ones (8 and 16
+/// warps) and the 16-warp 16-wide ones also with one prefetch register set (`num_stages`
+/// 2); and 128 x 256 x 16 on 16 warps with one stage (see the end of the function). On
+/// cooperative matrices 16 subgroups hold 8 accumulator matrices of 16 x 16 each instead of
+/// 16, and NVIDIA's Vulkan driver gives the program 128 registers a thread instead of 251 to
+/// 255; 16-wide K steps halve the operand tiles, so that two stages of them fit the 48 KiB
+/// of workgroup memory the driver gives. At 32-wide steps they fit once: each step then stores its operands
 /// only once every warp has read the last ones (two barriers a step, `pipeline.rs`), and
 /// one set of prefetch registers leaves room in the registers (the 8-warp block at 248 a
 /// thread where two sets took 255). On an H200 at 4096³ the autotuner chose 128 x 256 x 32
@@ -336,14 +336,18 @@ pub fn with_cooperative_shapes(mut configs: Vec<Config>) -> Vec<Config> {
                 *value = 16;
             }
         }
-        // (64-wide blocks of this size do not fit their operands in 48 KiB at all.)
-        let narrow_one_set = (c.value("BLOCK_K").ok() == Some(32)).then(|| c.clone().num_stages(2));
-        let (wide, shallow_wide) = (c.num_warps(16), shallow.clone().num_warps(16));
-        let one_set = [wide.clone().num_stages(2), shallow_wide.clone().num_stages(2)];
+        // One prefetch set for the 32- and 16-wide blocks only: 64-wide ones of this size do
+        // not fit their operands in 48 KiB at all (they run on FMAs, several times slower).
+        let k32 = c.value("BLOCK_K").ok() == Some(32);
+        let (wide, shallow_wide) = (c.clone().num_warps(16), shallow.clone().num_warps(16));
+        let one_set = [
+            k32.then(|| c.num_stages(2)),
+            k32.then(|| wide.clone().num_stages(2)),
+            Some(shallow_wide.clone().num_stages(2)),
+        ];
         for extra in [wide, shallow, shallow_wide]
             .into_iter()
-            .chain(narrow_one_set)
-            .chain(one_set)
+            .chain(one_set.into_iter().flatten())
         {
             if !configs.contains(&extra) {
                 configs.push(extra);
@@ -506,5 +510,6 @@ mod tests {
             assert!(all.contains(&c), "`{c}` missing");
         }
         assert!(!all.contains(&block(128, 256, 64, 8, 2)));
+        assert!(!all.contains(&block(128, 256, 64, 16, 2)));
     }
 }

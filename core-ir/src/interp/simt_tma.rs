@@ -446,13 +446,15 @@ impl Sim<'_> {
                 dst: Vec::with_capacity((bw * bh) as usize),
                 src: Vec::with_capacity((bw * bh) as usize),
             };
+            // The box's first element, then each element's coordinates in turn.
+            let origin: Vec<i64> = cs.iter().map(|c| c[t]).collect();
+            let mut at = origin.clone();
             for by in 0..bh {
                 for bx in 0..bw {
                     copy.dst
                         .push(self.box_shared_element(alloc, &view, dsts[t], (bx, by), t)?);
-                    let mut at: Vec<i64> = cs.iter().map(|c| c[t]).collect();
-                    at[0] += bx;
-                    at[1] += by;
+                    at[0] = origin[0] + bx;
+                    at[1] = origin[1] + by;
                     copy.src
                         .push(self.map_element(map, &view, &at, t, "a TMA copy ... reads")?);
                 }
