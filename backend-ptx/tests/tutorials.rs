@@ -5,9 +5,7 @@
 
 mod support;
 
-use rutile_ir::seeds::{
-    self, AttentionMeta, LayerNormBackwardMeta, LayerNormMeta, LongRowMeta, RowStats, SoftmaxOptions,
-};
+use rutile_ir::seeds::{self, AttentionMeta, LayerNormBackwardMeta, LayerNormMeta, LongRowMeta, SoftmaxOptions};
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::Kernel;
 use rutile_ir::ScalarType::{F16, F32};
@@ -71,15 +69,6 @@ fn layer_norm_passes_ptxas() {
             &seeds::layer_norm_forward_row_one_exchange(&meta).unwrap(),
             &[1, 2, 4, 8],
         );
-        // The kernels whose programs walk rows with the next in flight, on the warps the
-        // benchmark sweeps.
-        for stats in [RowStats::TwoReductions, RowStats::OneExchange] {
-            check(
-                &format!("{label}, prefetching forward {stats:?}"),
-                &seeds::layer_norm_forward_rows_prefetched(&meta, stats).unwrap(),
-                &[4, 8, 16],
-            );
-        }
         let bwd = LayerNormBackwardMeta {
             group_size_m: seeds::layer_norm_group_size_m(n),
             block_size_n: meta.block_size,

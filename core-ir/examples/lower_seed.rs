@@ -1,4 +1,4 @@
-//! Prints the per-thread IR of a seed kernel: `cargo run -p rutile-ir --example lower_seed -- add|softmax|persistent|rows|layer_norm_rows`.
+//! Prints the per-thread IR of a seed kernel: `cargo run -p rutile-ir --example lower_seed -- add|softmax|persistent|rows`.
 use rutile_ir::{
     lower, seeds,
     target::{Specialization, Target},
@@ -10,13 +10,9 @@ fn main() {
         "softmax" => seeds::softmax(1024).unwrap(),
         "persistent" => seeds::softmax_persistent(1024).unwrap(),
         "rows" => seeds::softmax_rows(4, 1024).unwrap(),
-        "layer_norm_rows" => {
-            let meta = seeds::LayerNormMeta::for_row(4096, ScalarType::F16).unwrap();
-            seeds::layer_norm_forward_rows_prefetched(&meta, seeds::RowStats::TwoReductions).unwrap()
-        }
         _ => seeds::vector_add(ScalarType::F32, 1024).unwrap(),
     };
-    let t = Target::nvidia(8, 48 * 1024);
+    let t = Target::nvidia(4, 48 * 1024);
     match lower::lower(&k, &t, &Specialization::all(k.params.len())) {
         Ok(tk) => println!("{tk}"),
         Err(e) => println!("error: {e}"),

@@ -9,8 +9,7 @@ use half::f16;
 use rutile_ir::interp::{self, ArgValue, HostBuffer};
 use rutile_ir::seeds::{
     layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_forward_row,
-    layer_norm_forward_row_one_exchange, layer_norm_forward_rows_prefetched, LayerNormBackwardMeta, LayerNormMeta,
-    RowStats,
+    layer_norm_forward_row_one_exchange, LayerNormBackwardMeta, LayerNormMeta,
 };
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
@@ -268,52 +267,6 @@ fn the_one_exchange_forward_matches_the_reference() {
             mine <= 2.0 * theirs + 1e-6,
             "{at}: y off by {mine:.2e}, the one-pass kernel's by {theirs:.2e}"
         );
-    }
-}
-
-/// The kernel that walks rows with the next one in flight: bit for bit the held-row
-/// kernel of the same statistics, on grids of fewer programs than rows (each program
-/// walks several, the last program's walk ragged), as many, and more (programs with no
-/// row store nothing), on ragged rows in f16 and f32; and lowered, in the simulator.
-#[test]
-fn the_prefetching_forward_equals_the_held_row_kernels() {
-    let mut rng = Rng::new(61);
-    for (m, n, dtype) in [(13, 1500, F16), (10, 781, F32), (5, 1, F32), (7, 2047, F16)] {
-        let meta = LayerNormMeta::for_row(n as u32, dtype).unwrap();
-        let inp = inputs(&mut rng, dtype, m, n);
-        let (mut args, grid) = forward_args(m, n);
-        args.push(ArgValue::Int(m as i64));
-        for stats in [RowStats::TwoReductions, RowStats::OneExchange] {
-            let held = match stats {
-                RowStats::TwoReductions => layer_norm_forward_row(&meta),
-                RowStats::OneExchange => layer_norm_forward_row_one_exchange(&meta),
-            };
-            let mut want = forward_buffers(&inp, dtype, m, n);
-            interp::run(&held.unwrap(), grid, &args[..9], &mut want).unwrap();
-            let kernel = layer_norm_forward_rows_prefetched(&meta, stats).unwrap();
-            for programs in [1, 3, m as u32, m as u32 + 2] {
-                let mut got = forward_buffers(&inp, dtype, m, n);
-                interp::run(&kernel, [programs, 1, 1], &args, &mut got).unwrap();
-                for (i, what) in [(1, "y"), (4, "mean"), (5, "rstd")] {
-                    assert_eq!(
-                        got[i].as_bytes(),
-                        want[i].as_bytes(),
-                        "{m}x{n} {dtype} {stats:?} on {programs} programs: {what} differs from the held-row kernel's"
-                    );
-                }
-            }
-            if n > 1 {
-                let at = format!("prefetching forward {m}x{n} {dtype} {stats:?}");
-                simulate_targets(
-                    &at,
-                    &kernel,
-                    [3, 1, 1],
-                    &args,
-                    &forward_buffers(&inp, dtype, m, n),
-                    1e-5,
-                );
-            }
-        }
     }
 }
 

@@ -186,18 +186,7 @@ pub fn layer_norm(
                 }
             }
             others.push(long_rows::layer_norm_long_launch(m, rutile::ScalarType::F16)?);
-            // The held-row kernels whose programs walk rows with the next one in flight,
-            // on 4, 8 and 16 warps.
-            for stats in [
-                rutile::seeds::RowStats::TwoReductions,
-                rutile::seeds::RowStats::OneExchange,
-            ] {
-                for warps in [4, 8, 16] {
-                    others.extend(layer_norm::prefetching_launch(dev, &fwd, stats, Some(warps))?);
-                }
-            }
             for (other, config) in others.into_iter().filter(|(k, _)| k.name != kernel.name) {
-                let args = fwd.args_for(&other);
                 dev.launch(&other, &config, &args)?;
                 let y = dev.download(&fwd.y)?;
                 let mut error: f64 = 0.0;
@@ -212,15 +201,10 @@ pub fn layer_norm(
                     "_layer_norm_fwd_fused" => "  tutorial's".to_string(),
                     "_layer_norm_fwd_row" => "  one-pass".to_string(),
                     "_layer_norm_fwd_row_x1" => "  one exchange".to_string(),
-                    "_layer_norm_fwd_rows" => format!("  prefetching, {} programs", config.grid[0]),
-                    "_layer_norm_fwd_rows_x1" => format!("  prefetching x1, {} programs", config.grid[0]),
                     "_layer_norm_fwd_cluster" => format!("  cluster of {}", config.cluster),
                     _ => "  long-row".to_string(),
                 };
                 let name = match config.cluster {
-                    1 if other.name.starts_with("_layer_norm_fwd_rows") => {
-                        format!("{}_w{}", other.name, config.num_warps)
-                    }
                     1 => other.name.clone(),
                     c => format!("{}_c{c}_{}", other.name, LaunchShape::of(&config)).replace(' ', "_"),
                 };

@@ -43,17 +43,6 @@ impl Forward {
         })
     }
 
-    /// The arguments of `kernel`, one of the forward kernels: `_layer_norm_fwd_fused`'s,
-    /// and the number of rows after them where the kernel declares it (`M`: the kernels
-    /// whose programs walk several rows, [`prefetching_launch`]).
-    pub fn args_for(&self, kernel: &rutile::Kernel) -> Vec<Arg<'_>> {
-        let mut args = self.args();
-        if walks_rows(kernel) {
-            args.push((self.m as i32).into());
-        }
-        args
-    }
-
     /// `_layer_norm_fwd_fused`'s arguments.
     pub fn args(&self) -> Vec<Arg<'_>> {
         let n = self.n as i32;
@@ -149,53 +138,6 @@ fn one_block_launch(
         build(&meta)?,
         LaunchConfig::grid1(m as u32).num_warps(warps).maxnreg(maxnreg),
     )))
-}
-
-/// Whether `kernel` is one whose programs walk several rows (it declares the rows, `M`).
-fn walks_rows(kernel: &rutile::Kernel) -> bool {
-    kernel.params.iter().any(|p| p.name == "M")
-}
-
-/// The held-row forward kernel whose programs walk rows with the next one in flight
-/// ([`seeds::layer_norm_forward_rows_prefetched`], statistics as `stats` says) for the rows
-/// of `fwd` where they fit one block (up to `ONE_BLOCK_MAX` columns; `None` past it), on
-/// `num_warps` (by default 16 elements a thread, 4 to 16 warps), on a grid of as many
-/// programs as the device holds at once ([`persistent_config`]).
-pub fn prefetching_launch(
-    dev: &dyn Device,
-    fwd: &Forward,
-    stats: seeds::RowStats,
-    num_warps: Option<u32>,
-) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
-    let Some(meta) = LayerNormMeta::for_row(fwd.n as u32, ScalarType::F16).filter(|m| m.block_size <= ONE_BLOCK_MAX)
-    else {
-        return Ok(None);
-    };
-    let kernel = seeds::layer_norm_forward_rows_prefetched(&meta, stats)?;
-    let warps = num_warps.unwrap_or((meta.block_size / 512).clamp(4, 16));
-    let config = persistent_config(dev, &kernel, LaunchConfig::grid1(fwd.m as u32).num_warps(warps), fwd)?;
-    Ok(Some((kernel, config)))
-}
-
-/// `config` for `kernel`, one of the forward kernels on the rows of `fwd`: unchanged for a
-/// kernel of a program a row; for one whose programs walk rows, the grid of as many
-/// programs as the device holds at once with `config`'s warps and registers
-/// (`rutile::occupancy::persistent_grid`, never more than the rows).
-pub fn persistent_config(
-    dev: &dyn Device,
-    kernel: &rutile::Kernel,
-    config: LaunchConfig,
-    fwd: &Forward,
-) -> Result<LaunchConfig> {
-    if !walks_rows(kernel) {
-        return Ok(config);
-    }
-    let compiled = dev.compile_for(kernel, &config, &fwd.args_for(kernel))?;
-    let programs = rutile::occupancy::persistent_grid(dev.properties(), &compiled.metadata, fwd.m as u32);
-    Ok(LaunchConfig {
-        grid: [programs, 1, 1],
-        ..config
-    })
 }
 
 /// The register limit of the one-pass kernel's 8 warps at 16384 columns through CUDA: two
