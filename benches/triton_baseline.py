@@ -2,9 +2,12 @@
 rutile's benchmark: torch's device-to-device copy, Triton's and torch's vector add and
 fused softmax (the tutorials' kernels), and the tiled transpose of rutile's seed (an
 8192 x 8192 f32 matrix in 64 x 64 and 32 x 32 tiles at 4 and 8 warps) next to torch's
-`x.t().contiguous()`, median of device-timed launches.
+`x.t().contiguous()`, the seeded dropout (f32, p = 0.5) and the layer norm forward pass
+(fp16, M = 4096, the tutorial's kernel and heuristics) next to torch's, median of
+device-timed launches.
 
-    python3 benches/triton_baseline.py [--flush read|copy] [--only vector_add,softmax,transpose]
+    python3 benches/triton_baseline.py [--flush read|copy]
+                                       [--only vector_add,softmax,transpose,dropout,layer_norm]
 
 `--flush copy` (the default, as rutile's benchmark) is triton.testing.do_bench itself (it
 zeroes a 256 MB buffer before each launch, leaving the L2 cache dirty); `--flush read`
@@ -48,8 +51,47 @@ def transpose_kernel(x_ptr, out_ptr, m, n, stride_xm, stride_om, BLOCK_M: tl.con
     tl.store(out_ptr + rn[None, :] * stride_om + rm[:, None], x, mask=mask)
 
 
+@triton.jit
+def seeded_dropout_kernel(x_ptr, out_ptr, n, p, seed, BLOCK: tl.constexpr):
+    # The tutorial's seeded dropout: one Philox draw per element from (seed, offset).
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    keep = tl.rand(seed, offs) > p
+    tl.store(out_ptr + offs, tl.where(keep, x / (1 - p), 0.0), mask=mask)
+
+
+@triton.jit
+def layer_norm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, n, eps, BLOCK: tl.constexpr):
+    # The tutorial's fused forward pass: the row walked three times (mean, variance, output).
+    row = tl.program_id(0)
+    x_ptr += row * stride
+    y_ptr += row * stride
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + cols, mask=cols < n, other=0.0).to(tl.float32)
+    mean = tl.sum(acc, axis=0) / n
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + cols, mask=cols < n, other=0.0).to(tl.float32)
+        x = tl.where(cols < n, x - mean, 0.0)
+        acc += x * x
+    rstd = 1 / tl.sqrt(tl.sum(acc, axis=0) / n + eps)
+    tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        mask = cols < n
+        w = tl.load(w_ptr + cols, mask=mask)
+        b = tl.load(b_ptr + cols, mask=mask)
+        x = tl.load(x_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + cols, (x - mean) * rstd * w + b, mask=mask)
+
+
 FLUSH = sys.argv[sys.argv.index("--flush") + 1] if "--flush" in sys.argv else "copy"
-SECTIONS = ("vector_add", "softmax", "transpose")
+SECTIONS = ("vector_add", "softmax", "transpose", "dropout", "layer_norm")
 ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(SECTIONS)
 if not set(ONLY) <= set(SECTIONS):
     sys.exit(f"--only takes sections from {', '.join(SECTIONS)} separated by commas, got {ONLY}")
@@ -94,6 +136,47 @@ def main():
         bench_softmax()
     if "transpose" in ONLY:
         bench_transpose(ceiling)
+    if "dropout" in ONLY:
+        bench_dropout(ceiling)
+    if "layer_norm" in ONLY:
+        bench_layer_norm(ceiling)
+
+
+def bench_dropout(ceiling):
+    print("seeded dropout f32, p = 0.5: size, triton GB/s (of the copy ceiling), torch GB/s")
+    for log in range(20, 29, 2):
+        n = 1 << log
+        x = torch.randn(n, device="cuda")
+        out = torch.empty_like(x)
+        t = bench(lambda: seeded_dropout_kernel[(triton.cdiv(n, 1024),)](x, out, n, 0.5, 123, BLOCK=1024))
+        tt = bench(lambda: torch.nn.functional.dropout(x, 0.5, training=True))
+        g = gbps(8 * n, t)
+        print(f"  2^{log}: {g:.0f} ({100 * g / ceiling:.1f}%) {gbps(8 * n, tt):.0f}")
+
+
+def bench_layer_norm(ceiling):
+    m = 4096
+    print(f"layer norm forward fp16 M={m}: N, triton GB/s (of the copy ceiling), torch GB/s")
+    for ncols in [2048, 4096, 8192, 16384]:
+        x = (-2.3 + 0.5 * torch.randn(m, ncols, device="cuda")).half()
+        w = torch.rand(ncols, device="cuda").half()
+        b = torch.rand(ncols, device="cuda").half()
+        y = torch.empty_like(x)
+        mean = torch.empty(m, device="cuda")
+        rstd = torch.empty(m, device="cuda")
+        block = min(65536 // x.element_size(), triton.next_power_of_2(ncols))
+        warps = min(max(block // 256, 1), 8)
+
+        def launch():
+            layer_norm_fwd_kernel[(m,)](x, y, w, b, mean, rstd, x.stride(0), ncols, 1e-5, BLOCK=block, num_warps=warps)
+
+        launch()
+        want = torch.nn.functional.layer_norm(x.float(), (ncols,), w.float(), b.float(), 1e-5)
+        assert torch.allclose(y.float(), want, atol=1e-2), f"triton layer norm {ncols} is wrong"
+        t = bench(launch)
+        tt = bench(lambda: torch.nn.functional.layer_norm(x, (ncols,), w, b, 1e-5))
+        g = gbps(4 * m * ncols, t)
+        print(f"  {ncols}: {g:.0f} ({100 * g / ceiling:.1f}%) {gbps(4 * m * ncols, tt):.0f}")
 
 
 def bench_vector_add():

@@ -5,7 +5,9 @@
 
 mod support;
 
-use rutile_ir::seeds::{self, AttentionMeta, LayerNormBackwardMeta, LayerNormMeta, LongRowMeta, SoftmaxOptions};
+use rutile_ir::seeds::{
+    self, AttentionMeta, LayerNormBackwardMeta, LayerNormMeta, LongRowMeta, RowStats, SoftmaxOptions,
+};
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::Kernel;
 use rutile_ir::ScalarType::{F16, F32};
@@ -69,6 +71,28 @@ fn layer_norm_passes_ptxas() {
             &seeds::layer_norm_forward_row_one_exchange(&meta).unwrap(),
             &[1, 2, 4, 8],
         );
+        // The kernels whose programs walk rows in a pipelined loop (`cp.async` into each
+        // thread's own slots from sm_80), on the warps the benchmark sweeps.
+        for stats in [RowStats::TwoReductions, RowStats::OneExchange] {
+            for stages in [2, 3] {
+                let kernel = seeds::layer_norm_forward_rows(&meta, stats, stages).unwrap();
+                let target = |w| Target {
+                    async_copy: true,
+                    ..Target::nvidia(w, 227 * 1024)
+                };
+                check_on(
+                    &format!("{label}, row walk {stats:?}, {stages} stages"),
+                    &kernel,
+                    &[4, 8, 16],
+                    target,
+                );
+                // With 16-byte accesses (aligned rows), the row's loads are copies.
+                let spec = Specialization::all(kernel.params.len());
+                let t = rutile_ir::lower::lower(&kernel, &target(8), &spec).unwrap();
+                let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+                assert!(ptx.contains("cp.async"), "{label}: no cp.async\n{ptx}");
+            }
+        }
         let bwd = LayerNormBackwardMeta {
             group_size_m: seeds::layer_norm_group_size_m(n),
             block_size_n: meta.block_size,

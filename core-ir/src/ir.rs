@@ -86,6 +86,9 @@ pub struct Region {
     pub insts: Vec<InstId>,
 }
 
+/// The deepest pipeline a `for` loop may ask for (`Op::For::num_stages`).
+pub const MAX_LOOP_STAGES: u32 = 8;
+
 /// How a load uses the caches, as Triton's `cache_modifier`: a hint that never changes
 /// what is read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -441,6 +444,12 @@ pub enum Op {
         end: ValueId,
         step: ValueId,
         init: Vec<ValueId>,
+        /// How many iterations deep the body's loads are pipelined, as `tl.range`'s
+        /// `num_stages`: `None` follows the launch (`dot` operands only, `num_stages` of the
+        /// launch), `Some(s)` makes every load of the body that can be an asynchronous
+        /// copy one, `s - 1` iterations ahead, on targets that have them (a hint: results
+        /// are the same either way; `lower::pipeline`).
+        num_stages: Option<u32>,
     },
     /// Region 0 (then) or region 1 (else) runs; each yields the results.
     If {
@@ -629,7 +638,9 @@ impl Op {
                 v.extend(mask.iter().copied());
                 v
             }
-            Op::For { start, end, step, init } => {
+            Op::For {
+                start, end, step, init, ..
+            } => {
                 let mut v = vec![*start, *end, *step];
                 v.extend(init.iter().copied());
                 v

@@ -89,16 +89,26 @@ impl Kernel {
             Op::AtomicCas { ptr, cmp, value, mask } => {
                 write!(t, "{name} {}, {}, {}, mask={}", v(*ptr), v(*cmp), v(*value), opt(mask))
             }
-            Op::For { start, end, step, init } => {
+            Op::For {
+                start,
+                end,
+                step,
+                init,
+                num_stages,
+            } => {
                 let args = inst.regions.first().map(|r| &r.args[..]).unwrap_or_default();
                 write!(
                     t,
-                    "{name} {} in range({}, {}, {})",
+                    "{name} {} in range({}, {}, {}",
                     list(&args[..1.min(args.len())]),
                     v(*start),
                     v(*end),
                     v(*step)
                 )?;
+                match num_stages {
+                    Some(s) => write!(t, ", num_stages={s})")?,
+                    None => write!(t, ")")?,
+                }
                 if !init.is_empty() {
                     write!(t, " carry({}) as ({})", list(init), list(&args[1.min(args.len())..]))?;
                 }

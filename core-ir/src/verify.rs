@@ -4,7 +4,7 @@
 //! passes, and is run on every built kernel.
 
 use crate::error::{BuildError, Diagnostic};
-use crate::ir::{Inst, Kernel, Op, Region, ValueDef, ValueId};
+use crate::ir::{Inst, Kernel, Op, Region, ValueDef, ValueId, MAX_LOOP_STAGES};
 use crate::types::{ScalarType, Type};
 
 /// Checks `kernel`, returning every problem found.
@@ -139,7 +139,22 @@ impl Verifier<'_> {
                 .unwrap_or(Type::scalar(ScalarType::Bool))
         };
         match &inst.op {
-            Op::For { start, end, step, init } => {
+            Op::For {
+                start,
+                end,
+                step,
+                init,
+                num_stages,
+            } => {
+                if num_stages.is_some_and(|s| !(1..=MAX_LOOP_STAGES).contains(&s)) {
+                    self.error(
+                        inst,
+                        format!(
+                            "num_stages must be 1 to {MAX_LOOP_STAGES}, got {}",
+                            num_stages.unwrap_or(0)
+                        ),
+                    );
+                }
                 let iv = ty(*start);
                 let int_scalar = iv.is_scalar() && iv.scalar_type().is_some_and(|s| s.is_int());
                 if !int_scalar || ty(*end) != iv || ty(*step) != iv {

@@ -480,3 +480,24 @@ fn rendered_error_reads_well() {
         "{text}"
     );
 }
+
+/// A pipelined loop's depth outside 1 to `MAX_LOOP_STAGES` is refused, naming the loop;
+/// inside, the printed kernel shows it.
+#[test]
+fn for_range_staged_depth_out_of_range() {
+    for bad in [0, rutile_ir::ir::MAX_LOOP_STAGES + 1] {
+        let e = fails(|k| {
+            k.for_range_staged(0, 8, 1, bad, &[], |_, _| vec![]);
+        });
+        assert_error(&e, "for", &["num_stages must be 1 to 8", &format!("got {bad}")]);
+    }
+    let k = Kernel::build("staged", |k| {
+        let x = k.arg_ptr("X", F32);
+        k.for_range_staged(0, 8, 1, 3, &[], |i, _| {
+            k.store(x + i, 1.0f32);
+            vec![]
+        });
+    })
+    .unwrap();
+    assert!(k.to_string().contains("num_stages=3"), "{k}");
+}

@@ -9,14 +9,14 @@ use half::f16;
 use rutile_ir::interp::{self, ArgValue, HostBuffer};
 use rutile_ir::seeds::{
     layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_forward_row,
-    layer_norm_forward_row_one_exchange, LayerNormBackwardMeta, LayerNormMeta,
+    layer_norm_forward_row_one_exchange, layer_norm_forward_rows, LayerNormBackwardMeta, LayerNormMeta, RowStats,
 };
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
 use rutile_ir::thread::Stmt;
 use rutile_ir::Kernel;
 use rutile_ir::ScalarType::{self, F16, F32, I32};
-use tutorial_support::{assert_close, buffer_of, ptr, simulate_targets, values};
+use tutorial_support::{assert_close, buffer_of, ptr, simulate_on, simulate_targets, values};
 
 const EPS: f64 = 1e-5;
 
@@ -267,6 +267,101 @@ fn the_one_exchange_forward_matches_the_reference() {
             mine <= 2.0 * theirs + 1e-6,
             "{at}: y off by {mine:.2e}, the one-pass kernel's by {theirs:.2e}"
         );
+    }
+}
+
+/// The kernel whose programs walk rows in a loop pipelined 2 or 3 deep: bit for bit the
+/// held-row kernel of the same statistics, on grids of fewer programs than rows (each
+/// program walks several, the last program's walk ragged), as many, and more (programs
+/// with no row store nothing), on ragged rows in f16 and f32.
+#[test]
+fn the_row_walking_forward_equals_the_held_row_kernels() {
+    let mut rng = Rng::new(61);
+    for (m, n, dtype) in [(13, 1500, F16), (10, 781, F32), (5, 1, F32), (7, 2048, F16)] {
+        let meta = LayerNormMeta::for_row(n as u32, dtype).unwrap();
+        let inp = inputs(&mut rng, dtype, m, n);
+        let (mut args, grid) = forward_args(m, n);
+        args.push(ArgValue::Int(m as i64));
+        for stats in [RowStats::TwoReductions, RowStats::OneExchange] {
+            let held = match stats {
+                RowStats::TwoReductions => layer_norm_forward_row(&meta),
+                RowStats::OneExchange => layer_norm_forward_row_one_exchange(&meta),
+            };
+            let mut want = forward_buffers(&inp, dtype, m, n);
+            interp::run(&held.unwrap(), grid, &args[..9], &mut want).unwrap();
+            for stages in [2, 3] {
+                let kernel = layer_norm_forward_rows(&meta, stats, stages).unwrap();
+                for programs in [1, 3, m as u32, m as u32 + 2] {
+                    let mut got = forward_buffers(&inp, dtype, m, n);
+                    interp::run(&kernel, [programs, 1, 1], &args, &mut got).unwrap();
+                    for (i, what) in [(1, "y"), (4, "mean"), (5, "rstd")] {
+                        assert_eq!(
+                            got[i].as_bytes(),
+                            want[i].as_bytes(),
+                            "{m}x{n} {dtype} {stats:?}, {stages} stages, {programs} programs: {what} differs from the held-row kernel's"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Lowered for a target with asynchronous copies, the row walk's loads become copies into
+/// each thread's own slots, `num_stages - 1` rows ahead, with no barrier of their own: as
+/// many barriers as the one-pass kernel's reductions, and one after the loop. Run in the
+/// simulator against the interpreter (which reports a thread reading slots before its copy
+/// is complete, or another thread's), on rows whose accesses are 16 bytes (f16 at 2048
+/// columns, f32 at 2000 of a block of 2048, the last vectors masked), 2 and 3 stages, 3
+/// programs walking 7 rows; without asynchronous copies, the same loop with plain loads.
+#[test]
+fn the_row_walk_copies_rows_ahead_without_barriers() {
+    let mut rng = Rng::new(67);
+    for (m, n, dtype) in [(7, 2048, F16), (7, 2000, F32)] {
+        let meta = LayerNormMeta::for_row(n as u32, dtype).unwrap();
+        let inp = inputs(&mut rng, dtype, m, n);
+        let (mut args, _) = forward_args(m, n);
+        args.push(ArgValue::Int(m as i64));
+        for stages in [2, 3] {
+            let kernel = layer_norm_forward_rows(&meta, RowStats::TwoReductions, stages).unwrap();
+            let spec = Specialization::all(kernel.params.len());
+            for async_copy in [true, false] {
+                let target = Target {
+                    async_copy,
+                    ..Target::nvidia(4, 48 * 1024)
+                };
+                let t = rutile_ir::lower::lower(&kernel, &target, &spec)
+                    .unwrap_or_else(|e| panic!("{m}x{n} {dtype} {stages} {async_copy}: {e}"));
+                let (mut copies, mut barriers) = (0, 0);
+                t.walk(&mut |s| {
+                    copies += matches!(s, Stmt::AsyncCopy { .. }) as usize;
+                    barriers += matches!(s, Stmt::Barrier) as usize;
+                });
+                let one_pass =
+                    rutile_ir::lower::lower(&layer_norm_forward_row(&meta).unwrap(), &target, &spec).unwrap();
+                let mut row_barriers = 0;
+                one_pass.walk(&mut |s| row_barriers += matches!(s, Stmt::Barrier) as usize);
+                let at = format!("{m}x{n} {dtype}, {stages} stages, async copies {async_copy}");
+                match async_copy {
+                    // The copies of the first rows before the loop and of a later row in it.
+                    true => {
+                        assert!(copies > 0, "{at}: no asynchronous copy");
+                        assert_eq!(barriers, row_barriers + 1, "{at}: barriers");
+                    }
+                    false => assert_eq!(copies, 0, "{at}"),
+                }
+                let at = format!("row walk {at}");
+                simulate_on(
+                    &at,
+                    &kernel,
+                    &[target],
+                    [3, 1, 1],
+                    &args,
+                    &forward_buffers(&inp, dtype, m, n),
+                    1e-5,
+                );
+            }
+        }
     }
 }
 

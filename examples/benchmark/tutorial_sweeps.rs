@@ -96,8 +96,8 @@ pub fn layer_norm(
         let w: Vec<f16> = rng.f32s(n, 0.0, 1.0).into_iter().map(f16::from_f32).collect();
         let b: Vec<f16> = rng.f32s(n, 0.0, 1.0).into_iter().map(f16::from_f32).collect();
         let fwd = Forward::new(dev, &x, &w, &b, m, n)?;
-        let args = fwd.args();
-        let (kernel, heuristic) = layer_norm::forward_launch(dev, m, n)?;
+        let (kernel, heuristic) = layer_norm::forward_launch(dev, &fwd)?;
+        let args = fwd.args_for(&kernel);
         dev.launch(&kernel, &heuristic, &args)?;
         let rows: Vec<usize> = (0..8.min(m)).chain([m - 1]).collect();
         let y = dev.download(&fwd.y)?;
@@ -145,6 +145,12 @@ pub fn layer_norm(
                 maxnreg: shape.maxnreg,
                 ..heuristic
             };
+            // (A kernel whose programs walk rows gets the grid the device holds at once.)
+            let config = match layer_norm::persistent_config(dev, &kernel, config, &fwd) {
+                Ok(c) => c,
+                Err(rutile::Error::Launch { .. } | rutile::Error::Lower(_)) => continue,
+                Err(e) => return Err(e),
+            };
             let s = match do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args)) {
                 Ok(s) => s,
                 // Configurations the device cannot run (too many threads) are skipped.
@@ -186,7 +192,18 @@ pub fn layer_norm(
                 }
             }
             others.push(long_rows::layer_norm_long_launch(m, rutile::ScalarType::F16)?);
-            for (other, config) in others.into_iter().filter(|(k, _)| k.name != kernel.name) {
+            // The held-row kernel whose programs walk rows in a pipelined loop, on 4, 8 and
+            // 16 warps (through CUDA 2 and 3 stages).
+            let cuda = dev.properties().backend == rutile::Backend::Cuda;
+            let stages: &[u32] = if cuda { &[2, 3] } else { &[2] };
+            for (warps, &stages) in [4, 8, 16].into_iter().flat_map(|w| stages.iter().map(move |s| (w, s))) {
+                let stats = rutile::seeds::RowStats::TwoReductions;
+                others.extend(layer_norm::row_walk_launch(dev, &fwd, stats, warps, stages)?);
+            }
+            // (The host code's kernel is timed above; a row walk of other stages is another.)
+            let host = |k: &rutile::Kernel| k.name == kernel.name && loop_stages(k) == loop_stages(&kernel);
+            for (other, config) in others.into_iter().filter(|(k, _)| !host(k)) {
+                let args = fwd.args_for(&other);
                 dev.launch(&other, &config, &args)?;
                 let y = dev.download(&fwd.y)?;
                 let mut error: f64 = 0.0;
@@ -201,10 +218,19 @@ pub fn layer_norm(
                     "_layer_norm_fwd_fused" => "  tutorial's".to_string(),
                     "_layer_norm_fwd_row" => "  one-pass".to_string(),
                     "_layer_norm_fwd_row_x1" => "  one exchange".to_string(),
+                    "_layer_norm_fwd_rows" | "_layer_norm_fwd_rows_x1" => format!(
+                        "  row walk{}, {} programs, {} stages",
+                        if other.name.ends_with("x1") { " x1" } else { "" },
+                        config.grid[0],
+                        loop_stages(&other)
+                    ),
                     "_layer_norm_fwd_cluster" => format!("  cluster of {}", config.cluster),
                     _ => "  long-row".to_string(),
                 };
                 let name = match config.cluster {
+                    1 if other.name.starts_with("_layer_norm_fwd_rows") => {
+                        format!("{}_w{}_s{}", other.name, config.num_warps, loop_stages(&other))
+                    }
                     1 => other.name.clone(),
                     c => format!("{}_c{c}_{}", other.name, LaunchShape::of(&config)).replace(' ', "_"),
                 };
@@ -364,6 +390,18 @@ pub fn long_softmax(
         }
     }
     Ok(())
+}
+
+/// The `num_stages` of the first loop of `kernel` that gives one, else 1.
+fn loop_stages(kernel: &rutile::Kernel) -> u32 {
+    kernel
+        .insts
+        .iter()
+        .find_map(|(_, i)| match i.op {
+            rutile::ir::Op::For { num_stages, .. } => num_stages,
+            _ => None,
+        })
+        .unwrap_or(1)
 }
 
 /// The fused attention forward pass, fp16, as the tutorial's benchmark: 4 x 32 heads,

@@ -43,6 +43,17 @@ impl Forward {
         })
     }
 
+    /// The arguments of `kernel`, one of the forward kernels: `_layer_norm_fwd_fused`'s,
+    /// and the number of rows after them where the kernel declares it (`M`: the kernels
+    /// whose programs walk several rows, [`row_walk_launch`]).
+    pub fn args_for(&self, kernel: &rutile::Kernel) -> Vec<Arg<'_>> {
+        let mut args = self.args();
+        if walks_rows(kernel) {
+            args.push((self.m as i32).into());
+        }
+        args
+    }
+
     /// `_layer_norm_fwd_fused`'s arguments.
     pub fn args(&self) -> Vec<Arg<'_>> {
         let n = self.n as i32;
@@ -77,10 +88,20 @@ const ONE_BLOCK_MAX: u32 = 16384;
 /// to 8192 columns, the one-pass kernel that exchanges its statistics once
 /// ([`one_exchange_launch`]): 1.1 to 2.8 points of the ceiling above the one-pass kernel
 /// from 2048 to 8192 columns on an H200, 10 below it at 16384, and below it through Vulkan
-/// at every width.
-pub fn forward_launch(dev: &dyn Device, m: usize, n: usize) -> Result<(rutile::Kernel, LaunchConfig)> {
-    let one_exchange = dev.properties().backend == rutile::Backend::Cuda && n <= ONE_EXCHANGE_MAX;
-    let launch = if one_exchange {
+/// at every width. Through CUDA on devices with asynchronous copies (sm_80 on), from 2048
+/// to 16384 columns, the one-pass kernel's statistics in programs that walk rows with the
+/// next rows copied into shared memory meanwhile ([`row_walk_launch`]): on an H200 5 to 13
+/// points of the ceiling above the best of the others at those widths.
+pub fn forward_launch(dev: &dyn Device, fwd: &Forward) -> Result<(rutile::Kernel, LaunchConfig)> {
+    let (m, n) = (fwd.m, fwd.n);
+    let cuda = dev.properties().backend == rutile::Backend::Cuda;
+    let async_copies = dev.properties().compute_capability.is_some_and(|cc| cc >= (8, 0));
+    if let Some((warps, stages)) = row_walk_shape(n).filter(|_| cuda && async_copies) {
+        if let Some(launch) = row_walk_launch(dev, fwd, seeds::RowStats::TwoReductions, warps, stages)? {
+            return Ok(launch);
+        }
+    }
+    let launch = if cuda && n <= ONE_EXCHANGE_MAX {
         one_exchange_launch(dev, m, n)?
     } else {
         one_pass_launch(dev, m, n)?
@@ -88,6 +109,18 @@ pub fn forward_launch(dev: &dyn Device, m: usize, n: usize) -> Result<(rutile::K
     match launch {
         Some(launch) => Ok(launch),
         None => super::long_rows::layer_norm_long_launch(m, ScalarType::F16),
+    }
+}
+
+/// The warps and stages of the row walk the CUDA host code launches for rows of `n`
+/// columns, `None` where it launches another kernel: the fastest of 4, 8 and 16 warps and
+/// 2 and 3 stages at each width on an H200 (`docs/performance.md`).
+fn row_walk_shape(n: usize) -> Option<(u32, u32)> {
+    match n.next_power_of_two() {
+        2048 | 4096 => Some((4, 2)),
+        8192 => Some((8, 2)),
+        16384 => Some((16, 3)),
+        _ => None,
     }
 }
 
@@ -140,6 +173,55 @@ fn one_block_launch(
     )))
 }
 
+/// Whether `kernel` is one whose programs walk several rows (it declares the rows, `M`).
+fn walks_rows(kernel: &rutile::Kernel) -> bool {
+    kernel.params.iter().any(|p| p.name == "M")
+}
+
+/// The held-row forward kernel whose programs walk rows in a loop pipelined `num_stages`
+/// deep ([`seeds::layer_norm_forward_rows`]: through CUDA the next rows are copied into
+/// shared memory while the current one is reduced; statistics as `stats` says) for the rows
+/// of `fwd` where they fit one block (up to `ONE_BLOCK_MAX` columns; `None` past it), on
+/// `num_warps`, on a grid of as many programs as the device holds at once
+/// ([`persistent_config`]).
+pub fn row_walk_launch(
+    dev: &dyn Device,
+    fwd: &Forward,
+    stats: seeds::RowStats,
+    num_warps: u32,
+    num_stages: u32,
+) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
+    let Some(meta) = LayerNormMeta::for_row(fwd.n as u32, ScalarType::F16).filter(|m| m.block_size <= ONE_BLOCK_MAX)
+    else {
+        return Ok(None);
+    };
+    let kernel = seeds::layer_norm_forward_rows(&meta, stats, num_stages)?;
+    let config = LaunchConfig::grid1(fwd.m as u32).num_warps(num_warps);
+    let config = persistent_config(dev, &kernel, config, fwd)?;
+    Ok(Some((kernel, config)))
+}
+
+/// `config` for `kernel`, one of the forward kernels on the rows of `fwd`: unchanged for a
+/// kernel of a program a row; for one whose programs walk rows, the grid of as many
+/// programs as the device holds at once with `config`'s warps and registers
+/// (`rutile::occupancy::persistent_grid`, never more than the rows).
+pub fn persistent_config(
+    dev: &dyn Device,
+    kernel: &rutile::Kernel,
+    config: LaunchConfig,
+    fwd: &Forward,
+) -> Result<LaunchConfig> {
+    if !walks_rows(kernel) {
+        return Ok(config);
+    }
+    let compiled = dev.compile_for(kernel, &config, &fwd.args_for(kernel))?;
+    let programs = rutile::occupancy::persistent_grid(dev.properties(), &compiled.metadata, fwd.m as u32);
+    Ok(LaunchConfig {
+        grid: [programs, 1, 1],
+        ..config
+    })
+}
+
 /// The register limit of the one-pass kernel's 8 warps at 16384 columns through CUDA: two
 /// programs of 256 threads in a multiprocessor's 64K registers.
 pub const ONE_PASS_WIDE_MAXNREG: u32 = 128;
@@ -169,8 +251,8 @@ pub fn layer_norm(dev: &dyn Device, m: usize, n: usize, seed: u64) -> Result<Out
     let dy = half(normal_f32s(&mut rng, m * n).iter().map(|v| 0.1 * v).collect());
 
     let fwd = Forward::new(dev, &x, &w, &b, m, n)?;
-    let (kernel, config) = forward_launch(dev, m, n)?;
-    let time_ms = timed(dev, &kernel, &config, &fwd.args())?;
+    let (kernel, config) = forward_launch(dev, &fwd)?;
+    let time_ms = timed(dev, &kernel, &config, &fwd.args_for(&kernel))?;
     let (x64, w64, b64, dy64) = (to_f64(&x), to_f64(&w), to_f64(&b), to_f64(&dy));
     let want = forward_reference(&x64, &w64, &b64, m, n);
     let y = to_f64(&dev.download(&fwd.y)?);

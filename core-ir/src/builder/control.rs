@@ -21,7 +21,41 @@ impl KernelBuilder {
         init: &[Value<'b>],
         body: impl FnOnce(Value<'b>, &[Value<'b>]) -> Vec<Value<'b>>,
     ) -> Vec<Value<'b>> {
-        let loc = SourceLoc::caller();
+        self.for_range_in(None, start, end, step, init, body, SourceLoc::caller())
+    }
+
+    /// [`Self::for_range`] with its loads pipelined `num_stages` deep, as Triton's
+    /// `for i in tl.range(start, end, step, num_stages=...)`: where the target has
+    /// asynchronous copies (CUDA from sm_80), each load of the body whose address the loop
+    /// can compute ahead is issued `num_stages - 1` iterations early into shared memory, so
+    /// that it stays in flight through the body's barriers and stores; elsewhere the loop
+    /// runs as [`Self::for_range`] does. Results never change. `num_stages` runs from 1 (no
+    /// copy ahead) to [`crate::ir::MAX_LOOP_STAGES`]; the builder reports others.
+    #[track_caller]
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_range_staged<'b>(
+        &'b self,
+        start: impl Into<Operand<'b>>,
+        end: impl Into<Operand<'b>>,
+        step: impl Into<Operand<'b>>,
+        num_stages: u32,
+        init: &[Value<'b>],
+        body: impl FnOnce(Value<'b>, &[Value<'b>]) -> Vec<Value<'b>>,
+    ) -> Vec<Value<'b>> {
+        self.for_range_in(Some(num_stages), start, end, step, init, body, SourceLoc::caller())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn for_range_in<'b>(
+        &'b self,
+        num_stages: Option<u32>,
+        start: impl Into<Operand<'b>>,
+        end: impl Into<Operand<'b>>,
+        step: impl Into<Operand<'b>>,
+        init: &[Value<'b>],
+        body: impl FnOnce(Value<'b>, &[Value<'b>]) -> Vec<Value<'b>>,
+        loc: SourceLoc,
+    ) -> Vec<Value<'b>> {
         let init: Vec<Value<'b>> = init.iter().map(|&v| self.adopt("for", v, loc)).collect();
         let init_types: Vec<Type> = init.iter().map(|v| v.ty()).collect();
         let bounds = self.loop_bounds(start.into(), end.into(), step.into(), loc);
@@ -37,6 +71,7 @@ impl KernelBuilder {
                 end,
                 step,
                 init: init_ids.clone(),
+                num_stages,
             },
             loc,
         );

@@ -392,7 +392,10 @@ impl<'a> Program<'a> {
     // ---- end of the helpers for combine regions ----
 
     fn exec_for(&mut self, inst: &'a Inst) -> Result<(), InterpError> {
-        let Op::For { start, end, step, init } = &inst.op else {
+        let Op::For {
+            start, end, step, init, ..
+        } = &inst.op
+        else {
             unreachable!()
         };
         let header = || -> Result<_, Fault> {

@@ -341,6 +341,7 @@ impl Kb {
             end,
             step,
             init: init.to_vec(),
+            num_stages: None,
         };
         self.finish_inst(id, op, vec![region], &tys)
     }

@@ -11,7 +11,13 @@ use crate::types::ScalarType;
 impl Lowerer<'_> {
     pub(crate) fn control(&mut self, inst: &Inst) -> Result<Vec<LVal>, LowerError> {
         match &inst.op {
-            Op::For { start, end, step, init } => self.for_loop(inst, *start, *end, *step, init),
+            Op::For {
+                start,
+                end,
+                step,
+                init,
+                num_stages,
+            } => self.for_loop(inst, (*start, *end, *step), init, *num_stages),
             Op::If { cond } => self.if_else(inst, *cond),
             Op::While { init } => self.while_loop(inst, init),
             op => Err(self.internal(format!("`{}` is not control flow", op.name()))),
@@ -220,10 +226,9 @@ impl Lowerer<'_> {
     fn for_loop(
         &mut self,
         inst: &Inst,
-        start: ValueId,
-        end: ValueId,
-        step: ValueId,
+        (start, end, step): (ValueId, ValueId, ValueId),
         init: &[ValueId],
+        num_stages: Option<u32>,
     ) -> Result<Vec<LVal>, LowerError> {
         let iv_ty = self
             .k
@@ -256,7 +261,7 @@ impl Lowerer<'_> {
         });
         let region = &inst.regions[0];
         self.enter_loop_operands();
-        let mut pipeline = match self.plan_pipeline(region, step) {
+        let mut pipeline = match self.plan_pipeline(region, step, num_stages) {
             Some(plan) if self.can_specialize(&plan) => {
                 Some(self.specialize(plan, inst, init, &layouts, (start_r, end_r, step_r))?)
             }

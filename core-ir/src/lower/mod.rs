@@ -186,6 +186,9 @@ pub(crate) struct Lowerer<'k> {
     pub(crate) accesses: ordering::Accesses,
     /// Loads replaced by their loop's pipeline: where the `dot` finds them (see `pipeline`).
     pipelined: HashMap<ValueId, mma::SharedOperand>,
+    /// The own copies of the loop being lowered (see `pipeline`): where each load, when
+    /// lowered, reads its value back from.
+    own_copies: HashMap<ValueId, pipeline::OwnRead>,
     /// Loop-invariant `dot` operands staged before their loop (see `hoist`).
     hoisted: HashMap<hoist::HoistKey, mma::SharedOperand>,
     /// The `dot` result whose warpgroup MMAs may stay in flight into the next iteration of
@@ -251,6 +254,7 @@ impl<'k> Lowerer<'k> {
             cache: exchange::Cache::default(),
             accesses: ordering::Accesses::default(),
             pipelined: HashMap::new(),
+            own_copies: HashMap::new(),
             hoisted: HashMap::new(),
             wgmma_in_flight: None,
             loop_operand_allocs: Vec::new(),
@@ -356,6 +360,8 @@ impl<'k> Lowerer<'k> {
 
     fn inst(&mut self, inst: &'k Inst) -> Result<(), LowerError> {
         if self.is_pipelined_load(inst) {
+            // An own copy is read back here, where the program loads it.
+            self.read_own_copy(inst);
             return Ok(());
         }
         // An accumulator in cooperative matrices is moved to registers for any use but as

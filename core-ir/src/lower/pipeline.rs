@@ -66,6 +66,22 @@
 //! matmul up to 6% faster than one (the chosen block 1.8%), and the driver's compile 2.5
 //! times slower (`docs/performance.md`).
 //!
+//! A loop that asks for it (`for_range_staged`, `Op::For::num_stages`, Triton's
+//! `tl.range(..., num_stages=)`) also pipelines, where the target has asynchronous copies,
+//! its loads that feed no `dot` ("own copies"): each thread copies the elements it would
+//! have loaded into slots of its own in the ring (vector `v` of thread `t` at
+//! `(v * threads + t) * width`, so that a warp's slots are consecutive) and, once its own
+//! group is complete, reads them back into the load's layout. No thread reads another's
+//! slots, so neither the read nor the refill of a stage waits at a barrier: a load in
+//! registers would be waited for at the body's first barrier (a barrier orders the memory
+//! accesses before it), where a copy in flight is not. The loop's step may then be any
+//! value, not only a positive constant (a persistent walk over rows steps by
+//! `num_programs`), and `num_stages` there also sets the depth of the `dot` operands'
+//! pipeline. A load such a loop makes alike in every iteration (the layer norm's weight
+//! and bias, loaded beside each row) is copied once, before the loop, into slots of one
+//! stage that every iteration reads back: held in registers across the loop instead, it
+//! costs registers, and with them programs a multiprocessor.
+//!
 //! A load is pipelined when all of this holds; otherwise it stays a load in registers and the
 //! `dot` stages it itself (`mma.rs`, `coop.rs`). Each access must move 4, 8 or 16 bytes (what `cp.async`
 //! copies: 2 to 8 16-bit values, 1 to 4 f32 ones of a tf32 `dot`): a ragged K whose mask the
@@ -108,6 +124,9 @@ pub(crate) struct PipelinePlan {
     /// (iteration `i`'s in set `i % register_sets`): `ahead` of them, and one where `ahead`
     /// is 0 (the loads then go into it in the iteration that stores them).
     register_sets: u32,
+    /// Whether the loop's step is a positive constant; if not (own copies only), whether a
+    /// later iteration is before the end is worked out from the step's sign at run time.
+    positive_step: bool,
 }
 
 pub(crate) struct PipelinedLoad {
@@ -123,6 +142,12 @@ pub(crate) struct PipelinedLoad {
     pub wgmma: bool,
     /// Where it is fetched through the tensor memory accelerator (`tma.rs`), how.
     pub tma: Option<super::tma::TmaLoad>,
+    /// An own copy (module comment): a load that feeds no `dot`, read back by the thread
+    /// that copied it; `operand.tile` is then the unswizzled row of one stage's slots.
+    pub own: bool,
+    /// An own copy of what every iteration loads alike: copied once, before the loop, into
+    /// one stage.
+    pub invariant: bool,
 }
 
 /// A pipeline being lowered: its buffers and the registers it carries.
@@ -139,6 +164,10 @@ pub(crate) struct PipelineState {
     prefetch: Vec<Vec<Vec<Reg>>>,
     /// The mbarriers of the loads fetched through TMA, if any are.
     pub(crate) tma: Option<super::tma::TmaRing>,
+    /// The loop's step where it is not a positive constant (see `PipelinePlan::positive_step`).
+    step: Option<Reg>,
+    /// Whether no copies were issued yet: the first ones include the invariant loads'.
+    first_copies: bool,
     /// Where a producer warpgroup issues the copies (`specialize`), the consumers' side.
     pub(crate) consumer: Option<super::specialize::ConsumerState>,
 }
@@ -153,18 +182,28 @@ impl PipelineState {
 
 impl Lowerer<'_> {
     /// The pipeline of `for` loop `inst` (body `region`), if any of its loads qualifies.
-    pub(crate) fn plan_pipeline(&self, region: &Region, step: ValueId) -> Option<PipelinePlan> {
+    /// `num_stages` is the loop's own (`Op::For::num_stages`), if it gives one.
+    pub(crate) fn plan_pipeline(
+        &self,
+        region: &Region,
+        step: ValueId,
+        num_stages: Option<u32>,
+    ) -> Option<PipelinePlan> {
         let registers = !self.target.async_copy && !self.target.coop_matrix.is_empty();
         if registers && !self.coop_stages {
             return None;
         }
-        let stages = if registers { 2 } else { self.target.num_stages };
-        if !(registers || self.target.async_copy)
-            || stages < 2
-            || self.axis[step.index()].constant.is_none_or(|s| s <= 0)
-        {
+        let stages = if registers {
+            2
+        } else {
+            num_stages.unwrap_or(self.target.num_stages)
+        };
+        if !(registers || self.target.async_copy) || stages < 2 {
             return None;
         }
+        // `dot` operands need a positive constant step; own copies take any.
+        let positive_step = self.axis[step.index()].constant.is_some_and(|s| s > 0);
+        let own_copies = num_stages.is_some() && !registers;
         let top: HashMap<ValueId, InstId> = region
             .insts
             .iter()
@@ -178,13 +217,22 @@ impl Lowerer<'_> {
         let mut slice: HashSet<InstId> = HashSet::new();
         let mut carried: HashSet<usize> = HashSet::new();
         for &id in &region.insts {
-            let Some(load) = self.pipelinable(id, region, registers) else {
+            let load = match positive_step {
+                true => self.pipelinable(id, region, registers),
+                false => None,
+            };
+            let Some(load) = load.or_else(|| own_copies.then(|| self.own_copy(id)).flatten()) else {
                 continue;
             };
             let Op::Load { ptr, mask, .. } = self.k.insts[id].op else {
                 continue;
             };
             let roots: Vec<ValueId> = std::iter::once(ptr).chain(mask).collect();
+            // What every iteration loads alike is copied once (module comment).
+            let load = PipelinedLoad {
+                invariant: load.own && !self.varies_in_loop(&roots, &top, region),
+                ..load
+            };
             if let Some((s, c)) = self.load_slice(&roots, &top, &yields, region) {
                 slice.extend(s);
                 carried.extend(c);
@@ -229,6 +277,65 @@ impl Lowerer<'_> {
             in_flight,
             registers,
             register_sets,
+            positive_step,
+        })
+    }
+
+    /// Load `id` as an own copy (module comment), if it can be one: it feeds no `dot`, its
+    /// masked-off elements are zeros (or unspecified), and each of its accesses moves 4, 8
+    /// or 16 bytes (what `cp.async` copies).
+    fn own_copy(&self, id: InstId) -> Option<PipelinedLoad> {
+        let inst = &self.k.insts[id];
+        let Op::Load { ptr, mask, other, .. } = inst.op else {
+            return None;
+        };
+        let value = *inst.results.first()?;
+        let ty = self.k.ty(value);
+        let elem = ty.scalar_type()?;
+        if other.is_some_and(|o| !self.is_zero(o)) {
+            return None;
+        }
+        let feeds_dot = self
+            .k
+            .insts
+            .iter()
+            .any(|(_, i)| matches!(i.op, Op::Dot { a, b, .. } if a == value || b == value));
+        if feeds_dot {
+            return None;
+        }
+        let layout = self.load_layout(ptr);
+        if layout.sliced != 0 {
+            return None;
+        }
+        let width = self.access_width(&layout, ty.shape, ptr, mask) as u32;
+        if !matches!(width * elem.size_bytes() as u32, 4 | 8 | 16) {
+            return None;
+        }
+        let threads = self.target.num_warps * self.target.warp_size;
+        let slots = layout.map(ty.shape).len as u32 * threads;
+        Some(PipelinedLoad {
+            inst: id,
+            value,
+            layout,
+            width,
+            operand: SharedOperand {
+                alloc: 0,
+                tile: crate::layout::SwizzledTile {
+                    rows: 1,
+                    cols: slots,
+                    vec: width,
+                    per_phase: 1,
+                    max_phase: 1,
+                    block_cols: slots,
+                    align: 16,
+                },
+                contiguous: 0,
+                stage: None,
+            },
+            wgmma: false,
+            tma: None,
+            own: true,
+            invariant: false,
         })
     }
 
@@ -411,6 +518,8 @@ impl Lowerer<'_> {
             },
             wgmma: shape.is_some(),
             tma: None,
+            own: false,
+            invariant: false,
         })
     }
 
@@ -486,6 +595,25 @@ impl Lowerer<'_> {
         Some((insts, carried))
     }
 
+    /// Whether any of `roots` depends on the loop variable or a carried value of the loop
+    /// whose body is `region` (`top`: the body's results and their instructions).
+    fn varies_in_loop(&self, roots: &[ValueId], top: &HashMap<ValueId, InstId>, region: &Region) -> bool {
+        let mut work: Vec<ValueId> = roots.to_vec();
+        let mut seen: HashSet<ValueId> = HashSet::new();
+        while let Some(v) = work.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            if region.args.contains(&v) {
+                return true;
+            }
+            if let Some(&id) = top.get(&v) {
+                work.extend(self.k.insts[id].op.operands());
+            }
+        }
+        false
+    }
+
     /// Whether instruction `inst` is inside `region`, at any depth.
     pub(crate) fn defined_inside(&self, inst: InstId, region: &Region) -> bool {
         region
@@ -505,6 +633,9 @@ impl Lowerer<'_> {
         (start, end, step): (Reg, Reg, Reg),
     ) -> Result<PipelineState, LowerError> {
         let mut state = self.pipeline_setup(plan, init, layouts, None)?;
+        if !state.plan.positive_step {
+            state.step = Some(step);
+        }
         let iv_ty = self.regs[start].ty;
         let mut iv = start;
         for s in 0..state.plan.ahead {
@@ -532,13 +663,17 @@ impl Lowerer<'_> {
         for load in &plan.loads {
             let ty = self.k.ty(load.value);
             let elem = ty.scalar_type().expect("a pipelined load gives numbers");
+            let stages = if load.invariant { 1 } else { plan.stages };
             let alloc = self.operand_alloc(SharedAlloc {
                 align: load.operand.tile.align,
-                ..SharedAlloc::new(elem, load.operand.tile.len() * plan.stages)
+                ..SharedAlloc::new(elem, load.operand.tile.len() * stages)
             });
             let operand = SharedOperand { alloc, ..load.operand };
             let map = load.layout.map(ty.shape);
-            let index = self.operand_store_indices(&map, load.layout, &operand, load.width);
+            let index = match load.own {
+                true => self.own_slots(map.len as u32, load.width),
+                false => self.operand_store_indices(&map, load.layout, &operand, load.width),
+            };
             buffers.push((operand, index));
         }
         let tma = self.tma_ring(&plan.loads, plan.stages, specialized);
@@ -567,6 +702,8 @@ impl Lowerer<'_> {
             plan,
             prefetch,
             tma,
+            step: None,
+            first_copies: true,
             consumer: None,
         })
     }
@@ -626,13 +763,19 @@ impl Lowerer<'_> {
                 self.tma_wait(ring, state.read);
             }
         }
+        // Own copies: each thread reads back its slots, its own group being complete, where
+        // the body loads them.
+        self.point_own_copies(state);
         // (TMA writes through the asynchronous proxy itself.)
         if state.plan.loads.iter().any(|l| l.wgmma && l.tma.is_none()) {
             // The copies were written through the generic proxy; wgmma reads through the
             // asynchronous one.
             self.emit(Stmt::FenceProxyAsync);
         }
-        self.emit(Stmt::Barrier);
+        // Other threads' copies are read once all are complete; own copies need no barrier.
+        if state.plan.loads.iter().any(|l| !l.own) {
+            self.emit(Stmt::Barrier);
+        }
         if ahead > 0 {
             let iv_ty = self.regs[iv].ty;
             let ahead_by = self.konst(iv_ty, Literal::Int(ahead as i64));
@@ -643,6 +786,75 @@ impl Lowerer<'_> {
         }
         self.point_dots_at_read(state);
         Ok(())
+    }
+
+    /// The slots of one stage of an own copy of `len` elements a thread in vectors of
+    /// `width` (module comment): vector `v` of thread `t` at `(v * threads + t) * width`,
+    /// computed once, in the prologue.
+    fn own_slots(&mut self, len: u32, width: u32) -> Vec<Reg> {
+        let threads = (self.target.num_warps * self.target.warp_size) as i64;
+        let tid = self.pset(ScalarType::I32, Expr::Special(crate::thread::Special::ThreadId));
+        let w = self.i32c(width as i64);
+        let first = self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Mul, tid, w));
+        (0..len / width)
+            .map(|v| {
+                let offset = self.i32c(v as i64 * threads * width as i64);
+                self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Add, first, offset))
+            })
+            .collect()
+    }
+
+    /// Where this iteration's own copies are read back (from stage `read`, or the one
+    /// stage of an invariant copy), when their loads are lowered ([`Self::read_own_copy`]).
+    fn point_own_copies(&mut self, state: &PipelineState) {
+        for (load, (operand, index)) in state.plan.loads.iter().zip(&state.buffers) {
+            if !load.own {
+                continue;
+            }
+            let len = self.i32c(if load.invariant { 0 } else { operand.tile.len() as i64 });
+            let base = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, state.read, len));
+            let read = OwnRead {
+                alloc: operand.alloc,
+                base,
+                index: index.clone(),
+                width: load.width,
+                layout: load.layout,
+            };
+            self.own_copies.insert(load.value, read);
+        }
+    }
+
+    /// Load `inst`, if it is an own copy, read back from its slots into its layout: the
+    /// value the load stands for. (Where the program loads it, not at the top of the
+    /// iteration: read there, a value used late in the body, as the layer norm's weights,
+    /// would hold registers through all of it.)
+    pub(crate) fn read_own_copy(&mut self, inst: &Inst) {
+        let Some(&value) = inst.results.first() else { return };
+        let Some(read) = self.own_copies.get(&value).cloned() else {
+            return;
+        };
+        let elem = self.k.ty(value).scalar_type().expect("a pipelined load gives numbers");
+        let mut regs = Vec::new();
+        for &at in &read.index {
+            let dsts: Vec<Reg> = (0..read.width).map(|_| self.new_reg(elem)).collect();
+            let index = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, at, read.base));
+            self.emit(Stmt::Load {
+                dsts: dsts.clone(),
+                mem: crate::thread::Memory::Shared { alloc: read.alloc },
+                index,
+                pred: None,
+                cache: crate::ir::CacheModifier::Default,
+            });
+            regs.extend(dsts);
+        }
+        self.set_lval(
+            value,
+            LVal {
+                layout: read.layout,
+                regs,
+                ptr: None,
+            },
+        );
     }
 
     /// The `dot`s of this iteration read stage `read` (and may leave their warpgroup MMAs
@@ -756,6 +968,7 @@ impl Lowerer<'_> {
         self.emit(Stmt::Barrier);
         for load in &state.plan.loads {
             self.pipelined.remove(&load.value);
+            self.own_copies.remove(&load.value);
         }
     }
 
@@ -797,7 +1010,17 @@ impl Lowerer<'_> {
         for &id in &state.plan.slice {
             self.inst(&k.insts[id])?;
         }
-        let in_range = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end));
+        let in_range = match state.step {
+            None => self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end)),
+            // A step not known to be positive: before the end in its direction.
+            Some(step) => {
+                let zero = self.konst(self.regs[step].ty, Literal::Int(0));
+                let up = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Gt, step, zero));
+                let below = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end));
+                let above = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Gt, iv, end));
+                self.set(ScalarType::Bool, Expr::Select(up, below, above))
+            }
+        };
         // The loads into prefetch registers, emitted after every operand's predicates, and
         // the one condition under which every predicate holds, where the masks say it (in
         // the trips of the unmasked loop they hold: no predicate is computed).
@@ -808,6 +1031,10 @@ impl Lowerer<'_> {
             let Op::Load { ptr, mask, .. } = self.k.insts[load.inst].op else {
                 return Err(self.internal("a pipelined load is not a load"));
             };
+            // Copied once, with the first iteration's copies (into its one stage).
+            if load.invariant && !state.first_copies {
+                continue;
+            }
             if let Some(t) = &load.tma {
                 self.order_global_access(t.region_box.param, false);
                 continue;
@@ -823,7 +1050,7 @@ impl Lowerer<'_> {
                     .map(|c| self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, all, c)));
             }
             self.order_global_access(param, false);
-            let len = self.i32c(operand.tile.len() as i64);
+            let len = self.i32c(if load.invariant { 0 } else { operand.tile.len() as i64 });
             let base = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, stage.0, len));
             for (g, &at) in (0..offsets.len()).step_by(load.width as usize).zip(index) {
                 let pred = match &masks {
@@ -854,6 +1081,7 @@ impl Lowerer<'_> {
                 });
             }
         }
+        state.first_copies = false;
         self.prefetch_into_registers(&prefetches, all_hold, unmasked);
         if let Some(ring) = &state.tma {
             let allocs: Vec<u32> = state.buffers.iter().map(|(o, _)| o.alloc).collect();
@@ -869,6 +1097,17 @@ impl Lowerer<'_> {
         };
         self.assign_slots(inst, &state.ahead, &yields, &[])
     }
+}
+
+/// Where an own copy's load reads its value back from (see [`Lowerer::read_own_copy`]):
+/// its slots in `alloc`, at `base` plus each vector's `index`.
+#[derive(Clone)]
+pub(crate) struct OwnRead {
+    alloc: u32,
+    base: Reg,
+    index: Vec<Reg>,
+    width: u32,
+    layout: Layout,
 }
 
 /// One vector of a pipeline's loads into prefetch registers: `dsts` from `index` of `param`

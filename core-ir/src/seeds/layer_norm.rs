@@ -68,6 +68,56 @@ pub(super) struct ForwardRow<'b> {
     pub dtype: ScalarType,
 }
 
+/// The forward pass's parameters before a row is chosen: [`ForwardRow`]'s, with `X` and
+/// `Y` at the matrix's first row, and the rows' `stride`.
+#[derive(Clone, Copy)]
+pub(super) struct ForwardArgs<'b> {
+    x_ptr: Value<'b>,
+    y_ptr: Value<'b>,
+    w_ptr: Value<'b>,
+    b_ptr: Value<'b>,
+    mean_ptr: Value<'b>,
+    rstd_ptr: Value<'b>,
+    stride: Value<'b>,
+    n: Value<'b>,
+    eps: Value<'b>,
+    dtype: ScalarType,
+}
+
+impl<'b> ForwardArgs<'b> {
+    /// Declares the parameters in [`ForwardRow`]'s order.
+    pub(super) fn declare(k: &'b KernelBuilder, dtype: ScalarType) -> ForwardArgs<'b> {
+        ForwardArgs {
+            x_ptr: k.arg_ptr("X", dtype),
+            y_ptr: k.arg_ptr("Y", dtype),
+            w_ptr: k.arg_ptr("W", dtype),
+            b_ptr: k.arg_ptr("B", dtype),
+            mean_ptr: k.arg_ptr("Mean", ScalarType::F32),
+            rstd_ptr: k.arg_ptr("Rstd", ScalarType::F32),
+            stride: k.arg_i32("stride"),
+            n: k.arg_i32("N"),
+            eps: k.arg_scalar("eps", ScalarType::F32),
+            dtype,
+        }
+    }
+
+    /// The parameters at row `row`.
+    pub(super) fn at(&self, row: Value<'b>) -> ForwardRow<'b> {
+        ForwardRow {
+            x_ptr: self.x_ptr + row * self.stride,
+            y_ptr: self.y_ptr + row * self.stride,
+            w_ptr: self.w_ptr,
+            b_ptr: self.b_ptr,
+            mean_ptr: self.mean_ptr,
+            rstd_ptr: self.rstd_ptr,
+            n: self.n,
+            eps: self.eps,
+            row,
+            dtype: self.dtype,
+        }
+    }
+}
+
 impl<'b> ForwardRow<'b> {
     pub(super) fn declare(k: &'b KernelBuilder, dtype: ScalarType) -> ForwardRow<'b> {
         Self::declare_shared(k, dtype, 1)
@@ -76,31 +126,12 @@ impl<'b> ForwardRow<'b> {
     /// [`Self::declare`] for rows shared by `cluster` consecutive programs: the row is
     /// `program_id(0) / cluster`.
     pub(super) fn declare_shared(k: &'b KernelBuilder, dtype: ScalarType, cluster: u32) -> ForwardRow<'b> {
-        let x_ptr = k.arg_ptr("X", dtype);
-        let y_ptr = k.arg_ptr("Y", dtype);
-        let w_ptr = k.arg_ptr("W", dtype);
-        let b_ptr = k.arg_ptr("B", dtype);
-        let mean_ptr = k.arg_ptr("Mean", ScalarType::F32);
-        let rstd_ptr = k.arg_ptr("Rstd", ScalarType::F32);
-        let stride = k.arg_i32("stride");
-        let n = k.arg_i32("N");
-        let eps = k.arg_scalar("eps", ScalarType::F32);
+        let args = ForwardArgs::declare(k, dtype);
         let row = match cluster {
             1 => k.program_id(0),
             c => k.program_id(0) / c as i32,
         };
-        ForwardRow {
-            x_ptr: x_ptr + row * stride,
-            y_ptr: y_ptr + row * stride,
-            w_ptr,
-            b_ptr,
-            mean_ptr,
-            rstd_ptr,
-            n,
-            eps,
-            row,
-            dtype,
-        }
+        args.at(row)
     }
 
     /// `rstd = 1 / sqrt(var + eps)` of the row, stored with its `mean`; returns `rstd`.
@@ -179,11 +210,7 @@ pub fn layer_norm_forward(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
 /// zeros). `N` over the block is refused by a `device_assert` where the kernel runs in the
 /// interpreter; the host code ([`LayerNormMeta::for_row`]) never launches it so.
 pub fn layer_norm_forward_row(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
-    held_row_kernel("_layer_norm_fwd_row", meta, |k, row, x, mask| {
-        let mean = x.sum(0) / row.n;
-        let centered = k.where_(mask, x - mean, 0.0);
-        (mean, (centered * centered).sum(0) / row.n)
-    })
+    held_row_kernel("_layer_norm_fwd_row", meta, RowStats::TwoReductions)
 }
 
 /// [`layer_norm_forward_row`] with the row's statistics in one exchange between its warps
@@ -196,25 +223,53 @@ pub fn layer_norm_forward_row(meta: &LayerNormMeta) -> Result<Kernel, BuildError
 /// about zero; the results are the reference's within rounding, not the tutorial's bit for
 /// bit. Same parameters, grid and outputs as [`layer_norm_forward_row`].
 pub fn layer_norm_forward_row_one_exchange(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
-    held_row_kernel("_layer_norm_fwd_row_x1", meta, |k, row, x, mask| {
-        let n = row.n;
-        // The row's first element again, as one scalar (in the line of its first loads).
-        let shift = k.load_masked(row.x_ptr, n.gt(0), 0.0).to(ScalarType::F32);
-        let d = k.where_(mask, x - shift, 0.0);
-        let (s1, s2) = k.split(k.join(d, d * d).sum(0));
-        let m1 = s1 / n;
-        (shift + m1, (s2 / n - m1 * m1).maximum(0.0f32))
-    })
+    held_row_kernel("_layer_norm_fwd_row_x1", meta, RowStats::OneExchange)
 }
 
-/// A forward kernel that loads the row (one block) once and holds it: `stats` gives the
-/// row's mean and variance from its elements `x` (f32, zero where `mask` is off), and the
-/// kernel stores them with `rstd` and the output, as [`layer_norm_forward_row`] does.
-fn held_row_kernel(
-    name: &str,
-    meta: &LayerNormMeta,
-    stats: impl for<'b> Fn(&'b KernelBuilder, &ForwardRow<'b>, Value<'b>, Value<'b>) -> (Value<'b>, Value<'b>),
-) -> Result<Kernel, BuildError> {
+/// How a kernel that holds its row computes the row's mean and variance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowStats {
+    /// The mean, then the squares about it: two block reductions, bit for bit the
+    /// tutorial's results ([`layer_norm_forward_row`]).
+    TwoReductions,
+    /// Shifted sums and squares in one block reduction
+    /// ([`layer_norm_forward_row_one_exchange`]).
+    OneExchange,
+}
+
+impl RowStats {
+    /// The mean and variance of a row of `n` elements held as `x` (f32, zero where `mask`
+    /// is off), the row starting at `x_ptr`.
+    fn of<'b>(
+        self,
+        k: &'b KernelBuilder,
+        n: Value<'b>,
+        x_ptr: Value<'b>,
+        x: Value<'b>,
+        mask: Value<'b>,
+    ) -> (Value<'b>, Value<'b>) {
+        match self {
+            RowStats::TwoReductions => {
+                let mean = x.sum(0) / n;
+                let centered = k.where_(mask, x - mean, 0.0);
+                (mean, (centered * centered).sum(0) / n)
+            }
+            RowStats::OneExchange => {
+                // The row's first element again, as one scalar (in the line of its first loads).
+                let shift = k.load_masked(x_ptr, n.gt(0), 0.0).to(ScalarType::F32);
+                let d = k.where_(mask, x - shift, 0.0);
+                let (s1, s2) = k.split(k.join(d, d * d).sum(0));
+                let m1 = s1 / n;
+                (shift + m1, (s2 / n - m1 * m1).maximum(0.0f32))
+            }
+        }
+    }
+}
+
+/// A forward kernel that loads the row (one block) once and holds it, its mean and
+/// variance from `stats`, and stores them with `rstd` and the output, as
+/// [`layer_norm_forward_row`] does.
+fn held_row_kernel(name: &str, meta: &LayerNormMeta, stats: RowStats) -> Result<Kernel, BuildError> {
     let LayerNormMeta { block_size, dtype } = *meta;
     let block = block_size as i32;
     Kernel::build(name, |k| {
@@ -223,9 +278,43 @@ fn held_row_kernel(
         let cols = k.arange(0, block);
         let mask = cols.lt(row.n);
         let x = k.load_masked(row.x_ptr + cols, mask, 0.0).to(ScalarType::F32);
-        let (mean, var) = stats(k, &row, x, mask);
+        let (mean, var) = stats.of(k, row.n, row.x_ptr, x, mask);
         let rstd = row.store_stats(k, mean, var);
         row.store_output(k, cols, mask, || x, (mean, rstd));
+    })
+}
+
+/// The held-row forward pass with rows in flight while a row is reduced: each program
+/// walks rows `program_id, program_id + num_programs, ...` below `M` in a loop whose loads
+/// are pipelined `num_stages` deep ([`crate::KernelBuilder::for_range_staged`]), so that
+/// where the target has asynchronous copies the next rows are in flight through the
+/// current row's block reductions, barriers and stores, where a program of
+/// [`layer_norm_forward_row`] has nothing in flight from its loads' arrival to its end.
+/// Elsewhere (Vulkan) the loop loads each row when it gets to it. Launched on a grid of
+/// as many programs as the device holds at once (more only add a second wave).
+/// Parameters: those of [`layer_norm_forward_row`], then `M` (i32, the rows). Results bit
+/// for bit those of the held-row kernel with the same statistics (`stats`).
+pub fn layer_norm_forward_rows(meta: &LayerNormMeta, stats: RowStats, num_stages: u32) -> Result<Kernel, BuildError> {
+    let LayerNormMeta { block_size, dtype } = *meta;
+    let block = block_size as i32;
+    let name = match stats {
+        RowStats::TwoReductions => "_layer_norm_fwd_rows",
+        RowStats::OneExchange => "_layer_norm_fwd_rows_x1",
+    };
+    Kernel::build(name, |k| {
+        let args = ForwardArgs::declare(k, dtype);
+        let m = k.arg_i32("M");
+        k.device_assert(args.n.le(block), "the row is longer than BLOCK_SIZE");
+        let cols = k.arange(0, block);
+        let mask = cols.lt(args.n);
+        k.for_range_staged(k.program_id(0), m, k.num_programs(0), num_stages, &[], |r, _| {
+            let row = args.at(r);
+            let x = k.load_masked(row.x_ptr + cols, mask, 0.0).to(ScalarType::F32);
+            let (mean, var) = stats.of(k, row.n, row.x_ptr, x, mask);
+            let rstd = row.store_stats(k, mean, var);
+            row.store_output(k, cols, mask, || x, (mean, rstd));
+            vec![]
+        });
     })
 }
 
