@@ -12,12 +12,13 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// The forms in the order of the table's columns.
-const FORMS: [&str; 11] = [
+const FORMS: [&str; 12] = [
     "simple",
     "persistent",
     "simple-cs",
     "persistent-cs",
     "simple-cs-fd",
+    "pipelined-cs-fd",
     "rows2",
     "rows4",
     "rows2-cs",
@@ -67,6 +68,14 @@ fn forms(n: usize) -> rutile::Result<Vec<Form>> {
         // `simple-cs` dividing as Triton's `/` compiles for f32 (`div.full.f32`, within
         // 2 ulp) instead of correctly rounded: fewer registers, more programs resident.
         form("simple-cs-fd", seeds::softmax_with(blk, full_division)?, 1),
+        // The persistent form as the tutorial writes it: its loop over rows pipelined two
+        // deep (`tl.range(..., num_stages=2)`; through CUDA the next rows copied ahead into
+        // shared memory), with read-once loads and Triton's division.
+        form(
+            "pipelined-cs-fd",
+            seeds::softmax_persistent_pipelined(blk, 2, full_division)?,
+            0,
+        ),
     ];
     for rows in [2u32, 4] {
         if rows * blk <= 8192 {

@@ -361,8 +361,7 @@ impl<'k> Lowerer<'k> {
     fn inst(&mut self, inst: &'k Inst) -> Result<(), LowerError> {
         if self.is_pipelined_load(inst) {
             // An own copy is read back here, where the program loads it.
-            self.read_own_copy(inst);
-            return Ok(());
+            return self.read_own_copy(inst);
         }
         // An accumulator in cooperative matrices is moved to registers for any use but as
         // the accumulator of a `dot` on them (see `coop`); its registers serve this

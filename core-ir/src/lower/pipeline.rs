@@ -281,20 +281,18 @@ impl Lowerer<'_> {
         })
     }
 
-    /// Load `id` as an own copy (module comment), if it can be one: it feeds no `dot`, its
-    /// masked-off elements are zeros (or unspecified), and each of its accesses moves 4, 8
-    /// or 16 bytes (what `cp.async` copies).
+    /// Load `id` as an own copy (module comment), if it can be one: it feeds no `dot` and
+    /// each of its accesses moves 4, 8 or 16 bytes (what `cp.async` copies). Masked-off
+    /// elements are copied as zeros; a load whose `other` is not zero gets it where its
+    /// mask is off when read back.
     fn own_copy(&self, id: InstId) -> Option<PipelinedLoad> {
         let inst = &self.k.insts[id];
-        let Op::Load { ptr, mask, other, .. } = inst.op else {
+        let Op::Load { ptr, mask, .. } = inst.op else {
             return None;
         };
         let value = *inst.results.first()?;
         let ty = self.k.ty(value);
         let elem = ty.scalar_type()?;
-        if other.is_some_and(|o| !self.is_zero(o)) {
-            return None;
-        }
         let feeds_dot = self
             .k
             .insts
@@ -828,10 +826,12 @@ impl Lowerer<'_> {
     /// value the load stands for. (Where the program loads it, not at the top of the
     /// iteration: read there, a value used late in the body, as the layer norm's weights,
     /// would hold registers through all of it.)
-    pub(crate) fn read_own_copy(&mut self, inst: &Inst) {
-        let Some(&value) = inst.results.first() else { return };
+    pub(crate) fn read_own_copy(&mut self, inst: &Inst) -> Result<(), LowerError> {
+        let Some(&value) = inst.results.first() else {
+            return Ok(());
+        };
         let Some(read) = self.own_copies.get(&value).cloned() else {
-            return;
+            return Ok(());
         };
         let elem = self.k.ty(value).scalar_type().expect("a pipelined load gives numbers");
         let mut regs = Vec::new();
@@ -847,6 +847,20 @@ impl Lowerer<'_> {
             });
             regs.extend(dsts);
         }
+        // The copies filled zeros where the mask is off; the load gives `other` there.
+        if let Op::Load {
+            mask: Some(mask),
+            other: Some(other),
+            ..
+        } = inst.op
+        {
+            if !self.is_zero(other) {
+                let (mask, other) = (self.ensure(mask, read.layout)?, self.ensure(other, read.layout)?);
+                for (i, r) in regs.iter_mut().enumerate() {
+                    *r = self.set(elem, Expr::Select(mask[i], *r, other[i]));
+                }
+            }
+        }
         self.set_lval(
             value,
             LVal {
@@ -855,6 +869,7 @@ impl Lowerer<'_> {
                 ptr: None,
             },
         );
+        Ok(())
     }
 
     /// The `dot`s of this iteration read stage `read` (and may leave their warpgroup MMAs

@@ -284,6 +284,43 @@ pub fn softmax_persistent_with(
     })
 }
 
+/// The persistent form as Triton's tutorial writes it: each row loaded where the loop
+/// reduces it, the loop over rows pipelined `num_stages` deep (`tl.range(row_start, n_rows,
+/// row_step, num_stages=num_stages)`, [`crate::KernelBuilder::for_range_staged`]). Where
+/// the target has asynchronous copies (CUDA from sm_80), the next rows are then copied into
+/// shared memory while the current one is reduced, and stay in flight through the
+/// reductions' barriers, where [`softmax_persistent_with`]'s next row, loaded into
+/// registers, is waited for at the first of them; elsewhere each row is loaded when the
+/// loop gets to it. Same parameters and results as [`softmax`].
+pub fn softmax_persistent_pipelined(
+    block: u32,
+    num_stages: u32,
+    options: impl Into<SoftmaxOptions>,
+) -> Result<Kernel, BuildError> {
+    let o = options.into();
+    Kernel::build("softmax_kernel_pipelined", |k| {
+        let Params {
+            out,
+            inp,
+            in_stride,
+            out_stride,
+            n_rows,
+            n_cols,
+        } = params(k);
+        let cols = k.arange(0, block as i32);
+        let mask = cols.lt(n_cols);
+        let (row_start, row_step) = (k.program_id(0), k.num_programs(0));
+        k.for_range_staged(row_start, n_rows, row_step, num_stages, &[], |row, _| {
+            let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
+            let z = x - x.max(0);
+            let num = z.exp();
+            let y = num.fdiv(num.sum(0), o.ieee_rounding);
+            k.store_masked(out + row * out_stride + cols, y, mask);
+            vec![]
+        });
+    })
+}
+
 /// Ties a closure's argument and result to the builder's lifetime (closures cannot name it).
 fn row_fn<'b, F: Fn(Value<'b>) -> Value<'b>>(f: F) -> F {
     f
