@@ -448,7 +448,8 @@ pub enum Op {
         /// `num_stages`: `None` follows the launch (`dot` operands only, `num_stages` of the
         /// launch), `Some(s)` makes every load of the body that can be an asynchronous
         /// copy one, `s - 1` iterations ahead, on targets that have them (a hint: results
-        /// are the same either way; `lower::pipeline`).
+        /// are the same either way, unless an iteration loads what an earlier one stored,
+        /// which a loop that asks must not do; `lower::pipeline`).
         num_stages: Option<u32>,
     },
     /// Region 0 (then) or region 1 (else) runs; each yields the results.

@@ -29,8 +29,13 @@ impl KernelBuilder {
     /// asynchronous copies (CUDA from sm_80), each load of the body whose address the loop
     /// can compute ahead is issued `num_stages - 1` iterations early into shared memory, so
     /// that it stays in flight through the body's barriers and stores; elsewhere the loop
-    /// runs as [`Self::for_range`] does. Results never change. `num_stages` runs from 1 (no
-    /// copy ahead) to [`crate::ir::MAX_LOOP_STAGES`]; the builder reports others.
+    /// runs as [`Self::for_range`] does. `num_stages` runs from 1 (no copy ahead) to
+    /// [`crate::ir::MAX_LOOP_STAGES`]; the builder reports others.
+    ///
+    /// As with Triton's, the loads of later iterations are issued before this iteration's
+    /// stores: results are those of [`Self::for_range`] unless an iteration loads what an
+    /// earlier one of the same loop stored (a recurrence through memory), which such a
+    /// loop must not do.
     #[track_caller]
     #[allow(clippy::too_many_arguments)]
     pub fn for_range_staged<'b>(
