@@ -292,7 +292,8 @@ impl Lowerer<'_> {
         };
         let value = *inst.results.first()?;
         let ty = self.k.ty(value);
-        let elem = ty.scalar_type()?;
+        // (Numbers: booleans live in registers as predicates, not as the bytes copied.)
+        let elem = ty.scalar_type().filter(|&e| e != ScalarType::Bool)?;
         let feeds_dot = self
             .k
             .insts

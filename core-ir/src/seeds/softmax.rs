@@ -69,9 +69,7 @@ pub fn softmax_with(block: u32, options: impl Into<SoftmaxOptions>) -> Result<Ke
         let cols = k.arange(0, block as i32);
         let mask = cols.lt(n_cols);
         let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
-        let z = x - x.max(0);
-        let num = z.exp();
-        let y = num.fdiv(num.sum(0), o.ieee_rounding);
+        let y = row_softmax(x, o.ieee_rounding);
         k.store_masked(out + row * out_stride + cols, y, mask);
     })
 }
@@ -266,9 +264,7 @@ pub fn softmax_persistent_with(
             k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache)
         });
         let softmax_store = row_sink(|row, x| {
-            let z = x - x.max(0);
-            let num = z.exp();
-            let y = num.fdiv(num.sum(0), o.ieee_rounding);
+            let y = row_softmax(x, o.ieee_rounding);
             k.store_masked(out + row * out_stride + cols, y, col_mask);
         });
         if num_stages <= 1 {
@@ -312,13 +308,18 @@ pub fn softmax_persistent_pipelined(
         let (row_start, row_step) = (k.program_id(0), k.num_programs(0));
         k.for_range_staged(row_start, n_rows, row_step, num_stages, &[], |row, _| {
             let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
-            let z = x - x.max(0);
-            let num = z.exp();
-            let y = num.fdiv(num.sum(0), o.ieee_rounding);
+            let y = row_softmax(x, o.ieee_rounding);
             k.store_masked(out + row * out_stride + cols, y, mask);
             vec![]
         });
     })
+}
+
+/// The softmax of a row `x` (along axis 0): `exp(x - max)` over its sum, the division
+/// correctly rounded where `ieee_rounding` says (see [`SoftmaxOptions`]).
+fn row_softmax(x: Value<'_>, ieee_rounding: bool) -> Value<'_> {
+    let num = (x - x.max(0)).exp();
+    num.fdiv(num.sum(0), ieee_rounding)
 }
 
 /// Ties a closure's argument and result to the builder's lifetime (closures cannot name it).
