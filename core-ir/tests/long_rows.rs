@@ -9,10 +9,12 @@ use rutile_ir::interp::{self, HostBuffer};
 use rutile_ir::seeds::{
     fits_one_block, layer_norm_cluster, layer_norm_long, softmax_cluster, softmax_long, LayerNormMeta, SoftmaxOptions,
 };
+use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
+use rutile_ir::thread::Stmt;
 use rutile_ir::ScalarType::{F16, F32};
 use tutorial_support::rows::{layer_norm_case, softmax_args, EPS};
-use tutorial_support::{assert_close, simulate_targets, values};
+use tutorial_support::{assert_close, simulate_on, simulate_targets, values};
 
 fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
     let mut out = vec![0.0; rows * cols];
@@ -187,5 +189,54 @@ fn lowered_long_row_kernels_match_the_interpreter() {
         .unwrap();
         let at = format!("layer norm {m}x{n} {dtype}, block {block}");
         simulate_targets(&at, &kernel, [m as u32, 1, 1], &args, &buffers, 1e-5);
+    }
+}
+
+/// On targets with asynchronous copies the walks' blocks are copied ahead (`WALK_STAGES`
+/// deep, up the row and back down it): in the simulator, which completes a copy only at
+/// the wait that covers it, against the interpreter, on rows of several 16-byte-vector
+/// blocks with a ragged last one (4000 columns of blocks of 1024).
+#[test]
+fn walks_copied_ahead_match_the_interpreter() {
+    let mut rng = Rng::new(64);
+    let targets: Vec<Target> = [4, 8]
+        .into_iter()
+        .map(|w| Target {
+            async_copy: true,
+            ..Target::nvidia(w, 48 * 1024)
+        })
+        .collect();
+    let copies = |kernel: &rutile_ir::Kernel| {
+        let t = rutile_ir::lower::lower(kernel, &targets[0], &Specialization::all(kernel.params.len())).unwrap();
+        let mut n = 0;
+        t.walk(&mut |s| n += matches!(s, Stmt::AsyncCopy { .. }) as usize);
+        n
+    };
+    for (rows, cols) in [(2, 4096), (2, 4000)] {
+        let x = rng.f32s(rows * cols, -20.0, 20.0);
+        let buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
+        let kernel = softmax_long(1024, SoftmaxOptions::default()).unwrap();
+        assert!(copies(&kernel) > 0, "softmax: no asynchronous copy");
+        let at = format!("softmax {rows}x{cols}, copied ahead");
+        simulate_on(
+            &at,
+            &kernel,
+            &targets,
+            [rows as u32, 1, 1],
+            &softmax_args(rows, cols),
+            &buffers,
+            1e-6,
+        );
+    }
+    for (m, n) in [(2, 4096), (2, 4000)] {
+        let (buffers, args) = layer_norm_case(&mut rng, F16, m, n, (95.0, 105.0));
+        let kernel = layer_norm_long(&LayerNormMeta {
+            block_size: 1024,
+            dtype: F16,
+        })
+        .unwrap();
+        assert!(copies(&kernel) > 0, "layer norm: no asynchronous copy");
+        let at = format!("layer norm {m}x{n}, copied ahead");
+        simulate_on(&at, &kernel, &targets, [m as u32, 1, 1], &args, &buffers, 1e-5);
     }
 }

@@ -191,7 +191,7 @@ pub fn layer_norm(
                     }
                 }
             }
-            others.push(long_rows::layer_norm_long_launch(m, rutile::ScalarType::F16)?);
+            others.push(long_rows::layer_norm_long_launch(dev, m, rutile::ScalarType::F16)?);
             // The held-row kernel whose programs walk rows in a pipelined loop, on 4, 8 and
             // 16 warps (through CUDA 2 and 3 stages).
             let cuda = dev.properties().backend == rutile::Backend::Cuda;

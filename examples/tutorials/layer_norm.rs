@@ -108,7 +108,7 @@ pub fn forward_launch(dev: &dyn Device, fwd: &Forward) -> Result<(rutile::Kernel
     };
     match launch {
         Some(launch) => Ok(launch),
-        None => super::long_rows::layer_norm_long_launch(m, ScalarType::F16),
+        None => super::long_rows::layer_norm_long_launch(dev, m, ScalarType::F16),
     }
 }
 

@@ -162,20 +162,30 @@ pub fn layer_norm_cluster_launch_on(
     ))
 }
 
-/// The long-row layer norm kernel and launch for `m` rows of `dtype`: blocks of 4096
-/// columns on 16 warps, which measured fastest of 1 to 16 warps on an H100 at 32768 to
+/// The long-row layer norm kernel and launch for `m` rows of `dtype` on `dev`: blocks of
+/// 4096 columns on 16 warps, which measured fastest of 1 to 16 warps on an H100 at 32768 to
 /// 262144 fp16 columns through both backends (`docs/performance.md`; 8, the long-row
-/// softmax's, lost 3 to 21 points).
-pub fn layer_norm_long_launch(m: usize, dtype: ScalarType) -> Result<(Kernel, LaunchConfig)> {
+/// softmax's, lost 3 to 21 points). Through CUDA on devices with asynchronous copies, whose
+/// walks copy their next blocks ahead (`seeds::WALK_STAGES`), 8 warps at 80
+/// registers a thread: on an H200 the fastest of the sweep at 32768 and 65536 columns (8
+/// and 4 points above 16 warps), 1.4 below it at 262144.
+pub fn layer_norm_long_launch(dev: &dyn Device, m: usize, dtype: ScalarType) -> Result<(Kernel, LaunchConfig)> {
+    let props = dev.properties();
+    let copies_ahead =
+        props.backend == rutile::Backend::Cuda && props.compute_capability.is_some_and(|cc| cc >= (8, 0));
+    let (num_warps, maxnreg) = if copies_ahead { (8, Some(80)) } else { (16, None) };
     let meta = LongRowMeta {
-        num_warps: 16,
+        num_warps,
         ..LongRowMeta::default()
     };
     let kernel = seeds::layer_norm_long(&LayerNormMeta {
         block_size: meta.block_size,
         dtype,
     })?;
-    Ok((kernel, LaunchConfig::grid1(m as u32).num_warps(meta.num_warps)))
+    Ok((
+        kernel,
+        LaunchConfig::grid1(m as u32).num_warps(meta.num_warps).maxnreg(maxnreg),
+    ))
 }
 
 /// The softmax tutorial on `rows x cols` with rows over 64 KiB, which its host code sends

@@ -7,11 +7,17 @@
 //! from the row's end back to its start, so that it begins with the blocks the first walk
 //! read last, which the cache still holds; its loads are the row's last reads, marked
 //! read-once ([`CacheModifier::Streaming`]) so that they leave the cache to the first walks
-//! of other rows.
+//! of other rows. Both walks are pipelined [`WALK_STAGES`] deep
+//! ([`KernelBuilder::for_range_staged`]): where the target has asynchronous copies, the
+//! blocks a walk reads next are copied into shared memory while it works on the current
+//! one.
 
 use super::layer_norm::ForwardRow;
 use super::{LayerNormMeta, SoftmaxOptions};
 use crate::{BuildError, CacheModifier, Kernel, KernelBuilder, ScalarType, Value};
+
+/// How deep the walks' loads are pipelined (their loops' `num_stages`).
+pub const WALK_STAGES: u32 = 3;
 
 /// The most bytes of a row the one-block kernels hold (the layer norm tutorial's 64 KiB:
 /// 16384 f32 columns, 32768 f16 ones); longer rows go to the kernels here.
@@ -72,7 +78,7 @@ pub fn softmax_long(block_size: u32, options: impl Into<SoftmaxOptions>) -> Resu
         // in lanes that have seen only masked columns; their sums stay 0.
         let lowest = k.full(&[block_size], f32::MIN, ScalarType::F32);
         let zeros = k.zeros(&[block_size], ScalarType::F32);
-        let stats = k.for_range(0, n_cols, block, &[lowest, zeros], |off, carried| {
+        let stats = k.for_range_staged(0, n_cols, block, WALK_STAGES, &[lowest, zeros], |off, carried| {
             let (m, s) = (carried[0], carried[1]);
             let cols = off + k.arange(0, block);
             let x = k.load_masked_with(in_row + cols, cols.lt(n_cols), f32::NEG_INFINITY, o.cache);
@@ -83,12 +89,13 @@ pub fn softmax_long(block_size: u32, options: impl Into<SoftmaxOptions>) -> Resu
         let (m, s) = (stats[0], stats[1]);
         let row_max = m.max(0);
         let denominator = (s * (m - row_max).exp()).sum(0);
-        k.for_each(last_block(k, n_cols, block), -1, -block, |off| {
+        k.for_range_staged(last_block(k, n_cols, block), -1, -block, WALK_STAGES, &[], |off, _| {
             let cols = off + k.arange(0, block);
             let mask = cols.lt(n_cols);
             let x = k.load_masked_with(in_row + cols, mask, f32::NEG_INFINITY, CacheModifier::Streaming);
             let y = (x - row_max).exp().fdiv(denominator, o.ieee_rounding);
             k.store_masked(out_row + cols, y, mask);
+            vec![]
         });
     })
 }
@@ -105,7 +112,7 @@ pub fn layer_norm_long(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
         let row = ForwardRow::declare(k, dtype);
         let (x_ptr, n) = (row.x_ptr, row.n);
         let zeros = k.zeros(&[block_size], ScalarType::F32);
-        let stats = k.for_range(0, n, block, &[zeros, zeros], |off, carried| {
+        let stats = k.for_range_staged(0, n, block, WALK_STAGES, &[zeros, zeros], |off, carried| {
             let (mean, m2) = (carried[0], carried[1]);
             let cols = off + k.arange(0, block);
             let mask = cols.lt(n);
@@ -124,7 +131,7 @@ pub fn layer_norm_long(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
         let mean = (counts * lane_mean).sum(0) / n;
         let spread = lane_mean - mean;
         let rstd = row.store_stats(k, mean, (lane_m2 + counts * spread * spread).sum(0) / n);
-        k.for_each(last_block(k, n, block), -1, -block, |off| {
+        k.for_range_staged(last_block(k, n, block), -1, -block, WALK_STAGES, &[], |off, _| {
             let cols = off + k.arange(0, block);
             let mask = cols.lt(n);
             let x = || {
@@ -132,6 +139,7 @@ pub fn layer_norm_long(meta: &LayerNormMeta) -> Result<Kernel, BuildError> {
                     .to(ScalarType::F32)
             };
             row.store_output(k, cols, mask, x, (mean, rstd));
+            vec![]
         });
     })
 }

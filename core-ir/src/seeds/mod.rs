@@ -23,7 +23,9 @@ pub use layer_norm::{
     layer_norm_forward_row_one_exchange, layer_norm_forward_rows, layer_norm_group_size_m, LayerNormBackwardMeta,
     LayerNormMeta, RowStats,
 };
-pub use long_rows::{fits_one_block, layer_norm_cluster, layer_norm_long, softmax_long, LongRowMeta, ONE_BLOCK_BYTES};
+pub use long_rows::{
+    fits_one_block, layer_norm_cluster, layer_norm_long, softmax_long, LongRowMeta, ONE_BLOCK_BYTES, WALK_STAGES,
+};
 pub use matmul::{
     matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta, MATMUL_CONFIGS, SEED_MATMUL_CONFIGS,
 };
