@@ -622,3 +622,40 @@ fn the_lock_is_released_after_every_threads_stores() {
         assert!(atomics >= 3, "the lock's atomics: {atomics}");
     }
 }
+
+/// A loop's `num_stages` is a hint: where its copies ahead do not fit shared memory (8
+/// stages of rows of 16384 f32 in 48 KiB), the kernel is lowered with plain loads instead
+/// of failing, and still computes the held-row kernel's results (simulated); where they
+/// fit (2 stages of rows of 1024), it copies.
+#[test]
+fn copies_ahead_that_do_not_fit_fall_back_to_loads() {
+    let target = Target {
+        async_copy: true,
+        ..Target::nvidia(4, 48 * 1024)
+    };
+    let copies = |n: u32, stages: u32| {
+        let meta = LayerNormMeta::for_row(n, F32).unwrap();
+        let kernel = layer_norm_forward_rows(&meta, RowStats::TwoReductions, stages).unwrap();
+        let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len()))
+            .unwrap_or_else(|e| panic!("{n} columns, {stages} stages: {e}"));
+        let mut copies = 0;
+        t.walk(&mut |s| copies += matches!(s, Stmt::AsyncCopy { .. }) as usize);
+        (kernel, copies)
+    };
+    assert!(copies(1024, 2).1 > 0, "rows of 1024, 2 stages: no copies");
+    let (kernel, n_copies) = copies(16384, 8);
+    assert_eq!(n_copies, 0, "rows of 16384 f32, 8 stages: copies that cannot fit");
+    let (m, n) = (3, 16384);
+    let inp = inputs(&mut Rng::new(71), F32, m, n);
+    let (mut args, _) = forward_args(m, n);
+    args.push(ArgValue::Int(m as i64));
+    simulate_on(
+        "fallen back",
+        &kernel,
+        &[target],
+        [2, 1, 1],
+        &args,
+        &forward_buffers(&inp, F32, m, n),
+        1e-5,
+    );
+}

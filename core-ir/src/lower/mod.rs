@@ -124,22 +124,11 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     // The lowering relies on the typing rules holding (result types, operand counts), which
     // the builder guarantees but a kernel whose public fields were edited may break.
     crate::verify::verify(kernel)?;
-    // Cooperative matrices take more shared memory than the FMA path (the pipeline's
-    // stages of the operands, the accumulator's exchanges): where the kernel does not fit
-    // with them, it is lowered without the pipeline (the operands staged per iteration),
-    // then without them, as a `dot` they do not fit would be.
-    let mut out = match lower_once(kernel, target, spec, true) {
-        Err(LowerError::OutOfSharedMemory { .. }) if !target.coop_matrix.is_empty() => {
-            match lower_once(kernel, target, spec, false) {
-                Err(LowerError::OutOfSharedMemory { .. }) => {
-                    let fma = Target {
-                        coop_matrix: Vec::new(),
-                        ..target.clone()
-                    };
-                    lower_once(kernel, &fma, spec, false)?
-                }
-                r => r?,
-            }
+    // A loop's own `num_stages` is a hint: where its copies ahead do not fit shared memory,
+    // the kernel is lowered with plain loads in such loops instead.
+    let mut out = match lower_fitting(kernel, target, spec, true) {
+        Err(LowerError::OutOfSharedMemory { .. }) if has_staged_loop(&kernel.body, kernel) => {
+            lower_fitting(kernel, target, spec, false)?
         }
         r => r?,
     };
@@ -151,16 +140,63 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     Ok(out)
 }
 
+/// A lowering of `kernel` (`own_copies`: whether loops that give their own `num_stages`
+/// copy their loads ahead, see `pipeline`). Cooperative matrices take more shared memory
+/// than the FMA path (the pipeline's stages of the operands, the accumulator's
+/// exchanges): where the kernel does not fit with them, it is lowered without the
+/// pipeline (the operands staged per iteration), then without them, as a `dot` they do not
+/// fit would be.
+fn lower_fitting(
+    kernel: &Kernel,
+    target: &Target,
+    spec: &Specialization,
+    own_copies: bool,
+) -> Result<ThreadKernel, LowerError> {
+    match lower_once(kernel, target, spec, true, own_copies) {
+        Err(LowerError::OutOfSharedMemory { .. }) if !target.coop_matrix.is_empty() => {
+            match lower_once(kernel, target, spec, false, own_copies) {
+                Err(LowerError::OutOfSharedMemory { .. }) => {
+                    let fma = Target {
+                        coop_matrix: Vec::new(),
+                        ..target.clone()
+                    };
+                    lower_once(kernel, &fma, spec, false, own_copies)
+                }
+                r => r,
+            }
+        }
+        r => r,
+    }
+}
+
+/// Whether `region` (of `kernel`), at any depth, has a `for` loop with its own
+/// `num_stages`.
+fn has_staged_loop(region: &crate::ir::Region, kernel: &Kernel) -> bool {
+    region.insts.iter().any(|&i| {
+        let inst = &kernel.insts[i];
+        matches!(
+            inst.op,
+            Op::For {
+                num_stages: Some(_),
+                ..
+            }
+        ) || inst.regions.iter().any(|r| has_staged_loop(r, kernel))
+    })
+}
+
 /// One lowering of `kernel`; `coop_stages`: whether loops may pipeline the operands
-/// of `dot`s on cooperative matrices (see `pipeline`).
+/// of `dot`s on cooperative matrices; `own_copies`: whether loops with their own
+/// `num_stages` copy their other loads ahead (see `pipeline`).
 fn lower_once(
     kernel: &Kernel,
     target: &Target,
     spec: &Specialization,
     coop_stages: bool,
+    own_copies: bool,
 ) -> Result<ThreadKernel, LowerError> {
     let mut l = Lowerer::new(kernel, target, spec);
     l.coop_stages = coop_stages;
+    l.own_copies_allowed = own_copies;
     l.lower_body()?;
     l.finish()
 }
@@ -207,6 +243,9 @@ pub(crate) struct Lowerer<'k> {
     coop_vals: HashMap<ValueId, coop::CoopAcc>,
     /// Whether loops double-buffer the operands of `dot`s on cooperative matrices.
     coop_stages: bool,
+    /// Whether loops with their own `num_stages` copy their other loads ahead (see
+    /// `pipeline`; off where those copies do not fit shared memory).
+    own_copies_allowed: bool,
     /// Whether the register pipeline's prefetches are lowered unpredicated: in the trips of
     /// a loop that run only where all their predicates hold (`pipeline.rs`).
     unmasked_prefetch: bool,
@@ -263,6 +302,7 @@ impl<'k> Lowerer<'k> {
             tensor_maps: Vec::new(),
             coop_vals: HashMap::new(),
             coop_stages: true,
+            own_copies_allowed: true,
             unmasked_prefetch: false,
             copy_threads_from: 0,
             producer: None,

@@ -203,7 +203,7 @@ impl Lowerer<'_> {
         }
         // `dot` operands need a positive constant step; own copies take any.
         let positive_step = self.axis[step.index()].constant.is_some_and(|s| s > 0);
-        let own_copies = num_stages.is_some() && !registers;
+        let own_copies = num_stages.is_some() && !registers && self.own_copies_allowed;
         let top: HashMap<ValueId, InstId> = region
             .insts
             .iter()
