@@ -719,3 +719,51 @@ fn the_epilogue_reuses_the_rings_shared_memory() {
     };
     assert!(lower(&kernel, &apart, &runtime_spec(&args)).is_err());
 }
+
+/// A loop's own `num_stages` sets the depth of its `dot` operands' pipeline, the launch's
+/// none: a K loop that asks for 2 stages on a launch of 3, on warpgroup MMAs, keeps no MMA
+/// group in flight across its back edge (which needs 3) and copies one iteration ahead,
+/// and computes the interpreter's product.
+#[test]
+fn a_loops_own_stages_set_its_dot_pipeline() {
+    let (m, n, kdim) = (64usize, 64usize, 96usize);
+    let kernel = Kernel::build("staged_dot", |k| {
+        let a = k.arg_ptr("A", F16);
+        let b = k.arg_ptr("B", F16);
+        let c = k.arg_ptr("C", F32);
+        let kk = k.arg_i32("K");
+        let (rm, rn, rk) = (k.arange(0, 64), k.arange(0, 64), k.arange(0, 32));
+        let acc = k.zeros(&[64, 64], F32);
+        let out = k.for_range_staged(0, kk, 32, 2, &[acc], |off, carried| {
+            let a_tile = k.load(a + rm.expand_dims(1) * kk + (off + rk).expand_dims(0));
+            let b_tile = k.load(b + (off + rk).expand_dims(1) * 64 + rn.expand_dims(0));
+            vec![k.dot_acc(a_tile, b_tile, carried[0])]
+        });
+        k.store(c + rm.expand_dims(1) * 64 + rn.expand_dims(0), out[0]);
+    })
+    .unwrap();
+    let mut rng = Rng::new(83);
+    let buffers = vec![
+        float_buffer(&mut rng, F16, m * kdim),
+        float_buffer(&mut rng, F16, kdim * n),
+        HostBuffer::zeros(F32, m * n),
+    ];
+    let args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Int(kdim as i64)];
+    let mut want = buffers.clone();
+    interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
+    let target = hopper(4, 3);
+    let tk = lower(&kernel, &target, &runtime_spec(&args)).unwrap();
+    assert!(wgmmas(&tk) > 0, "no wgmma");
+    assert!(
+        count_stmts(&tk, |s| matches!(s, Stmt::AsyncCopy { .. })) > 0,
+        "operands not pipelined"
+    );
+    assert_eq!(
+        count_stmts(&tk, |s| matches!(s, Stmt::WgmmaWait { pending: 1 })),
+        0,
+        "an MMA group kept in flight on a 2-stage ring"
+    );
+    let mut got = buffers.clone();
+    simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap();
+    assert_close_to_largest(&got[2], &want[2], 1e-5, "2-stage K loop on a 3-stage launch");
+}

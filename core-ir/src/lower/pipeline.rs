@@ -255,7 +255,7 @@ impl Lowerer<'_> {
             true => [2, 1].into_iter().find(|&s| self.coop_ring_fits(region, &loads, s))?,
             false => stages,
         };
-        let in_flight = self.wgmma_in_flight(region, &loads, &yields);
+        let in_flight = self.wgmma_in_flight(region, &loads, &yields, stages);
         // Through registers, `num_stages - 1` iterations ahead, at most two: one set of
         // registers per iteration in flight (the body unrolled by two names them
         // statically), and one for a single stage's loads, which are stored in the
@@ -376,8 +376,10 @@ impl Lowerer<'_> {
         region: &Region,
         loads: &[PipelinedLoad],
         yields: &[ValueId],
+        stages: u32,
     ) -> Option<(ValueId, ValueId)> {
-        if self.target.num_stages < 3 {
+        // (The ring's depth: the launch's `num_stages`, or the loop's own.)
+        if stages < 3 {
             return None;
         }
         let dots: Vec<usize> = (0..region.insts.len())
