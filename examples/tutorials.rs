@@ -151,10 +151,8 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, se
         ),
         SoftmaxForm::Persistent => {
             let kernel = seeds::softmax_persistent(block)?;
-            let mut config = LaunchConfig::grid1(rows as u32).num_warps(seeds::softmax_num_warps(block));
-            let compiled = dev.compile_for(&kernel, &config, &args)?;
-            let programs = rutile::occupancy::persistent_grid(dev.properties(), &compiled.metadata, rows as u32);
-            config.grid = [programs, 1, 1];
+            let config = LaunchConfig::grid1(rows as u32).num_warps(seeds::softmax_num_warps(block));
+            let config = dev.resident_grid(&kernel, config, &args, rows as u32)?;
             (kernel, config)
         }
         SoftmaxForm::Autotuned => {

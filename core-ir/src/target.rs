@@ -43,8 +43,9 @@ pub struct Target {
     /// Where [`tma`](Self::tma) is on, whether a box may also span a pointer's outer
     /// dimensions (an offset `c * s` with `s` an integer parameter, such as attention's
     /// head and batch offsets) and dimensions no mask bounds (an unmasked load, its extent
-    /// derived from the strides at launch: `thread::TensorMap::extents`). Off by default
-    /// until measured (the runtime's `RUTILE_TMA_OUTER=1` turns it on).
+    /// derived from the strides at launch: `thread::TensorMap::extents`). Off by default:
+    /// measured no faster than the `cp.async` ring for attention on an H200 (the runtime's
+    /// `RUTILE_TMA_OUTER=1` turns it on).
     pub tma_outer: bool,
     /// Whether threads can copy global memory to shared memory asynchronously (`cp.async`,
     /// sm_80 and later): the loads that feed a `dot` on the tensor cores in a loop then go

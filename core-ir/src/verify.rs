@@ -146,14 +146,8 @@ impl Verifier<'_> {
                 init,
                 num_stages,
             } => {
-                if num_stages.is_some_and(|s| !(1..=MAX_LOOP_STAGES).contains(&s)) {
-                    self.error(
-                        inst,
-                        format!(
-                            "num_stages must be 1 to {MAX_LOOP_STAGES}, got {}",
-                            num_stages.unwrap_or(0)
-                        ),
-                    );
+                if let Some(s) = num_stages.filter(|s| !(1..=MAX_LOOP_STAGES).contains(s)) {
+                    self.error(inst, format!("num_stages must be 1 to {MAX_LOOP_STAGES}, got {s}"));
                 }
                 let iv = ty(*start);
                 let int_scalar = iv.is_scalar() && iv.scalar_type().is_some_and(|s| s.is_int());

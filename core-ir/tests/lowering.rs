@@ -368,7 +368,7 @@ fn persistent_softmax_matches_the_interpreter() {
     check_all(&cases, &targets());
 }
 
-/// The tutorial's pipelined loop over rows (`softmax_persistent_pipelined`, 2 and 3
+/// The persistent softmax's pipelined loop over rows (`softmax_persistent_staged`, 2 and 3
 /// stages) on targets with asynchronous copies, against the interpreter: rows of 1024 and
 /// 1008 (16-byte accesses: own copies; at 1008 the block's last vectors masked off, read
 /// back as the load's -inf) and of 781 and 1000 (narrower accesses: plain loads), on 1 to
@@ -382,8 +382,7 @@ fn pipelined_softmax_matches_the_interpreter() {
             for cols in [781, 1000, 1008, 1024] {
                 let mut case = softmax_case(true, rows, cols, &mut rng);
                 let block = seeds::softmax_block(cols as u32);
-                case.kernel =
-                    seeds::softmax_persistent_pipelined(block, stages, rutile_ir::CacheModifier::Default).unwrap();
+                case.kernel = seeds::softmax_persistent_staged(block, stages).unwrap();
                 case.name = format!("pipelined {stages} stages, {}", case.name);
                 cases.push(case);
             }
@@ -398,7 +397,7 @@ fn pipelined_softmax_matches_the_interpreter() {
         .collect();
     check_all(&cases, &asynchronous);
     // Aligned rows are copied ahead, and a masked load's -inf restored where its mask is off.
-    let kernel = seeds::softmax_persistent_pipelined(1024, 2, rutile_ir::CacheModifier::Default).unwrap();
+    let kernel = seeds::softmax_persistent(1024).unwrap();
     let t = lower(&kernel, &asynchronous[0], &Specialization::all(kernel.params.len())).unwrap();
     let (mut copies, mut selects) = (0, 0);
     t.walk(&mut |s| {

@@ -107,11 +107,8 @@ fn check_softmax(x: &[f32], rows: usize, cols: usize, in_stride: usize, rel: imp
             seeds::softmax_rows_with(2, block, rutile_ir::CacheModifier::Streaming).unwrap(),
             (rows as u32).div_ceil(2),
         ),
-        // The tutorial's pipelined loop over rows.
-        (
-            seeds::softmax_persistent_pipelined(block, 2, rutile_ir::CacheModifier::Default).unwrap(),
-            132,
-        ),
+        // The loop over rows pipelined three deep.
+        (seeds::softmax_persistent_staged(block, 3).unwrap(), 132),
     ];
     for (kernel, grid) in kernels {
         let mut buffers = [

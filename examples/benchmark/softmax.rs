@@ -18,7 +18,7 @@ const FORMS: [&str; 12] = [
     "simple-cs",
     "persistent-cs",
     "simple-cs-fd",
-    "pipelined-cs-fd",
+    "persistent-cs-fd",
     "rows2",
     "rows4",
     "rows2-cs",
@@ -68,12 +68,10 @@ fn forms(n: usize) -> rutile::Result<Vec<Form>> {
         // `simple-cs` dividing as Triton's `/` compiles for f32 (`div.full.f32`, within
         // 2 ulp) instead of correctly rounded: fewer registers, more programs resident.
         form("simple-cs-fd", seeds::softmax_with(blk, full_division)?, 1),
-        // The persistent form as the tutorial writes it: its loop over rows pipelined two
-        // deep (`tl.range(..., num_stages=2)`; through CUDA the next rows copied ahead into
-        // shared memory), with read-once loads and Triton's division.
+        // The persistent form with read-once loads and Triton's division.
         form(
-            "pipelined-cs-fd",
-            seeds::softmax_persistent_pipelined(blk, 2, full_division)?,
+            "persistent-cs-fd",
+            seeds::softmax_persistent_with(blk, 2, full_division)?,
             0,
         ),
     ];
@@ -177,9 +175,7 @@ pub fn softmax(
         ];
         let mut config = LaunchConfig::grid1((m as u32).div_ceil(form.rows_per_program.max(1))).num_warps(warps);
         if form.rows_per_program == 0 {
-            let compiled = dev.compile_for(&form.kernel, &config, &args)?;
-            let programs = rutile::occupancy::persistent_grid(dev.properties(), &compiled.metadata, m as u32);
-            config.grid = [programs, 1, 1];
+            config = dev.resident_grid(&form.kernel, config, &args, m as u32)?;
         }
         let s = match do_bench(dev, flush, 3, reps, &mut || dev.launch(&form.kernel, &config, &args)) {
             Ok(s) => s,

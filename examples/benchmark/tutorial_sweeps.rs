@@ -449,7 +449,7 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                 if head_dim == 64 {
                     forms.push(("_rotated", attention::rotated_attention_configs(dev, causal)));
                 }
-                // Through CUDA, K and V through TMA across heads (opt-in until measured).
+                // Through CUDA, K and V through TMA across heads (opt-in: no faster so far).
                 if dev.properties().backend == rutile::Backend::Cuda {
                     let across = attention::attention_configs(dev, causal).into_iter();
                     forms.push(("_tma_heads", across.map(|c| c.tma_outer(true)).collect()));

@@ -71,8 +71,8 @@ fn gpu_vector_add_matches_the_interpreter() {
 /// The softmax forms: one row per program (also with read-once input loads, which reach a
 /// Vulkan driver as SPIR-V with `Nontemporal` loads, with the row in power-of-two pieces,
 /// and with read-once loads and the division without IEEE rounding, `div.full.f32` on
-/// CUDA), persistent (also as the tutorial writes it, its loop over rows pipelined: the
-/// next rows copied ahead through CUDA), and several rows per program.
+/// CUDA), persistent (its loop over rows pipelined: through CUDA the next rows copied
+/// ahead; also with read-once loads and that division), and several rows per program.
 #[derive(Clone, Copy, Debug)]
 enum Form {
     Simple,
@@ -81,7 +81,7 @@ enum Form {
     FullDivision,
     ChunkedFullDivision,
     Persistent,
-    Pipelined,
+    PersistentFullDivision,
     Rows(u32),
 }
 
@@ -101,13 +101,13 @@ fn softmax_on(d: &dyn Device, x: &[f32], rows: usize, cols: usize, form: Form) -
         Form::FullDivision => seeds::softmax_with(block, full_division())?,
         Form::ChunkedFullDivision => seeds::softmax_chunked(&seeds::softmax_chunks(cols as u32), full_division())?,
         Form::Persistent => seeds::softmax_persistent(block)?,
-        Form::Pipelined => seeds::softmax_persistent_pipelined(block, 2, full_division())?,
+        Form::PersistentFullDivision => seeds::softmax_persistent_with(block, 2, full_division())?,
         Form::Rows(m) => seeds::softmax_rows(m, block)?,
     };
     let (xb, yb) = (d.upload(x)?, d.zeros::<f32>(rows * cols)?);
     let programs = match form {
         Form::Simple | Form::Streaming | Form::Chunked | Form::FullDivision | Form::ChunkedFullDivision => rows as u32,
-        Form::Persistent | Form::Pipelined => (rows as u32).min(132 * 4),
+        Form::Persistent | Form::PersistentFullDivision => (rows as u32).min(132 * 4),
         Form::Rows(m) => (rows as u32).div_ceil(m),
     };
     let config = LaunchConfig::grid1(programs).num_warps(seeds::softmax_num_warps(block));
@@ -147,7 +147,7 @@ fn gpu_softmax_matches_the_interpreter() {
                 Form::FullDivision,
                 Form::ChunkedFullDivision,
                 Form::Persistent,
-                Form::Pipelined,
+                Form::PersistentFullDivision,
                 Form::Rows(2),
                 Form::Rows(4),
             ] {

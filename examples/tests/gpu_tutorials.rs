@@ -205,7 +205,7 @@ fn gpu_register_capped_attention_matches_the_reference() {
 }
 
 /// Through CUDA, the tutorial's configurations with K and V copied by the tensor memory
-/// accelerator across heads (`LaunchConfig::tma_outer`, opt-in until measured; none
+/// accelerator across heads (`LaunchConfig::tma_outer`, opt-in; none
 /// elsewhere): whichever one wins is checked, as in the other attention tests.
 #[test]
 fn gpu_attention_with_tma_across_heads_matches_the_reference() {

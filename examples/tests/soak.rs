@@ -198,10 +198,8 @@ fn run(d: &dyn Device, job: Job, rng: &mut Rng) -> rutile::Result<Checked> {
                 ),
                 SoftmaxForm::Persistent => {
                     let kernel = seeds::softmax_persistent(block)?;
-                    let mut config = LaunchConfig::grid1(rows as u32).num_warps(warps);
-                    let compiled = d.compile_for(&kernel, &config, &args)?;
-                    config.grid[0] =
-                        rutile::occupancy::persistent_grid(d.properties(), &compiled.metadata, rows as u32);
+                    let config = LaunchConfig::grid1(rows as u32).num_warps(warps);
+                    let config = d.resident_grid(&kernel, config, &args, rows as u32)?;
                     (kernel, config)
                 }
             };

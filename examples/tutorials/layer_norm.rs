@@ -214,12 +214,7 @@ pub fn persistent_config(
     if !walks_rows(kernel) {
         return Ok(config);
     }
-    let compiled = dev.compile_for(kernel, &config, &fwd.args_for(kernel))?;
-    let programs = rutile::occupancy::persistent_grid(dev.properties(), &compiled.metadata, fwd.m as u32);
-    Ok(LaunchConfig {
-        grid: [programs, 1, 1],
-        ..config
-    })
+    dev.resident_grid(kernel, config, &fwd.args_for(kernel), fwd.m as u32)
 }
 
 /// The register limit of the one-pass kernel's 8 warps at 16384 columns through CUDA: two

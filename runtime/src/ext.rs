@@ -67,6 +67,24 @@ pub trait DeviceExt: Device {
         let spec = crate::launch::specialization(args, |_| true);
         self.compile(kernel, &CompileOptions::from(config), &spec)
     }
+    /// `config` with the grid of a kernel whose programs walk `items` (rows, tiles) with a
+    /// stride of the grid, as the persistent softmax tutorial launches it: as many programs
+    /// as the device holds at once, compiled for these arguments
+    /// ([`crate::occupancy::persistent_grid`]: never more than `items`).
+    fn resident_grid(
+        &self,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &[Arg<'_>],
+        items: u32,
+    ) -> Result<LaunchConfig> {
+        let compiled = self.compile_for(kernel, &config, args)?;
+        let programs = crate::occupancy::persistent_grid(self.properties(), &compiled.metadata, items);
+        Ok(LaunchConfig {
+            grid: [programs, 1, 1],
+            ..config
+        })
+    }
 }
 
 impl<D: Device + ?Sized> DeviceExt for D {}

@@ -110,8 +110,9 @@ pub struct LaunchConfig {
     /// Where the tensor memory accelerator feeds a loop (Hopper), whether its boxes may also
     /// span a pointer's outer dimensions and unmasked ones (`Target::tma_outer` in
     /// rutile-ir: attention's K and V tiles, whose pointers carry a head offset, then go
-    /// through it). Off by default until measured on the GPU; `RUTILE_TMA_OUTER=1` turns it
-    /// on for every launch. Elsewhere it changes nothing.
+    /// through it). Off by default: on an H200 attention ran no faster with it
+    /// (`docs/performance.md`); `RUTILE_TMA_OUTER=1` turns it on for every launch.
+    /// Elsewhere it changes nothing.
     pub tma_outer: bool,
     /// The most registers a thread may use (Triton's `maxnreg`), 16 to 255: fewer let more
     /// programs share a multiprocessor (two programs of 256 threads need at most 128

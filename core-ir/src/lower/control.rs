@@ -282,17 +282,7 @@ impl Lowerer<'_> {
                 let last = l.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, ahead));
                 return Ok(l.set(bool_t, Expr::Compare(CmpOp::Lt, last, end_r)));
             }
-            Ok(match step_const {
-                Some(s) if s > 0 => l.set(bool_t, Expr::Compare(CmpOp::Lt, iv, end_r)),
-                Some(s) if s < 0 => l.set(bool_t, Expr::Compare(CmpOp::Gt, iv, end_r)),
-                _ => {
-                    let zero = l.konst(iv_ty, Literal::Int(0));
-                    let up = l.set(bool_t, Expr::Compare(CmpOp::Gt, step_r, zero));
-                    let below = l.set(bool_t, Expr::Compare(CmpOp::Lt, iv, end_r));
-                    let above = l.set(bool_t, Expr::Compare(CmpOp::Gt, iv, end_r));
-                    l.set(bool_t, Expr::Select(up, below, above))
-                }
-            })
+            Ok(l.before_end(iv, end_r, Some(step_r), step_const))
         })?;
         // Where the pipeline's masks say when they hold, trips whose prefetches all hold
         // come first, in a loop of their own with the prefetches unpredicated (what NVIDIA's
@@ -378,6 +368,27 @@ impl Lowerer<'_> {
             }
         }
         Ok(slots)
+    }
+
+    /// Whether loop variable `iv` is before `end` in the direction of the loop's `step`:
+    /// `iv < end` for a positive constant step (`step_const`), `iv > end` for a negative
+    /// one, and otherwise the comparison the sign of `step` picks at run time (`step` may
+    /// be left out only where the step is a positive constant).
+    pub(crate) fn before_end(&mut self, iv: Reg, end: Reg, step: Option<Reg>, step_const: Option<i64>) -> Reg {
+        let bool_t = ScalarType::Bool;
+        match (step_const, step) {
+            (Some(s), _) if s > 0 => self.set(bool_t, Expr::Compare(CmpOp::Lt, iv, end)),
+            (Some(s), _) if s < 0 => self.set(bool_t, Expr::Compare(CmpOp::Gt, iv, end)),
+            (_, None) => self.set(bool_t, Expr::Compare(CmpOp::Lt, iv, end)),
+            // (A zero step, which the interpreter refuses, ends the loop at once here.)
+            (_, Some(step)) => {
+                let zero = self.konst(self.regs[step].ty, Literal::Int(0));
+                let up = self.set(bool_t, Expr::Compare(CmpOp::Gt, step, zero));
+                let below = self.set(bool_t, Expr::Compare(CmpOp::Lt, iv, end));
+                let above = self.set(bool_t, Expr::Compare(CmpOp::Gt, iv, end));
+                self.set(bool_t, Expr::Select(up, below, above))
+            }
+        }
     }
 
     fn if_else(&mut self, inst: &Inst, cond: ValueId) -> Result<Vec<LVal>, LowerError> {

@@ -127,7 +127,7 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     // A loop's own `num_stages` is a hint: where its copies ahead do not fit shared memory,
     // the kernel is lowered with plain loads in such loops instead.
     let mut out = match lower_fitting(kernel, target, spec, true) {
-        Err(LowerError::OutOfSharedMemory { .. }) if has_staged_loop(&kernel.body, kernel) => {
+        Err(LowerError::OutOfSharedMemory { .. }) if has_staged_loop(kernel) => {
             lower_fitting(kernel, target, spec, false)?
         }
         r => r?,
@@ -169,18 +169,16 @@ fn lower_fitting(
     }
 }
 
-/// Whether `region` (of `kernel`), at any depth, has a `for` loop with its own
-/// `num_stages`.
-fn has_staged_loop(region: &crate::ir::Region, kernel: &Kernel) -> bool {
-    region.insts.iter().any(|&i| {
-        let inst = &kernel.insts[i];
+/// Whether `kernel` has a `for` loop with its own `num_stages`.
+fn has_staged_loop(kernel: &Kernel) -> bool {
+    kernel.insts.iter().any(|(_, inst)| {
         matches!(
             inst.op,
             Op::For {
                 num_stages: Some(_),
                 ..
             }
-        ) || inst.regions.iter().any(|r| has_staged_loop(r, kernel))
+        )
     })
 }
 

@@ -124,9 +124,10 @@ pub(crate) struct PipelinePlan {
     /// (iteration `i`'s in set `i % register_sets`): `ahead` of them, and one where `ahead`
     /// is 0 (the loads then go into it in the iteration that stores them).
     register_sets: u32,
-    /// Whether the loop's step is a positive constant; if not (own copies only), whether a
-    /// later iteration is before the end is worked out from the step's sign at run time.
-    positive_step: bool,
+    /// The loop's step where it is a constant. `dot` operands need a positive one; where
+    /// it is not known (own copies only), whether a later iteration is before the end is
+    /// worked out from the step's sign at run time.
+    step_const: Option<i64>,
 }
 
 pub(crate) struct PipelinedLoad {
@@ -164,7 +165,8 @@ pub(crate) struct PipelineState {
     prefetch: Vec<Vec<Vec<Reg>>>,
     /// The mbarriers of the loads fetched through TMA, if any are.
     pub(crate) tma: Option<super::tma::TmaRing>,
-    /// The loop's step where it is not a positive constant (see `PipelinePlan::positive_step`).
+    /// The loop's step (not known where a producer warpgroup issues the copies: its
+    /// loops step by a positive constant, `PipelinePlan::step_const`).
     step: Option<Reg>,
     /// Whether no copies were issued yet: the first ones include the invariant loads'.
     first_copies: bool,
@@ -202,7 +204,8 @@ impl Lowerer<'_> {
             return None;
         }
         // `dot` operands need a positive constant step; own copies take any.
-        let positive_step = self.axis[step.index()].constant.is_some_and(|s| s > 0);
+        let step_const = self.axis[step.index()].constant;
+        let positive_step = step_const.is_some_and(|s| s > 0);
         let own_copies = num_stages.is_some() && !registers && self.own_copies_allowed;
         let top: HashMap<ValueId, InstId> = region
             .insts
@@ -277,7 +280,7 @@ impl Lowerer<'_> {
             in_flight,
             registers,
             register_sets,
-            positive_step,
+            step_const,
         })
     }
 
@@ -634,9 +637,7 @@ impl Lowerer<'_> {
         (start, end, step): (Reg, Reg, Reg),
     ) -> Result<PipelineState, LowerError> {
         let mut state = self.pipeline_setup(plan, init, layouts, None)?;
-        if !state.plan.positive_step {
-            state.step = Some(step);
-        }
+        state.step = Some(step);
         let iv_ty = self.regs[start].ty;
         let mut iv = start;
         for s in 0..state.plan.ahead {
@@ -1028,17 +1029,7 @@ impl Lowerer<'_> {
         for &id in &state.plan.slice {
             self.inst(&k.insts[id])?;
         }
-        let in_range = match state.step {
-            None => self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end)),
-            // A step not known to be positive: before the end in its direction.
-            Some(step) => {
-                let zero = self.konst(self.regs[step].ty, Literal::Int(0));
-                let up = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Gt, step, zero));
-                let below = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end));
-                let above = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Gt, iv, end));
-                self.set(ScalarType::Bool, Expr::Select(up, below, above))
-            }
-        };
+        let in_range = self.before_end(iv, end, state.step, state.plan.step_const);
         // The loads into prefetch registers, emitted after every operand's predicates, and
         // the one condition under which every predicate holds, where the masks say it (in
         // the trips of the unmasked loop they hold: no predicate is computed).

@@ -224,22 +224,26 @@ pub fn softmax_rows_with(block_m: u32, block_n: u32, options: impl Into<SoftmaxO
 
 /// The persistent form: each program loops over rows `pid, pid + num_programs, ...`, as
 /// the persistent softmax tutorial (launch `NUM_SM x occupancy` programs). Same parameters
-/// as [`softmax`]. The loop is software-pipelined as the tutorial's
-/// `tl.range(..., num_stages=2)`: see [`softmax_persistent_staged`].
+/// as [`softmax`]. The loop is pipelined as the tutorial's `tl.range(..., num_stages=2)`:
+/// see [`softmax_persistent_staged`].
 pub fn softmax_persistent(block: u32) -> Result<Kernel, BuildError> {
     softmax_persistent_staged(block, 2)
 }
 
-/// The persistent form with the tutorial's `num_stages`: with 2 or more, each iteration
-/// issues the load of its next row before reducing the current one, so that memory
-/// latency overlaps the reductions (the row is carried to the next iteration in
-/// registers); with 1, rows are loaded and reduced one after the other.
+/// The persistent form with the tutorial's `num_stages`, written as the tutorial writes
+/// it: each row loaded where the loop reduces it, the loop over rows pipelined
+/// `num_stages` deep (`tl.range(row_start, n_rows, row_step, num_stages=num_stages)`,
+/// [`crate::KernelBuilder::for_range_staged`]). Where the target has asynchronous copies
+/// (CUDA from sm_80) the next rows are copied into shared memory while the current one is
+/// reduced, and stay in flight through the reductions' barriers; elsewhere, and with 1
+/// stage, each row is loaded when the loop gets to it.
 pub fn softmax_persistent_staged(block: u32, num_stages: u32) -> Result<Kernel, BuildError> {
     softmax_persistent_with(block, num_stages, CacheModifier::Default)
 }
 
 /// [`softmax_persistent_staged`] with `options` (a [`CacheModifier`] or
-/// [`SoftmaxOptions`]).
+/// [`SoftmaxOptions`]). `num_stages` is 1 to [`crate::ir::MAX_LOOP_STAGES`] (0 is taken as
+/// 1); the builder reports others.
 pub fn softmax_persistent_with(
     block: u32,
     num_stages: u32,
@@ -255,58 +259,10 @@ pub fn softmax_persistent_with(
             n_rows,
             n_cols,
         } = params(k);
-        let row_start = k.program_id(0);
-        let row_step = k.num_programs(0);
-        let cols = k.arange(0, block as i32);
-        let col_mask = cols.lt(n_cols);
-        let load_row = row_fn(|row| {
-            let mask = col_mask & row.lt(n_rows);
-            k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache)
-        });
-        let softmax_store = row_sink(|row, x| {
-            let y = row_softmax(x, o.ieee_rounding);
-            k.store_masked(out + row * out_stride + cols, y, col_mask);
-        });
-        if num_stages <= 1 {
-            k.for_each(row_start, n_rows, row_step, |row| softmax_store(row, load_row(row)));
-        } else {
-            let first = load_row(row_start);
-            k.for_range(row_start, n_rows, row_step, &[first], |row, carried| {
-                let next = load_row(row + row_step);
-                softmax_store(row, carried[0]);
-                vec![next]
-            });
-        }
-    })
-}
-
-/// The persistent form as Triton's tutorial writes it: each row loaded where the loop
-/// reduces it, the loop over rows pipelined `num_stages` deep (`tl.range(row_start, n_rows,
-/// row_step, num_stages=num_stages)`, [`crate::KernelBuilder::for_range_staged`]). Where
-/// the target has asynchronous copies (CUDA from sm_80), the next rows are then copied into
-/// shared memory while the current one is reduced, and stay in flight through the
-/// reductions' barriers, where [`softmax_persistent_with`]'s next row, loaded into
-/// registers, is waited for at the first of them; elsewhere each row is loaded when the
-/// loop gets to it. Same parameters and results as [`softmax`].
-pub fn softmax_persistent_pipelined(
-    block: u32,
-    num_stages: u32,
-    options: impl Into<SoftmaxOptions>,
-) -> Result<Kernel, BuildError> {
-    let o = options.into();
-    Kernel::build("softmax_kernel_pipelined", |k| {
-        let Params {
-            out,
-            inp,
-            in_stride,
-            out_stride,
-            n_rows,
-            n_cols,
-        } = params(k);
         let cols = k.arange(0, block as i32);
         let mask = cols.lt(n_cols);
         let (row_start, row_step) = (k.program_id(0), k.num_programs(0));
-        k.for_range_staged(row_start, n_rows, row_step, num_stages, &[], |row, _| {
+        k.for_range_staged(row_start, n_rows, row_step, num_stages.max(1), &[], |row, _| {
             let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
             let y = row_softmax(x, o.ieee_rounding);
             k.store_masked(out + row * out_stride + cols, y, mask);
@@ -320,15 +276,6 @@ pub fn softmax_persistent_pipelined(
 fn row_softmax(x: Value<'_>, ieee_rounding: bool) -> Value<'_> {
     let num = (x - x.max(0)).exp();
     num.fdiv(num.sum(0), ieee_rounding)
-}
-
-/// Ties a closure's argument and result to the builder's lifetime (closures cannot name it).
-fn row_fn<'b, F: Fn(Value<'b>) -> Value<'b>>(f: F) -> F {
-    f
-}
-
-fn row_sink<'b, F: Fn(Value<'b>, Value<'b>)>(f: F) -> F {
-    f
 }
 
 /// The parameters of every softmax form, in order.

@@ -373,8 +373,8 @@ impl Device for CudaGpu {
                 // keeps the exchange through shared memory and 16-byte stores.
                 tma_store: env_flag("RUTILE_TMA_STORE"),
                 // Boxes across a pointer's outer dimensions (attention's heads) and unmasked
-                // ones: asked for by the launch, or by `RUTILE_TMA_OUTER=1` for every launch,
-                // until measured on the GPU.
+                // ones: asked for by the launch, or by `RUTILE_TMA_OUTER=1` for every launch
+                // (off by default: no faster than the `cp.async` ring for attention).
                 tma_outer: options.tma_outer || std::env::var("RUTILE_TMA_OUTER").is_ok_and(|v| v.trim() == "1"),
                 // `cp.async` from sm_80: the dot's operand loads are pipelined over
                 // `num_stages` shared buffers.
