@@ -192,6 +192,17 @@ impl<'a> Emitter<'a> {
                 self.ins(format!("bar.sync {id}, {threads}"));
                 Ok(())
             }
+            Stmt::Turn {
+                id,
+                threads,
+                wait,
+                pred,
+            } => {
+                let (id, guard) = (self.r(*id), pred.map(|p| self.r(p)));
+                let op = if *wait { "bar.sync" } else { "bar.arrive" };
+                self.guarded(guard, |e| e.ins(format!("{op} {id}, {threads}")));
+                Ok(())
+            }
             Stmt::SetMaxRegisters { count, increase } => wgmma::set_max_registers(self, *count, *increase),
             Stmt::ClusterStore {
                 alloc,

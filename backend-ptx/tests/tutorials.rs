@@ -508,3 +508,45 @@ fn attention_copies_k_and_v_across_heads() {
         }
     }
 }
+
+/// Attention's walk warp-specialized (`Target::warp_specialize`, K and V through TMA across
+/// heads) in the configurations `specialized_attention_configs` gives the autotuner through
+/// CUDA (head dimension 64, rotated, 8 consumer warps): a producer warpgroup issues the
+/// copies, and the two consumer warpgroups take turns at the tensor cores (`bar.sync` on
+/// their own barrier before a step's first MMA, `bar.arrive` on the next one's after its
+/// last group). `ptxas` assembles each for sm_90a; 128 x 64 blocks without spills. 128 x 128
+/// blocks spill (about 550 bytes with `ptxas` 12.9): their consumers need about 244
+/// registers, as the unspecialized rotated walk does, and get 232 (`setmaxnreg`, what the
+/// producer warpgroup leaves); the autotuner times them with their spills (`cargo test -p
+/// rutile-ptx --test tutorials specialized -- --nocapture` prints registers and spills).
+#[test]
+fn specialized_attention_takes_turns() {
+    for causal in [false, true] {
+        for (bm, bn, stages) in [(128, 128, 2), (128, 128, 3), (128, 64, 2), (128, 64, 3)] {
+            let meta = AttentionMeta {
+                rotate: true,
+                ..AttentionMeta::fp16(bm, bn, 64, causal)
+            };
+            let kernel = seeds::attention_forward(&meta).unwrap();
+            let label = format!("specialized attention, causal {causal}, {bm}x{bn}, {stages} stages");
+            let target = Target {
+                tma_outer: true,
+                warp_specialize: true,
+                ..h100(8, stages)
+            };
+            let ptx = assemble_aligned_sm90(&label, &kernel, &target);
+            for want in ["setmaxnreg.inc", "bar.arrive", "cp.async.bulk.tensor.4d"] {
+                assert!(ptx.contains(want), "{label}: no {want}");
+            }
+            // `P V` stays in flight beside the softmax on a ring of 3 stages or more.
+            assert_eq!(
+                ptx.contains("wgmma.wait_group.sync.aligned 1"),
+                stages >= 3,
+                "{label}: in flight"
+            );
+            if let (Some((_, spilled)), 64) = (support::ptxas_resources(&ptx, 90), bn) {
+                assert!(spilled <= 8, "{label}: {spilled} bytes spilled");
+            }
+        }
+    }
+}

@@ -409,7 +409,8 @@ fn loop_stages(kernel: &rutile::Kernel) -> u32 {
 /// problem, in TFLOPS. Each head dimension and mask is first checked against the CPU at
 /// 1 x 2 heads of 1024 (1 x 2 x 256 with `--quick`); the timed problems then run on inputs
 /// tiled from a random block (their values do not change the time). Lines of their own:
-/// the rotated walk at head dimension 64 (`_rotated`), and through CUDA K and V copied by
+/// the rotated walk at head dimension 64 (`_rotated`), through CUDA that walk
+/// warp-specialized with its consumers taking turns (`_pingpong`), and K and V copied by
 /// TMA across heads (`_tma_heads`, `LaunchConfig::tma_outer`), each autotuned over the
 /// tutorial's configurations in that form and timed in rounds with the others.
 pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &mut String) -> rutile::Result<()> {
@@ -421,6 +422,9 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
     };
     println!("\nfused attention forward fp16, {z} x {h} heads: TFLOPS");
     for head_dim in [64, 128] {
+        if run.head_dims.as_ref().is_some_and(|d| !d.contains(&head_dim)) {
+            continue;
+        }
         for causal in [false, true] {
             let small = Problem {
                 z: 1,
@@ -448,6 +452,11 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                 let mut forms = vec![("", attention::attention_configs(dev, causal))];
                 if head_dim == 64 {
                     forms.push(("_rotated", attention::rotated_attention_configs(dev, causal)));
+                    // Through CUDA, warp-specialized with turns at the tensor cores.
+                    let specialized = attention::specialized_attention_configs(dev, causal);
+                    if !specialized.is_empty() {
+                        forms.push(("_pingpong", specialized));
+                    }
                 }
                 // Through CUDA, K and V through TMA across heads (opt-in: no faster so far).
                 if dev.properties().backend == rutile::Backend::Cuda {

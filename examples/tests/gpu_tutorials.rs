@@ -178,6 +178,38 @@ fn gpu_rotated_attention_matches_the_reference() {
     );
 }
 
+/// Through CUDA, the rotated walk warp-specialized, its two consumer warpgroups taking turns
+/// at the tensor cores (`specialized_attention_configs`; none elsewhere), at head dimension
+/// 64, causal and not, at lengths that are not multiples of the blocks: whichever
+/// configuration wins is checked, and every one on its own at 1000 tokens.
+#[test]
+fn gpu_specialized_attention_matches_the_reference() {
+    check_attention(
+        "warp-specialized attention",
+        500,
+        &[],
+        &[(2, 4, 1000, 64), (1, 1, 4097, 64)],
+        tutorials::attention::specialized_attention_configs,
+    );
+    let (_turn, devices) = devices();
+    for d in devices {
+        for causal in [false, true] {
+            let configs = tutorials::attention::specialized_attention_configs(d.as_ref(), causal);
+            for (i, c) in configs.into_iter().enumerate() {
+                let p = Problem {
+                    z: 1,
+                    h: 3,
+                    n_ctx: 1000,
+                    head_dim: 64,
+                    causal,
+                };
+                let outcome = tutorials::attention::attention_with(d.as_ref(), p, 510 + i as u64, vec![c.clone()]);
+                check(d.as_ref(), &format!("warp-specialized attention {p} on {c:?}"), outcome);
+            }
+        }
+    }
+}
+
 /// The configurations of the attention tutorial's list that cap the registers a thread
 /// (`maxnreg`, through CUDA only; none elsewhere), checked on their own: autotuned among
 /// the others they are checked only where they win.

@@ -133,6 +133,25 @@ pub fn rotated_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> 
     configs(dev, causal, true)
 }
 
+/// The rotated walk warp-specialized, through CUDA (none elsewhere): a producer warpgroup
+/// copies K and V by TMA across heads (`LaunchConfig::warp_specialize`, `tma_outer`), and the
+/// two consumer warpgroups of a 128-row block take turns at the tensor cores, one's softmax
+/// beside the other's MMAs (FlashAttention-3's ping-pong; the lowering's `specialize`). For
+/// head dimension 64; its own list until it is measured faster (`docs/performance.md`).
+pub fn specialized_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
+    if dev.properties().backend != rutile::Backend::Cuda {
+        return Vec::new();
+    }
+    let mut configs = Vec::new();
+    for &(bm, bn, stages) in &[(128, 128, 2), (128, 128, 3), (128, 64, 2), (128, 64, 3)] {
+        let meta = [("BLOCK_M", bm), ("BLOCK_N", bn), ("SPLIT", 1), ("ROTATE", 1)];
+        let config = Config::new(&meta).num_warps(8).num_stages(stages);
+        configs.push(config.warp_specialize(true).tma_outer(true));
+    }
+    let _ = causal; // (`block_n` divides `block_m` in every one: causal walks split too)
+    configs
+}
+
 fn configs(dev: &dyn Device, causal: bool, rotate: bool) -> Vec<Config> {
     let software = dev.properties().device_type == DeviceType::Cpu;
     let cuda = dev.properties().backend == rutile::Backend::Cuda;

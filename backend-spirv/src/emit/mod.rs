@@ -987,6 +987,7 @@ impl<'a> Cx<'a> {
             Stmt::MbarrierArrive { .. }
             | Stmt::Specialized { .. }
             | Stmt::NamedBarrier { .. }
+            | Stmt::Turn { .. }
             | Stmt::SetMaxRegisters { .. } => {
                 return Err(unsupported(
                     self.k,

@@ -329,6 +329,7 @@ impl Scan {
                 | Stmt::MbarrierArrive { .. }
                 | Stmt::Specialized { .. }
                 | Stmt::NamedBarrier { .. }
+                | Stmt::Turn { .. }
                 | Stmt::SetMaxRegisters { .. }
                 | Stmt::TmaLoad { .. }
                 | Stmt::TmaStore { .. }

@@ -948,6 +948,8 @@ impl<'s> Sim<'s> {
                 Ok(())
             }
             Stmt::MbarrierArrive { bar, pred } => self.mbarrier_arrive(bar, *pred),
+            // (The consumers run in lockstep: their turns are already taken in order.)
+            Stmt::Turn { .. } => Ok(()),
             // (A register budget: nothing to simulate.)
             Stmt::SetMaxRegisters { .. } => Ok(()),
             // (Run by `run_frames` where the program is in a cluster.)

@@ -291,7 +291,10 @@ impl Lowerer<'_> {
             Some(p) => self.unmasked_trips_condition(p, inst, iv, (end_r, step_r), unroll)?,
             None => None,
         };
+        // Whether the consumers of a warp-specialized loop take turns at the tensor cores.
+        let mut turns = false;
         let mut iteration = |l: &mut Self, set: usize| -> Result<(), LowerError> {
+            let from = l.body.last().map_or(0, Vec::len);
             if let Some(p) = pipeline.as_mut() {
                 l.pipeline_iteration(p, inst, iv, (end_r, step_r), set)?;
             }
@@ -327,6 +330,12 @@ impl Lowerer<'_> {
                 dst: iv,
                 expr: Expr::Copy(next),
             });
+            if pipeline.is_some() {
+                l.overlap_wgmma_groups(from);
+            }
+            if pipeline.as_ref().is_some_and(|p| p.consumer.is_some()) {
+                turns |= l.take_turns(from);
+            }
             Ok(())
         };
         if let Some((fast_cond_body, fast_cond)) = unmasked_trips {
@@ -352,6 +361,9 @@ impl Lowerer<'_> {
                 cond: rest_cond,
                 body: rest,
             });
+        }
+        if let Some(c) = pipeline.as_ref().and_then(|p| p.consumer.as_ref()).filter(|_| turns) {
+            self.close_turns(c);
         }
         match pipeline {
             Some(p) => self.pipeline_epilogue(&p),

@@ -28,6 +28,7 @@ mod mask_bound;
 mod memory;
 mod mma;
 mod ordering;
+mod overlap;
 mod persistent;
 mod pipeline;
 mod reduce;

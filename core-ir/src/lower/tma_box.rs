@@ -6,7 +6,8 @@
 //!
 //! ```text
 //! ptr(i, j)  = param + (y0 + i) * stride + (x0 + j)      (or with the roles of i and j swapped)
-//! mask(i, j) = x0 + j < X  and  y0 + i < Y
+//! mask(i, j) = x0 + j < X  and  y0 + i < Y      (each bound optional, and `0 <= x0 + j`,
+//!                                               `0 <= y0 + i` allowed beside them)
 //! ```
 //!
 //! where `x0` and `y0` are the same for every element (the box's origin, computed once per
@@ -571,6 +572,15 @@ impl Lowerer<'_> {
             None => Vec::new(),
         };
         for c in conjuncts {
+            // `coord >= 0` (`D = -coord - 1`): the hardware fills what lies before the view's
+            // start with zeros too (a box's coordinates are signed), as the rotated
+            // attention walk's first block of values, one block before its start, needs.
+            let at_least_zero = [(0, inner_dim), (1, 1 - inner_dim)]
+                .into_iter()
+                .any(|(axis, dim)| coord(axis, dim).and_then(|p| p.add(&c)).and_then(|p| p.as_constant()) == Some(-1));
+            if at_least_zero {
+                continue;
+            }
             let mut matched = false;
             for (axis, dim) in [(0, inner_dim), (1, 1 - inner_dim)] {
                 if dims[axis].is_some() {

@@ -96,6 +96,11 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
                 mark(v, &mut live, &mut stack);
             }
         }
+        Stmt::Turn { id, pred, .. } => {
+            for &v in std::iter::once(id).chain(pred) {
+                mark(v, &mut live, &mut stack);
+            }
+        }
         Stmt::MbarrierWait { bar, parity } => {
             for v in [bar.index, *parity] {
                 mark(v, &mut live, &mut stack);
@@ -164,7 +169,7 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
     sweep(&mut k.body, &live);
 }
 
-fn operands(e: &Expr) -> Vec<Reg> {
+pub(crate) fn operands(e: &Expr) -> Vec<Reg> {
     match *e {
         Expr::Const(_) | Expr::Param(_) | Expr::Special(_) => vec![],
         Expr::Copy(a) | Expr::Unary(_, a) | Expr::Cast(a) | Expr::Bitcast(a) => vec![a],

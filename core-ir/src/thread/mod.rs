@@ -20,6 +20,7 @@ mod verify;
 
 pub use build::ThreadKernelBuilder;
 pub use dce::eliminate_dead_registers;
+pub(crate) use dce::operands;
 pub use tensor_map::{LaunchValue, MBarrier, TensorMap, ViewExtents};
 pub use verify::verify;
 
@@ -371,6 +372,19 @@ pub enum Stmt {
     /// size), numbered `id` (1 to 15; 0 is [`Stmt::Barrier`]'s): PTX's `bar.sync id,
     /// threads`. What [`Stmt::Barrier`] is to the consumers of a [`Stmt::Specialized`].
     NamedBarrier { id: u32, threads: u32 },
+    /// One step of consumer warpgroups taking turns at the tensor cores (FlashAttention-3's
+    /// ping-pong): named barrier `id` (an i32 register, 2 to 15: the warpgroup's own or the
+    /// next one's), `threads` threads taking part, where `pred` holds (the same in each
+    /// warp). `wait`: PTX's `bar.sync` (wait for this warpgroup's turn); otherwise
+    /// `bar.arrive` (hand the turn on without waiting). They order the issue of matrix
+    /// products only; nothing relies on them to order memory (the simulator, which runs the
+    /// consumers in lockstep, takes them as no-ops).
+    Turn {
+        id: Reg,
+        threads: u32,
+        wait: bool,
+        pred: Option<Reg>,
+    },
     /// Where `pred` holds: writes `value` to element `index` of shared buffer `alloc` of the
     /// program of this program's cluster ranked `rank` (0 to [`ThreadKernel::cluster`]` - 1`,
     /// an i32 register): PTX's `mapa.shared::cluster` and `st.shared::cluster`. A

@@ -268,6 +268,18 @@ impl ThreadKernel {
                     pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
                 ),
                 Stmt::NamedBarrier { id, threads } => writeln!(out, "{pad}barrier {id} threads {threads}"),
+                Stmt::Turn {
+                    id,
+                    threads,
+                    wait,
+                    pred,
+                } => writeln!(
+                    out,
+                    "{pad}turn_{} barrier {} threads {threads}{}",
+                    if *wait { "wait" } else { "pass" },
+                    self.r(*id),
+                    pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
+                ),
                 Stmt::ClusterStore {
                     alloc,
                     index,

@@ -549,6 +549,18 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             }
             Ok(())
         }
+        Stmt::Turn {
+            id, threads, pred: p, ..
+        } => {
+            if *threads == 0 || threads % k.warp_size != 0 || *threads > k.threads() {
+                return Err(format!(
+                    "a turn's barrier counts whole warps of the program's {} threads, not {threads}",
+                    k.threads()
+                ));
+            }
+            want(k, *id, ScalarType::I32, "turn barrier number")?;
+            pred(k, p)
+        }
         Stmt::SetMaxRegisters { count, .. } => {
             if count % 8 != 0 || !(24..=256).contains(count) {
                 return Err(format!("setmaxnreg takes a multiple of 8 from 24 to 256, not {count}"));
