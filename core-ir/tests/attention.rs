@@ -819,6 +819,20 @@ fn the_specialized_walk_takes_turns() {
             assert_eq!(specialized, 1, "{at}");
             let turns = if rotate { 2 } else { 0 };
             assert_eq!((waits, passes), (turns, turns), "{at}");
+            if rotate {
+                // A turn's barrier counts whole warps: the thread verifier says so.
+                let mut bad = tk.clone();
+                bad.walk_mut(&mut |s| {
+                    if let Stmt::Turn { threads, .. } = s {
+                        *threads = 100;
+                    }
+                });
+                let e = rutile_ir::thread::verify(&bad).unwrap_err();
+                assert!(
+                    e.contains("turn's barrier counts whole warps") && e.contains("100"),
+                    "{e}"
+                );
+            }
             let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
             let b = buffers(&mut rng, shape);
             simulate_on(
