@@ -2,7 +2,7 @@
 //! measured in the same run on each GPU present (CUDA and wgpu side by side):
 //!
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
-//!                                               [--cols N,N,...] [--ln-cols N,N,...] [--head-dims D,D]
+//!                                               [--cols N,N,...] [--ln-cols N,N,...] [--head-dims D,D] [--ctx N,N,...]
 //!                                               [--backends cuda,vulkan]
 //!                                               [--only vector_add,softmax,transpose,matmul_b,matmul,dropout,
 //!                                                       layer_norm,long_softmax,attention]
@@ -51,7 +51,8 @@
 //! default) which leaves it dirty, or by reading 256 MiB (`--flush read`), which leaves it
 //! clean. `--cols` measures the softmax at the given widths only (e.g. `--cols 1024` to
 //! repeat one figure), `--ln-cols` the layer norm at the given widths only, `--head-dims` the
-//! attention at the given head dimensions only (64, 128). `--squares` times the matmul at the given M = N = K only, without
+//! attention at the given head dimensions only (64, 128), `--ctx` at the given sequence
+//! lengths only. `--squares` times the matmul at the given M = N = K only, without
 //! the skinny shapes (e.g. `--only matmul --squares 4096`). `--backends` runs the sections
 //! of one device at a time (all but `matmul`) on the named backends' devices only (e.g.
 //! `--backends vulkan`), while the copy ceiling is still measured on every device and the
@@ -127,6 +128,7 @@ fn main() {
     let squares = size_list(&args, "--squares", 16..=16384, "sizes from 16 to 16384");
     let layer_norm_cols = size_list(&args, "--ln-cols", 1..=1 << 20, "widths from 1 to 2^20");
     let head_dims = size_list(&args, "--head-dims", 64..=128, "head dimensions 64 and 128");
+    let attention_lengths = size_list(&args, "--ctx", 16..=65536, "sequence lengths from 16 to 65536");
     if let Some(bad) = head_dims.iter().flatten().find(|&&d| d != 64 && d != 128) {
         eprintln!("--head-dims takes 64 and 128 (the attention benchmark's), got {bad}");
         std::process::exit(2);
@@ -206,6 +208,7 @@ fn main() {
             ceiling,
             layer_norm_cols: layer_norm_cols.clone(),
             head_dims: head_dims.clone(),
+            attention_lengths: attention_lengths.clone(),
         };
         if let Err(e) = bench_device(dev.as_ref(), &run, &sizes, &same_bytes, &mut csv) {
             eprintln!("{}: benchmark failed: {e}", dev.id());
@@ -293,6 +296,8 @@ struct Run {
     layer_norm_cols: Option<Vec<usize>>,
     /// `--head-dims`: the attention's head dimensions of those it times (all where `None`).
     head_dims: Option<Vec<usize>>,
+    /// `--ctx`: the attention's sequence lengths (1024 to 16384 where `None`).
+    attention_lengths: Option<Vec<usize>>,
 }
 
 impl Run {

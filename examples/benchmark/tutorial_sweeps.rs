@@ -418,7 +418,13 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
     let (z, h, lengths): (usize, usize, Vec<usize>) = if run.quick {
         (1, 2, vec![256])
     } else {
-        (4, 32, vec![1024, 2048, 4096, 8192, 16384])
+        (
+            4,
+            32,
+            run.attention_lengths
+                .clone()
+                .unwrap_or_else(|| vec![1024, 2048, 4096, 8192, 16384]),
+        )
     };
     println!("\nfused attention forward fp16, {z} x {h} heads: TFLOPS");
     for head_dim in [64, 128] {

@@ -348,6 +348,7 @@ impl<'k> Lowerer<'k> {
     fn finish(mut self) -> Result<ThreadKernel, LowerError> {
         let mut body = std::mem::take(&mut self.prologue);
         let prologue = body.len();
+        let prologue_stmts = (self.producer_warps > 0).then(|| body.clone());
         body.append(&mut self.body.pop().expect("the kernel body"));
         let mut kernel = ThreadKernel {
             name: self.k.name.clone(),
@@ -366,6 +367,9 @@ impl<'k> Lowerer<'k> {
         };
         if self.target.persistent {
             persistent::make_persistent(&mut kernel, prologue).map_err(LowerError::InvalidConfig)?;
+        }
+        if let Some(p) = prologue_stmts {
+            specialize::prologue_on_each_side(&mut kernel.body, &p);
         }
         let needed = kernel.shared_bytes();
         if needed > self.target.max_shared_bytes {

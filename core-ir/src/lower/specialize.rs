@@ -29,7 +29,9 @@
 //!
 //! Specialized: the kernel's first top-level loop whose pipeline fetches every operand
 //! through TMA, when everything before it is register arithmetic or global loads (such as
-//! attention's Q tile): those the producer's threads, outside every layout, skip.
+//! attention's Q tile). That is computed again at the start of each side (the loads on the
+//! consumers' only), as is the kernel's prologue, so that nothing stays live across the
+//! branch in the registers of the kernel's entry.
 //!
 //! Where a step of the loop issues two or more groups of warpgroup MMAs with most of its
 //! other work after them (attention's rotated walk: `Q Kᵀ`, then the previous block's `P V`
@@ -102,34 +104,6 @@ impl Lowerer<'_> {
             })
     }
 
-    /// The global loads before the specialized loop are the consumers' (a tile in their
-    /// layout): the producer's threads skip them.
-    fn loads_for_consumers_only(&mut self, consumers: u32) {
-        let (tid, _, _) = self.thread_ids();
-        let bound = self.i32c(consumers as i64);
-        let consumer = self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Lt, tid, bound));
-        let list = std::mem::take(&mut self.body[0]);
-        let mut out = Vec::with_capacity(list.len());
-        for mut s in list {
-            if let Stmt::Load { pred, .. } = &mut s {
-                let guard = match *pred {
-                    None => consumer,
-                    Some(p) => {
-                        let both = self.new_reg(ScalarType::Bool);
-                        out.push(Stmt::Set {
-                            dst: both,
-                            expr: Expr::Binary(BinaryOp::And, p, consumer),
-                        });
-                        both
-                    }
-                };
-                *pred = Some(guard);
-            }
-            out.push(s);
-        }
-        self.body[0] = out;
-    }
-
     /// The ring of `plan`, the producer's loop (kept until the body is lowered), and the
     /// consumers' pipeline state; what is lowered next goes to the consumers' side.
     pub(crate) fn specialize(
@@ -141,7 +115,19 @@ impl Lowerer<'_> {
         (start, end, step): (Reg, Reg, Reg),
     ) -> Result<PipelineState, LowerError> {
         let consumers = self.target.num_warps * self.target.warp_size;
-        self.loads_for_consumers_only(consumers);
+        // What precedes the loop is computed again at the start of each side, once its
+        // register budget is set, and the global loads (attention's Q, in the consumers'
+        // layout) move to the consumers' side: nothing computed before the branch then stays
+        // live across it, in the registers of the kernel's entry (see
+        // `prologue_on_each_side`), and the producer's threads, outside every layout, load
+        // nothing. (The registers computed before the branch still serve the ring's setup.)
+        let before = std::mem::take(&mut self.body[0]);
+        let arithmetic: Vec<Stmt> = before
+            .iter()
+            .filter(|s| !matches!(s, Stmt::Load { .. }))
+            .cloned()
+            .collect();
+        self.body[0] = arithmetic.clone();
         let across_tiles = self.target.persistent;
         // One arrival per consumer warp frees a stage (its lane 0, once the warp's MMAs that
         // read the stage are retired): 8 atomic arrivals a stage rather than 256.
@@ -157,6 +143,9 @@ impl Lowerer<'_> {
                 count: PRODUCER_REGISTERS,
                 increase: false,
             });
+            for s in &arithmetic {
+                l.emit(s.clone());
+            }
             l.copy_threads_from = consumers;
             let iv = l.new_reg(iv_ty);
             l.emit(Stmt::Set {
@@ -198,6 +187,9 @@ impl Lowerer<'_> {
             count: consumer_registers(consumers),
             increase: true,
         });
+        for s in before {
+            self.emit(s);
+        }
         let started = self.set(ScalarType::Bool, Expr::Const(Literal::Bool(false)));
         let first_turn_at = self.body.last().map_or(0, Vec::len);
         state.consumer = Some(ConsumerState { started, first_turn_at });
@@ -364,6 +356,29 @@ impl Lowerer<'_> {
         self.emit(Stmt::Specialized { producer, consumer });
         self.producer_warps = PRODUCER_WARPS;
         Ok(())
+    }
+}
+
+/// The kernel's prologue (registers that depend on the thread only: its ids, layout offsets,
+/// constants) computed again at the start of each side of a warp-specialized kernel, after
+/// its register budget is set. Otherwise they are live across the branch into the sides,
+/// in the registers of the kernel's entry, which the launch bounds (168 a thread with a
+/// producer and two consumer warpgroups) before `setmaxnreg` raises the consumers' budget:
+/// `ptxas` spilled them there (warp-specialized attention, 128 x 128 blocks: 564 bytes,
+/// whatever the consumers' budget). Computing them again changes no value. Only the
+/// prologue's register arithmetic: a persistent kernel's ring is set up there once too.
+pub(crate) fn prologue_on_each_side(body: &mut [Stmt], prologue: &[Stmt]) {
+    let prologue: Vec<&Stmt> = prologue.iter().filter(|s| matches!(s, Stmt::Set { .. })).collect();
+    for s in body.iter_mut() {
+        if let Stmt::Specialized { producer, consumer } = s {
+            for side in [producer, consumer] {
+                let at = side
+                    .iter()
+                    .position(|s| !matches!(s, Stmt::SetMaxRegisters { .. }))
+                    .unwrap_or(side.len());
+                side.splice(at..at, prologue.iter().map(|&s| s.clone()));
+            }
+        }
     }
 }
 
