@@ -817,6 +817,37 @@ fn the_specialized_walk_takes_turns() {
             });
             let at = format!("causal {causal}, rotate {rotate}");
             assert_eq!(specialized, 1, "{at}");
+            // Q is loaded on the consumers' side, after their `setmaxnreg`, not before the
+            // branch (where its registers would be live across it in the entry's budget).
+            let global_load = |s: &Stmt| {
+                matches!(
+                    s,
+                    Stmt::Load {
+                        mem: rutile_ir::thread::Memory::Global { .. },
+                        ..
+                    }
+                )
+            };
+            let split = tk
+                .body
+                .iter()
+                .position(|s| matches!(s, Stmt::Specialized { .. }))
+                .unwrap();
+            assert!(
+                !tk.body[..split].iter().any(global_load),
+                "{at}: a load before the branch"
+            );
+            let Stmt::Specialized { consumer, .. } = &tk.body[split] else {
+                unreachable!()
+            };
+            assert!(
+                matches!(consumer[0], Stmt::SetMaxRegisters { increase: true, .. }),
+                "{at}"
+            );
+            assert!(
+                consumer.iter().any(global_load),
+                "{at}: Q is not loaded by the consumers"
+            );
             let turns = if rotate { 2 } else { 0 };
             assert_eq!((waits, passes), (turns, turns), "{at}");
             if rotate {
