@@ -139,19 +139,20 @@ pub fn rotated_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> 
 /// beside the other's MMAs (FlashAttention-3's ping-pong; the lowering's `specialize`). For
 /// head dimension 64; its own list until a full run measures it faster everywhere (it was
 /// 2–7% faster than the tutorial's list without the causal mask, 5% slower with it at 4096
-/// tokens: `docs/performance.md`).
-pub fn specialized_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
+/// tokens: `docs/performance.md`). The same list causal or not (`block_n` divides
+/// `block_m` in every one, so causal walks split the diagonal off too).
+pub fn specialized_attention_configs(dev: &dyn Device, _causal: bool) -> Vec<Config> {
     if dev.properties().backend != rutile::Backend::Cuda {
         return Vec::new();
     }
-    let mut configs = Vec::new();
-    for &(bm, bn, stages) in &[(128, 128, 2), (128, 128, 3), (128, 64, 2), (128, 64, 3)] {
-        let meta = [("BLOCK_M", bm), ("BLOCK_N", bn), ("SPLIT", 1), ("ROTATE", 1)];
-        let config = Config::new(&meta).num_warps(8).num_stages(stages);
-        configs.push(config.warp_specialize(true).tma_outer(true));
-    }
-    let _ = causal; // (`block_n` divides `block_m` in every one: causal walks split too)
-    configs
+    [(128, 128, 2), (128, 128, 3), (128, 64, 2), (128, 64, 3)]
+        .into_iter()
+        .map(|(bm, bn, stages)| {
+            let meta = [("BLOCK_M", bm), ("BLOCK_N", bn), ("SPLIT", 1), ("ROTATE", 1)];
+            let config = Config::new(&meta).num_warps(8).num_stages(stages);
+            config.warp_specialize(true).tma_outer(true)
+        })
+        .collect()
 }
 
 fn configs(dev: &dyn Device, causal: bool, rotate: bool) -> Vec<Config> {

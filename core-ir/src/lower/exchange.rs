@@ -47,6 +47,13 @@ impl Lowerer<'_> {
         (tid, lane, warp)
     }
 
+    /// The thread's warpgroup (4 warps of 32 threads: `tid >> 7`), in the prologue.
+    pub(crate) fn warpgroup_id(&mut self) -> Reg {
+        let tid = self.pset(ScalarType::I32, Expr::Special(Special::ThreadId));
+        let seven = self.i32c(7);
+        self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Shr, tid, seven))
+    }
+
     /// `(warp_d * threads_per_warp_d + lane_d) * size_per_thread_d` for each dimension: the
     /// first element of the thread's first piece, before wrapping to the block's size.
     /// `None` where it is always 0.

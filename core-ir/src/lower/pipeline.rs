@@ -806,6 +806,16 @@ impl Lowerer<'_> {
             .collect()
     }
 
+    /// Where stage `stage` of `load`'s buffer starts: stage 0 always for an invariant copy,
+    /// which has one.
+    fn stage_base(&mut self, load: &PipelinedLoad, operand: &SharedOperand, stage: Reg) -> Reg {
+        if load.invariant {
+            return self.i32c(0);
+        }
+        let len = self.i32c(operand.tile.len() as i64);
+        self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, stage, len))
+    }
+
     /// Where this iteration's own copies are read back (from stage `read`, or the one
     /// stage of an invariant copy), when their loads are lowered ([`Self::read_own_copy`]).
     fn point_own_copies(&mut self, state: &PipelineState) {
@@ -813,8 +823,7 @@ impl Lowerer<'_> {
             if !load.own {
                 continue;
             }
-            let len = self.i32c(if load.invariant { 0 } else { operand.tile.len() as i64 });
-            let base = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, state.read, len));
+            let base = self.stage_base(load, operand, state.read);
             let read = OwnRead {
                 alloc: operand.alloc,
                 base,
@@ -1059,8 +1068,7 @@ impl Lowerer<'_> {
                     .map(|c| self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, all, c)));
             }
             self.order_global_access(param, false);
-            let len = self.i32c(if load.invariant { 0 } else { operand.tile.len() as i64 });
-            let base = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, stage.0, len));
+            let base = self.stage_base(load, operand, stage.0);
             for (g, &at) in (0..offsets.len()).step_by(load.width as usize).zip(index) {
                 let pred = match &masks {
                     Some(m) => self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, m[g], in_range)),

@@ -202,6 +202,9 @@ impl Lowerer<'_> {
     /// turn on after its last group (module comment). Whether it did.
     pub(crate) fn take_turns(&mut self, from: usize) -> bool {
         let groups = self.target.num_warps * self.target.warp_size / 128;
+        if groups < 2 {
+            return false;
+        }
         let step = &self.body.last().expect("an open statement list")[from..];
         let commits = step.iter().filter(|s| matches!(s, Stmt::WgmmaCommit)).count();
         let (Some(first), Some(last)) = (
@@ -223,7 +226,7 @@ impl Lowerer<'_> {
             n
         };
         let overlapped = work(&step[first..=last]) < work(&step[last + 1..]);
-        if groups < 2 || commits < 2 || first > last || barrier || !overlapped {
+        if commits < 2 || first > last || barrier || !overlapped {
             return false;
         }
         let (own, next) = self.turn_barriers(groups);
@@ -238,9 +241,7 @@ impl Lowerer<'_> {
     /// takes the last one's final hand-on here, so that no barrier is left half-way.
     pub(crate) fn close_turns(&mut self, c: &ConsumerState) {
         let groups = self.target.num_warps * self.target.warp_size / 128;
-        let (tid, _, _) = self.thread_ids();
-        let shift = self.i32c(7);
-        let group = self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Shr, tid, shift));
+        let group = self.warpgroup_id();
         let (zero, last) = (self.i32c(0), self.i32c(groups as i64 - 1));
         let first_barrier = self.i32c(FIRST_TURN_BARRIER);
         let is_last = self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, group, last));
@@ -252,9 +253,7 @@ impl Lowerer<'_> {
 
     /// This consumer warpgroup's turn barrier and the next one's.
     fn turn_barriers(&mut self, groups: u32) -> (Reg, Reg) {
-        let (tid, _, _) = self.thread_ids();
-        let shift = self.i32c(7);
-        let group = self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Shr, tid, shift));
+        let group = self.warpgroup_id();
         let (one, count, base) = (self.i32c(1), self.i32c(groups as i64), self.i32c(FIRST_TURN_BARRIER));
         let after = self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Add, group, one));
         let wraps = self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, after, count));

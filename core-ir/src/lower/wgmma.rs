@@ -23,7 +23,7 @@ use super::mma::{Operand, SharedOperand};
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, Inst, Literal, Op, ValueId};
 use crate::layout::{Layout, RegisterMap, SwizzledTile, WarpgroupRows};
-use crate::thread::{Expr, MatrixMajor, Reg, SmemMatrix, Special, Stmt, WgmmaA};
+use crate::thread::{Expr, MatrixMajor, Reg, SmemMatrix, Stmt, WgmmaA};
 use crate::types::{Elem, ScalarType, Shape};
 
 /// How one `dot` splits over warpgroups.
@@ -171,9 +171,7 @@ impl Lowerer<'_> {
         let i32t = ScalarType::I32;
         let a_base = match sa {
             Some(sa) => {
-                let tid = self.pset(i32t, Expr::Special(Special::ThreadId));
-                let seven = self.i32c(7);
-                let wg = self.pset(i32t, Expr::Binary(BinaryOp::Shr, tid, seven));
+                let wg = self.warpgroup_id();
                 let a_rows = self.i32c((shape.warpgroup_rows() * sa.tile.block_cols) as i64);
                 let a_wg = self.pset(i32t, Expr::Binary(BinaryOp::Mul, wg, a_rows));
                 Some(match sa.stage {
