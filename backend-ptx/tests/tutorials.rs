@@ -551,3 +551,43 @@ fn specialized_attention_takes_turns() {
         }
     }
 }
+
+/// Several programs of 64 query rows a thread block sharing one producer warpgroup
+/// (`Target::programs_per_block`) in the configurations `specialized_attention_configs`
+/// gives the autotuner (head dimension 64, rotated, without the causal mask). Two programs a
+/// block (the consumers at 232 registers) assemble for sm_90a without spills. Three
+/// (FlashAttention-3's three consumer warpgroups) get the 160 registers each that the
+/// register file leaves beside a producer at 32, and the walk as lowered today needs about
+/// 220: `ptxas` spills (1112 bytes at 64 x 128), which this prints and docs/performance.md
+/// explains (`cargo test -p rutile-ptx --test tutorials programs_a_block -- --nocapture`).
+#[test]
+fn programs_a_block_assemble() {
+    for (programs, bn, stages) in [(2, 128, 2), (2, 128, 3), (3, 128, 2), (3, 128, 3), (3, 64, 3)] {
+        let meta = AttentionMeta {
+            rotate: true,
+            ..AttentionMeta::fp16(64, bn, 64, false)
+        };
+        let kernel = seeds::attention_forward(&meta).unwrap();
+        let label = format!("{programs} programs a block, 64x{bn}, {stages} stages");
+        let target = Target {
+            tma_outer: true,
+            warp_specialize: true,
+            programs_per_block: programs,
+            ..h100(4, stages)
+        };
+        let ptx = assemble_aligned_sm90(&label, &kernel, &target);
+        let (consumers, producer) = if programs == 3 { (160, 32) } else { (232, 40) };
+        for want in [
+            format!("setmaxnreg.inc.sync.aligned.u32 {consumers}"),
+            format!("setmaxnreg.dec.sync.aligned.u32 {producer}"),
+            "bar.arrive".to_string(),
+        ] {
+            assert!(ptx.contains(&want), "{label}: no {want}");
+        }
+        if let Some((_, spilled)) = support::ptxas_resources(&ptx, 90) {
+            if programs == 2 {
+                assert_eq!(spilled, 0, "{label}: {spilled} bytes spilled");
+            }
+        }
+    }
+}

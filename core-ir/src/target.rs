@@ -85,6 +85,14 @@ pub struct Target {
     /// 1, the default, is none): `cluster_reduce` combines over them (see
     /// `lower::cluster`).
     pub cluster: u32,
+    /// Programs a thread block runs, consecutive along grid axis 0 (1, the default: one):
+    /// with [`warp_specialize`](Self::warp_specialize), `programs_per_block` groups of
+    /// `num_warps` consumer warps, each its own program, share one producer warpgroup, which
+    /// copies the loop's operands once for all of them (attention's K and V, the same for
+    /// every query block of a head): FlashAttention-3's three consumer warpgroups of 64 query
+    /// rows each, from the unchanged kernel of one warpgroup a program (see
+    /// `lower::block_programs`). The producer's copies must not depend on `program_id(0)`.
+    pub programs_per_block: u32,
 }
 
 /// One cooperative-matrix multiply-add a device offers (a `VkCooperativeMatrixPropertiesKHR`
@@ -121,6 +129,7 @@ impl Target {
             persistent: false,
             warp_specialize: false,
             cluster: 1,
+            programs_per_block: 1,
         }
     }
     /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with

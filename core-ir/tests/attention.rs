@@ -6,10 +6,11 @@
 mod tutorial_support;
 
 use rutile_ir::interp::{self, ArgValue, HostBuffer};
+use rutile_ir::ir::{BinaryOp, CmpOp};
 use rutile_ir::seeds::{attention_forward, AttentionMeta};
 use rutile_ir::target::Target;
 use rutile_ir::testing::Rng;
-use rutile_ir::thread::Stmt;
+use rutile_ir::thread::{Expr, Stmt};
 use rutile_ir::ScalarType::{F16, F32};
 use tutorial_support::{assert_close, buffer_of, ptr, runtime_spec, simulate_on, targets, values};
 
@@ -877,4 +878,105 @@ fn the_specialized_walk_takes_turns() {
             );
         }
     }
+}
+
+/// Three programs of 64 query rows a thread block (`Target::programs_per_block`), sharing
+/// one producer warpgroup: FlashAttention-3's three consumer warpgroups, from the tutorial's
+/// kernel of one warpgroup a program. The producer fills one ring for the three; each group
+/// has its own copy of Q's tile in shared memory; the warpgroups take turns round all three;
+/// a group past the grid's end (here the second block's third: 5 query blocks) computes the
+/// last program again and stores nothing. The kernel is the interpreter's in the simulator.
+/// A causal walk, whose key blocks depend on `program_id(0)`, is refused with the reason.
+#[test]
+fn three_programs_share_a_producer() {
+    let shape = Shape {
+        z: 1,
+        h: 2,
+        n: 300,
+        d: 64,
+    };
+    let target = Target {
+        tma_outer: true,
+        warp_specialize: true,
+        programs_per_block: 3,
+        ..hopper_pipelined(4, 3)
+    };
+    let spec = runtime_spec(&args(shape));
+    let mut rng = Rng::new(76);
+    for (bn, rotate) in [(128, true), (64, false)] {
+        let meta = AttentionMeta {
+            rotate,
+            ..AttentionMeta::fp16(64, bn, 64, false)
+        };
+        let kernel = attention_forward(&meta).unwrap();
+        let tk = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
+        let at = format!("64x{bn}, rotate {rotate}");
+        let blocks = tk.block_programs.expect("several programs a block");
+        assert_eq!(blocks.programs, 3, "{at}");
+        assert_eq!(tk.num_warps, 12, "{at}: three programs' warps");
+        assert_eq!(tk.producer_warps, 4, "{at}");
+        let (mut budgets, mut waits) = (Vec::new(), 0);
+        tk.walk(&mut |s| match s {
+            Stmt::SetMaxRegisters { count, .. } => budgets.push(*count),
+            Stmt::Turn { wait: true, .. } => waits += 1,
+            _ => {}
+        });
+        // FlashAttention-3's split of the register file: 32 for the producer, 160 for each
+        // of the 384 consumer threads.
+        assert_eq!(budgets, [32, 160], "{at}");
+        assert_eq!(waits, if rotate { 2 } else { 0 }, "{at}: turns");
+        let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+        assert_eq!(tk.blocks(grid), [2, grid[1], grid[2]], "{at}");
+        // Every global store of the consumers holds only where the group's program is
+        // within the grid (`program < rutile_programs_x`): a group past its end computes the
+        // last program again (the same values), and must not store them twice.
+        let mut within = std::collections::HashSet::new();
+        let mut grid_x = None;
+        let mut stores = Vec::new();
+        tk.walk(&mut |s| match s {
+            Stmt::Set { dst, expr } => match *expr {
+                Expr::Param(p) if p == blocks.grid_x_param => grid_x = Some(*dst),
+                Expr::Compare(CmpOp::Lt, _, g) if Some(g) == grid_x => _ = within.insert(*dst),
+                Expr::Binary(BinaryOp::And, _, w) if within.contains(&w) => _ = within.insert(*dst),
+                _ => {}
+            },
+            Stmt::Store {
+                mem: rutile_ir::thread::Memory::Global { .. },
+                pred,
+                ..
+            }
+            | Stmt::TmaStore { pred, .. } => stores.push(*pred),
+            _ => {}
+        });
+        assert!(!stores.is_empty(), "{at}");
+        assert!(
+            stores.iter().all(|p| p.is_some_and(|p| within.contains(&p))),
+            "{at}: a store not limited to the grid"
+        );
+        let b = buffers(&mut rng, shape);
+        simulate_on(
+            &at,
+            &kernel,
+            std::slice::from_ref(&target),
+            grid,
+            &args(shape),
+            &b,
+            2e-3,
+        );
+    }
+    let plain = Target {
+        warp_specialize: false,
+        ..target.clone()
+    };
+    let kernel = attention_forward(&AttentionMeta::fp16(64, 64, 64, false)).unwrap();
+    let e = rutile_ir::lower::lower(&kernel, &plain, &spec).unwrap_err().to_string();
+    assert!(e.contains("programs_per_block = 3 needs warp_specialize"), "{e}");
+    let causal = attention_forward(&AttentionMeta::fp16(64, 64, 64, true)).unwrap();
+    let e = rutile_ir::lower::lower(&causal, &target, &spec)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("programs_per_block = 3") && e.contains("depend on program_id(0)"),
+        "{e}"
+    );
 }

@@ -463,6 +463,11 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                     if !specialized.is_empty() {
                         forms.push(("_pingpong", specialized));
                     }
+                    // Through CUDA, without the mask: 64-row programs, several a block.
+                    let blocks = attention::block_programs_attention_configs(dev, causal);
+                    if !blocks.is_empty() {
+                        forms.push(("_blocks", blocks));
+                    }
                 }
                 // Through CUDA, K and V through TMA across heads (opt-in: no faster so far).
                 if dev.properties().backend == rutile::Backend::Cuda {

@@ -210,6 +210,47 @@ fn gpu_specialized_attention_matches_the_reference() {
     }
 }
 
+/// Through CUDA, 64-row programs of the rotated walk, two or three a thread block sharing
+/// one producer warpgroup (`block_programs_attention_configs`; none elsewhere, none causal),
+/// at lengths whose last block leaves programs of a block past the grid's end: whichever
+/// configuration wins is checked, and every one on its own at 1000 tokens (16 programs a
+/// head: the last block of three has one).
+#[test]
+fn gpu_block_programs_attention_matches_the_reference() {
+    check_attention(
+        "attention, programs sharing a producer",
+        520,
+        &[],
+        &[(2, 4, 1000, 64), (1, 1, 4097, 64)],
+        tutorials::attention::block_programs_attention_configs,
+    );
+    let (_turn, devices) = devices();
+    for d in devices {
+        let configs = tutorials::attention::block_programs_attention_configs(d.as_ref(), false);
+        assert_eq!(
+            !configs.is_empty(),
+            d.properties().backend == rutile::Backend::Cuda,
+            "programs sharing a producer are for CUDA"
+        );
+        assert!(tutorials::attention::block_programs_attention_configs(d.as_ref(), true).is_empty());
+        for (i, c) in configs.into_iter().enumerate() {
+            let p = Problem {
+                z: 1,
+                h: 3,
+                n_ctx: 1000,
+                head_dim: 64,
+                causal: false,
+            };
+            let outcome = tutorials::attention::attention_with(d.as_ref(), p, 530 + i as u64, vec![c.clone()]);
+            check(
+                d.as_ref(),
+                &format!("attention, programs sharing a producer, {p} on {c:?}"),
+                outcome,
+            );
+        }
+    }
+}
+
 /// The configurations of the attention tutorial's list that cap the registers a thread
 /// (`maxnreg`, through CUDA only; none elsewhere), checked on their own: autotuned among
 /// the others they are checked only where they win.

@@ -155,6 +155,29 @@ pub fn specialized_attention_configs(dev: &dyn Device, _causal: bool) -> Vec<Con
         .collect()
 }
 
+/// The rotated walk of 64-row programs, several a thread block sharing one producer
+/// warpgroup (`LaunchConfig::programs_per_block`): FlashAttention-3's three consumer
+/// warpgroups, and two, through CUDA (none elsewhere) and without the causal mask (whose
+/// key blocks depend on the program, so that programs cannot share them: none then). For
+/// head dimension 64; its own list: three programs a block get 160 registers a thread, and
+/// the walk as lowered today needs more (`ptxas` spills), see `docs/performance.md`.
+pub fn block_programs_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
+    if dev.properties().backend != rutile::Backend::Cuda || causal {
+        return Vec::new();
+    }
+    [(2, 128, 2), (2, 128, 3), (3, 128, 2), (3, 64, 3)]
+        .into_iter()
+        .map(|(programs, bn, stages)| {
+            let meta = [("BLOCK_M", 64), ("BLOCK_N", bn), ("SPLIT", 1), ("ROTATE", 1)];
+            let config = Config::new(&meta).num_warps(4).num_stages(stages);
+            config
+                .warp_specialize(true)
+                .tma_outer(true)
+                .programs_per_block(programs)
+        })
+        .collect()
+}
+
 fn configs(dev: &dyn Device, causal: bool, rotate: bool) -> Vec<Config> {
     let software = dev.properties().device_type == DeviceType::Cpu;
     let cuda = dev.properties().backend == rutile::Backend::Cuda;

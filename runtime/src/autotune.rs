@@ -600,7 +600,8 @@ fn launch_config(config: &Config, grid: &GridFn<'_>) -> Result<LaunchConfig> {
         .persistent(config.persistent)
         .warp_specialize(config.warp_specialize)
         .tma_outer(config.tma_outer)
-        .maxnreg(config.maxnreg))
+        .maxnreg(config.maxnreg)
+        .programs_per_block(config.programs_per_block))
 }
 
 /// Whether `dev` runs kernels in software (lavapipe, the interpreter): one launch is

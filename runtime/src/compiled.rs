@@ -24,6 +24,8 @@ pub struct CompileOptions {
     pub maxnreg: Option<u32>,
     /// See [`crate::LaunchConfig::cluster`].
     pub cluster: u32,
+    /// See [`crate::LaunchConfig::programs_per_block`].
+    pub programs_per_block: u32,
 }
 
 impl From<&crate::LaunchConfig> for CompileOptions {
@@ -36,6 +38,7 @@ impl From<&crate::LaunchConfig> for CompileOptions {
             tma_outer: c.tma_outer,
             maxnreg: c.maxnreg,
             cluster: c.cluster,
+            programs_per_block: c.programs_per_block,
         }
     }
 }

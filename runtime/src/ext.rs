@@ -62,6 +62,7 @@ pub trait DeviceExt: Device {
         crate::launch::check_args(kernel, args, self.device_key())?;
         crate::launch::check_maxnreg(kernel, config.maxnreg)?;
         crate::launch::check_cluster(kernel, config, self.properties().max_cluster())?;
+        crate::launch::check_programs_per_block(kernel, config, self.properties().backend)?;
         // Every buffer argument is a whole allocation (there are no views with an offset),
         // and allocations start at 256-byte boundaries on every backend.
         let spec = crate::launch::specialization(args, |_| true);

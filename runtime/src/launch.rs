@@ -127,6 +127,18 @@ pub struct LaunchConfig {
     /// ([`DeviceProperties::max_cluster`](crate::DeviceProperties::max_cluster)): Vulkan has
     /// none and refuses more than 1. 1 (the default): no cluster.
     pub cluster: u32,
+    /// Programs one thread block runs, consecutive along grid axis 0 (1, the default: one).
+    /// With [`warp_specialize`](Self::warp_specialize) on CUDA (Hopper), that many groups of
+    /// `num_warps` warps, each its own program, share one producer warpgroup that copies the
+    /// loop's operands once for all of them: attention's K and V, the same for every query
+    /// block of a head (FlashAttention-3's three consumer warpgroups). The kernel must load
+    /// its pipelined operands independently of `program_id(0)` (attention without the
+    /// causal mask does; a kernel that does not is refused when compiled, naming the
+    /// reason). The grid stays the program grid: the runtime launches `grid[0] /
+    /// programs_per_block` blocks, rounded up, and programs past the grid's end store
+    /// nothing. Vulkan and the interpreter run one program a block, so only 1 is accepted
+    /// there.
+    pub programs_per_block: u32,
     /// Run the launch in the bounds-checked interpreter before the device, and launch on
     /// the device only if it does not fault ([`LaunchConfig::check_bounds`]).
     pub check_bounds: bool,
@@ -144,6 +156,7 @@ impl LaunchConfig {
             tma_outer: false,
             maxnreg: None,
             cluster: 1,
+            programs_per_block: 1,
             check_bounds: false,
         }
     }
@@ -182,6 +195,11 @@ impl LaunchConfig {
     /// See [`LaunchConfig::cluster`](#structfield.cluster).
     pub fn cluster(mut self, programs: u32) -> Self {
         self.cluster = programs;
+        self
+    }
+    /// See [`LaunchConfig::programs_per_block`](#structfield.programs_per_block).
+    pub fn programs_per_block(mut self, programs: u32) -> Self {
+        self.programs_per_block = programs;
         self
     }
     /// A debugging aid: run this launch in the interpreter with bounds checks before the
@@ -254,6 +272,25 @@ pub(crate) fn check_cluster(kernel: &Kernel, config: &LaunchConfig, device_max: 
         });
     }
     Ok(())
+}
+
+/// Checks a launch's [`LaunchConfig::programs_per_block`] before anything is compiled: 1 to
+/// `rutile_ir::lower::MAX_PROGRAMS_PER_BLOCK`, and more than 1 only through CUDA (the
+/// interpreter runs one program at a time whatever it is: the results are the same).
+pub(crate) fn check_programs_per_block(kernel: &Kernel, config: &LaunchConfig, backend: crate::Backend) -> Result<()> {
+    let max = rutile_ir::lower::MAX_PROGRAMS_PER_BLOCK;
+    let programs = config.programs_per_block;
+    let message = if !(1..=max).contains(&programs) {
+        format!("programs_per_block = {programs}: a thread block runs 1 to {max} programs")
+    } else if programs > 1 && !matches!(backend, crate::Backend::Cuda | crate::Backend::Interpreter) {
+        format!("programs_per_block = {programs}: {backend:?} runs one program a workgroup (several share a producer warpgroup only through CUDA, on Hopper); launch with 1")
+    } else {
+        return Ok(());
+    };
+    Err(Error::Launch {
+        kernel: kernel.name.clone(),
+        message,
+    })
 }
 
 /// The grid's x is a whole number of clusters.
@@ -585,6 +622,31 @@ mod tests {
             e.to_string(),
             "kernel `add_kernel`: invalid launch: grid x is 6, not a multiple of the cluster's 4 programs"
         );
+    }
+
+    /// Several programs a block: 1 to 8, more than 1 only through CUDA (and the
+    /// interpreter, which runs one program at a time anyway), the reason in the error.
+    #[test]
+    fn programs_per_block_is_checked_before_compiling() {
+        use crate::Backend::{Cuda, Interpreter, Vulkan};
+        let kernel = rutile_ir::seeds::vector_add(ScalarType::F32, 256).unwrap();
+        let config = LaunchConfig::grid1(8);
+        for (programs, backend) in [(1, Vulkan), (3, Cuda), (8, Cuda), (3, Interpreter)] {
+            let c = config.programs_per_block(programs);
+            assert!(
+                check_programs_per_block(&kernel, &c, backend).is_ok(),
+                "{programs} {backend:?}"
+            );
+        }
+        for bad in [0, 9] {
+            let e = check_programs_per_block(&kernel, &config.programs_per_block(bad), Cuda).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("kernel `add_kernel`: invalid launch: programs_per_block = {bad}: a thread block runs 1 to 8 programs")
+            );
+        }
+        let e = check_programs_per_block(&kernel, &config.programs_per_block(2), Vulkan).unwrap_err();
+        assert!(e.to_string().contains("Vulkan runs one program a workgroup"), "{e}");
     }
 
     /// 2^27 warps of 32 are 2^32 threads, which a `u32` product wraps to 0: below any limit.

@@ -37,8 +37,8 @@ impl Lowerer<'_> {
                 Op::Fma { .. } => Expr::Fma(r(0), r(1), r(2)),
                 Op::Cast { .. } => Expr::Cast(r(0)),
                 Op::Bitcast { .. } => Expr::Bitcast(r(0)),
-                Op::ProgramId { axis } => Expr::Special(crate::thread::Special::ProgramId(*axis)),
-                Op::NumPrograms { axis } => Expr::Special(crate::thread::Special::NumPrograms(*axis)),
+                Op::ProgramId { axis } => self.program_id(*axis),
+                Op::NumPrograms { axis } => self.num_programs(*axis),
                 op => return Err(self.internal(format!("`{}` is not element-wise", op.name()))),
             };
             out.push(self.set(out_ty, expr));

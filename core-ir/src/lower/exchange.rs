@@ -7,7 +7,7 @@
 use super::{LVal, Lowerer};
 use crate::ir::{BinaryOp, CmpOp};
 use crate::layout::{Blocked, Layout, RegisterMap, WarpgroupRows};
-use crate::thread::{Expr, Memory, Reg, SharedAlloc, Special, Stmt};
+use crate::thread::{Expr, Memory, Reg, SharedAlloc, Stmt};
 use crate::types::{ScalarType, Shape, MAX_RANK};
 use std::collections::HashMap;
 
@@ -17,6 +17,9 @@ type Full = [u32; MAX_RANK];
 pub(crate) struct Cache {
     pub consts: HashMap<(ScalarType, u64), Reg>,
     ids: Option<(Reg, Reg, Reg)>,
+    /// This program's `program_id(0)` in a block of several programs (see
+    /// `block_programs`).
+    pub block_program: Option<Reg>,
     raw: HashMap<Blocked, [Option<Reg>; MAX_RANK]>,
     rows: HashMap<(Reg, WarpgroupRows), Reg>,
     coords: HashMap<(Layout, Full, usize, usize), Reg>,
@@ -38,7 +41,7 @@ impl Lowerer<'_> {
             return ids;
         }
         let i32t = ScalarType::I32;
-        let tid = self.pset(i32t, Expr::Special(Special::ThreadId));
+        let tid = self.program_thread_id();
         let mask = self.i32c(self.target.warp_size as i64 - 1);
         let shift = self.i32c(log2(self.target.warp_size));
         let lane = self.pset(i32t, Expr::Binary(BinaryOp::And, tid, mask));
@@ -47,9 +50,10 @@ impl Lowerer<'_> {
         (tid, lane, warp)
     }
 
-    /// The thread's warpgroup (4 warps of 32 threads: `tid >> 7`), in the prologue.
+    /// The thread's warpgroup in its program (4 warps of 32 threads: `tid >> 7`), in the
+    /// prologue.
     pub(crate) fn warpgroup_id(&mut self) -> Reg {
-        let tid = self.pset(ScalarType::I32, Expr::Special(Special::ThreadId));
+        let tid = self.program_thread_id();
         let seven = self.i32c(7);
         self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Shr, tid, seven))
     }

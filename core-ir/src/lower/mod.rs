@@ -14,6 +14,7 @@
 //! buffer index) reach memory.
 
 mod assign;
+mod block_programs;
 mod cluster;
 mod control;
 mod convert;
@@ -49,6 +50,7 @@ use crate::thread::{Expr, Reg, RegData, SharedAlloc, Stmt, ThreadKernel, ThreadP
 use crate::types::{Elem, ScalarType, Shape};
 use std::collections::HashMap;
 
+pub use block_programs::{MAX_PROGRAMS_PER_BLOCK, PROGRAMS_PARAM};
 pub use cluster::{MAX_CLUSTER, PORTABLE_CLUSTER};
 pub use persistent::GRID_PARAMS;
 
@@ -115,6 +117,24 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
             "a cluster of {} programs needs at least as many threads a program (one writes to each), the program has {}",
             target.cluster,
             target.threads()
+        )));
+    }
+    let programs = target.programs_per_block;
+    if !(1..=MAX_PROGRAMS_PER_BLOCK).contains(&programs) {
+        return Err(LowerError::InvalidConfig(format!(
+            "programs_per_block = {programs}: a thread block runs 1 to {MAX_PROGRAMS_PER_BLOCK} programs"
+        )));
+    }
+    if programs > 1 && (!target.warp_specialize || target.persistent || target.cluster > 1 || target.num_warps % 4 != 0)
+    {
+        return Err(LowerError::InvalidConfig(format!(
+            "programs_per_block = {programs} needs warp_specialize, whole warpgroups a program (num_warps a multiple of 4, not {}), no persistent grid and no cluster: its programs share a producer warpgroup",
+            target.num_warps
+        )));
+    }
+    if programs > 1 && kernel.params.iter().any(|p| p.name == PROGRAMS_PARAM) {
+        return Err(LowerError::InvalidConfig(format!(
+            "a kernel parameter is named `{PROGRAMS_PARAM}`, which programs_per_block uses"
         )));
     }
     if target.cluster > 1 && target.persistent {
@@ -276,7 +296,15 @@ impl<'k> Lowerer<'k> {
                     ty,
                 },
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let mut params = params;
+        if target.programs_per_block > 1 {
+            // The program grid's x (`block_programs`), after the kernel's own.
+            params.push(ThreadParam::Scalar {
+                name: PROGRAMS_PARAM.into(),
+                ty: ScalarType::I32,
+            });
+        }
         let mut l = Lowerer {
             k,
             target,
@@ -357,11 +385,12 @@ impl<'k> Lowerer<'k> {
             shared: self.shared,
             coop: self.coop,
             tensor_maps: self.tensor_maps,
-            num_warps: self.target.num_warps,
+            num_warps: self.target.num_warps * self.target.programs_per_block.max(1),
             warp_size: self.target.warp_size,
             reuse_shared: self.target.reuse_shared,
             persistent: None,
             producer_warps: self.producer_warps,
+            block_programs: None,
             cluster: self.target.cluster,
             body,
         };
@@ -370,6 +399,15 @@ impl<'k> Lowerer<'k> {
         }
         if let Some(p) = prologue_stmts {
             specialize::prologue_on_each_side(&mut kernel.body, &p);
+        }
+        let programs = self.target.programs_per_block;
+        if programs > 1 {
+            block_programs::share_producer(&mut kernel, programs, self.target.threads())
+                .map_err(LowerError::InvalidConfig)?;
+            kernel.block_programs = Some(crate::thread::BlockPrograms {
+                programs,
+                grid_x_param: kernel.params.len() as u32 - 1,
+            });
         }
         let needed = kernel.shared_bytes();
         if needed > self.target.max_shared_bytes {

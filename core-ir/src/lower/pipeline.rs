@@ -795,7 +795,7 @@ impl Lowerer<'_> {
     /// computed once, in the prologue.
     fn own_slots(&mut self, len: u32, width: u32) -> Vec<Reg> {
         let threads = (self.target.num_warps * self.target.warp_size) as i64;
-        let tid = self.pset(ScalarType::I32, Expr::Special(crate::thread::Special::ThreadId));
+        let tid = self.program_thread_id();
         let w = self.i32c(width as i64);
         let first = self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Mul, tid, w));
         (0..len / width)

@@ -56,8 +56,15 @@ use crate::types::ScalarType;
 /// Warps of the producer side: one warpgroup.
 const PRODUCER_WARPS: u32 = 4;
 /// Registers a producer thread keeps (`setmaxnreg.dec`): it only counts stages and computes
-/// box coordinates.
-const PRODUCER_REGISTERS: u32 = 40;
+/// box coordinates. 32 beside three consumer warpgroups or more, which then get 160 each
+/// (FlashAttention-3's split of the register file).
+fn producer_registers(consumers: u32) -> u32 {
+    if consumers > 256 {
+        32
+    } else {
+        40
+    }
+}
 /// A program's register file (64 Ki 32-bit registers on every GPU that has `setmaxnreg`).
 const REGISTER_FILE: u32 = 64 * 1024;
 /// The named barrier the consumers wait at (0 is the whole program's).
@@ -80,7 +87,7 @@ impl Lowerer<'_> {
     /// Whether the loop of `plan`, about to be lowered, gets a producer warpgroup.
     pub(crate) fn can_specialize(&self, plan: &PipelinePlan) -> bool {
         let t = self.target;
-        let consumers = t.num_warps * t.warp_size;
+        let consumers = t.num_warps * t.warp_size * self.programs_per_block();
         t.warp_specialize
             && t.tma
             && t.warp_size == 32
@@ -114,7 +121,7 @@ impl Lowerer<'_> {
         layouts: &[Option<Layout>],
         (start, end, step): (Reg, Reg, Reg),
     ) -> Result<PipelineState, LowerError> {
-        let consumers = self.target.num_warps * self.target.warp_size;
+        let consumers = self.target.num_warps * self.target.warp_size * self.programs_per_block();
         // What precedes the loop is computed again at the start of each side, once its
         // register budget is set, and the global loads (attention's Q, in the consumers'
         // layout) move to the consumers' side: nothing computed before the branch then stays
@@ -131,7 +138,7 @@ impl Lowerer<'_> {
         let across_tiles = self.target.persistent;
         // One arrival per consumer warp frees a stage (its lane 0, once the warp's MMAs that
         // read the stage are retired): 8 atomic arrivals a stage rather than 256.
-        let arrivals = self.target.num_warps;
+        let arrivals = self.target.num_warps * self.programs_per_block();
         let mut state = self.pipeline_setup(plan, init, layouts, Some((arrivals, across_tiles)))?;
         let (Some(empty), stages) = (state.tma.as_ref().and_then(|r| r.empty), state.plan.stages) else {
             return Err(self.internal("a specialized pipeline without TMA"));
@@ -140,7 +147,7 @@ impl Lowerer<'_> {
         let iv_ty = self.regs[start].ty;
         let (producer, ()) = self.nested(|l| {
             l.emit(Stmt::SetMaxRegisters {
-                count: PRODUCER_REGISTERS,
+                count: producer_registers(consumers),
                 increase: false,
             });
             for s in &arithmetic {
@@ -201,7 +208,7 @@ impl Lowerer<'_> {
     /// more, the step waits for its warpgroup's turn before its first MMA and hands the
     /// turn on after its last group (module comment). Whether it did.
     pub(crate) fn take_turns(&mut self, from: usize) -> bool {
-        let groups = self.target.num_warps * self.target.warp_size / 128;
+        let groups = self.block_warpgroups();
         if groups < 2 {
             return false;
         }
@@ -240,8 +247,8 @@ impl Lowerer<'_> {
     /// hand-on goes in before the loop (at `c.first_turn_at`), and the first warpgroup
     /// takes the last one's final hand-on here, so that no barrier is left half-way.
     pub(crate) fn close_turns(&mut self, c: &ConsumerState) {
-        let groups = self.target.num_warps * self.target.warp_size / 128;
-        let group = self.warpgroup_id();
+        let groups = self.block_warpgroups();
+        let group = self.block_warpgroup_id();
         let (zero, last) = (self.i32c(0), self.i32c(groups as i64 - 1));
         let first_barrier = self.i32c(FIRST_TURN_BARRIER);
         let is_last = self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, group, last));
@@ -253,7 +260,7 @@ impl Lowerer<'_> {
 
     /// This consumer warpgroup's turn barrier and the next one's.
     fn turn_barriers(&mut self, groups: u32) -> (Reg, Reg) {
-        let group = self.warpgroup_id();
+        let group = self.block_warpgroup_id();
         let (one, count, base) = (self.i32c(1), self.i32c(groups as i64), self.i32c(FIRST_TURN_BARRIER));
         let after = self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Add, group, one));
         let wraps = self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, after, count));
@@ -341,7 +348,7 @@ impl Lowerer<'_> {
             return Ok(());
         };
         let mut consumer = self.body.pop().ok_or_else(|| self.internal("no consumers' side"))?;
-        let consumers = self.target.num_warps * self.target.warp_size;
+        let consumers = self.target.num_warps * self.target.warp_size * self.programs_per_block();
         let named = Stmt::NamedBarrier {
             id: CONSUMER_BARRIER,
             threads: consumers,
@@ -394,6 +401,6 @@ fn turn(id: Reg, wait: bool, pred: Option<Reg>) -> Stmt {
 /// The registers a consumer thread asks for: what the producer warpgroup leaves of the
 /// register file, a multiple of 8, at most 256.
 fn consumer_registers(consumers: u32) -> u32 {
-    let left = REGISTER_FILE - PRODUCER_REGISTERS * PRODUCER_WARPS * 32;
+    let left = REGISTER_FILE - producer_registers(consumers) * PRODUCER_WARPS * 32;
     (left / consumers / 8 * 8).min(256)
 }

@@ -23,7 +23,7 @@
 use super::{LowerError, Lowerer};
 use crate::ir::{BinaryOp, CmpOp, Inst, Op, ValueDef, ValueId};
 use crate::layout::SwizzledTile;
-use crate::thread::{Expr, Memory, SharedAlloc, Special, Stmt, TensorMap};
+use crate::thread::{Expr, Memory, SharedAlloc, Stmt, TensorMap};
 use crate::types::ScalarType;
 use std::collections::HashSet;
 
@@ -126,7 +126,7 @@ impl Lowerer<'_> {
         let zero = self.i32c(0);
         let x0 = self.poly_value(&region_box.origin[0], zero)?;
         let y0 = self.poly_value(&region_box.origin[1], zero)?;
-        let tid = self.pset(ScalarType::I32, Expr::Special(Special::ThreadId));
+        let tid = self.program_thread_id();
         let first = self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, tid, zero));
         for b in 0..tile.cols / tile.block_cols {
             let src_at = self.i32c((b * tile.rows * tile.block_cols) as i64);

@@ -55,6 +55,7 @@ impl ThreadKernelBuilder {
                 reuse_shared: false,
                 persistent: None,
                 producer_warps: 0,
+                block_programs: None,
                 cluster: 1,
                 body: vec![],
             },

@@ -25,14 +25,31 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
     let mut sets: Vec<Vec<Reg>> = vec![Vec::new(); k.regs.len()];
     super::walk_stmts(&k.body, &mut |s| match s {
         Stmt::Set { dst, expr } => sets[dst.index()].extend(operands(expr)),
+        _ => reads(s, &mut |r| mark(r, &mut live, &mut stack)),
+    });
+    while let Some(r) = stack.pop() {
+        for &o in &sets[r.index()] {
+            mark(o, &mut live, &mut stack);
+        }
+    }
+    sweep(&mut k.body, &live);
+}
+
+/// The registers statement `s` reads, other than a `Set` (whose operands are those of its
+/// expression, [`operands`]); a nested statement list's are its own statements'. A
+/// predicated load reads its destinations too: they keep their old values where it does
+/// not act.
+pub(crate) fn reads(s: &Stmt, f: &mut impl FnMut(Reg)) {
+    match s {
+        Stmt::Set { .. } => {}
         Stmt::Load { dsts, index, pred, .. } => {
-            mark(*index, &mut live, &mut stack);
+            f(*index);
             if let Some(p) = pred {
-                mark(*p, &mut live, &mut stack);
+                f(*p);
                 // A predicated load keeps its registers' old values where it does not
                 // act: those are read, so their `Set`s must stay.
                 for &d in dsts {
-                    mark(d, &mut live, &mut stack);
+                    f(d);
                 }
             }
         }
@@ -40,7 +57,7 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
             values, index, pred, ..
         } => {
             for &v in values.iter().chain([index]).chain(pred) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::Atomic {
@@ -51,7 +68,7 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
             ..
         } => {
             for &v in [dst, index, value].into_iter().chain(pred) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::AtomicCas {
@@ -63,16 +80,14 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
             ..
         } => {
             for &v in [dst, index, cmp, value].into_iter().chain(pred) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
-        Stmt::LdMatrix { index, .. } | Stmt::CoopLoad { index, .. } | Stmt::CoopStore { index, .. } => {
-            mark(*index, &mut live, &mut stack)
-        }
+        Stmt::LdMatrix { index, .. } | Stmt::CoopLoad { index, .. } | Stmt::CoopStore { index, .. } => f(*index),
         Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => {}
         Stmt::AsyncCopy { dst, src, pred, .. } => {
             for &v in [dst, src].into_iter().chain(pred) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::AsyncCommit | Stmt::AsyncWait { .. } | Stmt::ClusterBarrier | Stmt::ClusterArrive | Stmt::ClusterWait => {
@@ -85,7 +100,7 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
             ..
         } => {
             for &v in [index, rank, value].into_iter().chain(pred) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::MbarrierInit { bar, pred, .. }
@@ -93,24 +108,24 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
         | Stmt::MbarrierArrive { bar, pred }
         | Stmt::MbarrierInval { bar, pred } => {
             for &v in std::iter::once(&bar.index).chain(pred) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::Turn { id, pred, .. } => {
             for &v in std::iter::once(id).chain(pred) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::MbarrierWait { bar, parity } => {
             for v in [bar.index, *parity] {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::TmaLoad {
             dst, coords, bar, pred, ..
         } => {
             for &v in [dst, &bar.index].into_iter().chain(coords).chain(pred) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::Wgmma { acc, a, b, .. } => {
@@ -119,17 +134,17 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
                 super::WgmmaA::Registers(r) => r.to_vec(),
             };
             for &v in acc.iter().chain(&a_regs).chain([&b.index]) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::TmaStore { src, coords, pred, .. } => {
             for &v in [src].into_iter().chain(coords).chain(pred) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::BulkCommit { pred } | Stmt::BulkWaitRead { pred, .. } => {
             if let Some(v) = *pred {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::FenceProxyAsync | Stmt::WgmmaFence | Stmt::WgmmaCommit | Stmt::WgmmaWait { .. } => {}
@@ -141,32 +156,26 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
             ..
         } => {
             for &v in coords.iter().chain(values).chain(pred).chain(program.iter().flatten()) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::Mma { a, b, c, .. } => {
             for &v in a.iter().chain(b).chain(c) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
         Stmt::MmaTf32 { a, b, c, .. } => {
             for &v in a.iter().chain(b).chain(c) {
-                mark(v, &mut live, &mut stack);
+                f(v);
             }
         }
-        Stmt::If { cond, .. } | Stmt::While { cond, .. } => mark(*cond, &mut live, &mut stack),
+        Stmt::If { cond, .. } | Stmt::While { cond, .. } => f(*cond),
         Stmt::Barrier
         | Stmt::Comment(_)
         | Stmt::Specialized { .. }
         | Stmt::NamedBarrier { .. }
         | Stmt::SetMaxRegisters { .. } => {}
-    });
-    while let Some(r) = stack.pop() {
-        for &o in &sets[r.index()] {
-            mark(o, &mut live, &mut stack);
-        }
     }
-    sweep(&mut k.body, &live);
 }
 
 pub(crate) fn operands(e: &Expr) -> Vec<Reg> {

@@ -20,7 +20,7 @@ mod verify;
 
 pub use build::ThreadKernelBuilder;
 pub use dce::eliminate_dead_registers;
-pub(crate) use dce::operands;
+pub(crate) use dce::{operands, reads};
 pub use tensor_map::{LaunchValue, MBarrier, TensorMap, ViewExtents};
 pub use verify::verify;
 
@@ -585,7 +585,22 @@ pub struct ThreadKernel {
     /// Warps after the `num_warps` that run the producer side of a
     /// [`Stmt::Specialized`] (a warpgroup: 4), or 0.
     pub producer_warps: u32,
+    /// Where a thread block runs several programs sharing one producer, how many (see
+    /// [`BlockPrograms`]).
+    pub block_programs: Option<BlockPrograms>,
     pub body: Vec<Stmt>,
+}
+
+/// Several programs a thread block (`lower::block_programs`): the launch runs
+/// `ceil(grid[0] / programs)` blocks along x ([`ThreadKernel::blocks`]), each of `programs`
+/// groups of `num_warps / programs` consumer warps (one program each: `program_id(0)` =
+/// `block * programs + group`) and the producer warpgroup of the [`Stmt::Specialized`]
+/// they share; the program grid's x comes in the i32 scalar parameter `grid_x_param`
+/// (after the kernel's own), and the programs past it store nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockPrograms {
+    pub programs: u32,
+    pub grid_x_param: u32,
 }
 
 /// How a persistent kernel walks its tiles: the logical grid comes in three `i32` scalar
@@ -602,7 +617,15 @@ pub struct PersistentGrid {
 }
 
 impl ThreadKernel {
-    /// Threads of one program, saturating at `u32::MAX` ([`verify`] allows at most
+    /// The thread blocks a launch of program grid `grid` runs: `grid` itself, except where a
+    /// block runs several programs ([`BlockPrograms`]).
+    pub fn blocks(&self, grid: [u32; 3]) -> [u32; 3] {
+        match self.block_programs {
+            Some(b) => [grid[0].div_ceil(b.programs.max(1)), grid[1], grid[2]],
+            None => grid,
+        }
+    }
+    /// Threads of one thread block (one program, or several: [`BlockPrograms`]), saturating at `u32::MAX` ([`verify`] allows at most
     /// [`MAX_THREADS`]).
     pub fn threads(&self) -> u32 {
         self.num_warps

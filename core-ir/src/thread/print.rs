@@ -19,6 +19,9 @@ impl fmt::Display for ThreadKernel {
         if self.producer_warps > 0 {
             write!(f, " producer_warps={}", self.producer_warps)?;
         }
+        if let Some(b) = self.block_programs {
+            write!(f, " programs_per_block={}", b.programs)?;
+        }
         if self.persistent.is_some() {
             write!(f, " persistent")?;
         }

@@ -44,6 +44,9 @@ pub fn verify(kernel: &ThreadKernel) -> Result<(), String> {
     if let Some(p) = kernel.persistent {
         persistent(kernel, p).map_err(|e| format!("persistent grid: {e}"))?;
     }
+    if let Some(b) = kernel.block_programs {
+        block_programs(kernel, b).map_err(|e| format!("programs per block: {e}"))?;
+    }
     split_cluster_barriers(kernel)?;
     check(kernel, &kernel.body)
 }
@@ -98,6 +101,26 @@ fn split_cluster_barriers(k: &ThreadKernel) -> Result<(), String> {
         return Err("a cluster arrive without its wait before the kernel ends".into());
     }
     Ok(())
+}
+
+/// Several programs a block: whole warps each, a shared producer, the grid's x in an i32
+/// scalar parameter, no persistent walk.
+fn block_programs(k: &ThreadKernel, b: super::BlockPrograms) -> Result<(), String> {
+    if b.programs < 2 || k.num_warps % b.programs != 0 {
+        return Err(format!(
+            "{} programs do not split {} consumer warps evenly",
+            b.programs, k.num_warps
+        ));
+    }
+    if k.producer_warps == 0 || k.persistent.is_some() {
+        return Err("only a warp-specialized kernel without a persistent grid runs several programs a block".into());
+    }
+    match k.params.get(b.grid_x_param as usize) {
+        Some(ThreadParam::Scalar {
+            ty: ScalarType::I32, ..
+        }) => Ok(()),
+        _ => Err(format!("parameter {} is not an i32 scalar", b.grid_x_param)),
+    }
 }
 
 /// A persistent kernel's grid comes in i32 scalar parameters and its tiles in a loop.

@@ -104,7 +104,12 @@ pub fn simulate_on(
         );
         let tk = lower(kernel, t, &runtime_spec(args)).unwrap_or_else(|e| panic!("{at}: lowering fails: {e}"));
         let mut got = buffers.to_vec();
-        simt::run_threads(&tk, grid, args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+        // A block of several programs takes the program grid's x as an argument.
+        let mut launch = args.to_vec();
+        if tk.block_programs.is_some() {
+            launch.push(ArgValue::Int(grid[0] as i64));
+        }
+        simt::run_threads(&tk, tk.blocks(grid), &launch, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             if matches!(w.elem(), ScalarType::F16 | ScalarType::F32) {
                 let (g, w) = (values(g), values(w));

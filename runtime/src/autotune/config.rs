@@ -19,6 +19,8 @@ pub struct Config {
     pub tma_outer: bool,
     /// [`LaunchConfig::maxnreg`].
     pub maxnreg: Option<u32>,
+    /// [`LaunchConfig::programs_per_block`].
+    pub programs_per_block: u32,
 }
 
 impl Config {
@@ -34,6 +36,7 @@ impl Config {
             warp_specialize: false,
             tma_outer: false,
             maxnreg: None,
+            programs_per_block: 1,
         }
     }
     pub fn num_warps(mut self, num_warps: u32) -> Config {
@@ -58,6 +61,10 @@ impl Config {
     }
     pub fn maxnreg(mut self, maxnreg: Option<u32>) -> Config {
         self.maxnreg = maxnreg;
+        self
+    }
+    pub fn programs_per_block(mut self, programs: u32) -> Config {
+        self.programs_per_block = programs;
         self
     }
     /// The meta-parameter `name`; an error naming it and the configuration when absent.
@@ -90,6 +97,9 @@ impl fmt::Display for Config {
         }
         if let Some(n) = self.maxnreg {
             write!(f, ", maxnreg={n}")?;
+        }
+        if self.programs_per_block > 1 {
+            write!(f, ", programs_per_block={}", self.programs_per_block)?;
         }
         Ok(())
     }

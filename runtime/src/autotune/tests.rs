@@ -201,6 +201,7 @@ fn options(num_warps: u32) -> CompileOptions {
         tma_outer: false,
         maxnreg: None,
         cluster: 1,
+        programs_per_block: 1,
     }
 }
 

@@ -33,6 +33,9 @@ struct CudaArtifact {
     /// Whether the kernel walks the launch's grid itself (`rutile_ir::lower::persistent`):
     /// it gets as many programs as the device holds at once, and the grid as arguments.
     persistent: bool,
+    /// Where a thread block runs several programs (`rutile_ir::lower::block_programs`): how
+    /// many; the kernel gets the program grid's x as an argument, and a block per group.
+    block_programs: Option<rutile_ir::thread::BlockPrograms>,
     /// The tensor maps the kernel takes after its own parameters, each encoded at launch.
     tensor_maps: Vec<TensorMapSlot>,
 }
@@ -384,6 +387,7 @@ impl Device for CudaGpu {
                 // With a producer warpgroup of its own where TMA feeds a loop.
                 warp_specialize: options.warp_specialize,
                 cluster: options.cluster,
+                programs_per_block: options.programs_per_block,
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
@@ -432,6 +436,7 @@ impl Device for CudaGpu {
                     function,
                     params: thread_kernel.params.clone(),
                     persistent: thread_kernel.persistent.is_some(),
+                    block_programs: thread_kernel.block_programs,
                     tensor_maps: thread_kernel
                         .tensor_maps
                         .iter()
@@ -471,6 +476,11 @@ impl Device for CudaGpu {
             raw.extend(grid.iter().map(|&g| KernelArg::I32(g as i32)));
             let name = &compiled.kernel.name;
             launched = crate::occupancy::persistent_launch(self.properties(), &compiled.metadata, grid, name)?;
+        }
+        if let Some(b) = a.block_programs {
+            // The program grid's x, after the kernel's own arguments; a block per group.
+            raw.push(KernelArg::I32(grid[0] as i32));
+            launched = [grid[0].div_ceil(b.programs), grid[1], grid[2]];
         }
         self.push_tensor_maps(compiled, a, args, &mut raw)?;
         let config = CudaLaunch::new(
