@@ -3,6 +3,7 @@
 //!
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
 //!                                               [--cols N,N,...] [--ln-cols N,N,...] [--head-dims D,D] [--ctx N,N,...]
+//!                                               [--attention-forms F,F,...] [--no-causal]
 //!                                               [--backends cuda,vulkan]
 //!                                               [--only vector_add,softmax,transpose,matmul_b,matmul,dropout,
 //!                                                       layer_norm,long_softmax,attention]
@@ -52,7 +53,8 @@
 //! clean. `--cols` measures the softmax at the given widths only (e.g. `--cols 1024` to
 //! repeat one figure), `--ln-cols` the layer norm at the given widths only, `--head-dims` the
 //! attention at the given head dimensions only (64, 128), `--ctx` at the given sequence
-//! lengths only. `--squares` times the matmul at the given M = N = K only, without
+//! lengths only, `--attention-forms` its given lines only (`tutorial`, `rotated`,
+//! `pingpong`, `blocks`, `tma_heads`) and `--no-causal` without the causal mask only. `--squares` times the matmul at the given M = N = K only, without
 //! the skinny shapes (e.g. `--only matmul --squares 4096`). `--backends` runs the sections
 //! of one device at a time (all but `matmul`) on the named backends' devices only (e.g.
 //! `--backends vulkan`), while the copy ceiling is still measured on every device and the
@@ -129,6 +131,20 @@ fn main() {
     let layer_norm_cols = size_list(&args, "--ln-cols", 1..=1 << 20, "widths from 1 to 2^20");
     let head_dims = size_list(&args, "--head-dims", 64..=128, "head dimensions 64 and 128");
     let attention_lengths = size_list(&args, "--ctx", 16..=65536, "sequence lengths from 16 to 65536");
+    const FORMS: [&str; 5] = ["tutorial", "rotated", "pingpong", "blocks", "tma_heads"];
+    let attention_forms: Option<Vec<String>> = args.iter().position(|a| a == "--attention-forms").map(|i| {
+        let list = args.get(i + 1).map(String::as_str).unwrap_or("");
+        let forms: Vec<String> = list.split(',').map(str::to_string).collect();
+        if forms.iter().any(|f| !FORMS.contains(&f.as_str())) {
+            eprintln!(
+                "--attention-forms takes forms from {} separated by commas, got {list:?}",
+                FORMS.join(", ")
+            );
+            std::process::exit(2);
+        }
+        forms
+    });
+    let attention_causal = !args.iter().any(|a| a == "--no-causal");
     if let Some(bad) = head_dims.iter().flatten().find(|&&d| d != 64 && d != 128) {
         eprintln!("--head-dims takes 64 and 128 (the attention benchmark's), got {bad}");
         std::process::exit(2);
@@ -209,6 +225,8 @@ fn main() {
             layer_norm_cols: layer_norm_cols.clone(),
             head_dims: head_dims.clone(),
             attention_lengths: attention_lengths.clone(),
+            attention_forms: attention_forms.clone(),
+            attention_causal,
         };
         if let Err(e) = bench_device(dev.as_ref(), &run, &sizes, &same_bytes, &mut csv) {
             eprintln!("{}: benchmark failed: {e}", dev.id());
@@ -298,6 +316,11 @@ struct Run {
     head_dims: Option<Vec<usize>>,
     /// `--ctx`: the attention's sequence lengths (1024 to 16384 where `None`).
     attention_lengths: Option<Vec<usize>>,
+    /// `--attention-forms`: the attention's lines of those it times, by name (`tutorial`,
+    /// `rotated`, `pingpong`, `blocks`, `tma_heads`; all where `None`).
+    attention_forms: Option<Vec<String>>,
+    /// Whether the attention is also timed with the causal mask (`--no-causal`: not).
+    attention_causal: bool,
 }
 
 impl Run {

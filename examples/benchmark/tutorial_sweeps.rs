@@ -432,6 +432,9 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
             continue;
         }
         for causal in [false, true] {
+            if causal && !run.attention_causal {
+                continue;
+            }
             let small = Problem {
                 z: 1,
                 h: 2,
@@ -474,6 +477,11 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                     let across = attention::attention_configs(dev, causal).into_iter();
                     forms.push(("_tma_heads", across.map(|c| c.tma_outer(true)).collect()));
                 }
+                // `--attention-forms`: the lines asked for (the tutorial's is named `tutorial`).
+                forms.retain(|(form, _)| {
+                    let name = if form.is_empty() { "tutorial" } else { &form[1..] };
+                    run.attention_forms.as_ref().is_none_or(|f| f.iter().any(|n| n == name))
+                });
                 let mut tuned = Vec::new();
                 for (form, configs) in forms {
                     let tuner = Autotuner::new(&format!("attention_fwd{form}"), configs)?;

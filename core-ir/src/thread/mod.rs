@@ -158,11 +158,14 @@ pub type CoopReg = u32;
 /// Values a thread can read about where it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Special {
-    /// Index of the thread in its program, `0..num_warps * warp_size`.
+    /// Index of the thread in its thread block, `0..(num_warps + producer_warps) *
+    /// warp_size`: in its program, unless a block runs several ([`BlockPrograms`], whose
+    /// lowering computes a program's own thread index from it).
     ThreadId,
-    /// The program's index along grid axis 0, 1 or 2.
+    /// The thread block's index along grid axis 0, 1 or 2: the program's, unless a block
+    /// runs several along axis 0 ([`BlockPrograms`]).
     ProgramId(u8),
-    /// The grid's size along axis 0, 1 or 2.
+    /// The launch's size in thread blocks along axis 0, 1 or 2.
     NumPrograms(u8),
 }
 
@@ -568,7 +571,9 @@ pub struct ThreadKernel {
     pub coop: Vec<CoopMatrix>,
     /// The tensor maps [`Stmt::TmaLoad`] reads through, passed after `params`.
     pub tensor_maps: Vec<TensorMap>,
-    /// Threads per program: `(num_warps + producer_warps) * warp_size`, laid out along x.
+    /// Threads per thread block: `(num_warps + producer_warps) * warp_size`, laid out along
+    /// x; `num_warps` counts the consumer warps of every program of a block
+    /// ([`BlockPrograms`]).
     pub num_warps: u32,
     pub warp_size: u32,
     /// Whether shared buffers not in use at once share bytes (`shared_offsets`): true
