@@ -354,9 +354,21 @@ fn in_parallel<C: Sync>(cases: &[C], most: usize, check: impl Fn(&C) + Sync) {
 /// programs, so that each persistent program walks several), f16 and bf16, row- and
 /// column-major operands, leaky ReLU; and f32 results of the same inputs in every schedule,
 /// the plain one too (on Hopper stored through TMA, a thread's columns spanning two 16-byte
-/// chunks of the staging tile).
+/// chunks of the staging tile). In two tests (each compiles some 150 kernels, about four
+/// minutes on an H200), so that each fits a run of its own.
 #[test]
-fn gpu_matmul_schedules() {
+fn gpu_matmul_schedules_ragged_and_skinny() {
+    check_schedules(0..3);
+}
+
+/// The rest of [`gpu_matmul_schedules_ragged_and_skinny`]'s shapes.
+#[test]
+fn gpu_matmul_schedules_small_and_square() {
+    check_schedules(3..5);
+}
+
+/// The schedules on the shapes `which` of the list below.
+fn check_schedules(which: std::ops::Range<usize>) {
     let (_turn, devices) = devices();
     let configs = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 3), (64, 64, 32, 4, 4)];
     let schedules = [(true, false), (false, true), (true, true), (false, false)];
@@ -368,7 +380,7 @@ fn gpu_matmul_schedules() {
         (2048, 2048, 256),
     ];
     for d in devices.iter().filter(|d| d.id().starts_with("cuda")) {
-        for (si, &shape) in shapes.iter().enumerate() {
+        for (si, &shape) in shapes.iter().enumerate().filter(|(i, _)| which.contains(i)) {
             let (m, n, k) = shape;
             for input in [ScalarType::F16, ScalarType::BF16] {
                 let mut rng = Rng::new(700 + si as u64);
