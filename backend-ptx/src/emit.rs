@@ -31,6 +31,9 @@ pub(crate) struct Emitter<'a> {
     print_formats: u32,
     /// The bytes of the local buffer `device_print` passes its arguments in (0: none).
     print_bytes: u32,
+    /// The halves of `wgmma` A operands kept packed (`pairs`), and their 32-bit registers.
+    pub pairs: crate::pairs::Pairs,
+    pub pair_regs: Vec<String>,
 }
 
 impl<'a> Emitter<'a> {
@@ -118,6 +121,14 @@ impl<'a> Emitter<'a> {
     pub fn stmts(&mut self, stmts: &[Stmt]) -> Result<(), PtxError> {
         for s in stmts {
             self.stmt(s)?;
+            // The second half of a kept pair: the pair is packed now (`pairs`).
+            if let Stmt::Set { dst, .. } = s {
+                if let Some(lo) = self.pairs.lo_of(*dst) {
+                    let pair = &self.pair_regs[self.pairs.pair(lo).expect("a kept pair's low half")];
+                    let (l, h) = (self.r(lo), self.r(*dst));
+                    self.ins(format!("mov.b32 {pair}, {{{l}, {h}}}"));
+                }
+            }
         }
         Ok(())
     }
@@ -415,7 +426,10 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
         print_globals: String::new(),
         print_formats: 0,
         print_bytes: 0,
+        pairs: crate::pairs::Pairs::of(k),
+        pair_regs: Vec::new(),
     };
+    e.pair_regs = (0..e.pairs.len()).map(|_| e.tmp(Class::R)).collect();
 
     // Parameters and their prologue: pointers become global addresses once.
     let mut params = Vec::new();

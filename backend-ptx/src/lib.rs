@@ -49,6 +49,7 @@ mod expr;
 mod math;
 mod memory;
 mod names;
+mod pairs;
 mod print;
 mod shuffle;
 mod target;

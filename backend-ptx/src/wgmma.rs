@@ -27,15 +27,21 @@ pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n:
     let (da, trans_a) = match a {
         WgmmaA::Shared(a) => (descriptor(e, a)?, Some(u32::from(a.major == MatrixMajor::MN))),
         WgmmaA::Registers(r) => {
-            let packed: Vec<String> = r
+            // Pairs kept packed are read as they are (`pairs`).
+            let kept: Option<Vec<String>> = r
                 .chunks(2)
-                .map(|pair| {
-                    let p = e.tmp(Class::R);
-                    let (lo, hi) = (e.r(pair[0]), e.r(pair[1]));
-                    e.ins(format!("mov.b32 {p}, {{{lo}, {hi}}}"));
-                    p
-                })
+                .map(|pair| e.pairs.pair(pair[0]).map(|i| e.pair_regs[i].clone()))
                 .collect();
+            let packed: Vec<String> = kept.unwrap_or_else(|| {
+                r.chunks(2)
+                    .map(|pair| {
+                        let p = e.tmp(Class::R);
+                        let (lo, hi) = (e.r(pair[0]), e.r(pair[1]));
+                        e.ins(format!("mov.b32 {p}, {{{lo}, {hi}}}"));
+                        p
+                    })
+                    .collect()
+            });
             (format!("{{{}}}", packed.join(", ")), None)
         }
     };

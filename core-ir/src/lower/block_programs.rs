@@ -158,14 +158,14 @@ fn share(kernel: &mut ThreadKernel, body: &mut [Stmt], programs: u32, program_th
     // The consumers' own shared buffers: those neither the producer, the set-up nor the
     // consumers' copies through TMA touch.
     let mut common = BTreeSet::new();
-    crate::thread::walk_stmts(&shared_side, &mut |s| allocs(s, &mut |a| _ = common.insert(a)));
+    crate::thread::walk_stmts(&shared_side, &mut |s| s.shared_buffers(&mut |a| _ = common.insert(a)));
     crate::thread::walk_stmts(consumer, &mut |s| {
         if is_block_wide(s) {
-            allocs(s, &mut |a| _ = common.insert(a));
+            s.shared_buffers(&mut |a| _ = common.insert(a));
         }
     });
     let mut own = BTreeSet::new();
-    crate::thread::walk_stmts(consumer, &mut |s| allocs(s, &mut |a| _ = own.insert(a)));
+    crate::thread::walk_stmts(consumer, &mut |s| s.shared_buffers(&mut |a| _ = own.insert(a)));
     own.retain(|a| !common.contains(a));
 
     let mut rw = Rewrite {
@@ -388,41 +388,4 @@ fn synchronizes(s: &Stmt) -> bool {
             );
     });
     found
-}
-
-/// Calls `f` on each shared buffer `s` names.
-fn allocs(s: &Stmt, f: &mut impl FnMut(u32)) {
-    match s {
-        Stmt::Load {
-            mem: Memory::Shared { alloc },
-            ..
-        }
-        | Stmt::Store {
-            mem: Memory::Shared { alloc },
-            ..
-        }
-        | Stmt::LdMatrix { alloc, .. }
-        | Stmt::AsyncCopy { alloc, .. }
-        | Stmt::ClusterStore { alloc, .. }
-        | Stmt::TmaStore { alloc, .. }
-        | Stmt::BulkWaitRead { alloc, .. }
-        | Stmt::CoopLoad { alloc, .. }
-        | Stmt::CoopStore { alloc, .. } => f(*alloc),
-        Stmt::TmaLoad { alloc, bar, .. } => {
-            f(*alloc);
-            f(bar.alloc);
-        }
-        Stmt::MbarrierInit { bar, .. }
-        | Stmt::MbarrierArriveExpectTx { bar, .. }
-        | Stmt::MbarrierWait { bar, .. }
-        | Stmt::MbarrierArrive { bar, .. }
-        | Stmt::MbarrierInval { bar, .. } => f(bar.alloc),
-        Stmt::Wgmma { a, b, .. } => {
-            if let WgmmaA::Shared(m) = a {
-                f(m.alloc);
-            }
-            f(b.alloc);
-        }
-        _ => {}
-    }
 }

@@ -39,7 +39,7 @@ pub fn eliminate_dead_registers(k: &mut ThreadKernel) {
 /// expression, [`operands`]); a nested statement list's are its own statements'. A
 /// predicated load reads its destinations too: they keep their old values where it does
 /// not act.
-pub(crate) fn reads(s: &Stmt, f: &mut impl FnMut(Reg)) {
+pub fn reads(s: &Stmt, f: &mut impl FnMut(Reg)) {
     match s {
         Stmt::Set { .. } => {}
         Stmt::Load { dsts, index, pred, .. } => {
@@ -178,7 +178,8 @@ pub(crate) fn reads(s: &Stmt, f: &mut impl FnMut(Reg)) {
     }
 }
 
-pub(crate) fn operands(e: &Expr) -> Vec<Reg> {
+/// The registers expression `e` reads.
+pub fn operands(e: &Expr) -> Vec<Reg> {
     match *e {
         Expr::Const(_) | Expr::Param(_) | Expr::Special(_) => vec![],
         Expr::Copy(a) | Expr::Unary(_, a) | Expr::Cast(a) | Expr::Bitcast(a) => vec![a],

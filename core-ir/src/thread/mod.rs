@@ -20,7 +20,7 @@ mod verify;
 
 pub use build::ThreadKernelBuilder;
 pub use dce::eliminate_dead_registers;
-pub(crate) use dce::{operands, reads};
+pub use dce::{operands, reads};
 pub use tensor_map::{LaunchValue, MBarrier, TensorMap, ViewExtents};
 pub use verify::verify;
 
@@ -619,6 +619,46 @@ pub struct BlockPrograms {
 pub struct PersistentGrid {
     /// The parameters holding the logical grid's size along x, y and z.
     pub grid_params: [u32; 3],
+}
+
+impl Stmt {
+    /// Calls `f` on each shared buffer this statement names (not those of the statements
+    /// nested in it): its memory, a `wgmma`'s operands, a TMA copy's buffer and mbarrier.
+    pub fn shared_buffers(&self, f: &mut impl FnMut(u32)) {
+        match self {
+            Stmt::Load {
+                mem: Memory::Shared { alloc },
+                ..
+            }
+            | Stmt::Store {
+                mem: Memory::Shared { alloc },
+                ..
+            }
+            | Stmt::LdMatrix { alloc, .. }
+            | Stmt::AsyncCopy { alloc, .. }
+            | Stmt::ClusterStore { alloc, .. }
+            | Stmt::TmaStore { alloc, .. }
+            | Stmt::BulkWaitRead { alloc, .. }
+            | Stmt::CoopLoad { alloc, .. }
+            | Stmt::CoopStore { alloc, .. } => f(*alloc),
+            Stmt::TmaLoad { alloc, bar, .. } => {
+                f(*alloc);
+                f(bar.alloc);
+            }
+            Stmt::MbarrierInit { bar, .. }
+            | Stmt::MbarrierArriveExpectTx { bar, .. }
+            | Stmt::MbarrierWait { bar, .. }
+            | Stmt::MbarrierArrive { bar, .. }
+            | Stmt::MbarrierInval { bar, .. } => f(bar.alloc),
+            Stmt::Wgmma { a, b, .. } => {
+                if let WgmmaA::Shared(m) = a {
+                    f(m.alloc);
+                }
+                f(b.alloc);
+            }
+            _ => {}
+        }
+    }
 }
 
 impl ThreadKernel {

@@ -15,7 +15,7 @@
 //! throughout. A warp-specialized kernel's consumers continue the top level with their
 //! own side, their named barriers counting as barriers (see [`spans`]).
 
-use super::{Memory, Stmt, ThreadKernel};
+use super::{Stmt, ThreadKernel};
 
 /// The byte offset of each shared buffer from the (aligned) start of shared memory, first
 /// fit in the order of the buffers, each on its own boundary.
@@ -138,38 +138,8 @@ fn live_ranges(k: &ThreadKernel, spans: &[Span<'_>]) -> Vec<Option<(usize, usize
             let r: &mut Option<(usize, usize)> = &mut ranges[alloc as usize];
             *r = Some(r.map_or((first, last), |(a, b)| (a.min(first), b.max(last))));
         };
-        super::walk_stmts(std::slice::from_ref(s), &mut |s| match s {
-            Stmt::Load {
-                mem: Memory::Shared { alloc },
-                ..
-            }
-            | Stmt::Store {
-                mem: Memory::Shared { alloc },
-                ..
-            }
-            | Stmt::LdMatrix { alloc, .. }
-            | Stmt::CoopLoad { alloc, .. }
-            | Stmt::CoopStore { alloc, .. }
-            | Stmt::AsyncCopy { alloc, .. } => touch(*alloc),
-            Stmt::Wgmma { a, b, .. } => {
-                if let super::WgmmaA::Shared(a) = a {
-                    touch(a.alloc);
-                }
-                touch(b.alloc);
-            }
-            Stmt::TmaLoad { alloc, bar, .. } => {
-                touch(*alloc);
-                touch(bar.alloc);
-            }
-            // The store reads its source until the wait: the buffer lives until then.
-            Stmt::TmaStore { alloc, .. } | Stmt::BulkWaitRead { alloc, .. } => touch(*alloc),
-            Stmt::MbarrierInit { bar, .. }
-            | Stmt::MbarrierArriveExpectTx { bar, .. }
-            | Stmt::MbarrierWait { bar, .. }
-            | Stmt::MbarrierArrive { bar, .. }
-            | Stmt::MbarrierInval { bar, .. } => touch(bar.alloc),
-            _ => {}
-        });
+        // (A `TmaStore` reads its source until the wait: the buffer lives until then.)
+        super::walk_stmts(std::slice::from_ref(s), &mut |s| s.shared_buffers(&mut touch));
     }
     // Buffers whose bytes stay theirs for the whole kernel: those another program of the
     // cluster writes (`ClusterStore`), maybe before this program gets there; and a
