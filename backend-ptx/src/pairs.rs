@@ -84,7 +84,7 @@ impl Pairs {
         // Every definition of `lo` immediately followed by one of `hi`, and every one of `hi`
         // immediately preceded by one of `lo`, each a copy of a register or a constant.
         let copy = |e: &Expr| matches!(e, Expr::Copy(_) | Expr::Const(_));
-        walk_lists(&k.body, &mut |list| {
+        rutile_ir::thread::walk_lists(&k.body, &mut |list| {
             for (i, s) in list.iter().enumerate() {
                 let Stmt::Set { dst, expr } = s else { continue };
                 let Some(&(other, is_lo)) = partner.get(dst) else {
@@ -124,29 +124,5 @@ impl Pairs {
     /// The number of kept pairs.
     pub(crate) fn len(&self) -> usize {
         self.by_hi.len()
-    }
-}
-
-/// Calls `f` on every statement list of `stmts`, nested ones too.
-fn walk_lists(stmts: &[Stmt], f: &mut impl FnMut(&[Stmt])) {
-    f(stmts);
-    for s in stmts {
-        match s {
-            Stmt::If {
-                then_body, else_body, ..
-            } => {
-                walk_lists(then_body, f);
-                walk_lists(else_body, f);
-            }
-            Stmt::While { cond_body, body, .. } => {
-                walk_lists(cond_body, f);
-                walk_lists(body, f);
-            }
-            Stmt::Specialized { producer, consumer } => {
-                walk_lists(producer, f);
-                walk_lists(consumer, f);
-            }
-            _ => {}
-        }
     }
 }

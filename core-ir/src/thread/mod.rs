@@ -741,6 +741,32 @@ fn walk_mut(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
     }
 }
 
+/// Calls `f` on `stmts` and on every statement list nested in them (an `If`'s branches, a
+/// `While`'s condition and body, a `Specialized`'s sides), outermost first: for analyses
+/// that look at neighbouring statements.
+pub fn walk_lists(stmts: &[Stmt], f: &mut impl FnMut(&[Stmt])) {
+    f(stmts);
+    for s in stmts {
+        match s {
+            Stmt::If {
+                then_body, else_body, ..
+            } => {
+                walk_lists(then_body, f);
+                walk_lists(else_body, f);
+            }
+            Stmt::While { cond_body, body, .. } => {
+                walk_lists(cond_body, f);
+                walk_lists(body, f);
+            }
+            Stmt::Specialized { producer, consumer } => {
+                walk_lists(producer, f);
+                walk_lists(consumer, f);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// [`walk_stmts`], with each statement mutable.
 pub fn walk_stmts_mut(stmts: &mut [Stmt], f: &mut impl FnMut(&mut Stmt)) {
     walk_mut(stmts, f)
