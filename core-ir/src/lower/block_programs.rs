@@ -25,8 +25,10 @@
 //! - the producer's thread range, the consumers' named barrier, the ring's "empty"
 //!   arrivals and the warpgroups that take turns at the tensor cores count every group;
 //!
-//! then [`share_producer`] finishes the kernel: it refuses one whose producer reads
-//! `program_id(0)`, gives each group its own copy of the consumers' shared buffers (those
+//! then [`share_producer`] finishes the kernel: it refuses one whose producer, or whose
+//! consumers' block-wide statements (their own TMA copies, which the block's first thread
+//! issues for every group, and loops or branches around barriers), read `program_id(0)`;
+//! it gives each group its own copy of the consumers' shared buffers (those
 //! the producer never touches: Q's tile, the conversions, the result's staging), and turns
 //! off every global write of a group past the grid's end, whose program id was clamped to
 //! the last one so that its loads stay in bounds.
@@ -173,7 +175,6 @@ fn share(kernel: &mut ThreadKernel, body: &mut [Stmt], programs: u32, program_th
         offsets: HashMap::new(),
         active: None,
         pid: None,
-        error: None,
     };
     let mut prefix = Vec::new();
     let i32t = ScalarType::I32;
@@ -205,9 +206,6 @@ fn share(kernel: &mut ThreadKernel, body: &mut [Stmt], programs: u32, program_th
     let z = rw.set(&mut prefix, i32t, Expr::Special(Special::ProgramId(2)));
     rw.pid = Some([program, y, z]);
     rw.list(consumer);
-    if let Some(e) = rw.error {
-        return Err(e);
-    }
     let at = usize::from(matches!(consumer.first(), Some(Stmt::SetMaxRegisters { .. })));
     consumer.splice(at..at, prefix);
     Ok(())
@@ -220,7 +218,6 @@ struct Rewrite<'k> {
     offsets: HashMap<u32, Reg>,
     active: Option<Reg>,
     pid: Option<[Reg; 3]>,
-    error: Option<String>,
 }
 
 impl Rewrite<'_> {
