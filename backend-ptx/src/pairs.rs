@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 pub(crate) struct Pairs {
     /// Per `hi` register, its `lo`.
     by_hi: HashMap<Reg, Reg>,
-    /// Per `lo` register, the pair (its index in `lo_of`).
+    /// Per `lo` register, the pair's index (into the emitter's `pair_regs`).
     index: HashMap<Reg, usize>,
 }
 

@@ -136,8 +136,8 @@ pub struct LaunchConfig {
     /// causal mask does; a kernel that does not is refused when compiled, naming the
     /// reason). The grid stays the program grid: the runtime launches `grid[0] /
     /// programs_per_block` blocks, rounded up, and programs past the grid's end store
-    /// nothing. Vulkan and the interpreter run one program a block, so only 1 is accepted
-    /// there.
+    /// nothing. Vulkan accepts only 1; the interpreter runs one program at a time, whatever
+    /// it is.
     pub programs_per_block: u32,
     /// Run the launch in the bounds-checked interpreter before the device, and launch on
     /// the device only if it does not fault ([`LaunchConfig::check_bounds`]).

@@ -62,9 +62,19 @@ impl Lowerer<'_> {
         self.pset(ScalarType::I32, Expr::Binary(BinaryOp::And, tid, mask))
     }
 
+    /// The consumer threads of the thread block: all its programs'.
+    pub(crate) fn consumer_threads(&self) -> u32 {
+        self.target.threads() * self.programs_per_block()
+    }
+
     /// The consumer warpgroups of the thread block: all its programs'.
     pub(crate) fn block_warpgroups(&self) -> u32 {
-        self.target.threads() * self.programs_per_block() / 128
+        self.consumer_threads() / 128
+    }
+
+    /// The parameter that holds the program grid's x, after the kernel's own.
+    fn grid_x_param(&self) -> u32 {
+        self.k.params.len() as u32
     }
 
     /// The thread's warpgroup in the thread block (`tid >> 7`), in the prologue: whose turn
@@ -88,7 +98,7 @@ impl Lowerer<'_> {
         if axis != 0 || self.programs_per_block() == 1 {
             return Expr::Special(Special::NumPrograms(axis));
         }
-        Expr::Param(self.k.params.len() as u32)
+        Expr::Param(self.grid_x_param())
     }
 
     /// The thread's program along x where a block runs several, in the prologue:
@@ -106,7 +116,7 @@ impl Lowerer<'_> {
         let per_block = self.i32c(self.programs_per_block() as i64);
         let first = self.pset(i32t, Expr::Binary(BinaryOp::Mul, block, per_block));
         let program = self.pset(i32t, Expr::Binary(BinaryOp::Add, first, group));
-        let grid = self.pset(i32t, Expr::Param(self.k.params.len() as u32));
+        let grid = self.pset(i32t, Expr::Param(self.grid_x_param()));
         let one = self.i32c(1);
         let last = self.pset(i32t, Expr::Binary(BinaryOp::Sub, grid, one));
         let clamped = self.pset(i32t, Expr::Binary(BinaryOp::Min, program, last));
@@ -121,10 +131,15 @@ pub(super) fn share_producer(kernel: &mut ThreadKernel, programs: u32, program_t
     let mut body = std::mem::take(&mut kernel.body);
     let result = share(kernel, &mut body, programs, program_threads);
     kernel.body = body;
+    kernel.block_programs = Some(crate::thread::BlockPrograms {
+        programs,
+        grid_x_param: kernel.params.len() as u32 - 1,
+    });
     result
 }
 
 fn share(kernel: &mut ThreadKernel, body: &mut [Stmt], programs: u32, program_threads: u32) -> Result<(), String> {
+    // (The last parameter: `Lowerer::grid_x_param`.)
     let grid_x_param = kernel.params.len() as u32 - 1;
     let Some((Stmt::Specialized { producer, consumer }, entry)) = body.split_last_mut() else {
         return Err(format!(

@@ -283,7 +283,7 @@ pub(crate) struct Lowerer<'k> {
 impl<'k> Lowerer<'k> {
     fn new(k: &'k Kernel, target: &'k Target, spec: &Specialization) -> Lowerer<'k> {
         let axis = axis::analyze(k, spec);
-        let params = k
+        let mut params = k
             .params
             .iter()
             .map(|p| match p.ty.elem {
@@ -297,7 +297,6 @@ impl<'k> Lowerer<'k> {
                 },
             })
             .collect::<Vec<_>>();
-        let mut params = params;
         if target.programs_per_block > 1 {
             // The program grid's x (`block_programs`), after the kernel's own.
             params.push(ThreadParam::Scalar {
@@ -404,10 +403,6 @@ impl<'k> Lowerer<'k> {
         if programs > 1 {
             block_programs::share_producer(&mut kernel, programs, self.target.threads())
                 .map_err(LowerError::InvalidConfig)?;
-            kernel.block_programs = Some(crate::thread::BlockPrograms {
-                programs,
-                grid_x_param: kernel.params.len() as u32 - 1,
-            });
         }
         let needed = kernel.shared_bytes();
         if needed > self.target.max_shared_bytes {

@@ -87,7 +87,7 @@ impl Lowerer<'_> {
     /// Whether the loop of `plan`, about to be lowered, gets a producer warpgroup.
     pub(crate) fn can_specialize(&self, plan: &PipelinePlan) -> bool {
         let t = self.target;
-        let consumers = t.num_warps * t.warp_size * self.programs_per_block();
+        let consumers = self.consumer_threads();
         t.warp_specialize
             && t.tma
             && t.warp_size == 32
@@ -121,7 +121,7 @@ impl Lowerer<'_> {
         layouts: &[Option<Layout>],
         (start, end, step): (Reg, Reg, Reg),
     ) -> Result<PipelineState, LowerError> {
-        let consumers = self.target.num_warps * self.target.warp_size * self.programs_per_block();
+        let consumers = self.consumer_threads();
         // What precedes the loop is computed again at the start of each side, once its
         // register budget is set, and the global loads (attention's Q, in the consumers'
         // layout) move to the consumers' side: nothing computed before the branch then stays
@@ -138,7 +138,7 @@ impl Lowerer<'_> {
         let across_tiles = self.target.persistent;
         // One arrival per consumer warp frees a stage (its lane 0, once the warp's MMAs that
         // read the stage are retired): 8 atomic arrivals a stage rather than 256.
-        let arrivals = self.target.num_warps * self.programs_per_block();
+        let arrivals = consumers / self.target.warp_size;
         let mut state = self.pipeline_setup(plan, init, layouts, Some((arrivals, across_tiles)))?;
         let (Some(empty), stages) = (state.tma.as_ref().and_then(|r| r.empty), state.plan.stages) else {
             return Err(self.internal("a specialized pipeline without TMA"));
@@ -348,7 +348,7 @@ impl Lowerer<'_> {
             return Ok(());
         };
         let mut consumer = self.body.pop().ok_or_else(|| self.internal("no consumers' side"))?;
-        let consumers = self.target.num_warps * self.target.warp_size * self.programs_per_block();
+        let consumers = self.consumer_threads();
         let named = Stmt::NamedBarrier {
             id: CONSUMER_BARRIER,
             threads: consumers,

@@ -608,6 +608,13 @@ pub struct BlockPrograms {
     pub grid_x_param: u32,
 }
 
+impl BlockPrograms {
+    /// The thread blocks a launch of program grid `grid` runs.
+    pub fn blocks(&self, grid: [u32; 3]) -> [u32; 3] {
+        [grid[0].div_ceil(self.programs.max(1)), grid[1], grid[2]]
+    }
+}
+
 /// How a persistent kernel walks its tiles: the logical grid comes in three `i32` scalar
 /// parameters (after the kernel's own), the launch runs as many programs as the device
 /// holds at once (`Special::ProgramId(0)` and `Special::NumPrograms(0)` are then the
@@ -665,13 +672,10 @@ impl ThreadKernel {
     /// The thread blocks a launch of program grid `grid` runs: `grid` itself, except where a
     /// block runs several programs ([`BlockPrograms`]).
     pub fn blocks(&self, grid: [u32; 3]) -> [u32; 3] {
-        match self.block_programs {
-            Some(b) => [grid[0].div_ceil(b.programs.max(1)), grid[1], grid[2]],
-            None => grid,
-        }
+        self.block_programs.map_or(grid, |b| b.blocks(grid))
     }
-    /// Threads of one thread block (one program, or several: [`BlockPrograms`]), saturating at `u32::MAX` ([`verify`] allows at most
-    /// [`MAX_THREADS`]).
+    /// Threads of one thread block (one program, or several: [`BlockPrograms`]), saturating
+    /// at `u32::MAX` ([`verify`] allows at most [`MAX_THREADS`]).
     pub fn threads(&self) -> u32 {
         self.num_warps
             .saturating_add(self.producer_warps)

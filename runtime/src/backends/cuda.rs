@@ -480,7 +480,7 @@ impl Device for CudaGpu {
         if let Some(b) = a.block_programs {
             // The program grid's x, after the kernel's own arguments; a block per group.
             raw.push(KernelArg::I32(grid[0] as i32));
-            launched = [grid[0].div_ceil(b.programs), grid[1], grid[2]];
+            launched = b.blocks(grid);
         }
         self.push_tensor_maps(compiled, a, args, &mut raw)?;
         let config = CudaLaunch::new(
