@@ -18,7 +18,7 @@
 //!   32-bit amounts to the width already; 64-bit amounts are clamped with `min.u64` first.
 //! - **Float `+ - * /`** are IEEE with round-to-nearest-even: `add.rn`, `sub.rn`, `mul.rn`,
 //!   `div.rn`. The explicit `.rn` keeps `ptxas` from contracting a multiply and an add into an
-//!   `fma`. Subnormals are kept (no `.ftz` anywhere).
+//!   `fma`. Subnormals are kept (no `.ftz`), except in `exp2`'s results (`math.rs`).
 //! - **`div_full`** (division without IEEE rounding, asked for with `fdiv(.., false)`) is
 //!   `div.full.f32`, as Triton's `/`: within 2 ulp over the whole range, and without
 //!   `div.rn.f32`'s slow path for hard operands, which costs registers (at 2 warps the

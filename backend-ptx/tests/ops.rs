@@ -156,6 +156,7 @@ fn f32_ops() {
             "neg.f32",
             "abs.f32",
             "ex2.approx.f32",
+            "ex2.approx.ftz.f32",
             "lg2.approx.f32",
             "sqrt.rn.f32",
             "rsqrt.approx.f32",

@@ -337,6 +337,14 @@ fn assemble_aligned_sm90(label: &str, kernel: &Kernel, target: &Target) -> Strin
     };
     let t = rutile_ir::lower::lower(kernel, target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
     let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap_or_else(|e| panic!("{label}: {e}"));
+    // For reading what a configuration compiles to: each kernel's PTX into that folder.
+    if let Ok(dir) = std::env::var("RUTILE_PTX_DIR") {
+        let name: String = label
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        std::fs::write(format!("{dir}/{name}.ptx"), &ptx).unwrap();
+    }
     if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
         println!(
             "{label}, {} warps, sm_90: {registers} registers, {spilled} bytes spilled, {} bytes shared",

@@ -165,7 +165,7 @@ pub fn block_programs_attention_configs(dev: &dyn Device, causal: bool) -> Vec<C
     if dev.properties().backend != rutile::Backend::Cuda || causal {
         return Vec::new();
     }
-    [(2, 128, 2), (2, 128, 3), (3, 128, 2), (3, 64, 3)]
+    [(2, 128, 2), (2, 128, 3), (3, 128, 2), (3, 128, 3), (3, 64, 3)]
         .into_iter()
         .map(|(programs, bn, stages)| {
             let meta = [("BLOCK_M", 64), ("BLOCK_N", bn), ("SPLIT", 1), ("ROTATE", 1)];
