@@ -371,7 +371,8 @@ impl Lowerer<'_> {
     /// alpha`), so that the MMAs can update the carried registers in place. Nothing may read
     /// those registers before the next iteration's wait: the carried value is read by the
     /// `dot` itself (MMAs chained on one accumulator), or after an earlier `dot` of the body
-    /// on warpgroup MMAs, whose `wait_group 0` retires the group in flight too. It needs a
+    /// on warpgroup MMAs, whose `wait_group 0` retires the group in flight too, or anywhere
+    /// when the `dot` reads A from a carried value (retired before the yield). It needs a
     /// third stage: the copies then run `stages - 2` ahead, so that the buffer they refill
     /// was read two iterations back.
     fn wgmma_in_flight(
@@ -429,7 +430,11 @@ impl Lowerer<'_> {
             let waited = earlier
                 .iter()
                 .any(|&p| p < def && self.wgmma_shape(&self.k.insts[region.insts[p]]).is_some());
-            if !from_carried || !waited {
+            // Or nothing is in flight when the step starts: a `dot` reading A from a carried
+            // value is retired before the yield (`retire_before_yield`), so the rotated walk
+            // may rescale its accumulator before its first `dot` is issued.
+            let retired_at_yield = region.args.contains(&a);
+            if !from_carried || !(waited || retired_at_yield) {
                 return None;
             }
         }

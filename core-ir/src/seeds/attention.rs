@@ -236,10 +236,14 @@ impl<'b> Walk<'b> {
         let init = [state[0], state[1], state[2], k_ptrs, v_ptrs, p0, alpha0];
         let out = k.for_range(lo, hi, bn, &init, |start_n, c| {
             let (acc, l_i, m_i, k_ptrs, v_ptrs, p_prev, alpha_prev) = (c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+            // The accumulator is rescaled before this step's MMAs are issued: between the
+            // two (`Q K_j^T` in flight), `ptxas` waits for the scores before it lets the
+            // rescale touch registers an MMA last wrote.
+            let acc = acc * alpha_prev.expand_dims(1);
             let qk = k.dot(q, k.load(k_ptrs));
             let rows = start_n - bn + offs_n;
             let v_prev = k.load_masked(v_ptrs, rows.ge(lo).expand_dims(1), 0.0);
-            let acc = k.dot_acc(p_prev, v_prev, acc * alpha_prev.expand_dims(1));
+            let acc = k.dot_acc(p_prev, v_prev, acc);
             let m_ij = m_i.maximum(qk.max(1) * qk_scale);
             let p = qk.fma(qk_scale, -m_ij.expand_dims(1)).exp2();
             let alpha = (m_i - m_ij).exp2();
@@ -256,8 +260,12 @@ impl<'b> Walk<'b> {
         });
         // The last block's values (none where the walk had no step: `v_ptrs` is still before
         // `lo`, masked off, and `P` zero).
+        // Its pointers are computed afresh rather than taken from the walk: a warp-specialized
+        // walk's consumers would otherwise carry the walk's V pointers through every step
+        // for this one load (registers a program of three a block does not have).
         let last_rows = hi - bn + offs_n;
-        let v_last = k.load_masked(out[4], last_rows.ge(lo).expand_dims(1), 0.0);
+        let v_last_ptrs = v_base + last_rows.expand_dims(1) * sv[2] + offs_d.expand_dims(0) * sv[3];
+        let v_last = k.load_masked(v_last_ptrs, last_rows.ge(lo).expand_dims(1), 0.0);
         let acc = k.dot_acc(out[5], v_last, out[0] * out[6].expand_dims(1));
         [acc, out[1], out[2]]
     }
