@@ -980,3 +980,112 @@ fn three_programs_share_a_producer() {
         "{e}"
     );
 }
+
+/// What three programs a block need of the rotated walk to fit its consumers' 160
+/// registers a thread, in each group's loop of the specialized kernel:
+/// - the accumulator is rescaled before the step's MMAs are issued, not between `Q K_jᵀ`
+///   and `P V` (there, `ptxas` waited for the scores before the rescale, which touches
+///   registers an MMA last wrote);
+/// - the walk hands on nothing but its state: the last block's V pointers are computed
+///   after it, where before each consumer carried the walk's eight V pointer registers
+///   through every step for that one load.
+#[test]
+fn the_consumers_walk_carries_only_its_state() {
+    use rutile_ir::thread::{reads, walk_lists, WgmmaA};
+    let shape = Shape {
+        z: 1,
+        h: 2,
+        n: 1000,
+        d: 64,
+    };
+    let target = Target {
+        tma_outer: true,
+        warp_specialize: true,
+        programs_per_block: 3,
+        ..hopper_pipelined(4, 2)
+    };
+    let meta = AttentionMeta {
+        rotate: true,
+        ..AttentionMeta::fp16(64, 128, 64, false)
+    };
+    let tk = rutile_ir::lower::lower(&attention_forward(&meta).unwrap(), &target, &runtime_spec(&args(shape))).unwrap();
+    let is_int = |r: rutile_ir::thread::Reg| !tk.regs[r].ty.is_float();
+    let mut walks = 0;
+    walk_lists(&tk.body, &mut |list| {
+        for (i, s) in list.iter().enumerate() {
+            let Stmt::While { body, .. } = s else { continue };
+            // The rotated walk: its `P V` reads a P that no statement of the step sets before
+            // it (the step before's); the ragged last block's walk after it computes its own.
+            let Some(pv) = body.iter().position(|s| {
+                matches!(
+                    s,
+                    Stmt::Wgmma {
+                        a: WgmmaA::Registers(_),
+                        ..
+                    }
+                )
+            }) else {
+                continue;
+            };
+            let Stmt::Wgmma {
+                a: WgmmaA::Registers(p),
+                ..
+            } = &body[pv]
+            else {
+                unreachable!()
+            };
+            if body[..pv]
+                .iter()
+                .any(|s| matches!(s, Stmt::Set { dst, .. } if p.contains(dst)))
+            {
+                continue;
+            }
+            walks += 1;
+            // Between the first group's commit and the second group's fence: no arithmetic.
+            let c1 = body.iter().position(|s| matches!(s, Stmt::WgmmaCommit)).unwrap();
+            let f2 = c1 + body[c1..].iter().position(|s| matches!(s, Stmt::WgmmaFence)).unwrap();
+            let between: Vec<&Stmt> = body[c1..f2]
+                .iter()
+                .filter(|s| {
+                    matches!(
+                        s,
+                        Stmt::Set {
+                            expr: Expr::Binary(..),
+                            ..
+                        }
+                    ) && !matches!(s, Stmt::Set { dst, .. } if is_int(*dst))
+                })
+                .collect();
+            assert!(
+                between.is_empty(),
+                "float arithmetic between the step's MMA groups: {between:?}"
+            );
+            // The integer registers the loop sets that the statements after it read.
+            let mut set = std::collections::HashSet::new();
+            rutile_ir::thread::walk_stmts(body, &mut |s| {
+                if let Stmt::Set { dst, .. } = s {
+                    set.insert(*dst);
+                }
+            });
+            let mut read_after = std::collections::BTreeSet::new();
+            rutile_ir::thread::walk_stmts(&list[i + 1..], &mut |s| {
+                let mut note = |r| {
+                    if set.contains(&r) && is_int(r) {
+                        read_after.insert(r);
+                    }
+                };
+                match s {
+                    Stmt::Set { expr, .. } => rutile_ir::thread::operands(expr).into_iter().for_each(&mut note),
+                    _ => reads(s, &mut note),
+                }
+            });
+            // None: the statements after the walk read its state (floats) only.
+            assert!(
+                read_after.is_empty(),
+                "{} integer registers of the walk read after it: {read_after:?}",
+                read_after.len()
+            );
+        }
+    });
+    assert_eq!(walks, 1, "one walk for the consumers");
+}
