@@ -563,9 +563,11 @@ fn specialized_attention_takes_turns() {
 /// gives the autotuner (head dimension 64, rotated, without the causal mask). Two programs a
 /// block (the consumers at 232 registers) assemble for sm_90a without spills. Three
 /// (FlashAttention-3's three consumer warpgroups) get the 160 registers each that the
-/// register file leaves beside a producer at 32, and the walk as lowered today needs more:
-/// `ptxas` spills (556 bytes at 64 x 128 with P carried packed, 1112 before), which this
-/// prints and docs/performance.md explains (`cargo test -p rutile-ptx --test tutorials programs_a_block -- --nocapture`).
+/// register file leaves beside a producer at 32: the walk's loop fits them, and `ptxas`
+/// spills outside it (540 bytes at 64 x 128 and 2 stages with `ptxas` 12.9), which this
+/// prints and docs/performance.md explains ("Past 60% in the compiler"; `cargo test -p
+/// rutile-ptx --test tutorials programs_a_block -- --nocapture`, and `RUTILE_PTX_DIR=DIR`
+/// to read the PTX).
 #[test]
 fn programs_a_block_assemble() {
     for (programs, bn, stages) in [(2, 128, 2), (2, 128, 3), (3, 128, 2), (3, 128, 3), (3, 64, 3)] {
