@@ -880,6 +880,17 @@ fn the_specialized_walk_takes_turns() {
     }
 }
 
+/// An H100's target with three programs of 4 warps a thread block beside a producer
+/// warpgroup, K and V through TMA across heads, a ring of `stages`.
+fn three_programs_a_block(stages: u32) -> Target {
+    Target {
+        tma_outer: true,
+        warp_specialize: true,
+        programs_per_block: 3,
+        ..hopper_pipelined(4, stages)
+    }
+}
+
 /// Three programs of 64 query rows a thread block (`Target::programs_per_block`), sharing
 /// one producer warpgroup: FlashAttention-3's three consumer warpgroups, from the tutorial's
 /// kernel of one warpgroup a program. The producer fills one ring for the three; each group
@@ -895,12 +906,7 @@ fn three_programs_share_a_producer() {
         n: 300,
         d: 64,
     };
-    let target = Target {
-        tma_outer: true,
-        warp_specialize: true,
-        programs_per_block: 3,
-        ..hopper_pipelined(4, 3)
-    };
+    let target = three_programs_a_block(3);
     let spec = runtime_spec(&args(shape));
     let mut rng = Rng::new(76);
     for (bn, rotate) in [(128, true), (64, false)] {
@@ -998,12 +1004,7 @@ fn the_consumers_walk_carries_only_its_state() {
         n: 1000,
         d: 64,
     };
-    let target = Target {
-        tma_outer: true,
-        warp_specialize: true,
-        programs_per_block: 3,
-        ..hopper_pipelined(4, 2)
-    };
+    let target = three_programs_a_block(2);
     let meta = AttentionMeta {
         rotate: true,
         ..AttentionMeta::fp16(64, 128, 64, false)
