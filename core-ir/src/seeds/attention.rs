@@ -258,11 +258,11 @@ impl<'b> Walk<'b> {
                 alpha,
             ]
         });
-        // The last block's values (none where the walk had no step: `v_ptrs` is still before
-        // `lo`, masked off, and `P` zero).
-        // Its pointers are computed afresh rather than taken from the walk: a warp-specialized
-        // walk's consumers would otherwise carry the walk's V pointers through every step
-        // for this one load (registers a program of three a block does not have).
+        // The last block's values (none where the walk had no step: its rows are then
+        // before `lo`, masked off, and `P` zero). Its pointers are computed afresh rather
+        // than taken from the walk: a warp-specialized walk's consumers would otherwise
+        // carry the walk's V pointers through every step for this one load (registers a
+        // program of three a block does not have).
         let last_rows = hi - bn + offs_n;
         let v_last_ptrs = v_base + last_rows.expand_dims(1) * sv[2] + offs_d.expand_dims(0) * sv[3];
         let v_last = k.load_masked(v_last_ptrs, last_rows.ge(lo).expand_dims(1), 0.0);
