@@ -699,7 +699,8 @@ macro_rules! unary_methods {
 unary_methods! {
     /// `e^x` (floats), as `tl.exp`.
     exp => Exp,
-    /// `2^x` (floats).
+    /// `2^x` (floats), as `tl.exp2`. Approximate on GPUs; through CUDA, f32 results below
+    /// 2^-126 flush to zero, as Triton's do (`backend-ptx/src/math.rs` gives the bounds).
     exp2 => Exp2,
     /// Natural logarithm (floats).
     log => Log,
