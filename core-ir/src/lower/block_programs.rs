@@ -151,21 +151,20 @@ fn share(kernel: &mut ThreadKernel, body: &mut [Stmt], programs: u32, program_th
     // last key block's, after the specialized walk), which the block's first thread issues
     // for all groups into the same buffers, and every loop or branch around a barrier,
     // which all groups reach together.
-    let mut shared_side = entry.to_vec();
-    shared_side.extend(producer.iter().cloned());
+    let (entry, producer): (&[Stmt], &[Stmt]) = (entry, producer);
+    let shared_side = [entry, producer];
+    let everything = [entry, producer, consumer.as_slice()];
     let mut seeds = BTreeSet::new();
-    for side in [&shared_side[..], &consumer[..]] {
-        crate::thread::walk_stmts(side, &mut |s| collect_program_regs(s, grid_x_param, &mut seeds));
+    for list in everything {
+        crate::thread::walk_stmts(list, &mut |s| collect_program_regs(s, grid_x_param, &mut seeds));
     }
-    let mut everything = shared_side.clone();
-    everything.extend(consumer.iter().cloned());
     let tainted = taint(&everything, &seeds);
     if reads_any(&shared_side, &tainted, &|_| true) {
         return Err(format!(
             "programs_per_block = {programs}: the producer's copies depend on program_id(0) (a causal walk's bounds, a tile's offsets), so the {programs} programs of a block cannot share them; launch with programs_per_block = 1"
         ));
     }
-    if reads_any(consumer, &tainted, &|s| {
+    if reads_any(&[consumer], &tainted, &|s| {
         is_block_wide(s) || (is_control(s) && synchronizes(s))
     }) {
         return Err(format!(
@@ -175,7 +174,9 @@ fn share(kernel: &mut ThreadKernel, body: &mut [Stmt], programs: u32, program_th
     // The consumers' own shared buffers: those neither the producer, the set-up nor the
     // consumers' copies through TMA touch.
     let mut common = BTreeSet::new();
-    crate::thread::walk_stmts(&shared_side, &mut |s| s.shared_buffers(&mut |a| _ = common.insert(a)));
+    for list in shared_side {
+        crate::thread::walk_stmts(list, &mut |s| s.shared_buffers(&mut |a| _ = common.insert(a)));
+    }
     crate::thread::walk_stmts(consumer, &mut |s| {
         if is_block_wide(s) {
             s.shared_buffers(&mut |a| _ = common.insert(a));
@@ -340,34 +341,38 @@ fn collect_program_regs(s: &Stmt, grid_x_param: u32, seeds: &mut BTreeSet<Reg>) 
     }
 }
 
-/// The registers computed from `seeds` (through `Set`s, to a fixed point: loops carry
-/// registers around).
-fn taint(stmts: &[Stmt], seeds: &BTreeSet<Reg>) -> BTreeSet<Reg> {
+/// The registers the statements of `lists` compute from `seeds` (through `Set`s, to a
+/// fixed point: loops carry registers around).
+fn taint(lists: &[&[Stmt]], seeds: &BTreeSet<Reg>) -> BTreeSet<Reg> {
     let mut tainted = seeds.clone();
     loop {
         let before = tainted.len();
-        crate::thread::walk_stmts(stmts, &mut |s| {
-            if let Stmt::Set { dst, expr } = s {
-                if crate::thread::operands(expr).iter().any(|r| tainted.contains(r)) {
-                    tainted.insert(*dst);
+        for list in lists {
+            crate::thread::walk_stmts(list, &mut |s| {
+                if let Stmt::Set { dst, expr } = s {
+                    if crate::thread::operands(expr).iter().any(|r| tainted.contains(r)) {
+                        tainted.insert(*dst);
+                    }
                 }
-            }
-        });
+            });
+        }
         if tainted.len() == before {
             return tainted;
         }
     }
 }
 
-/// Whether a statement of `stmts` that `which` picks, other than a `Set`, reads a register
+/// Whether a statement of `lists` that `which` picks, other than a `Set`, reads a register
 /// of `tainted`.
-fn reads_any(stmts: &[Stmt], tainted: &BTreeSet<Reg>, which: &dyn Fn(&Stmt) -> bool) -> bool {
+fn reads_any(lists: &[&[Stmt]], tainted: &BTreeSet<Reg>, which: &dyn Fn(&Stmt) -> bool) -> bool {
     let mut found = false;
-    crate::thread::walk_stmts(stmts, &mut |s| {
-        if which(s) {
-            crate::thread::reads(s, &mut |r| found |= tainted.contains(&r));
-        }
-    });
+    for list in lists {
+        crate::thread::walk_stmts(list, &mut |s| {
+            if which(s) {
+                crate::thread::reads(s, &mut |r| found |= tainted.contains(&r));
+            }
+        });
+    }
     found
 }
 
