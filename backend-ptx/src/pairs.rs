@@ -14,7 +14,7 @@
 //! kernel.
 
 use rutile_ir::thread::{Expr, Reg, Stmt, ThreadKernel, WgmmaA};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The packed pairs of a kernel.
 #[derive(Default)]
@@ -29,8 +29,9 @@ impl Pairs {
     /// The pairs of `k` that can be kept packed (module comment).
     pub(crate) fn of(k: &ThreadKernel) -> Pairs {
         // Candidates: the pairs of A operands, each register always in the same pair and
-        // position.
-        let mut partner: HashMap<Reg, (Reg, bool)> = HashMap::new();
+        // position. (In register order, so that the pairs' numbering, and so the PTX, is the
+        // same on every compilation.)
+        let mut partner: BTreeMap<Reg, (Reg, bool)> = BTreeMap::new();
         let mut bad: HashSet<Reg> = HashSet::new();
         k.walk(&mut |s| {
             if let Stmt::Wgmma {

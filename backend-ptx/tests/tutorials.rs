@@ -618,6 +618,11 @@ fn carried_p_stays_packed() {
         let kernel = seeds::attention_forward(&meta).unwrap();
         let label = format!("attention, rotate {rotate}");
         let ptx = assemble_aligned_sm90(&label, &kernel, &h100(8, 3));
+        // The same PTX every time (the pairs are numbered in register order).
+        assert!(
+            ptx == assemble_aligned_sm90(&label, &kernel, &h100(8, 3)),
+            "{label}: PTX differs between compilations"
+        );
         let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
         let (mut ahead, mut at_mma) = (0, 0);
         for (i, l) in lines.iter().enumerate() {
