@@ -1090,3 +1090,55 @@ fn the_consumers_walk_carries_only_its_state() {
     });
     assert_eq!(walks, 1, "one walk for the consumers");
 }
+
+/// `AttentionMeta::whole_key_blocks`: where `N_CTX` is a multiple of `block_n`, the kernel
+/// without the ragged walk gives the general kernel's results bit for bit (in the
+/// interpreter, rotated or not), has one walk fewer once lowered (three programs a block),
+/// and runs in the simulator as in the interpreter. Launched with another `N_CTX` it would
+/// leave the last keys out: its `device_assert` stops the interpreter with the reason.
+#[test]
+fn whole_key_blocks_leave_out_the_ragged_walk() {
+    let shape = Shape {
+        z: 1,
+        h: 2,
+        n: 256,
+        d: 64,
+    };
+    let mut rng = Rng::new(77);
+    let target = three_programs_a_block(2);
+    let spec = runtime_spec(&args(shape));
+    for (bn, rotate) in [(128, true), (64, true), (64, false)] {
+        let general = AttentionMeta {
+            rotate,
+            ..AttentionMeta::fp16(64, bn, 64, false)
+        };
+        let whole = AttentionMeta {
+            whole_key_blocks: true,
+            ..general
+        };
+        let at = format!("64x{bn}, rotate {rotate}");
+        let kernel = attention_forward(&whole).unwrap();
+        let grid = whole.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+        let b = buffers(&mut rng, shape);
+        let (mut got, mut want) = (b.clone(), b.clone());
+        interp::run(&kernel, grid, &args(shape), &mut got).unwrap();
+        interp::run(&attention_forward(&general).unwrap(), grid, &args(shape), &mut want).unwrap();
+        assert_eq!(values(&got[4]), values(&want[4]), "{at}: Out");
+        assert_eq!(values(&got[3]), values(&want[3]), "{at}: M");
+
+        let walks = |meta: &AttentionMeta| {
+            let tk = rutile_ir::lower::lower(&attention_forward(meta).unwrap(), &target, &spec).unwrap();
+            let mut loops = 0;
+            tk.walk(&mut |s| loops += matches!(s, Stmt::While { .. }) as usize);
+            loops
+        };
+        assert_eq!(walks(&whole) + 1, walks(&general), "{at}: the ragged walk");
+        simulate_on(&at, &kernel, std::slice::from_ref(&target), grid, &args(shape), &b, 2e-3);
+
+        let ragged = Shape { n: 200, ..shape };
+        let mut b = buffers(&mut rng, ragged);
+        let grid = whole.grid(ragged.z as u32, ragged.h as u32, ragged.n as u32);
+        let e = interp::run(&kernel, grid, &args(ragged), &mut b).unwrap_err().to_string();
+        assert!(e.contains("N_CTX is a multiple of block_n"), "{at}: {e}");
+    }
+}

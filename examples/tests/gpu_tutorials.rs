@@ -165,30 +165,32 @@ fn check_attention(
 }
 
 /// Fused attention forward with the walk rotated by one block (`AttentionMeta::rotate`),
-/// fp16, head dimension 64, causal and not, at lengths that are not multiples of the blocks,
-/// autotuned over the rotated configurations only: whichever one wins is checked.
+/// fp16, head dimension 64, causal and not, at lengths that are not multiples of the blocks
+/// and one that is (1024: kernels without the ragged walk), autotuned over the rotated
+/// configurations only: whichever one wins is checked.
 #[test]
 fn gpu_rotated_attention_matches_the_reference() {
     check_attention(
         "rotated attention",
         200,
         &[(1, 2, 100, 64)],
-        &[(2, 4, 1000, 64), (1, 1, 4097, 64)],
+        &[(2, 4, 1000, 64), (1, 1, 4097, 64), (1, 3, 1024, 64)],
         tutorials::attention::rotated_attention_configs,
     );
 }
 
 /// Through CUDA, the rotated walk warp-specialized, its two consumer warpgroups taking turns
 /// at the tensor cores (`specialized_attention_configs`; none elsewhere), at head dimension
-/// 64, causal and not, at lengths that are not multiples of the blocks: whichever
-/// configuration wins is checked, and every one on its own at 1000 tokens.
+/// 64, causal and not, at lengths that are not multiples of the blocks and at 1024:
+/// whichever configuration wins is checked, and every one on its own at 1000 and 1024
+/// tokens.
 #[test]
 fn gpu_specialized_attention_matches_the_reference() {
     check_attention(
         "warp-specialized attention",
         500,
         &[],
-        &[(2, 4, 1000, 64), (1, 1, 4097, 64)],
+        &[(2, 4, 1000, 64), (1, 1, 4097, 64), (1, 3, 1024, 64)],
         tutorials::attention::specialized_attention_configs,
     );
     check_each_attention_config(
@@ -198,8 +200,9 @@ fn gpu_specialized_attention_matches_the_reference() {
     );
 }
 
-/// Every configuration `configs` gives on its own, causal and not, at 1000 tokens of 3
-/// heads of dimension 64 (autotuned among the others, each is checked only where it wins).
+/// Every configuration `configs` gives on its own, causal and not, at 1000 and 1024 tokens
+/// of 3 heads of dimension 64 (autotuned among the others, each is checked only where it
+/// wins; 1024 is a multiple of every key block, whose kernels have no ragged walk).
 fn check_each_attention_config(
     name: &str,
     seed: u64,
@@ -207,12 +210,12 @@ fn check_each_attention_config(
 ) {
     let (_turn, devices) = devices();
     for d in devices {
-        for causal in [false, true] {
+        for (causal, n_ctx) in [false, true].into_iter().flat_map(|c| [(c, 1000), (c, 1024)]) {
             for (i, c) in configs(d.as_ref(), causal).into_iter().enumerate() {
                 let p = Problem {
                     z: 1,
                     h: 3,
-                    n_ctx: 1000,
+                    n_ctx,
                     head_dim: 64,
                     causal,
                 };
@@ -225,16 +228,16 @@ fn check_each_attention_config(
 
 /// Through CUDA, 64-row programs of the rotated walk, two or three a thread block sharing
 /// one producer warpgroup (`block_programs_attention_configs`; none elsewhere, none causal),
-/// at lengths whose last block leaves programs of a block past the grid's end: whichever
-/// configuration wins is checked, and every one on its own at 1000 tokens (16 programs a
-/// head: the last block of three has one).
+/// at lengths whose last block leaves programs of a block past the grid's end and at 1024
+/// (no ragged walk): whichever configuration wins is checked, and every one on its own at
+/// 1000 and 1024 tokens (16 programs a head: the last block of three has one).
 #[test]
 fn gpu_block_programs_attention_matches_the_reference() {
     check_attention(
         "attention, programs sharing a producer",
         520,
         &[],
-        &[(2, 4, 1000, 64), (1, 1, 4097, 64)],
+        &[(2, 4, 1000, 64), (1, 1, 4097, 64), (1, 3, 1024, 64)],
         tutorials::attention::block_programs_attention_configs,
     );
     // (The devices' lock is let go before the check below takes it again.)

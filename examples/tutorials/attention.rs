@@ -237,16 +237,16 @@ fn configs(dev: &dyn Device, causal: bool, rotate: bool) -> Vec<Config> {
     configs
 }
 
+/// The kernel's meta-parameters for configuration `c` on problem `p`: specialized to a
+/// length that is a multiple of the key blocks where it is one (no ragged walk, see
+/// [`AttentionMeta::whole_key_blocks`]), as Triton specializes on divisibility.
 fn meta(c: &Config, p: &Problem) -> Result<AttentionMeta> {
+    let block_n = c.value("BLOCK_N")? as u32;
     Ok(AttentionMeta {
         split_diagonal: c.value("SPLIT")? != 0,
         rotate: c.value("ROTATE").is_ok_and(|r| r != 0),
-        ..AttentionMeta::fp16(
-            c.value("BLOCK_M")? as u32,
-            c.value("BLOCK_N")? as u32,
-            p.head_dim as u32,
-            p.causal,
-        )
+        whole_key_blocks: block_n > 0 && p.n_ctx % block_n as usize == 0,
+        ..AttentionMeta::fp16(c.value("BLOCK_M")? as u32, block_n, p.head_dim as u32, p.causal)
     })
 }
 

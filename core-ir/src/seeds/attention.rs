@@ -36,6 +36,12 @@ pub struct AttentionMeta {
     /// block then runs while the softmax of the next computes (the walk's last `dot` stays
     /// in flight, see the lowering's pipeline). The same results as the tutorial's order.
     pub rotate: bool,
+    /// `N_CTX` is a multiple of `block_n`: non-causal attention walks whole key blocks only,
+    /// with no walk for a ragged last block (its pipeline, copies and barriers are set up
+    /// even where it has no step). The host code sets it from the problem, as Triton
+    /// specializes a kernel on its arguments' divisibility; launched with another `N_CTX`,
+    /// the kernel's `device_assert` fails in the bounds-checked mode and the interpreter.
+    pub whole_key_blocks: bool,
 }
 
 impl AttentionMeta {
@@ -50,6 +56,7 @@ impl AttentionMeta {
             split_diagonal: true,
             dtype: ScalarType::F16,
             rotate: false,
+            whole_key_blocks: false,
         }
     }
 
@@ -306,6 +313,7 @@ fn program<'b>(k: &'b KernelBuilder, meta: &AttentionMeta) {
         split_diagonal,
         dtype,
         rotate,
+        whole_key_blocks,
     } = *meta;
     let (bm, bn) = (block_m as i32, block_n as i32);
     let p = params(k, dtype);
@@ -365,7 +373,12 @@ fn program<'b>(k: &'b KernelBuilder, meta: &AttentionMeta) {
         // bias or subtraction), then the ragged last block, if any.
         let whole = p.n_ctx / bn * bn;
         let state = inner(state, zero, whole, Stage::Full);
-        inner(state, whole, p.n_ctx, Stage::Ragged)
+        if whole_key_blocks {
+            k.device_assert(whole.eq(p.n_ctx), "N_CTX is a multiple of block_n (whole_key_blocks)");
+            state
+        } else {
+            inner(state, whole, p.n_ctx, Stage::Ragged)
+        }
     };
     let [acc, l_i, m_i] = state;
     let m_i = m_i + l_i.log2();
