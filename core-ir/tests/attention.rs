@@ -1133,12 +1133,22 @@ fn whole_key_blocks_leave_out_the_ragged_walk() {
             loops
         };
         assert_eq!(walks(&whole) + 1, walks(&general), "{at}: the ragged walk");
-        simulate_on(&at, &kernel, std::slice::from_ref(&target), grid, &args(shape), &b, 2e-3);
+        simulate_on(
+            &at,
+            &kernel,
+            std::slice::from_ref(&target),
+            grid,
+            &args(shape),
+            &b,
+            2e-3,
+        );
 
         let ragged = Shape { n: 200, ..shape };
         let mut b = buffers(&mut rng, ragged);
         let grid = whole.grid(ragged.z as u32, ragged.h as u32, ragged.n as u32);
-        let e = interp::run(&kernel, grid, &args(ragged), &mut b).unwrap_err().to_string();
+        let e = interp::run(&kernel, grid, &args(ragged), &mut b)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("N_CTX is a multiple of block_n"), "{at}: {e}");
     }
 }

@@ -361,7 +361,10 @@ fn gpu_matmul_schedules_ragged_and_skinny() {
     check_schedules(0..3);
 }
 
-/// The rest of [`gpu_matmul_schedules_ragged_and_skinny`]'s shapes.
+/// The rest of [`gpu_matmul_schedules_ragged_and_skinny`]'s shapes. At 2048 x 2048 x 256
+/// the persistent warp-specialized 64 x 64 tiles walk several tiles a program: launched four
+/// programs a multiprocessor they hung in about one run of four on an H200, and the runtime
+/// now launches such kernels one a multiprocessor (`occupancy::persistent_launch`).
 #[test]
 fn gpu_matmul_schedules_small_and_square() {
     check_schedules(3..5);

@@ -1,6 +1,7 @@
 //! `RUTILE_DUMP=DIR`: every compilation writes the kernel's block IR, per-thread IR and
-//! generated code (PTX, SPIR-V disassembly, WGSL) to `DIR/<kernel>.<n>.<stage>`, and on
-//! Vulkan drivers that report them what the driver says of the kernel (`driver.txt`).
+//! generated code (PTX, SPIR-V disassembly, WGSL) to `DIR/<kernel>.<n>.<stage>`, and what
+//! the driver says of the kernel (`driver.txt`): through CUDA its compiler's log (registers,
+//! spills, notes), through Vulkan the statistics of drivers that report them.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

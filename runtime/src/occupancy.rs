@@ -52,11 +52,22 @@ pub fn persistent_grid(device: &DeviceProperties, kernel: &KernelMetadata, rows:
 /// The programs a persistent kernel (`rutile_ir::lower::persistent`) is launched with for
 /// the `grid` a launch asks for: [`persistent_grid`] over its programs, which the kernel
 /// counts in i32 (an error names `kernel` where they do not fit).
+///
+/// A `warp_specialized` kernel (a producer warpgroup feeding consumers through mbarriers,
+/// `rutile_ir::lower::specialize`) gets one program a multiprocessor at most, as CUTLASS
+/// launches its persistent warp-specialized kernels. On an H200 (driver 580) several of
+/// them on one multiprocessor hung in about one launch of four: a matmul of 64 x 64 tiles
+/// on one consumer warpgroup, four programs a multiprocessor by its registers, at 2048 x
+/// 2048 x 256, in f16 and f32, at 2 and 4 stages; 20 launches of the same kernels at one a
+/// multiprocessor all finished. (The same kernels passed in the SIMT simulator, which runs
+/// their mbarrier protocol; what the hardware does differently is not known. Kernels of two
+/// consumer warpgroups or more hold a multiprocessor's registers alone anyway.)
 pub(crate) fn persistent_launch(
     device: &DeviceProperties,
     metadata: &KernelMetadata,
     grid: [u32; 3],
     kernel: &str,
+    warp_specialized: bool,
 ) -> crate::Result<[u32; 3]> {
     let tiles = grid.iter().map(|&g| g as u64).product::<u64>();
     if tiles > i32::MAX as u64 {
@@ -68,7 +79,11 @@ pub(crate) fn persistent_launch(
             ),
         });
     }
-    Ok([persistent_grid(device, metadata, tiles as u32), 1, 1])
+    let mut programs = persistent_grid(device, metadata, tiles as u32);
+    if warp_specialized {
+        programs = programs.min(device.multiprocessors.unwrap_or(u32::MAX).max(1));
+    }
+    Ok([programs, 1, 1])
 }
 
 #[cfg(test)]
@@ -96,6 +111,15 @@ mod tests {
         assert_eq!(persistent_grid(&d, &k, 100), 100);
         assert_eq!(persistent_grid(&unknown, &k, 4096), UNKNOWN_DEVICE_PROGRAMS);
         assert_eq!(persistent_grid(&unknown, &k, 0), 1);
+        // Warp-specialized: one program a multiprocessor at most.
+        let launch = |grid, ws| persistent_launch(&d, &k, grid, "k", ws).unwrap();
+        assert_eq!(launch([64, 64, 1], false), [132 * 16, 1, 1]);
+        assert_eq!(launch([64, 64, 1], true), [132, 1, 1]);
+        assert_eq!(launch([10, 3, 1], true), [30, 1, 1]);
+        assert_eq!(
+            persistent_launch(&unknown, &k, [64, 64, 1], "k", true).unwrap(),
+            [UNKNOWN_DEVICE_PROGRAMS, 1, 1]
+        );
     }
 
     /// Without the kernel's registers (Vulkan), the threads a multiprocessor holds bound

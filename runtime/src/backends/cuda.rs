@@ -33,6 +33,9 @@ struct CudaArtifact {
     /// Whether the kernel walks the launch's grid itself (`rutile_ir::lower::persistent`):
     /// it gets as many programs as the device holds at once, and the grid as arguments.
     persistent: bool,
+    /// Whether a producer warpgroup feeds the kernel's consumers (`lower::specialize`): a
+    /// persistent one gets a program a multiprocessor at most (`occupancy::persistent_launch`).
+    warp_specialized: bool,
     /// Where a thread block runs several programs (`rutile_ir::lower::block_programs`): how
     /// many; the kernel gets the program grid's x as an argument, and a block per group.
     block_programs: Option<rutile_ir::thread::BlockPrograms>,
@@ -398,7 +401,7 @@ impl Device for CudaGpu {
                 kernel: kernel.name.clone(),
                 message: e.to_string(),
             })?;
-            crate::dump::write(
+            let dumped = crate::dump::write(
                 &kernel.name,
                 &[
                     ("block.ir", &|| kernel.to_string()),
@@ -407,6 +410,13 @@ impl Device for CudaGpu {
                 ],
             );
             let module = self.device.load_ptx(&ptx)?;
+            // What the driver's compiler said of it: registers, spills, and its notes (an
+            // ignored `setmaxnreg`, say).
+            if let Some(path) = crate::dump::path(&kernel.name, dumped, "driver.txt") {
+                if let Err(e) = std::fs::write(&path, module.jit_log()) {
+                    eprintln!("rutile: cannot write {}: {e}", path.display());
+                }
+            }
             // Tensor maps are parameters too, after the kernel's own.
             let params = thread_kernel.params.len() + thread_kernel.tensor_maps.len();
             let function = module.function_with_params(&kernel.name, params)?;
@@ -436,6 +446,7 @@ impl Device for CudaGpu {
                     function,
                     params: thread_kernel.params.clone(),
                     persistent: thread_kernel.persistent.is_some(),
+                    warp_specialized: thread_kernel.producer_warps > 0,
                     block_programs: thread_kernel.block_programs,
                     tensor_maps: thread_kernel
                         .tensor_maps
@@ -475,7 +486,8 @@ impl Device for CudaGpu {
             // The grid asked for, after the kernel's own arguments.
             raw.extend(grid.iter().map(|&g| KernelArg::I32(g as i32)));
             let name = &compiled.kernel.name;
-            launched = crate::occupancy::persistent_launch(self.properties(), &compiled.metadata, grid, name)?;
+            let (props, ws) = (self.properties(), a.warp_specialized);
+            launched = crate::occupancy::persistent_launch(props, &compiled.metadata, grid, name, ws)?;
         }
         if let Some(b) = a.block_programs {
             // The program grid's x, after the kernel's own arguments; a block per group.
