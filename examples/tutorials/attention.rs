@@ -159,10 +159,10 @@ pub fn specialized_attention_configs(dev: &dyn Device, _causal: bool) -> Vec<Con
 /// warpgroup (`LaunchConfig::programs_per_block`): FlashAttention-3's three consumer
 /// warpgroups, and two, through CUDA (none elsewhere) and without the causal mask (whose
 /// key blocks depend on the program, so that programs cannot share them: none then). For
-/// head dimension 64; its own list, the fastest there on an H200 (three programs a block:
-/// 62.9% of cuBLAS's matmul rate at 16384 tokens, `docs/performance.md`, "Past 60% in the
-/// compiler"); not in the tutorial's list, which also serves causal attention, Vulkan and
-/// head dimension 128.
+/// head dimension 64; its own list, the fastest there on an H200 from 2048 tokens (three
+/// programs a block: 64% of cuBLAS's matmul rate from 8192 tokens, 59–61% at 4096,
+/// `docs/performance.md`, "Whole key blocks"); not in the tutorial's list, which also
+/// serves causal attention, Vulkan and head dimension 128.
 pub fn block_programs_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
     if dev.properties().backend != rutile::Backend::Cuda || causal {
         return Vec::new();
