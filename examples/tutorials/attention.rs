@@ -245,7 +245,7 @@ fn meta(c: &Config, p: &Problem) -> Result<AttentionMeta> {
     Ok(AttentionMeta {
         split_diagonal: c.value("SPLIT")? != 0,
         rotate: c.value("ROTATE").is_ok_and(|r| r != 0),
-        whole_key_blocks: block_n > 0 && p.n_ctx % block_n as usize == 0,
+        whole_key_blocks: p.n_ctx.is_multiple_of(block_n as usize),
         ..AttentionMeta::fp16(c.value("BLOCK_M")? as u32, block_n, p.head_dim as u32, p.causal)
     })
 }
