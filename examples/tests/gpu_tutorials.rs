@@ -307,13 +307,14 @@ fn gpu_attention_with_tma_across_heads_matches_the_reference() {
 }
 
 /// Fused attention forward, fp16, head dimensions 64 and 128, causal and not, at lengths
-/// that are not multiples of the blocks.
+/// that are not multiples of the blocks, and at 128 and 1024 that are (kernels without the
+/// ragged walk, `AttentionMeta::whole_key_blocks`).
 #[test]
 fn gpu_attention_matches_the_reference() {
     check_attention(
         "attention",
         100,
-        &[(1, 2, 100, 64), (1, 1, 70, 128)],
+        &[(1, 2, 100, 64), (1, 1, 70, 128), (1, 1, 128, 64)],
         &[(2, 4, 1000, 64), (1, 2, 1024, 128), (1, 1, 4097, 64), (1, 1, 2049, 128)],
         tutorials::attention::attention_configs,
     );
