@@ -51,6 +51,12 @@ pub fn ptxas_resources(ptx: &str, sm: u32) -> Option<(u32, u32)> {
     Some((registers, spills))
 }
 
+/// What `ptxas -v` prints for `ptx` on `sm_{sm}` (registers, spills and notes); `None` when
+/// ptxas is not available.
+pub fn ptxas_report(ptx: &str, sm: u32) -> Option<String> {
+    assemble(ptx, sm, true)
+}
+
 /// Runs ptxas (with `-v` when `verbose`) and returns what it printed; fails the test when
 /// the PTX does not assemble.
 fn assemble(ptx: &str, sm: u32, verbose: bool) -> Option<String> {

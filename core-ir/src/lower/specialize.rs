@@ -398,9 +398,25 @@ fn turn(id: Reg, wait: bool, pred: Option<Reg>) -> Stmt {
     }
 }
 
-/// The registers a consumer thread asks for: what the producer warpgroup leaves of the
-/// register file, a multiple of 8, at most 256.
+/// The most registers a thread holds, as a `setmaxnreg` count (a multiple of 8).
+const MAX_THREAD_REGISTERS: u32 = 248;
+
+/// The registers each of a thread block's `threads` holds at entry, as `ptxas` fixes them
+/// for a kernel that moves registers with `setmaxnreg`: the register file shared evenly, a
+/// multiple of 8 (168 for 384 threads, 128 for 512, 96 for 640).
+fn entry_registers(threads: u32) -> u32 {
+    (REGISTER_FILE / threads.max(1) / 8 * 8).min(MAX_THREAD_REGISTERS)
+}
+
+/// The registers a consumer thread asks for: what the producer warpgroup's
+/// `setmaxnreg.dec` leaves of the thread block's registers at entry, a multiple of 8, at
+/// most 256. `setmaxnreg.inc` takes registers from the block's own pool and waits until it
+/// has them: a budget past the pool hangs the block (four programs a block, 640 threads at
+/// 96 registers, asked for 120 each for their 512 consumers where 112 fit).
 fn consumer_registers(consumers: u32) -> u32 {
-    let left = REGISTER_FILE - producer_registers(consumers) * PRODUCER_WARPS * 32;
+    let producer_threads = PRODUCER_WARPS * 32;
+    let threads = consumers + producer_threads;
+    let pool = entry_registers(threads) * threads;
+    let left = pool - producer_registers(consumers) * producer_threads;
     (left / consumers / 8 * 8).min(256)
 }
