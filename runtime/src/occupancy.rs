@@ -56,12 +56,13 @@ pub fn persistent_grid(device: &DeviceProperties, kernel: &KernelMetadata, rows:
 /// A `warp_specialized` kernel (a producer warpgroup feeding consumers through mbarriers,
 /// `rutile_ir::lower::specialize`) gets one program a multiprocessor at most, as CUTLASS
 /// launches its persistent warp-specialized kernels. On an H200 (driver 580) several of
-/// them on one multiprocessor hung in about one launch of four (6 of 21): a matmul of 64 x 64 tiles
-/// on one consumer warpgroup, four programs a multiprocessor by its registers, at 2048 x
-/// 2048 x 256, in f16 and f32, at 2 and 4 stages; 20 launches of the same kernels at one a
-/// multiprocessor all finished. (The same kernels passed in the SIMT simulator, which runs
-/// their mbarrier protocol; what the hardware does differently is not known. Kernels of two
-/// consumer warpgroups or more hold a multiprocessor's registers alone anyway.)
+/// them on one multiprocessor hung in about one launch of four (6 of 21): a matmul of
+/// 64 x 64 tiles on one consumer warpgroup, four programs a multiprocessor by its
+/// registers, at 2048 x 2048 x 256, in f16 and f32, at 2 and 4 stages; 20 launches of the
+/// same kernels at one a multiprocessor all finished. (The same kernels passed in the SIMT
+/// simulator, which runs their mbarrier protocol; what the hardware does differently is
+/// not known. Kernels of two consumer warpgroups or more hold a multiprocessor's registers
+/// alone anyway.)
 pub(crate) fn persistent_launch(
     device: &DeviceProperties,
     metadata: &KernelMetadata,
