@@ -414,14 +414,16 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     // The warpgroups' `setmaxnreg` budgets are the thread block's registers at entry as
     // `ptxas` gives them without a limit; under one, the consumers would wait for registers
     // the block does not have (a hang).
-    let mut moves_registers = false;
-    k.walk(&mut |s| moves_registers |= matches!(s, Stmt::SetMaxRegisters { .. }));
-    if let (Some(count), true) = (target.max_registers, moves_registers) {
-        return Err(fail(format!(
-            "maxnreg = {count} with a warp-specialized kernel: its producer warpgroup hands its \
+    if let Some(count) = target.max_registers {
+        let mut moves_registers = false;
+        k.walk(&mut |s| moves_registers |= matches!(s, Stmt::SetMaxRegisters { .. }));
+        if moves_registers {
+            return Err(fail(format!(
+                "maxnreg = {count} with a warp-specialized kernel: its producer warpgroup hands its \
              registers to the consumers (setmaxnreg), out of what the thread block holds without \
              a limit; launch it without maxnreg"
-        )));
+            )));
+        }
     }
 
     let mut e = Emitter {

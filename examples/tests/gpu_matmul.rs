@@ -354,8 +354,8 @@ fn in_parallel<C: Sync>(cases: &[C], most: usize, check: impl Fn(&C) + Sync) {
 /// programs, so that each persistent program walks several), f16 and bf16, row- and
 /// column-major operands, leaky ReLU; and f32 results of the same inputs in every schedule,
 /// the plain one too (on Hopper stored through TMA, a thread's columns spanning two 16-byte
-/// chunks of the staging tile). In two tests (each compiles some 150 kernels, about four
-/// minutes on an H200), so that each fits a run of its own.
+/// chunks of the staging tile). In two tests of some 150 kernels each (about half a minute
+/// each on an H200).
 #[test]
 fn gpu_matmul_schedules_ragged_and_skinny() {
     check_schedules(0..3);
@@ -364,7 +364,7 @@ fn gpu_matmul_schedules_ragged_and_skinny() {
 /// The rest of [`gpu_matmul_schedules_ragged_and_skinny`]'s shapes. At 2048 x 2048 x 256
 /// the persistent warp-specialized 64 x 64 tiles walk several tiles a program: launched four
 /// programs a multiprocessor they hung in about one run of four on an H200, and the runtime
-/// now launches such kernels one a multiprocessor (`occupancy::persistent_launch`).
+/// now launches such kernels one a multiprocessor (`occupancy::persistent_programs`).
 #[test]
 fn gpu_matmul_schedules_small_and_square() {
     check_schedules(3..5);

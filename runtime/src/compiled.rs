@@ -57,6 +57,10 @@ pub struct KernelMetadata {
     pub shared_bytes: u32,
     /// The most threads per program the compiled code allows.
     pub max_threads: Option<u32>,
+    /// Whether a producer warpgroup feeds the kernel's consumers through mbarriers
+    /// (`rutile_ir::lower::specialize`): a persistent launch then puts one program on a
+    /// multiprocessor at most ([`crate::occupancy::persistent_programs`]).
+    pub warp_specialized: bool,
 }
 
 /// A kernel compiled for one device, options and specialization.

@@ -30,8 +30,22 @@ pub fn programs_per_multiprocessor(device: &DeviceProperties, kernel: &KernelMet
 }
 
 /// The persistent tutorial's grid: `multiprocessors x occupancy` programs (at least one).
+///
+/// A warp-specialized kernel ([`KernelMetadata::warp_specialized`]) gets one program a
+/// multiprocessor at most, as CUTLASS launches its persistent warp-specialized kernels. On
+/// an H200 (driver 580) several of them on one multiprocessor hung in about one launch of
+/// four (6 of 21): a matmul of 64 x 64 tiles on one consumer warpgroup, four programs a
+/// multiprocessor by its registers, at 2048 x 2048 x 256, in f16 and f32, at 2 and 4
+/// stages; 20 launches of the same kernels at one a multiprocessor all finished. (The same
+/// kernels passed in the SIMT simulator, which runs their mbarrier protocol; what the
+/// hardware does differently is not known. Kernels of two consumer warpgroups or more hold
+/// a multiprocessor's registers alone anyway.)
 pub fn persistent_programs(device: &DeviceProperties, kernel: &KernelMetadata) -> Option<u32> {
-    Some((device.multiprocessors? * programs_per_multiprocessor(device, kernel)?).max(1))
+    let mut per_multiprocessor = programs_per_multiprocessor(device, kernel)?;
+    if kernel.warp_specialized {
+        per_multiprocessor = per_multiprocessor.min(1);
+    }
+    Some((device.multiprocessors? * per_multiprocessor).max(1))
 }
 
 /// Programs a persistent kernel gets on devices that do not report what
@@ -52,23 +66,11 @@ pub fn persistent_grid(device: &DeviceProperties, kernel: &KernelMetadata, rows:
 /// The programs a persistent kernel (`rutile_ir::lower::persistent`) is launched with for
 /// the `grid` a launch asks for: [`persistent_grid`] over its programs, which the kernel
 /// counts in i32 (an error names `kernel` where they do not fit).
-///
-/// A `warp_specialized` kernel (a producer warpgroup feeding consumers through mbarriers,
-/// `rutile_ir::lower::specialize`) gets one program a multiprocessor at most, as CUTLASS
-/// launches its persistent warp-specialized kernels. On an H200 (driver 580) several of
-/// them on one multiprocessor hung in about one launch of four (6 of 21): a matmul of
-/// 64 x 64 tiles on one consumer warpgroup, four programs a multiprocessor by its
-/// registers, at 2048 x 2048 x 256, in f16 and f32, at 2 and 4 stages; 20 launches of the
-/// same kernels at one a multiprocessor all finished. (The same kernels passed in the SIMT
-/// simulator, which runs their mbarrier protocol; what the hardware does differently is
-/// not known. Kernels of two consumer warpgroups or more hold a multiprocessor's registers
-/// alone anyway.)
 pub(crate) fn persistent_launch(
     device: &DeviceProperties,
     metadata: &KernelMetadata,
     grid: [u32; 3],
     kernel: &str,
-    warp_specialized: bool,
 ) -> crate::Result<[u32; 3]> {
     let tiles = grid.iter().map(|&g| g as u64).product::<u64>();
     if tiles > i32::MAX as u64 {
@@ -80,11 +82,7 @@ pub(crate) fn persistent_launch(
             ),
         });
     }
-    let mut programs = persistent_grid(device, metadata, tiles as u32);
-    if warp_specialized {
-        programs = programs.min(device.multiprocessors.unwrap_or(u32::MAX).max(1));
-    }
-    Ok([programs, 1, 1])
+    Ok([persistent_grid(device, metadata, tiles as u32), 1, 1])
 }
 
 #[cfg(test)]
@@ -113,14 +111,14 @@ mod tests {
         assert_eq!(persistent_grid(&unknown, &k, 4096), UNKNOWN_DEVICE_PROGRAMS);
         assert_eq!(persistent_grid(&unknown, &k, 0), 1);
         // Warp-specialized: one program a multiprocessor at most.
-        let launch = |grid, ws| persistent_launch(&d, &k, grid, "k", ws).unwrap();
-        assert_eq!(launch([64, 64, 1], false), [132 * 16, 1, 1]);
-        assert_eq!(launch([64, 64, 1], true), [132, 1, 1]);
-        assert_eq!(launch([10, 3, 1], true), [30, 1, 1]);
-        assert_eq!(
-            persistent_launch(&unknown, &k, [64, 64, 1], "k", true).unwrap(),
-            [UNKNOWN_DEVICE_PROGRAMS, 1, 1]
-        );
+        let ws = KernelMetadata {
+            warp_specialized: true,
+            ..k.clone()
+        };
+        assert_eq!(persistent_launch(&d, &k, [64, 64, 1], "k").unwrap(), [132 * 16, 1, 1]);
+        assert_eq!(persistent_launch(&d, &ws, [64, 64, 1], "k").unwrap(), [132, 1, 1]);
+        assert_eq!(persistent_launch(&d, &ws, [10, 3, 1], "k").unwrap(), [30, 1, 1]);
+        assert_eq!(persistent_grid(&unknown, &ws, 4096), UNKNOWN_DEVICE_PROGRAMS);
     }
 
     /// Without the kernel's registers (Vulkan), the threads a multiprocessor holds bound

@@ -128,19 +128,17 @@ impl Lowerer<'_> {
 /// Finishes a kernel lowered for blocks of `programs` programs (module comment): its
 /// warp-specialized statement is the body's last; `program_threads` threads a program.
 pub(super) fn share_producer(kernel: &mut ThreadKernel, programs: u32, program_threads: u32) -> Result<(), String> {
+    // (The last parameter: `Lowerer::grid_x_param`.)
+    let grid_x_param = kernel.params.len() as u32 - 1;
+    kernel.block_programs = Some(crate::thread::BlockPrograms { programs, grid_x_param });
     let mut body = std::mem::take(&mut kernel.body);
     let result = share(kernel, &mut body, programs, program_threads);
     kernel.body = body;
-    kernel.block_programs = Some(crate::thread::BlockPrograms {
-        programs,
-        grid_x_param: kernel.params.len() as u32 - 1,
-    });
     result
 }
 
 fn share(kernel: &mut ThreadKernel, body: &mut [Stmt], programs: u32, program_threads: u32) -> Result<(), String> {
-    // (The last parameter: `Lowerer::grid_x_param`.)
-    let grid_x_param = kernel.params.len() as u32 - 1;
+    let grid_x_param = kernel.block_programs.expect("set by share_producer").grid_x_param;
     let Some((Stmt::Specialized { producer, consumer }, entry)) = body.split_last_mut() else {
         return Err(format!(
             "programs_per_block = {programs} shares a producer warpgroup, but no loop of this kernel was warp-specialized (that needs warp_specialize, a loop whose `dot` operands all come through TMA, and only register arithmetic and loads before it); launch with programs_per_block = 1"

@@ -38,6 +38,7 @@ fn resources_of(options: &CompileOptions) -> KernelMetadata {
         spill_bytes: Some(spill_bytes),
         shared_bytes,
         max_threads: Some(max_threads),
+        warp_specialized: false,
     }
 }
 

@@ -33,9 +33,6 @@ struct CudaArtifact {
     /// Whether the kernel walks the launch's grid itself (`rutile_ir::lower::persistent`):
     /// it gets as many programs as the device holds at once, and the grid as arguments.
     persistent: bool,
-    /// Whether a producer warpgroup feeds the kernel's consumers (`lower::specialize`): a
-    /// persistent one gets a program a multiprocessor at most (`occupancy::persistent_launch`).
-    warp_specialized: bool,
     /// Where a thread block runs several programs (`rutile_ir::lower::block_programs`): how
     /// many; the kernel gets the program grid's x as an argument, and a block per group.
     block_programs: Option<rutile_ir::thread::BlockPrograms>,
@@ -432,6 +429,7 @@ impl Device for CudaGpu {
                 spill_bytes: Some(info.local_size_bytes as u32),
                 shared_bytes: thread_kernel.shared_bytes(),
                 max_threads: Some(info.max_threads_per_block),
+                warp_specialized: thread_kernel.producer_warps > 0,
             };
             check_resident_clusters(&kernel.name, &function, options.cluster, &metadata)?;
             Ok(CompiledKernel {
@@ -446,7 +444,6 @@ impl Device for CudaGpu {
                     function,
                     params: thread_kernel.params.clone(),
                     persistent: thread_kernel.persistent.is_some(),
-                    warp_specialized: thread_kernel.producer_warps > 0,
                     block_programs: thread_kernel.block_programs,
                     tensor_maps: thread_kernel
                         .tensor_maps
@@ -486,8 +483,7 @@ impl Device for CudaGpu {
             // The grid asked for, after the kernel's own arguments.
             raw.extend(grid.iter().map(|&g| KernelArg::I32(g as i32)));
             let name = &compiled.kernel.name;
-            let (props, ws) = (self.properties(), a.warp_specialized);
-            launched = crate::occupancy::persistent_launch(props, &compiled.metadata, grid, name, ws)?;
+            launched = crate::occupancy::persistent_launch(self.properties(), &compiled.metadata, grid, name)?;
         }
         if let Some(b) = a.block_programs {
             // The program grid's x, after the kernel's own arguments; a block per group.
@@ -568,6 +564,7 @@ mod tests {
             spill_bytes: Some(0),
             shared_bytes: 200 * 1024,
             max_threads: Some(1024),
+            warp_specialized: false,
         };
         let e = cluster_does_not_fit("softmax_cluster_kernel", 16, &metadata).to_string();
         for needle in [

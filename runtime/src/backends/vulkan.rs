@@ -528,9 +528,7 @@ impl Device for WgpuGpu {
         let mut scalars = Vec::with_capacity(a.bindings.scalars.len());
         let mut launched = grid;
         if a.persistent {
-            // (No warp specialization through Vulkan.)
-            let (props, metadata) = (self.properties(), &compiled.metadata);
-            launched = crate::occupancy::persistent_launch(props, metadata, grid, &kernel.name, false)?;
+            launched = crate::occupancy::persistent_launch(self.properties(), &compiled.metadata, grid, &kernel.name)?;
         }
         for s in &a.bindings.scalars {
             // A persistent kernel's parameters after its own: the grid asked for.
