@@ -121,24 +121,42 @@ pub(crate) fn load(
     let guard = pred.map(|p| e.r(p));
     let dst: Vec<String> = dsts.iter().map(|&r| e.r(r)).collect();
     let size = elem.size_bytes();
-    e.guarded(guard, |e| {
-        if matches!(elem, F16 | BF16) && dst.len() == 8 {
+    // A guarded load into scratch registers writes them only where its predicate holds. In
+    // a loop `ptxas` then keeps their value from the iteration before alive across the
+    // whole loop (a persistent kernel's masked loads of each tile: spilled). Zeroing them
+    // first ends that; the destinations themselves already hold the masked-off value.
+    let scratch = |e: &mut Emitter, n: usize| -> Vec<String> {
+        let regs: Vec<String> = (0..n).map(|_| e.tmp(Class::R)).collect();
+        if guard.is_some() {
+            for r in &regs {
+                e.ins(format!("mov.b32 {r}, 0"));
+            }
+        }
+        regs
+    };
+    let packed = (matches!(elem, F16 | BF16) && dst.len() == 8).then(|| scratch(e, 4));
+    let per = per_access(elem, dst.len());
+    let bytes: Vec<Vec<String>> = if elem == Bool {
+        dst.chunks(per).map(|chunk| scratch(e, chunk.len())).collect()
+    } else {
+        Vec::new()
+    };
+    e.guarded(guard.clone(), |e| {
+        if let Some(words) = packed {
             // One 16-byte access of packed pairs.
-            let words: Vec<String> = (0..4).map(|_| e.tmp(Class::R)).collect();
             e.ins(format!("ld.{space}.v4.b32 {}, [{addr}]", operand(&words)));
             for (w, pair) in words.iter().zip(dst.chunks(2)) {
                 e.ins(format!("mov.b32 {{{}, {}}}, {w}", pair[0], pair[1]));
             }
             return;
         }
-        let per = per_access(elem, dst.len());
         for (c, chunk) in dst.chunks(per).enumerate() {
             let off = c * per * size;
             let v = vec_suffix(chunk.len());
             if elem == Bool {
-                let bytes: Vec<String> = chunk.iter().map(|_| e.tmp(Class::R)).collect();
-                e.ins(format!("ld.{space}{v}.u8 {}, {}", operand(&bytes), at(&addr, off)));
-                for (d, b) in chunk.iter().zip(&bytes) {
+                let bytes = &bytes[c];
+                e.ins(format!("ld.{space}{v}.u8 {}, {}", operand(bytes), at(&addr, off)));
+                for (d, b) in chunk.iter().zip(bytes) {
                     e.ins(format!("setp.ne.u32 {d}, {b}, 0"));
                 }
             } else {

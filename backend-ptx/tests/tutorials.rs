@@ -117,22 +117,24 @@ fn layer_norm_passes_ptxas() {
 
 /// The one-pass layer norm at 16384 columns as the CUDA host code launches it (8 warps,
 /// at most 128 registers a thread: `ONE_PASS_WIDE_MAXNREG` in the tutorials, two programs
-/// a multiprocessor): the limit reaches the PTX as `.maxnreg`, and `ptxas` keeps to it
-/// where, left alone, it takes more (one program a multiprocessor).
+/// a multiprocessor). Since the masked loads' scratch registers are zeroed before the load
+/// (`memory.rs`), `ptxas` fits it in 128 on its own (110 with `ptxas` 12.9, where it took 202,
+/// and 136 bytes of spills under the limit of 128);
+/// a tighter limit reaches the PTX as `.maxnreg`, and `ptxas` keeps to it.
 #[test]
 fn wide_one_pass_layer_norm_keeps_to_its_register_limit() {
     let meta = LayerNormMeta::for_row(16384, F16).unwrap();
     let kernel = seeds::layer_norm_forward_row(&meta).unwrap();
     let spec = Specialization::all(kernel.params.len());
     let t = rutile_ir::lower::lower(&kernel, &Target::nvidia(8, 48 * 1024), &spec).unwrap();
-    for limit in [None, Some(128)] {
+    for limit in [None, Some(96)] {
         let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0).max_registers(limit)).unwrap();
-        assert_eq!(ptx.contains("\n.maxnreg 128\n"), limit.is_some(), "{limit:?}");
+        assert_eq!(ptx.contains("\n.maxnreg 96\n"), limit.is_some(), "{limit:?}");
         if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
             println!("one-pass layer norm 16384 f16, 8 warps, maxnreg {limit:?}, sm_90: {registers} registers, {spilled} bytes spilled");
             match limit {
                 Some(l) => assert!(registers <= l, "{registers} registers over the limit {l}"),
-                None => assert!(registers > 128, "{registers} registers: the limit is moot"),
+                None => assert!(registers <= 128, "{registers} registers: one program a multiprocessor"),
             }
         }
     }
@@ -565,26 +567,36 @@ fn specialized_attention_takes_turns() {
 /// block (the consumers at 232 registers) assemble for sm_90a without spills. Three
 /// (FlashAttention-3's three consumer warpgroups) get the 160 registers each that the
 /// register file leaves beside a producer at 32: the walk's loop fits them; with the
-/// ragged walk `ptxas` spills outside it (540 bytes at 64 x 128 and 2 stages with `ptxas`
-/// 12.9), without it nothing but at 64 x 128 and 3 stages (56 bytes), which this prints and
-/// docs/performance.md explains ("Past 60% in the compiler"; `cargo test -p rutile-ptx
+/// ragged walk `ptxas` spills outside it (600 bytes at 64 x 128 and 2 stages with `ptxas`
+/// 12.9), without it nothing but at 64 x 128 and 3 stages (48 bytes), which this prints and
+/// docs/performance.md explains. The same on a persistent grid
+/// (`persistent_block_programs_attention_configs`), whole key blocks, as the benchmark runs
+/// them ("Past 60% in the compiler"; `cargo test -p rutile-ptx
 /// --test tutorials programs_a_block -- --nocapture`, and `RUTILE_PTX_DIR=DIR` to read the
 /// PTX).
 #[test]
 fn programs_a_block_assemble() {
     let configs = [(2, 128, 2), (2, 128, 3), (3, 128, 2), (3, 128, 3), (3, 64, 3)];
-    for ((programs, bn, stages), whole) in configs.into_iter().flat_map(|c| [(c, false), (c, true)]) {
+    let persistent = [(2, 128, 2), (3, 128, 2), (3, 128, 3), (3, 64, 3)]
+        .map(|c| (c, true, true))
+        .into_iter()
+        .chain([((2, 128, 2), false, true)]);
+    let plain = configs.into_iter().flat_map(|c| [(c, false, false), (c, true, false)]);
+    for ((programs, bn, stages), whole, persistent) in plain.chain(persistent) {
         let meta = AttentionMeta {
             rotate: true,
             whole_key_blocks: whole,
             ..AttentionMeta::fp16(64, bn, 64, false)
         };
         let kernel = seeds::attention_forward(&meta).unwrap();
-        let label = format!("{programs} programs a block, 64x{bn}, {stages} stages, whole blocks {whole}");
+        let label = format!(
+            "{programs} programs a block, 64x{bn}, {stages} stages, whole blocks {whole}, persistent {persistent}"
+        );
         let target = Target {
             tma_outer: true,
             warp_specialize: true,
             programs_per_block: programs,
+            persistent,
             ..h100(4, stages)
         };
         let ptx = assemble_aligned_sm90(&label, &kernel, &target);
@@ -597,8 +609,14 @@ fn programs_a_block_assemble() {
             assert!(ptx.contains(&want), "{label}: no {want}");
         }
         if let Some((_, spilled)) = support::ptxas_resources(&ptx, 90) {
-            if programs == 2 || (whole && (bn, stages) != (128, 3)) {
+            if programs == 2 || (whole && !persistent && (bn, stages) != (128, 3)) {
                 assert_eq!(spilled, 0, "{label}: {spilled} bytes spilled");
+            }
+            // Three programs on a persistent grid spill a little, in each tile's start and
+            // end (248, 164 and 68 bytes with `ptxas` 12.9; 100, 76 and 28 with 13.0); 892
+            // before the masked loads' scratch registers were zeroed (`memory.rs`).
+            if persistent {
+                assert!(spilled <= 256, "{label}: {spilled} bytes spilled");
             }
         }
     }

@@ -1152,3 +1152,66 @@ fn whole_key_blocks_leave_out_the_ragged_walk() {
         assert!(e.contains("N_CTX is a multiple of block_n"), "{at}: {e}");
     }
 }
+
+/// Programs sharing a block on a persistent grid: each side walks the blocks on its own (the
+/// producer fetching the next block's keys while the consumers store this one's output),
+/// the consumers' program read afresh every block; in the simulator on three programs for
+/// four blocks, as the interpreter computes it, with and without the ragged walk. The
+/// ragged walk's copies go to buffers of their own, not the ring the producer is filling
+/// for the next block (the verifier refuses a kernel whose consumers write what the
+/// producer fills): three programs then need more shared memory than a multiprocessor has
+/// (refused, saying so), two fit.
+#[test]
+fn blocks_of_three_programs_walk_a_persistent_grid() {
+    let mut rng = Rng::new(78);
+    let three = Target {
+        persistent: true,
+        ..three_programs_a_block(2)
+    };
+    let two = Target {
+        programs_per_block: 2,
+        ..three.clone()
+    };
+    for (n, whole, target) in [(300, false, &two), (256, true, &three)] {
+        let programs = target.programs_per_block;
+        let shape = Shape { z: 1, h: 2, n, d: 64 };
+        let meta = AttentionMeta {
+            rotate: true,
+            whole_key_blocks: whole,
+            ..AttentionMeta::fp16(64, 128, 64, false)
+        };
+        let kernel = attention_forward(&meta).unwrap();
+        let tk = rutile_ir::lower::lower(&kernel, target, &runtime_spec(&args(shape))).unwrap();
+        let at = format!("{n} keys, whole blocks {whole}, {programs} programs a block");
+        assert!(tk.persistent.is_some() && tk.block_programs.is_some(), "{at}");
+        let Some(Stmt::Specialized { producer, consumer }) = tk.body.last() else {
+            panic!("{at}: no specialization");
+        };
+        for side in [producer, consumer] {
+            assert!(
+                matches!(side.last(), Some(Stmt::While { .. })),
+                "{at}: a side without its tile loop"
+            );
+        }
+        let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+        let blocks = grid[0].div_ceil(programs);
+        assert_eq!(tk.blocks(grid), [blocks, 2, 1], "{at}");
+        let b = buffers(&mut rng, shape);
+        simulate_on(&at, &kernel, std::slice::from_ref(target), grid, &args(shape), &b, 2e-3);
+    }
+    let ragged = attention_forward(&AttentionMeta {
+        rotate: true,
+        ..AttentionMeta::fp16(64, 128, 64, false)
+    })
+    .unwrap();
+    let shape = Shape {
+        z: 1,
+        h: 2,
+        n: 300,
+        d: 64,
+    };
+    match rutile_ir::lower::lower(&ragged, &three, &runtime_spec(&args(shape))) {
+        Err(rutile_ir::lower::LowerError::OutOfSharedMemory { needed, limit, .. }) => assert!(needed > limit),
+        other => panic!("three persistent programs with the ragged walk: {other:?}"),
+    }
+}

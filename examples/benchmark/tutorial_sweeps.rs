@@ -410,7 +410,9 @@ fn loop_stages(kernel: &rutile::Kernel) -> u32 {
 /// 1 x 2 heads of 1024 (1 x 2 x 256 with `--quick`); the timed problems then run on inputs
 /// tiled from a random block (their values do not change the time). Lines of their own:
 /// the rotated walk at head dimension 64 (`_rotated`), through CUDA that walk
-/// warp-specialized with its consumers taking turns (`_pingpong`), and K and V copied by
+/// warp-specialized with its consumers taking turns (`_pingpong`), 64-row programs
+/// several a block sharing a producer (`_blocks`) and those on a persistent grid
+/// (`_persistent_blocks`), and K and V copied by
 /// TMA across heads (`_tma_heads`, `LaunchConfig::tma_outer`), each autotuned over the
 /// tutorial's configurations in that form and timed in rounds with the others.
 pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &mut String) -> rutile::Result<()> {
@@ -470,6 +472,8 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                     let blocks = attention::block_programs_attention_configs(dev, causal);
                     if !blocks.is_empty() {
                         forms.push(("_blocks", blocks));
+                        let persistent = attention::persistent_block_programs_attention_configs(dev, causal);
+                        forms.push(("_persistent_blocks", persistent));
                     }
                 }
                 // Through CUDA, K and V through TMA across heads (opt-in: no faster so far).

@@ -260,6 +260,48 @@ fn gpu_block_programs_attention_matches_the_reference() {
     );
 }
 
+/// Through CUDA, the programs sharing a producer on a persistent grid
+/// (`persistent_block_programs_attention_configs`), every configuration on its own: at 3
+/// heads (a block a multiprocessor at most) and at 40 and 48 heads, where a multiprocessor's
+/// block walks two or more blocks of programs (240 and 288 of them on 132
+/// multiprocessors), at lengths with and without a ragged last key block. With it, the
+/// ragged walk's copies need buffers of their own (the producer is filling the ring for
+/// the next block), more shared memory than there is for blocks of 64 x 128 but two
+/// programs on two stages: those are refused, saying so.
+#[test]
+fn gpu_persistent_block_programs_attention_matches_the_reference() {
+    let (_turn, devices) = devices();
+    let mut failed = Vec::new();
+    for d in devices {
+        let configs = tutorials::attention::persistent_block_programs_attention_configs(d.as_ref(), false);
+        assert_eq!(!configs.is_empty(), d.properties().backend == rutile::Backend::Cuda);
+        for (i, c) in configs.into_iter().enumerate() {
+            for (h, n_ctx) in [(3, 1000), (3, 1024), (40, 1000), (48, 1024), (4, 4096)] {
+                let p = Problem {
+                    z: 1,
+                    h,
+                    n_ctx,
+                    head_dim: 64,
+                    causal: false,
+                };
+                // (Lowered on their own: 215024 bytes at two programs and two stages, the
+                // only one of 64 x 128 that fits with the ragged walk; 198640 at three of 64
+                // x 64 and three stages.)
+                let wide = c.meta.iter().any(|(k, v)| k == "BLOCK_N" && *v == 128);
+                let smallest = c.programs_per_block == 2 && c.num_stages == 2;
+                let refused = wide && !smallest && n_ctx % 128 != 0;
+                match tutorials::attention::attention_with(d.as_ref(), p, 550 + i as u64, vec![c.clone()]) {
+                    Ok(o) if o.passed() && !refused => println!("{o}"),
+                    Err(e) if refused && e.to_string().contains("shared memory") => println!("{p} on {c:?}: {e}"),
+                    Ok(o) => failed.push(format!("{}: {p} on {c:?}: {o}", d.id())),
+                    Err(e) => failed.push(format!("{}: {p} on {c:?}: {e}", d.id())),
+                }
+            }
+        }
+    }
+    assert!(failed.is_empty(), "persistent attention failed:\n{}", failed.join("\n"));
+}
+
 /// The configurations of the attention tutorial's list that cap the registers a thread
 /// (`maxnreg`, through CUDA only; none elsewhere), checked on their own: autotuned among
 /// the others they are checked only where they win.

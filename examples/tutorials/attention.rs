@@ -180,6 +180,19 @@ pub fn block_programs_attention_configs(dev: &dyn Device, causal: bool) -> Vec<C
         .collect()
 }
 
+/// [`block_programs_attention_configs`] on a persistent grid (`LaunchConfig::persistent`):
+/// a thread block a multiprocessor, whose producer copies the next block of programs' `Q`,
+/// `K` and `V` while its consumers finish the last one (normalize and store `O`). What
+/// that hides is a block's start and end, a larger share of its time the shorter the
+/// sequence (16 key blocks of 128 at 2048 tokens). Its own list, so that it is measured
+/// beside the others (`docs/performance.md`, "Persistent blocks of programs").
+pub fn persistent_block_programs_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
+    block_programs_attention_configs(dev, causal)
+        .into_iter()
+        .map(|c| c.persistent(true))
+        .collect()
+}
+
 fn configs(dev: &dyn Device, causal: bool, rotate: bool) -> Vec<Config> {
     let software = dev.properties().device_type == DeviceType::Cpu;
     let cuda = dev.properties().backend == rutile::Backend::Cuda;

@@ -103,7 +103,9 @@ impl Lowerer<'_> {
 
     /// The thread's program along x where a block runs several, in the prologue:
     /// `min(block * R + tid / P, grid_x - 1)` (a group past the grid's end computes the last
-    /// program again, its writes turned off by `share_producer`).
+    /// program again, its writes turned off by `share_producer`). A persistent kernel's
+    /// block changes from tile to tile: there it is computed where it is read, from the
+    /// block index the tile loop gives (`persistent::tile_loop`).
     fn block_program(&mut self) -> Reg {
         if let Some(r) = self.cache.block_program {
             return r;
@@ -112,15 +114,26 @@ impl Lowerer<'_> {
         let tid = self.pset(i32t, Expr::Special(Special::ThreadId));
         let shift = self.i32c(self.target.threads().trailing_zeros() as i64);
         let group = self.pset(i32t, Expr::Binary(BinaryOp::Shr, tid, shift));
-        let block = self.pset(i32t, Expr::Special(Special::ProgramId(0)));
         let per_block = self.i32c(self.programs_per_block() as i64);
-        let first = self.pset(i32t, Expr::Binary(BinaryOp::Mul, block, per_block));
-        let program = self.pset(i32t, Expr::Binary(BinaryOp::Add, first, group));
-        let grid = self.pset(i32t, Expr::Param(self.grid_x_param()));
         let one = self.i32c(1);
-        let last = self.pset(i32t, Expr::Binary(BinaryOp::Sub, grid, one));
-        let clamped = self.pset(i32t, Expr::Binary(BinaryOp::Min, program, last));
-        self.cache.block_program = Some(clamped);
+        let per_tile = self.target.persistent;
+        let set = |l: &mut Self, expr| {
+            if per_tile {
+                l.set(i32t, expr)
+            } else {
+                l.pset(i32t, expr)
+            }
+        };
+        let block = set(self, Expr::Special(Special::ProgramId(0)));
+        let first = set(self, Expr::Binary(BinaryOp::Mul, block, per_block));
+        let program = set(self, Expr::Binary(BinaryOp::Add, first, group));
+        let grid_x = self.grid_x_param();
+        let grid = set(self, Expr::Param(grid_x));
+        let last = set(self, Expr::Binary(BinaryOp::Sub, grid, one));
+        let clamped = set(self, Expr::Binary(BinaryOp::Min, program, last));
+        if !per_tile {
+            self.cache.block_program = Some(clamped);
+        }
         clamped
     }
 }

@@ -125,10 +125,9 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
             "programs_per_block = {programs}: a thread block runs 1 to {MAX_PROGRAMS_PER_BLOCK} programs"
         )));
     }
-    if programs > 1 && (!target.warp_specialize || target.persistent || target.cluster > 1 || target.num_warps % 4 != 0)
-    {
+    if programs > 1 && (!target.warp_specialize || target.cluster > 1 || target.num_warps % 4 != 0) {
         return Err(LowerError::InvalidConfig(format!(
-            "programs_per_block = {programs} needs warp_specialize, whole warpgroups a program (num_warps a multiple of 4, not {}), no persistent grid and no cluster: its programs share a producer warpgroup",
+            "programs_per_block = {programs} needs warp_specialize, whole warpgroups a program (num_warps a multiple of 4, not {}) and no cluster: its programs share a producer warpgroup",
             target.num_warps
         )));
     }
@@ -393,16 +392,24 @@ impl<'k> Lowerer<'k> {
             cluster: self.target.cluster,
             body,
         };
+        let programs = self.target.programs_per_block;
+        let share = |kernel: &mut ThreadKernel| {
+            block_programs::share_producer(kernel, programs, self.target.threads()).map_err(LowerError::InvalidConfig)
+        };
+        // Persistent, the programs of a block share their producer before each side becomes
+        // a loop over blocks: the consumers' prefix, which reads the block's index, then runs
+        // every tile.
+        if programs > 1 && self.target.persistent {
+            share(&mut kernel)?;
+        }
         if self.target.persistent {
             persistent::make_persistent(&mut kernel, prologue).map_err(LowerError::InvalidConfig)?;
         }
         if let Some(p) = prologue_stmts {
             specialize::prologue_on_each_side(&mut kernel.body, &p);
         }
-        let programs = self.target.programs_per_block;
-        if programs > 1 {
-            block_programs::share_producer(&mut kernel, programs, self.target.threads())
-                .map_err(LowerError::InvalidConfig)?;
+        if programs > 1 && !self.target.persistent {
+            share(&mut kernel)?;
         }
         let needed = kernel.shared_bytes();
         if needed > self.target.max_shared_bytes {
@@ -582,6 +589,10 @@ impl<'k> Lowerer<'k> {
         match self.loop_operand_allocs.last_mut() {
             Some(outer) => outer.extend(done),
             None if done.is_empty() => {}
+            // A persistent kernel's producer fills the ring of its warp-specialized loop
+            // for the next tile while the consumers run what follows the loop in this one
+            // (attention's walk over the ragged last key block): that ring is never free.
+            None if self.target.persistent && self.producer.is_some() => {}
             None => {
                 let open = self.body.last().expect("an open statement list");
                 if !matches!(open.last(), Some(crate::thread::Stmt::Barrier)) {

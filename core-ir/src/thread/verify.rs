@@ -104,7 +104,7 @@ fn split_cluster_barriers(k: &ThreadKernel) -> Result<(), String> {
 }
 
 /// Several programs a block: whole warps each, a shared producer, the grid's x in an i32
-/// scalar parameter, no persistent walk.
+/// scalar parameter (before a persistent walk's grid, which is then the grid of blocks).
 fn block_programs(k: &ThreadKernel, b: super::BlockPrograms) -> Result<(), String> {
     if b.programs < 2 || k.num_warps % b.programs != 0 {
         return Err(format!(
@@ -112,8 +112,14 @@ fn block_programs(k: &ThreadKernel, b: super::BlockPrograms) -> Result<(), Strin
             b.programs, k.num_warps
         ));
     }
-    if k.producer_warps == 0 || k.persistent.is_some() {
-        return Err("only a warp-specialized kernel without a persistent grid runs several programs a block".into());
+    if k.producer_warps == 0 {
+        return Err("only a warp-specialized kernel runs several programs a block".into());
+    }
+    if k.persistent.is_some_and(|p| p.grid_params[0] <= b.grid_x_param) {
+        return Err(
+            "a persistent kernel of several programs a block takes the program grid's x before the grid of blocks"
+                .into(),
+        );
     }
     match k.params.get(b.grid_x_param as usize) {
         Some(ThreadParam::Scalar {
@@ -136,9 +142,37 @@ fn persistent(k: &ThreadKernel, p: super::PersistentGrid) -> Result<(), String> 
     let ends_in_loop = |stmts: &[Stmt]| matches!(stmts.last(), Some(Stmt::While { .. }));
     match k.body.last() {
         Some(Stmt::While { .. }) => Ok(()),
-        Some(Stmt::Specialized { producer, consumer }) if ends_in_loop(producer) && ends_in_loop(consumer) => Ok(()),
+        Some(Stmt::Specialized { producer, consumer }) if ends_in_loop(producer) && ends_in_loop(consumer) => {
+            // The producer runs ahead into the next tile's copies while the consumers finish
+            // this one: they must not write what it fills.
+            let filled = written_buffers(producer);
+            match written_buffers(consumer).intersection(&filled).next() {
+                Some(a) => Err(format!(
+                    "the consumers write shared buffer {a}, which the producer fills for the next tile while they finish this one"
+                )),
+                None => Ok(()),
+            }
+        }
         _ => Err("the body's last statement is not a loop over tiles".into()),
     }
+}
+
+/// The shared buffers that `stmts` write (stores, copies, cooperative-matrix stores).
+fn written_buffers(stmts: &[Stmt]) -> std::collections::BTreeSet<u32> {
+    let mut out = std::collections::BTreeSet::new();
+    super::walk_stmts(stmts, &mut |s| match s {
+        Stmt::TmaLoad { alloc, .. }
+        | Stmt::AsyncCopy { alloc, .. }
+        | Stmt::CoopStore { alloc, .. }
+        | Stmt::Store {
+            mem: Memory::Shared { alloc },
+            ..
+        } => {
+            out.insert(*alloc);
+        }
+        _ => {}
+    });
+    out
 }
 
 /// A tensor map describes a pointer parameter through integer parameters or constants, in

@@ -104,12 +104,20 @@ pub fn simulate_on(
         );
         let tk = lower(kernel, t, &runtime_spec(args)).unwrap_or_else(|e| panic!("{at}: lowering fails: {e}"));
         let mut got = buffers.to_vec();
-        // A block of several programs takes the program grid's x as an argument.
+        // A block of several programs takes the program grid's x as an argument; a
+        // persistent kernel the grid of blocks, on three programs (so that a program walks
+        // several blocks where there are more than three, and not the same block index
+        // along x in each where there are two).
         let mut launch = args.to_vec();
         if tk.block_programs.is_some() {
             launch.push(ArgValue::Int(grid[0] as i64));
         }
-        simt::run_threads(&tk, tk.blocks(grid), &launch, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let mut launched = tk.blocks(grid);
+        if tk.persistent.is_some() {
+            launch.extend(launched.map(|g| ArgValue::Int(g as i64)));
+            launched = [3, 1, 1];
+        }
+        simt::run_threads(&tk, launched, &launch, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             if matches!(w.elem(), ScalarType::F16 | ScalarType::F32) {
                 let (g, w) = (values(g), values(w));

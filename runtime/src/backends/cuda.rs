@@ -479,16 +479,17 @@ impl Device for CudaGpu {
             });
         }
         let mut launched = grid;
-        if a.persistent {
-            // The grid asked for, after the kernel's own arguments.
-            raw.extend(grid.iter().map(|&g| KernelArg::I32(g as i32)));
-            let name = &compiled.kernel.name;
-            launched = crate::occupancy::persistent_launch(self.properties(), &compiled.metadata, grid, name)?;
-        }
         if let Some(b) = a.block_programs {
             // The program grid's x, after the kernel's own arguments; a block per group.
             raw.push(KernelArg::I32(grid[0] as i32));
             launched = b.blocks(grid);
+        }
+        if a.persistent {
+            // The grid asked for (of blocks, where a block runs several programs), after the
+            // arguments above.
+            raw.extend(launched.iter().map(|&g| KernelArg::I32(g as i32)));
+            let name = &compiled.kernel.name;
+            launched = crate::occupancy::persistent_launch(self.properties(), &compiled.metadata, launched, name)?;
         }
         self.push_tensor_maps(compiled, a, args, &mut raw)?;
         let config = CudaLaunch::new(
