@@ -125,6 +125,21 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
     configs(dev, causal, false)
 }
 
+/// What the tutorial's host code ([`attention`]) autotunes over for `p`: [`attention_configs`],
+/// and through CUDA at head dimension 128 the same with K and V copied by TMA across heads
+/// (`LaunchConfig::tma_outer`), which an H200 ran 4–7% faster from 2048 tokens, causal or
+/// not, and 1–4% slower at 1024 (`docs/performance.md`, "Head dimension 128 on an H200"):
+/// the autotuner picks per problem. At head dimension 64 the TMA form is no faster, and the
+/// faster forms there (blocks of programs) are their own lists.
+pub fn host_attention_configs(dev: &dyn Device, p: &Problem) -> Vec<Config> {
+    let mut configs = attention_configs(dev, p.causal);
+    if p.head_dim == 128 && dev.properties().backend == rutile::Backend::Cuda {
+        let across: Vec<Config> = configs.iter().map(|c| c.clone().tma_outer(true)).collect();
+        configs.extend(across);
+    }
+    configs
+}
+
 /// [`attention_configs`] with the walk rotated by one block (`ROTATE` = 1, see
 /// [`AttentionMeta::rotate`]): FlashAttention-3's overlap of one block's `P V` with the
 /// next block's softmax, for head dimension 64 (at 128 the carried `P` costs too many
@@ -282,11 +297,12 @@ pub fn inputs(p: &Problem, seed: u64) -> [Vec<f16>; 3] {
     })
 }
 
-/// The fused attention forward pass on `p` with random inputs: autotuned, timed, and its
-/// output and `M` checked against [`reference_rows`] on a sample of the queries (every
-/// one up to 512 positions; beyond, every 61st and the last 17 of each head).
+/// The fused attention forward pass on `p` with random inputs: autotuned over
+/// [`host_attention_configs`], timed, and its output and `M` checked against
+/// [`reference_rows`] on a sample of the queries (every one up to 512 positions; beyond,
+/// every 61st and the last 17 of each head).
 pub fn attention(dev: &dyn Device, p: Problem, seed: u64) -> Result<Outcome> {
-    attention_with(dev, p, seed, attention_configs(dev, p.causal))
+    attention_with(dev, p, seed, host_attention_configs(dev, &p))
 }
 
 /// [`attention`] autotuned over `configs` (as [`attention_configs`] or
