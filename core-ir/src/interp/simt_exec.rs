@@ -105,6 +105,12 @@ impl<'s> Sim<'s> {
                             return Err(self.error(s, super::fault(FaultKind::InvalidIr, 0, message)));
                         }
                         Stmt::Specialized { producer, consumer } => self.specialized(s, producer, consumer)?,
+                        // The consumers free a stage: the producer's turn, so that it runs
+                        // as far ahead as the stages let it (`simt_specialized.rs`).
+                        Stmt::MbarrierArrive { .. } if stop && self.in_side && self.tid_base == 0 => {
+                            self.simple(s).map_err(|f| self.error(s, f))?;
+                            return Ok(Turn::Blocked { at: s, progressed });
+                        }
                         _ => self.simple(s).map_err(|f| self.error(s, f))?,
                     }
                 }

@@ -5,15 +5,20 @@
 //! the other does. So the simulator runs each side in lockstep over its own threads, as a
 //! program of its own whose first thread is `Sim::tid_base` (thread ids, warps and faults
 //! keep the program's numbering), and switches between them: a side runs until it reaches a
-//! wait whose phase cannot complete yet, then the other side runs, and so on. The consumers
-//! go first. Where neither side can go on, a GPU would hang: a fault naming both waits.
+//! wait whose phase cannot complete yet, then the other side runs, and so on; the consumers
+//! also hand over after each of their mbarrier arrivals (a stage freed). The consumers go
+//! first. Where neither side can go on, a GPU would hang: a fault naming both waits.
 //!
-//! This is one interleaving of the many a GPU may take, the one where each side runs as far
-//! ahead as the mbarriers let it: a producer that does not wait for a stage to be freed
-//! arrives on its "full" mbarrier again before the phase completes (a fault), and consumers
-//! that never free a stage leave the producer waiting (a hang, a fault). Consumers that free
-//! a stage while their MMAs may still read it are not caught: copies land only at the wait
-//! that needs them, which comes after those MMAs' own wait.
+//! This is one interleaving of the many a GPU may take, the one where the producer runs as
+//! far ahead as the mbarriers let it, as soon as they let it: a producer that does not wait
+//! for a stage to be freed arrives on its "full" mbarrier again before the phase completes
+//! (a fault), consumers that never free a stage leave the producer waiting (a hang, a
+//! fault), and the copies the producer issues into a freed stage (the next tile's, in a
+//! persistent kernel) are in flight while the consumers go on, so that a consumer write to
+//! that stage, or a copy of theirs into it, faults when the producer's copy lands (a
+//! persistent attention kernel's ragged walk into the ring's buffers did). Consumers that
+//! free a stage while their MMAs may still read it are not caught: copies land only at the
+//! wait that needs them, which comes after those MMAs' own wait.
 //!
 //! Shared memory, mbarriers, copies and race tracking are the program's. A wait that a side
 //! passes counts as a barrier for race tracking (`Sim::ordered_by_wait`): it orders the side
