@@ -126,16 +126,24 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
 }
 
 /// What the tutorial's host code ([`attention`]) autotunes over for `p`: [`attention_configs`],
-/// and through CUDA at head dimension 128 the same with K and V copied by TMA across heads
-/// (`LaunchConfig::tma_outer`), which an H200 ran 4–7% faster from 2048 tokens, causal or
-/// not, and 1–4% slower at 1024 (`docs/performance.md`, "Head dimension 128 on an H200"):
-/// the autotuner picks per problem. At head dimension 64 the TMA form is no faster, and the
-/// faster forms there (blocks of programs) are their own lists.
+/// and through CUDA the forms measured faster for some problems, for the autotuner to pick
+/// per problem (`docs/performance.md`): at head dimension 128 the same list with K and V
+/// copied by TMA across heads (`LaunchConfig::tma_outer`; on an H200 4–7% faster from 2048
+/// tokens, causal or not, 1–4% slower at 1024: "Head dimension 128 on an H200"); at head
+/// dimension 64 without the causal mask, [`block_programs_attention_configs`] (the fastest
+/// there from 2048 tokens, 54–64% of cuBLAS's matmul rate, slower at 1024: "Whole key
+/// blocks").
 pub fn host_attention_configs(dev: &dyn Device, p: &Problem) -> Vec<Config> {
     let mut configs = attention_configs(dev, p.causal);
-    if p.head_dim == 128 && dev.properties().backend == rutile::Backend::Cuda {
-        let across: Vec<Config> = configs.iter().map(|c| c.clone().tma_outer(true)).collect();
-        configs.extend(across);
+    if dev.properties().backend == rutile::Backend::Cuda {
+        match p.head_dim {
+            128 => {
+                let across: Vec<Config> = configs.iter().map(|c| c.clone().tma_outer(true)).collect();
+                configs.extend(across);
+            }
+            64 => configs.extend(block_programs_attention_configs(dev, p.causal)),
+            _ => {}
+        }
     }
     configs
 }
@@ -177,7 +185,8 @@ pub fn specialized_attention_configs(dev: &dyn Device, _causal: bool) -> Vec<Con
 /// head dimension 64; its own list, the fastest there on an H200 from 2048 tokens (three
 /// programs a block: 64% of cuBLAS's matmul rate from 8192 tokens, 59–61% at 4096,
 /// `docs/performance.md`, "Whole key blocks"); not in the tutorial's list, which also
-/// serves causal attention, Vulkan and head dimension 128.
+/// serves causal attention, Vulkan and head dimension 128, but in what its host code tunes
+/// over where it applies ([`host_attention_configs`]).
 pub fn block_programs_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
     if dev.properties().backend != rutile::Backend::Cuda || causal {
         return Vec::new();
