@@ -17,8 +17,9 @@
 //! persistent kernel) are in flight while the consumers go on, so that a consumer write to
 //! that stage, or a copy of theirs into it, faults when the producer's copy lands (a
 //! persistent attention kernel's ragged walk into the ring's buffers did). Consumers that
-//! free a stage while their MMAs may still read it are not caught: copies land only at the
-//! wait that needs them, which comes after those MMAs' own wait.
+//! free a stage while their MMAs may still read it are caught where the producer's copy
+//! into it is issued (`simt_wgmma.rs`: a wgmma's operands count as read until its wait);
+//! the copies themselves land only at the wait that needs them.
 //!
 //! Shared memory, mbarriers, copies and race tracking are the program's. A wait that a side
 //! passes counts as a barrier for race tracking (`Sim::ordered_by_wait`): it orders the side

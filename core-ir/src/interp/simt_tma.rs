@@ -460,9 +460,16 @@ impl Sim<'_> {
                 }
             }
             // The copy may write from now on: it races with other warps' accesses since
-            // the last barrier (a probe: its write is recorded when it lands).
+            // the last barrier (a probe: its write is recorded when it lands), and with
+            // the operand reads of a wgmma not yet waited for.
             for &e in &copy.dst {
                 self.mbarrier_guard(alloc, e, t)?;
+                if self.wgmmas.reads_shared(alloc, e) {
+                    let message = format!(
+                        "a TMA copy into element {e} of shared{alloc} is issued while a wgmma that reads it is not yet waited for (its stage freed too early)"
+                    );
+                    return Err(fault(FaultKind::MissingBarrier, t, message));
+                }
                 let mut probe = self.track[alloc as usize][e as usize];
                 if probe.program == self.program {
                     probe

@@ -7,7 +7,9 @@
 //! describes it another gives wrong products here as it would on the GPU. The operands are
 //! read when it is issued (after the barrier that publishes them); its results land in the
 //! accumulator registers only at the `WgmmaWait` that covers its group, so reading them
-//! earlier reads the old values. All threads of a program issue, commit and wait together
+//! earlier reads the old values. The hardware may read the operands at any time until that
+//! wait, so a TMA copy issued into one of them before it faults (a warp-specialized
+//! kernel's stage handed back to the producer while an MMA still reads it). All threads of a program issue, commit and wait together
 //! (control flow is uniform), so groups are kept per program.
 
 use super::{fault, Access, Sim, SimFault};
@@ -17,12 +19,14 @@ use crate::interp::tensor::{Data, Pointer};
 use crate::thread::{MatrixMajor, Memory as Space, Reg, SmemMatrix, WgmmaA};
 
 /// One issued `wgmma`: the accumulator registers and the values they get at its wait, and
-/// the registers it reads A from, which nothing may write before that wait.
+/// the registers and shared elements it reads its operands from, which nothing may write
+/// before that wait.
 #[derive(Clone, Debug)]
 pub(super) struct PendingWgmma {
     acc: Vec<Reg>,
     values: Vec<Vec<f64>>,
     a: Vec<Reg>,
+    shared: Vec<(u32, i64)>,
 }
 
 /// The wgmmas issued and not yet waited for.
@@ -30,6 +34,9 @@ pub(super) struct PendingWgmma {
 pub(super) struct Wgmmas {
     open: Vec<PendingWgmma>,
     groups: std::collections::VecDeque<Vec<PendingWgmma>>,
+    /// The shared elements (buffer, element) their operands read, each with how many of
+    /// them read it: the hardware may read them at any time until the wait.
+    reading: std::collections::HashMap<(u32, i64), u32>,
 }
 
 impl Wgmmas {
@@ -44,6 +51,12 @@ impl Wgmmas {
     /// Whether an issued, not yet waited-for wgmma reads A from register `r`.
     fn reads(&self, r: Reg) -> bool {
         self.groups.iter().flatten().chain(&self.open).any(|w| w.a.contains(&r))
+    }
+
+    /// Whether an issued, not yet waited-for wgmma reads element `e` of shared buffer
+    /// `alloc`.
+    pub(super) fn reads_shared(&self, alloc: u32, e: i64) -> bool {
+        self.reading.contains_key(&(alloc, e))
     }
 }
 
@@ -95,14 +108,15 @@ impl Sim<'_> {
             WgmmaA::Registers(r) => Some(r.iter().map(|&x| self.float_column(x)).collect::<Result<_, _>>()?),
         };
         let mut out = vec![vec![0.0f64; self.threads]; acc.len()];
+        let mut shared = Vec::new();
         for wg in 0..self.threads / 128 {
             let first = wg * 128;
             let am = match (a, &a_regs) {
-                (WgmmaA::Shared(m), _) => self.wgmma_operand(m, first, 64, true)?,
+                (WgmmaA::Shared(m), _) => self.wgmma_operand(m, first, 64, true, &mut shared)?,
                 (WgmmaA::Registers(_), Some(v)) => registers_operand(v, first),
                 _ => unreachable!("registers read above"),
             };
-            let bm = self.wgmma_operand(b, first, n as u32, false)?;
+            let bm = self.wgmma_operand(b, first, n as u32, false, &mut shared)?;
             for w in 0..4 {
                 for l in 0..32 {
                     let t = first + 32 * w + l;
@@ -115,6 +129,11 @@ impl Sim<'_> {
                 }
             }
         }
+        shared.sort_unstable();
+        shared.dedup();
+        for &e in &shared {
+            *self.wgmmas.reading.entry(e).or_insert(0) += 1;
+        }
         self.wgmmas.open.push(PendingWgmma {
             acc: acc.to_vec(),
             values: out,
@@ -122,6 +141,7 @@ impl Sim<'_> {
                 WgmmaA::Shared(_) => Vec::new(),
                 WgmmaA::Registers(r) => r.to_vec(),
             },
+            shared,
         });
         Ok(())
     }
@@ -140,13 +160,15 @@ impl Sim<'_> {
     }
 
     /// Operand `m` of the warpgroup whose first thread is `first`, as a matrix: A (64 x 16,
-    /// `rows_along_i` with `i` the row) or B (16 x `n`, indexed `[k][i]`).
+    /// `rows_along_i` with `i` the row) or B (16 x `n`, indexed `[k][i]`); the elements it
+    /// reads go to `read`.
     fn wgmma_operand(
         &mut self,
         m: &SmemMatrix,
         first: usize,
         extent: u32,
         is_a: bool,
+        read: &mut Vec<(u32, i64)>,
     ) -> Result<Vec<Vec<f64>>, SimFault> {
         let space = Space::Shared { alloc: m.alloc };
         let idx = self.read(m.index, None)?.ints()?.to_vec();
@@ -182,6 +204,7 @@ impl Sim<'_> {
                 });
             }
         }
+        read.extend(ptrs.iter().map(|p| (m.alloc, p.offset)));
         for p in &ptrs {
             self.shared.locate(*p).map_err(|f| SimFault {
                 kind: f.kind,
@@ -217,6 +240,14 @@ impl Sim<'_> {
             for w in group {
                 for (&r, v) in w.acc.iter().zip(w.values) {
                     self.write_where(r, &Data::Float(v), &all)?;
+                }
+                for e in &w.shared {
+                    if let Some(n) = self.wgmmas.reading.get_mut(e) {
+                        *n -= 1;
+                        if *n == 0 {
+                            self.wgmmas.reading.remove(e);
+                        }
+                    }
                 }
             }
         }
