@@ -1153,6 +1153,78 @@ fn whole_key_blocks_leave_out_the_ragged_walk() {
     }
 }
 
+/// The race the persistent lowering avoids, put back by hand: the ragged walk's copies and
+/// MMAs moved into the ring's own buffers (what the lowering did when it freed the ring for
+/// later walks). From a block's second tile on, the producer's copies for it would be in
+/// flight in those buffers while the consumers walk the ragged block: the thread verifier
+/// refuses the kernel, before the simulator runs it. (With that check taken out, the
+/// simulator faults the copies' race, since it hands the producer its turn at each stage
+/// the consumers free.)
+#[test]
+fn the_ragged_walk_in_the_ring_is_refused() {
+    use rutile_ir::thread::{Memory, WgmmaA};
+    let target = Target {
+        persistent: true,
+        programs_per_block: 2,
+        ..three_programs_a_block(2)
+    };
+    let shape = Shape {
+        z: 1,
+        h: 2,
+        n: 300,
+        d: 64,
+    };
+    let meta = AttentionMeta {
+        rotate: true,
+        ..AttentionMeta::fp16(64, 128, 64, false)
+    };
+    let kernel = attention_forward(&meta).unwrap();
+    let mut tk = rutile_ir::lower::lower(&kernel, &target, &runtime_spec(&args(shape))).unwrap();
+    let Some(Stmt::Specialized { producer, consumer }) = tk.body.last_mut() else {
+        panic!("no specialization");
+    };
+    // Each buffer the consumers copy into, to the producer's of the same size.
+    let mut filled = Vec::new();
+    rutile_ir::thread::walk_stmts(producer, &mut |s| {
+        if let Stmt::TmaLoad { alloc, .. } = s {
+            filled.push(*alloc);
+        }
+    });
+    let mut to = std::collections::BTreeMap::new();
+    rutile_ir::thread::walk_stmts(consumer, &mut |s| {
+        if let Stmt::TmaLoad { alloc, .. } = s {
+            let same = filled
+                .iter()
+                .find(|&&f| tk.shared[f as usize] == tk.shared[*alloc as usize]);
+            to.insert(*alloc, *same.expect("a ring buffer of the same size"));
+        }
+    });
+    assert!(!to.is_empty(), "the ragged walk copies by TMA");
+    let moved = |a: &mut u32| *a = *to.get(a).unwrap_or(a);
+    rutile_ir::thread::walk_stmts_mut(consumer, &mut |s| match s {
+        Stmt::TmaLoad { alloc, .. }
+        | Stmt::Load {
+            mem: Memory::Shared { alloc },
+            ..
+        } => moved(alloc),
+        Stmt::Wgmma { a, b, .. } => {
+            if let WgmmaA::Shared(m) = a {
+                moved(&mut m.alloc);
+            }
+            moved(&mut b.alloc);
+        }
+        _ => {}
+    });
+    let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+    let mut launch = args(shape);
+    launch.push(ArgValue::Int(grid[0] as i64));
+    launch.extend(tk.blocks(grid).map(|g| ArgValue::Int(g as i64)));
+    let mut got = buffers(&mut Rng::new(79), shape);
+    let err = rutile_ir::interp::simt::run_threads(&tk, [3, 1, 1], &launch, &mut got).unwrap_err();
+    let err = err.to_string();
+    assert!(err.contains("which the producer fills for the next tile"), "{err}");
+}
+
 /// Programs sharing a block on a persistent grid: each side walks the blocks on its own (the
 /// producer fetching the next block's keys while the consumers store this one's output),
 /// the consumers' program read afresh every block; in the simulator on three programs for

@@ -323,8 +323,10 @@ fn the_warp_specialized_matmul_matches_the_interpreter() {
 }
 
 /// The simulator catches a specialization that breaks its protocol: consumers that never
-/// free a stage leave the producer waiting forever (a hang), and a producer that does not
-/// wait for a free stage arrives on a full one again before its phase completes.
+/// free a stage leave the producer waiting forever (a hang), a producer that does not
+/// wait for a free stage arrives on a full one again before its phase completes, and
+/// consumers that free a stage before their MMAs that read it are waited for let the
+/// producer copy into it while they may still read it.
 #[test]
 fn a_broken_specialization_is_caught() {
     let meta = MatmulMeta {
@@ -354,6 +356,39 @@ fn a_broken_specialization_is_caught() {
     .unwrap_err();
     assert_eq!(waits, 1);
     assert!(err.contains("past the 1 its phase expects"), "{err}");
+    // Consumers that free a stage before waiting for the MMAs that read it: the producer's
+    // next copy into the stage is issued while they may still read it.
+    let mut moved = false;
+    let err = run(&meta, (64, 64, 256), &t, 1, &mut rng, &mut |s| {
+        if let Stmt::Specialized { consumer, .. } = s {
+            moved |= release_before_the_wait(consumer);
+        }
+    })
+    .unwrap_err();
+    assert!(moved);
+    assert!(err.contains("freed too early"), "{err}");
+}
+
+/// Moves the first stage release (an mbarrier arrival) of `stmts` or the loops in them
+/// before the wgmma wait that precedes it; whether it found one.
+fn release_before_the_wait(stmts: &mut Vec<Stmt>) -> bool {
+    if let Some(arrive) = stmts.iter().position(|s| matches!(s, Stmt::MbarrierArrive { .. })) {
+        if let Some(wait) = stmts[..arrive]
+            .iter()
+            .rposition(|s| matches!(s, Stmt::WgmmaWait { .. }))
+        {
+            let release = stmts.remove(arrive);
+            stmts.insert(wait, release);
+            return true;
+        }
+    }
+    stmts.iter_mut().any(|s| match s {
+        Stmt::While { body, .. } => release_before_the_wait(body),
+        Stmt::If {
+            then_body, else_body, ..
+        } => release_before_the_wait(then_body) || release_before_the_wait(else_body),
+        _ => false,
+    })
 }
 
 /// Warp specialization needs every operand through TMA: without it (or without a
