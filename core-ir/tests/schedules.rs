@@ -369,6 +369,37 @@ fn a_broken_specialization_is_caught() {
     assert!(err.contains("freed too early"), "{err}");
 }
 
+/// A warpgroup MMA's operands may be read by the hardware until its wait: the `cp.async`
+/// ring of a matmul without TMA whose wait for the MMAs is taken out refills a stage they
+/// read, and the simulator faults that write, naming it (the results would be wrong too, but
+/// not say why).
+#[test]
+fn an_mma_operand_overwritten_before_its_wait_is_caught() {
+    let meta = MatmulMeta {
+        output: F32,
+        ..MatmulMeta::fp16(64, 64, 32)
+    };
+    let t = Target {
+        tma: false,
+        ..hopper(4, 2)
+    };
+    let mut rng = Rng::new(6);
+    run(&meta, (64, 64, 256), &t, 1, &mut rng, &mut |_| {}).unwrap();
+    let mut waits = 0;
+    let err = run(&meta, (64, 64, 256), &t, 1, &mut rng, &mut |s| {
+        if matches!(s, Stmt::WgmmaWait { .. }) {
+            *s = Stmt::Comment("no wait".into());
+            waits += 1;
+        }
+    })
+    .unwrap_err();
+    assert!(waits > 0);
+    assert!(
+        err.contains("written while a wgmma that reads it is not yet waited for"),
+        "{err}"
+    );
+}
+
 /// Moves the first stage release (an mbarrier arrival) of `stmts` or the loops in them
 /// before the wgmma wait that precedes it; whether it found one.
 fn release_before_the_wait(stmts: &mut Vec<Stmt>) -> bool {

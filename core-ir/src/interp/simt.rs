@@ -1177,6 +1177,7 @@ impl<'s> Sim<'s> {
             self.mbarrier_guard(alloc, e, t)?;
             if matches!(access, Access::Write { .. } | Access::Atomic) {
                 self.bulk_read_guard(alloc, e, t)?;
+                self.wgmma_read_guard(alloc, e, t)?;
             }
         }
         let (epoch, serial, w, program) = (self.epoch, self.serial, self.warp_bit(t), self.program);

@@ -8,8 +8,9 @@
 //! read when it is issued (after the barrier that publishes them); its results land in the
 //! accumulator registers only at the `WgmmaWait` that covers its group, so reading them
 //! earlier reads the old values. The hardware may read the operands at any time until that
-//! wait, so a TMA copy issued into one of them before it faults (a warp-specialized
-//! kernel's stage handed back to the producer while an MMA still reads it). All threads of a program issue, commit and wait together
+//! wait, so a write to one of them before it faults, as does a TMA copy issued into one (a
+//! warp-specialized kernel's stage handed back to the producer while an MMA still reads
+//! it). All threads of a program issue, commit and wait together
 //! (control flow is uniform), so groups are kept per program.
 
 use super::{fault, Access, Sim, SimFault};
@@ -56,7 +57,7 @@ impl Wgmmas {
     /// Whether an issued, not yet waited-for wgmma reads element `e` of shared buffer
     /// `alloc`.
     pub(super) fn reads_shared(&self, alloc: u32, e: i64) -> bool {
-        self.reading.contains_key(&(alloc, e))
+        !self.reading.is_empty() && self.reading.contains_key(&(alloc, e))
     }
 }
 
@@ -155,6 +156,18 @@ impl Sim<'_> {
                 r.index()
             );
             return Err(fault(FaultKind::MissingBarrier, 0, message));
+        }
+        Ok(())
+    }
+
+    /// Faults a write by thread `t` to element `e` of shared buffer `alloc` while a wgmma
+    /// not yet waited for reads it: the hardware reads its operands at any time until the
+    /// wait.
+    pub(super) fn wgmma_read_guard(&self, alloc: u32, e: i64, t: usize) -> Result<(), SimFault> {
+        if self.wgmmas.reads_shared(alloc, e) {
+            let message =
+                format!("element {e} of shared{alloc} is written while a wgmma that reads it is not yet waited for");
+            return Err(fault(FaultKind::MissingBarrier, t, message));
         }
         Ok(())
     }
