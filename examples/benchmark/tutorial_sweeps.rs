@@ -476,10 +476,11 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                         forms.push(("_persistent_blocks", persistent));
                     }
                 }
-                // Through CUDA, K and V through TMA across heads (opt-in: no faster so far).
-                if dev.properties().backend == rutile::Backend::Cuda {
-                    let across = attention::attention_configs(dev, causal).into_iter();
-                    forms.push(("_tma_heads", across.map(|c| c.tma_outer(true)).collect()));
+                // Through CUDA, K and V through TMA across heads (the host code tries it at
+                // head dimension 128 only).
+                let across = attention::tma_heads_attention_configs(dev, causal);
+                if !across.is_empty() {
+                    forms.push(("_tma_heads", across));
                 }
                 // `--attention-forms`: the lines asked for (the tutorial's is named `tutorial`).
                 forms.retain(|(form, _)| {

@@ -329,8 +329,9 @@ fn gpu_register_capped_attention_matches_the_reference() {
 }
 
 /// Through CUDA, the tutorial's configurations with K and V copied by the tensor memory
-/// accelerator across heads (`LaunchConfig::tma_outer`, opt-in; none
-/// elsewhere): whichever one wins is checked, as in the other attention tests.
+/// accelerator across heads (`tma_heads_attention_configs`, which the host code adds at
+/// head dimension 128; none elsewhere): whichever one wins is checked, as in the other
+/// attention tests.
 #[test]
 fn gpu_attention_with_tma_across_heads_matches_the_reference() {
     check_attention(
@@ -338,13 +339,7 @@ fn gpu_attention_with_tma_across_heads_matches_the_reference() {
         400,
         &[],
         &[(2, 4, 1000, 64), (1, 1, 4097, 64), (1, 2, 1024, 128)],
-        |d, causal| {
-            if d.properties().backend != rutile::Backend::Cuda {
-                return Vec::new();
-            }
-            let configs = tutorials::attention::attention_configs(d, causal);
-            configs.into_iter().map(|c| c.tma_outer(true)).collect()
-        },
+        tutorials::attention::tma_heads_attention_configs,
     );
 }
 

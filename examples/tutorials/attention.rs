@@ -135,17 +135,22 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
 /// blocks").
 pub fn host_attention_configs(dev: &dyn Device, p: &Problem) -> Vec<Config> {
     let mut configs = attention_configs(dev, p.causal);
-    if dev.properties().backend == rutile::Backend::Cuda {
-        match p.head_dim {
-            128 => {
-                let across: Vec<Config> = configs.iter().map(|c| c.clone().tma_outer(true)).collect();
-                configs.extend(across);
-            }
-            64 => configs.extend(block_programs_attention_configs(dev, p.causal)),
-            _ => {}
-        }
+    match p.head_dim {
+        128 => configs.extend(tma_heads_attention_configs(dev, p.causal)),
+        64 => configs.extend(block_programs_attention_configs(dev, p.causal)),
+        _ => {}
     }
     configs
+}
+
+/// [`attention_configs`] with K and V copied by TMA across heads (`LaunchConfig::tma_outer`),
+/// through CUDA (none elsewhere).
+pub fn tma_heads_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
+    if dev.properties().backend != rutile::Backend::Cuda {
+        return Vec::new();
+    }
+    let configs = attention_configs(dev, causal).into_iter();
+    configs.map(|c| c.tma_outer(true)).collect()
 }
 
 /// [`attention_configs`] with the walk rotated by one block (`ROTATE` = 1, see
@@ -205,11 +210,11 @@ pub fn block_programs_attention_configs(dev: &dyn Device, causal: bool) -> Vec<C
 }
 
 /// [`block_programs_attention_configs`] on a persistent grid (`LaunchConfig::persistent`):
-/// a thread block a multiprocessor, whose producer copies the next block of programs' `Q`,
-/// `K` and `V` while its consumers finish the last one (normalize and store `O`). What
-/// that hides is a block's start and end, a larger share of its time the shorter the
-/// sequence (16 key blocks of 128 at 2048 tokens). Its own list, so that it is measured
-/// beside the others (`docs/performance.md`, "Persistent blocks of programs").
+/// a thread block a multiprocessor, whose producer copies the next block of programs' `K`
+/// and `V` while its consumers finish the last one (normalize and store `O`). Meant to
+/// hide a block's start and end, it measured slower at every length on an H200
+/// (`docs/performance.md`, "Persistent blocks of programs"): a line of the benchmark, in
+/// no list the host code tunes over.
 pub fn persistent_block_programs_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
     block_programs_attention_configs(dev, causal)
         .into_iter()

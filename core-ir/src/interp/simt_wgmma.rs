@@ -57,7 +57,7 @@ impl Wgmmas {
     /// Whether an issued, not yet waited-for wgmma reads element `e` of shared buffer
     /// `alloc`.
     pub(super) fn reads_shared(&self, alloc: u32, e: i64) -> bool {
-        !self.reading.is_empty() && self.reading.contains_key(&(alloc, e))
+        self.reading.contains_key(&(alloc, e))
     }
 }
 

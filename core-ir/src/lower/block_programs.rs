@@ -116,6 +116,8 @@ impl Lowerer<'_> {
         let group = self.pset(i32t, Expr::Binary(BinaryOp::Shr, tid, shift));
         let per_block = self.i32c(self.programs_per_block() as i64);
         let one = self.i32c(1);
+        let grid = self.pset(i32t, Expr::Param(self.grid_x_param()));
+        let last = self.pset(i32t, Expr::Binary(BinaryOp::Sub, grid, one));
         let per_tile = self.target.persistent;
         let set = |l: &mut Self, expr| {
             if per_tile {
@@ -127,9 +129,6 @@ impl Lowerer<'_> {
         let block = set(self, Expr::Special(Special::ProgramId(0)));
         let first = set(self, Expr::Binary(BinaryOp::Mul, block, per_block));
         let program = set(self, Expr::Binary(BinaryOp::Add, first, group));
-        let grid_x = self.grid_x_param();
-        let grid = set(self, Expr::Param(grid_x));
-        let last = set(self, Expr::Binary(BinaryOp::Sub, grid, one));
         let clamped = set(self, Expr::Binary(BinaryOp::Min, program, last));
         if !per_tile {
             self.cache.block_program = Some(clamped);

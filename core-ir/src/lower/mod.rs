@@ -392,24 +392,19 @@ impl<'k> Lowerer<'k> {
             cluster: self.target.cluster,
             body,
         };
+        // The programs of a block share their producer before each side becomes a loop over
+        // blocks (persistent): the consumers' prefix, which reads the block's index, then
+        // runs every tile.
         let programs = self.target.programs_per_block;
-        let share = |kernel: &mut ThreadKernel| {
-            block_programs::share_producer(kernel, programs, self.target.threads()).map_err(LowerError::InvalidConfig)
-        };
-        // Persistent, the programs of a block share their producer before each side becomes
-        // a loop over blocks: the consumers' prefix, which reads the block's index, then runs
-        // every tile.
-        if programs > 1 && self.target.persistent {
-            share(&mut kernel)?;
+        if programs > 1 {
+            block_programs::share_producer(&mut kernel, programs, self.target.threads())
+                .map_err(LowerError::InvalidConfig)?;
         }
         if self.target.persistent {
             persistent::make_persistent(&mut kernel, prologue).map_err(LowerError::InvalidConfig)?;
         }
         if let Some(p) = prologue_stmts {
             specialize::prologue_on_each_side(&mut kernel.body, &p);
-        }
-        if programs > 1 && !self.target.persistent {
-            share(&mut kernel)?;
         }
         let needed = kernel.shared_bytes();
         if needed > self.target.max_shared_bytes {
