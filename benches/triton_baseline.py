@@ -3,11 +3,14 @@ rutile's benchmark: torch's device-to-device copy, Triton's and torch's vector a
 fused softmax (the tutorials' kernels), and the tiled transpose of rutile's seed (an
 8192 x 8192 f32 matrix in 64 x 64 and 32 x 32 tiles at 4 and 8 warps) next to torch's
 `x.t().contiguous()`, the seeded dropout (f32, p = 0.5) and the layer norm forward pass
-(fp16, M = 4096, the tutorial's kernel and heuristics) next to torch's, median of
-device-timed launches.
+(fp16, M = 4096, the tutorial's kernel and heuristics) next to torch's, and the fused
+attention forward pass (fp16, 4 x 32 heads, head dim 64 and 128, causal and not: a Triton
+kernel of the tutorial's algorithm, autotuned, beside torch's `scaled_dot_product_attention`
+through each backend it has, with cuBLAS's 4096^3 fp16 matmul as rutile's benchmark
+reports it), median of device-timed launches.
 
     python3 benches/triton_baseline.py [--flush read|copy]
-                                       [--only vector_add,softmax,transpose,dropout,layer_norm]
+                                       [--only vector_add,softmax,transpose,dropout,layer_norm,attention]
 
 `--flush copy` (the default, as rutile's benchmark) is triton.testing.do_bench itself (it
 zeroes a 256 MB buffer before each launch, leaving the L2 cache dirty); `--flush read`
@@ -90,8 +93,60 @@ def layer_norm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride
         tl.store(y_ptr + cols, (x - mean) * rstd * w + b, mask=mask)
 
 
+# The fused attention tutorial's algorithm: one program per BLOCK_M query rows of one head,
+# walking the keys in BLOCK_N blocks with an online softmax in base 2. Causal programs walk
+# the blocks left of the diagonal unmasked, then the diagonal's blocks masked (the
+# tutorial's two stages, so BLOCK_N must divide BLOCK_M). Lengths are whole multiples of
+# BLOCK_M, as in its benchmark.
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_stages=s, num_warps=w)
+        for bm, bn, s, w in [(128, 64, 3, 4), (128, 64, 4, 8), (128, 128, 3, 8), (128, 32, 4, 4), (64, 64, 4, 4), (64, 32, 3, 4)]
+    ],
+    key=["n_ctx", "HEAD_DIM", "CAUSAL"],
+)
+@triton.jit
+def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, n_ctx,
+                         HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    start_m = tl.program_id(0)
+    base = tl.program_id(1).to(tl.int64) * n_ctx * HEAD_DIM
+    rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    dims = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + base + rows[:, None] * HEAD_DIM + dims[None, :])
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    scale = sm_scale * 1.4426950408889634
+    end_unmasked = start_m * BLOCK_M if CAUSAL else n_ctx
+    for start_n in range(0, end_unmasked, BLOCK_N):
+        keys = start_n + cols
+        kt = tl.load(k_ptr + base + keys[None, :] * HEAD_DIM + dims[:, None])
+        qk = tl.dot(q, kt) * scale
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptr + base + keys[:, None] * HEAD_DIM + dims[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+        m_i = m_new
+    if CAUSAL:
+        for start_n in range(start_m * BLOCK_M, (start_m + 1) * BLOCK_M, BLOCK_N):
+            keys = start_n + cols
+            kt = tl.load(k_ptr + base + keys[None, :] * HEAD_DIM + dims[:, None])
+            qk = tl.where(rows[:, None] >= keys[None, :], tl.dot(q, kt) * scale, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(qk, 1))
+            p = tl.math.exp2(qk - m_new[:, None])
+            alpha = tl.math.exp2(m_i - m_new)
+            l_i = l_i * alpha + tl.sum(p, 1)
+            v = tl.load(v_ptr + base + keys[:, None] * HEAD_DIM + dims[None, :])
+            acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+            m_i = m_new
+    tl.store(o_ptr + base + rows[:, None] * HEAD_DIM + dims[None, :], (acc / l_i[:, None]).to(tl.float16))
+
+
 FLUSH = sys.argv[sys.argv.index("--flush") + 1] if "--flush" in sys.argv else "copy"
-SECTIONS = ("vector_add", "softmax", "transpose", "dropout", "layer_norm")
+SECTIONS = ("vector_add", "softmax", "transpose", "dropout", "layer_norm", "attention")
 ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(SECTIONS)
 if not set(ONLY) <= set(SECTIONS):
     sys.exit(f"--only takes sections from {', '.join(SECTIONS)} separated by commas, got {ONLY}")
@@ -140,6 +195,8 @@ def main():
         bench_dropout(ceiling)
     if "layer_norm" in ONLY:
         bench_layer_norm(ceiling)
+    if "attention" in ONLY:
+        bench_attention()
 
 
 def bench_dropout(ceiling):
@@ -224,6 +281,49 @@ def bench_transpose(ceiling):
             print(f"  triton {bm}x{bn} w{warps}: {g:.0f} ({100 * g / ceiling:.1f}%)")
     g = gbps(nbytes, bench(lambda: x.t().contiguous()))
     print(f"  torch x.t().contiguous(): {g:.0f} ({100 * g / ceiling:.1f}%)")
+
+
+def bench_attention():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    cublas = 2 * 4096**3 / (bench(lambda: a @ b) * 1e-3) / 1e12
+    print(f"fused attention forward fp16, 4 x 32 heads: TFLOPS (of cuBLAS's 4096^3 fp16 matmul, {cublas:.1f})")
+    backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+    z, h = 4, 32
+    for head_dim in [64, 128]:
+        for causal in [False, True]:
+            for n_ctx in [1024, 2048, 4096, 8192, 16384]:
+                q, k, v = (torch.randn(z, h, n_ctx, head_dim, device="cuda", dtype=torch.float16) for _ in range(3))
+                o = torch.empty_like(q)
+                scale = head_dim**-0.5
+
+                def launch():
+                    grid = lambda meta: (triton.cdiv(n_ctx, meta["BLOCK_M"]), z * h)
+                    attention_fwd_kernel[grid](q, k, v, o, scale, n_ctx, HEAD_DIM=head_dim, CAUSAL=causal)
+
+                launch()
+                if n_ctx == 1024:
+                    want = torch.nn.functional.scaled_dot_product_attention(q[:1, :2].float(), k[:1, :2].float(), v[:1, :2].float(), is_causal=causal)
+                    err = (o[:1, :2].float() - want).abs().max().item()
+                    assert err < 2e-2, f"triton attention d{head_dim} causal={causal} is off by {err}"
+                flops = 4 * z * h * n_ctx * n_ctx * head_dim * (0.5 if causal else 1.0)
+
+                def share(ms):
+                    t = flops / (ms * 1e-3) / 1e12
+                    return f"{t:.1f} ({100 * t / cublas:.1f}%)"
+
+                line = f"  d{head_dim} {'causal' if causal else 'non-causal'} {n_ctx}: triton {share(bench(launch))}"
+                for name, backend in backends:
+                    try:
+                        with sdpa_kernel(backend):
+                            sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                            sdpa()
+                            line += f", torch {name} {share(bench(sdpa))}"
+                    except RuntimeError as e:
+                        line += f", torch {name} unavailable ({str(e).splitlines()[0][:60]})"
+                print(line, flush=True)
 
 
 if __name__ == "__main__":

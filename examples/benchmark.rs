@@ -203,6 +203,14 @@ fn main() {
             }
         }
     }
+    // The matmul first: its cuBLAS line is the baseline the attention figures are shares
+    // of, so that a run cut short after it keeps the baseline its figures need.
+    if sections.matmul {
+        if let Err(e) = matmul::matmul(&devices, quick, flush_mode, squares.as_deref(), &mut csv) {
+            eprintln!("matmul benchmark failed: {e}");
+            std::process::exit(1);
+        }
+    }
     for dev in &devices {
         let backend = dev.id().split(':').next().unwrap_or_default().to_string();
         if backends.as_ref().is_some_and(|b| !b.contains(&backend)) {
@@ -237,12 +245,6 @@ fn main() {
         };
         if let Err(e) = bench_device(dev.as_ref(), &run, &sizes, &same_bytes, &mut csv) {
             eprintln!("{}: benchmark failed: {e}", dev.id());
-            std::process::exit(1);
-        }
-    }
-    if sections.matmul {
-        if let Err(e) = matmul::matmul(&devices, quick, flush_mode, squares.as_deref(), &mut csv) {
-            eprintln!("matmul benchmark failed: {e}");
             std::process::exit(1);
         }
     }

@@ -880,6 +880,45 @@ fn the_specialized_walk_takes_turns() {
     }
 }
 
+/// The 128-row ping-pong at head dimension 128 (as `head_128_specialized_attention_configs`
+/// gives the host code), rotated and in the tutorial's order, causal or not: the kernel is
+/// the interpreter's in the simulator at a length that is not a multiple of the blocks.
+#[test]
+fn the_specialized_walk_at_head_dimension_128_matches_the_interpreter() {
+    let shape = Shape {
+        z: 1,
+        h: 1,
+        n: 200,
+        d: 128,
+    };
+    let target = Target {
+        tma_outer: true,
+        warp_specialize: true,
+        ..hopper_pipelined(8, 2)
+    };
+    let mut rng = Rng::new(76);
+    for causal in [false, true] {
+        for rotate in [true, false] {
+            let meta = AttentionMeta {
+                rotate,
+                ..AttentionMeta::fp16(128, 128, 128, causal)
+            };
+            let kernel = attention_forward(&meta).unwrap();
+            let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+            let b = buffers(&mut rng, shape);
+            simulate_on(
+                &format!("head 128, causal {causal}, rotate {rotate}"),
+                &kernel,
+                std::slice::from_ref(&target),
+                grid,
+                &args(shape),
+                &b,
+                2e-3,
+            );
+        }
+    }
+}
+
 /// An H100's target with three programs of 4 warps a thread block beside a producer
 /// warpgroup, K and V through TMA across heads, a ring of `stages`.
 fn three_programs_a_block(stages: u32) -> Target {

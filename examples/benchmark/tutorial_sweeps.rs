@@ -476,8 +476,14 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                         forms.push(("_persistent_blocks", persistent));
                     }
                 }
-                // Through CUDA, K and V through TMA across heads (the host code tries it at
-                // head dimension 128 only).
+                if head_dim == 128 {
+                    // Through CUDA, warp-specialized: the 128-row ping-pong.
+                    let specialized = attention::head_128_specialized_attention_configs(dev, causal);
+                    if !specialized.is_empty() {
+                        forms.push(("_pingpong", specialized));
+                    }
+                }
+                // Through CUDA, K and V through TMA across heads.
                 let across = attention::tma_heads_attention_configs(dev, causal);
                 if !across.is_empty() {
                     forms.push(("_tma_heads", across));
@@ -490,7 +496,17 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                 let mut tuned = Vec::new();
                 for (form, configs) in forms {
                     let tuner = Autotuner::new(&format!("attention_fwd{form}"), configs)?;
-                    tuned.push((form, attention::tuned_attention(dev, &tuner, &p, &args)?));
+                    let form_tuned = attention::tuned_attention(dev, &tuner, &p, &args)?;
+                    // Each form's pick is checked before it is timed: a fast wrong kernel is
+                    // no figure.
+                    dev.launch(&form_tuned.kernel, &form_tuned.launch, &args)?;
+                    let error = attention::tiled_error(dev, &t, &p, &tile)?;
+                    checked(
+                        &format!("attention {p}{form} on {}", form_tuned.choice.config),
+                        error,
+                        4e-3,
+                    )?;
+                    tuned.push((form, form_tuned));
                 }
                 // The forms' kernels timed in turns, each round starting one form further on,
                 // so that neither always follows the other (or the autotuning) on a card

@@ -196,16 +196,37 @@ fn gpu_specialized_attention_matches_the_reference() {
     check_each_attention_config(
         "warp-specialized attention",
         510,
+        64,
         tutorials::attention::specialized_attention_configs,
     );
 }
 
+/// The 128-row ping-pong at head dimension 128 (rotated or not): autotuned at ragged and
+/// whole lengths, and each configuration on its own.
+#[test]
+fn gpu_head_128_specialized_attention_matches_the_reference() {
+    check_attention(
+        "warp-specialized attention, head 128",
+        540,
+        &[],
+        &[(1, 2, 1000, 128), (1, 1, 4097, 128), (1, 3, 1024, 128)],
+        tutorials::attention::head_128_specialized_attention_configs,
+    );
+    check_each_attention_config(
+        "warp-specialized attention, head 128",
+        550,
+        128,
+        tutorials::attention::head_128_specialized_attention_configs,
+    );
+}
+
 /// Every configuration `configs` gives on its own, causal and not, at 1000 and 1024 tokens
-/// of 3 heads of dimension 64 (autotuned among the others, each is checked only where it
+/// of 3 heads of dimension `head_dim` (autotuned among the others, each is checked only where it
 /// wins; 1024 is a multiple of every key block, whose kernels have no ragged walk).
 fn check_each_attention_config(
     name: &str,
     seed: u64,
+    head_dim: usize,
     configs: fn(&dyn rutile::Device, bool) -> Vec<rutile::autotune::Config>,
 ) {
     let (_turn, devices) = devices();
@@ -216,7 +237,7 @@ fn check_each_attention_config(
                     z: 1,
                     h: 3,
                     n_ctx,
-                    head_dim: 64,
+                    head_dim,
                     causal,
                 };
                 let outcome = tutorials::attention::attention_with(d.as_ref(), p, seed + i as u64, vec![c.clone()]);
@@ -256,6 +277,7 @@ fn gpu_block_programs_attention_matches_the_reference() {
     check_each_attention_config(
         "attention, programs sharing a producer",
         530,
+        64,
         tutorials::attention::block_programs_attention_configs,
     );
 }

@@ -129,15 +129,23 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
 /// and through CUDA the forms measured faster for some problems, for the autotuner to pick
 /// per problem (`docs/performance.md`): at head dimension 128 the same list with K and V
 /// copied by TMA across heads (`LaunchConfig::tma_outer`; on an H200 4–7% faster from 2048
-/// tokens, causal or not, 1–4% slower at 1024: "Head dimension 128 on an H200"); at head
+/// tokens, causal or not, 1–4% slower at 1024: "Head dimension 128 on an H200") and
+/// [`head_128_specialized_attention_configs`] (the fastest from 2048 tokens); at head
 /// dimension 64 without the causal mask, [`block_programs_attention_configs`] (the fastest
-/// there from 2048 tokens, 54–64% of cuBLAS's matmul rate, slower at 1024: "Whole key
-/// blocks").
+/// there from 4096 tokens, 59–64% of cuBLAS's matmul rate: "Whole key blocks") and the
+/// TMA-across-heads list (the fastest at 1024 and 2048 tokens; 3–7% slower with the mask,
+/// where it is left out: "Head dimension 128: the ping-pong").
 pub fn host_attention_configs(dev: &dyn Device, p: &Problem) -> Vec<Config> {
     let mut configs = attention_configs(dev, p.causal);
     match p.head_dim {
-        128 => configs.extend(tma_heads_attention_configs(dev, p.causal)),
-        64 => configs.extend(block_programs_attention_configs(dev, p.causal)),
+        128 => {
+            configs.extend(tma_heads_attention_configs(dev, p.causal));
+            configs.extend(head_128_specialized_attention_configs(dev, p.causal));
+        }
+        64 if !p.causal => {
+            configs.extend(block_programs_attention_configs(dev, p.causal));
+            configs.extend(tma_heads_attention_configs(dev, p.causal));
+        }
         _ => {}
     }
     configs
@@ -207,6 +215,36 @@ pub fn block_programs_attention_configs(dev: &dyn Device, causal: bool) -> Vec<C
                 .programs_per_block(programs)
         })
         .collect()
+}
+
+/// The 128-row ping-pong of [`specialized_attention_configs`] at head dimension 128,
+/// through CUDA (none elsewhere): a producer warpgroup copies K and V by TMA across heads,
+/// two consumer warpgroups take turns at the tensor cores, the walk rotated or in the
+/// tutorial's order. On an H200 the fastest form from 2048 tokens (68–76% of cuBLAS's
+/// matmul rate, `docs/performance.md`, "Head dimension 128: the ping-pong"), slower at
+/// 1024; in what the host code tunes over ([`host_attention_configs`]). Two 64-row
+/// programs a block sharing a producer ran 8–17% slower than it at every length, and three
+/// do not fit (each consumer's accumulator and scores take 128 of the 160 registers three
+/// consumers get): no list.
+pub fn head_128_specialized_attention_configs(dev: &dyn Device, _causal: bool) -> Vec<Config> {
+    if dev.properties().backend != rutile::Backend::Cuda {
+        return Vec::new();
+    }
+    [
+        (128, 128, 2, 1),
+        (128, 128, 2, 0),
+        (128, 64, 2, 1),
+        (128, 64, 3, 1),
+        (128, 64, 2, 0),
+        (128, 64, 3, 0),
+    ]
+    .into_iter()
+    .map(|(bm, bn, stages, rotate)| {
+        let meta = [("BLOCK_M", bm), ("BLOCK_N", bn), ("SPLIT", 1), ("ROTATE", rotate)];
+        let config = Config::new(&meta).num_warps(8).num_stages(stages);
+        config.warp_specialize(true).tma_outer(true)
+    })
+    .collect()
 }
 
 /// [`block_programs_attention_configs`] on a persistent grid (`LaunchConfig::persistent`):
@@ -363,6 +401,33 @@ pub fn attention_with(dev: &dyn Device, p: Problem, seed: u64, configs: Vec<Conf
             choice.config
         )),
     })
+}
+
+/// The error of `t`'s output and `M` on a problem whose heads all repeat one head's inputs
+/// (`tile`, as the benchmark builds its large problems), checked on a sample of the queries
+/// (every 61st and the last 17) of the first and the last head against [`reference_rows`];
+/// bounded by 4e-3 where the kernel is right.
+pub fn tiled_error(dev: &dyn Device, t: &Tensors, p: &Problem, tile: &[Vec<f16>; 3]) -> Result<f64> {
+    let rows: Vec<usize> = (0..p.n_ctx)
+        .step_by(61)
+        .chain(p.n_ctx.saturating_sub(17)..p.n_ctx)
+        .collect();
+    let one = Problem { z: 1, h: 1, ..*p };
+    let (want_out, want_m) = reference_rows(&tile[0], &tile[1], &tile[2], &one, &rows);
+    let (out, m) = (dev.download(&t.out)?, dev.download(&t.m)?);
+    let d = p.head_dim;
+    let mut error = 0.0f64;
+    for head in [0, p.z * p.h - 1] {
+        let got_out = rows
+            .iter()
+            .flat_map(|&i| (0..d).map(move |c| (head * p.n_ctx + i) * d + c))
+            .map(|at| out[at].to_f64());
+        let got_m = rows.iter().map(|&i| m[head * p.n_ctx + i] as f64);
+        error = error
+            .max(max_relative_error(got_out, &want_out, 1.0).0)
+            .max(max_relative_error(got_m, &want_m, 1.0).0);
+    }
+    Ok(error)
 }
 
 /// For the queries `rows` of every head (heads in order, then `rows`), in f64: the output
