@@ -563,9 +563,10 @@ fn specialized_attention_takes_turns() {
 /// The 128-row ping-pong at head dimension 128, in the configurations
 /// `head_128_specialized_attention_configs` gives the autotuner, causal or not, for whole
 /// key blocks (as the host code launches it at lengths that are multiples of them) and any
-/// length: each runs on a TMA-fed ring, the rotated walks taking turns. Without the mask
-/// on whole blocks none spills (`ptxas` 12.9); the rotated walk on 128-key blocks spills
-/// 260–280 bytes where it is causal or ragged, printed here.
+/// length, causal with its programs in the tutorial's order or longest first: each runs on
+/// a TMA-fed ring, the rotated walks taking turns. Without the mask on whole blocks none
+/// spills (`ptxas` 12.9); the rotated walk on 128-key blocks spills 260–280 bytes where it
+/// is causal or ragged, printed here.
 #[test]
 fn head_128_ping_pong_assembles() {
     let configs = [
@@ -579,14 +580,19 @@ fn head_128_ping_pong_assembles() {
     for causal in [false, true] {
         for whole in [true, false] {
             for (bm, bn, stages, rotate) in configs {
+                // (Causal walks have no whole-blocks form: their second pass starts the
+                // programs longest first instead.)
+                let longest_first = causal && !whole;
                 let meta = AttentionMeta {
                     rotate,
                     whole_key_blocks: whole && !causal,
+                    longest_first,
                     ..AttentionMeta::fp16(bm, bn, 128, causal)
                 };
                 let kernel = seeds::attention_forward(&meta).unwrap();
                 let label = format!(
-                    "head 128 ping-pong, causal {causal}, whole blocks {whole}, {bm}x{bn}, {stages} stages, rotate {rotate}"
+                    "head 128 ping-pong, causal {causal}, whole blocks {whole}, longest first {longest_first}, {bm}x{bn}, \
+                     {stages} stages, rotate {rotate}"
                 );
                 let target = Target {
                     tma_outer: true,

@@ -130,16 +130,26 @@ fn attention_matches_the_reference() {
         ),
     ];
     for (shape, block_m, block_n) in cases {
-        for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
+        let forms = [
+            (false, true, false),
+            (true, true, false),
+            (true, false, false),
+            (true, true, true),
+        ];
+        for (causal, split_diagonal, longest_first) in forms {
             let meta = AttentionMeta {
                 split_diagonal,
+                longest_first,
                 ..AttentionMeta::fp16(block_m, block_n, shape.d as u32, causal)
             };
             let mut b = buffers(&mut rng, shape);
             let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
             interp::run(&attention_forward(&meta).unwrap(), grid, &args(shape), &mut b).unwrap();
             let (want, lse) = reference(&values(&b[0]), &values(&b[1]), &values(&b[2]), shape, causal);
-            let at = format!("{shape:?}, blocks {block_m}x{block_n}, causal {causal}, split {split_diagonal}");
+            let at = format!(
+                "{shape:?}, blocks {block_m}x{block_n}, causal {causal}, split {split_diagonal}, longest first \
+                 {longest_first}"
+            );
             // P is rounded to f16 before P V (as in the tutorial), and the output to f16.
             assert_close(&values(&b[4]), &want, 2e-3, 2e-3, &format!("{at}: Out"));
             assert_close(&values(&b[3]), &lse, 1e-5, 1e-5, &format!("{at}: M"));
@@ -161,6 +171,28 @@ fn causal_attention_needs_block_n_to_divide_block_m() {
         ..AttentionMeta::fp16(32, 64, 64, true)
     };
     assert!(attention_forward(&one_walk).is_ok());
+}
+
+/// Programs longest first (`AttentionMeta::longest_first`) swap the grid's axes, heads
+/// first, and are refused without the causal mask, where every walk is as long.
+#[test]
+fn longest_first_is_for_causal_attention() {
+    let meta = AttentionMeta {
+        longest_first: true,
+        ..AttentionMeta::fp16(64, 32, 64, true)
+    };
+    assert_eq!(meta.grid(2, 3, 300), [6, 5, 1]);
+    assert_eq!(AttentionMeta::fp16(64, 32, 64, true).grid(2, 3, 300), [5, 6, 1]);
+    assert!(attention_forward(&meta).is_ok());
+    let err = attention_forward(&AttentionMeta { causal: false, ..meta })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("longest_first orders causal programs") && err.contains("without causal"),
+        "{err}"
+    );
+    // The error names the caller's line, not the builder's.
+    assert!(err.contains("tests/attention.rs"), "{err}");
 }
 
 /// An NVIDIA target whose warps run `mma.sync`.
@@ -219,15 +251,25 @@ fn lowered_attention_matches_the_interpreter() {
             32,
         ),
     ] {
-        for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
+        let forms = [
+            (false, true, false),
+            (true, true, false),
+            (true, false, false),
+            (true, true, true),
+        ];
+        for (causal, split_diagonal, longest_first) in forms {
             let meta = AttentionMeta {
                 split_diagonal,
+                longest_first,
                 ..AttentionMeta::fp16(block_m, block_n, shape.d as u32, causal)
             };
             let kernel = attention_forward(&meta).unwrap();
             let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
             let b = buffers(&mut rng, shape);
-            let at = format!("{shape:?}, blocks {block_m}x{block_n}, causal {causal}, split {split_diagonal}");
+            let at = format!(
+                "{shape:?}, blocks {block_m}x{block_n}, causal {causal}, split {split_diagonal}, longest first \
+                 {longest_first}"
+            );
             // The dots sum in another order on the tensor cores, which can round P to
             // another f16: within 2^-9 of the largest output.
             // (64-row blocks need more shared memory than the generic targets give.)
@@ -881,13 +923,15 @@ fn the_specialized_walk_takes_turns() {
 }
 
 /// The 128-row ping-pong at head dimension 128 (as `head_128_specialized_attention_configs`
-/// gives the host code), rotated and in the tutorial's order, causal or not: the kernel is
-/// the interpreter's in the simulator at a length that is not a multiple of the blocks.
+/// gives the host code), rotated and in the tutorial's order, causal or not, and causal with
+/// its programs longest first: the kernel is the interpreter's in the simulator at a length
+/// that is not a multiple of the blocks.
 #[test]
 fn the_specialized_walk_at_head_dimension_128_matches_the_interpreter() {
+    // (3 heads and 2 query blocks: the grid's axes are not interchangeable.)
     let shape = Shape {
         z: 1,
-        h: 1,
+        h: 3,
         n: 200,
         d: 128,
     };
@@ -897,17 +941,18 @@ fn the_specialized_walk_at_head_dimension_128_matches_the_interpreter() {
         ..hopper_pipelined(8, 2)
     };
     let mut rng = Rng::new(76);
-    for causal in [false, true] {
+    for (causal, longest_first) in [(false, false), (true, false), (true, true)] {
         for rotate in [true, false] {
             let meta = AttentionMeta {
                 rotate,
+                longest_first,
                 ..AttentionMeta::fp16(128, 128, 128, causal)
             };
             let kernel = attention_forward(&meta).unwrap();
             let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
             let b = buffers(&mut rng, shape);
             simulate_on(
-                &format!("head 128, causal {causal}, rotate {rotate}"),
+                &format!("head 128, causal {causal}, rotate {rotate}, longest first {longest_first}"),
                 &kernel,
                 std::slice::from_ref(&target),
                 grid,

@@ -483,6 +483,11 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                         forms.push(("_pingpong", specialized));
                     }
                 }
+                // Causal: the programs started longest first.
+                let longest_first = attention::longest_first_attention_configs(dev, causal);
+                if !longest_first.is_empty() {
+                    forms.push(("_longest_first", longest_first));
+                }
                 // Through CUDA, K and V through TMA across heads.
                 let across = attention::tma_heads_attention_configs(dev, causal);
                 if !across.is_empty() {

@@ -220,6 +220,27 @@ fn gpu_head_128_specialized_attention_matches_the_reference() {
     );
 }
 
+/// Causal attention with the programs started longest first (the grid's axes swapped,
+/// heads first, query blocks from the last): autotuned at ragged and whole lengths and
+/// both head dimensions, on every device (the interpreter's and lavapipe's small blocks
+/// too), and each configuration on its own at head dimension 64.
+#[test]
+fn gpu_longest_first_attention_matches_the_reference() {
+    check_attention(
+        "attention, longest first",
+        560,
+        &[(1, 3, 300, 64)],
+        &[(2, 4, 1000, 64), (1, 2, 1024, 128), (1, 1, 4097, 128)],
+        tutorials::attention::longest_first_attention_configs,
+    );
+    check_each_attention_config(
+        "attention, longest first",
+        570,
+        64,
+        tutorials::attention::longest_first_attention_configs,
+    );
+}
+
 /// Every configuration `configs` gives on its own, causal and not, at 1000 and 1024 tokens
 /// of 3 heads of dimension `head_dim` (autotuned among the others, each is checked only where it
 /// wins; 1024 is a multiple of every key block, whose kernels have no ragged walk).

@@ -42,6 +42,13 @@ pub struct AttentionMeta {
     /// specializes a kernel on its arguments' divisibility; launched with another `N_CTX`,
     /// the kernel's `device_assert` fails in the bounds-checked mode and the interpreter.
     pub whole_key_blocks: bool,
+    /// Causal programs start longest first: the grid's first axis is the heads and its
+    /// second the query blocks from the last (whose walks are the longest) to the first
+    /// ([`AttentionMeta::grid`]). A GPU starts a grid's programs in order of their linear
+    /// index, so the last to start, which set how long the grid's tail lasts, are then the
+    /// shortest (FlashAttention-3's longest-processing-time-first order). Without `causal`
+    /// every program walks the same keys and the builder refuses it.
+    pub longest_first: bool,
 }
 
 impl AttentionMeta {
@@ -57,13 +64,20 @@ impl AttentionMeta {
             dtype: ScalarType::F16,
             rotate: false,
             whole_key_blocks: false,
+            longest_first: false,
         }
     }
 
     /// The launch's grid for `batch x heads` heads of `n_ctx` positions:
-    /// `(cdiv(n_ctx, block_m), batch * heads)`.
+    /// `(cdiv(n_ctx, block_m), batch * heads)`, or with [`AttentionMeta::longest_first`]
+    /// `(batch * heads, cdiv(n_ctx, block_m))`.
     pub fn grid(&self, batch: u32, heads: u32, n_ctx: u32) -> [u32; 3] {
-        [n_ctx.div_ceil(self.block_m), batch * heads, 1]
+        let (blocks, heads) = (n_ctx.div_ceil(self.block_m), batch * heads);
+        if self.longest_first {
+            [heads, blocks, 1]
+        } else {
+            [blocks, heads, 1]
+        }
     }
 }
 
@@ -286,19 +300,29 @@ impl<'b> Walk<'b> {
 /// Grid: [`AttentionMeta::grid`].
 #[track_caller]
 pub fn attention_forward(meta: &AttentionMeta) -> Result<Kernel, BuildError> {
+    // (The caller's location taken here: a closure does not inherit `#[track_caller]`.)
+    let loc = crate::ir::SourceLoc::caller();
+    let refused = |message: String| BuildError {
+        kernel: "_attn_fwd".into(),
+        diagnostics: vec![crate::error::Diagnostic {
+            op: "attention_forward".into(),
+            loc,
+            message,
+        }],
+    };
     if meta.causal && meta.split_diagonal && (meta.block_n == 0 || meta.block_m % meta.block_n != 0) {
-        return Err(BuildError {
-            kernel: "_attn_fwd".into(),
-            diagnostics: vec![crate::error::Diagnostic {
-                op: "attention_forward".into(),
-                loc: crate::ir::SourceLoc::caller(),
-                message: format!(
-                    "causal attention walks the diagonal apart in whole key blocks: block_n must divide block_m, got \
-                     block_m {} and block_n {}",
-                    meta.block_m, meta.block_n
-                ),
-            }],
-        });
+        return Err(refused(format!(
+            "causal attention walks the diagonal apart in whole key blocks: block_n must divide block_m, got block_m \
+             {} and block_n {}",
+            meta.block_m, meta.block_n
+        )));
+    }
+    if meta.longest_first && !meta.causal {
+        return Err(refused(
+            "longest_first orders causal programs by the length of their walks: without causal every program walks \
+             the same keys"
+                .into(),
+        ));
     }
     Kernel::build("_attn_fwd", |k| program(k, meta))
 }
@@ -314,12 +338,16 @@ fn program<'b>(k: &'b KernelBuilder, meta: &AttentionMeta) {
         dtype,
         rotate,
         whole_key_blocks,
+        longest_first,
     } = *meta;
     let (bm, bn) = (block_m as i32, block_n as i32);
     let p = params(k, dtype);
     let [sq, sk, sv, so] = p.strides;
-    let start_m = k.program_id(0);
-    let off_hz = k.program_id(1);
+    let (start_m, off_hz) = if longest_first {
+        (k.num_programs(1) - k.program_id(1) - 1, k.program_id(0))
+    } else {
+        (k.program_id(0), k.program_id(1))
+    };
     let off_z = off_hz / p.h;
     let off_h = off_hz % p.h;
     let head = |s: [Value<'b>; 4]| off_z * s[0] + off_h * s[1];
