@@ -98,6 +98,27 @@ def layer_norm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride
 # the blocks left of the diagonal unmasked, then the diagonal's blocks masked (the
 # tutorial's two stages, so BLOCK_N must divide BLOCK_M). Lengths are whole multiples of
 # BLOCK_M, as in its benchmark.
+@triton.jit
+def attention_walk(acc, l_i, m_i, q, k_ptr, v_ptr, base, rows, lo, hi, scale,
+                   HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, MASKED: tl.constexpr):
+    cols = tl.arange(0, BLOCK_N)
+    dims = tl.arange(0, HEAD_DIM)
+    for start_n in range(lo, hi, BLOCK_N):
+        keys = start_n + cols
+        kt = tl.load(k_ptr + base + keys[None, :] * HEAD_DIM + dims[:, None])
+        qk = tl.dot(q, kt) * scale
+        if MASKED:
+            qk = tl.where(rows[:, None] >= keys[None, :], qk, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptr + base + keys[:, None] * HEAD_DIM + dims[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+        m_i = m_new
+    return acc, l_i, m_i
+
+
 @triton.autotune(
     configs=[
         triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_stages=s, num_warps=w)
@@ -111,7 +132,6 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, n_ctx,
     start_m = tl.program_id(0)
     base = tl.program_id(1).to(tl.int64) * n_ctx * HEAD_DIM
     rows = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tl.arange(0, BLOCK_N)
     dims = tl.arange(0, HEAD_DIM)
     q = tl.load(q_ptr + base + rows[:, None] * HEAD_DIM + dims[None, :])
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
@@ -119,29 +139,11 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, n_ctx,
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     scale = sm_scale * 1.4426950408889634
     end_unmasked = start_m * BLOCK_M if CAUSAL else n_ctx
-    for start_n in range(0, end_unmasked, BLOCK_N):
-        keys = start_n + cols
-        kt = tl.load(k_ptr + base + keys[None, :] * HEAD_DIM + dims[:, None])
-        qk = tl.dot(q, kt) * scale
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_ptr + base + keys[:, None] * HEAD_DIM + dims[None, :])
-        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
-        m_i = m_new
+    acc, l_i, m_i = attention_walk(acc, l_i, m_i, q, k_ptr, v_ptr, base, rows, 0, end_unmasked, scale,
+                                   HEAD_DIM, BLOCK_N, False)
     if CAUSAL:
-        for start_n in range(start_m * BLOCK_M, (start_m + 1) * BLOCK_M, BLOCK_N):
-            keys = start_n + cols
-            kt = tl.load(k_ptr + base + keys[None, :] * HEAD_DIM + dims[:, None])
-            qk = tl.where(rows[:, None] >= keys[None, :], tl.dot(q, kt) * scale, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-            p = tl.math.exp2(qk - m_new[:, None])
-            alpha = tl.math.exp2(m_i - m_new)
-            l_i = l_i * alpha + tl.sum(p, 1)
-            v = tl.load(v_ptr + base + keys[:, None] * HEAD_DIM + dims[None, :])
-            acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
-            m_i = m_new
+        acc, l_i, m_i = attention_walk(acc, l_i, m_i, q, k_ptr, v_ptr, base, rows, start_m * BLOCK_M,
+                                       (start_m + 1) * BLOCK_M, scale, HEAD_DIM, BLOCK_N, True)
     tl.store(o_ptr + base + rows[:, None] * HEAD_DIM + dims[None, :], (acc / l_i[:, None]).to(tl.float16))
 
 
