@@ -204,13 +204,23 @@ fn main() {
             }
         }
     }
+    // The CSV file is written again after each section, so that a run cut short or failed
+    // keeps the sections it finished.
+    let save = |csv: &str| {
+        if let Some(path) = &csv_path {
+            std::fs::write(path, csv).expect("writing the CSV file");
+        }
+    };
+    save(&csv);
     // The matmul first: its cuBLAS line is the baseline the attention figures are shares
     // of, so that a run cut short after it keeps the baseline its figures need.
     if sections.matmul {
         if let Err(e) = matmul::matmul(&devices, quick, flush_mode, squares.as_deref(), &mut csv) {
             eprintln!("matmul benchmark failed: {e}");
+            save(&csv);
             std::process::exit(1);
         }
+        save(&csv);
     }
     for dev in &devices {
         let backend = dev.id().split(':').next().unwrap_or_default().to_string();
@@ -244,13 +254,14 @@ fn main() {
             attention_forms: attention_forms.clone(),
             attention_causal,
         };
-        if let Err(e) = bench_device(dev.as_ref(), &run, &sizes, &same_bytes, &mut csv) {
+        let result = bench_device(dev.as_ref(), &run, &sizes, &same_bytes, &mut csv);
+        save(&csv);
+        if let Err(e) = result {
             eprintln!("{}: benchmark failed: {e}", dev.id());
             std::process::exit(1);
         }
     }
-    if let Some(path) = csv_path {
-        std::fs::write(&path, csv).expect("writing the CSV file");
+    if let Some(path) = &csv_path {
         println!("wrote {path}");
     }
 }

@@ -540,7 +540,7 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                         s.p80_ms
                     );
                     println!(
-                        "{:>28}{form:9}  {tflops:>8.1} TFLOPS  {}",
+                        "{:>28}{form:18}  {tflops:>8.1} TFLOPS  {}",
                         p.to_string(),
                         t.choice.config
                     );
