@@ -503,7 +503,10 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                     let tuner = Autotuner::new(&format!("attention_fwd{form}"), configs)?;
                     let form_tuned = attention::tuned_attention(dev, &tuner, &p, &args)?;
                     // Each form's pick is checked before it is timed: a fast wrong kernel is
-                    // no figure.
+                    // no figure. The outputs are filled with NaN first, so that a kernel
+                    // which writes nothing cannot pass on the last form's results.
+                    dev.upload_into(&t.out, &vec![f16::NAN; p.len()])?;
+                    dev.upload_into(&t.m, &vec![f32::NAN; p.z * p.h * p.n_ctx])?;
                     dev.launch(&form_tuned.kernel, &form_tuned.launch, &args)?;
                     let error = attention::tiled_error(dev, &t, &p, &tile)?;
                     checked(
