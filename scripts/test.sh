@@ -172,9 +172,16 @@ check_validation_layer
 export RUTILE_PTXAS RUTILE_SPIRV_VAL RUTILE_SPIRV_DIS
 export RUTILE_REQUIRE_TOOLS=1   # tool-dependent tests fail instead of skipping
 export RUTILE_VALIDATION=1      # Vulkan calls run under the validation layer; its errors fail
+# Mesa's window-system code looks for a runtime directory as each Vulkan instance opens and
+# prints an error line each time it has none (a CI container's case): give it a private one.
+if [[ -z "${XDG_RUNTIME_DIR:-}" || ! -d "${XDG_RUNTIME_DIR}" ]]; then
+    XDG_RUNTIME_DIR="${TMPDIR:-/tmp}/rutile-runtime-$(id -u)"
+    mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+fi
+export XDG_RUNTIME_DIR
 
 if [[ $SETUP_ONLY -eq 1 ]]; then
-    for var in RUTILE_PTXAS RUTILE_SPIRV_VAL RUTILE_SPIRV_DIS RUTILE_REQUIRE_TOOLS RUTILE_VALIDATION; do
+    for var in RUTILE_PTXAS RUTILE_SPIRV_VAL RUTILE_SPIRV_DIS RUTILE_REQUIRE_TOOLS RUTILE_VALIDATION XDG_RUNTIME_DIR; do
         printf 'export %s=%q\n' "$var" "${!var}"
     done
     exit 0
