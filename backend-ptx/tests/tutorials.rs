@@ -208,7 +208,7 @@ fn h100(num_warps: u32, num_stages: u32) -> Target {
 }
 
 /// Every configuration the attention tutorial's autotuner may pick on CUDA (its list in
-/// `examples/tutorials/attention.rs`: blocks, warps, stages), both head dimensions, causal
+/// `examples/tutorials/attention/forms.rs`: blocks, warps, stages), both head dimensions, causal
 /// in two stages and in one masked walk, and not: lowered with aligned arguments (the
 /// tutorial's contiguous tensors) and assembled for sm_90; the tutorial's first
 /// configuration also unaligned and for sm_80.
