@@ -498,6 +498,9 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                     let name = if form.is_empty() { "tutorial" } else { &form[1..] };
                     run.attention_forms.as_ref().is_none_or(|f| f.iter().any(|n| n == name))
                 });
+                // What each form's outputs are filled with before its check (below): built
+                // once a problem, not once a form (half a gigabyte at the largest).
+                let (nan_out, nan_m) = (vec![f16::NAN; p.len()], vec![f32::NAN; p.z * p.h * p.n_ctx]);
                 let mut tuned = Vec::new();
                 for (form, configs) in forms {
                     let tuner = Autotuner::new(&format!("attention_fwd{form}"), configs)?;
@@ -505,8 +508,8 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                     // Each form's pick is checked before it is timed: a fast wrong kernel is
                     // no figure. The outputs are filled with NaN first, so that a kernel
                     // which writes nothing cannot pass on the last form's results.
-                    dev.upload_into(&t.out, &vec![f16::NAN; p.len()])?;
-                    dev.upload_into(&t.m, &vec![f32::NAN; p.z * p.h * p.n_ctx])?;
+                    dev.upload_into(&t.out, &nan_out)?;
+                    dev.upload_into(&t.m, &nan_m)?;
                     dev.launch(&form_tuned.kernel, &form_tuned.launch, &args)?;
                     let error = attention::tiled_error(dev, &t, &p, &tile)?;
                     checked(

@@ -167,27 +167,13 @@ pub fn attention_with(dev: &dyn Device, p: Problem, seed: u64, configs: Vec<Conf
     let tuner = Autotuner::new("attention_fwd", configs)?;
     let Tuned { choice, kernel, launch } = tuned_attention(dev, &tuner, &p, &args)?;
     let time_ms = timed(dev, &kernel, &launch, &args)?;
-    let out = dev.download(&t.out)?;
-    let m = dev.download(&t.m)?;
-    let rows: Vec<usize> = if p.n_ctx <= 512 {
-        (0..p.n_ctx).collect()
-    } else {
-        (0..p.n_ctx).step_by(61).chain(p.n_ctx - 17..p.n_ctx).collect()
-    };
+    let rows = sampled_rows(p.n_ctx);
     let (want_out, want_m) = reference_rows(&q, &k, &v, &p, &rows);
-    let d = p.head_dim;
-    let heads = p.z * p.h;
-    let got_out = (0..heads).flat_map(|hd| {
-        let out = &out;
-        rows.iter()
-            .flat_map(move |&i| (0..d).map(move |c| out[(hd * p.n_ctx + i) * d + c].to_f64()))
-    });
-    let got_m = (0..heads).flat_map(|hd| rows.iter().map(|&i| m[hd * p.n_ctx + i] as f64).collect::<Vec<_>>());
-    // Outputs are averages of values of magnitude about 1: absolute errors. P is rounded
-    // to fp16 before P V, as in the tutorial, and so is the output.
-    let error = max_relative_error(got_out, &want_out, 1.0)
-        .0
-        .max(max_relative_error(got_m, &want_m, 1.0).0);
+    let (per_out, per_m) = (rows.len() * p.head_dim, rows.len());
+    let error = heads_error(dev, &t, &p, 0..p.z * p.h, &rows, |head| {
+        let (o, m) = (head * per_out, head * per_m);
+        (&want_out[o..o + per_out], &want_m[m..m + per_m])
+    })?;
     let tflops = p.flops() / (time_ms * 1e-3) / 1e12;
     Ok(Outcome {
         tutorial: "attention forward".into(),
@@ -205,30 +191,52 @@ pub fn attention_with(dev: &dyn Device, p: Problem, seed: u64, configs: Vec<Conf
 }
 
 /// The error of `t`'s output and `M` on a problem whose heads all repeat one head's inputs
-/// (`tile`, as the benchmark builds its large problems), checked on a sample of the queries
-/// (every 61st and the last 17) of the first and the last head against [`reference_rows`];
-/// bounded by 4e-3 where the kernel is right. Heads that are all alike cannot show a kernel
-/// reading another head's inputs: [`attention`], with inputs of their own for each head,
-/// does.
+/// (`tile`, as the benchmark builds its large problems), on the [`sampled_rows`] of the
+/// first and the last head against [`reference_rows`]; bounded by 4e-3 where the kernel is
+/// right. Heads that are all alike cannot show a kernel reading another head's inputs:
+/// [`attention`], with inputs of their own for each head, does.
 pub fn tiled_error(dev: &dyn Device, t: &Tensors, p: &Problem, tile: &[Vec<f16>; 3]) -> Result<f64> {
-    let rows: Vec<usize> = (0..p.n_ctx)
-        .step_by(61)
-        .chain(p.n_ctx.saturating_sub(17)..p.n_ctx)
-        .collect();
+    let rows = sampled_rows(p.n_ctx);
     let one = Problem { z: 1, h: 1, ..*p };
     let (want_out, want_m) = reference_rows(&tile[0], &tile[1], &tile[2], &one, &rows);
+    heads_error(dev, t, p, [0, p.z * p.h - 1], &rows, |_| (&want_out[..], &want_m[..]))
+}
+
+/// The queries the checks compare: every one up to 512 positions; beyond, every 61st and
+/// the last 17.
+fn sampled_rows(n_ctx: usize) -> Vec<usize> {
+    if n_ctx <= 512 {
+        (0..n_ctx).collect()
+    } else {
+        (0..n_ctx).step_by(61).chain(n_ctx - 17..n_ctx).collect()
+    }
+}
+
+/// The largest error of `t`'s output and `M` at the queries `rows` of each of `heads`
+/// against what `want` gives for that head (its rows' outputs, `head_dim` each, and their
+/// `M`). Outputs are averages of values of magnitude about 1: absolute errors. P is
+/// rounded to fp16 before P V, as in the tutorial, and so is the output.
+fn heads_error<'w>(
+    dev: &dyn Device,
+    t: &Tensors,
+    p: &Problem,
+    heads: impl IntoIterator<Item = usize>,
+    rows: &[usize],
+    want: impl Fn(usize) -> (&'w [f64], &'w [f64]),
+) -> Result<f64> {
     let (out, m) = (dev.download(&t.out)?, dev.download(&t.m)?);
     let d = p.head_dim;
     let mut error = 0.0f64;
-    for head in [0, p.z * p.h - 1] {
+    for head in heads {
+        let (want_out, want_m) = want(head);
         let got_out = rows
             .iter()
             .flat_map(|&i| (0..d).map(move |c| (head * p.n_ctx + i) * d + c))
             .map(|at| out[at].to_f64());
         let got_m = rows.iter().map(|&i| m[head * p.n_ctx + i] as f64);
         error = error
-            .max(max_relative_error(got_out, &want_out, 1.0).0)
-            .max(max_relative_error(got_m, &want_m, 1.0).0);
+            .max(max_relative_error(got_out, want_out, 1.0).0)
+            .max(max_relative_error(got_m, want_m, 1.0).0);
     }
     Ok(error)
 }
