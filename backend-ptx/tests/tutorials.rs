@@ -563,10 +563,11 @@ fn specialized_attention_takes_turns() {
 /// The 128-row ping-pong at head dimension 128, in the configurations
 /// `head_128_specialized_attention_configs` gives the autotuner, causal or not, for whole
 /// key blocks (as the host code launches it at lengths that are multiples of them) and any
-/// length, causal with its programs in the tutorial's order or longest first: each runs on
-/// a TMA-fed ring, the rotated walks taking turns. Without the mask on whole blocks none
-/// spills (`ptxas` 12.9); the rotated walk on 128-key blocks spills 260–280 bytes where it
-/// is causal or ragged, printed here.
+/// length, causal with its programs in the tutorial's order or longest first, and on a
+/// persistent grid on whole blocks (`persistent_head_128_specialized_attention_configs`):
+/// each runs on a TMA-fed ring, the rotated walks taking turns. Without the mask on whole
+/// blocks none spills, persistent or not (`ptxas` 12.9); the rotated walk on 128-key blocks
+/// spills 260–280 bytes where it is causal or ragged, printed here.
 #[test]
 fn head_128_ping_pong_assembles() {
     let configs = [
@@ -577,38 +578,45 @@ fn head_128_ping_pong_assembles() {
         (128, 64, 2, false),
         (128, 64, 3, false),
     ];
-    for causal in [false, true] {
-        for whole in [true, false] {
-            for (bm, bn, stages, rotate) in configs {
-                // (Causal walks have no whole-blocks form: their second pass starts the
-                // programs longest first instead.)
-                let longest_first = causal && !whole;
-                let meta = AttentionMeta {
-                    rotate,
-                    whole_key_blocks: whole && !causal,
-                    longest_first,
-                    ..AttentionMeta::fp16(bm, bn, 128, causal)
-                };
-                let kernel = seeds::attention_forward(&meta).unwrap();
-                let label = format!(
-                    "head 128 ping-pong, causal {causal}, whole blocks {whole}, longest first {longest_first}, {bm}x{bn}, \
-                     {stages} stages, rotate {rotate}"
-                );
-                let target = Target {
-                    tma_outer: true,
-                    warp_specialize: true,
-                    ..h100(8, stages)
-                };
-                let ptx = assemble_aligned_sm90(&label, &kernel, &target);
-                for want in ["setmaxnreg.inc", "cp.async.bulk.tensor.4d"] {
-                    assert!(ptx.contains(want), "{label}: no {want}");
-                }
-                // The rotated walks take turns (a named barrier's arrive).
-                assert!(!rotate || ptx.contains("bar.arrive"), "{label}: no turns");
-                if let Some((_, spilled)) = support::ptxas_resources(&ptx, 90) {
-                    if whole && !causal {
-                        assert_eq!(spilled, 0, "{label}: {spilled} bytes spilled");
-                    }
+    // (Causal or ragged, a persistent grid fits only 128 x 64 on two stages unrotated:
+    // `persistent_head_128_specialized_attention_configs`.)
+    let forms = [
+        (false, true, false),
+        (false, false, false),
+        (true, true, false),
+        (true, false, false),
+    ];
+    for (causal, whole, persistent) in forms.into_iter().chain([(false, true, true)]) {
+        for (bm, bn, stages, rotate) in configs {
+            // (Causal walks have no whole-blocks form: their second pass starts the
+            // programs longest first instead.)
+            let longest_first = causal && !whole;
+            let meta = AttentionMeta {
+                rotate,
+                whole_key_blocks: whole && !causal,
+                longest_first,
+                ..AttentionMeta::fp16(bm, bn, 128, causal)
+            };
+            let kernel = seeds::attention_forward(&meta).unwrap();
+            let label = format!(
+                "head 128 ping-pong, causal {causal}, whole blocks {whole}, longest first {longest_first}, {bm}x{bn}, \
+                     {stages} stages, rotate {rotate}, persistent {persistent}"
+            );
+            let target = Target {
+                tma_outer: true,
+                warp_specialize: true,
+                persistent,
+                ..h100(8, stages)
+            };
+            let ptx = assemble_aligned_sm90(&label, &kernel, &target);
+            for want in ["setmaxnreg.inc", "cp.async.bulk.tensor.4d"] {
+                assert!(ptx.contains(want), "{label}: no {want}");
+            }
+            // The rotated walks take turns (a named barrier's arrive).
+            assert!(!rotate || ptx.contains("bar.arrive"), "{label}: no turns");
+            if let Some((_, spilled)) = support::ptxas_resources(&ptx, 90) {
+                if whole && !causal {
+                    assert_eq!(spilled, 0, "{label}: {spilled} bytes spilled");
                 }
             }
         }

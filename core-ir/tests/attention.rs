@@ -939,6 +939,70 @@ fn the_specialized_walk_takes_turns() {
     }
 }
 
+/// The head-128 ping-pong on a persistent grid (`persistent_head_128_specialized_attention_configs`):
+/// each side walks the query blocks on its own, as the interpreter computes them, in the
+/// simulator on three programs for more tiles than that: without the mask on whole key
+/// blocks (128 x 128 rotated, 231408 bytes of shared memory) and, where the walks after the
+/// specialized one need buffers of their own, causal and ragged at 128 x 64 on two stages
+/// in the tutorial's order (the one configuration that fits). A rotated 128 x 128 walk
+/// with the ragged walk does not fit and is refused, saying so.
+#[test]
+fn the_head_128_ping_pong_walks_a_persistent_grid() {
+    let mut rng = Rng::new(79);
+    let target = |stages| Target {
+        tma_outer: true,
+        warp_specialize: true,
+        persistent: true,
+        ..hopper_pipelined(8, stages)
+    };
+    let cases = [
+        (256, 128, true, false, false, 2),
+        (200, 64, false, false, false, 2),
+        (200, 64, false, true, false, 2),
+        (200, 64, false, true, true, 2),
+    ];
+    for (n, block_n, rotate, causal, longest_first, stages) in cases {
+        let shape = Shape { z: 1, h: 3, n, d: 128 };
+        let meta = AttentionMeta {
+            rotate,
+            longest_first,
+            whole_key_blocks: n % block_n as usize == 0 && !causal,
+            ..AttentionMeta::fp16(128, block_n, 128, causal)
+        };
+        let kernel = attention_forward(&meta).unwrap();
+        let at = format!("{n} keys, 128 x {block_n}, rotate {rotate}, causal {causal}, longest first {longest_first}");
+        let tk = rutile_ir::lower::lower(&kernel, &target(stages), &runtime_spec(&args(shape))).unwrap();
+        assert!(tk.persistent.is_some(), "{at}");
+        let Some(Stmt::Specialized { producer, consumer }) = tk.body.last() else {
+            panic!("{at}: no specialization");
+        };
+        for side in [producer, consumer] {
+            assert!(
+                matches!(side.last(), Some(Stmt::While { .. })),
+                "{at}: a side without its tile loop"
+            );
+        }
+        let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+        let b = buffers(&mut rng, shape);
+        simulate_on(&at, &kernel, &[target(stages)], grid, &args(shape), &b, 2e-3);
+    }
+    let ragged = attention_forward(&AttentionMeta {
+        rotate: true,
+        ..AttentionMeta::fp16(128, 128, 128, false)
+    })
+    .unwrap();
+    let shape = Shape {
+        z: 1,
+        h: 3,
+        n: 200,
+        d: 128,
+    };
+    match rutile_ir::lower::lower(&ragged, &target(2), &runtime_spec(&args(shape))) {
+        Err(rutile_ir::lower::LowerError::OutOfSharedMemory { needed, limit, .. }) => assert!(needed > limit),
+        other => panic!("the rotated persistent ping-pong with the ragged walk: {other:?}"),
+    }
+}
+
 /// An H100's target with three programs of 4 warps a thread block beside a producer
 /// warpgroup, K and V through TMA across heads, a ring of `stages`.
 fn three_programs_a_block(stages: u32) -> Target {

@@ -412,7 +412,9 @@ fn loop_stages(kernel: &rutile::Kernel) -> u32 {
 /// the rotated walk at head dimension 64 (`_rotated`), through CUDA that walk
 /// warp-specialized with its consumers taking turns (`_pingpong`), 64-row programs
 /// several a block sharing a producer (`_blocks`) and those on a persistent grid
-/// (`_persistent_blocks`), and K and V copied by
+/// (`_persistent_blocks`), at head dimension 128 the ping-pong (`_pingpong`) and the same on
+/// a persistent grid (`_persistent_pingpong`), causal programs started longest first
+/// (`_longest_first`), and K and V copied by
 /// TMA across heads (`_tma_heads`, `LaunchConfig::tma_outer`), each autotuned over the
 /// tutorial's configurations in that form and timed in rounds with the others.
 pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &mut String) -> rutile::Result<()> {
@@ -481,6 +483,8 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                     let specialized = attention::head_128_specialized_attention_configs(dev, causal);
                     if !specialized.is_empty() {
                         forms.push(("_pingpong", specialized));
+                        let persistent = attention::persistent_head_128_specialized_attention_configs(dev, causal);
+                        forms.push(("_persistent_pingpong", persistent));
                     }
                 }
                 // Causal: the programs started longest first.

@@ -220,6 +220,50 @@ fn gpu_head_128_specialized_attention_matches_the_reference() {
     );
 }
 
+/// Through CUDA, the head-128 ping-pong on a persistent grid
+/// (`persistent_head_128_specialized_attention_configs`), every configuration on its own:
+/// at 3 heads (a block a multiprocessor at most) and at 40 heads, where a multiprocessor's
+/// block walks two or more query blocks (320 of them on 132 multiprocessors at 1024
+/// tokens), on whole key blocks, ragged and causal. With a ragged last key block or the
+/// mask only 128 x 64 on two stages in the tutorial's order fits shared memory (the walks
+/// after the specialized one need buffers of their own); the others are refused, saying so.
+#[test]
+fn gpu_persistent_head_128_ping_pong_matches_the_reference() {
+    let (_turn, devices) = devices();
+    let mut failed = Vec::new();
+    for d in devices {
+        for causal in [false, true] {
+            let configs = tutorials::attention::persistent_head_128_specialized_attention_configs(d.as_ref(), causal);
+            assert_eq!(!configs.is_empty(), d.properties().backend == rutile::Backend::Cuda);
+            for (i, c) in configs.into_iter().enumerate() {
+                for (h, n_ctx) in [(3, 1024), (40, 1024), (40, 1000), (2, 4097)] {
+                    let p = Problem {
+                        z: 1,
+                        h,
+                        n_ctx,
+                        head_dim: 128,
+                        causal,
+                    };
+                    let meta = |k: &str| c.meta.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+                    let fits = meta("BLOCK_N") == Some(64) && meta("ROTATE") == Some(0) && c.num_stages == 2;
+                    let refused = (causal || n_ctx % 128 != 0) && !fits;
+                    match tutorials::attention::attention_with(d.as_ref(), p, 600 + i as u64, vec![c.clone()]) {
+                        Ok(o) if o.passed() && !refused => println!("{o}"),
+                        Err(e) if refused && e.to_string().contains("shared memory") => println!("{p} on {c:?}: {e}"),
+                        Ok(o) => failed.push(format!("{}: {p} on {c:?}: {o}", d.id())),
+                        Err(e) => failed.push(format!("{}: {p} on {c:?}: {e}", d.id())),
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "persistent head-128 ping-pong failed:\n{}",
+        failed.join("\n")
+    );
+}
+
 /// Causal attention with the programs started longest first (the grid's axes swapped,
 /// heads first, query blocks from the last): autotuned at ragged and whole lengths and
 /// both head dimensions, on every device (the interpreter's and lavapipe's small blocks

@@ -143,6 +143,24 @@ pub fn head_128_specialized_attention_configs(dev: &dyn Device, _causal: bool) -
     .collect()
 }
 
+/// [`head_128_specialized_attention_configs`] on a persistent grid (`LaunchConfig::persistent`):
+/// a thread block a multiprocessor walks the query blocks, its producer copying the next
+/// block's `K` and `V` while the consumers normalize and store this one's output, the
+/// start and end of a block that the grid of one block a multiprocessor leaves exposed
+/// (FlashAttention-3's schedule at this head dimension). Through CUDA only (none
+/// elsewhere). On whole key blocks without the causal mask every configuration fits (231408
+/// bytes of shared memory at 128 x 128 rotated); with a ragged last block or the mask, the
+/// walks after the specialized one need buffers of their own and only 128 x 64 on two
+/// stages in the tutorial's order fits: the autotuner skips the others, saying so. A line
+/// of the benchmark (`_persistent_pingpong`); see `docs/performance.md`, "Head dimension
+/// 128 on a persistent grid", for whether the host code tunes over it.
+pub fn persistent_head_128_specialized_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
+    head_128_specialized_attention_configs(dev, causal)
+        .into_iter()
+        .map(|c| c.persistent(true))
+        .collect()
+}
+
 /// Causal attention's lists ([`attention_configs`], and through CUDA
 /// [`tma_heads_attention_configs`] and [`head_128_specialized_attention_configs`]) with the
 /// programs started longest first (`LONGEST_FIRST` = 1, [`AttentionMeta::longest_first`]):
