@@ -3,7 +3,7 @@
 //!
 //!     cargo run --release --example benchmark [-- --quick] [--csv FILE] [--flush copy|read]
 //!                                               [--cols N,N,...] [--ln-cols N,N,...] [--head-dims D,D] [--ctx N,N,...]
-//!                                               [--attention-forms F,F,...] [--no-causal]
+//!                                               [--attention-forms F,F,...] [--no-causal | --causal-only]
 //!                                               [--backends cuda,vulkan]
 //!                                               [--only vector_add,softmax,transpose,matmul_b,matmul,dropout,
 //!                                                       layer_norm,long_softmax,attention]
@@ -55,7 +55,7 @@
 //! attention at the given head dimensions only (64, 128), `--ctx` at the given sequence
 //! lengths only, `--attention-forms` its given lines only (`tutorial`, `rotated`,
 //! `pingpong`, `persistent_pingpong`, `blocks`, `persistent_blocks`, `tma_heads`,
-//! `longest_first`) and `--no-causal` without the causal mask only. `--squares` times the matmul at the given M = N = K only, without
+//! `longest_first`), `--no-causal` without the causal mask only and `--causal-only` with it only. `--squares` times the matmul at the given M = N = K only, without
 //! the skinny shapes (e.g. `--only matmul --squares 4096`). `--backends` runs the sections
 //! of one device at a time (all but `matmul`) on the named backends' devices only (e.g.
 //! `--backends vulkan`), while the copy ceiling is still measured on every device and the
@@ -155,6 +155,11 @@ fn main() {
         forms
     });
     let attention_causal = !args.iter().any(|a| a == "--no-causal");
+    let attention_plain = !args.iter().any(|a| a == "--causal-only");
+    if !attention_causal && !attention_plain {
+        eprintln!("--no-causal and --causal-only leave no attention to time: give one of them");
+        std::process::exit(2);
+    }
     if let Some(bad) = head_dims.iter().flatten().find(|&&d| d != 64 && d != 128) {
         eprintln!("--head-dims takes 64 and 128 (the attention benchmark's), got {bad}");
         std::process::exit(2);
@@ -255,6 +260,7 @@ fn main() {
             attention_lengths: attention_lengths.clone(),
             attention_forms: attention_forms.clone(),
             attention_causal,
+            attention_plain,
         };
         let result = bench_device(dev.as_ref(), &run, &sizes, &same_bytes, &mut csv);
         save(&csv);
@@ -344,8 +350,10 @@ struct Run {
     /// `longest_first`; all
     /// where `None`).
     attention_forms: Option<Vec<String>>,
-    /// Whether the attention is also timed with the causal mask (`--no-causal`: not).
+    /// Whether the attention is timed with the causal mask (`--no-causal`: not).
     attention_causal: bool,
+    /// Whether the attention is timed without the causal mask (`--causal-only`: not).
+    attention_plain: bool,
 }
 
 impl Run {

@@ -436,7 +436,7 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
             continue;
         }
         for causal in [false, true] {
-            if causal && !run.attention_causal {
+            if (causal && !run.attention_causal) || (!causal && !run.attention_plain) {
                 continue;
             }
             let small = Problem {
