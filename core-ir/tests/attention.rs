@@ -205,6 +205,60 @@ fn longest_first_is_for_causal_attention() {
     assert!(err.contains("tests/attention.rs"), "{err}");
 }
 
+/// Programs longest first by groups of heads (`AttentionMeta::group_heads`): every query
+/// block of every head is computed once, as the tutorial's order computes it, bit for bit
+/// (the outputs start as NaN, so that a block no program takes shows), with groups of one
+/// and two heads of three (the last group holding one), of all three, and as many as there
+/// are (0); in the simulator too, lowered for Hopper. A group without `longest_first` is
+/// refused.
+#[test]
+fn longest_first_goes_by_groups_of_heads() {
+    let mut rng = Rng::new(80);
+    let shape = Shape {
+        z: 1,
+        h: 3,
+        n: 200,
+        d: 64,
+    };
+    let tutorial = AttentionMeta::fp16(64, 32, 64, true);
+    let grid = tutorial.grid(1, 3, 200);
+    let mut want = buffers(&mut rng, shape);
+    for b in &mut want[3..5] {
+        *b = buffer_of(b.elem(), &vec![f32::NAN; b.len()]);
+    }
+    let inputs = want.clone();
+    interp::run(&attention_forward(&tutorial).unwrap(), grid, &args(shape), &mut want).unwrap();
+    for group_heads in [1, 2, 3, 0] {
+        let meta = AttentionMeta {
+            longest_first: true,
+            group_heads,
+            ..tutorial
+        };
+        let kernel = attention_forward(&meta).unwrap();
+        let grid = meta.grid(1, 3, 200);
+        let mut got = inputs.clone();
+        interp::run(&kernel, grid, &args(shape), &mut got).unwrap();
+        let at = format!("groups of {group_heads} heads");
+        assert!(values(&got[4]).iter().all(|v| v.is_finite()), "{at}: a block left out");
+        assert_eq!(values(&got[4]), values(&want[4]), "{at}: Out");
+        assert_eq!(values(&got[3]), values(&want[3]), "{at}: M");
+        if group_heads == 2 {
+            let b = buffers(&mut rng, shape);
+            simulate_on(&at, &kernel, &[hopper_pipelined(4, 2)], grid, &args(shape), &b, 2e-3);
+        }
+    }
+    let err = attention_forward(&AttentionMeta {
+        group_heads: 2,
+        ..tutorial
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("group_heads") && err.contains("without longest_first"),
+        "{err}"
+    );
+}
+
 /// An NVIDIA target whose warps run `mma.sync`.
 fn tensor_cores(num_warps: u32) -> Target {
     Target {

@@ -49,6 +49,14 @@ pub struct AttentionMeta {
     /// shortest (FlashAttention-3's longest-processing-time-first order). Without `causal`
     /// every program walks the same keys and the builder refuses it.
     pub longest_first: bool,
+    /// With [`AttentionMeta::longest_first`], how many heads are ordered together (0: all of
+    /// them). The programs then run a group of heads at a time, longest first within the
+    /// group, its heads taking turns (the last group holds what is left), so that the
+    /// programs running at once read the keys and values of a few heads, which the L2 cache
+    /// can hold, rather than of as many heads as there are programs: without groups, each
+    /// program running beside the others reads another head's, from memory. The tutorial's
+    /// host code sizes a group to half the device's L2 cache.
+    pub group_heads: u32,
 }
 
 impl AttentionMeta {
@@ -65,6 +73,7 @@ impl AttentionMeta {
             rotate: false,
             whole_key_blocks: false,
             longest_first: false,
+            group_heads: 0,
         }
     }
 
@@ -324,6 +333,13 @@ pub fn attention_forward(meta: &AttentionMeta) -> Result<Kernel, BuildError> {
                 .into(),
         ));
     }
+    if meta.group_heads > 0 && !meta.longest_first {
+        return Err(refused(format!(
+            "group_heads orders the programs of longest_first by groups of heads: without longest_first the programs \
+             keep the tutorial's order, got group_heads {}",
+            meta.group_heads
+        )));
+    }
     Kernel::build("_attn_fwd", |k| program(k, meta))
 }
 
@@ -339,11 +355,23 @@ fn program<'b>(k: &'b KernelBuilder, meta: &AttentionMeta) {
         rotate,
         whole_key_blocks,
         longest_first,
+        group_heads,
     } = *meta;
     let (bm, bn) = (block_m as i32, block_n as i32);
     let p = params(k, dtype);
     let [sq, sk, sv, so] = p.strides;
-    let (start_m, off_hz) = if longest_first {
+    let (start_m, off_hz) = if longest_first && group_heads > 0 {
+        // Program `i` of the grid's order is the `r`-th of its group of heads: query block
+        // `r / heads_in_group` from the last, of the group's `r % heads_in_group`-th head.
+        let (heads, blocks) = (k.num_programs(0), k.num_programs(1));
+        let group = group_heads as i32;
+        let i = k.program_id(0) + k.program_id(1) * heads;
+        let span = blocks * group;
+        let g = i / span;
+        let r = i - g * span;
+        let in_group = k.minimum(heads - g * group, group);
+        (blocks - r / in_group - 1, g * group + r % in_group)
+    } else if longest_first {
         (k.num_programs(1) - k.program_id(1) - 1, k.program_id(0))
     } else {
         (k.program_id(0), k.program_id(1))

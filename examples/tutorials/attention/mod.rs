@@ -119,22 +119,41 @@ impl Tensors {
 
 /// The kernel's meta-parameters for configuration `c` on problem `p`: specialized to a
 /// length that is a multiple of the key blocks where it is one (no ragged walk, see
-/// [`AttentionMeta::whole_key_blocks`]), as Triton specializes on divisibility.
-fn meta(c: &Config, p: &Problem) -> Result<AttentionMeta> {
+/// [`AttentionMeta::whole_key_blocks`]), as Triton specializes on divisibility; programs
+/// longest first go by groups of heads whose keys and values fill half of `l2_bytes`
+/// ([`group_heads`]).
+fn meta(c: &Config, p: &Problem, l2_bytes: Option<u64>) -> Result<AttentionMeta> {
     let block_n = c.value("BLOCK_N")? as u32;
+    let longest_first = c.value("LONGEST_FIRST").is_ok_and(|l| l != 0);
     Ok(AttentionMeta {
         split_diagonal: c.value("SPLIT")? != 0,
         rotate: c.value("ROTATE").is_ok_and(|r| r != 0),
         whole_key_blocks: p.n_ctx.is_multiple_of(block_n as usize),
-        longest_first: c.value("LONGEST_FIRST").is_ok_and(|l| l != 0),
+        longest_first,
+        group_heads: if longest_first { group_heads(p, l2_bytes) } else { 0 },
         ..AttentionMeta::fp16(c.value("BLOCK_M")? as u32, block_n, p.head_dim as u32, p.causal)
     })
 }
 
+/// How many heads' programs run together when they start longest first
+/// ([`AttentionMeta::group_heads`]): as many as have keys and values in half of an L2
+/// cache of `l2_bytes` (the other half for the queries and outputs streaming through), at
+/// least one; 0 (every head together) where that is all of them or the cache's size is not
+/// known.
+pub fn group_heads(p: &Problem, l2_bytes: Option<u64>) -> u32 {
+    let heads = (p.z * p.h) as u64;
+    let per_head = (2 * p.n_ctx * p.head_dim * std::mem::size_of::<f16>()) as u64;
+    match l2_bytes {
+        Some(l2) if (l2 / 2 / per_head.max(1)) < heads => (l2 / 2 / per_head.max(1)).max(1) as u32,
+        _ => 0,
+    }
+}
+
 /// The forward kernel for `p`, autotuned by `tuner` with the problem as the key.
 pub fn tuned_attention(dev: &dyn Device, tuner: &Autotuner, p: &Problem, args: &[Arg<'_>]) -> Result<Tuned> {
-    let build = |c: &Config| Ok(seeds::attention_forward(&meta(c, p)?)?);
-    let grid = |c: &Config| Ok(meta(c, p)?.grid(p.z as u32, p.h as u32, p.n_ctx as u32));
+    let l2 = dev.properties().l2_cache_bytes;
+    let build = |c: &Config| Ok(seeds::attention_forward(&meta(c, p, l2)?)?);
+    let grid = |c: &Config| Ok(meta(c, p, l2)?.grid(p.z as u32, p.h as u32, p.n_ctx as u32));
     tuner.tuned(dev, &p.to_string(), &build, &grid, args)
 }
 
