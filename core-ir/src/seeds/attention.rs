@@ -55,7 +55,7 @@ pub struct AttentionMeta {
     /// programs running at once read the keys and values of a few heads, which the L2 cache
     /// can hold, rather than of as many heads as there are programs: without groups, each
     /// program running beside the others reads another head's, from memory. The tutorial's
-    /// host code sizes a group to half the device's L2 cache.
+    /// host code sizes a group to the device's L2 cache.
     pub group_heads: u32,
 }
 

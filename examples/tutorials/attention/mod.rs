@@ -120,7 +120,7 @@ impl Tensors {
 /// The kernel's meta-parameters for configuration `c` on problem `p`: specialized to a
 /// length that is a multiple of the key blocks where it is one (no ragged walk, see
 /// [`AttentionMeta::whole_key_blocks`]), as Triton specializes on divisibility; programs
-/// longest first go by groups of heads whose keys and values fill half of `l2_bytes`
+/// longest first go by groups of heads whose keys and values fill `l2_bytes`
 /// ([`group_heads`]).
 fn meta(c: &Config, p: &Problem, l2_bytes: Option<u64>) -> Result<AttentionMeta> {
     let block_n = c.value("BLOCK_N")? as u32;
@@ -136,15 +136,19 @@ fn meta(c: &Config, p: &Problem, l2_bytes: Option<u64>) -> Result<AttentionMeta>
 }
 
 /// How many heads' programs run together when they start longest first
-/// ([`AttentionMeta::group_heads`]): as many as have keys and values in half of an L2
-/// cache of `l2_bytes` (the other half for the queries and outputs streaming through), at
-/// least one; 0 (every head together) where that is all of them or the cache's size is not
-/// known.
+/// ([`AttentionMeta::group_heads`]): as many as have keys and values in an L2 cache of
+/// `l2_bytes` (the queries and outputs stream through once), at least one, the heads then
+/// dealt into groups of equal size (so that the last group is not a small remainder whose
+/// long walks start late); 0 (every head together) where they all fit or the cache's size
+/// is not known.
 pub fn group_heads(p: &Problem, l2_bytes: Option<u64>) -> u32 {
     let heads = (p.z * p.h) as u64;
     let per_head = (2 * p.n_ctx * p.head_dim * std::mem::size_of::<f16>()) as u64;
     match l2_bytes {
-        Some(l2) if (l2 / 2 / per_head.max(1)) < heads => (l2 / 2 / per_head.max(1)).max(1) as u32,
+        Some(l2) if l2 / per_head.max(1) < heads => {
+            let groups = heads.div_ceil((l2 / per_head.max(1)).max(1));
+            heads.div_ceil(groups) as u32
+        }
         _ => 0,
     }
 }
