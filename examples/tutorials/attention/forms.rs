@@ -1,7 +1,7 @@
 //! The configurations the attention tutorial's autotuner tries: the tutorial's own list,
 //! and the forms built beyond it (the walk rotated, TMA across heads, warp-specialized with
-//! turns, programs sharing a producer, persistent, longest first), each measured or marked
-//! as not yet measured; and the union the tutorial's host code tunes over per problem.
+//! turns, programs sharing a producer, persistent, longest first), each with what it
+//! measured; and the union the tutorial's host code tunes over per problem.
 
 use super::Problem;
 use rutile::autotune::Config;
@@ -30,7 +30,10 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
 /// dimension 64 without the causal mask, [`block_programs_attention_configs`] (the fastest
 /// there from 4096 tokens, 59–64% of cuBLAS's matmul rate: "Whole key blocks") and the
 /// TMA-across-heads list (the fastest at 1024 and 2048 tokens; 3–7% slower with the mask,
-/// where it is left out: "Head dimension 128: the ping-pong").
+/// where it is left out: "Head dimension 128: the ping-pong"); at head dimension 64 with
+/// the causal mask, [`longest_first_attention_configs`] (on an H200 1–8% faster than the
+/// tutorial's list and the ping-pong from 1024 to 8192 tokens: "Causal programs longest
+/// first, measured"; not measured through Vulkan, where it is left out).
 pub fn host_attention_configs(dev: &dyn Device, p: &Problem) -> Vec<Config> {
     let mut configs = attention_configs(dev, p.causal);
     match p.head_dim {
@@ -41,6 +44,9 @@ pub fn host_attention_configs(dev: &dyn Device, p: &Problem) -> Vec<Config> {
         64 if !p.causal => {
             configs.extend(block_programs_attention_configs(dev, p.causal));
             configs.extend(tma_heads_attention_configs(dev, p.causal));
+        }
+        64 if dev.properties().backend == rutile::Backend::Cuda => {
+            configs.extend(longest_first_attention_configs(dev, p.causal));
         }
         _ => {}
     }
@@ -151,9 +157,10 @@ pub fn head_128_specialized_attention_configs(dev: &dyn Device, _causal: bool) -
 /// elsewhere). On whole key blocks without the causal mask every configuration fits (231408
 /// bytes of shared memory at 128 x 128 rotated); with a ragged last block or the mask, the
 /// walks after the specialized one need buffers of their own and only 128 x 64 on two
-/// stages in the tutorial's order fits: the autotuner skips the others, saying so. A line
-/// of the benchmark (`_persistent_pingpong`); see `docs/performance.md`, "Head dimension
-/// 128 on a persistent grid", for whether the host code tunes over it.
+/// stages in the tutorial's order fits: the autotuner skips the others, saying so. On an
+/// H200 it ran 2–7% slower than the plain ping-pong at every length from 1024 to 16384
+/// tokens (`docs/performance.md`, "Head dimension 128 on a persistent grid"): a line of
+/// the benchmark (`_persistent_pingpong`), in no list the host code tunes over.
 pub fn persistent_head_128_specialized_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
     head_128_specialized_attention_configs(dev, causal)
         .into_iter()
@@ -164,9 +171,14 @@ pub fn persistent_head_128_specialized_attention_configs(dev: &dyn Device, causa
 /// Causal attention's lists ([`attention_configs`], and through CUDA
 /// [`tma_heads_attention_configs`] and [`head_128_specialized_attention_configs`]) with the
 /// programs started longest first (`LONGEST_FIRST` = 1, [`AttentionMeta::longest_first`]):
-/// the grid's last programs, which set its tail, are then the shortest walks. None without
-/// the causal mask, where every walk is as long. Not yet measured: a line of the benchmark
-/// (`_longest_first`), in no list the host code tunes over.
+/// the grid's last programs, which set its tail, are then the shortest walks, and the
+/// programs go by groups of heads whose keys and values the L2 cache holds (the host code
+/// sets [`AttentionMeta::group_heads`] from the device). None without the causal mask,
+/// where every walk is as long. The benchmark's `_longest_first` line; on an H200 the
+/// fastest form at head dimension 64 from 1024 to 8192 tokens (1–8% ahead), so in what the
+/// host code tunes over there ([`host_attention_configs`]); at head dimension 128 level
+/// with or up to 4% behind the ping-pong and the tutorial's list, and left out
+/// (`docs/performance.md`, "Causal programs longest first, measured").
 pub fn longest_first_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
     if !causal {
         return Vec::new();
