@@ -18,6 +18,7 @@ use half::f16;
 use rutile::autotune::{Autotuner, Config};
 use rutile::bench::{do_bench, CacheFlush, FlushMode};
 use rutile::{CudaGpu, Device, DeviceExt};
+use rutile_benches::fit_line;
 use rutile_examples::tutorials::attention::{self, Problem, Tensors};
 use std::error::Error;
 
@@ -43,17 +44,6 @@ fn forms() -> Vec<(&'static str, usize, Config)> {
         ("d64 ping-pong 128x128", 64, pingpong(128)),
         ("d64 tutorial 128x64 (128 registers)", 64, tutorial),
     ]
-}
-
-/// Least squares line `y = a + b x` through the points.
-fn fit(points: &[(f64, f64)]) -> (f64, f64) {
-    let n = points.len() as f64;
-    let (sx, sy) = points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-    let (mx, my) = (sx / n, sy / n);
-    let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
-    let sxx: f64 = points.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
-    let b = sxy / sxx;
-    (my - b * mx, b)
 }
 
 /// The median time in ms of `config` on `p` (inputs tiled from one random head), after
@@ -116,7 +106,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             let tflops = p.flops() / (ms * 1e-3) / 1e12;
             println!("{n_ctx:>8} {:>6} {ms:>10.4} {wave_us:>12.2} {tflops:>8.1}", p.h);
         }
-        let (overhead, step) = fit(&per_wave);
+        let (overhead, step) = fit_line(&per_wave);
         println!("a program: {overhead:.2} us besides its walk, {step:.3} us a key block of {block_n}");
         println!("{:>8} {:>6} {:>10}", "waves", "heads", "ms");
         let mut by_waves = Vec::new();
@@ -132,7 +122,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             by_waves.push((waves as f64, 1e3 * ms));
             println!("{waves:>8} {:>6} {ms:>10.4}", p.h);
         }
-        let (once, wave) = fit(&by_waves);
+        let (once, wave) = fit_line(&by_waves);
         println!("at 1024 tokens: {wave:.2} us a wave, {once:.2} us once a launch");
     }
     Ok(())

@@ -17,6 +17,7 @@ use half::f16;
 use rutile::bench::{do_bench, CacheFlush, FlushMode};
 use rutile::cublas::Cublas;
 use rutile::{seeds, CudaGpu, Device, DeviceExt, LaunchConfig};
+use rutile_benches::fit_line;
 use rutile_examples::rng::Rng;
 
 const M: usize = 4096;
@@ -32,17 +33,6 @@ const SCHEDULES: [(&str, u32, bool, bool); 5] = [
     ("persistent + warp-specialized, 3 stages", 3, true, true),
     ("plain, 3 stages", 3, false, false),
 ];
-
-/// Least squares line `y = a + b x` through the points.
-fn fit(points: &[(f64, f64)]) -> (f64, f64) {
-    let n = points.len() as f64;
-    let (sx, sy) = points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-    let (mx, my) = (sx / n, sy / n);
-    let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
-    let sxx: f64 = points.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
-    let b = sxy / sxx;
-    (my - b * mx, b)
-}
 
 /// The schedules and cuBLAS at `s`³, in interleaved rounds (module comment).
 fn square(dev: &dyn Device, cublas: &Cublas, flush: &CacheFlush, s: usize, reps: usize) -> rutile::Result<()> {
@@ -168,7 +158,7 @@ fn main() -> rutile::Result<()> {
             points.push(((k / 64) as f64, s.median_ms * 1e3 / waves));
         }
         if !profile {
-            fits.push((name, fit(&points)));
+            fits.push((name, fit_line(&points)));
         }
     }
     let mut points = Vec::new();
@@ -190,7 +180,7 @@ fn main() -> rutile::Result<()> {
         dev.download(&c_ref)?;
         return Ok(());
     }
-    fits.push(("cuBLAS (on rutile's waves)", fit(&points)));
+    fits.push(("cuBLAS (on rutile's waves)", fit_line(&points)));
     println!("\n{tiles} tiles of 128x256 on {sms} multiprocessors: {waves} waves");
     println!("{:42} {:>14} {:>16}", "schedule", "µs per K step", "µs per tile");
     for (name, (overhead, step)) in fits {

@@ -993,6 +993,20 @@ fn the_specialized_walk_takes_turns() {
     }
 }
 
+/// A persistent warp-specialized kernel: its last statement splits the producer from the
+/// consumers, and each side ends with its own loop over the tiles.
+fn assert_each_side_walks_the_tiles(tk: &rutile_ir::thread::ThreadKernel, at: &str) {
+    let Some(Stmt::Specialized { producer, consumer }) = tk.body.last() else {
+        panic!("{at}: no specialization");
+    };
+    for side in [producer, consumer] {
+        assert!(
+            matches!(side.last(), Some(Stmt::While { .. })),
+            "{at}: a side without its tile loop"
+        );
+    }
+}
+
 /// The head-128 ping-pong on a persistent grid (`persistent_head_128_specialized_attention_configs`):
 /// each side walks the query blocks on its own, as the interpreter computes them, in the
 /// simulator on three programs for more tiles than that: without the mask on whole key
@@ -1027,15 +1041,7 @@ fn the_head_128_ping_pong_walks_a_persistent_grid() {
         let at = format!("{n} keys, 128 x {block_n}, rotate {rotate}, causal {causal}, longest first {longest_first}");
         let tk = rutile_ir::lower::lower(&kernel, &target(stages), &runtime_spec(&args(shape))).unwrap();
         assert!(tk.persistent.is_some(), "{at}");
-        let Some(Stmt::Specialized { producer, consumer }) = tk.body.last() else {
-            panic!("{at}: no specialization");
-        };
-        for side in [producer, consumer] {
-            assert!(
-                matches!(side.last(), Some(Stmt::While { .. })),
-                "{at}: a side without its tile loop"
-            );
-        }
+        assert_each_side_walks_the_tiles(&tk, &at);
         let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
         let b = buffers(&mut rng, shape);
         simulate_on(&at, &kernel, &[target(stages)], grid, &args(shape), &b, 2e-3);
@@ -1426,15 +1432,7 @@ fn blocks_of_programs_walk_a_persistent_grid() {
         let tk = rutile_ir::lower::lower(&kernel, target, &runtime_spec(&args(shape))).unwrap();
         let at = format!("{n} keys, whole blocks {whole}, {programs} programs a block");
         assert!(tk.persistent.is_some() && tk.block_programs.is_some(), "{at}");
-        let Some(Stmt::Specialized { producer, consumer }) = tk.body.last() else {
-            panic!("{at}: no specialization");
-        };
-        for side in [producer, consumer] {
-            assert!(
-                matches!(side.last(), Some(Stmt::While { .. })),
-                "{at}: a side without its tile loop"
-            );
-        }
+        assert_each_side_walks_the_tiles(&tk, &at);
         let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
         let blocks = grid[0].div_ceil(programs);
         assert_eq!(tk.blocks(grid), [blocks, 2, 1], "{at}");
