@@ -158,7 +158,7 @@ pub fn head_128_specialized_attention_configs(dev: &dyn Device, _causal: bool) -
 /// bytes of shared memory at 128 x 128 rotated); with a ragged last block or the mask, the
 /// walks after the specialized one need buffers of their own and only 128 x 64 on two
 /// stages in the tutorial's order fits: the autotuner skips the others, saying so. On an
-/// H200 it ran 2–7% slower than the plain ping-pong at every length from 1024 to 16384
+/// H200 it ran 2–6% slower than the plain ping-pong at every length from 1024 to 16384
 /// tokens (`docs/performance.md`, "Head dimension 128 on a persistent grid"): a line of
 /// the benchmark (`_persistent_pingpong`), in no list the host code tunes over.
 pub fn persistent_head_128_specialized_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
