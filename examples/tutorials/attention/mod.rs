@@ -214,7 +214,8 @@ pub fn attention_with(dev: &dyn Device, p: Problem, seed: u64, configs: Vec<Conf
 }
 
 /// The error of `t`'s output and `M` on a problem whose heads all repeat one head's inputs
-/// (`tile`, as the benchmark builds its large problems), on the [`sampled_rows`] of the
+/// (`tile`, as the benchmark builds its large problems), on the queries [`attention`]
+/// samples (every one up to 512 positions; beyond, every 61st and the last 17) of the
 /// first and the last head against [`reference_rows`]; bounded by 4e-3 where the kernel is
 /// right. Heads that are all alike cannot show a kernel reading another head's inputs:
 /// [`attention`], with inputs of their own for each head, does.
