@@ -347,8 +347,7 @@ struct Run {
     attention_lengths: Option<Vec<usize>>,
     /// `--attention-forms`: the attention's lines of those it times, by name (`tutorial`,
     /// `rotated`, `pingpong`, `persistent_pingpong`, `blocks`, `persistent_blocks`, `tma_heads`,
-    /// `longest_first`; all
-    /// where `None`).
+    /// `longest_first`; all where `None`).
     attention_forms: Option<Vec<String>>,
     /// Whether the attention is timed with the causal mask (`--no-causal`: not).
     attention_causal: bool,

@@ -14,7 +14,6 @@
 //! `STUDY_REPS=N` sets the timed runs per point (30 by default). Each kernel's output is
 //! checked against the CPU reference before it is timed.
 
-use half::f16;
 use rutile::autotune::{Autotuner, Config};
 use rutile::bench::{do_bench, CacheFlush, FlushMode};
 use rutile::{CudaGpu, Device, DeviceExt};
@@ -55,9 +54,7 @@ fn time(
     config: &Config,
     reps: usize,
 ) -> Result<f64, Box<dyn Error>> {
-    let tile = attention::inputs(&Problem { z: 1, h: 1, ..*p }, 6);
-    let tiled = |t: &[f16]| -> Vec<f16> { t.iter().cycle().take(p.len()).copied().collect() };
-    let t = Tensors::new(dev, p, &tiled(&tile[0]), &tiled(&tile[1]), &tiled(&tile[2]))?;
+    let (t, tile) = Tensors::tiled(dev, p, 6)?;
     let args = t.args(p);
     let tuner = Autotuner::new("attention_overhead_study", vec![config.clone()])?;
     let tuned = attention::tuned_attention(dev, &tuner, p, &args)?;

@@ -456,9 +456,7 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                     head_dim,
                     causal,
                 };
-                let tile = attention::inputs(&Problem { z: 1, h: 1, ..p }, 6);
-                let tiled = |t: &[f16]| -> Vec<f16> { t.iter().cycle().take(p.len()).copied().collect() };
-                let t = Tensors::new(dev, &p, &tiled(&tile[0]), &tiled(&tile[1]), &tiled(&tile[2]))?;
+                let (t, tile) = Tensors::tiled(dev, &p, 6)?;
                 let args = t.args(&p);
                 // The tutorial's walk, and at head dimension 64 the walk rotated by one block
                 // (its own line until it is measured faster: `rotated_attention_configs`).

@@ -223,9 +223,10 @@ fn gpu_head_128_specialized_attention_matches_the_reference() {
 /// Through CUDA, the head-128 ping-pong on a persistent grid
 /// (`persistent_head_128_specialized_attention_configs`), every configuration on its own at
 /// 40 heads, where a multiprocessor's block walks two or more query blocks (320 of them on
-/// 132 multiprocessors at 1024 tokens), on whole key blocks, ragged and causal. With a ragged last key block or the
-/// mask only 128 x 64 on two stages in the tutorial's order fits shared memory (the walks
-/// after the specialized one need buffers of their own); the others are refused, saying so.
+/// 132 multiprocessors at 1024 tokens), on whole key blocks, ragged and causal. With a
+/// ragged last key block or the mask only 128 x 64 on two stages in the tutorial's order
+/// fits shared memory (the walks after the specialized one need buffers of their own); the
+/// others are refused, saying so.
 #[test]
 fn gpu_persistent_head_128_ping_pong_matches_the_reference() {
     let (_turn, devices) = devices();
@@ -246,12 +247,7 @@ fn gpu_persistent_head_128_ping_pong_matches_the_reference() {
                     let meta = |k: &str| c.meta.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
                     let fits = meta("BLOCK_N") == Some(64) && meta("ROTATE") == Some(0) && c.num_stages == 2;
                     let refused = (causal || n_ctx % 128 != 0) && !fits;
-                    match tutorials::attention::attention_with(d.as_ref(), p, 600 + i as u64, vec![c.clone()]) {
-                        Ok(o) if o.passed() && !refused => println!("{o}"),
-                        Err(e) if refused && e.to_string().contains("shared memory") => println!("{p} on {c:?}: {e}"),
-                        Ok(o) => failed.push(format!("{}: {p} on {c:?}: {o}", d.id())),
-                        Err(e) => failed.push(format!("{}: {p} on {c:?}: {e}", d.id())),
-                    }
+                    check_alone_or_refused(d.as_ref(), p, &c, 600 + i as u64, refused, &mut failed);
                 }
             }
         }
@@ -392,6 +388,25 @@ fn an_attention_configuration_beyond_the_device_is_refused_saying_so() {
     }
 }
 
+/// Configuration `c` alone on `p`: its result within bounds, or, where it is expected to
+/// be `refused`, its refusal for the device's limits ([`beyond_the_device`]); anything
+/// else goes to `failed`.
+fn check_alone_or_refused(
+    d: &dyn Device,
+    p: Problem,
+    c: &rutile::autotune::Config,
+    seed: u64,
+    refused: bool,
+    failed: &mut Vec<String>,
+) {
+    match tutorials::attention::attention_with(d, p, seed, vec![c.clone()]) {
+        Ok(o) if o.passed() && !refused => println!("{o}"),
+        Err(e) if refused && beyond_the_device(&e) => println!("{p} on {c:?}: {e}"),
+        Ok(o) => failed.push(format!("{}: {p} on {c:?}: {o}", d.id())),
+        Err(e) => failed.push(format!("{}: {p} on {c:?}: {e}", d.id())),
+    }
+}
+
 /// Whether the autotuner refused every configuration for the device's limits (the texts of
 /// `SkipReason::SharedMemory` and `SkipReason::Registers`), not for a failure.
 fn beyond_the_device(e: &rutile::Error) -> bool {
@@ -466,12 +481,7 @@ fn gpu_persistent_block_programs_attention_matches_the_reference() {
                 let wide = c.meta.iter().any(|(k, v)| k == "BLOCK_N" && *v == 128);
                 let smallest = c.programs_per_block == 2 && c.num_stages == 2;
                 let refused = wide && !smallest && n_ctx % 128 != 0;
-                match tutorials::attention::attention_with(d.as_ref(), p, 550 + i as u64, vec![c.clone()]) {
-                    Ok(o) if o.passed() && !refused => println!("{o}"),
-                    Err(e) if refused && e.to_string().contains("shared memory") => println!("{p} on {c:?}: {e}"),
-                    Ok(o) => failed.push(format!("{}: {p} on {c:?}: {o}", d.id())),
-                    Err(e) => failed.push(format!("{}: {p} on {c:?}: {e}", d.id())),
-                }
+                check_alone_or_refused(d.as_ref(), p, &c, 550 + i as u64, refused, &mut failed);
             }
         }
     }

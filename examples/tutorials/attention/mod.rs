@@ -98,6 +98,16 @@ impl Tensors {
         })
     }
 
+    /// Tensors for `p` whose heads all repeat one head of random inputs (`seed`), returned
+    /// beside them for [`tiled_error`]: the large problems of the benchmark and the studies,
+    /// whose values do not change the time, with a reference computed for one head only.
+    pub fn tiled(dev: &dyn Device, p: &Problem, seed: u64) -> Result<(Tensors, [Vec<f16>; 3])> {
+        let tile = inputs(&Problem { z: 1, h: 1, ..*p }, seed);
+        let tiled = |t: &[f16]| -> Vec<f16> { t.iter().cycle().take(p.len()).copied().collect() };
+        let t = Tensors::new(dev, p, &tiled(&tile[0]), &tiled(&tile[1]), &tiled(&tile[2]))?;
+        Ok((t, tile))
+    }
+
     /// `_attn_fwd`'s arguments for contiguous tensors.
     pub fn args(&self, p: &Problem) -> Vec<Arg<'_>> {
         let strides = [p.h * p.n_ctx * p.head_dim, p.n_ctx * p.head_dim, p.head_dim, 1].map(|s| s as i32);
@@ -214,7 +224,7 @@ pub fn attention_with(dev: &dyn Device, p: Problem, seed: u64, configs: Vec<Conf
 }
 
 /// The error of `t`'s output and `M` on a problem whose heads all repeat one head's inputs
-/// (`tile`, as the benchmark builds its large problems), on the queries [`attention`]
+/// (`tile`, as [`Tensors::tiled`] builds them), on the queries [`attention`]
 /// samples (every one up to 512 positions; beyond, every 61st and the last 17) of the
 /// first and the last head against [`reference_rows`]; bounded by 4e-3 where the kernel is
 /// right. Heads that are all alike cannot show a kernel reading another head's inputs:
