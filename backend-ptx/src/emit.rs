@@ -243,7 +243,11 @@ impl<'a> Emitter<'a> {
             Stmt::BulkCommit { pred } => tma::bulk(self, "cp.async.bulk.commit_group", *pred),
             Stmt::BulkWaitRead { pred, .. } => tma::bulk(self, "cp.async.bulk.wait_group.read 0", *pred),
             // The lowering makes these only for targets with cooperative matrices (Vulkan).
-            Stmt::CoopLoad { .. } | Stmt::CoopStore { .. } | Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => {
+            Stmt::CoopLoad { .. }
+            | Stmt::CoopStore { .. }
+            | Stmt::CoopMulAdd { .. }
+            | Stmt::CoopMul { .. }
+            | Stmt::CoopZero { .. } => {
                 Err("cooperative matrices are a Vulkan feature; PTX has `mma` instead".to_string())
             }
             Stmt::Barrier => {

@@ -296,3 +296,38 @@ pub(crate) fn strip_workgroup_strides(words: &[u32]) -> Result<Vec<u32>, SpirvEr
     });
     Ok(module.assemble())
 }
+
+/// Whether `kernel` multiplies cooperative matrices element by element.
+pub(crate) fn has_coop_products(kernel: &ThreadKernel) -> bool {
+    let mut found = false;
+    kernel.walk(&mut |s| found |= matches!(s, Stmt::CoopMul { .. }));
+    found
+}
+
+/// `words` with every `OpFSub` of cooperative matrices made `OpFMul`: how the module, which
+/// naga's IR lets say only a subtraction of two such matrices, spells the element-wise
+/// products of `Stmt::CoopMul` (rutile subtracts cooperative matrices nowhere else).
+pub(crate) fn coop_products(words: &[u32]) -> Result<Vec<u32>, SpirvError> {
+    let mut module = read_back(words)?;
+    let matrices: HashSet<u32> = module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::TypeCooperativeMatrixKHR)
+        .filter_map(|i| i.result_id)
+        .collect();
+    for function in &mut module.functions {
+        for block in &mut function.blocks {
+            for inst in &mut block.instructions {
+                if inst.class.opcode == Op::FSub && inst.result_type.is_some_and(|t| matrices.contains(&t)) {
+                    *inst = rspirv::dr::Instruction::new(
+                        Op::FMul,
+                        inst.result_type,
+                        inst.result_id,
+                        std::mem::take(&mut inst.operands),
+                    );
+                }
+            }
+        }
+    }
+    Ok(module.assemble())
+}

@@ -237,6 +237,13 @@ pub struct SpirvKernel {
     /// The kernel's `device_print` sites, in the order their records name them (see the
     /// ABI's prints); empty where it prints nothing.
     pub prints: Vec<PrintSite>,
+    /// Whether the kernel multiplies cooperative matrices element by element
+    /// ([`rutile_ir::thread::Stmt::CoopMul`]), which naga's IR cannot say: the module holds
+    /// each such product as a subtraction, which [`SpirvKernel::spirv_words`] and
+    /// [`SpirvKernel::spirv_words_hinted`] write as `OpFMul`. Such a kernel must reach the
+    /// driver as those words, never as the module or its WGSL
+    /// ([`SpirvKernel::needs_own_words`]).
+    pub coop_products: bool,
 }
 
 /// One `device_print` of a kernel: what its records in the print buffer hold after the
@@ -310,6 +317,13 @@ impl SpirvKernel {
         !self.streaming_bindings.is_empty() || !self.coherent_bindings.is_empty() || !self.read_only_bindings.is_empty()
     }
 
+    /// Whether the kernel must reach the driver as rutile's words rather than as the naga
+    /// module: it has memory hints, or products of cooperative matrices that only the words
+    /// spell as such ([`SpirvKernel::coop_products`]).
+    pub fn needs_own_words(&self) -> bool {
+        self.has_memory_hints() || self.coop_products
+    }
+
     /// The module as SPIR-V 1.4 words (Vulkan 1.2), with debug names and with the memory
     /// hints naga cannot express: the `Nontemporal` memory operand on every load through the
     /// [`SpirvKernel::streaming_bindings`], `Coherent` on the variables of the
@@ -348,14 +362,26 @@ impl SpirvKernel {
         };
         let words = naga::back::spv::write_vec(&self.module, &self.info, &options, Some(&pipeline))
             .map_err(|e| SpirvError::SpirvWriter(e.to_string()))?;
-        hints::strip_workgroup_strides(&words)
+        let words = hints::strip_workgroup_strides(&words)?;
+        if self.coop_products {
+            return hints::coop_products(&words);
+        }
+        Ok(words)
     }
 
     /// The module as WGSL text (for reading; 64-bit types and subgroup builtins use naga's
     /// extensions of WGSL).
     pub fn wgsl(&self) -> Result<String, SpirvError> {
-        naga::back::wgsl::write_string(&self.module, &self.info, naga::back::wgsl::WriterFlags::empty())
-            .map_err(|e| SpirvError::WgslWriter(e.to_string()))
+        let text = naga::back::wgsl::write_string(&self.module, &self.info, naga::back::wgsl::WriterFlags::empty())
+            .map_err(|e| SpirvError::WgslWriter(e.to_string()))?;
+        Ok(if self.coop_products {
+            format!(
+                "// Each subtraction of two cooperative matrices below is an element-wise product in the\n\
+                 // SPIR-V words the driver gets (WGSL has no such product).\n{text}"
+            )
+        } else {
+            text
+        })
     }
 }
 

@@ -236,7 +236,14 @@ fn attention_on_cooperative_matrices_validates() {
         acc: F32,
     });
     for (block_m, block_n, warps) in [(32, 16, 4), (32, 32, 2)] {
-        for (causal, rotate) in [(false, false), (true, false), (false, true)] {
+        for (causal, rotate, coop_scale) in [
+            (false, false, false),
+            (true, false, false),
+            (false, true, false),
+            (false, false, true),
+            (true, false, true),
+            (false, true, true),
+        ] {
             let meta = AttentionMeta {
                 rotate,
                 ..AttentionMeta::fp16(block_m, block_n, 64, causal)
@@ -246,6 +253,7 @@ fn attention_on_cooperative_matrices_validates() {
             let target = Target {
                 reuse_shared: false,
                 coop_matrix: shapes.to_vec(),
+                coop_scale,
                 num_stages: 3,
                 ..Target::nvidia(warps, 48 * 1024)
             };
@@ -253,7 +261,41 @@ fn attention_on_cooperative_matrices_validates() {
             let mut mul_adds = 0;
             t.walk(&mut |s| mul_adds += matches!(s, rutile_ir::thread::Stmt::CoopMulAdd { .. }) as usize);
             assert!(mul_adds > 0, "{block_m}x{block_n}: not on cooperative matrices");
-            common::check(&t, &SpirvTarget::full(32));
+            let (sk, _) = common::check(&t, &SpirvTarget::full(32));
+            // The rescale's element-wise products are `OpFMul`s of cooperative matrices in
+            // both kinds of words, and no subtraction of them is left.
+            assert_eq!(sk.coop_products, coop_scale);
+            assert!(sk.needs_own_words());
+            for words in [sk.spirv_words().unwrap(), sk.spirv_words_hinted().unwrap()] {
+                let (products, differences) = coop_arithmetic(&words);
+                assert_eq!((products > 0, differences), (coop_scale, 0), "{block_m}x{block_n}");
+            }
         }
     }
+}
+
+/// The `OpFMul`s and `OpFSub`s whose result is a cooperative matrix, in `words`.
+fn coop_arithmetic(words: &[u32]) -> (usize, usize) {
+    use rspirv::spirv::Op;
+    let module = rspirv::dr::load_words(words).unwrap();
+    let matrices: Vec<u32> = module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::TypeCooperativeMatrixKHR)
+        .filter_map(|i| i.result_id)
+        .collect();
+    let mut counts = (0, 0);
+    for f in &module.functions {
+        for b in &f.blocks {
+            for i in b
+                .instructions
+                .iter()
+                .filter(|i| i.result_type.is_some_and(|t| matrices.contains(&t)))
+            {
+                counts.0 += (i.class.opcode == Op::FMul) as usize;
+                counts.1 += (i.class.opcode == Op::FSub) as usize;
+            }
+        }
+    }
+    counts
 }

@@ -226,6 +226,7 @@ fn passthrough_source(wgsl: &str, mode: Mode) -> Result<KernelSource<'static>, B
             Vec::new()
         },
         prints: Vec::new(),
+        coop_products: false,
     };
     let words = match mode {
         Mode::Spirv13 => kernel.spirv_words()?,

@@ -69,6 +69,16 @@ pub struct Target {
     /// them (see `lower::coop`); empty where there are none, and `dot` runs on the CUDA
     /// cores (or `mma.sync`).
     pub coop_matrix: Vec<CoopMatrixShape>,
+    /// Where [`coop_matrix`](Self::coop_matrix) lists shapes, whether an accumulator held in
+    /// cooperative matrices may be multiplied by a column of per-row factors in place
+    /// (attention's `acc * alpha[:, None]`): the factors go through shared memory as a
+    /// vector, each warp loads them as a matrix that repeats them along its rows, and
+    /// multiplies element by element (`thread::Stmt::CoopMul`, `OpFMul` on cooperative
+    /// matrices). Without it the accumulator goes to registers and back through shared
+    /// memory for every such product. naga cannot write that product, so rutile-spirv writes
+    /// it into its own SPIR-V words: the Vulkan runtime turns it on where the device takes
+    /// them (wgpu's passthrough shaders).
+    pub coop_scale: bool,
     /// Whether each program walks several output tiles: the kernel runs on a grid the
     /// runtime sizes to the device (multiprocessors x occupancy), and each program takes the
     /// tiles `program, program + programs, ...` of the grid the launch asked for, its
@@ -126,6 +136,7 @@ impl Target {
             num_stages: 1,
             reuse_shared: true,
             coop_matrix: Vec::new(),
+            coop_scale: false,
             persistent: false,
             warp_specialize: false,
             cluster: 1,

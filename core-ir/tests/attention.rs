@@ -546,11 +546,95 @@ fn q_is_staged_once_before_the_walk() {
     assert!(stores_to(&tk.body[..position], q) > 0, "Q is stored before the walk");
 }
 
+/// On cooperative matrices (a Vulkan device's 48 KiB of workgroup memory, 64 x 32 blocks on
+/// 4 subgroups, what fits there at head dimension 64) a step of the walk moves only the
+/// scores out of the matrices, once for both their row maximum and their exponent; the
+/// accumulator stays in matrices across the walk, rescaled row by row in place (`coop_mul`
+/// by the factors loaded at stride 0), the running statistics stay in the slice of the
+/// scores' layout, and Q is stored once before the walk. Without the in-place rescale
+/// (`Target::coop_scale` off) the accumulator goes out and back every step. Each step had
+/// 20 barriers and 144 shared-memory stores a thread before these; now 8 and 12.
+#[test]
+fn the_walk_on_cooperative_matrices_moves_only_the_scores() {
+    use rutile_ir::target::CoopMatrixShape;
+    use rutile_ir::thread::Memory;
+    let shapes = [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| CoopMatrixShape {
+        m,
+        n,
+        k,
+        ab: F16,
+        acc: F32,
+    });
+    let shape = Shape {
+        z: 1,
+        h: 1,
+        n: 256,
+        d: 64,
+    };
+    let kernel = attention_forward(&AttentionMeta::fp16(64, 32, 64, false)).unwrap();
+    for coop_scale in [true, false] {
+        let target = Target {
+            reuse_shared: false,
+            coop_matrix: shapes.to_vec(),
+            coop_scale,
+            num_stages: 3,
+            ..Target::nvidia(4, 48 * 1024)
+        };
+        let tk = rutile_ir::lower::lower(&kernel, &target, &runtime_spec(&args(shape))).unwrap();
+        let body = tk
+            .body
+            .iter()
+            .find_map(|s| match s {
+                Stmt::While { body, .. } => Some(body),
+                _ => None,
+            })
+            .expect("the walk over the keys");
+        let count = |f: &dyn Fn(&Stmt) -> bool| body.iter().filter(|s| f(s)).count();
+        let barriers = count(&|s| matches!(s, Stmt::Barrier));
+        let moved_out = count(&|s| matches!(s, Stmt::CoopStore { .. }));
+        let shared_stores = count(&|s| {
+            matches!(
+                s,
+                Stmt::Store {
+                    mem: Memory::Shared { .. },
+                    ..
+                }
+            )
+        });
+        let products = count(&|s| matches!(s, Stmt::CoopMul { .. }));
+        let broadcasts = count(&|s| {
+            matches!(
+                s,
+                Stmt::CoopLoad {
+                    stride: 0,
+                    row_major: false,
+                    ..
+                }
+            )
+        });
+        // 64 x 32 scores on 4 subgroups of 16 x 16 matrices: two a subgroup.
+        if coop_scale {
+            assert_eq!(moved_out, 2, "only the scores leave the matrices");
+            assert_eq!(
+                (products, broadcasts),
+                (4, 2),
+                "the 64 x 64 accumulator's four matrices a subgroup"
+            );
+            assert!(barriers <= 8, "{barriers} barriers a step");
+            assert!(shared_stores <= 12, "{shared_stores} shared stores a step");
+        } else {
+            assert_eq!(moved_out, 2 + 4, "the scores, and the accumulator on its way out");
+            assert_eq!(products, 0);
+        }
+    }
+}
+
 /// A Vulkan device with cooperative matrices (the H100's f16 x f16 -> f32 shapes, 48 KiB of
 /// workgroup memory): the dots whose tiles split over the warps run on them (Q K^T's 16- or
-/// 32-column tiles on 16x8 matrices where 16x16 do not split), their accumulators moved
-/// to registers for the online softmax and back (the rescaled accumulator enters P V's
-/// `dot` each iteration), and the results agree with the interpreter as on the tensor cores.
+/// 32-column tiles on 16x8 matrices where 16x16 do not split), the scores moved to
+/// registers for the online softmax, the accumulator rescaled in place where the target
+/// allows and otherwise moved to registers and back each iteration, and the results agree
+/// with the interpreter as on the tensor cores.
 #[test]
 fn attention_on_cooperative_matrices_matches_the_interpreter() {
     use rutile_ir::target::CoopMatrixShape;
@@ -564,9 +648,10 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
     });
     // K and V loaded in the step that stores them (one stage), one step ahead, and two
     // (the walk's body unrolled by two).
-    let coop = |warps, num_stages| Target {
+    let coop = |warps, num_stages, coop_scale| Target {
         reuse_shared: false,
         coop_matrix: shapes.to_vec(),
+        coop_scale,
         num_stages,
         ..Target::nvidia(warps, 48 * 1024)
     };
@@ -593,24 +678,30 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
                 ..AttentionMeta::fp16(block_m, block_n, shape.d as u32, causal)
             };
             let kernel = attention_forward(&meta).unwrap();
-            let tk = rutile_ir::lower::lower(&kernel, &coop(warps, 3), &runtime_spec(&args(shape))).unwrap();
-            let mut mul_adds = 0;
-            tk.walk(&mut |s| mul_adds += matches!(s, Stmt::CoopMulAdd { .. }) as usize);
             let at = format!(
                 "blocks {block_m}x{block_n} on {warps} warps, causal {causal}, split {split_diagonal}, rotated {rotate}"
             );
-            assert!(mul_adds > 0, "{at}: not on cooperative matrices");
+            for scale in [false, true] {
+                let tk = rutile_ir::lower::lower(&kernel, &coop(warps, 3, scale), &runtime_spec(&args(shape))).unwrap();
+                let (mut mul_adds, mut products) = (0, 0);
+                tk.walk(&mut |s| {
+                    mul_adds += matches!(s, Stmt::CoopMulAdd { .. }) as usize;
+                    products += matches!(s, Stmt::CoopMul { .. }) as usize;
+                });
+                assert!(mul_adds > 0, "{at}: not on cooperative matrices");
+                assert_eq!(
+                    products > 0,
+                    scale,
+                    "{at}: rescaled in matrices only where the target allows"
+                );
+            }
             let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
             let b = buffers(&mut rng, shape);
-            simulate_on(
-                &at,
-                &kernel,
-                &[coop(warps, 1), coop(warps, 2), coop(warps, 3)],
-                grid,
-                &args(shape),
-                &b,
-                2e-3,
-            );
+            let targets: Vec<Target> = [false, true]
+                .into_iter()
+                .flat_map(|scale| (1..=3).map(move |stages| coop(warps, stages, scale)))
+                .collect();
+            simulate_on(&at, &kernel, &targets, grid, &args(shape), &b, 2e-3);
         }
     }
 }

@@ -664,6 +664,26 @@ fn malformed_cooperative_statements_are_rejected() {
     });
     let e = verify(&swapped).unwrap_err();
     assert!(e.contains("roles"), "{e}");
+    // A store at stride 0 would write one line many times (only a load may broadcast), and
+    // an element-wise product takes accumulators of one shape, not an A and a B.
+    let broadcast_store = mutated(&mut |s| match s {
+        Stmt::CoopStore { stride, .. } => {
+            *stride = 0;
+            true
+        }
+        _ => false,
+    });
+    let e = verify(&broadcast_store).unwrap_err();
+    assert!(e.contains("stride 0"), "{e}");
+    let product_of_operands = mutated(&mut |s| match *s {
+        Stmt::CoopMulAdd { d, a, b, .. } => {
+            *s = Stmt::CoopMul { d, a, b };
+            true
+        }
+        _ => false,
+    });
+    let e = verify(&product_of_operands).unwrap_err();
+    assert!(e.contains("coop_mul") && e.contains("accumulators of one shape"), "{e}");
     let mut tid = None;
     tk.walk(&mut |s| {
         if let Stmt::Set {

@@ -1,4 +1,4 @@
-//! Cooperative matrices (`Stmt::CoopLoad`, `CoopStore`, `CoopMulAdd`, `CoopZero`) as naga's
+//! Cooperative matrices (`Stmt::CoopLoad`, `CoopStore`, `CoopMulAdd`, `CoopMul`, `CoopZero`) as naga's
 //! (`TypeInner::CooperativeMatrix`, `Expression::CooperativeLoad`,
 //! `CooperativeMultiplyAdd`, `Statement::CooperativeStore`), which the SPIR-V writer turns
 //! into `SPV_KHR_cooperative_matrix` instructions of subgroup scope. Each matrix of the
@@ -102,6 +102,21 @@ impl Cx<'_> {
                 let [pa, pb, pc] = [self.coop_ptr(a), self.coop_ptr(b), self.coop_ptr(c)];
                 let (a, b, c2) = (self.load(pa), self.load(pb), self.load(pc));
                 let v = self.e(Expression::CooperativeMultiplyAdd { a, b, c: c2 });
+                let pointer = self.coop_ptr(d);
+                self.stmt(Statement::Store { pointer, value: v });
+            }
+            Stmt::CoopMul { d, a, b } => {
+                // naga's IR has no element-wise product of cooperative matrices (its `*` of
+                // two is the linear-algebraic one, which it cannot write): the module holds
+                // a subtraction, which `hints::coop_products` turns into `OpFMul` in the
+                // words (`SpirvKernel::coop_products`).
+                let [pa, pb] = [self.coop_ptr(a), self.coop_ptr(b)];
+                let (left, right) = (self.load(pa), self.load(pb));
+                let v = self.e(Expression::Binary {
+                    op: naga::BinaryOperator::Subtract,
+                    left,
+                    right,
+                });
                 let pointer = self.coop_ptr(d);
                 self.stmt(Statement::Store { pointer, value: v });
             }

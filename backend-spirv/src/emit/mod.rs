@@ -99,6 +99,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
         streaming_bindings: crate::hints::streaming_bindings(kernel, &layout),
         coherent_bindings: crate::hints::coherent_bindings(kernel, &layout),
         read_only_bindings: crate::hints::read_only_bindings(kernel, &layout),
+        coop_products: crate::hints::has_coop_products(kernel),
         bindings: layout,
         prints,
     })
@@ -995,9 +996,11 @@ impl<'a> Cx<'a> {
                     "lower without `warp_specialize` for SPIR-V".into(),
                 ))
             }
-            Stmt::CoopLoad { .. } | Stmt::CoopStore { .. } | Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => {
-                self.coop_stmt(s)
-            }
+            Stmt::CoopLoad { .. }
+            | Stmt::CoopStore { .. }
+            | Stmt::CoopMulAdd { .. }
+            | Stmt::CoopMul { .. }
+            | Stmt::CoopZero { .. } => self.coop_stmt(s),
             Stmt::Barrier => self.stmt(Statement::ControlBarrier(self.barrier)),
             Stmt::Print {
                 prefix,

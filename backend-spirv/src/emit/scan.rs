@@ -309,7 +309,7 @@ impl Scan {
                     self.coop = true;
                     regs.use_(*index);
                 }
-                Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => self.coop = true,
+                Stmt::CoopMulAdd { .. } | Stmt::CoopMul { .. } | Stmt::CoopZero { .. } => self.coop = true,
                 // The lowering uses NVIDIA's matrix instructions only for PTX targets.
                 Stmt::Mma { .. }
                 | Stmt::MmaTf32 { .. }

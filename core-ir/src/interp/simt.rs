@@ -851,6 +851,7 @@ impl<'s> Sim<'s> {
                 row_major,
             } => self.coop_store(*src, *alloc, *index, *stride, *row_major),
             Stmt::CoopMulAdd { d, a, b, c } => self.coop_mul_add(*d, *a, *b, *c),
+            Stmt::CoopMul { d, a, b } => self.coop_mul(*d, *a, *b),
             Stmt::CoopZero { dst } => self.coop_zero(*dst),
             Stmt::Load {
                 dsts, mem, index, pred, ..

@@ -1,5 +1,5 @@
 //! The simulator's cooperative matrices (`Stmt::CoopLoad`, `CoopStore`, `CoopMulAdd`,
-//! `CoopZero`).
+//! `CoopMul`, `CoopZero`).
 //!
 //! The device does not say which lane holds which element of a cooperative matrix, so they
 //! are modelled as what they are to a program: one whole matrix per warp, loaded, multiplied
@@ -186,6 +186,20 @@ impl Sim<'_> {
                     out[r * cols + n] = s as f64;
                 }
             }
+            self.coop[d as usize][w] = Some(out);
+        }
+        Ok(())
+    }
+
+    /// The element-wise product, each element an f32 product (the interpreter's `*`).
+    pub(super) fn coop_mul(&mut self, d: CoopReg, a: CoopReg, b: CoopReg) -> Result<(), SimFault> {
+        for w in 0..self.threads / self.warp_size {
+            let (av, bv) = (self.coop_value(a, w)?, self.coop_value(b, w)?);
+            let out = av
+                .iter()
+                .zip(bv)
+                .map(|(&x, &y)| ((x as f32) * (y as f32)) as f64)
+                .collect();
             self.coop[d as usize][w] = Some(out);
         }
         Ok(())

@@ -114,6 +114,17 @@ impl Lowerer<'_> {
         if shape.is_scalar() {
             return Layout::scalar();
         }
+        // An operand just moved out of cooperative matrices decides: it is in the default
+        // layout, into which its move wrote it directly, and moving the whole block again
+        // would cost what that move did (the other operands are typically broadcasts of a
+        // reduction of it, which cost only their source's move).
+        for &o in operands {
+            if self.coop_vals.contains_key(&o) && self.k.ty(o).shape == shape {
+                if let Some(l) = self.values[o.index()].as_ref() {
+                    return l.layout;
+                }
+            }
+        }
         let mut votes: Vec<(Layout, usize)> = Vec::new();
         for &o in operands {
             if !self.anchored[o.index()] || self.k.ty(o).shape != shape {

@@ -89,7 +89,10 @@ impl Lowerer<'_> {
             .find(|inst| inst.results.contains(&v))?;
         let shape = self.k.ty(v).shape;
         match &inst.op {
-            Op::Dot { .. } => self.mma_accumulator_layout(inst),
+            // (A `dot` on cooperative matrices moves to the default layout for its uses.)
+            Op::Dot { .. } => self
+                .mma_accumulator_layout(inst)
+                .or_else(|| self.coop_plan(inst).map(|_| self.default_layout(shape))),
             Op::Reduce { value, axis, .. } => self
                 .dot_derived_layout(region, *value, depth + 1)
                 .map(|l| l.slice(l.blocked_dim(*axis as usize))),

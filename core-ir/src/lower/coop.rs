@@ -12,7 +12,12 @@
 //! (activation, conversion, store, reduction, a yield into a blocked slot) first
 //! materializes it in the default blocked layout through shared memory (`coop_to_blocked`),
 //! and a blocked accumulator enters through shared memory the other way (`coop_from_lval`),
-//! or as `CoopZero` when it is a constant zero.
+//! or as `CoopZero` when it is a constant zero. One more use keeps it in matrices where the
+//! target allows (`Target::coop_scale`): a product with a column of per-row factors
+//! broadcast along its rows (attention's rescale, `acc * alpha[:, None]`), which multiplies
+//! each matrix element by element by the factors loaded as a matrix at stride 0
+//! (`coop_scale_rows`), so that a loop whose `dot` accumulates into such a product of its
+//! carried value still carries it in matrices.
 //!
 //! The operands are read from shared memory in [`coop_tile`]s (padded rows, no swizzle):
 //! filled, in a `for` loop, by the pipeline of `pipeline.rs` (Vulkan has no asynchronous
@@ -228,14 +233,134 @@ impl Lowerer<'_> {
 
     /// Whether `inst` is the only instruction of the kernel that uses `v` (then a `dot` may
     /// update `v`'s matrices in place).
-    fn only_use(&self, v: ValueId, inst: &Inst) -> bool {
-        let uses = self
-            .k
+    pub(crate) fn only_use(&self, v: ValueId, inst: &Inst) -> bool {
+        self.use_count(v) == 1 && inst.op.operands().contains(&v)
+    }
+
+    /// How many operands of the kernel's instructions are `v`.
+    pub(crate) fn use_count(&self, v: ValueId) -> usize {
+        self.k
             .insts
             .iter()
             .map(|(_, i)| i.op.operands().iter().filter(|&&o| o == v).count())
-            .sum::<usize>();
-        uses == 1 && inst.op.operands().contains(&v)
+            .sum()
+    }
+
+    /// Where `inst` multiplies an accumulator held in cooperative matrices by a column of
+    /// per-row f32 factors broadcast along its rows (`acc * alpha[:, None]`) and the target
+    /// can scale matrices in place: the accumulator and the `[m, 1]` factors.
+    pub(crate) fn coop_row_scale(&self, inst: &Inst) -> Option<(ValueId, ValueId)> {
+        let Op::Binary {
+            op: BinaryOp::Mul,
+            lhs,
+            rhs,
+        } = inst.op
+        else {
+            return None;
+        };
+        [(lhs, rhs), (rhs, lhs)].into_iter().find_map(|(x, s)| {
+            let in_matrices = self.values[x.index()].is_none() && self.coop_vals.contains_key(&x);
+            in_matrices.then_some(())?;
+            Some((x, self.row_factors(s)?))
+        })
+    }
+
+    /// `s`'s `[m, 1]` source where `s` is an f32 `[m, 1]` value broadcast to `[m, n]`, on a
+    /// target that scales cooperative matrices in place.
+    fn row_factors(&self, s: ValueId) -> Option<ValueId> {
+        if !self.target.coop_scale || self.target.coop_matrix.is_empty() {
+            return None;
+        }
+        let crate::ir::ValueDef::Result { inst, .. } = self.k.values[s].def else {
+            return None;
+        };
+        let Op::Broadcast { value } = self.k.insts[inst].op else {
+            return None;
+        };
+        let (from, to) = (self.k.ty(value), self.k.ty(s));
+        let f32s = from.scalar_type() == Some(ScalarType::F32);
+        let column = from.shape.rank() == 2 && from.shape.dims()[1] == 1 && to.shape.dims()[0] == from.shape.dims()[0];
+        (f32s && column).then_some(value)
+    }
+
+    /// Whether `v` is, in `region`, the carried value `arg` or its product with a column of
+    /// per-row factors that [`Self::coop_row_scale`] keeps in matrices.
+    fn carried_or_scaled(&self, v: ValueId, arg: ValueId, region: &crate::ir::Region) -> bool {
+        if v == arg {
+            return true;
+        }
+        let crate::ir::ValueDef::Result { inst, .. } = self.k.values[v].def else {
+            return false;
+        };
+        if !region.insts.contains(&inst) {
+            return false;
+        }
+        match self.k.insts[inst].op {
+            Op::Binary {
+                op: BinaryOp::Mul,
+                lhs,
+                rhs,
+            } => (lhs == arg && self.row_factors(rhs).is_some()) || (rhs == arg && self.row_factors(lhs).is_some()),
+            _ => false,
+        }
+    }
+
+    /// `acc` with row `r` of every matrix multiplied by element `r` of `factors` (an f32
+    /// `[m, 1]` value), in place when `in_place`: the factors stored once by their owners
+    /// into the exchange buffer, each warp loads its rows' as an accumulator matrix at
+    /// stride 0 column-major (element `(r, c)` is factor `r`) and multiplies each of its
+    /// matrices in that tile row by it. Two barriers, where moving the accumulator to
+    /// registers and back takes at least four and the whole block's bytes each way.
+    pub(crate) fn coop_scale_rows(
+        &mut self,
+        acc: &CoopAcc,
+        factors: ValueId,
+        in_place: bool,
+    ) -> Result<CoopAcc, LowerError> {
+        let t = acc.tiling;
+        let s = t.shape;
+        let lval = self.lval(factors)?;
+        let shape = self.k.ty(factors).shape;
+        let map = lval.layout.map(shape);
+        let own = self.owner(&map);
+        let rd = lval.layout.blocked_dim(0);
+        let buf = self.shared_buffer(ScalarType::F32, t.m);
+        for (i, &r) in lval.regs.iter().enumerate() {
+            let row = self.coord(&map, i, rd);
+            self.emit(Stmt::Store {
+                values: vec![r],
+                mem: Memory::Shared { alloc: buf },
+                index: row,
+                pred: own,
+            });
+        }
+        self.emit(Stmt::Barrier);
+        let out = if in_place { acc.clone() } else { self.coop_acc(&t) };
+        let (wi, _) = self.coop_warp(&t);
+        let zero = self.i32c(0);
+        let base = self.coop_base(wi, s.m, zero, 0);
+        let scale = self.coop_matrix(CoopRole::Acc, s.m, s.n, s.acc);
+        for i in 0..t.tiles_m {
+            let index = self.coop_offset(base, i * t.wm * s.m);
+            self.emit(Stmt::CoopLoad {
+                dst: scale,
+                alloc: buf,
+                index,
+                stride: 0,
+                row_major: false,
+            });
+            for j in 0..t.tiles_n {
+                let at = (i * t.tiles_n + j) as usize;
+                self.emit(Stmt::CoopMul {
+                    d: out.tiles[at],
+                    a: acc.tiles[at],
+                    b: scale,
+                });
+            }
+        }
+        // (The buffer is every exchange's: the next may overwrite the factors.)
+        self.emit(Stmt::Barrier);
+        Ok(out)
     }
 
     /// `dot` on cooperative matrices, or `None` when it cannot run there.
@@ -260,8 +385,15 @@ impl Lowerer<'_> {
         };
         let d = if in_place { c.clone() } else { self.coop_acc(&t) };
 
-        let (sa, a_here) = self.coop_operand(a)?;
-        let (sb, b_here) = self.coop_operand(b)?;
+        let hoisted = |l: &Self, which| l.hoisted_operand(inst.results.first().copied(), which);
+        let (sa, a_here) = match hoisted(self, super::mma::Operand::A) {
+            Some(s) => (s, false),
+            None => self.coop_operand(a)?,
+        };
+        let (sb, b_here) = match hoisted(self, super::mma::Operand::B) {
+            Some(s) => (s, false),
+            None => self.coop_operand(b)?,
+        };
         if a_here || b_here {
             self.emit(Stmt::Barrier);
         }
@@ -316,7 +448,7 @@ impl Lowerer<'_> {
     /// loop's pipeline put it, or stored there now (then the second value is true and a
     /// barrier must follow), in [`coop_tile`]'s orientation along its registers' fastest
     /// dimension, each element once, by its owner.
-    fn coop_operand(&mut self, v: ValueId) -> Result<(SharedOperand, bool), LowerError> {
+    pub(crate) fn coop_operand(&mut self, v: ValueId) -> Result<(SharedOperand, bool), LowerError> {
         if let Some(s) = self.pipelined_operand(v) {
             return Ok((s, false));
         }
@@ -624,7 +756,8 @@ impl Lowerer<'_> {
     }
 
     /// For each of a `for` loop's carried values, the tiling to carry it in cooperative
-    /// matrices: where a `dot` on them accumulates into it directly.
+    /// matrices: where a `dot` on them accumulates into it directly, or into its product
+    /// with per-row factors that stays in matrices ([`Self::coop_row_scale`]).
     pub(crate) fn coop_carried(&self, init: &[ValueId], region: &crate::ir::Region) -> Vec<Option<CoopTiling>> {
         init.iter()
             .zip(&region.args[1..])
@@ -632,7 +765,7 @@ impl Lowerer<'_> {
                 region.insts.iter().find_map(|&i| {
                     let inst = &self.k.insts[i];
                     match inst.op {
-                        Op::Dot { acc, .. } if acc == arg => self.coop_plan(inst),
+                        Op::Dot { acc, .. } if self.carried_or_scaled(acc, arg, region) => self.coop_plan(inst),
                         _ => None,
                     }
                 })

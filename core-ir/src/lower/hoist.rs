@@ -1,7 +1,7 @@
 //! Loop-invariant `dot` operands staged once, before the loop.
 //!
 //! A `dot` on the tensor cores reads its operands from shared memory (`mma.rs`,
-//! `wgmma.rs`): a load the enclosing loop pipelines arrives there by itself, anything else
+//! `wgmma.rs`, and on cooperative matrices `coop.rs`): a load the enclosing loop pipelines arrives there by itself, anything else
 //! the `dot` stores there each time it runs, between two barriers. An operand computed
 //! before the loop (fused attention's `Q`, read by the `Q Kᵀ` of every key block) holds the
 //! same value in every iteration, so it is stored once before the loop into a buffer of its
@@ -27,14 +27,19 @@ impl Lowerer<'_> {
         for &id in &region.insts {
             let inst = &self.k.insts[id];
             let Op::Dot { a, b, .. } = inst.op else { continue };
-            let (Some(plan), Some(&result)) = (self.mma_plan(inst), inst.results.first()) else {
+            let Some(&result) = inst.results.first() else { continue };
+            let mma = self.mma_plan(inst);
+            if mma.is_none() && self.coop_plan(inst).is_none() {
                 continue;
-            };
+            }
             for (v, which) in [(a, Operand::A), (b, Operand::B)] {
                 if !self.invariant_in(v, region) || self.pipelined_operand(v).is_some() {
                     continue;
                 }
-                let (operand, stored) = self.shared_operand(inst, v, which, plan.input)?;
+                let (operand, stored) = match mma {
+                    Some(ref plan) => self.shared_operand(inst, v, which, plan.input)?,
+                    None => self.coop_operand(v)?,
+                };
                 debug_assert!(stored, "an invariant operand is stored, not pipelined");
                 let key = (result, which == Operand::B);
                 self.hoisted.insert(key, operand);

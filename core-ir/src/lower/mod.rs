@@ -257,8 +257,11 @@ pub(crate) struct Lowerer<'k> {
     coop: Vec<crate::thread::CoopMatrix>,
     /// The tensor maps the pipeline's TMA copies read through (`ThreadKernel::tensor_maps`).
     tensor_maps: Vec<crate::thread::TensorMap>,
-    /// Values held in cooperative matrices (`values` has `None` for them while they are).
+    /// Values held in cooperative matrices (`values` has `None` for them while they are,
+    /// or their registers once moved out for a use that others follow, see `inst`).
     coop_vals: HashMap<ValueId, coop::CoopAcc>,
+    /// The statement-list depth (`body.len()`) at which each value in `coop_vals` was made.
+    coop_depth: HashMap<ValueId, usize>,
     /// Whether loops double-buffer the operands of `dot`s on cooperative matrices.
     coop_stages: bool,
     /// Whether loops with their own `num_stages` copy their other loads ahead (see
@@ -326,6 +329,7 @@ impl<'k> Lowerer<'k> {
             coop: Vec::new(),
             tensor_maps: Vec::new(),
             coop_vals: HashMap::new(),
+            coop_depth: HashMap::new(),
             coop_stages: true,
             own_copies_allowed: true,
             unmasked_prefetch: false,
@@ -442,12 +446,24 @@ impl<'k> Lowerer<'k> {
             return self.read_own_copy(inst);
         }
         // An accumulator in cooperative matrices is moved to registers for any use but as
-        // the accumulator of a `dot` on them (see `coop`); its registers serve this
-        // instruction only.
+        // the accumulator of a `dot` on them (see `coop`). Its registers serve this
+        // instruction, and the value's later uses where they are in the same statement list
+        // (a value with several uses is never updated in place: attention's scores feed
+        // their row maximum and their exponent from one move); otherwise they are dropped.
+        let depth = self.body.len();
         let coop_acc = match inst.op {
             Op::Dot { acc, .. } if self.coop_plan(inst).is_some() => Some(acc),
             _ => None,
         };
+        // ...or scaled row by row, in place where this is its only use.
+        if let Some((x, factors)) = self.coop_row_scale(inst) {
+            let acc = self.coop_vals[&x].clone();
+            let in_place = self.only_use(x, inst);
+            let scaled = self.coop_scale_rows(&acc, factors, in_place)?;
+            self.coop_vals.insert(inst.results[0], scaled);
+            self.coop_depth.insert(inst.results[0], depth);
+            return Ok(());
+        }
         let mut materialized = Vec::new();
         for o in inst.op.operands() {
             if Some(o) != coop_acc && self.values[o.index()].is_none() && !materialized.contains(&o) {
@@ -460,7 +476,17 @@ impl<'k> Lowerer<'k> {
         }
         let r = self.inst_lowered(inst);
         for o in materialized {
-            self.values[o.index()] = None;
+            if self.use_count(o) < 2 || self.coop_depth.get(&o) != Some(&depth) {
+                self.values[o.index()] = None;
+            }
+        }
+        for &v in &inst.results {
+            if self.coop_vals.contains_key(&v) {
+                // (No registers from an earlier lowering of the same instruction, as in an
+                // unrolled loop body's first copy, stand for these matrices.)
+                self.values[v.index()] = None;
+                self.coop_depth.insert(v, depth);
+            }
         }
         r
     }
@@ -760,8 +786,11 @@ impl<'k> Lowerer<'k> {
             Op::Splat { value } => return Ok(Some(vec![self.lval(*value)?.regs[0]; n])),
             Op::Broadcast { value } if layout.sliced == 0 => {
                 let src_shape = self.k.ty(*value).shape;
-                let Some(src) = self.recompute_operand(*value, layout.unsliced(), depth)? else {
-                    return Ok(None);
+                let src = match self.recompute_operand(*value, layout.unsliced(), depth)? {
+                    Some(src) => src,
+                    // A broadcast is its source repeated: moving the source through shared
+                    // memory moves far fewer elements than moving the broadcast would.
+                    None => self.ensure(*value, layout.unsliced())?,
                 };
                 return Ok(Some(shape::broadcast_registers(&src, src_shape, layout, ty.shape)));
             }

@@ -84,7 +84,7 @@ pub fn reads(s: &Stmt, f: &mut impl FnMut(Reg)) {
             }
         }
         Stmt::LdMatrix { index, .. } | Stmt::CoopLoad { index, .. } | Stmt::CoopStore { index, .. } => f(*index),
-        Stmt::CoopMulAdd { .. } | Stmt::CoopZero { .. } => {}
+        Stmt::CoopMulAdd { .. } | Stmt::CoopMul { .. } | Stmt::CoopZero { .. } => {}
         Stmt::AsyncCopy { dst, src, pred, .. } => {
             for &v in [dst, src].into_iter().chain(pred) {
                 f(v);

@@ -141,8 +141,8 @@ pub enum CoopRole {
 /// A cooperative matrix (`VK_KHR_cooperative_matrix`, subgroup scope): a `rows x cols`
 /// matrix of `elem` held by a whole warp (subgroup) together, in a distribution of elements
 /// over lanes that the device does not disclose. So it is never a set of registers: only
-/// [`Stmt::CoopLoad`], [`Stmt::CoopStore`], [`Stmt::CoopMulAdd`] and [`Stmt::CoopZero`]
-/// touch it, each executed by every lane of the warp alike. Each warp has its own value of
+/// [`Stmt::CoopLoad`], [`Stmt::CoopStore`], [`Stmt::CoopMulAdd`], [`Stmt::CoopMul`] and
+/// [`Stmt::CoopZero`] touch it, each executed by every lane of the warp alike. Each warp has its own value of
 /// every cooperative matrix of the kernel (indexed by [`CoopReg`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CoopMatrix {
@@ -502,6 +502,8 @@ pub enum Stmt {
     /// `index + c * stride + r` otherwise. `index` is uniform within the warp; every lane
     /// takes part (SPIR-V's `OpCooperativeMatrixLoadKHR`). `index` and `stride` are
     /// multiples of 16 bytes' worth of elements (Vulkan requires that alignment of a row's).
+    /// A load may take stride 0, which repeats one row (or column): column-major, element
+    /// `(r, c)` is then `index + r`, a vector broadcast along the rows.
     CoopLoad {
         dst: CoopReg,
         alloc: u32,
@@ -528,6 +530,11 @@ pub enum Stmt {
         b: CoopReg,
         c: CoopReg,
     },
+    /// `d = a * b` element by element, on accumulator matrices of one shape and type (an
+    /// f32 product per element, `OpFMul` on cooperative matrices); `d` may be `a` or `b`.
+    /// With `b` loaded at stride 0 column-major from a vector (each row one value) it
+    /// scales the rows of `a`, which is how a block's accumulator is rescaled in place.
+    CoopMul { d: CoopReg, a: CoopReg, b: CoopReg },
     /// Sets cooperative matrix `dst` to zeros.
     CoopZero { dst: CoopReg },
     /// Waits for every thread of the program; orders shared-memory accesses around it.

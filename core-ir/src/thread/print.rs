@@ -213,6 +213,7 @@ impl ThreadKernel {
                     self.r(*index)
                 ),
                 Stmt::CoopMulAdd { d, a, b, c } => writeln!(out, "{pad}c{d} = coop_muladd c{a} * c{b} + c{c}"),
+                Stmt::CoopMul { d, a, b } => writeln!(out, "{pad}c{d} = coop_mul c{a} * c{b}"),
                 Stmt::CoopZero { dst } => writeln!(out, "{pad}c{dst} = coop_zero"),
                 Stmt::LdMatrix {
                     dsts,

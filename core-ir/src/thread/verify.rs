@@ -479,9 +479,12 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
                 ));
             }
             let line = if *row_major { m.cols } else { m.rows };
-            if *stride < line || (*stride as usize * elem.size_bytes()) % 16 != 0 {
+            // (A load at stride 0 repeats one line: a broadcast. A store so would race.)
+            let broadcast = *stride == 0 && matches!(s, Stmt::CoopLoad { .. });
+            if (*stride < line && !broadcast) || (*stride as usize * elem.size_bytes()) % 16 != 0 {
                 return Err(format!(
-                    "stride {stride} of c{c}: at least a row ({line}) and a multiple of 16 bytes"
+                    "stride {stride} of c{c}: at least a row ({line}) and a multiple of 16 bytes (or 0 for a \
+                     load's broadcast)"
                 ));
             }
             int_index(k, *index)
@@ -496,6 +499,16 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
                 return Err(format!(
                     "coop_muladd of {}x{} {} by {}x{} {} into {}x{} {}",
                     ma.rows, ma.cols, ma.elem, mb.rows, mb.cols, mb.elem, mc.rows, mc.cols, mc.elem
+                ));
+            }
+            Ok(())
+        }
+        Stmt::CoopMul { d, a, b } => {
+            let [md, ma, mb] = [coop(k, *d)?, coop(k, *a)?, coop(k, *b)?];
+            if ma.role != super::CoopRole::Acc || md != ma || mb != ma {
+                return Err(format!(
+                    "coop_mul of {}x{} {} by {}x{} {} into {}x{} {}: accumulators of one shape and type",
+                    ma.rows, ma.cols, ma.elem, mb.rows, mb.cols, mb.elem, md.rows, md.cols, md.elem
                 ));
             }
             Ok(())

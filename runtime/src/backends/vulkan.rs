@@ -61,6 +61,12 @@ pub struct WgpuOptions {
     /// kernels then go to the driver as rutile's own words, where the device takes them).
     /// On by default; `RUTILE_VULKAN_READ_ONLY=0` turns it off, to measure the difference.
     pub read_only: bool,
+    /// Rescale an accumulator held in cooperative matrices row by row in place
+    /// (`rutile_ir::target::Target::coop_scale`: attention's `acc * alpha[:, None]`), where
+    /// the device takes rutile's SPIR-V words, which spell the element-wise products naga
+    /// cannot. On by default; `RUTILE_COOP_SCALE=0` turns it off (the accumulator then goes
+    /// to registers and back through workgroup memory each step), to measure the difference.
+    pub coop_scale: bool,
 }
 
 impl WgpuOptions {
@@ -72,6 +78,7 @@ impl WgpuOptions {
             cooperative_matrix: std::env::var("RUTILE_COOP_MATRIX").as_deref() != Ok("0"),
             packed_f16: std::env::var("RUTILE_VULKAN_PACKED_F16").as_deref() != Ok("0"),
             read_only: std::env::var("RUTILE_VULKAN_READ_ONLY").as_deref() != Ok("0"),
+            coop_scale: std::env::var("RUTILE_COOP_SCALE").as_deref() != Ok("0"),
         }
     }
 }
@@ -242,6 +249,7 @@ impl WgpuGpu {
                 _ => 4,
             },
             coop_matrix: coop.cloned().unwrap_or_default(),
+            coop_scale: coop.is_some() && self.options.coop_scale && self.device.features().spirv_passthrough,
             ..Target::vulkan(
                 warp_size,
                 num_warps,
@@ -413,10 +421,11 @@ impl Device for WgpuGpu {
                 ],
             );
             // The naga module itself goes to wgpu, which writes the SPIR-V the driver gets
-            // from it. A kernel with read-once loads or coherent buffers instead goes to the
-            // driver as rutile's own SPIR-V 1.4 words, which carry the `Nontemporal` hint and
-            // the `Coherent` decoration a naga module cannot, where the device takes such
-            // words. Elsewhere the hint is dropped, as the IR allows; `Coherent` is not a
+            // from it. A kernel with read-once loads, coherent buffers or products of
+            // cooperative matrices instead goes to the driver as rutile's own SPIR-V 1.4
+            // words, which carry the `Nontemporal` hint, the `Coherent` decoration and the
+            // `OpFMul`s a naga module cannot, where the device takes such words (the target
+            // asks for the products only there). Elsewhere the hint is dropped, as the IR allows; `Coherent` is not a
             // hint (without it another workgroup's published stores may be read stale from
             // a cache), so such a kernel is refused there.
             if !spirv.coherent_bindings.is_empty() && !f.spirv_passthrough {
@@ -429,7 +438,17 @@ impl Device for WgpuGpu {
                         .into(),
                 });
             }
-            let hinted = if spirv.has_memory_hints() && f.spirv_passthrough {
+            if spirv.coop_products && !f.spirv_passthrough {
+                return Err(Error::Codegen {
+                    backend: "SPIR-V",
+                    kernel: kernel.name.clone(),
+                    message: "the kernel multiplies cooperative matrices element by element, which only rutile's \
+                              own SPIR-V words spell, and this device takes no such words (the target should not \
+                              have asked for it: a bug)"
+                        .into(),
+                });
+            }
+            let hinted = if spirv.needs_own_words() && f.spirv_passthrough {
                 Some(spirv.spirv_words_hinted().map_err(codegen)?)
             } else {
                 None
