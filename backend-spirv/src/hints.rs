@@ -331,3 +331,121 @@ pub(crate) fn coop_products(words: &[u32]) -> Result<Vec<u32>, SpirvError> {
     }
     Ok(module.assemble())
 }
+
+/// `words` with workgroup memory ordered by the barriers, for modules under the Vulkan
+/// memory model (those with cooperative matrices, which naga writes under it): every
+/// `OpControlBarrier` and `OpMemoryBarrier` on workgroup memory also makes its writes
+/// available and visible (`MakeAvailable | MakeVisible`), and every access through a
+/// workgroup pointer (`OpLoad`, `OpStore`, the cooperative loads and stores) is marked
+/// `NonPrivatePointer`. naga writes neither, and under the Vulkan memory model an access
+/// without `NonPrivatePointer` is private to its invocation: no barrier orders it for the
+/// others, and a driver may keep such values in registers across barriers. Measured on an
+/// H200 through NVIDIA's driver: attention kernels on cooperative matrices whose loops
+/// prefetch two steps ahead computed wrong results without this; the same kernels agree
+/// with the interpreter in rutile's simulator, which orders shared memory at every barrier.
+/// Modules under the GLSL450 memory model come back unchanged (barriers order all shared
+/// memory there).
+pub(crate) fn order_workgroup_memory(words: &[u32]) -> Result<Vec<u32>, SpirvError> {
+    use rspirv::spirv::{MemoryModel, MemorySemantics, StorageClass};
+    let mut module = read_back(words)?;
+    let vulkan_model = module
+        .memory_model
+        .as_ref()
+        .is_some_and(|m| matches!(m.operands.get(1), Some(Operand::MemoryModel(MemoryModel::Vulkan))));
+    if !vulkan_model {
+        return Ok(words.to_vec());
+    }
+    let constants: std::collections::HashMap<u32, (u32, u32)> = module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::Constant)
+        .filter_map(|i| match (i.result_id, i.result_type, i.operands.as_slice()) {
+            (Some(id), Some(ty), [Operand::LiteralBit32(v)]) => Some((id, (ty, *v))),
+            _ => None,
+        })
+        .collect();
+    let workgroup_pointers: HashSet<u32> = module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::TypePointer)
+        .filter(|i| matches!(i.operands.first(), Some(Operand::StorageClass(StorageClass::Workgroup))))
+        .filter_map(|i| i.result_id)
+        .collect();
+    let mut type_of: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    let globals = module.types_global_values.iter();
+    let locals = module
+        .functions
+        .iter()
+        .flat_map(|f| f.blocks.iter().flat_map(|b| b.instructions.iter()));
+    for i in globals.chain(locals) {
+        if let (Some(id), Some(ty)) = (i.result_id, i.result_type) {
+            type_of.insert(id, ty);
+        }
+    }
+    let in_workgroup = |p: Option<&Operand>| match p {
+        Some(Operand::IdRef(p)) => type_of.get(p).is_some_and(|t| workgroup_pointers.contains(t)),
+        _ => false,
+    };
+    let ordering = (MemorySemantics::MAKE_AVAILABLE | MemorySemantics::MAKE_VISIBLE).bits();
+    let workgroup = MemorySemantics::WORKGROUP_MEMORY.bits();
+    let mut bound = module.header.as_ref().map_or(0, |h| h.bound);
+    let mut added: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    let mut new_constants = Vec::new();
+    for function in &mut module.functions {
+        for block in &mut function.blocks {
+            for inst in &mut block.instructions {
+                // Where the memory operand goes: after the pointer (and the object, the
+                // layout and the stride).
+                let operand_at = match inst.class.opcode {
+                    Op::ControlBarrier | Op::MemoryBarrier => {
+                        let at = if inst.class.opcode == Op::ControlBarrier { 2 } else { 1 };
+                        let Some(Operand::IdMemorySemantics(semantics)) = inst.operands.get(at).cloned() else {
+                            continue;
+                        };
+                        let Some(&(ty, value)) = constants.get(&semantics) else {
+                            continue;
+                        };
+                        if value & workgroup == 0 || value & ordering == ordering {
+                            continue;
+                        }
+                        let id = *added.entry(semantics).or_insert_with(|| {
+                            let id = bound;
+                            bound += 1;
+                            new_constants.push(rspirv::dr::Instruction::new(
+                                Op::Constant,
+                                Some(ty),
+                                Some(id),
+                                vec![Operand::LiteralBit32(value | ordering)],
+                            ));
+                            id
+                        });
+                        inst.operands[at] = Operand::IdMemorySemantics(id);
+                        continue;
+                    }
+                    Op::Load if in_workgroup(inst.operands.first()) => 1,
+                    Op::Store if in_workgroup(inst.operands.first()) => 2,
+                    Op::CooperativeMatrixLoadKHR if in_workgroup(inst.operands.first()) && inst.operands.len() >= 3 => {
+                        3
+                    }
+                    Op::CooperativeMatrixStoreKHR
+                        if in_workgroup(inst.operands.first()) && inst.operands.len() >= 4 =>
+                    {
+                        4
+                    }
+                    _ => continue,
+                };
+                match inst.operands.get_mut(operand_at) {
+                    Some(Operand::MemoryAccess(mask)) => *mask |= MemoryAccess::NON_PRIVATE_POINTER,
+                    _ => inst
+                        .operands
+                        .insert(operand_at, Operand::MemoryAccess(MemoryAccess::NON_PRIVATE_POINTER)),
+                }
+            }
+        }
+    }
+    module.types_global_values.extend(new_constants);
+    if let Some(h) = module.header.as_mut() {
+        h.bound = bound;
+    }
+    Ok(module.assemble())
+}

@@ -244,6 +244,9 @@ pub struct SpirvKernel {
     /// driver as those words, never as the module or its WGSL
     /// ([`SpirvKernel::needs_own_words`]).
     pub coop_products: bool,
+    /// Whether the kernel uses cooperative matrices, which naga writes under the Vulkan
+    /// memory model (see [`SpirvKernel::needs_own_words`]).
+    pub cooperative_matrices: bool,
 }
 
 /// One `device_print` of a kernel: what its records in the print buffer hold after the
@@ -318,10 +321,12 @@ impl SpirvKernel {
     }
 
     /// Whether the kernel must reach the driver as rutile's words rather than as the naga
-    /// module: it has memory hints, or products of cooperative matrices that only the words
-    /// spell as such ([`SpirvKernel::coop_products`]).
+    /// module: it has memory hints, products of cooperative matrices that only the words
+    /// spell as such ([`SpirvKernel::coop_products`]), or cooperative matrices at all: naga
+    /// writes them under the Vulkan memory model without making workgroup memory available
+    /// and visible at barriers, which only the words add (`hints::order_workgroup_memory`).
     pub fn needs_own_words(&self) -> bool {
-        self.has_memory_hints() || self.coop_products
+        self.has_memory_hints() || self.coop_products || self.cooperative_matrices
     }
 
     /// The module as SPIR-V 1.4 words (Vulkan 1.2), with debug names and with the memory
@@ -363,6 +368,7 @@ impl SpirvKernel {
         let words = naga::back::spv::write_vec(&self.module, &self.info, &options, Some(&pipeline))
             .map_err(|e| SpirvError::SpirvWriter(e.to_string()))?;
         let words = hints::strip_workgroup_strides(&words)?;
+        let words = hints::order_workgroup_memory(&words)?;
         if self.coop_products {
             return hints::coop_products(&words);
         }

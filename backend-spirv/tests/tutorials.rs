@@ -269,6 +269,7 @@ fn attention_on_cooperative_matrices_validates() {
             for words in [sk.spirv_words().unwrap(), sk.spirv_words_hinted().unwrap()] {
                 let (products, differences) = coop_arithmetic(&words);
                 assert_eq!((products > 0, differences), (coop_scale, 0), "{block_m}x{block_n}");
+                assert_eq!(unordered_workgroup_memory(&words), (0, 0), "{block_m}x{block_n}");
             }
         }
     }
@@ -295,6 +296,49 @@ fn coop_arithmetic(words: &[u32]) -> (usize, usize) {
                 counts.0 += (i.class.opcode == Op::FMul) as usize;
                 counts.1 += (i.class.opcode == Op::FSub) as usize;
             }
+        }
+    }
+    counts
+}
+
+/// Under the Vulkan memory model: the barriers that do not make workgroup memory available
+/// and visible, and the cooperative loads and stores (all of workgroup memory here) not
+/// marked `NonPrivatePointer`, which no barrier would order.
+fn unordered_workgroup_memory(words: &[u32]) -> (usize, usize) {
+    use rspirv::dr::Operand;
+    use rspirv::spirv::{MemoryAccess, MemorySemantics, Op};
+    let module = rspirv::dr::load_words(words).unwrap();
+    let value = |id: u32| {
+        module
+            .types_global_values
+            .iter()
+            .find_map(|i| match (i.result_id, i.operands.as_slice()) {
+                (Some(r), [Operand::LiteralBit32(v)]) if r == id => Some(*v),
+                _ => None,
+            })
+    };
+    let ordering = (MemorySemantics::MAKE_AVAILABLE | MemorySemantics::MAKE_VISIBLE).bits();
+    let mut counts = (0, 0);
+    for i in module
+        .functions
+        .iter()
+        .flat_map(|f| f.blocks.iter().flat_map(|b| b.instructions.iter()))
+    {
+        match i.class.opcode {
+            Op::ControlBarrier => {
+                let Some(Operand::IdMemorySemantics(s)) = i.operands.get(2) else {
+                    panic!("a barrier without semantics")
+                };
+                counts.0 += (value(*s).unwrap() & ordering != ordering) as usize;
+            }
+            Op::CooperativeMatrixLoadKHR | Op::CooperativeMatrixStoreKHR => {
+                let private = !i
+                    .operands
+                    .iter()
+                    .any(|o| matches!(o, Operand::MemoryAccess(m) if m.contains(MemoryAccess::NON_PRIVATE_POINTER)));
+                counts.1 += private as usize;
+            }
+            _ => {}
         }
     }
     counts

@@ -227,6 +227,7 @@ fn passthrough_source(wgsl: &str, mode: Mode) -> Result<KernelSource<'static>, B
         },
         prints: Vec::new(),
         coop_products: false,
+        cooperative_matrices: true,
     };
     let words = match mode {
         Mode::Spirv13 => kernel.spirv_words()?,

@@ -100,6 +100,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
         coherent_bindings: crate::hints::coherent_bindings(kernel, &layout),
         read_only_bindings: crate::hints::read_only_bindings(kernel, &layout),
         coop_products: crate::hints::has_coop_products(kernel),
+        cooperative_matrices: !kernel.coop.is_empty(),
         bindings: layout,
         prints,
     })

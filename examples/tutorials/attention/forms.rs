@@ -208,6 +208,7 @@ pub fn persistent_block_programs_attention_configs(dev: &dyn Device, causal: boo
 fn configs(dev: &dyn Device, causal: bool, rotate: bool) -> Vec<Config> {
     let software = dev.properties().device_type == DeviceType::Cpu;
     let cuda = dev.properties().backend == rutile::Backend::Cuda;
+    let coop = dev.properties().backend == rutile::Backend::Vulkan && dev.properties().cooperative_matrix.is_some();
     let blocks: &[(i64, i64, u32, u32)] = if software {
         &[(16, 16, 4, 1)]
     } else {
@@ -236,6 +237,14 @@ fn configs(dev: &dyn Device, causal: bool, rotate: bool) -> Vec<Config> {
     let mut configs = Vec::new();
     for &split in splits {
         for &(bm, bn, warps, stages) in blocks {
+            if coop && (bm, bn, warps, stages) == (64, 32, 4, 3) {
+                // Wrong results through NVIDIA's Vulkan driver on cooperative matrices (an
+                // H200: ragged and causal walks, at head dimension 128, or 64 without the
+                // in-place rescale), where rutile's simulator runs the same per-thread kernel
+                // equal to the interpreter; left out until the cause is found
+                // (`docs/performance.md`, "Attention on cooperative matrices").
+                continue;
+            }
             if causal && split == 1 && bm % bn != 0 {
                 // The diagonal is walked apart in whole key blocks: such a block is for the
                 // one masked walk only (the builder refuses it here).
