@@ -546,6 +546,17 @@ fn q_is_staged_once_before_the_walk() {
     assert!(stores_to(&tk.body[..position], q) > 0, "Q is stored before the walk");
 }
 
+/// The H100's and H200's f16 x f16 -> f32 cooperative-matrix shapes through Vulkan.
+fn h100_coop_shapes() -> [rutile_ir::target::CoopMatrixShape; 2] {
+    [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| rutile_ir::target::CoopMatrixShape {
+        m,
+        n,
+        k,
+        ab: F16,
+        acc: F32,
+    })
+}
+
 /// On cooperative matrices (a Vulkan device's 48 KiB of workgroup memory, 64 x 32 blocks on
 /// 4 subgroups, what fits there at head dimension 64) a step of the walk moves only the
 /// scores out of the matrices, once for both their row maximum and their exponent; the
@@ -556,15 +567,8 @@ fn q_is_staged_once_before_the_walk() {
 /// 20 barriers and 144 shared-memory stores a thread before these; now 8 and 12.
 #[test]
 fn the_walk_on_cooperative_matrices_moves_only_the_scores() {
-    use rutile_ir::target::CoopMatrixShape;
     use rutile_ir::thread::Memory;
-    let shapes = [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| CoopMatrixShape {
-        m,
-        n,
-        k,
-        ab: F16,
-        acc: F32,
-    });
+    let shapes = h100_coop_shapes();
     let shape = Shape {
         z: 1,
         h: 1,
@@ -637,15 +641,8 @@ fn the_walk_on_cooperative_matrices_moves_only_the_scores() {
 /// with the interpreter as on the tensor cores.
 #[test]
 fn attention_on_cooperative_matrices_matches_the_interpreter() {
-    use rutile_ir::target::CoopMatrixShape;
     let mut rng = Rng::new(73);
-    let shapes = [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| CoopMatrixShape {
-        m,
-        n,
-        k,
-        ab: F16,
-        acc: F32,
-    });
+    let shapes = h100_coop_shapes();
     // K and V loaded in the step that stores them (one stage), one step ahead, and two
     // (the walk's body unrolled by two).
     let coop = |warps, num_stages, coop_scale| Target {
@@ -848,15 +845,8 @@ fn the_walks_share_their_operand_buffers() {
 /// steps and a ragged last one, against the interpreter.)
 #[test]
 fn the_masked_walk_runs_its_unmasked_steps_first() {
-    use rutile_ir::target::CoopMatrixShape;
     use rutile_ir::thread::Memory;
-    let shapes = [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| CoopMatrixShape {
-        m,
-        n,
-        k,
-        ab: F16,
-        acc: F32,
-    });
+    let shapes = h100_coop_shapes();
     let target = Target {
         reuse_shared: false,
         coop_matrix: shapes.to_vec(),
