@@ -64,6 +64,17 @@ pub(crate) fn streaming_bindings(kernel: &ThreadKernel, layout: &BindingLayout) 
         .collect()
 }
 
+/// Whether `module` is under the Vulkan memory model (naga's choice where it has
+/// cooperative matrices).
+fn under_vulkan_memory_model(module: &rspirv::dr::Module) -> bool {
+    module.memory_model.as_ref().is_some_and(|m| {
+        matches!(
+            m.operands.get(1),
+            Some(Operand::MemoryModel(rspirv::spirv::MemoryModel::Vulkan))
+        )
+    })
+}
+
 /// The module naga wrote, as `rspirv`'s, to add to.
 fn read_back(words: &[u32]) -> Result<rspirv::dr::Module, SpirvError> {
     rspirv::dr::load_words(words).map_err(|e| SpirvError::SpirvWriter(format!("reading back naga's SPIR-V: {e}")))
@@ -151,12 +162,8 @@ fn bound_variables(module: &rspirv::dr::Module, bindings: &[u32]) -> HashSet<u32
 /// under the GLSL450 memory model: the Vulkan memory model has no such decoration (its
 /// accesses would take availability and visibility operands instead), and is refused.
 pub(crate) fn mark_coherent(words: &[u32], bindings: &[u32]) -> Result<Vec<u32>, SpirvError> {
-    use rspirv::spirv::MemoryModel;
     let module = read_back(words)?;
-    let vulkan_model = module
-        .memory_model
-        .as_ref()
-        .is_some_and(|m| matches!(m.operands.get(1), Some(Operand::MemoryModel(MemoryModel::Vulkan))));
+    let vulkan_model = under_vulkan_memory_model(&module);
     if vulkan_model {
         return Err(SpirvError::SpirvWriter(
             "coherent storage buffers (a kernel publishing stores through atomics) under the Vulkan memory model \
@@ -339,19 +346,15 @@ pub(crate) fn coop_products(words: &[u32]) -> Result<Vec<u32>, SpirvError> {
 /// workgroup pointer (`OpLoad`, `OpStore`, the cooperative loads and stores) is marked
 /// `NonPrivatePointer`. naga writes neither, and under the Vulkan memory model an access
 /// without `NonPrivatePointer` is private to its invocation: no barrier orders it for the
-/// others, and a driver may keep such values in registers across barriers. Measured on an
-/// H200 through NVIDIA's driver: attention kernels on cooperative matrices whose loops
-/// prefetch two steps ahead computed wrong results without this; the same kernels agree
-/// with the interpreter in rutile's simulator, which orders shared memory at every barrier.
-/// Modules under the GLSL450 memory model come back unchanged (barriers order all shared
-/// memory there).
+/// others, and a driver may keep such values in registers across barriers. On an H200
+/// through NVIDIA's driver this changed neither the Vulkan matmul's speed nor any result
+/// measured (attention's one wrong configuration stayed wrong); it is what the model
+/// requires of a driver that relies on its letter. Modules under the GLSL450 memory model come back unchanged
+/// (barriers order all shared memory there).
 pub(crate) fn order_workgroup_memory(words: &[u32]) -> Result<Vec<u32>, SpirvError> {
-    use rspirv::spirv::{MemoryModel, MemorySemantics, StorageClass};
+    use rspirv::spirv::{MemorySemantics, StorageClass};
     let mut module = read_back(words)?;
-    let vulkan_model = module
-        .memory_model
-        .as_ref()
-        .is_some_and(|m| matches!(m.operands.get(1), Some(Operand::MemoryModel(MemoryModel::Vulkan))));
+    let vulkan_model = under_vulkan_memory_model(&module);
     if !vulkan_model {
         return Ok(words.to_vec());
     }

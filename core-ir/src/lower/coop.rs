@@ -239,11 +239,7 @@ impl Lowerer<'_> {
 
     /// How many operands of the kernel's instructions are `v`.
     pub(crate) fn use_count(&self, v: ValueId) -> usize {
-        self.k
-            .insts
-            .iter()
-            .map(|(_, i)| i.op.operands().iter().filter(|&&o| o == v).count())
-            .sum()
+        self.use_counts[v.index()]
     }
 
     /// Where `inst` multiplies an accumulator held in cooperative matrices by a column of

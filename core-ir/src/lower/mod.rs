@@ -262,6 +262,8 @@ pub(crate) struct Lowerer<'k> {
     coop_vals: HashMap<ValueId, coop::CoopAcc>,
     /// The statement-list depth (`body.len()`) at which each value in `coop_vals` was made.
     coop_depth: HashMap<ValueId, usize>,
+    /// How many operands of the kernel's instructions each value is (by value index).
+    use_counts: Vec<usize>,
     /// Whether loops double-buffer the operands of `dot`s on cooperative matrices.
     coop_stages: bool,
     /// Whether loops with their own `num_stages` copy their other loads ahead (see
@@ -330,6 +332,15 @@ impl<'k> Lowerer<'k> {
             tensor_maps: Vec::new(),
             coop_vals: HashMap::new(),
             coop_depth: HashMap::new(),
+            use_counts: {
+                let mut n = vec![0; k.values.len()];
+                for (_, i) in k.insts.iter() {
+                    for o in i.op.operands() {
+                        n[o.index()] += 1;
+                    }
+                }
+                n
+            },
             coop_stages: true,
             own_copies_allowed: true,
             unmasked_prefetch: false,
@@ -445,17 +456,9 @@ impl<'k> Lowerer<'k> {
             // An own copy is read back here, where the program loads it.
             return self.read_own_copy(inst);
         }
-        // An accumulator in cooperative matrices is moved to registers for any use but as
-        // the accumulator of a `dot` on them (see `coop`). Its registers serve this
-        // instruction, and the value's later uses where they are in the same statement list
-        // (a value with several uses is never updated in place: attention's scores feed
-        // their row maximum and their exponent from one move); otherwise they are dropped.
         let depth = self.body.len();
-        let coop_acc = match inst.op {
-            Op::Dot { acc, .. } if self.coop_plan(inst).is_some() => Some(acc),
-            _ => None,
-        };
-        // ...or scaled row by row, in place where this is its only use.
+        // An accumulator in cooperative matrices scaled row by row stays in them, updated in
+        // place where this is its only use (see `coop`).
         if let Some((x, factors)) = self.coop_row_scale(inst) {
             let acc = self.coop_vals[&x].clone();
             let in_place = self.only_use(x, inst);
@@ -464,6 +467,15 @@ impl<'k> Lowerer<'k> {
             self.coop_depth.insert(inst.results[0], depth);
             return Ok(());
         }
+        // It is moved to registers for any other use but as the accumulator of a `dot` on
+        // them. Its registers serve this instruction, and the value's later uses where they
+        // are in the same statement list (a value with several uses is never updated in
+        // place: attention's scores feed their row maximum and their exponent from one
+        // move); otherwise they are dropped.
+        let coop_acc = match inst.op {
+            Op::Dot { acc, .. } if self.coop_plan(inst).is_some() => Some(acc),
+            _ => None,
+        };
         let mut materialized = Vec::new();
         for o in inst.op.operands() {
             if Some(o) != coop_acc && self.values[o.index()].is_none() && !materialized.contains(&o) {
