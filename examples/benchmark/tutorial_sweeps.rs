@@ -547,8 +547,16 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                         s.p20_ms,
                         s.p80_ms
                     );
+                    // What the pick's `dot`s run on: a block too large for the matrix units'
+                    // staging takes the FMA path, which the figure alone does not say.
+                    let dots = t
+                        .choice
+                        .metadata()
+                        .and_then(|m| m.dots.as_ref())
+                        .map(|d| format!(", {d}"))
+                        .unwrap_or_default();
                     println!(
-                        "{:>28}{form:18}  {tflops:>8.1} TFLOPS  {}",
+                        "{:>28}{form:18}  {tflops:>8.1} TFLOPS  {}{dots}",
                         p.to_string(),
                         t.choice.config
                     );

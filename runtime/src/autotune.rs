@@ -590,6 +590,9 @@ fn resources(m: &KernelMetadata) -> String {
         parts.push(format!("{s} bytes spilled"));
     }
     parts.push(format!("{} bytes shared", m.shared_bytes));
+    if let Some(dots) = &m.dots {
+        parts.push(dots.to_string());
+    }
     parts.join(", ")
 }
 

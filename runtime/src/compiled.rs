@@ -61,6 +61,10 @@ pub struct KernelMetadata {
     /// (`rutile_ir::lower::specialize`): a persistent launch then puts one program on a
     /// multiprocessor at most ([`crate::occupancy::persistent_programs`]).
     pub warp_specialized: bool,
+    /// What the kernel's `dot`s run on (`None`: it has none, or the backend runs block IR).
+    /// A block whose operands do not fit the matrix units' staging in shared memory runs
+    /// its `dot`s on FMAs instead; the autotuner's printout shows this beside each timing.
+    pub dots: Option<rutile_ir::thread::DotPath>,
 }
 
 /// A kernel compiled for one device, options and specialization.

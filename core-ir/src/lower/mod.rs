@@ -146,13 +146,16 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     crate::verify::verify(kernel)?;
     // A loop's own `num_stages` is a hint: where its copies ahead do not fit shared memory,
     // the kernel is lowered with plain loads in such loops instead.
-    let mut out = match lower_fitting(kernel, target, spec, true) {
+    // Why the `dot`s left the cooperative matrices, where they did (for `ThreadKernel::dots`).
+    let fallback = std::cell::Cell::new(None);
+    let mut out = match lower_fitting(kernel, target, spec, true, &fallback) {
         Err(LowerError::OutOfSharedMemory { .. }) if has_staged_loop(kernel) => {
-            lower_fitting(kernel, target, spec, false)?
+            lower_fitting(kernel, target, spec, false, &fallback)?
         }
         r => r?,
     };
     crate::thread::eliminate_dead_registers(&mut out);
+    out.dots = dot_path(kernel, target, &out, fallback.get());
     crate::thread::verify(&out).map_err(|message| LowerError::Internal {
         kernel: kernel.name.clone(),
         message,
@@ -171,11 +174,13 @@ fn lower_fitting(
     target: &Target,
     spec: &Specialization,
     own_copies: bool,
+    fallback: &std::cell::Cell<Option<(u32, u32)>>,
 ) -> Result<ThreadKernel, LowerError> {
     match lower_once(kernel, target, spec, true, own_copies) {
         Err(LowerError::OutOfSharedMemory { .. }) if !target.coop_matrix.is_empty() => {
             match lower_once(kernel, target, spec, false, own_copies) {
-                Err(LowerError::OutOfSharedMemory { .. }) => {
+                Err(LowerError::OutOfSharedMemory { needed, limit, .. }) => {
+                    fallback.set(Some((needed, limit)));
                     let fma = Target {
                         coop_matrix: Vec::new(),
                         ..target.clone()
@@ -187,6 +192,46 @@ fn lower_fitting(
         }
         r => r,
     }
+}
+
+/// What `lowered`'s `dot`s run on (`None` where `kernel` has none); `fallback`, the shared
+/// memory the cooperative-matrix lowering needed and the target's limit, where it did not
+/// fit and the `dot`s took the FMA path instead.
+fn dot_path(
+    kernel: &Kernel,
+    target: &Target,
+    lowered: &ThreadKernel,
+    fallback: Option<(u32, u32)>,
+) -> Option<crate::thread::DotPath> {
+    use crate::thread::DotPath;
+    if !kernel.insts.iter().any(|(_, i)| matches!(i.op, Op::Dot { .. })) {
+        return None;
+    }
+    let (mut wgmma, mut mma, mut coop) = (false, false, false);
+    lowered.walk(&mut |s| match s {
+        Stmt::Wgmma { .. } => wgmma = true,
+        Stmt::Mma { .. } => mma = true,
+        Stmt::CoopMulAdd { .. } => coop = true,
+        _ => {}
+    });
+    Some(if wgmma {
+        DotPath::Wgmma
+    } else if mma {
+        DotPath::Mma
+    } else if coop {
+        DotPath::CooperativeMatrix
+    } else {
+        let why = match fallback {
+            Some((needed, limit)) => Some(format!(
+                "on cooperative matrices the kernel needs {needed} bytes of shared memory, the device allows {limit}"
+            )),
+            None if !target.coop_matrix.is_empty() || target.mma_sync || target.wgmma => Some(
+                "no matrix instruction of the device fits the dots' types, precision, block shapes and warps".into(),
+            ),
+            None => None,
+        };
+        DotPath::Fma { why }
+    })
 }
 
 /// Whether `kernel` has a `for` loop with its own `num_stages`.
@@ -405,6 +450,7 @@ impl<'k> Lowerer<'k> {
             producer_warps: self.producer_warps,
             block_programs: None,
             cluster: self.target.cluster,
+            dots: None,
             body,
         };
         // The programs of a block share their producer before each side becomes a loop over

@@ -57,6 +57,7 @@ impl ThreadKernelBuilder {
                 producer_warps: 0,
                 block_programs: None,
                 cluster: 1,
+                dots: None,
                 body: vec![],
             },
         }

@@ -600,7 +600,38 @@ pub struct ThreadKernel {
     /// Where a thread block runs several programs sharing one producer, how many (see
     /// [`BlockPrograms`]).
     pub block_programs: Option<BlockPrograms>,
+    /// What the block kernel's `dot`s run on, as lowered (`None`: it has none, or the kernel
+    /// was not lowered from one).
+    pub dots: Option<DotPath>,
     pub body: Vec<Stmt>,
+}
+
+/// The instructions a kernel's `dot`s run on: what a user tuning a kernel wants to know
+/// before reading its timings, since a block too large for the matrix units' staging in
+/// shared memory runs on the FMA path instead (`lower::lower` falls back rather than fail).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DotPath {
+    /// Warp-level MMAs (`mma.sync`).
+    Mma,
+    /// Warpgroup MMAs (`wgmma`).
+    Wgmma,
+    /// Cooperative matrices (`VK_KHR_cooperative_matrix`).
+    CooperativeMatrix,
+    /// Per-thread fused multiply-adds; `why` says why not the target's matrix units where
+    /// it has some.
+    Fma { why: Option<String> },
+}
+
+impl std::fmt::Display for DotPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DotPath::Mma => f.write_str("dots on mma.sync"),
+            DotPath::Wgmma => f.write_str("dots on wgmma"),
+            DotPath::CooperativeMatrix => f.write_str("dots on cooperative matrices"),
+            DotPath::Fma { why: None } => f.write_str("dots on FMA"),
+            DotPath::Fma { why: Some(why) } => write!(f, "dots on FMA ({why})"),
+        }
+    }
 }
 
 /// Several programs a thread block (`lower::block_programs`): the launch runs

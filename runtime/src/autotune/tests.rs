@@ -39,6 +39,7 @@ fn resources_of(options: &CompileOptions) -> KernelMetadata {
         shared_bytes,
         max_threads: Some(max_threads),
         warp_specialized: false,
+        dots: None,
     }
 }
 

@@ -430,6 +430,7 @@ impl Device for CudaGpu {
                 shared_bytes: thread_kernel.shared_bytes(),
                 max_threads: Some(info.max_threads_per_block),
                 warp_specialized: thread_kernel.producer_warps > 0,
+                dots: thread_kernel.dots.clone(),
             };
             check_resident_clusters(&kernel.name, &function, options.cluster, &metadata)?;
             Ok(CompiledKernel {
@@ -566,6 +567,7 @@ mod tests {
             shared_bytes: 200 * 1024,
             max_threads: Some(1024),
             warp_specialized: false,
+            dots: None,
         };
         let e = cluster_does_not_fit("softmax_cluster_kernel", 16, &metadata).to_string();
         for needle in [

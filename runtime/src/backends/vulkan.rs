@@ -506,6 +506,7 @@ impl Device for WgpuGpu {
                     threads: target.threads(),
                     shared_bytes: thread_kernel.shared_bytes(),
                     registers,
+                    dots: thread_kernel.dots.clone(),
                     ..KernelMetadata::default()
                 },
                 code: Some(wgsl),
