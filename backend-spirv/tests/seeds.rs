@@ -115,7 +115,7 @@ fn matmul_on_cooperative_matrices_validates() {
         let kernel = seeds::matmul(&meta).unwrap();
         let target = Target {
             coop_matrix: shapes.to_vec(),
-            reuse_shared: false,
+            reuse_shared: rutile_ir::target::SharedReuse::SameType,
             // The K loop two iterations ahead where the stages allow, as the runtime
             // launches these (the body unrolled by two).
             num_stages: stages,

@@ -251,7 +251,7 @@ fn attention_on_cooperative_matrices_validates() {
             let kernel = seeds::attention_forward(&meta).unwrap();
             // K and V two iterations ahead, as the runtime launches it (its body unrolled).
             let target = Target {
-                reuse_shared: false,
+                reuse_shared: rutile_ir::target::SharedReuse::SameType,
                 coop_matrix: shapes.to_vec(),
                 coop_scale,
                 num_stages: 3,

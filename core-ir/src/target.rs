@@ -58,11 +58,11 @@ pub struct Target {
     /// `num_stages - 1` iterations ahead, at most 2 (with one stage, in the iteration that
     /// stores them into shared memory; `lower::pipeline`).
     pub num_stages: u32,
-    /// Whether the backend lays shared memory out as one block at the offsets
-    /// [`crate::thread::ThreadKernel::shared_offsets`] gives, so that buffers not in use at
-    /// once share bytes (PTX's dynamic shared memory); `false` where each buffer is its own
-    /// variable (SPIR-V's workgroup variables).
-    pub reuse_shared: bool,
+    /// Which shared buffers not in use at once may share bytes, as the backend lays shared
+    /// memory out ([`crate::thread::ThreadKernel::shared_offsets`]): any (PTX's one block of
+    /// dynamic shared memory), those of one element type (SPIR-V's workgroup arrays, one per
+    /// type), or none.
+    pub reuse_shared: SharedReuse,
     /// The cooperative-matrix multiply-adds warps (subgroups) can run
     /// (`VK_KHR_cooperative_matrix`, subgroup scope; where [`warp_size`](Self::warp_size) is
     /// the device's subgroup size): a `dot` whose types and tile fit one of them runs on
@@ -117,6 +117,21 @@ pub struct CoopMatrixShape {
     pub acc: ScalarType,
 }
 
+/// Which shared buffers may share bytes when they are never in use between the same two
+/// barriers (`thread::shared` says when that is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SharedReuse {
+    /// Each buffer has bytes of its own.
+    Never,
+    /// Buffers of one element type: the backend declares one array per element type (SPIR-V
+    /// workgroup variables, which cannot alias across types without
+    /// `VK_KHR_workgroup_memory_explicit_layout`), and a buffer's offset counts from the
+    /// start of its type's array.
+    SameType,
+    /// Any buffers: the backend lays shared memory out as one block (PTX).
+    Any,
+}
+
 impl Target {
     /// An NVIDIA GPU: warps of 32, shuffles, 16-byte accesses.
     pub fn nvidia(num_warps: u32, max_shared_bytes: u32) -> Target {
@@ -134,7 +149,7 @@ impl Target {
             tma_outer: false,
             async_copy: false,
             num_stages: 1,
-            reuse_shared: true,
+            reuse_shared: SharedReuse::Any,
             coop_matrix: Vec::new(),
             coop_scale: false,
             persistent: false,
@@ -150,7 +165,7 @@ impl Target {
         Target {
             warp_size,
             native_float_minmax: false,
-            reuse_shared: false,
+            reuse_shared: SharedReuse::SameType,
             ..Target::nvidia(num_warps, max_shared_bytes)
         }
     }

@@ -578,7 +578,7 @@ fn the_walk_on_cooperative_matrices_moves_only_the_scores() {
     let kernel = attention_forward(&AttentionMeta::fp16(64, 32, 64, false)).unwrap();
     for coop_scale in [true, false] {
         let target = Target {
-            reuse_shared: false,
+            reuse_shared: rutile_ir::target::SharedReuse::SameType,
             coop_matrix: shapes.to_vec(),
             coop_scale,
             num_stages: 3,
@@ -646,7 +646,7 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
     // K and V loaded in the step that stores them (one stage), one step ahead, and two
     // (the walk's body unrolled by two).
     let coop = |warps, num_stages, coop_scale| Target {
-        reuse_shared: false,
+        reuse_shared: rutile_ir::target::SharedReuse::SameType,
         coop_matrix: shapes.to_vec(),
         coop_scale,
         num_stages,
@@ -848,7 +848,7 @@ fn the_masked_walk_runs_its_unmasked_steps_first() {
     use rutile_ir::thread::Memory;
     let shapes = h100_coop_shapes();
     let target = Target {
-        reuse_shared: false,
+        reuse_shared: rutile_ir::target::SharedReuse::SameType,
         coop_matrix: shapes.to_vec(),
         num_stages: 3,
         ..Target::nvidia(4, 48 * 1024)
@@ -1538,7 +1538,7 @@ fn blocks_of_programs_walk_a_persistent_grid() {
 }
 
 /// A kernel says what its `dot`s run on: a block whose cooperative-matrix staging does not
-/// fit the workgroup memory (64 x 64 at head dimension 64 in 48 KiB) runs them on FMAs, and
+/// fit the workgroup memory (128 x 64 at head dimension 64 in 48 KiB) runs them on FMAs, and
 /// says why, where a smaller block stays on the matrices; a target without matrix units
 /// gives no reason, and one with `mma.sync` runs them there.
 #[test]
@@ -1551,7 +1551,7 @@ fn a_lowered_kernel_says_what_its_dots_run_on() {
         d: 64,
     };
     let coop = |warps| Target {
-        reuse_shared: false,
+        reuse_shared: rutile_ir::target::SharedReuse::SameType,
         coop_matrix: h100_coop_shapes().to_vec(),
         coop_scale: true,
         num_stages: 2,
@@ -1564,8 +1564,8 @@ fn a_lowered_kernel_says_what_its_dots_run_on() {
             .dots
     };
     assert_eq!(dots(32, 32, &coop(4)), Some(DotPath::CooperativeMatrix));
-    let Some(DotPath::Fma { why: Some(why) }) = dots(64, 64, &coop(4)) else {
-        panic!("64 x 64 blocks do not fit 48 KiB on cooperative matrices");
+    let Some(DotPath::Fma { why: Some(why) }) = dots(128, 64, &coop(8)) else {
+        panic!("128 x 64 blocks do not fit 48 KiB on cooperative matrices");
     };
     assert!(why.contains("shared memory") && why.contains("49152"), "{why}");
     assert_eq!(

@@ -34,7 +34,7 @@ fn h100_shapes() -> Vec<CoopMatrixShape> {
 /// one variable per shared buffer.
 fn target(num_warps: u32) -> Target {
     Target {
-        reuse_shared: false,
+        reuse_shared: rutile_ir::target::SharedReuse::SameType,
         coop_matrix: h100_shapes(),
         ..Target::nvidia(num_warps, 48 * 1024)
     }

@@ -714,7 +714,7 @@ fn the_epilogue_reuses_the_rings_shared_memory() {
     check_matmul_on(&meta, (m, n, k), &hopper(8, 4), &mut rng, 2e-3);
     // Without reuse the same kernel does not fit.
     let apart = Target {
-        reuse_shared: false,
+        reuse_shared: rutile_ir::target::SharedReuse::Never,
         ..hopper(8, 4)
     };
     assert!(lower(&kernel, &apart, &runtime_spec(&args)).is_err());

@@ -510,7 +510,7 @@ fn buffers_sharing_bytes_must_be_apart_by_a_barrier() {
         let back = b.load(F32, 1, Memory::Shared { alloc: second }, tid, None);
         b.store(back, Memory::Global { param: dst }, tid, None);
         let mut k = b.finish();
-        k.reuse_shared = true;
+        k.reuse_shared = rutile_ir::target::SharedReuse::Any;
         k
     };
     let run = |k: &ThreadKernel| {
@@ -531,4 +531,74 @@ fn buffers_sharing_bytes_must_be_apart_by_a_barrier() {
             "wait before the barrier: {wait_first}: {result:?}"
         );
     }
+}
+
+/// Transient buffers used only inside a loop share bytes where barriers in its body keep
+/// them apart, between them and around the iteration (`SharedAlloc::transient`). The
+/// simulator checks what that layout assumes element by element: a buffer marked transient
+/// that carries what it holds into the next iteration (so it is not) reads bytes the other
+/// buffer overwrote in between, and the run reports it; not marked transient, it gets bytes
+/// of its own and runs.
+#[test]
+fn buffers_in_a_loop_share_bytes_apart_by_barriers() {
+    // Per iteration: `second` stored and read back by the neighbouring thread; then `first`
+    // read (from the iteration before, where there was one) and stored.
+    let build = |transient: bool| {
+        let mut b = ThreadKernelBuilder::new("loop_alias", 1, 32);
+        let dst = b.ptr("dst", F32);
+        let first = b.shared(F32, 32);
+        let second = b.shared(F32, 32);
+        let tid = b.thread_id();
+        let (zero, one, three, lanes) = (b.int(I32, 0), b.int(I32, 1), b.int(I32, 3), b.int(I32, 32));
+        let i = b.set(I32, Expr::Copy(zero));
+        let next = b.bin(BinaryOp::Add, tid, one);
+        let neighbour = b.bin(BinaryOp::Rem, next, lanes);
+        b.while_(
+            |b| b.cmp(CmpOp::Lt, i, three),
+            |b| {
+                let v = b.float(F32, 2.0);
+                b.store(vec![v], Memory::Shared { alloc: second }, tid, None);
+                b.push(Stmt::Barrier);
+                let x = b.load(F32, 1, Memory::Shared { alloc: second }, neighbour, None);
+                b.push(Stmt::Barrier);
+                let later = b.cmp(CmpOp::Gt, i, zero);
+                let y = b.float(F32, 0.0);
+                b.push(Stmt::Load {
+                    dsts: vec![y],
+                    mem: Memory::Shared { alloc: first },
+                    index: tid,
+                    pred: Some(later),
+                    cache: CacheModifier::default(),
+                });
+                b.store(vec![y], Memory::Global { param: dst }, tid, Some(later));
+                b.store(x, Memory::Shared { alloc: first }, tid, None);
+                b.push(Stmt::Barrier);
+                b.assign(i, Expr::Binary(BinaryOp::Add, i, one));
+            },
+        );
+        let mut k = b.finish();
+        k.reuse_shared = rutile_ir::target::SharedReuse::SameType;
+        k.shared[first as usize].transient = transient;
+        k.shared[second as usize].transient = true;
+        k
+    };
+    let run = |k: &ThreadKernel| {
+        let mut buffers = vec![HostBuffer::zeros(F32, 32)];
+        run_threads(k, [1, 1, 1], &[ArgValue::Ptr { buffer: 0, offset: 0 }], &mut buffers)
+    };
+    let wrong = build(true);
+    assert_eq!(wrong.shared_offsets(), vec![0, 0], "apart by barriers in the body");
+    let (kind, _, text) = fault(run(&wrong).unwrap_err());
+    assert_eq!(kind, FaultKind::MissingBarrier, "{text}");
+    assert!(
+        text.contains("read after shared1, which shares its bytes, overwrote it"),
+        "{text}"
+    );
+    let right = build(false);
+    assert_eq!(
+        right.shared_offsets(),
+        vec![0, 128],
+        "a buffer carried across iterations"
+    );
+    run(&right).unwrap();
 }

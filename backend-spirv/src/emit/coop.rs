@@ -55,8 +55,15 @@ impl Cx<'_> {
     }
 
     fn coop_data(&mut self, alloc: u32, index: Reg, stride: u32, row_major: bool) -> CooperativeData {
-        let i = self.read(index);
-        let base = self.shared[alloc as usize];
+        let (base, first) = self.shared[alloc as usize];
+        // (Where the buffer starts its array, the index moved past the buffers before it.)
+        let i = if first > 0 {
+            let i = self.index_u32(index);
+            let first = self.u32c(first);
+            self.bin(naga::BinaryOperator::Add, i, first)
+        } else {
+            self.read(index)
+        };
         let pointer = self.e(Expression::Access { base, index: i });
         let stride = self.u32c(stride);
         CooperativeData {

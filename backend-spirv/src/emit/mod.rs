@@ -212,7 +212,8 @@ struct Cx<'a> {
     buffers: Vec<Option<Buffer>>,
     /// Per parameter: its value, read at the top (scalars in use).
     param_value: Vec<Option<H>>,
-    shared: Vec<H>,
+    /// Per shared buffer, its workgroup array and the index there of its first element.
+    shared: Vec<(H, u32)>,
     /// The launch block (uniform buffer or immediates).
     launch: H,
     /// Uniform struct member of each scalar parameter.
@@ -456,16 +457,18 @@ impl<'a> Cx<'a> {
         );
         let launch = f.expressions.append(Expression::GlobalVariable(gv), SPAN);
 
-        // Shared memory.
-        let mut shared = Vec::new();
-        for (i, a) in k.shared.iter().enumerate() {
-            let elem_ty = ty(&mut module, TypeInner::Scalar(naga_scalar(a.elem)));
+        // Shared memory: a workgroup array per element type, where buffers of one type that
+        // are never in use at once share elements (`SharedReuse::SameType`), or per buffer.
+        let layout = k.shared_arrays();
+        let mut arrays = Vec::new();
+        for (i, &(elem, len)) in layout.arrays.iter().enumerate() {
+            let elem_ty = ty(&mut module, TypeInner::Scalar(naga_scalar(elem)));
             let arr = ty(
                 &mut module,
                 TypeInner::Array {
                     base: elem_ty,
-                    size: naga::ArraySize::Constant(std::num::NonZeroU32::new(a.len).expect("verified non-empty")),
-                    stride: a.elem.size_bytes() as u32,
+                    size: naga::ArraySize::Constant(std::num::NonZeroU32::new(len).expect("verified non-empty")),
+                    stride: elem.size_bytes() as u32,
                 },
             );
             let gv = module.global_variables.append(
@@ -479,8 +482,13 @@ impl<'a> Cx<'a> {
                 },
                 SPAN,
             );
-            shared.push(f.expressions.append(Expression::GlobalVariable(gv), SPAN));
+            arrays.push(f.expressions.append(Expression::GlobalVariable(gv), SPAN));
         }
+        let shared: Vec<(H, u32)> = layout
+            .of_buffer
+            .iter()
+            .map(|&(array, first)| (arrays[array], first))
+            .collect();
 
         // Every register type is in the module, even where no variable has it, so that the
         // WGSL writer sees what to `enable` (f16).
@@ -1076,6 +1084,10 @@ impl<'a> Cx<'a> {
 
     /// A pointer to element `base + offset` of `mem`.
     fn element(&mut self, mem: Memory, base: H, offset: u32) -> H {
+        let offset = match mem {
+            Memory::Shared { alloc } => offset + self.shared[alloc as usize].1,
+            Memory::Global { .. } => offset,
+        };
         let index = if offset == 0 {
             base
         } else {
@@ -1084,7 +1096,7 @@ impl<'a> Cx<'a> {
         };
         let buf = match mem {
             Memory::Global { .. } => self.buffer(mem).ptr,
-            Memory::Shared { alloc } => self.shared[alloc as usize],
+            Memory::Shared { alloc } => self.shared[alloc as usize].0,
         };
         if self.holding(mem) == Holding::Vec4 {
             let (two, three) = (self.u32c(2), self.u32c(3));

@@ -358,6 +358,9 @@ struct Track {
     write_atomic: bool,
     read_epoch: u32,
     read_warps: u64,
+    /// Where another buffer sharing the element's bytes wrote them since this one did, that
+    /// buffer's index + 1 (0: none).
+    clobbered_by: u32,
 }
 
 /// A fault of one statement, before the statement and program are attached.
@@ -466,9 +469,11 @@ struct Sim<'s> {
     /// Cooperative matrices, per warp (see `simt_coop.rs`).
     coop: coop::CoopValues,
     /// Per shared buffer, the first and last barrier epoch of this program that touched it.
-    shared_epochs: Vec<Option<(u32, u32)>>,
+    shared_epochs: Vec<Vec<(u32, u32)>>,
     /// The pairs of shared buffers the kernel's layout puts on common bytes.
     aliased: Vec<(usize, usize)>,
+    /// Per shared buffer, those sharing its bytes (see `clobber`).
+    overlaps: Vec<Vec<Overlap>>,
     /// The program's place in its thread-block cluster, when the kernel has clusters
     /// (`simt_cluster.rs`).
     cluster: Option<cluster::Member<'s>>,
@@ -507,8 +512,9 @@ impl<'s> Sim<'s> {
             mbarriers: tma::Mbarriers::default(),
             bulk_reads: tma_store::BulkReads::default(),
             coop: vec![vec![None; threads / k.warp_size.max(1) as usize]; k.coop.len()],
-            shared_epochs: vec![None; k.shared.len()],
+            shared_epochs: vec![Vec::new(); k.shared.len()],
             aliased: aliased_buffers(k),
+            overlaps: overlapping_elements(k),
             cluster: None,
         }
     }
@@ -567,7 +573,7 @@ impl<'s> Sim<'s> {
                     }
                     self.block(body)?;
                     self.check_aliased()?;
-                    self.shared_epochs.iter_mut().for_each(|e| *e = None);
+                    self.shared_epochs.iter_mut().for_each(Vec::clear);
                 }
             }
             _ => self.block(body)?,
@@ -589,7 +595,7 @@ impl<'s> Sim<'s> {
         self.copies = matrix::AsyncCopies::default();
         self.mbarriers = tma::Mbarriers::default();
         self.coop.iter_mut().flatten().for_each(|c| *c = None);
-        self.shared_epochs.iter_mut().for_each(|e| *e = None);
+        self.shared_epochs.iter_mut().for_each(Vec::clear);
     }
 
     /// The checks at a program's end: no copy or store still in flight, buffers that share
@@ -600,26 +606,55 @@ impl<'s> Sim<'s> {
         self.check_aliased()
     }
 
-    /// Buffers that share bytes must be used in different barrier epochs, one wholly
-    /// before the other (what `thread::ThreadKernel::shared_offsets` assumes).
+    /// Buffers that share bytes must never be in use in the same barrier epoch (what
+    /// `thread::ThreadKernel::shared_offsets` assumes). (That one's data survive the other's
+    /// use is checked element by element: `clobber`.)
     fn check_aliased(&self) -> Result<(), InterpError> {
         for &(a, b) in &self.aliased {
-            if let (Some((a0, a1)), Some((b0, b1))) = (self.shared_epochs[a], self.shared_epochs[b]) {
-                if !(a1 < b0 || b1 < a0) {
-                    return Err(InterpError::ThreadFault {
-                        kind: FaultKind::MissingBarrier,
-                        stmt: String::new(),
-                        context: String::new(),
-                        program: self.pid,
-                        thread: None,
-                        message: format!(
-                            "shared{a} (barrier epochs {a0}..={a1}) and shared{b} ({b0}..={b1}) share bytes but are in use between the same barriers"
-                        ),
-                    });
-                }
+            if let Some(((a0, a1), (b0, b1))) = first_overlap(&self.shared_epochs[a], &self.shared_epochs[b]) {
+                return Err(InterpError::ThreadFault {
+                    kind: FaultKind::MissingBarrier,
+                    stmt: String::new(),
+                    context: String::new(),
+                    program: self.pid,
+                    thread: None,
+                    message: format!(
+                        "shared{a} (barrier epochs {a0}..={a1}) and shared{b} ({b0}..={b1}) share bytes but are in use between the same barriers"
+                    ),
+                });
             }
         }
         Ok(())
+    }
+
+    /// Marks shared buffer `alloc` in use in barrier epochs `from..=to`.
+    pub(super) fn mark_epochs(&mut self, alloc: usize, from: u32, to: u32) {
+        let used = &mut self.shared_epochs[alloc];
+        match used.last_mut() {
+            Some(last) if from >= last.0 && from <= last.1.saturating_add(1) => last.1 = last.1.max(to),
+            _ => used.push((from, to)),
+        }
+    }
+
+    /// A write to element `e` of shared buffer `alloc` destroys what the buffers sharing its
+    /// bytes held there: their elements there count as unwritten (a later read of one faults),
+    /// as on a GPU, where they would read this write's bytes.
+    pub(super) fn clobber(&mut self, alloc: usize, e: i64) {
+        let program = self.program;
+        for o in &self.overlaps[alloc] {
+            let size = self.k.shared[alloc].elem.size_bytes() as i64;
+            let (lo, hi) = (o.offset + e * size, o.offset + (e + 1) * size);
+            let other = o.size as i64;
+            let first = lo.div_euclid(other).max(0);
+            let last = (hi - 1).div_euclid(other).min(o.len as i64 - 1);
+            for j in first..=last {
+                self.track[o.buffer][j as usize] = Track {
+                    program,
+                    clobbered_by: alloc as u32 + 1,
+                    ..Track::default()
+                };
+            }
+        }
     }
 
     fn error(&self, s: &Stmt, f: SimFault) -> InterpError {
@@ -1184,8 +1219,10 @@ impl<'s> Sim<'s> {
         let (epoch, serial, w, program) = (self.epoch, self.serial, self.warp_bit(t), self.program);
         let track = match m {
             Space::Shared { alloc } => {
-                let used = &mut self.shared_epochs[alloc as usize];
-                *used = Some(used.map_or((epoch, epoch), |(first, _)| (first, epoch)));
+                self.mark_epochs(alloc as usize, epoch, epoch);
+                if matches!(access, Access::Write { .. } | Access::Atomic) {
+                    self.clobber(alloc as usize, e);
+                }
                 let track = &mut self.track[alloc as usize][e as usize];
                 if track.program != program {
                     *track = Track {
@@ -1195,6 +1232,13 @@ impl<'s> Sim<'s> {
                 }
                 if track.write_epoch == 0 {
                     match access {
+                        Access::Read if track.clobbered_by > 0 => {
+                            let message = format!(
+                                "element {e} of shared{alloc} is read after shared{}, which shares its bytes, overwrote it",
+                                track.clobbered_by - 1
+                            );
+                            return Err(fault(FaultKind::MissingBarrier, t, message));
+                        }
                         Access::Read => {
                             let message = format!("element {e} of shared{alloc} is read before this program writes it");
                             return Err(fault(FaultKind::Uninitialized, t, message));
@@ -1305,6 +1349,51 @@ impl Track {
         self.write_warps |= w;
         Ok(())
     }
+}
+
+/// The first pair of epoch ranges, one from `a` and one from `b`, that overlap.
+fn first_overlap(a: &[(u32, u32)], b: &[(u32, u32)]) -> Option<((u32, u32), (u32, u32))> {
+    let (mut a, mut b) = (a.to_vec(), b.to_vec());
+    a.sort_unstable();
+    b.sort_unstable();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i].0 <= b[j].1 && b[j].0 <= a[i].1 {
+            return Some((a[i], b[j]));
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    None
+}
+
+/// Another buffer sharing bytes with a shared buffer: its index, its offset less this
+/// one's (bytes), and its element size and length.
+struct Overlap {
+    buffer: usize,
+    offset: i64,
+    size: u32,
+    len: u32,
+}
+
+/// Per shared buffer of `k`, the buffers whose bytes overlap its own in its layout.
+fn overlapping_elements(k: &ThreadKernel) -> Vec<Vec<Overlap>> {
+    let offsets = k.shared_offsets();
+    let mut out: Vec<Vec<Overlap>> = (0..k.shared.len()).map(|_| Vec::new()).collect();
+    for (a, b) in aliased_buffers(k) {
+        for (x, y) in [(a, b), (b, a)] {
+            out[x].push(Overlap {
+                buffer: y,
+                offset: offsets[x] as i64 - offsets[y] as i64,
+                size: k.shared[y].elem.size_bytes() as u32,
+                len: k.shared[y].len,
+            });
+        }
+    }
+    out
 }
 
 /// The pairs of `k`'s shared buffers whose bytes overlap in its layout.

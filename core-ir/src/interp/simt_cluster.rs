@@ -442,8 +442,10 @@ impl<'s> Sim<'s> {
         let elem = self.k.shared[alloc].elem;
         memory::store(&mut self.shared, elem, &ptrs, Some(mask), &st.value)?;
         // The store may land at any time since the last cluster barrier.
-        let used = &mut self.shared_epochs[alloc];
-        *used = Some(used.map_or((since, at), |(first, last)| (first.min(since), last.max(at))));
+        self.mark_epochs(alloc, since, at);
+        for t in (0..mask.len()).filter(|&t| mask[t]) {
+            self.clobber(alloc, st.index[t]);
+        }
         Ok(())
     }
 }

@@ -137,8 +137,7 @@ impl Sim<'_> {
     /// accesses it sees), for the check of buffers that share bytes.
     pub(super) fn use_shared(&mut self, alloc: u32) {
         let epoch = self.epoch;
-        let used = &mut self.shared_epochs[alloc as usize];
-        *used = Some(used.map_or((epoch, epoch), |(first, _)| (first, epoch)));
+        self.mark_epochs(alloc as usize, epoch, epoch);
     }
 
     /// Per thread, the element index of `bar` where `active` holds, checked against its buffer.
@@ -630,8 +629,10 @@ impl Sim<'_> {
             write_atomic: false,
             read_epoch: 0,
             read_warps: 0,
+            clobbered_by: 0,
         };
         for &e in &c.dst {
+            self.clobber(c.alloc as usize, e);
             self.track[c.alloc as usize][e as usize] = landed;
         }
         self.use_shared(c.alloc);

@@ -455,7 +455,7 @@ impl Lowerer<'_> {
         let layout = lval.layout;
         let contiguous = fastest_dim(layout);
         let tile = coop_tile(dims, contiguous, elem);
-        let alloc = self.operand_alloc(crate::thread::SharedAlloc::new(elem, tile.len()));
+        let alloc = self.operand_alloc(crate::thread::SharedAlloc::transient(elem, tile.len()));
         let operand = SharedOperand {
             alloc,
             tile,

@@ -107,7 +107,7 @@ impl Lowerer<'_> {
         } else {
             n
         };
-        let buf = self.operand_alloc(SharedAlloc::new(ty, k * pitch));
+        let buf = self.operand_alloc(SharedAlloc::transient(ty, k * pitch));
         let map = layout.map(shape);
         let mut strides = [0i64; crate::types::MAX_RANK];
         strides[layout.blocked_dim(0)] = pitch as i64;
@@ -129,7 +129,7 @@ impl Lowerer<'_> {
     /// `tf32`) row-major; each element is stored once, by its owner.
     fn stage(&mut self, v: crate::ir::ValueId, ty: ScalarType, len: u32, tf32: bool) -> Result<u32, LowerError> {
         let lval = self.operand_lval(v, tf32)?;
-        let buf = self.operand_alloc(SharedAlloc::new(ty, len));
+        let buf = self.operand_alloc(SharedAlloc::transient(ty, len));
         self.store_shared(&lval, self.k.ty(v).shape, buf, None);
         Ok(buf)
     }

@@ -240,7 +240,8 @@ impl Lowerer<'_> {
             return a;
         }
         let a = self.shared.len() as u32;
-        self.shared.push(SharedAlloc::new(ty, len));
+        // (Each exchange stores, waits at a barrier, loads: nothing passes between them.)
+        self.shared.push(SharedAlloc::transient(ty, len));
         self.cache.smem.insert(ty, a);
         a
     }

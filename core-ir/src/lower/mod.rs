@@ -638,11 +638,16 @@ impl<'k> Lowerer<'k> {
     /// walks of a kernel that runs several loops one after the other (attention's) share
     /// them where each buffer is a variable of its own (Vulkan); where shared memory is one
     /// block (PTX), `ThreadKernel::shared_offsets` overlaps such buffers anyway.
+    ///
+    /// A transient buffer is always new: `thread::shared` lets it share bytes with the
+    /// buffers not in use beside it, in a loop's body too, which taking one from an earlier
+    /// loop would prevent (that one would then be in use in both loops).
     pub(crate) fn operand_alloc(&mut self, alloc: crate::thread::SharedAlloc) -> u32 {
+        let fresh = alloc.transient && self.target.reuse_shared != crate::target::SharedReuse::Never;
         let reused = self
             .free_operand_allocs
             .iter()
-            .position(|&a| self.shared[a as usize] == alloc);
+            .position(|&a| !fresh && self.shared[a as usize] == alloc);
         let id = match reused {
             Some(p) => self.free_operand_allocs.swap_remove(p),
             None => {
@@ -677,7 +682,12 @@ impl<'k> Lowerer<'k> {
                 if !matches!(open.last(), Some(crate::thread::Stmt::Barrier)) {
                     self.emit(crate::thread::Stmt::Barrier);
                 }
-                self.free_operand_allocs.extend(done);
+                // (Transient buffers are always new where `thread::shared` reuses bytes.)
+                let reuses = self.target.reuse_shared != crate::target::SharedReuse::Never;
+                let taken_again = done
+                    .into_iter()
+                    .filter(|&a| !(reuses && self.shared[a as usize].transient));
+                self.free_operand_allocs.extend(taken_again);
             }
         }
     }

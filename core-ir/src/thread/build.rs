@@ -52,7 +52,7 @@ impl ThreadKernelBuilder {
                 tensor_maps: vec![],
                 num_warps,
                 warp_size,
-                reuse_shared: false,
+                reuse_shared: crate::target::SharedReuse::Never,
                 persistent: None,
                 producer_warps: 0,
                 block_programs: None,

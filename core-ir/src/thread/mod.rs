@@ -68,12 +68,33 @@ pub struct SharedAlloc {
     /// The byte boundary the buffer starts at: 16, or 1024 for the operands of
     /// [`Stmt::Wgmma`], whose swizzle the hardware applies to address bits.
     pub align: u32,
+    /// Whether what it holds never passes from one iteration of a loop to the next: every
+    /// element read in an iteration of a loop that holds both the read and the write is
+    /// written earlier in that iteration (a layout exchange, an operand stored for the `dot`
+    /// that reads it). Such a buffer used only inside a loop may share bytes with another
+    /// used in the same iteration apart from it by barriers (`shared.rs`); a pipeline's ring,
+    /// filled for later iterations, is not transient.
+    pub transient: bool,
 }
 
 impl SharedAlloc {
     /// A buffer of `len` elements of `elem` on a 16-byte boundary.
     pub fn new(elem: ScalarType, len: u32) -> SharedAlloc {
-        SharedAlloc { elem, len, align: 16 }
+        SharedAlloc {
+            elem,
+            len,
+            align: 16,
+            transient: false,
+        }
+    }
+
+    /// A [transient](Self::transient) buffer of `len` elements of `elem` on a 16-byte
+    /// boundary.
+    pub fn transient(elem: ScalarType, len: u32) -> SharedAlloc {
+        SharedAlloc {
+            transient: true,
+            ..SharedAlloc::new(elem, len)
+        }
     }
 
     /// Its size in bytes, saturating at `u32::MAX` ([`verify`] rejects kernels whose shared
@@ -583,10 +604,10 @@ pub struct ThreadKernel {
     /// ([`BlockPrograms`]).
     pub num_warps: u32,
     pub warp_size: u32,
-    /// Whether shared buffers not in use at once share bytes (`shared_offsets`): true
-    /// where the backend lays shared memory out as one block at those offsets (PTX); a
-    /// backend that declares one variable per buffer (SPIR-V) gets `false`.
-    pub reuse_shared: bool,
+    /// Which shared buffers not in use at once share bytes (`shared_offsets`): any where the
+    /// backend lays shared memory out as one block at those offsets (PTX), those of one
+    /// element type where it declares an array per type (SPIR-V).
+    pub reuse_shared: crate::target::SharedReuse,
     /// Where the kernel walks several tiles per program (a persistent grid), how.
     pub persistent: Option<PersistentGrid>,
     /// Programs per thread-block cluster, consecutive along grid axis 0 (1: no cluster): the
@@ -604,6 +625,15 @@ pub struct ThreadKernel {
     /// was not lowered from one).
     pub dots: Option<DotPath>,
     pub body: Vec<Stmt>,
+}
+
+/// Shared buffers as arrays of one element type ([`ThreadKernel::shared_arrays`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SharedArrays {
+    /// Each array's element type and length.
+    pub arrays: Vec<(ScalarType, u32)>,
+    /// Per shared buffer, its array and the index there of its first element.
+    pub of_buffer: Vec<(usize, u32)>,
 }
 
 /// The instructions a kernel's `dot`s run on: what a user tuning a kernel wants to know
@@ -741,6 +771,49 @@ impl ThreadKernel {
     /// barriers may share bytes (see `shared.rs`).
     pub fn shared_offsets(&self) -> Vec<u32> {
         shared::offsets(self, self.reuse_shared)
+    }
+    /// How a backend whose shared buffers cannot alias across types (SPIR-V's workgroup
+    /// variables) declares them: arrays, as element type and length, and per buffer its
+    /// array and first element there. Under [`SharedReuse::SameType`] one array per element
+    /// type, in which its buffers lie at [`ThreadKernel::shared_offsets`] (counted from the
+    /// array's start); otherwise one array per buffer.
+    ///
+    /// [`SharedReuse::SameType`]: crate::target::SharedReuse::SameType
+    pub fn shared_arrays(&self) -> SharedArrays {
+        let mut out = SharedArrays::default();
+        if self.reuse_shared != crate::target::SharedReuse::SameType {
+            for (i, a) in self.shared.iter().enumerate() {
+                out.arrays.push((a.elem, a.len));
+                out.of_buffer.push((i, 0));
+            }
+            return out;
+        }
+        let offsets = self.shared_offsets();
+        // Per array: its type, its first byte and its end.
+        let mut spans: Vec<(ScalarType, u32, u32)> = Vec::new();
+        for (a, &o) in self.shared.iter().zip(&offsets) {
+            let end = o + a.bytes();
+            match spans.iter_mut().find(|s| s.0 == a.elem) {
+                Some(s) => {
+                    s.1 = s.1.min(o);
+                    s.2 = s.2.max(end);
+                }
+                None => spans.push((a.elem, o, end)),
+            }
+        }
+        for (a, &o) in self.shared.iter().zip(&offsets) {
+            let array = spans
+                .iter()
+                .position(|s| s.0 == a.elem)
+                .expect("every type has its array");
+            out.of_buffer
+                .push((array, (o - spans[array].1) / a.elem.size_bytes() as u32));
+        }
+        out.arrays = spans
+            .iter()
+            .map(|&(elem, start, end)| (elem, (end - start) / elem.size_bytes() as u32))
+            .collect();
+        out
     }
     /// The coarsest boundary a shared buffer needs (16 when there is none).
     pub fn shared_align(&self) -> u32 {

@@ -16,39 +16,53 @@
 //! own side, their named barriers counting as barriers (see [`spans`]).
 
 use super::{Stmt, ThreadKernel};
+use crate::target::SharedReuse;
 
 /// The byte offset of each shared buffer from the (aligned) start of shared memory, first
-/// fit in the order of the buffers, each on its own boundary.
-/// (With `reuse` false, one after the other.)
-pub(super) fn offsets(k: &ThreadKernel, reuse: bool) -> Vec<u32> {
+/// fit in the order of the buffers, each on its own boundary. With `reuse` `Never`, one
+/// after the other; with `SameType`, first fit among the buffers of its element type, each
+/// type's buffers an array of their own, the arrays one after the other (in the order of
+/// their types' first buffers).
+pub(super) fn offsets(k: &ThreadKernel, reuse: SharedReuse) -> Vec<u32> {
     let spans = spans(k);
     let ranges = live_ranges(k, &spans);
     let barriers: Vec<usize> = spans.iter().filter(|s| s.barrier).map(|s| s.range.0).collect();
+    let loops = (reuse != SharedReuse::Never).then(|| LoopHomes::of(k));
     // Whether `a` and `b` may share bytes.
     let apart = |a: usize, b: usize| {
-        reuse
-            && match (ranges[a], ranges[b]) {
-                (None, _) | (_, None) => true,
-                (Some((a0, a1)), Some((b0, b1))) => {
-                    let (first, second) = if a1 < b0 {
-                        ((a0, a1), (b0, b1))
-                    } else {
-                        ((b0, b1), (a0, a1))
-                    };
-                    first.1 < second.0 && barriers.iter().any(|&p| first.1 < p && p < second.0)
-                }
+        let top = match (ranges[a], ranges[b]) {
+            (None, _) | (_, None) => true,
+            (Some((a0, a1)), Some((b0, b1))) => {
+                let (first, second) = if a1 < b0 {
+                    ((a0, a1), (b0, b1))
+                } else {
+                    ((b0, b1), (a0, a1))
+                };
+                first.1 < second.0 && barriers.iter().any(|&p| first.1 < p && p < second.0)
             }
+        };
+        match reuse {
+            SharedReuse::Never => false,
+            SharedReuse::SameType if k.shared[a].elem != k.shared[b].elem => false,
+            _ => top || loops.as_ref().is_some_and(|l| l.apart(a, b)),
+        }
+    };
+    // Per buffer, the array it is in (its element type's under `SameType`, the one block
+    // otherwise) and its offset there.
+    let array_of = |i: usize| match reuse {
+        SharedReuse::SameType => k.shared.iter().position(|b| b.elem == k.shared[i].elem).unwrap_or(i),
+        _ => 0,
     };
     let mut placed: Vec<(u32, u32)> = Vec::with_capacity(k.shared.len());
     for (i, a) in k.shared.iter().enumerate() {
         let align = a.align.max(1);
         let mut at = 0u32;
-        // Past every buffer it may not share bytes with, until none overlaps.
+        // Past every buffer of its array it may not share bytes with, until none overlaps.
         loop {
             let clash = placed
                 .iter()
                 .enumerate()
-                .filter(|&(j, _)| !apart(i, j))
+                .filter(|&(j, _)| array_of(j) == array_of(i) && !apart(i, j))
                 .find(|&(_, &(o, len))| at < o.saturating_add(len) && o < at.saturating_add(a.bytes()));
             match clash {
                 Some((_, &(o, len))) => at = o.saturating_add(len).div_ceil(align).saturating_mul(align),
@@ -57,7 +71,169 @@ pub(super) fn offsets(k: &ThreadKernel, reuse: bool) -> Vec<u32> {
         }
         placed.push((at, a.bytes()));
     }
-    placed.into_iter().map(|(o, _)| o).collect()
+    // The arrays one after the other, each on the coarsest boundary of its buffers.
+    let mut start = vec![0u32; k.shared.len()];
+    let mut end = 0u32;
+    for i in 0..k.shared.len() {
+        if array_of(i) != i {
+            continue;
+        }
+        let members = (0..k.shared.len()).filter(|&j| array_of(j) == i);
+        let align = members.clone().map(|j| k.shared[j].align.max(1)).max().unwrap_or(1);
+        start[i] = end.div_ceil(align).saturating_mul(align);
+        end = members
+            .map(|j| start[i].saturating_add(placed[j].0).saturating_add(placed[j].1))
+            .max()
+            .unwrap_or(start[i]);
+    }
+    (0..k.shared.len())
+        .map(|i| start[array_of(i)].saturating_add(placed[i].0))
+        .collect()
+}
+
+/// Where buffers used only inside a loop may share bytes although the loop, a single
+/// top-level statement, touches both: each transient buffer (`SharedAlloc::transient`:
+/// nothing it holds passes from one iteration to the next) whose every access is a plain
+/// one (loads, stores, `ldmatrix`, cooperative-matrix loads and stores: done when the
+/// statement is, unlike asynchronous copies, TMA, mbarriers, cluster stores or warpgroup
+/// MMAs) has a home,
+/// the innermost loop body holding all its accesses, and there a range of positions. Two
+/// such buffers may share bytes when, in the innermost body holding both, their ranges are
+/// disjoint with a barrier of that body between them and another outside both (which the
+/// next iteration passes before it comes back to the first). Every thread then finishes
+/// with one before any touches the other, in every iteration.
+struct LoopHomes {
+    homes: Vec<Option<Home>>,
+    /// Each loop body's path and the positions of its barriers.
+    barriers: std::collections::HashMap<Vec<usize>, Vec<usize>>,
+}
+
+/// The loop body holding all of a buffer's accesses (the indices of the `while`s from the
+/// top level down; empty for the top level), and the positions there that touch it.
+#[derive(Clone)]
+struct Home {
+    path: Vec<usize>,
+    range: (usize, usize),
+}
+
+impl LoopHomes {
+    fn of(k: &ThreadKernel) -> LoopHomes {
+        let mut l = LoopHomes {
+            homes: vec![None; k.shared.len()],
+            barriers: Default::default(),
+        };
+        let mut eligible: Vec<bool> = k.shared.iter().map(|a| a.transient).collect();
+        k.walk(&mut |s| {
+            let plain = matches!(
+                s,
+                Stmt::Load { .. }
+                    | Stmt::Store { .. }
+                    | Stmt::LdMatrix { .. }
+                    | Stmt::CoopLoad { .. }
+                    | Stmt::CoopStore { .. }
+            );
+            if !plain {
+                s.shared_buffers(&mut |a| eligible[a as usize] = false);
+            }
+            if let Stmt::Specialized { producer, consumer } = s {
+                // The sides run at once: positions on them order nothing.
+                for side in [producer, consumer] {
+                    super::walk_stmts(side, &mut |s| s.shared_buffers(&mut |a| eligible[a as usize] = false));
+                }
+            }
+        });
+        l.visit(&k.body, &mut Vec::new());
+        for (h, ok) in l.homes.iter_mut().zip(eligible) {
+            if !ok {
+                *h = None;
+            }
+        }
+        l
+    }
+
+    /// Records the accesses of `stmts`, the body at `path`, descending into loops.
+    fn visit(&mut self, stmts: &[Stmt], path: &mut Vec<usize>) {
+        let barriers = stmts
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s, Stmt::Barrier))
+            .map(|(i, _)| i)
+            .collect();
+        self.barriers.insert(path.clone(), barriers);
+        for (i, s) in stmts.iter().enumerate() {
+            let mut touch = |a: u32| Self::record(&mut self.homes[a as usize], path, i);
+            match s {
+                Stmt::While { cond_body, body, .. } => {
+                    super::walk_stmts(cond_body, &mut |s| s.shared_buffers(&mut touch));
+                    path.push(i);
+                    self.visit(body, path);
+                    path.pop();
+                }
+                _ => super::walk_stmts(std::slice::from_ref(s), &mut |s| s.shared_buffers(&mut touch)),
+            }
+        }
+    }
+
+    /// Widens `home` by an access at position `at` of the body at `path`.
+    fn record(home: &mut Option<Home>, path: &[usize], at: usize) {
+        *home = Some(match home.take() {
+            None => Home {
+                path: path.to_vec(),
+                range: (at, at),
+            },
+            Some(h) => {
+                let d = common(&h.path, path);
+                let (a, b) = (
+                    range_at(&h, d),
+                    range_at(
+                        &Home {
+                            path: path.to_vec(),
+                            range: (at, at),
+                        },
+                        d,
+                    ),
+                );
+                Home {
+                    path: path[..d].to_vec(),
+                    range: (a.0.min(b.0), a.1.max(b.1)),
+                }
+            }
+        });
+    }
+
+    /// Whether buffers `a` and `b` are apart in a loop body (see [`LoopHomes`]).
+    fn apart(&self, a: usize, b: usize) -> bool {
+        let (Some(ha), Some(hb)) = (&self.homes[a], &self.homes[b]) else {
+            return false;
+        };
+        let d = common(&ha.path, &hb.path);
+        if d == 0 {
+            // In the top level: the live ranges of `offsets` speak for it.
+            return false;
+        }
+        let (ra, rb) = (range_at(ha, d), range_at(hb, d));
+        let (first, second) = if ra.1 < rb.0 { (ra, rb) } else { (rb, ra) };
+        let Some(barriers) = self.barriers.get(&ha.path[..d]) else {
+            return false;
+        };
+        first.1 < second.0
+            && barriers.iter().any(|&p| first.1 < p && p < second.0)
+            && barriers.iter().any(|&p| p < first.0 || second.1 < p)
+    }
+}
+
+/// How many loops two paths share.
+fn common(a: &[usize], b: &[usize]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// `h`'s range in the body `d` loops deep on its path: its own, or the position of the loop
+/// that holds it there.
+fn range_at(h: &Home, d: usize) -> (usize, usize) {
+    match h.path.get(d) {
+        Some(&i) => (i, i),
+        None => h.range,
+    }
 }
 
 /// A statement and the positions it counts as: its own, or a span of them.
