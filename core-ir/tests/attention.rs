@@ -449,7 +449,7 @@ fn both_dots_run_on_the_tensor_cores() {
         n: 64,
         d: 64,
     };
-    for causal in [false] {
+    for causal in [false, true] {
         let kernel = attention_forward(&AttentionMeta::fp16(64, 32, 64, causal)).unwrap();
         let tk = rutile_ir::lower::lower(&kernel, &tensor_cores(4), &runtime_spec(&args(shape))).unwrap();
         // Q K^T (64 x 32, K = 64) and P V (64 x 64, K = 32) are 64 m16n8k16 `mma`s each,
