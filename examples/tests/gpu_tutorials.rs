@@ -324,17 +324,18 @@ fn check_each_attention_config(
     head_dim: usize,
     configs: fn(&dyn rutile::Device, bool) -> Vec<rutile::autotune::Config>,
 ) {
-    check_each_attention_config_on(name, seed, head_dim, configs, |_| true);
+    let failed = each_attention_config_on(name, seed, head_dim, configs, |_| true);
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
-/// [`check_each_attention_config`] on the devices `on` picks.
-fn check_each_attention_config_on(
+/// [`check_each_attention_config`] on the devices `on` picks: what failed, each on a line.
+fn each_attention_config_on(
     name: &str,
     seed: u64,
     head_dim: usize,
     configs: fn(&dyn rutile::Device, bool) -> Vec<rutile::autotune::Config>,
     on: fn(&dyn rutile::Device) -> bool,
-) {
+) -> Vec<String> {
     let (_turn, devices) = devices();
     // Every configuration runs; the failures are reported together.
     let mut failed = Vec::new();
@@ -370,7 +371,7 @@ fn check_each_attention_config_on(
             }
         }
     }
-    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    failed
 }
 
 /// Through Vulkan on cooperative matrices (none elsewhere: lavapipe lists none), every
@@ -381,22 +382,25 @@ fn check_each_attention_config_on(
 #[test]
 fn gpu_attention_on_cooperative_matrices_config_by_config() {
     let coop = |d: &dyn rutile::Device| d.properties().cooperative_matrix.is_some();
+    // Every part runs; the failures of all are reported together.
+    let mut failed = Vec::new();
     for head_dim in [64, 128] {
-        check_each_attention_config_on(
+        failed.extend(each_attention_config_on(
             "attention on cooperative matrices",
             640,
             head_dim,
             tutorials::attention::attention_configs,
             coop,
-        );
+        ));
     }
-    check_each_attention_config_on(
+    failed.extend(each_attention_config_on(
         "rotated attention on cooperative matrices",
         660,
         64,
         tutorials::attention::rotated_attention_configs,
         coop,
-    );
+    ));
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
 /// A configuration beyond a device's shared memory (128 x 128 blocks at head dimension 128,
