@@ -548,11 +548,13 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                         s.p80_ms
                     );
                     // What the pick's `dot`s run on: a block too large for the matrix units'
-                    // staging takes the FMA path, which the figure alone does not say.
-                    let dots = t
-                        .choice
-                        .metadata()
-                        .and_then(|m| m.dots.as_ref())
+                    // staging takes the FMA path, which the figure alone does not say. (From
+                    // the compile cache: a choice read from the tuning file has no report.)
+                    let compiled = dev.compile_for(&t.kernel, &t.launch, &args)?;
+                    let dots = compiled
+                        .metadata
+                        .dots
+                        .as_ref()
                         .map(|d| format!(", {d}"))
                         .unwrap_or_default();
                     println!(
