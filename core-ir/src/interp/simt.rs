@@ -24,6 +24,9 @@
 //!   each other. Barriers order nothing else here: in lockstep they are otherwise no-ops.
 //!   (Programs are not checked against each other: they run one after another, in the
 //!   interpreter's order, or take turns within a thread-block cluster, see below);
+//! - shared buffers that share bytes (`ThreadKernel::shared_offsets`) in use between the
+//!   same two barriers, or an element read after another buffer sharing its bytes wrote
+//!   them ([`FaultKind::MissingBarrier`]): what the layout assumes of them;
 //! - a read of a register in a thread where no statement has written it
 //!   ([`FaultKind::UndefinedRegister`]): `Set` reads its operands in every thread; a
 //!   predicated load, store or atomic reads its index and values only where the predicate
@@ -468,7 +471,8 @@ struct Sim<'s> {
     bulk_reads: tma_store::BulkReads,
     /// Cooperative matrices, per warp (see `simt_coop.rs`).
     coop: coop::CoopValues,
-    /// Per shared buffer, the first and last barrier epoch of this program that touched it.
+    /// Per shared buffer, the barrier epochs of this program that touched it, as ranges in
+    /// the order they came (a remote store's range may reach back).
     shared_epochs: Vec<Vec<(u32, u32)>>,
     /// The pairs of shared buffers the kernel's layout puts on common bytes.
     aliased: Vec<(usize, usize)>,
