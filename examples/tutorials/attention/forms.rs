@@ -211,8 +211,9 @@ pub fn persistent_block_programs_attention_configs(dev: &dyn Device, causal: boo
 /// is a 64-row block on 4 subgroups whose walk over the keys is split in two (whole blocks,
 /// then the masked ones), wrong only on problems with a masked walk (a ragged last block,
 /// the causal diagonal); not every such block is (64 x 64 in the tutorial's walk runs
-/// right). Left out until the cause is found (`docs/performance.md`, "Attention on
-/// cooperative matrices").
+/// right). They run right with the inputs not declared read-only to the driver
+/// (`RUTILE_VULKAN_READ_ONLY=0`), which the matmul needs for its speed; left out until the
+/// cause is found (`docs/performance.md`, "Buffers that share bytes inside a loop").
 fn known_wrong_on_cooperative_matrices(bm: i64, bn: i64, warps: u32, stages: u32, split: i64, rotate: bool) -> bool {
     matches!(
         (bm, bn, warps, stages, split, rotate),
