@@ -14,6 +14,14 @@
 //! does first are apart by that barrier. A buffer touched outside the tile loop is live
 //! throughout. A warp-specialized kernel's consumers continue the top level with their
 //! own side, their named barriers counting as barriers (see [`spans`]).
+//!
+//! Inside a loop, which the top level sees as one statement, transient buffers share bytes
+//! too where the loop's body keeps them apart by barriers ([`LoopHomes`]): the operand a
+//! `dot` reads and the layout exchanges of one step need not each have their own.
+//!
+//! Which buffers may share at all is the kernel's [`SharedReuse`]: any (PTX lays shared
+//! memory out as one block), those of one element type (SPIR-V declares one workgroup array
+//! per type, `ThreadKernel::shared_arrays`), or none.
 
 use super::{Stmt, ThreadKernel};
 use crate::target::SharedReuse;
