@@ -588,6 +588,12 @@ fn buffers_in_a_loop_share_bytes_apart_by_barriers() {
     };
     let wrong = build(true);
     assert_eq!(wrong.shared_offsets(), vec![0, 0], "apart by barriers in the body");
+    // One f32 workgroup array, both buffers at its start (SPIR-V's declaration).
+    let arrays = wrong.shared_arrays();
+    assert_eq!(
+        (arrays.arrays, arrays.of_buffer),
+        (vec![(F32, 32)], vec![(0, 0), (0, 0)])
+    );
     let (kind, _, text) = fault(run(&wrong).unwrap_err());
     assert_eq!(kind, FaultKind::MissingBarrier, "{text}");
     assert!(
@@ -600,5 +606,30 @@ fn buffers_in_a_loop_share_bytes_apart_by_barriers() {
         vec![0, 128],
         "a buffer carried across iterations"
     );
+    let arrays = right.shared_arrays();
+    assert_eq!(
+        (arrays.arrays, arrays.of_buffer),
+        (vec![(F32, 64)], vec![(0, 0), (0, 32)])
+    );
     run(&right).unwrap();
+}
+
+/// Under `SharedReuse::SameType` (SPIR-V) each element type has one workgroup array, and
+/// only buffers of one type share elements: two unused f32 buffers share the start of the
+/// f32 array, the f16 buffer has its own array, placed after it in the one-block offsets.
+#[test]
+fn buffers_of_different_types_never_share_an_array() {
+    let mut b = ThreadKernelBuilder::new("arrays", 1, 32);
+    b.shared(F32, 8);
+    b.shared(rutile_ir::ScalarType::F16, 16);
+    b.shared(F32, 4);
+    let mut k = b.finish();
+    k.reuse_shared = rutile_ir::target::SharedReuse::SameType;
+    let arrays = k.shared_arrays();
+    assert_eq!(arrays.arrays, vec![(F32, 8), (rutile_ir::ScalarType::F16, 16)]);
+    assert_eq!(arrays.of_buffer, vec![(0, 0), (1, 0), (0, 0)]);
+    assert_eq!(k.shared_offsets(), vec![0, 32, 0]);
+    assert_eq!(k.shared_bytes(), 64);
+    k.reuse_shared = rutile_ir::target::SharedReuse::Never;
+    assert_eq!(k.shared_arrays().arrays.len(), 3, "one array per buffer");
 }
