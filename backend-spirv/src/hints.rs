@@ -80,6 +80,22 @@ fn read_back(words: &[u32]) -> Result<rspirv::dr::Module, SpirvError> {
     rspirv::dr::load_words(words).map_err(|e| SpirvError::SpirvWriter(format!("reading back naga's SPIR-V: {e}")))
 }
 
+/// Every instruction of `module`'s functions, in order, to change.
+fn instructions_mut(module: &mut rspirv::dr::Module) -> impl Iterator<Item = &mut rspirv::dr::Instruction> {
+    module
+        .functions
+        .iter_mut()
+        .flat_map(|f| f.blocks.iter_mut().flat_map(|b| b.instructions.iter_mut()))
+}
+
+/// `module`'s types and global values made by `opcode`.
+fn globals(module: &rspirv::dr::Module, opcode: Op) -> impl Iterator<Item = &rspirv::dr::Instruction> {
+    module
+        .types_global_values
+        .iter()
+        .filter(move |i| i.class.opcode == opcode)
+}
+
 /// How a kernel uses each of its parameters' global memory.
 struct GlobalUse {
     loaded: Vec<bool>,
@@ -223,37 +239,33 @@ pub(crate) fn mark_nontemporal(words: &[u32], bindings: &[u32]) -> Result<Vec<u3
 
     let mut pointers = bound_variables(&module, bindings);
 
-    for function in &mut module.functions {
-        for block in &mut function.blocks {
-            for inst in &mut block.instructions {
-                match inst.class.opcode {
-                    // SPIR-V lays out a function's blocks so that each comes before the
-                    // blocks it dominates, and only `OpPhi` may use a value defined later:
-                    // one pass sees every access chain before the loads through it.
-                    Op::AccessChain | Op::InBoundsAccessChain | Op::PtrAccessChain | Op::CopyObject => {
-                        if let (Some(Operand::IdRef(base)), Some(id)) = (inst.operands.first(), inst.result_id) {
-                            if pointers.contains(base) {
-                                pointers.insert(id);
-                            }
-                        }
+    for inst in instructions_mut(&mut module) {
+        match inst.class.opcode {
+            // SPIR-V lays out a function's blocks so that each comes before the
+            // blocks it dominates, and only `OpPhi` may use a value defined later:
+            // one pass sees every access chain before the loads through it.
+            Op::AccessChain | Op::InBoundsAccessChain | Op::PtrAccessChain | Op::CopyObject => {
+                if let (Some(Operand::IdRef(base)), Some(id)) = (inst.operands.first(), inst.result_id) {
+                    if pointers.contains(base) {
+                        pointers.insert(id);
                     }
-                    Op::Load => {
-                        let Some(Operand::IdRef(pointer)) = inst.operands.first() else {
-                            continue;
-                        };
-                        if !pointers.contains(pointer) {
-                            continue;
-                        }
-                        match inst.operands.get_mut(1) {
-                            Some(Operand::MemoryAccess(mask)) => *mask |= MemoryAccess::NONTEMPORAL,
-                            _ => inst
-                                .operands
-                                .insert(1, Operand::MemoryAccess(MemoryAccess::NONTEMPORAL)),
-                        }
-                    }
-                    _ => {}
                 }
             }
+            Op::Load => {
+                let Some(Operand::IdRef(pointer)) = inst.operands.first() else {
+                    continue;
+                };
+                if !pointers.contains(pointer) {
+                    continue;
+                }
+                match inst.operands.get_mut(1) {
+                    Some(Operand::MemoryAccess(mask)) => *mask |= MemoryAccess::NONTEMPORAL,
+                    _ => inst
+                        .operands
+                        .insert(1, Operand::MemoryAccess(MemoryAccess::NONTEMPORAL)),
+                }
+            }
+            _ => {}
         }
     }
     Ok(module.assemble())
@@ -267,29 +279,20 @@ pub(crate) fn mark_nontemporal(words: &[u32], bindings: &[u32]) -> Result<Vec<u3
 pub(crate) fn strip_workgroup_strides(words: &[u32]) -> Result<Vec<u32>, SpirvError> {
     use rspirv::spirv::StorageClass;
     let mut module = read_back(words)?;
-    let workgroup_pointees: HashSet<u32> = module
-        .types_global_values
-        .iter()
-        .filter(|i| i.class.opcode == Op::TypePointer)
+    let workgroup_pointees: HashSet<u32> = globals(&module, Op::TypePointer)
         .filter_map(|i| match i.operands.as_slice() {
             [Operand::StorageClass(StorageClass::Workgroup), Operand::IdRef(t)] => Some(*t),
             _ => None,
         })
         .collect();
     // Arrays used elsewhere (a storage buffer's) keep their stride.
-    let elsewhere: HashSet<u32> = module
-        .types_global_values
-        .iter()
-        .filter(|i| i.class.opcode == Op::TypePointer)
+    let elsewhere: HashSet<u32> = globals(&module, Op::TypePointer)
         .filter_map(|i| match i.operands.as_slice() {
             [Operand::StorageClass(c), Operand::IdRef(t)] if *c != StorageClass::Workgroup => Some(*t),
             _ => None,
         })
         .collect();
-    let arrays: HashSet<u32> = module
-        .types_global_values
-        .iter()
-        .filter(|i| i.class.opcode == Op::TypeArray)
+    let arrays: HashSet<u32> = globals(&module, Op::TypeArray)
         .filter_map(|i| i.result_id)
         .filter(|id| workgroup_pointees.contains(id) && !elsewhere.contains(id))
         .collect();
@@ -316,24 +319,17 @@ pub(crate) fn has_coop_products(kernel: &ThreadKernel) -> bool {
 /// products of `Stmt::CoopMul` (rutile subtracts cooperative matrices nowhere else).
 pub(crate) fn coop_products(words: &[u32]) -> Result<Vec<u32>, SpirvError> {
     let mut module = read_back(words)?;
-    let matrices: HashSet<u32> = module
-        .types_global_values
-        .iter()
-        .filter(|i| i.class.opcode == Op::TypeCooperativeMatrixKHR)
+    let matrices: HashSet<u32> = globals(&module, Op::TypeCooperativeMatrixKHR)
         .filter_map(|i| i.result_id)
         .collect();
-    for function in &mut module.functions {
-        for block in &mut function.blocks {
-            for inst in &mut block.instructions {
-                if inst.class.opcode == Op::FSub && inst.result_type.is_some_and(|t| matrices.contains(&t)) {
-                    *inst = rspirv::dr::Instruction::new(
-                        Op::FMul,
-                        inst.result_type,
-                        inst.result_id,
-                        std::mem::take(&mut inst.operands),
-                    );
-                }
-            }
+    for inst in instructions_mut(&mut module) {
+        if inst.class.opcode == Op::FSub && inst.result_type.is_some_and(|t| matrices.contains(&t)) {
+            *inst = rspirv::dr::Instruction::new(
+                Op::FMul,
+                inst.result_type,
+                inst.result_id,
+                std::mem::take(&mut inst.operands),
+            );
         }
     }
     Ok(module.assemble())
@@ -358,29 +354,23 @@ pub(crate) fn order_workgroup_memory(words: &[u32]) -> Result<Vec<u32>, SpirvErr
     if !vulkan_model {
         return Ok(words.to_vec());
     }
-    let constants: std::collections::HashMap<u32, (u32, u32)> = module
-        .types_global_values
-        .iter()
-        .filter(|i| i.class.opcode == Op::Constant)
+    let constants: std::collections::HashMap<u32, (u32, u32)> = globals(&module, Op::Constant)
         .filter_map(|i| match (i.result_id, i.result_type, i.operands.as_slice()) {
             (Some(id), Some(ty), [Operand::LiteralBit32(v)]) => Some((id, (ty, *v))),
             _ => None,
         })
         .collect();
-    let workgroup_pointers: HashSet<u32> = module
-        .types_global_values
-        .iter()
-        .filter(|i| i.class.opcode == Op::TypePointer)
+    let workgroup_pointers: HashSet<u32> = globals(&module, Op::TypePointer)
         .filter(|i| matches!(i.operands.first(), Some(Operand::StorageClass(StorageClass::Workgroup))))
         .filter_map(|i| i.result_id)
         .collect();
     let mut type_of: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
-    let globals = module.types_global_values.iter();
+    let global_values = module.types_global_values.iter();
     let locals = module
         .functions
         .iter()
         .flat_map(|f| f.blocks.iter().flat_map(|b| b.instructions.iter()));
-    for i in globals.chain(locals) {
+    for i in global_values.chain(locals) {
         if let (Some(id), Some(ty)) = (i.result_id, i.result_type) {
             type_of.insert(id, ty);
         }
@@ -394,56 +384,46 @@ pub(crate) fn order_workgroup_memory(words: &[u32]) -> Result<Vec<u32>, SpirvErr
     let mut bound = module.header.as_ref().map_or(0, |h| h.bound);
     let mut added: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
     let mut new_constants = Vec::new();
-    for function in &mut module.functions {
-        for block in &mut function.blocks {
-            for inst in &mut block.instructions {
-                // Where the memory operand goes: after the pointer (and the object, the
-                // layout and the stride).
-                let operand_at = match inst.class.opcode {
-                    Op::ControlBarrier | Op::MemoryBarrier => {
-                        let at = if inst.class.opcode == Op::ControlBarrier { 2 } else { 1 };
-                        let Some(Operand::IdMemorySemantics(semantics)) = inst.operands.get(at).cloned() else {
-                            continue;
-                        };
-                        let Some(&(ty, value)) = constants.get(&semantics) else {
-                            continue;
-                        };
-                        if value & workgroup == 0 || value & ordering == ordering {
-                            continue;
-                        }
-                        let id = *added.entry(semantics).or_insert_with(|| {
-                            let id = bound;
-                            bound += 1;
-                            new_constants.push(rspirv::dr::Instruction::new(
-                                Op::Constant,
-                                Some(ty),
-                                Some(id),
-                                vec![Operand::LiteralBit32(value | ordering)],
-                            ));
-                            id
-                        });
-                        inst.operands[at] = Operand::IdMemorySemantics(id);
-                        continue;
-                    }
-                    Op::Load if in_workgroup(inst.operands.first()) => 1,
-                    Op::Store if in_workgroup(inst.operands.first()) => 2,
-                    Op::CooperativeMatrixLoadKHR if in_workgroup(inst.operands.first()) && inst.operands.len() >= 3 => {
-                        3
-                    }
-                    Op::CooperativeMatrixStoreKHR
-                        if in_workgroup(inst.operands.first()) && inst.operands.len() >= 4 =>
-                    {
-                        4
-                    }
-                    _ => continue,
+    for inst in instructions_mut(&mut module) {
+        // Where the memory operand goes: after the pointer (and the object, the
+        // layout and the stride).
+        let operand_at = match inst.class.opcode {
+            Op::ControlBarrier | Op::MemoryBarrier => {
+                let at = if inst.class.opcode == Op::ControlBarrier { 2 } else { 1 };
+                let Some(Operand::IdMemorySemantics(semantics)) = inst.operands.get(at).cloned() else {
+                    continue;
                 };
-                match inst.operands.get_mut(operand_at) {
-                    Some(Operand::MemoryAccess(mask)) => *mask |= MemoryAccess::NON_PRIVATE_POINTER,
-                    _ => inst
-                        .operands
-                        .insert(operand_at, Operand::MemoryAccess(MemoryAccess::NON_PRIVATE_POINTER)),
+                let Some(&(ty, value)) = constants.get(&semantics) else {
+                    continue;
+                };
+                if value & workgroup == 0 || value & ordering == ordering {
+                    continue;
                 }
+                let id = *added.entry(semantics).or_insert_with(|| {
+                    let id = bound;
+                    bound += 1;
+                    new_constants.push(rspirv::dr::Instruction::new(
+                        Op::Constant,
+                        Some(ty),
+                        Some(id),
+                        vec![Operand::LiteralBit32(value | ordering)],
+                    ));
+                    id
+                });
+                inst.operands[at] = Operand::IdMemorySemantics(id);
+                continue;
             }
+            Op::Load if in_workgroup(inst.operands.first()) => 1,
+            Op::Store if in_workgroup(inst.operands.first()) => 2,
+            Op::CooperativeMatrixLoadKHR if in_workgroup(inst.operands.first()) && inst.operands.len() >= 3 => 3,
+            Op::CooperativeMatrixStoreKHR if in_workgroup(inst.operands.first()) && inst.operands.len() >= 4 => 4,
+            _ => continue,
+        };
+        match inst.operands.get_mut(operand_at) {
+            Some(Operand::MemoryAccess(mask)) => *mask |= MemoryAccess::NON_PRIVATE_POINTER,
+            _ => inst
+                .operands
+                .insert(operand_at, Operand::MemoryAccess(MemoryAccess::NON_PRIVATE_POINTER)),
         }
     }
     module.types_global_values.extend(new_constants);
