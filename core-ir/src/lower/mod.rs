@@ -146,16 +146,16 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     crate::verify::verify(kernel)?;
     // A loop's own `num_stages` is a hint: where its copies ahead do not fit shared memory,
     // the kernel is lowered with plain loads in such loops instead.
-    // Why the `dot`s left the cooperative matrices, where they did (for `ThreadKernel::dots`).
-    let fallback = std::cell::Cell::new(None);
-    let mut out = match lower_fitting(kernel, target, spec, true, &fallback) {
+    let mut out = match lower_fitting(kernel, target, spec, true) {
         Err(LowerError::OutOfSharedMemory { .. }) if has_staged_loop(kernel) => {
-            lower_fitting(kernel, target, spec, false, &fallback)?
+            lower_fitting(kernel, target, spec, false)?
         }
         r => r?,
     };
     crate::thread::eliminate_dead_registers(&mut out);
-    out.dots = dot_path(kernel, target, &out, fallback.get());
+    if out.dots.is_none() {
+        out.dots = dot_path(kernel, target, &out);
+    }
     crate::thread::verify(&out).map_err(|message| LowerError::Internal {
         kernel: kernel.name.clone(),
         message,
@@ -174,18 +174,22 @@ fn lower_fitting(
     target: &Target,
     spec: &Specialization,
     own_copies: bool,
-    fallback: &std::cell::Cell<Option<(u32, u32)>>,
 ) -> Result<ThreadKernel, LowerError> {
     match lower_once(kernel, target, spec, true, own_copies) {
         Err(LowerError::OutOfSharedMemory { .. }) if !target.coop_matrix.is_empty() => {
             match lower_once(kernel, target, spec, false, own_copies) {
                 Err(LowerError::OutOfSharedMemory { needed, limit, .. }) => {
-                    fallback.set(Some((needed, limit)));
                     let fma = Target {
                         coop_matrix: Vec::new(),
                         ..target.clone()
                     };
-                    lower_once(kernel, &fma, spec, false, own_copies)
+                    let mut k = lower_once(kernel, &fma, spec, false, own_copies)?;
+                    // Why the `dot`s left the cooperative matrices (`ThreadKernel::dots`).
+                    let why = format!(
+                        "on cooperative matrices the kernel needs {needed} bytes of shared memory, the device allows {limit}"
+                    );
+                    k.dots = Some(crate::thread::DotPath::Fma { why: Some(why) });
+                    Ok(k)
                 }
                 r => r,
             }
@@ -194,15 +198,9 @@ fn lower_fitting(
     }
 }
 
-/// What `lowered`'s `dot`s run on (`None` where `kernel` has none); `fallback`, the shared
-/// memory the cooperative-matrix lowering needed and the target's limit, where it did not
-/// fit and the `dot`s took the FMA path instead.
-fn dot_path(
-    kernel: &Kernel,
-    target: &Target,
-    lowered: &ThreadKernel,
-    fallback: Option<(u32, u32)>,
-) -> Option<crate::thread::DotPath> {
+/// What `lowered`'s `dot`s run on (`None` where `kernel` has none), where the lowering did
+/// not already say (`lower_fitting`, when they did not fit the cooperative matrices).
+fn dot_path(kernel: &Kernel, target: &Target, lowered: &ThreadKernel) -> Option<crate::thread::DotPath> {
     use crate::thread::DotPath;
     if !kernel.insts.iter().any(|(_, i)| matches!(i.op, Op::Dot { .. })) {
         return None;
@@ -221,15 +219,10 @@ fn dot_path(
     } else if coop {
         DotPath::CooperativeMatrix
     } else {
-        let why = match fallback {
-            Some((needed, limit)) => Some(format!(
-                "on cooperative matrices the kernel needs {needed} bytes of shared memory, the device allows {limit}"
-            )),
-            None if !target.coop_matrix.is_empty() || target.mma_sync || target.wgmma => Some(
-                "no matrix instruction of the device fits the dots' types, precision, block shapes and warps".into(),
-            ),
-            None => None,
-        };
+        let units = !target.coop_matrix.is_empty() || target.mma_sync || target.wgmma;
+        let why = units.then(|| {
+            "no matrix instruction of the device fits the dots' types, precision, block shapes and warps".into()
+        });
         DotPath::Fma { why }
     })
 }
@@ -643,7 +636,7 @@ impl<'k> Lowerer<'k> {
     /// buffers not in use beside it, in a loop's body too, which taking one from an earlier
     /// loop would prevent (that one would then be in use in both loops).
     pub(crate) fn operand_alloc(&mut self, alloc: crate::thread::SharedAlloc) -> u32 {
-        let fresh = alloc.transient && self.target.reuse_shared != crate::target::SharedReuse::Never;
+        let fresh = self.always_new(&alloc);
         let reused = self
             .free_operand_allocs
             .iter()
@@ -659,6 +652,12 @@ impl<'k> Lowerer<'k> {
             current.push(id);
         }
         id
+    }
+
+    /// Whether `operand_alloc` gives `alloc` a buffer of its own every time: a transient one,
+    /// where `thread::shared` lets buffers share bytes.
+    fn always_new(&self, alloc: &crate::thread::SharedAlloc) -> bool {
+        alloc.transient && self.target.reuse_shared != crate::target::SharedReuse::Never
     }
 
     /// Starts recording the operand buffers of a loop (see `operand_alloc`).
@@ -682,11 +681,10 @@ impl<'k> Lowerer<'k> {
                 if !matches!(open.last(), Some(crate::thread::Stmt::Barrier)) {
                     self.emit(crate::thread::Stmt::Barrier);
                 }
-                // (Transient buffers are always new where `thread::shared` reuses bytes.)
-                let reuses = self.target.reuse_shared != crate::target::SharedReuse::Never;
-                let taken_again = done
+                let taken_again: Vec<u32> = done
                     .into_iter()
-                    .filter(|&a| !(reuses && self.shared[a as usize].transient));
+                    .filter(|&a| !self.always_new(&self.shared[a as usize]))
+                    .collect();
                 self.free_operand_allocs.extend(taken_again);
             }
         }
