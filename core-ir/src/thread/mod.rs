@@ -788,30 +788,17 @@ impl ThreadKernel {
             }
             return out;
         }
-        let offsets = self.shared_offsets();
-        // Per array: its type, its first byte and its end.
-        let mut spans: Vec<(ScalarType, u32, u32)> = Vec::new();
-        for (a, &o) in self.shared.iter().zip(&offsets) {
-            let end = o + a.bytes();
-            match spans.iter_mut().find(|s| s.0 == a.elem) {
-                Some(s) => {
-                    s.1 = s.1.min(o);
-                    s.2 = s.2.max(end);
-                }
-                None => spans.push((a.elem, o, end)),
-            }
-        }
-        for (a, &o) in self.shared.iter().zip(&offsets) {
-            let array = spans
-                .iter()
-                .position(|s| s.0 == a.elem)
-                .expect("every type has its array");
-            out.of_buffer
-                .push((array, (o - spans[array].1) / a.elem.size_bytes() as u32));
-        }
-        out.arrays = spans
+        let p = shared::placement(self, crate::target::SharedReuse::SameType);
+        out.arrays = p
+            .arrays
             .iter()
-            .map(|&(elem, start, end)| (elem, (end - start) / elem.size_bytes() as u32))
+            .map(|&(elem, bytes, _)| (elem, bytes / elem.size_bytes() as u32))
+            .collect();
+        out.of_buffer = self
+            .shared
+            .iter()
+            .zip(p.array.iter().zip(&p.at))
+            .map(|(a, (&array, &at))| (array, at / a.elem.size_bytes() as u32))
             .collect();
         out
     }

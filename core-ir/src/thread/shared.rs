@@ -26,12 +26,22 @@
 use super::{Stmt, ThreadKernel};
 use crate::target::SharedReuse;
 
-/// The byte offset of each shared buffer from the (aligned) start of shared memory, first
-/// fit in the order of the buffers, each on its own boundary. With `reuse` `Never`, one
-/// after the other; with `SameType`, first fit among the buffers of its element type, each
-/// type's buffers an array of their own, the arrays one after the other (in the order of
-/// their types' first buffers).
-pub(super) fn offsets(k: &ThreadKernel, reuse: SharedReuse) -> Vec<u32> {
+/// Where each shared buffer lies: in which array, and at which byte of it. Under
+/// `SameType` there is an array per element type (in the order of their types' first
+/// buffers); otherwise one, for all buffers.
+pub(super) struct Placement {
+    /// Per buffer, its array.
+    pub array: Vec<usize>,
+    /// Per buffer, its first byte in its array.
+    pub at: Vec<u32>,
+    /// Per array: its element type (its first buffer's), its bytes and its coarsest boundary.
+    pub arrays: Vec<(crate::ScalarType, u32, u32)>,
+}
+
+/// The buffers placed first fit in their order, each on its own boundary, past every
+/// buffer of its array it may not share bytes with (with `reuse` `Never`, one after the
+/// other).
+pub(super) fn placement(k: &ThreadKernel, reuse: SharedReuse) -> Placement {
     let spans = spans(k);
     let ranges = live_ranges(k, &spans);
     let barriers: Vec<usize> = spans.iter().filter(|s| s.barrier).map(|s| s.range.0).collect();
@@ -55,47 +65,61 @@ pub(super) fn offsets(k: &ThreadKernel, reuse: SharedReuse) -> Vec<u32> {
             _ => top || loops.as_ref().is_some_and(|l| l.apart(a, b)),
         }
     };
-    // Per buffer, the array it is in (its element type's under `SameType`, the one block
-    // otherwise) and its offset there.
-    let array_of = |i: usize| match reuse {
-        SharedReuse::SameType => k.shared.iter().position(|b| b.elem == k.shared[i].elem).unwrap_or(i),
-        _ => 0,
+    let mut p = Placement {
+        array: Vec::with_capacity(k.shared.len()),
+        at: Vec::with_capacity(k.shared.len()),
+        arrays: Vec::new(),
     };
-    let mut placed: Vec<(u32, u32)> = Vec::with_capacity(k.shared.len());
     for (i, a) in k.shared.iter().enumerate() {
+        let array = match p
+            .arrays
+            .iter()
+            .position(|x| reuse != SharedReuse::SameType || x.0 == a.elem)
+        {
+            Some(x) => x,
+            None => {
+                p.arrays.push((a.elem, 0, 1));
+                p.arrays.len() - 1
+            }
+        };
         let align = a.align.max(1);
         let mut at = 0u32;
         // Past every buffer of its array it may not share bytes with, until none overlaps.
         loop {
-            let clash = placed
-                .iter()
-                .enumerate()
-                .filter(|&(j, _)| array_of(j) == array_of(i) && !apart(i, j))
-                .find(|&(_, &(o, len))| at < o.saturating_add(len) && o < at.saturating_add(a.bytes()));
+            let clash = (0..i)
+                .filter(|&j| p.array[j] == array && !apart(i, j))
+                .map(|j| (p.at[j], k.shared[j].bytes()))
+                .find(|&(o, len)| at < o.saturating_add(len) && o < at.saturating_add(a.bytes()));
             match clash {
-                Some((_, &(o, len))) => at = o.saturating_add(len).div_ceil(align).saturating_mul(align),
+                Some((o, len)) => at = o.saturating_add(len).div_ceil(align).saturating_mul(align),
                 None => break,
             }
         }
-        placed.push((at, a.bytes()));
+        p.array.push(array);
+        p.at.push(at);
+        let x = &mut p.arrays[array];
+        x.1 = x.1.max(at.saturating_add(a.bytes()));
+        x.2 = x.2.max(align);
     }
-    // The arrays one after the other, each on the coarsest boundary of its buffers.
-    let mut start = vec![0u32; k.shared.len()];
+    p
+}
+
+/// The byte offset of each shared buffer from the (aligned) start of shared memory: its
+/// place in its array ([`placement`]), the arrays one after the other, each on the coarsest
+/// boundary of its buffers.
+pub(super) fn offsets(k: &ThreadKernel, reuse: SharedReuse) -> Vec<u32> {
+    let p = placement(k, reuse);
+    let mut start = Vec::with_capacity(p.arrays.len());
     let mut end = 0u32;
-    for i in 0..k.shared.len() {
-        if array_of(i) != i {
-            continue;
-        }
-        let members = (0..k.shared.len()).filter(|&j| array_of(j) == i);
-        let align = members.clone().map(|j| k.shared[j].align.max(1)).max().unwrap_or(1);
-        start[i] = end.div_ceil(align).saturating_mul(align);
-        end = members
-            .map(|j| start[i].saturating_add(placed[j].0).saturating_add(placed[j].1))
-            .max()
-            .unwrap_or(start[i]);
+    for &(_, bytes, align) in &p.arrays {
+        let s = end.div_ceil(align).saturating_mul(align);
+        start.push(s);
+        end = s.saturating_add(bytes);
     }
-    (0..k.shared.len())
-        .map(|i| start[array_of(i)].saturating_add(placed[i].0))
+    p.array
+        .iter()
+        .zip(&p.at)
+        .map(|(&a, &at)| start[a].saturating_add(at))
         .collect()
 }
 
