@@ -10,11 +10,16 @@
 //!     cargo run --release -p rutile-benches --example attention_config_check -- 64,64,1,1,4,3,64,1024,1
 //!
 //! `RUTILE_DEVICE` picks the device (`vulkan:0`, `cuda:0`); the lowering's own switches
-//! (`RUTILE_COOP_SCALE=0` and the others the README lists) apply as to any launch. The
+//! (`RUTILE_COOP_SCALE=0`, `RUTILE_VULKAN_READ_ONLY=0` or `=Q,K` and the others the README
+//! lists) apply as to any launch. A check that fails is run again on the same inputs, and
+//! its output compared with every query's reference: which heads and 16-row strips are
+//! wrong, in which 16-column groups, and whether a second launch gives the same bits. The
 //! exit status is 1 when a check fails.
 
-use rutile::autotune::Config;
-use rutile_examples::tutorials::attention::{self, Problem};
+use half::f16;
+use rutile::autotune::{Autotuner, Config, Tuned};
+use rutile::{Device, DeviceExt};
+use rutile_examples::tutorials::attention::{self, Problem, Tensors};
 use std::error::Error;
 
 /// A check parsed from its argument.
@@ -56,6 +61,11 @@ fn main() -> Result<(), Box<dyn Error>> {
                     if o.passed() { "ok  " } else { "WRONG" },
                     o.error
                 );
+                if !o.passed() {
+                    for line in where_wrong(dev.as_ref(), p, &config)? {
+                        println!("      {line}");
+                    }
+                }
             }
             Err(e) => {
                 failed += 1;
@@ -67,4 +77,55 @@ fn main() -> Result<(), Box<dyn Error>> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// Where `config`'s output on `p` is wrong: one line per head and 16-row strip whose
+/// output or `M` is off its reference by more than the tutorial's tolerance, naming the
+/// 16-column groups that are, then whether a second launch gave the same bits.
+fn where_wrong(dev: &dyn Device, p: Problem, config: &Config) -> Result<Vec<String>, Box<dyn Error>> {
+    const TOLERANCE: f64 = 4e-3;
+    let [q, k, v] = attention::inputs(&p, 7);
+    let t = Tensors::new(dev, &p, &q, &k, &v)?;
+    let args = t.args(&p);
+    let tuner = Autotuner::new("attention_config_check", vec![config.clone()])?;
+    let Tuned { kernel, launch, .. } = attention::tuned_attention(dev, &tuner, &p, &args)?;
+    dev.launch(&kernel, &launch, &args)?;
+    let (out, m) = (dev.download(&t.out)?, dev.download(&t.m)?);
+    let rows: Vec<usize> = (0..p.n_ctx).collect();
+    let (want_out, want_m) = attention::reference_rows(&q, &k, &v, &p, &rows);
+    let d = p.head_dim;
+    let mut lines = Vec::new();
+    for head in 0..p.z * p.h {
+        for strip in (0..p.n_ctx).step_by(16) {
+            let (mut out_err, mut m_err, mut groups) = (0.0f64, 0.0f64, Vec::new());
+            for i in strip..(strip + 16).min(p.n_ctx) {
+                let at = head * p.n_ctx + i;
+                m_err = m_err.max((m[at] as f64 - want_m[at]).abs());
+                for c in 0..d {
+                    let e = (out[at * d + c].to_f64() - want_out[at * d + c]).abs();
+                    out_err = out_err.max(e);
+                    if e > TOLERANCE && !groups.contains(&(c / 16)) {
+                        groups.push(c / 16);
+                    }
+                }
+            }
+            if out_err > TOLERANCE || m_err > TOLERANCE {
+                groups.sort_unstable();
+                let cols: Vec<String> = groups.iter().map(|g| format!("{}..{}", g * 16, g * 16 + 16)).collect();
+                lines.push(format!(
+                    "head {head} rows {strip}..{}: output off by {out_err:.2e} in columns [{}], M off by {m_err:.2e}",
+                    (strip + 16).min(p.n_ctx),
+                    cols.join(" ")
+                ));
+            }
+        }
+    }
+    dev.launch(&kernel, &launch, &args)?;
+    let again: Vec<f16> = dev.download(&t.out)?;
+    let same = again.iter().zip(&out).all(|(a, b)| a.to_bits() == b.to_bits());
+    lines.push(format!(
+        "a second launch gave {} output",
+        if same { "the same" } else { "a different" }
+    ));
+    Ok(lines)
 }

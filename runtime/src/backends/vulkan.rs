@@ -33,7 +33,7 @@ pub struct WgpuGpu {
 }
 
 /// Choices for a [`WgpuGpu`] that the device does not decide.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WgpuOptions {
     /// Pass the launch block (grid and scalar arguments) in immediates (push constants)
     /// where it fits, instead of a uniform buffer. Off by default: measured on an H100
@@ -61,6 +61,11 @@ pub struct WgpuOptions {
     /// kernels then go to the driver as rutile's own words, where the device takes them).
     /// On by default; `RUTILE_VULKAN_READ_ONLY=0` turns it off, to measure the difference.
     pub read_only: bool,
+    /// With [`WgpuOptions::read_only`], declare only the buffers of these pointer
+    /// parameters (by name) `NonWritable`; `None`, every buffer the kernel never writes.
+    /// For telling which declaration a driver's behaviour depends on:
+    /// `RUTILE_VULKAN_READ_ONLY=Q,K` (a comma-separated list of names) sets it.
+    pub read_only_params: Option<Vec<String>>,
     /// Rescale an accumulator held in cooperative matrices row by row in place
     /// (`rutile_ir::target::Target::coop_scale`: attention's `acc * alpha[:, None]`), where
     /// the device takes rutile's SPIR-V words, which spell the element-wise products naga
@@ -78,6 +83,10 @@ impl WgpuOptions {
             cooperative_matrix: std::env::var("RUTILE_COOP_MATRIX").as_deref() != Ok("0"),
             packed_f16: std::env::var("RUTILE_VULKAN_PACKED_F16").as_deref() != Ok("0"),
             read_only: std::env::var("RUTILE_VULKAN_READ_ONLY").as_deref() != Ok("0"),
+            read_only_params: std::env::var("RUTILE_VULKAN_READ_ONLY")
+                .ok()
+                .filter(|v| !matches!(v.as_str(), "0" | "1" | ""))
+                .map(|v| v.split(',').map(|n| n.trim().to_string()).collect()),
             coop_scale: std::env::var("RUTILE_COOP_SCALE").as_deref() != Ok("0"),
         }
     }
@@ -410,6 +419,17 @@ impl Device for WgpuGpu {
             let mut spirv = rutile_spirv::emit(&thread_kernel, &spirv_target).map_err(codegen)?;
             if !self.options.read_only {
                 spirv.read_only_bindings.clear();
+            } else if let Some(names) = &self.options.read_only_params {
+                // Binding `i` is the kernel's `i`-th pointer parameter.
+                let pointers: Vec<&str> = kernel
+                    .params
+                    .iter()
+                    .filter(|p| p.ty.elem.is_ptr())
+                    .map(|p| p.name.as_str())
+                    .collect();
+                spirv
+                    .read_only_bindings
+                    .retain(|&b| pointers.get(b as usize).is_some_and(|n| names.iter().any(|m| m == n)));
             }
             let wgsl = spirv.wgsl().unwrap_or_else(|e| format!("// {e}"));
             let dumped = crate::dump::write(
