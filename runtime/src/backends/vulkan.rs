@@ -83,13 +83,40 @@ impl WgpuOptions {
             cooperative_matrix: std::env::var("RUTILE_COOP_MATRIX").as_deref() != Ok("0"),
             packed_f16: std::env::var("RUTILE_VULKAN_PACKED_F16").as_deref() != Ok("0"),
             read_only: std::env::var("RUTILE_VULKAN_READ_ONLY").as_deref() != Ok("0"),
-            read_only_params: std::env::var("RUTILE_VULKAN_READ_ONLY")
-                .ok()
-                .filter(|v| !matches!(v.as_str(), "0" | "1" | ""))
-                .map(|v| v.split(',').map(|n| n.trim().to_string()).collect()),
+            read_only_params: read_only_params(std::env::var("RUTILE_VULKAN_READ_ONLY").ok().as_deref()),
             coop_scale: std::env::var("RUTILE_COOP_SCALE").as_deref() != Ok("0"),
         }
     }
+}
+
+/// The parameters `RUTILE_VULKAN_READ_ONLY` names (`Q,K`), or `None` where it names none
+/// (unset, `0`, `1`).
+fn read_only_params(value: Option<&str>) -> Option<Vec<String>> {
+    let names: Vec<String> = value?
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(String::from)
+        .collect();
+    match names.as_slice() {
+        [] => None,
+        [one] if one == "0" || one == "1" => None,
+        _ => Some(names),
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn read_only_takes_a_list_of_parameters() {
+    assert_eq!(read_only_params(None), None);
+    assert_eq!(read_only_params(Some("0")), None);
+    assert_eq!(read_only_params(Some("1")), None);
+    assert_eq!(read_only_params(Some("")), None);
+    assert_eq!(
+        read_only_params(Some("Q, K,")),
+        Some(vec!["Q".to_string(), "K".to_string()])
+    );
+    assert_eq!(read_only_params(Some("V")), Some(vec!["V".to_string()]));
 }
 
 struct VulkanArtifact {
