@@ -105,6 +105,8 @@ fn broadcasts_are_not_conflicts() {
     let thirty_two = k.int(I32, 32);
     let at = k.bin(BinaryOp::Mul, tid, thirty_two);
     k.store(vec![v], SHARED, at, Some(two));
+    // (The other lanes read what lanes 0 and 1 wrote: after a barrier.)
+    k.push(Stmt::Barrier);
     // Every lane reads element 0: one word, one wavefront.
     k.push(Stmt::Comment("broadcast".into()));
     let zero = k.int(I32, 0);

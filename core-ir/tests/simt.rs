@@ -290,6 +290,44 @@ fn exchange(barrier: bool, overwrite: bool) -> ThreadKernel {
     k.finish()
 }
 
+/// Thread t writes shared[t]; thread t then reads shared[(t + 1) % 8], its neighbour's in
+/// its own warp (one warp of 8), with or without a barrier between: a warp's threads do not
+/// run in step either (independent thread scheduling since Volta; Vulkan promises nothing
+/// of a subgroup's), so an exchange within a warp needs the barrier too.
+#[test]
+fn shared_memory_within_a_warp_needs_barriers_too() {
+    let exchange = |barrier: bool| {
+        let mut k = kernel(1, 8);
+        k.shared(I32, 8);
+        let tid = k.thread_id();
+        k.store(vec![tid], SHARED, tid, None);
+        if barrier {
+            k.push(Stmt::Barrier);
+        }
+        let (one, mask) = (k.int(I32, 1), k.int(I32, 7));
+        let next = k.bin(BinaryOp::Add, tid, one);
+        let other = k.bin(BinaryOp::And, next, mask);
+        let r = k.reg(I32);
+        k.push(Stmt::Load {
+            dsts: vec![r],
+            mem: SHARED,
+            index: other,
+            pred: None,
+            cache: CacheModifier::Default,
+        });
+        k.store(vec![r], OUT, tid, None);
+        k.finish()
+    };
+    let out = run(&exchange(true), [1, 1, 1], 8).unwrap();
+    assert_eq!(out, (0..8).map(|t| (t + 1) % 8).collect::<Vec<i32>>());
+    let (kind, thread, text) = fault(run(&exchange(false), [1, 1, 1], 8).unwrap_err());
+    assert_eq!((kind, thread), (FaultKind::MissingBarrier, Some(0)));
+    assert!(
+        text.contains("warp 0 reads element 1 of shared0, which another thread wrote"),
+        "{text}"
+    );
+}
+
 #[test]
 fn shared_memory_across_warps_needs_barriers() {
     let out = run(&exchange(true, false), [1, 1, 1], 16).unwrap();
@@ -297,13 +335,13 @@ fn shared_memory_across_warps_needs_barriers() {
     let (kind, thread, text) = fault(run(&exchange(false, false), [1, 1, 1], 16).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::MissingBarrier, Some(0)));
     assert!(
-        text.contains("warp 0 reads element 8 of shared0, which another warp wrote"),
+        text.contains("warp 0 reads element 8 of shared0, which another thread wrote"),
         "{text}"
     );
     let (kind, _, text) = fault(run(&exchange(true, true), [1, 1, 1], 16).unwrap_err());
     assert_eq!(kind, FaultKind::MissingBarrier);
     assert!(
-        text.contains("overwrites element 0 of shared0, which another warp read"),
+        text.contains("overwrites element 0 of shared0, which another thread read"),
         "{text}"
     );
 }
@@ -463,7 +501,7 @@ fn global_memory_across_warps_needs_barriers_too() {
     let (kind, thread, text) = fault(run(&global_exchange(false, false), [1, 1, 1], 32).unwrap_err());
     assert_eq!((kind, thread), (FaultKind::MissingBarrier, Some(0)));
     assert!(
-        text.contains("warp 0 reads element 8 of buffer 0 (`out`), which another warp wrote"),
+        text.contains("warp 0 reads element 8 of buffer 0 (`out`), which another thread wrote"),
         "{text}"
     );
     // Atomics do not race with each other, but a read after them does.
@@ -473,7 +511,7 @@ fn global_memory_across_warps_needs_barriers_too() {
     );
     let (kind, _, text) = fault(run(&global_exchange(false, true), [1, 1, 1], 32).unwrap_err());
     assert_eq!(kind, FaultKind::MissingBarrier);
-    assert!(text.contains("which another warp updated atomically"), "{text}");
+    assert!(text.contains("which another thread updated atomically"), "{text}");
 }
 
 /// Buffers that share bytes (`ThreadKernel::shared_offsets`, where the backend reuses

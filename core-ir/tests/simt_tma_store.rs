@@ -2,7 +2,7 @@
 //! 8 rows of 64 f16 (128-byte rows, 128-byte swizzle) written by the threads, then copied by
 //! thread 0 to a box of a view, clipped to the view's edge; and the faults of a store whose
 //! source is written before its read is waited for, that is never waited for, or that reads
-//! other warps' writes with no barrier between.
+//! other threads' writes (of its warp or others) with no barrier between.
 
 use half::f16;
 use rutile_ir::interp::simt::run_threads;
@@ -166,15 +166,18 @@ fn a_store_never_waited_for_is_a_fault() {
 }
 
 #[test]
-fn a_store_of_other_warps_writes_needs_a_barrier() {
+fn a_store_of_other_threads_writes_needs_a_barrier() {
     let src = Rng::new(8).f16s((ROWS * COLS) as usize, -4.0, 4.0);
     let case = Case { barrier: false, ..GOOD };
     assert_eq!(fault_kind(run(case, &src, (8, 3))), FaultKind::MissingBarrier);
-    // One warp reads its own writes: no barrier needed.
-    let one = Case {
+    // With one warp too: thread 0 copies what the other threads of its warp wrote, and
+    // they need not have written it yet (a warp's threads do not run in step).
+    let one = Case { warps: 1, ..GOOD };
+    assert!(run(one, &src, (8, 3)).is_ok());
+    let one_unordered = Case {
         warps: 1,
         barrier: false,
         ..GOOD
     };
-    assert!(run(one, &src, (8, 3)).is_ok());
+    assert_eq!(fault_kind(run(one_unordered, &src, (8, 3))), FaultKind::MissingBarrier);
 }

@@ -174,8 +174,9 @@ pub enum FaultKind {
     /// Threads of one store wrote different values to one element: the result would depend
     /// on the hardware's order. Per-thread IR only.
     RacingStores,
-    /// An access by one warp to an element of shared or global memory that another warp
-    /// wrote (or read, for a write) since the last barrier. Per-thread IR only.
+    /// An access by one thread to an element of shared or global memory that another thread,
+    /// of its warp or another, wrote (or read, for a write) since the last barrier.
+    /// Per-thread IR only.
     MissingBarrier,
     /// A register read before any statement wrote it. Per-thread IR only.
     UndefinedRegister,

@@ -17,9 +17,12 @@
 //!   buffer, whose base GPUs align);
 //! - threads of one store writing different values to one element
 //!   ([`FaultKind::RacingStores`]; the same value from several threads is fine);
-//! - an element of shared or global memory read by one warp after another warp wrote it, or
-//!   written by one warp after another warp wrote or read it, with no barrier in between
-//!   ([`FaultKind::MissingBarrier`]; lockstep hides these, real warps do not run in step).
+//! - an element of shared or global memory read by one thread after another thread wrote
+//!   it, or written by one thread after another wrote or read it, with no barrier in
+//!   between ([`FaultKind::MissingBarrier`]; lockstep hides these, and real warps do not run
+//!   in step; nor do the threads of one warp: since Volta a warp's threads are scheduled
+//!   independently, and Vulkan promises nothing of a subgroup's, so that a warp exchanging
+//!   data through memory needs a barrier as much as two warps do).
 //!   Writes of the value an element already holds are exempt, and atomics do not race with
 //!   each other. Barriers order nothing else here: in lockstep they are otherwise no-ops.
 //!   (Programs are not checked against each other: they run one after another, in the
@@ -347,20 +350,21 @@ enum Def {
     Some(Vec<bool>),
 }
 
-/// Who touched an element since the last barrier (bit masks over warps, modulo 64).
+/// Who touched an element since the last barrier: bit masks of threads, each thread its
+/// warp's bit (modulo 64) and, 64 bits higher, its lane's (see `Sim::thread_bits`).
 #[derive(Clone, Copy, Default)]
 struct Track {
     /// The program the rest speaks of (older records are void).
     program: u64,
     /// The barrier epoch of the last write (0: none in this program).
     write_epoch: u32,
-    /// The statement that wrote it last, and its warps.
+    /// The statement that wrote it last, and its threads.
     write_stmt: u64,
-    write_warps: u64,
+    writers: u128,
     /// Whether the last write was an atomic.
     write_atomic: bool,
     read_epoch: u32,
-    read_warps: u64,
+    readers: u128,
     /// Where another buffer sharing the element's bytes wrote them since this one did, that
     /// buffer's index + 1 (0: none).
     clobbered_by: u32,
@@ -1210,6 +1214,15 @@ impl<'s> Sim<'s> {
         1 << (((t + self.tid_base) / self.warp_size) % 64)
     }
 
+    /// Thread `t` in a [`Track`]'s masks: its warp's bit and its lane's. Two threads differ
+    /// exactly where one's bits are not all in the other's mask, so that a mask less a
+    /// thread's bits is empty only where the thread alone is in it (modulo 64 warps and 64
+    /// lanes).
+    fn thread_bits(&self, t: usize) -> u128 {
+        let g = t + self.tid_base;
+        (1u128 << ((g / self.warp_size) % 64)) | (1u128 << (64 + (g % self.warp_size) % 64))
+    }
+
     /// Records an access by thread `t` to element `e` of `m` (a buffer offset); faults if
     /// another warp's access since the last barrier makes it a race.
     fn touch(&mut self, m: Space, e: i64, t: usize, mut access: Access) -> Result<(), SimFault> {
@@ -1220,7 +1233,7 @@ impl<'s> Sim<'s> {
                 self.wgmma_read_guard(alloc, e, t)?;
             }
         }
-        let (epoch, serial, w, program) = (self.epoch, self.serial, self.warp_bit(t), self.program);
+        let (epoch, serial, w, program) = (self.epoch, self.serial, self.thread_bits(t), self.program);
         let track = match m {
             Space::Shared { alloc } => {
                 self.mark_epochs(alloc as usize, epoch, epoch);
@@ -1289,7 +1302,7 @@ impl<'s> Sim<'s> {
                 Access::Atomic => "updates",
             };
             let message =
-                format!("warp {warp} {verb} element {e} of {name}, which another warp {what} with no barrier since");
+                format!("warp {warp} {verb} element {e} of {name}, which another thread {what} with no barrier since");
             fault(FaultKind::MissingBarrier, t, message)
         })
     }
@@ -1307,12 +1320,12 @@ enum Access {
 }
 
 impl Track {
-    /// Records an access by the warps in `w` in statement `serial` of barrier epoch `epoch`;
-    /// returns what another warp did to the element since the last barrier that makes the
-    /// access a race. Atomics do not race with each other.
-    fn access(&mut self, access: Access, epoch: u32, serial: u64, w: u64) -> Result<(), &'static str> {
-        let others_wrote = self.write_epoch == epoch && self.write_stmt != serial && self.write_warps & !w != 0;
-        let others_read = self.read_epoch == epoch && self.read_warps & !w != 0;
+    /// Records an access by the thread `w` ([`Sim::thread_bits`]) in statement `serial` of
+    /// barrier epoch `epoch`; returns what another thread did to the element since the last
+    /// barrier that makes the access a race. Atomics do not race with each other.
+    fn access(&mut self, access: Access, epoch: u32, serial: u64, w: u128) -> Result<(), &'static str> {
+        let others_wrote = self.write_epoch == epoch && self.write_stmt != serial && self.writers & !w != 0;
+        let others_read = self.read_epoch == epoch && self.readers & !w != 0;
         match access {
             Access::Read => {
                 if others_wrote {
@@ -1324,9 +1337,9 @@ impl Track {
                 }
                 if self.read_epoch != epoch {
                     self.read_epoch = epoch;
-                    self.read_warps = 0;
+                    self.readers = 0;
                 }
-                self.read_warps |= w;
+                self.readers |= w;
                 return Ok(());
             }
             Access::Write { same: true } => return Ok(()),
@@ -1342,15 +1355,15 @@ impl Track {
             _ => {}
         }
         let atomic = matches!(access, Access::Atomic);
-        // The warps of the last write, or of all atomics since the barrier.
+        // The threads of the last write, or of all atomics since the barrier.
         let keep = self.write_epoch == epoch && (self.write_stmt == serial || atomic && self.write_atomic);
         if !keep {
-            self.write_warps = 0;
+            self.writers = 0;
         }
         self.write_epoch = epoch;
         self.write_stmt = serial;
         self.write_atomic = atomic;
-        self.write_warps |= w;
+        self.writers |= w;
         Ok(())
     }
 }

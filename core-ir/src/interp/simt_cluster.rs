@@ -414,7 +414,7 @@ impl<'s> Sim<'s> {
             }
             let verb = if track.write_epoch >= since && track.write_stmt != REMOTE {
                 Some("writes")
-            } else if track.read_epoch >= since && track.read_warps != 0 {
+            } else if track.read_epoch >= since && track.readers != 0 {
                 Some("reads")
             } else {
                 None
@@ -428,7 +428,7 @@ impl<'s> Sim<'s> {
             }
             track.write_epoch = at;
             track.write_stmt = REMOTE;
-            track.write_warps = 0;
+            track.writers = 0;
             track.write_atomic = false;
         }
         let ptrs: Vec<Pointer> = st

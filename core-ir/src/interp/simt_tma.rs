@@ -472,10 +472,10 @@ impl Sim<'_> {
                 let mut probe = self.track[alloc as usize][e as usize];
                 if probe.program == self.program {
                     probe
-                        .access(Access::Write { same: false }, self.epoch, self.serial, self.warp_bit(t))
+                        .access(Access::Write { same: false }, self.epoch, self.serial, self.thread_bits(t))
                         .map_err(|what| {
                             let message = format!(
-                                "a TMA copy issued by warp {} overwrites element {e} of shared{alloc}, which another warp {what} with no barrier since",
+                                "a TMA copy issued by warp {} overwrites element {e} of shared{alloc}, which another thread {what} with no barrier since",
                                 t / self.warp_size
                             );
                             fault(FaultKind::MissingBarrier, t, message)
@@ -600,9 +600,9 @@ impl Sim<'_> {
             self.mbarrier_guard(c.alloc, e, c.thread)?;
             let track = &self.track[c.alloc as usize][e as usize];
             if track.program == self.program && track.write_epoch != 0 && track.write_stmt > c.issued {
-                let by = match track.write_warps {
+                let by = match track.writers {
                     0 => "another TMA copy".to_string(),
-                    w => format!("warp {}", w.trailing_zeros()),
+                    w => format!("warp {}", (w as u64).trailing_zeros()),
                 };
                 let message = format!(
                     "element {e} of shared{} is written by {by} while a TMA copy into it is in flight",
@@ -625,10 +625,10 @@ impl Sim<'_> {
             program: self.program,
             write_epoch: self.epoch,
             write_stmt: self.serial,
-            write_warps: 0,
+            writers: 0,
             write_atomic: false,
             read_epoch: 0,
-            read_warps: 0,
+            readers: 0,
             clobbered_by: 0,
         };
         for &e in &c.dst {

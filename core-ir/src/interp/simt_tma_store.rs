@@ -2,7 +2,7 @@
 //! `Stmt::BulkWaitRead`).
 //!
 //! A store is modelled at its earliest: when it is issued, its box is read from shared
-//! memory (each element as a read by the issuing thread, so an element that another warp
+//! memory (each element as a read by the issuing thread, so an element that another thread
 //! wrote with no barrier since, or that nobody wrote, is a fault) and the elements inside
 //! the tensor map's view are written to global memory. Until a `BulkWaitRead` of the
 //! issuing thread covers it, the hardware may still be reading the source: any write to
