@@ -149,18 +149,22 @@ pub(crate) fn load(
     Ok(())
 }
 
-/// `cp.async.bulk.tensor.2d` of element `src` of shared buffer `alloc` to the box of
-/// tensor map `map` at `coords`, completing in the thread's bulk groups.
-pub(crate) fn store(e: &mut Emitter, map: u32, alloc: u32, src: Reg, coords: &[Reg; 2], pred: Option<Reg>) -> Res {
+/// `cp.async.bulk.tensor.Nd` of element `src` of shared buffer `alloc` to the box of
+/// tensor map `map` at `coords` (2 to 5 of them), completing in the thread's bulk groups.
+pub(crate) fn store(e: &mut Emitter, map: u32, alloc: u32, src: Reg, coords: &[Reg], pred: Option<Reg>) -> Res {
     require(e, "cp.async.bulk.tensor")?;
+    if !(2..=5).contains(&coords.len()) {
+        return Err(format!("a tensor store of {} dimensions (2 to 5)", coords.len()));
+    }
     let tmap = e.tmap_base[map as usize].clone();
     let size = e.k.shared[alloc as usize].elem.size_bytes();
     let from = shared_addr(e, alloc, src, size);
-    let (x, y) = (e.r(coords[0]), e.r(coords[1]));
+    let rank = coords.len();
+    let at = coords.iter().map(|&c| e.r(c)).collect::<Vec<_>>().join(", ");
     let guard = pred.map(|p| e.r(p));
     e.guarded(guard, |e| {
         e.ins(format!(
-            "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{tmap}, {{{x}, {y}}}], [{from}]"
+            "cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [{tmap}, {{{at}}}], [{from}]"
         ))
     });
     Ok(())

@@ -519,6 +519,38 @@ fn attention_copies_k_and_v_across_heads() {
     }
 }
 
+/// With stores across outer dimensions too (`Target::tma_store_outer`), attention's output
+/// leaves through 4-D TMA stores (one thread, after the staging tile's fence and barrier)
+/// in place of the exchange and 16-byte stores, in the plain and the warp-specialized walk;
+/// `ptxas` assembles each for sm_90a without spills (`-- --nocapture` prints registers).
+#[test]
+fn attention_stores_its_output_across_heads() {
+    for (bm, bn, warps, stages, specialize) in [(128, 64, 8, 3, false), (64, 128, 4, 2, false), (128, 128, 8, 2, true)]
+    {
+        let meta = AttentionMeta {
+            rotate: specialize,
+            ..AttentionMeta::fp16(bm, bn, 64, false)
+        };
+        let kernel = seeds::attention_forward(&meta).unwrap();
+        let label = format!("attention storing across heads, {bm}x{bn}, {stages} stages, specialized {specialize}");
+        let target = Target {
+            tma_outer: true,
+            tma_store_outer: true,
+            warp_specialize: specialize,
+            ..h100(warps, stages)
+        };
+        let ptx = assemble_aligned_sm90(&label, &kernel, &target);
+        assert!(
+            ptx.contains("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group"),
+            "{label}:\n{ptx}"
+        );
+        if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+            println!("{label}: {registers} registers, {spilled} bytes spilled");
+            assert_eq!(spilled, 0, "{label}");
+        }
+    }
+}
+
 /// Attention's walk warp-specialized (`Target::warp_specialize`, K and V through TMA across
 /// heads) in the configurations `specialized_attention_configs` gives the autotuner through
 /// CUDA (head dimension 64, rotated, 8 consumer warps): a producer warpgroup issues the

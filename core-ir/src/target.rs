@@ -47,6 +47,12 @@ pub struct Target {
     /// measured no faster than the `cp.async` ring for attention on an H200 (the runtime's
     /// `RUTILE_TMA_OUTER=1` turns it on).
     pub tma_outer: bool,
+    /// Where [`tma_outer`](Self::tma_outer) and [`tma_store`](Self::tma_store) are on,
+    /// whether a store's box may span outer dimensions and unmasked ones too (attention's
+    /// output, across heads, with its head dimension unmasked; `lower::tma_store`). Off by
+    /// default until measured against the exchange it replaces (the runtime's
+    /// `RUTILE_TMA_STORE_OUTER=1` turns it on).
+    pub tma_store_outer: bool,
     /// Whether threads can copy global memory to shared memory asynchronously (`cp.async`,
     /// sm_80 and later): the loads that feed a `dot` on the tensor cores in a loop then go
     /// through a ring of [`num_stages`](Self::num_stages) buffers (see `lower::pipeline`).
@@ -147,6 +153,7 @@ impl Target {
             tma: false,
             tma_store: true,
             tma_outer: false,
+            tma_store_outer: false,
             async_copy: false,
             num_stages: 1,
             reuse_shared: SharedReuse::Any,

@@ -892,12 +892,16 @@ fn the_masked_walk_runs_its_unmasked_steps_first() {
 /// the walks' K and V tiles are boxes: the head offset `off_z * stride_z + off_h * stride_h`
 /// becomes two outer dimensions of their maps (innermost first), the whole blocks' unmasked
 /// rows take their extent from the strides at launch, and the ragged block's mask bounds
-/// it. Without it none is. Either way the kernel is the interpreter's in the simulator.
+/// it; and where the target also lets stores span them (`Target::tma_store_outer`), the
+/// output's store is one too (bounded by `N_CTX` along its rows), a TMA store of the same
+/// rank. Without them none is. Either way the kernel is the interpreter's in the
+/// simulator.
 #[test]
 fn k_and_v_go_through_tma_across_heads() {
     use rutile_ir::thread::LaunchValue::Param;
     let target = |outer| Target {
         tma_outer: outer,
+        tma_store_outer: outer,
         ..hopper_pipelined(4, 3)
     };
     let shape = Shape {
@@ -916,22 +920,34 @@ fn k_and_v_go_through_tma_across_heads() {
         let kernel = attention_forward(&meta).unwrap();
         let copies = |t: &Target| {
             let tk = rutile_ir::lower::lower(&kernel, t, &spec).unwrap();
-            let mut ranks = Vec::new();
-            tk.walk(&mut |s| {
-                if let Stmt::TmaLoad { coords, .. } = s {
-                    ranks.push(coords.len());
-                }
+            let (mut ranks, mut stores) = (Vec::new(), Vec::new());
+            tk.walk(&mut |s| match s {
+                Stmt::TmaLoad { coords, .. } => ranks.push(coords.len()),
+                Stmt::TmaStore { coords, .. } => stores.push(coords.len()),
+                _ => {}
             });
-            (ranks, tk.tensor_maps.clone())
+            (ranks, stores, tk.tensor_maps.clone())
         };
         let at = format!("causal {causal}, split {split_diagonal}");
-        assert_eq!(copies(&target(false)).0, Vec::<usize>::new(), "{at}");
-        let (ranks, maps) = copies(&target(true));
+        let (ranks, stores, _) = copies(&target(false));
+        assert!(ranks.is_empty() && stores.is_empty(), "{at}");
+        let (ranks, stores, maps) = copies(&target(true));
         assert!(!ranks.is_empty() && ranks.iter().all(|&r| r == 4), "{at}: {ranks:?}");
+        assert_eq!(stores, vec![4], "{at}: the output's store");
+        let loads_only = Target {
+            tma_store_outer: false,
+            ..target(true)
+        };
+        let (ranks_only, stores_only, _) = copies(&loads_only);
+        assert!(
+            ranks_only == ranks && stores_only.is_empty(),
+            "{at}: without `tma_store_outer`"
+        );
         // Parameters: Q, K, V, sm_scale, M, Out, then Q's, K's, V's and Out's four strides.
         for m in &maps {
-            let first = 6 + 4 * m.param;
-            assert!(m.param == 1 || m.param == 2, "{at}: {m:?}");
+            // (Out's strides follow V's: parameter 5's are 18 to 21.)
+            let first = if m.param == 5 { 18 } else { 6 + 4 * m.param };
+            assert!([1, 2, 5].contains(&m.param), "{at}: {m:?}");
             assert_eq!(m.stride, Param(first + 2), "{at}: {m:?}");
             assert_eq!(
                 m.outer,
@@ -941,10 +957,15 @@ fn k_and_v_go_through_tma_across_heads() {
             // Along the head dimension (x) the whole row, unmasked, from column 0.
             assert_eq!(m.dims[0], None, "{at}: {m:?}");
         }
-        // The whole blocks' rows are unmasked, a masked walk's bounded by N_CTX.
+        // The whole blocks' rows are unmasked, a masked walk's bounded by N_CTX, and so are
+        // the output's.
         let whole_blocks = !causal || split_diagonal;
         assert_eq!(maps.iter().any(|m| m.dims[1].is_none()), whole_blocks, "{at}: {maps:?}");
         assert!(maps.iter().any(|m| m.dims[1] == Some(Param(24))), "{at}: {maps:?}");
+        assert!(
+            maps.iter().any(|m| m.param == 5 && m.dims[1] == Some(Param(24))),
+            "{at}: {maps:?}"
+        );
         let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
         let b = buffers(&mut rng, shape);
         simulate_on(&at, &kernel, &[target(true)], grid, &args(shape), &b, 2e-3);
@@ -1581,4 +1602,54 @@ fn a_lowered_kernel_says_what_its_dots_run_on() {
     let copy = rutile_ir::seeds::vector_add(F32, 1024).unwrap();
     let spec = rutile_ir::target::Specialization::default();
     assert_eq!(rutile_ir::lower::lower(&copy, &coop(4), &spec).unwrap().dots, None);
+}
+
+/// The output stored by TMA across heads (`Target::tma_store_outer`) in the
+/// warp-specialized walk, rotated and not, causal and not: one 4-D store a column block,
+/// issued by the consumers' first thread, and the kernel the interpreter's in the simulator
+/// (which reads the staging tile when the store is issued and faults a write to it before
+/// the wait on its reads).
+#[test]
+fn the_output_leaves_by_tma_across_heads() {
+    let shape = Shape {
+        z: 2,
+        h: 3,
+        n: 200,
+        d: 64,
+    };
+    let target = Target {
+        tma_outer: true,
+        tma_store_outer: true,
+        warp_specialize: true,
+        ..hopper_pipelined(8, 2)
+    };
+    let spec = runtime_spec(&args(shape));
+    let mut rng = Rng::new(76);
+    for (causal, rotate) in [(false, true), (false, false), (true, true)] {
+        let meta = AttentionMeta {
+            rotate,
+            ..AttentionMeta::fp16(128, 128, shape.d as u32, causal)
+        };
+        let kernel = attention_forward(&meta).unwrap();
+        let tk = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
+        let mut stores = Vec::new();
+        tk.walk(&mut |s| {
+            if let Stmt::TmaStore { coords, .. } = s {
+                stores.push(coords.len());
+            }
+        });
+        let at = format!("causal {causal}, rotate {rotate}");
+        assert_eq!(stores, vec![4], "{at}: one box of 64 columns, 4-D");
+        let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+        let b = buffers(&mut rng, shape);
+        simulate_on(
+            &at,
+            &kernel,
+            std::slice::from_ref(&target),
+            grid,
+            &args(shape),
+            &b,
+            2e-3,
+        );
+    }
 }

@@ -68,7 +68,7 @@ fn kernel(case: Case) -> ThreadKernel {
         map: 0,
         alloc: 0,
         src: zero,
-        coords: [x, y],
+        coords: vec![x, y],
         pred: Some(first),
     });
     k.push(Stmt::BulkCommit { pred: Some(first) });

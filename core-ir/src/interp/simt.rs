@@ -873,7 +873,7 @@ impl<'s> Sim<'s> {
                 src,
                 coords,
                 pred,
-            } => self.tma_store(*map, *alloc, *src, *coords, *pred),
+            } => self.tma_store(*map, *alloc, *src, coords, *pred),
             Stmt::BulkCommit { pred } => self.bulk_commit(*pred),
             Stmt::BulkWaitRead { alloc, pred } => self.bulk_wait_read(*alloc, *pred),
             // Ordering only: the simulator's shared memory has one proxy, and its registers

@@ -39,7 +39,7 @@ impl Sim<'_> {
         map: u32,
         alloc: u32,
         src: Reg,
-        coords: [Reg; 2],
+        coords: &[Reg],
         pred: Option<Reg>,
     ) -> Result<(), SimFault> {
         let Some((active, view)) = self.tma_begin(map, alloc, pred, "a TMA store")? else {
@@ -49,8 +49,11 @@ impl Sim<'_> {
         let (m, param, elem, eb) = (view.m, view.param, view.elem, view.eb);
         let repeat = 8 * m.swizzle as i64;
         let srcs = self.read(src, Some(&active))?.ints()?.to_vec();
-        let cx = self.read(coords[0], Some(&active))?.ints()?.to_vec();
-        let cy = self.read(coords[1], Some(&active))?.ints()?.to_vec();
+        let corners: Vec<Vec<i64>> = coords
+            .iter()
+            .map(|&c| Ok(self.read(c, Some(&active))?.ints()?.to_vec()))
+            .collect::<Result<_, SimFault>>()?;
+        let (cx, cy) = (&corners[0], &corners[1]);
         let [bw, bh] = m.box_dims.map(|d| d as i64);
         for t in (0..self.threads).filter(|&t| active[t]) {
             let start = srcs[t].wrapping_mul(eb);
@@ -75,7 +78,8 @@ impl Sim<'_> {
                     let at = self.box_shared_element(alloc, &view, srcs[t], (bx, by), t)?;
                     self.touch(Space::Shared { alloc }, at, t, Access::Read)?;
                     elements.push(at);
-                    let at_xy = [cx[t] + bx, cy[t] + by];
+                    let mut at_xy = vec![cx[t] + bx, cy[t] + by];
+                    at_xy.extend(corners[2..].iter().map(|c| c[t]));
                     let Some(offset) = self.map_element(map, &view, &at_xy, t, "a TMA store ... writes")? else {
                         continue;
                     };

@@ -452,15 +452,18 @@ impl Lowerer<'_> {
     /// The box store `store` writes, if it is one (module comment, with the tile's index
     /// in place of the loop's trip count, and no wrapped dimension); `contiguous` is the
     /// tile dimension its elements run along. For a store outside every loop: the origin's
-    /// scalars are read where the store is.
+    /// scalars are read where the store is. Where the target lets a store's box span outer
+    /// dimensions (`Target::tma_store_outer`), it may, and a dimension its mask does not
+    /// bound takes its extent from the launch, as a load's: the box then writes what the
+    /// unmasked store writes.
     pub(crate) fn tma_store_box(&self, store: &Inst, contiguous: usize) -> Option<TmaBox> {
         let Op::Store { ptr, mask, .. } = store.op else {
             return None;
         };
         let mut cx = Affine::new(self, None);
         let view = self.box_view(&mut cx, ptr, mask, contiguous)?;
-        // (A store's box is masked along both dimensions and has no outer ones.)
-        if !view.wrapped.is_empty() || view.dims.iter().any(Option::is_none) || !view.outer.is_empty() {
+        let spans = !view.outer.is_empty() || view.dims.iter().any(Option::is_none);
+        if !view.wrapped.is_empty() || spans && !self.target.tma_store_outer {
             return None;
         }
         Some(view.with_trips(Poly::constant(0), Poly::constant(1)))

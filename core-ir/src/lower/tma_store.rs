@@ -56,13 +56,15 @@ impl Lowerer<'_> {
             return Ok(false);
         };
 
-        // (A store's box is bounded by its mask along both dimensions and has no outer ones:
-        // `tma_store_box`.)
+        let mut outer = [None; 3];
+        for (o, &(stride, _)) in outer.iter_mut().zip(&region_box.outer) {
+            *o = Some(stride);
+        }
         self.tensor_maps.push(TensorMap {
             param: region_box.param,
             dims: region_box.dims,
             stride: region_box.stride,
-            outer: [None; 3],
+            outer,
             box_dims: [tile.block_cols, tile.rows],
             swizzle: tile.block_cols * elem.size_bytes() as u32,
         });
@@ -126,6 +128,11 @@ impl Lowerer<'_> {
         let zero = self.i32c(0);
         let x0 = self.poly_value(&region_box.origin[0], zero)?;
         let y0 = self.poly_value(&region_box.origin[1], zero)?;
+        let outer_at = region_box
+            .outer
+            .iter()
+            .map(|(_, index)| self.poly_value(index, zero))
+            .collect::<Result<Vec<_>, _>>()?;
         let tid = self.program_thread_id();
         let first = self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, tid, zero));
         for b in 0..tile.cols / tile.block_cols {
@@ -136,7 +143,7 @@ impl Lowerer<'_> {
                 map: map_index,
                 alloc: staging,
                 src: src_at,
-                coords: [x, y0],
+                coords: [vec![x, y0], outer_at.clone()].concat(),
                 pred: Some(first),
             });
         }

@@ -468,8 +468,9 @@ pub enum Stmt {
     },
     /// Where `pred` holds: starts a copy of a box of shared buffer `alloc`, from element `src`
     /// (laid out and swizzled as [`TensorMap`] says, as [`Stmt::TmaLoad`] leaves a box), to
-    /// the box of tensor map `map` whose first element is `(coords[0], coords[1])`; elements
-    /// outside the map are not written. PTX's `cp.async.bulk.tensor.2d.global.shared::cta`
+    /// the box of tensor map `map` whose first element is at `coords` (`x`, `y`, then an
+    /// index into each of the map's outer dimensions, as [`Stmt::TmaLoad`]'s); elements
+    /// outside the map are not written. PTX's `cp.async.bulk.tensor.Nd.global.shared::cta`
     /// with `bulk_group` completion: the copy joins the thread's next [`Stmt::BulkCommit`]
     /// group, reads shared memory until a [`Stmt::BulkWaitRead`] covers that group, and
     /// sees only the writes made visible to the asynchronous proxy
@@ -479,7 +480,7 @@ pub enum Stmt {
         map: u32,
         alloc: u32,
         src: Reg,
-        coords: [Reg; 2],
+        coords: Vec<Reg>,
         pred: Option<Reg>,
     },
     /// Where `pred` holds: closes the thread's [`Stmt::TmaStore`]s since the last commit into

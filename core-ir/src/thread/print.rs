@@ -337,9 +337,8 @@ impl ThreadKernel {
                     pred,
                 } => writeln!(
                     out,
-                    "{pad}tma_store map{map}[{}, {}] = shared{alloc}[{}]{}",
-                    self.r(coords[0]),
-                    self.r(coords[1]),
+                    "{pad}tma_store map{map}[{}] = shared{alloc}[{}]{}",
+                    coords.iter().map(|&c| self.r(c)).collect::<Vec<_>>().join(", "),
                     self.r(*src),
                     pred.map(|p| format!(" if {}", self.r(p))).unwrap_or_default()
                 ),

@@ -379,6 +379,9 @@ impl Device for CudaGpu {
                 // ones: asked for by the launch, or by `RUTILE_TMA_OUTER=1` for every launch
                 // (off by default: no faster than the `cp.async` ring for attention).
                 tma_outer: options.tma_outer || std::env::var("RUTILE_TMA_OUTER").is_ok_and(|v| v.trim() == "1"),
+                // With them, stores of boxes across outer dimensions too (attention's output),
+                // asked for by `RUTILE_TMA_STORE_OUTER=1` until measured.
+                tma_store_outer: std::env::var("RUTILE_TMA_STORE_OUTER").is_ok_and(|v| v.trim() == "1"),
                 // `cp.async` from sm_80: the dot's operand loads are pipelined over
                 // `num_stages` shared buffers.
                 async_copy: major >= 8,
