@@ -49,6 +49,15 @@ fn args(s: Shape) -> Vec<ArgValue> {
     args
 }
 
+/// Runs `meta`'s kernel on random inputs of `shape` in the interpreter and, lowered for
+/// each of `targets`, in the simulator, and compares them (`simulate_on`).
+fn simulate_attention(at: &str, meta: &AttentionMeta, targets: &[Target], shape: Shape, rng: &mut Rng) {
+    let kernel = attention_forward(meta).unwrap();
+    let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
+    let b = buffers(rng, shape);
+    simulate_on(at, &kernel, targets, grid, &args(shape), &b, 2e-3);
+}
+
 /// `softmax(Q K^T sm_scale) V` per head in f64, and each query's log-sum-exp of its scaled
 /// scores in base 2.
 fn reference(q: &[f64], k: &[f64], v: &[f64], s: Shape, causal: bool) -> (Vec<f64>, Vec<f64>) {
@@ -966,9 +975,7 @@ fn k_and_v_go_through_tma_across_heads() {
             maps.iter().any(|m| m.param == 5 && m.dims[1] == Some(Param(24))),
             "{at}: {maps:?}"
         );
-        let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
-        let b = buffers(&mut rng, shape);
-        simulate_on(&at, &kernel, &[target(true)], grid, &args(shape), &b, 2e-3);
+        simulate_attention(&at, &meta, &[target(true)], shape, &mut rng);
     }
 }
 
@@ -1080,17 +1087,7 @@ fn the_specialized_walk_takes_turns() {
                     "{e}"
                 );
             }
-            let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
-            let b = buffers(&mut rng, shape);
-            simulate_on(
-                &at,
-                &kernel,
-                std::slice::from_ref(&target),
-                grid,
-                &args(shape),
-                &b,
-                2e-3,
-            );
+            simulate_attention(&at, &meta, std::slice::from_ref(&target), shape, &mut rng);
         }
     }
 }
@@ -1144,9 +1141,7 @@ fn the_head_128_ping_pong_walks_a_persistent_grid() {
         let tk = rutile_ir::lower::lower(&kernel, &target(stages), &runtime_spec(&args(shape))).unwrap();
         assert!(tk.persistent.is_some(), "{at}");
         assert_each_side_walks_the_tiles(&tk, &at);
-        let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
-        let b = buffers(&mut rng, shape);
-        simulate_on(&at, &kernel, &[target(stages)], grid, &args(shape), &b, 2e-3);
+        simulate_attention(&at, &meta, &[target(stages)], shape, &mut rng);
     }
     let ragged = attention_forward(&AttentionMeta {
         rotate: true,
@@ -1640,16 +1635,6 @@ fn the_output_leaves_by_tma_across_heads() {
         });
         let at = format!("causal {causal}, rotate {rotate}");
         assert_eq!(stores, vec![4], "{at}: one box of 64 columns, 4-D");
-        let grid = meta.grid(shape.z as u32, shape.h as u32, shape.n as u32);
-        let b = buffers(&mut rng, shape);
-        simulate_on(
-            &at,
-            &kernel,
-            std::slice::from_ref(&target),
-            grid,
-            &args(shape),
-            &b,
-            2e-3,
-        );
+        simulate_attention(&at, &meta, std::slice::from_ref(&target), shape, &mut rng);
     }
 }

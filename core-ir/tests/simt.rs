@@ -263,15 +263,23 @@ fn uniform_loops_run() {
 /// Thread t writes shared[t]; thread t then reads shared[(t + 8) % 16] (another warp's, with
 /// warps of 8), with or without a barrier between.
 fn exchange(barrier: bool, overwrite: bool) -> ThreadKernel {
-    let mut k = kernel(2, 8);
-    k.shared(I32, 16);
+    exchange_among(2, 8, barrier, overwrite)
+}
+
+/// On `warps` warps of 8 threads, thread t writes shared[t], then reads
+/// shared[(t + shift) % threads], with or without a barrier between; with `overwrite` it
+/// writes shared[t] again after the read, with no barrier.
+fn exchange_among(warps: u32, shift: i64, barrier: bool, overwrite: bool) -> ThreadKernel {
+    let threads = warps as i64 * 8;
+    let mut k = kernel(warps, 8);
+    k.shared(I32, threads as u32);
     let tid = k.thread_id();
     k.store(vec![tid], SHARED, tid, None);
     if barrier {
         k.push(Stmt::Barrier);
     }
-    let (eight, mask) = (k.int(I32, 8), k.int(I32, 15));
-    let shifted = k.bin(BinaryOp::Add, tid, eight);
+    let (shift, mask) = (k.int(I32, shift), k.int(I32, threads - 1));
+    let shifted = k.bin(BinaryOp::Add, tid, shift);
     let other = k.bin(BinaryOp::And, shifted, mask);
     let r = k.reg(I32);
     k.push(Stmt::Load {
@@ -296,28 +304,7 @@ fn exchange(barrier: bool, overwrite: bool) -> ThreadKernel {
 /// of a subgroup's), so an exchange within a warp needs the barrier too.
 #[test]
 fn shared_memory_within_a_warp_needs_barriers_too() {
-    let exchange = |barrier: bool| {
-        let mut k = kernel(1, 8);
-        k.shared(I32, 8);
-        let tid = k.thread_id();
-        k.store(vec![tid], SHARED, tid, None);
-        if barrier {
-            k.push(Stmt::Barrier);
-        }
-        let (one, mask) = (k.int(I32, 1), k.int(I32, 7));
-        let next = k.bin(BinaryOp::Add, tid, one);
-        let other = k.bin(BinaryOp::And, next, mask);
-        let r = k.reg(I32);
-        k.push(Stmt::Load {
-            dsts: vec![r],
-            mem: SHARED,
-            index: other,
-            pred: None,
-            cache: CacheModifier::Default,
-        });
-        k.store(vec![r], OUT, tid, None);
-        k.finish()
-    };
+    let exchange = |barrier| exchange_among(1, 1, barrier, false);
     let out = run(&exchange(true), [1, 1, 1], 8).unwrap();
     assert_eq!(out, (0..8).map(|t| (t + 1) % 8).collect::<Vec<i32>>());
     let (kind, thread, text) = fault(run(&exchange(false), [1, 1, 1], 8).unwrap_err());
