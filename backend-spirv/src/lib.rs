@@ -182,6 +182,13 @@ pub struct SpirvTarget {
     /// holds every `f16` exactly): one 16-byte load or store where `vec4<f16>` takes two of
     /// 8 bytes. On by default; off to measure what it is worth.
     pub packed_f16: bool,
+    /// A subgroup barrier that orders workgroup memory (execution and memory scope
+    /// `Subgroup`, acquire-release on workgroup memory) before every cooperative-matrix load,
+    /// with [`SpirvTarget::subgroups`]. Through NVIDIA's driver on an H200 it made two
+    /// attention blocks that compute one subgroup's rows wrong compute them right, for a
+    /// reason not found (`docs/performance.md`, "The wrong Vulkan blocks, located"); its
+    /// cost is not measured yet, so it is off by default.
+    pub coop_load_fences: bool,
 }
 
 impl SpirvTarget {
@@ -197,6 +204,7 @@ impl SpirvTarget {
             immediate_size: 0,
             cooperative_matrix: true,
             packed_f16: true,
+            coop_load_fences: false,
         }
     }
 

@@ -262,6 +262,25 @@ fn attention_on_cooperative_matrices_validates() {
             t.walk(&mut |s| mul_adds += matches!(s, rutile_ir::thread::Stmt::CoopMulAdd { .. }) as usize);
             assert!(mul_adds > 0, "{block_m}x{block_n}: not on cooperative matrices");
             let (sk, _) = common::check(&t, &SpirvTarget::full(32));
+            // With `coop_load_fences`, a subgroup barrier before every cooperative load (and
+            // spirv-val accepts it); without, none.
+            let fenced = SpirvTarget {
+                coop_load_fences: true,
+                ..SpirvTarget::full(32)
+            };
+            let (fk, _) = common::check(&t, &fenced);
+            let (on, off) = (
+                common::fenced_coop_loads(&fk.spirv_words_hinted().unwrap()),
+                common::fenced_coop_loads(&sk.spirv_words_hinted().unwrap()),
+            );
+            assert!(
+                on.0 > 0 && on.1 == 0,
+                "{block_m}x{block_n}: {on:?} loads fenced and not"
+            );
+            assert!(
+                off.0 == 0 && off.1 == on.0,
+                "{block_m}x{block_n}: {off:?} without the fences"
+            );
             // The rescale's element-wise products are `OpFMul`s of cooperative matrices in
             // both kinds of words, and no subtraction of them is left.
             assert_eq!(sk.coop_products, coop_scale);

@@ -74,6 +74,13 @@ impl Cx<'_> {
     }
 
     pub(super) fn coop_stmt(&mut self, s: &Stmt) {
+        if self.coop_load_fences && matches!(s, Stmt::CoopLoad { .. }) {
+            // Workgroup memory in the semantics: Vulkan wants a storage class beside the
+            // acquire-release, and it is the memory the load reads.
+            self.stmt(Statement::ControlBarrier(
+                naga::Barrier::SUB_GROUP | naga::Barrier::WORK_GROUP,
+            ));
+        }
         match *s {
             Stmt::CoopLoad {
                 dst,

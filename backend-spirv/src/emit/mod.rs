@@ -64,6 +64,10 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
     caps.set(naga::valid::Capabilities::FLOAT64, target.shader_f64);
     caps.set(naga::valid::Capabilities::SUBGROUP, target.subgroups);
     caps.set(naga::valid::Capabilities::COOPERATIVE_MATRIX, scan.coop);
+    caps.set(
+        naga::valid::Capabilities::SUBGROUP_BARRIER,
+        scan.coop && target.subgroups && target.coop_load_fences,
+    );
     // `pack2x16float` / `unpack2x16float` of the `f16` buffers held as words (core in
     // Vulkan: GLSL.std.450's PackHalf2x16 and UnpackHalf2x16).
     caps.set(naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32, target.packed_f16);
@@ -237,6 +241,9 @@ struct Cx<'a> {
     print: Option<H>,
     /// The print sites emitted so far, in record order.
     prints: Vec<crate::PrintSite>,
+    /// A subgroup barrier before every cooperative-matrix load
+    /// ([`crate::SpirvTarget::coop_load_fences`]).
+    coop_load_fences: bool,
 }
 
 /// A read-write storage buffer of type `ty` at `binding` of group 0, named `name`: the
@@ -527,6 +534,7 @@ impl<'a> Cx<'a> {
             temps: 0,
             print,
             prints: Vec::new(),
+            coop_load_fences: target.coop_load_fences && target.subgroups,
         }
     }
 

@@ -54,6 +54,10 @@ fn reparse_wgsl(wgsl: &str, target: &SpirvTarget) {
     caps.set(naga::valid::Capabilities::SUBGROUP, target.subgroups);
     caps.set(naga::valid::Capabilities::IMMEDIATES, target.immediate_size > 0);
     caps.set(naga::valid::Capabilities::COOPERATIVE_MATRIX, target.cooperative_matrix);
+    caps.set(
+        naga::valid::Capabilities::SUBGROUP_BARRIER,
+        target.cooperative_matrix && target.subgroups && target.coop_load_fences,
+    );
     caps.set(naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32, target.packed_f16);
     if let Err(e) = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps).validate(&module) {
         panic!("the WGSL does not validate: {}\n{wgsl}", e.emit_to_string(wgsl));
@@ -187,4 +191,49 @@ pub fn reduction(warp: u32) -> ThreadKernel {
         |_| {},
     );
     kb.finish()
+}
+
+/// In `words`: the cooperative-matrix loads that a subgroup barrier (execution scope
+/// `Subgroup`) precedes with no barrier or cooperative-matrix operation between, and those
+/// it does not.
+pub fn fenced_coop_loads(words: &[u32]) -> (usize, usize) {
+    use rspirv::dr::Operand;
+    use rspirv::spirv::{Op, Scope};
+    let module = rspirv::dr::load_words(words).unwrap();
+    let constant = |id: u32| {
+        module
+            .types_global_values
+            .iter()
+            .find_map(|i| match (i.result_id, i.operands.as_slice()) {
+                (Some(r), [Operand::LiteralBit32(v)]) if r == id => Some(*v),
+                _ => None,
+            })
+    };
+    let subgroup_barrier = |i: &rspirv::dr::Instruction| {
+        i.class.opcode == Op::ControlBarrier
+            && matches!(i.operands.first(), Some(Operand::IdScope(s)) if constant(*s) == Some(Scope::Subgroup as u32))
+    };
+    let (mut fenced, mut unfenced) = (0, 0);
+    for block in module.functions.iter().flat_map(|f| f.blocks.iter()) {
+        for (at, i) in block.instructions.iter().enumerate() {
+            if i.class.opcode == Op::CooperativeMatrixLoadKHR {
+                // (naga writes the pointer's arithmetic between the two.)
+                let before = block.instructions[..at].iter().rev().find(|p| {
+                    matches!(
+                        p.class.opcode,
+                        Op::ControlBarrier
+                            | Op::CooperativeMatrixLoadKHR
+                            | Op::CooperativeMatrixStoreKHR
+                            | Op::CooperativeMatrixMulAddKHR
+                    )
+                });
+                if before.is_some_and(subgroup_barrier) {
+                    fenced += 1;
+                } else {
+                    unfenced += 1;
+                }
+            }
+        }
+    }
+    (fenced, unfenced)
 }

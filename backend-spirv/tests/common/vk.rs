@@ -121,6 +121,7 @@ impl Vk {
                 // Lavapipe has none; cooperative-matrix modules are checked by spirv-val.
                 cooperative_matrix: false,
                 packed_f16: true,
+                coop_load_fences: false,
             };
 
             let priorities = [1.0];

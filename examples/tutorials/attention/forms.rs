@@ -213,8 +213,8 @@ pub fn persistent_block_programs_attention_configs(dev: &dyn Device, causal: boo
 /// subgroup's 16 rows of every query block, the same bits launch after launch. What they
 /// depend on (`docs/performance.md`, "The wrong Vulkan blocks, located"): the first two
 /// run right with a subgroup-scope fence on workgroup memory before each cooperative load
-/// (which costs the Vulkan matmul 19%), or with one read-only declaration taken away (a
-/// different one for each); the rotated 64 x 128, the one block that takes all 48 KiB of
+/// (`RUTILE_COOP_LOAD_FENCE=1`; with one before each store too it cost the Vulkan matmul
+/// 19%), or with one read-only declaration taken away (a different one for each); the rotated 64 x 128, the one block that takes all 48 KiB of
 /// workgroup memory, stays wrong with either. Left out until the cause is found.
 fn known_wrong_on_cooperative_matrices(bm: i64, bn: i64, warps: u32, stages: u32, split: i64, rotate: bool) -> bool {
     matches!(

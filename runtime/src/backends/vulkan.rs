@@ -72,6 +72,11 @@ pub struct WgpuOptions {
     /// cannot. On by default; `RUTILE_COOP_SCALE=0` turns it off (the accumulator then goes
     /// to registers and back through workgroup memory each step), to measure the difference.
     pub coop_scale: bool,
+    /// A subgroup barrier on workgroup memory before every cooperative-matrix load
+    /// (`rutile_spirv::SpirvTarget::coop_load_fences`): what made the attention blocks the
+    /// tutorial leaves out on NVIDIA's cooperative matrices compute right, at a cost not yet
+    /// measured. Off by default; `RUTILE_COOP_LOAD_FENCE=1` turns it on.
+    pub coop_load_fences: bool,
 }
 
 impl WgpuOptions {
@@ -85,6 +90,7 @@ impl WgpuOptions {
             read_only: std::env::var("RUTILE_VULKAN_READ_ONLY").as_deref() != Ok("0"),
             read_only_params: read_only_params(std::env::var("RUTILE_VULKAN_READ_ONLY").ok().as_deref()),
             coop_scale: std::env::var("RUTILE_COOP_SCALE").as_deref() != Ok("0"),
+            coop_load_fences: std::env::var("RUTILE_COOP_LOAD_FENCE").as_deref() == Ok("1"),
         }
     }
 }
@@ -432,6 +438,7 @@ impl Device for WgpuGpu {
                 subgroups: f.subgroups,
                 cooperative_matrix: f.cooperative_matrix,
                 packed_f16: self.options.packed_f16,
+                coop_load_fences: self.options.coop_load_fences,
                 immediate_size: if f.immediates && self.options.immediates {
                     self.device.properties().max_immediate_size
                 } else {
