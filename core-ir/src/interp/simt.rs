@@ -1224,7 +1224,7 @@ impl<'s> Sim<'s> {
     }
 
     /// Records an access by thread `t` to element `e` of `m` (a buffer offset); faults if
-    /// another warp's access since the last barrier makes it a race.
+    /// another thread's access since the last barrier makes it a race.
     fn touch(&mut self, m: Space, e: i64, t: usize, mut access: Access) -> Result<(), SimFault> {
         if let Space::Shared { alloc } = m {
             self.mbarrier_guard(alloc, e, t)?;
