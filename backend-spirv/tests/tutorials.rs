@@ -327,15 +327,7 @@ fn unordered_workgroup_memory(words: &[u32]) -> (usize, usize) {
     use rspirv::dr::Operand;
     use rspirv::spirv::{MemoryAccess, MemorySemantics, Op};
     let module = rspirv::dr::load_words(words).unwrap();
-    let value = |id: u32| {
-        module
-            .types_global_values
-            .iter()
-            .find_map(|i| match (i.result_id, i.operands.as_slice()) {
-                (Some(r), [Operand::LiteralBit32(v)]) if r == id => Some(*v),
-                _ => None,
-            })
-    };
+    let value = |id: u32| common::constant_value(&module, id);
     let ordering = (MemorySemantics::MAKE_AVAILABLE | MemorySemantics::MAKE_VISIBLE).bits();
     let mut counts = (0, 0);
     for i in module

@@ -200,15 +200,7 @@ pub fn fenced_coop_loads(words: &[u32]) -> (usize, usize) {
     use rspirv::dr::Operand;
     use rspirv::spirv::{Op, Scope};
     let module = rspirv::dr::load_words(words).unwrap();
-    let constant = |id: u32| {
-        module
-            .types_global_values
-            .iter()
-            .find_map(|i| match (i.result_id, i.operands.as_slice()) {
-                (Some(r), [Operand::LiteralBit32(v)]) if r == id => Some(*v),
-                _ => None,
-            })
-    };
+    let constant = |id: u32| constant_value(&module, id);
     let subgroup_barrier = |i: &rspirv::dr::Instruction| {
         i.class.opcode == Op::ControlBarrier
             && matches!(i.operands.first(), Some(Operand::IdScope(s)) if constant(*s) == Some(Scope::Subgroup as u32))
@@ -236,4 +228,15 @@ pub fn fenced_coop_loads(words: &[u32]) -> (usize, usize) {
         }
     }
     (fenced, unfenced)
+}
+
+/// The value of 32-bit constant `id` of `module`, if it is one.
+pub fn constant_value(module: &rspirv::dr::Module, id: u32) -> Option<u32> {
+    module
+        .types_global_values
+        .iter()
+        .find_map(|i| match (i.result_id, i.operands.as_slice()) {
+            (Some(r), [rspirv::dr::Operand::LiteralBit32(v)]) if r == id => Some(*v),
+            _ => None,
+        })
 }
