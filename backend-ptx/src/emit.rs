@@ -34,6 +34,9 @@ pub(crate) struct Emitter<'a> {
     /// The halves of `wgmma` A operands kept packed (`pairs`), and their 32-bit registers.
     pub pairs: crate::pairs::Pairs,
     pub pair_regs: Vec<String>,
+    /// Pairs of A operand halves packed before the current MMA group's fence
+    /// ([`PtxTarget::pack_before_fence`]), by their registers; cleared at its commit.
+    pub prepacked: std::collections::HashMap<(Reg, Reg), String>,
 }
 
 impl<'a> Emitter<'a> {
@@ -119,7 +122,10 @@ impl<'a> Emitter<'a> {
     }
 
     pub fn stmts(&mut self, stmts: &[Stmt]) -> Result<(), PtxError> {
-        for s in stmts {
+        for (i, s) in stmts.iter().enumerate() {
+            if self.target.pack_before_fence && matches!(s, Stmt::WgmmaFence) {
+                wgmma::prepack(self, &stmts[i + 1..]);
+            }
             self.stmt(s)?;
             // The second half of a kept pair: the pair is packed now (`pairs`).
             if let Stmt::Set { dst, .. } = s {
@@ -192,7 +198,10 @@ impl<'a> Emitter<'a> {
             } => wgmma::wgmma(self, acc, a, b, *n, *accumulate),
             Stmt::FenceProxyAsync => wgmma::ordering(self, "fence.proxy.async.shared::cta"),
             Stmt::WgmmaFence => wgmma::ordering(self, "wgmma.fence.sync.aligned"),
-            Stmt::WgmmaCommit => wgmma::ordering(self, "wgmma.commit_group.sync.aligned"),
+            Stmt::WgmmaCommit => {
+                self.prepacked.clear();
+                wgmma::ordering(self, "wgmma.commit_group.sync.aligned")
+            }
             Stmt::WgmmaWait { pending } => wgmma::ordering(self, &format!("wgmma.wait_group.sync.aligned {pending}")),
             Stmt::MbarrierInit { bar, count, pred } => tma::mbarrier_init(self, bar, *count, *pred),
             Stmt::MbarrierArriveExpectTx { bar, bytes, pred } => tma::arrive_expect_tx(self, bar, *bytes, *pred),
@@ -446,6 +455,7 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
         print_bytes: 0,
         pairs: crate::pairs::Pairs::of(k),
         pair_regs: Vec::new(),
+        prepacked: std::collections::HashMap::new(),
     };
     e.pair_regs = (0..e.pairs.len()).map(|_| e.tmp(Class::R)).collect();
 

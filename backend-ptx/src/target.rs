@@ -13,6 +13,14 @@ pub struct PtxTarget {
     /// spills where the kernel needs more. `None`: as many as `ptxas` likes (at most what
     /// `.maxntid` threads leave each).
     pub max_registers: Option<u32>,
+    /// Pack the 16-bit halves of a warpgroup MMA group's register A operands into their
+    /// 32-bit pairs before the group's `wgmma.fence` rather than right before each MMA.
+    /// Registers written between the fence and an MMA make `ptxas` insert a
+    /// `warpgroup.arrive` before it (its note C7519), which waits for the MMAs issued
+    /// before; packed ahead, the group issues without them, but `ptxas` 12.9 gave such
+    /// kernels 2 to 28 more registers (docs/performance.md, "What `ptxas` inserts between
+    /// the tutorial walk's `P V` MMAs"). Off by default until a GPU says which costs more.
+    pub pack_before_fence: bool,
 }
 
 impl PtxTarget {
@@ -48,6 +56,7 @@ impl PtxTarget {
             sm,
             ptx_version,
             max_registers: None,
+            pack_before_fence: false,
         }
     }
 
@@ -55,6 +64,14 @@ impl PtxTarget {
     pub fn max_registers(self, count: Option<u32>) -> PtxTarget {
         PtxTarget {
             max_registers: count,
+            ..self
+        }
+    }
+
+    /// This target packing A operands before the fence ([`PtxTarget::pack_before_fence`]).
+    pub fn pack_before_fence(self, on: bool) -> PtxTarget {
+        PtxTarget {
+            pack_before_fence: on,
             ..self
         }
     }

@@ -10,8 +10,9 @@
 use crate::emit::{Emitter, Res};
 use crate::memory::shared_addr;
 use crate::names::Class;
-use rutile_ir::thread::{MatrixMajor, Reg, SmemMatrix, WgmmaA};
+use rutile_ir::thread::{MatrixMajor, Reg, SmemMatrix, Stmt, WgmmaA};
 use rutile_ir::ScalarType;
+use std::collections::HashSet;
 
 /// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32` on the accumulators `acc`, in place (added
 /// to where `accumulate`, else overwritten).
@@ -34,11 +35,9 @@ pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n:
                 .collect();
             let packed: Vec<String> = kept.unwrap_or_else(|| {
                 r.chunks(2)
-                    .map(|pair| {
-                        let p = e.tmp(Class::R);
-                        let (lo, hi) = (e.r(pair[0]), e.r(pair[1]));
-                        e.ins(format!("mov.b32 {p}, {{{lo}, {hi}}}"));
-                        p
+                    .map(|pair| match e.prepacked.get(&(pair[0], pair[1])) {
+                        Some(p) => p.clone(),
+                        None => pack(e, pair[0], pair[1]),
                     })
                     .collect()
             });
@@ -63,6 +62,51 @@ pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n:
         d.join(", ")
     ));
     Ok(())
+}
+
+/// `lo` and `hi` packed into a fresh 32-bit register.
+fn pack(e: &mut Emitter, lo: Reg, hi: Reg) -> String {
+    let p = e.tmp(Class::R);
+    let (l, h) = (e.r(lo), e.r(hi));
+    e.ins(format!("mov.b32 {p}, {{{l}, {h}}}"));
+    p
+}
+
+/// Before a group's `wgmma.fence` ([`rutile_ir::thread::Stmt::WgmmaFence`]), with `group` the
+/// statements after it: packs the register A operands of its MMAs (up to the group's
+/// commit) that are not kept packed and that nothing in the group writes before their MMA,
+/// so that no register is written between the fence and the MMAs
+/// ([`crate::PtxTarget::pack_before_fence`]).
+pub(crate) fn prepack(e: &mut Emitter, group: &[Stmt]) {
+    let mut written: HashSet<Reg> = HashSet::new();
+    for s in group {
+        match s {
+            Stmt::WgmmaCommit => break,
+            Stmt::Wgmma {
+                a: WgmmaA::Registers(r),
+                ..
+            } => {
+                for pair in r.chunks(2) {
+                    let (lo, hi) = (pair[0], pair[1]);
+                    let kept = e.pairs.pair(lo).is_some();
+                    if kept || written.contains(&lo) || written.contains(&hi) || e.prepacked.contains_key(&(lo, hi)) {
+                        continue;
+                    }
+                    let p = pack(e, lo, hi);
+                    e.prepacked.insert((lo, hi), p);
+                }
+            }
+            Stmt::Wgmma { acc, .. } => written.extend(acc),
+            Stmt::Set { dst, .. } => {
+                written.insert(*dst);
+            }
+            Stmt::Load { dsts, .. } => written.extend(dsts),
+            Stmt::Comment(_) => {}
+            // Anything else in a group (none is, as the lowering emits them): the MMAs
+            // after it pack their operands where they are.
+            _ => break,
+        }
+    }
 }
 
 /// A zero in a 32-bit register, for the predicate of [`wgmma`].

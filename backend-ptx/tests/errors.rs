@@ -37,6 +37,7 @@ fn kernel_shape_and_target_limits() {
             sm: 61,
             ptx_version: (7, 8),
             max_registers: None,
+            pack_before_fence: false,
         },
         "needs sm_70",
     );
@@ -46,6 +47,7 @@ fn kernel_shape_and_target_limits() {
             sm: 80,
             ptx_version: (6, 5),
             max_registers: None,
+            pack_before_fence: false,
         },
         "PTX ISA 7.0",
     );

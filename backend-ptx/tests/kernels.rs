@@ -76,6 +76,7 @@ fn header_versions_follow_the_target() {
             sm: 75,
             ptx_version: (7, 8),
             max_registers: None,
+            pack_before_fence: false,
         }
     );
     assert_eq!(PtxTarget::from_compute_capability(8, 9).ptx_version, (7, 8));

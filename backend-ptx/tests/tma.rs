@@ -187,6 +187,7 @@ fn older_targets_are_refused_clearly() {
         sm: 90,
         ptx_version: (7, 8),
         max_registers: None,
+        pack_before_fence: false,
     };
     let err = emit(&tma_kernel(1), &old).unwrap_err();
     assert!(err.to_string().contains("PTX ISA 8.0"), "{err}");

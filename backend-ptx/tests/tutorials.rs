@@ -332,13 +332,18 @@ fn rotated_attention_passes_ptxas_without_spills() {
 /// dimension 1 (as the runtime specializes the tutorial's contiguous tensors), assembled for
 /// sm_90 (its registers and spills printed); returns the PTX.
 fn assemble_aligned_sm90(label: &str, kernel: &Kernel, target: &Target) -> String {
+    assemble_aligned_for(label, kernel, target, &PtxTarget::from_compute_capability(9, 0))
+}
+
+/// [`assemble_aligned_sm90`] for `ptx_target` (an sm_90 one with other choices).
+fn assemble_aligned_for(label: &str, kernel: &Kernel, target: &Target, ptx_target: &PtxTarget) -> String {
     let unit = ["stride_qk", "stride_kk", "stride_vn", "stride_on"];
     let spec = Specialization {
         equal_to_1: kernel.params.iter().map(|p| unit.contains(&p.name.as_str())).collect(),
         ..Specialization::all(kernel.params.len())
     };
     let t = rutile_ir::lower::lower(kernel, target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
-    let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let ptx = emit(&t, ptx_target).unwrap_or_else(|e| panic!("{label}: {e}"));
     // For reading what a configuration compiles to: each kernel's PTX into that folder.
     if let Ok(dir) = std::env::var("RUTILE_PTX_DIR") {
         let name: String = label
@@ -516,6 +521,48 @@ fn attention_copies_k_and_v_across_heads() {
         if let Some((_, spilled)) = support::ptxas_resources(&ptx, 90) {
             assert_eq!(spilled, 0, "{label}");
         }
+    }
+}
+
+/// With `PtxTarget::pack_before_fence`, the tutorial walk's `P V` group (A from registers)
+/// packs P's halves before its `wgmma.fence`, so that no register is written between the
+/// fence and the group's commit; without it the packing sits between the MMAs. `ptxas`
+/// assembles both (`-- --nocapture` prints their registers and spills, which decide it on
+/// a GPU).
+#[test]
+fn p_packs_before_the_fence_where_asked() {
+    let packs_inside_groups = |ptx: &str| {
+        let mut inside = false;
+        let mut count = 0;
+        for line in ptx.lines().map(str::trim) {
+            if line.starts_with("wgmma.fence") {
+                inside = true;
+            } else if line.starts_with("wgmma.commit_group") {
+                inside = false;
+            } else if inside && line.starts_with("mov.b32") && line.contains('{') {
+                count += 1;
+            }
+        }
+        count
+    };
+    for (bm, bn, d, warps, stages) in [(128, 64, 64, 8, 3), (128, 128, 128, 8, 2)] {
+        let kernel = seeds::attention_forward(&AttentionMeta::fp16(bm, bn, d, false)).unwrap();
+        let target = h100(warps, stages);
+        let sm90 = PtxTarget::from_compute_capability(9, 0);
+        let label = format!("attention d{d} {bm}x{bn}, {stages} stages");
+        let inline = assemble_aligned_for(&format!("{label}, packed in the group"), &kernel, &target, &sm90);
+        let ahead = assemble_aligned_for(
+            &format!("{label}, packed before the fence"),
+            &kernel,
+            &target,
+            &sm90.pack_before_fence(true),
+        );
+        assert!(
+            packs_inside_groups(&inline) > 0,
+            "{label}: no packing inside a group to move"
+        );
+        assert_eq!(packs_inside_groups(&ahead), 0, "{label}: packing left inside a group");
+        assert!(ahead.contains("wgmma.mma_async"), "{label}");
     }
 }
 

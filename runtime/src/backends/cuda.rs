@@ -394,8 +394,11 @@ impl Device for CudaGpu {
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
-            let ptx_target =
-                rutile_ptx::PtxTarget::from_compute_capability(major, minor).max_registers(options.maxnreg);
+            // `RUTILE_PACK_BEFORE_FENCE=1`: a warpgroup MMA group's register A operands packed
+            // before its fence (off until measured, `PtxTarget::pack_before_fence`).
+            let ptx_target = rutile_ptx::PtxTarget::from_compute_capability(major, minor)
+                .max_registers(options.maxnreg)
+                .pack_before_fence(std::env::var("RUTILE_PACK_BEFORE_FENCE").is_ok_and(|v| v.trim() == "1"));
             let ptx = rutile_ptx::emit(&thread_kernel, &ptx_target).map_err(|e| Error::Codegen {
                 backend: "PTX",
                 kernel: kernel.name.clone(),
