@@ -8,6 +8,9 @@
 //!                                               [--only vector_add,softmax,transpose,matmul_b,matmul,dropout,
 //!                                                       layer_norm,long_softmax,attention]
 //!
+//! A run first prints the `RUTILE_` switches set in its environment (the lowering's and the
+//! backends', README), which its figures depend on.
+//!
 //! The sections up to `matmul` are each measured with `rutile::bench::Benchmark` (Triton's
 //! `perf_report`) and printed as its tables, one column per line (rutile's kernels and the
 //! baselines measured beside them), with what a table cannot hold printed after it.
@@ -194,6 +197,16 @@ fn main() {
     if devices.is_empty() {
         eprintln!("no GPU found: nothing to benchmark");
         std::process::exit(1);
+    }
+    // What was measured depends on the switches the lowering and the backends read: say
+    // which are set, so that a run's figures carry them.
+    let mut switches: Vec<String> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("RUTILE_"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    switches.sort();
+    if !switches.is_empty() {
+        println!("switches: {}", switches.join(" "));
     }
     // The ceiling is the fastest device-to-device copy of 1 GiB measured on the same GPU in
     // this run, by the driver or by a copy kernel through either backend: wgpu's buffer copy
