@@ -287,10 +287,9 @@ pub(crate) struct Lowerer<'k> {
     /// the loop being lowered, and the carried value whose registers they accumulate into
     /// (see `pipeline`).
     wgmma_in_flight: Option<(ValueId, ValueId)>,
-    /// The `dot` operand buffers of the loops being lowered (outermost first), and those of
-    /// finished loops that later ones may take again (see `operand_alloc`).
+    /// The `dot` operand buffers of the loops being lowered, outermost first (see
+    /// `operand_alloc`).
     loop_operand_allocs: Vec<Vec<u32>>,
-    free_operand_allocs: Vec<u32>,
     /// The cooperative matrices the statements name (see `coop`).
     coop: Vec<crate::thread::CoopMatrix>,
     /// The tensor maps the pipeline's TMA copies read through (`ThreadKernel::tensor_maps`).
@@ -365,7 +364,6 @@ impl<'k> Lowerer<'k> {
             hoisted: HashMap::new(),
             wgmma_in_flight: None,
             loop_operand_allocs: Vec::new(),
-            free_operand_allocs: Vec::new(),
             coop: Vec::new(),
             tensor_maps: Vec::new(),
             coop_vals: HashMap::new(),
@@ -625,39 +623,17 @@ impl<'k> Lowerer<'k> {
         }
     }
 
-    /// A shared buffer for `dot` operands (a pipeline's ring, a staged or hoisted tile): one
-    /// that an earlier top-level loop used and released, if one is the same size, else a
-    /// new one. A loop's buffers are released when it ends, after a barrier, so that the
-    /// walks of a kernel that runs several loops one after the other (attention's) share
-    /// them where each buffer is a variable of its own (Vulkan); where shared memory is one
-    /// block (PTX), `ThreadKernel::shared_offsets` overlaps such buffers anyway.
-    ///
-    /// A transient buffer is always new: `thread::shared` lets it share bytes with the
-    /// buffers not in use beside it, in a loop's body too, which taking one from an earlier
-    /// loop would prevent (that one would then be in use in both loops).
+    /// A new shared buffer for `dot` operands (a pipeline's ring, a staged or hoisted tile),
+    /// recorded as the enclosing loop's: a top-level loop that has some ends with a barrier
+    /// (`leave_loop_operands`), so that the walks of a kernel that runs several loops one
+    /// after the other (attention's) share their bytes where `thread::shared` places them.
     pub(crate) fn operand_alloc(&mut self, alloc: crate::thread::SharedAlloc) -> u32 {
-        let fresh = self.always_new(&alloc);
-        let reused = self
-            .free_operand_allocs
-            .iter()
-            .position(|&a| !fresh && self.shared[a as usize] == alloc);
-        let id = match reused {
-            Some(p) => self.free_operand_allocs.swap_remove(p),
-            None => {
-                self.shared.push(alloc);
-                self.shared.len() as u32 - 1
-            }
-        };
+        self.shared.push(alloc);
+        let id = self.shared.len() as u32 - 1;
         if let Some(current) = self.loop_operand_allocs.last_mut() {
             current.push(id);
         }
         id
-    }
-
-    /// Whether `operand_alloc` gives `alloc` a buffer of its own every time: a transient one,
-    /// where `thread::shared` lets buffers share bytes.
-    fn always_new(&self, alloc: &crate::thread::SharedAlloc) -> bool {
-        alloc.transient && self.target.reuse_shared != crate::target::SharedReuse::Never
     }
 
     /// Starts recording the operand buffers of a loop (see `operand_alloc`).
@@ -666,9 +642,11 @@ impl<'k> Lowerer<'k> {
     }
 
     /// After a loop: its operand buffers go to the enclosing loop's, or, for a top-level
-    /// loop, are released behind a barrier.
+    /// loop, a barrier follows it, after which they are free.
     pub(crate) fn leave_loop_operands(&mut self) {
         let done = self.loop_operand_allocs.pop().unwrap_or_default();
+        // (Only whether there are any matters at the top level: `thread::shared` places
+        // buffers apart by a barrier on common bytes.)
         match self.loop_operand_allocs.last_mut() {
             Some(outer) => outer.extend(done),
             None if done.is_empty() => {}
@@ -681,11 +659,6 @@ impl<'k> Lowerer<'k> {
                 if !matches!(open.last(), Some(crate::thread::Stmt::Barrier)) {
                     self.emit(crate::thread::Stmt::Barrier);
                 }
-                let taken_again: Vec<u32> = done
-                    .into_iter()
-                    .filter(|&a| !self.always_new(&self.shared[a as usize]))
-                    .collect();
-                self.free_operand_allocs.extend(taken_again);
             }
         }
     }
