@@ -504,7 +504,11 @@ fn gpu_softmax_with_and_without_read_only_buffers() {
     for i in vulkan {
         for read_only in [true, false] {
             let options = rutile::WgpuOptions {
-                read_only,
+                read_only: if read_only {
+                    rutile::ReadOnlyBuffers::All
+                } else {
+                    rutile::ReadOnlyBuffers::None
+                },
                 ..rutile::WgpuOptions::from_env()
             };
             let d = rutile::WgpuGpu::open_with(Some(i), options).unwrap();

@@ -35,7 +35,7 @@ pub mod vulkan;
 
 pub use backends::cpu::CpuDevice;
 pub use backends::cuda::CudaGpu;
-pub use backends::vulkan::{WgpuGpu, WgpuOptions};
+pub use backends::vulkan::{ReadOnlyBuffers, WgpuGpu, WgpuOptions};
 pub use buffer::{Buffer, DeviceBuffer, Element};
 pub use checked::CHECK_BOUNDS_ENV;
 pub use compiled::{CompileOptions, CompiledKernel, KernelMetadata};

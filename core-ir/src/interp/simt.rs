@@ -491,6 +491,12 @@ impl<'s> Sim<'s> {
     fn new(k: &'s ThreadKernel, grid: [u32; 3], global: Memory<'s>, shared: Memory<'s>, args: Vec<Tensor>) -> Sim<'s> {
         let threads = k.threads() as usize;
         let column = |s: ScalarType| Type::block(Elem::Scalar(s), Shape::new(&[threads as u32]).unwrap());
+        let overlaps = overlapping_elements(k);
+        let aliased = overlaps
+            .iter()
+            .enumerate()
+            .flat_map(|(a, os)| os.iter().filter(move |o| o.buffer > a).map(move |o| (a, o.buffer)))
+            .collect();
         Sim {
             k,
             threads,
@@ -521,8 +527,8 @@ impl<'s> Sim<'s> {
             bulk_reads: tma_store::BulkReads::default(),
             coop: vec![vec![None; threads / k.warp_size.max(1) as usize]; k.coop.len()],
             shared_epochs: vec![Vec::new(); k.shared.len()],
-            aliased: aliased_buffers(k),
-            overlaps: overlapping_elements(k),
+            aliased,
+            overlaps,
             cluster: None,
         }
     }
@@ -649,8 +655,8 @@ impl<'s> Sim<'s> {
     /// as on a GPU, where they would read this write's bytes.
     pub(super) fn clobber(&mut self, alloc: usize, e: i64) {
         let program = self.program;
+        let size = self.k.shared[alloc].elem.size_bytes() as i64;
         for o in &self.overlaps[alloc] {
-            let size = self.k.shared[alloc].elem.size_bytes() as i64;
             let (lo, hi) = (o.offset + e * size, o.offset + (e + 1) * size);
             let other = o.size as i64;
             let first = lo.div_euclid(other).max(0);
@@ -1399,32 +1405,20 @@ struct Overlap {
 /// Per shared buffer of `k`, the buffers whose bytes overlap its own in its layout.
 fn overlapping_elements(k: &ThreadKernel) -> Vec<Vec<Overlap>> {
     let offsets = k.shared_offsets();
-    let mut out: Vec<Vec<Overlap>> = (0..k.shared.len()).map(|_| Vec::new()).collect();
-    for (a, b) in aliased_buffers(k) {
-        for (x, y) in [(a, b), (b, a)] {
-            out[x].push(Overlap {
-                buffer: y,
-                offset: offsets[x] as i64 - offsets[y] as i64,
-                size: k.shared[y].elem.size_bytes() as u32,
-                len: k.shared[y].len,
-            });
-        }
-    }
-    out
-}
-
-/// The pairs of `k`'s shared buffers whose bytes overlap in its layout.
-fn aliased_buffers(k: &ThreadKernel) -> Vec<(usize, usize)> {
-    let offsets = k.shared_offsets();
     let span = |i: usize| (offsets[i], offsets[i] + k.shared[i].bytes());
-    let mut pairs = Vec::new();
+    let mut out: Vec<Vec<Overlap>> = (0..k.shared.len()).map(|_| Vec::new()).collect();
     for a in 0..k.shared.len() {
-        for b in a + 1..k.shared.len() {
+        for b in (0..k.shared.len()).filter(|&b| b != a) {
             let ((a0, a1), (b0, b1)) = (span(a), span(b));
             if a0 < b1 && b0 < a1 {
-                pairs.push((a, b));
+                out[a].push(Overlap {
+                    buffer: b,
+                    offset: offsets[a] as i64 - offsets[b] as i64,
+                    size: k.shared[b].elem.size_bytes() as u32,
+                    len: k.shared[b].len,
+                });
             }
         }
     }
-    pairs
+    out
 }

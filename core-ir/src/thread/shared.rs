@@ -208,23 +208,15 @@ impl LoopHomes {
 
     /// Widens `home` by an access at position `at` of the body at `path`.
     fn record(home: &mut Option<Home>, path: &[usize], at: usize) {
+        let access = Home {
+            path: path.to_vec(),
+            range: (at, at),
+        };
         *home = Some(match home.take() {
-            None => Home {
-                path: path.to_vec(),
-                range: (at, at),
-            },
+            None => access,
             Some(h) => {
                 let d = common(&h.path, path);
-                let (a, b) = (
-                    range_at(&h, d),
-                    range_at(
-                        &Home {
-                            path: path.to_vec(),
-                            range: (at, at),
-                        },
-                        d,
-                    ),
-                );
+                let (a, b) = (range_at(&h, d), range_at(&access, d));
                 Home {
                     path: path[..d].to_vec(),
                     range: (a.0.min(b.0), a.1.max(b.1)),

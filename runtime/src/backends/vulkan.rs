@@ -56,16 +56,13 @@ pub struct WgpuOptions {
     /// `vec4<f16>` takes two of 8 bytes, which NVIDIA's driver does not merge. On by
     /// default; `RUTILE_VULKAN_PACKED_F16=0` turns it off, to measure the difference.
     pub packed_f16: bool,
-    /// Declare the storage buffers a kernel loads and never writes `NonWritable` in the
-    /// SPIR-V words the driver gets (`rutile_spirv::SpirvKernel::read_only_bindings`; such
-    /// kernels then go to the driver as rutile's own words, where the device takes them).
-    /// On by default; `RUTILE_VULKAN_READ_ONLY=0` turns it off, to measure the difference.
-    pub read_only: bool,
-    /// With [`WgpuOptions::read_only`], declare only the buffers of these pointer
-    /// parameters (by name) `NonWritable`; `None`, every buffer the kernel never writes.
-    /// For telling which declaration a driver's behaviour depends on:
-    /// `RUTILE_VULKAN_READ_ONLY=Q,K` (a comma-separated list of names) sets it.
-    pub read_only_params: Option<Vec<String>>,
+    /// Which storage buffers a kernel loads and never writes are declared `NonWritable` in
+    /// the SPIR-V words the driver gets (`rutile_spirv::SpirvKernel::read_only_bindings`;
+    /// such kernels then go to the driver as rutile's own words, where the device takes
+    /// them). All by default; `RUTILE_VULKAN_READ_ONLY=0` declares none, to measure the
+    /// difference, and `RUTILE_VULKAN_READ_ONLY=Q,K` only those of the pointer parameters
+    /// named, to tell which declaration a driver's behaviour depends on.
+    pub read_only: ReadOnlyBuffers,
     /// Rescale an accumulator held in cooperative matrices row by row in place
     /// (`rutile_ir::target::Target::coop_scale`: attention's `acc * alpha[:, None]`), where
     /// the device takes rutile's SPIR-V words, which spell the element-wise products naga
@@ -87,42 +84,59 @@ impl WgpuOptions {
             immediates: std::env::var("RUTILE_VULKAN_IMMEDIATES").as_deref() == Ok("1"),
             cooperative_matrix: std::env::var("RUTILE_COOP_MATRIX").as_deref() != Ok("0"),
             packed_f16: std::env::var("RUTILE_VULKAN_PACKED_F16").as_deref() != Ok("0"),
-            read_only: std::env::var("RUTILE_VULKAN_READ_ONLY").as_deref() != Ok("0"),
-            read_only_params: read_only_params(std::env::var("RUTILE_VULKAN_READ_ONLY").ok().as_deref()),
+            read_only: ReadOnlyBuffers::parse(std::env::var("RUTILE_VULKAN_READ_ONLY").ok().as_deref()),
             coop_scale: std::env::var("RUTILE_COOP_SCALE").as_deref() != Ok("0"),
             coop_load_fences: std::env::var("RUTILE_COOP_LOAD_FENCE").as_deref() == Ok("1"),
         }
     }
 }
 
-/// The parameters `RUTILE_VULKAN_READ_ONLY` names (`Q,K`), or `None` where it names none
-/// (unset, `0`, `1`).
-fn read_only_params(value: Option<&str>) -> Option<Vec<String>> {
-    let names: Vec<String> = value?
-        .split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(String::from)
-        .collect();
-    match names.as_slice() {
-        [] => None,
-        [one] if one == "0" || one == "1" => None,
-        _ => Some(names),
+/// Which of the buffers a kernel only reads the Vulkan backend declares read-only
+/// ([`WgpuOptions::read_only`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ReadOnlyBuffers {
+    /// Every one.
+    #[default]
+    All,
+    /// None.
+    None,
+    /// Those of the pointer parameters of these names.
+    Only(Vec<String>),
+}
+
+impl ReadOnlyBuffers {
+    /// From `RUTILE_VULKAN_READ_ONLY`'s value: unset, empty or `1` all, `0` none, otherwise
+    /// a comma-separated list of parameter names.
+    pub fn parse(value: Option<&str>) -> ReadOnlyBuffers {
+        let names: Vec<String> = value
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(String::from)
+            .collect();
+        match names.as_slice() {
+            [] => ReadOnlyBuffers::All,
+            [one] if one == "1" => ReadOnlyBuffers::All,
+            [one] if one == "0" => ReadOnlyBuffers::None,
+            _ => ReadOnlyBuffers::Only(names),
+        }
     }
 }
 
 #[cfg(test)]
 #[test]
 fn read_only_takes_a_list_of_parameters() {
-    assert_eq!(read_only_params(None), None);
-    assert_eq!(read_only_params(Some("0")), None);
-    assert_eq!(read_only_params(Some("1")), None);
-    assert_eq!(read_only_params(Some("")), None);
+    use ReadOnlyBuffers::{All, None, Only};
+    assert_eq!(ReadOnlyBuffers::parse(Option::None), All);
+    assert_eq!(ReadOnlyBuffers::parse(Some("1")), All);
+    assert_eq!(ReadOnlyBuffers::parse(Some("")), All);
+    assert_eq!(ReadOnlyBuffers::parse(Some("0")), None);
     assert_eq!(
-        read_only_params(Some("Q, K,")),
-        Some(vec!["Q".to_string(), "K".to_string()])
+        ReadOnlyBuffers::parse(Some("Q, K,")),
+        Only(vec!["Q".to_string(), "K".to_string()])
     );
-    assert_eq!(read_only_params(Some("V")), Some(vec!["V".to_string()]));
+    assert_eq!(ReadOnlyBuffers::parse(Some("V")), Only(vec!["V".to_string()]));
 }
 
 struct VulkanArtifact {
@@ -451,19 +465,21 @@ impl Device for WgpuGpu {
                 message: e.to_string(),
             };
             let mut spirv = rutile_spirv::emit(&thread_kernel, &spirv_target).map_err(codegen)?;
-            if !self.options.read_only {
-                spirv.read_only_bindings.clear();
-            } else if let Some(names) = &self.options.read_only_params {
-                // Binding `i` is the kernel's `i`-th pointer parameter.
-                let pointers: Vec<&str> = kernel
-                    .params
-                    .iter()
-                    .filter(|p| p.ty.elem.is_ptr())
-                    .map(|p| p.name.as_str())
-                    .collect();
-                spirv
-                    .read_only_bindings
-                    .retain(|&b| pointers.get(b as usize).is_some_and(|n| names.iter().any(|m| m == n)));
+            match &self.options.read_only {
+                ReadOnlyBuffers::All => {}
+                ReadOnlyBuffers::None => spirv.read_only_bindings.clear(),
+                ReadOnlyBuffers::Only(names) => {
+                    // Binding `i` is the kernel's `i`-th pointer parameter.
+                    let pointers: Vec<&str> = kernel
+                        .params
+                        .iter()
+                        .filter(|p| p.ty.elem.is_ptr())
+                        .map(|p| p.name.as_str())
+                        .collect();
+                    spirv
+                        .read_only_bindings
+                        .retain(|&b| pointers.get(b as usize).is_some_and(|n| names.iter().any(|m| m == n)));
+                }
             }
             let wgsl = spirv.wgsl().unwrap_or_else(|e| format!("// {e}"));
             let dumped = crate::dump::write(
