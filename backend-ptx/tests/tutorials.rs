@@ -820,3 +820,33 @@ fn carried_p_stays_packed() {
         assert!(at_mma >= 8, "{label}: {at_mma} MMAs pack P at the MMA");
     }
 }
+
+/// Some of attention's `exp2`s on the FMA units (`Target::exp2_on_fma`): the polynomial's
+/// rounding constant (1.5 * 2^23) appears beside the remaining `ex2.approx`, and `ptxas` assembles the
+/// configurations the tutorial's host code lists at head dimension 64 for sm_90a without
+/// spills (`-- --nocapture` prints registers beside those without).
+#[test]
+fn attention_takes_some_exp2_on_the_fma_units() {
+    for (bm, bn, warps, stages, tma_outer) in [(64, 128, 4, 2, true), (128, 64, 8, 4, false), (128, 64, 8, 3, false)] {
+        let kernel = seeds::attention_forward(&AttentionMeta::fp16(bm, bn, 64, false)).unwrap();
+        for share in [0, 1, 2, 3] {
+            let label = format!("attention {bm}x{bn}, {warps} warps, {stages} stages, {share} of 8 exp2 on FMAs");
+            let target = Target {
+                tma_outer,
+                exp2_on_fma: share,
+                ..h100(warps, stages)
+            };
+            let ptx = assemble_aligned_sm90(&label, &kernel, &target);
+            assert!(ptx.contains("ex2.approx"), "{label}: no ex2 left");
+            assert_eq!(
+                ptx.contains("0f4B400000"),
+                share > 0,
+                "{label}: the polynomial's rounding constant"
+            );
+            if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+                println!("{label}: {registers} registers, {spilled} bytes spilled");
+                assert_eq!(spilled, 0, "{label}");
+            }
+        }
+    }
+}

@@ -109,6 +109,12 @@ pub struct Target {
     /// rows each, from the unchanged kernel of one warpgroup a program (see
     /// `lower::block_programs`). The producer's copies must not depend on `program_id(0)`.
     pub programs_per_block: u32,
+    /// Of every eight registers of an f32 `exp2` result a thread computes, how many (0 to 8)
+    /// are computed by a polynomial on the FMA units instead of the special-function unit
+    /// (`lower::exp2`; relative error within 1e-7 like the hardware's, flushing results
+    /// below the normal range to 0 as it does). 0, the default, is none: it pays where the
+    /// special-function unit bounds a loop, as attention's softmax at head dimension 64.
+    pub exp2_on_fma: u32,
 }
 
 /// One cooperative-matrix multiply-add a device offers (a `VkCooperativeMatrixPropertiesKHR`
@@ -163,6 +169,7 @@ impl Target {
             warp_specialize: false,
             cluster: 1,
             programs_per_block: 1,
+            exp2_on_fma: 0,
         }
     }
     /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with

@@ -243,3 +243,53 @@ fn the_builder_rejects_what_the_ops_do_not_define() {
     let e = err(|_, v| v.tanh(), I32);
     assert!(e.contains("tanh") && e.contains("float"), "{e}");
 }
+
+/// `exp2` on the FMA units (`Target::exp2_on_fma`): through the SIMT simulator, within 3e-7
+/// of `2^x` wherever that is a normal f32, 0 below the normal range (as a flush-to-zero
+/// `ex2`), inf above it, NaN for NaN; on random inputs over the whole range that matters
+/// (-140 to 140), the clamp's ends, integers and half-integers near them, and the specials.
+/// With 1 of 8 and two registers a thread, one of each thread's stays on `exp2`.
+#[test]
+fn exp2_on_the_fma_units_matches_the_function() {
+    let mut rng = Rng::new(0xe2);
+    let edges = [
+        -126.5f32, -126.0, -125.9, -126.49, -126.51, -127.0, -127.5, -149.0, -1.0e6, 127.0, 127.5, 127.99, 128.0,
+        128.01, 0.5, -0.5, 1.0e-10, -1.0e-10, 3.0, -3.0,
+    ];
+    let mut x: Vec<f32> = rng.f32s(N - SPECIALS.len() - edges.len() - 100, -140.0, 140.0);
+    x.extend(rng.f32s(100, -1.0, 1.0));
+    x.extend(edges);
+    x.extend(SPECIALS.iter().map(|&v| v as f32));
+    let b = HostBuffer::from_slice(&x);
+    let kernel = elementwise_kernel(&[F32], F32, |_, v| v[0].exp2());
+    let mut args: Vec<ArgValue> = (0..2).map(|b| ArgValue::Ptr { buffer: b, offset: 0 }).collect();
+    args.push(ArgValue::Int(N as i64));
+    let grid = [N.div_ceil(BLOCK as usize) as u32, 1, 1];
+    for (share, warps) in [(8, 2), (8, 1), (1, 1)] {
+        let target = Target {
+            exp2_on_fma: share,
+            ..Target::nvidia(warps, 48 * 1024)
+        };
+        let tk = lower(&kernel, &target, &Specialization::none(args.len())).unwrap();
+        let text = tk.to_string();
+        let left = text.matches("= exp2 ").count();
+        assert_eq!(left > 0, share < 8, "share {share}: {left} exp2 left in\n{text}");
+        assert!(text.contains("= shl "), "share {share}: no polynomial in\n{text}");
+        let mut bufs = vec![b.clone(), HostBuffer::zeros(F32, N)];
+        simt::run_threads(&tk, grid, &args, &mut bufs).unwrap();
+        let got: Vec<f32> = bufs[1].to_vec().unwrap();
+        for (&a, &g) in x.iter().zip(&got) {
+            let want = (a as f64).exp2();
+            let ok = if a.is_nan() {
+                g.is_nan()
+            } else if want < f32::MIN_POSITIVE as f64 {
+                g == 0.0 || (g as f64 - want).abs() <= 1e-45
+            } else if want > f32::MAX as f64 {
+                g == f32::INFINITY
+            } else {
+                ((g as f64 - want) / want).abs() <= 3e-7
+            };
+            assert!(ok, "share {share}: exp2({a}) = {g}, expected {want}");
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! all in the layout their anchored operands have (`assign`).
 
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, Inst, Op};
+use crate::ir::{BinaryOp, Inst, Op, UnaryOp};
 use crate::thread::{Expr, Reg};
 use crate::types::{Elem, ScalarType};
 
@@ -27,8 +27,13 @@ impl Lowerer<'_> {
         }
         let n = layout.map(ty.shape).len;
         let mut out = Vec::with_capacity(n);
+        let exp2_f32 = matches!(inst.op, Op::Unary { op: UnaryOp::Exp2, .. }) && out_ty == ScalarType::F32;
         for i in 0..n {
             let r = |k: usize| regs[k][i];
+            if exp2_f32 && self.exp2_on_fma(i) {
+                out.push(self.exp2_polynomial(r(0)));
+                continue;
+            }
             let expr = match &inst.op {
                 Op::Unary { op, .. } => Expr::Unary(*op, r(0)),
                 Op::Binary { op, .. } => Expr::Binary(*op, r(0), r(1)),

@@ -23,6 +23,7 @@ mod debug;
 mod dot;
 mod elementwise;
 mod exchange;
+mod exp2;
 mod gather;
 mod hoist;
 mod mask_bound;

@@ -391,6 +391,12 @@ impl Device for CudaGpu {
                 warp_specialize: options.warp_specialize,
                 cluster: options.cluster,
                 programs_per_block: options.programs_per_block,
+                // `RUTILE_EXP2_FMA=k`: k of every 8 f32 `exp2`s on the FMA units (until
+                // measured).
+                exp2_on_fma: std::env::var("RUTILE_EXP2_FMA")
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u32>().ok())
+                    .map_or(0, |k| k.min(8)),
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
