@@ -37,6 +37,11 @@ pub(crate) struct Emitter<'a> {
     /// Pairs of A operand halves packed before the current MMA group's fence
     /// ([`PtxTarget::pack_before_fence`]), by their registers; cleared at its commit.
     pub prepacked: std::collections::HashMap<(Reg, Reg), String>,
+    /// The descriptors of the MMAs emitted since the last other statement
+    /// (`wgmma::descriptor`), by operand buffer, base register, constant bits and guard: the
+    /// 32-bit halves of each base's descriptor, from which a later MMA's is made by one
+    /// addition.
+    pub descriptors: std::collections::HashMap<crate::wgmma::DescriptorKey, (String, String)>,
 }
 
 impl<'a> Emitter<'a> {
@@ -52,6 +57,11 @@ impl<'a> Emitter<'a> {
     pub fn tmp(&mut self, c: Class) -> String {
         self.regs.temp(c)
     }
+    /// The predicate guarding the instructions emitted now, if any.
+    pub fn guard(&self) -> Option<&str> {
+        self.guard.as_deref()
+    }
+
     /// Emits one instruction (without the `;`), guarded by the current guard if any.
     pub fn ins(&mut self, text: impl AsRef<str>) {
         self.indent();
@@ -122,7 +132,13 @@ impl<'a> Emitter<'a> {
     }
 
     pub fn stmts(&mut self, stmts: &[Stmt]) -> Result<(), PtxError> {
+        // (A descriptor made before a branch is not reused inside it, nor one made inside
+        // after it: only consecutive MMAs share them.)
+        self.descriptors.clear();
         for (i, s) in stmts.iter().enumerate() {
+            if !matches!(s, Stmt::Wgmma { .. } | Stmt::Comment(_)) {
+                self.descriptors.clear();
+            }
             if self.target.pack_before_fence && matches!(s, Stmt::WgmmaFence) {
                 wgmma::prepack(self, &stmts[i + 1..]);
             }
@@ -456,6 +472,7 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
         pairs: crate::pairs::Pairs::of(k),
         pair_regs: Vec::new(),
         prepacked: std::collections::HashMap::new(),
+        descriptors: std::collections::HashMap::new(),
     };
     e.pair_regs = (0..e.pairs.len()).map(|_| e.tmp(Class::R)).collect();
 

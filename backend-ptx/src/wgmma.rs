@@ -6,6 +6,12 @@
 //! 32-45 the stride byte offset >> 4, 49-51 the base offset (0: the lowering puts operand
 //! buffers on 1024-byte boundaries), 62-63 the swizzle mode (1: 128 bytes, 2: 64, 3: 32).
 //! Only the start address varies at run time; the rest is one 64-bit constant or'ed in.
+//! Consecutive MMAs that read one operand buffer from one base register at constant offsets
+//! (the K steps of a group) share the base's descriptor: each adds its offset >> 4 to the
+//! start address field, which cannot carry out of its 14 bits, since a block's shared
+//! memory ends below 256 KiB. One addition an MMA operand, where the address, its field
+//! and the 64-bit or took four (and `ptxas` turned them into about six instructions on the
+//! uniform datapath).
 
 use crate::emit::{Emitter, Res};
 use crate::memory::shared_addr;
@@ -116,6 +122,10 @@ fn zero(e: &mut Emitter) -> String {
     z
 }
 
+/// What makes two operands' descriptors differ only by their start addresses: the buffer,
+/// the base register, the constant fields and the guard the instructions ran under.
+pub(crate) type DescriptorKey = (u32, Reg, u64, Option<String>);
+
 /// The 64-bit descriptor of `m` in a fresh register.
 fn descriptor(e: &mut Emitter, m: &SmemMatrix) -> Result<String, String> {
     let mode: u64 = match m.swizzle {
@@ -133,13 +143,32 @@ fn descriptor(e: &mut Emitter, m: &SmemMatrix) -> Result<String, String> {
     };
     let constant = field(m.lbo, "leading byte offset")? << 16 | field(m.sbo, "stride byte offset")? << 32 | mode << 62;
     let size = e.k.shared[m.alloc as usize].elem.size_bytes();
-    let addr = shared_addr(e, m.alloc, m.index, size);
-    let start = e.tmp(Class::R);
-    e.ins(format!("bfe.u32 {start}, {addr}, 4, 14"));
-    let wide = e.tmp(Class::Rd);
-    e.ins(format!("cvt.u64.u32 {wide}, {start}"));
+    let key = (m.alloc, m.index, constant, e.guard().map(str::to_string));
+    let (lo, hi) = match e.descriptors.get(&key) {
+        Some(halves) => halves.clone(),
+        None => {
+            let addr = shared_addr(e, m.alloc, m.index, size);
+            let start = e.tmp(Class::R);
+            e.ins(format!("bfe.u32 {start}, {addr}, 4, 14"));
+            let lo = e.tmp(Class::R);
+            e.ins(format!("or.b32 {lo}, {start}, {}", constant & 0xffff_ffff));
+            let hi = e.tmp(Class::R);
+            e.ins(format!("mov.u32 {hi}, {}", constant >> 32));
+            e.descriptors.insert(key, (lo.clone(), hi.clone()));
+            (lo, hi)
+        }
+    };
+    // (The verifier holds the offset to whole 16-byte chunks.)
+    let chunks = u64::from(m.offset) * size as u64 / 16;
+    let lo = if chunks == 0 {
+        lo
+    } else {
+        let moved = e.tmp(Class::R);
+        e.ins(format!("add.s32 {moved}, {lo}, {chunks}"));
+        moved
+    };
     let desc = e.tmp(Class::Rd);
-    e.ins(format!("or.b64 {desc}, {wide}, {constant}"));
+    e.ins(format!("mov.b64 {desc}, {{{lo}, {hi}}}"));
     Ok(desc)
 }
 

@@ -541,3 +541,33 @@ fn matmul_schedules_pass_ptxas() {
     }
     assert!(spilling.is_empty(), "schedules that spill:\n{}", spilling.join("\n"));
 }
+
+/// A group of warpgroup MMAs builds one descriptor an operand buffer and derives the rest
+/// by adding their constant offsets (`SmemMatrix::offset`): in the matmul's K loop, two
+/// descriptors are built (A's and B's stage) for every group of MMAs, the other MMAs each add
+/// 16-byte chunks to a start address field; and the result still passes ptxas.
+#[test]
+fn warpgroup_mma_descriptors_are_derived_within_a_group() {
+    let kernel = seeds::matmul(&seeds::MatmulMeta::fp16(128, 256, 64)).unwrap();
+    let target = Target {
+        mma_sync: true,
+        wgmma: true,
+        tma: true,
+        async_copy: true,
+        num_stages: 4,
+        ..Target::nvidia(8, 227 * 1024)
+    };
+    let spec = Specialization::all(kernel.params.len());
+    let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
+    let (ptx, _) = assemble("matmul 128x256x64, 8 warps, 4 stages", &t, 90);
+    let count = |s: &str| ptx.matches(s).count();
+    let (groups, mmas, built) = (count("wgmma.fence"), count("wgmma.mma_async"), count("bfe.u32"));
+    assert!(mmas >= 4 * groups && groups > 0, "{groups} groups, {mmas} MMAs");
+    assert_eq!(
+        built,
+        2 * groups,
+        "descriptors built: {built} for {groups} groups of {mmas} MMAs"
+    );
+    // Each MMA past a group's first adds its offsets: 32 bytes a K step of A, 2 chunks.
+    assert!(ptx.contains(", 2;"), "no K step of 2 chunks:\n{ptx}");
+}

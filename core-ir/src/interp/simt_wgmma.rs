@@ -185,17 +185,18 @@ impl Sim<'_> {
     ) -> Result<Vec<Vec<f64>>, SimFault> {
         let space = Space::Shared { alloc: m.alloc };
         let idx = self.read(m.index, None)?.ints()?.to_vec();
-        let start = idx[first];
-        if let Some(t) = (first..first + 128).find(|&t| idx[t] != start) {
+        let base = idx[first];
+        if let Some(t) = (first..first + 128).find(|&t| idx[t] != base) {
             return Err(fault(
                 FaultKind::InvalidIr,
                 t,
                 format!(
-                    "a wgmma operand's start differs within a warpgroup: element {} here, {start} in thread {first}",
+                    "a wgmma operand's start differs within a warpgroup: element {} here, {base} in thread {first}",
                     idx[t]
                 ),
             ));
         }
+        let start = base + i64::from(m.offset);
         let elem = self.k.shared[m.alloc as usize].elem;
         let eb = elem.size_bytes() as i64;
         let start_byte = start * eb;

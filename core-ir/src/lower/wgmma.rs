@@ -21,7 +21,7 @@
 
 use super::mma::{Operand, SharedOperand};
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, Inst, Literal, Op, ValueId};
+use crate::ir::{BinaryOp, Inst, Op, ValueId};
 use crate::layout::{Layout, RegisterMap, SwizzledTile, WarpgroupRows};
 use crate::thread::{Expr, MatrixMajor, Reg, SmemMatrix, Stmt, WgmmaA};
 use crate::types::{Elem, ScalarType, Shape};
@@ -196,10 +196,10 @@ impl Lowerer<'_> {
                     let (block, within) = (kk / t.block_cols, kk % t.block_cols);
                     (block * t.rows * t.block_cols + within, MatrixMajor::K, 16)
                 };
-                let index = self.offset_reg(sb.stage, offset);
                 SmemMatrix {
                     alloc: sb.alloc,
-                    index,
+                    index: self.base_reg(sb.stage),
+                    offset,
                     major,
                     swizzle: row_bytes,
                     lbo,
@@ -217,11 +217,11 @@ impl Lowerer<'_> {
                         let t = sa.tile;
                         let (block, within) = (kk / t.block_cols, kk % t.block_cols);
                         let offset = block * t.rows * t.block_cols + 64 * i * t.block_cols + within;
-                        let index = self.offset_reg(a_base, offset);
                         let row_bytes = t.block_row_bytes(eb);
                         WgmmaA::Shared(SmemMatrix {
                             alloc: sa.alloc,
-                            index,
+                            index: self.base_reg(a_base),
+                            offset,
                             major: MatrixMajor::K,
                             swizzle: row_bytes,
                             lbo: 16,
@@ -271,13 +271,11 @@ impl Lowerer<'_> {
             .then(|| (lval.regs.clone(), map))
     }
 
-    /// `base + offset` (`offset` alone without a base) as an i32 register.
-    fn offset_reg(&mut self, base: Option<Reg>, offset: u32) -> Reg {
-        let c = self.konst(ScalarType::I32, Literal::Int(offset as i64));
+    /// The register of an operand's stage base, or 0 for a buffer of one stage.
+    fn base_reg(&mut self, base: Option<Reg>) -> Reg {
         match base {
-            Some(b) if offset == 0 => b,
-            Some(b) => self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, b, c)),
-            None => c,
+            Some(b) => b,
+            None => self.i32c(0),
         }
     }
 }

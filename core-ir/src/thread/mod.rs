@@ -126,8 +126,12 @@ pub enum MatrixMajor {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SmemMatrix {
     pub alloc: u32,
-    /// The element index of the matrix's first element (a uniform register).
+    /// The element index of the matrix's first element is `index + offset`: a uniform
+    /// register, and a constant kept apart (a multiple of 16 bytes), so that a group's MMAs,
+    /// which step through one stage's operands at constant offsets, share the register and
+    /// the backend can derive each descriptor from the first by an addition.
     pub index: Reg,
+    pub offset: u32,
     pub major: MatrixMajor,
     pub swizzle: u32,
     /// Leading and stride byte offsets (see above; `lbo` is unused by K-major operands).

@@ -364,9 +364,10 @@ impl ThreadKernel {
                 } => {
                     let operand = |m: &crate::thread::SmemMatrix| {
                         format!(
-                            "shared{}[{}] {:?}-major swizzle {} lbo {} sbo {}",
+                            "shared{}[{} + {}] {:?}-major swizzle {} lbo {} sbo {}",
                             m.alloc,
                             self.r(m.index),
+                            m.offset,
                             m.major,
                             m.swizzle,
                             m.lbo,

@@ -705,6 +705,12 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
                     ));
                 }
                 int_index(k, m.index)?;
+                if (u64::from(m.offset) * ea.size_bytes() as u64) % 16 != 0 {
+                    return Err(format!(
+                        "a `wgmma` operand's constant offset is a multiple of 16 bytes, got {} elements of {ea}",
+                        m.offset
+                    ));
+                }
             }
             Ok(())
         }
