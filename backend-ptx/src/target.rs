@@ -19,7 +19,8 @@ pub struct PtxTarget {
     /// `warpgroup.arrive` before it (its note C7519), which waits for the MMAs issued
     /// before; packed ahead, the group issues without them, but `ptxas` 12.9 gave such
     /// kernels 2 to 28 more registers (docs/performance.md, "What `ptxas` inserts between
-    /// the tutorial walk's `P V` MMAs"). Off by default until a GPU says which costs more.
+    /// the tutorial walk's `P V` MMAs"). Off by default: on an H200 it made attention 2–6%
+    /// slower ("The switches measured").
     pub pack_before_fence: bool,
 }
 

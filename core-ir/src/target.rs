@@ -50,7 +50,7 @@ pub struct Target {
     /// Where [`tma_outer`](Self::tma_outer) and [`tma_store`](Self::tma_store) are on,
     /// whether a store's box may span outer dimensions and unmasked ones too (attention's
     /// output, across heads, with its head dimension unmasked; `lower::tma_store`). Off by
-    /// default until measured against the exchange it replaces (the runtime's
+    /// default: measured no faster than the exchange it replaces on an H200 (the runtime's
     /// `RUTILE_TMA_STORE_OUTER=1` turns it on).
     pub tma_store_outer: bool,
     /// Whether threads can copy global memory to shared memory asynchronously (`cp.async`,
@@ -112,8 +112,9 @@ pub struct Target {
     /// Of every eight registers of an f32 `exp2` result a thread computes, how many (0 to 8)
     /// are computed by a polynomial on the FMA units instead of the special-function unit
     /// (`lower::exp2`; relative error within 1e-7 like the hardware's, flushing results
-    /// below the normal range to 0 as it does). 0, the default, is none: it pays where the
-    /// special-function unit bounds a loop, as attention's softmax at head dimension 64.
+    /// below the normal range to 0 as it does). 0, the default, is none: on an H200 every
+    /// share made attention at head dimension 64 slower (about a dozen instructions where
+    /// one `ex2` was; docs/performance.md, "The switches measured").
     pub exp2_on_fma: u32,
 }
 
