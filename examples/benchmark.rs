@@ -58,7 +58,7 @@
 //! attention at the given head dimensions only (64, 128), `--ctx` at the given sequence
 //! lengths only, `--attention-forms` its given lines only (`tutorial`, `rotated`,
 //! `pingpong`, `persistent_pingpong`, `blocks`, `persistent_blocks`, `tma_heads`,
-//! `longest_first`), `--no-causal` without the causal mask only and `--causal-only` with it only. `--squares` times the matmul at the given M = N = K only, without
+//! `tma_heads_capped`, `longest_first`), `--no-causal` without the causal mask only and `--causal-only` with it only. `--squares` times the matmul at the given M = N = K only, without
 //! the skinny shapes (e.g. `--only matmul --squares 4096`). `--backends` runs the sections
 //! of one device at a time (all but `matmul`) on the named backends' devices only (e.g.
 //! `--backends vulkan`), while the copy ceiling is still measured on every device and the
@@ -135,7 +135,7 @@ fn main() {
     let layer_norm_cols = size_list(&args, "--ln-cols", 1..=1 << 20, "widths from 1 to 2^20");
     let head_dims = size_list(&args, "--head-dims", 64..=128, "head dimensions 64 and 128");
     let attention_lengths = size_list(&args, "--ctx", 16..=65536, "sequence lengths from 16 to 65536");
-    const FORMS: [&str; 8] = [
+    const FORMS: [&str; 9] = [
         "tutorial",
         "rotated",
         "pingpong",
@@ -143,6 +143,7 @@ fn main() {
         "blocks",
         "persistent_blocks",
         "tma_heads",
+        "tma_heads_capped",
         "longest_first",
     ];
     let attention_forms: Option<Vec<String>> = args.iter().position(|a| a == "--attention-forms").map(|i| {
@@ -360,7 +361,7 @@ struct Run {
     attention_lengths: Option<Vec<usize>>,
     /// `--attention-forms`: the attention's lines of those it times, by name (`tutorial`,
     /// `rotated`, `pingpong`, `persistent_pingpong`, `blocks`, `persistent_blocks`, `tma_heads`,
-    /// `longest_first`; all where `None`).
+    /// `tma_heads_capped`, `longest_first`; all where `None`).
     attention_forms: Option<Vec<String>>,
     /// Whether the attention is timed with the causal mask (`--no-causal`: not).
     attention_causal: bool,

@@ -850,3 +850,35 @@ fn attention_takes_some_exp2_on_the_fma_units() {
         }
     }
 }
+
+/// The one-warpgroup attention program of the benchmark's `tma_heads_capped` line
+/// (`capped_tma_heads_attention_configs`: head dimension 64, 64 x 128 on 2 stages, K and V
+/// through TMA across heads) at 168 registers a thread: `ptxas` assembles it for sm_90a
+/// without spilling, so that three share a multiprocessor (`-- --nocapture` prints
+/// registers uncapped and capped).
+#[test]
+fn one_warpgroup_attention_fits_168_registers() {
+    for (bn, stages) in [(128, 2)] {
+        let kernel = seeds::attention_forward(&AttentionMeta::fp16(64, bn, 64, false)).unwrap();
+        let target = Target {
+            tma_outer: true,
+            ..h100(4, stages)
+        };
+        for cap in [None, Some(168)] {
+            let label = format!("attention 64x{bn}, {stages} stages, across heads, maxnreg {cap:?}");
+            let ptx = assemble_aligned_for(
+                &label,
+                &kernel,
+                &target,
+                &PtxTarget::from_compute_capability(9, 0).max_registers(cap),
+            );
+            if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+                println!("{label}: {registers} registers, {spilled} bytes spilled");
+                if cap.is_some() {
+                    assert!(registers <= 168, "{label}: {registers} registers");
+                    assert_eq!(spilled, 0, "{label}");
+                }
+            }
+        }
+    }
+}

@@ -415,7 +415,8 @@ fn loop_stages(kernel: &rutile::Kernel) -> u32 {
 /// (`_persistent_blocks`), at head dimension 128 the ping-pong (`_pingpong`) and the same on
 /// a persistent grid (`_persistent_pingpong`), causal programs started longest first
 /// (`_longest_first`), and K and V copied by
-/// TMA across heads (`_tma_heads`, `LaunchConfig::tma_outer`), each autotuned over the
+/// TMA across heads (`_tma_heads`, `LaunchConfig::tma_outer`; at head dimension 64 its
+/// 64 x 128 program also capped at 168 registers, `_tma_heads_capped`), each autotuned over the
 /// tutorial's configurations in that form and timed in rounds with the others.
 pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &mut String) -> rutile::Result<()> {
     let id = dev.id();
@@ -494,6 +495,11 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                 let across = attention::tma_heads_attention_configs(dev, causal);
                 if !across.is_empty() {
                     forms.push(("_tma_heads", across));
+                }
+                // Its 64 x 128 program capped at 168 registers: three a multiprocessor.
+                let capped = attention::capped_tma_heads_attention_configs(dev, causal);
+                if head_dim == 64 && !capped.is_empty() {
+                    forms.push(("_tma_heads_capped", capped));
                 }
                 // `--attention-forms`: the lines asked for (the tutorial's is named `tutorial`).
                 forms.retain(|(form, _)| {

@@ -576,6 +576,20 @@ fn gpu_attention_with_tma_across_heads_matches_the_reference() {
     );
 }
 
+/// Through CUDA, the 64 x 128 program with K and V across heads capped at 168 registers
+/// (`capped_tma_heads_attention_configs`, the benchmark's `tma_heads_capped` line; none
+/// elsewhere), causal and not.
+#[test]
+fn gpu_capped_attention_across_heads_matches_the_reference() {
+    check_attention(
+        "attention, TMA across heads, 168 registers",
+        430,
+        &[],
+        &[(2, 4, 1000, 64), (1, 1, 4097, 64)],
+        tutorials::attention::capped_tma_heads_attention_configs,
+    );
+}
+
 /// Fused attention forward, fp16, head dimensions 64 and 128, causal and not, at lengths
 /// that are not multiples of the blocks, and at 128 and 1024 that are (kernels without the
 /// ragged walk, `AttentionMeta::whole_key_blocks`).

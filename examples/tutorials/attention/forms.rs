@@ -63,6 +63,26 @@ pub fn tma_heads_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config
     configs.map(|c| c.tma_outer(true)).collect()
 }
 
+/// The one-warpgroup 64 x 128 program on 2 stages of [`tma_heads_attention_configs`] (the
+/// fastest at 1024 and 2048 tokens at head dimension 64) capped at 168 registers a thread
+/// (`maxnreg`), through CUDA (none elsewhere): `ptxas` 12.9 then spills nothing (221
+/// registers uncapped), and three programs share a multiprocessor instead of two (12 warps
+/// where 8; their shared memory, 75760 bytes each, still fits), for the other programs to
+/// fill one's waits. (On 3 stages the shared memory holds two programs whatever the
+/// registers; 64 x 64 takes 151 registers uncapped, three already.) Not measured yet: the
+/// benchmark's `tma_heads_capped` line, not in the host code's list
+/// (`docs/performance.md`, "The switches measured").
+pub fn capped_tma_heads_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
+    tma_heads_attention_configs(dev, causal)
+        .into_iter()
+        .filter(|c| {
+            let meta = |name: &str| c.meta.iter().find(|(k, _)| k == name).map(|&(_, v)| v);
+            (c.num_warps, c.num_stages, meta("BLOCK_M"), meta("BLOCK_N")) == (4, 2, Some(64), Some(128))
+        })
+        .map(|c| c.maxnreg(Some(168)))
+        .collect()
+}
+
 /// [`attention_configs`] with the walk rotated by one block (`ROTATE` = 1, see
 /// [`AttentionMeta::rotate`]): FlashAttention-3's overlap of one block's `P V` with the
 /// next block's softmax, for head dimension 64 (at 128 the carried `P` costs too many
