@@ -132,17 +132,17 @@ impl<'a> Emitter<'a> {
     }
 
     pub fn stmts(&mut self, stmts: &[Stmt]) -> Result<(), PtxError> {
-        // (A descriptor made before a branch is not reused inside it, nor one made inside
-        // after it: only consecutive MMAs share them.)
+        // Only consecutive MMAs share descriptors: none made before a branch is reused
+        // inside it, and none made inside one (which may not have run) after it.
         self.descriptors.clear();
         for (i, s) in stmts.iter().enumerate() {
-            if !matches!(s, Stmt::Wgmma { .. } | Stmt::Comment(_)) {
-                self.descriptors.clear();
-            }
             if self.target.pack_before_fence && matches!(s, Stmt::WgmmaFence) {
                 wgmma::prepack(self, &stmts[i + 1..]);
             }
             self.stmt(s)?;
+            if !matches!(s, Stmt::Wgmma { .. } | Stmt::Comment(_)) {
+                self.descriptors.clear();
+            }
             // The second half of a kept pair: the pair is packed now (`pairs`).
             if let Stmt::Set { dst, .. } = s {
                 if let Some(lo) = self.pairs.lo_of(*dst) {

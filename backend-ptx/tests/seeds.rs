@@ -571,3 +571,46 @@ fn warpgroup_mma_descriptors_are_derived_within_a_group() {
     // Each MMA past a group's first adds its offsets: 32 bytes a K step of A, 2 chunks.
     assert!(ptx.contains(", 2;"), "no K step of 2 chunks:\n{ptx}");
 }
+
+/// A descriptor built inside a branch is not reused after it (the branch may not have run):
+/// an MMA after an `if` whose body ran one on the same operands builds its own.
+#[test]
+fn warpgroup_mma_descriptors_are_not_shared_across_a_branch() {
+    use rutile_ir::ir::CmpOp;
+    use rutile_ir::thread::{MatrixMajor, SmemMatrix, Stmt, ThreadKernelBuilder, WgmmaA};
+    let mut k = ThreadKernelBuilder::new("branchy_mma", 4, 32);
+    let buf = k.shared(ScalarType::F16, 8192);
+    let zero = k.int(ScalarType::I32, 0);
+    let acc: Vec<_> = (0..8).map(|_| k.float(ScalarType::F32, 0.0)).collect();
+    let matrix = |offset| SmemMatrix {
+        alloc: buf,
+        index: zero,
+        offset,
+        major: MatrixMajor::K,
+        swizzle: 128,
+        lbo: 16,
+        sbo: 1024,
+    };
+    let mma = |offset| Stmt::Wgmma {
+        acc: acc.clone(),
+        a: WgmmaA::Shared(matrix(offset)),
+        b: matrix(offset + 4096),
+        n: 16,
+        accumulate: true,
+    };
+    let tid = k.thread_id();
+    let half = k.int(ScalarType::I32, 64);
+    let cond = k.cmp(CmpOp::Lt, tid, half);
+    k.push(Stmt::WgmmaFence);
+    k.if_(cond, |k| k.push(mma(0)), |_| {});
+    k.push(mma(16));
+    k.push(Stmt::WgmmaCommit);
+    k.push(Stmt::WgmmaWait { pending: 0 });
+    let mut t = k.finish_unverified();
+    // (As the lowering places a `wgmma` operand's buffer.)
+    t.shared[buf as usize].align = 1024;
+    let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap();
+    // (A and B share a base: one buffer, register and set of fields; built in the branch and
+    // again after it.)
+    assert_eq!(ptx.matches("bfe.u32").count(), 2, "{ptx}");
+}
