@@ -111,7 +111,7 @@ pub struct Target {
     pub programs_per_block: u32,
     /// Of every eight registers of an f32 `exp2` result a thread computes, how many (0 to 8)
     /// are computed by a polynomial on the FMA units instead of the special-function unit
-    /// (`lower::exp2`; relative error within 1e-7 like the hardware's, flushing results
+    /// (`lower::exp2`; relative error within 3e-7, near the hardware's, flushing results
     /// below the normal range to 0 as it does). 0, the default, is none: on an H200 every
     /// share made attention at head dimension 64 slower (about a dozen instructions where
     /// one `ex2` was; docs/performance.md, "The switches measured").
