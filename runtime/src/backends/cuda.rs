@@ -393,10 +393,7 @@ impl Device for CudaGpu {
                 programs_per_block: options.programs_per_block,
                 // `RUTILE_EXP2_FMA=k`: k of every 8 f32 `exp2`s on the FMA units (0 by
                 // default: every share measured slower on an H200).
-                exp2_on_fma: std::env::var("RUTILE_EXP2_FMA")
-                    .ok()
-                    .and_then(|v| v.trim().parse::<u32>().ok())
-                    .map_or(0, |k| k.min(8)),
+                exp2_on_fma: exp2_share(std::env::var("RUTILE_EXP2_FMA").ok().as_deref())?,
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
@@ -562,6 +559,21 @@ fn hopper_enabled() -> bool {
 }
 
 /// Whether environment variable `name` leaves a feature on (anything but `0`, or unset).
+/// `RUTILE_EXP2_FMA`'s share of f32 `exp2`s on the FMA units, of every 8
+/// (`Target::exp2_on_fma`): 0 unset, else an integer from 0 to 8.
+fn exp2_share(value: Option<&str>) -> Result<u32> {
+    let Some(v) = value else {
+        return Ok(0);
+    };
+    match v.trim().parse::<u32>() {
+        Ok(k) if k <= 8 => Ok(k),
+        _ => Err(Error::Environment {
+            variable: "RUTILE_EXP2_FMA",
+            message: format!("takes how many of every 8 f32 `exp2`s run on the FMA units, 0 to 8; got {v:?}"),
+        }),
+    }
+}
+
 fn env_flag(name: &str) -> bool {
     std::env::var(name).map_or(true, |v| v.trim() != "0")
 }
@@ -569,6 +581,20 @@ fn env_flag(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exp2_share_takes_0_to_8_and_names_the_variable_otherwise() {
+        assert_eq!(exp2_share(None).unwrap(), 0);
+        assert_eq!(exp2_share(Some("3")).unwrap(), 3);
+        assert_eq!(exp2_share(Some(" 8 ")).unwrap(), 8);
+        for bad in ["9", "-1", "half", ""] {
+            let e = exp2_share(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.starts_with("RUTILE_EXP2_FMA: ") && e.contains("0 to 8"),
+                "{bad:?}: {e}"
+            );
+        }
+    }
 
     #[test]
     fn a_cluster_that_does_not_fit_names_the_kernel_and_what_it_takes() {
