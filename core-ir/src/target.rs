@@ -116,6 +116,15 @@ pub struct Target {
     /// share made attention at head dimension 64 slower (about a dozen instructions where
     /// one `ex2` was; docs/performance.md, "The switches measured").
     pub exp2_on_fma: u32,
+    /// Into how many interleaved partials a thread folds its own elements of a `max` or
+    /// `min` reduction before combining them (`lower::reduce`; exact in any order): 1 is in
+    /// order along the axis, one dependent chain as long as the thread's elements; more
+    /// shorten the chain that attention's `exp2`s wait for (32 values a row a thread at
+    /// 128-key blocks) at a few registers. 4 on NVIDIA's PTX (`ptxas` 12.9: 0 to 9 more
+    /// registers in the tutorial's attention kernels, no new spills; not yet timed on a
+    /// GPU), 1 on Vulkan, where the attention blocks that NVIDIA's driver runs wrong were
+    /// found on the in-order code (docs/performance.md, "The wrong Vulkan blocks, located").
+    pub reduce_chains: u32,
 }
 
 /// One cooperative-matrix multiply-add a device offers (a `VkCooperativeMatrixPropertiesKHR`
@@ -171,6 +180,7 @@ impl Target {
             cluster: 1,
             programs_per_block: 1,
             exp2_on_fma: 0,
+            reduce_chains: 4,
         }
     }
     /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with
@@ -181,6 +191,7 @@ impl Target {
             warp_size,
             native_float_minmax: false,
             reuse_shared: SharedReuse::SameType,
+            reduce_chains: 1,
             ..Target::nvidia(num_warps, max_shared_bytes)
         }
     }

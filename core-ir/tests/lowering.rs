@@ -562,7 +562,9 @@ fn argmax_and_argmin_with_ties_and_nan() {
 
 /// f32 max and min over the values where their semantics bite: signed zeros (-0.0 below
 /// +0.0), infinities, subnormals, NaNs of either sign and negative numbers near each other.
-/// The targets of `targets()` without native f32 min/max reduce integer keys.
+/// The targets of `targets()` without native f32 min/max reduce integer keys; each target
+/// also folds a thread's elements into 1, 3 and 4 interleaved partials
+/// (`Target::reduce_chains`), all exact.
 #[test]
 fn max_and_min_of_signed_zeros_infinities_and_nans() {
     let mut rng = Rng::new(8);
@@ -597,7 +599,13 @@ fn max_and_min_of_signed_zeros_infinities_and_nans() {
             cases.push(reduce_case(op, HostBuffer::from_slice(&zeros), rows, cols, axis));
         }
     }
-    check_all(&cases, &targets());
+    let chained = targets().into_iter().flat_map(|t| {
+        [1, 3, 4].map(|reduce_chains| Target {
+            reduce_chains,
+            ..t.clone()
+        })
+    });
+    check_all(&cases, &chained.collect::<Vec<_>>());
 }
 
 #[test]

@@ -50,8 +50,16 @@ impl Lowerer<'_> {
         let out_layout = layout.slice(d);
         let out_map = out_layout.map(result_shape);
 
-        // 1. Within the thread, in order along the axis.
-        let mut parts: Vec<Option<Partial>> = vec![None; out_map.len];
+        // 1. Within the thread, in order along the axis; a max or min (exact in any order)
+        // into `Target::reduce_chains` interleaved partials a slot, combined at the end, so
+        // that its dependent chain is that much shorter (attention's row maximum, which the
+        // `exp2`s wait for, is 32 values a thread at 128-key blocks).
+        let chains = match op {
+            ReduceOp::Max | ReduceOp::Min => self.target.reduce_chains.max(1) as usize,
+            _ => 1,
+        };
+        let mut parts: Vec<Option<Partial>> = vec![None; out_map.len * chains];
+        let mut seen = vec![0usize; out_map.len];
         for (i, &r) in src.regs.iter().enumerate() {
             let v = if keyed {
                 self.float_key(r, op)
@@ -65,14 +73,29 @@ impl Lowerer<'_> {
             let mut j = map.split(i);
             j[d] = 0;
             let slot = out_map.join(j);
-            parts[slot] = Some(match parts[slot] {
+            let at = slot * chains + seen[slot] % chains;
+            seen[slot] += 1;
+            parts[at] = Some(match parts[at] {
                 None => p,
                 Some(acc) => self.combine(op, acc, p),
             });
         }
         let mut parts: Vec<Partial> = parts
-            .into_iter()
-            .map(|p| p.expect("every slot has an element"))
+            .chunks(chains)
+            .map(|c| {
+                let mut level: Vec<Partial> = c.iter().flatten().copied().collect();
+                while level.len() > 1 {
+                    level = level
+                        .chunks(2)
+                        .map(|pair| match *pair {
+                            [a, b] => self.combine(op, a, b),
+                            [a] => a,
+                            _ => unreachable!("chunks of two"),
+                        })
+                        .collect();
+                }
+                level.pop().expect("every slot has an element")
+            })
             .collect();
 
         // 2. Across lanes.
