@@ -712,6 +712,57 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
     }
 }
 
+/// The three blocks that NVIDIA's Vulkan driver runs wrong on an H200 (one subgroup's 16
+/// rows of every query block; the tutorial's host code leaves them out,
+/// `known_wrong_on_cooperative_matrices`), lowered exactly as the Vulkan runtime lowers them
+/// for that device (subgroups of 32, its six cooperative-matrix shapes, 48 KiB of
+/// workgroup memory in one array a type, the accumulator rescaled in place, 8-byte vectors
+/// in loops): the simulator, which faults on a read of what another thread (of any warp)
+/// wrote since the last barrier, runs them right and without a race. (It takes a
+/// cooperative load or store as its subgroup's first invocation's, so it would miss a
+/// missing barrier between two cooperative accesses of one subgroup only; the lowering
+/// puts a workgroup barrier between a cooperative store and any read of what it wrote.)
+/// What goes wrong is then below rutile's per-thread program: in the SPIR-V it becomes or
+/// in the driver (docs/performance.md, "The wrong Vulkan blocks, located").
+#[test]
+fn the_blocks_nvidias_vulkan_driver_runs_wrong_are_right_in_the_simulator() {
+    let mut rng = Rng::new(74);
+    let mut shapes = Vec::new();
+    for acc in [F16, F32] {
+        for (m, n, k) in [(16, 16, 16), (16, 8, 16), (16, 8, 8)] {
+            shapes.push(rutile_ir::target::CoopMatrixShape { m, n, k, ab: F16, acc });
+        }
+    }
+    // (block_m, block_n, stages, head dimension, causal, rotated, positions)
+    let blocks = [
+        (64, 64, 3, 64, true, true, 256),
+        (64, 32, 3, 128, false, false, 200),
+        (64, 128, 2, 64, false, true, 300),
+    ];
+    for (block_m, block_n, num_stages, d, causal, rotate, n) in blocks {
+        let meta = AttentionMeta {
+            rotate,
+            whole_key_blocks: n % block_n == 0,
+            ..AttentionMeta::fp16(block_m, block_n, d, causal)
+        };
+        let target = Target {
+            max_vector_bytes: 8,
+            coop_matrix: shapes.clone(),
+            coop_scale: true,
+            num_stages,
+            ..Target::vulkan(32, 4, 48 * 1024)
+        };
+        let shape = Shape {
+            z: 1,
+            h: 2,
+            n: n as usize,
+            d: d as usize,
+        };
+        let at = format!("{block_m}x{block_n}, {num_stages} stages, d {d}, causal {causal}, rotated {rotate}");
+        simulate_attention(&at, &meta, &[target], shape, &mut rng);
+    }
+}
+
 /// `P`, the scores' probabilities converted to f16, is in the accumulator layout of `Q Kᵀ`'s
 /// warpgroup MMAs, whose registers hold exactly what `P V`'s A operand reads: it goes to the
 /// second `dot` from registers (`WgmmaA::Registers`), not through shared memory, so a step
