@@ -718,12 +718,11 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
 /// for that device (subgroups of 32, its six cooperative-matrix shapes, 48 KiB of
 /// workgroup memory in one array a type, the accumulator rescaled in place, 8-byte vectors
 /// in loops): the simulator, which faults on a read of what another thread (of any warp)
-/// wrote since the last barrier, runs them right and without a race. (It takes a
-/// cooperative load or store as its subgroup's first invocation's, so it would miss a
-/// missing barrier between two cooperative accesses of one subgroup only; the lowering
-/// puts a workgroup barrier between a cooperative store and any read of what it wrote.)
-/// What goes wrong is then below rutile's per-thread program: in the SPIR-V it becomes or
-/// in the driver (docs/performance.md, "The wrong Vulkan blocks, located").
+/// wrote since the last barrier, runs them right and without a race (a cooperative load
+/// and a cooperative store each count as an invocation of their own there, so exchanges
+/// within a subgroup are checked too). What goes wrong is then below rutile's per-thread
+/// program: in the SPIR-V it becomes or in the driver (docs/performance.md, "The wrong
+/// Vulkan blocks, located").
 #[test]
 fn the_blocks_nvidias_vulkan_driver_runs_wrong_are_right_in_the_simulator() {
     let mut rng = Rng::new(74);

@@ -658,3 +658,51 @@ fn buffers_of_different_types_never_share_an_array() {
     k.reuse_shared = rutile_ir::target::SharedReuse::Never;
     assert_eq!(k.shared_arrays().arrays.len(), 3, "one array per buffer");
 }
+
+/// A cooperative store then a cooperative load of the same elements by one subgroup is an
+/// exchange: which invocation holds which element is the device's choice (and differs
+/// between roles), so it needs a barrier like any other; with one, it runs.
+#[test]
+fn cooperative_accesses_of_one_subgroup_need_barriers_between_them() {
+    use rutile_ir::thread::{CoopMatrix, CoopRole};
+    let build = |barrier: bool| {
+        let mut k = kernel(1, 32);
+        let buf = k.shared(F32, 256);
+        let zero = k.int(I32, 0);
+        k.push(Stmt::CoopZero { dst: 0 });
+        let at = |alloc| (alloc, zero, 16, true);
+        let (alloc, index, stride, row_major) = at(buf);
+        k.push(Stmt::CoopStore {
+            src: 0,
+            alloc,
+            index,
+            stride,
+            row_major,
+        });
+        if barrier {
+            k.push(Stmt::Barrier);
+        }
+        k.push(Stmt::CoopLoad {
+            dst: 1,
+            alloc,
+            index,
+            stride,
+            row_major,
+        });
+        let mut t = k.finish_unverified();
+        t.coop = vec![
+            CoopMatrix {
+                role: CoopRole::Acc,
+                rows: 16,
+                cols: 16,
+                elem: F32,
+            };
+            2
+        ];
+        t
+    };
+    run(&build(true), [1, 1, 1], 1).unwrap();
+    let (kind, _, text) = fault(run(&build(false), [1, 1, 1], 1).unwrap_err());
+    assert_eq!(kind, FaultKind::MissingBarrier, "{text}");
+    assert!(text.contains("another thread wrote"), "{text}");
+}

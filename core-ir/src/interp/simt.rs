@@ -439,6 +439,12 @@ struct Sim<'s> {
     /// (`simt_specialized.rs`), the first of which is thread `tid_base` of the program.
     threads: usize,
     tid_base: usize,
+    /// The lane a cooperative access is recorded as (`simt_coop.rs`): the device spreads a
+    /// matrix's elements over its subgroup's invocations in a way it does not say, so a
+    /// load and a store are each taken as a lane of their own, and an exchange between two
+    /// of them, or between one and the warp's scalar accesses, needs a barrier as between
+    /// threads. `None` outside them.
+    pub(super) coop_lane: Option<usize>,
     /// Whether a side of a warp-specialized statement is running: its mbarrier waits then
     /// order it after the other side (see `simt_specialized.rs`).
     in_side: bool,
@@ -501,6 +507,7 @@ impl<'s> Sim<'s> {
             k,
             threads,
             tid_base: 0,
+            coop_lane: None,
             in_side: false,
             warp_size: k.warp_size as usize,
             grid,
@@ -1226,7 +1233,8 @@ impl<'s> Sim<'s> {
     /// lanes).
     fn thread_bits(&self, t: usize) -> u128 {
         let g = t + self.tid_base;
-        (1u128 << ((g / self.warp_size) % 64)) | (1u128 << (64 + (g % self.warp_size) % 64))
+        let lane = self.coop_lane.unwrap_or(g % self.warp_size);
+        (1u128 << ((g / self.warp_size) % 64)) | (1u128 << (64 + lane % 64))
     }
 
     /// Records an access by thread `t` to element `e` of `m` (a buffer offset); faults if

@@ -5,8 +5,10 @@
 //! are modelled as what they are to a program: one whole matrix per warp, loaded, multiplied
 //! and stored by the warp as a unit. A load or store reads its `index` in every lane and
 //! faults unless the warp agrees on it; its elements are then accessed as the warp's first
-//! lane (bounds, uninitialized reads and races with other warps are checked as for any
-//! access). A multiply-add sums in f32 with `k` ascending, the interpreter's `dot` order, so
+//! lane (bounds and uninitialized reads) recorded for races as a lane of its own, one for
+//! loads and one for stores (`Sim::coop_lane`): which invocation holds an element is the
+//! device's choice, so passing elements between cooperative accesses and the warp's own
+//! needs a barrier, as between threads. A multiply-add sums in f32 with `k` ascending, the interpreter's `dot` order, so
 //! a lowering on cooperative matrices gives the interpreter's results bit for bit and any
 //! wrong stride, offset or tile shows as a wrong value.
 
@@ -15,6 +17,12 @@ use crate::interp::error::FaultKind;
 use crate::interp::memory;
 use crate::interp::tensor::{Data, Pointer};
 use crate::thread::{CoopMatrix, CoopReg, Memory as Space, Reg};
+
+/// The lanes cooperative loads and stores are recorded as (`Sim::coop_lane`), beyond a
+/// subgroup of 32's: so that a store then a load of the same elements by one subgroup, or
+/// either beside its invocations' own accesses, is an exchange that needs a barrier.
+const LOAD_LANE: usize = 62;
+const STORE_LANE: usize = 63;
 
 /// Each cooperative matrix's value in each warp (row-major), `None` until written.
 pub(super) type CoopValues = Vec<Vec<Option<Vec<f64>>>>;
@@ -86,9 +94,10 @@ impl Sim<'_> {
         for (w, offs) in offsets.iter().enumerate() {
             let t = w * self.warp_size;
             let ptrs = self.coop_pointers(alloc, offs, t)?;
-            for p in &ptrs {
-                self.touch(m, p.offset, t, Access::Read)?;
-            }
+            self.coop_lane = Some(LOAD_LANE);
+            let touched = ptrs.iter().try_for_each(|p| self.touch(m, p.offset, t, Access::Read));
+            self.coop_lane = None;
+            touched?;
             let Data::Float(v) = memory::load(&self.shared, elem, &ptrs, None, None)? else {
                 return Err(fault(
                     FaultKind::InvalidIr,
@@ -135,7 +144,10 @@ impl Sim<'_> {
                     ));
                 }
                 let same = old[i].to_bits() == value[i].to_bits();
-                self.touch(m, p.offset, t, Access::Write { same })?;
+                self.coop_lane = Some(STORE_LANE);
+                let touched = self.touch(m, p.offset, t, Access::Write { same });
+                self.coop_lane = None;
+                touched?;
             }
             memory::store(&mut self.shared, elem, &ptrs, None, &Data::Float(value))?;
         }
