@@ -58,8 +58,9 @@
 //! attention at the given head dimensions only (64, 128), `--ctx` at the given sequence
 //! lengths only, `--attention-forms` its given lines only (`tutorial`, `rotated`,
 //! `pingpong`, `persistent_pingpong`, `blocks`, `persistent_blocks`, `tma_heads`,
-//! `tma_heads_capped`, `longest_first`), `--no-causal` without the causal mask only and `--causal-only` with it only. `--squares` times the matmul at the given M = N = K only, without
-//! the skinny shapes (e.g. `--only matmul --squares 4096`). `--backends` runs the sections
+//! `tma_heads_capped`, `longest_first`), `--no-causal` without the causal mask only and
+//! `--causal-only` with it only. `--squares` times the matmul at the given M = N = K only,
+//! without the skinny shapes (e.g. `--only matmul --squares 4096`). `--backends` runs the sections
 //! of one device at a time (all but `matmul`) on the named backends' devices only (e.g.
 //! `--backends vulkan`), while the copy ceiling is still measured on every device and the
 //! `matmul` section still times cuBLAS: a run through one backend keeps the other's

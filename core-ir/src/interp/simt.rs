@@ -439,12 +439,6 @@ struct Sim<'s> {
     /// (`simt_specialized.rs`), the first of which is thread `tid_base` of the program.
     threads: usize,
     tid_base: usize,
-    /// The lane a cooperative access is recorded as (`simt_coop.rs`): the device spreads a
-    /// matrix's elements over its subgroup's invocations in a way it does not say, so a
-    /// load and a store are each taken as a lane of their own, and an exchange between two
-    /// of them, or between one and the warp's scalar accesses, needs a barrier as between
-    /// threads. `None` outside them.
-    pub(super) coop_lane: Option<usize>,
     /// Whether a side of a warp-specialized statement is running: its mbarrier waits then
     /// order it after the other side (see `simt_specialized.rs`).
     in_side: bool,
@@ -507,7 +501,6 @@ impl<'s> Sim<'s> {
             k,
             threads,
             tid_base: 0,
-            coop_lane: None,
             in_side: false,
             warp_size: k.warp_size as usize,
             grid,
@@ -1232,14 +1225,24 @@ impl<'s> Sim<'s> {
     /// thread's bits is empty only where the thread alone is in it (modulo 64 warps and 64
     /// lanes).
     fn thread_bits(&self, t: usize) -> u128 {
+        self.lane_bits(t, (t + self.tid_base) % self.warp_size)
+    }
+
+    /// Thread `t`'s warp recorded as lane `lane` (for [`Self::thread_bits`], or a lane of its
+    /// own for accesses that no one invocation makes: `simt_coop.rs`).
+    pub(super) fn lane_bits(&self, t: usize, lane: usize) -> u128 {
         let g = t + self.tid_base;
-        let lane = self.coop_lane.unwrap_or(g % self.warp_size);
         (1u128 << ((g / self.warp_size) % 64)) | (1u128 << (64 + lane % 64))
     }
 
     /// Records an access by thread `t` to element `e` of `m` (a buffer offset); faults if
     /// another thread's access since the last barrier makes it a race.
-    fn touch(&mut self, m: Space, e: i64, t: usize, mut access: Access) -> Result<(), SimFault> {
+    fn touch(&mut self, m: Space, e: i64, t: usize, access: Access) -> Result<(), SimFault> {
+        self.touch_as(m, e, t, self.thread_bits(t), access)
+    }
+
+    /// [`Self::touch`] by thread `t` recorded as the threads `w` (`Track`'s bits).
+    pub(super) fn touch_as(&mut self, m: Space, e: i64, t: usize, w: u128, mut access: Access) -> Result<(), SimFault> {
         if let Space::Shared { alloc } = m {
             self.mbarrier_guard(alloc, e, t)?;
             if matches!(access, Access::Write { .. } | Access::Atomic) {
@@ -1247,7 +1250,7 @@ impl<'s> Sim<'s> {
                 self.wgmma_read_guard(alloc, e, t)?;
             }
         }
-        let (epoch, serial, w, program) = (self.epoch, self.serial, self.thread_bits(t), self.program);
+        let (epoch, serial, program) = (self.epoch, self.serial, self.program);
         let track = match m {
             Space::Shared { alloc } => {
                 self.mark_epochs(alloc as usize, epoch, epoch);

@@ -5,12 +5,12 @@
 //! are modelled as what they are to a program: one whole matrix per warp, loaded, multiplied
 //! and stored by the warp as a unit. A load or store reads its `index` in every lane and
 //! faults unless the warp agrees on it; its elements are then accessed as the warp's first
-//! lane (bounds and uninitialized reads) recorded for races as a lane of its own, one for
-//! loads and one for stores (`Sim::coop_lane`): which invocation holds an element is the
-//! device's choice, so passing elements between cooperative accesses and the warp's own
-//! needs a barrier, as between threads. A multiply-add sums in f32 with `k` ascending, the interpreter's `dot` order, so
-//! a lowering on cooperative matrices gives the interpreter's results bit for bit and any
-//! wrong stride, offset or tile shows as a wrong value.
+//! lane (bounds and uninitialized reads), recorded for races as a lane of its own, one for
+//! loads and one for stores: which invocation holds an element is the device's choice, so
+//! passing elements between cooperative accesses and the warp's own needs a barrier, as
+//! between threads. A multiply-add sums in f32 with `k` ascending, the interpreter's `dot`
+//! order, so a lowering on cooperative matrices gives the interpreter's results bit for bit
+//! and any wrong stride, offset or tile shows as a wrong value.
 
 use super::{fault, Access, Sim, SimFault};
 use crate::interp::error::FaultKind;
@@ -18,7 +18,7 @@ use crate::interp::memory;
 use crate::interp::tensor::{Data, Pointer};
 use crate::thread::{CoopMatrix, CoopReg, Memory as Space, Reg};
 
-/// The lanes cooperative loads and stores are recorded as (`Sim::coop_lane`), beyond a
+/// The lanes cooperative loads and stores are recorded as (`Sim::lane_bits`), beyond a
 /// subgroup of 32's: so that a store then a load of the same elements by one subgroup, or
 /// either beside its invocations' own accesses, is an exchange that needs a barrier.
 const LOAD_LANE: usize = 62;
@@ -94,10 +94,10 @@ impl Sim<'_> {
         for (w, offs) in offsets.iter().enumerate() {
             let t = w * self.warp_size;
             let ptrs = self.coop_pointers(alloc, offs, t)?;
-            self.coop_lane = Some(LOAD_LANE);
-            let touched = ptrs.iter().try_for_each(|p| self.touch(m, p.offset, t, Access::Read));
-            self.coop_lane = None;
-            touched?;
+            let loader = self.lane_bits(t, LOAD_LANE);
+            for p in &ptrs {
+                self.touch_as(m, p.offset, t, loader, Access::Read)?;
+            }
             let Data::Float(v) = memory::load(&self.shared, elem, &ptrs, None, None)? else {
                 return Err(fault(
                     FaultKind::InvalidIr,
@@ -144,10 +144,8 @@ impl Sim<'_> {
                     ));
                 }
                 let same = old[i].to_bits() == value[i].to_bits();
-                self.coop_lane = Some(STORE_LANE);
-                let touched = self.touch(m, p.offset, t, Access::Write { same });
-                self.coop_lane = None;
-                touched?;
+                let storer = self.lane_bits(t, STORE_LANE);
+                self.touch_as(m, p.offset, t, storer, Access::Write { same })?;
             }
             memory::store(&mut self.shared, elem, &ptrs, None, &Data::Float(value))?;
         }

@@ -228,14 +228,16 @@ pub fn persistent_block_programs_attention_configs(dev: &dyn Device, causal: boo
 /// The blocks that compute wrong results through NVIDIA's Vulkan driver on cooperative
 /// matrices (an H200, driver 580; `gpu_attention_on_cooperative_matrices_config_by_config`),
 /// where rutile's simulator runs the same per-thread kernels equal to the interpreter. Each
-/// is a 64-row block on 4 subgroups whose walk over the keys is split in two (whole blocks, then the masked ones), wrong
-/// only on problems with a masked walk (a ragged last block, the causal diagonal): one
-/// subgroup's 16 rows of every query block, the same bits launch after launch. What they
-/// depend on (`docs/performance.md`, "The wrong Vulkan blocks, located"): the first two
-/// run right with a subgroup-scope fence on workgroup memory before each cooperative load
-/// (`RUTILE_COOP_LOAD_FENCE=1`; with one before each store too it cost the Vulkan matmul
-/// 19%), or with one read-only declaration taken away (a different one for each); the rotated 64 x 128, the one block that takes all 48 KiB of
-/// workgroup memory, stays wrong with either. Left out until the cause is found.
+/// is a 64-row block on 4 subgroups whose walk over the keys is split in two (whole blocks,
+/// then the masked ones), wrong only on problems with a masked walk (a ragged last block,
+/// the causal diagonal): one subgroup's 16 rows of every query block, the same bits launch
+/// after launch; in the simulator, lowered as for that device, all three run right and
+/// race-free. What they depend on (`docs/performance.md`, "The wrong Vulkan blocks,
+/// located"): the first two run right with a subgroup-scope fence on workgroup memory
+/// before each cooperative load (`RUTILE_COOP_LOAD_FENCE=1`, which costs the Vulkan matmul
+/// 19% and attention 7–13%), or with one read-only declaration taken away (a different one
+/// for each); the rotated 64 x 128, the one block that takes all 48 KiB of workgroup
+/// memory, stays wrong with either. Left out until the cause is found.
 fn known_wrong_on_cooperative_matrices(bm: i64, bn: i64, warps: u32, stages: u32, split: i64, rotate: bool) -> bool {
     matches!(
         (bm, bn, warps, stages, split, rotate),

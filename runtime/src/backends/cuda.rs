@@ -558,7 +558,6 @@ fn hopper_enabled() -> bool {
     env_flag("RUTILE_HOPPER")
 }
 
-/// Whether environment variable `name` leaves a feature on (anything but `0`, or unset).
 /// `RUTILE_EXP2_FMA`'s share of f32 `exp2`s on the FMA units, of every 8
 /// (`Target::exp2_on_fma`): 0 unset, else an integer from 0 to 8.
 fn exp2_share(value: Option<&str>) -> Result<u32> {
@@ -574,6 +573,7 @@ fn exp2_share(value: Option<&str>) -> Result<u32> {
     }
 }
 
+/// Whether environment variable `name` leaves a feature on (anything but `0`, or unset).
 fn env_flag(name: &str) -> bool {
     std::env::var(name).map_or(true, |v| v.trim() != "0")
 }

@@ -72,7 +72,8 @@ pub struct WgpuOptions {
     /// A subgroup barrier on workgroup memory before every cooperative-matrix load
     /// (`rutile_spirv::SpirvTarget::coop_load_fences`): what made the attention blocks the
     /// tutorial leaves out on NVIDIA's cooperative matrices compute right, at 19% of the
-    /// matmul and 7–13% of attention on an H200. Off by default; `RUTILE_COOP_LOAD_FENCE=1` turns it on.
+    /// matmul and 7–13% of attention on an H200. Off by default; `RUTILE_COOP_LOAD_FENCE=1`
+    /// turns it on.
     pub coop_load_fences: bool,
 }
 
