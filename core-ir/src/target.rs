@@ -120,10 +120,11 @@ pub struct Target {
     /// `min` reduction before combining them (`lower::reduce`; exact in any order): 1 is in
     /// order along the axis, one dependent chain as long as the thread's elements; more
     /// shorten the chain that attention's `exp2`s wait for (32 values a row a thread at
-    /// 128-key blocks) at a few registers. 4 on NVIDIA's PTX (`ptxas` 12.9: 0 to 9 more
-    /// registers in the tutorial's attention kernels, no new spills; not yet timed on a
-    /// GPU), 1 on Vulkan, where the attention blocks that NVIDIA's driver runs wrong were
-    /// found on the in-order code (docs/performance.md, "The wrong Vulkan blocks, located").
+    /// 128-key blocks) at a few registers (`ptxas` 12.9 with 4: 0 to 9 more in the
+    /// tutorial's attention kernels, no new spills). 1 by default until a GPU times it (the
+    /// CUDA runtime's `RUTILE_REDUCE_CHAINS=k` asks for k); on Vulkan the attention blocks
+    /// that NVIDIA's driver runs wrong were found on the in-order code (docs/performance.md,
+    /// "The wrong Vulkan blocks, located").
     pub reduce_chains: u32,
 }
 
@@ -180,7 +181,7 @@ impl Target {
             cluster: 1,
             programs_per_block: 1,
             exp2_on_fma: 0,
-            reduce_chains: 4,
+            reduce_chains: 1,
         }
     }
     /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with
@@ -191,7 +192,6 @@ impl Target {
             warp_size,
             native_float_minmax: false,
             reuse_shared: SharedReuse::SameType,
-            reduce_chains: 1,
             ..Target::nvidia(num_warps, max_shared_bytes)
         }
     }

@@ -393,7 +393,22 @@ impl Device for CudaGpu {
                 programs_per_block: options.programs_per_block,
                 // `RUTILE_EXP2_FMA=k`: k of every 8 f32 `exp2`s on the FMA units (0 by
                 // default: every share measured slower on an H200).
-                exp2_on_fma: exp2_share(std::env::var("RUTILE_EXP2_FMA").ok().as_deref())?,
+                exp2_on_fma: env_count(
+                    "RUTILE_EXP2_FMA",
+                    std::env::var("RUTILE_EXP2_FMA").ok().as_deref(),
+                    0..=8,
+                    "how many of every 8 f32 `exp2`s run on the FMA units",
+                )?
+                .unwrap_or(0),
+                // `RUTILE_REDUCE_CHAINS=k`: a thread's elements of a max or min folded into k
+                // interleaved partials (1 by default until timed on a GPU).
+                reduce_chains: env_count(
+                    "RUTILE_REDUCE_CHAINS",
+                    std::env::var("RUTILE_REDUCE_CHAINS").ok().as_deref(),
+                    1..=32,
+                    "into how many interleaved partials a thread folds a max or min",
+                )?
+                .unwrap_or(1),
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
@@ -558,17 +573,22 @@ fn hopper_enabled() -> bool {
     env_flag("RUTILE_HOPPER")
 }
 
-/// `RUTILE_EXP2_FMA`'s share of f32 `exp2`s on the FMA units, of every 8
-/// (`Target::exp2_on_fma`): 0 unset, else an integer from 0 to 8.
-fn exp2_share(value: Option<&str>) -> Result<u32> {
+/// The count environment variable `variable` gives (`value`, `None` where unset): an
+/// integer in `range`, or an error saying it takes `what` in that range and what came.
+fn env_count(
+    variable: &'static str,
+    value: Option<&str>,
+    range: std::ops::RangeInclusive<u32>,
+    what: &str,
+) -> Result<Option<u32>> {
     let Some(v) = value else {
-        return Ok(0);
+        return Ok(None);
     };
     match v.trim().parse::<u32>() {
-        Ok(k) if k <= 8 => Ok(k),
+        Ok(k) if range.contains(&k) => Ok(Some(k)),
         _ => Err(Error::Environment {
-            variable: "RUTILE_EXP2_FMA",
-            message: format!("takes how many of every 8 f32 `exp2`s run on the FMA units, 0 to 8; got {v:?}"),
+            variable,
+            message: format!("takes {what}, {} to {}; got {v:?}", range.start(), range.end()),
         }),
     }
 }
@@ -583,12 +603,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exp2_share_takes_0_to_8_and_names_the_variable_otherwise() {
-        assert_eq!(exp2_share(None).unwrap(), 0);
-        assert_eq!(exp2_share(Some("3")).unwrap(), 3);
-        assert_eq!(exp2_share(Some(" 8 ")).unwrap(), 8);
+    fn counts_from_the_environment_take_their_range_and_name_the_variable_otherwise() {
+        let share = |v| env_count("RUTILE_EXP2_FMA", v, 0..=8, "a share");
+        assert_eq!(share(None).unwrap(), None);
+        assert_eq!(share(Some("3")).unwrap(), Some(3));
+        assert_eq!(share(Some(" 8 ")).unwrap(), Some(8));
         for bad in ["9", "-1", "half", ""] {
-            let e = exp2_share(Some(bad)).unwrap_err().to_string();
+            let e = share(Some(bad)).unwrap_err().to_string();
             assert!(
                 e.starts_with("RUTILE_EXP2_FMA: ") && e.contains("0 to 8"),
                 "{bad:?}: {e}"
