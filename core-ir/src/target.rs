@@ -121,10 +121,11 @@ pub struct Target {
     /// order along the axis, one dependent chain as long as the thread's elements; more
     /// shorten the chain that attention's `exp2`s wait for (32 values a row a thread at
     /// 128-key blocks) at a few registers (`ptxas` 12.9 with 4: 0 to 9 more in the
-    /// tutorial's attention kernels, no new spills). 1 by default until a GPU times it (the
-    /// CUDA runtime's `RUTILE_REDUCE_CHAINS=k` asks for k); on Vulkan the attention blocks
-    /// that NVIDIA's driver runs wrong were found on the in-order code (docs/performance.md,
-    /// "The wrong Vulkan blocks, located").
+    /// tutorial's attention kernels, no new spills). 1 by default: on an H200, 4 timed
+    /// within run-to-run spread of it in two runs (docs/performance.md, "The last values
+    /// ahead, and shorter chains timed"); the CUDA runtime's `RUTILE_REDUCE_CHAINS=k` asks
+    /// for k. On Vulkan the attention blocks that NVIDIA's driver runs wrong were found on
+    /// the in-order code (docs/performance.md, "The wrong Vulkan blocks, located").
     pub reduce_chains: u32,
 }
 

@@ -1688,3 +1688,174 @@ fn the_output_leaves_by_tma_across_heads() {
         simulate_attention(&at, &meta, std::slice::from_ref(&target), shape, &mut rng);
     }
 }
+
+/// The rotated walk's last values loaded before it (`AttentionMeta::last_values_ahead`):
+/// the lowering stores them into a buffer of their own before the walk (the loop's `hoist`),
+/// nothing after it, and the last `P V` reads them there; the kernel is the interpreter's
+/// in the simulator on one warpgroup, on the warp-specialized ping-pong (persistent too) and
+/// on three programs a block, with whole key blocks and a ragged last one, causal or not.
+#[test]
+fn the_last_values_ahead_are_staged_before_the_walk() {
+    use rutile_ir::thread::{walk_stmts as walk, Memory};
+    let shape = Shape {
+        z: 1,
+        h: 2,
+        n: 256,
+        d: 64,
+    };
+    let meta = |bm, bn, d, causal, whole| AttentionMeta {
+        rotate: true,
+        last_values_ahead: true,
+        whole_key_blocks: whole,
+        ..AttentionMeta::fp16(bm, bn, d, causal)
+    };
+    let tk = rutile_ir::lower::lower(
+        &attention_forward(&meta(64, 64, 64, false, true)).unwrap(),
+        &hopper_pipelined(4, 2),
+        &runtime_spec(&args(shape)),
+    )
+    .unwrap();
+    let walk_at = tk
+        .body
+        .iter()
+        .position(|s| matches!(s, Stmt::While { .. }))
+        .expect("the walk");
+    let mut last_values = None;
+    walk(&tk.body[walk_at + 1..], &mut |s| {
+        if let (None, Stmt::Wgmma { b, .. }) = (last_values, s) {
+            last_values = Some(b.alloc);
+        }
+    });
+    let last_values = last_values.expect("the last P V on warpgroup MMAs");
+    let stores_to = |stmts: &[Stmt]| {
+        let mut n = 0;
+        walk(stmts, &mut |s| {
+            n += matches!(s, Stmt::Store { mem: Memory::Shared { alloc }, .. } if *alloc == last_values) as usize
+        });
+        n
+    };
+    assert!(
+        stores_to(&tk.body[..walk_at]) > 0,
+        "the last values are stored before the walk"
+    );
+    assert_eq!(
+        stores_to(&tk.body[walk_at..]),
+        0,
+        "the last values are stored after the walk"
+    );
+    // Loaded after the walk, they are stored after it.
+    let after = rutile_ir::lower::lower(
+        &attention_forward(&AttentionMeta {
+            last_values_ahead: false,
+            ..meta(64, 64, 64, false, true)
+        })
+        .unwrap(),
+        &hopper_pipelined(4, 2),
+        &runtime_spec(&args(shape)),
+    )
+    .unwrap();
+    let stores_after_walk = after
+        .body
+        .iter()
+        .position(|s| matches!(s, Stmt::While { .. }))
+        .map(|at| {
+            let mut n = 0;
+            walk(&after.body[at + 1..], &mut |s| {
+                n += matches!(
+                    s,
+                    Stmt::Store {
+                        mem: Memory::Shared { .. },
+                        ..
+                    }
+                ) as usize
+            });
+            n
+        });
+    assert!(
+        stores_after_walk > Some(0),
+        "without it the last values are stored after the walk"
+    );
+
+    let mut rng = Rng::new(83);
+    let ping_pong = |persistent| Target {
+        tma_outer: true,
+        warp_specialize: true,
+        persistent,
+        ..hopper_pipelined(8, 2)
+    };
+    let cases = [
+        (
+            Shape {
+                z: 1,
+                h: 2,
+                n: 256,
+                d: 64,
+            },
+            meta(64, 64, 64, false, true),
+            vec![hopper_pipelined(4, 2), hopper_pipelined(4, 3)],
+        ),
+        (
+            Shape {
+                z: 1,
+                h: 2,
+                n: 200,
+                d: 64,
+            },
+            meta(64, 64, 64, false, false),
+            vec![hopper_pipelined(4, 2)],
+        ),
+        (
+            Shape {
+                z: 1,
+                h: 2,
+                n: 200,
+                d: 64,
+            },
+            meta(64, 32, 64, true, false),
+            vec![hopper_pipelined(4, 2)],
+        ),
+        (
+            Shape {
+                z: 1,
+                h: 3,
+                n: 256,
+                d: 128,
+            },
+            meta(128, 128, 128, false, true),
+            vec![ping_pong(false), ping_pong(true)],
+        ),
+        (
+            Shape {
+                z: 1,
+                h: 2,
+                n: 300,
+                d: 64,
+            },
+            meta(64, 64, 64, false, false),
+            vec![three_programs_a_block(2)],
+        ),
+        (
+            Shape {
+                z: 1,
+                h: 2,
+                n: 256,
+                d: 64,
+            },
+            meta(64, 128, 64, false, true),
+            vec![three_programs_a_block(2)],
+        ),
+    ];
+    for (shape, meta, targets) in cases {
+        let at = format!(
+            "last values ahead, {shape:?}, {}x{}, causal {}",
+            meta.block_m, meta.block_n, meta.causal
+        );
+        simulate_attention(&at, &meta, &targets, shape, &mut rng);
+    }
+    let refused = attention_forward(&AttentionMeta {
+        last_values_ahead: true,
+        ..AttentionMeta::fp16(64, 64, 64, false)
+    });
+    let message = refused.unwrap_err().to_string();
+    assert!(message.contains("without rotate"), "{message}");
+}

@@ -413,7 +413,9 @@ fn loop_stages(kernel: &rutile::Kernel) -> u32 {
 /// warp-specialized with its consumers taking turns (`_pingpong`), 64-row programs
 /// several a block sharing a producer (`_blocks`) and those on a persistent grid
 /// (`_persistent_blocks`), at head dimension 128 the ping-pong (`_pingpong`) and the same on
-/// a persistent grid (`_persistent_pingpong`), causal programs started longest first
+/// a persistent grid (`_persistent_pingpong`), the blocks and the ping-pong with the
+/// walk's last values loaded ahead of it (`_blocks_ahead`, `_pingpong_ahead`:
+/// `with_last_values_ahead`), causal programs started longest first
 /// (`_longest_first`), and K and V copied by
 /// TMA across heads (`_tma_heads`, `LaunchConfig::tma_outer`; at head dimension 64 its
 /// 64 x 128 program also capped at 168 registers, `_tma_heads_capped`), each autotuned over the
@@ -472,6 +474,7 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                     // Through CUDA, without the mask: 64-row programs, several a block.
                     let blocks = attention::block_programs_attention_configs(dev, causal);
                     if !blocks.is_empty() {
+                        forms.push(("_blocks_ahead", attention::with_last_values_ahead(blocks.clone())));
                         forms.push(("_blocks", blocks));
                         let persistent = attention::persistent_block_programs_attention_configs(dev, causal);
                         forms.push(("_persistent_blocks", persistent));
@@ -481,6 +484,10 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                     // Through CUDA, warp-specialized: the 128-row ping-pong.
                     let specialized = attention::head_128_specialized_attention_configs(dev, causal);
                     if !specialized.is_empty() {
+                        forms.push((
+                            "_pingpong_ahead",
+                            attention::with_last_values_ahead(specialized.clone()),
+                        ));
                         forms.push(("_pingpong", specialized));
                         let persistent = attention::persistent_head_128_specialized_attention_configs(dev, causal);
                         forms.push(("_persistent_pingpong", persistent));

@@ -590,6 +590,33 @@ fn gpu_capped_attention_across_heads_matches_the_reference() {
     );
 }
 
+/// Through CUDA (none elsewhere), every configuration with the rotated walk's last values
+/// loaded ahead of it (`with_last_values_ahead`, the benchmark's `_ahead` lines) on its
+/// own: three programs a block at head dimension 64, the ping-pong at 128, at 1000 and 1024
+/// tokens (a ragged last key block and whole ones), causal and not where the list has them.
+#[test]
+fn gpu_attention_with_the_last_values_ahead_config_by_config() {
+    use tutorials::attention::{
+        block_programs_attention_configs, head_128_specialized_attention_configs, with_last_values_ahead,
+    };
+    let cuda = |d: &dyn rutile::Device| d.properties().backend == rutile::Backend::Cuda;
+    let mut failed = each_attention_config_on(
+        "three programs a block, last values ahead",
+        700,
+        64,
+        |d, causal| with_last_values_ahead(block_programs_attention_configs(d, causal)),
+        cuda,
+    );
+    failed.extend(each_attention_config_on(
+        "the ping-pong, last values ahead",
+        720,
+        128,
+        |d, causal| with_last_values_ahead(head_128_specialized_attention_configs(d, causal)),
+        cuda,
+    ));
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
 /// Fused attention forward, fp16, head dimensions 64 and 128, causal and not, at lengths
 /// that are not multiples of the blocks, and at 128 and 1024 that are (kernels without the
 /// ragged walk, `AttentionMeta::whole_key_blocks`).

@@ -233,6 +233,8 @@ impl Lowerer<'_> {
         init: &[ValueId],
         num_stages: Option<u32>,
     ) -> Result<Vec<LVal>, LowerError> {
+        // (Taken first: a loop nested in this one's body sets its own.)
+        let after = std::mem::take(&mut self.dots_after_loop);
         let iv_ty = self
             .k
             .ty(start)
@@ -271,7 +273,7 @@ impl Lowerer<'_> {
             Some(plan) => Some(self.pipeline_prologue(plan, inst, init, &layouts, (start_r, end_r, step_r))?),
             None => None,
         };
-        let hoisted = self.hoist_invariant_operands(region)?;
+        let hoisted = self.hoist_invariant_operands(region, &after)?;
         let step_const = self.axis[step.index()].constant;
         // A register pipeline two iterations ahead runs the body twice a trip, each copy
         // with its own prefetch registers, while two iterations remain; then the last one of

@@ -284,6 +284,9 @@ pub(crate) struct Lowerer<'k> {
     own_copies: HashMap<ValueId, pipeline::OwnRead>,
     /// Loop-invariant `dot` operands staged before their loop (see `hoist`).
     hoisted: HashMap<hoist::HoistKey, mma::SharedOperand>,
+    /// The operands of `dot`s after the `for` loop about to be lowered (in its statement
+    /// list) that were computed before it, staged with its invariant ones (see `hoist`).
+    dots_after_loop: Vec<hoist::AcrossLoop>,
     /// The `dot` result whose warpgroup MMAs may stay in flight into the next iteration of
     /// the loop being lowered, and the carried value whose registers they accumulate into
     /// (see `pipeline`).
@@ -363,6 +366,7 @@ impl<'k> Lowerer<'k> {
             pipelined: HashMap::new(),
             own_copies: HashMap::new(),
             hoisted: HashMap::new(),
+            dots_after_loop: Vec::new(),
             wgmma_in_flight: None,
             loop_operand_allocs: Vec::new(),
             coop: Vec::new(),
@@ -472,10 +476,13 @@ impl<'k> Lowerer<'k> {
 
     /// Lowers a region's instructions; returns the values its `yield` gives, if any.
     pub(crate) fn region(&mut self, r: &Region) -> Result<Option<Vec<ValueId>>, LowerError> {
-        for &id in &r.insts {
+        for (at, &id) in r.insts.iter().enumerate() {
             let inst = &self.k.insts[id];
             if let Op::Yield { values } = &inst.op {
                 return Ok(Some(values.clone()));
+            }
+            if matches!(inst.op, Op::For { .. }) {
+                self.dots_after_loop = self.dots_across_loop(r, at);
             }
             self.emit(Stmt::Comment(format!("{} at {}", inst.op.name(), inst.loc)));
             let at = self.body.last().map_or(0, |b| b.len()) - 1;

@@ -36,6 +36,13 @@ pub struct AttentionMeta {
     /// block then runs while the softmax of the next computes (the walk's last `dot` stays
     /// in flight, see the lowering's pipeline). The same results as the tutorial's order.
     pub rotate: bool,
+    /// The rotated walk's last values ([`AttentionMeta::rotate`]) loaded before the walk,
+    /// not after it: the lowering stages them in shared memory of their own before the loop
+    /// (its `hoist`), so that their load's latency overlaps the queries' and the walk's
+    /// first copies instead of standing between the walk and its last `P V`, at the cost of
+    /// a `block_n x head_dim` buffer live across the walk. Without `rotate` there is no such
+    /// load and the builder refuses it.
+    pub last_values_ahead: bool,
     /// `N_CTX` is a multiple of `block_n`: non-causal attention walks whole key blocks only,
     /// with no walk for a ragged last block (its pipeline, copies and barriers are set up
     /// even where it has no step). The host code sets it from the problem, as Triton
@@ -71,6 +78,7 @@ impl AttentionMeta {
             split_diagonal: true,
             dtype: ScalarType::F16,
             rotate: false,
+            last_values_ahead: false,
             whole_key_blocks: false,
             longest_first: false,
             group_heads: 0,
@@ -241,7 +249,15 @@ impl<'b> Walk<'b> {
 
     /// [`inner`](Self::inner) over whole blocks from `lo` to `hi` (`Stage::Full`), rotated
     /// by one block ([`AttentionMeta::rotate`]).
-    fn rotated(&self, k: &'b KernelBuilder, state: [Value<'b>; 3], lo: Value<'b>, hi: Value<'b>) -> [Value<'b>; 3] {
+    /// With `ahead`, the last block's values are loaded before the walk
+    /// ([`AttentionMeta::last_values_ahead`]).
+    fn rotated(
+        &self,
+        k: &'b KernelBuilder,
+        state: [Value<'b>; 3],
+        (lo, hi): (Value<'b>, Value<'b>),
+        ahead: bool,
+    ) -> [Value<'b>; 3] {
         let Walk {
             q,
             k_base,
@@ -263,6 +279,17 @@ impl<'b> Walk<'b> {
         let v_ptrs = v_base + prev_rows.expand_dims(1) * sv[2] + offs_d.expand_dims(0) * sv[3];
         let p0 = k.zeros(&[block_m, block_n], dtype);
         let alpha0 = k.full(&[block_m], 1.0, ScalarType::F32);
+        // The last block's values (none where the walk had no step: its rows are then
+        // before `lo`, masked off, and `P` zero). Its pointers are computed afresh rather
+        // than taken from the walk: a warp-specialized walk's consumers would otherwise
+        // carry the walk's V pointers through every step for this one load (registers a
+        // program of three a block does not have).
+        let last_values = || {
+            let last_rows = hi - bn + offs_n;
+            let v_last_ptrs = v_base + last_rows.expand_dims(1) * sv[2] + offs_d.expand_dims(0) * sv[3];
+            k.load_masked(v_last_ptrs, last_rows.ge(lo).expand_dims(1), 0.0)
+        };
+        let v_ahead = ahead.then(last_values);
         let init = [state[0], state[1], state[2], k_ptrs, v_ptrs, p0, alpha0];
         let out = k.for_range(lo, hi, bn, &init, |start_n, c| {
             let (acc, l_i, m_i, k_ptrs, v_ptrs, p_prev, alpha_prev) = (c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
@@ -288,14 +315,7 @@ impl<'b> Walk<'b> {
                 alpha,
             ]
         });
-        // The last block's values (none where the walk had no step: its rows are then
-        // before `lo`, masked off, and `P` zero). Its pointers are computed afresh rather
-        // than taken from the walk: a warp-specialized walk's consumers would otherwise
-        // carry the walk's V pointers through every step for this one load (registers a
-        // program of three a block does not have).
-        let last_rows = hi - bn + offs_n;
-        let v_last_ptrs = v_base + last_rows.expand_dims(1) * sv[2] + offs_d.expand_dims(0) * sv[3];
-        let v_last = k.load_masked(v_last_ptrs, last_rows.ge(lo).expand_dims(1), 0.0);
+        let v_last = v_ahead.unwrap_or_else(last_values);
         let acc = k.dot_acc(out[5], v_last, out[0] * out[6].expand_dims(1));
         [acc, out[1], out[2]]
     }
@@ -333,6 +353,12 @@ pub fn attention_forward(meta: &AttentionMeta) -> Result<Kernel, BuildError> {
                 .into(),
         ));
     }
+    if meta.last_values_ahead && !meta.rotate {
+        return Err(refused(
+            "last_values_ahead loads the rotated walk's last values before it: without rotate the walk has no such load"
+                .into(),
+        ));
+    }
     if meta.group_heads > 0 && !meta.longest_first {
         return Err(refused(format!(
             "group_heads orders the programs of longest_first by groups of heads: without longest_first the programs \
@@ -353,6 +379,7 @@ fn program<'b>(k: &'b KernelBuilder, meta: &AttentionMeta) {
         split_diagonal,
         dtype,
         rotate,
+        last_values_ahead,
         whole_key_blocks,
         longest_first,
         group_heads,
@@ -409,7 +436,7 @@ fn program<'b>(k: &'b KernelBuilder, meta: &AttentionMeta) {
     };
     let inner = |state, lo, hi, stage| {
         if rotate && stage == Stage::Full {
-            walk.rotated(k, state, lo, hi)
+            walk.rotated(k, state, (lo, hi), last_values_ahead)
         } else {
             walk.inner(k, state, lo, hi, stage)
         }

@@ -28,7 +28,8 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
 /// tokens, causal or not, 1–4% slower at 1024: "Head dimension 128 on an H200") and
 /// [`head_128_specialized_attention_configs`] (the fastest from 2048 tokens); at head
 /// dimension 64 without the causal mask, [`block_programs_attention_configs`] (the fastest
-/// there from 4096 tokens, 59–64% of cuBLAS's matmul rate: "Whole key blocks") and the
+/// there from 4096 tokens, 59–64% of cuBLAS's matmul rate: "Whole key blocks"), both also
+/// with the walk's last values loaded ahead ([`with_last_values_ahead`]), and the
 /// TMA-across-heads list (the fastest at 1024 and 2048 tokens; 3–7% slower with the mask,
 /// where it is left out: "Head dimension 128: the ping-pong"); at head dimension 64 with
 /// the causal mask, [`longest_first_attention_configs`] (on an H200 1–8% faster than the
@@ -39,10 +40,14 @@ pub fn host_attention_configs(dev: &dyn Device, p: &Problem) -> Vec<Config> {
     match p.head_dim {
         128 => {
             configs.extend(tma_heads_attention_configs(dev, p.causal));
-            configs.extend(head_128_specialized_attention_configs(dev, p.causal));
+            let ping_pong = head_128_specialized_attention_configs(dev, p.causal);
+            configs.extend(with_last_values_ahead(ping_pong.clone()));
+            configs.extend(ping_pong);
         }
         64 if !p.causal => {
-            configs.extend(block_programs_attention_configs(dev, p.causal));
+            let blocks = block_programs_attention_configs(dev, p.causal);
+            configs.extend(with_last_values_ahead(blocks.clone()));
+            configs.extend(blocks);
             configs.extend(tma_heads_attention_configs(dev, p.causal));
         }
         64 if dev.properties().backend == rutile::Backend::Cuda => {
@@ -167,6 +172,26 @@ pub fn head_128_specialized_attention_configs(dev: &dyn Device, _causal: bool) -
         config.warp_specialize(true).tma_outer(true)
     })
     .collect()
+}
+
+/// The rotated configurations of `configs` (`ROTATE` = 1) with the walk's last values
+/// loaded before it (`AHEAD` = 1, [`AttentionMeta::last_values_ahead`]): staged in shared
+/// memory of their own before the walk, so that their load overlaps the queries' and the
+/// ring's first copies rather than following the walk, for the short problems where a
+/// program's start and end are a third of its time. The others are left out. On an H200
+/// (the benchmark's `_ahead` lines, `docs/performance.md`, "The last values ahead") the
+/// head-128 ping-pong ran 3% faster at 1024 tokens and 1% at 2048, three programs a block
+/// 2-3% at 1024, both level from 4096; the host code tunes over both ways
+/// ([`host_attention_configs`]).
+pub fn with_last_values_ahead(configs: Vec<Config>) -> Vec<Config> {
+    configs
+        .into_iter()
+        .filter(|c| c.value("ROTATE").is_ok_and(|r| r != 0))
+        .map(|mut c| {
+            c.meta.push(("AHEAD".into(), 1));
+            c
+        })
+        .collect()
 }
 
 /// [`head_128_specialized_attention_configs`] on a persistent grid (`LaunchConfig::persistent`):

@@ -138,6 +138,7 @@ fn meta(c: &Config, p: &Problem, l2_bytes: Option<u64>) -> Result<AttentionMeta>
     Ok(AttentionMeta {
         split_diagonal: c.value("SPLIT")? != 0,
         rotate: c.value("ROTATE").is_ok_and(|r| r != 0),
+        last_values_ahead: c.value("AHEAD").is_ok_and(|r| r != 0),
         whole_key_blocks: p.n_ctx.is_multiple_of(block_n as usize),
         longest_first,
         group_heads: if longest_first { group_heads(p, l2_bytes) } else { 0 },

@@ -401,7 +401,9 @@ impl Device for CudaGpu {
                 )?
                 .unwrap_or(0),
                 // `RUTILE_REDUCE_CHAINS=k`: a thread's elements of a max or min folded into k
-                // interleaved partials (1 by default until timed on a GPU).
+                // interleaved partials; 1 (in order) by default: 4 measured within run-to-run
+                // spread of it on an H200 (docs/performance.md, "The last values ahead, and
+                // shorter chains timed").
                 reduce_chains: env_count(
                     "RUTILE_REDUCE_CHAINS",
                     std::env::var("RUTILE_REDUCE_CHAINS").ok().as_deref(),
