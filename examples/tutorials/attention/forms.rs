@@ -74,9 +74,10 @@ pub fn tma_heads_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config
 /// registers uncapped), and three programs share a multiprocessor instead of two (12 warps
 /// where 8; their shared memory, 75760 bytes each, still fits), for the other programs to
 /// fill one's waits. (On 3 stages the shared memory holds two programs whatever the
-/// registers; 64 x 64 takes 151 registers uncapped, three already.) Not measured yet: the
-/// benchmark's `tma_heads_capped` line, not in the host code's list
-/// (`docs/performance.md`, "The switches measured").
+/// registers; 64 x 64 takes 151 registers uncapped, three already.) Measured slower than
+/// two a multiprocessor on an H200 (1% at 1024 and 2048 tokens, 7–9% at 4096): the
+/// benchmark's `tma_heads_capped` line, not in the host code's list (`docs/performance.md`,
+/// "The last values ahead, and shorter chains timed").
 pub fn capped_tma_heads_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
     tma_heads_attention_configs(dev, causal)
         .into_iter()
