@@ -1692,8 +1692,9 @@ fn the_output_leaves_by_tma_across_heads() {
 /// The rotated walk's last values loaded before it (`AttentionMeta::last_values_ahead`):
 /// the lowering stores them into a buffer of their own before the walk (the loop's `hoist`),
 /// nothing after it, and the last `P V` reads them there; the kernel is the interpreter's
-/// in the simulator on one warpgroup, on the warp-specialized ping-pong (persistent too) and
-/// on three programs a block, with whole key blocks and a ragged last one, causal or not.
+/// in the simulator on one warpgroup, on the warp-specialized ping-pong (persistent too), on
+/// three programs a block and on Vulkan's cooperative matrices, with whole key blocks and a
+/// ragged last one, causal or not.
 #[test]
 fn the_last_values_ahead_are_staged_before_the_walk() {
     use rutile_ir::thread::{walk_stmts as walk, Memory};
@@ -1709,6 +1710,50 @@ fn the_last_values_ahead_are_staged_before_the_walk() {
         whole_key_blocks: whole,
         ..AttentionMeta::fp16(bm, bn, d, causal)
     };
+    // On Vulkan's cooperative matrices too (the staged tile is a cooperative operand there).
+    let coop = Target {
+        reuse_shared: rutile_ir::target::SharedReuse::SameType,
+        coop_matrix: h100_coop_shapes().to_vec(),
+        coop_scale: true,
+        num_stages: 2,
+        ..Target::nvidia(4, 48 * 1024)
+    };
+    let coop_case = (
+        Shape {
+            z: 1,
+            h: 2,
+            n: 100,
+            d: 64,
+        },
+        meta(32, 32, 64, false, false),
+        vec![coop],
+    );
+    // There too the last values are stored before the walk: more stores ahead of it.
+    let stores_before_walk = |ahead| {
+        let (shape, meta, targets) = &coop_case;
+        let kernel = attention_forward(&AttentionMeta {
+            last_values_ahead: ahead,
+            ..*meta
+        })
+        .unwrap();
+        let tk = rutile_ir::lower::lower(&kernel, &targets[0], &runtime_spec(&args(*shape))).unwrap();
+        let walk_at = tk.body.iter().position(|s| matches!(s, Stmt::While { .. })).unwrap();
+        let mut n = 0;
+        walk(&tk.body[..walk_at], &mut |s| {
+            n += matches!(
+                s,
+                Stmt::Store {
+                    mem: Memory::Shared { .. },
+                    ..
+                }
+            ) as usize
+        });
+        n
+    };
+    assert!(
+        stores_before_walk(true) > stores_before_walk(false),
+        "on cooperative matrices, the last values are not stored before the walk"
+    );
     let tk = rutile_ir::lower::lower(
         &attention_forward(&meta(64, 64, 64, false, true)).unwrap(),
         &hopper_pipelined(4, 2),
@@ -1845,7 +1890,7 @@ fn the_last_values_ahead_are_staged_before_the_walk() {
             vec![three_programs_a_block(2)],
         ),
     ];
-    for (shape, meta, targets) in cases {
+    for (shape, meta, targets) in cases.into_iter().chain([coop_case]) {
         let at = format!(
             "last values ahead, {shape:?}, {}x{}, causal {}",
             meta.block_m, meta.block_n, meta.causal
