@@ -39,22 +39,21 @@ impl Lowerer<'_> {
         region: &Region,
         after: &[AcrossLoop],
     ) -> Result<Vec<HoistKey>, LowerError> {
-        let mut keys = Vec::new();
-        let mut staged = Vec::new();
+        let mut own = Vec::new();
         for &id in &region.insts {
             let Op::Dot { a, b, .. } = self.k.insts[id].op else {
                 continue;
             };
             for (v, which) in [(a, Operand::A), (b, Operand::B)] {
                 if self.invariant_in(v, region) && self.pipelined_operand(v).is_none() {
-                    staged.push((id, v, which));
+                    own.push((id, v, which));
                 }
             }
         }
-        let own = staged.len();
-        staged.extend_from_slice(after);
+        let mut keys = Vec::new();
         let (mut wgmma, mut any) = (false, false);
-        for (n, (id, v, which)) in staged.into_iter().enumerate() {
+        let staged = own.iter().map(|s| (s, true)).chain(after.iter().map(|s| (s, false)));
+        for (&(id, v, which), loops_own) in staged {
             let inst = &self.k.insts[id];
             let Some(&result) = inst.results.first() else { continue };
             let mma = self.mma_plan(inst);
@@ -69,7 +68,7 @@ impl Lowerer<'_> {
             let key = (result, which == Operand::B);
             self.hoisted.insert(key, operand);
             any = true;
-            if n < own {
+            if loops_own {
                 keys.push(key);
             }
             wgmma |= self.wgmma_shape(inst).is_some();
@@ -84,9 +83,10 @@ impl Lowerer<'_> {
         Ok(keys)
     }
 
-    /// The operands of the tensor-core `dot`s in `r` after its `for` loop at `at` that were
-    /// computed before the loop (by an instruction of `r` ahead of it) and are used by
-    /// nothing else: what [`Lowerer::hoist_invariant_operands`] stages with the loop's own.
+    /// The operands of the `dot`s in `r` after its `for` loop at `at` that were computed
+    /// before the loop (by an instruction of `r` ahead of it) and are used by nothing else:
+    /// what [`Lowerer::hoist_invariant_operands`] stages with the loop's own (it leaves
+    /// those of `dot`s off the matrix units alone).
     pub(crate) fn dots_across_loop(&self, r: &Region, at: usize) -> Vec<AcrossLoop> {
         let before = &r.insts[..at];
         let ahead = |v: ValueId| match self.k.values[v].def {
@@ -95,11 +95,9 @@ impl Lowerer<'_> {
         };
         let mut found = Vec::new();
         for &id in &r.insts[at + 1..] {
-            let inst = &self.k.insts[id];
-            let Op::Dot { a, b, .. } = inst.op else { continue };
-            if self.mma_plan(inst).is_none() && self.coop_plan(inst).is_none() {
+            let Op::Dot { a, b, .. } = self.k.insts[id].op else {
                 continue;
-            }
+            };
             for (v, which) in [(a, Operand::A), (b, Operand::B)] {
                 if ahead(v) && self.use_count(v) == 1 {
                     found.push((id, v, which));
@@ -107,6 +105,19 @@ impl Lowerer<'_> {
             }
         }
         found
+    }
+
+    /// After `dot` `id` is lowered: the operands of it that `staged`
+    /// ([`Lowerer::dots_across_loop`]) had staged before a loop are no longer in reach, so
+    /// that a statement list lowered again (a loop body unrolled) stages them afresh rather
+    /// than reading the first copy's buffer.
+    pub(crate) fn forget_staged_for(&mut self, id: InstId, staged: &[AcrossLoop]) {
+        let Some(&result) = self.k.insts[id].results.first() else {
+            return;
+        };
+        for &(_, _, which) in staged.iter().filter(|s| s.0 == id) {
+            self.hoisted.remove(&(result, which == Operand::B));
+        }
     }
 
     /// The buffer a hoisted operand `which` of the `dot` whose result is `result` is in.

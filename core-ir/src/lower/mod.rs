@@ -476,6 +476,8 @@ impl<'k> Lowerer<'k> {
 
     /// Lowers a region's instructions; returns the values its `yield` gives, if any.
     pub(crate) fn region(&mut self, r: &Region) -> Result<Option<Vec<ValueId>>, LowerError> {
+        // The operands staged before this list's loops for `dot`s after them (`hoist`).
+        let mut staged = Vec::new();
         for (at, &id) in r.insts.iter().enumerate() {
             let inst = &self.k.insts[id];
             if let Op::Yield { values } = &inst.op {
@@ -483,11 +485,15 @@ impl<'k> Lowerer<'k> {
             }
             if matches!(inst.op, Op::For { .. }) {
                 self.dots_after_loop = self.dots_across_loop(r, at);
+                staged.extend_from_slice(&self.dots_after_loop);
             }
             self.emit(Stmt::Comment(format!("{} at {}", inst.op.name(), inst.loc)));
             let at = self.body.last().map_or(0, |b| b.len()) - 1;
             let depth = self.body.len();
             self.inst(inst)?;
+            if matches!(inst.op, Op::Dot { .. }) {
+                self.forget_staged_for(id, &staged);
+            }
             // (A warp-specialized loop leaves the statements that follow on a side of their own.)
             if self.body.len() == depth {
                 self.name_result_layouts(inst, at);

@@ -395,7 +395,6 @@ impl Device for CudaGpu {
                 // default: every share measured slower on an H200).
                 exp2_on_fma: env_count(
                     "RUTILE_EXP2_FMA",
-                    std::env::var("RUTILE_EXP2_FMA").ok().as_deref(),
                     0..=8,
                     "how many of every 8 f32 `exp2`s run on the FMA units",
                 )?
@@ -406,7 +405,6 @@ impl Device for CudaGpu {
                 // shorter chains timed").
                 reduce_chains: env_count(
                     "RUTILE_REDUCE_CHAINS",
-                    std::env::var("RUTILE_REDUCE_CHAINS").ok().as_deref(),
                     1..=32,
                     "into how many interleaved partials a thread folds a max or min",
                 )?
@@ -575,9 +573,15 @@ fn hopper_enabled() -> bool {
     env_flag("RUTILE_HOPPER")
 }
 
-/// The count environment variable `variable` gives (`value`, `None` where unset): an
-/// integer in `range`, or an error saying it takes `what` in that range and what came.
-fn env_count(
+/// The count environment variable `variable` gives, `None` where it is unset (see
+/// [`parse_count`]).
+fn env_count(variable: &'static str, range: std::ops::RangeInclusive<u32>, what: &str) -> Result<Option<u32>> {
+    parse_count(variable, std::env::var(variable).ok().as_deref(), range, what)
+}
+
+/// The count `value` of environment variable `variable` (`None` where unset): an integer
+/// in `range`, or an error saying it takes `what` in that range and what came.
+fn parse_count(
     variable: &'static str,
     value: Option<&str>,
     range: std::ops::RangeInclusive<u32>,
@@ -606,7 +610,7 @@ mod tests {
 
     #[test]
     fn counts_from_the_environment_take_their_range_and_name_the_variable_otherwise() {
-        let share = |v| env_count("RUTILE_EXP2_FMA", v, 0..=8, "a share");
+        let share = |v| parse_count("RUTILE_EXP2_FMA", v, 0..=8, "a share");
         assert_eq!(share(None).unwrap(), None);
         assert_eq!(share(Some("3")).unwrap(), Some(3));
         assert_eq!(share(Some(" 8 ")).unwrap(), Some(8));
