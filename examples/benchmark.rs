@@ -560,6 +560,39 @@ fn bench_dropout(
             g / ceiling
         );
     }
+    // Other elements a thread (and so registers, and programs a multiprocessor) at 2^26,
+    // beside the tutorial's 1024 on 4 warps: Philox's arithmetic bounds the kernel on an
+    // H200 (docs/performance.md, "Dropout on an H200").
+    let n = if quick { 1usize << 20 } else { 1usize << 26 };
+    let xs = rng.f32s(n, 0.5, 1.5);
+    let x = dev.upload(&xs)?;
+    // Each shape's output (a fresh buffer of zeros, where a kept element is not zero)
+    // checked on its first elements (the reference is one CPU thread).
+    let want = dropout_reference(&xs[..1 << 16], p, seed);
+    println!("seeded dropout shapes at {n} elements: BLOCK, warps, GB/s, of ceiling");
+    for (block, warps) in [(256, 2), (512, 4), (1024, 8), (2048, 8), (2048, 16), (4096, 16)] {
+        let kernel = seeds::seeded_dropout(block)?;
+        let config = LaunchConfig::grid1((n as u32).div_ceil(block)).num_warps(warps);
+        let out = dev.zeros::<f32>(n)?;
+        let args = [(&x).into(), (&out).into(), (n as i32).into(), p.into(), seed.into()];
+        dev.launch(&kernel, &config, &args)?;
+        let error = dropout_error(&dev.download(&out)?[..want.len()], &want);
+        if error > TOLERANCE {
+            println!("{block:>20} {warps:>6}  wrong results (error {error:e}); not timed");
+            continue;
+        }
+        let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
+        let g = gbps(8.0 * n as f64, s.median_ms);
+        println!("{block:>20} {warps:>6} {g:>8.0} {:>9.1}%", 100.0 * g / ceiling);
+        let _ = writeln!(
+            csv,
+            "{id},seeded_dropout_b{block}_w{warps},{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
+            s.median_ms,
+            s.p20_ms,
+            s.p80_ms,
+            g / ceiling
+        );
+    }
     Ok(())
 }
 

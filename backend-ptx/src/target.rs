@@ -22,6 +22,11 @@ pub struct PtxTarget {
     /// the tutorial walk's `P V` MMAs"). Off by default: on an H200 it made attention 2–6%
     /// slower ("The switches measured").
     pub pack_before_fence: bool,
+    /// Take `umulhi(a, b)` and `a * b` of the same 32-bit registers from one `mul.wide.u32`
+    /// (`rutile_ir::thread::product_pairs`): one `IMAD.WIDE.U32` where two multiplies were,
+    /// which is most of Philox's work. On by default (the seeded dropout 15% faster on an
+    /// H200); off only to time what it saves.
+    pub wide_products: bool,
 }
 
 impl PtxTarget {
@@ -58,6 +63,7 @@ impl PtxTarget {
             ptx_version,
             max_registers: None,
             pack_before_fence: false,
+            wide_products: true,
         }
     }
 
@@ -73,6 +79,15 @@ impl PtxTarget {
     pub fn pack_before_fence(self, on: bool) -> PtxTarget {
         PtxTarget {
             pack_before_fence: on,
+            ..self
+        }
+    }
+
+    /// This target taking both halves of a product from one instruction or not
+    /// ([`PtxTarget::wide_products`]).
+    pub fn wide_products(self, on: bool) -> PtxTarget {
+        PtxTarget {
+            wide_products: on,
             ..self
         }
     }

@@ -38,6 +38,7 @@ fn kernel_shape_and_target_limits() {
             ptx_version: (7, 8),
             max_registers: None,
             pack_before_fence: false,
+            wide_products: true,
         },
         "needs sm_70",
     );
@@ -48,6 +49,7 @@ fn kernel_shape_and_target_limits() {
             ptx_version: (6, 5),
             max_registers: None,
             pack_before_fence: false,
+            wide_products: true,
         },
         "PTX ISA 7.0",
     );

@@ -77,6 +77,7 @@ fn header_versions_follow_the_target() {
             ptx_version: (7, 8),
             max_registers: None,
             pack_before_fence: false,
+            wide_products: true,
         }
     );
     assert_eq!(PtxTarget::from_compute_capability(8, 9).ptx_version, (7, 8));

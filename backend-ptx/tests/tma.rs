@@ -188,6 +188,7 @@ fn older_targets_are_refused_clearly() {
         ptx_version: (7, 8),
         max_registers: None,
         pack_before_fence: false,
+        wide_products: true,
     };
     let err = emit(&tma_kernel(1), &old).unwrap_err();
     assert!(err.to_string().contains("PTX ISA 8.0"), "{err}");

@@ -189,6 +189,12 @@ pub struct SpirvTarget {
     /// reason not found (`docs/performance.md`, "The wrong Vulkan blocks, located"); it costs
     /// the matmul 19% and attention 7–13% there, so it is off by default.
     pub coop_load_fences: bool,
+    /// Where the device has 64-bit integers, take `umulhi(a, b)` and `a * b` of the same
+    /// 32-bit registers as the halves of one 64-bit product
+    /// (`rutile_ir::thread::product_pairs`) rather than a 64-bit product for the high half
+    /// and a 32-bit one for the low: Philox's rounds are made of such pairs. On in
+    /// [`SpirvTarget::full`] and in the runtime; off to measure the difference.
+    pub wide_products: bool,
 }
 
 impl SpirvTarget {
@@ -205,6 +211,7 @@ impl SpirvTarget {
             cooperative_matrix: true,
             packed_f16: true,
             coop_load_fences: false,
+            wide_products: true,
         }
     }
 

@@ -215,3 +215,42 @@ fn a_buffer_also_loaded_plainly_keeps_no_hint() {
     let (sk, _) = common::check(&t, &SpirvTarget::full(32));
     assert!(sk.streaming_bindings.is_empty());
 }
+
+/// The seeded dropout validates, and where the device has 64-bit integers each of Philox's
+/// products gives both its halves from one 64-bit multiply
+/// (`rutile_ir::thread::product_pairs`): few 32-bit multiplies are left beside them.
+#[test]
+fn seeded_dropout_takes_both_halves_from_one_product() {
+    let kernel = seeds::seeded_dropout(1024).unwrap();
+    check_all(&kernel, &[4]);
+    let t = rutile_ir::lower::lower(&kernel, &Target::vulkan(32, 4, 32 * 1024), &Specialization::all(5)).unwrap();
+    let words = rutile_spirv::emit(&t, &SpirvTarget::full(32)).unwrap().spirv_words().unwrap();
+    let (wide, narrow) = multiplies_by_width(&words);
+    // 8 elements a thread, 9 or 10 rounds each with two products taken whole.
+    assert!(wide >= 8 * 9 * 2 - 16, "{wide} 64-bit multiplies");
+    assert!(narrow < wide / 4, "{narrow} 32-bit multiplies beside {wide} 64-bit ones");
+}
+
+/// The `OpIMul`s of a SPIR-V module: `(64-bit, 32-bit)` results.
+fn multiplies_by_width(words: &[u32]) -> (usize, usize) {
+    const OP_TYPE_INT: u32 = 21;
+    const OP_IMUL: u32 = 132;
+    let mut widths = std::collections::HashMap::new();
+    let (mut wide, mut narrow) = (0, 0);
+    let mut i = 5; // after the header
+    while i < words.len() {
+        let (count, opcode) = ((words[i] >> 16) as usize, words[i] & 0xffff);
+        if opcode == OP_TYPE_INT {
+            widths.insert(words[i + 1], words[i + 2]);
+        }
+        if opcode == OP_IMUL {
+            match widths.get(&words[i + 1]) {
+                Some(64) => wide += 1,
+                Some(32) => narrow += 1,
+                _ => {}
+            }
+        }
+        i += count.max(1);
+    }
+    (wide, narrow)
+}

@@ -126,25 +126,8 @@ impl Cx<'_> {
     /// sum.
     pub(super) fn umulhi(&mut self, ty: ScalarType, x: H, y: H) -> R<H> {
         if ty.bits() == 32 && self.int64 {
-            // The operands' bits as unsigned (as the limbs below take them), zero-extended.
-            let wide = |cx: &mut Self, v: H| {
-                let v = if ty.is_signed_int() {
-                    cx.as_(v, ScalarKind::Uint, None)
-                } else {
-                    v
-                };
-                cx.as_(v, ScalarKind::Uint, Some(8))
-            };
-            let (x, y) = (wide(self, x), wide(self, y));
-            let product = self.bin(Bo::Multiply, x, y);
-            let s = self.u32c(32);
-            let high = self.bin(Bo::ShiftRight, product, s);
-            let high = self.as_(high, ScalarKind::Uint, Some(4));
-            return Ok(if ty.is_signed_int() {
-                self.as_(high, ScalarKind::Sint, None)
-            } else {
-                high
-            });
+            let product = self.wide_product(ty, x, y);
+            return Ok(self.product_half(ty, product, true));
         }
         let (uty, h) = match ty.bits() {
             32 => (ScalarType::U32, 16),
@@ -184,5 +167,38 @@ impl Cx<'_> {
         let r = self.bin(Bo::Add, r, hl_hi);
         let r = self.bin(Bo::Add, r, carry);
         Ok(if signed { self.as_(r, ScalarKind::Sint, None) } else { r })
+    }
+
+    /// The 64-bit product of 32-bit integers `x` and `y` of type `ty`, their bits taken as
+    /// unsigned (where the device has 64-bit integers): one wide multiply, whose halves are
+    /// `umulhi` and the 32-bit product ([`Self::product_half`]).
+    pub(super) fn wide_product(&mut self, ty: ScalarType, x: H, y: H) -> H {
+        // The operands' bits as unsigned, zero-extended.
+        let wide = |cx: &mut Self, v: H| {
+            let v = if ty.is_signed_int() {
+                cx.as_(v, ScalarKind::Uint, None)
+            } else {
+                v
+            };
+            cx.as_(v, ScalarKind::Uint, Some(8))
+        };
+        let (x, y) = (wide(self, x), wide(self, y));
+        self.bin(Bo::Multiply, x, y)
+    }
+
+    /// The high or low 32 bits of a [`Self::wide_product`], as a value of 32-bit `ty`.
+    pub(super) fn product_half(&mut self, ty: ScalarType, product: H, high: bool) -> H {
+        let half = if high {
+            let s = self.u32c(32);
+            self.bin(Bo::ShiftRight, product, s)
+        } else {
+            product
+        };
+        let half = self.as_(half, ScalarKind::Uint, Some(4));
+        if ty.is_signed_int() {
+            self.as_(half, ScalarKind::Sint, None)
+        } else {
+            half
+        }
     }
 }

@@ -12,7 +12,9 @@ use naga::{
     Scalar, ScalarKind, Span, Statement, StructMember, Type, TypeInner, UnaryOperator as Uo,
 };
 use rutile_ir::ir::{AtomicOp, BinaryOp, CmpOp, Literal, UnaryOp};
-use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernel, ThreadParam};
+use rutile_ir::thread::{
+    product_pairs, takes_high, Expr, Memory, ProductRole, Reg, Special, Stmt, ThreadKernel, ThreadParam,
+};
 use rutile_ir::ScalarType;
 
 type H = Handle<Expression>;
@@ -235,6 +237,8 @@ struct Cx<'a> {
     /// Whether 64-bit integers are available (`umulhi` of 32-bit values is then one wide
     /// multiply).
     int64: bool,
+    /// Both halves of a 32-bit product from one 64-bit multiply (`SpirvTarget::wide_products`).
+    wide_products: bool,
     /// 16-bit integers: `f16` pairs of packed words by bit operations (`packed.rs`).
     int16: bool,
     /// The print buffer (an `array<atomic<u32>>`), where the kernel prints (`print.rs`).
@@ -525,6 +529,7 @@ impl<'a> Cx<'a> {
             program_id: [None; 3],
             num_programs: [None; 3],
             int64: target.shader_i64,
+            wide_products: target.wide_products,
             int16: target.shader_i16,
             barrier: if publishing_atomics(scan) {
                 naga::Barrier::WORK_GROUP | naga::Barrier::STORAGE
@@ -862,10 +867,37 @@ impl<'a> Cx<'a> {
     // ---- Statements -------------------------------------------------------------------
 
     fn stmts(&mut self, stmts: &[Stmt]) -> R<()> {
-        for s in stmts {
-            self.statement(s)?;
+        // `umulhi(a, b)` and `a * b` of the same 32-bit registers from one 64-bit product
+        // where the device has 64-bit integers (`rutile_ir::thread::product_pairs`).
+        let pairs = (self.int64 && self.wide_products).then(|| product_pairs(self.k, stmts));
+        let mut products = Vec::new();
+        for (i, s) in stmts.iter().enumerate() {
+            match pairs.as_ref().and_then(|p| p.roles[i]) {
+                Some(role) => self.product_pair(s, role, &mut products),
+                None => self.statement(s)?,
+            }
         }
         Ok(())
+    }
+
+    /// Statement `s` of a product pair: the pair's first computes the 64-bit product of its
+    /// operands (a new slot of `products`), and each takes its own half of it.
+    fn product_pair(&mut self, s: &Stmt, role: ProductRole, products: &mut Vec<H>) {
+        let Stmt::Set { dst, .. } = s else {
+            unreachable!("a product pair is of `Set`s")
+        };
+        let slot = match role {
+            ProductRole::First { slot, a, b } => {
+                let (x, y) = (self.read(a), self.read(b));
+                let product = self.wide_product(self.k.reg_type(a), x, y);
+                debug_assert_eq!(products.len(), slot);
+                products.push(product);
+                slot
+            }
+            ProductRole::Second { slot } => slot,
+        };
+        let half = self.product_half(self.k.reg_type(*dst), products[slot], takes_high(s));
+        self.write(*dst, half);
     }
 
     /// Runs `f` where `pred` holds (always when `None`).

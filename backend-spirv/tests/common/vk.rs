@@ -122,6 +122,7 @@ impl Vk {
                 cooperative_matrix: false,
                 packed_f16: true,
                 coop_load_fences: false,
+                wide_products: true,
             };
 
             let priorities = [1.0];

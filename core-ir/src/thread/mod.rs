@@ -14,6 +14,7 @@
 mod build;
 mod dce;
 mod print;
+mod products;
 mod shared;
 mod tensor_map;
 mod verify;
@@ -21,6 +22,7 @@ mod verify;
 pub use build::ThreadKernelBuilder;
 pub use dce::eliminate_dead_registers;
 pub use dce::{operands, reads};
+pub use products::{product_pairs, takes_high, ProductPairs, ProductRole};
 pub use tensor_map::{LaunchValue, MBarrier, TensorMap, ViewExtents};
 pub use verify::verify;
 

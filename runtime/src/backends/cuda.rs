@@ -414,9 +414,12 @@ impl Device for CudaGpu {
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
             // `RUTILE_PACK_BEFORE_FENCE=1`: a warpgroup MMA group's register A operands packed
             // before its fence (off: measured slower, `PtxTarget::pack_before_fence`).
+            // `RUTILE_WIDE_PRODUCTS=0`: `umulhi` and `mul` of the same operands as two
+            // instructions (`PtxTarget::wide_products`), to time what the one saves.
             let ptx_target = rutile_ptx::PtxTarget::from_compute_capability(major, minor)
                 .max_registers(options.maxnreg)
-                .pack_before_fence(std::env::var("RUTILE_PACK_BEFORE_FENCE").is_ok_and(|v| v.trim() == "1"));
+                .pack_before_fence(std::env::var("RUTILE_PACK_BEFORE_FENCE").is_ok_and(|v| v.trim() == "1"))
+                .wide_products(std::env::var("RUTILE_WIDE_PRODUCTS").map_or(true, |v| v.trim() != "0"));
             let ptx = rutile_ptx::emit(&thread_kernel, &ptx_target).map_err(|e| Error::Codegen {
                 backend: "PTX",
                 kernel: kernel.name.clone(),

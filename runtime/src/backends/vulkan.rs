@@ -75,6 +75,11 @@ pub struct WgpuOptions {
     /// matmul and 7–13% of attention on an H200. Off by default; `RUTILE_COOP_LOAD_FENCE=1`
     /// turns it on.
     pub coop_load_fences: bool,
+    /// Take `umulhi(a, b)` and `a * b` of the same 32-bit registers from one 64-bit product
+    /// (`rutile_spirv::SpirvTarget::wide_products`; Philox's rounds are made of such
+    /// pairs). On by default; `RUTILE_WIDE_PRODUCTS=0` turns it off (on CUDA too), to
+    /// measure the difference.
+    pub wide_products: bool,
 }
 
 impl WgpuOptions {
@@ -88,6 +93,7 @@ impl WgpuOptions {
             read_only: ReadOnlyBuffers::parse(std::env::var("RUTILE_VULKAN_READ_ONLY").ok().as_deref()),
             coop_scale: std::env::var("RUTILE_COOP_SCALE").as_deref() != Ok("0"),
             coop_load_fences: std::env::var("RUTILE_COOP_LOAD_FENCE").as_deref() == Ok("1"),
+            wide_products: std::env::var("RUTILE_WIDE_PRODUCTS").map_or(true, |v| v.trim() != "0"),
         }
     }
 }
@@ -454,6 +460,7 @@ impl Device for WgpuGpu {
                 cooperative_matrix: f.cooperative_matrix,
                 packed_f16: self.options.packed_f16,
                 coop_load_fences: self.options.coop_load_fences,
+                wide_products: self.options.wide_products,
                 immediate_size: if f.immediates && self.options.immediates {
                     self.device.properties().max_immediate_size
                 } else {
