@@ -569,24 +569,57 @@ fn bench_dropout(
     // Each shape's output (a fresh buffer of zeros, where a kept element is not zero)
     // checked on its first elements (the reference is one CPU thread).
     let want = dropout_reference(&xs[..1 << 16], p, seed);
-    println!("seeded dropout shapes at {n} elements: BLOCK, warps, GB/s, of ceiling");
-    for (block, warps) in [(256, 2), (512, 4), (1024, 8), (2048, 8), (2048, 16), (4096, 16)] {
-        let kernel = seeds::seeded_dropout(block)?;
-        let config = LaunchConfig::grid1((n as u32).div_ceil(block)).num_warps(warps);
+    println!("seeded dropout shapes at {n} elements: BLOCK, warps, stages of the walk, GB/s, of ceiling");
+    // The one-block kernel in other shapes, then the walk (`seeds::seeded_dropout_walk`) on
+    // as many programs as the device holds at once.
+    let shapes = [
+        (256, 2, 0),
+        (512, 4, 0),
+        (1024, 8, 0),
+        (2048, 8, 0),
+        (2048, 16, 0),
+        (4096, 16, 0),
+    ];
+    let walks = [
+        (1024, 4, 2),
+        (1024, 4, 3),
+        (2048, 8, 2),
+        (2048, 8, 3),
+        (512, 4, 3),
+        (512, 4, 4),
+    ];
+    for (block, warps, stages) in shapes.into_iter().chain(walks) {
+        let blocks = (n as u32).div_ceil(block);
         let out = dev.zeros::<f32>(n)?;
         let args = [(&x).into(), (&out).into(), (n as i32).into(), p.into(), seed.into()];
+        let (kernel, config) = if stages == 0 {
+            let config = LaunchConfig::grid1(blocks).num_warps(warps);
+            (seeds::seeded_dropout(block)?, config)
+        } else {
+            let form = dropout::DropoutForm::Walk { block, warps, stages };
+            dropout::dropout_launch(dev, form, n, &args)?
+        };
+        let form = if stages == 0 {
+            format!("{block:>20} {warps:>6} {:>6}", "-")
+        } else {
+            format!("{block:>20} {warps:>6} {stages:>6}")
+        };
         dev.launch(&kernel, &config, &args)?;
         let error = dropout_error(&dev.download(&out)?[..want.len()], &want);
         if error > TOLERANCE {
-            println!("{block:>20} {warps:>6}  wrong results (error {error:e}); not timed");
+            println!("{form}  wrong results (error {error:e}); not timed");
             continue;
         }
         let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&kernel, &config, &args))?;
         let g = gbps(8.0 * n as f64, s.median_ms);
-        println!("{block:>20} {warps:>6} {g:>8.0} {:>9.1}%", 100.0 * g / ceiling);
+        println!("{form} {g:>8.0} {:>9.1}%", 100.0 * g / ceiling);
+        let name = match stages {
+            0 => format!("seeded_dropout_b{block}_w{warps}"),
+            _ => format!("seeded_dropout_walk_b{block}_w{warps}_s{stages}"),
+        };
         let _ = writeln!(
             csv,
-            "{id},seeded_dropout_b{block}_w{warps},{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
+            "{id},{name},{n},{:.5},{:.5},{:.5},{g:.1},{ceiling:.1},{:.4}",
             s.median_ms,
             s.p20_ms,
             s.p80_ms,

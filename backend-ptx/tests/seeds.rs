@@ -117,6 +117,26 @@ fn seeded_dropout_passes_ptxas() {
     }
 }
 
+/// The dropout whose programs walk blocks, its next blocks copied ahead
+/// (`seeds::seeded_dropout_walk`), lowered as the runtime lowers it for sm_80 and later
+/// (asynchronous copies): it assembles, with the copies in it.
+#[test]
+fn seeded_dropout_walk_passes_ptxas() {
+    for (block, warps) in [(1024, 4), (2048, 8), (512, 4)] {
+        for stages in [2, 3] {
+            let kernel = seeds::seeded_dropout_walk(block, stages).unwrap();
+            let target = Target {
+                async_copy: true,
+                ..Target::nvidia(warps, 48 * 1024)
+            };
+            let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len())).unwrap();
+            let label = format!("seeded dropout walk, BLOCK {block}, {warps} warps, {stages} stages");
+            let (ptx, _) = assemble(&label, &t, 90);
+            assert!(ptx.contains("cp.async"), "{label}");
+        }
+    }
+}
+
 /// Without `PtxTarget::wide_products` the dropout's Philox takes its products' halves by
 /// two instructions, and `ptxas` makes more of them.
 #[test]
@@ -134,7 +154,10 @@ fn seeded_dropout_takes_both_halves_from_one_product() {
     assert_eq!(count(&split, "mul.lo.u32"), count(&wide, "mul.lo.u32") + pairs);
     for ptx in [&wide, &split] {
         if let Some(r) = support::ptxas_resources(ptx, 90) {
-            println!("seeded dropout, BLOCK 1024, 4 warps: {} registers, {} bytes spilled", r.0, r.1);
+            println!(
+                "seeded dropout, BLOCK 1024, 4 warps: {} registers, {} bytes spilled",
+                r.0, r.1
+            );
         }
     }
 }

@@ -224,11 +224,17 @@ fn seeded_dropout_takes_both_halves_from_one_product() {
     let kernel = seeds::seeded_dropout(1024).unwrap();
     check_all(&kernel, &[4]);
     let t = rutile_ir::lower::lower(&kernel, &Target::vulkan(32, 4, 32 * 1024), &Specialization::all(5)).unwrap();
-    let words = rutile_spirv::emit(&t, &SpirvTarget::full(32)).unwrap().spirv_words().unwrap();
+    let words = rutile_spirv::emit(&t, &SpirvTarget::full(32))
+        .unwrap()
+        .spirv_words()
+        .unwrap();
     let (wide, narrow) = multiplies_by_width(&words);
     // 8 elements a thread, 9 or 10 rounds each with two products taken whole.
     assert!(wide >= 8 * 9 * 2 - 16, "{wide} 64-bit multiplies");
-    assert!(narrow < wide / 4, "{narrow} 32-bit multiplies beside {wide} 64-bit ones");
+    assert!(
+        narrow < wide / 4,
+        "{narrow} 32-bit multiplies beside {wide} 64-bit ones"
+    );
 }
 
 /// The `OpIMul`s of a SPIR-V module: `(64-bit, 32-bit)` results.

@@ -215,3 +215,65 @@ fn seeded_dropout_seed_matches_the_reference_through_the_lowering() {
     simt::run_threads(&tk, grid, &args, &mut got).unwrap();
     assert_eq!(got[1].as_bytes(), want[1].as_bytes());
 }
+
+/// The dropout whose programs walk blocks: bit for bit the one-block kernel's output on the
+/// interpreter for any number of programs (fewer than the blocks, as many, more), and in the
+/// simulator lowered with asynchronous copies (the next blocks copied ahead, which the
+/// lowering must then contain) and without, on a ragged length whose last block is masked.
+#[test]
+fn the_dropout_walk_equals_the_one_block_kernel() {
+    use rutile_ir::thread::Stmt;
+    let (n, block) = (3001usize, 256u32);
+    let x = Rng::new(9).f32s(n, -1.0, 1.0);
+    let (p, seed) = (0.4f32, 1234i32);
+    let args = [
+        ArgValue::Ptr { buffer: 0, offset: 0 },
+        ArgValue::Ptr { buffer: 1, offset: 0 },
+        ArgValue::Int(n as i64),
+        ArgValue::Float(p as f64),
+        ArgValue::Int(seed as i64),
+    ];
+    let fresh = || vec![HostBuffer::from_slice(&x), HostBuffer::zeros(F32, n)];
+    let blocks = n.div_ceil(block as usize) as u32;
+    let mut want = fresh();
+    let one_block = rutile_ir::seeds::seeded_dropout(block).unwrap();
+    interp::run(&one_block, [blocks, 1, 1], &args, &mut want).unwrap();
+    for stages in [1, 2, 3] {
+        let walk = rutile_ir::seeds::seeded_dropout_walk(block, stages).unwrap();
+        for programs in [1, 5, blocks, blocks + 3] {
+            let mut got = fresh();
+            interp::run(&walk, [programs, 1, 1], &args, &mut got).unwrap();
+            assert_eq!(
+                got[1].as_bytes(),
+                want[1].as_bytes(),
+                "{stages} stages, {programs} programs"
+            );
+        }
+        for async_copy in [true, false] {
+            let target = Target {
+                async_copy,
+                ..Target::nvidia(2, 48 * 1024)
+            };
+            // The pointers aligned, the length not (as the runtime specializes this launch).
+            let spec = Specialization {
+                divisible_by_16: vec![true, true, false, false, false],
+                ..Specialization::none(args.len())
+            };
+            let tk = lower(&walk, &target, &spec).unwrap();
+            let mut copies = 0;
+            tk.walk(&mut |s| copies += matches!(s, Stmt::AsyncCopy { .. }) as usize);
+            assert_eq!(
+                copies > 0,
+                async_copy && stages > 1,
+                "{stages} stages, async copies {async_copy}"
+            );
+            let mut got = fresh();
+            simt::run_threads(&tk, [4, 1, 1], &args, &mut got).unwrap();
+            assert_eq!(
+                got[1].as_bytes(),
+                want[1].as_bytes(),
+                "{stages} stages, async copies {async_copy}"
+            );
+        }
+    }
+}

@@ -5,7 +5,9 @@
 
 use rutile::{CpuDevice, Device, DeviceType};
 use rutile_examples::rng::Rng;
-use rutile_examples::tutorials::dropout::{dropout_error, dropout_reference, run_dropout, TOLERANCE};
+use rutile_examples::tutorials::dropout::{
+    dropout_error, dropout_reference, run_dropout, run_dropout_form, DropoutForm, TOLERANCE,
+};
 
 fn check(d: &dyn Device, n: usize, p: f32, seed: i32) -> Vec<f32> {
     let x = Rng::new(n as u64 ^ seed as u64).f32s(n, -3.0, 3.0);
@@ -50,5 +52,47 @@ fn seeded_dropout_matches_the_cpu_reference() {
         let c = check(d, 4096, 0.5, 78);
         assert_eq!(a, b, "{}", d.id());
         assert_ne!(a, c, "{}", d.id());
+    }
+}
+
+/// The walk over blocks (`seeds::seeded_dropout_walk`, its next blocks copied ahead through
+/// CUDA) in the shapes the benchmark times, at ragged sizes, on every device: the same
+/// output as the reference.
+#[test]
+fn the_dropout_walk_matches_the_cpu_reference() {
+    let cpu = CpuDevice::new();
+    let (_turn, gpus) = rutile_examples::gpus::gpus_under_test();
+    let mut devices: Vec<&dyn Device> = vec![&cpu];
+    devices.extend(gpus.iter().map(|d| d.as_ref()));
+    for d in devices {
+        let gpu = d.properties().device_type != DeviceType::Cpu;
+        let shapes: &[(u32, u32, u32)] = if gpu {
+            &[
+                (1024, 4, 2),
+                (1024, 4, 3),
+                (2048, 8, 2),
+                (2048, 8, 3),
+                (512, 4, 3),
+                (512, 4, 4),
+            ]
+        } else {
+            &[(512, 4, 3)]
+        };
+        let mut sizes = vec![1usize, 1025, 98431];
+        if gpu {
+            sizes.push((1 << 22) + 5);
+        }
+        for &(block, warps, stages) in shapes {
+            for &n in &sizes {
+                let (p, seed) = (0.3f32, 2024 + n as i32);
+                let x = Rng::new(n as u64).f32s(n, -3.0, 3.0);
+                let form = DropoutForm::Walk { block, warps, stages };
+                let (got, _) = run_dropout_form(d, &x, p, seed, form)
+                    .unwrap_or_else(|e| panic!("{}: {form:?}, n={n}: {e}", d.id()));
+                let error = dropout_error(&got, &dropout_reference(&x, p, seed));
+                assert!(error <= TOLERANCE, "{}: {form:?}, n={n}: error {error:e}", d.id());
+            }
+        }
+        println!("{}: the walks match", d.id());
     }
 }

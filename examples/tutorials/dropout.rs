@@ -29,15 +29,53 @@ pub fn dropout_reference(x: &[f32], p: f32, seed: i32) -> Vec<f32> {
         .collect()
 }
 
-/// Runs the seeded dropout kernel on `dev`: `(output, device time of one launch in ms)`.
+/// Which kernel runs the dropout, and its shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropoutForm {
+    /// The tutorial's kernel, a program a block of [`BLOCK`] elements.
+    Tutorial,
+    /// [`seeds::seeded_dropout_walk`]: programs that walk blocks of `block` elements on
+    /// `warps`, the next `stages - 1` blocks copied ahead where the device has asynchronous
+    /// copies, on as many programs as the device holds at once.
+    Walk { block: u32, warps: u32, stages: u32 },
+}
+
+/// Runs the tutorial's kernel ([`DropoutForm::Tutorial`], what the host code runs on every
+/// device: the walk measured no faster through either backend; `docs/performance.md`,
+/// "Dropout on an H200"): `(output, device time of one launch in ms)`.
 pub fn run_dropout(dev: &dyn Device, x: &[f32], p: f32, seed: i32) -> Result<(Vec<f32>, f64)> {
+    run_dropout_form(dev, x, p, seed, DropoutForm::Tutorial)
+}
+
+/// Runs the seeded dropout on `dev` in `form`: `(output, device time of one launch in ms)`.
+pub fn run_dropout_form(dev: &dyn Device, x: &[f32], p: f32, seed: i32, form: DropoutForm) -> Result<(Vec<f32>, f64)> {
     let n = x.len();
-    let kernel = seeds::seeded_dropout(BLOCK)?;
     let (xb, ob) = (dev.upload(x)?, dev.zeros::<f32>(n)?);
-    let config = LaunchConfig::grid1((n as u32).div_ceil(BLOCK));
     let args = [(&xb).into(), (&ob).into(), (n as i32).into(), p.into(), seed.into()];
+    let (kernel, config) = dropout_launch(dev, form, n, &args)?;
     let time_ms = timed(dev, &kernel, &config, &args)?;
     Ok((dev.download(&ob)?, time_ms))
+}
+
+/// The kernel and launch of `form` for `n` elements and the launch's `args`.
+pub fn dropout_launch(
+    dev: &dyn Device,
+    form: DropoutForm,
+    n: usize,
+    args: &[rutile::Arg<'_>],
+) -> Result<(rutile::Kernel, LaunchConfig)> {
+    Ok(match form {
+        DropoutForm::Tutorial => (
+            seeds::seeded_dropout(BLOCK)?,
+            LaunchConfig::grid1((n as u32).div_ceil(BLOCK)),
+        ),
+        DropoutForm::Walk { block, warps, stages } => {
+            let kernel = seeds::seeded_dropout_walk(block, stages)?;
+            let blocks = (n as u32).div_ceil(block);
+            let config = dev.resident_grid(&kernel, LaunchConfig::grid1(blocks).num_warps(warps), args, blocks)?;
+            (kernel, config)
+        }
+    })
 }
 
 /// How far `got` is from the reference: infinite where an element is kept on one side and

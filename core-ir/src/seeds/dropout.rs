@@ -27,3 +27,34 @@ pub fn seeded_dropout(block: u32) -> Result<Kernel, BuildError> {
         k.store_masked(output_ptr + offsets, output, mask);
     })
 }
+
+/// The seeded dropout whose programs walk the blocks `program_id, program_id +
+/// num_programs, ...` in a loop pipelined `num_stages` deep (`for_range_staged`): on a
+/// device with asynchronous copies the next blocks' `x` are copied in while this one's
+/// Philox rounds run, so that the loads in flight no longer depend on how many programs
+/// share a multiprocessor. Each element's result is [`seeded_dropout`]'s, bit for bit.
+///
+/// Parameters as [`seeded_dropout`]'s. Grid: any number of programs (as many as the device
+/// holds at once, never more than `cdiv(n_elements, block)`).
+pub fn seeded_dropout_walk(block: u32, num_stages: u32) -> Result<Kernel, BuildError> {
+    Kernel::build("_seeded_dropout_walk", |k| {
+        let x_ptr = k.arg_ptr("x_ptr", ScalarType::F32);
+        let output_ptr = k.arg_ptr("output_ptr", ScalarType::F32);
+        let n_elements = k.arg_i32("n_elements");
+        let p = k.arg_scalar("p", ScalarType::F32);
+        let seed = k.arg_i32("seed");
+        let blocks = n_elements.cdiv(block as i32);
+        let lanes = k.arange(0, block as i32);
+        let scale = 1.0f32 - p;
+        k.for_range_staged(k.program_id(0), blocks, k.num_programs(0), num_stages, &[], |b, _| {
+            let offsets = b * block + lanes;
+            let mask = offsets.lt(n_elements);
+            let x = k.load_masked(x_ptr + offsets, mask, 0);
+            let random = k.rand(seed, offsets);
+            let x_keep = random.gt(p);
+            let output = k.where_(x_keep, x.fdiv(scale, false), 0.0f32);
+            k.store_masked(output_ptr + offsets, output, mask);
+            vec![]
+        });
+    })
+}

@@ -17,7 +17,7 @@ mod transpose;
 mod vector_add;
 
 pub use attention::{attention_forward, AttentionMeta};
-pub use dropout::seeded_dropout;
+pub use dropout::{seeded_dropout, seeded_dropout_walk};
 pub use layer_norm::{
     layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_forward_row,
     layer_norm_forward_row_one_exchange, layer_norm_forward_rows, layer_norm_group_size_m, LayerNormBackwardMeta,

@@ -25,7 +25,13 @@ pub enum ProductRole {
 
 /// Whether statement `s`, which has a [`ProductRole`], takes the high half.
 pub fn takes_high(s: &Stmt) -> bool {
-    matches!(s, Stmt::Set { expr: Expr::Binary(BinaryOp::UMulHi, ..), .. })
+    matches!(
+        s,
+        Stmt::Set {
+            expr: Expr::Binary(BinaryOp::UMulHi, ..),
+            ..
+        }
+    )
 }
 
 /// The pairs found in one statement list: a role per statement.
@@ -52,7 +58,9 @@ pub fn product_pairs(k: &ThreadKernel, list: &[Stmt]) -> ProductPairs {
     let mut roles = vec![None; list.len()];
     let mut products = 0;
     for (i, s) in list.iter().enumerate() {
-        let Some((a, b, high, dst)) = product(k, s) else { continue };
+        let Some((a, b, high, dst)) = product(k, s) else {
+            continue;
+        };
         if roles[i].is_some() || dst == a || dst == b {
             continue;
         }
@@ -104,13 +112,21 @@ mod tests {
             k.bin(BinaryOp::Add, a, b);
             k.bin(BinaryOp::Mul, b, a);
         });
-        assert!(matches!(r[..], [Some(ProductRole::First { slot: 0, a, b }), None, Some(ProductRole::Second { slot: 0 })] if a != b));
+        assert!(
+            matches!(r[..], [Some(ProductRole::First { slot: 0, a, b }), None, Some(ProductRole::Second { slot: 0 })] if a != b)
+        );
         // The low half first works as well.
         let r = roles(|k, a, b| {
             k.bin(BinaryOp::Mul, a, b);
             k.bin(BinaryOp::UMulHi, a, b);
         });
-        assert!(matches!(r[..], [Some(ProductRole::First { slot: 0, .. }), Some(ProductRole::Second { slot: 0 })]));
+        assert!(matches!(
+            r[..],
+            [
+                Some(ProductRole::First { slot: 0, .. }),
+                Some(ProductRole::Second { slot: 0 })
+            ]
+        ));
     }
 
     #[test]
