@@ -572,23 +572,9 @@ fn bench_dropout(
     println!("seeded dropout shapes at {n} elements: BLOCK, warps, stages of the walk, GB/s, of ceiling");
     // The one-block kernel in other shapes, then the walk (`seeds::seeded_dropout_walk`) on
     // as many programs as the device holds at once.
-    let shapes = [
-        (256, 2, 0),
-        (512, 4, 0),
-        (1024, 8, 0),
-        (2048, 8, 0),
-        (2048, 16, 0),
-        (4096, 16, 0),
-    ];
-    let walks = [
-        (1024, 4, 2),
-        (1024, 4, 3),
-        (2048, 8, 2),
-        (2048, 8, 3),
-        (512, 4, 3),
-        (512, 4, 4),
-    ];
-    for (block, warps, stages) in shapes.into_iter().chain(walks) {
+    let blocks = [(256, 2), (512, 4), (1024, 8), (2048, 8), (2048, 16), (4096, 16)];
+    let shapes = blocks.into_iter().map(|(block, warps)| (block, warps, 0));
+    for (block, warps, stages) in shapes.chain(dropout::WALK_SHAPES) {
         let blocks = (n as u32).div_ceil(block);
         let out = dev.zeros::<f32>(n)?;
         let args = [(&x).into(), (&out).into(), (n as i32).into(), p.into(), seed.into()];

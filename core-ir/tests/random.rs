@@ -187,19 +187,24 @@ fn bad_seeds_and_offsets_are_build_errors() {
     assert!(e.contains("uint_to_uniform_float") && e.contains("f32"), "{e}");
 }
 
+/// The dropout's arguments: `x` in buffer 0, the output in buffer 1.
+fn dropout_args(n: usize, p: f32, seed: i32) -> [ArgValue; 5] {
+    [
+        ArgValue::Ptr { buffer: 0, offset: 0 },
+        ArgValue::Ptr { buffer: 1, offset: 0 },
+        ArgValue::Int(n as i64),
+        ArgValue::Float(p as f64),
+        ArgValue::Int(seed as i64),
+    ]
+}
+
 #[test]
 fn seeded_dropout_seed_matches_the_reference_through_the_lowering() {
     let n = 3000usize;
     let x = Rng::new(5).f32s(n, -1.0, 1.0);
     let (p, seed) = (0.3f32, -42i32);
     let kern = rutile_ir::seeds::seeded_dropout(256).unwrap();
-    let args = [
-        ArgValue::Ptr { buffer: 0, offset: 0 },
-        ArgValue::Ptr { buffer: 1, offset: 0 },
-        ArgValue::Int(n as i64),
-        ArgValue::Float(p as f64),
-        ArgValue::Int(seed as i64),
-    ];
+    let args = dropout_args(n, p, seed);
     let grid = [n.div_ceil(256) as u32, 1, 1];
     let fresh = || vec![HostBuffer::from_slice(&x), HostBuffer::zeros(F32, n)];
     let mut want = fresh();
@@ -226,13 +231,7 @@ fn the_dropout_walk_equals_the_one_block_kernel() {
     let (n, block) = (3001usize, 256u32);
     let x = Rng::new(9).f32s(n, -1.0, 1.0);
     let (p, seed) = (0.4f32, 1234i32);
-    let args = [
-        ArgValue::Ptr { buffer: 0, offset: 0 },
-        ArgValue::Ptr { buffer: 1, offset: 0 },
-        ArgValue::Int(n as i64),
-        ArgValue::Float(p as f64),
-        ArgValue::Int(seed as i64),
-    ];
+    let args = dropout_args(n, p, seed);
     let fresh = || vec![HostBuffer::from_slice(&x), HostBuffer::zeros(F32, n)];
     let blocks = n.div_ceil(block as usize) as u32;
     let mut want = fresh();

@@ -6,7 +6,7 @@
 use rutile::{CpuDevice, Device, DeviceType};
 use rutile_examples::rng::Rng;
 use rutile_examples::tutorials::dropout::{
-    dropout_error, dropout_reference, run_dropout, run_dropout_form, DropoutForm, TOLERANCE,
+    dropout_error, dropout_reference, run_dropout, run_dropout_form, DropoutForm, TOLERANCE, WALK_SHAPES,
 };
 
 fn check(d: &dyn Device, n: usize, p: f32, seed: i32) -> Vec<f32> {
@@ -66,18 +66,7 @@ fn the_dropout_walk_matches_the_cpu_reference() {
     devices.extend(gpus.iter().map(|d| d.as_ref()));
     for d in devices {
         let gpu = d.properties().device_type != DeviceType::Cpu;
-        let shapes: &[(u32, u32, u32)] = if gpu {
-            &[
-                (1024, 4, 2),
-                (1024, 4, 3),
-                (2048, 8, 2),
-                (2048, 8, 3),
-                (512, 4, 3),
-                (512, 4, 4),
-            ]
-        } else {
-            &[(512, 4, 3)]
-        };
+        let shapes: &[(u32, u32, u32)] = if gpu { &WALK_SHAPES } else { &WALK_SHAPES[4..5] };
         let mut sizes = vec![1usize, 1025, 98431];
         if gpu {
             sizes.push((1 << 22) + 5);

@@ -29,6 +29,17 @@ pub fn dropout_reference(x: &[f32], p: f32, seed: i32) -> Vec<f32> {
         .collect()
 }
 
+/// The walks the benchmark times and the GPU tests check: `(block, warps, stages)` of
+/// [`DropoutForm::Walk`].
+pub const WALK_SHAPES: [(u32, u32, u32); 6] = [
+    (1024, 4, 2),
+    (1024, 4, 3),
+    (2048, 8, 2),
+    (2048, 8, 3),
+    (512, 4, 3),
+    (512, 4, 4),
+];
+
 /// Which kernel runs the dropout, and its shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropoutForm {
