@@ -184,3 +184,71 @@ pub fn layer_norm_cluster(meta: &LayerNormMeta, cluster: u32) -> Result<Kernel, 
         row.store_output(k, cols, mask, || x, (mean, rstd));
     })
 }
+
+/// Row-wise softmax for rows too long for one program's registers, shared by the `cluster`
+/// programs of a thread-block cluster, each walking its `share` of the row (a multiple of
+/// `block`) in blocks of `block` twice, as [`softmax_long`] walks a whole row: once for its
+/// running maximum and sum, which the cluster combines in one exchange
+/// (`cluster_reduce_n`), then to write its output, from its share's end back to its start.
+/// Where [`super::softmax_cluster`] holds each share in registers (one or two programs a
+/// multiprocessor, and clusters that must find that room on as many multiprocessors at
+/// once), a program here holds a block: more programs share a multiprocessor, one's walks
+/// beside another's exchange, and a share's second walk finds it in the cache (a cluster's
+/// shares are as long as a row, not the row times the programs in flight). Parameters as
+/// [`softmax_long`]; `share * cluster` is at least `n_cols`. Grid: `n_rows * cluster`
+/// programs, launched in clusters of `cluster`.
+pub fn softmax_cluster_walk(
+    block: u32,
+    share: u32,
+    cluster: u32,
+    options: impl Into<SoftmaxOptions>,
+) -> Result<Kernel, BuildError> {
+    let o = options.into();
+    let block_i = block as i32;
+    Kernel::build("softmax_cluster_walk_kernel", |k| {
+        k.static_assert(share % block == 0, "the share must be a multiple of the block");
+        let out = k.arg_ptr("output_ptr", ScalarType::F32);
+        let inp = k.arg_ptr("input_ptr", ScalarType::F32);
+        let in_stride = k.arg_i32("input_row_stride");
+        let out_stride = k.arg_i32("output_row_stride");
+        let _n_rows = k.arg_i32("n_rows");
+        let n_cols = k.arg_i32("n_cols");
+
+        let pid = k.program_id(0);
+        let row = pid / cluster as i32;
+        let start = (pid % cluster as i32) * share as i32;
+        let end = k.minimum(start + share as i32, n_cols);
+        let in_row = inp + row * in_stride;
+        let out_row = out + row * out_stride;
+        let lowest = k.full(&[block], f32::MIN, ScalarType::F32);
+        let zeros = k.zeros(&[block], ScalarType::F32);
+        let stats = k.for_range_staged(start, end, block_i, WALK_STAGES, &[lowest, zeros], |off, carried| {
+            let (m, s) = (carried[0], carried[1]);
+            let cols = off + k.arange(0, block_i);
+            let x = k.load_masked_with(in_row + cols, cols.lt(end), f32::NEG_INFINITY, o.cache);
+            let m_new = m.maximum(x);
+            let s = s * (m - m_new).exp() + (x - m_new).exp();
+            vec![m_new, s]
+        });
+        let (m, s) = (stats[0], stats[1]);
+        // The share's maximum (finite: a share past the row's end has only the lowest
+        // float, and a sum of 0) and its sum relative to it, then the row's.
+        let local_max = m.max(0);
+        let local_sum = (s * (m - local_max).exp()).sum(0);
+        let row_stats = k.cluster_reduce_n(&[local_max, local_sum], |_, a, b| {
+            let m = a[0].maximum(b[0]);
+            vec![m, a[1] * (a[0] - m).exp() + b[1] * (b[0] - m).exp()]
+        });
+        let (row_max, denominator) = (row_stats[0], row_stats[1]);
+        let len = k.maximum(end - start, 0);
+        let last = start + (k.cdiv(len, block_i) - 1) * block_i;
+        k.for_range_staged(last, start - 1, -block_i, WALK_STAGES, &[], |off, _| {
+            let cols = off + k.arange(0, block_i);
+            let mask = cols.lt(end);
+            let x = k.load_masked_with(in_row + cols, mask, f32::NEG_INFINITY, CacheModifier::Streaming);
+            let y = (x - row_max).exp().fdiv(denominator, o.ieee_rounding);
+            k.store_masked(out_row + cols, y, mask);
+            vec![]
+        });
+    })
+}
