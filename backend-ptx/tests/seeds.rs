@@ -137,26 +137,6 @@ fn seeded_dropout_walk_passes_ptxas() {
     }
 }
 
-/// The cluster softmax whose programs walk their shares in blocks
-/// (`seeds::softmax_cluster_walk`), in the benchmark's shapes, lowered as the runtime lowers
-/// it for sm_90 (asynchronous copies, clusters, the 227 KiB of shared memory a program may
-/// have): it assembles, its walks copied ahead.
-#[test]
-fn softmax_cluster_walk_passes_ptxas() {
-    for (share, block, warps, cluster) in [(8192, 2048, 4, 16), (16384, 4096, 8, 16), (16384, 2048, 4, 8)] {
-        let kernel = seeds::softmax_cluster_walk(block, share, cluster, seeds::SoftmaxOptions::default()).unwrap();
-        let target = Target {
-            async_copy: true,
-            cluster,
-            ..Target::nvidia(warps, 227 * 1024)
-        };
-        let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len())).unwrap();
-        let label = format!("softmax cluster walk, {cluster} x {share} in blocks of {block}, {warps} warps");
-        let (ptx, _) = assemble(&label, &t, 90);
-        assert!(ptx.contains("cp.async") && ptx.contains("barrier.cluster"), "{label}");
-    }
-}
-
 /// Without `PtxTarget::wide_products` the dropout's Philox takes its products' halves by
 /// two instructions, and `ptxas` makes more of them.
 #[test]

@@ -7,8 +7,7 @@ mod tutorial_support;
 
 use rutile_ir::interp::{self, HostBuffer};
 use rutile_ir::seeds::{
-    fits_one_block, layer_norm_cluster, layer_norm_long, softmax_cluster, softmax_cluster_walk, softmax_long,
-    LayerNormMeta, SoftmaxOptions,
+    fits_one_block, layer_norm_cluster, layer_norm_long, softmax_cluster, softmax_long, LayerNormMeta, SoftmaxOptions,
 };
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
@@ -155,35 +154,6 @@ fn cluster_layer_norm_matches_the_reference() {
         let tol = if dtype == F16 { 4e-3 } else { 1e-4 };
         assert_close(&values(&buffers[1]), &y, tol, tol, &format!("{at}: y"));
     }
-}
-
-/// The softmax whose rows the programs of a cluster share, each walking its share in blocks
-/// (`softmax_cluster_walk`): shares of several blocks, a ragged last block, shares partly
-/// or wholly past the row's end, the row's maximum in the last share and in the first.
-#[test]
-fn cluster_walk_softmax_matches_the_reference() {
-    let mut rng = Rng::new(71);
-    for (rows, cols, block, share, cluster) in [
-        (3, 1000, 64, 256, 4),
-        (2, 700, 64, 192, 4),
-        (2, 513, 128, 256, 3),
-        (2, 100, 16, 32, 8),
-    ] {
-        let mut x = rng.f32s(rows * cols, -30.0, 30.0);
-        x[cols - 1] = 60.0;
-        x[cols] = 55.0;
-        let mut buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
-        let kernel = softmax_cluster_walk(block, share, cluster, SoftmaxOptions::default()).unwrap();
-        let grid = [rows as u32 * cluster, 1, 1];
-        interp::run_clustered(&kernel, grid, cluster, &softmax_args(rows, cols), &mut buffers).unwrap();
-        let want = softmax_reference(&x, rows, cols);
-        let at = format!("cluster walk softmax {rows}x{cols}, {cluster} programs of {share} in blocks of {block}");
-        assert_close(&values(&buffers[0]), &want, 1e-5, 1e-30, &at);
-    }
-    let e = softmax_cluster_walk(64, 100, 2, SoftmaxOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("multiple of the block"), "{e}");
 }
 
 #[test]

@@ -15,7 +15,7 @@ mod tutorial_support;
 use rutile_ir::interp::{self, simt, ArgValue, FaultKind, HostBuffer, InterpError};
 use rutile_ir::ir::{BinaryOp, CmpOp};
 use rutile_ir::lower::lower;
-use rutile_ir::seeds::{layer_norm_cluster, softmax_cluster, softmax_cluster_walk, LayerNormMeta, SoftmaxOptions};
+use rutile_ir::seeds::{layer_norm_cluster, softmax_cluster, LayerNormMeta, SoftmaxOptions};
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
 use rutile_ir::thread::{Memory, Special, Stmt, ThreadKernel, ThreadKernelBuilder};
@@ -141,60 +141,6 @@ fn lowered_cluster_softmax_matches_the_interpreter() {
                     let at = format!("softmax {rows}x{cols}, {cluster} programs of {block}, divisible {divisible}");
                     let grid = [rows as u32 * cluster, 1, 1];
                     simulate_clustered(&at, &kernel, (num_warps, cluster, &spec), grid, &args, &buffers, 1e-6);
-                }
-            }
-        }
-    }
-}
-
-/// The cluster softmax whose programs walk their shares in blocks
-/// (`softmax_cluster_walk`), on the targets above and on one with asynchronous copies (the
-/// walks' next blocks copied ahead, which the lowering must then contain), with shares
-/// partly and wholly past the row's end.
-#[test]
-fn lowered_cluster_walk_softmax_matches_the_interpreter() {
-    let mut rng = Rng::new(0x5C3);
-    for cluster in [2, 3, 4] {
-        for (block, num_warps) in SHAPES {
-            let share = 2 * block;
-            let kernel = softmax_cluster_walk(block, share, cluster, SoftmaxOptions::default()).unwrap();
-            for divisible in [true, false] {
-                for cols in row_lengths(share, cluster, divisible) {
-                    let rows = 2;
-                    let x = nonzero_f32s(&mut rng, rows * cols, 0.125, 8.0);
-                    let buffers = vec![HostBuffer::zeros(F32, rows * cols), HostBuffer::from_slice(&x)];
-                    let args = softmax_args(rows, cols);
-                    let spec = if divisible {
-                        Specialization::all(args.len())
-                    } else {
-                        Specialization::none(args.len())
-                    };
-                    let at =
-                        format!("walk softmax {rows}x{cols}, {cluster} programs of {share}, divisible {divisible}");
-                    let grid = [rows as u32 * cluster, 1, 1];
-                    simulate_clustered(&at, &kernel, (num_warps, cluster, &spec), grid, &args, &buffers, 1e-6);
-                    // Copied ahead, on NVIDIA's target with asynchronous copies.
-                    let target = Target {
-                        cluster,
-                        async_copy: true,
-                        ..Target::nvidia(num_warps, 48 * 1024)
-                    };
-                    let tk = lower(&kernel, &target, &spec).unwrap();
-                    let mut copies = 0;
-                    tk.walk(&mut |s| copies += matches!(s, Stmt::AsyncCopy { .. }) as usize);
-                    assert!(copies > 0 || !divisible, "{at}: no asynchronous copy");
-                    let mut want = buffers.clone();
-                    interp::run_clustered(&kernel, grid, cluster, &args, &mut want).unwrap();
-                    let mut got = buffers.clone();
-                    simt::run_threads(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
-                    let (g, w) = (values(&got[0]), values(&want[0]));
-                    let scale = w.iter().fold(0.0f64, |s, v| s.max(v.abs()));
-                    for (j, (gv, wv)) in g.iter().zip(&w).enumerate() {
-                        assert!(
-                            (gv - wv).abs() <= 1e-6 * scale,
-                            "{at}, copied ahead: element {j}: {gv} against {wv}"
-                        );
-                    }
                 }
             }
         }

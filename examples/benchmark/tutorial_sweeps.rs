@@ -358,30 +358,6 @@ pub fn long_softmax(
                     ));
                 }
             }
-            // The programs of a cluster walking their shares in blocks
-            // (`seeds::softmax_cluster_walk`): shares of 8192 and 16384 columns, blocks of
-            // 2048 and 4096 (16 elements a thread), as many programs as that takes.
-            for share in [8192u32, 16384] {
-                let cluster = n.div_ceil(share as usize) as u32;
-                if cluster > dev.properties().max_cluster() {
-                    continue;
-                }
-                for (block, num_warps) in [(2048u32, 4u32), (4096, 8)] {
-                    let shape = long_rows::ClusterWalkShape {
-                        cluster,
-                        share,
-                        block,
-                        num_warps,
-                    };
-                    if let Some(launch) = long_rows::softmax_cluster_walk_launch_on(m, n, shape)? {
-                        launches.push((
-                            format!("cluster of {cluster} walking {share} in blocks of {block}, {num_warps} warps"),
-                            format!("softmax_cluster_walk{cluster}_s{share}_b{block}_w{num_warps}"),
-                            launch,
-                        ));
-                    }
-                }
-            }
         }
         for (form, name, (kernel, config)) in launches {
             // A poisoned output for each form, so that a form that writes nothing fails

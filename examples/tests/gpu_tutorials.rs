@@ -128,61 +128,6 @@ fn gpu_cluster_softmax_clusters_are_resident() {
     }
 }
 
-/// The cluster softmax whose programs walk their shares in blocks
-/// (`seeds::softmax_cluster_walk`) on each CUDA GPU with clusters big enough, at ragged
-/// rows (a last share partly past the row's end) and whole ones, in the benchmark's shapes,
-/// against the CPU reference.
-#[test]
-fn gpu_cluster_walk_softmax_matches_the_reference() {
-    use rutile::DeviceExt;
-    use rutile_examples::check::softmax_reference;
-    use tutorials::long_rows::{softmax_cluster_walk_launch_on, ClusterWalkShape};
-    let (_turn, devices) = devices();
-    for d in devices {
-        if d.properties().backend != rutile::Backend::Cuda {
-            continue;
-        }
-        for (rows, cols, share, block, num_warps) in [
-            (3, 70_001, 8192, 2048, 4),
-            (2, 131_072, 16384, 4096, 8),
-            (2, 262_144, 16384, 4096, 8),
-            (5, 100_003, 16384, 2048, 4),
-        ] {
-            let cluster = (cols as u32).div_ceil(share);
-            if cluster > d.properties().max_cluster() {
-                continue;
-            }
-            let shape = ClusterWalkShape {
-                cluster,
-                share,
-                block,
-                num_warps,
-            };
-            let (kernel, config) = softmax_cluster_walk_launch_on(rows, cols, shape).unwrap().unwrap();
-            let x = rutile_examples::rng::Rng::new(cols as u64).f32s(rows * cols, -20.0, 20.0);
-            let d = d.as_ref();
-            let xb = d.upload(&x).unwrap();
-            let yb = d.upload(&vec![f32::NAN; rows * cols]).unwrap();
-            let args = rutile_examples::tutorials::softmax_args(&yb, &xb, rows, cols);
-            d.launch(&kernel, &config, &args)
-                .unwrap_or_else(|e| panic!("{}: {shape:?}: {e}", d.id()));
-            let y = d.download(&yb).unwrap();
-            let want = softmax_reference(&x, rows, cols);
-            let error = y
-                .iter()
-                .zip(&want)
-                .map(|(&g, &w)| (g as f64 - w).abs() / w.abs().max(1e-30))
-                .fold(0.0f64, f64::max);
-            assert!(
-                error < 1e-4,
-                "{}: {rows}x{cols} in {shape:?}: relative error {error:e}",
-                d.id()
-            );
-            println!("{}: {rows}x{cols} in {shape:?}: relative error {error:.1e}", d.id());
-        }
-    }
-}
-
 /// Fused attention forward on every device, at `(z, h, n_ctx, head_dim)` sizes (`fast`
 /// ones too on a hardware device), causal and not, autotuned over `configs(device,
 /// causal)`, each checked against the CPU reference; `name` and `seed` tell the runs apart.

@@ -50,43 +50,6 @@ pub struct ClusterShape {
     pub num_warps: u32,
 }
 
-/// How the programs of a thread-block cluster share a row and walk their shares
-/// ([`seeds::softmax_cluster_walk`]): `cluster` programs of `share` columns each, walked in
-/// blocks of `block` on `num_warps` warps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ClusterWalkShape {
-    pub cluster: u32,
-    pub share: u32,
-    pub block: u32,
-    pub num_warps: u32,
-}
-
-/// The cluster softmax whose programs walk their shares of the rows in blocks, copied ahead
-/// where the device has asynchronous copies ([`seeds::softmax_cluster_walk`]), for `rows`
-/// rows of `cols` columns shared as `shape` says; `None` where `shape` does not cover the
-/// row. Triton's `/` (within 2 ulp).
-pub fn softmax_cluster_walk_launch_on(
-    rows: usize,
-    cols: usize,
-    shape: ClusterWalkShape,
-) -> Result<Option<(Kernel, LaunchConfig)>> {
-    let ClusterWalkShape {
-        cluster,
-        share,
-        block,
-        num_warps,
-    } = shape;
-    if (share as usize) * (cluster as usize) < cols {
-        return Ok(None);
-    }
-    Ok(Some((
-        seeds::softmax_cluster_walk(block, share, cluster, division_as_triton())?,
-        LaunchConfig::grid1(rows as u32 * cluster)
-            .num_warps(num_warps)
-            .cluster(cluster),
-    )))
-}
-
 /// The columns a program of a cluster holds where the cluster can be large enough: 64 a
 /// thread on 8 warps, so that two programs share a multiprocessor and one's loads overlap
 /// the other's exchange. On an H100 (`docs/performance.md`), of the clusters of 2 to 16

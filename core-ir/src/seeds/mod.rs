@@ -24,8 +24,7 @@ pub use layer_norm::{
     LayerNormMeta, RowStats,
 };
 pub use long_rows::{
-    fits_one_block, layer_norm_cluster, layer_norm_long, softmax_cluster_walk, softmax_long, LongRowMeta,
-    ONE_BLOCK_BYTES, WALK_STAGES,
+    fits_one_block, layer_norm_cluster, layer_norm_long, softmax_long, LongRowMeta, ONE_BLOCK_BYTES, WALK_STAGES,
 };
 pub use matmul::{
     matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta, MATMUL_CONFIGS, SEED_MATMUL_CONFIGS,
