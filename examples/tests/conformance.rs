@@ -29,6 +29,105 @@ fn op_conformance_matrix() {
     assert_eq!(matrix.failures(), 0, "cases failed (see the report above)");
 }
 
+/// Both halves of 32-bit products where a kernel takes both of the same operands, as
+/// Philox does (`umulhi(a, b)` and `a * b`, which the backends compute as one 64-bit
+/// product: `rutile_ir::thread::product_pairs`), the high half first and the low half
+/// first, of `u32` and of `i32` (negative ones too), and a product whose operand changed
+/// in between: on every device, equal to the interpreter and to the CPU's arithmetic.
+#[test]
+fn both_halves_of_products_on_every_device() {
+    use rutile::{CpuDevice, DeviceExt, Kernel, LaunchConfig, ScalarType};
+    const BLOCK: i32 = 256;
+    let (_turn, gpus) = devices();
+    let cpu: Arc<dyn Device> = Arc::new(CpuDevice::new());
+    for elem in [ScalarType::U32, ScalarType::I32] {
+        let kernel = Kernel::build("products", |k| {
+            let a = k.arg_ptr("a", elem);
+            let b = k.arg_ptr("b", elem);
+            let out = k.arg_ptr("out", elem);
+            let n = k.arg_i32("n");
+            let i = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
+            let mask = i.lt(n);
+            let (x, y) = (k.load_masked(a + i, mask, 0), k.load_masked(b + i, mask, 0));
+            // High half first, then low; low first, then high; then an operand changed
+            // between the two.
+            let hi = k.umulhi(x, y);
+            let lo = x * y;
+            let x1 = x + 1;
+            let lo1 = x1 * y;
+            let hi1 = k.umulhi(x1, y);
+            let hi2 = k.umulhi(x, y);
+            let x2 = x ^ hi2;
+            let lo2 = x2 * y;
+            for (slot, v) in [hi, lo, lo1, hi1, lo2].into_iter().enumerate() {
+                k.store_masked(out + (i * 5 + slot as i32), v, mask);
+            }
+        })
+        .unwrap();
+        let n = 1000usize;
+        let mut rng = rutile::ir::testing::Rng::new(elem.size_bytes() as u64);
+        let (a, b): (Vec<u32>, Vec<u32>) = (0..n)
+            .map(|_| (rng.next_u64() as u32, (rng.next_u64() >> 32) as u32))
+            .unzip();
+        let want: Vec<u32> = a
+            .iter()
+            .zip(&b)
+            .flat_map(|(&x, &y)| {
+                let hi = |x: u32, y: u32| ((x as u64 * y as u64) >> 32) as u32;
+                let x1 = x.wrapping_add(1);
+                let x2 = x ^ hi(x, y);
+                [
+                    hi(x, y),
+                    x.wrapping_mul(y),
+                    x1.wrapping_mul(y),
+                    hi(x1, y),
+                    x2.wrapping_mul(y),
+                ]
+            })
+            .collect();
+        for d in std::iter::once(&cpu).chain(&gpus) {
+            let d = d.as_ref();
+            let config = LaunchConfig::grid1((n as u32).div_ceil(BLOCK as u32));
+            let got: Vec<u32> = if elem == ScalarType::U32 {
+                let (ab, bb, ob) = (
+                    d.upload(&a).unwrap(),
+                    d.upload(&b).unwrap(),
+                    d.zeros::<u32>(5 * n).unwrap(),
+                );
+                d.launch(
+                    &kernel,
+                    &config,
+                    &[(&ab).into(), (&bb).into(), (&ob).into(), (n as i32).into()],
+                )
+                .unwrap();
+                d.download(&ob).unwrap()
+            } else {
+                let signed = |v: &[u32]| v.iter().map(|&x| x as i32).collect::<Vec<i32>>();
+                let (ab, bb) = (d.upload(&signed(&a)).unwrap(), d.upload(&signed(&b)).unwrap());
+                let ob = d.zeros::<i32>(5 * n).unwrap();
+                d.launch(
+                    &kernel,
+                    &config,
+                    &[(&ab).into(), (&bb).into(), (&ob).into(), (n as i32).into()],
+                )
+                .unwrap();
+                d.download(&ob).unwrap().into_iter().map(|x| x as u32).collect()
+            };
+            if let Some(j) = (0..want.len()).find(|&j| got[j] != want[j]) {
+                panic!(
+                    "{} {elem}: element {} output {}: {:#x} where {:#x}",
+                    d.id(),
+                    j / 5,
+                    j % 5,
+                    got[j],
+                    want[j]
+                );
+            }
+            println!("{} {elem}: both halves of {n} products right", d.id());
+        }
+    }
+}
+
 // The classification of results seen on an H100 through NVIDIA's Vulkan driver, which the
 // Vulkan specification allows (see `vulkan_allowances` in the conformance module), and of
 // clearly wrong results, which must still fail.
