@@ -378,8 +378,13 @@ fn ops_undefined_for_the_type_are_rejected() {
 
 #[test]
 fn umulhi_pow_and_tanh_instructions() {
-    let ptx = emit_80_90(&all_ops(U32));
-    assert_contains(&ptx, &["mul.hi.u32"]);
+    // `umulhi` and `mul` of the same 32-bit operands: both halves from one `mul.wide.u32`
+    // (`PtxTarget::wide_products`), or each by its own instruction without it.
+    let ops = all_ops(U32);
+    assert_contains(&emit_80_90(&ops), &["mul.wide.u32"]);
+    let split = emit(&ops, &PtxTarget::from_compute_capability(9, 0).wide_products(false)).unwrap();
+    assert_contains(&split, &["mul.hi.u32", "mul.lo.u32"]);
+    assert!(!split.contains("mul.wide.u32"), "{split}");
     let ptx = emit_80_90(&all_ops(I64));
     assert_contains(&ptx, &["mul.hi.u64"]);
     let ptx = emit_80_90(&all_ops(F32));
