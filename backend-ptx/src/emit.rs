@@ -3,7 +3,7 @@
 
 use crate::names::{mem_ty, Class, RegFile};
 use crate::{atomic, control, expr, memory, tma, wgmma, PtxError, PtxTarget};
-use rutile_ir::thread::{product_pairs, takes_high, ProductRole, Reg, Stmt, ThreadKernel, ThreadParam};
+use rutile_ir::thread::{product_pairs, ProductRole, Reg, Stmt, ThreadKernel, ThreadParam};
 use rutile_ir::ScalarType;
 use std::fmt::Write;
 
@@ -141,7 +141,7 @@ impl<'a> Emitter<'a> {
             if self.target.pack_before_fence && matches!(s, Stmt::WgmmaFence) {
                 wgmma::prepack(self, &stmts[i + 1..]);
             }
-            match wide.as_ref().and_then(|w| w.roles[i]) {
+            match wide.as_ref().and_then(|w| w[i]) {
                 Some(role) => self.wide_product(s, role, &mut products),
                 None => self.stmt(s)?,
             }
@@ -171,20 +171,20 @@ impl<'a> Emitter<'a> {
         let Stmt::Set { dst, .. } = s else {
             unreachable!("a product pair is of `Set`s")
         };
-        let slot = match role {
-            ProductRole::First { slot, a, b } => {
+        let (slot, high) = match role {
+            ProductRole::First { slot, a, b, high } => {
                 let (wide, lo, hi) = (self.tmp(Class::Rd), self.tmp(Class::R), self.tmp(Class::R));
                 let (a, b) = (self.r(a), self.r(b));
                 self.ins(format!("mul.wide.u32 {wide}, {a}, {b}"));
                 self.ins(format!("mov.b64 {{{lo}, {hi}}}, {wide}"));
                 debug_assert_eq!(products.len(), slot);
                 products.push((lo, hi));
-                slot
+                (slot, high)
             }
-            ProductRole::Second { slot } => slot,
+            ProductRole::Second { slot, high } => (slot, high),
         };
         let (lo, hi) = &products[slot];
-        let half = if takes_high(s) { hi } else { lo };
+        let half = if high { hi } else { lo };
         let d = self.r(*dst);
         self.ins(format!("mov.b32 {d}, {half}"));
     }

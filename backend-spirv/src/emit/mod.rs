@@ -12,9 +12,7 @@ use naga::{
     Scalar, ScalarKind, Span, Statement, StructMember, Type, TypeInner, UnaryOperator as Uo,
 };
 use rutile_ir::ir::{AtomicOp, BinaryOp, CmpOp, Literal, UnaryOp};
-use rutile_ir::thread::{
-    product_pairs, takes_high, Expr, Memory, ProductRole, Reg, Special, Stmt, ThreadKernel, ThreadParam,
-};
+use rutile_ir::thread::{product_pairs, Expr, Memory, ProductRole, Reg, Special, Stmt, ThreadKernel, ThreadParam};
 use rutile_ir::ScalarType;
 
 type H = Handle<Expression>;
@@ -872,7 +870,7 @@ impl<'a> Cx<'a> {
         let pairs = (self.int64 && self.wide_products).then(|| product_pairs(self.k, stmts));
         let mut products = Vec::new();
         for (i, s) in stmts.iter().enumerate() {
-            match pairs.as_ref().and_then(|p| p.roles[i]) {
+            match pairs.as_ref().and_then(|p| p[i]) {
                 Some(role) => self.product_pair(s, role, &mut products),
                 None => self.statement(s)?,
             }
@@ -886,17 +884,17 @@ impl<'a> Cx<'a> {
         let Stmt::Set { dst, .. } = s else {
             unreachable!("a product pair is of `Set`s")
         };
-        let slot = match role {
-            ProductRole::First { slot, a, b } => {
+        let (slot, high) = match role {
+            ProductRole::First { slot, a, b, high } => {
                 let (x, y) = (self.read(a), self.read(b));
                 let product = self.wide_product(self.k.reg_type(a), x, y);
                 debug_assert_eq!(products.len(), slot);
                 products.push(product);
-                slot
+                (slot, high)
             }
-            ProductRole::Second { slot } => slot,
+            ProductRole::Second { slot, high } => (slot, high),
         };
-        let half = self.product_half(self.k.reg_type(*dst), products[slot], takes_high(s));
+        let half = self.product_half(self.k.reg_type(*dst), products[slot], high);
         self.write(*dst, half);
     }
 

@@ -22,7 +22,7 @@ mod verify;
 pub use build::ThreadKernelBuilder;
 pub use dce::eliminate_dead_registers;
 pub use dce::{operands, reads};
-pub use products::{product_pairs, takes_high, ProductPairs, ProductRole};
+pub use products::{product_pairs, ProductRole};
 pub use tensor_map::{LaunchValue, MBarrier, TensorMap, ViewExtents};
 pub use verify::verify;
 

@@ -13,31 +13,15 @@
 use super::{Expr, Reg, Stmt, ThreadKernel};
 use crate::ir::BinaryOp;
 
-/// What a statement of a list does in a product pair ([`product_pairs`]).
+/// What a statement of a list does in a product pair ([`product_pairs`]); `high`: whether
+/// the statement takes the product's high half (`umulhi`) or its low one (`*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProductRole {
     /// The pair's first statement: it computes the whole product (slot `slot`) of `a` and
     /// `b`, and copies its half.
-    First { slot: usize, a: Reg, b: Reg },
+    First { slot: usize, a: Reg, b: Reg, high: bool },
     /// The pair's second: it copies its half of slot `slot`'s product.
-    Second { slot: usize },
-}
-
-/// Whether statement `s`, which has a [`ProductRole`], takes the high half.
-pub fn takes_high(s: &Stmt) -> bool {
-    matches!(
-        s,
-        Stmt::Set {
-            expr: Expr::Binary(BinaryOp::UMulHi, ..),
-            ..
-        }
-    )
-}
-
-/// The pairs found in one statement list: a role per statement.
-pub struct ProductPairs {
-    /// Per statement of the list, its part in a pair.
-    pub roles: Vec<Option<ProductRole>>,
+    Second { slot: usize, high: bool },
 }
 
 /// The products of 32-bit `a` and `b` that statement `s` takes, if any: `(a, b, high, dst)`.
@@ -53,9 +37,23 @@ fn product(k: &ThreadKernel, s: &Stmt) -> Option<(Reg, Reg, bool, Reg)> {
     (t.is_int() && t.bits() == 32).then_some((*a, *b, *op == BinaryOp::UMulHi, *dst))
 }
 
-/// The product pairs of statement list `list` of `k` (module comment).
-pub fn product_pairs(k: &ThreadKernel, list: &[Stmt]) -> ProductPairs {
+/// The product pairs of statement list `list` of `k` (module comment): each statement's
+/// part in one, if any. A list without `umulhi` has none, and is passed over at once (the
+/// backends ask this of every list, index arithmetic's multiplies included).
+pub fn product_pairs(k: &ThreadKernel, list: &[Stmt]) -> Vec<Option<ProductRole>> {
     let mut roles = vec![None; list.len()];
+    let high_halves = |s: &Stmt| {
+        matches!(
+            s,
+            Stmt::Set {
+                expr: Expr::Binary(BinaryOp::UMulHi, ..),
+                ..
+            }
+        )
+    };
+    if !list.iter().any(high_halves) {
+        return roles;
+    }
     let mut products = 0;
     for (i, s) in list.iter().enumerate() {
         let Some((a, b, high, dst)) = product(k, s) else {
@@ -72,8 +70,16 @@ pub fn product_pairs(k: &ThreadKernel, list: &[Stmt]) -> ProductPairs {
                     if let Some((a2, b2, high2, _)) = product(k, t) {
                         let same = (a2, b2) == (a, b) || (a2, b2) == (b, a);
                         if same && high2 != high && roles[j].is_none() {
-                            roles[i] = Some(ProductRole::First { slot: products, a, b });
-                            roles[j] = Some(ProductRole::Second { slot: products });
+                            roles[i] = Some(ProductRole::First {
+                                slot: products,
+                                a,
+                                b,
+                                high,
+                            });
+                            roles[j] = Some(ProductRole::Second {
+                                slot: products,
+                                high: high2,
+                            });
                             products += 1;
                             break;
                         }
@@ -86,7 +92,7 @@ pub fn product_pairs(k: &ThreadKernel, list: &[Stmt]) -> ProductPairs {
             }
         }
     }
-    ProductPairs { roles }
+    roles
 }
 
 #[cfg(test)]
@@ -95,14 +101,14 @@ mod tests {
     use crate::thread::ThreadKernelBuilder;
     use crate::types::ScalarType::{I64, U32};
 
-    /// The roles `plan` gives the kernel body `f` builds, from `(a, b)` of 32-bit registers.
+    /// The roles `product_pairs` gives the kernel body `f` builds, from `(a, b)` of 32-bit registers.
     fn roles(f: impl FnOnce(&mut ThreadKernelBuilder, Reg, Reg)) -> Vec<Option<ProductRole>> {
         let mut k = ThreadKernelBuilder::new("products", 1, 32);
         let a = k.int(U32, 0x1234_5678);
         let b = k.int(U32, 0xD251_1F53);
         f(&mut k, a, b);
         let k = k.finish_unverified();
-        product_pairs(&k, &k.body).roles[2..].to_vec()
+        product_pairs(&k, &k.body)[2..].to_vec()
     }
 
     #[test]
@@ -113,7 +119,7 @@ mod tests {
             k.bin(BinaryOp::Mul, b, a);
         });
         assert!(
-            matches!(r[..], [Some(ProductRole::First { slot: 0, a, b }), None, Some(ProductRole::Second { slot: 0 })] if a != b)
+            matches!(r[..], [Some(ProductRole::First { slot: 0, a, b, high: true }), None, Some(ProductRole::Second { slot: 0, high: false })] if a != b)
         );
         // The low half first works as well.
         let r = roles(|k, a, b| {
@@ -123,8 +129,12 @@ mod tests {
         assert!(matches!(
             r[..],
             [
-                Some(ProductRole::First { slot: 0, .. }),
-                Some(ProductRole::Second { slot: 0 })
+                Some(ProductRole::First {
+                    slot: 0,
+                    high: false,
+                    ..
+                }),
+                Some(ProductRole::Second { slot: 0, high: true })
             ]
         ));
     }
@@ -160,6 +170,6 @@ mod tests {
         k.bin(BinaryOp::UMulHi, a, b);
         k.bin(BinaryOp::Mul, a, b);
         let k = k.finish_unverified();
-        assert!(product_pairs(&k, &k.body).roles.iter().all(Option::is_none));
+        assert!(product_pairs(&k, &k.body).iter().all(Option::is_none));
     }
 }

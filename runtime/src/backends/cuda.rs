@@ -419,7 +419,7 @@ impl Device for CudaGpu {
             let ptx_target = rutile_ptx::PtxTarget::from_compute_capability(major, minor)
                 .max_registers(options.maxnreg)
                 .pack_before_fence(std::env::var("RUTILE_PACK_BEFORE_FENCE").is_ok_and(|v| v.trim() == "1"))
-                .wide_products(std::env::var("RUTILE_WIDE_PRODUCTS").map_or(true, |v| v.trim() != "0"));
+                .wide_products(env_flag("RUTILE_WIDE_PRODUCTS"));
             let ptx = rutile_ptx::emit(&thread_kernel, &ptx_target).map_err(|e| Error::Codegen {
                 backend: "PTX",
                 kernel: kernel.name.clone(),
