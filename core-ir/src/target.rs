@@ -127,6 +127,12 @@ pub struct Target {
     /// for k. On Vulkan the attention blocks that NVIDIA's driver runs wrong were found on
     /// the in-order code (docs/performance.md, "The wrong Vulkan blocks, located").
     pub reduce_chains: u32,
+    /// Whether divisions and remainders by constant powers of two in loops become shifts
+    /// and masks (`thread::reduce_constant_divisions`): `ptxas` expands even a division by
+    /// an immediate into its general sequence of about 18 instructions, and a pipelined
+    /// loop divides every iteration. On by default; the CUDA runtime's
+    /// `RUTILE_DIVISIONS_AS_SHIFTS=0` turns it off, to time what it saves.
+    pub divisions_as_shifts: bool,
 }
 
 /// One cooperative-matrix multiply-add a device offers (a `VkCooperativeMatrixPropertiesKHR`
@@ -183,6 +189,7 @@ impl Target {
             programs_per_block: 1,
             exp2_on_fma: 0,
             reduce_chains: 1,
+            divisions_as_shifts: true,
         }
     }
     /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with

@@ -1,4 +1,5 @@
-//! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `clamp`.
+//! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `clamp`;
+//! and integer division by constants, which the lowering rewrites where they are powers of two.
 
 use super::*;
 
@@ -140,9 +141,41 @@ fn clamp_cases() -> Vec<Case> {
     cases
 }
 
+/// `/`, `%` and `cdiv` of every integer type by constants: powers of two, which the lowering
+/// turns into shifts and masks for 32- and 64-bit types (`thread::reduce_constant_divisions`),
+/// and others, which stay divisions; dividends over the whole range, negative ones included.
+fn constant_division_cases() -> Vec<Case> {
+    type ByConstant = for<'b> fn(&'b KernelBuilder, Value<'b>, i64) -> Value<'b>;
+    let ops: [(&str, ByConstant); 3] = [
+        ("div", |_, x, c| x / c),
+        ("rem", |_, x, c| x % c),
+        ("cdiv", |k, x, c| k.cdiv(x, c)),
+    ];
+    let mut cases = Vec::new();
+    for t in DTYPES.into_iter().filter(|t| t.is_int()) {
+        for c in [1i64, 2, 64, 3, -8] {
+            if c < 0 && !t.is_signed_int() {
+                continue;
+            }
+            for (op, f) in ops {
+                let name = format!("{op}_by_{}{}", if c < 0 { "minus_" } else { "" }, c.abs());
+                cases.extend(elementwise_cases(
+                    &name,
+                    &[(t, Domain::General)],
+                    t,
+                    Rule::Exact,
+                    move |k, x| f(k, x[0], c),
+                ));
+            }
+        }
+    }
+    cases
+}
+
 /// Every case of this file.
 pub(super) fn math_cases() -> Vec<Case> {
     let mut all = tanh_cases();
+    all.extend(constant_division_cases());
     all.extend(pow_cases());
     all.extend(umulhi_cases());
     all.extend(clamp_cases());

@@ -153,6 +153,9 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
         }
         r => r?,
     };
+    if target.divisions_as_shifts {
+        crate::thread::reduce_constant_divisions(&mut out);
+    }
     crate::thread::eliminate_dead_registers(&mut out);
     if out.dots.is_none() {
         out.dots = dot_path(kernel, target, &out);

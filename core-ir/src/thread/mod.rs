@@ -16,6 +16,7 @@ mod dce;
 mod print;
 mod products;
 mod shared;
+mod strength;
 mod tensor_map;
 mod verify;
 
@@ -23,6 +24,7 @@ pub use build::ThreadKernelBuilder;
 pub use dce::eliminate_dead_registers;
 pub use dce::{operands, reads};
 pub use products::{product_pairs, ProductRole};
+pub use strength::{constant_integers, reduce_constant_divisions, writes};
 pub use tensor_map::{LaunchValue, MBarrier, TensorMap, ViewExtents};
 pub use verify::verify;
 

@@ -409,6 +409,9 @@ impl Device for CudaGpu {
                     "into how many interleaved partials a thread folds a max or min",
                 )?
                 .unwrap_or(1),
+                // `RUTILE_DIVISIONS_AS_SHIFTS=0`: divisions by constant powers of two in loops
+                // left to `ptxas`, to time what the shifts save.
+                divisions_as_shifts: env_flag("RUTILE_DIVISIONS_AS_SHIFTS"),
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
