@@ -425,8 +425,18 @@ fn gpu_register_counts_and_the_persistent_grid() {
         {
             occupancy = occupancy.min(by_shared);
         }
-        let grid = rutile::occupancy::persistent_grid(p, m, 1 << 20);
-        assert_eq!(grid, (p.multiprocessors.unwrap() * occupancy).max(1), "{}", d.id());
+        let resident = rutile::occupancy::persistent_programs(p, m).unwrap();
+        assert_eq!(resident, (p.multiprocessors.unwrap() * occupancy).max(1), "{}", d.id());
+        // A grid over rows walks them in as few rounds as the resident programs do.
+        for rows in [1u32, resident, resident + 1, 1 << 20] {
+            let grid = rutile::occupancy::persistent_grid(p, m, rows);
+            assert!(
+                grid <= resident.min(rows),
+                "{}: {grid} programs for {rows} rows",
+                d.id()
+            );
+            assert_eq!(rows.div_ceil(grid), rows.div_ceil(resident), "{}: {rows} rows", d.id());
+        }
     }
 }
 

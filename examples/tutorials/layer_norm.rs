@@ -204,7 +204,8 @@ pub fn row_walk_launch(
 /// `config` for `kernel`, one of the forward kernels on the rows of `fwd`: unchanged for a
 /// kernel of a program a row; for one whose programs walk rows, the grid of as many
 /// programs as the device holds at once with `config`'s warps and registers
-/// (`rutile::occupancy::persistent_grid`, never more than the rows).
+/// (`rutile::occupancy::persistent_grid`: the rows shared evenly, never more programs
+/// than rows).
 pub fn persistent_config(
     dev: &dyn Device,
     kernel: &rutile::Kernel,

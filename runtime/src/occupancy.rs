@@ -53,14 +53,18 @@ pub fn persistent_programs(device: &DeviceProperties, kernel: &KernelMetadata) -
 /// per multiprocessor): enough to fill a mid-sized GPU.
 pub const UNKNOWN_DEVICE_PROGRAMS: u32 = 256;
 
-/// The grid of a persistent kernel over `rows` rows: [`persistent_programs`], or
-/// [`UNKNOWN_DEVICE_PROGRAMS`] where the device does not say, never more programs than rows
-/// and at least one.
+/// The grid of a persistent kernel over `rows` rows (or tiles): as few programs as walk
+/// them in the fewest rounds that [`persistent_programs`] (or, where the device does not
+/// say, [`UNKNOWN_DEVICE_PROGRAMS`]) allow, so that every program walks the same number of
+/// rows or one fewer; never more programs than rows, and at least one. 4096 rows on 264
+/// resident programs take 16 rounds either way, and 256 programs walk 16 rows each where
+/// 264 would leave the last round to 136 of them.
 pub fn persistent_grid(device: &DeviceProperties, kernel: &KernelMetadata, rows: u32) -> u32 {
-    persistent_programs(device, kernel)
+    let resident = persistent_programs(device, kernel)
         .unwrap_or(UNKNOWN_DEVICE_PROGRAMS)
-        .min(rows)
-        .max(1)
+        .max(1);
+    let rounds = rows.div_ceil(resident).max(1);
+    rows.div_ceil(rounds).max(1)
 }
 
 /// The programs a persistent kernel (`rutile_ir::lower::persistent`) is launched with for
@@ -90,6 +94,29 @@ mod tests {
     use super::*;
     use crate::device::{Backend, DeviceType};
 
+    /// Rows shared evenly: as many rounds as the resident programs need, and as few
+    /// programs as walk them in those rounds.
+    #[test]
+    fn persistent_grids_share_the_rows_evenly() {
+        let mut d = DeviceProperties::unknown("gpu", "v", Backend::Cuda, DeviceType::DiscreteGpu);
+        d.multiprocessors = Some(132);
+        d.registers_per_multiprocessor = Some(65536);
+        // 256 threads at 116 registers: two programs a multiprocessor, 264 in all.
+        let k = KernelMetadata {
+            threads: 256,
+            registers: Some(116),
+            shared_bytes: 16,
+            ..KernelMetadata::default()
+        };
+        assert_eq!(persistent_programs(&d, &k), Some(264));
+        for (rows, programs) in [(4096, 256), (264, 264), (265, 133), (1000, 250), (1, 1)] {
+            let grid = persistent_grid(&d, &k, rows);
+            assert_eq!(grid, programs, "{rows} rows");
+            let rounds = rows.div_ceil(264);
+            assert_eq!(rows.div_ceil(grid), rounds, "{rows} rows: rounds");
+        }
+    }
+
     #[test]
     fn h100_like_numbers() {
         let mut d = DeviceProperties::unknown("gpu", "v", Backend::Cuda, DeviceType::DiscreteGpu);
@@ -106,7 +133,10 @@ mod tests {
         assert_eq!(persistent_programs(&d, &k), Some(132 * 16));
         let unknown = DeviceProperties::unknown("gpu", "v", Backend::Vulkan, DeviceType::DiscreteGpu);
         assert_eq!(persistent_programs(&unknown, &k), None);
-        assert_eq!(persistent_grid(&d, &k, 4096), 132 * 16);
+        // 4096 rows on 2112 resident programs: two rounds, on 2048 programs.
+        assert_eq!(persistent_grid(&d, &k, 4096), 2048);
+        assert_eq!(persistent_grid(&d, &k, 2112), 2112);
+        assert_eq!(persistent_grid(&d, &k, 2113), 1057);
         assert_eq!(persistent_grid(&d, &k, 100), 100);
         assert_eq!(persistent_grid(&unknown, &k, 4096), UNKNOWN_DEVICE_PROGRAMS);
         assert_eq!(persistent_grid(&unknown, &k, 0), 1);
@@ -115,8 +145,10 @@ mod tests {
             warp_specialized: true,
             ..k.clone()
         };
-        assert_eq!(persistent_launch(&d, &k, [64, 64, 1], "k").unwrap(), [132 * 16, 1, 1]);
-        assert_eq!(persistent_launch(&d, &ws, [64, 64, 1], "k").unwrap(), [132, 1, 1]);
+        assert_eq!(persistent_launch(&d, &k, [64, 64, 1], "k").unwrap(), [2048, 1, 1]);
+        // 4096 tiles on 132 programs take 32 rounds, which 128 programs walk as well.
+        assert_eq!(persistent_launch(&d, &ws, [64, 64, 1], "k").unwrap(), [128, 1, 1]);
+        assert_eq!(persistent_launch(&d, &ws, [33, 8, 1], "k").unwrap(), [132, 1, 1]);
         assert_eq!(persistent_launch(&d, &ws, [10, 3, 1], "k").unwrap(), [30, 1, 1]);
         assert_eq!(persistent_grid(&unknown, &ws, 4096), UNKNOWN_DEVICE_PROGRAMS);
     }
