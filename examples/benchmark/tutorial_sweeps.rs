@@ -204,8 +204,8 @@ pub fn layer_norm(
             let host = |k: &rutile::Kernel| k.name == kernel.name && loop_stages(k) == loop_stages(&kernel);
             let mut others: Vec<_> = others.into_iter().filter(|(k, _)| !host(k)).collect();
             // The host code's row walk on every program the device holds at once, sharing
-            // the rows unevenly (the grid before `occupancy::persistent_grid` evened them):
-            // what evening them gives.
+            // the rows unevenly, where `occupancy::persistent_grid` evened them (few
+            // programs a multiprocessor): what evening them gives.
             if kernel.params.iter().any(|p| p.name == "M") {
                 let balanced = layer_norm::persistent_config(dev, &kernel, heuristic, &fwd)?;
                 let compiled = dev.compile_for(&kernel, &balanced, &args)?;

@@ -204,8 +204,8 @@ pub fn row_walk_launch(
 /// `config` for `kernel`, one of the forward kernels on the rows of `fwd`: unchanged for a
 /// kernel of a program a row; for one whose programs walk rows, the grid of as many
 /// programs as the device holds at once with `config`'s warps and registers
-/// (`rutile::occupancy::persistent_grid`: the rows shared evenly, never more programs
-/// than rows).
+/// (`rutile::occupancy::persistent_grid`: never more programs than rows, and the rows
+/// shared evenly where a multiprocessor holds at most two programs).
 pub fn persistent_config(
     dev: &dyn Device,
     kernel: &rutile::Kernel,

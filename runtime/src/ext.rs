@@ -70,9 +70,9 @@ pub trait DeviceExt: Device {
     }
     /// `config` with the grid of a kernel whose programs walk `items` (rows, tiles) with a
     /// stride of the grid, as the persistent softmax tutorial launches it: as many programs
-    /// as the device holds at once, compiled for these arguments, or as few fewer as walk
-    /// the items in the same rounds ([`crate::occupancy::persistent_grid`]: never more than
-    /// `items`).
+    /// as the device holds at once, compiled for these arguments, or, where a multiprocessor
+    /// holds few of them, as few as walk the items in the same rounds
+    /// ([`crate::occupancy::persistent_grid`]: never more than `items`).
     fn resident_grid(
         &self,
         kernel: &Kernel,

@@ -53,19 +53,33 @@ pub fn persistent_programs(device: &DeviceProperties, kernel: &KernelMetadata) -
 /// per multiprocessor): enough to fill a mid-sized GPU.
 pub const UNKNOWN_DEVICE_PROGRAMS: u32 = 256;
 
-/// The grid of a persistent kernel over `rows` rows (or tiles): as few programs as walk
-/// them in the fewest rounds that [`persistent_programs`] (or, where the device does not
-/// say, [`UNKNOWN_DEVICE_PROGRAMS`]) allow, so that every program walks the same number of
-/// rows or one fewer; never more programs than rows, and at least one. 4096 rows on 264
-/// resident programs take 16 rounds either way, and 256 programs walk 16 rows each where
-/// 264 would leave the last round to 136 of them.
+/// The grid of a persistent kernel over `rows` rows (or tiles): [`persistent_programs`], or
+/// [`UNKNOWN_DEVICE_PROGRAMS`] where the device does not say, never more programs than rows
+/// and at least one. Where a multiprocessor holds at most [`EVEN_ROWS_PROGRAMS`] of the
+/// kernel's programs, as few programs as walk the rows in the same number of rounds, so
+/// that each walks as many rows as the others or one fewer: 4096 rows on 264 resident
+/// programs are 256 programs of 16 rows, where 264 would leave the last round to 136 of
+/// them.
 pub fn persistent_grid(device: &DeviceProperties, kernel: &KernelMetadata, rows: u32) -> u32 {
     let resident = persistent_programs(device, kernel)
         .unwrap_or(UNKNOWN_DEVICE_PROGRAMS)
         .max(1);
+    let few_a_multiprocessor =
+        kernel.warp_specialized || programs_per_multiprocessor(device, kernel).is_some_and(|p| p <= EVEN_ROWS_PROGRAMS);
+    if !few_a_multiprocessor || device.multiprocessors.is_none() {
+        return resident.min(rows).max(1);
+    }
     let rounds = rows.div_ceil(resident).max(1);
     rows.div_ceil(rounds).max(1)
 }
+
+/// The most programs a multiprocessor may hold for [`persistent_grid`] to even out the
+/// rows. On an H200 (driver 580) the layer norm's row walk ran 0.6 to 1.4 points of the
+/// copy ceiling faster with its rows even at two programs a multiprocessor and at one
+/// (8192 and 16384 columns, three runs), level at five (4096 columns), and 1.1 points
+/// slower at nine (2048 columns), where evening the rows takes 14% of the programs away
+/// (docs/performance.md, "Even rows for the persistent grids").
+pub const EVEN_ROWS_PROGRAMS: u32 = 2;
 
 /// The programs a persistent kernel (`rutile_ir::lower::persistent`) is launched with for
 /// the `grid` a launch asks for: [`persistent_grid`] over its programs, which the kernel
@@ -94,27 +108,36 @@ mod tests {
     use super::*;
     use crate::device::{Backend, DeviceType};
 
-    /// Rows shared evenly: as many rounds as the resident programs need, and as few
-    /// programs as walk them in those rounds.
+    /// Rows shared evenly where a multiprocessor holds at most two programs: as many rounds
+    /// as the resident programs need, and as few programs as walk them in those rounds;
+    /// where it holds more, every resident program.
     #[test]
-    fn persistent_grids_share_the_rows_evenly() {
+    fn persistent_grids_share_the_rows_evenly_where_programs_are_few() {
         let mut d = DeviceProperties::unknown("gpu", "v", Backend::Cuda, DeviceType::DiscreteGpu);
         d.multiprocessors = Some(132);
         d.registers_per_multiprocessor = Some(65536);
         // 256 threads at 116 registers: two programs a multiprocessor, 264 in all.
-        let k = KernelMetadata {
+        let two = KernelMetadata {
             threads: 256,
             registers: Some(116),
             shared_bytes: 16,
             ..KernelMetadata::default()
         };
-        assert_eq!(persistent_programs(&d, &k), Some(264));
+        assert_eq!(persistent_programs(&d, &two), Some(264));
         for (rows, programs) in [(4096, 256), (264, 264), (265, 133), (1000, 250), (1, 1)] {
-            let grid = persistent_grid(&d, &k, rows);
+            let grid = persistent_grid(&d, &two, rows);
             assert_eq!(grid, programs, "{rows} rows");
-            let rounds = rows.div_ceil(264);
-            assert_eq!(rows.div_ceil(grid), rounds, "{rows} rows: rounds");
+            assert_eq!(rows.div_ceil(grid), rows.div_ceil(264), "{rows} rows: rounds");
         }
+        // 128 threads at 56 registers: nine a multiprocessor, every one of them.
+        let nine = KernelMetadata {
+            threads: 128,
+            registers: Some(56),
+            ..two.clone()
+        };
+        assert_eq!(persistent_programs(&d, &nine), Some(1188));
+        assert_eq!(persistent_grid(&d, &nine, 4096), 1188);
+        assert_eq!(persistent_grid(&d, &nine, 1000), 1000);
     }
 
     #[test]
@@ -133,10 +156,8 @@ mod tests {
         assert_eq!(persistent_programs(&d, &k), Some(132 * 16));
         let unknown = DeviceProperties::unknown("gpu", "v", Backend::Vulkan, DeviceType::DiscreteGpu);
         assert_eq!(persistent_programs(&unknown, &k), None);
-        // 4096 rows on 2112 resident programs: two rounds, on 2048 programs.
-        assert_eq!(persistent_grid(&d, &k, 4096), 2048);
-        assert_eq!(persistent_grid(&d, &k, 2112), 2112);
-        assert_eq!(persistent_grid(&d, &k, 2113), 1057);
+        // Sixteen programs a multiprocessor: all of them.
+        assert_eq!(persistent_grid(&d, &k, 4096), 132 * 16);
         assert_eq!(persistent_grid(&d, &k, 100), 100);
         assert_eq!(persistent_grid(&unknown, &k, 4096), UNKNOWN_DEVICE_PROGRAMS);
         assert_eq!(persistent_grid(&unknown, &k, 0), 1);
@@ -145,7 +166,7 @@ mod tests {
             warp_specialized: true,
             ..k.clone()
         };
-        assert_eq!(persistent_launch(&d, &k, [64, 64, 1], "k").unwrap(), [2048, 1, 1]);
+        assert_eq!(persistent_launch(&d, &k, [64, 64, 1], "k").unwrap(), [132 * 16, 1, 1]);
         // 4096 tiles on 132 programs take 32 rounds, which 128 programs walk as well.
         assert_eq!(persistent_launch(&d, &ws, [64, 64, 1], "k").unwrap(), [128, 1, 1]);
         assert_eq!(persistent_launch(&d, &ws, [33, 8, 1], "k").unwrap(), [132, 1, 1]);
