@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 
-use super::{Expr, Reg, RegData, Stmt, ThreadKernel};
+use super::{writes, Expr, Reg, RegData, Stmt, ThreadKernel};
 use crate::arena::Arena;
 use crate::ir::{BinaryOp, Literal};
 use crate::types::ScalarType;
@@ -112,53 +112,6 @@ fn evaluate(k: &ThreadKernel, expr: &Expr, ty: ScalarType, value: &[Value]) -> O
             Some(normalize(v, ty))
         }
         _ => None,
-    }
-}
-
-/// The registers statement `s` writes, other than through the statement lists nested in it.
-pub fn writes(s: &Stmt, f: &mut impl FnMut(Reg)) {
-    match s {
-        Stmt::Set { dst, .. } | Stmt::Atomic { dst, .. } | Stmt::AtomicCas { dst, .. } => f(*dst),
-        Stmt::Load { dsts, .. } | Stmt::LdMatrix { dsts, .. } => dsts.iter().for_each(|&d| f(d)),
-        Stmt::Mma { d, .. } | Stmt::MmaTf32 { d, .. } => d.iter().for_each(|&r| f(r)),
-        Stmt::Wgmma { acc, .. } => acc.iter().for_each(|&r| f(r)),
-        // Listed one by one, so that a statement that comes to write registers is not
-        // passed over here.
-        Stmt::Store { .. }
-        | Stmt::AsyncCopy { .. }
-        | Stmt::AsyncCommit
-        | Stmt::AsyncWait { .. }
-        | Stmt::FenceProxyAsync
-        | Stmt::MbarrierInit { .. }
-        | Stmt::MbarrierArriveExpectTx { .. }
-        | Stmt::MbarrierWait { .. }
-        | Stmt::MbarrierArrive { .. }
-        | Stmt::Specialized { .. }
-        | Stmt::NamedBarrier { .. }
-        | Stmt::Turn { .. }
-        | Stmt::ClusterStore { .. }
-        | Stmt::ClusterBarrier
-        | Stmt::ClusterArrive
-        | Stmt::ClusterWait
-        | Stmt::SetMaxRegisters { .. }
-        | Stmt::MbarrierInval { .. }
-        | Stmt::TmaLoad { .. }
-        | Stmt::TmaStore { .. }
-        | Stmt::BulkCommit { .. }
-        | Stmt::BulkWaitRead { .. }
-        | Stmt::WgmmaFence
-        | Stmt::WgmmaCommit
-        | Stmt::WgmmaWait { .. }
-        | Stmt::CoopLoad { .. }
-        | Stmt::CoopStore { .. }
-        | Stmt::CoopMulAdd { .. }
-        | Stmt::CoopMul { .. }
-        | Stmt::CoopZero { .. }
-        | Stmt::Barrier
-        | Stmt::If { .. }
-        | Stmt::Print { .. }
-        | Stmt::While { .. }
-        | Stmt::Comment(_) => {}
     }
 }
 
