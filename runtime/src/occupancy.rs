@@ -41,11 +41,18 @@ pub fn programs_per_multiprocessor(device: &DeviceProperties, kernel: &KernelMet
 /// hardware does differently is not known. Kernels of two consumer warpgroups or more hold
 /// a multiprocessor's registers alone anyway.)
 pub fn persistent_programs(device: &DeviceProperties, kernel: &KernelMetadata) -> Option<u32> {
-    let mut per_multiprocessor = programs_per_multiprocessor(device, kernel)?;
-    if kernel.warp_specialized {
-        per_multiprocessor = per_multiprocessor.min(1);
-    }
-    Some((device.multiprocessors? * per_multiprocessor).max(1))
+    Some((device.multiprocessors? * persistent_per_multiprocessor(device, kernel)?).max(1))
+}
+
+/// The programs of a persistent kernel a multiprocessor holds: [`programs_per_multiprocessor`],
+/// one at most for a warp-specialized kernel ([`persistent_programs`]).
+fn persistent_per_multiprocessor(device: &DeviceProperties, kernel: &KernelMetadata) -> Option<u32> {
+    let per_multiprocessor = programs_per_multiprocessor(device, kernel)?;
+    Some(if kernel.warp_specialized {
+        per_multiprocessor.min(1)
+    } else {
+        per_multiprocessor
+    })
 }
 
 /// Programs a persistent kernel gets on devices that do not report what
@@ -61,12 +68,10 @@ pub const UNKNOWN_DEVICE_PROGRAMS: u32 = 256;
 /// programs are 256 programs of 16 rows, where 264 would leave the last round to 136 of
 /// them.
 pub fn persistent_grid(device: &DeviceProperties, kernel: &KernelMetadata, rows: u32) -> u32 {
-    let resident = persistent_programs(device, kernel)
-        .unwrap_or(UNKNOWN_DEVICE_PROGRAMS)
-        .max(1);
-    let few_a_multiprocessor =
-        kernel.warp_specialized || programs_per_multiprocessor(device, kernel).is_some_and(|p| p <= EVEN_ROWS_PROGRAMS);
-    if !few_a_multiprocessor || device.multiprocessors.is_none() {
+    let Some(resident) = persistent_programs(device, kernel) else {
+        return UNKNOWN_DEVICE_PROGRAMS.min(rows).max(1);
+    };
+    if persistent_per_multiprocessor(device, kernel).is_some_and(|p| p > EVEN_ROWS_PROGRAMS) {
         return resident.min(rows).max(1);
     }
     let rounds = rows.div_ceil(resident).max(1);

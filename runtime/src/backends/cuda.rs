@@ -1,5 +1,6 @@
 //! NVIDIA GPUs through the CUDA driver: block IR → shared lowering → PTX → the driver's JIT.
 
+use super::env_flag;
 use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
 use crate::cuda::{
@@ -603,11 +604,6 @@ fn parse_count(
             message: format!("takes {what}, {} to {}; got {v:?}", range.start(), range.end()),
         }),
     }
-}
-
-/// Whether environment variable `name` leaves a feature on (anything but `0`, or unset).
-fn env_flag(name: &str) -> bool {
-    std::env::var(name).map_or(true, |v| v.trim() != "0")
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ impl WgpuOptions {
             read_only: ReadOnlyBuffers::parse(std::env::var("RUTILE_VULKAN_READ_ONLY").ok().as_deref()),
             coop_scale: std::env::var("RUTILE_COOP_SCALE").as_deref() != Ok("0"),
             coop_load_fences: std::env::var("RUTILE_COOP_LOAD_FENCE").as_deref() == Ok("1"),
-            wide_products: std::env::var("RUTILE_WIDE_PRODUCTS").map_or(true, |v| v.trim() != "0"),
+            wide_products: super::env_flag("RUTILE_WIDE_PRODUCTS"),
         }
     }
 }
