@@ -133,6 +133,13 @@ pub struct Target {
     /// loop divides every iteration. On by default; the CUDA runtime's
     /// `RUTILE_DIVISIONS_AS_SHIFTS=0` turns it off, to time what it saves.
     pub divisions_as_shifts: bool,
+    /// Whether a comparison that the axis analysis finds constant over runs of a thread's
+    /// consecutive elements (`cols < n`, `n` divisible by 16) is computed once a run
+    /// (`lower::elementwise`): a mask in a loop then costs `ptxas` a predicate a 16-byte
+    /// vector where it held a 0 or 1 in a register for every element (the layer norm's row
+    /// walk at 8192 columns on 8 warps: 116 registers to 64, sm_90). On by default; the
+    /// runtimes' `RUTILE_MASKS_BY_RUNS=0` turns it off, to time what it saves.
+    pub masks_by_runs: bool,
 }
 
 /// One cooperative-matrix multiply-add a device offers (a `VkCooperativeMatrixPropertiesKHR`
@@ -190,6 +197,7 @@ impl Target {
             exp2_on_fma: 0,
             reduce_chains: 1,
             divisions_as_shifts: true,
+            masks_by_runs: true,
         }
     }
     /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with

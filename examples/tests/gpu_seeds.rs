@@ -389,7 +389,8 @@ fn gpu_copy_and_properties() {
 
 /// The persistent softmax's occupancy inputs: the compiled kernel's registers where the
 /// driver reports them (CUDA always; Vulkan through NVIDIA's driver, from its pipeline
-/// statistics), and then the tutorial's formula for the grid.
+/// statistics), and then the tutorial's formula for the grid; through CUDA the driver's
+/// count of resident programs, which is at most the formula's.
 #[test]
 fn gpu_register_counts_and_the_persistent_grid() {
     let (_turn, devices) = devices();
@@ -424,6 +425,20 @@ fn gpu_register_counts_and_the_persistent_grid() {
             .and_then(|s| s.checked_div(m.shared_bytes))
         {
             occupancy = occupancy.min(by_shared);
+        }
+        // Through CUDA the driver's count (`cuOccupancyMaxActiveBlocksPerMultiprocessor`)
+        // decides: the tutorial's formula, less what the driver rounds and reserves, so never
+        // more than it.
+        if p.backend == rutile::Backend::Cuda {
+            let driver = m
+                .resident_programs
+                .unwrap_or_else(|| panic!("{}: the driver gave no resident programs", d.id()));
+            assert!(
+                (1..=occupancy).contains(&driver),
+                "{}: the driver holds {driver} programs a multiprocessor, the formula {occupancy}",
+                d.id()
+            );
+            occupancy = driver;
         }
         let resident = rutile::occupancy::persistent_programs(p, m).unwrap();
         assert_eq!(resident, (p.multiprocessors.unwrap() * occupancy).max(1), "{}", d.id());

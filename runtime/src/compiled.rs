@@ -65,6 +65,12 @@ pub struct KernelMetadata {
     /// A block whose operands do not fit the matrix units' staging in shared memory runs
     /// its `dot`s on FMAs instead; the autotuner's printout shows this beside each timing.
     pub dots: Option<rutile_ir::thread::DotPath>,
+    /// Programs a multiprocessor holds at once, as the driver counts them (CUDA:
+    /// `cuOccupancyMaxActiveBlocksPerMultiprocessor`, which rounds registers to their
+    /// allocation unit and adds the shared memory the driver reserves for each program).
+    /// `None` where the driver does not say; [`crate::occupancy::programs_per_multiprocessor`]
+    /// then computes it from the registers and shared memory.
+    pub resident_programs: Option<u32>,
 }
 
 /// A kernel compiled for one device, options and specialization.

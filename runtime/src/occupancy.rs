@@ -4,7 +4,8 @@
 use crate::compiled::KernelMetadata;
 use crate::device::DeviceProperties;
 
-/// Programs of `kernel` resident on one multiprocessor. Where the compiler reports the
+/// Programs of `kernel` resident on one multiprocessor: the driver's count where it gives
+/// one ([`KernelMetadata::resident_programs`], CUDA). Otherwise, where the compiler reports the
 /// kernel's registers (CUDA; Vulkan where the driver reports pipeline statistics), exactly
 /// as the tutorial computes it:
 /// `registers_per_sm / (registers_per_thread * threads_per_program)`, limited by
@@ -15,6 +16,9 @@ use crate::device::DeviceProperties;
 /// costs at most a second, partial wave, where guessing low would leave multiprocessors
 /// idle. `None` when the device reports neither.
 pub fn programs_per_multiprocessor(device: &DeviceProperties, kernel: &KernelMetadata) -> Option<u32> {
+    if let Some(resident) = kernel.resident_programs {
+        return Some(resident);
+    }
     let threads = kernel.threads.max(1);
     let mut occupancy = match (kernel.registers, device.registers_per_multiprocessor) {
         (Some(regs), Some(per_sm)) => per_sm / (regs.max(1) * threads),
@@ -177,6 +181,27 @@ mod tests {
         assert_eq!(persistent_launch(&d, &ws, [33, 8, 1], "k").unwrap(), [132, 1, 1]);
         assert_eq!(persistent_launch(&d, &ws, [10, 3, 1], "k").unwrap(), [30, 1, 1]);
         assert_eq!(persistent_grid(&unknown, &ws, 4096), UNKNOWN_DEVICE_PROGRAMS);
+    }
+
+    /// The driver's count of resident programs, where it gives one, stands: from the
+    /// registers and shared memory alone, seven programs of 32784 bytes fit an H100's
+    /// 233472, but the driver reserves 1 KiB more for each, and holds six.
+    #[test]
+    fn the_drivers_count_stands() {
+        let mut d = DeviceProperties::unknown("gpu", "v", Backend::Cuda, DeviceType::DiscreteGpu);
+        d.multiprocessors = Some(132);
+        d.registers_per_multiprocessor = Some(65536);
+        d.shared_memory_per_multiprocessor = Some(233472);
+        let mut k = KernelMetadata {
+            threads: 128,
+            registers: Some(56),
+            shared_bytes: 32784,
+            ..KernelMetadata::default()
+        };
+        assert_eq!(programs_per_multiprocessor(&d, &k), Some(7));
+        k.resident_programs = Some(6);
+        assert_eq!(programs_per_multiprocessor(&d, &k), Some(6));
+        assert_eq!(persistent_grid(&d, &k, 4096), 132 * 6);
     }
 
     /// Without the kernel's registers (Vulkan), the threads a multiprocessor holds bound

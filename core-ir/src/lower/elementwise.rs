@@ -1,10 +1,17 @@
 //! Element-wise ops: each register of the result from the same registers of the operands,
 //! all in the layout their anchored operands have (`assign`).
+//!
+//! A comparison's register is computed once where the axis analysis finds the result
+//! constant over a run of the thread's elements (a mask
+//! `cols < n` with `n` divisible by 16 is one predicate a thread's 16-byte vector, not one an
+//! element, so that `ptxas` keeps a few predicates across a loop where it kept a 0 or 1 in a
+//! register for every element).
 
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, Inst, Op, UnaryOp};
+use crate::ir::{BinaryOp, Inst, Op, UnaryOp, ValueId};
+use crate::layout::{Layout, RegisterMap};
 use crate::thread::{Expr, Reg};
-use crate::types::{Elem, ScalarType};
+use crate::types::{Elem, ScalarType, MAX_RANK};
 
 impl Lowerer<'_> {
     pub(crate) fn elementwise(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
@@ -25,11 +32,20 @@ impl Lowerer<'_> {
             }
             regs.push(self.ensure(v, layout)?);
         }
-        let n = layout.map(ty.shape).len;
-        let mut out = Vec::with_capacity(n);
+        let map = layout.map(ty.shape);
+        let n = map.len;
+        let same = match inst.op {
+            Op::Compare { .. } if self.target.masks_by_runs => self.constant_runs(result, layout, &map),
+            _ => (0..n).collect(),
+        };
+        let mut out: Vec<Reg> = Vec::with_capacity(n);
         let exp2_f32 = matches!(inst.op, Op::Unary { op: UnaryOp::Exp2, .. }) && out_ty == ScalarType::F32;
         for i in 0..n {
             let r = |k: usize| regs[k][i];
+            if same[i] < i {
+                out.push(out[same[i]]);
+                continue;
+            }
             if exp2_f32 && self.exp2_on_fma(i) {
                 out.push(self.exp2_polynomial(r(0)));
                 continue;
@@ -53,6 +69,44 @@ impl Lowerer<'_> {
             regs: out,
             ptr: None,
         })
+    }
+
+    /// For each register of `value` (of `map`, in `layout`), the first register of the
+    /// thread that holds the same value by the axis analysis's constancy: registers whose
+    /// elements lie in one aligned run of `g` along each dimension, `g` the largest power of
+    /// two dividing both the constancy and the thread's consecutive elements there. A thread's
+    /// base coordinate along a dimension is a multiple of its `size_per_thread` (powers of
+    /// two), so elements at compile-time offsets `o` and `o'` share a run when `o / g`
+    /// and `o' / g` agree in every dimension.
+    fn constant_runs(&self, value: ValueId, layout: Layout, map: &RegisterMap) -> Vec<usize> {
+        let identity: Vec<usize> = (0..map.len).collect();
+        if layout.rows.is_some() {
+            return identity;
+        }
+        let info = &self.axis[value.index()];
+        let b = layout.blocked;
+        let mut group = [1u32; MAX_RANK];
+        for (vd, &c) in info.constancy.iter().enumerate().take(self.k.ty(value).shape.rank()) {
+            let d = layout.blocked_dim(vd);
+            let (spt, full, tile, run) = (b.size_per_thread[d], map.full[d], b.tile(d), map.run[d]);
+            if c <= 1 || ![spt, full, tile, run].iter().all(|x| x.is_power_of_two()) {
+                continue;
+            }
+            group[d] = 1 << c.trailing_zeros().min(run.trailing_zeros());
+        }
+        if group.iter().all(|&g| g == 1) {
+            return identity;
+        }
+        identity
+            .into_iter()
+            .map(|i| {
+                let mut o = map.offsets(i);
+                for d in 0..b.rank as usize {
+                    o[d] -= o[d] % group[d];
+                }
+                map.register_at(o)
+            })
+            .collect()
     }
 
     /// `ptr + offset`: the offsets add up; the base parameter stays. Offsets are `i32`

@@ -40,6 +40,7 @@ fn resources_of(options: &CompileOptions) -> KernelMetadata {
         max_threads: Some(max_threads),
         warp_specialized: false,
         dots: None,
+        resident_programs: None,
     }
 }
 

@@ -413,6 +413,9 @@ impl Device for CudaGpu {
                 // `RUTILE_DIVISIONS_AS_SHIFTS=0`: divisions by constant powers of two in loops
                 // left to `ptxas`, to time what the shifts save.
                 divisions_as_shifts: env_flag("RUTILE_DIVISIONS_AS_SHIFTS"),
+                // `RUTILE_MASKS_BY_RUNS=0`: every element of a mask compared on its own, to
+                // time what one comparison a run saves.
+                masks_by_runs: env_flag("RUTILE_MASKS_BY_RUNS"),
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
@@ -462,6 +465,15 @@ impl Device for CudaGpu {
                 max_threads: Some(info.max_threads_per_block),
                 warp_specialized: thread_kernel.producer_warps > 0,
                 dots: thread_kernel.dots.clone(),
+                // The driver's count: from the registers and shared memory alone, a
+                // persistent grid counted seven programs a multiprocessor of the layer
+                // norm's row walk at 4096 columns (32784 bytes of shared memory each) where
+                // the driver, which reserves 1 KiB more for each, holds six; the programs
+                // past them ran as a second, partial wave (docs/performance.md).
+                resident_programs: function
+                    .occupancy(threads, thread_kernel.shared_bytes() as usize)
+                    .ok()
+                    .map(|o| o.blocks_per_multiprocessor),
             };
             check_resident_clusters(&kernel.name, &function, options.cluster, &metadata)?;
             Ok(CompiledKernel {
@@ -635,6 +647,7 @@ mod tests {
             max_threads: Some(1024),
             warp_specialized: false,
             dots: None,
+            resident_programs: None,
         };
         let e = cluster_does_not_fit("softmax_cluster_kernel", 16, &metadata).to_string();
         for needle in [

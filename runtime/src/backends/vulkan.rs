@@ -313,6 +313,8 @@ impl WgpuGpu {
             },
             coop_matrix: coop.cloned().unwrap_or_default(),
             coop_scale: coop.is_some() && self.options.coop_scale && self.device.features().spirv_passthrough,
+            // `RUTILE_MASKS_BY_RUNS=0`: every element of a mask compared on its own.
+            masks_by_runs: super::env_flag("RUTILE_MASKS_BY_RUNS"),
             ..Target::vulkan(
                 warp_size,
                 num_warps,

@@ -203,6 +203,10 @@ impl CudaFunction {
                 ),
             });
         }
+        // Past 48 KiB the driver counts no block until the kernel is allowed that much.
+        if dynamic_shared_bytes > self.max_dynamic_shared_memory() {
+            self.set_max_dynamic_shared_memory(dynamic_shared_bytes)?;
+        }
         self.module.bind()?;
         // SAFETY: valid function of a loaded module whose context is current.
         let blocks = unsafe {
