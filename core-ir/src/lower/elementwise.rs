@@ -2,10 +2,9 @@
 //! all in the layout their anchored operands have (`assign`).
 //!
 //! A comparison's register is computed once where the axis analysis finds the result
-//! constant over a run of the thread's elements (a mask
-//! `cols < n` with `n` divisible by 16 is one predicate a thread's 16-byte vector, not one an
-//! element, so that `ptxas` keeps a few predicates across a loop where it kept a 0 or 1 in a
-//! register for every element).
+//! constant over a run of the thread's elements: a mask `cols < n` with `n` divisible by 16
+//! is one predicate a thread's 16-byte vector, not one an element, so that `ptxas` keeps a
+//! few predicates across a loop where it kept a 0 or 1 in a register for every element.
 
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, Inst, Op, UnaryOp, ValueId};
