@@ -158,7 +158,7 @@ impl<'b> ForwardRow<'b> {
         x: impl FnOnce() -> Value<'b>,
         (mean, rstd): (Value<'b>, Value<'b>),
     ) {
-        self.store_centered(k, cols, mask, x() - mean, rstd);
+        self.store_normalized(k, cols, mask, |w, b| (x() - mean) * rstd * w + b);
     }
 
     /// [`Self::store_output`] of the row's `centered` elements (`x - mean` where `mask`
@@ -173,9 +173,21 @@ impl<'b> ForwardRow<'b> {
         centered: Value<'b>,
         rstd: Value<'b>,
     ) {
+        self.store_normalized(k, cols, mask, |w, b| centered * rstd * w + b);
+    }
+
+    /// Loads the weight and bias at `cols`, then stores `y(w, b)` (in that order, so that
+    /// a kernel's `x` is loaded after them where `y` loads it).
+    fn store_normalized(
+        &self,
+        k: &'b KernelBuilder,
+        cols: Value<'b>,
+        mask: Value<'b>,
+        y: impl FnOnce(Value<'b>, Value<'b>) -> Value<'b>,
+    ) {
         let w = k.load_masked(self.w_ptr + cols, mask, 0.0);
         let b = k.load_masked(self.b_ptr + cols, mask, 0.0);
-        let y = centered * rstd * w + b;
+        let y = y(w, b);
         k.store_masked(self.y_ptr + cols, y.to(self.dtype), mask);
     }
 }
