@@ -418,8 +418,14 @@ fn gpu_register_counts_and_the_persistent_grid() {
             .registers
             .unwrap_or_else(|| panic!("{}: no register count for the softmax", d.id()));
         assert!((1..=255).contains(&regs), "{}: {regs} registers", d.id());
+        // The tutorial's formula, with the registers in their allocation unit and the
+        // threads a multiprocessor holds as a second bound (`occupancy::programs_per_multiprocessor`).
         let per_sm = p.registers_per_multiprocessor.unwrap();
-        let mut occupancy = per_sm / (regs * m.threads);
+        let allocated = regs.next_multiple_of(rutile::occupancy::REGISTER_ALLOCATION_UNIT);
+        let mut occupancy = per_sm / (allocated * m.threads);
+        if let Some(by_threads) = p.max_threads_per_multiprocessor.map(|t| t / m.threads) {
+            occupancy = occupancy.min(by_threads);
+        }
         if let Some(by_shared) = p
             .shared_memory_per_multiprocessor
             .and_then(|s| s.checked_div(m.shared_bytes))
@@ -427,8 +433,8 @@ fn gpu_register_counts_and_the_persistent_grid() {
             occupancy = occupancy.min(by_shared);
         }
         // Through CUDA the driver's count (`cuOccupancyMaxActiveBlocksPerMultiprocessor`)
-        // decides: the tutorial's formula, less what the driver rounds and reserves, so never
-        // more than it.
+        // decides: the formula, less the shared memory the driver reserves, so never more
+        // than it.
         if p.backend == rutile::Backend::Cuda {
             let driver = m
                 .resident_programs

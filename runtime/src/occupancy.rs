@@ -1,28 +1,36 @@
-//! Occupancy as the persistent softmax tutorial computes it: how many programs of a
-//! compiled kernel fit on one multiprocessor, by registers and by shared memory.
+//! How many programs of a compiled kernel fit on one multiprocessor: the driver's count
+//! where it gives one, else the persistent softmax tutorial's formula (registers and shared
+//! memory) with the registers' allocation unit and the threads a multiprocessor holds,
+//! which the tutorial leaves out; and the persistent grids sized from it.
 
 use crate::compiled::KernelMetadata;
 use crate::device::DeviceProperties;
 
 /// Programs of `kernel` resident on one multiprocessor: the driver's count where it gives
 /// one ([`KernelMetadata::resident_programs`], CUDA). Otherwise, where the compiler reports the
-/// kernel's registers (CUDA; Vulkan where the driver reports pipeline statistics), exactly
-/// as the tutorial computes it:
-/// `registers_per_sm / (registers_per_thread * threads_per_program)`, limited by
-/// `shared_memory_per_sm / shared_memory_per_program`. Where it does not (other Vulkan
-/// drivers), the thread limit stands in for the register limit:
-/// `threads_per_sm / threads_per_program`,
-/// an upper bound (a kernel short of registers fits fewer), which for a persistent grid
-/// costs at most a second, partial wave, where guessing low would leave multiprocessors
-/// idle. `None` when the device reports neither.
+/// kernel's registers (Vulkan where the driver reports pipeline statistics: NVIDIA's), as the
+/// tutorial computes it, `registers_per_sm / (registers_per_thread * threads_per_program)`,
+/// with the registers rounded up to their allocation unit
+/// ([`REGISTER_ALLOCATION_UNIT`]), limited by `shared_memory_per_sm /
+/// shared_memory_per_program` and by `threads_per_sm / threads_per_program`: the tutorial's
+/// formula leaves both of those out, and counted 17 programs of the softmax at 29 registers
+/// where 16 fit (a program past what fits runs in a second, partial wave of the persistent
+/// grid). Where the registers are not reported (other Vulkan drivers), the thread limit
+/// alone, an upper bound (a kernel short of registers fits fewer) that costs at most such a
+/// wave, where guessing low would leave multiprocessors idle. `None` when the device
+/// reports neither.
 pub fn programs_per_multiprocessor(device: &DeviceProperties, kernel: &KernelMetadata) -> Option<u32> {
     if let Some(resident) = kernel.resident_programs {
         return Some(resident);
     }
     let threads = kernel.threads.max(1);
+    let by_threads = device.max_threads_per_multiprocessor.map(|t| t / threads);
     let mut occupancy = match (kernel.registers, device.registers_per_multiprocessor) {
-        (Some(regs), Some(per_sm)) => per_sm / (regs.max(1) * threads),
-        _ => device.max_threads_per_multiprocessor? / threads,
+        (Some(regs), Some(per_sm)) => {
+            let regs = regs.max(1).next_multiple_of(REGISTER_ALLOCATION_UNIT);
+            (per_sm / (regs * threads)).min(by_threads.unwrap_or(u32::MAX))
+        }
+        _ => by_threads?,
     };
     if let Some(by_shared) = device
         .shared_memory_per_multiprocessor
@@ -32,6 +40,11 @@ pub fn programs_per_multiprocessor(device: &DeviceProperties, kernel: &KernelMet
     }
     Some(occupancy)
 }
+
+/// Registers a thread is given at a time: NVIDIA GPUs, the only ones whose drivers report a
+/// kernel's registers, allocate 256 a warp (CUDA's occupancy calculator's "register
+/// allocation unit size").
+pub const REGISTER_ALLOCATION_UNIT: u32 = 8;
 
 /// The persistent tutorial's grid: `multiprocessors x occupancy` programs (at least one).
 ///
@@ -202,6 +215,32 @@ mod tests {
         k.resident_programs = Some(6);
         assert_eq!(programs_per_multiprocessor(&d, &k), Some(6));
         assert_eq!(persistent_grid(&d, &k, 4096), 132 * 6);
+    }
+
+    /// Registers count in their allocation unit, and the threads a multiprocessor holds
+    /// bound the count where registers would allow more: the persistent softmax at 29
+    /// registers on 4 warps fits 16 programs (by threads; 32 registers allow 16 too), where
+    /// the tutorial's formula says 17.
+    #[test]
+    fn registers_round_up_and_threads_bound() {
+        let mut d = DeviceProperties::unknown("gpu", "NVIDIA", Backend::Vulkan, DeviceType::DiscreteGpu);
+        d.multiprocessors = Some(132);
+        d.registers_per_multiprocessor = Some(65536);
+        let mut k = KernelMetadata {
+            threads: 128,
+            registers: Some(29),
+            shared_bytes: 0,
+            ..KernelMetadata::default()
+        };
+        assert_eq!(programs_per_multiprocessor(&d, &k), Some(16));
+        d.max_threads_per_multiprocessor = Some(2048);
+        assert_eq!(programs_per_multiprocessor(&d, &k), Some(16));
+        // 34 registers are allocated as 40: 12 programs, where 34 would give 15.
+        k.registers = Some(34);
+        assert_eq!(programs_per_multiprocessor(&d, &k), Some(12));
+        // Few registers: the threads bound it.
+        k.registers = Some(16);
+        assert_eq!(programs_per_multiprocessor(&d, &k), Some(16));
     }
 
     /// Without the kernel's registers (Vulkan), the threads a multiprocessor holds bound
