@@ -130,14 +130,20 @@ mod tests {
     use super::*;
     use crate::device::{Backend, DeviceType};
 
+    /// A GPU of 132 multiprocessors of 64 K registers each, through `backend`.
+    fn gpu_of_132(backend: Backend) -> DeviceProperties {
+        let mut d = DeviceProperties::unknown("gpu", "NVIDIA", backend, DeviceType::DiscreteGpu);
+        d.multiprocessors = Some(132);
+        d.registers_per_multiprocessor = Some(65536);
+        d
+    }
+
     /// Rows shared evenly where a multiprocessor holds at most two programs: as many rounds
     /// as the resident programs need, and as few programs as walk them in those rounds;
     /// where it holds more, every resident program.
     #[test]
     fn persistent_grids_share_the_rows_evenly_where_programs_are_few() {
-        let mut d = DeviceProperties::unknown("gpu", "v", Backend::Cuda, DeviceType::DiscreteGpu);
-        d.multiprocessors = Some(132);
-        d.registers_per_multiprocessor = Some(65536);
+        let d = gpu_of_132(Backend::Cuda);
         // 256 threads at 116 registers: two programs a multiprocessor, 264 in all.
         let two = KernelMetadata {
             threads: 256,
@@ -164,9 +170,7 @@ mod tests {
 
     #[test]
     fn h100_like_numbers() {
-        let mut d = DeviceProperties::unknown("gpu", "v", Backend::Cuda, DeviceType::DiscreteGpu);
-        d.multiprocessors = Some(132);
-        d.registers_per_multiprocessor = Some(65536);
+        let mut d = gpu_of_132(Backend::Cuda);
         d.shared_memory_per_multiprocessor = Some(233472);
         let k = KernelMetadata {
             threads: 128,
@@ -201,9 +205,7 @@ mod tests {
     /// 233472, but the driver reserves 1 KiB more for each, and holds six.
     #[test]
     fn the_drivers_count_stands() {
-        let mut d = DeviceProperties::unknown("gpu", "v", Backend::Cuda, DeviceType::DiscreteGpu);
-        d.multiprocessors = Some(132);
-        d.registers_per_multiprocessor = Some(65536);
+        let mut d = gpu_of_132(Backend::Cuda);
         d.shared_memory_per_multiprocessor = Some(233472);
         let mut k = KernelMetadata {
             threads: 128,
@@ -223,9 +225,7 @@ mod tests {
     /// the tutorial's formula says 17.
     #[test]
     fn registers_round_up_and_threads_bound() {
-        let mut d = DeviceProperties::unknown("gpu", "NVIDIA", Backend::Vulkan, DeviceType::DiscreteGpu);
-        d.multiprocessors = Some(132);
-        d.registers_per_multiprocessor = Some(65536);
+        let mut d = gpu_of_132(Backend::Vulkan);
         let mut k = KernelMetadata {
             threads: 128,
             registers: Some(29),
