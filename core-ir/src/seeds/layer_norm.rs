@@ -286,7 +286,8 @@ impl<'b> RowMoments<'b> {
 
 impl RowStats {
     /// The mean and variance of a row of `n` elements held as `x` (f32, zero where `mask`
-    /// is off), the row starting at `x_ptr`.
+    /// is off), the row starting at `x_ptr`, and its centered elements where these
+    /// statistics form them.
     fn of<'b>(
         self,
         k: &'b KernelBuilder,

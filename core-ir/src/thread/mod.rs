@@ -24,7 +24,7 @@ pub use build::ThreadKernelBuilder;
 pub use dce::eliminate_dead_registers;
 pub use dce::{operands, reads, writes};
 pub use products::{product_pairs, ProductRole};
-pub use strength::{constant_integers, reduce_constant_divisions};
+pub use strength::reduce_constant_divisions;
 pub use tensor_map::{LaunchValue, MBarrier, TensorMap, ViewExtents};
 pub use verify::verify;
 

@@ -41,7 +41,7 @@ pub fn reduce_constant_divisions(k: &mut ThreadKernel) {
 
 /// The integer registers of `k` that hold one value wherever they are read (module
 /// comment), normalized to their type (sign- or zero-extended from its width).
-pub fn constant_integers(k: &ThreadKernel) -> Vec<Option<i64>> {
+fn constant_integers(k: &ThreadKernel) -> Vec<Option<i64>> {
     let n = k.regs.len();
     let mut value = vec![Value::Unset; n];
     k.walk(&mut |s| {

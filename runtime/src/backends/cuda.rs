@@ -109,8 +109,12 @@ impl CudaGpu {
     }
 
     /// Resident programs per multiprocessor for a compiled kernel (the occupancy the
-    /// persistent softmax tutorial sizes its grid with).
+    /// persistent grids are sized with): the driver's count, taken when the kernel was
+    /// compiled ([`KernelMetadata::resident_programs`]), or asked of it again where that failed.
     pub fn occupancy(&self, kernel: &CompiledKernel) -> Result<u32> {
+        if let Some(resident) = kernel.metadata.resident_programs {
+            return Ok(resident);
+        }
         let a = artifact(kernel)?;
         Ok(a.function
             .occupancy(kernel.metadata.threads, kernel.metadata.shared_bytes as usize)?

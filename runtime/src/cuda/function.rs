@@ -175,6 +175,15 @@ impl CudaFunction {
         Ok(())
     }
 
+    /// [`Self::set_max_dynamic_shared_memory`] where `bytes` is more than launches may ask
+    /// for now: a launch past it fails, and the driver's occupancy counts no block.
+    pub(crate) fn allow_dynamic_shared_memory(&self, bytes: usize) -> Result<(), CudaError> {
+        if bytes > self.max_dynamic_shared_memory() {
+            self.set_max_dynamic_shared_memory(bytes)?;
+        }
+        Ok(())
+    }
+
     /// Allows clusters past CUDA's portable 8 blocks (up to 16 on Hopper), as a kernel
     /// whose PTX asks for such a cluster (`.reqnctapercluster`) needs before it launches.
     pub fn allow_non_portable_clusters(&self) -> Result<(), CudaError> {
@@ -203,10 +212,7 @@ impl CudaFunction {
                 ),
             });
         }
-        // Past 48 KiB the driver counts no block until the kernel is allowed that much.
-        if dynamic_shared_bytes > self.max_dynamic_shared_memory() {
-            self.set_max_dynamic_shared_memory(dynamic_shared_bytes)?;
-        }
+        self.allow_dynamic_shared_memory(dynamic_shared_bytes)?;
         self.module.bind()?;
         // SAFETY: valid function of a loaded module whose context is current.
         let blocks = unsafe {
@@ -247,9 +253,7 @@ impl CudaFunction {
                 ),
             });
         }
-        if dynamic_shared_bytes > self.max_dynamic_shared_memory() {
-            self.set_max_dynamic_shared_memory(dynamic_shared_bytes)?;
-        }
+        self.allow_dynamic_shared_memory(dynamic_shared_bytes)?;
         self.module.bind()?;
         // The cluster's shape, as the kernel's PTX requires it (the driver accepts a size
         // that matches the compiled one).

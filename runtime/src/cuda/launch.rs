@@ -212,10 +212,7 @@ impl CudaDevice {
         args: &[KernelArg],
     ) -> Result<(), CudaError> {
         self.check_launch(function, config, args)?;
-        let dynamic = config.dynamic_shared_bytes as usize;
-        if dynamic > function.max_dynamic_shared_memory() {
-            function.set_max_dynamic_shared_memory(dynamic)?;
-        }
+        function.allow_dynamic_shared_memory(config.dynamic_shared_bytes as usize)?;
         self.bind()?;
         let mut params: Vec<*mut c_void> = args.iter().map(KernelArg::value_ptr).collect();
         let LaunchConfig {
