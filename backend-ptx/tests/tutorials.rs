@@ -6,7 +6,7 @@
 mod support;
 
 use rutile_ir::seeds::{
-    self, AttentionMeta, LayerNormBackwardMeta, LayerNormMeta, LongRowMeta, RowStats, SoftmaxOptions,
+    self, AttentionMeta, LayerNormBackwardMeta, LayerNormMeta, LongRowMeta, RowParams, RowStats, SoftmaxOptions,
 };
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::Kernel;
@@ -77,14 +77,17 @@ fn layer_norm_passes_ptxas() {
         // simulator check both.)
         {
             let stats = RowStats::TwoReductions;
-            for stages in [2, 3] {
-                let kernel = seeds::layer_norm_forward_rows(&meta, stats, stages).unwrap();
+            for (stages, params) in [2, 3]
+                .into_iter()
+                .flat_map(|s| [(s, RowParams::Reloaded), (s, RowParams::Held)])
+            {
+                let kernel = seeds::layer_norm_forward_rows(&meta, stats, params, stages).unwrap();
                 let target = |w| Target {
                     async_copy: true,
                     ..Target::nvidia(w, 227 * 1024)
                 };
                 check_on(
-                    &format!("{label}, row walk {stats:?}, {stages} stages"),
+                    &format!("{label}, row walk {stats:?}, {params:?}, {stages} stages"),
                     &kernel,
                     &[4, 8, 16],
                     target,

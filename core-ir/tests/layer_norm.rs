@@ -9,7 +9,8 @@ use half::f16;
 use rutile_ir::interp::{self, ArgValue, HostBuffer};
 use rutile_ir::seeds::{
     layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_forward_row,
-    layer_norm_forward_row_one_exchange, layer_norm_forward_rows, LayerNormBackwardMeta, LayerNormMeta, RowStats,
+    layer_norm_forward_row_one_exchange, layer_norm_forward_rows, LayerNormBackwardMeta, LayerNormMeta, RowParams,
+    RowStats,
 };
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
@@ -289,8 +290,11 @@ fn the_row_walking_forward_equals_the_held_row_kernels() {
             };
             let mut want = forward_buffers(&inp, dtype, m, n);
             interp::run(&held.unwrap(), grid, &args[..9], &mut want).unwrap();
-            for stages in [2, 3] {
-                let kernel = layer_norm_forward_rows(&meta, stats, stages).unwrap();
+            for (stages, params) in [2, 3]
+                .into_iter()
+                .flat_map(|s| [(s, RowParams::Reloaded), (s, RowParams::Held)])
+            {
+                let kernel = layer_norm_forward_rows(&meta, stats, params, stages).unwrap();
                 for programs in [1, 3, m as u32, m as u32 + 2] {
                     let mut got = forward_buffers(&inp, dtype, m, n);
                     interp::run(&kernel, [programs, 1, 1], &args, &mut got).unwrap();
@@ -298,7 +302,7 @@ fn the_row_walking_forward_equals_the_held_row_kernels() {
                         assert_eq!(
                             got[i].as_bytes(),
                             want[i].as_bytes(),
-                            "{m}x{n} {dtype} {stats:?}, {stages} stages, {programs} programs: {what} differs from the held-row kernel's"
+                            "{m}x{n} {dtype} {stats:?}, {params:?}, {stages} stages, {programs} programs: {what} differs from the held-row kernel's"
                         );
                     }
                 }
@@ -313,7 +317,8 @@ fn the_row_walking_forward_equals_the_held_row_kernels() {
 /// simulator against the interpreter (which reports a thread reading slots before its copy
 /// is complete, or another thread's), on rows whose accesses are 16 bytes (f16 at 2048
 /// columns, f32 at 2000 of a block of 2048, the last vectors masked), 2 and 3 stages, 3
-/// programs walking 7 rows; without asynchronous copies, the same loop with plain loads.
+/// programs walking 7 rows (2 stages also with the weight and bias held across rows);
+/// without asynchronous copies, the same loop with plain loads.
 #[test]
 fn the_row_walk_copies_rows_ahead_without_barriers() {
     let mut rng = Rng::new(67);
@@ -322,8 +327,8 @@ fn the_row_walk_copies_rows_ahead_without_barriers() {
         let inp = inputs(&mut rng, dtype, m, n);
         let (mut args, _) = forward_args(m, n);
         args.push(ArgValue::Int(m as i64));
-        for stages in [2, 3] {
-            let kernel = layer_norm_forward_rows(&meta, RowStats::TwoReductions, stages).unwrap();
+        for (stages, params) in [(2, RowParams::Reloaded), (3, RowParams::Reloaded), (2, RowParams::Held)] {
+            let kernel = layer_norm_forward_rows(&meta, RowStats::TwoReductions, params, stages).unwrap();
             let spec = Specialization::all(kernel.params.len());
             for async_copy in [true, false] {
                 let target = Target {
@@ -341,7 +346,7 @@ fn the_row_walk_copies_rows_ahead_without_barriers() {
                     rutile_ir::lower::lower(&layer_norm_forward_row(&meta).unwrap(), &target, &spec).unwrap();
                 let mut row_barriers = 0;
                 one_pass.walk(&mut |s| row_barriers += matches!(s, Stmt::Barrier) as usize);
-                let at = format!("{m}x{n} {dtype}, {stages} stages, async copies {async_copy}");
+                let at = format!("{m}x{n} {dtype}, {params:?}, {stages} stages, async copies {async_copy}");
                 match async_copy {
                     // The copies of the first rows before the loop and of a later row in it.
                     true => {
@@ -635,7 +640,7 @@ fn copies_ahead_that_do_not_fit_fall_back_to_loads() {
     };
     let copies = |n: u32, stages: u32| {
         let meta = LayerNormMeta::for_row(n, F32).unwrap();
-        let kernel = layer_norm_forward_rows(&meta, RowStats::TwoReductions, stages).unwrap();
+        let kernel = layer_norm_forward_rows(&meta, RowStats::TwoReductions, RowParams::Reloaded, stages).unwrap();
         let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(kernel.params.len()))
             .unwrap_or_else(|e| panic!("{n} columns, {stages} stages: {e}"));
         let mut copies = 0;

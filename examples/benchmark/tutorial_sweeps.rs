@@ -193,12 +193,18 @@ pub fn layer_norm(
             }
             others.push(long_rows::layer_norm_long_launch(dev, m, rutile::ScalarType::F16)?);
             // The held-row kernel whose programs walk rows in a pipelined loop, on 4, 8 and
-            // 16 warps (through CUDA 2 and 3 stages).
+            // 16 warps (through CUDA 2 and 3 stages), the weight and bias loaded for each row
+            // and held across rows. (With the statistics in one exchange, on 4 and 8 warps, 2
+            // stages, the row walk measured 38-61% of the ceiling at 8192 columns on an H200,
+            // where this one measured 83-85%: not timed here.)
             let cuda = dev.properties().backend == rutile::Backend::Cuda;
             let stages: &[u32] = if cuda { &[2, 3] } else { &[2] };
+            let (reloaded, held) = (rutile::seeds::RowParams::Reloaded, rutile::seeds::RowParams::Held);
             for (warps, &stages) in [4, 8, 16].into_iter().flat_map(|w| stages.iter().map(move |s| (w, s))) {
                 let stats = rutile::seeds::RowStats::TwoReductions;
-                others.extend(layer_norm::row_walk_launch(dev, &fwd, stats, warps, stages)?);
+                for params in [reloaded, held] {
+                    others.extend(layer_norm::row_walk_launch(dev, &fwd, stats, params, warps, stages)?);
+                }
             }
             // (The host code's kernel is timed above; a row walk of other stages is another.)
             let host = |k: &rutile::Kernel| k.name == kernel.name && loop_stages(k) == loop_stages(&kernel);
@@ -237,9 +243,10 @@ pub fn layer_norm(
                     "_layer_norm_fwd_fused" => "  tutorial's".to_string(),
                     "_layer_norm_fwd_row" => "  one-pass".to_string(),
                     "_layer_norm_fwd_row_x1" => "  one exchange".to_string(),
-                    "_layer_norm_fwd_rows" | "_layer_norm_fwd_rows_x1" => format!(
-                        "  row walk{}, {} programs, {} stages",
-                        if other.name.ends_with("x1") { " x1" } else { "" },
+                    name if name.starts_with("_layer_norm_fwd_rows") => format!(
+                        "  row walk{}{}, {} programs, {} stages",
+                        if name.contains("_x1") { " x1" } else { "" },
+                        if name.ends_with("_held") { " held w, b" } else { "" },
                         config.grid[0],
                         loop_stages(&other)
                     ),

@@ -91,13 +91,14 @@ const ONE_BLOCK_MAX: u32 = 16384;
 /// at every width. Through CUDA on devices with asynchronous copies (sm_80 on), from 2048
 /// to 16384 columns, the one-pass kernel's statistics in programs that walk rows with the
 /// next rows copied into shared memory meanwhile ([`row_walk_launch`]): on an H200 8 to 21
-/// points of the ceiling above the best of the others at those widths (62.8% to 89.0%).
+/// points of the ceiling above the best of the others at those widths (62.8% to 89.0%),
+/// up to 8192 columns with the weight and bias held across its rows ([`row_walk_shape`]).
 pub fn forward_launch(dev: &dyn Device, fwd: &Forward) -> Result<(rutile::Kernel, LaunchConfig)> {
     let (m, n) = (fwd.m, fwd.n);
     let cuda = dev.properties().backend == rutile::Backend::Cuda;
     let async_copies = dev.properties().compute_capability.is_some_and(|cc| cc >= (8, 0));
-    if let Some((warps, stages)) = row_walk_shape(n).filter(|_| cuda && async_copies) {
-        if let Some(launch) = row_walk_launch(dev, fwd, seeds::RowStats::TwoReductions, warps, stages)? {
+    if let Some((warps, stages, params)) = row_walk_shape(n).filter(|_| cuda && async_copies) {
+        if let Some(launch) = row_walk_launch(dev, fwd, seeds::RowStats::TwoReductions, params, warps, stages)? {
             return Ok(launch);
         }
     }
@@ -112,14 +113,20 @@ pub fn forward_launch(dev: &dyn Device, fwd: &Forward) -> Result<(rutile::Kernel
     }
 }
 
-/// The warps and stages of the row walk the CUDA host code launches for rows of `n`
-/// columns, `None` where it launches another kernel: the fastest of 4, 8 and 16 warps and
-/// 2 and 3 stages at each width on an H200 (`docs/performance.md`).
-fn row_walk_shape(n: usize) -> Option<(u32, u32)> {
+/// The warps, stages and weight and bias of the row walk the CUDA host code launches for
+/// rows of `n` columns, `None` where it launches another kernel: the fastest of 4, 8 and 16
+/// warps, 2 and 3 stages, and the weight and bias reloaded or held across rows at each
+/// width on an H200 (`docs/performance.md`, "The weight and bias held across rows"): held,
+/// 1.3 to 2 points of the ceiling ahead up to 4096 columns and 0.4 at 8192; at 16384 the
+/// held kernel's 124 registers on 16 warps leave one program a multiprocessor, as its
+/// shared memory does for the one that reloads them, which is no slower there.
+fn row_walk_shape(n: usize) -> Option<(u32, u32, seeds::RowParams)> {
+    use seeds::RowParams::{Held, Reloaded};
     match n.next_power_of_two() {
-        2048 | 4096 => Some((4, 2)),
-        8192 => Some((8, 2)),
-        16384 => Some((16, 3)),
+        2048 => Some((4, 3, Held)),
+        4096 => Some((4, 2, Held)),
+        8192 => Some((8, 2, Held)),
+        16384 => Some((16, 3, Reloaded)),
         _ => None,
     }
 }
@@ -180,14 +187,15 @@ fn walks_rows(kernel: &rutile::Kernel) -> bool {
 
 /// The held-row forward kernel whose programs walk rows in a loop pipelined `num_stages`
 /// deep ([`seeds::layer_norm_forward_rows`]: through CUDA the next rows are copied into
-/// shared memory while the current one is reduced; statistics as `stats` says) for the rows
-/// of `fwd` where they fit one block (up to `ONE_BLOCK_MAX` columns; `None` past it), on
-/// `num_warps`, on a grid of as many programs as the device holds at once
-/// ([`persistent_config`]).
+/// shared memory while the current one is reduced; statistics as `stats` says, the weight
+/// and bias as `params`) for the rows of `fwd` where they fit one block (up to
+/// `ONE_BLOCK_MAX` columns; `None` past it), on `num_warps`, on a grid of as many programs
+/// as the device holds at once ([`persistent_config`]).
 pub fn row_walk_launch(
     dev: &dyn Device,
     fwd: &Forward,
     stats: seeds::RowStats,
+    params: seeds::RowParams,
     num_warps: u32,
     num_stages: u32,
 ) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
@@ -195,7 +203,7 @@ pub fn row_walk_launch(
     else {
         return Ok(None);
     };
-    let kernel = seeds::layer_norm_forward_rows(&meta, stats, num_stages)?;
+    let kernel = seeds::layer_norm_forward_rows(&meta, stats, params, num_stages)?;
     let config = LaunchConfig::grid1(fwd.m as u32).num_warps(num_warps);
     let config = persistent_config(dev, &kernel, config, fwd)?;
     Ok(Some((kernel, config)))

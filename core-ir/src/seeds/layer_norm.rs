@@ -66,6 +66,9 @@ pub(super) struct ForwardRow<'b> {
     pub row: Value<'b>,
     /// The element type of `X`, `Y`, `W`, `B`.
     pub dtype: ScalarType,
+    /// The weight and bias (f32) at the columns the output is stored at, where a kernel
+    /// loaded them once for all its rows; `None`: loaded where the output is stored.
+    pub params: Option<(Value<'b>, Value<'b>)>,
 }
 
 /// The forward pass's parameters before a row is chosen: [`ForwardRow`]'s, with `X` and
@@ -114,7 +117,15 @@ impl<'b> ForwardArgs<'b> {
             eps: self.eps,
             row,
             dtype: self.dtype,
+            params: None,
         }
+    }
+
+    /// The weight and bias at `cols` where `mask` holds (zero elsewhere), as f32: what
+    /// [`ForwardRow::params`] holds for a kernel that loads them once for all its rows.
+    pub(super) fn params(&self, k: &'b KernelBuilder, cols: Value<'b>, mask: Value<'b>) -> (Value<'b>, Value<'b>) {
+        let load = |ptr: Value<'b>| k.load_masked(ptr + cols, mask, 0.0).to(ScalarType::F32);
+        (load(self.w_ptr), load(self.b_ptr))
     }
 }
 
@@ -176,8 +187,10 @@ impl<'b> ForwardRow<'b> {
         self.store_normalized(k, cols, mask, |w, b| centered * rstd * w + b);
     }
 
-    /// Loads the weight and bias at `cols`, then stores `y(w, b)` (in that order, so that
-    /// a kernel's `x` is loaded after them where `y` loads it).
+    /// Loads the weight and bias at `cols` (unless the row holds them, [`Self::params`]),
+    /// then stores `y(w, b)` (in that order, so that a kernel's `x` is loaded after them
+    /// where `y` loads it). Held or loaded, `y` is the same bit for bit: the held ones are
+    /// the loaded ones converted to f32, as the arithmetic converts the loaded ones.
     fn store_normalized(
         &self,
         k: &'b KernelBuilder,
@@ -185,8 +198,12 @@ impl<'b> ForwardRow<'b> {
         mask: Value<'b>,
         y: impl FnOnce(Value<'b>, Value<'b>) -> Value<'b>,
     ) {
-        let w = k.load_masked(self.w_ptr + cols, mask, 0.0);
-        let b = k.load_masked(self.b_ptr + cols, mask, 0.0);
+        let (w, b) = self.params.unwrap_or_else(|| {
+            (
+                k.load_masked(self.w_ptr + cols, mask, 0.0),
+                k.load_masked(self.b_ptr + cols, mask, 0.0),
+            )
+        });
         let y = y(w, b);
         k.store_masked(self.y_ptr + cols, y.to(self.dtype), mask);
     }
@@ -262,6 +279,19 @@ pub enum RowStats {
     /// Shifted sums and squares in one block reduction
     /// ([`layer_norm_forward_row_one_exchange`]).
     OneExchange,
+}
+
+/// Where a kernel whose programs walk rows ([`layer_norm_forward_rows`]) takes the weight
+/// and bias from for each row's output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowParams {
+    /// Loaded (from the cache) and converted to f32 again for each row, as the held-row
+    /// kernel of a program a row does: no registers held across rows.
+    Reloaded,
+    /// Loaded and converted once, before the walk, and held in registers across its rows
+    /// (one f32 each of a thread's elements, twice): each row's output saves the loads and
+    /// the conversions (64 of 546 instructions a warp at 8192 columns on 8 warps).
+    Held,
 }
 
 /// A held row's mean and variance, and its elements less the mean (zero where masked)
@@ -348,12 +378,19 @@ fn held_row_kernel(name: &str, meta: &LayerNormMeta, stats: RowStats) -> Result<
 /// as many programs as the device holds at once (more only add a second wave).
 /// Parameters: those of [`layer_norm_forward_row`], then `M` (i32, the rows). Results bit
 /// for bit those of the held-row kernel with the same statistics (`stats`).
-pub fn layer_norm_forward_rows(meta: &LayerNormMeta, stats: RowStats, num_stages: u32) -> Result<Kernel, BuildError> {
+pub fn layer_norm_forward_rows(
+    meta: &LayerNormMeta,
+    stats: RowStats,
+    params: RowParams,
+    num_stages: u32,
+) -> Result<Kernel, BuildError> {
     let LayerNormMeta { block_size, dtype } = *meta;
     let block = block_size as i32;
-    let name = match stats {
-        RowStats::TwoReductions => "_layer_norm_fwd_rows",
-        RowStats::OneExchange => "_layer_norm_fwd_rows_x1",
+    let name = match (stats, params) {
+        (RowStats::TwoReductions, RowParams::Reloaded) => "_layer_norm_fwd_rows",
+        (RowStats::OneExchange, RowParams::Reloaded) => "_layer_norm_fwd_rows_x1",
+        (RowStats::TwoReductions, RowParams::Held) => "_layer_norm_fwd_rows_held",
+        (RowStats::OneExchange, RowParams::Held) => "_layer_norm_fwd_rows_x1_held",
     };
     Kernel::build(name, |k| {
         let args = ForwardArgs::declare(k, dtype);
@@ -361,8 +398,15 @@ pub fn layer_norm_forward_rows(meta: &LayerNormMeta, stats: RowStats, num_stages
         k.device_assert(args.n.le(block), "the row is longer than BLOCK_SIZE");
         let cols = k.arange(0, block);
         let mask = cols.lt(args.n);
+        let held = match params {
+            RowParams::Held => Some(args.params(k, cols, mask)),
+            RowParams::Reloaded => None,
+        };
         k.for_range_staged(k.program_id(0), m, k.num_programs(0), num_stages, &[], |r, _| {
-            let row = args.at(r);
+            let row = ForwardRow {
+                params: held,
+                ..args.at(r)
+            };
             let x = k.load_masked(row.x_ptr + cols, mask, 0.0).to(ScalarType::F32);
             stats.of(k, row.n, row.x_ptr, x, mask).store(k, &row, cols, mask, x);
             vec![]

@@ -21,7 +21,7 @@ pub use dropout::{seeded_dropout, seeded_dropout_walk};
 pub use layer_norm::{
     layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_forward_row,
     layer_norm_forward_row_one_exchange, layer_norm_forward_rows, layer_norm_group_size_m, LayerNormBackwardMeta,
-    LayerNormMeta, RowStats,
+    LayerNormMeta, RowParams, RowStats,
 };
 pub use long_rows::{
     fits_one_block, layer_norm_cluster, layer_norm_long, softmax_long, LongRowMeta, ONE_BLOCK_BYTES, WALK_STAGES,
