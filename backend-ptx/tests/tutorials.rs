@@ -446,6 +446,51 @@ fn cluster_softmax_passes_ptxas() {
     }
 }
 
+/// The cluster softmax whose clusters walk rows (`seeds::softmax_cluster_rows`), on the
+/// host code's shapes for one-row clusters (shares of 16384 columns, 64 a thread, on 8
+/// warps): with asynchronous copies (sm_90) each program's share of
+/// the next rows is copied ahead by `cp.async` inside the loop that exchanges the rows'
+/// statistics through the cluster, and `ptxas` assembles it without spills.
+#[test]
+fn cluster_row_walk_passes_ptxas() {
+    let options = SoftmaxOptions {
+        ieee_rounding: false,
+        ..SoftmaxOptions::default()
+    };
+    for (cluster, block, warps) in [(4, 16384, 8), (16, 16384, 8)] {
+        for stages in [2, 3] {
+            let kernel = seeds::softmax_cluster_rows(block, cluster, stages, options).unwrap();
+            let target = Target {
+                cluster,
+                async_copy: true,
+                ..Target::nvidia(warps, 227 * 1024)
+            };
+            let label = format!("cluster row walk, share {block}, {stages} stages");
+            let spec = Specialization::all(kernel.params.len());
+            let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("{label}: {e}"));
+            let ptx = emit(&t, &PtxTarget::from_compute_capability(9, 0)).unwrap_or_else(|e| panic!("{label}: {e}"));
+            for needle in [
+                "cp.async",
+                "st.shared::cluster.f32",
+                "barrier.cluster.wait.acquire.aligned",
+            ] {
+                assert!(ptx.contains(needle), "{label}, cluster {cluster}: no {needle}\n{ptx}");
+            }
+            if let Some((registers, spilled)) = support::ptxas_resources(&ptx, 90) {
+                println!(
+                    "{label}, {cluster} programs of {warps} warps, sm_90: {registers} registers, {spilled} bytes \
+                     spilled, {} bytes shared",
+                    t.shared_bytes()
+                );
+                assert_eq!(
+                    spilled, 0,
+                    "{label}, cluster {cluster}: {registers} registers, {spilled} bytes spilled"
+                );
+            }
+        }
+    }
+}
+
 /// A cluster outside 1..=16, larger than a program's threads, or with a persistent grid,
 /// is a configuration error.
 #[test]

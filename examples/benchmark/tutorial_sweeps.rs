@@ -382,6 +382,23 @@ pub fn long_softmax(
                         format!("softmax_cluster{cluster}_w{num_warps}"),
                         (kernel, config),
                     ));
+                    // The same clusters walking rows, the next row's shares copied ahead (3
+                    // stages measured no faster than 2 on an H200).
+                    let yb = dev.zeros::<f32>(m * n)?;
+                    let args = softmax_args(&yb, &xb, m, n);
+                    for stages in [2] {
+                        match long_rows::softmax_cluster_rows_launch_on(dev, m, n, shape, stages, &args) {
+                            Ok(launch) => launches.push((
+                                format!(
+                                    "cluster of {cluster}, {num_warps} warps, walking rows on {} clusters, {stages} stages",
+                                    launch.1.grid[0] / cluster
+                                ),
+                                format!("softmax_cluster_rows{cluster}_w{num_warps}_s{stages}"),
+                                launch,
+                            )),
+                            Err(e) => println!("{:>14}  cluster of {cluster}, {num_warps} warps walking rows, {stages} stages: not run: {e}", format!("{m}x{n}")),
+                        }
+                    }
                 }
             }
         }

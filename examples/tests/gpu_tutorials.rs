@@ -128,6 +128,51 @@ fn gpu_cluster_softmax_clusters_are_resident() {
     }
 }
 
+/// The cluster softmax whose clusters walk rows, its next rows' shares copied ahead
+/// (`long_rows::softmax_cluster_rows_launch_on`, 2 and 3 stages), on each device with
+/// clusters, including the interpreter (rows walked in turn there): on the grid of resident
+/// clusters, at ragged rows whose last share is partly masked, with as many rows as
+/// clusters and more; each row against the f64 reference on random inputs.
+#[test]
+fn gpu_cluster_row_walk_matches_the_reference() {
+    use rutile::DeviceExt;
+    use rutile_examples::check::{max_relative_error, softmax_reference};
+    use tutorials::long_rows;
+    let (_turn, mut devices) = devices();
+    devices.push(Arc::new(rutile::CpuDevice::new()));
+    for d in devices {
+        let max = d.properties().max_cluster();
+        let sizes: &[(usize, usize)] = if is_fast(d.as_ref()) {
+            &[(7, 65_537), (300, 100_003), (16, 262_144), (5, 262_143)]
+        } else {
+            &[(3, 50_001), (2, 65_537)]
+        };
+        for (i, &(rows, cols)) in sizes.iter().enumerate() {
+            let Some(shape) = long_rows::cluster_for(cols, max) else {
+                continue;
+            };
+            let mut rng = rutile_examples::rng::Rng::new(110 + i as u64);
+            let x = rutile_examples::rng::normal_f32s(&mut rng, rows * cols);
+            let want = softmax_reference(&x, rows, cols);
+            let xb = d.upload(&x).unwrap();
+            for stages in [2, 3] {
+                let yb = d.upload(&vec![f32::NAN; rows * cols]).unwrap();
+                let args = tutorials::softmax_args(&yb, &xb, rows, cols);
+                let at = format!("{}: {rows}x{cols}, {shape:?}, {stages} stages", d.id());
+                let (kernel, config) =
+                    long_rows::softmax_cluster_rows_launch_on(d.as_ref(), rows, cols, shape, stages, &args)
+                        .unwrap_or_else(|e| panic!("{at}: {e}"));
+                d.launch(&kernel, &config, &args)
+                    .unwrap_or_else(|e| panic!("{at}: {e}"));
+                let got: Vec<f64> = d.download(&yb).unwrap().iter().map(|&v| v as f64).collect();
+                let (error, _) = max_relative_error(got, &want, 1e-30);
+                println!("{at}: {} clusters, error {error:.2e}", config.grid[0] / shape.cluster);
+                assert!(error <= 1e-5, "{at}: error {error:e}");
+            }
+        }
+    }
+}
+
 /// Fused attention forward on every device, at `(z, h, n_ctx, head_dim)` sizes (`fast`
 /// ones too on a hardware device), causal and not, autotuned over `configs(device,
 /// causal)`, each checked against the CPU reference; `name` and `seed` tell the runs apart.

@@ -117,7 +117,7 @@ pub fn forward_launch(dev: &dyn Device, fwd: &Forward) -> Result<(rutile::Kernel
 /// rows of `n` columns, `None` where it launches another kernel: the fastest of 4, 8 and 16
 /// warps, 2 and 3 stages, and the weight and bias reloaded or held across rows at each
 /// width on an H200 (`docs/performance.md`, "The weight and bias held across rows"): held,
-/// 1.3 to 2 points of the ceiling ahead up to 4096 columns and 0.4 at 8192; at 16384 the
+/// 1.0 to 2.1 points of the ceiling ahead up to 4096 columns and 0 to 0.7 at 8192; at 16384 the
 /// held kernel's 124 registers on 16 warps leave one program a multiprocessor, as its
 /// shared memory does for the one that reloads them, which is no slower there.
 fn row_walk_shape(n: usize) -> Option<(u32, u32, seeds::RowParams)> {

@@ -9,7 +9,7 @@
 
 use super::{Outcome, SoftmaxForm};
 use rutile::seeds::{self, LayerNormMeta, LongRowMeta, SoftmaxOptions};
-use rutile::{Device, Kernel, LaunchConfig, Result, ScalarType};
+use rutile::{Device, DeviceExt, Kernel, LaunchConfig, Result, ScalarType};
 
 /// The widest f32 row the softmax's host code holds in registers, one block of
 /// [`REGISTER_ROW_WARPS`] warps (Triton's tutorial runs out of resources here): 32
@@ -101,6 +101,31 @@ pub fn softmax_cluster_launch_on(rows: usize, cols: usize, shape: ClusterShape) 
             .cluster(cluster)
             .maxnreg(two_programs_a_multiprocessor(num_warps)),
     ))
+}
+
+/// [`softmax_cluster_launch_on`] with the clusters walking rows
+/// ([`seeds::softmax_cluster_rows`]): each program's share of the next rows copied ahead
+/// `num_stages - 1` rows (through CUDA's asynchronous copies) while this row's statistics
+/// cross the cluster and its share is stored, on as many clusters as the device holds at
+/// once (`DeviceExt::resident_grid`, compiled for `args`, the softmax's). With no register
+/// limit: a share of 16384 columns copied ahead fills half a multiprocessor's shared memory
+/// on 2 stages, so one program a multiprocessor is what fits anyway.
+pub fn softmax_cluster_rows_launch_on(
+    dev: &dyn Device,
+    rows: usize,
+    cols: usize,
+    shape: ClusterShape,
+    num_stages: u32,
+    args: &[rutile::Arg<'_>],
+) -> Result<(Kernel, LaunchConfig)> {
+    let ClusterShape { cluster, num_warps } = shape;
+    let block = seeds::softmax_block(cols.div_ceil(cluster.max(1) as usize) as u32);
+    let kernel = seeds::softmax_cluster_rows(block, cluster, num_stages, division_as_triton())?;
+    let config = LaunchConfig::grid1(rows as u32 * cluster)
+        .num_warps(num_warps)
+        .cluster(cluster);
+    let config = dev.resident_grid(&kernel, config, args, rows as u32)?;
+    Ok((kernel, config))
 }
 
 /// A register limit that lets two programs of `num_warps` warps share a multiprocessor of

@@ -71,6 +71,11 @@ pub struct KernelMetadata {
     /// `None` where the driver does not say; [`crate::occupancy::programs_per_multiprocessor`]
     /// then computes it from the registers and shared memory.
     pub resident_programs: Option<u32>,
+    /// Clusters of the kernel's launch the device holds at once, for a kernel compiled for
+    /// clusters of more than one program (CUDA: `cuOccupancyMaxActiveClusters`, which
+    /// counts the multiprocessors of each GPC). `None` for other kernels, or where the
+    /// driver does not say.
+    pub resident_clusters: Option<u32>,
 }
 
 /// A kernel compiled for one device, options and specialization.

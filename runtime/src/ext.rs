@@ -72,7 +72,9 @@ pub trait DeviceExt: Device {
     /// stride of the grid, as the persistent softmax tutorial launches it: as many programs
     /// as the device holds at once, compiled for these arguments, or, where a multiprocessor
     /// holds few of them, as few as walk the items in the same rounds
-    /// ([`crate::occupancy::persistent_grid`]: never more than `items`).
+    /// ([`crate::occupancy::persistent_grid`]: never more than `items`). In clusters
+    /// (`config.cluster` over 1), of a kernel whose clusters walk the items: as many
+    /// clusters as the device holds at once ([`crate::occupancy::persistent_cluster_grid`]).
     fn resident_grid(
         &self,
         kernel: &Kernel,
@@ -81,7 +83,11 @@ pub trait DeviceExt: Device {
         items: u32,
     ) -> Result<LaunchConfig> {
         let compiled = self.compile_for(kernel, &config, args)?;
-        let programs = crate::occupancy::persistent_grid(self.properties(), &compiled.metadata, items);
+        let props = self.properties();
+        let programs = match config.cluster {
+            0 | 1 => crate::occupancy::persistent_grid(props, &compiled.metadata, items),
+            c => crate::occupancy::persistent_cluster_grid(props, &compiled.metadata, c, items),
+        };
         Ok(LaunchConfig {
             grid: [programs, 1, 1],
             ..config

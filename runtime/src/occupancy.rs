@@ -95,6 +95,24 @@ pub fn persistent_grid(device: &DeviceProperties, kernel: &KernelMetadata, rows:
     rows.div_ceil(rounds).max(1)
 }
 
+/// The grid of a kernel in clusters of `cluster` programs whose clusters walk `rows` rows
+/// (or tiles) with a stride of the clusters: as many clusters as the device holds at once
+/// ([`KernelMetadata::resident_clusters`], else the resident programs
+/// ([`persistent_programs`]) divided into clusters, else [`UNKNOWN_DEVICE_PROGRAMS`]), never
+/// more than `rows` and at least one, as few as walk the rows in the same number of rounds
+/// (so that each walks as many rows as the others or one fewer); in programs, a multiple
+/// of `cluster`.
+pub fn persistent_cluster_grid(device: &DeviceProperties, kernel: &KernelMetadata, cluster: u32, rows: u32) -> u32 {
+    let cluster = cluster.max(1);
+    let resident = kernel
+        .resident_clusters
+        .or_else(|| persistent_programs(device, kernel).map(|p| p / cluster))
+        .unwrap_or(UNKNOWN_DEVICE_PROGRAMS / cluster)
+        .max(1);
+    let rounds = rows.div_ceil(resident).max(1);
+    rows.div_ceil(rounds).max(1) * cluster
+}
+
 /// The most programs a multiprocessor may hold for [`persistent_grid`] to even out the
 /// rows. On an H200 (driver 580) the layer norm's row walk ran 0.6 to 1.4 points of the
 /// copy ceiling faster with its rows even at two programs a multiprocessor and at one
@@ -217,6 +235,31 @@ mod tests {
         k.resident_programs = Some(6);
         assert_eq!(programs_per_multiprocessor(&d, &k), Some(6));
         assert_eq!(persistent_grid(&d, &k, 4096), 132 * 6);
+    }
+
+    /// Clusters that walk rows: the driver's count of resident clusters where it gives one,
+    /// the rows even over the rounds, a multiple of the cluster in programs; without it, the
+    /// resident programs divided into clusters.
+    #[test]
+    fn clusters_walk_rows_on_the_clusters_that_fit() {
+        let d = gpu_of_132(Backend::Cuda);
+        let mut k = KernelMetadata {
+            threads: 256,
+            registers: Some(128),
+            shared_bytes: 131200,
+            resident_programs: Some(1),
+            resident_clusters: Some(7),
+            ..KernelMetadata::default()
+        };
+        // 1024 rows on 7 clusters of 16: 147 rounds, 1024 / 147 rounded up = 7 clusters.
+        assert_eq!(persistent_cluster_grid(&d, &k, 16, 1024), 7 * 16);
+        // 10 rows: 2 rounds of 5 clusters, not 7 then 3.
+        assert_eq!(persistent_cluster_grid(&d, &k, 16, 10), 5 * 16);
+        assert_eq!(persistent_cluster_grid(&d, &k, 16, 3), 3 * 16);
+        assert_eq!(persistent_cluster_grid(&d, &k, 16, 0), 16);
+        // No driver count: 132 programs in clusters of 8 are 16 clusters.
+        k.resident_clusters = None;
+        assert_eq!(persistent_cluster_grid(&d, &k, 8, 1024), 16 * 8);
     }
 
     /// Registers count in their allocation unit, and the threads a multiprocessor holds

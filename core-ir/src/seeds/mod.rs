@@ -32,8 +32,8 @@ pub use matmul::{
 pub use naive_softmax::{naive_softmax_elementwise_grid, NaiveSoftmax, NAIVE_SOFTMAX_ELEMENTWISE_BLOCK};
 pub use softmax::{
     softmax, softmax_block, softmax_chunked, softmax_chunks, softmax_chunks_at_most, softmax_cluster,
-    softmax_num_warps, softmax_persistent, softmax_persistent_staged, softmax_persistent_with, softmax_rows,
-    softmax_rows_with, softmax_with, SoftmaxOptions,
+    softmax_cluster_rows, softmax_num_warps, softmax_persistent, softmax_persistent_staged, softmax_persistent_with,
+    softmax_rows, softmax_rows_with, softmax_with, SoftmaxOptions,
 };
 pub use transpose::{transpose, transpose_grid};
 pub use vector_add::vector_add;

@@ -83,20 +83,63 @@ pub fn softmax_with(block: u32, options: impl Into<SoftmaxOptions>) -> Result<Ke
 pub fn softmax_cluster(block: u32, cluster: u32, options: impl Into<SoftmaxOptions>) -> Result<Kernel, BuildError> {
     let o = options.into();
     Kernel::build("softmax_cluster_kernel", |k| {
-        let Params {
-            out,
-            inp,
-            in_stride,
-            out_stride,
-            n_cols,
-            ..
-        } = params(k);
+        let p = params(k);
         let pid = k.program_id(0);
-        let row = pid / cluster as i32;
-        let share = pid % cluster as i32;
-        let cols = share * block as i32 + k.arange(0, block as i32);
-        let mask = cols.lt(n_cols);
-        let x = k.load_masked_with(inp + row * in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
+        let share = ClusterShare::of(k, pid % cluster as i32, block, p.n_cols);
+        share.softmax_row(k, &p, pid / cluster as i32, o);
+    })
+}
+
+/// [`softmax_cluster`] whose clusters walk rows: cluster `c` of `C` (the grid's
+/// `program_id(0) / cluster` and `num_programs(0) / cluster`) takes rows `c, c + C, ...`
+/// below `n_rows`, in a loop pipelined `num_stages` deep
+/// ([`crate::KernelBuilder::for_range_staged`]), so that where the target has asynchronous
+/// copies each program's share of the next rows is in flight through this row's exchange
+/// and stores, where a program of [`softmax_cluster`] has nothing in flight from its loads'
+/// arrival to its end. Launched on as many clusters as the device holds at once (more only
+/// add a second wave). Parameters as [`softmax`]; `block * cluster` is at least `n_cols`.
+/// Grid: a multiple of `cluster` programs, launched in clusters of `cluster`. Results bit
+/// for bit those of [`softmax_cluster`].
+pub fn softmax_cluster_rows(
+    block: u32,
+    cluster: u32,
+    num_stages: u32,
+    options: impl Into<SoftmaxOptions>,
+) -> Result<Kernel, BuildError> {
+    let o = options.into();
+    Kernel::build("softmax_cluster_rows_kernel", |k| {
+        let p = params(k);
+        let pid = k.program_id(0);
+        let c = cluster as i32;
+        let share = ClusterShare::of(k, pid % c, block, p.n_cols);
+        k.for_range_staged(pid / c, p.n_rows, k.num_programs(0) / c, num_stages, &[], |row, _| {
+            share.softmax_row(k, &p, row, o);
+            vec![]
+        });
+    })
+}
+
+/// A program's share of a row that the programs of a cluster share: `block` columns from
+/// `rank * block`, masked to the row's `n_cols`.
+struct ClusterShare<'b> {
+    cols: Value<'b>,
+    mask: Value<'b>,
+}
+
+impl<'b> ClusterShare<'b> {
+    fn of(k: &'b crate::KernelBuilder, rank: Value<'b>, block: u32, n_cols: Value<'b>) -> ClusterShare<'b> {
+        let cols = rank * block as i32 + k.arange(0, block as i32);
+        ClusterShare {
+            cols,
+            mask: cols.lt(n_cols),
+        }
+    }
+
+    /// Loads this share of row `row`, agrees with the cluster's other programs on the row's
+    /// maximum and sum, and stores the share's softmax.
+    fn softmax_row(&self, k: &'b crate::KernelBuilder, p: &Params<'b>, row: Value<'b>, o: SoftmaxOptions) {
+        let (cols, mask) = (self.cols, self.mask);
+        let x = k.load_masked_with(p.inp + row * p.in_stride + cols, mask, f32::NEG_INFINITY, o.cache);
         // The share's own maximum, exponentials and sum first, while the other programs
         // may still be loading; then the pair (maximum, sum relative to it) crosses the
         // cluster in one exchange, combined as the online softmax combines blocks. (The
@@ -110,8 +153,8 @@ pub fn softmax_cluster(block: u32, cluster: u32, options: impl Into<SoftmaxOptio
         });
         let (row_max, total) = (stats[0], stats[1]);
         let y = num * (local_max - row_max).exp().fdiv(total, o.ieee_rounding);
-        k.store_masked(out + row * out_stride + cols, y, mask);
-    })
+        k.store_masked(p.out + row * p.out_stride + cols, y, mask);
+    }
 }
 
 /// The pieces [`softmax_chunked`] splits a row of `n_cols` into: at most four (see

@@ -41,6 +41,7 @@ fn resources_of(options: &CompileOptions) -> KernelMetadata {
         warp_specialized: false,
         dots: None,
         resident_programs: None,
+        resident_clusters: None,
     }
 }
 

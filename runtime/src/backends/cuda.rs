@@ -100,6 +100,9 @@ impl CudaGpu {
     /// without one, the programs resident on the whole GPU). Compiling a kernel in clusters
     /// already fails where this is 0.
     pub fn resident_clusters(&self, kernel: &CompiledKernel) -> Result<u32> {
+        if let Some(resident) = kernel.metadata.resident_clusters {
+            return Ok(resident);
+        }
         let a = artifact(kernel)?;
         Ok(a.function.max_active_clusters(
             kernel.options.cluster.max(1),
@@ -127,18 +130,18 @@ impl CudaGpu {
 /// whole multiprocessor (registers, shared memory) may be more than a GPC holds (a
 /// smaller GPU of the same generation, a MIG slice). The driver would refuse every launch;
 /// this says why, once, at compile time.
-fn check_resident_clusters(
+fn resident_clusters(
     kernel: &str,
     function: &crate::cuda::CudaFunction,
     cluster: u32,
     metadata: &KernelMetadata,
-) -> Result<()> {
+) -> Result<Option<u32>> {
     if cluster <= 1 {
-        return Ok(());
+        return Ok(None);
     }
     let resident = function.max_active_clusters(cluster, metadata.threads, metadata.shared_bytes as usize)?;
     if resident > 0 {
-        return Ok(());
+        return Ok(Some(resident));
     }
     Err(cluster_does_not_fit(kernel, cluster, metadata))
 }
@@ -478,8 +481,12 @@ impl Device for CudaGpu {
                     .occupancy(threads, thread_kernel.shared_bytes() as usize)
                     .ok()
                     .map(|o| o.blocks_per_multiprocessor),
+                resident_clusters: None,
             };
-            check_resident_clusters(&kernel.name, &function, options.cluster, &metadata)?;
+            let metadata = KernelMetadata {
+                resident_clusters: resident_clusters(&kernel.name, &function, options.cluster, &metadata)?,
+                ..metadata
+            };
             Ok(CompiledKernel {
                 kernel: kernel.clone(),
                 extent: ExtentPlan::new(kernel),
@@ -652,6 +659,7 @@ mod tests {
             warp_specialized: false,
             dots: None,
             resident_programs: None,
+            resident_clusters: None,
         };
         let e = cluster_does_not_fit("softmax_cluster_kernel", 16, &metadata).to_string();
         for needle in [
