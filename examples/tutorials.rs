@@ -129,10 +129,15 @@ pub fn softmax(dev: &dyn Device, rows: usize, cols: usize, form: SoftmaxForm, se
     let mut detail = None;
     let (kernel, config) = match form {
         _ if !seeds::fits_one_block(cols as u32, ScalarType::F32) => {
-            let (kernel, config) = long_rows::softmax_launch(dev, rows, cols)?;
+            let (kernel, config) = long_rows::softmax_launch(dev, rows, cols, &args)?;
             detail = Some(if config.cluster > 1 {
+                let walk = if kernel.name == "softmax_cluster_rows_kernel" {
+                    format!(", {} clusters walking the rows", config.grid[0] / config.cluster)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "long rows: shared by a cluster of {} programs of {} warps, held in their registers",
+                    "long rows: shared by a cluster of {} programs of {} warps, held in their registers{walk}",
                     config.cluster, config.num_warps
                 )
             } else if cols <= long_rows::REGISTER_ROW_MAX {

@@ -140,6 +140,12 @@ pub struct Target {
     /// walk at 8192 columns on 8 warps: 116 registers to 64, sm_90). On by default; the
     /// runtimes' `RUTILE_MASKS_BY_RUNS=0` turns it off, to time what it saves.
     pub masks_by_runs: bool,
+    /// Whether a loop whose pipelined loads are all own copies (`lower::pipeline`: each
+    /// thread reads back its own slots) refills the stage a thread has just read, once what
+    /// it read is used, rather than another stage at the iteration's top: `num_stages - 1`
+    /// stages of shared memory where `num_stages` were, the copies as far ahead. On by
+    /// default; the CUDA runtime's `RUTILE_REFILL_AFTER_READ=0` turns it off, to time it.
+    pub refill_after_read: bool,
 }
 
 /// One cooperative-matrix multiply-add a device offers (a `VkCooperativeMatrixPropertiesKHR`
@@ -198,6 +204,7 @@ impl Target {
             reduce_chains: 1,
             divisions_as_shifts: true,
             masks_by_runs: true,
+            refill_after_read: true,
         }
     }
     /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with

@@ -14,7 +14,7 @@ use rutile_ir::seeds::{
 };
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
-use rutile_ir::thread::Stmt;
+use rutile_ir::thread::{Memory, Stmt};
 use rutile_ir::Kernel;
 use rutile_ir::ScalarType::{self, F16, F32, I32};
 use tutorial_support::{assert_close, buffer_of, ptr, simulate_on, simulate_targets, values};
@@ -625,6 +625,64 @@ fn the_lock_is_released_after_every_threads_stores() {
         let mut atomics = 0;
         check(&tk.body, &mut false, &mut atomics);
         assert!(atomics >= 3, "the lock's atomics: {atomics}");
+    }
+}
+
+/// Where a loop's pipelined loads are all own copies, each iteration refills the stage its
+/// threads have just read back, after the first instruction that uses what they read
+/// (`Target::refill_after_read`): the ring holds `num_stages - 1` stages, and in the loop
+/// the first copy comes after the first read of the slots; turned off, the ring holds
+/// `num_stages` and the copies of a later row come before the read. Both compute the
+/// held-row kernel's results in the simulator.
+#[test]
+fn the_row_walk_refills_the_stage_it_read() {
+    let mut rng = Rng::new(71);
+    let (m, n, dtype) = (7, 2048, F16);
+    let meta = LayerNormMeta::for_row(n as u32, dtype).unwrap();
+    let inp = inputs(&mut rng, dtype, m, n);
+    let (mut args, _) = forward_args(m, n);
+    args.push(ArgValue::Int(m as i64));
+    for stages in [2, 3] {
+        let kernel = layer_norm_forward_rows(&meta, RowStats::TwoReductions, RowParams::Held, stages).unwrap();
+        let spec = Specialization::all(kernel.params.len());
+        let mut shared = Vec::new();
+        for refill_after_read in [true, false] {
+            let target = Target {
+                async_copy: true,
+                refill_after_read,
+                ..Target::nvidia(4, 48 * 1024)
+            };
+            let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
+            // In walk order: the copies before the loop, then in it a wait, and after it
+            // (refilling) the reads of the slots first, or (not) a copy first.
+            let (mut waited, mut read_first, mut copy_first) = (false, false, false);
+            t.walk(&mut |s| match s {
+                Stmt::AsyncWait { .. } => waited = true,
+                Stmt::Load {
+                    mem: Memory::Shared { .. },
+                    ..
+                } if waited && !copy_first => read_first = true,
+                Stmt::AsyncCopy { .. } if waited && !read_first => copy_first = true,
+                _ => {}
+            });
+            let at = format!("{stages} stages, refill after read {refill_after_read}");
+            assert_eq!(
+                read_first, refill_after_read,
+                "{at}: the loop's first read before its first copy"
+            );
+            shared.push(t.shared_bytes());
+            simulate_on(
+                &at,
+                &kernel,
+                &[target],
+                [3, 1, 1],
+                &args,
+                &forward_buffers(&inp, dtype, m, n),
+                1e-5,
+            );
+        }
+        // A row of 2048 fp16 is 4 KB a stage (the weight and bias held in registers).
+        assert_eq!(shared[1] - shared[0], 4096, "{stages} stages: {shared:?} bytes");
     }
 }
 

@@ -344,7 +344,8 @@ pub fn long_softmax(
         if n <= long_rows::REGISTER_ROW_MAX {
             // The host code's pick for such rows: one block held in registers, read once
             // where the long-row kernel reads it twice; and the same on 16 warps.
-            let (kernel, config) = long_rows::softmax_launch(dev, m, n)?;
+            let yb = dev.zeros::<f32>(m * n)?;
+            let (kernel, config) = long_rows::softmax_launch(dev, m, n, &softmax_args(&yb, &xb, m, n))?;
             for warps in [16, config.num_warps] {
                 launches.push((
                     format!("one block, {warps} warps"),
@@ -353,9 +354,15 @@ pub fn long_softmax(
                 ));
             }
         } else if let Some(host) = long_rows::cluster_for(n, dev.properties().max_cluster()) {
-            // The host code's pick where the device has clusters: the row shared by the
-            // programs of one, each holding its share in registers, read once; and the
-            // other clusters and warps that hold 32 or 64 elements a thread.
+            // Where the device has clusters, the row shared by the programs of one, each
+            // holding its share in registers, read once: a cluster a row (the host code's
+            // pick without asynchronous copies), and clusters walking rows (with them), on
+            // the clusters and warps that hold 32 or 64 elements a thread.
+            let props = dev.properties();
+            let async_copies =
+                props.backend == rutile::Backend::Cuda && props.compute_capability.is_some_and(|cc| cc >= (8, 0));
+            let walk_host = long_rows::cluster_walk_for(n, props.max_cluster()).filter(|_| async_copies);
+            let host = Some(host).filter(|_| walk_host.is_none());
             for cluster in [2u32, 4, 8, 16]
                 .into_iter()
                 .filter(|&c| c <= dev.properties().max_cluster())
@@ -367,9 +374,9 @@ pub fn long_softmax(
                         continue;
                     }
                     let shape = long_rows::ClusterShape { cluster, num_warps };
-                    let pick = if shape == host { " (host)" } else { "" };
+                    let pick = if Some(shape) == host { " (host)" } else { "" };
                     let (kernel, config) = long_rows::softmax_cluster_launch_on(m, n, shape)?;
-                    if shape == host && config.maxnreg.is_some() {
+                    if Some(shape) == host && config.maxnreg.is_some() {
                         // What the host's register limit is worth.
                         launches.push((
                             format!("cluster of {cluster}, {num_warps} warps, no register limit"),
@@ -382,22 +389,24 @@ pub fn long_softmax(
                         format!("softmax_cluster{cluster}_w{num_warps}"),
                         (kernel, config),
                     ));
-                    // The same clusters walking rows, the next row's shares copied ahead (3
-                    // stages measured no faster than 2 on an H200).
+                    // The same clusters walking rows, the next row's shares copied ahead.
                     let yb = dev.zeros::<f32>(m * n)?;
                     let args = softmax_args(&yb, &xb, m, n);
-                    for stages in [2] {
-                        match long_rows::softmax_cluster_rows_launch_on(dev, m, n, shape, stages, &args) {
-                            Ok(launch) => launches.push((
-                                format!(
-                                    "cluster of {cluster}, {num_warps} warps, walking rows on {} clusters, {stages} stages",
-                                    launch.1.grid[0] / cluster
-                                ),
-                                format!("softmax_cluster_rows{cluster}_w{num_warps}_s{stages}"),
-                                launch,
-                            )),
-                            Err(e) => println!("{:>14}  cluster of {cluster}, {num_warps} warps walking rows, {stages} stages: not run: {e}", format!("{m}x{n}")),
-                        }
+                    let stages = long_rows::CLUSTER_WALK_STAGES;
+                    let pick = if Some(shape) == walk_host { " (host)" } else { "" };
+                    match long_rows::softmax_cluster_rows_launch_on(dev, m, n, shape, stages, &args) {
+                        Ok(launch) => launches.push((
+                            format!(
+                                "cluster of {cluster}, {num_warps} warps, walking rows on {} clusters, {stages} stages{pick}",
+                                launch.1.grid[0] / cluster
+                            ),
+                            format!("softmax_cluster_rows{cluster}_w{num_warps}_s{stages}"),
+                            launch,
+                        )),
+                        Err(e) => println!(
+                            "{:>14}  cluster of {cluster}, {num_warps} warps walking rows: not run: {e}",
+                            format!("{m}x{n}")
+                        ),
                     }
                 }
             }

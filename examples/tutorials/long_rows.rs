@@ -25,21 +25,55 @@ pub const REGISTER_ROW_MAX: usize = 32768;
 pub const REGISTER_ROW_WARPS: u32 = 32;
 
 /// The softmax's kernel and launch for `rows` rows of `cols` f32 columns over 64 KiB (its
-/// host code's choice for such rows) on `dev`: rows up to [`REGISTER_ROW_MAX`] columns as
-/// one block held in registers; longer ones, where the device has thread-block clusters
-/// big enough, shared by the programs of a cluster, each holding its share in registers
-/// ([`cluster_for`], [`softmax_cluster_launch_on`]); elsewhere
-/// walked by the long-row kernel ([`softmax_long_launch`]). Triton's `/` (within 2 ulp),
-/// as the autotuned one-block softmax.
-pub fn softmax_launch(dev: &dyn Device, rows: usize, cols: usize) -> Result<(Kernel, LaunchConfig)> {
+/// host code's choice for such rows) on `dev`, with `args` (the softmax's, which a grid of
+/// resident clusters is compiled for): rows up to [`REGISTER_ROW_MAX`] columns as one block
+/// held in registers; longer ones, where the device has thread-block clusters big enough,
+/// shared by the programs of a cluster, each holding its share in registers: where it also
+/// has asynchronous copies, clusters that walk rows with the next row's shares copied
+/// ahead ([`cluster_walk_for`], [`softmax_cluster_rows_launch_on`]), else a cluster a row
+/// ([`cluster_for`], [`softmax_cluster_launch_on`]); elsewhere walked by the long-row
+/// kernel ([`softmax_long_launch`]). Triton's `/` (within 2 ulp), as the autotuned
+/// one-block softmax.
+pub fn softmax_launch(
+    dev: &dyn Device,
+    rows: usize,
+    cols: usize,
+    args: &[rutile::Arg<'_>],
+) -> Result<(Kernel, LaunchConfig)> {
     if cols > REGISTER_ROW_MAX {
-        return match cluster_for(cols, dev.properties().max_cluster()) {
+        let props = dev.properties();
+        let max = props.max_cluster();
+        let async_copies =
+            props.backend == rutile::Backend::Cuda && props.compute_capability.is_some_and(|cc| cc >= (8, 0));
+        if let Some(shape) = cluster_walk_for(cols, max).filter(|_| async_copies) {
+            return softmax_cluster_rows_launch_on(dev, rows, cols, shape, CLUSTER_WALK_STAGES, args);
+        }
+        return match cluster_for(cols, max) {
             Some(shape) => softmax_cluster_launch_on(rows, cols, shape),
             None => softmax_long_launch(rows),
         };
     }
     let kernel = seeds::softmax_with(seeds::softmax_block(cols as u32), division_as_triton())?;
     Ok((kernel, LaunchConfig::grid1(rows as u32).num_warps(REGISTER_ROW_WARPS)))
+}
+
+/// The columns a program of a cluster that walks rows holds: 64 a thread on 16 warps, one
+/// program a multiprocessor (its registers and the one stage its next share is copied
+/// into). On an H200 (`docs/performance.md`, "Clusters walking rows") the fastest walk of
+/// the sweep at 65536 to 262144 columns (2 to 8 programs: 87.3%, 81.6%, 77.9% of the copy
+/// ceiling, where the clusters of a row ran 86.9%, 81.1%, 70.5%).
+pub const CLUSTER_WALK_SHARE: usize = 32768;
+
+/// The stages of the clusters' walk: the next row's shares in flight (3 measured no
+/// faster than 2 and take twice the shared memory).
+pub const CLUSTER_WALK_STAGES: u32 = 2;
+
+/// How a cluster of at most `max_cluster` programs that walks rows shares a softmax row of
+/// `cols` columns: as many programs as [`CLUSTER_WALK_SHARE`]s fit the row (2 at least),
+/// 64 columns a thread. `None` where the device has no clusters or the row is longer than
+/// its largest cluster holds.
+pub fn cluster_walk_for(cols: usize, max_cluster: u32) -> Option<ClusterShape> {
+    cluster_shape(cols, max_cluster, CLUSTER_WALK_SHARE, 64, CLUSTER_WALK_SHARE)
 }
 
 /// How the programs of a thread-block cluster share a row (the cluster softmax's launch).
@@ -107,9 +141,10 @@ pub fn softmax_cluster_launch_on(rows: usize, cols: usize, shape: ClusterShape) 
 /// ([`seeds::softmax_cluster_rows`]): each program's share of the next rows copied ahead
 /// `num_stages - 1` rows (through CUDA's asynchronous copies) while this row's statistics
 /// cross the cluster and its share is stored, on as many clusters as the device holds at
-/// once (`DeviceExt::resident_grid`, compiled for `args`, the softmax's). With no register
-/// limit: a share of 16384 columns copied ahead fills half a multiprocessor's shared memory
-/// on 2 stages, so one program a multiprocessor is what fits anyway.
+/// once (`DeviceExt::resident_grid`, compiled for `args`, the softmax's), under the
+/// register limit that lets two programs share a multiprocessor, as the one-row clusters:
+/// on 2 stages a share of 16384 columns takes one stage of shared memory (64 KB; the
+/// stage a thread has read is refilled, `Target::refill_after_read`), so two fit.
 pub fn softmax_cluster_rows_launch_on(
     dev: &dyn Device,
     rows: usize,
@@ -123,7 +158,8 @@ pub fn softmax_cluster_rows_launch_on(
     let kernel = seeds::softmax_cluster_rows(block, cluster, num_stages, division_as_triton())?;
     let config = LaunchConfig::grid1(rows as u32 * cluster)
         .num_warps(num_warps)
-        .cluster(cluster);
+        .cluster(cluster)
+        .maxnreg(two_programs_a_multiprocessor(num_warps));
     let config = dev.resident_grid(&kernel, config, args, rows as u32)?;
     Ok((kernel, config))
 }

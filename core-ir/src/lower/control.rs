@@ -324,6 +324,7 @@ impl Lowerer<'_> {
             }
             let yields = l.region(region)?.unwrap_or_default();
             if let Some(p) = pipeline.as_ref() {
+                l.flush_refill();
                 l.retire_before_yield(p, region);
             }
             l.assign_slots(inst, &slots, &yields, &coop)?;

@@ -285,6 +285,9 @@ pub(crate) struct Lowerer<'k> {
     /// The own copies of the loop being lowered (see `pipeline`): where each load, when
     /// lowered, reads its value back from.
     own_copies: HashMap<ValueId, pipeline::OwnRead>,
+    /// The copies that refill the stage the loop's own copies were read back from, until
+    /// the body has used what it read (see `pipeline`).
+    pending_refill: Option<pipeline::PendingRefill>,
     /// Loop-invariant `dot` operands staged before their loop (see `hoist`).
     hoisted: HashMap<hoist::HoistKey, mma::SharedOperand>,
     /// The operands of `dot`s after the `for` loop about to be lowered (in its statement
@@ -368,6 +371,7 @@ impl<'k> Lowerer<'k> {
             accesses: ordering::Accesses::default(),
             pipelined: HashMap::new(),
             own_copies: HashMap::new(),
+            pending_refill: None,
             hoisted: HashMap::new(),
             dots_after_loop: Vec::new(),
             wgmma_in_flight: None,
@@ -506,6 +510,13 @@ impl<'k> Lowerer<'k> {
     }
 
     fn inst(&mut self, inst: &'k Inst) -> Result<(), LowerError> {
+        self.inst_alone(inst)?;
+        // A loop's refill of the stage its own copies were read from waits for their use.
+        self.refill_after(inst);
+        Ok(())
+    }
+
+    fn inst_alone(&mut self, inst: &'k Inst) -> Result<(), LowerError> {
         if self.is_pipelined_load(inst) {
             // An own copy is read back here, where the program loads it.
             return self.read_own_copy(inst);

@@ -82,6 +82,21 @@
 //! stage that every iteration reads back: held in registers across the loop instead, it
 //! costs registers, and with them programs a multiprocessor.
 //!
+//! Since no thread reads another's slots, a loop whose pipelined loads are all own copies
+//! refills the stage it has just read (`Target::refill_after_read`, on by default): its
+//! copies of iteration `i + A` are lowered at the iteration's top as above but emitted after
+//! the first instruction of the body that uses a value read back (`PendingRefill`), which
+//! cannot run before the thread's reads of its slots have returned. The ring then holds
+//! `A = num_stages - 1` stages, not `num_stages`, with the copies as far ahead: what lets
+//! the cluster softmax's walk keep two programs a multiprocessor (a share of 16384 f32
+//! columns is 64 KB a stage).
+//!
+//! ```text
+//! iteration i:      wait until iteration i's group is complete
+//!                   the body: its own copies read back from stage i % A; after the first
+//!                   use of them, copies of iteration i+A into stage i % A; commit
+//! ```
+//!
 //! A load is pipelined when all of this holds; otherwise it stays a load in registers and the
 //! `dot` stages it itself (`mma.rs`, `coop.rs`). Each access must move 4, 8 or 16 bytes (what `cp.async`
 //! copies: 2 to 8 16-bit values, 1 to 4 f32 ones of a tf32 `dot`): a ragged K whose mask the
@@ -128,6 +143,10 @@ pub(crate) struct PipelinePlan {
     /// it is not known (own copies only), whether a later iteration is before the end is
     /// worked out from the step's sign at run time.
     step_const: Option<i64>,
+    /// Whether the copies of a later iteration refill the stage this iteration read, once
+    /// what each thread read back is used (module comment): `stages` is then `num_stages -
+    /// 1`, and `ahead` as many.
+    pub(crate) refill_after_read: bool,
 }
 
 pub(crate) struct PipelinedLoad {
@@ -265,22 +284,31 @@ impl Lowerer<'_> {
         // iteration that loads them.
         let registers_ahead = self.target.num_stages.saturating_sub(1).min(MAX_REGISTER_SETS);
         let register_sets = if registers { registers_ahead.max(1) } else { 0 };
+        let ahead = if registers {
+            registers_ahead
+        } else if in_flight.is_some() {
+            stages - 2
+        } else {
+            stages - 1
+        };
+        // Own copies alone (each thread reads back only its slots) may refill the stage just
+        // read, once the thread has used what it read: one stage fewer.
+        let refill_after_read = self.target.refill_after_read
+            && !registers
+            && in_flight.is_none()
+            && loads.iter().all(|l| l.own && l.tma.is_none())
+            && loads.iter().any(|l| !l.invariant);
         Some(PipelinePlan {
             loads,
             slice: region.insts.iter().copied().filter(|i| slice.contains(i)).collect(),
             carried,
-            stages,
-            ahead: if registers {
-                registers_ahead
-            } else if in_flight.is_some() {
-                stages - 2
-            } else {
-                stages - 1
-            },
+            stages: if refill_after_read { stages - 1 } else { stages },
+            ahead,
             in_flight,
             registers,
             register_sets,
             step_const,
+            refill_after_read,
         })
     }
 
@@ -789,7 +817,24 @@ impl Lowerer<'_> {
             let delta = self.set(iv_ty, Expr::Binary(BinaryOp::Mul, step, ahead_by));
             let later = self.set(iv_ty, Expr::Binary(BinaryOp::Add, iv, delta));
             let fill = state.fill;
-            self.issue_copies(state, inst, later, end, (fill, set))?;
+            if state.plan.refill_after_read {
+                // Lowered here (the slice's values are this iteration's until the body
+                // lowers them again), emitted once the body has used what it read back.
+                let (stmts, ()) = self.nested(|l| l.issue_copies(state, inst, later, end, (fill, set)))?;
+                self.pending_refill = Some(PendingRefill {
+                    stmts,
+                    reads: state
+                        .plan
+                        .loads
+                        .iter()
+                        .filter(|l| !l.invariant)
+                        .map(|l| l.value)
+                        .collect(),
+                    depth: self.body.len(),
+                });
+            } else {
+                self.issue_copies(state, inst, later, end, (fill, set))?;
+            }
         }
         self.point_dots_at_read(state);
         Ok(())
@@ -1118,6 +1163,41 @@ impl Lowerer<'_> {
             _ => Vec::new(),
         };
         self.assign_slots(inst, &state.ahead, &yields, &[])
+    }
+}
+
+/// The copies of a later iteration that refill the stage this one read
+/// ([`PipelinePlan::refill_after_read`]), waiting to be emitted after the first instruction
+/// of the loop body (at its top level, `depth`) that uses a value read back from it
+/// (`reads`): that instruction cannot run before the thread's reads of its slots have
+/// returned, so the refill cannot overtake them.
+pub(crate) struct PendingRefill {
+    stmts: Vec<Stmt>,
+    reads: Vec<ValueId>,
+    depth: usize,
+}
+
+impl Lowerer<'_> {
+    /// Emits the pending refill after `inst`, just lowered, if it is the first to use what
+    /// was read back (at the loop body's top level).
+    pub(crate) fn refill_after(&mut self, inst: &Inst) {
+        let uses = match &self.pending_refill {
+            Some(p) => p.depth == self.body.len() && inst.op.operands().iter().any(|v| p.reads.contains(v)),
+            None => false,
+        };
+        if uses {
+            self.flush_refill();
+        }
+    }
+
+    /// Emits the pending refill, if any: at the end of the loop body where nothing at its
+    /// top level used what was read back.
+    pub(crate) fn flush_refill(&mut self) {
+        if let Some(p) = self.pending_refill.take() {
+            for stmt in p.stmts {
+                self.emit(stmt);
+            }
+        }
     }
 }
 
