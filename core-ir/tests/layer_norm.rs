@@ -355,16 +355,7 @@ fn the_row_walk_copies_rows_ahead_without_barriers() {
                     }
                     false => assert_eq!(copies, 0, "{at}"),
                 }
-                let at = format!("row walk {at}");
-                simulate_on(
-                    &at,
-                    &kernel,
-                    &[target],
-                    [3, 1, 1],
-                    &args,
-                    &forward_buffers(&inp, dtype, m, n),
-                    1e-5,
-                );
+                simulate_on_three_programs(&format!("row walk {at}"), &kernel, target, &args, &inp, (dtype, m, n));
             }
         }
     }
@@ -628,6 +619,27 @@ fn the_lock_is_released_after_every_threads_stores() {
     }
 }
 
+/// The row walk `kernel` on 3 programs, lowered for `target` and simulated against the
+/// interpreter on the forward pass's buffers of `inp` (`m x n` of `dtype`).
+fn simulate_on_three_programs(
+    at: &str,
+    kernel: &Kernel,
+    target: Target,
+    args: &[ArgValue],
+    inp: &Inputs,
+    (dtype, m, n): (ScalarType, usize, usize),
+) {
+    simulate_on(
+        at,
+        kernel,
+        &[target],
+        [3, 1, 1],
+        args,
+        &forward_buffers(inp, dtype, m, n),
+        1e-5,
+    );
+}
+
 /// Where a loop's pipelined loads are all own copies, each iteration refills the stage its
 /// threads have just read back, after the first instruction that uses what they read
 /// (`Target::refill_after_read`): the ring holds `num_stages - 1` stages, and in the loop
@@ -671,15 +683,7 @@ fn the_row_walk_refills_the_stage_it_read() {
                 "{at}: the loop's first read before its first copy"
             );
             shared.push(t.shared_bytes());
-            simulate_on(
-                &at,
-                &kernel,
-                &[target],
-                [3, 1, 1],
-                &args,
-                &forward_buffers(&inp, dtype, m, n),
-                1e-5,
-            );
+            simulate_on_three_programs(&at, &kernel, target, &args, &inp, (dtype, m, n));
         }
         // A row of 2048 fp16 is 4 KB a stage (the weight and bias held in registers).
         assert_eq!(shared[1] - shared[0], 4096, "{stages} stages: {shared:?} bytes");
