@@ -1168,9 +1168,9 @@ impl Lowerer<'_> {
 
 /// The copies of a later iteration that refill the stage this one read
 /// ([`PipelinePlan::refill_after_read`]), waiting to be emitted after the first instruction
-/// of the loop body (at its top level, `depth`) that uses a value read back from it
-/// (`reads`): that instruction cannot run before the thread's reads of its slots have
-/// returned, so the refill cannot overtake them.
+/// of the loop body (at its top level, `depth`) that computes with a value read back from
+/// it (`reads`, and views of them): that instruction cannot run before the thread's reads
+/// of its slots have returned, so the refill cannot overtake them.
 pub(crate) struct PendingRefill {
     stmts: Vec<Stmt>,
     reads: Vec<ValueId>,
@@ -1179,15 +1179,26 @@ pub(crate) struct PendingRefill {
 
 impl Lowerer<'_> {
     /// Emits the pending refill after `inst`, just lowered, if it is the first to use what
-    /// was read back (at the loop body's top level).
+    /// was read back (at the loop body's top level). A view of it (a reshape, a broadcast:
+    /// the same registers, possibly no instruction at all) does not count as a use; its
+    /// result is then watched as what was read.
     pub(crate) fn refill_after(&mut self, inst: &Inst) {
-        let uses = match &self.pending_refill {
-            Some(p) => p.depth == self.body.len() && inst.op.operands().iter().any(|v| p.reads.contains(v)),
-            None => false,
+        let depth = self.body.len();
+        let Some(p) = self.pending_refill.as_mut() else {
+            return;
         };
-        if uses {
-            self.flush_refill();
+        if p.depth != depth || !inst.op.operands().iter().any(|v| p.reads.contains(v)) {
+            return;
         }
+        let view = matches!(
+            inst.op,
+            Op::Broadcast { .. } | Op::ExpandDims { .. } | Op::Reshape { .. } | Op::Permute { .. } | Op::Bitcast { .. }
+        );
+        if view {
+            p.reads.extend(inst.results.iter().copied());
+            return;
+        }
+        self.flush_refill();
     }
 
     /// Emits the pending refill, if any: at the end of the loop body where nothing at its
