@@ -447,8 +447,8 @@ fn cluster_softmax_passes_ptxas() {
 }
 
 /// The cluster softmax whose clusters walk rows (`seeds::softmax_cluster_rows`), on the
-/// host code's shapes for one-row clusters (shares of 16384 columns, 64 a thread, on 8
-/// warps), 2 stages: with asynchronous copies (sm_90) each program's share of the next row
+/// host code's shapes (shares of 32768 columns, 64 a thread, on 16 warps) and the one-row
+/// clusters' (16384 on 8 warps), 2 stages: with asynchronous copies (sm_90) each program's share of the next row
 /// is copied ahead by `cp.async` inside the loop that exchanges the rows' statistics
 /// through the cluster, and `ptxas` assembles it without spills (and prints what it takes
 /// under the 128 registers that let two programs share a multiprocessor).
@@ -458,7 +458,7 @@ fn cluster_row_walk_passes_ptxas() {
         ieee_rounding: false,
         ..SoftmaxOptions::default()
     };
-    for (cluster, block, warps) in [(4, 16384, 8), (16, 16384, 8)] {
+    for (cluster, block, warps) in [(2, 32768, 16), (8, 32768, 16), (4, 16384, 8), (16, 16384, 8)] {
         for stages in [2] {
             let kernel = seeds::softmax_cluster_rows(block, cluster, stages, options).unwrap();
             let target = Target {
