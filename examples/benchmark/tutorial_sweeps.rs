@@ -336,6 +336,9 @@ pub fn long_softmax(
     for (m, n) in sizes {
         let x = normal_f32s(rng, m * n);
         let xb = dev.upload(&x)?;
+        // What a launch that sizes its grid compiles for: the softmax's arguments (their
+        // types and alignment, not their values: the input stands in for the output).
+        let compile_args = softmax_args(&xb, &xb, m, n);
         let mut launches = vec![(
             "long-row".to_string(),
             "softmax_long_rows".to_string(),
@@ -344,8 +347,7 @@ pub fn long_softmax(
         if n <= long_rows::REGISTER_ROW_MAX {
             // The host code's pick for such rows: one block held in registers, read once
             // where the long-row kernel reads it twice; and the same on 16 warps.
-            let yb = dev.zeros::<f32>(m * n)?;
-            let (kernel, config) = long_rows::softmax_launch(dev, m, n, &softmax_args(&yb, &xb, m, n))?;
+            let (kernel, config) = long_rows::softmax_launch(dev, m, n, &compile_args)?;
             for warps in [16, config.num_warps] {
                 launches.push((
                     format!("one block, {warps} warps"),
@@ -359,9 +361,7 @@ pub fn long_softmax(
             // pick without asynchronous copies), and clusters walking rows (with them), on
             // the clusters and warps that hold 32 or 64 elements a thread.
             let props = dev.properties();
-            let async_copies =
-                props.backend == rutile::Backend::Cuda && props.compute_capability.is_some_and(|cc| cc >= (8, 0));
-            let walk_host = long_rows::cluster_walk_for(n, props.max_cluster()).filter(|_| async_copies);
+            let walk_host = long_rows::cluster_walk_for(n, props.max_cluster()).filter(|_| props.async_copies());
             let host = Some(host).filter(|_| walk_host.is_none());
             for cluster in [2u32, 4, 8, 16]
                 .into_iter()
@@ -390,11 +390,9 @@ pub fn long_softmax(
                         (kernel, config),
                     ));
                     // The same clusters walking rows, the next row's shares copied ahead.
-                    let yb = dev.zeros::<f32>(m * n)?;
-                    let args = softmax_args(&yb, &xb, m, n);
                     let stages = long_rows::CLUSTER_WALK_STAGES;
                     let pick = if Some(shape) == walk_host { " (host)" } else { "" };
-                    match long_rows::softmax_cluster_rows_launch_on(dev, m, n, shape, stages, &args) {
+                    match long_rows::softmax_cluster_rows_launch_on(dev, m, n, shape, stages, &compile_args) {
                         Ok(launch) => launches.push((
                             format!(
                                 "cluster of {cluster}, {num_warps} warps, walking rows on {} clusters, {stages} stages{pick}",

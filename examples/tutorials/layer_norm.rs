@@ -96,8 +96,7 @@ const ONE_BLOCK_MAX: u32 = 16384;
 pub fn forward_launch(dev: &dyn Device, fwd: &Forward) -> Result<(rutile::Kernel, LaunchConfig)> {
     let (m, n) = (fwd.m, fwd.n);
     let cuda = dev.properties().backend == rutile::Backend::Cuda;
-    let async_copies = dev.properties().compute_capability.is_some_and(|cc| cc >= (8, 0));
-    if let Some((warps, stages, params)) = row_walk_shape(n).filter(|_| cuda && async_copies) {
+    if let Some((warps, stages, params)) = row_walk_shape(n).filter(|_| dev.properties().async_copies()) {
         if let Some(launch) = row_walk_launch(dev, fwd, seeds::RowStats::TwoReductions, params, warps, stages)? {
             return Ok(launch);
         }

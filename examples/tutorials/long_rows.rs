@@ -43,9 +43,7 @@ pub fn softmax_launch(
     if cols > REGISTER_ROW_MAX {
         let props = dev.properties();
         let max = props.max_cluster();
-        let async_copies =
-            props.backend == rutile::Backend::Cuda && props.compute_capability.is_some_and(|cc| cc >= (8, 0));
-        if let Some(shape) = cluster_walk_for(cols, max).filter(|_| async_copies) {
+        if let Some(shape) = cluster_walk_for(cols, max).filter(|_| props.async_copies()) {
             return softmax_cluster_rows_launch_on(dev, rows, cols, shape, CLUSTER_WALK_STAGES, args);
         }
         return match cluster_for(cols, max) {
@@ -142,9 +140,10 @@ pub fn softmax_cluster_launch_on(rows: usize, cols: usize, shape: ClusterShape) 
 /// `num_stages - 1` rows (through CUDA's asynchronous copies) while this row's statistics
 /// cross the cluster and its share is stored, on as many clusters as the device holds at
 /// once (`DeviceExt::resident_grid`, compiled for `args`, the softmax's), under the
-/// register limit that lets two programs share a multiprocessor, as the one-row clusters:
-/// on 2 stages a share of 16384 columns takes one stage of shared memory (64 KB; the
-/// stage a thread has read is refilled, `Target::refill_after_read`), so two fit.
+/// register limit that lets two programs of 8 warps share a multiprocessor, as the one-row
+/// clusters. On 2 stages a share takes one stage of shared memory (the stage a thread has
+/// read is refilled, `Target::refill_after_read`): 64 KB at 16384 columns, so two such
+/// programs fit; 128 KB at 32768 (the host code's, on 16 warps), one.
 pub fn softmax_cluster_rows_launch_on(
     dev: &dyn Device,
     rows: usize,
@@ -231,10 +230,11 @@ pub fn layer_norm_cluster_launch_on(
 /// registers a thread: on an H200 the fastest of the sweep at 32768 and 65536 columns (8
 /// and 4 points above 16 warps), 1.4 below it at 262144.
 pub fn layer_norm_long_launch(dev: &dyn Device, m: usize, dtype: ScalarType) -> Result<(Kernel, LaunchConfig)> {
-    let props = dev.properties();
-    let copies_ahead =
-        props.backend == rutile::Backend::Cuda && props.compute_capability.is_some_and(|cc| cc >= (8, 0));
-    let (num_warps, maxnreg) = if copies_ahead { (8, Some(80)) } else { (16, None) };
+    let (num_warps, maxnreg) = if dev.properties().async_copies() {
+        (8, Some(80))
+    } else {
+        (16, None)
+    };
     let meta = LongRowMeta {
         num_warps,
         ..LongRowMeta::default()

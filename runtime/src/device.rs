@@ -214,6 +214,13 @@ impl DeviceProperties {
             _ => 1,
         }
     }
+    /// Whether the device copies from global into shared memory asynchronously (CUDA's
+    /// `cp.async`, compute capability 8.0 and later): where it does, a loop's `num_stages`
+    /// copies its loads ahead (`KernelBuilder::for_range_staged`); elsewhere such a loop
+    /// loads each iteration's data when it gets to it.
+    pub fn async_copies(&self) -> bool {
+        self.backend == Backend::Cuda && self.compute_capability.is_some_and(|cc| cc >= (8, 0))
+    }
     /// Properties with only the identity known.
     pub fn unknown(
         name: impl Into<String>,

@@ -91,7 +91,13 @@ pub fn persistent_grid(device: &DeviceProperties, kernel: &KernelMetadata, rows:
     if persistent_per_multiprocessor(device, kernel).is_some_and(|p| p > EVEN_ROWS_PROGRAMS) {
         return resident.min(rows).max(1);
     }
-    let rounds = rows.div_ceil(resident).max(1);
+    evened(rows, resident)
+}
+
+/// As few of `resident` workers as walk `rows` rows in the rounds `resident` would take, so
+/// that each walks as many rows as the others or one fewer (at least one).
+fn evened(rows: u32, resident: u32) -> u32 {
+    let rounds = rows.div_ceil(resident.max(1)).max(1);
     rows.div_ceil(rounds).max(1)
 }
 
@@ -107,10 +113,8 @@ pub fn persistent_cluster_grid(device: &DeviceProperties, kernel: &KernelMetadat
     let resident = kernel
         .resident_clusters
         .or_else(|| persistent_programs(device, kernel).map(|p| p / cluster))
-        .unwrap_or(UNKNOWN_DEVICE_PROGRAMS / cluster)
-        .max(1);
-    let rounds = rows.div_ceil(resident).max(1);
-    rows.div_ceil(rounds).max(1) * cluster
+        .unwrap_or(UNKNOWN_DEVICE_PROGRAMS / cluster);
+    evened(rows, resident) * cluster
 }
 
 /// The most programs a multiprocessor may hold for [`persistent_grid`] to even out the

@@ -88,8 +88,8 @@
 //! the first instruction of the body that uses a value read back (`PendingRefill`), which
 //! cannot run before the thread's reads of its slots have returned. The ring then holds
 //! `A = num_stages - 1` stages, not `num_stages`, with the copies as far ahead: what lets
-//! the cluster softmax's walk keep two programs a multiprocessor (a share of 16384 f32
-//! columns is 64 KB a stage).
+//! the cluster softmax's walk hold a share of 32768 f32 columns and its next row's copy
+//! (128 KB a stage) in one multiprocessor's shared memory, or two programs of 16384.
 //!
 //! ```text
 //! iteration i:      wait until iteration i's group is complete

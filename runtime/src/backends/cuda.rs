@@ -467,7 +467,7 @@ impl Device for CudaGpu {
             let info = function.info();
             // A producer warpgroup adds its threads to the `num_warps` warps'.
             let threads = threads.max(thread_kernel.threads());
-            let metadata = KernelMetadata {
+            let mut metadata = KernelMetadata {
                 threads,
                 registers: Some(info.num_regs as u32),
                 spill_bytes: Some(info.local_size_bytes as u32),
@@ -486,10 +486,7 @@ impl Device for CudaGpu {
                     .map(|o| o.blocks_per_multiprocessor),
                 resident_clusters: None,
             };
-            let metadata = KernelMetadata {
-                resident_clusters: resident_clusters(&kernel.name, &function, options.cluster, &metadata)?,
-                ..metadata
-            };
+            metadata.resident_clusters = resident_clusters(&kernel.name, &function, options.cluster, &metadata)?;
             Ok(CompiledKernel {
                 kernel: kernel.clone(),
                 extent: ExtentPlan::new(kernel),
