@@ -144,9 +144,15 @@ impl<'b> ClusterShare<'b> {
         // may still be loading; then the pair (maximum, sum relative to it) crosses the
         // cluster in one exchange, combined as the online softmax combines blocks. (The
         // maximum is kept finite so that a share past the row's end gives zeros, not
-        // `-inf - -inf`.)
+        // `-inf - -inf`.) Each exponential as `exp2` of `(x - max)·log2 e`, as the attention
+        // tutorial writes its own: a multiply and one `ex2.approx.ftz` through CUDA, where
+        // `exp` takes ten instructions to correct the product's rounding, and where 64 a
+        // thread stand between a program's loads and its stores that is 5 points of the copy
+        // ceiling at 131072 columns on an H200 (`docs/performance.md`, "Clusters walking
+        // rows"). The product's rounding costs `|x - max|·2^-24` relative: under 1e-6 for
+        // the values the row's sum is made of.
         let local_max = x.max(0).maximum(k.scalar(f32::MIN, F32));
-        let num = (x - local_max).exp();
+        let num = ((x - local_max) * std::f32::consts::LOG2_E).exp2();
         let stats = k.cluster_reduce_n(&[local_max, num.sum(0)], |_, a, b| {
             let m = a[0].maximum(b[0]);
             vec![m, a[1] * (a[0] - m).exp() + b[1] * (b[0] - m).exp()]
