@@ -147,10 +147,10 @@ impl<'b> ClusterShare<'b> {
         // `-inf - -inf`.) Each exponential as `exp2` of `(x - max)·log2 e`, as the attention
         // tutorial writes its own: a multiply and one `ex2.approx.ftz` through CUDA, where
         // `exp` takes ten instructions to correct the product's rounding, and where 64 a
-        // thread stand between a program's loads and its stores that is 5 points of the copy
-        // ceiling at 131072 columns on an H200 (`docs/performance.md`, "Clusters walking
-        // rows"). The product's rounding costs `|x - max|·2^-24` relative: under 1e-6 for
-        // the values the row's sum is made of.
+        // thread stand between a program's loads and its stores that is 5 to 8 points of the
+        // copy ceiling from 65536 columns on an H200 (`docs/performance.md`, "The clusters'
+        // exponentials"). The subtraction's and the product's roundings cost about
+        // `2·|x - max|·2^-24` relative (1.2e-6 at `x - max = -10`).
         let local_max = x.max(0).maximum(k.scalar(f32::MIN, F32));
         let num = ((x - local_max) * std::f32::consts::LOG2_E).exp2();
         let stats = k.cluster_reduce_n(&[local_max, num.sum(0)], |_, a, b| {
