@@ -127,7 +127,7 @@ fn study(dev: &dyn Device, widths: &[usize]) -> rutile::Result<()> {
         let stages = long_rows::CLUSTER_WALK_STAGES;
         let (host, config) = long_rows::softmax_cluster_rows_launch_on(dev, m, n, shape, stages, &args)?;
         let block = (n.div_ceil(shape.cluster as usize)).next_power_of_two() as u32;
-        let mut forms: Vec<(&str, Kernel, LaunchConfig, Option<Walk>)> = vec![("host", host, config.clone(), None)];
+        let mut forms: Vec<(&str, Kernel, LaunchConfig, Option<Walk>)> = vec![("host", host, config, None)];
         for (name, walk) in [
             ("no exchange", Walk::NoExchange),
             ("exp form", Walk::Exp),
@@ -135,7 +135,7 @@ fn study(dev: &dyn Device, widths: &[usize]) -> rutile::Result<()> {
             ("copy walk", Walk::Copy),
         ] {
             let kernel = walk_kernel(block, shape.cluster, stages, walk)?;
-            let config = dev.resident_grid(&kernel, config.clone(), &args, m as u32)?;
+            let config = dev.resident_grid(&kernel, config, &args, m as u32)?;
             forms.push((name, kernel, config, Some(walk)));
         }
         for (name, kernel, config, walk) in forms {
