@@ -119,9 +119,14 @@ impl Lowerer<'_> {
                 self.shared.len() as u32 - 1
             })
             .collect();
-        let pid = self.set(i32t, Expr::Special(Special::ProgramId(0)));
+        // The rank once, in the prologue: in a loop a remainder by a cluster size that is no
+        // power of two is `ptxas`'s general division sequence, whose temporaries at the
+        // exchange, where a walk holds its share, made the long-row softmax's clusters of 3,
+        // 5 and 7 spill. (Clusters never run persistent or warp-specialized, so the program
+        // id is the program's for the whole kernel.)
+        let pid = self.pset(i32t, Expr::Special(Special::ProgramId(0)));
         let size = self.i32c(cluster as i64);
-        let rank = self.set(i32t, Expr::Binary(BinaryOp::Rem, pid, size));
+        let rank = self.pset(i32t, Expr::Binary(BinaryOp::Rem, pid, size));
         let (tid, _, _) = self.thread_ids();
         let writes = self.set(ScalarType::Bool, Expr::Compare(crate::ir::CmpOp::Lt, tid, size));
         self.barrier_before_cluster_writes();

@@ -144,21 +144,22 @@ impl<'b> ClusterShare<'b> {
         // may still be loading; then the pair (maximum, sum relative to it) crosses the
         // cluster in one exchange, combined as the online softmax combines blocks. (The
         // maximum is kept finite so that a share past the row's end gives zeros, not
-        // `-inf - -inf`.) Each exponential as `exp2` of `(x - max)·log2 e`, as the attention
-        // tutorial writes its own: a multiply and one `ex2.approx.ftz` through CUDA, where
+        // `-inf - -inf`.) Each exponential (the share's, the combine's, the final scale) as
+        // `exp2` of `(x - max)·log2 e`, as the attention tutorial writes its own: a multiply and one `ex2.approx.ftz` through CUDA, where
         // `exp` takes ten instructions to correct the product's rounding, and where 64 a
         // thread stand between a program's loads and its stores that is 5 to 8 points of the
         // copy ceiling from 65536 columns on an H200 (`docs/performance.md`, "The clusters'
         // exponentials"). The subtraction's and the product's roundings cost about
         // `2·|x - max|·2^-24` relative (1.2e-6 at `x - max = -10`).
+        let exp = |v: Value<'b>| (v * std::f32::consts::LOG2_E).exp2();
         let local_max = x.max(0).maximum(k.scalar(f32::MIN, F32));
-        let num = ((x - local_max) * std::f32::consts::LOG2_E).exp2();
+        let num = exp(x - local_max);
         let stats = k.cluster_reduce_n(&[local_max, num.sum(0)], |_, a, b| {
             let m = a[0].maximum(b[0]);
-            vec![m, a[1] * (a[0] - m).exp() + b[1] * (b[0] - m).exp()]
+            vec![m, a[1] * exp(a[0] - m) + b[1] * exp(b[0] - m)]
         });
         let (row_max, total) = (stats[0], stats[1]);
-        let y = num * (local_max - row_max).exp().fdiv(total, o.ieee_rounding);
+        let y = num * exp(local_max - row_max).fdiv(total, o.ieee_rounding);
         k.store_masked(p.out + row * p.out_stride + cols, y, mask);
     }
 }
