@@ -7,10 +7,10 @@
 //! - `no exchange`: the same walk with each program normalizing its share by its own
 //!   maximum and sum (the cluster's exchange left out: wrong results, not checked), what
 //!   any cheaper exchange could at most give;
-//! - `exp form`: the host code's kernel with each element's exponential written as `exp(x -
-//!   max)` (rutile's `exp` takes ten instructions through CUDA to correct the rounding of
-//!   `x·log2 e`) where the seed writes `exp2((x - max)·log2 e)` (a multiply and one
-//!   `ex2.approx.ftz`), checked;
+//! - `exp form`: the host code's kernel as it was before its exponentials became `exp2`s,
+//!   each written as `exp(x - max)` (rutile's `exp` takes ten instructions through CUDA to
+//!   correct the rounding of `x·log2 e`) where the seed writes `exp2((x - max)·log2 e)` (a
+//!   multiply and one `ex2.approx.ftz`), checked;
 //! - `exp, no exchange`: both;
 //! - `copy walk`: the same walk storing what it loaded (checked: the output is the input),
 //!   the walk's loads and stores alone.
