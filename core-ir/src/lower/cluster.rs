@@ -122,7 +122,7 @@ impl Lowerer<'_> {
         // The rank once, in the prologue: in a loop a remainder by a cluster size that is no
         // power of two is `ptxas`'s general division sequence, whose temporaries at the
         // exchange, where a walk holds its share, made the long-row softmax's clusters of 3,
-        // 5 and 7 spill. (Clusters never run persistent or warp-specialized, so the program
+        // 5 and 7 spill. (A persistent grid cannot run in clusters, `lower`, so the program
         // id is the program's for the whole kernel.)
         let pid = self.pset(i32t, Expr::Special(Special::ProgramId(0)));
         let size = self.i32c(cluster as i64);
