@@ -700,9 +700,9 @@ unary_methods! {
     /// `e^x` (floats), as `tl.exp`. Through CUDA within 2.3 ulp over the whole range, which
     /// takes ten instructions for f32 (`ex2` of `x·log2 e` and a correction for the
     /// product's rounding, `backend-ptx/src/math.rs`). Where many exponentials a thread
-    /// stand between a kernel's loads and its stores, `(x * LOG2_E).exp2()` is two
-    /// (a multiply and one `ex2`), at a relative error of about `|x|·2^-24` more: what the long-row
-    /// softmax's clusters do (`docs/performance.md`, "The clusters' exponentials").
+    /// stand between a kernel's loads and its stores, `(x * LOG2_E).exp2()` is two (a
+    /// multiply and one `ex2`), at a relative error of about `|x|·2^-24` more: what the
+    /// long-row softmax's clusters do (`docs/performance.md`, "The clusters' exponentials").
     exp => Exp,
     /// `2^x` (floats), as `tl.exp2`. Approximate on GPUs; through CUDA, f32 results below
     /// 2^-126 flush to zero, as Triton's do (`backend-ptx/src/math.rs` gives the bounds).

@@ -145,12 +145,13 @@ impl<'b> ClusterShare<'b> {
         // cluster in one exchange, combined as the online softmax combines blocks. (The
         // maximum is kept finite so that a share past the row's end gives zeros, not
         // `-inf - -inf`.) Each exponential (the share's, the combine's, the final scale) as
-        // `exp2` of `(x - max)·log2 e`, as the attention tutorial writes its own: a multiply and one `ex2.approx.ftz` through CUDA, where
-        // `exp` takes ten instructions to correct the product's rounding, and where 64 a
-        // thread stand between a program's loads and its stores that is 5 to 8 points of the
-        // copy ceiling from 65536 columns on an H200 (`docs/performance.md`, "The clusters'
-        // exponentials"). The subtraction's and the product's roundings cost about
-        // `2·|x - max|·2^-24` relative (1.2e-6 at `x - max = -10`).
+        // `exp2` of `(x - max)·log2 e`, as the attention tutorial writes its own: a multiply
+        // and one `ex2.approx.ftz` through CUDA, where `exp` takes ten instructions to correct
+        // the product's rounding, and where 64 a thread stand between a program's loads and
+        // its stores that is 5 to 8 points of the copy ceiling from 65536 columns on an H200
+        // (`docs/performance.md`, "The clusters' exponentials"). The subtraction's and the
+        // product's roundings cost about `2·|x - max|·2^-24` relative (1.2e-6 at
+        // `x - max = -10`).
         let exp = |v: Value<'b>| (v * std::f32::consts::LOG2_E).exp2();
         let local_max = x.max(0).maximum(k.scalar(f32::MIN, F32));
         let num = exp(x - local_max);
