@@ -109,7 +109,6 @@ impl Lowerer<'_> {
             };
             mine.push((elem, x));
         }
-        let i32t = ScalarType::I32;
         // A buffer of its own for each value, not the exchange buffer of its type
         // (`shared_buffer`): the slots are read after the last barrier here (module comment).
         let slots: Vec<u32> = mine
@@ -119,14 +118,8 @@ impl Lowerer<'_> {
                 self.shared.len() as u32 - 1
             })
             .collect();
-        // The rank once, in the prologue: in a loop a remainder by a cluster size that is no
-        // power of two is `ptxas`'s general division sequence, whose temporaries at the
-        // exchange, where a walk holds its share, made the long-row softmax's clusters of 3,
-        // 5 and 7 spill. (A persistent grid cannot run in clusters, `lower`, so the program
-        // id is the program's for the whole kernel.)
-        let pid = self.pset(i32t, Expr::Special(Special::ProgramId(0)));
         let size = self.i32c(cluster as i64);
-        let rank = self.pset(i32t, Expr::Binary(BinaryOp::Rem, pid, size));
+        let rank = self.cluster_rank(size);
         let (tid, _, _) = self.thread_ids();
         let writes = self.set(ScalarType::Bool, Expr::Compare(crate::ir::CmpOp::Lt, tid, size));
         self.barrier_before_cluster_writes();
@@ -170,6 +163,23 @@ impl Lowerer<'_> {
                 ptr: None,
             })
             .collect())
+    }
+
+    /// This program's rank in its cluster of `size` (a constant register) programs, once a
+    /// kernel, in the prologue: in a loop a remainder by a cluster size that is no power of
+    /// two is `ptxas`'s general division sequence, whose temporaries at the exchange, where
+    /// a walk holds its share, made the long-row softmax's clusters of 3, 5 and 7 spill. (A
+    /// persistent grid cannot run in clusters, `lower`, so the program id is the program's
+    /// for the whole kernel.)
+    fn cluster_rank(&mut self, size: Reg) -> Reg {
+        if let Some(rank) = self.cache.cluster_rank {
+            return rank;
+        }
+        let i32t = ScalarType::I32;
+        let pid = self.pset(i32t, Expr::Special(Special::ProgramId(0)));
+        let rank = self.pset(i32t, Expr::Binary(BinaryOp::Rem, pid, size));
+        self.cache.cluster_rank = Some(rank);
+        rank
     }
 
     /// What must come before a reduction's writes into the other programs (module comment).

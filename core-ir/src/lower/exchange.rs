@@ -20,6 +20,8 @@ pub(crate) struct Cache {
     /// This program's `program_id(0)` in a block of several programs (see
     /// `block_programs`).
     pub block_program: Option<Reg>,
+    /// This program's rank in its thread-block cluster (see `cluster`).
+    pub cluster_rank: Option<Reg>,
     raw: HashMap<Blocked, [Option<Reg>; MAX_RANK]>,
     rows: HashMap<(Reg, WarpgroupRows), Reg>,
     coords: HashMap<(Layout, Full, usize, usize), Reg>,
