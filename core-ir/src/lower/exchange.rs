@@ -248,13 +248,6 @@ impl Lowerer<'_> {
         a
     }
 
-    /// A shared buffer of `len` elements of `ty` for one block reduction's slots alone
-    /// (transient: a reduction stores its slots before it reads them).
-    pub(crate) fn reduction_buffer(&mut self, ty: ScalarType, len: u32) -> u32 {
-        self.shared.push(SharedAlloc::transient(ty, len));
-        self.shared.len() as u32 - 1
-    }
-
     /// Row-major strides of a value's shape, placed on the layout's blocked dimensions
     /// (0 on sliced ones).
     pub(crate) fn value_strides(layout: &Layout, shape: Shape) -> [i64; MAX_RANK] {

@@ -147,14 +147,10 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     crate::verify::verify(kernel)?;
     // A loop's own `num_stages` is a hint: where its copies ahead do not fit shared memory,
     // the kernel is lowered with plain loads in such loops instead.
-    // Block reductions take slots of their own (`reduce`); where those do not fit, they
-    // share one buffer a type with the other exchanges.
-    let fitting = |own_copies, own_slots| lower_fitting(kernel, target, spec, own_copies, own_slots);
-    let mut out = match fitting(true, true) {
-        Err(LowerError::OutOfSharedMemory { .. }) => match fitting(true, false) {
-            Err(LowerError::OutOfSharedMemory { .. }) if has_staged_loop(kernel) => fitting(false, false)?,
-            r => r?,
-        },
+    let mut out = match lower_fitting(kernel, target, spec, true) {
+        Err(LowerError::OutOfSharedMemory { .. }) if has_staged_loop(kernel) => {
+            lower_fitting(kernel, target, spec, false)?
+        }
         r => r?,
     };
     if target.divisions_as_shifts {
@@ -182,18 +178,16 @@ fn lower_fitting(
     target: &Target,
     spec: &Specialization,
     own_copies: bool,
-    own_slots: bool,
 ) -> Result<ThreadKernel, LowerError> {
-    let once = |target: &Target, coop_stages| lower_once(kernel, target, spec, coop_stages, own_copies, own_slots);
-    match once(target, true) {
+    match lower_once(kernel, target, spec, true, own_copies) {
         Err(LowerError::OutOfSharedMemory { .. }) if !target.coop_matrix.is_empty() => {
-            match once(target, false) {
+            match lower_once(kernel, target, spec, false, own_copies) {
                 Err(LowerError::OutOfSharedMemory { needed, limit, .. }) => {
                     let fma = Target {
                         coop_matrix: Vec::new(),
                         ..target.clone()
                     };
-                    let mut k = once(&fma, false)?;
+                    let mut k = lower_once(kernel, &fma, spec, false, own_copies)?;
                     // Why the `dot`s left the cooperative matrices (`ThreadKernel::dots`).
                     let why = format!(
                         "on cooperative matrices the kernel needs {needed} bytes of shared memory, the device allows {limit}"
@@ -253,19 +247,16 @@ fn has_staged_loop(kernel: &Kernel) -> bool {
 /// One lowering of `kernel`; `coop_stages`: whether loops may pipeline the operands
 /// of `dot`s on cooperative matrices; `own_copies`: whether loops with their own
 /// `num_stages` copy their other loads ahead (see `pipeline`).
-#[allow(clippy::too_many_arguments)]
 fn lower_once(
     kernel: &Kernel,
     target: &Target,
     spec: &Specialization,
     coop_stages: bool,
     own_copies: bool,
-    own_slots: bool,
 ) -> Result<ThreadKernel, LowerError> {
     let mut l = Lowerer::new(kernel, target, spec);
     l.coop_stages = coop_stages;
     l.own_copies_allowed = own_copies;
-    l.own_reduction_slots = own_slots;
     l.lower_body()?;
     l.finish()
 }
@@ -325,9 +316,6 @@ pub(crate) struct Lowerer<'k> {
     /// Whether loops with their own `num_stages` copy their other loads ahead (see
     /// `pipeline`; off where those copies do not fit shared memory).
     own_copies_allowed: bool,
-    /// Whether block reductions exchange through slots of their own, their reuse fenced
-    /// lazily (see `ordering`), or through the one buffer a type of all exchanges.
-    own_reduction_slots: bool,
     /// Whether the register pipeline's prefetches are lowered unpredicated: in the trips of
     /// a loop that run only where all their predicates hold (`pipeline.rs`).
     unmasked_prefetch: bool,
@@ -403,7 +391,6 @@ impl<'k> Lowerer<'k> {
             },
             coop_stages: true,
             own_copies_allowed: true,
-            own_reduction_slots: true,
             unmasked_prefetch: false,
             copy_threads_from: 0,
             producer: None,
@@ -709,13 +696,6 @@ impl<'k> Lowerer<'k> {
     }
 
     pub(crate) fn emit(&mut self, s: Stmt) {
-        if self.needs_fence(&s) {
-            self.note_barrier();
-            self.body
-                .last_mut()
-                .expect("an open statement list")
-                .push(Stmt::Barrier);
-        }
         if s == Stmt::Barrier {
             self.note_barrier();
         }

@@ -8,16 +8,9 @@
 //! for a write) since the last barrier, the lowering puts a barrier first. The tracking is
 //! per pointer parameter (pointers into one buffer through two parameters are assumed not
 //! to overlap, as in CUDA and Triton) and conservative across branches and loops.
-//!
-//! Shared buffers whose reuse is fenced lazily are tracked the same way: a block
-//! reduction reads its slots and leaves no barrier behind (`reduce`); the next store into
-//! those slots puts one first unless another barrier came between, and a loop whose next
-//! iteration would store into them first gets one at the start of its iteration. Each
-//! reduction has slots of its own, so two reductions in a row (a layer norm's mean and
-//! variance) wait at one barrier each instead of two.
 
 use super::Lowerer;
-use crate::thread::{Memory, Stmt};
+use crate::thread::Stmt;
 use std::collections::BTreeSet;
 
 /// Parameters read and written since the last barrier, and all read and written in the
@@ -28,9 +21,6 @@ pub(crate) struct Accesses {
     stored: BTreeSet<u32>,
     ever_loaded: BTreeSet<u32>,
     ever_stored: BTreeSet<u32>,
-    /// Shared buffers read since the last barrier whose next stores must wait for those
-    /// reads to finish in every thread (see the module's documentation).
-    unfenced_reads: BTreeSet<u32>,
 }
 
 impl Accesses {
@@ -39,7 +29,6 @@ impl Accesses {
         self.stored.extend(&other.stored);
         self.ever_loaded.extend(&other.ever_loaded);
         self.ever_stored.extend(&other.ever_stored);
-        self.unfenced_reads.extend(&other.unfenced_reads);
     }
 }
 
@@ -80,24 +69,6 @@ impl Lowerer<'_> {
     pub(crate) fn note_barrier(&mut self) {
         self.accesses.loaded.clear();
         self.accesses.stored.clear();
-        self.accesses.unfenced_reads.clear();
-    }
-
-    /// Every thread has read shared buffer `alloc` (written only by `Stmt::Store`s) and put
-    /// no barrier after: its next store must wait for those reads (`needs_fence`).
-    pub(crate) fn note_unfenced_read(&mut self, alloc: u32) {
-        self.accesses.unfenced_reads.insert(alloc);
-    }
-
-    /// Whether `s` stores into a shared buffer that threads may still be reading.
-    pub(crate) fn needs_fence(&self, s: &Stmt) -> bool {
-        match s {
-            Stmt::Store {
-                mem: Memory::Shared { alloc },
-                ..
-            } => self.accesses.unfenced_reads.contains(alloc),
-            _ => false,
-        }
     }
 
     /// Starts a branch or loop body: it sees what is pending before it; returns the state
@@ -120,32 +91,6 @@ impl Lowerer<'_> {
     /// afterwards anything the body left pending may still conflict.
     pub(crate) fn loop_needs_barrier(body: &Accesses) -> bool {
         body.ever_stored.iter().any(|p| body.ever_loaded.contains(p))
-    }
-
-    /// Whether a loop whose iteration runs `iteration` (its statement lists in order) and
-    /// leaves `body` behind needs a barrier at the start of its iteration for the shared
-    /// reads it leaves unfenced: when the iteration may store into one of those buffers
-    /// before it reaches a barrier of its own.
-    pub(crate) fn loop_needs_fence(body: &Accesses, iteration: &[&[Stmt]]) -> bool {
-        if body.unfenced_reads.is_empty() {
-            return false;
-        }
-        for &list in iteration {
-            for s in list {
-                if *s == Stmt::Barrier {
-                    return false;
-                }
-                let mut stores = false;
-                crate::thread::walk_stmts(std::slice::from_ref(s), &mut |t| {
-                    stores |= matches!(t, Stmt::Store { mem: Memory::Shared { alloc }, .. }
-                        if body.unfenced_reads.contains(alloc));
-                });
-                if stores {
-                    return true;
-                }
-            }
-        }
-        false
     }
 
     /// Merges the state after a branch or loop into the current one (conservatively: the

@@ -176,8 +176,7 @@ impl Lowerer<'_> {
     }
 
     /// Each thread writes its partials to slot `(warp, lane)` of its result elements; after a
-    /// barrier, each combines all slots in order. The barrier that keeps the next stores
-    /// into the slots from overtaking these reads is left to `ordering`.
+    /// barrier, each combines all slots in order.
     #[allow(clippy::too_many_arguments)]
     fn reduce_through_shared(
         &mut self,
@@ -192,19 +191,11 @@ impl Lowerer<'_> {
     ) -> Result<Vec<Partial>, LowerError> {
         let i32t = ScalarType::I32;
         let numel = result_shape.numel() as u32;
-        // Slots of this reduction alone, so that their reuse needs a barrier only before this
-        // reduction's next stores (see `ordering`): another reduction can store into its own
-        // while some threads still read these. Where those do not fit shared memory, the
-        // slots share the buffer of their type with every exchange, and a barrier follows.
-        let own = self.own_reduction_slots;
-        let values = if own {
-            self.reduction_buffer(acc_ty, numel * slots)
-        } else {
-            self.shared_buffer(acc_ty, numel * slots)
-        };
+        let values = self.shared_buffer(acc_ty, numel * slots);
+        let index_base = if acc_ty == i32t { numel * slots } else { 0 };
         let has_index = parts[0].index.is_some();
         let indices = if has_index {
-            Some(self.reduction_buffer(i32t, numel * slots))
+            Some(self.shared_buffer(i32t, index_base + numel * slots))
         } else {
             None
         };
@@ -243,10 +234,12 @@ impl Lowerer<'_> {
                 pred: None,
             });
             if let (Some(buf), Some(i)) = (indices, p.index) {
+                let off = self.i32c(index_base as i64);
+                let at_i = self.set(i32t, Expr::Binary(BinaryOp::Add, at, off));
                 self.emit(Stmt::Store {
                     values: vec![i],
                     mem: Memory::Shared { alloc: buf },
-                    index: at,
+                    index: at_i,
                     pred: None,
                 });
             }
@@ -269,11 +262,13 @@ impl Lowerer<'_> {
                 });
                 let index = match indices {
                     Some(buf) => {
+                        let off = self.i32c(index_base as i64);
+                        let at_i = self.set(i32t, Expr::Binary(BinaryOp::Add, at, off));
                         let r = self.new_reg(i32t);
                         self.emit(Stmt::Load {
                             dsts: vec![r],
                             mem: Memory::Shared { alloc: buf },
-                            index: at,
+                            index: at_i,
                             pred: None,
                             cache: CacheModifier::Default,
                         });
@@ -289,16 +284,7 @@ impl Lowerer<'_> {
             }
             out.push(acc.expect("at least one slot"));
         }
-        if own {
-            // No barrier here: the next stores into these buffers put one first, unless
-            // another barrier comes before them.
-            self.note_unfenced_read(values);
-            if let Some(buf) = indices {
-                self.note_unfenced_read(buf);
-            }
-        } else {
-            self.emit(Stmt::Barrier);
-        }
+        self.emit(Stmt::Barrier);
         Ok(out)
     }
 
