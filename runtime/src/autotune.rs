@@ -49,15 +49,22 @@
 //! that takes over a second shows a progress bar on stderr when it is a terminal, naming
 //! the kernel, the key and the configuration being timed.
 //!
+//! On a GPU the configurations timed within 10% of the fastest (at most four) are timed
+//! again, in turns over three rounds, before one is chosen ([`Autotuner::runoff`]): timed
+//! once each, one after the other, two close configurations may swap places from one tuning
+//! to the next as the card's clocks move.
+//!
 //! The cache file may be shared by processes tuning at once: each adds its choice as one
 //! whole line, and none is lost.
 
 mod cache;
 mod config;
 mod report;
+mod runoff;
 
 pub use config::Config;
 pub use report::{Choice, Report, SkipReason, Skipped, Timing};
+pub use runoff::{DEFAULT_ROUNDS as DEFAULT_RUNOFF_ROUNDS, MARGIN as RUNOFF_MARGIN, MAX_FINALISTS as RUNOFF_FINALISTS};
 
 use crate::bench::{do_bench, CacheFlush, FlushMode};
 use crate::compiled::KernelMetadata;
@@ -101,6 +108,7 @@ pub struct Autotuner {
     name: String,
     configs: Vec<Config>,
     repetitions: Option<(usize, usize)>,
+    runoff_rounds: Option<usize>,
     file: Option<PathBuf>,
     skip_spilling: bool,
     print: bool,
@@ -145,6 +153,7 @@ impl Autotuner {
             name: name.to_string(),
             configs,
             repetitions: None,
+            runoff_rounds: None,
             file: default_cache_file(),
             skip_spilling: env_flag(AUTOTUNE_SKIP_SPILLS_ENV),
             print: env_flag(AUTOTUNE_PRINT_ENV),
@@ -166,6 +175,19 @@ impl Autotuner {
     /// one launch.
     pub fn repetitions(mut self, warmup: usize, reps: usize) -> Autotuner {
         self.repetitions = Some((warmup, reps.max(1)));
+        self
+    }
+
+    /// Rounds of the runoff: the configurations whose first time is within
+    /// [`RUNOFF_MARGIN`] of the fastest (at most [`RUNOFF_FINALISTS`]) are timed again,
+    /// each round timing each once, in an order that starts one further on every round, and
+    /// the one with the fastest median of its rounds is chosen ([`Report::runoff`] says
+    /// what each round measured). By default [`DEFAULT_RUNOFF_ROUNDS`] on a GPU and none on
+    /// a software device; 0 turns it off. A round's launches are as
+    /// [`repetitions`](Self::repetitions) says, or by default about 10 ms untimed and 50 ms
+    /// timed.
+    pub fn runoff(mut self, rounds: usize) -> Autotuner {
+        self.runoff_rounds = Some(rounds);
         self
     }
 
@@ -312,14 +334,19 @@ impl Autotuner {
             ));
         }
         let mut report = Report::default();
-        for (config, kernel) in self.configs.iter().zip(built) {
+        // The kernels that ran, by configuration, for the runoff.
+        let mut ran: Vec<Option<(Kernel, LaunchConfig)>> = vec![None; self.configs.len()];
+        for ((config, kernel), ran) in self.configs.iter().zip(built).zip(&mut ran) {
             progress.step(config.to_string());
-            let outcome =
-                match kernel.and_then(|(k, launch)| self.try_config(dev, flush.as_ref(), &k, &launch, args, config)) {
-                    Ok(outcome) => outcome,
-                    Err(e) if config_specific(&e) => Outcome::Skipped(SkipReason::of(&e)),
-                    Err(e) => return Err(e),
-                };
+            let outcome = match kernel.and_then(|(k, launch)| {
+                let outcome = self.try_config(dev, flush.as_ref(), &k, &launch, args, config);
+                *ran = Some((k, launch));
+                outcome
+            }) {
+                Ok(outcome) => outcome,
+                Err(e) if config_specific(&e) => Outcome::Skipped(SkipReason::of(&e)),
+                Err(e) => return Err(e),
+            };
             if self.print {
                 progress.println(&printer.outcome(config, &outcome));
             }
@@ -331,6 +358,18 @@ impl Autotuner {
                 }),
             }
             progress.done();
+        }
+        let rounds = self
+            .runoff_rounds
+            .unwrap_or(if is_software(dev) { 0 } else { runoff::DEFAULT_ROUNDS });
+        let kernel_of = |config: &Config| {
+            let at = self.configs.iter().position(|c| c == config)?;
+            ran[at].as_ref().map(|(k, l)| (k, l))
+        };
+        let repetitions = |ms: f64| self.runoff_repetitions(dev, ms);
+        runoff::run(dev, flush.as_ref(), &mut report, rounds, &kernel_of, &repetitions, args)?;
+        if self.print && !report.runoff.is_empty() {
+            progress.println(&printer.runoff(&report));
         }
         let Some(best) = report.timed.iter().min_by(|a, b| a.time_ms.total_cmp(&b.time_ms)) else {
             return Err(self.none_ran(&report.skipped));
@@ -378,6 +417,19 @@ impl Autotuner {
             }
         });
         (compiled.into_inner(), threads)
+    }
+
+    /// Untimed and timed launches of one round of the runoff, for a configuration whose
+    /// launch took `ms` in the first pass.
+    fn runoff_repetitions(&self, dev: &dyn Device, ms: f64) -> (usize, usize) {
+        match self.repetitions {
+            Some(r) => r,
+            None if is_software(dev) => (0, 1),
+            None => {
+                let count = |budget_ms: f64, min: f64| (budget_ms / ms.max(1e-3)).clamp(min, 1000.0) as usize;
+                (count(10.0, 1.0), count(50.0, 5.0))
+            }
+        }
     }
 
     /// Compiles `config`'s kernel (found in the compile cache when `precompile` did), and
@@ -559,6 +611,24 @@ impl Printer {
                 format!("  {config:<w$}  skipped: {reason}", w = self.width)
             }
         }
+    }
+
+    /// The runoff's line: each finalist with its rounds' medians.
+    fn runoff(&self, report: &Report) -> String {
+        let finalists: Vec<String> = report
+            .runoff
+            .iter()
+            .map(|(config, rounds)| {
+                let times: Vec<String> = rounds.iter().map(|&ms| milliseconds(ms)).collect();
+                format!("`{config}` {}", times.join(" / "))
+            })
+            .collect();
+        format!(
+            "rutile: runoff of {} finalists over {} rounds: {}",
+            report.runoff.len(),
+            report.runoff.first().map_or(0, |(_, r)| r.len()),
+            finalists.join("; ")
+        )
     }
 
     fn winner(&self, name: &str, key: &str, best: &Timing, report: &Report, took: std::time::Duration) -> String {

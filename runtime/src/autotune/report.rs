@@ -42,13 +42,18 @@ pub struct Report {
     pub timed: Vec<Timing>,
     /// The configurations that did not, with why.
     pub skipped: Vec<Skipped>,
+    /// The runoff's finalists, fastest first by their first time, each with the median of
+    /// every round it ran in (see [`Autotuner::runoff`](super::Autotuner::runoff)); empty
+    /// where none ran.
+    pub runoff: Vec<(Config, Vec<f64>)>,
 }
 
 /// One configuration's timing.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Timing {
     pub config: Config,
-    /// Median time of one launch, in milliseconds.
+    /// Median time of one launch, in milliseconds; for a finalist of the runoff, the
+    /// median of its rounds' medians.
     pub time_ms: f64,
     /// What the compiler and driver reported about its kernel on this device (registers,
     /// spills, shared memory; `None` where the device does not say).

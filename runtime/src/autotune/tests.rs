@@ -295,6 +295,7 @@ fn printed_lines_show_times_resources_reasons_and_the_winner() {
             config: list[1].clone(),
             reason,
         }],
+        runoff: Vec::new(),
     };
     let line = printer.winner("add", "1000", &timing, &report, std::time::Duration::from_millis(1500));
     assert_eq!(
@@ -304,4 +305,82 @@ fn printed_lines_show_times_resources_reasons_and_the_winner() {
     );
     // Unreported resources are left out.
     assert_eq!(resources(&KernelMetadata::default()), "0 bytes shared");
+}
+
+/// A timing of `config` at `ms`, with no resources reported.
+fn timed(config: &Config, ms: f64) -> Timing {
+    Timing {
+        config: config.clone(),
+        time_ms: ms,
+        metadata: KernelMetadata::default(),
+    }
+}
+
+#[test]
+fn the_finalists_are_the_fastest_within_the_margin() {
+    let list = configs(&[1, 2, 4, 8]);
+    let more: Vec<Config> = (0..6).map(|s| list[0].clone().num_stages(s + 1)).collect();
+    let times = [1.0, 1.05, 1.2, 1.08, 1.09, 1.01];
+    let timings: Vec<Timing> = more.iter().zip(times).map(|(c, t)| timed(c, t)).collect();
+    // Within 10% of 1.0: all but 1.2; fastest first, four at most.
+    assert_eq!(runoff::finalists(&timings), vec![0, 5, 1, 3]);
+    // One alone within the margin: no runoff.
+    let alone = [timed(&list[0], 1.0), timed(&list[1], 1.2)];
+    assert!(runoff::finalists(&alone).is_empty());
+    assert!(runoff::finalists(&[]).is_empty());
+}
+
+/// The finalists run again in rounds; each one's time becomes the median of its rounds, and
+/// a configuration outside the margin keeps its first time.
+#[test]
+fn the_runoff_times_the_finalists_again_in_rounds() {
+    let dev = FakeGpu::new();
+    let list = configs(&[1, 2, 4]);
+    let n = 1000;
+    let (x, y, z) = (
+        dev.zeros::<f32>(n).unwrap(),
+        dev.zeros::<f32>(n).unwrap(),
+        dev.zeros::<f32>(n).unwrap(),
+    );
+    let args = [(&x).into(), (&y).into(), (&z).into(), (n as i32).into()];
+    let kernel = rutile_ir::seeds::vector_add(ScalarType::F32, 256).unwrap();
+    let launch = LaunchConfig::new([4, 1, 1]).num_warps(1);
+    // Far from any time the interpreter measures, so that the finalists' new times show.
+    let mut report = Report {
+        timed: vec![timed(&list[0], 1e6), timed(&list[1], 1e6), timed(&list[2], 5e6)],
+        ..Report::default()
+    };
+    let kernel_of = |c: &Config| (*c != list[2]).then_some((&kernel, &launch));
+    runoff::run(&dev, None, &mut report, 3, &kernel_of, &|_| (0, 1), &args).unwrap();
+    assert_eq!(report.runoff.len(), 2, "{report:?}");
+    for (i, (config, rounds)) in report.runoff.iter().enumerate() {
+        assert_eq!(*config, list[i]);
+        assert_eq!(rounds.len(), 3);
+        let mut sorted = rounds.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert_eq!(report.timed[i].time_ms, sorted[1], "the median of its rounds");
+        assert!(report.timed[i].time_ms < 1e6);
+    }
+    assert_eq!(report.timed[2].time_ms, 5e6);
+    // No rounds asked: nothing runs again.
+    let mut untouched = Report {
+        timed: vec![timed(&list[0], 1.0), timed(&list[1], 1.0)],
+        ..Report::default()
+    };
+    runoff::run(&dev, None, &mut untouched, 0, &kernel_of, &|_| (0, 1), &args).unwrap();
+    assert!(untouched.runoff.is_empty());
+    assert_eq!(untouched.timed[0].time_ms, 1.0);
+    // The printed line names each finalist with its rounds.
+    let printer = Printer::new(&list);
+    let shown = Report {
+        runoff: vec![(list[0].clone(), vec![0.5, 0.25]), (list[1].clone(), vec![0.75, 1.0])],
+        ..Report::default()
+    };
+    assert_eq!(
+        printer.runoff(&shown),
+        format!(
+            "rutile: runoff of 2 finalists over 2 rounds: `{}` 0.5000 ms / 0.2500 ms; `{}` 0.7500 ms / 1.0000 ms",
+            list[0], list[1]
+        )
+    );
 }
