@@ -95,6 +95,10 @@ pub const AUTOTUNE_PRINT_ENV: &str = "RUTILE_AUTOTUNE_PRINT";
 /// overrides it for one tuner.
 pub const AUTOTUNE_SKIP_SPILLS_ENV: &str = "RUTILE_AUTOTUNE_SKIP_SPILLS";
 
+/// The environment variable that sets every autotuner's runoff rounds (a number; 0 turns
+/// the runoff off); [`Autotuner::runoff`] overrides it for one tuner.
+pub const AUTOTUNE_RUNOFF_ENV: &str = "RUTILE_AUTOTUNE_RUNOFF";
+
 /// A chosen configuration's kernel and launch ([`Autotuner::tuned`]).
 #[derive(Clone, Debug)]
 pub struct Tuned {
@@ -153,7 +157,7 @@ impl Autotuner {
             name: name.to_string(),
             configs,
             repetitions: None,
-            runoff_rounds: None,
+            runoff_rounds: runoff_rounds_from_env().map_err(err)?,
             file: default_cache_file(),
             skip_spilling: env_flag(AUTOTUNE_SKIP_SPILLS_ENV),
             print: env_flag(AUTOTUNE_PRINT_ENV),
@@ -183,7 +187,7 @@ impl Autotuner {
     /// each round timing each once, in an order that starts one further on every round, and
     /// the one with the fastest median of its rounds is chosen ([`Report::runoff`] says
     /// what each round measured). By default [`DEFAULT_RUNOFF_ROUNDS`] on a GPU and none on
-    /// a software device; 0 turns it off. A round's launches are as
+    /// a software device, or as [`AUTOTUNE_RUNOFF_ENV`] says; 0 turns it off. A round's launches are as
     /// [`repetitions`](Self::repetitions) says, or by default about 10 ms untimed and 50 ms
     /// timed.
     pub fn runoff(mut self, rounds: usize) -> Autotuner {
@@ -697,6 +701,18 @@ fn config_specific(e: &Error) -> bool {
 fn device_name(dev: &dyn Device) -> String {
     let p = dev.properties();
     format!("{} ({})", p.name, p.backend)
+}
+
+/// The runoff rounds [`AUTOTUNE_RUNOFF_ENV`] asks for, if set (and not empty).
+fn runoff_rounds_from_env() -> std::result::Result<Option<usize>, String> {
+    match std::env::var(AUTOTUNE_RUNOFF_ENV) {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("{AUTOTUNE_RUNOFF_ENV} must be a number of rounds (0 for no runoff), not `{v}`")),
+        _ => Ok(None),
+    }
 }
 
 /// Whether the environment variable `name` is set to anything but empty or `0`.

@@ -3,7 +3,7 @@
 //! configurations that cannot run and says why, prints its tuning when asked, and reports
 //! what the arguments get wrong.
 
-use rutile::autotune::{Autotuner, Config, SkipReason, AUTOTUNE_PRINT_ENV};
+use rutile::autotune::{Autotuner, Config, SkipReason, AUTOTUNE_PRINT_ENV, AUTOTUNE_RUNOFF_ENV};
 use rutile::buffer::DeviceBuffer;
 use rutile::ir::target::{Specialization, Target};
 use rutile::{
@@ -434,6 +434,16 @@ fn child_process() {
         "print" => tune_and_read_back(&file),
         "writer 0" => write_entries(&file, 0),
         "writer 1" => write_entries(&file, 1),
+        "runoff env" => {
+            let e = Autotuner::new("add", configs())
+                .err()
+                .expect("a tuner despite the bad runoff");
+            assert!(
+                e.to_string()
+                    .contains("RUTILE_AUTOTUNE_RUNOFF must be a number of rounds (0 for no runoff), not `three`"),
+                "{e}"
+            );
+        }
         _ => panic!("unknown part {role:?}"),
     }
 }
@@ -568,4 +578,23 @@ fn processes_tuning_at_once_lose_no_entry() {
         assert!(choice.from_file, "{key}: {choice:?}");
     }
     remove(&file);
+}
+
+/// `RUTILE_AUTOTUNE_RUNOFF` that is not a number makes every tuner an error that names it.
+#[test]
+fn a_runoff_that_is_not_a_number_is_an_error() {
+    let file = cache_file("runoff");
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["child_process", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "runoff env")
+        .env(CHILD_FILE_ENV, &file)
+        .env(AUTOTUNE_RUNOFF_ENV, "three")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
