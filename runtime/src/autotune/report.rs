@@ -12,7 +12,8 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Choice {
     pub config: Config,
-    /// Median time of one launch when it was chosen, in milliseconds.
+    /// Median time of one launch when it was chosen, in milliseconds (where a runoff chose
+    /// it, the median of its rounds).
     pub time_ms: f64,
     /// Whether it came from the cache file rather than from timing in this process.
     pub from_file: bool,
