@@ -186,10 +186,10 @@ impl Autotuner {
     /// [`RUNOFF_MARGIN`] of the fastest (at most [`RUNOFF_FINALISTS`]) are timed again,
     /// each round timing each once, in an order that starts one further on every round, and
     /// the one with the fastest median of its rounds is chosen ([`Report::runoff`] says
-    /// what each round measured). By default [`DEFAULT_RUNOFF_ROUNDS`] on a GPU and none on
-    /// a software device, or as [`AUTOTUNE_RUNOFF_ENV`] says; 0 turns it off. A round's launches are as
-    /// [`repetitions`](Self::repetitions) says, or by default about 10 ms untimed and 50 ms
-    /// timed.
+    /// what each round measured). By default [`DEFAULT_RUNOFF_ROUNDS`] on a GPU and none
+    /// on a software device, or as [`AUTOTUNE_RUNOFF_ENV`] says; 0 turns it off. A round's
+    /// launches are as [`repetitions`](Self::repetitions) says, or by default about 10 ms
+    /// untimed and 50 ms timed.
     pub fn runoff(mut self, rounds: usize) -> Autotuner {
         self.runoff_rounds = Some(rounds);
         self
