@@ -429,10 +429,7 @@ impl Autotuner {
         match self.repetitions {
             Some(r) => r,
             None if is_software(dev) => (0, 1),
-            None => {
-                let count = |budget_ms: f64, min: f64| (budget_ms / ms.max(1e-3)).clamp(min, 1000.0) as usize;
-                (count(10.0, 1.0), count(50.0, 5.0))
-            }
+            None => launches_within(ms, 10.0, 50.0),
         }
     }
 
@@ -459,9 +456,7 @@ impl Autotuner {
             None => {
                 // One launch runs the compiled kernel once, a second estimates its time.
                 run()?;
-                let ms = dev.time(&mut run)?.max(1e-3);
-                let count = |budget_ms: f64, min: f64| (budget_ms / ms).clamp(min, 1000.0) as usize;
-                (count(25.0, 1.0), count(100.0, 5.0))
+                launches_within(dev.time(&mut run)?, 25.0, 100.0)
             }
         };
         let stats = do_bench(dev, flush, warmup, reps, &mut run)?;
@@ -679,6 +674,13 @@ fn launch_config(config: &Config, grid: &GridFn<'_>) -> Result<LaunchConfig> {
         .tma_outer(config.tma_outer)
         .maxnreg(config.maxnreg)
         .programs_per_block(config.programs_per_block))
+}
+
+/// Untimed and timed launches of a kernel whose launch takes `ms` that fill about
+/// `warmup_ms` and `timed_ms` (at least 1 and 5, at most 1000 each).
+fn launches_within(ms: f64, warmup_ms: f64, timed_ms: f64) -> (usize, usize) {
+    let count = |budget_ms: f64, min: f64| (budget_ms / ms.max(1e-3)).clamp(min, 1000.0) as usize;
+    (count(warmup_ms, 1.0), count(timed_ms, 5.0))
 }
 
 /// Whether `dev` runs kernels in software (lavapipe, the interpreter): one launch is
