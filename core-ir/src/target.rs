@@ -127,6 +127,13 @@ pub struct Target {
     /// for k. On Vulkan the attention blocks that NVIDIA's driver runs wrong were found on
     /// the in-order code (docs/performance.md, "The wrong Vulkan blocks, located").
     pub reduce_chains: u32,
+    /// Into how many interleaved partials a thread folds its elements of a `sum` before
+    /// combining them (`lower::reduce`). A float sum's rounding depends on its order, which
+    /// neither Triton nor rutile specifies (the lanes' and warps' partials already combine
+    /// as a tree), so any count is a correct sum; 1 is in order along the axis, one
+    /// dependent chain of adds as long as the thread's elements, which the layer norm's
+    /// statistics wait for twice a row (32 adds a thread at 8192 columns on 8 warps).
+    pub sum_chains: u32,
     /// Whether divisions and remainders by constant powers of two in loops become shifts
     /// and masks (`thread::reduce_constant_divisions`): `ptxas` expands even a division by
     /// an immediate into its general sequence of about 18 instructions, and a pipelined
@@ -202,6 +209,7 @@ impl Target {
             programs_per_block: 1,
             exp2_on_fma: 0,
             reduce_chains: 1,
+            sum_chains: 1,
             divisions_as_shifts: true,
             masks_by_runs: true,
             refill_after_read: true,

@@ -630,7 +630,14 @@ fn sums_maxes_and_mins_of_several_types() {
         cases.push(reduce_case(ReduceOp::Sum, f.clone(), rows, cols, axis));
         cases.push(reduce_case(ReduceOp::Min, f, rows, cols, axis));
     }
-    check_all(&cases, &targets());
+    // Sums also folded into 3 and 4 interleaved partials a thread (`Target::sum_chains`).
+    let chained = targets().into_iter().flat_map(|t| {
+        [1, 3, 4].map(|sum_chains| Target {
+            sum_chains,
+            ..t.clone()
+        })
+    });
+    check_all(&cases, &chained.collect::<Vec<_>>());
 }
 
 #[test]

@@ -92,7 +92,7 @@ const ONE_BLOCK_MAX: u32 = 16384;
 /// to 16384 columns, the one-pass kernel's statistics in programs that walk rows with the
 /// next rows copied into shared memory meanwhile ([`row_walk_launch`]): on an H200 8 to 21
 /// points of the ceiling above the best of the others at those widths (62.8% to 89.0%),
-/// up to 8192 columns with the weight and bias held across its rows ([`row_walk_shape`]).
+/// up to 4096 columns with the weight and bias held across its rows ([`row_walk_shape`]).
 pub fn forward_launch(dev: &dyn Device, fwd: &Forward) -> Result<(rutile::Kernel, LaunchConfig)> {
     let (m, n) = (fwd.m, fwd.n);
     let cuda = dev.properties().backend == rutile::Backend::Cuda;
@@ -115,17 +115,20 @@ pub fn forward_launch(dev: &dyn Device, fwd: &Forward) -> Result<(rutile::Kernel
 /// The warps, stages and weight and bias of the row walk the CUDA host code launches for
 /// rows of `n` columns, `None` where it launches another kernel: the fastest of 4, 8 and 16
 /// warps, 2 and 3 stages, and the weight and bias reloaded or held across rows at each
-/// width on an H200 (`docs/performance.md`, "The weight and bias held across rows"): held,
-/// 1.0 to 2.1 points of the ceiling ahead up to 4096 columns and 0 to 0.7 at 8192; at 16384 the
-/// held kernel's 124 registers on 16 warps leave one program a multiprocessor, as its
-/// shared memory does for the one that reloads them, which is no slower there.
+/// width on an H200 (`docs/performance.md`, "The weight and bias held across rows" and
+/// "The row walk's shapes timed again"). Held up to 4096 columns, 1.0 to 2.1 points of the
+/// ceiling ahead of reloading them, and at 4096 on 3 stages 0.9 to 1.7 points ahead of 2;
+/// at 8192 columns reloaded on 4 warps (106 registers, four programs a multiprocessor), 1.3
+/// to 2.0 points ahead of holding them on 8 warps (on 4 they take 244 registers); at 16384
+/// columns reloaded, one program of 4 warps a multiprocessor (175 registers; its 3 stages
+/// of 32 KB rows leave room for one), 2.6 to 3.7 points ahead of 16 warps.
 fn row_walk_shape(n: usize) -> Option<(u32, u32, seeds::RowParams)> {
     use seeds::RowParams::{Held, Reloaded};
     match n.next_power_of_two() {
         2048 => Some((4, 3, Held)),
-        4096 => Some((4, 2, Held)),
-        8192 => Some((8, 2, Held)),
-        16384 => Some((16, 3, Reloaded)),
+        4096 => Some((4, 3, Held)),
+        8192 => Some((4, 2, Reloaded)),
+        16384 => Some((4, 3, Reloaded)),
         _ => None,
     }
 }

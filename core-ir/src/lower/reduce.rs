@@ -54,8 +54,10 @@ impl Lowerer<'_> {
         // into `Target::reduce_chains` interleaved partials a slot, combined at the end, so
         // that its dependent chain is that much shorter (attention's row maximum, which the
         // `exp2`s wait for, is 32 values a thread at 128-key blocks).
+        // A sum likewise into `Target::sum_chains` (its rounding then follows that order).
         let chains = match op {
             ReduceOp::Max | ReduceOp::Min => self.target.reduce_chains.max(1) as usize,
+            ReduceOp::Sum => self.target.sum_chains.max(1) as usize,
             _ => 1,
         };
         let mut parts: Vec<Option<Partial>> = vec![None; out_map.len * chains];

@@ -1,6 +1,6 @@
 //! NVIDIA GPUs through the CUDA driver: block IR → shared lowering → PTX → the driver's JIT.
 
-use super::env_flag;
+use super::{env_count, env_flag, sum_chains};
 use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
 use crate::cuda::{
@@ -417,6 +417,7 @@ impl Device for CudaGpu {
                     "into how many interleaved partials a thread folds a max or min",
                 )?
                 .unwrap_or(1),
+                sum_chains: sum_chains()?,
                 // `RUTILE_DIVISIONS_AS_SHIFTS=0`: divisions by constant powers of two in loops
                 // left to `ptxas`, to time what the shifts save.
                 divisions_as_shifts: env_flag("RUTILE_DIVISIONS_AS_SHIFTS"),
@@ -603,35 +604,10 @@ fn hopper_enabled() -> bool {
     env_flag("RUTILE_HOPPER")
 }
 
-/// The count environment variable `variable` gives, `None` where it is unset (see
-/// [`parse_count`]).
-fn env_count(variable: &'static str, range: std::ops::RangeInclusive<u32>, what: &str) -> Result<Option<u32>> {
-    parse_count(variable, std::env::var(variable).ok().as_deref(), range, what)
-}
-
-/// The count `value` of environment variable `variable` (`None` where unset): an integer
-/// in `range`, or an error saying it takes `what` in that range and what came.
-fn parse_count(
-    variable: &'static str,
-    value: Option<&str>,
-    range: std::ops::RangeInclusive<u32>,
-    what: &str,
-) -> Result<Option<u32>> {
-    let Some(v) = value else {
-        return Ok(None);
-    };
-    match v.trim().parse::<u32>() {
-        Ok(k) if range.contains(&k) => Ok(Some(k)),
-        _ => Err(Error::Environment {
-            variable,
-            message: format!("takes {what}, {} to {}; got {v:?}", range.start(), range.end()),
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backends::parse_count;
 
     #[test]
     fn counts_from_the_environment_take_their_range_and_name_the_variable_otherwise() {

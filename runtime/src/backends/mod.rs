@@ -1,5 +1,7 @@
 //! The implementations of [`Device`](crate::Device).
 
+use crate::error::{Error, Result};
+
 pub mod cpu;
 pub mod cuda;
 pub mod vulkan;
@@ -10,4 +12,45 @@ mod vulkan_print;
 /// which both backends read.
 pub(crate) fn env_flag(name: &str) -> bool {
     std::env::var(name).map_or(true, |v| v.trim() != "0")
+}
+
+/// The count environment variable `variable` gives, `None` where it is unset (see
+/// [`parse_count`]).
+pub(crate) fn env_count(
+    variable: &'static str,
+    range: std::ops::RangeInclusive<u32>,
+    what: &str,
+) -> Result<Option<u32>> {
+    parse_count(variable, std::env::var(variable).ok().as_deref(), range, what)
+}
+
+/// The count `value` of environment variable `variable` (`None` where unset): an integer
+/// in `range`, or an error saying it takes `what` in that range and what came.
+pub(crate) fn parse_count(
+    variable: &'static str,
+    value: Option<&str>,
+    range: std::ops::RangeInclusive<u32>,
+    what: &str,
+) -> Result<Option<u32>> {
+    let Some(v) = value else {
+        return Ok(None);
+    };
+    match v.trim().parse::<u32>() {
+        Ok(k) if range.contains(&k) => Ok(Some(k)),
+        _ => Err(Error::Environment {
+            variable,
+            message: format!("takes {what}, {} to {}; got {v:?}", range.start(), range.end()),
+        }),
+    }
+}
+
+/// `RUTILE_SUM_CHAINS=k` (both backends): a thread's elements of a `sum` folded into k
+/// interleaved partials (`Target::sum_chains`), 1 (in order) where unset.
+pub(crate) fn sum_chains() -> Result<u32> {
+    Ok(env_count(
+        "RUTILE_SUM_CHAINS",
+        1..=32,
+        "into how many interleaved partials a thread folds a sum",
+    )?
+    .unwrap_or(1))
 }

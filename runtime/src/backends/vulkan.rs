@@ -427,6 +427,7 @@ impl Device for WgpuGpu {
                 // No asynchronous copies: on cooperative matrices, how far ahead the K loop's
                 // operands are loaded into registers (`lower::pipeline`).
                 num_stages: options.num_stages,
+                sum_chains: super::sum_chains()?,
                 ..self.target(options.num_warps, loop_kind(kernel), has_dots(kernel))
             };
             threads_per_program(
