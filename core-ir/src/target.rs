@@ -53,6 +53,11 @@ pub struct Target {
     /// default: measured no faster than the exchange it replaces on an H200 (the runtime's
     /// `RUTILE_TMA_STORE_OUTER=1` turns it on).
     pub tma_store_outer: bool,
+    /// Whether a warp-specialized loop's producer copies, through TMA, the loop-invariant
+    /// `dot` operands that would otherwise be loaded by the consumers and stored before the
+    /// loop (attention's `Q`; `lower::staged`). On by default where the target has TMA;
+    /// the CUDA runtime's `RUTILE_TMA_STAGED=0` turns it off, to measure it.
+    pub tma_staged_operands: bool,
     /// Whether threads can copy global memory to shared memory asynchronously (`cp.async`,
     /// sm_80 and later): the loads that feed a `dot` on the tensor cores in a loop then go
     /// through a ring of [`num_stages`](Self::num_stages) buffers (see `lower::pipeline`).
@@ -198,6 +203,7 @@ impl Target {
             tma_store: true,
             tma_outer: false,
             tma_store_outer: false,
+            tma_staged_operands: true,
             async_copy: false,
             num_stages: 1,
             reuse_shared: SharedReuse::Any,

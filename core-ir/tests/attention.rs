@@ -555,6 +555,94 @@ fn q_is_staged_once_before_the_walk() {
     assert!(stores_to(&tk.body[..position], q) > 0, "Q is stored before the walk");
 }
 
+/// Where the walk is warp-specialized and whole, its producer copies `Q` through TMA into
+/// the buffer the `Q Kᵀ` MMAs read (`lower/staged.rs`): the producer issues a box copy into
+/// it, the consumers neither load `Q` from global memory nor store it; with
+/// `Target::tma_staged_operands` off they do both, and the producer copies nothing into
+/// it. On a plain grid and a persistent one (where the consumers hand `Q`'s buffer back each
+/// tile), both ways simulated equal to the interpreter.
+#[test]
+fn q_is_copied_by_the_producer_where_the_walk_is_specialized() {
+    use rutile_ir::thread::{walk_stmts as walk, Memory, WgmmaA};
+    let mut rng = Rng::new(81);
+    let shape = Shape {
+        z: 1,
+        h: 3,
+        n: 256,
+        d: 128,
+    };
+    let meta = AttentionMeta {
+        rotate: true,
+        whole_key_blocks: true,
+        ..AttentionMeta::fp16(128, 128, 128, false)
+    };
+    let kernel = attention_forward(&meta).unwrap();
+    for persistent in [false, true] {
+        let mut loads = [0; 2];
+        for staged in [true, false] {
+            let target = Target {
+                tma_outer: true,
+                warp_specialize: true,
+                persistent,
+                tma_staged_operands: staged,
+                ..hopper_pipelined(8, 2)
+            };
+            let at = format!("persistent {persistent}, staged {staged}");
+            let tk = rutile_ir::lower::lower(&kernel, &target, &runtime_spec(&args(shape))).unwrap();
+            let mut sides = None;
+            tk.walk(&mut |s| {
+                if let Stmt::Specialized { producer, consumer } = s {
+                    sides = Some((producer.clone(), consumer.clone()));
+                }
+            });
+            let (producer, consumer) = sides.unwrap_or_else(|| panic!("{at}: no producer"));
+            let mut q = None;
+            walk(&consumer, &mut |s| {
+                if let (
+                    None,
+                    Stmt::Wgmma {
+                        a: WgmmaA::Shared(a), ..
+                    },
+                ) = (q, s)
+                {
+                    q = Some(a.alloc);
+                }
+            });
+            let q = q.unwrap_or_else(|| panic!("{at}: no Q K^T on warpgroup MMAs"));
+            let (mut copies, mut stores, mut global_loads) = (0, 0, 0);
+            walk(&producer, &mut |s| {
+                copies += matches!(s, Stmt::TmaLoad { alloc, .. } if *alloc == q) as usize
+            });
+            walk(&consumer, &mut |s| match s {
+                Stmt::Store {
+                    mem: Memory::Shared { alloc },
+                    ..
+                } if *alloc == q => stores += 1,
+                Stmt::Load {
+                    mem: Memory::Global { .. },
+                    ..
+                } => global_loads += 1,
+                _ => {}
+            });
+            if staged {
+                assert!(copies > 0, "{at}: the producer copies no Q");
+                assert_eq!(stores, 0, "{at}: the consumers store Q");
+            } else {
+                assert_eq!(copies, 0, "{at}: the producer copies Q");
+                assert!(stores > 0, "{at}: the consumers store no Q");
+            }
+            loads[staged as usize] = global_loads;
+            simulate_attention(&at, &meta, &[target], shape, &mut rng);
+        }
+        // The consumers' global loads: Q's and the rotated walk's last values' without the
+        // copies (16 a thread), the last values' alone with them (8).
+        assert!(
+            0 < loads[1] && loads[1] < loads[0],
+            "persistent {persistent}: global loads {loads:?}"
+        );
+    }
+}
+
 /// The H100's and H200's f16 x f16 -> f32 cooperative-matrix shapes through Vulkan.
 fn h100_coop_shapes() -> [rutile_ir::target::CoopMatrixShape; 2] {
     [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| rutile_ir::target::CoopMatrixShape {

@@ -372,7 +372,12 @@ impl Lowerer<'_> {
             self.close_turns(c);
         }
         match pipeline {
-            Some(p) => self.pipeline_epilogue(&p),
+            Some(p) => {
+                self.pipeline_epilogue(&p);
+                if let Some(staged) = self.staged.take() {
+                    self.staged_copies_release(&staged);
+                }
+            }
             // Every thread done reading the hoisted operands before their bytes are reused
             // (the pipeline's epilogue ends with the same barrier).
             None if !hoisted.is_empty() => self.emit(Stmt::Barrier),

@@ -51,11 +51,19 @@ impl Lowerer<'_> {
             }
         }
         let mut keys = Vec::new();
-        let (mut wgmma, mut any) = (false, false);
+        let (mut wgmma, mut any, mut copied) = (false, false, false);
         let staged = own.iter().map(|s| (s, true)).chain(after.iter().map(|s| (s, false)));
         for (&(id, v, which), loops_own) in staged {
             let inst = &self.k.insts[id];
             let Some(&result) = inst.results.first() else { continue };
+            // Copied by the loop's producer into a buffer of its own (`staged`): waited for
+            // below, not stored.
+            let key = (result, which == Operand::B);
+            if loops_own && self.staged.as_ref().is_some_and(|s| s.stages(key)) {
+                copied = true;
+                keys.push(key);
+                continue;
+            }
             let mma = self.mma_plan(inst);
             if mma.is_none() && self.coop_plan(inst).is_none() {
                 continue;
@@ -79,6 +87,10 @@ impl Lowerer<'_> {
                 self.emit(Stmt::FenceProxyAsync);
             }
             self.emit(Stmt::Barrier);
+        }
+        if copied {
+            let staged = self.staged.clone().expect("staged copies");
+            self.staged_copies_wait(&staged);
         }
         Ok(keys)
     }

@@ -37,6 +37,7 @@ mod reduce;
 mod scan;
 mod shape;
 mod specialize;
+mod staged;
 mod tma;
 mod tma_box;
 mod tma_store;
@@ -325,6 +326,9 @@ pub(crate) struct Lowerer<'k> {
     /// The producer side of the kernel's warp-specialized loop, once lowered: the rest of
     /// the body goes to the consumer side (see `specialize`).
     producer: Option<Vec<Stmt>>,
+    /// The operands the producer of the warp-specialized loop being lowered copies before
+    /// it (see `staged`), until the consumers release them after the loop.
+    staged: Option<staged::StagedCopies>,
     /// The warps of the kernel's producer side (0: none), once its body is lowered.
     producer_warps: u32,
     /// `cluster_reduce`s lowered so far (see `cluster`).
@@ -394,6 +398,7 @@ impl<'k> Lowerer<'k> {
             unmasked_prefetch: false,
             copy_threads_from: 0,
             producer: None,
+            staged: None,
             producer_warps: 0,
             cluster_sites: 0,
         };

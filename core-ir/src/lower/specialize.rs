@@ -143,6 +143,8 @@ impl Lowerer<'_> {
         let (Some(empty), stages) = (state.tma.as_ref().and_then(|r| r.empty), state.plan.stages) else {
             return Err(self.internal("a specialized pipeline without TMA"));
         };
+        // The loop-invariant operands the producer copies itself (`staged`).
+        let staged = self.plan_staged_copies(inst, arrivals, across_tiles)?;
         let (stage, phase) = (self.ring_counter(0, across_tiles), self.ring_counter(0, across_tiles));
         let iv_ty = self.regs[start].ty;
         let (producer, ()) = self.nested(|l| {
@@ -154,6 +156,9 @@ impl Lowerer<'_> {
                 l.emit(s.clone());
             }
             l.copy_threads_from = consumers;
+            if let Some(staged) = &staged {
+                l.staged_copies_producer(staged, across_tiles)?;
+            }
             let iv = l.new_reg(iv_ty);
             l.emit(Stmt::Set {
                 dst: iv,
@@ -194,9 +199,14 @@ impl Lowerer<'_> {
             count: consumer_registers(consumers),
             increase: true,
         });
+        let mut before = before;
+        if let Some(staged) = &staged {
+            self.drop_staged_loads(staged, &mut before);
+        }
         for s in before {
             self.emit(s);
         }
+        self.staged = staged;
         let started = self.set(ScalarType::Bool, Expr::Const(Literal::Bool(false)));
         let first_turn_at = self.body.last().map_or(0, Vec::len);
         state.consumer = Some(ConsumerState { started, first_turn_at });
@@ -324,7 +334,7 @@ impl Lowerer<'_> {
     }
 
     /// Whether this thread is lane 0 of its warp.
-    fn lane_zero(&mut self) -> Reg {
+    pub(crate) fn lane_zero(&mut self) -> Reg {
         let (_, lane, _) = self.thread_ids();
         let zero = self.i32c(0);
         self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, lane, zero))

@@ -95,21 +95,9 @@ impl Lowerer<'_> {
                 maps.push(None);
                 continue;
             };
-            let tile = l.operand.tile;
             let elem = self.k.ty(l.value).scalar_type().map_or(2, |e| e.size_bytes() as u32);
-            let mut outer = [None; 3];
-            for (o, &(stride, _)) in outer.iter_mut().zip(&t.region_box.outer) {
-                *o = Some(stride);
-            }
-            self.tensor_maps.push(TensorMap {
-                param: t.region_box.param,
-                dims: t.region_box.dims,
-                stride: t.region_box.stride,
-                outer,
-                box_dims: [tile.block_cols, tile.rows],
-                swizzle: tile.block_cols * elem,
-            });
-            maps.push(Some(self.tensor_maps.len() as u32 - 1));
+            let map = self.tensor_map_for(&t.region_box, &l.operand.tile, elem);
+            maps.push(Some(map));
             bytes += t.bytes;
         }
         let once = specialized.is_some_and(|(_, across)| across);
@@ -148,16 +136,34 @@ impl Lowerer<'_> {
         })
     }
 
+    /// A new tensor map for the boxes of `region_box` that fill `tile` (elements of
+    /// `elem_bytes`), one per column block, swizzled as the tile is: its index.
+    pub(super) fn tensor_map_for(&mut self, region_box: &TmaBox, tile: &SwizzledTile, elem_bytes: u32) -> u32 {
+        let mut outer = [None; 3];
+        for (o, &(stride, _)) in outer.iter_mut().zip(&region_box.outer) {
+            *o = Some(stride);
+        }
+        self.tensor_maps.push(TensorMap {
+            param: region_box.param,
+            dims: region_box.dims,
+            stride: region_box.stride,
+            outer,
+            box_dims: [tile.block_cols, tile.rows],
+            swizzle: tile.block_cols * elem_bytes,
+        });
+        self.tensor_maps.len() as u32 - 1
+    }
+
     /// Whether this thread is the first of those that issue the copies: thread 0 of the
     /// program, or of its producer warpgroup (`copy_threads_from`).
-    fn first_thread(&mut self) -> Reg {
+    pub(super) fn first_thread(&mut self) -> Reg {
         let tid = self.pset(ScalarType::I32, Expr::Special(Special::ThreadId));
         let first = self.i32c(self.copy_threads_from as i64);
         self.pset(ScalarType::Bool, Expr::Compare(CmpOp::Eq, tid, first))
     }
 
     /// The thread's index among those that issue the copies (see `first_thread`).
-    fn copy_thread(&mut self) -> Reg {
+    pub(super) fn copy_thread(&mut self) -> Reg {
         let tid = self.pset(ScalarType::I32, Expr::Special(Special::ThreadId));
         if self.copy_threads_from == 0 {
             return tid;
@@ -221,7 +227,13 @@ impl Lowerer<'_> {
     /// Box `b = tid` of a stage of `tile` (valid for `b` below the count returned): column
     /// block `b`, all rows; its destination element and coordinates from the stage's origin
     /// `(x0, y0)`.
-    fn box_of_lane(&mut self, b: Reg, tile: &SwizzledTile, stage: Reg, origin: [Reg; 2]) -> (Reg, [Reg; 2], u32) {
+    pub(super) fn box_of_lane(
+        &mut self,
+        b: Reg,
+        tile: &SwizzledTile,
+        stage: Reg,
+        origin: [Reg; 2],
+    ) -> (Reg, [Reg; 2], u32) {
         let i32t = ScalarType::I32;
         let len = self.i32c(tile.len() as i64);
         let stage_at = self.set(i32t, Expr::Binary(BinaryOp::Mul, stage, len));

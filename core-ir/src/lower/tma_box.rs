@@ -449,6 +449,22 @@ impl Lowerer<'_> {
         Some(view.with_trips(start, step))
     }
 
+    /// The box load `load`, outside every loop the copies run in, reads, if it is one
+    /// (module comment, with no trip count and no wrapped dimension); `contiguous` is the
+    /// tile dimension its elements run along. Its origin's scalars are read where the load
+    /// is (`staged`: a warp-specialized loop's producer copies it before the loop).
+    pub(crate) fn tma_box_before_loop(&self, load: &Inst, contiguous: usize) -> Option<TmaBox> {
+        let Op::Load { ptr, mask, .. } = load.op else {
+            return None;
+        };
+        let mut cx = Affine::new(self, None);
+        let view = self.box_view(&mut cx, ptr, mask, contiguous)?;
+        if !view.wrapped.is_empty() {
+            return None;
+        }
+        Some(view.with_trips(Poly::constant(0), Poly::constant(1)))
+    }
+
     /// The box store `store` writes, if it is one (module comment, with the tile's index
     /// in place of the loop's trip count, and no wrapped dimension); `contiguous` is the
     /// tile dimension its elements run along. For a store outside every loop: the origin's

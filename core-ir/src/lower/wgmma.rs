@@ -260,7 +260,7 @@ impl Lowerer<'_> {
     /// element-wise, as attention's probabilities `P`), whose registers hold exactly the
     /// positions `wgmma` reads A from (`WgmmaA::Registers`); then it need not go through
     /// shared memory. Its registers and their map.
-    fn register_a(&self, a: ValueId, layout: Layout, shape: WgmmaShape) -> Option<(Vec<Reg>, RegisterMap)> {
+    pub(super) fn register_a(&self, a: ValueId, layout: Layout, shape: WgmmaShape) -> Option<(Vec<Reg>, RegisterMap)> {
         let lval = self.values[a.index()].as_ref()?;
         if lval.layout != layout || self.pipelined_operand(a).is_some() {
             return None;

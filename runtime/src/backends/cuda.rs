@@ -418,6 +418,9 @@ impl Device for CudaGpu {
                 )?
                 .unwrap_or(1),
                 sum_chains: sum_chains()?,
+                // `RUTILE_TMA_STAGED=0`: a warp-specialized loop's invariant `dot` operands
+                // (attention's Q) loaded by the consumers, not copied by the producer.
+                tma_staged_operands: env_flag("RUTILE_TMA_STAGED"),
                 // `RUTILE_DIVISIONS_AS_SHIFTS=0`: divisions by constant powers of two in loops
                 // left to `ptxas`, to time what the shifts save.
                 divisions_as_shifts: env_flag("RUTILE_DIVISIONS_AS_SHIFTS"),

@@ -1,0 +1,365 @@
+//! `dot` operands staged before a warp-specialized loop by its producer, through TMA.
+//!
+//! A loop-invariant operand (fused attention's `Q`) is otherwise loaded by the consumers
+//! into registers before the loop and stored into its hoisted buffer (`hoist`), a fence and
+//! a barrier after: at short lengths that load is a good part of what a program does
+//! besides its walk (docs/performance.md, "What an attention program costs besides its
+//! walk"). Where the operand is a global load that is a box of a tensor and nothing else
+//! uses it, the producer warpgroup copies it instead, with the loop's first stages:
+//!
+//! ```text
+//! before the split:  thread 0 initializes "full" (one arrival and the bytes) and, on a
+//!                    persistent grid, "empty" (an arrival of every consumer warp); barrier
+//! producer:          (persistent: wait for phase p ^ 1 of "empty", the first passing at once)
+//!                    its first thread arrives on "full" expecting the bytes; its first
+//!                    lanes copy the boxes into the hoisted buffer; (persistent: p ^= 1)
+//! consumers:         wait for phase c of "full" where they would have stored the operand;
+//!                    the loop; (persistent: after its last MMAs, lane 0 of each warp
+//!                    arrives on "empty"; c ^= 1)
+//! ```
+//!
+//! On a persistent grid the producer thus copies the next tile's operand while the
+//! consumers finish this one (its buffer is never shared with another: `thread::shared`
+//! keeps every buffer of a persistent warp-specialized kernel apart). The consumers' own
+//! loads of the operand are dropped. `Target::tma_staged_operands` turns this off.
+
+use super::hoist::HoistKey;
+use super::mma::{fastest_dim, Operand, SharedOperand};
+use super::tma_box::{Sym, TmaBox};
+use super::{LowerError, Lowerer};
+use crate::ir::{BinaryOp, Inst, Op, Region, ValueDef, ValueId};
+use crate::layout::SwizzledTile;
+use crate::thread::{Expr, MBarrier, Memory, Reg, SharedAlloc, Stmt};
+use crate::types::ScalarType;
+
+/// An operand the producer copies.
+#[derive(Clone, Debug)]
+struct StagedLoad {
+    key: HoistKey,
+    /// The loaded value (its registers are never filled).
+    value: ValueId,
+    operand: SharedOperand,
+    region_box: TmaBox,
+    /// Its tensor map (`Lowerer::tensor_maps`).
+    map: u32,
+}
+
+/// The operands the producer of the loop being lowered copies, and their mbarriers.
+#[derive(Clone, Debug)]
+pub(crate) struct StagedCopies {
+    loads: Vec<StagedLoad>,
+    /// One mbarrier: the copies have landed.
+    full: u32,
+    /// One mbarrier, on a persistent grid: the consumers are done reading them.
+    empty: Option<u32>,
+    /// The consumers' phase of `full` (flips each tile on a persistent grid).
+    phase: Reg,
+    /// Bytes the copies deliver, together.
+    bytes: u32,
+}
+
+impl StagedCopies {
+    /// Whether the producer copies operand `key`.
+    pub(crate) fn stages(&self, key: HoistKey) -> bool {
+        self.loads.iter().any(|l| l.key == key)
+    }
+}
+
+/// At most one warp issues the boxes, a lane each (as a ring stage's, `tma`).
+const MAX_BOXES: u32 = 32;
+
+impl Lowerer<'_> {
+    /// Before a warp-specialized loop (`loop_inst`), while the statements before it are still
+    /// open: the operands its producer will copy, their buffers registered as hoisted, their
+    /// mbarriers initialized (in the prologue where the ring lives `across_tiles`). `None`
+    /// where there are none.
+    pub(crate) fn plan_staged_copies(
+        &mut self,
+        loop_inst: &Inst,
+        consumer_warps: u32,
+        across_tiles: bool,
+    ) -> Result<Option<StagedCopies>, LowerError> {
+        // (Several programs a block share one producer, and their operands differ: each
+        // program's consumers load their own.)
+        if !self.target.tma_staged_operands || !self.target.tma || self.target.programs_per_block > 1 {
+            return Ok(None);
+        }
+        let region = &loop_inst.regions[0];
+        let mut loads = Vec::new();
+        let mut bytes = 0;
+        for &id in &region.insts {
+            let inst = &self.k.insts[id];
+            let Op::Dot { a, b, .. } = inst.op else {
+                continue;
+            };
+            for (v, which) in [(a, Operand::A), (b, Operand::B)] {
+                let Some((operand, region_box, elem)) = self.stageable(inst, v, which, region) else {
+                    continue;
+                };
+                let Some(&result) = inst.results.first() else {
+                    continue;
+                };
+                let tile = operand.tile;
+                let alloc = self.operand_alloc(SharedAlloc {
+                    align: tile.align,
+                    ..SharedAlloc::new(elem, tile.len())
+                });
+                let operand = SharedOperand { alloc, ..operand };
+                let map = self.tensor_map_for(&region_box, &tile, elem.size_bytes() as u32);
+                bytes += tile.len() * elem.size_bytes() as u32;
+                loads.push(StagedLoad {
+                    key: (result, which == Operand::B),
+                    value: v,
+                    operand,
+                    region_box,
+                    map,
+                });
+            }
+        }
+        if loads.is_empty() {
+            return Ok(None);
+        }
+        for l in &loads {
+            self.hoisted.insert(l.key, l.operand);
+        }
+        let bar = |l: &mut Self| {
+            l.shared.push(SharedAlloc::new(ScalarType::U64, 1));
+            l.shared.len() as u32 - 1
+        };
+        let full = bar(self);
+        let empty = across_tiles.then(|| bar(self));
+        let first = self.first_thread();
+        let zero = self.i32c(0);
+        let mut init = vec![Stmt::MbarrierInit {
+            bar: MBarrier {
+                alloc: full,
+                index: zero,
+            },
+            count: 1,
+            pred: Some(first),
+        }];
+        if let Some(empty) = empty {
+            init.push(Stmt::MbarrierInit {
+                bar: MBarrier {
+                    alloc: empty,
+                    index: zero,
+                },
+                count: consumer_warps,
+                pred: Some(first),
+            });
+        }
+        init.push(Stmt::Barrier);
+        if across_tiles {
+            self.prologue.append(&mut init);
+        } else {
+            for s in init {
+                self.emit(s);
+            }
+        }
+        let phase = self.ring_counter(0, across_tiles);
+        Ok(Some(StagedCopies {
+            loads,
+            full,
+            empty,
+            phase,
+            bytes,
+        }))
+    }
+
+    /// The hoisted tile, box and element type of operand `v` (`which`) of `dot` `inst` in
+    /// the loop body `region`, where the producer can copy it: loop-invariant, a global load,
+    /// read from shared memory by a warpgroup MMA, and a box whose tile the copies can fill.
+    /// (Used elsewhere too, as by the ragged or causal walk after this one, it is still
+    /// loaded by the consumers for those uses.)
+    fn stageable(
+        &self,
+        inst: &Inst,
+        v: ValueId,
+        which: Operand,
+        region: &Region,
+    ) -> Option<(SharedOperand, TmaBox, ScalarType)> {
+        let ValueDef::Result { inst: load_id, .. } = self.k.values[v].def else {
+            return None;
+        };
+        let load = &self.k.insts[load_id];
+        if !matches!(load.op, Op::Load { .. })
+            || self.defined_inside(load_id, region)
+            || self.pipelined_operand(v).is_some()
+        {
+            return None;
+        }
+        let shape = self.wgmma_shape(inst)?;
+        let plan = self.mma_plan(inst)?;
+        let elem = self.k.ty(v).scalar_type()?;
+        let lval = self.values[v.index()].as_ref()?;
+        if elem != plan.input || (which == Operand::A && self.register_a(v, plan.layout, shape).is_some()) {
+            return None;
+        }
+        let v_shape = self.k.ty(v).shape;
+        let dims = v_shape.dims();
+        let dims = [*dims.first()?, *dims.get(1)?];
+        let (tile, contiguous) = super::wgmma::operand_tile(Some(shape), which, dims, fastest_dim(lval.layout), elem)?;
+        if !fits_copies(&tile, elem) {
+            return None;
+        }
+        let region_box = self.tma_box_before_loop(load, contiguous)?;
+        // The producer computes the box's coordinates from what it recomputes of the
+        // statements before the loop: register arithmetic, never a loaded value.
+        let polys = region_box.origin.iter().chain(region_box.outer.iter().map(|(_, p)| p));
+        let scalars = polys.flat_map(|p| p.terms.iter()).flat_map(|t| t.symbols.iter());
+        if !scalars.into_iter().all(|s| match *s {
+            Sym::Value(v) => self.computed_without_loads(v),
+            Sym::Trip => false,
+        }) {
+            return None;
+        }
+        let operand = SharedOperand {
+            alloc: 0,
+            tile,
+            contiguous,
+            stage: None,
+        };
+        Some((operand, region_box, elem))
+    }
+
+    /// Whether `v` is computed from parameters, program ids and constants alone.
+    fn computed_without_loads(&self, v: ValueId) -> bool {
+        let mut stack = vec![v];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(v) = stack.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            if let ValueDef::Result { inst, .. } = self.k.values[v].def {
+                let inst = &self.k.insts[inst];
+                if !inst.regions.is_empty() || matches!(inst.op, Op::Load { .. }) {
+                    return false;
+                }
+                stack.extend(inst.op.operands());
+            }
+        }
+        true
+    }
+
+    /// The producer's copies of `staged` (its side's statements, before its loop).
+    pub(crate) fn staged_copies_producer(
+        &mut self,
+        staged: &StagedCopies,
+        across_tiles: bool,
+    ) -> Result<(), LowerError> {
+        let zero = self.i32c(0);
+        let producer_phase = self.ring_counter(0, across_tiles);
+        if let Some(empty) = staged.empty {
+            let one = self.i32c(1);
+            let freed = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Xor, producer_phase, one));
+            self.emit(Stmt::Comment(
+                "producer: wait until the consumers free the staged operands".into(),
+            ));
+            self.emit(Stmt::MbarrierWait {
+                bar: MBarrier {
+                    alloc: empty,
+                    index: zero,
+                },
+                parity: freed,
+            });
+        }
+        let bar = MBarrier {
+            alloc: staged.full,
+            index: zero,
+        };
+        let first = self.first_thread();
+        self.emit(Stmt::MbarrierArriveExpectTx {
+            bar,
+            bytes: staged.bytes,
+            pred: Some(first),
+        });
+        let tid = self.copy_thread();
+        for l in &staged.loads {
+            let b = &l.region_box;
+            let x0 = self.poly_value(&b.origin[0], zero)?;
+            let y0 = self.poly_value(&b.origin[1], zero)?;
+            let (dst, [x, y], count) = self.box_of_lane(tid, &l.operand.tile, zero, [x0, y0]);
+            let mut coords = vec![x, y];
+            for (_, index) in &b.outer {
+                coords.push(self.poly_value(index, zero)?);
+            }
+            let n = self.i32c(count as i64);
+            let lane_has_box = self.set(ScalarType::Bool, Expr::Compare(crate::ir::CmpOp::Lt, tid, n));
+            self.emit(Stmt::TmaLoad {
+                map: l.map,
+                alloc: l.operand.alloc,
+                dst,
+                coords,
+                bar,
+                pred: Some(lane_has_box),
+            });
+        }
+        if staged.empty.is_some() {
+            let one = self.i32c(1);
+            self.emit(Stmt::Set {
+                dst: producer_phase,
+                expr: Expr::Binary(BinaryOp::Xor, producer_phase, one),
+            });
+        }
+        Ok(())
+    }
+
+    /// Drops from `stmts` (the consumers' statements before the loop) the global loads of
+    /// the staged operands that nothing else uses: their registers are never read.
+    pub(crate) fn drop_staged_loads(&self, staged: &StagedCopies, stmts: &mut Vec<Stmt>) {
+        let regs: std::collections::HashSet<Reg> = staged
+            .loads
+            .iter()
+            .filter(|l| self.use_count(l.value) == 1)
+            .filter_map(|l| self.values[l.value.index()].as_ref())
+            .flat_map(|lval| lval.regs.iter().copied())
+            .collect();
+        stmts.retain(|s| {
+            !matches!(s, Stmt::Load { dsts, mem: Memory::Global { .. }, .. } if dsts.iter().all(|r| regs.contains(r)))
+        });
+    }
+
+    /// The consumers' wait for the staged operands (where they would have stored them).
+    pub(crate) fn staged_copies_wait(&mut self, staged: &StagedCopies) {
+        let zero = self.i32c(0);
+        self.emit(Stmt::MbarrierWait {
+            bar: MBarrier {
+                alloc: staged.full,
+                index: zero,
+            },
+            parity: staged.phase,
+        });
+    }
+
+    /// After the consumers' loop and its last MMAs: on a persistent grid, the staged
+    /// operands go back to the producer for the next tile.
+    pub(crate) fn staged_copies_release(&mut self, staged: &StagedCopies) {
+        let Some(empty) = staged.empty else {
+            return;
+        };
+        let zero = self.i32c(0);
+        let lane0 = self.lane_zero();
+        self.emit(Stmt::MbarrierArrive {
+            bar: MBarrier {
+                alloc: empty,
+                index: zero,
+            },
+            pred: Some(lane0),
+        });
+        let one = self.i32c(1);
+        self.emit(Stmt::Set {
+            dst: staged.phase,
+            expr: Expr::Binary(BinaryOp::Xor, staged.phase, one),
+        });
+    }
+}
+
+/// Whether the copies can fill `tile` of `elem`: one swizzled box per column block, as a
+/// ring stage's (`Lowerer::tma_plan`).
+fn fits_copies(tile: &SwizzledTile, elem: ScalarType) -> bool {
+    let swizzle = tile.block_cols * elem.size_bytes() as u32;
+    matches!(swizzle, 32 | 64 | 128)
+        && tile.rows <= 256
+        && tile.cols / tile.block_cols <= MAX_BOXES
+        && tile.align >= 1024
+}
