@@ -58,6 +58,13 @@ pub struct Target {
     /// loop (attention's `Q`; `lower::staged`). On by default where the target has TMA;
     /// the CUDA runtime's `RUTILE_TMA_STAGED=0` turns it off, to measure it.
     pub tma_staged_operands: bool,
+    /// With [`tma_staged_operands`](Self::tma_staged_operands), whether the producer also
+    /// copies the operands of the `dot`s after the loop that were computed before it (the
+    /// rotated attention walk's last values loaded ahead; on a plain grid only). Off by
+    /// default: on an H200 the ping-pong gained 1.5–1.8% with them copied too, against 3%
+    /// with `Q` alone in other runs (docs/performance.md, "Q copied by the producer through
+    /// TMA"); the CUDA runtime's `RUTILE_TMA_STAGED_AFTER=1` asks for it.
+    pub tma_staged_after: bool,
     /// Whether threads can copy global memory to shared memory asynchronously (`cp.async`,
     /// sm_80 and later): the loads that feed a `dot` on the tensor cores in a loop then go
     /// through a ring of [`num_stages`](Self::num_stages) buffers (see `lower::pipeline`).
@@ -204,6 +211,7 @@ impl Target {
             tma_outer: false,
             tma_store_outer: false,
             tma_staged_operands: true,
+            tma_staged_after: false,
             async_copy: false,
             num_stages: 1,
             reuse_shared: SharedReuse::Any,

@@ -268,7 +268,7 @@ impl Lowerer<'_> {
         self.enter_loop_operands();
         let mut pipeline = match self.plan_pipeline(region, step, num_stages) {
             Some(plan) if self.can_specialize(&plan) => {
-                Some(self.specialize(plan, inst, init, &layouts, (start_r, end_r, step_r))?)
+                Some(self.specialize(plan, inst, init, &layouts, (start_r, end_r, step_r), &after)?)
             }
             Some(plan) => Some(self.pipeline_prologue(plan, inst, init, &layouts, (start_r, end_r, step_r))?),
             None => None,

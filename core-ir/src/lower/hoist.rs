@@ -59,9 +59,11 @@ impl Lowerer<'_> {
             // Copied by the loop's producer into a buffer of its own (`staged`): waited for
             // below, not stored.
             let key = (result, which == Operand::B);
-            if loops_own && self.staged.as_ref().is_some_and(|s| s.stages(key)) {
+            if self.staged.as_ref().is_some_and(|s| s.stages(key)) {
                 copied = true;
-                keys.push(key);
+                if loops_own {
+                    keys.push(key);
+                }
                 continue;
             }
             let mma = self.mma_plan(inst);

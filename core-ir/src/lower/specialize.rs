@@ -120,6 +120,7 @@ impl Lowerer<'_> {
         init: &[ValueId],
         layouts: &[Option<Layout>],
         (start, end, step): (Reg, Reg, Reg),
+        after: &[super::hoist::AcrossLoop],
     ) -> Result<PipelineState, LowerError> {
         let consumers = self.consumer_threads();
         // What precedes the loop is computed again at the start of each side, once its
@@ -144,7 +145,7 @@ impl Lowerer<'_> {
             return Err(self.internal("a specialized pipeline without TMA"));
         };
         // The loop-invariant operands the producer copies itself (`staged`).
-        let staged = self.plan_staged_copies(inst, arrivals, across_tiles)?;
+        let staged = self.plan_staged_copies(inst, after, arrivals, across_tiles)?;
         let (stage, phase) = (self.ring_counter(0, across_tiles), self.ring_counter(0, across_tiles));
         let iv_ty = self.regs[start].ty;
         let (producer, ()) = self.nested(|l| {

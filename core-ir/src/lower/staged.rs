@@ -23,7 +23,7 @@
 //! keeps every buffer of a persistent warp-specialized kernel apart). The consumers' own
 //! loads of the operand are dropped. `Target::tma_staged_operands` turns this off.
 
-use super::hoist::HoistKey;
+use super::hoist::{AcrossLoop, HoistKey};
 use super::mma::{fastest_dim, Operand, SharedOperand};
 use super::tma_box::{Sym, TmaBox};
 use super::{LowerError, Lowerer};
@@ -76,6 +76,7 @@ impl Lowerer<'_> {
     pub(crate) fn plan_staged_copies(
         &mut self,
         loop_inst: &Inst,
+        after: &[AcrossLoop],
         consumer_warps: u32,
         across_tiles: bool,
     ) -> Result<Option<StagedCopies>, LowerError> {
@@ -85,36 +86,44 @@ impl Lowerer<'_> {
             return Ok(None);
         }
         let region = &loop_inst.regions[0];
+        // The loop's own invariant operands, and those of the `dot`s after it that were
+        // computed before it (the rotated walk's last values loaded ahead): not on a
+        // persistent grid, where the consumers would hand those back only after the `dot`
+        // after the loop, which nothing here waits for.
+        let mut candidates = Vec::new();
+        for &id in &region.insts {
+            if let Op::Dot { a, b, .. } = self.k.insts[id].op {
+                candidates.extend([(id, a, Operand::A), (id, b, Operand::B)]);
+            }
+        }
+        if !across_tiles && self.target.tma_staged_after {
+            candidates.extend(after.iter().copied());
+        }
         let mut loads = Vec::new();
         let mut bytes = 0;
-        for &id in &region.insts {
+        for (id, v, which) in candidates {
             let inst = &self.k.insts[id];
-            let Op::Dot { a, b, .. } = inst.op else {
+            let Some((operand, region_box, elem)) = self.stageable(inst, v, which, region) else {
                 continue;
             };
-            for (v, which) in [(a, Operand::A), (b, Operand::B)] {
-                let Some((operand, region_box, elem)) = self.stageable(inst, v, which, region) else {
-                    continue;
-                };
-                let Some(&result) = inst.results.first() else {
-                    continue;
-                };
-                let tile = operand.tile;
-                let alloc = self.operand_alloc(SharedAlloc {
-                    align: tile.align,
-                    ..SharedAlloc::new(elem, tile.len())
-                });
-                let operand = SharedOperand { alloc, ..operand };
-                let map = self.tensor_map_for(&region_box, &tile, elem.size_bytes() as u32);
-                bytes += tile.len() * elem.size_bytes() as u32;
-                loads.push(StagedLoad {
-                    key: (result, which == Operand::B),
-                    value: v,
-                    operand,
-                    region_box,
-                    map,
-                });
-            }
+            let Some(&result) = inst.results.first() else {
+                continue;
+            };
+            let tile = operand.tile;
+            let alloc = self.operand_alloc(SharedAlloc {
+                align: tile.align,
+                ..SharedAlloc::new(elem, tile.len())
+            });
+            let operand = SharedOperand { alloc, ..operand };
+            let map = self.tensor_map_for(&region_box, &tile, elem.size_bytes() as u32);
+            bytes += tile.len() * elem.size_bytes() as u32;
+            loads.push(StagedLoad {
+                key: (result, which == Operand::B),
+                value: v,
+                operand,
+                region_box,
+                map,
+            });
         }
         if loads.is_empty() {
             return Ok(None);

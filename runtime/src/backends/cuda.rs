@@ -421,6 +421,10 @@ impl Device for CudaGpu {
                 // `RUTILE_TMA_STAGED=0`: a warp-specialized loop's invariant `dot` operands
                 // (attention's Q) loaded by the consumers, not copied by the producer.
                 tma_staged_operands: env_flag("RUTILE_TMA_STAGED"),
+                // `RUTILE_TMA_STAGED_AFTER=1`: the operands of the `dot`s after such a loop
+                // (the rotated walk's last values loaded ahead) copied by the producer too
+                // (off: measured no faster than `Q` alone).
+                tma_staged_after: std::env::var("RUTILE_TMA_STAGED_AFTER").is_ok_and(|v| v.trim() == "1"),
                 // `RUTILE_DIVISIONS_AS_SHIFTS=0`: divisions by constant powers of two in loops
                 // left to `ptxas`, to time what the shifts save.
                 divisions_as_shifts: env_flag("RUTILE_DIVISIONS_AS_SHIFTS"),
