@@ -561,8 +561,9 @@ fn q_is_staged_once_before_the_walk() {
 /// `Target::tma_staged_operands` off they do both, and the producer copies nothing into
 /// it. With the last values loaded ahead of the rotated walk and `Target::tma_staged_after`,
 /// on a plain grid the producer copies those too, and the consumers load nothing from
-/// global memory before their epilogue. On a plain grid and a persistent one (where the consumers hand `Q`'s buffer
-/// back each tile), both ways simulated equal to the interpreter.
+/// global memory before their epilogue. On a plain grid and a persistent one (where the
+/// consumers hand `Q`'s buffer back each tile), both ways simulated equal to the
+/// interpreter.
 #[test]
 fn q_is_copied_by_the_producer_where_the_walk_is_specialized() {
     use rutile_ir::thread::{walk_stmts as walk, Memory, WgmmaA};

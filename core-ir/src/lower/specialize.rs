@@ -167,18 +167,14 @@ impl Lowerer<'_> {
             });
             let (cond_body, cond) = l.nested(|l| Ok(l.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, iv, end))))?;
             let (body, ()) = l.nested(|l| {
-                let one = l.i32c(1);
-                let freed = l.set(ScalarType::I32, Expr::Binary(BinaryOp::Xor, phase, one));
-                l.emit(Stmt::Comment(
-                    "producer: wait until the consumers free the stage".into(),
-                ));
-                l.emit(Stmt::MbarrierWait {
-                    bar: MBarrier {
+                l.wait_until_freed(
+                    MBarrier {
                         alloc: empty,
                         index: stage,
                     },
-                    parity: freed,
-                });
+                    phase,
+                    "the stage",
+                );
                 l.issue_copies(&mut state, inst, iv, end, (stage, 0))?;
                 l.flip_phase_at_wrap(phase, stage, stages);
                 l.next_stage(stage, stages);
@@ -331,6 +327,18 @@ impl Lowerer<'_> {
                 index: previous,
             },
             pred: Some(pred),
+        });
+    }
+
+    /// The producer waits until the consumers have freed what `empty` counts (`what`): for
+    /// the phase before `phase`, so that the first round passes at once.
+    pub(crate) fn wait_until_freed(&mut self, empty: MBarrier, phase: Reg, what: &str) {
+        let one = self.i32c(1);
+        let freed = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Xor, phase, one));
+        self.emit(Stmt::Comment(format!("producer: wait until the consumers free {what}")));
+        self.emit(Stmt::MbarrierWait {
+            bar: empty,
+            parity: freed,
         });
     }
 

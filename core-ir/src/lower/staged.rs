@@ -259,18 +259,11 @@ impl Lowerer<'_> {
         let zero = self.i32c(0);
         let producer_phase = self.ring_counter(0, across_tiles);
         if let Some(empty) = staged.empty {
-            let one = self.i32c(1);
-            let freed = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Xor, producer_phase, one));
-            self.emit(Stmt::Comment(
-                "producer: wait until the consumers free the staged operands".into(),
-            ));
-            self.emit(Stmt::MbarrierWait {
-                bar: MBarrier {
-                    alloc: empty,
-                    index: zero,
-                },
-                parity: freed,
-            });
+            let bar = MBarrier {
+                alloc: empty,
+                index: zero,
+            };
+            self.wait_until_freed(bar, producer_phase, "the staged operands");
         }
         let bar = MBarrier {
             alloc: staged.full,

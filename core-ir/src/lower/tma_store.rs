@@ -23,7 +23,7 @@
 use super::{LowerError, Lowerer};
 use crate::ir::{BinaryOp, CmpOp, Inst, Op, ValueDef, ValueId};
 use crate::layout::SwizzledTile;
-use crate::thread::{Expr, Memory, SharedAlloc, Stmt, TensorMap};
+use crate::thread::{Expr, Memory, SharedAlloc, Stmt};
 use crate::types::ScalarType;
 use std::collections::HashSet;
 
@@ -56,19 +56,7 @@ impl Lowerer<'_> {
             return Ok(false);
         };
 
-        let mut outer = [None; 3];
-        for (o, &(stride, _)) in outer.iter_mut().zip(&region_box.outer) {
-            *o = Some(stride);
-        }
-        self.tensor_maps.push(TensorMap {
-            param: region_box.param,
-            dims: region_box.dims,
-            stride: region_box.stride,
-            outer,
-            box_dims: [tile.block_cols, tile.rows],
-            swizzle: tile.block_cols * elem.size_bytes() as u32,
-        });
-        let map_index = self.tensor_maps.len() as u32 - 1;
+        let map_index = self.tensor_map_for(&region_box, &tile, elem.size_bytes() as u32);
         let staging = self.shared.len() as u32;
         self.shared.push(SharedAlloc {
             align: tile.align,
