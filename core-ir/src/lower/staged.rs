@@ -4,8 +4,10 @@
 //! into registers before the loop and stored into its hoisted buffer (`hoist`), a fence and
 //! a barrier after: at short lengths that load is a good part of what a program does
 //! besides its walk (docs/performance.md, "What an attention program costs besides its
-//! walk"). Where the operand is a global load that is a box of a tensor and nothing else
-//! uses it, the producer warpgroup copies it instead, with the loop's first stages:
+//! walk"). Where the operand is a global load that is a box of a tensor, the producer
+//! warpgroup copies it instead, with the loop's first stages (and, with
+//! `Target::tma_staged_after`, on a plain grid, the operands of the `dot`s after the loop
+//! that `hoist` stages before it: the rotated walk's last values loaded ahead):
 //!
 //! ```text
 //! before the split:  thread 0 initializes "full" (one arrival and the bytes) and, on a
@@ -21,7 +23,8 @@
 //! On a persistent grid the producer thus copies the next tile's operand while the
 //! consumers finish this one (its buffer is never shared with another: `thread::shared`
 //! keeps every buffer of a persistent warp-specialized kernel apart). The consumers' own
-//! loads of the operand are dropped. `Target::tma_staged_operands` turns this off.
+//! loads of the operand are dropped, unless something else uses it (the ragged or causal
+//! walk after this one). `Target::tma_staged_operands` turns this off.
 
 use super::hoist::{AcrossLoop, HoistKey};
 use super::mma::{fastest_dim, Operand, SharedOperand};
