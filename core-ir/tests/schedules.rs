@@ -459,3 +459,107 @@ fn without_tma_there_is_no_producer() {
     .unwrap();
     assert_eq!(ws.producer_warps, 4);
 }
+
+/// `C = A (B_0 + B_1 + ...)`, the `B_s` row blocks of `B`: `A` loaded once before a
+/// warp-specialized walk over them (as attention's Q), its columns from `K` on masked off
+/// and filled with `other`. With `other` 0 the producer copies `A` through TMA, whose zero
+/// fill the mask's then equals (`lower/staged.rs`); with 1 it may not (the copy would fill
+/// zeros where the load gives ones), and the consumers load and store it themselves. Both
+/// simulated equal to the interpreter, on a plain grid and a persistent one.
+#[test]
+fn an_invariant_operand_is_copied_only_where_its_fill_is_zero() {
+    use rutile_ir::ir::Kernel;
+    use rutile_ir::thread::Memory;
+    use rutile_ir::ScalarType::F16;
+    let (bm, bn, bk) = (64i32, 64i32, 32i32);
+    let kernel = |other: f64| {
+        Kernel::build("invariant_a", |k| {
+            let a_ptr = k.arg_ptr("a_ptr", F16);
+            let b_ptr = k.arg_ptr("b_ptr", F16);
+            let c_ptr = k.arg_ptr("c_ptr", F32);
+            let (m, kk, steps) = (k.arg_i32("M"), k.arg_i32("K"), k.arg_i32("steps"));
+            let (stride_am, stride_bk, stride_cm) =
+                (k.arg_i32("stride_am"), k.arg_i32("stride_bk"), k.arg_i32("stride_cm"));
+            let offs_m = k.program_id(0) * bm + k.arange(0, bm);
+            let offs_k = k.arange(0, bk);
+            let offs_n = k.arange(0, bn);
+            let a_ptrs = a_ptr + (offs_m.expand_dims(1) * stride_am + offs_k.expand_dims(0));
+            let a_in = offs_m.expand_dims(1).lt(m) & offs_k.expand_dims(0).lt(kk);
+            let a = k.load_masked(a_ptrs, a_in, other);
+            let b_ptrs = b_ptr + (offs_k.expand_dims(1) * stride_bk + offs_n.expand_dims(0));
+            let acc = k.zeros(&[bm as u32, bn as u32], F32);
+            let out = k.for_range(0, steps, 1, &[acc, b_ptrs], |_, c| {
+                let b = k.load(c[1]);
+                vec![k.dot_acc(a, b, c[0]), c[1] + stride_bk * bk]
+            });
+            let c_ptrs = c_ptr + offs_m.expand_dims(1) * stride_cm + offs_n.expand_dims(0);
+            k.store_masked(c_ptrs, out[0], offs_m.expand_dims(1).lt(m));
+        })
+        .unwrap()
+    };
+    // A is 100 x 40 (row stride 64; rows past 100 and columns past 40 masked), B 192 x 64
+    // (three row blocks), C 100 x 64.
+    let (m, kd, steps) = (100usize, 40usize, 3usize);
+    let int = |v: usize| ArgValue::Int(v as i64);
+    let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
+    let args = vec![
+        ptr(0),
+        ptr(1),
+        ptr(2),
+        int(m),
+        int(kd),
+        int(steps),
+        int(64),
+        int(64),
+        int(64),
+    ];
+    let mut rng = Rng::new(83);
+    for other in [0.0, 1.0] {
+        let kernel = kernel(other);
+        // (`tma_outer`: B's rows, which no mask bounds, take their extent from the launch.)
+        let outer = |t: Target| Target { tma_outer: true, ..t };
+        for target in [
+            outer(specialized(hopper(4, 2))),
+            outer(specialized(persistent(hopper(4, 2)))),
+        ] {
+            let at = format!("other {other}, persistent {}", target.persistent);
+            let buffers = vec![
+                float_buffer(&mut rng, F16, m * 64),
+                float_buffer(&mut rng, F16, steps * 64 * 64),
+                HostBuffer::zeros(F32, m * 64),
+            ];
+            let grid = [(m as u32).div_ceil(bm as u32), 1, 1];
+            let mut want = buffers.clone();
+            interp::run(&kernel, grid, &args, &mut want).unwrap();
+            let tk = lower(&kernel, &target, &runtime_spec(&args)).unwrap();
+            assert!(tk.producer_warps > 0, "{at}: no producer");
+            // The consumers' global loads (A's; B comes through the producer's ring).
+            let mut loads = 0;
+            tk.walk(&mut |s| {
+                loads += matches!(
+                    s,
+                    Stmt::Load {
+                        mem: Memory::Global { .. },
+                        ..
+                    }
+                ) as usize
+            });
+            if other == 0.0 {
+                assert_eq!(loads, 0, "{at}: A loaded by the consumers");
+            } else {
+                assert!(loads > 0, "{at}: A not loaded by the consumers");
+            }
+            let mut launch = args.clone();
+            let launched = match tk.persistent {
+                Some(_) => {
+                    launch.extend(grid.iter().map(|&g| ArgValue::Int(g as i64)));
+                    [1, 1, 1]
+                }
+                None => grid,
+            };
+            let mut got = buffers.clone();
+            simt::run_threads(&tk, launched, &launch, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+            assert_close_to_largest(&got[2], &want[2], 1e-5, &at);
+        }
+    }
+}

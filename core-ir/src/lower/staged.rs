@@ -194,7 +194,12 @@ impl Lowerer<'_> {
             return None;
         };
         let load = &self.k.insts[load_id];
-        if !matches!(load.op, Op::Load { .. })
+        // (A masked-off element takes the copy's zero: only a load whose `other` is zero
+        // may go.)
+        let Op::Load { other, .. } = load.op else {
+            return None;
+        };
+        if other.is_some_and(|o| !self.is_zero(o))
             || self.defined_inside(load_id, region)
             || self.pipelined_operand(v).is_some()
         {
