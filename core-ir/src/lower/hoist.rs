@@ -91,8 +91,7 @@ impl Lowerer<'_> {
             self.emit(Stmt::Barrier);
         }
         if copied {
-            let staged = self.staged.clone().expect("staged copies");
-            self.staged_copies_wait(&staged);
+            self.staged_copies_wait()?;
         }
         Ok(keys)
     }

@@ -28,10 +28,10 @@
 
 use super::hoist::{AcrossLoop, HoistKey};
 use super::mma::{fastest_dim, Operand, SharedOperand};
+use super::tma::{boxes_fill, BoxCopy};
 use super::tma_box::{Sym, TmaBox};
 use super::{LowerError, Lowerer};
 use crate::ir::{BinaryOp, Inst, Op, Region, ValueDef, ValueId};
-use crate::layout::SwizzledTile;
 use crate::thread::{Expr, MBarrier, Memory, Reg, SharedAlloc, Stmt};
 use crate::types::ScalarType;
 
@@ -67,9 +67,6 @@ impl StagedCopies {
         self.loads.iter().any(|l| l.key == key)
     }
 }
-
-/// At most one warp issues the boxes, a lane each (as a ring stage's, `tma`).
-const MAX_BOXES: u32 = 32;
 
 impl Lowerer<'_> {
     /// Before a warp-specialized loop (`loop_inst`), while the statements before it are still
@@ -134,32 +131,10 @@ impl Lowerer<'_> {
         for l in &loads {
             self.hoisted.insert(l.key, l.operand);
         }
-        let bar = |l: &mut Self| {
-            l.shared.push(SharedAlloc::new(ScalarType::U64, 1));
-            l.shared.len() as u32 - 1
-        };
-        let full = bar(self);
-        let empty = across_tiles.then(|| bar(self));
+        let mut init = Vec::new();
         let first = self.first_thread();
-        let zero = self.i32c(0);
-        let mut init = vec![Stmt::MbarrierInit {
-            bar: MBarrier {
-                alloc: full,
-                index: zero,
-            },
-            count: 1,
-            pred: Some(first),
-        }];
-        if let Some(empty) = empty {
-            init.push(Stmt::MbarrierInit {
-                bar: MBarrier {
-                    alloc: empty,
-                    index: zero,
-                },
-                count: consumer_warps,
-                pred: Some(first),
-            });
-        }
+        let full = self.new_mbarriers(1, 1, first, &mut init);
+        let empty = across_tiles.then(|| self.new_mbarriers(1, consumer_warps, first, &mut init));
         init.push(Stmt::Barrier);
         if across_tiles {
             self.prologue.append(&mut init);
@@ -216,7 +191,7 @@ impl Lowerer<'_> {
         let dims = v_shape.dims();
         let dims = [*dims.first()?, *dims.get(1)?];
         let (tile, contiguous) = super::wgmma::operand_tile(Some(shape), which, dims, fastest_dim(lval.layout), elem)?;
-        if !fits_copies(&tile, elem) {
+        if !boxes_fill(&tile, elem.size_bytes() as u32) {
             return None;
         }
         let region_box = self.tma_box_before_loop(load, contiguous)?;
@@ -285,24 +260,14 @@ impl Lowerer<'_> {
         });
         let tid = self.copy_thread();
         for l in &staged.loads {
-            let b = &l.region_box;
-            let x0 = self.poly_value(&b.origin[0], zero)?;
-            let y0 = self.poly_value(&b.origin[1], zero)?;
-            let (dst, [x, y], count) = self.box_of_lane(tid, &l.operand.tile, zero, [x0, y0]);
-            let mut coords = vec![x, y];
-            for (_, index) in &b.outer {
-                coords.push(self.poly_value(index, zero)?);
-            }
-            let n = self.i32c(count as i64);
-            let lane_has_box = self.set(ScalarType::Bool, Expr::Compare(crate::ir::CmpOp::Lt, tid, n));
-            self.emit(Stmt::TmaLoad {
+            let to = BoxCopy {
                 map: l.map,
                 alloc: l.operand.alloc,
-                dst,
-                coords,
+                tile: l.operand.tile,
+                stage: zero,
                 bar,
-                pred: Some(lane_has_box),
-            });
+            };
+            self.copy_boxes(&l.region_box, zero, tid, &to, None)?;
         }
         if staged.empty.is_some() {
             let one = self.i32c(1);
@@ -329,16 +294,18 @@ impl Lowerer<'_> {
         });
     }
 
-    /// The consumers' wait for the staged operands (where they would have stored them).
-    pub(crate) fn staged_copies_wait(&mut self, staged: &StagedCopies) {
+    /// The consumers' wait for the staged operands of the loop being lowered (where they
+    /// would have stored them).
+    pub(crate) fn staged_copies_wait(&mut self) -> Result<(), LowerError> {
+        let Some((alloc, parity)) = self.staged.as_ref().map(|s| (s.full, s.phase)) else {
+            return Err(self.internal("a wait for staged copies without any"));
+        };
         let zero = self.i32c(0);
         self.emit(Stmt::MbarrierWait {
-            bar: MBarrier {
-                alloc: staged.full,
-                index: zero,
-            },
-            parity: staged.phase,
+            bar: MBarrier { alloc, index: zero },
+            parity,
         });
+        Ok(())
     }
 
     /// After the consumers' loop and its last MMAs: on a persistent grid, the staged
@@ -362,14 +329,4 @@ impl Lowerer<'_> {
             expr: Expr::Binary(BinaryOp::Xor, staged.phase, one),
         });
     }
-}
-
-/// Whether the copies can fill `tile` of `elem`: one swizzled box per column block, as a
-/// ring stage's (`Lowerer::tma_plan`).
-fn fits_copies(tile: &SwizzledTile, elem: ScalarType) -> bool {
-    let swizzle = tile.block_cols * elem.size_bytes() as u32;
-    matches!(swizzle, 32 | 64 | 128)
-        && tile.rows <= 256
-        && tile.cols / tile.block_cols <= MAX_BOXES
-        && tile.align >= 1024
 }

@@ -55,6 +55,26 @@ pub(crate) struct TmaRing {
 /// At most one warp issues a stage's boxes, a lane each.
 const MAX_BOXES: u32 = 32;
 
+/// Where the boxes of one load go: its tensor map, the buffer and tile they fill, the
+/// stage (of the tile's length) and the mbarrier that counts their bytes.
+pub(super) struct BoxCopy {
+    pub map: u32,
+    pub alloc: u32,
+    pub tile: SwizzledTile,
+    pub stage: Reg,
+    pub bar: MBarrier,
+}
+
+/// Whether copies can fill `tile` of elements of `elem_bytes`: one swizzled box per column
+/// block, issued by the lanes of one warp, into a buffer on the swizzle's repeat.
+pub(super) fn boxes_fill(tile: &SwizzledTile, elem_bytes: u32) -> bool {
+    let swizzle = tile.block_cols * elem_bytes;
+    matches!(swizzle, 32 | 64 | 128)
+        && tile.rows <= 256
+        && tile.cols / tile.block_cols <= MAX_BOXES
+        && tile.align >= 1024
+}
+
 impl Lowerer<'_> {
     /// How `load` goes through TMA, if the target has it and its tile and access allow.
     pub(crate) fn tma_plan(&self, loop_inst: crate::ir::InstId, load: &PipelinedLoad) -> Option<TmaLoad> {
@@ -63,9 +83,7 @@ impl Lowerer<'_> {
         }
         let tile = load.operand.tile;
         let elem = self.k.ty(load.value).scalar_type()?.size_bytes() as u32;
-        let swizzle = tile.block_cols * elem;
-        let boxes = tile.cols / tile.block_cols;
-        if !matches!(swizzle, 32 | 64 | 128) || tile.rows > 256 || boxes > MAX_BOXES || tile.align < 1024 {
+        if !boxes_fill(&tile, elem) {
             return None;
         }
         let region_box = self.tma_box(loop_inst, &self.k.insts[load.inst], load.operand.contiguous)?;
@@ -103,21 +121,8 @@ impl Lowerer<'_> {
         let once = specialized.is_some_and(|(_, across)| across);
         let mut init = Vec::new();
         let first = self.first_thread();
-        let mut ring = |l: &mut Self, count: u32| {
-            let bars = l.shared.len() as u32;
-            l.shared.push(SharedAlloc::new(ScalarType::U64, stages));
-            for s in 0..stages {
-                let index = l.i32c(s as i64);
-                init.push(Stmt::MbarrierInit {
-                    bar: MBarrier { alloc: bars, index },
-                    count,
-                    pred: Some(first),
-                });
-            }
-            bars
-        };
-        let bars = ring(self, 1);
-        let empty = specialized.map(|(consumers, _)| ring(self, consumers));
+        let bars = self.new_mbarriers(stages, 1, first, &mut init);
+        let empty = specialized.map(|(consumers, _)| self.new_mbarriers(stages, consumers, first, &mut init));
         init.push(Stmt::Barrier);
         if once {
             self.prologue.append(&mut init);
@@ -134,6 +139,22 @@ impl Lowerer<'_> {
             bytes,
             empty,
         })
+    }
+
+    /// A new buffer of `count` mbarriers, each counting `arrivals`, and their initialization
+    /// by the thread where `first` holds, appended to `init`: its index.
+    pub(super) fn new_mbarriers(&mut self, count: u32, arrivals: u32, first: Reg, init: &mut Vec<Stmt>) -> u32 {
+        let bars = self.shared.len() as u32;
+        self.shared.push(SharedAlloc::new(ScalarType::U64, count));
+        for s in 0..count {
+            let index = self.i32c(s as i64);
+            init.push(Stmt::MbarrierInit {
+                bar: MBarrier { alloc: bars, index },
+                count: arrivals,
+                pred: Some(first),
+            });
+        }
+        bars
     }
 
     /// A new tensor map for the boxes of `region_box` that fill `tile` (elements of
@@ -201,26 +222,48 @@ impl Lowerer<'_> {
             };
             let b = &t.region_box;
             let trip = self.trip_count(iv, &b.start, &b.step)?;
-            let x0 = self.poly_value(&b.origin[0], trip)?;
-            let y0 = self.poly_value(&b.origin[1], trip)?;
-            let tile = load.operand.tile;
-            let (dst, [x, y], count) = self.box_of_lane(tid, &tile, stage, [x0, y0]);
-            let mut coords = vec![x, y];
-            for (_, index) in &b.outer {
-                coords.push(self.poly_value(index, trip)?);
-            }
-            let n = self.i32c(count as i64);
-            let lane_has_box = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, tid, n));
-            let pred = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, lane_has_box, in_range));
-            self.emit(Stmt::TmaLoad {
+            let to = BoxCopy {
                 map,
                 alloc,
-                dst,
-                coords,
+                tile: load.operand.tile,
+                stage,
                 bar,
-                pred: Some(pred),
-            });
+            };
+            self.copy_boxes(b, trip, tid, &to, Some(in_range))?;
         }
+        Ok(())
+    }
+
+    /// Lane `tid`'s box of `region_box` (at trip count `trip`) into `to`, where `also` (if
+    /// any) holds too.
+    pub(super) fn copy_boxes(
+        &mut self,
+        region_box: &TmaBox,
+        trip: Reg,
+        tid: Reg,
+        to: &BoxCopy,
+        also: Option<Reg>,
+    ) -> Result<(), LowerError> {
+        let x0 = self.poly_value(&region_box.origin[0], trip)?;
+        let y0 = self.poly_value(&region_box.origin[1], trip)?;
+        let (dst, [x, y], count) = self.box_of_lane(tid, &to.tile, to.stage, [x0, y0]);
+        let mut coords = vec![x, y];
+        for (_, index) in &region_box.outer {
+            coords.push(self.poly_value(index, trip)?);
+        }
+        let n = self.i32c(count as i64);
+        let mut pred = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Lt, tid, n));
+        if let Some(also) = also {
+            pred = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, pred, also));
+        }
+        self.emit(Stmt::TmaLoad {
+            map: to.map,
+            alloc: to.alloc,
+            dst,
+            coords,
+            bar: to.bar,
+            pred: Some(pred),
+        });
         Ok(())
     }
 

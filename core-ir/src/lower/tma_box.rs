@@ -457,12 +457,16 @@ impl Lowerer<'_> {
         let Op::Load { ptr, mask, .. } = load.op else {
             return None;
         };
-        let mut cx = Affine::new(self, None);
-        let view = self.box_view(&mut cx, ptr, mask, contiguous)?;
-        if !view.wrapped.is_empty() {
-            return None;
-        }
+        let view = self.box_outside_loops(ptr, mask, contiguous)?;
         Some(view.with_trips(Poly::constant(0), Poly::constant(1)))
+    }
+
+    /// The view and box of an access at `ptr` under `mask` read where it is, outside every
+    /// loop the copies run in, if it is one with no wrapped dimension.
+    fn box_outside_loops(&self, ptr: ValueId, mask: Option<ValueId>, contiguous: usize) -> Option<BoxView> {
+        let mut cx = Affine::new(self, None);
+        self.box_view(&mut cx, ptr, mask, contiguous)
+            .filter(|view| view.wrapped.is_empty())
     }
 
     /// The box store `store` writes, if it is one (module comment, with the tile's index
@@ -476,10 +480,9 @@ impl Lowerer<'_> {
         let Op::Store { ptr, mask, .. } = store.op else {
             return None;
         };
-        let mut cx = Affine::new(self, None);
-        let view = self.box_view(&mut cx, ptr, mask, contiguous)?;
+        let view = self.box_outside_loops(ptr, mask, contiguous)?;
         let spans = !view.outer.is_empty() || view.dims.iter().any(Option::is_none);
-        if !view.wrapped.is_empty() || spans && !self.target.tma_store_outer {
+        if spans && !self.target.tma_store_outer {
             return None;
         }
         Some(view.with_trips(Poly::constant(0), Poly::constant(1)))
