@@ -135,14 +135,7 @@ impl Lowerer<'_> {
         let first = self.first_thread();
         let full = self.new_mbarriers(1, 1, first, &mut init);
         let empty = across_tiles.then(|| self.new_mbarriers(1, consumer_warps, first, &mut init));
-        init.push(Stmt::Barrier);
-        if across_tiles {
-            self.prologue.append(&mut init);
-        } else {
-            for s in init {
-                self.emit(s);
-            }
-        }
+        self.publish_mbarriers(init, across_tiles);
         let phase = self.ring_counter(0, across_tiles);
         Ok(Some(StagedCopies {
             loads,

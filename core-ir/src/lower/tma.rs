@@ -123,14 +123,7 @@ impl Lowerer<'_> {
         let first = self.first_thread();
         let bars = self.new_mbarriers(stages, 1, first, &mut init);
         let empty = specialized.map(|(consumers, _)| self.new_mbarriers(stages, consumers, first, &mut init));
-        init.push(Stmt::Barrier);
-        if once {
-            self.prologue.append(&mut init);
-        } else {
-            for s in init {
-                self.emit(s);
-            }
-        }
+        self.publish_mbarriers(init, once);
         let phase = self.ring_counter(0, once);
         Some(TmaRing {
             bars,
@@ -155,6 +148,20 @@ impl Lowerer<'_> {
             });
         }
         bars
+    }
+
+    /// The mbarriers' initialization `init`, then a barrier after which every thread may use
+    /// them: in the prologue where they live across a persistent kernel's tiles (`once`),
+    /// else here.
+    pub(super) fn publish_mbarriers(&mut self, mut init: Vec<Stmt>, once: bool) {
+        init.push(Stmt::Barrier);
+        if once {
+            self.prologue.append(&mut init);
+        } else {
+            for s in init {
+                self.emit(s);
+            }
+        }
     }
 
     /// A new tensor map for the boxes of `region_box` that fill `tile` (elements of
