@@ -1,6 +1,6 @@
 //! NVIDIA GPUs through the CUDA driver: block IR → shared lowering → PTX → the driver's JIT.
 
-use super::{env_count, env_flag, sum_chains};
+use super::{env_count, env_flag, env_opt_in, sum_chains};
 use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
 use crate::cuda::{
@@ -386,10 +386,10 @@ impl Device for CudaGpu {
                 // Boxes across a pointer's outer dimensions (attention's heads) and unmasked
                 // ones: asked for by the launch, or by `RUTILE_TMA_OUTER=1` for every launch
                 // (off by default: no faster than the `cp.async` ring for attention).
-                tma_outer: options.tma_outer || std::env::var("RUTILE_TMA_OUTER").is_ok_and(|v| v.trim() == "1"),
+                tma_outer: options.tma_outer || env_opt_in("RUTILE_TMA_OUTER"),
                 // With them, stores of boxes across outer dimensions too (attention's output),
                 // asked for by `RUTILE_TMA_STORE_OUTER=1` (off: measured no faster).
-                tma_store_outer: std::env::var("RUTILE_TMA_STORE_OUTER").is_ok_and(|v| v.trim() == "1"),
+                tma_store_outer: env_opt_in("RUTILE_TMA_STORE_OUTER"),
                 // `cp.async` from sm_80: the dot's operand loads are pipelined over
                 // `num_stages` shared buffers.
                 async_copy: major >= 8,
@@ -424,7 +424,7 @@ impl Device for CudaGpu {
                 // `RUTILE_TMA_STAGED_AFTER=1`: the operands of the `dot`s after such a loop
                 // (the rotated walk's last values loaded ahead) copied by the producer too
                 // (off: measured no faster than `Q` alone).
-                tma_staged_after: std::env::var("RUTILE_TMA_STAGED_AFTER").is_ok_and(|v| v.trim() == "1"),
+                tma_staged_after: env_opt_in("RUTILE_TMA_STAGED_AFTER"),
                 // `RUTILE_DIVISIONS_AS_SHIFTS=0`: divisions by constant powers of two in loops
                 // left to `ptxas`, to time what the shifts save.
                 divisions_as_shifts: env_flag("RUTILE_DIVISIONS_AS_SHIFTS"),
@@ -443,7 +443,7 @@ impl Device for CudaGpu {
             // instructions (`PtxTarget::wide_products`), to time what the one saves.
             let ptx_target = rutile_ptx::PtxTarget::from_compute_capability(major, minor)
                 .max_registers(options.maxnreg)
-                .pack_before_fence(std::env::var("RUTILE_PACK_BEFORE_FENCE").is_ok_and(|v| v.trim() == "1"))
+                .pack_before_fence(env_opt_in("RUTILE_PACK_BEFORE_FENCE"))
                 .wide_products(env_flag("RUTILE_WIDE_PRODUCTS"));
             let ptx = rutile_ptx::emit(&thread_kernel, &ptx_target).map_err(|e| Error::Codegen {
                 backend: "PTX",

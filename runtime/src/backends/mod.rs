@@ -14,6 +14,11 @@ pub(crate) fn env_flag(name: &str) -> bool {
     std::env::var(name).map_or(true, |v| v.trim() != "0")
 }
 
+/// Whether environment variable `name` turns on a feature that is off by default (`1`).
+pub(crate) fn env_opt_in(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v.trim() == "1")
+}
+
 /// The count environment variable `variable` gives, `None` where it is unset (see
 /// [`parse_count`]).
 pub(crate) fn env_count(
