@@ -57,7 +57,7 @@
 //! repeat one figure), `--ln-cols` the layer norm at the given widths only, `--head-dims` the
 //! attention at the given head dimensions only (64, 128), `--ctx` at the given sequence
 //! lengths only, `--attention-forms` its given lines only (`tutorial`, `rotated`,
-//! `pingpong`, `pingpong_ahead`, `persistent_pingpong`, `blocks`, `blocks_ahead`, `persistent_blocks`, `tma_heads`,
+//! `pingpong`, `pingpong_ahead`, `persistent_pingpong`, `persistent_pingpong_ahead`, `blocks`, `blocks_ahead`, `persistent_blocks`, `tma_heads`,
 //! `tma_heads_capped`, `longest_first`), `--no-causal` without the causal mask only and
 //! `--causal-only` with it only. `--squares` times the matmul at the given M = N = K only,
 //! without the skinny shapes (e.g. `--only matmul --squares 4096`). `--backends` runs the sections
@@ -136,12 +136,13 @@ fn main() {
     let layer_norm_cols = size_list(&args, "--ln-cols", 1..=1 << 20, "widths from 1 to 2^20");
     let head_dims = size_list(&args, "--head-dims", 64..=128, "head dimensions 64 and 128");
     let attention_lengths = size_list(&args, "--ctx", 16..=65536, "sequence lengths from 16 to 65536");
-    const FORMS: [&str; 11] = [
+    const FORMS: [&str; 12] = [
         "tutorial",
         "rotated",
         "pingpong",
         "pingpong_ahead",
         "persistent_pingpong",
+        "persistent_pingpong_ahead",
         "blocks",
         "blocks_ahead",
         "persistent_blocks",

@@ -1016,3 +1016,41 @@ fn the_last_values_ahead_assemble() {
         }
     }
 }
+
+/// The rotated ping-pong on a persistent grid with the walk's last values loaded ahead
+/// (`AttentionMeta::last_values_ahead`) and copied by the producer with `Q`
+/// (`Target::tma_staged_after`), as the benchmark's `_persistent_pingpong_ahead` line runs
+/// it (whole key blocks, no mask), in the configurations of
+/// `persistent_specialized_attention_configs` (head dimension 64) and the rotated ones of
+/// `persistent_head_128_specialized_attention_configs`: each fits shared memory (at head
+/// dimension 128 and 128 x 128, 231408 bytes, as without the last values ahead: their
+/// buffer is the one the walk's last `P V` stores them in otherwise) and none spills
+/// (`ptxas` 12.9; printed with `-- --nocapture`).
+#[test]
+fn persistent_ping_pong_with_the_last_values_copied_assembles() {
+    let configs = [(64, 128, 128, 2), (64, 128, 128, 3), (64, 128, 64, 2), (64, 128, 64, 3)]
+        .into_iter()
+        .chain([(128, 128, 64, 2), (128, 128, 64, 3), (128, 128, 128, 2)]);
+    for (head_dim, bm, bn, stages) in configs {
+        let meta = AttentionMeta {
+            rotate: true,
+            whole_key_blocks: true,
+            last_values_ahead: true,
+            ..AttentionMeta::fp16(bm, bn, head_dim, false)
+        };
+        let kernel = seeds::attention_forward(&meta).unwrap();
+        let label = format!("persistent ping-pong, last values copied, head {head_dim}, {bm}x{bn}, {stages} stages");
+        let target = Target {
+            tma_outer: true,
+            warp_specialize: true,
+            persistent: true,
+            tma_staged_after: true,
+            ..h100(8, stages)
+        };
+        let ptx = assemble_aligned_sm90(&label, &kernel, &target);
+        assert!(ptx.contains("cp.async.bulk.tensor.4d"), "{label}: no TMA copies");
+        if let Some((_, spilled)) = support::ptxas_resources(&ptx, 90) {
+            assert_eq!(spilled, 0, "{label}: {spilled} bytes spilled");
+        }
+    }
+}

@@ -60,10 +60,15 @@ pub struct Target {
     pub tma_staged_operands: bool,
     /// With [`tma_staged_operands`](Self::tma_staged_operands), whether the producer also
     /// copies the operands of the `dot`s after the loop that were computed before it (the
-    /// rotated attention walk's last values loaded ahead; on a plain grid only). Off by
-    /// default: on an H200 the ping-pong gained 1.5–1.8% with them copied too, against 3%
-    /// with `Q` alone in other runs (docs/performance.md, "Q copied by the producer through
-    /// TMA"); the CUDA runtime's `RUTILE_TMA_STAGED_AFTER=1` asks for it.
+    /// rotated attention walk's last values loaded ahead; on a persistent grid the consumers
+    /// then hand the buffers back after those `dot`s rather than after the loop, and the
+    /// producer copies the next tile's while they finish this one). Off here; the CUDA
+    /// runtime turns it on for persistent grids, where on an H200 the head-128 ping-pong
+    /// with the last values ahead ran 10% faster at 1024 tokens than without it (and at
+    /// 128 x 128 fits shared memory only with it), and leaves it off on plain ones, where it
+    /// gained 1.5–1.8% against 3% with `Q` alone (docs/performance.md, "The persistent
+    /// ping-pong with the last values copied"); `RUTILE_TMA_STAGED_AFTER=0` or `=1` says so
+    /// for every launch.
     pub tma_staged_after: bool,
     /// Whether threads can copy global memory to shared memory asynchronously (`cp.async`,
     /// sm_80 and later): the loads that feed a `dot` on the tensor cores in a loop then go

@@ -637,13 +637,37 @@ fn q_is_copied_by_the_producer_where_the_walk_is_specialized() {
                 assert!(stores > 0, "{at}: the consumers store no Q");
             }
             loads[staged as usize] = global_loads;
+            if staged && ahead && persistent {
+                // The last `P V` reads the copied last values: the consumers hand the
+                // buffers back (their last mbarrier arrival) only after it, or the producer
+                // would overwrite them with the next tile's while it runs.
+                let (mut at_stmt, mut last_wgmma, mut last_arrival) = (0, None, None);
+                walk(&consumer, &mut |s| {
+                    at_stmt += 1;
+                    match s {
+                        Stmt::Wgmma { b, .. } => last_wgmma = Some((at_stmt, b.alloc)),
+                        Stmt::MbarrierArrive { .. } => last_arrival = Some(at_stmt),
+                        _ => {}
+                    }
+                });
+                let (wgmma_at, last_values) = last_wgmma.unwrap_or_else(|| panic!("{at}: no MMAs"));
+                let mut copied = false;
+                walk(&producer, &mut |s| {
+                    copied |= matches!(s, Stmt::TmaLoad { alloc, .. } if *alloc == last_values)
+                });
+                assert!(copied, "{at}: the producer does not copy the last values");
+                assert!(
+                    last_arrival.is_some_and(|a| a > wgmma_at),
+                    "{at}: the staged buffers are handed back before the last `P V`"
+                );
+            }
             simulate_attention(&at, &meta, &[target], shape, &mut rng);
         }
         // The consumers' global loads: Q's and the rotated walk's last values' without the
         // copies (16 a thread), the last values' alone with them (8), none where those are
-        // copied too (loaded ahead, on a plain grid).
+        // copied too (loaded ahead; on a persistent grid handed back after the last `P V`).
         let at = format!("persistent {persistent}, last values ahead {ahead}: global loads {loads:?}");
-        if ahead && !persistent {
+        if ahead {
             assert!(loads[1] == 0 && loads[0] > 0, "{at}");
         } else {
             assert!(0 < loads[1] && loads[1] < loads[0], "{at}");

@@ -462,10 +462,10 @@ fn loop_stages(kernel: &rutile::Kernel) -> u32 {
 /// the rotated walk at head dimension 64 (`_rotated`), through CUDA that walk
 /// warp-specialized with its consumers taking turns (`_pingpong`), 64-row programs
 /// several a block sharing a producer (`_blocks`) and those on a persistent grid
-/// (`_persistent_blocks`), at head dimension 128 the ping-pong (`_pingpong`) and the same on
-/// a persistent grid (`_persistent_pingpong`), the blocks and the ping-pong with the
-/// walk's last values loaded ahead of it (`_blocks_ahead`, `_pingpong_ahead`:
-/// `with_last_values_ahead`), causal programs started longest first
+/// (`_persistent_blocks`), at head dimension 128 the ping-pong (`_pingpong`), at both the
+/// ping-pong on a persistent grid (`_persistent_pingpong`), the blocks and the ping-pongs
+/// with the walk's last values loaded ahead of it (`_blocks_ahead`, `_pingpong_ahead`,
+/// `_persistent_pingpong_ahead`: `with_last_values_ahead`), causal programs started longest first
 /// (`_longest_first`), and K and V copied by
 /// TMA across heads (`_tma_heads`, `LaunchConfig::tma_outer`; at head dimension 64 its
 /// 64 x 128 program also capped at 168 registers, `_tma_heads_capped`), each autotuned over the
@@ -520,6 +520,12 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                     let specialized = attention::specialized_attention_configs(dev, causal);
                     if !specialized.is_empty() {
                         forms.push(("_pingpong", specialized));
+                        let persistent = attention::persistent_specialized_attention_configs(dev, causal);
+                        forms.push((
+                            "_persistent_pingpong_ahead",
+                            attention::with_last_values_ahead(persistent.clone()),
+                        ));
+                        forms.push(("_persistent_pingpong", persistent));
                     }
                     // Through CUDA, without the mask: 64-row programs, several a block.
                     let blocks = attention::block_programs_attention_configs(dev, causal);
@@ -540,6 +546,10 @@ pub fn attention(dev: &dyn Device, run: &Run, flush: Option<&CacheFlush>, csv: &
                         ));
                         forms.push(("_pingpong", specialized));
                         let persistent = attention::persistent_head_128_specialized_attention_configs(dev, causal);
+                        forms.push((
+                            "_persistent_pingpong_ahead",
+                            attention::with_last_values_ahead(persistent.clone()),
+                        ));
                         forms.push(("_persistent_pingpong", persistent));
                     }
                 }

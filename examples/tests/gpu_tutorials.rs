@@ -304,6 +304,61 @@ fn gpu_persistent_head_128_ping_pong_matches_the_reference() {
     );
 }
 
+/// Through CUDA, the ping-pong on a persistent grid with the rotated walk's last values
+/// loaded ahead (`with_last_values_ahead` of `persistent_specialized_attention_configs` and
+/// `persistent_head_128_specialized_attention_configs`, the benchmark's
+/// `_persistent_pingpong_ahead` line), every configuration on its own at 40 heads of 1024
+/// tokens, where each block walks two or more query blocks: the producer copies the last
+/// values with `Q` a tile ahead (`Target::tma_staged_after`, on for persistent grids), and
+/// the consumers hand the buffers back only after the last `P V` (with
+/// `RUTILE_TMA_STAGED_AFTER=0` the consumers load them). Ragged (1000 tokens) or causal, a
+/// configuration runs right or is refused for the device's limits.
+#[test]
+fn gpu_persistent_ping_pong_with_the_last_values_ahead_config_by_config() {
+    use tutorials::attention::{
+        persistent_head_128_specialized_attention_configs, persistent_specialized_attention_configs,
+        with_last_values_ahead,
+    };
+    let (_turn, devices) = devices();
+    let mut failed = Vec::new();
+    for d in devices {
+        let cuda = d.properties().backend == rutile::Backend::Cuda;
+        for (head_dim, causal) in [(64, false), (64, true), (128, false), (128, true)] {
+            let configs = match head_dim {
+                64 => persistent_specialized_attention_configs(d.as_ref(), causal),
+                _ => persistent_head_128_specialized_attention_configs(d.as_ref(), causal),
+            };
+            let configs = with_last_values_ahead(configs);
+            assert_eq!(!configs.is_empty(), cuda);
+            for (i, c) in configs.into_iter().enumerate() {
+                for n_ctx in [1024, 1000] {
+                    let p = Problem {
+                        z: 1,
+                        h: 40,
+                        n_ctx,
+                        head_dim,
+                        causal,
+                    };
+                    let seed = 760 + i as u64;
+                    match tutorials::attention::attention_with(d.as_ref(), p, seed, vec![c.clone()]) {
+                        Ok(o) if o.passed() => println!("{o}"),
+                        Err(e) if (causal || n_ctx % 128 != 0) && beyond_the_device(&e) => {
+                            println!("{p} on {c:?}: {e}")
+                        }
+                        Ok(o) => failed.push(format!("{}: {p} on {c:?}: {o}", d.id())),
+                        Err(e) => failed.push(format!("{}: {p} on {c:?}: {e}", d.id())),
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "persistent ping-pong, last values ahead, failed:\n{}",
+        failed.join("\n")
+    );
+}
+
 /// Causal attention with the programs started longest first (the grid's axes swapped,
 /// heads first, query blocks from the last; through CUDA by groups of heads where the
 /// heads' keys and values exceed the L2 cache): autotuned at ragged and whole lengths and

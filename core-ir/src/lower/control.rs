@@ -375,7 +375,7 @@ impl Lowerer<'_> {
             Some(p) => {
                 self.pipeline_epilogue(&p);
                 if let Some(staged) = self.staged.take() {
-                    self.staged_copies_release(&staged);
+                    self.staged_copies_after_loop(staged);
                 }
             }
             // Every thread done reading the hoisted operands before their bytes are reused

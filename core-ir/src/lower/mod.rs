@@ -329,6 +329,9 @@ pub(crate) struct Lowerer<'k> {
     /// The operands the producer of the warp-specialized loop being lowered copies before
     /// it (see `staged`), until the consumers release them after the loop.
     staged: Option<staged::StagedCopies>,
+    /// Staged operands of a persistent grid's loop, some of `dot`s after it: handed back
+    /// once those `dot`s are lowered (see `staged`).
+    staged_after: Option<staged::StagedCopies>,
     /// The warps of the kernel's producer side (0: none), once its body is lowered.
     producer_warps: u32,
     /// `cluster_reduce`s lowered so far (see `cluster`).
@@ -399,6 +402,7 @@ impl<'k> Lowerer<'k> {
             copy_threads_from: 0,
             producer: None,
             staged: None,
+            staged_after: None,
             producer_warps: 0,
             cluster_sites: 0,
         };
@@ -436,6 +440,7 @@ impl<'k> Lowerer<'k> {
         if self.region(body)?.is_some() {
             return Err(self.internal("the kernel body yields"));
         }
+        self.staged_all_released()?;
         self.finish_specialized()
     }
 
@@ -505,6 +510,7 @@ impl<'k> Lowerer<'k> {
             self.inst(inst)?;
             if matches!(inst.op, Op::Dot { .. }) {
                 self.forget_staged_for(id, &staged);
+                self.staged_dot_lowered(id);
             }
             // (A warp-specialized loop leaves the statements that follow on a side of their own.)
             if self.body.len() == depth {

@@ -6,8 +6,8 @@
 //! besides its walk (docs/performance.md, "What an attention program costs besides its
 //! walk"). Where the operand is a global load that is a box of a tensor, the producer
 //! warpgroup copies it instead, with the loop's first stages (and, with
-//! `Target::tma_staged_after`, on a plain grid, the operands of the `dot`s after the loop
-//! that `hoist` stages before it: the rotated walk's last values loaded ahead):
+//! `Target::tma_staged_after`, the operands of the `dot`s after the loop that `hoist`
+//! stages before it: the rotated walk's last values loaded ahead):
 //!
 //! ```text
 //! before the split:  thread 0 initializes "full" (one arrival and the bytes) and, on a
@@ -16,7 +16,8 @@
 //!                    its first thread arrives on "full" expecting the bytes; its first
 //!                    lanes copy the boxes into the hoisted buffer; (persistent: p ^= 1)
 //! consumers:         wait for phase c of "full" where they would have stored the operand;
-//!                    the loop; (persistent: after its last MMAs, lane 0 of each warp
+//!                    the loop; (persistent: after its last MMAs, or after those of the
+//!                    last `dot` after it whose operand is copied, lane 0 of each warp
 //!                    arrives on "empty"; c ^= 1)
 //! ```
 //!
@@ -31,7 +32,7 @@ use super::mma::{fastest_dim, Operand, SharedOperand};
 use super::tma::{boxes_fill, BoxCopy};
 use super::tma_box::{Sym, TmaBox};
 use super::{LowerError, Lowerer};
-use crate::ir::{BinaryOp, Inst, Op, Region, ValueDef, ValueId};
+use crate::ir::{BinaryOp, Inst, InstId, Op, Region, ValueDef, ValueId};
 use crate::thread::{Expr, MBarrier, Memory, Reg, SharedAlloc, Stmt};
 use crate::types::ScalarType;
 
@@ -59,6 +60,9 @@ pub(crate) struct StagedCopies {
     phase: Reg,
     /// Bytes the copies deliver, together.
     bytes: u32,
+    /// The `dot`s after the loop whose operands are copied: on a persistent grid the
+    /// consumers hand the buffers back once these are lowered (their MMAs retired).
+    after: Vec<InstId>,
 }
 
 impl StagedCopies {
@@ -87,21 +91,22 @@ impl Lowerer<'_> {
         }
         let region = &loop_inst.regions[0];
         // The loop's own invariant operands, and those of the `dot`s after it that were
-        // computed before it (the rotated walk's last values loaded ahead): not on a
-        // persistent grid, where the consumers would hand those back only after the `dot`
-        // after the loop, which nothing here waits for.
+        // computed before it (the rotated walk's last values loaded ahead; on a persistent
+        // grid the consumers then hand every buffer back after those `dot`s, not after the
+        // loop).
         let mut candidates = Vec::new();
         for &id in &region.insts {
             if let Op::Dot { a, b, .. } = self.k.insts[id].op {
-                candidates.extend([(id, a, Operand::A), (id, b, Operand::B)]);
+                candidates.extend([(id, a, Operand::A, false), (id, b, Operand::B, false)]);
             }
         }
-        if !across_tiles && self.target.tma_staged_after {
-            candidates.extend(after.iter().copied());
+        if self.target.tma_staged_after {
+            candidates.extend(after.iter().map(|&(id, v, which)| (id, v, which, true)));
         }
         let mut loads = Vec::new();
+        let mut after_dots = Vec::new();
         let mut bytes = 0;
-        for (id, v, which) in candidates {
+        for (id, v, which, is_after) in candidates {
             let inst = &self.k.insts[id];
             let Some((operand, region_box, elem)) = self.stageable(inst, v, which, region) else {
                 continue;
@@ -117,6 +122,9 @@ impl Lowerer<'_> {
             let operand = SharedOperand { alloc, ..operand };
             let map = self.tensor_map_for(&region_box, &tile, elem.size_bytes() as u32);
             bytes += tile.len() * elem.size_bytes() as u32;
+            if is_after && !after_dots.contains(&id) {
+                after_dots.push(id);
+            }
             loads.push(StagedLoad {
                 key: (result, which == Operand::B),
                 value: v,
@@ -143,6 +151,7 @@ impl Lowerer<'_> {
             empty,
             phase,
             bytes,
+            after: after_dots,
         }))
     }
 
@@ -302,8 +311,43 @@ impl Lowerer<'_> {
     }
 
     /// After the consumers' loop and its last MMAs: on a persistent grid, the staged
-    /// operands go back to the producer for the next tile.
-    pub(crate) fn staged_copies_release(&mut self, staged: &StagedCopies) {
+    /// operands go back to the producer for the next tile, now or, where operands of
+    /// `dot`s after the loop are copied too, once those are lowered
+    /// ([`Lowerer::staged_dot_lowered`]).
+    pub(crate) fn staged_copies_after_loop(&mut self, staged: StagedCopies) {
+        if staged.empty.is_some() && !staged.after.is_empty() {
+            self.staged_after = Some(staged);
+        } else {
+            self.staged_copies_release(&staged);
+        }
+    }
+
+    /// After `dot` `id` is lowered (its MMAs waited for): where it was the last `dot` after
+    /// the loop whose operands the producer copies, the consumers hand the buffers back.
+    pub(crate) fn staged_dot_lowered(&mut self, id: InstId) {
+        let Some(staged) = self.staged_after.as_mut() else {
+            return;
+        };
+        staged.after.retain(|&d| d != id);
+        if staged.after.is_empty() {
+            let staged = self.staged_after.take().expect("checked above");
+            self.staged_copies_release(&staged);
+        }
+    }
+
+    /// Where the statement list of a warp-specialized loop ends with the staged operands
+    /// not handed back (a `dot` after the loop never lowered), the producer would wait for
+    /// them forever: an internal error rather than a kernel that hangs.
+    pub(crate) fn staged_all_released(&self) -> Result<(), LowerError> {
+        match &self.staged_after {
+            Some(s) if !s.after.is_empty() => {
+                Err(self.internal("the staged operands of dots after a loop are never handed back"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn staged_copies_release(&mut self, staged: &StagedCopies) {
         let Some(empty) = staged.empty else {
             return;
         };

@@ -26,7 +26,11 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
 /// per problem (`docs/performance.md`): at head dimension 128 the same list with K and V
 /// copied by TMA across heads (`LaunchConfig::tma_outer`; on an H200 4–7% faster from 2048
 /// tokens, causal or not, 1–4% slower at 1024: "Head dimension 128 on an H200") and
-/// [`head_128_specialized_attention_configs`] (the fastest from 2048 tokens); at head
+/// [`head_128_specialized_attention_configs`] (the fastest from 2048 tokens), and without
+/// the causal mask the same on a persistent grid with the walk's last values ahead
+/// ([`persistent_specialized_attention_configs`]'s `_persistent_pingpong_ahead` line: the
+/// producer copies them and `Q` a tile ahead; on an H200 the fastest at 1024 and 2048
+/// tokens, 61% of cuBLAS's matmul rate at 1024); at head
 /// dimension 64 without the causal mask, [`block_programs_attention_configs`] (the fastest
 /// there from 4096 tokens, 59–64% of cuBLAS's matmul rate: "Whole key blocks"), both also
 /// with the walk's last values loaded ahead ([`with_last_values_ahead`]), and the
@@ -43,6 +47,10 @@ pub fn host_attention_configs(dev: &dyn Device, p: &Problem) -> Vec<Config> {
             let ping_pong = head_128_specialized_attention_configs(dev, p.causal);
             configs.extend(with_last_values_ahead(ping_pong.clone()));
             configs.extend(ping_pong);
+            if !p.causal {
+                let persistent = persistent_head_128_specialized_attention_configs(dev, p.causal);
+                configs.extend(with_last_values_ahead(persistent));
+            }
         }
         64 if !p.causal => {
             let blocks = block_programs_attention_configs(dev, p.causal);
@@ -209,9 +217,28 @@ pub fn with_last_values_ahead(configs: Vec<Config>) -> Vec<Config> {
 /// copied by the producer a tile ahead (`RUTILE_TMA_STAGED`), 7% faster than before at
 /// 1024 tokens and ahead of the plain ping-pong there, but 1–8% behind the ping-pong with
 /// the last values ahead from 1024 to 4096 ("Q copied by the producer through TMA"): a line
-/// of the benchmark (`_persistent_pingpong`), in no list the host code tunes over.
+/// of the benchmark (`_persistent_pingpong`), in no list the host code tunes over. With the
+/// last values ahead ([`with_last_values_ahead`], copied by the producer with `Q`) it is
+/// the fastest at 1024 and 2048 tokens, and in the host code's list without the mask
+/// ("The persistent ping-pong with the last values copied").
 pub fn persistent_head_128_specialized_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
     head_128_specialized_attention_configs(dev, causal)
+        .into_iter()
+        .map(|c| c.persistent(true))
+        .collect()
+}
+
+/// [`specialized_attention_configs`] (the ping-pong at head dimension 64) on a persistent
+/// grid (`LaunchConfig::persistent`), as [`persistent_head_128_specialized_attention_configs`]
+/// is at 128: the benchmark's `_persistent_pingpong` line at head dimension 64, and with
+/// [`with_last_values_ahead`] its `_persistent_pingpong_ahead` line at both (the producer
+/// copies those last values with `Q`, a tile ahead, `Target::tma_staged_after`, which the
+/// CUDA runtime turns on for persistent grids). On an H200 at head dimension 64 slower
+/// than TMA across heads at 1024 and 2048 tokens (8–10%): in no list the host code tunes
+/// over; at 128 the fastest form there (`docs/performance.md`, "The persistent ping-pong
+/// with the last values copied").
+pub fn persistent_specialized_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
+    specialized_attention_configs(dev, causal)
         .into_iter()
         .map(|c| c.persistent(true))
         .collect()

@@ -19,6 +19,12 @@ pub(crate) fn env_opt_in(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v.trim() == "1")
 }
 
+/// What environment variable `name` says of a feature whose default depends on the launch:
+/// `None` where it is unset, off for `0`, on for anything else.
+pub(crate) fn env_override(name: &str) -> Option<bool> {
+    std::env::var(name).ok().map(|v| v.trim() != "0")
+}
+
 /// The count environment variable `variable` gives, `None` where it is unset (see
 /// [`parse_count`]).
 pub(crate) fn env_count(
