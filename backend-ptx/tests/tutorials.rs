@@ -1023,8 +1023,8 @@ fn the_last_values_ahead_assemble() {
 /// it (whole key blocks, no mask), in the configurations of
 /// `persistent_specialized_attention_configs` (head dimension 64) and the rotated ones of
 /// `persistent_head_128_specialized_attention_configs`: each fits shared memory (at head
-/// dimension 128 and 128 x 128, 231408 bytes, as without the last values ahead: their
-/// buffer is the one the walk's last `P V` stores them in otherwise) and none spills
+/// dimension 128 and 128 x 128, 231408 bytes, as with the consumers loading the last values
+/// ahead or after the walk, into the same buffer) and none spills
 /// (`ptxas` 12.9; printed with `-- --nocapture`).
 #[test]
 fn persistent_ping_pong_with_the_last_values_copied_assembles() {

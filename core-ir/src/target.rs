@@ -64,8 +64,8 @@ pub struct Target {
     /// then hand the buffers back after those `dot`s rather than after the loop, and the
     /// producer copies the next tile's while they finish this one). Off here; the CUDA
     /// runtime turns it on for persistent grids, where on an H200 the head-128 ping-pong
-    /// with the last values ahead ran 10% faster at 1024 tokens than without it (and at
-    /// 128 x 128 fits shared memory only with it), and leaves it off on plain ones, where it
+    /// with the last values ahead then ran 8–11% faster at 1024 tokens than the plain
+    /// grid's, and leaves it off on plain ones, where it
     /// gained 1.5–1.8% against 3% with `Q` alone (docs/performance.md, "The persistent
     /// ping-pong with the last values copied"); `RUTILE_TMA_STAGED_AFTER=0` or `=1` says so
     /// for every launch.

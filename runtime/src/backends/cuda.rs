@@ -423,8 +423,9 @@ impl Device for CudaGpu {
                 tma_staged_operands: env_flag("RUTILE_TMA_STAGED"),
                 // The operands of the `dot`s after such a loop (the rotated walk's last
                 // values loaded ahead) copied by the producer too, on persistent grids
-                // (where it copies them a tile ahead: the head-128 ping-pong 10% faster at
-                // 1024 tokens on an H200), not on plain ones (no faster than `Q` alone);
+                // (where it copies them a tile ahead: the head-128 ping-pong 8-11% faster
+                // than the plain grid's at 1024 tokens on an H200), not on plain ones (no
+                // faster than `Q` alone);
                 // `RUTILE_TMA_STAGED_AFTER=0` or `=1` says so for every launch.
                 tma_staged_after: env_override("RUTILE_TMA_STAGED_AFTER").unwrap_or(options.persistent),
                 // `RUTILE_DIVISIONS_AS_SHIFTS=0`: divisions by constant powers of two in loops
