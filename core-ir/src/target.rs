@@ -49,9 +49,13 @@ pub struct Target {
     pub tma_outer: bool,
     /// Where [`tma_outer`](Self::tma_outer) and [`tma_store`](Self::tma_store) are on,
     /// whether a store's box may span outer dimensions and unmasked ones too (attention's
-    /// output, across heads, with its head dimension unmasked; `lower::tma_store`). Off by
-    /// default: measured no faster than the exchange it replaces on an H200 (the runtime's
-    /// `RUTILE_TMA_STORE_OUTER=1` turns it on).
+    /// output, across heads, with its head dimension unmasked; `lower::tma_store`). Off
+    /// here; the CUDA runtime turns it on where one program's consumers take a producer's
+    /// loop (attention's ping-pongs: on an H200 3.5–5% faster at 1024 tokens, 0.6–3% from
+    /// 2048) and leaves it off elsewhere (within run-to-run spread on one warpgroup a
+    /// program and on several programs a block); `RUTILE_TMA_STORE_OUTER=0` or `=1` says so
+    /// for every launch (docs/performance.md, "The ping-pongs' output through TMA across
+    /// heads, measured again").
     pub tma_store_outer: bool,
     /// Whether a warp-specialized loop's producer copies, through TMA, the loop-invariant
     /// `dot` operands that would otherwise be loaded by the consumers and stored before the

@@ -1770,7 +1770,8 @@ fn a_lowered_kernel_says_what_its_dots_run_on() {
 }
 
 /// The output stored by TMA across heads (`Target::tma_store_outer`) in the
-/// warp-specialized walk, rotated and not, causal and not: one 4-D store a column block,
+/// warp-specialized walk, rotated and not, causal and not, and on a persistent grid with
+/// the operands copied by the producer: one 4-D store a column block,
 /// issued by the consumers' first thread, and the kernel the interpreter's in the simulator
 /// (which reads the staging tile when the store is issued and faults a write to it before
 /// the wait on its reads).
@@ -1795,18 +1796,54 @@ fn the_output_leaves_by_tma_across_heads() {
             rotate,
             ..AttentionMeta::fp16(128, 128, shape.d as u32, causal)
         };
-        let kernel = attention_forward(&meta).unwrap();
-        let tk = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
-        let mut stores = Vec::new();
-        tk.walk(&mut |s| {
-            if let Stmt::TmaStore { coords, .. } = s {
-                stores.push(coords.len());
-            }
-        });
         let at = format!("causal {causal}, rotate {rotate}");
-        assert_eq!(stores, vec![4], "{at}: one box of 64 columns, 4-D");
+        assert_eq!(
+            tma_stores(&meta, &target, &spec),
+            vec![4],
+            "{at}: one box of 64 columns, 4-D"
+        );
         simulate_attention(&at, &meta, std::slice::from_ref(&target), shape, &mut rng);
     }
+    // The persistent head-128 ping-pong with `Q` and the last values copied by the producer
+    // (as the CUDA runtime launches it): each tile's store waits for the last one's reads
+    // of the staging tile, while the producer copies the next tile's operands.
+    let shape = Shape {
+        z: 1,
+        h: 3,
+        n: 256,
+        d: 128,
+    };
+    let meta = AttentionMeta {
+        rotate: true,
+        whole_key_blocks: true,
+        last_values_ahead: true,
+        ..AttentionMeta::fp16(128, 128, 128, false)
+    };
+    let target = Target {
+        persistent: true,
+        tma_staged_after: true,
+        ..target
+    };
+    let spec = runtime_spec(&args(shape));
+    assert_eq!(
+        tma_stores(&meta, &target, &spec),
+        vec![4, 4],
+        "persistent: two boxes of 64 columns"
+    );
+    simulate_attention("persistent", &meta, &[target], shape, &mut rng);
+}
+
+/// The coordinates' counts of the TMA stores of attention `meta` lowered for `target`.
+fn tma_stores(meta: &AttentionMeta, target: &Target, spec: &rutile_ir::target::Specialization) -> Vec<usize> {
+    let kernel = attention_forward(meta).unwrap();
+    let tk = rutile_ir::lower::lower(&kernel, target, spec).unwrap();
+    let mut stores = Vec::new();
+    tk.walk(&mut |s| {
+        if let Stmt::TmaStore { coords, .. } = s {
+            stores.push(coords.len());
+        }
+    });
+    stores
 }
 
 /// The rotated walk's last values loaded before it (`AttentionMeta::last_values_ahead`):

@@ -387,9 +387,13 @@ impl Device for CudaGpu {
                 // ones: asked for by the launch, or by `RUTILE_TMA_OUTER=1` for every launch
                 // (off by default: no faster than the `cp.async` ring for attention).
                 tma_outer: options.tma_outer || env_opt_in("RUTILE_TMA_OUTER"),
-                // With them, stores of boxes across outer dimensions too (attention's output),
-                // asked for by `RUTILE_TMA_STORE_OUTER=1` (off: measured no faster).
-                tma_store_outer: env_opt_in("RUTILE_TMA_STORE_OUTER"),
+                // With them, stores of boxes across outer dimensions too (attention's output):
+                // where one program's consumers take a producer's loop (the ping-pongs: on an
+                // H200 3.5-5% faster at 1024 tokens, 2-3% at 2048), not elsewhere (within
+                // run-to-run spread for one warpgroup a program and for several programs a
+                // block); `RUTILE_TMA_STORE_OUTER=0` or `=1` says so for every launch.
+                tma_store_outer: env_override("RUTILE_TMA_STORE_OUTER")
+                    .unwrap_or(options.warp_specialize && options.programs_per_block <= 1),
                 // `cp.async` from sm_80: the dot's operand loads are pipelined over
                 // `num_stages` shared buffers.
                 async_copy: major >= 8,
