@@ -188,6 +188,13 @@ if [[ $SETUP_ONLY -eq 1 ]]; then
 fi
 
 command -v cargo >/dev/null 2>&1 || die "cargo not found; install Rust (https://rustup.rs)"
-say "running: cargo test --workspace --release --locked $*"
 cd "$ROOT"
+# The public API's documentation, its links included, is part of what the tests check (on
+# a full run; a run given test arguments goes straight to them).
+if [[ $# -eq 0 ]]; then
+    say "running: cargo doc --workspace --no-deps --locked (warnings are errors)"
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet \
+        || die "the documentation has warnings (a broken or private link, a bad code block): see above"
+fi
+say "running: cargo test --workspace --release --locked $*"
 exec cargo test --workspace --release --locked "$@"

@@ -92,7 +92,7 @@ const ONE_BLOCK_MAX: u32 = 16384;
 /// to 16384 columns, the one-pass kernel's statistics in programs that walk rows with the
 /// next rows copied into shared memory meanwhile ([`row_walk_launch`]): on an H200 8 to 21
 /// points of the ceiling above the best of the others at those widths (62.8% to 89.0%),
-/// up to 4096 columns with the weight and bias held across its rows ([`row_walk_shape`]).
+/// up to 4096 columns with the weight and bias held across its rows (`row_walk_shape`).
 pub fn forward_launch(dev: &dyn Device, fwd: &Forward) -> Result<(rutile::Kernel, LaunchConfig)> {
     let (m, n) = (fwd.m, fwd.n);
     let cuda = dev.properties().backend == rutile::Backend::Cuda;
