@@ -675,6 +675,75 @@ fn q_is_copied_by_the_producer_where_the_walk_is_specialized() {
     }
 }
 
+/// The persistent ping-pong at head dimension 64 with the rotated walk's last values loaded
+/// ahead and copied by the producer with `Q` (`Target::tma_staged_after`, as the CUDA
+/// runtime launches persistent grids), where a walk follows the specialized one (a ragged
+/// last key block, the causal diagonal): the consumers hand the copies back after the last
+/// `P V` of the specialized walk, and the walk after it loads its own `Q`. Each
+/// configuration that fits shared memory runs equal to the interpreter in the simulator on
+/// more tiles than programs.
+#[test]
+fn the_persistent_ping_pong_copies_the_last_values_before_a_walk_after_it() {
+    let mut rng = Rng::new(83);
+    let mut ran = 0;
+    for (causal, n, bn) in [(false, 200, 128), (false, 200, 64), (true, 256, 64), (true, 200, 64)] {
+        let shape = Shape { z: 1, h: 3, n, d: 64 };
+        let meta = AttentionMeta {
+            rotate: true,
+            last_values_ahead: true,
+            ..AttentionMeta::fp16(128, bn, 64, causal)
+        };
+        let target = Target {
+            tma_outer: true,
+            warp_specialize: true,
+            persistent: true,
+            tma_staged_after: true,
+            ..hopper_pipelined(8, 2)
+        };
+        let at = format!("causal {causal}, {n} tokens, 128 x {bn}");
+        let kernel = attention_forward(&meta).unwrap();
+        // The producer's copy statements: the ring's and `Q`'s without the switch, the last
+        // values' too with it.
+        let mut staged_copies = [0; 2];
+        for after in [false, true] {
+            let target = Target {
+                tma_staged_after: after,
+                ..target.clone()
+            };
+            let tk = match rutile_ir::lower::lower(&kernel, &target, &runtime_spec(&args(shape))) {
+                Err(e) if e.to_string().contains("shared memory") => {
+                    println!("{at}: {e}");
+                    continue;
+                }
+                Err(e) => panic!("{at}: {e}"),
+                Ok(tk) => tk,
+            };
+            staged_copies[after as usize] = producer_tma_copies(&tk);
+        }
+        if staged_copies[1] == 0 {
+            continue;
+        }
+        assert!(staged_copies[1] > staged_copies[0], "{at}: copies {staged_copies:?}");
+        simulate_attention(&at, &meta, &[target], shape, &mut rng);
+        ran += 1;
+    }
+    println!("{ran} configurations simulated");
+    assert!(ran >= 2, "only {ran} configurations fit");
+}
+
+/// The TMA copy statements of `tk`'s producer side: the ring's and the staged operands'.
+fn producer_tma_copies(tk: &rutile_ir::thread::ThreadKernel) -> usize {
+    let mut count = 0;
+    tk.walk(&mut |s| {
+        if let Stmt::Specialized { producer, .. } = s {
+            rutile_ir::thread::walk_stmts(producer, &mut |s| {
+                count += matches!(s, Stmt::TmaLoad { .. }) as usize;
+            });
+        }
+    });
+    count
+}
+
 /// The H100's and H200's f16 x f16 -> f32 cooperative-matrix shapes through Vulkan.
 fn h100_coop_shapes() -> [rutile_ir::target::CoopMatrixShape; 2] {
     [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| rutile_ir::target::CoopMatrixShape {
