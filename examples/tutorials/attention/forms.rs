@@ -28,8 +28,9 @@ pub fn attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
 /// tokens, causal or not, 1–4% slower at 1024: "Head dimension 128 on an H200") and
 /// [`head_128_specialized_attention_configs`] (the fastest from 2048 tokens), and without
 /// the causal mask the same on a persistent grid with the walk's last values ahead
-/// ([`persistent_specialized_attention_configs`]'s `_persistent_pingpong_ahead` line: the
-/// producer copies them and `Q` a tile ahead; on an H200 the fastest at 1024 and 2048
+/// ([`persistent_head_128_specialized_attention_configs`] with [`with_last_values_ahead`],
+/// the benchmark's `_persistent_pingpong_ahead` line: the producer copies them and `Q` a
+/// tile ahead; on an H200 the fastest at 1024 and 2048
 /// tokens, 62.8% of cuBLAS's matmul rate at 1024 in the same run); at head
 /// dimension 64 without the causal mask, [`block_programs_attention_configs`] (the fastest
 /// there from 4096 tokens, 59–64% of cuBLAS's matmul rate: "Whole key blocks"), both also
@@ -234,7 +235,7 @@ pub fn persistent_head_128_specialized_attention_configs(dev: &dyn Device, causa
 /// [`with_last_values_ahead`] its `_persistent_pingpong_ahead` line at both (the producer
 /// copies those last values with `Q`, a tile ahead, `Target::tma_staged_after`, which the
 /// CUDA runtime turns on for persistent grids). On an H200 at head dimension 64 slower
-/// than TMA across heads at 1024 and 2048 tokens (8–10%): in no list the host code tunes
+/// than TMA across heads at 1024 and 2048 tokens (6–10%): in no list the host code tunes
 /// over; at 128 the fastest form there (`docs/performance.md`, "The persistent ping-pong
 /// with the last values copied").
 pub fn persistent_specialized_attention_configs(dev: &dyn Device, causal: bool) -> Vec<Config> {
