@@ -1,6 +1,6 @@
 //! NVIDIA GPUs through the CUDA driver: block IR → shared lowering → PTX → the driver's JIT.
 
-use super::{env_count, env_flag, env_opt_in, env_override, sum_chains};
+use super::{env_count, env_flag, env_opt_in, env_switch, sum_chains};
 use crate::buffer::DeviceBuffer;
 use crate::compiled::{CompileCache, CompileOptions, CompiledKernel, KernelMetadata};
 use crate::cuda::{
@@ -376,23 +376,23 @@ impl Device for CudaGpu {
                 mma_sync: major >= 8,
                 // Hopper's warpgroup MMA (sm_90a only), unless `RUTILE_HOPPER=0` asks for
                 // the mma.sync path.
-                wgmma: (major, minor) == (9, 0) && hopper_enabled(),
+                wgmma: (major, minor) == (9, 0) && hopper_enabled()?,
                 // With it, the tensor memory accelerator feeds the pipeline where the lowering
                 // proves an operand a box of a tensor, unless `RUTILE_TMA=0` keeps `cp.async`.
-                tma: (major, minor) == (9, 0) && hopper_enabled() && env_flag("RUTILE_TMA"),
+                tma: (major, minor) == (9, 0) && hopper_enabled()? && env_flag("RUTILE_TMA")?,
                 // And stores a `dot`'s result tile through it, unless `RUTILE_TMA_STORE=0`
                 // keeps the exchange through shared memory and 16-byte stores.
-                tma_store: env_flag("RUTILE_TMA_STORE"),
+                tma_store: env_flag("RUTILE_TMA_STORE")?,
                 // Boxes across a pointer's outer dimensions (attention's heads) and unmasked
                 // ones: asked for by the launch, or by `RUTILE_TMA_OUTER=1` for every launch
                 // (off by default: no faster than the `cp.async` ring for attention).
-                tma_outer: options.tma_outer || env_opt_in("RUTILE_TMA_OUTER"),
+                tma_outer: options.tma_outer || env_opt_in("RUTILE_TMA_OUTER")?,
                 // With them, stores of boxes across outer dimensions too (attention's output):
                 // where one program's consumers take a producer's loop (the ping-pongs: on an
                 // H200 3.5-5% faster at 1024 tokens, 2-3% at 2048), not elsewhere (within
                 // run-to-run spread for one warpgroup a program and for several programs a
                 // block); `RUTILE_TMA_STORE_OUTER=0` or `=1` says so for every launch.
-                tma_store_outer: env_override("RUTILE_TMA_STORE_OUTER")
+                tma_store_outer: env_switch("RUTILE_TMA_STORE_OUTER")?
                     .unwrap_or(options.warp_specialize && options.programs_per_block <= 1),
                 // `cp.async` from sm_80: the dot's operand loads are pipelined over
                 // `num_stages` shared buffers.
@@ -424,23 +424,23 @@ impl Device for CudaGpu {
                 sum_chains: sum_chains()?,
                 // `RUTILE_TMA_STAGED=0`: a warp-specialized loop's invariant `dot` operands
                 // (attention's Q) loaded by the consumers, not copied by the producer.
-                tma_staged_operands: env_flag("RUTILE_TMA_STAGED"),
+                tma_staged_operands: env_flag("RUTILE_TMA_STAGED")?,
                 // The operands of the `dot`s after such a loop (the rotated walk's last
                 // values loaded ahead) copied by the producer too, on persistent grids
                 // (where it copies them a tile ahead: the head-128 ping-pong 8-11% faster
                 // than the plain grid's at 1024 tokens on an H200), not on plain ones (no
                 // faster than `Q` alone);
                 // `RUTILE_TMA_STAGED_AFTER=0` or `=1` says so for every launch.
-                tma_staged_after: env_override("RUTILE_TMA_STAGED_AFTER").unwrap_or(options.persistent),
+                tma_staged_after: env_switch("RUTILE_TMA_STAGED_AFTER")?.unwrap_or(options.persistent),
                 // `RUTILE_DIVISIONS_AS_SHIFTS=0`: divisions by constant powers of two in loops
                 // left to `ptxas`, to time what the shifts save.
-                divisions_as_shifts: env_flag("RUTILE_DIVISIONS_AS_SHIFTS"),
+                divisions_as_shifts: env_flag("RUTILE_DIVISIONS_AS_SHIFTS")?,
                 // `RUTILE_MASKS_BY_RUNS=0`: every element of a mask compared on its own, to
                 // time what one comparison a run saves.
-                masks_by_runs: env_flag("RUTILE_MASKS_BY_RUNS"),
+                masks_by_runs: env_flag("RUTILE_MASKS_BY_RUNS")?,
                 // `RUTILE_REFILL_AFTER_READ=0`: loops of own copies refill another stage at
                 // each iteration's top (one stage more of shared memory), to time it.
-                refill_after_read: env_flag("RUTILE_REFILL_AFTER_READ"),
+                refill_after_read: env_flag("RUTILE_REFILL_AFTER_READ")?,
                 ..Target::nvidia(options.num_warps, p.shared_memory_per_block_optin as u32)
             };
             let thread_kernel = rutile_ir::lower::lower(kernel, &target, spec)?;
@@ -450,8 +450,8 @@ impl Device for CudaGpu {
             // instructions (`PtxTarget::wide_products`), to time what the one saves.
             let ptx_target = rutile_ptx::PtxTarget::from_compute_capability(major, minor)
                 .max_registers(options.maxnreg)
-                .pack_before_fence(env_opt_in("RUTILE_PACK_BEFORE_FENCE"))
-                .wide_products(env_flag("RUTILE_WIDE_PRODUCTS"));
+                .pack_before_fence(env_opt_in("RUTILE_PACK_BEFORE_FENCE")?)
+                .wide_products(env_flag("RUTILE_WIDE_PRODUCTS")?);
             let ptx = rutile_ptx::emit(&thread_kernel, &ptx_target).map_err(|e| Error::Codegen {
                 backend: "PTX",
                 kernel: kernel.name.clone(),
@@ -614,14 +614,30 @@ impl Device for CudaGpu {
 
 /// Whether `dot` may use Hopper's `wgmma` where the device has it: yes unless the
 /// environment sets `RUTILE_HOPPER=0` (then it runs on `mma.sync`, as on sm_80..89).
-fn hopper_enabled() -> bool {
+fn hopper_enabled() -> Result<bool> {
     env_flag("RUTILE_HOPPER")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backends::parse_count;
+    use crate::backends::{parse_count, parse_switch};
+
+    #[test]
+    fn switches_from_the_environment_take_0_or_1_and_name_the_variable_otherwise() {
+        let switch = |v| parse_switch("RUTILE_TMA_STAGED_AFTER", v);
+        assert_eq!(switch(None).unwrap(), None);
+        assert_eq!(switch(Some("")).unwrap(), None);
+        assert_eq!(switch(Some("0")).unwrap(), Some(false));
+        assert_eq!(switch(Some(" 1 ")).unwrap(), Some(true));
+        for bad in ["off", "false", "on", "2", "yes"] {
+            let e = switch(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.starts_with("RUTILE_TMA_STAGED_AFTER: ") && e.contains("0 (off) or 1 (on)") && e.contains(bad),
+                "{bad:?}: {e}"
+            );
+        }
+    }
 
     #[test]
     fn counts_from_the_environment_take_their_range_and_name_the_variable_otherwise() {

@@ -7,22 +7,37 @@ pub mod cuda;
 pub mod vulkan;
 mod vulkan_print;
 
-/// Whether environment variable `name` leaves a feature on (anything but `0`, or unset):
-/// the CUDA runtime's switches, and `RUTILE_WIDE_PRODUCTS` and `RUTILE_MASKS_BY_RUNS`,
-/// which both backends read.
-pub(crate) fn env_flag(name: &str) -> bool {
-    std::env::var(name).map_or(true, |v| v.trim() != "0")
+/// Whether on/off switch `name` leaves a feature on (`1`, or unset): the CUDA runtime's
+/// switches, and `RUTILE_WIDE_PRODUCTS` and `RUTILE_MASKS_BY_RUNS`, which both backends
+/// read. A value other than `0` or `1` is an error (see [`parse_switch`]).
+pub(crate) fn env_flag(name: &'static str) -> Result<bool> {
+    Ok(env_switch(name)?.unwrap_or(true))
 }
 
-/// Whether environment variable `name` turns on a feature that is off by default (`1`).
-pub(crate) fn env_opt_in(name: &str) -> bool {
-    std::env::var(name).is_ok_and(|v| v.trim() == "1")
+/// Whether on/off switch `name` turns on a feature that is off by default (`1`).
+pub(crate) fn env_opt_in(name: &'static str) -> Result<bool> {
+    Ok(env_switch(name)?.unwrap_or(false))
 }
 
-/// What environment variable `name` says of a feature whose default depends on the launch:
-/// `None` where it is unset, off for `0`, on for anything else.
-pub(crate) fn env_override(name: &str) -> Option<bool> {
-    std::env::var(name).ok().map(|v| v.trim() != "0")
+/// What on/off switch `name` says (`None` where it is unset): for a feature whose default
+/// depends on the launch.
+pub(crate) fn env_switch(name: &'static str) -> Result<Option<bool>> {
+    parse_switch(name, std::env::var(name).ok().as_deref())
+}
+
+/// The setting `value` of on/off switch `variable`: `None` where unset or empty, `0` off,
+/// `1` on, and any other value an error naming the variable and what it takes, so that a
+/// switch set to `off` or `false` is not taken silently for one way or the other.
+pub(crate) fn parse_switch(variable: &'static str, value: Option<&str>) -> Result<Option<bool>> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some("0") => Ok(Some(false)),
+        Some("1") => Ok(Some(true)),
+        Some(v) => Err(Error::Environment {
+            variable,
+            message: format!("takes 0 (off) or 1 (on); got {v:?}"),
+        }),
+    }
 }
 
 /// The count environment variable `variable` gives, `None` where it is unset (see

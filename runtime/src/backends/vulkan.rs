@@ -93,7 +93,9 @@ impl WgpuOptions {
             read_only: ReadOnlyBuffers::parse(std::env::var("RUTILE_VULKAN_READ_ONLY").ok().as_deref()),
             coop_scale: std::env::var("RUTILE_COOP_SCALE").as_deref() != Ok("0"),
             coop_load_fences: std::env::var("RUTILE_COOP_LOAD_FENCE").as_deref() == Ok("1"),
-            wide_products: super::env_flag("RUTILE_WIDE_PRODUCTS"),
+            // (A value other than 0 or 1 is refused at compile time, as through CUDA:
+            // `WgpuGpu::target`.)
+            wide_products: super::env_switch("RUTILE_WIDE_PRODUCTS").ok().flatten().unwrap_or(true),
         }
     }
 }
@@ -271,7 +273,10 @@ impl WgpuGpu {
         b.storage(self.key)
     }
 
-    fn target(&self, num_warps: u32, loops: LoopKind, dots: bool) -> Target {
+    fn target(&self, num_warps: u32, loops: LoopKind, dots: bool) -> Result<Target> {
+        // `RUTILE_WIDE_PRODUCTS` was read into the options when the device opened; a value
+        // other than 0 or 1 is refused here, as the CUDA runtime refuses it.
+        super::env_switch("RUTILE_WIDE_PRODUCTS")?;
         let fixed = fixed_subgroup(&self.device).filter(|_| self.device.features().subgroups);
         // Cooperative matrices belong to a subgroup: the warps must be subgroups.
         let coop = self.properties.cooperative_matrix.as_ref().filter(|_| fixed.is_some());
@@ -280,7 +285,7 @@ impl WgpuGpu {
         // reductions use integer keys) and a workgroup variable per shared buffer (no two
         // share bytes): `Target::vulkan`.
         let warp_size = fixed.unwrap_or(32);
-        Target {
+        Ok(Target {
             shuffles: fixed.is_some(),
             // 16-byte accesses, as on CUDA: rutile-spirv declares a buffer moved in whole
             // vectors as an array of `vec4` (buffers are allocated in multiples of 16
@@ -314,13 +319,13 @@ impl WgpuGpu {
             coop_matrix: coop.cloned().unwrap_or_default(),
             coop_scale: coop.is_some() && self.options.coop_scale && self.device.features().spirv_passthrough,
             // `RUTILE_MASKS_BY_RUNS=0`: every element of a mask compared on its own.
-            masks_by_runs: super::env_flag("RUTILE_MASKS_BY_RUNS"),
+            masks_by_runs: super::env_flag("RUTILE_MASKS_BY_RUNS")?,
             ..Target::vulkan(
                 warp_size,
                 num_warps,
                 self.device.properties().max_workgroup_storage_bytes,
             )
-        }
+        })
     }
 }
 
@@ -428,7 +433,7 @@ impl Device for WgpuGpu {
                 // operands are loaded into registers (`lower::pipeline`).
                 num_stages: options.num_stages,
                 sum_chains: super::sum_chains()?,
-                ..self.target(options.num_warps, loop_kind(kernel), has_dots(kernel))
+                ..self.target(options.num_warps, loop_kind(kernel), has_dots(kernel))?
             };
             threads_per_program(
                 kernel,
