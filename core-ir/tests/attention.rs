@@ -23,6 +23,13 @@ struct Shape {
     d: usize,
 }
 
+impl Shape {
+    /// `z` batches of `h` heads of `n` positions, dimension `d`.
+    const fn new(z: usize, h: usize, n: usize, d: usize) -> Shape {
+        Shape { z, h, n, d }
+    }
+}
+
 const SM_SCALE: f64 = 0.5;
 
 /// Q, K, V (`[z, h, n, d]`, f16, uniform in [-1, 1]), M and Out.
@@ -111,56 +118,11 @@ fn forms(shape: Shape, block_m: u32, block_n: u32) -> impl Iterator<Item = (Atte
 fn attention_matches_the_reference() {
     let mut rng = Rng::new(71);
     let cases = [
-        (
-            Shape {
-                z: 1,
-                h: 2,
-                n: 100,
-                d: 64,
-            },
-            32,
-            16,
-        ),
-        (
-            Shape {
-                z: 2,
-                h: 1,
-                n: 37,
-                d: 128,
-            },
-            16,
-            16,
-        ),
-        (
-            Shape {
-                z: 1,
-                h: 1,
-                n: 128,
-                d: 64,
-            },
-            64,
-            32,
-        ),
-        (
-            Shape {
-                z: 1,
-                h: 3,
-                n: 1,
-                d: 64,
-            },
-            16,
-            16,
-        ),
-        (
-            Shape {
-                z: 1,
-                h: 1,
-                n: 70,
-                d: 128,
-            },
-            32,
-            32,
-        ),
+        (Shape::new(1, 2, 100, 64), 32, 16),
+        (Shape::new(2, 1, 37, 128), 16, 16),
+        (Shape::new(1, 1, 128, 64), 64, 32),
+        (Shape::new(1, 3, 1, 64), 16, 16),
+        (Shape::new(1, 1, 70, 128), 32, 32),
     ];
     for (shape, block_m, block_n) in cases {
         for (meta, at) in forms(shape, block_m, block_n) {
@@ -223,12 +185,7 @@ fn longest_first_is_for_causal_attention() {
 #[test]
 fn longest_first_goes_by_groups_of_heads() {
     let mut rng = Rng::new(80);
-    let shape = Shape {
-        z: 1,
-        h: 3,
-        n: 200,
-        d: 64,
-    };
+    let shape = Shape::new(1, 3, 200, 64);
     let tutorial = AttentionMeta::fp16(64, 32, 64, true);
     let grid = tutorial.grid(1, 3, 200);
     let mut want = buffers(&mut rng, shape);
@@ -292,37 +249,10 @@ fn lowered_attention_matches_the_interpreter() {
     let mut on = targets();
     on.extend([tensor_cores(4), tensor_cores(1), hopper(4)]);
     for (shape, block_m, block_n) in [
-        (
-            Shape {
-                z: 1,
-                h: 2,
-                n: 50,
-                d: 64,
-            },
-            32,
-            16,
-        ),
-        (
-            Shape {
-                z: 1,
-                h: 1,
-                n: 40,
-                d: 128,
-            },
-            16,
-            16,
-        ),
+        (Shape::new(1, 2, 50, 64), 32, 16),
+        (Shape::new(1, 1, 40, 128), 16, 16),
         // 64-row blocks: both dots on warpgroup MMAs for `hopper(4)`.
-        (
-            Shape {
-                z: 1,
-                h: 1,
-                n: 100,
-                d: 64,
-            },
-            64,
-            32,
-        ),
+        (Shape::new(1, 1, 100, 64), 64, 32),
     ] {
         for (meta, at) in forms(shape, block_m, block_n) {
             let kernel = attention_forward(&meta).unwrap();
@@ -359,12 +289,7 @@ fn the_rotated_walk_matches_the_interpreter() {
     // leaves `P V` in flight while the softmax's `exp2`s run, and `P V` is waited for before
     // the yield overwrites the `P` it reads (the ragged walk after it keeps the tutorial's
     // order).
-    let shape = Shape {
-        z: 1,
-        h: 1,
-        n: 256,
-        d: 64,
-    };
+    let shape = Shape::new(1, 1, 256, 64);
     let meta = AttentionMeta {
         rotate: true,
         ..AttentionMeta::fp16(64, 64, 64, false)
@@ -397,36 +322,9 @@ fn the_rotated_walk_matches_the_interpreter() {
 
     let mut rng = Rng::new(73);
     for (shape, block_m, block_n) in [
-        (
-            Shape {
-                z: 1,
-                h: 2,
-                n: 200,
-                d: 64,
-            },
-            64,
-            64,
-        ),
-        (
-            Shape {
-                z: 1,
-                h: 1,
-                n: 130,
-                d: 64,
-            },
-            64,
-            32,
-        ),
-        (
-            Shape {
-                z: 1,
-                h: 1,
-                n: 40,
-                d: 128,
-            },
-            64,
-            64,
-        ),
+        (Shape::new(1, 2, 200, 64), 64, 64),
+        (Shape::new(1, 1, 130, 64), 64, 32),
+        (Shape::new(1, 1, 40, 128), 64, 64),
     ] {
         for (causal, split_diagonal) in [(false, true), (true, true)] {
             let meta = AttentionMeta {
@@ -452,12 +350,7 @@ fn the_rotated_walk_matches_the_interpreter() {
 
 #[test]
 fn both_dots_run_on_the_tensor_cores() {
-    let shape = Shape {
-        z: 1,
-        h: 1,
-        n: 64,
-        d: 64,
-    };
+    let shape = Shape::new(1, 1, 64, 64);
     for causal in [false, true] {
         let kernel = attention_forward(&AttentionMeta::fp16(64, 32, 64, causal)).unwrap();
         let tk = rutile_ir::lower::lower(&kernel, &tensor_cores(4), &runtime_spec(&args(shape))).unwrap();
@@ -480,12 +373,7 @@ fn both_dots_run_on_the_tensor_cores() {
 /// Attention of 64 x 64 blocks at head dimension 64 over 256 keys, lowered for `target` as
 /// the runtime specializes it.
 fn lowered_walk(target: &Target) -> rutile_ir::thread::ThreadKernel {
-    let shape = Shape {
-        z: 1,
-        h: 1,
-        n: 256,
-        d: 64,
-    };
+    let shape = Shape::new(1, 1, 256, 64);
     let kernel = attention_forward(&AttentionMeta::fp16(64, 64, 64, false)).unwrap();
     rutile_ir::lower::lower(&kernel, target, &runtime_spec(&args(shape))).unwrap()
 }
@@ -568,12 +456,7 @@ fn q_is_staged_once_before_the_walk() {
 fn q_is_copied_by_the_producer_where_the_walk_is_specialized() {
     use rutile_ir::thread::{walk_stmts as walk, Memory, WgmmaA};
     let mut rng = Rng::new(81);
-    let shape = Shape {
-        z: 1,
-        h: 3,
-        n: 256,
-        d: 128,
-    };
+    let shape = Shape::new(1, 3, 256, 128);
     for (persistent, ahead) in [(false, false), (true, false), (false, true), (true, true)] {
         let meta = AttentionMeta {
             rotate: true,
@@ -687,7 +570,7 @@ fn the_persistent_ping_pong_copies_the_last_values_before_a_walk_after_it() {
     let mut rng = Rng::new(83);
     let mut ran = 0;
     for (causal, n, bn) in [(false, 200, 128), (false, 200, 64), (true, 256, 64), (true, 200, 64)] {
-        let shape = Shape { z: 1, h: 3, n, d: 64 };
+        let shape = Shape::new(1, 3, n, 64);
         let meta = AttentionMeta {
             rotate: true,
             last_values_ahead: true,
@@ -767,12 +650,7 @@ fn h100_coop_shapes() -> [rutile_ir::target::CoopMatrixShape; 2] {
 fn the_walk_on_cooperative_matrices_moves_only_the_scores() {
     use rutile_ir::thread::Memory;
     let shapes = h100_coop_shapes();
-    let shape = Shape {
-        z: 1,
-        h: 1,
-        n: 256,
-        d: 64,
-    };
+    let shape = Shape::new(1, 1, 256, 64);
     let kernel = attention_forward(&AttentionMeta::fp16(64, 32, 64, false)).unwrap();
     for coop_scale in [true, false] {
         let target = Target {
@@ -850,12 +728,7 @@ fn attention_on_cooperative_matrices_matches_the_interpreter() {
         num_stages,
         ..Target::nvidia(warps, 48 * 1024)
     };
-    let shape = Shape {
-        z: 1,
-        h: 2,
-        n: 50,
-        d: 64,
-    };
+    let shape = Shape::new(1, 2, 50, 64);
     // (The walk rotated by one block too: its carried `P` enters the cooperative matrices
     // from a loop-carried value.)
     let cases = [
@@ -940,12 +813,7 @@ fn the_blocks_nvidias_vulkan_driver_runs_wrong_are_right_in_the_simulator() {
             num_stages,
             ..Target::vulkan(32, 4, 48 * 1024)
         };
-        let shape = Shape {
-            z: 1,
-            h: 2,
-            n: n as usize,
-            d: d as usize,
-        };
+        let shape = Shape::new(1, 2, n as usize, d as usize);
         let at = format!("{block_m}x{block_n}, {num_stages} stages, d {d}, causal {causal}, rotated {rotate}");
         simulate_attention(&at, &meta, &[target], shape, &mut rng);
     }
@@ -1036,12 +904,7 @@ fn p_v_stays_in_flight_into_the_next_step() {
     assert_eq!(overwrites[0], (true, true), "{overwrites:?}");
 
     let mut rng = Rng::new(73);
-    let shape = Shape {
-        z: 1,
-        h: 2,
-        n: 200,
-        d: 64,
-    };
+    let shape = Shape::new(1, 2, 200, 64);
     for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
         let meta = AttentionMeta {
             split_diagonal,
@@ -1061,12 +924,7 @@ fn p_v_stays_in_flight_into_the_next_step() {
 /// allows 32 KiB).
 #[test]
 fn the_walks_share_their_operand_buffers() {
-    let shape = Shape {
-        z: 1,
-        h: 1,
-        n: 70,
-        d: 128,
-    };
+    let shape = Shape::new(1, 1, 70, 128);
     let bytes = |causal: bool, split_diagonal: bool| {
         let meta = AttentionMeta {
             split_diagonal,
@@ -1105,12 +963,7 @@ fn the_masked_walk_runs_its_unmasked_steps_first() {
         split_diagonal: false,
         ..AttentionMeta::fp16(32, 16, 64, true)
     };
-    let shape = Shape {
-        z: 1,
-        h: 2,
-        n: 50,
-        d: 64,
-    };
+    let shape = Shape::new(1, 2, 50, 64);
     let tk = rutile_ir::lower::lower(&attention_forward(&meta).unwrap(), &target, &runtime_spec(&args(shape))).unwrap();
     // Per loop, the predicates of the global loads made directly in its body.
     let mut loops: Vec<Vec<bool>> = Vec::new();
@@ -1152,12 +1005,7 @@ fn k_and_v_go_through_tma_across_heads() {
         tma_store_outer: outer,
         ..hopper_pipelined(4, 3)
     };
-    let shape = Shape {
-        z: 2,
-        h: 3,
-        n: 200,
-        d: 64,
-    };
+    let shape = Shape::new(2, 3, 200, 64);
     let spec = runtime_spec(&args(shape));
     let mut rng = Rng::new(74);
     for (causal, split_diagonal) in [(false, true), (true, true), (true, false)] {
@@ -1230,26 +1078,7 @@ fn k_and_v_go_through_tma_across_heads() {
 #[test]
 fn the_specialized_walk_takes_turns() {
     // (At 128, 3 heads and 2 query blocks: the grid's axes are not interchangeable.)
-    let shapes = [
-        (
-            Shape {
-                z: 1,
-                h: 2,
-                n: 300,
-                d: 64,
-            },
-            3,
-        ),
-        (
-            Shape {
-                z: 1,
-                h: 3,
-                n: 200,
-                d: 128,
-            },
-            2,
-        ),
-    ];
+    let shapes = [(Shape::new(1, 2, 300, 64), 3), (Shape::new(1, 3, 200, 128), 2)];
     let mut rng = Rng::new(75);
     let forms = [(false, false), (true, false), (true, true)];
     for ((shape, stages), (causal, longest_first)) in shapes.into_iter().flat_map(|s| forms.map(|f| (s, f))) {
@@ -1368,7 +1197,7 @@ fn the_head_128_ping_pong_walks_a_persistent_grid() {
         (200, 64, false, true, true, 2),
     ];
     for (n, block_n, rotate, causal, longest_first, stages) in cases {
-        let shape = Shape { z: 1, h: 3, n, d: 128 };
+        let shape = Shape::new(1, 3, n, 128);
         let meta = AttentionMeta {
             rotate,
             longest_first,
@@ -1387,12 +1216,7 @@ fn the_head_128_ping_pong_walks_a_persistent_grid() {
         ..AttentionMeta::fp16(128, 128, 128, false)
     })
     .unwrap();
-    let shape = Shape {
-        z: 1,
-        h: 3,
-        n: 200,
-        d: 128,
-    };
+    let shape = Shape::new(1, 3, 200, 128);
     match rutile_ir::lower::lower(&ragged, &target(2), &runtime_spec(&args(shape))) {
         Err(rutile_ir::lower::LowerError::OutOfSharedMemory { needed, limit, .. }) => assert!(needed > limit),
         other => panic!("the rotated persistent ping-pong with the ragged walk: {other:?}"),
@@ -1419,12 +1243,7 @@ fn three_programs_a_block(stages: u32) -> Target {
 /// A causal walk, whose key blocks depend on `program_id(0)`, is refused with the reason.
 #[test]
 fn three_programs_share_a_producer() {
-    let shape = Shape {
-        z: 1,
-        h: 2,
-        n: 300,
-        d: 64,
-    };
+    let shape = Shape::new(1, 2, 300, 64);
     let target = three_programs_a_block(3);
     let spec = runtime_spec(&args(shape));
     let mut rng = Rng::new(76);
@@ -1517,12 +1336,7 @@ fn three_programs_share_a_producer() {
 #[test]
 fn the_consumers_walk_carries_only_its_state() {
     use rutile_ir::thread::{reads, walk_lists, WgmmaA};
-    let shape = Shape {
-        z: 1,
-        h: 2,
-        n: 1000,
-        d: 64,
-    };
+    let shape = Shape::new(1, 2, 1000, 64);
     let target = three_programs_a_block(2);
     let meta = AttentionMeta {
         rotate: true,
@@ -1617,12 +1431,7 @@ fn the_consumers_walk_carries_only_its_state() {
 /// leave the last keys out: its `device_assert` stops the interpreter with the reason.
 #[test]
 fn whole_key_blocks_leave_out_the_ragged_walk() {
-    let shape = Shape {
-        z: 1,
-        h: 2,
-        n: 256,
-        d: 64,
-    };
+    let shape = Shape::new(1, 2, 256, 64);
     let mut rng = Rng::new(77);
     let target = three_programs_a_block(2);
     let spec = runtime_spec(&args(shape));
@@ -1686,12 +1495,7 @@ fn the_ragged_walk_in_the_ring_is_refused() {
         programs_per_block: 2,
         ..three_programs_a_block(2)
     };
-    let shape = Shape {
-        z: 1,
-        h: 2,
-        n: 300,
-        d: 64,
-    };
+    let shape = Shape::new(1, 2, 300, 64);
     let meta = AttentionMeta {
         rotate: true,
         ..AttentionMeta::fp16(64, 128, 64, false)
@@ -1758,7 +1562,7 @@ fn blocks_of_programs_walk_a_persistent_grid() {
     };
     for (n, whole, target) in [(300, false, &two), (256, true, &three)] {
         let programs = target.programs_per_block;
-        let shape = Shape { z: 1, h: 2, n, d: 64 };
+        let shape = Shape::new(1, 2, n, 64);
         let meta = AttentionMeta {
             rotate: true,
             whole_key_blocks: whole,
@@ -1780,12 +1584,7 @@ fn blocks_of_programs_walk_a_persistent_grid() {
         ..AttentionMeta::fp16(64, 128, 64, false)
     })
     .unwrap();
-    let shape = Shape {
-        z: 1,
-        h: 2,
-        n: 300,
-        d: 64,
-    };
+    let shape = Shape::new(1, 2, 300, 64);
     match rutile_ir::lower::lower(&ragged, &three, &runtime_spec(&args(shape))) {
         Err(rutile_ir::lower::LowerError::OutOfSharedMemory { needed, limit, .. }) => assert!(needed > limit),
         other => panic!("three persistent programs with the ragged walk: {other:?}"),
@@ -1799,12 +1598,7 @@ fn blocks_of_programs_walk_a_persistent_grid() {
 #[test]
 fn a_lowered_kernel_says_what_its_dots_run_on() {
     use rutile_ir::thread::DotPath;
-    let shape = Shape {
-        z: 1,
-        h: 1,
-        n: 256,
-        d: 64,
-    };
+    let shape = Shape::new(1, 1, 256, 64);
     let coop = |warps| Target {
         reuse_shared: rutile_ir::target::SharedReuse::SameType,
         coop_matrix: h100_coop_shapes().to_vec(),
@@ -1846,12 +1640,7 @@ fn a_lowered_kernel_says_what_its_dots_run_on() {
 /// the wait on its reads).
 #[test]
 fn the_output_leaves_by_tma_across_heads() {
-    let shape = Shape {
-        z: 2,
-        h: 3,
-        n: 200,
-        d: 64,
-    };
+    let shape = Shape::new(2, 3, 200, 64);
     let target = Target {
         tma_outer: true,
         tma_store_outer: true,
@@ -1876,12 +1665,7 @@ fn the_output_leaves_by_tma_across_heads() {
     // The persistent head-128 ping-pong with `Q` and the last values copied by the producer
     // (as the CUDA runtime launches it): each tile's store waits for the last one's reads
     // of the staging tile, while the producer copies the next tile's operands.
-    let shape = Shape {
-        z: 1,
-        h: 3,
-        n: 256,
-        d: 128,
-    };
+    let shape = Shape::new(1, 3, 256, 128);
     let meta = AttentionMeta {
         rotate: true,
         whole_key_blocks: true,
@@ -1924,12 +1708,7 @@ fn tma_stores(meta: &AttentionMeta, target: &Target, spec: &rutile_ir::target::S
 #[test]
 fn the_last_values_ahead_are_staged_before_the_walk() {
     use rutile_ir::thread::{walk_stmts as walk, Memory};
-    let shape = Shape {
-        z: 1,
-        h: 2,
-        n: 256,
-        d: 64,
-    };
+    let shape = Shape::new(1, 2, 256, 64);
     let meta = |bm, bn, d, causal, whole| AttentionMeta {
         rotate: true,
         last_values_ahead: true,
@@ -1944,16 +1723,7 @@ fn the_last_values_ahead_are_staged_before_the_walk() {
         num_stages: 2,
         ..Target::nvidia(4, 48 * 1024)
     };
-    let coop_case = (
-        Shape {
-            z: 1,
-            h: 2,
-            n: 100,
-            d: 64,
-        },
-        meta(32, 32, 64, false, false),
-        vec![coop],
-    );
+    let coop_case = (Shape::new(1, 2, 100, 64), meta(32, 32, 64, false, false), vec![coop]);
     // There too the last values are stored before the walk: more stores ahead of it.
     let stores_before_walk = |ahead| {
         let (shape, meta, targets) = &coop_case;
@@ -2056,62 +1826,32 @@ fn the_last_values_ahead_are_staged_before_the_walk() {
     };
     let cases = [
         (
-            Shape {
-                z: 1,
-                h: 2,
-                n: 256,
-                d: 64,
-            },
+            Shape::new(1, 2, 256, 64),
             meta(64, 64, 64, false, true),
             vec![hopper_pipelined(4, 2), hopper_pipelined(4, 3)],
         ),
         (
-            Shape {
-                z: 1,
-                h: 2,
-                n: 200,
-                d: 64,
-            },
+            Shape::new(1, 2, 200, 64),
             meta(64, 64, 64, false, false),
             vec![hopper_pipelined(4, 2)],
         ),
         (
-            Shape {
-                z: 1,
-                h: 2,
-                n: 200,
-                d: 64,
-            },
+            Shape::new(1, 2, 200, 64),
             meta(64, 32, 64, true, false),
             vec![hopper_pipelined(4, 2)],
         ),
         (
-            Shape {
-                z: 1,
-                h: 3,
-                n: 256,
-                d: 128,
-            },
+            Shape::new(1, 3, 256, 128),
             meta(128, 128, 128, false, true),
             vec![ping_pong(false), ping_pong(true)],
         ),
         (
-            Shape {
-                z: 1,
-                h: 2,
-                n: 300,
-                d: 64,
-            },
+            Shape::new(1, 2, 300, 64),
             meta(64, 64, 64, false, false),
             vec![three_programs_a_block(2)],
         ),
         (
-            Shape {
-                z: 1,
-                h: 2,
-                n: 256,
-                d: 64,
-            },
+            Shape::new(1, 2, 256, 64),
             meta(64, 128, 64, false, true),
             vec![three_programs_a_block(2)],
         ),

@@ -37,7 +37,7 @@ use crate::thread::{Expr, MBarrier, Memory, Reg, SharedAlloc, Stmt};
 use crate::types::ScalarType;
 
 /// An operand the producer copies.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct StagedLoad {
     key: HoistKey,
     /// The loaded value (its registers are never filled).
@@ -49,7 +49,7 @@ struct StagedLoad {
 }
 
 /// The operands the producer of the loop being lowered copies, and their mbarriers.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct StagedCopies {
     loads: Vec<StagedLoad>,
     /// One mbarrier: the copies have landed.

@@ -93,8 +93,7 @@ impl WgpuOptions {
             read_only: ReadOnlyBuffers::parse(std::env::var("RUTILE_VULKAN_READ_ONLY").ok().as_deref()),
             coop_scale: std::env::var("RUTILE_COOP_SCALE").as_deref() != Ok("0"),
             coop_load_fences: std::env::var("RUTILE_COOP_LOAD_FENCE").as_deref() == Ok("1"),
-            // (A value other than 0 or 1 is refused at compile time, as through CUDA:
-            // `WgpuGpu::target`.)
+            // (A value other than 0 or 1 is refused by `WgpuGpu::open`.)
             wide_products: super::env_switch("RUTILE_WIDE_PRODUCTS").ok().flatten().unwrap_or(true),
         }
     }
@@ -181,6 +180,9 @@ impl WgpuGpu {
     /// Opens wgpu adapter `index` (as [`crate::vulkan::adapters`] lists them), or the best one,
     /// with [`WgpuOptions::from_env`].
     pub fn open(index: Option<usize>) -> Result<WgpuGpu> {
+        // (`from_env` takes a value of `RUTILE_WIDE_PRODUCTS` other than 0 or 1 for its
+        // default; opening refuses it, as the CUDA runtime does.)
+        super::env_switch("RUTILE_WIDE_PRODUCTS")?;
         WgpuGpu::open_with(index, WgpuOptions::from_env())
     }
 
@@ -274,9 +276,6 @@ impl WgpuGpu {
     }
 
     fn target(&self, num_warps: u32, loops: LoopKind, dots: bool) -> Result<Target> {
-        // `RUTILE_WIDE_PRODUCTS` was read into the options when the device opened; a value
-        // other than 0 or 1 is refused here, as the CUDA runtime refuses it.
-        super::env_switch("RUTILE_WIDE_PRODUCTS")?;
         let fixed = fixed_subgroup(&self.device).filter(|_| self.device.features().subgroups);
         // Cooperative matrices belong to a subgroup: the warps must be subgroups.
         let coop = self.properties.cooperative_matrix.as_ref().filter(|_| fixed.is_some());
