@@ -101,7 +101,11 @@ pub enum CacheModifier {
     /// back early). PTX `ld.global.cs`; SPIR-V's `Nontemporal` memory operand on every load
     /// of a buffer that is only loaded this way (naga cannot express it: rutile-spirv adds it
     /// to the SPIR-V 1.4 it hands the driver directly where the device takes that, and
-    /// drops it elsewhere).
+    /// drops it elsewhere). A load that a loop's `num_stages` pipelines (into asynchronous
+    /// copies or prefetch registers) drops it too, as Triton's asynchronous copies drop
+    /// `.cs`: the layer norm's row walk with an evict-first L2 policy on its copies
+    /// (`cp.async ... .L2::cache_hint`) ran 1 to 7 points of the copy ceiling slower on an
+    /// H200 (`docs/performance.md`, "What did not help: the row's copies marked read once").
     Streaming,
 }
 
