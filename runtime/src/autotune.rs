@@ -102,8 +102,11 @@ pub const AUTOTUNE_RUNOFF_ENV: &str = "RUTILE_AUTOTUNE_RUNOFF";
 /// A chosen configuration's kernel and launch ([`Autotuner::tuned`]).
 #[derive(Clone, Debug)]
 pub struct Tuned {
+    /// The chosen configuration and the report of its tuning.
     pub choice: Choice,
+    /// The kernel built from the chosen configuration.
     pub kernel: Kernel,
+    /// The launch of the chosen configuration: its grid, warps, stages and other options.
     pub launch: LaunchConfig,
 }
 

@@ -26,15 +26,20 @@ impl DeviceBuffer {
             storage,
         }
     }
+    /// The element type.
     pub fn elem(&self) -> ScalarType {
         self.elem
     }
+    /// The length, in elements.
     pub fn len(&self) -> usize {
         self.len
     }
+    /// Whether it holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// The size of its contents in bytes: `len` times the element's size. The device may
+    /// allocate more (padding), which this does not count.
     pub fn size_bytes(&self) -> usize {
         self.len * self.elem.size_bytes()
     }
@@ -77,12 +82,15 @@ impl<T: Element> Buffer<T> {
             marker: PhantomData,
         })
     }
+    /// The untyped buffer, as launches and the [`Device`](crate::Device) trait take it.
     pub fn raw(&self) -> &DeviceBuffer {
         &self.raw
     }
+    /// The length, in elements of `T`.
     pub fn len(&self) -> usize {
         self.raw.len
     }
+    /// Whether it holds no elements.
     pub fn is_empty(&self) -> bool {
         self.raw.len == 0
     }

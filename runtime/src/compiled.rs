@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 /// Options that change the compiled code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CompileOptions {
+    /// See [`crate::LaunchConfig::num_warps`](crate::LaunchConfig#structfield.num_warps).
     pub num_warps: u32,
+    /// See [`crate::LaunchConfig::num_stages`](crate::LaunchConfig#structfield.num_stages).
     pub num_stages: u32,
     /// See [`crate::LaunchConfig::persistent`].
     pub persistent: bool,
@@ -82,8 +84,12 @@ pub struct KernelMetadata {
 pub struct CompiledKernel {
     /// The block IR it was compiled from.
     pub kernel: Kernel,
+    /// The options it was compiled with.
     pub options: CompileOptions,
+    /// The facts about the launch's arguments it was compiled assuming; a launch whose
+    /// arguments do not match them is refused.
     pub specialization: Specialization,
+    /// What the compiler and driver reported about it: threads, registers, shared memory.
     pub metadata: KernelMetadata,
     /// The generated code as text (PTX, WGSL), when there is one.
     pub code: Option<String>,

@@ -155,43 +155,67 @@ pub fn check_required_devices(listings: &[crate::DeviceListing]) -> Result<()> {
 /// What kind of processor a device is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceType {
+    /// A GPU with its own memory, on a separate card or package. Every CUDA device reports
+    /// this.
     DiscreteGpu,
+    /// A GPU that shares the host's memory (built into the CPU's package or chipset).
     IntegratedGpu,
+    /// A virtual GPU of a virtualization environment, as a virtual machine sees it.
     VirtualGpu,
     /// A software rasterizer on the CPU (Mesa's lavapipe) or rutile's interpreter.
     Cpu,
+    /// Anything the API reports as none of the above.
     Other,
 }
 
 /// A device's properties. `None` means the API does not say — never a guessed number.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceProperties {
+    /// The device's name as the driver reports it (e.g. `NVIDIA H100 80GB HBM3`).
     pub name: String,
+    /// The vendor's name: `NVIDIA` on CUDA, `rutile` for the interpreter, and on wgpu the
+    /// name of a known vendor id, else `vendor 0x…` with the id.
     pub vendor: String,
+    /// The API the device runs kernels through.
     pub backend: Backend,
+    /// What kind of processor the device is.
     pub device_type: DeviceType,
     /// CUDA compute capability (major, minor).
     pub compute_capability: Option<(u32, u32)>,
     /// Driver or API version, as the API reports it.
     pub api_version: Option<String>,
+    /// Number of multiprocessors (NVIDIA's SMs); on wgpu only where the driver reports them
+    /// (NVIDIA's Vulkan driver).
     pub multiprocessors: Option<u32>,
+    /// 32-bit registers available on one multiprocessor.
     pub registers_per_multiprocessor: Option<u32>,
+    /// 32-bit registers available to one program (thread block).
     pub registers_per_block: Option<u32>,
     /// Shared (workgroup) memory a program may use without opting in, in bytes.
     pub shared_memory_per_block: Option<u32>,
     /// The most shared memory a program may opt in to, in bytes.
     pub shared_memory_per_block_optin: Option<u32>,
+    /// Shared memory on one multiprocessor, shared by its resident programs, in bytes.
     pub shared_memory_per_multiprocessor: Option<u32>,
     /// Threads that run in lockstep: the warp size, or the subgroup size when fixed.
     pub warp_size: Option<u32>,
+    /// The most threads (invocations) one program (block or workgroup) may have.
     pub max_threads_per_block: Option<u32>,
     /// The most threads resident on one multiprocessor.
     pub max_threads_per_multiprocessor: Option<u32>,
+    /// The most programs a launch's grid may have in x, y and z. `u32::MAX` in each on the
+    /// interpreter and on wgpu, which splits a grid larger than one dispatch allows into
+    /// several dispatches.
     pub max_grid: Option<[u32; 3]>,
+    /// L2 cache size, in bytes.
     pub l2_cache_bytes: Option<u64>,
+    /// Peak multiprocessor clock, in kHz.
     pub clock_khz: Option<u32>,
+    /// Peak memory clock, in kHz.
     pub memory_clock_khz: Option<u32>,
+    /// Width of the global memory bus, in bits.
     pub memory_bus_width_bits: Option<u32>,
+    /// Total device memory, in bytes.
     pub total_memory_bytes: Option<u64>,
     /// Element types kernels may use on this device.
     pub supported_types: Vec<ScalarType>,
@@ -342,6 +366,7 @@ impl fmt::Display for MemoryInUse {
 /// A device that runs kernels: CUDA, wgpu or the CPU interpreter. Generic conveniences
 /// (typed upload and download, launching a block-IR kernel) are in [`DeviceExt`](crate::DeviceExt).
 pub trait Device: Send + Sync {
+    /// The device's identity, limits and supported types, as read when it was opened.
     fn properties(&self) -> &DeviceProperties;
     /// Allocates a zeroed buffer of `len` elements of `elem`.
     fn alloc(&self, elem: ScalarType, len: usize) -> Result<DeviceBuffer>;

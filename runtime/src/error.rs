@@ -24,6 +24,7 @@ pub enum Error {
          {device}: {source}"
     )]
     BoundsCheck {
+        /// The kernel's name.
         kernel: String,
         /// The device it would have run on, as [`crate::Device::id`].
         device: String,
@@ -37,22 +38,45 @@ pub enum Error {
     /// A code generator could not translate the kernel for this device.
     #[error("{backend} code generation for kernel `{kernel}` failed: {message}")]
     Codegen {
+        /// The code generator's output language: `PTX` or `SPIR-V`.
         backend: &'static str,
+        /// The kernel's name.
         kernel: String,
+        /// What the code generator could not translate, or why the device cannot run it.
         message: String,
     },
     /// The launch's arguments do not match the kernel's parameters.
     #[error("kernel `{kernel}`: {message}")]
-    Argument { kernel: String, message: String },
+    Argument {
+        /// The kernel's name, or the operation's where no kernel of rutile's is involved
+        /// (`do_bench`, `cuBLAS matmul`).
+        kernel: String,
+        /// Which argument is wrong, and what was expected of it.
+        message: String,
+    },
     /// The launch configuration is invalid for the kernel or the device.
     #[error("kernel `{kernel}`: invalid launch: {message}")]
-    Launch { kernel: String, message: String },
+    Launch {
+        /// The kernel's name.
+        kernel: String,
+        /// What in the configuration is invalid (the grid, `num_warps`, the cluster, ...),
+        /// and the limit it breaks.
+        message: String,
+    },
     /// A buffer was used with the wrong element type, length or device.
     #[error("buffer: {0}")]
     Buffer(String),
     /// The autotuner could not pick a configuration (none given, or none ran).
     #[error("autotuning `{name}`: {message}")]
-    Autotune { name: String, message: String },
+    Autotune {
+        /// The autotuner's name ([`crate::autotune::Autotuner::new`]); for a missing
+        /// meta-parameter ([`crate::autotune::Config::value`]), the configuration's text.
+        name: String,
+        /// What went wrong: the configurations given are invalid (none, one listed twice,
+        /// `num_warps` or `num_stages` of 0), [`crate::autotune::AUTOTUNE_RUNOFF_ENV`] is not
+        /// a number, none ran (each one's reason), or a meta-parameter is missing.
+        message: String,
+    },
     /// No device of the requested kind is present.
     #[error("no device: {0}")]
     NoDevice(String),
@@ -62,10 +86,21 @@ pub enum Error {
     /// CUDA fault, NVIDIA's driver (580, on an H100) refuses a new context in the same
     /// process too (opening it again is this error), so the process must restart.
     #[error("the {backend} device was lost ({reason}); its buffers and compiled kernels can no longer be used: {}", lost_advice(.backend))]
-    DeviceLost { backend: &'static str, reason: String },
+    DeviceLost {
+        /// The API the device was lost in: `cuda` or `wgpu`.
+        backend: &'static str,
+        /// What lost it: on CUDA the failing call and its error, on wgpu the reason wgpu
+        /// gives.
+        reason: String,
+    },
     /// A device operation failed (wgpu and other APIs).
     #[error("{backend}: {message}")]
-    Device { backend: &'static str, message: String },
+    Device {
+        /// The API or library that failed: `wgpu` or `cuBLAS`.
+        backend: &'static str,
+        /// The failure, as the API or library reported it.
+        message: String,
+    },
     /// A buffer larger than the device can give: more than its memory holds, or more than
     /// the largest buffer its API allows. Nothing was allocated, and the device keeps
     /// working.
@@ -76,7 +111,9 @@ pub enum Error {
     OutOfMemory {
         /// The device, as [`crate::Device::id`].
         device: String,
+        /// The element type of the buffer asked for.
         elem: ScalarType,
+        /// The buffer's length asked for, in elements.
         len: usize,
         /// The bytes asked for.
         requested: u64,
@@ -87,7 +124,12 @@ pub enum Error {
     /// An environment variable of rutile's is malformed, or asks for what is not there
     /// (`RUTILE_REQUIRE` naming a backend that has no device that opens).
     #[error("{variable}: {message}")]
-    Environment { variable: &'static str, message: String },
+    Environment {
+        /// The variable's name, e.g. [`crate::device::REQUIRE_ENV`].
+        variable: &'static str,
+        /// What is wrong with its value, or what it asked for that is missing.
+        message: String,
+    },
 }
 
 /// `n` bytes as `N bytes`, with the size in MiB or GiB after it where that is shorter to

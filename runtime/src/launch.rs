@@ -12,17 +12,30 @@ use rutile_ir::{Elem, Kernel, ScalarType};
 /// parameter's type.
 #[derive(Clone, Copy, Debug)]
 pub enum Arg<'a> {
+    /// A buffer, for a pointer parameter: its element type must be the pointee type, and it
+    /// must belong to the device that launches.
     Buffer(&'a DeviceBuffer),
+    /// A scalar for a parameter of type `bool`.
     Bool(bool),
+    /// A scalar for a parameter of type `i8`.
     I8(i8),
+    /// A scalar for a parameter of type `i16`.
     I16(i16),
+    /// A scalar for a parameter of type `i32`.
     I32(i32),
+    /// A scalar for a parameter of type `i64`.
     I64(i64),
+    /// A scalar for a parameter of type `u8`.
     U8(u8),
+    /// A scalar for a parameter of type `u16`.
     U16(u16),
+    /// A scalar for a parameter of type `u32`.
     U32(u32),
+    /// A scalar for a parameter of type `u64` (the interpreter takes at most `i64::MAX`).
     U64(u64),
+    /// A scalar for a parameter of type `f32`.
     F32(f32),
+    /// A scalar for a parameter of type `f64`.
     F64(f64),
 }
 
@@ -164,10 +177,14 @@ impl LaunchConfig {
     pub fn grid1(programs: u32) -> Self {
         Self::new([programs, 1, 1])
     }
+    /// Sets the warps per program, [`LaunchConfig::num_warps`](#structfield.num_warps)
+    /// (4 by default).
     pub fn num_warps(mut self, num_warps: u32) -> Self {
         self.num_warps = num_warps;
         self
     }
+    /// Sets the software-pipelining depth of loops,
+    /// [`LaunchConfig::num_stages`](#structfield.num_stages) (3 by default).
     pub fn num_stages(mut self, num_stages: u32) -> Self {
         self.num_stages = num_stages;
         self

@@ -13,6 +13,7 @@
 //! assert_eq!(device.download(&out)?[10], 20.0);
 //! # Ok(()) }
 //! ```
+#![warn(missing_docs)]
 
 pub mod autotune;
 pub mod backends;

@@ -8,8 +8,12 @@ use std::fmt;
 /// launch's `num_warps` and `num_stages`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Config {
+    /// The meta-parameters as `(name, value)` pairs, in the order given; read them with
+    /// [`Config::value`].
     pub meta: Vec<(String, i64)>,
+    /// [`LaunchConfig::num_warps`](LaunchConfig#structfield.num_warps); at least 1.
     pub num_warps: u32,
+    /// [`LaunchConfig::num_stages`](LaunchConfig#structfield.num_stages); at least 1.
     pub num_stages: u32,
     /// [`LaunchConfig::persistent`].
     pub persistent: bool,
@@ -39,30 +43,38 @@ impl Config {
             programs_per_block: 1,
         }
     }
+    /// Sets the warps per program, [`Config::num_warps`](#structfield.num_warps).
     pub fn num_warps(mut self, num_warps: u32) -> Config {
         self.num_warps = num_warps;
         self
     }
+    /// Sets the software-pipelining depth, [`Config::num_stages`](#structfield.num_stages).
     pub fn num_stages(mut self, num_stages: u32) -> Config {
         self.num_stages = num_stages;
         self
     }
+    /// Sets the persistent schedule, [`Config::persistent`](#structfield.persistent).
     pub fn persistent(mut self, persistent: bool) -> Config {
         self.persistent = persistent;
         self
     }
+    /// Sets warp specialization, [`Config::warp_specialize`](#structfield.warp_specialize).
     pub fn warp_specialize(mut self, warp_specialize: bool) -> Config {
         self.warp_specialize = warp_specialize;
         self
     }
+    /// Sets [`Config::tma_outer`](#structfield.tma_outer).
     pub fn tma_outer(mut self, tma_outer: bool) -> Config {
         self.tma_outer = tma_outer;
         self
     }
+    /// Sets the register limit per thread, [`Config::maxnreg`](#structfield.maxnreg).
     pub fn maxnreg(mut self, maxnreg: Option<u32>) -> Config {
         self.maxnreg = maxnreg;
         self
     }
+    /// Sets the programs per thread block,
+    /// [`Config::programs_per_block`](#structfield.programs_per_block).
     pub fn programs_per_block(mut self, programs: u32) -> Config {
         self.programs_per_block = programs;
         self

@@ -11,6 +11,7 @@ use std::sync::Arc;
 /// What the autotuner chose for one key on one device.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Choice {
+    /// The chosen configuration.
     pub config: Config,
     /// Median time of one launch when it was chosen, in milliseconds (where a runoff chose
     /// it, the median of its rounds).
@@ -52,6 +53,7 @@ pub struct Report {
 /// One configuration's timing.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Timing {
+    /// The configuration timed.
     pub config: Config,
     /// Median time of one launch, in milliseconds; for a finalist of the runoff, the
     /// median of its rounds' medians.
@@ -64,7 +66,9 @@ pub struct Timing {
 /// A configuration the autotuner did not time, and why.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Skipped {
+    /// The configuration skipped.
     pub config: Config,
+    /// Why it was skipped.
     pub reason: SkipReason,
 }
 
@@ -74,17 +78,30 @@ pub struct Skipped {
 pub enum SkipReason {
     /// Its kernel needs more shared memory per program than the device gives one (its
     /// opt-in limit, where it has one).
-    SharedMemory { needed: u32, limit: u32 },
+    SharedMemory {
+        /// Shared memory the kernel needs per program, in bytes.
+        needed: u32,
+        /// The most shared memory the device gives one program, in bytes.
+        limit: u32,
+    },
     /// Its kernel uses so many registers per thread that the device runs at most
     /// `max_threads` of them per program, fewer than its `num_warps` makes.
     Registers {
+        /// Registers per thread, where the device reports them.
         registers: Option<u32>,
+        /// The most threads per program the compiled kernel allows.
         max_threads: u32,
+        /// The threads per program its `num_warps` makes.
         threads: u32,
     },
     /// Its kernel spills registers to local memory (`spill_bytes` per thread) and the
     /// autotuner was asked to skip such configurations ([`Autotuner::skip_spilling`](super::Autotuner::skip_spilling)).
-    Spills { spill_bytes: u32, registers: Option<u32> },
+    Spills {
+        /// Bytes spilled to local memory per thread.
+        spill_bytes: u32,
+        /// Registers per thread, where the device reports them.
+        registers: Option<u32>,
+    },
     /// Its kernel does not build, lower or launch on this device: the error.
     Failed(String),
 }

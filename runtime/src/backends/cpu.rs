@@ -26,6 +26,8 @@ impl Default for CpuDevice {
 }
 
 impl CpuDevice {
+    /// A new interpreter device, with its own compile cache and buffers that no other
+    /// device accepts.
     pub fn new() -> CpuDevice {
         let mut properties = DeviceProperties::unknown(
             "rutile CPU interpreter",

@@ -254,12 +254,19 @@ fn median_of_rounds(rounds: &[Stats]) -> Stats {
 /// The measured sweep: one [`Series`] per line, one point per x value.
 #[derive(Clone, Debug)]
 pub struct Report {
+    /// The benchmark's name, the stem of the files [`Report::save`] writes.
     pub name: String,
+    /// The title of the table and the figure ([`Benchmark::title`]).
     pub title: String,
+    /// The name of the swept quantity: the x column's header and the figure's x-axis label.
     pub x_name: String,
+    /// Whether the figure's x-axis is logarithmic ([`Benchmark::log_x`]).
     pub log_x: bool,
+    /// The unit of every line's points.
     pub unit: Unit,
+    /// The x values measured, in the order of the points.
     pub x_values: Vec<f64>,
+    /// One series per provider, in the order the lines were added.
     pub lines: Vec<Series>,
 }
 
@@ -267,7 +274,10 @@ pub struct Report {
 /// provider has none there (a gap).
 #[derive(Clone, Debug)]
 pub struct Series {
+    /// The line's name, as given to [`Benchmark::line`].
     pub name: String,
+    /// One per x value: the value in the report's [`Unit`], or why there is none (a gap):
+    /// the provider's error, or an empty field of a CSV read back.
     pub points: Vec<Result<f64, String>>,
     /// The times behind each point; `None` at a gap, and for points read from CSV.
     pub stats: Vec<Option<Stats>>,

@@ -11,8 +11,11 @@ use rutile_ir::{Kernel, ScalarType};
 /// Quantiles of the times of one benchmark, in milliseconds.
 #[derive(Clone, Copy, Debug)]
 pub struct Stats {
+    /// The median time of one run, in milliseconds.
     pub median_ms: f64,
+    /// The 20th percentile of the times (nearest rank), in milliseconds.
     pub p20_ms: f64,
+    /// The 80th percentile of the times (nearest rank), in milliseconds.
     pub p80_ms: f64,
 }
 
@@ -126,8 +129,11 @@ pub fn gbps(bytes: f64, ms: f64) -> f64 {
 /// How the points of a sweep are timed: a [`CacheFlush`] (or none), warm-up runs and timed
 /// runs, for [`do_bench`].
 pub struct Timing {
+    /// What empties the L2 cache before each timed run; `None` for no flush.
     pub flush: Option<CacheFlush>,
+    /// Untimed runs before the timed ones.
     pub warmup: usize,
+    /// Timed runs, at least 1.
     pub reps: usize,
 }
 

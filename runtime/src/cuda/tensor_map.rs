@@ -37,15 +37,25 @@ impl CudaTensorMap {
 /// signed and an unsigned type of one size are interchangeable where the driver has only one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TensorMapElem {
+    /// 8-bit unsigned integers (`CU_TENSOR_MAP_DATA_TYPE_UINT8`); also carries `i8` and `bool`.
     U8,
+    /// 16-bit unsigned integers (`CU_TENSOR_MAP_DATA_TYPE_UINT16`); also carries `i16`.
     U16,
+    /// 32-bit unsigned integers (`CU_TENSOR_MAP_DATA_TYPE_UINT32`).
     U32,
+    /// 32-bit signed integers (`CU_TENSOR_MAP_DATA_TYPE_INT32`).
     I32,
+    /// 64-bit unsigned integers (`CU_TENSOR_MAP_DATA_TYPE_UINT64`).
     U64,
+    /// 64-bit signed integers (`CU_TENSOR_MAP_DATA_TYPE_INT64`).
     I64,
+    /// IEEE half-precision floats (`CU_TENSOR_MAP_DATA_TYPE_FLOAT16`).
     F16,
+    /// bfloat16 floats (`CU_TENSOR_MAP_DATA_TYPE_BFLOAT16`).
     BF16,
+    /// 32-bit floats (`CU_TENSOR_MAP_DATA_TYPE_FLOAT32`).
     F32,
+    /// 64-bit floats (`CU_TENSOR_MAP_DATA_TYPE_FLOAT64`).
     F64,
 }
 
@@ -85,14 +95,21 @@ impl TensorMapElem {
 /// `rank - 1` strides, count. Element strides are 1, L2 promotion 256 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TiledTensorMap {
+    /// The element type.
     pub elem: TensorMapElem,
     /// Device address of element `(0, 0, ..)`.
     pub address: u64,
+    /// Number of dimensions, 2 to 5: how many of `dims` and `box_dims`, and `rank - 1` of
+    /// `strides_bytes`, count.
     pub rank: usize,
+    /// Elements along each dimension, innermost first, 1 to 2^32 each.
     pub dims: [u64; 5],
     /// Bytes between consecutive indices of each dimension but the first (`y`'s: the rows).
     pub strides_bytes: [u64; 4],
+    /// Elements a copy moves along each dimension, innermost first, 1 to 256 each; a box row
+    /// (`box_dims[0]` elements) must be a multiple of 16 bytes and fit in `swizzle`.
     pub box_dims: [u32; 5],
+    /// Bytes within which a box's rows are swizzled in shared memory: 32, 64 or 128.
     pub swizzle: u32,
 }
 

@@ -18,10 +18,10 @@ const ALLOC_ALIGN: u64 = 16;
 /// A storage buffer of `len` bytes in device memory, usable as a `read_write` storage
 /// binding and as the source or destination of copies.
 ///
-/// wgpu forbids zero-sized bindings and copies of sizes that are not multiples of 4, so
-/// the allocation is the length rounded up to a multiple of 4, and at least 4 bytes; the
-/// padding is zero and is never returned by [`WgpuBuffer::read`]. Cloning shares the
-/// buffer.
+/// wgpu forbids zero-sized bindings and copies of sizes that are not multiples of 4, and a
+/// kernel may bind any buffer as an array of 16-byte vectors, so the allocation is the
+/// length rounded up to a multiple of 16, and at least 16 bytes; the padding is zero and is
+/// never returned by [`WgpuBuffer::read`]. Cloning shares the buffer.
 #[derive(Debug, Clone)]
 pub struct WgpuBuffer {
     device: WgpuDevice,
@@ -112,7 +112,7 @@ impl WgpuBuffer {
         self.len == 0
     }
 
-    /// Bytes allocated: the length rounded up to a multiple of 4, at least 4.
+    /// Bytes allocated: the length rounded up to a multiple of 16, at least 16.
     pub fn allocated_bytes(&self) -> u64 {
         self.buffer.size()
     }
@@ -122,7 +122,6 @@ impl WgpuBuffer {
         &self.device
     }
 
-    /// The wgpu buffer, for work this layer does not cover.
     /// Copies `src` into this buffer on the device (recorded; does not wait). Both must have
     /// the same length.
     pub fn copy_from(&self, src: &WgpuBuffer) -> Result<(), WgpuError> {
@@ -139,6 +138,7 @@ impl WgpuBuffer {
         })?
     }
 
+    /// The wgpu buffer, for work this layer does not cover.
     pub fn raw(&self) -> &wgpu::Buffer {
         &self.buffer
     }

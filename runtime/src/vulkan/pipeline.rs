@@ -108,7 +108,10 @@ pub enum KernelSource<'a> {
     /// [`WgpuDevice::create_pipeline_trusted`], on a device with
     /// [`WgpuFeatures::spirv_passthrough`](super::WgpuFeatures::spirv_passthrough).
     SpirVPassthrough {
+        /// The SPIR-V words the driver compiles.
         words: Cow<'a, [u32]>,
+        /// The naga module the words were written from: the entry point and its workgroup
+        /// size, and the smallest buffer each binding accepts, are read from it.
         module: Box<wgpu::naga::Module>,
     },
 }
