@@ -137,6 +137,24 @@ fn launch_arguments_are_checked() {
             )
             .unwrap_err();
         assert_contains(&e, d, "argument 2 (`output_ptr`): expected a buffer of f32, got i32");
+        // A 16-bit float scalar parameter: no argument can carry one, and the error says
+        // what to declare instead.
+        let scaled = Kernel::build("scale_f16", |k| {
+            let (x, s) = (k.arg_ptr("x", ScalarType::F16), k.arg_scalar("s", ScalarType::F16));
+            let offsets = k.arange(0, 16);
+            k.store(x + offsets, k.load(x + offsets) * s);
+        })
+        .unwrap();
+        let halves = d.upload(&[half::f16::ONE; 16]).unwrap();
+        let e = d
+            .launch(&scaled, &LaunchConfig::grid1(1), &[(&halves).into(), 2.0f32.into()])
+            .unwrap_err();
+        assert_contains(
+            &e,
+            d,
+            "argument 1 (`s`): a f16 scalar parameter cannot be passed at launch (arguments carry \
+             32- and 64-bit floats); declare it f32 and convert it in the kernel",
+        );
 
         let other = CpuDevice::new();
         let foreign = other.upload(&[1.0f32; 300]).unwrap();

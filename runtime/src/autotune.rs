@@ -84,19 +84,22 @@ use std::sync::{Arc, Mutex};
 /// (or `~/.cache/rutile/autotune.tsv`).
 pub const AUTOTUNE_CACHE_ENV: &str = "RUTILE_AUTOTUNE_CACHE";
 
-/// The environment variable that, set to anything but empty or `0`, makes every
+/// The environment variable that, set to `1`, makes every
 /// autotuner print its tuning on stderr (each configuration's time and resources, the
 /// skipped ones with why, the winner; a choice read from the cache file in one line), as
-/// Triton's `TRITON_PRINT_AUTOTUNING`. [`Autotuner::print`] overrides it for one tuner.
+/// Triton's `TRITON_PRINT_AUTOTUNING`; `0` or unset: not. Any other value makes
+/// [`Autotuner::new`] an [`Error::Environment`] naming it. [`Autotuner::print`] overrides it
+/// for one tuner.
 pub const AUTOTUNE_PRINT_ENV: &str = "RUTILE_AUTOTUNE_PRINT";
 
-/// The environment variable that, set to anything but empty or `0`, makes every
-/// autotuner skip configurations whose kernel spills registers; [`Autotuner::skip_spilling`]
-/// overrides it for one tuner.
+/// The environment variable that, set to `1`, makes every autotuner skip configurations
+/// whose kernel spills registers (`0` or unset: not; any other value is an
+/// [`Error::Environment`]); [`Autotuner::skip_spilling`] overrides it for one tuner.
 pub const AUTOTUNE_SKIP_SPILLS_ENV: &str = "RUTILE_AUTOTUNE_SKIP_SPILLS";
 
-/// The environment variable that sets every autotuner's runoff rounds (a number; 0 turns
-/// the runoff off); [`Autotuner::runoff`] overrides it for one tuner.
+/// The environment variable that sets every autotuner's runoff rounds (a number up to
+/// 1000; 0 turns the runoff off; anything else is an [`Error::Environment`]);
+/// [`Autotuner::runoff`] overrides it for one tuner.
 pub const AUTOTUNE_RUNOFF_ENV: &str = "RUTILE_AUTOTUNE_RUNOFF";
 
 /// A chosen configuration's kernel and launch ([`Autotuner::tuned`]).
@@ -160,10 +163,10 @@ impl Autotuner {
             name: name.to_string(),
             configs,
             repetitions: None,
-            runoff_rounds: runoff_rounds_from_env().map_err(err)?,
+            runoff_rounds: runoff_rounds_from_env()?,
             file: default_cache_file(),
-            skip_spilling: env_flag(AUTOTUNE_SKIP_SPILLS_ENV),
-            print: env_flag(AUTOTUNE_PRINT_ENV),
+            skip_spilling: crate::backends::env_opt_in(AUTOTUNE_SKIP_SPILLS_ENV)?,
+            print: crate::backends::env_opt_in(AUTOTUNE_PRINT_ENV)?,
             chosen: Mutex::new(HashMap::new()),
         })
     }
@@ -708,21 +711,21 @@ fn device_name(dev: &dyn Device) -> String {
     format!("{} ({})", p.name, p.backend)
 }
 
-/// The runoff rounds [`AUTOTUNE_RUNOFF_ENV`] asks for, if set (and not empty).
-fn runoff_rounds_from_env() -> std::result::Result<Option<usize>, String> {
-    match std::env::var(AUTOTUNE_RUNOFF_ENV) {
-        Ok(v) if !v.trim().is_empty() => v
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("{AUTOTUNE_RUNOFF_ENV} must be a number of rounds (0 for no runoff), not `{v}`")),
-        _ => Ok(None),
-    }
-}
+/// The most runoff rounds [`AUTOTUNE_RUNOFF_ENV`] may ask for: each round times every
+/// finalist again, so more than this is a typo, not a wish.
+const MAX_RUNOFF_ROUNDS: u32 = 1000;
 
-/// Whether the environment variable `name` is set to anything but empty or `0`.
-fn env_flag(name: &str) -> bool {
-    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
+/// The runoff rounds [`AUTOTUNE_RUNOFF_ENV`] asks for, if set (and not empty); anything but
+/// a count up to [`MAX_RUNOFF_ROUNDS`] is an [`Error::Environment`] naming the variable.
+fn runoff_rounds_from_env() -> Result<Option<usize>> {
+    let value = std::env::var(AUTOTUNE_RUNOFF_ENV).ok().filter(|v| !v.trim().is_empty());
+    let rounds = crate::backends::parse_count(
+        AUTOTUNE_RUNOFF_ENV,
+        value.as_deref(),
+        0..=MAX_RUNOFF_ROUNDS,
+        "a number of runoff rounds (0 for none)",
+    )?;
+    Ok(rounds.map(|r| r as usize))
 }
 
 fn default_cache_file() -> Option<PathBuf> {

@@ -155,8 +155,7 @@ pub fn check_required_devices(listings: &[crate::DeviceListing]) -> Result<()> {
 /// What kind of processor a device is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceType {
-    /// A GPU with its own memory, on a separate card or package. Every CUDA device reports
-    /// this.
+    /// A GPU with its own memory, on a separate card or package.
     DiscreteGpu,
     /// A GPU that shares the host's memory (built into the CPU's package or chipset).
     IntegratedGpu,

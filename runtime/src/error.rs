@@ -73,8 +73,8 @@ pub enum Error {
         /// meta-parameter ([`crate::autotune::Config::value`]), the configuration's text.
         name: String,
         /// What went wrong: the configurations given are invalid (none, one listed twice,
-        /// `num_warps` or `num_stages` of 0), [`crate::autotune::AUTOTUNE_RUNOFF_ENV`] is not
-        /// a number, none ran (each one's reason), or a meta-parameter is missing.
+        /// `num_warps` or `num_stages` of 0), none ran (each one's reason), or a
+        /// meta-parameter is missing.
         message: String,
     },
     /// No device of the requested kind is present.

@@ -439,8 +439,19 @@ fn child_process() {
                 .err()
                 .expect("a tuner despite the bad runoff");
             assert!(
+                e.to_string().contains(
+                    "RUTILE_AUTOTUNE_RUNOFF: takes a number of runoff rounds (0 for none), 0 to 1000; got \"three\""
+                ),
+                "{e}"
+            );
+        }
+        "print env" => {
+            let e = Autotuner::new("add", configs())
+                .err()
+                .expect("a tuner despite the bad print switch");
+            assert!(
                 e.to_string()
-                    .contains("RUTILE_AUTOTUNE_RUNOFF must be a number of rounds (0 for no runoff), not `three`"),
+                    .contains("RUTILE_AUTOTUNE_PRINT: takes 0 (off) or 1 (on); got \"off\""),
                 "{e}"
             );
         }
@@ -580,15 +591,17 @@ fn processes_tuning_at_once_lose_no_entry() {
     remove(&file);
 }
 
-/// `RUTILE_AUTOTUNE_RUNOFF` that is not a number makes every tuner an error that names it.
-#[test]
-fn a_runoff_that_is_not_a_number_is_an_error() {
-    let file = cache_file("runoff");
+/// Runs [`child_process`] playing `role` with environment variable `variable` set to
+/// `value`, and asserts that its part passed.
+fn child_with(role: &str, variable: &str, value: &str) {
+    let file = cache_file(&role.replace(' ', "_"));
     let out = Command::new(std::env::current_exe().unwrap())
         .args(["child_process", "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "runoff env")
+        .env(CHILD_ENV, role)
         .env(CHILD_FILE_ENV, &file)
-        .env(AUTOTUNE_RUNOFF_ENV, "three")
+        .env_remove(AUTOTUNE_PRINT_ENV)
+        .env_remove(AUTOTUNE_RUNOFF_ENV)
+        .env(variable, value)
         .output()
         .unwrap();
     assert!(
@@ -597,4 +610,17 @@ fn a_runoff_that_is_not_a_number_is_an_error() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `RUTILE_AUTOTUNE_RUNOFF` that is not a number makes every tuner an error that names it.
+#[test]
+fn a_runoff_that_is_not_a_number_is_an_error() {
+    child_with("runoff env", AUTOTUNE_RUNOFF_ENV, "three");
+}
+
+/// `RUTILE_AUTOTUNE_PRINT=off` is an error naming the variable, not taken for on (as any
+/// value but `0` once was).
+#[test]
+fn a_print_switch_other_than_0_or_1_is_an_error() {
+    child_with("print env", AUTOTUNE_PRINT_ENV, "off");
 }

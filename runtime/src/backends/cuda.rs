@@ -53,8 +53,12 @@ impl CudaGpu {
     pub fn open(ordinal: usize) -> Result<CudaGpu> {
         let device = CudaDevice::open(ordinal)?;
         let p = device.properties();
-        let mut properties =
-            DeviceProperties::unknown(p.name.clone(), "NVIDIA", Backend::Cuda, DeviceType::DiscreteGpu);
+        let kind = if p.integrated {
+            DeviceType::IntegratedGpu
+        } else {
+            DeviceType::DiscreteGpu
+        };
+        let mut properties = DeviceProperties::unknown(p.name.clone(), "NVIDIA", Backend::Cuda, kind);
         properties.compute_capability = Some(p.compute_capability);
         let v = p.driver_version;
         properties.api_version = Some(format!("CUDA driver {}.{}", v / 1000, (v % 1000) / 10));

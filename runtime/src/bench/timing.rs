@@ -113,12 +113,20 @@ pub fn do_bench(
         times.push(dev.time(f)?);
     }
     times.sort_by(f64::total_cmp);
-    let q = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize];
     Ok(Stats {
-        median_ms: q(0.5),
-        p20_ms: q(0.2),
-        p80_ms: q(0.8),
+        median_ms: quantile(&times, 0.5),
+        p20_ms: quantile(&times, 0.2),
+        p80_ms: quantile(&times, 0.8),
     })
+}
+
+/// The `p` quantile of `sorted` (ascending, not empty), interpolated linearly between the
+/// two nearest ranks, as `torch.quantile` (and so Triton's `do_bench`) takes it: the median
+/// of an even count is the mean of the two middle times, not the upper one.
+fn quantile(sorted: &[f64], p: f64) -> f64 {
+    let at = (sorted.len() - 1) as f64 * p;
+    let (below, above) = (at.floor() as usize, at.ceil() as usize);
+    sorted[below] + (sorted[above] - sorted[below]) * (at - below as f64)
 }
 
 /// GB/s for `bytes` moved in `ms` milliseconds.
@@ -171,5 +179,22 @@ impl Timing {
     /// The times of `f` (which queues device work) on `dev`.
     pub fn stats(&self, dev: &dyn Device, f: &mut dyn FnMut() -> Result<()>) -> Result<Stats> {
         do_bench(dev, self.flush.as_ref(), self.warmup, self.reps, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quantile;
+
+    #[test]
+    fn quantiles_interpolate_between_ranks() {
+        let times = [1.0, 2.0, 4.0, 8.0];
+        assert_eq!(quantile(&times, 0.5), 3.0);
+        assert_eq!(quantile(&times, 0.0), 1.0);
+        assert_eq!(quantile(&times, 1.0), 8.0);
+        // Rank 0.6 of 3: 60% of the way from 1 to 2.
+        assert!((quantile(&times, 0.2) - 1.6).abs() < 1e-12);
+        assert_eq!(quantile(&[5.0, 7.0, 9.0], 0.5), 7.0);
+        assert_eq!(quantile(&[5.0], 0.8), 5.0);
     }
 }

@@ -58,6 +58,9 @@ pub struct CudaDeviceProperties {
     pub total_memory: usize,
     /// Driver CUDA API version, `major * 1000 + minor * 10`.
     pub driver_version: u32,
+    /// Whether the GPU shares the host's memory (`CU_DEVICE_ATTRIBUTE_INTEGRATED`: Jetson
+    /// and other systems on a chip) rather than having its own.
+    pub integrated: bool,
 }
 
 impl CudaDeviceProperties {
@@ -114,6 +117,7 @@ impl CudaDeviceProperties {
             memory_bus_width_bits: optional(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH),
             total_memory,
             driver_version,
+            integrated: optional(A::CU_DEVICE_ATTRIBUTE_INTEGRATED).is_some(),
         })
     }
 
@@ -239,6 +243,7 @@ pub(crate) mod tests {
             memory_bus_width_bits: Some(5120),
             total_memory: 85_045_870_592,
             driver_version: 13000,
+            integrated: false,
         }
     }
 
