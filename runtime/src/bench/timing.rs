@@ -13,9 +13,9 @@ use rutile_ir::{Kernel, ScalarType};
 pub struct Stats {
     /// The median time of one run, in milliseconds.
     pub median_ms: f64,
-    /// The 20th percentile of the times (nearest rank), in milliseconds.
+    /// The 20th percentile of the times (interpolated between ranks), in milliseconds.
     pub p20_ms: f64,
-    /// The 80th percentile of the times (nearest rank), in milliseconds.
+    /// The 80th percentile of the times (interpolated between ranks), in milliseconds.
     pub p80_ms: f64,
 }
 
