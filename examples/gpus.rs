@@ -64,3 +64,21 @@ fn required_gpus() -> Result<Vec<Arc<dyn Device>>, String> {
     }
     Ok(found)
 }
+
+/// Whether `d` is hardware, which the GPU test suites give their large sizes; software
+/// devices (lavapipe) get the small ones only.
+pub fn is_fast(d: &dyn Device) -> bool {
+    d.properties().device_type != DeviceType::Cpu
+}
+
+/// Fails with a tutorial's outcome (its error against the bound) when it did not pass, or
+/// with the error when it did not run; prints it when it passed.
+pub fn check_outcome(d: &dyn Device, what: &str, outcome: rutile::Result<crate::tutorials::Outcome>) {
+    match outcome {
+        Ok(o) => {
+            println!("{o}");
+            assert!(o.passed(), "{}: {what}: {o}", d.id());
+        }
+        Err(e) => panic!("{}: {what}: {e}", d.id()),
+    }
+}

@@ -11,18 +11,14 @@
 
 use rutile::ir::testing::Rng;
 use rutile::seeds;
-use rutile::{CpuDevice, Device, DeviceExt, DeviceType, LaunchConfig, ScalarType};
+use rutile::{CpuDevice, Device, DeviceExt, LaunchConfig, ScalarType};
 use rutile_examples::check::max_relative_error;
+use rutile_examples::gpus::is_fast;
 use rutile_examples::tutorials::softmax_args;
 use std::sync::Arc;
 
 fn devices() -> (std::sync::MutexGuard<'static, ()>, Vec<Arc<dyn Device>>) {
     rutile_examples::gpus::gpus_under_test()
-}
-
-/// Software devices (lavapipe) get the small sizes only.
-fn is_fast(d: &dyn Device) -> bool {
-    d.properties().device_type != DeviceType::Cpu
 }
 
 fn vector_add_on(d: &dyn Device, x: &[f32], y: &[f32], block: u32) -> rutile::Result<Vec<f32>> {
