@@ -39,6 +39,8 @@
 //! transcendental functions (`pow` included) and some
 //! target-dependent operations are [`PtxError::Unsupported`].
 
+#![warn(missing_docs)]
+
 mod atomic;
 mod cast;
 mod cluster;

@@ -136,8 +136,11 @@
 //!   match). Compare-and-swap uses naga's weak exchange and retries where it failed although
 //!   the value matched, which makes it the strong operation of the IR. Atomics are relaxed,
 //!   at device scope. 64-bit atomics are not supported.
-//! * `device_print` statements are left out: naga has no debug printf, so Vulkan kernels do
-//!   not print (the interpreter and CUDA do).
+//! * `device_print` statements write records into the print buffer (the ABI's prints), since
+//!   naga has no debug printf; the runtime reads them back after the launch and prints the
+//!   lines as the interpreter does.
+
+#![warn(missing_docs)]
 
 mod emit;
 mod erf;
@@ -227,12 +230,15 @@ impl SpirvTarget {
 /// A translated kernel: the naga module with its validation info.
 #[derive(Debug, Clone)]
 pub struct SpirvKernel {
+    /// The naga module: one compute entry point, [`SpirvKernel::entry_point`].
     pub module: naga::Module,
+    /// naga's validation info for `module`, which its SPIR-V and WGSL writers take.
     pub info: naga::valid::ModuleInfo,
     /// Name of the compute entry point, the same in the SPIR-V and the WGSL: the kernel's
     /// name with characters outside `[A-Za-z0-9_]` replaced by `_`, and `k_` in front where
     /// it would not be a WGSL identifier (a leading digit or `__`, a keyword).
     pub entry_point: String,
+    /// Where the kernel's parameters, launch information and print buffer go.
     pub bindings: BindingLayout,
     /// Storage-buffer bindings whose every load is read-once ([`CacheModifier::Streaming`]):
     /// [`SpirvKernel::spirv_words_hinted`] marks their loads `Nontemporal`.
@@ -268,6 +274,7 @@ pub struct SpirvKernel {
 /// site's index and the three program ids.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PrintSite {
+    /// The text the line prints before the values (the `device_print`'s prefix).
     pub prefix: String,
     /// The element's coordinates (one `i32` word each).
     pub coords: usize,
@@ -298,18 +305,30 @@ pub enum SpirvError {
     /// The kernel needs a feature the target lacks, or something this backend cannot express.
     #[error("kernel `{kernel}`: {what} is not supported on this target: {detail}")]
     Unsupported {
+        /// The kernel's name.
         kernel: String,
+        /// What is missing, in a few words: a type (`"f16"`), a feature
+        /// (`"cooperative matrices"`), an operation (`"atomic"`).
         what: &'static str,
+        /// Which register, parameter, buffer or statement needs it, and why it is missing.
         detail: String,
     },
     /// The per-thread kernel is malformed (it fails `rutile_ir::thread::verify`).
     #[error("kernel `{kernel}` is malformed: {message}")]
-    InvalidKernel { kernel: String, message: String },
+    InvalidKernel {
+        /// The kernel's name.
+        kernel: String,
+        /// What is wrong with it (the verifier's message).
+        message: String,
+    },
     /// naga rejected the generated module: a bug in this backend.
     #[error("internal error: the generated module for `{kernel}` fails validation: {message}\n{wgsl_or_debug_dump}")]
     Validation {
+        /// The kernel's name.
         kernel: String,
+        /// naga's validation error, with its causes and labels.
         message: String,
+        /// The rejected module, in its `Debug` form.
         wgsl_or_debug_dump: String,
     },
     /// naga's SPIR-V writer failed.
@@ -426,7 +445,10 @@ pub struct BindingLayout {
 pub enum LaunchPlace {
     /// A uniform buffer at this binding (= the number of storage buffers, the print buffer
     /// included).
-    Uniform { binding: u32 },
+    Uniform {
+        /// The uniform buffer's binding in group 0.
+        binding: u32,
+    },
     /// Immediates (push constants), from offset 0.
     Immediates,
 }
@@ -444,10 +466,14 @@ impl BindingLayout {
 /// A storage buffer binding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StorageBinding {
+    /// The binding number in group 0: the pointer parameter's position among the pointer
+    /// parameters.
     pub binding: u32,
     /// Index of the parameter in the kernel's parameter list.
     pub param: u32,
+    /// The parameter's name.
     pub name: String,
+    /// The element type of the runtime-sized array the buffer is declared as.
     pub elem: ScalarType,
     /// Declared as an array of atomics (same memory layout).
     pub atomic: bool,
@@ -458,7 +484,9 @@ pub struct StorageBinding {
 pub struct ScalarSlot {
     /// Index of the parameter in the kernel's parameter list.
     pub param: u32,
+    /// The parameter's name.
     pub name: String,
+    /// The parameter's type, which the argument must have.
     pub ty: ScalarType,
     /// Byte offset in the launch block.
     pub offset: u32,
@@ -476,17 +504,26 @@ pub const SCALARS_OFFSET: u32 = 32;
 /// A scalar argument value for [`BindingLayout::launch_bytes`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ScalarArg {
+    /// For an `i1` parameter; written as a `u32`, 0 or 1.
     Bool(bool),
+    /// For an `i32` parameter.
     I32(i32),
+    /// For a `u32` parameter.
     U32(u32),
+    /// For an `i64` parameter.
     I64(i64),
+    /// For a `u64` parameter.
     U64(u64),
+    /// For an `f16` parameter.
     F16(half::f16),
+    /// For an `f32` parameter.
     F32(f32),
+    /// For an `f64` parameter.
     F64(f64),
 }
 
 impl ScalarArg {
+    /// The type of the parameter this argument is for.
     pub fn ty(&self) -> ScalarType {
         match self {
             ScalarArg::Bool(_) => ScalarType::Bool,

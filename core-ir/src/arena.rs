@@ -71,6 +71,7 @@ impl<T> Default for Arena<T> {
 }
 
 impl<T> Arena<T> {
+    /// An empty arena.
     pub fn new() -> Self {
         Self::default()
     }
@@ -80,9 +81,11 @@ impl<T> Arena<T> {
         self.items.push(item);
         handle
     }
+    /// The number of items; handles `0..len` are valid.
     pub fn len(&self) -> usize {
         self.items.len()
     }
+    /// Whether the arena holds no items.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
@@ -90,6 +93,7 @@ impl<T> Arena<T> {
     pub fn try_get(&self, handle: Handle<T>) -> Option<&T> {
         self.items.get(handle.index())
     }
+    /// Every item with its handle, in the order they were added.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (Handle<T>, &T)> {
         self.items.iter().enumerate().map(|(i, v)| (Handle::from_index(i), v))
     }

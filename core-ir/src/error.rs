@@ -8,7 +8,10 @@ use std::fmt;
 pub struct Diagnostic {
     /// The op's name as in `triton.language` (`load`, `add`, `for`, ...).
     pub op: String,
+    /// Where the kernel author's code created the op (`<kernel>:0:0` for a malformed
+    /// parameter that the verifier finds).
     pub loc: SourceLoc,
+    /// What is wrong, in words.
     pub message: String,
 }
 
@@ -22,7 +25,9 @@ impl fmt::Display for Diagnostic {
 /// order they were made. Ops that only failed because an operand had failed are not listed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct BuildError {
+    /// The name of the kernel.
     pub kernel: String,
+    /// The problems, at least one, in the order they were found.
     pub diagnostics: Vec<Diagnostic>,
 }
 

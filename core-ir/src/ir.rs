@@ -17,8 +17,12 @@ pub type InstId = Handle<Inst>;
 /// Where the kernel author's code created an instruction (from `#[track_caller]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SourceLoc {
+    /// The source file, as [`std::panic::Location::file`] names it (`<kernel>` or
+    /// `<unknown>` where no source location exists).
     pub file: &'static str,
+    /// The line in `file`, counted from 1 (0 where no source location exists).
     pub line: u32,
+    /// The column in the line, counted from 1 (0 where no source location exists).
     pub column: u32,
 }
 
@@ -44,6 +48,8 @@ impl fmt::Display for SourceLoc {
 /// A kernel parameter: a pointer to global memory or a scalar.
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Param {
+    /// The parameter's name: not empty, and unique among the kernel's parameters
+    /// ([`Kernel::param`] looks parameters up by it).
     pub name: String,
     /// A scalar type or a pointer type, always of rank 0.
     pub ty: Type,
@@ -57,24 +63,47 @@ pub enum ValueDef {
     /// The `index`-th kernel parameter.
     Param(u32),
     /// The `index`-th result of an instruction.
-    Result { inst: InstId, index: u32 },
+    Result {
+        /// The instruction, an index into [`Kernel::insts`].
+        inst: InstId,
+        /// The position of the value in the instruction's [`Inst::results`].
+        index: u32,
+    },
     /// The `index`-th argument of region `region` of an instruction (loop variables).
-    RegionArg { inst: InstId, region: u32, index: u32 },
+    RegionArg {
+        /// The instruction that owns the region, an index into [`Kernel::insts`].
+        inst: InstId,
+        /// The position of the region in the instruction's [`Inst::regions`].
+        region: u32,
+        /// The position of the value in the region's [`Region::args`].
+        index: u32,
+    },
 }
 
 /// A value: its type and definition.
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub struct ValueData {
+    /// The value's type: a scalar, a pointer or a block of either.
     pub ty: Type,
+    /// Where the value is defined: a parameter, an instruction's result or a region's
+    /// argument.
     pub def: ValueDef,
 }
 
 /// An instruction: an op, the values it defines, its nested regions and where it came from.
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Inst {
+    /// The operation and its operands.
     pub op: Op,
+    /// The values the instruction defines, in order, each defined by [`ValueDef::Result`]
+    /// of this instruction; `store`, `yield`, `device_assert` and `device_print` define
+    /// none.
     pub results: Vec<ValueId>,
+    /// The nested regions: the body of `for`, the then and else branches of `if`, the
+    /// condition and body of `while`, the combine of `scan`, `reduce` with a combine and
+    /// `cluster_reduce` with a combine; empty for every other op.
     pub regions: Vec<Region>,
+    /// Where the kernel author's code created the instruction.
     pub loc: SourceLoc,
 }
 
@@ -82,7 +111,11 @@ pub struct Inst {
 /// instruction is a [`Op::Yield`] in regions that produce values.
 #[derive(Clone, Debug, Default, PartialEq, Hash)]
 pub struct Region {
+    /// The region's arguments, each defined by [`ValueDef::RegionArg`]: a `for` body's
+    /// induction variable and carried values, a `while` region's carried values, a combine's
+    /// `[a..., b...]`; none for `if` branches and the kernel body.
     pub args: Vec<ValueId>,
+    /// The instructions in the order they run, as indices into [`Kernel::insts`].
     pub insts: Vec<InstId>,
 }
 
@@ -166,9 +199,11 @@ pub(crate) const TF32_MASK: u32 = !((1 << 13) - 1);
 /// A compile-time constant.
 #[derive(Clone, Copy, Debug)]
 pub enum Literal {
+    /// A boolean (`i1`).
     Bool(bool),
     /// Any integer type; the bits are those of the value's type, sign- or zero-extended.
     Int(i64),
+    /// Any float type; the value is rounded to nearest (ties to even) in the value's type.
     Float(f64),
 }
 
@@ -217,21 +252,36 @@ impl fmt::Display for Literal {
 /// Element-wise ops of one operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
+    /// Negation of a number (integers wrap: `-MIN` is `MIN`).
     Neg,
     /// Bitwise not for integers, logical not for booleans.
     Not,
+    /// Absolute value of a number (signed integers wrap: `abs(MIN)` is `MIN`; unsigned ones
+    /// are unchanged).
     Abs,
+    /// `e^x` (floats), as `tl.exp`.
     Exp,
+    /// `2^x` (floats), as `tl.exp2`.
     Exp2,
+    /// Natural logarithm (floats), as `tl.log`.
     Log,
+    /// Base-2 logarithm (floats), as `tl.log2`.
     Log2,
+    /// Square root (floats), as `tl.sqrt`.
     Sqrt,
+    /// `1 / sqrt(x)` (floats), as `tl.rsqrt`.
     Rsqrt,
+    /// Sine of an angle in radians (floats), as `tl.sin`.
     Sin,
+    /// Cosine of an angle in radians (floats), as `tl.cos`.
     Cos,
+    /// Rounds down to an integral value, keeping the float type, as `tl.floor`.
     Floor,
+    /// Rounds up to an integral value, keeping the float type, as `tl.ceil`.
     Ceil,
+    /// The Gauss error function (floats), as `tl.erf`.
     Erf,
+    /// `1 / (1 + e^-x)` (floats), as `tl.sigmoid`.
     Sigmoid,
     /// Hyperbolic tangent (floats), as `tl.math.tanh`.
     Tanh,
@@ -240,8 +290,11 @@ pub enum UnaryOp {
 /// Element-wise ops of two operands of the same type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BinaryOp {
+    /// Addition of numbers (integers wrap).
     Add,
+    /// Subtraction of numbers (integers wrap).
     Sub,
+    /// Multiplication of numbers (integers wrap).
     Mul,
     /// IEEE division for floats; truncating (C-style) division for integers.
     Div,
@@ -255,16 +308,22 @@ pub enum BinaryOp {
     Rem,
     /// Integer division rounding up: `(a + b - 1) / b`, as `triton.cdiv`.
     CeilDiv,
+    /// Bitwise and for integers, logical and for booleans.
     And,
+    /// Bitwise or for integers, logical or for booleans.
     Or,
+    /// Bitwise exclusive or for integers, logical exclusive or for booleans.
     Xor,
     /// Shifts; an amount at or above the width gives 0 (or the sign for `Shr` of signed).
     Shl,
     /// Arithmetic shift for signed integers, logical for unsigned.
     Shr,
     /// IEEE `minimum`/`maximum`: NaN if either operand is NaN (which NaN is open: a backend
-    /// may give a canonical one), and -0.0 below +0.0.
+    /// may give a canonical one), and -0.0 below +0.0. Integers compare as their type is
+    /// signed or unsigned; for booleans it is `and`.
     Min,
+    /// The larger operand: as [`BinaryOp::Min`] (NaN if either operand is NaN, +0.0 above
+    /// -0.0); for booleans it is `or`.
     Max,
     /// `lhs` raised to the power `rhs` (floats), as C's `pow` (and `tl.math.pow`): a negative
     /// base gives a result only for an integer exponent (negative for odd ones), NaN
@@ -280,20 +339,29 @@ pub enum BinaryOp {
 /// `Ne`, which is true when either is NaN, as in C.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CmpOp {
+    /// `lhs == rhs`.
     Eq,
+    /// `lhs != rhs`.
     Ne,
+    /// `lhs < rhs`.
     Lt,
+    /// `lhs <= rhs`.
     Le,
+    /// `lhs > rhs`.
     Gt,
+    /// `lhs >= rhs`.
     Ge,
 }
 
 /// Reductions along one axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReduceOp {
+    /// The sum of numbers (integers wrap). The order in which floats are added is not
+    /// specified, so a float sum may round differently between devices.
     Sum,
     /// NaN-propagating, as `maximum` (a NaN, not necessarily one of the inputs).
     Max,
+    /// NaN-propagating, as `minimum` (a NaN, not necessarily one of the inputs).
     Min,
     /// Index (i32) of the first maximum along the axis; NaN counts as the largest value.
     ArgMax,
@@ -304,12 +372,21 @@ pub enum ReduceOp {
 /// Read-modify-write atomics on global memory. Each returns the old value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AtomicOp {
+    /// Adds the value (integers wrap), as `tl.atomic_add`.
     Add,
+    /// Stores the larger of the old value and the value, as `tl.atomic_max` (floats: NaN if
+    /// either is NaN, as [`BinaryOp::Max`]).
     Max,
+    /// Stores the smaller of the old value and the value, as `tl.atomic_min` (floats: NaN if
+    /// either is NaN, as [`BinaryOp::Min`]).
     Min,
+    /// Stores the value, as `tl.atomic_xchg`.
     Xchg,
+    /// Bitwise and with the value (integers), as `tl.atomic_and`.
     And,
+    /// Bitwise or with the value (integers), as `tl.atomic_or`.
     Or,
+    /// Bitwise exclusive or with the value (integers), as `tl.atomic_xor`.
     Xor,
 }
 
@@ -318,100 +395,158 @@ pub enum AtomicOp {
 pub enum Op {
     /// The program's index along grid axis 0, 1 or 2 (i32 scalar).
     ProgramId {
+        /// The grid axis: 0, 1 or 2.
         axis: u8,
     },
     /// The grid's size along axis 0, 1 or 2 (i32 scalar).
     NumPrograms {
+        /// The grid axis: 0, 1 or 2.
         axis: u8,
     },
     /// A constant of the result type (a block constant is the literal in every element).
     Constant {
+        /// The constant: [`Literal::Bool`] for `i1`, [`Literal::Int`] for integer types
+        /// (within the type's range), [`Literal::Float`] for float types.
         value: Literal,
     },
     /// `[start, start + 1, ..., end - 1]` as an i32 block; `end - start` is a power of two.
     Arange {
+        /// The first element.
         start: i32,
+        /// One past the last element; greater than `start`.
         end: i32,
     },
     /// A scalar repeated into a block of the result's shape.
     Splat {
+        /// The scalar (rank 0), of the result's element type.
         value: ValueId,
     },
     /// A block of the same rank whose size-1 dimensions are repeated to the result's shape.
     Broadcast {
+        /// The block, of the result's element type and rank; each of its dimensions is 1 or
+        /// the result's.
         value: ValueId,
     },
     /// A size-1 dimension inserted at `axis`.
     ExpandDims {
+        /// The scalar or block to extend, of rank below
+        /// [`MAX_RANK`](crate::types::MAX_RANK).
         value: ValueId,
+        /// Where the new dimension goes, `0..=rank` of `value`: dimension `axis` of the
+        /// result has size 1, and `value`'s dimensions from `axis` on follow it.
         axis: u8,
     },
     /// The same elements, row-major, in the result's shape.
     Reshape {
+        /// The block, of the result's element type and number of elements.
         value: ValueId,
     },
     /// Dimensions reordered: result dimension `i` is input dimension `perm[i]`.
     Permute {
+        /// The block to permute.
         value: ValueId,
+        /// A permutation of `0..rank` of `value`, as `tl.permute`'s `dims`.
         perm: Vec<u8>,
     },
+    /// An element-wise op of one operand; the result has the operand's type.
     Unary {
+        /// The operation.
         op: UnaryOp,
+        /// The operand: numbers (floats only where [`UnaryOp::float_only`] says so), or
+        /// integers or booleans for [`UnaryOp::Not`].
         value: ValueId,
     },
+    /// An element-wise op of two operands of one type; the result has that type.
     Binary {
+        /// The operation.
         op: BinaryOp,
+        /// The left operand: numbers or booleans, as the op allows (not pointers).
         lhs: ValueId,
+        /// The right operand, of `lhs`'s type (for shifts: the shift amount).
         rhs: ValueId,
     },
+    /// An element-wise comparison of two operands of one type; the result is a boolean (`i1`)
+    /// block of their shape.
     Compare {
+        /// The comparison.
         op: CmpOp,
+        /// The left operand: numbers, booleans or pointers (pointers for [`CmpOp::Eq`] and
+        /// [`CmpOp::Ne`] only).
         lhs: ValueId,
+        /// The right operand, of `lhs`'s type.
         rhs: ValueId,
     },
     /// `cond ? on_true : on_false`, element-wise (`triton.language.where`).
     Select {
+        /// The condition: a boolean (`i1`) block of the operands' shape.
         cond: ValueId,
+        /// The element where `cond` holds.
         on_true: ValueId,
+        /// The element where `cond` does not hold; of `on_true`'s type.
         on_false: ValueId,
     },
     /// `a * b + c` with a single rounding (floats only).
     Fma {
+        /// The first factor.
         a: ValueId,
+        /// The second factor, of `a`'s type.
         b: ValueId,
+        /// The addend, of `a`'s type.
         c: ValueId,
     },
     /// Numeric conversion to the result's element type: floats round to nearest even, float
     /// to integer truncates toward zero and saturates (NaN gives 0), integers wrap.
     Cast {
+        /// The numbers or booleans to convert (not pointers), of the result's shape.
         value: ValueId,
     },
     /// Reinterprets the bits as the result's element type (same width).
     Bitcast {
+        /// The numbers or booleans to reinterpret (not pointers), of the result's shape and
+        /// element width.
         value: ValueId,
     },
     /// Pointer plus an element offset (not bytes), as Triton's `ptr + offsets`.
     AddPtr {
+        /// The pointer or block of pointers; the result has its type.
         ptr: ValueId,
+        /// The offset in elements of the pointee type: integers of `ptr`'s shape.
         offset: ValueId,
     },
     /// Reads the elements at `ptr` where `mask` holds; `other` elsewhere (0 when absent).
     Load {
+        /// The pointer or block of pointers to read; the result has its shape and its
+        /// pointee type.
         ptr: ValueId,
+        /// Which elements are read: booleans (`i1`) of `ptr`'s shape, as `tl.load`'s `mask`;
+        /// `None` reads every element. Elements whose mask is false are never touched, so
+        /// their pointers may point anywhere.
         mask: Option<ValueId>,
+        /// The result where `mask` is false, of the result's type, as `tl.load`'s `other`;
+        /// `None` gives 0 there.
         other: Option<ValueId>,
+        /// How the load uses the caches, as `tl.load`'s `cache_modifier`.
         cache: CacheModifier,
     },
     /// Writes `value` at `ptr` where `mask` holds.
     Store {
+        /// The pointer or block of pointers to write.
         ptr: ValueId,
+        /// The elements to write: of `ptr`'s shape and pointee type.
         value: ValueId,
+        /// Which elements are written: booleans (`i1`) of `ptr`'s shape, as `tl.store`'s
+        /// `mask`; `None` writes every element.
         mask: Option<ValueId>,
     },
     /// Reduces along `axis`, removing it from the shape.
     Reduce {
+        /// The reduction; [`ReduceOp::ArgMax`] and [`ReduceOp::ArgMin`] give i32 indices,
+        /// the others the operand's element type.
         op: ReduceOp,
+        /// The block to reduce: numbers, or booleans for every reduction but
+        /// [`ReduceOp::Sum`].
         value: ValueId,
+        /// The dimension reduced, below `value`'s rank.
         axis: u8,
     },
     /// Matrix product `a @ b + acc` of `[M, K]` and `[K, N]` blocks into an `[M, N]`
@@ -419,23 +554,41 @@ pub enum Op {
     /// f64 inputs with an f64 accumulator. `precision` says how f32 inputs are multiplied
     /// ([`DotPrecision::Tf32`] for f32 inputs only).
     Dot {
+        /// The `[M, K]` left operand.
         a: ValueId,
+        /// The `[K, N]` right operand, of `a`'s element type.
         b: ValueId,
+        /// The `[M, N]` accumulator the product is added to; the result has its type. Every
+        /// one of `M`, `N` and `K` is at least [`MIN_DOT_DIM`](crate::typing::MIN_DOT_DIM).
         acc: ValueId,
+        /// How f32 operands are multiplied, as `tl.dot`'s `input_precision`.
         precision: DotPrecision,
     },
     /// Atomic read-modify-write where `mask` holds; returns the old values (0 elsewhere).
     Atomic {
+        /// The operation; the bitwise ones need an integer pointee.
         op: AtomicOp,
+        /// The pointer or block of pointers to update. The pointee has 32 or 64 bits, or is
+        /// f16 for [`AtomicOp::Add`].
         ptr: ValueId,
+        /// The operand of the update: of `ptr`'s shape and pointee type.
         value: ValueId,
+        /// Which elements are updated: booleans (`i1`) of `ptr`'s shape; `None` updates every
+        /// element.
         mask: Option<ValueId>,
     },
     /// Compare-and-swap: where `*ptr == cmp`, stores `value`; returns the old values.
     AtomicCas {
+        /// The pointer or block of pointers to update; the pointee has 32 or 64 bits.
         ptr: ValueId,
+        /// The value each element is compared with (floats bit for bit): of `ptr`'s shape
+        /// and pointee type.
         cmp: ValueId,
+        /// The value stored where the element equals `cmp`: of `ptr`'s shape and pointee
+        /// type.
         value: ValueId,
+        /// Which elements take part: booleans (`i1`) of `ptr`'s shape; `None` for every
+        /// element.
         mask: Option<ValueId>,
     },
     /// `for i in (start..end).step_by(step)` (negative steps count down, stopping before
@@ -444,9 +597,14 @@ pub enum Op {
     /// `[i, carried...]` and yields the next carried values; the results are the final
     /// carried values.
     For {
+        /// The induction variable's first value: an integer scalar.
         start: ValueId,
+        /// The bound the induction variable stops before: a scalar of `start`'s type.
         end: ValueId,
+        /// What is added to the induction variable each iteration: a nonzero scalar of
+        /// `start`'s type.
         step: ValueId,
+        /// The carried values' initial values (the results when the loop runs no iteration).
         init: Vec<ValueId>,
         /// How many iterations deep the body's loads are pipelined, as `tl.range`'s
         /// `num_stages`: `None` follows the launch (`dot` operands only, `num_stages` of the
@@ -458,6 +616,7 @@ pub enum Op {
     },
     /// Region 0 (then) or region 1 (else) runs; each yields the results.
     If {
+        /// Which region runs: a boolean (`i1`) scalar, true for region 0.
         cond: ValueId,
     },
     /// Region 0 (the condition) has arguments `[carried...]` and yields one boolean scalar;
@@ -465,6 +624,7 @@ pub enum Op {
     /// has its own arguments, of the carried types, which take the same values as region 0's
     /// for that iteration. The results are the carried values when the condition fails.
     While {
+        /// The carried values' initial values, the arguments of the first condition.
         init: Vec<ValueId>,
     },
     // ---- scans, combine reductions, gather, sort, histogram ----
@@ -477,15 +637,20 @@ pub enum Op {
     /// `x[n-1] ⊕ x[n-2] ⊕ ... ⊕ x[i]` (Triton's flip, scan, flip). How the combines are
     /// grouped is open (devices scan in a tree), so floats may round differently.
     Scan {
+        /// The operands: one or more blocks of numbers (not booleans) of one shape.
         values: Vec<ValueId>,
+        /// The dimension scanned, below the operands' rank.
         axis: u8,
+        /// Whether the scan runs from the last element along the axis to the first.
         reverse: bool,
     },
     /// Reduces `values` along `axis` (removing it) with the combine of region 0, as Triton's
     /// `reduce` with a `combine_fn`; the region is as for [`Op::Scan`]. The result is
     /// `x[0] ⊕ x[1] ⊕ ... ⊕ x[n-1]`, grouped as the device chooses.
     ReduceCombine {
+        /// The operands: one or more blocks of numbers (not booleans) of one shape.
         values: Vec<ValueId>,
+        /// The dimension reduced, below the operands' rank.
         axis: u8,
     },
     /// `src` picked along `axis` by `index` (an integer block of `src`'s rank, whose other
@@ -493,8 +658,12 @@ pub enum Op {
     /// `src`'s element type, `out[.., i, ..] = src[.., index[.., i, ..], ..]`. An index
     /// outside `[0, src.shape[axis])` is an error in the interpreter and gives 0 on devices.
     Gather {
+        /// The block elements are picked from: numbers (not booleans).
         src: ValueId,
+        /// Element indices along `axis` of `src`: integers of `src`'s rank, whose dimensions
+        /// other than `axis` equal `src`'s.
         index: ValueId,
+        /// The dimension along which `index` picks, below `src`'s rank.
         axis: u8,
     },
     /// `value` sorted along `axis`, ascending (descending with `descending`), as `tl.sort`:
@@ -502,15 +671,20 @@ pub enum Op {
     /// strictly below the other, so NaNs stay where the network leaves them (the
     /// interpreter runs the same network, so every device agrees with it).
     Sort {
+        /// The block to sort: numbers (not booleans).
         value: ValueId,
+        /// The dimension sorted along, below `value`'s rank.
         axis: u8,
+        /// Whether the order is descending rather than ascending.
         descending: bool,
     },
     /// The number of elements of the 1-D integer block `value` equal to each of
     /// `0..num_bins`, as `tl.histogram`: an i32 block of `num_bins` elements (a power of
     /// two). Values outside `[0, num_bins)` are not counted.
     Histogram {
+        /// The values counted: a 1-D block of integers.
         value: ValueId,
+        /// The number of bins, and of the result's elements: a power of two.
         num_bins: u32,
     },
     /// Combines the scalar number `value` (`Sum`, `Max` or `Min`) over the programs of this
@@ -521,7 +695,10 @@ pub enum Op {
     /// combine in rank order; float sums may differ in the last place between backends (the
     /// interpreter adds in f64 and rounds once, GPUs add in the value's type).
     ClusterReduce {
+        /// The combination: [`ReduceOp::Sum`], [`ReduceOp::Max`] or [`ReduceOp::Min`].
         op: ReduceOp,
+        /// This program's contribution: a scalar 32- or 64-bit number; the result has its
+        /// type.
         value: ValueId,
     },
     /// Combines the tuple of scalar numbers `values` over the programs of this program's
@@ -533,11 +710,15 @@ pub enum Op {
     /// it) without a round trip through the cluster for each. Otherwise as
     /// [`Op::ClusterReduce`].
     ClusterReduceCombine {
+        /// This program's tuple: one or more scalar 32- or 64-bit numbers; result `k` has
+        /// the type of operand `k`.
         values: Vec<ValueId>,
     },
     // ---- end of scans, combine reductions, gather, sort, histogram ----
     /// Ends a region, giving its values to the enclosing op.
     Yield {
+        /// The values the region gives, in order: a loop body's next carried values, an
+        /// `if` branch's results, a `while` condition's boolean scalar, a combine's tuple.
         values: Vec<ValueId>,
     },
     /// `tl.device_assert`: every element of `cond` (i1, any shape) must hold, or the
@@ -545,7 +726,10 @@ pub enum Op {
     /// CPU device and the bounds-checked mode); compiled out of GPU code, as Triton does
     /// without its debug flag.
     Assert {
+        /// The condition: booleans (`i1`) of any shape.
         cond: ValueId,
+        /// The text of the error when an element of `cond` is false, as
+        /// `tl.device_assert`'s `msg`.
         message: String,
     },
     /// `tl.device_print`: a line per element of `values` (numbers, all of one shape):
@@ -553,7 +737,10 @@ pub enum Op {
     /// and the bounds-checked mode), on CUDA (`vprintf`) and on Vulkan (a print buffer the
     /// runtime reads back).
     Print {
+        /// The text before the values on each line, as `tl.device_print`'s `prefix`.
         prefix: String,
+        /// The values printed: numbers or booleans (not pointers), all of one shape; each
+        /// line shows one element of each.
         values: Vec<ValueId>,
     },
 }
@@ -678,6 +865,7 @@ impl Op {
 }
 
 impl UnaryOp {
+    /// The op's name in printed IR and in error messages (`neg`, `exp`, ...).
     pub fn name(self) -> &'static str {
         match self {
             UnaryOp::Neg => "neg",
@@ -705,6 +893,7 @@ impl UnaryOp {
 }
 
 impl BinaryOp {
+    /// The op's name in printed IR and in error messages (`add`, `cdiv`, ...).
     pub fn name(self) -> &'static str {
         match self {
             BinaryOp::Add => "add",
@@ -745,6 +934,7 @@ impl BinaryOp {
 }
 
 impl CmpOp {
+    /// The op's name in printed IR and in error messages (`eq`, `lt`, ...).
     pub fn name(self) -> &'static str {
         match self {
             CmpOp::Eq => "eq",
@@ -758,6 +948,7 @@ impl CmpOp {
 }
 
 impl ReduceOp {
+    /// The reduction's name in printed IR and in error messages (`sum`, `argmax`, ...).
     pub fn name(self) -> &'static str {
         match self {
             ReduceOp::Sum => "sum",
@@ -770,6 +961,7 @@ impl ReduceOp {
 }
 
 impl AtomicOp {
+    /// The op's name in printed IR and in error messages (`atomic_add`, ...).
     pub fn name(self) -> &'static str {
         match self {
             AtomicOp::Add => "atomic_add",
@@ -786,10 +978,17 @@ impl AtomicOp {
 /// A kernel: its name, parameters and body, with every value and instruction in arenas.
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Kernel {
+    /// The kernel's name, as printed; the backends name the entry point after it.
     pub name: String,
+    /// The parameters, in the order of the launch's arguments.
     pub params: Vec<Param>,
+    /// Every value of the kernel (parameters, results, region arguments), indexed by
+    /// [`ValueId`]; the printer numbers a value `%i` by its index.
     pub values: Arena<ValueData>,
+    /// Every instruction of the kernel, those of nested regions included, indexed by
+    /// [`InstId`]; the regions list them in order.
     pub insts: Arena<Inst>,
+    /// The top-level region: no arguments, and no `yield`.
     pub body: Region,
 }
 

@@ -19,10 +19,20 @@ use crate::types::{Shape, MAX_RANK};
 /// A blocked layout of rank 0 to 3. `order` lists dimensions from fastest to slowest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Blocked {
+    /// The number of dimensions, 0 to [`MAX_RANK`]; the entries of the arrays from `rank`
+    /// on are unused.
     pub rank: u8,
+    /// Consecutive elements one thread holds along each dimension (a power of two), before
+    /// the layout wraps; Triton's `sizePerThread`.
     pub size_per_thread: [u32; MAX_RANK],
+    /// Lanes of a warp along each dimension: powers of two whose product is the warp size
+    /// (at rank 1 and above). Triton's `threadsPerWarp`.
     pub threads_per_warp: [u32; MAX_RANK],
+    /// Warps of a program along each dimension: powers of two whose product is the number
+    /// of warps (at rank 1 and above). Triton's `warpsPerCTA`.
     pub warps_per_cta: [u32; MAX_RANK],
+    /// The dimensions from fastest to slowest: a thread's registers, a warp's lanes and a
+    /// program's warps are numbered along `order[0]` first. Triton's `order`.
     pub order: [u8; MAX_RANK],
 }
 
@@ -31,7 +41,11 @@ pub struct Blocked {
 /// order a warpgroup MMA's accumulator holds them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
+    /// The blocked layout of the full-rank value this one is a slice of (of the value
+    /// itself when nothing is sliced).
     pub blocked: Blocked,
+    /// A bit mask over the blocked dimensions: bit `d` set means blocked dimension `d` is
+    /// not a dimension of the value. The value's rank is `blocked.rank` minus the bits set.
     pub sliced: u8,
     /// Where set, the register that the blocked layout puts at row `r` holds row
     /// `rows.row(r)` instead (a layout of Hopper's `wgmma` accumulator: see
@@ -137,6 +151,8 @@ impl Layout {
     pub fn scalar() -> Layout {
         Layout::blocked(Blocked::default_for(&[], 1, 1, 1))
     }
+    /// Whether every blocked dimension is sliced away: the layout of rank-0 values, which
+    /// every thread holds.
     pub fn is_scalar(&self) -> bool {
         self.blocked.rank as u32 == self.sliced.count_ones()
     }
@@ -201,6 +217,7 @@ impl Layout {
 /// How a value of one shape in one layout sits in each thread's registers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegisterMap {
+    /// The layout the value is in.
     pub layout: Layout,
     /// The shape in the blocked dimensions (1 at sliced ones).
     pub full: [u32; MAX_RANK],
@@ -523,11 +540,16 @@ mod tests {
 /// `wgmma` descriptors and tensor-memory copies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SwizzledTile {
+    /// Rows of the tile.
     pub rows: u32,
+    /// Elements of a row.
     pub cols: u32,
     /// Elements per 16-byte chunk.
     pub vec: u32,
+    /// Consecutive rows that share one phase (at least 1).
     pub per_phase: u32,
+    /// The number of distinct phases (at least 1; 1 leaves the tile unswizzled): a row's
+    /// chunks are permuted by `chunk ^ ((row / per_phase) % max_phase)`.
     pub max_phase: u32,
     /// Columns per column block: the tile is stored as `cols / block_cols` blocks of `rows ×
     /// block_cols`, one after the other (`cols` itself, one block, unless rows are wider than
@@ -636,6 +658,7 @@ impl SwizzledTile {
     pub fn len(&self) -> u32 {
         self.rows * self.cols
     }
+    /// Whether the tile has no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

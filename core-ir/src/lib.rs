@@ -4,6 +4,7 @@
 //! Triton's `constexpr` are plain Rust values), checked as it is built and again by
 //! [`verify`], printed by [`mod@print`], and run exactly on the CPU by [`interp`].
 
+#![warn(missing_docs)]
 // Index loops over several parallel per-dimension or per-register arrays read better than
 // zipped iterators in the layout and lowering code.
 #![allow(clippy::needless_range_loop)]

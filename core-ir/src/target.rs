@@ -181,10 +181,15 @@ pub struct Target {
 /// `acc`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CoopMatrixShape {
+    /// Rows of A and of the accumulator.
     pub m: u32,
+    /// Columns of B and of the accumulator.
     pub n: u32,
+    /// Columns of A and rows of B.
     pub k: u32,
+    /// The element type of A and B.
     pub ab: ScalarType,
+    /// The element type of the accumulator and the result.
     pub acc: ScalarType,
 }
 
@@ -284,6 +289,8 @@ impl Specialization {
             equal_to_1: vec![false; num_params],
         }
     }
+    /// Whether parameter `param` is known to be divisible by 16 (a pointer: its address in
+    /// bytes); false for a parameter without an entry.
     pub fn is_divisible(&self, param: usize) -> bool {
         self.divisible_by_16.get(param).copied().unwrap_or(false)
     }

@@ -11,21 +11,34 @@ use std::fmt;
 pub enum ScalarType {
     /// Booleans (`i1`): results of comparisons, masks.
     Bool,
+    /// 8-bit signed integer.
     I8,
+    /// 16-bit signed integer.
     I16,
+    /// 32-bit signed integer.
     I32,
+    /// 64-bit signed integer.
     I64,
+    /// 8-bit unsigned integer.
     U8,
+    /// 16-bit unsigned integer.
     U16,
+    /// 32-bit unsigned integer.
     U32,
+    /// 64-bit unsigned integer.
     U64,
+    /// IEEE 754 half precision float (binary16).
     F16,
+    /// bfloat16: f32's exponent range with an 8-bit significand (7 bits stored).
     BF16,
+    /// IEEE 754 single precision float (binary32).
     F32,
+    /// IEEE 754 double precision float (binary64).
     F64,
 }
 
 impl ScalarType {
+    /// Every scalar type, in declaration order.
     pub const ALL: [ScalarType; 13] = [
         ScalarType::Bool,
         ScalarType::I8,
@@ -59,6 +72,7 @@ impl ScalarType {
             _ => (self.bits() / 8) as usize,
         }
     }
+    /// Floats: f16, bf16, f32 and f64.
     pub const fn is_float(self) -> bool {
         matches!(
             self,
@@ -69,18 +83,21 @@ impl ScalarType {
     pub const fn is_int(self) -> bool {
         self.is_signed_int() || self.is_unsigned_int()
     }
+    /// Signed integers: i8 to i64.
     pub const fn is_signed_int(self) -> bool {
         matches!(
             self,
             ScalarType::I8 | ScalarType::I16 | ScalarType::I32 | ScalarType::I64
         )
     }
+    /// Unsigned integers: u8 to u64.
     pub const fn is_unsigned_int(self) -> bool {
         matches!(
             self,
             ScalarType::U8 | ScalarType::U16 | ScalarType::U32 | ScalarType::U64
         )
     }
+    /// The boolean type, `i1`.
     pub const fn is_bool(self) -> bool {
         matches!(self, ScalarType::Bool)
     }
@@ -136,17 +153,22 @@ impl fmt::Display for ScalarType {
 /// The element of a block: a scalar, or a pointer to a scalar in global memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Elem {
+    /// A value of the scalar type.
     Scalar(ScalarType),
+    /// A pointer to an element of the scalar type in global memory (printed `*f32`);
+    /// offsets added to it count elements of that type.
     Ptr(ScalarType),
 }
 
 impl Elem {
+    /// The scalar type, `None` for pointers.
     pub fn scalar(self) -> Option<ScalarType> {
         match self {
             Elem::Scalar(s) => Some(s),
             Elem::Ptr(_) => None,
         }
     }
+    /// Whether the element is a pointer.
     pub fn is_ptr(self) -> bool {
         matches!(self, Elem::Ptr(_))
     }
@@ -192,12 +214,15 @@ impl Shape {
         shape.dims[..dims.len()].copy_from_slice(dims);
         Some(shape)
     }
+    /// The dimensions, outermost first (empty for a scalar).
     pub fn dims(&self) -> &[u32] {
         &self.dims[..self.rank as usize]
     }
+    /// The number of dimensions, 0 to [`MAX_RANK`].
     pub fn rank(&self) -> usize {
         self.rank as usize
     }
+    /// Whether the shape is that of a scalar (rank 0).
     pub fn is_scalar(&self) -> bool {
         self.rank == 0
     }
@@ -290,23 +315,28 @@ impl fmt::Display for Shape {
 /// The type of a value: an element type and a shape (rank 0 for scalars).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Type {
+    /// The element type: a scalar or a pointer.
     pub elem: Elem,
+    /// The shape; [`Shape::SCALAR`] for scalars and pointers that are not blocks.
     pub shape: Shape,
 }
 
 impl Type {
+    /// A scalar of type `s` (rank 0).
     pub const fn scalar(s: ScalarType) -> Type {
         Type {
             elem: Elem::Scalar(s),
             shape: Shape::SCALAR,
         }
     }
+    /// A single pointer (rank 0) to elements of type `s`.
     pub const fn ptr(s: ScalarType) -> Type {
         Type {
             elem: Elem::Ptr(s),
             shape: Shape::SCALAR,
         }
     }
+    /// A block of `elem` of shape `shape` (a scalar when `shape` has rank 0).
     pub const fn block(elem: Elem, shape: Shape) -> Type {
         Type { elem, shape }
     }
@@ -321,6 +351,7 @@ impl Type {
             shape: self.shape,
         }
     }
+    /// Whether the type has rank 0 (a scalar or a single pointer).
     pub fn is_scalar(&self) -> bool {
         self.shape.is_scalar()
     }

@@ -14,8 +14,13 @@ use crate::types::{Elem, MAX_RANK};
 /// Facts for one value, per dimension. All entries are powers of two (at least 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AxisInfo {
+    /// Per dimension, the length of the runs of consecutive values (each element one more
+    /// than the previous along the dimension) the block is made of.
     pub contiguity: [u64; MAX_RANK],
+    /// Per dimension, the largest power of two known to divide the first value of each run
+    /// (a scalar's in slot 0). Pointers count in elements of their pointee.
     pub divisibility: [u64; MAX_RANK],
+    /// Per dimension, the length of the runs of equal values the block is made of.
     pub constancy: [u64; MAX_RANK],
     /// The value when it is a known constant (scalars and uniform blocks).
     pub constant: Option<i64>,

@@ -9,11 +9,16 @@ use crate::types::{Elem, ScalarType, Shape, Type};
 /// `x * 2` keeps `x`'s type; a float literal with an integer block gives `f32`.
 #[derive(Clone, Copy, Debug)]
 pub enum Operand<'b> {
+    /// A value of the kernel being built.
     Value(Value<'b>),
     /// An integer literal; wide enough for every Rust integer up to `u64` and `i64`, so that
     /// a literal is checked against the block's type as written, never wrapped first.
     Int(i128),
+    /// A float literal: it takes the type of a float value it meets, and turns an integer
+    /// or boolean value into `f32`; on its own it is an `f32`.
     Float(f64),
+    /// A boolean literal: it takes the type of the value it meets (0 or 1 for numbers); on
+    /// its own it is an `i1`.
     Bool(bool),
 }
 

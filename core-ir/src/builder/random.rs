@@ -14,11 +14,14 @@ use crate::types::{Elem, ScalarType, Type};
 
 /// The rounds of Philox4x32 that Triton (and Random123's default) uses.
 pub const PHILOX_ROUNDS: u32 = 10;
-/// The Weyl constants added to the two key words after each round.
+/// The Weyl constant added to the first key word (the seed's low 32 bits) after each round.
 pub const PHILOX_KEY_A: u32 = 0x9E37_79B9;
+/// The Weyl constant added to the second key word (the seed's high 32 bits) after each
+/// round.
 pub const PHILOX_KEY_B: u32 = 0xBB67_AE85;
-/// The multipliers of the round function.
+/// The multiplier of counter word 0 in the round function.
 pub const PHILOX_ROUND_A: u32 = 0xD251_1F53;
+/// The multiplier of counter word 2 in the round function.
 pub const PHILOX_ROUND_B: u32 = 0xCD9E_8D57;
 
 /// What `uint_to_uniform_float` scales a 31-bit integer by (about 2^-31): Triton's Python

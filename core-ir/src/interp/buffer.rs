@@ -94,6 +94,7 @@ impl HostBuffer {
     pub fn len(&self) -> usize {
         self.bytes.len() / self.elem.size_bytes()
     }
+    /// Whether the buffer has no elements.
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
@@ -106,6 +107,7 @@ impl HostBuffer {
     pub fn as_bytes_mut(&mut self) -> &mut [u8] {
         &mut self.bytes
     }
+    /// The elements' bytes, in the host's byte order, taking the buffer apart.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
     }

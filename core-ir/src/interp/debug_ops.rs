@@ -101,8 +101,11 @@ fn index(dims: &[u32], mut i: usize) -> Vec<String> {
 /// A value as `device_print` writes it in the interpreter: booleans `true` or `false`,
 /// integers in decimal, floats (any width, held exactly as an `f64`) as Rust's `{:?}`.
 pub enum PrintValue {
+    /// A boolean, printed `true` or `false`.
     Bool(bool),
+    /// An integer of any type (an `i128` holds every `i64` and `u64`), printed in decimal.
     Int(i128),
+    /// A float of any type, held exactly, printed as Rust's `{:?}` of the `f64`.
     Float(f64),
 }
 

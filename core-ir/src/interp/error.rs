@@ -10,16 +10,23 @@ pub enum InterpError {
     /// The launch passed the wrong number of arguments.
     #[error("kernel `{kernel}` takes {expected} arguments, got {got}")]
     ArgumentCount {
+        /// The kernel's name.
         kernel: String,
+        /// Its number of parameters.
         expected: usize,
+        /// The number of arguments passed.
         got: usize,
     },
     /// An argument does not fit its parameter.
     #[error("argument {index} (`{name}`): expected {expected}, got {got}")]
     BadArgument {
+        /// The parameter's position, from 0.
         index: usize,
+        /// The parameter's name.
         name: String,
+        /// What the parameter takes, in words (`"a pointer to a buffer of f32"`).
         expected: String,
+        /// What was passed, in words (`"integer 3"`).
         got: String,
     },
     /// The kernel is not valid block IR (its public fields were edited after building):
@@ -28,20 +35,31 @@ pub enum InterpError {
     Invalid(#[from] crate::error::BuildError),
     /// Some axis of the grid is zero.
     #[error("grid ({}, {}, {}) is empty: every axis must be at least 1", grid[0], grid[1], grid[2])]
-    EmptyGrid { grid: [u32; 3] },
+    EmptyGrid {
+        /// The grid, in programs along axes 0, 1 and 2.
+        grid: [u32; 3],
+    },
     /// The cluster size of [`crate::interp::run_clustered`], or of a per-thread kernel in
     /// the SIMT simulator, is 0 or above [`crate::interp::MAX_CLUSTER`].
     #[error(
         "a cluster of {cluster} programs: expected 1 to {} programs a cluster",
         super::MAX_CLUSTER
     )]
-    ClusterSize { cluster: u32 },
+    ClusterSize {
+        /// The cluster size asked for, in programs.
+        cluster: u32,
+    },
     /// Grid axis 0 does not split into whole clusters.
     #[error(
         "grid ({}, {}, {}) does not split into clusters of {cluster} programs: expected axis 0 to be a multiple of {cluster}, got {}",
         grid[0], grid[1], grid[2], grid[0]
     )]
-    GridNotClustered { grid: [u32; 3], cluster: u32 },
+    GridNotClustered {
+        /// The grid, in programs along axes 0, 1 and 2.
+        grid: [u32; 3],
+        /// The cluster size, in programs.
+        cluster: u32,
+    },
     /// The programs of a cluster did not reach `cluster_reduce` equally often: one finished
     /// after `reductions` cluster reductions while another waits at the next one, at `loc`.
     #[error(
@@ -53,6 +71,7 @@ pub enum InterpError {
         loc: SourceLoc,
         /// The first program of the cluster and the cluster's size.
         first: [u32; 3],
+        /// The cluster's size, in programs along axis 0.
         size: u32,
         /// The program that finished (the first of the cluster that did).
         finished: [u32; 3],
@@ -75,6 +94,7 @@ pub enum InterpError {
         context: String,
         /// The first program of the cluster and the cluster's size.
         first: [u32; 3],
+        /// The cluster's size, in programs along axis 0.
         size: u32,
         /// The program that ended (the first of the cluster that did).
         ended: [u32; 3],
@@ -85,10 +105,14 @@ pub enum InterpError {
     },
     /// A host buffer was read or built as the wrong element type or size.
     #[error("host buffer: {message}")]
-    Buffer { message: String },
+    Buffer {
+        /// What was asked of the buffer and what it holds.
+        message: String,
+    },
     /// A program faulted at an instruction.
     #[error("{op} at {loc}, program ({}, {}, {}): {message}", program[0], program[1], program[2])]
     Fault {
+        /// What went wrong.
         kind: FaultKind,
         /// The op's name, as [`crate::Op::name`].
         op: &'static str,
@@ -96,19 +120,23 @@ pub enum InterpError {
         loc: SourceLoc,
         /// The program id of the faulting program.
         program: [u32; 3],
+        /// The details: which element, which values, ...
         message: String,
     },
     /// A thread of a per-thread kernel faulted in the SIMT simulator ([`crate::interp::simt`]).
     #[error("{}program ({}, {}, {}){}: {message}", at(stmt, context), program[0], program[1], program[2], on_thread(*thread))]
     ThreadFault {
+        /// What went wrong.
         kind: FaultKind,
         /// The faulting statement, as the per-thread IR printer writes it (its first line).
         stmt: String,
         /// The last comment before the statement: the block op it was lowered from.
         context: String,
+        /// The program id of the faulting program.
         program: [u32; 3],
         /// The first faulting thread, when the fault is one thread's.
         thread: Option<u32>,
+        /// The details: which element, register or lanes, which values, ...
         message: String,
     },
 }

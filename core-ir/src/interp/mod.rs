@@ -54,7 +54,12 @@ use tensor::{int_fits, round_float, Data, Pointer, Tensor};
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ArgValue {
     /// The element at index `offset` of `buffers[buffer]`.
-    Ptr { buffer: usize, offset: usize },
+    Ptr {
+        /// An index into the launch's `buffers`, whose element type is the pointee type.
+        buffer: usize,
+        /// An element index (not bytes), at most the buffer's length.
+        offset: usize,
+    },
     /// For integer parameters; it must lie in the type's range (`u64` up to `i64::MAX`).
     Int(i64),
     /// For float parameters; rounded to the type (to nearest even).

@@ -192,7 +192,10 @@ fn shared_memory<'a>(k: &ThreadKernel, buffers: &'a mut [HostBuffer], names: &'a
 /// no atomics: `Stmt::Atomic` and `Stmt::AtomicCas` address global memory only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SharedAccess {
+    /// A read of shared memory: a `Stmt::Load` from it, or a `Stmt::LdMatrix`.
     Load,
+    /// A write of shared memory: a `Stmt::Store` to it, or the shared side of a
+    /// `Stmt::AsyncCopy`.
     Store,
 }
 
@@ -221,8 +224,8 @@ impl SharedCounts {
 }
 
 /// Shared-memory bank conflicts of a run of [`run_threads_with_stats`], summed over every
-/// program and every executed shared-memory `Load` and `Store` (global memory is not
-/// counted), in total and per block op.
+/// program and every executed shared-memory access of the kinds [`SharedAccess`] lists
+/// (global memory is not counted), in total and per block op.
 ///
 /// The model is NVIDIA's: shared memory has 32 banks of 4 bytes, word `w` (bytes `4w` to
 /// `4w + 3`) in bank `w % 32`. One warp-level access, where each active lane moves `s`

@@ -62,13 +62,23 @@ pub enum LowerError {
     /// The kernel uses something this target or this version of the lowering cannot do.
     #[error("`{op}` at {loc}: {message}")]
     Unsupported {
+        /// The op's name, as [`Op::name`] gives it.
         op: &'static str,
+        /// Where the kernel author's code created the op.
         loc: SourceLoc,
+        /// What the target or the lowering cannot do, in words.
         message: String,
     },
     /// The kernel needs more shared memory per program than the device has.
     #[error("kernel `{kernel}` needs {needed} bytes of shared memory per program; the device allows {limit}")]
-    OutOfSharedMemory { kernel: String, needed: u32, limit: u32 },
+    OutOfSharedMemory {
+        /// The name of the kernel.
+        kernel: String,
+        /// The shared memory the lowered kernel needs per program, in bytes.
+        needed: u32,
+        /// The shared memory a program may use, in bytes: [`Target::max_shared_bytes`].
+        limit: u32,
+    },
     /// The launch shape is invalid for the target.
     #[error("invalid launch configuration: {0}")]
     InvalidConfig(String),
@@ -78,7 +88,12 @@ pub enum LowerError {
     Invalid(#[from] crate::error::BuildError),
     /// A bug in the lowering: the per-thread IR it made is malformed.
     #[error("internal error lowering kernel `{kernel}`: {message}")]
-    Internal { kernel: String, message: String },
+    Internal {
+        /// The name of the kernel.
+        kernel: String,
+        /// What went wrong, in words.
+        message: String,
+    },
 }
 
 /// A lowered block value: its layout and, in each thread, one register per element held.

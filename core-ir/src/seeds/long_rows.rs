@@ -36,6 +36,7 @@ pub fn fits_one_block(n: u32, elem: ScalarType) -> bool {
 pub struct LongRowMeta {
     /// Columns per iteration (a power of two).
     pub block_size: u32,
+    /// Warps per program, the launch's `num_warps`.
     pub num_warps: u32,
 }
 

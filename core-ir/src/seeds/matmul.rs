@@ -18,11 +18,18 @@ impl Activation {
 /// The meta-parameters of [`matmul`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MatmulMeta {
+    /// Rows of C each program computes (the tutorial's `BLOCK_SIZE_M`): a power of two, at
+    /// least 16.
     pub block_m: u32,
+    /// Columns of C each program computes (`BLOCK_SIZE_N`): a power of two, at least 16.
     pub block_n: u32,
+    /// Elements of the K dimension each loop iteration multiplies (`BLOCK_SIZE_K`): a power
+    /// of two, at least 16.
     pub block_k: u32,
     /// Rows of program blocks grouped together for L2 reuse.
     pub group_m: u32,
+    /// The activation applied to the f32 accumulator before it is converted and stored;
+    /// `None` for none.
     pub activation: Option<Activation>,
     /// Element type of A and B (f16, bf16 or f32).
     pub input: ScalarType,

@@ -45,10 +45,15 @@ enum RowBroadcast {
 /// contiguous rows.
 #[derive(Clone, Debug)]
 pub struct NaiveSoftmax {
+    /// `x_max = x.max(dim=1)`: each row's maximum, one program per row.
     pub row_max: Kernel,
+    /// `z = x - x_max[:, None]`, over the flat matrix.
     pub subtract: Kernel,
+    /// `numerator = exp(z)`, over the flat matrix.
     pub exp: Kernel,
+    /// `denominator = numerator.sum(dim=1)`: each row's sum, one program per row.
     pub row_sum: Kernel,
+    /// `numerator / denominator[:, None]`, correctly rounded, over the flat matrix.
     pub divide: Kernel,
     /// The block of the row reductions: the smallest power of two at least `n_cols`.
     pub row_block: u32,

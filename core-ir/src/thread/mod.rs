@@ -38,6 +38,7 @@ pub type Reg = Handle<RegData>;
 /// A register's type (booleans are predicates).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegData {
+    /// The register's scalar type; `Bool` registers are predicates (PTX's `.pred`).
     pub ty: ScalarType,
 }
 
@@ -47,16 +48,23 @@ pub enum ThreadParam {
     /// A pointer to global memory holding elements of `elem`. Backends address it by element
     /// index: PTX as a 64-bit address, SPIR-V as a storage buffer.
     Ptr {
+        /// The parameter's name in the block kernel.
         name: String,
+        /// The type of the elements it points to.
         elem: ScalarType,
     },
+    /// A scalar passed by value, read with [`Expr::Param`]: PTX passes it as a `.param` of
+    /// its type, SPIR-V in the launch block.
     Scalar {
+        /// The parameter's name in the block kernel.
         name: String,
+        /// Its type.
         ty: ScalarType,
     },
 }
 
 impl ThreadParam {
+    /// The parameter's name, of either kind.
     pub fn name(&self) -> &str {
         match self {
             ThreadParam::Ptr { name, .. } | ThreadParam::Scalar { name, .. } => name,
@@ -67,7 +75,9 @@ impl ThreadParam {
 /// A buffer of shared (workgroup) memory, private to one program. Never of booleans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SharedAlloc {
+    /// The element type (a number: [`verify`] rejects `Bool`).
     pub elem: ScalarType,
+    /// The length in elements (not bytes); [`verify`] rejects 0.
     pub len: u32,
     /// The byte boundary the buffer starts at: 16, or 1024 for the operands of
     /// [`Stmt::Wgmma`], whose swizzle the hardware applies to address bits.
@@ -129,23 +139,32 @@ pub enum MatrixMajor {
 /// then swizzled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SmemMatrix {
+    /// The shared buffer holding the operand: an index into [`ThreadKernel::shared`], a
+    /// buffer of f16 or bf16 starting on a 1024-byte boundary.
     pub alloc: u32,
     /// The element index of the matrix's first element is `index + offset`: a uniform
     /// register, and a constant kept apart (a multiple of 16 bytes), so that a group's MMAs,
     /// which step through one stage's operands at constant offsets, share the register and
     /// the backend can derive each descriptor from the first by an addition.
     pub index: Reg,
+    /// The constant part of the first element's index (see `index`), in elements: a
+    /// multiple of 16 bytes' worth.
     pub offset: u32,
+    /// Which dimension the operand's rows run along.
     pub major: MatrixMajor,
+    /// The swizzle mode in bytes, which is also the length of a row: 32, 64 or 128.
     pub swizzle: u32,
-    /// Leading and stride byte offsets (see above; `lbo` is unused by K-major operands).
+    /// The leading byte offset: in an MN-major operand, the bytes from one span of `c`
+    /// elements along M or N to the next (see above); unused by K-major operands.
     pub lbo: u32,
+    /// The stride byte offset: the bytes from one group of 8 rows to the next (see above).
     pub sbo: u32,
 }
 
 /// The A operand of a [`Stmt::Wgmma`]: a matrix in shared memory, or registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WgmmaA {
+    /// A 64x16 matrix in shared memory, of the element type of B.
     Shared(SmemMatrix),
     /// Eight 16-bit registers a thread: lane `l` of warp `w` of the warpgroup, with
     /// `g = l / 4` and `t = l % 4`, holds rows `16w + g` and `16w + g + 8`, columns `2t`,
@@ -175,9 +194,13 @@ pub enum CoopRole {
 /// every cooperative matrix of the kernel (indexed by [`CoopReg`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CoopMatrix {
+    /// The part it plays in a [`Stmt::CoopMulAdd`].
     pub role: CoopRole,
+    /// Its number of rows.
     pub rows: u32,
+    /// Its number of columns.
     pub cols: u32,
+    /// Its element type, also that of the shared buffers it is loaded from and stored to.
     pub elem: ScalarType,
 }
 
@@ -202,37 +225,59 @@ pub enum Special {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Memory {
     /// Global memory through pointer parameter `param` (an index into `params`).
-    Global { param: u32 },
+    Global {
+        /// The pointer parameter: an index into [`ThreadKernel::params`].
+        param: u32,
+    },
     /// Shared memory buffer `alloc` (an index into `shared`).
-    Shared { alloc: u32 },
+    Shared {
+        /// The buffer: an index into [`ThreadKernel::shared`].
+        alloc: u32,
+    },
 }
 
 /// A scalar computation. The result type is the destination register's.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
+    /// A constant: a boolean literal for a `Bool` destination, an integer one for an
+    /// integer type, a float one for a float type.
     Const(Literal),
-    /// The value of scalar parameter `index`.
+    /// The value of scalar parameter `index` (an index into [`ThreadKernel::params`]; the
+    /// parameter is a [`ThreadParam::Scalar`] of the destination's type).
     Param(u32),
+    /// A [`Special`] value (thread index, program index, grid size); the destination is an
+    /// i32.
     Special(Special),
+    /// The value of another register of the destination's type.
     Copy(Reg),
+    /// A unary op of a register of the destination's type (semantics of the block IR's).
     Unary(UnaryOp, Reg),
+    /// A binary op of two registers of the destination's type (semantics of the block
+    /// IR's).
     Binary(BinaryOp, Reg, Reg),
-    /// A boolean.
+    /// A boolean: the comparison of two registers of one type.
     Compare(CmpOp, Reg, Reg),
     /// `cond ? a : b`.
     Select(Reg, Reg, Reg),
+    /// `a * b + c` with one rounding, on floats of the destination's type (PTX's
+    /// `fma.rn`).
     Fma(Reg, Reg, Reg),
     /// Numeric conversion (semantics of the block IR's `cast`).
     Cast(Reg),
+    /// The bits of a register of the same width as the destination, reinterpreted.
     Bitcast(Reg),
     /// The value of `value` in lane `lane ^ mask` of this warp (every lane takes part).
     ShuffleXor {
+        /// The register read in the other lane, of the destination's type.
         value: Reg,
+        /// XORed with the lane number: below the warp size (PTX's `shfl.sync.bfly`).
         mask: u32,
     },
     /// The value of `value` in lane `lane` of this warp (every lane takes part).
     ShuffleIdx {
+        /// The register read in the other lane, of the destination's type.
         value: Reg,
+        /// The lane to read from: an i32 register, `0..warp_size` (PTX's `shfl.sync.idx`).
         lane: Reg,
     },
 }
@@ -249,42 +294,71 @@ pub const MAX_VECTOR: usize = 8;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
     /// `dst = expr`.
-    Set { dst: Reg, expr: Expr },
-    /// Reads `dsts.len()` consecutive elements starting at element `index` (an i32 or i64
-    /// register) into `dsts`, where `pred` holds; otherwise the registers keep their values.
-    /// With more than one destination the index is a multiple of the count (aligned vector).
+    Set {
+        /// The register written.
+        dst: Reg,
+        /// The value written, of `dst`'s type.
+        expr: Expr,
+    },
+    /// Reads `dsts.len()` consecutive elements starting at element `index` (a 32- or 64-bit
+    /// integer register) into `dsts`, where `pred` holds; otherwise the registers keep their
+    /// values. With more than one destination the index is a multiple of the count (aligned
+    /// vector).
     Load {
+        /// The registers read into, of the memory's element type: 1, 2, 4 or 8 of them (up to
+        /// [`MAX_VECTOR`]).
         dsts: Vec<Reg>,
+        /// The buffer read.
         mem: Memory,
+        /// The element index (not bytes) of the first element read, counted from the
+        /// pointer's (global) or the buffer's (shared) first element.
         index: Reg,
+        /// A boolean register: where it is false the thread reads nothing; `None`: always.
         pred: Option<Reg>,
         /// The block op's cache policy (global memory only; a hint).
         cache: CacheModifier,
     },
     /// Writes `values` to consecutive elements starting at `index` where `pred` holds.
     Store {
+        /// The registers written, of the memory's element type: 1, 2, 4 or 8 of them (up to
+        /// [`MAX_VECTOR`]), `index` a multiple of their count.
         values: Vec<Reg>,
+        /// The buffer written.
         mem: Memory,
+        /// The element index (not bytes) of the first element written, as [`Stmt::Load`]'s.
         index: Reg,
+        /// A boolean register: where it is false the thread writes nothing; `None`: always.
         pred: Option<Reg>,
     },
     /// Atomic read-modify-write of global element `index`; `dst` gets the old value where
     /// `pred` holds and keeps its value elsewhere.
     Atomic {
+        /// Receives the element's old value; of the element type.
         dst: Reg,
+        /// The operation (semantics of the block IR's atomics).
         op: AtomicOp,
+        /// The pointer parameter: an index into [`ThreadKernel::params`].
         param: u32,
+        /// The element index (not bytes): a 32- or 64-bit integer register.
         index: Reg,
+        /// The operand combined with the element; of the element type.
         value: Reg,
+        /// A boolean register: where it is false the thread does nothing; `None`: always.
         pred: Option<Reg>,
     },
     /// Atomic compare-and-swap of global element `index`, as `Atomic`.
     AtomicCas {
+        /// Receives the element's old value; of the element type.
         dst: Reg,
+        /// The pointer parameter: an index into [`ThreadKernel::params`].
         param: u32,
+        /// The element index (not bytes): a 32- or 64-bit integer register.
         index: Reg,
+        /// The value compared with the element; of the element type.
         cmp: Reg,
+        /// The value written where the element equals `cmp`; of the element type.
         value: Reg,
+        /// A boolean register: where it is false the thread does nothing; `None`: always.
         pred: Option<Reg>,
     },
     /// One warp-wide matrix multiply-add on the matrix units, PTX's
@@ -300,9 +374,13 @@ pub enum Stmt {
     /// The products are exact and the sums are in f32, in an order the hardware picks.
     /// Every lane of the warp takes part (warps of 32 only); `d` may be `c`.
     Mma {
+        /// The result fragment: four f32 registers.
         d: [Reg; 4],
+        /// This lane's eight elements of `a`, f16 or bf16.
         a: [Reg; 8],
+        /// This lane's four elements of `b`, of `a`'s type.
         b: [Reg; 4],
+        /// The addend fragment: four f32 registers.
         c: [Reg; 4],
     },
     /// The tf32 form of [`Stmt::Mma`], PTX's
@@ -319,9 +397,13 @@ pub enum Stmt {
     /// the hardware picks. Every lane of the warp takes part (warps of 32 only); `d` may be
     /// `c`.
     MmaTf32 {
+        /// The result fragment: four f32 registers.
         d: [Reg; 4],
+        /// This lane's four elements of `a` (f32, rounded to tf32).
         a: [Reg; 4],
+        /// This lane's two elements of `b` (f32, rounded to tf32).
         b: [Reg; 2],
+        /// The addend fragment: four f32 registers.
         c: [Reg; 4],
     },
     /// Warp-wide load of 8x8 matrices of 16-bit elements from shared memory, PTX's
@@ -338,9 +420,15 @@ pub enum Stmt {
     /// two 16-bit halves of one element): a tf32 fragment's element, for [`Stmt::MmaTf32`].
     /// `trans` would split elements, so it needs 16-bit ones.
     LdMatrix {
+        /// The registers received, of the buffer's element type: 2 per matrix for 16-bit
+        /// elements, 1 for 32-bit ones.
         dsts: Vec<Reg>,
+        /// The shared buffer read: an index into [`ThreadKernel::shared`].
         alloc: u32,
+        /// The element index (not bytes) of the row this lane gives: a 32- or 64-bit integer
+        /// register.
         index: Reg,
+        /// Whether each matrix is transposed on the way (`.trans`; 16-bit elements only).
         trans: bool,
     },
     /// Starts an asynchronous copy of `len` consecutive elements (4, 8 or 16 bytes) from
@@ -351,11 +439,21 @@ pub enum Stmt {
     /// [`Stmt::AsyncCommit`] group and is complete only after an [`Stmt::AsyncWait`] that
     /// covers that group; other threads see it after a barrier that follows the wait.
     AsyncCopy {
+        /// The shared buffer written: an index into [`ThreadKernel::shared`], of the
+        /// pointer's element type.
         alloc: u32,
+        /// The element index (not bytes) in `alloc` of the first element written: a 32- or
+        /// 64-bit integer register.
         dst: Reg,
+        /// The pointer parameter read: an index into [`ThreadKernel::params`].
         param: u32,
+        /// The element index (not bytes) of the first element read: a 32- or 64-bit integer
+        /// register.
         src: Reg,
+        /// The number of elements, which make 4, 8 or 16 bytes.
         len: u32,
+        /// A boolean register: where it is false nothing is read and zeros are written;
+        /// `None`: always read.
         pred: Option<Reg>,
     },
     /// Closes the group of the thread's copies started since the last commit
@@ -363,7 +461,10 @@ pub enum Stmt {
     AsyncCommit,
     /// Waits until at most `pending` of the thread's committed copy groups are incomplete,
     /// the newest ones (`cp.async.wait_group pending`).
-    AsyncWait { pending: u32 },
+    AsyncWait {
+        /// How many of the newest committed groups may still be incomplete.
+        pending: u32,
+    },
     /// Makes the thread's earlier shared-memory writes (stores, completed copies) visible to
     /// the asynchronous proxy that [`Stmt::Wgmma`] reads operands through
     /// (`fence.proxy.async.shared::cta`); a barrier after it publishes them to the other
@@ -374,24 +475,40 @@ pub enum Stmt {
     /// asynchronous proxy (`fence.mbarrier_init`). A [`Stmt::Barrier`] must follow before
     /// another thread or a copy uses it.
     MbarrierInit {
+        /// The mbarrier initialized.
         bar: MBarrier,
+        /// The arrivals that complete each phase.
         count: u32,
+        /// A boolean register: the threads where it holds initialize; `None`: every thread.
         pred: Option<Reg>,
     },
     /// Where `pred` holds: one arrival on `bar`, which also raises the bytes its current
     /// phase expects by `bytes` (`mbarrier.arrive.expect_tx`).
     MbarrierArriveExpectTx {
+        /// The mbarrier arrived on.
         bar: MBarrier,
+        /// The transaction bytes the current phase also waits for (the copies' bytes).
         bytes: u32,
+        /// A boolean register: the threads where it holds arrive; `None`: every thread.
         pred: Option<Reg>,
     },
     /// Waits until the phase of `bar` with parity `parity` (an i32 register, 0 or 1) has
     /// completed (a loop on `mbarrier.try_wait.parity`); the bytes the copies of that phase
     /// delivered are then visible to the thread. Every thread that reads them waits.
-    MbarrierWait { bar: MBarrier, parity: Reg },
+    MbarrierWait {
+        /// The mbarrier waited on.
+        bar: MBarrier,
+        /// The parity of the phase waited for: an i32 register, 0 or 1.
+        parity: Reg,
+    },
     /// Where `pred` holds: one arrival on `bar` (`mbarrier.arrive`), no bytes expected: how
     /// the consumers of a warp-specialized loop hand a stage back to the producer.
-    MbarrierArrive { bar: MBarrier, pred: Option<Reg> },
+    MbarrierArrive {
+        /// The mbarrier arrived on.
+        bar: MBarrier,
+        /// A boolean register: the threads where it holds arrive; `None`: every thread.
+        pred: Option<Reg>,
+    },
     /// Warp specialization: the program's first `num_warps` warps run `consumer`, its
     /// `producer_warps` (a warpgroup after them, [`ThreadKernel::producer_warps`]) run
     /// `producer`. The two sides run at once and meet only through mbarriers, so neither
@@ -399,11 +516,23 @@ pub enum Stmt {
     /// consumers wait for each other with [`Stmt::NamedBarrier`]. It is the last statement
     /// of the kernel's body (in a persistent kernel each side walks the tiles itself), so a
     /// side that is done has nothing left to run.
-    Specialized { producer: Vec<Stmt>, consumer: Vec<Stmt> },
+    Specialized {
+        /// What the producer warpgroup ([`ThreadKernel::producer_warps`] warps after the
+        /// consumers) runs.
+        producer: Vec<Stmt>,
+        /// What the first `num_warps` warps run.
+        consumer: Vec<Stmt>,
+    },
     /// A barrier of the first `threads` threads of the program (a multiple of the warp
     /// size), numbered `id` (1 to 15; 0 is [`Stmt::Barrier`]'s): PTX's `bar.sync id,
     /// threads`. What [`Stmt::Barrier`] is to the consumers of a [`Stmt::Specialized`].
-    NamedBarrier { id: u32, threads: u32 },
+    NamedBarrier {
+        /// The barrier's number, 1 to 15.
+        id: u32,
+        /// The threads that meet there: a positive multiple of the warp size, at most the
+        /// program's threads.
+        threads: u32,
+    },
     /// One step of consumer warpgroups taking turns at the tensor cores (FlashAttention-3's
     /// ping-pong): named barrier `id` (an i32 register, 2 to 15: the warpgroup's own or the
     /// next one's), `threads` threads taking part, where `pred` holds (the same in each
@@ -412,9 +541,15 @@ pub enum Stmt {
     /// products only; nothing relies on them to order memory (the simulator, which runs the
     /// consumers in lockstep, takes them as no-ops).
     Turn {
+        /// The named barrier's number: an i32 register, 2 to 15.
         id: Reg,
+        /// The threads taking part: a positive multiple of the warp size, at most the
+        /// program's threads.
         threads: u32,
+        /// `bar.sync` (wait for the turn) where true, `bar.arrive` (hand it on) where false.
         wait: bool,
+        /// A boolean register, the same in each warp: the warps where it holds take part;
+        /// `None`: every warp that runs the statement.
         pred: Option<Reg>,
     },
     /// Where `pred` holds: writes `value` to element `index` of shared buffer `alloc` of the
@@ -424,10 +559,16 @@ pub enum Stmt {
     /// receiver has started), and the receiver reads it after the next one. Since another program may write the
     /// buffer at any time before that barrier, its bytes are its own for the whole kernel.
     ClusterStore {
+        /// The shared buffer written in the other program: an index into
+        /// [`ThreadKernel::shared`].
         alloc: u32,
+        /// The element index (not bytes) written: a 32- or 64-bit integer register.
         index: Reg,
+        /// The receiving program's rank in the cluster, `0..cluster`: an i32 register.
         rank: Reg,
+        /// The value written, of the buffer's element type.
         value: Reg,
+        /// A boolean register: where it is false the thread stores nothing; `None`: always.
         pred: Option<Reg>,
     },
     /// Waits until every thread of every program of the cluster has arrived; shared-memory
@@ -451,10 +592,20 @@ pub enum Stmt {
     /// from now on, PTX's `setmaxnreg.{inc,dec}.sync.aligned.u32`: a producer warpgroup
     /// gives registers up (`increase` false) for the consumers to take. Every thread of a
     /// warpgroup runs it together; a hint to the register allocator elsewhere.
-    SetMaxRegisters { count: u32, increase: bool },
+    SetMaxRegisters {
+        /// The registers per thread from now on: a multiple of 8, 24 to 256.
+        count: u32,
+        /// Whether the warpgroup takes registers (`.inc`) rather than gives them up (`.dec`).
+        increase: bool,
+    },
     /// Where `pred` holds: ends `bar`'s life as an mbarrier (`mbarrier.inval`), so that its
     /// bytes may hold other data; no copy may still be counting on it.
-    MbarrierInval { bar: MBarrier, pred: Option<Reg> },
+    MbarrierInval {
+        /// The mbarrier invalidated.
+        bar: MBarrier,
+        /// A boolean register: the threads where it holds invalidate; `None`: every thread.
+        pred: Option<Reg>,
+    },
     /// Where `pred` holds: starts a copy of the box of tensor map `map` (an index into
     /// [`ThreadKernel::tensor_maps`]) whose first element is `(coords[0], coords[1])` at
     /// index `coords[2..]` of the map's outer dimensions (i32 registers, one per dimension
@@ -467,11 +618,19 @@ pub enum Stmt {
     /// element size must be a multiple of 16 (the hardware starts a box's rows on 16-byte
     /// boundaries and faults otherwise); the lowering proves it (`lower/tma_box.rs`).
     TmaLoad {
+        /// The tensor map read through: an index into [`ThreadKernel::tensor_maps`].
         map: u32,
+        /// The shared buffer written: an index into [`ThreadKernel::shared`], of the map's
+        /// element type, starting on a 1024-byte boundary.
         alloc: u32,
+        /// The element index (not bytes) in `alloc` where the box starts: an i32 register.
         dst: Reg,
+        /// The box's first element in the view: `x`, `y`, then an index into each outer
+        /// dimension; i32 registers, [`TensorMap::rank`] of them.
         coords: Vec<Reg>,
+        /// The mbarrier whose current phase counts the box's bytes.
         bar: MBarrier,
+        /// A boolean register: the threads where it holds start a copy; `None`: every thread.
         pred: Option<Reg>,
     },
     /// Where `pred` holds: starts a copy of a box of shared buffer `alloc`, from element `src`
@@ -485,20 +644,36 @@ pub enum Stmt {
     /// ([`Stmt::FenceProxyAsync`], then a barrier). `coords[0]` times the element size must
     /// be a multiple of 16, as for [`Stmt::TmaLoad`].
     TmaStore {
+        /// The tensor map written through: an index into [`ThreadKernel::tensor_maps`].
         map: u32,
+        /// The shared buffer read: an index into [`ThreadKernel::shared`], of the map's
+        /// element type, starting on a 1024-byte boundary.
         alloc: u32,
+        /// The element index (not bytes) in `alloc` where the box starts: an i32 register.
         src: Reg,
+        /// The box's first element in the view, as [`Stmt::TmaLoad`]'s `coords`.
         coords: Vec<Reg>,
+        /// A boolean register: the threads where it holds start a store; `None`: every
+        /// thread.
         pred: Option<Reg>,
     },
     /// Where `pred` holds: closes the thread's [`Stmt::TmaStore`]s since the last commit into
     /// a group (`cp.async.bulk.commit_group`).
-    BulkCommit { pred: Option<Reg> },
+    BulkCommit {
+        /// A boolean register: the threads where it holds commit; `None`: every thread.
+        pred: Option<Reg>,
+    },
     /// Where `pred` holds: waits until every committed group of the thread's
     /// [`Stmt::TmaStore`]s has read its source, so that buffer `alloc` may be written again
     /// (`cp.async.bulk.wait_group.read 0`). The global writes may still be in flight; they
     /// are complete when the program ends.
-    BulkWaitRead { alloc: u32, pred: Option<Reg> },
+    BulkWaitRead {
+        /// The shared buffer the stores read (an index into [`ThreadKernel::shared`]), which
+        /// counts as in use here; the wait itself covers every group of the thread.
+        alloc: u32,
+        /// A boolean register: the threads where it holds wait; `None`: every thread.
+        pred: Option<Reg>,
+    },
     /// Warpgroup matrix multiply-add, PTX's `wgmma.mma_async.sync.aligned.m64nNk16.f32`
     /// with B in shared memory and A there or in registers ([`WgmmaA`]): `acc += a b` for a 64x16 `a`, a 16xN `b` (N =
     /// `n`, a multiple of 8 up to 256) and a 64xN f32 `acc`, per warpgroup (4 consecutive
@@ -513,10 +688,15 @@ pub enum Stmt {
     /// picks. Where `accumulate` is false it writes `acc = a * b` (the instruction's
     /// `scale-d` off): what `acc` held is not read, so it need not be set.
     Wgmma {
+        /// This thread's part of the 64xN accumulator: `n / 2` f32 registers.
         acc: Vec<Reg>,
+        /// The 64x16 A operand, f16 or bf16.
         a: WgmmaA,
+        /// The 16xN B operand in shared memory, of A's element type.
         b: SmemMatrix,
+        /// N: a multiple of 8, 8 to 256.
         n: u32,
+        /// Whether `acc` is added to (`acc += a b`) rather than overwritten (`acc = a b`).
         accumulate: bool,
     },
     /// Orders the warpgroup's earlier register accesses before the wgmmas that follow
@@ -526,7 +706,10 @@ pub enum Stmt {
     WgmmaCommit,
     /// Waits until at most `pending` of the warpgroup's committed wgmma groups are still
     /// running, the newest ones; the others' accumulators are then written.
-    WgmmaWait { pending: u32 },
+    WgmmaWait {
+        /// How many of the newest committed groups may still be running.
+        pending: u32,
+    },
     /// Loads cooperative matrix `dst` from shared buffer `alloc` (whose elements are the
     /// matrix's): element `(r, c)` is at `index + r * stride + c` when `row_major`, at
     /// `index + c * stride + r` otherwise. `index` is uniform within the warp; every lane
@@ -535,19 +718,34 @@ pub enum Stmt {
     /// A load may take stride 0, which repeats one row (or column): column-major, element
     /// `(r, c)` is then `index + r`, a vector broadcast along the rows.
     CoopLoad {
+        /// The cooperative matrix loaded.
         dst: CoopReg,
+        /// The shared buffer read: an index into [`ThreadKernel::shared`], of the matrix's
+        /// element type.
         alloc: u32,
+        /// The element index (not bytes) of element `(0, 0)`: a 32- or 64-bit integer
+        /// register, uniform within the warp.
         index: Reg,
+        /// Elements (not bytes) from one row (`row_major`) or column to the next: at least a
+        /// row's (column's) length, or 0 for a broadcast.
         stride: u32,
+        /// Whether rows (rather than columns) are contiguous in the buffer.
         row_major: bool,
     },
     /// Stores cooperative matrix `src` to shared buffer `alloc`, addressed as
     /// [`Stmt::CoopLoad`] (`OpCooperativeMatrixStoreKHR`).
     CoopStore {
+        /// The cooperative matrix stored.
         src: CoopReg,
+        /// The shared buffer written: an index into [`ThreadKernel::shared`], of the
+        /// matrix's element type.
         alloc: u32,
+        /// The element index (not bytes) of element `(0, 0)`, as [`Stmt::CoopLoad`]'s.
         index: Reg,
+        /// Elements (not bytes) from one row or column to the next: at least a row's
+        /// (column's) length (never 0).
         stride: u32,
+        /// Whether rows (rather than columns) are contiguous in the buffer.
         row_major: bool,
     },
     /// `d = a b + c` on cooperative matrices of roles A, B and accumulator
@@ -555,23 +753,41 @@ pub enum Stmt {
     /// exact and the sums f32, in an order the device picks (the simulator: `k` ascending,
     /// as the interpreter's `dot`).
     CoopMulAdd {
+        /// The result: an accumulator of `c`'s shape and type.
         d: CoopReg,
+        /// The left operand, of role A, `rows x k`.
         a: CoopReg,
+        /// The right operand, of role B, `k x cols`, of `a`'s element type.
         b: CoopReg,
+        /// The addend: an accumulator, `rows x cols`.
         c: CoopReg,
     },
     /// `d = a * b` element by element, on accumulator matrices of one shape and type (an
     /// f32 product per element, `OpFMul` on cooperative matrices); `d` may be `a` or `b`.
     /// With `b` loaded at stride 0 column-major from a vector (each row one value) it
     /// scales the rows of `a`, which is how a block's accumulator is rescaled in place.
-    CoopMul { d: CoopReg, a: CoopReg, b: CoopReg },
+    CoopMul {
+        /// The product.
+        d: CoopReg,
+        /// The left factor.
+        a: CoopReg,
+        /// The right factor.
+        b: CoopReg,
+    },
     /// Sets cooperative matrix `dst` to zeros.
-    CoopZero { dst: CoopReg },
+    CoopZero {
+        /// The cooperative matrix cleared.
+        dst: CoopReg,
+    },
     /// Waits for every thread of the program; orders shared-memory accesses around it.
     Barrier,
+    /// `if cond { then_body } else { else_body }`, uniform across the program's threads.
     If {
+        /// A boolean register, the same in every thread of the program.
         cond: Reg,
+        /// What runs where `cond` holds.
         then_body: Vec<Stmt>,
+        /// What runs where it does not (often empty).
         else_body: Vec<Stmt>,
     },
     /// `device_print`: where `pred` holds, prints one line,
@@ -581,16 +797,25 @@ pub enum Stmt {
     /// launched program's, or `program` (i32 registers) where a persistent kernel's tile
     /// stands for it.
     Print {
+        /// The text before the values (the block op's prefix).
         prefix: String,
+        /// The element's coordinates in the block value: i32 registers.
         coords: Vec<Reg>,
+        /// The values printed, one register each, of any type.
         values: Vec<Reg>,
+        /// A boolean register: where it is false the thread prints nothing; `None`: always.
         pred: Option<Reg>,
+        /// The program ids printed, as i32 registers, in place of the launched program's.
         program: Option<[Reg; 3]>,
     },
     /// `loop { cond_body; if !cond { break } body }`.
     While {
+        /// What runs before each test of `cond` (and computes it).
         cond_body: Vec<Stmt>,
+        /// A boolean register, the same in every thread of the program: the loop ends where
+        /// it is false.
         cond: Reg,
+        /// What runs in each iteration after the test.
         body: Vec<Stmt>,
     },
     /// Text for the reader of the generated code (names the block op a stretch came from).
@@ -600,9 +825,15 @@ pub enum Stmt {
 /// A per-thread kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ThreadKernel {
+    /// The kernel's name (the block kernel's): the PTX entry's, and the SPIR-V entry
+    /// point's once characters WGSL does not take are replaced.
     pub name: String,
+    /// The parameters, in order (the block kernel's, then any the lowering adds); the
+    /// `param` fields of statements and [`Expr::Param`] index them.
     pub params: Vec<ThreadParam>,
+    /// Every register of the kernel and its type, indexed by [`Reg`].
     pub regs: Arena<RegData>,
+    /// The shared buffers of a program; the `alloc` fields of statements index them.
     pub shared: Vec<SharedAlloc>,
     /// The cooperative matrices the statements name (see [`CoopMatrix`]).
     pub coop: Vec<CoopMatrix>,
@@ -612,6 +843,8 @@ pub struct ThreadKernel {
     /// x; `num_warps` counts the consumer warps of every program of a block
     /// ([`BlockPrograms`]).
     pub num_warps: u32,
+    /// Threads per warp (subgroup): a power of two; 32 for PTX, the device's fixed
+    /// subgroup size for SPIR-V.
     pub warp_size: u32,
     /// Which shared buffers not in use at once share bytes (`shared_offsets`): any where the
     /// backend lays shared memory out as one block at those offsets (PTX), those of one
@@ -633,6 +866,7 @@ pub struct ThreadKernel {
     /// What the block kernel's `dot`s run on, as lowered (`None`: it has none, or the kernel
     /// was not lowered from one).
     pub dots: Option<DotPath>,
+    /// The statements every thread runs, in order.
     pub body: Vec<Stmt>,
 }
 
@@ -658,7 +892,10 @@ pub enum DotPath {
     CooperativeMatrix,
     /// Per-thread fused multiply-adds; `why` says why not the target's matrix units where
     /// it has some.
-    Fma { why: Option<String> },
+    Fma {
+        /// Why the target's matrix units were not used (`None`: it has none).
+        why: Option<String>,
+    },
 }
 
 impl std::fmt::Display for DotPath {
@@ -681,7 +918,10 @@ impl std::fmt::Display for DotPath {
 /// (after the kernel's own), and the programs past it store nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockPrograms {
+    /// Programs per thread block: at least 2, dividing `num_warps`.
     pub programs: u32,
+    /// The i32 scalar parameter holding the program grid's x: an index into
+    /// [`ThreadKernel::params`].
     pub grid_x_param: u32,
 }
 
@@ -815,6 +1055,7 @@ impl ThreadKernel {
     pub fn shared_align(&self) -> u32 {
         self.shared.iter().map(|a| a.align).max().unwrap_or(16).max(16)
     }
+    /// The type of register `r`, which must be one of this kernel's `regs`.
     pub fn reg_type(&self, r: Reg) -> ScalarType {
         self.regs[r].ty
     }

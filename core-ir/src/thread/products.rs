@@ -19,9 +19,23 @@ use crate::ir::BinaryOp;
 pub enum ProductRole {
     /// The pair's first statement: it computes the whole product (slot `slot`) of `a` and
     /// `b`, and copies its half.
-    First { slot: usize, a: Reg, b: Reg, high: bool },
+    First {
+        /// The pair's number in the list: 0 for the first pair found, then 1, and so on.
+        slot: usize,
+        /// The product's first operand, a 32-bit integer register.
+        a: Reg,
+        /// Its second operand, a 32-bit integer register.
+        b: Reg,
+        /// Whether this statement takes the high half (`umulhi`) rather than the low (`*`).
+        high: bool,
+    },
     /// The pair's second: it copies its half of slot `slot`'s product.
-    Second { slot: usize, high: bool },
+    Second {
+        /// The number of the pair, as its [`ProductRole::First`]'s.
+        slot: usize,
+        /// Whether this statement takes the high half (`umulhi`) rather than the low (`*`).
+        high: bool,
+    },
 }
 
 /// The products of 32-bit `a` and `b` that statement `s` takes, if any: `(a, b, high, dst)`.

@@ -8,7 +8,10 @@ use super::Reg;
 /// parameter (an index into [`super::ThreadKernel::params`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LaunchValue {
+    /// A constant of the kernel.
     Const(i64),
+    /// The value of an integer scalar parameter, given by its index into
+    /// [`super::ThreadKernel::params`].
     Param(u32),
 }
 
@@ -27,6 +30,9 @@ pub enum LaunchValue {
 /// up, the swizzle `wgmma`'s matrix descriptors read ([`super::SmemMatrix`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TensorMap {
+    /// The pointer parameter whose buffer the view is of: an index into
+    /// [`super::ThreadKernel::params`]. The view's first element is the one the pointer
+    /// points to.
     pub param: u32,
     /// The extents along `x` and `y` where the kernel's masks bound its accesses; `None`
     /// along a dimension it reads unmasked, whose extent the launch derives from the
@@ -37,8 +43,11 @@ pub struct TensorMap {
     /// The dimensions outside `y` (a head, a batch), innermost first: each one's stride in
     /// elements. A box spans one index of each, and no mask bounds them.
     pub outer: [Option<LaunchValue>; 3],
+    /// The box's size in elements along `x` and `y` (1 to 256 each); `box_dims[0]` elements
+    /// make a multiple of 16 bytes, at most `swizzle`.
     pub box_dims: [u32; 2],
-    /// 32, 64 or 128.
+    /// The swizzle mode in bytes: 32, 64 or 128 (CUDA's
+    /// `CU_TENSOR_MAP_SWIZZLE_{32B,64B,128B}`).
     pub swizzle: u32,
 }
 
@@ -46,7 +55,9 @@ pub struct TensorMap {
 /// ones): each extent, and the stride in elements of each dimension but `x` (whose is 1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ViewExtents {
+    /// Each dimension's extent in elements, [`TensorMap::rank`] of them.
     pub dims: Vec<i64>,
+    /// The stride in elements of each dimension but `x`: one fewer than `dims`.
     pub strides: Vec<i64>,
 }
 
@@ -130,7 +141,10 @@ impl TensorMap {
 /// completes when both reach what it expects, and the next one begins (parity flips).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MBarrier {
+    /// The shared buffer of `u64`s that holds it: an index into
+    /// [`super::ThreadKernel::shared`].
     pub alloc: u32,
+    /// Its element index (not bytes) in that buffer: a uniform i32 register.
     pub index: Reg,
 }
 
