@@ -470,8 +470,9 @@ pub enum Op {
     Compare {
         /// The comparison.
         op: CmpOp,
-        /// The left operand: numbers, booleans or pointers (pointers for [`CmpOp::Eq`] and
-        /// [`CmpOp::Ne`] only).
+        /// The left operand: numbers, booleans or pointers (pointers into one parameter's
+        /// buffer, compared by their offsets; pointers into two parameters are refused by the
+        /// interpreter and the lowering, since two parameters may be bound to one buffer).
         lhs: ValueId,
         /// The right operand, of `lhs`'s type.
         rhs: ValueId,

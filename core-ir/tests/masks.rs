@@ -101,3 +101,108 @@ fn masks_shared_by_runs_compute_what_the_interpreter_does() {
         }
     }
 }
+
+/// Pointers into one buffer compare by their offsets, as Triton compares addresses: a mask
+/// `x + c < x + n` and the other five comparisons of the same pointers (against `x + n`
+/// and against `x + c` shifted by a constant), each stored as a flag, compute in the
+/// simulator what the interpreter does, at widths that end inside a thread's vector.
+/// Pointers into two parameters are refused by both, saying why (two parameters may be
+/// bound to one buffer).
+#[test]
+fn pointers_into_one_buffer_compare_by_offset() {
+    use rutile_ir::ir::CmpOp;
+    const B: i32 = 256;
+    let kernel = Kernel::build("pointer_masks", |k: &KernelBuilder| {
+        let x = k.arg_ptr("X", F32);
+        let flags = k.arg_ptr("flags", ScalarType::I32);
+        let y = k.arg_ptr("Y", F32);
+        let n = k.arg_i32("n");
+        let cols = k.arange(0, B);
+        let (p, end, shifted) = (x + cols, x + n, x + (cols + 3) / 2);
+        let mask = p.lt(end);
+        k.store_masked(y + cols, k.load_masked(p, mask, 0.0) * 2.0, mask);
+        for (i, op) in [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge, CmpOp::Eq, CmpOp::Ne]
+            .into_iter()
+            .enumerate()
+        {
+            let c = match op {
+                CmpOp::Lt => p.lt(end),
+                CmpOp::Le => p.le(shifted),
+                CmpOp::Gt => p.gt(end),
+                CmpOp::Ge => p.ge(shifted),
+                CmpOp::Eq => p.eq(shifted),
+                CmpOp::Ne => p.ne(end),
+            };
+            k.store(flags + cols + i as i32 * B, k.where_(c, 1, 0));
+        }
+    })
+    .unwrap();
+    let mut rng = Rng::new(0x9c);
+    for n in [0, 1, 37, 128, 255] {
+        let x: Vec<f32> = (0..B).map(|_| rng.uniform(-2.0, 2.0) as f32).collect();
+        let bufs = [
+            HostBuffer::from_slice(&x),
+            HostBuffer::from_slice(&vec![-1i32; 6 * B as usize]),
+            HostBuffer::from_slice(&vec![7.5f32; B as usize]),
+        ];
+        let args = [
+            ArgValue::Ptr { buffer: 0, offset: 0 },
+            ArgValue::Ptr { buffer: 1, offset: 0 },
+            ArgValue::Ptr { buffer: 2, offset: 0 },
+            ArgValue::Int(n),
+        ];
+        // The interpreter's flags are the comparisons of the offsets.
+        let mut want = bufs.to_vec();
+        rutile_ir::interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
+        let flags: Vec<i32> = want[1].to_vec().unwrap();
+        let b = B as i64;
+        for c in 0..b {
+            let (end, shifted) = (n, (c + 3) / 2);
+            let expect = [c < end, c <= shifted, c > end, c >= shifted, c == shifted, c != end];
+            for (i, e) in expect.into_iter().enumerate() {
+                assert_eq!(
+                    flags[i * B as usize + c as usize],
+                    e as i32,
+                    "n = {n}, column {c}, comparison {i}"
+                );
+            }
+        }
+        simulate_targets(
+            &format!("pointer masks, n = {n}"),
+            &kernel,
+            [1, 1, 1],
+            &args,
+            &bufs,
+            0.0,
+        );
+    }
+    // Into two parameters: refused by the interpreter and the lowering alike.
+    let two = Kernel::build("two_buffers", |k: &KernelBuilder| {
+        let (x, y) = (k.arg_ptr("X", F32), k.arg_ptr("Y", F32));
+        let cols = k.arange(0, 32);
+        let mask = (x + cols).lt(y + cols);
+        k.store_masked(y + cols, k.load(x + cols), mask);
+    })
+    .unwrap();
+    let mut bufs = [
+        HostBuffer::from_slice(&[1.0f32; 32]),
+        HostBuffer::from_slice(&[0.0f32; 32]),
+    ];
+    let args = [
+        ArgValue::Ptr { buffer: 0, offset: 0 },
+        ArgValue::Ptr { buffer: 1, offset: 0 },
+    ];
+    let e = rutile_ir::interp::run(&two, [1, 1, 1], &args, &mut bufs)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("compares pointers into two parameters"), "{e}");
+    let e = lower(&two, &Target::nvidia(1, 48 * 1024), &Specialization::all(2))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(
+            "compares pointers into two parameters (`X` and `Y`); only pointers into one parameter's buffer compare"
+        ),
+        "{e}"
+    );
+}

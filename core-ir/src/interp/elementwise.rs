@@ -251,11 +251,21 @@ pub(crate) fn compare(op: CmpOp, a: &Tensor, b: &Tensor, ty: Type) -> Result<Ten
         // Rust's float comparisons are IEEE's: ordered, except `!=`.
         (Data::Float(x), Data::Float(y)) => cmp(op, x, y),
         (Data::Bool(x), Data::Bool(y)) => cmp(op, x, y),
-        (Data::Ptr(x), Data::Ptr(y)) => match op {
-            CmpOp::Eq => zip(x, y, |a, b| a == b),
-            CmpOp::Ne => zip(x, y, |a, b| a != b),
-            _ => return Err(invalid!("pointers can only be compared for equality")),
-        },
+        // Pointers into one parameter's buffer compare by their offsets; into two, they are
+        // refused, as the lowering refuses them: two parameters may be bound to one buffer,
+        // and only a device knows how their addresses order.
+        (Data::Ptr(x), Data::Ptr(y)) => {
+            if let Some((a, b)) = x.iter().zip(y).find(|(a, b)| a.param != b.param) {
+                return Err(invalid!(
+                    "compares pointers into two parameters ({} and {}); only pointers into one \
+                     parameter's buffer compare",
+                    a.param,
+                    b.param
+                ));
+            }
+            let (ox, oy) = (map(x, |p| p.offset), map(y, |p| p.offset));
+            cmp(op, &ox, &oy)
+        }
         _ => unreachable!("operands of one type share a representation"),
     };
     Ok(Tensor {

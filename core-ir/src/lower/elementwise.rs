@@ -20,6 +20,11 @@ impl Lowerer<'_> {
         if let Op::AddPtr { ptr, offset } = inst.op {
             return self.add_ptr(ptr, offset, layout);
         }
+        if let Op::Compare { op, lhs, rhs } = inst.op {
+            if self.k.ty(lhs).elem.is_ptr() {
+                return self.compare_pointers(inst, op, lhs, rhs, layout);
+            }
+        }
         let out_ty = ty
             .scalar_type()
             .ok_or_else(|| self.internal("element-wise op on pointers"))?;
@@ -106,6 +111,59 @@ impl Lowerer<'_> {
                 map.register_at(o)
             })
             .collect()
+    }
+
+    /// A comparison of two pointers into one parameter's buffer: of their element offsets
+    /// from it, widened to 64 bits where one of them is. Pointers into two parameters are an
+    /// error: two parameters may be bound to one buffer, and only the device knows how their
+    /// addresses order (the interpreter refuses them too).
+    fn compare_pointers(
+        &mut self,
+        inst: &Inst,
+        op: crate::ir::CmpOp,
+        lhs: ValueId,
+        rhs: ValueId,
+        layout: Layout,
+    ) -> Result<LVal, LowerError> {
+        let (a_base, a) = self.pointer(lhs, layout)?;
+        let (b_base, b) = self.pointer(rhs, layout)?;
+        if a_base != b_base {
+            let name = |p: u32| self.k.params[p as usize].name.clone();
+            return Err(self.unsupported(
+                inst,
+                format!(
+                    "compares pointers into two parameters (`{}` and `{}`); only pointers into one \
+                     parameter's buffer compare",
+                    name(a_base),
+                    name(b_base)
+                ),
+            ));
+        }
+        let wide = |l: &Self, r: &[Reg]| r.first().is_some_and(|&r| l.regs[r].ty.bits() == 64);
+        let widen = wide(self, &a) || wide(self, &b);
+        let mut regs = Vec::with_capacity(a.len());
+        for (&x, &y) in a.iter().zip(&b) {
+            let (x, y) = if widen {
+                (self.to_i64(x), self.to_i64(y))
+            } else {
+                (x, y)
+            };
+            regs.push(self.set(ScalarType::Bool, Expr::Compare(op, x, y)));
+        }
+        Ok(LVal {
+            layout,
+            regs,
+            ptr: None,
+        })
+    }
+
+    /// `r` as an `i64`: itself where it is one, else sign-extended (pointer offsets are
+    /// signed).
+    fn to_i64(&mut self, r: Reg) -> Reg {
+        match self.regs[r].ty {
+            ScalarType::I64 => r,
+            _ => self.set(ScalarType::I64, Expr::Cast(r)),
+        }
     }
 
     /// `ptr + offset`: the offsets add up; the base parameter stays. Offsets are `i32`
