@@ -144,7 +144,7 @@ impl Lowerer<'_> {
         let mut regs = Vec::with_capacity(a.len());
         for (&x, &y) in a.iter().zip(&b) {
             let (x, y) = if widen {
-                (self.to_i64(x), self.to_i64(y))
+                (self.widened_to_i64(x), self.widened_to_i64(y))
             } else {
                 (x, y)
             };
@@ -159,7 +159,7 @@ impl Lowerer<'_> {
 
     /// `r` as an `i64`: itself where it is one, else sign-extended (pointer offsets are
     /// signed).
-    fn to_i64(&mut self, r: Reg) -> Reg {
+    fn widened_to_i64(&mut self, r: Reg) -> Reg {
         match self.regs[r].ty {
             ScalarType::I64 => r,
             _ => self.set(ScalarType::I64, Expr::Cast(r)),
