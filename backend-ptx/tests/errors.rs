@@ -91,6 +91,15 @@ fn invalid_kernels_fail_verification() {
     let err = emit(&k, &sm90()).unwrap_err();
     assert!(matches!(err, PtxError::InvalidKernel(_)), "{err}");
     assert!(err.to_string().contains("4294967296 threads per program"), "{err}");
+    // Producer warps count: the message adds them up as the check does.
+    let mut k = kernel("specialized").finish();
+    (k.num_warps, k.producer_warps) = (1 << 20, 4);
+    let err = emit(&k, &sm90()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("1048576 warps and 4 producer warps of 32 threads make 33554560 threads per program"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -322,14 +322,14 @@ pub enum SpirvError {
         message: String,
     },
     /// naga rejected the generated module: a bug in this backend.
-    #[error("internal error: the generated module for `{kernel}` fails validation: {message}\n{wgsl_or_debug_dump}")]
+    #[error("internal error: the generated module for `{kernel}` fails validation: {message}\n{module_dump}")]
     Validation {
         /// The kernel's name.
         kernel: String,
         /// naga's validation error, with its causes and labels.
         message: String,
         /// The rejected module, in its `Debug` form.
-        wgsl_or_debug_dump: String,
+        module_dump: String,
     },
     /// naga's SPIR-V writer failed.
     #[error("writing SPIR-V failed: {0}")]

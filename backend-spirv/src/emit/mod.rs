@@ -92,7 +92,7 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
             return Err(SpirvError::Validation {
                 kernel: kernel.name.clone(),
                 message,
-                wgsl_or_debug_dump: format!("{module:#?}"),
+                module_dump: format!("{module:#?}"),
             });
         }
     };

@@ -16,11 +16,15 @@ pub fn verify(kernel: &ThreadKernel) -> Result<(), String> {
         ));
     }
     if kernel.threads() > super::MAX_THREADS {
+        let producers = match kernel.producer_warps {
+            0 => String::new(),
+            p => format!(" and {p} producer warps"),
+        };
         return Err(format!(
-            "{} warps of {} threads make {} threads per program; at most {} are allowed",
+            "{} warps{producers} of {} threads make {} threads per program; at most {} are allowed",
             kernel.num_warps,
             kernel.warp_size,
-            kernel.num_warps as u64 * kernel.warp_size as u64,
+            (kernel.num_warps as u64 + kernel.producer_warps as u64) * kernel.warp_size as u64,
             super::MAX_THREADS
         ));
     }
@@ -378,16 +382,7 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             }
             let elem = memory_elem(k, *mem)?;
             for &d in dsts {
-                want(
-                    k,
-                    d,
-                    if elem == ScalarType::Bool {
-                        ScalarType::Bool
-                    } else {
-                        elem
-                    },
-                    "element",
-                )?;
+                want(k, d, elem, "element")?;
             }
             int_index(k, *index)?;
             pred(k, p)
