@@ -29,6 +29,66 @@ fn op_conformance_matrix() {
     assert_eq!(matrix.failures(), 0, "cases failed (see the report above)");
 }
 
+/// Pointers into one buffer compare by their offsets, as Triton's pointers compare by
+/// address: all six comparisons of `x + i` against `x + n` and against `x + (i + 3) / 2`
+/// (a pointer advanced by an `i64` offset, so that one side's offsets are 64-bit), and a
+/// mask `x + i < x + n` guarding a load and a store, across several programs at a ragged
+/// `n`: on every device equal to the CPU's comparisons of the offsets.
+#[test]
+fn pointer_comparisons_on_every_device() {
+    use rutile::{CpuDevice, DeviceExt, Kernel, LaunchConfig, ScalarType};
+    const BLOCK: i32 = 128;
+    let (_turn, gpus) = devices();
+    let cpu: Arc<dyn Device> = Arc::new(CpuDevice::new());
+    let kernel = Kernel::build("pointer_compares", |k| {
+        let x = k.arg_ptr("x", ScalarType::F32);
+        let flags = k.arg_ptr("flags", ScalarType::I32);
+        let y = k.arg_ptr("y", ScalarType::F32);
+        let n = k.arg_i32("n");
+        let i = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
+        let (p, end) = (x + i, x + n);
+        let half = x + ((i + 3) / 2).to(ScalarType::I64);
+        let mask = p.lt(end);
+        k.store_masked(y + i, k.load_masked(p, mask, 0.0) + 1.0, mask);
+        let cmps = [p.lt(end), p.le(half), p.gt(end), p.ge(half), p.eq(half), p.ne(end)];
+        for (slot, c) in cmps.into_iter().enumerate() {
+            k.store(flags + (i * 6 + slot as i32), k.where_(c, 1, 0));
+        }
+    })
+    .unwrap();
+    let (programs, n) = (3usize, 301usize);
+    let len = programs * BLOCK as usize;
+    let x: Vec<f32> = (0..len).map(|j| j as f32 * 0.5 - 7.0).collect();
+    let want_flags: Vec<i32> = (0..len as i64)
+        .flat_map(|j| {
+            let (end, half) = (n as i64, (j + 3) / 2);
+            [j < end, j <= half, j > end, j >= half, j == half, j != end].map(i32::from)
+        })
+        .collect();
+    let want_y: Vec<f32> = (0..len).map(|j| if j < n { x[j] + 1.0 } else { -2.0 }).collect();
+    for d in std::iter::once(&cpu).chain(&gpus) {
+        let d = d.as_ref();
+        let xb = d.upload(&x).unwrap();
+        let fb = d.upload(&vec![-1i32; 6 * len]).unwrap();
+        let yb = d.upload(&vec![-2.0f32; len]).unwrap();
+        let args = [(&xb).into(), (&fb).into(), (&yb).into(), (n as i32).into()];
+        d.launch(&kernel, &LaunchConfig::grid1(programs as u32), &args)
+            .unwrap_or_else(|e| panic!("{}: {e}", d.id()));
+        let (flags, y) = (d.download::<i32>(&fb).unwrap(), d.download::<f32>(&yb).unwrap());
+        if let Some(j) = (0..want_flags.len()).find(|&j| flags[j] != want_flags[j]) {
+            panic!(
+                "{}: element {} comparison {}: {} where {}",
+                d.id(),
+                j / 6,
+                j % 6,
+                flags[j],
+                want_flags[j]
+            );
+        }
+        assert_eq!(y, want_y, "{}: the masked copy", d.id());
+    }
+}
+
 /// Both halves of 32-bit products where a kernel takes both of the same operands, as
 /// Philox does (`umulhi(a, b)` and `a * b`, which the backends compute as one 64-bit
 /// product: `rutile_ir::thread::product_pairs`), the high half first and the low half
