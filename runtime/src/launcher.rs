@@ -74,14 +74,15 @@ impl<'d, D: Device + ?Sized> Launcher<'d, D> {
         if let Some(c) = self
             .compiled
             .lock()
-            .unwrap()
+            .unwrap_or_else(|e| e.into_inner())
             .iter()
             .find(|c| crate::launch::specialized_for(&c.specialization, args))
         {
             return Ok(c.clone());
         }
         let compiled = self.device.compile_for(&self.kernel, &self.config, args)?;
-        self.compiled.lock().unwrap().push(compiled.clone());
+        // (A panic elsewhere while the list was held leaves it whole: each push is one step.)
+        self.compiled.lock().unwrap_or_else(|e| e.into_inner()).push(compiled.clone());
         Ok(compiled)
     }
 
