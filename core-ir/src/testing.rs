@@ -215,8 +215,8 @@ fn tile_2d<'b>(
 
 /// A random well-typed kernel (for fuzzing): parameters `a: *f32, b: *i32, c: *f16, n: i32,
 /// x: f32`, over a grid of programs of one block each; values of one block shape in three
-/// pools (i32 offsets, f32 data, masks), masked loads and stores in bounds, reductions,
-/// loops and branches, and 2-D tiles of the same elements (broadcasts of row and column
+/// pools (i32 offsets, f32 data, masks: comparisons of values and of pointers), masked
+/// loads and stores in bounds, reductions, loops and branches, and 2-D tiles of the same elements (broadcasts of row and column
 /// reductions) stored to `c`.
 pub fn random_kernel(seed: u64) -> Result<Kernel, crate::BuildError> {
     random_kernel_steps(seed, usize::MAX)
@@ -257,7 +257,9 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
                 3 => floats.push(f / (g.abs() + 1.0)),
                 4 => ints.push((j * 3 + 1) % 7),
                 5 => ints.push(j.minimum(offs) & 1023),
-                6 => masks.push(f.lt(g) | m),
+                // A comparison of values, or of pointers into one buffer (by offset).
+                6 if rng.below(2) == 0 => masks.push(f.lt(g) | m),
+                6 => masks.push((a + j).le(a + offs) | m),
                 7 => floats.push(j.to(F32) + f.sum(0)),
                 8 => k.store_masked(a + offs, f, m & mask),
                 9 => {

@@ -82,7 +82,10 @@ impl<'d, D: Device + ?Sized> Launcher<'d, D> {
         }
         let compiled = self.device.compile_for(&self.kernel, &self.config, args)?;
         // (A panic elsewhere while the list was held leaves it whole: each push is one step.)
-        self.compiled.lock().unwrap_or_else(|e| e.into_inner()).push(compiled.clone());
+        self.compiled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(compiled.clone());
         Ok(compiled)
     }
 
