@@ -120,7 +120,14 @@ fn pointers_into_one_buffer_compare_by_offset() {
         let cols = k.arange(0, B);
         let (p, end, shifted) = (x + cols, x + n, x + (cols + 3) / 2);
         let mask = p.lt(end);
-        k.store_masked(y + cols, k.load_masked(p, mask, 0.0) * 2.0, mask);
+        // A scalar comparison too, as a branch's condition: uniform, so every thread takes
+        // the same side.
+        let scale = k.if_else(
+            end.gt(x + 100),
+            || vec![k.full(&[], 2.0, F32)],
+            || vec![k.full(&[], -3.0, F32)],
+        );
+        k.store_masked(y + cols, k.load_masked(p, mask, 0.0) * scale[0], mask);
         for (i, op) in [CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge, CmpOp::Eq, CmpOp::Ne]
             .into_iter()
             .enumerate()
