@@ -99,7 +99,7 @@ fn csv_is_well_formed_and_reads_back() {
     assert_eq!(
         rows,
         [
-            "N,rutile; fake (cuda),baseline",
+            "N,\"rutile, fake (cuda)\",baseline",
             "1000,8000.00,4000.00",
             "3000,8000.00,",
             "1000000,8000.00,4000.00",
@@ -122,6 +122,21 @@ fn csv_is_well_formed_and_reads_back() {
         short_row.contains("line 2") && short_row.contains("expected 3 fields"),
         "{short_row}"
     );
+    // Names with quotes and semicolons read back as written; an unquoted one written before
+    // names were quoted has its semicolons read as commas.
+    let odd = Benchmark::new("t", "x", [1.0])
+        .line("say \"hi\"; then, go", |_| Ok(stats(1.0)))
+        .line("plain", |_| Ok(stats(2.0)))
+        .run();
+    let back = odd.read_csv(&odd.csv()).unwrap();
+    assert_eq!(back.lines[0].name, "say \"hi\"; then, go");
+    assert_eq!(back.lines[1].name, "plain");
+    assert_eq!(back.lines[1].value(0), Some(2.0));
+    assert_eq!(
+        report.read_csv("N,old; name\n1,2\n").unwrap().lines[0].name,
+        "old, name"
+    );
+    assert!(report.read_csv("N,\"open\n1,2\n").unwrap_err().contains("not closed"));
     let not_a_number = report.read_csv("N,a\n1,fast\n").unwrap_err();
     assert!(not_a_number.contains("`fast`"), "{not_a_number}");
     assert!(report.read_csv("").is_err());

@@ -290,10 +290,56 @@ impl Series {
     }
 }
 
-/// Names go in CSV headers with their commas as semicolons (a line named
-/// `rutile, H100 (cuda)` would otherwise split a column).
+/// A name as a CSV header field: as it is where it has no `,`, `;` or `"`; else quoted
+/// (RFC 4180: in double quotes, a quote doubled), so that a line named
+/// `rutile, H100 (cuda)` keeps one column and reads back as it was written.
 fn csv_name(name: &str) -> String {
-    name.replace(',', ";")
+    if name.contains([',', ';', '"']) {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    } else {
+        name.to_string()
+    }
+}
+
+/// The names of a CSV header line after its first field, [`csv_name`]'s inverse: a quoted
+/// field as written in it; an unquoted one with its semicolons as commas (how names with
+/// commas were written before they were quoted).
+fn csv_header_names(header: &str) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    let mut chars = header.chars().peekable();
+    loop {
+        let mut field = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next() {
+                    Some('"') if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        field.push('"');
+                    }
+                    Some('"') => break,
+                    Some(c) => field.push(c),
+                    None => return Err(format!("CSV header: a quoted name is not closed: `{header}`")),
+                }
+            }
+            if !matches!(chars.peek(), None | Some(',')) {
+                return Err(format!("CSV header: text after a quoted name: `{header}`"));
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                field.push(if c == ';' { ',' } else { c });
+                chars.next();
+            }
+        }
+        names.push(field);
+        if chars.next().is_none() {
+            break;
+        }
+    }
+    Ok(names.split_off(1))
 }
 
 /// An x value as the tables print it: whole numbers without a fraction.
@@ -347,11 +393,10 @@ impl Report {
         let header = rows.next().ok_or("empty CSV: expected a header line")?;
         let mut report = Report {
             x_values: Vec::new(),
-            lines: header
-                .split(',')
-                .skip(1)
+            lines: csv_header_names(header)?
+                .into_iter()
                 .map(|name| Series {
-                    name: name.replace(';', ","),
+                    name,
                     points: Vec::new(),
                     stats: Vec::new(),
                 })
