@@ -209,6 +209,12 @@ pub fn attention_with(dev: &dyn Device, p: Problem, seed: u64, configs: Vec<Conf
         (&want_out[o..o + per_out], &want_m[m..m + per_m])
     })?;
     let tflops = p.flops() / (time_ms * 1e-3) / 1e12;
+    // Below 1, three significant digits: a software device's rate is thousandths of one.
+    let tflops = if tflops >= 1.0 || tflops == 0.0 {
+        format!("{tflops:.1}")
+    } else {
+        format!("{tflops:.*}", (2 - tflops.log10().floor() as i32).clamp(1, 9) as usize)
+    };
     Ok(Outcome {
         tutorial: "attention forward".into(),
         size: p.to_string(),
@@ -217,7 +223,7 @@ pub fn attention_with(dev: &dyn Device, p: Problem, seed: u64, configs: Vec<Conf
         tolerance: 4e-3,
         time_ms,
         detail: Some(format!(
-            "{tflops:.1} TFLOPS; autotuned{}: {}",
+            "{tflops} TFLOPS; autotuned{}: {}",
             if choice.from_file { " (cached)" } else { "" },
             choice.config
         )),
