@@ -322,7 +322,7 @@ pub fn matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
 /// 16, and NVIDIA's Vulkan driver gives the program 128 registers a thread instead of 251 to
 /// 255; 16-wide K steps halve the operand tiles, so that two stages of them fit the 48 KiB
 /// of workgroup memory the driver gives. At 32-wide steps they fit once: each step then stores its operands
-/// only once every warp has read the last ones (two barriers a step, `pipeline.rs`), and
+/// only once every warp has read the last ones (two barriers a step, `lower/pipeline/`), and
 /// one set of prefetch registers leaves room in the registers (the 8-warp block at 248 a
 /// thread where two sets took 255). On an H200 at 4096³ the autotuner chose 128 x 256 x 32
 /// on 8 warps with one prefetch set (`docs/performance.md`).

@@ -1,4 +1,4 @@
-//! The refill of a loop's own copies (`lower/pipeline.rs`, `Target::refill_after_read`):
+//! The refill of a loop's own copies (`lower/pipeline/`, `Target::refill_after_read`):
 //! the copies of a later iteration go out after the first instruction that computes with
 //! what a thread read back from its slots, never after a mere view of it (`expand_dims`,
 //! whose registers are the read's and which emits nothing), so that they cannot overtake

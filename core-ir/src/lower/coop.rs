@@ -20,12 +20,12 @@
 //! carried value still carries it in matrices.
 //!
 //! The operands are read from shared memory in [`coop_tile`]s (padded rows, no swizzle):
-//! filled, in a `for` loop, by the pipeline of `pipeline.rs` (Vulkan has no asynchronous
-//! copy: each iteration stores the operands it loaded into registers one iteration earlier
-//! into one of two stages, or the one that fits, and loads the next iteration's before its
-//! multiply-adds, so that their latency hides behind them), or here, from registers. Each K
-//! step of the matrix shape, a warp loads its B tiles, then one A tile at a time, each used
-//! at once by its row of multiply-adds.
+//! filled, in a `for` loop, by the pipeline of `pipeline/prefetch.rs` (Vulkan has no
+//! asynchronous copy: each iteration stores the operands it loaded into registers one
+//! iteration earlier into one of two stages, or the one that fits, and loads the next
+//! iteration's before its multiply-adds, so that their latency hides behind them), or here,
+//! from registers. Each K step of the matrix shape, a warp loads its B tiles, then one A
+//! tile at a time, each used at once by its row of multiply-adds.
 
 use super::mma::{fastest_dim, SharedOperand};
 use super::{LVal, LowerError, Lowerer};

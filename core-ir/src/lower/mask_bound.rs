@@ -6,8 +6,8 @@
 //! `offs_k < K - k * BLOCK_K`, or a walk's `start_n + offs_n < N_CTX`. Such a mask is true
 //! in every element exactly when the end of the range is within the bound: one comparison
 //! of scalars, which every thread of the program computes alike. The pipeline through
-//! registers uses it (`pipeline.rs`, `control.rs`) to load a whole iteration's operands
-//! without a predicate a vector wherever it holds.
+//! registers uses it (`pipeline/prefetch.rs`, `control.rs`) to load a whole iteration's
+//! operands without a predicate a vector wherever it holds.
 
 use super::{LowerError, Lowerer};
 use crate::ir::{BinaryOp, CmpOp, Literal, Op, ValueDef, ValueId};

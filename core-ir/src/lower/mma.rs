@@ -25,8 +25,8 @@
 //! `2 (l % 4)`, `+1`: f32 element `l % 4` of row `l / 4`, which is where a tf32 fragment
 //! wants it. `.trans` would split f32 values, so an f32 operand stored contiguous along its
 //! outer dimension is read with one 32-bit shared load per fragment element instead. The
-//! tile is filled either by the `cp.async` pipeline of an enclosing loop (`pipeline.rs`), or
-//! here, from registers.
+//! tile is filled either by the `cp.async` pipeline of an enclosing loop
+//! (`pipeline/copies.rs`), or here, from registers.
 
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, CacheModifier, DotPrecision, Inst, Op, ValueId};

@@ -333,7 +333,7 @@ pub(crate) struct Lowerer<'k> {
     /// `pipeline`; off where those copies do not fit shared memory).
     own_copies_allowed: bool,
     /// Whether the register pipeline's prefetches are lowered unpredicated: in the trips of
-    /// a loop that run only where all their predicates hold (`pipeline.rs`).
+    /// a loop that run only where all their predicates hold (`pipeline/prefetch.rs`).
     unmasked_prefetch: bool,
     /// The first thread of those that issue TMA copies: 0, or the producer warpgroup's
     /// first while its side of a warp-specialized loop is lowered (see `specialize`).

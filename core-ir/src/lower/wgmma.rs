@@ -140,7 +140,7 @@ impl Lowerer<'_> {
         } else {
             self.ensure(acc, layout)?
         };
-        // In flight across the loop's back edge (`pipeline::wgmma_in_flight`), the MMAs
+        // In flight across the loop's back edge (`Lowerer::wgmma_in_flight`, `pipeline/in_flight.rs`), the MMAs
         // update the carried registers in place (the loop's yield then copies nothing; an
         // accumulator computed from them is moved in first); otherwise `acc` stays
         // untouched. Not where A was staged here: its buffer is written again next time.
