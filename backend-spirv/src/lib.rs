@@ -7,7 +7,7 @@
 //!                              └─ wgsl()               ─▶ WGSL text (for reading)
 //! ```
 //!
-//! [`emit`] translates a [`ThreadKernel`] into one compute entry point, checks it with naga's
+//! [`emit()`](fn@emit) translates a [`ThreadKernel`] into one compute entry point, checks it with naga's
 //! validator, and returns a [`SpirvKernel`] from which [`SpirvKernel::spirv_words`] and
 //! [`SpirvKernel::wgsl`] write the two text forms. A validation failure is a bug in this crate
 //! (or in the lowering that made the kernel) and comes back as [`SpirvError::Validation`] with
@@ -299,7 +299,7 @@ pub fn print_words(t: ScalarType) -> usize {
     }
 }
 
-/// Errors of [`emit`] and of writing a module.
+/// Errors of [`emit()`](fn@emit) and of writing a module.
 #[derive(Debug, thiserror::Error)]
 pub enum SpirvError {
     /// The kernel needs a feature the target lacks, or something this backend cannot express.

@@ -284,7 +284,7 @@ impl Scan {
                         _ => false,
                     };
                     if !ok && err.is_none() {
-                        *err = Some(atomic_unsupported(k, t, ty, op.name()));
+                        *err = Some(atomic_unsupported(k, ty, op.name()));
                     }
                 }
                 Stmt::AtomicCas {
@@ -302,7 +302,7 @@ impl Scan {
                     self.atomic[*param as usize] = true;
                     let ty = k.reg_type(*value);
                     if !matches!(ty, ScalarType::I32 | ScalarType::U32 | ScalarType::F32) && err.is_none() {
-                        *err = Some(atomic_unsupported(k, t, ty, "atomic_cas"));
+                        *err = Some(atomic_unsupported(k, ty, "atomic_cas"));
                     }
                 }
                 Stmt::CoopLoad { index, .. } | Stmt::CoopStore { index, .. } => {
@@ -422,7 +422,7 @@ impl RegUses {
     }
 }
 
-pub(super) fn atomic_unsupported(k: &ThreadKernel, _t: &SpirvTarget, ty: ScalarType, op: &str) -> SpirvError {
+pub(super) fn atomic_unsupported(k: &ThreadKernel, ty: ScalarType, op: &str) -> SpirvError {
     let detail = if ty.bits() == 64 {
         format!("`{op}` on {ty}: 64-bit atomics are not supported by this backend")
     } else {

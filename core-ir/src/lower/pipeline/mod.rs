@@ -99,9 +99,9 @@
 //! ```
 //!
 //! A load is pipelined when all of this holds; otherwise it stays a load in registers and the
-//! `dot` stages it itself (`mma.rs`, `coop.rs`). Each access must move 4, 8 or 16 bytes (what `cp.async`
-//! copies: 2 to 8 16-bit values, 1 to 4 f32 ones of a tf32 `dot`): a ragged K whose mask the
-//! analysis cannot prove constant over a vector falls back.
+//! `dot` stages it itself (`mma.rs`, `coop.rs`). Each access must move 4, 8 or 16 bytes
+//! (what `cp.async` copies: 2 to 8 16-bit values, 1 to 4 f32 ones of a tf32 `dot`): a
+//! ragged K whose mask the analysis cannot prove constant over a vector falls back.
 //!
 //! The files, in the order of a loop's lowering: `plan.rs` decides the pipeline before the
 //! loop (with `dot_operands.rs`, `own_copies.rs`, `slice.rs` and `in_flight.rs`, which say

@@ -46,6 +46,8 @@ pub(crate) struct PipelinePlan {
     pub(crate) refill_after_read: bool,
 }
 
+/// One load of a loop that the pipeline issues ahead: what it reads, where its stages go,
+/// and how it is copied.
 pub(crate) struct PipelinedLoad {
     /// The load instruction and its result.
     pub inst: InstId,
@@ -133,8 +135,8 @@ impl Lowerer<'_> {
         let mut carried: Vec<usize> = carried.into_iter().collect();
         carried.sort_unstable();
         if let ValueDef::RegionArg { inst: loop_inst, .. } = self.k.values[region.args[0]].def {
-            for i in 0..loads.len() {
-                loads[i].tma = self.tma_plan(loop_inst, &loads[i]);
+            for load in &mut loads {
+                load.tma = self.tma_plan(loop_inst, load);
             }
         }
         // Through registers, two stages in shared memory where they fit, else one (whose
