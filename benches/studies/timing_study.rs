@@ -421,7 +421,7 @@ fn immediates_or_uniform(index: usize, rng: &mut Rng) -> rutile::Result<()> {
             Some(index),
             rutile::WgpuOptions {
                 immediates,
-                ..rutile::WgpuOptions::from_env()
+                ..rutile::WgpuOptions::from_env().unwrap()
             },
         )?;
         let flush = CacheFlush::new(&dev, FlushMode::Copy)?;

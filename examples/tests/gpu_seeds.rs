@@ -536,7 +536,7 @@ fn gpu_softmax_with_and_without_read_only_buffers() {
                 } else {
                     rutile::ReadOnlyBuffers::None
                 },
-                ..rutile::WgpuOptions::from_env()
+                ..rutile::WgpuOptions::from_env().unwrap()
             };
             let d = rutile::WgpuGpu::open_with(Some(i), options).unwrap();
             for (rows, cols) in [(17usize, 781usize), (5, 1025)] {
@@ -572,7 +572,7 @@ fn gpu_scalar_arguments_in_immediates_and_uniform_buffers() {
         .map(|i| {
             let options = rutile::WgpuOptions {
                 immediates: true,
-                ..rutile::WgpuOptions::from_env()
+                ..rutile::WgpuOptions::from_env().unwrap()
             };
             Arc::new(rutile::WgpuGpu::open_with(Some(i), options).unwrap()) as Arc<dyn Device>
         })

@@ -7,9 +7,9 @@ pub mod cuda;
 pub mod vulkan;
 mod vulkan_print;
 
-/// Whether on/off switch `name` leaves a feature on (`1`, or unset): the CUDA runtime's
-/// switches, and `RUTILE_WIDE_PRODUCTS` and `RUTILE_MASKS_BY_RUNS`, which both backends
-/// read. A value other than `0` or `1` is an error (see [`parse_switch`]).
+/// Whether on/off switch `name` leaves a feature on (`1`, or unset): every on/off switch
+/// of both backends is read through this or [`env_opt_in`], so that a value other than `0`
+/// or `1` is an error (see [`parse_switch`]).
 pub(crate) fn env_flag(name: &'static str) -> Result<bool> {
     Ok(env_switch(name)?.unwrap_or(true))
 }

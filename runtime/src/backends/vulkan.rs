@@ -83,19 +83,20 @@ pub struct WgpuOptions {
 }
 
 impl WgpuOptions {
-    /// The defaults, with `RUTILE_VULKAN_IMMEDIATES=1` turning immediates on and
-    /// cooperative matrices on unless `RUTILE_COOP_MATRIX=0`.
-    pub fn from_env() -> WgpuOptions {
-        WgpuOptions {
-            immediates: std::env::var("RUTILE_VULKAN_IMMEDIATES").as_deref() == Ok("1"),
-            cooperative_matrix: std::env::var("RUTILE_COOP_MATRIX").as_deref() != Ok("0"),
-            packed_f16: std::env::var("RUTILE_VULKAN_PACKED_F16").as_deref() != Ok("0"),
+    /// The defaults, as the environment's on/off switches set them (each field says which):
+    /// each takes `0` or `1`, and any other value is an [`Error::Environment`] naming it, as
+    /// the CUDA runtime's switches are.
+    pub fn from_env() -> Result<WgpuOptions> {
+        use super::{env_flag, env_opt_in};
+        Ok(WgpuOptions {
+            immediates: env_opt_in("RUTILE_VULKAN_IMMEDIATES")?,
+            cooperative_matrix: env_flag("RUTILE_COOP_MATRIX")?,
+            packed_f16: env_flag("RUTILE_VULKAN_PACKED_F16")?,
             read_only: ReadOnlyBuffers::parse(std::env::var("RUTILE_VULKAN_READ_ONLY").ok().as_deref()),
-            coop_scale: std::env::var("RUTILE_COOP_SCALE").as_deref() != Ok("0"),
-            coop_load_fences: std::env::var("RUTILE_COOP_LOAD_FENCE").as_deref() == Ok("1"),
-            // (A value other than 0 or 1 is refused by `WgpuGpu::open`.)
-            wide_products: super::env_switch("RUTILE_WIDE_PRODUCTS").ok().flatten().unwrap_or(true),
-        }
+            coop_scale: env_flag("RUTILE_COOP_SCALE")?,
+            coop_load_fences: env_opt_in("RUTILE_COOP_LOAD_FENCE")?,
+            wide_products: env_flag("RUTILE_WIDE_PRODUCTS")?,
+        })
     }
 }
 
@@ -180,10 +181,7 @@ impl WgpuGpu {
     /// Opens wgpu adapter `index` (as [`crate::vulkan::adapters`] lists them), or the best one,
     /// with [`WgpuOptions::from_env`].
     pub fn open(index: Option<usize>) -> Result<WgpuGpu> {
-        // (`from_env` takes a value of `RUTILE_WIDE_PRODUCTS` other than 0 or 1 for its
-        // default; opening refuses it, as the CUDA runtime does.)
-        super::env_switch("RUTILE_WIDE_PRODUCTS")?;
-        WgpuGpu::open_with(index, WgpuOptions::from_env())
+        WgpuGpu::open_with(index, WgpuOptions::from_env()?)
     }
 
     /// Like [`Self::open`], with `options`.
