@@ -416,14 +416,6 @@ pub(crate) fn check_args(kernel: &Kernel, args: &[Arg<'_>], device: u64) -> Resu
         )));
     }
     for (i, (p, a)) in kernel.params.iter().zip(args).enumerate() {
-        // No `Arg` carries a 16-bit float: say so, and what to do, rather than ask for one.
-        if let Elem::Scalar(s @ (ScalarType::F16 | ScalarType::BF16)) = p.ty.elem {
-            return Err(err(format!(
-                "argument {i} (`{}`): a {s} scalar parameter cannot be passed at launch (arguments \
-                 carry 32- and 64-bit floats); declare it f32 and convert it in the kernel",
-                p.name
-            )));
-        }
         let ok = match (p.ty.elem, a) {
             (Elem::Ptr(pointee), Arg::Buffer(b)) => {
                 if b.device != device {
@@ -437,6 +429,14 @@ pub(crate) fn check_args(kernel: &Kernel, args: &[Arg<'_>], device: u64) -> Resu
             (Elem::Scalar(s), a) => a.scalar_type() == Some(s),
             _ => false,
         };
+        // No `Arg` carries a 16-bit float: say so, and what to do, rather than ask for one.
+        if let (false, Elem::Scalar(s @ (ScalarType::F16 | ScalarType::BF16))) = (ok, p.ty.elem) {
+            return Err(err(format!(
+                "argument {i} (`{}`): a {s} scalar parameter cannot be passed at launch (arguments \
+                 carry 32- and 64-bit floats); declare it f32 and convert it in the kernel",
+                p.name
+            )));
+        }
         if !ok {
             return Err(err(format!(
                 "argument {i} (`{}`): expected {}, got {}",

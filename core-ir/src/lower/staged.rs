@@ -339,11 +339,10 @@ impl Lowerer<'_> {
     /// not handed back (a `dot` after the loop never lowered), the producer would wait for
     /// them forever: an internal error rather than a kernel that hangs.
     pub(crate) fn staged_all_released(&self) -> Result<(), LowerError> {
-        match &self.staged_after {
-            Some(s) if !s.after.is_empty() => {
-                Err(self.internal("the staged operands of dots after a loop are never handed back"))
-            }
-            _ => Ok(()),
+        // (Held only while some of those `dot`s are still to be lowered.)
+        match self.staged_after {
+            Some(_) => Err(self.internal("the staged operands of dots after a loop are never handed back")),
+            None => Ok(()),
         }
     }
 
