@@ -1,4 +1,5 @@
-//! Scans, reductions with a combine, `sort`, `gather` and `histogram`, lowered for NVIDIA
+//! Scans, reductions with a combine, `sort`, `gather`, `histogram` and the standard
+//! library's compositions (`flip`, `xor_sum`, `softmax`, `swizzle2d`), lowered for NVIDIA
 //! targets of 1 to 8 warps: their PTX must pass `ptxas` for sm_80 and sm_90. What they
 //! compute is checked in the SIMT simulator (`rutile-ir`'s `tests/scans.rs`) and on devices
 //! (the conformance matrix).
@@ -134,4 +135,31 @@ fn sorts_gathers_and_histograms_assemble() {
             }
         }
     }
+}
+
+/// The standard library's compositions (`flip`, `xor_sum`, `softmax`, `swizzle2d`) along
+/// each axis of 1-D and 2-D blocks assemble for sm_80 and sm_90.
+#[test]
+fn standard_library_compositions_assemble() {
+    for (rows, cols, axes) in [(0u32, 256u32, vec![0u32]), (16, 32, vec![0, 1])] {
+        for axis in axes {
+            let at = format!("{rows}x{cols} axis {axis}");
+            for elem in [F32, F16, I32] {
+                assemble(
+                    &format!("flip {elem} {at}"),
+                    &kernel("flip", elem, rows, cols, |_, v| v.flip(axis)),
+                );
+            }
+            let xor = kernel("xor_sum", I32, rows, cols, |_, v| v.xor_sum(axis, false));
+            assemble(&format!("xor_sum {at}"), &xor);
+            let softmax = kernel("softmax", F32, rows, cols, |_, v| v.softmax(axis, false));
+            assemble(&format!("softmax {at}"), &softmax);
+        }
+    }
+    let swizzle = kernel("swizzle2d", I32, 16, 32, |k, v| {
+        let (i, j) = (k.arange(0, 16).expand_dims(1), k.arange(0, 32).expand_dims(0));
+        let (new_i, new_j) = k.swizzle2d(i, j, 16, 32, (v & 7) + 1);
+        new_i * 32 + new_j
+    });
+    assemble("swizzle2d", &swizzle);
 }

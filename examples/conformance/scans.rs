@@ -1,7 +1,8 @@
 //! Cases of the ops along an axis with data from the whole block: `cumsum`, `cumprod` and
 //! `associative_scan` (reversed too), `reduce` with a combine, `sort`, `gather` and
-//! `histogram`, on f32, i32 and f16, 1-D (ragged: a masked load of [`SCAN_LIVE`] of
-//! [`SCAN_BLOCK`] elements) and both axes of 2-D blocks.
+//! `histogram`, and the standard library's `flip`, `xor_sum`, `softmax` and `swizzle2d`, on
+//! f32, i32 and f16, 1-D (ragged: a masked load of [`SCAN_LIVE`] of [`SCAN_BLOCK`]
+//! elements) and both axes of 2-D blocks.
 
 use super::*;
 
@@ -353,6 +354,40 @@ pub(super) fn scan_cases() -> Vec<Case> {
                 n,
                 Rule::Exact,
             ));
+            // Triton's standard library composed of ops: `flip` (a gather by reversed
+            // indices) on every type, `xor_sum` (a reduction with a combine) on integers,
+            // `softmax` on f32 (the 1-D lane ragged: its tail is the -inf fill, as in the
+            // softmax tutorial).
+            let op = format!("flip({})", s.label);
+            let k = block_kernel(&kname(&op, &[t]), s, t, t, 0.0, |_, v| v.flip(axis));
+            let init = generate(t, s.live(), Domain::General, 680 + si as u64);
+            cases.push(block_case(op, t, t, s, k, init, n, Rule::Exact));
+            if t == I32 {
+                let op = format!("xor_sum({})", s.label);
+                let k = block_kernel(&kname(&op, &[t]), s, t, t, 0.0, |_, v| v.xor_sum(axis, false));
+                let init = generate(t, s.live(), Domain::General, 700 + si as u64);
+                cases.push(block_case(op, t, t, s, k, init, out_len, Rule::Exact));
+            }
+            if t == F32 {
+                let op = format!("softmax({})", s.label);
+                let k = block_kernel(&kname(&op, &[t]), s, t, t, f64::NEG_INFINITY, |_, v| {
+                    v.softmax(axis, false)
+                });
+                // A whole block of inputs (the rule reads one per output), of which a 1-D
+                // lane loads the first `SCAN_LIVE`.
+                let mut rng = Rng::new(720 + si as u64);
+                let init = (0..n).map(|_| V::F(rng.range(-4.0, 4.0) as f32 as f64)).collect();
+                cases.push(block_case(
+                    op,
+                    t,
+                    t,
+                    s,
+                    k,
+                    init,
+                    n,
+                    Rule::Float { op: "softmax", arg: 0 },
+                ));
+            }
         }
         // cumprod on short lanes of ±1, ±2, ±1/2 (exact products, also in f16).
         for (si, s) in SHORT_SHAPES.into_iter().enumerate() {
@@ -375,5 +410,17 @@ pub(super) fn scan_cases() -> Vec<Case> {
             .collect();
         cases.push(block_case(op, I32, I32, s, k, init, bins as usize, Rule::Exact));
     }
+    // swizzle2d of every (i, j) of a 16 x 32 block, group sizes 1 to 8 taken from the data
+    // (a block operand): the new indices as one row-major index, exact.
+    let s = SHAPES[1];
+    let op = "swizzle2d(16x32)".to_string();
+    let k = block_kernel(&kname(&op, &[I32]), s, I32, I32, 0.0, |k, v| {
+        let i = k.arange(0, s.rows as i32).expand_dims(1);
+        let j = k.arange(0, s.cols as i32).expand_dims(0);
+        let (new_i, new_j) = k.swizzle2d(i, j, s.rows as i32, s.cols as i32, (v & 7) + 1);
+        new_i * s.cols as i32 + new_j
+    });
+    let init = generate(I32, s.live(), Domain::General, 740);
+    cases.push(block_case(op, I32, I32, s, k, init, s.numel(), Rule::Exact));
     cases
 }

@@ -29,6 +29,7 @@ mod ops;
 mod overload;
 mod random;
 mod scan;
+mod standard;
 
 pub use operand::Operand;
 pub use random::{PHILOX_KEY_A, PHILOX_KEY_B, PHILOX_ROUNDS, PHILOX_ROUND_A, PHILOX_ROUND_B};
