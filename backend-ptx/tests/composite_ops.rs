@@ -1,7 +1,8 @@
 //! Block kernels using the ops that the builder composes from others (Philox random
-//! numbers, `join`, `split`, `interleave`, `cat`, `clamp`) and the math functions `tanh`,
-//! `pow` and `umulhi`, lowered for an NVIDIA target and assembled with ptxas for sm_80
-//! and sm_90 (skipped without ptxas unless `RUTILE_REQUIRE_TOOLS=1`).
+//! numbers, `join`, `split`, `interleave`, `cat`, `clamp`, block pointers and tensor
+//! descriptors) and the math functions `tanh`, `pow` and `umulhi`, lowered for an NVIDIA
+//! target and assembled with ptxas for sm_80 and sm_90 (skipped without ptxas unless
+//! `RUTILE_REQUIRE_TOOLS=1`).
 
 mod support;
 
@@ -102,4 +103,37 @@ fn device_print_calls_vprintf_and_passes_ptxas() {
     let format = "pid (%d, %d, %d) idx (%d, %d) x 100%%: %.9g, %lld, %d, %.9g, %u\n";
     let bytes: Vec<String> = format.bytes().map(|b| b.to_string()).collect();
     assert!(ptx.contains(&bytes.join(", ")), "{ptx}");
+}
+
+/// Block pointers (a window checked on both dimensions, NaN padding, a store checked on
+/// one; advanced by a loop's variable) and tensor descriptors, over a ragged `rows x cols`
+/// tensor, on 1, 4 and 8 warps.
+#[test]
+fn block_pointers_and_tensor_descriptors_pass_ptxas() {
+    use rutile_ir::Padding;
+    for t in [F16, F32, I64] {
+        let kernel = Kernel::build("block_pointers", |k| {
+            let (x, y) = (k.arg_ptr("x", t), k.arg_ptr("y", t));
+            let (rows, cols, stride) = (k.arg_i32("rows"), k.arg_i32("cols"), k.arg_i32("stride"));
+            let pid = k.program_id(0);
+            let at = (pid * 16 - 3, k.scalar(0, I32));
+            let src = k.make_block_ptr(x, (rows, cols), (stride, 1), at, &[16, 64], &[1, 0]);
+            let padding = if t.is_float() { Padding::Nan } else { Padding::Zero };
+            let acc = k.zeros(&[16, 64], t);
+            let sum = k.for_range(0, cols, 64, &[acc], |c, acc| {
+                vec![acc[0] + k.load_block(&src.advance((0, c)), &[0, 1], padding)]
+            });
+            let dst = k.make_block_ptr(y, (rows, cols), (stride, 1), at, &[16, 64], &[1, 0]);
+            k.store_block(&dst, sum[0], &[0]);
+            let dx = k.make_tensor_descriptor(x, (rows, cols), (stride, 1), &[8, 32]);
+            let dy = k.make_tensor_descriptor(y, (rows, cols), (stride, 1), &[8, 32]);
+            dy.store((pid * 8, 64), dx.load((pid * 8, 64)));
+        })
+        .unwrap();
+        for warps in [1, 4, 8] {
+            let lowered = rutile_ir::lower::lower(&kernel, &Target::nvidia(warps, 48 * 1024), &Specialization::none(5))
+                .unwrap_or_else(|e| panic!("{t}, {warps} warps: {e}"));
+            emit_80_90(&lowered);
+        }
+    }
 }

@@ -621,6 +621,7 @@ pub fn cases() -> Vec<Case> {
     all.extend(super::math_cases::math_cases());
     all.extend(super::random_cases::random_cases());
     all.extend(super::join_cases::join_cases());
+    all.extend(super::block_ptr_cases::block_ptr_cases());
     all.extend(super::cluster_cases::cluster_cases());
     all.into_iter().map(mark_known).collect()
 }

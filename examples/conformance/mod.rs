@@ -46,6 +46,7 @@ const BLOCK: i32 = 256;
 /// The ragged length: four programs, the last one partly masked.
 const RAGGED: usize = 1000;
 
+mod block_ptr_cases;
 mod bounds;
 mod cases;
 mod cluster_cases;

@@ -20,6 +20,7 @@
 //! the errors. Ops whose operands came from a failed op fail silently, so one mistake gives
 //! one message.
 
+mod block_ptr;
 mod control;
 mod debug;
 mod join;
@@ -31,6 +32,7 @@ mod random;
 mod scan;
 mod standard;
 
+pub use block_ptr::{BlockPtr, Indices, Padding, TensorDescriptor};
 pub use operand::Operand;
 pub use random::{PHILOX_KEY_A, PHILOX_KEY_B, PHILOX_ROUNDS, PHILOX_ROUND_A, PHILOX_ROUND_B};
 
