@@ -1,4 +1,4 @@
-use crate::{BuildError, DotPrecision, Kernel, ScalarType, Value};
+use crate::{BuildError, DotPrecision, Kernel, Padding, ScalarType, Value};
 
 /// An activation fused into the matmul's epilogue (the tutorial's `ACTIVATION`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -133,6 +133,81 @@ pub fn matmul(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
         let c_ptrs = c_ptr + offs_cm.expand_dims(1) * stride_cm + offs_cn.expand_dims(0) * stride_cn;
         let c_mask = offs_cm.expand_dims(1).lt(m) & offs_cn.expand_dims(0).lt(n);
         k.store_masked(c_ptrs, c, c_mask);
+    })
+}
+
+/// [`matmul`] written with block pointers, as Triton's block-pointer form of the tutorial
+/// (`tl.make_block_ptr` for A and B, advanced along K each iteration, loads checked on both
+/// dimensions with zero padding; C stored through a block pointer checked on both): the same
+/// parameters, grid, ordering and results (bit for bit where the accumulation order is the
+/// same). Where [`matmul`] wraps rows and columns past the edges (`% M`, `% N`) so that its
+/// loads need masks only along K, these mask the edges.
+pub fn matmul_block_ptr(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
+    let MatmulMeta {
+        block_m,
+        block_n,
+        block_k,
+        group_m,
+        activation,
+        input,
+        output,
+        input_precision,
+    } = *meta;
+    let (bm, bn, bk) = (block_m as i32, block_n as i32, block_k as i32);
+    Kernel::build("matmul_kernel_block_ptr", |k| {
+        let a_ptr = k.arg_ptr("a_ptr", input);
+        let b_ptr = k.arg_ptr("b_ptr", input);
+        let c_ptr = k.arg_ptr("c_ptr", output);
+        let (m, n, kk) = (k.arg_i32("M"), k.arg_i32("N"), k.arg_i32("K"));
+        let (stride_am, stride_ak) = (k.arg_i32("stride_am"), k.arg_i32("stride_ak"));
+        let (stride_bk, stride_bn) = (k.arg_i32("stride_bk"), k.arg_i32("stride_bn"));
+        let (stride_cm, stride_cn) = (k.arg_i32("stride_cm"), k.arg_i32("stride_cn"));
+
+        let pid = k.program_id(0);
+        let num_pid_m = k.cdiv(m, bm);
+        let num_pid_n = k.cdiv(n, bn);
+        let num_pid_in_group = num_pid_n * group_m;
+        let group_id = pid / num_pid_in_group;
+        let first_pid_m = group_id * group_m;
+        let group_size_m = (num_pid_m - first_pid_m).minimum(group_m as i32);
+        let pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
+        let pid_n = (pid % num_pid_in_group) / group_size_m;
+
+        let a_block = k.make_block_ptr(
+            a_ptr,
+            (m, kk),
+            (stride_am, stride_ak),
+            (pid_m * bm, 0),
+            &[block_m, block_k],
+            &[1, 0],
+        );
+        let b_block = k.make_block_ptr(
+            b_ptr,
+            (kk, n),
+            (stride_bk, stride_bn),
+            (0, pid_n * bn),
+            &[block_k, block_n],
+            &[1, 0],
+        );
+        let acc = k.zeros(&[block_m, block_n], ScalarType::F32);
+        let out = k.for_range(0, kk, bk, &[acc], |k_off, carried| {
+            let a = k.load_block(&a_block.advance((0, k_off)), &[0, 1], Padding::Zero);
+            let b = k.load_block(&b_block.advance((k_off, 0)), &[0, 1], Padding::Zero);
+            vec![k.dot_with(a, b, carried[0], input_precision)]
+        });
+        let mut acc = out[0];
+        if let Some(act) = activation {
+            acc = act.apply(acc);
+        }
+        let c_block = k.make_block_ptr(
+            c_ptr,
+            (m, n),
+            (stride_cm, stride_cn),
+            (pid_m * bm, pid_n * bn),
+            &[block_m, block_n],
+            &[1, 0],
+        );
+        k.store_block(&c_block, acc.to(output), &[0, 1]);
     })
 }
 

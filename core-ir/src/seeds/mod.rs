@@ -27,7 +27,8 @@ pub use long_rows::{
     fits_one_block, layer_norm_cluster, layer_norm_long, softmax_long, LongRowMeta, ONE_BLOCK_BYTES, WALK_STAGES,
 };
 pub use matmul::{
-    matmul, matmul_grid, matmul_row_major_args, Activation, MatmulMeta, MATMUL_CONFIGS, SEED_MATMUL_CONFIGS,
+    matmul, matmul_block_ptr, matmul_grid, matmul_row_major_args, Activation, MatmulMeta, MATMUL_CONFIGS,
+    SEED_MATMUL_CONFIGS,
 };
 pub use naive_softmax::{naive_softmax_elementwise_grid, NaiveSoftmax, NAIVE_SOFTMAX_ELEMENTWISE_BLOCK};
 pub use softmax::{
