@@ -120,7 +120,7 @@ fn main() -> rutile::Result<()> {
                         continue;
                     }
                 };
-                if !(err < 1e-2) {
+                if err.is_nan() || err >= 1e-2 {
                     println!("{label} | WRONG: relative error {err:.2e}");
                     continue;
                 }

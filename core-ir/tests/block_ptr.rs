@@ -338,10 +338,7 @@ fn advance_walks_a_loop_over_the_columns() {
         &kernel,
         grid as u32,
         &args,
-        vec![
-            HostBuffer::from_slice(&m.data),
-            HostBuffer::from_slice(&[-1i32; 48]),
-        ],
+        vec![HostBuffer::from_slice(&m.data), HostBuffer::from_slice(&[-1i32; 48])],
     );
     let got = bufs[1].to_vec::<i32>().unwrap();
     for (r, &g) in got.iter().enumerate() {
