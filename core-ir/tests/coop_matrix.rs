@@ -901,3 +901,41 @@ fn a_carried_bound_loads_behind_one_branch() {
         }
     }
 }
+
+/// The matmul written with block pointers masks its operands on both dimensions, `0 <=
+/// offset + arange < bound`, the zero a constant block: its K loop too runs the trips whose
+/// masks all hold first, unpredicated (a constant is as uniform as a scalar bound), and its
+/// results are the plain kernel's bit for bit, ragged or not.
+#[test]
+fn the_block_pointer_k_loop_runs_its_unmasked_trips_first() {
+    let mut rng = Rng::new(61);
+    let two_stages = Target {
+        num_stages: 2,
+        ..target(4)
+    };
+    let meta = MatmulMeta::fp16(64, 64, 32);
+    for shape in [(64, 64, 128), (64, 64, 100), (33, 70, 31), (20, 20, 0)] {
+        let mut c = case(&meta, shape, (false, false), &mut rng);
+        // The plain kernel's results are the block-pointer kernel's in the interpreter.
+        c.kernel = rutile_ir::seeds::matmul_block_ptr(&meta).unwrap();
+        let tk = check(&c, &two_stages, &format!("{shape:?}"));
+        let loops = top_loops(&tk);
+        assert_eq!(loops.len(), 2, "{shape:?}: the unmasked trips, then the others");
+        let predicated = |b: &[Stmt]| {
+            b.iter()
+                .filter(|s| {
+                    matches!(
+                        s,
+                        Stmt::Load {
+                            pred: Some(_),
+                            mem: rutile_ir::thread::Memory::Global { .. },
+                            ..
+                        }
+                    )
+                })
+                .count()
+        };
+        assert!(loops[0].iter().map(global_loads).sum::<usize>() > 0);
+        assert_eq!(predicated(loops[0]), 0, "{shape:?}: unpredicated where the masks hold");
+    }
+}

@@ -17,7 +17,8 @@ use crate::types::ScalarType;
 impl Lowerer<'_> {
     /// A boolean register, the same in every thread of the program, that is true only
     /// where every element of `mask` is: `None` when the mask is not built, through shape
-    /// ops and `&`, from comparisons of an `arange` (or a scalar plus one) with a scalar.
+    /// ops and `&`, from comparisons of an `arange` (or a scalar plus one) with a scalar (or a
+    /// constant).
     /// The scalars it is computed from must have been lowered.
     pub(crate) fn mask_all_true(&mut self, mask: ValueId) -> Result<Option<Reg>, LowerError> {
         let ValueDef::Result { inst, .. } = self.k.values[mask].def else {
@@ -59,7 +60,7 @@ impl Lowerer<'_> {
             (None, Some(s)) => (s, lhs, false),
             _ => return Ok(None),
         };
-        let Some(s) = self.uniform_scalar(scalar) else {
+        let Some(s) = self.uniform_reg(scalar) else {
             return Ok(None);
         };
         let (lo, hi) = (
@@ -70,7 +71,7 @@ impl Lowerer<'_> {
         let (lo, hi) = match span.offset {
             None => (lo, hi),
             Some(offset) => {
-                let Some(o) = self.uniform_scalar(offset) else {
+                let Some(o) = self.uniform_reg(offset) else {
                     return Ok(None);
                 };
                 let lo = self.set(ty, Expr::Binary(BinaryOp::Add, o, lo));
@@ -103,6 +104,32 @@ impl Lowerer<'_> {
         let lval = self.values[uniform_source(self.k, v)?.index()].as_ref()?;
         (lval.regs.len() == 1).then(|| lval.regs[0])
     }
+
+    /// [`Self::uniform_scalar`], or a constant's register where `v` is a block constant
+    /// (through shape ops): the literal of `offs >= 0`, or of `arange + 8`, becomes a block
+    /// of one value when it meets a block, and is as uniform as a scalar.
+    fn uniform_reg(&mut self, v: ValueId) -> Option<Reg> {
+        if let Some(r) = self.uniform_scalar(v) {
+            return Some(r);
+        }
+        let value = constant_literal(self.k, v)?;
+        let ty = self.k.ty(v).scalar_type()?;
+        Some(self.konst(ty, value))
+    }
+}
+
+/// The literal of `v` where it is a constant, perhaps through shape ops and splats.
+fn constant_literal(k: &crate::ir::Kernel, v: ValueId) -> Option<Literal> {
+    let ValueDef::Result { inst, .. } = k.values[v].def else {
+        return None;
+    };
+    match k.insts[inst].op {
+        Op::Constant { value } => Some(value),
+        Op::Splat { value } | Op::Broadcast { value } | Op::ExpandDims { value, .. } | Op::Reshape { value } => {
+            constant_literal(k, value)
+        }
+        _ => None,
+    }
 }
 
 /// The elements of a block `offset + [lo, hi]`: an `arange` through shape ops, perhaps
@@ -134,7 +161,8 @@ fn span(k: &crate::ir::Kernel, v: ValueId) -> Option<Span> {
                 (None, Some(r)) => (r, lhs),
                 _ => return None,
             };
-            (range.offset.is_none() && uniform_source(k, offset).is_some()).then_some(Span {
+            let uniform = uniform_source(k, offset).is_some() || constant_literal(k, offset).is_some();
+            (range.offset.is_none() && uniform).then_some(Span {
                 offset: Some(offset),
                 ..range
             })
