@@ -403,17 +403,44 @@ fn matmul_meta(c: &Config, leaky_relu: bool) -> Result<MatmulMeta> {
     Ok(meta)
 }
 
+/// How the matmul kernel addresses its operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatmulForm {
+    /// The tutorial's pointer blocks ([`seeds::matmul`]).
+    Pointers,
+    /// Block pointers, as Triton's block-pointer tutorial ([`seeds::matmul_block_ptr`]).
+    BlockPointers,
+}
+
 /// The tutorial's matmul of `m x k` by `k x n` with `args` (see
 /// [`seeds::matmul_row_major_args`]), autotuned by `tuner` over its configurations with
 /// `M, N, K` as the key.
 pub fn tuned_matmul(
     dev: &dyn Device,
     tuner: &Autotuner,
-    (m, n, k): (usize, usize, usize),
+    shape: (usize, usize, usize),
     leaky_relu: bool,
     args: &[rutile::Arg<'_>],
 ) -> Result<Tuned> {
-    let build = |c: &Config| Ok(seeds::matmul(&matmul_meta(c, leaky_relu)?)?);
+    tuned_matmul_form(dev, tuner, shape, leaky_relu, MatmulForm::Pointers, args)
+}
+
+/// [`tuned_matmul`] with the kernel of `form`.
+pub fn tuned_matmul_form(
+    dev: &dyn Device,
+    tuner: &Autotuner,
+    (m, n, k): (usize, usize, usize),
+    leaky_relu: bool,
+    form: MatmulForm,
+    args: &[rutile::Arg<'_>],
+) -> Result<Tuned> {
+    let build = |c: &Config| {
+        let meta = matmul_meta(c, leaky_relu)?;
+        Ok(match form {
+            MatmulForm::Pointers => seeds::matmul(&meta)?,
+            MatmulForm::BlockPointers => seeds::matmul_block_ptr(&meta)?,
+        })
+    };
     let grid = |c: &Config| {
         let programs = seeds::matmul_grid(&matmul_meta(c, leaky_relu)?, m as u32, n as u32);
         Ok([programs, 1, 1])
@@ -425,15 +452,33 @@ pub fn tuned_matmul(
 /// autotuned over [`matmul_configs_for`] the device (the choice is kept in the autotuner's
 /// cache file, see `rutile::autotune`).
 pub fn matmul(dev: &dyn Device, m: usize, n: usize, k: usize, leaky_relu: bool, seed: u64) -> Result<Outcome> {
+    matmul_form(dev, (m, n, k), leaky_relu, MatmulForm::Pointers, seed)
+}
+
+/// [`matmul`] with the kernel of `form`: with [`MatmulForm::BlockPointers`], Triton's
+/// block-pointer tutorial (its matmul with `make_block_ptr` and `advance`, the edges
+/// masked by `boundary_check`).
+pub fn matmul_form(
+    dev: &dyn Device,
+    (m, n, k): (usize, usize, usize),
+    leaky_relu: bool,
+    form: MatmulForm,
+    seed: u64,
+) -> Result<Outcome> {
     let mut rng = Rng::new(seed);
     let a: Vec<f16> = rng.f32s(m * k, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
     let b: Vec<f16> = rng.f32s(k * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
     let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&b)?, dev.zeros::<f16>(m * n)?);
     let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
     args.extend(seeds::matmul_row_major_args(m, n, k).map(rutile::Arg::I32));
-    let name = if leaky_relu { "matmul_leaky_relu" } else { "matmul" };
+    let name = match (form, leaky_relu) {
+        (MatmulForm::Pointers, false) => "matmul",
+        (MatmulForm::Pointers, true) => "matmul_leaky_relu",
+        (MatmulForm::BlockPointers, false) => "matmul_block_ptr",
+        (MatmulForm::BlockPointers, true) => "matmul_block_ptr_leaky_relu",
+    };
     let tuner = Autotuner::new(name, matmul_configs_for(dev))?;
-    let Tuned { choice, kernel, launch } = tuned_matmul(dev, &tuner, (m, n, k), leaky_relu, &args)?;
+    let Tuned { choice, kernel, launch } = tuned_matmul_form(dev, &tuner, (m, n, k), leaky_relu, form, &args)?;
     let time_ms = timed(dev, &kernel, &launch, &args)?;
     let c = dev.download(&cb)?;
     let want = matmul_reference(&a, &b, m, n, k, leaky_relu);
@@ -441,7 +486,12 @@ pub fn matmul(dev: &dyn Device, m: usize, n: usize, k: usize, leaky_relu: bool, 
     // relative to the magnitude of a dot product of k terms in [-1, 1] (about sqrt(k)/3).
     let scale = (k as f64).sqrt() / 3.0;
     let (error, _) = max_relative_error(c.iter().map(|v| v.to_f64()), &want, scale);
-    let name = if leaky_relu { "matmul + leaky_relu" } else { "matmul" };
+    let name = match (form, leaky_relu) {
+        (MatmulForm::Pointers, false) => "matmul",
+        (MatmulForm::Pointers, true) => "matmul + leaky_relu",
+        (MatmulForm::BlockPointers, false) => "block-pointer matmul",
+        (MatmulForm::BlockPointers, true) => "block-pointer matmul + leaky_relu",
+    };
     Ok(Outcome {
         tutorial: name.into(),
         size: format!("{m}x{n}x{k}"),

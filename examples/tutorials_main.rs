@@ -1,6 +1,7 @@
 //! The seed tutorials end to end — vector add, fused softmax (simple, persistent, and with
-//! `num_warps` autotuned as the tutorial suggests), matmul with grouped ordering and the
-//! tutorials after them (the seeded dropout, layer norm, fused attention, long rows) — on
+//! `num_warps` autotuned as the tutorial suggests), matmul with grouped ordering (and
+//! written with block pointers, as Triton's block-pointer tutorial, on a ragged shape) and
+//! the tutorials after them (the seeded dropout, layer norm, fused attention, long rows) — on
 //! the best device present, each checked against a CPU reference; then, as each seed ends,
 //! its performance table: a few sizes of rutile's kernel on that device against the
 //! tutorial's alternative (the copy ceiling, the unfused `naive_softmax`, cuBLAS):
@@ -73,6 +74,10 @@ fn check_tutorials(device: &dyn Device) -> bool {
             Box::new(move |d| tutorials::softmax(d, rows, 781, SoftmaxForm::Autotuned, 6)),
         ),
         ("matmul", Box::new(|d| tutorials::matmul(d, 512, 512, 512, false, 4))),
+        (
+            "block-pointer matmul",
+            Box::new(|d| tutorials::matmul_form(d, (509, 381, 263), false, tutorials::MatmulForm::BlockPointers, 12)),
+        ),
         (
             "layer norm",
             Box::new(move |d| tutorials::layer_norm::layer_norm(d, rows, 1000, 7)),

@@ -227,11 +227,21 @@ fn gpu_naive_softmax_matches_the_fused_one() {
 fn matmul_on(
     d: &dyn Device,
     meta: &seeds::MatmulMeta,
+    ab: (&[f32], &[f32]),
+    shape: (usize, usize, usize),
+) -> rutile::Result<Vec<f32>> {
+    matmul_kernel_on(d, seeds::matmul(meta)?, meta, ab, shape)
+}
+
+/// [`matmul_on`] with `kernel`, one of the matmul seed's forms for `meta`.
+fn matmul_kernel_on(
+    d: &dyn Device,
+    kernel: rutile::Kernel,
+    meta: &seeds::MatmulMeta,
     (a, b): (&[f32], &[f32]),
     (m, n, k): (usize, usize, usize),
 ) -> rutile::Result<Vec<f32>> {
     use half::f16;
-    let kernel = seeds::matmul(meta)?;
     let strides = seeds::matmul_row_major_args(m, n, k).map(rutile::Arg::I32);
     let config = LaunchConfig::grid1(seeds::matmul_grid(meta, m as u32, n as u32)).num_warps(4);
     if meta.input == ScalarType::F16 {
@@ -285,6 +295,48 @@ fn gpu_matmul_matches_the_interpreter() {
                 assert!(
                     worst <= 1e-3,
                     "{}: matmul {m}x{n}x{k} {input} blocks {bm}x{bn}x{bk}: relative error {worst:.2e}",
+                    d.id()
+                );
+            }
+        }
+    }
+}
+
+/// The matmul written with block pointers (`seeds::matmul_block_ptr`, the edges masked on
+/// both dimensions) on every device, against the interpreter's plain matmul, at ragged
+/// shapes (K shorter than a block too), f16 and f32, with and without leaky ReLU.
+#[test]
+fn gpu_block_pointer_matmul_matches_the_interpreter() {
+    let cpu = CpuDevice::new();
+    let (_turn, devices) = devices();
+    for d in devices {
+        let mut sizes = vec![(37usize, 50usize, 19usize), (100, 70, 130)];
+        if is_fast(d.as_ref()) {
+            sizes.extend([(1000, 300, 77), (512, 512, 512)]);
+        }
+        for (si, &(m, n, k)) in sizes.iter().enumerate() {
+            let mut rng = Rng::new(520 + si as u64);
+            let (a, b) = (rng.f32s(m * k, -1.0, 1.0), rng.f32s(k * n, -1.0, 1.0));
+            for (input, (bm, bn, bk), leaky) in [
+                (ScalarType::F16, (64, 64, 32), false),
+                (ScalarType::F32, (32, 32, 16), true),
+            ] {
+                let meta = seeds::MatmulMeta {
+                    input,
+                    output: input,
+                    activation: leaky.then_some(seeds::Activation::LeakyRelu),
+                    ..seeds::MatmulMeta::fp16(bm, bn, bk)
+                };
+                let want = matmul_on(&cpu, &meta, (&a, &b), (m, n, k)).unwrap();
+                let kernel = seeds::matmul_block_ptr(&meta).unwrap();
+                let got = matmul_kernel_on(d.as_ref(), kernel, &meta, (&a, &b), (m, n, k))
+                    .unwrap_or_else(|e| panic!("{}: block-pointer matmul {m}x{n}x{k} {input}: {e}", d.id()));
+                let scale = (k as f64).sqrt() / 3.0;
+                let want: Vec<f64> = want.iter().map(|&w| w as f64).collect();
+                let (worst, _) = max_relative_error(got.iter().map(|&g| g as f64), &want, scale);
+                assert!(
+                    worst <= 1e-3,
+                    "{}: block-pointer matmul {m}x{n}x{k} {input} blocks {bm}x{bn}x{bk}: relative error {worst:.2e}",
                     d.id()
                 );
             }
