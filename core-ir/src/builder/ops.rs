@@ -647,8 +647,9 @@ impl<'b> Value<'b> {
     /// Float division, as Triton's `tl.fdiv(x, y, ieee_rounding)`: with `ieee_rounding` the
     /// correctly rounded quotient (as `/`), without it a quotient within 2 ulp over the
     /// whole range ([`BinaryOp::DivFull`], what Triton's `/` compiles to for f32), which
-    /// needs fewer instructions and registers on NVIDIA GPUs. Integers are an error: there
-    /// is no rounding to choose (use `/` or [`Value::truediv`]).
+    /// needs fewer instructions and registers on NVIDIA GPUs. Through Vulkan both are the
+    /// device's `OpFDiv`, which the Vulkan specification bounds by 2.5 ulp. Integers are an
+    /// error: there is no rounding to choose (use `/` or [`Value::truediv`]).
     #[track_caller]
     pub fn fdiv(self, other: impl Into<Operand<'b>>, ieee_rounding: bool) -> Value<'b> {
         let op = if ieee_rounding {

@@ -176,7 +176,7 @@ impl<'b> Value<'b> {
     }
 
     /// `self / other` correctly rounded, as `tl.div_rn`: [`Value::fdiv`] with
-    /// `ieee_rounding`.
+    /// `ieee_rounding` (through Vulkan, the device's division, within 2.5 ulp).
     #[track_caller]
     pub fn div_rn(self, other: impl Into<Operand<'b>>) -> Value<'b> {
         self.fdiv(other, true)
