@@ -4,12 +4,12 @@
 //! lowering (Vulkan and NVIDIA targets, in the simulator) against the interpreter, and
 //! their mistakes as errors that name them.
 
-use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
+use rutile_ir::interp::{self, simt, ArgValue, Element, HostBuffer};
 use rutile_ir::lower::lower;
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{F32, I32};
-use rutile_ir::{Kernel, KernelBuilder, Padding, Value};
+use rutile_ir::{Kernel, KernelBuilder, Padding, ScalarType, Value};
 
 fn ptr(buffer: usize) -> ArgValue {
     ArgValue::Ptr { buffer, offset: 0 }
@@ -76,73 +76,100 @@ impl Matrix {
 const BM: u32 = 16;
 const BN: u32 = 32;
 
-/// The windows of the tests: every program's offsets, from the matrix's corner moved by
-/// `(-3, -5)`, so that the windows leave it on every side.
-fn window(pid: usize, blocks_n: usize) -> (i64, i64) {
-    (
-        (pid / blocks_n) as i64 * BM as i64 - 3,
-        (pid % blocks_n) as i64 * BN as i64 - 5,
-    )
+/// The windows of the loads: program `pid`'s starts at row `(pid / blocks_n) * row_step -
+/// row_shift` and column `(pid % blocks_n) * BN - 5`, on `grid` programs.
+#[derive(Clone, Copy)]
+struct Windows {
+    blocks_n: usize,
+    grid: usize,
+    row_step: i32,
+    row_shift: i32,
 }
 
-/// Each program loads its `BM x BN` window of `X` (`rows x cols`, row stride `stride`)
-/// through a block pointer, checking `check`, and stores it densely to its slot of `Y`.
-fn window_kernel(check: &'static [u32], padding: Padding, elem: rutile_ir::ScalarType) -> Kernel {
-    Kernel::build("windows", |k| {
-        let (x, y) = (k.arg_ptr("X", elem), k.arg_ptr("Y", elem));
-        let (rows, cols, stride, blocks_n) = (
-            k.arg_i32("rows"),
-            k.arg_i32("cols"),
-            k.arg_i32("stride"),
-            k.arg_i32("blocks_n"),
-        );
-        let pid = k.program_id(0);
-        let (r0, c0) = ((pid / blocks_n) * BM as i32 - 3, (pid % blocks_n) * BN as i32 - 5);
-        let p = k.make_block_ptr(x, [rows, cols], (stride, 1), [r0, c0], &[BM, BN], &[1, 0]);
-        let block = k.load_block(&p, check, padding);
-        let dense = k.arange(0, BM as i32).expand_dims(1) * BN as i32 + k.arange(0, BN as i32).expand_dims(0);
-        k.store(y + pid * (BM * BN) as i32 + dense, block);
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
+impl Windows {
+    /// Windows from the matrix's corner moved by `(-3, -5)`, so that they leave it on every
+    /// side.
+    fn around(blocks_n: usize, grid: usize) -> Windows {
+        Windows {
+            blocks_n,
+            grid,
+            row_step: BM as i32,
+            row_shift: 3,
+        }
+    }
+
+    /// Program `pid`'s window's first row and column.
+    fn origin(self, pid: usize) -> (i64, i64) {
+        (
+            (pid / self.blocks_n) as i64 * self.row_step as i64 - self.row_shift as i64,
+            (pid % self.blocks_n) as i64 * BN as i64 - 5,
+        )
+    }
+
+    /// Each program loads its `BM x BN` window of `X` (`rows x cols`, row stride `stride`)
+    /// through a block pointer, checking `check`, and stores it densely to its slot of `Y`.
+    fn kernel(self, check: &'static [u32], padding: Padding, elem: ScalarType) -> Kernel {
+        Kernel::build("windows", |k| {
+            let (x, y) = (k.arg_ptr("X", elem), k.arg_ptr("Y", elem));
+            let (rows, cols, stride) = (k.arg_i32("rows"), k.arg_i32("cols"), k.arg_i32("stride"));
+            let pid = k.program_id(0);
+            let blocks_n = self.blocks_n as i32;
+            let (r0, c0) = (
+                (pid / blocks_n) * self.row_step - self.row_shift,
+                (pid % blocks_n) * BN as i32 - 5,
+            );
+            let p = k.make_block_ptr(x, [rows, cols], (stride, 1), [r0, c0], &[BM, BN], &[1, 0]);
+            let dense = k.arange(0, BM as i32).expand_dims(1) * BN as i32 + k.arange(0, BN as i32).expand_dims(0);
+            k.store(y + pid * (BM * BN) as i32 + dense, k.load_block(&p, check, padding));
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Loads the windows of `x` (`rows x cols`, row stride `stride`) checking `check`; calls
+    /// `expect` with each element's tensor row and column and what the program loaded.
+    fn load<T: Element>(
+        self,
+        (check, padding): (&'static [u32], Padding),
+        x: &[T],
+        (rows, cols, stride): (usize, usize, usize),
+        mut expect: impl FnMut(i64, i64, T),
+    ) {
+        let args = [
+            ptr(0),
+            ptr(1),
+            ArgValue::Int(rows as i64),
+            ArgValue::Int(cols as i64),
+            ArgValue::Int(stride as i64),
+        ];
+        let out = HostBuffer::zeros(T::TYPE, self.grid * (BM * BN) as usize);
+        let kernel = self.kernel(check, padding, T::TYPE);
+        let bufs = run(&kernel, self.grid as u32, &args, vec![HostBuffer::from_slice(x), out]);
+        let got = bufs[1].to_vec::<T>().unwrap();
+        for pid in 0..self.grid {
+            let (r0, c0) = self.origin(pid);
+            for i in 0..BM as i64 {
+                for j in 0..BN as i64 {
+                    expect(
+                        r0 + i,
+                        c0 + j,
+                        got[pid * (BM * BN) as usize + (i * BN as i64 + j) as usize],
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[test]
 fn a_block_pointer_loads_its_window_checking_the_dimensions_asked() {
     let mut rng = Rng::new(41);
     let m = Matrix::random(&mut rng, 37, 45, 48, 37, -77);
-    let blocks_n = 2;
-    let grid = 3 * blocks_n;
     for check in [&[0u32, 1][..], &[1, 0]] {
-        let kernel = window_kernel(check, Padding::Zero, I32);
-        let args = [
-            ptr(0),
-            ptr(1),
-            ArgValue::Int(m.rows as i64),
-            ArgValue::Int(m.cols as i64),
-            ArgValue::Int(m.stride as i64),
-            ArgValue::Int(blocks_n as i64),
-        ];
-        let bufs = run(
-            &kernel,
-            grid as u32,
-            &args,
-            vec![
-                HostBuffer::from_slice(&m.data),
-                HostBuffer::zeros(I32, grid * (BM * BN) as usize),
-            ],
-        );
-        let got = bufs[1].to_vec::<i32>().unwrap();
-        for pid in 0..grid {
-            let (r0, c0) = window(pid, blocks_n);
-            for i in 0..BM as i64 {
-                for j in 0..BN as i64 {
-                    let (r, c) = (r0 + i, c0 + j);
-                    let want = if m.inside(r, c) { m.at(r, c).unwrap() } else { 0 };
-                    let g = got[pid * (BM * BN) as usize + (i * BN as i64 + j) as usize];
-                    assert_eq!(g, want, "check {check:?}, program {pid}, element ({r}, {c})");
-                }
-            }
-        }
+        let dims = (m.rows, m.cols, m.stride);
+        Windows::around(2, 6).load((check, Padding::Zero), &m.data, dims, |r, c, got: i32| {
+            let want = if m.inside(r, c) { m.at(r, c).unwrap() } else { 0 };
+            assert_eq!(got, want, "check {check:?}, element ({r}, {c})");
+        });
     }
 }
 
@@ -153,97 +180,39 @@ fn a_block_pointer_loads_its_window_checking_the_dimensions_asked() {
 fn unchecked_dimensions_are_read_as_they_are() {
     let mut rng = Rng::new(47);
     let m = Matrix::random(&mut rng, 37, 45, 48, 48, -77);
-    let (blocks_n, grid) = (2usize, 10usize);
-    let kernel = Kernel::build("rows_unchecked", |k| {
-        let (x, y) = (k.arg_ptr("X", I32), k.arg_ptr("Y", I32));
-        let (rows, cols, stride, blocks_n) = (
-            k.arg_i32("rows"),
-            k.arg_i32("cols"),
-            k.arg_i32("stride"),
-            k.arg_i32("blocks_n"),
-        );
-        let pid = k.program_id(0);
-        let (r0, c0) = ((pid / blocks_n) * 8, (pid % blocks_n) * BN as i32 - 5);
-        let p = k.make_block_ptr(x, [rows, cols], (stride, 1), [r0, c0], &[BM, BN], &[1, 0]);
-        let dense = k.arange(0, BM as i32).expand_dims(1) * BN as i32 + k.arange(0, BN as i32).expand_dims(0);
-        k.store(
-            y + pid * (BM * BN) as i32 + dense,
-            k.load_block(&p, &[1], Padding::Zero),
-        );
-    })
-    .unwrap();
-    let args = [
-        ptr(0),
-        ptr(1),
-        ArgValue::Int(m.rows as i64),
-        ArgValue::Int(m.cols as i64),
-        ArgValue::Int(m.stride as i64),
-        ArgValue::Int(blocks_n as i64),
-    ];
-    let bufs = run(
-        &kernel,
-        grid as u32,
-        &args,
-        vec![
-            HostBuffer::from_slice(&m.data),
-            HostBuffer::zeros(I32, grid * (BM * BN) as usize),
-        ],
+    let windows = Windows {
+        blocks_n: 2,
+        grid: 10,
+        row_step: 8,
+        row_shift: 0,
+    };
+    windows.load(
+        (&[1], Padding::Zero),
+        &m.data,
+        (m.rows, m.cols, m.stride),
+        |r, c, got: i32| {
+            let want = if c >= 0 && (c as usize) < m.cols {
+                m.at(r, c).unwrap()
+            } else {
+                0
+            };
+            assert_eq!(got, want, "element ({r}, {c})");
+        },
     );
-    let got = bufs[1].to_vec::<i32>().unwrap();
-    for pid in 0..grid {
-        let (r0, c0) = ((pid / blocks_n) as i64 * 8, (pid % blocks_n) as i64 * BN as i64 - 5);
-        for i in 0..BM as i64 {
-            for j in 0..BN as i64 {
-                let (r, c) = (r0 + i, c0 + j);
-                let want = if c >= 0 && (c as usize) < m.cols {
-                    m.at(r, c).unwrap()
-                } else {
-                    0
-                };
-                assert_eq!(got[pid * (BM * BN) as usize + (i * BN as i64 + j) as usize], want);
-            }
-        }
-    }
 }
 
 #[test]
 fn nan_padding_fills_what_is_outside() {
     let mut rng = Rng::new(42);
-    let x = rng.f32s(20 * 24, -2.0, 2.0);
-    let kernel = window_kernel(&[0, 1], Padding::Nan, F32);
-    let (rows, cols, blocks_n, grid) = (20usize, 24usize, 1usize, 2usize);
-    let args = [
-        ptr(0),
-        ptr(1),
-        ArgValue::Int(rows as i64),
-        ArgValue::Int(cols as i64),
-        ArgValue::Int(cols as i64),
-        ArgValue::Int(blocks_n as i64),
-    ];
-    let bufs = run(
-        &kernel,
-        grid as u32,
-        &args,
-        vec![
-            HostBuffer::from_slice(&x),
-            HostBuffer::zeros(F32, grid * (BM * BN) as usize),
-        ],
-    );
-    let got = bufs[1].to_vec::<f32>().unwrap();
-    for pid in 0..grid {
-        let (r0, c0) = window(pid, blocks_n);
-        for i in 0..BM as i64 {
-            for j in 0..BN as i64 {
-                let (r, c) = (r0 + i, c0 + j);
-                let g = got[pid * (BM * BN) as usize + (i * BN as i64 + j) as usize];
-                if r >= 0 && c >= 0 && (r as usize) < rows && (c as usize) < cols {
-                    assert_eq!(g, x[r as usize * cols + c as usize]);
-                } else {
-                    assert!(g.is_nan(), "({r}, {c}) is {g}, outside the matrix");
-                }
-            }
+    let (rows, cols) = (20usize, 24usize);
+    let x = rng.f32s(rows * cols, -2.0, 2.0);
+    Windows::around(1, 2).load((&[0, 1], Padding::Nan), &x, (rows, cols, cols), |r, c, got: f32| {
+        if r >= 0 && c >= 0 && (r as usize) < rows && (c as usize) < cols {
+            assert_eq!(got, x[r as usize * cols + c as usize]);
+        } else {
+            assert!(got.is_nan(), "({r}, {c}) is {got}, outside the matrix");
         }
-    }
+    });
 }
 
 #[test]
@@ -288,7 +257,7 @@ fn a_block_store_writes_only_inside_the_checked_dimensions() {
     let got = bufs[1].to_vec::<i32>().unwrap();
     let mut want = vec![99i32; m.data.len()];
     for pid in 0..grid {
-        let (r0, c0) = window(pid, blocks_n);
+        let (r0, c0) = Windows::around(blocks_n, grid).origin(pid);
         for i in 0..BM as i64 {
             for j in 0..BN as i64 {
                 let (r, c) = (r0 + i, c0 + j);

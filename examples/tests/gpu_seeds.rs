@@ -260,23 +260,33 @@ fn matmul_kernel_on(
     }
 }
 
-#[test]
-fn gpu_matmul_matches_the_interpreter() {
+/// A matmul configuration of the tests: element type, blocks, leaky ReLU.
+type MatmulCase = (ScalarType, (u32, u32, u32), bool);
+
+/// Matmul shapes `(m, n, k)`.
+type Shapes<'a> = &'a [(usize, usize, usize)];
+
+/// The matmul kernel of `form` (`seeds::matmul` or `seeds::matmul_block_ptr`) on every
+/// device, against the interpreter's plain matmul, at `sizes` (and `fast` ones too on a
+/// hardware device), in each of `cases`; `seed` tells the runs apart.
+fn check_matmul_form(
+    what: &str,
+    form: fn(&seeds::MatmulMeta) -> Result<rutile::Kernel, rutile::ir::BuildError>,
+    seed: u64,
+    (sizes, fast): (Shapes<'_>, Shapes<'_>),
+    cases: &[MatmulCase],
+) {
     let cpu = CpuDevice::new();
     let (_turn, devices) = devices();
     for d in devices {
-        let mut sizes = vec![(16usize, 16usize, 16usize), (37, 50, 19), (64, 64, 64), (100, 70, 130)];
+        let mut all = sizes.to_vec();
         if is_fast(d.as_ref()) {
-            sizes.extend([(512, 512, 512), (1000, 300, 77)]);
+            all.extend(fast);
         }
-        for (si, &(m, n, k)) in sizes.iter().enumerate() {
-            let mut rng = Rng::new(500 + si as u64);
+        for (si, &(m, n, k)) in all.iter().enumerate() {
+            let mut rng = Rng::new(seed + si as u64);
             let (a, b) = (rng.f32s(m * k, -1.0, 1.0), rng.f32s(k * n, -1.0, 1.0));
-            for (input, (bm, bn, bk), leaky) in [
-                (ScalarType::F16, (64, 64, 32), false),
-                (ScalarType::F16, (32, 64, 16), true),
-                (ScalarType::F32, (32, 32, 16), true),
-            ] {
+            for &(input, (bm, bn, bk), leaky) in cases {
                 let meta = seeds::MatmulMeta {
                     input,
                     output: input,
@@ -284,8 +294,8 @@ fn gpu_matmul_matches_the_interpreter() {
                     ..seeds::MatmulMeta::fp16(bm, bn, bk)
                 };
                 let want = matmul_on(&cpu, &meta, (&a, &b), (m, n, k)).unwrap();
-                let got = matmul_on(d.as_ref(), &meta, (&a, &b), (m, n, k))
-                    .unwrap_or_else(|e| panic!("{}: matmul {m}x{n}x{k} {input}: {e}", d.id()));
+                let got = matmul_kernel_on(d.as_ref(), form(&meta).unwrap(), &meta, (&a, &b), (m, n, k))
+                    .unwrap_or_else(|e| panic!("{}: {what} {m}x{n}x{k} {input}: {e}", d.id()));
                 // The same sums in the same order; a device may round an f32 fma as a multiply
                 // and an add (Vulkan) or flush subnormals, and an f16 result may then round to
                 // its neighbour: within an f16 ulp of the sums' magnitude.
@@ -294,7 +304,7 @@ fn gpu_matmul_matches_the_interpreter() {
                 let (worst, _) = max_relative_error(got.iter().map(|&g| g as f64), &want, scale);
                 assert!(
                     worst <= 1e-3,
-                    "{}: matmul {m}x{n}x{k} {input} blocks {bm}x{bn}x{bk}: relative error {worst:.2e}",
+                    "{}: {what} {m}x{n}x{k} {input} blocks {bm}x{bn}x{bk}: relative error {worst:.2e}",
                     d.id()
                 );
             }
@@ -302,46 +312,39 @@ fn gpu_matmul_matches_the_interpreter() {
     }
 }
 
+#[test]
+fn gpu_matmul_matches_the_interpreter() {
+    check_matmul_form(
+        "matmul",
+        seeds::matmul,
+        500,
+        (
+            &[(16, 16, 16), (37, 50, 19), (64, 64, 64), (100, 70, 130)],
+            &[(512, 512, 512), (1000, 300, 77)],
+        ),
+        &[
+            (ScalarType::F16, (64, 64, 32), false),
+            (ScalarType::F16, (32, 64, 16), true),
+            (ScalarType::F32, (32, 32, 16), true),
+        ],
+    );
+}
+
 /// The matmul written with block pointers (`seeds::matmul_block_ptr`, the edges masked on
 /// both dimensions) on every device, against the interpreter's plain matmul, at ragged
 /// shapes (K shorter than a block too), f16 and f32, with and without leaky ReLU.
 #[test]
 fn gpu_block_pointer_matmul_matches_the_interpreter() {
-    let cpu = CpuDevice::new();
-    let (_turn, devices) = devices();
-    for d in devices {
-        let mut sizes = vec![(37usize, 50usize, 19usize), (100, 70, 130)];
-        if is_fast(d.as_ref()) {
-            sizes.extend([(1000, 300, 77), (512, 512, 512)]);
-        }
-        for (si, &(m, n, k)) in sizes.iter().enumerate() {
-            let mut rng = Rng::new(520 + si as u64);
-            let (a, b) = (rng.f32s(m * k, -1.0, 1.0), rng.f32s(k * n, -1.0, 1.0));
-            for (input, (bm, bn, bk), leaky) in [
-                (ScalarType::F16, (64, 64, 32), false),
-                (ScalarType::F32, (32, 32, 16), true),
-            ] {
-                let meta = seeds::MatmulMeta {
-                    input,
-                    output: input,
-                    activation: leaky.then_some(seeds::Activation::LeakyRelu),
-                    ..seeds::MatmulMeta::fp16(bm, bn, bk)
-                };
-                let want = matmul_on(&cpu, &meta, (&a, &b), (m, n, k)).unwrap();
-                let kernel = seeds::matmul_block_ptr(&meta).unwrap();
-                let got = matmul_kernel_on(d.as_ref(), kernel, &meta, (&a, &b), (m, n, k))
-                    .unwrap_or_else(|e| panic!("{}: block-pointer matmul {m}x{n}x{k} {input}: {e}", d.id()));
-                let scale = (k as f64).sqrt() / 3.0;
-                let want: Vec<f64> = want.iter().map(|&w| w as f64).collect();
-                let (worst, _) = max_relative_error(got.iter().map(|&g| g as f64), &want, scale);
-                assert!(
-                    worst <= 1e-3,
-                    "{}: block-pointer matmul {m}x{n}x{k} {input} blocks {bm}x{bn}x{bk}: relative error {worst:.2e}",
-                    d.id()
-                );
-            }
-        }
-    }
+    check_matmul_form(
+        "block-pointer matmul",
+        seeds::matmul_block_ptr,
+        520,
+        (&[(37, 50, 19), (100, 70, 130)], &[(1000, 300, 77), (512, 512, 512)]),
+        &[
+            (ScalarType::F16, (64, 64, 32), false),
+            (ScalarType::F32, (32, 32, 16), true),
+        ],
+    );
 }
 
 /// The transpose seed of `x` (`m x n`, row-major) in `tiles` with `num_warps`, into an

@@ -1,4 +1,4 @@
-use crate::{BuildError, DotPrecision, Kernel, Padding, ScalarType, Value};
+use crate::{BuildError, DotPrecision, Kernel, KernelBuilder, Padding, ScalarType, Value};
 
 /// An activation fused into the matmul's epilogue (the tutorial's `ACTIVATION`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,6 +69,70 @@ pub fn matmul_row_major_args(m: usize, n: usize, k: usize) -> [i32; 9] {
     [m, n, k, k, 1, n, 1, n, 1]
 }
 
+/// The matmul kernels' parameters, declared in their order: `a_ptr, b_ptr` (`input`),
+/// `c_ptr` (`output`), `M, N, K` and the six strides (i32).
+struct MatmulArgs<'b> {
+    a_ptr: Value<'b>,
+    b_ptr: Value<'b>,
+    c_ptr: Value<'b>,
+    m: Value<'b>,
+    n: Value<'b>,
+    kk: Value<'b>,
+    stride_am: Value<'b>,
+    stride_ak: Value<'b>,
+    stride_bk: Value<'b>,
+    stride_bn: Value<'b>,
+    stride_cm: Value<'b>,
+    stride_cn: Value<'b>,
+}
+
+impl<'b> MatmulArgs<'b> {
+    fn declare(k: &'b KernelBuilder, input: ScalarType, output: ScalarType) -> MatmulArgs<'b> {
+        let a_ptr = k.arg_ptr("a_ptr", input);
+        let b_ptr = k.arg_ptr("b_ptr", input);
+        let c_ptr = k.arg_ptr("c_ptr", output);
+        let (m, n, kk) = (k.arg_i32("M"), k.arg_i32("N"), k.arg_i32("K"));
+        let (stride_am, stride_ak) = (k.arg_i32("stride_am"), k.arg_i32("stride_ak"));
+        let (stride_bk, stride_bn) = (k.arg_i32("stride_bk"), k.arg_i32("stride_bn"));
+        let (stride_cm, stride_cn) = (k.arg_i32("stride_cm"), k.arg_i32("stride_cn"));
+        MatmulArgs {
+            a_ptr,
+            b_ptr,
+            c_ptr,
+            m,
+            n,
+            kk,
+            stride_am,
+            stride_ak,
+            stride_bk,
+            stride_bn,
+            stride_cm,
+            stride_cn,
+        }
+    }
+}
+
+/// This program's block of C, `(pid_m, pid_n)`, in the tutorial's grouped ordering: the
+/// programs walk `group_m` block rows column by column, so that those running together
+/// share rows of A and columns of B in L2.
+fn grouped_program<'b>(
+    k: &'b KernelBuilder,
+    (m, n): (Value<'b>, Value<'b>),
+    (bm, bn): (i32, i32),
+    group_m: u32,
+) -> (Value<'b>, Value<'b>) {
+    let pid = k.program_id(0);
+    let num_pid_m = k.cdiv(m, bm);
+    let num_pid_n = k.cdiv(n, bn);
+    let num_pid_in_group = num_pid_n * group_m;
+    let group_id = pid / num_pid_in_group;
+    let first_pid_m = group_id * group_m;
+    let group_size_m = (num_pid_m - first_pid_m).minimum(group_m as i32);
+    let pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
+    let pid_n = (pid % num_pid_in_group) / group_size_m;
+    (pid_m, pid_n)
+}
+
 /// `C = activation(A @ B)` for row- or column-major A (`M x K`) and B (`K x N`) given by
 /// strides, with grouped program ordering, as the matmul tutorial. Ragged edges are masked:
 /// rows and columns out of range wrap (`% M`, `% N`) for the loads and are masked at the
@@ -87,24 +151,21 @@ pub fn matmul(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
     } = *meta;
     let (bm, bn, bk) = (block_m as i32, block_n as i32, block_k as i32);
     Kernel::build("matmul_kernel", |k| {
-        let a_ptr = k.arg_ptr("a_ptr", input);
-        let b_ptr = k.arg_ptr("b_ptr", input);
-        let c_ptr = k.arg_ptr("c_ptr", output);
-        let (m, n, kk) = (k.arg_i32("M"), k.arg_i32("N"), k.arg_i32("K"));
-        let (stride_am, stride_ak) = (k.arg_i32("stride_am"), k.arg_i32("stride_ak"));
-        let (stride_bk, stride_bn) = (k.arg_i32("stride_bk"), k.arg_i32("stride_bn"));
-        let (stride_cm, stride_cn) = (k.arg_i32("stride_cm"), k.arg_i32("stride_cn"));
-
-        // Grouped ordering of programs for L2 reuse.
-        let pid = k.program_id(0);
-        let num_pid_m = k.cdiv(m, bm);
-        let num_pid_n = k.cdiv(n, bn);
-        let num_pid_in_group = num_pid_n * group_m;
-        let group_id = pid / num_pid_in_group;
-        let first_pid_m = group_id * group_m;
-        let group_size_m = (num_pid_m - first_pid_m).minimum(group_m as i32);
-        let pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
-        let pid_n = (pid % num_pid_in_group) / group_size_m;
+        let MatmulArgs {
+            a_ptr,
+            b_ptr,
+            c_ptr,
+            m,
+            n,
+            kk,
+            stride_am,
+            stride_ak,
+            stride_bk,
+            stride_bn,
+            stride_cm,
+            stride_cn,
+        } = MatmulArgs::declare(k, input, output);
+        let (pid_m, pid_n) = grouped_program(k, (m, n), (bm, bn), group_m);
 
         let offs_am = (pid_m * bm + k.arange(0, bm)) % m;
         let offs_bn = (pid_n * bn + k.arange(0, bn)) % n;
@@ -155,42 +216,13 @@ pub fn matmul_block_ptr(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
     } = *meta;
     let (bm, bn, bk) = (block_m as i32, block_n as i32, block_k as i32);
     Kernel::build("matmul_kernel_block_ptr", |k| {
-        let a_ptr = k.arg_ptr("a_ptr", input);
-        let b_ptr = k.arg_ptr("b_ptr", input);
-        let c_ptr = k.arg_ptr("c_ptr", output);
-        let (m, n, kk) = (k.arg_i32("M"), k.arg_i32("N"), k.arg_i32("K"));
-        let (stride_am, stride_ak) = (k.arg_i32("stride_am"), k.arg_i32("stride_ak"));
-        let (stride_bk, stride_bn) = (k.arg_i32("stride_bk"), k.arg_i32("stride_bn"));
-        let (stride_cm, stride_cn) = (k.arg_i32("stride_cm"), k.arg_i32("stride_cn"));
-
-        let pid = k.program_id(0);
-        let num_pid_m = k.cdiv(m, bm);
-        let num_pid_n = k.cdiv(n, bn);
-        let num_pid_in_group = num_pid_n * group_m;
-        let group_id = pid / num_pid_in_group;
-        let first_pid_m = group_id * group_m;
-        let group_size_m = (num_pid_m - first_pid_m).minimum(group_m as i32);
-        let pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
-        let pid_n = (pid % num_pid_in_group) / group_size_m;
-
-        let a_block = k.make_block_ptr(
-            a_ptr,
-            (m, kk),
-            (stride_am, stride_ak),
-            (pid_m * bm, 0),
-            &[block_m, block_k],
-            &[1, 0],
-        );
-        let b_block = k.make_block_ptr(
-            b_ptr,
-            (kk, n),
-            (stride_bk, stride_bn),
-            (0, pid_n * bn),
-            &[block_k, block_n],
-            &[1, 0],
-        );
+        let p = MatmulArgs::declare(k, input, output);
+        let (pid_m, pid_n) = grouped_program(k, (p.m, p.n), (bm, bn), group_m);
+        let (a, b) = ((p.stride_am, p.stride_ak), (p.stride_bk, p.stride_bn));
+        let a_block = k.make_block_ptr(p.a_ptr, (p.m, p.kk), a, (pid_m * bm, 0), &[block_m, block_k], &[1, 0]);
+        let b_block = k.make_block_ptr(p.b_ptr, (p.kk, p.n), b, (0, pid_n * bn), &[block_k, block_n], &[1, 0]);
         let acc = k.zeros(&[block_m, block_n], ScalarType::F32);
-        let out = k.for_range(0, kk, bk, &[acc], |k_off, carried| {
+        let out = k.for_range(0, p.kk, bk, &[acc], |k_off, carried| {
             let a = k.load_block(&a_block.advance((0, k_off)), &[0, 1], Padding::Zero);
             let b = k.load_block(&b_block.advance((k_off, 0)), &[0, 1], Padding::Zero);
             vec![k.dot_with(a, b, carried[0], input_precision)]
@@ -199,10 +231,11 @@ pub fn matmul_block_ptr(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
         if let Some(act) = activation {
             acc = act.apply(acc);
         }
+        let c = (p.stride_cm, p.stride_cn);
         let c_block = k.make_block_ptr(
-            c_ptr,
-            (m, n),
-            (stride_cm, stride_cn),
+            p.c_ptr,
+            (p.m, p.n),
+            c,
             (pid_m * bm, pid_n * bn),
             &[block_m, block_n],
             &[1, 0],
