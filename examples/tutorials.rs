@@ -4,6 +4,7 @@ pub mod attention;
 pub mod dropout;
 pub mod layer_norm;
 pub mod long_rows;
+pub mod math_functions;
 
 use crate::check::{matmul_reference, max_relative_error, softmax_reference};
 use crate::rng::Rng;

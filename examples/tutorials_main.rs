@@ -1,8 +1,9 @@
 //! The seed tutorials end to end — vector add, fused softmax (simple, persistent, and with
 //! `num_warps` autotuned as the tutorial suggests), matmul with grouped ordering (and
 //! written with block pointers, as Triton's block-pointer tutorial, on a ragged shape) and
-//! the tutorials after them (the seeded dropout, layer norm, fused attention, long rows) — on
-//! the best device present, each checked against a CPU reference; then, as each seed ends,
+//! the tutorials after them (the seeded dropout, layer norm, fused attention, long rows,
+//! `asin` as the libdevice tutorial calls it) — on the best device present, each checked
+//! against a CPU reference; then, as each seed ends,
 //! its performance table: a few sizes of rutile's kernel on that device against the
 //! tutorial's alternative (the copy ceiling, the unfused `naive_softmax`, cuBLAS):
 //!
@@ -105,6 +106,10 @@ fn check_tutorials(device: &dyn Device) -> bool {
         (
             "seeded dropout",
             Box::new(|d| tutorials::dropout::dropout(d, 98431, 0.5, 123, 7)),
+        ),
+        (
+            "asin (libdevice)",
+            Box::new(|d| tutorials::math_functions::asin(d, 98431, 13)),
         ),
     ];
     for (name, run) in runs {

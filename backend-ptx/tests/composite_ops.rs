@@ -1,6 +1,7 @@
 //! Block kernels using the ops that the builder composes from others (Philox random
 //! numbers, `join`, `split`, `interleave`, `cat`, `clamp`, block pointers and tensor
-//! descriptors) and the math functions `tanh`, `pow` and `umulhi`, lowered for an NVIDIA
+//! descriptors, `asin`, `acos`, `atan`, `atan2`) and the math functions `tanh`, `pow` and
+//! `umulhi`, lowered for an NVIDIA
 //! target and assembled with ptxas for sm_80 and sm_90 (skipped without ptxas unless
 //! `RUTILE_REQUIRE_TOOLS=1`).
 
@@ -135,5 +136,16 @@ fn block_pointers_and_tensor_descriptors_pass_ptxas() {
                 .unwrap_or_else(|e| panic!("{t}, {warps} warps: {e}"));
             emit_80_90(&lowered);
         }
+    }
+}
+
+/// `asin`, `acos`, `atan` and `atan2` (compositions of ops) in f32 and f16.
+#[test]
+fn inverse_trigonometric_functions_pass_ptxas() {
+    for t in [F32, F16] {
+        assemble("asin", &kernel(t, t, |_, x, _| x.asin()));
+        assemble("acos", &kernel(t, t, |_, x, _| x.acos()));
+        assemble("atan", &kernel(t, t, |_, x, _| x.atan()));
+        assemble("atan2", &kernel(t, t, |k, x, y| k.atan2(x, y)));
     }
 }

@@ -125,6 +125,14 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
             abs_in: (0.0, 0.0),
         },
     ),
+    // `asin`, `acos`, `atan`, `atan2`: compositions (builder/inverse_trig.rs) that the
+    // interpreter computes alike; through CUDA their divisions and square roots are correctly
+    // rounded (1 ulp for any contraction), through Vulkan the device's (`sqrt` 3 ulp,
+    // division 2.5 ulp), which the reductions carry into the result: 8 ulp.
+    ("asin", ulps(1.0), ulps(8.0)),
+    ("acos", ulps(1.0), ulps(8.0)),
+    ("atan", ulps(1.0), ulps(8.0)),
+    ("atan2", ulps(1.0), ulps(8.0)),
     // `softmax` along a lane of at most 256 elements (the rows' inputs in [-4, 4]): the
     // exponential of `x - max` (|x - max| <= 8: at most 19 ulp through Vulkan), a sum of up to
     // 256 positive terms (each addition 1/2 ulp of the partial sum) and a division (2.5 ulp

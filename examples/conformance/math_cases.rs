@@ -173,8 +173,57 @@ fn constant_division_cases() -> Vec<Case> {
 }
 
 /// Every case of this file.
+/// `asin`, `acos` (over [-1, 1]), `atan` and `atan2` (over [-10, 10] and down to 2^-20),
+/// with the special values, on every type (floats but f64 only are accepted).
+fn inverse_trig_cases() -> Vec<Case> {
+    type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
+    let unit = Domain::Range {
+        lo: -1.0,
+        hi: 1.0,
+        lo2: -20,
+        hi2: 0,
+    };
+    let wide = Domain::Range {
+        lo: -10.0,
+        hi: 10.0,
+        lo2: -20,
+        hi2: 4,
+    };
+    let unary: [(&str, Domain, Unary); 3] = [
+        ("asin", unit, |x| x.asin()),
+        ("acos", unit, |x| x.acos()),
+        ("atan", wide, |x| x.atan()),
+    ];
+    let mut cases = Vec::new();
+    for t in DTYPES {
+        let float = t.is_float();
+        for (op, domain, f) in unary {
+            let (rule, domain) = if float {
+                (Rule::Float { op, arg: 0 }, domain)
+            } else {
+                (Rule::Exact, Domain::General)
+            };
+            cases.extend(elementwise_cases(op, &[(t, domain)], t, rule, move |_, x| f(x[0])));
+        }
+        let (rule, domain) = if float {
+            (Rule::Float { op: "atan2", arg: 0 }, wide)
+        } else {
+            (Rule::Exact, Domain::General)
+        };
+        cases.extend(elementwise_cases(
+            "atan2",
+            &[(t, domain), (t, domain)],
+            t,
+            rule,
+            |k, x| k.atan2(x[0], x[1]),
+        ));
+    }
+    cases
+}
+
 pub(super) fn math_cases() -> Vec<Case> {
     let mut all = tanh_cases();
+    all.extend(inverse_trig_cases());
     all.extend(constant_division_cases());
     all.extend(pow_cases());
     all.extend(umulhi_cases());

@@ -1,6 +1,6 @@
-//! The layer norm and long-row tutorials on every GPU present (each CUDA GPU and each wgpu
-//! adapter, lavapipe included), each checked against its CPU reference on random inputs at
-//! ragged sizes (small ones on software devices). The fused attention tutorial's are in
+//! The layer norm, long-row and libdevice (`asin`) tutorials on every GPU present (each
+//! CUDA GPU and each wgpu adapter, lavapipe included), each checked against its CPU
+//! reference on random inputs at ragged sizes (small ones on software devices). The fused attention tutorial's are in
 //! `gpu_attention.rs`.
 //!
 //! Without any such device the tests skip, unless `RUTILE_REQUIRE_TOOLS=1` or
@@ -149,6 +149,23 @@ fn gpu_cluster_row_walk_matches_the_reference() {
                 println!("{at}: {} clusters, error {error:.2e}", config.grid[0] / shape.cluster);
                 assert!(error <= 1e-5, "{at}: error {error:e}");
             }
+        }
+    }
+}
+
+/// The libdevice tutorial's `asin` kernel on every device, against `f64::asin`, at ragged
+/// lengths (the last program masked).
+#[test]
+fn gpu_asin_matches_the_reference() {
+    let (_turn, devices) = devices();
+    for d in devices {
+        let mut sizes = vec![1, 1000, 4097];
+        if is_fast(d.as_ref()) {
+            sizes.push(98431);
+        }
+        for (i, &n) in sizes.iter().enumerate() {
+            let outcome = tutorials::math_functions::asin(d.as_ref(), n, 90 + i as u64);
+            check(d.as_ref(), &format!("asin {n}"), outcome);
         }
     }
 }

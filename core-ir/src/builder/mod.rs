@@ -23,6 +23,7 @@
 mod block_ptr;
 mod control;
 mod debug;
+mod inverse_trig;
 mod join;
 mod math;
 mod operand;
