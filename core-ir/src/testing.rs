@@ -216,7 +216,9 @@ fn tile_2d<'b>(
 /// A random well-typed kernel (for fuzzing): parameters `a: *f32, b: *i32, c: *f16, n: i32,
 /// x: f32`, over a grid of programs of one block each; values of one block shape in three
 /// pools (i32 offsets, f32 data, masks: comparisons of values and of pointers), masked
-/// loads and stores in bounds, reductions, loops and branches, and 2-D tiles of the same elements (broadcasts of row and column
+/// loads and stores in bounds, reductions, loops and branches, the standard library's
+/// compositions (`flip`, `xor_sum`, `softmax`), `asin` and `atan`, a block pointer over the
+/// program's own elements, and 2-D tiles of the same elements (broadcasts of row and column
 /// reductions) stored to `c`.
 pub fn random_kernel(seed: u64) -> Result<Kernel, crate::BuildError> {
     random_kernel_steps(seed, usize::MAX)
@@ -250,7 +252,7 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
                 i(&mut rng, &masks),
             );
             let (f, g, j, m) = (floats[fi], floats[fj], ints[ii], masks[mi]);
-            match rng.below(14) {
+            match rng.below(19) {
                 0 => floats.push(f + g * 0.5),
                 1 => floats.push(k.where_(m, f, g)),
                 2 => floats.push((f - f.max(0)).exp()),
@@ -271,7 +273,17 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
                     floats.push(r[0]);
                 }
                 11 | 12 => tile_2d(k, &mut rng, block, (a, c, n, x)),
-                _ => ints.push(f.argmax(0) + j),
+                13 => ints.push(f.argmax(0) + j),
+                // The standard library's compositions, the inverse trigonometric functions
+                // and a block pointer over this program's own elements.
+                14 => floats.push(f.flip(0) - g),
+                15 => ints.push(j ^ j.xor_sum(0, false)),
+                16 => floats.push(f.softmax(0, false) * g),
+                17 => floats.push((f / (f.abs() + 1.0)).asin() + g.atan()),
+                _ => {
+                    let p = k.make_block_ptr(a, (n,), (1,), (k.program_id(0) * block,), &[block as u32], &[0]);
+                    floats.push(k.load_block(&p, &[0], crate::Padding::Zero) + f);
+                }
             }
         }
         let last = *floats.last().unwrap();
