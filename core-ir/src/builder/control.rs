@@ -12,6 +12,8 @@ impl KernelBuilder {
     /// `body` gets the induction variable and the carried values and returns their next
     /// values; the result is the carried values after the last iteration. A negative `step`
     /// counts down, stopping before `end`. Bounds are `i32` unless one of them is `i64`.
+    /// A loop unrolled while the kernel is built (Triton's `tl.static_range`) is a Rust
+    /// `for` loop around the builder calls.
     #[track_caller]
     pub fn for_range<'b>(
         &'b self,
