@@ -31,7 +31,7 @@ fn every_call_of_the_porting_guide_builds() {
         // Indexing.
         let picked = k.where_(mask, x.flip(0), full);
         let (si, sj) = k.swizzle2d(offs, offs, 64, 64, 8);
-        let gathered = x.gather((ints & 63) + (si + sj) * 0, 0);
+        let gathered = x.gather((ints + si + sj) & 63, 0);
         // Math.
         let m = x.truediv(3.0f32)
             + x.fdiv(full, false)
