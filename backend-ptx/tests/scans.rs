@@ -1,6 +1,6 @@
 //! Scans, reductions with a combine, `sort`, `gather`, `histogram` and the standard
-//! library's compositions (`flip`, `xor_sum`, `softmax`, `swizzle2d`), lowered for NVIDIA
-//! targets of 1 to 8 warps: their PTX must pass `ptxas` for sm_80 and sm_90. What they
+//! library's compositions (`flip`, `topk`, `xor_sum`, `softmax`, `swizzle2d`), lowered for
+//! NVIDIA targets of 1 to 8 warps: their PTX must pass `ptxas` for sm_80 and sm_90. What they
 //! compute is checked in the SIMT simulator (`rutile-ir`'s `tests/scans.rs`) and on devices
 //! (the conformance matrix).
 
@@ -137,8 +137,8 @@ fn sorts_gathers_and_histograms_assemble() {
     }
 }
 
-/// The standard library's compositions (`flip`, `xor_sum`, `softmax`, `swizzle2d`) along
-/// each axis of 1-D and 2-D blocks assemble for sm_80 and sm_90.
+/// The standard library's compositions (`flip`, `topk`, `xor_sum`, `softmax`,
+/// `swizzle2d`) along each axis of 1-D and 2-D blocks assemble for sm_80 and sm_90.
 #[test]
 fn standard_library_compositions_assemble() {
     for (rows, cols, axes) in [(0u32, 256u32, vec![0u32]), (16, 32, vec![0, 1])] {
@@ -148,6 +148,10 @@ fn standard_library_compositions_assemble() {
                 assemble(
                     &format!("flip {elem} {at}"),
                     &kernel("flip", elem, rows, cols, |_, v| v.flip(axis)),
+                );
+                assemble(
+                    &format!("topk {elem} {at}"),
+                    &kernel("topk", elem, rows, cols, |_, v| v.topk(4, axis)),
                 );
             }
             let xor = kernel("xor_sum", I32, rows, cols, |_, v| v.xor_sum(axis, false));

@@ -59,7 +59,7 @@ fn every_call_of_the_porting_guide_builds() {
         let idx = x.argmax(0) + x.argmin(0) + ints.xor_sum(0, false) + ints.histogram(64).sum(0);
         let reduced = x.reduce(0, false, |_, a, b| a + b);
         let scanned = x.cumsum(0, false) + x.cumprod(0, true) + x.associative_scan(0, false, |_, a, b| a + b);
-        let sorted = x.sort(0, true);
+        let sorted = x.sort(0, true) + x.topk(16, 0).sum(0);
         // Random numbers.
         let random = k.rand(7, offs) + k.randn(7, offs) + k.randint(7, offs).to(F32);
         let _four = k.randint4x(7, offs);

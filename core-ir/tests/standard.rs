@@ -1,7 +1,8 @@
-//! The functions of Triton's standard library built from other ops (`flip`, `xor_sum`,
-//! `swizzle2d`, `softmax`, `ravel`, `zeros_like`, `div_rn`): the interpreter against Rust
-//! references of Triton's definitions on random, ragged inputs, the shared lowering (run by
-//! the SIMT simulator) against the interpreter, and their mistakes as errors that name them.
+//! The functions of Triton's standard library built from other ops (`flip`, `topk`,
+//! `xor_sum`, `swizzle2d`, `softmax`, `ravel`, `zeros_like`, `div_rn`): the interpreter
+//! against Rust references of Triton's definitions on random, ragged inputs, the shared
+//! lowering (run by the SIMT simulator) against the interpreter, and their mistakes as
+//! errors that name them.
 
 use rutile_ir::interp::{self, simt, ArgValue, Element, HostBuffer};
 use rutile_ir::lower::lower;
@@ -330,6 +331,18 @@ fn mistakes_are_errors_that_name_the_function() {
     let cases: Vec<(String, &[&str])> = vec![
         (
             build_error(|_, v, _| {
+                let _ = v.topk(3, 0);
+            }),
+            &["topk", "power of two", "got 3"],
+        ),
+        (
+            build_error(|_, v, _| {
+                let _ = v.topk(32, 0);
+            }),
+            &["topk", "at most the axis's 16 elements"],
+        ),
+        (
+            build_error(|_, v, _| {
                 let _ = v.flip(1);
             }),
             &["flip", "axis 1 is out of range"],
@@ -386,6 +399,38 @@ fn mistakes_are_errors_that_name_the_function() {
     for (message, parts) in cases {
         for part in parts {
             assert!(message.contains(part), "{message:?} does not say {part:?}");
+        }
+    }
+}
+
+#[test]
+fn topk_keeps_the_largest_first() {
+    let mut rng = Rng::new(35);
+    for (shape, axis) in SHAPES {
+        for k in [1u32, 4] {
+            let numel = shape.iter().product::<u32>() as usize;
+            let n = numel - rng.below(numel as u64 / 3) as usize;
+            // Ties on purpose: values from a short range.
+            let x = rng.i32s(n, -20, 20);
+            let mut tile = vec![-99; numel];
+            tile[..n].copy_from_slice(&x);
+            let kernel = block_kernel(shape, I32, -99.0, |_, v| v.topk(k, axis));
+            let (outer, len, inner) = around(shape, axis as usize);
+            let out = outer * k as usize * inner;
+            let got: Vec<i32> = run(&kernel, HostBuffer::from_slice(&x), n, HostBuffer::zeros(I32, out), 0.0);
+            for o in 0..outer {
+                for i in 0..inner {
+                    let mut lane: Vec<i32> = (0..len).map(|j| tile[(o * len + j) * inner + i]).collect();
+                    lane.sort_unstable_by(|a, b| b.cmp(a));
+                    for j in 0..k as usize {
+                        assert_eq!(
+                            got[(o * k as usize + j) * inner + i],
+                            lane[j],
+                            "{shape:?} axis {axis} k {k}"
+                        );
+                    }
+                }
+            }
         }
     }
 }

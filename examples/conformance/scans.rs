@@ -1,8 +1,8 @@
 //! Cases of the ops along an axis with data from the whole block: `cumsum`, `cumprod` and
 //! `associative_scan` (reversed too), `reduce` with a combine, `sort`, `gather` and
-//! `histogram`, and the standard library's `flip`, `xor_sum`, `softmax` and `swizzle2d`, on
-//! f32, i32 and f16, 1-D (ragged: a masked load of [`SCAN_LIVE`] of [`SCAN_BLOCK`]
-//! elements) and both axes of 2-D blocks.
+//! `histogram`, and the standard library's `flip`, `topk`, `xor_sum`, `softmax` and
+//! `swizzle2d`, on f32, i32 and f16, 1-D (ragged: a masked load of [`SCAN_LIVE`] of
+//! [`SCAN_BLOCK`] elements) and both axes of 2-D blocks.
 
 use super::*;
 
@@ -358,6 +358,12 @@ pub(super) fn scan_cases() -> Vec<Case> {
             // indices) on every type, `xor_sum` (a reduction with a combine) on integers,
             // `softmax` on f32 (the 1-D lane ragged: its tail is the -inf fill, as in the
             // softmax tutorial).
+            // topk: the largest 4 along the axis, largest first (a sort and a gather).
+            let op = format!("topk({},k=4)", s.label);
+            let k = block_kernel(&kname(&op, &[t]), s, t, t, 0.0, |_, v| v.topk(4, axis));
+            let init = sort_inputs(t, s.live(), 760 + si as u64, false);
+            let top_len = n / (if s.axis == Some(0) { s.rows } else { s.cols }) as usize * 4;
+            cases.push(block_case(op, t, t, s, k, init, top_len, Rule::Exact));
             let op = format!("flip({})", s.label);
             let k = block_kernel(&kname(&op, &[t]), s, t, t, 0.0, |_, v| v.flip(axis));
             let init = generate(t, s.live(), Domain::General, 680 + si as u64);

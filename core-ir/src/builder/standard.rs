@@ -1,9 +1,10 @@
 //! The functions of `triton.language` that Triton itself writes in Python from other ops
-//! (its `standard.py`): `flip`, `xor_sum`, `swizzle2d`, `softmax`, `ravel`, `zeros_like`
-//! and `div_rn`, built here from ops the IR already has (`gather`, a reduction with a
-//! combine, integer arithmetic, `reshape`, `fdiv`), so that the interpreter, the lowering
-//! and every backend run them without knowing them. Each checks its operands first, so that
-//! a mistake is reported under the function's own name, not under an op it is made of.
+//! (its `standard.py`): `flip`, `topk`, `xor_sum`, `swizzle2d`, `softmax`, `ravel`,
+//! `zeros_like` and `div_rn`, built here from ops the IR already has (`gather`, `sort`, a
+//! reduction with a combine, integer arithmetic, `reshape`, `fdiv`), so that the
+//! interpreter, the lowering and every backend run them without knowing them. Each checks
+//! its operands first, so that a mistake is reported under the function's own name, not
+//! under an op it is made of.
 
 use super::{KernelBuilder, Operand, Value};
 use crate::ir::{BinaryOp, ReduceOp, SourceLoc};
@@ -33,6 +34,36 @@ impl KernelBuilder {
             index = index.expand_dims(other);
         }
         self.gather(x, index.broadcast_to(&dims), axis)
+    }
+
+    /// The `k` largest elements of `x` along `axis`, largest first, as `tl.topk(x, k, dim)`:
+    /// `x` sorted descending along the axis (see [`Op::Sort`](crate::ir::Op::Sort) for NaNs)
+    /// and its first `k` there, by a gather. `k` is a power of two, at most the axis's
+    /// length.
+    #[track_caller]
+    pub fn topk<'b>(&'b self, x: Value<'b>, k: u32, axis: u32) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let x = self.adopt("topk", x, loc);
+        if self.is_poisoned(x.id) {
+            return self.poison(x.ty());
+        }
+        let mut dims = x.shape();
+        if axis as usize >= dims.len() {
+            let message = format!("axis {axis} is out of range for a value of type {}", x.ty());
+            return self.fail("topk", loc, message, x.ty());
+        }
+        let len = dims[axis as usize];
+        if !k.is_power_of_two() || k > len {
+            let message = format!("k must be a power of two of at most the axis's {len} elements, got {k}");
+            return self.fail("topk", loc, message, x.ty());
+        }
+        let sorted = self.sort(x, axis, true);
+        dims[axis as usize] = k;
+        let mut first = self.arange(0, k as i32);
+        for other in (0..dims.len() as u32).filter(|&a| a != axis) {
+            first = first.expand_dims(other);
+        }
+        self.gather(sorted, first.broadcast_to(&dims), axis)
     }
 
     /// The bitwise exclusive or of `x`'s elements along `axis`, as `tl.xor_sum(x, axis,
@@ -153,6 +184,12 @@ impl<'b> Value<'b> {
     #[track_caller]
     pub fn flip(self, axis: u32) -> Value<'b> {
         self.builder.flip(self, axis)
+    }
+
+    /// `tl.topk(self, k, dim)`; see [`KernelBuilder::topk`].
+    #[track_caller]
+    pub fn topk(self, k: u32, axis: u32) -> Value<'b> {
+        self.builder.topk(self, k, axis)
     }
 
     /// `tl.xor_sum(self, axis, keep_dims)`; see [`KernelBuilder::xor_sum`].
