@@ -1,7 +1,7 @@
 //! The layer norm, long-row and libdevice (`asin`) tutorials on every GPU present (each
 //! CUDA GPU and each wgpu adapter, lavapipe included), each checked against its CPU
-//! reference on random inputs at ragged sizes (small ones on software devices). The fused attention tutorial's are in
-//! `gpu_attention.rs`.
+//! reference on random inputs at ragged sizes (small ones on software devices). The fused
+//! attention tutorial's are in `gpu_attention.rs` and `gpu_attention_configs.rs`.
 //!
 //! Without any such device the tests skip, unless `RUTILE_REQUIRE_TOOLS=1` or
 //! `RUTILE_REQUIRE_GPU=1`, then they fail; and they fail when `RUTILE_REQUIRE` names a

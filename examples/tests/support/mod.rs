@@ -1,0 +1,3 @@
+//! Helpers shared by the device tests.
+
+pub mod attention;
