@@ -4,8 +4,8 @@
 //! block programs, longest first, register-capped), each against the CPU reference at
 //! ragged sizes, causal and not, at head dimensions 64 and 128 (small sizes on software
 //! devices); the configuration-by-configuration sweeps and the ping-pongs are in
-//! `gpu_attention_configs.rs`, so that each binary runs in under ten minutes on an H200,
-//! where the two together took over thirteen.
+//! `gpu_attention_configs.rs`: on an H200 the tests of each took about six to seven
+//! minutes (timed one by one), where one binary of them all took over thirteen.
 //!
 //! Without any such device the tests skip, unless `RUTILE_REQUIRE_TOOLS=1` or
 //! `RUTILE_REQUIRE_GPU=1`, then they fail; and they fail when `RUTILE_REQUIRE` names a
