@@ -472,13 +472,14 @@ pub fn matmul_form(
     let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&b)?, dev.zeros::<f16>(m * n)?);
     let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
     args.extend(seeds::matmul_row_major_args(m, n, k).map(rutile::Arg::I32));
-    let name = match (form, leaky_relu) {
-        (MatmulForm::Pointers, false) => "matmul",
-        (MatmulForm::Pointers, true) => "matmul_leaky_relu",
-        (MatmulForm::BlockPointers, false) => "matmul_block_ptr",
-        (MatmulForm::BlockPointers, true) => "matmul_block_ptr_leaky_relu",
+    // The autotuner's cache key and the line's label.
+    let (key, label) = match (form, leaky_relu) {
+        (MatmulForm::Pointers, false) => ("matmul", "matmul"),
+        (MatmulForm::Pointers, true) => ("matmul_leaky_relu", "matmul + leaky_relu"),
+        (MatmulForm::BlockPointers, false) => ("matmul_block_ptr", "block-pointer matmul"),
+        (MatmulForm::BlockPointers, true) => ("matmul_block_ptr_leaky_relu", "block-pointer matmul + leaky_relu"),
     };
-    let tuner = Autotuner::new(name, matmul_configs_for(dev))?;
+    let tuner = Autotuner::new(key, matmul_configs_for(dev))?;
     let Tuned { choice, kernel, launch } = tuned_matmul_form(dev, &tuner, (m, n, k), leaky_relu, form, &args)?;
     let time_ms = timed(dev, &kernel, &launch, &args)?;
     let c = dev.download(&cb)?;
@@ -487,14 +488,8 @@ pub fn matmul_form(
     // relative to the magnitude of a dot product of k terms in [-1, 1] (about sqrt(k)/3).
     let scale = (k as f64).sqrt() / 3.0;
     let (error, _) = max_relative_error(c.iter().map(|v| v.to_f64()), &want, scale);
-    let name = match (form, leaky_relu) {
-        (MatmulForm::Pointers, false) => "matmul",
-        (MatmulForm::Pointers, true) => "matmul + leaky_relu",
-        (MatmulForm::BlockPointers, false) => "block-pointer matmul",
-        (MatmulForm::BlockPointers, true) => "block-pointer matmul + leaky_relu",
-    };
     Ok(Outcome {
-        tutorial: name.into(),
+        tutorial: label.into(),
         size: format!("{m}x{n}x{k}"),
         device: dev.id(),
         error,

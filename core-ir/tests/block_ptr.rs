@@ -484,7 +484,7 @@ fn mistakes_are_errors_that_name_the_construct() {
                 let d = k.make_tensor_descriptor(x, [4, 4], [4, 1], &[4, 4]);
                 let _ = d.load([0, 1, 2]);
             }),
-            &["advance", "got 3 for a block of rank 2"],
+            &["descriptor load", "got 3 for a block of rank 2"],
         ),
     ];
     for (message, parts) in cases {

@@ -11,6 +11,7 @@
 //! inside `for_range`), where Triton carries the advanced pointer from one iteration to the
 //! next.
 
+use super::standard::along_axis;
 use super::{KernelBuilder, Operand, Value};
 use crate::ir::{CmpOp, SourceLoc};
 use crate::types::{Elem, ScalarType, Shape, Type};
@@ -119,21 +120,29 @@ impl<'b> BlockPtr<'b> {
     /// `tl.advance(ptr, deltas)`.
     #[track_caller]
     pub fn advance(&self, deltas: impl Indices<'b>) -> BlockPtr<'b> {
+        self.moved("advance", "deltas", deltas, true, SourceLoc::caller())
+    }
+
+    /// The window at `offsets` (added to its own where `add`, else in their place), one a
+    /// dimension, or an invalid copy after reporting under `op` that the count is wrong.
+    fn moved(&self, op: &str, what: &str, offsets: impl Indices<'b>, add: bool, loc: SourceLoc) -> BlockPtr<'b> {
         let k = self.base.builder();
-        let loc = SourceLoc::caller();
-        let deltas = k.index_operands("advance", "deltas", deltas, loc);
+        let offsets = k.index_operands(op, what, offsets, loc);
         let mut moved = self.clone();
-        match deltas {
-            Some(d) if d.len() == self.offsets.len() => {
-                moved.offsets = self.offsets.iter().zip(d).map(|(&o, d)| o + d).collect();
+        match offsets {
+            Some(o) if o.len() == self.offsets.len() => {
+                moved.offsets = match add {
+                    true => self.offsets.iter().zip(o).map(|(&a, b)| a + b).collect(),
+                    false => o,
+                };
             }
-            Some(d) => {
+            Some(o) => {
                 let message = format!(
                     "takes one offset a dimension: got {} for a block of rank {}",
-                    d.len(),
+                    o.len(),
                     self.offsets.len()
                 );
-                k.report("advance", loc, message);
+                k.report(op, loc, message);
                 moved.valid = false;
             }
             None => moved.valid = false,
@@ -147,18 +156,28 @@ impl<'b> TensorDescriptor<'b> {
     /// as `desc.load(offsets)`.
     #[track_caller]
     pub fn load(&self, offsets: impl Indices<'b>) -> Value<'b> {
-        let k = self.block.base.builder();
-        let all: Vec<u32> = (0..self.block.block_shape.len() as u32).collect();
-        k.load_block(&self.block.advance(offsets), &all, Padding::Zero)
+        let block = self
+            .block
+            .moved("descriptor load", "offsets", offsets, false, SourceLoc::caller());
+        block
+            .base
+            .builder()
+            .load_block(&block, &self.every_dimension(), Padding::Zero)
     }
 
     /// Stores `value` (the block's shape, or broadcast to it) at element `offsets`, nothing
     /// where it leaves the tensor, as `desc.store(offsets, value)`.
     #[track_caller]
     pub fn store(&self, offsets: impl Indices<'b>, value: impl Into<Operand<'b>>) {
-        let k = self.block.base.builder();
-        let all: Vec<u32> = (0..self.block.block_shape.len() as u32).collect();
-        k.store_block(&self.block.advance(offsets), value, &all)
+        let block = self
+            .block
+            .moved("descriptor store", "offsets", offsets, false, SourceLoc::caller());
+        block.base.builder().store_block(&block, value, &self.every_dimension())
+    }
+
+    /// Every dimension, for the bounds checks of each access.
+    fn every_dimension(&self) -> Vec<u32> {
+        (0..self.block.block_shape.len() as u32).collect()
     }
 
     /// The blocks' shape.
@@ -227,6 +246,7 @@ impl KernelBuilder {
         block_shape: &[u32],
     ) -> TensorDescriptor<'b> {
         let loc = SourceLoc::caller();
+        // Each access puts its own offsets in place of these.
         let zeros = vec![0i32; block_shape.len()];
         let block = self.block_ptr_at(
             "make_tensor_descriptor",
@@ -421,10 +441,11 @@ impl KernelBuilder {
         for d in 0..rank {
             // The tensor index of each element along `d`, shaped to broadcast along the
             // other dimensions.
-            let mut index = ptr.offsets[d] + self.arange(0, ptr.block_shape[d] as i32);
-            for other in (0..rank as u32).filter(|&a| a != d as u32) {
-                index = index.expand_dims(other);
-            }
+            let index = along_axis(
+                ptr.offsets[d] + self.arange(0, ptr.block_shape[d] as i32),
+                rank,
+                d as u32,
+            );
             pointers = pointers + index * ptr.strides[d];
             if boundary_check.contains(&(d as u32)) {
                 let inside = self.compare(CmpOp::Ge, index.into(), 0.into(), loc)

@@ -12,7 +12,7 @@
 
 use super::{KernelBuilder, Value};
 use crate::ir::SourceLoc;
-use crate::types::{ScalarType, Shape, Type};
+use crate::types::{ScalarType, Shape};
 
 /// π/2 and π/4 in f32.
 const FRAC_PI_2: f32 = std::f32::consts::FRAC_PI_2;
@@ -89,9 +89,7 @@ impl KernelBuilder {
         if self.is_poisoned(y.id) || self.is_poisoned(x.id) {
             return self.poison(y.ty());
         }
-        let computable =
-            |t: Option<ScalarType>| matches!(t, Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32));
-        if !computable(y.dtype()) || !computable(x.dtype()) {
+        if !computed_in_f32(y.dtype()) || !computed_in_f32(x.dtype()) {
             let message = format!(
                 "takes f16, bf16 or f32 (computed in f32), got {} and {}",
                 y.ty(),
@@ -159,15 +157,19 @@ impl KernelBuilder {
             return self.poison(x.ty());
         }
         match x.dtype() {
-            Some(t @ (ScalarType::F16 | ScalarType::BF16)) => f(x.to(ScalarType::F32)).to(t),
             Some(ScalarType::F32) => f(x),
+            Some(t) if computed_in_f32(Some(t)) => f(x.to(ScalarType::F32)).to(t),
             _ => {
                 let message = format!("takes f16, bf16 or f32 (computed in f32), got {}", x.ty());
-                let ty: Type = x.ty();
-                self.fail(op, loc, message, ty)
+                self.fail(op, loc, message, x.ty())
             }
         }
     }
+}
+
+/// Whether these functions take elements of type `t`: f16, bf16 and f32, computed in f32.
+fn computed_in_f32(t: Option<ScalarType>) -> bool {
+    matches!(t, Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32))
 }
 
 /// `c_0 z^(n-1) + ... + c_(n-1)` by Horner's rule, `coefficients` (two or more) highest

@@ -29,10 +29,7 @@ impl KernelBuilder {
         // The source index of each element: n - 1 - i along the axis, the same across the
         // others (a gather's index has the source's shape off its axis).
         let n = dims[axis as usize] as i32;
-        let mut index = (n - 1) - self.arange(0, n);
-        for other in (0..dims.len() as u32).filter(|&a| a != axis) {
-            index = index.expand_dims(other);
-        }
+        let index = along_axis((n - 1) - self.arange(0, n), dims.len(), axis);
         self.gather(x, index.broadcast_to(&dims), axis)
     }
 
@@ -59,10 +56,7 @@ impl KernelBuilder {
         }
         let sorted = self.sort(x, axis, true);
         dims[axis as usize] = k;
-        let mut first = self.arange(0, k as i32);
-        for other in (0..dims.len() as u32).filter(|&a| a != axis) {
-            first = first.expand_dims(other);
-        }
+        let first = along_axis(self.arange(0, k as i32), dims.len(), axis);
         self.gather(sorted, first.broadcast_to(&dims), axis)
     }
 
@@ -177,6 +171,14 @@ impl KernelBuilder {
         }
         Ok(())
     }
+}
+
+/// The 1-D block `v` as axis `axis` of a block of rank `rank`, its other dimensions of
+/// size 1 (to broadcast along them).
+pub(super) fn along_axis(v: Value<'_>, rank: usize, axis: u32) -> Value<'_> {
+    (0..rank as u32)
+        .filter(|&a| a != axis)
+        .fold(v, |v, other| v.expand_dims(other))
 }
 
 impl<'b> Value<'b> {
