@@ -131,6 +131,8 @@ pub(crate) fn unary(e: &mut Emitter, fk: Fk, op: UnaryOp, x: &str) -> Res<String
         (_, UnaryOp::Sqrt) => one(&format!("sqrt.rn.{f}")),
         (_, UnaryOp::Floor) => one(&format!("cvt.rmi.{f}.{f}")),
         (_, UnaryOp::Ceil) => one(&format!("cvt.rpi.{f}.{f}")),
+        (_, UnaryOp::Trunc) => one(&format!("cvt.rzi.{f}.{f}")),
+        (_, UnaryOp::Rint) => one(&format!("cvt.rni.{f}.{f}")),
         (_, UnaryOp::Not) => return Err(format!("`not` of {f} is not defined")),
         (Fk::F64, UnaryOp::Rsqrt) => {
             let s = e.tmp(Class::Fd);

@@ -1,6 +1,7 @@
 //! Block kernels using the ops that the builder composes from others (Philox random
 //! numbers, `join`, `split`, `interleave`, `cat`, `clamp`, block pointers and tensor
-//! descriptors, `asin`, `acos`, `atan`, `atan2`) and the math functions `tanh`, `pow` and
+//! descriptors, `asin`, `acos`, `atan`, `atan2`, libdevice's `expm1` to `atanh`, the
+//! classification functions, `copysign`, `round`) and the math functions `tanh`, `pow` and
 //! `umulhi`, lowered for an NVIDIA
 //! target and assembled with ptxas for sm_80 and sm_90 (skipped without ptxas unless
 //! `RUTILE_REQUIRE_TOOLS=1`).
@@ -147,5 +148,38 @@ fn inverse_trigonometric_functions_pass_ptxas() {
         assemble("acos", &kernel(t, t, |_, x, _| x.acos()));
         assemble("atan", &kernel(t, t, |_, x, _| x.atan()));
         assemble("atan2", &kernel(t, t, |k, x, y| k.atan2(x, y)));
+    }
+}
+
+/// The exponential, logarithmic and hyperbolic functions (`expm1` ... `atanh`), the
+/// classification functions, `copysign`, `round`, and the rounding ops `trunc` and `rint`,
+/// in f32 and f16 (the classification, rounding and sign in f64 too).
+#[test]
+fn libdevice_functions_pass_ptxas() {
+    type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
+    let exp_log: [(&str, Unary); 9] = [
+        ("expm1", |x| x.expm1()),
+        ("log1p", |x| x.log1p()),
+        ("exp10", |x| x.exp10()),
+        ("log10", |x| x.log10()),
+        ("sinh", |x| x.sinh()),
+        ("cosh", |x| x.cosh()),
+        ("asinh", |x| x.asinh()),
+        ("acosh", |x| x.acosh()),
+        ("atanh", |x| x.atanh()),
+    ];
+    for t in [F32, F16] {
+        for (name, f) in exp_log {
+            assemble(name, &kernel(t, t, move |_, x, _| f(x)));
+        }
+    }
+    for t in [F32, F16, F64] {
+        assemble(
+            "classes",
+            &kernel(t, t, |k, x, y| {
+                let flags = x.isnan() | y.isinf() | (x.isfinite() & y.signbit());
+                k.where_(flags, x.copysign(y), x.round() + y.trunc() + x.rint())
+            }),
+        );
     }
 }

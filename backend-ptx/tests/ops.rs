@@ -9,7 +9,7 @@ use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxError, PtxTarget};
 use support::{assert_contains, emit_80_90, emit_checked, kernel};
 
-const UNARY: [UnaryOp; 16] = [
+const UNARY: [UnaryOp; 18] = [
     UnaryOp::Neg,
     UnaryOp::Not,
     UnaryOp::Abs,
@@ -23,6 +23,8 @@ const UNARY: [UnaryOp; 16] = [
     UnaryOp::Cos,
     UnaryOp::Floor,
     UnaryOp::Ceil,
+    UnaryOp::Trunc,
+    UnaryOp::Rint,
     UnaryOp::Erf,
     UnaryOp::Sigmoid,
     UnaryOp::Tanh,

@@ -644,6 +644,8 @@ fn transcendental_functions() {
             UnaryOp::Ceil,
             UnaryOp::Abs,
             UnaryOp::Neg,
+            UnaryOp::Trunc,
+            UnaryOp::Rint,
         ]
         .iter()
         .map(|&op| kb.set(F32, Expr::Unary(op, a)))
@@ -677,7 +679,10 @@ fn transcendental_functions() {
             "sqrt({x}) = {}",
             g[2]
         );
-        for (j, w) in [x.floor(), x.ceil(), x.abs(), -x].into_iter().enumerate() {
+        for (j, w) in [x.floor(), x.ceil(), x.abs(), -x, x.trunc(), x.round_ties_even()]
+            .into_iter()
+            .enumerate()
+        {
             assert!(
                 same_float(g[3 + j] as f64, w as f64),
                 "unary op {} of {x} = {}, expected {w}",

@@ -8,7 +8,7 @@ use rutile_ir::ir::{AtomicOp, BinaryOp, CmpOp, Literal, UnaryOp};
 use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernelBuilder};
 use rutile_ir::ScalarType::{self, *};
 
-const UNARY: [UnaryOp; 16] = [
+const UNARY: [UnaryOp; 18] = [
     UnaryOp::Neg,
     UnaryOp::Not,
     UnaryOp::Abs,
@@ -22,6 +22,8 @@ const UNARY: [UnaryOp; 16] = [
     UnaryOp::Cos,
     UnaryOp::Floor,
     UnaryOp::Ceil,
+    UnaryOp::Trunc,
+    UnaryOp::Rint,
     UnaryOp::Erf,
     UnaryOp::Sigmoid,
     UnaryOp::Tanh,

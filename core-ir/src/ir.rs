@@ -279,6 +279,12 @@ pub enum UnaryOp {
     Floor,
     /// Rounds up to an integral value, keeping the float type, as `tl.ceil`.
     Ceil,
+    /// Rounds toward zero to an integral value, keeping the float type, as
+    /// `libdevice.trunc`.
+    Trunc,
+    /// Rounds to the nearest integral value, ties to even, keeping the float type, as
+    /// `libdevice.rint` (and `nearbyint`).
+    Rint,
     /// The Gauss error function (floats), as `tl.erf`.
     Erf,
     /// `1 / (1 + e^-x)` (floats), as `tl.sigmoid`.
@@ -882,6 +888,8 @@ impl UnaryOp {
             UnaryOp::Cos => "cos",
             UnaryOp::Floor => "floor",
             UnaryOp::Ceil => "ceil",
+            UnaryOp::Trunc => "trunc",
+            UnaryOp::Rint => "rint",
             UnaryOp::Erf => "erf",
             UnaryOp::Sigmoid => "sigmoid",
             UnaryOp::Tanh => "tanh",

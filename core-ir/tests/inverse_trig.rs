@@ -3,91 +3,12 @@
 //! Annex F where it speaks), the lowering in the simulator against the interpreter, and
 //! their mistakes as errors that name them.
 
-use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
-use rutile_ir::lower::lower;
-use rutile_ir::target::{Specialization, Target};
+mod f32_functions;
+
+use f32_functions::{apply, assert_lowering_matches, build_error, points, same, worst};
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{F16, F32, F64, I32};
-use rutile_ir::{Kernel, KernelBuilder, ScalarType, Value};
-
-const BLOCK: i32 = 1024;
-
-/// `f(y, x)` element by element over `y` and `x` (f32), in the interpreter.
-fn apply(f: impl for<'b> Fn(&'b KernelBuilder, Value<'b>, Value<'b>) -> Value<'b>, y: &[f32], x: &[f32]) -> Vec<f32> {
-    let kernel = kernel(&f);
-    let n = y.len();
-    let (args, mut bufs) = launch(y, x);
-    let grid = (n as u32).div_ceil(BLOCK as u32);
-    interp::run(&kernel, [grid, 1, 1], &args, &mut bufs).unwrap_or_else(|e| panic!("{e}"));
-    bufs[2].to_vec::<f32>().unwrap()
-}
-
-fn kernel(f: &impl for<'b> Fn(&'b KernelBuilder, Value<'b>, Value<'b>) -> Value<'b>) -> Kernel {
-    Kernel::build("inverse_trig", |k| {
-        let (py, px, out) = (k.arg_ptr("y", F32), k.arg_ptr("x", F32), k.arg_ptr("out", F32));
-        let n = k.arg_i32("n");
-        let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
-        let mask = offs.lt(n);
-        let (y, x) = (k.load_masked(py + offs, mask, 0.0), k.load_masked(px + offs, mask, 0.0));
-        k.store_masked(out + offs, f(k, y, x), mask);
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn launch(y: &[f32], x: &[f32]) -> (Vec<ArgValue>, Vec<HostBuffer>) {
-    let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
-    let args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Int(y.len() as i64)];
-    let bufs = vec![
-        HostBuffer::from_slice(y),
-        HostBuffer::from_slice(x),
-        HostBuffer::zeros(F32, y.len()),
-    ];
-    (args, bufs)
-}
-
-/// `|got - want|` in ulps of `want` rounded to f32 (the spacing of f32 at it; at least the
-/// smallest normal's).
-fn ulps(got: f32, want: f64) -> f64 {
-    if got.is_nan() && want.is_nan() || got as f64 == want {
-        return 0.0;
-    }
-    let w = (want as f32).abs().max(f32::MIN_POSITIVE);
-    let spacing = (f32::from_bits(w.to_bits() + 1) - w) as f64;
-    (got as f64 - want).abs() / spacing
-}
-
-/// The largest error in ulps of `f` against `exact` over `inputs` (`(y, x)` pairs).
-fn worst(
-    f: impl for<'b> Fn(&'b KernelBuilder, Value<'b>, Value<'b>) -> Value<'b>,
-    exact: impl Fn(f64, f64) -> f64,
-    inputs: &[(f32, f32)],
-) -> (f64, f32, f32) {
-    let (y, x): (Vec<f32>, Vec<f32>) = inputs.iter().copied().unzip();
-    let got = apply(f, &y, &x);
-    let mut worst = (0.0, 0.0, 0.0);
-    for ((&g, &yv), &xv) in got.iter().zip(&y).zip(&x) {
-        let e = ulps(g, exact(yv as f64, xv as f64));
-        if e > worst.0 {
-            worst = (e, yv, xv);
-        }
-    }
-    worst
-}
-
-/// Uniform points in `[lo, hi]` and magnitudes spread over powers of two down to 2^-30,
-/// of both signs.
-fn points(rng: &mut Rng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
-    let mut v = rng.f32s(n, lo, hi);
-    v.extend((0..n / 4).map(|i| {
-        let m = 2f32.powf(rng.f32s(1, -30.0, hi.abs().max(lo.abs()).log2())[0]);
-        if i % 2 == 0 {
-            m
-        } else {
-            -m
-        }
-    }));
-    v
-}
+use rutile_ir::{KernelBuilder, ScalarType, Value};
 
 #[test]
 fn the_functions_are_within_three_ulps_of_f64() {
@@ -125,7 +46,6 @@ fn the_functions_are_within_three_ulps_of_f64() {
 fn special_values_are_c_s() {
     use std::f32::consts::{FRAC_PI_2, FRAC_PI_4, PI};
     let (inf, nan) = (f32::INFINITY, f32::NAN);
-    let same = |got: f32, want: f32| got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan());
     let unary: [(&str, f32, f32); 14] = [
         ("asin", 0.0, 0.0),
         ("asin", -0.0, -0.0),
@@ -197,22 +117,7 @@ fn the_lowering_computes_the_interpreter_s_bits() {
         ("atan2", |k, y, x| k.atan2(y, x)),
     ];
     for (name, f) in ops {
-        let kernel = kernel(&f);
-        let (args, bufs) = launch(&y, &x);
-        let grid = [(y.len() as u32).div_ceil(BLOCK as u32), 1, 1];
-        let mut want = bufs.clone();
-        interp::run(&kernel, grid, &args, &mut want).unwrap();
-        for target in [Target::vulkan(32, 4, 48 * 1024), Target::nvidia(4, 48 * 1024)] {
-            let lowered = lower(&kernel, &target, &Specialization::none(args.len())).unwrap();
-            let mut got = bufs.clone();
-            simt::run_threads(&lowered, grid, &args, &mut got).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(
-                got[2].as_bytes(),
-                want[2].as_bytes(),
-                "{name} lowered for {} warps",
-                target.num_warps
-            );
-        }
+        assert_lowering_matches(name, f, &y, &x);
     }
 }
 
@@ -236,10 +141,6 @@ fn apply_one_asin(v: f32) -> f32 {
 /// A block of 16 zeros of `t`.
 fn block(k: &KernelBuilder, t: ScalarType) -> Value<'_> {
     k.zeros(&[16], t)
-}
-
-fn build_error(f: impl for<'b> FnOnce(&'b KernelBuilder)) -> String {
-    Kernel::build("bad", f).expect_err("the kernel is invalid").to_string()
 }
 
 #[test]

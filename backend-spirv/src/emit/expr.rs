@@ -134,6 +134,9 @@ impl Cx<'_> {
             UnaryOp::Cos if float => self.transcendental(Mf::Cos, ty, x),
             UnaryOp::Floor if float => self.math(Mf::Floor, &[x]),
             UnaryOp::Ceil if float => self.math(Mf::Ceil, &[x]),
+            UnaryOp::Trunc if float => self.math(Mf::Trunc, &[x]),
+            // naga's `Round` is GLSL's `RoundEven` (WGSL's `round` ties to even).
+            UnaryOp::Rint if float => self.math(Mf::Round, &[x]),
             UnaryOp::Erf if float => self.erf(ty, x),
             UnaryOp::Sigmoid if float => {
                 let n = self.un(Uo::Negate, x);

@@ -10,6 +10,7 @@
 //! `asin`, 1.3 for `acos`, 2.6 for `atan` and 2.8 for `atan2`); a device's `sqrt` and
 //! division round as it does (through Vulkan, within 3 and 2.5 ulp).
 
+use super::in_f32::{computed_in_f32, copysign, horner};
 use super::{KernelBuilder, Value};
 use crate::ir::SourceLoc;
 use crate::types::{ScalarType, Shape};
@@ -142,51 +143,6 @@ impl KernelBuilder {
         let z = t * t;
         base + (t + t * z * horner(z, &ATAN_Q))
     }
-
-    /// `f` of `x` in f32, the result in `x`'s type: f16 and bf16 convert both ways; f64 and
-    /// non-floats are an error naming `op`.
-    fn in_f32<'b>(
-        &'b self,
-        op: &str,
-        x: Value<'b>,
-        loc: SourceLoc,
-        f: impl FnOnce(Value<'b>) -> Value<'b>,
-    ) -> Value<'b> {
-        let x = self.adopt(op, x, loc);
-        if self.is_poisoned(x.id) {
-            return self.poison(x.ty());
-        }
-        match x.dtype() {
-            Some(ScalarType::F32) => f(x),
-            Some(t) if computed_in_f32(Some(t)) => f(x.to(ScalarType::F32)).to(t),
-            _ => {
-                let message = format!("takes f16, bf16 or f32 (computed in f32), got {}", x.ty());
-                self.fail(op, loc, message, x.ty())
-            }
-        }
-    }
-}
-
-/// Whether these functions take elements of type `t`: f16, bf16 and f32, computed in f32.
-fn computed_in_f32(t: Option<ScalarType>) -> bool {
-    matches!(t, Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32))
-}
-
-/// `c_0 z^(n-1) + ... + c_(n-1)` by Horner's rule, `coefficients` (two or more) highest
-/// first.
-fn horner<'b>(z: Value<'b>, coefficients: &[f32]) -> Value<'b> {
-    let mut acc = z * coefficients[0] + coefficients[1];
-    for &c in &coefficients[2..] {
-        acc = acc * z + c;
-    }
-    acc
-}
-
-/// `magnitude` (not negative, or NaN) with the sign of `sign` (f32), bit for bit, so that
-/// `-0.0` gives `-0.0`.
-fn copysign<'b>(magnitude: Value<'b>, sign: Value<'b>) -> Value<'b> {
-    let bits = magnitude.bitcast(ScalarType::I32) | (sign.bitcast(ScalarType::I32) & i32::MIN);
-    bits.bitcast(ScalarType::F32)
 }
 
 impl<'b> Value<'b> {

@@ -23,6 +23,9 @@
 mod block_ptr;
 mod control;
 mod debug;
+mod exp_log;
+mod float_class;
+mod in_f32;
 mod inverse_trig;
 mod join;
 mod math;

@@ -726,6 +726,11 @@ unary_methods! {
     floor => Floor,
     /// Round up (floats).
     ceil => Ceil,
+    /// Round toward zero (floats), as `libdevice.trunc`.
+    trunc => Trunc,
+    /// Round to the nearest integer, ties to even (floats), as `libdevice.rint` and
+    /// `libdevice.nearbyint`: what a quantization to integers wants (`x.rint().to(I8)`).
+    rint => Rint,
     /// The error function (floats).
     erf => Erf,
     /// `1 / (1 + e^-x)` (floats).

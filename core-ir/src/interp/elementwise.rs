@@ -111,6 +111,8 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, ty: Type) -> Result<Tensor, Fault> 
                 UnaryOp::Cos => map(v, f64::cos),
                 UnaryOp::Floor => map(v, f64::floor),
                 UnaryOp::Ceil => map(v, f64::ceil),
+                UnaryOp::Trunc => map(v, f64::trunc),
+                UnaryOp::Rint => map(v, f64::round_ties_even),
                 UnaryOp::Erf => map(v, libm::erf),
                 UnaryOp::Sigmoid => map(v, |a| 1.0 / (1.0 + (-a).exp())),
                 UnaryOp::Tanh => map(v, f64::tanh),

@@ -689,6 +689,9 @@ fn transcendental_and_rounding_functions() {
     assert_eq!(f(UnaryOp::Sqrt)[3], 2.0);
     assert_eq!(f(UnaryOp::Floor)[4..], [2.0, -3.0]);
     assert_eq!(f(UnaryOp::Ceil)[4..], [3.0, -2.0]);
+    assert_eq!(f(UnaryOp::Trunc)[4..], [2.0, -2.0]);
+    assert_eq!(f(UnaryOp::Rint), [0.0, -1.0, 0.0, 4.0, 2.0, -2.0]);
+    assert_eq!(unary_op(UnaryOp::Rint, &[3.5f64, -0.5, 0.49999997]), [4.0, -0.0, 0.0]);
     assert_eq!(f(UnaryOp::Exp2)[3], 16.0);
     assert_eq!(f(UnaryOp::Log2)[3], 2.0);
     assert_eq!(f(UnaryOp::Abs)[1], 1.0);

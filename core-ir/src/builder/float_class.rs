@@ -1,0 +1,184 @@
+//! The classification and sign functions of libdevice (`isnan`, `isinf`, `isfinite`,
+//! `signbit`, `copysign`) and C's rounding half away from zero (`round`), for every float
+//! type. Classification reads the bits, not comparisons: `x != x` is what a driver's
+//! compiler may fold away under relaxed float rules, a mask of the exponent bits is not.
+
+use super::{KernelBuilder, Value};
+use crate::ir::SourceLoc;
+use crate::types::{Elem, ScalarType, Type};
+
+/// The exponent bits of an f32 (all ones: an infinity or a NaN).
+const F32_EXPONENT: i32 = 0x7F80_0000;
+/// The exponent bits of an f64.
+const F64_EXPONENT: i64 = 0x7FF0_0000_0000_0000;
+
+impl KernelBuilder {
+    /// Whether `x` is a NaN (floats), as `libdevice.isnan`: a block of `i1`.
+    #[track_caller]
+    pub fn isnan<'b>(&'b self, x: Value<'b>) -> Value<'b> {
+        self.classify("isnan", x, SourceLoc::caller(), |magnitude, exponent| {
+            magnitude.gt(exponent)
+        })
+    }
+
+    /// Whether `x` is `+∞` or `-∞` (floats), as `libdevice.isinf`: a block of `i1`.
+    #[track_caller]
+    pub fn isinf<'b>(&'b self, x: Value<'b>) -> Value<'b> {
+        self.classify("isinf", x, SourceLoc::caller(), |magnitude, exponent| {
+            magnitude.eq(exponent)
+        })
+    }
+
+    /// Whether `x` is neither infinite nor NaN (floats), as `libdevice.isfinited`: a block
+    /// of `i1`.
+    #[track_caller]
+    pub fn isfinite<'b>(&'b self, x: Value<'b>) -> Value<'b> {
+        self.classify("isfinite", x, SourceLoc::caller(), |magnitude, exponent| {
+            magnitude.lt(exponent)
+        })
+    }
+
+    /// Whether the sign bit of `x` is set (floats), as `libdevice.signbit`: true for `-0.0`
+    /// and for NaNs with the bit set, where `x < 0` is false.
+    #[track_caller]
+    pub fn signbit<'b>(&'b self, x: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let Some((x, bits_type)) = self.float_bits_operand("signbit", x, loc) else {
+            return self.poison(bool_like(x.ty()));
+        };
+        x.bitcast(bits_type).lt(0)
+    }
+
+    /// `x`'s magnitude with `y`'s sign, bit for bit (floats of one type), as
+    /// `libdevice.copysign`: `copysign(1.0, -0.0) = -1.0`, and NaNs keep their payload.
+    /// `x` and `y` broadcast together.
+    #[track_caller]
+    pub fn copysign<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let (x, y) = (self.adopt("copysign", x, loc), self.adopt("copysign", y, loc));
+        if self.is_poisoned(x.id) || self.is_poisoned(y.id) {
+            return self.poison(x.ty());
+        }
+        let (Some(t), true) = (x.dtype().filter(|t| t.is_float()), x.dtype() == y.dtype()) else {
+            let message = format!("takes two floats of one type, got {} and {}", x.ty(), y.ty());
+            return self.fail("copysign", loc, message, x.ty());
+        };
+        let (wide, bits) = wide_float(t);
+        let (xb, yb) = (x.to(wide).bitcast(bits), y.to(wide).bitcast(bits));
+        let sign = if bits == ScalarType::I64 {
+            (yb & i64::MIN) | (xb & i64::MAX)
+        } else {
+            (yb & i32::MIN) | (xb & i32::MAX)
+        };
+        sign.bitcast(wide).to(t)
+    }
+
+    /// `x` rounded to the nearest integral value, halfway cases away from zero (floats,
+    /// keeping the type), as `libdevice.round` and C's `round`: `round(2.5) = 3`,
+    /// `round(-2.5) = -3`, `round(-0.3) = -0.0`. [`Value::rint`] rounds halfway cases to
+    /// even, as `libdevice.rint`.
+    #[track_caller]
+    pub fn round<'b>(&'b self, x: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let x = self.adopt("round", x, loc);
+        if self.is_poisoned(x.id) {
+            return self.poison(x.ty());
+        }
+        if !x.dtype().is_some_and(|t| t.is_float()) {
+            let message = format!("takes floats, got {}", x.ty());
+            return self.fail("round", loc, message, x.ty());
+        }
+        // x - trunc(x) is exact in every float type: the fraction's bits.
+        let t = x.trunc();
+        let away = self.where_(x.lt(0.0), -1.0, 1.0);
+        self.where_((x - t).abs().ge(0.5), t + away, t)
+    }
+
+    /// `test(|bits of x|, exponent bits)` on `x`'s bits as an integer (f16 and bf16 read
+    /// as the f32 they convert to exactly), or an error naming `op`.
+    fn classify<'b>(
+        &'b self,
+        op: &str,
+        x: Value<'b>,
+        loc: SourceLoc,
+        test: impl FnOnce(Value<'b>, Value<'b>) -> Value<'b>,
+    ) -> Value<'b> {
+        let Some((x, bits_type)) = self.float_bits_operand(op, x, loc) else {
+            return self.poison(bool_like(x.ty()));
+        };
+        let bits = x.bitcast(bits_type);
+        if bits_type == ScalarType::I64 {
+            test(bits & i64::MAX, self.full(&[], F64_EXPONENT, ScalarType::I64))
+        } else {
+            test(bits & i32::MAX, self.full(&[], F32_EXPONENT, ScalarType::I32))
+        }
+    }
+
+    /// `x` as an f32 or f64 whose bits read as the returned integer type, or `None` (with
+    /// an error naming `op`, unless `x` already failed) for non-floats.
+    fn float_bits_operand<'b>(&'b self, op: &str, x: Value<'b>, loc: SourceLoc) -> Option<(Value<'b>, ScalarType)> {
+        let x = self.adopt(op, x, loc);
+        if self.is_poisoned(x.id) {
+            return None;
+        }
+        match x.dtype() {
+            Some(t) if t.is_float() => {
+                let (wide, bits) = wide_float(t);
+                Some((x.to(wide), bits))
+            }
+            _ => {
+                let message = format!("takes floats, got {}", x.ty());
+                self.fail(op, loc, message, bool_like(x.ty()));
+                None
+            }
+        }
+    }
+}
+
+/// The float type that `t` converts to exactly for reading bits (f64 stays, the others go
+/// to f32), and the integer type of its bits.
+fn wide_float(t: ScalarType) -> (ScalarType, ScalarType) {
+    if t == ScalarType::F64 {
+        (ScalarType::F64, ScalarType::I64)
+    } else {
+        (ScalarType::F32, ScalarType::I32)
+    }
+}
+
+/// `ty` with `i1` elements: the type of a test of it.
+fn bool_like(ty: Type) -> Type {
+    ty.with_elem(Elem::Scalar(ScalarType::Bool))
+}
+
+impl<'b> Value<'b> {
+    /// Whether `self` is a NaN; see [`KernelBuilder::isnan`].
+    #[track_caller]
+    pub fn isnan(self) -> Value<'b> {
+        self.builder.isnan(self)
+    }
+    /// Whether `self` is infinite; see [`KernelBuilder::isinf`].
+    #[track_caller]
+    pub fn isinf(self) -> Value<'b> {
+        self.builder.isinf(self)
+    }
+    /// Whether `self` is finite; see [`KernelBuilder::isfinite`].
+    #[track_caller]
+    pub fn isfinite(self) -> Value<'b> {
+        self.builder.isfinite(self)
+    }
+    /// Whether the sign bit of `self` is set; see [`KernelBuilder::signbit`].
+    #[track_caller]
+    pub fn signbit(self) -> Value<'b> {
+        self.builder.signbit(self)
+    }
+    /// `self`'s magnitude with `sign`'s sign; see [`KernelBuilder::copysign`].
+    #[track_caller]
+    pub fn copysign(self, sign: Value<'b>) -> Value<'b> {
+        self.builder.copysign(self, sign)
+    }
+    /// Rounds halfway cases away from zero; see [`KernelBuilder::round`].
+    #[track_caller]
+    pub fn round(self) -> Value<'b> {
+        self.builder.round(self)
+    }
+}

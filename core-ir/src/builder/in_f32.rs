@@ -1,0 +1,54 @@
+//! What the math functions built from ops share: computing f16 and bf16 in f32 (and
+//! refusing other types with an error naming the function), polynomials by Horner's rule,
+//! and sign transfers by bits.
+
+use super::{KernelBuilder, Value};
+use crate::ir::SourceLoc;
+use crate::types::ScalarType;
+
+impl KernelBuilder {
+    /// `f` of `x` in f32, the result in `x`'s type: f16 and bf16 convert both ways; f64 and
+    /// non-floats are an error naming `op`.
+    pub(super) fn in_f32<'b>(
+        &'b self,
+        op: &str,
+        x: Value<'b>,
+        loc: SourceLoc,
+        f: impl FnOnce(Value<'b>) -> Value<'b>,
+    ) -> Value<'b> {
+        let x = self.adopt(op, x, loc);
+        if self.is_poisoned(x.id) {
+            return self.poison(x.ty());
+        }
+        match x.dtype() {
+            Some(ScalarType::F32) => f(x),
+            Some(t) if computed_in_f32(Some(t)) => f(x.to(ScalarType::F32)).to(t),
+            _ => {
+                let message = format!("takes f16, bf16 or f32 (computed in f32), got {}", x.ty());
+                self.fail(op, loc, message, x.ty())
+            }
+        }
+    }
+}
+
+/// Whether these functions take elements of type `t`: f16, bf16 and f32, computed in f32.
+pub(super) fn computed_in_f32(t: Option<ScalarType>) -> bool {
+    matches!(t, Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32))
+}
+
+/// `c_0 z^(n-1) + ... + c_(n-1)` by Horner's rule, `coefficients` (two or more) highest
+/// first.
+pub(super) fn horner<'b>(z: Value<'b>, coefficients: &[f32]) -> Value<'b> {
+    let mut acc = z * coefficients[0] + coefficients[1];
+    for &c in &coefficients[2..] {
+        acc = acc * z + c;
+    }
+    acc
+}
+
+/// `magnitude` (not negative, or NaN) with the sign of `sign` (f32), bit for bit, so that
+/// `-0.0` gives `-0.0`.
+pub(super) fn copysign<'b>(magnitude: Value<'b>, sign: Value<'b>) -> Value<'b> {
+    let bits = magnitude.bitcast(ScalarType::I32) | (sign.bitcast(ScalarType::I32) & i32::MIN);
+    bits.bitcast(ScalarType::F32)
+}

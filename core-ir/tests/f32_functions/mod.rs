@@ -1,0 +1,137 @@
+//! What the tests of the math functions built from ops share: an element-wise kernel of
+//! one or two f32 operands run in the interpreter and lowered through the simulator, and
+//! errors in ulps against f64.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
+use rutile_ir::lower::lower;
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::testing::Rng;
+use rutile_ir::ScalarType::F32;
+use rutile_ir::{Kernel, KernelBuilder, Value};
+
+pub const BLOCK: i32 = 1024;
+
+/// A function of two f32 blocks, as the tests write them.
+pub trait Binary: for<'b> Fn(&'b KernelBuilder, Value<'b>, Value<'b>) -> Value<'b> {}
+impl<F: for<'b> Fn(&'b KernelBuilder, Value<'b>, Value<'b>) -> Value<'b>> Binary for F {}
+
+/// `f(y, x)` element by element over `y` and `x` (f32), in the interpreter.
+pub fn apply(f: impl Binary, y: &[f32], x: &[f32]) -> Vec<f32> {
+    let kernel = kernel(&f);
+    let (args, mut bufs) = launch(y, x);
+    interp::run(&kernel, grid(y.len()), &args, &mut bufs).unwrap_or_else(|e| panic!("{e}"));
+    bufs[2].to_vec::<f32>().unwrap()
+}
+
+/// `f(x)` element by element over `x` (f32), in the interpreter.
+pub fn apply1(f: impl for<'b> Fn(Value<'b>) -> Value<'b>, x: &[f32]) -> Vec<f32> {
+    apply(|_, y, _| f(y), x, x)
+}
+
+/// The kernel storing `f(y, x)` for the loaded `y` and `x`.
+pub fn kernel(f: &impl Binary) -> Kernel {
+    Kernel::build("f32_function", |k| {
+        let (py, px, out) = (k.arg_ptr("y", F32), k.arg_ptr("x", F32), k.arg_ptr("out", F32));
+        let n = k.arg_i32("n");
+        let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
+        let mask = offs.lt(n);
+        let (y, x) = (k.load_masked(py + offs, mask, 0.0), k.load_masked(px + offs, mask, 0.0));
+        k.store_masked(out + offs, f(k, y, x), mask);
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn grid(n: usize) -> [u32; 3] {
+    [(n as u32).div_ceil(BLOCK as u32), 1, 1]
+}
+
+fn launch(y: &[f32], x: &[f32]) -> (Vec<ArgValue>, Vec<HostBuffer>) {
+    let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
+    let args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Int(y.len() as i64)];
+    let bufs = vec![
+        HostBuffer::from_slice(y),
+        HostBuffer::from_slice(x),
+        HostBuffer::zeros(F32, y.len()),
+    ];
+    (args, bufs)
+}
+
+/// Asserts that `f` lowered for a Vulkan and an NVIDIA target computes, in the simulator,
+/// the interpreter's bits on `y` and `x`.
+pub fn assert_lowering_matches(name: &str, f: impl Binary, y: &[f32], x: &[f32]) {
+    let kernel = kernel(&f);
+    let (args, bufs) = launch(y, x);
+    let mut want = bufs.clone();
+    interp::run(&kernel, grid(y.len()), &args, &mut want).unwrap();
+    for target in [Target::vulkan(32, 4, 48 * 1024), Target::nvidia(4, 48 * 1024)] {
+        let lowered = lower(&kernel, &target, &Specialization::none(args.len())).unwrap();
+        let mut got = bufs.clone();
+        simt::run_threads(&lowered, grid(y.len()), &args, &mut got).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            got[2].as_bytes(),
+            want[2].as_bytes(),
+            "{name} lowered for {} warps",
+            target.num_warps
+        );
+    }
+}
+
+/// `|got - want|` in ulps of `want` rounded to f32 (the spacing of f32 at it; at least the
+/// smallest normal's).
+pub fn ulps(got: f32, want: f64) -> f64 {
+    if got.is_nan() && want.is_nan() || got as f64 == want {
+        return 0.0;
+    }
+    let w = (want as f32).abs().max(f32::MIN_POSITIVE);
+    let spacing = (f32::from_bits(w.to_bits() + 1) - w) as f64;
+    (got as f64 - want).abs() / spacing
+}
+
+/// The largest error in ulps of `f` against `exact` over `inputs` (`(y, x)` pairs), with
+/// the pair where it is.
+pub fn worst(f: impl Binary, exact: impl Fn(f64, f64) -> f64, inputs: &[(f32, f32)]) -> (f64, f32, f32) {
+    let (y, x): (Vec<f32>, Vec<f32>) = inputs.iter().copied().unzip();
+    let got = apply(f, &y, &x);
+    let mut worst = (0.0, 0.0, 0.0);
+    for ((&g, &yv), &xv) in got.iter().zip(&y).zip(&x) {
+        let e = ulps(g, exact(yv as f64, xv as f64));
+        if e > worst.0 {
+            worst = (e, yv, xv);
+        }
+    }
+    worst
+}
+
+/// The largest error in ulps of unary `f` against `exact` over `inputs`, with where it is.
+pub fn worst1(f: impl for<'b> Fn(Value<'b>) -> Value<'b>, exact: impl Fn(f64) -> f64, inputs: &[f32]) -> (f64, f32) {
+    let pairs: Vec<(f32, f32)> = inputs.iter().map(|&v| (v, 0.0)).collect();
+    let (e, at, _) = worst(|_, y, _| f(y), |y, _| exact(y), &pairs);
+    (e, at)
+}
+
+/// Uniform points in `[lo, hi]` and magnitudes spread over powers of two down to 2^-30,
+/// of both signs.
+pub fn points(rng: &mut Rng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+    let mut v = rng.f32s(n, lo, hi);
+    v.extend((0..n / 4).map(|i| {
+        let m = 2f32.powf(rng.f32s(1, -30.0, hi.abs().max(lo.abs()).log2())[0]);
+        if i % 2 == 0 {
+            m
+        } else {
+            -m
+        }
+    }));
+    v
+}
+
+/// Whether `got` is `want` bit for bit, or both are NaN.
+pub fn same(got: f32, want: f32) -> bool {
+    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan())
+}
+
+/// The error of building `f`'s kernel, as text.
+pub fn build_error(f: impl for<'b> FnOnce(&'b KernelBuilder)) -> String {
+    Kernel::build("bad", f).expect_err("the kernel is invalid").to_string()
+}

@@ -1,0 +1,214 @@
+//! `isnan`, `isinf`, `isfinite`, `signbit`, `copysign` (`builder/float_class.rs`), `round`,
+//! and the rounding ops `trunc` and `rint`, on every float type: against Rust's own
+//! functions in the interpreter on random and special values (signed zeros, infinities,
+//! NaNs of both signs, subnormals, halfway cases), the lowering in the simulator against
+//! the interpreter, and the mistakes as errors that name them.
+
+mod f32_functions;
+
+use f32_functions::build_error;
+use half::{bf16, f16};
+use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
+use rutile_ir::lower::lower;
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::testing::Rng;
+use rutile_ir::ScalarType::{self, BF16, F16, F32, F64, I32};
+use rutile_ir::{Kernel, KernelBuilder, Value};
+
+const BLOCK: i32 = 128;
+const FLOATS: [ScalarType; 4] = [F16, BF16, F32, F64];
+
+type Binary = for<'b> fn(&'b KernelBuilder, Value<'b>, Value<'b>) -> Value<'b>;
+type Reference = fn(f64, f64) -> f64;
+
+/// Each function, as a kernel of `(x, y)` whose result has `x`'s type (tests as 0 or 1),
+/// and its reference.
+fn functions() -> Vec<(&'static str, Binary, Reference)> {
+    vec![
+        (
+            "isnan",
+            |_, x, _| x.isnan().to(x.dtype().unwrap()),
+            |x, _| (x.is_nan() as u8).into(),
+        ),
+        (
+            "isinf",
+            |_, x, _| x.isinf().to(x.dtype().unwrap()),
+            |x, _| (x.is_infinite() as u8).into(),
+        ),
+        (
+            "isfinite",
+            |_, x, _| x.isfinite().to(x.dtype().unwrap()),
+            |x, _| (x.is_finite() as u8).into(),
+        ),
+        (
+            "signbit",
+            |_, x, _| x.signbit().to(x.dtype().unwrap()),
+            |x, _| (x.is_sign_negative() as u8).into(),
+        ),
+        ("copysign", |_, x, y| x.copysign(y), f64::copysign),
+        ("round", |_, x, _| x.round(), |x, _| x.round()),
+        ("trunc", |_, x, _| x.trunc(), |x, _| x.trunc()),
+        ("rint", |_, x, _| x.rint(), |x, _| x.round_ties_even()),
+    ]
+}
+
+/// Values of type `t` (as f64): the special ones and random ones of every magnitude.
+fn values(t: ScalarType, rng: &mut Rng) -> Vec<f64> {
+    let smallest_subnormal = match t {
+        F16 => 2f64.powi(-24),
+        BF16 => 2f64.powi(-133),
+        F32 => f32::from_bits(1) as f64,
+        _ => f64::from_bits(1),
+    };
+    let mut v = vec![
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        1.5,
+        2.5,
+        -2.5,
+        3.5,
+        -0.3,
+        -0.7,
+        0.49999997,
+        1e30,
+        -1e30,
+        smallest_subnormal,
+        -smallest_subnormal,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -f64::NAN,
+    ];
+    v.extend((0..600).map(|i| {
+        let m = 2f64.powf(rng.uniform(-20.0, 30.0));
+        let x = if i % 3 == 0 { (m * 2.0).round() / 2.0 } else { m };
+        if i % 2 == 0 {
+            x
+        } else {
+            -x
+        }
+    }));
+    v.into_iter().map(|x| quantize(t, x)).collect()
+}
+
+/// `x` rounded to `t`, NaN signs kept.
+fn quantize(t: ScalarType, x: f64) -> f64 {
+    let q = match t {
+        F16 => f16::from_f64(x).to_f64(),
+        BF16 => bf16::from_f64(x).to_f64(),
+        F32 => x as f32 as f64,
+        _ => x,
+    };
+    if x.is_nan() {
+        f64::NAN.copysign(x)
+    } else {
+        q
+    }
+}
+
+fn buffer(t: ScalarType, v: &[f64]) -> HostBuffer {
+    match t {
+        F16 => HostBuffer::from_slice(&v.iter().map(|&x| f16::from_f64(x)).collect::<Vec<_>>()),
+        BF16 => HostBuffer::from_slice(&v.iter().map(|&x| bf16::from_f64(x)).collect::<Vec<_>>()),
+        F32 => HostBuffer::from_slice(&v.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+        _ => HostBuffer::from_slice(v),
+    }
+}
+
+fn read(t: ScalarType, b: &HostBuffer) -> Vec<f64> {
+    match t {
+        F16 => b.to_vec::<f16>().unwrap().iter().map(|x| x.to_f64()).collect(),
+        BF16 => b.to_vec::<bf16>().unwrap().iter().map(|x| x.to_f64()).collect(),
+        F32 => b.to_vec::<f32>().unwrap().iter().map(|&x| x as f64).collect(),
+        _ => b.to_vec::<f64>().unwrap(),
+    }
+}
+
+fn kernel(t: ScalarType, f: Binary) -> Kernel {
+    Kernel::build("float_class", |k| {
+        let (px, py, out) = (k.arg_ptr("x", t), k.arg_ptr("y", t), k.arg_ptr("out", t));
+        let n = k.arg_i32("n");
+        let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
+        let mask = offs.lt(n);
+        let (x, y) = (k.load_masked(px + offs, mask, 0.0), k.load_masked(py + offs, mask, 0.0));
+        k.store_masked(out + offs, f(k, x, y), mask);
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn launch(t: ScalarType, x: &[f64], y: &[f64]) -> (Vec<ArgValue>, Vec<HostBuffer>, [u32; 3]) {
+    let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
+    let args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Int(x.len() as i64)];
+    let bufs = vec![buffer(t, x), buffer(t, y), HostBuffer::zeros(t, x.len())];
+    (args, bufs, [(x.len() as u32).div_ceil(BLOCK as u32), 1, 1])
+}
+
+#[test]
+fn they_are_rust_s_functions_on_every_float_type() {
+    let mut rng = Rng::new(93);
+    for t in FLOATS {
+        let x = values(t, &mut rng);
+        let mut y = x.clone();
+        y.rotate_left(7);
+        for (name, f, reference) in functions() {
+            let (args, mut bufs, grid) = launch(t, &x, &y);
+            interp::run(&kernel(t, f), grid, &args, &mut bufs).unwrap_or_else(|e| panic!("{name} on {t}: {e}"));
+            for ((got, &a), &b) in read(t, &bufs[2]).iter().zip(&x).zip(&y) {
+                let want = quantize(t, reference(a, b));
+                let ok = if want.is_nan() {
+                    got.is_nan() && (name != "copysign" || got.is_sign_negative() == want.is_sign_negative())
+                } else {
+                    got.to_bits() == want.to_bits()
+                };
+                assert!(ok, "{name}({a:e}, {b:e}) on {t}: {got:e}, expected {want:e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_lowering_computes_the_interpreter_s_bits() {
+    let mut rng = Rng::new(94);
+    for t in FLOATS {
+        let x = values(t, &mut rng);
+        let mut y = x.clone();
+        y.rotate_left(3);
+        for (name, f, _) in functions() {
+            let k = kernel(t, f);
+            let (args, bufs, grid) = launch(t, &x, &y);
+            let mut want = bufs.clone();
+            interp::run(&k, grid, &args, &mut want).unwrap();
+            for target in [Target::vulkan(32, 4, 48 * 1024), Target::nvidia(4, 48 * 1024)] {
+                let lowered = lower(&k, &target, &Specialization::none(args.len())).unwrap();
+                let mut got = bufs.clone();
+                simt::run_threads(&lowered, grid, &args, &mut got).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(got[2].as_bytes(), want[2].as_bytes(), "{name} on {t}");
+            }
+        }
+    }
+}
+
+#[test]
+fn mistakes_are_errors_that_name_the_function() {
+    type Make = for<'b> fn(&'b KernelBuilder) -> Value<'b>;
+    let cases: [(&str, Make, &str); 8] = [
+        ("isnan", |k| k.zeros(&[16], I32).isnan(), "i32"),
+        ("isinf", |k| k.zeros(&[16], I32).isinf(), "i32"),
+        ("isfinite", |k| k.zeros(&[16], I32).isfinite(), "i32"),
+        ("signbit", |k| k.zeros(&[16], I32).signbit(), "i32"),
+        ("round", |k| k.zeros(&[16], I32).round(), "i32"),
+        ("copysign", |k| k.zeros(&[16], F32).copysign(k.zeros(&[16], F16)), "f16"),
+        ("trunc", |k| k.zeros(&[16], I32).trunc(), "i32"),
+        ("rint", |k| k.zeros(&[16], I32).rint(), "i32"),
+    ];
+    for (name, make, part) in cases {
+        let message = build_error(|k| {
+            let _ = make(k);
+        });
+        for want in [name, part] {
+            assert!(message.contains(want), "{message:?} does not say {want:?}");
+        }
+    }
+}
