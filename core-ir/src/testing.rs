@@ -217,7 +217,8 @@ fn tile_2d<'b>(
 /// x: f32`, over a grid of programs of one block each; values of one block shape in three
 /// pools (i32 offsets, f32 data, masks: comparisons of values and of pointers), masked
 /// loads and stores in bounds, reductions, loops and branches, the standard library's
-/// compositions (`flip`, `xor_sum`, `softmax`), `asin` and `atan`, a block pointer over the
+/// compositions (`flip`, `xor_sum`, `softmax`), `asin`, `atan`, `expm1`, `log1p`, `rint` and
+/// `isnan`, a block pointer over the
 /// program's own elements, and 2-D tiles of the same elements (broadcasts of row and column
 /// reductions) stored to `c`.
 pub fn random_kernel(seed: u64) -> Result<Kernel, crate::BuildError> {
@@ -252,7 +253,7 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
                 i(&mut rng, &masks),
             );
             let (f, g, j, m) = (floats[fi], floats[fj], ints[ii], masks[mi]);
-            match rng.below(19) {
+            match rng.below(20) {
                 0 => floats.push(f + g * 0.5),
                 1 => floats.push(k.where_(m, f, g)),
                 2 => floats.push((f - f.max(0)).exp()),
@@ -280,6 +281,8 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
                 15 => ints.push(j ^ j.xor_sum(0, false)),
                 16 => floats.push(f.softmax(0, false) * g),
                 17 => floats.push((f / (f.abs() + 1.0)).asin() + g.atan()),
+                // libdevice's functions built from ops, a rounding op and a classification.
+                18 => floats.push(k.where_(f.isnan(), g, (f * 0.25).expm1() + g.abs().log1p() + f.rint())),
                 _ => {
                     let p = k.make_block_ptr(a, (n,), (1,), (k.program_id(0) * block,), &[block as u32], &[0]);
                     floats.push(k.load_block(&p, &[0], crate::Padding::Zero) + f);

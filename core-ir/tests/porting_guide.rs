@@ -51,7 +51,11 @@ fn every_call_of_the_porting_guide_builds() {
             + (x * 0.1f32).asin()
             + (x * 0.1f32).acos()
             + x.atan()
-            + k.atan2(x, full);
+            + k.atan2(x, full)
+            + (x.expm1() + x.log1p().abs() + x.exp10() + x.abs().log10() + x.sinh() + x.cosh())
+            + (x.asinh() + (x.abs() + 1.0f32).acosh() + (x * 0.1f32).atanh())
+            + (x.trunc() + x.rint() + x.round() + x.copysign(full))
+            + k.where_(x.isnan() | x.isinf() | !x.isfinite() | x.signbit(), 0.0f32, 1.0f32);
         let hi = k.umulhi(ints.bitcast(rutile_ir::ScalarType::U32), 3u32);
         let cdiv = k.cdiv(n, 64);
         // Reductions, scans, sorts.

@@ -221,7 +221,7 @@ pub(super) fn transcendental_domain(op: &str) -> Domain {
 pub(super) type UnaryFn = for<'b> fn(Value<'b>) -> Value<'b>;
 
 pub(super) fn unary_cases() -> Vec<Case> {
-    let ops: [(&str, UnaryFn); 15] = [
+    let ops: [(&str, UnaryFn); 17] = [
         ("neg", |x| -x),
         ("not", |x| !x),
         ("abs", |x| x.abs()),
@@ -235,13 +235,15 @@ pub(super) fn unary_cases() -> Vec<Case> {
         ("cos", |x| x.cos()),
         ("floor", |x| x.floor()),
         ("ceil", |x| x.ceil()),
+        ("trunc", |x| x.trunc()),
+        ("rint", |x| x.rint()),
         ("erf", |x| x.erf()),
         ("sigmoid", |x| x.sigmoid()),
     ];
     let mut cases = Vec::new();
     for (op, f) in ops {
         for t in DTYPES {
-            let exact = matches!(op, "neg" | "not" | "abs" | "floor" | "ceil");
+            let exact = matches!(op, "neg" | "not" | "abs" | "floor" | "ceil" | "trunc" | "rint");
             let rule = if exact || !t.is_float() {
                 Rule::Exact
             } else {

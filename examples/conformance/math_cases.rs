@@ -1,4 +1,6 @@
-//! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `clamp`;
+//! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `clamp`,
+//! the inverse trigonometric functions and libdevice's `expm1` ... `atanh`, the float
+//! classification functions, `copysign` and `round`;
 //! and integer division by constants, which the lowering rewrites where they are powers of two.
 
 use super::*;
@@ -221,9 +223,67 @@ fn inverse_trig_cases() -> Vec<Case> {
     cases
 }
 
+/// libdevice's `expm1` ... `atanh` (compositions, floats but f64 only accepted) over their
+/// domains with the special values, on every type.
+fn exp_log_cases() -> Vec<Case> {
+    let range = |lo, hi, lo2, hi2| Domain::Range { lo, hi, lo2, hi2 };
+    let functions: [(&str, Domain, UnaryFn); 9] = [
+        ("expm1", range(-20.0, 88.0, -20, 6), |x| x.expm1()),
+        ("log1p", range(-1.0, 100.0, -20, 20), |x| x.log1p()),
+        ("exp10", range(-37.0, 38.0, -20, 5), |x| x.exp10()),
+        ("log10", range(0.0, 100.0, -20, 30), |x| x.log10()),
+        ("sinh", range(-88.0, 88.0, -20, 6), |x| x.sinh()),
+        ("cosh", range(-88.0, 88.0, -20, 6), |x| x.cosh()),
+        ("asinh", range(-100.0, 100.0, -20, 20), |x| x.asinh()),
+        ("acosh", range(1.0, 100.0, -20, 20), |x| x.acosh()),
+        ("atanh", range(-1.0, 1.0, -20, 0), |x| x.atanh()),
+    ];
+    let mut cases = Vec::new();
+    for t in DTYPES {
+        for (op, domain, f) in functions {
+            let (rule, domain) = if t.is_float() {
+                (Rule::Float { op, arg: 0 }, domain)
+            } else {
+                (Rule::Exact, Domain::General)
+            };
+            cases.extend(elementwise_cases(op, &[(t, domain)], t, rule, move |_, x| f(x[0])));
+        }
+    }
+    cases
+}
+
+/// `isnan`, `isinf`, `isfinite`, `signbit` (as i32), `copysign` and `round` on every type
+/// (floats only accepted): exact, NaNs, infinities, signed zeros and subnormals included.
+fn float_class_cases() -> Vec<Case> {
+    let functions: [(&str, BinaryFn); 6] = [
+        ("isnan", |_, x, _| x.isnan()),
+        ("isinf", |_, x, _| x.isinf()),
+        ("isfinite", |_, x, _| x.isfinite()),
+        ("signbit", |_, x, _| x.signbit()),
+        ("copysign", |_, x, y| x.copysign(y)),
+        ("round", |_, x, _| x.round()),
+    ];
+    let mut cases = Vec::new();
+    for t in DTYPES {
+        for (op, f) in functions {
+            let out = if matches!(op, "copysign" | "round") { t } else { I32 };
+            cases.extend(elementwise_cases(
+                op,
+                &[(t, Domain::General), (t, Domain::General)],
+                out,
+                Rule::Exact,
+                move |k, x| f(k, x[0], x[1]),
+            ));
+        }
+    }
+    cases
+}
+
 pub(super) fn math_cases() -> Vec<Case> {
     let mut all = tanh_cases();
     all.extend(inverse_trig_cases());
+    all.extend(exp_log_cases());
+    all.extend(float_class_cases());
     all.extend(constant_division_cases());
     all.extend(pow_cases());
     all.extend(umulhi_cases());
