@@ -6,7 +6,7 @@
 //! `splat`/`broadcast`/`cast` so that every op sees operands of exactly the types it needs.
 
 use crate::arena::{Arena, Handle};
-use crate::types::{ScalarType, Type};
+use crate::types::{ScalarType, Type, MAX_RANK};
 use std::fmt;
 
 /// A value of the kernel (an SSA name).
@@ -999,6 +999,55 @@ pub struct Kernel {
     pub insts: Arena<Inst>,
     /// The top-level region: no arguments, and no `yield`.
     pub body: Region,
+    /// The author's promises about integer values (`multiple_of`, `max_contiguous`,
+    /// `max_constancy`), in the order made: facts the axis analysis takes, which the
+    /// interpreter checks.
+    pub hints: Vec<AxisHint>,
+}
+
+/// A promise about the runs of an integer value, as Triton's `tl.multiple_of`,
+/// `tl.max_contiguous` and `tl.max_constancy` make it. A value's elements form, along each
+/// dimension, runs of consecutive values and runs of equal ones; the axis analysis
+/// (`analysis::axis`) tracks how long they are and what divides their first elements, and
+/// loads and stores vectorize by it. A hint raises what the analysis knows to what the
+/// author promises; the interpreter checks the promise wherever the value is computed (a
+/// broken one is a fault naming the hint), the compiled kernels trust it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AxisHint {
+    /// The value the promise is about (an integer scalar or block).
+    pub value: ValueId,
+    /// What is promised.
+    pub kind: HintKind,
+    /// Per dimension, the promised number (slot 0 for a scalar; 1 where nothing is
+    /// promised).
+    pub per_dim: [u64; MAX_RANK],
+    /// The author's call.
+    pub loc: SourceLoc,
+}
+
+/// What an [`AxisHint`] promises, per dimension, with its number `n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HintKind {
+    /// The first element of every run of consecutive values is a multiple of `n`
+    /// (every element, where the runs are single elements): `tl.multiple_of`.
+    MultipleOf,
+    /// The elements come in runs of `n` consecutive values, each run starting at an index
+    /// that is a multiple of `n` (a power of two): `tl.max_contiguous`.
+    MaxContiguous,
+    /// The elements come in runs of `n` equal values, each run starting at an index that
+    /// is a multiple of `n` (a power of two): `tl.max_constancy`.
+    MaxConstancy,
+}
+
+impl HintKind {
+    /// The hint's name, as Triton spells it (`multiple_of`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            HintKind::MultipleOf => "multiple_of",
+            HintKind::MaxContiguous => "max_contiguous",
+            HintKind::MaxConstancy => "max_constancy",
+        }
+    }
 }
 
 impl Kernel {

@@ -29,7 +29,7 @@ pub mod typing;
 pub mod verify;
 
 pub use arena::{Arena, Handle};
-pub use builder::{BlockPtr, Indices, KernelBuilder, Operand, Padding, TensorDescriptor, Value};
+pub use builder::{BlockPtr, HintNumbers, Indices, KernelBuilder, Operand, Padding, TensorDescriptor, Value};
 pub use error::{BuildError, Diagnostic};
 pub use ir::{CacheModifier, DotPrecision, Kernel, Op, ReduceOp};
 pub use types::{Elem, ScalarType, Shape, Type};

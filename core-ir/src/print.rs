@@ -6,8 +6,10 @@
 //!   %5 = arange 0, 1024 : <1024xi32>
 //!   ...
 //!   store %12, %11, %9
+//!   hint %5, max_contiguous=[1024]
 //! }
 //! ```
+//! (`hint` lines, last, are the author's promises: [`crate::ir::AxisHint`].)
 //! Values are numbered by their arena index, so the text is the same every time the same
 //! kernel is built.
 
@@ -25,6 +27,15 @@ impl fmt::Display for Kernel {
         }
         writeln!(f, ") {{")?;
         self.region(f, &self.body, 1)?;
+        // Hints change the code compiled from the same ops: they are part of the text, which
+        // keys the runtime's compile cache.
+        for h in &self.hints {
+            let rank = self
+                .values
+                .try_get(h.value)
+                .map_or(1, |d| d.ty.shape.dims().len().max(1));
+            writeln!(f, "  hint {}, {}={:?}", v(h.value), h.kind.name(), &h.per_dim[..rank])?;
+        }
         writeln!(f, "}}")
     }
 }

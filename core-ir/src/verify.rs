@@ -34,6 +34,27 @@ pub fn verify(kernel: &Kernel) -> Result<(), BuildError> {
         }
     }
     v.region(&kernel.body, &[], None);
+    for h in &kernel.hints {
+        let ty = kernel.values.try_get(h.value).map(|d| d.ty);
+        let integer = ty.is_some_and(|t| t.scalar_type().is_some_and(|s| s.is_int()));
+        let dims = ty.map_or(0, |t| t.shape.dims().len());
+        let numbers_fit = h
+            .per_dim
+            .iter()
+            .enumerate()
+            .all(|(d, &n)| n >= 1 && (d < dims.max(1) || n == 1));
+        if !integer || !numbers_fit {
+            v.diagnostics.push(Diagnostic {
+                op: h.kind.name().into(),
+                loc: h.loc,
+                message: format!(
+                    "hint on %{} is malformed (type {ty:?}, numbers {:?})",
+                    h.value.index(),
+                    h.per_dim
+                ),
+            });
+        }
+    }
     if v.diagnostics.is_empty() {
         Ok(())
     } else {

@@ -58,6 +58,8 @@ fn every_call_of_the_porting_guide_builds() {
             + k.where_(x.isnan() | x.isinf() | !x.isfinite() | x.signbit(), 0.0f32, 1.0f32);
         let hi = k.umulhi(ints.bitcast(rutile_ir::ScalarType::U32), 3u32);
         let cdiv = k.cdiv(n, 64);
+        // Compiler hints.
+        let hinted = offs.multiple_of(64).max_contiguous(64) + (offs / 4).max_constancy(4) + pid.multiple_of(1);
         // Reductions, scans, sorts.
         let sums = x.sum(0) + x.max(0) + x.min(0) + x.reduce_with(ReduceOp::Sum, 0, true).sum(0);
         let idx = x.argmax(0) + x.argmin(0) + ints.xor_sum(0, false) + ints.histogram(64).sum(0);
@@ -106,6 +108,7 @@ fn every_call_of_the_porting_guide_builds() {
             + gathered
             + hi.to(F32)
             + cdiv.to(F32)
+            + hinted.to(F32)
             + sums
             + idx.to(F32)
             + reduced

@@ -395,44 +395,55 @@ pub(super) fn cast_cases() -> Vec<Case> {
 
 /// Masked loads with `other` and masked stores on ragged lengths: the input has `n`
 /// elements; positions `n .. n+100` get `other` (3); the rest of the output keeps its
-/// initial contents.
+/// initial contents. Twice: with offsets the analysis follows, and with offsets built by an
+/// `|` it does not follow, whose runs `max_contiguous` and `multiple_of` promise back (so
+/// that the accesses go as wide as the first kernel's).
 pub(super) fn memory_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for t in DTYPES {
-        let kernel = built(Kernel::build(&kname("load_store", &[t]), |k| {
-            let x = k.arg_ptr("x", t);
-            let o = k.arg_ptr("out", t);
-            let n = k.arg_i32("n");
-            let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
-            let v = k.load_masked(x + offs, offs.lt(n), 3);
-            k.store_masked(o + offs, v, offs.lt(n + 100));
-        }));
-        for (variant, n) in [1usize, RAGGED, 700].into_iter().enumerate() {
-            let grid = (n as u32 + 100).div_ceil(BLOCK as u32) + 1;
-            let len = grid as usize * BLOCK as usize;
-            cases.push(Case {
-                op: "load/store masked".into(),
-                dtype: t,
-                shape: format!("{n}/{BLOCK}"),
-                kernel: kernel.clone(),
-                bufs: vec![
-                    Buf {
-                        dtype: t,
-                        init: generate(t, n, Domain::General, 100 + variant as u64 * 2),
-                        output: false,
-                    },
-                    Buf {
-                        dtype: t,
-                        init: generate(t, len, Domain::General, 201 + variant as u64 * 2),
-                        output: true,
-                    },
-                ],
-                n: Some(n as i32),
-                grid,
-                cluster: 1,
-                rule: Rule::Exact,
-                known: Vec::new(),
-            });
+        for (op, hinted) in [("load/store masked", false), ("load/store hinted", true)] {
+            let name = if hinted { "load_store_hinted" } else { "load_store" };
+            let kernel = built(Kernel::build(&kname(name, &[t]), |k| {
+                let x = k.arg_ptr("x", t);
+                let o = k.arg_ptr("out", t);
+                let n = k.arg_i32("n");
+                let offs = if hinted {
+                    ((k.program_id(0) * BLOCK) | k.arange(0, BLOCK))
+                        .max_contiguous(BLOCK)
+                        .multiple_of(BLOCK)
+                } else {
+                    k.program_id(0) * BLOCK + k.arange(0, BLOCK)
+                };
+                let v = k.load_masked(x + offs, offs.lt(n), 3);
+                k.store_masked(o + offs, v, offs.lt(n + 100));
+            }));
+            for (variant, n) in [1usize, RAGGED, 700].into_iter().enumerate() {
+                let grid = (n as u32 + 100).div_ceil(BLOCK as u32) + 1;
+                let len = grid as usize * BLOCK as usize;
+                cases.push(Case {
+                    op: op.into(),
+                    dtype: t,
+                    shape: format!("{n}/{BLOCK}"),
+                    kernel: kernel.clone(),
+                    bufs: vec![
+                        Buf {
+                            dtype: t,
+                            init: generate(t, n, Domain::General, 100 + variant as u64 * 2),
+                            output: false,
+                        },
+                        Buf {
+                            dtype: t,
+                            init: generate(t, len, Domain::General, 201 + variant as u64 * 2),
+                            output: true,
+                        },
+                    ],
+                    n: Some(n as i32),
+                    grid,
+                    cluster: 1,
+                    rule: Rule::Exact,
+                    known: Vec::new(),
+                });
+            }
         }
     }
     cases

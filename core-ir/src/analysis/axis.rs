@@ -7,7 +7,7 @@
 //! For pointers, contiguity and divisibility are in elements; a pointer parameter is
 //! divisible by 16 bytes when the specialization says so.
 
-use crate::ir::{BinaryOp, CmpOp, Kernel, Literal, Op, Region, ValueId};
+use crate::ir::{AxisHint, BinaryOp, CmpOp, HintKind, Kernel, Literal, Op, Region, ValueId};
 use crate::target::Specialization;
 use crate::types::{Elem, MAX_RANK};
 
@@ -66,9 +66,15 @@ fn gcd_pow2(a: u64, b: u64) -> u64 {
     a.min(b)
 }
 
-/// The axis facts of every value of `kernel` (indexed by value).
+/// The axis facts of every value of `kernel` (indexed by value), the author's hints
+/// (`kernel.hints`) taken wherever a value is defined.
 pub fn analyze(kernel: &Kernel, spec: &Specialization) -> Vec<AxisInfo> {
+    let hints = Hints::of(kernel);
     let mut info = vec![AxisInfo::unknown(); kernel.values.len()];
+    // Values no rule below defines (`if` and `while` arguments) keep their hints alone.
+    for h in &kernel.hints {
+        info[h.value.index()] = promised(h, info[h.value.index()]);
+    }
     for (i, p) in kernel.params.iter().enumerate() {
         let div = if spec.is_divisible(i) { 16 } else { 1 };
         // Pointer divisibility is counted in elements.
@@ -77,30 +83,64 @@ pub fn analyze(kernel: &Kernel, spec: &Specialization) -> Vec<AxisInfo> {
             Elem::Scalar(_) => div,
         };
         // An integer known to be 1 is the constant 1 (a unit stride keeps runs contiguous).
-        info[p.value.index()] = if spec.is_one(i) && matches!(p.ty.elem, Elem::Scalar(s) if s.is_int()) {
+        let a = if spec.is_one(i) && matches!(p.ty.elem, Elem::Scalar(s) if s.is_int()) {
             AxisInfo::uniform(1, &[], Some(1))
         } else {
             AxisInfo::uniform(div, &[], None)
         };
+        info[p.value.index()] = hints.apply(p.value, a);
     }
-    region(kernel, &kernel.body, &mut info);
+    region(kernel, &kernel.body, &mut info, &hints);
     info
 }
 
-fn region(k: &Kernel, r: &Region, info: &mut Vec<AxisInfo>) {
+/// The hints of a kernel by value.
+struct Hints<'k> {
+    by_value: Vec<Vec<&'k AxisHint>>,
+}
+
+impl<'k> Hints<'k> {
+    fn of(kernel: &'k Kernel) -> Hints<'k> {
+        let mut by_value = vec![Vec::new(); kernel.values.len()];
+        for h in &kernel.hints {
+            if let Some(slot) = by_value.get_mut(h.value.index()) {
+                slot.push(h);
+            }
+        }
+        Hints { by_value }
+    }
+    /// `a`, the facts proved of `value`, raised to what its hints promise.
+    fn apply(&self, value: ValueId, a: AxisInfo) -> AxisInfo {
+        self.by_value[value.index()].iter().fold(a, |a, h| promised(h, a))
+    }
+}
+
+/// `a` raised to what hint `h` promises (each fact the larger of the two).
+fn promised(h: &AxisHint, mut a: AxisInfo) -> AxisInfo {
+    for (d, &n) in h.per_dim.iter().enumerate() {
+        match h.kind {
+            HintKind::MultipleOf => a.divisibility[d] = a.divisibility[d].max(pow2_divisor(n as i64)),
+            HintKind::MaxContiguous => a.contiguity[d] = a.contiguity[d].max(n),
+            HintKind::MaxConstancy => a.constancy[d] = a.constancy[d].max(n),
+        }
+    }
+    a
+}
+
+fn region(k: &Kernel, r: &Region, info: &mut Vec<AxisInfo>, hints: &Hints) {
     for &id in &r.insts {
         let inst = &k.insts[id];
         if let Op::For { init, .. } = &inst.op {
-            for_loop(k, inst, init, info);
+            for_loop(k, inst, init, info, hints);
             continue;
         }
         // Branch and `while` bodies: their arguments are unknown.
         for reg in &inst.regions {
-            region(k, reg, info);
+            region(k, reg, info, hints);
         }
         for (i, &res) in inst.results.iter().enumerate() {
             let a = value(k, &inst.op, res, i, info);
-            info[res.index()] = a;
+            info[res.index()] = hints.apply(res, a);
         }
     }
 }
@@ -123,16 +163,16 @@ fn meet(a: AxisInfo, b: AxisInfo) -> AxisInfo {
 /// contiguity and alignment. The induction variable takes the values `start + i * step`, so
 /// the power of two dividing both divides all of them (Triton's rule too): a row walked in
 /// blocks from 0 keeps its blocks aligned, and its loads 16 bytes wide.
-fn for_loop(k: &Kernel, inst: &crate::ir::Inst, init: &[ValueId], info: &mut Vec<AxisInfo>) {
+fn for_loop(k: &Kernel, inst: &crate::ir::Inst, init: &[ValueId], info: &mut Vec<AxisInfo>, hints: &Hints) {
     const MAX_ROUNDS: usize = 8;
     let body = &inst.regions[0];
     if let (Op::For { start, step, .. }, Some(&iv)) = (&inst.op, body.args.first()) {
         let div = scalar_div(&info[start.index()]).min(scalar_div(&info[step.index()]));
-        info[iv.index()] = AxisInfo::uniform(div, &[], None);
+        info[iv.index()] = hints.apply(iv, AxisInfo::uniform(div, &[], None));
     }
     let carried = &body.args[1..];
     for (&arg, &v) in carried.iter().zip(init) {
-        info[arg.index()] = info[v.index()];
+        info[arg.index()] = hints.apply(arg, info[v.index()]);
     }
     let yields = |info: &[AxisInfo]| -> Vec<AxisInfo> {
         match body.insts.last().map(|&i| &k.insts[i].op) {
@@ -142,11 +182,11 @@ fn for_loop(k: &Kernel, inst: &crate::ir::Inst, init: &[ValueId], info: &mut Vec
     };
     let mut stable = false;
     for _ in 0..MAX_ROUNDS {
-        region(k, body, info);
+        region(k, body, info, hints);
         let next: Vec<AxisInfo> = carried
             .iter()
             .zip(yields(info))
-            .map(|(&arg, y)| meet(info[arg.index()], y))
+            .map(|(&arg, y)| hints.apply(arg, meet(info[arg.index()], y)))
             .collect();
         stable = carried.iter().zip(&next).all(|(&arg, n)| info[arg.index()] == *n);
         for (&arg, n) in carried.iter().zip(next) {
@@ -158,13 +198,13 @@ fn for_loop(k: &Kernel, inst: &crate::ir::Inst, init: &[ValueId], info: &mut Vec
     }
     if !stable {
         for &arg in carried {
-            info[arg.index()] = AxisInfo::unknown();
+            info[arg.index()] = hints.apply(arg, AxisInfo::unknown());
         }
-        region(k, body, info);
+        region(k, body, info, hints);
     }
     // The results are the carried values after the last iteration (or the initial ones).
     for (&res, &arg) in inst.results.iter().zip(carried) {
-        info[res.index()] = info[arg.index()];
+        info[res.index()] = hints.apply(res, info[arg.index()]);
     }
 }
 

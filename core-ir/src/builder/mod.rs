@@ -25,6 +25,7 @@ mod control;
 mod debug;
 mod exp_log;
 mod float_class;
+mod hints;
 mod in_f32;
 mod inverse_trig;
 mod join;
@@ -37,6 +38,7 @@ mod scan;
 mod standard;
 
 pub use block_ptr::{BlockPtr, Indices, Padding, TensorDescriptor};
+pub use hints::HintNumbers;
 pub use operand::Operand;
 pub use random::{PHILOX_KEY_A, PHILOX_KEY_B, PHILOX_ROUNDS, PHILOX_ROUND_A, PHILOX_ROUND_B};
 
@@ -83,6 +85,8 @@ struct State {
     next_key: u32,
     poisoned: HashSet<ValueId>,
     diagnostics: Vec<Diagnostic>,
+    /// The promises made so far (see `hints`).
+    hints: Vec<crate::ir::AxisHint>,
 }
 
 struct OpenRegion {
@@ -117,6 +121,7 @@ impl KernelBuilder {
                 next_key: 1,
                 poisoned: HashSet::new(),
                 diagnostics: Vec::new(),
+                hints: Vec::new(),
             }),
         }
     }
@@ -138,6 +143,7 @@ impl KernelBuilder {
             values: state.values,
             insts: state.insts,
             body: open.pop().unwrap().region,
+            hints: state.hints,
         };
         crate::verify::verify(&kernel)?;
         Ok(kernel)

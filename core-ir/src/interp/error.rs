@@ -215,6 +215,9 @@ pub enum FaultKind {
     DivergentControlFlow,
     /// A `device_assert` whose condition failed.
     AssertionFailed,
+    /// A value broke its author's hint (`multiple_of`, `max_contiguous`, `max_constancy`),
+    /// which compiled kernels trust.
+    BrokenHint,
 }
 
 impl fmt::Display for FaultKind {
@@ -222,6 +225,7 @@ impl fmt::Display for FaultKind {
         f.write_str(match self {
             FaultKind::OutOfBounds => "out of bounds",
             FaultKind::AssertionFailed => "assertion failed",
+            FaultKind::BrokenHint => "broken hint",
             FaultKind::ZeroStep => "zero step",
             FaultKind::InvalidIr => "invalid IR",
             FaultKind::Misaligned => "misaligned vector access",

@@ -9,6 +9,7 @@ use super::cluster::{self, Member};
 use super::dot::dot;
 use super::elementwise as ew;
 use super::error::{invalid, Fault, FaultKind, InterpError};
+use super::hints::HintChecks;
 use super::memory::{self, Memory};
 use super::shape_ops as shape;
 use super::tensor::{wrap_int, Data, Tensor};
@@ -26,6 +27,8 @@ pub(crate) struct Program<'a> {
     pid: [u32; 3],
     /// The program's place in its cluster; `None` for clusters of one program.
     cluster: Option<Member<'a>>,
+    /// The checks of the kernel's hints; `None` without hints.
+    hints: Option<Rc<HintChecks>>,
 }
 
 impl<'a> Program<'a> {
@@ -33,6 +36,7 @@ impl<'a> Program<'a> {
         Program {
             kernel,
             grid,
+            hints: HintChecks::new(kernel, &params).map(Rc::new),
             mem,
             params: params.into_iter().map(Rc::new).collect(),
             env: vec![None; kernel.values.len()],
@@ -56,6 +60,7 @@ impl<'a> Program<'a> {
         self.env.iter_mut().for_each(|v| *v = None);
         let kernel = self.kernel;
         for (param, value) in kernel.params.iter().zip(&self.params) {
+            self.check_hints(param.value, value)?;
             self.env[param.value.index()] = Some(value.clone());
         }
         let yielded = self.run_region(&kernel.body)?;
@@ -104,9 +109,31 @@ impl<'a> Program<'a> {
                     name.index()
                 ));
             }
+            if let Some(checks) = &self.hints {
+                // Region arguments and results: the fault is reported at the op that binds
+                // them, so it says where the hint was made.
+                checks.check(name, &value).map_err(|(hint, fault)| Fault {
+                    message: format!("{} (the {} at {})", fault.message, hint.kind.name(), hint.loc),
+                    ..fault
+                })?;
+            }
             self.env[name.index()] = Some(value);
         }
         Ok(())
+    }
+
+    /// A fault at the hint that `value`'s tensor `t` breaks, if any (see `hints`).
+    fn check_hints(&self, value: ValueId, t: &Tensor) -> Result<(), InterpError> {
+        let Some(checks) = &self.hints else {
+            return Ok(());
+        };
+        checks.check(value, t).map_err(|(hint, fault)| InterpError::Fault {
+            kind: fault.kind,
+            op: hint.kind.name(),
+            loc: hint.loc,
+            program: self.pid,
+            message: fault.message,
+        })
     }
 
     /// Runs a region's instructions; returns the values of its final `yield` (none without).
@@ -155,7 +182,10 @@ impl<'a> Program<'a> {
                     check_invariants(t).map_err(|f| self.at(inst, f))?;
                 }
                 match (result, inst.results.as_slice()) {
-                    (Some(t), &[r]) => self.env[r.index()] = Some(Rc::new(t)),
+                    (Some(t), &[r]) => {
+                        self.check_hints(r, &t)?;
+                        self.env[r.index()] = Some(Rc::new(t));
+                    }
                     (None, &[]) => {}
                     (r, results) => {
                         let made = if r.is_some() { 1 } else { 0 };

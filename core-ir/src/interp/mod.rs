@@ -32,6 +32,7 @@ mod dot;
 mod elementwise;
 mod error;
 mod eval;
+mod hints;
 mod memory;
 mod scan;
 mod shape_ops;

@@ -42,6 +42,7 @@ impl Kb {
                 values: Arena::new(),
                 insts: Arena::new(),
                 body: Region::default(),
+                hints: Vec::new(),
             },
             regions: vec![Region::default()],
         }
