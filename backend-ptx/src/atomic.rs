@@ -1,7 +1,8 @@
 //! Atomic read-modify-write and compare-and-swap on global memory.
 //!
-//! Every atomic is `atom.acq_rel.gpu` (acquire-release at device scope, Triton's default), so
-//! atomics can publish and observe other memory writes. Native instructions:
+//! An atomic is `atom.<sem>.<scope>` with the block IR's ordering (`atom.acq_rel.gpu`,
+//! acquire-release at device scope, by default, as Triton's), so that atomics can publish
+//! and observe other memory writes. Native instructions:
 //!
 //! | op            | types                                                      |
 //! |---------------|------------------------------------------------------------|
@@ -21,11 +22,28 @@ use crate::emit::{Emitter, Res};
 use crate::expr;
 use crate::memory::global_addr;
 use crate::names::Class;
-use rutile_ir::ir::{AtomicOp, BinaryOp};
+use rutile_ir::ir::{AtomicOp, AtomicOrder, BinaryOp};
 use rutile_ir::thread::{Reg, ThreadParam};
 use rutile_ir::ScalarType::{self, *};
 
-const SEM: &str = "atom.acq_rel.gpu.global";
+/// Where an atomic acts: its buffer and element, its predicate and its ordering.
+#[derive(Clone, Copy)]
+pub(crate) struct Site {
+    /// The pointer parameter.
+    pub param: u32,
+    /// The element index register.
+    pub index: Reg,
+    /// Where false, the thread does nothing.
+    pub pred: Option<Reg>,
+    /// The memory ordering and scope.
+    pub order: AtomicOrder,
+}
+
+/// `atom.<sem>.<scope>.global`, Triton's names being PTX's.
+fn atom(order: AtomicOrder) -> String {
+    let (sem, scope) = order.names();
+    format!("atom.{sem}.{scope}.global")
+}
 
 fn elem(e: &Emitter, param: u32) -> ScalarType {
     match e.k.params[param as usize] {
@@ -70,15 +88,13 @@ fn native(e: &Emitter, op: AtomicOp, t: ScalarType) -> Option<&'static str> {
     })
 }
 
-pub(crate) fn rmw(
-    e: &mut Emitter,
-    dst: Reg,
-    op: AtomicOp,
-    param: u32,
-    index: Reg,
-    value: Reg,
-    pred: Option<Reg>,
-) -> Res {
+pub(crate) fn rmw(e: &mut Emitter, dst: Reg, op: AtomicOp, site: Site, value: Reg) -> Res {
+    let Site {
+        param,
+        index,
+        pred,
+        order,
+    } = site;
     let t = elem(e, param);
     reject_bytes(t)?;
     if t.is_float() && matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor) {
@@ -88,7 +104,8 @@ pub(crate) fn rmw(
     if let Some(i) = native(e, op, t) {
         let addr = global_addr(e, param, index, t.size_bytes());
         let guard = pred.map(|p| e.r(p));
-        e.guarded(guard, |e| e.ins(format!("{SEM}.{i} {d}, [{addr}], {v}")));
+        let atom = atom(order);
+        e.guarded(guard, |e| e.ins(format!("{atom}.{i} {d}, [{addr}], {v}")));
         return Ok(());
     }
     let combine = match op {
@@ -100,7 +117,7 @@ pub(crate) fn rmw(
         AtomicOp::Or => Some(BinaryOp::Or),
         AtomicOp::Xor => Some(BinaryOp::Xor),
     };
-    cas_loop(e, t, &d, param, index, pred, |e, old| {
+    cas_loop(e, t, &d, site, |e, old| {
         let new = e.tmp(Class::of(t));
         match combine {
             Some(op) => expr::binary(e, &new, t, op, old, &v)?,
@@ -143,11 +160,15 @@ fn cas_loop(
     e: &mut Emitter,
     t: ScalarType,
     d: &str,
-    param: u32,
-    index: Reg,
-    pred: Option<Reg>,
+    site: Site,
     combine: impl FnOnce(&mut Emitter, &str) -> Res<String>,
 ) -> Res {
+    let Site {
+        param,
+        index,
+        pred,
+        order,
+    } = site;
     let addr = global_addr(e, param, index, t.size_bytes());
     let wc = word_class(t);
     let bits = wc.bits();
@@ -157,7 +178,8 @@ fn cas_loop(
     }
     let (old, got) = (e.tmp(wc), e.tmp(wc));
     let again = e.tmp(Class::Pred);
-    e.ins(format!("ld.relaxed.gpu.global.{bits} {old}, [{addr}]"));
+    let scope = order.names().1;
+    e.ins(format!("ld.relaxed.{scope}.global.{bits} {old}, [{addr}]"));
     let top = e.new_label();
     e.place_label(&top);
     let old_v = if wc == Class::of(t) {
@@ -169,7 +191,7 @@ fn cas_loop(
     };
     let new_v = combine(e, &old_v)?;
     let new_w = to_word(e, t, &new_v);
-    e.ins(format!("{SEM}.cas.{bits} {got}, [{addr}], {old}, {new_w}"));
+    e.ins(format!("{}.cas.{bits} {got}, [{addr}], {old}, {new_w}", atom(order)));
     e.ins(format!("setp.ne.{bits} {again}, {got}, {old}"));
     e.ins(format!("mov.{bits} {old}, {got}"));
     e.ins(format!("@{again} bra {top}"));
@@ -178,7 +200,14 @@ fn cas_loop(
     Ok(())
 }
 
-pub(crate) fn cas(e: &mut Emitter, dst: Reg, param: u32, index: Reg, cmp: Reg, value: Reg, pred: Option<Reg>) -> Res {
+pub(crate) fn cas(e: &mut Emitter, dst: Reg, site: Site, cmp: Reg, value: Reg) -> Res {
+    let Site {
+        param,
+        index,
+        pred,
+        order,
+    } = site;
+    let atom = atom(order);
     let t = elem(e, param);
     reject_bytes(t)?;
     let (d, c, v) = (e.r(dst), e.r(cmp), e.r(value));
@@ -189,11 +218,11 @@ pub(crate) fn cas(e: &mut Emitter, dst: Reg, param: u32, index: Reg, cmp: Reg, v
         let (cw, vw) = (to_word(e, t, &c), to_word(e, t, &v));
         let got = e.tmp(Class::H);
         e.guarded(guard, |e| {
-            e.ins(format!("{SEM}.cas.b16 {got}, [{addr}], {cw}, {vw}"));
+            e.ins(format!("{atom}.cas.b16 {got}, [{addr}], {cw}, {vw}"));
             from_word(e, t, &d, &got);
         });
     } else {
-        e.guarded(guard, |e| e.ins(format!("{SEM}.cas.{bits} {d}, [{addr}], {c}, {v}")));
+        e.guarded(guard, |e| e.ins(format!("{atom}.cas.{bits} {d}, [{addr}], {c}, {v}")));
     }
     Ok(())
 }

@@ -212,7 +212,16 @@ impl<'a> Emitter<'a> {
                 index,
                 value,
                 pred,
-            } => atomic::rmw(self, *dst, *op, *param, *index, *value, *pred),
+                order,
+            } => {
+                let site = atomic::Site {
+                    param: *param,
+                    index: *index,
+                    pred: *pred,
+                    order: *order,
+                };
+                atomic::rmw(self, *dst, *op, site, *value)
+            }
             Stmt::AtomicCas {
                 dst,
                 param,
@@ -220,7 +229,16 @@ impl<'a> Emitter<'a> {
                 cmp,
                 value,
                 pred,
-            } => atomic::cas(self, *dst, *param, *index, *cmp, *value, *pred),
+                order,
+            } => {
+                let site = atomic::Site {
+                    param: *param,
+                    index: *index,
+                    pred: *pred,
+                    order: *order,
+                };
+                atomic::cas(self, *dst, site, *cmp, *value)
+            }
             Stmt::Mma { d, a, b, c } => mma(self, d, a, b, c),
             Stmt::MmaTf32 { d, a, b, c } => mma_tf32(self, d, a, b, c),
             Stmt::LdMatrix {

@@ -2,7 +2,7 @@
 
 mod support;
 
-use rutile_ir::ir::{AtomicOp, CmpOp};
+use rutile_ir::ir::{AtomicOp, AtomicOrder, CmpOp, MemScope, MemSem};
 use rutile_ir::thread::{Expr, Memory, Stmt, ThreadKernel};
 use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxTarget};
@@ -42,6 +42,7 @@ fn atomic_kernel(t: ScalarType, op: Option<AtomicOp>) -> ThreadKernel {
             index: idx,
             value: v,
             pred: Some(m),
+            order: Default::default(),
         },
         None => Stmt::AtomicCas {
             dst,
@@ -50,6 +51,7 @@ fn atomic_kernel(t: ScalarType, op: Option<AtomicOp>) -> ThreadKernel {
             cmp: v,
             value: dst,
             pred: Some(m),
+            order: Default::default(),
         },
     });
     k.store(vec![dst], Memory::Global { param: out }, tid, None);
@@ -160,6 +162,7 @@ fn byte_atomics_are_rejected() {
             index: tid,
             value: v,
             pred: None,
+            order: Default::default(),
         });
         let err = emit(&k.finish(), &PtxTarget::from_compute_capability(9, 0)).unwrap_err();
         assert!(err.to_string().contains("no atomics on 1-byte elements"), "{err}");
@@ -181,9 +184,68 @@ fn float_bitwise_atomics_are_rejected() {
             index: tid,
             value: v,
             pred: None,
+            order: Default::default(),
         });
         k.finish()
     };
     let err = emit(&k, &PtxTarget::from_compute_capability(9, 0)).unwrap_err();
     assert!(err.to_string().contains("`atomic_and` of f32 is not defined"), "{err}");
+}
+
+/// One atomic `op` (or a CAS) of type `t` with `order`.
+fn ordered_kernel(t: ScalarType, op: Option<AtomicOp>, order: AtomicOrder) -> ThreadKernel {
+    let mut k = kernel("ordered");
+    let p = k.ptr("p", t);
+    let tid = k.thread_id();
+    let v = k.load(t, 1, Memory::Global { param: p }, tid, None)[0];
+    let dst = k.reg(t);
+    k.push(match op {
+        Some(op) => Stmt::Atomic {
+            dst,
+            op,
+            param: p,
+            index: tid,
+            value: v,
+            pred: None,
+            order,
+        },
+        None => Stmt::AtomicCas {
+            dst,
+            param: p,
+            index: tid,
+            cmp: v,
+            value: v,
+            pred: None,
+            order,
+        },
+    });
+    k.store(vec![dst], Memory::Global { param: p }, tid, None);
+    k.finish()
+}
+
+/// `sem` and `scope` reach the instruction, native and in compare-and-swap loops (whose
+/// first read takes the scope), and ptxas takes every combination.
+#[test]
+fn atomics_carry_their_order() {
+    let sems = [MemSem::Relaxed, MemSem::Acquire, MemSem::Release, MemSem::AcqRel];
+    let scopes = [MemScope::Cta, MemScope::Gpu, MemScope::Sys];
+    for sem in sems {
+        for scope in scopes {
+            let order = AtomicOrder::new(sem, scope);
+            let (s, c) = order.names();
+            let ptx = emit_80_90(&ordered_kernel(F32, Some(AtomicOp::Add), order));
+            assert_contains(&ptx, &[&format!("atom.{s}.{c}.global.add.f32")]);
+            let ptx = emit_80_90(&ordered_kernel(I32, None, order));
+            assert_contains(&ptx, &[&format!("atom.{s}.{c}.global.cas.b32")]);
+            // f32 max: a compare-and-swap loop.
+            let ptx = emit_80_90(&ordered_kernel(F32, Some(AtomicOp::Max), order));
+            assert_contains(
+                &ptx,
+                &[
+                    &format!("ld.relaxed.{c}.global.b32"),
+                    &format!("atom.{s}.{c}.global.cas.b32"),
+                ],
+            );
+        }
+    }
 }

@@ -135,7 +135,9 @@
 //!   `f32` compare-and-swap compares bit patterns (so `-0.0` and `+0.0` differ and a NaN can
 //!   match). Compare-and-swap uses naga's weak exchange and retries where it failed although
 //!   the value matched, which makes it the strong operation of the IR. Atomics are relaxed,
-//!   at device scope. 64-bit atomics are not supported.
+//!   at device scope, whatever the IR's `AtomicOrder` (naga has no other): what a releasing
+//!   atomic publishes, the lowering's barrier before it orders; `sys` scope is the device's
+//!   (rutile's buffers are device memory). 64-bit atomics are not supported.
 //! * `device_print` statements write records into the print buffer (the ABI's prints), since
 //!   naga has no debug printf; the runtime reads them back after the launch and prints the
 //!   lines as the interpreter does.

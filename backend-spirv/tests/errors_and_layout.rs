@@ -143,6 +143,7 @@ fn unsupported_atomics() {
             index: i,
             value: v,
             pred: None,
+            order: Default::default(),
         });
         let (what, msg) = unsupported_what(emit(&kb.finish(), &full(32)));
         assert_eq!(what, "atomic");

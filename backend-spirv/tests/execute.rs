@@ -883,6 +883,7 @@ fn atomic_semantics() {
             index: idx[i],
             value,
             pred,
+            order: Default::default(),
         });
         dst
     };
@@ -908,6 +909,7 @@ fn atomic_semantics() {
         cmp: zero,
         value: gp1,
         pred: None,
+        order: Default::default(),
     });
     let gp1f = kb.set(F32, Expr::Cast(gp1));
     let fold = kb.reg(F32);
@@ -918,6 +920,7 @@ fn atomic_semantics() {
         cmp: fzero,
         value: gp1f,
         pred: None,
+        order: Default::default(),
     });
     let fold_i = kb.set(I32, Expr::Cast(fold));
     let at = kb.bin(BinaryOp::Mul, g, two);

@@ -282,6 +282,7 @@ fn atomics() {
                     index: tid,
                     value: v,
                     pred,
+                    order: Default::default(),
                 });
                 olds.push(dst);
             }
@@ -295,6 +296,7 @@ fn atomics() {
                 cmp: v,
                 value: olds[0],
                 pred,
+                order: Default::default(),
             });
             olds.push(dst);
         }

@@ -396,6 +396,75 @@ pub enum AtomicOp {
     Xor,
 }
 
+/// The memory ordering of an atomic, as the `sem` of `tl.atomic_*`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MemSem {
+    /// Atomic, ordering nothing else.
+    Relaxed,
+    /// Later accesses of the issuing thread stay after it.
+    Acquire,
+    /// Earlier accesses of every thread of the program stay before it (the lowering puts a
+    /// barrier first where a store of the program may be pending).
+    Release,
+    /// Both: Triton's default.
+    #[default]
+    AcqRel,
+}
+
+/// Which threads an atomic is atomic with, as the `scope` of `tl.atomic_*`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MemScope {
+    /// The threads of one program (a CUDA block, a Vulkan workgroup).
+    Cta,
+    /// Every thread of the device: Triton's default.
+    #[default]
+    Gpu,
+    /// Every thread of the system, host included. Through Vulkan, the device's (naga's
+    /// atomics are device-scoped; rutile's buffers are device memory).
+    Sys,
+}
+
+/// The `sem` and `scope` of an atomic; the default is Triton's, acquire-release at device
+/// scope.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AtomicOrder {
+    /// The memory ordering.
+    pub sem: MemSem,
+    /// The threads it is atomic with.
+    pub scope: MemScope,
+}
+
+impl AtomicOrder {
+    /// `sem` at `scope`.
+    pub fn new(sem: MemSem, scope: MemScope) -> AtomicOrder {
+        AtomicOrder { sem, scope }
+    }
+    /// Relaxed at device scope: enough for counters and histograms, whose atomics order
+    /// nothing else.
+    pub fn relaxed() -> AtomicOrder {
+        AtomicOrder::new(MemSem::Relaxed, MemScope::Gpu)
+    }
+    /// Whether the atomic publishes earlier accesses (release or acquire-release).
+    pub fn releases(self) -> bool {
+        matches!(self.sem, MemSem::Release | MemSem::AcqRel)
+    }
+    /// The names as Triton spells them (`"acq_rel"`, `"gpu"`).
+    pub fn names(self) -> (&'static str, &'static str) {
+        let sem = match self.sem {
+            MemSem::Relaxed => "relaxed",
+            MemSem::Acquire => "acquire",
+            MemSem::Release => "release",
+            MemSem::AcqRel => "acq_rel",
+        };
+        let scope = match self.scope {
+            MemScope::Cta => "cta",
+            MemScope::Gpu => "gpu",
+            MemScope::Sys => "sys",
+        };
+        (sem, scope)
+    }
+}
+
 /// The operation of an instruction, with its operands.
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub enum Op {
@@ -583,6 +652,8 @@ pub enum Op {
         /// Which elements are updated: booleans (`i1`) of `ptr`'s shape; `None` updates every
         /// element.
         mask: Option<ValueId>,
+        /// The memory ordering and scope.
+        order: AtomicOrder,
     },
     /// Compare-and-swap: where `*ptr == cmp`, stores `value`; returns the old values.
     AtomicCas {
@@ -597,6 +668,8 @@ pub enum Op {
         /// Which elements take part: booleans (`i1`) of `ptr`'s shape; `None` for every
         /// element.
         mask: Option<ValueId>,
+        /// The memory ordering and scope.
+        order: AtomicOrder,
     },
     /// `for i in (start..end).step_by(step)` (negative steps count down, stopping before
     /// `end`). `start`, `end` and `step` are scalars of one integer type, which is also the
@@ -832,7 +905,9 @@ impl Op {
                 v.extend(mask.iter().copied());
                 v
             }
-            Op::AtomicCas { ptr, cmp, value, mask } => {
+            Op::AtomicCas {
+                ptr, cmp, value, mask, ..
+            } => {
                 let mut v = vec![*ptr, *cmp, *value];
                 v.extend(mask.iter().copied());
                 v

@@ -31,5 +31,5 @@ pub mod verify;
 pub use arena::{Arena, Handle};
 pub use builder::{BlockPtr, HintNumbers, Indices, KernelBuilder, Operand, Padding, TensorDescriptor, Value};
 pub use error::{BuildError, Diagnostic};
-pub use ir::{CacheModifier, DotPrecision, Kernel, Op, ReduceOp};
+pub use ir::{AtomicOp, AtomicOrder, CacheModifier, DotPrecision, Kernel, MemScope, MemSem, Op, ReduceOp};
 pub use types::{Elem, ScalarType, Shape, Type};

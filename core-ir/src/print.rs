@@ -13,7 +13,7 @@
 //! Values are numbered by their arena index, so the text is the same every time the same
 //! kernel is built.
 
-use crate::ir::{Inst, Kernel, Op, Region, ValueId};
+use crate::ir::{AtomicOrder, Inst, Kernel, Op, Region, ValueId};
 use std::fmt::{self, Write};
 
 impl fmt::Display for Kernel {
@@ -47,6 +47,16 @@ pub fn print(kernel: &Kernel) -> String {
 
 fn v(id: ValueId) -> String {
     format!("%{}", id.index())
+}
+
+/// `, sem=..., scope=...` where an atomic's ordering is not the default (so that the text of
+/// kernels with default atomics stays as it was).
+fn atomic_order(t: &mut String, order: AtomicOrder) -> fmt::Result {
+    if order == AtomicOrder::default() {
+        return Ok(());
+    }
+    let (sem, scope) = order.names();
+    write!(t, ", sem={sem}, scope={scope}")
 }
 
 fn list(ids: &[ValueId]) -> String {
@@ -96,9 +106,25 @@ impl Kernel {
                 }
             }
             Op::Store { ptr, value, mask } => write!(t, "{name} {}, {}, mask={}", v(*ptr), v(*value), opt(mask)),
-            Op::Atomic { ptr, value, mask, .. } => write!(t, "{name} {}, {}, mask={}", v(*ptr), v(*value), opt(mask)),
-            Op::AtomicCas { ptr, cmp, value, mask } => {
-                write!(t, "{name} {}, {}, {}, mask={}", v(*ptr), v(*cmp), v(*value), opt(mask))
+            Op::Atomic {
+                ptr,
+                value,
+                mask,
+                order,
+                ..
+            } => {
+                write!(t, "{name} {}, {}, mask={}", v(*ptr), v(*value), opt(mask))?;
+                atomic_order(t, *order)
+            }
+            Op::AtomicCas {
+                ptr,
+                cmp,
+                value,
+                mask,
+                order,
+            } => {
+                write!(t, "{name} {}, {}, {}, mask={}", v(*ptr), v(*cmp), v(*value), opt(mask))?;
+                atomic_order(t, *order)
             }
             Op::For {
                 start,

@@ -323,7 +323,9 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             }
             one(tc)
         }
-        Op::Atomic { ptr, value, mask, op } => {
+        Op::Atomic {
+            ptr, value, mask, op, ..
+        } => {
             let p = operand(*ptr);
             let result = atomic_value_type(p, op.name())?;
             let v = operand(*value);
@@ -343,7 +345,9 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             }
             one(result)
         }
-        Op::AtomicCas { ptr, cmp, value, mask } => {
+        Op::AtomicCas {
+            ptr, cmp, value, mask, ..
+        } => {
             let p = operand(*ptr);
             let result = atomic_value_type(p, "atomic_cas")?;
             for (what, v) in [("compared value", operand(*cmp)), ("new value", operand(*value))] {

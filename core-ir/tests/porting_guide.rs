@@ -1,7 +1,7 @@
 //! The calls `docs/triton-to-rutile.md` names, each made once in kernels that must build,
 //! so that the guide cannot name a function the builder does not have.
 
-use rutile_ir::ir::AtomicOp;
+use rutile_ir::ir::{AtomicOp, AtomicOrder, MemScope, MemSem};
 use rutile_ir::ScalarType::{F16, F32, I32};
 use rutile_ir::{CacheModifier, DotPrecision, Kernel, Padding, ReduceOp};
 
@@ -101,6 +101,9 @@ fn every_call_of_the_porting_guide_builds() {
             + k.atomic_min(x_ptr + offs, 1.0f32, None)
             + k.atomic_xchg(x_ptr + offs, 1.0f32, None);
         let bits = k.atomic_cas(i_ptr + offs, 0, 1, None) + k.atomic_rmw(AtomicOp::Xor, i_ptr + offs, 1, None);
+        let cta = AtomicOrder::new(MemSem::Relaxed, MemScope::Cta);
+        let ordered = k.atomic_rmw_ordered(AtomicOp::Add, i_ptr + offs, 1, Some(mask), cta)
+            + k.atomic_cas_ordered(i_ptr + offs, 0, 1, None, AtomicOrder::relaxed());
         let out = m
             + cast
             + wide.reshape(&[2, 64]).sum(0)
@@ -121,6 +124,7 @@ fn every_call_of_the_porting_guide_builds() {
             + counted[0].to(F32)
             + old
             + bits.to(F32)
+            + ordered.to(F32)
             + programs.to(F32)
             + d.sum(0).sum(0);
         k.store_masked(x_ptr + offs, out, mask);

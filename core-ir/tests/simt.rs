@@ -456,6 +456,7 @@ fn global_exchange(barrier: bool, atomics: bool) -> ThreadKernel {
             index: zero,
             value: one,
             pred: None,
+            order: Default::default(),
         });
         zero
     } else {

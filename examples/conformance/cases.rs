@@ -547,10 +547,31 @@ pub(super) fn reduction_cases() -> Vec<Case> {
 pub(super) fn atomic_cases() -> Vec<Case> {
     pub(crate) const B: i32 = 128;
     pub(crate) const ADDRS: i32 = 4;
+    use rutile::{AtomicOp, AtomicOrder, MemScope, MemSem};
+    // Each op with Triton's default ordering, and the adds and compare-and-swaps with others
+    // (`sem` and `scope`), which change what a GPU may reorder around them, not the result.
+    let ordered = [
+        ("atomic_add", "", AtomicOrder::default()),
+        ("atomic_max", "", AtomicOrder::default()),
+        ("atomic_min", "", AtomicOrder::default()),
+        ("atomic_xchg", "", AtomicOrder::default()),
+        ("atomic_cas", "", AtomicOrder::default()),
+        ("atomic_add", "(relaxed)", AtomicOrder::relaxed()),
+        (
+            "atomic_add",
+            "(release,cta)",
+            AtomicOrder::new(MemSem::Release, MemScope::Cta),
+        ),
+        (
+            "atomic_cas",
+            "(acquire,sys)",
+            AtomicOrder::new(MemSem::Acquire, MemScope::Sys),
+        ),
+    ];
     let mut cases = Vec::new();
-    for op in ["atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"] {
+    for (op, label, order) in ordered {
         for t in [I32, U32, I64, U64, F32, F64] {
-            let kernel = built(Kernel::build(&kname(op, &[t]), |k| {
+            let kernel = built(Kernel::build(&kname(&format!("{op}{label}"), &[t]), |k| {
                 let p = k.arg_ptr("p", t);
                 let v = k.arg_ptr("v", t);
                 let old = k.arg_ptr("old", t);
@@ -559,12 +580,13 @@ pub(super) fn atomic_cases() -> Vec<Case> {
                 let mask = offs.lt(n);
                 let x = k.load_masked(v + offs, mask, 0);
                 let addr = p + offs % ADDRS;
+                let rmw = |op| k.atomic_rmw_ordered(op, addr, x, Some(mask), order);
                 let r = match op {
-                    "atomic_add" => k.atomic_add(addr, x, Some(mask)),
-                    "atomic_max" => k.atomic_max(addr, x, Some(mask)),
-                    "atomic_min" => k.atomic_min(addr, x, Some(mask)),
-                    "atomic_xchg" => k.atomic_xchg(addr, x, Some(mask)),
-                    _ => k.atomic_cas(addr, k.zeros(&[B as u32], t), x, Some(mask)),
+                    "atomic_add" => rmw(AtomicOp::Add),
+                    "atomic_max" => rmw(AtomicOp::Max),
+                    "atomic_min" => rmw(AtomicOp::Min),
+                    "atomic_xchg" => rmw(AtomicOp::Xchg),
+                    _ => k.atomic_cas_ordered(addr, k.zeros(&[B as u32], t), x, Some(mask), order),
                 };
                 k.store_masked(old + offs, r, mask);
             }));
@@ -592,7 +614,7 @@ pub(super) fn atomic_cases() -> Vec<Case> {
                     ),
                 };
                 cases.push(Case {
-                    op: op.to_string(),
+                    op: format!("{op}{label}"),
                     dtype: t,
                     shape: format!("{n}/{B}->{ADDRS}"),
                     kernel: kernel.clone(),

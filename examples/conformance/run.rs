@@ -510,6 +510,8 @@ impl Matrix {
             }
         }
         let rejected = |i: usize| self.cases[i].kernel.is_err();
+        // The op column fits the longest row's name, so that the type columns line up.
+        let width = rows.iter().map(|r| r.len()).max().unwrap_or(0).max(20);
         for d in &self.devices {
             writeln!(
                 s,
@@ -517,7 +519,7 @@ impl Matrix {
                 d.id
             )
             .unwrap();
-            write!(s, "{:<20}", "op").unwrap();
+            write!(s, "{:<width$}", "op").unwrap();
             for t in DTYPES {
                 write!(s, "{:>8}", t.name()).unwrap();
             }
@@ -525,7 +527,7 @@ impl Matrix {
             let mut total = Counts::default();
             let mut not_accepted = 0;
             for row in &rows {
-                write!(s, "{row:<20}").unwrap();
+                write!(s, "{row:<width$}").unwrap();
                 for t in DTYPES {
                     let mut cnt = Counts::default();
                     let mut any = false;

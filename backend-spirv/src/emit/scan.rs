@@ -271,6 +271,7 @@ impl Scan {
                     index,
                     value,
                     pred,
+                    ..
                 } => {
                     for r in [Some(*index), Some(*value), *pred].into_iter().flatten() {
                         regs.use_(r);
@@ -294,6 +295,7 @@ impl Scan {
                     cmp,
                     value,
                     pred,
+                    ..
                 } => {
                     for r in [Some(*index), Some(*cmp), Some(*value), *pred].into_iter().flatten() {
                         regs.use_(r);

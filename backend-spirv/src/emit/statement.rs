@@ -132,6 +132,7 @@ impl Cx<'_> {
                 index,
                 value,
                 pred,
+                ..
             } => self.predicated(*pred, |cx| cx.atomic(*dst, *op, *param, *index, *value))?,
             Stmt::AtomicCas {
                 dst,
@@ -140,6 +141,7 @@ impl Cx<'_> {
                 cmp,
                 value,
                 pred,
+                ..
             } => self.predicated(*pred, |cx| cx.atomic_cas(*dst, *param, *index, *cmp, *value))?,
             Stmt::Mma { .. }
             | Stmt::MmaTf32 { .. }

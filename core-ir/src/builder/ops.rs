@@ -1,7 +1,9 @@
 //! The ops of `triton.language`, as methods of the builder and of values.
 
 use super::{KernelBuilder, Operand, Value};
-use crate::ir::{AtomicOp, BinaryOp, CacheModifier, CmpOp, DotPrecision, Op, ReduceOp, SourceLoc, UnaryOp, ValueId};
+use crate::ir::{
+    AtomicOp, AtomicOrder, BinaryOp, CacheModifier, CmpOp, DotPrecision, Op, ReduceOp, SourceLoc, UnaryOp, ValueId,
+};
 use crate::types::{Elem, ScalarType, Shape, Type};
 
 /// A shape given by the kernel author, checked: rank at most 3, power-of-two dimensions.
@@ -345,7 +347,9 @@ impl KernelBuilder {
     }
 
     /// Atomic read-modify-write at `ptr` where `mask` holds (everywhere when `None`); returns
-    /// the old values. `value` is converted to the pointee type and broadcast.
+    /// the old values. `value` is converted to the pointee type and broadcast. Acquire-release
+    /// at device scope, Triton's default; [`Self::atomic_rmw_ordered`] takes `sem` and
+    /// `scope`.
     #[track_caller]
     pub fn atomic_rmw<'b>(
         &'b self,
@@ -353,6 +357,21 @@ impl KernelBuilder {
         ptr: Value<'b>,
         value: impl Into<Operand<'b>>,
         mask: Option<Value<'b>>,
+    ) -> Value<'b> {
+        self.atomic_rmw_ordered(op, ptr, value, mask, AtomicOrder::default())
+    }
+    /// [`Self::atomic_rmw`] with the memory ordering and scope of Triton's `sem` and `scope`
+    /// arguments: `k.atomic_rmw_ordered(AtomicOp::Add, p, 1, None, AtomicOrder::relaxed())`
+    /// is `tl.atomic_add(p, 1, sem="relaxed")`. A relaxed or acquire atomic waits for no
+    /// other thread's stores (no barrier before it).
+    #[track_caller]
+    pub fn atomic_rmw_ordered<'b>(
+        &'b self,
+        op: AtomicOp,
+        ptr: Value<'b>,
+        value: impl Into<Operand<'b>>,
+        mask: Option<Value<'b>>,
+        order: AtomicOrder,
     ) -> Value<'b> {
         let loc = SourceLoc::caller();
         let Some((ptr, [value], mask)) = self.atomic_operands(op.name(), ptr, [value.into()], mask, loc) else {
@@ -364,6 +383,7 @@ impl KernelBuilder {
                 ptr: ptr.id,
                 value: value.id,
                 mask: mask.map(|m| m.id),
+                order,
             },
             None,
             loc,
@@ -410,6 +430,7 @@ impl KernelBuilder {
         self.atomic_rmw(AtomicOp::Xchg, ptr, value, mask)
     }
     /// Compare-and-swap, as `tl.atomic_cas`: where `*ptr == cmp`, stores `value`.
+    /// Acquire-release at device scope; [`Self::atomic_cas_ordered`] takes `sem` and `scope`.
     #[track_caller]
     pub fn atomic_cas<'b>(
         &'b self,
@@ -417,6 +438,20 @@ impl KernelBuilder {
         cmp: impl Into<Operand<'b>>,
         value: impl Into<Operand<'b>>,
         mask: Option<Value<'b>>,
+    ) -> Value<'b> {
+        self.atomic_cas_ordered(ptr, cmp, value, mask, AtomicOrder::default())
+    }
+    /// [`Self::atomic_cas`] with the memory ordering and scope of Triton's `sem` and
+    /// `scope` arguments (a lock's acquire: `AtomicOrder::new(MemSem::Acquire,
+    /// MemScope::Gpu)`).
+    #[track_caller]
+    pub fn atomic_cas_ordered<'b>(
+        &'b self,
+        ptr: Value<'b>,
+        cmp: impl Into<Operand<'b>>,
+        value: impl Into<Operand<'b>>,
+        mask: Option<Value<'b>>,
+        order: AtomicOrder,
     ) -> Value<'b> {
         let loc = SourceLoc::caller();
         let Some((ptr, [cmp, value], mask)) =
@@ -430,6 +465,7 @@ impl KernelBuilder {
                 cmp: cmp.id,
                 value: value.id,
                 mask: mask.map(|m| m.id),
+                order,
             },
             None,
             loc,

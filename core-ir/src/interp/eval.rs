@@ -308,7 +308,9 @@ impl<'a> Program<'a> {
                 let data = memory::load(&self.mem, s, ptr.ptrs()?, mask, other.as_deref().map(|o| &o.data))?;
                 Tensor { ty, data }
             }
-            Op::Atomic { op, ptr, value, mask } => {
+            Op::Atomic {
+                op, ptr, value, mask, ..
+            } => {
                 let (ptr, value, mask) = (self.get(*ptr)?, self.get(*value)?, self.get_opt(*mask)?);
                 let s = pointee(&ptr)?;
                 if ty != ptr.ty.with_elem(Elem::Scalar(s)) || value.ty != ty {
@@ -318,7 +320,9 @@ impl<'a> Program<'a> {
                 let data = memory::atomic(&mut self.mem, *op, s, ptr.ptrs()?, mask, &value.data)?;
                 Tensor { ty, data }
             }
-            Op::AtomicCas { ptr, cmp, value, mask } => {
+            Op::AtomicCas {
+                ptr, cmp, value, mask, ..
+            } => {
                 let (ptr, cmp, value) = (self.get(*ptr)?, self.get(*cmp)?, self.get(*value)?);
                 let mask = self.get_opt(*mask)?;
                 let s = pointee(&ptr)?;

@@ -223,7 +223,16 @@ impl Kb {
     #[track_caller]
     fn atomic(&mut self, op: AtomicOp, ptr: ValueId, value: ValueId, mask: Option<ValueId>) -> ValueId {
         let ty = self.ty(value);
-        self.op(Op::Atomic { op, ptr, value, mask }, ty)
+        self.op(
+            Op::Atomic {
+                op,
+                ptr,
+                value,
+                mask,
+                order: Default::default(),
+            },
+            ty,
+        )
     }
     #[track_caller]
     fn atomic_cas(&mut self, ptr: ValueId, cmp: ValueId, value: ValueId) -> ValueId {
@@ -234,6 +243,7 @@ impl Kb {
                 cmp,
                 value,
                 mask: None,
+                order: Default::default(),
             },
             ty,
         )

@@ -78,8 +78,14 @@ impl Lowerer<'_> {
                 }
                 Ok(None)
             }
-            Op::Atomic { op, ptr, value, mask } => {
-                let (layout, base, offsets, pred, elem) = self.atomic_operands(inst, *ptr, *mask)?;
+            Op::Atomic {
+                op,
+                ptr,
+                value,
+                mask,
+                order,
+            } => {
+                let (layout, base, offsets, pred, elem) = self.atomic_operands(inst, *ptr, *mask, *order)?;
                 let values = self.ensure(*value, layout)?;
                 let mut out = Vec::with_capacity(offsets.len());
                 for i in 0..offsets.len() {
@@ -96,13 +102,20 @@ impl Lowerer<'_> {
                         index: offsets[i],
                         value: values[i],
                         pred: pred[i],
+                        order: *order,
                     });
                     out.push(dst);
                 }
                 self.atomic_results(inst, layout, out).map(Some)
             }
-            Op::AtomicCas { ptr, cmp, value, mask } => {
-                let (layout, base, offsets, pred, elem) = self.atomic_operands(inst, *ptr, *mask)?;
+            Op::AtomicCas {
+                ptr,
+                cmp,
+                value,
+                mask,
+                order,
+            } => {
+                let (layout, base, offsets, pred, elem) = self.atomic_operands(inst, *ptr, *mask, *order)?;
                 let cmps = self.ensure(*cmp, layout)?;
                 let values = self.ensure(*value, layout)?;
                 let mut out = Vec::with_capacity(offsets.len());
@@ -120,6 +133,7 @@ impl Lowerer<'_> {
                         cmp: cmps[i],
                         value: values[i],
                         pred: pred[i],
+                        order: *order,
                     });
                     out.push(dst);
                 }
@@ -200,6 +214,7 @@ impl Lowerer<'_> {
         inst: &Inst,
         ptr: crate::ir::ValueId,
         mask: Option<crate::ir::ValueId>,
+        order: crate::ir::AtomicOrder,
     ) -> Result<(Layout, u32, Vec<Reg>, Vec<Option<Reg>>, ScalarType), LowerError> {
         let ty = self.k.ty(inst.results[0]);
         let value = match inst.op {
@@ -209,7 +224,7 @@ impl Lowerer<'_> {
         let layout = self.store_layout(ptr, value);
         let (base, offsets) = self.pointer(ptr, layout)?;
         let pred = self.store_predicates(layout, ty.shape, mask)?;
-        self.order_atomic(base);
+        self.order_atomic(base, order.releases());
         let elem = ty.scalar_type().expect("verified: an atomic gives numbers");
         Ok((layout, base, offsets, pred, elem))
     }

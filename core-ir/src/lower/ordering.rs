@@ -51,15 +51,17 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Called before an atomic on pointer parameter `param`. Atomics are acquire-release
-    /// (Triton's default): a lock's release (`atomic_xchg(lock, 0)` after the partial sums
-    /// it guards were stored) must publish the stores of every thread of the program, not
-    /// only the issuing thread's, so any store still pending since the last barrier, to any
-    /// parameter, puts a barrier first. (Without it the layer norm tutorial's backward pass
-    /// lost partial sums through Vulkan on an H100: the lock was released while other
-    /// threads' stores were still on their way.)
-    pub(crate) fn order_atomic(&mut self, param: u32) {
-        if !self.accesses.stored.is_empty() {
+    /// Called before an atomic on pointer parameter `param`. An atomic that releases
+    /// (acquire-release, Triton's default, or release) publishes the stores of every thread
+    /// of the program, not only the issuing thread's: a lock's release (`atomic_xchg(lock,
+    /// 0)` after the partial sums it guards were stored) must not overtake another thread's
+    /// stores, so any store still pending since the last barrier, to any parameter, puts a
+    /// barrier first. (Without it the layer norm tutorial's backward pass lost partial sums
+    /// through Vulkan on an H100: the lock was released while other threads' stores were
+    /// still on their way.) A relaxed or acquire atomic is ordered only against accesses of
+    /// its own parameter, as any store.
+    pub(crate) fn order_atomic(&mut self, param: u32, releases: bool) {
+        if releases && !self.accesses.stored.is_empty() {
             self.emit(Stmt::Barrier);
         }
         self.order_global_access(param, true);

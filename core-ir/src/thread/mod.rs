@@ -29,7 +29,7 @@ pub use tensor_map::{LaunchValue, MBarrier, TensorMap, ViewExtents};
 pub use verify::verify;
 
 use crate::arena::{Arena, Handle};
-use crate::ir::{AtomicOp, BinaryOp, CacheModifier, CmpOp, Literal, UnaryOp};
+use crate::ir::{AtomicOp, AtomicOrder, BinaryOp, CacheModifier, CmpOp, Literal, UnaryOp};
 use crate::types::ScalarType;
 
 /// A virtual register.
@@ -345,6 +345,9 @@ pub enum Stmt {
         value: Reg,
         /// A boolean register: where it is false the thread does nothing; `None`: always.
         pred: Option<Reg>,
+        /// The memory ordering and scope (the block IR's; the barriers a release needs
+        /// between the program's threads are statements of their own).
+        order: AtomicOrder,
     },
     /// Atomic compare-and-swap of global element `index`, as `Atomic`.
     AtomicCas {
@@ -360,6 +363,8 @@ pub enum Stmt {
         value: Reg,
         /// A boolean register: where it is false the thread does nothing; `None`: always.
         pred: Option<Reg>,
+        /// The memory ordering and scope, as `Atomic`'s.
+        order: AtomicOrder,
     },
     /// One warp-wide matrix multiply-add on the matrix units, PTX's
     /// `mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32`: `d = a b + c` for

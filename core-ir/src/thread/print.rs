@@ -141,12 +141,14 @@ impl ThreadKernel {
                     index,
                     value,
                     pred,
+                    order,
                 } => writeln!(
                     out,
-                    "{pad}{}{} = {} global{param}[{}], {}",
+                    "{pad}{}{} = {}{} global{param}[{}], {}",
                     self.pred(pred),
                     self.r(*dst),
                     op.name(),
+                    order_suffix(*order),
                     self.r(*index),
                     self.r(*value)
                 ),
@@ -157,11 +159,13 @@ impl ThreadKernel {
                     cmp,
                     value,
                     pred,
+                    order,
                 } => writeln!(
                     out,
-                    "{pad}{}{} = atomic_cas global{param}[{}], {}, {}",
+                    "{pad}{}{} = atomic_cas{} global{param}[{}], {}, {}",
                     self.pred(pred),
                     self.r(*dst),
+                    order_suffix(*order),
                     self.r(*index),
                     self.r(*cmp),
                     self.r(*value)
@@ -456,4 +460,14 @@ impl ThreadKernel {
             Expr::ShuffleIdx { value, lane } => format!("shuffle_idx {}, {}", self.r(*value), self.r(*lane)),
         }
     }
+}
+
+/// `.sem.scope` after an atomic's name where its ordering is not the default
+/// (acquire-release at device scope), so that the text of default atomics stays as it was.
+fn order_suffix(order: crate::ir::AtomicOrder) -> String {
+    if order == crate::ir::AtomicOrder::default() {
+        return String::new();
+    }
+    let (sem, scope) = order.names();
+    format!(".{sem}.{scope}")
 }

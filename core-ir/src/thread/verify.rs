@@ -408,6 +408,7 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
             cmp,
             value,
             pred: p,
+            ..
         } => {
             let elem = memory_elem(k, Memory::Global { param: *param })?;
             for (r, what) in [(*dst, "old value"), (*cmp, "compared value"), (*value, "value")] {
