@@ -23,7 +23,7 @@ use crate::expr;
 use crate::memory::global_addr;
 use crate::names::Class;
 use rutile_ir::ir::{AtomicOp, AtomicOrder, BinaryOp};
-use rutile_ir::thread::{Reg, ThreadParam};
+use rutile_ir::thread::{Reg, Stmt, ThreadParam};
 use rutile_ir::ScalarType::{self, *};
 
 /// Where an atomic acts: its buffer and element, its predicate and its ordering.
@@ -37,6 +37,34 @@ pub(crate) struct Site {
     pub pred: Option<Reg>,
     /// The memory ordering and scope.
     pub order: AtomicOrder,
+}
+
+impl Site {
+    /// The site of atomic statement `s` (an atomic or a compare-and-swap).
+    pub fn of(s: &Stmt) -> Site {
+        match *s {
+            Stmt::Atomic {
+                param,
+                index,
+                pred,
+                order,
+                ..
+            }
+            | Stmt::AtomicCas {
+                param,
+                index,
+                pred,
+                order,
+                ..
+            } => Site {
+                param,
+                index,
+                pred,
+                order,
+            },
+            _ => unreachable!("the emitter asks for the sites of atomics only"),
+        }
+    }
 }
 
 /// `atom.<sem>.<scope>.global`, Triton's names being PTX's.
@@ -89,12 +117,7 @@ fn native(e: &Emitter, op: AtomicOp, t: ScalarType) -> Option<&'static str> {
 }
 
 pub(crate) fn rmw(e: &mut Emitter, dst: Reg, op: AtomicOp, site: Site, value: Reg) -> Res {
-    let Site {
-        param,
-        index,
-        pred,
-        order,
-    } = site;
+    let (param, index, pred, order) = (site.param, site.index, site.pred, site.order);
     let t = elem(e, param);
     reject_bytes(t)?;
     if t.is_float() && matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor) {
@@ -163,12 +186,7 @@ fn cas_loop(
     site: Site,
     combine: impl FnOnce(&mut Emitter, &str) -> Res<String>,
 ) -> Res {
-    let Site {
-        param,
-        index,
-        pred,
-        order,
-    } = site;
+    let (param, index, pred, order) = (site.param, site.index, site.pred, site.order);
     let addr = global_addr(e, param, index, t.size_bytes());
     let wc = word_class(t);
     let bits = wc.bits();
@@ -201,12 +219,7 @@ fn cas_loop(
 }
 
 pub(crate) fn cas(e: &mut Emitter, dst: Reg, site: Site, cmp: Reg, value: Reg) -> Res {
-    let Site {
-        param,
-        index,
-        pred,
-        order,
-    } = site;
+    let (param, index, pred, order) = (site.param, site.index, site.pred, site.order);
     let atom = atom(order);
     let t = elem(e, param);
     reject_bytes(t)?;

@@ -205,40 +205,8 @@ impl<'a> Emitter<'a> {
                 index,
                 pred,
             } => memory::store(self, values, *mem, *index, *pred),
-            Stmt::Atomic {
-                dst,
-                op,
-                param,
-                index,
-                value,
-                pred,
-                order,
-            } => {
-                let site = atomic::Site {
-                    param: *param,
-                    index: *index,
-                    pred: *pred,
-                    order: *order,
-                };
-                atomic::rmw(self, *dst, *op, site, *value)
-            }
-            Stmt::AtomicCas {
-                dst,
-                param,
-                index,
-                cmp,
-                value,
-                pred,
-                order,
-            } => {
-                let site = atomic::Site {
-                    param: *param,
-                    index: *index,
-                    pred: *pred,
-                    order: *order,
-                };
-                atomic::cas(self, *dst, site, *cmp, *value)
-            }
+            Stmt::Atomic { dst, op, value, .. } => atomic::rmw(self, *dst, *op, atomic::Site::of(s), *value),
+            Stmt::AtomicCas { dst, cmp, value, .. } => atomic::cas(self, *dst, atomic::Site::of(s), *cmp, *value),
             Stmt::Mma { d, a, b, c } => mma(self, d, a, b, c),
             Stmt::MmaTf32 { d, a, b, c } => mma_tf32(self, d, a, b, c),
             Stmt::LdMatrix {
