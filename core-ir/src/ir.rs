@@ -505,7 +505,7 @@ pub enum Op {
     /// A size-1 dimension inserted at `axis`.
     ExpandDims {
         /// The scalar or block to extend, of rank below
-        /// [`MAX_RANK`](crate::types::MAX_RANK).
+        /// [`MAX_RANK`].
         value: ValueId,
         /// Where the new dimension goes, `0..=rank` of `value`: dimension `axis` of the
         /// result has size 1, and `value`'s dimensions from `axis` on follow it.
