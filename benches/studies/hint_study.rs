@@ -8,7 +8,8 @@
 //!     cargo run --release -p rutile-benches --example hint_study
 //!
 //! `STUDY_REPS=N` sets the timed runs per kernel (30 by default); `STUDY_FLUSH=read` empties
-//! the L2 by a kernel reading 256 MiB instead of a copy of them.
+//! the L2 by a kernel reading 256 MiB instead of a copy of them; `STUDY_TIME_FIRST=1` times
+//! each kernel before checking its result (no readback before a timing).
 
 use half::f16;
 use rutile::bench::{do_bench, gbps, CacheFlush, FlushMode};
@@ -87,6 +88,7 @@ fn main() -> rutile::Result<()> {
             order: &order,
             config: &config,
             reps,
+            time_first: std::env::var("STUDY_TIME_FIRST").as_deref() == Ok("1"),
         };
         time_type(dev, &setup, ScalarType::F32, &src32, f32::NAN)?;
         time_type(dev, &setup, ScalarType::F16, &src16, f16::NAN)?;
@@ -101,6 +103,8 @@ struct Setup<'a> {
     order: &'a [usize],
     config: &'a LaunchConfig,
     reps: usize,
+    /// Whether each kernel is timed before its result is checked (`STUDY_TIME_FIRST=1`).
+    time_first: bool,
 }
 
 /// Checks (the destination poisoned with `poison` first), then times, the plain and the
@@ -128,24 +132,46 @@ fn time_type<T: Element + PartialEq>(
         let kernel = gather_blocks(t, how)?;
         let label = format!("{t} | {name}");
         let want = if how == Start::Computed { src } else { &gathered[..] };
-        dev.upload_into(&dst, &vec![poison; N])?;
-        dev.launch(&kernel, s.config, &args)?;
-        if dev.download(&dst)? != want {
-            println!("{label} | WRONG: the copy differs from the source's blocks");
-            continue;
-        }
-        let ms = do_bench(dev, s.flush, 3, s.reps, &mut || dev.launch(&kernel, s.config, &args))?.median_ms;
-        println!("{label} | {:.0}", gbps(bytes, ms));
+        let check = || -> rutile::Result<bool> {
+            dev.upload_into(&dst, &vec![poison; N])?;
+            dev.launch(&kernel, s.config, &args)?;
+            Ok(dev.download(&dst)? == want)
+        };
+        let time = || do_bench(dev, s.flush, 3, s.reps, &mut || dev.launch(&kernel, s.config, &args));
+        report(&label, bytes, s.time_first, check, time)?;
     }
     // The benchmarks' copy kernel on the same buffers: masked by `n`, the same blocks.
     let copy = rutile_examples::bench::copy_kernel_of(t, BLOCK as u32, 0)?;
     let args = [(&src_b).into(), (&dst).into(), rutile::Arg::I32(N as i32)];
-    dev.launch(&copy, s.config, &args)?;
-    if dev.download(&dst)? != src {
-        println!("{t} | copy kernel (masked) | WRONG");
-        return Ok(());
+    let check = || -> rutile::Result<bool> {
+        dev.upload_into(&dst, &vec![poison; N])?;
+        dev.launch(&copy, s.config, &args)?;
+        Ok(dev.download(&dst)? == src)
+    };
+    let time = || do_bench(dev, s.flush, 3, s.reps, &mut || dev.launch(&copy, s.config, &args));
+    report(&format!("{t} | copy kernel (masked)"), bytes, s.time_first, check, time)?;
+    Ok(())
+}
+
+/// Checks and times one kernel (timed first where `time_first`, so that no result read back
+/// to the host comes before its timing), and prints its line.
+fn report(
+    label: &str,
+    bytes: f64,
+    time_first: bool,
+    check: impl Fn() -> rutile::Result<bool>,
+    time: impl Fn() -> rutile::Result<rutile::bench::Stats>,
+) -> rutile::Result<()> {
+    let (ok, stats) = if time_first {
+        let stats = time()?;
+        (check()?, Some(stats))
+    } else {
+        let ok = check()?;
+        (ok, if ok { Some(time()?) } else { None })
+    };
+    match (ok, stats) {
+        (true, Some(stats)) => println!("{label} | {:.0}", gbps(bytes, stats.median_ms)),
+        _ => println!("{label} | WRONG: the copy differs from the source's blocks"),
     }
-    let ms = do_bench(dev, s.flush, 3, s.reps, &mut || dev.launch(&copy, s.config, &args))?.median_ms;
-    println!("{t} | copy kernel (masked) | {:.0}", gbps(bytes, ms));
     Ok(())
 }
