@@ -117,6 +117,7 @@ fn time_type<T: Element + PartialEq>(
     poison: T,
 ) -> rutile::Result<()> {
     let (src_b, dst) = (dev.upload(src)?, dev.zeros::<T>(N)?);
+    let poisoned = vec![poison; N];
     let args = [(&src_b).into(), (&dst).into(), s.starts.into()];
     let gathered: Vec<T> = s
         .order
@@ -133,7 +134,7 @@ fn time_type<T: Element + PartialEq>(
         let label = format!("{t} | {name}");
         let want = if how == Start::Computed { src } else { &gathered[..] };
         let check = || -> rutile::Result<bool> {
-            dev.upload_into(&dst, &vec![poison; N])?;
+            dev.upload_into(&dst, &poisoned)?;
             dev.launch(&kernel, s.config, &args)?;
             Ok(dev.download(&dst)? == want)
         };
@@ -144,7 +145,7 @@ fn time_type<T: Element + PartialEq>(
     let copy = rutile_examples::bench::copy_kernel_of(t, BLOCK as u32, 0)?;
     let args = [(&src_b).into(), (&dst).into(), rutile::Arg::I32(N as i32)];
     let check = || -> rutile::Result<bool> {
-        dev.upload_into(&dst, &vec![poison; N])?;
+        dev.upload_into(&dst, &poisoned)?;
         dev.launch(&copy, s.config, &args)?;
         Ok(dev.download(&dst)? == src)
     };
