@@ -218,7 +218,7 @@ fn tile_2d<'b>(
 /// pools (i32 offsets, f32 data, masks: comparisons of values and of pointers), masked
 /// loads and stores in bounds, reductions, loops and branches, the standard library's
 /// compositions (`flip`, `xor_sum`, `softmax`), `asin`, `atan`, `expm1`, `log1p`, `rint` and
-/// `isnan`, a block pointer over the
+/// `isnan`, hints whose promises hold, a block pointer over the
 /// program's own elements, and 2-D tiles of the same elements (broadcasts of row and column
 /// reductions) stored to `c`.
 pub fn random_kernel(seed: u64) -> Result<Kernel, crate::BuildError> {
@@ -253,7 +253,7 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
                 i(&mut rng, &masks),
             );
             let (f, g, j, m) = (floats[fi], floats[fj], ints[ii], masks[mi]);
-            match rng.below(20) {
+            match rng.below(21) {
                 0 => floats.push(f + g * 0.5),
                 1 => floats.push(k.where_(m, f, g)),
                 2 => floats.push((f - f.max(0)).exp()),
@@ -283,6 +283,12 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
                 17 => floats.push((f / (f.abs() + 1.0)).asin() + g.atan()),
                 // libdevice's functions built from ops, a rounding op and a classification.
                 18 => floats.push(k.where_(f.isnan(), g, (f * 0.25).expm1() + g.abs().log1p() + f.rint())),
+                // Hints whose promises hold: the offsets' runs, and multiples of 4.
+                19 => {
+                    let runs = offs.max_contiguous(block).multiple_of(block);
+                    floats.push(k.load_masked(a + runs, mask, 0.5) * g);
+                    ints.push((j * 4).multiple_of(4) + 1);
+                }
                 _ => {
                     let p = k.make_block_ptr(a, (n,), (1,), (k.program_id(0) * block,), &[block as u32], &[0]);
                     floats.push(k.load_block(&p, &[0], crate::Padding::Zero) + f);
