@@ -73,7 +73,7 @@ pub fn analyze(kernel: &Kernel, spec: &Specialization) -> Vec<AxisInfo> {
     let mut info = vec![AxisInfo::unknown(); kernel.values.len()];
     // Values no rule below defines (`if` and `while` arguments) keep their hints alone.
     for h in &kernel.hints {
-        info[h.value.index()] = promised(h, info[h.value.index()]);
+        info[h.value.index()] = hints.apply(h.value, AxisInfo::unknown());
     }
     for (i, p) in kernel.params.iter().enumerate() {
         let div = if spec.is_divisible(i) { 16 } else { 1 };
@@ -94,14 +94,18 @@ pub fn analyze(kernel: &Kernel, spec: &Specialization) -> Vec<AxisInfo> {
     info
 }
 
-/// The hints of a kernel by value.
+/// The hints of a kernel by value (empty for a kernel without hints, the common case, which
+/// then costs nothing).
 struct Hints<'k> {
     by_value: Vec<Vec<&'k AxisHint>>,
 }
 
 impl<'k> Hints<'k> {
     fn of(kernel: &'k Kernel) -> Hints<'k> {
-        let mut by_value = vec![Vec::new(); kernel.values.len()];
+        let mut by_value = Vec::new();
+        if !kernel.hints.is_empty() {
+            by_value.resize_with(kernel.values.len(), Vec::new);
+        }
         for h in &kernel.hints {
             if let Some(slot) = by_value.get_mut(h.value.index()) {
                 slot.push(h);
@@ -111,7 +115,10 @@ impl<'k> Hints<'k> {
     }
     /// `a`, the facts proved of `value`, raised to what its hints promise.
     fn apply(&self, value: ValueId, a: AxisInfo) -> AxisInfo {
-        self.by_value[value.index()].iter().fold(a, |a, h| promised(h, a))
+        match self.by_value.get(value.index()) {
+            Some(hints) => hints.iter().fold(a, |a, h| promised(h, a)),
+            None => a,
+        }
     }
 }
 

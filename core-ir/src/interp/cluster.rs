@@ -490,6 +490,7 @@ struct Launch<'a> {
     param_buffer: Vec<Option<(usize, usize)>>,
     param_names: Vec<&'a str>,
     baton: Baton,
+    hints: Option<std::sync::Arc<super::hints::HintChecks>>,
 }
 
 /// The thread of rank `rank`: runs the program of that rank of every cluster, in order.
@@ -504,8 +505,14 @@ fn rank_thread(launch: &Launch<'_>, rank: usize, buffers: SharedBuffers<'_>, cap
         param_buffer: launch.param_buffer.clone(),
         param_names: launch.param_names.clone(),
     };
-    let mut program =
-        Program::new(launch.kernel, launch.grid, mem, launch.params.clone()).in_cluster(Member { baton, rank });
+    let mut program = Program::new(
+        launch.kernel,
+        launch.grid,
+        mem,
+        launch.params.clone(),
+        launch.hints.clone(),
+    )
+    .in_cluster(Member { baton, rank });
     for cluster in 0..baton.count() {
         let first = baton.first(cluster);
         let Ok(st) = baton.wait(baton.lock(), rank, cluster) else {
@@ -537,19 +544,18 @@ pub(crate) fn run(
     grid: [u32; 3],
     size: u32,
     buffers: &mut [HostBuffer],
-    param_buffer: Vec<Option<(usize, usize)>>,
-    param_names: Vec<&str>,
-    params: Vec<Tensor>,
+    bound: super::BoundArgs<'_>,
 ) -> Result<(), InterpError> {
     let n = size as usize;
     let capture = debug_ops::capturing();
     let launch = Launch {
         kernel,
         grid,
-        params,
-        param_buffer,
-        param_names,
+        params: bound.params,
+        param_buffer: bound.param_buffer,
+        param_names: bound.param_names,
         baton: Baton::new(n, grid, capture),
+        hints: bound.hints,
     };
     let shared = SharedBuffers::new(buffers);
     let (joined, spawn_error) = thread::scope(|s| {

@@ -16,6 +16,7 @@ use super::tensor::{wrap_int, Data, Tensor};
 use crate::ir::{Inst, Kernel, Op, Region, ValueId};
 use crate::types::{Elem, ScalarType, Type};
 use std::rc::Rc;
+use std::sync::Arc;
 
 pub(crate) struct Program<'a> {
     kernel: &'a Kernel,
@@ -27,16 +28,23 @@ pub(crate) struct Program<'a> {
     pid: [u32; 3],
     /// The program's place in its cluster; `None` for clusters of one program.
     cluster: Option<Member<'a>>,
-    /// The checks of the kernel's hints; `None` without hints.
-    hints: Option<Rc<HintChecks>>,
+    /// The checks of the kernel's hints (the launch's, shared by its programs); `None`
+    /// without hints.
+    hints: Option<Arc<HintChecks>>,
 }
 
 impl<'a> Program<'a> {
-    pub fn new(kernel: &'a Kernel, grid: [u32; 3], mem: Memory<'a>, params: Vec<Tensor>) -> Self {
+    pub fn new(
+        kernel: &'a Kernel,
+        grid: [u32; 3],
+        mem: Memory<'a>,
+        params: Vec<Tensor>,
+        hints: Option<Arc<HintChecks>>,
+    ) -> Self {
         Program {
             kernel,
             grid,
-            hints: HintChecks::new(kernel, &params).map(Rc::new),
+            hints,
             mem,
             params: params.into_iter().map(Rc::new).collect(),
             env: vec![None; kernel.values.len()],

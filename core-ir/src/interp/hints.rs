@@ -5,7 +5,8 @@
 //!
 //! `multiple_of` is checked at the elements the axis analysis takes it for: the first of
 //! each run of consecutive values that it knows of (the value's contiguity, hints
-//! included), under the specialization the runtime would compile these arguments with.
+//! included), under the specialization the runtime would compile the launch's arguments
+//! with. The checks are made once a launch, and shared by its programs.
 
 use super::error::{Fault, FaultKind};
 use super::tensor::{Data, Tensor};
@@ -15,7 +16,7 @@ use crate::target::Specialization;
 use crate::types::MAX_RANK;
 
 /// The checks of a kernel's hints, by value.
-pub(super) struct HintChecks {
+pub(crate) struct HintChecks {
     by_value: Vec<Vec<Check>>,
 }
 
@@ -26,13 +27,13 @@ struct Check {
 }
 
 impl HintChecks {
-    /// The checks of `kernel`'s hints for a launch with these parameter values; `None`
-    /// for a kernel without hints.
-    pub fn new(kernel: &Kernel, params: &[Tensor]) -> Option<HintChecks> {
+    /// The checks of `kernel`'s hints for a launch specialized as `spec`; `None` for a
+    /// kernel without hints.
+    pub fn new(kernel: &Kernel, spec: &Specialization) -> Option<HintChecks> {
         if kernel.hints.is_empty() {
             return None;
         }
-        let info = axis::analyze(kernel, &specialization(params));
+        let info = axis::analyze(kernel, spec);
         let mut by_value: Vec<Vec<Check>> = (0..kernel.values.len()).map(|_| Vec::new()).collect();
         for h in &kernel.hints {
             let runs = info.get(h.value.index()).map_or([1; MAX_RANK], |a| a.contiguity);
@@ -61,21 +62,6 @@ impl HintChecks {
             }
         }
         Ok(())
-    }
-}
-
-/// What the runtime specializes a launch with these parameter values on (integers divisible
-/// by 16 or equal to 1, pointers at a buffer's start).
-fn specialization(params: &[Tensor]) -> Specialization {
-    let first = |t: &Tensor| match &t.data {
-        Data::Int(v) => v.first().map(|&x| (x % 16 == 0, x == 1)),
-        Data::Ptr(p) => p.first().map(|p| (p.offset == 0, false)),
-        _ => None,
-    };
-    let facts: Vec<(bool, bool)> = params.iter().map(|t| first(t).unwrap_or((false, false))).collect();
-    Specialization {
-        divisible_by_16: facts.iter().map(|f| f.0).collect(),
-        equal_to_1: facts.iter().map(|f| f.1).collect(),
     }
 }
 

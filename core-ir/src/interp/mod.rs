@@ -181,16 +181,25 @@ fn launch(
     }
     let declared: Vec<(&str, Type)> = kernel.params.iter().map(|p| (p.name.as_str(), p.ty)).collect();
     let (params, param_buffer) = bind_args(&declared, args, buffers)?;
+    // The hints are checked under the specialization the runtime would compile these
+    // arguments with, once for every program of the launch.
+    let hints = hints::HintChecks::new(kernel, &crate::testing::runtime_spec(args)).map(std::sync::Arc::new);
     let param_names = kernel.params.iter().map(|p| p.name.as_str()).collect();
+    let bound = BoundArgs {
+        params,
+        param_buffer,
+        param_names,
+        hints,
+    };
     if cluster > 1 {
-        return cluster::run(kernel, grid, cluster, buffers, param_buffer, param_names, params);
+        return cluster::run(kernel, grid, cluster, buffers, bound);
     }
     let mem = Memory {
         buffers: buffers.into(),
-        param_buffer,
-        param_names,
+        param_buffer: bound.param_buffer,
+        param_names: bound.param_names,
     };
-    let mut program = eval::Program::new(kernel, grid, mem, params);
+    let mut program = eval::Program::new(kernel, grid, mem, bound.params, bound.hints);
     for z in 0..grid[2] {
         for y in 0..grid[1] {
             for x in 0..grid[0] {
@@ -199,6 +208,18 @@ fn launch(
         }
     }
     Ok(())
+}
+
+/// A launch's arguments bound to the kernel's parameters, for its programs.
+pub(super) struct BoundArgs<'k> {
+    /// The parameters' values.
+    pub params: Vec<Tensor>,
+    /// Per parameter, the buffer a pointer argument names and that buffer's length.
+    pub param_buffer: Vec<Option<(usize, usize)>>,
+    /// The parameters' names.
+    pub param_names: Vec<&'k str>,
+    /// The checks of the kernel's hints, made once for the launch.
+    pub hints: Option<std::sync::Arc<hints::HintChecks>>,
 }
 
 /// The parameters' values (pointers as parameter and offset) and, per parameter, the buffer a

@@ -55,6 +55,10 @@ impl MatmulMeta {
             input_precision: DotPrecision::Ieee,
         }
     }
+    /// The f32 accumulator with the activation (if any) applied.
+    fn activated<'b>(&self, acc: Value<'b>) -> Value<'b> {
+        self.activation.map_or(acc, |act| act.apply(acc))
+    }
 }
 
 /// Number of programs for an `m x n` output.
@@ -139,60 +143,33 @@ fn grouped_program<'b>(
 /// store; the K tail is masked with zeros. Parameters: `a_ptr, b_ptr, c_ptr, M, N, K,
 /// stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn`.
 pub fn matmul(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
-    let MatmulMeta {
-        block_m,
-        block_n,
-        block_k,
-        group_m,
-        activation,
-        input,
-        output,
-        input_precision,
-    } = *meta;
-    let (bm, bn, bk) = (block_m as i32, block_n as i32, block_k as i32);
+    let (bm, bn, bk) = (meta.block_m as i32, meta.block_n as i32, meta.block_k as i32);
     Kernel::build("matmul_kernel", |k| {
-        let MatmulArgs {
-            a_ptr,
-            b_ptr,
-            c_ptr,
-            m,
-            n,
-            kk,
-            stride_am,
-            stride_ak,
-            stride_bk,
-            stride_bn,
-            stride_cm,
-            stride_cn,
-        } = MatmulArgs::declare(k, input, output);
-        let (pid_m, pid_n) = grouped_program(k, (m, n), (bm, bn), group_m);
+        let p = MatmulArgs::declare(k, meta.input, meta.output);
+        let (pid_m, pid_n) = grouped_program(k, (p.m, p.n), (bm, bn), meta.group_m);
 
-        let offs_am = (pid_m * bm + k.arange(0, bm)) % m;
-        let offs_bn = (pid_n * bn + k.arange(0, bn)) % n;
+        let offs_am = (pid_m * bm + k.arange(0, bm)) % p.m;
+        let offs_bn = (pid_n * bn + k.arange(0, bn)) % p.n;
         let offs_k = k.arange(0, bk);
-        let a_ptrs = a_ptr + (offs_am.expand_dims(1) * stride_am + offs_k.expand_dims(0) * stride_ak);
-        let b_ptrs = b_ptr + (offs_k.expand_dims(1) * stride_bk + offs_bn.expand_dims(0) * stride_bn);
+        let a_ptrs = p.a_ptr + (offs_am.expand_dims(1) * p.stride_am + offs_k.expand_dims(0) * p.stride_ak);
+        let b_ptrs = p.b_ptr + (offs_k.expand_dims(1) * p.stride_bk + offs_bn.expand_dims(0) * p.stride_bn);
 
-        let acc = k.zeros(&[block_m, block_n], ScalarType::F32);
-        let steps = k.cdiv(kk, bk);
+        let acc = k.zeros(&[meta.block_m, meta.block_n], ScalarType::F32);
+        let steps = k.cdiv(p.kk, bk);
         let out = k.for_range(0, steps, 1, &[acc, a_ptrs, b_ptrs], |step, carried| {
             let (acc, a_ptrs, b_ptrs) = (carried[0], carried[1], carried[2]);
-            let k_left = kk - step * bk;
+            let k_left = p.kk - step * bk;
             let a = k.load_masked(a_ptrs, offs_k.expand_dims(0).lt(k_left), 0.0);
             let b = k.load_masked(b_ptrs, offs_k.expand_dims(1).lt(k_left), 0.0);
-            let acc = k.dot_with(a, b, acc, input_precision);
-            vec![acc, a_ptrs + stride_ak * bk, b_ptrs + stride_bk * bk]
+            let acc = k.dot_with(a, b, acc, meta.input_precision);
+            vec![acc, a_ptrs + p.stride_ak * bk, b_ptrs + p.stride_bk * bk]
         });
-        let mut acc = out[0];
-        if let Some(act) = activation {
-            acc = act.apply(acc);
-        }
-        let c = acc.to(output);
+        let c = meta.activated(out[0]).to(meta.output);
 
         let offs_cm = pid_m * bm + k.arange(0, bm);
         let offs_cn = pid_n * bn + k.arange(0, bn);
-        let c_ptrs = c_ptr + offs_cm.expand_dims(1) * stride_cm + offs_cn.expand_dims(0) * stride_cn;
-        let c_mask = offs_cm.expand_dims(1).lt(m) & offs_cn.expand_dims(0).lt(n);
+        let c_ptrs = p.c_ptr + offs_cm.expand_dims(1) * p.stride_cm + offs_cn.expand_dims(0) * p.stride_cn;
+        let c_mask = offs_cm.expand_dims(1).lt(p.m) & offs_cn.expand_dims(0).lt(p.n);
         k.store_masked(c_ptrs, c, c_mask);
     })
 }
@@ -204,33 +181,21 @@ pub fn matmul(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
 /// same). Where [`matmul`] wraps rows and columns past the edges (`% M`, `% N`) so that its
 /// loads need masks only along K, these mask the edges.
 pub fn matmul_block_ptr(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
-    let MatmulMeta {
-        block_m,
-        block_n,
-        block_k,
-        group_m,
-        activation,
-        input,
-        output,
-        input_precision,
-    } = *meta;
-    let (bm, bn, bk) = (block_m as i32, block_n as i32, block_k as i32);
+    let (bm, bn, bk) = (meta.block_m as i32, meta.block_n as i32, meta.block_k as i32);
     Kernel::build("matmul_kernel_block_ptr", |k| {
-        let p = MatmulArgs::declare(k, input, output);
-        let (pid_m, pid_n) = grouped_program(k, (p.m, p.n), (bm, bn), group_m);
+        let p = MatmulArgs::declare(k, meta.input, meta.output);
+        let (pid_m, pid_n) = grouped_program(k, (p.m, p.n), (bm, bn), meta.group_m);
         let (a, b) = ((p.stride_am, p.stride_ak), (p.stride_bk, p.stride_bn));
+        let (block_m, block_n, block_k) = (meta.block_m, meta.block_n, meta.block_k);
         let a_block = k.make_block_ptr(p.a_ptr, (p.m, p.kk), a, (pid_m * bm, 0), &[block_m, block_k], &[1, 0]);
         let b_block = k.make_block_ptr(p.b_ptr, (p.kk, p.n), b, (0, pid_n * bn), &[block_k, block_n], &[1, 0]);
         let acc = k.zeros(&[block_m, block_n], ScalarType::F32);
         let out = k.for_range(0, p.kk, bk, &[acc], |k_off, carried| {
             let a = k.load_block(&a_block.advance((0, k_off)), &[0, 1], Padding::Zero);
             let b = k.load_block(&b_block.advance((k_off, 0)), &[0, 1], Padding::Zero);
-            vec![k.dot_with(a, b, carried[0], input_precision)]
+            vec![k.dot_with(a, b, carried[0], meta.input_precision)]
         });
-        let mut acc = out[0];
-        if let Some(act) = activation {
-            acc = act.apply(acc);
-        }
+        let acc = meta.activated(out[0]);
         let c = (p.stride_cm, p.stride_cn);
         let c_block = k.make_block_ptr(
             p.c_ptr,
@@ -240,7 +205,7 @@ pub fn matmul_block_ptr(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
             &[block_m, block_n],
             &[1, 0],
         );
-        k.store_block(&c_block, acc.to(output), &[0, 1]);
+        k.store_block(&c_block, acc.to(meta.output), &[0, 1]);
     })
 }
 
