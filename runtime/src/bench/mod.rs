@@ -26,10 +26,12 @@
 //!
 //! The autotuner ([`crate::autotune`]) times its configurations with [`do_bench`] too.
 
+mod clocks;
 #[cfg(feature = "plot")]
 mod plot;
 mod report;
 mod timing;
 
+pub use clocks::{warm_up, BENCH_WARM_UP_ENV};
 pub use report::{Benchmark, ProviderError, Report, Series, Unit};
 pub use timing::{do_bench, gbps, CacheFlush, FlushMode, Stats, Timing};

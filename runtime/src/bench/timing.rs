@@ -88,6 +88,10 @@ fn read_flush_kernel() -> Result<Kernel> {
 /// Times `f` (which queues device work) `reps` times after `warmup` untimed runs, each
 /// after `flush` empties the cache when given; times are the device's (events on CUDA,
 /// timestamps on Vulkan, the host clock on the CPU device). `reps` must be at least 1.
+///
+/// A device whose clock follows its load (Vulkan's, [`super::BENCH_WARM_UP_ENV`]) and
+/// that was not timed in the last half second is first kept busy (by the flush, or `f`
+/// where there is none) until its clock is up; see [`super::warm_up`].
 pub fn do_bench(
     dev: &dyn Device,
     flush: Option<&CacheFlush>,
@@ -101,6 +105,13 @@ pub fn do_bench(
             message: "reps must be at least 1".into(),
         });
     }
+    let warm_up = super::clocks::warm_up_duration(dev)?;
+    if !warm_up.is_zero() && !super::clocks::recently_timed(dev) {
+        match flush {
+            Some(c) => super::clocks::warm_up(dev, &mut || c.run(dev), warm_up)?,
+            None => super::clocks::warm_up(dev, f, warm_up)?,
+        }
+    }
     for _ in 0..warmup {
         f()?;
     }
@@ -112,6 +123,7 @@ pub fn do_bench(
         }
         times.push(dev.time(f)?);
     }
+    super::clocks::timed_now(dev);
     times.sort_by(f64::total_cmp);
     Ok(Stats {
         median_ms: quantile(&times, 0.5),
