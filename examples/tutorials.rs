@@ -2,6 +2,7 @@
 
 pub mod attention;
 pub mod dropout;
+pub mod grouped_matmul;
 pub mod layer_norm;
 pub mod long_rows;
 pub mod math_functions;

@@ -111,6 +111,12 @@ fn check_tutorials(device: &dyn Device) -> bool {
             "asin (libdevice)",
             Box::new(|d| tutorials::math_functions::asin(d, 98431, 13)),
         ),
+        (
+            "grouped matmul",
+            Box::new(|d| {
+                tutorials::grouped_matmul::grouped_matmul(d, tutorials::grouped_matmul::tutorial_problems(d), 14)
+            }),
+        ),
     ];
     for (name, run) in runs {
         let outcome = match run(device) {

@@ -1062,3 +1062,58 @@ fn persistent_ping_pong_with_the_last_values_copied_assembles() {
         }
     }
 }
+
+/// The grouped GEMM tutorial's kernel (a K loop inside the walk over a problem's tiles
+/// inside the loop over problems) on the tensor cores: `mma.sync` for sm_80 and `wgmma`
+/// for an H100, none spilled. Where the host promises aligned tables
+/// (`GroupedMatmulMeta::aligned`, what the host code launches), A's and B's tiles move 16
+/// bytes at once; without the promise the offsets loaded from memory could start anywhere,
+/// and they move 2 (into registers: at 128 x 128 x 64 on 8 warps that kernel spills, so
+/// only the smaller block is checked without it).
+#[test]
+fn grouped_matmul_runs_on_the_tensor_cores() {
+    let configs = [
+        ((64, 64, 32), 4, 3, true),
+        ((128, 128, 64), 8, 3, true),
+        ((64, 64, 32), 4, 3, false),
+    ];
+    for ((bm, bn, bk), warps, stages, aligned) in configs {
+        let meta = seeds::GroupedMatmulMeta {
+            block_m: bm,
+            block_n: bn,
+            block_k: bk,
+            aligned,
+        };
+        let kernel = seeds::grouped_matmul(&meta).unwrap();
+        let label = format!("grouped matmul {bm}x{bn}x{bk}, aligned tables {aligned}, {stages} stages");
+        let sm80 = |w| Target {
+            mma_sync: true,
+            async_copy: true,
+            num_stages: stages,
+            ..Target::nvidia(w, 163 * 1024)
+        };
+        for (target, sm, instruction) in [
+            (&sm80 as &dyn Fn(u32) -> Target, 80, "mma.sync.aligned"),
+            (&|w| h100(w, stages), 90, "wgmma.mma_async"),
+        ] {
+            if sm == 80 {
+                // Unaligned arguments too, and the sm_80 kernel assembled for sm_90.
+                check_on(&label, &kernel, &[warps], target);
+            }
+            let spec = Specialization::all(kernel.params.len());
+            let t = rutile_ir::lower::lower(&kernel, &target(warps), &spec).unwrap();
+            let ptx = emit(&t, &PtxTarget::from_compute_capability(sm / 10, sm % 10)).unwrap();
+            if let Ok(dir) = std::env::var("RUTILE_PTX_DIR") {
+                let name = format!("grouped_{bm}x{bn}x{bk}_{aligned}_sm{sm}.ptx");
+                std::fs::write(std::path::Path::new(&dir).join(name), &ptx).unwrap();
+            }
+            assert!(ptx.contains(instruction), "{label}, sm_{sm}: no {instruction}");
+            let wide = ptx.contains("cp.async.cg.shared.global") || ptx.contains("ld.global.v4");
+            assert_eq!(wide, aligned, "{label}, sm_{sm}: 16-byte copies of the tiles");
+            if let Some((registers, spilled)) = support::ptxas_resources(&ptx, sm) {
+                println!("{label}, {warps} warps, sm_{sm}: {registers} registers, {spilled} bytes spilled");
+                assert_eq!(spilled, 0, "{label}, sm_{sm}: spills");
+            }
+        }
+    }
+}

@@ -260,3 +260,43 @@ fn multiplies_by_width(words: &[u32]) -> (usize, usize) {
     }
     (wide, narrow)
 }
+
+/// The grouped GEMM tutorial's kernel (its K loop inside the walk over tiles inside the
+/// loop over problems) validates with and without the aligned tables' promise, plain and
+/// on cooperative matrices (the H100's f16 shapes, as the runtime launches it there).
+#[test]
+fn grouped_matmul_validates_plain_and_on_cooperative_matrices() {
+    use rutile_ir::target::CoopMatrixShape;
+    use rutile_ir::thread::Stmt;
+    let shapes = [(16, 16, 16), (16, 8, 16)].map(|(m, n, k)| CoopMatrixShape {
+        m,
+        n,
+        k,
+        ab: ScalarType::F16,
+        acc: ScalarType::F32,
+    });
+    for ((bm, bn, bk), warps) in [((64, 64, 32), 4), ((128, 128, 32), 4)] {
+        for aligned in [true, false] {
+            let meta = seeds::GroupedMatmulMeta {
+                block_m: bm,
+                block_n: bn,
+                block_k: bk,
+                aligned,
+            };
+            let kernel = seeds::grouped_matmul(&meta).unwrap();
+            check_all(&kernel, &[warps]);
+            let target = Target {
+                coop_matrix: shapes.to_vec(),
+                reuse_shared: rutile_ir::target::SharedReuse::SameType,
+                max_vector_bytes: 8,
+                ..Target::nvidia(warps, 48 * 1024)
+            };
+            let spec = rutile_ir::target::Specialization::all(kernel.params.len());
+            let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap();
+            let mut uses = false;
+            t.walk(&mut |s| uses |= matches!(s, Stmt::CoopMulAdd { .. }));
+            assert!(uses, "{bm}x{bn}x{bk}, aligned {aligned}: no cooperative matrix");
+            common::check(&t, &SpirvTarget::full(32));
+        }
+    }
+}

@@ -1,4 +1,4 @@
-//! The layer norm, long-row and libdevice (`asin`) tutorials on every GPU present (each
+//! The layer norm, long-row, libdevice (`asin`) and grouped GEMM tutorials on every GPU present (each
 //! CUDA GPU and each wgpu adapter, lavapipe included), each checked against its CPU
 //! reference on random inputs at ragged sizes (small ones on software devices). The fused
 //! attention tutorial's are in `gpu_attention.rs` and `gpu_attention_configs.rs`.
@@ -167,5 +167,62 @@ fn gpu_asin_matches_the_reference() {
             let outcome = tutorials::math_functions::asin(d.as_ref(), n, 90 + i as u64);
             check(d.as_ref(), &format!("asin {n}"), outcome);
         }
+    }
+}
+
+/// The grouped GEMM tutorial on every device: ragged problems (edges in every dimension,
+/// an empty one, an empty sum) with NaN in every padding (which must reach no C and stay
+/// where it is), aligned tables (16-byte loads) and packed ones, fewer programs than tiles
+/// walking them; then the tutorial's host code, autotuned.
+#[test]
+fn gpu_grouped_matmul_matches_the_reference() {
+    use half::f16;
+    use rutile::DeviceExt;
+    use tutorials::grouped_matmul::{grouped_matmul, tutorial_problems, GroupedMatmul};
+    let (_turn, devices) = devices();
+    for d in devices {
+        let d = d.as_ref();
+        let problems = [
+            (77, 45, 29),
+            (64, 64, 64),
+            (1, 70, 17),
+            (130, 3, 40),
+            (0, 20, 8),
+            (5, 7, 0),
+        ];
+        let blocks = if is_fast(d) {
+            vec![(64, 64, 32, 4), (128, 128, 64, 8)]
+        } else {
+            vec![(32, 32, 32, 4)]
+        };
+        for (bm, bn, bk, warps) in blocks {
+            for aligned in [true, false] {
+                let meta = rutile::seeds::GroupedMatmulMeta {
+                    block_m: bm,
+                    block_n: bn,
+                    block_k: bk,
+                    aligned,
+                };
+                let what = format!("grouped matmul {bm}x{bn}x{bk}, aligned {aligned}");
+                let run = || -> rutile::Result<(f64, bool)> {
+                    let group = GroupedMatmul::new(d, &problems, aligned, f16::NAN, 31)?;
+                    let kernel = rutile::seeds::grouped_matmul(&meta)?;
+                    // Three programs: each walks several tiles of several problems.
+                    let mut launch = group.launch(d, &kernel, &meta, (warps, 3))?;
+                    launch.grid = [3, 1, 1];
+                    d.launch(&kernel, &launch, &group.args())?;
+                    group.check(d, f16::NAN)
+                };
+                match run() {
+                    Ok((error, padding_kept)) => {
+                        assert!(padding_kept, "{}: {what}: wrote outside the problems' C", d.id());
+                        assert!(error <= 2e-3, "{}: {what}: error {error:.2e}", d.id());
+                    }
+                    Err(e) => panic!("{}: {what}: {e}", d.id()),
+                }
+            }
+        }
+        let outcome = grouped_matmul(d, tutorial_problems(d), 32);
+        check(d, "grouped matmul, the tutorial's problems", outcome);
     }
 }

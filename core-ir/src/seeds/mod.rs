@@ -4,10 +4,12 @@
 //! tutorial's unfused `naive_softmax`; and one kernel beyond the tutorials, a tiled
 //! transpose, whose load and store are contiguous along different axes. The next
 //! tutorials follow: the low-memory (seeded) dropout, layer norm (forward and backward),
-//! fused attention (forward), and softmax and layer norm for rows longer than one block.
+//! fused attention (forward), softmax and layer norm for rows longer than one block, and
+//! the grouped GEMM (many matrix products of different shapes in one launch).
 
 mod attention;
 mod dropout;
+mod grouped_matmul;
 mod layer_norm;
 mod long_rows;
 mod matmul;
@@ -18,6 +20,9 @@ mod vector_add;
 
 pub use attention::{attention_forward, AttentionMeta};
 pub use dropout::{seeded_dropout, seeded_dropout_walk};
+pub use grouped_matmul::{
+    grouped_matmul, GroupedLayoutError, GroupedMatmulLayout, GroupedMatmulMeta, GROUPED_MATMUL_ALIGN,
+};
 pub use layer_norm::{
     layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_forward_row,
     layer_norm_forward_row_one_exchange, layer_norm_forward_rows, layer_norm_group_size_m, LayerNormBackwardMeta,
