@@ -5,8 +5,8 @@
 //!                                               [--cols N,N,...] [--ln-cols N,N,...] [--head-dims D,D] [--ctx N,N,...]
 //!                                               [--attention-forms F,F,...] [--no-causal | --causal-only]
 //!                                               [--backends cuda,vulkan]
-//!                                               [--only vector_add,softmax,transpose,matmul_b,matmul,dropout,
-//!                                                       layer_norm,long_softmax,attention]
+//!                                               [--only vector_add,softmax,transpose,matmul_b,matmul,grouped_matmul,
+//!                                                       dropout,layer_norm,long_softmax,attention]
 //!
 //! A run first prints the `RUTILE_` switches set in its environment (the lowering's and the
 //! backends', README), which its figures depend on.
@@ -37,6 +37,10 @@
 //!   whether it runs on `wgmma`, `mma.sync` or FMA; then the skinny shapes 4096x16x4096 and
 //!   8192x8192x512 (M x N x K) the same way. Products are checked against cuBLAS and an f64
 //!   reference first (`benchmark/matmul.rs`).
+//! - `grouped_matmul`: the grouped GEMM tutorial, four fp16 problems of N x N x N (N =
+//!   128..1024) in one launch of rutile's grouped kernel, autotuned, beside cuBLAS running
+//!   the four one after another (as Triton's tutorial times torch's loop of matmuls), in
+//!   TFLOPS; each result checked against the CPU first (`benchmark/grouped_matmul.rs`).
 //! - `dropout`: the seeded dropout tutorial for 2^12..2^28 f32 elements (8 bytes per
 //!   element: its random numbers are computed, not read), checked against the CPU reference
 //!   first.
@@ -64,9 +68,11 @@
 //! of one device at a time (all but `matmul`) on the named backends' devices only (e.g.
 //! `--backends vulkan`), while the copy ceiling is still measured on every device and the
 //! `matmul` section still times cuBLAS: a run through one backend keeps the other's
-//! ceiling, and the GPU warmed by its copies (in a process with CUDA hidden, an H200's 1 GiB
-//! copy through Vulkan measured 1645 GB/s where processes that copied through CUDA first
-//! measured 4025–4053, and the layer norm's figures that followed were erratic).
+//! ceiling. (In a process with CUDA hidden, an H200's 1 GiB copy through Vulkan once
+//! measured 1645 GB/s where processes that copied through CUDA first measured 4025–4053:
+//! NVIDIA's driver had lowered the idle GPU's clock, which Vulkan work raises only after a
+//! few hundred milliseconds; `do_bench` now keeps a Vulkan GPU busy that long before
+//! timing it, docs/performance.md.)
 
 use rutile::bench::{Benchmark, Report, Series, Unit};
 use rutile::seeds;
@@ -77,6 +83,8 @@ use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
+#[path = "benchmark/grouped_matmul.rs"]
+mod grouped_matmul;
 #[path = "benchmark/matmul.rs"]
 mod matmul;
 #[path = "benchmark/softmax.rs"]
@@ -125,7 +133,7 @@ fn main() {
             let list = args.get(i + 1).map(String::as_str).unwrap_or("");
             Sections::parse(list).unwrap_or_else(|| {
                 eprintln!(
-                    "--only takes sections from vector_add, softmax, transpose, matmul_b, matmul, dropout, layer_norm, \
+                    "--only takes sections from vector_add, softmax, transpose, matmul_b, matmul, grouped_matmul, dropout, layer_norm, \
                      long_softmax and attention separated by commas, got {list:?}"
                 );
                 std::process::exit(2);
@@ -247,6 +255,14 @@ fn main() {
         }
         save(&csv);
     }
+    if sections.grouped_matmul {
+        if let Err(e) = grouped_matmul::grouped_matmul(&devices, quick, flush_mode, &mut csv) {
+            eprintln!("grouped matmul benchmark failed: {e}");
+            save(&csv);
+            std::process::exit(1);
+        }
+        save(&csv);
+    }
     for dev in &devices {
         let backend = dev.id().split(':').next().unwrap_or_default().to_string();
         if backends.as_ref().is_some_and(|b| !b.contains(&backend)) {
@@ -300,6 +316,7 @@ struct Sections {
     transpose: bool,
     matmul_b: bool,
     matmul: bool,
+    grouped_matmul: bool,
     dropout: bool,
     layer_norm: bool,
     long_softmax: bool,
@@ -313,6 +330,7 @@ impl Sections {
         transpose: true,
         matmul_b: true,
         matmul: true,
+        grouped_matmul: true,
         dropout: true,
         layer_norm: true,
         long_softmax: true,
@@ -327,6 +345,7 @@ impl Sections {
             transpose: false,
             matmul_b: false,
             matmul: false,
+            grouped_matmul: false,
             dropout: false,
             layer_norm: false,
             long_softmax: false,
@@ -339,6 +358,7 @@ impl Sections {
                 "transpose" => sections.transpose = true,
                 "matmul_b" => sections.matmul_b = true,
                 "matmul" => sections.matmul = true,
+                "grouped_matmul" => sections.grouped_matmul = true,
                 "dropout" => sections.dropout = true,
                 "layer_norm" => sections.layer_norm = true,
                 "long_softmax" => sections.long_softmax = true,

@@ -205,7 +205,7 @@ impl MatmulDevice {
 }
 
 /// Why cuBLAS could not be used, without the error's `cuBLAS: ` prefix.
-fn reason(e: &rutile::Error) -> String {
+pub(super) fn reason(e: &rutile::Error) -> String {
     match e {
         rutile::Error::Device { message, .. } => message.clone(),
         e => e.to_string(),
@@ -213,7 +213,7 @@ fn reason(e: &rutile::Error) -> String {
 }
 
 /// The ordinal of a CUDA device (`cuda:N`); `None` for another backend.
-fn cuda_ordinal(dev: &dyn Device) -> Option<usize> {
+pub(super) fn cuda_ordinal(dev: &dyn Device) -> Option<usize> {
     if dev.properties().backend != Backend::Cuda {
         return None;
     }

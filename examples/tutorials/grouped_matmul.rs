@@ -191,25 +191,38 @@ impl GroupedMatmul {
     }
 }
 
-/// The grouped GEMM of `problems` on `dev`, autotuned over [`configs_for`] the device,
-/// checked against the CPU.
-pub fn grouped_matmul(dev: &dyn Device, problems: &[(usize, usize, usize)], seed: u64) -> Result<Outcome> {
-    let padding = f16::ZERO;
-    let group = GroupedMatmul::new(dev, problems, true, padding, seed)?;
-    let args = group.args();
+/// The tutorial's kernel and launch for `group` on `dev`, autotuned over [`configs_for`]
+/// the device with the problems' shapes as the key.
+pub fn tuned(dev: &dyn Device, group: &GroupedMatmul) -> Result<Tuned> {
     let tuner = Autotuner::new("grouped_matmul", configs_for(dev))?;
-    let key: Vec<String> = problems.iter().map(|(m, n, k)| format!("{m}x{n}x{k}")).collect();
+    let key: Vec<String> = group.problems.iter().map(|(m, n, k)| format!("{m}x{n}x{k}")).collect();
     let build = |c: &Config| Ok(seeds::grouped_matmul(&meta_of(c)?)?);
     let grid = |c: &Config| {
         let meta = meta_of(c)?;
         let kernel = seeds::grouped_matmul(&meta)?;
         Ok(group.launch(dev, &kernel, &meta, (c.num_warps, c.num_stages))?.grid)
     };
-    let Tuned { choice, kernel, launch } = tuner.tuned(dev, &key.join(","), &build, &grid, &args)?;
-    let time_ms = timed(dev, &kernel, &launch, &args)?;
+    tuner.tuned(dev, &key.join(","), &build, &grid, &group.args())
+}
+
+/// The tiles of `problems` under configuration `c`'s blocks.
+pub fn tiles(group: &GroupedMatmul, c: &Config) -> Result<u32> {
+    Ok(group.layout.tiles(&meta_of(c)?))
+}
+
+/// The floating-point operations of `problems` (two a multiply-add).
+pub fn flops(problems: &[(usize, usize, usize)]) -> f64 {
+    problems.iter().map(|&(m, n, k)| 2.0 * (m * n * k) as f64).sum()
+}
+
+/// The grouped GEMM of `problems` on `dev`, autotuned over [`configs_for`] the device,
+/// checked against the CPU.
+pub fn grouped_matmul(dev: &dyn Device, problems: &[(usize, usize, usize)], seed: u64) -> Result<Outcome> {
+    let padding = f16::ZERO;
+    let group = GroupedMatmul::new(dev, problems, true, padding, seed)?;
+    let Tuned { choice, kernel, launch } = tuned(dev, &group)?;
+    let time_ms = timed(dev, &kernel, &launch, &group.args())?;
     let (error, padding_kept) = group.check(dev, padding)?;
-    let flops: f64 = problems.iter().map(|&(m, n, k)| 2.0 * (m * n * k) as f64).sum();
-    let tiles = group.layout.tiles(&meta_of(&choice.config)?);
     Ok(Outcome {
         tutorial: "grouped matmul".into(),
         size: format!("{} problems", problems.len()),
@@ -218,9 +231,10 @@ pub fn grouped_matmul(dev: &dyn Device, problems: &[(usize, usize, usize)], seed
         tolerance: 2e-3,
         time_ms,
         detail: Some(format!(
-            "{:.1} TFLOPS; {} programs walking {tiles} tiles; autotuned{}: {}{}",
-            flops / (time_ms * 1e-3) / 1e12,
+            "{:.1} TFLOPS; {} programs walking {} tiles; autotuned{}: {}{}",
+            flops(problems) / (time_ms * 1e-3) / 1e12,
             launch.grid[0],
+            tiles(&group, &choice.config)?,
             if choice.from_file { " (cached)" } else { "" },
             choice.config,
             if padding_kept {
