@@ -77,6 +77,70 @@ fn device_assert_stops_the_interpreter_at_the_first_failing_element() {
     );
 }
 
+/// `assume` is checked as `device_assert` is, naming its line, and compiled out the same.
+#[test]
+fn a_broken_assumption_stops_the_interpreter_and_costs_compiled_code_nothing() {
+    let build = |assume: bool| {
+        Kernel::build("assuming", |k| {
+            let (x, out) = (k.arg_ptr("x", I32), k.arg_ptr("out", I32));
+            let stride = k.arg_i32("stride");
+            if assume {
+                k.assume(stride.gt(0));
+                k.assume(k.program_id(0).ge(0));
+            }
+            let i = k.arange(0, 32);
+            k.store(out + i, k.load(x + i * stride));
+        })
+        .unwrap()
+    };
+    let (plain, assuming) = (build(false), build(true));
+    let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
+    let args = |stride: i64| [ptr(0), ptr(1), ArgValue::Int(stride)];
+    let x: Vec<i32> = (0..64).collect();
+    let mut bufs = vec![HostBuffer::from_slice(&x), HostBuffer::zeros(I32, 32)];
+    interp::run(&assuming, [1, 1, 1], &args(2), &mut bufs).unwrap();
+    let evens: Vec<i32> = (0..32).map(|i| 2 * i).collect();
+    assert_eq!(bufs[1].to_vec::<i32>().unwrap(), evens);
+    let text = interp::run(&assuming, [1, 1, 1], &args(0), &mut bufs)
+        .unwrap_err()
+        .to_string();
+    for part in ["an assumption (`assume`) does not hold", file!()] {
+        assert!(text.contains(part), "{text:?} does not say {part:?}");
+    }
+    // The lowered kernels of both are the same statements (the comments naming each op's
+    // line aside, and the registers numbered in order of first use).
+    let spec = Specialization::none(3);
+    let lowered = |k: &Kernel| {
+        let text = lower(k, &Target::nvidia(1, 48 * 1024), &spec).unwrap().to_string();
+        let mut names: Vec<String> = Vec::new();
+        let mut out = String::new();
+        for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+            // Split into words and what lies between them; rename each register.
+            let mut word = String::new();
+            for c in line.chars().chain(['\n']) {
+                if c.is_ascii_alphanumeric() {
+                    word.push(c);
+                    continue;
+                }
+                let register = word.len() > 1 && word.starts_with('r') && word[1..].bytes().all(|b| b.is_ascii_digit());
+                if register {
+                    let i = names.iter().position(|n| *n == word).unwrap_or(names.len());
+                    if i == names.len() {
+                        names.push(word.clone());
+                    }
+                    out.push_str(&format!("v{i}"));
+                } else {
+                    out.push_str(&word);
+                }
+                word.clear();
+                out.push(c);
+            }
+        }
+        out
+    };
+    assert_eq!(lowered(&plain), lowered(&assuming));
+}
+
 #[test]
 fn device_assert_is_compiled_out_of_lowered_code() {
     let kernel = asserting_kernel();

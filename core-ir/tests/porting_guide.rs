@@ -88,6 +88,7 @@ fn every_call_of_the_porting_guide_builds() {
         }
         // Debugging.
         k.device_assert(offs.ge(0), "offsets are not negative");
+        k.assume(n.gt(0));
         k.device_print("x", &[x]);
         // Block pointers and descriptors.
         let p = k.make_block_ptr(x_ptr, (n, 64), (64, 1), (pid * 8, 0), &[8, 64], &[1, 0]);

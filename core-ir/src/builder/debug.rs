@@ -34,6 +34,29 @@ impl KernelBuilder {
         );
     }
 
+    /// A fact the kernel's author guarantees, as `tl.assume(cond)` (`cond` a boolean scalar
+    /// or block, every element true; Triton's matmul tutorial assumes its strides and
+    /// program ids positive). Triton hands it to LLVM to optimize with; rutile's analyses
+    /// take nothing from it (divisibility is promised with [`Value::multiple_of`]), so
+    /// compiled code is the same with or without it. Where the kernel runs in the
+    /// interpreter (the CPU device, `RUTILE_DEVICE=cpu`, and the bounds-checked mode,
+    /// `RUTILE_CHECK_BOUNDS=1`) it is checked as [`Self::device_assert`] checks: an element
+    /// that does not hold stops the launch with an error naming the assumption's line, so a
+    /// port keeps its `assume`s and a broken one is found where kernels are checked.
+    #[track_caller]
+    pub fn assume<'b>(&'b self, cond: Value<'b>) {
+        let loc = SourceLoc::caller();
+        let cond = self.adopt("assume", cond, loc);
+        self.emit(
+            Op::Assert {
+                cond: cond.id,
+                message: "an assumption (`assume`) does not hold".to_string(),
+            },
+            None,
+            loc,
+        );
+    }
+
     /// Prints `values` (numbers, all of one shape) with `prefix`, as `tl.device_print`: a
     /// line per element, `pid (x, y, z) idx (i) prefix: v0, v1`, each element once (in no
     /// particular order between threads). The interpreter prints (the CPU device and the
