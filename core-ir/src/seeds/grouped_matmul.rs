@@ -25,8 +25,11 @@ pub struct GroupedMatmulMeta {
     pub block_k: u32,
     /// Whether the host promises that every offset in `group_offsets` and every leading
     /// dimension in `g_lds` is a multiple of 8 elements (16 bytes of f16), as the
-    /// tutorial's `tl.multiple_of` hints promise: then the loads move 16 bytes at once.
-    /// The interpreter checks the promise; a compiled kernel trusts it.
+    /// tutorial's `tl.multiple_of` hints promise, and that every row of A and B, the last
+    /// included, spans its whole leading dimension in its buffer (as
+    /// [`GroupedMatmulLayout`] lays them out): then the loads read rows up to that padded
+    /// width and move 16 bytes at once. The interpreter checks the alignment and every
+    /// access's bounds; a compiled kernel trusts them.
     pub aligned: bool,
 }
 
@@ -96,41 +99,39 @@ pub fn grouped_matmul(meta: &GroupedMatmulMeta) -> Result<Kernel, BuildError> {
                     let a_ptrs = a_ptr + a_start + (offs_am.expand_dims(1) * lda + offs_k.expand_dims(0));
                     let acc = k.zeros(&[block_m, block_n], ScalarType::F32);
                     let steps = k.cdiv(gk, bk);
-                    let out = if meta.aligned {
-                        // Rows of A and B padded to multiples of 8 elements: columns are
-                        // read up to the padded width, so that every mask holds or fails
-                        // for runs of 8 (16 bytes) and the loads stay 16 bytes wide. A's
-                        // padding is then zeroed in registers (it may hold anything, and
-                        // 0 * NaN is NaN); B's padded columns only reach C's columns past
-                        // the edge, which are not stored.
-                        let (k_padded, n_padded) = (
-                            k.cdiv(gk, GROUPED_MATMUL_ALIGN) * GROUPED_MATMUL_ALIGN,
-                            k.cdiv(gn, GROUPED_MATMUL_ALIGN) * GROUPED_MATMUL_ALIGN,
-                        );
-                        let offs_bn = tile_n * bn + k.arange(0, bn);
-                        let b_ptrs = b_ptr + b_start + (offs_k.expand_dims(1) * ldb + offs_bn.expand_dims(0));
-                        let in_n = offs_bn.expand_dims(0).lt(n_padded);
-                        k.for_range(0, steps, 1, &[acc, a_ptrs, b_ptrs], |step, carried| {
-                            let (acc, a_ptrs, b_ptrs) = (carried[0], carried[1], carried[2]);
-                            let k_left = gk - step * bk;
-                            let a_padded = offs_k.expand_dims(0).lt(k_padded - step * bk);
-                            let a = k.load_masked(a_ptrs, a_padded, 0.0);
-                            let a = k.where_(offs_k.expand_dims(0).lt(k_left), a, 0.0);
-                            let b = k.load_masked(b_ptrs, offs_k.expand_dims(1).lt(k_left) & in_n, 0.0);
-                            vec![k.dot_acc(a, b, acc), a_ptrs + bk, b_ptrs + ldb * bk]
-                        })
-                    } else {
-                        // Columns past the edge wrap too.
-                        let offs_bn = (tile_n * bn + k.arange(0, bn)) % gn;
-                        let b_ptrs = b_ptr + b_start + (offs_k.expand_dims(1) * ldb + offs_bn.expand_dims(0));
-                        k.for_range(0, steps, 1, &[acc, a_ptrs, b_ptrs], |step, carried| {
-                            let (acc, a_ptrs, b_ptrs) = (carried[0], carried[1], carried[2]);
-                            let k_left = gk - step * bk;
-                            let a = k.load_masked(a_ptrs, offs_k.expand_dims(0).lt(k_left), 0.0);
-                            let b = k.load_masked(b_ptrs, offs_k.expand_dims(1).lt(k_left), 0.0);
-                            vec![k.dot_acc(a, b, acc), a_ptrs + bk, b_ptrs + ldb * bk]
-                        })
+                    // Aligned, rows of A and B are read up to their width padded to a
+                    // multiple of 8 elements, so that every mask holds or fails for runs
+                    // of 8 (16 bytes) and the loads stay 16 bytes wide; A's padding is then
+                    // zeroed in registers (it may hold anything, and 0 * NaN is NaN), and
+                    // B's padded columns only reach C's columns past the edge, which are
+                    // not stored. Otherwise columns past the edge wrap too.
+                    let padded = meta.aligned.then(|| {
+                        let pad = |v| k.cdiv(v, GROUPED_MATMUL_ALIGN) * GROUPED_MATMUL_ALIGN;
+                        (pad(gk), pad(gn))
+                    });
+                    let offs_bn = match padded {
+                        Some(_) => tile_n * bn + k.arange(0, bn),
+                        None => (tile_n * bn + k.arange(0, bn)) % gn,
                     };
+                    let b_ptrs = b_ptr + b_start + (offs_k.expand_dims(1) * ldb + offs_bn.expand_dims(0));
+                    let b_in_n = padded.map(|(_, n_padded)| offs_bn.expand_dims(0).lt(n_padded));
+                    let out = k.for_range(0, steps, 1, &[acc, a_ptrs, b_ptrs], |step, carried| {
+                        let (acc, a_ptrs, b_ptrs) = (carried[0], carried[1], carried[2]);
+                        let k_left = gk - step * bk;
+                        let a_in_k = |end| offs_k.expand_dims(0).lt(end);
+                        let (a, b) = match (padded, b_in_n) {
+                            (Some((k_padded, _)), Some(b_in_n)) => {
+                                let a = k.load_masked(a_ptrs, a_in_k(k_padded - step * bk), 0.0);
+                                let a = k.where_(a_in_k(k_left), a, 0.0);
+                                (a, k.load_masked(b_ptrs, offs_k.expand_dims(1).lt(k_left) & b_in_n, 0.0))
+                            }
+                            _ => (
+                                k.load_masked(a_ptrs, a_in_k(k_left), 0.0),
+                                k.load_masked(b_ptrs, offs_k.expand_dims(1).lt(k_left), 0.0),
+                            ),
+                        };
+                        vec![k.dot_acc(a, b, acc), a_ptrs + bk, b_ptrs + ldb * bk]
+                    });
                     let c = out[0].to(ScalarType::F16);
 
                     let offs_cm = tile_m * bm + k.arange(0, bm);
