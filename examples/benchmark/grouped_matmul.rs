@@ -100,7 +100,10 @@ pub fn grouped_matmul(
                 None => None,
             };
             let theirs_tflops = theirs.map(|s| flops / (s.median_ms * 1e-3) / 1e12);
-            for (kernel, stats, tflops) in [("grouped_matmul", Some(ours), Some(ours_tflops)), ("grouped_matmul_cublas", theirs, theirs_tflops)] {
+            for (kernel, stats, tflops) in [
+                ("grouped_matmul", Some(ours), Some(ours_tflops)),
+                ("grouped_matmul_cublas", theirs, theirs_tflops),
+            ] {
                 if let (Some(s), Some(t)) = (stats, tflops) {
                     let _ = writeln!(
                         csv,

@@ -166,14 +166,20 @@ impl GroupedMatmul {
         for (g, &(m, n, k)) in self.problems.iter().enumerate() {
             let (off, ld) = (&self.layout.offsets[3 * g..], &self.layout.lds[3 * g..]);
             let scale = (k as f64).sqrt() / 3.0 + 1e-3;
+            let (a, b) = (off[0] as usize, off[1] as usize);
+            let (lda, ldb) = (ld[0] as usize, ld[1] as usize);
+            // Row by row, B's rows in order (the cache-friendly order of the products).
+            let mut want = vec![0.0f64; n];
             for i in 0..m {
-                for j in 0..n {
-                    let want: f64 = (0..k)
-                        .map(|p| {
-                            let a = self.a[off[0] as usize + i * ld[0] as usize + p].to_f64();
-                            a * self.b[off[1] as usize + p * ld[1] as usize + j].to_f64()
-                        })
-                        .sum();
+                want.fill(0.0);
+                for p in 0..k {
+                    let x = self.a[a + i * lda + p].to_f64();
+                    let row = &self.b[b + p * ldb..b + p * ldb + n];
+                    for (w, y) in want.iter_mut().zip(row) {
+                        *w += x * y.to_f64();
+                    }
+                }
+                for (j, &want) in want.iter().enumerate() {
                     let at = off[2] as usize + i * ld[2] as usize + j;
                     written[at] = true;
                     let got = c[at].to_f64();
