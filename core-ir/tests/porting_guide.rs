@@ -55,6 +55,7 @@ fn every_call_of_the_porting_guide_builds() {
             + (x.expm1() + x.log1p().abs() + x.exp10() + x.abs().log10() + x.sinh() + x.cosh())
             + (x.asinh() + (x.abs() + 1.0f32).acosh() + (x * 0.1f32).atanh())
             + (x.trunc() + x.rint() + x.round() + x.copysign(full))
+            + (x.hypot(full) + x.cbrt())
             + k.where_(x.isnan() | x.isinf() | !x.isfinite() | x.signbit(), 0.0f32, 1.0f32);
         let hi = k.umulhi(ints.bitcast(rutile_ir::ScalarType::U32), 3u32);
         let cdiv = k.cdiv(n, 64);

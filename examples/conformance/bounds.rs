@@ -146,6 +146,12 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     ("asinh", ulps(1.0), ulps(8.0)),
     ("acosh", ulps(1.0), ulps(8.0)),
     ("atanh", ulps(1.0), ulps(8.0)),
+    // libdevice's `hypot` and `cbrt` (builder/roots.rs): a fused multiply-add and `sqrt`
+    // between exact scalings, and Newton's iteration from the bits; through CUDA every op is
+    // correctly rounded as the interpreter's, through Vulkan the device's `sqrt` (3 ulp) and
+    // division (2.5 ulp, which the last step's correction damps): 8 ulp.
+    ("hypot", ulps(1.0), ulps(8.0)),
+    ("cbrt", ulps(1.0), ulps(8.0)),
     // `softmax` along a lane of at most 256 elements (the rows' inputs in [-4, 4]): the
     // exponential of `x - max` (|x - max| <= 8: at most 19 ulp through Vulkan), a sum of up to
     // 256 positive terms (each addition 1/2 ulp of the partial sum) and a division (2.5 ulp

@@ -1,5 +1,5 @@
 //! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `clamp`,
-//! the inverse trigonometric functions and libdevice's `expm1` ... `atanh`, the float
+//! the inverse trigonometric functions, libdevice's `expm1` ... `atanh`, `hypot` and `cbrt`, the float
 //! classification functions, `copysign` and `round`;
 //! and integer division by constants, which the lowering rewrites where they are powers of two.
 
@@ -252,6 +252,39 @@ fn exp_log_cases() -> Vec<Case> {
     cases
 }
 
+/// libdevice's `hypot` (over [-1000, 1000] and magnitudes from 2^-20 to 2^60, where the
+/// squares alone would overflow) and `cbrt` (over [-1000, 1000] and 2^-20 to 2^30), with the
+/// special values, on every type (floats but f64 only accepted).
+fn root_cases() -> Vec<Case> {
+    let range = |lo2, hi2| Domain::Range {
+        lo: -1000.0,
+        hi: 1000.0,
+        lo2,
+        hi2,
+    };
+    let mut cases = Vec::new();
+    for t in DTYPES {
+        let float = t.is_float();
+        let rule = |op| if float { Rule::Float { op, arg: 0 } } else { Rule::Exact };
+        let domain = |d| if float { d } else { Domain::General };
+        cases.extend(elementwise_cases(
+            "hypot",
+            &[(t, domain(range(-20, 60))), (t, domain(range(-20, 60)))],
+            t,
+            rule("hypot"),
+            |k, x| k.hypot(x[0], x[1]),
+        ));
+        cases.extend(elementwise_cases(
+            "cbrt",
+            &[(t, domain(range(-20, 30)))],
+            t,
+            rule("cbrt"),
+            |_, x| x[0].cbrt(),
+        ));
+    }
+    cases
+}
+
 /// `isnan`, `isinf`, `isfinite`, `signbit` (as i32), `copysign` and `round` on every type
 /// (floats only accepted): exact, NaNs, infinities, signed zeros and subnormals included.
 fn float_class_cases() -> Vec<Case> {
@@ -283,6 +316,7 @@ pub(super) fn math_cases() -> Vec<Case> {
     let mut all = tanh_cases();
     all.extend(inverse_trig_cases());
     all.extend(exp_log_cases());
+    all.extend(root_cases());
     all.extend(float_class_cases());
     all.extend(constant_division_cases());
     all.extend(pow_cases());

@@ -4,7 +4,7 @@
 
 use super::{KernelBuilder, Value};
 use crate::ir::SourceLoc;
-use crate::types::ScalarType;
+use crate::types::{ScalarType, Shape};
 
 impl KernelBuilder {
     /// `f` of `x` in f32, the result in `x`'s type: f16 and bf16 convert both ways; f64 and
@@ -28,6 +28,46 @@ impl KernelBuilder {
                 self.fail(op, loc, message, x.ty())
             }
         }
+    }
+
+    /// `f` of `a` and `b` in f32, broadcast to one shape, the result in their type (f32
+    /// where they differ): f16 and bf16 convert both ways; f64, non-floats and shapes that
+    /// do not broadcast are errors naming `op`.
+    pub(super) fn in_f32_2<'b>(
+        &'b self,
+        op: &str,
+        (a, b): (Value<'b>, Value<'b>),
+        loc: SourceLoc,
+        f: impl FnOnce(Value<'b>, Value<'b>) -> Value<'b>,
+    ) -> Value<'b> {
+        let (a, b) = (self.adopt(op, a, loc), self.adopt(op, b, loc));
+        if self.is_poisoned(a.id) || self.is_poisoned(b.id) {
+            return self.poison(a.ty());
+        }
+        if !computed_in_f32(a.dtype()) || !computed_in_f32(b.dtype()) {
+            let message = format!(
+                "takes f16, bf16 or f32 (computed in f32), got {} and {}",
+                a.ty(),
+                b.ty()
+            );
+            return self.fail(op, loc, message, a.ty());
+        }
+        let Some(shape) = Shape::broadcast(a.ty().shape, b.ty().shape) else {
+            let message = format!(
+                "shapes {} and {} cannot be broadcast together",
+                a.ty().shape,
+                b.ty().shape
+            );
+            return self.fail(op, loc, message, a.ty());
+        };
+        let out = if a.dtype() == b.dtype() {
+            a.dtype().unwrap()
+        } else {
+            ScalarType::F32
+        };
+        let a = self.broadcast_to(op, a.to(ScalarType::F32), shape, loc);
+        let b = self.broadcast_to(op, b.to(ScalarType::F32), shape, loc);
+        f(a, b).to(out)
     }
 }
 

@@ -10,10 +10,10 @@
 //! `asin`, 1.3 for `acos`, 2.6 for `atan` and 2.8 for `atan2`); a device's `sqrt` and
 //! division round as it does (through Vulkan, within 3 and 2.5 ulp).
 
-use super::in_f32::{computed_in_f32, copysign, horner};
+use super::in_f32::{copysign, horner};
 use super::{KernelBuilder, Value};
 use crate::ir::SourceLoc;
-use crate::types::{ScalarType, Shape};
+use crate::types::ScalarType;
 
 /// π/2 and π/4 in f32.
 const FRAC_PI_2: f32 = std::f32::consts::FRAC_PI_2;
@@ -86,45 +86,20 @@ impl KernelBuilder {
     #[track_caller]
     pub fn atan2<'b>(&'b self, y: Value<'b>, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        let (y, x) = (self.adopt("atan2", y, loc), self.adopt("atan2", x, loc));
-        if self.is_poisoned(y.id) || self.is_poisoned(x.id) {
-            return self.poison(y.ty());
-        }
-        if !computed_in_f32(y.dtype()) || !computed_in_f32(x.dtype()) {
-            let message = format!(
-                "takes f16, bf16 or f32 (computed in f32), got {} and {}",
-                y.ty(),
-                x.ty()
-            );
-            return self.fail("atan2", loc, message, y.ty());
-        }
-        let Some(shape) = Shape::broadcast(y.ty().shape, x.ty().shape) else {
-            let message = format!(
-                "shapes {} and {} cannot be broadcast together",
-                y.ty().shape,
-                x.ty().shape
-            );
-            return self.fail("atan2", loc, message, y.ty());
-        };
-        let out = if y.dtype() == x.dtype() {
-            y.dtype().unwrap()
-        } else {
-            ScalarType::F32
-        };
-        let y = self.broadcast_to("atan2", y.to(ScalarType::F32), shape, loc);
-        let x = self.broadcast_to("atan2", x.to(ScalarType::F32), shape, loc);
-        let (ax, ay) = (x.abs(), y.abs());
-        let (small, large) = (self.minimum(ax, ay), self.maximum(ax, ay));
-        // The angle from the nearer axis: atan of small / large in [0, 1], with 0 / 0 (the
-        // origin) as 0 and ∞ / ∞ as 1.
-        let ratio = small / large;
-        let ratio = self.where_(large.eq(0.0f32), 0.0f32, ratio);
-        let ratio = self.where_(small.eq(f32::INFINITY), 1.0f32, ratio);
-        let r = self.atan_positive(ratio);
-        let r = self.where_(ay.gt(ax), FRAC_PI_2 - r, r);
-        // Left of the y axis (-0 included): π minus it.
-        let left = x.bitcast(ScalarType::I32).lt(0);
-        copysign(self.where_(left, PI - r, r), y).to(out)
+        self.in_f32_2("atan2", (y, x), loc, |y, x| {
+            let (ax, ay) = (x.abs(), y.abs());
+            let (small, large) = (self.minimum(ax, ay), self.maximum(ax, ay));
+            // The angle from the nearer axis: atan of small / large in [0, 1], with 0 / 0 (the
+            // origin) as 0 and ∞ / ∞ as 1.
+            let ratio = small / large;
+            let ratio = self.where_(large.eq(0.0f32), 0.0f32, ratio);
+            let ratio = self.where_(small.eq(f32::INFINITY), 1.0f32, ratio);
+            let r = self.atan_positive(ratio);
+            let r = self.where_(ay.gt(ax), FRAC_PI_2 - r, r);
+            // Left of the y axis (-0 included): π minus it.
+            let left = x.bitcast(ScalarType::I32).lt(0);
+            copysign(self.where_(left, PI - r, r), y)
+        })
     }
 
     /// `asin(t)` for `|t| <= 1/2`: `t + t·z·P(z)`.

@@ -34,6 +34,7 @@ mod operand;
 mod ops;
 mod overload;
 mod random;
+mod roots;
 mod scan;
 mod standard;
 

@@ -1,0 +1,93 @@
+//! libdevice's `hypot` and `cbrt`, built from ops every backend has (multiply-adds, one
+//! square root, divisions, integer ops on the bits), so that the interpreter, PTX and
+//! SPIR-V compute them alike. f16 and bf16 compute in f32 and round once; f64 is refused.
+//! `core-ir/tests/roots.rs` measures both against f64 in the interpreter.
+
+use super::in_f32::copysign;
+use super::{KernelBuilder, Value};
+use crate::ir::SourceLoc;
+use crate::types::ScalarType::{F32, I32};
+
+/// The exponent field's mask and its first bit.
+const EXPONENT_BITS: i32 = 0x7F80_0000;
+const EXPONENT_ONE: i32 = 1 << 23;
+/// The exponent fields of 2^-126 and 2^126: the range `hypot` scales by, so that neither
+/// scale nor its inverse leaves the normals.
+const EXPONENT_MIN: i32 = EXPONENT_ONE;
+const EXPONENT_MAX: i32 = 253 << 23;
+/// The smallest normal f32, and 2^24 and 2^-8, which scale subnormals into the normals and
+/// their cube roots back.
+const MIN_NORMAL: f32 = f32::MIN_POSITIVE;
+const TWO_24: f32 = 16_777_216.0;
+const TWO_MINUS_8: f32 = 1.0 / 256.0;
+/// Added to a third of the bits of a positive normal `a` to give bits within 4% of `∛a`
+/// (the exponent's bias, 127·2^23, times 2/3, lowered to balance the error over `[1, 8)`).
+const CBRT_BIAS: i32 = 0x2A51_2000;
+
+impl KernelBuilder {
+    /// `√(x² + y²)` (floats) without overflow or underflow on the way, as
+    /// `libdevice.hypot`: infinite where either is infinite (a NaN in the other too), NaN
+    /// where either is NaN otherwise.
+    #[track_caller]
+    pub fn hypot<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        self.in_f32_2("hypot", (x, y), loc, |x, y| {
+            let (ax, ay) = (x.abs(), y.abs());
+            // Scaled by a power of two that brings the larger near 1 (exact: 2^-126 ..
+            // 2^126, so that neither the scale nor its inverse leaves the normals).
+            let big = self.maximum(ax, ay);
+            let exponent = (big.bitcast(I32) & EXPONENT_BITS)
+                .maximum(EXPONENT_MIN)
+                .minimum(EXPONENT_MAX);
+            let down = (254i32 << 23) - exponent;
+            let down = down.bitcast(F32);
+            let up = exponent.bitcast(F32);
+            let (xs, ys) = (ax * down, ay * down);
+            // One rounding of the sum of squares (the smaller square's own rounding is at
+            // most half of it), one of the root.
+            let r = xs.fma(xs, ys * ys).sqrt() * up;
+            let infinite = ax.eq(f32::INFINITY) | ay.eq(f32::INFINITY);
+            self.where_(infinite, f32::INFINITY, r)
+        })
+    }
+
+    /// The real cube root `∛x` (floats), as `libdevice.cbrt`: negative for negative `x`,
+    /// `±0`, `±∞` and NaN as given.
+    #[track_caller]
+    pub fn cbrt<'b>(&'b self, x: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        self.in_f32("cbrt", x, loc, |x| {
+            let a = x.abs();
+            // Subnormals scaled by 2^24 first (their root then by 2^-8).
+            let subnormal = a.lt(MIN_NORMAL);
+            let a = self.where_(subnormal, a * TWO_24, a);
+            // A third of the bits (the exponent divided by three, roughly), then Newton's
+            // iteration `y - (y³ - a) / 3y²`: the error squares at each step, 4% to 1e-3 to
+            // 1e-6, then f32's last bits, with the residual `y²·y - a` from one fused
+            // multiply-add.
+            let mut y = (a.bitcast(I32) / 3 + CBRT_BIAS).bitcast(F32);
+            for _ in 0..2 {
+                y = (y + y + a / (y * y)) * (1.0f32 / 3.0);
+            }
+            let y2 = y * y;
+            let y = y - y2.fma(y, -a) / (y2 * 3.0f32);
+            let y = self.where_(subnormal, y * TWO_MINUS_8, y);
+            // Zeros, infinities and NaNs are their own roots.
+            let own = a.eq(0.0f32) | a.eq(f32::INFINITY) | a.isnan();
+            copysign(self.where_(own, x.abs(), y), x)
+        })
+    }
+}
+
+impl<'b> Value<'b> {
+    /// `√(self² + y²)`; see [`KernelBuilder::hypot`].
+    #[track_caller]
+    pub fn hypot(self, y: Value<'b>) -> Value<'b> {
+        self.builder.hypot(self, y)
+    }
+    /// `∛self`; see [`KernelBuilder::cbrt`].
+    #[track_caller]
+    pub fn cbrt(self) -> Value<'b> {
+        self.builder.cbrt(self)
+    }
+}

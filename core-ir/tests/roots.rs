@@ -1,0 +1,155 @@
+//! `hypot` and `cbrt` (built from ops in `builder/roots.rs`): their error against f64 over
+//! every magnitude f32 has in the interpreter, their special values (C's Annex F), the
+//! lowering in the simulator against the interpreter, f16 through f32, and their mistakes
+//! as errors that name them.
+
+mod f32_functions;
+
+use f32_functions::{apply, apply1, assert_lowering_matches, build_error, same, ulps, worst, worst1};
+use rutile_ir::testing::Rng;
+use rutile_ir::ScalarType::{F16, F32, F64, I32};
+
+/// Signed magnitudes spread over every power of two f32 has, subnormals included.
+fn magnitudes(rng: &mut Rng, n: usize) -> Vec<f32> {
+    let exponents = rng.f32s(n, -149.0, 127.99);
+    let signs = rng.f32s(n, -1.0, 1.0);
+    exponents
+        .iter()
+        .zip(&signs)
+        .map(|(&e, &s)| 2f32.powf(e).copysign(s))
+        .filter(|v| v.is_finite() && *v != 0.0)
+        .collect()
+}
+
+#[test]
+fn hypot_is_within_one_and_a_half_ulp_of_f64() {
+    let mut rng = Rng::new(101);
+    let a = magnitudes(&mut rng, 100_000);
+    let b = magnitudes(&mut rng, 100_000);
+    // Any magnitudes (often far apart), near ones (the sum of squares matters most), and
+    // uniform ones.
+    let mut pairs: Vec<(f32, f32)> = a.iter().copied().zip(b.iter().copied()).collect();
+    let near = rng.f32s(a.len(), 0.5, 2.0);
+    pairs.extend(a.iter().zip(&near).map(|(&x, &r)| (x, x * r)));
+    let u = rng.f32s(100_000, -100.0, 100.0);
+    pairs.extend(u.chunks(2).map(|p| (p[0], p[1])));
+    let (e, x, y) = worst(|_, x, y| x.hypot(y), f64::hypot, &pairs);
+    println!("hypot: at most {e:.2} ulp over {} pairs (at {x:e}, {y:e})", pairs.len());
+    // Measured at most 1.11 (the square root's rounding on the sum's).
+    assert!(e <= 1.5, "hypot: {e:.2} ulp at ({x:e}, {y:e})");
+}
+
+#[test]
+fn cbrt_is_within_an_ulp_of_f64() {
+    let mut rng = Rng::new(102);
+    let mut x = magnitudes(&mut rng, 200_000);
+    x.extend(rng.f32s(50_000, -1000.0, 1000.0));
+    let (e, at) = worst1(|v| v.cbrt(), f64::cbrt, &x);
+    println!("cbrt: at most {e:.2} ulp over {} points (at {at:e})", x.len());
+    // Measured at most 0.75.
+    assert!(e <= 1.0, "cbrt: {e:.2} ulp at {at:e}");
+    // Perfect cubes come out exact.
+    let cubes: Vec<f32> = (-40..=40).map(|i| (i * i * i) as f32).collect();
+    for (&c, r) in cubes.iter().zip(apply1(|v| v.cbrt(), &cubes)) {
+        assert_eq!(r, (c as f64).cbrt() as f32, "cbrt({c})");
+    }
+}
+
+#[test]
+fn special_values_are_c_s() {
+    let (inf, nan, max) = (f32::INFINITY, f32::NAN, f32::MAX);
+    let tiny = f32::from_bits(1);
+    let hypot_cases = [
+        (3.0, 4.0, 5.0),
+        (-3.0, 4.0, 5.0),
+        (0.0, 0.0, 0.0),
+        (-0.0, -0.0, 0.0),
+        (0.0, -7.5, 7.5),
+        (inf, nan, inf),
+        (nan, -inf, inf),
+        (nan, 1.0, nan),
+        (max, max, inf),
+        (max, 1.0, max),
+        (tiny, tiny, f32::from_bits(1)),
+        (3e-39, 4e-39, 5e-39),
+        (3e38, 4e37, (3e38f64).hypot(4e37) as f32),
+    ];
+    for (x, y, want) in hypot_cases {
+        let got = apply(|_, a, b| a.hypot(b), &[x], &[y])[0];
+        let close = same(got, want) || ulps(got, (x as f64).hypot(y as f64)) <= 1.5 && want.is_finite();
+        assert!(close, "hypot({x:e}, {y:e}) = {got:e}, expected {want:e}");
+    }
+    let cbrt_cases = [
+        (0.0, 0.0),
+        (-0.0, -0.0),
+        (inf, inf),
+        (-inf, -inf),
+        (nan, nan),
+        (8.0, 2.0),
+        (-27.0, -3.0),
+        (1.0, 1.0),
+    ];
+    for (x, want) in cbrt_cases {
+        let got = apply1(|v| v.cbrt(), &[x])[0];
+        assert!(same(got, want), "cbrt({x:e}) = {got:e}, expected {want:e}");
+    }
+    // The smallest subnormal's root, from its scaled form.
+    let got = apply1(|v| v.cbrt(), &[tiny])[0];
+    assert!(
+        ulps(got, (tiny as f64).cbrt()) <= 1.0,
+        "cbrt of the smallest subnormal: {got:e}"
+    );
+}
+
+#[test]
+fn the_lowering_computes_the_interpreter_s_bits() {
+    let mut rng = Rng::new(103);
+    let (a, b) = (magnitudes(&mut rng, 4000), magnitudes(&mut rng, 4000));
+    let n = a.len().min(b.len());
+    assert_lowering_matches("hypot", |_, y, x| y.hypot(x), &a[..n], &b[..n]);
+    assert_lowering_matches("cbrt", |_, y, _| y.cbrt(), &a[..n], &b[..n]);
+}
+
+#[test]
+fn f16_rounds_the_f32_result_once() {
+    let x: Vec<f32> = (0..=400).map(|i| -200.0 + i as f32 * 0.97).collect();
+    let y: Vec<f32> = x.iter().map(|v| v * 0.37 - 5.0).collect();
+    let round = |v: f32| half::f16::from_f32(v).to_f32();
+    let (x16, y16): (Vec<f32>, Vec<f32>) = (
+        x.iter().map(|&v| round(v)).collect(),
+        y.iter().map(|&v| round(v)).collect(),
+    );
+    let hypot16 = apply(|_, a, b| a.to(F16).hypot(b.to(F16)).to(F32), &x, &y);
+    let hypot32 = apply(|_, a, b| a.hypot(b), &x16, &y16);
+    let cbrt16 = apply1(|v| v.to(F16).cbrt().to(F32), &x);
+    let cbrt32 = apply1(|v| v.cbrt(), &x16);
+    for i in 0..x.len() {
+        assert!(same(hypot16[i], round(hypot32[i])), "hypot({}, {}) in f16", x[i], y[i]);
+        assert!(same(cbrt16[i], round(cbrt32[i])), "cbrt({}) in f16", x[i]);
+    }
+}
+
+#[test]
+fn mistakes_are_errors_that_name_the_function() {
+    for (t, part) in [(I32, "i32"), (F64, "f64")] {
+        let message = build_error(|k| {
+            let _ = k.zeros(&[16], t).cbrt();
+        });
+        for want in ["cbrt", "takes f16, bf16 or f32", part] {
+            assert!(message.contains(want), "{message:?} does not say {want:?}");
+        }
+        let message = build_error(|k| {
+            let _ = k.zeros(&[16], F32).hypot(k.zeros(&[16], t));
+        });
+        for want in ["hypot", "takes f16, bf16 or f32", part] {
+            assert!(message.contains(want), "{message:?} does not say {want:?}");
+        }
+    }
+    let message = build_error(|k| {
+        let _ = k.zeros(&[16], F32).hypot(k.zeros(&[8], F32));
+    });
+    assert!(
+        message.contains("hypot") && message.contains("cannot be broadcast"),
+        "{message}"
+    );
+}
