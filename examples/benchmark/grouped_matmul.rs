@@ -6,12 +6,11 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use half::f16;
-use rutile::cublas::Cublas;
-use rutile::{CudaGpu, Device, DeviceExt};
+use rutile::{Device, DeviceExt};
 use rutile_examples::bench::{do_bench, CacheFlush, FlushMode};
 use rutile_examples::tutorials::grouped_matmul::{self, GroupedMatmul};
 
-use super::matmul::{cuda_ordinal, reason};
+use super::matmul::{reason, with_cublas};
 
 /// Problems in a group, as the tutorial's benchmark.
 const GROUP: usize = 4;
@@ -31,14 +30,7 @@ pub fn grouped_matmul(
     );
     let sizes: &[usize] = if quick { &[128, 256] } else { &[128, 256, 512, 1024] };
     for dev in devices {
-        let (dev, cublas): (Arc<dyn Device>, _) = match cuda_ordinal(dev.as_ref()) {
-            Some(ordinal) => {
-                let gpu = CudaGpu::open(ordinal)?;
-                let cublas = Cublas::new(&gpu);
-                (Arc::new(gpu), Some(cublas))
-            }
-            None => (dev.clone(), None),
-        };
+        let (dev, cublas) = with_cublas(dev)?;
         let dev = dev.as_ref();
         let cublas = match cublas {
             Some(Ok(c)) => Some(c),

@@ -212,8 +212,25 @@ pub(super) fn reason(e: &rutile::Error) -> String {
     }
 }
 
+/// A device, and cuBLAS (or why it could not be loaded) where it is a CUDA GPU.
+pub(super) type WithCublas = (Arc<dyn Device>, Option<rutile::Result<Cublas>>);
+
+/// `dev`, and cuBLAS where it is a CUDA GPU: then both on a `CudaGpu` opened here (the same
+/// GPU and context: cuBLAS needs the driver-level device, and runs on the stream whose
+/// events time it); `None` for another backend.
+pub(super) fn with_cublas(dev: &Arc<dyn Device>) -> rutile::Result<WithCublas> {
+    Ok(match cuda_ordinal(dev.as_ref()) {
+        Some(ordinal) => {
+            let gpu = CudaGpu::open(ordinal)?;
+            let cublas = Cublas::new(&gpu);
+            (Arc::new(gpu), Some(cublas))
+        }
+        None => (dev.clone(), None),
+    })
+}
+
 /// The ordinal of a CUDA device (`cuda:N`); `None` for another backend.
-pub(super) fn cuda_ordinal(dev: &dyn Device) -> Option<usize> {
+fn cuda_ordinal(dev: &dyn Device) -> Option<usize> {
     if dev.properties().backend != Backend::Cuda {
         return None;
     }
@@ -416,14 +433,7 @@ pub fn matmul(
 ) -> rutile::Result<()> {
     let mut rows = Vec::new();
     for dev in devices {
-        let (dev, cublas): (Arc<dyn Device>, _) = match cuda_ordinal(dev.as_ref()) {
-            Some(ordinal) => {
-                let gpu = CudaGpu::open(ordinal)?;
-                let cublas = Cublas::new(&gpu);
-                (Arc::new(gpu), Some(cublas))
-            }
-            None => (dev.clone(), None),
-        };
+        let (dev, cublas) = with_cublas(dev)?;
         let flush = if quick {
             None
         } else {
