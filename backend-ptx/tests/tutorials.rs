@@ -1081,12 +1081,7 @@ fn grouped_matmul_runs_on_the_tensor_cores() {
         ((64, 64, 32), 4, 3, false, true),
     ];
     for ((bm, bn, bk), warps, stages, aligned, fits_sm80) in configs {
-        let meta = seeds::GroupedMatmulMeta {
-            block_m: bm,
-            block_n: bn,
-            block_k: bk,
-            aligned,
-        };
+        let meta = seeds::GroupedMatmulMeta::new((bm, bn, bk), aligned);
         let kernel = seeds::grouped_matmul(&meta).unwrap();
         let label = format!("grouped matmul {bm}x{bn}x{bk}, aligned tables {aligned}, {stages} stages");
         let sm80 = |w| Target {

@@ -277,12 +277,7 @@ fn grouped_matmul_validates_plain_and_on_cooperative_matrices() {
     });
     for ((bm, bn, bk), warps) in [((64, 64, 32), 4), ((128, 128, 32), 4)] {
         for aligned in [true, false] {
-            let meta = seeds::GroupedMatmulMeta {
-                block_m: bm,
-                block_n: bn,
-                block_k: bk,
-                aligned,
-            };
+            let meta = seeds::GroupedMatmulMeta::new((bm, bn, bk), aligned);
             let kernel = seeds::grouped_matmul(&meta).unwrap();
             check_all(&kernel, &[warps]);
             let target = Target {

@@ -23,12 +23,7 @@ const PROBLEMS: [(usize, usize, usize); 6] = [
 ];
 
 fn meta(block: u32, aligned: bool) -> GroupedMatmulMeta {
-    GroupedMatmulMeta {
-        block_m: block,
-        block_n: block,
-        block_k: block,
-        aligned,
-    }
+    GroupedMatmulMeta::new((block, block, block), aligned)
 }
 
 /// The problems' random matrices placed as `layout` says (padding left zero), the

@@ -197,12 +197,7 @@ fn gpu_grouped_matmul_matches_the_reference() {
         };
         for (bm, bn, bk, warps) in blocks {
             for aligned in [true, false] {
-                let meta = rutile::seeds::GroupedMatmulMeta {
-                    block_m: bm,
-                    block_n: bn,
-                    block_k: bk,
-                    aligned,
-                };
+                let meta = rutile::seeds::GroupedMatmulMeta::new((bm, bn, bk), aligned);
                 let what = format!("grouped matmul {bm}x{bn}x{bk}, aligned {aligned}");
                 let run = || -> rutile::Result<(f64, bool)> {
                     let group = GroupedMatmul::new(d, &problems, aligned, f16::NAN, 31)?;

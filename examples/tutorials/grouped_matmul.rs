@@ -58,16 +58,14 @@ pub fn configs_for(dev: &dyn Device) -> Vec<Config> {
         .collect()
 }
 
-/// The kernel's meta-parameters for configuration `c`, with aligned tables (what
-/// [`GroupedMatmul::new`] lays out).
+/// The kernel's meta-parameters for configuration `c`, with aligned tables (how the
+/// tutorial's host code lays its problems out).
 fn meta_of(c: &Config) -> Result<GroupedMatmulMeta> {
     let block = |name| c.value(name).map(|v| v as u32);
-    Ok(GroupedMatmulMeta {
-        block_m: block("BLOCK_M")?,
-        block_n: block("BLOCK_N")?,
-        block_k: block("BLOCK_K")?,
-        aligned: true,
-    })
+    Ok(GroupedMatmulMeta::new(
+        (block("BLOCK_M")?, block("BLOCK_N")?, block("BLOCK_K")?),
+        true,
+    ))
 }
 
 /// A list of problems on a device: their matrices in three buffers and the tables the

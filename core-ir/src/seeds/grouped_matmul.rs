@@ -33,6 +33,18 @@ pub struct GroupedMatmulMeta {
     pub aligned: bool,
 }
 
+impl GroupedMatmulMeta {
+    /// Blocks of `block_m x block_n` with `block_k`-wide steps, the tables `aligned` or not.
+    pub fn new((block_m, block_n, block_k): (u32, u32, u32), aligned: bool) -> GroupedMatmulMeta {
+        GroupedMatmulMeta {
+            block_m,
+            block_n,
+            block_k,
+            aligned,
+        }
+    }
+}
+
 /// The number of elements a leading dimension or offset is a multiple of under
 /// [`GroupedMatmulMeta::aligned`].
 pub const GROUPED_MATMUL_ALIGN: i32 = 8;
