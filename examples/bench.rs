@@ -3,6 +3,21 @@
 pub use rutile::bench::{do_bench, gbps, CacheFlush, FlushMode, Stats};
 use rutile::{Device, DeviceExt, Kernel, LaunchConfig, Result, ScalarType};
 
+/// A study's numeric setting from the environment variable `name` (`STUDY_REPS=50`):
+/// `None` where unset or empty; a value that does not parse ends the program with a
+/// message naming the variable, rather than the study running on a default its reader
+/// did not ask for.
+pub fn study_setting<T: std::str::FromStr>(name: &str) -> Option<T> {
+    let value = std::env::var(name).ok().filter(|v| !v.trim().is_empty())?;
+    match value.trim().parse() {
+        Ok(v) => Some(v),
+        Err(_) => {
+            eprintln!("{name} takes a number, got {value:?}");
+            std::process::exit(2);
+        }
+    }
+}
+
 /// Elements each program of [`copy_kernel`] copies.
 pub const COPY_BLOCK: u32 = 1024;
 

@@ -37,14 +37,8 @@ fn histogram(order: AtomicOrder, copy: bool, bins: i32) -> rutile::Result<Kernel
 }
 
 fn main() -> rutile::Result<()> {
-    let reps: usize = std::env::var("STUDY_REPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
-    let log2: u32 = std::env::var("STUDY_LOG2")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(26);
+    let reps: usize = rutile_examples::bench::study_setting("STUDY_REPS").unwrap_or(30);
+    let log2: u32 = rutile_examples::bench::study_setting("STUDY_LOG2").unwrap_or(26);
     let n = 1usize << log2;
     let mut rng = Rng::new(11);
     let x = rng.i32s(n, 0, 1 << 20);

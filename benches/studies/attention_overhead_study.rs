@@ -70,10 +70,7 @@ fn time(
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let reps: usize = std::env::var("STUDY_REPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
+    let reps: usize = rutile_examples::bench::study_setting("STUDY_REPS").unwrap_or(30);
     let gpu = CudaGpu::open(0)?;
     let dev: &dyn Device = &gpu;
     let sms = dev.properties().multiprocessors.unwrap_or(132) as usize;

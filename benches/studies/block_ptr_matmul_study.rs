@@ -64,11 +64,8 @@ fn error(
 }
 
 fn main() -> rutile::Result<()> {
-    let reps: usize = std::env::var("STUDY_REPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
-    let s_env: Option<usize> = std::env::var("STUDY_SIZE").ok().and_then(|s| s.parse().ok());
+    let reps: usize = rutile_examples::bench::study_setting("STUDY_REPS").unwrap_or(30);
+    let s_env: Option<usize> = rutile_examples::bench::study_setting("STUDY_SIZE");
     let (size, check) = match s_env {
         Some(s) => (s, s.min(1000)),
         None => (4096usize, 1000),

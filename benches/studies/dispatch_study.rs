@@ -252,10 +252,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         t.sort_by(f64::total_cmp);
         t[t.len() / 2]
     };
-    let reps: usize = std::env::var("STUDY_REPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+    let reps: usize = rutile_examples::bench::study_setting("STUDY_REPS").unwrap_or(60);
     let run = |name: &str, k: &Kernel, stamps: Stamps, how: Flush, count: u32, write_uniform: bool| {
         if (stamps == Stamps::Encoder && !f.timestamp_query_inside_encoders)
             || (stamps == Stamps::InPass && !f.timestamp_query_inside_passes)

@@ -52,10 +52,7 @@ fn gather_blocks(t: ScalarType, how: Start) -> rutile::Result<Kernel> {
 }
 
 fn main() -> rutile::Result<()> {
-    let reps: usize = std::env::var("STUDY_REPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
+    let reps: usize = rutile_examples::bench::study_setting("STUDY_REPS").unwrap_or(30);
     let blocks = N / BLOCK as usize;
     let mut rng = Rng::new(13);
     // The blocks in a random order (a permutation by sorting random keys).

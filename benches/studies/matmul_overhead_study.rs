@@ -89,10 +89,7 @@ fn square(dev: &dyn Device, cublas: &Cublas, flush: &CacheFlush, s: usize, reps:
 }
 
 fn main() -> rutile::Result<()> {
-    let reps: usize = std::env::var("STUDY_REPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(40);
+    let reps: usize = rutile_examples::bench::study_setting("STUDY_REPS").unwrap_or(40);
     let profile = std::env::var("STUDY_PROFILE").is_ok_and(|v| v == "1");
     let gpu = CudaGpu::open(0)?;
     let cublas = Cublas::new(&gpu)?;
@@ -100,7 +97,7 @@ fn main() -> rutile::Result<()> {
     println!("device: {}", dev.properties().name);
     let sms = dev.properties().multiprocessors.unwrap_or(132) as f64;
     let flush = CacheFlush::new(dev, FlushMode::Copy)?;
-    if let Some(s) = std::env::var("STUDY_SQUARE").ok().and_then(|s| s.parse().ok()) {
+    if let Some(s) = rutile_examples::bench::study_setting("STUDY_SQUARE") {
         return square(dev, &cublas, &flush, s, reps);
     }
     let mut rng = Rng::new(7);
