@@ -149,45 +149,16 @@ fn compare_and_swap() {
 #[test]
 fn byte_atomics_are_rejected() {
     for t in [I8, U8, Bool] {
-        let mut k = kernel("bytes");
-        let p = k.ptr("p", t);
-        let tid = k.thread_id();
-        let v = k.load(t, 1, Memory::Global { param: p }, tid, None)[0];
-        let dst = k.reg(t);
         let op = if t == Bool { AtomicOp::Or } else { AtomicOp::Add };
-        k.push(Stmt::Atomic {
-            dst,
-            op,
-            param: p,
-            index: tid,
-            value: v,
-            pred: None,
-            order: Default::default(),
-        });
-        let err = emit(&k.finish(), &PtxTarget::from_compute_capability(9, 0)).unwrap_err();
+        let k = ordered_kernel(t, Some(op), AtomicOrder::default());
+        let err = emit(&k, &PtxTarget::from_compute_capability(9, 0)).unwrap_err();
         assert!(err.to_string().contains("no atomics on 1-byte elements"), "{err}");
     }
 }
 
 #[test]
 fn float_bitwise_atomics_are_rejected() {
-    let k = {
-        let mut k = kernel("fand");
-        let p = k.ptr("p", F32);
-        let tid = k.thread_id();
-        let v = k.load(F32, 1, Memory::Global { param: p }, tid, None)[0];
-        let dst = k.reg(F32);
-        k.push(Stmt::Atomic {
-            dst,
-            op: AtomicOp::And,
-            param: p,
-            index: tid,
-            value: v,
-            pred: None,
-            order: Default::default(),
-        });
-        k.finish()
-    };
+    let k = ordered_kernel(F32, Some(AtomicOp::And), AtomicOrder::default());
     let err = emit(&k, &PtxTarget::from_compute_capability(9, 0)).unwrap_err();
     assert!(err.to_string().contains("`atomic_and` of f32 is not defined"), "{err}");
 }
