@@ -127,15 +127,7 @@ fn read(t: ScalarType, b: &HostBuffer) -> Vec<f64> {
 }
 
 fn kernel(t: ScalarType, f: Binary) -> Kernel {
-    Kernel::build("float_class", |k| {
-        let (px, py, out) = (k.arg_ptr("x", t), k.arg_ptr("y", t), k.arg_ptr("out", t));
-        let n = k.arg_i32("n");
-        let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
-        let mask = offs.lt(n);
-        let (x, y) = (k.load_masked(px + offs, mask, 0.0), k.load_masked(py + offs, mask, 0.0));
-        k.store_masked(out + offs, f(k, x, y), mask);
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
+    f32_functions::kernel_of(t, BLOCK, &f)
 }
 
 fn launch(t: ScalarType, x: &[f64], y: &[f64]) -> (Vec<ArgValue>, Vec<HostBuffer>, [u32; 3]) {

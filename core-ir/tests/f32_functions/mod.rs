@@ -8,7 +8,7 @@ use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
 use rutile_ir::lower::lower;
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
-use rutile_ir::ScalarType::F32;
+use rutile_ir::ScalarType::{self, F32};
 use rutile_ir::{Kernel, KernelBuilder, Value};
 
 pub const BLOCK: i32 = 1024;
@@ -30,12 +30,17 @@ pub fn apply1(f: impl for<'b> Fn(Value<'b>) -> Value<'b>, x: &[f32]) -> Vec<f32>
     apply(|_, y, _| f(y), x, x)
 }
 
-/// The kernel storing `f(y, x)` for the loaded `y` and `x`.
+/// The kernel storing `f(y, x)` for the loaded `y` and `x` (f32).
 pub fn kernel(f: &impl Binary) -> Kernel {
-    Kernel::build("f32_function", |k| {
-        let (py, px, out) = (k.arg_ptr("y", F32), k.arg_ptr("x", F32), k.arg_ptr("out", F32));
+    kernel_of(F32, BLOCK, f)
+}
+
+/// [`kernel`] on elements of type `t`, `block` of them a program.
+pub fn kernel_of(t: ScalarType, block: i32, f: &impl Binary) -> Kernel {
+    Kernel::build("elementwise_function", |k| {
+        let (py, px, out) = (k.arg_ptr("y", t), k.arg_ptr("x", t), k.arg_ptr("out", t));
         let n = k.arg_i32("n");
-        let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
+        let offs = k.program_id(0) * block + k.arange(0, block);
         let mask = offs.lt(n);
         let (y, x) = (k.load_masked(py + offs, mask, 0.0), k.load_masked(px + offs, mask, 0.0));
         k.store_masked(out + offs, f(k, y, x), mask);
