@@ -89,7 +89,7 @@ pub(crate) fn check(cond: &Tensor, message: &str) -> Result<(), Fault> {
 }
 
 /// The multi-index of element `i` (row-major) of a block of `dims`.
-fn index(dims: &[u32], mut i: usize) -> Vec<String> {
+pub(crate) fn index(dims: &[u32], mut i: usize) -> Vec<String> {
     let mut idx = vec![0usize; dims.len()];
     for (d, &n) in idx.iter_mut().zip(dims).rev() {
         *d = i % n as usize;

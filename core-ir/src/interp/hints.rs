@@ -8,6 +8,7 @@
 //! included), under the specialization the runtime would compile the launch's arguments
 //! with. The checks are made once a launch, and shared by its programs.
 
+use super::debug_ops::index;
 use super::error::{Fault, FaultKind};
 use super::tensor::{Data, Tensor};
 use crate::analysis::axis;
@@ -79,7 +80,7 @@ fn broken(c: &Check, dims: &[u32], values: &[i64]) -> Option<String> {
         let stride: usize = dims[d + 1..].iter().map(|&x| x as usize).product();
         for (i, &x) in values.iter().enumerate() {
             let along = (i / stride) % len as usize;
-            let at = || index(dims, i);
+            let at = || index(dims, i).join(", ");
             match h.kind {
                 HintKind::MultipleOf if along as u64 % c.runs[d] == 0 && x.rem_euclid(n as i64) != 0 => {
                     let run = match c.runs[d] {
@@ -107,14 +108,4 @@ fn broken(c: &Check, dims: &[u32], values: &[i64]) -> Option<String> {
         }
     }
     None
-}
-
-/// The multi-index of element `i` (row-major) of a block of `dims`, as text.
-fn index(dims: &[u32], mut i: usize) -> String {
-    let mut idx = vec![0usize; dims.len()];
-    for (d, &n) in idx.iter_mut().zip(dims).rev() {
-        *d = i % n as usize;
-        i /= n as usize;
-    }
-    idx.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
 }
