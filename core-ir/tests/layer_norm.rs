@@ -9,8 +9,8 @@ use half::f16;
 use rutile_ir::interp::{self, ArgValue, HostBuffer};
 use rutile_ir::seeds::{
     layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_forward_row,
-    layer_norm_forward_row_one_exchange, layer_norm_forward_rows, LayerNormBackwardMeta, LayerNormMeta, RowParams,
-    RowStats,
+    layer_norm_forward_row_block, layer_norm_forward_row_one_exchange, layer_norm_forward_rows, LayerNormBackwardMeta,
+    LayerNormMeta, RowParams, RowStats,
 };
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
@@ -380,6 +380,93 @@ fn the_one_exchange_forward_halves_the_barriers() {
         two > 0 && one * 2 == two,
         "one-pass: {two} barriers, one exchange: {one}"
     );
+}
+
+/// The kernel of `block_m` rows a program: within rounding of the f64 reference on ragged
+/// rows and row counts (`M` not a multiple of `block_m`, so that the last program's rows
+/// past `M` must store nothing), a row of one element, in f16 and f32; the same results
+/// from every grid of at least `cdiv(M, block_m)` programs.
+#[test]
+fn the_row_block_forward_matches_the_reference() {
+    let mut rng = Rng::new(71);
+    for (m, n, dtype) in [
+        (13, 1500, F16),
+        (9, 4096, F16),
+        (37, 781, F32),
+        (5, 1, F32),
+        (3, 2047, F16),
+    ] {
+        let meta = LayerNormMeta::for_row(n as u32, dtype).unwrap();
+        let inp = inputs(&mut rng, dtype, m, n);
+        let (mut args, _) = forward_args(m, n);
+        args.push(ArgValue::Int(m as i64));
+        let (means, rstds, y) = forward_reference(&values(&inp.x), &values(&inp.w), &values(&inp.b), m, n);
+        for block_m in [1u32, 2, 4, 8] {
+            let kernel = layer_norm_forward_row_block(&meta, block_m).unwrap();
+            let programs = (m as u32).div_ceil(block_m);
+            let mut first = None;
+            for grid in [programs, programs + 1] {
+                let mut got = forward_buffers(&inp, dtype, m, n);
+                interp::run(&kernel, [grid, 1, 1], &args, &mut got).unwrap();
+                let at = format!("{m}x{n} {dtype}, {block_m} rows a program, {grid} programs");
+                assert_close(&values(&got[4]), &means, 1e-5, 1e-5, &format!("{at}: mean"));
+                assert_close(&values(&got[5]), &rstds, 1e-4, 0.0, &format!("{at}: rstd"));
+                let tol = tolerance(dtype);
+                assert_close(&values(&got[1]), &y, tol, tol, &format!("{at}: y"));
+                let bytes: Vec<Vec<u8>> = got.iter().map(|b| b.as_bytes().to_vec()).collect();
+                assert_eq!(
+                    first.get_or_insert_with(|| bytes.clone()),
+                    &bytes,
+                    "{at}: another grid's results"
+                );
+            }
+        }
+    }
+}
+
+/// What the row-block kernel is for: lowered for as many warps as rows or fewer, each row
+/// lies in one warp, and its statistics need no barrier; with more warps than rows, a
+/// row spans warps and meets them at the one-pass kernel's barriers. Simulated against the
+/// interpreter (which the simulator checks for races and a missing barrier) on 16-byte
+/// rows and ragged ones, on warps of 32 and of 8, with and without shuffles.
+#[test]
+fn the_row_block_forward_reduces_each_row_within_a_warp() {
+    let mut rng = Rng::new(73);
+    let barriers = |kernel: &Kernel, target: &Target| {
+        let t = rutile_ir::lower::lower(kernel, target, &Specialization::all(kernel.params.len())).unwrap();
+        let mut n = 0;
+        t.walk(&mut |s| n += matches!(s, Stmt::Barrier) as usize);
+        n
+    };
+    let meta = LayerNormMeta::for_row(2048, F16).unwrap();
+    let kernel = layer_norm_forward_row_block(&meta, 4).unwrap();
+    for warps in [1, 2, 4] {
+        let b = barriers(&kernel, &Target::nvidia(warps, 48 * 1024));
+        assert_eq!(b, 0, "4 rows on {warps} warps: {b} barriers");
+    }
+    let one_pass = barriers(&layer_norm_forward_row(&meta).unwrap(), &Target::nvidia(8, 48 * 1024));
+    let spread = barriers(&kernel, &Target::nvidia(8, 48 * 1024));
+    assert!(
+        spread > 0 && spread == one_pass,
+        "4 rows on 8 warps: {spread} barriers, the one-pass kernel {one_pass}"
+    );
+    for (m, n, dtype) in [(7, 2048, F16), (6, 1000, F32)] {
+        let meta = LayerNormMeta::for_row(n as u32, dtype).unwrap();
+        let inp = inputs(&mut rng, dtype, m, n);
+        let (mut args, _) = forward_args(m, n);
+        args.push(ArgValue::Int(m as i64));
+        for block_m in [2, 4] {
+            let kernel = layer_norm_forward_row_block(&meta, block_m).unwrap();
+            simulate_targets(
+                &format!("{m}x{n} {dtype}, {block_m} rows a program"),
+                &kernel,
+                [(m as u32).div_ceil(block_m), 1, 1],
+                &args,
+                &forward_buffers(&inp, dtype, m, n),
+                1e-5,
+            );
+        }
+    }
 }
 
 #[test]

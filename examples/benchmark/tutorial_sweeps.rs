@@ -178,6 +178,18 @@ pub fn layer_norm(
                 others.push(tutorial);
                 others.extend(layer_norm::one_pass_launch(dev, m, n)?);
                 others.extend(layer_norm::one_exchange_launch(dev, m, n)?);
+                // Several rows a program, on half, as many and twice as many warps as
+                // rows (each row in one warp, two rows a warp, or a row on two warps),
+                // where a thread holds 8 to 128 of the block's elements.
+                let block = n.next_power_of_two();
+                for block_m in [2u32, 4, 8, 16] {
+                    for warps in [block_m / 2, block_m, 2 * block_m] {
+                        let per_thread = block_m as usize * block / (32 * warps as usize);
+                        if warps <= 16 && (8..=128).contains(&per_thread) {
+                            others.extend(layer_norm::row_block_launch(m, n, block_m, warps)?);
+                        }
+                    }
+                }
             } else {
                 // Shares of 8192 and 16384 columns, 32 a thread, and 16384 at 64 a thread
                 // under the cap that lets two such programs share a multiprocessor (as the
@@ -243,6 +255,7 @@ pub fn layer_norm(
                     "_layer_norm_fwd_fused" => "  tutorial's".to_string(),
                     "_layer_norm_fwd_row" => "  one-pass".to_string(),
                     "_layer_norm_fwd_row_x1" => "  one exchange".to_string(),
+                    "_layer_norm_fwd_row_block" => format!("  {} rows a program", (m as u32).div_ceil(config.grid[0])),
                     name if name.starts_with("_layer_norm_fwd_rows") => format!(
                         "  row walk{}{}, {} programs, {} stages",
                         if name.contains("_x1") { " x1" } else { "" },
@@ -257,6 +270,12 @@ pub fn layer_norm(
                     1 if other.name.starts_with("_layer_norm_fwd_rows") => {
                         format!("{}_w{}_s{}", other.name, config.num_warps, loop_stages(&other))
                     }
+                    1 if other.name == "_layer_norm_fwd_row_block" => format!(
+                        "{}_m{}_w{}",
+                        other.name,
+                        (m as u32).div_ceil(config.grid[0]),
+                        config.num_warps
+                    ),
                     1 => other.name.clone(),
                     c => format!("{}_c{c}_{}", other.name, LaunchShape::of(&config)).replace(' ', "_"),
                 };

@@ -31,6 +31,30 @@ fn gpu_layer_norm_matches_the_reference() {
     }
 }
 
+/// The forward kernel of several rows a program on ragged rows and row counts (the last
+/// program's rows past `M` masked): each row in one warp, two rows a warp, and a row on
+/// two warps.
+#[test]
+fn gpu_layer_norm_row_blocks_match_the_reference() {
+    use tutorials::layer_norm::{forward_only, row_block_launch};
+    let (_turn, devices) = devices();
+    for d in devices {
+        for (i, &(m, n)) in [(37, 1), (129, 781), (17, 3000), (10, 2048)].iter().enumerate() {
+            for (block_m, warps) in [(4, 4), (8, 4), (2, 4)] {
+                let launch = |_: &tutorials::layer_norm::Forward| {
+                    Ok(row_block_launch(m, n, block_m, warps)?.expect("rows of one block"))
+                };
+                let outcome = forward_only(d.as_ref(), m, n, 100 + i as u64, launch);
+                check(
+                    d.as_ref(),
+                    &format!("layer norm {m}x{n}, {block_m} rows on {warps} warps"),
+                    outcome,
+                );
+            }
+        }
+    }
+}
+
 /// Rows over 64 KiB: the softmax and layer norm tutorials' host code picks the long-row
 /// kernels by itself.
 #[test]

@@ -45,10 +45,11 @@ impl Forward {
 
     /// The arguments of `kernel`, one of the forward kernels: `_layer_norm_fwd_fused`'s,
     /// and the number of rows after them where the kernel declares it (`M`: the kernels
-    /// whose programs walk several rows, [`row_walk_launch`]).
+    /// whose programs walk several rows, [`row_walk_launch`], or hold several,
+    /// [`row_block_launch`]).
     pub fn args_for(&self, kernel: &rutile::Kernel) -> Vec<Arg<'_>> {
         let mut args = self.args();
-        if walks_rows(kernel) {
+        if kernel.params.iter().any(|p| p.name == "M") {
             args.push((self.m as i32).into());
         }
         args
@@ -182,9 +183,31 @@ fn one_block_launch(
     )))
 }
 
-/// Whether `kernel` is one whose programs walk several rows (it declares the rows, `M`).
+/// Whether `kernel` is one whose programs walk rows strided by the grid (it reads the
+/// number of programs), so that any grid covers every row.
 fn walks_rows(kernel: &rutile::Kernel) -> bool {
-    kernel.params.iter().any(|p| p.name == "M")
+    kernel
+        .insts
+        .iter()
+        .any(|(_, inst)| matches!(inst.op, rutile::ir::Op::NumPrograms { .. }))
+}
+
+/// The forward kernel of `block_m` rows a program ([`seeds::layer_norm_forward_row_block`])
+/// and its launch on `num_warps` (each row in one warp where `num_warps <= block_m`) for
+/// `m` rows of `n` fp16 elements, `None` for rows longer than one block.
+pub fn row_block_launch(
+    m: usize,
+    n: usize,
+    block_m: u32,
+    num_warps: u32,
+) -> Result<Option<(rutile::Kernel, LaunchConfig)>> {
+    let Some(meta) = LayerNormMeta::for_row(n as u32, ScalarType::F16).filter(|m| m.block_size <= ONE_BLOCK_MAX) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        seeds::layer_norm_forward_row_block(&meta, block_m)?,
+        LaunchConfig::grid1((m as u32).div_ceil(block_m)).num_warps(num_warps),
+    )))
 }
 
 /// The held-row forward kernel whose programs walk rows in a loop pipelined `num_stages`
@@ -261,13 +284,7 @@ pub fn layer_norm(dev: &dyn Device, m: usize, n: usize, seed: u64) -> Result<Out
     let time_ms = timed(dev, &kernel, &config, &fwd.args_for(&kernel))?;
     let (x64, w64, b64, dy64) = (to_f64(&x), to_f64(&w), to_f64(&b), to_f64(&dy));
     let want = forward_reference(&x64, &w64, &b64, m, n);
-    let y = to_f64(&dev.download(&fwd.y)?);
-    let mean: Vec<f64> = dev.download(&fwd.mean)?.iter().map(|&v| v as f64).collect();
-    let rstd: Vec<f64> = dev.download(&fwd.rstd)?.iter().map(|&v| v as f64).collect();
-    // fp16 outputs of magnitude about 1 (the tutorial compares with atol 1e-2).
-    let mut error = max_relative_error(y, &want.y, 1.0).0;
-    error = error.max(max_relative_error(mean, &want.mean, 1.0).0);
-    error = error.max(max_relative_error(rstd, &want.rstd, 1.0).0);
+    let mut error = forward_error(dev, &fwd, &want)?;
 
     let mut detail = format!("{} warps, {}", config.num_warps, kernel.name);
     if LayerNormMeta::for_row(n as u32, ScalarType::F16).is_some() {
@@ -295,6 +312,49 @@ pub fn layer_norm(dev: &dyn Device, m: usize, n: usize, seed: u64) -> Result<Out
         tolerance: 1e-2,
         time_ms,
         detail: Some(detail),
+    })
+}
+
+/// The largest error of the forward pass's outputs on the device (`y`, `mean`, `rstd`)
+/// against `want`, relative to 1 (fp16 outputs of magnitude about 1; the tutorial
+/// compares with atol 1e-2).
+fn forward_error(dev: &dyn Device, fwd: &Forward, want: &Reference) -> Result<f64> {
+    let y = to_f64(&dev.download(&fwd.y)?);
+    let mean: Vec<f64> = dev.download(&fwd.mean)?.iter().map(|&v| v as f64).collect();
+    let rstd: Vec<f64> = dev.download(&fwd.rstd)?.iter().map(|&v| v as f64).collect();
+    Ok(max_relative_error(y, &want.y, 1.0)
+        .0
+        .max(max_relative_error(mean, &want.mean, 1.0).0)
+        .max(max_relative_error(rstd, &want.rstd, 1.0).0))
+}
+
+/// The forward pass alone of an `m x n` fp16 matrix (inputs as [`layer_norm`] draws them),
+/// by the kernel and launch `launch` gives for it, checked against the f64 reference:
+/// for the forward kernels the host code does not pick on this device.
+pub fn forward_only(
+    dev: &dyn Device,
+    m: usize,
+    n: usize,
+    seed: u64,
+    launch: impl FnOnce(&Forward) -> Result<(rutile::Kernel, LaunchConfig)>,
+) -> Result<Outcome> {
+    let mut rng = Rng::new(seed);
+    let half = |v: Vec<f32>| -> Vec<f16> { v.into_iter().map(f16::from_f32).collect() };
+    let x = half(normal_f32s(&mut rng, m * n).iter().map(|v| -2.3 + 0.5 * v).collect());
+    let w = half(rng.f32s(n, 0.0, 1.0));
+    let b = half(rng.f32s(n, 0.0, 1.0));
+    let fwd = Forward::new(dev, &x, &w, &b, m, n)?;
+    let (kernel, config) = launch(&fwd)?;
+    let time_ms = timed(dev, &kernel, &config, &fwd.args_for(&kernel))?;
+    let want = forward_reference(&to_f64(&x), &to_f64(&w), &to_f64(&b), m, n);
+    Ok(Outcome {
+        tutorial: "layer norm forward".into(),
+        size: format!("{m}x{n}"),
+        device: dev.id(),
+        error: forward_error(dev, &fwd, &want)?,
+        tolerance: 1e-2,
+        time_ms,
+        detail: Some(format!("{} warps, {}", config.num_warps, kernel.name)),
     })
 }
 

@@ -108,6 +108,27 @@ impl Lowerer<'_> {
         }
     }
 
+    /// The layout of a plain store through `ptr` of `value`: [`store_layout`]'s, except that
+    /// a block no larger than the program's threads is stored from the layout `value`
+    /// already has, sliced or not. Coalesced, such a block is one element a thread at most,
+    /// so its own layout saves nothing a conversion through shared memory (a round trip
+    /// between two barriers) would cost: the statistics of a block of rows (a reduction's
+    /// result, held by the lanes of the warp that reduced the row) are stored by one lane
+    /// of each warp, with no barrier. (Atomics keep [`store_layout`]: their results go
+    /// back to every thread that holds the element.)
+    ///
+    /// [`store_layout`]: Self::store_layout
+    pub(crate) fn plain_store_layout(&self, ptr: ValueId, value: ValueId) -> Layout {
+        let shape = self.k.ty(ptr).shape;
+        let threads = self.target.warp_size * self.target.num_warps;
+        match self.values[value.index()].as_ref() {
+            Some(v) if self.anchored[value.index()] && !v.layout.is_scalar() && shape.numel() <= threads as usize => {
+                v.layout
+            }
+            _ => self.store_layout(ptr, value),
+        }
+    }
+
     /// The layout of an element-wise op's result: the layout most of its anchored
     /// operands have (the first among equals), else the default of its shape.
     pub(crate) fn elementwise_layout(&self, operands: &[ValueId], shape: Shape) -> Layout {

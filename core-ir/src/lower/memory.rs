@@ -62,7 +62,7 @@ impl Lowerer<'_> {
                     return Ok(None);
                 }
                 let shape = self.k.ty(*ptr).shape;
-                let layout = self.store_layout(*ptr, *value);
+                let layout = self.plain_store_layout(*ptr, *value);
                 let (base, offsets) = self.pointer(*ptr, layout)?;
                 let values = self.ensure(*value, layout)?;
                 let pred = self.store_predicates(layout, shape, *mask)?;

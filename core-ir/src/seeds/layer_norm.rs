@@ -414,6 +414,53 @@ pub fn layer_norm_forward_rows(
     })
 }
 
+/// The held-row forward pass on `block_m` rows a program, as one `[block_m, block_size]`
+/// block reduced along its columns (as [`super::softmax_rows`] holds rows). The lowering
+/// gives a block's rows to its warps first (`Blocked::with_order`: warps fill the slowest
+/// dimension first), so with `num_warps` at most `block_m` each row lies in one warp, and
+/// its mean and variance are shuffles within the warp: no exchange through shared memory
+/// and no barrier, where the one-pass kernel meets its warps at four barriers a row (a
+/// barrier waits for the memory accesses before it, so a program's next loads cannot start
+/// before its warps meet). With fewer warps than rows a warp holds several rows, their
+/// loads issued together. Rows past `M` are masked. Parameters: those of
+/// [`layer_norm_forward_row`], then `M` (i32, the rows). Grid: `cdiv(M, block_m)`. The
+/// results are the reference's within rounding (a row's sums are taken in another order
+/// than the one-pass kernel's).
+pub fn layer_norm_forward_row_block(meta: &LayerNormMeta, block_m: u32) -> Result<Kernel, BuildError> {
+    let LayerNormMeta { block_size, dtype } = *meta;
+    let block = block_size as i32;
+    Kernel::build("_layer_norm_fwd_row_block", |k| {
+        let args = ForwardArgs::declare(k, dtype);
+        let m = k.arg_i32("M");
+        k.device_assert(args.n.le(block), "the row is longer than BLOCK_SIZE");
+        let rows = k.program_id(0) * block_m as i32 + k.arange(0, block_m as i32);
+        let row_mask = rows.lt(m);
+        let cols = k.arange(0, block);
+        let col_mask = cols.lt(args.n);
+        let (rows2, cols2) = (rows.expand_dims(1), cols.expand_dims(0));
+        let mask = rows2.lt(m) & col_mask.expand_dims(0);
+        let offsets = rows2 * args.stride + cols2;
+        let x = k.load_masked(args.x_ptr + offsets, mask, 0.0).to(ScalarType::F32);
+        let mean = x.sum(1) / args.n;
+        let centered = k.where_(mask, x - mean.expand_dims(1), 0.0);
+        let var = (centered * centered).sum(1) / args.n;
+        let rstd = 1.0f32 / (var + args.eps).sqrt();
+        k.store_masked(args.mean_ptr + rows, mean, row_mask);
+        k.store_masked(args.rstd_ptr + rows, rstd, row_mask);
+        // The weight and bias through pointers of the block's shape (each row's warp loads
+        // them, from the cache after the first): loaded as one row, they would take a
+        // layout of their own and move into the rows' through shared memory.
+        let shape = [block_m, block_size];
+        let (w, b) = args.params(
+            k,
+            cols2.broadcast_to(&shape),
+            col_mask.expand_dims(0).broadcast_to(&shape),
+        );
+        let y = centered * rstd.expand_dims(1) * w + b;
+        k.store_masked(args.y_ptr + offsets, y.to(dtype), mask);
+    })
+}
+
 /// The meta-parameters of [`layer_norm_backward_dx`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LayerNormBackwardMeta {

@@ -25,8 +25,8 @@ pub use grouped_matmul::{
 };
 pub use layer_norm::{
     layer_norm_backward_dwdb, layer_norm_backward_dx, layer_norm_forward, layer_norm_forward_row,
-    layer_norm_forward_row_one_exchange, layer_norm_forward_rows, layer_norm_group_size_m, LayerNormBackwardMeta,
-    LayerNormMeta, RowParams, RowStats,
+    layer_norm_forward_row_block, layer_norm_forward_row_one_exchange, layer_norm_forward_rows,
+    layer_norm_group_size_m, LayerNormBackwardMeta, LayerNormMeta, RowParams, RowStats,
 };
 pub use long_rows::{
     fits_one_block, layer_norm_cluster, layer_norm_long, softmax_long, LongRowMeta, ONE_BLOCK_BYTES, WALK_STAGES,
