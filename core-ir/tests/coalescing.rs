@@ -505,3 +505,72 @@ fn rows_walked_by_a_loop_keep_their_accesses_wide() {
         );
     }
 }
+
+/// Row sums of an `[rows, cols]` tile of i32, stored to `out[r]`, and column sums to
+/// `out2[c]`.
+fn row_and_column_sums(rows: u32, cols: u32) -> Kernel {
+    Kernel::build("sums", |k| {
+        let (x, out, out2) = (k.arg_ptr("x", I32), k.arg_ptr("out", I32), k.arg_ptr("out2", I32));
+        let (m, n) = (k.arg_i32("m"), k.arg_i32("n"));
+        let (r, c, mask) = tile(
+            k,
+            (rows, cols),
+            (k.program_id(0) * rows as i32, k.program_id(1) * cols as i32),
+            (m, n),
+        );
+        let v = k.load_masked(x + (r * n + c), mask, 0);
+        let rr = k.arange(0, rows as i32);
+        k.store_masked(out + rr, v.sum(1), rr.lt(m));
+        let cc = k.arange(0, cols as i32);
+        k.store_masked(out2 + cc, v.sum(0), cc.lt(n));
+    })
+    .unwrap()
+}
+
+/// A block no larger than the program's threads is stored from the layout its value
+/// has: the sums of rows that each lie in one warp (4 rows on 4 warps) go to memory from
+/// the lanes that reduced them, with no barrier (coalesced, they would take a round trip
+/// through shared memory between two barriers). Every target, the larger blocks (which
+/// are converted) included, agrees with the interpreter, ragged tiles too.
+#[test]
+fn small_blocks_are_stored_from_their_own_layout() {
+    let barriers = |kernel: &Kernel, t: &Target| {
+        let tk = lower(kernel, t, &Specialization::all(kernel.params.len())).unwrap();
+        let mut n = 0;
+        tk.walk(&mut |s| n += matches!(s, Stmt::Barrier) as usize);
+        n
+    };
+    let row_sums = Kernel::build("row_sums", |k| {
+        let (x, out) = (k.arg_ptr("x", I32), k.arg_ptr("out", I32));
+        let (m, n) = (k.arg_i32("m"), k.arg_i32("n"));
+        let (r, c, mask) = tile(k, (4, 256), (k.program_id(0) * 4, k.program_id(1) * 256), (m, n));
+        let v = k.load_masked(x + (r * n + c), mask, 0);
+        let rr = k.arange(0, 4);
+        k.store_masked(out + rr, v.sum(1), rr.lt(m));
+    })
+    .unwrap();
+    assert_eq!(barriers(&row_sums, &target(32, 4)), 0, "row sums of 4 rows on 4 warps");
+    let mut rng = Rng::new(5);
+    for (rows, cols, m, n) in [
+        (4, 256, 4, 256),
+        (4, 256, 3, 250),
+        (16, 64, 16, 64),
+        (64, 16, 50, 9),
+        (8, 512, 7, 500),
+    ] {
+        let kernel = row_and_column_sums(rows, cols);
+        let buffers = vec![
+            random(&mut rng, I32, (m * n) as usize),
+            HostBuffer::zeros(I32, rows as usize),
+            HostBuffer::zeros(I32, cols as usize),
+        ];
+        let args = [ptr(0), ptr(1), ptr(2), ArgValue::Int(m), ArgValue::Int(n)];
+        check(
+            &format!("sums of {rows}x{cols} ({m}x{n})"),
+            &kernel,
+            [1, 1, 1],
+            &args,
+            &buffers,
+        );
+    }
+}

@@ -220,7 +220,12 @@ pub fn layer_norm(
             }
             // (The host code's kernel is timed above; a row walk of other stages is another.)
             let host = |k: &rutile::Kernel| k.name == kernel.name && loop_stages(k) == loop_stages(&kernel);
-            let mut others: Vec<_> = others.into_iter().filter(|(k, _)| !host(k)).collect();
+            // (The host code's row block on other warps is timed above too; on other rows
+            // a program it is another.)
+            let mut others: Vec<_> = others
+                .into_iter()
+                .filter(|(k, c)| !host(k) || (k.name == "_layer_norm_fwd_row_block" && c.grid != heuristic.grid))
+                .collect();
             // The host code's row walk on every program the device holds at once, sharing
             // the rows unevenly, where `occupancy::persistent_grid` evened them (few
             // programs a multiprocessor): what evening them gives.
@@ -251,7 +256,9 @@ pub fn layer_norm(
                 let s = do_bench(dev, flush, 3, reps, &mut || dev.launch(&other, &config, &args))?;
                 let g = gbps(4.0 * (m * n) as f64, s.median_ms);
                 let label = match other.name.as_str() {
-                    _ if host(&other) => format!("  host's row walk, {} programs (rows uneven)", config.grid[0]),
+                    _ if host(&other) && other.name.starts_with("_layer_norm_fwd_rows") => {
+                        format!("  host's row walk, {} programs (rows uneven)", config.grid[0])
+                    }
                     "_layer_norm_fwd_fused" => "  tutorial's".to_string(),
                     "_layer_norm_fwd_row" => "  one-pass".to_string(),
                     "_layer_norm_fwd_row_x1" => "  one exchange".to_string(),

@@ -94,9 +94,20 @@ const ONE_BLOCK_MAX: u32 = 16384;
 /// next rows copied into shared memory meanwhile ([`row_walk_launch`]): on an H200 8 to 21
 /// points of the ceiling above the best of the others at those widths (62.8% to 89.0%),
 /// up to 4096 columns with the weight and bias held across its rows (`row_walk_shape`).
+/// Up to 512 columns, on either backend, several rows a program, each in one warp
+/// ([`row_block_launch`], `ROW_BLOCK_MAX`).
 pub fn forward_launch(dev: &dyn Device, fwd: &Forward) -> Result<(rutile::Kernel, LaunchConfig)> {
     let (m, n) = (fwd.m, fwd.n);
     let cuda = dev.properties().backend == rutile::Backend::Cuda;
+    if n <= ROW_BLOCK_MAX {
+        let block = n.next_power_of_two() as u32;
+        let block_m = (ROW_BLOCK_ELEMENTS / block).clamp(1, 16);
+        // A warp a row, but no fewer than 16 elements a thread: shorter rows share a warp.
+        let warps = (block_m * block / (32 * 16)).clamp(1, block_m);
+        if let Some(launch) = row_block_launch(m, n, block_m, warps)? {
+            return Ok(launch);
+        }
+    }
     if let Some((warps, stages, params)) = row_walk_shape(n).filter(|_| dev.properties().async_copies()) {
         if let Some(launch) = row_walk_launch(dev, fwd, seeds::RowStats::TwoReductions, params, warps, stages)? {
             return Ok(launch);
@@ -133,6 +144,18 @@ fn row_walk_shape(n: usize) -> Option<(u32, u32, seeds::RowParams)> {
         _ => None,
     }
 }
+
+/// The widest row the host code gives the kernel of several rows a program
+/// ([`row_block_launch`], a warp a row): at 512 columns on an H200 it measured 29.0% of the
+/// copy ceiling through CUDA and 21.9% through Vulkan (8 rows on 8 warps), where the
+/// one-block kernels reached 25.3% and 20.0% (a copy of the same 8 MiB: 34.4% and 25.9%);
+/// at 1024 columns it is no faster (`docs/performance.md`, "Several rows a program").
+const ROW_BLOCK_MAX: usize = 512;
+
+/// The elements of a program of the row-block kernel the host code launches: 8 rows of
+/// 512 columns on 8 warps, 16 of 256 on 8 (at most 16 rows, at least 16 elements a
+/// thread).
+const ROW_BLOCK_ELEMENTS: u32 = 4096;
 
 /// The widest row the CUDA host code gives the one-exchange kernel (see [`forward_launch`]).
 const ONE_EXCHANGE_MAX: usize = 8192;
