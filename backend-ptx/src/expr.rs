@@ -194,6 +194,7 @@ pub(crate) fn unary(e: &mut Emitter, d: &str, t: ScalarType, op: UnaryOp, a: &st
             UnaryOp::Abs if t.is_signed_int() => e.ins(format!("abs.{s} {d}, {a}")),
             UnaryOp::Abs => mov(e, d, t, a),
             UnaryOp::Not => e.ins(format!("not.{} {d}, {a}", Class::of(t).bits())),
+            UnaryOp::Popc | UnaryOp::Clz | UnaryOp::Brev | UnaryOp::Ffs => bit_op(e, d, t, op, a),
             _ => return undefined(),
         }
         normalize(e, d, t);
@@ -220,6 +221,68 @@ pub(crate) fn unary(e: &mut Emitter, d: &str, t: ScalarType, op: UnaryOp, a: &st
             mov(e, d, t, &r);
             Ok(())
         }
+    }
+}
+
+/// `popc`, `clz`, `brev` or `ffs` of integer `a` of `t` into `d` (the caller normalizes a
+/// narrow result). PTX counts, reverses and finds bits of 32 and 64 bits; an 8- or 16-bit
+/// integer, held in 32 bits and extended from its width, has its bits masked first where
+/// the extension would count (`popc`, `clz`), and its reversal shifted down to its width.
+/// `ffs` is the position of the lowest set bit (`x & -x`, which extension leaves alone)
+/// plus one, `bfind`'s "none" (all ones) becoming 0.
+fn bit_op(e: &mut Emitter, d: &str, t: ScalarType, op: UnaryOp, a: &str) {
+    let wide = t.bits() == 64;
+    let b = if wide { "b64" } else { "b32" };
+    let narrow = 32 - t.bits().min(32);
+    let masked = |e: &mut Emitter| match narrow {
+        0 => a.to_string(),
+        _ => {
+            let m = e.tmp(Class::R);
+            e.ins(format!("and.b32 {m}, {a}, {}", (1u64 << t.bits()) - 1));
+            m
+        }
+    };
+    // The counts are 32-bit in PTX; a 64-bit result takes them widened.
+    let count = |e: &mut Emitter, ins: &str, x: &str| match wide {
+        false => e.ins(format!("{ins} {d}, {x}")),
+        true => {
+            let c = e.tmp(Class::R);
+            e.ins(format!("{ins} {c}, {x}"));
+            e.ins(format!("cvt.u64.u32 {d}, {c}"));
+        }
+    };
+    match op {
+        UnaryOp::Popc => {
+            let x = masked(e);
+            count(e, &format!("popc.{b}"), &x);
+        }
+        UnaryOp::Clz => {
+            let x = masked(e);
+            count(e, &format!("clz.{b}"), &x);
+            if narrow > 0 {
+                e.ins(format!("sub.u32 {d}, {d}, {narrow}"));
+            }
+        }
+        UnaryOp::Brev => {
+            e.ins(format!("brev.{b} {d}, {a}"));
+            if narrow > 0 {
+                e.ins(format!("shr.u32 {d}, {d}, {narrow}"));
+            }
+        }
+        UnaryOp::Ffs => {
+            let c = if wide { Class::Rd } else { Class::R };
+            let (neg, low) = (e.tmp(c), e.tmp(c));
+            e.ins(format!("neg.s{} {neg}, {a}", if wide { 64 } else { 32 }));
+            e.ins(format!("and.{b} {low}, {a}, {neg}"));
+            let at = e.tmp(Class::R);
+            e.ins(format!("bfind.u{} {at}, {low}", if wide { 64 } else { 32 }));
+            e.ins(format!("add.u32 {at}, {at}, 1"));
+            match wide {
+                false => e.ins(format!("mov.b32 {d}, {at}")),
+                true => e.ins(format!("cvt.u64.u32 {d}, {at}")),
+            }
+        }
+        _ => unreachable!("not a bit op"),
     }
 }
 

@@ -133,7 +133,9 @@ pub(crate) fn unary(e: &mut Emitter, fk: Fk, op: UnaryOp, x: &str) -> Res<String
         (_, UnaryOp::Ceil) => one(&format!("cvt.rpi.{f}.{f}")),
         (_, UnaryOp::Trunc) => one(&format!("cvt.rzi.{f}.{f}")),
         (_, UnaryOp::Rint) => one(&format!("cvt.rni.{f}.{f}")),
-        (_, UnaryOp::Not) => return Err(format!("`not` of {f} is not defined")),
+        (_, UnaryOp::Not | UnaryOp::Popc | UnaryOp::Clz | UnaryOp::Brev | UnaryOp::Ffs) => {
+            return Err(format!("`{}` of {f} is not defined", op.name()))
+        }
         (Fk::F64, UnaryOp::Rsqrt) => {
             let s = e.tmp(Class::Fd);
             e.ins(format!("sqrt.rn.f64 {s}, {x}"));

@@ -9,7 +9,7 @@ use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxError, PtxTarget};
 use support::{assert_contains, emit_80_90, emit_checked, kernel};
 
-const UNARY: [UnaryOp; 18] = [
+const UNARY: [UnaryOp; 22] = [
     UnaryOp::Neg,
     UnaryOp::Not,
     UnaryOp::Abs,
@@ -28,6 +28,10 @@ const UNARY: [UnaryOp; 18] = [
     UnaryOp::Erf,
     UnaryOp::Sigmoid,
     UnaryOp::Tanh,
+    UnaryOp::Popc,
+    UnaryOp::Clz,
+    UnaryOp::Brev,
+    UnaryOp::Ffs,
 ];
 
 const BINARY: [BinaryOp; 16] = [
@@ -56,6 +60,7 @@ fn unary_defined(op: UnaryOp, t: ScalarType) -> bool {
     match op {
         UnaryOp::Not => !t.is_float(),
         UnaryOp::Neg | UnaryOp::Abs => !t.is_bool(),
+        op if op.bits_only() => t.is_int(),
         _ => t.is_float(),
     }
 }

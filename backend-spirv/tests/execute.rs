@@ -970,3 +970,94 @@ fn atomic_semantics() {
     assert_eq!(fwinners, 1, "one f32 compare-and-swap succeeds");
     assert!(fc[0] >= 1.0, "f32 compare-and-swap stored {}", fc[0]);
 }
+
+/// `popc`, `clz`, `brev` and `ffs` of 32-bit integers, of 8- and 16-bit ones (held in
+/// 32 bits, converted from the loaded words and back), and of 64-bit ones where the
+/// device has them, against Rust's counts of the same bits.
+#[test]
+fn bit_counts_and_reversals() {
+    let Some(vk) = device_or_skip("bit_counts_and_reversals") else {
+        return;
+    };
+    const OPS: [UnaryOp; 4] = [UnaryOp::Popc, UnaryOp::Clz, UnaryOp::Brev, UnaryOp::Ffs];
+    fn want(op: UnaryOp, width: u32, v: u64) -> u64 {
+        let bits = v & (u64::MAX >> (64 - width));
+        match op {
+            UnaryOp::Popc => bits.count_ones() as u64,
+            UnaryOp::Clz => (bits.leading_zeros() - (64 - width)) as u64,
+            UnaryOp::Brev => bits.reverse_bits() >> (64 - width),
+            _ if bits == 0 => 0,
+            _ => bits.trailing_zeros() as u64 + 1,
+        }
+    }
+    let words: Vec<i32> = vec![
+        0,
+        -1,
+        i32::MIN,
+        1,
+        0x1234_5678,
+        -0x1234_5678,
+        0x80,
+        0x7F,
+        0x8000,
+        0x00F0_0F00,
+    ];
+    for t in [I32, U32, I8, U8, I16, U16] {
+        let (k, per) = pairwise("bits", I32, I32, |kb, a, _| {
+            let x = if t == I32 { a } else { kb.set(t, Expr::Cast(a)) };
+            OPS.iter()
+                .map(|&op| {
+                    let r = kb.set(t, Expr::Unary(op, x));
+                    if t == I32 {
+                        r
+                    } else {
+                        kb.set(I32, Expr::Cast(r))
+                    }
+                })
+                .collect()
+        });
+        let got: Vec<i32> = run_pairwise(&vk, &k, per, &words, &words);
+        for (i, &w) in words.iter().enumerate() {
+            for (j, &op) in OPS.iter().enumerate() {
+                let bits = want(op, t.bits(), w as u32 as u64);
+                // The result in `t`, then as the i32 the kernel stored.
+                let expected = match t {
+                    I8 => bits as u8 as i8 as i32,
+                    I16 => bits as u16 as i16 as i32,
+                    _ => bits as u32 as i32,
+                };
+                assert_eq!(got[i * per + j], expected, "{} of {w:#x} as {t}", op.name());
+            }
+        }
+    }
+    if !vk.target.shader_i64 {
+        eprintln!("note: the device lacks i64");
+        return;
+    }
+    let longs: Vec<i64> = vec![
+        0,
+        -1,
+        i64::MIN,
+        1,
+        1 << 32,
+        0x1234_5678_9ABC_DEF0,
+        0xFFFF_FFFF,
+        -(1 << 40),
+    ];
+    for t in [I64, U64] {
+        let (k, per) = pairwise("bits64", t, t, |kb, a, _| {
+            OPS.iter().map(|&op| kb.set(t, Expr::Unary(op, a))).collect()
+        });
+        let got: Vec<i64> = run_pairwise(&vk, &k, per, &longs, &longs);
+        for (i, &w) in longs.iter().enumerate() {
+            for (j, &op) in OPS.iter().enumerate() {
+                assert_eq!(
+                    got[i * per + j] as u64,
+                    want(op, 64, w as u64),
+                    "{} of {w:#x} as {t}",
+                    op.name()
+                );
+            }
+        }
+    }
+}

@@ -8,7 +8,7 @@ use rutile_ir::ir::{AtomicOp, BinaryOp, CmpOp, Literal, UnaryOp};
 use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernelBuilder};
 use rutile_ir::ScalarType::{self, *};
 
-const UNARY: [UnaryOp; 18] = [
+const UNARY: [UnaryOp; 22] = [
     UnaryOp::Neg,
     UnaryOp::Not,
     UnaryOp::Abs,
@@ -27,6 +27,10 @@ const UNARY: [UnaryOp; 18] = [
     UnaryOp::Erf,
     UnaryOp::Sigmoid,
     UnaryOp::Tanh,
+    UnaryOp::Popc,
+    UnaryOp::Clz,
+    UnaryOp::Brev,
+    UnaryOp::Ffs,
 ];
 const BINARY: [BinaryOp; 16] = [
     BinaryOp::Add,
@@ -51,7 +55,7 @@ const CMP: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, 
 fn unary_ok(op: UnaryOp, t: ScalarType) -> bool {
     match t {
         Bool => op == UnaryOp::Not,
-        t if t.is_float() => op != UnaryOp::Not,
+        t if t.is_float() => op != UnaryOp::Not && !op.bits_only(),
         _ => !op.float_only(),
     }
 }

@@ -291,6 +291,17 @@ pub enum UnaryOp {
     Sigmoid,
     /// Hyperbolic tangent (floats), as `tl.math.tanh`.
     Tanh,
+    /// The number of set bits (integers, of the value's bits whatever its sign), as
+    /// `libdevice.popc` and `popcll`.
+    Popc,
+    /// The number of zero bits above the highest set bit (integers; the type's width for
+    /// 0), as `libdevice.clz` and `clzll`.
+    Clz,
+    /// The bits in reverse order (integers), as `libdevice.brev` and `brevll`.
+    Brev,
+    /// The position of the lowest set bit, counting from 1 (integers; 0 for 0), as
+    /// `libdevice.ffs` and `ffsll`.
+    Ffs,
 }
 
 /// Element-wise ops of two operands of the same type.
@@ -968,11 +979,19 @@ impl UnaryOp {
             UnaryOp::Erf => "erf",
             UnaryOp::Sigmoid => "sigmoid",
             UnaryOp::Tanh => "tanh",
+            UnaryOp::Popc => "popc",
+            UnaryOp::Clz => "clz",
+            UnaryOp::Brev => "brev",
+            UnaryOp::Ffs => "ffs",
         }
     }
     /// Whether the op is defined for floats only (transcendental and rounding functions).
     pub fn float_only(self) -> bool {
-        !matches!(self, UnaryOp::Neg | UnaryOp::Not | UnaryOp::Abs)
+        !matches!(self, UnaryOp::Neg | UnaryOp::Not | UnaryOp::Abs) && !self.bits_only()
+    }
+    /// Whether the op is defined on the bits of integers only (counts and reversals).
+    pub fn bits_only(self) -> bool {
+        matches!(self, UnaryOp::Popc | UnaryOp::Clz | UnaryOp::Brev | UnaryOp::Ffs)
     }
 }
 

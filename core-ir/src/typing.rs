@@ -145,6 +145,9 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             if *op == UnaryOp::Not && s.is_float() {
                 return Err(format!("needs an integer or boolean operand, got {v}"));
             }
+            if op.bits_only() && !s.is_int() {
+                return Err(format!("needs an integer operand, got {v}"));
+            }
             if matches!(op, UnaryOp::Neg | UnaryOp::Abs) && s.is_bool() {
                 return Err(format!("needs a number, got {v}"));
             }

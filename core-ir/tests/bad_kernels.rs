@@ -1,7 +1,7 @@
 //! Malformed kernels: each gives an error that names the op, the author's line and the
 //! reason; none panics.
 
-use rutile_ir::{BuildError, Kernel, KernelBuilder, ScalarType::*, Type};
+use rutile_ir::{BuildError, Kernel, KernelBuilder, ScalarType::*, Type, Value};
 
 /// Builds a kernel expected to fail; returns the error and the line of the closure's
 /// marked op (the line after the call to `here()`).
@@ -189,6 +189,27 @@ fn transcendental_of_an_integer() {
         let _ = k.arange(0, 16).exp();
     });
     assert_error(&e, "exp", &["float", "<16xi32>"]);
+}
+
+#[test]
+fn bit_counts_of_floats_and_booleans() {
+    type Op = for<'b> fn(Value<'b>) -> Value<'b>;
+    let ops: [(&str, Op); 4] = [
+        ("popc", |x| x.popc()),
+        ("clz", |x| x.clz()),
+        ("brev", |x| x.brev()),
+        ("ffs", |x| x.ffs()),
+    ];
+    for (name, f) in ops {
+        let e = fails(|k| {
+            let _ = f(k.zeros(&[16], F32));
+        });
+        assert_error(&e, name, &["integer operand", "<16xf32>"]);
+        let e = fails(|k| {
+            let _ = f(k.arange(0, 16).lt(3));
+        });
+        assert_error(&e, name, &["integer operand", "<16xi1>"]);
+    }
 }
 
 #[test]

@@ -221,7 +221,7 @@ pub(super) fn transcendental_domain(op: &str) -> Domain {
 pub(super) type UnaryFn = for<'b> fn(Value<'b>) -> Value<'b>;
 
 pub(super) fn unary_cases() -> Vec<Case> {
-    let ops: [(&str, UnaryFn); 17] = [
+    let ops: [(&str, UnaryFn); 21] = [
         ("neg", |x| -x),
         ("not", |x| !x),
         ("abs", |x| x.abs()),
@@ -239,11 +239,18 @@ pub(super) fn unary_cases() -> Vec<Case> {
         ("rint", |x| x.rint()),
         ("erf", |x| x.erf()),
         ("sigmoid", |x| x.sigmoid()),
+        ("popc", |x| x.popc()),
+        ("clz", |x| x.clz()),
+        ("brev", |x| x.brev()),
+        ("ffs", |x| x.ffs()),
     ];
     let mut cases = Vec::new();
     for (op, f) in ops {
         for t in DTYPES {
-            let exact = matches!(op, "neg" | "not" | "abs" | "floor" | "ceil" | "trunc" | "rint");
+            let exact = matches!(
+                op,
+                "neg" | "not" | "abs" | "floor" | "ceil" | "trunc" | "rint" | "popc" | "clz" | "brev" | "ffs"
+            );
             let rule = if exact || !t.is_float() {
                 Rule::Exact
             } else {

@@ -147,8 +147,107 @@ impl Cx<'_> {
                 self.bin(Bo::Divide, one, d)
             }
             UnaryOp::Tanh if float => self.tanh(ty, x),
+            UnaryOp::Popc | UnaryOp::Clz | UnaryOp::Brev | UnaryOp::Ffs if ty.is_int() => self.bit_op(op, ty, x),
             _ => return Err(invalid(self.k, format!("{} of {ty}", op.name()))),
         })
+    }
+
+    /// `popc`, `clz`, `brev` or `ffs` of integer `x`. Vulkan counts, reverses and finds
+    /// bits of 32-bit integers only, so the ops run on unsigned 32-bit words: an 8- or
+    /// 16-bit integer's bits (held extended in 32, masked where the extension would count)
+    /// and a 64-bit integer's two halves.
+    fn bit_op(&mut self, op: UnaryOp, ty: ScalarType, x: H) -> H {
+        let w = ty.bits();
+        if w == 64 {
+            let u = self.as_(x, ScalarKind::Uint, None);
+            let lo = self.as_(u, ScalarKind::Uint, Some(4));
+            let s = self.u32c(32);
+            let up = self.bin(Bo::ShiftRight, u, s);
+            let hi = self.as_(up, ScalarKind::Uint, Some(4));
+            let word = |cx: &mut Self, v: H| cx.as_(v, ScalarKind::Uint, Some(8));
+            let r = match op {
+                UnaryOp::Popc => {
+                    let (a, b) = (self.math(Mf::CountOneBits, &[lo]), self.math(Mf::CountOneBits, &[hi]));
+                    let sum = self.bin(Bo::Add, a, b);
+                    word(self, sum)
+                }
+                UnaryOp::Clz => {
+                    let (a, b) = (
+                        self.math(Mf::CountLeadingZeros, &[hi]),
+                        self.math(Mf::CountLeadingZeros, &[lo]),
+                    );
+                    let c = self.u32c(32);
+                    let low = self.bin(Bo::Add, b, c);
+                    let z = self.u32c(0);
+                    let hi_zero = self.bin(Bo::Equal, hi, z);
+                    let r = self.select(hi_zero, low, a);
+                    word(self, r)
+                }
+                UnaryOp::Brev => {
+                    let (a, b) = (self.math(Mf::ReverseBits, &[lo]), self.math(Mf::ReverseBits, &[hi]));
+                    let (a, b) = (word(self, a), word(self, b));
+                    let s = self.u32c(32);
+                    let up = self.bin(Bo::ShiftLeft, a, s);
+                    self.bin(Bo::InclusiveOr, up, b)
+                }
+                _ => {
+                    let (a, b) = (self.ffs32(lo), self.ffs32(hi));
+                    let z = self.u32c(0);
+                    let lo_set = self.bin(Bo::NotEqual, lo, z);
+                    let z = self.u32c(0);
+                    let hi_set = self.bin(Bo::NotEqual, b, z);
+                    let c = self.u32c(32);
+                    let high = self.bin(Bo::Add, b, c);
+                    let z = self.u32c(0);
+                    let high = self.select(hi_set, high, z);
+                    let r = self.select(lo_set, a, high);
+                    word(self, r)
+                }
+            };
+            return match ty.is_signed_int() {
+                true => self.as_(r, ScalarKind::Sint, None),
+                false => r,
+            };
+        }
+        let u = self.as_(x, ScalarKind::Uint, None);
+        let masked = |cx: &mut Self| match w {
+            32 => u,
+            _ => {
+                let m = cx.u32c((1u32 << w) - 1);
+                cx.bin(Bo::And, u, m)
+            }
+        };
+        let r = match op {
+            UnaryOp::Popc => {
+                let m = masked(self);
+                self.math(Mf::CountOneBits, &[m])
+            }
+            UnaryOp::Clz => {
+                let m = masked(self);
+                let c = self.math(Mf::CountLeadingZeros, &[m]);
+                let d = self.u32c(32 - w);
+                self.bin(Bo::Subtract, c, d)
+            }
+            UnaryOp::Brev => {
+                let r = self.math(Mf::ReverseBits, &[u]);
+                let d = self.u32c(32 - w);
+                self.bin(Bo::ShiftRight, r, d)
+            }
+            _ => self.ffs32(u),
+        };
+        let r = match ty.is_signed_int() {
+            true => self.as_(r, ScalarKind::Sint, None),
+            false => r,
+        };
+        self.narrow(ty, r)
+    }
+
+    /// The position of the lowest set bit of unsigned 32-bit `u`, from 1 (0 for 0): one more
+    /// than `firstTrailingBit`, whose "none" is all ones.
+    fn ffs32(&mut self, u: H) -> H {
+        let t = self.math(Mf::FirstTrailingBit, &[u]);
+        let one = self.u32c(1);
+        self.bin(Bo::Add, t, one)
     }
 
     /// `exp`, `log`, `sin`, ...: GLSL.std.450 has them for 16- and 32-bit floats only, so

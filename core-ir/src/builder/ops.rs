@@ -773,6 +773,17 @@ unary_methods! {
     sigmoid => Sigmoid,
     /// Hyperbolic tangent (floats), as `tl.math.tanh`.
     tanh => Tanh,
+    /// The number of set bits of an integer's bits, as `libdevice.popc` / `popcll` (the
+    /// result in the operand's type).
+    popc => Popc,
+    /// The zero bits above an integer's highest set bit (its width for 0), as
+    /// `libdevice.clz` / `clzll`.
+    clz => Clz,
+    /// An integer's bits in reverse order, as `libdevice.brev` / `brevll`.
+    brev => Brev,
+    /// The position of an integer's lowest set bit counting from 1 (0 for 0), as
+    /// `libdevice.ffs` / `ffsll`.
+    ffs => Ffs,
 }
 
 impl<'b> Value<'b> {

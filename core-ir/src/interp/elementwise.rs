@@ -91,6 +91,10 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, ty: Type) -> Result<Tensor, Fault> 
                 UnaryOp::Not => map(v, |a| !a),
                 UnaryOp::Abs if s.is_unsigned_int() => v.clone(),
                 UnaryOp::Abs => map(v, i64::wrapping_abs),
+                UnaryOp::Popc | UnaryOp::Clz | UnaryOp::Brev | UnaryOp::Ffs => {
+                    let width = s.bits();
+                    map(v, |a| bit_op(op, width, a))
+                }
                 _ => return Err(invalid!("{} is not defined for {s}", op.name())),
             };
             wrap_ints(s, &mut out);
@@ -116,6 +120,9 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, ty: Type) -> Result<Tensor, Fault> 
                 UnaryOp::Erf => map(v, libm::erf),
                 UnaryOp::Sigmoid => map(v, |a| 1.0 / (1.0 + (-a).exp())),
                 UnaryOp::Tanh => map(v, f64::tanh),
+                UnaryOp::Popc | UnaryOp::Clz | UnaryOp::Brev | UnaryOp::Ffs => {
+                    return Err(invalid!("{} is not defined for {s}", op.name()))
+                }
             };
             round_floats(s, &mut out);
             Data::Float(out)
@@ -123,6 +130,21 @@ pub(crate) fn unary(op: UnaryOp, x: &Tensor, ty: Type) -> Result<Tensor, Fault> 
         Data::Ptr(_) => unreachable!("scalar_type rejects pointers"),
     };
     Ok(Tensor { ty, data })
+}
+
+/// `popc`, `clz`, `brev` or `ffs` of the low `width` bits of `a` (the caller wraps the
+/// result to the type, so that a reversed signed value takes its sign from its new top
+/// bit).
+fn bit_op(op: UnaryOp, width: u32, a: i64) -> i64 {
+    let bits = (a as u64) & (u64::MAX >> (64 - width));
+    match op {
+        UnaryOp::Popc => bits.count_ones() as i64,
+        UnaryOp::Clz => (bits.leading_zeros() - (64 - width)) as i64,
+        UnaryOp::Brev => (bits.reverse_bits() >> (64 - width)) as i64,
+        UnaryOp::Ffs if bits == 0 => 0,
+        UnaryOp::Ffs => bits.trailing_zeros() as i64 + 1,
+        _ => unreachable!("not a bit op"),
+    }
 }
 
 pub(crate) fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, ty: Type) -> Result<Tensor, Fault> {

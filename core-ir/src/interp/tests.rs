@@ -506,6 +506,41 @@ fn signed_unary_ops_wrap() {
     assert_eq!(unary_op(UnaryOp::Not, &a), [i32::MAX, 4, -1, i32::MIN]);
 }
 
+/// `popc`, `clz`, `brev` and `ffs` on the bits of each integer width, signed values by
+/// their bits (a reversed signed value takes its sign from its new top bit), against
+/// Rust's own counts.
+#[test]
+fn bit_ops_count_and_reverse_the_bits_of_each_width() {
+    let a = [0i8, -1, i8::MIN, 1, 6, -128 + 3];
+    assert_eq!(unary_op(UnaryOp::Popc, &a), [0, 8, 1, 1, 2, 3]);
+    assert_eq!(unary_op(UnaryOp::Clz, &a), [8, 0, 0, 7, 5, 0]);
+    assert_eq!(unary_op(UnaryOp::Brev, &a), [0, -1, 1, i8::MIN, 0x60, -64 + 1]);
+    assert_eq!(unary_op(UnaryOp::Ffs, &a), [0, 1, 8, 1, 2, 1]);
+    let a = [0u16, u16::MAX, 0x8000, 0x00F0];
+    assert_eq!(unary_op(UnaryOp::Popc, &a), [0, 16, 1, 4]);
+    assert_eq!(unary_op(UnaryOp::Clz, &a), [16, 0, 0, 8]);
+    assert_eq!(unary_op(UnaryOp::Brev, &a), [0, u16::MAX, 1, 0x0F00]);
+    assert_eq!(unary_op(UnaryOp::Ffs, &a), [0, 1, 16, 5]);
+    let a = [0i32, -1, i32::MIN, 0x1234_5678, -0x1234_5678];
+    let want = |f: fn(u32) -> i32| a.iter().map(|&v| f(v as u32)).collect::<Vec<_>>();
+    assert_eq!(unary_op(UnaryOp::Popc, &a), want(|v| v.count_ones() as i32));
+    assert_eq!(unary_op(UnaryOp::Clz, &a), want(|v| v.leading_zeros() as i32));
+    assert_eq!(unary_op(UnaryOp::Brev, &a), want(|v| v.reverse_bits() as i32));
+    assert_eq!(
+        unary_op(UnaryOp::Ffs, &a),
+        want(|v| if v == 0 { 0 } else { v.trailing_zeros() as i32 + 1 })
+    );
+    let a = [0u64, u64::MAX, 1 << 63, 0x0000_0001_0000_0000, 0x1234_5678_9ABC_DEF0];
+    let want = |f: fn(u64) -> u64| a.iter().map(|&v| f(v)).collect::<Vec<_>>();
+    assert_eq!(unary_op(UnaryOp::Popc, &a), want(|v| v.count_ones() as u64));
+    assert_eq!(unary_op(UnaryOp::Clz, &a), want(|v| v.leading_zeros() as u64));
+    assert_eq!(unary_op(UnaryOp::Brev, &a), want(u64::reverse_bits));
+    assert_eq!(
+        unary_op(UnaryOp::Ffs, &a),
+        want(|v| if v == 0 { 0 } else { v.trailing_zeros() as u64 + 1 })
+    );
+}
+
 #[test]
 fn shifts_at_or_over_the_width() {
     let a = [1i32, -8, -8, 5, 5, i32::MIN, -1];

@@ -778,7 +778,8 @@ fn set(k: &ThreadKernel, dst: Reg, e: &Expr) -> Result<(), String> {
         Expr::Copy(a) => want(k, *a, d, "source"),
         Expr::Unary(op, a) => {
             want(k, *a, d, "operand")?;
-            if op.float_only() && !d.is_float() || *op == UnaryOp::Not && d.is_float() {
+            if op.float_only() && !d.is_float() || *op == UnaryOp::Not && d.is_float() || op.bits_only() && !d.is_int()
+            {
                 return Err(format!("{} of {d}", op.name()));
             }
             Ok(())
