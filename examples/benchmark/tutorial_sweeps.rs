@@ -229,7 +229,7 @@ pub fn layer_norm(
             // The host code's row walk on every program the device holds at once, sharing
             // the rows unevenly, where `occupancy::persistent_grid` evened them (few
             // programs a multiprocessor): what evening them gives.
-            if kernel.params.iter().any(|p| p.name == "M") {
+            if layer_norm::walks_rows(&kernel) {
                 let balanced = layer_norm::persistent_config(dev, &kernel, heuristic, &fwd)?;
                 let compiled = dev.compile_for(&kernel, &balanced, &args)?;
                 let all = rutile::occupancy::persistent_programs(dev.properties(), &compiled.metadata);
@@ -243,8 +243,12 @@ pub fn layer_norm(
                     ));
                 }
             }
+            // A poisoned output for each kernel, so that one that leaves rows unwritten
+            // fails its check instead of passing on the rows an earlier kernel wrote.
+            let poison = vec![f16::NAN; m * n];
             for (other, config) in others {
                 let args = fwd.args_for(&other);
+                dev.upload_into(&fwd.y, &poison)?;
                 dev.launch(&other, &config, &args)?;
                 let y = dev.download(&fwd.y)?;
                 let mut error: f64 = 0.0;

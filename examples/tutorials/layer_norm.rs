@@ -208,7 +208,7 @@ fn one_block_launch(
 
 /// Whether `kernel` is one whose programs walk rows strided by the grid (it reads the
 /// number of programs), so that any grid covers every row.
-fn walks_rows(kernel: &rutile::Kernel) -> bool {
+pub fn walks_rows(kernel: &rutile::Kernel) -> bool {
     kernel
         .insts
         .iter()
