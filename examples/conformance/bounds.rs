@@ -133,6 +133,11 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     ("acos", ulps(1.0), ulps(8.0)),
     ("atan", ulps(1.0), ulps(8.0)),
     ("atan2", ulps(1.0), ulps(8.0)),
+    // `tan` (builder/tan.rs): an exact reduction in integers, a polynomial and, an odd
+    // multiple of π/2 away, `-1 / t`; through CUDA correctly rounded ops as the
+    // interpreter's, a contraction in the polynomial carried through the division (2 ulp);
+    // through Vulkan the device's division (2.5 ulp): 8 ulp.
+    ("tan", ulps(2.0), ulps(8.0)),
     // libdevice's `expm1` ... `atanh`: compositions (builder/exp_log.rs) of multiply-adds,
     // one or two divisions and `sqrt` (`asinh`, `acosh`), which the interpreter computes alike;
     // through CUDA every op is correctly rounded as the interpreter's, through Vulkan the

@@ -1,5 +1,5 @@
 //! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `clamp`,
-//! the inverse trigonometric functions, libdevice's `expm1` ... `atanh`, `hypot` and `cbrt`, the float
+//! the inverse trigonometric functions and `tan`, libdevice's `expm1` ... `atanh`, `hypot` and `cbrt`, the float
 //! classification functions, `copysign` and `round`;
 //! and integer division by constants, which the lowering rewrites where they are powers of two.
 
@@ -176,7 +176,8 @@ fn constant_division_cases() -> Vec<Case> {
 
 /// Every case of this file.
 /// `asin`, `acos` (over [-1, 1]), `atan` and `atan2` (over [-10, 10] and down to 2^-20),
-/// with the special values, on every type (floats but f64 only are accepted).
+/// and `tan` (over [-100, 100] and down to 2^-20), with the special values, on every type
+/// (floats but f64 only are accepted).
 fn inverse_trig_cases() -> Vec<Case> {
     type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
     let unit = Domain::Range {
@@ -191,10 +192,17 @@ fn inverse_trig_cases() -> Vec<Case> {
         lo2: -20,
         hi2: 4,
     };
-    let unary: [(&str, Domain, Unary); 3] = [
+    let turns = Domain::Range {
+        lo: -100.0,
+        hi: 100.0,
+        lo2: -20,
+        hi2: 6,
+    };
+    let unary: [(&str, Domain, Unary); 4] = [
         ("asin", unit, |x| x.asin()),
         ("acos", unit, |x| x.acos()),
         ("atan", wide, |x| x.atan()),
+        ("tan", turns, |x| x.tan()),
     ];
     let mut cases = Vec::new();
     for t in DTYPES {

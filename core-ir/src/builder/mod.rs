@@ -37,6 +37,7 @@ mod random;
 mod roots;
 mod scan;
 mod standard;
+mod tan;
 
 pub use block_ptr::{BlockPtr, Indices, Padding, TensorDescriptor};
 pub use hints::HintNumbers;

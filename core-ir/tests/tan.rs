@@ -1,0 +1,102 @@
+//! `tan` (built from ops in `builder/tan.rs`): its error against f64 in the interpreter
+//! over `|x| < 2^24`, near the poles (the f32 values nearest odd multiples of π/2) and
+//! near the zeros (nearest multiples of π), its special values, the lowering in the
+//! simulator against the interpreter, f16 through f32, and its mistakes as errors that
+//! name it.
+
+mod f32_functions;
+
+use f32_functions::{apply1, assert_lowering_matches, build_error, points, same, worst1};
+use rutile_ir::testing::Rng;
+use rutile_ir::ScalarType::{F16, F64, I32};
+
+/// The f32 values within `ulps` of each multiple `k·π/2` for `k` up to `kmax` (positive:
+/// `tan` is computed for `|x|` and takes `x`'s sign by its bit).
+fn near_multiples_of_pi_2(kmax: u32, ulps: i32) -> Vec<f32> {
+    let mut v = Vec::new();
+    for k in 1..=kmax {
+        let c = (k as f64 * std::f64::consts::FRAC_PI_2) as f32;
+        for d in -ulps..=ulps {
+            v.push(f32::from_bits((c.to_bits() as i32 + d) as u32));
+        }
+    }
+    v
+}
+
+#[test]
+fn tan_is_within_four_ulp_of_f64() {
+    let mut rng = Rng::new(111);
+    // Within a few turns (where most arguments are), and out to 10^5.
+    let mut small = points(&mut rng, 150_000, -4.0, 4.0);
+    small.extend(rng.f32s(50_000, -100.0, 100.0));
+    let large = rng.f32s(100_000, -1.0e5, 1.0e5);
+    let far = rng.f32s(100_000, -1.6e7, 1.6e7);
+    // Next to the poles, where the reduced argument is smallest and tan largest, and next
+    // to the zeros: every multiple of π/2 up to 10^5, three ulps either side, and up to
+    // 1.6·10^7, the nearest f32 and one ulp either side.
+    let near = near_multiples_of_pi_2(63_600, 3);
+    let near_far = near_multiples_of_pi_2(10_185_000, 1);
+    for (what, x) in [
+        ("|x| <= 100", &small),
+        ("|x| <= 10^5", &large),
+        ("|x| <= 1.6·10^7", &far),
+        ("near multiples of π/2 to 10^5", &near),
+        ("near multiples of π/2 to 1.6·10^7", &near_far),
+    ] {
+        let (e, at) = worst1(|v| v.tan(), f64::tan, x);
+        println!("tan, {what}: at most {e:.2} ulp over {} points (at {at:e})", x.len());
+        // Measured at most 3.00 within 100, 3.05 to 10^5 and 2.85 beyond, and 3.41 next to
+        // a pole (CUDA's `tanf` is specified within 4).
+        assert!(e <= 4.0, "tan, {what}: {e:.2} ulp at {at:e}");
+    }
+}
+
+#[test]
+fn special_values_are_c_s() {
+    let (inf, nan) = (f32::INFINITY, f32::NAN);
+    let cases = [
+        (0.0, 0.0),
+        (-0.0, -0.0),
+        (inf, nan),
+        (-inf, nan),
+        (nan, nan),
+        (2.0e9, nan),
+        (16_777_216.0, nan),
+        (-3.0e38, nan),
+    ];
+    let x: Vec<f32> = cases.iter().map(|c| c.0).collect();
+    for (c, got) in cases.iter().zip(apply1(|v| v.tan(), &x)) {
+        assert!(same(got, c.1), "tan({}) = {got}, expected {}", c.0, c.1);
+    }
+    // Tiny arguments are their own tangents, subnormals included.
+    let tiny = [1.0e-20f32, -3.0e-30, 1.0e-40, f32::MIN_POSITIVE];
+    for (&t, got) in tiny.iter().zip(apply1(|v| v.tan(), &tiny)) {
+        assert!(same(got, t), "tan({t:e}) = {got:e}");
+    }
+}
+
+#[test]
+fn lowered_tan_matches_the_interpreter() {
+    let mut rng = Rng::new(112);
+    let mut x = rng.f32s(4096, -1000.0, 1000.0);
+    x.extend(near_multiples_of_pi_2(20, 1));
+    x.extend([0.0, -0.0, f32::INFINITY, f32::NAN, 2.0e9]);
+    assert_lowering_matches("tan", |_, y, _| y.tan(), &x, &x);
+}
+
+#[test]
+fn half_precision_rounds_the_f32_result_and_other_types_are_errors() {
+    let x: Vec<f32> = vec![0.5, -1.25, 3.0, 100.0];
+    let want: Vec<f32> = apply1(|v| v.tan(), &x)
+        .iter()
+        .map(|&t| half::f16::from_f32(t).to_f32())
+        .collect();
+    let got = apply1(|v| v.to(F16).tan().to(rutile_ir::ScalarType::F32), &x);
+    assert_eq!(got, want);
+    for (t, what) in [(F64, "f64"), (I32, "i32")] {
+        let e = build_error(|k| {
+            let _ = k.zeros(&[16], t).tan();
+        });
+        assert!(e.contains("tan") && e.contains(what), "{e}");
+    }
+}
