@@ -1,5 +1,5 @@
 //! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `clamp`,
-//! the inverse trigonometric functions and `tan`, libdevice's `expm1` ... `atanh`, `hypot` and `cbrt`, the float
+//! the inverse trigonometric functions, `tan` and `erfinv`, libdevice's `expm1` ... `atanh`, `hypot` and `cbrt`, the float
 //! classification functions, `copysign` and `round`;
 //! and integer division by constants, which the lowering rewrites where they are powers of two.
 
@@ -176,8 +176,8 @@ fn constant_division_cases() -> Vec<Case> {
 
 /// Every case of this file.
 /// `asin`, `acos` (over [-1, 1]), `atan` and `atan2` (over [-10, 10] and down to 2^-20),
-/// and `tan` (over [-100, 100] and down to 2^-20), with the special values, on every type
-/// (floats but f64 only are accepted).
+/// `tan` (over [-100, 100] and down to 2^-20) and `erfinv` (over [-1, 1]), with the
+/// special values, on every type (floats but f64 only are accepted).
 fn inverse_trig_cases() -> Vec<Case> {
     type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
     let unit = Domain::Range {
@@ -198,11 +198,12 @@ fn inverse_trig_cases() -> Vec<Case> {
         lo2: -20,
         hi2: 6,
     };
-    let unary: [(&str, Domain, Unary); 4] = [
+    let unary: [(&str, Domain, Unary); 5] = [
         ("asin", unit, |x| x.asin()),
         ("acos", unit, |x| x.acos()),
         ("atan", wide, |x| x.atan()),
         ("tan", turns, |x| x.tan()),
+        ("erfinv", unit, |x| x.erfinv()),
     ];
     let mut cases = Vec::new();
     for t in DTYPES {

@@ -23,6 +23,7 @@
 mod block_ptr;
 mod control;
 mod debug;
+mod erfinv;
 mod exp_log;
 mod float_class;
 mod hints;
