@@ -1,7 +1,8 @@
 //! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `clamp`,
-//! the inverse trigonometric functions, `tan` and `erfinv`, libdevice's `expm1` ... `atanh`, `hypot` and `cbrt`, the float
-//! classification functions, `copysign` and `round`;
-//! and integer division by constants, which the lowering rewrites where they are powers of two.
+//! the inverse trigonometric functions, `tan` and `erfinv`, libdevice's `expm1` ...
+//! `atanh`, `hypot` and `cbrt`, the float classification functions, `copysign` and `round`,
+//! `ldexp`, `frexp`, `ilogb` and `logb`; and integer division by constants, which the
+//! lowering rewrites where they are powers of two.
 
 use super::*;
 
@@ -321,12 +322,45 @@ fn float_class_cases() -> Vec<Case> {
     cases
 }
 
+/// `ldexp` (by i32 exponents of any size), `frexp`'s significand and exponent, `ilogb` (as
+/// i32) and `logb` on every type (floats but f64 only accepted): exact, subnormals and the
+/// special values included.
+fn exponent_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for t in DTYPES {
+        cases.extend(elementwise_cases(
+            "ldexp",
+            &[(t, Domain::General), (I32, Domain::General)],
+            t,
+            Rule::Exact,
+            |_, x| x[0].ldexp(x[1]),
+        ));
+        let one: [(&str, ScalarType, UnaryFn); 4] = [
+            ("frexp(significand)", t, |x| x.frexp().0),
+            ("frexp(exponent)", I32, |x| x.frexp().1),
+            ("ilogb", I32, |x| x.ilogb()),
+            ("logb", t, |x| x.logb()),
+        ];
+        for (op, out, f) in one {
+            cases.extend(elementwise_cases(
+                op,
+                &[(t, Domain::General)],
+                out,
+                Rule::Exact,
+                move |_, x| f(x[0]),
+            ));
+        }
+    }
+    cases
+}
+
 pub(super) fn math_cases() -> Vec<Case> {
     let mut all = tanh_cases();
     all.extend(inverse_trig_cases());
     all.extend(exp_log_cases());
     all.extend(root_cases());
     all.extend(float_class_cases());
+    all.extend(exponent_cases());
     all.extend(constant_division_cases());
     all.extend(pow_cases());
     all.extend(umulhi_cases());

@@ -25,6 +25,7 @@ mod control;
 mod debug;
 mod erfinv;
 mod exp_log;
+mod exponents;
 mod float_class;
 mod hints;
 mod in_f32;
