@@ -1,4 +1,5 @@
-//! `isnan`, `isinf`, `isfinite`, `signbit`, `copysign` (`builder/float_class.rs`), `round`,
+//! `isnan`, `isinf`, `isfinite`, `signbit`, `copysign`, `nextafter`, `fdim`
+//! (`builder/float_class.rs`), `round`,
 //! and the rounding ops `trunc` and `rint`, on every float type: against Rust's own
 //! functions in the interpreter on random and special values (signed zeros, infinities,
 //! NaNs of both signs, subnormals, halfway cases), the lowering in the simulator against
@@ -49,7 +50,39 @@ fn functions() -> Vec<(&'static str, Binary, Reference)> {
         ("round", |_, x, _| x.round(), |x, _| x.round()),
         ("trunc", |_, x, _| x.trunc(), |x, _| x.trunc()),
         ("rint", |_, x, _| x.rint(), |x, _| x.round_ties_even()),
+        (
+            "fdim",
+            |_, x, y| x.fdim(y),
+            |x, y| match (x.is_nan() || y.is_nan(), x > y) {
+                (true, _) => f64::NAN,
+                (false, true) => x - y,
+                (false, false) => 0.0,
+            },
+        ),
+        ("nextafter", |_, x, y| x.nextafter(y), |_, _| f64::NAN),
     ]
+}
+
+/// C's `nextafter(a, b)` in type `t` (the values as f64): libm's for f32 and f64, and for
+/// f16 and bf16 one step of their 16 bits read as a sign and a magnitude.
+fn next_after(t: ScalarType, a: f64, b: f64) -> f64 {
+    match t {
+        F32 => libm::nextafterf(a as f32, b as f32) as f64,
+        F64 => libm::nextafter(a, b),
+        _ if a.is_nan() || b.is_nan() => f64::NAN,
+        _ if a == b => b,
+        _ => {
+            let (bits, from): (u16, fn(u16) -> f64) = match t {
+                F16 => (f16::from_f64(a).to_bits(), |b| f16::from_bits(b).to_f64()),
+                _ => (bf16::from_f64(a).to_bits(), |b| bf16::from_bits(b).to_f64()),
+            };
+            if a == 0.0 {
+                return from(1).copysign(b);
+            }
+            let away = (b > a) == (a > 0.0);
+            from(if away { bits + 1 } else { bits - 1 })
+        }
+    }
 }
 
 /// Values of type `t` (as f64): the special ones and random ones of every magnitude.
@@ -145,6 +178,11 @@ fn they_are_rust_s_functions_on_every_float_type() {
         let mut y = x.clone();
         y.rotate_left(7);
         for (name, f, reference) in functions() {
+            // nextafter's result depends on the type (below).
+            let reference = |a: f64, b: f64| match name {
+                "nextafter" => next_after(t, a, b),
+                _ => reference(a, b),
+            };
             let (args, mut bufs, grid) = launch(t, &x, &y);
             interp::run(&kernel(t, f), grid, &args, &mut bufs).unwrap_or_else(|e| panic!("{name} on {t}: {e}"));
             for ((got, &a), &b) in read(t, &bufs[2]).iter().zip(&x).zip(&y) {
@@ -185,7 +223,13 @@ fn the_lowering_computes_the_interpreter_s_bits() {
 #[test]
 fn mistakes_are_errors_that_name_the_function() {
     type Make = for<'b> fn(&'b KernelBuilder) -> Value<'b>;
-    let cases: [(&str, Make, &str); 8] = [
+    let cases: [(&str, Make, &str); 10] = [
+        (
+            "nextafter",
+            |k| k.zeros(&[16], F32).nextafter(k.zeros(&[16], F64)),
+            "f64",
+        ),
+        ("fdim", |k| k.zeros(&[16], I32).fdim(k.zeros(&[16], I32)), "i32"),
         ("isnan", |k| k.zeros(&[16], I32).isnan(), "i32"),
         ("isinf", |k| k.zeros(&[16], I32).isinf(), "i32"),
         ("isfinite", |k| k.zeros(&[16], I32).isfinite(), "i32"),

@@ -295,10 +295,13 @@ fn root_cases() -> Vec<Case> {
     cases
 }
 
-/// `isnan`, `isinf`, `isfinite`, `signbit` (as i32), `copysign` and `round` on every type
-/// (floats only accepted): exact, NaNs, infinities, signed zeros and subnormals included.
+/// `nextafter`, `fdim`, `isnan`, `isinf`, `isfinite`, `signbit` (as i32), `copysign` and
+/// `round` on every type (floats only accepted): exact, NaNs, infinities, signed zeros and
+/// subnormals included.
 fn float_class_cases() -> Vec<Case> {
-    let functions: [(&str, BinaryFn); 6] = [
+    let functions: [(&str, BinaryFn); 8] = [
+        ("nextafter", |_, x, y| x.nextafter(y)),
+        ("fdim", |_, x, y| x.fdim(y)),
         ("isnan", |_, x, _| x.isnan()),
         ("isinf", |_, x, _| x.isinf()),
         ("isfinite", |_, x, _| x.isfinite()),
@@ -309,7 +312,11 @@ fn float_class_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for t in DTYPES {
         for (op, f) in functions {
-            let out = if matches!(op, "copysign" | "round") { t } else { I32 };
+            let out = if matches!(op, "copysign" | "round" | "nextafter" | "fdim") {
+                t
+            } else {
+                I32
+            };
             cases.extend(elementwise_cases(
                 op,
                 &[(t, Domain::General), (t, Domain::General)],

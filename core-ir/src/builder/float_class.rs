@@ -1,6 +1,6 @@
 //! The classification and sign functions of libdevice (`isnan`, `isinf`, `isfinite`,
-//! `signbit`, `copysign`) and C's rounding half away from zero (`round`), for every float
-//! type. Classification reads the bits, not comparisons: `x != x` is what a driver's
+//! `signbit`, `copysign`), its `nextafter` and `fdim`, and C's rounding half away from zero
+//! (`round`), for every float type. Classification reads the bits, not comparisons: `x != x` is what a driver's
 //! compiler may fold away under relaxed float rules, a mask of the exponent bits is not.
 
 use super::{KernelBuilder, Value};
@@ -94,6 +94,77 @@ impl KernelBuilder {
         self.where_((x - t).abs().ge(0.5), t + away, t)
     }
 
+    /// The float of `x`'s type next after `x` toward `y` (floats of one type, broadcast
+    /// together), as `libdevice.nextafter`: `y` where they are equal, NaN where either is,
+    /// the smallest subnormal with `y`'s sign from a zero.
+    #[track_caller]
+    pub fn nextafter<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let Some((x, y, t)) = self.same_floats("nextafter", (x, y), loc) else {
+            return self.poison(x.ty());
+        };
+        // The bits of x's own width (an f16's 16), read as a sign and a magnitude: one
+        // more is the next float away from zero, one less the next toward it.
+        let bits_type = match t.bits() {
+            16 => ScalarType::I16,
+            32 => ScalarType::I32,
+            _ => ScalarType::I64,
+        };
+        let b = x.bitcast(bits_type);
+        let away = y.gt(x).eq(x.gt(0.0));
+        let next = self.where_(away, b + 1, b - 1).bitcast(t);
+        let smallest = self.full(&[], 1, bits_type).bitcast(t).copysign(y);
+        let next = self.where_(x.eq(0.0), smallest, next);
+        let next = self.where_(x.eq(y), y, next);
+        self.where_(x.isnan() | y.isnan(), x + y, next)
+    }
+
+    /// `x - y` where `x > y`, `+0` otherwise (floats of one type, broadcast together), as
+    /// `libdevice.fdim`: NaN where either is NaN.
+    #[track_caller]
+    pub fn fdim<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let Some((x, y, _)) = self.same_floats("fdim", (x, y), loc) else {
+            return self.poison(x.ty());
+        };
+        let d = self.where_(x.gt(y), x - y, 0.0);
+        self.where_(x.isnan() | y.isnan(), x + y, d)
+    }
+
+    /// `x` and `y` broadcast to one shape, with their float type, or `None` after an error
+    /// naming `op` where they are not floats of one type or do not broadcast (unless one
+    /// already failed).
+    fn same_floats<'b>(
+        &'b self,
+        op: &str,
+        (x, y): (Value<'b>, Value<'b>),
+        loc: SourceLoc,
+    ) -> Option<(Value<'b>, Value<'b>, ScalarType)> {
+        let (x, y) = (self.adopt(op, x, loc), self.adopt(op, y, loc));
+        if self.is_poisoned(x.id) || self.is_poisoned(y.id) {
+            return None;
+        }
+        let (Some(t), true) = (x.dtype().filter(|t| t.is_float()), x.dtype() == y.dtype()) else {
+            let message = format!("takes two floats of one type, got {} and {}", x.ty(), y.ty());
+            let _ = self.fail(op, loc, message, x.ty());
+            return None;
+        };
+        let Some(shape) = crate::types::Shape::broadcast(x.ty().shape, y.ty().shape) else {
+            let message = format!(
+                "shapes {} and {} cannot be broadcast together",
+                x.ty().shape,
+                y.ty().shape
+            );
+            let _ = self.fail(op, loc, message, x.ty());
+            return None;
+        };
+        Some((
+            self.broadcast_to(op, x, shape, loc),
+            self.broadcast_to(op, y, shape, loc),
+            t,
+        ))
+    }
+
     /// `test(|bits of x|, exponent bits)` on `x`'s bits as an integer (f16 and bf16 read
     /// as the f32 they convert to exactly), or an error naming `op`.
     fn classify<'b>(
@@ -151,6 +222,16 @@ fn bool_like(ty: Type) -> Type {
 }
 
 impl<'b> Value<'b> {
+    /// The next float after `self` toward `y`; see [`KernelBuilder::nextafter`].
+    #[track_caller]
+    pub fn nextafter(self, y: Value<'b>) -> Value<'b> {
+        self.builder.nextafter(self, y)
+    }
+    /// The positive difference of `self` and `y`; see [`KernelBuilder::fdim`].
+    #[track_caller]
+    pub fn fdim(self, y: Value<'b>) -> Value<'b> {
+        self.builder.fdim(self, y)
+    }
     /// Whether `self` is a NaN; see [`KernelBuilder::isnan`].
     #[track_caller]
     pub fn isnan(self) -> Value<'b> {
