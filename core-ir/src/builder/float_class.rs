@@ -104,18 +104,23 @@ impl KernelBuilder {
             return self.poison(x.ty());
         };
         // The bits of x's own width (an f16's 16), read as a sign and a magnitude: one
-        // more is the next float away from zero, one less the next toward it.
-        let bits_type = match t.bits() {
-            16 => ScalarType::I16,
-            32 => ScalarType::I32,
-            _ => ScalarType::I64,
+        // more is the next float away from zero, one less the next toward it. The order
+        // and the zeros are the bits' too (a sign flipped into two's complement, so that
+        // ±0 meet at 0), not float comparisons, which a device that flushes subnormals
+        // would take as zeros.
+        let (bits_type, min) = match t.bits() {
+            16 => (ScalarType::I16, i16::MIN as i64),
+            32 => (ScalarType::I32, i32::MIN as i64),
+            _ => (ScalarType::I64, i64::MIN),
         };
-        let b = x.bitcast(bits_type);
-        let away = y.gt(x).eq(x.gt(0.0));
-        let next = self.where_(away, b + 1, b - 1).bitcast(t);
-        let smallest = self.full(&[], 1, bits_type).bitcast(t).copysign(y);
-        let next = self.where_(x.eq(0.0), smallest, next);
-        let next = self.where_(x.eq(y), y, next);
+        let (b, c) = (x.bitcast(bits_type), y.bitcast(bits_type));
+        let key = |v: Value<'b>| self.where_(v.ge(0), v, -v + min);
+        let (kx, ky) = (key(b), key(c));
+        let away = ky.gt(kx).eq(kx.gt(0));
+        let next = self.where_(away, b + 1, b - 1);
+        let smallest = (c & min) | 1;
+        let next = self.where_(kx.eq(0), smallest, next).bitcast(t);
+        let next = self.where_(kx.eq(ky), y, next);
         self.where_(x.isnan() | y.isnan(), x + y, next)
     }
 
