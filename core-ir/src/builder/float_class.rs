@@ -55,13 +55,8 @@ impl KernelBuilder {
     #[track_caller]
     pub fn copysign<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        let (x, y) = (self.adopt("copysign", x, loc), self.adopt("copysign", y, loc));
-        if self.is_poisoned(x.id) || self.is_poisoned(y.id) {
+        let Some((x, y, t)) = self.same_floats("copysign", (x, y), loc) else {
             return self.poison(x.ty());
-        }
-        let (Some(t), true) = (x.dtype().filter(|t| t.is_float()), x.dtype() == y.dtype()) else {
-            let message = format!("takes two floats of one type, got {} and {}", x.ty(), y.ty());
-            return self.fail("copysign", loc, message, x.ty());
         };
         let (wide, bits) = wide_float(t);
         let (xb, yb) = (x.to(wide).bitcast(bits), y.to(wide).bitcast(bits));
