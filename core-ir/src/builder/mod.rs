@@ -38,6 +38,7 @@ mod overload;
 mod random;
 mod roots;
 mod scan;
+mod sinpi;
 mod standard;
 mod tan;
 
