@@ -1,5 +1,6 @@
 //! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `clamp`,
-//! the inverse trigonometric functions, `tan`, `sinpi`, `cospi` and `erfinv`, libdevice's `expm1` ...
+//! the inverse trigonometric functions, `tan`, `sinpi`, `cospi`, `erfinv` and `erfc`,
+//! libdevice's `expm1` ...
 //! `atanh`, `hypot` and `cbrt`, the float classification functions, `copysign` and `round`,
 //! `ldexp`, `frexp`, `ilogb` and `logb`; and integer division by constants, which the
 //! lowering rewrites where they are powers of two.
@@ -177,8 +178,9 @@ fn constant_division_cases() -> Vec<Case> {
 
 /// Every case of this file.
 /// `asin`, `acos` (over [-1, 1]), `atan` and `atan2` (over [-10, 10] and down to 2^-20),
-/// `tan`, `sinpi`, `cospi` (over [-100, 100] and down to 2^-20) and `erfinv` (over
-/// [-1, 1]), with the special values, on every type (floats but f64 only are accepted).
+/// `tan`, `sinpi`, `cospi` (over [-100, 100] and down to 2^-20), `erfinv` (over [-1, 1])
+/// and `erfc` (over [-5, 10]), with the special values, on every type (floats but f64 only
+/// are accepted).
 fn inverse_trig_cases() -> Vec<Case> {
     type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
     let unit = Domain::Range {
@@ -199,7 +201,13 @@ fn inverse_trig_cases() -> Vec<Case> {
         lo2: -20,
         hi2: 6,
     };
-    let unary: [(&str, Domain, Unary); 7] = [
+    let erfc_range = Domain::Range {
+        lo: -5.0,
+        hi: 10.0,
+        lo2: -20,
+        hi2: 3,
+    };
+    let unary: [(&str, Domain, Unary); 8] = [
         ("asin", unit, |x| x.asin()),
         ("acos", unit, |x| x.acos()),
         ("atan", wide, |x| x.atan()),
@@ -207,6 +215,7 @@ fn inverse_trig_cases() -> Vec<Case> {
         ("sinpi", turns, |x| x.sinpi()),
         ("cospi", turns, |x| x.cospi()),
         ("erfinv", unit, |x| x.erfinv()),
+        ("erfc", erfc_range, |x| x.erfc()),
     ];
     let mut cases = Vec::new();
     for t in DTYPES {

@@ -216,14 +216,14 @@ fn pow2(kf: Value<'_>) -> Value<'_> {
 
 /// `y · 2^k` for integral f32 `kf` in `[-252, 254]`: by two powers of two, each normal, so
 /// that the product overflows or goes subnormal only as the result does (rounding once).
-fn scale<'b>(y: Value<'b>, kf: Value<'b>) -> Value<'b> {
+pub(super) fn scale<'b>(y: Value<'b>, kf: Value<'b>) -> Value<'b> {
     let first = (kf * 0.5f32).floor();
     y * pow2(first) * pow2(kf - first)
 }
 
 /// `(k, e^r - 1)` with `e^xc = 2^k e^r`, for f32 `xc` clamped to where `k` stays in
 /// `[-252, 254]`.
-fn exp_reduced(xc: Value<'_>) -> (Value<'_>, Value<'_>) {
+pub(super) fn exp_reduced(xc: Value<'_>) -> (Value<'_>, Value<'_>) {
     let kf = (xc * LOG2_E).rint();
     // k·LN2_HI is exact and xc - k·LN2_HI too (the two are within a factor of two).
     let r = (xc - kf * LN2_HI) - kf * LN2_LO;

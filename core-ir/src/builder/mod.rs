@@ -23,6 +23,7 @@
 mod block_ptr;
 mod control;
 mod debug;
+mod erfc;
 mod erfinv;
 mod exp_log;
 mod exponents;
