@@ -295,11 +295,8 @@ pub fn tutorial_forward_launch(m: usize, n: usize) -> Result<Option<(rutile::Ker
 /// error is the largest over `y`, `mean`, `rstd`, `dx`, `dw` and `db`.
 pub fn layer_norm(dev: &dyn Device, m: usize, n: usize, seed: u64) -> Result<Outcome> {
     let mut rng = Rng::new(seed);
-    // As the tutorial: x = -2.3 + 0.5 randn, w and b uniform in [0, 1), dy = 0.1 randn.
-    let half = |v: Vec<f32>| -> Vec<f16> { v.into_iter().map(f16::from_f32).collect() };
-    let x = half(normal_f32s(&mut rng, m * n).iter().map(|v| -2.3 + 0.5 * v).collect());
-    let w = half(rng.f32s(n, 0.0, 1.0));
-    let b = half(rng.f32s(n, 0.0, 1.0));
+    // As the tutorial: x, w and b (`forward_inputs`), then dy = 0.1 randn.
+    let (x, w, b) = forward_inputs(&mut rng, m, n);
     let dy = half(normal_f32s(&mut rng, m * n).iter().map(|v| 0.1 * v).collect());
 
     let fwd = Forward::new(dev, &x, &w, &b, m, n)?;
@@ -338,6 +335,18 @@ pub fn layer_norm(dev: &dyn Device, m: usize, n: usize, seed: u64) -> Result<Out
     })
 }
 
+/// The forward pass's inputs as the tutorial draws them: `x = -2.3 + 0.5 randn` (`m x n`),
+/// `w` and `b` uniform in [0, 1).
+fn forward_inputs(rng: &mut Rng, m: usize, n: usize) -> (Vec<f16>, Vec<f16>, Vec<f16>) {
+    let x = half(normal_f32s(rng, m * n).iter().map(|v| -2.3 + 0.5 * v).collect());
+    (x, half(rng.f32s(n, 0.0, 1.0)), half(rng.f32s(n, 0.0, 1.0)))
+}
+
+/// f32 values rounded to fp16.
+fn half(v: Vec<f32>) -> Vec<f16> {
+    v.into_iter().map(f16::from_f32).collect()
+}
+
 /// The largest error of the forward pass's outputs on the device (`y`, `mean`, `rstd`)
 /// against `want`, relative to 1 (fp16 outputs of magnitude about 1; the tutorial
 /// compares with atol 1e-2).
@@ -361,11 +370,7 @@ pub fn forward_only(
     seed: u64,
     launch: impl FnOnce(&Forward) -> Result<(rutile::Kernel, LaunchConfig)>,
 ) -> Result<Outcome> {
-    let mut rng = Rng::new(seed);
-    let half = |v: Vec<f32>| -> Vec<f16> { v.into_iter().map(f16::from_f32).collect() };
-    let x = half(normal_f32s(&mut rng, m * n).iter().map(|v| -2.3 + 0.5 * v).collect());
-    let w = half(rng.f32s(n, 0.0, 1.0));
-    let b = half(rng.f32s(n, 0.0, 1.0));
+    let (x, w, b) = forward_inputs(&mut Rng::new(seed), m, n);
     let fwd = Forward::new(dev, &x, &w, &b, m, n)?;
     let (kernel, config) = launch(&fwd)?;
     let time_ms = timed(dev, &kernel, &config, &fwd.args_for(&kernel))?;

@@ -155,7 +155,7 @@ impl<'b> ForwardRow<'b> {
 
     /// `1 / sqrt(var + eps)`.
     pub(super) fn rstd(&self, var: Value<'b>) -> Value<'b> {
-        1.0f32 / (var + self.eps).sqrt()
+        rstd(var, self.eps)
     }
 
     /// Stores `y = (x - mean) * rstd * w + b` at columns `cols` of the row where `mask`
@@ -207,6 +207,11 @@ impl<'b> ForwardRow<'b> {
         let y = y(w, b);
         k.store_masked(self.y_ptr + cols, y.to(self.dtype), mask);
     }
+}
+
+/// `1 / sqrt(var + eps)`: a row's reciprocal standard deviation.
+fn rstd<'b>(var: Value<'b>, eps: Value<'b>) -> Value<'b> {
+    1.0f32 / (var + eps).sqrt()
 }
 
 /// `_layer_norm_fwd_fused`: `y = (x - mean) * rstd * w + b` for each row of an `M x N`
@@ -444,7 +449,7 @@ pub fn layer_norm_forward_row_block(meta: &LayerNormMeta, block_m: u32) -> Resul
         let mean = x.sum(1) / args.n;
         let centered = k.where_(mask, x - mean.expand_dims(1), 0.0);
         let var = (centered * centered).sum(1) / args.n;
-        let rstd = 1.0f32 / (var + args.eps).sqrt();
+        let rstd = rstd(var, args.eps);
         k.store_masked(args.mean_ptr + rows, mean, row_mask);
         k.store_masked(args.rstd_ptr + rows, rstd, row_mask);
         // The weight and bias through pointers of the block's shape (each row's warp loads
