@@ -105,8 +105,9 @@
 //!   Flushing may apply to each operand of the compares behind `minimum`/`maximum`, so
 //!   with two subnormal (or zero) operands either operand's bits may come out.
 //! * `exp`, `exp2`, `log`, `log2`, `sin`, `cos`, `sqrt`, `rsqrt` (`inverseSqrt`), `floor`,
-//!   `ceil`, `abs`, `fma` and float `div`/`div_full`/`rem` are the device's (GLSL.std.450 / SPIR-V
-//!   precision, not correctly rounded; float `rem` is `OpFRem`, the sign of the dividend).
+//!   `ceil`, `abs`, `fma` and float `div`/`div_full` are the device's (GLSL.std.450 / SPIR-V
+//!   precision, not correctly rounded). Float `rem` is C's `fmod`, exact (not `OpFRem`, which
+//!   is only as precise as `x - y·trunc(x/y)`): a loop of exact subtractions, `emit/fmod.rs`.
 //!   Vulkan guarantees only the bounds of its specification ("Precision and Operation of
 //!   SPIR-V Instructions", tables "Precision of core SPIR-V Instructions" and "Precision of
 //!   GLSL.std.450 Instructions"): `sin`/`cos` absolute error <= 2^-11 (`f32`) or 2^-7
@@ -117,7 +118,7 @@
 //!   1 + 2·|x|); `log`/`log2` 3 ulp, absolute 2^-21 (`f16`: 2^-7) inside [0.5, 2];
 //!   `inverseSqrt` 2 ulp, `sqrt` inherited from `1 / inverseSqrt`; `fma` inherited from a
 //!   multiply then an add.
-//!   `sigmoid` is `1 / (1 + exp(-x))`. `tanh` and `pow` are written out in `f32` for every
+//!   `sigmoid` is `1 / (1 + exp(-x))`, in `f32` for `f16`. `tanh` and `pow` are written out in `f32` for every
 //!   float type as the PTX backend does (`tanh`: a series below 0.55, `1 - 2 / (exp(2|x|) +
 //!   1)` above; `pow`: `exp2(y·log2|x|)` with C's special cases selected, since GLSL's
 //!   `pow` is undefined for negative bases), so their error is that of `exp`, `exp2` and

@@ -1,4 +1,4 @@
-//! `isnan`, `isinf`, `isfinite`, `signbit`, `copysign`, `nextafter`, `fdim`
+//! `isnan`, `isinf`, `isfinite`, `signbit`, `copysign`, `nextafter`, `fdim`, `remainder`
 //! (`builder/float_class.rs`), `round`,
 //! and the rounding ops `trunc` and `rint`, on every float type: against Rust's own
 //! functions in the interpreter on random and special values (signed zeros, infinities,
@@ -60,6 +60,8 @@ fn functions() -> Vec<(&'static str, Binary, Reference)> {
             },
         ),
         ("nextafter", |_, x, y| x.nextafter(y), |_, _| f64::NAN),
+        // Exact, so representable in every type: libm's f64 remainder is every type's.
+        ("remainder", |_, x, y| x.remainder(y), libm::remainder),
     ]
 }
 
@@ -199,6 +201,41 @@ fn they_are_rust_s_functions_on_every_float_type() {
 }
 
 #[test]
+fn remainder_takes_the_nearest_quotient_halfway_cases_to_even() {
+    let (inf, nan) = (f32::INFINITY, f32::NAN);
+    // (x, y, remainder): x / y = 2.5 and 3.5 go to 2 and 4, 0.5 to 0, 1.5 to 2.
+    let cases = [
+        (5.0, 2.0, 1.0),
+        (7.0, 2.0, -1.0),
+        (-5.0, 2.0, -1.0),
+        (5.0, -2.0, 1.0),
+        (1.0, 2.0, 1.0),
+        (3.0, 2.0, -1.0),
+        (-0.0, 1.0, -0.0),
+        (4.0, 2.0, 0.0),
+        (-4.0, 2.0, -0.0),
+        (1e30, 3.0, libm::remainderf(1e30, 3.0)),
+        (3.0e38, 1e-45, 0.0),
+        (2.5, inf, 2.5),
+        (inf, 1.0, nan),
+        (1.0, 0.0, nan),
+        (nan, 1.0, nan),
+    ];
+    let x: Vec<f32> = cases.iter().map(|c| c.0).collect();
+    let y: Vec<f32> = cases.iter().map(|c| c.1).collect();
+    let got = f32_functions::apply(|_, y, x| x.remainder(y), &y, &x);
+    for (c, got) in cases.iter().zip(got) {
+        assert!(
+            f32_functions::same(got, c.2),
+            "remainder({}, {}) = {got}, expected {}",
+            c.0,
+            c.1,
+            c.2
+        );
+    }
+}
+
+#[test]
 fn the_lowering_computes_the_interpreter_s_bits() {
     let mut rng = Rng::new(94);
     for t in FLOATS {
@@ -223,7 +260,12 @@ fn the_lowering_computes_the_interpreter_s_bits() {
 #[test]
 fn mistakes_are_errors_that_name_the_function() {
     type Make = for<'b> fn(&'b KernelBuilder) -> Value<'b>;
-    let cases: [(&str, Make, &str); 10] = [
+    let cases: [(&str, Make, &str); 11] = [
+        (
+            "remainder",
+            |k| k.zeros(&[16], F16).remainder(k.zeros(&[16], F32)),
+            "f16",
+        ),
         (
             "nextafter",
             |k| k.zeros(&[16], F32).nextafter(k.zeros(&[16], F64)),

@@ -151,6 +151,8 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     // interpreter's (2 ulp for contractions), through Vulkan the device's division (2.5
     // ulp, amplified): 16 ulp.
     ("erfc", ulps(2.0), ulps(16.0)),
+    // `erfcx` (builder/erfc.rs): the same fit, division and exponentials as `erfc`.
+    ("erfcx", ulps(2.0), ulps(16.0)),
     // libdevice's `expm1` ... `atanh`: compositions (builder/exp_log.rs) of multiply-adds,
     // one or two divisions and `sqrt` (`asinh`, `acosh`), which the interpreter computes alike;
     // through CUDA every op is correctly rounded as the interpreter's, through Vulkan the

@@ -672,23 +672,10 @@ pub fn cases() -> Vec<Case> {
 pub(super) fn mark_known(c: Case) -> Case {
     let float = c.dtype.is_float();
     match c.op.as_str() {
-        // backend-spirv documents float `rem` as `OpFRem`, whose precision Vulkan defines as
-        // that of `x - y·trunc(x/y)`: inexact for large quotients, NaN for `rem(x, ±inf)`
-        // (the IR's `fmod` gives `x`).
-        "rem" if float => c.known_failure(
-            Backend::Vulkan,
-            "SPIR-V OpFRem is x - y*trunc(x/y) (documented in backend-spirv), not the exact fmod of the IR",
-        ),
         // Vulkan lets `fma` be a multiply then an add (two roundings); lavapipe does that.
         "fma" if float => c.known_failure(
             Backend::Vulkan,
             "Vulkan's fma may round twice (precision inherited from OpFMul and OpFAdd); lavapipe does not fuse",
-        ),
-        // backend-spirv computes f16 `sigmoid` as `1 / (1 + exp(-x))` in f16: `exp(-x)`
-        // overflows for x < -11.09, giving 0 where the result is an f16 subnormal.
-        "sigmoid" if c.dtype == F16 => c.known_failure(
-            Backend::Vulkan,
-            "f16 sigmoid computed in f16 on SPIR-V: exp(-x) overflows for x < -11.09, result 0 instead of a subnormal",
         ),
         _ => c,
     }

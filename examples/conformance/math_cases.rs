@@ -179,7 +179,7 @@ fn constant_division_cases() -> Vec<Case> {
 /// Every case of this file.
 /// `asin`, `acos` (over [-1, 1]), `atan` and `atan2` (over [-10, 10] and down to 2^-20),
 /// `tan`, `sinpi`, `cospi` (over [-100, 100] and down to 2^-20), `erfinv` (over [-1, 1])
-/// and `erfc` (over [-5, 10]), with the special values, on every type (floats but f64 only
+/// `erfc` (over [-5, 10]) and `erfcx` (over [-9, 1000]), with the special values, on every type (floats but f64 only
 /// are accepted).
 fn inverse_trig_cases() -> Vec<Case> {
     type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
@@ -207,7 +207,13 @@ fn inverse_trig_cases() -> Vec<Case> {
         lo2: -20,
         hi2: 3,
     };
-    let unary: [(&str, Domain, Unary); 8] = [
+    let erfcx_range = Domain::Range {
+        lo: -9.0,
+        hi: 1000.0,
+        lo2: -20,
+        hi2: 10,
+    };
+    let unary: [(&str, Domain, Unary); 9] = [
         ("asin", unit, |x| x.asin()),
         ("acos", unit, |x| x.acos()),
         ("atan", wide, |x| x.atan()),
@@ -216,6 +222,7 @@ fn inverse_trig_cases() -> Vec<Case> {
         ("cospi", turns, |x| x.cospi()),
         ("erfinv", unit, |x| x.erfinv()),
         ("erfc", erfc_range, |x| x.erfc()),
+        ("erfcx", erfcx_range, |x| x.erfcx()),
     ];
     let mut cases = Vec::new();
     for t in DTYPES {
@@ -306,13 +313,14 @@ fn root_cases() -> Vec<Case> {
     cases
 }
 
-/// `nextafter`, `fdim`, `isnan`, `isinf`, `isfinite`, `signbit` (as i32), `copysign` and
-/// `round` on every type (floats only accepted): exact, NaNs, infinities, signed zeros and
+/// `nextafter`, `fdim`, `remainder`, `isnan`, `isinf`, `isfinite`, `signbit` (as i32),
+/// `copysign` and `round` on every type (floats only accepted): exact, NaNs, infinities, signed zeros and
 /// subnormals included.
 fn float_class_cases() -> Vec<Case> {
-    let functions: [(&str, BinaryFn); 8] = [
+    let functions: [(&str, BinaryFn); 9] = [
         ("nextafter", |_, x, y| x.nextafter(y)),
         ("fdim", |_, x, y| x.fdim(y)),
+        ("remainder", |_, x, y| x.remainder(y)),
         ("isnan", |_, x, _| x.isnan()),
         ("isinf", |_, x, _| x.isinf()),
         ("isfinite", |_, x, _| x.isfinite()),
@@ -323,7 +331,7 @@ fn float_class_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for t in DTYPES {
         for (op, f) in functions {
-            let out = if matches!(op, "copysign" | "round" | "nextafter" | "fdim") {
+            let out = if matches!(op, "copysign" | "round" | "nextafter" | "fdim" | "remainder") {
                 t
             } else {
                 I32

@@ -65,7 +65,7 @@ impl Cx<'_> {
     }
 
     /// A literal, where a non-finite float becomes a bit pattern converted at run time.
-    fn any_lit(&mut self, l: naga::Literal) -> H {
+    pub(super) fn any_lit(&mut self, l: naga::Literal) -> H {
         match l {
             naga::Literal::F32(v) if !v.is_finite() => self.float_lit(ScalarType::F32, v as f64),
             naga::Literal::F64(v) if !v.is_finite() => self.float_lit(ScalarType::F64, v),
@@ -119,7 +119,7 @@ impl Cx<'_> {
         self.int_lit(t, 0)
     }
 
-    fn literal_of(&self, h: H) -> Option<naga::Literal> {
+    pub(super) fn literal_of(&self, h: H) -> Option<naga::Literal> {
         match self.f.expressions[h] {
             Expression::Literal(l) => Some(l),
             _ => None,
@@ -164,6 +164,8 @@ impl Cx<'_> {
             match (fun, self.literal_of(a)) {
                 (Mf::Abs, Some(L::I32(v))) => return self.lit(L::I32(v.wrapping_abs())),
                 (Mf::Abs, Some(L::I64(v))) => return self.lit(L::I64(v.wrapping_abs())),
+                (Mf::Abs, Some(L::F32(v))) => return self.lit(L::F32(v.abs())),
+                (Mf::Abs, Some(L::F64(v))) => return self.lit(L::F64(v.abs())),
                 _ => {}
             }
         }

@@ -138,14 +138,7 @@ impl Cx<'_> {
             // naga's `Round` is GLSL's `RoundEven` (WGSL's `round` ties to even).
             UnaryOp::Rint if float => self.math(Mf::Round, &[x]),
             UnaryOp::Erf if float => self.erf(ty, x),
-            UnaryOp::Sigmoid if float => {
-                let n = self.un(Uo::Negate, x);
-                let e = self.transcendental(Mf::Exp, ty, n);
-                let one = self.float_lit(ty, 1.0);
-                let d = self.bin(Bo::Add, one, e);
-                let one = self.float_lit(ty, 1.0);
-                self.bin(Bo::Divide, one, d)
-            }
+            UnaryOp::Sigmoid if float => self.sigmoid(ty, x),
             UnaryOp::Tanh if float => self.tanh(ty, x),
             UnaryOp::Popc | UnaryOp::Clz | UnaryOp::Brev | UnaryOp::Ffs if ty.is_int() => self.bit_op(op, ty, x),
             _ => return Err(invalid(self.k, format!("{} of {ty}", op.name()))),
@@ -278,7 +271,7 @@ impl Cx<'_> {
                 // Vulkan's OpFDiv is already within 2.5 ulp, not correctly rounded: there is
                 // no faster division to ask for.
                 BinaryOp::Div | BinaryOp::DivFull => self.bin(Bo::Divide, x, y),
-                BinaryOp::Rem => self.bin(Bo::Modulo, x, y),
+                BinaryOp::Rem => self.fmod(ty, x, y)?,
                 BinaryOp::Min => self.fminmax(true, ty, x, y),
                 BinaryOp::Max => self.fminmax(false, ty, x, y),
                 BinaryOp::Pow => self.pow(ty, x, y),

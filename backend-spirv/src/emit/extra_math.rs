@@ -1,7 +1,7 @@
-//! `tanh`, `pow` and `umulhi`, written out: GLSL.std.450's `Tanh` and `Pow` are only as
-//! precise as their exponential definitions (`Pow` undefined for a negative base), and naga
-//! has no high multiply. `tanh` and `pow` follow the PTX backend's construction, in `f32`
-//! for every float type.
+//! `sigmoid`, `tanh`, `pow` and `umulhi`, written out: GLSL.std.450's `Tanh` and `Pow` are
+//! only as precise as their exponential definitions (`Pow` undefined for a negative base),
+//! and naga has no high multiply. `tanh` and `pow` follow the PTX backend's construction, in
+//! `f32` for every float type; `sigmoid` is computed in `f32` for `f16` too.
 
 use super::*;
 use rutile_ir::mathfn::{TANH_SERIES, TANH_SERIES_BELOW};
@@ -13,6 +13,28 @@ impl Cx<'_> {
             r
         } else {
             self.as_(r, ScalarKind::Float, Some(ty.size_bytes() as u8))
+        }
+    }
+
+    /// `sigmoid`: `1 / (1 + exp(-x))`, in `f32` for `f16`: in `f16`, `exp(-x)` overflows
+    /// below x = -11.09, where the result is still an `f16` subnormal.
+    pub(super) fn sigmoid(&mut self, ty: ScalarType, x: H) -> H {
+        let wide = if ty == ScalarType::F64 {
+            ScalarType::F64
+        } else {
+            ScalarType::F32
+        };
+        let x = if ty == ScalarType::F64 { x } else { self.as_f32(ty, x) };
+        let n = self.un(Uo::Negate, x);
+        let e = self.transcendental(Mf::Exp, wide, n);
+        let one = self.float_lit(wide, 1.0);
+        let d = self.bin(Bo::Add, one, e);
+        let one = self.float_lit(wide, 1.0);
+        let s = self.bin(Bo::Divide, one, d);
+        if ty == ScalarType::F64 {
+            s
+        } else {
+            self.f32_as(ty, s)
         }
     }
 

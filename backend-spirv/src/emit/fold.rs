@@ -35,6 +35,8 @@ pub(super) fn fold_binary(op: Bo, a: naga::Literal, b: naga::Literal) -> Option<
                 Bo::Subtract => Some($v($x - $y)),
                 Bo::Multiply => Some($v($x * $y)),
                 Bo::Divide => Some($v($x / $y)),
+                // Rust's float `%` is C's exact `fmod`, the IR's `rem`.
+                Bo::Modulo => Some($v($x % $y)),
                 Bo::Equal => Some(L::Bool($x == $y)),
                 Bo::Less => Some(L::Bool($x < $y)),
                 Bo::LessEqual => Some(L::Bool($x <= $y)),

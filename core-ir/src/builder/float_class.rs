@@ -1,5 +1,5 @@
 //! The classification and sign functions of libdevice (`isnan`, `isinf`, `isfinite`,
-//! `signbit`, `copysign`), its `nextafter` and `fdim`, and C's rounding half away from zero
+//! `signbit`, `copysign`), its `nextafter`, `fdim` and `remainder`, and C's rounding half away from zero
 //! (`round`), for every float type. Classification reads the bits, not comparisons: `x != x` is what a driver's
 //! compiler may fold away under relaxed float rules, a mask of the exponent bits is not.
 
@@ -131,6 +131,33 @@ impl KernelBuilder {
         self.where_(x.isnan() | y.isnan(), x + y, d)
     }
 
+    /// IEEE 754's remainder of `x` by `y` (floats of one type, broadcast together), as
+    /// `libdevice.remainder` and C's `remainder`: `x - n·y` with `n` the integer nearest
+    /// `x / y`, halfway cases to even (`remainder(5, 2) = 1`, `remainder(7, 2) = -1`), so
+    /// in `[-|y|/2, |y|/2]`; exact, with `x`'s sign at zero; NaN where `x` is infinite or
+    /// `y` zero or either NaN, `x` where `y` is infinite. `%` is C's `fmod`, whose quotient
+    /// is truncated.
+    #[track_caller]
+    pub fn remainder<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let Some((x, y, _)) = self.same_floats("remainder", (x, y), loc) else {
+            return self.poison(x.ty());
+        };
+        let ay = y.abs();
+        // What an even quotient leaves, in [0, 2|y|), by `%`, which is exact. 2|y| overflows
+        // only where |x| < 2|y| already, and `%` by ∞ gives the dividend.
+        let r = x.abs() % (ay + ay);
+        // Past |y| the quotient is odd and one more |y| comes off, exactly (|y| <= r < 2|y|).
+        let odd = r.ge(ay);
+        let r = self.where_(odd, r - ay, r);
+        // Past half of |y|, or at half after an odd quotient, the multiple above is the
+        // nearer (r - |y| exact again). `r + r` overflows only where r > |y| / 2 anyway.
+        let twice = r + r;
+        let up = twice.gt(ay) | (twice.eq(ay) & odd);
+        let r = self.where_(up, r - ay, r);
+        self.where_(x.signbit(), -r, r)
+    }
+
     /// `x` and `y` broadcast to one shape, with their float type, or `None` after an error
     /// naming `op` where they are not floats of one type or do not broadcast (unless one
     /// already failed).
@@ -227,6 +254,12 @@ impl<'b> Value<'b> {
     pub fn nextafter(self, y: Value<'b>) -> Value<'b> {
         self.builder.nextafter(self, y)
     }
+    /// IEEE 754's remainder of `self` by `y`; see [`KernelBuilder::remainder`].
+    #[track_caller]
+    pub fn remainder(self, y: Value<'b>) -> Value<'b> {
+        self.builder.remainder(self, y)
+    }
+
     /// The positive difference of `self` and `y`; see [`KernelBuilder::fdim`].
     #[track_caller]
     pub fn fdim(self, y: Value<'b>) -> Value<'b> {
