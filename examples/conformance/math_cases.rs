@@ -1,7 +1,8 @@
-//! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `clamp`,
-//! the inverse trigonometric functions, `tan`, `sinpi`, `cospi`, `erfinv` and `erfc`,
+//! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `byte_perm`, `clamp`,
+//! the inverse trigonometric functions, `tan`, `sinpi`, `cospi`, `erfinv`, `erfc` and `erfcx`,
 //! libdevice's `expm1` ...
-//! `atanh`, `hypot` and `cbrt`, the float classification functions, `copysign` and `round`,
+//! `atanh`, `hypot` and `cbrt`, the float classification functions, `nextafter`, `fdim`,
+//! `remainder`, `copysign` and `round`,
 //! `ldexp`, `frexp`, `ilogb` and `logb`; and integer division by constants, which the
 //! lowering rewrites where they are powers of two.
 
@@ -96,6 +97,22 @@ fn umulhi_cases() -> Vec<Case> {
             t,
             Rule::Exact,
             |k, x| k.umulhi(x[0], x[1]),
+        ));
+    }
+    cases
+}
+
+/// `byte_perm(x, y, selector)` on every type (i32 and u32 accepted), selectors of every
+/// bit pattern.
+fn byte_perm_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for t in DTYPES {
+        cases.extend(elementwise_cases(
+            "byte_perm",
+            &[(t, Domain::General), (t, Domain::General), (t, Domain::General)],
+            t,
+            Rule::Exact,
+            |k, x| k.byte_perm(x[0], x[1], x[2]),
         ));
     }
     cases
@@ -390,6 +407,7 @@ pub(super) fn math_cases() -> Vec<Case> {
     all.extend(constant_division_cases());
     all.extend(pow_cases());
     all.extend(umulhi_cases());
+    all.extend(byte_perm_cases());
     all.extend(clamp_cases());
     all
 }

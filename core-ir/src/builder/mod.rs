@@ -21,6 +21,7 @@
 //! one message.
 
 mod block_ptr;
+mod byte_perm;
 mod control;
 mod debug;
 mod erfc;
