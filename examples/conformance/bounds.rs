@@ -153,6 +153,11 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     ("erfc", ulps(2.0), ulps(16.0)),
     // `erfcx` (builder/erfc.rs): the same fit, division and exponentials as `erfc`.
     ("erfcx", ulps(2.0), ulps(16.0)),
+    // `lgamma`, `tgamma` (builder/gamma.rs): polynomials, exp_log.rs's logarithm and
+    // exponential, `sinpi` (lgamma's reflection) and a division or two; through Vulkan the
+    // device's divisions (2.5 ulp), which the logarithm and the products carry: 16 ulp.
+    ("lgamma", ulps(2.0), ulps(16.0)),
+    ("tgamma", ulps(2.0), ulps(16.0)),
     // libdevice's `expm1` ... `atanh`: compositions (builder/exp_log.rs) of multiply-adds,
     // one or two divisions and `sqrt` (`asinh`, `acosh`), which the interpreter computes alike;
     // through CUDA every op is correctly rounded as the interpreter's, through Vulkan the

@@ -1,5 +1,6 @@
 //! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `byte_perm`, `clamp`,
-//! the inverse trigonometric functions, `tan`, `sinpi`, `cospi`, `erfinv`, `erfc` and `erfcx`,
+//! the inverse trigonometric functions, `tan`, `sinpi`, `cospi`, `erfinv`, `erfc`, `erfcx`,
+//! `lgamma` and `tgamma`,
 //! libdevice's `expm1` ...
 //! `atanh`, `hypot` and `cbrt`, the float classification functions, `nextafter`, `fdim`,
 //! `remainder`, `copysign` and `round`,
@@ -196,7 +197,8 @@ fn constant_division_cases() -> Vec<Case> {
 /// Every case of this file.
 /// `asin`, `acos` (over [-1, 1]), `atan` and `atan2` (over [-10, 10] and down to 2^-20),
 /// `tan`, `sinpi`, `cospi` (over [-100, 100] and down to 2^-20), `erfinv` (over [-1, 1])
-/// `erfc` (over [-5, 10]) and `erfcx` (over [-9, 1000]), with the special values, on every type (floats but f64 only
+/// `erfc` (over [-5, 10]), `erfcx` (over [-9, 1000]), `lgamma` (over [-2, 100]) and
+/// `tgamma` (over [-43, 36]), with the special values, on every type (floats but f64 only
 /// are accepted).
 fn inverse_trig_cases() -> Vec<Case> {
     type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
@@ -230,7 +232,20 @@ fn inverse_trig_cases() -> Vec<Case> {
         lo2: -20,
         hi2: 10,
     };
-    let unary: [(&str, Domain, Unary); 9] = [
+    // lgamma above -2, where the reflection does not subtract close values.
+    let lgamma_range = Domain::Range {
+        lo: -2.0,
+        hi: 100.0,
+        lo2: -20,
+        hi2: 7,
+    };
+    let tgamma_range = Domain::Range {
+        lo: -43.0,
+        hi: 36.0,
+        lo2: -20,
+        hi2: 6,
+    };
+    let unary: [(&str, Domain, Unary); 11] = [
         ("asin", unit, |x| x.asin()),
         ("acos", unit, |x| x.acos()),
         ("atan", wide, |x| x.atan()),
@@ -240,6 +255,8 @@ fn inverse_trig_cases() -> Vec<Case> {
         ("erfinv", unit, |x| x.erfinv()),
         ("erfc", erfc_range, |x| x.erfc()),
         ("erfcx", erfcx_range, |x| x.erfcx()),
+        ("lgamma", lgamma_range, |x| x.lgamma()),
+        ("tgamma", tgamma_range, |x| x.tgamma()),
     ];
     let mut cases = Vec::new();
     for t in DTYPES {

@@ -273,7 +273,7 @@ fn log_reduced(x: Value<'_>) -> (Value<'_>, Value<'_>) {
 }
 
 /// `ln x` for finite f32 `x > 0`, within an ulp or two (the callers' large arguments).
-fn ln_positive(x: Value<'_>) -> Value<'_> {
+pub(super) fn ln_positive(x: Value<'_>) -> Value<'_> {
     let (kf, ln_m) = log_reduced(x);
     kf * LN2_HI + (ln_m + kf * LN2_LO)
 }

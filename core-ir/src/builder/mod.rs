@@ -29,6 +29,7 @@ mod erfinv;
 mod exp_log;
 mod exponents;
 mod float_class;
+mod gamma;
 mod hints;
 mod in_f32;
 mod inverse_trig;
