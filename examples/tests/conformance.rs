@@ -337,4 +337,18 @@ mod vulkan_allowances {
         // A normal operand: the order is defined.
         assert_fail(vulkan("minimum", F32, &[a, 1.0], a, 1.0));
     }
+
+    // vulkan:0 remainder f32 [1000/256] on an H200: element 18: input (9.195011138916016e0,
+    // 1.8853704327230428e-38) expected -8.313658561607883e-39, got 0e0: the subnormal
+    // intermediate flushed, and the zero's sign is the later steps'.
+    #[test]
+    fn remainder_with_a_subnormal_result_accepts_either_zero() {
+        let (x, y, want) = (9.195011138916016, 1.8853704327230428e-38, -8.313658561607883e-39);
+        assert_pass(vulkan("remainder", F32, &[x, y], want, 0.0));
+        assert_pass(vulkan("remainder", F32, &[x, y], want, -0.0));
+        assert_fail(vulkan("remainder", F32, &[x, y], want, y));
+        assert_fail(classify(Backend::Cuda, "remainder", F32, &[x, y], want, 0.0));
+        // A normal result keeps its sign.
+        assert_fail(vulkan("remainder", F32, &[5.0, 2.0], 1.0, -1.0));
+    }
 }
