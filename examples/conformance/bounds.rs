@@ -158,6 +158,11 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     // device's divisions (2.5 ulp), which the logarithm and the products carry: 16 ulp.
     ("lgamma", ulps(2.0), ulps(16.0)),
     ("tgamma", ulps(2.0), ulps(16.0)),
+    // `normcdf`, `erfcinv`, `normcdfinv` (builder/normal.rs): erfc.rs's fit, exp_log.rs's
+    // logarithm and exponential, Newton steps with a division each; as `erfc`.
+    ("normcdf", ulps(2.0), ulps(16.0)),
+    ("erfcinv", ulps(2.0), ulps(16.0)),
+    ("normcdfinv", ulps(2.0), ulps(16.0)),
     // libdevice's `expm1` ... `atanh`: compositions (builder/exp_log.rs) of multiply-adds,
     // one or two divisions and `sqrt` (`asinh`, `acosh`), which the interpreter computes alike;
     // through CUDA every op is correctly rounded as the interpreter's, through Vulkan the
@@ -352,7 +357,11 @@ pub(super) mod vulkan_allowances {
         let r = x.abs() % (2.0 * ay);
         let odd = r >= ay;
         let r = if odd { r - ay } else { r };
-        let r = if 2.0 * r > ay || (2.0 * r == ay && odd) { r - ay } else { r };
+        let r = if 2.0 * r > ay || (2.0 * r == ay && odd) {
+            r - ay
+        } else {
+            r
+        };
         if x.is_sign_negative() {
             -r
         } else {

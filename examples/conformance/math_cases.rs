@@ -1,6 +1,6 @@
 //! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `byte_perm`, `clamp`,
 //! the inverse trigonometric functions, `tan`, `sinpi`, `cospi`, `erfinv`, `erfc`, `erfcx`,
-//! `lgamma` and `tgamma`,
+//! `lgamma`, `tgamma`, `normcdf`, `erfcinv` and `normcdfinv`,
 //! libdevice's `expm1` ...
 //! `atanh`, `hypot` and `cbrt`, the float classification functions, `nextafter`, `fdim`,
 //! `remainder`, `copysign` and `round`,
@@ -197,8 +197,9 @@ fn constant_division_cases() -> Vec<Case> {
 /// Every case of this file.
 /// `asin`, `acos` (over [-1, 1]), `atan` and `atan2` (over [-10, 10] and down to 2^-20),
 /// `tan`, `sinpi`, `cospi` (over [-100, 100] and down to 2^-20), `erfinv` (over [-1, 1])
-/// `erfc` (over [-5, 10]), `erfcx` (over [-9, 1000]), `lgamma` (over [-2, 100]) and
-/// `tgamma` (over [-43, 36]), with the special values, on every type (floats but f64 only
+/// `erfc` (over [-5, 10]), `erfcx` (over [-9, 1000]), `lgamma` (over [-2, 100]),
+/// `tgamma` (over [-43, 36]), `normcdf` (over [-14, 8]), `erfcinv` (over [0, 2]) and
+/// `normcdfinv` (over [0, 1], both down to 2^-126), with the special values, on every type (floats but f64 only
 /// are accepted).
 fn inverse_trig_cases() -> Vec<Case> {
     type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
@@ -245,7 +246,25 @@ fn inverse_trig_cases() -> Vec<Case> {
         lo2: -20,
         hi2: 6,
     };
-    let unary: [(&str, Domain, Unary); 11] = [
+    let normcdf_range = Domain::Range {
+        lo: -14.0,
+        hi: 8.0,
+        lo2: -20,
+        hi2: 3,
+    };
+    let erfcinv_range = Domain::Range {
+        lo: 0.0,
+        hi: 2.0,
+        lo2: -126,
+        hi2: 0,
+    };
+    let unit_range = Domain::Range {
+        lo: 0.0,
+        hi: 1.0,
+        lo2: -126,
+        hi2: -1,
+    };
+    let unary: [(&str, Domain, Unary); 14] = [
         ("asin", unit, |x| x.asin()),
         ("acos", unit, |x| x.acos()),
         ("atan", wide, |x| x.atan()),
@@ -257,6 +276,9 @@ fn inverse_trig_cases() -> Vec<Case> {
         ("erfcx", erfcx_range, |x| x.erfcx()),
         ("lgamma", lgamma_range, |x| x.lgamma()),
         ("tgamma", tgamma_range, |x| x.tgamma()),
+        ("normcdf", normcdf_range, |x| x.normcdf()),
+        ("erfcinv", erfcinv_range, |x| x.erfcinv()),
+        ("normcdfinv", unit_range, |x| x.normcdfinv()),
     ];
     let mut cases = Vec::new();
     for t in DTYPES {

@@ -16,7 +16,7 @@
 //! (the exponent exact as above; `+∞` from about -9.4, where `e^(x²)` overflows).
 //! `core-ir/tests/erfc.rs` measures both against f64.
 
-use super::exp_log::{exp_reduced, scale};
+use super::exp_log::{exp_reduced, ln_positive, scale};
 use super::in_f32::horner;
 use super::{KernelBuilder, Value};
 use crate::ir::SourceLoc;
@@ -69,11 +69,8 @@ impl KernelBuilder {
         let loc = SourceLoc::caller();
         self.in_f32("erfc", x, loc, |x| {
             let z = x.abs().minimum(UNDERFLOW);
-            let t = 1.0f32 / z.fma(0.5f32, 1.0f32);
-            // -z² + P(t) as an exact -zh² and the rest.
             let (hi, lo) = split_square(z);
-            let e = exp_of_sum(-hi, fit(t) - lo);
-            let y = self.where_(z.lt(SERIES_BELOW), 1.0f32 - z * horner(z * z, &ERF_SERIES), t * e);
+            let y = erfc_positive(z, hi, lo);
             let y = self.where_(x.lt(0.0f32), 2.0f32 - y, y);
             self.where_(x.isnan(), x, y)
         })
@@ -105,6 +102,26 @@ impl KernelBuilder {
     }
 }
 
+/// `erfc(z)` for f32 `z` in `[0, 10.5]` whose square is `hi + lo`, `hi` exact (as
+/// [`split_square`] gives it; a caller whose `z` is rounded gives the square of the value it
+/// means, which the exponent needs exactly, where `t` and the series do not).
+pub(super) fn erfc_positive<'b>(z: Value<'b>, hi: Value<'b>, lo: Value<'b>) -> Value<'b> {
+    let t = 1.0f32 / z.fma(0.5f32, 1.0f32);
+    // -z² + P(t) as an exact -hi and the rest.
+    let e = exp_of_sum(-hi, fit(t) - lo);
+    z.builder
+        .where_(z.lt(SERIES_BELOW), 1.0f32 - z * horner(z * z, &ERF_SERIES), t * e)
+}
+
+/// `ln erfc(z)` and `erfcx(z)` for f32 `z ≥ 1/2` (where the fit holds alone), without
+/// underflow however large `z` is: `ln t - z² + P(t)` (`z²` as it rounds) and `t·e^P(t)`.
+pub(super) fn ln_erfc_and_erfcx(z: Value<'_>) -> (Value<'_>, Value<'_>) {
+    let t = 1.0f32 / z.fma(0.5f32, 1.0f32);
+    let p = fit(t);
+    let (k, e) = exp_reduced(p);
+    (ln_positive(t) + (p - z * z), t * scale(e + 1.0f32, k))
+}
+
 /// `P(t)` by fused multiply-adds, one rounding a step where the device fuses them.
 fn fit(t: Value<'_>) -> Value<'_> {
     P[2..].iter().fold(t.fma(P[0], P[1]), |acc, &c| acc.fma(t, c))
@@ -112,7 +129,7 @@ fn fit(t: Value<'_>) -> Value<'_> {
 
 /// `z²` (f32, not negative) as `hi + lo` with `hi` exact: `z = zh + zl`, `zh` of 12 bits,
 /// `hi = zh²`, `lo = 2·zh·zl + zl²` (each product exact).
-fn split_square(z: Value<'_>) -> (Value<'_>, Value<'_>) {
+pub(super) fn split_square(z: Value<'_>) -> (Value<'_>, Value<'_>) {
     let zh = (z.bitcast(I32) & TOP_BITS).bitcast(F32);
     let zl = z - zh;
     (zh * zh, zh * zl * 2.0f32 + zl * zl)

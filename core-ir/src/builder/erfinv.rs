@@ -14,7 +14,7 @@ use crate::ir::SourceLoc;
 /// The polynomials' coefficients as Giles publishes them, highest first: in `w - 2.5` for
 /// `w < 5`, and in `√w - 3` beyond.
 #[allow(clippy::excessive_precision)]
-const CENTRE: [f32; 9] = [
+pub(super) const CENTRE: [f32; 9] = [
     2.81022636e-08,
     3.43273939e-07,
     -3.5233877e-06,
@@ -26,7 +26,7 @@ const CENTRE: [f32; 9] = [
     1.50140941,
 ];
 #[allow(clippy::excessive_precision)]
-const TAIL: [f32; 9] = [
+pub(super) const TAIL: [f32; 9] = [
     -0.000200214257,
     0.000100950558,
     0.00134934322,

@@ -35,6 +35,7 @@ mod in_f32;
 mod inverse_trig;
 mod join;
 mod math;
+mod normal;
 mod operand;
 mod ops;
 mod overload;
