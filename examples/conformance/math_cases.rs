@@ -1,6 +1,6 @@
 //! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `byte_perm`, `clamp`,
 //! the inverse trigonometric functions, `tan`, `sinpi`, `cospi`, `erfinv`, `erfc`, `erfcx`,
-//! `lgamma`, `tgamma`, `normcdf`, `erfcinv` and `normcdfinv`,
+//! `lgamma`, `tgamma`, `normcdf`, `erfcinv`, `normcdfinv`, `cyl_bessel_i0` and `cyl_bessel_i1`,
 //! libdevice's `expm1` ...
 //! `atanh`, `hypot` and `cbrt`, the float classification functions, `nextafter`, `fdim`,
 //! `remainder`, `copysign` and `round`,
@@ -199,7 +199,8 @@ fn constant_division_cases() -> Vec<Case> {
 /// `tan`, `sinpi`, `cospi` (over [-100, 100] and down to 2^-20), `erfinv` (over [-1, 1])
 /// `erfc` (over [-5, 10]), `erfcx` (over [-9, 1000]), `lgamma` (over [-2, 100]),
 /// `tgamma` (over [-43, 36]), `normcdf` (over [-14, 8]), `erfcinv` (over [0, 2]) and
-/// `normcdfinv` (over [0, 1], both down to 2^-126), with the special values, on every type (floats but f64 only
+/// `normcdfinv` (over [0, 1], both down to 2^-126), `cyl_bessel_i0` and `cyl_bessel_i1`
+/// (over [-92, 92]), with the special values, on every type (floats but f64 only
 /// are accepted).
 fn inverse_trig_cases() -> Vec<Case> {
     type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
@@ -264,7 +265,13 @@ fn inverse_trig_cases() -> Vec<Case> {
         lo2: -126,
         hi2: -1,
     };
-    let unary: [(&str, Domain, Unary); 14] = [
+    let bessel_range = Domain::Range {
+        lo: -92.0,
+        hi: 92.0,
+        lo2: -20,
+        hi2: 6,
+    };
+    let unary: [(&str, Domain, Unary); 16] = [
         ("asin", unit, |x| x.asin()),
         ("acos", unit, |x| x.acos()),
         ("atan", wide, |x| x.atan()),
@@ -279,6 +286,8 @@ fn inverse_trig_cases() -> Vec<Case> {
         ("normcdf", normcdf_range, |x| x.normcdf()),
         ("erfcinv", erfcinv_range, |x| x.erfcinv()),
         ("normcdfinv", unit_range, |x| x.normcdfinv()),
+        ("cyl_bessel_i0", bessel_range, |x| x.cyl_bessel_i0()),
+        ("cyl_bessel_i1", bessel_range, |x| x.cyl_bessel_i1()),
     ];
     let mut cases = Vec::new();
     for t in DTYPES {

@@ -20,6 +20,7 @@
 //! the errors. Ops whose operands came from a failed op fail silently, so one mistake gives
 //! one message.
 
+mod bessel;
 mod block_ptr;
 mod byte_perm;
 mod control;
