@@ -118,12 +118,12 @@
 //!   1 + 2·|x|); `log`/`log2` 3 ulp, absolute 2^-21 (`f16`: 2^-7) inside [0.5, 2];
 //!   `inverseSqrt` 2 ulp, `sqrt` inherited from `1 / inverseSqrt`; `fma` inherited from a
 //!   multiply then an add.
-//!   `sigmoid` is `1 / (1 + exp(-x))`, in `f32` for `f16`. `tanh` and `pow` are written out in `f32` for every
-//!   float type as the PTX backend does (`tanh`: a series below 0.55, `1 - 2 / (exp(2|x|) +
-//!   1)` above; `pow`: `exp2(y·log2|x|)` with C's special cases selected, since GLSL's
-//!   `pow` is undefined for negative bases), so their error is that of `exp`, `exp2` and
-//!   `log2` above; `umulhi` is built from half-width products (no 64-bit arithmetic for
-//!   32-bit operands). `erf` is a piecewise polynomial evaluated in `f32`
+//!   `sigmoid` is `1 / (1 + exp(-x))`, in `f32` for `f16`. `tanh` and `pow` are written out
+//!   in `f32` for every float type as the PTX backend does (`tanh`: a series below 0.55,
+//!   `1 - 2 / (exp(2|x|) + 1)` above; `pow`: `exp2(y·log2|x|)` with C's special cases
+//!   selected, since GLSL's `pow` is undefined for negative bases), so their error is that
+//!   of `exp`, `exp2` and `log2` above; `umulhi` is built from half-width products (no
+//!   64-bit arithmetic for 32-bit operands). `erf` is a piecewise polynomial evaluated in `f32`
 //!   (within about 2.5 ulp of the correctly rounded `f32` result on every input); `f16` and
 //!   `f64` go through it in `f32`, so `f64` `erf` has `f32` accuracy. GLSL.std.450 has
 //!   `exp`, `exp2`, `log`, `log2`, `sin` and `cos` for 16- and 32-bit floats only: for `f64`

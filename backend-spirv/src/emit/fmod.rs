@@ -5,8 +5,8 @@
 //! `|a|` is reduced by `|b|·2^k` for decreasing `k`, each subtraction exact (Sterbenz: it
 //! happens only where `|b|·2^k ≤ x < |b|·2^(k+1)`), then takes the sign of `a`; NaN when `a`
 //! is infinite or NaN or `b` is zero or NaN. Both loops are bounded by the type's exponent
-//! span, so a driver that flushes a subnormal to zero half-way through (Vulkan allows it)
-//! gives a wrong low bit at worst, never a loop that does not end.
+//! span, so a driver that flushes subnormals to zero on the way (Vulkan allows it) gives
+//! what flushing gives, never a loop that does not end.
 
 use super::*;
 

@@ -93,7 +93,8 @@ const I1_TAIL: [f32; 11] = [
 impl KernelBuilder {
     /// The modified Bessel function of the first kind of order 0 (floats), as
     /// `libdevice.cyl_bessel_i0`: even, within 4 ulp of the exact value
-    /// (`core-ir/tests/bessel.rs` measured 3.31), `+∞` from about 91.9 on and at `±∞`, NaN at NaN.
+    /// (`core-ir/tests/bessel.rs` measured 3.31), `+∞` from about 91.9 on and at `±∞`, NaN
+    /// at NaN.
     #[track_caller]
     pub fn cyl_bessel_i0<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();

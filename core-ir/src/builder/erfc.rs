@@ -1,6 +1,7 @@
-//! libdevice's `erfc`, `1 - erf(x)` without the cancellation, and `erfcx`, built from ops every backend
-//! has (a division, polynomials, integer ops on the bits), so that the interpreter, PTX and
-//! SPIR-V compute it alike. f16 and bf16 compute in f32 and round once; f64 is refused.
+//! libdevice's `erfc`, `1 - erf(x)` without the cancellation, and `erfcx`, built from ops
+//! every backend has (a division, polynomials, integer ops on the bits), so that the
+//! interpreter, PTX and SPIR-V compute them alike. f16 and bf16 compute in f32 and round
+//! once; f64 is refused.
 //!
 //! For `z = |x|`, `erfc(z) = t·e^(-z² + P(t))`, `t = 1 / (1 + z/2)`, with the Chebyshev fit
 //! `P` of Press et al. (Numerical Recipes' `erfcc`, relative error below 1.2·10^-7); the
@@ -79,7 +80,8 @@ impl KernelBuilder {
     /// The scaled complementary error function `e^(x²)·erfc(x)` (floats), as
     /// `libdevice.erfcx`: finite where `erfc` underflows (about `1/(√π·x)` for large `x`)
     /// and without the overflow of `e^(x²)` there; within 7 ulp of the exact value
-    /// (`core-ir/tests/erfc.rs` measured at most 6.09 over 1.2 million points); 1 at 0, 0 at `+∞`, `+∞` from about -9.4 down, NaN at NaN.
+    /// (`core-ir/tests/erfc.rs` measured at most 6.09 over 1.2 million points); 1 at 0, 0
+    /// at `+∞`, `+∞` from about -9.4 down, NaN at NaN.
     #[track_caller]
     pub fn erfcx<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();

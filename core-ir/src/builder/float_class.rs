@@ -1,7 +1,8 @@
 //! The classification and sign functions of libdevice (`isnan`, `isinf`, `isfinite`,
-//! `signbit`, `copysign`), its `nextafter`, `fdim` and `remainder`, and C's rounding half away from zero
-//! (`round`), for every float type. Classification reads the bits, not comparisons: `x != x` is what a driver's
-//! compiler may fold away under relaxed float rules, a mask of the exponent bits is not.
+//! `signbit`, `copysign`), its `nextafter`, `fdim` and `remainder`, and C's rounding half
+//! away from zero (`round`), for every float type. Classification reads the bits, not
+//! comparisons: `x != x` is what a driver's compiler may fold away under relaxed float
+//! rules, a mask of the exponent bits is not.
 
 use super::{KernelBuilder, Value};
 use crate::ir::SourceLoc;

@@ -95,10 +95,10 @@ impl KernelBuilder {
     }
 
     /// `Γ(x)` (floats), as `libdevice.tgamma` and C's `tgamma`: within 3 ulp of the exact
-    /// value over its range (`core-ir/tests/gamma.rs` measured at most 2.31 over 2.3 million
-    /// points, next to the poles and the ends of the range too); `±∞` at `±0`, `+∞` from 35.05 on
-    /// and at `+∞`, NaN at the negative integers, `-∞` and NaN; zeros of the right sign
-    /// below -43.
+    /// value over its range (`core-ir/tests/gamma.rs` measured at most 2.31 over 2.3
+    /// million points, next to the poles and the ends of the range too); `±∞` at `±0`, `+∞`
+    /// from 35.05 on and at `+∞`, NaN at the negative integers, `-∞` and NaN; zeros of the
+    /// right sign below -43.
     #[track_caller]
     pub fn tgamma<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();

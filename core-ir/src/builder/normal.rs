@@ -52,8 +52,8 @@ impl KernelBuilder {
 
     /// The inverse of the standard normal distribution function (floats), as
     /// `libdevice.normcdfinv`: `normcdf(normcdfinv(p)) = p` for `p` in `(0, 1)`, within 5
-    /// ulp of the exact value (`core-ir/tests/normal.rs` measured 4.49), `-∞` at 0, `+∞` at 1, NaN
-    /// outside `[0, 1]` and at NaN.
+    /// ulp of the exact value (`core-ir/tests/normal.rs` measured 4.49), `-∞` at 0, `+∞` at
+    /// 1, NaN outside `[0, 1]` and at NaN.
     #[track_caller]
     pub fn normcdfinv<'b>(&'b self, p: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
