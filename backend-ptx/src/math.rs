@@ -13,7 +13,7 @@
 //! | `log2`    | `lg2.approx.f32`                             | 2.2 ulp; 2.1e-7 absolute for x in (0.5, 1.5) |
 //! | `log`     | `lg2.approx.f32` × ln 2                      | 3.3 ulp; 1.6e-7 absolute for x in (0.5, 1.5) |
 //! | `rsqrt`   | `rsqrt.approx.f32`                           | 1.5 ulp                        |
-//! | `sin/cos` | `sin.approx.f32` / `cos.approx.f32`          | 4e-7 absolute for \|x\| ≤ π, growing with \|x\| (no precise range reduction) |
+//! | `sin/cos` | `sin.approx.f32` / `cos.approx.f32`          | 4e-7 absolute for \|x\| ≤ π, growing with \|x\| (no precise range reduction: the builder's `sin_precise`/`cos_precise` have one) |
 //! | `erf`     | polynomial / `1 - exp(polynomial)`           | 1.2 ulp                        |
 //! | `sigmoid` | `1 / (1 + e^-x)`, as `e^-\|x\| / (1 + e^-\|x\|)` for x < 0 | 3.5 ulp          |
 //! | `tanh`    | series below 0.55, else `1 - 2 / (e^(2\|x\|) + 1)` | 4 ulp (bound from the parts, not measured yet) |

@@ -1,12 +1,12 @@
 //! `tan` (built from ops in `builder/tan.rs`): its error against f64 in the interpreter
-//! over `|x| < 2^24`, near the poles (the f32 values nearest odd multiples of π/2) and
+//! over the whole f32 range, near the poles (the f32 values nearest odd multiples of π/2) and
 //! near the zeros (nearest multiples of π), its special values, the lowering in the
 //! simulator against the interpreter, f16 through f32, and its mistakes as errors that
 //! name it.
 
 mod f32_functions;
 
-use f32_functions::{apply1, assert_lowering_matches, build_error, points, same, worst1};
+use f32_functions::{apply1, assert_lowering_matches, build_error, huge_arguments, points, same, worst1};
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{F16, F64, I32};
 
@@ -36,12 +36,15 @@ fn tan_is_within_four_ulp_of_f64() {
     // 1.6·10^7, the nearest f32 and one ulp either side.
     let near = near_multiples_of_pi_2(63_600, 3);
     let near_far = near_multiples_of_pi_2(10_185_000, 1);
+    // Every exponent up to the largest f32, and the f32s nearest a multiple of π/2.
+    let huge = huge_arguments(&mut rng);
     for (what, x) in [
         ("|x| <= 100", &small),
         ("|x| <= 10^5", &large),
         ("|x| <= 1.6·10^7", &far),
         ("near multiples of π/2 to 10^5", &near),
         ("near multiples of π/2 to 1.6·10^7", &near_far),
+        ("2^24 to the largest f32", &huge),
     ] {
         let (e, at) = worst1(|v| v.tan(), f64::tan, x);
         println!("tan, {what}: at most {e:.2} ulp over {} points (at {at:e})", x.len());
@@ -54,16 +57,7 @@ fn tan_is_within_four_ulp_of_f64() {
 #[test]
 fn special_values_are_c_s() {
     let (inf, nan) = (f32::INFINITY, f32::NAN);
-    let cases = [
-        (0.0, 0.0),
-        (-0.0, -0.0),
-        (inf, nan),
-        (-inf, nan),
-        (nan, nan),
-        (2.0e9, nan),
-        (16_777_216.0, nan),
-        (-3.0e38, nan),
-    ];
+    let cases = [(0.0, 0.0), (-0.0, -0.0), (inf, nan), (-inf, nan), (nan, nan)];
     let x: Vec<f32> = cases.iter().map(|c| c.0).collect();
     for (c, got) in cases.iter().zip(apply1(|v| v.tan(), &x)) {
         assert!(same(got, c.1), "tan({}) = {got}, expected {}", c.0, c.1);
@@ -80,7 +74,7 @@ fn lowered_tan_matches_the_interpreter() {
     let mut rng = Rng::new(112);
     let mut x = rng.f32s(4096, -1000.0, 1000.0);
     x.extend(near_multiples_of_pi_2(20, 1));
-    x.extend([0.0, -0.0, f32::INFINITY, f32::NAN, 2.0e9]);
+    x.extend([0.0, -0.0, f32::INFINITY, f32::NAN, 2.0e9, -3.0e38, 1.0e20]);
     assert_lowering_matches("tan", |_, y, _| y.tan(), &x, &x);
 }
 

@@ -138,6 +138,10 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     // interpreter's, a contraction in the polynomial carried through the division (2 ulp);
     // through Vulkan the device's division (2.5 ulp): 8 ulp.
     ("tan", ulps(2.0), ulps(8.0)),
+    // `sin_precise`, `cos_precise` (builder/sincos.rs): the same exact reduction and
+    // polynomials whose multiply-adds a device may contract or not.
+    ("sin_precise", ulps(2.0), ulps(8.0)),
+    ("cos_precise", ulps(2.0), ulps(8.0)),
     // `sinpi`, `cospi` (builder/sinpi.rs): an exact reduction and a polynomial whose
     // multiply-adds a device may contract or not: 1 ulp through CUDA, 8 through Vulkan.
     ("sinpi", ulps(1.0), ulps(8.0)),

@@ -1,11 +1,11 @@
-//! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`, `byte_perm`, `clamp`,
-//! the inverse trigonometric functions, `tan`, `sinpi`, `cospi`, `erfinv`, `erfc`, `erfcx`,
-//! `lgamma`, `tgamma`, `normcdf`, `erfcinv`, `normcdfinv`, `cyl_bessel_i0` and `cyl_bessel_i1`,
-//! libdevice's `expm1` ...
-//! `atanh`, `hypot` and `cbrt`, the float classification functions, `nextafter`, `fdim`,
-//! `remainder`, `copysign` and `round`,
-//! `ldexp`, `frexp`, `ilogb` and `logb`; and integer division by constants, which the
-//! lowering rewrites where they are powers of two.
+//! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`,
+//! `byte_perm`, `clamp`, the inverse trigonometric functions, `tan`, `sin_precise`,
+//! `cos_precise`, `sinpi`, `cospi`, `erfinv`, `erfc`, `erfcx`, `lgamma`, `tgamma`,
+//! `normcdf`, `erfcinv`, `normcdfinv`, `cyl_bessel_i0` and `cyl_bessel_i1`, libdevice's
+//! `expm1` ... `atanh`, `hypot` and `cbrt`, the float classification functions,
+//! `nextafter`, `fdim`, `remainder`, `copysign` and `round`, `ldexp`, `frexp`, `ilogb` and
+//! `logb`; and integer division by constants, which the lowering rewrites where they are
+//! powers of two.
 
 use super::*;
 
@@ -196,7 +196,8 @@ fn constant_division_cases() -> Vec<Case> {
 
 /// Every case of this file.
 /// `asin`, `acos` (over [-1, 1]), `atan` and `atan2` (over [-10, 10] and down to 2^-20),
-/// `tan`, `sinpi`, `cospi` (over [-100, 100] and down to 2^-20), `erfinv` (over [-1, 1])
+/// `tan`, `sin_precise`, `cos_precise` (over every exponent to the largest f32), `sinpi`,
+/// `cospi` (over [-100, 100] and down to 2^-20), `erfinv` (over [-1, 1])
 /// `erfc` (over [-5, 10]), `erfcx` (over [-9, 1000]), `lgamma` (over [-2, 100]),
 /// `tgamma` (over [-43, 36]), `normcdf` (over [-14, 8]), `erfcinv` (over [0, 2]) and
 /// `normcdfinv` (over [0, 1], both down to 2^-126), `cyl_bessel_i0` and `cyl_bessel_i1`
@@ -271,11 +272,20 @@ fn inverse_trig_cases() -> Vec<Case> {
         lo2: -20,
         hi2: 6,
     };
-    let unary: [(&str, Domain, Unary); 16] = [
+    // Every exponent up to the largest f32: the reductions by π/2.
+    let any_angle = Domain::Range {
+        lo: -3.0e38,
+        hi: 3.0e38,
+        lo2: -20,
+        hi2: 127,
+    };
+    let unary: [(&str, Domain, Unary); 18] = [
         ("asin", unit, |x| x.asin()),
         ("acos", unit, |x| x.acos()),
         ("atan", wide, |x| x.atan()),
-        ("tan", turns, |x| x.tan()),
+        ("tan", any_angle, |x| x.tan()),
+        ("sin_precise", any_angle, |x| x.sin_precise()),
+        ("cos_precise", any_angle, |x| x.cos_precise()),
         ("sinpi", turns, |x| x.sinpi()),
         ("cospi", turns, |x| x.cospi()),
         ("erfinv", unit, |x| x.erfinv()),

@@ -140,3 +140,32 @@ pub fn same(got: f32, want: f32) -> bool {
 pub fn build_error(f: impl for<'b> FnOnce(&'b KernelBuilder)) -> String {
     Kernel::build("bad", f).expect_err("the kernel is invalid").to_string()
 }
+
+/// Arguments from 2^24 to the largest f32: random ones of every exponent, and f32s near a
+/// multiple of π/2, where the reduction keeps the fewest digits.
+pub fn huge_arguments(rng: &mut Rng) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..200_000)
+        .map(|_| {
+            let e = 24 + rng.below(104) as i32;
+            let m = 1.0 + rng.unit();
+            let x = (m * 2f64.powi(e)) as f32;
+            if rng.below(2) == 0 {
+                x
+            } else {
+                -x
+            }
+        })
+        .collect();
+    // Near a multiple: every 97th significand of the binades 2^24 to 2^29 whose product
+    // with 2/π lies within 2·10^-5 of an integer (f64 resolves that product to 2^-24 there).
+    for e in 24..30 {
+        for m in (0..(1u32 << 23)).step_by(97) {
+            let x = f32::from_bits(((e + 127) << 23) | m) as f64;
+            let t = (x * std::f64::consts::FRAC_2_PI).rem_euclid(1.0);
+            if t.min(1.0 - t) < 2e-5 {
+                v.push(x as f32);
+            }
+        }
+    }
+    v
+}
