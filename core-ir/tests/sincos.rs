@@ -33,7 +33,8 @@ fn they_are_within_two_and_a_half_ulp_of_f64() {
     let far = rng.f32s(200_000, -1.6e7, 1.6e7);
     let near = near_multiples_of_pi_2(200_000, 2);
     let huge = huge_arguments(&mut rng);
-    let functions: [(&str, Unary, fn(f64) -> f64); 2] = [
+    type Case<'a> = (&'a str, Unary, fn(f64) -> f64);
+    let functions: [Case; 2] = [
         ("sin_precise", |v| v.sin_precise(), f64::sin),
         ("cos_precise", |v| v.cos_precise(), f64::cos),
     ];

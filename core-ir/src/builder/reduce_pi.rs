@@ -45,7 +45,7 @@ impl KernelBuilder {
         // every skipped bit's product is a multiple of 4 (E - i >= 2 for bit i <= 32j).
         let e = (bits >> 23).to(I32) - 150;
         let j = (e - 2).maximum(0) >> 5;
-        let zero = m & 0u32;
+        let zero = self.zeros_like(m);
         let words: Vec<Value<'b>> = (0..4)
             .map(|k| {
                 (1..4).fold(zero + TWO_OVER_PI[k], |w, s| {

@@ -68,7 +68,7 @@ impl KernelBuilder {
         let (quadrant, z) = self.reduce_by_half_pi(a);
         let small = a.lt(UNREDUCED);
         let z = self.where_(small, a, z);
-        let quadrant = self.where_(small, quadrant & 0u32, quadrant);
+        let quadrant = self.where_(small, self.zeros_like(quadrant), quadrant);
         let s = z * z;
         let sin = (s * horner(s, &SIN_P)).fma(z, z);
         let cos = (s * s).fma(horner(s, &COS_Q), s.fma(-0.5f32, 1.0f32));
