@@ -29,6 +29,19 @@ pub(super) const VULKAN_LOG: Bound = Bound {
     abs_in: (0.5, 2.0),
 };
 /// An absolute error bound `abs` for inputs in [-π, π] (sin and cos), and none outside.
+/// The Bessel functions' bounds (see their rows).
+const JY_CUDA: Bound = Bound {
+    ulp: 2.0,
+    ulp_per_x: 0.0,
+    abs: 2.384185791015625e-7,
+    abs_in: (f64::NEG_INFINITY, f64::INFINITY),
+};
+const JY_VULKAN: Bound = Bound {
+    ulp: 8.0,
+    ulp_per_x: 0.0,
+    abs: 9.5367431640625e-7,
+    abs_in: (f64::NEG_INFINITY, f64::INFINITY),
+};
 pub(super) const fn within_pi(abs: f64) -> Bound {
     Bound {
         ulp: 0.0,
@@ -171,6 +184,14 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     // exponential, a square root and a division (Vulkan's: 3 and 2.5 ulp).
     ("cyl_bessel_i0", ulps(2.0), ulps(16.0)),
     ("cyl_bessel_i1", ulps(2.0), ulps(16.0)),
+    // `j0`, `j1`, `y0`, `y1` (builder/bessel_jy.rs): absolute errors next to their zeros,
+    // from the polynomials' multiply-adds (contracted or not), a division and a square root
+    // (Vulkan's: 2.5 and 3 ulp of values up to 1): 2 ulp or 2^-22 absolute through CUDA, 8
+    // ulp or 2^-20 through Vulkan (the arguments' envelope is at most 1 from 2 on).
+    ("j0", JY_CUDA, JY_VULKAN),
+    ("j1", JY_CUDA, JY_VULKAN),
+    ("y0", JY_CUDA, JY_VULKAN),
+    ("y1", JY_CUDA, JY_VULKAN),
     // libdevice's `expm1` ... `atanh`: compositions (builder/exp_log.rs) of multiply-adds,
     // one or two divisions and `sqrt` (`asinh`, `acosh`), which the interpreter computes alike;
     // through CUDA every op is correctly rounded as the interpreter's, through Vulkan the

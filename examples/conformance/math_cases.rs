@@ -1,11 +1,11 @@
 //! Cases of the element-wise math beyond the operators: `tanh`, `pow`, `umulhi`,
 //! `byte_perm`, `clamp`, the inverse trigonometric functions, `tan`, `sin_precise`,
 //! `cos_precise`, `sinpi`, `cospi`, `erfinv`, `erfc`, `erfcx`, `lgamma`, `tgamma`,
-//! `normcdf`, `erfcinv`, `normcdfinv`, `cyl_bessel_i0` and `cyl_bessel_i1`, libdevice's
-//! `expm1` ... `atanh`, `hypot` and `cbrt`, the float classification functions,
-//! `nextafter`, `fdim`, `remainder`, `copysign` and `round`, `ldexp`, `frexp`, `ilogb` and
-//! `logb`; and integer division by constants, which the lowering rewrites where they are
-//! powers of two.
+//! `normcdf`, `erfcinv`, `normcdfinv`, `cyl_bessel_i0`, `cyl_bessel_i1`, `j0`, `j1`, `y0`,
+//! `y1`, libdevice's `expm1` ... `atanh`, `hypot` and `cbrt`, the float classification
+//! functions, `nextafter`, `fdim`, `remainder`, `copysign` and `round`, `ldexp`, `frexp`,
+//! `ilogb` and `logb`; and integer division by constants, which the lowering rewrites where
+//! they are powers of two.
 
 use super::*;
 
@@ -201,7 +201,8 @@ fn constant_division_cases() -> Vec<Case> {
 /// `erfc` (over [-5, 10]), `erfcx` (over [-9, 1000]), `lgamma` (over [-2, 100]),
 /// `tgamma` (over [-43, 36]), `normcdf` (over [-14, 8]), `erfcinv` (over [0, 2]) and
 /// `normcdfinv` (over [0, 1], both down to 2^-126), `cyl_bessel_i0` and `cyl_bessel_i1`
-/// (over [-92, 92]), with the special values, on every type (floats but f64 only
+/// (over [-92, 92]), `j0`, `j1` (over [-100, 100]), `y0` and `y1` (over [0, 100]), with
+/// the special values, on every type (floats but f64 only
 /// are accepted).
 fn inverse_trig_cases() -> Vec<Case> {
     type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
@@ -279,7 +280,19 @@ fn inverse_trig_cases() -> Vec<Case> {
         lo2: -20,
         hi2: 127,
     };
-    let unary: [(&str, Domain, Unary); 18] = [
+    let bessel_first = Domain::Range {
+        lo: -100.0,
+        hi: 100.0,
+        lo2: -20,
+        hi2: 7,
+    };
+    let bessel_second = Domain::Range {
+        lo: 0.0,
+        hi: 100.0,
+        lo2: -20,
+        hi2: 7,
+    };
+    let unary: [(&str, Domain, Unary); 22] = [
         ("asin", unit, |x| x.asin()),
         ("acos", unit, |x| x.acos()),
         ("atan", wide, |x| x.atan()),
@@ -298,6 +311,10 @@ fn inverse_trig_cases() -> Vec<Case> {
         ("normcdfinv", unit_range, |x| x.normcdfinv()),
         ("cyl_bessel_i0", bessel_range, |x| x.cyl_bessel_i0()),
         ("cyl_bessel_i1", bessel_range, |x| x.cyl_bessel_i1()),
+        ("j0", bessel_first, |x| x.j0()),
+        ("j1", bessel_first, |x| x.j1()),
+        ("y0", bessel_second, |x| x.y0()),
+        ("y1", bessel_second, |x| x.y1()),
     ];
     let mut cases = Vec::new();
     for t in DTYPES {

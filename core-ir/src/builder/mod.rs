@@ -21,6 +21,7 @@
 //! one message.
 
 mod bessel;
+mod bessel_jy;
 mod block_ptr;
 mod byte_perm;
 mod control;

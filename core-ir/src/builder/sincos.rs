@@ -35,10 +35,8 @@ impl KernelBuilder {
     pub fn sin_precise<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
         self.in_f32("sin_precise", x, loc, |x| {
-            let (quadrant, sin, cos) = self.reduced_sin_cos(x.abs());
-            // sin(n·π/2 + z): sin z, cos z, -sin z, -cos z.
-            let r = self.where_((quadrant & 1u32).eq(1u32), cos, sin);
-            let r = self.where_((quadrant & 2u32).eq(2u32), -r, r);
+            let (quadrant, z) = self.reduced(x.abs());
+            let (r, _) = self.quadrant_sin_cos(quadrant, z);
             let r = self.where_(x.abs().lt(f32::INFINITY), r, f32::NAN);
             // sin is odd: x's sign bit flips r's (so that sin(-0) = -0).
             (r.bitcast(I32) ^ (x.bitcast(I32) & i32::MIN)).bitcast(F32)
@@ -53,26 +51,36 @@ impl KernelBuilder {
     pub fn cos_precise<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
         self.in_f32("cos_precise", x, loc, |x| {
-            let (quadrant, sin, cos) = self.reduced_sin_cos(x.abs());
-            // cos(n·π/2 + z): cos z, -sin z, -cos z, sin z.
-            let r = self.where_((quadrant & 1u32).eq(1u32), sin, cos);
-            let flip = ((quadrant + 1u32) & 2u32).eq(2u32);
-            let r = self.where_(flip, -r, r);
+            let (quadrant, z) = self.reduced(x.abs());
+            let (_, r) = self.quadrant_sin_cos(quadrant, z);
             self.where_(x.abs().lt(f32::INFINITY), r, f32::NAN)
         })
     }
 
-    /// For f32 `a ≥ 0`: the quadrant of `a` (the multiple of π/2 nearest it, modulo 4) and
-    /// `sin z`, `cos z` of what is left.
-    fn reduced_sin_cos<'b>(&'b self, a: Value<'b>) -> (Value<'b>, Value<'b>, Value<'b>) {
+    /// For f32 `a ≥ 0`: the quadrant of `a` (the multiple of π/2 nearest it, modulo 4,
+    /// u32) and what is left, in `[-π/4, π/4]`.
+    fn reduced<'b>(&'b self, a: Value<'b>) -> (Value<'b>, Value<'b>) {
         let (quadrant, z) = self.reduce_by_half_pi(a);
         let small = a.lt(UNREDUCED);
-        let z = self.where_(small, a, z);
-        let quadrant = self.where_(small, self.zeros_like(quadrant), quadrant);
+        (
+            self.where_(small, self.zeros_like(quadrant), quadrant),
+            self.where_(small, a, z),
+        )
+    }
+
+    /// `sin` and `cos` of `quadrant·π/2 + z` (u32 `quadrant`, f32 `z` within about π/4):
+    /// the polynomials of `z`, chosen and signed by the quadrant.
+    pub(super) fn quadrant_sin_cos<'b>(&'b self, quadrant: Value<'b>, z: Value<'b>) -> (Value<'b>, Value<'b>) {
         let s = z * z;
         let sin = (s * horner(s, &SIN_P)).fma(z, z);
         let cos = (s * s).fma(horner(s, &COS_Q), s.fma(-0.5f32, 1.0f32));
-        (quadrant, sin, cos)
+        // sin(n·π/2 + z): sin z, cos z, -sin z, -cos z; cos(n·π/2 + z): cos z, -sin z,
+        // -cos z, sin z.
+        let odd = (quadrant & 1u32).eq(1u32);
+        let (sin_r, cos_r) = (self.where_(odd, cos, sin), self.where_(odd, sin, cos));
+        let sin_r = self.where_((quadrant & 2u32).eq(2u32), -sin_r, sin_r);
+        let cos_r = self.where_(((quadrant + 1u32) & 2u32).eq(2u32), -cos_r, cos_r);
+        (sin_r, cos_r)
     }
 }
 
