@@ -1,4 +1,5 @@
-//! `isnan`, `isinf`, `isfinite`, `signbit`, `copysign`, `nextafter`, `fdim`, `remainder`
+//! `isnan`, `isinf`, `isfinite`, `signbit`, `copysign`, `nextafter`, `fdim`, `remainder`,
+//! `fmax`, `fmin`, `modf`
 //! (`builder/float_class.rs`), `round`,
 //! and the rounding ops `trunc` and `rint`, on every float type: against Rust's own
 //! functions in the interpreter on random and special values (signed zeros, infinities,
@@ -62,7 +63,37 @@ fn functions() -> Vec<(&'static str, Binary, Reference)> {
         ("nextafter", |_, x, y| x.nextafter(y), |_, _| f64::NAN),
         // Exact, so representable in every type: libm's f64 remainder is every type's.
         ("remainder", |_, x, y| x.remainder(y), libm::remainder),
+        ("fmax", |_, x, y| x.fmax(y), |x, y| c_fmax(x, y, true)),
+        ("fmin", |_, x, y| x.fmin(y), |x, y| c_fmax(x, y, false)),
+        ("modf (fraction)", |_, x, _| x.modf().0, |x, _| modf(x).0),
+        ("modf (integral)", |_, x, _| x.modf().1, |x, _| modf(x).1),
     ]
+}
+
+/// C's `fmax` (`larger`) or `fmin`: the other where one is NaN, `+0` above `-0`.
+fn c_fmax(a: f64, b: f64, larger: bool) -> f64 {
+    match (a.is_nan(), b.is_nan()) {
+        (true, _) => b,
+        (_, true) => a,
+        _ if a == b => {
+            // Equal: zeros of either sign, the sign the order prefers.
+            if a.is_sign_negative() == larger {
+                b
+            } else {
+                a
+            }
+        }
+        _ if (a > b) == larger => a,
+        _ => b,
+    }
+}
+
+/// C's `modf`: the fraction and the integral part, both with `x`'s sign.
+fn modf(x: f64) -> (f64, f64) {
+    if x.is_infinite() {
+        return (0.0f64.copysign(x), x);
+    }
+    ((x - x.trunc()).copysign(x), x.trunc())
 }
 
 /// C's `nextafter(a, b)` in type `t` (the values as f64): libm's for f32 and f64, and for
@@ -260,7 +291,9 @@ fn the_lowering_computes_the_interpreter_s_bits() {
 #[test]
 fn mistakes_are_errors_that_name_the_function() {
     type Make = for<'b> fn(&'b KernelBuilder) -> Value<'b>;
-    let cases: [(&str, Make, &str); 11] = [
+    let cases: [(&str, Make, &str); 13] = [
+        ("fmax", |k| k.zeros(&[16], I32).fmax(k.zeros(&[16], I32)), "i32"),
+        ("modf", |k| k.zeros(&[16], I32).modf().0, "i32"),
         (
             "remainder",
             |k| k.zeros(&[16], F16).remainder(k.zeros(&[16], F32)),

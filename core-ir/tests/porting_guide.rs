@@ -56,8 +56,14 @@ fn every_call_of_the_porting_guide_builds() {
             + (x.asinh() + (x.abs() + 1.0f32).acosh() + (x * 0.1f32).atanh())
             + (x.trunc() + x.rint() + x.round() + x.copysign(full))
             + (x.hypot(full) + x.cbrt())
+            + (x.rhypot(full) + k.norm3d(x, full, x) + k.norm4d(x, full, x, x) + x.rcbrt())
+            + (k.rnorm3d(x, full, x) + k.rnorm4d(x, full, x, x) + x.fmax(full) + x.fmin(full))
+            + (x.modf().0 + x.remainder(full) + x.erfcx() + x.lgamma() + x.tgamma())
+            + (x.normcdf() + x.normcdfinv() + x.erfcinv() + x.sin_precise() + x.cos_precise())
+            + (x.cyl_bessel_i0() + x.cyl_bessel_i1() + x.j0() + x.j1() + x.y0() + x.y1())
             + k.where_(x.isnan() | x.isinf() | !x.isfinite() | x.signbit(), 0.0f32, 1.0f32);
         let hi = k.umulhi(ints.bitcast(rutile_ir::ScalarType::U32), 3u32);
+        let halves = k.hadd(ints, ints) + k.rhadd(ints, ints) + k.mulhi(ints, ints) + ints.byte_perm(ints, ints);
         let cdiv = k.cdiv(n, 64);
         // Compiler hints.
         let hinted = offs.multiple_of(64).max_contiguous(64) + (offs / 4).max_constancy(4) + pid.multiple_of(1);
@@ -112,6 +118,7 @@ fn every_call_of_the_porting_guide_builds() {
             + picked
             + gathered
             + hi.to(F32)
+            + halves.to(F32)
             + cdiv.to(F32)
             + hinted.to(F32)
             + sums

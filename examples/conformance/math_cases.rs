@@ -401,18 +401,80 @@ fn root_cases() -> Vec<Case> {
             rule("cbrt"),
             |_, x| x[0].cbrt(),
         ));
+        cases.extend(elementwise_cases(
+            "rcbrt",
+            &[(t, domain(range(-20, 30)))],
+            t,
+            rule("rcbrt"),
+            |_, x| x[0].rcbrt(),
+        ));
+        let d = domain(range(-20, 60));
+        cases.extend(elementwise_cases(
+            "rhypot",
+            &[(t, d), (t, d)],
+            t,
+            rule("rhypot"),
+            |k, x| k.rhypot(x[0], x[1]),
+        ));
+        cases.extend(elementwise_cases("norm3d", &[(t, d); 3], t, rule("norm3d"), |k, x| {
+            k.norm3d(x[0], x[1], x[2])
+        }));
+        cases.extend(elementwise_cases("norm4d", &[(t, d); 4], t, rule("norm4d"), |k, x| {
+            k.norm4d(x[0], x[1], x[2], x[3])
+        }));
+        cases.extend(elementwise_cases(
+            "rnorm3d",
+            &[(t, d); 3],
+            t,
+            rule("rnorm3d"),
+            |k, x| k.rnorm3d(x[0], x[1], x[2]),
+        ));
+        cases.extend(elementwise_cases(
+            "rnorm4d",
+            &[(t, d); 4],
+            t,
+            rule("rnorm4d"),
+            |k, x| k.rnorm4d(x[0], x[1], x[2], x[3]),
+        ));
     }
     cases
 }
 
-/// `nextafter`, `fdim`, `remainder`, `isnan`, `isinf`, `isfinite`, `signbit` (as i32),
-/// `copysign` and `round` on every type (floats only accepted): exact, NaNs, infinities, signed zeros and
+/// `hadd`, `rhadd` (every integer type) and `mulhi` (i32 and i64) on every type (others
+/// not accepted): exact, extremes included.
+fn integer_math_cases() -> Vec<Case> {
+    let functions: [(&str, BinaryFn); 3] = [
+        ("hadd", |k, a, b| k.hadd(a, b)),
+        ("rhadd", |k, a, b| k.rhadd(a, b)),
+        ("mulhi", |k, a, b| k.mulhi(a, b)),
+    ];
+    let mut cases = Vec::new();
+    for t in DTYPES {
+        for (op, f) in functions {
+            cases.extend(elementwise_cases(
+                op,
+                &[(t, Domain::General), (t, Domain::General)],
+                t,
+                Rule::Exact,
+                move |k, x| f(k, x[0], x[1]),
+            ));
+        }
+    }
+    cases
+}
+
+/// `nextafter`, `fdim`, `remainder`, `fmax`, `fmin`, `modf`'s two parts, `isnan`, `isinf`,
+/// `isfinite`, `signbit` (as i32), `copysign` and `round` on every type (floats only accepted): exact, NaNs, infinities, signed zeros and
 /// subnormals included.
 fn float_class_cases() -> Vec<Case> {
-    let functions: [(&str, BinaryFn); 9] = [
+    let functions: [(&str, BinaryFn); 13] = [
         ("nextafter", |_, x, y| x.nextafter(y)),
         ("fdim", |_, x, y| x.fdim(y)),
         ("remainder", |_, x, y| x.remainder(y)),
+        ("fmax", |_, x, y| x.fmax(y)),
+        ("fmin", |_, x, y| x.fmin(y)),
+        ("modf(fraction)", |_, x, _| x.modf().0),
+        ("modf(integral)", |_, x, _| x.modf().1),
         ("isnan", |_, x, _| x.isnan()),
         ("isinf", |_, x, _| x.isinf()),
         ("isfinite", |_, x, _| x.isfinite()),
@@ -423,11 +485,19 @@ fn float_class_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for t in DTYPES {
         for (op, f) in functions {
-            let out = if matches!(op, "copysign" | "round" | "nextafter" | "fdim" | "remainder") {
-                t
-            } else {
-                I32
-            };
+            let keeps_type = matches!(
+                op,
+                "copysign"
+                    | "round"
+                    | "nextafter"
+                    | "fdim"
+                    | "remainder"
+                    | "fmax"
+                    | "fmin"
+                    | "modf(fraction)"
+                    | "modf(integral)"
+            );
+            let out = if keeps_type { t } else { I32 };
             cases.extend(elementwise_cases(
                 op,
                 &[(t, Domain::General), (t, Domain::General)],
@@ -482,6 +552,7 @@ pub(super) fn math_cases() -> Vec<Case> {
     all.extend(constant_division_cases());
     all.extend(pow_cases());
     all.extend(umulhi_cases());
+    all.extend(integer_math_cases());
     all.extend(byte_perm_cases());
     all.extend(clamp_cases());
     all

@@ -1,8 +1,8 @@
 //! The classification and sign functions of libdevice (`isnan`, `isinf`, `isfinite`,
-//! `signbit`, `copysign`), its `nextafter`, `fdim` and `remainder`, and C's rounding half
-//! away from zero (`round`), for every float type. Classification reads the bits, not
-//! comparisons: `x != x` is what a driver's compiler may fold away under relaxed float
-//! rules, a mask of the exponent bits is not.
+//! `signbit`, `copysign`), its `nextafter`, `fdim`, `remainder`, `fmax`, `fmin` and `modf`,
+//! and C's rounding half away from zero (`round`), for every float type. Classification
+//! reads the bits, not comparisons: `x != x` is what a driver's compiler may fold away
+//! under relaxed float rules, a mask of the exponent bits is not.
 
 use super::{KernelBuilder, Value};
 use crate::ir::SourceLoc;
@@ -159,6 +159,55 @@ impl KernelBuilder {
         self.where_(x.signbit(), -r, r)
     }
 
+    /// C's `fmax` (floats of one type, broadcast together), as `libdevice.fmax`: the larger,
+    /// and where one is NaN the other (NaN only where both are), `+0` above `-0`.
+    /// [`KernelBuilder::maximum`] propagates NaNs instead (Triton's `propagate_nan=ALL`);
+    /// this is `tl.maximum`'s default, `propagate_nan=NONE`, made definite.
+    #[track_caller]
+    pub fn fmax<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let Some((x, y, _)) = self.same_floats("fmax", (x, y), loc) else {
+            return self.poison(x.ty());
+        };
+        let m = self.maximum(x, y);
+        let m = self.where_(x.isnan(), y, m);
+        self.where_(y.isnan(), x, m)
+    }
+
+    /// C's `fmin` (floats of one type, broadcast together), as `libdevice.fmin`: the
+    /// smaller, and where one is NaN the other; see [`KernelBuilder::fmax`].
+    #[track_caller]
+    pub fn fmin<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let Some((x, y, _)) = self.same_floats("fmin", (x, y), loc) else {
+            return self.poison(x.ty());
+        };
+        let m = self.minimum(x, y);
+        let m = self.where_(x.isnan(), y, m);
+        self.where_(y.isnan(), x, m)
+    }
+
+    /// C's `modf` (floats), as `libdevice.modf`: `(fraction, integral)`, both with `x`'s
+    /// sign and exact: `x.trunc()` and the rest (`modf(-3.5) = (-0.5, -3.0)`,
+    /// `modf(-3.0) = (-0.0, -3.0)`, `modf(±∞) = (±0, ±∞)`, NaN in both for NaN).
+    #[track_caller]
+    pub fn modf<'b>(&'b self, x: Value<'b>) -> (Value<'b>, Value<'b>) {
+        let loc = SourceLoc::caller();
+        let x = self.adopt("modf", x, loc);
+        if self.is_poisoned(x.id) {
+            return (self.poison(x.ty()), self.poison(x.ty()));
+        }
+        if !x.dtype().is_some_and(|t| t.is_float()) {
+            let message = format!("takes floats, got {}", x.ty());
+            let v = self.fail("modf", loc, message, x.ty());
+            return (v, v);
+        }
+        let integral = x.trunc();
+        // x - trunc(x) is exact; infinities leave zero, NaN stays.
+        let fraction = self.where_(x.isinf(), 0.0, x - integral);
+        (fraction.copysign(x), integral)
+    }
+
     /// `x` and `y` broadcast to one shape, with their float type, or `None` after an error
     /// naming `op` where they are not floats of one type or do not broadcast (unless one
     /// already failed).
@@ -255,6 +304,24 @@ impl<'b> Value<'b> {
     pub fn nextafter(self, y: Value<'b>) -> Value<'b> {
         self.builder.nextafter(self, y)
     }
+    /// C's `fmax` of `self` and `y`; see [`KernelBuilder::fmax`].
+    #[track_caller]
+    pub fn fmax(self, y: Value<'b>) -> Value<'b> {
+        self.builder.fmax(self, y)
+    }
+
+    /// C's `fmin` of `self` and `y`; see [`KernelBuilder::fmin`].
+    #[track_caller]
+    pub fn fmin(self, y: Value<'b>) -> Value<'b> {
+        self.builder.fmin(self, y)
+    }
+
+    /// `(fraction, integral)` of `self`; see [`KernelBuilder::modf`].
+    #[track_caller]
+    pub fn modf(self) -> (Value<'b>, Value<'b>) {
+        self.builder.modf(self)
+    }
+
     /// IEEE 754's remainder of `self` by `y`; see [`KernelBuilder::remainder`].
     #[track_caller]
     pub fn remainder(self, y: Value<'b>) -> Value<'b> {

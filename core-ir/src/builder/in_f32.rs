@@ -40,34 +40,56 @@ impl KernelBuilder {
         loc: SourceLoc,
         f: impl FnOnce(Value<'b>, Value<'b>) -> Value<'b>,
     ) -> Value<'b> {
-        let (a, b) = (self.adopt(op, a, loc), self.adopt(op, b, loc));
-        if self.is_poisoned(a.id) || self.is_poisoned(b.id) {
-            return self.poison(a.ty());
+        self.in_f32_n(op, &[a, b], loc, |v| f(v[0], v[1]))
+    }
+
+    /// `f` of `args` in f32, broadcast to one shape, the result in their type (f32 where
+    /// they differ): f16 and bf16 convert both ways; f64, non-floats and shapes that do not
+    /// broadcast are errors naming `op`.
+    pub(super) fn in_f32_n<'b>(
+        &'b self,
+        op: &str,
+        args: &[Value<'b>],
+        loc: SourceLoc,
+        f: impl FnOnce(&[Value<'b>]) -> Value<'b>,
+    ) -> Value<'b> {
+        let args: Vec<Value<'b>> = args.iter().map(|&v| self.adopt(op, v, loc)).collect();
+        if args.iter().any(|v| self.is_poisoned(v.id)) {
+            return self.poison(args[0].ty());
         }
-        if !computed_in_f32(a.dtype()) || !computed_in_f32(b.dtype()) {
-            let message = format!(
-                "takes f16, bf16 or f32 (computed in f32), got {} and {}",
-                a.ty(),
-                b.ty()
-            );
-            return self.fail(op, loc, message, a.ty());
+        let types = || listed(args.iter().map(|v| v.ty().to_string()));
+        if !args.iter().all(|v| computed_in_f32(v.dtype())) {
+            let message = format!("takes f16, bf16 or f32 (computed in f32), got {}", types());
+            return self.fail(op, loc, message, args[0].ty());
         }
-        let Some(shape) = Shape::broadcast(a.ty().shape, b.ty().shape) else {
-            let message = format!(
-                "shapes {} and {} cannot be broadcast together",
-                a.ty().shape,
-                b.ty().shape
-            );
-            return self.fail(op, loc, message, a.ty());
+        let shape = args[1..]
+            .iter()
+            .try_fold(args[0].ty().shape, |s, v| Shape::broadcast(s, v.ty().shape));
+        let Some(shape) = shape else {
+            let shapes = listed(args.iter().map(|v| v.ty().shape.to_string()));
+            let message = format!("shapes {shapes} cannot be broadcast together");
+            return self.fail(op, loc, message, args[0].ty());
         };
-        let out = if a.dtype() == b.dtype() {
-            a.dtype().unwrap()
+        let first = args[0].dtype().unwrap();
+        let out = if args.iter().all(|v| v.dtype() == Some(first)) {
+            first
         } else {
             ScalarType::F32
         };
-        let a = self.broadcast_to(op, a.to(ScalarType::F32), shape, loc);
-        let b = self.broadcast_to(op, b.to(ScalarType::F32), shape, loc);
-        f(a, b).to(out)
+        let wide: Vec<Value<'b>> = args
+            .iter()
+            .map(|&v| self.broadcast_to(op, v.to(ScalarType::F32), shape, loc))
+            .collect();
+        f(&wide).to(out)
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`: items as a message lists them.
+fn listed(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => items.join(""),
     }
 }
 

@@ -34,6 +34,7 @@ mod float_class;
 mod gamma;
 mod hints;
 mod in_f32;
+mod integer_math;
 mod inverse_trig;
 mod join;
 mod math;

@@ -1,7 +1,8 @@
-//! libdevice's `hypot` and `cbrt`, built from ops every backend has (multiply-adds, one
+//! libdevice's `hypot`, `cbrt` and their kin (`rhypot`, `norm3d`, `norm4d`, `rnorm3d`,
+//! `rnorm4d`, `rcbrt`), built from ops every backend has (multiply-adds, one
 //! square root, divisions, integer ops on the bits), so that the interpreter, PTX and
 //! SPIR-V compute them alike. f16 and bf16 compute in f32 and round once; f64 is refused.
-//! `core-ir/tests/roots.rs` measures both against f64 in the interpreter.
+//! `core-ir/tests/roots.rs` measures them against f64 in the interpreter.
 
 use super::in_f32::copysign;
 use super::{KernelBuilder, Value};
@@ -51,6 +52,85 @@ impl KernelBuilder {
         })
     }
 
+    /// `1 / √(x² + y²)` (floats), as `libdevice.rhypot`: scaled as [`KernelBuilder::hypot`]
+    /// is, so no overflow or underflow on the way; 0 where either is infinite, `+∞` where
+    /// both are zero, NaN where either is NaN otherwise.
+    #[track_caller]
+    pub fn rhypot<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        self.in_f32_n("rhypot", &[x, y], loc, |v| self.scaled_norm(v, true))
+    }
+
+    /// `√(a² + b² + c²)` (floats, broadcast together), as `libdevice.norm3d`: scaled by a
+    /// power of two, so no overflow or underflow on the way; infinite where any is
+    /// infinite, NaN where any is NaN otherwise.
+    #[track_caller]
+    pub fn norm3d<'b>(&'b self, a: Value<'b>, b: Value<'b>, c: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        self.in_f32_n("norm3d", &[a, b, c], loc, |v| self.scaled_norm(v, false))
+    }
+
+    /// `√(a² + b² + c² + d²)` (floats, broadcast together), as `libdevice.norm4d`; see
+    /// [`KernelBuilder::norm3d`].
+    #[track_caller]
+    pub fn norm4d<'b>(&'b self, a: Value<'b>, b: Value<'b>, c: Value<'b>, d: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        self.in_f32_n("norm4d", &[a, b, c, d], loc, |v| self.scaled_norm(v, false))
+    }
+
+    /// `1 / √(a² + b² + c²)` (floats, broadcast together), as `libdevice.rnorm3d`: 0 where
+    /// any is infinite, `+∞` where all are zero; see [`KernelBuilder::norm3d`].
+    #[track_caller]
+    pub fn rnorm3d<'b>(&'b self, a: Value<'b>, b: Value<'b>, c: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        self.in_f32_n("rnorm3d", &[a, b, c], loc, |v| self.scaled_norm(v, true))
+    }
+
+    /// `1 / √(a² + b² + c² + d²)` (floats, broadcast together), as `libdevice.rnorm4d`; see
+    /// [`KernelBuilder::rnorm3d`].
+    #[track_caller]
+    pub fn rnorm4d<'b>(&'b self, a: Value<'b>, b: Value<'b>, c: Value<'b>, d: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        self.in_f32_n("rnorm4d", &[a, b, c, d], loc, |v| self.scaled_norm(v, true))
+    }
+
+    /// The Euclidean norm of f32 `values` (or its reciprocal): scaled by the power of two
+    /// that brings the largest near 1, as `hypot` is, the squares summed by fused
+    /// multiply-adds, one square root.
+    fn scaled_norm<'b>(&'b self, values: &[Value<'b>], reciprocal: bool) -> Value<'b> {
+        let magnitudes: Vec<Value<'b>> = values.iter().map(|v| v.abs()).collect();
+        let big = magnitudes[1..].iter().fold(magnitudes[0], |m, &v| self.maximum(m, v));
+        let exponent = (big.bitcast(I32) & EXPONENT_BITS)
+            .maximum(EXPONENT_MIN)
+            .minimum(EXPONENT_MAX);
+        let down = ((254i32 << 23) - exponent).bitcast(F32);
+        let up = exponent.bitcast(F32);
+        let scaled: Vec<Value<'b>> = magnitudes.iter().map(|&v| v * down).collect();
+        let sum = scaled.iter().fold(None, |acc: Option<Value<'b>>, &v| {
+            Some(match acc {
+                None => v * v,
+                Some(acc) => v.fma(v, acc),
+            })
+        });
+        let root = sum.expect("two or more values").sqrt();
+        let infinite = magnitudes[1..]
+            .iter()
+            .fold(magnitudes[0].eq(f32::INFINITY), |i, &v| i | v.eq(f32::INFINITY));
+        if reciprocal {
+            self.where_(infinite, 0.0f32, down / root)
+        } else {
+            self.where_(infinite, f32::INFINITY, root * up)
+        }
+    }
+
+    /// `1 / ∛x` (floats), as `libdevice.rcbrt`: [`KernelBuilder::cbrt`]'s root, inverted;
+    /// `±∞` at `±0`, `±0` at `±∞`, NaN at NaN.
+    #[track_caller]
+    pub fn rcbrt<'b>(&'b self, x: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        self.in_f32("rcbrt", x, loc, |x| 1.0f32 / x.cbrt())
+    }
+
     /// The real cube root `∛x` (floats), as `libdevice.cbrt`: negative for negative `x`,
     /// `±0`, `±∞` and NaN as given.
     #[track_caller]
@@ -80,6 +160,18 @@ impl KernelBuilder {
 }
 
 impl<'b> Value<'b> {
+    /// `1 / √(self² + y²)`; see [`KernelBuilder::rhypot`].
+    #[track_caller]
+    pub fn rhypot(self, y: Value<'b>) -> Value<'b> {
+        self.builder.rhypot(self, y)
+    }
+
+    /// `1 / ∛self`; see [`KernelBuilder::rcbrt`].
+    #[track_caller]
+    pub fn rcbrt(self) -> Value<'b> {
+        self.builder.rcbrt(self)
+    }
+
     /// `√(self² + y²)`; see [`KernelBuilder::hypot`].
     #[track_caller]
     pub fn hypot(self, y: Value<'b>) -> Value<'b> {
