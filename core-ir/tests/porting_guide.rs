@@ -61,6 +61,7 @@ fn every_call_of_the_porting_guide_builds() {
             + (x.modf().0 + x.remainder(full) + x.erfcx() + x.lgamma() + x.tgamma())
             + (x.normcdf() + x.normcdfinv() + x.erfcinv() + x.sin_precise() + x.cos_precise())
             + (x.cyl_bessel_i0() + x.cyl_bessel_i1() + x.j0() + x.j1() + x.y0() + x.y1())
+            + (x.jn(3) + x.yn(n) + x.modf().1)
             + k.where_(x.isnan() | x.isinf() | !x.isfinite() | x.signbit(), 0.0f32, 1.0f32);
         let hi = k.umulhi(ints.bitcast(rutile_ir::ScalarType::U32), 3u32);
         let halves = k.hadd(ints, ints) + k.rhadd(ints, ints) + k.mulhi(ints, ints) + ints.byte_perm(ints, ints);

@@ -201,6 +201,9 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     ("j1", JY_CUDA, JY_VULKAN),
     ("y0", JY_CUDA, JY_VULKAN),
     ("y1", JY_CUDA, JY_VULKAN),
+    // `jn`, `yn` (builder/bessel_n.rs): the recurrence from orders 0 and 1 (2/x a division).
+    ("jn(5)", JY_CUDA, JY_VULKAN),
+    ("yn(5)", JY_CUDA, JY_VULKAN),
     // libdevice's `expm1` ... `atanh`: compositions (builder/exp_log.rs) of multiply-adds,
     // one or two divisions and `sqrt` (`asinh`, `acosh`), which the interpreter computes alike;
     // through CUDA every op is correctly rounded as the interpreter's, through Vulkan the

@@ -201,7 +201,8 @@ fn constant_division_cases() -> Vec<Case> {
 /// `erfc` (over [-5, 10]), `erfcx` (over [-9, 1000]), `lgamma` (over [-2, 100]),
 /// `tgamma` (over [-43, 36]), `normcdf` (over [-14, 8]), `erfcinv` (over [0, 2]) and
 /// `normcdfinv` (over [0, 1], both down to 2^-126), `cyl_bessel_i0` and `cyl_bessel_i1`
-/// (over [-92, 92]), `j0`, `j1` (over [-100, 100]), `y0` and `y1` (over [0, 100]), with
+/// (over [-92, 92]), `j0`, `j1`, `jn(5)` (over [-100, 100]), `y0`, `y1` and `yn(5)` (over
+/// [0, 100]), with
 /// the special values, on every type (floats but f64 only
 /// are accepted).
 fn inverse_trig_cases() -> Vec<Case> {
@@ -292,7 +293,7 @@ fn inverse_trig_cases() -> Vec<Case> {
         lo2: -20,
         hi2: 7,
     };
-    let unary: [(&str, Domain, Unary); 22] = [
+    let unary: [(&str, Domain, Unary); 24] = [
         ("asin", unit, |x| x.asin()),
         ("acos", unit, |x| x.acos()),
         ("atan", wide, |x| x.atan()),
@@ -315,6 +316,8 @@ fn inverse_trig_cases() -> Vec<Case> {
         ("j1", bessel_first, |x| x.j1()),
         ("y0", bessel_second, |x| x.y0()),
         ("y1", bessel_second, |x| x.y1()),
+        ("jn(5)", bessel_first, |x| x.jn(5)),
+        ("yn(5)", bessel_second, |x| x.yn(5)),
     ];
     let mut cases = Vec::new();
     for t in DTYPES {

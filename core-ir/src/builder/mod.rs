@@ -22,6 +22,7 @@
 
 mod bessel;
 mod bessel_jy;
+mod bessel_n;
 mod block_ptr;
 mod byte_perm;
 mod control;
