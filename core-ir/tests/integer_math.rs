@@ -1,4 +1,4 @@
-//! `hadd`, `rhadd` and `mulhi` (built from ops in `builder/integer_math.rs`): against
+//! `hadd`, `rhadd`, `mulhi`, `sad` and `mul24` (built from ops in `builder/integer_math.rs`): against
 //! their definitions in wide integers, on random and extreme values of every integer type
 //! they take, in the interpreter and lowered through the simulator, and their mistakes as
 //! errors that name them.
@@ -108,6 +108,37 @@ fn halving_adds_are_the_floor_and_ceiling_of_the_mean() {
     }
 }
 
+/// `v` wrapped into `t`'s range.
+fn wrap(t: ScalarType, v: i128) -> i128 {
+    let (lo, _) = range(t);
+    let m = 1i128 << t.bits();
+    (v - lo).rem_euclid(m) + lo
+}
+
+#[test]
+fn sad_and_mul24_are_their_definitions() {
+    let mut rng = Rng::new(213);
+    for t in [I8, U8, I16, U16, I32, U32, I64, U64] {
+        // c = b: |a - b| + b, wrapped into the type.
+        for (a, b, r) in run(t, |a, b| a.builder().sad(a, b, b), &mut rng) {
+            assert_eq!(r, wrap(t, (a - b).abs() + b), "sad({a}, {b}, {b}) on {t}");
+        }
+    }
+    for t in [I32, U32] {
+        for (a, b, r) in run(t, |a, b| a.mul24(b), &mut rng) {
+            let low = |v: i128| {
+                let l = v & 0xFF_FFFF;
+                if t == I32 && l >= 1 << 23 {
+                    l - (1 << 24)
+                } else {
+                    l
+                }
+            };
+            assert_eq!(r, wrap(t, low(a) * low(b)), "mul24({a}, {b}) on {t}");
+        }
+    }
+}
+
 #[test]
 fn mulhi_is_the_high_half_of_the_signed_product() {
     let mut rng = Rng::new(212);
@@ -131,7 +162,21 @@ fn mulhi_is_the_high_half_of_the_signed_product() {
 #[test]
 fn mistakes_are_errors_that_name_them() {
     type Make = for<'b> fn(&'b KernelBuilder);
-    let cases: [(&str, Make, &str); 4] = [
+    let cases: [(&str, Make, &str); 6] = [
+        (
+            "mul24",
+            |k| {
+                let _ = k.zeros(&[16], I64).mul24(k.zeros(&[16], I64));
+            },
+            "two i32 or two u32",
+        ),
+        (
+            "sad",
+            |k| {
+                let _ = k.sad(k.zeros(&[16], I32), k.zeros(&[16], I32), k.zeros(&[16], U32));
+            },
+            "u32",
+        ),
         (
             "hadd",
             |k| {

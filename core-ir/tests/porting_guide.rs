@@ -64,7 +64,12 @@ fn every_call_of_the_porting_guide_builds() {
             + (x.jn(3) + x.yn(n) + x.modf().1)
             + k.where_(x.isnan() | x.isinf() | !x.isfinite() | x.signbit(), 0.0f32, 1.0f32);
         let hi = k.umulhi(ints.bitcast(rutile_ir::ScalarType::U32), 3u32);
-        let halves = k.hadd(ints, ints) + k.rhadd(ints, ints) + k.mulhi(ints, ints) + ints.byte_perm(ints, ints);
+        let halves = k.hadd(ints, ints)
+            + k.rhadd(ints, ints)
+            + k.mulhi(ints, ints)
+            + ints.byte_perm(ints, ints)
+            + k.sad(ints, ints, ints)
+            + ints.mul24(ints);
         let cdiv = k.cdiv(n, 64);
         // Compiler hints.
         let hinted = offs.multiple_of(64).max_contiguous(64) + (offs / 4).max_constancy(4) + pid.multiple_of(1);

@@ -443,13 +443,14 @@ fn root_cases() -> Vec<Case> {
     cases
 }
 
-/// `hadd`, `rhadd` (every integer type) and `mulhi` (i32 and i64) on every type (others
-/// not accepted): exact, extremes included.
+/// `hadd`, `rhadd`, `sad` (every integer type), `mulhi` (i32 and i64) and `mul24` (i32 and
+/// u32) on every type (others not accepted): exact, extremes included.
 fn integer_math_cases() -> Vec<Case> {
-    let functions: [(&str, BinaryFn); 3] = [
+    let functions: [(&str, BinaryFn); 4] = [
         ("hadd", |k, a, b| k.hadd(a, b)),
         ("rhadd", |k, a, b| k.rhadd(a, b)),
         ("mulhi", |k, a, b| k.mulhi(a, b)),
+        ("mul24", |k, a, b| k.mul24(a, b)),
     ];
     let mut cases = Vec::new();
     for t in DTYPES {
@@ -462,6 +463,13 @@ fn integer_math_cases() -> Vec<Case> {
                 move |k, x| f(k, x[0], x[1]),
             ));
         }
+        cases.extend(elementwise_cases(
+            "sad",
+            &[(t, Domain::General); 3],
+            t,
+            Rule::Exact,
+            |k, x| k.sad(x[0], x[1], x[2]),
+        ));
     }
     cases
 }

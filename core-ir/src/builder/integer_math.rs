@@ -1,6 +1,7 @@
 //! libdevice's integer helpers beyond `umulhi`: the halving adds `hadd` and `rhadd`
-//! (`uhadd`, `urhadd` for unsigned types) and the signed high product `mulhi`
-//! (`mul64hi`), built from ops every backend has.
+//! (`uhadd`, `urhadd` for unsigned types), the signed high product `mulhi` (`mul64hi`),
+//! the absolute difference `sad` (`usad`) and the 24-bit product `mul24` (`umul24`), built
+//! from ops every backend has.
 
 use super::{KernelBuilder, Value};
 use crate::ir::SourceLoc;
@@ -48,6 +49,36 @@ impl KernelBuilder {
         }
     }
 
+    /// `|a - b| + c` (integers of one type, broadcast together), as `libdevice.sad` and
+    /// `usad`: the difference taken the larger less the smaller, wrapping into the type as
+    /// C's unsigned sum does.
+    #[track_caller]
+    pub fn sad<'b>(&'b self, a: Value<'b>, b: Value<'b>, c: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let Some((a, b)) = self.same_ints("sad", a, b, loc, |_| true) else {
+            return self.poison(a.ty());
+        };
+        let difference = self.where_(a.gt(b), a - b, b - a);
+        match self.same_ints("sad", difference, c, loc, |_| true) {
+            Some((difference, c)) => difference + c,
+            None => self.poison(a.ty()),
+        }
+    }
+
+    /// The product of the low 24 bits of `a` and `b` (`i32` or `u32` of one type,
+    /// broadcast together), as `libdevice.mul24` and `umul24`: the bits sign-extended from
+    /// the 24th for `i32`, the low 32 bits of the product.
+    #[track_caller]
+    pub fn mul24<'b>(&'b self, a: Value<'b>, b: Value<'b>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let word = |t: ScalarType| matches!(t, ScalarType::I32 | ScalarType::U32);
+        match self.same_ints("mul24", a, b, loc, word) {
+            // Shifted up by 8 and back: arithmetic for i32 (sign-extended), logical for u32.
+            Some((a, b)) => ((a << 8) >> 8) * ((b << 8) >> 8),
+            None => self.poison(a.ty()),
+        }
+    }
+
     /// `a` and `b` broadcast to one shape, or `None` after an error naming `op` where they
     /// are not integers of one type that `accepts` or do not broadcast (unless one
     /// already failed).
@@ -65,10 +96,10 @@ impl KernelBuilder {
         }
         let ok = a.dtype().is_some_and(|t| t.is_int() && accepts(t)) && a.dtype() == b.dtype();
         if !ok {
-            let what = if op == "mulhi" {
-                "two i32 or two i64"
-            } else {
-                "two integers of one type"
+            let what = match op {
+                "mulhi" => "two i32 or two i64",
+                "mul24" => "two i32 or two u32",
+                _ => "two integers of one type",
             };
             let message = format!("takes {what}, got {} and {}", a.ty(), b.ty());
             let _ = self.fail(op, loc, message, a.ty());
@@ -101,6 +132,12 @@ impl<'b> Value<'b> {
     #[track_caller]
     pub fn rhadd(self, b: Value<'b>) -> Value<'b> {
         self.builder.rhadd(self, b)
+    }
+
+    /// The product of the low 24 bits with `b`'s; see [`KernelBuilder::mul24`].
+    #[track_caller]
+    pub fn mul24(self, b: Value<'b>) -> Value<'b> {
+        self.builder.mul24(self, b)
     }
 
     /// The high half of the signed product with `b`; see [`KernelBuilder::mulhi`].
