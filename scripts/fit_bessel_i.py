@@ -12,19 +12,15 @@ of each tail polynomial evaluated by Horner's rule in f32 (in units of 2^-24).
 Needs mpmath (`pip install mpmath`). Run: python3 scripts/fit_bessel_i.py
 """
 import math
-import struct
 
 import mpmath as mp
+
+from chebyshev import f32, horner_f32, interpolate, show
 
 SPLIT = 4
 DEGREE = 10
 TAYLOR_TERMS = 15
 mp.mp.dps = 40
-
-
-def f32(v):
-    """v rounded to the nearest f32."""
-    return struct.unpack("f", struct.pack("f", float(v)))[0]
 
 
 def g(order, t):
@@ -33,48 +29,17 @@ def g(order, t):
 
 
 def tail(order):
-    """g's interpolating polynomial in t, lowest first."""
-    n = DEGREE + 1
-    nodes = [mp.cos(mp.pi * (k + mp.mpf(1) / 2) / n) for k in range(n)]
-    values = [g(order, (u + 1) / 2) for u in nodes]
-    cheb = []
-    for j in range(n):
-        s = sum(values[k] * mp.cos(mp.pi * j * (k + mp.mpf(1) / 2) / n) for k in range(n))
-        cheb.append(s / n if j == 0 else 2 * s / n)
-    t_polys = [[mp.mpf(1)], [mp.mpf(0), mp.mpf(1)]]
-    for j in range(2, n):
-        up = [mp.mpf(0)] + [2 * c for c in t_polys[j - 1]]
-        down = t_polys[j - 2] + [mp.mpf(0)] * (len(up) - len(t_polys[j - 2]))
-        t_polys.append([a - b for a, b in zip(up, down)])
-    in_u = [mp.mpf(0)] * n
-    for j in range(n):
-        for i, c in enumerate(t_polys[j]):
-            in_u[i] += cheb[j] * c
-    # u = 2t - 1.
-    in_t = [mp.mpf(0)] * n
-    for i, c in enumerate(in_u):
-        for k in range(i + 1):
-            in_t[k] += c * mp.binomial(i, k) * 2**k * (-1) ** (i - k)
-    return in_t
+    """g's interpolating polynomial in t on [0, 1], lowest first."""
+    return interpolate(lambda t: g(order, t), DEGREE, 0, 1)
 
 
 def worst(order, coefficients):
     w = 0.0
     for i in range(1, 4001):
         t = f32(i / 4000)
-        acc = coefficients[0]
-        for c in coefficients[1:]:
-            acc = f32(f32(acc * t) + c)
         want = g(order, t)
-        w = max(w, abs((acc - want) / want))
+        w = max(w, abs((horner_f32(coefficients, t) - want) / want))
     return w / 2**-24
-
-
-def show(name, coefficients):
-    print("const %s: [f32; %d] = [" % (name, len(coefficients)))
-    for c in coefficients:
-        print("    %r," % c)
-    print("];")
 
 
 def main():

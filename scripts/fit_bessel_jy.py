@@ -11,18 +11,13 @@ constants hold them, with the largest error of each evaluated by Horner's rule i
 
 Needs mpmath (`pip install mpmath`). Run: python3 scripts/fit_bessel_jy.py
 """
-import struct
-
 import mpmath as mp
+
+from chebyshev import f32, horner_f32, interpolate, show
 
 SPLIT = 2
 DEGREE = 8
 mp.mp.dps = 40
-
-
-def f32(v):
-    """v rounded to the nearest f32."""
-    return struct.unpack("f", struct.pack("f", float(v)))[0]
 
 
 def modulus_and_phase(order, x):
@@ -36,41 +31,7 @@ def modulus_and_phase(order, x):
 
 def fit(f):
     """f's interpolating polynomial on [0, 1], lowest first."""
-    n = DEGREE + 1
-    nodes = [mp.cos(mp.pi * (k + mp.mpf(1) / 2) / n) for k in range(n)]
-    values = [f((u + 1) / 2) for u in nodes]
-    cheb = []
-    for j in range(n):
-        s = sum(values[k] * mp.cos(mp.pi * j * (k + mp.mpf(1) / 2) / n) for k in range(n))
-        cheb.append(s / n if j == 0 else 2 * s / n)
-    t_polys = [[mp.mpf(1)], [mp.mpf(0), mp.mpf(1)]]
-    for j in range(2, n):
-        up = [mp.mpf(0)] + [2 * c for c in t_polys[j - 1]]
-        down = t_polys[j - 2] + [mp.mpf(0)] * (len(up) - len(t_polys[j - 2]))
-        t_polys.append([a - b for a, b in zip(up, down)])
-    in_u = [mp.mpf(0)] * n
-    for j in range(n):
-        for i, c in enumerate(t_polys[j]):
-            in_u[i] += cheb[j] * c
-    in_t = [mp.mpf(0)] * n
-    for i, c in enumerate(in_u):
-        for k in range(i + 1):
-            in_t[k] += c * mp.binomial(i, k) * 2**k * (-1) ** (i - k)
-    return in_t
-
-
-def horner(coefficients, t):
-    acc = coefficients[0]
-    for c in coefficients[1:]:
-        acc = f32(f32(acc * t) + c)
-    return acc
-
-
-def show(name, coefficients):
-    print("const %s: [f32; %d] = [" % (name, len(coefficients)))
-    for c in coefficients:
-        print("    %r," % c)
-    print("];")
+    return interpolate(f, DEGREE, 0, 1)
 
 
 def main():
@@ -81,8 +42,8 @@ def main():
         for i in range(1, 2001):
             t = f32(i / 2000)
             m, p = modulus_and_phase(order, SPLIT / mp.mpf(t))
-            worst_m = max(worst_m, abs((horner(modulus, t) - m) / m))
-            worst_p = max(worst_p, abs(horner(phase, t) - p))
+            worst_m = max(worst_m, abs((horner_f32(modulus, t) - m) / m))
+            worst_p = max(worst_p, abs(horner_f32(phase, t) - p))
         show("MODULUS_%d" % order, modulus)
         show("PHASE_%d" % order, phase)
         print("// order %d in f32: modulus %.2e relative, phase %.2e absolute" % (order, worst_m, worst_p))

@@ -9,17 +9,12 @@ of R evaluated by Horner's rule in f32 over 20001 points (in units of 2^-24).
 
 Needs mpmath (`pip install mpmath`). Run: python3 scripts/fit_lgamma.py
 """
-import struct
-
 import mpmath as mp
+
+from chebyshev import f32, horner_f32, interpolate, show
 
 DEGREE = 12
 mp.mp.dps = 50
-
-
-def f32(v):
-    """v rounded to the nearest f32."""
-    return struct.unpack("f", struct.pack("f", float(v)))[0]
 
 
 def r(t):
@@ -32,41 +27,14 @@ def r(t):
     return mp.loggamma(t + 2) / ((t + 1) * t)
 
 
-def monomial_coefficients():
-    n = DEGREE + 1
-    nodes = [mp.cos(mp.pi * (k + mp.mpf(1) / 2) / n) for k in range(n)]
-    values = [r(t) for t in nodes]
-    cheb = []
-    for j in range(n):
-        s = sum(values[k] * mp.cos(mp.pi * j * (k + mp.mpf(1) / 2) / n) for k in range(n))
-        cheb.append(s / n if j == 0 else 2 * s / n)
-    # T_j as monomial coefficients, lowest first.
-    t_polys = [[mp.mpf(1)], [mp.mpf(0), mp.mpf(1)]]
-    for j in range(2, n):
-        up = [mp.mpf(0)] + [2 * c for c in t_polys[j - 1]]
-        down = t_polys[j - 2] + [mp.mpf(0)] * (len(up) - len(t_polys[j - 2]))
-        t_polys.append([a - b for a, b in zip(up, down)])
-    mono = [mp.mpf(0)] * n
-    for j in range(n):
-        for i, c in enumerate(t_polys[j]):
-            mono[i] += cheb[j] * c
-    return mono
-
-
 def main():
-    coefficients = [f32(c) for c in reversed(monomial_coefficients())]
+    coefficients = [f32(c) for c in reversed(interpolate(r, DEGREE))]
     worst = 0.0
     for i in range(20001):
         t = f32(-1 + 2 * i / 20000)
-        acc = coefficients[0]
-        for c in coefficients[1:]:
-            acc = f32(f32(acc * t) + c)
         want = r(t)
-        worst = max(worst, abs((acc - want) / want))
-    print("const R: [f32; %d] = [" % len(coefficients))
-    for c in coefficients:
-        print("    %r," % c)
-    print("];")
+        worst = max(worst, abs((horner_f32(coefficients, t) - want) / want))
+    show("R", coefficients)
     print("// largest relative error in f32: %.2f units of 2^-24" % (worst / 2**-24))
 
 

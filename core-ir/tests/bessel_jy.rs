@@ -6,12 +6,12 @@
 
 mod f32_functions;
 
-use f32_functions::{apply1, assert_lowering_matches, build_error, huge_arguments, points, same};
+use f32_functions::{
+    apply1, assert_f16_rounds_once_and_others_are_errors, assert_lowering_matches, assert_special_values,
+    huge_arguments, points, Unary,
+};
 use rutile_ir::testing::Rng;
-use rutile_ir::ScalarType::{F16, F32, F64, I32};
-use rutile_ir::Value;
 
-type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
 type Case = (&'static str, Unary, fn(f64) -> f64, bool);
 
 fn functions() -> [Case; 4] {
@@ -128,10 +128,7 @@ fn special_values() {
         ),
     ];
     for (name, f, pairs) in cases {
-        let x: Vec<f32> = pairs.iter().map(|c| c.0).collect();
-        for (c, got) in pairs.iter().zip(apply1(f, &x)) {
-            assert!(same(got, c.1), "{name}({}) = {got}, expected {}", c.0, c.1);
-        }
+        assert_special_values(name, f, &pairs);
     }
 }
 
@@ -147,16 +144,7 @@ fn the_lowering_computes_the_interpreter_s_bits() {
 
 #[test]
 fn half_precision_rounds_the_f32_result_and_other_types_are_errors() {
-    let x: Vec<f32> = vec![0.5, 1.25, 3.0, 8.5];
     for (name, f, _, _) in functions() {
-        let want: Vec<f32> = apply1(f, &x).iter().map(|&t| half::f16::from_f32(t).to_f32()).collect();
-        let got = apply1(|v| f(v.to(F16)).to(F32), &x);
-        assert_eq!(got, want, "{name}");
-        for (t, what) in [(F64, "f64"), (I32, "i32")] {
-            let e = build_error(|k| {
-                let _ = f(k.zeros(&[16], t));
-            });
-            assert!(e.contains(name) && e.contains(what), "{e}");
-        }
+        assert_f16_rounds_once_and_others_are_errors(name, f, &[0.5, 1.25, 3.0, 8.5]);
     }
 }

@@ -5,12 +5,10 @@
 
 mod f32_functions;
 
-use f32_functions::{apply1, assert_lowering_matches, build_error, points, same, worst1};
+use f32_functions::{
+    assert_f16_rounds_once_and_others_are_errors, assert_lowering_matches, assert_special_values, points, worst1, Unary,
+};
 use rutile_ir::testing::Rng;
-use rutile_ir::ScalarType::{F16, F32, F64, I32};
-use rutile_ir::Value;
-
-type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
 
 /// `erfcinv(x)` in f64 for `x` in `(0, 1]`: Newton's method on `ln erfc`, from the
 /// asymptotic start, to convergence (`erfc` of f64 is normal down to 2^-1022, far below any
@@ -111,10 +109,7 @@ fn special_values() {
         ),
     ];
     for (name, f, pairs) in cases {
-        let x: Vec<f32> = pairs.iter().map(|c| c.0).collect();
-        for (c, got) in pairs.iter().zip(apply1(f, &x)) {
-            assert!(same(got, c.1), "{name}({}) = {got}, expected {}", c.0, c.1);
-        }
+        assert_special_values(name, f, pairs);
     }
 }
 
@@ -132,21 +127,12 @@ fn the_lowering_computes_the_interpreter_s_bits() {
 
 #[test]
 fn half_precision_rounds_the_f32_result_and_other_types_are_errors() {
-    let x: Vec<f32> = vec![0.125, 0.25, 0.5, 0.75];
     let functions: [(&str, Unary); 3] = [
         ("normcdf", |v| v.normcdf()),
         ("normcdfinv", |v| v.normcdfinv()),
         ("erfcinv", |v| v.erfcinv()),
     ];
     for (name, f) in functions {
-        let want: Vec<f32> = apply1(f, &x).iter().map(|&t| half::f16::from_f32(t).to_f32()).collect();
-        let got = apply1(|v| f(v.to(F16)).to(F32), &x);
-        assert_eq!(got, want, "{name}");
-        for (t, what) in [(F64, "f64"), (I32, "i32")] {
-            let e = build_error(|k| {
-                let _ = f(k.zeros(&[16], t));
-            });
-            assert!(e.contains(name) && e.contains(what), "{e}");
-        }
+        assert_f16_rounds_once_and_others_are_errors(name, f, &[0.125, 0.25, 0.5, 0.75]);
     }
 }

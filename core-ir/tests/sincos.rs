@@ -5,24 +5,11 @@
 
 mod f32_functions;
 
-use f32_functions::{apply1, assert_lowering_matches, build_error, huge_arguments, points, same, worst1};
+use f32_functions::{
+    apply1, assert_f16_rounds_once_and_others_are_errors, assert_lowering_matches, huge_arguments,
+    near_multiples_of_pi_2, points, same, worst1, Unary,
+};
 use rutile_ir::testing::Rng;
-use rutile_ir::ScalarType::{F16, F32, F64, I32};
-use rutile_ir::Value;
-
-type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
-
-/// The f32 values within `ulps` of each multiple `k·π/2` for `k` up to `kmax`.
-fn near_multiples_of_pi_2(kmax: u32, ulps: i32) -> Vec<f32> {
-    let mut v = Vec::new();
-    for k in 1..=kmax {
-        let c = (k as f64 * std::f64::consts::FRAC_PI_2) as f32;
-        for d in -ulps..=ulps {
-            v.push(f32::from_bits((c.to_bits() as i32 + d) as u32));
-        }
-    }
-    v
-}
 
 #[test]
 fn they_are_within_two_and_a_half_ulp_of_f64() {
@@ -100,20 +87,11 @@ fn the_lowering_computes_the_interpreter_s_bits() {
 
 #[test]
 fn half_precision_rounds_the_f32_result_and_other_types_are_errors() {
-    let x: Vec<f32> = vec![0.5, -1.25, 3.0, 100.0];
     let functions: [(&str, Unary); 2] = [
         ("sin_precise", |v| v.sin_precise()),
         ("cos_precise", |v| v.cos_precise()),
     ];
     for (name, f) in functions {
-        let want: Vec<f32> = apply1(f, &x).iter().map(|&t| half::f16::from_f32(t).to_f32()).collect();
-        let got = apply1(|v| f(v.to(F16)).to(F32), &x);
-        assert_eq!(got, want, "{name}");
-        for (t, what) in [(F64, "f64"), (I32, "i32")] {
-            let e = build_error(|k| {
-                let _ = f(k.zeros(&[16], t));
-            });
-            assert!(e.contains(name) && e.contains(what), "{e}");
-        }
+        assert_f16_rounds_once_and_others_are_errors(name, f, &[0.5, -1.25, 3.0, 100.0]);
     }
 }

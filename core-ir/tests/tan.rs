@@ -6,22 +6,11 @@
 
 mod f32_functions;
 
-use f32_functions::{apply1, assert_lowering_matches, build_error, huge_arguments, points, same, worst1};
+use f32_functions::{
+    apply1, assert_lowering_matches, build_error, huge_arguments, near_multiples_of_pi_2, points, same, worst1,
+};
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{F16, F64, I32};
-
-/// The f32 values within `ulps` of each multiple `k·π/2` for `k` up to `kmax` (positive:
-/// `tan` is computed for `|x|` and takes `x`'s sign by its bit).
-fn near_multiples_of_pi_2(kmax: u32, ulps: i32) -> Vec<f32> {
-    let mut v = Vec::new();
-    for k in 1..=kmax {
-        let c = (k as f64 * std::f64::consts::FRAC_PI_2) as f32;
-        for d in -ulps..=ulps {
-            v.push(f32::from_bits((c.to_bits() as i32 + d) as u32));
-        }
-    }
-    v
-}
 
 #[test]
 fn tan_is_within_four_ulp_of_f64() {

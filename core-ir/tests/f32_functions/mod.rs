@@ -169,3 +169,42 @@ pub fn huge_arguments(rng: &mut Rng) -> Vec<f32> {
     }
     v
 }
+
+/// A unary function built from ops, as the tests name them.
+pub type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
+
+/// Checks that `f` (named `name`) on f16 arguments is its f32 result rounded once to f16,
+/// at `x`, and that f64 and i32 arguments are errors naming it and the type.
+pub fn assert_f16_rounds_once_and_others_are_errors(name: &str, f: Unary, x: &[f32]) {
+    let want: Vec<f32> = apply1(f, x).iter().map(|&t| half::f16::from_f32(t).to_f32()).collect();
+    let got = apply1(|v| f(v.to(ScalarType::F16)).to(F32), x);
+    for ((g, w), v) in got.iter().zip(&want).zip(x) {
+        assert!(same(*g, *w), "{name}({v}) in f16: {g}, expected {w}");
+    }
+    for (t, what) in [(ScalarType::F64, "f64"), (ScalarType::I32, "i32")] {
+        let e = build_error(|k| {
+            let _ = f(k.zeros(&[16], t));
+        });
+        assert!(e.contains(name) && e.contains(what), "{e}");
+    }
+}
+
+/// The f32 values within `ulps` of each multiple `k·π/2` for `k` up to `kmax` (positive).
+pub fn near_multiples_of_pi_2(kmax: u32, ulps: i32) -> Vec<f32> {
+    let mut v = Vec::new();
+    for k in 1..=kmax {
+        let c = (k as f64 * std::f64::consts::FRAC_PI_2) as f32;
+        for d in -ulps..=ulps {
+            v.push(f32::from_bits((c.to_bits() as i32 + d) as u32));
+        }
+    }
+    v
+}
+
+/// Checks `f` (named `name`) at each `(x, expected)` pair, bit for bit (NaNs as NaNs).
+pub fn assert_special_values(name: &str, f: Unary, pairs: &[(f32, f32)]) {
+    let x: Vec<f32> = pairs.iter().map(|c| c.0).collect();
+    for (c, got) in pairs.iter().zip(apply1(f, &x)) {
+        assert!(same(got, c.1), "{name}({}) = {got}, expected {}", c.0, c.1);
+    }
+}
