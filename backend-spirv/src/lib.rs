@@ -127,8 +127,10 @@
 //!   (within about 2.5 ulp of the correctly rounded `f32` result on every input); `f16` and
 //!   `f64` go through it in `f32`, so `f64` `erf` has `f32` accuracy. GLSL.std.450 has
 //!   `exp`, `exp2`, `log`, `log2`, `sin` and `cos` for 16- and 32-bit floats only: for `f64`
-//!   they (and `sigmoid`'s `exp`) are computed in `f32` and widened, so they too have `f32`
-//!   accuracy and range.
+//!   the ops are computed in `f32` and widened, so they too have `f32` accuracy and range.
+//!   The builder writes f64's `exp`, `exp2`, `log`, `log2`, `sigmoid` and `tanh` out in f64
+//!   ops (`rutile_ir`'s `builder/f64_math.rs`), with f64's accuracy; f64 `sin`, `cos`,
+//!   `erf` and `pow` reach this backend as ops.
 //! * Operations whose operands are all constants are folded here, with the IR's wrapping
 //!   semantics (naga's WGSL reader would reject e.g. `i32::MIN / -1` as an overflow).
 //! * `f32` atomic add, min and max are compare-and-swap loops on the bit pattern

@@ -31,6 +31,7 @@ mod erfc;
 mod erfinv;
 mod exp_log;
 mod exponents;
+mod f64_math;
 mod float_class;
 mod gamma;
 mod hints;

@@ -599,6 +599,14 @@ impl KernelBuilder {
     }
 
     pub(crate) fn unary(&self, op: UnaryOp, v: ValueId, loc: SourceLoc) -> Value<'_> {
+        // f64's transcendental functions are written out in f64 ops (f64_math.rs): no
+        // backend has them as instructions.
+        let x = self.value(v);
+        if x.dtype() == Some(ScalarType::F64) && !self.is_poisoned(v) {
+            if let Some(r) = self.f64_function(op, x) {
+                return r;
+            }
+        }
         self.emit1(Op::Unary { op, value: v }, None, loc)
     }
 }

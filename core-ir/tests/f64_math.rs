@@ -1,0 +1,191 @@
+//! `exp`, `exp2`, `log`, `log2`, `sigmoid` and `tanh` on f64 (written out in f64 ops by
+//! `builder/f64_math.rs`): their error against the platform's f64 functions in the
+//! interpreter over their whole ranges (subnormals, overflow and underflow included), their
+//! special values, and the lowering in the simulator against the interpreter.
+
+use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
+use rutile_ir::lower::lower;
+use rutile_ir::target::{Specialization, Target};
+use rutile_ir::testing::Rng;
+use rutile_ir::ScalarType::F64;
+use rutile_ir::{Kernel, Value};
+
+const BLOCK: i32 = 256;
+type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
+
+fn kernel(f: Unary) -> Kernel {
+    Kernel::build("f64_function", |k| {
+        let (px, out) = (k.arg_ptr("x", F64), k.arg_ptr("out", F64));
+        let n = k.arg_i32("n");
+        let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
+        let mask = offs.lt(n);
+        k.store_masked(out + offs, f(k.load_masked(px + offs, mask, 0.0)), mask);
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn launch(x: &[f64]) -> (Vec<ArgValue>, Vec<HostBuffer>, [u32; 3]) {
+    let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
+    let args = vec![ptr(0), ptr(1), ArgValue::Int(x.len() as i64)];
+    let bufs = vec![HostBuffer::from_slice(x), HostBuffer::zeros(F64, x.len())];
+    (args, bufs, [(x.len() as u32).div_ceil(BLOCK as u32), 1, 1])
+}
+
+fn apply(f: Unary, x: &[f64]) -> Vec<f64> {
+    let (args, mut bufs, grid) = launch(x);
+    interp::run(&kernel(f), grid, &args, &mut bufs).unwrap();
+    bufs[1].to_vec::<f64>().unwrap()
+}
+
+/// `|got - want|` in ulps of `want` (at least the smallest normal's).
+fn ulps(got: f64, want: f64) -> f64 {
+    if got.is_nan() && want.is_nan() || got == want {
+        return 0.0;
+    }
+    let w = want.abs().max(f64::MIN_POSITIVE);
+    (got - want).abs() / (f64::from_bits(w.to_bits() + 1) - w)
+}
+
+fn sigmoid(x: f64) -> f64 {
+    if x < 0.0 {
+        let e = x.exp();
+        e / (1.0 + e)
+    } else {
+        1.0 / (1.0 + (-x).exp())
+    }
+}
+
+/// A function: its name, how to build it, its f64 reference, its arguments' range.
+type Case = (&'static str, Unary, fn(f64) -> f64, (f64, f64));
+
+fn functions() -> [Case; 6] {
+    [
+        ("exp", |v| v.exp(), f64::exp, (-746.0, 710.0)),
+        ("exp2", |v| v.exp2(), f64::exp2, (-1076.0, 1025.0)),
+        ("log", |v| v.log(), f64::ln, (0.0, 0.0)),
+        ("log2", |v| v.log2(), f64::log2, (0.0, 0.0)),
+        ("sigmoid", |v| v.sigmoid(), sigmoid, (-800.0, 40.0)),
+        ("tanh", |v| v.tanh(), f64::tanh, (-25.0, 25.0)),
+    ]
+}
+
+/// Arguments over `range`, or (for logarithms, range empty) positive values of every
+/// exponent, subnormals included; and small ones of both signs.
+fn arguments(rng: &mut Rng, range: (f64, f64)) -> Vec<f64> {
+    let mut v: Vec<f64> = if range.0 < range.1 {
+        (0..200_000).map(|_| rng.uniform(range.0, range.1)).collect()
+    } else {
+        (0..200_000)
+            .map(|_| f64::from_bits(rng.next_u64() & 0x7FEF_FFFF_FFFF_FFFF))
+            .collect()
+    };
+    v.extend((0..20_000).map(|_| {
+        let m = 2f64.powf(rng.uniform(-60.0, 2.0));
+        if range.0 < range.1 && rng.below(2) == 0 {
+            -m
+        } else {
+            m
+        }
+    }));
+    v
+}
+
+#[test]
+fn they_are_within_a_few_ulp_of_the_platform_s_f64_functions() {
+    let mut rng = Rng::new(231);
+    let mut results = Vec::new();
+    for (name, f, exact, range) in functions() {
+        let x = arguments(&mut rng, range);
+        let got = apply(f, &x);
+        let (mut e, mut at) = (0.0f64, 0.0f64);
+        for (&g, &v) in got.iter().zip(&x) {
+            let err = ulps(g, exact(v));
+            if err > e {
+                (e, at) = (err, v);
+            }
+        }
+        println!("{name} (f64): at most {e:.2} ulp over {} points (at {at:e})", x.len());
+        results.push((name, e, at));
+    }
+    // Measured 1 ulp (exp, exp2, log, log2), 2 (sigmoid: an exponential and a division)
+    // and 3 (tanh: an exponential, a sum and a division).
+    for (name, e, at) in results {
+        let bound = match name {
+            "sigmoid" => 2.0,
+            "tanh" => 3.0,
+            _ => 1.0,
+        };
+        assert!(e <= bound, "{name} (f64): {e:.2} ulp at {at:e}");
+    }
+}
+
+#[test]
+fn special_values() {
+    let (inf, nan) = (f64::INFINITY, f64::NAN);
+    type Specials<'a> = (&'a str, Unary, &'a [(f64, f64)]);
+    let cases: [Specials; 6] = [
+        (
+            "exp",
+            |v| v.exp(),
+            &[
+                (0.0, 1.0),
+                (inf, inf),
+                (-inf, 0.0),
+                (nan, nan),
+                (710.0, inf),
+                (-746.0, 0.0),
+            ],
+        ),
+        (
+            "exp2",
+            |v| v.exp2(),
+            &[(0.0, 1.0), (10.0, 1024.0), (-1074.0, 5e-324), (1024.0, inf), (nan, nan)],
+        ),
+        (
+            "log",
+            |v| v.log(),
+            &[(1.0, 0.0), (0.0, -inf), (-1.0, nan), (inf, inf), (nan, nan)],
+        ),
+        (
+            "log2",
+            |v| v.log2(),
+            &[(8.0, 3.0), (5e-324, -1074.0), (0.0, -inf), (-0.0, -inf), (nan, nan)],
+        ),
+        (
+            "sigmoid",
+            |v| v.sigmoid(),
+            &[(0.0, 0.5), (inf, 1.0), (-inf, 0.0), (nan, nan)],
+        ),
+        (
+            "tanh",
+            |v| v.tanh(),
+            &[(0.0, 0.0), (-0.0, -0.0), (inf, 1.0), (-inf, -1.0), (nan, nan)],
+        ),
+    ];
+    for (name, f, pairs) in cases {
+        let x: Vec<f64> = pairs.iter().map(|c| c.0).collect();
+        for (c, got) in pairs.iter().zip(apply(f, &x)) {
+            let same = got.to_bits() == c.1.to_bits() || got.is_nan() && c.1.is_nan();
+            assert!(same, "{name}({:e}) = {got:e}, expected {:e}", c.0, c.1);
+        }
+    }
+}
+
+#[test]
+fn the_lowering_computes_the_interpreter_s_bits() {
+    let mut rng = Rng::new(232);
+    let mut x: Vec<f64> = (0..2048).map(|_| rng.uniform(-50.0, 50.0)).collect();
+    x.extend([0.0, -0.0, 1e-310, 1e300, f64::INFINITY, f64::NEG_INFINITY, f64::NAN]);
+    for (name, f, _, _) in functions() {
+        let k = kernel(f);
+        let (args, bufs, grid) = launch(&x);
+        let mut want = bufs.clone();
+        interp::run(&k, grid, &args, &mut want).unwrap();
+        for target in [Target::vulkan(32, 4, 48 * 1024), Target::nvidia(4, 48 * 1024)] {
+            let lowered = lower(&k, &target, &Specialization::none(args.len())).unwrap();
+            let mut got = bufs.clone();
+            simt::run_threads(&lowered, grid, &args, &mut got).unwrap();
+            assert_eq!(got[1].as_bytes(), want[1].as_bytes(), "{name}");
+        }
+    }
+}
