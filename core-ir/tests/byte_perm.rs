@@ -3,9 +3,10 @@
 //! nibbles and the fourth bit of each nibble set too) of both 32-bit types, in the
 //! interpreter and lowered through the simulator, and its mistakes as errors that name it.
 
-use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
-use rutile_ir::lower::lower;
-use rutile_ir::target::{Specialization, Target};
+mod f32_functions;
+
+use f32_functions::interpreted_and_lowered_agree;
+use rutile_ir::interp::{self, ArgValue, HostBuffer};
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{self, F32, I32, I64, U32};
 use rutile_ir::{Kernel, KernelBuilder};
@@ -95,16 +96,8 @@ fn the_lowering_computes_the_interpreter_s_words() {
     let mut rng = Rng::new(72);
     for t in [U32, I32] {
         let (x, y, s) = inputs(&mut rng);
-        let k = kernel(t);
         let (args, bufs, grid) = launch(t, &x, &y, &s);
-        let mut want = bufs.clone();
-        interp::run(&k, grid, &args, &mut want).unwrap();
-        for target in [Target::vulkan(32, 4, 48 * 1024), Target::nvidia(4, 48 * 1024)] {
-            let lowered = lower(&k, &target, &Specialization::none(args.len())).unwrap();
-            let mut got = bufs.clone();
-            simt::run_threads(&lowered, grid, &args, &mut got).unwrap();
-            assert_eq!(got[3].as_bytes(), want[3].as_bytes(), "{t}");
-        }
+        interpreted_and_lowered_agree(&t.to_string(), &kernel(t), grid, &args, &bufs, 3);
     }
 }
 

@@ -3,9 +3,10 @@
 //! interpreter over their whole ranges (subnormals, overflow and underflow included), their
 //! special values, and the lowering in the simulator against the interpreter.
 
-use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
-use rutile_ir::lower::lower;
-use rutile_ir::target::{Specialization, Target};
+mod f32_functions;
+
+use f32_functions::interpreted_and_lowered_agree;
+use rutile_ir::interp::{self, ArgValue, HostBuffer};
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::F64;
 use rutile_ir::{Kernel, Value};
@@ -177,15 +178,7 @@ fn the_lowering_computes_the_interpreter_s_bits() {
     let mut x: Vec<f64> = (0..2048).map(|_| rng.uniform(-50.0, 50.0)).collect();
     x.extend([0.0, -0.0, 1e-310, 1e300, f64::INFINITY, f64::NEG_INFINITY, f64::NAN]);
     for (name, f, _, _) in functions() {
-        let k = kernel(f);
         let (args, bufs, grid) = launch(&x);
-        let mut want = bufs.clone();
-        interp::run(&k, grid, &args, &mut want).unwrap();
-        for target in [Target::vulkan(32, 4, 48 * 1024), Target::nvidia(4, 48 * 1024)] {
-            let lowered = lower(&k, &target, &Specialization::none(args.len())).unwrap();
-            let mut got = bufs.clone();
-            simt::run_threads(&lowered, grid, &args, &mut got).unwrap();
-            assert_eq!(got[1].as_bytes(), want[1].as_bytes(), "{name}");
-        }
+        interpreted_and_lowered_agree(name, &kernel(f), grid, &args, &bufs, 1);
     }
 }

@@ -3,9 +3,10 @@
 //! they take, in the interpreter and lowered through the simulator, and their mistakes as
 //! errors that name them.
 
-use rutile_ir::interp::{self, simt, ArgValue, HostBuffer};
-use rutile_ir::lower::lower;
-use rutile_ir::target::{Specialization, Target};
+mod f32_functions;
+
+use f32_functions::interpreted_and_lowered_agree;
+use rutile_ir::interp::{ArgValue, HostBuffer};
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{self, F32, I16, I32, I64, I8, U16, U32, U64, U8};
 use rutile_ir::{Kernel, KernelBuilder, Value};
@@ -83,14 +84,7 @@ fn run(t: ScalarType, f: Binary, rng: &mut Rng) -> Vec<(i128, i128, i128)> {
     let args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Int(a.len() as i64)];
     let bufs = vec![buffer(t, &a), buffer(t, &b), buffer(t, &vec![0; a.len()])];
     let grid = [(a.len() as u32).div_ceil(BLOCK as u32), 1, 1];
-    let mut want = bufs.clone();
-    interp::run(&k, grid, &args, &mut want).unwrap();
-    for target in [Target::vulkan(32, 4, 48 * 1024), Target::nvidia(4, 48 * 1024)] {
-        let lowered = lower(&k, &target, &Specialization::none(args.len())).unwrap();
-        let mut got = bufs.clone();
-        simt::run_threads(&lowered, grid, &args, &mut got).unwrap();
-        assert_eq!(got[2].as_bytes(), want[2].as_bytes(), "{t}");
-    }
+    let want = interpreted_and_lowered_agree(&t.to_string(), &k, grid, &args, &bufs, 2);
     let r = read(t, &want[2]);
     a.into_iter().zip(b).zip(r).map(|((a, b), r)| (a, b, r)).collect()
 }

@@ -66,21 +66,35 @@ fn launch(y: &[f32], x: &[f32]) -> (Vec<ArgValue>, Vec<HostBuffer>) {
 /// Asserts that `f` lowered for a Vulkan and an NVIDIA target computes, in the simulator,
 /// the interpreter's bits on `y` and `x`.
 pub fn assert_lowering_matches(name: &str, f: impl Binary, y: &[f32], x: &[f32]) {
-    let kernel = kernel(&f);
     let (args, bufs) = launch(y, x);
-    let mut want = bufs.clone();
-    interp::run(&kernel, grid(y.len()), &args, &mut want).unwrap();
+    interpreted_and_lowered_agree(name, &kernel(&f), grid(y.len()), &args, &bufs, 2);
+}
+
+/// Runs `kernel` in the interpreter and, lowered for a Vulkan and an NVIDIA target, in the
+/// simulator, on `bufs`; asserts that buffer `output` comes out the same bit for bit, and
+/// returns the interpreter's buffers.
+pub fn interpreted_and_lowered_agree(
+    what: &str,
+    kernel: &Kernel,
+    grid: [u32; 3],
+    args: &[ArgValue],
+    bufs: &[HostBuffer],
+    output: usize,
+) -> Vec<HostBuffer> {
+    let mut want = bufs.to_vec();
+    interp::run(kernel, grid, args, &mut want).unwrap_or_else(|e| panic!("{what}: {e}"));
     for target in [Target::vulkan(32, 4, 48 * 1024), Target::nvidia(4, 48 * 1024)] {
-        let lowered = lower(&kernel, &target, &Specialization::none(args.len())).unwrap();
-        let mut got = bufs.clone();
-        simt::run_threads(&lowered, grid(y.len()), &args, &mut got).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let lowered = lower(kernel, &target, &Specialization::none(args.len())).unwrap();
+        let mut got = bufs.to_vec();
+        simt::run_threads(&lowered, grid, args, &mut got).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(
-            got[2].as_bytes(),
-            want[2].as_bytes(),
-            "{name} lowered for {} warps",
+            got[output].as_bytes(),
+            want[output].as_bytes(),
+            "{what} lowered for {} warps",
             target.num_warps
         );
     }
+    want
 }
 
 /// `|got - want|` in ulps of `want` rounded to f32 (the spacing of f32 at it; at least the
