@@ -7,10 +7,10 @@
 mod f32_functions;
 
 use f32_functions::{
-    apply1, assert_lowering_matches, build_error, huge_arguments, near_multiples_of_pi_2, points, same, worst1,
+    apply1, assert_f16_rounds_once_and_others_are_errors, assert_lowering_matches, huge_arguments,
+    near_multiples_of_pi_2, points, same, worst1,
 };
 use rutile_ir::testing::Rng;
-use rutile_ir::ScalarType::{F16, F64, I32};
 
 #[test]
 fn tan_is_within_four_ulp_of_f64() {
@@ -69,17 +69,5 @@ fn lowered_tan_matches_the_interpreter() {
 
 #[test]
 fn half_precision_rounds_the_f32_result_and_other_types_are_errors() {
-    let x: Vec<f32> = vec![0.5, -1.25, 3.0, 100.0];
-    let want: Vec<f32> = apply1(|v| v.tan(), &x)
-        .iter()
-        .map(|&t| half::f16::from_f32(t).to_f32())
-        .collect();
-    let got = apply1(|v| v.to(F16).tan().to(rutile_ir::ScalarType::F32), &x);
-    assert_eq!(got, want);
-    for (t, what) in [(F64, "f64"), (I32, "i32")] {
-        let e = build_error(|k| {
-            let _ = k.zeros(&[16], t).tan();
-        });
-        assert!(e.contains("tan") && e.contains(what), "{e}");
-    }
+    assert_f16_rounds_once_and_others_are_errors("tan", |v| v.tan(), &[0.5, -1.25, 3.0, 100.0]);
 }

@@ -16,6 +16,7 @@
 
 use super::exp_log::ln_positive;
 use super::in_f32::horner;
+use super::reduce_pi::FRAC_PI_2_PARTS;
 use super::{KernelBuilder, Value};
 use crate::ir::SourceLoc;
 use crate::types::ScalarType::{I32, U32};
@@ -28,9 +29,6 @@ const TERMS: usize = 12;
 const EULER_GAMMA: f32 = 0.577_215_664_901_532_9;
 const FRAC_2_PI: f32 = std::f32::consts::FRAC_2_PI;
 const FRAC_1_PI: f32 = std::f32::consts::FRAC_1_PI;
-/// π/2 as the f32 nearest it and the f32 nearest the rest.
-#[allow(clippy::excessive_precision)]
-const FRAC_PI_2_PARTS: [f32; 2] = [1.570796370506286621, -4.371139000186243e-8];
 
 /// `√x·M0(x)`, `M0 = √(J0² + Y0²)` from 2 on, in `t = 2/x`, highest first.
 #[allow(clippy::excessive_precision)]

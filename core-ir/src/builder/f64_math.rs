@@ -11,6 +11,7 @@
 //! (m + 1)`, by its series to `s^23`. `core-ir/tests/f64_math.rs` measures each against
 //! the platform's f64 functions.
 
+use super::in_f32::horner;
 use super::{KernelBuilder, Value};
 use crate::ir::UnaryOp;
 use crate::types::ScalarType::{F64, I64};
@@ -48,12 +49,6 @@ impl KernelBuilder {
             _ => return None,
         })
     }
-}
-
-/// `c_0 z^(n-1) + ... + c_(n-1)` in f64, `coefficients` (two or more) highest first.
-fn horner<'b>(z: Value<'b>, coefficients: &[f64]) -> Value<'b> {
-    let first = z * coefficients[0] + coefficients[1];
-    coefficients[2..].iter().fold(first, |acc, &c| acc * z + c)
 }
 
 /// `e^r - 1` for `|r| ≤ ln(2)/2`: `r + r²·(1/2! + r/3! + ... + r^11/13!)`.

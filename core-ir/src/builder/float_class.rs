@@ -209,37 +209,14 @@ impl KernelBuilder {
     }
 
     /// `x` and `y` broadcast to one shape, with their float type, or `None` after an error
-    /// naming `op` where they are not floats of one type or do not broadcast (unless one
-    /// already failed).
+    /// naming `op` where they are not floats of one type or do not broadcast.
     fn same_floats<'b>(
         &'b self,
         op: &str,
-        (x, y): (Value<'b>, Value<'b>),
+        pair: (Value<'b>, Value<'b>),
         loc: SourceLoc,
     ) -> Option<(Value<'b>, Value<'b>, ScalarType)> {
-        let (x, y) = (self.adopt(op, x, loc), self.adopt(op, y, loc));
-        if self.is_poisoned(x.id) || self.is_poisoned(y.id) {
-            return None;
-        }
-        let (Some(t), true) = (x.dtype().filter(|t| t.is_float()), x.dtype() == y.dtype()) else {
-            let message = format!("takes two floats of one type, got {} and {}", x.ty(), y.ty());
-            let _ = self.fail(op, loc, message, x.ty());
-            return None;
-        };
-        let Some(shape) = crate::types::Shape::broadcast(x.ty().shape, y.ty().shape) else {
-            let message = format!(
-                "shapes {} and {} cannot be broadcast together",
-                x.ty().shape,
-                y.ty().shape
-            );
-            let _ = self.fail(op, loc, message, x.ty());
-            return None;
-        };
-        Some((
-            self.broadcast_to(op, x, shape, loc),
-            self.broadcast_to(op, y, shape, loc),
-            t,
-        ))
+        self.same_typed(op, pair, loc, ScalarType::is_float, "two floats of one type")
     }
 
     /// `test(|bits of x|, exponent bits)` on `x`'s bits as an integer (f16 and bf16 read

@@ -160,12 +160,11 @@ struct Product<'b> {
 }
 
 impl<'b> Product<'b> {
-    /// 1, shaped as `x`.
+    /// 1 (`2^31·2^-31`), shaped as `x`.
     fn one(k: &'b KernelBuilder, x: Value<'b>) -> Product<'b> {
-        let ones = k.where_(x.eq(x), 1, 1);
         Product {
-            m: ones.to(U32) << 31u32,
-            e: ones.to(I32) - 1,
+            m: k.zeros_like(x.bitcast(U32)) | 0x8000_0000u32,
+            e: k.zeros_like(x.bitcast(I32)),
         }
     }
 

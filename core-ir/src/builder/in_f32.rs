@@ -2,7 +2,7 @@
 //! refusing other types with an error naming the function), polynomials by Horner's rule,
 //! and sign transfers by bits.
 
-use super::{KernelBuilder, Value};
+use super::{KernelBuilder, Operand, Value};
 use crate::ir::SourceLoc;
 use crate::types::{ScalarType, Shape};
 
@@ -98,9 +98,9 @@ pub(super) fn computed_in_f32(t: Option<ScalarType>) -> bool {
     matches!(t, Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32))
 }
 
-/// `c_0 z^(n-1) + ... + c_(n-1)` by Horner's rule, `coefficients` (two or more) highest
-/// first.
-pub(super) fn horner<'b>(z: Value<'b>, coefficients: &[f32]) -> Value<'b> {
+/// `c_0 z^(n-1) + ... + c_(n-1)` by Horner's rule, `coefficients` (two or more, f32 or
+/// f64 as `z` is) highest first.
+pub(super) fn horner<'b, C: Copy + Into<Operand<'b>>>(z: Value<'b>, coefficients: &[C]) -> Value<'b> {
     let mut acc = z * coefficients[0] + coefficients[1];
     for &c in &coefficients[2..] {
         acc = acc * z + c;

@@ -5,7 +5,7 @@
 
 use super::{KernelBuilder, Value};
 use crate::ir::SourceLoc;
-use crate::types::{ScalarType, Shape};
+use crate::types::ScalarType;
 
 impl KernelBuilder {
     /// `⌊(a + b) / 2⌋` without overflow (integers of one type, broadcast together), as
@@ -80,8 +80,7 @@ impl KernelBuilder {
     }
 
     /// `a` and `b` broadcast to one shape, or `None` after an error naming `op` where they
-    /// are not integers of one type that `accepts` or do not broadcast (unless one
-    /// already failed).
+    /// are not integers of one type that `accepts` or do not broadcast.
     fn same_ints<'b>(
         &'b self,
         op: &str,
@@ -90,34 +89,13 @@ impl KernelBuilder {
         loc: SourceLoc,
         accepts: impl Fn(ScalarType) -> bool,
     ) -> Option<(Value<'b>, Value<'b>)> {
-        let (a, b) = (self.adopt(op, a, loc), self.adopt(op, b, loc));
-        if self.is_poisoned(a.id) || self.is_poisoned(b.id) {
-            return None;
-        }
-        let ok = a.dtype().is_some_and(|t| t.is_int() && accepts(t)) && a.dtype() == b.dtype();
-        if !ok {
-            let what = match op {
-                "mulhi" => "two i32 or two i64",
-                "mul24" => "two i32 or two u32",
-                _ => "two integers of one type",
-            };
-            let message = format!("takes {what}, got {} and {}", a.ty(), b.ty());
-            let _ = self.fail(op, loc, message, a.ty());
-            return None;
-        }
-        let Some(shape) = Shape::broadcast(a.ty().shape, b.ty().shape) else {
-            let message = format!(
-                "shapes {} and {} cannot be broadcast together",
-                a.ty().shape,
-                b.ty().shape
-            );
-            let _ = self.fail(op, loc, message, a.ty());
-            return None;
+        let what = match op {
+            "mulhi" => "two i32 or two i64",
+            "mul24" => "two i32 or two u32",
+            _ => "two integers of one type",
         };
-        Some((
-            self.broadcast_to(op, a, shape, loc),
-            self.broadcast_to(op, b, shape, loc),
-        ))
+        let accepts = |t: ScalarType| t.is_int() && accepts(t);
+        self.same_typed(op, (a, b), loc, accepts, what).map(|(a, b, _)| (a, b))
     }
 }
 

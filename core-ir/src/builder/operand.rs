@@ -106,6 +106,45 @@ pub fn promote(a: ScalarType, b: ScalarType) -> ScalarType {
 }
 
 impl KernelBuilder {
+    /// `x` and `y` broadcast to one shape, with their element type, or `None` after an
+    /// error naming `op` where they are not of one type that `accepts` (`what` says which,
+    /// as "two floats of one type") or do not broadcast (unless one already failed): the
+    /// operand check of the functions of two values of one type.
+    pub(crate) fn same_typed<'b>(
+        &'b self,
+        op: &str,
+        (x, y): (Value<'b>, Value<'b>),
+        loc: SourceLoc,
+        accepts: impl Fn(ScalarType) -> bool,
+        what: &str,
+    ) -> Option<(Value<'b>, Value<'b>, ScalarType)> {
+        let (x, y) = (self.adopt(op, x, loc), self.adopt(op, y, loc));
+        if self.is_poisoned(x.id) || self.is_poisoned(y.id) {
+            return None;
+        }
+        let (Some(t), true) = (x.dtype().filter(|&t| accepts(t)), x.dtype() == y.dtype()) else {
+            let message = format!("takes {what}, got {} and {}", x.ty(), y.ty());
+            let _ = self.fail(op, loc, message, x.ty());
+            return None;
+        };
+        let Some(shape) = Shape::broadcast(x.ty().shape, y.ty().shape) else {
+            let message = format!(
+                "shapes {} and {} cannot be broadcast together",
+                x.ty().shape,
+                y.ty().shape
+            );
+            let _ = self.fail(op, loc, message, x.ty());
+            return None;
+        };
+        Some((
+            self.broadcast_to(op, x, shape, loc),
+            self.broadcast_to(op, y, shape, loc),
+            t,
+        ))
+    }
+}
+
+impl KernelBuilder {
     /// A constant of type `ty` (a block constant when `ty` has a shape).
     pub(crate) fn constant(&self, value: Literal, ty: Type, loc: SourceLoc) -> Value<'_> {
         self.emit1(Op::Constant { value }, Some(ty), loc)

@@ -29,12 +29,25 @@ const TWO_OVER_PI: [u32; 8] = [
 ];
 /// π/2 as the f32 nearest it and the f32 nearest the rest.
 #[allow(clippy::excessive_precision)]
-const FRAC_PI_2_PARTS: [f32; 2] = [1.570796370506286621, -4.371139000186243e-8];
+pub(super) const FRAC_PI_2_PARTS: [f32; 2] = [1.570796370506286621, -4.371139000186243e-8];
 /// 2^-32 and 2^-24.
 const TWO_MINUS_32: f32 = 1.0 / 4_294_967_296.0;
 const TWO_MINUS_24: f32 = 1.0 / 16_777_216.0;
+/// Below this an argument is its own reduction (the nearest multiple of π/2 is 0).
+const UNREDUCED: f32 = 0.5;
 
 impl KernelBuilder {
+    /// For finite f32 `a ≥ 0`: the quadrant of `a` (the multiple of π/2 nearest it, modulo
+    /// 4, u32) and what is left, in `[-π/4, π/4]`; below 1/2, quadrant 0 and `a` itself.
+    pub(super) fn reduce_by_half_pi_from_zero<'b>(&'b self, a: Value<'b>) -> (Value<'b>, Value<'b>) {
+        let (quadrant, z) = self.reduce_by_half_pi(a);
+        let small = a.lt(UNREDUCED);
+        (
+            self.where_(small, self.zeros_like(quadrant), quadrant),
+            self.where_(small, a, z),
+        )
+    }
+
     /// For finite f32 `a ≥ 1/2`: the multiple of π/2 nearest `a`, modulo 4 (u32), and `a`
     /// less that multiple, in `[-π/4, π/4]` (f32, within about an ulp). Other `a` give
     /// values the callers replace.

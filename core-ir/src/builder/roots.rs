@@ -32,24 +32,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn hypot<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32_2("hypot", (x, y), loc, |x, y| {
-            let (ax, ay) = (x.abs(), y.abs());
-            // Scaled by a power of two that brings the larger near 1 (exact: 2^-126 ..
-            // 2^126, so that neither the scale nor its inverse leaves the normals).
-            let big = self.maximum(ax, ay);
-            let exponent = (big.bitcast(I32) & EXPONENT_BITS)
-                .maximum(EXPONENT_MIN)
-                .minimum(EXPONENT_MAX);
-            let down = (254i32 << 23) - exponent;
-            let down = down.bitcast(F32);
-            let up = exponent.bitcast(F32);
-            let (xs, ys) = (ax * down, ay * down);
-            // One rounding of the sum of squares (the smaller square's own rounding is at
-            // most half of it), one of the root.
-            let r = xs.fma(xs, ys * ys).sqrt() * up;
-            let infinite = ax.eq(f32::INFINITY) | ay.eq(f32::INFINITY);
-            self.where_(infinite, f32::INFINITY, r)
-        })
+        self.in_f32_n("hypot", &[x, y], loc, |v| self.scaled_norm(v, false))
     }
 
     /// `1 / √(x² + y²)` (floats), as `libdevice.rhypot`: scaled as [`KernelBuilder::hypot`]
@@ -95,8 +78,9 @@ impl KernelBuilder {
     }
 
     /// The Euclidean norm of f32 `values` (or its reciprocal): scaled by the power of two
-    /// that brings the largest near 1, as `hypot` is, the squares summed by fused
-    /// multiply-adds, one square root.
+    /// that brings the largest near 1 (exact: 2^-126 .. 2^126, so that neither the scale
+    /// nor its inverse leaves the normals), the squares summed by fused multiply-adds (one
+    /// rounding a square where the device fuses them), one square root.
     fn scaled_norm<'b>(&'b self, values: &[Value<'b>], reciprocal: bool) -> Value<'b> {
         let magnitudes: Vec<Value<'b>> = values.iter().map(|v| v.abs()).collect();
         let big = magnitudes[1..].iter().fold(magnitudes[0], |m, &v| self.maximum(m, v));

@@ -22,8 +22,6 @@ use crate::types::ScalarType::{F32, I32};
 const SIN_P: [f32; 3] = [-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1];
 #[allow(clippy::excessive_precision)]
 const COS_Q: [f32; 3] = [2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2];
-/// Below this an argument is its own reduction (the nearest multiple of π/2 is 0).
-const UNREDUCED: f32 = 0.5;
 
 impl KernelBuilder {
     /// `sin x` of an angle in radians (floats), as `libdevice.sin` (CUDA's `sinf`): within
@@ -35,7 +33,7 @@ impl KernelBuilder {
     pub fn sin_precise<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
         self.in_f32("sin_precise", x, loc, |x| {
-            let (quadrant, z) = self.reduced(x.abs());
+            let (quadrant, z) = self.reduce_by_half_pi_from_zero(x.abs());
             let (r, _) = self.quadrant_sin_cos(quadrant, z);
             let r = self.where_(x.abs().lt(f32::INFINITY), r, f32::NAN);
             // sin is odd: x's sign bit flips r's (so that sin(-0) = -0).
@@ -51,21 +49,10 @@ impl KernelBuilder {
     pub fn cos_precise<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
         self.in_f32("cos_precise", x, loc, |x| {
-            let (quadrant, z) = self.reduced(x.abs());
+            let (quadrant, z) = self.reduce_by_half_pi_from_zero(x.abs());
             let (_, r) = self.quadrant_sin_cos(quadrant, z);
             self.where_(x.abs().lt(f32::INFINITY), r, f32::NAN)
         })
-    }
-
-    /// For f32 `a ≥ 0`: the quadrant of `a` (the multiple of π/2 nearest it, modulo 4,
-    /// u32) and what is left, in `[-π/4, π/4]`.
-    fn reduced<'b>(&'b self, a: Value<'b>) -> (Value<'b>, Value<'b>) {
-        let (quadrant, z) = self.reduce_by_half_pi(a);
-        let small = a.lt(UNREDUCED);
-        (
-            self.where_(small, self.zeros_like(quadrant), quadrant),
-            self.where_(small, a, z),
-        )
     }
 
     /// `sin` and `cos` of `quadrant·π/2 + z` (u32 `quadrant`, f32 `z` within about π/4):

@@ -24,8 +24,6 @@ const TAN_P: [f32; 6] = [
     1.33387994085e-1,
     3.33331568548e-1,
 ];
-/// Below this an argument is its own reduction (the nearest multiple of π/2 is 0).
-const UNREDUCED: f32 = 0.5;
 
 impl KernelBuilder {
     /// `tan x` of an angle in radians (floats), as `libdevice.tan`: `tan(±0) = ±0`, NaN at
@@ -37,9 +35,8 @@ impl KernelBuilder {
         let loc = SourceLoc::caller();
         self.in_f32("tan", x, loc, |x| {
             let a = x.abs();
-            let (quadrant, z) = self.reduce_by_half_pi(a);
-            let z = self.where_(a.lt(UNREDUCED), a, z);
-            let odd = (quadrant & 1u32).eq(1u32) & a.ge(UNREDUCED);
+            let (quadrant, z) = self.reduce_by_half_pi_from_zero(a);
+            let odd = (quadrant & 1u32).eq(1u32);
             let s = z * z;
             let t = (s * horner(s, &TAN_P)).fma(z, z);
             // An odd multiple away, the cotangent's negative.
