@@ -197,11 +197,11 @@ pub(super) fn compare(c: &Case, backend: Backend, want: &[Vec<V>], got: &[Vec<V>
             excused.verdict()
         }
         Rule::Float { op, arg } => {
-            let bound = bound_for(op, t, backend);
+            let (bound, unit) = (bound_for(op, t, backend), unit_for(op, t, backend));
             let x = &c.bufs[arg].init;
             let (w, g) = (&want[0], &got[0]);
             for i in 0..w.len() {
-                if !within(t, backend, bound, x[i].f(), w[i].f(), g[i].f())
+                if !within(t, unit, bound, x[i].f(), w[i].f(), g[i].f())
                     && !excused.allows(c, backend, op, t, i, w[i], g[i])
                 {
                     return Err(format!("{} (bound {bound:?})", describe(c, i, w[i], g[i])));

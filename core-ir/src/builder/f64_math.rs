@@ -22,7 +22,7 @@ const LN2_HI: f64 = f64::from_bits(0x3FE6_2E42_FEE0_0000);
 #[allow(clippy::excessive_precision)]
 const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
 const LOG2_E: f64 = std::f64::consts::LOG2_E;
-const LN_2: f64 = std::f64::consts::LN_2;
+pub(super) const LN_2: f64 = std::f64::consts::LN_2;
 /// Past these `e^x` overflows and underflows f64 (with margin: the scaling then does).
 const EXP_HIGH: f64 = 710.0;
 const EXP_LOW: f64 = -746.0;
@@ -46,13 +46,16 @@ impl KernelBuilder {
             UnaryOp::Log2 => log2(x),
             UnaryOp::Sigmoid => sigmoid(x),
             UnaryOp::Tanh => tanh(x),
+            UnaryOp::Sin => super::f64_trig::sin(x),
+            UnaryOp::Cos => super::f64_trig::cos(x),
+            UnaryOp::Erf => super::f64_erf::erf(x),
             _ => return None,
         })
     }
 }
 
 /// `e^r - 1` for `|r| ≤ ln(2)/2`: `r + r²·(1/2! + r/3! + ... + r^11/13!)`.
-fn expm1_series(r: Value<'_>) -> Value<'_> {
+pub(super) fn expm1_series(r: Value<'_>) -> Value<'_> {
     let factorial = |n: u32| (1..=n).map(f64::from).product::<f64>();
     let coefficients: Vec<f64> = (2..=13).rev().map(|n| 1.0 / factorial(n)).collect();
     r + r * r * horner(r, &coefficients)
@@ -65,7 +68,7 @@ fn pow2(kf: Value<'_>) -> Value<'_> {
 
 /// `y·2^k` for integral f64 `kf` in `[-2044, 2046]`: by two powers of two, each normal, so
 /// that the product overflows or goes subnormal only as the result does.
-fn scale<'b>(y: Value<'b>, kf: Value<'b>) -> Value<'b> {
+pub(super) fn scale<'b>(y: Value<'b>, kf: Value<'b>) -> Value<'b> {
     let first = (kf * 0.5).floor();
     y * pow2(first) * pow2(kf - first)
 }
@@ -79,7 +82,7 @@ fn exp_reduced(x: Value<'_>) -> (Value<'_>, Value<'_>) {
     (kf, expm1_series(r))
 }
 
-fn exp(x: Value<'_>) -> Value<'_> {
+pub(super) fn exp(x: Value<'_>) -> Value<'_> {
     let (kf, p) = exp_reduced(x);
     let r = scale(p + 1.0, kf);
     // NaN stays NaN (the clamp would turn it into a bound on some devices).
@@ -96,9 +99,9 @@ fn exp2(x: Value<'_>) -> Value<'_> {
     x.builder.where_(x.isnan(), x, r)
 }
 
-/// `(k, ln m)` with `x = 2^k·m`, `m` in `[√½, √2)` (k as f64), for f64 `x > 0` and finite,
-/// subnormals included (scaled by 2^54 first).
-fn log_reduced(x: Value<'_>) -> (Value<'_>, Value<'_>) {
+/// `(k, f)` with `x = 2^k·(1 + f)`, `1 + f` in `[√½, √2)` (k as f64, f exact), for f64
+/// `x > 0` and finite, subnormals included (scaled by 2^54 first).
+pub(super) fn log_parts(x: Value<'_>) -> (Value<'_>, Value<'_>) {
     let k = x.builder;
     let subnormal = x.lt(MIN_NORMAL);
     let xs = k.where_(subnormal, x * TWO_54, x);
@@ -106,9 +109,14 @@ fn log_reduced(x: Value<'_>) -> (Value<'_>, Value<'_>) {
     let e = (bits >> 52) - 1023;
     let m = ((bits & 0x000F_FFFF_FFFF_FFFFi64) + SQRT_HALF_BITS).bitcast(F64);
     let kf = e.to(F64) - k.where_(subnormal, 54.0, 0.0);
-    // ln m = 2·atanh(s), s = f/(2 + f), f = m - 1 (exact): f - s·(f - R) with R the series
-    // past its first term (2s = f - s·f keeps f exact in the sum).
-    let f = m - 1.0;
+    (kf, m - 1.0)
+}
+
+/// `(k, ln m)` with `x = 2^k·m`, `m` in `[√½, √2)` (k as f64), for f64 `x > 0` and finite.
+fn log_reduced(x: Value<'_>) -> (Value<'_>, Value<'_>) {
+    let (kf, f) = log_parts(x);
+    // ln m = 2·atanh(s), s = f/(2 + f): f - s·(f - R) with R the series past its first
+    // term (2s = f - s·f keeps f exact in the sum).
     let s = f / (f + 2.0);
     let z = s * s;
     let coefficients: Vec<f64> = (1..=11).rev().map(|j| 2.0 / (2 * j + 1) as f64).collect();

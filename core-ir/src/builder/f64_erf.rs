@@ -1,0 +1,126 @@
+//! `erf` of f64 values, written out in f64 ops (f64_math.rs routes the op here): PTX has no
+//! f64 error function, and backend-spirv's is computed in f32.
+//!
+//! For `a = |x|`: below 1, `erf(a) = a + a·(P(a²) - 1)` (the larger part exact); from 1 to 6, `erf(a) = 1 - e^(-a²)·R(a)`,
+//! `R` being `erfcx` on three intervals, a polynomial in `a` less the interval's centre
+//! (`e^(-a²)` from f64_math.rs's exponential, with `a²`'s rounding error taken back by a
+//! fused multiply-add); from 6 on, `erfc(a)` is below a quarter of an ulp of 1 and the
+//! result is 1. `erf(-x) = -erf(x)`. `scripts/fit_erf_f64.py` fits and prints the
+//! polynomials; `core-ir/tests/f64_math.rs` measures the function against the libm crate's
+//! (FreeBSD's) `erf`.
+
+use super::in_f32::horner;
+use super::Value;
+use crate::types::ScalarType::{F64, I64};
+
+/// `erf(a)/a - 1` in `a²` on `[0, 1]`, highest first.
+#[allow(clippy::excessive_precision)]
+const SMALL: [f64; 13] = [
+    5.957176147748911e-11,
+    -1.1372848856791674e-09,
+    1.4659775274047436e-08,
+    -1.6350312701054695e-07,
+    1.6461000484121368e-06,
+    -1.4925595266831182e-05,
+    0.0001205533111164271,
+    -0.000854832698083379,
+    0.0052239776248180145,
+    -0.026866170645076792,
+    0.11283791670954879,
+    -0.3761263890318375,
+    0.1283791670955126,
+];
+
+/// `erfcx(a)` on `[1, 2]`, `[2, 3.5]` and `[3.5, 6]`, each in `a` less its interval's
+/// centre, highest first.
+#[allow(clippy::excessive_precision)]
+const PIECES: [[f64; 17]; 3] = [
+    [
+        1.3242541506849586e-08,
+        -4.9545807838901603e-08,
+        1.6714292901928126e-07,
+        -5.944961119917664e-07,
+        2.0670657912156654e-06,
+        -6.97536222785843e-06,
+        2.2864299608127746e-05,
+        -7.265887301589559e-05,
+        0.0002233099453004411,
+        -0.0006619300701084315,
+        0.0018861348769919975,
+        -0.0051459575478377826,
+        0.013377340953067394,
+        -0.03293090529956527,
+        0.0761510398554774,
+        -0.16362291773256005,
+        0.3215854164543175,
+    ],
+    [
+        8.831959586426476e-11,
+        -4.056754880659121e-10,
+        1.6207327188991065e-09,
+        -7.156467021431838e-09,
+        3.121415013712102e-08,
+        -1.3264839014463818e-07,
+        5.519743740073735e-07,
+        -2.247366566986457e-06,
+        8.94015629298454e-06,
+        -3.469861074039318e-05,
+        0.0001311818005084561,
+        -0.00048219508487679243,
+        0.0017195818852900986,
+        -0.005934337897002171,
+        0.019758592987322854,
+        -0.06323763756063479,
+        0.1936620962790687,
+    ],
+    [
+        1.6722457190056534e-13,
+        -1.0277932486024302e-12,
+        5.138680596045611e-12,
+        -3.0750980426473406e-11,
+        1.849140276993934e-10,
+        -1.081455682633195e-09,
+        6.242341780249905e-09,
+        -3.5595168000590696e-08,
+        2.002920135090727e-07,
+        -1.1115679931156728e-06,
+        6.081114539531e-06,
+        -3.2775781066528116e-05,
+        0.00017392830404186873,
+        -0.0009080988970373065,
+        0.0046613263689723,
+        -0.023503448598162904,
+        0.11630270721024731,
+    ],
+];
+/// Where each piece starts (the first at 1), and its centre.
+const STARTS: [f64; 3] = [1.0, 2.0, 3.5];
+const CENTRES: [f64; 3] = [1.5, 2.75, 4.75];
+/// From here `erf` is 1 to f64's precision.
+const ONE_FROM: f64 = 6.0;
+
+pub(super) fn erf(x: Value<'_>) -> Value<'_> {
+    let k = x.builder;
+    let a = x.abs();
+    let small = a + a * horner(a * a, &SMALL);
+    let b = a.clamp(STARTS[0], ONE_FROM);
+    // The piece's coefficients and centre, chosen by b before one Horner evaluation.
+    let pick = |values: [f64; 3]| {
+        (1..3).fold(k.zeros_like(b) + values[0], |v, i| {
+            k.where_(b.ge(STARTS[i]), values[i], v)
+        })
+    };
+    let coefficients: Vec<Value<'_>> = (0..PIECES[0].len())
+        .map(|i| pick([PIECES[0][i], PIECES[1][i], PIECES[2][i]]))
+        .collect();
+    let r = horner(b - pick(CENTRES), &coefficients);
+    // e^(-b²) = e^(-s)·e^(-ds), s + ds = b² exactly, e^(-ds) = 1 - ds to f64's precision.
+    let s = b * b;
+    let ds = b.fma(b, -s);
+    let erfc = super::f64_math::exp(-s) * (r - r * ds);
+    let r = k.where_(a.lt(STARTS[0]), small, 1.0 - erfc);
+    let r = k.where_(a.ge(ONE_FROM), 1.0, r);
+    // erf is odd: x's sign bit on the result (so that erf(-0) = -0); NaN stays NaN.
+    let r = (r.bitcast(I64) | (x.bitcast(I64) & i64::MIN)).bitcast(F64);
+    k.where_(x.isnan(), x, r)
+}
