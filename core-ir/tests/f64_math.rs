@@ -238,7 +238,15 @@ fn whole_range(rng: &mut Rng) -> Vec<f64> {
         let m = (k * k * 7919) as f64 * std::f64::consts::FRAC_PI_2;
         x.extend([m, f64::from_bits(m.to_bits() + 1), f64::from_bits(m.to_bits() - 1), -m]);
     }
-    x.extend([f64::MAX, -f64::MAX, 1e22, 5e-324, -5e-324, 0.5, std::f64::consts::FRAC_PI_4]);
+    x.extend([
+        f64::MAX,
+        -f64::MAX,
+        1e22,
+        5e-324,
+        -5e-324,
+        0.5,
+        std::f64::consts::FRAC_PI_4,
+    ]);
     x
 }
 

@@ -1,15 +1,18 @@
 //! `sin_precise` and `cos_precise` (built from ops in `builder/sincos.rs`): their error
 //! against f64 in the interpreter over the whole f32 range, near the multiples of π/2
 //! (where each has zeros), their special values, the lowering in the simulator against the
-//! interpreter, f16 through f32, and their mistakes as errors that name them.
+//! interpreter, f16 through f32, f64 as the ops' f64 form, and their mistakes as errors
+//! that name them.
 
 mod f32_functions;
 
 use f32_functions::{
-    apply1, assert_f16_rounds_once_and_others_are_errors, assert_lowering_matches, huge_arguments,
-    near_multiples_of_pi_2, points, same, worst1, Unary,
+    apply1, assert_errors, assert_f16_rounds_once, assert_lowering_matches, huge_arguments, near_multiples_of_pi_2,
+    points, same, worst1, Unary,
 };
+use rutile_ir::interp::{self, ArgValue, HostBuffer};
 use rutile_ir::testing::Rng;
+use rutile_ir::{Kernel, ScalarType, Value};
 
 #[test]
 fn they_are_within_two_and_a_half_ulp_of_f64() {
@@ -86,12 +89,40 @@ fn the_lowering_computes_the_interpreter_s_bits() {
 }
 
 #[test]
-fn half_precision_rounds_the_f32_result_and_other_types_are_errors() {
+fn half_precision_rounds_the_f32_result_and_integers_are_errors() {
     let functions: [(&str, Unary); 2] = [
         ("sin_precise", |v| v.sin_precise()),
         ("cos_precise", |v| v.cos_precise()),
     ];
     for (name, f) in functions {
-        assert_f16_rounds_once_and_others_are_errors(name, f, &[0.5, -1.25, 3.0, 100.0]);
+        assert_f16_rounds_once(name, f, &[0.5, -1.25, 3.0, 100.0]);
+        assert_errors(name, f, &[(ScalarType::I32, "i32")]);
     }
+}
+
+/// f64 arguments take the `sin` and `cos` ops, accurate in f64 (`f64_math.rs` measures
+/// them): the same bits.
+#[test]
+fn f64_is_the_ops_f64_form() {
+    let x = [0.0, -0.0, 0.5, -1.25, 3.0, 1e5, -1e300, f64::INFINITY, f64::NAN];
+    let run = |f: for<'b> fn(Value<'b>) -> Value<'b>| {
+        let kernel = Kernel::build("f64_sin_cos", |k| {
+            let (px, out) = (k.arg_ptr("x", ScalarType::F64), k.arg_ptr("out", ScalarType::F64));
+            let offs = k.arange(0, 16);
+            let mask = offs.lt(x.len() as i32);
+            k.store_masked(out + offs, f(k.load_masked(px + offs, mask, 0.0)), mask);
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
+        let mut bufs = vec![HostBuffer::from_slice(&x), HostBuffer::zeros(ScalarType::F64, x.len())];
+        interp::run(&kernel, [1, 1, 1], &[ptr(0), ptr(1)], &mut bufs).unwrap();
+        bufs[1]
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<u64>>()
+    };
+    assert_eq!(run(|v| v.sin_precise()), run(|v| v.sin()));
+    assert_eq!(run(|v| v.cos_precise()), run(|v| v.cos()));
 }

@@ -4,7 +4,7 @@
 //! `[-π, π]`, growing outside; Vulkan's `sin`: 2^-11 promised inside `[-π, π]`, nothing
 //! outside). Built from ops every backend has, so that
 //! the interpreter, PTX and SPIR-V compute them alike; f16 and bf16 compute in f32 and
-//! round once; f64 is refused.
+//! round once; f64 is the `sin` and `cos` ops, which are accurate for f64 (f64_trig.rs).
 //!
 //! The argument is reduced by π/2 exactly (reduce_pi.rs), and `sin` or `cos` of the rest,
 //! in `[-π/4, π/4]`, are Moshier's Cephes polynomials for single precision (`sinf`,
@@ -13,8 +13,8 @@
 
 use super::in_f32::horner;
 use super::{KernelBuilder, Value};
-use crate::ir::SourceLoc;
-use crate::types::ScalarType::{F32, I32};
+use crate::ir::{SourceLoc, UnaryOp};
+use crate::types::ScalarType::{F32, F64, I32};
 
 /// `sin(z) ≈ z + z·s·P(s)` and `cos(z) ≈ 1 - s/2 + s²·Q(s)`, `s = z²`, for `|z| <= π/4`:
 /// the coefficients as Cephes publishes them, highest first.
@@ -27,11 +27,14 @@ impl KernelBuilder {
     /// `sin x` of an angle in radians (floats), as `libdevice.sin` (CUDA's `sinf`): within
     /// 2.5 ulp of the exact value for every finite `x` (`core-ir/tests/sincos.rs` measured
     /// 2.15, up to the largest f32 and next to multiples of π/2 too), `±0` at
-    /// `±0`, NaN at infinities and NaN. [`Value::sin`] is the hardware's approximation,
+    /// `±0`, NaN at infinities and NaN; f64 within an ulp (the `sin` op's f64 form). [`Value::sin`] is the hardware's approximation,
     /// faster and as Triton's `tl.sin`, but only absolutely accurate, inside `[-π, π]`.
     #[track_caller]
     pub fn sin_precise<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
+        if let Some(r) = self.f64_precise(x, UnaryOp::Sin) {
+            return r;
+        }
         self.in_f32("sin_precise", x, loc, |x| {
             let (quadrant, z) = self.reduce_by_half_pi_from_zero(x.abs());
             let (r, _) = self.quadrant_sin_cos(quadrant, z);
@@ -44,15 +47,24 @@ impl KernelBuilder {
     /// `cos x` of an angle in radians (floats), as `libdevice.cos` (CUDA's `cosf`): within
     /// 2.5 ulp of the exact value for every finite `x` (`core-ir/tests/sincos.rs` measured
     /// 2.09), 1 at
-    /// `±0`, NaN at infinities and NaN. [`Value::cos`] is the hardware's approximation.
+    /// `±0`, NaN at infinities and NaN; f64 within an ulp (the `cos` op's f64 form). [`Value::cos`] is the hardware's approximation.
     #[track_caller]
     pub fn cos_precise<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
+        if let Some(r) = self.f64_precise(x, UnaryOp::Cos) {
+            return r;
+        }
         self.in_f32("cos_precise", x, loc, |x| {
             let (quadrant, z) = self.reduce_by_half_pi_from_zero(x.abs());
             let (_, r) = self.quadrant_sin_cos(quadrant, z);
             self.where_(x.abs().lt(f32::INFINITY), r, f32::NAN)
         })
+    }
+
+    /// `op` (`sin` or `cos`) of an f64 `x`, which the ops compute accurately already
+    /// (f64_trig.rs); `None` for other types.
+    fn f64_precise<'b>(&'b self, x: Value<'b>, op: UnaryOp) -> Option<Value<'b>> {
+        (x.dtype() == Some(F64) && !self.is_poisoned(x.id)).then(|| self.f64_function(op, x).expect("sin and cos"))
     }
 
     /// `sin` and `cos` of `quadrant·π/2 + z` (u32 `quadrant`, f32 `z` within about π/4):

@@ -190,12 +190,24 @@ pub type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
 /// Checks that `f` (named `name`) on f16 arguments is its f32 result rounded once to f16,
 /// at `x`, and that f64 and i32 arguments are errors naming it and the type.
 pub fn assert_f16_rounds_once_and_others_are_errors(name: &str, f: Unary, x: &[f32]) {
+    assert_f16_rounds_once(name, f, x);
+    assert_errors(name, f, &[(ScalarType::F64, "f64"), (ScalarType::I32, "i32")]);
+}
+
+/// Checks that `f` (named `name`) on f16 arguments is its f32 result rounded once to f16,
+/// at `x`.
+pub fn assert_f16_rounds_once(name: &str, f: Unary, x: &[f32]) {
     let want: Vec<f32> = apply1(f, x).iter().map(|&t| half::f16::from_f32(t).to_f32()).collect();
     let got = apply1(|v| f(v.to(ScalarType::F16)).to(F32), x);
     for ((g, w), v) in got.iter().zip(&want).zip(x) {
         assert!(same(*g, *w), "{name}({v}) in f16: {g}, expected {w}");
     }
-    for (t, what) in [(ScalarType::F64, "f64"), (ScalarType::I32, "i32")] {
+}
+
+/// Checks that `f` (named `name`) of each type is an error naming it and the type (as
+/// written beside it).
+pub fn assert_errors(name: &str, f: Unary, types: &[(ScalarType, &str)]) {
+    for &(t, what) in types {
         let e = build_error(|k| {
             let _ = f(k.zeros(&[16], t));
         });
