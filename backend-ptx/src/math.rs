@@ -37,9 +37,8 @@
 //! f64: `sqrt` (`sqrt.rn.f64`), `rsqrt` (`1 / sqrt`, two correctly rounded steps, exactly as
 //! the interpreter computes it), `floor`, `ceil`, `abs`, `neg`, `minimum`, `maximum`, `rem`
 //! are supported; the transcendental ops (`exp exp2 log log2 sin cos erf sigmoid tanh pow`)
-//! have no PTX instructions and return an error. The builder writes f64's `exp`, `exp2`,
-//! `log`, `log2`, `sigmoid` and `tanh` out in f64 ops (`rutile_ir`'s `builder/f64_math.rs`),
-//! so kernels built with them never reach this; f64 `sin`, `cos`, `erf` and `pow` do.
+//! have no PTX instructions and return an error. The builder writes all of them out in f64
+//! ops (`rutile_ir`'s `builder/f64_*.rs`), so only IR built by other means reaches this.
 //!
 //! `fmod` is exact for every type: `|a|` is reduced by `|b|·2^k` for decreasing `k`, each
 //! subtraction exact (Sterbenz), then the sign of `a` is applied; NaN when `a` is infinite

@@ -76,7 +76,7 @@ fn under_vulkan_memory_model(module: &rspirv::dr::Module) -> bool {
 }
 
 /// The module naga wrote, as `rspirv`'s, to add to.
-fn read_back(words: &[u32]) -> Result<rspirv::dr::Module, SpirvError> {
+pub(crate) fn read_back(words: &[u32]) -> Result<rspirv::dr::Module, SpirvError> {
     rspirv::dr::load_words(words).map_err(|e| SpirvError::SpirvWriter(format!("reading back naga's SPIR-V: {e}")))
 }
 

@@ -128,9 +128,14 @@
 //!   `f64` go through it in `f32`, so `f64` `erf` has `f32` accuracy. GLSL.std.450 has
 //!   `exp`, `exp2`, `log`, `log2`, `sin` and `cos` for 16- and 32-bit floats only: for `f64`
 //!   the ops are computed in `f32` and widened, so they too have `f32` accuracy and range.
-//!   The builder writes f64's `exp`, `exp2`, `log`, `log2`, `sigmoid` and `tanh` out in f64
-//!   ops (`rutile_ir`'s `builder/f64_math.rs`), with f64's accuracy; f64 `sin`, `cos`,
-//!   `erf` and `pow` reach this backend as ops.
+//!   The builder writes every f64 transcendental (`exp`, `exp2`, `log`, `log2`, `sin`,
+//!   `cos`, `erf`, `sigmoid`, `tanh`, `pow`) out in f64 ops (`rutile_ir`'s
+//!   `builder/f64_*.rs`), with f64's accuracy: they reach this backend as ops only from IR
+//!   built by other means.
+//! * `f64` add, subtract, multiply, divide and negate are decorated `NoContraction` in the
+//!   words rutile hands the driver (`exact_f64`), so that each rounds once as in the IR:
+//!   NVIDIA's driver otherwise rearranges f64 arithmetic, which the f64 functions' two-part
+//!   sums do not survive. `f32` and narrower arithmetic may be contracted.
 //! * Operations whose operands are all constants are folded here, with the IR's wrapping
 //!   semantics (naga's WGSL reader would reject e.g. `i32::MIN / -1` as an overflow).
 //! * `f32` atomic add, min and max are compare-and-swap loops on the bit pattern
@@ -149,6 +154,7 @@
 
 mod emit;
 mod erf;
+mod exact_f64;
 mod hints;
 
 use rutile_ir::thread::ThreadKernel;
@@ -361,19 +367,28 @@ impl SpirvKernel {
 
     /// Whether the kernel must reach the driver as rutile's words rather than as the naga
     /// module: it has memory hints, products of cooperative matrices that only the words
-    /// spell as such ([`SpirvKernel::coop_products`]), or cooperative matrices at all: naga
+    /// spell as such ([`SpirvKernel::coop_products`]), cooperative matrices at all (naga
     /// writes them under the Vulkan memory model without making workgroup memory available
-    /// and visible at barriers, which only the words add (`hints::order_workgroup_memory`).
+    /// and visible at barriers, which only the words add: `hints::order_workgroup_memory`),
+    /// or f64 arithmetic, which only the words mark `NoContraction`.
     pub fn needs_own_words(&self) -> bool {
-        self.has_memory_hints() || self.coop_products || self.cooperative_matrices
+        self.has_memory_hints() || self.coop_products || self.cooperative_matrices || self.computes_in_f64()
+    }
+
+    /// Whether the kernel has f64 values, whose arithmetic only the words mark
+    /// `NoContraction` (see [`SpirvKernel::spirv_words_hinted`]).
+    pub fn computes_in_f64(&self) -> bool {
+        exact_f64::computes_in_f64(&self.module)
     }
 
     /// The module as SPIR-V 1.4 words (Vulkan 1.2), with debug names and with the memory
-    /// hints naga cannot express: the `Nontemporal` memory operand on every load through the
-    /// [`SpirvKernel::streaming_bindings`], `Coherent` on the variables of the
-    /// [`SpirvKernel::coherent_bindings`] and `NonWritable` on those of the
-    /// [`SpirvKernel::read_only_bindings`]. These words are rutile's alone (a consumer that
-    /// rebuilds a naga module from them drops the hints): hand them to the driver as they are.
+    /// hints naga cannot express: the `Nontemporal` memory operand on every load through
+    /// the [`SpirvKernel::streaming_bindings`], `Coherent` on the variables of the
+    /// [`SpirvKernel::coherent_bindings`], `NonWritable` on those of the
+    /// [`SpirvKernel::read_only_bindings`], and `NoContraction` on f64 arithmetic, so that
+    /// the driver rounds each f64 operation as the IR does (see `exact_f64`). These words
+    /// are rutile's alone (a consumer that rebuilds a naga module from them drops the
+    /// hints): hand them to the driver as they are.
     pub fn spirv_words_hinted(&self) -> Result<Vec<u32>, SpirvError> {
         let mut words = self.write_spirv((1, 4))?;
         if !self.streaming_bindings.is_empty() {
@@ -384,6 +399,9 @@ impl SpirvKernel {
         }
         if !self.read_only_bindings.is_empty() {
             words = hints::mark_nonwritable(&words, &self.read_only_bindings)?;
+        }
+        if self.computes_in_f64() {
+            words = exact_f64::mark_no_contraction(&words)?;
         }
         Ok(words)
     }

@@ -60,8 +60,8 @@ pub(super) const EXACT: Bound = ulps(0.0);
 /// `(op, PTX, SPIR-V/Vulkan)`.
 ///
 /// * PTX: the table "Accuracy" in `backend-ptx/src/math.rs` (f32; f16 and bf16 compute in
-///   f32 and round once; f64 transcendentals are not supported there). `sqrt`, `div`,
-///   `fma`, `rem` are exact.
+///   f32 and round once; f64's transcendentals are built from ops, [`F64_FUNCTIONS`]).
+///   `sqrt`, `div`, `fma`, `rem` are exact.
 /// * SPIR-V: `backend-spirv/src/lib.rs` ("Semantics") says `exp exp2 log log2 sin cos sqrt
 ///   rsqrt div rem fma` are the device's, with the precision of GLSL.std.450 / SPIR-V, i.e.
 ///   the Vulkan specification's table "Precision of core SPIR-V instructions": `div` 2.5 ulp;
@@ -72,8 +72,8 @@ pub(super) const EXACT: Bound = ulps(0.0);
 ///   [2^-126, 2^126]); `fma` and `rem` exact here (the specification lets
 ///   `fma` be `mul` then `add`, and `rem` be `x - y·trunc(x/y)`: mismatches show as KNOWN);
 ///   `erf` 2.5 ulp (the backend's own polynomial); `sigmoid` is `1 / (1 + exp(-x))`, the
-///   `exp` bound plus the division's. `f64` transcendentals are computed in `f32` there:
-///   f32 accuracy.
+///   `exp` bound plus the division's. `f64`'s transcendentals are built from ops
+///   ([`F64_FUNCTIONS`]); its `sqrt`, `rsqrt` and `div` are held to these bounds in f32 ulps.
 pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     ("add", EXACT, EXACT),
     ("sub", EXACT, EXACT),
@@ -309,6 +309,7 @@ pub const F64_FUNCTIONS: &[(&str, Bound, Bound)] = &[
     ("sigmoid", EXACT, ulps(3.0)),
     ("tanh", EXACT, ulps(4.0)),
     ("pow", EXACT, ulps(5.0)),
+    ("pow(wide)", EXACT, ulps(5.0)),
 ];
 
 /// The unit of `op`'s bound on element type `t` on `backend`: ulps of `t` (f16 and bf16

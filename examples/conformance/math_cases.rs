@@ -66,8 +66,40 @@ fn pow_exponents(t: ScalarType, n: usize, seed: u64) -> Vec<V> {
         .collect()
 }
 
+/// f64 bases of every exponent with exponents that keep `|y·log2 x|` up to 1100 (so that
+/// results reach overflow and the subnormals), where `log2 x` must be known to about
+/// 2^-64: `pow(wide)`, f64 only.
+fn wide_pow_arguments(n: usize, seed: u64) -> (Vec<V>, Vec<V>) {
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|_| {
+            let x = f64::from_bits(rng.u64() & 0x7FEF_FFFF_FFFF_FFFF);
+            let l = x.log2().abs().max(1e-3);
+            let y = rng.range(-1100.0, 1100.0) / l;
+            let y = if rng.below(4) == 0 { y.round() } else { y };
+            let x = if y.fract() == 0.0 && rng.below(2) == 0 { -x } else { x };
+            (V::F(x), V::F(y))
+        })
+        .unzip()
+}
+
 fn pow_cases() -> Vec<Case> {
     let mut cases = Vec::new();
+    let mut wide = elementwise_cases(
+        "pow(wide)",
+        &[(F64, Domain::General), (F64, Domain::General)],
+        F64,
+        Rule::Float {
+            op: "pow(wide)",
+            arg: 1,
+        },
+        |k, x| k.pow(x[0], x[1]),
+    );
+    for (i, c) in wide.iter_mut().enumerate() {
+        let n = c.bufs[0].init.len();
+        (c.bufs[0].init, c.bufs[1].init) = wide_pow_arguments(n, 900 + i as u64);
+    }
+    cases.extend(wide);
     for t in DTYPES {
         let rule = if t.is_float() {
             Rule::Float { op: "pow", arg: 1 }

@@ -11,7 +11,7 @@ use rutile_spirv::{SpirvError, SpirvKernel, SpirvTarget};
 
 /// Emits `k` for `target`, writes WGSL and SPIR-V, checks the WGSL parses back into a valid
 /// module, and runs spirv-val on the SPIR-V when `RUTILE_SPIRV_VAL` names it (on the words
-/// with memory hints too, when the kernel has some).
+/// with memory hints too, when the kernel has some, or f64 arithmetic to mark).
 pub fn check(k: &ThreadKernel, target: &SpirvTarget) -> (SpirvKernel, String) {
     let sk = match rutile_spirv::emit(k, target) {
         Ok(sk) => sk,
@@ -29,7 +29,7 @@ pub fn check(k: &ThreadKernel, target: &SpirvTarget) -> (SpirvKernel, String) {
     // memory model); the rest is checked against Vulkan 1.1.
     let env = if k.coop.is_empty() { "vulkan1.1" } else { "vulkan1.3" };
     spirv_val(&k.name, &words, &wgsl, env);
-    if sk.has_memory_hints() {
+    if sk.has_memory_hints() || sk.computes_in_f64() {
         let hinted = sk.spirv_words_hinted().unwrap_or_else(|e| panic!("{e}\n{wgsl}"));
         spirv_val(
             &k.name,

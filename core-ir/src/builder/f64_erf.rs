@@ -1,13 +1,13 @@
 //! `erf` of f64 values, written out in f64 ops (f64_math.rs routes the op here): PTX has no
 //! f64 error function, and backend-spirv's is computed in f32.
 //!
-//! For `a = |x|`: below 1, `erf(a) = a + a·(P(a²) - 1)` (the larger part exact); from 1 to 6, `erf(a) = 1 - e^(-a²)·R(a)`,
-//! `R` being `erfcx` on three intervals, a polynomial in `a` less the interval's centre
-//! (`e^(-a²)` from f64_math.rs's exponential, with `a²`'s rounding error taken back by a
-//! fused multiply-add); from 6 on, `erfc(a)` is below a quarter of an ulp of 1 and the
-//! result is 1. `erf(-x) = -erf(x)`. `scripts/fit_erf_f64.py` fits and prints the
-//! polynomials; `core-ir/tests/f64_math.rs` measures the function against the libm crate's
-//! (FreeBSD's) `erf`.
+//! For `a = |x|`: below 1, `erf(a) = a + a·(P(a²) - 1)` (the larger part exact); from 1 to
+//! 6, `erf(a) = 1 - e^(-a²)·R(a)`, `R` being `erfcx` on three intervals, a polynomial in
+//! `a` less the interval's centre (`e^(-a²)` from f64_math.rs's exponential, with `a²`'s
+//! rounding error taken back by a fused multiply-add); from 6 on, `erfc(a)` is below a
+//! quarter of an ulp of 1 and the result is 1. `erf(-x) = -erf(x)`.
+//! `scripts/fit_erf_f64.py` fits and prints the polynomials; `core-ir/tests/f64_math.rs`
+//! measures the function against the libm crate's (FreeBSD's) `erf`.
 
 use super::in_f32::horner;
 use super::Value;

@@ -87,8 +87,12 @@ pub(super) fn scale<'b>(y: Value<'b>, kf: Value<'b>) -> Value<'b> {
 fn exp_reduced(x: Value<'_>) -> (Value<'_>, Value<'_>) {
     let xc = x.clamp(EXP_LOW, EXP_HIGH);
     let kf = (xc * LOG2_E).rint();
-    // k·LN2_HI is exact and xc - k·LN2_HI too (the two are within a factor of two).
-    let r = (xc - kf * LN2_HI) - kf * LN2_LO;
+    // k·LN2_HI is exact and xc - k·LN2_HI too (the two are within a factor of two). As a
+    // chain of fused multiply-adds, which no driver rearranges: NVIDIA's Vulkan driver
+    // rewrote the products-and-differences form `(xc - k·LN2_HI) - k·LN2_LO` inside
+    // `sigmoid` as `xc - k·(LN2_HI + LN2_LO)`, folding the two parts into one f64 (18 ulp
+    // at x = -67 on an H200), before backend-spirv marked f64 arithmetic `NoContraction`.
+    let r = (-kf).fma(LN2_LO, (-kf).fma(LN2_HI, xc));
     (kf, expm1_series(r))
 }
 
