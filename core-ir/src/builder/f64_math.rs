@@ -63,9 +63,8 @@ pub(super) fn expm1_series(r: Value<'_>) -> Value<'_> {
 
 /// `a / b` correctly rounded wherever `fma` is fused, whatever the device's division: the
 /// quotient plus its residual's quotient (`a - q·b` is exact by a fused multiply-add). The
-/// interpreter and PTX divide correctly rounded, and the correction is then zero; NVIDIA's
-/// Vulkan driver divides f64 to about 2^-49 (18 ulp seen, where the specification promises
-/// nothing for f64).
+/// interpreter and PTX divide correctly rounded, and the correction is then zero; Vulkan
+/// bounds `OpFDiv` in ulps (2.5 for f32), not to the correctly rounded quotient.
 pub(super) fn divide<'b>(a: Value<'b>, b: Value<'b>) -> Value<'b> {
     let q = a / b;
     q + (-q).fma(b, a) / b
