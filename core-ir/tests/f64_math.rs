@@ -365,3 +365,322 @@ fn pow_special_values() {
         assert!(same || close, "pow({b:e}, {e:e}) = {got:e}, expected {want:e}");
     }
 }
+
+/// Arguments of every exponent (both signs where `signed`), with `extra` drawn uniformly
+/// from `range`, for the libdevice family on f64.
+fn wide_arguments(rng: &mut Rng, signed: bool, range: (f64, f64)) -> Vec<f64> {
+    let mut x: Vec<f64> = (0..60_000)
+        .map(|_| {
+            let v = f64::from_bits(rng.next_u64() & 0x7FEF_FFFF_FFFF_FFFF);
+            if signed && rng.below(2) == 0 {
+                -v
+            } else {
+                v
+            }
+        })
+        .collect();
+    x.extend((0..100_000).map(|_| rng.uniform(range.0, range.1)));
+    x.extend((0..20_000).map(|_| {
+        let m = 2f64.powf(rng.uniform(-60.0, 2.0));
+        if signed && rng.below(2) == 0 {
+            -m
+        } else {
+            m
+        }
+    }));
+    x
+}
+
+/// libdevice's exponential and logarithmic family on f64 (`builder/f64_exp_log.rs`), each
+/// against the libm crate's (musl's; the standard library's `atanh` and `acosh` lose
+/// digits next to ±1 and 1), `exp10` against the platform's `pow(10, x)`: within 2 ulp over every exponent and the ranges where each is
+/// not constant, overflowing or NaN.
+#[test]
+fn the_exp_log_family_is_within_two_ulp() {
+    let mut rng = Rng::new(235);
+    type Family = (&'static str, Unary, fn(f64) -> f64, bool, (f64, f64));
+    let family: [Family; 9] = [
+        ("expm1", |v| v.expm1(), libm::expm1, true, (-40.0, 710.0)),
+        ("log1p", |v| v.log1p(), libm::log1p, false, (-1.0, 10.0)),
+        ("exp10", |v| v.exp10(), |v| 10f64.powf(v), true, (-324.0, 309.0)),
+        ("log10", |v| v.log10(), libm::log10, false, (0.0, 10.0)),
+        ("sinh", |v| v.sinh(), libm::sinh, true, (-711.0, 711.0)),
+        ("cosh", |v| v.cosh(), libm::cosh, true, (-711.0, 711.0)),
+        ("asinh", |v| v.asinh(), libm::asinh, true, (-10.0, 10.0)),
+        ("acosh", |v| v.acosh(), libm::acosh, false, (1.0, 10.0)),
+        ("atanh", |v| v.atanh(), libm::atanh, true, (-1.0, 1.0)),
+    ];
+    let mut results = Vec::new();
+    for (name, f, exact, signed, range) in family {
+        let x = wide_arguments(&mut rng, signed, range);
+        let (e, at) = worst(f, exact, &x);
+        println!("{name} (f64): at most {e:.2} ulp over {} points (at {at:e})", x.len());
+        results.push((name, e, at));
+    }
+    for (name, e, at) in results {
+        assert!(e <= 2.0, "{name} (f64): {e:.2} ulp at {at:e}");
+    }
+}
+
+#[test]
+fn the_exp_log_family_s_special_values() {
+    let (inf, nan) = (f64::INFINITY, f64::NAN);
+    type Specials<'a> = (&'a str, Unary, &'a [(f64, f64)]);
+    let cases: [Specials; 9] = [
+        (
+            "expm1",
+            |v| v.expm1(),
+            &[(0.0, 0.0), (-0.0, -0.0), (inf, inf), (-inf, -1.0), (nan, nan)],
+        ),
+        (
+            "log1p",
+            |v| v.log1p(),
+            &[
+                (0.0, 0.0),
+                (-0.0, -0.0),
+                (-1.0, -inf),
+                (-2.0, nan),
+                (inf, inf),
+                (nan, nan),
+            ],
+        ),
+        (
+            "exp10",
+            |v| v.exp10(),
+            &[(0.0, 1.0), (2.0, 100.0), (inf, inf), (-inf, 0.0), (nan, nan)],
+        ),
+        (
+            "log10",
+            |v| v.log10(),
+            &[
+                (1.0, 0.0),
+                (1000.0, 3.0),
+                (0.0, -inf),
+                (-1.0, nan),
+                (inf, inf),
+                (nan, nan),
+            ],
+        ),
+        (
+            "sinh",
+            |v| v.sinh(),
+            &[(0.0, 0.0), (-0.0, -0.0), (inf, inf), (-inf, -inf), (nan, nan)],
+        ),
+        (
+            "cosh",
+            |v| v.cosh(),
+            &[(0.0, 1.0), (-0.0, 1.0), (inf, inf), (-inf, inf), (nan, nan)],
+        ),
+        (
+            "asinh",
+            |v| v.asinh(),
+            &[(0.0, 0.0), (-0.0, -0.0), (inf, inf), (-inf, -inf), (nan, nan)],
+        ),
+        (
+            "acosh",
+            |v| v.acosh(),
+            &[(1.0, 0.0), (0.5, nan), (inf, inf), (-inf, nan), (nan, nan)],
+        ),
+        (
+            "atanh",
+            |v| v.atanh(),
+            &[
+                (0.0, 0.0),
+                (-0.0, -0.0),
+                (1.0, inf),
+                (-1.0, -inf),
+                (1.5, nan),
+                (nan, nan),
+            ],
+        ),
+    ];
+    for (name, f, pairs) in cases {
+        let x: Vec<f64> = pairs.iter().map(|c| c.0).collect();
+        for (c, got) in pairs.iter().zip(apply(f, &x)) {
+            let same = got.to_bits() == c.1.to_bits() || got.is_nan() && c.1.is_nan();
+            assert!(same, "{name}({:e}) = {got:e}, expected {:e}", c.0, c.1);
+        }
+    }
+}
+
+/// libdevice's trigonometric functions and roots on f64 (`f64_trig.rs`'s `tan`,
+/// `f64_inverse_trig.rs`, `f64_roots.rs`), each against the platform's: within 2 ulp over
+/// every exponent (and next to multiples of π/2 for `tan`).
+#[test]
+fn the_trigonometric_functions_and_roots_are_within_two_ulp() {
+    let mut rng = Rng::new(236);
+    type Family = (&'static str, Unary, fn(f64) -> f64, (f64, f64));
+    let family: [Family; 6] = [
+        ("tan", |v| v.tan(), f64::tan, (-10.0, 10.0)),
+        ("atan", |v| v.atan(), f64::atan, (-4.0, 4.0)),
+        ("asin", |v| v.asin(), f64::asin, (-1.0, 1.0)),
+        ("acos", |v| v.acos(), f64::acos, (-1.0, 1.0)),
+        ("cbrt", |v| v.cbrt(), f64::cbrt, (-10.0, 10.0)),
+        ("rcbrt", |v| v.rcbrt(), |v| 1.0 / v.cbrt(), (-10.0, 10.0)),
+    ];
+    let mut results = Vec::new();
+    for (name, f, exact, range) in family {
+        let mut x = wide_arguments(&mut rng, true, range);
+        if name == "tan" {
+            x.extend(whole_range(&mut rng));
+        }
+        let (e, at) = worst(f, exact, &x);
+        println!("{name} (f64): at most {e:.2} ulp over {} points (at {at:e})", x.len());
+        results.push((name, e, at));
+    }
+    let binary: [BinaryCase; 2] = [
+        ("atan2", |y, x| y.atan2(x), f64::atan2),
+        ("hypot", |x, y| x.hypot(y), f64::hypot),
+    ];
+    for (name, f, exact) in binary {
+        let a = wide_arguments(&mut rng, true, (-10.0, 10.0));
+        let mut b = wide_arguments(&mut rng, true, (-10.0, 10.0));
+        b.reverse();
+        let got = binary_apply(f, &a, &b);
+        let (mut e, mut at) = (0.0f64, (0.0, 0.0));
+        for ((&g, &u), &v) in got.iter().zip(&a).zip(&b) {
+            let err = ulps(g, exact(u, v));
+            if err > e {
+                (e, at) = (err, (u, v));
+            }
+        }
+        println!(
+            "{name} (f64): at most {e:.2} ulp over {} pairs (at {:e}, {:e})",
+            a.len(),
+            at.0,
+            at.1
+        );
+        results.push((name, e, at.0));
+    }
+    for (name, e, at) in results {
+        assert!(e <= 2.0, "{name} (f64): {e:.2} ulp at {at:e}");
+    }
+}
+
+/// A function of two values built from ops, as the tests name them.
+type Binary = for<'b> fn(Value<'b>, Value<'b>) -> Value<'b>;
+/// A function of two values: its name, how to build it, its f64 reference.
+type BinaryCase = (&'static str, Binary, fn(f64, f64) -> f64);
+
+/// `f(a, b)` element-wise in the interpreter, on f64.
+fn binary_apply(f: Binary, a: &[f64], b: &[f64]) -> Vec<f64> {
+    let kernel = Kernel::build("f64_binary", |k| {
+        let (pa, pb, out) = (k.arg_ptr("a", F64), k.arg_ptr("b", F64), k.arg_ptr("out", F64));
+        let n = k.arg_i32("n");
+        let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
+        let mask = offs.lt(n);
+        let (u, v) = (k.load_masked(pa + offs, mask, 1.0), k.load_masked(pb + offs, mask, 1.0));
+        k.store_masked(out + offs, f(u, v), mask);
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
+    let args = [ptr(0), ptr(1), ptr(2), ArgValue::Int(a.len() as i64)];
+    let mut bufs = vec![
+        HostBuffer::from_slice(a),
+        HostBuffer::from_slice(b),
+        HostBuffer::zeros(F64, a.len()),
+    ];
+    let grid = [(a.len() as u32).div_ceil(BLOCK as u32), 1, 1];
+    interp::run(&kernel, grid, &args, &mut bufs).unwrap();
+    bufs[2].to_vec::<f64>().unwrap()
+}
+
+#[test]
+fn the_trigonometric_functions_and_roots_special_values() {
+    let (inf, nan) = (f64::INFINITY, f64::NAN);
+    let (pi, pi_2) = (std::f64::consts::PI, std::f64::consts::FRAC_PI_2);
+    type Specials<'a> = (&'a str, Unary, &'a [(f64, f64)]);
+    let cases: [Specials; 6] = [
+        (
+            "tan",
+            |v| v.tan(),
+            &[(0.0, 0.0), (-0.0, -0.0), (inf, nan), (-inf, nan), (nan, nan)],
+        ),
+        (
+            "atan",
+            |v| v.atan(),
+            &[(0.0, 0.0), (-0.0, -0.0), (inf, pi_2), (-inf, -pi_2), (nan, nan)],
+        ),
+        (
+            "asin",
+            |v| v.asin(),
+            &[(-0.0, -0.0), (1.0, pi_2), (-1.0, -pi_2), (1.5, nan), (nan, nan)],
+        ),
+        (
+            "acos",
+            |v| v.acos(),
+            &[(1.0, 0.0), (-1.0, pi), (0.0, pi_2), (-1.5, nan), (nan, nan)],
+        ),
+        (
+            "cbrt",
+            |v| v.cbrt(),
+            &[(-8.0, -2.0), (-0.0, -0.0), (inf, inf), (-inf, -inf), (nan, nan)],
+        ),
+        (
+            "rcbrt",
+            |v| v.rcbrt(),
+            &[(8.0, 0.5), (0.0, inf), (-0.0, -inf), (inf, 0.0), (nan, nan)],
+        ),
+    ];
+    for (name, f, pairs) in cases {
+        let x: Vec<f64> = pairs.iter().map(|c| c.0).collect();
+        for (c, got) in pairs.iter().zip(apply(f, &x)) {
+            let same = got.to_bits() == c.1.to_bits() || got.is_nan() && c.1.is_nan();
+            assert!(same, "{name}({:e}) = {got:e}, expected {:e}", c.0, c.1);
+        }
+    }
+    // atan2 and hypot over pairs of special values, against the platform's.
+    let values = [0.0, -0.0, 1.0, -1.0, inf, -inf, nan];
+    let (a, b): (Vec<f64>, Vec<f64>) = values.iter().flat_map(|&u| values.iter().map(move |&v| (u, v))).unzip();
+    let binary: [BinaryCase; 2] = [
+        ("atan2", |y, x| y.atan2(x), f64::atan2),
+        ("hypot", |x, y| x.hypot(y), f64::hypot),
+    ];
+    for (name, f, exact) in binary {
+        for ((got, &u), &v) in binary_apply(f, &a, &b).into_iter().zip(&a).zip(&b) {
+            let want = exact(u, v);
+            let same = got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan();
+            assert!(same, "{name}({u:e}, {v:e}) = {got:e}, expected {want:e}");
+        }
+    }
+}
+
+/// The libdevice family on f64 lowered for the simulator computes the interpreter's bits.
+#[test]
+fn the_libdevice_family_lowers_to_the_interpreter_s_bits() {
+    let mut rng = Rng::new(237);
+    let mut x: Vec<f64> = (0..1024).map(|_| rng.uniform(-3.0, 3.0)).collect();
+    x.extend((0..1024).map(|_| rng.uniform(-800.0, 800.0)));
+    x.extend([
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1e-310,
+        1e300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ]);
+    let family: [(&str, Unary); 15] = [
+        ("expm1", |v| v.expm1()),
+        ("log1p", |v| v.log1p()),
+        ("exp10", |v| v.exp10()),
+        ("log10", |v| v.log10()),
+        ("sinh", |v| v.sinh()),
+        ("cosh", |v| v.cosh()),
+        ("asinh", |v| v.asinh()),
+        ("acosh", |v| v.acosh()),
+        ("atanh", |v| v.atanh()),
+        ("tan", |v| v.tan()),
+        ("atan", |v| v.atan()),
+        ("asin", |v| v.asin()),
+        ("acos", |v| v.acos()),
+        ("cbrt", |v| v.cbrt()),
+        ("hypot", |v| v.hypot(v * 0.75)),
+    ];
+    for (name, f) in family {
+        let (args, bufs, grid) = launch(&x);
+        interpreted_and_lowered_agree(name, &kernel(f), grid, &args, &bufs, 1);
+    }
+}

@@ -61,17 +61,23 @@ impl KernelBuilder {
     #[track_caller]
     pub fn expm1<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("expm1", x, loc, |x| {
-            // Past 89, e^x - 1 overflows f32; below -64 it is -1.
-            let xc = x.clamp(-64.0f32, 89.0f32);
-            let (kf, p) = exp_reduced(xc);
-            // 2^k·p + (2^k - 1): the first two exact, one rounding, while 2^k - 1 is exact.
-            let two = pow2(kf.clamp(-24.0f32, 24.0f32));
-            let near = two * p + (two - 1.0f32);
-            let far = scale(p + 1.0f32, kf) - 1.0f32;
-            let y = self.where_(kf.abs().le(24.0f32), near, far);
-            self.where_(x.abs().lt(TINY) | x.isnan(), x, y)
-        })
+        self.in_f32_or_f64(
+            "expm1",
+            x,
+            loc,
+            |x| {
+                // Past 89, e^x - 1 overflows f32; below -64 it is -1.
+                let xc = x.clamp(-64.0f32, 89.0f32);
+                let (kf, p) = exp_reduced(xc);
+                // 2^k·p + (2^k - 1): the first two exact, one rounding, while 2^k - 1 is exact.
+                let two = pow2(kf.clamp(-24.0f32, 24.0f32));
+                let near = two * p + (two - 1.0f32);
+                let far = scale(p + 1.0f32, kf) - 1.0f32;
+                let y = self.where_(kf.abs().le(24.0f32), near, far);
+                self.where_(x.abs().lt(TINY) | x.isnan(), x, y)
+            },
+            super::f64_exp_log::expm1,
+        )
     }
 
     /// `ln(1 + x)` (floats), as `libdevice.log1p`: accurate where `x` is near zero, where
@@ -79,109 +85,151 @@ impl KernelBuilder {
     #[track_caller]
     pub fn log1p<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("log1p", x, loc, |x| self.log1p_f32(x))
+        self.in_f32_or_f64("log1p", x, loc, |x| self.log1p_f32(x), super::f64_exp_log::log1p)
     }
 
     /// `10^x` (floats), as `libdevice.exp10`.
     #[track_caller]
     pub fn exp10<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("exp10", x, loc, |x| {
-            // 10^39 overflows f32; 10^-46 is below its smallest subnormal.
-            let xc = x.clamp(-46.0f32, 39.0f32);
-            let kf = (xc * LOG2_10).rint();
-            // x·log2(10) - k, times ln 2: the reduced argument of e^r, |r| <= ln(2)/2.
-            let r = ((xc - kf * LOG10_2_HI) - kf * LOG10_2_LO) * LN_10;
-            scale(expm1_series(r) + 1.0f32, kf)
-        })
+        self.in_f32_or_f64(
+            "exp10",
+            x,
+            loc,
+            |x| {
+                // 10^39 overflows f32; 10^-46 is below its smallest subnormal.
+                let xc = x.clamp(-46.0f32, 39.0f32);
+                let kf = (xc * LOG2_10).rint();
+                // x·log2(10) - k, times ln 2: the reduced argument of e^r, |r| <= ln(2)/2.
+                let r = ((xc - kf * LOG10_2_HI) - kf * LOG10_2_LO) * LN_10;
+                scale(expm1_series(r) + 1.0f32, kf)
+            },
+            super::f64_exp_log::exp10,
+        )
     }
 
     /// `log10 x` (floats), as `libdevice.log10`: NaN below 0, `-∞` at 0.
     #[track_caller]
     pub fn log10<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("log10", x, loc, |x| {
-            let (kf, ln_m) = log_reduced(x);
-            let y = kf * LOG10_2_HI + (kf * LOG10_2_LO + ln_m * LOG10_E);
-            self.log_special_values(x, 0.0f32, y)
-        })
+        self.in_f32_or_f64(
+            "log10",
+            x,
+            loc,
+            |x| {
+                let (kf, ln_m) = log_reduced(x);
+                let y = kf * LOG10_2_HI + (kf * LOG10_2_LO + ln_m * LOG10_E);
+                self.log_special_values(x, 0.0f32, y)
+            },
+            super::f64_exp_log::log10,
+        )
     }
 
     /// Hyperbolic sine (floats), as `libdevice.sinh`.
     #[track_caller]
     pub fn sinh<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("sinh", x, loc, |x| {
-            let a = x.abs();
-            // Below 1, from t = e^a - 1: (e^a - e^-a) / 2 = (t + t / (t + 1)) / 2, with no
-            // cancellation; from 1, e^a/2 - e^-a/2 loses under a bit.
-            let t = self.expm1(a);
-            let small = (t + t / (t + 1.0f32)) * 0.5f32;
-            let h = half_exp(a);
-            let large = h - 0.25f32 / h;
-            copysign(self.where_(a.lt(1.0f32), small, large), x)
-        })
+        self.in_f32_or_f64(
+            "sinh",
+            x,
+            loc,
+            |x| {
+                let a = x.abs();
+                // Below 1, from t = e^a - 1: (e^a - e^-a) / 2 = (t + t / (t + 1)) / 2, with no
+                // cancellation; from 1, e^a/2 - e^-a/2 loses under a bit.
+                let t = self.expm1(a);
+                let small = (t + t / (t + 1.0f32)) * 0.5f32;
+                let h = half_exp(a);
+                let large = h - 0.25f32 / h;
+                copysign(self.where_(a.lt(1.0f32), small, large), x)
+            },
+            super::f64_exp_log::sinh,
+        )
     }
 
     /// Hyperbolic cosine (floats), as `libdevice.cosh`.
     #[track_caller]
     pub fn cosh<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("cosh", x, loc, |x| {
-            // e^a/2 + e^-a/2: two positive terms, e^a/2 scaled without overflowing first.
-            let h = half_exp(x.abs());
-            h + 0.25f32 / h
-        })
+        self.in_f32_or_f64(
+            "cosh",
+            x,
+            loc,
+            |x| {
+                // e^a/2 + e^-a/2: two positive terms, e^a/2 scaled without overflowing first.
+                let h = half_exp(x.abs());
+                h + 0.25f32 / h
+            },
+            super::f64_exp_log::cosh,
+        )
     }
 
     /// Inverse hyperbolic sine (floats), as `libdevice.asinh`.
     #[track_caller]
     pub fn asinh<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("asinh", x, loc, |x| {
-            let a = x.abs();
-            // ln(a + sqrt(a² + 1)) = log1p(a + a² / (1 + sqrt(1 + a²))), whose argument
-            // keeps its digits near zero; past 2^12, ln(2a).
-            let a2 = a * a;
-            let mid = self.log1p_f32(a + a2 / (1.0f32 + (1.0f32 + a2).sqrt()));
-            let large = ln_positive(a) + LN_2;
-            let y = self.where_(a.gt(HUGE_ARC), large, mid);
-            let y = self.where_(a.eq(f32::INFINITY), a, y);
-            self.where_(a.lt(TINY_ARC), x, copysign(y, x))
-        })
+        self.in_f32_or_f64(
+            "asinh",
+            x,
+            loc,
+            |x| {
+                let a = x.abs();
+                // ln(a + sqrt(a² + 1)) = log1p(a + a² / (1 + sqrt(1 + a²))), whose argument
+                // keeps its digits near zero; past 2^12, ln(2a).
+                let a2 = a * a;
+                let mid = self.log1p_f32(a + a2 / (1.0f32 + (1.0f32 + a2).sqrt()));
+                let large = ln_positive(a) + LN_2;
+                let y = self.where_(a.gt(HUGE_ARC), large, mid);
+                let y = self.where_(a.eq(f32::INFINITY), a, y);
+                self.where_(a.lt(TINY_ARC), x, copysign(y, x))
+            },
+            super::f64_exp_log::asinh,
+        )
     }
 
     /// Inverse hyperbolic cosine (floats), as `libdevice.acosh`: NaN below 1.
     #[track_caller]
     pub fn acosh<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("acosh", x, loc, |x| {
-            // ln(x + sqrt(x² - 1)) = log1p(t + sqrt(2t + t²)), t = x - 1 (exact near 1);
-            // past 2^12, ln(2x).
-            let t = x - 1.0f32;
-            let mid = self.log1p_f32(t + (t * (t + 2.0f32)).sqrt());
-            let large = ln_positive(x) + LN_2;
-            let y = self.where_(x.gt(HUGE_ARC), large, mid);
-            let y = self.where_(x.eq(f32::INFINITY), x, y);
-            self.where_(x.lt(1.0f32), f32::NAN, y)
-        })
+        self.in_f32_or_f64(
+            "acosh",
+            x,
+            loc,
+            |x| {
+                // ln(x + sqrt(x² - 1)) = log1p(t + sqrt(2t + t²)), t = x - 1 (exact near 1);
+                // past 2^12, ln(2x).
+                let t = x - 1.0f32;
+                let mid = self.log1p_f32(t + (t * (t + 2.0f32)).sqrt());
+                let large = ln_positive(x) + LN_2;
+                let y = self.where_(x.gt(HUGE_ARC), large, mid);
+                let y = self.where_(x.eq(f32::INFINITY), x, y);
+                self.where_(x.lt(1.0f32), f32::NAN, y)
+            },
+            super::f64_exp_log::acosh,
+        )
     }
 
     /// Inverse hyperbolic tangent (floats), as `libdevice.atanh`: `±∞` at ±1, NaN past.
     #[track_caller]
     pub fn atanh<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("atanh", x, loc, |x| {
-            let a = x.abs();
-            // ln((1 + a) / (1 - a)) / 2 = log1p(2a / (1 - a)) / 2; below 1/2 the argument as
-            // 2a + 2a² / (1 - a), which keeps its digits near zero.
-            let one_minus = 1.0f32 - a;
-            let small = (a + a) + (a + a) * a / one_minus;
-            let large = (a + a) / one_minus;
-            let y = self.log1p_f32(self.where_(a.lt(0.5f32), small, large)) * 0.5f32;
-            let y = self.where_(a.gt(1.0f32), f32::NAN, y);
-            self.where_(a.lt(TINY_ARC), x, copysign(y, x))
-        })
+        self.in_f32_or_f64(
+            "atanh",
+            x,
+            loc,
+            |x| {
+                let a = x.abs();
+                // ln((1 + a) / (1 - a)) / 2 = log1p(2a / (1 - a)) / 2; below 1/2 the argument as
+                // 2a + 2a² / (1 - a), which keeps its digits near zero.
+                let one_minus = 1.0f32 - a;
+                let small = (a + a) + (a + a) * a / one_minus;
+                let large = (a + a) / one_minus;
+                let y = self.log1p_f32(self.where_(a.lt(0.5f32), small, large)) * 0.5f32;
+                let y = self.where_(a.gt(1.0f32), f32::NAN, y);
+                self.where_(a.lt(TINY_ARC), x, copysign(y, x))
+            },
+            super::f64_exp_log::atanh,
+        )
     }
 
     /// `log1p` of f32 `x`.

@@ -67,11 +67,22 @@ pub(super) fn expm1_series(r: Value<'_>) -> Value<'_> {
 /// bounds `OpFDiv` in ulps (2.5 for f32), not to the correctly rounded quotient.
 pub(super) fn divide<'b>(a: Value<'b>, b: Value<'b>) -> Value<'b> {
     let q = a / b;
-    q + (-q).fma(b, a) / b
+    // Where the quotient is infinite or NaN the residual is NaN: the quotient stands.
+    let r = (-q).fma(b, a);
+    a.builder.where_(r.abs().lt(f64::INFINITY), q + r / b, q)
+}
+
+/// `√s` correctly rounded wherever `fma` is fused, whatever the device's square root (Vulkan
+/// bounds it in ulps): the root plus its residual over twice the root. Zeros, infinities,
+/// NaN and negative `s` are the device's `√s`.
+pub(super) fn sqrt(s: Value<'_>) -> Value<'_> {
+    let r = s.sqrt();
+    let corrected = r + (-r).fma(r, s) / (r + r);
+    s.builder.where_(s.gt(0.0) & s.lt(f64::INFINITY), corrected, r)
 }
 
 /// `2^k` for integral f64 `kf` in `[-1022, 1023]`, from the bits.
-fn pow2(kf: Value<'_>) -> Value<'_> {
+pub(super) fn pow2(kf: Value<'_>) -> Value<'_> {
     ((kf.to(I64) + 1023) << 52).bitcast(F64)
 }
 
@@ -83,8 +94,14 @@ pub(super) fn scale<'b>(y: Value<'b>, kf: Value<'b>) -> Value<'b> {
 }
 
 /// `(k, e^r - 1)` with `e^x = 2^k·e^r` for f64 `x` (clamped to where `k` stays in range).
-fn exp_reduced(x: Value<'_>) -> (Value<'_>, Value<'_>) {
-    let xc = x.clamp(EXP_LOW, EXP_HIGH);
+pub(super) fn exp_reduced(x: Value<'_>) -> (Value<'_>, Value<'_>) {
+    exp_reduced_within(x, EXP_LOW, EXP_HIGH)
+}
+
+/// [`exp_reduced`] with `x` clamped to `[low, high]` (within `[-1400, 1400]`), for the
+/// functions whose results overflow or underflow elsewhere than `e^x`'s.
+pub(super) fn exp_reduced_within<'b>(x: Value<'b>, low: f64, high: f64) -> (Value<'b>, Value<'b>) {
+    let xc = x.clamp(low, high);
     let kf = (xc * LOG2_E).rint();
     // k·LN2_HI is exact and xc - k·LN2_HI too (the two are within a factor of two). As a
     // chain of fused multiply-adds, which no driver rearranges: NVIDIA's Vulkan driver
@@ -139,14 +156,14 @@ fn log_reduced(x: Value<'_>) -> (Value<'_>, Value<'_>) {
 
 /// `y` where `x` is positive and finite; `-∞` at zero, `+∞` at `+∞`, NaN below zero and at
 /// NaN: a logarithm's special values.
-fn log_special<'b>(x: Value<'b>, y: Value<'b>) -> Value<'b> {
+pub(super) fn log_special<'b>(x: Value<'b>, y: Value<'b>) -> Value<'b> {
     let k = x.builder;
     let y = k.where_(x.eq(f64::INFINITY), x, y);
     let y = k.where_(x.eq(0.0), f64::NEG_INFINITY, y);
     k.where_(x.lt(0.0) | x.isnan(), f64::NAN, y)
 }
 
-fn log(x: Value<'_>) -> Value<'_> {
+pub(super) fn log(x: Value<'_>) -> Value<'_> {
     let (kf, ln_m) = log_reduced(x);
     log_special(x, kf * LN2_HI + (ln_m + kf * LN2_LO))
 }

@@ -27,7 +27,7 @@ const TWO_THIRDS: [f64; 2] = [0.666_666_666_666_666_6, 3.700_743_415_417_188e-17
 const POWER_BOUND: f64 = 1100.0;
 
 /// `a + b` as the rounded sum and its error, for `|a| ≥ |b|` (or `a` zero).
-fn fast_two_sum<'b>(a: Value<'b>, b: Value<'b>) -> (Value<'b>, Value<'b>) {
+pub(super) fn fast_two_sum<'b>(a: Value<'b>, b: Value<'b>) -> (Value<'b>, Value<'b>) {
     let s = a + b;
     (s, b - (s - a))
 }
@@ -58,7 +58,7 @@ fn ln_parts(f: Value<'_>) -> (Value<'_>, Value<'_>) {
 }
 
 /// `log2 a` for f64 `a > 0` and finite, as a sum of two f64s.
-fn log2_parts(a: Value<'_>) -> (Value<'_>, Value<'_>) {
+pub(super) fn log2_parts(a: Value<'_>) -> (Value<'_>, Value<'_>) {
     let (kf, f) = log_parts(a);
     let (lh, ll) = ln_parts(f);
     let [e_hi, e_lo] = LOG2_E;
@@ -71,7 +71,7 @@ fn log2_parts(a: Value<'_>) -> (Value<'_>, Value<'_>) {
 
 /// `2^(p + q)` for f64 `p` (any, NaN excepted) and `|q|` at most an ulp or so of `p`
 /// (ignored where `p` is past the bounds, or NaN there).
-fn exp2_parts<'b>(p: Value<'b>, q: Value<'b>) -> Value<'b> {
+pub(super) fn exp2_parts<'b>(p: Value<'b>, q: Value<'b>) -> Value<'b> {
     let k = p.builder;
     let q = k.where_(p.abs().le(POWER_BOUND), q, 0.0);
     let pc = p.clamp(-POWER_BOUND, POWER_BOUND);

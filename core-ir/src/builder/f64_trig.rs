@@ -1,5 +1,6 @@
-//! `sin` and `cos` of f64 values, written out in f64 ops (f64_math.rs routes the ops here):
-//! PTX has no f64 sine, and Vulkan's GLSL.std.450 sine is for 16- and 32-bit floats only.
+//! `sin` and `cos` of f64 values, written out in f64 ops (f64_math.rs routes the ops here),
+//! and libdevice's `tan` of them (tan.rs routes f64 here): PTX has no f64 sine, and
+//! Vulkan's GLSL.std.450 sine is for 16- and 32-bit floats only.
 //!
 //! The argument is reduced by π/2 exactly over the whole f64 range (reduce_pi.rs, to a
 //! rest `y + t` with `|y| ≤ π/4` and `t` its next bits), and the rest's sine or cosine,
@@ -10,6 +11,7 @@
 //! otherwise cost it an ulp near π/4. `core-ir/tests/f64_math.rs` measures both against the
 //! platform's f64 functions.
 
+use super::f64_math::divide;
 use super::in_f32::horner;
 use super::{KernelBuilder, Value};
 use crate::types::ScalarType::{F64, I64};
@@ -36,10 +38,17 @@ fn cos_coefficients() -> Vec<f64> {
         .collect()
 }
 
+/// The rest of f64 `x` by π/2: `(quadrant, sin y, cos y, finite)` with `y` the rest (in
+/// two parts, the second entering at first order) of `|x|`; the quadrant is u64.
+struct Reduced<'b> {
+    quadrant: Value<'b>,
+    sin: Value<'b>,
+    cos: Value<'b>,
+    finite: Value<'b>,
+}
+
 impl KernelBuilder {
-    /// `(sin x, cos x)` of f64 `x`, as the pair's parts are asked for (both are built from
-    /// one reduction; the unused part is left for dead-code removal).
-    fn f64_sin_cos<'b>(&'b self, x: Value<'b>) -> (Value<'b>, Value<'b>) {
+    fn f64_reduced_sin_cos<'b>(&'b self, x: Value<'b>) -> Reduced<'b> {
         let a = x.abs();
         let finite = a.lt(f64::INFINITY);
         // Infinities and NaN would reach the reduction as huge exponents: replace them by
@@ -57,19 +66,40 @@ impl KernelBuilder {
         let z_error = y.fma(y, -z);
         let tail = ((1.0 - w) - h) - 0.5 * z_error;
         let cos = w + (tail + (z * z * horner(z, &cos_coefficients()) - y * t));
+        Reduced {
+            quadrant,
+            sin,
+            cos,
+            finite,
+        }
+    }
+
+    /// `(sin x, cos x)` of f64 `x`, as the pair's parts are asked for (both are built from
+    /// one reduction; the unused part is left for dead-code removal).
+    fn f64_sin_cos<'b>(&'b self, x: Value<'b>) -> (Value<'b>, Value<'b>) {
+        let Reduced {
+            quadrant,
+            sin,
+            cos,
+            finite,
+        } = self.f64_reduced_sin_cos(x);
         // sin(n·π/2 + y): sin y, cos y, -sin y, -cos y; cos(n·π/2 + y): cos y, -sin y,
         // -cos y, sin y.
         let odd = (quadrant & 1u64).eq(1u64);
         let (sin_r, cos_r) = (self.where_(odd, cos, sin), self.where_(odd, sin, cos));
         let sin_r = self.where_((quadrant & 2u64).eq(2u64), -sin_r, sin_r);
         let cos_r = self.where_(((quadrant + 1u64) & 2u64).eq(2u64), -cos_r, cos_r);
-        // sin is odd: x's sign bit flips the result's (so that sin(-0) = -0).
-        let sin_r = (sin_r.bitcast(I64) ^ (x.bitcast(I64) & i64::MIN)).bitcast(F64);
         (
-            self.where_(finite, sin_r, f64::NAN),
+            self.where_(finite, flip_sign(sin_r, x), f64::NAN),
             self.where_(finite, cos_r, f64::NAN),
         )
     }
+}
+
+/// `r` with its sign flipped where `x`'s sign bit is set: for the odd functions (so that
+/// `f(-0) = -0`).
+fn flip_sign<'b>(r: Value<'b>, x: Value<'b>) -> Value<'b> {
+    (r.bitcast(I64) ^ (x.bitcast(I64) & i64::MIN)).bitcast(F64)
 }
 
 pub(super) fn sin(x: Value<'_>) -> Value<'_> {
@@ -78,4 +108,19 @@ pub(super) fn sin(x: Value<'_>) -> Value<'_> {
 
 pub(super) fn cos(x: Value<'_>) -> Value<'_> {
     x.builder.f64_sin_cos(x).1
+}
+
+/// `tan x`: the rest's sine over its cosine, or an odd multiple of π/2 away minus its
+/// cosine over its sine (each quotient corrected by its residual).
+pub(super) fn tan(x: Value<'_>) -> Value<'_> {
+    let k = x.builder;
+    let Reduced {
+        quadrant,
+        sin,
+        cos,
+        finite,
+    } = k.f64_reduced_sin_cos(x);
+    let odd = (quadrant & 1u64).eq(1u64);
+    let t = divide(k.where_(odd, -cos, sin), k.where_(odd, sin, cos));
+    k.where_(finite, flip_sign(t, x), f64::NAN)
 }

@@ -30,17 +30,62 @@ impl KernelBuilder {
         }
     }
 
-    /// `f` of `a` and `b` in f32, broadcast to one shape, the result in their type (f32
-    /// where they differ): f16 and bf16 convert both ways; f64, non-floats and shapes that
-    /// do not broadcast are errors naming `op`.
-    pub(super) fn in_f32_2<'b>(
+    /// `f` of `x` as [`KernelBuilder::in_f32`] computes it, or `g` of an f64 `x`: the
+    /// functions with an f64 form (`f64_*.rs`). Non-floats are an error naming `op`.
+    pub(super) fn in_f32_or_f64<'b>(
         &'b self,
         op: &str,
-        (a, b): (Value<'b>, Value<'b>),
+        x: Value<'b>,
         loc: SourceLoc,
-        f: impl FnOnce(Value<'b>, Value<'b>) -> Value<'b>,
+        f: impl FnOnce(Value<'b>) -> Value<'b>,
+        g: impl FnOnce(Value<'b>) -> Value<'b>,
     ) -> Value<'b> {
-        self.in_f32_n(op, &[a, b], loc, |v| f(v[0], v[1]))
+        let x = self.adopt(op, x, loc);
+        if self.is_poisoned(x.id) {
+            return self.poison(x.ty());
+        }
+        match x.dtype() {
+            Some(ScalarType::F64) => g(x),
+            t if computed_in_f32(t) => self.in_f32(op, x, loc, f),
+            _ => {
+                let message = format!("takes f16, bf16, f32 (computed in f32) or f64, got {}", x.ty());
+                self.fail(op, loc, message, x.ty())
+            }
+        }
+    }
+
+    /// `f` of `args` as [`KernelBuilder::in_f32_n`] computes it, or `g` of them in f64
+    /// where one is f64 and all are floats (broadcast to one shape, the others widened).
+    pub(super) fn in_f32_or_f64_n<'b>(
+        &'b self,
+        op: &str,
+        args: &[Value<'b>],
+        loc: SourceLoc,
+        f: impl FnOnce(&[Value<'b>]) -> Value<'b>,
+        g: impl FnOnce(&[Value<'b>]) -> Value<'b>,
+    ) -> Value<'b> {
+        let args: Vec<Value<'b>> = args.iter().map(|&v| self.adopt(op, v, loc)).collect();
+        if args.iter().any(|v| self.is_poisoned(v.id)) {
+            return self.poison(args[0].ty());
+        }
+        let any_f64 = args.iter().any(|v| v.dtype() == Some(ScalarType::F64));
+        let floats = args.iter().all(|v| v.dtype().is_some_and(|t| t.is_float()));
+        if !(any_f64 && floats) {
+            return self.in_f32_n(op, &args, loc, f);
+        }
+        let shape = args[1..]
+            .iter()
+            .try_fold(args[0].ty().shape, |s, v| Shape::broadcast(s, v.ty().shape));
+        let Some(shape) = shape else {
+            let shapes = listed(args.iter().map(|v| v.ty().shape.to_string()));
+            let message = format!("shapes {shapes} cannot be broadcast together");
+            return self.fail(op, loc, message, args[0].ty());
+        };
+        let wide: Vec<Value<'b>> = args
+            .iter()
+            .map(|&v| self.broadcast_to(op, v.to(ScalarType::F64), shape, loc))
+            .collect();
+        g(&wide)
     }
 
     /// `f` of `args` in f32, broadcast to one shape, the result in their type (f32 where

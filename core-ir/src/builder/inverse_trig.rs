@@ -46,37 +46,55 @@ impl KernelBuilder {
     #[track_caller]
     pub fn asin<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("asin", x, loc, |x| {
-            let a = x.abs();
-            // Past 1/2: asin(a) = π/2 - 2 asin(sqrt((1 - a) / 2)).
-            let big = a.gt(0.5f32);
-            let t = self.where_(big, ((1.0f32 - a) * 0.5f32).sqrt(), a);
-            let s = self.asin_small(t);
-            copysign(self.where_(big, FRAC_PI_2 - (s + s), s), x)
-        })
+        self.in_f32_or_f64(
+            "asin",
+            x,
+            loc,
+            |x| {
+                let a = x.abs();
+                // Past 1/2: asin(a) = π/2 - 2 asin(sqrt((1 - a) / 2)).
+                let big = a.gt(0.5f32);
+                let t = self.where_(big, ((1.0f32 - a) * 0.5f32).sqrt(), a);
+                let s = self.asin_small(t);
+                copysign(self.where_(big, FRAC_PI_2 - (s + s), s), x)
+            },
+            super::f64_inverse_trig::asin,
+        )
     }
 
     /// `arccos x` (floats), as `libdevice.acos`: NaN outside `[-1, 1]`.
     #[track_caller]
     pub fn acos<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("acos", x, loc, |x| {
-            // Below -1/2, π - 2 asin(sqrt((1 + x) / 2)); above 1/2, 2 asin(sqrt((1 - x) / 2));
-            // between, π/2 - asin(x): one argument of at most 1/2 for the polynomial.
-            let (low, high) = (x.lt(-0.5f32), x.gt(0.5f32));
-            let half_gap = self.where_(low, 1.0f32 + x, 1.0f32 - x) * 0.5f32;
-            let t = self.where_(low | high, half_gap.sqrt(), x);
-            let s = self.asin_small(t);
-            let outer = self.where_(low, PI - (s + s), s + s);
-            self.where_(low | high, outer, FRAC_PI_2 - s)
-        })
+        self.in_f32_or_f64(
+            "acos",
+            x,
+            loc,
+            |x| {
+                // Below -1/2, π - 2 asin(sqrt((1 + x) / 2)); above 1/2, 2 asin(sqrt((1 - x) / 2));
+                // between, π/2 - asin(x): one argument of at most 1/2 for the polynomial.
+                let (low, high) = (x.lt(-0.5f32), x.gt(0.5f32));
+                let half_gap = self.where_(low, 1.0f32 + x, 1.0f32 - x) * 0.5f32;
+                let t = self.where_(low | high, half_gap.sqrt(), x);
+                let s = self.asin_small(t);
+                let outer = self.where_(low, PI - (s + s), s + s);
+                self.where_(low | high, outer, FRAC_PI_2 - s)
+            },
+            super::f64_inverse_trig::acos,
+        )
     }
 
     /// `arctan x` (floats), as `libdevice.atan`: `±π/2` at `±∞`, `atan(±0) = ±0`.
     #[track_caller]
     pub fn atan<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("atan", x, loc, |x| copysign(self.atan_positive(x.abs()), x))
+        self.in_f32_or_f64(
+            "atan",
+            x,
+            loc,
+            |x| copysign(self.atan_positive(x.abs()), x),
+            super::f64_inverse_trig::atan,
+        )
     }
 
     /// The angle of the point `(x, y)`, as C's and `libdevice.atan2(y, x)`: in `[-π, π]`,
@@ -86,20 +104,27 @@ impl KernelBuilder {
     #[track_caller]
     pub fn atan2<'b>(&'b self, y: Value<'b>, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32_2("atan2", (y, x), loc, |y, x| {
-            let (ax, ay) = (x.abs(), y.abs());
-            let (small, large) = (self.minimum(ax, ay), self.maximum(ax, ay));
-            // The angle from the nearer axis: atan of small / large in [0, 1], with 0 / 0 (the
-            // origin) as 0 and ∞ / ∞ as 1.
-            let ratio = small / large;
-            let ratio = self.where_(large.eq(0.0f32), 0.0f32, ratio);
-            let ratio = self.where_(small.eq(f32::INFINITY), 1.0f32, ratio);
-            let r = self.atan_positive(ratio);
-            let r = self.where_(ay.gt(ax), FRAC_PI_2 - r, r);
-            // Left of the y axis (-0 included): π minus it.
-            let left = x.bitcast(ScalarType::I32).lt(0);
-            copysign(self.where_(left, PI - r, r), y)
-        })
+        self.in_f32_or_f64_n(
+            "atan2",
+            &[y, x],
+            loc,
+            |v| {
+                let (y, x) = (v[0], v[1]);
+                let (ax, ay) = (x.abs(), y.abs());
+                let (small, large) = (self.minimum(ax, ay), self.maximum(ax, ay));
+                // The angle from the nearer axis: atan of small / large in [0, 1], with 0 / 0 (the
+                // origin) as 0 and ∞ / ∞ as 1.
+                let ratio = small / large;
+                let ratio = self.where_(large.eq(0.0f32), 0.0f32, ratio);
+                let ratio = self.where_(small.eq(f32::INFINITY), 1.0f32, ratio);
+                let r = self.atan_positive(ratio);
+                let r = self.where_(ay.gt(ax), FRAC_PI_2 - r, r);
+                // Left of the y axis (-0 included): π minus it.
+                let left = x.bitcast(ScalarType::I32).lt(0);
+                copysign(self.where_(left, PI - r, r), y)
+            },
+            |v| super::f64_inverse_trig::atan2(v[0], v[1]),
+        )
     }
 
     /// `asin(t)` for `|t| <= 1/2`: `t + t·z·P(z)`.

@@ -32,7 +32,13 @@ impl KernelBuilder {
     #[track_caller]
     pub fn hypot<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32_n("hypot", &[x, y], loc, |v| self.scaled_norm(v, false))
+        self.in_f32_or_f64_n(
+            "hypot",
+            &[x, y],
+            loc,
+            |v| self.scaled_norm(v, false),
+            |v| super::f64_roots::scaled_norm(self, v, false),
+        )
     }
 
     /// `1 / √(x² + y²)` (floats), as `libdevice.rhypot`: scaled as [`KernelBuilder::hypot`]
@@ -41,7 +47,13 @@ impl KernelBuilder {
     #[track_caller]
     pub fn rhypot<'b>(&'b self, x: Value<'b>, y: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32_n("rhypot", &[x, y], loc, |v| self.scaled_norm(v, true))
+        self.in_f32_or_f64_n(
+            "rhypot",
+            &[x, y],
+            loc,
+            |v| self.scaled_norm(v, true),
+            |v| super::f64_roots::scaled_norm(self, v, true),
+        )
     }
 
     /// `√(a² + b² + c²)` (floats, broadcast together), as `libdevice.norm3d`: scaled by a
@@ -50,7 +62,13 @@ impl KernelBuilder {
     #[track_caller]
     pub fn norm3d<'b>(&'b self, a: Value<'b>, b: Value<'b>, c: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32_n("norm3d", &[a, b, c], loc, |v| self.scaled_norm(v, false))
+        self.in_f32_or_f64_n(
+            "norm3d",
+            &[a, b, c],
+            loc,
+            |v| self.scaled_norm(v, false),
+            |v| super::f64_roots::scaled_norm(self, v, false),
+        )
     }
 
     /// `√(a² + b² + c² + d²)` (floats, broadcast together), as `libdevice.norm4d`; see
@@ -58,7 +76,13 @@ impl KernelBuilder {
     #[track_caller]
     pub fn norm4d<'b>(&'b self, a: Value<'b>, b: Value<'b>, c: Value<'b>, d: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32_n("norm4d", &[a, b, c, d], loc, |v| self.scaled_norm(v, false))
+        self.in_f32_or_f64_n(
+            "norm4d",
+            &[a, b, c, d],
+            loc,
+            |v| self.scaled_norm(v, false),
+            |v| super::f64_roots::scaled_norm(self, v, false),
+        )
     }
 
     /// `1 / √(a² + b² + c²)` (floats, broadcast together), as `libdevice.rnorm3d`: 0 where
@@ -66,7 +90,13 @@ impl KernelBuilder {
     #[track_caller]
     pub fn rnorm3d<'b>(&'b self, a: Value<'b>, b: Value<'b>, c: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32_n("rnorm3d", &[a, b, c], loc, |v| self.scaled_norm(v, true))
+        self.in_f32_or_f64_n(
+            "rnorm3d",
+            &[a, b, c],
+            loc,
+            |v| self.scaled_norm(v, true),
+            |v| super::f64_roots::scaled_norm(self, v, true),
+        )
     }
 
     /// `1 / √(a² + b² + c² + d²)` (floats, broadcast together), as `libdevice.rnorm4d`; see
@@ -74,7 +104,13 @@ impl KernelBuilder {
     #[track_caller]
     pub fn rnorm4d<'b>(&'b self, a: Value<'b>, b: Value<'b>, c: Value<'b>, d: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32_n("rnorm4d", &[a, b, c, d], loc, |v| self.scaled_norm(v, true))
+        self.in_f32_or_f64_n(
+            "rnorm4d",
+            &[a, b, c, d],
+            loc,
+            |v| self.scaled_norm(v, true),
+            |v| super::f64_roots::scaled_norm(self, v, true),
+        )
     }
 
     /// The Euclidean norm of f32 `values` (or its reciprocal): scaled by the power of two
@@ -112,7 +148,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn rcbrt<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("rcbrt", x, loc, |x| 1.0f32 / x.cbrt())
+        self.in_f32_or_f64("rcbrt", x, loc, |x| 1.0f32 / x.cbrt(), super::f64_roots::rcbrt)
     }
 
     /// The real cube root `∛x` (floats), as `libdevice.cbrt`: negative for negative `x`,
@@ -120,26 +156,32 @@ impl KernelBuilder {
     #[track_caller]
     pub fn cbrt<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("cbrt", x, loc, |x| {
-            let a = x.abs();
-            // Subnormals scaled by 2^24 first (their root then by 2^-8).
-            let subnormal = a.lt(MIN_NORMAL);
-            let a = self.where_(subnormal, a * TWO_24, a);
-            // A third of the bits (the exponent divided by three, roughly), then Newton's
-            // iteration `y - (y³ - a) / 3y²`: the error squares at each step, 4% to 1e-3 to
-            // 1e-6, then f32's last bits, with the residual `y²·y - a` from one fused
-            // multiply-add.
-            let mut y = (a.bitcast(I32) / 3 + CBRT_BIAS).bitcast(F32);
-            for _ in 0..2 {
-                y = (y + y + a / (y * y)) * (1.0f32 / 3.0);
-            }
-            let y2 = y * y;
-            let y = y - y2.fma(y, -a) / (y2 * 3.0f32);
-            let y = self.where_(subnormal, y * TWO_MINUS_8, y);
-            // Zeros, infinities and NaNs are their own roots.
-            let own = a.eq(0.0f32) | a.eq(f32::INFINITY) | a.isnan();
-            copysign(self.where_(own, x.abs(), y), x)
-        })
+        self.in_f32_or_f64(
+            "cbrt",
+            x,
+            loc,
+            |x| {
+                let a = x.abs();
+                // Subnormals scaled by 2^24 first (their root then by 2^-8).
+                let subnormal = a.lt(MIN_NORMAL);
+                let a = self.where_(subnormal, a * TWO_24, a);
+                // A third of the bits (the exponent divided by three, roughly), then Newton's
+                // iteration `y - (y³ - a) / 3y²`: the error squares at each step, 4% to 1e-3 to
+                // 1e-6, then f32's last bits, with the residual `y²·y - a` from one fused
+                // multiply-add.
+                let mut y = (a.bitcast(I32) / 3 + CBRT_BIAS).bitcast(F32);
+                for _ in 0..2 {
+                    y = (y + y + a / (y * y)) * (1.0f32 / 3.0);
+                }
+                let y2 = y * y;
+                let y = y - y2.fma(y, -a) / (y2 * 3.0f32);
+                let y = self.where_(subnormal, y * TWO_MINUS_8, y);
+                // Zeros, infinities and NaNs are their own roots.
+                let own = a.eq(0.0f32) | a.eq(f32::INFINITY) | a.isnan();
+                copysign(self.where_(own, x.abs(), y), x)
+            },
+            super::f64_roots::cbrt,
+        )
     }
 }
 

@@ -1,6 +1,6 @@
 //! libdevice's `tan`, built from ops every backend has (integer multiplies and shifts, a
 //! polynomial, a division, selects), so that the interpreter, PTX and SPIR-V compute it
-//! alike. f16 and bf16 compute in f32 and round once; f64 is refused.
+//! alike. f16 and bf16 compute in f32 and round once; f64 computes in f64 (f64_trig.rs).
 //!
 //! The argument is reduced by π/2 in integers, exactly, on any device and over the whole
 //! f32 range (reduce_pi.rs, Payne and Hanek's method). `tan` of the reduced argument,
@@ -33,18 +33,24 @@ impl KernelBuilder {
     #[track_caller]
     pub fn tan<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("tan", x, loc, |x| {
-            let a = x.abs();
-            let (quadrant, z) = self.reduce_by_half_pi_from_zero(a);
-            let odd = (quadrant & 1u32).eq(1u32);
-            let s = z * z;
-            let t = (s * horner(s, &TAN_P)).fma(z, z);
-            // An odd multiple away, the cotangent's negative.
-            let t = self.where_(odd, -1.0f32 / t, t);
-            let t = self.where_(a.lt(f32::INFINITY), t, f32::NAN);
-            // tan is odd: x's sign bit flips t's (so that tan(-0) = -0).
-            (t.bitcast(I32) ^ (x.bitcast(I32) & i32::MIN)).bitcast(F32)
-        })
+        self.in_f32_or_f64(
+            "tan",
+            x,
+            loc,
+            |x| {
+                let a = x.abs();
+                let (quadrant, z) = self.reduce_by_half_pi_from_zero(a);
+                let odd = (quadrant & 1u32).eq(1u32);
+                let s = z * z;
+                let t = (s * horner(s, &TAN_P)).fma(z, z);
+                // An odd multiple away, the cotangent's negative.
+                let t = self.where_(odd, -1.0f32 / t, t);
+                let t = self.where_(a.lt(f32::INFINITY), t, f32::NAN);
+                // tan is odd: x's sign bit flips t's (so that tan(-0) = -0).
+                (t.bitcast(I32) ^ (x.bitcast(I32) & i32::MIN)).bitcast(F32)
+            },
+            super::f64_trig::tan,
+        )
     }
 }
 
