@@ -226,17 +226,15 @@ fn constant_division_cases() -> Vec<Case> {
     cases
 }
 
-/// Every case of this file.
 /// `asin`, `acos` (over [-1, 1]), `atan` and `atan2` (over [-10, 10] and down to 2^-20),
 /// `tan`, `sin_precise`, `cos_precise` (over every exponent to the largest f32), `sinpi`,
-/// `cospi` (over [-100, 100] and down to 2^-20), `erfinv` (over [-1, 1])
-/// `erfc` (over [-5, 10]), `erfcx` (over [-9, 1000]), `lgamma` (over [-2, 100]),
-/// `tgamma` (over [-43, 36]), `normcdf` (over [-14, 8]), `erfcinv` (over [0, 2]) and
-/// `normcdfinv` (over [0, 1], both down to 2^-126), `cyl_bessel_i0` and `cyl_bessel_i1`
-/// (over [-92, 92]), `j0`, `j1`, `jn(5)` (over [-100, 100]), `y0`, `y1` and `yn(5)` (over
-/// [0, 100]), with
-/// the special values, on every type (floats but f64 only
-/// are accepted).
+/// `cospi` (over [-100, 100] and down to 2^-20), `erfinv` (over [-1, 1]), `erfc` (over
+/// [-5, 10]), `erfcx` (over [-9, 1000]), `lgamma` (over [-2, 100]), `tgamma` (over
+/// [-43, 36]), `normcdf` (over [-14, 8]), `erfcinv` (over [0, 2]) and `normcdfinv` (over
+/// [0, 1], both down to 2^-126), `cyl_bessel_i0` and `cyl_bessel_i1` (over [-92, 92]),
+/// `j0`, `j1`, `jn(5)` (over [-100, 100]), `y0`, `y1` and `yn(5)` (over [0, 100]), with the
+/// special values, on every type (the floats each accepts: f64 for the inverse
+/// trigonometric functions, `tan`, `sin_precise` and `cos_precise`).
 fn inverse_trig_cases() -> Vec<Case> {
     type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
     let unit = Domain::Range {
@@ -378,8 +376,8 @@ fn inverse_trig_cases() -> Vec<Case> {
     cases
 }
 
-/// libdevice's `expm1` ... `atanh` (compositions, floats but f64 only accepted) over their
-/// domains with the special values, on every type.
+/// libdevice's `expm1` ... `atanh` (compositions; every float, f64 computed in f64) over
+/// their domains with the special values, on every type.
 fn exp_log_cases() -> Vec<Case> {
     let range = |lo, hi, lo2, hi2| Domain::Range { lo, hi, lo2, hi2 };
     let functions: [(&str, Domain, UnaryFn); 9] = [
@@ -409,7 +407,7 @@ fn exp_log_cases() -> Vec<Case> {
 
 /// libdevice's `hypot` (over [-1000, 1000] and magnitudes from 2^-20 to 2^60, where the
 /// squares alone would overflow) and `cbrt` (over [-1000, 1000] and 2^-20 to 2^30), with the
-/// special values, on every type (floats but f64 only accepted).
+/// special values, on every type (every float, f64 computed in f64).
 fn root_cases() -> Vec<Case> {
     let range = |lo2, hi2| Domain::Range {
         lo: -1000.0,
@@ -585,6 +583,7 @@ fn exponent_cases() -> Vec<Case> {
     cases
 }
 
+/// Every case of this file.
 pub(super) fn math_cases() -> Vec<Case> {
     let mut all = tanh_cases();
     all.extend(inverse_trig_cases());

@@ -4,7 +4,7 @@
 //! `sqrt`, integer ops on the bits), so that the interpreter, PTX and SPIR-V compute them
 //! alike, without the backends' approximate `ex2` and `lg2`, whose absolute errors would
 //! swamp `expm1` and `log1p` near zero, the very place they exist for. f16 and bf16 compute
-//! in f32 and round once; f64 is refused (these reductions are f32's).
+//! in f32 and round once; f64 computes in f64 with reductions of its own (f64_exp_log.rs).
 //!
 //! The method is the classic one (Tang's and Sun's fdlibm's): `e^x = 2^k e^r` with
 //! `|r| <= ln(2)/2` by a two-part `ln 2` (so that `k·ln2_hi` is exact), `e^r - 1` by its

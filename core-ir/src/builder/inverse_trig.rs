@@ -2,7 +2,7 @@
 //! "extern functions" tutorial takes from CUDA's libdevice (`libdevice.asin`): built here
 //! from ops every backend has (a polynomial by multiply-adds, `sqrt`, a division, selects),
 //! so that the interpreter, PTX and SPIR-V compute them alike. f16 and bf16 compute in f32
-//! and round once; f64 is refused (these polynomials are f32's).
+//! and round once; f64 computes in f64 with polynomials of its own (f64_inverse_trig.rs).
 //!
 //! The reductions and polynomials are those of Moshier's Cephes library for single
 //! precision (`asinf`, `acosf`, `atanf`): within 3 ulp of the exact values over their

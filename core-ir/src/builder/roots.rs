@@ -1,7 +1,8 @@
 //! libdevice's `hypot`, `cbrt` and their kin (`rhypot`, `norm3d`, `norm4d`, `rnorm3d`,
 //! `rnorm4d`, `rcbrt`), built from ops every backend has (multiply-adds, one
 //! square root, divisions, integer ops on the bits), so that the interpreter, PTX and
-//! SPIR-V compute them alike. f16 and bf16 compute in f32 and round once; f64 is refused.
+//! SPIR-V compute them alike. f16 and bf16 compute in f32 and round once; f64 computes in
+//! f64 (f64_roots.rs).
 //! `core-ir/tests/roots.rs` measures them against f64 in the interpreter.
 
 use super::in_f32::copysign;
