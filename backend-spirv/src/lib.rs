@@ -209,6 +209,11 @@ pub struct SpirvTarget {
     /// and a 32-bit one for the low: Philox's rounds are made of such pairs. On in
     /// [`SpirvTarget::full`] and in the runtime; off to measure the difference.
     pub wide_products: bool,
+    /// Mark every f64 add, subtract, multiply, divide and negation `NoContraction` in the
+    /// words the driver gets (`exact_f64`), so that each rounds once, as the IR defines:
+    /// the f64 functions the builder writes out depend on it. On in [`SpirvTarget::full`]
+    /// and in the runtime; off to measure the difference.
+    pub exact_f64: bool,
 }
 
 impl SpirvTarget {
@@ -226,6 +231,7 @@ impl SpirvTarget {
             packed_f16: true,
             coop_load_fences: false,
             wide_products: true,
+            exact_f64: true,
         }
     }
 
@@ -279,6 +285,10 @@ pub struct SpirvKernel {
     /// Whether the kernel uses cooperative matrices, which naga writes under the Vulkan
     /// memory model (see [`SpirvKernel::needs_own_words`]).
     pub cooperative_matrices: bool,
+    /// Whether the kernel has f64 values and the target asked for exact f64 arithmetic
+    /// ([`SpirvTarget::exact_f64`]): [`SpirvKernel::spirv_words_hinted`] marks its f64
+    /// arithmetic `NoContraction`, which only those words carry.
+    pub exact_f64: bool,
 }
 
 /// One `device_print` of a kernel: what its records in the print buffer hold after the
@@ -372,13 +382,7 @@ impl SpirvKernel {
     /// and visible at barriers, which only the words add: `hints::order_workgroup_memory`),
     /// or f64 arithmetic, which only the words mark `NoContraction`.
     pub fn needs_own_words(&self) -> bool {
-        self.has_memory_hints() || self.coop_products || self.cooperative_matrices || self.computes_in_f64()
-    }
-
-    /// Whether the kernel has f64 values, whose arithmetic only the words mark
-    /// `NoContraction` (see [`SpirvKernel::spirv_words_hinted`]).
-    pub fn computes_in_f64(&self) -> bool {
-        exact_f64::computes_in_f64(&self.module)
+        self.has_memory_hints() || self.coop_products || self.cooperative_matrices || self.exact_f64
     }
 
     /// The module as SPIR-V 1.4 words (Vulkan 1.2), with debug names and with the memory
@@ -400,7 +404,7 @@ impl SpirvKernel {
         if !self.read_only_bindings.is_empty() {
             words = hints::mark_nonwritable(&words, &self.read_only_bindings)?;
         }
-        if self.computes_in_f64() {
+        if self.exact_f64 {
             words = exact_f64::mark_no_contraction(&words)?;
         }
         Ok(words)

@@ -77,7 +77,7 @@ fn decorated_types(words: &[u32]) -> (Vec<u32>, Vec<u32>) {
 #[test]
 fn f64_arithmetic_is_marked_and_f32_is_not() {
     let (sk, _) = common::check(&mixed_kernel(), &SpirvTarget::full(32));
-    assert!(sk.computes_in_f64() && sk.needs_own_words());
+    assert!(sk.exact_f64 && sk.needs_own_words());
     let (on, off) = decorated_types(&sk.spirv_words_hinted().unwrap());
     // Two multiplies or adds, a division and a subtraction a thread in f64 at least.
     assert!(on.len() >= 4 && on.iter().all(|&w| w == 64), "marked: {on:?}");
@@ -89,7 +89,7 @@ fn f64_arithmetic_is_marked_and_f32_is_not() {
 #[test]
 fn kernels_without_f64_do_not_need_own_words_for_it() {
     let (sk, _) = common::check(&common::vector_add(ScalarType::F32), &SpirvTarget::full(32));
-    assert!(!sk.computes_in_f64());
+    assert!(!sk.exact_f64);
     let (on, _) = decorated_types(&sk.spirv_words_hinted().unwrap());
     assert!(on.is_empty());
 }

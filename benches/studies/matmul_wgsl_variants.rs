@@ -228,6 +228,7 @@ fn passthrough_source(wgsl: &str, mode: Mode) -> Result<KernelSource<'static>, B
         prints: Vec::new(),
         coop_products: false,
         cooperative_matrices: true,
+        exact_f64: false,
     };
     let words = match mode {
         Mode::Spirv13 => kernel.spirv_words()?,

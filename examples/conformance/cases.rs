@@ -309,6 +309,38 @@ pub(super) fn binary_cases() -> Vec<Case> {
             ));
         }
     }
+    // Integer division and remainder by constants, which a compiler may turn into
+    // multiplications by reciprocals (as drivers do): 3, 7, 10 and 1000, and -3 and -7 for
+    // the signed types.
+    type ByConstant = fn(Value<'_>) -> Value<'_>;
+    let by_constants: [(&str, ByConstant, bool); 8] = [
+        ("div(3)", |a| a / 3, false),
+        ("div(7)", |a| a / 7, false),
+        ("div(10)", |a| a / 10, false),
+        ("div(1000)", |a| a / 1000, false),
+        ("div(-3)", |a| a / -3, true),
+        ("div(-7)", |a| a / -7, true),
+        ("rem(3)", |a| a % 3, false),
+        ("rem(-7)", |a| a % -7, true),
+    ];
+    for (op, f, signed_only) in by_constants {
+        let ints = DTYPES
+            .into_iter()
+            .filter(|t| t.is_int() && (!signed_only || t.is_signed_int()));
+        for t in ints {
+            // Divisors that do not fit the type (1000 in 8 bits) are left out.
+            if op == "div(1000)" && t.bits() == 8 {
+                continue;
+            }
+            cases.extend(elementwise_cases(
+                op,
+                &[(t, Domain::General)],
+                t,
+                Rule::Exact,
+                move |_, x| f(x[0]),
+            ));
+        }
+    }
     let cmps: [(&str, BinaryFn); 6] = [
         ("lt", |_, a, b| a.lt(b)),
         ("le", |_, a, b| a.le(b)),

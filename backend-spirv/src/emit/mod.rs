@@ -103,7 +103,9 @@ pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, 
             });
         }
     };
+    let exact_f64 = target.exact_f64 && crate::exact_f64::computes_in_f64(&module);
     Ok(SpirvKernel {
+        exact_f64,
         module,
         info,
         entry_point,

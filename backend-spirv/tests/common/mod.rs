@@ -29,7 +29,7 @@ pub fn check(k: &ThreadKernel, target: &SpirvTarget) -> (SpirvKernel, String) {
     // memory model); the rest is checked against Vulkan 1.1.
     let env = if k.coop.is_empty() { "vulkan1.1" } else { "vulkan1.3" };
     spirv_val(&k.name, &words, &wgsl, env);
-    if sk.has_memory_hints() || sk.computes_in_f64() {
+    if sk.has_memory_hints() || sk.exact_f64 {
         let hinted = sk.spirv_words_hinted().unwrap_or_else(|e| panic!("{e}\n{wgsl}"));
         spirv_val(
             &k.name,

@@ -123,6 +123,7 @@ impl Vk {
                 packed_f16: true,
                 coop_load_fences: false,
                 wide_products: true,
+                exact_f64: true,
             };
 
             let priorities = [1.0];

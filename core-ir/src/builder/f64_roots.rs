@@ -2,8 +2,8 @@
 //! `rnorm4d`, `cbrt`, `rcbrt`), written out in f64 ops as roots.rs's f32 forms are: the
 //! norms scaled by a power of two, their squares summed by fused multiply-adds, and one
 //! square root (corrected by its residual, since Vulkan bounds its square root in ulps);
-//! the cube root by Newton's iteration from a third of the bits, its last step on a
-//! residual in two parts. `core-ir/tests/f64_math.rs` measures them against the platform's.
+//! the cube root from Newton's iteration for its reciprocal (no division), its last step on
+//! a residual in two parts. `core-ir/tests/f64_math.rs` measures them against the platform's.
 
 use super::f64_math::{divide, sqrt};
 use super::{KernelBuilder, Value};
@@ -13,8 +13,8 @@ use crate::types::ScalarType::{F64, I64};
 const EXPONENT_BITS: i64 = 0x7FF0_0000_0000_0000;
 const EXPONENT_MIN: i64 = 1 << 52;
 const EXPONENT_MAX: i64 = 2045 << 52;
-/// A third of 1023's bits: `bits/3 + CBRT_BIAS` is `∛a` within about 5%.
-const CBRT_BIAS: i64 = 682 << 52;
+/// Four thirds of 1023's bits: `RCBRT_BIAS - bits/3` is `1/∛a` within about 10%.
+const RCBRT_BIAS: i64 = 1364 << 52;
 /// 2^54, which scales subnormals into the normals (their roots then by 2^-18).
 const TWO_54: f64 = 18_014_398_509_481_984.0;
 const TWO_MINUS_18: f64 = 1.0 / 262_144.0;
@@ -47,15 +47,19 @@ pub(super) fn cbrt(x: Value<'_>) -> Value<'_> {
     let a = x.abs();
     let subnormal = a.lt(f64::MIN_POSITIVE);
     let a = k.where_(subnormal, a * TWO_54, a);
-    // Newton's iteration y - (y³ - a)/3y²: the error squares at each step, 5% to 1e-11 in
-    // three, then f64's last bits from the residual y²·y - a in two parts.
-    let mut y = (a.bitcast(I64) / 3 + CBRT_BIAS).bitcast(F64);
-    for _ in 0..3 {
-        y = (y + y + a / (y * y)) * (1.0 / 3.0);
+    // Newton's iteration for r = 1/∛a, which needs no division (NVIDIA's Vulkan driver
+    // computed the cube root's own iteration, `(2y + a/y²)/3`, wrong from its second step
+    // on an H200): r + r·(1 - a·r³)/3, the error squaring at each step, 10% to 1e-16 in
+    // four; then ∛a = a·r², its last bits from the residual y²·y - a in two parts.
+    let mut r = (RCBRT_BIAS - a.bitcast(I64) / 3).bitcast(F64);
+    for _ in 0..4 {
+        let r3 = r * r * r;
+        r = r + r * (1.0 - a * r3) * (1.0 / 3.0);
     }
+    let y = a * (r * r);
     let y2 = y * y;
     let residual = y2.fma(y, -a) + y.fma(y, -y2) * y;
-    let y = y - residual / (y2 * 3.0);
+    let y = y - residual * (r * r) * (1.0 / 3.0);
     let y = k.where_(subnormal, y * TWO_MINUS_18, y);
     // Zeros, infinities and NaNs are their own roots.
     let own = a.eq(0.0) | a.eq(f64::INFINITY) | a.isnan();

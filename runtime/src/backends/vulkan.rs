@@ -80,6 +80,11 @@ pub struct WgpuOptions {
     /// pairs). On by default; `RUTILE_WIDE_PRODUCTS=0` turns it off (on CUDA too), to
     /// measure the difference.
     pub wide_products: bool,
+    /// Mark f64 arithmetic `NoContraction` in the words the driver gets
+    /// (`rutile_spirv::SpirvTarget::exact_f64`), so that each f64 operation rounds once as
+    /// the IR defines. On by default; `RUTILE_VULKAN_EXACT_F64=0` turns it off, to measure
+    /// the difference.
+    pub exact_f64: bool,
 }
 
 impl WgpuOptions {
@@ -96,6 +101,7 @@ impl WgpuOptions {
             coop_scale: env_flag("RUTILE_COOP_SCALE")?,
             coop_load_fences: env_opt_in("RUTILE_COOP_LOAD_FENCE")?,
             wide_products: env_flag("RUTILE_WIDE_PRODUCTS")?,
+            exact_f64: env_flag("RUTILE_VULKAN_EXACT_F64")?,
         })
     }
 }
@@ -466,6 +472,7 @@ impl Device for WgpuGpu {
                 packed_f16: self.options.packed_f16,
                 coop_load_fences: self.options.coop_load_fences,
                 wide_products: self.options.wide_products,
+                exact_f64: self.options.exact_f64,
                 immediate_size: if f.immediates && self.options.immediates {
                     self.device.properties().max_immediate_size
                 } else {
