@@ -181,11 +181,104 @@ fn half_precision_and_mistakes() {
         ("ilogb", |x| x.ilogb()),
         ("logb", |x| x.logb()),
     ] {
-        for t in [F64, I32] {
-            let e = build_error(|k| {
-                let _ = f(k.zeros(&[16], t));
-            });
-            assert!(e.contains(name) && e.contains(&t.to_string()), "{e}");
-        }
+        // f64 has its own format (`f64_values_are_libm_s`).
+        let e = build_error(|k| {
+            let _ = f(k.zeros(&[16], I32));
+        });
+        assert!(e.contains(name) && e.contains("i32"), "{e}");
+    }
+}
+
+/// f64 values of every exponent (subnormals included), both signs, and the special values.
+fn doubles(rng: &mut Rng) -> Vec<f64> {
+    let mut v: Vec<f64> = (0..20_000)
+        .map(|_| f64::from_bits(rng.next_u64()))
+        .filter(|v| !v.is_nan())
+        .collect();
+    v.extend([
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::MIN_POSITIVE,
+        f64::MAX,
+    ]);
+    v.extend([
+        f64::from_bits(1),
+        f64::from_bits(0x000F_FFFF_FFFF_FFFF),
+        -f64::from_bits(0x400),
+    ]);
+    v
+}
+
+/// `f(x, n)` element-wise over f64 `x` and i32 `n` in the interpreter.
+fn run_f64(x: &[f64], n: &[i32], f: for<'b> fn(Value<'b>, Value<'b>) -> Value<'b>, out: ScalarType) -> HostBuffer {
+    let kernel = Kernel::build("f64_exponents", |k| {
+        let (px, pn, po) = (k.arg_ptr("x", F64), k.arg_ptr("n", I32), k.arg_ptr("out", out));
+        let len = k.arg_i32("len");
+        let offs = k.program_id(0) * 256 + k.arange(0, 256);
+        let mask = offs.lt(len);
+        let (x, n) = (k.load_masked(px + offs, mask, 1.0), k.load_masked(pn + offs, mask, 0));
+        k.store_masked(po + offs, f(x, n), mask);
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
+    let args = [ptr(0), ptr(1), ptr(2), ArgValue::Int(x.len() as i64)];
+    let mut bufs = vec![
+        HostBuffer::from_slice(x),
+        HostBuffer::from_slice(n),
+        HostBuffer::zeros(out, x.len()),
+    ];
+    interp::run(&kernel, [(x.len() as u32).div_ceil(256), 1, 1], &args, &mut bufs).unwrap();
+    bufs.remove(2)
+}
+
+/// f64's `ldexp`, `frexp` and `ilogb` are libm's, bit for bit, over every exponent and
+/// shifts far past the range, and `logb` is `ilogb` as a float (C's special values).
+#[test]
+fn f64_values_are_libm_s() {
+    let mut rng = Rng::new(161);
+    let x = doubles(&mut rng);
+    let n: Vec<i32> = (0..x.len()).map(|_| rng.below(6000) as i32 - 3000).collect();
+    let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan();
+    let got = run_f64(&x, &n, |x, n| x.ldexp(n), F64).to_vec::<f64>().unwrap();
+    for i in 0..x.len() {
+        let want = libm::ldexp(x[i], n[i]);
+        assert!(
+            same(got[i], want),
+            "ldexp({:e}, {}) = {:e}, expected {want:e}",
+            x[i],
+            n[i],
+            got[i]
+        );
+    }
+    let m = run_f64(&x, &n, |x, _| x.frexp().0, F64).to_vec::<f64>().unwrap();
+    let e = run_f64(&x, &n, |x, _| x.frexp().1, I32).to_vec::<i32>().unwrap();
+    let ilogb = run_f64(&x, &n, |x, _| x.ilogb(), I32).to_vec::<i32>().unwrap();
+    let logb = run_f64(&x, &n, |x, _| x.logb(), F64).to_vec::<f64>().unwrap();
+    for i in 0..x.len() {
+        let (wm, we) = libm::frexp(x[i]);
+        let we = if x[i].is_finite() { we } else { 0 };
+        assert!(
+            same(m[i], wm) && e[i] == we,
+            "frexp({:e}) = ({:e}, {}), expected ({wm:e}, {we})",
+            x[i],
+            m[i],
+            e[i]
+        );
+        let wi = match x[i] {
+            v if v.is_nan() || v == 0.0 => i32::MIN,
+            v if v.is_infinite() => i32::MAX,
+            v => libm::ilogb(v),
+        };
+        assert_eq!(ilogb[i], wi, "ilogb({:e})", x[i]);
+        let wl = match x[i] {
+            v if v.is_nan() => f64::NAN,
+            v if v == 0.0 => f64::NEG_INFINITY,
+            v if v.is_infinite() => f64::INFINITY,
+            v => libm::ilogb(v) as f64,
+        };
+        assert!(same(logb[i], wl), "logb({:e}) = {:e}, expected {wl:e}", x[i], logb[i]);
     }
 }

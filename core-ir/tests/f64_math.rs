@@ -662,7 +662,11 @@ fn the_libdevice_family_lowers_to_the_interpreter_s_bits() {
         f64::NEG_INFINITY,
         f64::NAN,
     ]);
-    let family: [(&str, Unary); 15] = [
+    let family: [(&str, Unary); 19] = [
+        ("ldexp", |v| v.ldexp(v.to(rutile_ir::ScalarType::I32))),
+        ("frexp", |v| v.frexp().0),
+        ("ilogb", |v| v.ilogb().to(F64)),
+        ("logb", |v| v.logb()),
         ("expm1", |v| v.expm1()),
         ("log1p", |v| v.log1p()),
         ("exp10", |v| v.exp10()),

@@ -552,8 +552,8 @@ fn float_class_cases() -> Vec<Case> {
 }
 
 /// `ldexp` (by i32 exponents of any size), `frexp`'s significand and exponent, `ilogb` (as
-/// i32) and `logb` on every type (floats but f64 only accepted): exact, subnormals and the
-/// special values included.
+/// i32) and `logb` on every type (every float, f64 in its own format): exact, subnormals
+/// and the special values included.
 fn exponent_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     for t in DTYPES {
