@@ -273,11 +273,14 @@ fn f64_values_are_libm_s() {
             v => libm::ilogb(v),
         };
         assert_eq!(ilogb[i], wi, "ilogb({:e})", x[i]);
-        let wl = match x[i] {
-            v if v.is_nan() => f64::NAN,
-            v if v == 0.0 => f64::NEG_INFINITY,
-            v if v.is_infinite() => f64::INFINITY,
-            v => libm::ilogb(v) as f64,
+        let wl = if x[i].is_nan() {
+            f64::NAN
+        } else if x[i] == 0.0 {
+            f64::NEG_INFINITY
+        } else if x[i].is_infinite() {
+            f64::INFINITY
+        } else {
+            libm::ilogb(x[i]) as f64
         };
         assert!(same(logb[i], wl), "logb({:e}) = {:e}, expected {wl:e}", x[i], logb[i]);
     }
