@@ -4,9 +4,12 @@
 - `erf(a) = a + a·(P(a²) - 1)` for `a < 1`: `P(z) = erf(√z)/√z` interpolated at the 13
   Chebyshev points of z in [0, 1], printed less 1 (its constant term 2/√π - 1), so that
   the sum's larger part, `a`, is exact.
-- `erfc(a) = e^(-a²)·R(a)` for `1 ≤ a < 6`: `R = erfcx`, interpolated at the 17 Chebyshev
-  points of each of [1, 2], [2, 3.5] and [3.5, 6], as a polynomial in `a - c` (c the
-  interval's centre, where the monomial coefficients round harmlessly).
+- `erfc(a) = e^(-a²)·R(a)` for `1/2 ≤ a < 6`: `R = erfcx`, interpolated at the 17
+  Chebyshev points of each of [1/2, 1], [1, 2], [2, 3.5] and [3.5, 6], as a polynomial in
+  `a - c` (c the interval's centre, where the monomial coefficients round harmlessly);
+- `erfc(a) = e^(-a²)·G(1/a²)/a` for `6 ≤ a < 28` (past 27.3 erfc underflows): `G(t) =
+  a·erfcx(a)` at `a = 1/√t`, interpolated at the 13 Chebyshev points of t in
+  [1/28², 1/36].
 
 Each in 40-digit arithmetic, rounded to f64; the script prints them highest first, as the
 Rust constants hold them, and the largest relative error of each evaluated by Horner's rule
@@ -20,8 +23,9 @@ from chebyshev import interpolate
 
 mp.mp.dps = 40
 SMALL_DEGREE = 12
-PIECES = [(1.0, 2.0), (2.0, 3.5), (3.5, 6.0)]
+PIECES = [(0.5, 1.0), (1.0, 2.0), (2.0, 3.5), (3.5, 6.0)]
 PIECE_DEGREE = 16
+TAIL_DEGREE = 12
 
 
 def p(z):
@@ -83,3 +87,18 @@ for lo, hi in PIECES:
     e = worst(erfcx, row, lo, hi, lambda a: a - centre)
     print("// [%s, %s], centre %s: largest relative error %s" % (lo, hi, centre, mp.nstr(e, 3)))
 show("PIECES: [[f64; %d]; %d]" % (PIECE_DEGREE + 1, len(PIECES)), rows)
+
+lo, hi = mp.mpf(1) / 28**2, mp.mpf(1) / 36
+
+
+def g(t):
+    a = 1 / mp.sqrt(t)
+    return a * erfcx(a)
+
+
+tail = [float(c) for c in reversed(interpolate(g, TAIL_DEGREE, lo, hi))]
+print("const TAIL: [f64; %d] = [" % len(tail))
+for c in tail:
+    print("    %r," % c)
+print("];")
+print("// [1/28², 1/36]: largest relative error %s" % mp.nstr(worst(g, tail, lo, hi, lambda t: t), 3))

@@ -296,7 +296,7 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
 /// within ulps of the quotient rather than to it (the functions correct each quotient by
 /// its residual): on lavapipe, which rounds `fma` twice, the cases differed from the
 /// interpreter by up to 2 ulp (`log2`, `tan`, `asin`, `acos`, `atan2`, `rcbrt`, `rhypot`,
-/// `rnorm4d`) and 3 (`pow`), by 1 for the others (`exp10` below). The Vulkan bounds leave
+/// `rnorm4d`, `erfc`) and 3 (`pow`), by 1 for the others (`exp10` below). The Vulkan bounds leave
 /// an ulp more.
 /// f64's `exp10` through Vulkan: `2^(x·log2 10)` with the product in two parts, whose
 /// second part is a fused multiply-add's rounding error: where `fma` rounds twice (lavapipe)
@@ -345,6 +345,7 @@ pub const F64_FUNCTIONS: &[(&str, Bound, Bound)] = &[
     ("rnorm4d", EXACT, ulps(3.0)),
     ("cbrt", EXACT, ulps(2.0)),
     ("rcbrt", EXACT, ulps(3.0)),
+    ("erfc", EXACT, ulps(3.0)),
 ];
 
 /// The unit of `op`'s bound on element type `t` on `backend`: ulps of `t` (f16 and bf16

@@ -68,13 +68,19 @@ impl KernelBuilder {
     #[track_caller]
     pub fn erfc<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("erfc", x, loc, |x| {
-            let z = x.abs().minimum(UNDERFLOW);
-            let (hi, lo) = split_square(z);
-            let y = erfc_positive(z, hi, lo);
-            let y = self.where_(x.lt(0.0f32), 2.0f32 - y, y);
-            self.where_(x.isnan(), x, y)
-        })
+        self.in_f32_or_f64(
+            "erfc",
+            x,
+            loc,
+            |x| {
+                let z = x.abs().minimum(UNDERFLOW);
+                let (hi, lo) = split_square(z);
+                let y = erfc_positive(z, hi, lo);
+                let y = self.where_(x.lt(0.0f32), 2.0f32 - y, y);
+                self.where_(x.isnan(), x, y)
+            },
+            super::f64_erf::erfc,
+        )
     }
 
     /// The scaled complementary error function `e^(x²)·erfc(x)` (floats), as

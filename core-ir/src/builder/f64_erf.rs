@@ -1,14 +1,18 @@
-//! `erf` of f64 values, written out in f64 ops (f64_math.rs routes the op here): PTX has no
-//! f64 error function, and backend-spirv's is computed in f32.
+//! `erf` of f64 values, written out in f64 ops (f64_math.rs routes the op here), and
+//! libdevice's `erfc` of them (erfc.rs routes f64 here): PTX has no f64 error function,
+//! and backend-spirv's is computed in f32.
 //!
-//! For `a = |x|`: below 1, `erf(a) = a + a·(P(a²) - 1)` (the larger part exact); from 1 to
-//! 6, `erf(a) = 1 - e^(-a²)·R(a)`, `R` being `erfcx` on three intervals, a polynomial in
-//! `a` less the interval's centre (`e^(-a²)` from f64_math.rs's exponential, with `a²`'s
-//! rounding error taken back by a fused multiply-add); from 6 on, `erfc(a)` is below a
-//! quarter of an ulp of 1 and the result is 1. `erf(-x) = -erf(x)`.
-//! `scripts/fit_erf_f64.py` fits and prints the polynomials; `core-ir/tests/f64_math.rs`
-//! measures the function against the libm crate's (FreeBSD's) `erf`.
+//! For `a = |x|`: below 1, `erf(a) = a + a·(P(a²) - 1)` (the larger part exact); from 1/2
+//! to 6, `erfc(a) = e^(-a²)·R(a)`, `R` being `erfcx` on four intervals, a polynomial in `a`
+//! less the interval's centre, and from 6 to 28 `e^(-a²)·G(1/a²)/a` (`e^(-a²)` from
+//! f64_math.rs's reduction, with `a²`'s rounding error taken back by a fused multiply-add,
+//! its power of two applied last); `erf = 1 - erfc` from 1, 1 from 6, where `erfc(a)` is
+//! below a quarter of an ulp of 1; `erfc = 1 - erf` below 1/2, 0 from 28.
+//! `erf(-x) = -erf(x)`, `erfc(-x) = 2 - erfc(x)`. `scripts/fit_erf_f64.py` fits and prints
+//! the polynomials; `core-ir/tests/f64_math.rs` measures both against the libm crate's
+//! (musl's).
 
+use super::f64_math::{divide, exp_reduced_within, scale};
 use super::in_f32::horner;
 use super::Value;
 use crate::types::ScalarType::{F64, I64};
@@ -31,10 +35,29 @@ const SMALL: [f64; 13] = [
     0.1283791670955126,
 ];
 
-/// `erfcx(a)` on `[1, 2]`, `[2, 3.5]` and `[3.5, 6]`, each in `a` less its interval's
-/// centre, highest first.
+/// `erfcx(a)` on `[1/2, 1]`, `[1, 2]`, `[2, 3.5]` and `[3.5, 6]`, each in `a` less its
+/// interval's centre, highest first.
 #[allow(clippy::excessive_precision)]
-const PIECES: [[f64; 17]; 3] = [
+const PIECES: [[f64; 17]; 4] = [
+    [
+        4.4454451280847605e-07,
+        -1.4588542973779605e-06,
+        4.5426255554213065e-06,
+        -1.4084645276562734e-05,
+        4.237254464835813e-05,
+        -0.0001233545973934497,
+        0.00034675066079882706,
+        -0.000938512054126988,
+        0.00243763736079733,
+        -0.006051532297346454,
+        0.01428919866593539,
+        -0.03189726203968045,
+        0.06679054252756873,
+        -0.1298360619948811,
+        0.2309581315512983,
+        -0.3679726916557954,
+        0.5069376502931449,
+    ],
     [
         1.3242541506849586e-08,
         -4.9545807838901603e-08,
@@ -93,34 +116,88 @@ const PIECES: [[f64; 17]; 3] = [
         0.11630270721024731,
     ],
 ];
-/// Where each piece starts (the first at 1), and its centre.
-const STARTS: [f64; 3] = [1.0, 2.0, 3.5];
-const CENTRES: [f64; 3] = [1.5, 2.75, 4.75];
-/// From here `erf` is 1 to f64's precision.
+/// `a·erfcx(a)` in `t = 1/a²` on `[1/28², 1/36]`, highest first.
+#[allow(clippy::excessive_precision)]
+const TAIL: [f64; 13] = [
+    6135183.538536287,
+    -1775064.753088658,
+    281870.2262830575,
+    -35750.597984202046,
+    4422.235777150299,
+    -594.9803704621736,
+    91.62983970264588,
+    -16.661172754118613,
+    3.7024938837550563,
+    -1.057855468288502,
+    0.42314218765904166,
+    -0.28209479177387614,
+    0.5641895835477563,
+];
+/// Where each piece starts, and its centre.
+const STARTS: [f64; 4] = [0.5, 1.0, 2.0, 3.5];
+const CENTRES: [f64; 4] = [0.75, 1.5, 2.75, 4.75];
+/// From here `erf` is 1 to f64's precision, and `erfc` takes the tail's fit.
 const ONE_FROM: f64 = 6.0;
+/// From here `erfc` is below the smallest subnormal (it is from 27.3).
+const ERFC_ZERO_FROM: f64 = 28.0;
 
-pub(super) fn erf(x: Value<'_>) -> Value<'_> {
-    let k = x.builder;
-    let a = x.abs();
-    let small = a + a * horner(a * a, &SMALL);
-    let b = a.clamp(STARTS[0], ONE_FROM);
-    // The piece's coefficients and centre, chosen by b before one Horner evaluation.
-    let pick = |values: [f64; 3]| {
-        (1..3).fold(k.zeros_like(b) + values[0], |v, i| {
+/// `erfcx(b)` for `b` in `[1/2, 6]`: the piece's coefficients and centre, chosen by `b`
+/// before one Horner evaluation.
+fn erfcx_pieces(b: Value<'_>) -> Value<'_> {
+    let k = b.builder;
+    let pick = |values: [f64; 4]| {
+        (1..4).fold(k.zeros_like(b) + values[0], |v, i| {
             k.where_(b.ge(STARTS[i]), values[i], v)
         })
     };
     let coefficients: Vec<Value<'_>> = (0..PIECES[0].len())
-        .map(|i| pick([PIECES[0][i], PIECES[1][i], PIECES[2][i]]))
+        .map(|i| pick([PIECES[0][i], PIECES[1][i], PIECES[2][i], PIECES[3][i]]))
         .collect();
-    let r = horner(b - pick(CENTRES), &coefficients);
-    // e^(-b²) = e^(-s)·e^(-ds), s + ds = b² exactly, e^(-ds) = 1 - ds to f64's precision.
+    horner(b - pick(CENTRES), &coefficients)
+}
+
+/// `e^(-b²)·r`, `b²` taken exactly (`s + ds`, `e^(-ds) = 1 - ds` to f64's precision):
+/// `e^(-s) = 2^k·(1 + p)`, and `r·(1 + p)·(1 - ds) = r + r·u` with `u = p - ds·(1 + p)`,
+/// one fused multiply-add, the power of two applied last, so that a subnormal result
+/// rounds once.
+fn times_gaussian<'b>(b: Value<'b>, r: Value<'b>) -> Value<'b> {
     let s = b * b;
     let ds = b.fma(b, -s);
-    let erfc = super::f64_math::exp(-s) * (r - r * ds);
-    let r = k.where_(a.lt(STARTS[0]), small, 1.0 - erfc);
+    let (kf, p) = exp_reduced_within(-s, -800.0, 0.0);
+    let u = p - ds * (p + 1.0);
+    scale(r.fma(u, r), kf)
+}
+
+/// `erf(a)` for `0 ≤ a < 1`: `a + a·(P(a²) - 1)`.
+fn erf_small(a: Value<'_>) -> Value<'_> {
+    a + a * horner(a * a, &SMALL)
+}
+
+pub(super) fn erf(x: Value<'_>) -> Value<'_> {
+    let k = x.builder;
+    let a = x.abs();
+    let b = a.clamp(STARTS[1], ONE_FROM);
+    let erfc = times_gaussian(b, erfcx_pieces(b));
+    let r = k.where_(a.lt(STARTS[1]), erf_small(a), 1.0 - erfc);
     let r = k.where_(a.ge(ONE_FROM), 1.0, r);
     // erf is odd: x's sign bit on the result (so that erf(-0) = -0); NaN stays NaN.
     let r = (r.bitcast(I64) | (x.bitcast(I64) & i64::MIN)).bitcast(F64);
+    k.where_(x.isnan(), x, r)
+}
+
+/// `erfc x = 1 - erf x` without the cancellation: `1 - erf(a)` below 1/2 (at least 0.48,
+/// so no digit is lost), `e^(-a²)·erfcx(a)` from the pieces up to 6 and from the tail's
+/// `G(1/a²)/a` up to 28, zero past it; `erfc(-a) = 2 - erfc(a)`.
+pub(super) fn erfc(x: Value<'_>) -> Value<'_> {
+    let k = x.builder;
+    let a = x.abs();
+    let b = a.clamp(STARTS[0], ONE_FROM);
+    let c = a.clamp(ONE_FROM, ERFC_ZERO_FROM);
+    let tail = divide(horner(divide(k.zeros_like(c) + 1.0, c * c), &TAIL), c);
+    let r = k.where_(a.lt(ONE_FROM), erfcx_pieces(b), tail);
+    let r = times_gaussian(k.where_(a.lt(ONE_FROM), b, c), r);
+    let r = k.where_(a.lt(STARTS[0]), 1.0 - erf_small(a), r);
+    let r = k.where_(a.ge(ERFC_ZERO_FROM), 0.0, r);
+    let r = k.where_(x.lt(0.0), 2.0 - r, r);
     k.where_(x.isnan(), x, r)
 }
