@@ -662,7 +662,9 @@ fn the_libdevice_family_lowers_to_the_interpreter_s_bits() {
         f64::NEG_INFINITY,
         f64::NAN,
     ]);
-    let family: [(&str, Unary); 20] = [
+    let family: [(&str, Unary); 22] = [
+        ("sinpi", |v| v.sinpi()),
+        ("cospi", |v| v.cospi()),
         ("erfc", |v| v.erfc()),
         ("ldexp", |v| v.ldexp(v.to(rutile_ir::ScalarType::I32))),
         ("frexp", |v| v.frexp().0),
@@ -718,5 +720,53 @@ fn erfc_is_within_four_ulp_of_musl_s() {
             "erfc({:e}) = {g:e}",
             p.0
         );
+    }
+}
+
+/// `sin(πx)` and `cos(πx)` for the test's reference: `x` less the nearest multiple of 1/2
+/// (exact), then the platform's sine and cosine of `π·f` taken in two parts (the low part
+/// at first order).
+fn sin_cos_pi_reference(x: f64, shift: i64) -> f64 {
+    if !x.is_finite() {
+        return f64::NAN;
+    }
+    let halves = (2.0 * x).round_ties_even();
+    let f = x - halves * 0.5;
+    let n = ((halves.rem_euclid(4.0)) as i64 + shift) & 3;
+    let (hi, lo) = (std::f64::consts::PI, 1.224_646_799_147_353_2e-16);
+    let y = f * hi;
+    let t = f.mul_add(hi, -y) + f * lo;
+    let (s, c) = (y.sin() + t * y.cos(), y.cos() - t * y.sin());
+    let r = if n & 1 == 1 { c } else { s };
+    let r = if n >= 2 { -r } else { r };
+    if f == 0.0 && n & 1 == 0 {
+        if shift == 0 {
+            0.0f64.copysign(x)
+        } else {
+            0.0
+        }
+    } else {
+        r
+    }
+}
+
+#[test]
+fn sinpi_and_cospi_are_within_two_ulp() {
+    let mut rng = Rng::new(239);
+    let mut x = wide_arguments(&mut rng, true, (-8.0, 8.0));
+    x.extend((0..2000).map(|i| i as f64 * 0.5 - 500.0));
+    for (name, f, shift) in [("sinpi", (|v| v.sinpi()) as Unary, 0), ("cospi", |v| v.cospi(), 1)] {
+        let got = apply(f, &x);
+        let (mut e, mut at) = (0.0f64, 0.0f64);
+        for (&g, &v) in got.iter().zip(&x) {
+            let want = sin_cos_pi_reference(v, shift);
+            let exact_zero = want == 0.0 && g.to_bits() != want.to_bits();
+            let err = if exact_zero { f64::INFINITY } else { ulps(g, want) };
+            if err > e {
+                (e, at) = (err, v);
+            }
+        }
+        println!("{name} (f64): at most {e:.2} ulp over {} points (at {at:e})", x.len());
+        assert!(e <= 2.0, "{name} (f64): {e:.2} ulp at {at:e}");
     }
 }

@@ -346,6 +346,8 @@ pub const F64_FUNCTIONS: &[(&str, Bound, Bound)] = &[
     ("cbrt", EXACT, ulps(2.0)),
     ("rcbrt", EXACT, ulps(3.0)),
     ("erfc", EXACT, ulps(3.0)),
+    ("sinpi", EXACT, ulps(2.0)),
+    ("cospi", EXACT, ulps(2.0)),
 ];
 
 /// The unit of `op`'s bound on element type `t` on `backend`: ulps of `t` (f16 and bf16

@@ -1,5 +1,5 @@
 //! `sin` and `cos` of f64 values, written out in f64 ops (f64_math.rs routes the ops here),
-//! and libdevice's `tan` of them (tan.rs routes f64 here): PTX has no f64 sine, and
+//! and libdevice's `tan`, `sinpi` and `cospi` of them (tan.rs and sinpi.rs route f64 here): PTX has no f64 sine, and
 //! Vulkan's GLSL.std.450 sine is for 16- and 32-bit floats only.
 //!
 //! The argument is reduced by π/2 exactly over the whole f64 range (reduce_pi.rs, to a
@@ -18,6 +18,11 @@ use crate::types::ScalarType::{F64, I64};
 
 /// Below this an argument is its own rest (quadrant 0).
 const UNREDUCED: f64 = 0.5;
+/// From here on every f64 is an even integer.
+const EVEN: f64 = 9_007_199_254_740_992.0;
+/// π as the nearest f64 and the nearest f64 to the rest.
+#[allow(clippy::excessive_precision)]
+const PI: [f64; 2] = [std::f64::consts::PI, 1.224_646_799_147_353_2e-16];
 
 fn factorial(n: u32) -> f64 {
     (1..=n).map(f64::from).product()
@@ -58,14 +63,7 @@ impl KernelBuilder {
         let small = a.lt(UNREDUCED);
         let quadrant = self.where_(small, self.zeros_like(quadrant), quadrant);
         let (y, t) = (self.where_(small, a, y), self.where_(small, 0.0, t));
-        let z = y * y;
-        let sin = y + (y * z * horner(z, &sin_coefficients()) + t * (1.0 - 0.5 * z));
-        // 1 - z/2 as w plus what its rounding and z's left out.
-        let h = 0.5 * z;
-        let w = 1.0 - h;
-        let z_error = y.fma(y, -z);
-        let tail = ((1.0 - w) - h) - 0.5 * z_error;
-        let cos = w + (tail + (z * z * horner(z, &cos_coefficients()) - y * t));
+        let (sin, cos) = sin_cos_of(y, t);
         Reduced {
             quadrant,
             sin,
@@ -94,6 +92,46 @@ impl KernelBuilder {
             self.where_(finite, cos_r, f64::NAN),
         )
     }
+}
+
+/// `(sin, cos)` of `y + t` for `|y| ≤ π/4` and `t` the next bits of the angle: the Taylor
+/// series of `y`, `t` entering at first order.
+fn sin_cos_of<'b>(y: Value<'b>, t: Value<'b>) -> (Value<'b>, Value<'b>) {
+    let z = y * y;
+    let sin = y + (y * z * horner(z, &sin_coefficients()) + t * (1.0 - 0.5 * z));
+    // 1 - z/2 as w plus what its rounding and z's left out.
+    let h = 0.5 * z;
+    let w = 1.0 - h;
+    let z_error = y.fma(y, -z);
+    let tail = ((1.0 - w) - h) - 0.5 * z_error;
+    let cos = w + (tail + (z * z * horner(z, &cos_coefficients()) - y * t));
+    (sin, cos)
+}
+
+/// `sin(π(x + shift/2))` of f64 `x`: `shift` 0 is libdevice's `sinpi`, 1 its `cospi`, as
+/// sinpi.rs's f32 form: `x` less the nearest multiple of 1/2 (exact), the quarter turns
+/// choosing and signing the sine or cosine of `π·f` (the product in two parts).
+pub(super) fn sin_cos_pi(x: Value<'_>, shift: i64) -> Value<'_> {
+    let k = x.builder;
+    // From 2^53 every f64 is an even integer: taken as 0 (so that 2x cannot overflow).
+    let a = k.where_(x.abs().lt(EVEN), x, 0.0);
+    let halves = (a + a).rint();
+    let f = a - halves * 0.5;
+    // Quarter turns: `halves` modulo 4, exactly, then `shift` more.
+    let m = halves - (halves * 0.25).floor() * 4.0;
+    let n = (m.to(I64) + shift) & 3i64;
+    let [hi, lo] = PI;
+    let y = f * hi;
+    let t = f.fma(hi, -y) + f * lo;
+    let (sin, cos) = sin_cos_of(y, t);
+    // Quarter turns 0 to 3: sin, cos, -sin, -cos of πf.
+    let r = k.where_((n & 1i64).eq(1i64), cos, sin);
+    let r = k.where_(n.ge(2i64), -r, r);
+    // The exact zeros: `sinpi` of an integer has x's sign, `cospi` of a half-integer is +0.
+    let zero = f.eq(0.0) & (n & 1i64).eq(0i64);
+    let signed_zero = (x.bitcast(I64) & i64::MIN).bitcast(F64);
+    let r = k.where_(zero, if shift == 0 { signed_zero } else { k.zeros_like(x) }, r);
+    k.where_(x.abs().lt(f64::INFINITY), r, f64::NAN)
 }
 
 /// `r` with its sign flipped where `x`'s sign bit is set: for the odd functions (so that

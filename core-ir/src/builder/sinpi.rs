@@ -1,7 +1,7 @@
 //! libdevice's `sinpi` and `cospi`, `sin(πx)` and `cos(πx)`, built from ops every backend
 //! has (exact subtractions of multiples of 1/2, a product by π, polynomials, selects), so
 //! that the interpreter, PTX and SPIR-V compute them alike. f16 and bf16 compute in f32
-//! and round once; f64 is refused.
+//! and round once; f64 computes in f64 (f64_trig.rs).
 //!
 //! Unlike `sin(π·x)`, the argument is reduced exactly: `x` less the nearest multiple of
 //! 1/2, `f` in `[-1/4, 1/4]`, is exact in f32, and the quarter turns left select `±sin(πf)`
@@ -29,7 +29,13 @@ impl KernelBuilder {
     #[track_caller]
     pub fn sinpi<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("sinpi", x, loc, |x| self.sin_cos_pi(x, 0))
+        self.in_f32_or_f64(
+            "sinpi",
+            x,
+            loc,
+            |x| self.sin_cos_pi(x, 0),
+            |x| super::f64_trig::sin_cos_pi(x, 0),
+        )
     }
 
     /// `cos(πx)` (floats), as `libdevice.cospi`: `±1` at integers, exact `+0` at
@@ -37,7 +43,13 @@ impl KernelBuilder {
     #[track_caller]
     pub fn cospi<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("cospi", x, loc, |x| self.sin_cos_pi(x, 1))
+        self.in_f32_or_f64(
+            "cospi",
+            x,
+            loc,
+            |x| self.sin_cos_pi(x, 1),
+            |x| super::f64_trig::sin_cos_pi(x, 1),
+        )
     }
 
     /// `sin(π(x + shift/2))` for f32 `x`: `shift` 0 is `sinpi`, 1 is `cospi`.
