@@ -205,15 +205,8 @@ fn the_lowering_computes_the_interpreter_s_bits() {
     }
     // pow's x against x reversed: pairs of every sign, zeros, infinities and NaN among them.
     let y: Vec<f64> = x.iter().rev().map(|v| v / 8.0).collect();
-    let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
-    let args = [ptr(0), ptr(1), ptr(2), ArgValue::Int(x.len() as i64)];
-    let bufs = [
-        HostBuffer::from_slice(&x),
-        HostBuffer::from_slice(&y),
-        HostBuffer::zeros(F64, x.len()),
-    ];
-    let grid = [(x.len() as u32).div_ceil(BLOCK as u32), 1, 1];
-    interpreted_and_lowered_agree("pow", &pow_kernel(), grid, &args, &bufs, 2);
+    let (args, bufs, grid) = binary_launch(&x, &y);
+    interpreted_and_lowered_agree("pow", &binary_kernel(|x, y| x.pow(y)), grid, &args, &bufs, 2);
 }
 
 /// The worst error of `f` against `exact` over `x`, and where.
@@ -276,30 +269,8 @@ fn the_hardest_argument_reduces_exactly() {
     assert_eq!(apply(|v| v.sin(), &[x, -x]), [1.0, -1.0]);
 }
 
-fn pow_kernel() -> Kernel {
-    Kernel::build("f64_pow", |k| {
-        let (px, py, out) = (k.arg_ptr("x", F64), k.arg_ptr("y", F64), k.arg_ptr("out", F64));
-        let n = k.arg_i32("n");
-        let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
-        let mask = offs.lt(n);
-        let (x, y) = (k.load_masked(px + offs, mask, 1.0), k.load_masked(py + offs, mask, 1.0));
-        k.store_masked(out + offs, x.pow(y), mask);
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
 fn power(x: &[f64], y: &[f64]) -> Vec<f64> {
-    let kernel = pow_kernel();
-    let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
-    let args = [ptr(0), ptr(1), ptr(2), ArgValue::Int(x.len() as i64)];
-    let mut bufs = vec![
-        HostBuffer::from_slice(x),
-        HostBuffer::from_slice(y),
-        HostBuffer::zeros(F64, x.len()),
-    ];
-    let grid = [(x.len() as u32).div_ceil(BLOCK as u32), 1, 1];
-    interp::run(&kernel, grid, &args, &mut bufs).unwrap();
-    bufs[2].to_vec::<f64>().unwrap()
+    binary_apply(|x, y| x.pow(y), x, y)
 }
 
 /// Bases of every exponent with exponents that keep `y·log2 x` inside f64's range (and a
@@ -562,9 +533,9 @@ type Binary = for<'b> fn(Value<'b>, Value<'b>) -> Value<'b>;
 /// A function of two values: its name, how to build it, its f64 reference.
 type BinaryCase = (&'static str, Binary, fn(f64, f64) -> f64);
 
-/// `f(a, b)` element-wise in the interpreter, on f64.
-fn binary_apply(f: Binary, a: &[f64], b: &[f64]) -> Vec<f64> {
-    let kernel = Kernel::build("f64_binary", |k| {
+/// A kernel computing `f(a, b)` element-wise on f64, and its launch over `a` and `b`.
+fn binary_kernel(f: Binary) -> Kernel {
+    Kernel::build("f64_binary", |k| {
         let (pa, pb, out) = (k.arg_ptr("a", F64), k.arg_ptr("b", F64), k.arg_ptr("out", F64));
         let n = k.arg_i32("n");
         let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
@@ -572,16 +543,24 @@ fn binary_apply(f: Binary, a: &[f64], b: &[f64]) -> Vec<f64> {
         let (u, v) = (k.load_masked(pa + offs, mask, 1.0), k.load_masked(pb + offs, mask, 1.0));
         k.store_masked(out + offs, f(u, v), mask);
     })
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn binary_launch(a: &[f64], b: &[f64]) -> (Vec<ArgValue>, Vec<HostBuffer>, [u32; 3]) {
     let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
-    let args = [ptr(0), ptr(1), ptr(2), ArgValue::Int(a.len() as i64)];
-    let mut bufs = vec![
+    let args = vec![ptr(0), ptr(1), ptr(2), ArgValue::Int(a.len() as i64)];
+    let bufs = vec![
         HostBuffer::from_slice(a),
         HostBuffer::from_slice(b),
         HostBuffer::zeros(F64, a.len()),
     ];
-    let grid = [(a.len() as u32).div_ceil(BLOCK as u32), 1, 1];
-    interp::run(&kernel, grid, &args, &mut bufs).unwrap();
+    (args, bufs, [(a.len() as u32).div_ceil(BLOCK as u32), 1, 1])
+}
+
+/// `f(a, b)` element-wise in the interpreter, on f64.
+fn binary_apply(f: Binary, a: &[f64], b: &[f64]) -> Vec<f64> {
+    let (args, mut bufs, grid) = binary_launch(a, b);
+    interp::run(&binary_kernel(f), grid, &args, &mut bufs).unwrap();
     bufs[2].to_vec::<f64>().unwrap()
 }
 

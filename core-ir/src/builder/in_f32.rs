@@ -73,19 +73,27 @@ impl KernelBuilder {
         if !(any_f64 && floats) {
             return self.in_f32_n(op, &args, loc, f);
         }
-        let shape = args[1..]
-            .iter()
-            .try_fold(args[0].ty().shape, |s, v| Shape::broadcast(s, v.ty().shape));
-        let Some(shape) = shape else {
-            let shapes = listed(args.iter().map(|v| v.ty().shape.to_string()));
-            let message = format!("shapes {shapes} cannot be broadcast together");
-            return self.fail(op, loc, message, args[0].ty());
+        let Some(shape) = self.common_shape(op, &args, loc) else {
+            return self.poison(args[0].ty());
         };
         let wide: Vec<Value<'b>> = args
             .iter()
             .map(|&v| self.broadcast_to(op, v.to(ScalarType::F64), shape, loc))
             .collect();
         g(&wide)
+    }
+
+    /// The shape `args` broadcast to, or `None` after an error naming `op`.
+    fn common_shape(&self, op: &str, args: &[Value<'_>], loc: SourceLoc) -> Option<Shape> {
+        let shape = args[1..]
+            .iter()
+            .try_fold(args[0].ty().shape, |s, v| Shape::broadcast(s, v.ty().shape));
+        if shape.is_none() {
+            let shapes = listed(args.iter().map(|v| v.ty().shape.to_string()));
+            let message = format!("shapes {shapes} cannot be broadcast together");
+            let _ = self.fail(op, loc, message, args[0].ty());
+        }
+        shape
     }
 
     /// `f` of `args` in f32, broadcast to one shape, the result in their type (f32 where
@@ -107,13 +115,8 @@ impl KernelBuilder {
             let message = format!("takes f16, bf16 or f32 (computed in f32), got {}", types());
             return self.fail(op, loc, message, args[0].ty());
         }
-        let shape = args[1..]
-            .iter()
-            .try_fold(args[0].ty().shape, |s, v| Shape::broadcast(s, v.ty().shape));
-        let Some(shape) = shape else {
-            let shapes = listed(args.iter().map(|v| v.ty().shape.to_string()));
-            let message = format!("shapes {shapes} cannot be broadcast together");
-            return self.fail(op, loc, message, args[0].ty());
+        let Some(shape) = self.common_shape(op, &args, loc) else {
+            return self.poison(args[0].ty());
         };
         let first = args[0].dtype().unwrap();
         let out = if args.iter().all(|v| v.dtype() == Some(first)) {
