@@ -49,6 +49,20 @@ fn ulps(got: f64, want: f64) -> f64 {
     (got - want).abs() / (f64::from_bits(w.to_bits() + 1) - w)
 }
 
+/// A function's special values: its name, how to build it, `(argument, result)` pairs.
+type Specials<'a> = (&'a str, Unary, &'a [(f64, f64)]);
+
+/// Each function's results at its special arguments, bit for bit (any NaN for NaN).
+fn assert_special_values(cases: &[Specials]) {
+    for &(name, f, pairs) in cases {
+        let x: Vec<f64> = pairs.iter().map(|c| c.0).collect();
+        for (c, got) in pairs.iter().zip(apply(f, &x)) {
+            let same = got.to_bits() == c.1.to_bits() || got.is_nan() && c.1.is_nan();
+            assert!(same, "{name}({:e}) = {got:e}, expected {:e}", c.0, c.1);
+        }
+    }
+}
+
 fn sigmoid(x: f64) -> f64 {
     if x < 0.0 {
         let e = x.exp();
@@ -128,7 +142,6 @@ fn they_are_within_a_few_ulp_of_the_platform_s_f64_functions() {
 #[test]
 fn special_values() {
     let (inf, nan) = (f64::INFINITY, f64::NAN);
-    type Specials<'a> = (&'a str, Unary, &'a [(f64, f64)]);
     let cases: [Specials; 8] = [
         (
             "exp",
@@ -185,13 +198,7 @@ fn special_values() {
             &[(0.0, 1.0), (-0.0, 1.0), (inf, nan), (-inf, nan), (nan, nan)],
         ),
     ];
-    for (name, f, pairs) in cases {
-        let x: Vec<f64> = pairs.iter().map(|c| c.0).collect();
-        for (c, got) in pairs.iter().zip(apply(f, &x)) {
-            let same = got.to_bits() == c.1.to_bits() || got.is_nan() && c.1.is_nan();
-            assert!(same, "{name}({:e}) = {got:e}, expected {:e}", c.0, c.1);
-        }
-    }
+    assert_special_values(&cases);
 }
 
 #[test]
@@ -396,7 +403,6 @@ fn the_exp_log_family_is_within_two_ulp() {
 #[test]
 fn the_exp_log_family_s_special_values() {
     let (inf, nan) = (f64::INFINITY, f64::NAN);
-    type Specials<'a> = (&'a str, Unary, &'a [(f64, f64)]);
     let cases: [Specials; 9] = [
         (
             "expm1",
@@ -465,13 +471,7 @@ fn the_exp_log_family_s_special_values() {
             ],
         ),
     ];
-    for (name, f, pairs) in cases {
-        let x: Vec<f64> = pairs.iter().map(|c| c.0).collect();
-        for (c, got) in pairs.iter().zip(apply(f, &x)) {
-            let same = got.to_bits() == c.1.to_bits() || got.is_nan() && c.1.is_nan();
-            assert!(same, "{name}({:e}) = {got:e}, expected {:e}", c.0, c.1);
-        }
-    }
+    assert_special_values(&cases);
 }
 
 /// libdevice's trigonometric functions and roots on f64 (`f64_trig.rs`'s `tan`,
@@ -568,7 +568,6 @@ fn binary_apply(f: Binary, a: &[f64], b: &[f64]) -> Vec<f64> {
 fn the_trigonometric_functions_and_roots_special_values() {
     let (inf, nan) = (f64::INFINITY, f64::NAN);
     let (pi, pi_2) = (std::f64::consts::PI, std::f64::consts::FRAC_PI_2);
-    type Specials<'a> = (&'a str, Unary, &'a [(f64, f64)]);
     let cases: [Specials; 6] = [
         (
             "tan",
@@ -601,13 +600,7 @@ fn the_trigonometric_functions_and_roots_special_values() {
             &[(8.0, 0.5), (0.0, inf), (-0.0, -inf), (inf, 0.0), (nan, nan)],
         ),
     ];
-    for (name, f, pairs) in cases {
-        let x: Vec<f64> = pairs.iter().map(|c| c.0).collect();
-        for (c, got) in pairs.iter().zip(apply(f, &x)) {
-            let same = got.to_bits() == c.1.to_bits() || got.is_nan() && c.1.is_nan();
-            assert!(same, "{name}({:e}) = {got:e}, expected {:e}", c.0, c.1);
-        }
-    }
+    assert_special_values(&cases);
     // atan2 and hypot over pairs of special values, against the platform's.
     let values = [0.0, -0.0, 1.0, -1.0, inf, -inf, nan];
     let (a, b): (Vec<f64>, Vec<f64>) = values.iter().flat_map(|&u| values.iter().map(move |&v| (u, v))).unzip();
