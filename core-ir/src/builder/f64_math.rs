@@ -10,6 +10,12 @@
 //! k·ln 2 + ln m` with `m` in `[√½, √2)` from the bits, `ln m = 2·atanh(s)`, `s = (m - 1) /
 //! (m + 1)`, by its series to `s^23`. `core-ir/tests/f64_math.rs` measures each against
 //! the platform's f64 functions.
+//!
+//! The builder's unary ops of f64 come here ([`KernelBuilder::f64_function`]), which also
+//! routes `sin` and `cos` to f64_trig.rs and `erf` to f64_erf.rs; the pieces the other
+//! `f64_*.rs` files build on are here too: the reduction of the exponential, the parts of
+//! the logarithm, scaling by powers of two, and division and square root corrected by their
+//! residuals (exact where `fma` is fused, whatever the device's own).
 
 use super::in_f32::horner;
 use super::{KernelBuilder, Value};
