@@ -286,18 +286,6 @@ pub const FLOAT_BOUNDS: &[(&str, Bound, Bound)] = &[
     ),
 ];
 
-/// f64's functions that the builder writes out in f64 ops (`core-ir/src/builder/f64_math.rs`,
-/// `f64_trig.rs`, `f64_erf.rs`, `f64_pow.rs`): every backend runs the interpreter's ops, so
-/// their bounds are in f64 ulps, `(op, PTX, SPIR-V/Vulkan)`. PTX rounds each op as the
-/// interpreter does and fuses its `fma`s: the same bits (as the H200 computed). Through
-/// Vulkan, f64 arithmetic is marked `NoContraction` (without it NVIDIA's driver rearranged
-/// the functions' two-part sums), but a device may still round an `fma` twice (the second
-/// parts of `sin`, `cos`, `erf` and `pow` then lose their rounding errors) and divide
-/// within ulps of the quotient rather than to it (the functions correct each quotient by
-/// its residual): on lavapipe, which rounds `fma` twice, the cases differed from the
-/// interpreter by up to 2 ulp (`log2`, `tan`, `asin`, `acos`, `atan2`, `rcbrt`, `rhypot`,
-/// `rnorm4d`, `erfc`) and 3 (`pow`), by 1 for the others (`exp10` below). The Vulkan bounds leave
-/// an ulp more.
 /// f64's `exp10` through Vulkan: `2^(x·log2 10)` with the product in two parts, whose
 /// second part is a fused multiply-add's rounding error: where `fma` rounds twice (lavapipe)
 /// it is lost, and the result is off by up to half an ulp of the product `p` times `ln 2`,
@@ -309,6 +297,19 @@ const EXP10_VULKAN: Bound = Bound {
     abs: 0.0,
     abs_in: (0.0, 0.0),
 };
+
+/// f64's functions that the builder writes out in f64 ops (`core-ir/src/builder/f64_*.rs`):
+/// every backend runs the interpreter's ops, so their bounds are in f64 ulps, `(op, PTX,
+/// SPIR-V/Vulkan)`. PTX rounds each op as the interpreter does and fuses its `fma`s: the
+/// same bits (as the H200 computed). Through Vulkan, f64 arithmetic is marked
+/// `NoContraction` (without it NVIDIA's driver rearranged the functions' two-part sums),
+/// but a device may still round an `fma` twice (the second parts of `sin`, `cos`, `erf` and
+/// `pow` then lose their rounding errors) and divide within ulps of the quotient rather
+/// than to it (the functions correct each quotient by its residual): on lavapipe, which
+/// rounds `fma` twice, the cases differed from the interpreter by up to 2 ulp (`log2`,
+/// `tan`, `asin`, `acos`, `atan2`, `rcbrt`, `rhypot`, `rnorm4d`, `erfc`, `normcdf`) and 3
+/// (`pow`), by 1 for the others (`EXP10_VULKAN` for `exp10`). The Vulkan bounds leave an
+/// ulp more.
 pub const F64_FUNCTIONS: &[(&str, Bound, Bound)] = &[
     ("exp", EXACT, ulps(2.0)),
     ("exp2", EXACT, ulps(2.0)),
@@ -348,6 +349,10 @@ pub const F64_FUNCTIONS: &[(&str, Bound, Bound)] = &[
     ("erfc", EXACT, ulps(3.0)),
     ("sinpi", EXACT, ulps(2.0)),
     ("cospi", EXACT, ulps(2.0)),
+    ("normcdf", EXACT, ulps(3.0)),
+    ("erfinv", EXACT, ulps(2.0)),
+    ("erfcinv", EXACT, ulps(2.0)),
+    ("normcdfinv", EXACT, ulps(2.0)),
 ];
 
 /// The unit of `op`'s bound on element type `t` on `backend`: ulps of `t` (f16 and bf16

@@ -234,8 +234,8 @@ fn constant_division_cases() -> Vec<Case> {
 /// [0, 1], both down to 2^-126), `cyl_bessel_i0` and `cyl_bessel_i1` (over [-92, 92]),
 /// `j0`, `j1`, `jn(5)` (over [-100, 100]), `y0`, `y1` and `yn(5)` (over [0, 100]), with the
 /// special values, on every type (the floats each accepts: f64 for the inverse
-/// trigonometric functions, `tan`, `sin_precise`, `cos_precise`, `sinpi`, `cospi` and
-/// `erfc`).
+/// trigonometric functions, `tan`, `sin_precise`, `cos_precise`, `sinpi`, `cospi`,
+/// `erfc`, `erfinv`, `normcdf`, `erfcinv` and `normcdfinv`).
 fn inverse_trig_cases() -> Vec<Case> {
     type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
     let unit = Domain::Range {

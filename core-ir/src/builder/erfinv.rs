@@ -1,6 +1,7 @@
 //! libdevice's `erfinv`, built from ops every backend has (a logarithm, a square root,
 //! polynomials by multiply-adds, selects), so that the interpreter, PTX and SPIR-V compute
-//! it alike. f16 and bf16 compute in f32 and round once; f64 is refused.
+//! it alike. f16 and bf16 compute in f32 and round once; f64 computes in f64
+//! (f64_normal.rs).
 //!
 //! Giles' single-precision approximation ("Approximating the erfinv function", GPU Computing
 //! Gems, 2011): with `w = -ln((1 - x)(1 + x))`, a polynomial in `w - 2.5` for `w < 5` (the
@@ -44,16 +45,22 @@ impl KernelBuilder {
     #[track_caller]
     pub fn erfinv<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("erfinv", x, loc, |x| {
-            // `1 - x` is exact for `x` from 1/2 to 1, so that `w` keeps its digits near ±1.
-            let w = -((1.0f32 - x) * (1.0f32 + x)).log();
-            let centre = horner(w - 2.5f32, &CENTRE);
-            let tail = horner(w.sqrt() - 3.0f32, &TAIL);
-            let y = self.where_(w.lt(5.0f32), centre, tail) * x;
-            let a = x.abs();
-            let y = self.where_(a.eq(1.0f32), x * f32::INFINITY, y);
-            self.where_(a.gt(1.0f32), f32::NAN, y)
-        })
+        self.in_f32_or_f64(
+            "erfinv",
+            x,
+            loc,
+            |x| {
+                // `1 - x` is exact for `x` from 1/2 to 1, so that `w` keeps its digits near ±1.
+                let w = -((1.0f32 - x) * (1.0f32 + x)).log();
+                let centre = horner(w - 2.5f32, &CENTRE);
+                let tail = horner(w.sqrt() - 3.0f32, &TAIL);
+                let y = self.where_(w.lt(5.0f32), centre, tail) * x;
+                let a = x.abs();
+                let y = self.where_(a.eq(1.0f32), x * f32::INFINITY, y);
+                self.where_(a.gt(1.0f32), f32::NAN, y)
+            },
+            super::f64_normal::erfinv,
+        )
     }
 }
 

@@ -156,20 +156,32 @@ fn erfcx_pieces(b: Value<'_>) -> Value<'_> {
     horner(b - pick(CENTRES), &coefficients)
 }
 
-/// `e^(-b²)·r`, `b²` taken exactly (`s + ds`, `e^(-ds) = 1 - ds` to f64's precision):
-/// `e^(-s) = 2^k·(1 + p)`, and `r·(1 + p)·(1 - ds) = r + r·u` with `u = p - ds·(1 + p)`,
-/// one fused multiply-add, the power of two applied last, so that a subnormal result
-/// rounds once.
-fn times_gaussian<'b>(b: Value<'b>, r: Value<'b>) -> Value<'b> {
+/// `erfcx(b)` for `b` in `[1/2, 28]` (clamped there): the pieces up to 6, the tail's
+/// `G(1/b²)/b` from there.
+pub(super) fn erfcx_from_half(b: Value<'_>) -> Value<'_> {
+    let k = b.builder;
+    let c = b.clamp(ONE_FROM, ERFC_ZERO_FROM);
+    let tail = divide(horner(divide(k.zeros_like(c) + 1.0, c * c), &TAIL), c);
+    k.where_(b.lt(ONE_FROM), erfcx_pieces(b.clamp(STARTS[0], ONE_FROM)), tail)
+}
+
+/// `b²` in two parts, `s + ds` exactly (the second by a fused multiply-add).
+pub(super) fn square_parts(b: Value<'_>) -> (Value<'_>, Value<'_>) {
     let s = b * b;
-    let ds = b.fma(b, -s);
+    (s, b.fma(b, -s))
+}
+
+/// `e^-(s + ds)·r` (`ds` within an ulp of `s`): `e^(-s) = 2^k·(1 + p)`, and
+/// `r·(1 + p)·(1 - ds) = r + r·u` with `u = p - ds·(1 + p)`, one fused multiply-add, the
+/// power of two applied last, so that a subnormal result rounds once.
+pub(super) fn times_gaussian<'b>((s, ds): (Value<'b>, Value<'b>), r: Value<'b>) -> Value<'b> {
     let (kf, p) = exp_reduced_within(-s, -800.0, 0.0);
     let u = p - ds * (p + 1.0);
     scale(r.fma(u, r), kf)
 }
 
 /// `erf(a)` for `0 ≤ a < 1`: `a + a·(P(a²) - 1)`.
-fn erf_small(a: Value<'_>) -> Value<'_> {
+pub(super) fn erf_small(a: Value<'_>) -> Value<'_> {
     a + a * horner(a * a, &SMALL)
 }
 
@@ -177,7 +189,7 @@ pub(super) fn erf(x: Value<'_>) -> Value<'_> {
     let k = x.builder;
     let a = x.abs();
     let b = a.clamp(STARTS[1], ONE_FROM);
-    let erfc = times_gaussian(b, erfcx_pieces(b));
+    let erfc = times_gaussian(square_parts(b), erfcx_pieces(b));
     let r = k.where_(a.lt(STARTS[1]), erf_small(a), 1.0 - erfc);
     let r = k.where_(a.ge(ONE_FROM), 1.0, r);
     // erf is odd: x's sign bit on the result (so that erf(-0) = -0); NaN stays NaN.
@@ -185,19 +197,21 @@ pub(super) fn erf(x: Value<'_>) -> Value<'_> {
     k.where_(x.isnan(), x, r)
 }
 
-/// `erfc x = 1 - erf x` without the cancellation: `1 - erf(a)` below 1/2 (at least 0.48,
-/// so no digit is lost), `e^(-a²)·erfcx(a)` from the pieces up to 6 and from the tail's
-/// `G(1/a²)/a` up to 28, zero past it; `erfc(-a) = 2 - erfc(a)`.
+/// `erfc(b)` for `b ≥ 0` whose square is `s + ds` exactly: `1 - erf(b)` below 1/2 (at
+/// least 0.48, so no digit is lost), `e^-(s + ds)·erfcx(b)` up to 28, zero past it.
+pub(super) fn erfc_positive<'b>(b: Value<'b>, square: (Value<'b>, Value<'b>)) -> Value<'b> {
+    let k = b.builder;
+    let r = times_gaussian(square, erfcx_from_half(b));
+    let r = k.where_(b.lt(STARTS[0]), 1.0 - erf_small(b), r);
+    k.where_(b.ge(ERFC_ZERO_FROM), 0.0, r)
+}
+
+/// `erfc x = 1 - erf x` without the cancellation; `erfc(-a) = 2 - erfc(a)`.
 pub(super) fn erfc(x: Value<'_>) -> Value<'_> {
     let k = x.builder;
     let a = x.abs();
-    let b = a.clamp(STARTS[0], ONE_FROM);
-    let c = a.clamp(ONE_FROM, ERFC_ZERO_FROM);
-    let tail = divide(horner(divide(k.zeros_like(c) + 1.0, c * c), &TAIL), c);
-    let r = k.where_(a.lt(ONE_FROM), erfcx_pieces(b), tail);
-    let r = times_gaussian(k.where_(a.lt(ONE_FROM), b, c), r);
-    let r = k.where_(a.lt(STARTS[0]), 1.0 - erf_small(a), r);
-    let r = k.where_(a.ge(ERFC_ZERO_FROM), 0.0, r);
+    let c = a.minimum(ERFC_ZERO_FROM);
+    let r = erfc_positive(a, square_parts(c));
     let r = k.where_(x.lt(0.0), 2.0 - r, r);
     k.where_(x.isnan(), x, r)
 }

@@ -35,6 +35,7 @@ mod f64_erf;
 mod f64_exp_log;
 mod f64_inverse_trig;
 mod f64_math;
+mod f64_normal;
 mod f64_pow;
 mod f64_roots;
 mod f64_trig;

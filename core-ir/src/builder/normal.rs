@@ -1,7 +1,8 @@
 //! libdevice's functions of the normal distribution: `normcdf`, its inverse `normcdfinv`,
 //! and `erfcinv` under it, built from ops every backend has (erfc.rs's fit, erfinv.rs's
 //! polynomials, exp_log.rs's logarithm and exponential), so that the interpreter, PTX and
-//! SPIR-V compute them alike. f16 and bf16 compute in f32 and round once; f64 is refused.
+//! SPIR-V compute them alike. f16 and bf16 compute in f32 and round once; f64 computes in
+//! f64 (f64_normal.rs).
 //!
 //! `normcdf(x) = erfc(-x/√2) / 2`, with the exponent's square `x²/2` taken from `x`
 //! exactly (the rounding of `x/√2` would otherwise move `e^(-x²/2)` by up to `x²` ulp).
@@ -40,14 +41,20 @@ impl KernelBuilder {
     #[track_caller]
     pub fn normcdf<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("normcdf", x, loc, |x| {
-            let a = x.abs().minimum(NORMCDF_UNDERFLOW);
-            let (hi, lo) = split_square(a);
-            // erfc(|x|/√2), its square (x²/2) halved exactly.
-            let e = erfc_positive(a * FRAC_1_SQRT_2, hi * 0.5f32, lo * 0.5f32) * 0.5f32;
-            let y = self.where_(x.lt(0.0f32), e, 1.0f32 - e);
-            self.where_(x.isnan(), x, y)
-        })
+        self.in_f32_or_f64(
+            "normcdf",
+            x,
+            loc,
+            |x| {
+                let a = x.abs().minimum(NORMCDF_UNDERFLOW);
+                let (hi, lo) = split_square(a);
+                // erfc(|x|/√2), its square (x²/2) halved exactly.
+                let e = erfc_positive(a * FRAC_1_SQRT_2, hi * 0.5f32, lo * 0.5f32) * 0.5f32;
+                let y = self.where_(x.lt(0.0f32), e, 1.0f32 - e);
+                self.where_(x.isnan(), x, y)
+            },
+            super::f64_normal::normcdf,
+        )
     }
 
     /// The inverse of the standard normal distribution function (floats), as
@@ -57,7 +64,13 @@ impl KernelBuilder {
     #[track_caller]
     pub fn normcdfinv<'b>(&'b self, p: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("normcdfinv", p, loc, |p| -SQRT_2 * erfcinv(self, p + p))
+        self.in_f32_or_f64(
+            "normcdfinv",
+            p,
+            loc,
+            |p| -SQRT_2 * erfcinv(self, p + p),
+            super::f64_normal::normcdfinv,
+        )
     }
 
     /// The inverse complementary error function (floats), as `libdevice.erfcinv`:
@@ -69,7 +82,7 @@ impl KernelBuilder {
     #[track_caller]
     pub fn erfcinv<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("erfcinv", x, loc, |x| erfcinv(self, x))
+        self.in_f32_or_f64("erfcinv", x, loc, |x| erfcinv(self, x), super::f64_normal::erfcinv)
     }
 }
 
