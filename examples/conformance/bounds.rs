@@ -301,7 +301,7 @@ const EXP10_VULKAN: Bound = Bound {
 /// f64's functions that the builder writes out in f64 ops (`core-ir/src/builder/f64_*.rs`):
 /// every backend runs the interpreter's ops, so their bounds are in f64 ulps, `(op, PTX,
 /// SPIR-V/Vulkan)`. PTX rounds each op as the interpreter does and fuses its `fma`s: the
-/// same bits (as the H200 computed). Through Vulkan, f64 arithmetic is marked
+/// same bits (as the H200 computed), but for the inverses of the normal family (below). Through Vulkan, f64 arithmetic is marked
 /// `NoContraction` (without it NVIDIA's driver rearranged the functions' two-part sums),
 /// but a device may still round an `fma` twice (the second parts of `sin`, `cos`, `erf` and
 /// `pow` then lose their rounding errors) and divide within ulps of the quotient rather
@@ -350,9 +350,11 @@ pub const F64_FUNCTIONS: &[(&str, Bound, Bound)] = &[
     ("sinpi", EXACT, ulps(2.0)),
     ("cospi", EXACT, ulps(2.0)),
     ("normcdf", EXACT, ulps(3.0)),
-    ("erfinv", EXACT, ulps(2.0)),
-    ("erfcinv", EXACT, ulps(2.0)),
-    ("normcdfinv", EXACT, ulps(2.0)),
+    // Newton's steps from the f32 functions' results, which PTX computes within an ulp of
+    // the interpreter's: the last step's rounding may differ by one (seen on the H200).
+    ("erfinv", ulps(1.0), ulps(2.0)),
+    ("erfcinv", ulps(1.0), ulps(2.0)),
+    ("normcdfinv", ulps(1.0), ulps(2.0)),
 ];
 
 /// The unit of `op`'s bound on element type `t` on `backend`: ulps of `t` (f16 and bf16
