@@ -349,6 +349,7 @@ pub const F64_FUNCTIONS: &[(&str, Bound, Bound)] = &[
     ("erfc", EXACT, ulps(3.0)),
     ("sinpi", EXACT, ulps(2.0)),
     ("cospi", EXACT, ulps(2.0)),
+    ("erfcx", EXACT, ulps(2.0)),
     ("normcdf", EXACT, ulps(3.0)),
     // Newton's steps from the f32 functions' results, which PTX computes within an ulp of
     // the interpreter's: the last step's rounding may differ by one (seen on the H200).

@@ -1,7 +1,7 @@
 //! libdevice's `erfc`, `1 - erf(x)` without the cancellation, and `erfcx`, built from ops
 //! every backend has (a division, polynomials, integer ops on the bits), so that the
 //! interpreter, PTX and SPIR-V compute them alike. f16 and bf16 compute in f32 and round
-//! once; f64 is refused.
+//! once; f64 computes in f64 (f64_erf.rs).
 //!
 //! For `z = |x|`, `erfc(z) = t·e^(-z² + P(t))`, `t = 1 / (1 + z/2)`, with the Chebyshev fit
 //! `P` of Press et al. (Numerical Recipes' `erfcc`, relative error below 1.2·10^-7); the
@@ -91,22 +91,28 @@ impl KernelBuilder {
     #[track_caller]
     pub fn erfcx<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("erfcx", x, loc, |x| {
-            let z = x.abs();
-            let t = 1.0f32 / z.fma(0.5f32, 1.0f32);
-            let (k, p) = exp_reduced(fit(t));
-            let tail = t * scale(p + 1.0f32, k);
-            // |x| < 1/2: e^(x²)·(1 - erf(x)), x² small enough to take as it rounds.
-            let s = x * x;
-            let (ks, ps) = exp_reduced(s.minimum(SERIES_BELOW));
-            let small = scale(ps + 1.0f32, ks) * (1.0f32 - x * horner(s, &ERF_SERIES));
-            // x <= -1/2: 2·e^(z²) - erfcx(z), no cancellation (2·e^(1/4) against 0.62 at most).
-            let (hi, lo) = split_square(z.minimum(SQUARE_OVERFLOW));
-            let negative = exp_of_sum(hi, lo) * 2.0f32 - tail;
-            let y = self.where_(x.lt(0.0f32), negative, tail);
-            let y = self.where_(z.lt(SERIES_BELOW), small, y);
-            self.where_(x.isnan(), x, y)
-        })
+        self.in_f32_or_f64(
+            "erfcx",
+            x,
+            loc,
+            |x| {
+                let z = x.abs();
+                let t = 1.0f32 / z.fma(0.5f32, 1.0f32);
+                let (k, p) = exp_reduced(fit(t));
+                let tail = t * scale(p + 1.0f32, k);
+                // |x| < 1/2: e^(x²)·(1 - erf(x)), x² small enough to take as it rounds.
+                let s = x * x;
+                let (ks, ps) = exp_reduced(s.minimum(SERIES_BELOW));
+                let small = scale(ps + 1.0f32, ks) * (1.0f32 - x * horner(s, &ERF_SERIES));
+                // x <= -1/2: 2·e^(z²) - erfcx(z), no cancellation (2·e^(1/4) against 0.62 at most).
+                let (hi, lo) = split_square(z.minimum(SQUARE_OVERFLOW));
+                let negative = exp_of_sum(hi, lo) * 2.0f32 - tail;
+                let y = self.where_(x.lt(0.0f32), negative, tail);
+                let y = self.where_(z.lt(SERIES_BELOW), small, y);
+                self.where_(x.isnan(), x, y)
+            },
+            super::f64_erf::erfcx,
+        )
     }
 }
 

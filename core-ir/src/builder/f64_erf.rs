@@ -1,6 +1,6 @@
 //! `erf` of f64 values, written out in f64 ops (f64_math.rs routes the op here), and
-//! libdevice's `erfc` of them (erfc.rs routes f64 here): PTX has no f64 error function,
-//! and backend-spirv's is computed in f32.
+//! libdevice's `erfc` and `erfcx` of them (erfc.rs routes f64 here): PTX has no f64 error
+//! function, and backend-spirv's is computed in f32.
 //!
 //! For `a = |x|`: below 1, `erf(a) = a + a·(P(a²) - 1)` (the larger part exact); from 1/2
 //! to 6, `erfc(a) = e^(-a²)·R(a)`, `R` being `erfcx` on four intervals, a polynomial in `a`
@@ -213,5 +213,33 @@ pub(super) fn erfc(x: Value<'_>) -> Value<'_> {
     let c = a.minimum(ERFC_ZERO_FROM);
     let r = erfc_positive(a, square_parts(c));
     let r = k.where_(x.lt(0.0), 2.0 - r, r);
+    k.where_(x.isnan(), x, r)
+}
+
+/// From here `erfcx` is its asymptotic series.
+const ASYMPTOTIC_FROM: f64 = 28.0;
+/// `erfcx(z)·z·√π = Σ (-1)^n·(2n - 1)!!·t^n`, `t = 1/(2z²)`, to n = 8 (the next term below
+/// 2^-60 from 28 on), highest first.
+const ASYMPTOTIC: [f64; 9] = [2_027_025.0, -135_135.0, 10_395.0, -945.0, 105.0, -15.0, 3.0, -1.0, 1.0];
+
+/// libdevice's `erfcx`, `e^(x²)·erfc(x)`: `e^(x²)·(1 - erf(x))` below 1/2 in magnitude
+/// (`x²` in two parts), erfc's pieces and tail up to 28, the asymptotic series beyond (0 at
+/// `+∞`), and `2·e^(x²) - erfcx(-x)` from -1/2 down (`+∞` once `e^(x²)` overflows).
+pub(super) fn erfcx(x: Value<'_>) -> Value<'_> {
+    let k = x.builder;
+    let z = x.abs();
+    let c = z.maximum(ASYMPTOTIC_FROM);
+    let t = divide(k.zeros_like(c) + 0.5, c * c);
+    let far = divide(horner(t, &ASYMPTOTIC) * (std::f64::consts::FRAC_2_SQRT_PI * 0.5), c);
+    let positive = k.where_(z.lt(ASYMPTOTIC_FROM), erfcx_from_half(z), far);
+    // e^(z²) with z² = s + ds: e^s·(1 + ds).
+    let (s, ds) = square_parts(z.minimum(27.0));
+    let gaussian = super::f64_math::exp(s);
+    let gaussian = k.where_(gaussian.lt(f64::INFINITY), gaussian.fma(ds, gaussian), gaussian);
+    let signed_erf = ((erf_small(z).bitcast(I64)) | (x.bitcast(I64) & i64::MIN)).bitcast(F64);
+    let small = gaussian * (1.0 - signed_erf);
+    // (e^(z²) overflows from 26.7 on: z is held at 27 there, where it is infinite too.)
+    let negative = gaussian * 2.0 - positive;
+    let r = k.where_(z.lt(STARTS[0]), small, k.where_(x.lt(0.0), negative, positive));
     k.where_(x.isnan(), x, r)
 }
