@@ -15,7 +15,6 @@
 use super::f64_math::{divide, exp_reduced_within, scale};
 use super::in_f32::horner;
 use super::Value;
-use crate::types::ScalarType::{F64, I64};
 
 /// `erf(a)/a - 1` in `a²` on `[0, 1]`, highest first.
 #[allow(clippy::excessive_precision)]
@@ -193,7 +192,7 @@ pub(super) fn erf(x: Value<'_>) -> Value<'_> {
     let r = k.where_(a.lt(STARTS[1]), erf_small(a), 1.0 - erfc);
     let r = k.where_(a.ge(ONE_FROM), 1.0, r);
     // erf is odd: x's sign bit on the result (so that erf(-0) = -0); NaN stays NaN.
-    let r = (r.bitcast(I64) | (x.bitcast(I64) & i64::MIN)).bitcast(F64);
+    let r = r.copysign(x);
     k.where_(x.isnan(), x, r)
 }
 
@@ -236,7 +235,7 @@ pub(super) fn erfcx(x: Value<'_>) -> Value<'_> {
     let (s, ds) = square_parts(z.minimum(27.0));
     let gaussian = super::f64_math::exp(s);
     let gaussian = k.where_(gaussian.lt(f64::INFINITY), gaussian.fma(ds, gaussian), gaussian);
-    let signed_erf = ((erf_small(z).bitcast(I64)) | (x.bitcast(I64) & i64::MIN)).bitcast(F64);
+    let signed_erf = erf_small(z).copysign(x);
     let small = gaussian * (1.0 - signed_erf);
     // (e^(z²) overflows from 26.7 on: z is held at 27 there, where it is infinite too.)
     let negative = gaussian * 2.0 - positive;

@@ -8,7 +8,6 @@
 use super::f64_math::{divide, exp, exp_reduced_within, log, log_special, pow2, scale, sqrt, LN_2};
 use super::f64_pow::{exp2_parts, log2_parts};
 use super::Value;
-use crate::types::ScalarType::{F64, I64};
 
 /// `log2 10` and `log10 2`, each as the nearest f64 and the nearest f64 to the rest.
 #[allow(clippy::excessive_precision)]
@@ -24,11 +23,6 @@ const HALF_EXP_HIGH: f64 = 711.0;
 const ONE_SIDED: f64 = 22.0;
 /// From here `√(a² ± 1)` is `a` to f64's precision: `asinh` and `acosh` are `ln a + ln 2`.
 const LARGE: f64 = 268_435_456.0;
-
-/// `x` with the sign bit of `sign` (both f64), bit for bit.
-fn copysign<'b>(x: Value<'b>, sign: Value<'b>) -> Value<'b> {
-    ((x.bitcast(I64) & i64::MAX) | (sign.bitcast(I64) & i64::MIN)).bitcast(F64)
-}
 
 /// `x` where it is NaN, `y` elsewhere (the clamps of the reductions lose NaN).
 fn keep_nan<'b>(x: Value<'b>, y: Value<'b>) -> Value<'b> {
@@ -97,7 +91,7 @@ pub(super) fn sinh(x: Value<'_>) -> Value<'_> {
     let small = ((t + t) - t * ratio) * 0.5;
     let middle = (t + ratio) * 0.5;
     let y = k.where_(a.lt(1.0), small, k.where_(a.lt(ONE_SIDED), middle, half_exp(a)));
-    keep_nan(x, copysign(y, x))
+    keep_nan(x, y.copysign(x))
 }
 
 /// `cosh x`: `1 + t²/(2(t + 1))` from `t = e^a - 1` below 1, `e^a/2 + 1/(2e^a)` below 22,
@@ -124,7 +118,7 @@ pub(super) fn asinh(x: Value<'_>) -> Value<'_> {
     let middle = log(m + m + divide(k.zeros_like(m) + 1.0, root + m));
     let large = log(a) + LN_2;
     let y = k.where_(a.le(2.0), small, k.where_(a.lt(LARGE), middle, large));
-    keep_nan(x, copysign(y, x))
+    keep_nan(x, y.copysign(x))
 }
 
 /// `acosh x` (NaN below 1): `log1p(t + √(2t + t²))`, `t = x - 1` (exact) up to 2,
@@ -151,5 +145,5 @@ pub(super) fn atanh(x: Value<'_>) -> Value<'_> {
     let large = log1p(divide(a + a, d)) * 0.5;
     let y = k.where_(a.lt(0.5), small, large);
     let y = k.where_(a.gt(1.0), f64::NAN, y);
-    keep_nan(x, copysign(y, x))
+    keep_nan(x, y.copysign(x))
 }

@@ -12,7 +12,7 @@
 use super::f64_math::{divide, sqrt};
 use super::in_f32::horner;
 use super::Value;
-use crate::types::ScalarType::{F64, I64};
+use crate::types::ScalarType::I64;
 
 /// `(atan(√z) - √z)/(z·√z)` on `[0, (7/16)²]`, highest first.
 #[allow(clippy::excessive_precision)]
@@ -63,11 +63,6 @@ const ATAN_HALF: [f64; 2] = [0.463_647_609_000_806_1, 2.269_877_745_296_168_7e-1
 #[allow(clippy::excessive_precision)]
 const ATAN_3_2: [f64; 2] = [0.982_793_723_247_329, 1.390_331_103_123_099_8e-17];
 
-/// `x` with the sign bit of `sign` (both f64), bit for bit.
-fn copysign<'b>(x: Value<'b>, sign: Value<'b>) -> Value<'b> {
-    ((x.bitcast(I64) & i64::MAX) | (sign.bitcast(I64) & i64::MIN)).bitcast(F64)
-}
-
 /// `c - v` for `c` in two parts: the high part first, whose difference with `v` is exact or
 /// nearly (`v` is at most `c`), then the low part.
 fn minus<'b>(c: [f64; 2], v: Value<'b>) -> Value<'b> {
@@ -106,7 +101,7 @@ fn asin_small(t: Value<'_>) -> Value<'_> {
 }
 
 pub(super) fn atan(x: Value<'_>) -> Value<'_> {
-    copysign(atan_positive(x.abs()), x)
+    atan_positive(x.abs()).copysign(x)
 }
 
 /// C's `atan2(y, x)`, with its signed zeros and infinities, as the f32 form computes it.
@@ -125,7 +120,7 @@ pub(super) fn atan2<'b>(y: Value<'b>, x: Value<'b>) -> Value<'b> {
     let left = x.bitcast(I64).lt(0i64);
     let steep = k.where_(left, (t + FRAC_PI_2[0]) + FRAC_PI_2[1], minus(FRAC_PI_2, t));
     let flat = k.where_(left, minus(PI, t), t);
-    let r = copysign(k.where_(ay.gt(ax), steep, flat), y);
+    let r = k.where_(ay.gt(ax), steep, flat).copysign(y);
     k.where_(x.isnan() | y.isnan(), f64::NAN, r)
 }
 
@@ -137,7 +132,7 @@ pub(super) fn asin(x: Value<'_>) -> Value<'_> {
     let s = asin_small(t);
     let r = k.where_(big, minus(FRAC_PI_2, s + s), s);
     let r = k.where_(a.gt(1.0), f64::NAN, r);
-    k.where_(x.isnan(), x, copysign(r, x))
+    k.where_(x.isnan(), x, r.copysign(x))
 }
 
 pub(super) fn acos(x: Value<'_>) -> Value<'_> {

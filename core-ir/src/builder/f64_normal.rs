@@ -15,7 +15,7 @@
 use super::f64_erf::{erf, erf_small, erfc_positive, erfcx_from_half, square_parts};
 use super::f64_math::{exp, log};
 use super::{KernelBuilder, Value};
-use crate::types::ScalarType::{F32, F64, I64};
+use crate::types::ScalarType::{F32, F64};
 
 #[allow(clippy::excessive_precision)]
 const FRAC_SQRT_PI_2: f64 = 0.886_226_925_452_758;
@@ -32,11 +32,6 @@ const F32_TINY: f64 = 1.0e-44;
 /// Newton's steps from the starting points: from the f32 results' 2^-21, one gives 2^-42
 /// and two f64's precision; the asymptotic start needs a third and a fourth.
 const STEPS: usize = 4;
-
-/// `x` with the sign bit of `sign` (both f64), bit for bit.
-fn copysign<'b>(x: Value<'b>, sign: Value<'b>) -> Value<'b> {
-    ((x.bitcast(I64) & i64::MAX) | (sign.bitcast(I64) & i64::MIN)).bitcast(F64)
-}
 
 pub(super) fn normcdf(x: Value<'_>) -> Value<'_> {
     let k = x.builder;
@@ -106,7 +101,7 @@ pub(super) fn erfinv(y: Value<'_>) -> Value<'_> {
     );
     let r = k.where_(a.eq(1.0), f64::INFINITY, r);
     let r = k.where_(a.gt(1.0), f64::NAN, r);
-    let r = copysign(r, y);
+    let r = r.copysign(y);
     k.where_(y.isnan(), y, r)
 }
 

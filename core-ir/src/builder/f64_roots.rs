@@ -63,8 +63,7 @@ pub(super) fn cbrt(x: Value<'_>) -> Value<'_> {
     let y = k.where_(subnormal, y * TWO_MINUS_18, y);
     // Zeros, infinities and NaNs are their own roots.
     let own = a.eq(0.0) | a.eq(f64::INFINITY) | a.isnan();
-    let r = k.where_(own, x.abs(), y);
-    ((r.bitcast(I64) & i64::MAX) | (x.bitcast(I64) & i64::MIN)).bitcast(F64)
+    k.where_(own, x.abs(), y).copysign(x)
 }
 
 /// `1/∛x`: `±∞` at `±0`, `±0` at `±∞`.

@@ -13,6 +13,7 @@
 
 use super::f64_math::divide;
 use super::in_f32::horner;
+use super::sincos::quarter_turns;
 use super::{KernelBuilder, Value};
 use crate::types::ScalarType::{F64, I64};
 
@@ -81,12 +82,8 @@ impl KernelBuilder {
             cos,
             finite,
         } = self.f64_reduced_sin_cos(x);
-        // sin(n·π/2 + y): sin y, cos y, -sin y, -cos y; cos(n·π/2 + y): cos y, -sin y,
-        // -cos y, sin y.
-        let odd = (quadrant & 1u64).eq(1u64);
-        let (sin_r, cos_r) = (self.where_(odd, cos, sin), self.where_(odd, sin, cos));
-        let sin_r = self.where_((quadrant & 2u64).eq(2u64), -sin_r, sin_r);
-        let cos_r = self.where_(((quadrant + 1u64) & 2u64).eq(2u64), -cos_r, cos_r);
+        let sin_r = quarter_turns(quadrant, sin, cos);
+        let cos_r = quarter_turns(quadrant + 1u64, sin, cos);
         (
             self.where_(finite, flip_sign(sin_r, x), f64::NAN),
             self.where_(finite, cos_r, f64::NAN),
@@ -124,9 +121,7 @@ pub(super) fn sin_cos_pi(x: Value<'_>, shift: i64) -> Value<'_> {
     let y = f * hi;
     let t = f.fma(hi, -y) + f * lo;
     let (sin, cos) = sin_cos_of(y, t);
-    // Quarter turns 0 to 3: sin, cos, -sin, -cos of πf.
-    let r = k.where_((n & 1i64).eq(1i64), cos, sin);
-    let r = k.where_(n.ge(2i64), -r, r);
+    let r = quarter_turns(n, sin, cos);
     // The exact zeros: `sinpi` of an integer has x's sign, `cospi` of a half-integer is +0.
     let zero = f.eq(0.0) & (n & 1i64).eq(0i64);
     let signed_zero = (x.bitcast(I64) & i64::MIN).bitcast(F64);

@@ -73,14 +73,20 @@ impl KernelBuilder {
         let s = z * z;
         let sin = (s * horner(s, &SIN_P)).fma(z, z);
         let cos = (s * s).fma(horner(s, &COS_Q), s.fma(-0.5f32, 1.0f32));
-        // sin(n·π/2 + z): sin z, cos z, -sin z, -cos z; cos(n·π/2 + z): cos z, -sin z,
-        // -cos z, sin z.
-        let odd = (quadrant & 1u32).eq(1u32);
-        let (sin_r, cos_r) = (self.where_(odd, cos, sin), self.where_(odd, sin, cos));
-        let sin_r = self.where_((quadrant & 2u32).eq(2u32), -sin_r, sin_r);
-        let cos_r = self.where_(((quadrant + 1u32) & 2u32).eq(2u32), -cos_r, cos_r);
-        (sin_r, cos_r)
+        (
+            quarter_turns(quadrant, sin, cos),
+            quarter_turns(quadrant + 1u32, sin, cos),
+        )
     }
+}
+
+/// `sin(n·π/2 + y)` from `sin y` and `cos y`, for an integer value `n` of any type (its last
+/// two bits read): `sin y`, `cos y`, `-sin y`, `-cos y`. `cos(n·π/2 + y)` is this at `n + 1`.
+/// What the reductions by π/2 and by halves, f32's and f64's, share.
+pub(super) fn quarter_turns<'b>(n: Value<'b>, sin: Value<'b>, cos: Value<'b>) -> Value<'b> {
+    let k = n.builder;
+    let r = k.where_((n & 1).eq(1), cos, sin);
+    k.where_((n & 2).eq(2), -r, r)
 }
 
 impl<'b> Value<'b> {

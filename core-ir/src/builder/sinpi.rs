@@ -67,8 +67,7 @@ impl KernelBuilder {
         let sin = (z * s).fma(horner(s, &SIN), z);
         let cos = (s * s).fma(horner(s, &COS), 1.0f32 - s * 0.5f32);
         // Quarter turns 0 to 3: sin, cos, -sin, -cos of πf.
-        let r = self.where_((n & 1).eq(1), cos, sin);
-        let r = self.where_(n.ge(2), -r, r);
+        let r = super::sincos::quarter_turns(n, sin, cos);
         // The exact zeros: `sinpi` of an integer has x's sign, `cospi` of a half-integer
         // is +0.
         let zero = f.eq(0.0f32) & (n & 1).eq(0);
