@@ -138,7 +138,8 @@ fn seeded_dropout_walk_passes_ptxas() {
 }
 
 /// Without `PtxTarget::wide_products` the dropout's Philox takes its products' halves by
-/// two instructions, and `ptxas` makes more of them.
+/// two instructions, and `ptxas` makes more of them. With `RUTILE_PTX_DIR=DIR` the sm_90
+/// PTX is written to `DIR/_seeded_dropout.ptx`.
 #[test]
 fn seeded_dropout_takes_both_halves_from_one_product() {
     let kernel = seeds::seeded_dropout(1024).unwrap();
@@ -147,6 +148,10 @@ fn seeded_dropout_takes_both_halves_from_one_product() {
     let sm90 = PtxTarget::from_compute_capability(9, 0);
     let wide = emit(&t, &sm90).unwrap();
     let split = emit(&t, &sm90.wide_products(false)).unwrap();
+    // The PTX that `benches/cuda/dropout_time.cu` times and `dropout_variants.py` edits.
+    if let Ok(dir) = std::env::var("RUTILE_PTX_DIR") {
+        std::fs::write(std::path::Path::new(&dir).join("_seeded_dropout.ptx"), &wide).unwrap();
+    }
     let count = |ptx: &str, i: &str| ptx.matches(i).count();
     assert_eq!(count(&split, "mul.wide.u32"), 0);
     let pairs = count(&wide, "mul.wide.u32");
