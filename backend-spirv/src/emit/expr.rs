@@ -134,6 +134,9 @@ impl Cx<'_> {
             UnaryOp::Cos if float => self.transcendental(Mf::Cos, ty, x),
             UnaryOp::Floor if float => self.math(Mf::Floor, &[x]),
             UnaryOp::Ceil if float => self.math(Mf::Ceil, &[x]),
+            // f64's from `floor` (f64_rounding.rs: lavapipe's were wrong).
+            UnaryOp::Trunc if ty == ScalarType::F64 => self.trunc_f64(x),
+            UnaryOp::Rint if ty == ScalarType::F64 => self.rint_f64(x),
             UnaryOp::Trunc if float => self.math(Mf::Trunc, &[x]),
             // naga's `Round` is GLSL's `RoundEven` (WGSL's `round` ties to even).
             UnaryOp::Rint if float => self.math(Mf::Round, &[x]),

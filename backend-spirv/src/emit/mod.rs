@@ -24,6 +24,7 @@ mod build;
 mod coop;
 mod expr;
 mod extra_math;
+mod f64_rounding;
 mod fmod;
 mod fold;
 mod launch;
