@@ -43,6 +43,17 @@ const JY_VULKAN: Bound = Bound {
     abs_in: (f64::NEG_INFINITY, f64::INFINITY),
 };
 const JN5_VULKAN: Bound = Bound { ulp: 18.0, ..JY_VULKAN };
+/// f64's `j0` ... `yn` through Vulkan ([`F64_FUNCTIONS`]): 8 ulp, or 2^-50 absolute.
+const JY_F64_VULKAN: Bound = Bound {
+    ulp: 8.0,
+    ulp_per_x: 0.0,
+    abs: 8.881784197001252e-16,
+    abs_in: (f64::NEG_INFINITY, f64::INFINITY),
+};
+const JN5_F64_VULKAN: Bound = Bound {
+    ulp: 16.0,
+    ..JY_F64_VULKAN
+};
 pub(super) const fn within_pi(abs: f64) -> Bound {
     Bound {
         ulp: 0.0,
@@ -298,6 +309,21 @@ const EXP10_VULKAN: Bound = Bound {
     abs_in: (0.0, 0.0),
 };
 
+/// f64 `tgamma`'s bound through Vulkan: `e^lgamma(x)`, `lgamma` in two parts whose second
+/// parts are fused multiply-adds' rounding errors. Where `fma` rounds twice (lavapipe) they
+/// are lost, and `lgamma` is off by about an ulp of its larger terms, which the exponential
+/// turns into a relative error: up to 2.4 ulp per unit of `|lgamma(x)|` on lavapipe (135 ulp
+/// at x = -42.1, 31 at -3.7e-15, 1027 at -171). Over the cases' range ([-43, 36], from
+/// 2^-20 up, where `|lgamma(x)|` is below 14 under 1 and below 3·|x| above but next to the
+/// poles) that is within 64 ulp and 4 per unit of `|x|`. Where `fma` is fused (PTX, and
+/// Vulkan drivers that fuse it) the result is the interpreter's.
+const TGAMMA_VULKAN: Bound = Bound {
+    ulp: 64.0,
+    ulp_per_x: 4.0,
+    abs: 0.0,
+    abs_in: (0.0, 0.0),
+};
+
 /// f64's functions that the builder writes out in f64 ops (`core-ir/src/builder/f64_*.rs`):
 /// every backend runs the interpreter's ops, so their bounds are in f64 ulps, `(op, PTX,
 /// SPIR-V/Vulkan)`. PTX rounds each op as the interpreter does and fuses its `fma`s: the
@@ -351,11 +377,26 @@ pub const F64_FUNCTIONS: &[(&str, Bound, Bound)] = &[
     ("cospi", EXACT, ulps(2.0)),
     ("erfcx", EXACT, ulps(2.0)),
     ("normcdf", EXACT, ulps(3.0)),
+    // lavapipe differed by up to 3 ulp (`lgamma` over [-2, 100], where it has no root).
+    ("lgamma", EXACT, ulps(4.0)),
+    ("tgamma", EXACT, TGAMMA_VULKAN),
     // Newton's steps from the f32 functions' results, which PTX computes within an ulp of
     // the interpreter's: the last step's rounding may differ by one (seen on the H200).
     ("erfinv", ulps(1.0), ulps(2.0)),
     ("erfcinv", ulps(1.0), ulps(2.0)),
     ("normcdfinv", ulps(1.0), ulps(2.0)),
+    // The Bessel functions (f64_bessel_*.rs): through Vulkan a double-rounded `fma` loses
+    // the corrections that take back `x²/4`'s rounding (a few ulp near the series' ends)
+    // and `2/x`'s (half an ulp a step of jn's and yn's recurrences); next to the zeros of
+    // `j0` ... `yn` the error is absolute, of the envelope (at most 1).
+    ("j0", EXACT, JY_F64_VULKAN),
+    ("j1", EXACT, JY_F64_VULKAN),
+    ("y0", EXACT, JY_F64_VULKAN),
+    ("y1", EXACT, JY_F64_VULKAN),
+    ("jn(5)", EXACT, JN5_F64_VULKAN),
+    ("yn(5)", EXACT, JN5_F64_VULKAN),
+    ("cyl_bessel_i0", EXACT, ulps(8.0)),
+    ("cyl_bessel_i1", EXACT, ulps(8.0)),
 ];
 
 /// The unit of `op`'s bound on element type `t` on `backend`: ulps of `t` (f16 and bf16

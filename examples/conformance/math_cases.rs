@@ -235,7 +235,8 @@ fn constant_division_cases() -> Vec<Case> {
 /// `j0`, `j1`, `jn(5)` (over [-100, 100]), `y0`, `y1` and `yn(5)` (over [0, 100]), with the
 /// special values, on every type (the floats each accepts: f64 for the inverse
 /// trigonometric functions, `tan`, `sin_precise`, `cos_precise`, `sinpi`, `cospi`,
-/// `erfc`, `erfcx`, `erfinv`, `normcdf`, `erfcinv` and `normcdfinv`).
+/// `erfc`, `erfcx`, `erfinv`, `lgamma`, `tgamma`, `normcdf`, `erfcinv`, `normcdfinv` and
+/// the Bessel functions).
 fn inverse_trig_cases() -> Vec<Case> {
     type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
     let unit = Domain::Range {

@@ -2,7 +2,7 @@
 //! `j1`, `y0`, `y1`, built from ops every backend has (polynomials, exp_log.rs's logarithm,
 //! reduce_pi.rs's exact reduction by π/2, sincos.rs's polynomials), so that the
 //! interpreter, PTX and SPIR-V compute them alike. f16 and bf16 compute in f32 and round
-//! once; f64 is refused.
+//! once; f64 has its own form in f64 ops (f64_bessel_jy.rs).
 //!
 //! Below 2, their series in `y = x²/4`: `J0 = Σ (-y)^k/(k!)²`, `J1 = (x/2)·Σ (-y)^k/(k!(k+1)!)`,
 //! and `Y0`, `Y1` from them with `ln(x/2)` and the harmonic numbers (Abramowitz and Stegun
@@ -85,7 +85,7 @@ const PHASE_1: [f32; 9] = [
 
 /// Which function of an order.
 #[derive(Clone, Copy, PartialEq)]
-enum Kind {
+pub(super) enum Kind {
     First,
     Second,
 }
@@ -95,36 +95,66 @@ impl KernelBuilder {
     /// an absolute error below 2^-21 (4.8·10^-7) for `|x| < 2` and below 2^-21 of the
     /// envelope `√(2/(π|x|))` beyond, for every finite `x` (`core-ir/tests/bessel_jy.rs`
     /// measured 2.2·10^-7 for `j0`, 3.3·10^-7 for the four); 1 at 0, 0 at `±∞`, NaN at NaN.
+    /// f64 is computed in f64 ops: within a few ulp away from the zeros, and an absolute
+    /// error of a few 10^-16 of the envelope (of 1 below 2) next to them and for every
+    /// finite `x` (`core-ir/tests/f64_bessel.rs`).
     #[track_caller]
     pub fn j0<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("j0", x, loc, |x| self.bessel(0, Kind::First, x))
+        self.in_f32_or_f64(
+            "j0",
+            x,
+            loc,
+            |x| self.bessel(0, Kind::First, x),
+            |x| self.f64_bessel(0, Kind::First, x),
+        )
     }
 
     /// The Bessel function of the first kind of order 1 (floats), as `libdevice.j1`: odd;
-    /// errors as [`KernelBuilder::j0`]'s; `±0` at `±0` and `±∞`, NaN at NaN.
+    /// errors as [`KernelBuilder::j0`]'s, in f32 and in f64; `±0` at `±0` and `±∞`, NaN at
+    /// NaN.
     #[track_caller]
     pub fn j1<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("j1", x, loc, |x| self.bessel(1, Kind::First, x))
+        self.in_f32_or_f64(
+            "j1",
+            x,
+            loc,
+            |x| self.bessel(1, Kind::First, x),
+            |x| self.f64_bessel(1, Kind::First, x),
+        )
     }
 
     /// The Bessel function of the second kind of order 0 (floats), as `libdevice.y0`:
-    /// errors as [`KernelBuilder::j0`]'s (below 2, relative to `|Y0|` where it passes 1);
+    /// errors as [`KernelBuilder::j0`]'s, in f32 and in f64 (below 2, relative to `|Y0|`
+    /// where it passes 1);
     /// `-∞` at `±0`, 0 at `+∞`, NaN below 0 and at NaN.
     #[track_caller]
     pub fn y0<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("y0", x, loc, |x| self.bessel(0, Kind::Second, x))
+        self.in_f32_or_f64(
+            "y0",
+            x,
+            loc,
+            |x| self.bessel(0, Kind::Second, x),
+            |x| self.f64_bessel(0, Kind::Second, x),
+        )
     }
 
     /// The Bessel function of the second kind of order 1 (floats), as `libdevice.y1`:
-    /// errors as [`KernelBuilder::j0`]'s (below 2, relative to `|Y1|` where it passes 1);
+    /// errors as [`KernelBuilder::j0`]'s, in f32 and in f64 (below 2, relative to `|Y1|`
+    /// where it passes 1);
     /// `-∞` at `±0`, 0 at `+∞`, NaN below 0 and at NaN.
     #[track_caller]
     pub fn y1<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("y1", x, loc, |x| self.bessel(1, Kind::Second, x))
+        self.in_f32_or_f64(
+            "y1",
+            x,
+            loc,
+            |x| self.bessel(1, Kind::Second, x),
+            |x| self.f64_bessel(1, Kind::Second, x),
+        )
     }
 
     /// `J_order(x)` or `Y_order(x)` for f32 `x`, special values included.

@@ -1,8 +1,8 @@
 //! libdevice's Bessel functions of integer order `jn` and `yn`, from bessel_jy.rs's orders
 //! 0 and 1 by the three-term recurrence `f_(k+1) = (2k/x)·f_k - f_(k-1)`, built from ops
 //! every backend has. The order is one for the whole block (a scalar), so the recurrences
-//! are loops the program runs once. f16 and bf16 compute in f32 and round once; f64 is
-//! refused.
+//! are loops the program runs once. f16 and bf16 compute in f32 and round once; f64 has
+//! its own form in f64 ops, the same recurrences (f64_bessel_n.rs).
 //!
 //! `Y_n` grows with `n` for every `x`, so its recurrence runs upward from `Y0`, `Y1`,
 //! stably. `J_n` does too only where `x ≥ n`; below, where `J_n` falls with `n`, the
@@ -27,29 +27,38 @@ impl KernelBuilder {
     /// [`KernelBuilder::j1`] for orders 0 and 1, `J_(-n) = (-1)^n·J_n`; an error within
     /// `max(1.5, |n|/4)·2^-21` of the larger of `|J_n(x)|` and, where `|x| ≥ |n|`, the
     /// envelope `√(2/(π|x|))` (`core-ir/tests/bessel_n.rs` measured 1.16 units to order 5,
-    /// 8.4 at order 50); NaN at NaN.
+    /// 8.4 at order 50); NaN at NaN. f64 is computed in f64 ops by the same recurrences,
+    /// within `max(16, 2|n|)` ulp of the same scale (`core-ir/tests/f64_bessel.rs` measured
+    /// 4 for orders 0 and 1, 15 to order 10, 84 at 100, against the libm crate's).
     #[track_caller]
     pub fn jn<'b>(&'b self, n: impl Into<Operand<'b>>, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
         let Some(n) = self.order("jn", n.into(), loc) else {
             return self.poison(x.ty());
         };
-        self.in_f32("jn", x, loc, |x| {
-            let order = n.abs();
-            let a = x.abs();
-            let j = self.jn_positive(order, a);
-            // J_n(-x) = (-1)^n·J_n(x), and so for -n.
-            let odd = (order & 1).eq(1);
-            let flip = odd & (x.lt(0.0f32) ^ n.lt(0));
-            let j = self.where_(flip, -j, j);
-            self.where_(x.isnan(), x, j)
-        })
+        self.in_f32_or_f64(
+            "jn",
+            x,
+            loc,
+            |x| {
+                let order = n.abs();
+                let a = x.abs();
+                let j = self.jn_positive(order, a);
+                // J_n(-x) = (-1)^n·J_n(x), and so for -n.
+                let odd = (order & 1).eq(1);
+                let flip = odd & (x.lt(0.0f32) ^ n.lt(0));
+                let j = self.where_(flip, -j, j);
+                self.where_(x.isnan(), x, j)
+            },
+            |x| self.f64_jn(n, x),
+        )
     }
 
     /// The Bessel function of the second kind of integer order `n` (a scalar, the same for
     /// the whole block) of `x` (floats), as `libdevice.yn`: [`KernelBuilder::y0`] and
     /// [`KernelBuilder::y1`] for orders 0 and 1, `Y_(-n) = (-1)^n·Y_n`; errors as
-    /// [`KernelBuilder::jn`]'s (`core-ir/tests/bessel_n.rs`);
+    /// [`KernelBuilder::jn`]'s, in f32 and in f64 (`core-ir/tests/bessel_n.rs`,
+    /// `core-ir/tests/f64_bessel.rs`);
     /// `-∞` at 0 and where `Y_n` overflows, NaN below 0 and at NaN.
     #[track_caller]
     pub fn yn<'b>(&'b self, n: impl Into<Operand<'b>>, x: Value<'b>) -> Value<'b> {
@@ -57,21 +66,27 @@ impl KernelBuilder {
         let Some(n) = self.order("yn", n.into(), loc) else {
             return self.poison(x.ty());
         };
-        self.in_f32("yn", x, loc, |x| {
-            let order = n.abs();
-            let (y0, y1) = (x.y0(), x.y1());
-            // Upward: (Y_(k-1), Y_k) to (Y_k, Y_(k+1)) for k = 1 .. order - 1; -∞ stays.
-            let two_over_x = 2.0f32 / x;
-            let steps = self.for_range(1, order, 1, &[y0, y1], |k, f| {
-                let next = k.to(F32) * two_over_x * f[1] - f[0];
-                let next = self.where_(f[1].eq(f32::NEG_INFINITY), f32::NEG_INFINITY, next);
-                vec![f[1], next]
-            });
-            let y = self.where_(order.eq(0), y0, steps[1]);
-            let odd = (order & 1).eq(1);
-            let y = self.where_(odd & n.lt(0), -y, y);
-            self.where_(x.lt(0.0f32) | x.isnan(), f32::NAN, y)
-        })
+        self.in_f32_or_f64(
+            "yn",
+            x,
+            loc,
+            |x| {
+                let order = n.abs();
+                let (y0, y1) = (x.y0(), x.y1());
+                // Upward: (Y_(k-1), Y_k) to (Y_k, Y_(k+1)) for k = 1 .. order - 1; -∞ stays.
+                let two_over_x = 2.0f32 / x;
+                let steps = self.for_range(1, order, 1, &[y0, y1], |k, f| {
+                    let next = k.to(F32) * two_over_x * f[1] - f[0];
+                    let next = self.where_(f[1].eq(f32::NEG_INFINITY), f32::NEG_INFINITY, next);
+                    vec![f[1], next]
+                });
+                let y = self.where_(order.eq(0), y0, steps[1]);
+                let odd = (order & 1).eq(1);
+                let y = self.where_(odd & n.lt(0), -y, y);
+                self.where_(x.lt(0.0f32) | x.isnan(), f32::NAN, y)
+            },
+            |x| self.f64_yn(n, x),
+        )
     }
 
     /// `J_order(a)` for f32 `a ≥ 0` (or NaN), `order` a scalar i32 ≥ 0.

@@ -1,7 +1,9 @@
 //! libdevice's `lgamma` (`ln|Γ(x)|`) and `tgamma` (`Γ(x)`), built from ops every backend has
 //! (multiply-adds, divisions, integer ops on the bits, exp_log.rs's exponential and
 //! logarithm, sinpi.rs's `sinpi`), so that the interpreter, PTX and SPIR-V compute them
-//! alike. f16 and bf16 compute in f32 and round once; f64 is refused.
+//! alike. f16 and bf16 compute in f32 and round once; f64 computes in f64 (f64_gamma.rs,
+//! the same fit and reductions carried in two-part sums, and `tgamma` as the exponential
+//! of `lgamma` rather than a product of factors).
 //!
 //! Both rest on one fit: `lgamma(x) = (x - 1)(x - 2)·R(x - 2)` on `[1, 3]`, `R` a degree-12
 //! polynomial (Chebyshev interpolation of `lgamma(x) / ((x - 1)(x - 2))`, whose
@@ -23,7 +25,8 @@
 //! range the result overflows or underflows. The factors' product is kept in integers, 32
 //! bits of significand by high multiplies (`umulhi`): a product of up to 44 f32s would
 //! round as many times (10 ulp measured).
-//! `core-ir/tests/gamma.rs` measures both against f64.
+//! `core-ir/tests/gamma.rs` measures both against f64 (`core-ir/tests/f64_math.rs` the f64
+//! forms).
 
 use super::exp_log::{exp_reduced, ln_positive, scale};
 use super::in_f32::horner;
@@ -71,81 +74,99 @@ impl KernelBuilder {
     /// -2.25 within 4 ulp of the largest term of the reflection `ln π - ln|x·sinpi(x)| -
     /// lgamma(-x)`, which next to the roots there is far above the result (as libdevice's,
     /// whose bound excludes `[-10.001, -2.264]`; `core-ir/tests/gamma.rs`); `+∞` at zero, the
-    /// negative integers and `±∞`, NaN at NaN; exactly +0 at 1 and 2.
+    /// negative integers and `±∞`, NaN at NaN; exactly +0 at 1 and 2. f64 computes in f64:
+    /// by mpmath within 0.85 ulp of the exact value for positive `x` (next to the roots 1
+    /// and 2 too) and 1.15 between -2 and 0; below -2 within 2.1 ulp where the result is at
+    /// least a quarter of the reflection's largest term, and next to the roots there within
+    /// about 2^-52 absolute (1.5·2^-53 measured down to -10: `sinpi`'s rounding through the
+    /// logarithm). `core-ir/tests/f64_math.rs` holds it within 3 ulp of musl's for positive
+    /// `x` (5 between -2 and 0, where musl's is up to 3.5 off) and below -2 within 3 ulp of
+    /// musl's or of the reflection's largest term.
     #[track_caller]
     pub fn lgamma<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("lgamma", x, loc, |x| {
-            let y = x.abs();
-            let positive = lgamma_positive(self, y);
-            // Between -1/2 and 0: lgamma(x + 2) - ln(x + 1) - ln(-x), x + 2 on [1.5, 2).
-            let near_zero = (x + 1.0f32) * x * horner(x, &R) - ln_positive(x + 1.0f32) - ln_positive(y);
-            // Below: ln π - ln|x·sinpi(x)| - lgamma(-x).
-            let s = (x * x.sinpi()).abs();
-            let reflected = (LN_PI - ln_positive(s)) - positive;
-            let y_result = self.where_(x.gt(-0.5f32), near_zero, reflected);
-            let r = self.where_(x.gt(0.0f32), positive, y_result);
-            // Poles: zero, the negative integers (every f32 from 2^23 on).
-            let pole = x.le(0.0f32) & x.floor().eq(x);
-            let r = self.where_(pole | x.isinf(), f32::INFINITY, r);
-            // +0 at 1 and 2, where the factor x - 1 or x - 2 is zero of either sign.
-            let r = self.where_(r.eq(0.0f32), 0.0f32, r);
-            self.where_(x.isnan(), x, r)
-        })
+        self.in_f32_or_f64("lgamma", x, loc, |x| self.lgamma_f32(x), super::f64_gamma::lgamma)
+    }
+
+    /// [`KernelBuilder::lgamma`] of f32 `x`.
+    fn lgamma_f32<'b>(&'b self, x: Value<'b>) -> Value<'b> {
+        let y = x.abs();
+        let positive = lgamma_positive(self, y);
+        // Between -1/2 and 0: lgamma(x + 2) - ln(x + 1) - ln(-x), x + 2 on [1.5, 2).
+        let near_zero = (x + 1.0f32) * x * horner(x, &R) - ln_positive(x + 1.0f32) - ln_positive(y);
+        // Below: ln π - ln|x·sinpi(x)| - lgamma(-x).
+        let s = (x * x.sinpi()).abs();
+        let reflected = (LN_PI - ln_positive(s)) - positive;
+        let y_result = self.where_(x.gt(-0.5f32), near_zero, reflected);
+        let r = self.where_(x.gt(0.0f32), positive, y_result);
+        // Poles: zero, the negative integers (every f32 from 2^23 on).
+        let pole = x.le(0.0f32) & x.floor().eq(x);
+        let r = self.where_(pole | x.isinf(), f32::INFINITY, r);
+        // +0 at 1 and 2, where the factor x - 1 or x - 2 is zero of either sign.
+        let r = self.where_(r.eq(0.0f32), 0.0f32, r);
+        self.where_(x.isnan(), x, r)
     }
 
     /// `Γ(x)` (floats), as `libdevice.tgamma` and C's `tgamma`: within 3 ulp of the exact
     /// value over its range (`core-ir/tests/gamma.rs` measured at most 2.31 over 2.3
     /// million points, next to the poles and the ends of the range too); `±∞` at `±0`, `+∞`
     /// from 35.05 on and at `+∞`, NaN at the negative integers, `-∞` and NaN; zeros of the
-    /// right sign below -43.
+    /// right sign below -43. f64 computes in f64: within 1.5 ulp of the exact value over
+    /// its whole range (by mpmath; `core-ir/tests/f64_math.rs` holds it within 2 ulp of a
+    /// reference in two parts), next to the poles and into the subnormals too; `+∞` from
+    /// 171.62 on, zeros of the right sign below -184. (Its two-part sums need a fused `fma`:
+    /// a Vulkan device that rounds `fma` twice, as lavapipe, is off by up to 2.4 ulp per
+    /// unit of `|lgamma(x)|`.)
     #[track_caller]
     pub fn tgamma<'b>(&'b self, x: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
-        self.in_f32("tgamma", x, loc, |x| {
-            // Inside [-43, 36): n = floor(x) - 1, Γ(x) = Γ(f)·(x-1)···(x-n) with f = x - n
-            // in [1, 2) for n > 0, Γ(f) / (x·(x+1)···(x-n-1)) for n < 0.
-            let xc = x.clamp(TGAMMA_UNDERFLOW, TGAMMA_OVERFLOW);
-            let n = xc.floor() - 1.0f32;
-            // lgamma(f) = (f - 1)(f - 2)·R(f - 2), the factors taken from x.
-            let t = xc - (n + 2.0f32);
-            let core = exp((xc - (n + 1.0f32)) * t * horner(t, &R));
-            let start = Product::one(self, x);
-            let init = [start.m, start.e, start.m, start.e];
-            let steps = self.for_range(0, TGAMMA_STEPS, 1, &init, |i, acc| {
-                let k = (i * 2).to(F32);
-                let mut up = Product { m: acc[0], e: acc[1] };
-                let mut down = Product { m: acc[2], e: acc[3] };
-                for j in [0.0f32, 1.0] {
-                    up = up.times(self, xc - (k + (j + 1.0)), (k + (j + 1.0)).le(n));
-                    down = down.times(self, xc + (k + j), (k + j).lt(-n));
-                }
-                vec![up.m, up.e, down.m, down.e]
-            });
-            let (up, down) = (
-                Product {
-                    m: steps[0],
-                    e: steps[1],
-                },
-                Product {
-                    m: steps[2],
-                    e: steps[3],
-                },
-            );
-            // Both products are m·2^(e - 31), m below 2^32.
-            let grown = scale(core * up.m.to(F32), up.e.to(F32) - 31.0f32);
-            let odd = (x.floor().maximum(-ALL_INTEGERS).to(I32) & 1).eq(1);
-            let shrunk = scale(core / down.m.to(F32), 31.0f32 - down.e.to(F32));
-            let shrunk = self.where_(odd, -shrunk, shrunk);
-            let r = self.where_(n.ge(0.0f32), grown, shrunk);
-            // Below -43 a zero with Γ's sign there: negative where floor(x) is odd.
-            let tiny = self.where_(odd, -0.0f32, 0.0f32);
-            let r = self.where_(x.lt(TGAMMA_UNDERFLOW), tiny, r);
-            let r = self.where_(x.ge(TGAMMA_OVERFLOW), f32::INFINITY, r);
-            let r = self.where_(x.eq(0.0f32), (x.bitcast(I32) | 0x7F80_0000).bitcast(F32), r);
-            let bad = (x.lt(0.0f32) & x.floor().eq(x)) | x.isnan();
-            self.where_(bad, f32::NAN, r)
-        })
+        self.in_f32_or_f64("tgamma", x, loc, |x| self.tgamma_f32(x), super::f64_gamma::tgamma)
+    }
+
+    /// [`KernelBuilder::tgamma`] of f32 `x`.
+    fn tgamma_f32<'b>(&'b self, x: Value<'b>) -> Value<'b> {
+        // Inside [-43, 36): n = floor(x) - 1, Γ(x) = Γ(f)·(x-1)···(x-n) with f = x - n
+        // in [1, 2) for n > 0, Γ(f) / (x·(x+1)···(x-n-1)) for n < 0.
+        let xc = x.clamp(TGAMMA_UNDERFLOW, TGAMMA_OVERFLOW);
+        let n = xc.floor() - 1.0f32;
+        // lgamma(f) = (f - 1)(f - 2)·R(f - 2), the factors taken from x.
+        let t = xc - (n + 2.0f32);
+        let core = exp((xc - (n + 1.0f32)) * t * horner(t, &R));
+        let start = Product::one(self, x);
+        let init = [start.m, start.e, start.m, start.e];
+        let steps = self.for_range(0, TGAMMA_STEPS, 1, &init, |i, acc| {
+            let k = (i * 2).to(F32);
+            let mut up = Product { m: acc[0], e: acc[1] };
+            let mut down = Product { m: acc[2], e: acc[3] };
+            for j in [0.0f32, 1.0] {
+                up = up.times(self, xc - (k + (j + 1.0)), (k + (j + 1.0)).le(n));
+                down = down.times(self, xc + (k + j), (k + j).lt(-n));
+            }
+            vec![up.m, up.e, down.m, down.e]
+        });
+        let (up, down) = (
+            Product {
+                m: steps[0],
+                e: steps[1],
+            },
+            Product {
+                m: steps[2],
+                e: steps[3],
+            },
+        );
+        // Both products are m·2^(e - 31), m below 2^32.
+        let grown = scale(core * up.m.to(F32), up.e.to(F32) - 31.0f32);
+        let odd = (x.floor().maximum(-ALL_INTEGERS).to(I32) & 1).eq(1);
+        let shrunk = scale(core / down.m.to(F32), 31.0f32 - down.e.to(F32));
+        let shrunk = self.where_(odd, -shrunk, shrunk);
+        let r = self.where_(n.ge(0.0f32), grown, shrunk);
+        // Below -43 a zero with Γ's sign there: negative where floor(x) is odd.
+        let tiny = self.where_(odd, -0.0f32, 0.0f32);
+        let r = self.where_(x.lt(TGAMMA_UNDERFLOW), tiny, r);
+        let r = self.where_(x.ge(TGAMMA_OVERFLOW), f32::INFINITY, r);
+        let r = self.where_(x.eq(0.0f32), (x.bitcast(I32) | 0x7F80_0000).bitcast(F32), r);
+        let bad = (x.lt(0.0f32) & x.floor().eq(x)) | x.isnan();
+        self.where_(bad, f32::NAN, r)
     }
 }
 
