@@ -6,53 +6,14 @@
 //! simulator against the interpreter.
 
 mod f32_functions;
+mod f64_functions;
 
 use f32_functions::interpreted_and_lowered_agree;
-use rutile_ir::interp::{self, ArgValue, HostBuffer};
+use f64_functions::{apply, kernel, launch, ulp, ulps, Unary, BLOCK};
+use rutile_ir::interp;
 use rutile_ir::testing::Rng;
+use rutile_ir::Kernel;
 use rutile_ir::ScalarType::F64;
-use rutile_ir::{Kernel, Value};
-
-const BLOCK: i32 = 256;
-type Unary = for<'b> fn(Value<'b>) -> Value<'b>;
-
-fn kernel(f: Unary) -> Kernel {
-    Kernel::build("f64_bessel", |k| {
-        let (px, out) = (k.arg_ptr("x", F64), k.arg_ptr("out", F64));
-        let n = k.arg_i32("n");
-        let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
-        let mask = offs.lt(n);
-        k.store_masked(out + offs, f(k.load_masked(px + offs, mask, 0.0)), mask);
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn launch(x: &[f64]) -> (Vec<ArgValue>, Vec<HostBuffer>, [u32; 3]) {
-    let ptr = |buffer| ArgValue::Ptr { buffer, offset: 0 };
-    let args = vec![ptr(0), ptr(1), ArgValue::Int(x.len() as i64)];
-    let bufs = vec![HostBuffer::from_slice(x), HostBuffer::zeros(F64, x.len())];
-    (args, bufs, [(x.len() as u32).div_ceil(BLOCK as u32), 1, 1])
-}
-
-fn apply(f: Unary, x: &[f64]) -> Vec<f64> {
-    let (args, mut bufs, grid) = launch(x);
-    interp::run(&kernel(f), grid, &args, &mut bufs).unwrap();
-    bufs[1].to_vec::<f64>().unwrap()
-}
-
-/// The spacing of f64 at `v` (at least the smallest normal's).
-fn ulp(v: f64) -> f64 {
-    let w = v.abs().max(f64::MIN_POSITIVE);
-    f64::from_bits(w.to_bits() + 1) - w
-}
-
-/// `|got - want|` in ulps of `want`.
-fn ulps(got: f64, want: f64) -> f64 {
-    if got.is_nan() && want.is_nan() || got == want {
-        return 0.0;
-    }
-    (got - want).abs() / ulp(want)
-}
 
 /// Each function's results at its special arguments, bit for bit (any NaN for NaN).
 fn assert_special_values(name: &str, f: Unary, pairs: &[(f64, f64)]) {
