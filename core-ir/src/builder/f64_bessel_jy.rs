@@ -16,7 +16,8 @@
 //! them against the libm crate's (musl's).
 
 use super::bessel_jy::Kind;
-use super::f64_math::{divide, log, sqrt};
+use super::f64_math::{divide, log, sqrt, two_sum};
+use super::f64_trig::sin_cos_of;
 use super::in_f32::horner;
 use super::sincos::quarter_turns;
 use super::{KernelBuilder, Value};
@@ -103,14 +104,6 @@ impl KernelBuilder {
             Kind::Second => quarter_turns(quadrant, sin, cos),
         }
     }
-}
-
-/// `(s, e)` with `s + e = a + b` exactly (Knuth's two-sum: no fused multiply-add, no
-/// condition on the operands' sizes).
-fn two_sum<'b>(a: Value<'b>, b: Value<'b>) -> (Value<'b>, Value<'b>) {
-    let s = a + b;
-    let bb = s - a;
-    (s, (a - (s - bb)) + (b - bb))
 }
 
 fn factorial(n: usize) -> f64 {
@@ -202,25 +195,6 @@ fn series(order: u32, kind: Kind, a: Value<'_>) -> Value<'_> {
             (l * j - (a * 0.25) * sum) * two_over_pi - pole
         }
     }
-}
-
-/// `(sin, cos)` of `w + dw` for `|w| ≤ π/4` and `dw` within an ulp of `w`: f64_trig.rs's
-/// Taylor series (to `w^21` and `w^22`, the next terms below 2^-80 of the result), `dw`
-/// entering at first order, the cosine's `1 - w²/2` keeping its roundings.
-fn sin_cos_of<'b>(w: Value<'b>, dw: Value<'b>) -> (Value<'b>, Value<'b>) {
-    let sign = |n: u32| if n % 2 == 0 { 1.0 } else { -1.0 };
-    let sin_c: Vec<f64> = (1..=10)
-        .rev()
-        .map(|n| sign(n) / factorial(2 * n as usize + 1))
-        .collect();
-    let cos_c: Vec<f64> = (2..=11).rev().map(|n| sign(n) / factorial(2 * n as usize)).collect();
-    let z = w * w;
-    let sin = w + (w * z * horner(z, &sin_c) + dw * (1.0 - 0.5 * z));
-    let h = 0.5 * z;
-    let c = 1.0 - h;
-    let tail = ((1.0 - c) - h) - 0.5 * w.fma(w, -z);
-    let cos = c + (tail + (z * z * horner(z, &cos_c) - w * dw));
-    (sin, cos)
 }
 
 // The modulus and phase polynomials (`scripts/fit_bessel_f64.py`): `G_n = √x·M_n` and

@@ -31,7 +31,7 @@
 //! `core-ir/tests/f64_math.rs` measures `lgamma` against the libm crate's (musl's) and
 //! `tgamma` against a reference whose products are kept in two parts.
 
-use super::f64_math::{divide, exp_reduced_within, scale};
+use super::f64_math::{divide, exp_reduced_within, scale, two_sum};
 use super::f64_pow::{fast_two_sum, log2_parts};
 use super::f64_trig::sin_cos_pi;
 use super::in_f32::horner;
@@ -101,13 +101,6 @@ const STIRLING_FROM: f64 = 8.0;
 /// keeps Stirling's products finite).
 const TGAMMA_OVERFLOW: f64 = 172.0;
 const TGAMMA_UNDERFLOW: f64 = -190.0;
-
-/// `a + b` exactly as the rounded sum and its error, whatever their magnitudes.
-fn two_sum<'b>(a: Value<'b>, b: Value<'b>) -> (Value<'b>, Value<'b>) {
-    let s = a + b;
-    let bb = s - a;
-    (s, (a - (s - bb)) + (b - bb))
-}
 
 /// `ln v` for f64 `v > 0` and finite, as a sum of two f64s.
 fn ln_parts(v: Value<'_>) -> (Value<'_>, Value<'_>) {

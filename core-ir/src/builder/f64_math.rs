@@ -204,3 +204,11 @@ fn tanh(x: Value<'_>) -> Value<'_> {
     let t = k.where_(x.lt(0.0) | x.signbit(), -t, t);
     k.where_(x.isnan(), x, t)
 }
+
+/// `(s, e)` with `s + e = a + b` exactly, `s` the rounded sum (Knuth's two-sum: no fused
+/// multiply-add, no condition on the operands' magnitudes).
+pub(super) fn two_sum<'b>(a: Value<'b>, b: Value<'b>) -> (Value<'b>, Value<'b>) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}

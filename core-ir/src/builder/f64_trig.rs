@@ -91,9 +91,11 @@ impl KernelBuilder {
     }
 }
 
-/// `(sin, cos)` of `y + t` for `|y| ≤ π/4` and `t` the next bits of the angle: the Taylor
-/// series of `y`, `t` entering at first order.
-fn sin_cos_of<'b>(y: Value<'b>, t: Value<'b>) -> (Value<'b>, Value<'b>) {
+/// `(sin, cos)` of `y + t` for `|y| ≤ π/4` and `t` the next bits of the angle (within an
+/// ulp of `y`): the Taylor series of `y` (to `y^21` and `y^22`, the next terms below 2^-80
+/// of the result), `t` entering at first order, the cosine's `1 - y²/2` keeping its
+/// roundings. f64_bessel_jy.rs's phases take it too.
+pub(super) fn sin_cos_of<'b>(y: Value<'b>, t: Value<'b>) -> (Value<'b>, Value<'b>) {
     let z = y * y;
     let sin = y + (y * z * horner(z, &sin_coefficients()) + t * (1.0 - 0.5 * z));
     // 1 - z/2 as w plus what its rounding and z's left out.
