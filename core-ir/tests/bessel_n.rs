@@ -18,6 +18,10 @@ fn error(got: f32, want: f64, x: f64, n: i32) -> f64 {
     if got.is_nan() && want.is_nan() || got as f64 == want || got == want as f32 {
         return 0.0;
     }
+    // A NaN where a number is due (a comparison with NaN would let it pass).
+    if got.is_nan() || want.is_nan() {
+        return f64::INFINITY;
+    }
     let envelope = if x.abs() >= n.unsigned_abs() as f64 {
         (2.0 / (std::f64::consts::PI * x.abs())).sqrt()
     } else {
@@ -33,6 +37,8 @@ fn they_are_within_a_quarter_of_their_order_in_units_of_2_to_the_minus_21() {
     let mut x = rng.f32s(20_000, 0.0, 100.0);
     x.extend(rng.f32s(5_000, 0.0, 2.0));
     x.extend((1..60).map(|i| i as f32 * 0.999));
+    // Tiny x, where J_n is its series' first term (the downward recurrence overflowed there).
+    x.extend([1e-3f32, 2.4e-4, 1e-6, 3e-12, 1e-20, 1e-30, 1e-38, 1e-42]);
     let mut worst = Vec::new();
     for n in ORDERS {
         for (name, positive_only) in [("jn", false), ("yn", true)] {

@@ -676,8 +676,14 @@ fn sin_cos_pi_reference(x: f64, shift: i64) -> f64 {
     if !x.is_finite() {
         return f64::NAN;
     }
-    let halves = (2.0 * x).round_ties_even();
-    let f = x - halves * 0.5;
+    // From 2^53 every f64 is an even integer (and 2x may overflow): no fraction, 0 halves
+    // modulo 4.
+    let (halves, f) = if x.abs() < 9_007_199_254_740_992.0 {
+        let halves = (2.0 * x).round_ties_even();
+        (halves, x - halves * 0.5)
+    } else {
+        (0.0, 0.0)
+    };
     let n = ((halves.rem_euclid(4.0)) as i64 + shift) & 3;
     let (hi, lo) = (std::f64::consts::PI, 1.224_646_799_147_353_2e-16);
     let y = f * hi;

@@ -9,7 +9,9 @@
 //! recurrence runs downward (Miller's method): from an order `m` well above `n`, with
 //! `J_(m+1) = 0` and `J_m = 1` (scaled down whenever they grow large), to `J_0`,
 //! normalized by `J_0 + 2·(J_2 + J_4 + ...) = 1`. The downward start, `m = n + 24 +
-//! 2·√(10n)` (even), leaves the start's error below f32's last place.
+//! 2·√(10n)` (even), leaves the start's error below f32's last place. Below 2^-12, where
+//! `J_n(x) = (x/2)^n/n!` to f32's precision, that product: the downward steps grow by up to
+//! `2m/x`, and from tiny `x` they overflowed (NaN where `J_n` is next to 0).
 //! `core-ir/tests/bessel_n.rs` measures both against f64.
 
 use super::{KernelBuilder, Operand, Value};
@@ -20,6 +22,8 @@ use crate::types::Type;
 /// The downward recurrence's values are scaled by `RESCALE` once they pass `BIG`.
 const BIG: f32 = 1.0e20;
 const RESCALE: f32 = 1.0e-20;
+/// Below this `J_n(x) = (x/2)^n/n!`: the next term is `(x/2)²/(n+1)` of it, below 2^-26.
+const TINY: f32 = 1.0 / 4096.0;
 
 impl KernelBuilder {
     /// The Bessel function of the first kind of integer order `n` (a scalar, the same for
@@ -102,11 +106,13 @@ impl KernelBuilder {
         // J_order where j - 1 = order and the even orders' sum.
         let m = order + ((order.to(F32) * 10.0f32).sqrt() * 2.0f32).to(I32) + 24;
         let m = (m >> 1) << 1;
+        // Tiny a are held at TINY here (they take the product below).
+        let two_over_b = 2.0f32 / a.maximum(TINY);
         let zero = self.zeros_like(a);
         let one = zero + 1.0f32;
         let down = self.for_range(m, 0, -1, &[zero, one, zero, zero], |j, f| {
             let (above, here, kept, even_sum) = (f[0], f[1], f[2], f[3]);
-            let below = j.to(F32) * two_over_a * here - above;
+            let below = j.to(F32) * two_over_b * here - above;
             // j - 1 even: J_(j-1) joins the sum (J_0 too, counted once below).
             let even = ((j - 1) & 1).eq(0);
             let even_sum = self.where_(even, even_sum + below, even_sum);
@@ -120,6 +126,10 @@ impl KernelBuilder {
         // J_0 + 2·(J_2 + J_4 + ...) = 1, the sum holding J_0 once.
         let norm = even_sum * 2.0f32 - j0_unscaled;
         let down = kept / norm;
+        // (a/2)^order/order!, a factor at a time (it underflows gradually, as J_n does).
+        let half = a * 0.5f32;
+        let product = self.for_range(1, order + 1, 1, &[one], |k, f| vec![f[0] * (half / k.to(F32))]);
+        let down = self.where_(a.lt(TINY), product[0], down);
         let r = self.where_(a.ge(order.to(F32)) | order.le(1), up, down);
         self.where_(a.eq(0.0f32), self.where_(order.eq(0), 1.0f32, 0.0f32), r)
     }

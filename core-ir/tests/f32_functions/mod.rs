@@ -103,6 +103,10 @@ pub fn ulps(got: f32, want: f64) -> f64 {
     if got.is_nan() && want.is_nan() || got as f64 == want {
         return 0.0;
     }
+    // A NaN where a number is due, or the reverse (a comparison with NaN would let it pass).
+    if got.is_nan() || want.is_nan() {
+        return f64::INFINITY;
+    }
     let w = (want as f32).abs().max(f32::MIN_POSITIVE);
     let spacing = (f32::from_bits(w.to_bits() + 1) - w) as f64;
     (got as f64 - want).abs() / spacing
