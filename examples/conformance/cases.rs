@@ -724,9 +724,6 @@ pub(super) fn mark_known(c: Case) -> Case {
             Backend::Vulkan,
             "Vulkan's fma may round twice (precision inherited from OpFMul and OpFAdd); lavapipe does not fuse",
         ),
-        // f64's pow keeps log2 x and y times it in two parts, whose second parts are fused
-        // multiply-adds' rounding errors: where fma rounds twice they are lost, and the
-        // result is off by about a third of an ulp per unit of |y·log2 x|.
         // Seen on lavapipe (the CI's device): a well-formed `OpSConvert` to 64 bits then
         // `OpSGreaterThan` with the constant 1023 gave true for -10 in a workgroup of many
         // elements (every other device and the one-element case right).
@@ -735,6 +732,9 @@ pub(super) fn mark_known(c: Case) -> Case {
             "lavapipe compares an i32 widened to i64 with a small constant wrongly (-10 > 1023 came out true); \
              the SPIR-V (OpSConvert, OpSGreaterThan) is the comparison asked for",
         ),
+        // f64's pow keeps log2 x and y times it in two parts, whose second parts are fused
+        // multiply-adds' rounding errors: where fma rounds twice they are lost, and the
+        // result is off by about a third of an ulp per unit of |y·log2 x|.
         "pow(wide)" => c.known_failure(
             Backend::Vulkan,
             "f64 pow's second parts come from fused multiply-adds, and Vulkan's fma may round twice \
