@@ -22,21 +22,12 @@ Needs mpmath (`pip install mpmath`). Run: python3 scripts/fit_lgamma_f64.py
 import mpmath as mp
 
 from chebyshev import interpolate
+from fit_lgamma import r
 
 mp.mp.dps = 50
 R_DEGREE = 28
 STIRLING_FROM = 8
 Q_DEGREE = 7
-
-
-def r(t):
-    t = mp.mpf(t)
-    # The middle Chebyshev point is 0 up to cos's rounding, where t + 2 rounds to 2.
-    if abs(t + 1) < mp.mpf(10) ** -40:
-        return +mp.euler
-    if abs(t) < mp.mpf(10) ** -40:
-        return 1 - mp.euler
-    return mp.loggamma(t + 2) / ((t + 1) * t)
 
 
 def q(z):
