@@ -108,28 +108,11 @@ impl KernelBuilder {
         let m = (m >> 1) << 1;
         // Tiny a are held at TINY here (they take the product below).
         let two_over_b = 2.0f32 / a.maximum(TINY);
-        let zero = self.zeros_like(a);
-        let one = zero + 1.0f32;
-        let down = self.for_range(m, 0, -1, &[zero, one, zero, zero], |j, f| {
-            let (above, here, kept, even_sum) = (f[0], f[1], f[2], f[3]);
-            let below = j.to(F32) * two_over_b * here - above;
-            // j - 1 even: J_(j-1) joins the sum (J_0 too, counted once below).
-            let even = ((j - 1) & 1).eq(0);
-            let even_sum = self.where_(even, even_sum + below, even_sum);
-            let kept = self.where_((j - 1).eq(order), below, kept);
-            // Large values scaled down, all together (the ratios are what counts).
-            let large = below.abs().gt(BIG);
-            let scale = |v: Value<'b>| self.where_(large, v * RESCALE, v);
-            vec![scale(here), scale(below), scale(kept), scale(even_sum)]
-        });
-        let (j0_unscaled, kept, even_sum) = (down[1], down[2], down[3]);
-        // J_0 + 2·(J_2 + J_4 + ...) = 1, the sum holding J_0 once.
-        let norm = even_sum * 2.0f32 - j0_unscaled;
+        let scaling = (BIG as f64, RESCALE as f64);
+        let (kept, norm) = downward(order, m, a, scaling, |j, here| j.to(F32) * two_over_b * here);
         let down = kept / norm;
-        // (a/2)^order/order!, a factor at a time (it underflows gradually, as J_n does).
-        let half = a * 0.5f32;
-        let product = self.for_range(1, order + 1, 1, &[one], |k, f| vec![f[0] * (half / k.to(F32))]);
-        let down = self.where_(a.lt(TINY), product[0], down);
+        let first_term = first_term(order, a, |half, k| half / k.to(F32));
+        let down = self.where_(a.lt(TINY), first_term, down);
         let r = self.where_(a.ge(order.to(F32)) | order.le(1), up, down);
         self.where_(a.eq(0.0f32), self.where_(order.eq(0), 1.0f32, 0.0f32), r)
     }
@@ -182,4 +165,48 @@ impl<'b> Value<'b> {
     pub fn yn(self, n: impl Into<Operand<'b>>) -> Value<'b> {
         self.builder.yn(n, self)
     }
+}
+
+/// Miller's downward recurrence for `J_order`, shared by the f32 and f64 forms: from
+/// `(J_(m+1), J_m) = (0, 1)` at the even start `m` down to `J_0`, `J_(j-1) = step(j, J_j) -
+/// J_(j+1)` with `step(j, v)` the form's `(2j/x)·v`, values past `big` scaled by `rescale`
+/// all together (the ratios are what counts). `(kept, norm)` of `like`'s type: `J_order` is
+/// `kept / norm`, the norm `J_0 + 2·(J_2 + J_4 + ...)`, which is 1 unscaled.
+pub(super) fn downward<'b>(
+    order: Value<'b>,
+    m: Value<'b>,
+    like: Value<'b>,
+    (big, rescale): (f64, f64),
+    step: impl Fn(Value<'b>, Value<'b>) -> Value<'b>,
+) -> (Value<'b>, Value<'b>) {
+    let k = like.builder;
+    let zero = k.zeros_like(like);
+    let one = zero + 1.0;
+    let down = k.for_range(m, 0, -1, &[zero, one, zero, zero], |j, f| {
+        let (above, here, kept, even_sum) = (f[0], f[1], f[2], f[3]);
+        let below = step(j, here) - above;
+        // j - 1 even: J_(j-1) joins the sum (J_0 too, counted once below).
+        let even = ((j - 1) & 1).eq(0);
+        let even_sum = k.where_(even, even_sum + below, even_sum);
+        let kept = k.where_((j - 1).eq(order), below, kept);
+        let large = below.abs().gt(big);
+        let scale = |v: Value<'b>| k.where_(large, v * rescale, v);
+        vec![scale(here), scale(below), scale(kept), scale(even_sum)]
+    });
+    let (j0_unscaled, kept, even_sum) = (down[1], down[2], down[3]);
+    // J_0 + 2·(J_2 + J_4 + ...) = 1, the sum holding J_0 once.
+    (kept, even_sum * 2.0 - j0_unscaled)
+}
+
+/// `(a/2)^order/order!`, `J_order(a)` for tiny `a`: a factor at a time (it underflows
+/// gradually, as `J_n` does), each `quotient(a/2, k)` in the form's division.
+pub(super) fn first_term<'b>(
+    order: Value<'b>,
+    a: Value<'b>,
+    quotient: impl Fn(Value<'b>, Value<'b>) -> Value<'b>,
+) -> Value<'b> {
+    let k = a.builder;
+    let half = a * 0.5;
+    let one = k.zeros_like(a) + 1.0;
+    k.for_range(1, order + 1, 1, &[one], |i, f| vec![f[0] * quotient(half, i)])[0]
 }

@@ -7,6 +7,7 @@
 //! steps grow by `2j/x`) never overflows. `2/x` is taken in two parts, so that its rounding does not add up over the steps.
 //! `core-ir/tests/f64_bessel.rs` measures both against the libm crate's (musl's).
 
+use super::bessel_n::{downward, first_term};
 use super::f64_math::divide;
 use super::{KernelBuilder, Value};
 use crate::types::ScalarType::{F64, I32};
@@ -63,30 +64,12 @@ impl KernelBuilder {
         let two_over_b = two_over(b);
         let m = order + ((order.to(F64) * 40.0).sqrt() * 2.0).to(I32) + 40;
         let m = (m >> 1) << 1;
-        let zero = self.zeros_like(b);
-        let one = zero + 1.0;
-        let down = self.for_range(m, 0, -1, &[zero, one, zero, zero], |j, f| {
-            let (above, here, kept, even_sum) = (f[0], f[1], f[2], f[3]);
-            let below = times(two_over_b, here * j.to(F64)) - above;
-            // j - 1 even: J_(j-1) joins the sum (J_0 too, counted once below).
-            let even = ((j - 1) & 1).eq(0);
-            let even_sum = self.where_(even, even_sum + below, even_sum);
-            let kept = self.where_((j - 1).eq(order), below, kept);
-            // Large values scaled down, all together (the ratios are what counts).
-            let large = below.abs().gt(BIG);
-            let scale = |v: Value<'b>| self.where_(large, v * RESCALE, v);
-            vec![scale(here), scale(below), scale(kept), scale(even_sum)]
+        let (kept, norm) = downward(order, m, b, (BIG, RESCALE), |j, here| {
+            times(two_over_b, here * j.to(F64))
         });
-        let (j0_unscaled, kept, even_sum) = (down[1], down[2], down[3]);
-        // J_0 + 2·(J_2 + J_4 + ...) = 1, the sum holding J_0 once.
-        let norm = even_sum * 2.0 - j0_unscaled;
         let down = divide(kept, norm);
-        // (a/2)^order/order!, a factor at a time (it underflows gradually, as J_n does).
-        let half = a * 0.5;
-        let product = self.for_range(1, order + 1, 1, &[one], |k, f| {
-            vec![f[0] * divide(half, self.zeros_like(half) + k.to(F64))]
-        });
-        let down = self.where_(a.lt(TINY), product[0], down);
+        let first_term = first_term(order, a, |half, k| divide(half, self.zeros_like(half) + k.to(F64)));
+        let down = self.where_(a.lt(TINY), first_term, down);
         let r = self.where_(a.ge(order.to(F64)) | order.le(1), up, down);
         self.where_(a.eq(0.0), self.where_(order.eq(0), 1.0, 0.0), r)
     }
