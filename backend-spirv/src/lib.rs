@@ -28,8 +28,11 @@
 //!   for `f32`); its memory layout is the same, and [`StorageBinding::atomic`] says so.
 //!   Element types: `i32`, `u32`, `f32` always; `f16` with [`SpirvTarget::shader_f16`];
 //!   `i64`/`u64` with [`SpirvTarget::shader_i64`]; `f64` with [`SpirvTarget::shader_f64`].
-//!   8- and 16-bit integers, `bf16` and booleans have no storage type here (nor in shared
-//!   memory), and 8- and 16-bit integers cannot be scalar parameters.
+//!   `bf16` and 8- and 16-bit integers are packed in an `array<u32>` (two or four to a word,
+//!   the first in the low bits, so the bytes are the elements' own), an
+//!   `array<atomic<u32>>` where some store writes part of a word (neighbouring threads may
+//!   write the two halves of one word). Booleans have no storage type. In shared memory
+//!   the narrow types are held widened to 32 bits.
 //! * **Prints.** A kernel with `device_print`s ([`rutile_ir::thread::Stmt::Print`]) has one
 //!   more storage buffer, at binding `P` = number of pointer parameters
 //!   ([`BindingLayout::print`]): an `array<atomic<u32>>` whose word 0 counts the words the
@@ -53,7 +56,8 @@
 //!
 //!   Each scalar parameter sits at the next offset that is a multiple of its size (2 for
 //!   `f16`, 4 for 32-bit types, 8 for `i64`/`u64`/`f64`); booleans are passed as a `u32`
-//!   (any non-zero value is true). The struct's size is rounded up to 16 bytes.
+//!   (any non-zero value is true), 8- and 16-bit integers as a sign- or zero-extended
+//!   `i32`/`u32`, `bf16` as the `f32` of its value. The struct's size is rounded up to 16 bytes.
 //!   [`BindingLayout::launch_bytes`] writes the whole block.
 //! * **Grid.** `program_id(a) = workgroup_id[a] + program_offset[a]` and
 //!   `num_programs(a) = num_programs[a]` (both as `i32`), so the runtime can cover a grid
@@ -517,7 +521,8 @@ pub struct ScalarSlot {
     pub ty: ScalarType,
     /// Byte offset in the launch block.
     pub offset: u32,
-    /// Bytes written there (4 for booleans, passed as `u32`).
+    /// Bytes written there (4 for booleans, `bf16` and 8- and 16-bit integers, passed widened
+    /// to a word).
     pub size: u32,
 }
 
@@ -533,6 +538,16 @@ pub const SCALARS_OFFSET: u32 = 32;
 pub enum ScalarArg {
     /// For an `i1` parameter; written as a `u32`, 0 or 1.
     Bool(bool),
+    /// For an `i8` parameter; written sign-extended to 4 bytes.
+    I8(i8),
+    /// For an `i16` parameter; written sign-extended to 4 bytes.
+    I16(i16),
+    /// For a `u8` parameter; written zero-extended to 4 bytes.
+    U8(u8),
+    /// For a `u16` parameter; written zero-extended to 4 bytes.
+    U16(u16),
+    /// For a `bf16` parameter; written as the `f32` of its value.
+    BF16(half::bf16),
     /// For an `i32` parameter.
     I32(i32),
     /// For a `u32` parameter.
@@ -554,6 +569,11 @@ impl ScalarArg {
     pub fn ty(&self) -> ScalarType {
         match self {
             ScalarArg::Bool(_) => ScalarType::Bool,
+            ScalarArg::I8(_) => ScalarType::I8,
+            ScalarArg::I16(_) => ScalarType::I16,
+            ScalarArg::U8(_) => ScalarType::U8,
+            ScalarArg::U16(_) => ScalarType::U16,
+            ScalarArg::BF16(_) => ScalarType::BF16,
             ScalarArg::I32(_) => ScalarType::I32,
             ScalarArg::U32(_) => ScalarType::U32,
             ScalarArg::I64(_) => ScalarType::I64,
@@ -566,6 +586,11 @@ impl ScalarArg {
     fn bytes(&self) -> Vec<u8> {
         match *self {
             ScalarArg::Bool(b) => (b as u32).to_le_bytes().to_vec(),
+            ScalarArg::I8(v) => (v as i32).to_le_bytes().to_vec(),
+            ScalarArg::I16(v) => (v as i32).to_le_bytes().to_vec(),
+            ScalarArg::U8(v) => (v as u32).to_le_bytes().to_vec(),
+            ScalarArg::U16(v) => (v as u32).to_le_bytes().to_vec(),
+            ScalarArg::BF16(v) => v.to_f32().to_le_bytes().to_vec(),
             ScalarArg::I32(v) => v.to_le_bytes().to_vec(),
             ScalarArg::U32(v) => v.to_le_bytes().to_vec(),
             ScalarArg::I64(v) => v.to_le_bytes().to_vec(),
@@ -662,10 +687,11 @@ impl BindingLayout {
     }
 }
 
-/// Bytes a scalar parameter of type `ty` takes in the launch block (also its alignment).
+/// Bytes a scalar parameter of type `ty` takes in the launch block (also its alignment):
+/// booleans, `bf16` and 8- and 16-bit integers take a word, as their registers hold them.
 pub(crate) fn launch_size_of(ty: ScalarType) -> u32 {
     match ty {
-        ScalarType::Bool => 4,
+        ScalarType::Bool | ScalarType::BF16 | ScalarType::I8 | ScalarType::I16 | ScalarType::U8 | ScalarType::U16 => 4,
         t => t.size_bytes() as u32,
     }
 }

@@ -86,8 +86,8 @@ impl Cx<'_> {
             ScalarType::U64 => naga::Literal::U64(v as u64),
             ScalarType::F16 => naga::Literal::F16(half::f16::from_f64(v as f64)),
             ScalarType::F32 => naga::Literal::F32(v as f32),
+            ScalarType::BF16 => naga::Literal::F32(half::bf16::from_f64(v as f64).to_f32()),
             ScalarType::F64 => naga::Literal::F64(v as f64),
-            other => unreachable!("{other} literal"),
         })
     }
 
@@ -100,6 +100,10 @@ impl Cx<'_> {
                 h.is_finite().then_some(naga::Literal::F16(h))
             }
             ScalarType::F32 => (v as f32).is_finite().then_some(naga::Literal::F32(v as f32)),
+            ScalarType::BF16 => {
+                let b = half::bf16::from_f64(v).to_f32();
+                b.is_finite().then_some(naga::Literal::F32(b))
+            }
             ScalarType::F64 => v.is_finite().then_some(naga::Literal::F64(v)),
             other => unreachable!("{other} float literal"),
         };
@@ -108,7 +112,7 @@ impl Cx<'_> {
         }
         let bits = self.u32c((v as f32).to_bits());
         let x = self.as_(bits, ScalarKind::Float, None);
-        if t == ScalarType::F32 {
+        if matches!(t, ScalarType::F32 | ScalarType::BF16) {
             x
         } else {
             self.as_(x, ScalarKind::Float, Some(t.size_bytes() as u8))

@@ -5,6 +5,9 @@ use super::*;
 
 impl Cx<'_> {
     pub(super) fn expr(&mut self, ty: ScalarType, e: &Expr) -> R<H> {
+        if ty == ScalarType::BF16 {
+            return self.bf16_expr(e);
+        }
         Ok(match e {
             Expr::Const(l) => match *l {
                 Literal::Bool(b) => self.lit(naga::Literal::Bool(b)),
@@ -67,12 +70,8 @@ impl Cx<'_> {
                 let x = self.read(*a);
                 if src == ty {
                     x
-                } else if (src == ScalarType::F16) != (ty == ScalarType::F16) && src.bits() == 16 {
-                    return Err(unsupported(
-                        self.k,
-                        "bitcast",
-                        format!("bitcast between {src} and {ty}: 16-bit integers live in 32 bits here"),
-                    ));
+                } else if src.bits() == 16 && (src.is_float() || ty.is_float()) {
+                    self.bitcast_16(src, ty, x)
                 } else {
                     let v = self.as_(x, naga_scalar(ty).kind, None);
                     self.narrow(ty, v)
@@ -405,6 +404,15 @@ impl Cx<'_> {
         }
     }
 
+    /// `f32` `r` as float type `ty` (one rounding; `bf16` by `round_bf16`).
+    pub(super) fn from_f32(&mut self, ty: ScalarType, r: H) -> H {
+        match ty {
+            ScalarType::F32 => r,
+            ScalarType::BF16 => self.round_bf16(r),
+            _ => self.as_(r, ScalarKind::Float, Some(ty.size_bytes() as u8)),
+        }
+    }
+
     /// Whether `x` is a NaN, from its bits (robust where the device assumes no NaNs).
     pub(super) fn is_nan(&mut self, ty: ScalarType, x: H) -> H {
         let x = self.as_f32(ty, x);
@@ -474,6 +482,11 @@ impl Cx<'_> {
         if src == dst {
             return x;
         }
+        if dst == ScalarType::BF16 {
+            return self.cast_to_bf16(src, x);
+        }
+        // A bf16 register is an f32 holding the value.
+        let src = if src == ScalarType::BF16 { ScalarType::F32 } else { src };
         if src == ScalarType::Bool {
             let one = if dst.is_float() {
                 self.float_lit(dst, 1.0)
@@ -611,10 +624,6 @@ impl Cx<'_> {
         let one = self.lit(naga::Literal::F32(1.0));
         let large = self.bin(Bo::GreaterEqual, ax, one);
         let r = self.select(large, big, small);
-        if ty == ScalarType::F32 {
-            r
-        } else {
-            self.as_(r, ScalarKind::Float, Some(ty.size_bytes() as u8))
-        }
+        self.from_f32(ty, r)
     }
 }

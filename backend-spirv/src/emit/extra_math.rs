@@ -7,15 +7,6 @@ use super::*;
 use rutile_ir::mathfn::{TANH_SERIES, TANH_SERIES_BELOW};
 
 impl Cx<'_> {
-    /// `x` brought back from `f32` to float type `ty`.
-    fn f32_as(&mut self, ty: ScalarType, r: H) -> H {
-        if ty == ScalarType::F32 {
-            r
-        } else {
-            self.as_(r, ScalarKind::Float, Some(ty.size_bytes() as u8))
-        }
-    }
-
     /// `sigmoid`: `1 / (1 + exp(-x))`, in `f32` for `f16`: in `f16`, `exp(-x)` overflows
     /// below x = -11.09, where the result is still an `f16` subnormal.
     pub(super) fn sigmoid(&mut self, ty: ScalarType, x: H) -> H {
@@ -34,7 +25,7 @@ impl Cx<'_> {
         if ty == ScalarType::F64 {
             s
         } else {
-            self.f32_as(ty, s)
+            self.from_f32(ty, s)
         }
     }
 
@@ -66,7 +57,7 @@ impl Cx<'_> {
         let split = self.lit(naga::Literal::F32(TANH_SERIES_BELOW as f32));
         let big = self.bin(Bo::GreaterEqual, ax, split);
         let r = self.select(big, large, small);
-        self.f32_as(ty, r)
+        self.from_f32(ty, r)
     }
 
     /// C's `pow(x, y)` (see the PTX backend's `pow_f32`): `2^(y·log2|x|)` with the sign of
@@ -137,7 +128,7 @@ impl Cx<'_> {
         let ones = self.bin(Bo::LogicalOr, ones, y_zero);
         let one = self.lit(naga::Literal::F32(1.0));
         let r = self.select(ones, one, r);
-        self.f32_as(ty, r)
+        self.from_f32(ty, r)
     }
 
     /// `umulhi` of 32-bit integers as the high half of one 64-bit product where the device

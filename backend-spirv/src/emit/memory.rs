@@ -4,7 +4,7 @@
 use super::*;
 
 /// How a storage buffer holds its elements.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Holding {
     Plain,
     /// `array<vec4<T>>` of a 4-byte `T` or of `f16` ([`vector_element`]): 16-byte loads and
@@ -22,6 +22,11 @@ pub(super) enum Holding {
     /// or more, whether the halves went through `f32` or not (16-byte accesses in loops
     /// measured slower on that driver before: `runtime/src/backends/vulkan.rs`).
     PackedF16,
+    /// `array<u32>` words holding two or four elements of a type narrower than a word
+    /// (`bf16`, 8- and 16-bit integers: `sub_word.rs`).
+    Words,
+    /// As [`Holding::Words`], `array<atomic<u32>>`: some store writes part of a word.
+    AtomicWords,
     /// `atomic<i32>` / `atomic<u32>`.
     Atomic,
     /// `atomic<u32>` holding `f32` bits.
@@ -30,8 +35,7 @@ pub(super) enum Holding {
 
 /// Whether a buffer of `elem` can be held as `vec4`s: 4-byte types, and `f16`, whose
 /// 16-byte accesses (eight elements) would otherwise be eight 2-byte loads or stores. The
-/// narrower integers are held widened to 32 bits in registers, not in memory, so they stay
-/// plain.
+/// other types narrower than a word are held in words ([`Holding::Words`]).
 pub(super) fn vector_element(elem: ScalarType) -> bool {
     (elem.size_bytes() == 4 && elem != ScalarType::Bool) || elem == ScalarType::F16
 }

@@ -20,6 +20,7 @@ type R<T> = Result<T, SpirvError>;
 const SPAN: Span = Span::UNDEFINED;
 
 mod atomic;
+mod bf16;
 mod build;
 mod coop;
 mod expr;
@@ -35,10 +36,12 @@ mod registers;
 mod scan;
 mod setup;
 mod statement;
+mod sub_word;
 
 use fold::*;
 use memory::*;
 use scan::*;
+use sub_word::sub_word;
 
 /// Translates `kernel` for `target` and validates the result.
 pub fn emit(kernel: &ThreadKernel, target: &SpirvTarget) -> Result<SpirvKernel, SpirvError> {
@@ -171,8 +174,8 @@ fn naga_scalar(t: ScalarType) -> Scalar {
         // Held sign- or zero-extended in 32 bits.
         ScalarType::I8 | ScalarType::I16 => Scalar::I32,
         ScalarType::U8 | ScalarType::U16 => Scalar::U32,
-        // Rejected by the scan.
-        ScalarType::BF16 => unreachable!("bf16 has no naga scalar"),
+        // An f32 holding a bf16 value (`bf16.rs`).
+        ScalarType::BF16 => Scalar::F32,
     }
 }
 
@@ -213,6 +216,8 @@ struct Cx<'a> {
     /// Whether 64-bit integers are available (`umulhi` of 32-bit values is then one wide
     /// multiply).
     int64: bool,
+    /// Whether f64 is available (`bf16`'s `fma` is then computed there: `bf16.rs`).
+    float64: bool,
     /// Both halves of a 32-bit product from one 64-bit multiply (`SpirvTarget::wide_products`).
     wide_products: bool,
     /// 16-bit integers: `f16` pairs of packed words by bit operations (`packed.rs`).

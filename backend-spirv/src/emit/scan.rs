@@ -12,6 +12,9 @@ pub(super) struct Scan {
     /// Per parameter: every load and store of it moves whole 16-byte vectors of 2-byte
     /// elements (so that it can be held as `vec4<u32>`s: no access takes part of one).
     pub(super) whole_16: Vec<bool>,
+    /// Per parameter of a type narrower than a word: some store writes part of a word
+    /// (`sub_word.rs`).
+    pub(super) partial_words: Vec<bool>,
     pub(super) value_reg: Vec<bool>,
     pub(super) shuffles: bool,
     pub(super) thread_id: bool,
@@ -42,13 +45,9 @@ pub(super) fn check_type(k: &ThreadKernel, t: &SpirvTarget, ty: ScalarType, whos
         ScalarType::U64 if !t.shader_i64 => missing("u64", "shader-int64"),
         ScalarType::F64 if !t.shader_f64 => missing("f64", "shader-f64"),
         ScalarType::F16 | ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => Ok(()),
-        ScalarType::BF16 => Err(unsupported(
-            k,
-            "bf16",
-            format!("{} is bf16, which naga cannot represent", whose()),
-        )),
-        // Registers of 8- and 16-bit integers live in 32-bit ones (see `narrow`).
-        ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16 => Ok(()),
+        // Registers of 8- and 16-bit integers live in 32-bit ones (see `narrow`), those of
+        // bf16 in f32 ones (`bf16.rs`).
+        ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16 | ScalarType::BF16 => Ok(()),
     }
 }
 
@@ -97,13 +96,8 @@ pub(super) fn check_memory_type(
             format!("{} holds booleans, which have no storage type in WGSL/naga", whose()),
         ));
     }
-    if matches!(ty, ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16) {
-        return Err(unsupported(
-            k,
-            ty.name(),
-            format!("{} holds {ty}, which has no storage type in WGSL/naga", whose()),
-        ));
-    }
+    // Types narrower than a word are packed in words in storage buffers (`sub_word.rs`)
+    // and widened in workgroup arrays.
     check_type(k, t, ty, whose)
 }
 
@@ -113,13 +107,6 @@ impl Scan {
             match p {
                 ThreadParam::Ptr { name, elem } => {
                     check_memory_type(k, t, *elem, &|| format!("pointer parameter {i} (`{name}`)"))?
-                }
-                ThreadParam::Scalar { name, ty } if is_narrow(*ty) => {
-                    return Err(unsupported(
-                        k,
-                        ty.name(),
-                        format!("scalar parameter {i} (`{name}`) is {ty}: pass it as a 32-bit integer"),
-                    ))
                 }
                 ThreadParam::Scalar { name, ty } => {
                     check_type(k, t, *ty, &|| format!("scalar parameter {i} (`{name}`)"))?
@@ -137,6 +124,7 @@ impl Scan {
             atomic: vec![false; k.params.len()],
             vec4: vec![false; k.params.len()],
             whole_16: vec![true; k.params.len()],
+            partial_words: vec![false; k.params.len()],
             value_reg: vec![false; n],
             shuffles: false,
             thread_id: false,
@@ -255,6 +243,9 @@ impl Scan {
                     if let Memory::Global { param } = mem {
                         self.vec4[*param as usize] |= values.len() % 4 == 0;
                         self.whole_16[*param as usize] &= values.len() % 8 == 0;
+                        if let ThreadParam::Ptr { elem, .. } = k.params[*param as usize] {
+                            self.partial_words[*param as usize] |= values.len() * elem.size_bytes() % 4 != 0;
+                        }
                     }
                     regs.use_(*index);
                     if let Some(p) = pred {

@@ -87,6 +87,8 @@ impl<'a> Cx<'a> {
             // matrices (see `Holding::PackedF16`).
             let packable = target.packed_f16 && !scan.loops && !scan.coop;
             let holding = match (scan.atomic[i], elem) {
+                (_, e) if sub_word(*e) && scan.partial_words[i] => Holding::AtomicWords,
+                (_, e) if sub_word(*e) => Holding::Words,
                 (false, ScalarType::F16) if packable && scan.vec4[i] && scan.whole_16[i] => Holding::PackedF16,
                 (false, _) if scan.vec4[i] && vector_element(*elem) => Holding::Vec4,
                 (false, _) => Holding::Plain,
@@ -128,6 +130,8 @@ impl<'a> Cx<'a> {
                     },
                     16,
                 ),
+                Holding::Words => (ty(&mut module, TypeInner::Scalar(Scalar::U32)), 4),
+                Holding::AtomicWords => (ty(&mut module, TypeInner::Atomic(Scalar::U32)), 4),
                 Holding::Atomic => (ty(&mut module, TypeInner::Atomic(scalar)), 4),
                 Holding::AtomicF32Bits => (ty(&mut module, TypeInner::Atomic(Scalar::U32)), 4),
             };
@@ -227,13 +231,15 @@ impl<'a> Cx<'a> {
         let shared_arrays = k.shared_arrays();
         let mut arrays = Vec::new();
         for (i, &(elem, len)) in shared_arrays.arrays.iter().enumerate() {
-            let elem_ty = ty(&mut module, TypeInner::Scalar(naga_scalar(elem)));
+            // Types narrower than a word are held widened, as in registers.
+            let scalar = naga_scalar(elem);
+            let elem_ty = ty(&mut module, TypeInner::Scalar(scalar));
             let arr = ty(
                 &mut module,
                 TypeInner::Array {
                     base: elem_ty,
                     size: naga::ArraySize::Constant(std::num::NonZeroU32::new(len).expect("verified non-empty")),
-                    stride: elem.size_bytes() as u32,
+                    stride: scalar.width as u32,
                 },
             );
             let gv = module.global_variables.append(
@@ -283,6 +289,7 @@ impl<'a> Cx<'a> {
             program_id: [None; 3],
             num_programs: [None; 3],
             int64: target.shader_i64,
+            float64: target.shader_f64,
             wide_products: target.wide_products,
             int16: target.shader_i16,
             barrier: if publishing_atomics(scan) {

@@ -72,6 +72,10 @@ impl Cx<'_> {
                     cx.load_packed(*mem, base, dsts);
                     return Ok(());
                 }
+                if matches!(cx.holding(*mem), Holding::Words | Holding::AtomicWords) {
+                    cx.load_words(*mem, base, dsts);
+                    return Ok(());
+                }
                 if cx.holding(*mem) == Holding::Vec4 && dsts.len() % 4 == 0 {
                     // Whole vectors (the index is aligned: see `Stmt::Load`).
                     for (c, chunk) in dsts.chunks(4).enumerate() {
@@ -103,6 +107,10 @@ impl Cx<'_> {
                 let base = cx.index_u32(*index);
                 if cx.holding(*mem) == Holding::PackedF16 {
                     cx.store_packed(*mem, base, values);
+                    return Ok(());
+                }
+                if matches!(cx.holding(*mem), Holding::Words | Holding::AtomicWords) {
+                    cx.store_words(*mem, base, values);
                     return Ok(());
                 }
                 if cx.holding(*mem) == Holding::Vec4 && values.len() % 4 == 0 {

@@ -226,7 +226,12 @@ impl Vk {
             .uniform_binding()
             .expect("the harness's target has no immediates");
         assert_eq!(buffers.len(), layout.storage.len(), "one buffer per pointer parameter");
-        let words = kernel.spirv_words().unwrap();
+        // As the runtime hands them over: rutile's own words where the kernel needs them.
+        let words = if kernel.needs_own_words() {
+            kernel.spirv_words_hinted().unwrap()
+        } else {
+            kernel.spirv_words().unwrap()
+        };
         unsafe {
             let d = &self.device;
             let storage: Vec<Buf> = buffers

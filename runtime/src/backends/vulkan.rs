@@ -85,6 +85,12 @@ pub struct WgpuOptions {
     /// the IR defines. On by default; `RUTILE_VULKAN_EXACT_F64=0` turns it off, to measure
     /// the difference.
     pub exact_f64: bool,
+    /// Element types to treat as missing, as a device without them would: a kernel that
+    /// uses one is refused with the error naming it. None by default;
+    /// `RUTILE_VULKAN_TYPES_OFF=f64,f16` (type names, comma-separated) sets it, to check
+    /// kernels for devices that lack those types (f64 on most mobile and Apple GPUs, f16
+    /// or 64-bit integers on some) on one that has them.
+    pub types_off: Vec<ScalarType>,
 }
 
 impl WgpuOptions {
@@ -102,8 +108,25 @@ impl WgpuOptions {
             coop_load_fences: env_opt_in("RUTILE_COOP_LOAD_FENCE")?,
             wide_products: env_flag("RUTILE_WIDE_PRODUCTS")?,
             exact_f64: env_flag("RUTILE_VULKAN_EXACT_F64")?,
+            types_off: parse_types_off(std::env::var("RUTILE_VULKAN_TYPES_OFF").ok().as_deref())?,
         })
     }
+}
+
+/// The element types `RUTILE_VULKAN_TYPES_OFF` names (see [`WgpuOptions::types_off`]).
+fn parse_types_off(value: Option<&str>) -> Result<Vec<ScalarType>> {
+    value
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(|name| {
+            ScalarType::from_name(name).ok_or_else(|| Error::Environment {
+                variable: "RUTILE_VULKAN_TYPES_OFF",
+                message: format!("takes element type names (f16, f64, i64, bf16, ...); got {name:?}"),
+            })
+        })
+        .collect()
 }
 
 /// Which of the buffers a kernel only reads the Vulkan backend declares read-only
@@ -249,10 +272,11 @@ impl WgpuGpu {
             ScalarType::F16 => f.f16,
             ScalarType::I64 | ScalarType::U64 => f.i64,
             ScalarType::F64 => f.f64,
-            // Not representable in naga's storage buffers (yet).
-            ScalarType::BF16 | ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16 => false,
+            // bf16 and 8- and 16-bit integers are packed in 32-bit words in storage buffers
+            // and widened in registers: every device has them.
             _ => true,
         });
+        properties.supported_types.retain(|t| !options.types_off.contains(t));
         Ok(WgpuGpu {
             device,
             properties,
@@ -657,6 +681,10 @@ impl Device for WgpuGpu {
                 Arg::U64(v) => ScalarArg::U64(v),
                 Arg::F32(v) => ScalarArg::F32(v),
                 Arg::F64(v) => ScalarArg::F64(v),
+                Arg::I8(v) => ScalarArg::I8(v),
+                Arg::I16(v) => ScalarArg::I16(v),
+                Arg::U8(v) => ScalarArg::U8(v),
+                Arg::U16(v) => ScalarArg::U16(v),
                 other => {
                     return Err(Error::Argument {
                         kernel: kernel.name.clone(),
@@ -781,5 +809,22 @@ fn loop_kind(kernel: &Kernel) -> LoopKind {
         (false, _) => LoopKind::None,
         (true, true) => LoopKind::Over16BitElements,
         (true, false) => LoopKind::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `RUTILE_VULKAN_TYPES_OFF` names types; anything else is an error naming the variable.
+    #[test]
+    fn types_turned_off_by_name() {
+        assert_eq!(parse_types_off(None).unwrap(), vec![]);
+        assert_eq!(
+            parse_types_off(Some(" f64, bf16,i8 ,")).unwrap(),
+            vec![ScalarType::F64, ScalarType::BF16, ScalarType::I8]
+        );
+        let e = parse_types_off(Some("f64,float")).unwrap_err().to_string();
+        assert!(e.contains("RUTILE_VULKAN_TYPES_OFF") && e.contains("\"float\""), "{e}");
     }
 }

@@ -1,0 +1,200 @@
+//! Storage buffers of elements narrower than a word: `bf16` and 8- and 16-bit integers
+//! ([`Holding::Words`], [`Holding::AtomicWords`]).
+//!
+//! naga's storage buffers have no element type narrower than 32 bits (its `f16` aside), so
+//! such a buffer is an `array<u32>` whose words each hold two or four consecutive elements,
+//! the first in the low bits, as the bytes lie in memory. A load takes the words its
+//! elements lie in and extracts them into their 32-bit registers (sign- or zero-extended,
+//! `bf16` as the `f32` of its value). A store that covers whole words (its elements are
+//! aligned to their count: `Stmt::Store`) writes them whole. A store of part of a word
+//! must leave the rest alone while other threads may be writing it at the same moment
+//! (neighbouring elements belong to neighbouring threads), so the buffer is then an
+//! `array<atomic<u32>>` and the store two atomics: an `and` that clears the elements' bits
+//! and an `or` that sets them; loads and whole-word stores of such a buffer are atomic loads
+//! and stores.
+//!
+//! Workgroup arrays need none of this: they hold these types widened to their registers'
+//! 32 bits (no one outside the kernel sees their layout).
+
+use super::*;
+
+/// Whether a buffer of `elem` is held in packed words: types narrower than 4 bytes, except
+/// `f16`, which naga stores itself, and booleans, which have no storage type.
+pub(super) fn sub_word(elem: ScalarType) -> bool {
+    elem.size_bytes() < 4 && !matches!(elem, ScalarType::F16 | ScalarType::Bool)
+}
+
+impl Cx<'_> {
+    fn param_elem(&self, mem: Memory) -> ScalarType {
+        let Memory::Global { param } = mem else {
+            unreachable!("workgroup arrays hold narrow types widened")
+        };
+        match &self.k.params[param as usize] {
+            ThreadParam::Ptr { elem, .. } => *elem,
+            ThreadParam::Scalar { .. } => unreachable!("verified pointer"),
+        }
+    }
+
+    /// A pointer to word `word` of `mem`'s buffer.
+    fn word_at(&mut self, mem: Memory, word: H) -> H {
+        let base = self.buffer(mem).ptr;
+        self.e(Expression::Access { base, index: word })
+    }
+
+    /// The word that holds element `base` (and the `per_word` elements from its word's
+    /// first), and the bit position of `base` in it.
+    fn word_of(&mut self, base: H, per_word: u32, bits: u32) -> (H, H) {
+        let s = self.u32c(per_word.trailing_zeros());
+        let word = self.bin(Bo::ShiftRight, base, s);
+        let m = self.u32c(per_word - 1);
+        let lane = self.bin(Bo::And, base, m);
+        let s = self.u32c(bits.trailing_zeros());
+        let shift = self.bin(Bo::ShiftLeft, lane, s);
+        (word, shift)
+    }
+
+    /// `dsts.len()` consecutive elements from element `base` of sub-word buffer `mem`
+    /// (aligned to their count, see `Stmt::Load`).
+    pub(super) fn load_words(&mut self, mem: Memory, base: H, dsts: &[Reg]) {
+        let elem = self.param_elem(mem);
+        let bits = 8 * elem.size_bytes() as u32;
+        let per_word = 32 / bits;
+        let n = dsts.len() as u32;
+        if n % per_word == 0 {
+            let s = self.u32c(per_word.trailing_zeros());
+            let first = self.bin(Bo::ShiftRight, base, s);
+            for (j, chunk) in dsts.chunks(per_word as usize).enumerate() {
+                let word = if j == 0 {
+                    first
+                } else {
+                    let j = self.u32c(j as u32);
+                    self.bin(Bo::Add, first, j)
+                };
+                let p = self.word_at(mem, word);
+                let w = self.load(p);
+                for (e, &d) in chunk.iter().enumerate() {
+                    let at = e as u32 * bits;
+                    let v = self.extract(elem, w, at);
+                    self.write(d, v);
+                }
+            }
+            return;
+        }
+        // Part of one word.
+        let (word, shift) = self.word_of(base, per_word, bits);
+        let p = self.word_at(mem, word);
+        let w = self.load(p);
+        let w = self.bin(Bo::ShiftRight, w, shift);
+        for (e, &d) in dsts.iter().enumerate() {
+            let v = self.extract(elem, w, e as u32 * bits);
+            self.write(d, v);
+        }
+    }
+
+    /// The element of `elem` at bit `at` of word `w`, as its register holds it.
+    fn extract(&mut self, elem: ScalarType, w: H, at: u32) -> H {
+        let bits = 8 * elem.size_bytes() as u32;
+        if elem == ScalarType::BF16 && at == 16 {
+            let m = self.u32c(0xffff_0000);
+            let high = self.bin(Bo::And, w, m);
+            return self.as_(high, ScalarKind::Float, None);
+        }
+        let x = if at == 0 {
+            w
+        } else {
+            let s = self.u32c(at);
+            self.bin(Bo::ShiftRight, w, s)
+        };
+        match elem {
+            ScalarType::BF16 => self.from_bits_16(elem, x),
+            _ if elem.is_signed_int() => {
+                let x = self.as_(x, ScalarKind::Sint, None);
+                self.narrow(elem, x)
+            }
+            _ => {
+                let m = self.u32c((1u32 << bits) - 1);
+                self.bin(Bo::And, x, m)
+            }
+        }
+    }
+
+    /// The bits of register value `x` of `elem`, in the low bits of a `u32` (the rest zero).
+    fn encode(&mut self, elem: ScalarType, x: H) -> H {
+        if elem == ScalarType::BF16 {
+            return self.bits_16(elem, x);
+        }
+        let bits = 8 * elem.size_bytes() as u32;
+        let u = self.as_(x, ScalarKind::Uint, None);
+        let m = self.u32c((1u32 << bits) - 1);
+        self.bin(Bo::And, u, m)
+    }
+
+    /// The word holding `values` from its bit `first` on (each `bits` wide), zero elsewhere;
+    /// `first` a bit position (a run-time value) or `None` for 0.
+    fn assemble(&mut self, elem: ScalarType, values: &[Reg], first: Option<H>) -> H {
+        let bits = 8 * elem.size_bytes() as u32;
+        let mut word: Option<H> = None;
+        for (e, &r) in values.iter().enumerate() {
+            let x = self.read(r);
+            let mut v = self.encode(elem, x);
+            let at = e as u32 * bits;
+            if at > 0 {
+                let s = self.u32c(at);
+                v = self.bin(Bo::ShiftLeft, v, s);
+            }
+            word = Some(match word {
+                None => v,
+                Some(w) => self.bin(Bo::InclusiveOr, w, v),
+            });
+        }
+        let word = word.expect("a store writes at least one element");
+        match first {
+            Some(s) => self.bin(Bo::ShiftLeft, word, s),
+            None => word,
+        }
+    }
+
+    /// `values` stored from element `base` of sub-word buffer `mem` (aligned to their count,
+    /// see `Stmt::Store`).
+    pub(super) fn store_words(&mut self, mem: Memory, base: H, values: &[Reg]) {
+        let elem = self.param_elem(mem);
+        let bits = 8 * elem.size_bytes() as u32;
+        let per_word = 32 / bits;
+        let n = values.len() as u32;
+        if n % per_word == 0 {
+            let s = self.u32c(per_word.trailing_zeros());
+            let first = self.bin(Bo::ShiftRight, base, s);
+            for (j, chunk) in values.chunks(per_word as usize).enumerate() {
+                let value = self.assemble(elem, chunk, None);
+                let word = if j == 0 {
+                    first
+                } else {
+                    let j = self.u32c(j as u32);
+                    self.bin(Bo::Add, first, j)
+                };
+                let pointer = self.word_at(mem, word);
+                self.stmt(Statement::Store { pointer, value });
+            }
+            return;
+        }
+        debug_assert_eq!(
+            self.holding(mem),
+            Holding::AtomicWords,
+            "scanned: a store of part of a word"
+        );
+        let (word, shift) = self.word_of(base, per_word, bits);
+        let value = self.assemble(elem, values, Some(shift));
+        let ones = self.u32c((1u32 << (n * bits)) - 1);
+        let mask = self.bin(Bo::ShiftLeft, ones, shift);
+        let keep = self.un(Uo::BitwiseNot, mask);
+        let pointer = self.word_at(mem, word);
+        for (fun, operand) in [(AtomicFunction::And, keep), (AtomicFunction::InclusiveOr, value)] {
+            self.stmt(Statement::Atomic {
+                pointer,
+                fun,
+                value: operand,
+                result: None,
+            });
+        }
+    }
+}
