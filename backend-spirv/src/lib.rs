@@ -198,7 +198,10 @@ pub struct SpirvTarget {
     /// 16-byte vectors alone are arrays of `vec4<u32>`, each word a pair of `f16` (by 16-bit
     /// integer bit operations with [`SpirvTarget::shader_i16`], else through `f32`, which
     /// holds every `f16` exactly): one 16-byte load or store where `vec4<f16>` takes two of
-    /// 8 bytes. On by default; off to measure what it is worth.
+    /// 8 bytes. The same condition makes the words that hold `bf16` and 8- and 16-bit
+    /// integers (always packed: naga has no narrower storage type) `vec4<u32>` or
+    /// `vec2<u32>` where every access moves 16 or 8 bytes. On by default; off to measure
+    /// what it is worth.
     pub packed_f16: bool,
     /// A subgroup barrier that orders workgroup memory (execution and memory scope
     /// `Subgroup`, acquire-release on workgroup memory) before every cooperative-matrix load,

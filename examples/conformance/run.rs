@@ -36,16 +36,17 @@ pub(super) fn run_on(d: &dyn Device, c: &Case, kernel: &Kernel) -> rutile::Resul
     Ok(outs)
 }
 
-/// Whether `t` is a float type whose subnormals Vulkan drivers may flush.
+/// Whether `t` is a float type whose subnormals Vulkan drivers may flush (`bf16` is
+/// computed in `f32` there, whose subnormals its own are).
 pub(super) fn flushable(t: ScalarType) -> bool {
-    matches!(t, F16 | F32)
+    matches!(t, F16 | BF16 | F32)
 }
 
 /// Zero (of the same sign) for a subnormal of `t`, the value itself otherwise.
 pub(super) fn flush(t: ScalarType, v: V) -> V {
     let min_normal = match t {
         F16 => 6.103515625e-5,
-        F32 => f32::MIN_POSITIVE as f64,
+        BF16 | F32 => f32::MIN_POSITIVE as f64,
         _ => return v,
     };
     match v {
@@ -317,7 +318,7 @@ pub(super) fn judge(
 ) -> Outcome {
     let mut checked = compare(c, backend, want, got);
     if backend == Backend::Vulkan && checked != Ok(None) {
-        // Vulkan may flush f16/f32 subnormals to zero (SPIR-V without the DenormPreserve
+        // Vulkan may flush f16/f32 (and bf16, computed in f32) subnormals to zero (SPIR-V without the DenormPreserve
         // mode; NVIDIA's driver does, lavapipe does not): a result computed with flushed
         // inputs and outputs also conforms.
         if let Some(ftz) = flushed_reference(cpu, c, kernel, want) {

@@ -23,8 +23,10 @@ pub(super) enum Holding {
     /// measured slower on that driver before: `runtime/src/backends/vulkan.rs`).
     PackedF16,
     /// `array<u32>` words holding two or four elements of a type narrower than a word
-    /// (`bf16`, 8- and 16-bit integers: `sub_word.rs`).
-    Words,
+    /// (`bf16`, 8- and 16-bit integers: `sub_word.rs`), or `array<vec2<u32>>` or
+    /// `array<vec4<u32>>` of them where every access moves whole such vectors: the number
+    /// of words an array element holds (1, 2 or 4).
+    Words(u32),
     /// As [`Holding::Words`], `array<atomic<u32>>`: some store writes part of a word.
     AtomicWords,
     /// `atomic<i32>` / `atomic<u32>`.

@@ -15,6 +15,8 @@ pub(super) struct Scan {
     /// Per parameter of a type narrower than a word: some store writes part of a word
     /// (`sub_word.rs`).
     pub(super) partial_words: Vec<bool>,
+    /// Per parameter: the fewest elements a load or store of it moves (a power of two).
+    pub(super) fewest: Vec<usize>,
     pub(super) value_reg: Vec<bool>,
     pub(super) shuffles: bool,
     pub(super) thread_id: bool,
@@ -125,6 +127,7 @@ impl Scan {
             vec4: vec![false; k.params.len()],
             whole_16: vec![true; k.params.len()],
             partial_words: vec![false; k.params.len()],
+            fewest: vec![rutile_ir::thread::MAX_VECTOR; k.params.len()],
             value_reg: vec![false; n],
             shuffles: false,
             thread_id: false,
@@ -225,6 +228,7 @@ impl Scan {
                     if let Memory::Global { param } = mem {
                         self.vec4[*param as usize] |= dsts.len() % 4 == 0;
                         self.whole_16[*param as usize] &= dsts.len() % 8 == 0;
+                        self.fewest[*param as usize] = self.fewest[*param as usize].min(dsts.len());
                     }
                     regs.use_(*index);
                     if let Some(p) = pred {
@@ -243,6 +247,7 @@ impl Scan {
                     if let Memory::Global { param } = mem {
                         self.vec4[*param as usize] |= values.len() % 4 == 0;
                         self.whole_16[*param as usize] &= values.len() % 8 == 0;
+                        self.fewest[*param as usize] = self.fewest[*param as usize].min(values.len());
                         if let ThreadParam::Ptr { elem, .. } = k.params[*param as usize] {
                             self.partial_words[*param as usize] |= values.len() * elem.size_bytes() % 4 != 0;
                         }

@@ -88,7 +88,16 @@ impl<'a> Cx<'a> {
             let packable = target.packed_f16 && !scan.loops && !scan.coop;
             let holding = match (scan.atomic[i], elem) {
                 (_, e) if sub_word(*e) && scan.partial_words[i] => Holding::AtomicWords,
-                (_, e) if sub_word(*e) => Holding::Words,
+                // Vectors of words where every access moves whole ones (see `packable`).
+                (_, e) if sub_word(*e) => {
+                    let bytes = scan.fewest[i] * e.size_bytes();
+                    Holding::Words(match bytes {
+                        _ if !packable => 1,
+                        16.. => 4,
+                        8.. => 2,
+                        _ => 1,
+                    })
+                }
                 (false, ScalarType::F16) if packable && scan.vec4[i] && scan.whole_16[i] => Holding::PackedF16,
                 (false, _) if scan.vec4[i] && vector_element(*elem) => Holding::Vec4,
                 (false, _) => Holding::Plain,
@@ -130,7 +139,21 @@ impl<'a> Cx<'a> {
                     },
                     16,
                 ),
-                Holding::Words => (ty(&mut module, TypeInner::Scalar(Scalar::U32)), 4),
+                Holding::Words(1) => (ty(&mut module, TypeInner::Scalar(Scalar::U32)), 4),
+                Holding::Words(n) => (
+                    ty(
+                        &mut module,
+                        TypeInner::Vector {
+                            size: if n == 4 {
+                                naga::VectorSize::Quad
+                            } else {
+                                naga::VectorSize::Bi
+                            },
+                            scalar: Scalar::U32,
+                        },
+                    ),
+                    4 * n,
+                ),
                 Holding::AtomicWords => (ty(&mut module, TypeInner::Atomic(Scalar::U32)), 4),
                 Holding::Atomic => (ty(&mut module, TypeInner::Atomic(scalar)), 4),
                 Holding::AtomicF32Bits => (ty(&mut module, TypeInner::Atomic(Scalar::U32)), 4),

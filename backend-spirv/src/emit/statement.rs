@@ -72,7 +72,7 @@ impl Cx<'_> {
                     cx.load_packed(*mem, base, dsts);
                     return Ok(());
                 }
-                if matches!(cx.holding(*mem), Holding::Words | Holding::AtomicWords) {
+                if matches!(cx.holding(*mem), Holding::Words(_) | Holding::AtomicWords) {
                     cx.load_words(*mem, base, dsts);
                     return Ok(());
                 }
@@ -109,7 +109,7 @@ impl Cx<'_> {
                     cx.store_packed(*mem, base, values);
                     return Ok(());
                 }
-                if matches!(cx.holding(*mem), Holding::Words | Holding::AtomicWords) {
+                if matches!(cx.holding(*mem), Holding::Words(_) | Holding::AtomicWords) {
                     cx.store_words(*mem, base, values);
                     return Ok(());
                 }

@@ -6,7 +6,11 @@
 //! the first in the low bits, as the bytes lie in memory. A load takes the words its
 //! elements lie in and extracts them into their 32-bit registers (sign- or zero-extended,
 //! `bf16` as the `f32` of its value). A store that covers whole words (its elements are
-//! aligned to their count: `Stmt::Store`) writes them whole. A store of part of a word
+//! aligned to their count: `Stmt::Store`) writes them whole. Where every access to a
+//! buffer moves 16 or 8 bytes, in a kernel without loops or cooperative matrices, it is an
+//! array of `vec4<u32>` or `vec2<u32>` (`SpirvTarget::packed_f16`'s condition): one
+//! access per vector, as for packed `f16`, which NVIDIA's driver does not make of four
+//! word accesses. A store of part of a word
 //! must leave the rest alone while other threads may be writing it at the same moment
 //! (neighbouring elements belong to neighbouring threads), so the buffer is then an
 //! `array<atomic<u32>>` and the store two atomics: an `and` that clears the elements' bits
@@ -35,7 +39,33 @@ impl Cx<'_> {
         }
     }
 
-    /// A pointer to word `word` of `mem`'s buffer.
+    /// The words an array element of `mem`'s buffer holds (1, 2 or 4), and pointers to the
+    /// array elements that hold `words` whole words from element `base` (aligned to them:
+    /// every access to a buffer of vectors moves whole ones).
+    fn vectors(&mut self, mem: Memory, base: H, words: u32) -> (u32, Vec<H>) {
+        let w = match self.holding(mem) {
+            Holding::Words(w) => w,
+            _ => 1,
+        };
+        let per_word = 4 / self.param_elem(mem).size_bytes() as u32;
+        let s = self.u32c((per_word * w).trailing_zeros());
+        let first = self.bin(Bo::ShiftRight, base, s);
+        let pointers = (0..words / w)
+            .map(|v| {
+                let index = if v == 0 {
+                    first
+                } else {
+                    let v = self.u32c(v);
+                    self.bin(Bo::Add, first, v)
+                };
+                self.word_at(mem, index)
+            })
+            .collect();
+        (w, pointers)
+    }
+
+    /// A pointer to array element `word` of `mem`'s buffer (a word where it holds words
+    /// alone).
     fn word_at(&mut self, mem: Memory, word: H) -> H {
         let base = self.buffer(mem).ptr;
         self.e(Expression::Access { base, index: word })
@@ -61,21 +91,15 @@ impl Cx<'_> {
         let per_word = 32 / bits;
         let n = dsts.len() as u32;
         if n % per_word == 0 {
-            let s = self.u32c(per_word.trailing_zeros());
-            let first = self.bin(Bo::ShiftRight, base, s);
-            for (j, chunk) in dsts.chunks(per_word as usize).enumerate() {
-                let word = if j == 0 {
-                    first
-                } else {
-                    let j = self.u32c(j as u32);
-                    self.bin(Bo::Add, first, j)
-                };
-                let p = self.word_at(mem, word);
-                let w = self.load(p);
-                for (e, &d) in chunk.iter().enumerate() {
-                    let at = e as u32 * bits;
-                    let v = self.extract(elem, w, at);
-                    self.write(d, v);
+            let (w, vectors) = self.vectors(mem, base, n * bits / 32);
+            for (v, chunk) in dsts.chunks((w * per_word) as usize).enumerate() {
+                let value = self.load(vectors[v]);
+                for (k, elements) in chunk.chunks(per_word as usize).enumerate() {
+                    let word = if w == 1 { value } else { self.index(value, k as u32) };
+                    for (e, &d) in elements.iter().enumerate() {
+                        let x = self.extract(elem, word, e as u32 * bits);
+                        self.write(d, x);
+                    }
                 }
             }
             return;
@@ -162,18 +186,22 @@ impl Cx<'_> {
         let per_word = 32 / bits;
         let n = values.len() as u32;
         if n % per_word == 0 {
-            let s = self.u32c(per_word.trailing_zeros());
-            let first = self.bin(Bo::ShiftRight, base, s);
-            for (j, chunk) in values.chunks(per_word as usize).enumerate() {
-                let value = self.assemble(elem, chunk, None);
-                let word = if j == 0 {
-                    first
+            let (w, vectors) = self.vectors(mem, base, n * bits / 32);
+            for (v, chunk) in values.chunks((w * per_word) as usize).enumerate() {
+                let words: Vec<H> = chunk
+                    .chunks(per_word as usize)
+                    .map(|elements| self.assemble(elem, elements, None))
+                    .collect();
+                let value = if w == 1 {
+                    words[0]
                 } else {
-                    let j = self.u32c(j as u32);
-                    self.bin(Bo::Add, first, j)
+                    let ty = self.buffer(mem).elem_ty;
+                    self.e(Expression::Compose { ty, components: words })
                 };
-                let pointer = self.word_at(mem, word);
-                self.stmt(Statement::Store { pointer, value });
+                self.stmt(Statement::Store {
+                    pointer: vectors[v],
+                    value,
+                });
             }
             return;
         }
