@@ -90,6 +90,11 @@ pub struct Target {
     /// dynamic shared memory), those of one element type (SPIR-V's workgroup arrays, one per
     /// type), or none.
     pub reuse_shared: SharedReuse,
+    /// Shared buffers of `bf16` and of 8- and 16-bit integers take a 4-byte word an
+    /// element (SPIR-V's workgroup arrays hold them widened, as registers do: naga has no
+    /// narrower type but `f16`), which the shared memory a program may use is counted in
+    /// ([`crate::thread::ThreadKernel::shared_bytes_in_words`]).
+    pub narrow_shared_in_words: bool,
     /// The cooperative-matrix multiply-adds warps (subgroups) can run
     /// (`VK_KHR_cooperative_matrix`, subgroup scope; where [`warp_size`](Self::warp_size) is
     /// the device's subgroup size): a `dot` whose types and tile fit one of them runs on
@@ -229,6 +234,7 @@ impl Target {
             async_copy: false,
             num_stages: 1,
             reuse_shared: SharedReuse::Any,
+            narrow_shared_in_words: false,
             coop_matrix: Vec::new(),
             coop_scale: false,
             persistent: false,
@@ -245,12 +251,14 @@ impl Target {
     }
     /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with
     /// shuffles, 16-byte accesses, no NaN-propagating `maximum` instruction, one workgroup
-    /// variable per shared buffer, no matrix units (the runtime adds what the device has).
+    /// variable per shared buffer, narrow types widened to words there, no matrix units
+    /// (the runtime adds what the device has).
     pub fn vulkan(warp_size: u32, num_warps: u32, max_shared_bytes: u32) -> Target {
         Target {
             warp_size,
             native_float_minmax: false,
             reuse_shared: SharedReuse::SameType,
+            narrow_shared_in_words: true,
             ..Target::nvidia(num_warps, max_shared_bytes)
         }
     }

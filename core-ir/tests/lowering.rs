@@ -1578,6 +1578,42 @@ fn shared_memory_is_reported_and_limited() {
     }
 }
 
+/// Where the backend holds bf16 and 8- and 16-bit integers in 4-byte words in shared
+/// memory (SPIR-V), the limit counts them so: a bf16 matmul whose operand tiles fill 48 KiB
+/// as bf16 needs 96 KiB there and is refused, where the same f16 one fits.
+#[test]
+fn narrow_shared_buffers_count_as_words_where_the_backend_widens_them() {
+    let spec = Specialization::default();
+    for (input, fits) in [(ScalarType::F16, true), (ScalarType::BF16, false)] {
+        let meta = seeds::MatmulMeta {
+            input,
+            output: input,
+            ..seeds::MatmulMeta::fp16(128, 256, 64)
+        };
+        let kernel = seeds::matmul(&meta).unwrap();
+        let vulkan = Target::vulkan(32, 8, 48 * 1024);
+        assert!(vulkan.narrow_shared_in_words);
+        match lower(&kernel, &vulkan, &spec) {
+            Ok(k) => {
+                assert!(fits, "{input}");
+                assert_eq!((k.shared_bytes(), k.shared_bytes_in_words()), (48 * 1024, 48 * 1024));
+            }
+            Err(LowerError::OutOfSharedMemory { needed, limit, .. }) => {
+                assert!(!fits, "{input}");
+                assert_eq!((needed, limit), (96 * 1024, 48 * 1024));
+            }
+            Err(e) => panic!("{input}: {e}"),
+        }
+        // Counted in their own size where the backend stores them so (PTX).
+        let ptx = Target {
+            narrow_shared_in_words: false,
+            ..vulkan
+        };
+        let k = lower(&kernel, &ptx, &spec).unwrap();
+        assert_eq!(k.shared_bytes(), 48 * 1024, "{input}");
+    }
+}
+
 #[test]
 fn unsupported_kernels_and_targets_are_errors() {
     // The operands of a 256x256x128 fp16 dot need 128 KiB of shared memory.

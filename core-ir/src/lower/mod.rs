@@ -495,7 +495,11 @@ impl<'k> Lowerer<'k> {
         if let Some(p) = prologue_stmts {
             specialize::prologue_on_each_side(&mut kernel.body, &p);
         }
-        let needed = kernel.shared_bytes();
+        let needed = if self.target.narrow_shared_in_words {
+            kernel.shared_bytes_in_words()
+        } else {
+            kernel.shared_bytes()
+        };
         if needed > self.target.max_shared_bytes {
             return Err(LowerError::OutOfSharedMemory {
                 kernel: kernel.name.clone(),

@@ -1020,6 +1020,24 @@ impl ThreadKernel {
         let slack = self.shared_align().saturating_sub(16);
         end.div_ceil(16).saturating_mul(16).saturating_add(slack)
     }
+    /// Bytes of shared memory the kernel uses where `bf16` and 8- and 16-bit integers take
+    /// a 4-byte word each, as SPIR-V's workgroup arrays ([`ThreadKernel::shared_arrays`])
+    /// hold them ([`crate::target::Target::narrow_shared_in_words`]); as
+    /// [`ThreadKernel::shared_bytes`] otherwise.
+    pub fn shared_bytes_in_words(&self) -> u32 {
+        let widened = |t: ScalarType| t.size_bytes() < 4 && !matches!(t, ScalarType::F16 | ScalarType::Bool);
+        if !self.shared.iter().any(|a| widened(a.elem)) {
+            return self.shared_bytes();
+        }
+        self.shared_arrays()
+            .arrays
+            .iter()
+            .map(|&(elem, len)| {
+                let size = if widened(elem) { 4 } else { elem.size_bytes() as u32 };
+                len.saturating_mul(size).div_ceil(16).saturating_mul(16)
+            })
+            .fold(0u32, u32::saturating_add)
+    }
     /// The byte offset of each shared buffer from the (aligned) start of shared memory,
     /// each on its own `align` boundary; buffers never in use between the same two
     /// barriers may share bytes (see `shared.rs`).
