@@ -262,9 +262,9 @@ fn bf16_fma_rounds_once() {
 
 /// `out[e] = in[e] + 1` for the elements of the threads whose index is not 1 modulo 3,
 /// `w` consecutive elements a thread, as one vector load and one vector store: the other
-/// threads' elements keep what `out` held.
-fn plus_one(t: ScalarType, w: usize) -> ThreadKernel {
-    let mut kb = ThreadKernelBuilder::new(format!("plus_one_{t}_{w}"), THREADS / 32, 32);
+/// threads' elements keep what `out` held. Warps of `warp` lanes.
+fn plus_one(t: ScalarType, w: usize, warp: u32) -> ThreadKernel {
+    let mut kb = ThreadKernelBuilder::new(format!("plus_one_{t}_{w}"), THREADS / warp, warp);
     let a_buf = kb.ptr("a", t);
     let o_buf = kb.ptr("out", t);
     let pid = kb.special(Special::ProgramId(0));
@@ -285,6 +285,10 @@ fn plus_one(t: ScalarType, w: usize) -> ThreadKernel {
     kb.finish()
 }
 
+/// Every vector width, with warps of the device's subgroup size (stores of part of a word
+/// gather the word from the neighbouring lanes: one store a word, or the two atomics on
+/// the parts the group has where some thread is masked off) and of another size (each
+/// lane's two atomics).
 #[test]
 fn narrow_buffers_at_every_vector_width() {
     let Some(vk) = device_or_skip("narrow_buffers_at_every_vector_width") else {
@@ -292,7 +296,15 @@ fn narrow_buffers_at_every_vector_width() {
     };
     let mut rng = Rng(0x5851_f42d_4c95_7f2d);
     let threads = 3 * THREADS as usize;
-    for t in [I8, U8, I16, U16, BF16] {
+    let subgroup = vk
+        .target
+        .subgroup_size
+        .expect("the harness's device has a subgroup size");
+    let other = if subgroup == 32 { 16 } else { 32 };
+    for (t, warp) in [I8, U8, I16, U16, BF16]
+        .into_iter()
+        .flat_map(|t| [(t, subgroup), (t, other)])
+    {
         let size = t.size_bytes();
         for w in [1usize, 2, 4, 8] {
             let n = threads * w;
@@ -307,7 +319,10 @@ fn narrow_buffers_at_every_vector_width() {
                 input
             };
             let sentinel: Vec<u8> = (0..n * size).map(|j| (j * 7 + 3) as u8).collect();
-            let sk = emit(&plus_one(t, w), &vk.target).unwrap_or_else(|e| panic!("{e}"));
+            let sk = emit(&plus_one(t, w, warp), &vk.target).unwrap_or_else(|e| panic!("{e}"));
+            let partial = w * size < 4;
+            let gathers = sk.wgsl().unwrap().contains("subgroupShuffle(");
+            assert_eq!(gathers, partial && warp == subgroup, "{t} x{w}, warps of {warp}");
             let mut io = vec![input.clone(), sentinel.clone()];
             vk.run(&sk, &mut io, &[], [(threads as u32).div_ceil(THREADS), 1, 1]);
             for e in 0..n {
@@ -325,7 +340,7 @@ fn narrow_buffers_at_every_vector_width() {
                         }
                     }
                 };
-                assert_eq!(got, &want[..], "{t} x{w}: element {e} (input {x:?})");
+                assert_eq!(got, &want[..], "{t} x{w}, warps of {warp}: element {e} (input {x:?})");
             }
         }
     }

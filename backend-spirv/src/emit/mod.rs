@@ -222,6 +222,8 @@ struct Cx<'a> {
     wide_products: bool,
     /// 16-bit integers: `f16` pairs of packed words by bit operations (`packed.rs`).
     int16: bool,
+    /// Stores of part of a word gather the word from neighbouring lanes (`sub_word.rs`).
+    combine_words: bool,
     /// The print buffer (an `array<atomic<u32>>`), where the kernel prints (`print.rs`).
     print: Option<H>,
     /// The print sites emitted so far, in record order.

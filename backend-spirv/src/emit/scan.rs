@@ -17,6 +17,10 @@ pub(super) struct Scan {
     pub(super) partial_words: Vec<bool>,
     /// Per parameter: the fewest elements a load or store of it moves (a power of two).
     pub(super) fewest: Vec<usize>,
+    /// Stores of part of a word gather their word's other parts from the neighbouring lanes
+    /// first (`sub_word.rs`): the kernel has such stores and the device can shuffle within
+    /// warps.
+    pub(super) combine_words: bool,
     pub(super) value_reg: Vec<bool>,
     pub(super) shuffles: bool,
     pub(super) thread_id: bool,
@@ -128,6 +132,7 @@ impl Scan {
             whole_16: vec![true; k.params.len()],
             partial_words: vec![false; k.params.len()],
             fewest: vec![rutile_ir::thread::MAX_VECTOR; k.params.len()],
+            combine_words: false,
             value_reg: vec![false; n],
             shuffles: false,
             thread_id: false,
@@ -150,6 +155,10 @@ impl Scan {
         }
         for i in 0..n {
             s.value_reg[i] = regs.defs[i] == 1 && !regs.nested[i] && !regs.early[i];
+        }
+        if s.partial_words.iter().any(|&p| p) && t.subgroups && t.subgroup_size == Some(k.warp_size) {
+            s.combine_words = true;
+            s.shuffles = true;
         }
         if s.coop {
             check_coop(k, t)?;

@@ -323,6 +323,7 @@ impl<'a> Cx<'a> {
             temps: 0,
             print,
             prints: Vec::new(),
+            combine_words: scan.combine_words,
             coop_load_fences: target.coop_load_fences && target.subgroups,
         }
     }

@@ -103,6 +103,17 @@ impl Cx<'_> {
                 mem,
                 index,
                 pred,
+            } if self.combine_words
+                && self.holding(*mem) == Holding::AtomicWords
+                && !self.covers_words(*mem, values.len()) =>
+            {
+                self.store_part_combined(*mem, *index, values, *pred)?
+            }
+            Stmt::Store {
+                values,
+                mem,
+                index,
+                pred,
             } => self.predicated(*pred, |cx| {
                 let base = cx.index_u32(*index);
                 if cx.holding(*mem) == Holding::PackedF16 {

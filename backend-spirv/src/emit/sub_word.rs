@@ -225,4 +225,96 @@ impl Cx<'_> {
             });
         }
     }
+
+    /// Whether a store of `n` elements of `mem` covers whole words.
+    pub(super) fn covers_words(&self, mem: Memory, n: usize) -> bool {
+        n * self.param_elem(mem).size_bytes() % 4 == 0
+    }
+
+    /// A store of part of a word (`values` from element `index` where `pred` holds) in a
+    /// kernel whose lanes can shuffle: where the lanes of an aligned group, as many as a
+    /// word has such stores, write parts of one word (neighbouring elements to neighbouring
+    /// lanes, as a blocked layout deals them), the lowest of them writes the word's parts
+    /// together: a plain (atomic) store where they make the whole word, else the two
+    /// atomics on the parts alone. Lanes whose word no lower lane of the group writes,
+    /// write their own. Every lane takes part in the shuffles, the predicate only in what
+    /// it contributes (the per-thread IR's control flow is uniform across a program).
+    pub(super) fn store_part_combined(&mut self, mem: Memory, index: Reg, values: &[Reg], pred: Option<Reg>) -> R<()> {
+        let elem = self.param_elem(mem);
+        let bits = 8 * elem.size_bytes() as u32;
+        let per_word = 32 / bits;
+        let n = values.len() as u32;
+        let group = per_word / n;
+        let base = self.index_u32(index);
+        let (word, shift) = self.word_of(base, per_word, bits);
+        let value = self.assemble(elem, values, Some(shift));
+        let ones = self.u32c((1u32 << (n * bits)) - 1);
+        let mask = self.bin(Bo::ShiftLeft, ones, shift);
+        let (value, mask, active) = match pred {
+            None => (value, mask, self.lit(naga::Literal::Bool(true))),
+            Some(p) => {
+                let active = self.read(p);
+                let z = self.u32c(0);
+                let value = self.select(active, value, z);
+                let z = self.u32c(0);
+                (value, self.select(active, mask, z), active)
+            }
+        };
+        let lane = self.subgroup.expect("scanned: combining stores shuffles").1;
+        let first = self.u32c(!(group - 1));
+        let first = self.bin(Bo::And, lane, first);
+        let (mut union, mut covered, mut writer) = (value, mask, active);
+        for j in 0..group {
+            let j = self.u32c(j);
+            let src = self.bin(Bo::Add, first, j);
+            let [w, v, m] = [word, value, mask].map(|x| self.shuffle(ScalarType::U32, x, GatherMode::Shuffle(src)));
+            let same_word = self.bin(Bo::Equal, w, word);
+            let z = self.u32c(0);
+            let contributes = self.bin(Bo::NotEqual, m, z);
+            let same = self.bin(Bo::LogicalAnd, same_word, contributes);
+            let z = self.u32c(0);
+            let v = self.select(same, v, z);
+            union = self.bin(Bo::InclusiveOr, union, v);
+            let z = self.u32c(0);
+            let m = self.select(same, m, z);
+            covered = self.bin(Bo::InclusiveOr, covered, m);
+            let lower = self.bin(Bo::Less, src, lane);
+            let deferred = self.bin(Bo::LogicalAnd, same, lower);
+            let own = self.un(Uo::LogicalNot, deferred);
+            writer = self.bin(Bo::LogicalAnd, writer, own);
+        }
+        let pointer = self.word_at(mem, word);
+        let all = self.u32c(u32::MAX);
+        let whole = self.bin(Bo::Equal, covered, all);
+        let plain = self.nested(|cx| {
+            cx.stmt(Statement::Store { pointer, value: union });
+            Ok(())
+        })?;
+        let parts = self.nested(|cx| {
+            let keep = cx.un(Uo::BitwiseNot, covered);
+            for (fun, operand) in [(AtomicFunction::And, keep), (AtomicFunction::InclusiveOr, union)] {
+                cx.stmt(Statement::Atomic {
+                    pointer,
+                    fun,
+                    value: operand,
+                    result: None,
+                });
+            }
+            Ok(())
+        })?;
+        let write = self.nested(|cx| {
+            cx.stmt(Statement::If {
+                condition: whole,
+                accept: plain,
+                reject: parts,
+            });
+            Ok(())
+        })?;
+        self.stmt(Statement::If {
+            condition: writer,
+            accept: write,
+            reject: Block::new(),
+        });
+        Ok(())
+    }
 }
