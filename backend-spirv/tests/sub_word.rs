@@ -321,7 +321,7 @@ fn narrow_buffers_at_every_vector_width() {
             let sentinel: Vec<u8> = (0..n * size).map(|j| (j * 7 + 3) as u8).collect();
             let sk = emit(&plus_one(t, w, warp), &vk.target).unwrap_or_else(|e| panic!("{e}"));
             let partial = w * size < 4;
-            let gathers = sk.wgsl().unwrap().contains("subgroupShuffle(");
+            let gathers = sk.wgsl().unwrap().contains("subgroupShuffleXor(");
             assert_eq!(gathers, partial && warp == subgroup, "{t} x{w}, warps of {warp}");
             let mut io = vec![input.clone(), sentinel.clone()];
             vk.run(&sk, &mut io, &[], [(threads as u32).div_ceil(THREADS), 1, 1]);

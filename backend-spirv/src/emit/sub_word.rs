@@ -237,7 +237,8 @@ impl Cx<'_> {
     /// lanes, as a blocked layout deals them), the lowest of them writes the word's parts
     /// together: a plain (atomic) store where they make the whole word, else the two
     /// atomics on the parts alone. Lanes whose word no lower lane of the group writes,
-    /// write their own. Every lane takes part in the shuffles, the predicate only in what
+    /// write their own. A lane learns the others' first elements and parts by `xor`
+    /// shuffles, two a partner. Every lane takes part in them, the predicate only in what
     /// it contributes (the per-thread IR's control flow is uniform across a program).
     pub(super) fn store_part_combined(&mut self, mem: Memory, index: Reg, values: &[Reg], pred: Option<Reg>) -> R<()> {
         let elem = self.param_elem(mem);
@@ -250,35 +251,47 @@ impl Cx<'_> {
         let value = self.assemble(elem, values, Some(shift));
         let ones = self.u32c((1u32 << (n * bits)) - 1);
         let mask = self.bin(Bo::ShiftLeft, ones, shift);
-        let (value, mask, active) = match pred {
-            None => (value, mask, self.lit(naga::Literal::Bool(true))),
+        // What a lane tells the others: its first element (u32::MAX where it stores
+        // nothing: no element of a buffer under 4 GiB has that index) and its parts.
+        let (value, mask, told) = match pred {
+            None => (value, mask, base),
             Some(p) => {
                 let active = self.read(p);
                 let z = self.u32c(0);
                 let value = self.select(active, value, z);
                 let z = self.u32c(0);
-                (value, self.select(active, mask, z), active)
+                let mask = self.select(active, mask, z);
+                let none = self.u32c(u32::MAX);
+                (value, mask, self.select(active, base, none))
             }
         };
+        let writer = match pred {
+            None => self.lit(naga::Literal::Bool(true)),
+            Some(p) => self.read(p),
+        };
         let lane = self.subgroup.expect("scanned: combining stores shuffles").1;
-        let first = self.u32c(!(group - 1));
-        let first = self.bin(Bo::And, lane, first);
-        let (mut union, mut covered, mut writer) = (value, mask, active);
-        for j in 0..group {
-            let j = self.u32c(j);
-            let src = self.bin(Bo::Add, first, j);
-            let [w, v, m] = [word, value, mask].map(|x| self.shuffle(ScalarType::U32, x, GatherMode::Shuffle(src)));
+        let (mut union, mut covered, mut writer) = (value, mask, writer);
+        // The other lanes of the aligned group, by their lane number's difference.
+        for m in 1..group {
+            let m = self.u32c(m);
+            let [b, v] = [told, value].map(|x| self.shuffle(ScalarType::U32, x, GatherMode::ShuffleXor(m)));
+            let s = self.u32c(per_word.trailing_zeros());
+            let w = self.bin(Bo::ShiftRight, b, s);
             let same_word = self.bin(Bo::Equal, w, word);
-            let z = self.u32c(0);
-            let contributes = self.bin(Bo::NotEqual, m, z);
-            let same = self.bin(Bo::LogicalAnd, same_word, contributes);
+            let none = self.u32c(u32::MAX);
+            let stores = self.bin(Bo::NotEqual, b, none);
+            let same = self.bin(Bo::LogicalAnd, same_word, stores);
             let z = self.u32c(0);
             let v = self.select(same, v, z);
             union = self.bin(Bo::InclusiveOr, union, v);
+            let (_, at) = self.word_of(b, per_word, bits);
+            let ones = self.u32c((1u32 << (n * bits)) - 1);
+            let m_parts = self.bin(Bo::ShiftLeft, ones, at);
             let z = self.u32c(0);
-            let m = self.select(same, m, z);
-            covered = self.bin(Bo::InclusiveOr, covered, m);
-            let lower = self.bin(Bo::Less, src, lane);
+            let m_parts = self.select(same, m_parts, z);
+            covered = self.bin(Bo::InclusiveOr, covered, m_parts);
+            let other = self.bin(Bo::ExclusiveOr, lane, m);
+            let lower = self.bin(Bo::Less, other, lane);
             let deferred = self.bin(Bo::LogicalAnd, same, lower);
             let own = self.un(Uo::LogicalNot, deferred);
             writer = self.bin(Bo::LogicalAnd, writer, own);
