@@ -178,7 +178,7 @@ fn bf16_from_every_type_rounds_once() {
             let r = rng.next();
             let len = 1 + (r % bits as u64) as u32;
             let mut x = rng.next() & (u64::MAX >> (64 - len));
-            if len > 9 && v.len() % 2 == 0 {
+            if len > 9 && v.len().is_multiple_of(2) {
                 // A tie below the eighth significant bit, or a neighbour of one.
                 let tail = len - 8;
                 x = (x >> tail << tail) | 1 << (tail - 1);

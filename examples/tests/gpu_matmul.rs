@@ -294,7 +294,7 @@ fn acceptance(shapes: &[(u64, (usize, usize, usize))], with_software: bool) {
                     let vulkan = d.properties().backend != rutile::Backend::Cuda;
                     let words = (bm * bk + bk * bn) * 4;
                     let limit = d.properties().shared_memory_per_block.unwrap_or(48 * 1024);
-                    if input == ScalarType::BF16 && vulkan && words as u32 > limit {
+                    if input == ScalarType::BF16 && vulkan && words > limit {
                         continue;
                     }
                     for (li, orders) in [

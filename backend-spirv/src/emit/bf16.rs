@@ -40,7 +40,7 @@ impl Cx<'_> {
     /// The `f32` nearest `v` toward zero with its last bit set where `inexact` (round to
     /// odd), from `r`, a neighbour of the exact value (either one) and whether the exact
     /// value lies toward zero from it (`inward`: the remainder's sign is not `r`'s).
-    fn to_odd(&mut self, r: H, inexact: H, inward: H) -> H {
+    fn odd_from(&mut self, r: H, inexact: H, inward: H) -> H {
         let bits = self.as_(r, ScalarKind::Uint, None);
         let one = self.u32c(1);
         let below = self.bin(Bo::Subtract, bits, one);
@@ -72,7 +72,7 @@ impl Cx<'_> {
         let rs = self.sign_bit(ScalarType::F32, s);
         let es = self.sign_bit(ScalarType::F32, err);
         let inward = self.bin(Bo::NotEqual, rs, es);
-        self.to_odd(s, inexact, inward)
+        self.odd_from(s, inexact, inward)
     }
 
     /// Whether `f32` `x` is neither infinite nor NaN, from its bits.
@@ -115,7 +115,7 @@ impl Cx<'_> {
         let below = self.bin(Bo::Less, rem, z);
         let inward = self.bin(Bo::NotEqual, rs, below);
         let inward = self.bin(Bo::LogicalOr, inward, overflow);
-        self.to_odd(r, inexact, inward)
+        self.odd_from(r, inexact, inward)
     }
 
     /// `fma(x, y, z)` of `bf16` values, rounded once. The product is exact in f64 (and in
@@ -248,7 +248,7 @@ impl Cx<'_> {
     /// each held in 32 bits its own way).
     pub(super) fn bitcast_16(&mut self, src: ScalarType, dst: ScalarType, x: H) -> H {
         let bits = self.bits_16(src, x);
-        self.from_bits_16(dst, bits)
+        self.of_bits_16(dst, bits)
     }
 
     /// The 16 bits of `x` of 16-bit `ty`, in the low half of a `u32`.
@@ -287,7 +287,7 @@ impl Cx<'_> {
 
     /// The value of 16-bit `ty` whose bits are the low half of `u32` `bits` (the high half
     /// zero).
-    pub(super) fn from_bits_16(&mut self, ty: ScalarType, bits: H) -> H {
+    pub(super) fn of_bits_16(&mut self, ty: ScalarType, bits: H) -> H {
         match ty {
             ScalarType::F16 if self.int16 => {
                 self.declare_u16();

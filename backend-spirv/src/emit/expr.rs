@@ -405,7 +405,7 @@ impl Cx<'_> {
     }
 
     /// `f32` `r` as float type `ty` (one rounding; `bf16` by `round_bf16`).
-    pub(super) fn from_f32(&mut self, ty: ScalarType, r: H) -> H {
+    pub(super) fn f32_as(&mut self, ty: ScalarType, r: H) -> H {
         match ty {
             ScalarType::F32 => r,
             ScalarType::BF16 => self.round_bf16(r),
@@ -624,6 +624,6 @@ impl Cx<'_> {
         let one = self.lit(naga::Literal::F32(1.0));
         let large = self.bin(Bo::GreaterEqual, ax, one);
         let r = self.select(large, big, small);
-        self.from_f32(ty, r)
+        self.f32_as(ty, r)
     }
 }

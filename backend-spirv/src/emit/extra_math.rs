@@ -25,7 +25,7 @@ impl Cx<'_> {
         if ty == ScalarType::F64 {
             s
         } else {
-            self.from_f32(ty, s)
+            self.f32_as(ty, s)
         }
     }
 
@@ -57,7 +57,7 @@ impl Cx<'_> {
         let split = self.lit(naga::Literal::F32(TANH_SERIES_BELOW as f32));
         let big = self.bin(Bo::GreaterEqual, ax, split);
         let r = self.select(big, large, small);
-        self.from_f32(ty, r)
+        self.f32_as(ty, r)
     }
 
     /// C's `pow(x, y)` (see the PTX backend's `pow_f32`): `2^(y·log2|x|)` with the sign of
@@ -128,7 +128,7 @@ impl Cx<'_> {
         let ones = self.bin(Bo::LogicalOr, ones, y_zero);
         let one = self.lit(naga::Literal::F32(1.0));
         let r = self.select(ones, one, r);
-        self.from_f32(ty, r)
+        self.f32_as(ty, r)
     }
 
     /// `umulhi` of 32-bit integers as the high half of one 64-bit product where the device

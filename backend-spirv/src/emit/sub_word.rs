@@ -90,7 +90,7 @@ impl Cx<'_> {
         let bits = 8 * elem.size_bytes() as u32;
         let per_word = 32 / bits;
         let n = dsts.len() as u32;
-        if n % per_word == 0 {
+        if n.is_multiple_of(per_word) {
             let (w, vectors) = self.vectors(mem, base, n * bits / 32);
             for (v, chunk) in dsts.chunks((w * per_word) as usize).enumerate() {
                 let value = self.load(vectors[v]);
@@ -130,7 +130,7 @@ impl Cx<'_> {
             self.bin(Bo::ShiftRight, w, s)
         };
         match elem {
-            ScalarType::BF16 => self.from_bits_16(elem, x),
+            ScalarType::BF16 => self.of_bits_16(elem, x),
             _ if elem.is_signed_int() => {
                 let x = self.as_(x, ScalarKind::Sint, None);
                 self.narrow(elem, x)
@@ -185,7 +185,7 @@ impl Cx<'_> {
         let bits = 8 * elem.size_bytes() as u32;
         let per_word = 32 / bits;
         let n = values.len() as u32;
-        if n % per_word == 0 {
+        if n.is_multiple_of(per_word) {
             let (w, vectors) = self.vectors(mem, base, n * bits / 32);
             for (v, chunk) in values.chunks((w * per_word) as usize).enumerate() {
                 let words: Vec<H> = chunk
@@ -228,7 +228,7 @@ impl Cx<'_> {
 
     /// Whether a store of `n` elements of `mem` covers whole words.
     pub(super) fn covers_words(&self, mem: Memory, n: usize) -> bool {
-        n * self.param_elem(mem).size_bytes() % 4 == 0
+        (n * self.param_elem(mem).size_bytes()).is_multiple_of(4)
     }
 
     /// A store of part of a word (`values` from element `index` where `pred` holds) in a
