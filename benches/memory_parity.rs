@@ -13,7 +13,7 @@
 //! Bytes are those read plus written. With `RUTILE_DUMP=DIR` each kernel's per-thread IR,
 //! PTX and WGSL land in `DIR`, to compare what each backend was given.
 
-use rutile::{seeds, DeviceExt, DeviceType, Kernel, LaunchConfig, ScalarType::F32};
+use rutile::{seeds, DeviceExt, Kernel, LaunchConfig, ScalarType::F32};
 use rutile_examples::bench::{do_bench, gbps, CacheFlush, CopyTimes, FlushMode};
 use rutile_examples::rng::Rng;
 
@@ -55,12 +55,7 @@ fn row_loop(chunk: u32) -> rutile::Result<Kernel> {
 fn main() -> rutile::Result<()> {
     let quick = std::env::args().any(|a| a == "--quick");
     let reps = if quick { 5 } else { 50 };
-    let devices: Vec<_> = rutile::list_devices()
-        .into_iter()
-        .filter(|l| l.id != "cpu")
-        .filter_map(|l| l.device.map_err(|e| eprintln!("{}: {e}", l.id)).ok())
-        .filter(|d| d.properties().device_type != DeviceType::Cpu)
-        .collect();
+    let devices = rutile_examples::gpus::hardware_gpus();
     if devices.is_empty() {
         println!("no GPU present: nothing to measure");
         return Ok(());

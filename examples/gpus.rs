@@ -9,6 +9,14 @@ pub fn open_gpus() -> Vec<Arc<dyn Device>> {
     opened(rutile::list_devices())
 }
 
+/// [`open_gpus`] without software devices (lavapipe): what the benchmarks time.
+pub fn hardware_gpus() -> Vec<Arc<dyn Device>> {
+    open_gpus()
+        .into_iter()
+        .filter(|d| d.properties().device_type != DeviceType::Cpu)
+        .collect()
+}
+
 fn opened(listings: Vec<DeviceListing>) -> Vec<Arc<dyn Device>> {
     listings
         .into_iter()

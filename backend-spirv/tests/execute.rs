@@ -4,9 +4,9 @@
 mod common;
 
 use common::vk::{bytes, device_or_skip, from_bytes, Vk};
-use common::{reduction, vector_add, vector_add_width};
+use common::{global_index, reduction, vector_add, vector_add_width};
 use rutile_ir::ir::{AtomicOp, BinaryOp, CmpOp, UnaryOp};
-use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernel, ThreadKernelBuilder};
+use rutile_ir::thread::{Expr, Memory, Reg, Stmt, ThreadKernel, ThreadKernelBuilder};
 use rutile_ir::ScalarType::{self, *};
 use rutile_spirv::{emit, ScalarArg};
 
@@ -25,11 +25,7 @@ fn pairwise(
     let b_buf = kb.ptr("b", t);
     let o_buf = kb.ptr("out", out);
     let n = kb.scalar("n", I32);
-    let pid = kb.special(Special::ProgramId(0));
-    let tid = kb.special(Special::ThreadId);
-    let c = kb.int(I32, THREADS as i64);
-    let base = kb.bin(BinaryOp::Mul, pid, c);
-    let i = kb.bin(BinaryOp::Add, base, tid);
+    let i = global_index(&mut kb, THREADS);
     let n = kb.param(n, I32);
     let inside = kb.cmp(CmpOp::Lt, i, n);
     let mut k = 0;
@@ -857,11 +853,7 @@ fn atomic_semantics() {
     let iacc = kb.ptr("iacc", I32);
     let fcas = kb.ptr("fcas", F32);
     let olds = kb.ptr("olds", I32);
-    let pid = kb.special(Special::ProgramId(0));
-    let tid = kb.special(Special::ThreadId);
-    let c = kb.int(I32, THREADS as i64);
-    let base = kb.bin(BinaryOp::Mul, pid, c);
-    let g = kb.bin(BinaryOp::Add, base, tid);
+    let g = global_index(&mut kb, THREADS);
     let gf = kb.set(F32, Expr::Cast(g));
     let ngf = kb.set(F32, Expr::Unary(UnaryOp::Neg, gf));
     let ng = kb.set(I32, Expr::Unary(UnaryOp::Neg, g));

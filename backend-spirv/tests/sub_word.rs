@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::global_index;
 use common::vk::{bytes, device_or_skip, from_bytes, Vk};
 use rutile_ir::ir::{BinaryOp, CmpOp};
 use rutile_ir::thread::{Expr, Memory, Special, ThreadKernel, ThreadKernelBuilder};
@@ -94,11 +95,7 @@ fn cast_to_bf16(vk: &Vk, src: ScalarType, a: &[u8], n: usize) -> Vec<u16> {
     let mut kb = ThreadKernelBuilder::new(format!("to_bf16_{src}"), THREADS / 32, 32);
     let a_buf = kb.ptr("a", src);
     let o_buf = kb.ptr("out", BF16);
-    let pid = kb.special(Special::ProgramId(0));
-    let tid = kb.special(Special::ThreadId);
-    let c = kb.int(I32, THREADS as i64);
-    let base = kb.bin(BinaryOp::Mul, pid, c);
-    let i = kb.bin(BinaryOp::Add, base, tid);
+    let i = global_index(&mut kb, THREADS);
     let x = kb.load(src, 1, Memory::Global { param: a_buf }, i, None)[0];
     let y = kb.set(BF16, Expr::Cast(x));
     kb.store(vec![y], Memory::Global { param: o_buf }, i, None);
@@ -213,11 +210,7 @@ fn bf16_fma_rounds_once() {
     let mut kb = ThreadKernelBuilder::new("bf16_fma", THREADS / 32, 32);
     let bufs: Vec<u32> = ["a", "b", "c"].iter().map(|n| kb.ptr(n, BF16)).collect();
     let o_buf = kb.ptr("out", BF16);
-    let pid = kb.special(Special::ProgramId(0));
-    let tid = kb.special(Special::ThreadId);
-    let c = kb.int(I32, THREADS as i64);
-    let base = kb.bin(BinaryOp::Mul, pid, c);
-    let i = kb.bin(BinaryOp::Add, base, tid);
+    let i = global_index(&mut kb, THREADS);
     let x: Vec<_> = bufs
         .iter()
         .map(|&p| kb.load(BF16, 1, Memory::Global { param: p }, i, None)[0])
@@ -267,11 +260,7 @@ fn plus_one(t: ScalarType, w: usize, warp: u32) -> ThreadKernel {
     let mut kb = ThreadKernelBuilder::new(format!("plus_one_{t}_{w}"), THREADS / warp, warp);
     let a_buf = kb.ptr("a", t);
     let o_buf = kb.ptr("out", t);
-    let pid = kb.special(Special::ProgramId(0));
-    let tid = kb.special(Special::ThreadId);
-    let c = kb.int(I32, THREADS as i64);
-    let base = kb.bin(BinaryOp::Mul, pid, c);
-    let i = kb.bin(BinaryOp::Add, base, tid);
+    let i = global_index(&mut kb, THREADS);
     let three = kb.int(I32, 3);
     let r = kb.bin(BinaryOp::Rem, i, three);
     let one_i = kb.int(I32, 1);

@@ -10,7 +10,7 @@
 //! `RUTILE_DUMP=DIR` each kernel's per-thread IR, PTX and WGSL land in `DIR`.
 
 use half::{bf16, f16};
-use rutile::{DeviceExt, DeviceType, Element, Kernel, LaunchConfig, ScalarType};
+use rutile::{DeviceExt, Element, Kernel, LaunchConfig, ScalarType};
 use rutile_examples::bench::{do_bench, gbps, CacheFlush, CopyTimes, FlushMode};
 use rutile_examples::rng::Rng;
 
@@ -57,12 +57,7 @@ fn measure<T: Element + PartialEq + std::fmt::Debug>(
 fn main() -> rutile::Result<()> {
     let quick = std::env::args().any(|a| a == "--quick");
     let reps = if quick { 5 } else { 50 };
-    let devices: Vec<_> = rutile::list_devices()
-        .into_iter()
-        .filter(|l| l.id != "cpu")
-        .filter_map(|l| l.device.map_err(|e| eprintln!("{}: {e}", l.id)).ok())
-        .filter(|d| d.properties().device_type != DeviceType::Cpu)
-        .collect();
+    let devices = rutile_examples::gpus::hardware_gpus();
     if devices.is_empty() {
         println!("no GPU present: nothing to measure");
         return Ok(());

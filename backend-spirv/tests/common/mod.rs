@@ -9,6 +9,16 @@ use rutile_ir::ScalarType;
 use rutile_ir::ScalarType::{F32, I32};
 use rutile_spirv::{SpirvError, SpirvKernel, SpirvTarget};
 
+/// `program_id(0) * threads + thread_id` (an `i32`): the element of a kernel whose programs
+/// of `threads` threads take one each.
+pub fn global_index(kb: &mut ThreadKernelBuilder, threads: u32) -> rutile_ir::thread::Reg {
+    let pid = kb.special(Special::ProgramId(0));
+    let tid = kb.special(Special::ThreadId);
+    let c = kb.int(I32, threads as i64);
+    let base = kb.bin(BinaryOp::Mul, pid, c);
+    kb.bin(BinaryOp::Add, base, tid)
+}
+
 /// Emits `k` for `target`, writes WGSL and SPIR-V, checks the WGSL parses back into a valid
 /// module, and runs spirv-val on the SPIR-V when `RUTILE_SPIRV_VAL` names it (on the words
 /// with memory hints too, when the kernel has some, or f64 arithmetic to mark).
