@@ -295,6 +295,79 @@ fn vector_add_matches_the_interpreter() {
     check_all(&cases, &targets());
 }
 
+/// bf16 and 8- and 16-bit integers at ragged lengths, where the mask proves no vector: each
+/// thread's vector is one access where the whole vector's mask holds and single elements
+/// elsewhere (`Target::peel_narrow`), equal to the interpreter on every target, and the
+/// lowered kernel has both (and, with the switch off, single elements only).
+#[test]
+fn narrow_masked_accesses_peel_vectors() {
+    let mut rng = Rng::new(7);
+    let mut cases = Vec::new();
+    for dtype in [
+        ScalarType::BF16,
+        ScalarType::I8,
+        ScalarType::U8,
+        ScalarType::I16,
+        ScalarType::U16,
+    ] {
+        for n in [1usize, 1000, 4099] {
+            let bytes = |rng: &mut Rng| -> Vec<u8> {
+                (0..n * dtype.size_bytes())
+                    .map(|i| {
+                        // bf16: finite values (the exponent's top bit clear), so that sums compare.
+                        let b = rng.next_u64() as u8;
+                        if dtype == ScalarType::BF16 && i % 2 == 1 {
+                            b & 0xbf
+                        } else {
+                            b
+                        }
+                    })
+                    .collect()
+            };
+            let (x, y) = (bytes(&mut rng), bytes(&mut rng));
+            let buffers = vec![
+                HostBuffer::from_bytes(dtype, x).unwrap(),
+                HostBuffer::from_bytes(dtype, y).unwrap(),
+                HostBuffer::zeros(dtype, n),
+            ];
+            cases.push(Case::new(
+                format!("vector_add({dtype}, 1024) n={n}"),
+                seeds::vector_add(dtype, 1024).unwrap(),
+                [n.div_ceil(1024) as u32, 1, 1],
+                vec![ptr(0), ptr(1), ptr(2), int(n as i64)],
+                buffers,
+            ));
+        }
+    }
+    check_all(&cases, &targets());
+    // What the lowering made of u8 at 4 warps of 32, the pointers aligned and `n` not known
+    // divisible.
+    let kernel = seeds::vector_add(ScalarType::U8, 1024).unwrap();
+    let spec = Specialization {
+        divisible_by_16: vec![true, true, true, false],
+        equal_to_1: vec![],
+    };
+    let widths = |t: &Target| {
+        let mut w = std::collections::BTreeSet::new();
+        lowered(&kernel, t, &spec).walk(&mut |s| match s {
+            Stmt::Load { dsts, .. } => {
+                w.insert(dsts.len());
+            }
+            Stmt::Store { values, .. } => {
+                w.insert(values.len());
+            }
+            _ => {}
+        });
+        w.into_iter().collect::<Vec<_>>()
+    };
+    assert_eq!(widths(&target(32, 4, true)), vec![1, 8]);
+    let off = Target {
+        peel_narrow: false,
+        ..target(32, 4, true)
+    };
+    assert_eq!(widths(&off), vec![1]);
+}
+
 fn softmax_case(persistent: bool, rows: usize, cols: usize, rng: &mut Rng) -> Case {
     let block = seeds::softmax_block(cols as u32);
     let x = rng.f32s(rows * cols, -5.0, 5.0);
