@@ -173,15 +173,6 @@ pub struct Target {
     /// walk at 8192 columns on 8 warps: 116 registers to 64, sm_90). On by default; the
     /// runtimes' `RUTILE_MASKS_BY_RUNS=0` turns it off, to time what it saves.
     pub masks_by_runs: bool,
-    /// Whether a masked load or store of `bf16` or of 8- and 16-bit integers whose mask is
-    /// not proven constant over a vector (a ragged length) still moves whole vectors, in a
-    /// kernel without `dot`: its layout takes the vector the pointer allows, and each
-    /// vector is one access predicated on the whole vector's mask plus one access an
-    /// element predicated on its own mask where the whole one fails (`lower::memory`;
-    /// predicates, no branch). Single narrow stores cost more than words: through Vulkan
-    /// they are atomic. On by default; the runtimes' `RUTILE_PEEL_NARROW=0` turns it off,
-    /// to measure the difference.
-    pub peel_narrow: bool,
     /// Whether a loop whose pipelined loads are all own copies (`lower::pipeline`: each
     /// thread reads back its own slots) refills the stage a thread has just read, once what
     /// it read is used, rather than another stage at the iteration's top: `num_stages - 1`
@@ -255,7 +246,6 @@ impl Target {
             sum_chains: 1,
             divisions_as_shifts: true,
             masks_by_runs: true,
-            peel_narrow: true,
             refill_after_read: true,
         }
     }

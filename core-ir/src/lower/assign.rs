@@ -24,7 +24,7 @@
 use super::Lowerer;
 use crate::ir::{Op, ValueId};
 use crate::layout::{Blocked, Layout};
-use crate::types::{ScalarType, Shape, MAX_RANK};
+use crate::types::{Shape, MAX_RANK};
 use std::collections::HashMap;
 
 /// The dimension order of an access, fastest first (only the first `rank` entries count).
@@ -204,25 +204,11 @@ impl Lowerer<'_> {
             }
             let order = self.access_order(ptr).unwrap_or(Self::default_order(shape.rank()));
             let fastest = order[0] as usize;
-            // A peeled access's layout takes the vector its pointer allows (`memory.rs`).
-            let mask = if self.peels(ptr) { None } else { mask };
             let w = self.proven_width(ptr, mask, fastest).min(shape.dims()[fastest]);
             let e = widths.entry((shape, order)).or_insert(w);
             *e = (*e).min(w);
         }
         self.vec_by_access = widths;
-    }
-
-    /// Whether masked accesses through `ptr` move whole vectors where the whole vector's
-    /// mask holds and single elements elsewhere ([`crate::target::Target::peel_narrow`]):
-    /// `bf16` and 8- and 16-bit integers, in a kernel without `dot` (whose operand layouts
-    /// and pipelines are chosen for proven vectors).
-    pub(crate) fn peels(&self, ptr: ValueId) -> bool {
-        let elem = self.k.elem_scalar(ptr);
-        self.target.peel_narrow
-            && elem.size_bytes() < 4
-            && !matches!(elem, ScalarType::F16 | ScalarType::Bool)
-            && !self.k.insts.iter().any(|(_, i)| matches!(i.op, Op::Dot { .. }))
     }
 
     /// The vector width proven for a memory access through `ptr` masked by `mask` along

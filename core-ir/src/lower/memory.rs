@@ -28,44 +28,6 @@ impl Lowerer<'_> {
                 let width = self.access_width(&layout, ty.shape, *ptr, *mask);
                 let n = offsets.len();
                 self.order_global_access(base, false);
-                if let Some(whole) = self.peeled_width(&layout, ty.shape, *ptr, *mask, width) {
-                    let masks = mask_regs.as_ref().expect("a peeled access is masked");
-                    let mut out = Vec::with_capacity(n);
-                    for group in (0..n).step_by(whole) {
-                        let dsts: Vec<Reg> = (group..group + whole).map(|_| self.new_reg(elem)).collect();
-                        for (k, &d) in dsts.iter().enumerate() {
-                            let src = match &other_regs {
-                                Some(o) => Expr::Copy(o[group + k]),
-                                None => Expr::Copy(self.zero(elem)),
-                            };
-                            self.emit(Stmt::Set { dst: d, expr: src });
-                        }
-                        let preds = masks[group..group + whole].to_vec();
-                        let (all, singles) = self.peeled_predicates(&preds);
-                        self.emit(Stmt::Load {
-                            dsts: dsts.clone(),
-                            mem: Memory::Global { param: base },
-                            index: offsets[group],
-                            pred: Some(all),
-                            cache: *cache,
-                        });
-                        for (k, &single) in singles.iter().enumerate() {
-                            self.emit(Stmt::Load {
-                                dsts: vec![dsts[k]],
-                                mem: Memory::Global { param: base },
-                                index: offsets[group + k],
-                                pred: Some(single),
-                                cache: *cache,
-                            });
-                        }
-                        out.extend(dsts);
-                    }
-                    return Ok(Some(LVal {
-                        layout,
-                        regs: out,
-                        ptr: None,
-                    }));
-                }
                 let mut out = Vec::with_capacity(n);
                 for group in (0..n).step_by(width) {
                     let dsts: Vec<Reg> = (group..group + width).map(|_| self.new_reg(elem)).collect();
@@ -106,28 +68,6 @@ impl Lowerer<'_> {
                 let pred = self.store_predicates(layout, shape, *mask)?;
                 let width = self.access_width(&layout, shape, *ptr, *mask);
                 self.order_global_access(base, true);
-                let peeled = self.peeled_width(&layout, shape, *ptr, *mask, width);
-                if let (Some(whole), true) = (peeled, pred.iter().all(Option::is_some)) {
-                    for group in (0..offsets.len()).step_by(whole) {
-                        let preds: Vec<Reg> = pred[group..group + whole].iter().flatten().copied().collect();
-                        let (all, singles) = self.peeled_predicates(&preds);
-                        self.emit(Stmt::Store {
-                            values: values[group..group + whole].to_vec(),
-                            mem: Memory::Global { param: base },
-                            index: offsets[group],
-                            pred: Some(all),
-                        });
-                        for (k, &single) in singles.iter().enumerate() {
-                            self.emit(Stmt::Store {
-                                values: vec![values[group + k]],
-                                mem: Memory::Global { param: base },
-                                index: offsets[group + k],
-                                pred: Some(single),
-                            });
-                        }
-                    }
-                    return Ok(None);
-                }
                 for group in (0..offsets.len()).step_by(width) {
                     self.emit(Stmt::Store {
                         values: values[group..group + width].to_vec(),
@@ -246,40 +186,6 @@ impl Lowerer<'_> {
             w /= 2;
         }
         w as usize
-    }
-
-    /// The vector a peeled access moves where its whole mask holds
-    /// ([`crate::target::Target::peel_narrow`]): the width its pointer allows, where that is
-    /// wider than the `width` its mask leaves; `None` where the access is not peeled.
-    fn peeled_width(
-        &self,
-        layout: &Layout,
-        shape: crate::types::Shape,
-        ptr: crate::ir::ValueId,
-        mask: Option<crate::ir::ValueId>,
-        width: usize,
-    ) -> Option<usize> {
-        if mask.is_none() || !self.peels(ptr) {
-            return None;
-        }
-        let whole = self.access_width(layout, shape, ptr, None);
-        (whole > width).then_some(whole)
-    }
-
-    /// For a peeled vector whose elements have predicates `preds`: the whole vector's
-    /// (all of them) and each element's where the whole one fails.
-    fn peeled_predicates(&mut self, preds: &[Reg]) -> (Reg, Vec<Reg>) {
-        let mut all = preds[0];
-        for &p in &preds[1..] {
-            all = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, all, p));
-        }
-        let t = self.konst(ScalarType::Bool, Literal::Bool(true));
-        let partial = self.set(ScalarType::Bool, Expr::Binary(BinaryOp::Xor, all, t));
-        let singles = preds
-            .iter()
-            .map(|&p| self.set(ScalarType::Bool, Expr::Binary(BinaryOp::And, p, partial)))
-            .collect();
-        (all, singles)
     }
 
     /// Per register: the mask (if any) and ownership, combined.

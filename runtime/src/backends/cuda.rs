@@ -442,9 +442,6 @@ impl Device for CudaGpu {
                 // `RUTILE_MASKS_BY_RUNS=0`: every element of a mask compared on its own, to
                 // time what one comparison a run saves.
                 masks_by_runs: env_flag("RUTILE_MASKS_BY_RUNS")?,
-                // `RUTILE_PEEL_NARROW=0`: narrow masked accesses one element at a time
-                // where the mask is not proven constant over a vector.
-                peel_narrow: env_flag("RUTILE_PEEL_NARROW")?,
                 // `RUTILE_REFILL_AFTER_READ=0`: loops of own copies refill another stage at
                 // each iteration's top (one stage more of shared memory), to time it.
                 refill_after_read: env_flag("RUTILE_REFILL_AFTER_READ")?,

@@ -347,9 +347,6 @@ impl WgpuGpu {
             coop_scale: coop.is_some() && self.options.coop_scale && self.device.features().spirv_passthrough,
             // `RUTILE_MASKS_BY_RUNS=0`: every element of a mask compared on its own.
             masks_by_runs: super::env_flag("RUTILE_MASKS_BY_RUNS")?,
-            // `RUTILE_PEEL_NARROW=0`: narrow masked accesses one element at a time where
-            // the mask is not proven constant over a vector.
-            peel_narrow: super::env_flag("RUTILE_PEEL_NARROW")?,
             ..Target::vulkan(
                 warp_size,
                 num_warps,
