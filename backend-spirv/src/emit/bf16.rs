@@ -37,9 +37,9 @@ impl Cx<'_> {
         self.as_(r, ScalarKind::Float, None)
     }
 
-    /// The `f32` nearest `v` toward zero with its last bit set where `inexact` (round to
-    /// odd), from `r`, a neighbour of the exact value (either one) and whether the exact
-    /// value lies toward zero from it (`inward`: the remainder's sign is not `r`'s).
+    /// An exact value rounded to odd in `f32` (toward zero, the last bit set where
+    /// `inexact`), from `r`, one of the two `f32` around it (either), and whether the
+    /// exact value lies toward zero from `r` (`inward`: the remainder's sign is not `r`'s).
     fn odd_from(&mut self, r: H, inexact: H, inward: H) -> H {
         let bits = self.as_(r, ScalarKind::Uint, None);
         let one = self.u32c(1);

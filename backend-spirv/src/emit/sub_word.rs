@@ -10,12 +10,15 @@
 //! buffer moves 16 or 8 bytes, in a kernel without loops or cooperative matrices, it is an
 //! array of `vec4<u32>` or `vec2<u32>` (`SpirvTarget::packed_f16`'s condition): one
 //! access per vector, as for packed `f16`, which NVIDIA's driver does not make of four
-//! word accesses. A store of part of a word
-//! must leave the rest alone while other threads may be writing it at the same moment
-//! (neighbouring elements belong to neighbouring threads), so the buffer is then an
-//! `array<atomic<u32>>` and the store two atomics: an `and` that clears the elements' bits
-//! and an `or` that sets them; loads and whole-word stores of such a buffer are atomic loads
-//! and stores.
+//! word accesses.
+//!
+//! A store of part of a word must leave the rest alone while other threads may be writing
+//! it at the same moment (neighbouring elements belong to neighbouring threads), so the
+//! buffer is then an `array<atomic<u32>>` and the store two atomics: an `and` that clears
+//! the elements' bits and an `or` that sets them; loads and whole-word stores of such a
+//! buffer are atomic loads and stores. Where the warp is the subgroup, the lanes that
+//! store parts of one word first gather them by shuffles, and one lane writes the word
+//! ([`Cx::store_part_combined`]).
 //!
 //! Workgroup arrays need none of this: they hold these types widened to their registers'
 //! 32 bits (no one outside the kernel sees their layout).
