@@ -374,3 +374,33 @@ fn narrow_scalar_parameters() {
     assert!(from_bytes::<u16>(&io[3]).iter().all(|&x| x == 65000));
     assert!(from_bytes::<u16>(&io[4]).iter().all(|&x| x == b.to_bits()));
 }
+
+/// Float literals round once to their type: a value just above the tie between two `bf16`
+/// (and two `f16`), its excess below the f64 bits that `half`'s own conversion keeps, is
+/// stored as the upper one.
+#[test]
+fn literals_round_once() {
+    let Some(vk) = device_or_skip("literals_round_once") else {
+        return;
+    };
+    let mut kb = ThreadKernelBuilder::new("literals", 1, 32);
+    let (b_buf, h_buf) = (kb.ptr("b", BF16), kb.ptr("h", F16));
+    let tid = kb.special(Special::ThreadId);
+    let b = kb.float(BF16, 1.0 + 2f64.powi(-8) + 2f64.powi(-40));
+    let h = kb.float(F16, 1.0 + 2f64.powi(-11) + 2f64.powi(-40));
+    kb.store(vec![b], Memory::Global { param: b_buf }, tid, None);
+    kb.store(vec![h], Memory::Global { param: h_buf }, tid, None);
+    let sk = emit(&kb.finish(), &vk.target).unwrap_or_else(|e| panic!("{e}"));
+    let mut io = vec![vec![0u8; 64], vec![0u8; 64]];
+    vk.run(&sk, &mut io, &[], [1, 1, 1]);
+    assert!(
+        from_bytes::<u16>(&io[0]).iter().all(|&x| x == 0x3f81),
+        "{:x?}",
+        &io[0][..4]
+    );
+    assert!(
+        from_bytes::<u16>(&io[1]).iter().all(|&x| x == 0x3c01),
+        "{:x?}",
+        &io[1][..4]
+    );
+}

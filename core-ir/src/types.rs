@@ -105,6 +105,12 @@ impl ScalarType {
     pub const fn is_integral(self) -> bool {
         self.is_int() || self.is_bool()
     }
+    /// `v` rounded once to this float type (to nearest, ties to even), as the interpreter
+    /// rounds every float result; other types leave `v` as it is. (`half`'s own f64
+    /// conversions drop the low mantissa bits first, which can round twice.)
+    pub fn round(self, v: f64) -> f64 {
+        crate::interp::tensor::round_float(self, v)
+    }
     /// The name used by the printer and in error messages.
     pub const fn name(self) -> &'static str {
         match self {

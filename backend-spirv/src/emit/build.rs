@@ -84,9 +84,9 @@ impl Cx<'_> {
             ScalarType::U32 | ScalarType::U8 | ScalarType::U16 => naga::Literal::U32(v as u32),
             ScalarType::I64 => naga::Literal::I64(v),
             ScalarType::U64 => naga::Literal::U64(v as u64),
-            ScalarType::F16 => naga::Literal::F16(half::f16::from_f64(v as f64)),
+            ScalarType::F16 => naga::Literal::F16(half::f16::from_f64(t.round(v as f64))),
             ScalarType::F32 => naga::Literal::F32(v as f32),
-            ScalarType::BF16 => naga::Literal::F32(half::bf16::from_f64(v as f64).to_f32()),
+            ScalarType::BF16 => naga::Literal::F32(t.round(v as f64) as f32),
             ScalarType::F64 => naga::Literal::F64(v as f64),
         })
     }
@@ -95,13 +95,14 @@ impl Cx<'_> {
     /// bit patterns converted at run time.
     pub(super) fn float_lit(&mut self, t: ScalarType, v: f64) -> H {
         let l = match t {
+            // Rounded once (`ScalarType::round`), then exact in `half`'s and f32's types.
             ScalarType::F16 => {
-                let h = half::f16::from_f64(v);
+                let h = half::f16::from_f64(t.round(v));
                 h.is_finite().then_some(naga::Literal::F16(h))
             }
             ScalarType::F32 => (v as f32).is_finite().then_some(naga::Literal::F32(v as f32)),
             ScalarType::BF16 => {
-                let b = half::bf16::from_f64(v).to_f32();
+                let b = t.round(v) as f32;
                 b.is_finite().then_some(naga::Literal::F32(b))
             }
             ScalarType::F64 => v.is_finite().then_some(naga::Literal::F64(v)),

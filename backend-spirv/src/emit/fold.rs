@@ -133,8 +133,10 @@ pub(super) fn fold_as(l: naga::Literal, kind: ScalarKind, convert: Option<u8>) -
             match (kind, w) {
                 (ScalarKind::Float, 2) => {
                     let h = match (float, int) {
-                        (Some(x), _) => half::f16::from_f64(x),
-                        (_, Some(i)) => half::f16::from_f64(i as f64),
+                        // Rounded once (`ScalarType::round`); `half`'s f64 conversion
+                        // drops low bits first.
+                        (Some(x), _) => half::f16::from_f64(ScalarType::F16.round(x)),
+                        (_, Some(i)) => half::f16::from_f64(ScalarType::F16.round(i as f64)),
                         _ => return None,
                     };
                     h.is_finite().then_some(L::F16(h))

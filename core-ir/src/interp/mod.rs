@@ -37,7 +37,7 @@ mod memory;
 mod scan;
 mod shape_ops;
 pub mod simt;
-mod tensor;
+pub(crate) mod tensor;
 #[cfg(test)]
 mod tests;
 
