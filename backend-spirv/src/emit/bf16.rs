@@ -286,7 +286,7 @@ impl Cx<'_> {
     }
 
     /// The value of 16-bit `ty` whose bits are the low half of `u32` `bits` (the high half
-    /// zero).
+    /// ignored).
     pub(super) fn of_bits_16(&mut self, ty: ScalarType, bits: H) -> H {
         match ty {
             ScalarType::F16 if self.int16 => {
@@ -308,7 +308,7 @@ impl Cx<'_> {
                 let b = self.as_(bits, ScalarKind::Sint, None);
                 self.narrow(ty, b)
             }
-            _ => bits,
+            _ => self.narrow(ScalarType::U16, bits),
         }
     }
 

@@ -35,10 +35,7 @@ impl Cx<'_> {
         if self.int16 {
             let sixteen = self.u32c(16);
             let high = self.bin(Bo::ShiftRight, word, sixteen);
-            return [word, high].map(|w| {
-                let bits = self.as_(w, ScalarKind::Uint, Some(2));
-                self.as_(bits, ScalarKind::Float, None)
-            });
+            return [word, high].map(|w| self.of_bits_16(ScalarType::F16, w));
         }
         let halves = self.math(Mf::Unpack2x16float, &[word]);
         [0, 1].map(|h| {
@@ -52,8 +49,7 @@ impl Cx<'_> {
         if self.int16 {
             let [low, high] = [pair[0], pair[1]].map(|r| {
                 let x = self.read(r);
-                let bits = self.as_(x, ScalarKind::Uint, None);
-                self.as_(bits, ScalarKind::Uint, Some(4))
+                self.bits_16(ScalarType::F16, x)
             });
             let sixteen = self.u32c(16);
             let high = self.bin(Bo::ShiftLeft, high, sixteen);

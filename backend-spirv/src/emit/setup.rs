@@ -118,25 +118,13 @@ impl<'a> Cx<'a> {
                     4 * elem.size_bytes() as u32,
                 ),
                 Holding::PackedF16 => (
-                    {
-                        // The halves' type, in the module so that the WGSL writer enables it.
-                        if target.shader_i16 {
-                            ty(
-                                &mut module,
-                                TypeInner::Scalar(Scalar {
-                                    kind: ScalarKind::Uint,
-                                    width: 2,
-                                }),
-                            );
-                        }
-                        ty(
-                            &mut module,
-                            TypeInner::Vector {
-                                size: naga::VectorSize::Quad,
-                                scalar: Scalar::U32,
-                            },
-                        )
-                    },
+                    ty(
+                        &mut module,
+                        TypeInner::Vector {
+                            size: naga::VectorSize::Quad,
+                            scalar: Scalar::U32,
+                        },
+                    ),
                     16,
                 ),
                 Holding::Words(1) => (ty(&mut module, TypeInner::Scalar(Scalar::U32)), 4),
