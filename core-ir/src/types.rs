@@ -111,6 +111,13 @@ impl ScalarType {
     pub fn round(self, v: f64) -> f64 {
         crate::interp::tensor::round_float(self, v)
     }
+    /// Whether a backend without storage types narrower than 32 bits but `f16` (SPIR-V
+    /// through naga) holds this type in words: `bf16` and 8- and 16-bit integers, packed in
+    /// storage buffers, widened in shared memory
+    /// ([`crate::target::Target::narrow_shared_in_words`]).
+    pub const fn held_in_words(self) -> bool {
+        self.size_bytes() < 4 && !matches!(self, ScalarType::F16 | ScalarType::Bool)
+    }
     /// The name used by the printer and in error messages.
     pub const fn name(self) -> &'static str {
         match self {

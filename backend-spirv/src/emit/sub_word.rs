@@ -26,9 +26,10 @@
 use super::*;
 
 /// Whether a buffer of `elem` is held in packed words: types narrower than 4 bytes, except
-/// `f16`, which naga stores itself, and booleans, which have no storage type.
+/// `f16`, which naga stores itself, and booleans, which have no storage type (the types
+/// whose shared memory the lowering counts in words: `ScalarType::held_in_words`).
 pub(super) fn sub_word(elem: ScalarType) -> bool {
-    elem.size_bytes() < 4 && !matches!(elem, ScalarType::F16 | ScalarType::Bool)
+    elem.held_in_words()
 }
 
 impl Cx<'_> {

@@ -1025,15 +1025,14 @@ impl ThreadKernel {
     /// hold them ([`crate::target::Target::narrow_shared_in_words`]); as
     /// [`ThreadKernel::shared_bytes`] otherwise.
     pub fn shared_bytes_in_words(&self) -> u32 {
-        let widened = |t: ScalarType| t.size_bytes() < 4 && !matches!(t, ScalarType::F16 | ScalarType::Bool);
-        if !self.shared.iter().any(|a| widened(a.elem)) {
+        if !self.shared.iter().any(|a| a.elem.held_in_words()) {
             return self.shared_bytes();
         }
         self.shared_arrays()
             .arrays
             .iter()
             .map(|&(elem, len)| {
-                let size = if widened(elem) { 4 } else { elem.size_bytes() as u32 };
+                let size = if elem.held_in_words() { 4 } else { elem.size_bytes() as u32 };
                 len.saturating_mul(size).div_ceil(16).saturating_mul(16)
             })
             .fold(0u32, u32::saturating_add)
