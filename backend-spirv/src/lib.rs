@@ -29,7 +29,8 @@
 //!   Element types: `i32`, `u32`, `f32` always; `f16` with [`SpirvTarget::shader_f16`];
 //!   `i64`/`u64` with [`SpirvTarget::shader_i64`]; `f64` with [`SpirvTarget::shader_f64`].
 //!   `bf16` and 8- and 16-bit integers are packed in an `array<u32>` (two or four to a word,
-//!   the first in the low bits, so the bytes are the elements' own), an
+//!   the first in the low bits, so the bytes are the elements' own; `vec2<u32>` or
+//!   `vec4<u32>` of them where every access moves 8 or 16 bytes, the same bytes), an
 //!   `array<atomic<u32>>` where some store writes part of a word (neighbouring threads may
 //!   write the two halves of one word). Booleans have no storage type. In shared memory
 //!   the narrow types are held widened to 32 bits.
@@ -694,7 +695,8 @@ impl BindingLayout {
 /// booleans, `bf16` and 8- and 16-bit integers take a word, as their registers hold them.
 pub(crate) fn launch_size_of(ty: ScalarType) -> u32 {
     match ty {
-        ScalarType::Bool | ScalarType::BF16 | ScalarType::I8 | ScalarType::I16 | ScalarType::U8 | ScalarType::U16 => 4,
+        ScalarType::Bool => 4,
+        t if t.held_in_words() => 4,
         t => t.size_bytes() as u32,
     }
 }

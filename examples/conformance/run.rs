@@ -318,9 +318,9 @@ pub(super) fn judge(
 ) -> Outcome {
     let mut checked = compare(c, backend, want, got);
     if backend == Backend::Vulkan && checked != Ok(None) {
-        // Vulkan may flush f16/f32 (and bf16, computed in f32) subnormals to zero (SPIR-V without the DenormPreserve
-        // mode; NVIDIA's driver does, lavapipe does not): a result computed with flushed
-        // inputs and outputs also conforms.
+        // Vulkan may flush f16/f32 (and bf16, computed in f32) subnormals to zero (SPIR-V
+        // without the DenormPreserve mode; NVIDIA's driver does, lavapipe does not): a
+        // result computed with flushed inputs and outputs also conforms.
         if let Some(ftz) = flushed_reference(cpu, c, kernel, want) {
             // Element by element: the flushed result where the device gave exactly that,
             // the exact one elsewhere.

@@ -1032,7 +1032,11 @@ impl ThreadKernel {
             .arrays
             .iter()
             .map(|&(elem, len)| {
-                let size = if elem.held_in_words() { 4 } else { elem.size_bytes() as u32 };
+                let size = if elem.held_in_words() {
+                    4
+                } else {
+                    elem.size_bytes() as u32
+                };
                 len.saturating_mul(size).div_ceil(16).saturating_mul(16)
             })
             .fold(0u32, u32::saturating_add)
