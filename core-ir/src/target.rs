@@ -93,7 +93,7 @@ pub struct Target {
     /// Shared buffers of `bf16` and of 8- and 16-bit integers take a 4-byte word an
     /// element (SPIR-V's workgroup arrays hold them widened, as registers do: naga has no
     /// narrower type but `f16`), which the shared memory a program may use is counted in
-    /// ([`crate::thread::ThreadKernel::shared_bytes_in_words`]).
+    /// ([`crate::thread::ThreadKernel::shared_bytes`]).
     pub narrow_shared_in_words: bool,
     /// The cooperative-matrix multiply-adds warps (subgroups) can run
     /// (`VK_KHR_cooperative_matrix`, subgroup scope; where [`warp_size`](Self::warp_size) is

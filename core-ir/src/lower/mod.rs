@@ -474,6 +474,7 @@ impl<'k> Lowerer<'k> {
             num_warps: self.target.num_warps * self.target.programs_per_block.max(1),
             warp_size: self.target.warp_size,
             reuse_shared: self.target.reuse_shared,
+            narrow_shared_in_words: self.target.narrow_shared_in_words,
             persistent: None,
             producer_warps: self.producer_warps,
             block_programs: None,
@@ -495,11 +496,7 @@ impl<'k> Lowerer<'k> {
         if let Some(p) = prologue_stmts {
             specialize::prologue_on_each_side(&mut kernel.body, &p);
         }
-        let needed = if self.target.narrow_shared_in_words {
-            kernel.shared_bytes_in_words()
-        } else {
-            kernel.shared_bytes()
-        };
+        let needed = kernel.shared_bytes();
         if needed > self.target.max_shared_bytes {
             return Err(LowerError::OutOfSharedMemory {
                 kernel: kernel.name.clone(),

@@ -53,6 +53,7 @@ impl ThreadKernelBuilder {
                 num_warps,
                 warp_size,
                 reuse_shared: crate::target::SharedReuse::Never,
+                narrow_shared_in_words: false,
                 persistent: None,
                 producer_warps: 0,
                 block_programs: None,

@@ -855,6 +855,11 @@ pub struct ThreadKernel {
     /// backend lays shared memory out as one block at those offsets (PTX), those of one
     /// element type where it declares an array per type (SPIR-V).
     pub reuse_shared: crate::target::SharedReuse,
+    /// Shared buffers of the types a SPIR-V backend holds in words
+    /// ([`ScalarType::held_in_words`]) take 4 bytes an element, as its workgroup arrays
+    /// hold them ([`crate::target::Target::narrow_shared_in_words`]): what
+    /// [`ThreadKernel::shared_bytes`] counts.
+    pub narrow_shared_in_words: bool,
     /// Where the kernel walks several tiles per program (a persistent grid), how.
     pub persistent: Option<PersistentGrid>,
     /// Programs per thread-block cluster, consecutive along grid axis 0 (1: no cluster): the
@@ -1009,7 +1014,26 @@ impl ThreadKernel {
     /// The buffers are laid out as [`ThreadKernel::shared_offsets`] says; where one needs a
     /// boundary coarser than the 16 bytes a launch's dynamic shared memory is sure to start
     /// on, the backend rounds the start up at run time and this includes the slack.
+    ///
+    /// Where the backend holds narrow types in words ([`ThreadKernel::narrow_shared_in_words`],
+    /// whose buffers are one array per type: [`ThreadKernel::shared_arrays`]), the arrays'
+    /// bytes with those types in words.
     pub fn shared_bytes(&self) -> u32 {
+        if self.narrow_shared_in_words && self.shared.iter().any(|a| a.elem.held_in_words()) {
+            return self
+                .shared_arrays()
+                .arrays
+                .iter()
+                .map(|&(elem, len)| {
+                    let size = if elem.held_in_words() {
+                        4
+                    } else {
+                        elem.size_bytes() as u32
+                    };
+                    len.saturating_mul(size).div_ceil(16).saturating_mul(16)
+                })
+                .fold(0u32, u32::saturating_add);
+        }
         let end = self
             .shared
             .iter()
@@ -1019,27 +1043,6 @@ impl ThreadKernel {
             .unwrap_or(0);
         let slack = self.shared_align().saturating_sub(16);
         end.div_ceil(16).saturating_mul(16).saturating_add(slack)
-    }
-    /// Bytes of shared memory the kernel uses where `bf16` and 8- and 16-bit integers take
-    /// a 4-byte word each, as SPIR-V's workgroup arrays ([`ThreadKernel::shared_arrays`])
-    /// hold them ([`crate::target::Target::narrow_shared_in_words`]); as
-    /// [`ThreadKernel::shared_bytes`] otherwise.
-    pub fn shared_bytes_in_words(&self) -> u32 {
-        if !self.shared.iter().any(|a| a.elem.held_in_words()) {
-            return self.shared_bytes();
-        }
-        self.shared_arrays()
-            .arrays
-            .iter()
-            .map(|&(elem, len)| {
-                let size = if elem.held_in_words() {
-                    4
-                } else {
-                    elem.size_bytes() as u32
-                };
-                len.saturating_mul(size).div_ceil(16).saturating_mul(16)
-            })
-            .fold(0u32, u32::saturating_add)
     }
     /// The byte offset of each shared buffer from the (aligned) start of shared memory,
     /// each on its own `align` boundary; buffers never in use between the same two

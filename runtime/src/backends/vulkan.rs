@@ -618,7 +618,7 @@ impl Device for WgpuGpu {
                 specialization: spec.clone(),
                 metadata: KernelMetadata {
                     threads: target.threads(),
-                    shared_bytes: thread_kernel.shared_bytes_in_words(),
+                    shared_bytes: thread_kernel.shared_bytes(),
                     registers,
                     dots: thread_kernel.dots.clone(),
                     ..KernelMetadata::default()
