@@ -6,6 +6,10 @@
 //!   widening. bf16 widens by shifting its bits into the top of an f32 (exact, any sm);
 //!   rounding to bf16 is `cvt.rn.bf16.f32` (sm_80+). f64 → bf16 first rounds to f32 *to odd*
 //!   (`cvt.rz` plus a sticky bit), so that the second rounding is the correct one.
+//! - fp8 (sm_89+): widens exactly through f16 (`cvt.rn.f16x2.e4m3x2`/`e5m2x2`); rounds from
+//!   f32 with `cvt.rn.satfinite.e4m3x2.f32` (a finite value beyond the largest finite one
+//!   saturated to it, as `rutile_ir::fp8` defines); an infinity is set to E5M2's own
+//!   after it. f64 sources round to odd in f32 first, as for bf16.
 //! - int → float: `cvt.rn` (one rounding). int → bf16 of 32/64-bit integers goes through f32
 //!   rounded to odd, for the same reason.
 //! - float → int: truncation toward zero, saturating at the type's range, NaN → 0. `cvt.rzi`
@@ -25,9 +29,28 @@ use crate::expr::{mov, normalize};
 use crate::names::{int_ty, Class};
 use rutile_ir::ScalarType::{self, *};
 
-/// An f32 register holding the exact value of `a`, a register of type `t` (f16, bf16, f32).
+/// The PTX name of fp8 type `t`'s pairs.
+fn fp8_pair(t: ScalarType) -> &'static str {
+    if t == F8E4M3 {
+        "e4m3x2"
+    } else {
+        "e5m2x2"
+    }
+}
+
+/// An f32 register holding the exact value of `a`, a register of type `t` (fp8, f16, bf16,
+/// f32). fp8 needs sm_89, which the emitter checks once for the kernel.
 pub(crate) fn widen(e: &mut Emitter, a: &str, t: ScalarType) -> String {
     match t {
+        F8E4M3 | F8E5M2 => {
+            // The high byte is zero: the pair's high half is +0.
+            let (pair, lo, hi) = (e.tmp(Class::R), e.tmp(Class::H), e.tmp(Class::H));
+            let f = e.tmp(Class::F);
+            e.ins(format!("cvt.rn.f16x2.{} {pair}, {a}", fp8_pair(t)));
+            e.ins(format!("mov.b32 {{{lo}, {hi}}}, {pair}"));
+            e.ins(format!("cvt.f32.f16 {f}, {lo}"));
+            f
+        }
         F32 => a.to_string(),
         F16 => {
             let f = e.tmp(Class::F);
@@ -46,9 +69,24 @@ pub(crate) fn widen(e: &mut Emitter, a: &str, t: ScalarType) -> String {
     }
 }
 
-/// `d` (of type `t`: f16, bf16 or f32) = f32 register `x` rounded to nearest even.
+/// `d` (of type `t`: fp8, f16, bf16 or f32) = f32 register `x` rounded to nearest even
+/// (fp8 saturating).
 pub(crate) fn narrow(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
     match t {
+        // The pair's high byte is +0's.
+        F8E4M3 => e.ins(format!("cvt.rn.satfinite.e4m3x2.f32 {d}, 0f00000000, {x}")),
+        F8E5M2 => {
+            // E5M2 keeps infinities, which `satfinite` would not.
+            let (inf, bits, h) = (e.tmp(Class::Pred), e.tmp(Class::R), e.tmp(Class::H));
+            e.ins(format!("cvt.rn.satfinite.e5m2x2.f32 {d}, 0f00000000, {x}"));
+            e.ins(format!("testp.infinite.f32 {inf}, {x}"));
+            e.ins(format!("mov.b32 {bits}, {x}"));
+            e.ins(format!("shr.u32 {bits}, {bits}, 24"));
+            e.ins(format!("and.b32 {bits}, {bits}, 128"));
+            e.ins(format!("or.b32 {bits}, {bits}, 124"));
+            e.ins(format!("cvt.u16.u32 {h}, {bits}"));
+            e.ins(format!("selp.b16 {d}, {h}, {d}, {inf}"));
+        }
         F32 => mov(e, d, F32, x),
         F16 => e.ins(format!("cvt.rn.f16.f32 {d}, {x}")),
         BF16 if e.target.has_sm80() => e.ins(format!("cvt.rn.bf16.f32 {d}, {x}")),
@@ -61,7 +99,10 @@ pub(crate) fn narrow(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
 /// `d` = f32 register `x`, whose value is representable in `t` (f16 or bf16): works on every
 /// target (bf16 takes the high half of the bits).
 pub(crate) fn narrow_exact(e: &mut Emitter, d: &str, x: &str, t: ScalarType) {
-    if t == BF16 {
+    if t.is_fp8() {
+        // Exact: no rounding to do, an infinity kept as `narrow` keeps it.
+        let _ = narrow(e, d, x, t);
+    } else if t == BF16 {
         let lo = e.tmp(Class::H);
         e.ins(format!("mov.b32 {{{lo}, {d}}}, {x}"));
     } else {
@@ -109,6 +150,8 @@ fn from_bool(e: &mut Emitter, d: &str, dt: ScalarType, p: &str) {
         F64 => ("0d3FF0000000000000", "0d0000000000000000", "f64"),
         F16 => ("0x3C00", "0x0000", "b16"),
         BF16 => ("0x3F80", "0x0000", "b16"),
+        F8E4M3 => ("0x0038", "0x0000", "b16"),
+        F8E5M2 => ("0x003C", "0x0000", "b16"),
         I64 | U64 => ("1", "0", "u64"),
         _ => ("1", "0", "u32"),
     };
@@ -119,9 +162,10 @@ fn to_bool(e: &mut Emitter, d: &str, st: ScalarType, a: &str) {
     match st {
         F32 => e.ins(format!("setp.neu.f32 {d}, {a}, 0f00000000")),
         F64 => e.ins(format!("setp.neu.f64 {d}, {a}, 0d0000000000000000")),
-        F16 | BF16 => {
+        F16 | BF16 | F8E4M3 | F8E5M2 => {
             let m = e.tmp(Class::H);
-            e.ins(format!("and.b16 {m}, {a}, 0x7FFF"));
+            let magnitude = if st.is_fp8() { "0x007F" } else { "0x7FFF" };
+            e.ins(format!("and.b16 {m}, {a}, {magnitude}"));
             e.ins(format!("setp.ne.b16 {d}, {m}, 0"));
         }
         _ => e.ins(format!("setp.ne.{} {d}, {a}, 0", int_ty(st))),
@@ -154,15 +198,15 @@ fn int_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarTyp
             Ok(())
         }
         _ => {
-            // bf16.
-            if !e.target.has_sm80() {
+            // bf16 or fp8.
+            if dt == BF16 && !e.target.has_sm80() {
                 return Err("rounding to bf16 needs sm_80 or newer (cvt.rn.bf16.f32)".into());
             }
             let f = e.tmp(Class::F);
             if st.bits() < 32 {
                 // Exact in f32.
                 e.ins(format!("cvt.rn.f32.{s} {f}, {a}"));
-                return narrow(e, d, &f, BF16);
+                return narrow(e, d, &f, dt);
             }
             let back = e.tmp(Class::of(st));
             let inexact = e.tmp(Class::Pred);
@@ -170,7 +214,7 @@ fn int_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarTyp
             e.ins(format!("cvt.rzi.{s}.f32 {back}, {f}"));
             e.ins(format!("setp.ne.{s} {inexact}, {back}, {a}"));
             let odd = sticky(e, &f, &inexact);
-            narrow(e, d, &odd, BF16)
+            narrow(e, d, &odd, dt)
         }
     }
 }
@@ -210,22 +254,15 @@ fn float_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarT
         (F16, F32) => e.ins(format!("cvt.f32.f16 {d}, {a}")),
         (F16, F64) => e.ins(format!("cvt.f64.f16 {d}, {a}")),
         (F64, F16) => e.ins(format!("cvt.rn.f16.f64 {d}, {a}")),
-        (BF16, F64) => {
-            let w = widen(e, a, BF16);
+        (BF16 | F8E4M3 | F8E5M2, F64) => {
+            let w = widen(e, a, st);
             e.ins(format!("cvt.f64.f32 {d}, {w}"));
         }
-        (F64, BF16) => {
-            if !e.target.has_sm80() {
+        (F64, BF16 | F8E4M3 | F8E5M2) => {
+            if dt == BF16 && !e.target.has_sm80() {
                 return Err("rounding to bf16 needs sm_80 or newer (cvt.rn.bf16.f32)".into());
             }
-            let f = e.tmp(Class::F);
-            let back = e.tmp(Class::Fd);
-            let inexact = e.tmp(Class::Pred);
-            e.ins(format!("cvt.rz.f32.f64 {f}, {a}"));
-            e.ins(format!("cvt.f64.f32 {back}, {f}"));
-            e.ins(format!("setp.neu.f64 {inexact}, {back}, {a}"));
-            let odd = sticky(e, &f, &inexact);
-            return narrow(e, d, &odd, BF16);
+            return narrow_f64(e, d, a, dt);
         }
         // Among f16, bf16 and f32: widen exactly, round once.
         _ => {
@@ -236,13 +273,50 @@ fn float_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarT
     Ok(())
 }
 
+/// `d` (bf16 or fp8) = f64 register `x` rounded once: to odd in f32 first (`cvt.rz` plus
+/// a sticky bit), which keeps what the second rounding needs.
+fn narrow_f64(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
+    let f = e.tmp(Class::F);
+    let back = e.tmp(Class::Fd);
+    let inexact = e.tmp(Class::Pred);
+    e.ins(format!("cvt.rz.f32.f64 {f}, {x}"));
+    e.ins(format!("cvt.f64.f32 {back}, {f}"));
+    e.ins(format!("setp.neu.f64 {inexact}, {back}, {x}"));
+    let odd = sticky(e, &f, &inexact);
+    narrow(e, d, &odd, t)
+}
+
+/// `d = fma(a, b, c)` of fp8 registers, rounded once: in f64, where the product is exact
+/// and the sum is too unless the addend is so much larger that the product cannot move its
+/// fp8 rounding; then rounded as a cast from f64 is.
+pub(crate) fn fma_fp8(e: &mut Emitter, d: &str, t: ScalarType, [a, b, c]: [&str; 3]) -> Res {
+    let wide: Vec<String> = [a, b, c]
+        .iter()
+        .map(|x| {
+            let f = widen(e, x, t);
+            let w = e.tmp(Class::Fd);
+            e.ins(format!("cvt.f64.f32 {w}, {f}"));
+            w
+        })
+        .collect();
+    let r = e.tmp(Class::Fd);
+    e.ins(format!("fma.rn.f64 {r}, {}, {}, {}", wide[0], wide[1], wide[2]));
+    narrow_f64(e, d, &r, t)
+}
+
 pub(crate) fn bitcast(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarType) -> Res {
     match (Class::of(st), Class::of(dt)) {
-        // i16/u16 (32-bit registers) <-> f16/bf16 (16-bit registers).
-        (Class::R, Class::H) => e.ins(format!("cvt.u16.u32 {d}, {a}")),
+        // i8/u8/i16/u16 (32-bit registers) <-> fp8/f16/bf16 (16-bit registers).
+        (Class::R, Class::H) => {
+            e.ins(format!("cvt.u16.u32 {d}, {a}"));
+            if dt.is_fp8() {
+                // An i8's sign extension is not the fp8's high byte, which is zero.
+                e.ins(format!("and.b16 {d}, {d}, 0x00FF"));
+            }
+        }
         (Class::H, Class::R) => {
-            let s = if dt == I16 { "s16" } else { "u16" };
-            e.ins(format!("cvt.{}.{s} {d}, {a}", int_ty(dt)));
+            e.ins(format!("cvt.u32.u16 {d}, {a}"));
+            normalize(e, d, dt);
         }
         (sc, dc) if sc.bits() == dc.bits() => {
             e.ins(format!("mov.{} {d}, {a}", dc.bits()));

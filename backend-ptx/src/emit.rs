@@ -451,6 +451,11 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     if !crate::names::is_identifier(&k.name) {
         return Err(fail(format!("`{}` is not a valid PTX identifier", k.name)));
     }
+    if !target.has_sm89() && k.regs.iter().any(|(_, r)| r.ty.is_fp8()) {
+        return Err(fail(
+            "fp8 values need sm_89 or newer (the `cvt` to and from e4m3x2/e5m2x2 that computes on them)".into(),
+        ));
+    }
     if k.cluster > 1 {
         crate::cluster::require_clusters(target.sm, &format!("a cluster of {} programs", k.cluster)).map_err(fail)?;
     }

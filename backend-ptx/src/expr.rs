@@ -154,6 +154,8 @@ fn constant(e: &mut Emitter, d: &str, t: ScalarType, l: Literal) -> Res {
         (F64, Literal::Float(x)) => format!("mov.f64 {d}, {}", f64_lit(x)),
         (F16, Literal::Float(x)) => format!("mov.b16 {d}, 0x{:04X}", f16_bits(x)),
         (BF16, Literal::Float(x)) => format!("mov.b16 {d}, 0x{:04X}", bf16_bits(x)),
+        (F8E4M3, Literal::Float(x)) => format!("mov.b16 {d}, 0x{:04X}", rutile_ir::fp8::E4M3.encode(x)),
+        (F8E5M2, Literal::Float(x)) => format!("mov.b16 {d}, 0x{:04X}", rutile_ir::fp8::E5M2.encode(x)),
         _ => return Err(format!("constant {l} cannot be {t}")),
     };
     e.ins(text);
@@ -210,7 +212,15 @@ pub(crate) fn unary(e: &mut Emitter, d: &str, t: ScalarType, op: UnaryOp, a: &st
             e.ins(format!("and.b16 {d}, {a}, 0x7FFF"));
             Ok(())
         }
-        (F16 | BF16, _) => {
+        (F8E4M3 | F8E5M2, UnaryOp::Neg) => {
+            e.ins(format!("xor.b16 {d}, {a}, 0x0080"));
+            Ok(())
+        }
+        (F8E4M3 | F8E5M2, UnaryOp::Abs) => {
+            e.ins(format!("and.b16 {d}, {a}, 0x007F"));
+            Ok(())
+        }
+        (F16 | BF16 | F8E4M3 | F8E5M2, _) => {
             let x = cast::widen(e, a, t);
             let r = math::unary(e, Fk::F32, op, &x)?;
             cast::narrow(e, d, &r, t)
@@ -333,8 +343,8 @@ pub(crate) fn binary(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &
             Ok(())
         }
         _ => {
-            // f16 / bf16.
-            if matches!(op, BinaryOp::Min | BinaryOp::Max) {
+            // f16 / bf16 / fp8.
+            if matches!(op, BinaryOp::Min | BinaryOp::Max) && matches!(t, F16 | BF16) {
                 let i = if op == BinaryOp::Min { "min" } else { "max" };
                 let f = if t == F16 { "f16" } else { "bf16" };
                 if e.target.has_sm80() {
@@ -345,6 +355,12 @@ pub(crate) fn binary(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &
                 let r = math::minmax(e, Fk::F32, op == BinaryOp::Max, &x, &y);
                 cast::narrow_exact(e, d, &r, t);
                 return Ok(());
+            }
+            if matches!(op, BinaryOp::Min | BinaryOp::Max) {
+                // fp8: the chosen operand, exactly.
+                let (x, y) = (cast::widen(e, a, t), cast::widen(e, b, t));
+                let r = math::minmax(e, Fk::F32, op == BinaryOp::Max, &x, &y);
+                return cast::narrow(e, d, &r, t);
             }
             let (x, y) = (cast::widen(e, a, t), cast::widen(e, b, t));
             let r = e.tmp(Class::F);
@@ -461,6 +477,7 @@ fn fma(e: &mut Emitter, d: &str, t: ScalarType, a: &str, b: &str, c: &str) -> Re
         F16 => "f16",
         BF16 if e.target.has_sm80() => "bf16",
         BF16 => return Err("bf16 `fma` needs sm_80 or newer (fma.rn.bf16)".into()),
+        F8E4M3 | F8E5M2 => return cast::fma_fp8(e, d, t, [a, b, c]),
         _ => return Err(format!("`fma` of {t} is not defined")),
     };
     e.ins(format!("fma.rn.{f} {d}, {a}, {b}, {c}"));

@@ -6,14 +6,14 @@
 //! | `i1`                            | `%p`  | `.pred`         |
 //! | `i8 i16 i32 u8 u16 u32`         | `%r`  | `.b32`          |
 //! | `i64 u64`                       | `%rd` | `.b64`          |
-//! | `f16 bf16`                      | `%h`  | `.b16`          |
+//! | `f16 bf16 f8e4m3 f8e5m2`        | `%h`  | `.b16`          |
 //! | `f32`                           | `%f`  | `.f32`          |
 //! | `f64`                           | `%fd` | `.f64`          |
 //!
 //! Integers narrower than 32 bits live in 32-bit registers, always normalized: sign-extended
 //! for `i8`/`i16`, zero-extended for `u8`/`u16` (every instruction sequence that can leave the
 //! range re-normalizes), so 32-bit compares, divisions and shifts on them give the narrow
-//! type's results.
+//! type's results. An fp8 value is the low byte of a 16-bit register, its high byte zero.
 
 use rutile_ir::thread::{Reg, ThreadKernel};
 use rutile_ir::ScalarType;
@@ -38,7 +38,7 @@ impl Class {
             Bool => Class::Pred,
             I8 | I16 | I32 | U8 | U16 | U32 => Class::R,
             I64 | U64 => Class::Rd,
-            F16 | BF16 => Class::H,
+            F16 | BF16 | F8E4M3 | F8E5M2 => Class::H,
             F32 => Class::F,
             F64 => Class::Fd,
         }
@@ -130,7 +130,7 @@ pub(crate) fn int_ty(ty: ScalarType) -> &'static str {
         U8 | U16 | U32 | Bool => "u32",
         I64 => "s64",
         U64 => "u64",
-        F16 | BF16 | F32 | F64 => unreachable!("int_ty of a float"),
+        F16 | BF16 | F8E4M3 | F8E5M2 | F32 | F64 => unreachable!("int_ty of a float"),
     }
 }
 
@@ -138,7 +138,7 @@ pub(crate) fn int_ty(ty: ScalarType) -> &'static str {
 pub(crate) fn mem_ty(ty: ScalarType) -> &'static str {
     use ScalarType::*;
     match ty {
-        Bool | U8 => "u8",
+        Bool | U8 | F8E4M3 | F8E5M2 => "u8",
         I8 => "s8",
         I16 => "s16",
         U16 => "u16",

@@ -96,6 +96,10 @@ impl PtxTarget {
     pub(crate) fn has_sm80(&self) -> bool {
         self.sm >= 80
     }
+    /// `sm_89` and later: fp8 conversions (`cvt` to and from `e4m3x2`/`e5m2x2`).
+    pub(crate) fn has_sm89(&self) -> bool {
+        self.sm >= 89
+    }
     /// `sm_90` and later: `atom.add.noftz.bf16`.
     pub(crate) fn has_sm90(&self) -> bool {
         self.sm >= 90

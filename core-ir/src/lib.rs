@@ -13,6 +13,7 @@ pub mod analysis;
 pub mod arena;
 pub mod builder;
 pub mod error;
+pub mod fp8;
 pub mod interp;
 pub mod ir;
 pub mod layout;

@@ -42,8 +42,8 @@ pub fn row_major_matmul_args(m: usize, n: usize, k: usize) -> Vec<crate::interp:
         .collect()
 }
 
-/// `n` floats drawn from [-1, 1] (never zero) in a buffer of `elem`: f16, bf16, or f32 for
-/// any other type (the operands of a `dot`).
+/// `n` floats drawn from [-1, 1] (never zero) in a buffer of `elem`: an fp8 type, f16,
+/// bf16, or f32 for any other type (the operands of a `dot`).
 pub fn float_buffer(rng: &mut Rng, elem: crate::ScalarType, n: usize) -> crate::interp::HostBuffer {
     use crate::interp::HostBuffer;
     let v = rng.f32s(n, -1.0, 1.0);
@@ -52,15 +52,33 @@ pub fn float_buffer(rng: &mut Rng, elem: crate::ScalarType, n: usize) -> crate::
         crate::ScalarType::BF16 => {
             HostBuffer::from_slice(&v.iter().map(|&x| half::bf16::from_f32(x)).collect::<Vec<_>>())
         }
+        crate::ScalarType::F8E4M3 => {
+            HostBuffer::from_slice(&v.iter().map(|&x| crate::fp8::F8E4M3::from_f32(x)).collect::<Vec<_>>())
+        }
+        crate::ScalarType::F8E5M2 => {
+            HostBuffer::from_slice(&v.iter().map(|&x| crate::fp8::F8E5M2::from_f32(x)).collect::<Vec<_>>())
+        }
         _ => HostBuffer::from_slice(&v),
     }
 }
 
-/// A buffer of f16, bf16 or f32 values (as [`float_buffer`] makes them) as f64.
+/// A buffer of fp8, f16, bf16 or f32 values (as [`float_buffer`] makes them) as f64.
 pub fn float_values(b: &crate::interp::HostBuffer) -> Vec<f64> {
     match b.elem() {
         F16 => b.to_vec::<f16>().unwrap().iter().map(|v| v.to_f64()).collect(),
         crate::ScalarType::BF16 => b.to_vec::<half::bf16>().unwrap().iter().map(|v| v.to_f64()).collect(),
+        crate::ScalarType::F8E4M3 => b
+            .to_vec::<crate::fp8::F8E4M3>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_f64())
+            .collect(),
+        crate::ScalarType::F8E5M2 => b
+            .to_vec::<crate::fp8::F8E5M2>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_f64())
+            .collect(),
         _ => b.to_vec::<f32>().unwrap().iter().map(|&v| v as f64).collect(),
     }
 }

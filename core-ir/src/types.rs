@@ -27,6 +27,12 @@ pub enum ScalarType {
     U32,
     /// 64-bit unsigned integer.
     U64,
+    /// fp8 E4M3 (OCP's `e4m3fn`, Triton's `float8e4nv`): 4 exponent bits (bias 7), 3 mantissa
+    /// bits, no infinities, largest finite 448; results saturate ([`crate::fp8`]).
+    F8E4M3,
+    /// fp8 E5M2 (Triton's `float8e5`): f16's exponent (bias 15) with 2 mantissa bits, largest
+    /// finite 57344; finite results beyond it saturate, infinities stay ([`crate::fp8`]).
+    F8E5M2,
     /// IEEE 754 half precision float (binary16).
     F16,
     /// bfloat16: f32's exponent range with an 8-bit significand (7 bits stored).
@@ -39,7 +45,7 @@ pub enum ScalarType {
 
 impl ScalarType {
     /// Every scalar type, in declaration order.
-    pub const ALL: [ScalarType; 13] = [
+    pub const ALL: [ScalarType; 15] = [
         ScalarType::Bool,
         ScalarType::I8,
         ScalarType::I16,
@@ -49,6 +55,8 @@ impl ScalarType {
         ScalarType::U16,
         ScalarType::U32,
         ScalarType::U64,
+        ScalarType::F8E4M3,
+        ScalarType::F8E5M2,
         ScalarType::F16,
         ScalarType::BF16,
         ScalarType::F32,
@@ -59,7 +67,7 @@ impl ScalarType {
     pub const fn bits(self) -> u32 {
         match self {
             ScalarType::Bool => 1,
-            ScalarType::I8 | ScalarType::U8 => 8,
+            ScalarType::I8 | ScalarType::U8 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => 8,
             ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::BF16 => 16,
             ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 32,
             ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 64,
@@ -72,12 +80,22 @@ impl ScalarType {
             _ => (self.bits() / 8) as usize,
         }
     }
-    /// Floats: f16, bf16, f32 and f64.
+    /// Floats: the fp8 types, f16, bf16, f32 and f64.
     pub const fn is_float(self) -> bool {
         matches!(
             self,
-            ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64
+            ScalarType::F8E4M3
+                | ScalarType::F8E5M2
+                | ScalarType::F16
+                | ScalarType::BF16
+                | ScalarType::F32
+                | ScalarType::F64
         )
+    }
+    /// The fp8 types: storage and matrix-operand formats that compute in f32, each result
+    /// rounded once ([`crate::fp8`]).
+    pub const fn is_fp8(self) -> bool {
+        matches!(self, ScalarType::F8E4M3 | ScalarType::F8E5M2)
     }
     /// Signed or unsigned integers, not booleans.
     pub const fn is_int(self) -> bool {
@@ -112,7 +130,7 @@ impl ScalarType {
         crate::interp::tensor::round_float(self, v)
     }
     /// Whether a backend without storage types narrower than 32 bits but `f16` (SPIR-V
-    /// through naga) holds this type in words: `bf16` and 8- and 16-bit integers, packed in
+    /// through naga) holds this type in words: `bf16`, the fp8 types and 8- and 16-bit integers, packed in
     /// storage buffers, widened in shared memory
     /// ([`crate::target::Target::narrow_shared_in_words`]).
     pub const fn held_in_words(self) -> bool {
@@ -130,6 +148,8 @@ impl ScalarType {
             ScalarType::U16 => "u16",
             ScalarType::U32 => "u32",
             ScalarType::U64 => "u64",
+            ScalarType::F8E4M3 => "f8e4m3",
+            ScalarType::F8E5M2 => "f8e5m2",
             ScalarType::F16 => "f16",
             ScalarType::BF16 => "bf16",
             ScalarType::F32 => "f32",
@@ -148,6 +168,8 @@ impl ScalarType {
             b"u16" => ScalarType::U16,
             b"u32" => ScalarType::U32,
             b"u64" => ScalarType::U64,
+            b"f8e4m3" => ScalarType::F8E4M3,
+            b"f8e5m2" => ScalarType::F8E5M2,
             b"f16" => ScalarType::F16,
             b"bf16" => ScalarType::BF16,
             b"f32" => ScalarType::F32,

@@ -405,7 +405,7 @@ pub const F64_FUNCTIONS: &[(&str, Bound, Bound)] = &[
 /// them no better than f32), in f32 ulps.
 pub(super) fn unit_for(op: &str, t: ScalarType, backend: Backend) -> ScalarType {
     match (t, backend) {
-        (F16, Backend::Cuda) | (BF16, _) => F32,
+        (F16, Backend::Cuda) | (BF16 | F8E4M3 | F8E5M2, _) => F32,
         (F64, _) if F64_FUNCTIONS.iter().any(|r| r.0 == op) => F64,
         (F64, _) => F32,
         (t, _) => t,
@@ -553,6 +553,8 @@ pub(super) mod vulkan_allowances {
 /// One unit in the last place of `x` in type `t`.
 pub(super) fn ulp(t: ScalarType, x: f64) -> f64 {
     let (mant, min_exp) = match t {
+        F8E4M3 => (3, -6),
+        F8E5M2 => (2, -14),
         F16 => (10, -14),
         BF16 => (7, -126),
         F32 => (23, -126),
@@ -575,13 +577,18 @@ pub(super) fn within(t: ScalarType, unit: ScalarType, bound: Bound, x: f64, want
     if want == got {
         return want != 0.0 || bound != EXACT || want.is_sign_negative() == got.is_sign_negative();
     }
+    // E5M2's functions compute in f32: where the exact value is past f32's range (exp2 of
+    // 128 and more) the f32 one is infinite, which E5M2 keeps, where the exact one saturates.
+    if t == F8E5M2 && bound != EXACT && got.is_infinite() && got == want * f64::INFINITY && want.abs() == 57344.0 {
+        return true;
+    }
     if bound == EXACT || want.is_infinite() || got.is_infinite() {
         return false;
     }
-    // Plus one ulp of the type for f16/bf16 (computed in f32 and rounded once on PTX);
+    // Plus one ulp of the type for f16, bf16 and fp8 (computed in f32 and rounded once);
     // Vulkan's f16 precision is in f16 ulps.
     let mut tol = (bound.ulp + bound.ulp_per_x * x.abs()) * ulp(unit, want);
-    if matches!(t, F16 | BF16) {
+    if matches!(t, F16 | BF16 | F8E4M3 | F8E5M2) {
         tol += ulp(t, want);
     }
     if x > bound.abs_in.0 && x < bound.abs_in.1 {

@@ -426,7 +426,12 @@ pub(super) fn cast_cases() -> Vec<Case> {
             cases.extend(cs);
         }
     }
-    let groups: [&[ScalarType]; 4] = [&[I8, U8], &[I16, U16, F16, BF16], &[I32, U32, F32], &[I64, U64, F64]];
+    let groups: [&[ScalarType]; 4] = [
+        &[I8, U8, F8E4M3, F8E5M2],
+        &[I16, U16, F16, BF16],
+        &[I32, U32, F32],
+        &[I64, U64, F64],
+    ];
     for g in groups {
         for &from in g {
             for &to in g {

@@ -51,6 +51,8 @@ pub enum Domain {
 
 pub(super) fn float_specials(t: ScalarType) -> Vec<f64> {
     let (min_sub, max_sub, min_norm, max) = match t {
+        F8E4M3 => (2f64.powi(-9), 2f64.powi(-6) - 2f64.powi(-9), 2f64.powi(-6), 448.0),
+        F8E5M2 => (2f64.powi(-16), 2f64.powi(-14) - 2f64.powi(-16), 2f64.powi(-14), 57344.0),
         F16 => (2f64.powi(-24), 2f64.powi(-14) - 2f64.powi(-24), 2f64.powi(-14), 65504.0),
         BF16 => (
             2f64.powi(-133),
@@ -112,6 +114,8 @@ pub fn generate(t: ScalarType, n: usize, domain: Domain, seed: u64) -> Vec<V> {
                     1 => rng.range(-10.0, 10.0),
                     _ => {
                         let (lo, hi) = match t {
+                            F8E4M3 => (-10, 9),
+                            F8E5M2 => (-17, 16),
                             F16 => (-25, 16),
                             BF16 => (-134, 128),
                             F32 => (-150, 128),

@@ -8,6 +8,9 @@
 //! The bound is the output's rounding (f16: 2^-11, bf16: 2^-8 relative) plus f32
 //! accumulation: the inputs are exactly representable, so the reference is exact.
 //!
+//! fp8 inputs (E5M2 and E4M3, f16 output: the tutorial's fp8 run) are checked the same way;
+//! a `dot` of fp8 blocks multiplies their exact f16 conversions.
+//!
 //! f32 inputs at input precision tf32 (f32 output) are checked against the product of the
 //! unrounded inputs, within tf32's operand rounding (2^-11 relative each). On CUDA from
 //! sm_80 that is `mma.m16n8k8` on tf32; on other devices the CUDA-core path, which rounds the
@@ -16,7 +19,7 @@
 use half::{bf16, f16};
 use rutile::ir::testing::Rng;
 use rutile::seeds::{self, Activation, MatmulMeta};
-use rutile::{CpuDevice, Device, DeviceExt, DeviceType, DotPrecision, LaunchConfig, ScalarType};
+use rutile::{CpuDevice, Device, DeviceExt, DeviceType, DotPrecision, LaunchConfig, ScalarType, F8E4M3, F8E5M2};
 
 fn devices() -> (std::sync::MutexGuard<'static, ()>, Vec<std::sync::Arc<dyn Device>>) {
     rutile_examples::gpus::gpus_under_test()
@@ -51,6 +54,8 @@ fn random(rng: &mut Rng, n: usize, input: ScalarType) -> Vec<f64> {
         .into_iter()
         .map(|v| match input {
             ScalarType::BF16 => bf16::from_f32(v).to_f64(),
+            ScalarType::F8E4M3 => F8E4M3::from_f32(v).to_f64(),
+            ScalarType::F8E5M2 => F8E5M2::from_f32(v).to_f64(),
             _ => f16::from_f32(v).to_f64(),
         })
         .collect()
@@ -72,7 +77,7 @@ fn reference(a: &[f64], b: &[f64], (m, n, k): (usize, usize, usize), leaky: bool
     c
 }
 
-/// The f16, bf16 and f32 elements the cases run on.
+/// The fp8, f16, bf16 and f32 elements the cases run on.
 trait Input: rutile::Element + Copy {
     fn from(v: f64) -> Self;
     fn to(self) -> f64;
@@ -88,6 +93,22 @@ impl Input for f16 {
 impl Input for bf16 {
     fn from(v: f64) -> Self {
         bf16::from_f64(v)
+    }
+    fn to(self) -> f64 {
+        self.to_f64()
+    }
+}
+impl Input for F8E4M3 {
+    fn from(v: f64) -> Self {
+        F8E4M3::from_f64(v)
+    }
+    fn to(self) -> f64 {
+        self.to_f64()
+    }
+}
+impl Input for F8E5M2 {
+    fn from(v: f64) -> Self {
+        F8E5M2::from_f64(v)
     }
     fn to(self) -> f64 {
         self.to_f64()
@@ -158,6 +179,8 @@ fn check_case(
     let run = match (meta.input, meta.output) {
         (ScalarType::BF16, ScalarType::F32) => relative_error::<bf16, f32>,
         (ScalarType::BF16, _) => relative_error::<bf16, bf16>,
+        (ScalarType::F8E4M3, _) => relative_error::<F8E4M3, f16>,
+        (ScalarType::F8E5M2, _) => relative_error::<F8E5M2, f16>,
         (_, ScalarType::F32) => relative_error::<f16, f32>,
         _ => relative_error::<f16, f16>,
     };
@@ -333,6 +356,61 @@ fn acceptance(shapes: &[(u64, (usize, usize, usize))], with_software: bool) {
             }
         }
         println!("{}: every matmul case within its bound", d.id());
+    }
+}
+
+/// The matmul tutorial's fp8 run: E5M2 (the tutorial's) and E4M3 operands, B stored
+/// column-major as the tutorial passes it (`b.T`) and row-major, an f16 output, on every
+/// device (a smaller set on software ones), square and ragged shapes.
+#[test]
+fn gpu_fp8_matmul() {
+    let (_turn, devices) = devices();
+    let devices = std::iter::once(std::sync::Arc::new(CpuDevice::new()) as std::sync::Arc<dyn Device>).chain(devices);
+    for d in devices {
+        let software = d.properties().device_type == DeviceType::Cpu;
+        let shapes: &[(usize, usize, usize)] = if software {
+            &[(17, 33, 129)]
+        } else {
+            &[(512, 512, 512), (300, 200, 100), (17, 33, 129)]
+        };
+        let configs: &[(u32, u32, u32, u32, u32)] = if software {
+            &[(64, 32, 32, 2, 5)]
+        } else {
+            &[(128, 128, 32, 4, 4), (64, 32, 32, 2, 5), (128, 256, 64, 8, 3)]
+        };
+        for input in [ScalarType::F8E5M2, ScalarType::F8E4M3] {
+            if !d.properties().supported_types.contains(&input) {
+                println!("{}: no {input}", d.id());
+                continue;
+            }
+            for (si, &shape) in shapes.iter().enumerate() {
+                let (m, n, k) = shape;
+                let mut rng = Rng::new(950 + si as u64);
+                let (a, b) = (random(&mut rng, m * k, input), random(&mut rng, k * n, input));
+                let want = reference(&a, &b, shape, false);
+                let mut cases = Vec::new();
+                for &(bm, bn, bk, warps, stages) in configs {
+                    // The operand tiles of a software or Vulkan device's FMA path as 4-byte words.
+                    let limit = d.properties().shared_memory_per_block.unwrap_or(48 * 1024);
+                    if d.properties().backend != rutile::Backend::Cuda && (bm * bk + bk * bn) * 4 > limit {
+                        continue;
+                    }
+                    for orders in [(Order::Row, Order::Col), (Order::Row, Order::Row)] {
+                        let meta = MatmulMeta {
+                            input,
+                            output: ScalarType::F16,
+                            ..MatmulMeta::fp16(bm, bn, bk)
+                        };
+                        cases.push((meta, Launch::from((warps, stages)), orders));
+                    }
+                }
+                let threads = if d.compiles_in_parallel() { 8 } else { 1 };
+                in_parallel(&cases, threads, |(meta, launch, orders)| {
+                    check_case(d.as_ref(), meta, *launch, (&a, &b), shape, *orders, &want, 1.5e-3)
+                });
+            }
+        }
+        println!("{}: every fp8 matmul case within its bound", d.id());
     }
 }
 

@@ -429,8 +429,12 @@ pub(crate) fn check_args(kernel: &Kernel, args: &[Arg<'_>], device: u64) -> Resu
             (Elem::Scalar(s), a) => a.scalar_type() == Some(s),
             _ => false,
         };
-        // No `Arg` carries a 16-bit float: say so, and what to do, rather than ask for one.
-        if let (false, Elem::Scalar(s @ (ScalarType::F16 | ScalarType::BF16))) = (ok, p.ty.elem) {
+        // No `Arg` carries a 16- or 8-bit float: say so, and what to do, rather than ask for one.
+        if let (
+            false,
+            Elem::Scalar(s @ (ScalarType::F16 | ScalarType::BF16 | ScalarType::F8E4M3 | ScalarType::F8E5M2)),
+        ) = (ok, p.ty.elem)
+        {
             return Err(err(format!(
                 "argument {i} (`{}`): a {s} scalar parameter cannot be passed at launch (arguments \
                  carry 32- and 64-bit floats); declare it f32 and convert it in the kernel",

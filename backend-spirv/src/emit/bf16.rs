@@ -11,6 +11,9 @@
 //! rounding needs: `fma` (a product of 16 bits plus an addend), and casts from `f64` and
 //! from 32- and 64-bit integers, which `f32` cannot hold exactly. The interpreter and the
 //! PTX backend (`cvt.rn.bf16.f32` after a round-to-odd `cvt.rn`) round once as well.
+//!
+//! The fp8 types are held the same way (`fp8.rs` rounds them): the expression, cast and
+//! `fma` paths here serve both, a value "held in f32".
 
 use super::*;
 
@@ -123,7 +126,7 @@ impl Cx<'_> {
     /// in f64 where the device has it, whose arithmetic rutile's words mark
     /// `NoContraction` (`exact_f64`); else in f32, which a driver may rearrange (Vulkan's
     /// own `fma` may round twice too).
-    pub(super) fn fma_bf16(&mut self, x: H, y: H, z: H) -> H {
+    pub(super) fn fma_held(&mut self, ty: ScalarType, x: H, y: H, z: H) -> H {
         let s = if self.float64 {
             // f64 among the module's types, which is how `exact_f64` knows to mark it.
             self.ty(TypeInner::Scalar(Scalar::F64));
@@ -134,7 +137,16 @@ impl Cx<'_> {
             let p = self.bin(Bo::Multiply, x, y);
             self.sum_to_odd(ScalarType::F32, p, z)
         };
-        self.round_bf16(s)
+        self.round_held(ty, s)
+    }
+
+    /// `f32` `x` rounded to `ty`, a type held in `f32` (`bf16` or fp8).
+    pub(super) fn round_held(&mut self, ty: ScalarType, x: H) -> H {
+        if ty == ScalarType::BF16 {
+            self.round_bf16(x)
+        } else {
+            self.round_fp8(ty, x)
+        }
     }
 
     /// Integer `x` of `src` (32 or 64 bits) as an `f32` rounded to odd: its magnitude's
@@ -191,42 +203,49 @@ impl Cx<'_> {
         self.select(negative, nf, f)
     }
 
-    /// `x` of `src` converted to `bf16` with one rounding.
-    pub(super) fn cast_to_bf16(&mut self, src: ScalarType, x: H) -> H {
+    /// `x` of `src` converted with one rounding to `dst`, a type held in `f32` (`bf16` or
+    /// fp8).
+    pub(super) fn cast_to_held(&mut self, src: ScalarType, dst: ScalarType, x: H) -> H {
         use ScalarType::*;
         let wide = match src {
-            BF16 => return x,
+            _ if src == dst => return x,
             Bool => return self.cast(Bool, F32, x),
-            F32 => x,
+            // Held in f32 already, exactly.
+            F32 | BF16 | F8E4M3 | F8E5M2 => x,
             F16 | I8 | I16 | U8 | U16 => self.cast(src, F32, x),
             F64 => self.f64_to_f32_odd(x, None),
             I32 | U32 | I64 | U64 => self.int_to_f32_odd(src, x),
         };
-        self.round_bf16(wide)
+        self.round_held(dst, wide)
     }
 
-    /// The value of expression `e` of type `bf16`: computed in `f32`, rounded once where the
-    /// result can be inexact.
-    pub(super) fn bf16_expr(&mut self, e: &Expr) -> R<H> {
-        use ScalarType::{BF16, F32};
+    /// The value of expression `e` of type `ty`, held in `f32` (`bf16` or fp8): computed in
+    /// `f32`, rounded once where the result can be inexact.
+    pub(super) fn held_expr(&mut self, ty: ScalarType, e: &Expr) -> R<H> {
+        use ScalarType::F32;
         Ok(match e {
-            Expr::Const(Literal::Float(v)) => self.float_lit(BF16, *v),
-            Expr::Const(Literal::Int(v)) => self.float_lit(BF16, *v as f64),
+            Expr::Const(Literal::Float(v)) => self.float_lit(ty, *v),
+            Expr::Const(Literal::Int(v)) => self.float_lit(ty, *v as f64),
             Expr::Cast(a) => {
                 let src = self.k.reg_type(*a);
                 let x = self.read(*a);
-                self.cast_to_bf16(src, x)
+                self.cast_to_held(src, ty, x)
             }
             Expr::Bitcast(a) => {
                 let src = self.k.reg_type(*a);
                 let x = self.read(*a);
-                self.bitcast_16(src, BF16, x)
+                if ty.is_fp8() {
+                    self.bitcast_8(src, ty, x)
+                } else {
+                    self.bitcast_16(src, ty, x)
+                }
             }
             Expr::Fma(a, b, c) => {
                 let (x, y, z) = (self.read(*a), self.read(*b), self.read(*c));
-                self.fma_bf16(x, y, z)
+                self.fma_held(ty, x, y, z)
             }
-            // Exact on bf16 values: the result is one.
+            // Exact on bf16 and fp8 values: the result is one (integers below the first
+            // that needs more bits are whole numbers of one step; `fmod` is exact).
             Expr::Copy(_)
             | Expr::Param(_)
             | Expr::Select(..)
@@ -239,7 +258,7 @@ impl Cx<'_> {
             | Expr::Binary(BinaryOp::Min | BinaryOp::Max | BinaryOp::Rem, ..) => self.expr(F32, e)?,
             _ => {
                 let r = self.expr(F32, e)?;
-                self.round_bf16(r)
+                self.round_held(ty, r)
             }
         })
     }

@@ -86,7 +86,7 @@ impl Cx<'_> {
             ScalarType::U64 => naga::Literal::U64(v as u64),
             ScalarType::F16 => naga::Literal::F16(half::f16::from_f64(t.round(v as f64))),
             ScalarType::F32 => naga::Literal::F32(v as f32),
-            ScalarType::BF16 => naga::Literal::F32(t.round(v as f64) as f32),
+            ScalarType::BF16 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => naga::Literal::F32(t.round(v as f64) as f32),
             ScalarType::F64 => naga::Literal::F64(v as f64),
         })
     }
@@ -101,7 +101,7 @@ impl Cx<'_> {
                 h.is_finite().then_some(naga::Literal::F16(h))
             }
             ScalarType::F32 => (v as f32).is_finite().then_some(naga::Literal::F32(v as f32)),
-            ScalarType::BF16 => {
+            ScalarType::BF16 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => {
                 let b = t.round(v) as f32;
                 b.is_finite().then_some(naga::Literal::F32(b))
             }
@@ -113,7 +113,7 @@ impl Cx<'_> {
         }
         let bits = self.u32c((v as f32).to_bits());
         let x = self.as_(bits, ScalarKind::Float, None);
-        if matches!(t, ScalarType::F32 | ScalarType::BF16) {
+        if t == ScalarType::F32 || held_in_f32(t) {
             x
         } else {
             self.as_(x, ScalarKind::Float, Some(t.size_bytes() as u8))

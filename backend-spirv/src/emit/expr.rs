@@ -5,8 +5,8 @@ use super::*;
 
 impl Cx<'_> {
     pub(super) fn expr(&mut self, ty: ScalarType, e: &Expr) -> R<H> {
-        if ty == ScalarType::BF16 {
-            return self.bf16_expr(e);
+        if held_in_f32(ty) {
+            return self.held_expr(ty, e);
         }
         Ok(match e {
             Expr::Const(l) => match *l {
@@ -72,6 +72,8 @@ impl Cx<'_> {
                     x
                 } else if src.bits() == 16 && (src.is_float() || ty.is_float()) {
                     self.bitcast_16(src, ty, x)
+                } else if src.is_fp8() {
+                    self.bitcast_8(src, ty, x)
                 } else {
                     let v = self.as_(x, naga_scalar(ty).kind, None);
                     self.narrow(ty, v)
@@ -404,11 +406,11 @@ impl Cx<'_> {
         }
     }
 
-    /// `f32` `r` as float type `ty` (one rounding; `bf16` by `round_bf16`).
+    /// `f32` `r` as float type `ty` (one rounding; `bf16` and fp8 by `round_held`).
     pub(super) fn f32_as(&mut self, ty: ScalarType, r: H) -> H {
         match ty {
             ScalarType::F32 => r,
-            ScalarType::BF16 => self.round_bf16(r),
+            _ if held_in_f32(ty) => self.round_held(ty, r),
             _ => self.as_(r, ScalarKind::Float, Some(ty.size_bytes() as u8)),
         }
     }
@@ -482,11 +484,11 @@ impl Cx<'_> {
         if src == dst {
             return x;
         }
-        if dst == ScalarType::BF16 {
-            return self.cast_to_bf16(src, x);
+        if held_in_f32(dst) {
+            return self.cast_to_held(src, dst, x);
         }
-        // A bf16 register is an f32 holding the value.
-        let src = if src == ScalarType::BF16 { ScalarType::F32 } else { src };
+        // A bf16 or fp8 register is an f32 holding the value.
+        let src = if held_in_f32(src) { ScalarType::F32 } else { src };
         if src == ScalarType::Bool {
             let one = if dst.is_float() {
                 self.float_lit(dst, 1.0)

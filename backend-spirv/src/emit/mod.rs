@@ -28,6 +28,7 @@ mod extra_math;
 mod f64_rounding;
 mod fmod;
 mod fold;
+mod fp8;
 mod launch;
 mod memory;
 mod packed;
@@ -174,9 +175,15 @@ fn naga_scalar(t: ScalarType) -> Scalar {
         // Held sign- or zero-extended in 32 bits.
         ScalarType::I8 | ScalarType::I16 => Scalar::I32,
         ScalarType::U8 | ScalarType::U16 => Scalar::U32,
-        // An f32 holding a bf16 value (`bf16.rs`).
-        ScalarType::BF16 => Scalar::F32,
+        // An f32 holding a bf16 or fp8 value (`bf16.rs`, `fp8.rs`).
+        ScalarType::BF16 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => Scalar::F32,
     }
+}
+
+/// Whether registers of `t` are `f32` holding its values, rounded after each op: `bf16` and
+/// the fp8 types, which naga lacks.
+fn held_in_f32(t: ScalarType) -> bool {
+    t == ScalarType::BF16 || t.is_fp8()
 }
 
 /// One kernel's translation in progress: the module and entry-point function being built,

@@ -52,8 +52,14 @@ pub(super) fn check_type(k: &ThreadKernel, t: &SpirvTarget, ty: ScalarType, whos
         ScalarType::F64 if !t.shader_f64 => missing("f64", "shader-f64"),
         ScalarType::F16 | ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => Ok(()),
         // Registers of 8- and 16-bit integers live in 32-bit ones (see `narrow`), those of
-        // bf16 in f32 ones (`bf16.rs`).
-        ScalarType::I8 | ScalarType::U8 | ScalarType::I16 | ScalarType::U16 | ScalarType::BF16 => Ok(()),
+        // bf16 and fp8 in f32 ones (`bf16.rs`, `fp8.rs`).
+        ScalarType::I8
+        | ScalarType::U8
+        | ScalarType::I16
+        | ScalarType::U16
+        | ScalarType::BF16
+        | ScalarType::F8E4M3
+        | ScalarType::F8E5M2 => Ok(()),
     }
 }
 

@@ -135,6 +135,7 @@ impl Cx<'_> {
         };
         match elem {
             ScalarType::BF16 => self.of_bits_16(elem, x),
+            _ if elem.is_fp8() => self.fp8_of_bits(elem, x),
             _ if elem.is_signed_int() => {
                 let x = self.as_(x, ScalarKind::Sint, None);
                 self.narrow(elem, x)
@@ -150,6 +151,9 @@ impl Cx<'_> {
     fn encode(&mut self, elem: ScalarType, x: H) -> H {
         if elem == ScalarType::BF16 {
             return self.bits_16(elem, x);
+        }
+        if elem.is_fp8() {
+            return self.fp8_bits(elem, x);
         }
         let bits = 8 * elem.size_bytes() as u32;
         let u = self.as_(x, ScalarKind::Uint, None);

@@ -141,9 +141,9 @@ fn listed(items: impl Iterator<Item = String>) -> String {
     }
 }
 
-/// Whether these functions take elements of type `t`: f16, bf16 and f32, computed in f32.
+/// Whether these functions take elements of type `t`: fp8, f16, bf16 and f32, computed in f32.
 pub(super) fn computed_in_f32(t: Option<ScalarType>) -> bool {
-    matches!(t, Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32))
+    matches!(t, Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32)) || t.is_some_and(ScalarType::is_fp8)
 }
 
 /// `c_0 z^(n-1) + ... + c_(n-1)` by Horner's rule, `coefficients` (two or more, f32 or

@@ -135,7 +135,7 @@ impl KernelBuilder {
     }
 
     /// `tl.cumsum(x, axis, reverse)`: booleans and integers narrower than 32 bits are summed
-    /// as `i32` (unsigned ones as `u32`), and bf16 as f32, as Triton does.
+    /// as `i32` (unsigned ones as `u32`), and bf16 as f32, as Triton does (fp8 too).
     #[track_caller]
     pub fn cumsum<'b>(&'b self, x: Value<'b>, axis: u32, reverse: bool) -> Value<'b> {
         let loc = SourceLoc::caller();
@@ -144,6 +144,7 @@ impl KernelBuilder {
             Some(s) if s.is_bool() || (s.is_signed_int() && s.bits() < 32) => Some(ScalarType::I32),
             Some(s) if s.is_unsigned_int() && s.bits() < 32 => Some(ScalarType::U32),
             Some(ScalarType::BF16) => Some(ScalarType::F32),
+            Some(s) if s.is_fp8() => Some(ScalarType::F32),
             _ => None,
         };
         let x = match promoted {
@@ -164,12 +165,12 @@ impl KernelBuilder {
         )[0]
     }
 
-    /// `tl.cumprod(x, axis, reverse)`: bf16 is multiplied as f32, as Triton does.
+    /// `tl.cumprod(x, axis, reverse)`: bf16 is multiplied as f32, as Triton does (fp8 too).
     #[track_caller]
     pub fn cumprod<'b>(&'b self, x: Value<'b>, axis: u32, reverse: bool) -> Value<'b> {
         let loc = SourceLoc::caller();
         let x = self.adopt("cumprod", x, loc);
-        let x = if x.dtype() == Some(ScalarType::BF16) {
+        let x = if x.dtype() == Some(ScalarType::BF16) || x.dtype().is_some_and(ScalarType::is_fp8) {
             self.cast_to(x, ScalarType::F32, loc)
         } else {
             x

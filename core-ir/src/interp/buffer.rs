@@ -10,8 +10,8 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A host element type: `i8` to `i64`, `u8` to `u64`, `f32`, `f64`, [`half::f16`] and
-/// [`half::bf16`]. Booleans (`i1`) have no `Element` impl; use [`HostBuffer::from_bools`]
+/// A host element type: `i8` to `i64`, `u8` to `u64`, `f32`, `f64`, [`half::f16`],
+/// [`half::bf16`], [`crate::fp8::F8E4M3`] and [`crate::fp8::F8E5M2`]. Booleans (`i1`) have no `Element` impl; use [`HostBuffer::from_bools`]
 /// and [`HostBuffer::to_bools`].
 pub trait Element: bytemuck::Pod + sealed::Sealed {
     /// The IR type of the element.
@@ -30,6 +30,7 @@ element!(
     i8 => I8, i16 => I16, i32 => I32, i64 => I64,
     u8 => U8, u16 => U16, u32 => U32, u64 => U64,
     f16 => F16, bf16 => BF16, f32 => F32, f64 => F64,
+    crate::fp8::F8E4M3 => F8E4M3, crate::fp8::F8E5M2 => F8E5M2,
 );
 
 /// A host buffer of one element type, stored as bytes (booleans as one byte, 0 or 1).

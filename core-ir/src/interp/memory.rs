@@ -153,6 +153,14 @@ fn float_codec(s: ScalarType) -> Codec<f64> {
             |x| bf16::from_bits(u16::from_ne_bytes(b(x))).to_f64(),
             |x, v| x.copy_from_slice(&(float_to_bits(ScalarType::BF16, v) as u16).to_ne_bytes()),
         ),
+        ScalarType::F8E4M3 => (
+            |x| crate::fp8::E4M3.decode(x[0]),
+            |x, v| x[0] = crate::fp8::E4M3.encode(v),
+        ),
+        ScalarType::F8E5M2 => (
+            |x| crate::fp8::E5M2.decode(x[0]),
+            |x, v| x[0] = crate::fp8::E5M2.encode(v),
+        ),
         ScalarType::F32 => (
             |x| f32::from_ne_bytes(b(x)) as f64,
             |x, v| x.copy_from_slice(&(float_to_bits(ScalarType::F32, v) as u32).to_ne_bytes()),

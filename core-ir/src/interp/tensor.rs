@@ -199,6 +199,8 @@ pub(crate) fn round_float(s: ScalarType, v: f64) -> f64 {
         ScalarType::F32 => v as f32 as f64,
         ScalarType::F16 => f16_from_f64(v).to_f64(),
         ScalarType::BF16 => bf16_from_f64(v).to_f64(),
+        ScalarType::F8E4M3 => crate::fp8::E4M3.round(v),
+        ScalarType::F8E5M2 => crate::fp8::E5M2.round(v),
         _ => v,
     }
 }
@@ -209,6 +211,7 @@ pub(crate) fn round_floats(s: ScalarType, v: &mut [f64]) {
         ScalarType::F32 => v.iter_mut().for_each(|x| *x = *x as f32 as f64),
         ScalarType::F16 => v.iter_mut().for_each(|x| *x = f16_from_f64(*x).to_f64()),
         ScalarType::BF16 => v.iter_mut().for_each(|x| *x = bf16_from_f64(*x).to_f64()),
+        ScalarType::F8E4M3 | ScalarType::F8E5M2 => v.iter_mut().for_each(|x| *x = round_float(s, *x)),
         _ => {}
     }
 }
@@ -263,6 +266,9 @@ fn narrow_float_layout(s: ScalarType) -> Option<(u32, u32)> {
 /// its quiet bit in the f64 (a hardware conversion would quiet a signaling NaN), so that
 /// [`float_to_bits`] gives the same bits back.
 pub(crate) fn float_from_bits(s: ScalarType, bits: u64) -> f64 {
+    if let Some(f) = crate::fp8::format_of(s) {
+        return f.decode(bits as u8);
+    }
     let Some((exp, mant)) = narrow_float_layout(s) else {
         return f64::from_bits(bits);
     };
@@ -283,6 +289,9 @@ pub(crate) fn float_from_bits(s: ScalarType, bits: u64) -> f64 {
 /// keeps its sign, quiet bit and the high bits of its payload (if those are all zero, it
 /// becomes the quiet NaN, as the payload must not be).
 pub(crate) fn float_to_bits(s: ScalarType, v: f64) -> u64 {
+    if let Some(f) = crate::fp8::format_of(s) {
+        return f.encode(v) as u64;
+    }
     let Some((exp, mant)) = narrow_float_layout(s) else {
         return v.to_bits();
     };

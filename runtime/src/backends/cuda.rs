@@ -60,6 +60,10 @@ impl CudaGpu {
         };
         let mut properties = DeviceProperties::unknown(p.name.clone(), "NVIDIA", Backend::Cuda, kind);
         properties.compute_capability = Some(p.compute_capability);
+        // fp8 values compute through sm_89's conversions (the PTX backend refuses them before).
+        if p.compute_capability < (8, 9) {
+            properties.supported_types.retain(|t| !t.is_fp8());
+        }
         let v = p.driver_version;
         properties.api_version = Some(format!("CUDA driver {}.{}", v / 1000, (v % 1000) / 10));
         properties.multiprocessors = Some(p.multiprocessor_count);
@@ -306,7 +310,9 @@ fn tiled_map(
 /// type (the copies move bytes).
 fn tensor_map_elem(t: ScalarType) -> TensorMapElem {
     match t {
-        ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => TensorMapElem::U8,
+        ScalarType::Bool | ScalarType::I8 | ScalarType::U8 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => {
+            TensorMapElem::U8
+        }
         ScalarType::I16 | ScalarType::U16 => TensorMapElem::U16,
         ScalarType::F16 => TensorMapElem::F16,
         ScalarType::BF16 => TensorMapElem::BF16,
