@@ -7,10 +7,13 @@ fused softmax (the tutorials' kernels), and the tiled transpose of rutile's seed
 attention forward pass (fp16, 4 x 32 heads, head dim 64 and 128, causal and not: a Triton
 kernel of the tutorial's algorithm, autotuned, beside torch's `scaled_dot_product_attention`
 through each backend it has, with cuBLAS's 4096^3 fp16 matmul as rutile's benchmark
-reports it), median of device-timed launches.
+reports it), and the matmul tutorial's fp8 run at 4096^3 (its kernel, autotuned over
+Triton's fp8 configurations, on E5M2 and E4M3 operands with B column-major as the tutorial
+passes it, f16 out) beside cuBLASLt's fp8 matmul through `torch._scaled_mm` (E4M3, unit
+scales) and cuBLAS's fp16 one, median of device-timed launches.
 
     python3 benches/triton_baseline.py [--flush read|copy]
-                                       [--only vector_add,softmax,transpose,dropout,layer_norm,attention]
+                                       [--only vector_add,softmax,transpose,dropout,layer_norm,attention,fp8_matmul]
 
 `--flush copy` (the default, as rutile's benchmark) is triton.testing.do_bench itself (it
 zeroes a 256 MB buffer before each launch, leaving the L2 cache dirty); `--flush read`
@@ -147,8 +150,47 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, n_ctx,
     tl.store(o_ptr + base + rows[:, None] * HEAD_DIM + dims[None, :], (acc / l_i[:, None]).to(tl.float16))
 
 
+def fp8_configs():
+    # The tutorial's fp8 configurations (BLOCK_K 128) and a few around them.
+    shapes = [(128, 256, 128, 3, 8), (256, 128, 128, 3, 8), (128, 128, 128, 4, 8), (128, 256, 64, 4, 8),
+              (128, 128, 128, 3, 4), (64, 256, 128, 4, 4), (128, 64, 128, 4, 4)]
+    return [triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP_M": 8}, num_stages=s, num_warps=w)
+            for m, n, k, s, w in shapes]
+
+
+@triton.autotune(configs=fp8_configs(), key=["M", "N", "K"])
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # The matmul tutorial's kernel.
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    group = GROUP_M * num_pid_n
+    first_m = (pid // group) * GROUP_M
+    size_m = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + ((pid % group) % size_m)
+    pid_n = (pid % group) // size_m
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    tl.store(c_ptrs, acc.to(tl.float16), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
 FLUSH = sys.argv[sys.argv.index("--flush") + 1] if "--flush" in sys.argv else "copy"
-SECTIONS = ("vector_add", "softmax", "transpose", "dropout", "layer_norm", "attention")
+SECTIONS = ("vector_add", "softmax", "transpose", "dropout", "layer_norm", "attention", "fp8_matmul")
 ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(SECTIONS)
 if not set(ONLY) <= set(SECTIONS):
     sys.exit(f"--only takes sections from {', '.join(SECTIONS)} separated by commas, got {ONLY}")
@@ -199,6 +241,8 @@ def main():
         bench_layer_norm(ceiling)
     if "attention" in ONLY:
         bench_attention()
+    if "fp8_matmul" in ONLY:
+        bench_fp8_matmul()
 
 
 def bench_dropout(ceiling):
@@ -326,6 +370,40 @@ def bench_attention():
                     except RuntimeError as e:
                         line += f", torch {name} unavailable ({str(e).splitlines()[0][:60]})"
                 print(line, flush=True)
+
+
+def bench_fp8_matmul():
+    n = 4096
+    flops = 2 * n**3
+    tflops = lambda ms: flops / (ms * 1e-3) / 1e12
+    a16 = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
+    b16 = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
+    cublas = tflops(bench(lambda: a16 @ b16))
+    print(f"matmul fp8 at {n}^3, f16 out, B column-major: TFLOPS (of cuBLAS's fp16 matmul, {cublas:.1f})")
+    for dtype, name in [(torch.float8_e5m2, "e5m2"), (torch.float8_e4m3fn, "e4m3")]:
+        a, b = a16.to(dtype), b16.to(dtype).T.contiguous().T  # B column-major, as the tutorial's b.T
+        c = torch.empty(n, n, device="cuda", dtype=torch.float16)
+
+        def launch():
+            grid = lambda meta: (triton.cdiv(n, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+            matmul_kernel[grid](a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                c.stride(0), c.stride(1))
+
+        launch()
+        exact = a[:16].float() @ b.float()
+        err = ((c[:16].float() - exact).norm() / exact.norm()).item()
+        assert err < 2e-3, f"triton fp8 {name} matmul is off by {err}"
+        t = tflops(bench(launch))
+        line = f"  {name}: triton {t:.1f} ({100 * t / cublas:.1f}%) [{matmul_kernel.best_config}]"
+        if dtype == torch.float8_e4m3fn:
+            one = torch.ones((), device="cuda")
+            scaled = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float16)
+            got = scaled()
+            err = ((got[:16].float() - exact).norm() / exact.norm()).item()
+            assert err < 2e-3, f"torch._scaled_mm is off by {err}"
+            s = tflops(bench(scaled))
+            line += f", cuBLASLt fp8 (torch._scaled_mm) {s:.1f} ({100 * s / cublas:.1f}%)"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

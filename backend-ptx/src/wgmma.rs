@@ -20,16 +20,25 @@ use rutile_ir::thread::{MatrixMajor, Reg, SmemMatrix, Stmt, WgmmaA};
 use rutile_ir::ScalarType;
 use std::collections::HashSet;
 
-/// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32` on the accumulators `acc`, in place (added
-/// to where `accumulate`, else overwritten).
+/// `wgmma.mma_async.sync.aligned.m64n{n}k16.f32` (`k32` on fp8) on the accumulators
+/// `acc`, in place (added to where `accumulate`, else overwritten).
 pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n: u32, accumulate: bool) -> Res {
     require_sm90(e, "wgmma")?;
     let elem = e.k.shared[b.alloc as usize].elem;
-    let ty = match elem {
-        ScalarType::F16 => "f16",
-        ScalarType::BF16 => "bf16",
-        other => return Err(format!("wgmma multiplies f16 or bf16, not {other}")),
+    let (ty, k) = match elem {
+        ScalarType::F16 => ("f16", 16),
+        ScalarType::BF16 => ("bf16", 16),
+        ScalarType::F8E4M3 => ("e4m3", 32),
+        ScalarType::F8E5M2 => ("e5m2", 32),
+        other => return Err(format!("wgmma multiplies f16, bf16 or fp8, not {other}")),
     };
+    if elem.is_fp8() {
+        // fp8 operands are read K-major from shared memory, with no transpose immediates.
+        let shared_k = |m: &SmemMatrix| m.major == MatrixMajor::K;
+        if !matches!(a, WgmmaA::Shared(m) if shared_k(m)) || !shared_k(b) {
+            return Err("wgmma reads fp8 operands K-major from shared memory only".into());
+        }
+    }
     // A: a descriptor, or its 8 halves packed in pairs into four 32-bit registers.
     let (da, trans_a) = match a {
         WgmmaA::Shared(a) => (descriptor(e, a)?, Some(u32::from(a.major == MatrixMajor::MN))),
@@ -58,13 +67,14 @@ pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n:
     e.ins(format!("setp.{cmp}.u32 {p}, {z}, 0"));
     let d: Vec<String> = acc.iter().map(|&r| e.r(r)).collect();
     let trans_b = u32::from(b.major == MatrixMajor::MN);
-    // (A in registers takes no transpose immediate.)
+    // (A in registers takes no transpose immediate, fp8 operands none at all.)
     let trans = match trans_a {
-        Some(t) => format!("{t}, {trans_b}"),
-        None => format!("{trans_b}"),
+        _ if elem.is_fp8() => String::new(),
+        Some(t) => format!(", {t}, {trans_b}"),
+        None => format!(", {trans_b}"),
     };
     e.ins(format!(
-        "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{}}}, {da}, {db}, {p}, 1, 1, {trans}",
+        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ty}.{ty} {{{}}}, {da}, {db}, {p}, 1, 1{trans}",
         d.join(", ")
     ));
     Ok(())

@@ -521,6 +521,62 @@ fn matmul_on_warpgroup_mmas_passes_ptxas() {
     );
 }
 
+/// The matmul tutorial's fp8 run lowered for an H100 or H200: with the warps in whole
+/// warpgroups its `dot` of fp8 blocks runs on fp8 warpgroup MMAs (`k32`, both operands
+/// K-major in shared memory), fed by TMA where B lies along K in memory (the tutorial's
+/// `b.T`) and staged from registers into its K-major tile where B lies along N; elsewhere
+/// (`mma.sync`) on the operands' f16 conversions. Each passes ptxas for sm_90a without
+/// spilling.
+#[test]
+fn fp8_matmul_on_warpgroup_mmas_passes_ptxas() {
+    let mut spilling = Vec::new();
+    for input in [ScalarType::F8E5M2, ScalarType::F8E4M3] {
+        for b_along_k in [true, false] {
+            for (bm, bn, bk, stages, warps) in [(128, 256, 64, 3, 8), (128, 128, 128, 4, 8), (64, 32, 32, 5, 2)] {
+                let meta = seeds::MatmulMeta {
+                    input,
+                    ..seeds::MatmulMeta::fp16(bm, bn, bk)
+                };
+                let kernel = seeds::matmul(&meta).unwrap();
+                let target = Target {
+                    mma_sync: true,
+                    wgmma: true,
+                    tma: true,
+                    async_copy: true,
+                    num_stages: stages,
+                    ..Target::nvidia(warps, 227 * 1024)
+                };
+                // stride_ak, stride_cn, and stride_bk (B along K) or stride_bn equal to 1.
+                let unit = [7, 11, if b_along_k { 8 } else { 9 }];
+                let spec = Specialization {
+                    equal_to_1: (0..kernel.params.len()).map(|i| unit.contains(&i)).collect(),
+                    ..Specialization::all(kernel.params.len())
+                };
+                let label = format!("fp8 matmul {input} {bm}x{bn}x{bk}, {warps} warps, B along K {b_along_k}");
+                let t = rutile_ir::lower::lower(&kernel, &target, &spec)
+                    .unwrap_or_else(|e| panic!("lowering {label}: {e}"));
+                let (ptx, resources) = assemble(&label, &t, 90);
+                let fp8 = if input == ScalarType::F8E5M2 { "e5m2" } else { "e4m3" };
+                if warps % 4 == 0 {
+                    assert!(ptx.contains(&format!("k32.f32.{fp8}.{fp8}")), "{label}: no fp8 wgmma");
+                    // (A's rows along K: a box; B's too where it lies along K.)
+                    assert!(ptx.contains("cp.async.bulk.tensor.2d.shared"), "{label}: TMA copies");
+                } else {
+                    assert!(ptx.contains("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16"), "{label}");
+                    assert!(
+                        ptx.contains(&format!("cvt.rn.f16x2.{fp8}x2")),
+                        "{label}: f16 conversions"
+                    );
+                }
+                if let Some(r) = resources.filter(|r| r.spilled > 0) {
+                    spilling.push(format!("{label}: {} bytes", r.spilled));
+                }
+            }
+        }
+    }
+    assert!(spilling.is_empty(), "fp8 matmuls that spill:\n{}", spilling.join("\n"));
+}
+
 /// The same configurations with `dot` on the CUDA cores (the lowering of targets without
 /// `mma.sync`) pass ptxas too; their registers and spills are printed, not bounded.
 #[test]

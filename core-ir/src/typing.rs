@@ -311,12 +311,13 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             }
             let ok = match sa {
                 ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 => sc == ScalarType::F32,
+                _ if sa.is_fp8() => sc == ScalarType::F32,
                 ScalarType::F64 => sc == ScalarType::F64,
                 _ => false,
             };
             if !ok {
                 return Err(format!(
-                    "supports f16/bf16/f32 inputs with an f32 accumulator and f64 with f64, got {sa} inputs with {sc}"
+                    "supports fp8/f16/bf16/f32 inputs with an f32 accumulator and f64 with f64, got {sa} inputs with {sc}"
                 ));
             }
             if *precision == DotPrecision::Tf32 && sa != ScalarType::F32 {

@@ -282,12 +282,13 @@ impl KernelBuilder {
         )
     }
 
-    /// Matrix product `a @ b` into a new `f32` accumulator, as `tl.dot(a, b)`.
+    /// Matrix product `a @ b` into a new `f32` accumulator, as `tl.dot(a, b)`. The operands
+    /// are f16, bf16, f32 (f64 into an f64 accumulator), or fp8 of one type: Hopper's
+    /// warpgroup MMAs multiply fp8 themselves, other units their exact f16 conversions.
     #[track_caller]
     pub fn dot<'b>(&'b self, a: Value<'b>, b: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
         let (a, b) = (self.adopt("dot", a, loc), self.adopt("dot", b, loc));
-        let (a, b) = (self.fp8_operand(a, loc), self.fp8_operand(b, loc));
         let (m, n) = (
             a.shape().first().copied().unwrap_or(1),
             b.shape().get(1).copied().unwrap_or(1),
@@ -335,7 +336,6 @@ impl KernelBuilder {
         loc: SourceLoc,
     ) -> Value<'b> {
         let [a, b, acc] = [a, b, acc].map(|v| self.adopt("dot", v, loc));
-        let (a, b) = (self.fp8_operand(a, loc), self.fp8_operand(b, loc));
         self.emit1(
             Op::Dot {
                 a: a.id,
@@ -346,17 +346,6 @@ impl KernelBuilder {
             None,
             loc,
         )
-    }
-
-    /// An fp8 operand of `dot` as f16, which holds every fp8 value exactly, so that the
-    /// products and their f32 sums are those of fp8 operands (Triton's `tl.dot` of fp8
-    /// blocks); other operands as they are. The tensor cores then run at f16's rate: the
-    /// fp8 forms of Hopper's warpgroup MMA are not emitted yet.
-    fn fp8_operand<'b>(&'b self, v: Value<'b>, loc: SourceLoc) -> Value<'b> {
-        match v.dtype() {
-            Some(s) if s.is_fp8() => self.cast_to(v, ScalarType::F16, loc),
-            _ => v,
-        }
     }
 
     /// Atomic read-modify-write at `ptr` where `mask` holds (everywhere when `None`); returns

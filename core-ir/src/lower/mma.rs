@@ -56,7 +56,7 @@ impl MmaPlan {
     }
 }
 
-/// The K of one `mma` on `input`: 16 for 16-bit inputs, 8 for tf32.
+/// The K of one `mma` on `input`: 16 for 16-bit inputs, 8 for tf32, 32 for fp8.
 fn k_step(input: ScalarType) -> u32 {
     32 / input.size_bytes() as u32
 }
@@ -94,6 +94,8 @@ impl Lowerer<'_> {
         let takes = match input {
             ScalarType::F16 | ScalarType::BF16 => true,
             ScalarType::F32 => precision == DotPrecision::Tf32,
+            // fp8 on warpgroup MMAs only (elsewhere `fp8_dot.rs` widened it to f16).
+            _ if input.is_fp8() => self.wgmma_shape(inst).is_some(),
             _ => false,
         };
         if !self.target.mma_sync || self.target.warp_size != 32 || !takes || acc_ty != ScalarType::F32 {

@@ -24,6 +24,7 @@ mod dot;
 mod elementwise;
 mod exchange;
 mod exp2;
+mod fp8_dot;
 mod gather;
 mod hoist;
 mod mask_bound;
@@ -161,6 +162,8 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     // The lowering relies on the typing rules holding (result types, operand counts), which
     // the builder guarantees but a kernel whose public fields were edited may break.
     crate::verify::verify(kernel)?;
+    let widened = fp8_dot::widen_fp8_dots(kernel, target);
+    let kernel = widened.as_ref().unwrap_or(kernel);
     // A loop's own `num_stages` is a hint: where its copies ahead do not fit shared memory,
     // the kernel is lowered with plain loads in such loops instead.
     let mut out = match lower_fitting(kernel, target, spec, true) {

@@ -193,7 +193,9 @@ impl Lowerer<'_> {
         let dims = v_shape.dims();
         let dims = [*dims.first()?, *dims.get(1)?];
         let (tile, contiguous) = super::wgmma::operand_tile(Some(shape), which, dims, fastest_dim(lval.layout), elem)?;
-        if !boxes_fill(&tile, elem.size_bytes() as u32) {
+        // (A box lands in shared memory as it lies in memory: an fp8 B along N is staged
+        // from registers into its K-major tile.)
+        if contiguous != fastest_dim(lval.layout) || !boxes_fill(&tile, elem.size_bytes() as u32) {
             return None;
         }
         let region_box = self.tma_box_before_loop(load, contiguous)?;

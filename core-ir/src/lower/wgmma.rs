@@ -18,11 +18,17 @@
 //! layout in registers or memory; a column-major A is staged from registers), B K-major or
 //! N-major as it comes (`imm-trans-b`), rows of at most 128 bytes swizzled as the
 //! descriptor's mode, buffers on 1024-byte boundaries.
+//!
+//! fp8 operands (E4M3, E5M2: `k32` MMAs at twice f16's rate) are read K-major only, as the
+//! instruction takes them: B too (a B whose memory runs along N is staged from registers
+//! into a K-major tile), and A from shared memory. A `dot` of fp8 blocks that cannot run
+//! here multiplies their f16 conversions (`fp8_dot.rs`).
 
 use super::mma::{Operand, SharedOperand};
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, Inst, Op, ValueId};
+use crate::ir::{BinaryOp, Inst, Kernel, Op, ValueId};
 use crate::layout::{Layout, RegisterMap, SwizzledTile, WarpgroupRows};
+use crate::target::Target;
 use crate::thread::{Expr, MatrixMajor, Reg, SmemMatrix, Stmt, WgmmaA};
 use crate::types::{Elem, ScalarType, Shape};
 
@@ -51,12 +57,14 @@ impl WgmmaShape {
         }
     }
     /// The shared tile of operand `which` of dims `dims` whose memory layout is contiguous
-    /// along `contiguous` (B only: A is always stored K-major): the tile and the dimension
-    /// its rows run along.
+    /// along `contiguous` (B only: A is always stored K-major, and fp8 B too): the tile and
+    /// the dimension its rows run along.
     pub(crate) fn tile(&self, which: Operand, contiguous: usize, elem_bytes: u32) -> Option<(SwizzledTile, usize)> {
         match which {
             Operand::A => Some((SwizzledTile::for_wgmma(self.m, self.k, elem_bytes)?, 1)),
-            Operand::B if contiguous == 1 => Some((SwizzledTile::for_wgmma(self.k, self.n, elem_bytes)?, 1)),
+            Operand::B if contiguous == 1 && elem_bytes > 1 => {
+                Some((SwizzledTile::for_wgmma(self.k, self.n, elem_bytes)?, 1))
+            }
             Operand::B => Some((SwizzledTile::for_wgmma(self.n, self.k, elem_bytes)?, 0)),
         }
     }
@@ -65,33 +73,7 @@ impl WgmmaShape {
 impl Lowerer<'_> {
     /// How `dot` `inst` runs on warpgroup MMAs, or `None` when it does not.
     pub(crate) fn wgmma_shape(&self, inst: &Inst) -> Option<WgmmaShape> {
-        let Op::Dot { a, b, acc, .. } = inst.op else {
-            return None;
-        };
-        // (The accumulator layout is `mma.sync`'s, which `mma_plan` gives: every GPU with
-        // `wgmma` has `mma.sync`.)
-        if !self.target.wgmma || !self.target.mma_sync || self.target.warp_size != 32 {
-            return None;
-        }
-        let (ta, tb, tc) = (self.k.ty(a), self.k.ty(b), self.k.ty(acc));
-        let (Elem::Scalar(input), Elem::Scalar(ScalarType::F32)) = (ta.elem, tc.elem) else {
-            return None;
-        };
-        if !matches!(input, ScalarType::F16 | ScalarType::BF16) {
-            return None;
-        }
-        let ([m, k], n) = (ta.shape.dims().try_into().ok()?, tb.shape.dims()[1]);
-        let warps = self.target.num_warps;
-        if warps % 4 != 0 || !warps.is_power_of_two() || m % (16 * warps) != 0 || n % 8 != 0 || n > 256 || k % 16 != 0 {
-            return None;
-        }
-        let shape = WgmmaShape { m, n, k, warps };
-        // Both layouts of B must be possible, so that the choice does not depend on it.
-        let eb = input.size_bytes() as u32;
-        shape.tile(Operand::A, 1, eb)?;
-        shape.tile(Operand::B, 0, eb)?;
-        shape.tile(Operand::B, 1, eb)?;
-        Some(shape)
+        wgmma_shape_of(self.k, self.target, inst)
     }
 
     /// `dot` on warpgroup MMAs, or `None` when it does not run there.
@@ -107,7 +89,8 @@ impl Lowerer<'_> {
         };
         let input = plan.input;
         let layout = plan.layout;
-        let a_regs = self.register_a(a, layout, shape);
+        // (fp8's A fragments pack four values a register: A is read from shared memory.)
+        let a_regs = self.register_a(a, layout, shape).filter(|_| !input.is_fp8());
         let (sa, a_here) = match a_regs {
             Some(_) => (None, false),
             None => {
@@ -182,10 +165,12 @@ impl Lowerer<'_> {
             None => None,
         };
         let eb = input.size_bytes() as u32;
+        // One MMA reads 32 bytes of K: 16 f16 or bf16 values, 32 fp8 ones.
+        let k_step = 32 / eb;
 
         self.emit(Stmt::WgmmaFence);
-        for ks in 0..shape.k / 16 {
-            let kk = ks * 16;
+        for ks in 0..shape.k / k_step {
+            let kk = ks * k_step;
             let b_matrix = {
                 let t = sb.tile;
                 let row_bytes = t.block_row_bytes(eb);
@@ -278,6 +263,46 @@ impl Lowerer<'_> {
             None => self.i32c(0),
         }
     }
+}
+
+/// How `dot` `inst` of `k` runs on warpgroup MMAs on `target`, or `None` when it does not:
+/// f16, bf16 or fp8 operands of one type, an f32 accumulator, whole warpgroups, a tile of
+/// whole m64 steps per warpgroup, K a multiple of what one MMA reads.
+pub(crate) fn wgmma_shape_of(k: &Kernel, target: &Target, inst: &Inst) -> Option<WgmmaShape> {
+    let Op::Dot { a, b, acc, .. } = inst.op else {
+        return None;
+    };
+    // (The accumulator layout is `mma.sync`'s, which `mma_plan` gives: every GPU with
+    // `wgmma` has `mma.sync`.)
+    if !target.wgmma || !target.mma_sync || target.warp_size != 32 {
+        return None;
+    }
+    let (ta, tb, tc) = (k.ty(a), k.ty(b), k.ty(acc));
+    let (Elem::Scalar(input), Elem::Scalar(ScalarType::F32)) = (ta.elem, tc.elem) else {
+        return None;
+    };
+    if !matches!(input, ScalarType::F16 | ScalarType::BF16) && !input.is_fp8() {
+        return None;
+    }
+    let eb = input.size_bytes() as u32;
+    let ([m, kd], n) = (ta.shape.dims().try_into().ok()?, tb.shape.dims()[1]);
+    let warps = target.num_warps;
+    if warps % 4 != 0
+        || !warps.is_power_of_two()
+        || m % (16 * warps) != 0
+        || n % 8 != 0
+        || n > 256
+        || kd % (32 / eb) != 0
+    {
+        return None;
+    }
+    let shape = WgmmaShape { m, n, k: kd, warps };
+    // Both layouts of B must be possible, so that the choice does not depend on it (fp8's
+    // B is K-major either way).
+    shape.tile(Operand::A, 1, eb)?;
+    shape.tile(Operand::B, 0, eb)?;
+    shape.tile(Operand::B, 1, eb)?;
+    Some(shape)
 }
 
 /// The operand tile for `dot` operand `which`: the wgmma one where the dot runs there, else

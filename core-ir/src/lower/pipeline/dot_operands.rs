@@ -20,7 +20,9 @@ impl Lowerer<'_> {
         let ty = self.k.ty(value);
         let elem = ty.scalar_type()?;
         // (f32 operands reach the tensor cores only as tf32, which `mma_plan` checks below.)
-        if !matches!(elem, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32) || ty.shape.rank() != 2 {
+        if !(matches!(elem, ScalarType::F16 | ScalarType::BF16 | ScalarType::F32) || elem.is_fp8())
+            || ty.shape.rank() != 2
+        {
             return None;
         }
         if other.is_some_and(|o| !self.is_zero(o)) {

@@ -1,0 +1,193 @@
+//! The matmul tutorial's fp8 run on every GPU backend: `C = A @ B` with E5M2 (the
+//! tutorial's) and E4M3 operands, B column-major as the tutorial passes it (`b.T`), f32
+//! accumulation and an f16 output, beside the same kernel on f16 operands and cuBLAS's f16
+//! matmul, timed in one run at M = N = K (4096 unless `STUDY_N` says otherwise). Each
+//! kernel is autotuned over the tutorial's configurations and checked against the product
+//! of the same operands in f64 before it is timed.
+//!
+//!     cargo run --release -p rutile-benches --example fp8_matmul_study
+//!
+//! On Hopper the fp8 `dot` runs on fp8 warpgroup MMAs (twice f16's peak rate); elsewhere on
+//! the operands' f16 conversions.
+
+use half::f16;
+use rutile::autotune::{Autotuner, Config};
+use rutile::cublas::Cublas;
+use rutile::seeds::{self, MatmulMeta};
+use rutile::{Backend, CudaGpu, Device, DeviceExt, Element, ScalarType, F8E4M3, F8E5M2};
+use rutile_examples::bench::{do_bench, study_setting, CacheFlush, FlushMode};
+use rutile_examples::rng::Rng;
+use rutile_examples::tutorials::matmul_configs_for;
+use std::sync::Arc;
+
+/// The meta-parameters of configuration `c` for `input` operands.
+fn meta(c: &Config, input: ScalarType) -> rutile::Result<MatmulMeta> {
+    let block = |name| c.value(name).map(|v| v as u32);
+    let mut meta = MatmulMeta::fp16(block("BLOCK_M")?, block("BLOCK_N")?, block("BLOCK_K")?);
+    meta.group_m = block("GROUP_M")?;
+    meta.input = input;
+    meta.output = ScalarType::F16;
+    Ok(meta)
+}
+
+/// The tutorial's configurations for `dev`, and for fp8 on warpgroup MMAs (8 warps, 64-wide
+/// K, their schedules) the same with 128-wide K: 128 bytes of K a row, as 64 f16 values are,
+/// the widest swizzle (Triton's fp8 configurations take 128 too).
+fn configs(dev: &dyn Device, input: ScalarType) -> Vec<Config> {
+    let mut configs = matmul_configs_for(dev);
+    if input.is_fp8() && dev.properties().backend == Backend::Cuda {
+        let wide: Vec<Config> = configs
+            .iter()
+            .filter(|c| c.value("BLOCK_K").ok() == Some(64) && c.num_warps == 8)
+            .map(|c| {
+                let mut c = c.clone();
+                for (name, value) in c.meta.iter_mut() {
+                    if name == "BLOCK_K" {
+                        *value = 128;
+                    }
+                }
+                c
+            })
+            .collect();
+        configs.extend(wide);
+    }
+    configs
+}
+
+/// Relative Frobenius error of `got` against `want`.
+fn frobenius(got: &[f64], want: &[f64]) -> f64 {
+    let (mut d, mut w) = (0.0, 0.0);
+    for (g, x) in got.iter().zip(want) {
+        d += (g - x) * (g - x);
+        w += x * x;
+    }
+    (d / w).sqrt()
+}
+
+/// The tutorial's kernel on `input` operands (`a`, `b` as f64 values of that type; B
+/// stored column-major), autotuned, checked on its first `rows` rows, then timed: TFLOPS.
+#[allow(clippy::too_many_arguments)]
+fn rutile_tflops<T: Element>(
+    dev: &dyn Device,
+    flush: &CacheFlush,
+    n: usize,
+    a: &[f64],
+    b: &[f64],
+    want: &[f64],
+    rows: usize,
+    convert: impl Fn(f64) -> T,
+) -> rutile::Result<(f64, String)> {
+    let input = T::TYPE;
+    let ah: Vec<T> = a.iter().map(|&v| convert(v)).collect();
+    // Column-major B: element (k, j) at j * n + k.
+    let mut bt = vec![0.0; n * n];
+    for k in 0..n {
+        for j in 0..n {
+            bt[j * n + k] = b[k * n + j];
+        }
+    }
+    let bh: Vec<T> = bt.iter().map(|&v| convert(v)).collect();
+    let (ab, bb, cb) = (dev.upload(&ah)?, dev.upload(&bh)?, dev.zeros::<f16>(n * n)?);
+    let ints = [n, n, n, n, 1, 1, n, n, 1].map(|v| rutile::Arg::I32(v as i32));
+    let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
+    args.extend(ints);
+    let tuner = Autotuner::new(&format!("fp8_study_{}", input.name()), configs(dev, input))?;
+    let build = |c: &Config| Ok(seeds::matmul(&meta(c, input)?)?);
+    let grid = |c: &Config| Ok([seeds::matmul_grid(&meta(c, input)?, n as u32, n as u32), 1, 1]);
+    let tuned = tuner.tuned(dev, &format!("{n},{n},{n},colmajor_b"), &build, &grid, &args)?;
+    dev.launch(&tuned.kernel, &tuned.launch, &args)?;
+    let got: Vec<f64> = dev.download(&cb)?[..rows * n].iter().map(|v| v.to_f64()).collect();
+    let err = frobenius(&got, want);
+    if err.is_nan() || err > 2e-3 {
+        return Err(rutile::Error::Argument {
+            kernel: tuned.kernel.name.clone(),
+            message: format!("{input}: relative error {err:.2e} against the f64 product"),
+        });
+    }
+    let s = do_bench(dev, Some(flush), 5, 30, &mut || {
+        dev.launch(&tuned.kernel, &tuned.launch, &args)
+    })?;
+    let flops = 2.0 * (n as f64).powi(3);
+    Ok((flops / (s.median_ms * 1e-3) / 1e12, tuned.choice.config.to_string()))
+}
+
+/// cuBLAS's f16 matmul (`cublasGemmEx`, f32 accumulation, f16 out) at `n`^3 on `gpu`: TFLOPS.
+fn cublas_tflops(gpu: &CudaGpu, cublas: &Cublas, flush: &CacheFlush, n: usize) -> rutile::Result<f64> {
+    let mut rng = Rng::new(6);
+    let a: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
+    let (ab, bb, cb) = (gpu.upload(&a)?, gpu.upload(&a)?, gpu.zeros::<f16>(n * n)?);
+    let s = do_bench(gpu, Some(flush), 5, 30, &mut || cublas.matmul(&ab, &bb, &cb, (n, n, n)))?;
+    Ok(2.0 * (n as f64).powi(3) / (s.median_ms * 1e-3) / 1e12)
+}
+
+fn main() -> rutile::Result<()> {
+    let n: usize = study_setting("STUDY_N").unwrap_or(4096);
+    let rows = 16;
+    let devices = rutile_examples::gpus::hardware_gpus();
+    if devices.is_empty() {
+        println!("no GPU: nothing to time");
+        return Ok(());
+    }
+    let mut rng = Rng::new(5);
+    let raw_a = rng.f32s(n * n, -1.0, 1.0);
+    let raw_b = rng.f32s(n * n, -1.0, 1.0);
+    println!("C = A @ B at {n}^3, f32 accumulation, f16 output; B column-major; TFLOPS (median of 30)");
+    for dev in &devices {
+        // A CUDA device is opened again as itself, for cuBLAS to run on it.
+        let ordinal = dev.id().strip_prefix("cuda:").and_then(|o| o.parse().ok());
+        let cuda = match (dev.properties().backend, ordinal) {
+            (Backend::Cuda, Some(o)) => Some(Arc::new(CudaGpu::open(o)?)),
+            _ => None,
+        };
+        let dev: &dyn Device = match &cuda {
+            Some(gpu) => gpu.as_ref(),
+            None => dev.as_ref(),
+        };
+        let flush = CacheFlush::new(dev, FlushMode::Copy)?;
+        let mut line = format!("{}:", dev.id());
+        let cublas = match &cuda {
+            Some(gpu) => Some(cublas_tflops(gpu, &Cublas::new(gpu)?, &flush, n)?),
+            None => None,
+        };
+        if let Some(c) = cublas {
+            line += &format!(" cuBLAS f16 {c:.1}");
+        }
+        for input in [ScalarType::F16, ScalarType::F8E5M2, ScalarType::F8E4M3] {
+            if !dev.properties().supported_types.contains(&input) {
+                line += &format!(", {input}: not on this device");
+                continue;
+            }
+            let round = |v: &f32| match input {
+                ScalarType::F8E5M2 => F8E5M2::from_f32(*v).to_f64(),
+                ScalarType::F8E4M3 => F8E4M3::from_f32(*v).to_f64(),
+                _ => f16::from_f32(*v).to_f64(),
+            };
+            let (a, b): (Vec<f64>, Vec<f64>) = (raw_a.iter().map(round).collect(), raw_b.iter().map(round).collect());
+            let mut want = vec![0.0; rows * n];
+            for i in 0..rows {
+                for k in 0..n {
+                    let x = a[i * n + k];
+                    for j in 0..n {
+                        want[i * n + j] += x * b[k * n + j];
+                    }
+                }
+            }
+            let result = match input {
+                ScalarType::F8E5M2 => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, F8E5M2::from_f64),
+                ScalarType::F8E4M3 => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, F8E4M3::from_f64),
+                _ => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, f16::from_f64),
+            };
+            match result {
+                Ok((t, config)) => {
+                    let of = cublas
+                        .map(|c| format!(", {:.1}% of cuBLAS", 100.0 * t / c))
+                        .unwrap_or_default();
+                    line += &format!(", rutile {input} {t:.1}{of} [{config}]");
+                }
+                Err(e) => line += &format!(", rutile {input}: {e}"),
+            }
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
