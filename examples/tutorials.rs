@@ -405,6 +405,87 @@ fn matmul_meta(c: &Config, leaky_relu: bool) -> Result<MatmulMeta> {
     Ok(meta)
 }
 
+/// [`matmul_configs_for`] `dev`, and on fp8 warpgroup MMAs (CUDA, Hopper) each 8-warp
+/// configuration with 64-wide K (its schedules too) also with 128-wide K: 128 bytes of K a
+/// row, as 64 f16 values are, the widest swizzle (Triton's fp8 configurations take 128).
+/// On an H200 at 4096³ the autotuner chose 128 x 256 x 128 (docs/performance.md, "fp8: the
+/// matmul tutorial's fp8 run").
+pub fn fp8_matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
+    let mut configs = matmul_configs_for(dev);
+    if dev.properties().backend == rutile::Backend::Cuda && dev.properties().compute_capability == Some((9, 0)) {
+        let wide: Vec<Config> = configs
+            .iter()
+            .filter(|c| c.value("BLOCK_K").ok() == Some(64) && c.num_warps == 8)
+            .map(|c| {
+                let mut c = c.clone();
+                for (name, value) in c.meta.iter_mut() {
+                    if name == "BLOCK_K" {
+                        *value = 128;
+                    }
+                }
+                c
+            })
+            .collect();
+        configs.extend(wide);
+    }
+    configs
+}
+
+/// The matmul tutorial's fp8 run: E5M2 operands (`a.to(float8_e5m2)`, B passed as `b.T`,
+/// so column-major), f32 accumulation, an f16 output, autotuned over
+/// [`fp8_matmul_configs_for`] `dev` and checked against the product of the fp8 values in
+/// f64. (A device without fp8 types, CUDA before sm_89, refuses the kernel, naming them.)
+pub fn fp8_matmul(dev: &dyn Device, (m, n, k): (usize, usize, usize), seed: u64) -> Result<Outcome> {
+    use rutile::F8E5M2;
+    let input = ScalarType::F8E5M2;
+    let mut rng = Rng::new(seed);
+    let a: Vec<F8E5M2> = rng.f32s(m * k, -1.0, 1.0).into_iter().map(F8E5M2::from_f32).collect();
+    // B column-major: element (p, j) at j * k + p.
+    let b: Vec<F8E5M2> = rng.f32s(k * n, -1.0, 1.0).into_iter().map(F8E5M2::from_f32).collect();
+    let (ab, bb, cb) = (dev.upload(&a)?, dev.upload(&b)?, dev.zeros::<f16>(m * n)?);
+    let ints = [m, n, k, k, 1, 1, k, n, 1].map(|v| rutile::Arg::I32(v as i32));
+    let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
+    args.extend(ints);
+    let meta = |c: &Config| -> Result<MatmulMeta> {
+        Ok(MatmulMeta {
+            input,
+            ..matmul_meta(c, false)?
+        })
+    };
+    let tuner = Autotuner::new("matmul_fp8", fp8_matmul_configs_for(dev))?;
+    let build = |c: &Config| Ok(seeds::matmul(&meta(c)?)?);
+    let grid = |c: &Config| Ok([seeds::matmul_grid(&meta(c)?, m as u32, n as u32), 1, 1]);
+    let Tuned { choice, kernel, launch } =
+        tuner.tuned(dev, &format!("{m},{n},{k},colmajor_b"), &build, &grid, &args)?;
+    let time_ms = timed(dev, &kernel, &launch, &args)?;
+    let c = dev.download(&cb)?;
+    let mut want = vec![0.0f64; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = a[i * k + p].to_f64();
+            for j in 0..n {
+                want[i * n + j] += x * b[j * k + p].to_f64();
+            }
+        }
+    }
+    // The products are exact: the f16 output's rounding plus the f32 sums'.
+    let scale = (k as f64).sqrt() / 3.0;
+    let (error, _) = max_relative_error(c.iter().map(|v| v.to_f64()), &want, scale);
+    Ok(Outcome {
+        tutorial: "matmul fp8 (e5m2)".into(),
+        size: format!("{m}x{n}x{k}"),
+        device: dev.id(),
+        error,
+        tolerance: 2e-3,
+        time_ms,
+        detail: Some(format!(
+            "autotuned{}: {}",
+            if choice.from_file { " (cached)" } else { "" },
+            choice.config
+        )),
+    })
+}
+
 /// How the matmul kernel addresses its operands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MatmulForm {

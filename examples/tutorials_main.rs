@@ -76,6 +76,17 @@ fn check_tutorials(device: &dyn Device) -> bool {
         ),
         ("matmul", Box::new(|d| tutorials::matmul(d, 512, 512, 512, false, 4))),
         (
+            "matmul fp8 (e5m2)",
+            Box::new(|d| {
+                // A device without fp8 types (CUDA before sm_89): the interpreter runs it.
+                if d.properties().supported_types.contains(&rutile::ScalarType::F8E5M2) {
+                    tutorials::fp8_matmul(d, (509, 381, 263), 15)
+                } else {
+                    tutorials::fp8_matmul(&CpuDevice::new(), (509, 381, 263), 15)
+                }
+            }),
+        ),
+        (
             "block-pointer matmul",
             Box::new(|d| tutorials::matmul_form(d, (509, 381, 263), false, tutorials::MatmulForm::BlockPointers, 12)),
         ),

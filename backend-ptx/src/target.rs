@@ -48,7 +48,8 @@ impl PtxTarget {
     /// | 103, 121, other | 8.8     | CUDA 12.9     |
     ///
     /// (7.8 is the first version that knows sm_89; using it for every older GPU keeps one
-    /// version across the CUDA 11.8+ drivers and `ptxas` 12.x.)
+    /// version across the CUDA 11.8+ drivers and `ptxas` 12.x. A kernel with fp8 values
+    /// says 8.1 on sm_89, the first version with its fp8 conversions: CUDA 12.1.)
     pub fn from_compute_capability(major: u32, minor: u32) -> PtxTarget {
         let sm = major * 10 + minor;
         let ptx_version = match sm {

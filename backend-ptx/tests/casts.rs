@@ -7,13 +7,28 @@ use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxTarget};
 use support::{assert_contains, emit_80_90, emit_checked, kernel};
 
-/// A kernel casting a loaded `from` value to every type and storing each result.
+/// A kernel casting a loaded `from` value to every type (but the fp8 types, which need
+/// sm_89: see [`casts_with_fp8`]) and storing each result.
 fn casts_from(from: ScalarType, bitcast: bool) -> ThreadKernel {
+    casts_among(from, bitcast, |t| !t.is_fp8())
+}
+
+/// [`casts_from`] to every type, the fp8 ones included.
+fn casts_with_fp8(from: ScalarType, bitcast: bool) -> ThreadKernel {
+    casts_among(from, bitcast, |_| true)
+}
+
+/// The types other than fp8.
+fn before_sm89() -> impl Iterator<Item = ScalarType> {
+    ScalarType::ALL.into_iter().filter(|t| !t.is_fp8())
+}
+
+fn casts_among(from: ScalarType, bitcast: bool, to_types: impl Fn(ScalarType) -> bool) -> ThreadKernel {
     let mut k = kernel("casts");
     let src = k.ptr("src", from);
     let tid = k.thread_id();
     let v = k.load(from, 1, Memory::Global { param: src }, tid, None)[0];
-    for to in ScalarType::ALL {
+    for to in ScalarType::ALL.into_iter().filter(|&t| to_types(t)) {
         if bitcast && to.bits() != from.bits() {
             continue;
         }
@@ -26,14 +41,21 @@ fn casts_from(from: ScalarType, bitcast: bool) -> ThreadKernel {
 
 #[test]
 fn every_cast_assembles() {
-    for from in ScalarType::ALL {
+    for from in before_sm89() {
         emit_80_90(&casts_from(from, false));
     }
+    // fp8 from sm_89 on, to and from every type.
+    for from in ScalarType::ALL {
+        emit_checked(&casts_with_fp8(from, false), 89);
+        emit_checked(&casts_with_fp8(from, false), 90);
+    }
+    let err = emit(&casts_with_fp8(F32, false), &PtxTarget::from_compute_capability(8, 0)).unwrap_err();
+    assert!(err.to_string().contains("fp8 values need sm_89"), "{err}");
 }
 
 #[test]
 fn casts_without_bf16_rounding_assemble_on_sm70_and_sm75() {
-    for from in ScalarType::ALL {
+    for from in before_sm89() {
         let mut k = casts_from(from, false);
         // Drop the casts that round to bf16 (they need sm_80).
         if from != BF16 {
@@ -109,11 +131,33 @@ fn cast_instructions() {
     assert_contains(&ptx, &["shl.b32", "cvt.rn.f16.f32", "and.b16", "setp.ne.b16"]);
     let ptx = emit_80_90(&casts_from(U8, false));
     assert_contains(&ptx, &["cvt.u64.u32", "cvt.rn.f32.u32"]);
+    // fp8: rounded by the saturating conversion (E5M2's infinities set after it), widened
+    // through f16 pairs, from f64 rounded to odd first.
+    let ptx = emit_checked(&casts_with_fp8(F32, false), 90);
+    assert_contains(
+        &ptx,
+        &[
+            "cvt.rn.satfinite.e4m3x2.f32",
+            "cvt.rn.satfinite.e5m2x2.f32",
+            "testp.infinite.f32",
+        ],
+    );
+    let ptx = emit_checked(&casts_with_fp8(F8E4M3, false), 90);
+    assert_contains(&ptx, &["cvt.rn.f16x2.e4m3x2", "cvt.f32.f16", "cvt.f64.f32", "and.b16"]);
+    let ptx = emit_checked(&casts_with_fp8(F64, false), 90);
+    assert_contains(&ptx, &["cvt.rz.f32.f64", "cvt.rn.satfinite.e5m2x2.f32"]);
 }
 
 #[test]
 fn every_bitcast_assembles() {
-    for from in ScalarType::ALL {
+    // fp8 among the 8-bit types: the bits kept in a 16-bit register's low byte.
+    for from in [I8, U8, F8E4M3, F8E5M2] {
+        let ptx = emit_checked(&casts_with_fp8(from, true), 90);
+        if from == I8 {
+            assert_contains(&ptx, &["cvt.u16.u32", "and.b16"]);
+        }
+    }
+    for from in before_sm89() {
         let ptx = emit_80_90(&casts_from(from, true));
         emit_checked(&casts_from(from, true), 75);
         match from {

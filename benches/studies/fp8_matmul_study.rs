@@ -17,7 +17,7 @@ use rutile::seeds::{self, MatmulMeta};
 use rutile::{Backend, CudaGpu, Device, DeviceExt, Element, ScalarType, F8E4M3, F8E5M2};
 use rutile_examples::bench::{do_bench, study_setting, CacheFlush, FlushMode};
 use rutile_examples::rng::Rng;
-use rutile_examples::tutorials::matmul_configs_for;
+use rutile_examples::tutorials::{fp8_matmul_configs_for, matmul_configs_for};
 use std::sync::Arc;
 
 /// The meta-parameters of configuration `c` for `input` operands.
@@ -28,30 +28,6 @@ fn meta(c: &Config, input: ScalarType) -> rutile::Result<MatmulMeta> {
     meta.input = input;
     meta.output = ScalarType::F16;
     Ok(meta)
-}
-
-/// The tutorial's configurations for `dev`, and for fp8 on warpgroup MMAs (8 warps, 64-wide
-/// K, their schedules) the same with 128-wide K: 128 bytes of K a row, as 64 f16 values are,
-/// the widest swizzle (Triton's fp8 configurations take 128 too).
-fn configs(dev: &dyn Device, input: ScalarType) -> Vec<Config> {
-    let mut configs = matmul_configs_for(dev);
-    if input.is_fp8() && dev.properties().backend == Backend::Cuda {
-        let wide: Vec<Config> = configs
-            .iter()
-            .filter(|c| c.value("BLOCK_K").ok() == Some(64) && c.num_warps == 8)
-            .map(|c| {
-                let mut c = c.clone();
-                for (name, value) in c.meta.iter_mut() {
-                    if name == "BLOCK_K" {
-                        *value = 128;
-                    }
-                }
-                c
-            })
-            .collect();
-        configs.extend(wide);
-    }
-    configs
 }
 
 /// Relative Frobenius error of `got` against `want`.
@@ -91,7 +67,12 @@ fn rutile_tflops<T: Element>(
     let ints = [n, n, n, n, 1, 1, n, n, 1].map(|v| rutile::Arg::I32(v as i32));
     let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
     args.extend(ints);
-    let tuner = Autotuner::new(&format!("fp8_study_{}", input.name()), configs(dev, input))?;
+    let configs = if input.is_fp8() {
+        fp8_matmul_configs_for(dev)
+    } else {
+        matmul_configs_for(dev)
+    };
+    let tuner = Autotuner::new(&format!("fp8_study_{}", input.name()), configs)?;
     let build = |c: &Config| Ok(seeds::matmul(&meta(c, input)?)?);
     let grid = |c: &Config| Ok([seeds::matmul_grid(&meta(c, input)?, n as u32, n as u32), 1, 1]);
     let tuned = tuner.tuned(dev, &format!("{n},{n},{n},colmajor_b"), &build, &grid, &args)?;

@@ -181,6 +181,23 @@ fn dot_of_mixed_input_types() {
         let _ = k.dot(a, b);
     });
     assert_error(&e, "dot", &["same element type", "f16", "f32"]);
+    // The two fp8 formats do not mix either; and fp8 accumulates in f32 only.
+    let e = fails(|k| {
+        let a = k.zeros(&[16, 32], rutile_ir::ScalarType::F8E4M3);
+        let b = k.zeros(&[32, 16], rutile_ir::ScalarType::F8E5M2);
+        let _ = k.dot(a, b);
+    });
+    assert_error(&e, "dot", &["same element type", "f8e4m3", "f8e5m2"]);
+    let e = fails(|k| {
+        let a = k.zeros(&[16, 32], rutile_ir::ScalarType::F8E5M2);
+        let b = k.zeros(&[32, 16], rutile_ir::ScalarType::F8E5M2);
+        let _ = k.dot_acc(a, b, k.zeros(&[16, 16], F16));
+    });
+    assert_error(
+        &e,
+        "dot",
+        &["fp8/f16/bf16/f32 inputs with an f32 accumulator", "f8e5m2", "f16"],
+    );
 }
 
 #[test]

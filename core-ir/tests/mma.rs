@@ -11,7 +11,7 @@ use rutile_ir::seeds::{matmul, matmul_grid, Activation, MatmulMeta};
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::{assert_close_to_largest, float_buffer, float_values, Rng};
 use rutile_ir::thread::{Stmt, ThreadKernel};
-use rutile_ir::ScalarType::{BF16, F16, F32};
+use rutile_ir::ScalarType::{self, BF16, F16, F32, F8E4M3, F8E5M2};
 use rutile_ir::{DotPrecision, Kernel};
 
 fn target(num_warps: u32) -> Target {
@@ -534,10 +534,12 @@ fn operand_fragments_read_shared_memory_without_conflicts() {
 fn column_major_matmuls(
     target: &Target,
     seed: u64,
+    input: ScalarType,
 ) -> Vec<((bool, bool), ThreadKernel, rutile_ir::interp::simt::SharedStats)> {
     use rutile_ir::interp::simt::run_threads_with_stats;
     let mut rng = Rng::new(seed);
     let meta = MatmulMeta {
+        input,
         output: F32,
         ..MatmulMeta::fp16(64, 64, 32)
     };
@@ -545,8 +547,8 @@ fn column_major_matmuls(
     let (m, n, k) = (96usize, 80usize, 64usize);
     let mut out = Vec::new();
     for (a_col, b_col) in [(false, true), (true, false), (true, true)] {
-        let a = float_buffer(&mut rng, F16, m * k);
-        let b = float_buffer(&mut rng, F16, k * n);
+        let a = float_buffer(&mut rng, input, m * k);
+        let b = float_buffer(&mut rng, input, k * n);
         let (sam, sak) = if a_col { (1, m) } else { (k, 1) };
         let (sbk, sbn) = if b_col { (1, k) } else { (n, 1) };
         let buffers = vec![a, b, HostBuffer::zeros(F32, m * n)];
@@ -573,7 +575,7 @@ fn column_major_matmuls(
 #[test]
 fn column_major_operands_on_the_tensor_cores() {
     use rutile_ir::interp::simt::SharedAccess;
-    for ((a_col, b_col), tk, stats) in column_major_matmuls(&target(4), 33) {
+    for ((a_col, b_col), tk, stats) in column_major_matmuls(&target(4), 33, F16) {
         assert!(mmas(&tk) > 0);
         let (st, rd) = (
             stats.op("dot", SharedAccess::Store),
@@ -629,8 +631,36 @@ fn matmul_on_warpgroup_mmas_matches_the_interpreter() {
 /// column-major A staged from registers into its K-major tile.
 #[test]
 fn column_major_operands_on_warpgroup_mmas() {
-    for (_, tk, _) in column_major_matmuls(&hopper(4, 3), 36) {
+    for (_, tk, _) in column_major_matmuls(&hopper(4, 3), 36, F16) {
         assert!(wgmmas(&tk) > 0);
+    }
+}
+
+/// The matmul seed on fp8 warpgroup MMAs (`k32`, both operands K-major): E5M2 and E4M3,
+/// 32-, 64- and 128-byte rows of K, one and two warpgroups, ragged shapes, B along N (staged
+/// from registers into its K-major tile) and along K (pipelined, as the tutorial's `b.T`),
+/// a column-major A (staged from registers); on `mma.sync` (2 warps) the operands' f16
+/// conversions. The products are exact in f32, so only the order of the sums differs.
+#[test]
+fn fp8_matmul_on_warpgroup_mmas_matches_the_interpreter() {
+    let mut rng = Rng::new(38);
+    for input in [F8E5M2, F8E4M3] {
+        let meta = |bm, bn, bk| MatmulMeta {
+            input,
+            output: F32,
+            ..MatmulMeta::fp16(bm, bn, bk)
+        };
+        check_matmul_on(&meta(64, 32, 32), (64, 32, 96), &hopper(4, 3), &mut rng, 1e-5);
+        check_matmul_on(&meta(128, 64, 64), (100, 72, 160), &hopper(4, 2), &mut rng, 1e-5);
+        check_matmul_on(&meta(128, 128, 128), (128, 128, 256), &hopper(8, 3), &mut rng, 1e-5);
+        check_matmul_on(&meta(64, 32, 32), (17, 33, 77), &hopper(4, 3), &mut rng, 1e-5);
+        for (_, tk, _) in column_major_matmuls(&hopper(4, 3), 39, input) {
+            assert!(wgmmas(&tk) > 0);
+        }
+        let kernel = matmul(&meta(32, 32, 32)).unwrap();
+        let tk = lower(&kernel, &hopper(2, 3), &Specialization::all(kernel.params.len())).unwrap();
+        assert_eq!(wgmmas(&tk), 0);
+        assert!(mmas(&tk) > 0, "{input} on mma.sync: its f16 conversions");
     }
 }
 

@@ -62,11 +62,12 @@ impl Wgmmas {
 }
 
 /// The byte offset from a matrix's start of element `(i, k)` (row `i` of A, column `i` of
-/// B; `k` along K) in its canonical layout, before the swizzle.
-fn canonical_offset(m: &SmemMatrix, i: u32, k: u32) -> u32 {
+/// B; `k` along K) of `eb` bytes in its canonical layout, before the swizzle (MN-major
+/// matrices are of 16-bit elements: fp8 ones are K-major).
+fn canonical_offset(m: &SmemMatrix, i: u32, k: u32, eb: u32) -> u32 {
     let s = m.swizzle;
     match m.major {
-        MatrixMajor::K => (i / 8) * m.sbo + (i % 8) * s + 2 * k,
+        MatrixMajor::K => (i / 8) * m.sbo + (i % 8) * s + eb * k,
         MatrixMajor::MN => {
             let c = s / 2;
             (i / c) * m.lbo + (k / 8) * m.sbo + (k % 8) * s + 2 * (i % c)
@@ -110,6 +111,8 @@ impl Sim<'_> {
         };
         let mut out = vec![vec![0.0f64; self.threads]; acc.len()];
         let mut shared = Vec::new();
+        // One MMA reads 32 bytes of K: 16 f16 or bf16 values, 32 fp8 ones.
+        let kn = 32 / self.k.shared[b.alloc as usize].elem.size_bytes();
         for wg in 0..self.threads / 128 {
             let first = wg * 128;
             let am = match (a, &a_regs) {
@@ -124,7 +127,7 @@ impl Sim<'_> {
                     for (x, column) in out.iter_mut().enumerate() {
                         let (j, h, e) = (x / 4, (x / 2) % 2, x % 2);
                         let (r, c) = (16 * w + 8 * h + l / 4, 8 * j + 2 * (l % 4) + e);
-                        let sum: f64 = cv[x][t] + (0..16).map(|k| am[r][k] * bm[k][c]).sum::<f64>();
+                        let sum: f64 = cv[x][t] + (0..kn).map(|k| am[r][k] * bm[k][c]).sum::<f64>();
                         column[t] = sum as f32 as f64;
                     }
                 }
@@ -172,9 +175,9 @@ impl Sim<'_> {
         Ok(())
     }
 
-    /// Operand `m` of the warpgroup whose first thread is `first`, as a matrix: A (64 x 16,
-    /// `rows_along_i` with `i` the row) or B (16 x `n`, indexed `[k][i]`); the elements it
-    /// reads go to `read`.
+    /// Operand `m` of the warpgroup whose first thread is `first`, as a matrix: A (64 x K,
+    /// `rows_along_i` with `i` the row) or B (K x `n`, indexed `[k][i]`), K 16 (32 for fp8);
+    /// the elements it reads go to `read`.
     fn wgmma_operand(
         &mut self,
         m: &SmemMatrix,
@@ -207,10 +210,11 @@ impl Sim<'_> {
                 format!("a wgmma operand starts at byte {start_byte}, not a multiple of 16"),
             ));
         }
+        let kn = 32 / eb as usize;
         let mut ptrs = Vec::new();
         for i in 0..extent {
-            for k in 0..16 {
-                let byte = start_byte as u32 + canonical_offset(m, i, k);
+            for k in 0..kn as u32 {
+                let byte = start_byte as u32 + canonical_offset(m, i, k, eb as u32);
                 let at = swizzle(byte, m.swizzle) as i64 / eb;
                 ptrs.push(Pointer {
                     param: m.alloc,
@@ -230,12 +234,12 @@ impl Sim<'_> {
         let Data::Float(v) = memory::load(&self.shared, elem, &ptrs, None, None)? else {
             return Err(fault(FaultKind::InvalidIr, first, "wgmma of a non-float buffer".into()));
         };
-        // v[16 i + k]
+        // v[kn i + k]
         Ok(if is_a {
-            (0..extent as usize).map(|i| v[16 * i..16 * i + 16].to_vec()).collect()
+            (0..extent as usize).map(|i| v[kn * i..kn * i + kn].to_vec()).collect()
         } else {
-            (0..16)
-                .map(|k| (0..extent as usize).map(|i| v[16 * i + k]).collect())
+            (0..kn)
+                .map(|k| (0..extent as usize).map(|i| v[kn * i + k]).collect())
                 .collect()
         })
     }

@@ -1,0 +1,158 @@
+//! The fp8 conversions on every device (the interpreter and each GPU present: lavapipe in
+//! CI, CUDA from sm_89), bit for bit against the host's rounding (`rutile::F8E4M3` and
+//! `F8E5M2`, whose ties the library's unit tests pin down): every f16 value (so every fp8
+//! tie and its neighbours, subnormals, the values past the largest finite one, infinities
+//! and NaNs) and f32 values on both sides of every tie of both formats, rounded to E4M3
+//! and E5M2; and every fp8 pattern widened to f32.
+
+use half::f16;
+use rutile::{CpuDevice, Device, DeviceBuffer, DeviceExt, Element, Kernel, LaunchConfig, ScalarType, F8E4M3, F8E5M2};
+use std::sync::Arc;
+
+const BLOCK: i32 = 256;
+
+/// `y[i] = x[i] as to` for `i < n`.
+fn cast_kernel(from: ScalarType, to: ScalarType) -> Kernel {
+    Kernel::build(&format!("cast_{}_{}", from.name(), to.name()), |k| {
+        let (x, y, n) = (k.arg_ptr("x", from), k.arg_ptr("y", to), k.arg_i32("n"));
+        let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
+        let mask = offs.lt(n);
+        let v = k.load_masked(x + offs, mask, k.scalar(0, from));
+        k.store_masked(y + offs, v.to(to), mask);
+    })
+    .unwrap()
+}
+
+fn devices() -> Vec<Arc<dyn Device>> {
+    let (_turn, gpus) = rutile_examples::gpus::gpus_under_test();
+    std::iter::once(Arc::new(CpuDevice::new()) as Arc<dyn Device>)
+        .chain(gpus)
+        .filter(|d| d.properties().supported_types.contains(&ScalarType::F8E4M3))
+        .collect()
+}
+
+fn grid(n: usize) -> LaunchConfig {
+    LaunchConfig::grid1((n as u32).div_ceil(BLOCK as u32))
+}
+
+/// `kernel` (`x`, `y`, `n`) on `d` for `n` elements of `x`; `y`'s elements through `f`.
+fn run<T: Element, U>(d: &dyn Device, kernel: &Kernel, x: &DeviceBuffer, n: usize, f: impl Fn(T) -> U) -> Vec<U> {
+    let y = d.zeros::<T>(n).unwrap();
+    d.launch(kernel, &grid(n), &[x.into(), (&y).into(), (n as i32).into()])
+        .unwrap_or_else(|e| panic!("{}: {e}", d.id()));
+    d.download(&y).unwrap().into_iter().map(f).collect()
+}
+
+/// Whether fp8 bits `got` are `want`'s (any NaN for a NaN).
+fn same(nan: impl Fn(u8) -> bool, got: u8, want: u8) -> bool {
+    got == want || (nan(got) && nan(want))
+}
+
+/// f32 values on both sides of every tie of the format whose values are `values`, and the
+/// ties themselves.
+fn around_ties(values: &[f64]) -> Vec<f32> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    sorted.dedup();
+    let mut out = Vec::new();
+    for w in sorted.windows(2) {
+        let tie = ((w[0] + w[1]) / 2.0) as f32;
+        out.extend([
+            tie,
+            f32::from_bits(tie.to_bits() - 1),
+            f32::from_bits(tie.to_bits() + 1),
+        ]);
+    }
+    out.extend([
+        f32::MAX,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1e-30,
+        -1e-30,
+        500.0,
+        1e5,
+    ]);
+    out
+}
+
+#[test]
+fn fp8_conversions_bit_exact_on_every_device() {
+    let halves: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+    let patterns: Vec<u8> = (0..=255).collect();
+    let e4m3_values: Vec<f64> = patterns.iter().map(|&b| F8E4M3::from_bits(b).to_f64()).collect();
+    let e5m2_values: Vec<f64> = patterns.iter().map(|&b| F8E5M2::from_bits(b).to_f64()).collect();
+    let e4m3_nan = |b: u8| b & 0x7f == 0x7f;
+    let e5m2_nan = |b: u8| b & 0x7f > 0x7c;
+    for d in devices() {
+        let d = d.as_ref();
+        // f16 and f32 to each format.
+        for (to, ties) in [(ScalarType::F8E4M3, &e4m3_values), (ScalarType::F8E5M2, &e5m2_values)] {
+            let nan: &dyn Fn(u8) -> bool = if to == ScalarType::F8E4M3 { &e4m3_nan } else { &e5m2_nan };
+            let round = |v: f64| match to {
+                ScalarType::F8E4M3 => F8E4M3::from_f64(v).to_bits(),
+                _ => F8E5M2::from_f64(v).to_bits(),
+            };
+            let singles = around_ties(ties);
+            let cases: [(ScalarType, Vec<f64>); 2] = [
+                (ScalarType::F16, halves.iter().map(|h| h.to_f64()).collect()),
+                (ScalarType::F32, singles.iter().map(|&x| x as f64).collect()),
+            ];
+            for (from, values) in cases {
+                let n = values.len();
+                let (xh, xs);
+                let x: &DeviceBuffer = match from {
+                    ScalarType::F16 => {
+                        xh = d.upload(&halves).unwrap();
+                        xh.raw()
+                    }
+                    _ => {
+                        xs = d.upload(&singles).unwrap();
+                        xs.raw()
+                    }
+                };
+                let kernel = cast_kernel(from, to);
+                let got: Vec<u8> = match to {
+                    ScalarType::F8E4M3 => run(d, &kernel, x, n, F8E4M3::to_bits),
+                    _ => run(d, &kernel, x, n, F8E5M2::to_bits),
+                };
+                for (i, &v) in values.iter().enumerate() {
+                    let want = round(v);
+                    assert!(
+                        same(nan, got[i], want),
+                        "{}: {from} {v:e} to {to}: bits {:#04x}, want {want:#04x}",
+                        d.id(),
+                        got[i]
+                    );
+                }
+            }
+        }
+        // Every pattern of each format to f32.
+        for (from, values) in [(ScalarType::F8E4M3, &e4m3_values), (ScalarType::F8E5M2, &e5m2_values)] {
+            let (x4, x5);
+            let x: &DeviceBuffer = match from {
+                ScalarType::F8E4M3 => {
+                    x4 = d
+                        .upload(&patterns.iter().map(|&b| F8E4M3::from_bits(b)).collect::<Vec<_>>())
+                        .unwrap();
+                    x4.raw()
+                }
+                _ => {
+                    x5 = d
+                        .upload(&patterns.iter().map(|&b| F8E5M2::from_bits(b)).collect::<Vec<_>>())
+                        .unwrap();
+                    x5.raw()
+                }
+            };
+            let got = run(d, &cast_kernel(from, ScalarType::F32), x, 256, |v: f32| v);
+            for (b, (&g, &w)) in got.iter().zip(values.iter()).enumerate() {
+                assert!(
+                    g as f64 == w || (g.is_nan() && w.is_nan()),
+                    "{}: {from} bits {b:#04x} widened to {g}, want {w}",
+                    d.id()
+                );
+            }
+        }
+        println!("{}: fp8 conversions bit-exact", d.id());
+    }
+}
