@@ -97,7 +97,7 @@ impl Format {
     /// The value of fp8 bits `b`.
     pub fn decode(self, b: u8) -> f64 {
         let m = self.mantissa;
-        let exp_mask = (0x7f >> m) as i32;
+        let exp_mask: i32 = 0x7f >> m;
         let e = (b >> m) as i32 & exp_mask;
         let frac = (b & ((1 << m) - 1)) as f64;
         let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };

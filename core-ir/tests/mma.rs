@@ -661,6 +661,23 @@ fn fp8_matmul_on_warpgroup_mmas_matches_the_interpreter() {
         let tk = lower(&kernel, &hopper(2, 3), &Specialization::all(kernel.params.len())).unwrap();
         assert_eq!(wgmmas(&tk), 0);
         assert!(mmas(&tk) > 0, "{input} on mma.sync: its f16 conversions");
+        // The block-pointer form (its edges masked by the pointers' checks), on fp8 MMAs too.
+        let m = meta(64, 64, 64);
+        let (shape, grid) = ((100, 72, 160), [matmul_grid(&m, 100, 72), 1, 1]);
+        let kernel = rutile_ir::seeds::matmul_block_ptr(&m).unwrap();
+        let buffers = vec![
+            float_buffer(&mut rng, input, shape.0 * shape.2),
+            float_buffer(&mut rng, input, shape.2 * shape.1),
+            HostBuffer::zeros(F32, shape.0 * shape.1),
+        ];
+        let args = rutile_ir::testing::row_major_matmul_args(shape.0, shape.1, shape.2);
+        let mut want = buffers.clone();
+        interp::run(&kernel, grid, &args, &mut want).unwrap();
+        let tk = lower(&kernel, &hopper(4, 3), &runtime_spec(&args)).unwrap();
+        assert!(wgmmas(&tk) > 0, "{input} block pointers: no wgmma");
+        let mut got = buffers.clone();
+        simt::run_threads(&tk, grid, &args, &mut got).unwrap_or_else(|e| panic!("{input} block pointers: {e}"));
+        assert_close_to_largest(&got[2], &want[2], 1e-5, &format!("{input} block pointers"));
     }
 }
 

@@ -1,4 +1,4 @@
-//! The layer norm, long-row, libdevice (`asin`) and grouped GEMM tutorials on every GPU present (each
+//! The layer norm, long-row, libdevice (`asin`), fp8 matmul and grouped GEMM tutorials on every GPU present (each
 //! CUDA GPU and each wgpu adapter, lavapipe included), each checked against its CPU
 //! reference on random inputs at ragged sizes (small ones on software devices). The fused
 //! attention tutorial's are in `gpu_attention.rs` and `gpu_attention_configs.rs`.
@@ -190,6 +190,28 @@ fn gpu_asin_matches_the_reference() {
         for (i, &n) in sizes.iter().enumerate() {
             let outcome = tutorials::math_functions::asin(d.as_ref(), n, 90 + i as u64);
             check(d.as_ref(), &format!("asin {n}"), outcome);
+        }
+    }
+}
+
+/// The matmul tutorial's fp8 run (E5M2, B column-major, autotuned) on every hardware
+/// device with fp8 types, against the exact product: ragged shapes (B's columns then
+/// 16-byte misaligned) and an aligned one (TMA boxes of bytes on Hopper). (Software
+/// devices run the fp8 kernel in fixed configurations in `gpu_matmul.rs`: autotuning it
+/// there takes minutes.)
+#[test]
+fn gpu_fp8_matmul_tutorial_matches_the_reference() {
+    let (_turn, devices) = devices();
+    for d in devices {
+        let d = d.as_ref();
+        if !d.properties().supported_types.contains(&rutile::ScalarType::F8E5M2) || !is_fast(d) {
+            println!("{}: no fp8 types, or a software device", d.id());
+            continue;
+        }
+        let shapes = [(61, 47, 83), (509, 381, 263), (512, 384, 512)];
+        for (i, &shape) in shapes.iter().enumerate() {
+            let outcome = tutorials::fp8_matmul(d, shape, 95 + i as u64);
+            check(d, &format!("fp8 matmul {shape:?}"), outcome);
         }
     }
 }
