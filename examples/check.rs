@@ -19,12 +19,19 @@ pub fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
 
 /// `A @ B` in f64 from f16 inputs (row-major), optionally with leaky ReLU.
 pub fn matmul_reference(a: &[f16], b: &[f16], m: usize, n: usize, k: usize, leaky_relu: bool) -> Vec<f64> {
+    let wide = |x: &[f16]| x.iter().map(|v| v.to_f64()).collect::<Vec<f64>>();
+    matmul_reference_of(&wide(a), &wide(b), (m, n, k), leaky_relu)
+}
+
+/// `A @ B` in f64 of row-major values (any input type's, exactly), optionally with leaky
+/// ReLU.
+pub fn matmul_reference_of(a: &[f64], b: &[f64], (m, n, k): (usize, usize, usize), leaky_relu: bool) -> Vec<f64> {
     let mut out = vec![0.0; m * n];
     for i in 0..m {
         for p in 0..k {
-            let av = a[i * k + p].to_f64();
+            let av = a[i * k + p];
             for j in 0..n {
-                out[i * n + j] += av * b[p * n + j].to_f64();
+                out[i * n + j] += av * b[p * n + j];
             }
         }
     }

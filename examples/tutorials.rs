@@ -7,7 +7,7 @@ pub mod layer_norm;
 pub mod long_rows;
 pub mod math_functions;
 
-use crate::check::{matmul_reference, max_relative_error, softmax_reference};
+use crate::check::{matmul_reference, matmul_reference_of, max_relative_error, softmax_reference};
 use crate::rng::Rng;
 use crate::sweeps::{self, Sweep};
 use half::f16;
@@ -459,20 +459,37 @@ pub fn fp8_matmul(dev: &dyn Device, (m, n, k): (usize, usize, usize), seed: u64)
         tuner.tuned(dev, &format!("{m},{n},{k},colmajor_b"), &build, &grid, &args)?;
     let time_ms = timed(dev, &kernel, &launch, &args)?;
     let c = dev.download(&cb)?;
-    let mut want = vec![0.0f64; m * n];
-    for i in 0..m {
-        for p in 0..k {
-            let x = a[i * k + p].to_f64();
-            for j in 0..n {
-                want[i * n + j] += x * b[j * k + p].to_f64();
-            }
-        }
-    }
-    // The products are exact: the f16 output's rounding plus the f32 sums'.
+    let a: Vec<f64> = a.iter().map(|v| v.to_f64()).collect();
+    // B back to row-major for the reference.
+    let b: Vec<f64> = (0..k * n).map(|i| b[(i % n) * k + i / n].to_f64()).collect();
+    let want = matmul_reference_of(&a, &b, (m, n, k), false);
+    Ok(matmul_outcome(
+        "matmul fp8 (e5m2)",
+        dev,
+        (m, n, k),
+        &c,
+        &want,
+        time_ms,
+        &choice,
+    ))
+}
+
+/// A matmul tutorial's line: its f16 output `c` against the f64 product `want`, within
+/// half an ulp of the result (2^-11 relative) plus the f32 accumulation's error, relative
+/// to the magnitude of a dot product of k terms in [-1, 1] (about sqrt(k)/3).
+fn matmul_outcome(
+    label: &str,
+    dev: &dyn Device,
+    (m, n, k): (usize, usize, usize),
+    c: &[f16],
+    want: &[f64],
+    time_ms: f64,
+    choice: &rutile::autotune::Choice,
+) -> Outcome {
     let scale = (k as f64).sqrt() / 3.0;
-    let (error, _) = max_relative_error(c.iter().map(|v| v.to_f64()), &want, scale);
-    Ok(Outcome {
-        tutorial: "matmul fp8 (e5m2)".into(),
+    let (error, _) = max_relative_error(c.iter().map(|v| v.to_f64()), want, scale);
+    Outcome {
+        tutorial: label.into(),
         size: format!("{m}x{n}x{k}"),
         device: dev.id(),
         error,
@@ -483,7 +500,7 @@ pub fn fp8_matmul(dev: &dyn Device, (m, n, k): (usize, usize, usize), seed: u64)
             if choice.from_file { " (cached)" } else { "" },
             choice.config
         )),
-    })
+    }
 }
 
 /// How the matmul kernel addresses its operands.
@@ -566,23 +583,7 @@ pub fn matmul_form(
     let time_ms = timed(dev, &kernel, &launch, &args)?;
     let c = dev.download(&cb)?;
     let want = matmul_reference(&a, &b, m, n, k, leaky_relu);
-    // fp16 output: half an ulp of the result (2^-11 relative) plus f32 accumulation error,
-    // relative to the magnitude of a dot product of k terms in [-1, 1] (about sqrt(k)/3).
-    let scale = (k as f64).sqrt() / 3.0;
-    let (error, _) = max_relative_error(c.iter().map(|v| v.to_f64()), &want, scale);
-    Ok(Outcome {
-        tutorial: label.into(),
-        size: format!("{m}x{n}x{k}"),
-        device: dev.id(),
-        error,
-        tolerance: 2e-3,
-        time_ms,
-        detail: Some(format!(
-            "autotuned{}: {}",
-            if choice.from_file { " (cached)" } else { "" },
-            choice.config
-        )),
-    })
+    Ok(matmul_outcome(label, dev, (m, n, k), &c, &want, time_ms, &choice))
 }
 
 #[cfg(test)]
