@@ -156,3 +156,44 @@ fn fp8_conversions_bit_exact_on_every_device() {
         println!("{}: fp8 conversions bit-exact", d.id());
     }
 }
+
+/// Float literals of fp8 type round as values do: infinities saturate in E4M3 (which has
+/// none) and stay in E5M2, past the largest finite value saturates, ties go to even; on
+/// every device, against the host's rounding.
+#[test]
+fn fp8_literals_round_as_values_do() {
+    let literals = [f64::INFINITY, f64::NEG_INFINITY, 1e6, -500.0, 1.0625, 3.0 * 2f64.powi(-10), 0.1];
+    for d in devices() {
+        let d = d.as_ref();
+        for to in [ScalarType::F8E4M3, ScalarType::F8E5M2] {
+            let kernel = Kernel::build(&format!("literals_{}", to.name()), |k| {
+                let y = k.arg_ptr("y", to);
+                for (i, &v) in literals.iter().enumerate() {
+                    let offs = k.arange(0, 16) + (16 * i) as i32;
+                    k.store(y + offs, k.full(&[16], v, to));
+                }
+            })
+            .unwrap();
+            let n = 16 * literals.len();
+            let got: Vec<u8> = match to {
+                ScalarType::F8E4M3 => {
+                    let y = d.zeros::<F8E4M3>(n).unwrap();
+                    d.launch(&kernel, &LaunchConfig::grid1(1), &[(&y).into()]).unwrap();
+                    d.download(&y).unwrap().into_iter().map(F8E4M3::to_bits).collect()
+                }
+                _ => {
+                    let y = d.zeros::<F8E5M2>(n).unwrap();
+                    d.launch(&kernel, &LaunchConfig::grid1(1), &[(&y).into()]).unwrap();
+                    d.download(&y).unwrap().into_iter().map(F8E5M2::to_bits).collect()
+                }
+            };
+            for (i, &v) in literals.iter().enumerate() {
+                let want = match to {
+                    ScalarType::F8E4M3 => F8E4M3::from_f64(v).to_bits(),
+                    _ => F8E5M2::from_f64(v).to_bits(),
+                };
+                assert_eq!(got[16 * i], want, "{}: literal {v} as {to}", d.id());
+            }
+        }
+    }
+}
