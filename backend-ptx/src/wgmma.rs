@@ -25,13 +25,20 @@ use std::collections::HashSet;
 pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n: u32, accumulate: bool) -> Res {
     require_sm90(e, "wgmma")?;
     let elem = e.k.shared[b.alloc as usize].elem;
-    let (ty, k) = match elem {
-        ScalarType::F16 => ("f16", 16),
-        ScalarType::BF16 => ("bf16", 16),
-        ScalarType::F8E4M3 => ("e4m3", 32),
-        ScalarType::F8E5M2 => ("e5m2", 32),
-        other => return Err(format!("wgmma multiplies f16, bf16 or fp8, not {other}")),
+    let name = |t: ScalarType| match t {
+        ScalarType::F16 => Ok("f16"),
+        ScalarType::BF16 => Ok("bf16"),
+        ScalarType::F8E4M3 => Ok("e4m3"),
+        ScalarType::F8E5M2 => Ok("e5m2"),
+        other => Err(format!("wgmma multiplies f16, bf16 or fp8, not {other}")),
     };
+    // A's type: its buffer's, or B's for registers (16-bit only); the fp8 formats mix.
+    let a_elem = match a {
+        WgmmaA::Shared(m) => e.k.shared[m.alloc as usize].elem,
+        WgmmaA::Registers(_) => elem,
+    };
+    let (ta, tb) = (name(a_elem)?, name(elem)?);
+    let k = 32 / elem.size_bytes();
     if elem.is_fp8() {
         // fp8 operands are read K-major from shared memory, with no transpose immediates.
         let shared_k = |m: &SmemMatrix| m.major == MatrixMajor::K;
@@ -74,7 +81,7 @@ pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n:
         None => format!(", {trans_b}"),
     };
     e.ins(format!(
-        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ty}.{ty} {{{}}}, {da}, {db}, {p}, 1, 1{trans}",
+        "wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{ta}.{tb} {{{}}}, {da}, {db}, {p}, 1, 1{trans}",
         d.join(", ")
     ));
     Ok(())

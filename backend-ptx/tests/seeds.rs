@@ -575,6 +575,18 @@ fn fp8_matmul_on_warpgroup_mmas_passes_ptxas() {
         }
     }
     assert!(spilling.is_empty(), "fp8 matmuls that spill:\n{}", spilling.join("\n"));
+    // E4M3 by E5M2: one MMA of both types.
+    for b_along_k in [true, false] {
+        let kernel = rutile_ir::testing::mixed_fp8_dot(b_along_k);
+        let target = Target {
+            mma_sync: true,
+            wgmma: true,
+            ..Target::nvidia(4, 227 * 1024)
+        };
+        let t = rutile_ir::lower::lower(&kernel, &target, &Specialization::all(3)).unwrap();
+        let (ptx, _) = assemble(&format!("mixed fp8 dot, B along K {b_along_k}"), &t, 90);
+        assert!(ptx.contains("m64n64k32.f32.e4m3.e5m2"), "no mixed fp8 wgmma");
+    }
 }
 
 /// The same configurations with `dot` on the CUDA cores (the lowering of targets without

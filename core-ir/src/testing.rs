@@ -319,6 +319,22 @@ pub fn random_kernel_steps(seed: u64, max_steps: usize) -> Result<Kernel, crate:
     })
 }
 
+/// `c = a @ b` of one 64 x 64 x 64 block (parameters `a`, `b`, `c`), A of E4M3 and B of
+/// E5M2, B along K in memory where `b_along_k` (element `(k, n)` at `n * 64 + k`), else
+/// along N: the two fp8 formats in one `dot`.
+pub fn mixed_fp8_dot(b_along_k: bool) -> crate::Kernel {
+    use crate::ScalarType::{F32, F8E4M3, F8E5M2};
+    let (sbk, sbn) = if b_along_k { (1, 64) } else { (64, 1) };
+    crate::Kernel::build("mixed_fp8_dot", |k| {
+        let (pa, pb, pc) = (k.arg_ptr("a", F8E4M3), k.arg_ptr("b", F8E5M2), k.arg_ptr("c", F32));
+        let r = k.arange(0, 64);
+        let av = k.load(pa + (r.expand_dims(1) * 64 + r.expand_dims(0)));
+        let bv = k.load(pb + (r.expand_dims(1) * sbk + r.expand_dims(0) * sbn));
+        k.store(pc + (r.expand_dims(1) * 64 + r.expand_dims(0)), k.dot(av, bv));
+    })
+    .expect("the kernel builds")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -864,3 +864,26 @@ fn the_block_pointer_matmul_matches_the_plain_one() {
         assert_close_to_largest(&got[2], &want[2], 2e-3, &at);
     }
 }
+
+/// E4M3 by E5M2 on one fp8 warpgroup MMA of both types, B along K and along N, in the
+/// simulator against the interpreter.
+#[test]
+fn mixed_fp8_dot_on_warpgroup_mmas_matches_the_interpreter() {
+    let mut rng = Rng::new(42);
+    for b_along_k in [true, false] {
+        let kernel = rutile_ir::testing::mixed_fp8_dot(b_along_k);
+        let buffers = vec![
+            float_buffer(&mut rng, F8E4M3, 64 * 64),
+            float_buffer(&mut rng, F8E5M2, 64 * 64),
+            HostBuffer::zeros(F32, 64 * 64),
+        ];
+        let args = vec![ptr(0), ptr(1), ptr(2)];
+        let mut want = buffers.clone();
+        interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
+        let tk = lower(&kernel, &hopper(4, 1), &Specialization::all(3)).unwrap();
+        assert!(wgmmas(&tk) > 0, "B along K {b_along_k}: no wgmma");
+        let mut got = buffers.clone();
+        simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap();
+        assert_close_to_largest(&got[2], &want[2], 1e-5, &format!("B along K {b_along_k}"));
+    }
+}

@@ -162,7 +162,15 @@ fn fp8_conversions_bit_exact_on_every_device() {
 /// every device, against the host's rounding.
 #[test]
 fn fp8_literals_round_as_values_do() {
-    let literals = [f64::INFINITY, f64::NEG_INFINITY, 1e6, -500.0, 1.0625, 3.0 * 2f64.powi(-10), 0.1];
+    let literals = [
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1e6,
+        -500.0,
+        1.0625,
+        3.0 * 2f64.powi(-10),
+        0.1,
+    ];
     for d in devices() {
         let d = d.as_ref();
         for to in [ScalarType::F8E4M3, ScalarType::F8E5M2] {
@@ -193,6 +201,56 @@ fn fp8_literals_round_as_values_do() {
                     _ => F8E5M2::from_f64(v).to_bits(),
                 };
                 assert_eq!(got[16 * i], want, "{}: literal {v} as {to}", d.id());
+            }
+        }
+    }
+}
+
+/// A `dot` of E4M3 by E5M2 blocks (the two formats mix, as fp8 training's gradient
+/// products do): on Hopper one fp8 warpgroup MMA of both types, elsewhere their f16
+/// conversions; on every device against the exact products summed in f64, B along K and
+/// along N.
+#[test]
+fn mixed_fp8_dot_on_every_device() {
+    const M: usize = 64;
+    const N: usize = 64;
+    const K: usize = 64;
+    let mut rng = rutile_examples::rng::Rng::new(41);
+    let a: Vec<F8E4M3> = rng.f32s(M * K, -2.0, 2.0).into_iter().map(F8E4M3::from_f32).collect();
+    let b: Vec<F8E5M2> = rng.f32s(K * N, -2.0, 2.0).into_iter().map(F8E5M2::from_f32).collect();
+    for b_along_k in [true, false] {
+        // B's element (k, n) at `k * sbk + n * sbn`.
+        let (sbk, sbn) = if b_along_k { (1, K) } else { (N, 1) };
+        let kernel = rutile::ir::testing::mixed_fp8_dot(b_along_k);
+        let mut want = vec![0.0f64; M * N];
+        for i in 0..M {
+            for p in 0..K {
+                for j in 0..N {
+                    want[i * N + j] += a[i * K + p].to_f64() * b[p * sbk + j * sbn].to_f64();
+                }
+            }
+        }
+        let largest = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for d in devices() {
+            let d = d.as_ref();
+            let (ab, bb, cb) = (
+                d.upload(&a).unwrap(),
+                d.upload(&b).unwrap(),
+                d.zeros::<f32>(M * N).unwrap(),
+            );
+            d.launch(
+                &kernel,
+                &LaunchConfig::grid1(1).num_warps(4),
+                &[(&ab).into(), (&bb).into(), (&cb).into()],
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", d.id()));
+            let got = d.download(&cb).unwrap();
+            for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g as f64 - w).abs() <= 1e-5 * largest,
+                    "{}: B along K {b_along_k}: element {i}: {g} against {w}",
+                    d.id()
+                );
             }
         }
     }

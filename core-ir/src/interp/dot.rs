@@ -41,8 +41,10 @@ pub(crate) fn dot(a: &Tensor, b: &Tensor, acc: &Tensor, precision: DotPrecision,
         return Err(invalid!("dot into {} cannot give {ty}", acc.ty));
     }
     let (sa, sb, sc) = (a.scalar_type("dot")?, b.scalar_type("dot")?, acc.scalar_type("dot")?);
-    if sa != sb {
-        return Err(invalid!("dot operands must have one element type, got {sa} and {sb}"));
+    if sa != sb && !(sa.is_fp8() && sb.is_fp8()) {
+        return Err(invalid!(
+            "dot operands must have one element type (or be fp8 both), got {sa} and {sb}"
+        ));
     }
     if precision == DotPrecision::Tf32 && sa != ScalarType::F32 {
         return Err(invalid!("dot with input precision tf32 of {sa} operands (f32 only)"));

@@ -71,7 +71,7 @@ impl Lowerer<'_> {
                 continue;
             }
             let (operand, stored) = match mma {
-                Some(ref plan) => self.shared_operand(inst, v, which, plan.input)?,
+                Some(ref plan) => self.shared_operand(inst, v, which, plan.operand_type(which))?,
                 None => self.coop_operand(v)?,
             };
             debug_assert!(stored, "an invariant operand is stored, not pipelined");

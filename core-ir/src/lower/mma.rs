@@ -40,7 +40,10 @@ pub(crate) struct MmaPlan {
     pub m: u32,
     pub n: u32,
     pub k: u32,
+    /// A's element type (B's too, but for the two fp8 formats mixed on warpgroup MMAs).
     pub input: ScalarType,
+    /// B's element type.
+    pub input_b: ScalarType,
     pub layout: Layout,
 }
 
@@ -49,6 +52,13 @@ impl MmaPlan {
     /// values (`mma.m16n8k16`).
     fn tf32(&self) -> bool {
         self.input == ScalarType::F32
+    }
+    /// The element type of operand `which`.
+    pub(crate) fn operand_type(&self, which: Operand) -> ScalarType {
+        match which {
+            Operand::A => self.input,
+            Operand::B => self.input_b,
+        }
     }
     /// The K of one `mma`: two 16-byte `ldmatrix` rows of the input.
     fn k_step(&self) -> u32 {
@@ -120,7 +130,15 @@ impl Lowerer<'_> {
         });
         // On warpgroup MMAs, in the order their accumulator holds the rows.
         layout.rows = self.wgmma_shape(inst).map(|s| s.rows());
-        Some(MmaPlan { m, n, k, input, layout })
+        let input_b = tb.scalar_type()?;
+        Some(MmaPlan {
+            m,
+            n,
+            k,
+            input,
+            input_b,
+            layout,
+        })
     }
 
     /// The layout `dot` `inst` gives its result in, when it runs on the tensor cores: what a
@@ -138,7 +156,9 @@ impl Lowerer<'_> {
             return Err(self.internal("not a dot"));
         };
         let (tf32, k_step) = (plan.tf32(), plan.k_step());
-        let MmaPlan { m, n, k, input, layout } = plan;
+        let MmaPlan {
+            m, n, k, input, layout, ..
+        } = plan;
 
         // The operands in shared memory: filled by the loop's pipeline, or stored here.
         let (sa, a_here) = self.shared_operand(inst, a, Operand::A, input)?;

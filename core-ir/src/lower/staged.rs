@@ -186,7 +186,8 @@ impl Lowerer<'_> {
         let plan = self.mma_plan(inst)?;
         let elem = self.k.ty(v).scalar_type()?;
         let lval = self.values[v.index()].as_ref()?;
-        if elem != plan.input || (which == Operand::A && self.register_a(v, plan.layout, shape).is_some()) {
+        if elem != plan.operand_type(which) || (which == Operand::A && self.register_a(v, plan.layout, shape).is_some())
+        {
             return None;
         }
         let v_shape = self.k.ty(v).shape;

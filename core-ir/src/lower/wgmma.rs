@@ -98,7 +98,7 @@ impl Lowerer<'_> {
                 (Some(s), here)
             }
         };
-        let (sb, b_here) = self.shared_operand(inst, b, Operand::B, input)?;
+        let (sb, b_here) = self.shared_operand(inst, b, Operand::B, plan.operand_type(Operand::B))?;
         if a_here || b_here {
             self.emit(Stmt::FenceProxyAsync);
             self.emit(Stmt::Barrier);
@@ -282,6 +282,10 @@ pub(crate) fn wgmma_shape_of(k: &Kernel, target: &Target, inst: &Inst) -> Option
         return None;
     };
     if !matches!(input, ScalarType::F16 | ScalarType::BF16) && !input.is_fp8() {
+        return None;
+    }
+    // (Typing holds B to A's type, but for the two fp8 formats, which mix.)
+    if tb.scalar_type() != Some(input) && !tb.scalar_type().is_some_and(ScalarType::is_fp8) {
         return None;
     }
     let eb = input.size_bytes() as u32;

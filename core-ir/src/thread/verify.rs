@@ -680,9 +680,10 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
                     (eb, None)
                 }
             };
-            if ea != eb || !(matches!(ea, ScalarType::F16 | ScalarType::BF16) || ea.is_fp8()) {
+            let fp8 = ea.is_fp8() && eb.is_fp8();
+            if !fp8 && (ea != eb || !matches!(ea, ScalarType::F16 | ScalarType::BF16)) {
                 return Err(format!(
-                    "`wgmma` multiplies f16, bf16 or fp8 operands of one type, got {ea} and shared{} of {eb}",
+                    "`wgmma` multiplies f16 or bf16 operands of one type, or fp8 ones, got {ea} and shared{} of {eb}",
                     b.alloc
                 ));
             }
