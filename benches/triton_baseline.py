@@ -10,7 +10,8 @@ through each backend it has, with cuBLAS's 4096^3 fp16 matmul as rutile's benchm
 reports it), and the matmul tutorial's fp8 run at 4096^3 (its kernel, autotuned over
 Triton's fp8 configurations, on E5M2 and E4M3 operands with B column-major as the tutorial
 passes it, f16 out) beside cuBLASLt's fp8 matmul through `torch._scaled_mm` (E4M3, unit
-scales) and cuBLAS's fp16 one, median of device-timed launches.
+scales, with and without its fast accumulation) and cuBLAS's fp16 one, median of
+device-timed launches.
 
     python3 benches/triton_baseline.py [--flush read|copy]
                                        [--only vector_add,softmax,transpose,dropout,layer_norm,attention,fp8_matmul]
@@ -403,6 +404,13 @@ def bench_fp8_matmul():
             assert err < 2e-3, f"torch._scaled_mm is off by {err}"
             s = tflops(bench(scaled))
             line += f", cuBLASLt fp8 (torch._scaled_mm) {s:.1f} ({100 * s / cublas:.1f}%)"
+            # Its fast accumulation: the tensor cores' own fp8 accumulator across K, as
+            # Triton's default on sm_90 and rutile's fp8 dot.
+            fast = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float16, use_fast_accum=True)
+            err = ((fast()[:16].float() - exact).norm() / exact.norm()).item()
+            assert err < 2e-3, f"torch._scaled_mm with fast accumulation is off by {err}"
+            s = tflops(bench(fast))
+            line += f", with fast accumulation {s:.1f} ({100 * s / cublas:.1f}%)"
         print(line, flush=True)
 
 

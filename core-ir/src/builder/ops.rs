@@ -284,7 +284,8 @@ impl KernelBuilder {
 
     /// Matrix product `a @ b` into a new `f32` accumulator, as `tl.dot(a, b)`. The operands
     /// are f16, bf16, f32 (f64 into an f64 accumulator), or fp8 (E4M3 and E5M2 may mix):
-    /// Hopper's warpgroup MMAs multiply fp8 themselves, other units their exact f16
+    /// Hopper's warpgroup MMAs multiply fp8 themselves (adding into their own accumulator,
+    /// narrower than f32, as Triton's default there), other units their exact f16
     /// conversions.
     #[track_caller]
     pub fn dot<'b>(&'b self, a: Value<'b>, b: Value<'b>) -> Value<'b> {
