@@ -144,15 +144,7 @@ fn main() -> rutile::Result<()> {
                 _ => f16::from_f32(*v).to_f64(),
             };
             let (a, b): (Vec<f64>, Vec<f64>) = (raw_a.iter().map(round).collect(), raw_b.iter().map(round).collect());
-            let mut want = vec![0.0; rows * n];
-            for i in 0..rows {
-                for k in 0..n {
-                    let x = a[i * n + k];
-                    for j in 0..n {
-                        want[i * n + j] += x * b[k * n + j];
-                    }
-                }
-            }
+            let want = rutile_examples::check::matmul_reference_of(&a[..rows * n], &b, (rows, n, n), false);
             let result = match input {
                 ScalarType::F8E5M2 => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, F8E5M2::from_f64),
                 ScalarType::F8E4M3 => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, F8E4M3::from_f64),
