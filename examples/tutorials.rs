@@ -335,12 +335,7 @@ pub fn with_cooperative_shapes(mut configs: Vec<Config>) -> Vec<Config> {
         .cloned()
         .collect();
     for c in largest {
-        let mut shallow = c.clone();
-        for (name, value) in shallow.meta.iter_mut() {
-            if name == "BLOCK_K" {
-                *value = 16;
-            }
-        }
+        let shallow = with_block_k(&c, 16);
         // One prefetch set for the 32- and 16-wide blocks only: 64-wide ones of this size do
         // not fit their operands in 48 KiB at all (they run on FMAs, several times slower).
         let k32 = c.value("BLOCK_K").ok() == Some(32);
@@ -371,6 +366,17 @@ pub fn with_cooperative_shapes(mut configs: Vec<Config>) -> Vec<Config> {
         configs.push(one_stage);
     }
     configs
+}
+
+/// `c` with `BLOCK_K` set to `k`.
+fn with_block_k(c: &Config, k: i64) -> Config {
+    let mut c = c.clone();
+    for (name, value) in c.meta.iter_mut() {
+        if name == "BLOCK_K" {
+            *value = k;
+        }
+    }
+    c
 }
 
 /// `configs` and, for each warpgroup configuration among them (64-wide K, 8 warps), the
@@ -416,15 +422,7 @@ pub fn fp8_matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
         let wide: Vec<Config> = configs
             .iter()
             .filter(|c| c.value("BLOCK_K").ok() == Some(64) && c.num_warps == 8)
-            .map(|c| {
-                let mut c = c.clone();
-                for (name, value) in c.meta.iter_mut() {
-                    if name == "BLOCK_K" {
-                        *value = 128;
-                    }
-                }
-                c
-            })
+            .map(|c| with_block_k(c, 128))
             .collect();
         configs.extend(wide);
     }

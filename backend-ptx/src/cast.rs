@@ -73,20 +73,7 @@ pub(crate) fn widen(e: &mut Emitter, a: &str, t: ScalarType) -> String {
 /// (fp8 saturating).
 pub(crate) fn narrow(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
     match t {
-        // The pair's high byte is +0's.
-        F8E4M3 => e.ins(format!("cvt.rn.satfinite.e4m3x2.f32 {d}, 0f00000000, {x}")),
-        F8E5M2 => {
-            // E5M2 keeps infinities, which `satfinite` would not.
-            let (inf, bits, h) = (e.tmp(Class::Pred), e.tmp(Class::R), e.tmp(Class::H));
-            e.ins(format!("cvt.rn.satfinite.e5m2x2.f32 {d}, 0f00000000, {x}"));
-            e.ins(format!("testp.infinite.f32 {inf}, {x}"));
-            e.ins(format!("mov.b32 {bits}, {x}"));
-            e.ins(format!("shr.u32 {bits}, {bits}, 24"));
-            e.ins(format!("and.b32 {bits}, {bits}, 128"));
-            e.ins(format!("or.b32 {bits}, {bits}, 124"));
-            e.ins(format!("cvt.u16.u32 {h}, {bits}"));
-            e.ins(format!("selp.b16 {d}, {h}, {d}, {inf}"));
-        }
+        F8E4M3 | F8E5M2 => narrow_fp8(e, d, x, t),
         F32 => mov(e, d, F32, x),
         F16 => e.ins(format!("cvt.rn.f16.f32 {d}, {x}")),
         BF16 if e.target.has_sm80() => e.ins(format!("cvt.rn.bf16.f32 {d}, {x}")),
@@ -96,12 +83,29 @@ pub(crate) fn narrow(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
     Ok(())
 }
 
-/// `d` = f32 register `x`, whose value is representable in `t` (f16 or bf16): works on every
-/// target (bf16 takes the high half of the bits).
+/// `d` (fp8 `t`) = f32 register `x` rounded to nearest even, saturating; E5M2 keeps
+/// infinities, which `satfinite` would not.
+fn narrow_fp8(e: &mut Emitter, d: &str, x: &str, t: ScalarType) {
+    // The pair's high byte is +0's.
+    e.ins(format!("cvt.rn.satfinite.{}.f32 {d}, 0f00000000, {x}", fp8_pair(t)));
+    if t == F8E5M2 {
+        let (inf, bits, h) = (e.tmp(Class::Pred), e.tmp(Class::R), e.tmp(Class::H));
+        e.ins(format!("testp.infinite.f32 {inf}, {x}"));
+        e.ins(format!("mov.b32 {bits}, {x}"));
+        e.ins(format!("shr.u32 {bits}, {bits}, 24"));
+        e.ins(format!("and.b32 {bits}, {bits}, 128"));
+        e.ins(format!("or.b32 {bits}, {bits}, 124"));
+        e.ins(format!("cvt.u16.u32 {h}, {bits}"));
+        e.ins(format!("selp.b16 {d}, {h}, {d}, {inf}"));
+    }
+}
+
+/// `d` = f32 register `x`, whose value is representable in `t` (fp8, f16 or bf16): works on
+/// every target that has `t` (bf16 takes the high half of the bits).
 pub(crate) fn narrow_exact(e: &mut Emitter, d: &str, x: &str, t: ScalarType) {
     if t.is_fp8() {
-        // Exact: no rounding to do, an infinity kept as `narrow` keeps it.
-        let _ = narrow(e, d, x, t);
+        // Exact: nothing to round, an infinity kept as `narrow` keeps it.
+        narrow_fp8(e, d, x, t);
     } else if t == BF16 {
         let lo = e.tmp(Class::H);
         e.ins(format!("mov.b32 {{{lo}, {d}}}, {x}"));
@@ -275,7 +279,7 @@ fn float_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarT
 
 /// `d` (bf16 or fp8) = f64 register `x` rounded once: to odd in f32 first (`cvt.rz` plus
 /// a sticky bit), which keeps what the second rounding needs.
-fn narrow_f64(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
+pub(crate) fn narrow_f64(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
     let f = e.tmp(Class::F);
     let back = e.tmp(Class::Fd);
     let inexact = e.tmp(Class::Pred);
@@ -284,24 +288,6 @@ fn narrow_f64(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
     e.ins(format!("setp.neu.f64 {inexact}, {back}, {x}"));
     let odd = sticky(e, &f, &inexact);
     narrow(e, d, &odd, t)
-}
-
-/// `d = fma(a, b, c)` of fp8 registers, rounded once: in f64, where the product is exact
-/// and the sum is too unless the addend is so much larger that the product cannot move its
-/// fp8 rounding; then rounded as a cast from f64 is.
-pub(crate) fn fma_fp8(e: &mut Emitter, d: &str, t: ScalarType, [a, b, c]: [&str; 3]) -> Res {
-    let wide: Vec<String> = [a, b, c]
-        .iter()
-        .map(|x| {
-            let f = widen(e, x, t);
-            let w = e.tmp(Class::Fd);
-            e.ins(format!("cvt.f64.f32 {w}, {f}"));
-            w
-        })
-        .collect();
-    let r = e.tmp(Class::Fd);
-    e.ins(format!("fma.rn.f64 {r}, {}, {}, {}", wide[0], wide[1], wide[2]));
-    narrow_f64(e, d, &r, t)
 }
 
 pub(crate) fn bitcast(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarType) -> Res {

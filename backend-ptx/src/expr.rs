@@ -344,23 +344,22 @@ pub(crate) fn binary(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &
         }
         _ => {
             // f16 / bf16 / fp8.
-            if matches!(op, BinaryOp::Min | BinaryOp::Max) && matches!(t, F16 | BF16) {
+            if matches!(op, BinaryOp::Min | BinaryOp::Max) {
                 let i = if op == BinaryOp::Min { "min" } else { "max" };
-                let f = if t == F16 { "f16" } else { "bf16" };
-                if e.target.has_sm80() {
+                let native = match t {
+                    F16 => Some("f16"),
+                    BF16 => Some("bf16"),
+                    _ => None,
+                };
+                if let Some(f) = native.filter(|_| e.target.has_sm80()) {
                     e.ins(format!("{i}.NaN.{f} {d}, {a}, {b}"));
                     return Ok(());
                 }
+                // The chosen operand, exactly.
                 let (x, y) = (cast::widen(e, a, t), cast::widen(e, b, t));
                 let r = math::minmax(e, Fk::F32, op == BinaryOp::Max, &x, &y);
                 cast::narrow_exact(e, d, &r, t);
                 return Ok(());
-            }
-            if matches!(op, BinaryOp::Min | BinaryOp::Max) {
-                // fp8: the chosen operand, exactly.
-                let (x, y) = (cast::widen(e, a, t), cast::widen(e, b, t));
-                let r = math::minmax(e, Fk::F32, op == BinaryOp::Max, &x, &y);
-                return cast::narrow(e, d, &r, t);
             }
             let (x, y) = (cast::widen(e, a, t), cast::widen(e, b, t));
             let r = e.tmp(Class::F);
@@ -477,9 +476,27 @@ fn fma(e: &mut Emitter, d: &str, t: ScalarType, a: &str, b: &str, c: &str) -> Re
         F16 => "f16",
         BF16 if e.target.has_sm80() => "bf16",
         BF16 => return Err("bf16 `fma` needs sm_80 or newer (fma.rn.bf16)".into()),
-        F8E4M3 | F8E5M2 => return cast::fma_fp8(e, d, t, [a, b, c]),
+        F8E4M3 | F8E5M2 => return fma_fp8(e, d, t, [a, b, c]),
         _ => return Err(format!("`fma` of {t} is not defined")),
     };
     e.ins(format!("fma.rn.{f} {d}, {a}, {b}, {c}"));
     Ok(())
+}
+
+/// `d = fma(a, b, c)` of fp8 registers, rounded once: in f64, where the product is exact
+/// and the sum is too unless the addend is so much larger that the product cannot move its
+/// fp8 rounding; then rounded as a cast from f64 is.
+fn fma_fp8(e: &mut Emitter, d: &str, t: ScalarType, [a, b, c]: [&str; 3]) -> Res {
+    let wide: Vec<String> = [a, b, c]
+        .iter()
+        .map(|x| {
+            let f = cast::widen(e, x, t);
+            let w = e.tmp(Class::Fd);
+            e.ins(format!("cvt.f64.f32 {w}, {f}"));
+            w
+        })
+        .collect();
+    let r = e.tmp(Class::Fd);
+    e.ins(format!("fma.rn.f64 {r}, {}, {}, {}", wide[0], wide[1], wide[2]));
+    cast::narrow_f64(e, d, &r, t)
 }
