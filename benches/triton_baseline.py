@@ -9,7 +9,8 @@ kernel of the tutorial's algorithm, autotuned, beside torch's `scaled_dot_produc
 through each backend it has, with cuBLAS's 4096^3 fp16 matmul as rutile's benchmark
 reports it), and the matmul tutorial's fp8 run at 4096^3 (its kernel, autotuned over
 Triton's fp8 configurations, on E5M2 and E4M3 operands with B column-major as the tutorial
-passes it, f16 out) beside cuBLASLt's fp8 matmul through `torch._scaled_mm` (E4M3, unit
+passes it, f16 out; E4M3 also with its sums promoted into f32 every 128 elements of K,
+`max_num_imprecise_acc=128`) beside cuBLASLt's fp8 matmul through `torch._scaled_mm` (E4M3, unit
 scales, with and without its fast accumulation) and cuBLAS's fp16 one, median of
 device-timed launches.
 
@@ -159,11 +160,12 @@ def fp8_configs():
             for m, n, k, s, w in shapes]
 
 
-@triton.autotune(configs=fp8_configs(), key=["M", "N", "K"])
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
-    # The matmul tutorial's kernel.
+def matmul_body(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  MAX_IMPRECISE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # The matmul tutorial's kernel (MAX_IMPRECISE: tl.dot's max_num_imprecise_acc, None in
+    # the tutorial).
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -181,13 +183,19 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(a, b, acc, max_num_imprecise_acc=MAX_IMPRECISE)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
     tl.store(c_ptrs, acc.to(tl.float16), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+matmul_kernel = triton.autotune(configs=fp8_configs(), key=["M", "N", "K"])(matmul_body)
+# Triton refuses a max_num_imprecise_acc above the dot's K: the 128-wide K blocks only.
+matmul_kernel_128 = triton.autotune(configs=[c for c in fp8_configs() if c.kwargs["BLOCK_K"] >= 128],
+                                    key=["M", "N", "K"])(matmul_body)
 
 
 FLUSH = sys.argv[sys.argv.index("--flush") + 1] if "--flush" in sys.argv else "copy"
@@ -381,22 +389,26 @@ def bench_fp8_matmul():
     b16 = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
     cublas = tflops(bench(lambda: a16 @ b16))
     print(f"matmul fp8 at {n}^3, f16 out, B column-major: TFLOPS (of cuBLAS's fp16 matmul, {cublas:.1f})")
-    for dtype, name in [(torch.float8_e5m2, "e5m2"), (torch.float8_e4m3fn, "e4m3")]:
+    # (e4m3 at 128: its sums promoted into f32 every 128 elements of K, max_num_imprecise_acc.)
+    for dtype, name, limit in [(torch.float8_e5m2, "e5m2", None), (torch.float8_e4m3fn, "e4m3", None),
+                               (torch.float8_e4m3fn, "e4m3, max_num_imprecise_acc=128", 128)]:
         a, b = a16.to(dtype), b16.to(dtype).T.contiguous().T  # B column-major, as the tutorial's b.T
         c = torch.empty(n, n, device="cuda", dtype=torch.float16)
 
+        kernel = matmul_kernel if limit is None else matmul_kernel_128
+
         def launch():
             grid = lambda meta: (triton.cdiv(n, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
-            matmul_kernel[grid](a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                                c.stride(0), c.stride(1))
+            kernel[grid](a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                         c.stride(0), c.stride(1), MAX_IMPRECISE=limit)
 
         launch()
         exact = a[:16].float() @ b.float()
         err = ((c[:16].float() - exact).norm() / exact.norm()).item()
         assert err < 2e-3, f"triton fp8 {name} matmul is off by {err}"
         t = tflops(bench(launch))
-        line = f"  {name}: triton {t:.1f} ({100 * t / cublas:.1f}%) [{matmul_kernel.best_config}]"
-        if dtype == torch.float8_e4m3fn:
+        line = f"  {name}: triton {t:.1f} ({100 * t / cublas:.1f}%) [{kernel.best_config}]"
+        if dtype == torch.float8_e4m3fn and limit is None:
             one = torch.ones((), device="cuda")
             scaled = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float16)
             got = scaled()

@@ -589,6 +589,68 @@ fn fp8_matmul_on_warpgroup_mmas_passes_ptxas() {
     }
 }
 
+/// fp8 matmuls that promote their sums every 128 elements of K (`max_num_imprecise_acc`,
+/// the tutorial's `b.T`) on warpgroup MMAs: a second accumulator written from zero by each
+/// K block's MMAs, waited for and added in f32 (`add.f32` of every accumulator register a
+/// block), plain and on the persistent warp-specialized schedule, pass ptxas for sm_90a
+/// without spilling at 128 x 128 (two accumulators of 64 registers); registers printed. At
+/// 128 x 256 the two accumulators take 256 registers of a consumer's 232: printed, not
+/// bounded (the autotuner weighs what the spills cost).
+#[test]
+fn promoting_fp8_matmuls_pass_ptxas() {
+    let mut spilling = Vec::new();
+    for (bm, bn, bk, stages, schedules) in [
+        (128, 128, 128, 4, false),
+        (128, 128, 128, 3, true),
+        (128, 256, 128, 3, true),
+    ] {
+        let meta = seeds::MatmulMeta {
+            input: ScalarType::F8E4M3,
+            max_num_imprecise_acc: Some(128),
+            ..seeds::MatmulMeta::fp16(bm, bn, bk)
+        };
+        let kernel = seeds::matmul(&meta).unwrap();
+        let target = Target {
+            mma_sync: true,
+            wgmma: true,
+            tma: true,
+            async_copy: true,
+            num_stages: stages,
+            persistent: schedules,
+            warp_specialize: schedules,
+            ..Target::nvidia(8, 227 * 1024)
+        };
+        let spec = Specialization {
+            equal_to_1: (0..kernel.params.len()).map(|i| [7, 8, 11].contains(&i)).collect(),
+            ..Specialization::all(kernel.params.len())
+        };
+        let label = format!(
+            "promoting fp8 matmul {bm}x{bn}x{bk}, {stages} stages, persistent and warp-specialized {schedules}"
+        );
+        let t = rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
+        let (ptx, resources) = assemble(&label, &t, 90);
+        assert!(ptx.contains("k32.f32.e4m3.e4m3"), "{label}: no fp8 wgmma");
+        // Each consumer thread's share of the block's accumulator, added once a K block.
+        let per_thread = (bm * bn / (128 * 2)) as usize;
+        let adds = ptx.matches("add.f32").count() + ptx.matches("add.rn.f32").count();
+        assert!(
+            adds >= per_thread,
+            "{label}: {adds} f32 additions, {per_thread} accumulator registers"
+        );
+        if let Some(r) = resources {
+            println!("{label}: {} registers, {} bytes spilled", r.registers, r.spilled);
+            if r.spilled > 0 && bn == 128 {
+                spilling.push(format!("{label}: {} bytes", r.spilled));
+            }
+        }
+    }
+    assert!(
+        spilling.is_empty(),
+        "promoting fp8 matmuls that spill:\n{}",
+        spilling.join("\n")
+    );
+}
+
 /// The same configurations with `dot` on the CUDA cores (the lowering of targets without
 /// `mma.sync`) pass ptxas too; their registers and spills are printed, not bounded.
 #[test]

@@ -8,7 +8,9 @@
 //!     cargo run --release -p rutile-benches --example fp8_matmul_study
 //!
 //! On Hopper the fp8 `dot` runs on fp8 warpgroup MMAs (twice f16's peak rate); elsewhere on
-//! the operands' f16 conversions.
+//! the operands' f16 conversions. E4M3 runs again with its sums promoted into f32 every 128
+//! elements of K (`max_num_imprecise_acc`, `STUDY_LIMIT` to change it): the price of f32
+//! accuracy over a long K on Hopper.
 
 use half::f16;
 use rutile::autotune::{Autotuner, Config};
@@ -20,13 +22,15 @@ use rutile_examples::rng::Rng;
 use rutile_examples::tutorials::{fp8_matmul_configs_for, matmul_configs_for};
 use std::sync::Arc;
 
-/// The meta-parameters of configuration `c` for `input` operands.
-fn meta(c: &Config, input: ScalarType) -> rutile::Result<MatmulMeta> {
+/// The meta-parameters of configuration `c` for `input` operands, their sums promoted every
+/// `limit` elements of K where given.
+fn meta(c: &Config, input: ScalarType, limit: Option<u32>) -> rutile::Result<MatmulMeta> {
     let block = |name| c.value(name).map(|v| v as u32);
     let mut meta = MatmulMeta::fp16(block("BLOCK_M")?, block("BLOCK_N")?, block("BLOCK_K")?);
     meta.group_m = block("GROUP_M")?;
     meta.input = input;
     meta.output = ScalarType::F16;
+    meta.max_num_imprecise_acc = limit;
     Ok(meta)
 }
 
@@ -51,6 +55,7 @@ fn rutile_tflops<T: Element>(
     b: &[f64],
     want: &[f64],
     rows: usize,
+    limit: Option<u32>,
     convert: impl Fn(f64) -> T,
 ) -> rutile::Result<(f64, String)> {
     let input = T::TYPE;
@@ -67,14 +72,22 @@ fn rutile_tflops<T: Element>(
     let ints = [n, n, n, n, 1, 1, n, n, 1].map(|v| rutile::Arg::I32(v as i32));
     let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
     args.extend(ints);
-    let configs = if input.is_fp8() {
+    let mut configs = if input.is_fp8() {
         fp8_matmul_configs_for(dev)
     } else {
         matmul_configs_for(dev)
     };
-    let tuner = Autotuner::new(&format!("fp8_study_{}", input.name()), configs)?;
-    let build = |c: &Config| Ok(seeds::matmul(&meta(c, input)?)?);
-    let grid = |c: &Config| Ok([seeds::matmul_grid(&meta(c, input)?, n as u32, n as u32), 1, 1]);
+    // (A limit above the dot's K does not build.)
+    if let Some(l) = limit {
+        configs.retain(|c| c.value("BLOCK_K").is_ok_and(|k| k >= l as i64));
+    }
+    let name = match limit {
+        Some(l) => format!("fp8_study_{}_promoted_{l}", input.name()),
+        None => format!("fp8_study_{}", input.name()),
+    };
+    let tuner = Autotuner::new(&name, configs)?;
+    let build = |c: &Config| Ok(seeds::matmul(&meta(c, input, limit)?)?);
+    let grid = |c: &Config| Ok([seeds::matmul_grid(&meta(c, input, limit)?, n as u32, n as u32), 1, 1]);
     let tuned = tuner.tuned(dev, &format!("{n},{n},{n},colmajor_b"), &build, &grid, &args)?;
     dev.launch(&tuned.kernel, &tuned.launch, &args)?;
     let got: Vec<f64> = dev.download(&cb)?[..rows * n].iter().map(|v| v.to_f64()).collect();
@@ -104,6 +117,7 @@ fn cublas_tflops(gpu: &CudaGpu, cublas: &Cublas, flush: &CacheFlush, n: usize) -
 fn main() -> rutile::Result<()> {
     let n: usize = study_setting("STUDY_N").unwrap_or(4096);
     let rows = 16;
+    let limit: u32 = study_setting("STUDY_LIMIT").unwrap_or(128);
     let devices = rutile_examples::gpus::hardware_gpus();
     if devices.is_empty() {
         println!("no GPU: nothing to time");
@@ -133,7 +147,17 @@ fn main() -> rutile::Result<()> {
         if let Some(c) = cublas {
             line += &format!(" cuBLAS f16 {c:.1}");
         }
-        for input in [ScalarType::F16, ScalarType::F8E5M2, ScalarType::F8E4M3] {
+        let runs = [
+            (ScalarType::F16, None),
+            (ScalarType::F8E5M2, None),
+            (ScalarType::F8E4M3, None),
+            (ScalarType::F8E4M3, Some(limit)),
+        ];
+        for (input, limit) in runs {
+            // (Only Hopper's fp8 MMAs add in less than f32: elsewhere the limit changes nothing.)
+            if limit.is_some() && dev.properties().backend != Backend::Cuda {
+                continue;
+            }
             if !dev.properties().supported_types.contains(&input) {
                 line += &format!(", {input}: not on this device");
                 continue;
@@ -146,9 +170,13 @@ fn main() -> rutile::Result<()> {
             let (a, b): (Vec<f64>, Vec<f64>) = (raw_a.iter().map(round).collect(), raw_b.iter().map(round).collect());
             let want = rutile_examples::check::matmul_reference_of(&a[..rows * n], &b, (rows, n, n), false);
             let result = match input {
-                ScalarType::F8E5M2 => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, F8E5M2::from_f64),
-                ScalarType::F8E4M3 => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, F8E4M3::from_f64),
-                _ => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, f16::from_f64),
+                ScalarType::F8E5M2 => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, limit, F8E5M2::from_f64),
+                ScalarType::F8E4M3 => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, limit, F8E4M3::from_f64),
+                _ => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, limit, f16::from_f64),
+            };
+            let input = match limit {
+                Some(l) => format!("{input} (max_num_imprecise_acc={l})"),
+                None => input.to_string(),
             };
             match result {
                 Ok((t, config)) => {

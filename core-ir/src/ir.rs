@@ -180,6 +180,25 @@ impl DotPrecision {
     }
 }
 
+/// How `dot` multiplies and adds, beyond its operands: `tl.dot`'s keyword arguments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DotOptions {
+    /// How f32 operands are multiplied (`input_precision`).
+    pub input_precision: DotPrecision,
+    /// For fp8 operands (`max_num_imprecise_acc`): Hopper's fp8 warpgroup MMAs add their
+    /// products in an accumulator narrower than f32, so a long K loses the low bits of
+    /// each product against a large running sum (7% of an element of positive products
+    /// over K = 4000 on an H200). With `Some(n)`, the MMAs of every `n` elements of the
+    /// dot's K (rounded up to whole MMAs of 32) start from zero and their sum is added into
+    /// the f32 accumulator: the error is then that of `n` products, not of the whole K, at
+    /// the cost of a second accumulator's registers and a wait for the MMAs before each
+    /// addition. `n` must be at most the dot's K (the block's, as Triton checks; the kernel
+    /// does not build otherwise). `None` leaves the whole K to the MMAs (Triton's default
+    /// on Hopper). Every other unit, and other operand types, add in f32 already, where
+    /// this changes nothing.
+    pub max_num_imprecise_acc: Option<u32>,
+}
+
 /// `x` rounded to tf32, as PTX's `cvt.rna.tf32.f32`: the 13 low mantissa bits cleared,
 /// rounding to nearest with ties away from zero (so a carry may reach the exponent, and
 /// past the largest finite value, infinity). Infinities and NaNs stay as they are.
@@ -650,6 +669,10 @@ pub enum Op {
         acc: ValueId,
         /// How f32 operands are multiplied, as `tl.dot`'s `input_precision`.
         precision: DotPrecision,
+        /// fp8 operands: how many elements of K Hopper's fp8 MMAs may add in their own
+        /// accumulator (narrower than f32) before the sum is added into the f32 one, as
+        /// `tl.dot`'s `max_num_imprecise_acc`; see [`DotOptions`].
+        max_num_imprecise_acc: Option<u32>,
     },
     /// Atomic read-modify-write where `mask` holds; returns the old values (0 elsewhere).
     Atomic {

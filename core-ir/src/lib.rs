@@ -32,5 +32,5 @@ pub mod verify;
 pub use arena::{Arena, Handle};
 pub use builder::{BlockPtr, HintNumbers, Indices, KernelBuilder, Operand, Padding, TensorDescriptor, Value};
 pub use error::{BuildError, Diagnostic};
-pub use ir::{AtomicOp, AtomicOrder, CacheModifier, DotPrecision, Kernel, MemScope, MemSem, Op, ReduceOp};
+pub use ir::{AtomicOp, AtomicOrder, CacheModifier, DotOptions, DotPrecision, Kernel, MemScope, MemSem, Op, ReduceOp};
 pub use types::{Elem, ScalarType, Shape, Type};

@@ -151,10 +151,19 @@ impl Kernel {
                 }
                 Ok(())
             }
-            Op::Dot { a, b, acc, precision } => {
+            Op::Dot {
+                a,
+                b,
+                acc,
+                precision,
+                max_num_imprecise_acc,
+            } => {
                 write!(t, "{name} {}, {}, {}", v(*a), v(*b), v(*acc))?;
-                match precision.name() {
-                    Some(p) => write!(t, ", input_precision={p}"),
+                if let Some(p) = precision.name() {
+                    write!(t, ", input_precision={p}")?;
+                }
+                match max_num_imprecise_acc {
+                    Some(n) => write!(t, ", max_num_imprecise_acc={n}"),
                     None => Ok(()),
                 }
             }

@@ -287,7 +287,13 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             };
             one(Type::block(Elem::Scalar(elem), shape))
         }
-        Op::Dot { a, b, acc, precision } => {
+        Op::Dot {
+            a,
+            b,
+            acc,
+            precision,
+            max_num_imprecise_acc,
+        } => {
             let (ta, tb, tc) = (operand(*a), operand(*b), operand(*acc));
             let (sa, sb, sc) = (scalar_of(ta, "dot")?, scalar_of(tb, "dot")?, scalar_of(tc, "dot")?);
             if ta.shape.rank() != 2 || tb.shape.rank() != 2 || tc.shape.rank() != 2 {
@@ -320,6 +326,13 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             if !ok {
                 return Err(format!(
                     "supports fp8/f16/bf16/f32 inputs with an f32 accumulator and f64 with f64, got {sa} inputs with {sc}"
+                ));
+            }
+            // (As Triton: the limit is checked for fp8 operands, the only ones whose MMAs add
+            // in less than f32; other types ignore it.)
+            if let Some(limit) = max_num_imprecise_acc.filter(|&l| sa.is_fp8() && l > k) {
+                return Err(format!(
+                    "max_num_imprecise_acc ({limit}) must be at most the dot's K ({k}): its fp8 sums are promoted within one dot"
                 ));
             }
             if *precision == DotPrecision::Tf32 && sa != ScalarType::F32 {

@@ -200,6 +200,28 @@ fn dot_of_mixed_input_types() {
     );
 }
 
+/// `max_num_imprecise_acc` past the dot's K is refused for fp8 operands, as Triton refuses
+/// it (the sums are promoted within one dot); other operand types ignore it, as Triton's.
+#[test]
+fn dot_promoting_past_its_k() {
+    let options = rutile_ir::DotOptions {
+        max_num_imprecise_acc: Some(128),
+        ..Default::default()
+    };
+    let e = fails(|k| {
+        let a = k.zeros(&[16, 64], rutile_ir::ScalarType::F8E4M3);
+        let b = k.zeros(&[64, 16], rutile_ir::ScalarType::F8E4M3);
+        let _ = k.dot_with_options(a, b, k.zeros(&[16, 16], F32), options);
+    });
+    assert_error(&e, "dot", &["max_num_imprecise_acc (128)", "at most the dot's K (64)"]);
+    rutile_ir::Kernel::build("f16_dot", |k| {
+        let a = k.zeros(&[16, 64], F16);
+        let b = k.zeros(&[64, 16], F16);
+        let _ = k.dot_with_options(a, b, k.zeros(&[16, 16], F32), options);
+    })
+    .expect("an f16 dot ignores the limit");
+}
+
 #[test]
 fn transcendental_of_an_integer() {
     let e = fails(|k| {

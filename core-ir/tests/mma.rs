@@ -887,3 +887,112 @@ fn mixed_fp8_dot_on_warpgroup_mmas_matches_the_interpreter() {
         assert_close_to_largest(&got[2], &want[2], 1e-5, &format!("B along K {b_along_k}"));
     }
 }
+
+/// fp8 dots that promote their sums (`max_num_imprecise_acc`): every run of that many
+/// elements of K (rounded up to MMAs of 32) goes into a second accumulator from zero, which
+/// is waited for and added into the f32 one, in the loop of the matmul seed (ragged, 3
+/// stages, so that an unpromoted dot would stay in flight) and in a lone dot on a zero
+/// accumulator (whose first run writes the accumulator itself); off the warpgroup MMAs
+/// nothing changes. In the simulator against the interpreter, with the waits and additions
+/// counted.
+#[test]
+fn fp8_dots_promote_their_sums_where_asked() {
+    let mut rng = Rng::new(43);
+    let meta = |limit| MatmulMeta {
+        input: F8E4M3,
+        output: F32,
+        max_num_imprecise_acc: limit,
+        ..MatmulMeta::fp16(128, 64, 128)
+    };
+    let shape = (100, 72, 320);
+    let waits =
+        |tk: &ThreadKernel, pending| count_stmts(tk, |s| matches!(s, Stmt::WgmmaWait { pending: p } if *p == pending));
+    // (K block 128: four MMAs of 32 a step.) Runs of one, two and four MMAs; 100 rounds up
+    // to four.
+    for (limit, runs) in [(32, 4), (64, 2), (100, 1), (128, 1)] {
+        check_matmul_on(&meta(Some(limit)), shape, &hopper(8, 3), &mut rng, 1e-5);
+        let kernel = matmul(&meta(Some(limit))).unwrap();
+        let args = rutile_ir::testing::row_major_matmul_args(shape.0, shape.1, shape.2);
+        let tk = lower(&kernel, &hopper(8, 3), &runtime_spec(&args)).unwrap();
+        assert_eq!(
+            waits(&tk, 1),
+            0,
+            "limit {limit}: a promoting dot is never left in flight"
+        );
+        assert_eq!(waits(&tk, 0), runs, "limit {limit}: one wait a run");
+        let line = kernel.to_string();
+        assert!(line.contains(&format!("max_num_imprecise_acc={limit}")), "{line}");
+    }
+    // Off the warpgroup MMAs (`mma.sync` on the operands' f16 conversions, f32 sums) the
+    // limit changes nothing.
+    let on_mma_sync = |limit| {
+        let kernel = matmul(&meta(limit)).unwrap();
+        let args = rutile_ir::testing::row_major_matmul_args(shape.0, shape.1, shape.2);
+        lower(&kernel, &pipelined(2, 3), &runtime_spec(&args)).unwrap()
+    };
+    assert_eq!(on_mma_sync(Some(64)).to_string(), on_mma_sync(None).to_string());
+    // B column-major (the tutorial's `b.T`, pipelined as it comes): the unpromoted dot stays
+    // in flight across the back edge, the promoting one waits for itself.
+    let (m, n, k) = shape;
+    let b_col_args = || {
+        let mut args = vec![ptr(0), ptr(1), ptr(2)];
+        args.extend([m, n, k, k, 1, 1, k, n, 1].iter().map(|&v| ArgValue::Int(v as i64)));
+        let spec = runtime_spec(&args);
+        (args, spec)
+    };
+    // (Waits for all: the unpromoted loop's after it, the promoting dot's one a run.)
+    for (limit, in_flight, whole) in [(None, 1, 1), (Some(64), 0, 2)] {
+        let kernel = matmul(&meta(limit)).unwrap();
+        let (args, spec) = b_col_args();
+        let tk = lower(&kernel, &hopper(8, 3), &spec).unwrap();
+        assert_eq!(
+            waits(&tk, 1),
+            in_flight,
+            "limit {limit:?}, B column-major: waits left pending"
+        );
+        assert_eq!(waits(&tk, 0), whole, "limit {limit:?}, B column-major: waits for all");
+        let buffers = vec![
+            float_buffer(&mut rng, F8E4M3, m * k),
+            float_buffer(&mut rng, F8E4M3, k * n),
+            HostBuffer::zeros(F32, m * n),
+        ];
+        let grid = [matmul_grid(&meta(limit), m as u32, n as u32), 1, 1];
+        let mut want = buffers.clone();
+        interp::run(&kernel, grid, &args, &mut want).unwrap();
+        let mut got = buffers.clone();
+        simt::run_threads(&tk, grid, &args, &mut got).unwrap();
+        assert_close_to_largest(&got[2], &want[2], 1e-5, &format!("limit {limit:?}, B column-major"));
+    }
+    // A lone dot on a zero accumulator, K = 128 (four MMAs), runs of one MMA: the first run
+    // writes the accumulator, the other three are added.
+    let kernel = Kernel::build("promoted_dot", |k| {
+        let (pa, pb, pc) = (k.arg_ptr("a", F8E4M3), k.arg_ptr("b", F8E4M3), k.arg_ptr("c", F32));
+        let (r, kk) = (k.arange(0, 64), k.arange(0, 128));
+        let a = k.load(pa + (r.expand_dims(1) * 128 + kk.expand_dims(0)));
+        let b = k.load(pb + (kk.expand_dims(1) * 64 + r.expand_dims(0)));
+        let zero = k.zeros(&[64, 64], F32);
+        let options = rutile_ir::DotOptions {
+            max_num_imprecise_acc: Some(32),
+            ..Default::default()
+        };
+        k.store(
+            pc + (r.expand_dims(1) * 64 + r.expand_dims(0)),
+            k.dot_with_options(a, b, zero, options),
+        );
+    })
+    .unwrap();
+    let buffers = vec![
+        float_buffer(&mut rng, F8E4M3, 64 * 128),
+        float_buffer(&mut rng, F8E4M3, 128 * 64),
+        HostBuffer::zeros(F32, 64 * 64),
+    ];
+    let args = vec![ptr(0), ptr(1), ptr(2)];
+    let mut want = buffers.clone();
+    interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
+    let tk = lower(&kernel, &hopper(4, 1), &Specialization::all(3)).unwrap();
+    assert_eq!(wgmmas(&tk), 4);
+    assert_eq!(waits(&tk, 0), 3, "the first run needs no addition");
+    let mut got = buffers.clone();
+    simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap();
+    assert_close_to_largest(&got[2], &want[2], 1e-5, "a promoting dot on a zero accumulator");
+}

@@ -265,3 +265,69 @@ fn mixed_fp8_dot_on_every_device() {
         }
     }
 }
+
+/// The matmul seed on E4M3 operands with a long K (4000, ragged against the 64-wide K
+/// blocks), all products positive so that the running sum grows with K, B column-major
+/// (the tutorial's `b.T`), against the f64 product. Hopper's fp8 MMAs add into an
+/// accumulator narrower than f32, so their error grows with the sum over the whole K; with
+/// `max_num_imprecise_acc = 64` each K block's sum starts from zero and is added in f32,
+/// so an element is held to 2^-12 of its value, as an f32 accumulation easily is. (Each
+/// device's error with and without the limit is printed: on the other devices both add
+/// in f32.)
+#[test]
+fn promoted_fp8_sums_hold_a_long_k_on_every_device() {
+    use rutile::seeds::{matmul, matmul_grid, MatmulMeta};
+    let (m, n, k) = (100usize, 120usize, 4000usize);
+    let mut rng = rutile_examples::rng::Rng::new(44);
+    let a: Vec<F8E4M3> = rng.f32s(m * k, 0.5, 1.5).into_iter().map(F8E4M3::from_f32).collect();
+    // B column-major: element (p, j) at j * k + p.
+    let b: Vec<F8E4M3> = rng.f32s(k * n, 0.5, 1.5).into_iter().map(F8E4M3::from_f32).collect();
+    let mut want = vec![0.0f64; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            want[i * n + j] = (0..k).map(|p| a[i * k + p].to_f64() * b[j * k + p].to_f64()).sum();
+        }
+    }
+    let ints = [m, n, k, k, 1, 1, k, n, 1].map(|v| rutile::Arg::I32(v as i32));
+    for d in devices() {
+        let d = d.as_ref();
+        let (ab, bb) = (d.upload(&a).unwrap(), d.upload(&b).unwrap());
+        let mut errors = Vec::new();
+        for limit in [None, Some(64)] {
+            let meta = MatmulMeta {
+                input: ScalarType::F8E4M3,
+                output: ScalarType::F32,
+                max_num_imprecise_acc: limit,
+                ..MatmulMeta::fp16(64, 64, 64)
+            };
+            let kernel = matmul(&meta).unwrap();
+            let cb = d.zeros::<f32>(m * n).unwrap();
+            let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
+            args.extend(ints);
+            let launch = LaunchConfig::grid1(matmul_grid(&meta, m as u32, n as u32))
+                .num_warps(4)
+                .num_stages(3);
+            d.launch(&kernel, &launch, &args)
+                .unwrap_or_else(|e| panic!("{}: limit {limit:?}: {e}", d.id()));
+            let got = d.download(&cb).unwrap();
+            let error = got
+                .iter()
+                .zip(&want)
+                .map(|(&g, &w)| (g as f64 - w).abs() / w)
+                .fold(0.0, f64::max);
+            errors.push(error);
+        }
+        println!(
+            "{}: largest relative error {:.2e} adding the whole K in the MMAs, {:.2e} promoted every 64",
+            d.id(),
+            errors[0],
+            errors[1]
+        );
+        assert!(
+            errors[1] <= 2f64.powi(-12),
+            "{}: promoted every 64, an element {:.2e} off, relative",
+            d.id(),
+            errors[1]
+        );
+    }
+}

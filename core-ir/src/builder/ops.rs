@@ -2,7 +2,8 @@
 
 use super::{KernelBuilder, Operand, Value};
 use crate::ir::{
-    AtomicOp, AtomicOrder, BinaryOp, CacheModifier, CmpOp, DotPrecision, Op, ReduceOp, SourceLoc, UnaryOp, ValueId,
+    AtomicOp, AtomicOrder, BinaryOp, CacheModifier, CmpOp, DotOptions, DotPrecision, Op, ReduceOp, SourceLoc, UnaryOp,
+    ValueId,
 };
 use crate::types::{Elem, ScalarType, Shape, Type};
 
@@ -285,8 +286,9 @@ impl KernelBuilder {
     /// Matrix product `a @ b` into a new `f32` accumulator, as `tl.dot(a, b)`. The operands
     /// are f16, bf16, f32 (f64 into an f64 accumulator), or fp8 (E4M3 and E5M2 may mix):
     /// Hopper's warpgroup MMAs multiply fp8 themselves (adding into their own accumulator,
-    /// narrower than f32, as Triton's default there), other units their exact f16
-    /// conversions.
+    /// narrower than f32, as Triton's default there; [`Self::dot_with_options`] with
+    /// [`DotOptions::max_num_imprecise_acc`] limits how much of K they add there), other
+    /// units their exact f16 conversions.
     #[track_caller]
     pub fn dot<'b>(&'b self, a: Value<'b>, b: Value<'b>) -> Value<'b> {
         let loc = SourceLoc::caller();
@@ -310,6 +312,7 @@ impl KernelBuilder {
                 b: b.id,
                 acc: acc.id,
                 precision: DotPrecision::Ieee,
+                max_num_imprecise_acc: None,
             },
             None,
             loc,
@@ -319,7 +322,7 @@ impl KernelBuilder {
     /// (Triton's `input_precision="ieee"`).
     #[track_caller]
     pub fn dot_acc<'b>(&'b self, a: Value<'b>, b: Value<'b>, acc: Value<'b>) -> Value<'b> {
-        self.dot_with_at(a, b, acc, DotPrecision::Ieee, SourceLoc::caller())
+        self.dot_with_at(a, b, acc, DotOptions::default(), SourceLoc::caller())
     }
     /// `a @ b + acc` with f32 operands multiplied at `precision`, as `tl.dot(a, b, acc,
     /// input_precision=...)`. [`DotPrecision::Tf32`] (f32 operands only) rounds each operand
@@ -327,14 +330,30 @@ impl KernelBuilder {
     /// device computes the same products, only the order of the f32 sums differs.
     #[track_caller]
     pub fn dot_with<'b>(&'b self, a: Value<'b>, b: Value<'b>, acc: Value<'b>, precision: DotPrecision) -> Value<'b> {
-        self.dot_with_at(a, b, acc, precision, SourceLoc::caller())
+        let options = DotOptions {
+            input_precision: precision,
+            ..DotOptions::default()
+        };
+        self.dot_with_at(a, b, acc, options, SourceLoc::caller())
+    }
+    /// `a @ b + acc` with all of `tl.dot`'s options (`input_precision`,
+    /// `max_num_imprecise_acc`): see [`DotOptions`].
+    #[track_caller]
+    pub fn dot_with_options<'b>(
+        &'b self,
+        a: Value<'b>,
+        b: Value<'b>,
+        acc: Value<'b>,
+        options: DotOptions,
+    ) -> Value<'b> {
+        self.dot_with_at(a, b, acc, options, SourceLoc::caller())
     }
     fn dot_with_at<'b>(
         &'b self,
         a: Value<'b>,
         b: Value<'b>,
         acc: Value<'b>,
-        precision: DotPrecision,
+        options: DotOptions,
         loc: SourceLoc,
     ) -> Value<'b> {
         let [a, b, acc] = [a, b, acc].map(|v| self.adopt("dot", v, loc));
@@ -343,7 +362,8 @@ impl KernelBuilder {
                 a: a.id,
                 b: b.id,
                 acc: acc.id,
-                precision,
+                precision: options.input_precision,
+                max_num_imprecise_acc: options.max_num_imprecise_acc,
             },
             None,
             loc,

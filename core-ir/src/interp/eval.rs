@@ -347,9 +347,9 @@ impl<'a> Program<'a> {
                 Tensor { ty, data }
             }
             Op::Reduce { op, value, axis } => shape::reduce(*op, &*self.get(*value)?, *axis, ty)?,
-            Op::Dot { a, b, acc, precision } => {
-                dot(&*self.get(*a)?, &*self.get(*b)?, &*self.get(*acc)?, *precision, ty)?
-            }
+            Op::Dot {
+                a, b, acc, precision, ..
+            } => dot(&*self.get(*a)?, &*self.get(*b)?, &*self.get(*acc)?, *precision, ty)?,
             // ---- gather, sort, histogram (`scan.rs`) ----
             Op::Gather { src, index, axis } => super::scan::gather(&*self.get(*src)?, &*self.get(*index)?, *axis, ty)?,
             Op::Sort {

@@ -267,7 +267,17 @@ impl Kb {
     #[track_caller]
     fn dot_with(&mut self, a: ValueId, b: ValueId, acc: ValueId, precision: crate::ir::DotPrecision) -> ValueId {
         let ty = self.ty(acc);
-        self.op(Op::Dot { a, b, acc, precision }, ty)
+        let max_num_imprecise_acc = None;
+        self.op(
+            Op::Dot {
+                a,
+                b,
+                acc,
+                precision,
+                max_num_imprecise_acc,
+            },
+            ty,
+        )
     }
     /// Reserves an instruction whose op and regions are filled in by `finish_inst`.
     #[track_caller]

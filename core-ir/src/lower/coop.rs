@@ -130,7 +130,10 @@ impl Lowerer<'_> {
     /// the warps, or operands that alone do not fit shared memory): then it takes another
     /// path.
     pub(crate) fn coop_plan(&self, inst: &Inst) -> Option<CoopTiling> {
-        let Op::Dot { a, b, acc, precision } = inst.op else {
+        let Op::Dot {
+            a, b, acc, precision, ..
+        } = inst.op
+        else {
             return None;
         };
         if self.target.coop_matrix.is_empty() || self.target.mma_sync || precision != crate::ir::DotPrecision::Ieee {

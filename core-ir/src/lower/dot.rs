@@ -28,7 +28,10 @@ impl Lowerer<'_> {
         if let Some(on_tensor_cores) = self.dot_mma(inst)? {
             return Ok(on_tensor_cores);
         }
-        let Op::Dot { a, b, acc, precision } = inst.op else {
+        let Op::Dot {
+            a, b, acc, precision, ..
+        } = inst.op
+        else {
             return Err(self.internal("not a dot"));
         };
         let tf32 = precision == DotPrecision::Tf32;

@@ -30,17 +30,14 @@ pub(super) fn widen_fp8_dots(kernel: &Kernel, target: &Target) -> Option<Kernel>
     }
     let mut k = kernel.clone();
     for dot in widened {
-        let Op::Dot { a, b, acc, precision } = k.insts[dot].op else {
+        let Op::Dot { a, b, .. } = k.insts[dot].op else {
             unreachable!("the instructions chosen are dots");
         };
         let (ca, wa) = cast_to_f16(&mut k, a, dot);
         let (cb, wb) = cast_to_f16(&mut k, b, dot);
-        k.insts[dot].op = Op::Dot {
-            a: wa,
-            b: wb,
-            acc,
-            precision,
-        };
+        if let Op::Dot { a, b, .. } = &mut k.insts[dot].op {
+            (*a, *b) = (wa, wb);
+        }
         insert_before(&mut k, dot, &[ca, cb]);
     }
     Some(k)

@@ -94,7 +94,10 @@ impl Lowerer<'_> {
     /// the CUDA cores).
     pub(crate) fn mma_plan(&self, inst: &Inst) -> Option<MmaPlan> {
         // (The shared memory the operands need is checked with the kernel's total.)
-        let Op::Dot { a, b, acc, precision } = inst.op else {
+        let Op::Dot {
+            a, b, acc, precision, ..
+        } = inst.op
+        else {
             return None;
         };
         let (ta, tb, tc) = (self.k.ty(a), self.k.ty(b), self.k.ty(acc));

@@ -23,6 +23,11 @@
 //! instruction takes them: B too (a B whose memory runs along N is staged from registers
 //! into a K-major tile), and A from shared memory. A `dot` of fp8 blocks that cannot run
 //! here multiplies their f16 conversions (`fp8_dot.rs`).
+//!
+//! fp8 MMAs add into an accumulator narrower than f32. Where the `dot` limits how much of K
+//! they may add there (`DotOptions::max_num_imprecise_acc`, [`promotion_steps`]), the MMAs
+//! of each run of that many K steps write a second set of registers, from zero, which are
+//! then waited for and added into the f32 accumulator: Triton's partial accumulator.
 
 use super::mma::{Operand, SharedOperand};
 use super::{LVal, LowerError, Lowerer};
@@ -76,6 +81,12 @@ impl Lowerer<'_> {
         wgmma_shape_of(self.k, self.target, inst)
     }
 
+    /// How many K steps of `dot` `inst` its fp8 MMAs add before their sum is added into the
+    /// f32 accumulator ([`promotion_steps`]), where it runs on warpgroup MMAs.
+    pub(crate) fn wgmma_promotion(&self, inst: &Inst) -> Option<u32> {
+        promotion_steps(self.k, inst, &self.wgmma_shape(inst)?)
+    }
+
     /// `dot` on warpgroup MMAs, or `None` when it does not run there.
     pub(crate) fn dot_wgmma(&mut self, inst: &Inst) -> Result<Option<LVal>, LowerError> {
         let Some(shape) = self.wgmma_shape(inst) else {
@@ -127,6 +138,8 @@ impl Lowerer<'_> {
         // update the carried registers in place (the loop's yield then copies nothing; an
         // accumulator computed from them is moved in first); otherwise `acc` stays
         // untouched. Not where A was staged here: its buffer is written again next time.
+        // (A dot that promotes its sums waits for its MMAs itself: never in flight.)
+        let promote = promotion_steps(self.k, inst, &shape);
         let carried = match self.wgmma_in_flight {
             Some((result, carried)) if inst.results.first() == Some(&result) && !a_here => {
                 Some(self.lval(carried)?.regs).filter(|regs| regs.len() == init.len())
@@ -168,8 +181,16 @@ impl Lowerer<'_> {
         // One MMA reads 32 bytes of K: 16 f16 or bf16 values, 32 fp8 ones.
         let k_step = 32 / eb;
 
+        // The partial accumulator of a promoting dot (whose first run, on a zero accumulator,
+        // writes the accumulator itself).
+        let partial: Vec<Reg> = match promote {
+            Some(_) => (0..out.len()).map(|_| self.new_reg(ScalarType::F32)).collect(),
+            None => Vec::new(),
+        };
+        let steps = shape.k / k_step;
+        let mut issued = false;
         self.emit(Stmt::WgmmaFence);
-        for ks in 0..shape.k / k_step {
+        for ks in 0..steps {
             let kk = ks * k_step;
             let b_matrix = {
                 let t = sb.tile;
@@ -215,20 +236,45 @@ impl Lowerer<'_> {
                     }
                     (None, None) => return Err(self.internal("a wgmma A operand nowhere")),
                 };
-                let regs: Vec<Reg> = (0..n / 2).map(|x| out[fragment(&map, i, x)]).collect();
+                let (dst, accumulate) = match promote {
+                    Some(p) if !(zero_acc && ks < p) => (&partial, ks % p > 0),
+                    _ => (&out, ks > 0 || !zero_acc),
+                };
+                let regs: Vec<Reg> = (0..n / 2).map(|x| dst[fragment(&map, i, x)]).collect();
                 self.emit(Stmt::Wgmma {
                     acc: regs,
                     a: a_operand,
                     b: b_matrix,
                     n,
-                    accumulate: ks > 0 || !zero_acc,
+                    accumulate,
                 });
             }
+            issued = true;
+            let Some(p) = promote else { continue };
+            let run_ends = (ks + 1) % p == 0 || ks + 1 == steps;
+            if run_ends && !(zero_acc && ks < p) {
+                // The run's sum, added in f32 once its MMAs are done; the MMAs after it
+                // write the partial registers again, so they wait for the additions.
+                self.emit(Stmt::WgmmaCommit);
+                self.emit(Stmt::WgmmaWait { pending: 0 });
+                for (&o, &q) in out.iter().zip(&partial) {
+                    self.emit(Stmt::Set {
+                        dst: o,
+                        expr: Expr::Binary(BinaryOp::Add, o, q),
+                    });
+                }
+                issued = false;
+                if ks + 1 < steps {
+                    self.emit(Stmt::WgmmaFence);
+                }
+            }
         }
-        self.emit(Stmt::WgmmaCommit);
-        self.emit(Stmt::WgmmaWait {
-            pending: u32::from(in_flight),
-        });
+        if issued {
+            self.emit(Stmt::WgmmaCommit);
+            self.emit(Stmt::WgmmaWait {
+                pending: u32::from(in_flight),
+            });
+        }
         if a_here || b_here {
             // The buffers may be written again (the next iteration of an enclosing loop).
             self.emit(Stmt::Barrier);
@@ -307,6 +353,25 @@ pub(crate) fn wgmma_shape_of(k: &Kernel, target: &Target, inst: &Inst) -> Option
     shape.tile(Operand::B, 0, eb)?;
     shape.tile(Operand::B, 1, eb)?;
     Some(shape)
+}
+
+/// How many K steps (MMAs of 32 bytes of K) of `dot` `inst` Hopper's fp8 MMAs add in their
+/// own accumulator before the sum is added into the f32 one, as Triton's partial
+/// accumulator: where the operands are fp8 and `max_num_imprecise_acc` is at most the dot's
+/// K, that many elements rounded up to whole MMAs (at least one); `None` where the MMAs add
+/// the whole K (f16 and bf16 MMAs add in f32).
+pub(crate) fn promotion_steps(k: &Kernel, inst: &Inst, shape: &WgmmaShape) -> Option<u32> {
+    let Op::Dot {
+        a,
+        max_num_imprecise_acc: Some(limit),
+        ..
+    } = inst.op
+    else {
+        return None;
+    };
+    let input = k.ty(a).scalar_type()?;
+    let k_step = 32 / input.size_bytes() as u32;
+    (input.is_fp8() && limit <= shape.k).then(|| limit.div_ceil(k_step).max(1))
 }
 
 /// The operand tile for `dot` operand `which`: the wgmma one where the dot runs there, else

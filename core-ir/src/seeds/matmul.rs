@@ -1,4 +1,4 @@
-use crate::{BuildError, DotPrecision, Kernel, KernelBuilder, Padding, ScalarType, Value};
+use crate::{BuildError, DotOptions, DotPrecision, Kernel, KernelBuilder, Padding, ScalarType, Value};
 
 /// An activation fused into the matmul's epilogue (the tutorial's `ACTIVATION`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -39,6 +39,10 @@ pub struct MatmulMeta {
     /// inputs only (the kernel does not build with it otherwise: f16 and bf16 products are
     /// exact already).
     pub input_precision: DotPrecision,
+    /// fp8 inputs: how many elements of K Hopper's fp8 MMAs add in their own (narrower)
+    /// accumulator before the f32 one (Triton's `max_num_imprecise_acc`, see
+    /// [`DotOptions`]); `None` leaves the whole K to them, as the tutorial does.
+    pub max_num_imprecise_acc: Option<u32>,
 }
 
 impl MatmulMeta {
@@ -53,6 +57,14 @@ impl MatmulMeta {
             input: ScalarType::F16,
             output: ScalarType::F16,
             input_precision: DotPrecision::Ieee,
+            max_num_imprecise_acc: None,
+        }
+    }
+    /// The options of the kernel's `dot`.
+    fn dot_options(&self) -> DotOptions {
+        DotOptions {
+            input_precision: self.input_precision,
+            max_num_imprecise_acc: self.max_num_imprecise_acc,
         }
     }
     /// The f32 accumulator with the activation (if any) applied.
@@ -161,7 +173,7 @@ pub fn matmul(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
             let k_left = p.kk - step * bk;
             let a = k.load_masked(a_ptrs, offs_k.expand_dims(0).lt(k_left), 0.0);
             let b = k.load_masked(b_ptrs, offs_k.expand_dims(1).lt(k_left), 0.0);
-            let acc = k.dot_with(a, b, acc, meta.input_precision);
+            let acc = k.dot_with_options(a, b, acc, meta.dot_options());
             vec![acc, a_ptrs + p.stride_ak * bk, b_ptrs + p.stride_bk * bk]
         });
         let c = meta.activated(out[0]).to(meta.output);
@@ -193,7 +205,7 @@ pub fn matmul_block_ptr(meta: &MatmulMeta) -> Result<Kernel, BuildError> {
         let out = k.for_range(0, p.kk, bk, &[acc], |k_off, carried| {
             let a = k.load_block(&a_block.advance((0, k_off)), &[0, 1], Padding::Zero);
             let b = k.load_block(&b_block.advance((k_off, 0)), &[0, 1], Padding::Zero);
-            vec![k.dot_with(a, b, carried[0], meta.input_precision)]
+            vec![k.dot_with_options(a, b, carried[0], meta.dot_options())]
         });
         let acc = meta.activated(out[0]);
         let c = (p.stride_cm, p.stride_cn);

@@ -39,6 +39,10 @@ impl Lowerer<'_> {
         let (&last, earlier) = dots.split_last()?;
         let dot = &self.k.insts[region.insts[last]];
         self.wgmma_shape(dot)?;
+        // (A dot promoting its fp8 sums waits for its own MMAs.)
+        if self.wgmma_promotion(dot).is_some() {
+            return None;
+        }
         let Op::Dot { a, b, acc, .. } = dot.op else {
             return None;
         };
