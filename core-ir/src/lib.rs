@@ -30,7 +30,9 @@ pub mod typing;
 pub mod verify;
 
 pub use arena::{Arena, Handle};
-pub use builder::{BlockPtr, HintNumbers, Indices, KernelBuilder, Operand, Padding, TensorDescriptor, Value};
+pub use builder::{
+    BlockPtr, HintNumbers, Indices, KernelBuilder, Microscaled, MxFormat, Operand, Padding, TensorDescriptor, Value,
+};
 pub use error::{BuildError, Diagnostic};
 pub use ir::{AtomicOp, AtomicOrder, CacheModifier, DotOptions, DotPrecision, Kernel, MemScope, MemSem, Op, ReduceOp};
 pub use types::{Elem, ScalarType, Shape, Type};

@@ -222,6 +222,52 @@ fn dot_promoting_past_its_k() {
     .expect("an f16 dot ignores the limit");
 }
 
+/// `dot_scaled` names what is wrong with its operands: a format the block's type cannot
+/// hold, K differing between the sides (fp4 holds two values a byte), scales of the wrong
+/// shape or type, K not a multiple of 32 where an operand has scales.
+#[test]
+fn dot_scaled_of_wrong_operands() {
+    use rutile_ir::{Microscaled, MxFormat};
+    let e = fails(|k| {
+        let (a, b) = (k.zeros(&[16, 32], F16), k.zeros(&[32, 16], U8));
+        let _ = k.dot_scaled(
+            Microscaled::new(a, None, MxFormat::E4M3),
+            Microscaled::new(b, None, MxFormat::E4M3),
+            None,
+        );
+    });
+    assert_error(&e, "dot_scaled", &["left operand in format e4m3", "f8e4m3, or its bits as u8", "f16"]);
+    let e = fails(|k| {
+        let (a, b) = (k.zeros(&[16, 32], U8), k.zeros(&[32, 16], U8));
+        let _ = k.dot_scaled(
+            Microscaled::new(a, None, MxFormat::E2M1),
+            Microscaled::new(b, None, MxFormat::E5M2),
+            None,
+        );
+    });
+    assert_error(&e, "dot_scaled", &["K differs", "(e2m1) holds 64", "(e5m2) 32"]);
+    let e = fails(|k| {
+        let (a, b) = (k.zeros(&[16, 32], U8), k.zeros(&[32, 16], U8));
+        let sb = k.zeros(&[2, 16], U8);
+        let _ = k.dot_scaled(
+            Microscaled::new(a, None, MxFormat::E2M1),
+            Microscaled::new(b, Some(sb), MxFormat::E2M1),
+            None,
+        );
+    });
+    assert_error(&e, "dot_scaled", &["right operand's scales", "[16, 2]", "<2x16xu8>"]);
+    let e = fails(|k| {
+        let (a, b) = (k.zeros(&[16, 16], BF16), k.zeros(&[16, 16], BF16));
+        let sa = k.zeros(&[16, 1], U8);
+        let _ = k.dot_scaled(
+            Microscaled::new(a, Some(sa), MxFormat::Bf16),
+            Microscaled::new(b, None, MxFormat::Bf16),
+            None,
+        );
+    });
+    assert_error(&e, "dot_scaled", &["K (16) must be a multiple of 32"]);
+}
+
 #[test]
 fn transcendental_of_an_integer() {
     let e = fails(|k| {

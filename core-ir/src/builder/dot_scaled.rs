@@ -1,0 +1,266 @@
+//! `dot_scaled`: the product of two blocks in the OCP microscaling formats (`tl.dot_scaled`),
+//! built from ops the IR has, as Triton computes it on GPUs without block-scaled MMAs (every
+//! one before Blackwell): each operand is widened to bf16 (f16 where either is given as
+//! f16), exactly, multiplied by its scale `2^(s - 127)` broadcast over each 32 elements of
+//! K (a NaN where `s` is 255), rounded once to that type, and one `dot` adds the products
+//! into f32. So the interpreter, every lowering and both backends run it without knowing
+//! it, and `dot` picks the tensor cores for the bf16 or f16 blocks as for any other.
+
+use super::{KernelBuilder, Value};
+use crate::ir::SourceLoc;
+use crate::types::ScalarType;
+
+/// Elements of K that one scale covers (OCP's MX block size, Triton's `group_size`).
+pub const MX_BLOCK: u32 = 32;
+
+/// The element format of a `dot_scaled` operand (Triton's `lhs_format` / `rhs_format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MxFormat {
+    /// fp4 E2M1 (`"e2m1"`): values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives, two to a
+    /// byte along K (a `u8` or `i8` block with half the K elements), the first in the low
+    /// four bits.
+    E2M1,
+    /// fp8 E4M3 (`"e4m3"`): an `F8E4M3` block, or its bits as `u8` / `i8`.
+    E4M3,
+    /// fp8 E5M2 (`"e5m2"`): an `F8E5M2` block, or its bits as `u8` / `i8`.
+    E5M2,
+    /// bf16 (`"bf16"`): a `BF16` block.
+    Bf16,
+    /// f16 (`"fp16"`): an `F16` block; the products are then computed in f16.
+    Fp16,
+}
+
+impl MxFormat {
+    /// Triton's name of the format.
+    pub fn name(self) -> &'static str {
+        match self {
+            MxFormat::E2M1 => "e2m1",
+            MxFormat::E4M3 => "e4m3",
+            MxFormat::E5M2 => "e5m2",
+            MxFormat::Bf16 => "bf16",
+            MxFormat::Fp16 => "fp16",
+        }
+    }
+
+    /// Values a stored element holds along K (two for packed fp4).
+    fn per_element(self) -> u32 {
+        if self == MxFormat::E2M1 {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// Whether a block of `t` can hold this format.
+    fn holds(self, t: ScalarType) -> bool {
+        let bytes = matches!(t, ScalarType::U8 | ScalarType::I8);
+        match self {
+            MxFormat::E2M1 => bytes,
+            MxFormat::E4M3 => bytes || t == ScalarType::F8E4M3,
+            MxFormat::E5M2 => bytes || t == ScalarType::F8E5M2,
+            MxFormat::Bf16 => t == ScalarType::BF16,
+            MxFormat::Fp16 => t == ScalarType::F16,
+        }
+    }
+}
+
+/// One operand of [`KernelBuilder::dot_scaled`]: its block, its scales and its format.
+///
+/// The left operand's block is `[M, K]` (`[M, K / 2]` bytes for [`MxFormat::E2M1`]) with
+/// scales `[M, K / 32]`; the right one's `[K, N]` (`[K / 2, N]`) with scales `[N, K / 32]`
+/// (as Triton takes them: by rows of the result's N, not transposed). Scales are E8M0 bytes
+/// (`u8`, or `i8` read as its bits): `s` stands for `2^(s - 127)`, 255 for NaN. `None`
+/// multiplies by 1.
+#[derive(Clone, Copy, Debug)]
+pub struct Microscaled<'b> {
+    /// The elements.
+    pub value: Value<'b>,
+    /// The E8M0 scales, one for each 32 elements along K.
+    pub scale: Option<Value<'b>>,
+    /// How the elements are stored.
+    pub format: MxFormat,
+}
+
+impl<'b> Microscaled<'b> {
+    /// `value` in `format`, scaled by `scale`.
+    pub fn new(value: Value<'b>, scale: Option<Value<'b>>, format: MxFormat) -> Microscaled<'b> {
+        Microscaled { value, scale, format }
+    }
+}
+
+/// Which side of the product an operand is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Lhs,
+    Rhs,
+}
+
+impl KernelBuilder {
+    /// `(lhs * lhs_scale) @ (rhs * rhs_scale) + acc` for blocks in microscaling formats, as
+    /// `tl.dot_scaled(lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc)`: an f32
+    /// `[M, N]` result (`acc` is an f32 `[M, N]` accumulator, zeros when `None`). Computed
+    /// as Triton does without block-scaled MMAs (see the module comment): the products of
+    /// the scaled values, rounded to bf16 (f16 when either format is [`MxFormat::Fp16`]),
+    /// added in f32. A scale of 255 makes its 32 values NaN (Triton's default, without
+    /// `fast_math`); a scale of 0 stands for `2^-127` (OCP's E8M0, which Triton's emulation
+    /// flushes to zero). K must be a multiple of 32 where an operand has scales, and fp4
+    /// is packed along K (Triton's `k_pack`).
+    #[track_caller]
+    pub fn dot_scaled<'b>(&'b self, lhs: Microscaled<'b>, rhs: Microscaled<'b>, acc: Option<Value<'b>>) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let adopt = |m: Microscaled<'b>| Microscaled {
+            value: self.adopt("dot_scaled", m.value, loc),
+            scale: m.scale.map(|s| self.adopt("dot_scaled", s, loc)),
+            format: m.format,
+        };
+        let (lhs, rhs) = (adopt(lhs), adopt(rhs));
+        let acc = acc.map(|a| self.adopt("dot_scaled", a, loc));
+        let ty = lhs.value.ty();
+        let operands = [Some(lhs.value), lhs.scale, Some(rhs.value), rhs.scale, acc];
+        if operands.iter().flatten().any(|v| self.is_poisoned(v.id)) {
+            return self.poison(ty);
+        }
+        let (m, n, k) = match self.scaled_shapes(&lhs, &rhs) {
+            Ok(shape) => shape,
+            Err(message) => return self.fail("dot_scaled", loc, message, ty),
+        };
+        let compute = if lhs.format == MxFormat::Fp16 || rhs.format == MxFormat::Fp16 {
+            ScalarType::F16
+        } else {
+            ScalarType::BF16
+        };
+        let a = self.scaled_operand(lhs, Side::Lhs, compute, (m, n, k));
+        let b = self.scaled_operand(rhs, Side::Rhs, compute, (m, n, k));
+        match acc {
+            Some(acc) => self.dot_acc(a, b, acc),
+            None => self.dot(a, b),
+        }
+    }
+
+    /// `(M, N, K)` of a `dot_scaled`, or what is wrong with its operands.
+    fn scaled_shapes(&self, lhs: &Microscaled<'_>, rhs: &Microscaled<'_>) -> Result<(u32, u32, u32), String> {
+        let dims = |m: &Microscaled<'_>, side: &str| -> Result<[u32; 2], String> {
+            let t = m.value.ty();
+            let elem = t.elem.scalar().filter(|&s| m.format.holds(s));
+            match (<[u32; 2]>::try_from(t.shape.dims()), elem) {
+                (Ok(d), Some(_)) => Ok(d),
+                (Err(_), _) => Err(format!("the {side} operand must be a 2-D block, got {t}")),
+                (_, None) => Err(format!(
+                    "the {side} operand in format {} must be {}, got {t}",
+                    m.format.name(),
+                    match m.format {
+                        MxFormat::E2M1 => "u8 or i8 (two fp4 values a byte along K)",
+                        MxFormat::E4M3 => "f8e4m3, or its bits as u8 or i8",
+                        MxFormat::E5M2 => "f8e5m2, or its bits as u8 or i8",
+                        MxFormat::Bf16 => "bf16",
+                        MxFormat::Fp16 => "f16",
+                    }
+                )),
+            }
+        };
+        let ([m, lk], [rk, n]) = (dims(lhs, "left")?, dims(rhs, "right")?);
+        let (k, k_rhs) = (lk * lhs.format.per_element(), rk * rhs.format.per_element());
+        if k != k_rhs {
+            return Err(format!(
+                "K differs: the left operand ({}) holds {k} values a row, the right one ({}) {k_rhs} a column",
+                lhs.format.name(),
+                rhs.format.name()
+            ));
+        }
+        for (operand, side, rows) in [(lhs, "left", m), (rhs, "right", n)] {
+            let Some(scale) = operand.scale else { continue };
+            let t = scale.ty();
+            if k % MX_BLOCK != 0 {
+                return Err(format!(
+                    "K ({k}) must be a multiple of {MX_BLOCK} where an operand has scales"
+                ));
+            }
+            let want = [rows, k / MX_BLOCK];
+            let bytes = matches!(t.scalar_type(), Some(ScalarType::U8 | ScalarType::I8));
+            if t.shape.dims() != want || !bytes {
+                return Err(format!(
+                    "the {side} operand's scales must be u8 (E8M0) of shape [{}, {}], got {t}",
+                    want[0], want[1]
+                ));
+            }
+        }
+        Ok((m, n, k))
+    }
+
+    /// An operand of `dot_scaled` as a `[M, K]` or `[K, N]` block of `compute` values: its
+    /// elements widened, times their scales, NaN where a scale is 255.
+    fn scaled_operand<'b>(
+        &'b self,
+        operand: Microscaled<'b>,
+        side: Side,
+        compute: ScalarType,
+        (m, n, k): (u32, u32, u32),
+    ) -> Value<'b> {
+        let v = operand.value;
+        let bytes = |v: Value<'b>| match v.dtype() {
+            Some(ScalarType::I8) => v.bitcast(ScalarType::U8),
+            _ => v,
+        };
+        // Gathers along K spread the packed bytes and the scales over the operand's shape:
+        // they keep only the small source in shared memory, where reshaping a broadcast
+        // block would exchange the whole widened operand.
+        let along_k = |source: Value<'b>, per: i32| {
+            let ks = self.arange(0, k as i32) / per;
+            match side {
+                Side::Lhs => self.gather(source, ks.expand_dims(0).broadcast_to(&[m, k]), 1),
+                Side::Rhs => self.gather(source, ks.expand_dims(1).broadcast_to(&[k, n]), 0),
+            }
+        };
+        let widened = match operand.format {
+            MxFormat::E2M1 => {
+                // Value `k` is nibble `k % 2` of byte `k / 2`.
+                let x = along_k(bytes(v), 2).to(ScalarType::I32);
+                let odd = self.arange(0, k as i32) & 1;
+                let shift = match side {
+                    Side::Lhs => odd.expand_dims(0),
+                    Side::Rhs => odd.expand_dims(1),
+                } * 4;
+                fp4_value(self, (x >> shift) & 15).to(compute)
+            }
+            MxFormat::E4M3 | MxFormat::E5M2 => {
+                let fp8 = if operand.format == MxFormat::E4M3 {
+                    ScalarType::F8E4M3
+                } else {
+                    ScalarType::F8E5M2
+                };
+                let v = if v.dtype() == Some(fp8) {
+                    v
+                } else {
+                    bytes(v).bitcast(fp8)
+                };
+                v.to(compute)
+            }
+            MxFormat::Bf16 | MxFormat::Fp16 => v.to(compute),
+        };
+        let Some(scale) = operand.scale else {
+            return widened;
+        };
+        // The right operand's scales come by rows of N: along K first, as its values.
+        let scale = match side {
+            Side::Lhs => bytes(scale),
+            Side::Rhs => bytes(scale).trans(),
+        };
+        let s = along_k(scale, MX_BLOCK as i32).to(ScalarType::I32);
+        // E8M0 to f32 by its bits: the byte is the exponent field (0 stands for 2^-127, an
+        // f32 subnormal), exact in bf16, rounded to f16 (where it overflows or underflows).
+        let bits = self.where_(s.eq(0), 1 << 22, s << 23);
+        let scaled = widened * bits.bitcast(ScalarType::F32).to(compute);
+        self.where_(s.eq(255), f64::NAN, scaled)
+    }
+}
+
+/// The f32 value of each fp4 E2M1 nibble of `nibble` (i32, 0 to 15): `s e e m` is `±m/2`
+/// where `e` is 0, else `±2^(e - 1) (1 + m/2)`, built as an f32's bits.
+fn fp4_value<'b>(k: &'b KernelBuilder, nibble: Value<'b>) -> Value<'b> {
+    let (e, mant) = ((nibble >> 1) & 3, nibble & 1);
+    let normal = ((e + 126) << 23) | (mant << 22);
+    // (0.5 is 0x3F000000.)
+    let bits = k.where_(e.eq(0), mant * 0x3F00_0000, normal);
+    let magnitude = bits.bitcast(ScalarType::F32);
+    k.where_(nibble.ge(8), -magnitude, magnitude)
+}
