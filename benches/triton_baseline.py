@@ -11,11 +11,12 @@ reports it), and the matmul tutorial's fp8 run at 4096^3 (its kernel, autotuned 
 Triton's fp8 configurations, on E5M2 and E4M3 operands with B column-major as the tutorial
 passes it, f16 out; E4M3 also with its sums promoted into f32 every 128 elements of K,
 `max_num_imprecise_acc=128`) beside cuBLASLt's fp8 matmul through `torch._scaled_mm` (E4M3, unit
-scales, with and without its fast accumulation) and cuBLAS's fp16 one, median of
-device-timed launches.
+scales, with and without its fast accumulation) and cuBLAS's fp16 one, and `tl.dot_scaled`
+in the same matmul kernel as rutile's dot_scaled study (bf16 by mxfp4, mxfp8 by mxfp8),
+median of device-timed launches.
 
     python3 benches/triton_baseline.py [--flush read|copy]
-                                       [--only vector_add,softmax,transpose,dropout,layer_norm,attention,fp8_matmul]
+                                       [--only vector_add,softmax,transpose,dropout,layer_norm,attention,fp8_matmul,dot_scaled]
 
 `--flush copy` (the default, as rutile's benchmark) is triton.testing.do_bench itself (it
 zeroes a 256 MB buffer before each launch, leaving the L2 cache dirty); `--flush read`
@@ -199,7 +200,7 @@ matmul_kernel_128 = triton.autotune(configs=[c for c in fp8_configs() if c.kwarg
 
 
 FLUSH = sys.argv[sys.argv.index("--flush") + 1] if "--flush" in sys.argv else "copy"
-SECTIONS = ("vector_add", "softmax", "transpose", "dropout", "layer_norm", "attention", "fp8_matmul")
+SECTIONS = ("vector_add", "softmax", "transpose", "dropout", "layer_norm", "attention", "fp8_matmul", "dot_scaled")
 ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(SECTIONS)
 if not set(ONLY) <= set(SECTIONS):
     sys.exit(f"--only takes sections from {', '.join(SECTIONS)} separated by commas, got {ONLY}")
@@ -252,6 +253,8 @@ def main():
         bench_attention()
     if "fp8_matmul" in ONLY:
         bench_fp8_matmul()
+    if "dot_scaled" in ONLY:
+        bench_dot_scaled()
 
 
 def bench_dropout(ceiling):
@@ -424,6 +427,93 @@ def bench_fp8_matmul():
             s = tflops(bench(fast))
             line += f", with fast accumulation {s:.1f} ({100 * s / cublas:.1f}%)"
         print(line, flush=True)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k}, num_stages=s, num_warps=w)
+                          for m, n, k, w, s in [(128, 128, 128, 8, 3), (128, 128, 64, 8, 3), (128, 256, 64, 8, 3),
+                                                (64, 128, 128, 4, 3), (128, 64, 128, 4, 3), (64, 64, 64, 4, 2)]],
+                 key=["M", "N", "K", "LHS", "RHS"])
+@triton.jit
+def scaled_matmul_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, LHS: tl.constexpr, RHS: tl.constexpr,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # rutile's dot_scaled study kernel: A [M, K] row-major, B [N, K] K-contiguous (fp4 two a
+    # byte), E8M0 scales [M, K/32] and [N, K/32]; sizes multiples of the blocks.
+    GROUP_M: tl.constexpr = 8
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    first_m = pid // (num_n * GROUP_M) * GROUP_M
+    size_m = min(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % (num_n * GROUP_M)) % size_m
+    pid_n = (pid % (num_n * GROUP_M)) // size_m
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    A_K: tl.constexpr = BLOCK_K // 2 if LHS == "e2m1" else BLOCK_K
+    B_K: tl.constexpr = BLOCK_K // 2 if RHS == "e2m1" else BLOCK_K
+    a_row = K // 2 if LHS == "e2m1" else K
+    b_col = K // 2 if RHS == "e2m1" else K
+    g = tl.arange(0, BLOCK_K // 32)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for step in range(0, K // BLOCK_K):
+        a = tl.load(a_ptr + rm[:, None] * a_row + (step * A_K + tl.arange(0, A_K))[None, :])
+        b = tl.load(b_ptr + (step * B_K + tl.arange(0, B_K))[:, None] + rn[None, :] * b_col)
+        sb = tl.load(sb_ptr + rn[:, None] * (K // 32) + (step * (BLOCK_K // 32) + g)[None, :])
+        if LHS == "bf16":
+            acc = tl.dot_scaled(a, None, LHS, b, sb, RHS, acc)
+        else:
+            sa = tl.load(sa_ptr + rm[:, None] * (K // 32) + (step * (BLOCK_K // 32) + g)[None, :])
+            acc = tl.dot_scaled(a, sa, LHS, b, sb, RHS, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
+def bench_dot_scaled():
+    n = 4096
+    flops = 2 * n**3
+    tflops = lambda ms: flops / (ms * 1e-3) / 1e12
+    a16 = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
+    cublas = tflops(bench(lambda: a16 @ a16))
+    print(f"dot_scaled matmul at {n}^3, f16 out, B K-contiguous: TFLOPS (cuBLAS's fp16 matmul {cublas:.1f})")
+    for lhs, rhs, name in [("bf16", "e2m1", "bf16 x mxfp4"), ("e4m3", "e4m3", "mxfp8 x mxfp8")]:
+        gen = torch.Generator(device="cuda").manual_seed(7)
+        sa = torch.randint(122, 133, (n, n // 32), device="cuda", dtype=torch.uint8, generator=gen)
+        sb = torch.randint(122, 133, (n, n // 32), device="cuda", dtype=torch.uint8, generator=gen)
+        if lhs == "bf16":
+            a = (torch.rand(n, n, device="cuda") * 2 - 1).to(torch.bfloat16)
+        else:
+            a = (torch.rand(n, n, device="cuda") * 2 - 1).to(torch.float8_e4m3fn).view(torch.uint8)
+        if rhs == "e2m1":
+            b = torch.randint(0, 256, (n, n // 2), device="cuda", dtype=torch.uint8, generator=gen)
+        else:
+            b = (torch.rand(n, n, device="cuda") * 2 - 1).to(torch.float8_e4m3fn).view(torch.uint8)
+        c = torch.empty(n, n, device="cuda", dtype=torch.float16)
+
+        def launch():
+            grid = lambda meta: (triton.cdiv(n, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+            scaled_matmul_kernel[grid](a, b, sa, sb, c, n, n, n, LHS=lhs, RHS=rhs)
+
+        def values(x, fmt, scale):
+            # The operand's values times its scales, [rows, K] in f64.
+            if fmt == "bf16":
+                v = x.double()
+            elif fmt == "e2m1":
+                table = torch.tensor([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6],
+                                     device="cuda", dtype=torch.float64)
+                v = torch.stack([table[(x & 15).long()], table[(x >> 4).long()]], dim=-1).reshape(x.shape[0], -1)
+            else:
+                v = x.view(torch.float8_e4m3fn).double()
+            if scale is not None:
+                v = v * torch.exp2(scale.double() - 127).repeat_interleave(32, dim=1)
+            return v
+
+        try:
+            launch()
+            want = values(a[:8], lhs, None if lhs == "bf16" else sa[:8]) @ values(b, rhs, sb).T
+            err = ((c[:8].double() - want).norm() / want.norm()).item()
+            assert err < 2e-3, f"triton dot_scaled {name} is off by {err}"
+            t = tflops(bench(launch))
+            print(f"  {name}: triton {t:.1f} ({100 * t / cublas:.1f}%) [{scaled_matmul_kernel.best_config}]", flush=True)
+        except Exception as e:  # the emulation's limits on this GPU, reported
+            print(f"  {name}: triton failed: {str(e).splitlines()[-1][:200]}", flush=True)
 
 
 if __name__ == "__main__":

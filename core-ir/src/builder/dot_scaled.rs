@@ -240,27 +240,30 @@ impl KernelBuilder {
         let Some(scale) = operand.scale else {
             return widened;
         };
-        // The right operand's scales come by rows of N: along K first, as its values.
-        let scale = match side {
-            Side::Lhs => bytes(scale),
-            Side::Rhs => bytes(scale).trans(),
-        };
-        let s = along_k(scale, MX_BLOCK as i32).to(ScalarType::I32);
-        // E8M0 to f32 by its bits: the byte is the exponent field (0 stands for 2^-127, an
-        // f32 subnormal), exact in bf16, rounded to f16 (where it overflows or underflows).
+        // Each scale's factor, computed once on the small block and then spread: E8M0 to
+        // f32 by its bits (the byte is the exponent field; 0 stands for 2^-127, an f32
+        // subnormal), NaN for 255; exact in bf16, rounded to f16 (where it overflows or
+        // underflows). The right operand's scales come by rows of N: along K first.
+        let s = bytes(scale).to(ScalarType::I32);
         let bits = self.where_(s.eq(0), 1 << 22, s << 23);
-        let scaled = widened * bits.bitcast(ScalarType::F32).to(compute);
-        self.where_(s.eq(255), f64::NAN, scaled)
+        let factor = self
+            .where_(s.eq(255), f64::NAN, bits.bitcast(ScalarType::F32))
+            .to(compute);
+        let factor = match side {
+            Side::Lhs => factor,
+            Side::Rhs => factor.trans(),
+        };
+        widened * along_k(factor, MX_BLOCK as i32)
     }
 }
 
 /// The f32 value of each fp4 E2M1 nibble of `nibble` (i32, 0 to 15): `s e e m` is `±m/2`
-/// where `e` is 0, else `±2^(e - 1) (1 + m/2)`, built as an f32's bits.
+/// where `e` is 0, else `±2^(e - 1) (1 + m/2)`, built as an f32's bits: the nibble's
+/// exponent and mantissa bits under f32's, biased by 126.
 fn fp4_value<'b>(k: &'b KernelBuilder, nibble: Value<'b>) -> Value<'b> {
-    let (e, mant) = ((nibble >> 1) & 3, nibble & 1);
-    let normal = ((e + 126) << 23) | (mant << 22);
+    let normal = ((nibble & 7) << 22) + (126 << 23);
     // (0.5 is 0x3F000000.)
-    let bits = k.where_(e.eq(0), mant * 0x3F00_0000, normal);
-    let magnitude = bits.bitcast(ScalarType::F32);
-    k.where_(nibble.ge(8), -magnitude, magnitude)
+    let subnormal = (nibble & 1) * 0x3F00_0000;
+    let magnitude = k.where_((nibble & 6).eq(0), subnormal, normal);
+    (magnitude | ((nibble & 8) << 28)).bitcast(ScalarType::F32)
 }
