@@ -236,7 +236,11 @@ fn dot_scaled_of_wrong_operands() {
             None,
         );
     });
-    assert_error(&e, "dot_scaled", &["left operand in format e4m3", "f8e4m3, or its bits as u8", "f16"]);
+    assert_error(
+        &e,
+        "dot_scaled",
+        &["left operand in format e4m3", "f8e4m3, or its bits as u8", "f16"],
+    );
     let e = fails(|k| {
         let (a, b) = (k.zeros(&[16, 32], U8), k.zeros(&[32, 16], U8));
         let _ = k.dot_scaled(
