@@ -277,3 +277,66 @@ fn join_and_split_stay_in_each_thread() {
         [a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>()]
     );
 }
+
+/// `interleave` (a `join` reshaped) stays in each thread: the reshape merges the last
+/// dimension, held whole by every thread, into the one before it without moving anything
+/// between threads, for 1-D and 2-D operands; and the interleaved block, checked in the
+/// simulator by `run`, is the interpreter's.
+#[test]
+fn interleave_stays_in_each_thread() {
+    let barriers = |kernel: &Kernel| {
+        let tk = lower(kernel, &Target::nvidia(4, 48 * 1024), &Specialization::none(3)).unwrap();
+        let mut n = 0;
+        tk.walk(&mut |s| n += matches!(s, rutile_ir::thread::Stmt::Barrier) as usize);
+        n
+    };
+    let (rows, cols) = (16, 64);
+    let interleaved = Kernel::build("interleaved", |k| {
+        let (pa, pb, pc) = (k.arg_ptr("a", F32), k.arg_ptr("b", F32), k.arg_ptr("c", F32));
+        let (r, c) = (k.arange(0, rows), k.arange(0, cols));
+        let at = r.expand_dims(1) * cols + c.expand_dims(0);
+        let x = k.interleave(k.load(pa + at), k.load(pb + at)) * 3.0;
+        // Summed along the interleaved axis: the merged layout feeds the reduction as it is.
+        let out = r * 2 * cols;
+        k.store(pc + out, x.sum(1));
+        k.store(pc + out + 1, (x * x).sum(1));
+    })
+    .unwrap();
+    // The same sums of one loaded block: whatever barriers they need, the interleave adds
+    // none (through shared memory it added two).
+    let plain = Kernel::build("plain", |k| {
+        let (pa, _, pc) = (k.arg_ptr("a", F32), k.arg_ptr("b", F32), k.arg_ptr("c", F32));
+        let (r, c) = (k.arange(0, rows), k.arange(0, 2 * cols));
+        let x = k.load(pa + (r.expand_dims(1) * 2 * cols + c.expand_dims(0))) * 3.0;
+        let out = r * 2 * cols;
+        k.store(pc + out, x.sum(1));
+        k.store(pc + out + 1, (x * x).sum(1));
+    })
+    .unwrap();
+    assert_eq!(barriers(&interleaved), barriers(&plain));
+    let mut rng = Rng::new(0x503);
+    let n = (rows * cols) as usize;
+    let a: Vec<f32> = random(&mut rng, n, |r| (r % 17) as f32 - 8.0);
+    let b: Vec<f32> = random(&mut rng, n, |r| (r % 13) as f32 - 6.0);
+    let out = run(
+        &interleaved,
+        vec![
+            HostBuffer::from_slice(&a),
+            HostBuffer::from_slice(&b),
+            HostBuffer::zeros(F32, 2 * n),
+        ],
+    );
+    let got = out[2].to_vec::<f32>().unwrap();
+    for i in 0..rows as usize {
+        let row: Vec<f32> = (0..cols as usize)
+            .flat_map(|j| [a[i * cols as usize + j], b[i * cols as usize + j]])
+            .map(|v| v * 3.0)
+            .collect();
+        assert_eq!(got[i * 2 * cols as usize], row.iter().sum::<f32>(), "row {i}");
+        assert_eq!(
+            got[i * 2 * cols as usize + 1],
+            row.iter().map(|v| v * v).sum::<f32>(),
+            "row {i}"
+        );
+    }
+}

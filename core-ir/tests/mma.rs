@@ -996,3 +996,72 @@ fn fp8_dots_promote_their_sums_where_asked() {
     simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap();
     assert_close_to_largest(&got[2], &want[2], 1e-5, "a promoting dot on a zero accumulator");
 }
+
+/// `dot_scaled` lowered for Hopper (its bf16 `dot` on warpgroup MMAs) and for `mma.sync`,
+/// run in the simulator against the interpreter: fp4 on either side (its nibbles
+/// interleaved in registers), mxfp8 on both, scales on the quantized sides; the products
+/// of the rounded scaled values are exact in f32, so only the order of the sums differs.
+#[test]
+fn dot_scaled_on_the_tensor_cores_matches_the_interpreter() {
+    use rutile_ir::{Microscaled, MxFormat};
+    let (bm, bn, kk) = (64i32, 64i32, 128i32);
+    let mut rng = Rng::new(46);
+    for (lf, rf) in [
+        (MxFormat::Bf16, MxFormat::E2M1),
+        (MxFormat::E2M1, MxFormat::E4M3),
+        (MxFormat::E4M3, MxFormat::E5M2),
+    ] {
+        let stored = |f: MxFormat| match f {
+            MxFormat::Bf16 => BF16,
+            MxFormat::E4M3 => F8E4M3,
+            MxFormat::E5M2 => F8E5M2,
+            _ => rutile_ir::ScalarType::U8,
+        };
+        let kd = |f: MxFormat| if f == MxFormat::E2M1 { kk / 2 } else { kk };
+        let kernel = Kernel::build("dot_scaled", |k| {
+            let (pa, pb) = (k.arg_ptr("a", stored(lf)), k.arg_ptr("b", stored(rf)));
+            let (psa, psb) = (k.arg_ptr("sa", rutile_ir::ScalarType::U8), k.arg_ptr("sb", rutile_ir::ScalarType::U8));
+            let pc = k.arg_ptr("c", F32);
+            let (rm, rn) = (k.arange(0, bm), k.arange(0, bn));
+            let a = k.load(pa + (rm.expand_dims(1) * kd(lf) + k.arange(0, kd(lf)).expand_dims(0)));
+            // B K-contiguous, as weights are stored.
+            let b = k.load(pb + (k.arange(0, kd(rf)).expand_dims(1) + rn.expand_dims(0) * kd(rf)));
+            let g = k.arange(0, kk / 32).expand_dims(0);
+            let sa = k.load(psa + (rm.expand_dims(1) * (kk / 32) + g));
+            let sb = k.load(psb + (rn.expand_dims(1) * (kk / 32) + g));
+            let c = k.dot_scaled(
+                Microscaled::new(a, (lf != MxFormat::Bf16).then_some(sa), lf),
+                Microscaled::new(b, Some(sb), rf),
+                None,
+            );
+            k.store(pc + (rm.expand_dims(1) * bn + rn.expand_dims(0)), c);
+        })
+        .unwrap();
+        let bytes = |rng: &mut Rng, f: MxFormat, n: usize| match f {
+            MxFormat::E2M1 => HostBuffer::from_slice(&(0..n).map(|_| (rng.next_u64() & 0xff) as u8).collect::<Vec<u8>>()),
+            f => float_buffer(rng, stored(f), n),
+        };
+        let scales = |rng: &mut Rng, n: usize| {
+            HostBuffer::from_slice(&(0..n).map(|_| 120 + (rng.next_u64() % 15) as u8).collect::<Vec<u8>>())
+        };
+        let (m, n) = (bm as usize, bn as usize);
+        let buffers = vec![
+            bytes(&mut rng, lf, m * kd(lf) as usize),
+            bytes(&mut rng, rf, kd(rf) as usize * n),
+            scales(&mut rng, m * kk as usize / 32),
+            scales(&mut rng, n * kk as usize / 32),
+            HostBuffer::zeros(F32, m * n),
+        ];
+        let args: Vec<ArgValue> = (0..5).map(ptr).collect();
+        let mut want = buffers.clone();
+        interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
+        for (target, on) in [(hopper(4, 1), "wgmma"), (target(4), "mma.sync")] {
+            let tk = lower(&kernel, &target, &Specialization::all(5)).unwrap();
+            let at = format!("{} x {} on {on}", lf.name(), rf.name());
+            assert!(wgmmas(&tk) + mmas(&tk) > 0, "{at}: not on the tensor cores");
+            let mut got = buffers.clone();
+            simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+            assert_close_to_largest(&got[4], &want[4], 1e-5, &at);
+        }
+    }
+}

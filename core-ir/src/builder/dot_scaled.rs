@@ -213,14 +213,27 @@ impl KernelBuilder {
         };
         let widened = match operand.format {
             MxFormat::E2M1 => {
-                // Value `k` is nibble `k % 2` of byte `k / 2`.
-                let x = along_k(bytes(v), 2).to(ScalarType::I32);
-                let odd = self.arange(0, k as i32) & 1;
-                let shift = match side {
-                    Side::Lhs => odd.expand_dims(0),
-                    Side::Rhs => odd.expand_dims(1),
-                } * 4;
-                fp4_value(self, (x >> shift) & 15).to(compute)
+                // Each byte's two values side by side along K, low nibble first: a new axis
+                // of 2 held in each thread, merged into K in registers.
+                let x = bytes(v).to(ScalarType::I32);
+                let (low, high) = (
+                    fp4_value(self, x & 15).to(compute),
+                    fp4_value(self, (x >> 4) & 15).to(compute),
+                );
+                match side {
+                    Side::Lhs => self.interleave(low, high),
+                    Side::Rhs => {
+                        let pairs = [k / 2, 2, n];
+                        let second = self
+                            .arange(0, 2)
+                            .expand_dims(0)
+                            .expand_dims(2)
+                            .broadcast_to(&pairs)
+                            .eq(1);
+                        let spread = |h: Value<'b>| h.expand_dims(1).broadcast_to(&pairs);
+                        self.where_(second, spread(high), spread(low)).reshape(&[k, n])
+                    }
+                }
             }
             MxFormat::E4M3 | MxFormat::E5M2 => {
                 let fp8 = if operand.format == MxFormat::E4M3 {

@@ -4,7 +4,7 @@
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, Inst, Op, ValueId};
 use crate::layout::Layout;
-use crate::thread::Expr;
+use crate::thread::{Expr, Reg};
 use crate::types::{Elem, ScalarType, Shape, MAX_RANK};
 
 impl Lowerer<'_> {
@@ -115,6 +115,15 @@ impl Lowerer<'_> {
             Op::Reshape { value } | Op::Permute { value, .. } => {
                 let src = self.lval(*value)?;
                 let src_shape = self.k.ty(*value).shape;
+                if matches!(inst.op, Op::Reshape { .. }) {
+                    if let Some((layout, regs)) = self.reshape_in_threads(&src, src_shape, shape) {
+                        return Ok(LVal {
+                            layout,
+                            regs,
+                            ptr: src.ptr,
+                        });
+                    }
+                }
                 let elem_ty = match self.k.ty(*value).elem {
                     Elem::Scalar(s) => s,
                     Elem::Ptr(_) => self.regs[src.regs[0]].ty,
@@ -136,6 +145,82 @@ impl Lowerer<'_> {
             }
             op => Err(self.internal(format!("`{}` is not a shape op", op.name()))),
         }
+    }
+}
+
+impl Lowerer<'_> {
+    /// A reshape that merges two adjacent dimensions of which each thread holds the inner
+    /// one whole (`join`'s and `interleave`'s new dimension, see
+    /// [`Lowerer::with_thread_dimension`]), done in registers: the result takes the
+    /// source's layout with the two merged (a thread's run along the outer one times the
+    /// inner one's length), in which every thread holds the elements it held, in another
+    /// register order. Checked element by element for every thread; `None` where the
+    /// reshape is not such a merge or the layouts do not place alike, and then it goes
+    /// through shared memory.
+    fn reshape_in_threads(&self, src: &LVal, src_shape: Shape, dst_shape: Shape) -> Option<(Layout, Vec<Reg>)> {
+        let l = src.layout;
+        let (s, d) = (src_shape.dims(), dst_shape.dims());
+        if l.sliced != 0 || l.rows.is_some() || s.len() != d.len() + 1 {
+            return None;
+        }
+        // The merged pair (m, m + 1): the dimensions before and after it unchanged.
+        let m = (0..d.len()).find(|&i| d[i] != s[i]).unwrap_or(d.len() - 1);
+        let inner = m + 1;
+        if d[m] != s[m] * s[inner] || d[inner..] != s[inner + 1..] {
+            return None;
+        }
+        let b = l.blocked;
+        if b.threads_per_warp[inner] != 1 || b.warps_per_cta[inner] != 1 {
+            return None;
+        }
+        let mut nb = b;
+        nb.rank = b.rank - 1;
+        let drop = |a: &[u32; MAX_RANK]| {
+            let mut out = [1; MAX_RANK];
+            for (k, &v) in a.iter().enumerate().take(b.rank as usize) {
+                if k != inner {
+                    out[k - usize::from(k > inner)] = v;
+                }
+            }
+            out
+        };
+        nb.size_per_thread = drop(&b.size_per_thread);
+        nb.size_per_thread[m] = b.size_per_thread[m] * s[inner];
+        nb.threads_per_warp = drop(&b.threads_per_warp);
+        nb.warps_per_cta = drop(&b.warps_per_cta);
+        let order: Vec<u8> = b.order[..b.rank as usize]
+            .iter()
+            .filter(|&&o| o as usize != inner)
+            .map(|&o| o - u8::from(o as usize > inner))
+            .collect();
+        nb.order = [0; MAX_RANK];
+        nb.order[..order.len()].copy_from_slice(&order);
+        let dst = Layout::blocked(nb);
+        let (sm, dm) = (l.map(src_shape), dst.map(dst_shape));
+        if sm.len != dm.len {
+            return None;
+        }
+        // Row-major positions: a reshape keeps them.
+        let linear =
+            |dims: &[u32], c: [u32; MAX_RANK]| dims.iter().zip(c).fold(0u64, |acc, (&n, x)| acc * n as u64 + x as u64);
+        let (warp_size, warps) = (self.target.warp_size, self.target.num_warps);
+        let held: std::collections::HashMap<u64, usize> = (0..sm.len)
+            .map(|i| sm.element(0, 0, i).map(|c| (linear(s, c), i)))
+            .collect::<Option<_>>()?;
+        let perm: Vec<usize> = (0..dm.len)
+            .map(|j| dm.element(0, 0, j).and_then(|c| held.get(&linear(d, c)).copied()))
+            .collect::<Option<_>>()?;
+        let alike = (0..warps).all(|w| {
+            (0..warp_size).all(|lane| {
+                perm.iter()
+                    .enumerate()
+                    .all(|(j, &i)| match (dm.element(lane, w, j), sm.element(lane, w, i)) {
+                        (Some(a), Some(b)) => linear(d, a) == linear(s, b),
+                        _ => false,
+                    })
+            })
+        });
+        alike.then(|| (dst, perm.iter().map(|&i| src.regs[i]).collect()))
     }
 }
 
