@@ -82,3 +82,27 @@ impl CopyTimes {
         driver.max(kernel)
     }
 }
+
+/// The CUDA device `dev` stands for, opened again as itself so that cuBLAS can run beside
+/// rutile's kernels on it; `None` on other backends.
+pub fn as_cuda(dev: &dyn Device) -> Result<Option<std::sync::Arc<rutile::CudaGpu>>> {
+    let ordinal = dev.id().strip_prefix("cuda:").and_then(|o| o.parse().ok());
+    match (dev.properties().backend, ordinal) {
+        (rutile::Backend::Cuda, Some(o)) => Ok(Some(std::sync::Arc::new(rutile::CudaGpu::open(o)?))),
+        _ => Ok(None),
+    }
+}
+
+/// cuBLAS's f16 matmul (`cublasGemmEx`, f32 accumulation, f16 out) at `n`³ on `gpu`, the
+/// cache emptied by `flush` before each of 30 timed launches: TFLOPS of the median.
+pub fn cublas_f16_tflops(gpu: &rutile::CudaGpu, flush: &CacheFlush, n: usize) -> Result<f64> {
+    let cublas = rutile::cublas::Cublas::new(gpu)?;
+    let a: Vec<half::f16> = rutile::ir::testing::Rng::new(6)
+        .f32s(n * n, -1.0, 1.0)
+        .into_iter()
+        .map(half::f16::from_f32)
+        .collect();
+    let (ab, cb) = (gpu.upload(&a)?, gpu.zeros::<half::f16>(n * n)?);
+    let s = do_bench(gpu, Some(flush), 5, 30, &mut || cublas.matmul(&ab, &ab, &cb, (n, n, n)))?;
+    Ok(2.0 * (n as f64).powi(3) / (s.median_ms * 1e-3) / 1e12)
+}

@@ -11,11 +11,9 @@
 
 use half::{bf16, f16};
 use rutile::autotune::{Autotuner, Config};
-use rutile::cublas::Cublas;
-use rutile::{Backend, CudaGpu, Device, DeviceExt, Kernel, Microscaled, MxFormat, ScalarType};
-use rutile_examples::bench::{do_bench, study_setting, CacheFlush, FlushMode};
+use rutile::{Device, DeviceExt, Kernel, Microscaled, MxFormat, ScalarType};
+use rutile_examples::bench::{as_cuda, cublas_f16_tflops, do_bench, study_setting, CacheFlush, FlushMode};
 use rutile_examples::rng::Rng;
-use std::sync::Arc;
 
 /// The two operands' formats of a run.
 #[derive(Clone, Copy)]
@@ -247,11 +245,7 @@ fn main() -> rutile::Result<()> {
         },
     ];
     for dev in &devices {
-        let ordinal = dev.id().strip_prefix("cuda:").and_then(|o| o.parse().ok());
-        let cuda = match (dev.properties().backend, ordinal) {
-            (Backend::Cuda, Some(o)) => Some(Arc::new(CudaGpu::open(o)?)),
-            _ => None,
-        };
+        let cuda = as_cuda(dev.as_ref())?;
         let dev: &dyn Device = match &cuda {
             Some(gpu) => gpu.as_ref(),
             None => dev.as_ref(),
@@ -259,20 +253,7 @@ fn main() -> rutile::Result<()> {
         let flush = CacheFlush::new(dev, FlushMode::Copy)?;
         let mut line = format!("{}:", dev.id());
         if let Some(gpu) = &cuda {
-            let cublas = Cublas::new(gpu)?;
-            let a: Vec<f16> = Rng::new(6)
-                .f32s(n * n, -1.0, 1.0)
-                .into_iter()
-                .map(f16::from_f32)
-                .collect();
-            let (ab, cb) = (gpu.upload(&a)?, gpu.zeros::<f16>(n * n)?);
-            let s = do_bench(gpu.as_ref(), Some(&flush), 5, 30, &mut || {
-                cublas.matmul(&ab, &ab, &cb, (n, n, n))
-            })?;
-            line += &format!(
-                " cuBLAS f16 {:.1}",
-                2.0 * (n as f64).powi(3) / (s.median_ms * 1e-3) / 1e12
-            );
+            line += &format!(" cuBLAS f16 {:.1}", cublas_f16_tflops(gpu, &flush, n)?);
         }
         for f in runs {
             match run(dev, &flush, f, n, 8) {

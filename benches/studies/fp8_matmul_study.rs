@@ -14,13 +14,11 @@
 
 use half::f16;
 use rutile::autotune::{Autotuner, Config};
-use rutile::cublas::Cublas;
 use rutile::seeds::{self, MatmulMeta};
-use rutile::{Backend, CudaGpu, Device, DeviceExt, Element, ScalarType, F8E4M3, F8E5M2};
-use rutile_examples::bench::{do_bench, study_setting, CacheFlush, FlushMode};
+use rutile::{Backend, Device, DeviceExt, Element, ScalarType, F8E4M3, F8E5M2};
+use rutile_examples::bench::{as_cuda, cublas_f16_tflops, do_bench, study_setting, CacheFlush, FlushMode};
 use rutile_examples::rng::Rng;
 use rutile_examples::tutorials::{fp8_matmul_configs_for, matmul_configs_for};
-use std::sync::Arc;
 
 /// The meta-parameters of configuration `c` for `input` operands, their sums promoted every
 /// `limit` elements of K where given.
@@ -105,15 +103,6 @@ fn rutile_tflops<T: Element>(
     Ok((flops / (s.median_ms * 1e-3) / 1e12, tuned.choice.config.to_string()))
 }
 
-/// cuBLAS's f16 matmul (`cublasGemmEx`, f32 accumulation, f16 out) at `n`^3 on `gpu`: TFLOPS.
-fn cublas_tflops(gpu: &CudaGpu, cublas: &Cublas, flush: &CacheFlush, n: usize) -> rutile::Result<f64> {
-    let mut rng = Rng::new(6);
-    let a: Vec<f16> = rng.f32s(n * n, -1.0, 1.0).into_iter().map(f16::from_f32).collect();
-    let (ab, bb, cb) = (gpu.upload(&a)?, gpu.upload(&a)?, gpu.zeros::<f16>(n * n)?);
-    let s = do_bench(gpu, Some(flush), 5, 30, &mut || cublas.matmul(&ab, &bb, &cb, (n, n, n)))?;
-    Ok(2.0 * (n as f64).powi(3) / (s.median_ms * 1e-3) / 1e12)
-}
-
 fn main() -> rutile::Result<()> {
     let n: usize = study_setting("STUDY_N").unwrap_or(4096);
     let rows = 16;
@@ -128,12 +117,7 @@ fn main() -> rutile::Result<()> {
     let raw_b = rng.f32s(n * n, -1.0, 1.0);
     println!("C = A @ B at {n}^3, f32 accumulation, f16 output; B column-major; TFLOPS (median of 30)");
     for dev in &devices {
-        // A CUDA device is opened again as itself, for cuBLAS to run on it.
-        let ordinal = dev.id().strip_prefix("cuda:").and_then(|o| o.parse().ok());
-        let cuda = match (dev.properties().backend, ordinal) {
-            (Backend::Cuda, Some(o)) => Some(Arc::new(CudaGpu::open(o)?)),
-            _ => None,
-        };
+        let cuda = as_cuda(dev.as_ref())?;
         let dev: &dyn Device = match &cuda {
             Some(gpu) => gpu.as_ref(),
             None => dev.as_ref(),
@@ -141,7 +125,7 @@ fn main() -> rutile::Result<()> {
         let flush = CacheFlush::new(dev, FlushMode::Copy)?;
         let mut line = format!("{}:", dev.id());
         let cublas = match &cuda {
-            Some(gpu) => Some(cublas_tflops(gpu, &Cublas::new(gpu)?, &flush, n)?),
+            Some(gpu) => Some(cublas_f16_tflops(gpu, &flush, n)?),
             None => None,
         };
         if let Some(c) = cublas {

@@ -1020,7 +1020,10 @@ fn dot_scaled_on_the_tensor_cores_matches_the_interpreter() {
         let kd = |f: MxFormat| if f == MxFormat::E2M1 { kk / 2 } else { kk };
         let kernel = Kernel::build("dot_scaled", |k| {
             let (pa, pb) = (k.arg_ptr("a", stored(lf)), k.arg_ptr("b", stored(rf)));
-            let (psa, psb) = (k.arg_ptr("sa", rutile_ir::ScalarType::U8), k.arg_ptr("sb", rutile_ir::ScalarType::U8));
+            let (psa, psb) = (
+                k.arg_ptr("sa", rutile_ir::ScalarType::U8),
+                k.arg_ptr("sb", rutile_ir::ScalarType::U8),
+            );
             let pc = k.arg_ptr("c", F32);
             let (rm, rn) = (k.arange(0, bm), k.arange(0, bn));
             let a = k.load(pa + (rm.expand_dims(1) * kd(lf) + k.arange(0, kd(lf)).expand_dims(0)));
@@ -1038,7 +1041,9 @@ fn dot_scaled_on_the_tensor_cores_matches_the_interpreter() {
         })
         .unwrap();
         let bytes = |rng: &mut Rng, f: MxFormat, n: usize| match f {
-            MxFormat::E2M1 => HostBuffer::from_slice(&(0..n).map(|_| (rng.next_u64() & 0xff) as u8).collect::<Vec<u8>>()),
+            MxFormat::E2M1 => {
+                HostBuffer::from_slice(&(0..n).map(|_| (rng.next_u64() & 0xff) as u8).collect::<Vec<u8>>())
+            }
             f => float_buffer(rng, stored(f), n),
         };
         let scales = |rng: &mut Rng, n: usize| {
