@@ -201,16 +201,6 @@ impl KernelBuilder {
             Some(ScalarType::I8) => v.bitcast(ScalarType::U8),
             _ => v,
         };
-        // Gathers along K spread the packed bytes and the scales over the operand's shape:
-        // they keep only the small source in shared memory, where reshaping a broadcast
-        // block would exchange the whole widened operand.
-        let along_k = |source: Value<'b>, per: i32| {
-            let ks = self.arange(0, k as i32) / per;
-            match side {
-                Side::Lhs => self.gather(source, ks.expand_dims(0).broadcast_to(&[m, k]), 1),
-                Side::Rhs => self.gather(source, ks.expand_dims(1).broadcast_to(&[k, n]), 0),
-            }
-        };
         let widened = match operand.format {
             MxFormat::E2M1 => {
                 // Each byte's two values side by side along K, low nibble first: a new axis
@@ -266,7 +256,15 @@ impl KernelBuilder {
             Side::Lhs => factor,
             Side::Rhs => factor.trans(),
         };
-        widened * along_k(factor, MX_BLOCK as i32)
+        // Spread over the operand by a gather along K: it keeps only the small block of
+        // factors in shared memory, where reshaping a broadcast of 32 would exchange the
+        // whole widened operand.
+        let group = self.arange(0, k as i32) / MX_BLOCK as i32;
+        let spread = match side {
+            Side::Lhs => self.gather(factor, group.expand_dims(0).broadcast_to(&[m, k]), 1),
+            Side::Rhs => self.gather(factor, group.expand_dims(1).broadcast_to(&[k, n]), 0),
+        };
+        widened * spread
     }
 }
 

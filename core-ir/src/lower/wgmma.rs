@@ -138,8 +138,8 @@ impl Lowerer<'_> {
         // update the carried registers in place (the loop's yield then copies nothing; an
         // accumulator computed from them is moved in first); otherwise `acc` stays
         // untouched. Not where A was staged here: its buffer is written again next time.
-        // (A dot that promotes its sums waits for its MMAs itself: never in flight.)
-        let promote = promotion_steps(self.k, inst, &shape);
+        // (A dot that promotes its sums waits for its own MMAs: `in_flight.rs` never leaves
+        // one in flight.)
         let carried = match self.wgmma_in_flight {
             Some((result, carried)) if inst.results.first() == Some(&result) && !a_here => {
                 Some(self.lval(carried)?.regs).filter(|regs| regs.len() == init.len())
@@ -181,8 +181,10 @@ impl Lowerer<'_> {
         // One MMA reads 32 bytes of K: 16 f16 or bf16 values, 32 fp8 ones.
         let k_step = 32 / eb;
 
-        // The partial accumulator of a promoting dot (whose first run, on a zero accumulator,
-        // writes the accumulator itself).
+        // The partial accumulator of a promoting dot, and whether step `ks` writes it (the
+        // first run of a dot on a zero accumulator writes the accumulator itself).
+        let promote = promotion_steps(self.k, inst, &shape);
+        let into_partial = |ks: u32| promote.is_some_and(|p| !(zero_acc && ks < p));
         let partial: Vec<Reg> = match promote {
             Some(_) => (0..out.len()).map(|_| self.new_reg(ScalarType::F32)).collect(),
             None => Vec::new(),
@@ -237,7 +239,7 @@ impl Lowerer<'_> {
                     (None, None) => return Err(self.internal("a wgmma A operand nowhere")),
                 };
                 let (dst, accumulate) = match promote {
-                    Some(p) if !(zero_acc && ks < p) => (&partial, ks % p > 0),
+                    Some(p) if into_partial(ks) => (&partial, ks % p > 0),
                     _ => (&out, ks > 0 || !zero_acc),
                 };
                 let regs: Vec<Reg> = (0..n / 2).map(|x| dst[fragment(&map, i, x)]).collect();
@@ -252,7 +254,7 @@ impl Lowerer<'_> {
             issued = true;
             let Some(p) = promote else { continue };
             let run_ends = (ks + 1) % p == 0 || ks + 1 == steps;
-            if run_ends && !(zero_acc && ks < p) {
+            if run_ends && into_partial(ks) {
                 // The run's sum, added in f32 once its MMAs are done; the MMAs after it
                 // write the partial registers again, so they wait for the additions.
                 self.emit(Stmt::WgmmaCommit);
