@@ -432,7 +432,7 @@ pub fn fp8_matmul_configs_for(dev: &dyn Device) -> Vec<Config> {
 /// The matmul tutorial's fp8 run: E5M2 operands (`a.to(float8_e5m2)`, B passed as `b.T`,
 /// so column-major), f32 accumulation, an f16 output, autotuned over
 /// [`fp8_matmul_configs_for`] `dev` and checked against the product of the fp8 values in
-/// f64. (A device without fp8 types, CUDA before sm_89, refuses the kernel, naming them.)
+/// f64. (A device without fp8 types refuses the kernel, naming them.)
 pub fn fp8_matmul(dev: &dyn Device, (m, n, k): (usize, usize, usize), seed: u64) -> Result<Outcome> {
     use rutile::F8E5M2;
     let input = ScalarType::F8E5M2;

@@ -78,7 +78,8 @@ fn check_tutorials(device: &dyn Device) -> bool {
         (
             "matmul fp8 (e5m2)",
             Box::new(|d| {
-                // A device without fp8 types (CUDA before sm_89): the interpreter runs it.
+                // A device without fp8 types (a Vulkan device with them switched off by
+                // `RUTILE_VULKAN_TYPES_OFF`): the interpreter runs it.
                 if d.properties().supported_types.contains(&rutile::ScalarType::F8E5M2) {
                     tutorials::fp8_matmul(d, (509, 381, 263), 15)
                 } else {

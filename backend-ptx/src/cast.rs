@@ -6,10 +6,11 @@
 //!   widening. bf16 widens by shifting its bits into the top of an f32 (exact, any sm);
 //!   rounding to bf16 is `cvt.rn.bf16.f32` (sm_80+). f64 → bf16 first rounds to f32 *to odd*
 //!   (`cvt.rz` plus a sticky bit), so that the second rounding is the correct one.
-//! - fp8 (sm_89+): widens exactly through f16 (`cvt.rn.f16x2.e4m3x2`/`e5m2x2`); rounds from
-//!   f32 with `cvt.rn.satfinite.e4m3x2.f32` (a finite value beyond the largest finite one
-//!   saturated to it, as `rutile_ir::fp8` defines); an infinity is set to E5M2's own
-//!   after it. f64 sources round to odd in f32 first, as for bf16.
+//! - fp8: from sm_89, widens exactly through f16 (`cvt.rn.f16x2.e4m3x2`/`e5m2x2`) and rounds
+//!   from f32 with `cvt.rn.satfinite.e4m3x2.f32` (a finite value beyond the largest finite
+//!   one saturated to it, as `rutile_ir::fp8` defines), an infinity set to E5M2's own
+//!   after it; before sm_89 the same values come from integer instructions (`fp8_bits.rs`).
+//!   f64 sources round to odd in f32 first, as for bf16.
 //! - int → float: `cvt.rn` (one rounding). int → bf16 of 32/64-bit integers goes through f32
 //!   rounded to odd, for the same reason.
 //! - float → int: truncation toward zero, saturating at the type's range, NaN → 0. `cvt.rzi`
@@ -39,9 +40,10 @@ fn fp8_pair(t: ScalarType) -> &'static str {
 }
 
 /// An f32 register holding the exact value of `a`, a register of type `t` (fp8, f16, bf16,
-/// f32). fp8 needs sm_89, which the emitter checks once for the kernel.
+/// f32).
 pub(crate) fn widen(e: &mut Emitter, a: &str, t: ScalarType) -> String {
     match t {
+        F8E4M3 | F8E5M2 if !e.target.has_native_fp8() => crate::fp8_bits::widen(e, a, t),
         F8E4M3 | F8E5M2 => {
             // The high byte is zero: the pair's high half is +0.
             let (pair, lo, hi) = (e.tmp(Class::R), e.tmp(Class::H), e.tmp(Class::H));
@@ -86,6 +88,9 @@ pub(crate) fn narrow(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
 /// `d` (fp8 `t`) = f32 register `x` rounded to nearest even, saturating; E5M2 keeps
 /// infinities, which `satfinite` would not.
 fn narrow_fp8(e: &mut Emitter, d: &str, x: &str, t: ScalarType) {
+    if !e.target.has_native_fp8() {
+        return crate::fp8_bits::narrow(e, d, x, t);
+    }
     // The pair's high byte is +0's.
     e.ins(format!("cvt.rn.satfinite.{}.f32 {d}, 0f00000000, {x}", fp8_pair(t)));
     if t == F8E5M2 {
@@ -256,6 +261,8 @@ fn float_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarT
         (F32, F64) => e.ins(format!("cvt.f64.f32 {d}, {a}")),
         (F64, F32) => e.ins(format!("cvt.rn.f32.f64 {d}, {a}")),
         (F16, F32) => e.ins(format!("cvt.f32.f16 {d}, {a}")),
+        // Exact, and what a `dot` of fp8 blocks off fp8 MMAs converts its operands by.
+        (F8E4M3 | F8E5M2, F16) => fp8_to_f16(e, d, a, st),
         (F16, F64) => e.ins(format!("cvt.f64.f16 {d}, {a}")),
         (F64, F16) => e.ins(format!("cvt.rn.f16.f64 {d}, {a}")),
         (BF16 | F8E4M3 | F8E5M2, F64) => {
@@ -275,6 +282,18 @@ fn float_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarT
         }
     }
     Ok(())
+}
+
+/// `d` (f16) = the exact value of fp8 register `a` (type `t`): the low half of the pair
+/// sm_89's `cvt` widens, or `fp8_bits.rs`'s integer conversion.
+fn fp8_to_f16(e: &mut Emitter, d: &str, a: &str, t: ScalarType) {
+    if !e.target.has_native_fp8() {
+        return crate::fp8_bits::to_f16(e, d, a, t);
+    }
+    // The high byte is zero: the pair's high half is +0.
+    let (pair, hi) = (e.tmp(Class::R), e.tmp(Class::H));
+    e.ins(format!("cvt.rn.f16x2.{} {pair}, {a}", fp8_pair(t)));
+    e.ins(format!("mov.b32 {{{d}, {hi}}}, {pair}"));
 }
 
 /// `d` (bf16 or fp8) = f64 register `x` rounded once: to odd in f32 first (`cvt.rz` plus

@@ -48,6 +48,7 @@ mod control;
 mod emit;
 mod error;
 mod expr;
+mod fp8_bits;
 mod math;
 mod memory;
 mod names;

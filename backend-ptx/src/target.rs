@@ -27,6 +27,11 @@ pub struct PtxTarget {
     /// which is most of Philox's work. On by default (the seeded dropout 15% faster on an
     /// H200); off only to time what it saves.
     pub wide_products: bool,
+    /// Convert fp8 values with sm_89's `cvt` to and from `e4m3x2`/`e5m2x2` where the target
+    /// has it. Before sm_89 (or with this off) the same values come from integer
+    /// instructions, a dozen or so a conversion. On by default; off to test and time the
+    /// older GPUs' path on a newer one.
+    pub native_fp8_conversions: bool,
 }
 
 impl PtxTarget {
@@ -48,8 +53,8 @@ impl PtxTarget {
     /// | 103, 121, other | 8.8     | CUDA 12.9     |
     ///
     /// (7.8 is the first version that knows sm_89; using it for every older GPU keeps one
-    /// version across the CUDA 11.8+ drivers and `ptxas` 12.x. A kernel with fp8 values
-    /// says 8.1 on sm_89, the first version with its fp8 conversions: CUDA 12.1.)
+    /// version across the CUDA 11.8+ drivers and `ptxas` 12.x. A kernel converting fp8
+    /// values with `cvt` says 8.1 on sm_89, the first version with them: CUDA 12.1.)
     pub fn from_compute_capability(major: u32, minor: u32) -> PtxTarget {
         let sm = major * 10 + minor;
         let ptx_version = match sm {
@@ -65,6 +70,7 @@ impl PtxTarget {
             max_registers: None,
             pack_before_fence: false,
             wide_products: true,
+            native_fp8_conversions: true,
         }
     }
 
@@ -93,13 +99,23 @@ impl PtxTarget {
         }
     }
 
+    /// This target converting fp8 values with sm_89's `cvt` where it has it, or from integer
+    /// instructions ([`PtxTarget::native_fp8_conversions`]).
+    pub fn native_fp8_conversions(self, on: bool) -> PtxTarget {
+        PtxTarget {
+            native_fp8_conversions: on,
+            ..self
+        }
+    }
+
     /// `sm_80` and later: `min.NaN`/`max.NaN`, bf16 conversions and `fma.rn.bf16`.
     pub(crate) fn has_sm80(&self) -> bool {
         self.sm >= 80
     }
-    /// `sm_89` and later: fp8 conversions (`cvt` to and from `e4m3x2`/`e5m2x2`).
-    pub(crate) fn has_sm89(&self) -> bool {
-        self.sm >= 89
+    /// fp8 conversions by `cvt` to and from `e4m3x2`/`e5m2x2`: `sm_89` and later, unless
+    /// [`PtxTarget::native_fp8_conversions`] is off.
+    pub(crate) fn has_native_fp8(&self) -> bool {
+        self.sm >= 89 && self.native_fp8_conversions
     }
     /// `sm_90` and later: `atom.add.noftz.bf16`.
     pub(crate) fn has_sm90(&self) -> bool {

@@ -7,20 +7,9 @@ use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxTarget};
 use support::{assert_contains, emit_80_90, emit_checked, kernel};
 
-/// A kernel casting a loaded `from` value to every type (but the fp8 types, which need
-/// sm_89: see [`casts_with_fp8`]) and storing each result.
+/// A kernel casting a loaded `from` value to every type and storing each result.
 fn casts_from(from: ScalarType, bitcast: bool) -> ThreadKernel {
-    casts_among(from, bitcast, |t| !t.is_fp8())
-}
-
-/// [`casts_from`] to every type, the fp8 ones included.
-fn casts_with_fp8(from: ScalarType, bitcast: bool) -> ThreadKernel {
     casts_among(from, bitcast, |_| true)
-}
-
-/// The types other than fp8.
-fn before_sm89() -> impl Iterator<Item = ScalarType> {
-    ScalarType::ALL.into_iter().filter(|t| !t.is_fp8())
 }
 
 fn casts_among(from: ScalarType, bitcast: bool, to_types: impl Fn(ScalarType) -> bool) -> ThreadKernel {
@@ -41,21 +30,56 @@ fn casts_among(from: ScalarType, bitcast: bool, to_types: impl Fn(ScalarType) ->
 
 #[test]
 fn every_cast_assembles() {
-    for from in before_sm89() {
-        emit_80_90(&casts_from(from, false));
-    }
-    // fp8 from sm_89 on, to and from every type.
+    // fp8 included on every target: by sm_89's `cvt` from it, by integer instructions before.
     for from in ScalarType::ALL {
-        emit_checked(&casts_with_fp8(from, false), 89);
-        emit_checked(&casts_with_fp8(from, false), 90);
+        let ptx = emit_80_90(&casts_from(from, false));
+        assert!(
+            !ptx.contains("e4m3x2") && !ptx.contains("e5m2x2"),
+            "sm_80 has no fp8 `cvt`"
+        );
+        let ptx = emit_checked(&casts_from(from, false), 89);
+        // (A bool becomes fp8 by selecting constants.)
+        if from != Bool {
+            assert!(
+                ptx.contains("e4m3x2") && ptx.contains("e5m2x2"),
+                "sm_89 converts fp8 by `cvt`"
+            );
+            assert!(ptx.contains(".version 8.1"), "sm_89's fp8 `cvt` needs PTX 8.1");
+        }
     }
-    let err = emit(&casts_with_fp8(F32, false), &PtxTarget::from_compute_capability(8, 0)).unwrap_err();
-    assert!(err.to_string().contains("fp8 values need sm_89"), "{err}");
+}
+
+/// With native conversions off, a target that has them converts fp8 as older ones do: no
+/// fp8 `cvt`, and the PTX version the target has without them.
+#[test]
+fn fp8_conversions_by_integer_instructions_where_asked() {
+    for (major, minor) in [(8, 9), (9, 0)] {
+        let target = PtxTarget::from_compute_capability(major, minor).native_fp8_conversions(false);
+        for from in [F32, F64, F8E4M3, F8E5M2] {
+            let ptx = emit(&casts_from(from, false), &target).unwrap();
+            support::ptxas_check(&ptx, target.sm);
+            assert!(!ptx.contains("e4m3x2") && !ptx.contains("e5m2x2"), "{target}: {ptx}");
+            let version = target.ptx_version;
+            assert!(
+                ptx.contains(&format!(".version {}.{}", version.0, version.1)),
+                "{target}"
+            );
+        }
+    }
+    // What the integer path is made of: rounding by adding below the kept bits, subnormals
+    // by a rounding conversion of the scaled value; E4M3 widened by a power-of-two multiply
+    // (in f32, and in f16 for f16), E5M2 through f16.
+    let ptx = emit_checked(&casts_from(F32, false), 80);
+    assert_contains(&ptx, &["min.u32", "cvt.rni.u32.f32", "setp.gt.u32"]);
+    let ptx = emit_checked(&casts_from(F8E4M3, false), 80);
+    assert_contains(&ptx, &["mul.rn.f32", "0f7B800000", "mul.rn.f16", "0x5C00"]);
+    let ptx = emit_checked(&casts_from(F8E5M2, false), 80);
+    assert_contains(&ptx, &["shl.b16", "cvt.f32.f16"]);
 }
 
 #[test]
 fn casts_without_bf16_rounding_assemble_on_sm70_and_sm75() {
-    for from in before_sm89() {
+    for from in ScalarType::ALL {
         let mut k = casts_from(from, false);
         // Drop the casts that round to bf16 (they need sm_80).
         if from != BF16 {
@@ -131,9 +155,9 @@ fn cast_instructions() {
     assert_contains(&ptx, &["shl.b32", "cvt.rn.f16.f32", "and.b16", "setp.ne.b16"]);
     let ptx = emit_80_90(&casts_from(U8, false));
     assert_contains(&ptx, &["cvt.u64.u32", "cvt.rn.f32.u32"]);
-    // fp8: rounded by the saturating conversion (E5M2's infinities set after it), widened
-    // through f16 pairs, from f64 rounded to odd first.
-    let ptx = emit_checked(&casts_with_fp8(F32, false), 90);
+    // fp8 on sm_89 and later: rounded by the saturating conversion (E5M2's infinities set
+    // after it), widened through f16 pairs, from f64 rounded to odd first.
+    let ptx = emit_checked(&casts_from(F32, false), 90);
     assert_contains(
         &ptx,
         &[
@@ -142,25 +166,20 @@ fn cast_instructions() {
             "testp.infinite.f32",
         ],
     );
-    let ptx = emit_checked(&casts_with_fp8(F8E4M3, false), 90);
+    let ptx = emit_checked(&casts_from(F8E4M3, false), 90);
     assert_contains(&ptx, &["cvt.rn.f16x2.e4m3x2", "cvt.f32.f16", "cvt.f64.f32", "and.b16"]);
-    let ptx = emit_checked(&casts_with_fp8(F64, false), 90);
+    let ptx = emit_checked(&casts_from(F64, false), 90);
     assert_contains(&ptx, &["cvt.rz.f32.f64", "cvt.rn.satfinite.e5m2x2.f32"]);
 }
 
 #[test]
 fn every_bitcast_assembles() {
     // fp8 among the 8-bit types: the bits kept in a 16-bit register's low byte.
-    for from in [I8, U8, F8E4M3, F8E5M2] {
-        let ptx = emit_checked(&casts_with_fp8(from, true), 90);
-        if from == I8 {
-            assert_contains(&ptx, &["cvt.u16.u32", "and.b16"]);
-        }
-    }
-    for from in before_sm89() {
+    for from in ScalarType::ALL {
         let ptx = emit_80_90(&casts_from(from, true));
         emit_checked(&casts_from(from, true), 75);
         match from {
+            I8 => assert_contains(&ptx, &["cvt.u16.u32", "and.b16"]),
             I16 => assert_contains(&ptx, &["cvt.u16.u32"]),
             F16 => assert_contains(&ptx, &["cvt.s32.s16", "cvt.u32.u16"]),
             F32 => assert_contains(&ptx, &["mov.b32 %r"]),

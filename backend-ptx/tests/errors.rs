@@ -39,6 +39,7 @@ fn kernel_shape_and_target_limits() {
             max_registers: None,
             pack_before_fence: false,
             wide_products: true,
+            native_fp8_conversions: true,
         },
         "needs sm_70",
     );
@@ -50,6 +51,7 @@ fn kernel_shape_and_target_limits() {
             max_registers: None,
             pack_before_fence: false,
             wide_products: true,
+            native_fp8_conversions: true,
         },
         "PTX ISA 7.0",
     );

@@ -189,6 +189,7 @@ fn older_targets_are_refused_clearly() {
         max_registers: None,
         pack_before_fence: false,
         wide_products: true,
+        native_fp8_conversions: true,
     };
     let err = emit(&tma_kernel(1), &old).unwrap_err();
     assert!(err.to_string().contains("PTX ISA 8.0"), "{err}");

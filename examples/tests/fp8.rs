@@ -1,9 +1,10 @@
 //! The fp8 conversions on every device (the interpreter and each GPU present: lavapipe in
-//! CI, CUDA from sm_89), bit for bit against the host's rounding (`rutile::F8E4M3` and
+//! CI; CUDA by sm_89's `cvt`, or by integer instructions before sm_89 and wherever
+//! `RUTILE_NATIVE_FP8=0` asks), bit for bit against the host's rounding (`rutile::F8E4M3` and
 //! `F8E5M2`, whose ties the library's unit tests pin down): every f16 value (so every fp8
 //! tie and its neighbours, subnormals, the values past the largest finite one, infinities
 //! and NaNs) and f32 values on both sides of every tie of both formats, rounded to E4M3
-//! and E5M2; and every fp8 pattern widened to f32.
+//! and E5M2; and every fp8 pattern widened to f32 and to f16.
 
 use half::f16;
 use rutile::{CpuDevice, Device, DeviceBuffer, DeviceExt, Element, Kernel, LaunchConfig, ScalarType, F8E4M3, F8E5M2};
@@ -144,11 +145,21 @@ fn fp8_conversions_bit_exact_on_every_device() {
                     x5.raw()
                 }
             };
+            // To f32 and to f16 (which hold every fp8 value; the `dot`s of fp8 blocks that
+            // do not run on fp8 MMAs take this conversion), bit for bit: zeros keep their sign.
             let got = run(d, &cast_kernel(from, ScalarType::F32), x, 256, |v: f32| v);
             for (b, (&g, &w)) in got.iter().zip(values.iter()).enumerate() {
                 assert!(
-                    g as f64 == w || (g.is_nan() && w.is_nan()),
+                    g.to_bits() == (w as f32).to_bits() || (g.is_nan() && w.is_nan()),
                     "{}: {from} bits {b:#04x} widened to {g}, want {w}",
+                    d.id()
+                );
+            }
+            let got = run(d, &cast_kernel(from, ScalarType::F16), x, 256, |v: f16| v);
+            for (b, (&g, &w)) in got.iter().zip(values.iter()).enumerate() {
+                assert!(
+                    g.to_bits() == f16::from_f64(w).to_bits() || (g.is_nan() && w.is_nan()),
+                    "{}: {from} bits {b:#04x} to f16 gave {g}, want {w}",
                     d.id()
                 );
             }

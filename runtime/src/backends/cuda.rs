@@ -60,10 +60,6 @@ impl CudaGpu {
         };
         let mut properties = DeviceProperties::unknown(p.name.clone(), "NVIDIA", Backend::Cuda, kind);
         properties.compute_capability = Some(p.compute_capability);
-        // fp8 values compute through sm_89's conversions (the PTX backend refuses them before).
-        if p.compute_capability < (8, 9) {
-            properties.supported_types.retain(|t| !t.is_fp8());
-        }
         let v = p.driver_version;
         properties.api_version = Some(format!("CUDA driver {}.{}", v / 1000, (v % 1000) / 10));
         properties.multiprocessors = Some(p.multiprocessor_count);
@@ -458,10 +454,13 @@ impl Device for CudaGpu {
             // before its fence (off: measured slower, `PtxTarget::pack_before_fence`).
             // `RUTILE_WIDE_PRODUCTS=0`: `umulhi` and `mul` of the same operands as two
             // instructions (`PtxTarget::wide_products`), to time what the one saves.
+            // `RUTILE_NATIVE_FP8=0`: fp8 conversions from integer instructions as before
+            // sm_89 (`PtxTarget::native_fp8_conversions`), to test and time that path.
             let ptx_target = rutile_ptx::PtxTarget::from_compute_capability(major, minor)
                 .max_registers(options.maxnreg)
                 .pack_before_fence(env_opt_in("RUTILE_PACK_BEFORE_FENCE")?)
-                .wide_products(env_flag("RUTILE_WIDE_PRODUCTS")?);
+                .wide_products(env_flag("RUTILE_WIDE_PRODUCTS")?)
+                .native_fp8_conversions(env_flag("RUTILE_NATIVE_FP8")?);
             let ptx = rutile_ptx::emit(&thread_kernel, &ptx_target).map_err(|e| Error::Codegen {
                 backend: "PTX",
                 kernel: kernel.name.clone(),
