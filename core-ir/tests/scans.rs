@@ -1060,3 +1060,55 @@ fn the_verifier_checks_combine_regions() {
         "{e}"
     );
 }
+
+/// A gather of factors spread along an axis (`dot_scaled`'s scales), multiplied by a block
+/// loaded in another layout (contiguous along the other axis): the spread is gathered in
+/// the product's other operand's layout, its index recomputed there, so that no
+/// full-block exchange follows; the results are the interpreter's on every target.
+#[test]
+fn gathers_take_their_users_layout() {
+    let (rows, cols, group) = (32u32, 64u32, 16u32);
+    let kernel = Kernel::build("spread", |k| {
+        let (x, f, y) = (k.arg_ptr("x", F32), k.arg_ptr("f", F32), k.arg_ptr("y", F32));
+        let r = k.arange(0, rows as i32).expand_dims(1);
+        let c = k.arange(0, cols as i32).expand_dims(0);
+        // Column-major: contiguous along the rows, where the default layout runs along
+        // the columns.
+        let v = k.load(x + (r + c * rows as i32));
+        let factors = k.load(f + (r * (cols / group) as i32 + k.arange(0, (cols / group) as i32).expand_dims(0)));
+        let index = (k.arange(0, cols as i32) / group as i32)
+            .expand_dims(0)
+            .broadcast_to(&[rows, cols]);
+        let spread = factors.gather(index, 1);
+        k.store(y + (r * cols as i32 + c), v * spread);
+    })
+    .unwrap();
+    let mut rng = Rng::new(61);
+    let n = (rows * cols) as usize;
+    let buffers = vec![
+        random(&mut rng, F32, n, -2.0, 2.0),
+        random(&mut rng, F32, n / group as usize, -2.0, 2.0),
+        HostBuffer::zeros(F32, n),
+    ];
+    let args: Vec<ArgValue> = (0..3).map(ptr).collect();
+    let mut want = buffers.clone();
+    interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
+    for t in targets() {
+        let at = format!("warp {} x {} warps", t.warp_size, t.num_warps);
+        let tk = lower(&kernel, &t, &Specialization::none(args.len())).unwrap();
+        // The gather's two barriers (the factors written, then read) and the two of the
+        // store's exchange of the product into its row-major layout; exchanging the
+        // spread into the loaded block's layout would add two more.
+        let barriers = count_barriers(&tk);
+        assert!(barriers <= 4, "{at}: {barriers} barriers");
+        let mut got = buffers.clone();
+        simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+        assert_eq!(as_f64s(&got[2]), as_f64s(&want[2]), "{at}");
+    }
+}
+
+fn count_barriers(tk: &rutile_ir::thread::ThreadKernel) -> usize {
+    let mut n = 0;
+    tk.walk(&mut |s| n += usize::from(matches!(s, rutile_ir::thread::Stmt::Barrier)));
+    n
+}

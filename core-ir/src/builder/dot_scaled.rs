@@ -258,7 +258,9 @@ impl KernelBuilder {
         };
         // Spread over the operand by a gather along K: it keeps only the small block of
         // factors in shared memory, where reshaping a broadcast of 32 would exchange the
-        // whole widened operand.
+        // whole widened operand. Its index is made of `arange`s, so the lowering takes
+        // the gather in the widened operand's layout (`lower/gather.rs`) and the product
+        // below needs no exchange.
         let group = self.arange(0, k as i32) / MX_BLOCK as i32;
         let spread = match side {
             Side::Lhs => self.gather(factor, group.expand_dims(0).broadcast_to(&[m, k]), 1),

@@ -2,14 +2,92 @@
 //! (each element by its owner), and every thread reads what its result elements need.
 
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, CacheModifier, CmpOp, Inst, Literal, Op};
-use crate::thread::{Expr, Memory, Stmt};
+use crate::ir::{BinaryOp, CacheModifier, CmpOp, Inst, Literal, Op, ValueId};
+use crate::layout::Layout;
+use crate::thread::{Expr, Memory, Reg, Stmt};
 use crate::types::{ScalarType, MAX_RANK};
 
 impl Lowerer<'_> {
     /// `gather`: the result takes the index's layout; each element reads the source
     /// element its index names (0 where the index is out of range).
     pub(crate) fn gather(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
+        let Op::Gather { index, .. } = inst.op else {
+            return Err(self.internal("not a gather"));
+        };
+        // In the layout its users hold their other operands in, where they agree on one
+        // and the index can be recomputed there: then nothing is exchanged after it.
+        if let Some(layout) = self.users_layout(inst.results[0]) {
+            if let Some(index_regs) = self.recompute_operand(index, layout, 0)? {
+                let regs = self.gather_into(inst, &index_regs, layout)?;
+                return Ok(LVal {
+                    layout,
+                    regs,
+                    ptr: None,
+                });
+            }
+        }
+        let idx_l = self.lval(index)?;
+        let regs = self.gather_into(inst, &idx_l.regs, idx_l.layout)?;
+        Ok(LVal {
+            layout: idx_l.layout,
+            regs,
+            ptr: None,
+        })
+    }
+
+    /// The one layout in which the element-wise users of `v` hold their other block
+    /// operands, already lowered (`dot_scaled`'s product of the widened operand and its
+    /// spread scale factors); `None` where a user is not element-wise, an operand is not
+    /// lowered yet, or they differ.
+    fn users_layout(&self, v: ValueId) -> Option<Layout> {
+        let mut found: Option<Layout> = None;
+        for (_, user) in self.k.insts.iter() {
+            let operands = user.op.operands();
+            if !operands.contains(&v) {
+                continue;
+            }
+            if !matches!(
+                user.op,
+                Op::Binary { .. } | Op::Compare { .. } | Op::Select { .. } | Op::Fma { .. }
+            ) {
+                return None;
+            }
+            for o in operands.into_iter().filter(|&o| o != v) {
+                if self.k.ty(o).shape.is_scalar() {
+                    continue;
+                }
+                let layout = self.values[o.index()].as_ref()?.layout;
+                if found.is_some_and(|f| f != layout) {
+                    return None;
+                }
+                found = Some(layout);
+            }
+        }
+        found
+    }
+
+    /// Gather `inst` again in another layout, where its index can be had there without
+    /// moving it (`index_regs`, in `layout`: an index made of `arange`s, as `dot_scaled`'s
+    /// spread of its scale factors is): the source goes through shared memory once more,
+    /// which moves fewer elements than exchanging the result would, where the source is
+    /// no larger than the result. `None` where it is larger.
+    pub(crate) fn regather(
+        &mut self,
+        inst: &Inst,
+        index_regs: &[Reg],
+        layout: Layout,
+    ) -> Result<Option<Vec<Reg>>, LowerError> {
+        let Op::Gather { src, .. } = inst.op else {
+            return Err(self.internal("not a gather"));
+        };
+        if self.k.ty(src).shape.numel() > self.k.ty(inst.results[0]).shape.numel() {
+            return Ok(None);
+        }
+        self.gather_into(inst, index_regs, layout).map(Some)
+    }
+
+    /// The registers of gather `inst` in `layout`, from its index's registers there.
+    fn gather_into(&mut self, inst: &Inst, index_regs: &[Reg], layout: Layout) -> Result<Vec<Reg>, LowerError> {
         let Op::Gather { src, index, axis } = inst.op else {
             return Err(self.internal("not a gather"));
         };
@@ -22,10 +100,8 @@ impl Lowerer<'_> {
         self.store_shared(&src_l, src_shape, buf, None);
         self.emit(Stmt::Barrier);
 
-        let idx_l = self.lval(index)?;
-        let layout = idx_l.layout;
         let idx_shape = self.k.ty(index).shape;
-        let idx_ty = self.elem_reg_type(index, &idx_l);
+        let idx_ty = self.regs[index_regs[0]].ty;
         let map = layout.map(idx_shape);
         // The source's strides on the index layout's dimensions, but for the gather axis,
         // which the index's values give.
@@ -51,7 +127,7 @@ impl Lowerer<'_> {
             },
         );
         let mut regs = Vec::with_capacity(map.len);
-        for (i, &k) in idx_l.regs.iter().enumerate() {
+        for (i, &k) in index_regs.iter().enumerate() {
             // Checked in the index's own type, before narrowing it to a shared-memory index.
             let ge = self.set(boolt, Expr::Compare(CmpOp::Ge, k, lo));
             let lt = self.set(boolt, Expr::Compare(CmpOp::Lt, k, hi));
@@ -75,11 +151,7 @@ impl Lowerer<'_> {
             regs.push(self.set(elem, Expr::Select(valid, r, zero)));
         }
         self.emit(Stmt::Barrier);
-        Ok(LVal {
-            layout,
-            regs,
-            ptr: None,
-        })
+        Ok(regs)
     }
 
     /// `histogram`: each thread counts, for the bins it holds, the elements equal to them,

@@ -891,6 +891,14 @@ impl<'k> Lowerer<'k> {
                 };
                 return Ok(Some(shape::broadcast_registers(&src, src_shape, layout, ty.shape)));
             }
+            // A gather whose index is recomputable here reads its source again.
+            Op::Gather { index, .. } => {
+                let Some(index_regs) = self.recompute_operand(*index, layout, depth)? else {
+                    return Ok(None);
+                };
+                let inst = inst.clone();
+                return self.regather(&inst, &index_regs, layout);
+            }
             _ => {}
         }
         // Pointer offsets are integers of the width `add_ptr` chose.
