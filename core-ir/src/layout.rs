@@ -70,6 +70,22 @@ impl Blocked {
     /// it), as Triton's coalescing pass builds for a memory access whose pointer is
     /// contiguous along `order[0]`. `order` lists every dimension once, fastest first.
     pub fn with_order(shape: &[u32], order: &[u8], vec: u32, warp_size: u32, num_warps: u32) -> Blocked {
+        let Some(&fastest) = order.first() else {
+            return Blocked::with_run(shape, order, 1, warp_size, num_warps);
+        };
+        // No more per thread than the block has for each thread, so that small blocks
+        // spread over the threads rather than replicate.
+        let numel: u32 = shape.iter().product();
+        let per_thread = (numel / (warp_size * num_warps)).max(1);
+        let run = vec.min(shape[fastest as usize]).min(per_thread);
+        Blocked::with_run(shape, order, run, warp_size, num_warps)
+    }
+
+    /// As [`with_order`](Self::with_order), with each thread holding `run` consecutive
+    /// elements along the fastest dimension (at most its length) even where the threads
+    /// then cover more than the block and replicate some of it: an access that must move
+    /// that many elements at once (`cp.async` copies 4 bytes at least).
+    pub fn with_run(shape: &[u32], order: &[u8], run: u32, warp_size: u32, num_warps: u32) -> Blocked {
         let rank = shape.len();
         let mut b = Blocked {
             rank: rank as u8,
@@ -82,12 +98,8 @@ impl Blocked {
             return b;
         }
         b.order[..rank].copy_from_slice(&order[..rank]);
-        let numel: u32 = shape.iter().product();
-        // No more per thread than the block has for each thread, so that small blocks
-        // spread over the threads rather than replicate.
-        let per_thread = (numel / (warp_size * num_warps)).max(1);
         let fastest = b.order[0] as usize;
-        b.size_per_thread[fastest] = vec.min(shape[fastest]).min(per_thread).max(1);
+        b.size_per_thread[fastest] = run.min(shape[fastest]).max(1);
         // Lanes fill the fastest dimensions first; what is left replicates the fastest.
         let mut lanes = warp_size;
         for k in 0..rank {

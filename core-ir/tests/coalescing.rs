@@ -231,6 +231,46 @@ fn trans_then_store_matches_the_interpreter() {
     }
 }
 
+/// `trans` renames the dimensions of its operand's layout: a loaded tile, transposed and
+/// stored through a pointer contiguous along the transposed tile's rows (the tile's
+/// columns as they were loaded: a copy), moves nothing between threads, on every target.
+#[test]
+fn trans_is_a_renaming_of_the_layout() {
+    let mut rng = Rng::new(26);
+    for (rows, cols) in [(64u32, 64u32), (16, 128), (8, 8)] {
+        let kernel = Kernel::build("trans_copy", |k| {
+            let (x, out) = (k.arg_ptr("x", F32), k.arg_ptr("out", F32));
+            let r = k.arange(0, rows as i32).expand_dims(1);
+            let c = k.arange(0, cols as i32).expand_dims(0);
+            let v = k.load(x + (r * cols as i32 + c)).trans();
+            // `v[i, j]` is `x[j, i]`: stored at `j * cols + i`, contiguous along `i`.
+            let i = k.arange(0, cols as i32).expand_dims(1);
+            let j = k.arange(0, rows as i32).expand_dims(0);
+            k.store(out + (j * cols as i32 + i), v * 2.0);
+        })
+        .unwrap();
+        for t in targets() {
+            let tk = lower(&kernel, &t, &Specialization::all(2)).unwrap();
+            let mut barriers = 0;
+            tk.walk(&mut |s| barriers += matches!(s, Stmt::Barrier) as usize);
+            assert_eq!(
+                barriers, 0,
+                "{rows}x{cols} [warp {} x {}]: {tk}",
+                t.warp_size, t.num_warps
+            );
+        }
+        let n = (rows * cols) as usize;
+        let buffers = vec![random(&mut rng, F32, n), random(&mut rng, F32, n)];
+        check(
+            &format!("trans copy {rows}x{cols}"),
+            &kernel,
+            [1, 1, 1],
+            &[ptr(0), ptr(1)],
+            &buffers,
+        );
+    }
+}
+
 /// The comment of the first statement lowered from a block op named `op`.
 fn comment_of(tk: &ThreadKernel, op: &str) -> Vec<String> {
     let mut out = Vec::new();

@@ -1070,3 +1070,120 @@ fn dot_scaled_on_the_tensor_cores_matches_the_interpreter() {
         }
     }
 }
+
+/// `dot_scaled` in a matmul's K loop, as microscaled weights are used, on Hopper's and
+/// Ampere's pipelines: its loads are copied iterations ahead (the bf16 activations into the
+/// MMA's tile, the fp4 or fp8 bytes and their scales into each thread's own slots), so
+/// that no global load is left in the loop, and the loaded bytes are decoded in the layout
+/// they were loaded in, with no exchange of them; on warpgroup MMAs, the MMAs of one
+/// iteration stay in flight while the next decodes (`wait_group 1`), the widened operands
+/// stored into two tiles in turn. Ragged M and N (masked rows and columns), several
+/// iterations, one and two warpgroups, checked in the simulator against the interpreter.
+#[test]
+fn dot_scaled_in_a_k_loop_copies_its_loads_ahead() {
+    use rutile_ir::thread::Memory;
+    use rutile_ir::{Microscaled, MxFormat};
+    let (bm, bn, bk, kk) = (128i32, 64i32, 128i32, 384i32);
+    let (m, n) = (100usize, 37usize);
+    let mut rng = Rng::new(47);
+    for (lf, rf) in [(MxFormat::Bf16, MxFormat::E2M1), (MxFormat::E4M3, MxFormat::E4M3)] {
+        let stored = |f: MxFormat| match f {
+            MxFormat::Bf16 => BF16,
+            _ => rutile_ir::ScalarType::U8,
+        };
+        let kd = |f: MxFormat, k: i32| if f == MxFormat::E2M1 { k / 2 } else { k };
+        let kernel = Kernel::build("scaled_matmul", |k| {
+            let (pa, pb) = (k.arg_ptr("a", stored(lf)), k.arg_ptr("b", stored(rf)));
+            let u8t = rutile_ir::ScalarType::U8;
+            let (psa, psb) = (k.arg_ptr("sa", u8t), k.arg_ptr("sb", u8t));
+            let pc = k.arg_ptr("c", F32);
+            let (mm, nn) = (k.arg_i32("M"), k.arg_i32("N"));
+            let (rm, rn) = (k.arange(0, bm), k.arange(0, bn));
+            let (rows, cols) = (rm.lt(mm).expand_dims(1), rn.lt(nn).expand_dims(0));
+            let g = k.arange(0, bk / 32).expand_dims(0);
+            let acc = k.zeros(&[bm as u32, bn as u32], F32);
+            let out = k.for_range(0, kk / bk, 1, &[acc], |step, carried| {
+                let ka = step * kd(lf, bk) + k.arange(0, kd(lf, bk));
+                let kb = step * kd(rf, bk) + k.arange(0, kd(rf, bk));
+                let a_ptr = pa + (rm.expand_dims(1) * kd(lf, kk) + ka.expand_dims(0));
+                let a = match lf {
+                    MxFormat::Bf16 => k.load_masked(a_ptr, rows, 0.0),
+                    _ => k.load_masked(a_ptr, rows, 0),
+                };
+                // B K-contiguous, as weights are stored.
+                let b = k.load_masked(pb + (kb.expand_dims(1) + rn.expand_dims(0) * kd(rf, kk)), cols, 0);
+                let s = step * (bk / 32) + g;
+                let sa = k.load_masked(psa + (rm.expand_dims(1) * (kk / 32) + s), rows, 0);
+                let sb = k.load_masked(psb + (rn.expand_dims(1) * (kk / 32) + s), rn.lt(nn).expand_dims(1), 0);
+                vec![k.dot_scaled(
+                    Microscaled::new(a, (lf != MxFormat::Bf16).then_some(sa), lf),
+                    Microscaled::new(b, Some(sb), rf),
+                    Some(carried[0]),
+                )]
+            });
+            k.store_masked(pc + (rm.expand_dims(1) * bn + rn.expand_dims(0)), out[0], rows & cols);
+        })
+        .unwrap();
+        let bytes = |rng: &mut Rng, f: MxFormat, count: usize| match f {
+            MxFormat::Bf16 => float_buffer(rng, BF16, count),
+            // fp4 pairs, or E4M3 bytes of finite values (no 0x7f/0xff NaNs).
+            _ => HostBuffer::from_slice(
+                &(0..count)
+                    .map(|_| (rng.next_u64() & 0xff) as u8)
+                    .map(|b| {
+                        if f == MxFormat::E4M3 && b & 0x7f == 0x7f {
+                            b ^ 1
+                        } else {
+                            b
+                        }
+                    })
+                    .collect::<Vec<u8>>(),
+            ),
+        };
+        let scales = |rng: &mut Rng, count: usize| {
+            HostBuffer::from_slice(
+                &(0..count)
+                    .map(|_| 120 + (rng.next_u64() % 15) as u8)
+                    .collect::<Vec<u8>>(),
+            )
+        };
+        let buffers = vec![
+            bytes(&mut rng, lf, bm as usize * kd(lf, kk) as usize),
+            bytes(&mut rng, rf, kd(rf, kk) as usize * bn as usize),
+            scales(&mut rng, bm as usize * kk as usize / 32),
+            scales(&mut rng, bn as usize * kk as usize / 32),
+            HostBuffer::zeros(F32, bm as usize * bn as usize),
+        ];
+        let mut args: Vec<ArgValue> = (0..5).map(ptr).collect();
+        args.extend([ArgValue::Int(m as i64), ArgValue::Int(n as i64)]);
+        let mut want = buffers.clone();
+        interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
+        for (target, on) in [
+            (hopper(4, 3), "wgmma, 4 warps"),
+            (hopper(8, 3), "wgmma, 8 warps"),
+            (pipelined(4, 3), "mma.sync"),
+        ] {
+            let tk = lower(&kernel, &target, &runtime_spec(&args)).unwrap();
+            let at = format!("{} x {} on {on}", lf.name(), rf.name());
+            assert!(wgmmas(&tk) + mmas(&tk) > 0, "{at}: not on the tensor cores");
+            let in_flight = count_stmts(&tk, |s| matches!(s, Stmt::WgmmaWait { pending: 1 }));
+            assert_eq!(in_flight > 0, target.wgmma, "{at}: MMAs left in flight");
+            // In the loop (after its first wait for the copies): no global load, and the
+            // shared stores are the MMA's staging of the widened operands (one for each
+            // computed operand) and the scale factors' gather, not an exchange of bytes.
+            let (mut waited, mut global_loads) = (false, 0);
+            tk.walk(&mut |s| match s {
+                Stmt::AsyncWait { .. } => waited = true,
+                Stmt::Load {
+                    mem: Memory::Global { .. },
+                    ..
+                } if waited => global_loads += 1,
+                _ => {}
+            });
+            assert_eq!(global_loads, 0, "{at}: global loads left in the loop");
+            let mut got = buffers.clone();
+            simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+            assert_close_to_largest(&got[4], &want[4], 1e-5, &at);
+        }
+    }
+}

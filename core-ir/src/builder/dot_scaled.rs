@@ -238,6 +238,9 @@ impl KernelBuilder {
                 };
                 v.to(compute)
             }
+            // (Already in the compute type, the block itself: a load then feeds the `dot`
+            // directly, so its pipeline copies it into the MMA's tile.)
+            MxFormat::Bf16 | MxFormat::Fp16 if v.dtype() == Some(compute) => v,
             MxFormat::Bf16 | MxFormat::Fp16 => v.to(compute),
         };
         let Some(scale) = operand.scale else {

@@ -233,6 +233,21 @@ impl Lowerer<'_> {
         which: Operand,
         ty: ScalarType,
     ) -> Result<(SharedOperand, bool), LowerError> {
+        self.shared_operand_in_turn(inst, v, which, ty, None)
+    }
+
+    /// As [`shared_operand`](Self::shared_operand); where `phase` is given (a register
+    /// holding 0 or 1, which the `dot` flips each time it runs), an operand stored here goes
+    /// into one of two tiles in turn: a `dot` whose warpgroup MMAs stay in flight across the
+    /// loop's back edge still reads the other one while the next iteration stores.
+    pub(crate) fn shared_operand_in_turn(
+        &mut self,
+        inst: &Inst,
+        v: ValueId,
+        which: Operand,
+        ty: ScalarType,
+        phase: Option<Reg>,
+    ) -> Result<(SharedOperand, bool), LowerError> {
         if let Some(s) = self.pipelined_operand(v) {
             return Ok((s, false));
         }
@@ -249,15 +264,20 @@ impl Lowerer<'_> {
         else {
             return Err(self.internal("no shared tile for a dot operand"));
         };
+        let tiles = if phase.is_some() { 2 } else { 1 };
         let alloc = self.operand_alloc(SharedAlloc {
             align: tile.align,
-            ..SharedAlloc::new(ty, tile.len())
+            ..SharedAlloc::new(ty, tiles * tile.len())
+        });
+        let stage = phase.map(|p| {
+            let len = self.i32c(tile.len() as i64);
+            self.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, p, len))
         });
         let operand = SharedOperand {
             alloc,
             tile,
             contiguous,
-            stage: None,
+            stage,
         };
         self.store_operand(&lval.regs, layout, &map, &operand);
         Ok((operand, true))
@@ -276,7 +296,12 @@ impl Lowerer<'_> {
                 w /= 2;
             }
         }
-        let index = self.operand_store_indices(map, layout, operand, w);
+        let mut index = self.operand_store_indices(map, layout, operand, w);
+        if let Some(stage) = operand.stage {
+            for at in &mut index {
+                *at = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, *at, stage));
+            }
+        }
         let own = self.owner(map);
         for (g, &at) in (0..regs.len()).step_by(w as usize).zip(&index) {
             self.emit(Stmt::Store {

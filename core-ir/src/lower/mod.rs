@@ -316,6 +316,9 @@ pub(crate) struct Lowerer<'k> {
     /// the loop being lowered, and the carried value whose registers they accumulate into
     /// (see `pipeline`).
     wgmma_in_flight: Option<(ValueId, ValueId)>,
+    /// Per `dot` left in flight whose operands are stored in two tiles in turn: the
+    /// register saying which (see `wgmma.rs`).
+    staging_phases: HashMap<ValueId, Reg>,
     /// The `dot` operand buffers of the loops being lowered, outermost first (see
     /// `operand_alloc`).
     loop_operand_allocs: Vec<Vec<u32>>,
@@ -400,6 +403,7 @@ impl<'k> Lowerer<'k> {
             hoisted: HashMap::new(),
             dots_after_loop: Vec::new(),
             wgmma_in_flight: None,
+            staging_phases: HashMap::new(),
             loop_operand_allocs: Vec::new(),
             coop: Vec::new(),
             tensor_maps: Vec::new(),
@@ -548,8 +552,13 @@ impl<'k> Lowerer<'k> {
 
     fn inst_alone(&mut self, inst: &'k Inst) -> Result<(), LowerError> {
         if self.is_pipelined_load(inst) {
-            // An own copy is read back here, where the program loads it.
-            return self.read_own_copy(inst);
+            // An own copy is read back here, where the program loads it: data from memory,
+            // as the load's, so that its users take its layout rather than move it.
+            self.read_own_copy(inst)?;
+            for &v in &inst.results {
+                self.anchored[v.index()] = true;
+            }
+            return Ok(());
         }
         let depth = self.body.len();
         // An accumulator in cooperative matrices scaled row by row stays in them, updated in

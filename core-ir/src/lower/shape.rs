@@ -115,6 +115,15 @@ impl Lowerer<'_> {
             Op::Reshape { value } | Op::Permute { value, .. } => {
                 let src = self.lval(*value)?;
                 let src_shape = self.k.ty(*value).shape;
+                if let Op::Permute { perm, .. } = &inst.op {
+                    if let Some(layout) = self.permute_in_threads(&src, src_shape, perm) {
+                        return Ok(LVal {
+                            layout,
+                            regs: src.regs,
+                            ptr: src.ptr,
+                        });
+                    }
+                }
                 if matches!(inst.op, Op::Reshape { .. }) {
                     if let Some((layout, regs)) = self.reshape_in_threads(&src, src_shape, shape) {
                         return Ok(LVal {
@@ -221,6 +230,53 @@ impl Lowerer<'_> {
             })
         });
         alike.then(|| (dst, perm.iter().map(|&i| src.regs[i]).collect()))
+    }
+}
+
+impl Lowerer<'_> {
+    /// A permute done by renaming the dimensions of the source's layout (as Triton's
+    /// `trans` is a layout change): every thread keeps its registers, each now standing for
+    /// the permuted element. Users that need another layout convert it where they use it,
+    /// and those that do not (a gather, which stores its source to shared memory in any
+    /// layout; a `dot`, which stages its operands) move nothing. Checked element by
+    /// element for every thread; `None` where the source is not in a plain blocked layout
+    /// or the layouts do not place alike.
+    fn permute_in_threads(&self, src: &LVal, src_shape: Shape, perm: &[u8]) -> Option<Layout> {
+        let l = src.layout;
+        let rank = src_shape.rank();
+        if l.sliced != 0 || l.rows.is_some() || rank == 0 || perm.len() != rank {
+            return None;
+        }
+        let b = l.blocked;
+        let mut nb = b;
+        let mut inverse = [0u8; MAX_RANK];
+        for (d, &p) in perm.iter().enumerate() {
+            let p = p as usize;
+            nb.size_per_thread[d] = b.size_per_thread[p];
+            nb.threads_per_warp[d] = b.threads_per_warp[p];
+            nb.warps_per_cta[d] = b.warps_per_cta[p];
+            inverse[p] = d as u8;
+        }
+        for k in 0..rank {
+            nb.order[k] = inverse[b.order[k] as usize];
+        }
+        let dst = Layout::blocked(nb);
+        let dims: Vec<u32> = perm.iter().map(|&p| src_shape.dims()[p as usize]).collect();
+        let (sm, dm) = (l.map(src_shape), dst.map(Shape::new(&dims)?));
+        if sm.len != dm.len {
+            return None;
+        }
+        let (warp_size, warps) = (self.target.warp_size, self.target.num_warps);
+        let alike = (0..warps).all(|w| {
+            (0..warp_size).all(|lane| {
+                (0..sm.len).all(|i| match (dm.element(lane, w, i), sm.element(lane, w, i)) {
+                    (Some(a), Some(c)) => (0..rank).all(|d| a[d] == c[perm[d] as usize]),
+                    (None, None) => true,
+                    _ => false,
+                })
+            })
+        });
+        alike.then_some(dst)
     }
 }
 

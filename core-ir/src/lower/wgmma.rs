@@ -100,16 +100,23 @@ impl Lowerer<'_> {
         };
         let input = plan.input;
         let layout = plan.layout;
+        // Left in flight across the loop's back edge (`Lowerer::wgmma_in_flight`), an operand
+        // stored here alternates between two tiles: the next iteration stores into the one
+        // these MMAs do not read.
+        let in_flight_here = self
+            .wgmma_in_flight
+            .is_some_and(|(result, _)| inst.results.first() == Some(&result));
+        let phase = in_flight_here.then(|| self.staging_phase(inst.results[0]));
         // (fp8's A fragments pack four values a register: A is read from shared memory.)
         let a_regs = self.register_a(a, layout, shape).filter(|_| !input.is_fp8());
         let (sa, a_here) = match a_regs {
             Some(_) => (None, false),
             None => {
-                let (s, here) = self.shared_operand(inst, a, Operand::A, input)?;
+                let (s, here) = self.shared_operand_in_turn(inst, a, Operand::A, input, phase)?;
                 (Some(s), here)
             }
         };
-        let (sb, b_here) = self.shared_operand(inst, b, Operand::B, plan.operand_type(Operand::B))?;
+        let (sb, b_here) = self.shared_operand_in_turn(inst, b, Operand::B, plan.operand_type(Operand::B), phase)?;
         if a_here || b_here {
             self.emit(Stmt::FenceProxyAsync);
             self.emit(Stmt::Barrier);
@@ -137,11 +144,10 @@ impl Lowerer<'_> {
         // In flight across the loop's back edge (`Lowerer::wgmma_in_flight`, `pipeline/in_flight.rs`), the MMAs
         // update the carried registers in place (the loop's yield then copies nothing; an
         // accumulator computed from them is moved in first); otherwise `acc` stays
-        // untouched. Not where A was staged here: its buffer is written again next time.
-        // (A dot that promotes its sums waits for its own MMAs: `in_flight.rs` never leaves
-        // one in flight.)
+        // untouched. (A dot that promotes its sums waits for its own MMAs: `in_flight.rs`
+        // never leaves one in flight.)
         let carried = match self.wgmma_in_flight {
-            Some((result, carried)) if inst.results.first() == Some(&result) && !a_here => {
+            Some((result, carried)) if inst.results.first() == Some(&result) => {
                 Some(self.lval(carried)?.regs).filter(|regs| regs.len() == init.len())
             }
             _ => None,
@@ -279,7 +285,17 @@ impl Lowerer<'_> {
         }
         if a_here || b_here {
             // The buffers may be written again (the next iteration of an enclosing loop).
+            // Left in flight, the next iteration writes the other tiles, which the MMAs
+            // waited for just above (`wait_group 1`) read: this barrier tells every
+            // warpgroup that all of them are done with those.
             self.emit(Stmt::Barrier);
+            if let Some(p) = phase {
+                let one = self.i32c(1);
+                self.emit(Stmt::Set {
+                    dst: p,
+                    expr: Expr::Binary(BinaryOp::Xor, p, one),
+                });
+            }
         }
         Ok(Some(LVal {
             layout,
@@ -305,6 +321,24 @@ impl Lowerer<'_> {
     }
 
     /// The register of an operand's stage base, or 0 for a buffer of one stage.
+    /// The register that says which of its two tiles the `dot` whose result is `result`
+    /// stores its operands into this time (see [`Lowerer::shared_operand_in_turn`]): 0 at
+    /// the start of the kernel, flipped by the `dot` each time it runs; one for every
+    /// lowering of the `dot` (an unrolled body's copies alternate with each other).
+    fn staging_phase(&mut self, result: ValueId) -> Reg {
+        if let Some(&p) = self.staging_phases.get(&result) {
+            return p;
+        }
+        let zero = self.i32c(0);
+        let p = self.new_reg(ScalarType::I32);
+        self.prologue.push(Stmt::Set {
+            dst: p,
+            expr: Expr::Copy(zero),
+        });
+        self.staging_phases.insert(result, p);
+        p
+    }
+
     fn base_reg(&mut self, base: Option<Reg>) -> Reg {
         match base {
             Some(b) => b,

@@ -12,7 +12,8 @@ impl Lowerer<'_> {
     /// iteration waits for its copies, issues the ones after and starts its own MMAs (one
     /// `wgmma` group in flight, as the hand-written kernel measured best), with the carried
     /// value whose registers they accumulate into. It is the body's last `dot`, on warpgroup
-    /// MMAs, B pipelined and A pipelined or (decided as it is lowered) read from registers;
+    /// MMAs, each operand pipelined, read from registers (A, decided as it is lowered) or
+    /// computed in the body and stored by the `dot` into two tiles in turn;
     /// its result is yielded into a carried value and used by nothing else, and its
     /// accumulator is that carried value or computed from it alone (attention's `acc *
     /// alpha`), so that the MMAs can update the carried registers in place. Nothing may read
@@ -57,11 +58,19 @@ impl Lowerer<'_> {
         let result = dot.results[0];
         let carried_at = yields.iter().position(|&y| y == result)?;
         let carried = region.args[1 + carried_at];
-        if !pipelined(b) || uses(result) != 1 || uses(carried) != 1 || uses(acc) != 1 {
+        // B pipelined, or computed in the body (`dot_scaled`'s decoded values): the `dot`
+        // then stores it into two tiles in turn (`Lowerer::shared_operand_in_turn`).
+        let body_load = |v: ValueId| {
+            region
+                .insts
+                .iter()
+                .any(|&i| matches!(self.k.insts[i].op, Op::Load { .. }) && self.k.insts[i].results.contains(&v))
+        };
+        if (!pipelined(b) && body_load(b)) || uses(result) != 1 || uses(carried) != 1 || uses(acc) != 1 {
             return None;
         }
-        // `a` pipelined, or not a load of this body (then it is read from registers or the
-        // `dot` falls back to waiting: see `dot_wgmma`).
+        // `a` pipelined, or not a load of this body (then it is read from registers or
+        // stored in turn as B is).
         let a_def = region.insts.iter().find(|&&i| self.k.insts[i].results.contains(&a));
         if !pipelined(a) && a_def.is_some_and(|&i| matches!(self.k.insts[i].op, Op::Load { .. })) {
             return None;

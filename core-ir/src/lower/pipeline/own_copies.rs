@@ -32,12 +32,32 @@ impl Lowerer<'_> {
         if feeds_dot {
             return None;
         }
-        let layout = self.load_layout(ptr);
+        let mut layout = self.load_layout(ptr);
         if layout.sliced != 0 {
             return None;
         }
-        let width = self.access_width(&layout, ty.shape, ptr, mask) as u32;
-        if !matches!(width * elem.size_bytes() as u32, 4 | 8 | 16) {
+        let mut width = self.access_width(&layout, ty.shape, ptr, mask) as u32;
+        let size = elem.size_bytes() as u32;
+        if width * size < 4 {
+            // A small block spread thinner than 4 bytes a thread (a row of scale bytes):
+            // copied 4 bytes a thread where the pointer allows, some threads then copying
+            // what others do, into their own slots.
+            let fastest = layout.blocked.order[0] as usize;
+            let run = 4 / size;
+            if self.proven_width(ptr, mask, fastest) < run || ty.shape.dims()[fastest] < run {
+                return None;
+            }
+            let b = layout.blocked;
+            layout = Layout::blocked(crate::layout::Blocked::with_run(
+                ty.shape.dims(),
+                &b.order[..b.rank as usize],
+                run,
+                self.target.warp_size,
+                self.target.num_warps,
+            ));
+            width = self.access_width(&layout, ty.shape, ptr, mask) as u32;
+        }
+        if !matches!(width * size, 4 | 8 | 16) {
             return None;
         }
         let threads = self.target.num_warps * self.target.warp_size;

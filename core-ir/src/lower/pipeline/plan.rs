@@ -93,7 +93,12 @@ impl Lowerer<'_> {
         // `dot` operands need a positive constant step; own copies take any.
         let step_const = self.axis[step.index()].constant;
         let positive_step = step_const.is_some_and(|s| s > 0);
-        let own_copies = num_stages.is_some() && !registers && self.own_copies_allowed;
+        // Other loads are copied ahead where the loop asks for its own stages, or where
+        // its tensor-core `dot` takes an operand computed from them (`dot_scaled`'s
+        // decoded and scaled values, a cast's): as Triton pipelines every load of such a
+        // loop, so that their latency is not paid in each iteration.
+        let own_copies =
+            (num_stages.is_some() || self.computes_dot_operand(region)) && !registers && self.own_copies_allowed;
         let top: HashMap<ValueId, InstId> = region
             .insts
             .iter()
@@ -177,6 +182,48 @@ impl Lowerer<'_> {
             register_sets,
             step_const,
             refill_after_read,
+        })
+    }
+
+    /// Whether a `dot` of the loop's body runs on the tensor cores with an operand the
+    /// body computes from what it loads (widened, scaled), not loaded as it is. (Not an
+    /// operand computed from another `dot`, as attention's probabilities: its loop's
+    /// other loads stay as they were tuned.)
+    fn computes_dot_operand(&self, region: &Region) -> bool {
+        let defs: HashMap<ValueId, InstId> = region
+            .insts
+            .iter()
+            .flat_map(|&i| self.k.insts[i].results.iter().map(move |&v| (v, i)))
+            .collect();
+        // Whether `v` is computed in the body from one of its loads, not through a `dot`.
+        let from_load = |v: ValueId| {
+            let mut stack = vec![v];
+            let mut seen = HashSet::new();
+            while let Some(v) = stack.pop() {
+                let Some(&i) = defs.get(&v) else { continue };
+                if !seen.insert(i) {
+                    continue;
+                }
+                match &self.k.insts[i].op {
+                    Op::Load { .. } => return true,
+                    Op::Dot { .. } => {}
+                    op => stack.extend(op.operands()),
+                }
+            }
+            false
+        };
+        let loaded = |v: ValueId| {
+            defs.get(&v)
+                .is_some_and(|&i| matches!(self.k.insts[i].op, Op::Load { .. }))
+        };
+        region.insts.iter().any(|&i| {
+            let inst = &self.k.insts[i];
+            match inst.op {
+                Op::Dot { a, b, .. } => {
+                    self.mma_plan(inst).is_some() && [a, b].into_iter().any(|v| !loaded(v) && from_load(v))
+                }
+                _ => false,
+            }
         })
     }
 
