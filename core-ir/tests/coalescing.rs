@@ -204,31 +204,52 @@ fn operands_loaded_along_different_axes_meet() {
     }
 }
 
+/// `out` from `tl.trans` of a loaded `rows x cols` tile `x` (row-major), `v[i, j] =
+/// x[j, i]`, stored at `i * rows + j` (row-major: `v` moves between threads) or, as a copy,
+/// at `j * cols + i` (contiguous along `v`'s rows, which are `x`'s columns as loaded).
+fn trans_kernel(rows: u32, cols: u32, as_copy: bool) -> Kernel {
+    Kernel::build("trans", |k| {
+        let (x, out) = (k.arg_ptr("x", F32), k.arg_ptr("out", F32));
+        let r = k.arange(0, rows as i32).expand_dims(1);
+        let c = k.arange(0, cols as i32).expand_dims(0);
+        let v = k.load(x + (r * cols as i32 + c)).trans();
+        let i = k.arange(0, cols as i32).expand_dims(1);
+        let j = k.arange(0, rows as i32).expand_dims(0);
+        match as_copy {
+            false => k.store(out + (i * rows as i32 + j), v),
+            true => k.store(out + (j * cols as i32 + i), v * 2.0),
+        }
+    })
+    .unwrap()
+}
+
+/// `trans` both ways on every target against the interpreter.
+fn check_trans(seed: u64, as_copy: bool) {
+    let mut rng = Rng::new(seed);
+    for (rows, cols) in [(64u32, 64u32), (16, 128), (8, 8)] {
+        let kernel = trans_kernel(rows, cols, as_copy);
+        if as_copy {
+            // `trans` renames the dimensions of its operand's layout: stored along the
+            // loaded rows again, nothing moves between threads.
+            for t in targets() {
+                let tk = lower(&kernel, &t, &Specialization::all(2)).unwrap();
+                let mut barriers = 0;
+                tk.walk(&mut |s| barriers += matches!(s, Stmt::Barrier) as usize);
+                let at = format!("{rows}x{cols} [warp {} x {}]", t.warp_size, t.num_warps);
+                assert_eq!(barriers, 0, "{at}: {tk}");
+            }
+        }
+        let n = (rows * cols) as usize;
+        let buffers = vec![random(&mut rng, F32, n), random(&mut rng, F32, n)];
+        let name = format!("trans {rows}x{cols}, as a copy: {as_copy}");
+        check(&name, &kernel, [1, 1, 1], &[ptr(0), ptr(1)], &buffers);
+    }
+}
+
 /// `tl.trans` of a loaded tile stored row-major: the permute's conversion is swizzled too.
 #[test]
 fn trans_then_store_matches_the_interpreter() {
-    let mut rng = Rng::new(25);
-    for (rows, cols) in [(64u32, 64u32), (16, 128), (8, 8)] {
-        let kernel = Kernel::build("trans", |k| {
-            let (x, out) = (k.arg_ptr("x", F32), k.arg_ptr("out", F32));
-            let r = k.arange(0, rows as i32).expand_dims(1);
-            let c = k.arange(0, cols as i32).expand_dims(0);
-            let v = k.load(x + (r * cols as i32 + c)).trans();
-            let rt = k.arange(0, cols as i32).expand_dims(1);
-            let ct = k.arange(0, rows as i32).expand_dims(0);
-            k.store(out + (rt * rows as i32 + ct), v);
-        })
-        .unwrap();
-        let n = (rows * cols) as usize;
-        let buffers = vec![random(&mut rng, F32, n), random(&mut rng, F32, n)];
-        check(
-            &format!("trans {rows}x{cols}"),
-            &kernel,
-            [1, 1, 1],
-            &[ptr(0), ptr(1)],
-            &buffers,
-        );
-    }
+    check_trans(25, false);
 }
 
 /// `trans` renames the dimensions of its operand's layout: a loaded tile, transposed and
@@ -236,39 +257,7 @@ fn trans_then_store_matches_the_interpreter() {
 /// columns as they were loaded: a copy), moves nothing between threads, on every target.
 #[test]
 fn trans_is_a_renaming_of_the_layout() {
-    let mut rng = Rng::new(26);
-    for (rows, cols) in [(64u32, 64u32), (16, 128), (8, 8)] {
-        let kernel = Kernel::build("trans_copy", |k| {
-            let (x, out) = (k.arg_ptr("x", F32), k.arg_ptr("out", F32));
-            let r = k.arange(0, rows as i32).expand_dims(1);
-            let c = k.arange(0, cols as i32).expand_dims(0);
-            let v = k.load(x + (r * cols as i32 + c)).trans();
-            // `v[i, j]` is `x[j, i]`: stored at `j * cols + i`, contiguous along `i`.
-            let i = k.arange(0, cols as i32).expand_dims(1);
-            let j = k.arange(0, rows as i32).expand_dims(0);
-            k.store(out + (j * cols as i32 + i), v * 2.0);
-        })
-        .unwrap();
-        for t in targets() {
-            let tk = lower(&kernel, &t, &Specialization::all(2)).unwrap();
-            let mut barriers = 0;
-            tk.walk(&mut |s| barriers += matches!(s, Stmt::Barrier) as usize);
-            assert_eq!(
-                barriers, 0,
-                "{rows}x{cols} [warp {} x {}]: {tk}",
-                t.warp_size, t.num_warps
-            );
-        }
-        let n = (rows * cols) as usize;
-        let buffers = vec![random(&mut rng, F32, n), random(&mut rng, F32, n)];
-        check(
-            &format!("trans copy {rows}x{cols}"),
-            &kernel,
-            [1, 1, 1],
-            &[ptr(0), ptr(1)],
-            &buffers,
-        );
-    }
+    check_trans(26, true);
 }
 
 /// The comment of the first statement lowered from a block op named `op`.

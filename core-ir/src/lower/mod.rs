@@ -164,10 +164,11 @@ pub fn lower(kernel: &Kernel, target: &Target, spec: &Specialization) -> Result<
     crate::verify::verify(kernel)?;
     let widened = fp8_dot::widen_fp8_dots(kernel, target);
     let kernel = widened.as_ref().unwrap_or(kernel);
-    // A loop's own `num_stages` is a hint: where its copies ahead do not fit shared memory,
-    // the kernel is lowered with plain loads in such loops instead.
+    // Own copies are a hint (a loop's own `num_stages`, or a tensor-core `dot` of computed
+    // operands): where they do not fit shared memory, the kernel is lowered with plain
+    // loads in such loops instead.
     let mut out = match lower_fitting(kernel, target, spec, true) {
-        Err(LowerError::OutOfSharedMemory { .. }) if has_staged_loop(kernel) => {
+        Err(LowerError::OutOfSharedMemory { .. }) if has_staged_loop(kernel) || has_dot(kernel) => {
             lower_fitting(kernel, target, spec, false)?
         }
         r => r?,
@@ -248,6 +249,11 @@ fn dot_path(kernel: &Kernel, target: &Target, lowered: &ThreadKernel) -> Option<
         });
         DotPath::Fma { why }
     })
+}
+
+/// Whether `kernel` has a `dot` (whose loop may copy its other loads ahead, `pipeline`).
+fn has_dot(kernel: &Kernel) -> bool {
+    kernel.insts.iter().any(|(_, inst)| matches!(inst.op, Op::Dot { .. }))
 }
 
 /// Whether `kernel` has a `for` loop with its own `num_stages`.
