@@ -45,7 +45,7 @@ use crate::emit::{Emitter, Res};
 use crate::math::{self, Fk};
 use crate::names::{bf16_bits, f16_bits, f32_lit, f64_lit, int_ty, mem_ty, Class};
 use crate::shuffle;
-use rutile_ir::ir::{BinaryOp, CmpOp, Literal, UnaryOp};
+use rutile_ir::ir::{BinaryOp, CmpOp, Literal, RoundedOp, Rounding, UnaryOp};
 use rutile_ir::thread::{Expr, Reg, Special};
 use rutile_ir::ScalarType::{self, *};
 
@@ -86,6 +86,10 @@ pub(crate) fn set(e: &mut Emitter, dst: Reg, expr: &Expr) -> Res {
         Expr::Fma(a, b, c) => {
             let (a, b, c) = (e.r(*a), e.r(*b), e.r(*c));
             fma(e, &d, t, &a, &b, &c)
+        }
+        Expr::Rounded(op, rounding, args) => {
+            let args: Vec<String> = args.iter().map(|a| e.r(*a)).collect();
+            rounded(e, &d, t, *op, *rounding, &args)
         }
         Expr::Cast(a) => {
             let st = e.ty(*a);
@@ -480,6 +484,38 @@ fn fma(e: &mut Emitter, d: &str, t: ScalarType, a: &str, b: &str, c: &str) -> Re
         _ => return Err(format!("`fma` of {t} is not defined")),
     };
     e.ins(format!("fma.rn.{f} {d}, {a}, {b}, {c}"));
+    Ok(())
+}
+
+/// `d = op(args)` rounded once toward `rounding`: PTX's own rounding modifiers, which also
+/// keep `ptxas` from contracting or rearranging the instruction.
+fn rounded(e: &mut Emitter, d: &str, t: ScalarType, op: RoundedOp, rounding: Rounding, args: &[String]) -> Res {
+    let f = match t {
+        F32 => "f32",
+        F64 => "f64",
+        _ => {
+            return Err(format!(
+                "`{}` of {t} is not defined (f32 and f64 only)",
+                op.name(rounding)
+            ))
+        }
+    };
+    let mode = match rounding {
+        Rounding::NearestEven => "rn",
+        Rounding::TowardZero => "rz",
+        Rounding::Down => "rm",
+        Rounding::Up => "rp",
+    };
+    let name = match op {
+        RoundedOp::Add => "add",
+        RoundedOp::Sub => "sub",
+        RoundedOp::Mul => "mul",
+        RoundedOp::Div => "div",
+        RoundedOp::Rcp => "rcp",
+        RoundedOp::Sqrt => "sqrt",
+        RoundedOp::Fma => "fma",
+    };
+    e.ins(format!("{name}.{mode}.{f} {d}, {}", args.join(", ")));
     Ok(())
 }
 

@@ -183,3 +183,29 @@ fn libdevice_functions_pass_ptxas() {
         );
     }
 }
+
+/// Every directed-rounding op in every direction, f32 and f64: PTX's own instruction with
+/// its rounding modifier (`add.rm.f32`, `fma.rp.f64`, `rcp.rz.f32`, ...), which `ptxas`
+/// neither contracts nor rearranges, accepted by `ptxas`.
+#[test]
+fn directed_rounding_is_ptxs_rounding_modifiers() {
+    use rutile_ir::{RoundedOp, Rounding};
+    for t in [F32, F64] {
+        for op in RoundedOp::ALL {
+            for rounding in Rounding::ALL {
+                let label = format!("{} {t}", op.name(rounding));
+                let ptx = assemble(
+                    &label,
+                    &kernel(t, t, |k, x, y| {
+                        let args = [x.into(), y.into(), (x * 0.5).into()];
+                        k.rounded(op, rounding, &args[..op.arity()])
+                    }),
+                );
+                let mode = ["rn", "rz", "rm", "rp"][rounding as usize];
+                let name = ["add", "sub", "mul", "div", "rcp", "sqrt", "fma"][op as usize];
+                let want = format!("{name}.{mode}.{}", t.name());
+                assert!(ptx.contains(&want), "{label}: no `{want}` in\n{ptx}");
+            }
+        }
+    }
+}

@@ -137,6 +137,12 @@
 //!   `cos`, `erf`, `sigmoid`, `tanh`, `pow`) out in f64 ops (`rutile_ir`'s
 //!   `builder/f64_*.rs`), with f64's accuracy: they reach this backend as ops only from IR
 //!   built by other means.
+//! * Directed rounding (`add_rd`, `div_ru`, `sqrt_rz`, `fma_rn`, ...: `Expr::Rounded`) of
+//!   `f32` is computed in `f64`, exactly for sums, products and fused multiply-adds (and
+//!   through the exact remainder for quotients and roots), and rounded to `f32` by exact
+//!   comparisons with its two neighbours and their midpoint (`emit/rounded.rs`): correctly
+//!   rounded in every direction, as through PTX. It needs `shaderFloat64` and the
+//!   `NoContraction` below; `f64` directed rounding is refused (the device has nothing wider).
 //! * `f64` add, subtract, multiply, divide and negate are decorated `NoContraction` in the
 //!   words rutile hands the driver (`exact_f64`), so that each rounds once as in the IR:
 //!   NVIDIA's driver otherwise rearranges f64 arithmetic, which the f64 functions' two-part

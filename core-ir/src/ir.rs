@@ -371,6 +371,97 @@ pub enum BinaryOp {
     UMulHi,
 }
 
+/// Float arithmetic whose rounding direction is chosen ([`Op::Rounded`]), as CUDA's
+/// libdevice gives it (`add_rd`, `mul_ru`, `div_rz`, `sqrt_rn`, `fma_ru`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RoundedOp {
+    /// `a + b`.
+    Add,
+    /// `a - b`.
+    Sub,
+    /// `a * b`.
+    Mul,
+    /// `a / b`.
+    Div,
+    /// `1 / a`.
+    Rcp,
+    /// `sqrt(a)`.
+    Sqrt,
+    /// `a * b + c`, rounded once.
+    Fma,
+}
+
+/// The direction in which an [`Op::Rounded`] result is rounded to its type: the four
+/// rounding modes of IEEE 754 (PTX's `.rn`, `.rz`, `.rm`, `.rp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rounding {
+    /// To the nearest value, ties to the even one (`_rn`).
+    NearestEven,
+    /// Toward zero (`_rz`).
+    TowardZero,
+    /// Toward negative infinity (`_rd`).
+    Down,
+    /// Toward positive infinity (`_ru`).
+    Up,
+}
+
+impl RoundedOp {
+    /// Every op, in the order of their names' table.
+    pub const ALL: [RoundedOp; 7] = [
+        RoundedOp::Add,
+        RoundedOp::Sub,
+        RoundedOp::Mul,
+        RoundedOp::Div,
+        RoundedOp::Rcp,
+        RoundedOp::Sqrt,
+        RoundedOp::Fma,
+    ];
+
+    /// How many operands the op takes.
+    pub fn arity(self) -> usize {
+        match self {
+            RoundedOp::Rcp | RoundedOp::Sqrt => 1,
+            RoundedOp::Add | RoundedOp::Sub | RoundedOp::Mul | RoundedOp::Div => 2,
+            RoundedOp::Fma => 3,
+        }
+    }
+
+    /// The op's name with its rounding, as libdevice names it (`add_rd`, `fma_rn`, ...).
+    pub fn name(self, rounding: Rounding) -> &'static str {
+        const NAMES: [[&str; 4]; 7] = [
+            ["add_rn", "add_rz", "add_rd", "add_ru"],
+            ["sub_rn", "sub_rz", "sub_rd", "sub_ru"],
+            ["mul_rn", "mul_rz", "mul_rd", "mul_ru"],
+            ["div_rn", "div_rz", "div_rd", "div_ru"],
+            ["rcp_rn", "rcp_rz", "rcp_rd", "rcp_ru"],
+            ["sqrt_rn", "sqrt_rz", "sqrt_rd", "sqrt_ru"],
+            ["fma_rn", "fma_rz", "fma_rd", "fma_ru"],
+        ];
+        NAMES[self as usize][rounding as usize]
+    }
+}
+
+impl Rounding {
+    /// Every rounding direction.
+    pub const ALL: [Rounding; 4] = [
+        Rounding::NearestEven,
+        Rounding::TowardZero,
+        Rounding::Down,
+        Rounding::Up,
+    ];
+
+    /// The suffix of libdevice's names and PTX's modifier without its dot (`rn`, `rz`,
+    /// `rd`, `ru`).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Rounding::NearestEven => "rn",
+            Rounding::TowardZero => "rz",
+            Rounding::Down => "rd",
+            Rounding::Up => "ru",
+        }
+    }
+}
+
 /// Comparisons; results are booleans. Ordered for floats (false when either is NaN) except
 /// `Ne`, which is true when either is NaN, as in C.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -599,6 +690,18 @@ pub enum Op {
         b: ValueId,
         /// The addend, of `a`'s type.
         c: ValueId,
+    },
+    /// Float arithmetic rounded once, in the chosen direction (libdevice's `add_rd`,
+    /// `div_ru`, `fma_rz`, ...): the exact result of `op` on the operands, rounded to their
+    /// type as `rounding` says. Plain `add`, `mul` and `fma` may be contracted or computed
+    /// otherwise where a backend allows it; these are not.
+    Rounded {
+        /// The operation.
+        op: RoundedOp,
+        /// The direction of the rounding.
+        rounding: Rounding,
+        /// [`RoundedOp::arity`] operands of one float type (f32 or f64) and shape.
+        args: Vec<ValueId>,
     },
     /// Numeric conversion to the result's element type: floats round to nearest even, float
     /// to integer truncates toward zero and saturates (NaN gives 0), integers wrap.
@@ -877,6 +980,7 @@ impl Op {
             Op::Compare { op, .. } => op.name(),
             Op::Select { .. } => "where",
             Op::Fma { .. } => "fma",
+            Op::Rounded { op, rounding, .. } => op.name(*rounding),
             Op::Cast { .. } => "cast",
             Op::Bitcast { .. } => "bitcast",
             Op::AddPtr { .. } => "addptr",
@@ -922,6 +1026,7 @@ impl Op {
                 on_false,
             } => vec![*cond, *on_true, *on_false],
             Op::Fma { a, b, c } => vec![*a, *b, *c],
+            Op::Rounded { args, .. } => args.clone(),
             Op::AddPtr { ptr, offset } => vec![*ptr, *offset],
             Op::Load { ptr, mask, other, .. } => {
                 let mut v = vec![*ptr];

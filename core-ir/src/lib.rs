@@ -34,5 +34,8 @@ pub use builder::{
     BlockPtr, HintNumbers, Indices, KernelBuilder, Microscaled, MxFormat, Operand, Padding, TensorDescriptor, Value,
 };
 pub use error::{BuildError, Diagnostic};
-pub use ir::{AtomicOp, AtomicOrder, CacheModifier, DotOptions, DotPrecision, Kernel, MemScope, MemSem, Op, ReduceOp};
+pub use ir::{
+    AtomicOp, AtomicOrder, CacheModifier, DotOptions, DotPrecision, Kernel, MemScope, MemSem, Op, ReduceOp, RoundedOp,
+    Rounding,
+};
 pub use types::{Elem, ScalarType, Shape, Type};

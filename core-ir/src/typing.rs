@@ -204,6 +204,21 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             }
             one(ta)
         }
+        Op::Rounded { op: r, rounding, args } => {
+            let name = r.name(*rounding);
+            if args.len() != r.arity() {
+                return Err(format!("{name} takes {} operands, got {}", r.arity(), args.len()));
+            }
+            let t0 = operand(args[0]);
+            for &a in &args[1..] {
+                same_types(t0, operand(a))?;
+            }
+            let s = scalar_of(t0, name)?;
+            if !matches!(s, ScalarType::F32 | ScalarType::F64) {
+                return Err(format!("needs f32 or f64 operands (as libdevice's {name}), got {t0}"));
+            }
+            one(t0)
+        }
         Op::Cast { value } => {
             let (v, t) = (operand(*value), need_hint()?);
             scalar_of(v, "cast")?;

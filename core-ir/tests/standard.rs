@@ -434,3 +434,46 @@ fn topk_keeps_the_largest_first() {
         }
     }
 }
+
+/// The directed-rounding ops take f32 and f64 alone, each with its own count of operands;
+/// anything else is an error naming the op, never a panic.
+#[test]
+fn directed_rounding_refuses_other_types_and_counts() {
+    use rutile_ir::{RoundedOp, Rounding};
+    let err = Kernel::build("r", |k| {
+        let x = k.arange(0, 16).to(ScalarType::F16);
+        let _ = x.add_rounded(x, Rounding::Down);
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("add_rd") && err.contains("f32 or f64") && err.contains("f16"),
+        "{err}"
+    );
+    let err = Kernel::build("r", |k| {
+        let x = k.arange(0, 16);
+        let _ = x.sqrt_rounded(Rounding::Up);
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("sqrt_ru") && err.contains("i32"), "{err}");
+    let err = Kernel::build("r", |k| {
+        let x = k.arange(0, 16).to(ScalarType::F32);
+        let _ = k.rounded(RoundedOp::Fma, Rounding::TowardZero, &[x.into(), x.into()]);
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("fma_rz") && err.contains("takes 3 operands, got 2"),
+        "{err}"
+    );
+    // Literals take the value's type, f64 blocks stay f64.
+    let kernel = Kernel::build("r", |k| {
+        let x = k.arange(0, 16).to(ScalarType::F64);
+        let y = x
+            .fma_rounded(0.1, x, Rounding::NearestEven)
+            .div_rounded(3, Rounding::Up);
+        assert_eq!(y.dtype(), Some(ScalarType::F64));
+    });
+    assert!(kernel.is_ok(), "{:?}", kernel.err());
+}

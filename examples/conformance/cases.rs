@@ -714,6 +714,7 @@ pub fn cases() -> Vec<Case> {
     all.extend(scan_cases());
     all.extend(super::math_cases::math_cases());
     all.extend(super::random_cases::random_cases());
+    all.extend(super::rounded_cases::rounded_cases());
     all.extend(super::join_cases::join_cases());
     all.extend(super::block_ptr_cases::block_ptr_cases());
     all.extend(super::cluster_cases::cluster_cases());

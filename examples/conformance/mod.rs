@@ -56,9 +56,10 @@ mod inputs;
 mod join_cases;
 mod math_cases;
 mod random_cases;
+mod rounded_cases;
 mod run;
 mod scans;
 mod values;
 
 use self::scans::scan_cases;
-pub use self::{bounds::*, cases::*, inputs::*, run::*, values::*};
+pub use self::{bounds::*, cases::*, inputs::*, rounded_cases::rounded_cases, run::*, values::*};

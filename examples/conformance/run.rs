@@ -404,7 +404,12 @@ pub struct Matrix {
 /// Runs every case on the interpreter (the reference) and on each device of `devices`; the
 /// interpreter is also checked against itself (which exercises the atomics' checks).
 pub fn run_matrix(devices: &[Arc<dyn Device>]) -> Matrix {
-    let cases = cases();
+    run_cases(devices, cases())
+}
+
+/// Runs `cases` as [`run_matrix`] runs every case: a part of the matrix, for a test that
+/// checks one family of ops on its own.
+pub fn run_cases(devices: &[Arc<dyn Device>], cases: Vec<Case>) -> Matrix {
     let cpu = CpuDevice::new();
     let reference: Vec<Option<rutile::Result<Vec<Vec<V>>>>> = cases
         .iter()

@@ -29,6 +29,17 @@ fn op_conformance_matrix() {
     assert_eq!(matrix.failures(), 0, "cases failed (see the report above)");
 }
 
+/// The directed-rounding ops (`add_rd`, `div_ru`, `sqrt_rz`, `fma_rn`, ...), the matrix's
+/// cases of them alone: every op and direction on f32 and f64, bit for bit the
+/// interpreter's on every device (f64 is refused through Vulkan, an unsupported case).
+#[test]
+fn directed_rounding_on_every_device() {
+    let (_turn, devices) = devices();
+    let matrix = rutile_examples::conformance::run_cases(&devices, rutile_examples::conformance::rounded_cases());
+    println!("{}", matrix.report());
+    assert_eq!(matrix.failures(), 0, "cases failed (see the report above)");
+}
+
 /// Pointers into one buffer compare by their offsets, as Triton's pointers compare by
 /// address: all six comparisons of `x + i` against `x + n` and against `x + (i + 3) / 2`
 /// (a pointer advanced by an `i64` offset, so that one side's offsets are 64-bit), and a

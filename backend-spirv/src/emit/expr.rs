@@ -60,6 +60,10 @@ impl Cx<'_> {
                 let z = self.read(*c);
                 self.math(Mf::Fma, &[x, y, z])
             }
+            Expr::Rounded(op, rounding, args) => {
+                let args: Vec<H> = args.iter().map(|a| self.read(*a)).collect();
+                self.rounded(*op, *rounding, ty, &args)?
+            }
             Expr::Cast(a) => {
                 let src = self.k.reg_type(*a);
                 let x = self.read(*a);

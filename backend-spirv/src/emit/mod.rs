@@ -34,6 +34,7 @@ mod memory;
 mod packed;
 mod print;
 mod registers;
+mod rounded;
 mod scan;
 mod setup;
 mod statement;

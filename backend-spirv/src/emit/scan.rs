@@ -225,6 +225,7 @@ impl Scan {
                             regs.use_(*b);
                             regs.use_(*c);
                         }
+                        Expr::Rounded(_, _, args) => args.iter().for_each(|a| regs.use_(*a)),
                         Expr::ShuffleXor { value, .. } => {
                             self.shuffles = true;
                             regs.use_(*value);

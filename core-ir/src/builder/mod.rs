@@ -59,6 +59,7 @@ mod overload;
 mod random;
 mod reduce_pi;
 mod roots;
+mod rounded;
 mod scan;
 mod sincos;
 mod sinpi;

@@ -24,7 +24,7 @@ use super::error::{invalid, Fault};
 use super::tensor::{
     float_from_bits, float_to_bits, int_to_f64_round_to_odd, round_floats, wrap_int, wrap_ints, Data, Tensor,
 };
-use crate::ir::{BinaryOp, CmpOp, UnaryOp};
+use crate::ir::{BinaryOp, CmpOp, RoundedOp, Rounding, UnaryOp};
 use crate::types::{Elem, ScalarType, Type};
 
 fn map<T: Copy, R>(x: &[T], f: impl Fn(T) -> R) -> Vec<R> {
@@ -340,6 +340,34 @@ pub(crate) fn fma(a: &Tensor, b: &Tensor, c: &Tensor, ty: Type) -> Result<Tensor
         _ => it.map(|((&a, &b), &c)| fma_round_to_odd(a, b, c)).collect(),
     };
     round_floats(s, &mut out);
+    Ok(Tensor {
+        ty,
+        data: Data::Float(out),
+    })
+}
+
+/// `op` of `args` rounded in direction `rounding` (`Op::Rounded`), element by element.
+pub(crate) fn rounded(op: RoundedOp, rounding: Rounding, args: &[&Tensor], ty: Type) -> Result<Tensor, Fault> {
+    let name = op.name(rounding);
+    check_same(name, args, ty)?;
+    let s = ty.scalar_type().ok_or_else(|| invalid!("{name} of pointers"))?;
+    if !matches!(s, ScalarType::F32 | ScalarType::F64) || args.len() != op.arity() {
+        return Err(invalid!(
+            "{name} takes {} f32 or f64 operands, got {} of {ty}",
+            op.arity(),
+            args.len()
+        ));
+    }
+    let columns = args.iter().map(|t| t.floats()).collect::<Result<Vec<_>, _>>()?;
+    let n = columns[0].len();
+    let mut element = Vec::with_capacity(args.len());
+    let out = (0..n)
+        .map(|i| {
+            element.clear();
+            element.extend(columns.iter().map(|c| c[i]));
+            super::rounding::rounded(op, rounding, s, &element)
+        })
+        .collect();
     Ok(Tensor {
         ty,
         data: Data::Float(out),

@@ -34,6 +34,7 @@ mod error;
 mod eval;
 mod hints;
 mod memory;
+mod rounding;
 mod scan;
 mod shape_ops;
 pub mod simt;

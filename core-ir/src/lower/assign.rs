@@ -181,6 +181,7 @@ impl Lowerer<'_> {
             | Op::Cast { .. }
             | Op::Bitcast { .. }
             | Op::Fma { .. }
+            | Op::Rounded { .. }
             | Op::AddPtr { .. }
             | Op::Broadcast { .. }
             | Op::ExpandDims { .. } => op.operands().iter().any(|o| self.anchored[o.index()]),

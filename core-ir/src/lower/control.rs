@@ -101,7 +101,8 @@ impl Lowerer<'_> {
             | Op::Compare { .. }
             | Op::Select { .. }
             | Op::Cast { .. }
-            | Op::Fma { .. } => inst
+            | Op::Fma { .. }
+            | Op::Rounded { .. } => inst
                 .op
                 .operands()
                 .into_iter()

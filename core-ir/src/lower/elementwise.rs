@@ -60,6 +60,7 @@ impl Lowerer<'_> {
                 Op::Compare { op, .. } => Expr::Compare(*op, r(0), r(1)),
                 Op::Select { .. } => Expr::Select(r(0), r(1), r(2)),
                 Op::Fma { .. } => Expr::Fma(r(0), r(1), r(2)),
+                Op::Rounded { op, rounding, args } => Expr::Rounded(*op, *rounding, (0..args.len()).map(r).collect()),
                 Op::Cast { .. } => Expr::Cast(r(0)),
                 Op::Bitcast { .. } => Expr::Bitcast(r(0)),
                 Op::ProgramId { axis } => self.program_id(*axis),

@@ -48,7 +48,7 @@ impl Lowerer<'_> {
             }
             if !matches!(
                 user.op,
-                Op::Binary { .. } | Op::Compare { .. } | Op::Select { .. } | Op::Fma { .. }
+                Op::Binary { .. } | Op::Compare { .. } | Op::Select { .. } | Op::Fma { .. } | Op::Rounded { .. }
             ) {
                 return None;
             }

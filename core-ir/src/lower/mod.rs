@@ -932,6 +932,7 @@ impl<'k> Lowerer<'k> {
                 | Op::Select { .. }
                 | Op::Cast { .. }
                 | Op::Fma { .. }
+                | Op::Rounded { .. }
                 | Op::AddPtr { .. }
         );
         if element_wise {
@@ -963,6 +964,9 @@ impl<'k> Lowerer<'k> {
                 Op::Select { .. } => self.set(elem, Expr::Select(r(0), r(1), r(2))),
                 Op::Cast { .. } => self.set(elem, Expr::Cast(r(0))),
                 Op::Fma { .. } => self.set(elem, Expr::Fma(r(0), r(1), r(2))),
+                Op::Rounded { op, rounding, args } => {
+                    self.set(elem, Expr::Rounded(*op, *rounding, (0..args.len()).map(r).collect()))
+                }
                 Op::AddPtr { .. } => {
                     let (a, b) = (r(0), r(1));
                     let a = if self.regs[a].ty == elem {

@@ -234,6 +234,7 @@ pub fn operands(e: &Expr) -> Vec<Reg> {
         Expr::Select(a, b, c) | Expr::Fma(a, b, c) => vec![a, b, c],
         Expr::ShuffleXor { value, .. } => vec![value],
         Expr::ShuffleIdx { value, lane } => vec![value, lane],
+        Expr::Rounded(_, _, ref args) => args.clone(),
     }
 }
 

@@ -29,7 +29,7 @@ pub use tensor_map::{LaunchValue, MBarrier, TensorMap, ViewExtents};
 pub use verify::verify;
 
 use crate::arena::{Arena, Handle};
-use crate::ir::{AtomicOp, AtomicOrder, BinaryOp, CacheModifier, CmpOp, Literal, UnaryOp};
+use crate::ir::{AtomicOp, AtomicOrder, BinaryOp, CacheModifier, CmpOp, Literal, RoundedOp, Rounding, UnaryOp};
 use crate::types::ScalarType;
 
 /// A virtual register.
@@ -262,6 +262,9 @@ pub enum Expr {
     /// `a * b + c` with one rounding, on floats of the destination's type (PTX's
     /// `fma.rn`).
     Fma(Reg, Reg, Reg),
+    /// Float arithmetic rounded once in the given direction (semantics of the block IR's
+    /// `rounded`): [`RoundedOp::arity`] registers of the destination's type, f32 or f64.
+    Rounded(RoundedOp, Rounding, Vec<Reg>),
     /// Numeric conversion (semantics of the block IR's `cast`).
     Cast(Reg),
     /// The bits of a register of the same width as the destination, reinterpreted.

@@ -804,6 +804,17 @@ fn set(k: &ThreadKernel, dst: Reg, e: &Expr) -> Result<(), String> {
             }
             d.is_float().then_some(()).ok_or_else(|| format!("fma of {d}"))
         }
+        Expr::Rounded(op, rounding, args) => {
+            if args.len() != op.arity() {
+                return Err(format!("{} of {} operands", op.name(*rounding), args.len()));
+            }
+            for r in args {
+                want(k, *r, d, "operand")?;
+            }
+            matches!(d, ScalarType::F32 | ScalarType::F64)
+                .then_some(())
+                .ok_or_else(|| format!("{} of {d}", op.name(*rounding)))
+        }
         Expr::Cast(a) => ty(k, *a).map(|_| ()),
         Expr::Bitcast(a) => {
             let s = ty(k, *a)?;

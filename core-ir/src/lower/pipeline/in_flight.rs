@@ -85,7 +85,7 @@ impl Lowerer<'_> {
             let from_carried = op.operands().contains(&carried)
                 && matches!(
                     op,
-                    Op::Binary { .. } | Op::Unary { .. } | Op::Cast { .. } | Op::Fma { .. }
+                    Op::Binary { .. } | Op::Unary { .. } | Op::Cast { .. } | Op::Fma { .. } | Op::Rounded { .. }
                 );
             let waited = earlier
                 .iter()

@@ -1,0 +1,278 @@
+//! Float arithmetic rounded in a chosen direction (`Expr::Rounded`: libdevice's `add_rd`,
+//! `div_ru`, `fma_rz`, ...). SPIR-V under Vulkan has no rounding modes for arithmetic, so
+//! an f32 result is computed in f64, exactly or nearly, and rounded by exact comparisons:
+//!
+//! * a sum, difference, product or fused multiply-add of f32 values is exact in f64 as a
+//!   pair `s + e` (the product of two 24-bit significands fits f64's 53 bits; a two-sum
+//!   gives the sum's rounding error), so `X - y` has the sign of `(s - y) + e` for every f32
+//!   `y` near `X` (`s - y` is exact there);
+//! * a quotient `a / b` is `X - y` of the sign of `(a - y·b)·sign(b)`, and a square root of
+//!   `a - y²`: `y·b` and `y²` are exact in f64 for f32 `y` and for the midpoints between
+//!   two f32s, and so is the difference from `a`.
+//!
+//! The f64 result, converted to f32, is within an f32 place of the exact value; one
+//! comparison brackets the exact value between two neighbouring f32s (the bits stepped by
+//! one), and a comparison with their midpoint decides to-nearest (ties to the even one).
+//! Every f64 operation here must round once: rutile marks f64 arithmetic `NoContraction`
+//! (`exact_f64`), which the target needs on for these ops, with `shaderFloat64`. The
+//! conversion of the f64 result to f32 is taken to be correctly rounded (as Vulkan's
+//! precision rules require), so that it lands within one place. f64 operands would need
+//! wider arithmetic than any the device has; they are refused.
+
+use super::*;
+use rutile_ir::ir::{RoundedOp, Rounding};
+
+impl Cx<'_> {
+    /// `op(args)` of type `ty`, rounded toward `rounding`.
+    pub(super) fn rounded(&mut self, op: RoundedOp, rounding: Rounding, ty: ScalarType, args: &[H]) -> R<H> {
+        let name = op.name(rounding);
+        if ty != ScalarType::F32 {
+            let detail =
+                format!("`{name}` of {ty}: Vulkan has no rounding modes, and only f32 is computed exactly in f64");
+            return Err(unsupported(self.k, "directed rounding", detail));
+        }
+        if !self.float64 {
+            let detail =
+                format!("`{name}` computes its f32 result exactly in f64, which the device lacks (shaderFloat64)");
+            return Err(unsupported(self.k, "f64", detail));
+        }
+        // f64 among the module's types, which is how `exact_f64` knows to mark it.
+        self.ty(TypeInner::Scalar(Scalar::F64));
+        let w: Vec<H> = args.iter().map(|&a| self.as_(a, ScalarKind::Float, Some(8))).collect();
+        let mut finite = self.is_finite_f32(args[0]);
+        for &a in &args[1..] {
+            let f = self.is_finite_f32(a);
+            finite = self.bin(Bo::LogicalAnd, finite, f);
+        }
+        let result = match op {
+            RoundedOp::Add | RoundedOp::Sub | RoundedOp::Fma => {
+                let (p, c) = match op {
+                    RoundedOp::Add => (w[0], w[1]),
+                    RoundedOp::Sub => (w[0], self.un(Uo::Negate, w[1])),
+                    _ => (self.bin(Bo::Multiply, w[0], w[1]), w[2]),
+                };
+                let (s, e) = self.two_sum(p, c);
+                let directed = self.round_pair(rounding, s, e);
+                // An exact zero: `+0`, or `-0` rounding down, unless both addends are zeros
+                // of one sign (f64's own sums of zeros give these signs).
+                let zero_sum = if rounding == Rounding::Down {
+                    let (np, nc) = (self.un(Uo::Negate, p), self.un(Uo::Negate, c));
+                    let t = self.bin(Bo::Add, np, nc);
+                    self.un(Uo::Negate, t)
+                } else {
+                    self.bin(Bo::Add, p, c)
+                };
+                let zero = self.float_lit(ScalarType::F64, 0.0);
+                let (s0, e0) = (self.bin(Bo::Equal, s, zero), self.bin(Bo::Equal, e, zero));
+                let exact_zero = self.bin(Bo::LogicalAnd, s0, e0);
+                let zero_sum = self.as_(zero_sum, ScalarKind::Float, Some(4));
+                let r = self.select(exact_zero, zero_sum, directed);
+                // Infinities and NaNs: f64's result, which is IEEE's.
+                let plain = if op == RoundedOp::Fma {
+                    self.bin(Bo::Add, p, c)
+                } else {
+                    s
+                };
+                let plain = self.as_(plain, ScalarKind::Float, Some(4));
+                self.select(finite, r, plain)
+            }
+            RoundedOp::Mul => {
+                let s = self.bin(Bo::Multiply, w[0], w[1]);
+                let zero = self.float_lit(ScalarType::F64, 0.0);
+                let r = self.round_pair(rounding, s, zero);
+                let plain = self.as_(s, ScalarKind::Float, Some(4));
+                self.select(finite, r, plain)
+            }
+            RoundedOp::Div | RoundedOp::Rcp => {
+                let (a, b, a32, b32) = if op == RoundedOp::Rcp {
+                    let one = self.float_lit(ScalarType::F64, 1.0);
+                    let one32 = self.float_lit(ScalarType::F32, 1.0);
+                    (one, w[0], one32, args[0])
+                } else {
+                    (w[0], w[1], args[0], args[1])
+                };
+                let q = self.bin(Bo::Divide, a, b);
+                let zero = self.float_lit(ScalarType::F64, 0.0);
+                let negative = self.bin(Bo::Less, b, zero);
+                let r = self.round_by(rounding, q, |cx, y| {
+                    let yb = cx.bin(Bo::Multiply, y, b);
+                    let d = cx.bin(Bo::Subtract, a, yb);
+                    let nd = cx.un(Uo::Negate, d);
+                    cx.select(negative, nd, d)
+                });
+                let special = self.quotient_of_specials(a32, b32);
+                let nonzero = {
+                    let z = self.float_lit(ScalarType::F32, 0.0);
+                    let (az, bz) = (self.bin(Bo::NotEqual, a32, z), self.bin(Bo::NotEqual, b32, z));
+                    self.bin(Bo::LogicalAnd, az, bz)
+                };
+                let ordinary = self.bin(Bo::LogicalAnd, finite, nonzero);
+                self.select(ordinary, r, special)
+            }
+            RoundedOp::Sqrt => {
+                let a = w[0];
+                let root = self.math(Mf::Sqrt, &[a]);
+                let r = self.round_by(rounding, root, |cx, y| {
+                    let yy = cx.bin(Bo::Multiply, y, y);
+                    cx.bin(Bo::Subtract, a, yy)
+                });
+                // Zeros and +inf are their own roots; negatives and NaN give NaN.
+                let x = args[0];
+                let (zero, inf, nan) = (
+                    self.float_lit(ScalarType::F32, 0.0),
+                    self.float_lit(ScalarType::F32, f64::INFINITY),
+                    self.float_lit(ScalarType::F32, f64::NAN),
+                );
+                let (is_zero, is_inf) = (self.bin(Bo::Equal, x, zero), self.bin(Bo::Equal, x, inf));
+                let own = self.bin(Bo::LogicalOr, is_zero, is_inf);
+                let special = self.select(own, x, nan);
+                let (positive, below_inf) = (self.bin(Bo::Greater, x, zero), self.bin(Bo::Less, x, inf));
+                let ordinary = self.bin(Bo::LogicalAnd, positive, below_inf);
+                self.select(ordinary, r, special)
+            }
+        };
+        Ok(result)
+    }
+
+    /// Whether f32 `x` is finite (neither infinite nor NaN).
+    fn is_finite_f32(&mut self, x: H) -> H {
+        let a = self.math(Mf::Abs, &[x]);
+        let inf = self.float_lit(ScalarType::F32, f64::INFINITY);
+        self.bin(Bo::Less, a, inf)
+    }
+
+    /// Whether f32 `x` is a NaN, from its bits (a driver may fold `x != x` away).
+    fn is_nan_f32(&mut self, x: H) -> H {
+        let bits = self.as_(x, ScalarKind::Uint, None);
+        let mask = self.u32c(0x7fff_ffff);
+        let magnitude = self.bin(Bo::And, bits, mask);
+        let inf = self.u32c(0x7f80_0000);
+        self.bin(Bo::Greater, magnitude, inf)
+    }
+
+    /// Knuth's two-sum of f64 `a` and `b`: `s = a + b` and its exact rounding error `e`.
+    fn two_sum(&mut self, a: H, b: H) -> (H, H) {
+        let s = self.bin(Bo::Add, a, b);
+        let bb = self.bin(Bo::Subtract, s, a);
+        let ab = self.bin(Bo::Subtract, s, bb);
+        let da = self.bin(Bo::Subtract, a, ab);
+        let db = self.bin(Bo::Subtract, b, bb);
+        let e = self.bin(Bo::Add, da, db);
+        (s, e)
+    }
+
+    /// The exact f64 value `s + e` (with `|e|` at most half of `s`'s last place) rounded to
+    /// f32 toward `rounding`.
+    fn round_pair(&mut self, rounding: Rounding, s: H, e: H) -> H {
+        self.round_by(rounding, s, |cx, y| {
+            let d = cx.bin(Bo::Subtract, s, y);
+            cx.bin(Bo::Add, d, e)
+        })
+    }
+
+    /// The exact value `X` rounded to f32 toward `rounding`, from `near` (an f64 within an
+    /// f32 place of `X` once converted) and `diff(y)`, an f64 of the sign of `X - y` for f64
+    /// `y` an f32 or the midpoint of two.
+    fn round_by(&mut self, rounding: Rounding, near: H, diff: impl Fn(&mut Self, H) -> H) -> H {
+        let f = self.as_(near, ScalarKind::Float, Some(4));
+        // Beyond f32's range: the largest finite value, whose neighbour is the infinity.
+        let max = self.float_lit(ScalarType::F32, f32::MAX as f64);
+        let min = self.float_lit(ScalarType::F32, -f32::MAX as f64);
+        let f = self.math(Mf::Clamp, &[f, min, max]);
+        let fy = self.as_(f, ScalarKind::Float, Some(8));
+        let d = diff(self, fy);
+        let zero = self.float_lit(ScalarType::F64, 0.0);
+        let above = self.bin(Bo::Greater, d, zero);
+        let exact = self.bin(Bo::Equal, d, zero);
+        let (up, down) = (self.step_f32(f, true), self.step_f32(f, false));
+        let lo = self.select(above, f, down);
+        let hi = self.select(above, up, f);
+        let chosen = match rounding {
+            Rounding::Down => lo,
+            Rounding::Up => hi,
+            Rounding::TowardZero => {
+                let z = self.float_lit(ScalarType::F32, 0.0);
+                let positive = self.bin(Bo::GreaterEqual, lo, z);
+                self.select(positive, lo, hi)
+            }
+            Rounding::NearestEven => {
+                let (l, h) = (self.wide_f32(lo), self.wide_f32(hi));
+                let sum = self.bin(Bo::Add, l, h);
+                let half = self.float_lit(ScalarType::F64, 0.5);
+                let mid = self.bin(Bo::Multiply, sum, half);
+                let dm = diff(self, mid);
+                let (below_mid, above_mid) = (self.bin(Bo::Less, dm, zero), self.bin(Bo::Greater, dm, zero));
+                let bits = self.as_(lo, ScalarKind::Uint, None);
+                let one = self.u32c(1);
+                let odd = self.bin(Bo::And, bits, one);
+                let z = self.u32c(0);
+                let lo_even = self.bin(Bo::Equal, odd, z);
+                let even = self.select(lo_even, lo, hi);
+                let t = self.select(above_mid, hi, even);
+                self.select(below_mid, lo, t)
+            }
+        };
+        self.select(exact, f, chosen)
+    }
+
+    /// f32 `x` in f64, an infinity as `±2^128` (where the next f32 after the largest would
+    /// be), so that the midpoint of the largest and the infinity is a number.
+    fn wide_f32(&mut self, x: H) -> H {
+        let w = self.as_(x, ScalarKind::Float, Some(8));
+        let a = self.math(Mf::Abs, &[x]);
+        let inf = self.float_lit(ScalarType::F32, f64::INFINITY);
+        let is_inf = self.bin(Bo::Equal, a, inf);
+        let big = self.float_lit(ScalarType::F64, 2f64.powi(128));
+        let signed = self.math(Mf::Sign, &[w]);
+        let big = self.bin(Bo::Multiply, signed, big);
+        self.select(is_inf, big, w)
+    }
+
+    /// The f32 next to finite `x` upward (`up`) or downward, by its bits (zeros of either
+    /// sign step to the smallest subnormals).
+    fn step_f32(&mut self, x: H, up: bool) -> H {
+        let bits = self.as_(x, ScalarKind::Uint, None);
+        let one = self.u32c(1);
+        let (inc, dec) = (self.bin(Bo::Add, bits, one), self.bin(Bo::Subtract, bits, one));
+        let zero = self.float_lit(ScalarType::F32, 0.0);
+        let positive = self.bin(Bo::Greater, x, zero);
+        let negative = self.bin(Bo::Less, x, zero);
+        let first = self.u32c(if up { 1 } else { 0x8000_0001 });
+        let stepped = if up {
+            self.select(positive, inc, dec)
+        } else {
+            self.select(negative, inc, dec)
+        };
+        let nonzero = self.bin(Bo::LogicalOr, positive, negative);
+        let bits = self.select(nonzero, stepped, first);
+        self.as_(bits, ScalarKind::Float, None)
+    }
+
+    /// `a / b` of f32s where one is zero, infinite or NaN, as IEEE defines it (without the
+    /// device's division, whose results there Vulkan leaves open).
+    fn quotient_of_specials(&mut self, a: H, b: H) -> H {
+        let zero = self.float_lit(ScalarType::F32, 0.0);
+        let inf = self.float_lit(ScalarType::F32, f64::INFINITY);
+        let nan = self.float_lit(ScalarType::F32, f64::NAN);
+        let (aa, ab) = (self.math(Mf::Abs, &[a]), self.math(Mf::Abs, &[b]));
+        let (a_nan, b_nan) = (self.is_nan_f32(a), self.is_nan_f32(b));
+        let (a_zero, b_zero) = (self.bin(Bo::Equal, aa, zero), self.bin(Bo::Equal, ab, zero));
+        let (a_inf, b_inf) = (self.bin(Bo::Equal, aa, inf), self.bin(Bo::Equal, ab, inf));
+        let zeros = self.bin(Bo::LogicalAnd, a_zero, b_zero);
+        let infs = self.bin(Bo::LogicalAnd, a_inf, b_inf);
+        let any_nan = self.bin(Bo::LogicalOr, a_nan, b_nan);
+        let t = self.bin(Bo::LogicalOr, any_nan, zeros);
+        let is_nan = self.bin(Bo::LogicalOr, t, infs);
+        let to_inf = self.bin(Bo::LogicalOr, a_inf, b_zero);
+        // The sign: that of a product of the two signs, from the bits.
+        let (ba, bb) = (self.as_(a, ScalarKind::Uint, None), self.as_(b, ScalarKind::Uint, None));
+        let x = self.bin(Bo::ExclusiveOr, ba, bb);
+        let sign_bit = self.u32c(0x8000_0000);
+        let sign = self.bin(Bo::And, x, sign_bit);
+        let magnitude = self.select(to_inf, inf, zero);
+        let mbits = self.as_(magnitude, ScalarKind::Uint, None);
+        let signed = self.bin(Bo::InclusiveOr, mbits, sign);
+        let signed = self.as_(signed, ScalarKind::Float, None);
+        self.select(is_nan, nan, signed)
+    }
+}
