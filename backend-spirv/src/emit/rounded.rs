@@ -38,7 +38,7 @@ impl Cx<'_> {
         }
         // f64 among the module's types, which is how `exact_f64` knows to mark it.
         self.ty(TypeInner::Scalar(Scalar::F64));
-        let w: Vec<H> = args.iter().map(|&a| self.as_(a, ScalarKind::Float, Some(8))).collect();
+        let w: Vec<H> = args.iter().map(|&a| self.widen_exact(a)).collect();
         let mut finite = self.is_finite_f32(args[0]);
         for &a in &args[1..] {
             let f = self.is_finite_f32(a);
@@ -102,8 +102,9 @@ impl Cx<'_> {
                 });
                 let special = self.quotient_of_specials(a32, b32);
                 let nonzero = {
-                    let z = self.float_lit(ScalarType::F32, 0.0);
-                    let (az, bz) = (self.bin(Bo::NotEqual, a32, z), self.bin(Bo::NotEqual, b32, z));
+                    let z = self.u32c(0);
+                    let (ma, mb) = (self.mag_bits(a32), self.mag_bits(b32));
+                    let (az, bz) = (self.bin(Bo::NotEqual, ma, z), self.bin(Bo::NotEqual, mb, z));
                     self.bin(Bo::LogicalAnd, az, bz)
                 };
                 let ordinary = self.bin(Bo::LogicalAnd, finite, nonzero);
@@ -116,17 +117,26 @@ impl Cx<'_> {
                     let yy = cx.bin(Bo::Multiply, y, y);
                     cx.bin(Bo::Subtract, a, yy)
                 });
-                // Zeros and +inf are their own roots; negatives and NaN give NaN.
+                // Zeros and +inf are their own roots; negatives and NaN give NaN. From the
+                // bits: a driver may compare subnormals as zeros.
                 let x = args[0];
-                let (zero, inf, nan) = (
-                    self.float_lit(ScalarType::F32, 0.0),
-                    self.float_lit(ScalarType::F32, f64::INFINITY),
-                    self.float_lit(ScalarType::F32, f64::NAN),
-                );
-                let (is_zero, is_inf) = (self.bin(Bo::Equal, x, zero), self.bin(Bo::Equal, x, inf));
-                let own = self.bin(Bo::LogicalOr, is_zero, is_inf);
+                let nan = self.float_lit(ScalarType::F32, f64::NAN);
+                let (m, negative) = (self.mag_bits(x), self.is_negative_bits(x));
+                let (zero, inf) = (self.u32c(0), self.u32c(0x7f80_0000));
+                let is_zero = self.bin(Bo::Equal, m, zero);
+                let is_inf = self.bin(Bo::Equal, m, inf);
+                let positive_inf = {
+                    let p = self.un(Uo::LogicalNot, negative);
+                    self.bin(Bo::LogicalAnd, is_inf, p)
+                };
+                let own = self.bin(Bo::LogicalOr, is_zero, positive_inf);
                 let special = self.select(own, x, nan);
-                let (positive, below_inf) = (self.bin(Bo::Greater, x, zero), self.bin(Bo::Less, x, inf));
+                let nonzero = self.bin(Bo::NotEqual, m, zero);
+                let positive = {
+                    let p = self.un(Uo::LogicalNot, negative);
+                    self.bin(Bo::LogicalAnd, p, nonzero)
+                };
+                let below_inf = self.bin(Bo::Less, m, inf);
                 let ordinary = self.bin(Bo::LogicalAnd, positive, below_inf);
                 self.select(ordinary, r, special)
             }
@@ -139,6 +149,70 @@ impl Cx<'_> {
         let a = self.math(Mf::Abs, &[x]);
         let inf = self.float_lit(ScalarType::F32, f64::INFINITY);
         self.bin(Bo::Less, a, inf)
+    }
+
+    /// The bits of f32 `x` without its sign.
+    fn mag_bits(&mut self, x: H) -> H {
+        let bits = self.as_(x, ScalarKind::Uint, None);
+        let mask = self.u32c(0x7fff_ffff);
+        self.bin(Bo::And, bits, mask)
+    }
+
+    /// Whether the sign bit of f32 `x` is set.
+    fn is_negative_bits(&mut self, x: H) -> H {
+        let bits = self.as_(x, ScalarKind::Uint, None);
+        let sign = self.u32c(0x8000_0000);
+        let s = self.bin(Bo::And, bits, sign);
+        let z = self.u32c(0);
+        self.bin(Bo::NotEqual, s, z)
+    }
+
+    /// f32 `x` in f64, exactly, subnormals included: a driver may flush them in a
+    /// conversion (NVIDIA's does), so they are widened from their bits.
+    fn widen_exact(&mut self, x: H) -> H {
+        let bits = self.as_(x, ScalarKind::Uint, None);
+        let exp_mask = self.u32c(0x7f80_0000);
+        let e = self.bin(Bo::And, bits, exp_mask);
+        let z = self.u32c(0);
+        let tiny = self.bin(Bo::Equal, e, z);
+        let frac_mask = self.u32c(0x007f_ffff);
+        let k = self.bin(Bo::And, bits, frac_mask);
+        let k = self.as_(k, ScalarKind::Float, Some(8));
+        let scale = self.float_lit(ScalarType::F64, 2f64.powi(-149));
+        let sub = self.bin(Bo::Multiply, k, scale);
+        let neg = self.un(Uo::Negate, sub);
+        let negative = self.is_negative_bits(x);
+        let sub = self.select(negative, neg, sub);
+        let normal = self.as_(x, ScalarKind::Float, Some(8));
+        self.select(tiny, sub, normal)
+    }
+
+    /// An f32 next to f64 `near`: its conversion where that is a normal f32 (an infinity
+    /// taken as the largest finite value, whose neighbour the infinity is), else the
+    /// subnormal made from the bits (a driver may flush a conversion's subnormal result).
+    fn narrow_near(&mut self, near: H) -> H {
+        let f = self.as_(near, ScalarKind::Float, Some(4));
+        let m = self.mag_bits(f);
+        let inf = self.u32c(0x7f80_0000);
+        let is_inf = self.bin(Bo::Equal, m, inf);
+        let sign_mask = self.u32c(0x8000_0000);
+        let bits = self.as_(f, ScalarKind::Uint, None);
+        let sign = self.bin(Bo::And, bits, sign_mask);
+        let largest = self.u32c(0x7f7f_ffff);
+        let largest = self.bin(Bo::InclusiveOr, largest, sign);
+        let largest = self.as_(largest, ScalarKind::Float, None);
+        let normal = self.select(is_inf, largest, f);
+        let a = self.math(Mf::Abs, &[near]);
+        let min_normal = self.float_lit(ScalarType::F64, 2f64.powi(-126));
+        let tiny = self.bin(Bo::Less, a, min_normal);
+        let scale = self.float_lit(ScalarType::F64, 2f64.powi(149));
+        let scaled = self.bin(Bo::Multiply, a, scale);
+        let k = self.math(Mf::Round, &[scaled]);
+        let k = self.as_(k, ScalarKind::Uint, Some(4));
+        // The sign from the conversion's bits, which keep it for zeros and flushed values.
+        let sub = self.bin(Bo::InclusiveOr, k, sign);
+        let sub = self.as_(sub, ScalarKind::Float, None);
+        self.select(tiny, sub, normal)
     }
 
     /// Whether f32 `x` is a NaN, from its bits (a driver may fold `x != x` away).
@@ -174,12 +248,8 @@ impl Cx<'_> {
     /// f32 place of `X` once converted) and `diff(y)`, an f64 of the sign of `X - y` for f64
     /// `y` an f32 or the midpoint of two.
     fn round_by(&mut self, rounding: Rounding, near: H, diff: impl Fn(&mut Self, H) -> H) -> H {
-        let f = self.as_(near, ScalarKind::Float, Some(4));
-        // Beyond f32's range: the largest finite value, whose neighbour is the infinity.
-        let max = self.float_lit(ScalarType::F32, f32::MAX as f64);
-        let min = self.float_lit(ScalarType::F32, -f32::MAX as f64);
-        let f = self.math(Mf::Clamp, &[f, min, max]);
-        let fy = self.as_(f, ScalarKind::Float, Some(8));
+        let f = self.narrow_near(near);
+        let fy = self.widen_exact(f);
         let d = diff(self, fy);
         let zero = self.float_lit(ScalarType::F64, 0.0);
         let above = self.bin(Bo::Greater, d, zero);
@@ -191,9 +261,8 @@ impl Cx<'_> {
             Rounding::Down => lo,
             Rounding::Up => hi,
             Rounding::TowardZero => {
-                let z = self.float_lit(ScalarType::F32, 0.0);
-                let positive = self.bin(Bo::GreaterEqual, lo, z);
-                self.select(positive, lo, hi)
+                let negative = self.is_negative_bits(lo);
+                self.select(negative, hi, lo)
             }
             Rounding::NearestEven => {
                 let (l, h) = (self.wide_f32(lo), self.wide_f32(hi));
@@ -218,10 +287,10 @@ impl Cx<'_> {
     /// f32 `x` in f64, an infinity as `±2^128` (where the next f32 after the largest would
     /// be), so that the midpoint of the largest and the infinity is a number.
     fn wide_f32(&mut self, x: H) -> H {
-        let w = self.as_(x, ScalarKind::Float, Some(8));
-        let a = self.math(Mf::Abs, &[x]);
-        let inf = self.float_lit(ScalarType::F32, f64::INFINITY);
-        let is_inf = self.bin(Bo::Equal, a, inf);
+        let w = self.widen_exact(x);
+        let m = self.mag_bits(x);
+        let inf = self.u32c(0x7f80_0000);
+        let is_inf = self.bin(Bo::Equal, m, inf);
         let big = self.float_lit(ScalarType::F64, 2f64.powi(128));
         let signed = self.math(Mf::Sign, &[w]);
         let big = self.bin(Bo::Multiply, signed, big);
@@ -234,16 +303,19 @@ impl Cx<'_> {
         let bits = self.as_(x, ScalarKind::Uint, None);
         let one = self.u32c(1);
         let (inc, dec) = (self.bin(Bo::Add, bits, one), self.bin(Bo::Subtract, bits, one));
-        let zero = self.float_lit(ScalarType::F32, 0.0);
-        let positive = self.bin(Bo::Greater, x, zero);
-        let negative = self.bin(Bo::Less, x, zero);
+        let m = self.mag_bits(x);
+        let z = self.u32c(0);
+        let nonzero = self.bin(Bo::NotEqual, m, z);
+        let sign = self.is_negative_bits(x);
+        let negative = self.bin(Bo::LogicalAnd, sign, nonzero);
+        let not_sign = self.un(Uo::LogicalNot, sign);
+        let positive = self.bin(Bo::LogicalAnd, not_sign, nonzero);
         let first = self.u32c(if up { 1 } else { 0x8000_0001 });
         let stepped = if up {
             self.select(positive, inc, dec)
         } else {
             self.select(negative, inc, dec)
         };
-        let nonzero = self.bin(Bo::LogicalOr, positive, negative);
         let bits = self.select(nonzero, stepped, first);
         self.as_(bits, ScalarKind::Float, None)
     }
@@ -254,10 +326,11 @@ impl Cx<'_> {
         let zero = self.float_lit(ScalarType::F32, 0.0);
         let inf = self.float_lit(ScalarType::F32, f64::INFINITY);
         let nan = self.float_lit(ScalarType::F32, f64::NAN);
-        let (aa, ab) = (self.math(Mf::Abs, &[a]), self.math(Mf::Abs, &[b]));
+        let (ma, mb) = (self.mag_bits(a), self.mag_bits(b));
         let (a_nan, b_nan) = (self.is_nan_f32(a), self.is_nan_f32(b));
-        let (a_zero, b_zero) = (self.bin(Bo::Equal, aa, zero), self.bin(Bo::Equal, ab, zero));
-        let (a_inf, b_inf) = (self.bin(Bo::Equal, aa, inf), self.bin(Bo::Equal, ab, inf));
+        let (zb, ib) = (self.u32c(0), self.u32c(0x7f80_0000));
+        let (a_zero, b_zero) = (self.bin(Bo::Equal, ma, zb), self.bin(Bo::Equal, mb, zb));
+        let (a_inf, b_inf) = (self.bin(Bo::Equal, ma, ib), self.bin(Bo::Equal, mb, ib));
         let zeros = self.bin(Bo::LogicalAnd, a_zero, b_zero);
         let infs = self.bin(Bo::LogicalAnd, a_inf, b_inf);
         let any_nan = self.bin(Bo::LogicalOr, a_nan, b_nan);
