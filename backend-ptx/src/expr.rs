@@ -88,8 +88,9 @@ pub(crate) fn set(e: &mut Emitter, dst: Reg, expr: &Expr) -> Res {
             fma(e, &d, t, &a, &b, &c)
         }
         Expr::Rounded(op, rounding, args) => {
+            let from = e.ty(args[0]);
             let args: Vec<String> = args.iter().map(|a| e.r(*a)).collect();
-            rounded(e, &d, t, *op, *rounding, &args)
+            rounded(e, &d, t, from, *op, *rounding, &args)
         }
         Expr::Cast(a) => {
             let st = e.ty(*a);
@@ -489,7 +490,15 @@ fn fma(e: &mut Emitter, d: &str, t: ScalarType, a: &str, b: &str, c: &str) -> Re
 
 /// `d = op(args)` rounded once toward `rounding`: PTX's own rounding modifiers, which also
 /// keep `ptxas` from contracting or rearranging the instruction.
-fn rounded(e: &mut Emitter, d: &str, t: ScalarType, op: RoundedOp, rounding: Rounding, args: &[String]) -> Res {
+fn rounded(
+    e: &mut Emitter,
+    d: &str,
+    t: ScalarType,
+    from: ScalarType,
+    op: RoundedOp,
+    rounding: Rounding,
+    args: &[String],
+) -> Res {
     let f = match t {
         F32 => "f32",
         F64 => "f64",
@@ -506,6 +515,18 @@ fn rounded(e: &mut Emitter, d: &str, t: ScalarType, op: RoundedOp, rounding: Rou
         Rounding::Down => "rm",
         Rounding::Up => "rp",
     };
+    if op == RoundedOp::Convert {
+        let src = match from {
+            I32 => "s32",
+            U32 => "u32",
+            I64 => "s64",
+            U64 => "u64",
+            F64 => "f64",
+            _ => return Err(format!("`{}` from {from} is not defined", op.name(rounding))),
+        };
+        e.ins(format!("cvt.{mode}.{f}.{src} {d}, {}", args[0]));
+        return Ok(());
+    }
     let name = match op {
         RoundedOp::Add => "add",
         RoundedOp::Sub => "sub",
@@ -514,6 +535,7 @@ fn rounded(e: &mut Emitter, d: &str, t: ScalarType, op: RoundedOp, rounding: Rou
         RoundedOp::Rcp => "rcp",
         RoundedOp::Sqrt => "sqrt",
         RoundedOp::Fma => "fma",
+        RoundedOp::Convert => unreachable!("converted above"),
     };
     e.ins(format!("{name}.{mode}.{f} {d}, {}", args.join(", ")));
     Ok(())

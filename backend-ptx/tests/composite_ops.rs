@@ -209,3 +209,28 @@ fn directed_rounding_is_ptxs_rounding_modifiers() {
         }
     }
 }
+
+/// The inexact conversions in a direction are PTX's `cvt` with the rounding modifier
+/// (`cvt.rm.f32.f64`, `cvt.rp.f32.s64`, `cvt.rz.f64.u64`, ...), accepted by `ptxas`.
+#[test]
+fn conversions_in_a_direction_are_cvt_with_its_modifier() {
+    use rutile_ir::Rounding;
+    let pairs = [
+        (I32, F32, "s32"),
+        (U32, F32, "u32"),
+        (I64, F32, "s64"),
+        (U64, F32, "u64"),
+        (F64, F32, "f64"),
+        (I64, F64, "s64"),
+        (U64, F64, "u64"),
+    ];
+    for (from, to, src) in pairs {
+        for rounding in Rounding::ALL {
+            let label = format!("{from} to {to} {rounding:?}");
+            let ptx = assemble(&label, &kernel(from, to, |_, x, _| x.to_rounded(to, rounding)));
+            let mode = ["rn", "rz", "rm", "rp"][rounding as usize];
+            let want = format!("cvt.{mode}.{}.{src}", to.name());
+            assert!(ptx.contains(&want), "{label}: no `{want}` in\n{ptx}");
+        }
+    }
+}

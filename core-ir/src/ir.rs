@@ -389,6 +389,10 @@ pub enum RoundedOp {
     Sqrt,
     /// `a * b + c`, rounded once.
     Fma,
+    /// The operand converted to the result's type: libdevice's `double2float_rd`,
+    /// `int2float_ru`, `ll2double_rz`, ... (an integer of 32 or 64 bits or an f64 to f32;
+    /// a 64-bit integer to f64), the conversions that can be inexact.
+    Convert,
 }
 
 /// The direction in which an [`Op::Rounded`] result is rounded to its type: the four
@@ -406,7 +410,8 @@ pub enum Rounding {
 }
 
 impl RoundedOp {
-    /// Every op, in the order of their names' table.
+    /// Every op whose result has its operands' type, in the order of their names' table
+    /// ([`RoundedOp::Convert`] comes after them).
     pub const ALL: [RoundedOp; 7] = [
         RoundedOp::Add,
         RoundedOp::Sub,
@@ -420,15 +425,22 @@ impl RoundedOp {
     /// How many operands the op takes.
     pub fn arity(self) -> usize {
         match self {
-            RoundedOp::Rcp | RoundedOp::Sqrt => 1,
+            RoundedOp::Rcp | RoundedOp::Sqrt | RoundedOp::Convert => 1,
             RoundedOp::Add | RoundedOp::Sub | RoundedOp::Mul | RoundedOp::Div => 2,
             RoundedOp::Fma => 3,
         }
     }
 
+    /// Whether [`RoundedOp::Convert`] takes `from` to `to`: the conversions that can be
+    /// inexact, as libdevice has them.
+    pub fn converts(from: ScalarType, to: ScalarType) -> bool {
+        use ScalarType::*;
+        matches!((from, to), (I32 | U32 | I64 | U64 | F64, F32) | (I64 | U64, F64))
+    }
+
     /// The op's name with its rounding, as libdevice names it (`add_rd`, `fma_rn`, ...).
     pub fn name(self, rounding: Rounding) -> &'static str {
-        const NAMES: [[&str; 4]; 7] = [
+        const NAMES: [[&str; 4]; 8] = [
             ["add_rn", "add_rz", "add_rd", "add_ru"],
             ["sub_rn", "sub_rz", "sub_rd", "sub_ru"],
             ["mul_rn", "mul_rz", "mul_rd", "mul_ru"],
@@ -436,6 +448,7 @@ impl RoundedOp {
             ["rcp_rn", "rcp_rz", "rcp_rd", "rcp_ru"],
             ["sqrt_rn", "sqrt_rz", "sqrt_rd", "sqrt_ru"],
             ["fma_rn", "fma_rz", "fma_rd", "fma_ru"],
+            ["convert_rn", "convert_rz", "convert_rd", "convert_ru"],
         ];
         NAMES[self as usize][rounding as usize]
     }
@@ -700,7 +713,9 @@ pub enum Op {
         op: RoundedOp,
         /// The direction of the rounding.
         rounding: Rounding,
-        /// [`RoundedOp::arity`] operands of one float type (f32 or f64) and shape.
+        /// [`RoundedOp::arity`] operands of one float type (f32 or f64) and shape, the
+        /// result's; for [`RoundedOp::Convert`], an i32, u32, i64, u64 or f64 block
+        /// converted to an f32 result (or a 64-bit integer one to f64).
         args: Vec<ValueId>,
     },
     /// Numeric conversion to the result's element type: floats round to nearest even, float

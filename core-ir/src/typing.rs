@@ -209,6 +209,20 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             if args.len() != r.arity() {
                 return Err(format!("{name} takes {} operands, got {}", r.arity(), args.len()));
             }
+            if *r == crate::ir::RoundedOp::Convert {
+                let (v, t) = (operand(args[0]), need_hint()?);
+                let (from, to) = (scalar_of(v, name)?, scalar_of(t, name)?);
+                if v.shape != t.shape {
+                    return Err(format!("cannot change the shape ({} to {})", v.shape, t.shape));
+                }
+                if !crate::ir::RoundedOp::converts(from, to) {
+                    return Err(format!(
+                        "converts an i32, u32, i64, u64 or f64 to f32, or an i64 or u64 to f64 (the conversions \
+                         that can be inexact), got {from} to {to}"
+                    ));
+                }
+                return one(t);
+            }
             let t0 = operand(args[0]);
             for &a in &args[1..] {
                 same_types(t0, operand(a))?;

@@ -477,3 +477,46 @@ fn directed_rounding_refuses_other_types_and_counts() {
     });
     assert!(kernel.is_ok(), "{:?}", kernel.err());
 }
+
+/// `to_rounded`: the inexact conversions are one op, float to integer rounds to an integral
+/// value first, exact ones are casts; integer to integer and the narrow floats are refused.
+#[test]
+fn conversions_with_a_rounding_direction() {
+    use rutile_ir::{Op, RoundedOp, Rounding};
+    let kernel = Kernel::build("r", |k| {
+        let i = k.arange(0, 16);
+        let _ = i.to(ScalarType::I64).to_rounded(ScalarType::F64, Rounding::Down);
+        let _ = i.to(ScalarType::F64).to_rounded(ScalarType::F32, Rounding::Up);
+        let _ = i.to(ScalarType::F32).to_rounded(ScalarType::I32, Rounding::Down);
+        let _ = i.to_rounded(ScalarType::F64, Rounding::Up);
+    })
+    .unwrap();
+    let converts = kernel
+        .insts
+        .iter()
+        .filter(|(_, inst)| {
+            matches!(
+                inst.op,
+                Op::Rounded {
+                    op: RoundedOp::Convert,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(
+        converts, 2,
+        "i64 to f64 and f64 to f32; f32 to i32 is floor then cast, i32 to f64 exact"
+    );
+    for (from, to) in [(ScalarType::I32, ScalarType::I64), (ScalarType::F16, ScalarType::F32)] {
+        let err = Kernel::build("r", |k| {
+            let _ = k.arange(0, 16).to(from).to_rounded(to, Rounding::Down);
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("convert_rd") && err.contains(&format!("got {from} to {to}")),
+            "{err}"
+        );
+    }
+}

@@ -1,5 +1,6 @@
 //! Cases of the directed-rounding arithmetic (libdevice's `add_rd`, `div_ru`, `sqrt_rz`,
-//! `fma_rn`, ...): every op in every direction on f32 and f64, bit for bit against the
+//! `fma_rn`, ...) and conversions (`double2float_rd`, `ll2float_ru`, `float2int_rz`, ...):
+//! every op in every direction on f32 and f64, bit for bit against the
 //! interpreter, which rounds the exact result in integers. Every third second operand is
 //! the first or its negation, so that sums cancel to exact zeros (whose sign the direction
 //! picks) and quotients are exactly one.
@@ -31,6 +32,32 @@ pub fn rounded_cases() -> Vec<Case> {
                 }
                 cases.extend(cs);
             }
+        }
+    }
+    // Conversions in a direction: the inexact ones (one op each) and float to integer
+    // (rounded to an integral value first).
+    let conversions = [
+        (I32, F32),
+        (U32, F32),
+        (I64, F32),
+        (U64, F32),
+        (F64, F32),
+        (I64, F64),
+        (U64, F64),
+        (F32, I32),
+        (F64, I64),
+        (F32, U32),
+    ];
+    for (from, to) in conversions {
+        for rounding in Rounding::ALL {
+            let op = format!("{}->{}", RoundedOp::Convert.name(rounding), to.name());
+            let mut cs = elementwise_cases(&op, &[(from, Domain::General)], to, Rule::Exact, move |_, x| {
+                x[0].to_rounded(to, rounding)
+            });
+            for c in &mut cs {
+                c.dtype = from;
+            }
+            cases.extend(cs);
         }
     }
     cases

@@ -61,8 +61,9 @@ impl Cx<'_> {
                 self.math(Mf::Fma, &[x, y, z])
             }
             Expr::Rounded(op, rounding, args) => {
+                let from = self.k.reg_type(args[0]);
                 let args: Vec<H> = args.iter().map(|a| self.read(*a)).collect();
-                self.rounded(*op, *rounding, ty, &args)?
+                self.rounded(*op, *rounding, ty, from, &args)?
             }
             Expr::Cast(a) => {
                 let src = self.k.reg_type(*a);

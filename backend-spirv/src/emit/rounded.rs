@@ -23,8 +23,15 @@ use super::*;
 use rutile_ir::ir::{RoundedOp, Rounding};
 
 impl Cx<'_> {
-    /// `op(args)` of type `ty`, rounded toward `rounding`.
-    pub(super) fn rounded(&mut self, op: RoundedOp, rounding: Rounding, ty: ScalarType, args: &[H]) -> R<H> {
+    /// `op(args)` of type `ty` (the operands' `from`), rounded toward `rounding`.
+    pub(super) fn rounded(
+        &mut self,
+        op: RoundedOp,
+        rounding: Rounding,
+        ty: ScalarType,
+        from: ScalarType,
+        args: &[H],
+    ) -> R<H> {
         let name = op.name(rounding);
         if ty != ScalarType::F32 {
             let detail =
@@ -38,6 +45,9 @@ impl Cx<'_> {
         }
         // f64 among the module's types, which is how `exact_f64` knows to mark it.
         self.ty(TypeInner::Scalar(Scalar::F64));
+        if op == RoundedOp::Convert {
+            return self.convert_rounded(rounding, from, args[0]);
+        }
         let w: Vec<H> = args.iter().map(|&a| self.widen_exact(a)).collect();
         let mut finite = self.is_finite_f32(args[0]);
         for &a in &args[1..] {
@@ -110,6 +120,7 @@ impl Cx<'_> {
                 let ordinary = self.bin(Bo::LogicalAnd, finite, nonzero);
                 self.select(ordinary, r, special)
             }
+            RoundedOp::Convert => unreachable!("converted above"),
             RoundedOp::Sqrt => {
                 let a = w[0];
                 let root = self.math(Mf::Sqrt, &[a]);
@@ -142,6 +153,47 @@ impl Cx<'_> {
             }
         };
         Ok(result)
+    }
+
+    /// Integer or f64 `x` (of type `from`) converted to f32 toward `rounding`: the exact
+    /// value as an f64 pair (an f64 itself; a 32-bit integer converted; a 64-bit one as its
+    /// high word times 2^32 plus its low word, two-summed), rounded as the arithmetic is.
+    fn convert_rounded(&mut self, rounding: Rounding, from: ScalarType, x: H) -> R<H> {
+        let zero = self.float_lit(ScalarType::F64, 0.0);
+        let r = match from {
+            ScalarType::F64 => {
+                let r = self.round_pair(rounding, x, zero);
+                // Zeros, infinities and NaN convert as they are.
+                let plain = self.as_(x, ScalarKind::Float, Some(4));
+                let a = self.math(Mf::Abs, &[x]);
+                let inf = self.float_lit(ScalarType::F64, f64::INFINITY);
+                let finite = self.bin(Bo::Less, a, inf);
+                let nonzero = self.bin(Bo::NotEqual, x, zero);
+                let ordinary = self.bin(Bo::LogicalAnd, finite, nonzero);
+                self.select(ordinary, r, plain)
+            }
+            ScalarType::I32 | ScalarType::U32 => {
+                let w = self.as_(x, ScalarKind::Float, Some(8));
+                self.round_pair(rounding, w, zero)
+            }
+            ScalarType::I64 | ScalarType::U64 => {
+                let thirty_two = self.lit(naga::Literal::U32(32));
+                let hi = self.bin(Bo::ShiftRight, x, thirty_two);
+                let mask = self.int_lit(from, 0xffff_ffff);
+                let lo = self.bin(Bo::And, x, mask);
+                let hi = self.as_(hi, ScalarKind::Float, Some(8));
+                let lo = self.as_(lo, ScalarKind::Float, Some(8));
+                let scale = self.float_lit(ScalarType::F64, 2f64.powi(32));
+                let hi = self.bin(Bo::Multiply, hi, scale);
+                let (s, e) = self.two_sum(hi, lo);
+                self.round_pair(rounding, s, e)
+            }
+            _ => {
+                let detail = format!("`{}` from {from}", RoundedOp::Convert.name(rounding));
+                return Err(unsupported(self.k, "directed rounding", detail));
+            }
+        };
+        Ok(r)
     }
 
     /// Whether f32 `x` is finite (neither infinite nor NaN).

@@ -34,6 +34,10 @@ impl KernelBuilder {
             let message = format!("takes {} operands, got {}", op.arity(), args.len());
             return self.fail(name, loc, message, fallback);
         }
+        if op == RoundedOp::Convert {
+            let message = "converts to a type of its own: build it with `Value::to_rounded`".to_string();
+            return self.fail(name, loc, message, fallback);
+        }
         // Every operand brought to the first's type and shape, then all to the unified one.
         let mut first = args[0];
         let mut rest = Vec::with_capacity(args.len() - 1);
@@ -70,6 +74,58 @@ impl KernelBuilder {
 }
 
 impl<'b> Value<'b> {
+    /// `self` converted to `dtype`, rounded toward `rounding` where the conversion is
+    /// inexact: libdevice's `double2float_rd`, `int2float_ru`, `ll2float_rz`,
+    /// `ull2double_rn`, `float2int_rd`, `double2ll_ru`, ...
+    ///
+    /// * An integer of 32 or 64 bits or an f64 to f32, and a 64-bit integer to f64: one
+    ///   [`RoundedOp::Convert`], correctly rounded in the direction.
+    /// * A float to an integer: rounded to an integral value in the direction (`rint`,
+    ///   `trunc`, `floor`, `ceil`), then converted as [`Value::to`] does (saturating, NaN to
+    ///   0, as PTX's `cvt.rmi.s32.f32` and the like).
+    /// * Conversions that are always exact (f32 to f64, 32-bit integers to f64, a type to
+    ///   itself): as [`Value::to`].
+    ///
+    /// Errors (recorded): integer to integer (there is nothing to round), and conversions to
+    /// or from f16, bf16 and the fp8 types, which libdevice has no directed forms of.
+    #[track_caller]
+    pub fn to_rounded(self, dtype: ScalarType, rounding: Rounding) -> Value<'b> {
+        let loc = SourceLoc::caller();
+        let k = self.builder;
+        let name = RoundedOp::Convert.name(rounding);
+        let t = self.ty();
+        let Some(from) = t.scalar_type() else {
+            return k.fail(name, loc, format!("cannot convert pointers ({t}) to {dtype}"), t);
+        };
+        let wide = |s: ScalarType| matches!(s, ScalarType::F32 | ScalarType::F64) || s.is_int();
+        if !wide(from) || !wide(dtype) || (from.is_int() && dtype.is_int()) {
+            let message = format!("converts between f32, f64 and integers, a float on one side, got {from} to {dtype}");
+            return k.fail(name, loc, message, t.with_elem(crate::types::Elem::Scalar(dtype)));
+        }
+        if from.is_float() && dtype.is_int() {
+            let integral = match rounding {
+                Rounding::NearestEven => self.rint(),
+                Rounding::TowardZero => self.trunc(),
+                Rounding::Down => self.floor(),
+                Rounding::Up => self.ceil(),
+            };
+            return integral.to(dtype);
+        }
+        if !RoundedOp::converts(from, dtype) {
+            // Exact whatever the direction.
+            return self.to(dtype);
+        }
+        k.emit1(
+            Op::Rounded {
+                op: RoundedOp::Convert,
+                rounding,
+                args: vec![self.id],
+            },
+            Some(t.with_elem(crate::types::Elem::Scalar(dtype))),
+            loc,
+        )
+    }
+
     /// `self + other` rounded toward `rounding`: libdevice's `add_rn`, `add_rz`, `add_rd`,
     /// `add_ru` (f32 and f64; see [`KernelBuilder::rounded`]).
     #[track_caller]

@@ -349,8 +349,42 @@ pub(crate) fn fma(a: &Tensor, b: &Tensor, c: &Tensor, ty: Type) -> Result<Tensor
 /// `op` of `args` rounded in direction `rounding` (`Op::Rounded`), element by element.
 pub(crate) fn rounded(op: RoundedOp, rounding: Rounding, args: &[&Tensor], ty: Type) -> Result<Tensor, Fault> {
     let name = op.name(rounding);
-    check_same(name, args, ty)?;
     let s = ty.scalar_type().ok_or_else(|| invalid!("{name} of pointers"))?;
+    if op == RoundedOp::Convert {
+        let [x] = args else {
+            return Err(invalid!("{name} takes one operand, got {}", args.len()));
+        };
+        let from = x.scalar_type("the operand")?;
+        if !RoundedOp::converts(from, s) || x.ty.shape != ty.shape {
+            return Err(invalid!("{name} from {} to {ty}", x.ty));
+        }
+        let out = if from == ScalarType::F64 {
+            x.floats()?
+                .iter()
+                .map(|&v| super::rounding::convert_float(v, rounding, s))
+                .collect()
+        } else {
+            let unsigned = !from.is_signed_int();
+            let wide = |v: i64| {
+                if unsigned && from == ScalarType::U32 {
+                    v as u32 as i128
+                } else if unsigned {
+                    v as u64 as i128
+                } else {
+                    v as i128
+                }
+            };
+            x.ints()?
+                .iter()
+                .map(|&v| super::rounding::convert_int(wide(v), rounding, s))
+                .collect()
+        };
+        return Ok(Tensor {
+            ty,
+            data: Data::Float(out),
+        });
+    }
+    check_same(name, args, ty)?;
     if !matches!(s, ScalarType::F32 | ScalarType::F64) || args.len() != op.arity() {
         return Err(invalid!(
             "{name} takes {} f32 or f64 operands, got {} of {ty}",

@@ -93,6 +93,7 @@ pub(crate) fn rounded(op: RoundedOp, rounding: Rounding, ty: ScalarType, args: &
             }
             round(root(a))
         }
+        RoundedOp::Convert => convert_float(args[0], rounding, ty),
         RoundedOp::Fma => {
             let (a, b, c) = (args[0], args[1], args[2]);
             if !a.is_finite() || !b.is_finite() || !c.is_finite() {
@@ -113,6 +114,29 @@ pub(crate) fn rounded(op: RoundedOp, rounding: Rounding, ty: ScalarType, args: &
             sum(product(a, b), decompose(c)).map_or(signed_zero(zero_sum_sign), round)
         }
     }
+}
+
+/// f64 `x` rounded to `ty` (f32) toward `rounding` (`Op::Rounded`'s `Convert`).
+pub(crate) fn convert_float(x: f64, rounding: Rounding, ty: ScalarType) -> f64 {
+    if !x.is_finite() || x == 0.0 || ty == ScalarType::F64 {
+        return if ty == ScalarType::F32 { x as f32 as f64 } else { x };
+    }
+    round_exact(decompose(x), F32, rounding)
+}
+
+/// Integer `x` rounded to `ty` (f32 or f64) toward `rounding`.
+pub(crate) fn convert_int(x: i128, rounding: Rounding, ty: ScalarType) -> f64 {
+    if x == 0 {
+        return 0.0;
+    }
+    let fmt = if ty == ScalarType::F32 { F32 } else { F64 };
+    let exact = Exact {
+        negative: x < 0,
+        m: x.unsigned_abs(),
+        e: 0,
+        sticky: false,
+    };
+    round_exact(exact, fmt, rounding)
 }
 
 fn signed_zero(negative: bool) -> f64 {
@@ -398,6 +422,7 @@ mod tests {
                 RoundedOp::Rcp => 1.0 / x[0],
                 RoundedOp::Sqrt => x[0].sqrt(),
                 RoundedOp::Fma => x[0].mul_add(x[1], x[2]),
+                RoundedOp::Convert => x[0],
             }) as f64
         } else {
             match op {
@@ -408,6 +433,7 @@ mod tests {
                 RoundedOp::Rcp => 1.0 / a[0],
                 RoundedOp::Sqrt => a[0].sqrt(),
                 RoundedOp::Fma => a[0].mul_add(a[1], a[2]),
+                RoundedOp::Convert => a[0],
             }
         }
     }
@@ -481,6 +507,47 @@ mod tests {
                 assert!(rd <= exact && exact <= ru, "{op:?} {a} {b}");
                 assert!(rd == exact || next_up(rd, ScalarType::F32) == ru);
                 assert!(rd as f32 as f64 == rd && ru as f32 as f64 == ru);
+            }
+        }
+    }
+
+    /// Conversions to nearest are the host's `as` (which rounds to nearest even), and the
+    /// directed ones its neighbours around the exact value.
+    #[test]
+    fn conversions_bracket_the_hosts_nearest() {
+        let mut rng = Rng::new(11);
+        let (f, d) = (ScalarType::F32, ScalarType::F64);
+        for _ in 0..50_000 {
+            let bits = rng.next_u64();
+            let i = (bits as i64) >> (bits % 40);
+            let u = bits >> (bits % 40);
+            let x = f64::from_bits(bits.rotate_left(7));
+            let cases: [(f64, f64, f64, ScalarType, Option<i128>); 4] = [
+                (i as f32 as f64, i as f64, 0.0, f, Some(i as i128)),
+                (u as f32 as f64, u as f64, 0.0, f, Some(u as i128)),
+                (i as f64, i as f64, 0.0, d, Some(i as i128)),
+                (x as f32 as f64, x, 0.0, f, None),
+            ];
+            for (nearest, approx, _, ty, int) in cases {
+                if !approx.is_finite() {
+                    continue;
+                }
+                let at = |r| match int {
+                    Some(v) => convert_int(v, r, ty),
+                    None => convert_float(approx, r, ty),
+                };
+                let (rn, rd, ru, rz) = (
+                    at(Rounding::NearestEven),
+                    at(Rounding::Down),
+                    at(Rounding::Up),
+                    at(Rounding::TowardZero),
+                );
+                assert!(same(rn, nearest), "{int:?} {approx:e} to {ty}: {rn:e} {nearest:e}");
+                assert!(
+                    rd <= rn && rn <= ru && (rd == ru || next_up(rd, ty) == ru),
+                    "{int:?} {approx:e}"
+                );
+                assert!(rz == if rd >= 0.0 { rd } else { ru }, "{int:?} {approx:e}");
             }
         }
     }

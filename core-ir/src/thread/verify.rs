@@ -3,7 +3,7 @@
 //! message says which statement.
 
 use super::{Expr, Memory, Reg, Special, Stmt, ThreadKernel, ThreadParam};
-use crate::ir::{Literal, UnaryOp};
+use crate::ir::{Literal, RoundedOp, UnaryOp};
 use crate::types::ScalarType;
 
 /// Checks `kernel`; the error names the first malformed statement.
@@ -807,6 +807,12 @@ fn set(k: &ThreadKernel, dst: Reg, e: &Expr) -> Result<(), String> {
         Expr::Rounded(op, rounding, args) => {
             if args.len() != op.arity() {
                 return Err(format!("{} of {} operands", op.name(*rounding), args.len()));
+            }
+            if *op == RoundedOp::Convert {
+                let s = ty(k, args[0])?;
+                return RoundedOp::converts(s, d)
+                    .then_some(())
+                    .ok_or_else(|| format!("{} from {s} to {d}", op.name(*rounding)));
             }
             for r in args {
                 want(k, *r, d, "operand")?;
