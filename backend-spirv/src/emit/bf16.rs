@@ -58,12 +58,7 @@ impl Cx<'_> {
     /// `a + b` of `ty` (`f32` or `f64`) as an `f32` rounded to odd: the rounded sum and
     /// its exact error (Knuth's two-sum, six additions in no particular order of magnitude).
     fn sum_to_odd(&mut self, ty: ScalarType, a: H, b: H) -> H {
-        let s = self.bin(Bo::Add, a, b);
-        let bb = self.bin(Bo::Subtract, s, a);
-        let aa = self.bin(Bo::Subtract, s, bb);
-        let da = self.bin(Bo::Subtract, a, aa);
-        let db = self.bin(Bo::Subtract, b, bb);
-        let err = self.bin(Bo::Add, da, db);
+        let (s, err) = self.two_sum(a, b);
         if ty == ScalarType::F64 {
             return self.f64_to_f32_odd(s, Some(err));
         }
@@ -79,7 +74,7 @@ impl Cx<'_> {
     }
 
     /// Whether `f32` `x` is neither infinite nor NaN, from its bits.
-    fn finite_f32(&mut self, x: H) -> H {
+    pub(super) fn finite_f32(&mut self, x: H) -> H {
         let bits = self.as_(x, ScalarKind::Uint, None);
         let e = self.u32c(0x7f80_0000);
         let exp = self.bin(Bo::And, bits, e);

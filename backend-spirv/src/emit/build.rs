@@ -143,6 +143,18 @@ impl Cx<'_> {
         self.e(Expression::Binary { op, left, right })
     }
 
+    /// Knuth's two-sum: `s = a + b` and its exact rounding error `e` (six additions, the
+    /// operands in no particular order of magnitude; exact where each rounds once).
+    pub(super) fn two_sum(&mut self, a: H, b: H) -> (H, H) {
+        let s = self.bin(Bo::Add, a, b);
+        let bb = self.bin(Bo::Subtract, s, a);
+        let aa = self.bin(Bo::Subtract, s, bb);
+        let da = self.bin(Bo::Subtract, a, aa);
+        let db = self.bin(Bo::Subtract, b, bb);
+        let e = self.bin(Bo::Add, da, db);
+        (s, e)
+    }
+
     pub(super) fn un(&mut self, op: Uo, expr: H) -> H {
         if let Some(a) = self.literal_of(expr) {
             if let Some(l) = fold_unary(op, a) {

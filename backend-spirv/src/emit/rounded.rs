@@ -49,9 +49,9 @@ impl Cx<'_> {
             return self.convert_rounded(rounding, from, args[0]);
         }
         let w: Vec<H> = args.iter().map(|&a| self.widen_exact(a)).collect();
-        let mut finite = self.is_finite_f32(args[0]);
+        let mut finite = self.finite_f32(args[0]);
         for &a in &args[1..] {
-            let f = self.is_finite_f32(a);
+            let f = self.finite_f32(a);
             finite = self.bin(Bo::LogicalAnd, finite, f);
         }
         let result = match op {
@@ -132,7 +132,7 @@ impl Cx<'_> {
                 // bits: a driver may compare subnormals as zeros.
                 let x = args[0];
                 let nan = self.float_lit(ScalarType::F32, f64::NAN);
-                let (m, negative) = (self.mag_bits(x), self.is_negative_bits(x));
+                let (m, negative) = (self.mag_bits(x), self.sign_bit(ScalarType::F32, x));
                 let (zero, inf) = (self.u32c(0), self.u32c(0x7f80_0000));
                 let is_zero = self.bin(Bo::Equal, m, zero);
                 let is_inf = self.bin(Bo::Equal, m, inf);
@@ -196,27 +196,11 @@ impl Cx<'_> {
         Ok(r)
     }
 
-    /// Whether f32 `x` is finite (neither infinite nor NaN).
-    fn is_finite_f32(&mut self, x: H) -> H {
-        let a = self.math(Mf::Abs, &[x]);
-        let inf = self.float_lit(ScalarType::F32, f64::INFINITY);
-        self.bin(Bo::Less, a, inf)
-    }
-
     /// The bits of f32 `x` without its sign.
     fn mag_bits(&mut self, x: H) -> H {
         let bits = self.as_(x, ScalarKind::Uint, None);
         let mask = self.u32c(0x7fff_ffff);
         self.bin(Bo::And, bits, mask)
-    }
-
-    /// Whether the sign bit of f32 `x` is set.
-    fn is_negative_bits(&mut self, x: H) -> H {
-        let bits = self.as_(x, ScalarKind::Uint, None);
-        let sign = self.u32c(0x8000_0000);
-        let s = self.bin(Bo::And, bits, sign);
-        let z = self.u32c(0);
-        self.bin(Bo::NotEqual, s, z)
     }
 
     /// f32 `x` in f64, exactly, subnormals included: a driver may flush them in a
@@ -233,7 +217,7 @@ impl Cx<'_> {
         let scale = self.float_lit(ScalarType::F64, 2f64.powi(-149));
         let sub = self.bin(Bo::Multiply, k, scale);
         let neg = self.un(Uo::Negate, sub);
-        let negative = self.is_negative_bits(x);
+        let negative = self.sign_bit(ScalarType::F32, x);
         let sub = self.select(negative, neg, sub);
         let normal = self.as_(x, ScalarKind::Float, Some(8));
         self.select(tiny, sub, normal)
@@ -267,26 +251,6 @@ impl Cx<'_> {
         self.select(tiny, sub, normal)
     }
 
-    /// Whether f32 `x` is a NaN, from its bits (a driver may fold `x != x` away).
-    fn is_nan_f32(&mut self, x: H) -> H {
-        let bits = self.as_(x, ScalarKind::Uint, None);
-        let mask = self.u32c(0x7fff_ffff);
-        let magnitude = self.bin(Bo::And, bits, mask);
-        let inf = self.u32c(0x7f80_0000);
-        self.bin(Bo::Greater, magnitude, inf)
-    }
-
-    /// Knuth's two-sum of f64 `a` and `b`: `s = a + b` and its exact rounding error `e`.
-    fn two_sum(&mut self, a: H, b: H) -> (H, H) {
-        let s = self.bin(Bo::Add, a, b);
-        let bb = self.bin(Bo::Subtract, s, a);
-        let ab = self.bin(Bo::Subtract, s, bb);
-        let da = self.bin(Bo::Subtract, a, ab);
-        let db = self.bin(Bo::Subtract, b, bb);
-        let e = self.bin(Bo::Add, da, db);
-        (s, e)
-    }
-
     /// The exact f64 value `s + e` (with `|e|` at most half of `s`'s last place) rounded to
     /// f32 toward `rounding`.
     fn round_pair(&mut self, rounding: Rounding, s: H, e: H) -> H {
@@ -313,7 +277,7 @@ impl Cx<'_> {
             Rounding::Down => lo,
             Rounding::Up => hi,
             Rounding::TowardZero => {
-                let negative = self.is_negative_bits(lo);
+                let negative = self.sign_bit(ScalarType::F32, lo);
                 self.select(negative, hi, lo)
             }
             Rounding::NearestEven => {
@@ -358,7 +322,7 @@ impl Cx<'_> {
         let m = self.mag_bits(x);
         let z = self.u32c(0);
         let nonzero = self.bin(Bo::NotEqual, m, z);
-        let sign = self.is_negative_bits(x);
+        let sign = self.sign_bit(ScalarType::F32, x);
         let negative = self.bin(Bo::LogicalAnd, sign, nonzero);
         let not_sign = self.un(Uo::LogicalNot, sign);
         let positive = self.bin(Bo::LogicalAnd, not_sign, nonzero);
@@ -379,7 +343,7 @@ impl Cx<'_> {
         let inf = self.float_lit(ScalarType::F32, f64::INFINITY);
         let nan = self.float_lit(ScalarType::F32, f64::NAN);
         let (ma, mb) = (self.mag_bits(a), self.mag_bits(b));
-        let (a_nan, b_nan) = (self.is_nan_f32(a), self.is_nan_f32(b));
+        let (a_nan, b_nan) = (self.is_nan(ScalarType::F32, a), self.is_nan(ScalarType::F32, b));
         let (zb, ib) = (self.u32c(0), self.u32c(0x7f80_0000));
         let (a_zero, b_zero) = (self.bin(Bo::Equal, ma, zb), self.bin(Bo::Equal, mb, zb));
         let (a_inf, b_inf) = (self.bin(Bo::Equal, ma, ib), self.bin(Bo::Equal, mb, ib));
