@@ -37,6 +37,37 @@ fn types_the_target_lacks() {
     }
 }
 
+/// Directed rounding computes its f32 result in f64 and needs each f64 operation rounded
+/// once: a target without `exact_f64` refuses it rather than round wrongly, and without
+/// f64 too; with both it translates.
+#[test]
+fn directed_rounding_needs_exact_f64() {
+    use rutile_ir::ir::{RoundedOp, Rounding};
+    let mut kb = ThreadKernelBuilder::new("add_rd", 1, 32);
+    let out = kb.ptr("out", F32);
+    let tid = kb.special(Special::ThreadId);
+    let x = kb.set(F32, Expr::Cast(tid));
+    let third = kb.set(F32, Expr::Rounded(RoundedOp::Div, Rounding::Down, vec![x, x]));
+    let sum = kb.set(F32, Expr::Rounded(RoundedOp::Add, Rounding::Up, vec![third, x]));
+    kb.store(vec![sum], Memory::Global { param: out }, tid, None);
+    let k = kb.finish();
+    let inexact = SpirvTarget {
+        exact_f64: false,
+        ..full(32)
+    };
+    let (what, msg) = unsupported_what(emit(&k, &inexact));
+    assert_eq!(what, "directed rounding");
+    assert!(msg.contains("div_rd") && msg.contains("exact_f64"), "{msg}");
+    let no_f64 = SpirvTarget {
+        shader_f64: false,
+        ..full(32)
+    };
+    let (what, msg) = unsupported_what(emit(&k, &no_f64));
+    assert_eq!(what, "f64");
+    assert!(msg.contains("shaderFloat64"), "{msg}");
+    check(&k, &full(32));
+}
+
 /// Types naga lacks are emulated: `bf16` registers as `f32`, 8- and 16-bit integers as
 /// 32-bit ones, and their buffers as packed words; their scalar parameters take a word of
 /// the launch block. Each translates and validates, with the basic target's features.

@@ -31,7 +31,8 @@ pub mod verify;
 
 pub use arena::{Arena, Handle};
 pub use builder::{
-    BlockPtr, HintNumbers, Indices, KernelBuilder, Microscaled, MxFormat, Operand, Padding, TensorDescriptor, Value,
+    BlockPtr, DotScaledOptions, HintNumbers, Indices, KernelBuilder, Microscaled, MxFormat, Operand, Padding,
+    TensorDescriptor, Value,
 };
 pub use error::{BuildError, Diagnostic};
 pub use ir::{

@@ -270,6 +270,30 @@ fn dot_scaled_of_wrong_operands() {
         );
     });
     assert_error(&e, "dot_scaled", &["K (16) must be a multiple of 32"]);
+    // Only fp4 packs values, so only it may be packed along M or N.
+    let e = fails(|k| {
+        let (a, b) = (k.zeros(&[16, 32], U8), k.zeros(&[32, 16], U8));
+        let _ = k.dot_scaled(
+            Microscaled::new(a, None, MxFormat::E2M1),
+            Microscaled::new(b, None, MxFormat::E4M3).packed_along_m_or_n(),
+            None,
+        );
+    });
+    assert_error(
+        &e,
+        "dot_scaled",
+        &["right operand is packed along N", "only e2m1", "e4m3"],
+    );
+    // Packed along M, the left block's rows are half of M: K must still agree.
+    let e = fails(|k| {
+        let (a, b) = (k.zeros(&[8, 16], U8), k.zeros(&[32, 16], BF16));
+        let _ = k.dot_scaled(
+            Microscaled::new(a, None, MxFormat::E2M1).packed_along_m_or_n(),
+            Microscaled::new(b, None, MxFormat::Bf16),
+            None,
+        );
+    });
+    assert_error(&e, "dot_scaled", &["K differs", "(e2m1) holds 16", "(bf16) 32"]);
 }
 
 #[test]

@@ -1071,6 +1071,79 @@ fn dot_scaled_on_the_tensor_cores_matches_the_interpreter() {
     }
 }
 
+/// `dot_scaled` with fp4 packed along M (left) and N (right), Triton's `k_pack=False`,
+/// lowered for Hopper and `mma.sync` and run in the simulator against the interpreter: the
+/// nibbles interleaved along the other dimension, then the scales along K.
+#[test]
+fn dot_scaled_packed_along_m_and_n_matches_the_interpreter() {
+    use rutile_ir::{DotScaledOptions, Microscaled, MxFormat};
+    let (bm, bn, kk) = (64i32, 64i32, 128i32);
+    let mut rng = Rng::new(47);
+    for (lhs_packed, rhs_packed, fast_math) in [(true, false, false), (false, true, false), (true, true, true)] {
+        let (pm, pn) = (if lhs_packed { 2 } else { 1 }, if rhs_packed { 2 } else { 1 });
+        let kernel = Kernel::build("dot_scaled_mn", |k| {
+            let u8_ = rutile_ir::ScalarType::U8;
+            let (pa, pb, psa, psb) = (
+                k.arg_ptr("a", u8_),
+                k.arg_ptr("b", u8_),
+                k.arg_ptr("sa", u8_),
+                k.arg_ptr("sb", u8_),
+            );
+            let pc = k.arg_ptr("c", F32);
+            // A `[M / pm, K * pm / 2]` bytes, B `[K * pn / 2, N / pn]`, both row-major.
+            let (ar, ac) = (bm / pm, kk * pm / 2);
+            let (br, bc) = (kk * pn / 2, bn / pn);
+            let a = k.load(pa + (k.arange(0, ar).expand_dims(1) * ac + k.arange(0, ac).expand_dims(0)));
+            let b = k.load(pb + (k.arange(0, br).expand_dims(1) * bc + k.arange(0, bc).expand_dims(0)));
+            let g = k.arange(0, kk / 32).expand_dims(0);
+            let (rm, rn) = (k.arange(0, bm), k.arange(0, bn));
+            let sa = k.load(psa + (rm.expand_dims(1) * (kk / 32) + g));
+            let sb = k.load(psb + (rn.expand_dims(1) * (kk / 32) + g));
+            let side = |v, s, packed: bool| {
+                let o = Microscaled::new(v, Some(s), MxFormat::E2M1);
+                if packed {
+                    o.packed_along_m_or_n()
+                } else {
+                    o
+                }
+            };
+            let c = k.dot_scaled_with(
+                side(a, sa, lhs_packed),
+                side(b, sb, rhs_packed),
+                None,
+                DotScaledOptions { fast_math },
+            );
+            k.store(pc + (rm.expand_dims(1) * bn + rn.expand_dims(0)), c);
+        })
+        .unwrap();
+        let bytes = |rng: &mut Rng, n: usize| {
+            HostBuffer::from_slice(&(0..n).map(|_| (rng.next_u64() & 0xff) as u8).collect::<Vec<u8>>())
+        };
+        let scales = |rng: &mut Rng, n: usize| {
+            HostBuffer::from_slice(&(0..n).map(|_| 120 + (rng.next_u64() % 15) as u8).collect::<Vec<u8>>())
+        };
+        let (m, n, k) = (bm as usize, bn as usize, kk as usize);
+        let buffers = vec![
+            bytes(&mut rng, m * k / 2),
+            bytes(&mut rng, k * n / 2),
+            scales(&mut rng, m * k / 32),
+            scales(&mut rng, n * k / 32),
+            HostBuffer::zeros(F32, m * n),
+        ];
+        let args: Vec<ArgValue> = (0..5).map(ptr).collect();
+        let mut want = buffers.clone();
+        interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
+        for (target, on) in [(hopper(4, 1), "wgmma"), (target(4), "mma.sync")] {
+            let tk = lower(&kernel, &target, &Specialization::all(5)).unwrap();
+            let at = format!("packed along M {lhs_packed}, along N {rhs_packed} on {on}");
+            assert!(wgmmas(&tk) + mmas(&tk) > 0, "{at}: not on the tensor cores");
+            let mut got = buffers.clone();
+            simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+            assert_close_to_largest(&got[4], &want[4], 1e-5, &at);
+        }
+    }
+}
+
 /// `dot_scaled` in a matmul's K loop, as microscaled weights are used, on Hopper's and
 /// Ampere's pipelines: its loads are copied iterations ahead (the bf16 activations into the
 /// MMA's tile, the fp4 or fp8 bytes and their scales into each thread's own slots), so

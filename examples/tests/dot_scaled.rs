@@ -5,11 +5,13 @@
 //! `rutile::F8E4M3` / `F8E5M2`), times `2^(s - 127)` (NaN for `s = 255`), rounded once to
 //! bf16 (f16 where an operand is f16), the products summed in f64. Ragged M and N (masked
 //! loads and stores), every pair of formats the kernels meet in practice, fp8 given as
-//! its type or as bytes, scales on one side, both or none, and NaN scales.
+//! its type or as bytes, scales on one side, both or none, NaN scales, fp4 packed along M
+//! or N (Triton's `k_pack=False`) and `fast_math`.
 
 use half::{bf16, f16};
 use rutile::{
-    Buffer, CpuDevice, Device, DeviceBuffer, DeviceExt, Kernel, LaunchConfig, Microscaled, MxFormat, ScalarType,
+    Buffer, CpuDevice, Device, DeviceBuffer, DeviceExt, DotScaledOptions, Kernel, LaunchConfig, Microscaled, MxFormat,
+    ScalarType,
 };
 use rutile_examples::rng::Rng;
 use std::sync::Arc;
@@ -31,31 +33,49 @@ fn size_for(d: &dyn Device) -> Size {
     }
 }
 
-/// One operand: its format, the element type it is stored as, whether it has scales.
+/// One operand: its format, the element type it is stored as, whether it has scales, and
+/// (fp4) whether its two values a byte lie along K.
 #[derive(Clone, Copy, Debug)]
 struct Side {
     format: MxFormat,
     stored: ScalarType,
     scaled: bool,
+    k_pack: bool,
 }
 
 fn side(format: MxFormat, stored: ScalarType, scaled: bool) -> Side {
-    Side { format, stored, scaled }
+    Side {
+        format,
+        stored,
+        scaled,
+        k_pack: true,
+    }
+}
+
+/// fp4 packed along M (left) or N (right).
+fn outer(s: Side) -> Side {
+    Side { k_pack: false, ..s }
+}
+
+/// Values a stored element holds (along K, along M or N).
+fn packing(s: Side) -> (u32, u32) {
+    match (s.format == MxFormat::E2M1, s.k_pack) {
+        (false, _) => (1, 1),
+        (true, true) => (2, 1),
+        (true, false) => (1, 2),
+    }
 }
 
 /// Stored elements along K.
 fn stored_k(s: Side, k: u32) -> u32 {
-    if s.format == MxFormat::E2M1 {
-        k / 2
-    } else {
-        k
-    }
+    k / packing(s).0
 }
 
 /// `c[m, n] = dot_scaled(a, sa, b, sb)` for `m < M`, `n < N`: A `[M, K]` row-major (K / 2
-/// bytes a row for fp4), B `[K, N]` row-major (K / 2 rows for fp4), scales `[M, K / 32]`
-/// and `[N, K / 32]` row-major, C `[M, N]` row-major.
-fn kernel(lhs: Side, rhs: Side, Size { bm, bn, k: kk }: Size) -> Kernel {
+/// bytes a row for fp4, or M / 2 rows packed along M), B `[K, N]` row-major (K / 2 rows for
+/// fp4, or N / 2 columns packed along N), scales `[M, K / 32]` and `[N, K / 32]` row-major,
+/// C `[M, N]` row-major. M and N are even.
+fn kernel(lhs: Side, rhs: Side, fast_math: bool, Size { bm, bn, k: kk }: Size) -> Kernel {
     let groups = (kk / 32) as i32;
     Kernel::build("dot_scaled", |k| {
         let (pa, pb) = (k.arg_ptr("a", lhs.stored), k.arg_ptr("b", rhs.stored));
@@ -66,14 +86,18 @@ fn kernel(lhs: Side, rhs: Side, Size { bm, bn, k: kk }: Size) -> Kernel {
         let (kl, kr) = (stored_k(lhs, kk) as i32, stored_k(rhs, kk) as i32);
         let row_ok = rm.expand_dims(1).lt(m);
         let col_ok = rn.expand_dims(0).lt(n);
+        // The stored rows of A and columns of B, each holding `pm` / `pn` of the result's.
+        let (pm, pn) = (packing(lhs).1 as i32, packing(rhs).1 as i32);
+        let am = k.arange(0, bm as i32 / pm).expand_dims(1);
         let a = k.load_masked(
-            pa + (rm.expand_dims(1) * kl + k.arange(0, kl).expand_dims(0)),
-            row_ok,
+            pa + (am * kl + k.arange(0, kl).expand_dims(0)),
+            (am * pm).lt(m),
             k.scalar(0, lhs.stored),
         );
+        let bcols = k.arange(0, bn as i32 / pn).expand_dims(0);
         let b = k.load_masked(
-            pb + (k.arange(0, kr).expand_dims(1) * n + rn.expand_dims(0)),
-            col_ok,
+            pb + (k.arange(0, kr).expand_dims(1) * (n / pn) + bcols),
+            (bcols * pn).lt(n),
             k.scalar(0, rhs.stored),
         );
         let g = k.arange(0, groups).expand_dims(0);
@@ -87,10 +111,19 @@ fn kernel(lhs: Side, rhs: Side, Size { bm, bn, k: kk }: Size) -> Kernel {
             rn.expand_dims(1).lt(n),
             k.scalar(127, ScalarType::U8),
         );
-        let c = k.dot_scaled(
-            Microscaled::new(a, lhs.scaled.then_some(sa), lhs.format),
-            Microscaled::new(b, rhs.scaled.then_some(sb), rhs.format),
+        let operand = |v, scale, s: Side| {
+            let o = Microscaled::new(v, scale, s.format);
+            if s.k_pack {
+                o
+            } else {
+                o.packed_along_m_or_n()
+            }
+        };
+        let c = k.dot_scaled_with(
+            operand(a, lhs.scaled.then_some(sa), lhs),
+            operand(b, rhs.scaled.then_some(sb), rhs),
             None,
+            DotScaledOptions { fast_math },
         );
         k.store_masked(pc + (rm.expand_dims(1) * n + rn.expand_dims(0)), c, row_ok & col_ok);
     })
@@ -222,14 +255,18 @@ impl Stored {
 fn dot_scaled_matches_the_formats_definitions_on_every_device() {
     use MxFormat::*;
     use ScalarType::{BF16, F16, F8E4M3, I8, U8};
-    // (lhs, rhs, a NaN among the left scales)
+    // (lhs, rhs, a NaN among the left scales, fast_math)
     let cases = [
-        (side(E2M1, U8, true), side(E2M1, U8, true), false),
-        (side(E2M1, I8, true), side(E4M3, F8E4M3, true), false),
-        (side(E4M3, U8, true), side(E5M2, U8, false), true),
-        (side(Bf16, BF16, false), side(E2M1, U8, true), false),
-        (side(Fp16, F16, true), side(E4M3, U8, true), false),
-        (side(E5M2, I8, false), side(E5M2, U8, false), false),
+        (side(E2M1, U8, true), side(E2M1, U8, true), false, false),
+        (side(E2M1, I8, true), side(E4M3, F8E4M3, true), false, false),
+        (side(E4M3, U8, true), side(E5M2, U8, false), true, false),
+        (side(Bf16, BF16, false), side(E2M1, U8, true), false, false),
+        (side(Fp16, F16, true), side(E4M3, U8, true), false, false),
+        (side(E5M2, I8, false), side(E5M2, U8, false), false, false),
+        // fp4 packed along M, along N, both (with fast_math: no scale is 255).
+        (outer(side(E2M1, U8, true)), side(E4M3, U8, true), true, false),
+        (side(Bf16, BF16, false), outer(side(E2M1, I8, true)), false, false),
+        (outer(side(E2M1, U8, true)), outer(side(E2M1, U8, true)), false, true),
     ];
     for d in devices() {
         let d = d.as_ref();
@@ -237,11 +274,18 @@ fn dot_scaled_matches_the_formats_definitions_on_every_device() {
         // Ragged against the block: rows and columns past M and N are masked.
         let (m, n, k) = (size.bm as usize - 14, size.bn as usize - 24, size.k as usize);
         let mut rng = Rng::new(45);
-        for (lhs, rhs, nan) in cases {
-            let at = format!("{} x {}, {m} x {n} x {k}", lhs.format.name(), rhs.format.name());
+        for (lhs, rhs, nan, fast_math) in cases {
+            let at = format!(
+                "{} x {} (packed along K: {}, {}; fast_math {fast_math}), {m} x {n} x {k}",
+                lhs.format.name(),
+                rhs.format.name(),
+                lhs.k_pack,
+                rhs.k_pack
+            );
             let compute_f16 = lhs.format == Fp16 || rhs.format == Fp16;
-            let (a_bytes, a_vals) = operand_bytes(&mut rng, lhs, m * stored_k(lhs, size.k) as usize);
-            let (b_bytes, b_vals) = operand_bytes(&mut rng, rhs, stored_k(rhs, size.k) as usize * n);
+            let (pm, pn) = (packing(lhs).1 as usize, packing(rhs).1 as usize);
+            let (a_bytes, a_vals) = operand_bytes(&mut rng, lhs, m / pm * stored_k(lhs, size.k) as usize);
+            let (b_bytes, b_vals) = operand_bytes(&mut rng, rhs, stored_k(rhs, size.k) as usize * n / pn);
             // Scales around 1 (f16's range holds every product); one 255 on row 7 where asked.
             let spread = if compute_f16 { 6 } else { 10 };
             let mut scales = |count: usize| -> Vec<u8> {
@@ -254,13 +298,19 @@ fn dot_scaled_matches_the_formats_definitions_on_every_device() {
                 sa[7 * k / 32 + 1] = 255;
             }
             // A's values by row (k along the row), B's by row of K (n along the row): fp4's
-            // bytes give A's in K order; for B a byte of row `r` holds rows 2r and 2r + 1 of
-            // its column.
+            // bytes give A's in K order, or (packed along M) a byte of row `r` holds rows 2r
+            // and 2r + 1; for B a byte of row `r` holds rows 2r and 2r + 1 of its column, or
+            // (packed along N) B's in N order.
+            let a_at = |i: usize, p: usize| -> f64 {
+                match packing(lhs) {
+                    (1, 2) => a_vals[((i / 2) * k + p) * 2 + i % 2],
+                    _ => a_vals[i * k + p],
+                }
+            };
             let b_at = |p: usize, j: usize| -> f64 {
-                if rhs.format == E2M1 {
-                    b_vals[((p / 2) * n + j) * 2 + p % 2]
-                } else {
-                    b_vals[p * n + j]
+                match packing(rhs) {
+                    (2, 1) => b_vals[((p / 2) * n + j) * 2 + p % 2],
+                    _ => b_vals[p * n + j],
                 }
             };
             let scaled = |v: f64, s: Option<u8>| rounded(v * s.map_or(1.0, scale_value), compute_f16);
@@ -268,7 +318,7 @@ fn dot_scaled_matches_the_formats_definitions_on_every_device() {
             let mut magnitude = vec![0.0f64; m * n];
             for i in 0..m {
                 for p in 0..k {
-                    let a = scaled(a_vals[i * k + p], lhs.scaled.then(|| sa[i * k / 32 + p / 32]));
+                    let a = scaled(a_at(i, p), lhs.scaled.then(|| sa[i * k / 32 + p / 32]));
                     for j in 0..n {
                         let b = scaled(b_at(p, j), rhs.scaled.then(|| sb[j * k / 32 + p / 32]));
                         want[i * n + j] += a * b;
@@ -276,7 +326,7 @@ fn dot_scaled_matches_the_formats_definitions_on_every_device() {
                     }
                 }
             }
-            let kernel = kernel(lhs, rhs, size);
+            let kernel = kernel(lhs, rhs, fast_math, size);
             let c = d.zeros::<f32>(m * n).unwrap();
             let (a, b) = (
                 Stored::upload(d, lhs.stored, &a_bytes),

@@ -53,9 +53,9 @@ pub use select::{default_device, list_devices, open_device, DeviceListing, DEVIC
 
 /// The kernel language and compiler (re-exported from `rutile-ir`).
 pub use rutile_ir::{
-    self as ir, seeds, AtomicOp, AtomicOrder, BlockPtr, CacheModifier, DotOptions, DotPrecision, HintNumbers, Indices,
-    Kernel, KernelBuilder, MemScope, MemSem, Microscaled, MxFormat, Operand, Padding, ReduceOp, RoundedOp, Rounding,
-    ScalarType, TensorDescriptor, Value,
+    self as ir, seeds, AtomicOp, AtomicOrder, BlockPtr, CacheModifier, DotOptions, DotPrecision, DotScaledOptions,
+    HintNumbers, Indices, Kernel, KernelBuilder, MemScope, MemSem, Microscaled, MxFormat, Operand, Padding, ReduceOp,
+    RoundedOp, Rounding, ScalarType, TensorDescriptor, Value,
 };
 
 /// The README's example, compiled and run as a test.

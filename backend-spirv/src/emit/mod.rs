@@ -226,6 +226,9 @@ struct Cx<'a> {
     int64: bool,
     /// Whether f64 is available (`bf16`'s `fma` is then computed there: `bf16.rs`).
     float64: bool,
+    /// Whether the words the driver gets mark f64 arithmetic `NoContraction`
+    /// (`SpirvTarget::exact_f64`): directed rounding needs each f64 operation rounded once.
+    exact_f64: bool,
     /// Both halves of a 32-bit product from one 64-bit multiply (`SpirvTarget::wide_products`).
     wide_products: bool,
     /// 16-bit integers: `f16` pairs of packed words by bit operations (`packed.rs`).

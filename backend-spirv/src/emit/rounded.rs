@@ -14,7 +14,8 @@
 //! comparison brackets the exact value between two neighbouring f32s (the bits stepped by
 //! one), and a comparison with their midpoint decides to-nearest (ties to the even one).
 //! Every f64 operation here must round once: rutile marks f64 arithmetic `NoContraction`
-//! (`exact_f64`), which the target needs on for these ops, with `shaderFloat64`. The
+//! (`exact_f64`), which the target needs on for these ops (they are refused without it),
+//! with `shaderFloat64`. The
 //! conversion of the f64 result to f32 is taken to be correctly rounded (as Vulkan's
 //! precision rules require), so that it lands within one place. f64 operands would need
 //! wider arithmetic than any the device has; they are refused.
@@ -42,6 +43,12 @@ impl Cx<'_> {
             let detail =
                 format!("`{name}` computes its f32 result exactly in f64, which the device lacks (shaderFloat64)");
             return Err(unsupported(self.k, "f64", detail));
+        }
+        if !self.exact_f64 {
+            let detail = format!(
+                "`{name}` needs each f64 operation rounded once, which the target's exact_f64 (off) ensures"
+            );
+            return Err(unsupported(self.k, "directed rounding", detail));
         }
         // f64 among the module's types, which is how `exact_f64` knows to mark it.
         self.ty(TypeInner::Scalar(Scalar::F64));

@@ -301,6 +301,7 @@ impl<'a> Cx<'a> {
             num_programs: [None; 3],
             int64: target.shader_i64,
             float64: target.shader_f64,
+            exact_f64: target.exact_f64,
             wide_products: target.wide_products,
             int16: target.shader_i16,
             barrier: if publishing_atomics(scan) {

@@ -71,6 +71,11 @@ impl MxFormat {
 /// (as Triton takes them: by rows of the result's N, not transposed). Scales are E8M0 bytes
 /// (`u8`, or `i8` read as its bits): `s` stands for `2^(s - 127)`, 255 for NaN. `None`
 /// multiplies by 1.
+///
+/// fp4 may instead be packed along the other dimension (Triton's `lhs_k_pack=False` /
+/// `rhs_k_pack=False`, [`Microscaled::packed_along_m_or_n`]): the left block is then
+/// `[M / 2, K]` bytes, byte `[i, k]` holding rows `2i` (low four bits) and `2i + 1`, the
+/// right one `[K, N / 2]`, byte `[k, j]` holding columns `2j` and `2j + 1`.
 #[derive(Clone, Copy, Debug)]
 pub struct Microscaled<'b> {
     /// The elements.
@@ -79,13 +84,55 @@ pub struct Microscaled<'b> {
     pub scale: Option<Value<'b>>,
     /// How the elements are stored.
     pub format: MxFormat,
+    /// Whether packed fp4's two values a byte lie along K (Triton's `k_pack`, the default),
+    /// or along M (left) or N (right).
+    pub k_pack: bool,
 }
 
 impl<'b> Microscaled<'b> {
-    /// `value` in `format`, scaled by `scale`.
+    /// `value` in `format`, scaled by `scale`; fp4 packed along K.
     pub fn new(value: Value<'b>, scale: Option<Value<'b>>, format: MxFormat) -> Microscaled<'b> {
-        Microscaled { value, scale, format }
+        Microscaled {
+            value,
+            scale,
+            format,
+            k_pack: true,
+        }
     }
+
+    /// The same operand with its fp4 bytes packed along M (left) or N (right) rather than
+    /// K (Triton's `k_pack=False`; only [`MxFormat::E2M1`] packs values).
+    pub fn packed_along_m_or_n(self) -> Microscaled<'b> {
+        Microscaled { k_pack: false, ..self }
+    }
+
+    /// Values a stored element holds along K.
+    fn per_k(&self) -> u32 {
+        if self.k_pack {
+            self.format.per_element()
+        } else {
+            1
+        }
+    }
+
+    /// Values a stored element holds along M or N.
+    fn per_outer(&self) -> u32 {
+        if self.k_pack {
+            1
+        } else {
+            self.format.per_element()
+        }
+    }
+}
+
+/// How [`KernelBuilder::dot_scaled_with`] computes (Triton's keyword arguments of
+/// `tl.dot_scaled`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DotScaledOptions {
+    /// Triton's `fast_math`: a scale of 255 is not made NaN. The caller promises none
+    /// occurs; one that does multiplies its values by infinity (E8M0 255 read as an
+    /// exponent), as Triton's emulation without the check does.
+    pub fast_math: bool,
 }
 
 /// Which side of the product an operand is.
@@ -103,15 +150,39 @@ impl KernelBuilder {
     /// the scaled values, rounded to bf16 (f16 when either format is [`MxFormat::Fp16`]),
     /// added in f32. A scale of 255 makes its 32 values NaN (Triton's default, without
     /// `fast_math`); a scale of 0 stands for `2^-127` (OCP's E8M0, which Triton's emulation
-    /// flushes to zero). K must be a multiple of 32 where an operand has scales, and fp4
-    /// is packed along K (Triton's `k_pack`).
+    /// flushes to zero). K must be a multiple of 32 where an operand has scales; fp4 is
+    /// packed along K unless its operand says otherwise ([`Microscaled::packed_along_m_or_n`]).
     #[track_caller]
     pub fn dot_scaled<'b>(&'b self, lhs: Microscaled<'b>, rhs: Microscaled<'b>, acc: Option<Value<'b>>) -> Value<'b> {
-        let loc = SourceLoc::caller();
+        self.dot_scaled_at(lhs, rhs, acc, DotScaledOptions::default(), SourceLoc::caller())
+    }
+
+    /// [`KernelBuilder::dot_scaled`] with Triton's options: `tl.dot_scaled(...,
+    /// fast_math=True)` is `dot_scaled_with(lhs, rhs, acc, DotScaledOptions { fast_math:
+    /// true })`.
+    #[track_caller]
+    pub fn dot_scaled_with<'b>(
+        &'b self,
+        lhs: Microscaled<'b>,
+        rhs: Microscaled<'b>,
+        acc: Option<Value<'b>>,
+        options: DotScaledOptions,
+    ) -> Value<'b> {
+        self.dot_scaled_at(lhs, rhs, acc, options, SourceLoc::caller())
+    }
+
+    fn dot_scaled_at<'b>(
+        &'b self,
+        lhs: Microscaled<'b>,
+        rhs: Microscaled<'b>,
+        acc: Option<Value<'b>>,
+        options: DotScaledOptions,
+        loc: SourceLoc,
+    ) -> Value<'b> {
         let adopt = |m: Microscaled<'b>| Microscaled {
             value: self.adopt("dot_scaled", m.value, loc),
             scale: m.scale.map(|s| self.adopt("dot_scaled", s, loc)),
-            format: m.format,
+            ..m
         };
         let (lhs, rhs) = (adopt(lhs), adopt(rhs));
         let acc = acc.map(|a| self.adopt("dot_scaled", a, loc));
@@ -129,8 +200,8 @@ impl KernelBuilder {
         } else {
             ScalarType::BF16
         };
-        let a = self.scaled_operand(lhs, Side::Lhs, compute, (m, n, k));
-        let b = self.scaled_operand(rhs, Side::Rhs, compute, (m, n, k));
+        let a = self.scaled_operand(lhs, Side::Lhs, compute, options, (m, n, k));
+        let b = self.scaled_operand(rhs, Side::Rhs, compute, options, (m, n, k));
         match acc {
             Some(acc) => self.dot_acc(a, b, acc),
             None => self.dot(a, b),
@@ -158,8 +229,17 @@ impl KernelBuilder {
                 )),
             }
         };
-        let ([m, lk], [rk, n]) = (dims(lhs, "left")?, dims(rhs, "right")?);
-        let (k, k_rhs) = (lk * lhs.format.per_element(), rk * rhs.format.per_element());
+        for (operand, side, outer) in [(lhs, "left", "M"), (rhs, "right", "N")] {
+            if !operand.k_pack && operand.format != MxFormat::E2M1 {
+                return Err(format!(
+                    "the {side} operand is packed along {outer}, but only e2m1 packs values (it is {})",
+                    operand.format.name()
+                ));
+            }
+        }
+        let ([lm, lk], [rk, rn]) = (dims(lhs, "left")?, dims(rhs, "right")?);
+        let (m, n) = (lm * lhs.per_outer(), rn * rhs.per_outer());
+        let (k, k_rhs) = (lk * lhs.per_k(), rk * rhs.per_k());
         if k != k_rhs {
             return Err(format!(
                 "K differs: the left operand ({}) holds {k} values a row, the right one ({}) {k_rhs} a column",
@@ -188,12 +268,13 @@ impl KernelBuilder {
     }
 
     /// An operand of `dot_scaled` as a `[M, K]` or `[K, N]` block of `compute` values: its
-    /// elements widened, times their scales, NaN where a scale is 255.
+    /// elements widened, times their scales, NaN where a scale is 255 (unless `fast_math`).
     fn scaled_operand<'b>(
         &'b self,
         operand: Microscaled<'b>,
         side: Side,
         compute: ScalarType,
+        options: DotScaledOptions,
         (m, n, k): (u32, u32, u32),
     ) -> Value<'b> {
         let v = operand.value;
@@ -203,26 +284,32 @@ impl KernelBuilder {
         };
         let widened = match operand.format {
             MxFormat::E2M1 => {
-                // Each byte's two values side by side along K, low nibble first: a new axis
-                // of 2 held in each thread, merged into K in registers.
+                // Each byte's two values side by side along the packed dimension, low nibble
+                // first: a new axis of 2 held in each thread, merged in registers.
                 let x = bytes(v).to(ScalarType::I32);
                 let (low, high) = (
                     fp4_value(self, x & 15).to(compute),
                     fp4_value(self, (x >> 4) & 15).to(compute),
                 );
-                match side {
-                    Side::Lhs => self.interleave(low, high),
-                    Side::Rhs => {
-                        let pairs = [k / 2, 2, n];
-                        let second = self
-                            .arange(0, 2)
-                            .expand_dims(0)
-                            .expand_dims(2)
-                            .broadcast_to(&pairs)
-                            .eq(1);
-                        let spread = |h: Value<'b>| h.expand_dims(1).broadcast_to(&pairs);
-                        self.where_(second, spread(high), spread(low)).reshape(&[k, n])
-                    }
+                // The packed dimension: K of the left operand's columns or the right one's
+                // rows, or (not `k_pack`) the other one.
+                let along_columns = (side == Side::Lhs) == operand.k_pack;
+                if along_columns {
+                    self.interleave(low, high)
+                } else {
+                    let [rows, cols] = match side {
+                        Side::Lhs => [m, k],
+                        Side::Rhs => [k, n],
+                    };
+                    let pairs = [rows / 2, 2, cols];
+                    let second = self
+                        .arange(0, 2)
+                        .expand_dims(0)
+                        .expand_dims(2)
+                        .broadcast_to(&pairs)
+                        .eq(1);
+                    let spread = |h: Value<'b>| h.expand_dims(1).broadcast_to(&pairs);
+                    self.where_(second, spread(high), spread(low)).reshape(&[rows, cols])
                 }
             }
             MxFormat::E4M3 | MxFormat::E5M2 => {
@@ -251,10 +338,13 @@ impl KernelBuilder {
         // subnormal), NaN for 255; exact in bf16, rounded to f16 (where it overflows or
         // underflows). The right operand's scales come by rows of N: along K first.
         let s = bytes(scale).to(ScalarType::I32);
-        let bits = self.where_(s.eq(0), 1 << 22, s << 23);
-        let factor = self
-            .where_(s.eq(255), f64::NAN, bits.bitcast(ScalarType::F32))
-            .to(compute);
+        let bits = self.where_(s.eq(0), 1 << 22, s << 23).bitcast(ScalarType::F32);
+        let factor = if options.fast_math {
+            bits
+        } else {
+            self.where_(s.eq(255), f64::NAN, bits)
+        }
+        .to(compute);
         let factor = match side {
             Side::Lhs => factor,
             Side::Rhs => factor.trans(),

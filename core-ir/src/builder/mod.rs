@@ -67,7 +67,7 @@ mod standard;
 mod tan;
 
 pub use block_ptr::{BlockPtr, Indices, Padding, TensorDescriptor};
-pub use dot_scaled::{Microscaled, MxFormat, MX_BLOCK};
+pub use dot_scaled::{DotScaledOptions, Microscaled, MxFormat, MX_BLOCK};
 pub use hints::HintNumbers;
 pub use operand::Operand;
 pub use random::{PHILOX_KEY_A, PHILOX_KEY_B, PHILOX_ROUNDS, PHILOX_ROUND_A, PHILOX_ROUND_B};
