@@ -589,6 +589,57 @@ fn fp8_matmul_on_warpgroup_mmas_passes_ptxas() {
     }
 }
 
+/// The largest matmul configurations the autotuner tries on `mma.sync` (sm_80 and sm_89
+/// GPUs, and Hopper with `RUTILE_HOPPER=0`): 128 x 256 on 8 warps, 3 stages of `cp.async`,
+/// persistent and not, f16 operands and fp8 ones widened to f16 for the MMAs (the fp8
+/// study's kernel: B along K, f16 results), pass ptxas for sm_90 without spilling; each
+/// accumulator is 128 registers a thread, so this is where spills would start.
+#[test]
+fn largest_mma_sync_matmuls_do_not_spill() {
+    let mut spilling = Vec::new();
+    for (input, bk) in [
+        (ScalarType::F16, 64),
+        (ScalarType::F8E4M3, 128),
+        (ScalarType::F8E5M2, 64),
+        (ScalarType::F8E5M2, 128),
+    ] {
+        for persistent in [true, false] {
+            let meta = seeds::MatmulMeta {
+                input,
+                output: ScalarType::F16,
+                group_m: 8,
+                ..seeds::MatmulMeta::fp16(128, 256, bk)
+            };
+            let kernel = seeds::matmul(&meta).unwrap();
+            let target = Target {
+                mma_sync: true,
+                async_copy: true,
+                num_stages: 3,
+                persistent,
+                ..Target::nvidia(8, 227 * 1024)
+            };
+            // B along K: stride_ak, stride_bk and stride_cn equal to 1.
+            let spec = Specialization {
+                equal_to_1: (0..kernel.params.len()).map(|i| [7, 8, 11].contains(&i)).collect(),
+                ..Specialization::all(kernel.params.len())
+            };
+            let label = format!("matmul {input} 128x256x{bk}, 8 warps, 3 stages, persistent {persistent}, mma.sync");
+            let t =
+                rutile_ir::lower::lower(&kernel, &target, &spec).unwrap_or_else(|e| panic!("lowering {label}: {e}"));
+            let (ptx, resources) = assemble(&label, &t, 90);
+            assert!(ptx.contains("mma.sync.aligned.m16n8k16"), "{label}: not on mma.sync");
+            if let Some(r) = resources.filter(|r| r.spilled > 0) {
+                spilling.push(format!("{label}: {} bytes", r.spilled));
+            }
+        }
+    }
+    assert!(
+        spilling.is_empty(),
+        "mma.sync matmuls that spill:\n{}",
+        spilling.join("\n")
+    );
+}
+
 /// fp8 matmuls that promote their sums every 128 elements of K (`max_num_imprecise_acc`,
 /// the tutorial's `b.T`) on warpgroup MMAs: a second accumulator written from zero by each
 /// K block's MMAs, waited for and added in f32 (`add.f32` of every accumulator register a
