@@ -1001,6 +1001,7 @@ fn fp8_dots_promote_their_sums_where_asked() {
 /// run in the simulator against the interpreter: fp4 on either side (its nibbles
 /// interleaved in registers), mxfp8 on both, scales on the quantized sides; the products
 /// of the rounded scaled values are exact in f32, so only the order of the sums differs.
+/// The factors are read from shared memory once for each group of 32 a thread holds.
 #[test]
 fn dot_scaled_on_the_tensor_cores_matches_the_interpreter() {
     use rutile_ir::{Microscaled, MxFormat};
@@ -1064,6 +1065,24 @@ fn dot_scaled_on_the_tensor_cores_matches_the_interpreter() {
             let tk = lower(&kernel, &target, &Specialization::all(5)).unwrap();
             let at = format!("{} x {} on {on}", lf.name(), rf.name());
             assert!(wgmmas(&tk) + mmas(&tk) > 0, "{at}: not on the tensor cores");
+            let shared_loads = count_stmts(&tk, |s| {
+                matches!(
+                    s,
+                    rutile_ir::thread::Stmt::Load {
+                        mem: rutile_ir::thread::Memory::Shared { .. },
+                        ..
+                    }
+                )
+            });
+            // The scales' factors are gathered along K by `arange(K) / 32`: a thread's values
+            // of one group of 32 read their factor once (`lower/affine_index.rs`), where
+            // each read its own before (at least one read a scaled value).
+            // (Each operand is 64 x 128 values on 128 threads.)
+            let scaled_values = if lf == MxFormat::Bf16 { 64 } else { 128 };
+            assert!(
+                shared_loads < scaled_values / 2,
+                "{at}: {shared_loads} shared loads for {scaled_values} scaled values a thread"
+            );
             let mut got = buffers.clone();
             simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
             assert_close_to_largest(&got[4], &want[4], 1e-5, &at);

@@ -1107,6 +1107,53 @@ fn gathers_take_their_users_layout() {
     }
 }
 
+/// Index arithmetic on coordinates taken once per thread (`lower/affine_index.rs`): a
+/// coordinate plus a constant and its quotient by a power of two are set once where the
+/// thread's base and the offset give them (`arange(0, K) / 16`, `dot_scaled`'s groups), and
+/// computed as written where the offset may carry past a group (an offset of 3, a start of
+/// 5, a group of 2 smaller than a thread's run, 32 with an offset of 1). A gather by such
+/// an index, its block in another layout, gives the interpreter's results on every target.
+#[test]
+fn quotients_of_coordinates_match_the_interpreter() {
+    let (rows, cols) = (32u32, 64u32);
+    // (group, the index's offset added to the `arange`, or as its start)
+    for (group, added, start) in [(16u32, 0i32, 0i32), (16, 3, 0), (2, 0, 0), (16, 0, 5), (32, 1, 0)] {
+        let kernel = Kernel::build("spread_by_rows", |k| {
+            let (x, f, y) = (k.arg_ptr("x", U8), k.arg_ptr("f", F32), k.arg_ptr("y", F32));
+            let r = k.arange(0, rows as i32).expand_dims(1);
+            let c = k.arange(0, cols as i32).expand_dims(0);
+            let groups = (2 * cols / group) as i32;
+            // Bytes, 16 a thread in a row (as `dot_scaled`'s fp4 and fp8 operands come).
+            let v = k.load(x + (r * cols as i32 + c)).to(F32);
+            let factors = k.load(f + (r * groups + k.arange(0, groups).expand_dims(0)));
+            let index = ((k.arange(start, start + cols as i32) + added) / group as i32)
+                .expand_dims(0)
+                .broadcast_to(&[rows, cols]);
+            let spread = factors.gather(index, 1);
+            k.store(y + (r * cols as i32 + c), v * spread);
+        })
+        .unwrap();
+        let at_case = format!("group {group}, offset {added}, start {start}");
+        let mut rng = Rng::new(62);
+        let n = (rows * cols) as usize;
+        let buffers = vec![
+            HostBuffer::from_slice(&(0..n).map(|_| (rng.next_u64() & 0xff) as u8).collect::<Vec<u8>>()),
+            random(&mut rng, F32, (rows * 2 * cols / group) as usize, -2.0, 2.0),
+            HostBuffer::zeros(F32, n),
+        ];
+        let args: Vec<ArgValue> = (0..3).map(ptr).collect();
+        let mut want = buffers.clone();
+        interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
+        for t in targets() {
+            let at = format!("{at_case}, warp {} x {} warps", t.warp_size, t.num_warps);
+            let tk = lower(&kernel, &t, &Specialization::none(args.len())).unwrap();
+            let mut got = buffers.clone();
+            simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+            assert_eq!(as_f64s(&got[2]), as_f64s(&want[2]), "{at}");
+        }
+    }
+}
+
 fn count_barriers(tk: &rutile_ir::thread::ThreadKernel) -> usize {
     let mut n = 0;
     tk.walk(&mut |s| n += usize::from(matches!(s, rutile_ir::thread::Stmt::Barrier)));

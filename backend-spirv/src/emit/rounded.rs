@@ -45,9 +45,8 @@ impl Cx<'_> {
             return Err(unsupported(self.k, "f64", detail));
         }
         if !self.exact_f64 {
-            let detail = format!(
-                "`{name}` needs each f64 operation rounded once, which the target's exact_f64 (off) ensures"
-            );
+            let detail =
+                format!("`{name}` needs each f64 operation rounded once, which the target's exact_f64 (off) ensures");
             return Err(unsupported(self.k, "directed rounding", detail));
         }
         // f64 among the module's types, which is how `exact_f64` knows to mark it.

@@ -54,6 +54,14 @@ impl Lowerer<'_> {
                 out.push(self.exp2_polynomial(r(0)));
                 continue;
             }
+            // Index arithmetic on coordinates, once per thread where it can be
+            // (`affine_index.rs`).
+            if let Op::Binary { op, .. } = &inst.op {
+                if let Some(q) = self.affine_binary(out_ty, *op, r(0), r(1)) {
+                    out.push(q);
+                    continue;
+                }
+            }
             let expr = match &inst.op {
                 Op::Unary { op, .. } => Expr::Unary(*op, r(0)),
                 Op::Binary { op, .. } => Expr::Binary(*op, r(0), r(1)),

@@ -4,6 +4,7 @@
 //! registers in a layout, whether it owns an element or holds a copy) is computed once, in
 //! the kernel's prologue, and cached here.
 
+use super::affine_index::Affine;
 use super::{LVal, Lowerer};
 use crate::ir::{BinaryOp, CmpOp};
 use crate::layout::{Blocked, Layout, RegisterMap, WarpgroupRows};
@@ -28,6 +29,14 @@ pub(crate) struct Cache {
     owners: HashMap<(Layout, Full), Option<Reg>>,
     linear: HashMap<(Layout, Full, [i64; MAX_RANK]), Vec<Reg>>,
     smem: HashMap<ScalarType, u32>,
+    /// Integer registers known as `base + offset` (`affine_index.rs`).
+    pub affine: HashMap<Reg, super::affine_index::Affine>,
+    /// The values of the integer constants `konst` made.
+    pub const_ints: HashMap<Reg, i64>,
+    /// `base >> shift`, per base and shift.
+    pub quotients: HashMap<(Reg, u32), Reg>,
+    /// `base + offset`, per base and offset.
+    pub sums: HashMap<(Reg, i64), Reg>,
     /// Storage indices of conversions, per register map, dimension mapping and plan.
     pub swizzled: HashMap<(Layout, Full, Vec<u8>, super::convert::Swizzle), Vec<Reg>>,
 }
@@ -156,13 +165,27 @@ impl Lowerer<'_> {
                 r
             }
         });
+        // The base is a multiple of the elements a thread holds in a row along `d` (but for
+        // a warpgroup's rows), which `affine_index.rs` divides by.
+        let align = if rows.is_some() {
+            1
+        } else {
+            map.layout.blocked.size_per_thread[d]
+        };
         let r = match base {
-            None => self.i32c(off),
-            Some(b) if off == 0 => b,
-            Some(b) => {
-                let c = self.i32c(off);
-                self.pset(ScalarType::I32, Expr::Binary(BinaryOp::Add, b, c))
+            None => {
+                let r = self.i32c(off);
+                self.note_affine(
+                    r,
+                    Affine {
+                        base: None,
+                        off,
+                        align: 1,
+                    },
+                );
+                r
             }
+            Some(b) => self.affine_sum(b, off, align),
         };
         self.cache.coords.insert(key, r);
         r
@@ -209,6 +232,14 @@ impl Lowerer<'_> {
         let i32t = ScalarType::I32;
         let rank = map.layout.blocked.rank as usize;
         let mut out = Vec::with_capacity(map.len);
+        // Registers at one place (along every dimension with a stride) share their sums:
+        // what reads by them can then read once for them all.
+        let mut made: HashMap<(BinaryOp, Reg, Reg), Reg> = HashMap::new();
+        let mut binary = |l: &mut Self, op: BinaryOp, a: Reg, b: Reg| {
+            *made
+                .entry((op, a, b))
+                .or_insert_with(|| l.pset(i32t, Expr::Binary(op, a, b)))
+        };
         for i in 0..map.len {
             let mut acc: Option<Reg> = None;
             for (d, &stride) in strides.iter().enumerate().take(rank) {
@@ -220,11 +251,11 @@ impl Lowerer<'_> {
                     c
                 } else {
                     let s = self.i32c(stride);
-                    self.pset(i32t, Expr::Binary(BinaryOp::Mul, c, s))
+                    binary(self, BinaryOp::Mul, c, s)
                 };
                 acc = Some(match acc {
                     None => term,
-                    Some(a) => self.pset(i32t, Expr::Binary(BinaryOp::Add, a, term)),
+                    Some(a) => binary(self, BinaryOp::Add, a, term),
                 });
             }
             out.push(acc.unwrap_or_else(|| self.i32c(0)));

@@ -6,6 +6,7 @@ use crate::ir::{BinaryOp, CacheModifier, CmpOp, Inst, Literal, Op, ValueId};
 use crate::layout::Layout;
 use crate::thread::{Expr, Memory, Reg, Stmt};
 use crate::types::{ScalarType, MAX_RANK};
+use std::collections::HashMap;
 
 impl Lowerer<'_> {
     /// `gather`: the result takes the index's layout; each element reads the source
@@ -127,7 +128,14 @@ impl Lowerer<'_> {
             },
         );
         let mut regs = Vec::with_capacity(map.len);
+        // Registers with one index at one place read one element (the quotients and sums
+        // of `affine_index.rs` give them one register each): read once.
+        let mut read: HashMap<(Reg, Reg), Reg> = HashMap::new();
         for (i, &k) in index_regs.iter().enumerate() {
+            if let Some(&r) = read.get(&(k, lin[i])) {
+                regs.push(r);
+                continue;
+            }
             // Checked in the index's own type, before narrowing it to a shared-memory index.
             let ge = self.set(boolt, Expr::Compare(CmpOp::Ge, k, lo));
             let lt = self.set(boolt, Expr::Compare(CmpOp::Lt, k, hi));
@@ -148,7 +156,9 @@ impl Lowerer<'_> {
                 pred: None,
                 cache: CacheModifier::Default,
             });
-            regs.push(self.set(elem, Expr::Select(valid, r, zero)));
+            let r = self.set(elem, Expr::Select(valid, r, zero));
+            read.insert((k, lin[i]), r);
+            regs.push(r);
         }
         self.emit(Stmt::Barrier);
         Ok(regs)

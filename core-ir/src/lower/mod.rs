@@ -13,6 +13,7 @@
 //! offsets from that parameter, which is how both PTX (an address) and SPIR-V (a storage
 //! buffer index) reach memory.
 
+mod affine_index;
 mod assign;
 mod block_programs;
 mod cluster;
@@ -773,6 +774,9 @@ impl<'k> Lowerer<'k> {
         }
         let r = self.pset(ty, crate::thread::Expr::Const(value));
         self.cache.consts.insert((ty, bits), r);
+        if let (Literal::Int(i), true) = (value, ty.is_int()) {
+            self.cache.const_ints.insert(r, i);
+        }
         r
     }
 
@@ -951,6 +955,8 @@ impl<'k> Lowerer<'k> {
                     let c = self.coord(&map, i, layout.blocked_dim(0));
                     if *start == 0 {
                         c
+                    } else if let Some(r) = self.affine_offset(c, *start as i64) {
+                        r
                     } else {
                         let s = self.i32c(*start as i64);
                         self.set(ScalarType::I32, Expr::Binary(crate::ir::BinaryOp::Add, c, s))
@@ -959,7 +965,10 @@ impl<'k> Lowerer<'k> {
                 Op::Constant { value } => self.konst(elem, *value),
                 Op::Splat { value } => self.lval(*value)?.regs[0],
                 Op::Unary { op, .. } => self.set(elem, Expr::Unary(*op, r(0))),
-                Op::Binary { op, .. } => self.set(elem, Expr::Binary(*op, r(0), r(1))),
+                Op::Binary { op, .. } => match self.affine_binary(elem, *op, r(0), r(1)) {
+                    Some(q) => q,
+                    None => self.set(elem, Expr::Binary(*op, r(0), r(1))),
+                },
                 Op::Compare { op, .. } => self.set(elem, Expr::Compare(*op, r(0), r(1))),
                 Op::Select { .. } => self.set(elem, Expr::Select(r(0), r(1), r(2))),
                 Op::Cast { .. } => self.set(elem, Expr::Cast(r(0))),

@@ -31,6 +31,8 @@ impl Lowerer<'_> {
                     let c = self.coord(&map, i, 0);
                     regs.push(if *start == 0 {
                         c
+                    } else if let Some(r) = self.affine_offset(c, *start as i64) {
+                        r
                     } else {
                         let s = self.i32c(*start as i64);
                         self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, c, s))
