@@ -1058,13 +1058,8 @@ fn dot_scaled_on_the_tensor_cores_matches_the_interpreter() {
             scales(&mut rng, n * kk as usize / 32),
             HostBuffer::zeros(F32, m * n),
         ];
-        let args: Vec<ArgValue> = (0..5).map(ptr).collect();
-        let mut want = buffers.clone();
-        interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
-        for (target, on) in [(hopper(4, 1), "wgmma"), (target(4), "mma.sync")] {
-            let tk = lower(&kernel, &target, &Specialization::all(5)).unwrap();
-            let at = format!("{} x {} on {on}", lf.name(), rf.name());
-            assert!(wgmmas(&tk) + mmas(&tk) > 0, "{at}: not on the tensor cores");
+        let label = format!("{} x {}", lf.name(), rf.name());
+        for (tk, at) in scaled_dot_on_the_tensor_cores(&kernel, &buffers, &label) {
             let shared_loads = count_stmts(&tk, |s| {
                 matches!(
                     s,
@@ -1083,11 +1078,32 @@ fn dot_scaled_on_the_tensor_cores_matches_the_interpreter() {
                 shared_loads < scaled_values / 2,
                 "{at}: {shared_loads} shared loads for {scaled_values} scaled values a thread"
             );
-            let mut got = buffers.clone();
-            simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
-            assert_close_to_largest(&got[4], &want[4], 1e-5, &at);
         }
     }
+}
+
+/// A `dot_scaled` kernel of five buffers (A, B, their scales, C) lowered for Hopper and
+/// for `mma.sync`, each on the tensor cores and run in the simulator against the
+/// interpreter; the lowered kernels, each with its label, for further checks.
+fn scaled_dot_on_the_tensor_cores(
+    kernel: &Kernel,
+    buffers: &[HostBuffer],
+    label: &str,
+) -> Vec<(rutile_ir::thread::ThreadKernel, String)> {
+    let args: Vec<ArgValue> = (0..5).map(ptr).collect();
+    let mut want = buffers.to_vec();
+    interp::run(kernel, [1, 1, 1], &args, &mut want).unwrap();
+    let mut lowered = Vec::new();
+    for (target, on) in [(hopper(4, 1), "wgmma"), (target(4), "mma.sync")] {
+        let tk = lower(kernel, &target, &Specialization::all(5)).unwrap();
+        let at = format!("{label} on {on}");
+        assert!(wgmmas(&tk) + mmas(&tk) > 0, "{at}: not on the tensor cores");
+        let mut got = buffers.to_vec();
+        simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
+        assert_close_to_largest(&got[4], &want[4], 1e-5, &at);
+        lowered.push((tk, at));
+    }
+    lowered
 }
 
 /// `dot_scaled` with fp4 packed along M (left) and N (right), Triton's `k_pack=False`,
@@ -1149,17 +1165,8 @@ fn dot_scaled_packed_along_m_and_n_matches_the_interpreter() {
             scales(&mut rng, n * k / 32),
             HostBuffer::zeros(F32, m * n),
         ];
-        let args: Vec<ArgValue> = (0..5).map(ptr).collect();
-        let mut want = buffers.clone();
-        interp::run(&kernel, [1, 1, 1], &args, &mut want).unwrap();
-        for (target, on) in [(hopper(4, 1), "wgmma"), (target(4), "mma.sync")] {
-            let tk = lower(&kernel, &target, &Specialization::all(5)).unwrap();
-            let at = format!("packed along M {lhs_packed}, along N {rhs_packed} on {on}");
-            assert!(wgmmas(&tk) + mmas(&tk) > 0, "{at}: not on the tensor cores");
-            let mut got = buffers.clone();
-            simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
-            assert_close_to_largest(&got[4], &want[4], 1e-5, &at);
-        }
+        let label = format!("packed along M {lhs_packed}, along N {rhs_packed}");
+        scaled_dot_on_the_tensor_cores(&kernel, &buffers, &label);
     }
 }
 

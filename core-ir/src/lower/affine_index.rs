@@ -45,6 +45,19 @@ impl Lowerer<'_> {
         })
     }
 
+    /// `c + start` for an `arange`'s coordinate `c`: `c` itself for a start of 0, a known
+    /// `base + off` where `c` is one, else added as written.
+    pub(crate) fn arange_element(&mut self, c: Reg, start: i64) -> Reg {
+        if start == 0 {
+            return c;
+        }
+        if let Some(r) = self.affine_offset(c, start) {
+            return r;
+        }
+        let s = self.i32c(start);
+        self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, c, s))
+    }
+
     /// `a op b` where it is a coordinate known as `base + off` again (a sum with a
     /// constant, a quotient by a power of two: see [`Lowerer::affine_quotient`]); `None`
     /// elsewhere.

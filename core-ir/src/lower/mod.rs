@@ -953,14 +953,7 @@ impl<'k> Lowerer<'k> {
             let reg = match &inst.op {
                 Op::Arange { start, .. } => {
                     let c = self.coord(&map, i, layout.blocked_dim(0));
-                    if *start == 0 {
-                        c
-                    } else if let Some(r) = self.affine_offset(c, *start as i64) {
-                        r
-                    } else {
-                        let s = self.i32c(*start as i64);
-                        self.set(ScalarType::I32, Expr::Binary(crate::ir::BinaryOp::Add, c, s))
-                    }
+                    self.arange_element(c, *start as i64)
                 }
                 Op::Constant { value } => self.konst(elem, *value),
                 Op::Splat { value } => self.lval(*value)?.regs[0],

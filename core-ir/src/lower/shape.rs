@@ -2,10 +2,10 @@
 //! `expand_dims`, reshape and permute.
 
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, Inst, Op, ValueId};
+use crate::ir::{Inst, Op, ValueId};
 use crate::layout::Layout;
-use crate::thread::{Expr, Reg};
-use crate::types::{Elem, ScalarType, Shape, MAX_RANK};
+use crate::thread::Reg;
+use crate::types::{Elem, Shape, MAX_RANK};
 
 impl Lowerer<'_> {
     pub(crate) fn shape_op(&mut self, inst: &Inst) -> Result<LVal, LowerError> {
@@ -29,14 +29,7 @@ impl Lowerer<'_> {
                 let mut regs = Vec::with_capacity(n);
                 for i in 0..n {
                     let c = self.coord(&map, i, 0);
-                    regs.push(if *start == 0 {
-                        c
-                    } else if let Some(r) = self.affine_offset(c, *start as i64) {
-                        r
-                    } else {
-                        let s = self.i32c(*start as i64);
-                        self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, c, s))
-                    });
+                    regs.push(self.arange_element(c, *start as i64));
                 }
                 Ok(LVal {
                     layout,
