@@ -87,6 +87,15 @@ pub(crate) fn set(e: &mut Emitter, dst: Reg, expr: &Expr) -> Res {
             let (a, b, c) = (e.r(*a), e.r(*b), e.r(*c));
             fma(e, &d, t, &a, &b, &c)
         }
+        Expr::BytePerm(a, b, s) => {
+            // `prmt` in its default mode; each nibble's top bit would replicate a byte's
+            // sign rather than pick it, so the selector keeps three bits a nibble.
+            let (a, b, s) = (e.r(*a), e.r(*b), e.r(*s));
+            let picks = e.tmp(Class::R);
+            e.ins(format!("and.b32 {picks}, {s}, 0x7777"));
+            e.ins(format!("prmt.b32 {d}, {a}, {b}, {picks}"));
+            Ok(())
+        }
         Expr::Rounded(op, rounding, args) => {
             let from = e.ty(args[0]);
             let args: Vec<String> = args.iter().map(|a| e.r(*a)).collect();

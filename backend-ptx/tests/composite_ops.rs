@@ -1,6 +1,6 @@
 //! Block kernels using the ops that the builder composes from others (Philox random
 //! numbers, `join`, `split`, `interleave`, `cat`, `clamp`, block pointers and tensor
-//! descriptors, `asin`, `acos`, `atan`, `atan2`, libdevice's `expm1` to `atanh`, the
+//! descriptors, `asin`, `acos`, `atan`, `atan2`, libdevice's `expm1` to `atanh`, `byte_perm`, the
 //! classification functions, `copysign`, `round`) and the math functions `tanh`, `pow` and
 //! `umulhi`, lowered for an NVIDIA
 //! target and assembled with ptxas for sm_80 and sm_90 (skipped without ptxas unless
@@ -181,6 +181,38 @@ fn libdevice_functions_pass_ptxas() {
                 k.where_(flags, x.copysign(y), x.round() + y.trunc() + x.rint())
             }),
         );
+    }
+}
+
+/// `byte_perm` is one `prmt` (its selector's nibbles kept to three bits, as the op reads
+/// them), on both 32-bit types, accepted by `ptxas`; the Vulkan target has no such
+/// instruction and gets shifts and masks instead (checked against the interpreter in
+/// `core-ir/tests/byte_perm.rs`).
+#[test]
+fn byte_perm_is_one_prmt() {
+    for t in [U32, I32] {
+        let kernel = kernel(t, t, |_, x, y| x.byte_perm(y, x ^ y));
+        let ptx = assemble("byte_perm", &kernel);
+        // (One a thread's element: 256 lanes on 128 threads.)
+        assert_eq!(ptx.matches("prmt.b32").count(), 2, "{t}: {ptx}");
+        assert_eq!(
+            ptx.matches(", 0x7777;").count(),
+            2,
+            "{t}: the selectors' sign bits cleared: {ptx}"
+        );
+        let vulkan =
+            rutile_ir::lower::lower(&kernel, &Target::vulkan(32, 4, 48 * 1024), &Specialization::none(4)).unwrap();
+        let mut kept = false;
+        vulkan.walk(&mut |s| {
+            kept |= matches!(
+                s,
+                rutile_ir::thread::Stmt::Set {
+                    expr: rutile_ir::thread::Expr::BytePerm(..),
+                    ..
+                }
+            )
+        });
+        assert!(!kept, "{t}: a byte_perm left for a target without one");
     }
 }
 

@@ -704,6 +704,17 @@ pub enum Op {
         /// The addend, of `a`'s type.
         c: ValueId,
     },
+    /// Four bytes picked from the eight of `x` (bytes 0 to 3, lowest first) and `y` (4 to
+    /// 7): byte `n` of the result is byte `(selector >> 4n) & 7` (CUDA's `__byte_perm`,
+    /// PTX's `prmt` in its default mode with each nibble's sign-replicating bit clear).
+    BytePerm {
+        /// The low four bytes: a 32-bit integer (`i32` or `u32`).
+        x: ValueId,
+        /// The high four bytes, of `x`'s type.
+        y: ValueId,
+        /// The selector, of `x`'s type: four nibbles, the low three bits of each counting.
+        selector: ValueId,
+    },
     /// Float arithmetic rounded once, in the chosen direction (libdevice's `add_rd`,
     /// `div_ru`, `fma_rz`, ...): the exact result of `op` on the operands, rounded to their
     /// type as `rounding` says. Plain `add`, `mul` and `fma` may be contracted or computed
@@ -995,6 +1006,7 @@ impl Op {
             Op::Compare { op, .. } => op.name(),
             Op::Select { .. } => "where",
             Op::Fma { .. } => "fma",
+            Op::BytePerm { .. } => "byte_perm",
             Op::Rounded { op, rounding, .. } => op.name(*rounding),
             Op::Cast { .. } => "cast",
             Op::Bitcast { .. } => "bitcast",
@@ -1041,6 +1053,7 @@ impl Op {
                 on_false,
             } => vec![*cond, *on_true, *on_false],
             Op::Fma { a, b, c } => vec![*a, *b, *c],
+            Op::BytePerm { x, y, selector } => vec![*x, *y, *selector],
             Op::Rounded { args, .. } => args.clone(),
             Op::AddPtr { ptr, offset } => vec![*ptr, *offset],
             Op::Load { ptr, mask, other, .. } => {

@@ -179,6 +179,9 @@ pub struct Target {
     /// stages of shared memory where `num_stages` were, the copies as far ahead. On by
     /// default; the CUDA runtime's `RUTILE_REFILL_AFTER_READ=0` turns it off, to time it.
     pub refill_after_read: bool,
+    /// Whether the backend has one instruction for `byte_perm` (PTX's `prmt`); without
+    /// it the lowering picks the bytes by shifts and masks (`lower::byte_perm`).
+    pub byte_perm: bool,
 }
 
 /// One cooperative-matrix multiply-add a device offers (a `VkCooperativeMatrixPropertiesKHR`
@@ -247,18 +250,20 @@ impl Target {
             divisions_as_shifts: true,
             masks_by_runs: true,
             refill_after_read: true,
+            byte_perm: true,
         }
     }
     /// A Vulkan device as the SPIR-V backend sees it: subgroups of `warp_size` with
     /// shuffles, 16-byte accesses, no NaN-propagating `maximum` instruction, one workgroup
-    /// variable per shared buffer, narrow types widened to words there, no matrix units
-    /// (the runtime adds what the device has).
+    /// variable per shared buffer, narrow types widened to words there, no byte permute,
+    /// no matrix units (the runtime adds what the device has).
     pub fn vulkan(warp_size: u32, num_warps: u32, max_shared_bytes: u32) -> Target {
         Target {
             warp_size,
             native_float_minmax: false,
             reuse_shared: SharedReuse::SameType,
             narrow_shared_in_words: true,
+            byte_perm: false,
             ..Target::nvidia(num_warps, max_shared_bytes)
         }
     }

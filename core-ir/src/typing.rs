@@ -204,6 +204,15 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
             }
             one(ta)
         }
+        Op::BytePerm { x, y, selector } => {
+            let (tx, ty, ts) = (operand(*x), operand(*y), operand(*selector));
+            same_types(tx, ty)?;
+            same_types(tx, ts)?;
+            if !matches!(scalar_of(tx, "byte_perm")?, ScalarType::I32 | ScalarType::U32) {
+                return Err(format!("needs 32-bit integers (i32 or u32), got {tx}"));
+            }
+            one(tx)
+        }
         Op::Rounded { op: r, rounding, args } => {
             let name = r.name(*rounding);
             if args.len() != r.arity() {

@@ -1,7 +1,8 @@
-//! `byte_perm` (built from shifts and masks in `builder/byte_perm.rs`): against CUDA's
-//! `__byte_perm` as its documentation defines it, on random words and selectors (high
-//! nibbles and the fourth bit of each nibble set too) of both 32-bit types, in the
-//! interpreter and lowered through the simulator, and its mistakes as errors that name it.
+//! `byte_perm` (one op: `prmt` for PTX, shifts and masks for targets without one): against
+//! CUDA's `__byte_perm` as its documentation defines it, on random words and selectors
+//! (high nibbles and the fourth bit of each nibble set too) of both 32-bit types, and on
+//! selectors known when the kernel is built, in the interpreter and lowered for both kinds
+//! of target through the simulator, and its mistakes as errors that name it.
 
 mod f32_functions;
 
@@ -23,7 +24,9 @@ fn reference(x: u32, y: u32, s: u32) -> u32 {
     })
 }
 
-fn kernel(t: ScalarType) -> Kernel {
+/// `out = x.byte_perm(y, s)`, the selector `s` loaded, or `known` (a constant of the
+/// kernel) where given.
+fn kernel(t: ScalarType, known: Option<u32>) -> Kernel {
     Kernel::build("byte_perm", |k| {
         let (px, py, ps, out) = (
             k.arg_ptr("x", t),
@@ -36,7 +39,10 @@ fn kernel(t: ScalarType) -> Kernel {
         let mask = offs.lt(n);
         let x = k.load_masked(px + offs, mask, 0);
         let y = k.load_masked(py + offs, mask, 0);
-        let s = k.load_masked(ps + offs, mask, 0);
+        let s = match known {
+            Some(s) => k.scalar(s as i64, U32),
+            None => k.load_masked(ps + offs, mask, 0),
+        };
         k.store_masked(out + offs, x.byte_perm(y, s), mask);
     })
     .unwrap_or_else(|e| panic!("{e}"))
@@ -81,7 +87,7 @@ fn it_is_cuda_s_byte_perm_on_both_word_types() {
     for t in [U32, I32] {
         let (x, y, s) = inputs(&mut rng);
         let (args, mut bufs, grid) = launch(t, &x, &y, &s);
-        interp::run(&kernel(t), grid, &args, &mut bufs).unwrap();
+        interp::run(&kernel(t, None), grid, &args, &mut bufs).unwrap();
         let got = words(t, &bufs[3]);
         assert_eq!(&got[..4], &[x[0], y[1], x[2].swap_bytes(), (y[3] & 0xFF) * 0x0101_0101]);
         for i in 0..x.len() {
@@ -97,7 +103,72 @@ fn the_lowering_computes_the_interpreter_s_words() {
     for t in [U32, I32] {
         let (x, y, s) = inputs(&mut rng);
         let (args, bufs, grid) = launch(t, &x, &y, &s);
-        interpreted_and_lowered_agree(&t.to_string(), &kernel(t), grid, &args, &bufs, 3);
+        interpreted_and_lowered_agree(&t.to_string(), &kernel(t, None), grid, &args, &bufs, 3);
+    }
+}
+
+#[test]
+fn selectors_known_when_built_pick_the_same_bytes() {
+    let mut rng = Rng::new(73);
+    for (t, selector) in [
+        (U32, 0x3210),
+        (I32, 0x0123),
+        (U32, 0x7654),
+        (I32, 0xFA5C),
+        (U32, 0x1234_8F70),
+    ] {
+        let (x, y, s) = inputs(&mut rng);
+        let (args, bufs, grid) = launch(t, &x, &y, &s);
+        let kernel = kernel(t, Some(selector));
+        let want = interpreted_and_lowered_agree(&format!("{selector:#x} on {t}"), &kernel, grid, &args, &bufs, 3);
+        let got = words(t, &want[3]);
+        for i in 0..x.len() {
+            assert_eq!(
+                got[i],
+                reference(x[i], y[i], selector),
+                "byte_perm({:#x}, {:#x}, {selector:#x})",
+                x[i],
+                y[i]
+            );
+        }
+    }
+}
+
+/// A lookup in a constant table of eight bytes (`x` and `y` constants), the selector's
+/// nibbles masked so that some are known zero: the lowering without a byte permute folds
+/// the bytes those pick, and computes the rest.
+#[test]
+fn lookups_in_constant_tables_pick_the_same_bytes() {
+    let mut rng = Rng::new(74);
+    let (table_x, table_y) = (0xC080_40F1u32, 0x8A3F_0001u32);
+    for (t, mask) in [(U32, 0x77u32), (I32, 0x7070), (U32, 0x0F07), (I32, 0x7777)] {
+        let (x, y, s) = inputs(&mut rng);
+        let (args, bufs, grid) = launch(t, &x, &y, &s);
+        let kernel = Kernel::build("byte_perm_lookup", |k| {
+            let (_, _, ps, out) = (
+                k.arg_ptr("x", t),
+                k.arg_ptr("y", t),
+                k.arg_ptr("s", U32),
+                k.arg_ptr("out", t),
+            );
+            let n = k.arg_i32("n");
+            let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
+            let mask_lanes = offs.lt(n);
+            let s = k.load_masked(ps + offs, mask_lanes, 0) & mask as i64;
+            let word = |w: u32| k.scalar(w as i64, U32).bitcast(t);
+            k.store_masked(out + offs, word(table_x).byte_perm(word(table_y), s), mask_lanes);
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let want = interpreted_and_lowered_agree(&format!("mask {mask:#x} on {t}"), &kernel, grid, &args, &bufs, 3);
+        let got = words(t, &want[3]);
+        for i in 0..x.len() {
+            assert_eq!(
+                got[i],
+                reference(table_x, table_y, s[i] & mask),
+                "selector {:#x}",
+                s[i] & mask
+            );
+        }
     }
 }
 

@@ -1280,6 +1280,22 @@ fn dot_scaled_in_a_k_loop_copies_its_loads_ahead() {
                 _ => {}
             });
             assert_eq!(global_loads, 0, "{at}: global loads left in the loop");
+            if rf == MxFormat::E2M1 {
+                // Each byte's two magnitudes looked up (two `prmt`s) and placed (one each),
+                // and each value rounded to bf16 once, after its scale's product: no
+                // conversion of the decoded value itself.
+                use rutile_ir::thread::Expr;
+                let set = |s: &Stmt, f: &dyn Fn(&Expr) -> bool| matches!(s, Stmt::Set { expr, .. } if f(expr));
+                let permutes = count_stmts(&tk, |s| set(s, &|e| matches!(e, Expr::BytePerm(..))));
+                let to_bf16 = count_stmts(
+                    &tk,
+                    |s| matches!(s, Stmt::Set { dst, expr: Expr::Cast(_) } if tk.reg_type(*dst) == BF16),
+                );
+                assert!(
+                    permutes > 0 && permutes == 2 * to_bf16,
+                    "{at}: {permutes} byte permutes, {to_bf16} roundings to bf16"
+                );
+            }
             let mut got = buffers.clone();
             simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap_or_else(|e| panic!("{at}: {e}"));
             assert_close_to_largest(&got[4], &want[4], 1e-5, &at);

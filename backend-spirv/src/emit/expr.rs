@@ -65,6 +65,12 @@ impl Cx<'_> {
                 let args: Vec<H> = args.iter().map(|a| self.read(*a)).collect();
                 self.rounded(*op, *rounding, ty, from, &args)?
             }
+            Expr::BytePerm(..) => {
+                // SPIR-V has no byte permute: a kernel lowered for a Vulkan target
+                // (`Target::vulkan`, whose `byte_perm` is off) has it in shifts instead.
+                let detail = "a one-instruction byte_perm: lower with `Target::byte_perm` off".to_string();
+                return Err(unsupported(self.k, "byte_perm", detail));
+            }
             Expr::Cast(a) => {
                 let src = self.k.reg_type(*a);
                 let x = self.read(*a);

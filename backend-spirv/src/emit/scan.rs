@@ -220,7 +220,7 @@ impl Scan {
                             regs.use_(*a);
                             regs.use_(*b);
                         }
-                        Expr::Select(a, b, c) | Expr::Fma(a, b, c) => {
+                        Expr::Select(a, b, c) | Expr::Fma(a, b, c) | Expr::BytePerm(a, b, c) => {
                             regs.use_(*a);
                             regs.use_(*b);
                             regs.use_(*c);

@@ -1,9 +1,9 @@
 //! libdevice's `byte_perm` (CUDA's `__byte_perm`): four bytes picked from the eight of two
-//! 32-bit integers, built from shifts and masks so that every backend computes it alike
-//! (Vulkan has no such instruction; PTX's `prmt` is one in its default mode).
+//! 32-bit integers, one op ([`crate::ir::Op::BytePerm`]): PTX's `prmt` where the target
+//! has it, shifts and masks elsewhere (`lower::byte_perm`; Vulkan has no such instruction).
 
 use super::{KernelBuilder, Value};
-use crate::ir::SourceLoc;
+use crate::ir::{Op, SourceLoc};
 use crate::types::ScalarType::{self, I32, U32};
 use crate::types::Shape;
 
@@ -46,20 +46,16 @@ impl KernelBuilder {
             return self.fail(op, loc, message, x.ty());
         };
         let t = x.dtype().expect("an integer");
-        // Unsigned, so that the shifts bring in zeros.
-        let [x, y, s] = [x, y, s].map(|v| self.broadcast_to(op, v.bitcast(U32), shape, loc));
-        let mut result = None;
-        for n in 0..4u32 {
-            let pick = (s >> (4 * n)) & 7u32;
-            let source = self.where_(pick.lt(4u32), x, y);
-            let byte = (source >> ((pick & 3u32) << 3u32)) & 0xFFu32;
-            let placed = byte << (8 * n);
-            result = Some(match result {
-                None => placed,
-                Some(r) => r | placed,
-            });
-        }
-        result.expect("four bytes").bitcast(t)
+        let [x, y, s] = [x, y, s.bitcast(t)].map(|v| self.broadcast_to(op, v, shape, loc));
+        self.emit1(
+            Op::BytePerm {
+                x: x.id,
+                y: y.id,
+                selector: s.id,
+            },
+            None,
+            loc,
+        )
     }
 }
 

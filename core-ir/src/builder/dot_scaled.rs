@@ -278,6 +278,9 @@ impl KernelBuilder {
         (m, n, k): (u32, u32, u32),
     ) -> Value<'b> {
         let v = operand.value;
+        // (Only a value of another type is converted: an operand loaded in the compute type
+        // stays the load, which the pipeline copies into the MMA's tile.)
+        let in_compute = |v: Value<'b>| if v.dtype() == Some(compute) { v } else { v.to(compute) };
         let bytes = |v: Value<'b>| match v.dtype() {
             Some(ScalarType::I8) => v.bitcast(ScalarType::U8),
             _ => v,
@@ -286,11 +289,7 @@ impl KernelBuilder {
             MxFormat::E2M1 => {
                 // Each byte's two values side by side along the packed dimension, low nibble
                 // first: a new axis of 2 held in each thread, merged in registers.
-                let x = bytes(v).to(ScalarType::I32);
-                let (low, high) = (
-                    fp4_value(self, x & 15).to(compute),
-                    fp4_value(self, (x >> 4) & 15).to(compute),
-                );
+                let (low, high) = fp4_pair(self, bytes(v).to(ScalarType::I32), compute);
                 // The packed dimension: K of the left operand's columns or the right one's
                 // rows, or (not `k_pack`) the other one.
                 let along_columns = (side == Side::Lhs) == operand.k_pack;
@@ -325,13 +324,10 @@ impl KernelBuilder {
                 };
                 v.to(compute)
             }
-            // (Already in the compute type, the block itself: a load then feeds the `dot`
-            // directly, so its pipeline copies it into the MMA's tile.)
-            MxFormat::Bf16 | MxFormat::Fp16 if v.dtype() == Some(compute) => v,
-            MxFormat::Bf16 | MxFormat::Fp16 => v.to(compute),
+            MxFormat::Bf16 | MxFormat::Fp16 => in_compute(v),
         };
         let Some(scale) = operand.scale else {
-            return widened;
+            return in_compute(widened);
         };
         // Each scale's factor, computed once on the small block and then spread: E8M0 to
         // f32 by its bits (the byte is the exponent field; 0 stands for 2^-127, an f32
@@ -339,12 +335,15 @@ impl KernelBuilder {
         // underflows). The right operand's scales come by rows of N: along K first.
         let s = bytes(scale).to(ScalarType::I32);
         let bits = self.where_(s.eq(0), 1 << 22, s << 23).bitcast(ScalarType::F32);
+        // (fp4 for bf16 comes widened to f32, the bf16 values' bits in the top half: their
+        // product with the f32 factor is exact there and rounds once to bf16, as a product
+        // in bf16 would.)
         let factor = if options.fast_math {
             bits
         } else {
             self.where_(s.eq(255), f64::NAN, bits)
         }
-        .to(compute);
+        .to(widened.dtype().unwrap_or(compute));
         let factor = match side {
             Side::Lhs => factor,
             Side::Rhs => factor.trans(),
@@ -359,17 +358,64 @@ impl KernelBuilder {
             Side::Lhs => self.gather(factor, group.expand_dims(0).broadcast_to(&[m, k]), 1),
             Side::Rhs => self.gather(factor, group.expand_dims(1).broadcast_to(&[k, n]), 0),
         };
-        widened * spread
+        in_compute(widened * spread)
     }
 }
 
-/// The f32 value of each fp4 E2M1 nibble of `nibble` (i32, 0 to 15): `s e e m` is `±m/2`
-/// where `e` is 0, else `±2^(e - 1) (1 + m/2)`, built as an f32's bits: the nibble's
-/// exponent and mantissa bits under f32's, biased by 126.
-fn fp4_value<'b>(k: &'b KernelBuilder, nibble: Value<'b>) -> Value<'b> {
-    let normal = ((nibble & 7) << 22) + (126 << 23);
-    // (0.5 is 0x3F000000.)
-    let subnormal = (nibble & 1) * 0x3F00_0000;
-    let magnitude = k.where_((nibble & 6).eq(0), subnormal, normal);
-    (magnitude | ((nibble & 8) << 28)).bitcast(ScalarType::F32)
+/// The two fp4 E2M1 values of each byte of `x` (i32, 0 to 255; the low nibble first),
+/// exactly: in f32 for a bf16 `compute` (the bf16 bits as an f32's top half, so that the
+/// scale's product needs no widening), in f16 for f16. Each magnitude's bits are looked up
+/// by byte permutes (one `prmt` each on PTX) in tables of their low and high bytes, then
+/// the sign is put on. The values of `s e e m` are `±m/2` where `e` is 0, else
+/// `±2^(e - 1) (1 + m/2)`.
+fn fp4_pair<'b>(k: &'b KernelBuilder, x: Value<'b>, compute: ScalarType) -> (Value<'b>, Value<'b>) {
+    let f16 = compute == ScalarType::F16;
+    // The eight magnitudes' bits, split into two tables of bytes: 0 to 3 in one word,
+    // 4 to 7 in the other, as `byte_perm` numbers them.
+    let bits: [u16; 8] = std::array::from_fn(|c| {
+        let v = FP4_MAGNITUDES[c];
+        if f16 {
+            half::f16::from_f32(v).to_bits()
+        } else {
+            half::bf16::from_f32(v).to_bits()
+        }
+    });
+    let table = |byte: usize| {
+        let word = |first: usize| {
+            (0..4).fold(0i32, |w, i| {
+                w | (((bits[first + i] >> (8 * byte)) & 0xFF) as i32) << (8 * i)
+            })
+        };
+        (k.scalar(word(0), ScalarType::I32), k.scalar(word(4), ScalarType::I32))
+    };
+    let ((low_x, low_y), (high_x, high_y)) = (table(0), table(1));
+    // Selector nibbles 0 and 1: the two magnitudes; 2 and 3 pick the zero magnitude.
+    let picks = x & 0x77;
+    let lows = low_x.byte_perm(low_y, picks);
+    let highs = high_x.byte_perm(high_y, picks);
+    // Value `n`'s low byte from `lows` (byte `n`), its high byte from `highs` (byte 4 + n),
+    // zeros elsewhere (byte 2 of `lows`, the zero magnitude's). The sign, bit 3 + 4n of
+    // `x`, shifted to the top bit (written shift-then-mask, one `lop3` with the `or`).
+    let value = |n: i32| {
+        let (at_low, at_high) = if f16 { (0, 1) } else { (2, 3) };
+        let selector = (n << (4 * at_low))
+            | ((4 + n) << (4 * at_high))
+            | [0, 1, 2, 3]
+                .into_iter()
+                .filter(|&b| b != at_low && b != at_high)
+                .fold(0, |s, b| s | (2 << (4 * b)));
+        let magnitude = lows.byte_perm(highs, k.scalar(selector, ScalarType::I32));
+        let width = if f16 { 16 } else { 32 };
+        let sign = (x << (width - 4 - 4 * n)) & (1i64 << (width - 1)) as i32;
+        let value = magnitude | sign;
+        if f16 {
+            value.to(ScalarType::U16).bitcast(ScalarType::F16)
+        } else {
+            value.bitcast(ScalarType::F32)
+        }
+    };
+    (value(0), value(1))
 }
+
+/// The magnitudes of fp4 E2M1's codes 0 to 7.
+const FP4_MAGNITUDES: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];

@@ -347,6 +347,29 @@ pub(crate) fn fma(a: &Tensor, b: &Tensor, c: &Tensor, ty: Type) -> Result<Tensor
 }
 
 /// `op` of `args` rounded in direction `rounding` (`Op::Rounded`), element by element.
+/// Byte `n` of a word's selected bytes: of `x` (bytes 0 to 3) and `y` (4 to 7), byte
+/// `(selector >> 4n) & 7`, as [`crate::ir::Op::BytePerm`] says.
+pub(crate) fn byte_perm_word(x: u32, y: u32, selector: u32) -> u32 {
+    let bytes = (u64::from(y) << 32) | u64::from(x);
+    (0..4).fold(0, |r, n| {
+        let pick = (selector >> (4 * n)) & 7;
+        r | ((((bytes >> (8 * pick)) & 0xFF) as u32) << (8 * n))
+    })
+}
+
+pub(crate) fn byte_perm(x: &Tensor, y: &Tensor, selector: &Tensor, ty: Type) -> Result<Tensor, Fault> {
+    check_same("byte_perm", &[x, y, selector], ty)?;
+    let s = x.scalar_type("an operand")?;
+    let it = x.ints()?.iter().zip(y.ints()?).zip(selector.ints()?);
+    let out = it
+        .map(|((&a, &b), &c)| wrap_int(s, i64::from(byte_perm_word(a as u32, b as u32, c as u32))))
+        .collect();
+    Ok(Tensor {
+        ty,
+        data: Data::Int(out),
+    })
+}
+
 pub(crate) fn rounded(op: RoundedOp, rounding: Rounding, args: &[&Tensor], ty: Type) -> Result<Tensor, Fault> {
     let name = op.name(rounding);
     let s = ty.scalar_type().ok_or_else(|| invalid!("{name} of pointers"))?;

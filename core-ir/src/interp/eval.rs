@@ -279,6 +279,9 @@ impl<'a> Program<'a> {
                 on_false,
             } => ew::select(&*self.get(*cond)?, &*self.get(*on_true)?, &*self.get(*on_false)?, ty)?,
             Op::Fma { a, b, c } => ew::fma(&*self.get(*a)?, &*self.get(*b)?, &*self.get(*c)?, ty)?,
+            Op::BytePerm { x, y, selector } => {
+                ew::byte_perm(&*self.get(*x)?, &*self.get(*y)?, &*self.get(*selector)?, ty)?
+            }
             Op::Rounded { op, rounding, args } => {
                 let args = args.iter().map(|a| self.get(*a)).collect::<Result<Vec<_>, _>>()?;
                 let refs: Vec<&Tensor> = args.iter().map(|a| &**a).collect();

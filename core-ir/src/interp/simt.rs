@@ -1048,6 +1048,7 @@ impl<'s> Sim<'s> {
             Expr::Compare(op, a, b) => ew::compare(*op, r(*a)?, r(*b)?, ty)?,
             Expr::Select(c, a, b) => ew::select(r(*c)?, r(*a)?, r(*b)?, ty)?,
             Expr::Fma(a, b, c) => ew::fma(r(*a)?, r(*b)?, r(*c)?, ty)?,
+            Expr::BytePerm(a, b, s) => ew::byte_perm(r(*a)?, r(*b)?, r(*s)?, ty)?,
             Expr::Rounded(op, rounding, args) => {
                 let args = args.iter().map(|a| r(*a)).collect::<Result<Vec<_>, _>>()?;
                 ew::rounded(*op, *rounding, &args, ty)?

@@ -181,6 +181,7 @@ impl Lowerer<'_> {
             | Op::Cast { .. }
             | Op::Bitcast { .. }
             | Op::Fma { .. }
+            | Op::BytePerm { .. }
             | Op::Rounded { .. }
             | Op::AddPtr { .. }
             | Op::Broadcast { .. }

@@ -102,6 +102,7 @@ impl Lowerer<'_> {
             | Op::Select { .. }
             | Op::Cast { .. }
             | Op::Fma { .. }
+            | Op::BytePerm { .. }
             | Op::Rounded { .. } => inst
                 .op
                 .operands()

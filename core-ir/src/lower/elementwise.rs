@@ -62,6 +62,10 @@ impl Lowerer<'_> {
                     continue;
                 }
             }
+            if let Op::BytePerm { x, y, selector } = inst.op {
+                out.push(self.byte_perm(out_ty, [r(0), r(1), r(2)], [x, y, selector]));
+                continue;
+            }
             let expr = match &inst.op {
                 Op::Unary { op, .. } => Expr::Unary(*op, r(0)),
                 Op::Binary { op, .. } => Expr::Binary(*op, r(0), r(1)),

@@ -49,7 +49,12 @@ impl Lowerer<'_> {
             }
             if !matches!(
                 user.op,
-                Op::Binary { .. } | Op::Compare { .. } | Op::Select { .. } | Op::Fma { .. } | Op::Rounded { .. }
+                Op::Binary { .. }
+                    | Op::Compare { .. }
+                    | Op::Select { .. }
+                    | Op::Fma { .. }
+                    | Op::BytePerm { .. }
+                    | Op::Rounded { .. }
             ) {
                 return None;
             }

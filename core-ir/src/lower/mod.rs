@@ -16,6 +16,7 @@
 mod affine_index;
 mod assign;
 mod block_programs;
+mod byte_perm;
 mod cluster;
 mod control;
 mod convert;
@@ -936,6 +937,7 @@ impl<'k> Lowerer<'k> {
                 | Op::Select { .. }
                 | Op::Cast { .. }
                 | Op::Fma { .. }
+                | Op::BytePerm { .. }
                 | Op::Rounded { .. }
                 | Op::AddPtr { .. }
         );
@@ -966,6 +968,7 @@ impl<'k> Lowerer<'k> {
                 Op::Select { .. } => self.set(elem, Expr::Select(r(0), r(1), r(2))),
                 Op::Cast { .. } => self.set(elem, Expr::Cast(r(0))),
                 Op::Fma { .. } => self.set(elem, Expr::Fma(r(0), r(1), r(2))),
+                Op::BytePerm { x, y, selector } => self.byte_perm(elem, [r(0), r(1), r(2)], [*x, *y, *selector]),
                 Op::Rounded { op, rounding, args } => {
                     self.set(elem, Expr::Rounded(*op, *rounding, (0..args.len()).map(r).collect()))
                 }

@@ -731,6 +731,7 @@ impl Lowerer<'_> {
                     | Op::Binary { .. }
                     | Op::Select { .. }
                     | Op::Fma { .. }
+                    | Op::BytePerm { .. }
                     | Op::Rounded { .. }
                     | Op::Cast { .. }
                     | Op::Bitcast { .. }

@@ -231,7 +231,7 @@ pub fn operands(e: &Expr) -> Vec<Reg> {
         Expr::Const(_) | Expr::Param(_) | Expr::Special(_) => vec![],
         Expr::Copy(a) | Expr::Unary(_, a) | Expr::Cast(a) | Expr::Bitcast(a) => vec![a],
         Expr::Binary(_, a, b) | Expr::Compare(_, a, b) => vec![a, b],
-        Expr::Select(a, b, c) | Expr::Fma(a, b, c) => vec![a, b, c],
+        Expr::Select(a, b, c) | Expr::Fma(a, b, c) | Expr::BytePerm(a, b, c) => vec![a, b, c],
         Expr::ShuffleXor { value, .. } => vec![value],
         Expr::ShuffleIdx { value, lane } => vec![value, lane],
         Expr::Rounded(_, _, ref args) => args.clone(),

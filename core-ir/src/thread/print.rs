@@ -454,6 +454,7 @@ impl ThreadKernel {
             Expr::Compare(op, a, b) => format!("{} {}, {}", op.name(), self.r(*a), self.r(*b)),
             Expr::Select(c, a, b) => format!("select {}, {}, {}", self.r(*c), self.r(*a), self.r(*b)),
             Expr::Fma(a, b, c) => format!("fma {}, {}, {}", self.r(*a), self.r(*b), self.r(*c)),
+            Expr::BytePerm(a, b, s) => format!("byte_perm {}, {}, {}", self.r(*a), self.r(*b), self.r(*s)),
             Expr::Rounded(op, rounding, args) => {
                 let args: Vec<String> = args.iter().map(|a| self.r(*a)).collect();
                 format!("{} {}", op.name(*rounding), args.join(", "))

@@ -804,6 +804,14 @@ fn set(k: &ThreadKernel, dst: Reg, e: &Expr) -> Result<(), String> {
             }
             d.is_float().then_some(()).ok_or_else(|| format!("fma of {d}"))
         }
+        Expr::BytePerm(a, b, s) => {
+            for r in [a, b, s] {
+                want(k, *r, d, "operand")?;
+            }
+            matches!(d, ScalarType::I32 | ScalarType::U32)
+                .then_some(())
+                .ok_or_else(|| format!("byte_perm of {d}"))
+        }
         Expr::Rounded(op, rounding, args) => {
             if args.len() != op.arity() {
                 return Err(format!("{} of {} operands", op.name(*rounding), args.len()));

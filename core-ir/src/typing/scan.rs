@@ -156,6 +156,7 @@ pub fn check_combine_inst(op: &Op, operands: &[Type], results: &[Type]) -> Resul
             | Op::Compare { .. }
             | Op::Select { .. }
             | Op::Fma { .. }
+            | Op::BytePerm { .. }
             | Op::Rounded { .. }
             | Op::Cast { .. }
             | Op::Bitcast { .. }
