@@ -1171,6 +1171,23 @@ fn bitcasts_keep_the_bits() {
     assert_eq!(u, x.iter().map(|&a| a as u32).collect::<Vec<_>>());
 }
 
+/// A conversion or bitcast to the value's own type is the value (as Triton's `to`): no op
+/// is emitted, so a loaded `dot` operand written `a.to(F16)` stays the load the lowering
+/// pipelines.
+#[test]
+fn conversions_to_the_own_type_are_the_value() {
+    let kernel = Kernel::build("own_type", |k| {
+        let (px, py) = (k.arg_ptr("x", F16), k.arg_ptr("y", F16));
+        let offs = k.arange(0, 64);
+        let x = k.load(px + offs);
+        k.store(py + offs, x.to(F16).bitcast(F16).to(F32).to(F32).to(F16));
+    })
+    .unwrap();
+    let ops: Vec<&str> = kernel.insts.iter().map(|(_, inst)| inst.op.name()).collect();
+    assert_eq!(ops.iter().filter(|&&o| o == "cast").count(), 2, "{ops:?}");
+    assert!(!ops.contains(&"bitcast"), "{ops:?}");
+}
+
 // ---------------------------------------------------------------------------------------
 // Math functions
 // ---------------------------------------------------------------------------------------

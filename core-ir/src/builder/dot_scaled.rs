@@ -278,9 +278,6 @@ impl KernelBuilder {
         (m, n, k): (u32, u32, u32),
     ) -> Value<'b> {
         let v = operand.value;
-        // (Only a value of another type is converted: an operand loaded in the compute type
-        // stays the load, which the pipeline copies into the MMA's tile.)
-        let in_compute = |v: Value<'b>| if v.dtype() == Some(compute) { v } else { v.to(compute) };
         let bytes = |v: Value<'b>| match v.dtype() {
             Some(ScalarType::I8) => v.bitcast(ScalarType::U8),
             _ => v,
@@ -324,10 +321,12 @@ impl KernelBuilder {
                 };
                 v.to(compute)
             }
-            MxFormat::Bf16 | MxFormat::Fp16 => in_compute(v),
+            // (An operand loaded in the compute type stays the load, as `to` keeps a value
+            // of its own type: the pipeline then copies it into the MMA's tile.)
+            MxFormat::Bf16 | MxFormat::Fp16 => v.to(compute),
         };
         let Some(scale) = operand.scale else {
-            return in_compute(widened);
+            return widened.to(compute);
         };
         // Each scale's factor, computed once on the small block and then spread: E8M0 to
         // f32 by its bits (the byte is the exponent field; 0 stands for 2^-127, an f32
@@ -358,7 +357,7 @@ impl KernelBuilder {
             Side::Lhs => self.gather(factor, group.expand_dims(0).broadcast_to(&[m, k]), 1),
             Side::Rhs => self.gather(factor, group.expand_dims(1).broadcast_to(&[k, n]), 0),
         };
-        in_compute(widened * spread)
+        (widened * spread).to(compute)
     }
 }
 

@@ -827,11 +827,16 @@ unary_methods! {
 }
 
 impl<'b> Value<'b> {
-    /// Numeric conversion to `dtype`, as `x.to(dtype)`.
+    /// Numeric conversion to `dtype`, as `x.to(dtype)`; a value already of `dtype` is
+    /// returned as it is (as Triton's `to`), so that a load converted to its own type stays
+    /// a load to the lowering (which pipelines a `dot`'s loaded operands, not computed ones).
     #[track_caller]
     pub fn to(self, dtype: ScalarType) -> Value<'b> {
         let loc = SourceLoc::caller();
         let t = self.ty();
+        if t.elem == Elem::Scalar(dtype) {
+            return self;
+        }
         if t.elem.is_ptr() {
             if self.k().is_poisoned(self.id) {
                 return self.k().poison(t);
@@ -843,10 +848,14 @@ impl<'b> Value<'b> {
         self.k()
             .emit1(Op::Cast { value: self.id }, Some(t.with_elem(Elem::Scalar(dtype))), loc)
     }
-    /// Reinterprets the bits as `dtype` (same width), as `x.to(dtype, bitcast=True)`.
+    /// Reinterprets the bits as `dtype` (same width), as `x.to(dtype, bitcast=True)`; a
+    /// value already of `dtype` is returned as it is.
     #[track_caller]
     pub fn bitcast(self, dtype: ScalarType) -> Value<'b> {
         let t = self.ty();
+        if t.elem == Elem::Scalar(dtype) {
+            return self;
+        }
         self.k().emit1(
             Op::Bitcast { value: self.id },
             Some(t.with_elem(Elem::Scalar(dtype))),
