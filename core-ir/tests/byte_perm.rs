@@ -24,9 +24,20 @@ fn reference(x: u32, y: u32, s: u32) -> u32 {
     })
 }
 
-/// `out = x.byte_perm(y, s)`, the selector `s` loaded, or `known` (a constant of the
-/// kernel) where given.
-fn kernel(t: ScalarType, known: Option<u32>) -> Kernel {
+/// What a test kernel fixes when it is built.
+#[derive(Clone, Copy)]
+enum Fixed {
+    /// Nothing: `x`, `y` and the selector loaded.
+    Nothing,
+    /// The selector, a constant.
+    Selector(u32),
+    /// `x` and `y` (a table of eight bytes), and the selector's bits outside a mask.
+    Table { x: u32, y: u32, mask: u32 },
+}
+
+/// `out = x.byte_perm(y, s)` with what `fixed` says known when the kernel is built, the
+/// rest loaded.
+fn kernel(t: ScalarType, fixed: Fixed) -> Kernel {
     Kernel::build("byte_perm", |k| {
         let (px, py, ps, out) = (
             k.arg_ptr("x", t),
@@ -37,11 +48,17 @@ fn kernel(t: ScalarType, known: Option<u32>) -> Kernel {
         let n = k.arg_i32("n");
         let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
         let mask = offs.lt(n);
-        let x = k.load_masked(px + offs, mask, 0);
-        let y = k.load_masked(py + offs, mask, 0);
-        let s = match known {
-            Some(s) => k.scalar(s as i64, U32),
-            None => k.load_masked(ps + offs, mask, 0),
+        let (x, y) = match fixed {
+            Fixed::Table { x, y, .. } => {
+                let word = |w: u32| k.scalar(w as i64, U32).bitcast(t);
+                (word(x), word(y))
+            }
+            _ => (k.load_masked(px + offs, mask, 0), k.load_masked(py + offs, mask, 0)),
+        };
+        let s = match fixed {
+            Fixed::Selector(s) => k.scalar(s as i64, U32),
+            Fixed::Table { mask: bits, .. } => k.load_masked(ps + offs, mask, 0) & bits as i64,
+            Fixed::Nothing => k.load_masked(ps + offs, mask, 0),
         };
         k.store_masked(out + offs, x.byte_perm(y, s), mask);
     })
@@ -87,7 +104,7 @@ fn it_is_cuda_s_byte_perm_on_both_word_types() {
     for t in [U32, I32] {
         let (x, y, s) = inputs(&mut rng);
         let (args, mut bufs, grid) = launch(t, &x, &y, &s);
-        interp::run(&kernel(t, None), grid, &args, &mut bufs).unwrap();
+        interp::run(&kernel(t, Fixed::Nothing), grid, &args, &mut bufs).unwrap();
         let got = words(t, &bufs[3]);
         assert_eq!(&got[..4], &[x[0], y[1], x[2].swap_bytes(), (y[3] & 0xFF) * 0x0101_0101]);
         for i in 0..x.len() {
@@ -103,7 +120,7 @@ fn the_lowering_computes_the_interpreter_s_words() {
     for t in [U32, I32] {
         let (x, y, s) = inputs(&mut rng);
         let (args, bufs, grid) = launch(t, &x, &y, &s);
-        interpreted_and_lowered_agree(&t.to_string(), &kernel(t, None), grid, &args, &bufs, 3);
+        interpreted_and_lowered_agree(&t.to_string(), &kernel(t, Fixed::Nothing), grid, &args, &bufs, 3);
     }
 }
 
@@ -119,7 +136,7 @@ fn selectors_known_when_built_pick_the_same_bytes() {
     ] {
         let (x, y, s) = inputs(&mut rng);
         let (args, bufs, grid) = launch(t, &x, &y, &s);
-        let kernel = kernel(t, Some(selector));
+        let kernel = kernel(t, Fixed::Selector(selector));
         let want = interpreted_and_lowered_agree(&format!("{selector:#x} on {t}"), &kernel, grid, &args, &bufs, 3);
         let got = words(t, &want[3]);
         for i in 0..x.len() {
@@ -144,21 +161,14 @@ fn lookups_in_constant_tables_pick_the_same_bytes() {
     for (t, mask) in [(U32, 0x77u32), (I32, 0x7070), (U32, 0x0F07), (I32, 0x7777)] {
         let (x, y, s) = inputs(&mut rng);
         let (args, bufs, grid) = launch(t, &x, &y, &s);
-        let kernel = Kernel::build("byte_perm_lookup", |k| {
-            let (_, _, ps, out) = (
-                k.arg_ptr("x", t),
-                k.arg_ptr("y", t),
-                k.arg_ptr("s", U32),
-                k.arg_ptr("out", t),
-            );
-            let n = k.arg_i32("n");
-            let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
-            let mask_lanes = offs.lt(n);
-            let s = k.load_masked(ps + offs, mask_lanes, 0) & mask as i64;
-            let word = |w: u32| k.scalar(w as i64, U32).bitcast(t);
-            k.store_masked(out + offs, word(table_x).byte_perm(word(table_y), s), mask_lanes);
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+        let kernel = kernel(
+            t,
+            Fixed::Table {
+                x: table_x,
+                y: table_y,
+                mask,
+            },
+        );
         let want = interpreted_and_lowered_agree(&format!("mask {mask:#x} on {t}"), &kernel, grid, &args, &bufs, 3);
         let got = words(t, &want[3]);
         for i in 0..x.len() {
