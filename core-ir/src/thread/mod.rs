@@ -265,7 +265,7 @@ pub enum Expr {
     /// Four bytes of `a` (bytes 0 to 3) and `b` (4 to 7) picked by selector `s`, all of
     /// the destination's type, a 32-bit integer (the block IR's `byte_perm`; PTX's `prmt`).
     /// Lowered only where the target has one instruction for it
-    /// ([`crate::Target::byte_perm`]); elsewhere the lowering writes it in shifts.
+    /// ([`crate::target::Target::byte_perm`]); elsewhere the lowering writes it in shifts.
     BytePerm(Reg, Reg, Reg),
     /// Float arithmetic rounded once in the given direction (semantics of the block IR's
     /// `rounded`): [`RoundedOp::arity`] registers of the destination's type, f32 or f64.
