@@ -393,20 +393,17 @@ fn fp4_pair<'b>(k: &'b KernelBuilder, x: Value<'b>, compute: ScalarType) -> (Val
     let lows = low_x.byte_perm(low_y, picks);
     let highs = high_x.byte_perm(high_y, picks);
     // Value `n`'s low byte from `lows` (byte `n`), its high byte from `highs` (byte 4 + n),
-    // zeros elsewhere (byte 2 of `lows`, the zero magnitude's). The sign, bit 3 + 4n of
-    // `x`, shifted to the top bit (written shift-then-mask, one `lop3` with the `or`).
+    // zeros elsewhere (byte 2 of `lows`, the zero magnitude's): bytes 0 and 1 of an f16,
+    // bytes 2 and 3 (the top half) of an f32. The sign, bit 3 + 4n of `x`, shifted to the
+    // top bit (written shift-then-mask, one `lop3` with the `or`).
     let value = |n: i32| {
-        let (at_low, at_high) = if f16 { (0, 1) } else { (2, 3) };
-        let selector = (n << (4 * at_low))
-            | ((4 + n) << (4 * at_high))
-            | [0, 1, 2, 3]
-                .into_iter()
-                .filter(|&b| b != at_low && b != at_high)
-                .fold(0, |s, b| s | (2 << (4 * b)));
+        let (selector, sign_shift, top) = if f16 {
+            (0x2240 + 0x11 * n, 12 - 4 * n, 0x8000)
+        } else {
+            (0x4022 + 0x1100 * n, 28 - 4 * n, i32::MIN)
+        };
         let magnitude = lows.byte_perm(highs, k.scalar(selector, ScalarType::I32));
-        let width = if f16 { 16 } else { 32 };
-        let sign = (x << (width - 4 - 4 * n)) & (1i64 << (width - 1)) as i32;
-        let value = magnitude | sign;
+        let value = magnitude | ((x << sign_shift) & top);
         if f16 {
             value.to(ScalarType::U16).bitcast(ScalarType::F16)
         } else {
