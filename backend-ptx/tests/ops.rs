@@ -9,52 +9,6 @@ use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxError, PtxTarget};
 use support::{assert_contains, emit_80_90, emit_checked, kernel};
 
-const UNARY: [UnaryOp; 22] = [
-    UnaryOp::Neg,
-    UnaryOp::Not,
-    UnaryOp::Abs,
-    UnaryOp::Exp,
-    UnaryOp::Exp2,
-    UnaryOp::Log,
-    UnaryOp::Log2,
-    UnaryOp::Sqrt,
-    UnaryOp::Rsqrt,
-    UnaryOp::Sin,
-    UnaryOp::Cos,
-    UnaryOp::Floor,
-    UnaryOp::Ceil,
-    UnaryOp::Trunc,
-    UnaryOp::Rint,
-    UnaryOp::Erf,
-    UnaryOp::Sigmoid,
-    UnaryOp::Tanh,
-    UnaryOp::Popc,
-    UnaryOp::Clz,
-    UnaryOp::Brev,
-    UnaryOp::Ffs,
-];
-
-const BINARY: [BinaryOp; 16] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::DivFull,
-    BinaryOp::Rem,
-    BinaryOp::CeilDiv,
-    BinaryOp::And,
-    BinaryOp::Or,
-    BinaryOp::Xor,
-    BinaryOp::Shl,
-    BinaryOp::Shr,
-    BinaryOp::Min,
-    BinaryOp::Max,
-    BinaryOp::Pow,
-    BinaryOp::UMulHi,
-];
-
-const CMP: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
-
 /// Whether the block IR defines `op` on `t` (the typing rules).
 fn unary_defined(op: UnaryOp, t: ScalarType) -> bool {
     match op {
@@ -122,18 +76,18 @@ fn all_ops(t: ScalarType) -> ThreadKernel {
     let v = k.load(t, 2, Memory::Global { param: src }, i, None);
     let (a, b) = (v[0], v[1]);
     let mut out = vec![];
-    for op in UNARY {
+    for op in UnaryOp::ALL {
         if unary_supported(op, t) {
             out.push(k.set(t, Expr::Unary(op, a)));
         }
     }
-    for op in BINARY {
+    for op in BinaryOp::ALL {
         if binary_supported(op, t) {
             out.push(k.set(t, Expr::Binary(op, a, b)));
         }
     }
     let mut bools = vec![];
-    for op in CMP {
+    for op in CmpOp::ALL {
         bools.push(k.set(Bool, Expr::Compare(op, a, b)));
     }
     out.push(k.set(t, Expr::Select(bools[2], a, b)));

@@ -8,50 +8,6 @@ use rutile_ir::ir::{AtomicOp, BinaryOp, CmpOp, Literal, UnaryOp};
 use rutile_ir::thread::{Expr, Memory, Reg, Special, Stmt, ThreadKernelBuilder};
 use rutile_ir::ScalarType::{self, *};
 
-const UNARY: [UnaryOp; 22] = [
-    UnaryOp::Neg,
-    UnaryOp::Not,
-    UnaryOp::Abs,
-    UnaryOp::Exp,
-    UnaryOp::Exp2,
-    UnaryOp::Log,
-    UnaryOp::Log2,
-    UnaryOp::Sqrt,
-    UnaryOp::Rsqrt,
-    UnaryOp::Sin,
-    UnaryOp::Cos,
-    UnaryOp::Floor,
-    UnaryOp::Ceil,
-    UnaryOp::Trunc,
-    UnaryOp::Rint,
-    UnaryOp::Erf,
-    UnaryOp::Sigmoid,
-    UnaryOp::Tanh,
-    UnaryOp::Popc,
-    UnaryOp::Clz,
-    UnaryOp::Brev,
-    UnaryOp::Ffs,
-];
-const BINARY: [BinaryOp; 16] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::DivFull,
-    BinaryOp::Rem,
-    BinaryOp::CeilDiv,
-    BinaryOp::And,
-    BinaryOp::Or,
-    BinaryOp::Xor,
-    BinaryOp::Shl,
-    BinaryOp::Shr,
-    BinaryOp::Min,
-    BinaryOp::Max,
-    BinaryOp::Pow,
-    BinaryOp::UMulHi,
-];
-const CMP: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
-
 fn unary_ok(op: UnaryOp, t: ScalarType) -> bool {
     match t {
         Bool => op == UnaryOp::Not,
@@ -102,17 +58,17 @@ fn all_ops(t: ScalarType, constants: Option<i64>) -> rutile_ir::thread::ThreadKe
     };
     let mut results: Vec<Reg> = vec![];
     let mut bools: Vec<Reg> = vec![];
-    for op in UNARY {
+    for op in UnaryOp::ALL {
         if unary_ok(op, t) {
             results.push(kb.set(t, Expr::Unary(op, a)));
         }
     }
-    for op in BINARY {
+    for op in BinaryOp::ALL {
         if binary_ok(op, t) {
             results.push(kb.set(t, Expr::Binary(op, a, b)));
         }
     }
-    for op in CMP {
+    for op in CmpOp::ALL {
         bools.push(kb.cmp(op, a, b));
     }
     results.push(kb.set(t, Expr::Select(bools[2], a, b)));

@@ -1114,6 +1114,32 @@ impl Op {
 }
 
 impl UnaryOp {
+    /// Every unary op, in declaration order (what the backends' op tests sweep).
+    pub const ALL: [UnaryOp; 22] = [
+        UnaryOp::Neg,
+        UnaryOp::Not,
+        UnaryOp::Abs,
+        UnaryOp::Exp,
+        UnaryOp::Exp2,
+        UnaryOp::Log,
+        UnaryOp::Log2,
+        UnaryOp::Sqrt,
+        UnaryOp::Rsqrt,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Floor,
+        UnaryOp::Ceil,
+        UnaryOp::Trunc,
+        UnaryOp::Rint,
+        UnaryOp::Erf,
+        UnaryOp::Sigmoid,
+        UnaryOp::Tanh,
+        UnaryOp::Popc,
+        UnaryOp::Clz,
+        UnaryOp::Brev,
+        UnaryOp::Ffs,
+    ];
+
     /// The op's name in printed IR and in error messages (`neg`, `exp`, ...).
     pub fn name(self) -> &'static str {
         match self {
@@ -1152,6 +1178,26 @@ impl UnaryOp {
 }
 
 impl BinaryOp {
+    /// Every binary op, in declaration order (what the backends' op tests sweep).
+    pub const ALL: [BinaryOp; 16] = [
+        BinaryOp::Add,
+        BinaryOp::Sub,
+        BinaryOp::Mul,
+        BinaryOp::Div,
+        BinaryOp::DivFull,
+        BinaryOp::Rem,
+        BinaryOp::CeilDiv,
+        BinaryOp::And,
+        BinaryOp::Or,
+        BinaryOp::Xor,
+        BinaryOp::Shl,
+        BinaryOp::Shr,
+        BinaryOp::Min,
+        BinaryOp::Max,
+        BinaryOp::Pow,
+        BinaryOp::UMulHi,
+    ];
+
     /// The op's name in printed IR and in error messages (`add`, `cdiv`, ...).
     pub fn name(self) -> &'static str {
         match self {
@@ -1193,6 +1239,9 @@ impl BinaryOp {
 }
 
 impl CmpOp {
+    /// Every comparison, in declaration order.
+    pub const ALL: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Gt, CmpOp::Ge];
+
     /// The op's name in printed IR and in error messages (`eq`, `lt`, ...).
     pub fn name(self) -> &'static str {
         match self {

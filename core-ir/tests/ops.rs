@@ -9,7 +9,7 @@
 
 use half::{bf16, f16};
 use rutile_ir::interp::{self, ArgValue, Element, HostBuffer};
-use rutile_ir::ir::ReduceOp;
+use rutile_ir::ir::{BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use rutile_ir::testing::Rng;
 use rutile_ir::ScalarType::{self, *};
 use rutile_ir::{Kernel, KernelBuilder, Operand, Value};
@@ -2381,4 +2381,16 @@ fn while_loops_count_collatz_steps() {
         got[0], 0,
         "a while loop whose condition fails at once runs no iteration"
     );
+}
+
+/// The op lists the backends' tests sweep hold each op once, in declaration order, up to
+/// the last one declared.
+#[test]
+fn op_lists_hold_every_op_once() {
+    assert!(UnaryOp::ALL.iter().enumerate().all(|(i, &op)| op as usize == i));
+    assert_eq!(UnaryOp::ALL.len(), UnaryOp::Ffs as usize + 1);
+    assert!(BinaryOp::ALL.iter().enumerate().all(|(i, &op)| op as usize == i));
+    assert_eq!(BinaryOp::ALL.len(), BinaryOp::UMulHi as usize + 1);
+    assert!(CmpOp::ALL.iter().enumerate().all(|(i, &op)| op as usize == i));
+    assert_eq!(CmpOp::ALL.len(), CmpOp::Ge as usize + 1);
 }
