@@ -17,25 +17,8 @@ use rutile_ir::testing::Rng;
 use rutile_ir::thread::{Memory, Stmt};
 use rutile_ir::Kernel;
 use rutile_ir::ScalarType::{self, F16, F32, I32};
+use tutorial_support::rows::{layer_norm_reference, EPS};
 use tutorial_support::{assert_close, buffer_of, ptr, simulate_on, simulate_targets, values};
-
-const EPS: f64 = 1e-5;
-
-/// Mean, reciprocal standard deviation and output of each row, in f64.
-fn forward_reference(x: &[f64], w: &[f64], b: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let (mut means, mut rstds, mut y) = (vec![0.0; m], vec![0.0; m], vec![0.0; m * n]);
-    for r in 0..m {
-        let row = &x[r * n..(r + 1) * n];
-        let mean = row.iter().sum::<f64>() / n as f64;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
-        let rstd = 1.0 / (var + EPS).sqrt();
-        for c in 0..n {
-            y[r * n + c] = (row[c] - mean) * rstd * w[c] + b[c];
-        }
-        (means[r], rstds[r]) = (mean, rstd);
-    }
-    (means, rstds, y)
-}
 
 /// The input, weight and bias gradients, in f64.
 fn backward_reference(
@@ -148,7 +131,7 @@ fn forward_matches_the_reference() {
         let (args, grid) = forward_args(m, n);
         interp::run(&layer_norm_forward(&meta).unwrap(), grid, &args, &mut buffers).unwrap();
         let (x, w, b) = (values(&inp.x), values(&inp.w), values(&inp.b));
-        let (means, rstds, y) = forward_reference(&x, &w, &b, m, n);
+        let (means, rstds, y) = layer_norm_reference(&x, &w, &b, m, n);
         let at = format!("{m}x{n} {dtype}, block {}", meta.block_size);
         assert_close(&values(&buffers[4]), &means, 1e-5, 1e-5, &format!("{at}: mean"));
         assert_close(&values(&buffers[5]), &rstds, 1e-5, 0.0, &format!("{at}: rstd"));
@@ -182,7 +165,7 @@ fn the_one_pass_forward_equals_the_tutorials() {
                 "{m}x{n} {dtype}: {what} differs from the tutorial's kernel"
             );
         }
-        let (means, _, y) = forward_reference(&values(&inp.x), &values(&inp.w), &values(&inp.b), m, n);
+        let (means, _, y) = layer_norm_reference(&values(&inp.x), &values(&inp.w), &values(&inp.b), m, n);
         assert_close(&values(&one_pass[4]), &means, 1e-5, 1e-5, &format!("{m}x{n}: mean"));
         assert_close(
             &values(&one_pass[1]),
@@ -242,7 +225,7 @@ fn the_one_exchange_forward_matches_the_reference() {
             &mut got,
         )
         .unwrap();
-        let (means, rstds, y) = forward_reference(&values(&inp.x), &values(&inp.w), &values(&inp.b), m, n);
+        let (means, rstds, y) = layer_norm_reference(&values(&inp.x), &values(&inp.w), &values(&inp.b), m, n);
         let at = format!("{m}x{n} {dtype} about {offset}");
         assert_close(&values(&got[4]), &means, 1e-5, 1e-5, &format!("{at}: mean"));
         assert_close(&values(&got[5]), &rstds, 1e-4, 0.0, &format!("{at}: rstd"));
@@ -398,7 +381,7 @@ fn the_row_block_forward_matches_the_reference() {
         let inp = inputs(&mut rng, dtype, m, n);
         let (mut args, _) = forward_args(m, n);
         args.push(ArgValue::Int(m as i64));
-        let (means, rstds, y) = forward_reference(&values(&inp.x), &values(&inp.w), &values(&inp.b), m, n);
+        let (means, rstds, y) = layer_norm_reference(&values(&inp.x), &values(&inp.w), &values(&inp.b), m, n);
         for block_m in [1u32, 2, 4, 8] {
             let kernel = layer_norm_forward_row_block(&meta, block_m).unwrap();
             let programs = (m as u32).div_ceil(block_m);

@@ -13,7 +13,7 @@ use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
 use rutile_ir::thread::Stmt;
 use rutile_ir::ScalarType::{F16, F32};
-use tutorial_support::rows::{layer_norm_case, softmax_args, EPS};
+use tutorial_support::rows::{layer_norm_case, layer_norm_reference, softmax_args};
 use tutorial_support::{assert_close, simulate_on, simulate_targets, values};
 
 fn softmax_reference(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
@@ -88,21 +88,6 @@ fn long_row_softmax_of_a_row_with_infinities() {
             .all(|(i, &v)| v == if i == 200 { 1.0 } else { 0.0 }),
         "{got:?}"
     );
-}
-
-fn layer_norm_reference(x: &[f64], w: &[f64], b: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let (mut means, mut rstds, mut y) = (vec![0.0; m], vec![0.0; m], vec![0.0; m * n]);
-    for r in 0..m {
-        let row = &x[r * n..(r + 1) * n];
-        let mean = row.iter().sum::<f64>() / n as f64;
-        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
-        let rstd = 1.0 / (var + EPS).sqrt();
-        for c in 0..n {
-            y[r * n + c] = (row[c] - mean) * rstd * w[c] + b[c];
-        }
-        (means[r], rstds[r]) = (mean, rstd);
-    }
-    (means, rstds, y)
 }
 
 #[test]

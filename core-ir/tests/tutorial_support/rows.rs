@@ -25,6 +25,23 @@ pub fn softmax_args(rows: usize, cols: usize) -> Vec<ArgValue> {
     vec![ptr(0), ptr(1), c, c, ArgValue::Int(rows as i64), c]
 }
 
+/// The layer norm forward pass of `m x n` in f64: each row's mean, reciprocal standard
+/// deviation, and the output.
+pub fn layer_norm_reference(x: &[f64], w: &[f64], b: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (mut means, mut rstds, mut y) = (vec![0.0; m], vec![0.0; m], vec![0.0; m * n]);
+    for r in 0..m {
+        let row = &x[r * n..(r + 1) * n];
+        let mean = row.iter().sum::<f64>() / n as f64;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+        let rstd = 1.0 / (var + EPS).sqrt();
+        for c in 0..n {
+            y[r * n + c] = (row[c] - mean) * rstd * w[c] + b[c];
+        }
+        (means[r], rstds[r]) = (mean, rstd);
+    }
+    (means, rstds, y)
+}
+
 /// The layer norm forward pass's buffers (`X, Y, W, B, Mean, Rstd`) and arguments for `m x
 /// n` of `dtype`: `X` uniform in `x_range`, weights and biases non-zero of either sign.
 pub fn layer_norm_case(
