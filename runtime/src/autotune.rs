@@ -56,17 +56,23 @@
 //!
 //! The cache file may be shared by processes tuning at once: each adds its choice as one
 //! whole line, and none is lost.
+//!
+//! Tuning launches the kernel many times on the caller's arguments. A kernel that adds into
+//! a buffer (atomics, split sums) or updates one in place names it in
+//! [`Autotuner::reset_to_zero`] or [`Autotuner::restore_value`], as in Triton: those
+//! buffers are put back before every launch of the tuning and after it.
 
 mod cache;
 mod config;
 mod report;
+mod restore;
 mod runoff;
 
 pub use config::Config;
 pub use report::{Choice, Report, SkipReason, Skipped, Timing};
 pub use runoff::{DEFAULT_ROUNDS as DEFAULT_RUNOFF_ROUNDS, MARGIN as RUNOFF_MARGIN, MAX_FINALISTS as RUNOFF_FINALISTS};
 
-use crate::bench::{do_bench, CacheFlush, FlushMode};
+use crate::bench::{CacheFlush, FlushMode};
 use crate::compiled::KernelMetadata;
 use crate::device::{Device, DeviceProperties, DeviceType};
 use crate::error::{Error, Result};
@@ -122,6 +128,9 @@ pub struct Autotuner {
     file: Option<PathBuf>,
     skip_spilling: bool,
     print: bool,
+    /// Buffer parameters zeroed, and restored, around each launch of a tuning.
+    reset_to_zero: Vec<String>,
+    restore_value: Vec<String>,
     /// Per (device, key): the choice and its built kernel.
     chosen: Mutex<HashMap<(String, String), Arc<Tuned>>>,
 }
@@ -167,6 +176,8 @@ impl Autotuner {
             file: default_cache_file(),
             skip_spilling: crate::backends::env_opt_in(AUTOTUNE_SKIP_SPILLS_ENV)?,
             print: crate::backends::env_opt_in(AUTOTUNE_PRINT_ENV)?,
+            reset_to_zero: Vec::new(),
+            restore_value: Vec::new(),
             chosen: Mutex::new(HashMap::new()),
         })
     }
@@ -217,6 +228,25 @@ impl Autotuner {
         self
     }
 
+    /// Buffers the kernel accumulates into (its parameters' names), as Triton's
+    /// `reset_to_zero`: zeroed before every launch of a tuning, and once more after it, so
+    /// that each configuration is timed from zeros and the launch that follows the tuning
+    /// ([`Self::launch`]) adds into zeros, as a launch without tuning would (the caller
+    /// zeroes them before it). A kernel that adds into a buffer not named here returns
+    /// from its first, tuned launch the sum of every launch of the tuning.
+    pub fn reset_to_zero(mut self, names: &[&str]) -> Autotuner {
+        self.reset_to_zero = names.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
+    /// Buffers the kernel updates in place (its parameters' names), as Triton's
+    /// `restore_value`: copied before a tuning, put back before every launch of it and
+    /// after it, so that the launch that follows the tuning sees the caller's values.
+    pub fn restore_value(mut self, names: &[&str]) -> Autotuner {
+        self.restore_value = names.iter().map(|n| n.to_string()).collect();
+        self
+    }
+
     /// The configurations it tries, in order.
     pub fn configs(&self) -> &[Config] {
         &self.configs
@@ -224,7 +254,8 @@ impl Autotuner {
 
     /// The configuration for `key` on `dev`: remembered, read from the cache file, or found
     /// by timing each configuration's launch with `args` (which it may overwrite, as the
-    /// launch itself would).
+    /// launch itself would, except the buffers [`Self::reset_to_zero`] and
+    /// [`Self::restore_value`] name: those it puts back).
     pub fn choose(
         &self,
         dev: &dyn Device,
@@ -336,64 +367,81 @@ impl Autotuner {
             .iter()
             .map(|c| Ok((build(c)?, launch_config(c, grid)?)))
             .collect();
-        let (compiled, threads) = self.precompile(dev, &built, args);
-        if self.print && threads > 1 {
-            progress.println(&format!(
-                "rutile: compiled {compiled} configurations on {threads} threads in {:.2} s",
-                started.elapsed().as_secs_f64()
-            ));
-        }
-        let mut report = Report::default();
-        // The kernels that ran, by configuration, for the runoff.
-        let mut ran: Vec<Option<(Kernel, LaunchConfig)>> = vec![None; self.configs.len()];
-        for ((config, kernel), ran) in self.configs.iter().zip(built).zip(&mut ran) {
-            progress.step(config.to_string());
-            let outcome = match kernel.and_then(|(k, launch)| {
-                let outcome = self.try_config(dev, flush.as_ref(), &k, &launch, args, config);
-                *ran = Some((k, launch));
-                outcome
-            }) {
-                Ok(outcome) => outcome,
-                Err(e) if config_specific(&e) => Outcome::Skipped(SkipReason::of(&e)),
-                Err(e) => return Err(e),
+        // The buffers put back before every launch, and after the tuning whatever came of
+        // it (nothing to put back where no configuration built: none will launch).
+        let restorer = match built.iter().find_map(|b| b.as_ref().ok()) {
+            Some((kernel, _)) => {
+                restore::Restorer::new(dev, &self.name, kernel, args, &self.reset_to_zero, &self.restore_value)?
+            }
+            None => restore::Restorer::none(),
+        };
+        let prepare = || restorer.apply(dev, args);
+        let timer = restore::Timer {
+            flush: flush.as_ref(),
+            prepare: &prepare,
+        };
+        let tuned = (|| -> Result<Choice> {
+            let (compiled, threads) = self.precompile(dev, &built, args);
+            if self.print && threads > 1 {
+                progress.println(&format!(
+                    "rutile: compiled {compiled} configurations on {threads} threads in {:.2} s",
+                    started.elapsed().as_secs_f64()
+                ));
+            }
+            let mut report = Report::default();
+            // The kernels that ran, by configuration, for the runoff.
+            let mut ran: Vec<Option<(Kernel, LaunchConfig)>> = vec![None; self.configs.len()];
+            for ((config, kernel), ran) in self.configs.iter().zip(built).zip(&mut ran) {
+                progress.step(config.to_string());
+                let outcome = match kernel.and_then(|(k, launch)| {
+                    let outcome = self.try_config(dev, &timer, &k, &launch, args, config);
+                    *ran = Some((k, launch));
+                    outcome
+                }) {
+                    Ok(outcome) => outcome,
+                    Err(e) if config_specific(&e) => Outcome::Skipped(SkipReason::of(&e)),
+                    Err(e) => return Err(e),
+                };
+                if self.print {
+                    progress.println(&printer.outcome(config, &outcome));
+                }
+                match outcome {
+                    Outcome::Timed(timing) => report.timed.push(timing),
+                    Outcome::Skipped(reason) => report.skipped.push(Skipped {
+                        config: config.clone(),
+                        reason,
+                    }),
+                }
+                progress.done();
+            }
+            let rounds = self
+                .runoff_rounds
+                .unwrap_or(if is_software(dev) { 0 } else { runoff::DEFAULT_ROUNDS });
+            let kernel_of = |config: &Config| {
+                let at = self.configs.iter().position(|c| c == config)?;
+                ran[at].as_ref().map(|(k, l)| (k, l))
+            };
+            let repetitions = |ms: f64| self.runoff_repetitions(dev, ms);
+            runoff::run(dev, &timer, &mut report, rounds, &kernel_of, &repetitions, args)?;
+            if self.print && !report.runoff.is_empty() {
+                progress.println(&printer.runoff(&report));
+            }
+            let Some(best) = report.timed.iter().min_by(|a, b| a.time_ms.total_cmp(&b.time_ms)) else {
+                return Err(self.none_ran(&report.skipped));
             };
             if self.print {
-                progress.println(&printer.outcome(config, &outcome));
+                progress.println(&printer.winner(&self.name, key, best, &report, progress.elapsed()));
             }
-            match outcome {
-                Outcome::Timed(timing) => report.timed.push(timing),
-                Outcome::Skipped(reason) => report.skipped.push(Skipped {
-                    config: config.clone(),
-                    reason,
-                }),
-            }
-            progress.done();
-        }
-        let rounds = self
-            .runoff_rounds
-            .unwrap_or(if is_software(dev) { 0 } else { runoff::DEFAULT_ROUNDS });
-        let kernel_of = |config: &Config| {
-            let at = self.configs.iter().position(|c| c == config)?;
-            ran[at].as_ref().map(|(k, l)| (k, l))
-        };
-        let repetitions = |ms: f64| self.runoff_repetitions(dev, ms);
-        runoff::run(dev, flush.as_ref(), &mut report, rounds, &kernel_of, &repetitions, args)?;
-        if self.print && !report.runoff.is_empty() {
-            progress.println(&printer.runoff(&report));
-        }
-        let Some(best) = report.timed.iter().min_by(|a, b| a.time_ms.total_cmp(&b.time_ms)) else {
-            return Err(self.none_ran(&report.skipped));
-        };
-        if self.print {
-            progress.println(&printer.winner(&self.name, key, best, &report, progress.elapsed()));
-        }
-        let (config, time_ms) = (best.config.clone(), best.time_ms);
-        Ok(Choice {
-            config,
-            time_ms,
-            from_file: false,
-            report: Some(Arc::new(report)),
-        })
+            let (config, time_ms) = (best.config.clone(), best.time_ms);
+            Ok(Choice {
+                config,
+                time_ms,
+                from_file: false,
+                report: Some(Arc::new(report)),
+            })
+        })();
+        prepare()?;
+        tuned
     }
 
     /// Compiles the kernel of every configuration that built, with its launch, on as many threads as the
@@ -445,7 +493,7 @@ impl Autotuner {
     fn try_config(
         &self,
         dev: &dyn Device,
-        flush: Option<&CacheFlush>,
+        timer: &restore::Timer<'_>,
         kernel: &Kernel,
         launch: &LaunchConfig,
         args: &[Arg<'_>],
@@ -461,11 +509,13 @@ impl Autotuner {
             None if is_software(dev) => (0, 1),
             None => {
                 // One launch runs the compiled kernel once, a second estimates its time.
+                (timer.prepare)()?;
                 run()?;
+                (timer.prepare)()?;
                 launches_within(dev.time(&mut run)?, 25.0, 100.0)
             }
         };
-        let stats = do_bench(dev, flush, warmup, reps, &mut run)?;
+        let stats = timer.time(dev, warmup, reps, &mut run)?;
         Ok(Outcome::Timed(Timing {
             config: config.clone(),
             time_ms: stats.median_ms,

@@ -13,8 +13,8 @@
 //! rounds, and the fastest of those is chosen.
 
 use super::report::{Report, Timing};
+use super::restore::Timer;
 use super::Config;
-use crate::bench::{do_bench, CacheFlush};
 use crate::device::Device;
 use crate::error::Result;
 use crate::ext::DeviceExt;
@@ -62,7 +62,7 @@ fn median(mut times: Vec<f64>) -> f64 {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run<'k>(
     dev: &dyn Device,
-    flush: Option<&CacheFlush>,
+    timer: &Timer<'_>,
     report: &mut Report,
     rounds: usize,
     kernel_of: &dyn Fn(&Config) -> Option<(&'k Kernel, &'k LaunchConfig)>,
@@ -83,7 +83,7 @@ pub(super) fn run<'k>(
             let i = finalists[j];
             let (kernel, launch) = kernel_of(&report.timed[i].config).expect("kept above");
             let (warmup, reps) = repetitions(report.timed[i].time_ms);
-            let stats = do_bench(dev, flush, warmup, reps, &mut || dev.launch(kernel, launch, args))?;
+            let stats = timer.time(dev, warmup, reps, &mut || dev.launch(kernel, launch, args))?;
             times[j].push(stats.median_ms);
         }
     }

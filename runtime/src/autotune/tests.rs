@@ -351,7 +351,7 @@ fn the_runoff_times_the_finalists_again_in_rounds() {
         ..Report::default()
     };
     let kernel_of = |c: &Config| (*c != list[2]).then_some((&kernel, &launch));
-    runoff::run(&dev, None, &mut report, 3, &kernel_of, &|_| (0, 1), &args).unwrap();
+    runoff::run(&dev, &NO_PREPARE, &mut report, 3, &kernel_of, &|_| (0, 1), &args).unwrap();
     assert_eq!(report.runoff.len(), 2, "{report:?}");
     for (i, (config, rounds)) in report.runoff.iter().enumerate() {
         assert_eq!(*config, list[i]);
@@ -367,7 +367,7 @@ fn the_runoff_times_the_finalists_again_in_rounds() {
         timed: vec![timed(&list[0], 1.0), timed(&list[1], 1.0)],
         ..Report::default()
     };
-    runoff::run(&dev, None, &mut untouched, 0, &kernel_of, &|_| (0, 1), &args).unwrap();
+    runoff::run(&dev, &NO_PREPARE, &mut untouched, 0, &kernel_of, &|_| (0, 1), &args).unwrap();
     assert!(untouched.runoff.is_empty());
     assert_eq!(untouched.timed[0].time_ms, 1.0);
     // The printed line names each finalist with its rounds.
@@ -383,4 +383,132 @@ fn the_runoff_times_the_finalists_again_in_rounds() {
             list[0], list[1]
         )
     );
+}
+
+/// Times without a flush and with nothing to put back.
+const NO_PREPARE: restore::Timer<'static> = restore::Timer {
+    flush: None,
+    prepare: &|| Ok(()),
+};
+
+/// `acc[i] += x[i]` for `n` elements in blocks of `block`: a kernel that changes its
+/// argument, as one accumulating into its output does; `peak[i]` keeps the largest sum
+/// any launch made.
+fn accumulate(block: u32) -> Result<Kernel> {
+    Ok(Kernel::build("accumulate", |k| {
+        let (acc, peak) = (k.arg_ptr("acc", ScalarType::F32), k.arg_ptr("peak", ScalarType::F32));
+        let x = k.arg_ptr("x", ScalarType::F32);
+        let n = k.arg_i32("n");
+        let offs = k.program_id(0) * block as i32 + k.arange(0, block as i32);
+        let mask = offs.lt(n);
+        let sum = k.load_masked(acc + offs, mask, 0.0) + k.load_masked(x + offs, mask, 0.0);
+        k.store_masked(acc + offs, sum, mask);
+        let highest = k.load_masked(peak + offs, mask, 0.0).maximum(sum);
+        k.store_masked(peak + offs, highest, mask);
+    })?)
+}
+
+/// Tunes (two blocks, a ragged 1000 elements, two timed launches each on the interpreter)
+/// and launches [`accumulate`] with `tuner` on `acc` (starting from `initial`) and `x`;
+/// what `acc` holds after.
+fn tune_and_launch_accumulate(tuner: Autotuner, initial: &[f32], x: &[f32]) -> Result<Vec<f32>> {
+    Ok(tune_and_launch_with_peak(tuner, initial, x)?.0)
+}
+
+/// [`tune_and_launch_accumulate`], with what `peak` (starting from zeros) holds after.
+fn tune_and_launch_with_peak(tuner: Autotuner, initial: &[f32], x: &[f32]) -> Result<(Vec<f32>, Vec<f32>)> {
+    let dev = CpuDevice::new();
+    let n = x.len();
+    let (acc, peak, xs) = (dev.upload(initial)?, dev.zeros::<f32>(n)?, dev.upload(x)?);
+    let args = [(&acc).into(), (&peak).into(), (&xs).into(), (n as i32).into()];
+    let build = |c: &Config| accumulate(c.value("BLOCK")? as u32);
+    let grid = |c: &Config| Ok([(n as u32).div_ceil(c.value("BLOCK")? as u32), 1, 1]);
+    tuner
+        .cache_file(None)
+        .repetitions(1, 2)
+        .launch(&dev, "n", &build, &grid, &args)?;
+    Ok((dev.download(&acc)?, dev.download(&peak)?))
+}
+
+fn block_configs() -> Vec<Config> {
+    vec![Config::new(&[("BLOCK", 128)]), Config::new(&[("BLOCK", 256)])]
+}
+
+/// Random values in [-2, -0.5] and [0.5, 2], never zero.
+fn nonzero(seed: u64, n: usize) -> Vec<f32> {
+    let mut rng = rutile_ir::testing::Rng::new(seed);
+    (0..n)
+        .map(|_| {
+            let v = rng.uniform(0.5, 2.0) as f32;
+            if rng.below(2) == 0 {
+                v
+            } else {
+                -v
+            }
+        })
+        .collect()
+}
+
+/// A kernel that adds into its output, tuned with the output in `reset_to_zero`, returns
+/// one launch's sum from its tuned launch (as Triton's `reset_to_zero`), every launch of
+/// the tuning having started from zeros; without it, the sum of every launch of the
+/// tuning too.
+#[test]
+fn reset_to_zero_leaves_one_launchs_sum() {
+    let x: Vec<f32> = nonzero(1, 1000).iter().map(|v| v.abs()).collect();
+    let zeros = vec![0.0f32; x.len()];
+    let tuner = || Autotuner::new("accumulate", block_configs()).unwrap();
+    let (got, peak) = tune_and_launch_with_peak(tuner().reset_to_zero(&["acc"]), &zeros, &x).unwrap();
+    assert_eq!(got, x);
+    assert_eq!(peak, x, "a launch of the tuning started from what another left");
+    // Without it every launch of the tuning adds in: what the option is for.
+    let piled = tune_and_launch_accumulate(tuner(), &zeros, &x).unwrap();
+    assert!(piled.iter().zip(&x).all(|(p, v)| (p / v) > 4.5), "{:?}", &piled[..4]);
+}
+
+/// A kernel that updates its argument in place, tuned with it in `restore_value`, starts
+/// its tuned launch from the caller's values; `choose` alone leaves them as they were.
+#[test]
+fn restore_value_keeps_the_callers_values() {
+    let (initial, x) = (nonzero(2, 1000), nonzero(3, 1000));
+    let tuner = Autotuner::new("accumulate", block_configs())
+        .unwrap()
+        .restore_value(&["acc"]);
+    let got = tune_and_launch_accumulate(tuner, &initial, &x).unwrap();
+    let want: Vec<f32> = initial.iter().zip(&x).map(|(a, b)| a + b).collect();
+    assert_eq!(got, want);
+
+    let dev = CpuDevice::new();
+    let (acc, xs) = (dev.upload(&initial).unwrap(), dev.upload(&x).unwrap());
+    let peak = dev.zeros::<f32>(1000).unwrap();
+    let args = [(&acc).into(), (&peak).into(), (&xs).into(), (1000i32).into()];
+    let build = |c: &Config| accumulate(c.value("BLOCK")? as u32);
+    let grid = |c: &Config| Ok([1000u32.div_ceil(c.value("BLOCK")? as u32), 1, 1]);
+    Autotuner::new("accumulate", block_configs())
+        .unwrap()
+        .cache_file(None)
+        .restore_value(&["acc"])
+        .choose(&dev, "n", &build, &grid, &args)
+        .unwrap();
+    assert_eq!(dev.download(&acc).unwrap(), initial);
+}
+
+/// A name that is not a buffer parameter, or that is in both lists, is an error naming it.
+#[test]
+fn restored_names_must_be_buffer_parameters() {
+    let x = nonzero(4, 100);
+    let message = |tuner: Autotuner| match tune_and_launch_accumulate(tuner, &x, &x) {
+        Err(Error::Autotune { name, message }) => {
+            assert_eq!(name, "accumulate");
+            message
+        }
+        other => panic!("expected an autotuning error, got {other:?}"),
+    };
+    let tuner = || Autotuner::new("accumulate", block_configs()).unwrap();
+    let m = message(tuner().reset_to_zero(&["out"]));
+    assert!(m.contains("`out`") && m.contains("acc, peak, x, n"), "{m}");
+    let m = message(tuner().restore_value(&["n"]));
+    assert!(m.contains("`n`") && m.contains("not a buffer"), "{m}");
+    let m = message(tuner().reset_to_zero(&["acc"]).restore_value(&["acc"]));
+    assert!(m.contains("both"), "{m}");
 }

@@ -34,4 +34,4 @@ mod timing;
 
 pub use clocks::{warm_up, BENCH_WARM_UP_ENV};
 pub use report::{Benchmark, ProviderError, Report, Series, Unit};
-pub use timing::{do_bench, gbps, CacheFlush, FlushMode, Stats, Timing};
+pub use timing::{do_bench, do_bench_prepared, gbps, CacheFlush, FlushMode, Stats, Timing};

@@ -99,6 +99,20 @@ pub fn do_bench(
     reps: usize,
     f: &mut dyn FnMut() -> Result<()>,
 ) -> Result<Stats> {
+    do_bench_prepared(dev, flush, &mut || Ok(()), warmup, reps, f)
+}
+
+/// [`do_bench`] with `prepare` (which queues device work) run before every run of `f`,
+/// untimed and before the flush: to put back what `f` changes (the autotuner's
+/// `reset_to_zero` and `restore_value`), so that every run starts from the same memory.
+pub fn do_bench_prepared(
+    dev: &dyn Device,
+    flush: Option<&CacheFlush>,
+    prepare: &mut dyn FnMut() -> Result<()>,
+    warmup: usize,
+    reps: usize,
+    f: &mut dyn FnMut() -> Result<()>,
+) -> Result<Stats> {
     if reps == 0 {
         return Err(Error::Argument {
             kernel: "do_bench".into(),
@@ -109,15 +123,17 @@ pub fn do_bench(
     if !warm_up.is_zero() && !super::clocks::recently_timed(dev) {
         match flush {
             Some(c) => super::clocks::warm_up(dev, &mut || c.run(dev), warm_up)?,
-            None => super::clocks::warm_up(dev, f, warm_up)?,
+            None => super::clocks::warm_up(dev, &mut || prepare().and_then(|()| f()), warm_up)?,
         }
     }
     for _ in 0..warmup {
+        prepare()?;
         f()?;
     }
     dev.synchronize()?;
     let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
+        prepare()?;
         if let Some(c) = flush {
             c.run(dev)?;
         }
