@@ -706,6 +706,55 @@ fn gpu_autotuned_softmax_matches_the_interpreter() {
     }
 }
 
+/// An autotuned kernel that adds into its output with atomics (as a split-K matmul
+/// does), tuned with the output in `reset_to_zero`: its tuned launch gives one launch's
+/// sums on every device, exactly (integers), though the tuning launched it many times.
+#[test]
+fn gpu_autotuned_atomic_sums_start_from_zeros() {
+    use rutile::autotune::{Autotuner, Config};
+    let (_turn, devices) = devices();
+    let (n, bins) = (100_003usize, 61usize);
+    let mut rng = Rng::new(17);
+    let x: Vec<i32> = (0..n).map(|_| rng.below(2001) as i32 - 1000).collect();
+    let mut want = vec![0i32; bins];
+    for (i, v) in x.iter().enumerate() {
+        want[i % bins] = want[i % bins].wrapping_add(*v);
+    }
+    let kernel = |block: u32| {
+        rutile::Kernel::build("binned_sums", |k| {
+            let (out, xs) = (k.arg_ptr("out", ScalarType::I32), k.arg_ptr("x", ScalarType::I32));
+            let n = k.arg_i32("n");
+            let offs = k.program_id(0) * block as i32 + k.arange(0, block as i32);
+            let mask = offs.lt(n);
+            let v = k.load_masked(xs + offs, mask, 0);
+            k.atomic_add(out + offs % bins as i32, v, Some(mask));
+        })
+        .map_err(rutile::Error::from)
+    };
+    for d in devices {
+        let d = d.as_ref();
+        let (out, xs) = (d.zeros::<i32>(bins).unwrap(), d.upload(&x).unwrap());
+        let args = [(&out).into(), (&xs).into(), (n as i32).into()];
+        let configs = vec![
+            Config::new(&[("BLOCK", 256)]).num_warps(2),
+            Config::new(&[("BLOCK", 1024)]).num_warps(4),
+        ];
+        Autotuner::new("binned_sums", configs)
+            .unwrap()
+            .cache_file(None)
+            .reset_to_zero(&["out"])
+            .launch(
+                d,
+                &n.to_string(),
+                &|c| kernel(c.value("BLOCK")? as u32),
+                &|c| Ok([(n as u32).div_ceil(c.value("BLOCK")? as u32), 1, 1]),
+                &args,
+            )
+            .unwrap();
+        assert_eq!(d.download(&out).unwrap(), want, "{}", d.id());
+    }
+}
+
 /// The persistent schedule (`LaunchConfig::persistent`) on every device: the device runs as
 /// many programs as it holds and each walks the grid asked for, so every program id and
 /// grid size a kernel reads must be the grid's (a 3-D grid of more programs than any device
