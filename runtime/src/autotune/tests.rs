@@ -512,3 +512,55 @@ fn restored_names_must_be_buffer_parameters() {
     let m = message(tuner().reset_to_zero(&["acc"]).restore_value(&["acc"]));
     assert!(m.contains("both"), "{m}");
 }
+
+/// Triton's `prune_configs_by`: the build closure, which sees the call's sizes, refuses a
+/// configuration that does not apply; it is skipped with the reason given, and the others
+/// are timed.
+#[test]
+fn a_configuration_the_build_refuses_is_skipped_with_its_reason() {
+    let dev = CpuDevice::new();
+    let n = 300usize;
+    let (acc, peak, xs) = (
+        dev.zeros::<f32>(n).unwrap(),
+        dev.zeros::<f32>(n).unwrap(),
+        dev.upload(&nonzero(5, n)).unwrap(),
+    );
+    let args = [(&acc).into(), (&peak).into(), (&xs).into(), (n as i32).into()];
+    let build = |c: &Config| {
+        let block = c.value("BLOCK")?;
+        if block as usize > n {
+            return Err(Error::Autotune {
+                name: "accumulate".into(),
+                message: format!("BLOCK {block} is longer than the {n} elements"),
+            });
+        }
+        accumulate(block as u32)
+    };
+    let configs = vec![
+        Config::new(&[("BLOCK", 512)]),
+        Config::new(&[("BLOCK", 128)]),
+        Config::new(&[("BLOCK", 1024)]),
+    ];
+    let choice = Autotuner::new("accumulate", configs)
+        .unwrap()
+        .cache_file(None)
+        .choose(
+            &dev,
+            "300",
+            &build,
+            &|c| Ok([(n as u32).div_ceil(c.value("BLOCK")? as u32), 1, 1]),
+            &args,
+        )
+        .unwrap();
+    assert_eq!(choice.config, Config::new(&[("BLOCK", 128)]));
+    let report = choice.report.unwrap();
+    assert_eq!(report.skipped.len(), 2);
+    assert!(
+        report.skipped[0]
+            .reason
+            .to_string()
+            .contains("BLOCK 512 is longer than the 300 elements"),
+        "{}",
+        report.skipped[0].reason
+    );
+}
