@@ -233,7 +233,8 @@ impl Autotuner {
     /// that each configuration is timed from zeros and the launch that follows the tuning
     /// ([`Self::launch`]) adds into zeros, as a launch without tuning would (the caller
     /// zeroes them before it). A kernel that adds into a buffer not named here returns
-    /// from its first, tuned launch the sum of every launch of the tuning.
+    /// from its first, tuned launch the sum of every launch of the tuning. Each named
+    /// buffer costs a zeroed buffer of its size on the device while the tuning runs.
     pub fn reset_to_zero(mut self, names: &[&str]) -> Autotuner {
         self.reset_to_zero = names.iter().map(|n| n.to_string()).collect();
         self
@@ -241,7 +242,8 @@ impl Autotuner {
 
     /// Buffers the kernel updates in place (its parameters' names), as Triton's
     /// `restore_value`: copied before a tuning, put back before every launch of it and
-    /// after it, so that the launch that follows the tuning sees the caller's values.
+    /// after it, so that the launch that follows the tuning sees the caller's values. Each
+    /// named buffer costs a copy of it on the device while the tuning runs.
     pub fn restore_value(mut self, names: &[&str]) -> Autotuner {
         self.restore_value = names.iter().map(|n| n.to_string()).collect();
         self
