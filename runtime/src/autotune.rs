@@ -442,8 +442,11 @@ impl Autotuner {
                 report: Some(Arc::new(report)),
             })
         })();
-        prepare()?;
-        tuned
+        // The tuning's own error, where it failed, before one in putting the buffers back.
+        let restored = prepare();
+        let choice = tuned?;
+        restored?;
+        Ok(choice)
     }
 
     /// Compiles the kernel of every configuration that built, with its launch, on as many threads as the
