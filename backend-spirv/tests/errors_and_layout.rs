@@ -289,3 +289,20 @@ fn uniform_layout_of_mixed_scalars() {
     wrong[0] = ScalarArg::U32(1);
     assert!(l.launch_bytes([1; 3], [0; 3], &wrong).is_err());
 }
+
+/// A kernel lowered for a PTX target holds NVIDIA's own statements; SPIR-V refuses each
+/// group by what it is and says how to lower instead.
+#[test]
+fn nvidia_statements_are_refused_by_what_they_are() {
+    let with = |s: Stmt| {
+        let mut kb = ThreadKernelBuilder::new("nvidia_only", 2, 32);
+        kb.push(s);
+        kb.finish_unverified()
+    };
+    let (what, msg) = unsupported_what(emit(&with(Stmt::AsyncCommit), &full(32)));
+    assert!(what.contains("cp.async") && what.contains("TMA"), "{what}");
+    assert!(msg.contains("Target::vulkan"), "{msg}");
+    let (what, msg) = unsupported_what(emit(&with(Stmt::NamedBarrier { id: 1, threads: 64 }), &full(32)));
+    assert_eq!(what, "warp specialization");
+    assert!(msg.contains("warp_specialize"), "{msg}");
+}

@@ -148,6 +148,16 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
+/// What an error says of a statement of NVIDIA's matrix, TMA and bulk-copy instructions,
+/// which a kernel lowered for a PTX target holds: what, and how to lower instead.
+const PTX_ONLY: (&str, &str) = (
+    "NVIDIA's matrix and asynchronous-copy instructions (mma, wgmma, ldmatrix, cp.async, TMA, mbarriers)",
+    "lower the kernel for a Vulkan target (`Target::vulkan`), whose `dot` and copies need none of them",
+);
+
+/// What an error says of a warp-specialized statement (producer and consumer warps).
+const WARP_SPECIALIZATION: (&str, &str) = ("warp specialization", "lower without `warp_specialize` for SPIR-V");
+
 fn unsupported(k: &ThreadKernel, what: &'static str, detail: String) -> SpirvError {
     SpirvError::Unsupported {
         kernel: k.name.clone(),

@@ -340,31 +340,27 @@ impl Scan {
                 | Stmt::MbarrierArriveExpectTx { .. }
                 | Stmt::MbarrierWait { .. }
                 | Stmt::MbarrierInval { .. }
-                | Stmt::MbarrierArrive { .. }
-                | Stmt::Specialized { .. }
-                | Stmt::NamedBarrier { .. }
-                | Stmt::Turn { .. }
-                | Stmt::SetMaxRegisters { .. }
                 | Stmt::TmaLoad { .. }
                 | Stmt::TmaStore { .. }
                 | Stmt::BulkCommit { .. }
                 | Stmt::BulkWaitRead { .. } => {
-                    if err.is_none() {
-                        *err = Some(SpirvError::Unsupported {
-                            kernel: k.name.clone(),
-                            what: "mma.sync",
-                            detail: "lower `dot` without matrix units for SPIR-V".into(),
-                        });
-                    }
+                    err.get_or_insert_with(|| unsupported(k, PTX_ONLY.0, PTX_ONLY.1.into()));
+                }
+                Stmt::MbarrierArrive { .. }
+                | Stmt::Specialized { .. }
+                | Stmt::NamedBarrier { .. }
+                | Stmt::Turn { .. }
+                | Stmt::SetMaxRegisters { .. } => {
+                    err.get_or_insert_with(|| unsupported(k, WARP_SPECIALIZATION.0, WARP_SPECIALIZATION.1.into()));
                 }
                 Stmt::ClusterStore { .. } | Stmt::ClusterBarrier | Stmt::ClusterArrive | Stmt::ClusterWait => {
-                    if err.is_none() {
-                        *err = Some(SpirvError::Unsupported {
-                            kernel: k.name.clone(),
-                            what: "thread-block clusters",
-                            detail: "Vulkan has no clusters: launch with a cluster of 1 program".into(),
-                        });
-                    }
+                    err.get_or_insert_with(|| {
+                        unsupported(
+                            k,
+                            "thread-block clusters",
+                            "Vulkan has no clusters: launch with a cluster of 1 program".into(),
+                        )
+                    });
                 }
                 Stmt::Print {
                     coords,

@@ -180,13 +180,7 @@ impl Cx<'_> {
             | Stmt::TmaLoad { .. }
             | Stmt::TmaStore { .. }
             | Stmt::BulkCommit { .. }
-            | Stmt::BulkWaitRead { .. } => {
-                return Err(unsupported(
-                    self.k,
-                    "mma.sync",
-                    "lower `dot` without matrix units for SPIR-V".into(),
-                ))
-            }
+            | Stmt::BulkWaitRead { .. } => return Err(unsupported(self.k, PTX_ONLY.0, PTX_ONLY.1.into())),
             Stmt::ClusterStore { .. } | Stmt::ClusterBarrier | Stmt::ClusterArrive | Stmt::ClusterWait => {
                 return Err(unsupported(
                     self.k,
@@ -199,11 +193,7 @@ impl Cx<'_> {
             | Stmt::NamedBarrier { .. }
             | Stmt::Turn { .. }
             | Stmt::SetMaxRegisters { .. } => {
-                return Err(unsupported(
-                    self.k,
-                    "warp specialization",
-                    "lower without `warp_specialize` for SPIR-V".into(),
-                ))
+                return Err(unsupported(self.k, WARP_SPECIALIZATION.0, WARP_SPECIALIZATION.1.into()))
             }
             Stmt::CoopLoad { .. }
             | Stmt::CoopStore { .. }
