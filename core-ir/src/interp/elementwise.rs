@@ -346,7 +346,6 @@ pub(crate) fn fma(a: &Tensor, b: &Tensor, c: &Tensor, ty: Type) -> Result<Tensor
     })
 }
 
-/// `op` of `args` rounded in direction `rounding` (`Op::Rounded`), element by element.
 /// Byte `n` of a word's selected bytes: of `x` (bytes 0 to 3) and `y` (4 to 7), byte
 /// `(selector >> 4n) & 7`, as [`crate::ir::Op::BytePerm`] says.
 pub(crate) fn byte_perm_word(x: u32, y: u32, selector: u32) -> u32 {
@@ -357,6 +356,7 @@ pub(crate) fn byte_perm_word(x: u32, y: u32, selector: u32) -> u32 {
     })
 }
 
+/// `byte_perm(x, y, selector)` (`Op::BytePerm`), element by element.
 pub(crate) fn byte_perm(x: &Tensor, y: &Tensor, selector: &Tensor, ty: Type) -> Result<Tensor, Fault> {
     check_same("byte_perm", &[x, y, selector], ty)?;
     let s = x.scalar_type("an operand")?;
@@ -370,6 +370,7 @@ pub(crate) fn byte_perm(x: &Tensor, y: &Tensor, selector: &Tensor, ty: Type) -> 
     })
 }
 
+/// `op` of `args` rounded in direction `rounding` (`Op::Rounded`), element by element.
 pub(crate) fn rounded(op: RoundedOp, rounding: Rounding, args: &[&Tensor], ty: Type) -> Result<Tensor, Fault> {
     let name = op.name(rounding);
     let s = ty.scalar_type().ok_or_else(|| invalid!("{name} of pointers"))?;
