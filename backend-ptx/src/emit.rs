@@ -3,7 +3,7 @@
 
 use crate::names::{mem_ty, Class, RegFile};
 use crate::{atomic, control, expr, memory, tma, wgmma, PtxError, PtxTarget};
-use rutile_ir::thread::{product_pairs, ProductRole, Reg, Stmt, ThreadKernel, ThreadParam};
+use rutile_ir::thread::{product_pairs, word_halves, ProductRole, Reg, Stmt, ThreadKernel, ThreadParam, WordHalf};
 use rutile_ir::ScalarType;
 use std::fmt::Write;
 
@@ -136,14 +136,16 @@ impl<'a> Emitter<'a> {
         // inside it, and none made inside one (which may not have run) after it.
         self.descriptors.clear();
         let wide = (self.target.wide_products && self.guard.is_none()).then(|| product_pairs(self.k, stmts));
+        let halves = word_halves(self.k, stmts);
         let mut products: Vec<(String, String)> = Vec::new();
         for (i, s) in stmts.iter().enumerate() {
             if self.target.pack_before_fence && matches!(s, Stmt::WgmmaFence) {
                 wgmma::prepack(self, &stmts[i + 1..]);
             }
-            match wide.as_ref().and_then(|w| w[i]) {
-                Some(role) => self.wide_product(s, role, &mut products),
-                None => self.stmt(s)?,
+            match (wide.as_ref().and_then(|w| w[i]), halves[i]) {
+                (Some(role), _) => self.wide_product(s, role, &mut products),
+                (None, Some(half)) => self.word_half(s, half),
+                (None, None) => self.stmt(s)?,
             }
             if !matches!(s, Stmt::Wgmma { .. } | Stmt::Comment(_)) {
                 self.descriptors.clear();
@@ -187,6 +189,21 @@ impl<'a> Emitter<'a> {
         let half = if high { hi } else { lo };
         let d = self.r(*dst);
         self.ins(format!("mov.b32 {d}, {half}"));
+    }
+
+    /// Statement `s`, a 16-bit float reinterpreting half of a 32-bit word
+    /// (`rutile_ir::thread::word_halves`): that half of the word's register, where the
+    /// statements as written truncate, shift and mask it. `ptxas` then reads the half in
+    /// place, and a pair of such values that an instruction takes packed is the word
+    /// itself: the bf16 by fp4 `dot_scaled` loop loses its masks, shifts and repacking
+    /// `PRMT`s (docs/performance.md, "fp4 decoded a pair to a word").
+    fn word_half(&mut self, s: &Stmt, half: WordHalf) {
+        let Stmt::Set { dst, .. } = s else {
+            unreachable!("a word half is a `Set`")
+        };
+        let (d, other, word) = (self.r(*dst), self.tmp(Class::H), self.r(half.word));
+        let (lo, hi) = if half.high { (&other, &d) } else { (&d, &other) };
+        self.ins(format!("mov.b32 {{{lo}, {hi}}}, {word}"));
     }
 
     fn stmt(&mut self, s: &Stmt) -> Result<(), PtxError> {

@@ -23,12 +23,14 @@
 //!   `div.full.f32`, as Triton's `/`: within 2 ulp over the whole range, and without
 //!   `div.rn.f32`'s slow path for hard operands, which costs registers (at 2 warps the
 //!   fused softmax at 1024 columns needs 40 with `div.rn`, 32 with `div.full`). f64 uses
-//!   `div.rn.f64`; f16 and bf16 divide in f32 and round once, like every other op.
-//! - **f16 and bf16** values are widened to f32 (exactly), computed in f32 and rounded once
-//!   back (`cvt.rn.f16.f32`, `cvt.rn.bf16.f32`). For `+ - * / sqrt rem min max` this is the
-//!   correctly rounded result, as in the interpreter (f32 has more than twice the precision
-//!   plus two bits). `fma` uses `fma.rn.f16`/`fma.rn.bf16`, a single rounding. Rounding to
-//!   bf16 needs sm_80; `neg`/`abs` are sign-bit operations and work everywhere.
+//!   `div.rn.f64`; f16 and bf16 divide in f32 and round once (below).
+//! - **f16 and bf16** `+ - *` use the type's own instructions (`add.rn.f16`; bf16's on
+//!   sm_90, `fma.rn.bf16` forms on sm_80); other operations widen the values to f32
+//!   (exactly), compute in f32 and round once back (`cvt.rn.f16.f32`, `cvt.rn.bf16.f32`).
+//!   Both give the correctly rounded result, as the interpreter does (f32 has more than
+//!   twice the precision plus two bits, so its one extra rounding is innocuous). `fma` uses
+//!   `fma.rn.f16`/`fma.rn.bf16`, a single rounding. Rounding to bf16 needs sm_80;
+//!   `neg`/`abs` are sign-bit operations and work everywhere.
 //! - **`minimum`/`maximum` of floats** return NaN when either operand is NaN and order -0.0
 //!   below +0.0: `min.NaN`/`max.NaN` on sm_80+ (f32, f16, bf16); elsewhere, and for f64
 //!   (PTX has no `min.NaN.f64`), `min`/`max` with explicit NaN and signed-zero fix-ups.
@@ -375,12 +377,47 @@ pub(crate) fn binary(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &
                 cast::narrow_exact(e, d, &r, t);
                 return Ok(());
             }
+            if half_arithmetic(e, d, t, op, a, b) {
+                return Ok(());
+            }
             let (x, y) = (cast::widen(e, a, t), cast::widen(e, b, t));
             let r = e.tmp(Class::F);
             binary(e, &r, F32, op, &x, &y)?;
             cast::narrow(e, d, &r, t)
         }
     }
+}
+
+/// `a op b` of f16 or bf16 by the type's own instruction where the target has one (`+ - *`:
+/// f16 everywhere, bf16 on sm_90; on sm_80 bf16 as `fma.rn.bf16` with 1 or -0 as the
+/// missing operand), one rounding as the f32 computation gives: one instruction where the
+/// widened form is three to five (the two widenings, the f32 operation, the rounding back).
+/// Returns false where the operation must go through f32.
+fn half_arithmetic(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &str, b: &str) -> bool {
+    let name = match op {
+        BinaryOp::Add => "add",
+        BinaryOp::Sub => "sub",
+        BinaryOp::Mul => "mul",
+        _ => return false,
+    };
+    match t {
+        F16 => e.ins(format!("{name}.rn.f16 {d}, {a}, {b}")),
+        BF16 if e.target.has_sm90() => e.ins(format!("{name}.rn.bf16 {d}, {a}, {b}")),
+        BF16 if e.target.has_sm80() => {
+            // `a * b + (-0)` keeps the product's zero signs; `a * 1 + b` and `b * -1 + a`
+            // round the sum or difference once, with IEEE's signs of zero sums.
+            let c = e.tmp(Class::H);
+            let (bits, x, y, z) = match op {
+                BinaryOp::Mul => (0x8000, a, b, c.as_str()),
+                BinaryOp::Add => (0x3F80, a, c.as_str(), b),
+                _ => (0xBF80, b, c.as_str(), a),
+            };
+            e.ins(format!("mov.b16 {c}, 0x{bits:04X}"));
+            e.ins(format!("fma.rn.bf16 {d}, {x}, {y}, {z}"));
+        }
+        _ => return false,
+    }
+    true
 }
 
 fn int_binary(e: &mut Emitter, d: &str, t: ScalarType, op: BinaryOp, a: &str, b: &str) -> Res {

@@ -113,12 +113,12 @@ fn cas_loops() {
     // 16-bit integers: 16-bit CAS words.
     let ptx = emit_80_90(&atomic_kernel(I16, Some(AtomicOp::Add)));
     assert_contains(&ptx, &["atom.acq_rel.gpu.global.cas.b16", "cvt.s32.s16", "cvt.u16.u32"]);
-    // bf16 add: native on sm_90, a loop on sm_80, unsupported before.
+    // bf16 add: native on sm_90, a loop on sm_80 (its sum one `fma`), unsupported before.
     let k = atomic_kernel(BF16, Some(AtomicOp::Add));
     assert_contains(&emit_checked(&k, 90), &["atom.acq_rel.gpu.global.add.noftz.bf16"]);
     assert_contains(
         &emit_checked(&k, 80),
-        &["atom.acq_rel.gpu.global.cas.b16", "cvt.rn.bf16.f32"],
+        &["atom.acq_rel.gpu.global.cas.b16", "fma.rn.bf16"],
     );
     assert!(emit(&k, &PtxTarget::from_compute_capability(7, 5)).is_err());
     // f16 max before sm_80 (no min.NaN.f16): widened emulation.

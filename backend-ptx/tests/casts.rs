@@ -2,6 +2,7 @@
 
 mod support;
 
+use rutile_ir::ir::BinaryOp;
 use rutile_ir::thread::{Expr, Memory, ThreadKernel};
 use rutile_ir::ScalarType::{self, *};
 use rutile_ptx::{emit, PtxTarget};
@@ -187,4 +188,38 @@ fn every_bitcast_assembles() {
             _ => {}
         }
     }
+}
+
+/// The halves of a 32-bit word read as two 16-bit floats, `bitcast(w as u16)` and
+/// `bitcast((w >> 16) as u16)`, are the word's own halves (`mov.b32 {lo, hi}`): no mask,
+/// no shift, no truncation; and a half taken where the word has changed since its cast
+/// is the cast's, as written.
+#[test]
+fn word_halves_are_read_in_place() {
+    for t in [F16, BF16] {
+        let mut k = kernel("halves");
+        let (src, dst) = (k.ptr("src", I32), k.ptr("dst", t));
+        let tid = k.thread_id();
+        let w = k.load(I32, 1, Memory::Global { param: src }, tid, None)[0];
+        let low = k.set(U16, Expr::Cast(w));
+        let sixteen = k.int(I32, 16);
+        let shifted = k.set(I32, Expr::Binary(BinaryOp::Shr, w, sixteen));
+        let high = k.set(U16, Expr::Cast(shifted));
+        let halves = [low, high].map(|h| k.set(t, Expr::Bitcast(h)));
+        k.store(halves.to_vec(), Memory::Global { param: dst }, tid, None);
+        let ptx = emit_80_90(&k.finish());
+        assert_eq!(ptx.matches("mov.b32 {").count(), 2, "{ptx}");
+        assert!(!ptx.contains("cvt.u16.u32"), "{ptx}");
+    }
+    // The word written after the cast: the cast's value, truncated.
+    let mut k = kernel("stale");
+    let (src, dst) = (k.ptr("src", I32), k.ptr("dst", F16));
+    let tid = k.thread_id();
+    let w = k.load(I32, 1, Memory::Global { param: src }, tid, None)[0];
+    let low = k.set(U16, Expr::Cast(w));
+    k.assign(w, Expr::Binary(BinaryOp::Add, w, w));
+    let h = k.set(F16, Expr::Bitcast(low));
+    k.store(vec![h], Memory::Global { param: dst }, tid, None);
+    let ptx = emit_80_90(&k.finish());
+    assert!(ptx.contains("cvt.u16.u32") && !ptx.contains("mov.b32 {"), "{ptx}");
 }

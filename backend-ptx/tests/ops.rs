@@ -182,18 +182,51 @@ fn f16_ops() {
             "and.b16",
             "min.NaN.f16",
             "fma.rn.f16",
+            "add.rn.f16",
+            "sub.rn.f16",
+            "mul.rn.f16",
             "ld.global.v2.b16",
         ],
     );
-    // f16 arithmetic needs nothing newer than sm_70.
+    // f16 arithmetic needs nothing newer than sm_70; `+ - *` never go through f32.
     emit_checked(&all_ops(F16), 75);
-    emit_checked(&all_ops(F16), 70);
+    let ptx = emit_checked(&sum_difference_product(F16), 70);
+    assert_contains(&ptx, &["add.rn.f16", "sub.rn.f16", "mul.rn.f16"]);
+    assert!(!ptx.contains("cvt.f32.") && !ptx.contains("cvt.rn."), "{ptx}");
+}
+
+/// `a + b`, `a - b` and `a * b` of two loaded values of type `t`, stored with `a`.
+fn sum_difference_product(t: ScalarType) -> ThreadKernel {
+    let mut k = kernel("sum_difference_product");
+    let (src, dst) = (k.ptr("src", t), k.ptr("dst", t));
+    let tid = k.thread_id();
+    let v = k.load(t, 2, Memory::Global { param: src }, tid, None);
+    let ops = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul];
+    let [sum, difference, product] = ops.map(|op| k.set(t, Expr::Binary(op, v[0], v[1])));
+    k.store(
+        vec![sum, difference, product, v[0]],
+        Memory::Global { param: dst },
+        tid,
+        None,
+    );
+    k.finish()
 }
 
 #[test]
 fn bf16_ops() {
     let ptx = emit_80_90(&all_ops(BF16));
     assert_contains(&ptx, &["shl.b32", "cvt.rn.bf16.f32", "min.NaN.bf16", "fma.rn.bf16"]);
+    // `+ - *`: sm_80 has only the fused form, with 1 or -0 for the missing operand; sm_90
+    // has each one. Neither goes through f32.
+    for (sm, native) in [(80, false), (90, true)] {
+        let ptx = emit_checked(&sum_difference_product(BF16), sm);
+        let ops = ["add.rn.bf16", "sub.rn.bf16", "mul.rn.bf16"];
+        assert!(ops.iter().all(|op| ptx.contains(op) == native), "{ptx}");
+        let fused = ["0x8000", "0x3F80", "0xBF80"].iter().all(|c| ptx.contains(c));
+        assert_eq!(ptx.matches("fma.rn.bf16").count(), if native { 0 } else { 3 }, "{ptx}");
+        assert_eq!(fused, !native, "{ptx}");
+        assert!(!ptx.contains("cvt.f32.") && !ptx.contains("cvt.rn."), "{ptx}");
+    }
     // Rounding to bf16 needs sm_80.
     let err = emit(&all_ops(BF16), &PtxTarget::from_compute_capability(7, 5)).unwrap_err();
     assert!(matches!(err, PtxError::Unsupported { .. }), "{err}");

@@ -1281,19 +1281,27 @@ fn dot_scaled_in_a_k_loop_copies_its_loads_ahead() {
             });
             assert_eq!(global_loads, 0, "{at}: global loads left in the loop");
             if rf == MxFormat::E2M1 {
-                // Each byte's two magnitudes looked up (two `prmt`s) and placed (one each),
-                // and each value rounded to bf16 once, after its scale's product: no
-                // conversion of the decoded value itself.
+                // Each byte's two magnitudes looked up (two `prmt`s) and placed as the two
+                // halves of one word (one), each value that word's half as it is: no
+                // conversion of a decoded value (the only roundings to bf16 are the
+                // scales' factors, one for each group of 32 a thread holds part of: a
+                // handful, where a rounding a value would be one for each).
                 use rutile_ir::thread::Expr;
                 let set = |s: &Stmt, f: &dyn Fn(&Expr) -> bool| matches!(s, Stmt::Set { expr, .. } if f(expr));
                 let permutes = count_stmts(&tk, |s| set(s, &|e| matches!(e, Expr::BytePerm(..))));
-                let to_bf16 = count_stmts(
-                    &tk,
-                    |s| matches!(s, Stmt::Set { dst, expr: Expr::Cast(_) } if tk.reg_type(*dst) == BF16),
+                let typed = |s: &Stmt, bitcast: bool| match s {
+                    Stmt::Set { dst, expr } if tk.reg_type(*dst) == BF16 => {
+                        matches!(expr, Expr::Bitcast(_)) == bitcast && matches!(expr, Expr::Bitcast(_) | Expr::Cast(_))
+                    }
+                    _ => false,
+                };
+                let (values, to_bf16) = (
+                    count_stmts(&tk, |s| typed(s, true)),
+                    count_stmts(&tk, |s| typed(s, false)),
                 );
                 assert!(
-                    permutes > 0 && permutes == 2 * to_bf16,
-                    "{at}: {permutes} byte permutes, {to_bf16} roundings to bf16"
+                    values > 0 && 2 * permutes == 3 * values && 4 * to_bf16 <= values,
+                    "{at}: {permutes} byte permutes, {values} values, {to_bf16} roundings to bf16"
                 );
             }
             let mut got = buffers.clone();

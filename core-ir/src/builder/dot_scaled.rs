@@ -334,15 +334,12 @@ impl KernelBuilder {
         // underflows). The right operand's scales come by rows of N: along K first.
         let s = bytes(scale).to(ScalarType::I32);
         let bits = self.where_(s.eq(0), 1 << 22, s << 23).bitcast(ScalarType::F32);
-        // (fp4 for bf16 comes widened to f32, the bf16 values' bits in the top half: their
-        // product with the f32 factor is exact there and rounds once to bf16, as a product
-        // in bf16 would.)
         let factor = if options.fast_math {
             bits
         } else {
             self.where_(s.eq(255), f64::NAN, bits)
         }
-        .to(widened.dtype().unwrap_or(compute));
+        .to(compute);
         let factor = match side {
             Side::Lhs => factor,
             Side::Rhs => factor.trans(),
@@ -362,18 +359,17 @@ impl KernelBuilder {
 }
 
 /// The two fp4 E2M1 values of each byte of `x` (i32, 0 to 255; the low nibble first),
-/// exactly: in f32 for a bf16 `compute` (the bf16 bits as an f32's top half, so that the
-/// scale's product needs no widening), in f16 for f16. Each magnitude's bits are looked up
-/// by byte permutes (one `prmt` each on PTX) in tables of their low and high bytes, then
-/// the sign is put on. The values of `s e e m` are `±m/2` where `e` is 0, else
-/// `±2^(e - 1) (1 + m/2)`.
+/// exactly, in `compute` (bf16 or f16). Both values' bits are made in one 32-bit word, as
+/// the matrix instructions take a pair of 16-bit operands: the magnitudes' bytes looked up
+/// by byte permutes (one `prmt` each on PTX) in tables of their low and high bytes, placed
+/// by one more, and both signs put on by one multiply and one masked `or` (one `lop3`).
+/// The values of `s e e m` are `±m/2` where `e` is 0, else `±2^(e - 1) (1 + m/2)`.
 fn fp4_pair<'b>(k: &'b KernelBuilder, x: Value<'b>, compute: ScalarType) -> (Value<'b>, Value<'b>) {
-    let f16 = compute == ScalarType::F16;
     // The eight magnitudes' bits, split into two tables of bytes: 0 to 3 in one word,
     // 4 to 7 in the other, as `byte_perm` numbers them.
     let bits: [u16; 8] = std::array::from_fn(|c| {
         let v = FP4_MAGNITUDES[c];
-        if f16 {
+        if compute == ScalarType::F16 {
             half::f16::from_f32(v).to_bits()
         } else {
             half::bf16::from_f32(v).to_bits()
@@ -388,29 +384,19 @@ fn fp4_pair<'b>(k: &'b KernelBuilder, x: Value<'b>, compute: ScalarType) -> (Val
         (k.scalar(word(0), ScalarType::I32), k.scalar(word(4), ScalarType::I32))
     };
     let ((low_x, low_y), (high_x, high_y)) = (table(0), table(1));
-    // Selector nibbles 0 and 1: the two magnitudes; 2 and 3 pick the zero magnitude.
+    // Selector nibbles 0 and 1: the two magnitudes (bytes 0 and 1 of each lookup).
     let picks = x & 0x77;
     let lows = low_x.byte_perm(low_y, picks);
     let highs = high_x.byte_perm(high_y, picks);
-    // Value `n`'s low byte from `lows` (byte `n`), its high byte from `highs` (byte 4 + n),
-    // zeros elsewhere (byte 2 of `lows`, the zero magnitude's): bytes 0 and 1 of an f16,
-    // bytes 2 and 3 (the top half) of an f32. The sign, bit 3 + 4n of `x`, shifted to the
-    // top bit (written shift-then-mask, one `lop3` with the `or`).
-    let value = |n: i32| {
-        let (selector, sign_shift, top) = if f16 {
-            (0x2240 + 0x11 * n, 12 - 4 * n, 0x8000)
-        } else {
-            (0x4022 + 0x1100 * n, 28 - 4 * n, i32::MIN)
-        };
-        let magnitude = lows.byte_perm(highs, k.scalar(selector, ScalarType::I32));
-        let value = magnitude | ((x << sign_shift) & top);
-        if f16 {
-            value.to(ScalarType::U16).bitcast(ScalarType::F16)
-        } else {
-            value.bitcast(ScalarType::F32)
-        }
-    };
-    (value(0), value(1))
+    // The low nibble's value in the low half (its low byte from `lows`, its high byte
+    // from `highs`: selectors 0 and 4), the high nibble's in the high half (1 and 5).
+    let magnitudes = lows.byte_perm(highs, k.scalar(0x5140, ScalarType::I32));
+    // The signs, bits 3 and 7 of `x`, to bits 15 and 31: `x << 12` and `x << 24` added
+    // (they do not overlap, as `x` is below 256), both sign bits kept.
+    let signs = (x * 0x0100_1000) & (0x8000_8000u32 as i32);
+    let word = magnitudes | signs;
+    let half = |w: Value<'b>| w.to(ScalarType::U16).bitcast(compute);
+    (half(word), half(word >> 16))
 }
 
 /// The magnitudes of fp4 E2M1's codes 0 to 7.

@@ -13,6 +13,7 @@
 
 mod build;
 mod dce;
+mod halves;
 mod print;
 mod products;
 mod shared;
@@ -23,6 +24,7 @@ mod verify;
 pub use build::ThreadKernelBuilder;
 pub use dce::eliminate_dead_registers;
 pub use dce::{operands, reads, writes};
+pub use halves::{word_halves, WordHalf};
 pub use products::{product_pairs, ProductRole};
 pub use strength::reduce_constant_divisions;
 pub use tensor_map::{LaunchValue, MBarrier, TensorMap, ViewExtents};
