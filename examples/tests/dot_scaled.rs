@@ -6,7 +6,8 @@
 //! bf16 (f16 where an operand is f16), the products summed in f64. Ragged M and N (masked
 //! loads and stores), every pair of formats the kernels meet in practice, fp8 given as
 //! its type or as bytes, scales on one side, both or none, NaN scales, fp4 packed along M
-//! or N (Triton's `k_pack=False`) and `fast_math`.
+//! or N (Triton's `k_pack=False`), `fast_math`, and the smallest scales (2^-127, a
+//! subnormal factor, and products below bf16's normal range).
 
 use half::{bf16, f16};
 use rutile::{
@@ -255,18 +256,32 @@ impl Stored {
 fn dot_scaled_matches_the_formats_definitions_on_every_device() {
     use MxFormat::*;
     use ScalarType::{BF16, F16, F8E4M3, I8, U8};
-    // (lhs, rhs, a NaN among the left scales, fast_math)
+    // (lhs, rhs, a NaN among the left scales, fast_math, the smallest scales on the first
+    // rows)
     let cases = [
-        (side(E2M1, U8, true), side(E2M1, U8, true), false, false),
-        (side(E2M1, I8, true), side(E4M3, F8E4M3, true), false, false),
-        (side(E4M3, U8, true), side(E5M2, U8, false), true, false),
-        (side(Bf16, BF16, false), side(E2M1, U8, true), false, false),
-        (side(Fp16, F16, true), side(E4M3, U8, true), false, false),
-        (side(E5M2, I8, false), side(E5M2, U8, false), false, false),
+        (side(E2M1, U8, true), side(E2M1, U8, true), false, false, false),
+        (side(E2M1, U8, true), side(E2M1, U8, true), false, false, true),
+        (side(E2M1, I8, true), side(E4M3, F8E4M3, true), false, false, false),
+        (side(E4M3, U8, true), side(E5M2, U8, false), true, false, false),
+        (side(Bf16, BF16, false), side(E2M1, U8, true), false, false, false),
+        (side(Fp16, F16, true), side(E4M3, U8, true), false, false, false),
+        (side(E5M2, I8, false), side(E5M2, U8, false), false, false, false),
         // fp4 packed along M, along N, both (with fast_math: no scale is 255).
-        (outer(side(E2M1, U8, true)), side(E4M3, U8, true), true, false),
-        (side(Bf16, BF16, false), outer(side(E2M1, I8, true)), false, false),
-        (outer(side(E2M1, U8, true)), outer(side(E2M1, U8, true)), false, true),
+        (outer(side(E2M1, U8, true)), side(E4M3, U8, true), true, false, false),
+        (
+            side(Bf16, BF16, false),
+            outer(side(E2M1, I8, true)),
+            false,
+            false,
+            false,
+        ),
+        (
+            outer(side(E2M1, U8, true)),
+            outer(side(E2M1, U8, true)),
+            false,
+            true,
+            false,
+        ),
     ];
     for d in devices() {
         let d = d.as_ref();
@@ -274,9 +289,9 @@ fn dot_scaled_matches_the_formats_definitions_on_every_device() {
         // Ragged against the block: rows and columns past M and N are masked.
         let (m, n, k) = (size.bm as usize - 14, size.bn as usize - 24, size.k as usize);
         let mut rng = Rng::new(45);
-        for (lhs, rhs, nan, fast_math) in cases {
+        for (lhs, rhs, nan, fast_math, tiny) in cases {
             let at = format!(
-                "{} x {} (packed along K: {}, {}; fast_math {fast_math}), {m} x {n} x {k}",
+                "{} x {} (packed along K: {}, {}; fast_math {fast_math}; tiny scales {tiny}), {m} x {n} x {k}",
                 lhs.format.name(),
                 rhs.format.name(),
                 lhs.k_pack,
@@ -293,9 +308,18 @@ fn dot_scaled_matches_the_formats_definitions_on_every_device() {
                     .map(|_| (127 - spread + (rng.next_u64() % (2 * spread as u64 + 1)) as i64) as u8)
                     .collect()
             };
-            let (mut sa, sb) = (scales(m * k / 32), scales(n * k / 32));
+            let (mut sa, mut sb) = (scales(m * k / 32), scales(n * k / 32));
             if nan {
                 sa[7 * k / 32 + 1] = 255;
+            }
+            // The smallest scales: the first 8 rows scaled by 2^-127 to 2^-124 (0 stands
+            // for 2^-127, a subnormal, as are many of its products with the values), B's
+            // scales large enough that the rows' sums are normal in f32.
+            if tiny {
+                sa[..8 * k / 32]
+                    .iter_mut()
+                    .for_each(|s| *s = (rng.next_u64() % 4) as u8);
+                sb.iter_mut().for_each(|s| *s = 140 + (rng.next_u64() % 11) as u8);
             }
             // A's values by row (k along the row), B's by row of K (n along the row): fp4's
             // bytes give A's in K order, or (packed along M) a byte of row `r` holds rows 2r
