@@ -135,6 +135,10 @@ mod tests {
         });
     }
 
+    fn low_half(word: Reg) -> Option<WordHalf> {
+        Some(WordHalf { word, high: false })
+    }
+
     #[test]
     fn a_word_written_between_them_is_not_read() {
         // The word changed after the cast: the cast's value is no longer its half.
@@ -151,16 +155,7 @@ mod tests {
             k.assign(w, Expr::Binary(BinaryOp::Add, w, w));
             let hi = k.set(U16, Expr::Cast(shifted));
             k.set(BF16, Expr::Bitcast(hi));
-            vec![
-                None,
-                None,
-                None,
-                None,
-                Some(WordHalf {
-                    word: shifted,
-                    high: false,
-                }),
-            ]
+            vec![None, None, None, None, low_half(shifted)]
         });
         // Another statement between them: not straight-line.
         check(|k, w| {
@@ -176,15 +171,7 @@ mod tests {
             let shifted = k.bin(BinaryOp::Shr, w, eight);
             let c = k.set(U16, Expr::Cast(shifted));
             k.set(BF16, Expr::Bitcast(c));
-            vec![
-                None,
-                None,
-                None,
-                Some(WordHalf {
-                    word: shifted,
-                    high: false,
-                }),
-            ]
+            vec![None, None, None, low_half(shifted)]
         });
     }
 }
