@@ -6,6 +6,7 @@ use rutile_ir::interp::{self, simt, ArgValue, Element, HostBuffer};
 use rutile_ir::lower::lower;
 use rutile_ir::target::{Specialization, Target};
 use rutile_ir::testing::Rng;
+use rutile_ir::thread::Memory;
 use rutile_ir::ScalarType::{self, *};
 use rutile_ir::{Kernel, KernelBuilder, Value};
 
@@ -339,4 +340,67 @@ fn interleave_stays_in_each_thread() {
             "row {i}"
         );
     }
+}
+
+/// A row's neighbouring pairs split apart (`reshape` to `[rows, cols / 2, 2]`, then
+/// `split`) stay in each thread where it loaded whole runs of the row: the reshape splits
+/// the row's dimension in the loaded layout, so the pairs' sum over the block stores as
+/// much to shared memory as the same sum of the loaded block (the reduction's own exchange
+/// between warps); the pairs and their sum, checked in the simulator by `run`, are the
+/// interpreter's.
+#[test]
+fn neighbouring_pairs_split_in_each_thread() {
+    let (rows, cols) = (16, 128);
+    let shared_stores = |kernel: &Kernel, warps: u32| {
+        let tk = lower(kernel, &Target::nvidia(warps, 48 * 1024), &Specialization::all(3)).unwrap();
+        let mut n = 0;
+        tk.walk(&mut |s| {
+            n += matches!(
+                s,
+                rutile_ir::thread::Stmt::Store {
+                    mem: Memory::Shared { .. },
+                    ..
+                }
+            ) as usize
+        });
+        n
+    };
+    let paired = |store_pairs: bool| {
+        Kernel::build("paired", |k| {
+            let (pa, pc, ps) = (k.arg_ptr("a", I32), k.arg_ptr("c", I32), k.arg_ptr("s", I32));
+            let x = k.load(pa + offsets(k, &[rows, cols]));
+            let (first, second) = k.split(x.reshape(&[rows, cols / 2, 2]));
+            let pairs = first * 1000 + second;
+            k.store(ps, pairs.sum(1).sum(0));
+            if store_pairs {
+                k.store(pc + offsets(k, &[rows, cols / 2]), pairs);
+            }
+        })
+        .unwrap()
+    };
+    let plain = Kernel::build("plain", |k| {
+        let (pa, _, ps) = (k.arg_ptr("a", I32), k.arg_ptr("c", I32), k.arg_ptr("s", I32));
+        let x = k.load(pa + offsets(k, &[rows, cols]));
+        k.store(ps, x.sum(1).sum(0));
+    })
+    .unwrap();
+    for warps in [1, 4] {
+        assert_eq!(
+            shared_stores(&paired(false), warps),
+            shared_stores(&plain, warps),
+            "{warps} warps: the reshape or the split moved elements between threads"
+        );
+    }
+    let mut rng = Rng::new(0x504);
+    let n = (rows * cols) as usize;
+    let a: Vec<i32> = random(&mut rng, n, |r| (r % 1000) as i32 - 500);
+    let buffers = vec![
+        HostBuffer::from_slice(&a),
+        HostBuffer::zeros(I32, n / 2),
+        HostBuffer::zeros(I32, 1),
+    ];
+    let out = run(&paired(true), buffers);
+    let pairs: Vec<i32> = a.chunks(2).map(|p| p[0] * 1000 + p[1]).collect();
+    assert_eq!(out[2].to_vec::<i32>().unwrap(), [pairs.iter().sum::<i32>()]);
+    assert_eq!(out[1].to_vec::<i32>().unwrap(), pairs);
 }

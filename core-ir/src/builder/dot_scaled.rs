@@ -284,28 +284,14 @@ impl KernelBuilder {
         };
         let widened = match operand.format {
             MxFormat::E2M1 => {
-                // Each byte's two values side by side along the packed dimension, low nibble
-                // first: a new axis of 2 held in each thread, merged in registers.
-                let (low, high) = fp4_pair(self, bytes(v).to(ScalarType::I32), compute);
                 // The packed dimension: K of the left operand's columns or the right one's
-                // rows, or (not `k_pack`) the other one.
+                // rows, or (not `k_pack`) the other one. Decoded along the last axis: rows
+                // are transposed there and back (renamings of the layout).
                 let along_columns = (side == Side::Lhs) == operand.k_pack;
                 if along_columns {
-                    self.interleave(low, high)
+                    fp4_decode(self, bytes(v), compute)
                 } else {
-                    let [rows, cols] = match side {
-                        Side::Lhs => [m, k],
-                        Side::Rhs => [k, n],
-                    };
-                    let pairs = [rows / 2, 2, cols];
-                    let second = self
-                        .arange(0, 2)
-                        .expand_dims(0)
-                        .expand_dims(2)
-                        .broadcast_to(&pairs)
-                        .eq(1);
-                    let spread = |h: Value<'b>| h.expand_dims(1).broadcast_to(&pairs);
-                    self.where_(second, spread(high), spread(low)).reshape(&[rows, cols])
+                    fp4_decode(self, bytes(v).trans(), compute).trans()
                 }
             }
             MxFormat::E4M3 | MxFormat::E5M2 => {
@@ -358,45 +344,100 @@ impl KernelBuilder {
     }
 }
 
-/// The two fp4 E2M1 values of each byte of `x` (i32, 0 to 255; the low nibble first),
-/// exactly, in `compute` (bf16 or f16). Both values' bits are made in one 32-bit word, as
-/// the matrix instructions take a pair of 16-bit operands: the magnitudes' bytes looked up
-/// by byte permutes (one `prmt` each on PTX) in tables of their low and high bytes, placed
-/// by one more, and both signs put on by one multiply and one masked `or` (one `lop3`).
-/// The values of `s e e m` are `±m/2` where `e` is 0, else `±2^(e - 1) (1 + m/2)`.
-fn fp4_pair<'b>(k: &'b KernelBuilder, x: Value<'b>, compute: ScalarType) -> (Value<'b>, Value<'b>) {
-    // The eight magnitudes' bits, split into two tables of bytes: 0 to 3 in one word,
-    // 4 to 7 in the other, as `byte_perm` numbers them.
-    let bits: [u16; 8] = std::array::from_fn(|c| {
-        let v = FP4_MAGNITUDES[c];
-        if compute == ScalarType::F16 {
-            half::f16::from_f32(v).to_bits()
-        } else {
-            half::bf16::from_f32(v).to_bits()
-        }
-    });
-    let table = |byte: usize| {
-        let word = |first: usize| {
-            (0..4).fold(0i32, |w, i| {
-                w | (((bits[first + i] >> (8 * byte)) & 0xFF) as i32) << (8 * i)
-            })
+/// The fp4 E2M1 values of `x`, a `[rows, bytes]` block of `u8`, exactly: `[rows, 2 *
+/// bytes]` of `compute` (bf16 or f16), each byte's two values side by side along the last
+/// axis, the low nibble first. The magnitudes' bits are looked up by byte permutes (one
+/// `prmt` each on PTX) in tables of their low and high bytes, four values a lookup where a
+/// row holds an even number of bytes (two neighbouring bytes' four nibbles in the
+/// selector), two where not; each byte's two values are then made in one 32-bit word, as
+/// the matrix instructions take a pair of 16-bit operands, and read as its halves
+/// (`thread/halves.rs`). The values of `s e e m` are `±m/2` where `e` is 0, else
+/// `±2^(e - 1) (1 + m/2)`.
+fn fp4_decode<'b>(k: &'b KernelBuilder, x: Value<'b>, compute: ScalarType) -> Value<'b> {
+    let [rows, bytes] = <[u32; 2]>::try_from(x.ty().shape.dims()).expect("a 2-D block of bytes");
+    let tables = Fp4Tables::new(k, compute);
+    if bytes % 2 == 1 {
+        let x = x.to(ScalarType::I32);
+        let (lows, highs) = tables.lookup(x);
+        let (low, high) = tables.values(lows, highs, 0, x);
+        return k.interleave(low, high);
+    }
+    // Neighbouring bytes (held by one thread, as its loads are) in one selector.
+    let (first, second) = k.split(x.reshape(&[rows, bytes / 2, 2]));
+    let (first, second) = (first.to(ScalarType::I32), second.to(ScalarType::I32));
+    let (lows, highs) = tables.lookup(first | (second << 8));
+    let (v0, v1) = tables.values(lows, highs, 0, first);
+    let (v2, v3) = tables.values(lows, highs, 1, second);
+    // The four side by side on a new axis held in each thread (its selects fold, as the
+    // lowering knows each register's place on it), merged into the row.
+    let quads = [rows, bytes / 2, 4];
+    let place = k.arange(0, 4).expand_dims(0).expand_dims(1).broadcast_to(&quads);
+    let spread = |v: Value<'b>| v.expand_dims(2).broadcast_to(&quads);
+    let last_two = k.where_(place.eq(2), spread(v2), spread(v3));
+    let last_three = k.where_(place.eq(1), spread(v1), last_two);
+    k.where_(place.eq(0), spread(v0), last_three)
+        .reshape(&[rows, 2 * bytes])
+}
+
+/// The eight fp4 magnitudes' bits in `compute` (bf16 or f16), as two tables of bytes for
+/// `byte_perm`: their low bytes and their high bytes, magnitudes 0 to 3 in the first word
+/// of each and 4 to 7 in the second.
+struct Fp4Tables<'b> {
+    low: (Value<'b>, Value<'b>),
+    high: (Value<'b>, Value<'b>),
+    compute: ScalarType,
+    k: &'b KernelBuilder,
+}
+
+impl<'b> Fp4Tables<'b> {
+    fn new(k: &'b KernelBuilder, compute: ScalarType) -> Fp4Tables<'b> {
+        let bits: [u16; 8] = std::array::from_fn(|c| {
+            let v = FP4_MAGNITUDES[c];
+            if compute == ScalarType::F16 {
+                half::f16::from_f32(v).to_bits()
+            } else {
+                half::bf16::from_f32(v).to_bits()
+            }
+        });
+        let table = |byte: usize| {
+            let word = |first: usize| {
+                (0..4).fold(0i32, |w, i| {
+                    w | (((bits[first + i] >> (8 * byte)) & 0xFF) as i32) << (8 * i)
+                })
+            };
+            (k.scalar(word(0), ScalarType::I32), k.scalar(word(4), ScalarType::I32))
         };
-        (k.scalar(word(0), ScalarType::I32), k.scalar(word(4), ScalarType::I32))
-    };
-    let ((low_x, low_y), (high_x, high_y)) = (table(0), table(1));
-    // Selector nibbles 0 and 1: the two magnitudes (bytes 0 and 1 of each lookup).
-    let picks = x & 0x77;
-    let lows = low_x.byte_perm(low_y, picks);
-    let highs = high_x.byte_perm(high_y, picks);
-    // The low nibble's value in the low half (its low byte from `lows`, its high byte
-    // from `highs`: selectors 0 and 4), the high nibble's in the high half (1 and 5).
-    let magnitudes = lows.byte_perm(highs, k.scalar(0x5140, ScalarType::I32));
-    // The signs, bits 3 and 7 of `x`, to bits 15 and 31: `x << 12` and `x << 24` added
-    // (they do not overlap, as `x` is below 256), both sign bits kept.
-    let signs = (x * 0x0100_1000) & (0x8000_8000u32 as i32);
-    let word = magnitudes | signs;
-    let half = |w: Value<'b>| w.to(ScalarType::U16).bitcast(compute);
-    (half(word), half(word >> 16))
+        Fp4Tables {
+            low: table(0),
+            high: table(1),
+            compute,
+            k,
+        }
+    }
+
+    /// The low and high bytes of the magnitudes whose codes are the low three bits of the
+    /// selector nibbles of `picks` (byte `n` of each for nibble `n`).
+    fn lookup(&self, picks: Value<'b>) -> (Value<'b>, Value<'b>) {
+        (
+            self.low.0.byte_perm(self.low.1, picks),
+            self.high.0.byte_perm(self.high.1, picks),
+        )
+    }
+
+    /// The two values of byte `x` (i32, 0 to 255), whose nibbles were selector nibbles
+    /// `2n` and `2n + 1` of the lookup that gave `lows` and `highs`: one word holding the
+    /// low nibble's value in its low half (its low byte from `lows`, its high byte from
+    /// `highs`) and the high nibble's in its high half, the signs (bits 3 and 7 of `x`) put
+    /// on at bits 15 and 31 by `x << 12` and `x << 24` added (they do not overlap, as `x`
+    /// is below 256); then its halves, as `compute` values.
+    fn values(&self, lows: Value<'b>, highs: Value<'b>, n: i32, x: Value<'b>) -> (Value<'b>, Value<'b>) {
+        let selector = if n == 0 { 0x5140 } else { 0x7362 };
+        let magnitudes = lows.byte_perm(highs, self.k.scalar(selector, ScalarType::I32));
+        let signs = (x * 0x0100_1000) & (0x8000_8000u32 as i32);
+        let word = magnitudes | signs;
+        let half = |w: Value<'b>| w.to(ScalarType::U16).bitcast(self.compute);
+        (half(word), half(word >> 16))
+    }
 }
 
 /// The magnitudes of fp4 E2M1's codes 0 to 7.

@@ -155,51 +155,27 @@ impl Lowerer<'_> {
 impl Lowerer<'_> {
     /// A reshape that merges two adjacent dimensions of which each thread holds the inner
     /// one whole (`join`'s and `interleave`'s new dimension, see
-    /// [`Lowerer::with_thread_dimension`]), done in registers: the result takes the
-    /// source's layout with the two merged (a thread's run along the outer one times the
-    /// inner one's length), in which every thread holds the elements it held, in another
-    /// register order. Checked element by element for every thread; `None` where the
-    /// reshape is not such a merge or the layouts do not place alike, and then it goes
-    /// through shared memory.
+    /// [`Lowerer::with_thread_dimension`]), or splits one whose run in each thread is a
+    /// multiple of the new inner dimension (a row's neighbouring pairs, to `split` them),
+    /// done in registers: the result takes the source's layout with the two merged (a
+    /// thread's run along the outer one times the inner one's length) or split (the run
+    /// divided, the inner dimension held whole), in which every thread holds the elements
+    /// it held, in another register order. Checked element by element for every thread;
+    /// `None` where the reshape is not such a merge or split or the layouts do not place
+    /// alike, and then it goes through shared memory.
     fn reshape_in_threads(&self, src: &LVal, src_shape: Shape, dst_shape: Shape) -> Option<(Layout, Vec<Reg>)> {
         let l = src.layout;
         let (s, d) = (src_shape.dims(), dst_shape.dims());
-        if l.sliced != 0 || l.rows.is_some() || s.len() != d.len() + 1 {
+        if l.sliced != 0 || l.rows.is_some() {
             return None;
         }
-        // The merged pair (m, m + 1): the dimensions before and after it unchanged.
-        let m = (0..d.len()).find(|&i| d[i] != s[i]).unwrap_or(d.len() - 1);
-        let inner = m + 1;
-        if d[m] != s[m] * s[inner] || d[inner..] != s[inner + 1..] {
+        let dst = if s.len() == d.len() + 1 {
+            merged_layout(l, s, d)?
+        } else if d.len() == s.len() + 1 {
+            split_layout(l, s, d)?
+        } else {
             return None;
-        }
-        let b = l.blocked;
-        if b.threads_per_warp[inner] != 1 || b.warps_per_cta[inner] != 1 {
-            return None;
-        }
-        let mut nb = b;
-        nb.rank = b.rank - 1;
-        let drop = |a: &[u32; MAX_RANK]| {
-            let mut out = [1; MAX_RANK];
-            for (k, &v) in a.iter().enumerate().take(b.rank as usize) {
-                if k != inner {
-                    out[k - usize::from(k > inner)] = v;
-                }
-            }
-            out
         };
-        nb.size_per_thread = drop(&b.size_per_thread);
-        nb.size_per_thread[m] = b.size_per_thread[m] * s[inner];
-        nb.threads_per_warp = drop(&b.threads_per_warp);
-        nb.warps_per_cta = drop(&b.warps_per_cta);
-        let order: Vec<u8> = b.order[..b.rank as usize]
-            .iter()
-            .filter(|&&o| o as usize != inner)
-            .map(|&o| o - u8::from(o as usize > inner))
-            .collect();
-        nb.order = [0; MAX_RANK];
-        nb.order[..order.len()].copy_from_slice(&order);
-        let dst = Layout::blocked(nb);
         let (sm, dm) = (l.map(src_shape), dst.map(dst_shape));
         if sm.len != dm.len {
             return None;
@@ -226,6 +202,90 @@ impl Lowerer<'_> {
         });
         alike.then(|| (dst, perm.iter().map(|&i| src.regs[i]).collect()))
     }
+}
+
+/// Layout `l` of a block of dims `s` with dimensions `m` and `m + 1` merged into the `d`
+/// of the reshape, where each thread holds dimension `m + 1` whole; `None` where the
+/// reshape is not such a merge.
+fn merged_layout(l: Layout, s: &[u32], d: &[u32]) -> Option<Layout> {
+    // The merged pair (m, m + 1): the dimensions before and after it unchanged.
+    let m = (0..d.len()).find(|&i| d[i] != s[i]).unwrap_or(d.len() - 1);
+    let inner = m + 1;
+    if d[m] != s[m] * s[inner] || d[inner..] != s[inner + 1..] {
+        return None;
+    }
+    let b = l.blocked;
+    if b.threads_per_warp[inner] != 1 || b.warps_per_cta[inner] != 1 {
+        return None;
+    }
+    let mut nb = b;
+    nb.rank = b.rank - 1;
+    let drop = |a: &[u32; MAX_RANK]| {
+        let mut out = [1; MAX_RANK];
+        for (k, &v) in a.iter().enumerate().take(b.rank as usize) {
+            if k != inner {
+                out[k - usize::from(k > inner)] = v;
+            }
+        }
+        out
+    };
+    nb.size_per_thread = drop(&b.size_per_thread);
+    nb.size_per_thread[m] = b.size_per_thread[m] * s[inner];
+    nb.threads_per_warp = drop(&b.threads_per_warp);
+    nb.warps_per_cta = drop(&b.warps_per_cta);
+    let order: Vec<u8> = b.order[..b.rank as usize]
+        .iter()
+        .filter(|&&o| o as usize != inner)
+        .map(|&o| o - u8::from(o as usize > inner))
+        .collect();
+    nb.order = [0; MAX_RANK];
+    nb.order[..order.len()].copy_from_slice(&order);
+    Some(Layout::blocked(nb))
+}
+
+/// Layout `l` of a block of dims `s` with dimension `m` split into dimensions `m` and
+/// `m + 1` of the `d` of the reshape, the new inner one held whole by each thread (its run
+/// along `m` a multiple of it), next in the order; `None` where the reshape is not such a
+/// split.
+fn split_layout(l: Layout, s: &[u32], d: &[u32]) -> Option<Layout> {
+    let m = (0..s.len()).find(|&i| d[i] != s[i]).unwrap_or(s.len() - 1);
+    let (inner, c) = (m + 1, d[m + 1]);
+    if s[m] != d[m] * c || s[m + 1..] != d[inner + 1..] || d.len() > MAX_RANK {
+        return None;
+    }
+    let b = l.blocked;
+    if b.size_per_thread[m] % c != 0 {
+        return None;
+    }
+    let mut nb = b;
+    nb.rank = b.rank + 1;
+    let insert = |a: &[u32; MAX_RANK], inner_value: u32| {
+        let mut out = [1; MAX_RANK];
+        for k in 0..nb.rank as usize {
+            out[k] = match k.cmp(&inner) {
+                std::cmp::Ordering::Less => a[k],
+                std::cmp::Ordering::Equal => inner_value,
+                std::cmp::Ordering::Greater => a[k - 1],
+            };
+        }
+        out
+    };
+    nb.size_per_thread = insert(&b.size_per_thread, c);
+    nb.size_per_thread[m] = b.size_per_thread[m] / c;
+    nb.threads_per_warp = insert(&b.threads_per_warp, 1);
+    nb.warps_per_cta = insert(&b.warps_per_cta, 1);
+    // The new dimension runs fastest within the one it came from.
+    let mut order = Vec::with_capacity(nb.rank as usize);
+    for &o in &b.order[..b.rank as usize] {
+        let o = o as usize;
+        if o == m {
+            order.push(inner as u8);
+        }
+        order.push((o + usize::from(o > m)) as u8);
+    }
+    nb.order = [0; MAX_RANK];
+    nb.order[..order.len()].copy_from_slice(&order);
+    Some(Layout::blocked(nb))
 }
 
 impl Lowerer<'_> {
