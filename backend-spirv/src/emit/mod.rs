@@ -148,15 +148,47 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
-/// What an error says of a statement of NVIDIA's matrix, TMA and bulk-copy instructions,
-/// which a kernel lowered for a PTX target holds: what, and how to lower instead.
-const PTX_ONLY: (&str, &str) = (
-    "NVIDIA's matrix and asynchronous-copy instructions (mma, wgmma, ldmatrix, cp.async, TMA, mbarriers)",
-    "lower the kernel for a Vulkan target (`Target::vulkan`), whose `dot` and copies need none of them",
-);
-
-/// What an error says of a warp-specialized statement (producer and consumer warps).
-const WARP_SPECIALIZATION: (&str, &str) = ("warp specialization", "lower without `warp_specialize` for SPIR-V");
+/// The error refusing `s` if it is one of the statements the lowering makes only for PTX
+/// targets (what it is, and how to lower instead), `None` for every other: NVIDIA's matrix,
+/// TMA and bulk-copy instructions, warp specialization, thread-block clusters. Both the
+/// module's first walk (`scan`) and the emission ask it, so the two refuse alike.
+fn nvidia_only(k: &ThreadKernel, s: &Stmt) -> Option<SpirvError> {
+    let (what, detail) = match s {
+        Stmt::Mma { .. }
+        | Stmt::MmaTf32 { .. }
+        | Stmt::LdMatrix { .. }
+        | Stmt::AsyncCopy { .. }
+        | Stmt::AsyncCommit
+        | Stmt::AsyncWait { .. }
+        | Stmt::Wgmma { .. }
+        | Stmt::FenceProxyAsync
+        | Stmt::WgmmaFence
+        | Stmt::WgmmaCommit
+        | Stmt::WgmmaWait { .. }
+        | Stmt::MbarrierInit { .. }
+        | Stmt::MbarrierArriveExpectTx { .. }
+        | Stmt::MbarrierWait { .. }
+        | Stmt::MbarrierInval { .. }
+        | Stmt::TmaLoad { .. }
+        | Stmt::TmaStore { .. }
+        | Stmt::BulkCommit { .. }
+        | Stmt::BulkWaitRead { .. } => (
+            "NVIDIA's matrix and asynchronous-copy instructions (mma, wgmma, ldmatrix, cp.async, TMA, mbarriers)",
+            "lower the kernel for a Vulkan target (`Target::vulkan`), whose `dot` and copies need none of them",
+        ),
+        Stmt::MbarrierArrive { .. }
+        | Stmt::Specialized { .. }
+        | Stmt::NamedBarrier { .. }
+        | Stmt::Turn { .. }
+        | Stmt::SetMaxRegisters { .. } => ("warp specialization", "lower without `warp_specialize` for SPIR-V"),
+        Stmt::ClusterStore { .. } | Stmt::ClusterBarrier | Stmt::ClusterArrive | Stmt::ClusterWait => (
+            "thread-block clusters",
+            "Vulkan has no clusters: launch with a cluster of 1 program",
+        ),
+        _ => return None,
+    };
+    Some(unsupported(k, what, detail.into()))
+}
 
 fn unsupported(k: &ThreadKernel, what: &'static str, detail: String) -> SpirvError {
     SpirvError::Unsupported {

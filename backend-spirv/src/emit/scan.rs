@@ -324,44 +324,6 @@ impl Scan {
                     regs.use_(*index);
                 }
                 Stmt::CoopMulAdd { .. } | Stmt::CoopMul { .. } | Stmt::CoopZero { .. } => self.coop = true,
-                // The lowering uses NVIDIA's matrix instructions only for PTX targets.
-                Stmt::Mma { .. }
-                | Stmt::MmaTf32 { .. }
-                | Stmt::LdMatrix { .. }
-                | Stmt::AsyncCopy { .. }
-                | Stmt::AsyncCommit
-                | Stmt::AsyncWait { .. }
-                | Stmt::Wgmma { .. }
-                | Stmt::FenceProxyAsync
-                | Stmt::WgmmaFence
-                | Stmt::WgmmaCommit
-                | Stmt::WgmmaWait { .. }
-                | Stmt::MbarrierInit { .. }
-                | Stmt::MbarrierArriveExpectTx { .. }
-                | Stmt::MbarrierWait { .. }
-                | Stmt::MbarrierInval { .. }
-                | Stmt::TmaLoad { .. }
-                | Stmt::TmaStore { .. }
-                | Stmt::BulkCommit { .. }
-                | Stmt::BulkWaitRead { .. } => {
-                    err.get_or_insert_with(|| unsupported(k, PTX_ONLY.0, PTX_ONLY.1.into()));
-                }
-                Stmt::MbarrierArrive { .. }
-                | Stmt::Specialized { .. }
-                | Stmt::NamedBarrier { .. }
-                | Stmt::Turn { .. }
-                | Stmt::SetMaxRegisters { .. } => {
-                    err.get_or_insert_with(|| unsupported(k, WARP_SPECIALIZATION.0, WARP_SPECIALIZATION.1.into()));
-                }
-                Stmt::ClusterStore { .. } | Stmt::ClusterBarrier | Stmt::ClusterArrive | Stmt::ClusterWait => {
-                    err.get_or_insert_with(|| {
-                        unsupported(
-                            k,
-                            "thread-block clusters",
-                            "Vulkan has no clusters: launch with a cluster of 1 program".into(),
-                        )
-                    });
-                }
                 Stmt::Print {
                     coords,
                     values,
@@ -403,6 +365,12 @@ impl Scan {
                     self.walk(k, t, cond_body, depth + 1, regs, err);
                     regs.use_(*cond);
                     self.walk(k, t, body, depth + 1, regs, err);
+                }
+                // What the lowering makes only for PTX targets: the first one refused.
+                other => {
+                    if let Some(e) = nvidia_only(k, other) {
+                        err.get_or_insert(e);
+                    }
                 }
             }
         }

@@ -162,39 +162,6 @@ impl Cx<'_> {
                 pred,
                 ..
             } => self.predicated(*pred, |cx| cx.atomic_cas(*dst, *param, *index, *cmp, *value))?,
-            Stmt::Mma { .. }
-            | Stmt::MmaTf32 { .. }
-            | Stmt::LdMatrix { .. }
-            | Stmt::AsyncCopy { .. }
-            | Stmt::AsyncCommit
-            | Stmt::AsyncWait { .. }
-            | Stmt::Wgmma { .. }
-            | Stmt::FenceProxyAsync
-            | Stmt::WgmmaFence
-            | Stmt::WgmmaCommit
-            | Stmt::WgmmaWait { .. }
-            | Stmt::MbarrierInit { .. }
-            | Stmt::MbarrierArriveExpectTx { .. }
-            | Stmt::MbarrierWait { .. }
-            | Stmt::MbarrierInval { .. }
-            | Stmt::TmaLoad { .. }
-            | Stmt::TmaStore { .. }
-            | Stmt::BulkCommit { .. }
-            | Stmt::BulkWaitRead { .. } => return Err(unsupported(self.k, PTX_ONLY.0, PTX_ONLY.1.into())),
-            Stmt::ClusterStore { .. } | Stmt::ClusterBarrier | Stmt::ClusterArrive | Stmt::ClusterWait => {
-                return Err(unsupported(
-                    self.k,
-                    "thread-block clusters",
-                    "Vulkan has no clusters: launch with a cluster of 1 program".into(),
-                ))
-            }
-            Stmt::MbarrierArrive { .. }
-            | Stmt::Specialized { .. }
-            | Stmt::NamedBarrier { .. }
-            | Stmt::Turn { .. }
-            | Stmt::SetMaxRegisters { .. } => {
-                return Err(unsupported(self.k, WARP_SPECIALIZATION.0, WARP_SPECIALIZATION.1.into()))
-            }
             Stmt::CoopLoad { .. }
             | Stmt::CoopStore { .. }
             | Stmt::CoopMulAdd { .. }
@@ -238,6 +205,11 @@ impl Cx<'_> {
                 self.loop_until_break(body);
             }
             Stmt::Comment(_) => {}
+            // What the lowering makes only for PTX targets (`scan` refuses it first).
+            other => {
+                return Err(nvidia_only(self.k, other)
+                    .unwrap_or_else(|| invalid(self.k, format!("a statement SPIR-V has no form for: {other:?}"))))
+            }
         }
         Ok(())
     }
