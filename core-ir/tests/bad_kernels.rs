@@ -250,6 +250,16 @@ fn dot_scaled_of_wrong_operands() {
         );
     });
     assert_error(&e, "dot_scaled", &["K differs", "(e2m1) holds 64", "(e5m2) 32"]);
+    // Blocks below `dot`'s 16, fp4's K from 4 bytes a row: named as `dot_scaled`'s.
+    let e = fails(|k| {
+        let (a, b) = (k.zeros(&[16, 4], U8), k.zeros(&[8, 16], F16));
+        let _ = k.dot_scaled(
+            Microscaled::new(a, None, MxFormat::E2M1),
+            Microscaled::new(b, None, MxFormat::Fp16),
+            None,
+        );
+    });
+    assert_error(&e, "dot_scaled", &["at least 16", "M=16, N=16, K=8"]);
     let e = fails(|k| {
         let (a, b) = (k.zeros(&[16, 32], U8), k.zeros(&[32, 16], U8));
         let sb = k.zeros(&[2, 16], U8);

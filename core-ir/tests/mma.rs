@@ -1311,3 +1311,85 @@ fn dot_scaled_in_a_k_loop_copies_its_loads_ahead() {
         }
     }
 }
+
+/// Every fp4 byte decodes to its two values by their definition (`±m/2` where the
+/// exponent field is 0, else `±2^(e - 1) (1 + m/2)`), in bf16 and in f16, along both of
+/// the ways `dot_scaled` decodes them: packed along K (neighbouring bytes of a row share a
+/// lookup) and along M (the bytes transposed first). Each product is with an identity, so
+/// the result is the decoded operand itself; in the interpreter and lowered for a plain
+/// target in the simulator.
+#[test]
+fn every_fp4_byte_decodes_to_its_values() {
+    use rutile_ir::{Microscaled, MxFormat};
+    fn fp4(nibble: u8) -> f32 {
+        let (e, m) = ((nibble >> 1) & 3, (nibble & 1) as f32);
+        let magnitude = if e == 0 {
+            m / 2.0
+        } else {
+            2f32.powi(e as i32 - 1) * (1.0 + m / 2.0)
+        };
+        if nibble & 8 != 0 {
+            -magnitude
+        } else {
+            magnitude
+        }
+    }
+    let u8_ = rutile_ir::ScalarType::U8;
+    for (identity_type, identity_format) in [(BF16, MxFormat::Bf16), (F16, MxFormat::Fp16)] {
+        // (rows of bytes, bytes a row, packed along K) and the result's shape.
+        for (rows, cols, k_pack) in [(16, 8, true), (8, 16, false)] {
+            let (m, k) = if k_pack { (rows, 2 * cols) } else { (2 * rows, cols) };
+            let kernel = Kernel::build("fp4_decode", |b| {
+                let (pa, pi, pc) = (b.arg_ptr("a", u8_), b.arg_ptr("i", identity_type), b.arg_ptr("c", F32));
+                let a = b.load(pa + (b.arange(0, rows).expand_dims(1) * cols + b.arange(0, cols).expand_dims(0)));
+                let at = b.arange(0, k).expand_dims(1) * k + b.arange(0, k).expand_dims(0);
+                let identity = b.load(pi + at);
+                let lhs = Microscaled::new(a, None, MxFormat::E2M1);
+                let lhs = if k_pack { lhs } else { lhs.packed_along_m_or_n() };
+                let c = b.dot_scaled(lhs, Microscaled::new(identity, None, identity_format), None);
+                b.store(
+                    pc + (b.arange(0, m).expand_dims(1) * k + b.arange(0, k).expand_dims(0)),
+                    c,
+                );
+            })
+            .unwrap();
+            let identity: Vec<f32> = (0..k * k).map(|i| (i / k == i % k) as u8 as f32).collect();
+            let identity = match identity_type {
+                BF16 => HostBuffer::from_slice(&identity.iter().map(|&v| half::bf16::from_f32(v)).collect::<Vec<_>>()),
+                _ => HostBuffer::from_slice(&identity.iter().map(|&v| half::f16::from_f32(v)).collect::<Vec<_>>()),
+            };
+            let per_launch = (rows * cols) as usize;
+            for first in (0..256).step_by(per_launch) {
+                let bytes: Vec<u8> = (first..first + per_launch).map(|b| b as u8).collect();
+                // The decoded operand `[m, k]`: a byte's low nibble first along K, or
+                // (packed along M) in row 0 and its high nibble in row 1.
+                let mut want = vec![0f32; (m * k) as usize];
+                for (i, &byte) in bytes.iter().enumerate() {
+                    let (r, c) = (i / cols as usize, i % cols as usize);
+                    let (lo, hi) = (fp4(byte & 15), fp4(byte >> 4));
+                    if k_pack {
+                        want[r * k as usize + 2 * c] = lo;
+                        want[r * k as usize + 2 * c + 1] = hi;
+                    } else {
+                        want[2 * r * k as usize + c] = lo;
+                        want[(2 * r + 1) * k as usize + c] = hi;
+                    }
+                }
+                let buffers = vec![
+                    HostBuffer::from_slice(&bytes),
+                    identity.clone(),
+                    HostBuffer::zeros(F32, (m * k) as usize),
+                ];
+                let args: Vec<ArgValue> = (0..3).map(|b| ArgValue::Ptr { buffer: b, offset: 0 }).collect();
+                let mut got = buffers.clone();
+                interp::run(&kernel, [1, 1, 1], &args, &mut got).unwrap();
+                let at = format!("{identity_type}, packed along K {k_pack}, bytes {first}..");
+                assert_eq!(got[2].to_vec::<f32>().unwrap(), want, "interpreter: {at}");
+                let tk = lower(&kernel, &Target::nvidia(4, 48 * 1024), &Specialization::none(3)).unwrap();
+                let mut got = buffers.clone();
+                simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap();
+                assert_eq!(got[2].to_vec::<f32>().unwrap(), want, "lowered: {at}");
+            }
+        }
+    }
+}

@@ -247,6 +247,12 @@ impl KernelBuilder {
                 rhs.format.name()
             ));
         }
+        // (As `dot`'s; the fp4 decoding also relies on it: two bytes a lookup.)
+        if m.min(n).min(k) < 16 {
+            return Err(format!(
+                "every dimension of the product must be at least 16, as `dot`'s, got M={m}, N={n}, K={k}"
+            ));
+        }
         for (operand, side, rows) in [(lhs, "left", m), (rhs, "right", n)] {
             let Some(scale) = operand.scale else { continue };
             let t = scale.ty();
@@ -347,21 +353,15 @@ impl KernelBuilder {
 /// The fp4 E2M1 values of `x`, a `[rows, bytes]` block of `u8`, exactly: `[rows, 2 *
 /// bytes]` of `compute` (bf16 or f16), each byte's two values side by side along the last
 /// axis, the low nibble first. The magnitudes' bits are looked up by byte permutes (one
-/// `prmt` each on PTX) in tables of their low and high bytes, four values a lookup where a
-/// row holds an even number of bytes (two neighbouring bytes' four nibbles in the
-/// selector), two where not; each byte's two values are then made in one 32-bit word, as
-/// the matrix instructions take a pair of 16-bit operands, and read as its halves
-/// (`thread/halves.rs`). The values of `s e e m` are `±m/2` where `e` is 0, else
-/// `±2^(e - 1) (1 + m/2)`.
+/// `prmt` each on PTX) in tables of their low and high bytes, four values a lookup (two
+/// neighbouring bytes' four nibbles in the selector: a row's bytes are a power of two of
+/// at least 8, as `dot`'s blocks are at least 16 along each dimension); each byte's two
+/// values are then made in one 32-bit word, as the matrix instructions take a pair of
+/// 16-bit operands, and read as its halves (`thread/halves.rs`). The values of `s e e m`
+/// are `±m/2` where `e` is 0, else `±2^(e - 1) (1 + m/2)`.
 fn fp4_decode<'b>(k: &'b KernelBuilder, x: Value<'b>, compute: ScalarType) -> Value<'b> {
     let [rows, bytes] = <[u32; 2]>::try_from(x.ty().shape.dims()).expect("a 2-D block of bytes");
     let tables = Fp4Tables::new(k, compute);
-    if bytes % 2 == 1 {
-        let x = x.to(ScalarType::I32);
-        let (lows, highs) = tables.lookup(x);
-        let (low, high) = tables.values(lows, highs, 0, x);
-        return k.interleave(low, high);
-    }
     // Neighbouring bytes (held by one thread, as its loads are) in one selector.
     let (first, second) = k.split(x.reshape(&[rows, bytes / 2, 2]));
     let (first, second) = (first.to(ScalarType::I32), second.to(ScalarType::I32));
