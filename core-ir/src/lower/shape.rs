@@ -250,7 +250,7 @@ fn merged_layout(l: Layout, s: &[u32], d: &[u32]) -> Option<Layout> {
 fn split_layout(l: Layout, s: &[u32], d: &[u32]) -> Option<Layout> {
     let m = (0..s.len()).find(|&i| d[i] != s[i]).unwrap_or(s.len() - 1);
     let (inner, c) = (m + 1, d[m + 1]);
-    if s[m] != d[m] * c || s[m + 1..] != d[inner + 1..] || d.len() > MAX_RANK {
+    if s[m] != d[m] * c || s[m + 1..] != d[inner + 1..] {
         return None;
     }
     let b = l.blocked;

@@ -12,7 +12,7 @@
 //! there to the reinterpretation, none of which writes the word.
 
 use super::{Expr, Reg, Stmt, ThreadKernel};
-use crate::ir::{BinaryOp, Literal};
+use crate::ir::BinaryOp;
 use crate::types::ScalarType;
 use std::collections::HashMap;
 
@@ -47,22 +47,10 @@ pub fn word_halves(k: &ThreadKernel, list: &[Stmt]) -> Vec<Option<WordHalf>> {
     if !list.iter().any(reinterprets) {
         return halves;
     }
-    // The registers holding 16 wherever they are read: set once in the kernel, to 16
-    // (constants are often set once at the kernel's top, outside the list).
-    let mut sets: HashMap<Reg, Option<i64>> = HashMap::new();
-    k.walk(&mut |s| {
-        super::writes(s, &mut |r| {
-            let constant = match s {
-                Stmt::Set {
-                    expr: Expr::Const(Literal::Int(v)),
-                    ..
-                } => Some(*v),
-                _ => None,
-            };
-            sets.entry(r).and_modify(|c| *c = None).or_insert(constant);
-        })
-    });
-    let is_sixteen = |r: Reg| sets.get(&r) == Some(&Some(16));
+    // The registers holding 16 wherever they are read (constants are often set once at
+    // the kernel's top, outside the list).
+    let constants = super::strength::constant_integers(k);
+    let is_sixteen = |r: Reg| constants[r.index()] == Some(16);
     // What each register was last set to in the current straight-line stretch.
     let mut defs: HashMap<Reg, &Expr> = HashMap::new();
     for (i, s) in list.iter().enumerate() {

@@ -40,8 +40,9 @@ pub fn reduce_constant_divisions(k: &mut ThreadKernel) {
 }
 
 /// The integer registers of `k` that hold one value wherever they are read (module
-/// comment), normalized to their type (sign- or zero-extended from its width).
-fn constant_integers(k: &ThreadKernel) -> Vec<Option<i64>> {
+/// comment), normalized to their type (sign- or zero-extended from its width). Also what
+/// `halves.rs` knows a shift's amount by.
+pub(super) fn constant_integers(k: &ThreadKernel) -> Vec<Option<i64>> {
     let n = k.regs.len();
     let mut value = vec![Value::Unset; n];
     k.walk(&mut |s| {
