@@ -6,11 +6,12 @@
 //!   widening. bf16 widens by shifting its bits into the top of an f32 (exact, any sm);
 //!   rounding to bf16 is `cvt.rn.bf16.f32` (sm_80+). f64 → bf16 first rounds to f32 *to odd*
 //!   (`cvt.rz` plus a sticky bit), so that the second rounding is the correct one.
-//! - fp8: from sm_89, widens exactly through f16 (`cvt.rn.f16x2.e4m3x2`/`e5m2x2`) and rounds
-//!   from f32 with `cvt.rn.satfinite.e4m3x2.f32` (a finite value beyond the largest finite
-//!   one saturated to it, as `rutile_ir::fp8` defines), an infinity set to E5M2's own
-//!   after it; before sm_89 the same values come from integer instructions (`fp8_bits.rs`).
-//!   f64 sources round to odd in f32 first, as for bf16.
+//! - fp8: E4M3 and E5M2 from sm_89 widen exactly through f16 (`cvt.rn.f16x2.e4m3x2`/
+//!   `e5m2x2`) and round from f32 with `cvt.rn.satfinite.e4m3x2.f32` (a finite value beyond
+//!   the largest finite one saturated to it, as `rutile_ir::fp8` defines), an infinity set
+//!   to E5M2's own after it; before sm_89, and for the other fp8 formats everywhere, the
+//!   same values come from integer instructions (`fp8_bits.rs`). f64 sources round to odd
+//!   in f32 first, as for bf16.
 //! - int → float: `cvt.rn` (one rounding). int → bf16 of 32/64-bit integers goes through f32
 //!   rounded to odd, for the same reason.
 //! - float → int: truncation toward zero, saturating at the type's range, NaN → 0. `cvt.rzi`
@@ -28,9 +29,15 @@
 use crate::emit::{Emitter, Res};
 use crate::expr::{mov, normalize};
 use crate::names::{int_ty, Class};
+use rutile_ir::fp8::Specials;
 use rutile_ir::ScalarType::{self, *};
 
-/// The PTX name of fp8 type `t`'s pairs.
+/// Whether `cvt` converts fp8 type `t` on this target: E4M3 and E5M2 from sm_89.
+fn native_fp8(e: &Emitter, t: ScalarType) -> bool {
+    t.is_ocp_fp8() && e.target.has_native_fp8()
+}
+
+/// The PTX name of fp8 type `t`'s pairs (E4M3 or E5M2).
 fn fp8_pair(t: ScalarType) -> &'static str {
     if t == F8E4M3 {
         "e4m3x2"
@@ -43,8 +50,8 @@ fn fp8_pair(t: ScalarType) -> &'static str {
 /// f32).
 pub(crate) fn widen(e: &mut Emitter, a: &str, t: ScalarType) -> String {
     match t {
-        F8E4M3 | F8E5M2 if !e.target.has_native_fp8() => crate::fp8_bits::widen(e, a, t),
-        F8E4M3 | F8E5M2 => {
+        _ if t.is_fp8() && !native_fp8(e, t) => crate::fp8_bits::widen(e, a, t),
+        _ if t.is_fp8() => {
             // The high byte is zero: the pair's high half is +0.
             let (pair, lo, hi) = (e.tmp(Class::R), e.tmp(Class::H), e.tmp(Class::H));
             let f = e.tmp(Class::F);
@@ -75,7 +82,7 @@ pub(crate) fn widen(e: &mut Emitter, a: &str, t: ScalarType) -> String {
 /// (fp8 saturating).
 pub(crate) fn narrow(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
     match t {
-        F8E4M3 | F8E5M2 => narrow_fp8(e, d, x, t),
+        _ if t.is_fp8() => narrow_fp8(e, d, x, t),
         F32 => mov(e, d, F32, x),
         F16 => e.ins(format!("cvt.rn.f16.f32 {d}, {x}")),
         BF16 if e.target.has_sm80() => e.ins(format!("cvt.rn.bf16.f32 {d}, {x}")),
@@ -88,7 +95,7 @@ pub(crate) fn narrow(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
 /// `d` (fp8 `t`) = f32 register `x` rounded to nearest even, saturating; E5M2 keeps
 /// infinities, which `satfinite` would not.
 fn narrow_fp8(e: &mut Emitter, d: &str, x: &str, t: ScalarType) {
-    if !e.target.has_native_fp8() {
+    if !native_fp8(e, t) {
         return crate::fp8_bits::narrow(e, d, x, t);
     }
     // The pair's high byte is +0's.
@@ -159,9 +166,12 @@ fn from_bool(e: &mut Emitter, d: &str, dt: ScalarType, p: &str) {
         F64 => ("0d3FF0000000000000", "0d0000000000000000", "f64"),
         F16 => ("0x3C00", "0x0000", "b16"),
         BF16 => ("0x3F80", "0x0000", "b16"),
-        F8E4M3 => ("0x0038", "0x0000", "b16"),
-        F8E5M2 => ("0x003C", "0x0000", "b16"),
         I64 | U64 => ("1", "0", "u64"),
+        _ if dt.is_fp8() => {
+            let one = rutile_ir::fp8::format_of(dt).expect("an fp8 type").encode(1.0);
+            e.ins(format!("selp.b16 {d}, 0x{one:04X}, 0x0000, {p}"));
+            return;
+        }
         _ => ("1", "0", "u32"),
     };
     e.ins(format!("selp.{ty} {d}, {one}, {zero}, {p}"));
@@ -171,9 +181,17 @@ fn to_bool(e: &mut Emitter, d: &str, st: ScalarType, a: &str) {
     match st {
         F32 => e.ins(format!("setp.neu.f32 {d}, {a}, 0f00000000")),
         F64 => e.ins(format!("setp.neu.f64 {d}, {a}, 0d0000000000000000")),
-        F16 | BF16 | F8E4M3 | F8E5M2 => {
+        _ if st.is_fp8() || matches!(st, F16 | BF16) => {
             let m = e.tmp(Class::H);
-            let magnitude = if st.is_fp8() { "0x007F" } else { "0x7FFF" };
+            // (The `fnuz` formats have no negative zero: their `0x80` is NaN, true.)
+            let fnuz = rutile_ir::fp8::format_of(st).is_some_and(|f| f.specials == Specials::NegativeZeroNan);
+            let magnitude = if fnuz {
+                "0x00FF"
+            } else if st.is_fp8() {
+                "0x007F"
+            } else {
+                "0x7FFF"
+            };
             e.ins(format!("and.b16 {m}, {a}, {magnitude}"));
             e.ins(format!("setp.ne.b16 {d}, {m}, 0"));
         }
@@ -262,14 +280,14 @@ fn float_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarT
         (F64, F32) => e.ins(format!("cvt.rn.f32.f64 {d}, {a}")),
         (F16, F32) => e.ins(format!("cvt.f32.f16 {d}, {a}")),
         // Exact, and what a `dot` of fp8 blocks off fp8 MMAs converts its operands by.
-        (F8E4M3 | F8E5M2, F16) => fp8_to_f16(e, d, a, st),
+        (_, F16) if st.is_fp8() => fp8_to_f16(e, d, a, st),
         (F16, F64) => e.ins(format!("cvt.f64.f16 {d}, {a}")),
         (F64, F16) => e.ins(format!("cvt.rn.f16.f64 {d}, {a}")),
-        (BF16 | F8E4M3 | F8E5M2, F64) => {
+        (_, F64) if st == BF16 || st.is_fp8() => {
             let w = widen(e, a, st);
             e.ins(format!("cvt.f64.f32 {d}, {w}"));
         }
-        (F64, BF16 | F8E4M3 | F8E5M2) => {
+        (F64, _) if dt == BF16 || dt.is_fp8() => {
             if dt == BF16 && !e.target.has_sm80() {
                 return Err("rounding to bf16 needs sm_80 or newer (cvt.rn.bf16.f32)".into());
             }
@@ -287,7 +305,7 @@ fn float_to_float(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarT
 /// `d` (f16) = the exact value of fp8 register `a` (type `t`): the low half of the pair
 /// sm_89's `cvt` widens, or `fp8_bits.rs`'s integer conversion.
 fn fp8_to_f16(e: &mut Emitter, d: &str, a: &str, t: ScalarType) {
-    if !e.target.has_native_fp8() {
+    if !native_fp8(e, t) {
         return crate::fp8_bits::to_f16(e, d, a, t);
     }
     // The high byte is zero: the pair's high half is +0.

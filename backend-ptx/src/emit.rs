@@ -468,7 +468,7 @@ pub(crate) fn emit(k: &ThreadKernel, target: &PtxTarget) -> Result<String, PtxEr
     if !crate::names::is_identifier(&k.name) {
         return Err(fail(format!("`{}` is not a valid PTX identifier", k.name)));
     }
-    let fp8 = k.regs.iter().any(|(_, r)| r.ty.is_fp8());
+    let fp8 = k.regs.iter().any(|(_, r)| r.ty.is_ocp_fp8());
     if k.cluster > 1 {
         crate::cluster::require_clusters(target.sm, &format!("a cluster of {} programs", k.cluster)).map_err(fail)?;
     }

@@ -47,6 +47,7 @@ use crate::emit::{Emitter, Res};
 use crate::math::{self, Fk};
 use crate::names::{bf16_bits, f16_bits, f32_lit, f64_lit, int_ty, mem_ty, Class};
 use crate::shuffle;
+use rutile_ir::fp8::Specials;
 use rutile_ir::ir::{BinaryOp, CmpOp, Literal, RoundedOp, Rounding, UnaryOp};
 use rutile_ir::thread::{Expr, Reg, Special};
 use rutile_ir::ScalarType::{self, *};
@@ -170,8 +171,10 @@ fn constant(e: &mut Emitter, d: &str, t: ScalarType, l: Literal) -> Res {
         (F64, Literal::Float(x)) => format!("mov.f64 {d}, {}", f64_lit(x)),
         (F16, Literal::Float(x)) => format!("mov.b16 {d}, 0x{:04X}", f16_bits(x)),
         (BF16, Literal::Float(x)) => format!("mov.b16 {d}, 0x{:04X}", bf16_bits(x)),
-        (F8E4M3, Literal::Float(x)) => format!("mov.b16 {d}, 0x{:04X}", rutile_ir::fp8::E4M3.encode(x)),
-        (F8E5M2, Literal::Float(x)) => format!("mov.b16 {d}, 0x{:04X}", rutile_ir::fp8::E5M2.encode(x)),
+        (t, Literal::Float(x)) if t.is_fp8() => {
+            let format = rutile_ir::fp8::format_of(t).expect("an fp8 type");
+            format!("mov.b16 {d}, 0x{:04X}", format.encode(x))
+        }
         _ => return Err(format!("constant {l} cannot be {t}")),
     };
     e.ins(text);
@@ -228,15 +231,11 @@ pub(crate) fn unary(e: &mut Emitter, d: &str, t: ScalarType, op: UnaryOp, a: &st
             e.ins(format!("and.b16 {d}, {a}, 0x7FFF"));
             Ok(())
         }
-        (F8E4M3 | F8E5M2, UnaryOp::Neg) => {
-            e.ins(format!("xor.b16 {d}, {a}, 0x0080"));
+        (t, UnaryOp::Neg | UnaryOp::Abs) if t.is_fp8() => {
+            fp8_sign(e, d, t, op, a);
             Ok(())
         }
-        (F8E4M3 | F8E5M2, UnaryOp::Abs) => {
-            e.ins(format!("and.b16 {d}, {a}, 0x007F"));
-            Ok(())
-        }
-        (F16 | BF16 | F8E4M3 | F8E5M2, _) => {
+        (t, _) if t.is_fp8() || matches!(t, F16 | BF16) => {
             let x = cast::widen(e, a, t);
             let r = math::unary(e, Fk::F32, op, &x)?;
             cast::narrow(e, d, &r, t)
@@ -527,7 +526,7 @@ fn fma(e: &mut Emitter, d: &str, t: ScalarType, a: &str, b: &str, c: &str) -> Re
         F16 => "f16",
         BF16 if e.target.has_sm80() => "bf16",
         BF16 => return Err("bf16 `fma` needs sm_80 or newer (fma.rn.bf16)".into()),
-        F8E4M3 | F8E5M2 => return fma_fp8(e, d, t, [a, b, c]),
+        _ if t.is_fp8() => return fma_fp8(e, d, t, [a, b, c]),
         _ => return Err(format!("`fma` of {t} is not defined")),
     };
     e.ins(format!("fma.rn.{f} {d}, {a}, {b}, {c}"));
@@ -590,6 +589,26 @@ fn rounded(
 /// `d = fma(a, b, c)` of fp8 registers, rounded once: in f64, where the product is exact
 /// and the sum is too unless the addend is so much larger that the product cannot move its
 /// fp8 rounding; then rounded as a cast from f64 is.
+/// `d` = `-a` or `|a|` of fp8 type `t`, on the sign bit. In the `fnuz` formats that bit
+/// makes zero NaN (`0x80`), so zero and NaN keep theirs.
+fn fp8_sign(e: &mut Emitter, d: &str, t: ScalarType, op: UnaryOp, a: &str) {
+    let fnuz = rutile_ir::fp8::format_of(t).is_some_and(|f| f.specials == Specials::NegativeZeroNan);
+    let (flip, mask) = match op {
+        UnaryOp::Neg => ("xor.b16", "0x0080"),
+        _ => ("and.b16", "0x007F"),
+    };
+    if !fnuz {
+        e.ins(format!("{flip} {d}, {a}, {mask}"));
+        return;
+    }
+    let (magnitude, flipped) = (e.tmp(Class::H), e.tmp(Class::H));
+    let changes = e.tmp(Class::Pred);
+    e.ins(format!("and.b16 {magnitude}, {a}, 0x007F"));
+    e.ins(format!("setp.ne.u16 {changes}, {magnitude}, 0"));
+    e.ins(format!("{flip} {flipped}, {a}, {mask}"));
+    e.ins(format!("selp.b16 {d}, {flipped}, {a}, {changes}"));
+}
+
 fn fma_fp8(e: &mut Emitter, d: &str, t: ScalarType, [a, b, c]: [&str; 3]) -> Res {
     let wide: Vec<String> = [a, b, c]
         .iter()

@@ -38,7 +38,7 @@ impl Class {
             Bool => Class::Pred,
             I8 | I16 | I32 | U8 | U16 | U32 => Class::R,
             I64 | U64 => Class::Rd,
-            F16 | BF16 | F8E4M3 | F8E5M2 => Class::H,
+            F16 | BF16 | F8E4M3 | F8E5M2 | F8E4M3B15 | F8E4M3Fnuz | F8E5M2Fnuz => Class::H,
             F32 => Class::F,
             F64 => Class::Fd,
         }
@@ -130,7 +130,8 @@ pub(crate) fn int_ty(ty: ScalarType) -> &'static str {
         U8 | U16 | U32 | Bool => "u32",
         I64 => "s64",
         U64 => "u64",
-        F16 | BF16 | F8E4M3 | F8E5M2 | F32 | F64 => unreachable!("int_ty of a float"),
+        F16 | BF16 | F32 | F64 => unreachable!("int_ty of a float"),
+        _ => unreachable!("int_ty of fp8"),
     }
 }
 
@@ -138,7 +139,7 @@ pub(crate) fn int_ty(ty: ScalarType) -> &'static str {
 pub(crate) fn mem_ty(ty: ScalarType) -> &'static str {
     use ScalarType::*;
     match ty {
-        Bool | U8 | F8E4M3 | F8E5M2 => "u8",
+        Bool | U8 | F8E4M3 | F8E5M2 | F8E4M3B15 | F8E4M3Fnuz | F8E5M2Fnuz => "u8",
         I8 => "s8",
         I16 => "s16",
         U16 => "u16",

@@ -20,7 +20,7 @@ fn conversion(t: ScalarType) -> (&'static str, u32) {
         I64 => ("%lld", 8),
         U64 => ("%llu", 8),
         F64 => ("%.17g", 8),
-        F8E4M3 | F8E5M2 | F16 | BF16 | F32 => ("%.9g", 8),
+        F8E4M3 | F8E5M2 | F8E4M3B15 | F8E4M3Fnuz | F8E5M2Fnuz | F16 | BF16 | F32 => ("%.9g", 8),
     }
 }
 
@@ -132,7 +132,7 @@ fn store_value(e: &mut Emitter, buf: &str, offset: u32, v: Reg) {
         I8 | I16 | I32 | U8 | U16 | U32 => e.ins(format!("st.local.u32 [{buf}+{offset}], {r}")),
         I64 | U64 => e.ins(format!("st.local.u64 [{buf}+{offset}], {r}")),
         F64 => e.ins(format!("st.local.f64 [{buf}+{offset}], {r}")),
-        F8E4M3 | F8E5M2 | F16 | BF16 | F32 => {
+        F8E4M3 | F8E5M2 | F8E4M3B15 | F8E4M3Fnuz | F8E5M2Fnuz | F16 | BF16 | F32 => {
             let f = crate::cast::widen(e, &r, t);
             let d = e.tmp(Class::Fd);
             e.ins(format!("cvt.f64.f32 {d}, {f}"));

@@ -30,7 +30,7 @@ pub(crate) fn wgmma(e: &mut Emitter, acc: &[Reg], a: &WgmmaA, b: &SmemMatrix, n:
         ScalarType::BF16 => Ok("bf16"),
         ScalarType::F8E4M3 => Ok("e4m3"),
         ScalarType::F8E5M2 => Ok("e5m2"),
-        other => Err(format!("wgmma multiplies f16, bf16 or fp8, not {other}")),
+        other => Err(format!("wgmma multiplies f16, bf16, E4M3 or E5M2, not {other}")),
     };
     // A's type: its buffer's, or B's for registers (16-bit only); the fp8 formats mix.
     let a_elem = match a {

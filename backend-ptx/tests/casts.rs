@@ -78,6 +78,25 @@ fn fp8_conversions_by_integer_instructions_where_asked() {
     assert_contains(&ptx, &["shl.b16", "cvt.f32.f16"]);
 }
 
+/// Triton's other fp8 formats (`float8e4b15`, the `fnuz` ones) have no `cvt`: integer
+/// instructions convert them on every target, sm_90 included; `float8e4b15` widens to f16
+/// by a shift alone (its bias is f16's).
+#[test]
+fn other_fp8_formats_by_integer_instructions_everywhere() {
+    for from in [F8E4M3B15, F8E4M3Fnuz, F8E5M2Fnuz] {
+        let wide = |t: ScalarType| matches!(t, F16 | F32 | F64) || t == from;
+        let ptx = emit_checked(&casts_among(from, false, wide), 90);
+        assert!(!ptx.contains("e4m3x2") && !ptx.contains("e5m2x2"), "{from}: {ptx}");
+        let to_f16 = emit_checked(&casts_among(from, false, |t| t == F16), 90);
+        assert_eq!(to_f16.contains("mul.rn.f16"), from == F8E4M3Fnuz, "{from}: {to_f16}");
+        let ptx = emit_checked(&casts_from(F32, false), 90);
+        assert!(
+            ptx.contains("cvt.rni.u32.f32"),
+            "rounding to {from} by integer instructions"
+        );
+    }
+}
+
 #[test]
 fn casts_without_bf16_rounding_assemble_on_sm70_and_sm75() {
     for from in ScalarType::ALL {

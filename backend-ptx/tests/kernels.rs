@@ -246,7 +246,9 @@ fn vector_widths_for_every_element_type() {
         let ptx = emit_80_90(&k);
         let expect: &[&str] = match ty {
             Bool => &["ld.global.v4.u8", "setp.ne.u32", "selp.u32", "st.global.v4.u8"],
-            F8E4M3 | F8E5M2 => &["ld.global.v4.u8", "ld.shared.v2.u8", "st.global.v4.u8"],
+            F8E4M3 | F8E5M2 | F8E4M3B15 | F8E4M3Fnuz | F8E5M2Fnuz => {
+                &["ld.global.v4.u8", "ld.shared.v2.u8", "st.global.v4.u8"]
+            }
             I8 => &["ld.global.v4.s8", "st.global.v2.s8"],
             U8 => &["ld.global.v4.u8"],
             I16 => &["ld.global.v4.s16", "ld.shared.v2.s16"],

@@ -52,11 +52,10 @@ pub fn float_buffer(rng: &mut Rng, elem: crate::ScalarType, n: usize) -> crate::
         crate::ScalarType::BF16 => {
             HostBuffer::from_slice(&v.iter().map(|&x| half::bf16::from_f32(x)).collect::<Vec<_>>())
         }
-        crate::ScalarType::F8E4M3 => {
-            HostBuffer::from_slice(&v.iter().map(|&x| crate::fp8::F8E4M3::from_f32(x)).collect::<Vec<_>>())
-        }
-        crate::ScalarType::F8E5M2 => {
-            HostBuffer::from_slice(&v.iter().map(|&x| crate::fp8::F8E5M2::from_f32(x)).collect::<Vec<_>>())
+        _ if elem.is_fp8() => {
+            let f = crate::fp8::format_of(elem).expect("an fp8 type");
+            let bytes = v.iter().map(|&x| f.encode(x as f64)).collect();
+            HostBuffer::from_bytes(elem, bytes).expect("one byte an element")
         }
         _ => HostBuffer::from_slice(&v),
     }
@@ -67,18 +66,10 @@ pub fn float_values(b: &crate::interp::HostBuffer) -> Vec<f64> {
     match b.elem() {
         F16 => b.to_vec::<f16>().unwrap().iter().map(|v| v.to_f64()).collect(),
         crate::ScalarType::BF16 => b.to_vec::<half::bf16>().unwrap().iter().map(|v| v.to_f64()).collect(),
-        crate::ScalarType::F8E4M3 => b
-            .to_vec::<crate::fp8::F8E4M3>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_f64())
-            .collect(),
-        crate::ScalarType::F8E5M2 => b
-            .to_vec::<crate::fp8::F8E5M2>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_f64())
-            .collect(),
+        e if e.is_fp8() => {
+            let f = crate::fp8::format_of(e).expect("an fp8 type");
+            b.as_bytes().iter().map(|&x| f.decode(x)).collect()
+        }
         _ => b.to_vec::<f32>().unwrap().iter().map(|&v| v as f64).collect(),
     }
 }

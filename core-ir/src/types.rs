@@ -33,6 +33,16 @@ pub enum ScalarType {
     /// fp8 E5M2 (Triton's `float8e5`): f16's exponent (bias 15) with 2 mantissa bits, largest
     /// finite 57344; finite results beyond it saturate, infinities stay ([`crate::fp8`]).
     F8E5M2,
+    /// Triton's `float8e4b15`: E4M3 with f16's bias 15 (the top byte of an f16 whose top
+    /// exponent bit is clear, its mantissa cut to 3 bits), largest 1.875, every pattern
+    /// finite: results saturate, NaN becomes +0 ([`crate::fp8`]).
+    F8E4M3B15,
+    /// `e4m3fnuz` (Triton's `float8e4b8`, AMD's fp8 on MI300): bias 8, 3 mantissa bits,
+    /// largest 240, one NaN (`0x80`), no infinities, no negative zero ([`crate::fp8`]).
+    F8E4M3Fnuz,
+    /// `e5m2fnuz` (Triton's `float8e5b16`, AMD's bf8 on MI300): bias 16, 2 mantissa bits,
+    /// largest 57344, one NaN (`0x80`), no infinities, no negative zero ([`crate::fp8`]).
+    F8E5M2Fnuz,
     /// IEEE 754 half precision float (binary16).
     F16,
     /// bfloat16: f32's exponent range with an 8-bit significand (7 bits stored).
@@ -45,7 +55,7 @@ pub enum ScalarType {
 
 impl ScalarType {
     /// Every scalar type, in declaration order.
-    pub const ALL: [ScalarType; 15] = [
+    pub const ALL: [ScalarType; 18] = [
         ScalarType::Bool,
         ScalarType::I8,
         ScalarType::I16,
@@ -57,6 +67,9 @@ impl ScalarType {
         ScalarType::U64,
         ScalarType::F8E4M3,
         ScalarType::F8E5M2,
+        ScalarType::F8E4M3B15,
+        ScalarType::F8E4M3Fnuz,
+        ScalarType::F8E5M2Fnuz,
         ScalarType::F16,
         ScalarType::BF16,
         ScalarType::F32,
@@ -67,7 +80,13 @@ impl ScalarType {
     pub const fn bits(self) -> u32 {
         match self {
             ScalarType::Bool => 1,
-            ScalarType::I8 | ScalarType::U8 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => 8,
+            ScalarType::I8
+            | ScalarType::U8
+            | ScalarType::F8E4M3
+            | ScalarType::F8E5M2
+            | ScalarType::F8E4M3B15
+            | ScalarType::F8E4M3Fnuz
+            | ScalarType::F8E5M2Fnuz => 8,
             ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::BF16 => 16,
             ScalarType::I32 | ScalarType::U32 | ScalarType::F32 => 32,
             ScalarType::I64 | ScalarType::U64 | ScalarType::F64 => 64,
@@ -82,19 +101,21 @@ impl ScalarType {
     }
     /// Floats: the fp8 types, f16, bf16, f32 and f64.
     pub const fn is_float(self) -> bool {
-        matches!(
-            self,
-            ScalarType::F8E4M3
-                | ScalarType::F8E5M2
-                | ScalarType::F16
-                | ScalarType::BF16
-                | ScalarType::F32
-                | ScalarType::F64
-        )
+        self.is_fp8()
+            || matches!(
+                self,
+                ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64
+            )
     }
     /// The fp8 types: storage and matrix-operand formats that compute in f32, each result
     /// rounded once ([`crate::fp8`]).
     pub const fn is_fp8(self) -> bool {
+        crate::fp8::format_of(self).is_some()
+    }
+    /// The two OCP fp8 formats, E4M3 and E5M2: those NVIDIA's conversions (`cvt` from
+    /// sm_89) and fp8 MMAs (`wgmma`) take. The others convert by integer instructions and
+    /// multiply as f16, which holds each of their values exactly.
+    pub const fn is_ocp_fp8(self) -> bool {
         matches!(self, ScalarType::F8E4M3 | ScalarType::F8E5M2)
     }
     /// Signed or unsigned integers, not booleans.
@@ -150,6 +171,9 @@ impl ScalarType {
             ScalarType::U64 => "u64",
             ScalarType::F8E4M3 => "f8e4m3",
             ScalarType::F8E5M2 => "f8e5m2",
+            ScalarType::F8E4M3B15 => "f8e4m3b15",
+            ScalarType::F8E4M3Fnuz => "f8e4m3fnuz",
+            ScalarType::F8E5M2Fnuz => "f8e5m2fnuz",
             ScalarType::F16 => "f16",
             ScalarType::BF16 => "bf16",
             ScalarType::F32 => "f32",
@@ -170,6 +194,9 @@ impl ScalarType {
             b"u64" => ScalarType::U64,
             b"f8e4m3" => ScalarType::F8E4M3,
             b"f8e5m2" => ScalarType::F8E5M2,
+            b"f8e4m3b15" => ScalarType::F8E4M3B15,
+            b"f8e4m3fnuz" => ScalarType::F8E4M3Fnuz,
+            b"f8e5m2fnuz" => ScalarType::F8E5M2Fnuz,
             b"f16" => ScalarType::F16,
             b"bf16" => ScalarType::BF16,
             b"f32" => ScalarType::F32,

@@ -350,8 +350,9 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
                     "every dimension must be at least {MIN_DOT_DIM}, got M={m}, N={n}, K={k}"
                 ));
             }
-            // (The two fp8 formats mix, as the fp8 MMAs take them: E4M3 values and E5M2
-            // gradients in training.)
+            // (The fp8 formats mix, as the fp8 MMAs take E4M3 and E5M2: E4M3 values and
+            // E5M2 gradients in training. The others are multiplied as f16, which holds
+            // every fp8 value, so any two mix.)
             if sa != sb && !(sa.is_fp8() && sb.is_fp8()) {
                 return Err(format!("operands must have the same element type, got {sa} and {sb}"));
             }

@@ -405,7 +405,8 @@ pub const F64_FUNCTIONS: &[(&str, Bound, Bound)] = &[
 /// them no better than f32), in f32 ulps.
 pub(super) fn unit_for(op: &str, t: ScalarType, backend: Backend) -> ScalarType {
     match (t, backend) {
-        (F16, Backend::Cuda) | (BF16 | F8E4M3 | F8E5M2, _) => F32,
+        (F16, Backend::Cuda) | (BF16, _) => F32,
+        (t, _) if t.is_fp8() => F32,
         (F64, _) if F64_FUNCTIONS.iter().any(|r| r.0 == op) => F64,
         (F64, _) => F32,
         (t, _) => t,
@@ -552,13 +553,14 @@ pub(super) mod vulkan_allowances {
 
 /// One unit in the last place of `x` in type `t`.
 pub(super) fn ulp(t: ScalarType, x: f64) -> f64 {
-    let (mant, min_exp) = match t {
-        F8E4M3 => (3, -6),
-        F8E5M2 => (2, -14),
-        F16 => (10, -14),
-        BF16 => (7, -126),
-        F32 => (23, -126),
-        _ => (52, -1022),
+    let (mant, min_exp) = match rutile::ir::fp8::format_of(t) {
+        Some(f) => (f.mantissa as i32, f.min_exponent()),
+        None => match t {
+            F16 => (10, -14),
+            BF16 => (7, -126),
+            F32 => (23, -126),
+            _ => (52, -1022),
+        },
     };
     let e = if x == 0.0 || !x.is_finite() {
         min_exp
@@ -588,7 +590,7 @@ pub(super) fn within(t: ScalarType, unit: ScalarType, bound: Bound, x: f64, want
     // Plus one ulp of the type for f16, bf16 and fp8 (computed in f32 and rounded once);
     // Vulkan's f16 precision is in f16 ulps.
     let mut tol = (bound.ulp + bound.ulp_per_x * x.abs()) * ulp(unit, want);
-    if matches!(t, F16 | BF16 | F8E4M3 | F8E5M2) {
+    if matches!(t, F16 | BF16) || t.is_fp8() {
         tol += ulp(t, want);
     }
     if x > bound.abs_in.0 && x < bound.abs_in.1 {

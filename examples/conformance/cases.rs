@@ -427,7 +427,7 @@ pub(super) fn cast_cases() -> Vec<Case> {
         }
     }
     let groups: [&[ScalarType]; 4] = [
-        &[I8, U8, F8E4M3, F8E5M2],
+        &[I8, U8, F8E4M3, F8E5M2, F8E4M3B15, F8E4M3Fnuz, F8E5M2Fnuz],
         &[I16, U16, F16, BF16],
         &[I32, U32, F32],
         &[I64, U64, F64],

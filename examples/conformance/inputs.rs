@@ -51,8 +51,14 @@ pub enum Domain {
 
 pub(super) fn float_specials(t: ScalarType) -> Vec<f64> {
     let (min_sub, max_sub, min_norm, max) = match t {
-        F8E4M3 => (2f64.powi(-9), 2f64.powi(-6) - 2f64.powi(-9), 2f64.powi(-6), 448.0),
-        F8E5M2 => (2f64.powi(-16), 2f64.powi(-14) - 2f64.powi(-16), 2f64.powi(-14), 57344.0),
+        _ if t.is_fp8() => {
+            let f = rutile::ir::fp8::format_of(t).expect("an fp8 type");
+            let (min_sub, min_norm) = (
+                2f64.powi(f.min_exponent() - f.mantissa as i32),
+                2f64.powi(f.min_exponent()),
+            );
+            (min_sub, min_norm - min_sub, min_norm, f.max)
+        }
         F16 => (2f64.powi(-24), 2f64.powi(-14) - 2f64.powi(-24), 2f64.powi(-14), 65504.0),
         BF16 => (
             2f64.powi(-133),
@@ -114,8 +120,14 @@ pub fn generate(t: ScalarType, n: usize, domain: Domain, seed: u64) -> Vec<V> {
                     1 => rng.range(-10.0, 10.0),
                     _ => {
                         let (lo, hi) = match t {
-                            F8E4M3 => (-10, 9),
-                            F8E5M2 => (-17, 16),
+                            // One binade past the smallest subnormal and the largest value.
+                            _ if t.is_fp8() => {
+                                let f = rutile::ir::fp8::format_of(t).expect("an fp8 type");
+                                (
+                                    f.min_exponent() - f.mantissa as i32 - 1,
+                                    f.max.log2().floor() as i32 + 1,
+                                )
+                            }
                             F16 => (-25, 16),
                             BF16 => (-134, 128),
                             F32 => (-150, 128),

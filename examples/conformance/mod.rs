@@ -39,8 +39,8 @@ use std::sync::Arc;
 use ScalarType::*;
 
 /// The element types of the matrix (booleans are covered through comparisons and masks).
-pub const DTYPES: [ScalarType; 14] = [
-    I8, I16, I32, I64, U8, U16, U32, U64, F8E4M3, F8E5M2, F16, BF16, F32, F64,
+pub const DTYPES: [ScalarType; 17] = [
+    I8, I16, I32, I64, U8, U16, U32, U64, F8E4M3, F8E5M2, F8E4M3B15, F8E4M3Fnuz, F8E5M2Fnuz, F16, BF16, F32, F64,
 ];
 
 /// Elements per program of the element-wise kernels.

@@ -57,8 +57,7 @@ pub(super) fn encode(t: ScalarType, vals: &[V]) -> Vec<u8> {
         match t {
             F16 => out.extend(half::f16::from_f64(v.f()).to_le_bytes()),
             BF16 => out.extend(half::bf16::from_f64(v.f()).to_le_bytes()),
-            F8E4M3 => out.push(rutile::F8E4M3::from_f64(v.f()).to_bits()),
-            F8E5M2 => out.push(rutile::F8E5M2::from_f64(v.f()).to_bits()),
+            _ if t.is_fp8() => out.push(rutile::ir::fp8::format_of(t).expect("an fp8 type").encode(v.f())),
             F32 => out.extend((v.f() as f32).to_le_bytes()),
             F64 => out.extend(v.f().to_le_bytes()),
             _ => {
@@ -76,8 +75,7 @@ pub(super) fn decode(t: ScalarType, bytes: &[u8]) -> Vec<V> {
         .map(|c| match t {
             F16 => V::F(half::f16::from_le_bytes([c[0], c[1]]).to_f64()),
             BF16 => V::F(half::bf16::from_le_bytes([c[0], c[1]]).to_f64()),
-            F8E4M3 => V::F(rutile::F8E4M3::from_bits(c[0]).to_f64()),
-            F8E5M2 => V::F(rutile::F8E5M2::from_bits(c[0]).to_f64()),
+            _ if t.is_fp8() => V::F(rutile::ir::fp8::format_of(t).expect("an fp8 type").decode(c[0])),
             F32 => V::F(f32::from_le_bytes(c.try_into().unwrap()) as f64),
             F64 => V::F(f64::from_le_bytes(c.try_into().unwrap())),
             _ => {

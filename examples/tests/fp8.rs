@@ -342,3 +342,185 @@ fn promoted_fp8_sums_hold_a_long_k_on_every_device() {
         );
     }
 }
+
+/// Triton's other fp8 formats: `float8e4b15` (`F8E4M3B15`), `float8e4b8` (`F8E4M3Fnuz`)
+/// and `float8e5b16` (`F8E5M2Fnuz`).
+const OTHER_FORMATS: [ScalarType; 3] = [ScalarType::F8E4M3B15, ScalarType::F8E4M3Fnuz, ScalarType::F8E5M2Fnuz];
+
+/// `kernel` (`x`, `y`, `n`) on `d` for the `n` elements of `x` (of `from`, as bytes), `y`
+/// of `to` read back as bytes.
+fn run_bytes(d: &dyn Device, kernel: &Kernel, from: ScalarType, x: &[u8], to: ScalarType) -> Vec<u8> {
+    let n = x.len() / from.size_bytes();
+    let xb = d.alloc(from, n).unwrap();
+    d.write(&xb, x).unwrap();
+    let y = d.alloc(to, n).unwrap();
+    d.launch(kernel, &grid(n), &[(&xb).into(), (&y).into(), (n as i32).into()])
+        .unwrap_or_else(|e| panic!("{}: {}: {e}", d.id(), kernel.name));
+    d.read(&y).unwrap()
+}
+
+/// `y[i] = op(x[i])` for `i < n`, on fp8 type `t`.
+fn unary_kernel(t: ScalarType, negate: bool) -> Kernel {
+    Kernel::build(&format!("sign_{}_{negate}", t.name()), |k| {
+        let (x, y, n) = (k.arg_ptr("x", t), k.arg_ptr("y", t), k.arg_i32("n"));
+        let offs = k.program_id(0) * BLOCK + k.arange(0, BLOCK);
+        let mask = offs.lt(n);
+        let v = k.load_masked(x + offs, mask, k.scalar(0, t));
+        k.store_masked(y + offs, if negate { -v } else { v.abs() }, mask);
+    })
+    .unwrap()
+}
+
+/// The three other formats on every device, bit for bit against `rutile::ir::fp8`'s
+/// rounding (whose limits the library's unit tests pin down): every f16 value and f32
+/// values on both sides of every tie rounded to each (saturating; NaN to the `fnuz` NaN
+/// `0x80`, to +0 in `float8e4b15`, which has none; no negative zero in the `fnuz` ones),
+/// every pattern widened to f32 and f16, and negated and made absolute (where the sign bit
+/// of an `fnuz` zero would make it NaN, and of its NaN a zero).
+#[test]
+fn other_fp8_formats_bit_exact_on_every_device() {
+    let halves: Vec<u8> = (0..=u16::MAX).flat_map(|h| h.to_le_bytes()).collect();
+    let patterns: Vec<u8> = (0..=255).collect();
+    for d in devices() {
+        let d = d.as_ref();
+        for t in OTHER_FORMATS {
+            let format = rutile::ir::fp8::format_of(t).unwrap();
+            let values: Vec<f64> = patterns.iter().map(|&b| format.decode(b)).collect();
+            let singles = around_ties(&values);
+            let single_bytes: Vec<u8> = singles.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let from_halves = (0..=u16::MAX).map(|h| f16::from_bits(h).to_f64());
+            for (from, x, inputs) in [
+                (ScalarType::F16, &halves, from_halves.collect::<Vec<_>>()),
+                (
+                    ScalarType::F32,
+                    &single_bytes,
+                    singles.iter().map(|&x| x as f64).collect(),
+                ),
+            ] {
+                let got = run_bytes(d, &cast_kernel(from, t), from, x, t);
+                for (i, &v) in inputs.iter().enumerate() {
+                    let want = format.encode(v);
+                    assert_eq!(
+                        got[i],
+                        want,
+                        "{}: {from} {v:e} to {t}: bits {:#04x}, want {want:#04x}",
+                        d.id(),
+                        got[i]
+                    );
+                }
+            }
+            let got = run_bytes(d, &cast_kernel(t, ScalarType::F32), t, &patterns, ScalarType::F32);
+            for (b, (g, &w)) in got.chunks_exact(4).zip(&values).enumerate() {
+                let g = f32::from_le_bytes(g.try_into().unwrap());
+                assert!(
+                    g.to_bits() == (w as f32).to_bits() || (g.is_nan() && w.is_nan()),
+                    "{}: {t} bits {b:#04x} widened to {g}, want {w}",
+                    d.id()
+                );
+            }
+            let got = run_bytes(d, &cast_kernel(t, ScalarType::F16), t, &patterns, ScalarType::F16);
+            for (b, (g, &w)) in got.chunks_exact(2).zip(&values).enumerate() {
+                let g = f16::from_le_bytes([g[0], g[1]]);
+                assert!(
+                    g.to_bits() == f16::from_f64(w).to_bits() || (g.is_nan() && w.is_nan()),
+                    "{}: {t} bits {b:#04x} to f16 gave {g}, want {w}",
+                    d.id()
+                );
+            }
+            for negate in [true, false] {
+                let got = run_bytes(d, &unary_kernel(t, negate), t, &patterns, t);
+                for (b, &v) in values.iter().enumerate() {
+                    let want = format.encode(if negate { -v } else { v.abs() });
+                    assert_eq!(
+                        got[b],
+                        want,
+                        "{}: {t} bits {b:#04x}, negate {negate}: {:#04x}",
+                        d.id(),
+                        got[b]
+                    );
+                }
+            }
+            // Literals round as values do.
+            let literals = [f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -0.0, 1e6, -1e-30, 0.1, 1.0];
+            let kernel = Kernel::build(&format!("literals_{}", t.name()), |k| {
+                let y = k.arg_ptr("y", t);
+                for (i, &v) in literals.iter().enumerate() {
+                    let offs = k.arange(0, 16) + (16 * i) as i32;
+                    k.store(y + offs, k.full(&[16], v, t));
+                }
+            })
+            .unwrap();
+            let y = d.alloc(t, 16 * literals.len()).unwrap();
+            d.launch(&kernel, &LaunchConfig::grid1(1), &[(&y).into()]).unwrap();
+            let got = d.read(&y).unwrap();
+            for (i, &v) in literals.iter().enumerate() {
+                assert_eq!(got[16 * i], format.encode(v), "{}: literal {v} as {t}", d.id());
+            }
+        }
+        println!("{}: float8e4b15, e4m3fnuz and e5m2fnuz conversions bit-exact", d.id());
+    }
+}
+
+/// The matmul seed on each of the three other formats (multiplied as their exact f16
+/// values: no MMA takes them), ragged sizes against 64-wide blocks, against the products
+/// summed in f64: each element within 2^-12 of the sum of its products' magnitudes.
+#[test]
+fn matmul_of_other_fp8_formats_on_every_device() {
+    use rutile::seeds::{matmul, matmul_grid, MatmulMeta};
+    let (m, n, k) = (100usize, 120usize, 200usize);
+    let mut rng = rutile_examples::rng::Rng::new(45);
+    for t in OTHER_FORMATS {
+        let format = rutile::ir::fp8::format_of(t).unwrap();
+        // Inside `float8e4b15`'s range (±1.875), both signs.
+        let a: Vec<u8> = rng
+            .f32s(m * k, -1.8, 1.8)
+            .into_iter()
+            .map(|x| format.encode(x as f64))
+            .collect();
+        let b: Vec<u8> = rng
+            .f32s(k * n, -1.8, 1.8)
+            .into_iter()
+            .map(|x| format.encode(x as f64))
+            .collect();
+        let (mut want, mut scale) = (vec![0.0f64; m * n], vec![0.0f64; m * n]);
+        for i in 0..m {
+            for j in 0..n {
+                for p in 0..k {
+                    let product = format.decode(a[i * k + p]) * format.decode(b[p * n + j]);
+                    want[i * n + j] += product;
+                    scale[i * n + j] += product.abs();
+                }
+            }
+        }
+        let meta = MatmulMeta {
+            input: t,
+            output: ScalarType::F32,
+            ..MatmulMeta::fp16(64, 64, 64)
+        };
+        let kernel = matmul(&meta).unwrap();
+        let ints = [m, n, k, k, 1, n, 1, n, 1].map(|v| rutile::Arg::I32(v as i32));
+        for d in devices() {
+            let d = d.as_ref();
+            let (ab, bb) = (d.alloc(t, m * k).unwrap(), d.alloc(t, k * n).unwrap());
+            d.write(&ab, &a).unwrap();
+            d.write(&bb, &b).unwrap();
+            let cb = d.zeros::<f32>(m * n).unwrap();
+            let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
+            args.extend(ints);
+            let launch = LaunchConfig::grid1(matmul_grid(&meta, m as u32, n as u32))
+                .num_warps(4)
+                .num_stages(3);
+            d.launch(&kernel, &launch, &args)
+                .unwrap_or_else(|e| panic!("{}: {t}: {e}", d.id()));
+            let got = d.download(&cb).unwrap();
+            for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    (g as f64 - w).abs() <= scale[i] * 2f64.powi(-12),
+                    "{}: {t}: element {i}: {g} against {w}",
+                    d.id()
+                );
+            }
+            println!("{}: matmul of {t} matches", d.id());
+        }
+    }
+}

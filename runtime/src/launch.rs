@@ -432,7 +432,15 @@ pub(crate) fn check_args(kernel: &Kernel, args: &[Arg<'_>], device: u64) -> Resu
         // No `Arg` carries a 16- or 8-bit float: say so, and what to do, rather than ask for one.
         if let (
             false,
-            Elem::Scalar(s @ (ScalarType::F16 | ScalarType::BF16 | ScalarType::F8E4M3 | ScalarType::F8E5M2)),
+            Elem::Scalar(
+                s @ (ScalarType::F16
+                | ScalarType::BF16
+                | ScalarType::F8E4M3
+                | ScalarType::F8E5M2
+                | ScalarType::F8E4M3B15
+                | ScalarType::F8E4M3Fnuz
+                | ScalarType::F8E5M2Fnuz),
+            ),
         ) = (ok, p.ty.elem)
         {
             return Err(err(format!(

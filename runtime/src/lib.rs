@@ -46,7 +46,7 @@ pub use ext::DeviceExt;
 pub use launch::{Arg, LaunchConfig};
 pub use launcher::Launcher;
 /// Host values of the fp8 element types, for buffers (`device.upload(&[F8E4M3::from_f32(1.5)])`).
-pub use rutile_ir::fp8::{F8E4M3, F8E5M2};
+pub use rutile_ir::fp8::{F8E4M3Fnuz, F8E5M2Fnuz, F8E4M3, F8E4M3B15, F8E5M2};
 /// The most programs a thread-block cluster groups ([`LaunchConfig::cluster`]).
 pub use rutile_ir::lower::MAX_CLUSTER;
 pub use select::{default_device, list_devices, open_device, DeviceListing, DEVICE_ENV};

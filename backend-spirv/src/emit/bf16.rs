@@ -206,7 +206,7 @@ impl Cx<'_> {
             _ if src == dst => return x,
             Bool => return self.cast(Bool, F32, x),
             // Held in f32 already, exactly.
-            F32 | BF16 | F8E4M3 | F8E5M2 => x,
+            F32 | BF16 | F8E4M3 | F8E5M2 | F8E4M3B15 | F8E4M3Fnuz | F8E5M2Fnuz => x,
             F16 | I8 | I16 | U8 | U16 => self.cast(src, F32, x),
             F64 => self.f64_to_f32_odd(x, None),
             I32 | U32 | I64 | U64 => self.int_to_f32_odd(src, x),
@@ -239,18 +239,25 @@ impl Cx<'_> {
                 let (x, y, z) = (self.read(*a), self.read(*b), self.read(*c));
                 self.fma_held(ty, x, y, z)
             }
-            // Exact on bf16 and fp8 values: the result is one (integers below the first
-            // that needs more bits are whole numbers of one step; `fmod` is exact).
-            Expr::Copy(_)
-            | Expr::Param(_)
-            | Expr::Select(..)
-            | Expr::ShuffleXor { .. }
-            | Expr::ShuffleIdx { .. }
-            | Expr::Unary(
+            Expr::Copy(_) | Expr::Param(_) | Expr::Select(..) | Expr::ShuffleXor { .. } | Expr::ShuffleIdx { .. } => {
+                self.expr(F32, e)?
+            }
+            // Exact on bf16, E4M3 and E5M2 values: the result is one (integers below the
+            // first that needs more bits are whole numbers of one step; `fmod` is exact).
+            // The other fp8 formats round them: the `fnuz` ones have no negative zero, and
+            // `float8e4b15` ends below 2 (its `floor(-1.875)` saturates back to -1.875).
+            Expr::Unary(
                 UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Trunc | UnaryOp::Rint,
                 _,
             )
-            | Expr::Binary(BinaryOp::Min | BinaryOp::Max | BinaryOp::Rem, ..) => self.expr(F32, e)?,
+            | Expr::Binary(BinaryOp::Min | BinaryOp::Max | BinaryOp::Rem, ..) => {
+                let r = self.expr(F32, e)?;
+                if ty.is_fp8() && !ty.is_ocp_fp8() {
+                    self.round_held(ty, r)
+                } else {
+                    r
+                }
+            }
             _ => {
                 let r = self.expr(F32, e)?;
                 self.round_held(ty, r)

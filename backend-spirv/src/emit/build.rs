@@ -86,7 +86,12 @@ impl Cx<'_> {
             ScalarType::U64 => naga::Literal::U64(v as u64),
             ScalarType::F16 => naga::Literal::F16(half::f16::from_f64(t.round(v as f64))),
             ScalarType::F32 => naga::Literal::F32(v as f32),
-            ScalarType::BF16 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => naga::Literal::F32(t.round(v as f64) as f32),
+            ScalarType::BF16
+            | ScalarType::F8E4M3
+            | ScalarType::F8E5M2
+            | ScalarType::F8E4M3B15
+            | ScalarType::F8E4M3Fnuz
+            | ScalarType::F8E5M2Fnuz => naga::Literal::F32(t.round(v as f64) as f32),
             ScalarType::F64 => naga::Literal::F64(v as f64),
         })
     }
@@ -101,7 +106,12 @@ impl Cx<'_> {
                 h.is_finite().then_some(naga::Literal::F16(h))
             }
             ScalarType::F32 => (v as f32).is_finite().then_some(naga::Literal::F32(v as f32)),
-            ScalarType::BF16 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => {
+            ScalarType::BF16
+            | ScalarType::F8E4M3
+            | ScalarType::F8E5M2
+            | ScalarType::F8E4M3B15
+            | ScalarType::F8E4M3Fnuz
+            | ScalarType::F8E5M2Fnuz => {
                 let b = t.round(v) as f32;
                 b.is_finite().then_some(naga::Literal::F32(b))
             }

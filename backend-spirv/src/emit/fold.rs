@@ -171,7 +171,13 @@ pub(super) fn zero_literal(t: ScalarType) -> naga::Literal {
         ScalarType::I64 => naga::Literal::I64(0),
         ScalarType::U64 => naga::Literal::U64(0),
         ScalarType::F16 => naga::Literal::F16(half::f16::ZERO),
-        ScalarType::F32 | ScalarType::BF16 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => naga::Literal::F32(0.0),
+        ScalarType::F32
+        | ScalarType::BF16
+        | ScalarType::F8E4M3
+        | ScalarType::F8E5M2
+        | ScalarType::F8E4M3B15
+        | ScalarType::F8E4M3Fnuz
+        | ScalarType::F8E5M2Fnuz => naga::Literal::F32(0.0),
         ScalarType::F64 => naga::Literal::F64(0.0),
     }
 }

@@ -1,14 +1,15 @@
-//! fp8 values (E4M3, E5M2). naga has no 8-bit float: as for `bf16` (`bf16.rs`, whose
-//! expression and cast paths they share), an fp8 register is an `f32` holding an fp8 value,
-//! every op computes in `f32` and rounds once to the fp8 type, to nearest even and
-//! saturating as `rutile_ir::fp8` defines (NVIDIA's `cvt.rn.satfinite`; E5M2 keeps
-//! infinities). The rounding
+//! fp8 values (E4M3, E5M2, and `float8e4b15` and the `fnuz` formats). naga has no 8-bit
+//! float: as for `bf16` (`bf16.rs`, whose expression and cast paths they share), an fp8
+//! register is an `f32` holding an fp8 value, every op computes in `f32` and rounds once to
+//! the fp8 type, to nearest even and saturating as `rutile_ir::fp8` defines (NVIDIA's
+//! `cvt.rn.satfinite`; E5M2 keeps infinities; NaN is +0 in `float8e4b15`; the `fnuz`
+//! formats' zero has no sign). The rounding
 //! scales by powers of two and rounds to an integer (`RoundEven`), exact operations that no
 //! driver can round its own way; the bits in memory are made and read with integer
 //! operations.
 
 use super::*;
-use rutile_ir::fp8::{format_of, Format};
+use rutile_ir::fp8::{format_of, Format, Specials};
 
 fn format(ty: ScalarType) -> Format {
     format_of(ty).expect("an fp8 type")
@@ -17,7 +18,8 @@ fn format(ty: ScalarType) -> Format {
 impl Cx<'_> {
     /// `f32` `x` rounded to fp8 type `ty`, still as an `f32`: nearest, ties to even, finite
     /// values beyond the largest finite one saturated to it, infinities kept in E5M2
-    /// (saturated in E4M3), NaN kept.
+    /// (saturated in the others), NaN kept (+0 in `float8e4b15`, which has none), zero
+    /// without a sign in the `fnuz` formats.
     pub(super) fn round_fp8(&mut self, ty: ScalarType, x: H) -> H {
         let f = format(ty);
         let m = f.mantissa;
@@ -50,12 +52,23 @@ impl Cx<'_> {
         let r_bits = self.as_(r, ScalarKind::Uint, None);
         let sign_mask = self.u32c(0x8000_0000);
         let sign = self.bin(Bo::And, bits, sign_mask);
+        let sign = if f.specials == Specials::NegativeZeroNan {
+            let zero = self.u32c(0);
+            let is_zero = self.bin(Bo::Equal, r_bits, zero);
+            self.select(is_zero, zero, sign)
+        } else {
+            sign
+        };
         let signed = self.bin(Bo::InclusiveOr, r_bits, sign);
-        let quiet = self.u32c(0x0040_0000);
-        let nan_bits = self.bin(Bo::InclusiveOr, bits, quiet);
+        let nan_bits = if f.specials == Specials::AllFinite {
+            self.u32c(0)
+        } else {
+            let quiet = self.u32c(0x0040_0000);
+            self.bin(Bo::InclusiveOr, bits, quiet)
+        };
         let nan = self.is_nan(ScalarType::F32, x);
         let out = self.select(nan, nan_bits, signed);
-        let out = if f.ieee_specials {
+        let out = if f.specials == Specials::Ieee {
             let inf = self.u32c(0x7f80_0000);
             let infinite = self.bin(Bo::Equal, magnitude, inf);
             self.select(infinite, bits, out)
@@ -66,7 +79,8 @@ impl Cx<'_> {
     }
 
     /// The 8 bits of `x`, an `f32` holding a value of fp8 type `ty`, in the low bits of a
-    /// `u32` (NaN as the quiet pattern with its sign).
+    /// `u32` (NaN as the format's, with its sign where it has one of each sign; a zero
+    /// without a sign in the `fnuz` formats).
     pub(super) fn fp8_bits(&mut self, ty: ScalarType, x: H) -> H {
         let f = format(ty);
         let m = f.mantissa;
@@ -90,10 +104,10 @@ impl Cx<'_> {
         let smallest_normal = self.u32c(((127 + f.min_exponent()) as u32) << 23);
         let sub = self.bin(Bo::Less, magnitude, smallest_normal);
         let field = self.select(sub, n, normal);
-        let nan_field = self.u32c(if f.ieee_specials { 0x7e } else { 0x7f });
+        let nan_field = self.u32c(f.nan_bits(0).unwrap_or(0) as u32);
         let nan = self.is_nan(ScalarType::F32, x);
         let field = self.select(nan, nan_field, field);
-        let field = if f.ieee_specials {
+        let field = if f.specials == Specials::Ieee {
             let inf = self.u32c(0x7f80_0000);
             let infinite = self.bin(Bo::Equal, magnitude, inf);
             let inf_field = self.u32c(0x7c);
@@ -101,6 +115,17 @@ impl Cx<'_> {
         } else {
             field
         };
+        if f.specials == Specials::NegativeZeroNan {
+            // The one NaN is `0x80`, the pattern a negative zero would have; a zero has no
+            // sign.
+            let c = self.u32c(0x7f);
+            let magnitude = self.bin(Bo::And, field, c);
+            let zero = self.u32c(0);
+            let is_zero = self.bin(Bo::Equal, magnitude, zero);
+            let sign = self.select(is_zero, zero, sign);
+            let signed = self.bin(Bo::InclusiveOr, sign, magnitude);
+            return self.select(nan, nan_field, signed);
+        }
         let c = self.u32c(0x7f);
         let field = self.bin(Bo::And, field, c);
         self.bin(Bo::InclusiveOr, sign, field)
@@ -132,7 +157,7 @@ impl Cx<'_> {
         let smallest_normal = self.u32c(1 << m);
         let is_sub = self.bin(Bo::Less, magnitude, smallest_normal);
         let value = self.select(is_sub, sub, normal);
-        let value = if f.ieee_specials {
+        let value = if f.specials == Specials::Ieee {
             // Exponent all ones: infinity, or NaN where the mantissa is not zero.
             let ones = self.u32c(0x7f & !((1 << m) - 1));
             let special = self.bin(Bo::GreaterEqual, magnitude, ones);
@@ -141,13 +166,25 @@ impl Cx<'_> {
             let is_inf = self.bin(Bo::Equal, magnitude, ones);
             let special_value = self.select(is_inf, inf, nan);
             self.select(special, special_value, value)
-        } else {
+        } else if f.specials == Specials::AllOnesNan {
             let all = self.u32c(0x7f);
             let is_nan = self.bin(Bo::Equal, magnitude, all);
             let nan = self.u32c(0x7fc0_0000);
             self.select(is_nan, nan, value)
+        } else {
+            value
         };
         let out = self.bin(Bo::InclusiveOr, value, sign);
+        if f.specials == Specials::NegativeZeroNan {
+            // `0x80`, which would be negative zero, is the one NaN.
+            let c = self.u32c(0xff);
+            let byte = self.bin(Bo::And, bits, c);
+            let c = self.u32c(0x80);
+            let is_nan = self.bin(Bo::Equal, byte, c);
+            let nan = self.u32c(0x7fc0_0000);
+            let out = self.select(is_nan, nan, out);
+            return self.as_(out, ScalarKind::Float, None);
+        }
         self.as_(out, ScalarKind::Float, None)
     }
 

@@ -219,7 +219,12 @@ fn naga_scalar(t: ScalarType) -> Scalar {
         ScalarType::I8 | ScalarType::I16 => Scalar::I32,
         ScalarType::U8 | ScalarType::U16 => Scalar::U32,
         // An f32 holding a bf16 or fp8 value (`bf16.rs`, `fp8.rs`).
-        ScalarType::BF16 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => Scalar::F32,
+        ScalarType::BF16
+        | ScalarType::F8E4M3
+        | ScalarType::F8E5M2
+        | ScalarType::F8E4M3B15
+        | ScalarType::F8E4M3Fnuz
+        | ScalarType::F8E5M2Fnuz => Scalar::F32,
     }
 }
 

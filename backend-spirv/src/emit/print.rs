@@ -98,7 +98,13 @@ impl Cx<'_> {
                 words.push(self.as_(wide, ScalarKind::Uint, None));
             }
             ScalarType::U8 | ScalarType::U16 => words.push(self.as_(x, ScalarKind::Uint, Some(4))),
-            ScalarType::F16 | ScalarType::BF16 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => {
+            ScalarType::F16
+            | ScalarType::BF16
+            | ScalarType::F8E4M3
+            | ScalarType::F8E5M2
+            | ScalarType::F8E4M3B15
+            | ScalarType::F8E4M3Fnuz
+            | ScalarType::F8E5M2Fnuz => {
                 let wide = self.as_(x, ScalarKind::Float, Some(4));
                 words.push(self.as_(wide, ScalarKind::Uint, None));
             }

@@ -59,7 +59,10 @@ pub(super) fn check_type(k: &ThreadKernel, t: &SpirvTarget, ty: ScalarType, whos
         | ScalarType::U16
         | ScalarType::BF16
         | ScalarType::F8E4M3
-        | ScalarType::F8E5M2 => Ok(()),
+        | ScalarType::F8E5M2
+        | ScalarType::F8E4M3B15
+        | ScalarType::F8E4M3Fnuz
+        | ScalarType::F8E5M2Fnuz => Ok(()),
     }
 }
 

@@ -11,7 +11,8 @@ mod sealed {
 }
 
 /// A host element type: `i8` to `i64`, `u8` to `u64`, `f32`, `f64`, [`half::f16`],
-/// [`half::bf16`], [`crate::fp8::F8E4M3`] and [`crate::fp8::F8E5M2`]. Booleans (`i1`) have no `Element` impl; use [`HostBuffer::from_bools`]
+/// [`half::bf16`], and the fp8 types of [`crate::fp8`] ([`crate::fp8::F8E4M3`] and the
+/// others). Booleans (`i1`) have no `Element` impl; use [`HostBuffer::from_bools`]
 /// and [`HostBuffer::to_bools`].
 pub trait Element: bytemuck::Pod + sealed::Sealed {
     /// The IR type of the element.
@@ -31,6 +32,8 @@ element!(
     u8 => U8, u16 => U16, u32 => U32, u64 => U64,
     f16 => F16, bf16 => BF16, f32 => F32, f64 => F64,
     crate::fp8::F8E4M3 => F8E4M3, crate::fp8::F8E5M2 => F8E5M2,
+    crate::fp8::F8E4M3B15 => F8E4M3B15, crate::fp8::F8E4M3Fnuz => F8E4M3Fnuz,
+    crate::fp8::F8E5M2Fnuz => F8E5M2Fnuz,
 );
 
 /// A host buffer of one element type, stored as bytes (booleans as one byte, 0 or 1).

@@ -144,6 +144,15 @@ fn float_codec(s: ScalarType) -> Codec<f64> {
     fn b<const N: usize>(x: &[u8]) -> [u8; N] {
         x.try_into().expect("callers pass one element's bytes")
     }
+    // (A codec holds plain function pointers, so each fp8 format gets its own pair.)
+    macro_rules! fp8 {
+        ($format:ident) => {
+            (
+                |x| crate::fp8::$format.decode(x[0]),
+                |x, v| x[0] = crate::fp8::$format.encode(v),
+            )
+        };
+    }
     let (read, write): (Read<f64>, Write<f64>) = match s {
         ScalarType::F16 => (
             |x| f16::from_bits(u16::from_ne_bytes(b(x))).to_f64(),
@@ -153,14 +162,11 @@ fn float_codec(s: ScalarType) -> Codec<f64> {
             |x| bf16::from_bits(u16::from_ne_bytes(b(x))).to_f64(),
             |x, v| x.copy_from_slice(&(float_to_bits(ScalarType::BF16, v) as u16).to_ne_bytes()),
         ),
-        ScalarType::F8E4M3 => (
-            |x| crate::fp8::E4M3.decode(x[0]),
-            |x, v| x[0] = crate::fp8::E4M3.encode(v),
-        ),
-        ScalarType::F8E5M2 => (
-            |x| crate::fp8::E5M2.decode(x[0]),
-            |x, v| x[0] = crate::fp8::E5M2.encode(v),
-        ),
+        ScalarType::F8E4M3 => fp8!(E4M3),
+        ScalarType::F8E5M2 => fp8!(E5M2),
+        ScalarType::F8E4M3B15 => fp8!(E4M3B15),
+        ScalarType::F8E4M3Fnuz => fp8!(E4M3FNUZ),
+        ScalarType::F8E5M2Fnuz => fp8!(E5M2FNUZ),
         ScalarType::F32 => (
             |x| f32::from_ne_bytes(b(x)) as f64,
             |x, v| x.copy_from_slice(&(float_to_bits(ScalarType::F32, v) as u32).to_ne_bytes()),

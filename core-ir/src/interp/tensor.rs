@@ -199,9 +199,10 @@ pub(crate) fn round_float(s: ScalarType, v: f64) -> f64 {
         ScalarType::F32 => v as f32 as f64,
         ScalarType::F16 => f16_from_f64(v).to_f64(),
         ScalarType::BF16 => bf16_from_f64(v).to_f64(),
-        ScalarType::F8E4M3 => crate::fp8::E4M3.round(v),
-        ScalarType::F8E5M2 => crate::fp8::E5M2.round(v),
-        _ => v,
+        _ => match crate::fp8::format_of(s) {
+            Some(f) => f.round(v),
+            None => v,
+        },
     }
 }
 
@@ -211,7 +212,7 @@ pub(crate) fn round_floats(s: ScalarType, v: &mut [f64]) {
         ScalarType::F32 => v.iter_mut().for_each(|x| *x = *x as f32 as f64),
         ScalarType::F16 => v.iter_mut().for_each(|x| *x = f16_from_f64(*x).to_f64()),
         ScalarType::BF16 => v.iter_mut().for_each(|x| *x = bf16_from_f64(*x).to_f64()),
-        ScalarType::F8E4M3 | ScalarType::F8E5M2 => v.iter_mut().for_each(|x| *x = round_float(s, *x)),
+        _ if s.is_fp8() => v.iter_mut().for_each(|x| *x = round_float(s, *x)),
         _ => {}
     }
 }

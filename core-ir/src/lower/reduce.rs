@@ -39,9 +39,7 @@ impl Lowerer<'_> {
             matches!(op, ReduceOp::Max | ReduceOp::Min) && elem == ScalarType::F32 && !self.target.native_float_minmax;
         let acc_ty = match (op, elem) {
             _ if keyed => ScalarType::I32,
-            (ReduceOp::Sum, ScalarType::F16 | ScalarType::BF16 | ScalarType::F8E4M3 | ScalarType::F8E5M2) => {
-                ScalarType::F32
-            }
+            (ReduceOp::Sum, t) if matches!(t, ScalarType::F16 | ScalarType::BF16) || t.is_fp8() => ScalarType::F32,
             (_, ScalarType::Bool) => ScalarType::I32,
             (_, t) => t,
         };

@@ -363,11 +363,13 @@ pub(crate) fn wgmma_shape_of(k: &Kernel, target: &Target, inst: &Inst) -> Option
     let (Elem::Scalar(input), Elem::Scalar(ScalarType::F32)) = (ta.elem, tc.elem) else {
         return None;
     };
-    if !matches!(input, ScalarType::F16 | ScalarType::BF16) && !input.is_fp8() {
+    // (fp8 only in the two formats the MMAs take; `fp8_dot.rs` widens the others.)
+    if !matches!(input, ScalarType::F16 | ScalarType::BF16) && !input.is_ocp_fp8() {
         return None;
     }
-    // (Typing holds B to A's type, but for the two fp8 formats, which mix.)
-    if tb.scalar_type() != Some(input) && !tb.scalar_type().is_some_and(ScalarType::is_fp8) {
+    // (Typing holds B to A's type, but for the fp8 formats, which mix.)
+    if tb.scalar_type() != Some(input) && !(input.is_ocp_fp8() && tb.scalar_type().is_some_and(ScalarType::is_ocp_fp8))
+    {
         return None;
     }
     let eb = input.size_bytes() as u32;

@@ -680,10 +680,10 @@ fn stmt(k: &ThreadKernel, s: &Stmt) -> Result<(), String> {
                     (eb, None)
                 }
             };
-            let fp8 = ea.is_fp8() && eb.is_fp8();
+            let fp8 = ea.is_ocp_fp8() && eb.is_ocp_fp8();
             if !fp8 && (ea != eb || !matches!(ea, ScalarType::F16 | ScalarType::BF16)) {
                 return Err(format!(
-                    "`wgmma` multiplies f16 or bf16 operands of one type, or fp8 ones, got {ea} and shared{} of {eb}",
+                    "`wgmma` multiplies f16 or bf16 operands of one type, or E4M3/E5M2 ones, got {ea} and shared{} of {eb}",
                     b.alloc
                 ));
             }

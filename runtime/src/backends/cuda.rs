@@ -306,9 +306,14 @@ fn tiled_map(
 /// type (the copies move bytes).
 fn tensor_map_elem(t: ScalarType) -> TensorMapElem {
     match t {
-        ScalarType::Bool | ScalarType::I8 | ScalarType::U8 | ScalarType::F8E4M3 | ScalarType::F8E5M2 => {
-            TensorMapElem::U8
-        }
+        ScalarType::Bool
+        | ScalarType::I8
+        | ScalarType::U8
+        | ScalarType::F8E4M3
+        | ScalarType::F8E5M2
+        | ScalarType::F8E4M3B15
+        | ScalarType::F8E4M3Fnuz
+        | ScalarType::F8E5M2Fnuz => TensorMapElem::U8,
         ScalarType::I16 | ScalarType::U16 => TensorMapElem::U16,
         ScalarType::F16 => TensorMapElem::F16,
         ScalarType::BF16 => TensorMapElem::BF16,

@@ -60,9 +60,14 @@ fn print_record(site: &PrintSite, record: &[u32]) {
             ScalarType::U8 | ScalarType::U16 | ScalarType::U32 => PrintValue::Int(word as i128),
             ScalarType::I64 => PrintValue::Int(wide() as i64 as i128),
             ScalarType::U64 => PrintValue::Int(wide() as i128),
-            ScalarType::F8E4M3 | ScalarType::F8E5M2 | ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 => {
-                PrintValue::Float(f32::from_bits(word as u32) as f64)
-            }
+            ScalarType::F8E4M3
+            | ScalarType::F8E5M2
+            | ScalarType::F8E4M3B15
+            | ScalarType::F8E4M3Fnuz
+            | ScalarType::F8E5M2Fnuz
+            | ScalarType::F16
+            | ScalarType::BF16
+            | ScalarType::F32 => PrintValue::Float(f32::from_bits(word as u32) as f64),
             ScalarType::F64 => PrintValue::Float(f64::from_bits(wide())),
         };
         values.push(print_value(v));
