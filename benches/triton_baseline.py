@@ -13,10 +13,12 @@ passes it, f16 out; E4M3 also with its sums promoted into f32 every 128 elements
 `max_num_imprecise_acc=128`) beside cuBLASLt's fp8 matmul through `torch._scaled_mm` (E4M3, unit
 scales, with and without its fast accumulation) and cuBLAS's fp16 one, and `tl.dot_scaled`
 in the same matmul kernel as rutile's dot_scaled study (bf16 by mxfp4, mxfp8 by mxfp8),
+and the matmul tutorial's kernel on f32 operands and output at input precisions ieee, tf32
+and tf32x3 beside torch's f32 matmul with and without TF32 (rutile's f32 matmul study),
 median of device-timed launches.
 
     python3 benches/triton_baseline.py [--flush read|copy]
-                                       [--only vector_add,softmax,transpose,dropout,layer_norm,attention,fp8_matmul,dot_scaled]
+                                       [--only vector_add,softmax,transpose,dropout,layer_norm,attention,fp8_matmul,dot_scaled,f32_matmul]
 
 `--flush copy` (the default, as rutile's benchmark) is triton.testing.do_bench itself (it
 zeroes a 256 MB buffer before each launch, leaving the L2 cache dirty); `--flush read`
@@ -199,8 +201,47 @@ matmul_kernel_128 = triton.autotune(configs=[c for c in fp8_configs() if c.kwarg
                                     key=["M", "N", "K"])(matmul_body)
 
 
+@triton.jit
+def f32_matmul_body(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                    stride_cn, PRECISION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # The matmul tutorial's kernel on f32 operands at input precision PRECISION, f32 output.
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    group = GROUP_M * num_pid_n
+    first_m = (pid // group) * GROUP_M
+    size_m = min(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + ((pid % group) % size_m)
+    pid_n = (pid % group) // size_m
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    tl.store(c_ptrs, acc, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+f32_matmul_kernel = triton.autotune(
+    configs=[triton.Config({"BLOCK_M": m, "BLOCK_N": n, "BLOCK_K": k, "GROUP_M": 8}, num_stages=s, num_warps=w)
+             for m, n, k, s, w in [(128, 128, 32, 3, 8), (128, 128, 32, 4, 4), (128, 256, 32, 3, 8),
+                                   (64, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 64, 32, 4, 4)]],
+    key=["M", "N", "K", "PRECISION"])(f32_matmul_body)
+
+
 FLUSH = sys.argv[sys.argv.index("--flush") + 1] if "--flush" in sys.argv else "copy"
-SECTIONS = ("vector_add", "softmax", "transpose", "dropout", "layer_norm", "attention", "fp8_matmul", "dot_scaled")
+SECTIONS = ("vector_add", "softmax", "transpose", "dropout", "layer_norm", "attention", "fp8_matmul", "dot_scaled",
+            "f32_matmul")
 ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(SECTIONS)
 if not set(ONLY) <= set(SECTIONS):
     sys.exit(f"--only takes sections from {', '.join(SECTIONS)} separated by commas, got {ONLY}")
@@ -255,6 +296,8 @@ def main():
         bench_fp8_matmul()
     if "dot_scaled" in ONLY:
         bench_dot_scaled()
+    if "f32_matmul" in ONLY:
+        bench_f32_matmul()
 
 
 def bench_dropout(ceiling):
@@ -382,6 +425,39 @@ def bench_attention():
                     except RuntimeError as e:
                         line += f", torch {name} unavailable ({str(e).splitlines()[0][:60]})"
                 print(line, flush=True)
+
+
+def bench_f32_matmul():
+    n = 4096
+    flops = 2 * n**3
+    tflops = lambda ms: flops / (ms * 1e-3) / 1e12
+    a16 = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
+    b16 = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
+    cublas = tflops(bench(lambda: a16 @ b16))
+    a = torch.rand(n, n, device="cuda") * 2 - 1
+    b = torch.rand(n, n, device="cuda") * 2 - 1
+    exact = a[:16].double() @ b.double()
+    error = lambda c: ((c[:16].double() - exact).norm() / exact.norm()).item()
+    print(f"matmul f32 at {n}^3, f32 out: TFLOPS (of cuBLAS's fp16 matmul, {cublas:.1f}), relative error")
+    line = "  torch"
+    for allow in (False, True):
+        torch.backends.cuda.matmul.allow_tf32 = allow
+        t = tflops(bench(lambda: a @ b))
+        line += f", {'tf32' if allow else 'ieee'} {t:.1f} ({100 * t / cublas:.1f}%) error {error(a @ b):.1e}"
+    torch.backends.cuda.matmul.allow_tf32 = False
+    print(line, flush=True)
+    c = torch.empty(n, n, device="cuda")
+    for precision in ("ieee", "tf32", "tf32x3"):
+        def launch():
+            grid = lambda meta: (triton.cdiv(n, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+            f32_matmul_kernel[grid](a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                    c.stride(0), c.stride(1), PRECISION=precision)
+
+        launch()
+        err = error(c)
+        t = tflops(bench(launch))
+        print(f"  {precision}: triton {t:.1f} ({100 * t / cublas:.1f}%) error {err:.1e} "
+              f"[{f32_matmul_kernel.best_config}]", flush=True)
 
 
 def bench_fp8_matmul():

@@ -17,10 +17,15 @@ const SMS: [u32; 2] = [80, 90];
 
 /// The matmul seed's f32 tf32 kernel with `bm x bn x bk` blocks.
 fn tf32_matmul(bm: u32, bn: u32, bk: u32) -> rutile_ir::Kernel {
+    matmul_at(DotPrecision::Tf32, bm, bn, bk)
+}
+
+/// The matmul seed's f32 kernel at `precision` with `bm x bn x bk` blocks.
+fn matmul_at(precision: DotPrecision, bm: u32, bn: u32, bk: u32) -> rutile_ir::Kernel {
     seeds::matmul(&MatmulMeta {
         input: ScalarType::F32,
         output: ScalarType::F32,
-        input_precision: DotPrecision::Tf32,
+        input_precision: precision,
         ..MatmulMeta::fp16(bm, bn, bk)
     })
     .unwrap()
@@ -96,6 +101,38 @@ fn tf32_matmul_passes_ptxas() {
                 if let Some(s) = spilled.filter(|&s| s > 0) {
                     spilling.push(format!("{label}, sm_{sm}: {s} bytes"));
                 }
+            }
+        }
+    }
+    assert!(spilling.is_empty(), "spills: {spilling:?}");
+}
+
+/// tf32x3: three times the tf32 `mma`s of the same tile (each fragment split into its tf32
+/// rounding and the rest), assembled for sm_80 and sm_90 without spills.
+#[test]
+fn tf32x3_matmul_passes_ptxas() {
+    // (Both parts of the fragments cost registers: at 4 warps a 128x128 tile, 128
+    // accumulators a thread, spills 72 and 320 bytes for sm_80 and sm_90; 64x128 and
+    // 128x64 at 4 warps and 3 stages, whose shared memory lets three programs share an SM
+    // and so caps their registers at 168, spill 24 and 16 bytes for sm_90; 128x256 at 8
+    // warps 272 and 280.)
+    let configs = [(128, 128, 32, 8, 3), (64, 64, 32, 4, 1), (64, 128, 32, 8, 3)];
+    let mut spilling = Vec::new();
+    for (bm, bn, bk, warps, stages) in configs {
+        let label = format!("tf32x3 matmul {bm}x{bn}x{bk}, {warps} warps, {stages} stages");
+        let lowered = |precision| {
+            let kernel = matmul_at(precision, bm, bn, bk);
+            rutile_ir::lower::lower(&kernel, &target(warps, stages), &spec(kernel.params.len(), &[7, 9, 11]))
+                .unwrap_or_else(|e| panic!("lowering {label}: {e}"))
+        };
+        let (t, single) = (lowered(DotPrecision::Tf32x3), lowered(DotPrecision::Tf32));
+        for sm in SMS {
+            let (ptx, spilled) = assemble(&label, &t, sm);
+            let (single, _) = assemble(&label, &single, sm);
+            let mmas = |p: &str| p.matches("mma.sync.aligned.m16n8k8").count();
+            assert_eq!(mmas(&ptx), 3 * mmas(&single), "{label}");
+            if let Some(s) = spilled.filter(|&s| s > 0) {
+                spilling.push(format!("{label}, sm_{sm}: {s} bytes"));
             }
         }
     }

@@ -168,6 +168,17 @@ pub enum DotPrecision {
     /// products of tf32 values are exact in f32; only the accumulation order differs between
     /// devices. f32 operands only.
     Tf32,
+    /// f32 products to about f32's precision on tensor cores (Triton's `tf32x3`): each
+    /// operand split into its tf32 rounding `big` and the tf32 rounding of the rest
+    /// `small`, and `a·b` taken as `big_a·small_b + small_a·big_b + big_a·big_b` (three tf32
+    /// MMAs; `small_a·small_b`, below 2^-21 of the product, left out), each product within
+    /// about 2^-21 of the exact one where tf32's 2^-11. Where no tensor core multiplies tf32
+    /// (no `mma.sync`, a tile it cannot take, Vulkan) the `dot` is the IEEE one, which is
+    /// more accurate still; so is the interpreter's. An infinite operand on the tensor cores
+    /// meets both parts of the other operand, whose signs may differ: its products may be
+    /// NaN where the IEEE ones are infinite (Triton's split makes every infinity NaN). f32
+    /// operands only.
+    Tf32x3,
 }
 
 impl DotPrecision {
@@ -176,6 +187,7 @@ impl DotPrecision {
         match self {
             DotPrecision::Ieee => None,
             DotPrecision::Tf32 => Some("tf32"),
+            DotPrecision::Tf32x3 => Some("tf32x3"),
         }
     }
 }

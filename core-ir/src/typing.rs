@@ -4,7 +4,7 @@
 //! Operands here already have their final types (the builder has inserted casts and
 //! broadcasts); a rule only says whether the op is well-typed and what it produces.
 
-use crate::ir::{BinaryOp, DotPrecision, Literal, Op, ReduceOp, UnaryOp};
+use crate::ir::{BinaryOp, Literal, Op, ReduceOp, UnaryOp};
 use crate::types::{Elem, ScalarType, Shape, Type, MAX_RANK};
 
 mod scan;
@@ -374,9 +374,9 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
                     "max_num_imprecise_acc ({limit}) must be at most the dot's K ({k}): its fp8 sums are promoted within one dot"
                 ));
             }
-            if *precision == DotPrecision::Tf32 && sa != ScalarType::F32 {
+            if let Some(name) = precision.name().filter(|_| sa != ScalarType::F32) {
                 return Err(format!(
-                    "input precision tf32 rounds f32 operands, got {sa} (f16 and bf16 products are exact: use the default precision)"
+                    "input precision {name} rounds f32 operands, got {sa} (f16 and bf16 products are exact: use the default precision)"
                 ));
             }
             one(tc)

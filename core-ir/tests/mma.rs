@@ -284,6 +284,63 @@ fn tf32_results_differ_from_ieee_ones_by_the_operand_rounding() {
     assert!(to_ieee > 1e-4 && to_ieee < 1e-2, "{to_ieee}");
 }
 
+/// The matmul seed on f32 inputs at input precision tf32x3.
+fn tf32x3(bm: u32, bn: u32, bk: u32) -> MatmulMeta {
+    MatmulMeta {
+        input_precision: DotPrecision::Tf32x3,
+        ..tf32(bm, bn, bk)
+    }
+}
+
+/// tf32x3 on the tensor cores: three `MmaTf32` per m16n8 tile and k8 step (`big·small`,
+/// `small·big`, `big·big`), and results within the f32 accumulation's rounding of the
+/// interpreter's IEEE product (a tf32 `dot`'s are more than 1e-4 of the largest output
+/// off, `tf32_results_differ_from_ieee_ones_by_the_operand_rounding`), pipelined or not,
+/// ragged; an infinite operand makes its row of the result infinite where the other
+/// operand's parts have one sign (NaN where not), and leaves the other rows finite.
+#[test]
+fn tf32x3_matmul_on_the_tensor_cores_matches_the_ieee_product() {
+    let mut rng = Rng::new(38);
+    check_matmul(&tf32x3(64, 64, 32), (100, 77, 50), 4, &mut rng, 1e-5);
+    check_matmul(&tf32x3(32, 64, 32), (17, 33, 129), 2, &mut rng, 1e-5);
+    check_matmul_on(&tf32x3(64, 64, 32), (100, 72, 80), &pipelined(4, 3), &mut rng, 1e-5);
+    let spec = Specialization::all(12);
+    let tk = lower(&matmul(&tf32x3(64, 64, 32)).unwrap(), &target(4), &spec).unwrap();
+    assert_eq!(tf32_mmas(&tk), 3 * 2 * 4 * 4);
+
+    let (m, n, k) = (32usize, 32usize, 32usize);
+    let meta = tf32x3(32, 32, 32);
+    let mut a = rng.f32s(m * k, -1.0, 1.0);
+    a[5 * k + 7] = f32::INFINITY;
+    let buffers = vec![
+        HostBuffer::from_slice(&a),
+        float_buffer(&mut rng, F32, k * n),
+        HostBuffer::zeros(F32, m * n),
+    ];
+    let args = rutile_ir::testing::row_major_matmul_args(m, n, k);
+    let tk = lower(&matmul(&meta).unwrap(), &target(4), &runtime_spec(&args)).unwrap();
+    let mut got = buffers.clone();
+    simt::run_threads(&tk, [1, 1, 1], &args, &mut got).unwrap();
+    let got = float_values(&got[2]);
+    let b = float_values(&buffers[1]);
+    for j in 0..n {
+        let (x, big) = (
+            b[7 * n + j] as f32,
+            f32::from_bits((b[7 * n + j] as f32).to_bits().wrapping_add(1 << 12) & !0x1fff),
+        );
+        let small = x - big;
+        // (`inf · 0` is NaN too.)
+        if small != 0.0 && small.signum() == big.signum() {
+            assert_eq!(got[5 * n + j], f64::INFINITY * x.signum() as f64, "row 5, column {j}");
+        } else {
+            assert!(got[5 * n + j].is_nan(), "row 5, column {j}: {}", got[5 * n + j]);
+        }
+        for i in (0..m).filter(|&i| i != 5) {
+            assert!(got[i * n + j].is_finite(), "row {i}, column {j}: {}", got[i * n + j]);
+        }
+    }
+}
+
 /// The tf32 operand loads of the K loop pipelined through 2 to 4 shared buffers: copies of
 /// 4 to 16 bytes of f32 (1 to 4 values), the same products as without.
 #[test]

@@ -632,6 +632,56 @@ fn gpu_tf32_matmul_within_the_operand_rounding() {
     }
 }
 
+/// f32 inputs at input precision tf32x3 (three tf32 MMAs on NVIDIA's tensor cores, the IEEE
+/// `dot` elsewhere) against the f64 product: ragged, skinny and square shapes up to K =
+/// 4096, row- and column-major operands, pipelined or not, within 2e-5 relative in the
+/// Frobenius norm: f32's accumulation, where tf32's operand rounding alone is 2.5e-4
+/// (`gpu_tf32_matmul_within_the_operand_rounding`).
+#[test]
+fn gpu_tf32x3_matmul_near_f32_accuracy() {
+    let (_turn, devices) = devices();
+    let configs = [(64, 64, 32, 4, 3), (128, 64, 16, 4, 3), (64, 64, 32, 4, 1)];
+    for d in devices {
+        let software = d.properties().device_type == DeviceType::Cpu;
+        let shapes: Vec<(usize, usize, usize)> = if software {
+            vec![(17, 33, 129)]
+        } else {
+            vec![(512, 512, 512), (1000, 300, 77), (17, 33, 129), (4096, 16, 4096)]
+        };
+        for (si, &shape) in shapes.iter().enumerate() {
+            let (m, n, k) = shape;
+            let mut rng = Rng::new(970 + si as u64);
+            let f32s =
+                |rng: &mut Rng, len| -> Vec<f64> { rng.f32s(len, -1.0, 1.0).into_iter().map(f64::from).collect() };
+            let (a, b) = (f32s(&mut rng, m * k), f32s(&mut rng, k * n));
+            let want = reference(&a, &b, shape, false);
+            for (ci, &(bm, bn, bk, warps, stages)) in configs.iter().enumerate() {
+                if software && ci > 0 {
+                    continue;
+                }
+                for orders in [(Order::Row, Order::Row), (Order::Col, Order::Col)] {
+                    let meta = MatmulMeta {
+                        input_precision: DotPrecision::Tf32x3,
+                        ..tf32_meta((bm, bn, bk, warps, stages))
+                    };
+                    let case = format!(
+                        "{}: {m}x{n}x{k} tf32x3 A {:?} B {:?}, {bm}x{bn}x{bk} w{warps} s{stages}",
+                        d.id(),
+                        orders.0,
+                        orders.1
+                    );
+                    let got = run_matmul::<f32, f32>(d.as_ref(), &meta, (warps, stages), (&a, &b), shape, orders)
+                        .unwrap_or_else(|e| panic!("{case}: {e}"));
+                    let err = frobenius(&got, &want);
+                    println!("{case}: relative Frobenius error {err:.2e}");
+                    assert!(err <= 2e-5, "{case}: relative Frobenius error {err:.2e} above 2e-5");
+                }
+            }
+        }
+        println!("{}: every tf32x3 matmul case within its bound", d.id());
+    }
+}
+
 /// The matmul seed on f32 inputs and output at input precision tf32, for a configuration
 /// `(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages)`.
 fn tf32_meta((bm, bn, bk, _, _): (u32, u32, u32, u32, u32)) -> MatmulMeta {

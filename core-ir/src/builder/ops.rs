@@ -328,6 +328,8 @@ impl KernelBuilder {
     /// input_precision=...)`. [`DotPrecision::Tf32`] (f32 operands only) rounds each operand
     /// to tf32 first, which lets NVIDIA's tensor cores run it (sm_80 and later); every
     /// device computes the same products, only the order of the f32 sums differs.
+    /// [`DotPrecision::Tf32x3`] runs three tf32 MMAs for products within about 2^-21 of
+    /// f32's (Triton's `tf32x3`), and the IEEE `dot` where there are no tensor cores.
     #[track_caller]
     pub fn dot_with<'b>(&'b self, a: Value<'b>, b: Value<'b>, acc: Value<'b>, precision: DotPrecision) -> Value<'b> {
         let options = DotOptions {

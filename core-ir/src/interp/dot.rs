@@ -46,8 +46,8 @@ pub(crate) fn dot(a: &Tensor, b: &Tensor, acc: &Tensor, precision: DotPrecision,
             "dot operands must have one element type (or be fp8 both), got {sa} and {sb}"
         ));
     }
-    if precision == DotPrecision::Tf32 && sa != ScalarType::F32 {
-        return Err(invalid!("dot with input precision tf32 of {sa} operands (f32 only)"));
+    if let Some(name) = precision.name().filter(|_| sa != ScalarType::F32) {
+        return Err(invalid!("dot with input precision {name} of {sa} operands (f32 only)"));
     }
     let (m, k, n) = (ad[0] as usize, ad[1] as usize, bd[1] as usize);
     let data = match (&a.data, &b.data, &acc.data) {
@@ -58,7 +58,8 @@ pub(crate) fn dot(a: &Tensor, b: &Tensor, acc: &Tensor, precision: DotPrecision,
                 c
             } else {
                 let round = |v: f64| match precision {
-                    DotPrecision::Ieee => v as f32,
+                    // (tf32x3's three products are within 2^-21 of these; see `DotPrecision`.)
+                    DotPrecision::Ieee | DotPrecision::Tf32x3 => v as f32,
                     DotPrecision::Tf32 => round_to_tf32(v as f32),
                 };
                 let x: Vec<f32> = x.iter().map(|&v| round(v)).collect();

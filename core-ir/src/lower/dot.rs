@@ -14,6 +14,8 @@
 //! tf32 values are exact in f32, so every backend computes the interpreter's products and,
 //! here, its sums too; the alternative, ignoring the precision where there are no tensor
 //! cores, would give results that depend on the device beyond the order of the sums.
+//! A tf32x3 `dot` here is the IEEE one (`DotPrecision::Tf32x3`: the split only serves the
+//! tensor cores, and full f32 products are more accurate than it).
 
 use super::{LVal, LowerError, Lowerer};
 use crate::ir::{BinaryOp, CacheModifier, CmpOp, DotPrecision, Inst, Literal, Op, TF32_HALF_ULP, TF32_MASK};
@@ -151,6 +153,23 @@ impl Lowerer<'_> {
     /// in integer arithmetic every backend has: half a tf32 unit added to the bits, the
     /// dropped bits cleared; infinities and NaNs kept.
     fn round_to_tf32(&mut self, x: Reg) -> Reg {
+        self.round_to_tf32_where_finite(x).0
+    }
+
+    /// f32 register `x` split for tf32x3 (`DotPrecision::Tf32x3`): its tf32 rounding, and
+    /// the rest `x - big`, exact in f32 (0 where `x` is infinite or NaN, which `big` keeps:
+    /// an infinity then gives infinite products, not the NaN of `inf - inf`, where the other
+    /// operand's two parts have one sign).
+    pub(crate) fn split_tf32(&mut self, x: Reg) -> (Reg, Reg) {
+        let (big, finite) = self.round_to_tf32_where_finite(x);
+        let rest = self.set(ScalarType::F32, Expr::Binary(BinaryOp::Sub, x, big));
+        let zero = self.konst(ScalarType::F32, Literal::Float(0.0));
+        let small = self.set(ScalarType::F32, Expr::Select(finite, rest, zero));
+        (big, small)
+    }
+
+    /// [`round_to_tf32`](Self::round_to_tf32)'s result, and whether `x` is finite.
+    fn round_to_tf32_where_finite(&mut self, x: Reg) -> (Reg, Reg) {
         let u32t = ScalarType::U32;
         let bits = self.set(u32t, Expr::Bitcast(x));
         let half = self.konst(u32t, Literal::Int(TF32_HALF_ULP as i64));
@@ -161,7 +180,7 @@ impl Lowerer<'_> {
         let exponent = self.konst(u32t, Literal::Int(0x7f80_0000));
         let e = self.set(u32t, Expr::Binary(BinaryOp::And, bits, exponent));
         let finite = self.set(ScalarType::Bool, Expr::Compare(CmpOp::Ne, e, exponent));
-        self.set(ScalarType::F32, Expr::Select(finite, rounded, x))
+        (self.set(ScalarType::F32, Expr::Select(finite, rounded, x)), finite)
     }
 
     /// Element `index` of shared buffer `buf` (of `ty`), converted to `to`.

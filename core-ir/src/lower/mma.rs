@@ -2,7 +2,9 @@
 //! the tile is whole steps of the instruction for the program's warps: `mma.sync.m16n8k16`
 //! (`Stmt::Mma`) for f16 or bf16 inputs, `mma.sync.m16n8k8` on tf32 (`Stmt::MmaTf32`) for f32
 //! inputs of a `dot` whose input precision is tf32 (an IEEE f32 `dot` stays on the CUDA
-//! cores, `dot.rs`).
+//! cores, `dot.rs`). At precision tf32x3 each f32 fragment is split into its tf32 rounding
+//! and the rest (`Lowerer::split_tf32`) and three `MmaTf32`s add `big·small`,
+//! `small·big` and `big·big`, the small products first.
 //!
 //! The accumulator lives in the `mma` result layout, which is a blocked layout: a thread
 //! holds 2 adjacent columns (`size_per_thread [1, 2]`), the lanes of a warp cover 8 rows by
@@ -29,7 +31,7 @@
 //! (`pipeline/copies.rs`), or here, from registers.
 
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, CacheModifier, DotPrecision, Inst, Op, ValueId};
+use crate::ir::{BinaryOp, CacheModifier, DotPrecision, Inst, Literal, Op, ValueId};
 use crate::layout::{Blocked, Layout, RegisterMap, SwizzledTile};
 use crate::thread::{Expr, Memory, Reg, SharedAlloc, Stmt};
 use crate::types::{Elem, ScalarType, Shape};
@@ -106,7 +108,7 @@ impl Lowerer<'_> {
         };
         let takes = match input {
             ScalarType::F16 | ScalarType::BF16 => true,
-            ScalarType::F32 => precision == DotPrecision::Tf32,
+            ScalarType::F32 => matches!(precision, DotPrecision::Tf32 | DotPrecision::Tf32x3),
             // fp8 on warpgroup MMAs only (elsewhere `fp8_dot.rs` widened it to f16).
             _ if input.is_fp8() => self.wgmma_shape(inst).is_some(),
             _ => false,
@@ -155,10 +157,14 @@ impl Lowerer<'_> {
         let Some(plan) = self.mma_plan(inst) else {
             return Ok(None);
         };
-        let Op::Dot { a, b, acc, .. } = inst.op else {
+        let Op::Dot {
+            a, b, acc, precision, ..
+        } = inst.op
+        else {
             return Err(self.internal("not a dot"));
         };
         let (tf32, k_step) = (plan.tf32(), plan.k_step());
+        let split = precision == DotPrecision::Tf32x3;
         let MmaPlan {
             m, n, k, input, layout, ..
         } = plan;
@@ -170,10 +176,20 @@ impl Lowerer<'_> {
             self.emit(Stmt::Barrier);
         }
 
-        // The accumulator, copied so that `acc` itself is untouched.
+        // The accumulator, copied so that `acc` itself is untouched. tf32x3's MMAs sum from
+        // zero instead, added into `acc` at the end: the tensor cores' additions are not
+        // rounded to nearest, and over three MMAs a k-step their error would grow with the
+        // whole K (2.9e-5 relative at K = 4096 on an H200, f32's being 1.1e-6); so it grows
+        // with one dot's K only, the rest being f32 additions.
         let shape = Shape::new(&[m, n]).expect("the dot's result shape");
         let init = self.ensure(acc, layout)?;
-        let out: Vec<Reg> = init.iter().map(|&r| self.set(ScalarType::F32, Expr::Copy(r))).collect();
+        let out: Vec<Reg> = if split {
+            init.iter()
+                .map(|_| self.set(ScalarType::F32, Expr::Const(Literal::Float(0.0))))
+                .collect()
+        } else {
+            init.iter().map(|&r| self.set(ScalarType::F32, Expr::Copy(r))).collect()
+        };
         let map = layout.map(shape);
         let reg = |jr: u32, jc: u32| map.join([jr, jc, 0]);
         let (mtiles, ntiles) = (map.count[0] / 2, map.count[1] / 2);
@@ -187,16 +203,17 @@ impl Lowerer<'_> {
         // many f32 ones.
         let per_b = if tf32 { 2 } else { 4 };
         for kk in 0..k / k_step {
-            let mut b_frags: Vec<Vec<Reg>> = Vec::with_capacity(ntiles as usize);
+            let mut b_frags: Vec<Fragment> = Vec::with_capacity(ntiles as usize);
             let mut p = 0;
             while p < ntiles {
                 let pair = ntiles - p >= 2;
                 let regs = b_reader.read(self, p, kk, pair, input)?;
-                b_frags.extend(regs.chunks(per_b).map(<[Reg]>::to_vec));
+                b_frags.extend(regs.chunks(per_b).map(|f| self.fragment(f, split)));
                 p += if pair { 2 } else { 1 };
             }
             for q in 0..mtiles {
-                let af = a_reader.read(self, q, kk, true, input)?;
+                let read = a_reader.read(self, q, kk, true, input)?;
+                let af = self.fragment(&read, split);
                 for (p, bf) in b_frags.iter().enumerate() {
                     let p = p as u32;
                     let d = [
@@ -205,10 +222,17 @@ impl Lowerer<'_> {
                         out[reg(2 * q + 1, 2 * p)],
                         out[reg(2 * q + 1, 2 * p + 1)],
                     ];
-                    let Some(mma) = mma_stmt(d, &af, bf) else {
-                        return Err(self.internal("mma fragments of the wrong size"));
+                    // tf32x3: the small products first, then the big one.
+                    let products = match (&af.small, &bf.small) {
+                        (Some(sa), Some(sb)) => vec![(&af.big, sb), (sa, &bf.big), (&af.big, &bf.big)],
+                        _ => vec![(&af.big, &bf.big)],
                     };
-                    self.emit(mma);
+                    for (x, y) in products {
+                        let Some(mma) = mma_stmt(d, x, y) else {
+                            return Err(self.internal("mma fragments of the wrong size"));
+                        };
+                        self.emit(mma);
+                    }
                 }
             }
         }
@@ -216,6 +240,14 @@ impl Lowerer<'_> {
             // The buffers may be written again (the next iteration of an enclosing loop).
             self.emit(Stmt::Barrier);
         }
+        let out = if split {
+            init.iter()
+                .zip(&out)
+                .map(|(&i, &o)| self.set(ScalarType::F32, Expr::Binary(BinaryOp::Add, i, o)))
+                .collect()
+        } else {
+            out
+        };
         Ok(Some(LVal {
             layout,
             regs: out,
@@ -368,6 +400,30 @@ impl Lowerer<'_> {
             col
         };
         self.pset(i32t, Expr::Binary(BinaryOp::Add, line, within))
+    }
+}
+
+/// The registers of an operand fragment: as read, or (tf32x3) their tf32 roundings and
+/// the tf32-representable rest.
+struct Fragment {
+    big: Vec<Reg>,
+    small: Option<Vec<Reg>>,
+}
+
+impl Lowerer<'_> {
+    /// Fragment `regs`, split for tf32x3 where `split`.
+    fn fragment(&mut self, regs: &[Reg], split: bool) -> Fragment {
+        if !split {
+            return Fragment {
+                big: regs.to_vec(),
+                small: None,
+            };
+        }
+        let (big, small) = regs.iter().map(|&r| self.split_tf32(r)).unzip();
+        Fragment {
+            big,
+            small: Some(small),
+        }
     }
 }
 

@@ -35,8 +35,8 @@ pub struct MatmulMeta {
     pub input: ScalarType,
     /// Element type of C (the f32 accumulator is converted to it).
     pub output: ScalarType,
-    /// How the `dot` multiplies f32 inputs (Triton's `input_precision`). `Tf32` is for f32
-    /// inputs only (the kernel does not build with it otherwise: f16 and bf16 products are
+    /// How the `dot` multiplies f32 inputs (Triton's `input_precision`). `Tf32` and
+    /// `Tf32x3` are for f32 inputs only (the kernel does not build with it otherwise: f16 and bf16 products are
     /// exact already).
     pub input_precision: DotPrecision,
     /// fp8 inputs: how many elements of K Hopper's fp8 MMAs add in their own (narrower)
