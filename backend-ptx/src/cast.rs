@@ -317,14 +317,69 @@ fn fp8_to_f16(e: &mut Emitter, d: &str, a: &str, t: ScalarType) {
 /// `d` (bf16 or fp8) = f64 register `x` rounded once: to odd in f32 first (`cvt.rz` plus
 /// a sticky bit), which keeps what the second rounding needs.
 pub(crate) fn narrow_f64(e: &mut Emitter, d: &str, x: &str, t: ScalarType) -> Res {
+    let odd = f64_to_f32_odd(e, x);
+    narrow(e, d, &odd, t)
+}
+
+/// An f32 register holding f64 register `x` rounded to odd (`cvt.rz` plus a sticky bit).
+fn f64_to_f32_odd(e: &mut Emitter, x: &str) -> String {
     let f = e.tmp(Class::F);
     let back = e.tmp(Class::Fd);
     let inexact = e.tmp(Class::Pred);
     e.ins(format!("cvt.rz.f32.f64 {f}, {x}"));
     e.ins(format!("cvt.f64.f32 {back}, {f}"));
     e.ins(format!("setp.neu.f64 {inexact}, {back}, {x}"));
-    let odd = sticky(e, &f, &inexact);
-    narrow(e, d, &odd, t)
+    sticky(e, &f, &inexact)
+}
+
+/// `d` (f16 or bf16) = f32 or f64 register `x` (of `from`) rounded toward `rounding`
+/// (`Op::Rounded`'s `Convert`, Triton's `fp_downcast_rounding`). f16: `cvt`'s own rounding
+/// modifiers. bf16 (whose `cvt` rounds to nearest or toward zero only): the f32 value (an
+/// f64 rounded to odd first, which keeps every direction's answer), its low 16 bits
+/// dropped and one unit of the kept ones added where the direction points away from zero
+/// and they were not all zero; NaN quieted as `cvt` does.
+pub(crate) fn to_half_rounded(e: &mut Emitter, d: &str, t: ScalarType, x: &str, from: ScalarType, mode: &str) -> Res {
+    let src = if from == F64 { "f64" } else { "f32" };
+    if t == F16 {
+        e.ins(format!("cvt.{mode}.f16.{src} {d}, {x}"));
+        return Ok(());
+    }
+    if mode == "rn" {
+        return if from == F64 {
+            narrow_f64(e, d, x, BF16)
+        } else {
+            narrow(e, d, x, BF16)
+        };
+    }
+    let f = if from == F64 {
+        f64_to_f32_odd(e, x)
+    } else {
+        x.to_string()
+    };
+    let [u, magnitude, low, kept, next, quiet] = [(); 6].map(|_| e.tmp(Class::R));
+    let [inexact, away, nan] = [(); 3].map(|_| e.tmp(Class::Pred));
+    e.ins(format!("mov.b32 {u}, {f}"));
+    e.ins(format!("and.b32 {magnitude}, {u}, 2147483647"));
+    e.ins(format!("and.b32 {low}, {u}, 65535"));
+    e.ins(format!("and.b32 {kept}, {u}, 4294901760"));
+    e.ins(format!("setp.ne.u32 {inexact}, {low}, 0"));
+    // Away from zero: up for positive values, down for negative ones (toward zero never).
+    // Sign and magnitude: one unit more is one step away from zero; past the largest finite
+    // value, infinity.
+    if mode != "rz" {
+        let side = if mode == "rp" { "ge" } else { "lt" };
+        e.ins(format!("setp.{side}.s32 {away}, {u}, 0"));
+        e.ins(format!("and.pred {away}, {away}, {inexact}"));
+        e.ins(format!("add.u32 {next}, {kept}, 65536"));
+        e.ins(format!("selp.b32 {kept}, {next}, {kept}, {away}"));
+    }
+    e.ins(format!("setp.gt.u32 {nan}, {magnitude}, 2139095040"));
+    e.ins(format!("or.b32 {quiet}, {u}, 4194304"));
+    e.ins(format!("and.b32 {quiet}, {quiet}, 4294901760"));
+    e.ins(format!("selp.b32 {kept}, {quiet}, {kept}, {nan}"));
+    let lo = e.tmp(Class::H);
+    e.ins(format!("mov.b32 {{{lo}, {d}}}, {kept}"));
+    Ok(())
 }
 
 pub(crate) fn bitcast(e: &mut Emitter, d: &str, dt: ScalarType, a: &str, st: ScalarType) -> Res {

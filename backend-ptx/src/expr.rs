@@ -544,6 +544,15 @@ fn rounded(
     rounding: Rounding,
     args: &[String],
 ) -> Res {
+    let mode = match rounding {
+        Rounding::NearestEven => "rn",
+        Rounding::TowardZero => "rz",
+        Rounding::Down => "rm",
+        Rounding::Up => "rp",
+    };
+    if op == RoundedOp::Convert && matches!(t, F16 | BF16) && matches!(from, F32 | F64) {
+        return cast::to_half_rounded(e, d, t, &args[0], from, mode);
+    }
     let f = match t {
         F32 => "f32",
         F64 => "f64",
@@ -553,12 +562,6 @@ fn rounded(
                 op.name(rounding)
             ))
         }
-    };
-    let mode = match rounding {
-        Rounding::NearestEven => "rn",
-        Rounding::TowardZero => "rz",
-        Rounding::Down => "rm",
-        Rounding::Up => "rp",
     };
     if op == RoundedOp::Convert {
         let src = match from {

@@ -266,3 +266,35 @@ fn conversions_in_a_direction_are_cvt_with_its_modifier() {
         }
     }
 }
+
+/// f32 and f64 to f16 and bf16 in a direction (Triton's `fp_downcast_rounding`): f16 by
+/// `cvt` with the modifier; bf16, whose `cvt` rounds to nearest or toward zero only, by
+/// dropping the f32's low half (an f64 rounded to odd in f32 first) and stepping away from
+/// zero where the direction says; accepted by `ptxas`, none of it needing more than sm_70
+/// but rounding to nearest (`cvt.rn.bf16.f32`, sm_80).
+#[test]
+fn conversions_to_half_types_in_a_direction() {
+    use rutile_ir::Rounding;
+    for from in [F32, F64] {
+        for to in [F16, BF16] {
+            for rounding in Rounding::ALL {
+                let label = format!("{from} to {to} {rounding:?}");
+                let ptx = assemble(&label, &kernel(from, to, |_, x, _| x.to_rounded(to, rounding)));
+                let mode = ["rn", "rz", "rm", "rp"][rounding as usize];
+                let want = match (to, rounding) {
+                    (F16, _) => format!("cvt.{mode}.f16.{}", from.name()),
+                    (_, Rounding::NearestEven) => "cvt.rn.bf16.f32".to_string(),
+                    (_, Rounding::TowardZero) => "and.b32".to_string(),
+                    _ => "add.u32".to_string(),
+                };
+                assert!(ptx.contains(&want), "{label}: no `{want}` in\n{ptx}");
+                if from == F64 && to == BF16 {
+                    assert!(
+                        ptx.contains("cvt.rz.f32.f64"),
+                        "{label}: not rounded to odd in f32 first"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -444,10 +444,14 @@ impl RoundedOp {
     }
 
     /// Whether [`RoundedOp::Convert`] takes `from` to `to`: the conversions that can be
-    /// inexact, as libdevice has them.
+    /// inexact, as libdevice has them, and f32 or f64 to f16 or bf16 (Triton's
+    /// `fp_downcast_rounding`).
     pub fn converts(from: ScalarType, to: ScalarType) -> bool {
         use ScalarType::*;
-        matches!((from, to), (I32 | U32 | I64 | U64 | F64, F32) | (I64 | U64, F64))
+        matches!(
+            (from, to),
+            (I32 | U32 | I64 | U64 | F64, F32) | (I64 | U64, F64) | (F32 | F64, F16 | BF16)
+        )
     }
 
     /// The op's name with its rounding, as libdevice names it (`add_rd`, `fma_rn`, ...).
@@ -738,7 +742,8 @@ pub enum Op {
         rounding: Rounding,
         /// [`RoundedOp::arity`] operands of one float type (f32 or f64) and shape, the
         /// result's; for [`RoundedOp::Convert`], an i32, u32, i64, u64 or f64 block
-        /// converted to an f32 result (or a 64-bit integer one to f64).
+        /// converted to an f32 result, a 64-bit integer one to f64, or an f32 or f64 one to
+        /// f16 or bf16 ([`RoundedOp::converts`]).
         args: Vec<ValueId>,
     },
     /// Numeric conversion to the result's element type: floats round to nearest even, float

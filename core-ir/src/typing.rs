@@ -226,8 +226,8 @@ pub fn infer(op: &Op, operand: &dyn Fn(crate::ir::ValueId) -> Type, hint: Option
                 }
                 if !crate::ir::RoundedOp::converts(from, to) {
                     return Err(format!(
-                        "converts an i32, u32, i64, u64 or f64 to f32, or an i64 or u64 to f64 (the conversions \
-                         that can be inexact), got {from} to {to}"
+                        "converts an i32, u32, i64, u64 or f64 to f32, an i64 or u64 to f64, or an f32 or f64 \
+                         to f16 or bf16 (the conversions that can be inexact), got {from} to {to}"
                     ));
                 }
                 return one(t);

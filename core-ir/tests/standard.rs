@@ -478,8 +478,9 @@ fn directed_rounding_refuses_other_types_and_counts() {
     assert!(kernel.is_ok(), "{:?}", kernel.err());
 }
 
-/// `to_rounded`: the inexact conversions are one op, float to integer rounds to an integral
-/// value first, exact ones are casts; integer to integer and the narrow floats are refused.
+/// `to_rounded`: the inexact conversions are one op (f32 to f16 among them), float to
+/// integer rounds to an integral value first, exact ones are casts; integer to integer and
+/// conversions from the narrow floats are refused.
 #[test]
 fn conversions_with_a_rounding_direction() {
     use rutile_ir::{Op, RoundedOp, Rounding};
@@ -489,6 +490,7 @@ fn conversions_with_a_rounding_direction() {
         let _ = i.to(ScalarType::F64).to_rounded(ScalarType::F32, Rounding::Up);
         let _ = i.to(ScalarType::F32).to_rounded(ScalarType::I32, Rounding::Down);
         let _ = i.to_rounded(ScalarType::F64, Rounding::Up);
+        let _ = i.to(ScalarType::F32).to_rounded(ScalarType::F16, Rounding::TowardZero);
     })
     .unwrap();
     let converts = kernel
@@ -505,10 +507,15 @@ fn conversions_with_a_rounding_direction() {
         })
         .count();
     assert_eq!(
-        converts, 2,
-        "i64 to f64 and f64 to f32; f32 to i32 is floor then cast, i32 to f64 exact"
+        converts, 3,
+        "i64 to f64, f64 to f32 and f32 to f16; f32 to i32 is floor then cast, i32 to f64 exact"
     );
-    for (from, to) in [(ScalarType::I32, ScalarType::I64), (ScalarType::F16, ScalarType::F32)] {
+    for (from, to) in [
+        (ScalarType::I32, ScalarType::I64),
+        (ScalarType::F16, ScalarType::F32),
+        (ScalarType::I32, ScalarType::F16),
+        (ScalarType::F32, ScalarType::F8E4M3),
+    ] {
         let err = Kernel::build("r", |k| {
             let _ = k.arange(0, 16).to(from).to_rounded(to, Rounding::Down);
         })

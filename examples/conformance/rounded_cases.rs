@@ -1,5 +1,6 @@
 //! Cases of the directed-rounding arithmetic (libdevice's `add_rd`, `div_ru`, `sqrt_rz`,
-//! `fma_rn`, ...) and conversions (`double2float_rd`, `ll2float_ru`, `float2int_rz`, ...):
+//! `fma_rn`, ...) and conversions (`double2float_rd`, `ll2float_ru`, `float2int_rz`, ...,
+//! and f32 and f64 to f16 and bf16, Triton's `fp_downcast_rounding`):
 //! every op in every direction on f32 and f64, bit for bit against the
 //! interpreter, which rounds the exact result in integers. Every third second operand is
 //! the first or its negation, so that sums cancel to exact zeros (whose sign the direction
@@ -47,6 +48,11 @@ pub fn rounded_cases() -> Vec<Case> {
         (F32, I32),
         (F64, I64),
         (F32, U32),
+        // Triton's `fp_downcast_rounding`.
+        (F32, F16),
+        (F32, BF16),
+        (F64, F16),
+        (F64, BF16),
     ];
     for (from, to) in conversions {
         for rounding in Rounding::ALL {

@@ -84,7 +84,7 @@ impl Cx<'_> {
 
     /// `f64` `x` (plus `tail`, an exact remainder below half its ulp, where given) as an
     /// `f32` rounded to odd.
-    fn f64_to_f32_odd(&mut self, x: H, tail: Option<H>) -> H {
+    pub(super) fn f64_to_f32_odd(&mut self, x: H, tail: Option<H>) -> H {
         let r = self.as_(x, ScalarKind::Float, Some(4));
         let back = self.as_(r, ScalarKind::Float, Some(8));
         // Exact where `r` is finite: within an ulp of `x`. Its sign is the remainder's
@@ -221,6 +221,12 @@ impl Cx<'_> {
         Ok(match e {
             Expr::Const(Literal::Float(v)) => self.float_lit(ty, *v),
             Expr::Const(Literal::Int(v)) => self.float_lit(ty, *v as f64),
+            // Rounded once, in its own direction (`rounded.rs`), not in f32 then again.
+            Expr::Rounded(op, rounding, args) => {
+                let from = self.k.reg_type(args[0]);
+                let args: Vec<H> = args.iter().map(|a| self.read(*a)).collect();
+                self.rounded(*op, *rounding, ty, from, &args)?
+            }
             Expr::Cast(a) => {
                 let src = self.k.reg_type(*a);
                 let x = self.read(*a);

@@ -34,6 +34,10 @@ impl Cx<'_> {
         args: &[H],
     ) -> R<H> {
         let name = op.name(rounding);
+        let half = matches!(ty, ScalarType::F16 | ScalarType::BF16);
+        if op == RoundedOp::Convert && half && matches!(from, ScalarType::F32 | ScalarType::F64) {
+            return Ok(self.convert_to_half(rounding, from, ty, args[0]));
+        }
         if ty != ScalarType::F32 {
             let detail =
                 format!("`{name}` of {ty}: Vulkan has no rounding modes, and only f32 is computed exactly in f64");
@@ -200,6 +204,125 @@ impl Cx<'_> {
             }
         };
         Ok(r)
+    }
+
+    /// f32 or f64 `x` (of `from`) converted to f16 or bf16 (`ty`) toward `rounding`
+    /// (Triton's `fp_downcast_rounding`), in integer and exact f32 operations: an f64 is
+    /// rounded to odd in f32 first, which keeps every direction's answer. bf16 (held in
+    /// f32): the low 16 bits dropped, one unit of the kept ones added where the direction
+    /// points away from zero and they were not all zero. f16: the magnitude scaled to whole
+    /// units of its f16 place (exact), rounded to an integer by the direction (`floor` or
+    /// `ceil` of the magnitude; to nearest even where asked), scaled back; past the largest
+    /// finite value the largest, or infinity where the direction points away from zero;
+    /// then converted to f16, which holds it exactly.
+    fn convert_to_half(&mut self, rounding: Rounding, from: ScalarType, ty: ScalarType, x: H) -> H {
+        let x = if from == ScalarType::F64 {
+            // Past f32's range the odd rounding is f32's largest odd value (its infinity
+            // would be exact, and round toward zero to infinity).
+            let odd = self.f64_to_f32_odd(x, None);
+            let ax = self.math(Mf::Abs, &[x]);
+            let max = self.float_lit(ScalarType::F64, f64::MAX);
+            let finite = self.bin(Bo::LessEqual, ax, max);
+            let m = self.mag_bits(odd);
+            let inf = self.u32c(0x7f80_0000);
+            let overflowed = self.bin(Bo::Equal, m, inf);
+            let clamp = self.bin(Bo::LogicalAnd, finite, overflowed);
+            let bits = self.as_(odd, ScalarKind::Uint, None);
+            let sign_mask = self.u32c(0x8000_0000);
+            let sign = self.bin(Bo::And, bits, sign_mask);
+            let largest = self.u32c(0x7f7f_ffff);
+            let largest = self.bin(Bo::InclusiveOr, largest, sign);
+            let largest = self.as_(largest, ScalarKind::Float, None);
+            self.select(clamp, largest, odd)
+        } else {
+            x
+        };
+        if ty == ScalarType::BF16 && rounding == Rounding::NearestEven {
+            return self.round_bf16(x);
+        }
+        let bits = self.as_(x, ScalarKind::Uint, None);
+        let magnitude = self.mag_bits(x);
+        let sign_mask = self.u32c(0x8000_0000);
+        let sign = self.bin(Bo::And, bits, sign_mask);
+        let zero = self.u32c(0);
+        let negative = self.bin(Bo::NotEqual, sign, zero);
+        // Whether the direction points away from zero for `x`'s sign.
+        let away = match rounding {
+            Rounding::Up => Some(self.un(Uo::LogicalNot, negative)),
+            Rounding::Down => Some(negative),
+            _ => None,
+        };
+        if ty == ScalarType::BF16 {
+            let nan = self.is_nan(ScalarType::F32, x);
+            let low_mask = self.u32c(0xffff);
+            let low = self.bin(Bo::And, bits, low_mask);
+            let high = self.u32c(0xffff_0000);
+            let mut kept = self.bin(Bo::And, bits, high);
+            if let Some(away) = away {
+                let inexact = self.bin(Bo::NotEqual, low, zero);
+                let step = self.bin(Bo::LogicalAnd, away, inexact);
+                let unit = self.u32c(0x1_0000);
+                let next = self.bin(Bo::Add, kept, unit);
+                kept = self.select(step, next, kept);
+            }
+            let quiet = self.u32c(0x0040_0000);
+            let nan_bits = self.bin(Bo::InclusiveOr, bits, quiet);
+            let high = self.u32c(0xffff_0000);
+            let nan_bits = self.bin(Bo::And, nan_bits, high);
+            let out = self.select(nan, nan_bits, kept);
+            return self.as_(out, ScalarKind::Float, None);
+        }
+        // f16's place at `x`'s exponent (at least the subnormals', 2^-24) as biased f32
+        // exponents of the scale and its inverse, both normal.
+        let twenty_three = self.u32c(23);
+        let biased = self.bin(Bo::ShiftRight, magnitude, twenty_three);
+        let lowest = self.u32c(127 - 14);
+        let e = self.math(Mf::Max, &[biased, lowest]);
+        let ten = self.u32c(10);
+        let q = self.bin(Bo::Subtract, e, ten);
+        let scale_bits = self.bin(Bo::ShiftLeft, q, twenty_three);
+        let scale = self.as_(scale_bits, ScalarKind::Float, None);
+        let top = self.u32c(254);
+        let inv = self.bin(Bo::Subtract, top, q);
+        let inv_bits = self.bin(Bo::ShiftLeft, inv, twenty_three);
+        let inv_scale = self.as_(inv_bits, ScalarKind::Float, None);
+        let a = self.as_(magnitude, ScalarKind::Float, None);
+        let units = self.bin(Bo::Multiply, a, inv_scale);
+        // An f32 subnormal is below half of f16's smallest step: a fraction of a unit,
+        // whichever (a driver may flush it in the multiply).
+        let smallest_normal = self.u32c(0x0080_0000);
+        let below = self.bin(Bo::Less, magnitude, smallest_normal);
+        let nonzero = self.bin(Bo::NotEqual, magnitude, zero);
+        let subnormal = self.bin(Bo::LogicalAnd, below, nonzero);
+        let fraction = self.float_lit(ScalarType::F32, 0.5);
+        let units = self.select(subnormal, fraction, units);
+        let units = match away {
+            None if rounding == Rounding::NearestEven => self.math(Mf::Round, &[units]),
+            None => self.math(Mf::Floor, &[units]),
+            Some(away) => {
+                let (up, down) = (self.math(Mf::Ceil, &[units]), self.math(Mf::Floor, &[units]));
+                self.select(away, up, down)
+            }
+        };
+        let r = self.bin(Bo::Multiply, units, scale);
+        // Past f16's largest finite value: infinity to nearest or away from zero, else it.
+        let largest = self.float_lit(ScalarType::F32, 65504.0);
+        let beyond = self.bin(Bo::Greater, r, largest);
+        let to_infinity = match away {
+            Some(away) => away,
+            None => self.lit(naga::Literal::Bool(rounding == Rounding::NearestEven)),
+        };
+        let infinity = self.float_lit(ScalarType::F32, f64::INFINITY);
+        let past = self.select(to_infinity, infinity, largest);
+        let r = self.select(beyond, past, r);
+        let r_bits = self.as_(r, ScalarKind::Uint, None);
+        let signed = self.bin(Bo::InclusiveOr, r_bits, sign);
+        let signed = self.as_(signed, ScalarKind::Float, None);
+        // Infinities and NaN as they are.
+        let infinity_bits = self.u32c(0x7f80_0000);
+        let special = self.bin(Bo::GreaterEqual, magnitude, infinity_bits);
+        let out = self.select(special, x, signed);
+        self.cast(ScalarType::F32, ScalarType::F16, out)
     }
 
     /// The bits of f32 `x` without its sign.

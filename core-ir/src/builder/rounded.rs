@@ -83,11 +83,14 @@ impl<'b> Value<'b> {
     /// * A float to an integer: rounded to an integral value in the direction (`rint`,
     ///   `trunc`, `floor`, `ceil`), then converted as [`Value::to`] does (saturating, NaN to
     ///   0, as PTX's `cvt.rmi.s32.f32` and the like).
+    /// * f32 or f64 to f16 or bf16 (Triton's `tl.cast(x, dtype, fp_downcast_rounding=...)`,
+    ///   which has `"rtne"` and `"rtz"`; here every direction): one [`RoundedOp::Convert`].
     /// * Conversions that are always exact (f32 to f64, 32-bit integers to f64, a type to
     ///   itself): as [`Value::to`].
     ///
-    /// Errors (recorded): integer to integer (there is nothing to round), and conversions to
-    /// or from f16, bf16 and the fp8 types, which libdevice has no directed forms of.
+    /// Errors (recorded): integer to integer (there is nothing to round), conversions from
+    /// f16 and bf16 (exact to any float, and to integers `to_rounded` of their f32 does the
+    /// same), and to or from the fp8 types.
     #[track_caller]
     pub fn to_rounded(self, dtype: ScalarType, rounding: Rounding) -> Value<'b> {
         let loc = SourceLoc::caller();
@@ -98,8 +101,12 @@ impl<'b> Value<'b> {
             return k.fail(name, loc, format!("cannot convert pointers ({t}) to {dtype}"), t);
         };
         let wide = |s: ScalarType| matches!(s, ScalarType::F32 | ScalarType::F64) || s.is_int();
-        if !wide(from) || !wide(dtype) || (from.is_int() && dtype.is_int()) {
-            let message = format!("converts between f32, f64 and integers, a float on one side, got {from} to {dtype}");
+        let half = |s: ScalarType| matches!(s, ScalarType::F16 | ScalarType::BF16);
+        let to_half = half(dtype) && matches!(from, ScalarType::F32 | ScalarType::F64);
+        if !to_half && (!wide(from) || !wide(dtype) || (from.is_int() && dtype.is_int())) {
+            let message = format!(
+                "converts between f32, f64 and integers, a float on one side, or f32 or f64 to f16 or bf16, got {from} to {dtype}"
+            );
             return k.fail(name, loc, message, t.with_elem(crate::types::Elem::Scalar(dtype)));
         }
         if from.is_float() && dtype.is_int() {

@@ -382,7 +382,7 @@ pub(crate) fn rounded(op: RoundedOp, rounding: Rounding, args: &[&Tensor], ty: T
         if !RoundedOp::converts(from, s) || x.ty.shape != ty.shape {
             return Err(invalid!("{name} from {} to {ty}", x.ty));
         }
-        let out = if from == ScalarType::F64 {
+        let out = if from.is_float() {
             x.floats()?
                 .iter()
                 .map(|&v| super::rounding::convert_float(v, rounding, s))

@@ -33,6 +33,16 @@ const F64: Format = Format {
     emin: -1022,
     emax: 1023,
 };
+const F16: Format = Format {
+    precision: 11,
+    emin: -14,
+    emax: 15,
+};
+const BF16: Format = Format {
+    precision: 8,
+    emin: -126,
+    emax: 127,
+};
 
 /// An exact value `(-1)^negative · m · 2^e`, plus `sticky`: nonzero bits lie below `m`'s
 /// last (only where `m` has 60 bits or more, so that they never reach half of the last
@@ -116,12 +126,20 @@ pub(crate) fn rounded(op: RoundedOp, rounding: Rounding, ty: ScalarType, args: &
     }
 }
 
-/// f64 `x` rounded to `ty` (f32) toward `rounding` (`Op::Rounded`'s `Convert`).
+/// f64 `x` rounded to `ty` (f32, f16 or bf16) toward `rounding` (`Op::Rounded`'s
+/// `Convert`).
 pub(crate) fn convert_float(x: f64, rounding: Rounding, ty: ScalarType) -> f64 {
-    if !x.is_finite() || x == 0.0 || ty == ScalarType::F64 {
-        return if ty == ScalarType::F32 { x as f32 as f64 } else { x };
+    let fmt = match ty {
+        ScalarType::F32 => F32,
+        ScalarType::F16 => F16,
+        ScalarType::BF16 => BF16,
+        _ => return x,
+    };
+    if !x.is_finite() || x == 0.0 {
+        // (Infinities, zeros and NaN are values of each; a NaN is quieted as `as` does.)
+        return x as f32 as f64;
     }
-    round_exact(decompose(x), F32, rounding)
+    round_exact(decompose(x), fmt, rounding)
 }
 
 /// Integer `x` rounded to `ty` (f32 or f64) toward `rounding`.
@@ -323,7 +341,7 @@ fn round_exact(x: Exact, fmt: Format, rounding: Rounding) -> f64 {
             Rounding::Down => x.negative,
             Rounding::Up => !x.negative,
         };
-        let largest = if fmt.precision == 24 { f32::MAX as f64 } else { f64::MAX };
+        let largest = (2.0 - 2f64.powi(1 - fmt.precision as i32)) * 2f64.powi(fmt.emax);
         return sign * if to_infinity { f64::INFINITY } else { largest };
     }
     sign * encode(r as u64, q, fmt)
@@ -341,6 +359,9 @@ fn encode(r: u64, q: i32, fmt: Format) -> f64 {
             (((q + 23 + 127) as u32) << 23) | (r as u32 & ((1 << 23) - 1))
         };
         f32::from_bits(bits) as f64
+    } else if p < 24 {
+        // f16 and bf16: `r` of at most 11 bits, times a power of two f64 holds, exactly.
+        r as f64 * 2f64.powi(q)
     } else {
         let bits = if r < 1 << (p - 1) {
             debug_assert!(q == qmin || r == 0);
@@ -550,6 +571,68 @@ mod tests {
                 assert!(rz == if rd >= 0.0 { rd } else { ru }, "{int:?} {approx:e}");
             }
         }
+    }
+
+    /// f32 values converted to f16 and bf16 in every direction: to nearest is `half`'s
+    /// conversion (correctly rounded from f32), down and up are neighbours bracketing the
+    /// value (equal where exact), toward zero the one on zero's side; past the largest
+    /// finite value the directions toward infinity give it, the others the largest.
+    #[test]
+    fn conversions_to_half_types_in_every_direction() {
+        let mut rng = Rng::new(0x5eed_2027);
+        let values = (0..20000)
+            .map(|_| f32::from_bits(rng.next_u64() as u32))
+            .filter(|x| x.is_finite());
+        for x in values.chain([65519.0, 65520.0, 1e5, -1e5, 2f32.powi(-25), -2f32.powi(-25), 3.0e38]) {
+            let v = x as f64;
+            for (ty, nearest, next) in [
+                (
+                    ScalarType::F16,
+                    half::f16::from_f32(x).to_f64(),
+                    (|h: f64| {
+                        let b = half::f16::from_f64(h);
+                        half::f16::from_bits(b.to_bits() + 1).to_f64()
+                    }) as fn(f64) -> f64,
+                ),
+                (
+                    ScalarType::BF16,
+                    half::bf16::from_f32(x).to_f64(),
+                    (|h: f64| {
+                        let b = half::bf16::from_f64(h);
+                        half::bf16::from_bits(b.to_bits() + 1).to_f64()
+                    }) as fn(f64) -> f64,
+                ),
+            ] {
+                let c = |r| convert_float(v, r, ty);
+                let (rn, rz, rd, ru) = (
+                    c(Rounding::NearestEven),
+                    c(Rounding::TowardZero),
+                    c(Rounding::Down),
+                    c(Rounding::Up),
+                );
+                assert!(same(rn, nearest), "{x:e} to {ty} nearest: {rn:e}, want {nearest:e}");
+                assert!(rd <= v && v <= ru, "{x:e} to {ty}: {rd:e} {ru:e}");
+                if rd == ru {
+                    assert_eq!(rd, v, "{x:e} to {ty}");
+                } else if rd.is_finite() && ru.is_finite() && rd != 0.0 {
+                    // Neighbours: one step of the type apart (the next magnitude, sign and
+                    // magnitude bits, from the one nearer zero).
+                    let (inner, outer) = if v > 0.0 { (rd, ru) } else { (ru, rd) };
+                    assert_eq!(next(inner), outer, "{x:e} to {ty}: {rd:e} {ru:e}");
+                }
+                assert!(
+                    same(rz, if v > 0.0 { rd } else { ru }),
+                    "{x:e} to {ty} toward zero: {rz:e}"
+                );
+            }
+        }
+        let c = |x: f64, r, ty| convert_float(x, r, ty);
+        assert_eq!(c(1e5, Rounding::TowardZero, ScalarType::F16), 65504.0);
+        assert_eq!(c(1e5, Rounding::Up, ScalarType::F16), f64::INFINITY);
+        assert_eq!(c(-1e5, Rounding::Up, ScalarType::F16), -65504.0);
+        assert_eq!(c(65519.0, Rounding::NearestEven, ScalarType::F16), 65504.0);
+        assert_eq!(c(2f64.powi(-26), Rounding::Up, ScalarType::F16), 2f64.powi(-24));
+        assert_eq!(c(f64::MAX, Rounding::Down, ScalarType::BF16), half::bf16::MAX.to_f64());
     }
 
     #[test]
