@@ -634,9 +634,11 @@ fn gpu_tf32_matmul_within_the_operand_rounding() {
 
 /// f32 inputs at input precision tf32x3 (three tf32 MMAs on NVIDIA's tensor cores, the IEEE
 /// `dot` elsewhere) against the f64 product: ragged, skinny and square shapes up to K =
-/// 4096, row- and column-major operands, pipelined or not, within 2e-5 relative in the
-/// Frobenius norm: f32's accumulation, where tf32's operand rounding alone is 2.5e-4
-/// (`gpu_tf32_matmul_within_the_operand_rounding`).
+/// 4096, row- and column-major operands, pipelined or not, within 4e-6 relative in the
+/// Frobenius norm: f32's accumulation (on an H200 at most 3.2e-7 through CUDA, 1.2e-6 for
+/// Vulkan's IEEE `dot`), where tf32's operand rounding alone is 2.5e-4
+/// (`gpu_tf32_matmul_within_the_operand_rounding`) and the MMAs' own sums over the whole
+/// K, before each dot's were summed from zero, were 2.9e-5 at K = 4096.
 #[test]
 fn gpu_tf32x3_matmul_near_f32_accuracy() {
     let (_turn, devices) = devices();
@@ -674,7 +676,7 @@ fn gpu_tf32x3_matmul_near_f32_accuracy() {
                         .unwrap_or_else(|e| panic!("{case}: {e}"));
                     let err = frobenius(&got, &want);
                     println!("{case}: relative Frobenius error {err:.2e}");
-                    assert!(err <= 2e-5, "{case}: relative Frobenius error {err:.2e} above 2e-5");
+                    assert!(err <= 4e-6, "{case}: relative Frobenius error {err:.2e} above 4e-6");
                 }
             }
         }
