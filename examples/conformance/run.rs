@@ -518,6 +518,8 @@ impl Matrix {
         let rejected = |i: usize| self.cases[i].kernel.is_err();
         // The op column fits the longest row's name, so that the type columns line up.
         let width = rows.iter().map(|r| r.len()).max().unwrap_or(0).max(20);
+        // Each type column one wider than the longest type name (`f8e4m3fnuz`).
+        let column = DTYPES.iter().map(|t| t.name().len()).max().unwrap_or(0).max(7) + 1;
         for d in &self.devices {
             writeln!(
                 s,
@@ -527,7 +529,7 @@ impl Matrix {
             .unwrap();
             write!(s, "{:<width$}", "op").unwrap();
             for t in DTYPES {
-                write!(s, "{:>8}", t.name()).unwrap();
+                write!(s, "{:>column$}", t.name()).unwrap();
             }
             writeln!(s).unwrap();
             let mut total = Counts::default();
@@ -556,7 +558,7 @@ impl Matrix {
                     } else {
                         cnt.cell()
                     };
-                    write!(s, "{cell:>8}").unwrap();
+                    write!(s, "{cell:>column$}").unwrap();
                     for (i, c) in self.cases.iter().enumerate() {
                         if c.op == *row && c.dtype == t && !rejected(i) {
                             total.add(&d.outcomes[i]);
