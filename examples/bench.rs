@@ -93,6 +93,57 @@ pub fn as_cuda(dev: &dyn Device) -> Result<Option<std::sync::Arc<rutile::CudaGpu
     }
 }
 
+/// A GPU a study times its kernels on beside cuBLAS: a CUDA device opened again as itself
+/// ([`as_cuda`]), or the device as it is; its cache flush (by copy); and cuBLAS's f16
+/// matmul at `n`³ in TFLOPS where it is CUDA ([`cublas_f16_tflops`]).
+pub struct StudyGpu {
+    cuda: Option<std::sync::Arc<rutile::CudaGpu>>,
+    other: std::sync::Arc<dyn Device>,
+    /// The cache flush the study's timings use.
+    pub flush: CacheFlush,
+    /// cuBLAS's f16 matmul at `n`³, TFLOPS, on CUDA devices.
+    pub cublas_f16: Option<f64>,
+}
+
+impl StudyGpu {
+    /// `dev` set up for a study at `n`³.
+    pub fn open(dev: &std::sync::Arc<dyn Device>, n: usize) -> Result<StudyGpu> {
+        let cuda = as_cuda(dev.as_ref())?;
+        let device: &dyn Device = match &cuda {
+            Some(gpu) => gpu.as_ref(),
+            None => dev.as_ref(),
+        };
+        let flush = CacheFlush::new(device, FlushMode::Copy)?;
+        let cublas_f16 = match &cuda {
+            Some(gpu) => Some(cublas_f16_tflops(gpu, &flush, n)?),
+            None => None,
+        };
+        Ok(StudyGpu {
+            cuda,
+            other: dev.clone(),
+            flush,
+            cublas_f16,
+        })
+    }
+
+    /// The device to time on.
+    pub fn device(&self) -> &dyn Device {
+        match &self.cuda {
+            Some(gpu) => gpu.as_ref(),
+            None => self.other.as_ref(),
+        }
+    }
+
+    /// The start of the study's line: the device and cuBLAS's rate where measured.
+    pub fn line(&self) -> String {
+        let mut line = format!("{}:", self.device().id());
+        if let Some(c) = self.cublas_f16 {
+            line += &format!(" cuBLAS f16 {c:.1}");
+        }
+        line
+    }
+}
+
 /// cuBLAS's f16 matmul (`cublasGemmEx`, f32 accumulation, f16 out) at `n`³ on `gpu`, the
 /// cache emptied by `flush` before each of 30 timed launches: TFLOPS of the median.
 pub fn cublas_f16_tflops(gpu: &rutile::CudaGpu, flush: &CacheFlush, n: usize) -> Result<f64> {

@@ -90,3 +90,14 @@ pub fn max_relative_error(got: impl IntoIterator<Item = f64>, want: &[f64], floo
     }
     worst
 }
+
+/// `‖got - want‖ / ‖want‖` (Frobenius norms): the relative error of a matrix; NaN where
+/// `got` holds a NaN.
+pub fn relative_frobenius(got: &[f64], want: &[f64]) -> f64 {
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (g, w) in got.iter().zip(want) {
+        diff += (g - w) * (g - w);
+        norm += w * w;
+    }
+    (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
+}

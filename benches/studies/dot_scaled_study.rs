@@ -12,7 +12,7 @@
 use half::{bf16, f16};
 use rutile::autotune::{Autotuner, Config};
 use rutile::{Device, DeviceExt, Kernel, Microscaled, MxFormat, ScalarType};
-use rutile_examples::bench::{as_cuda, cublas_f16_tflops, do_bench, study_setting, CacheFlush, FlushMode};
+use rutile_examples::bench::{do_bench, study_setting, CacheFlush, StudyGpu};
 use rutile_examples::rng::Rng;
 
 /// The two operands' formats of a run.
@@ -245,18 +245,11 @@ fn main() -> rutile::Result<()> {
         },
     ];
     for dev in &devices {
-        let cuda = as_cuda(dev.as_ref())?;
-        let dev: &dyn Device = match &cuda {
-            Some(gpu) => gpu.as_ref(),
-            None => dev.as_ref(),
-        };
-        let flush = CacheFlush::new(dev, FlushMode::Copy)?;
-        let mut line = format!("{}:", dev.id());
-        if let Some(gpu) = &cuda {
-            line += &format!(" cuBLAS f16 {:.1}", cublas_f16_tflops(gpu, &flush, n)?);
-        }
+        let gpu = StudyGpu::open(dev, n)?;
+        let (dev, flush) = (gpu.device(), &gpu.flush);
+        let mut line = gpu.line();
         for f in runs {
-            match run(dev, &flush, f, n, 8) {
+            match run(dev, flush, f, n, 8) {
                 Ok((t, config)) => line += &format!(", {} {t:.1} [{config}]", f.name()),
                 Err(e) => line += &format!(", {}: {e}", f.name()),
             }

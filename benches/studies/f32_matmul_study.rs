@@ -15,7 +15,7 @@
 use rutile::autotune::{Autotuner, Config};
 use rutile::seeds::{self, MatmulMeta};
 use rutile::{Device, DeviceExt, DotPrecision, ScalarType};
-use rutile_examples::bench::{as_cuda, cublas_f16_tflops, do_bench, study_setting, CacheFlush, FlushMode};
+use rutile_examples::bench::{do_bench, study_setting, CacheFlush, StudyGpu};
 use rutile_examples::rng::Rng;
 use rutile_examples::tutorials::matmul_configs_for;
 
@@ -28,16 +28,6 @@ fn meta(c: &Config, precision: DotPrecision) -> rutile::Result<MatmulMeta> {
     meta.output = ScalarType::F32;
     meta.input_precision = precision;
     Ok(meta)
-}
-
-/// Relative Frobenius error of `got` against `want`.
-fn frobenius(got: &[f64], want: &[f64]) -> f64 {
-    let (mut d, mut w) = (0.0, 0.0);
-    for (g, x) in got.iter().zip(want) {
-        d += (g - x) * (g - x);
-        w += x * x;
-    }
-    (d / w).sqrt()
 }
 
 /// The tutorial's kernel at `precision` on `a` and `b` (row-major), autotuned, its first
@@ -62,7 +52,7 @@ fn rutile_tflops(
     let tuned = tuner.tuned(dev, &format!("{n},{n},{n}"), &build, &grid, &args)?;
     dev.launch(&tuned.kernel, &tuned.launch, &args)?;
     let got: Vec<f64> = dev.download(&cb)?[..rows * n].iter().map(|&v| v as f64).collect();
-    let err = frobenius(&got, want);
+    let err = rutile_examples::check::relative_frobenius(&got, want);
     // tf32's operand rounding: about 2.5e-4; the others: f32's accumulation.
     let bound = if precision == DotPrecision::Tf32 { 1e-3 } else { 2e-5 };
     if err.is_nan() || err > bound {
@@ -102,23 +92,12 @@ fn main() -> rutile::Result<()> {
         "C = A @ B at {n}^3, f32 operands and output; TFLOPS (median of 30), relative error of the first {rows} rows"
     );
     for dev in &devices {
-        let cuda = as_cuda(dev.as_ref())?;
-        let dev: &dyn Device = match &cuda {
-            Some(gpu) => gpu.as_ref(),
-            None => dev.as_ref(),
-        };
-        let flush = CacheFlush::new(dev, FlushMode::Copy)?;
-        let mut line = format!("{}:", dev.id());
-        let cublas = match &cuda {
-            Some(gpu) => Some(cublas_f16_tflops(gpu, &flush, n)?),
-            None => None,
-        };
-        if let Some(c) = cublas {
-            line += &format!(" cuBLAS f16 {c:.1}");
-        }
+        let gpu = StudyGpu::open(dev, n)?;
+        let (dev, flush, cublas) = (gpu.device(), &gpu.flush, gpu.cublas_f16);
+        let mut line = gpu.line();
         for precision in [DotPrecision::Ieee, DotPrecision::Tf32, DotPrecision::Tf32x3] {
             let name = precision.name().unwrap_or("ieee");
-            match rutile_tflops(dev, &flush, n, (&a, &b), &want, rows, precision) {
+            match rutile_tflops(dev, flush, n, (&a, &b), &want, rows, precision) {
                 Ok((t, err, config)) => {
                     let of = cublas
                         .map(|c| format!(", {:.1}% of cuBLAS f16", 100.0 * t / c))

@@ -16,7 +16,7 @@ use half::f16;
 use rutile::autotune::{Autotuner, Config};
 use rutile::seeds::{self, MatmulMeta};
 use rutile::{Backend, Device, DeviceExt, Element, ScalarType, F8E4M3, F8E5M2};
-use rutile_examples::bench::{as_cuda, cublas_f16_tflops, do_bench, study_setting, CacheFlush, FlushMode};
+use rutile_examples::bench::{do_bench, study_setting, CacheFlush, StudyGpu};
 use rutile_examples::rng::Rng;
 use rutile_examples::tutorials::{fp8_matmul_configs_for, matmul_configs_for};
 
@@ -30,16 +30,6 @@ fn meta(c: &Config, input: ScalarType, limit: Option<u32>) -> rutile::Result<Mat
     meta.output = ScalarType::F16;
     meta.max_num_imprecise_acc = limit;
     Ok(meta)
-}
-
-/// Relative Frobenius error of `got` against `want`.
-fn frobenius(got: &[f64], want: &[f64]) -> f64 {
-    let (mut d, mut w) = (0.0, 0.0);
-    for (g, x) in got.iter().zip(want) {
-        d += (g - x) * (g - x);
-        w += x * x;
-    }
-    (d / w).sqrt()
 }
 
 /// The tutorial's kernel on `input` operands (`a`, `b` as f64 values of that type; B
@@ -89,7 +79,7 @@ fn rutile_tflops<T: Element>(
     let tuned = tuner.tuned(dev, &format!("{n},{n},{n},colmajor_b"), &build, &grid, &args)?;
     dev.launch(&tuned.kernel, &tuned.launch, &args)?;
     let got: Vec<f64> = dev.download(&cb)?[..rows * n].iter().map(|v| v.to_f64()).collect();
-    let err = frobenius(&got, want);
+    let err = rutile_examples::check::relative_frobenius(&got, want);
     if err.is_nan() || err > 2e-3 {
         return Err(rutile::Error::Argument {
             kernel: tuned.kernel.name.clone(),
@@ -117,20 +107,9 @@ fn main() -> rutile::Result<()> {
     let raw_b = rng.f32s(n * n, -1.0, 1.0);
     println!("C = A @ B at {n}^3, f32 accumulation, f16 output; B column-major; TFLOPS (median of 30)");
     for dev in &devices {
-        let cuda = as_cuda(dev.as_ref())?;
-        let dev: &dyn Device = match &cuda {
-            Some(gpu) => gpu.as_ref(),
-            None => dev.as_ref(),
-        };
-        let flush = CacheFlush::new(dev, FlushMode::Copy)?;
-        let mut line = format!("{}:", dev.id());
-        let cublas = match &cuda {
-            Some(gpu) => Some(cublas_f16_tflops(gpu, &flush, n)?),
-            None => None,
-        };
-        if let Some(c) = cublas {
-            line += &format!(" cuBLAS f16 {c:.1}");
-        }
+        let gpu = StudyGpu::open(dev, n)?;
+        let (dev, flush, cublas) = (gpu.device(), &gpu.flush, gpu.cublas_f16);
+        let mut line = gpu.line();
         let runs = [
             (ScalarType::F16, None),
             (ScalarType::F8E5M2, None),
@@ -154,9 +133,9 @@ fn main() -> rutile::Result<()> {
             let (a, b): (Vec<f64>, Vec<f64>) = (raw_a.iter().map(round).collect(), raw_b.iter().map(round).collect());
             let want = rutile_examples::check::matmul_reference_of(&a[..rows * n], &b, (rows, n, n), false);
             let result = match input {
-                ScalarType::F8E5M2 => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, limit, F8E5M2::from_f64),
-                ScalarType::F8E4M3 => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, limit, F8E4M3::from_f64),
-                _ => rutile_tflops(dev, &flush, n, &a, &b, &want, rows, limit, f16::from_f64),
+                ScalarType::F8E5M2 => rutile_tflops(dev, flush, n, &a, &b, &want, rows, limit, F8E5M2::from_f64),
+                ScalarType::F8E4M3 => rutile_tflops(dev, flush, n, &a, &b, &want, rows, limit, F8E4M3::from_f64),
+                _ => rutile_tflops(dev, flush, n, &a, &b, &want, rows, limit, f16::from_f64),
             };
             let input = match limit {
                 Some(l) => format!("{input} (max_num_imprecise_acc={l})"),

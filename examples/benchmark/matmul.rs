@@ -9,6 +9,7 @@ use rutile::bench::{Benchmark, Report};
 use rutile::cublas::Cublas;
 use rutile::{seeds, Backend, CudaGpu, Device, DeviceExt, LaunchConfig};
 use rutile_examples::bench::{do_bench, CacheFlush, FlushMode};
+use rutile_examples::check::relative_frobenius as frobenius_error;
 use rutile_examples::rng::Rng;
 use rutile_examples::tutorials::{matmul_configs_for, tuned_matmul};
 use std::cell::RefCell;
@@ -235,16 +236,6 @@ fn cuda_ordinal(dev: &dyn Device) -> Option<usize> {
         return None;
     }
     dev.id().strip_prefix("cuda:")?.parse().ok()
-}
-
-/// `‖got - want‖ / ‖want‖` (Frobenius norms); NaN where `got` holds a NaN.
-fn frobenius_error(got: &[f64], want: &[f64]) -> f64 {
-    let (mut diff, mut norm) = (0.0, 0.0);
-    for (g, w) in got.iter().zip(want) {
-        diff += (g - w) * (g - w);
-        norm += w * w;
-    }
-    (diff / norm).sqrt()
 }
 
 /// Which units the compiled code multiplies on: Hopper's warpgroup MMA, the warp-level

@@ -206,15 +206,7 @@ fn relative_error<T: Input, U: Input>(
     Ok(frobenius(&got, want))
 }
 
-/// `‖got - want‖ / ‖want‖`.
-fn frobenius(got: &[f64], want: &[f64]) -> f64 {
-    let (mut diff, mut norm) = (0.0f64, 0.0f64);
-    for (g, w) in got.iter().zip(want) {
-        diff += (g - w) * (g - w);
-        norm += w * w;
-    }
-    (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
-}
+use rutile_examples::check::relative_frobenius as frobenius;
 
 /// The kernel of `meta` (inputs of type `T`, output of type `U`) on `d` launched as
 /// `config`: C.
