@@ -68,6 +68,34 @@ fn directed_rounding_needs_exact_f64() {
     check(&k, &full(32));
 }
 
+/// f64 results in a direction: `add` and `sub` translate (a two-sum stepped on the 64 bits,
+/// which needs 64-bit integers), `mul` and the others are refused naming the op.
+#[test]
+fn directed_rounding_of_f64() {
+    use rutile_ir::ir::{RoundedOp, Rounding};
+    let kernel = |op: RoundedOp| {
+        let mut kb = ThreadKernelBuilder::new("f64_rd", 1, 32);
+        let out = kb.ptr("out", F64);
+        let tid = kb.special(Special::ThreadId);
+        let x = kb.set(F64, Expr::Cast(tid));
+        let r = kb.set(F64, Expr::Rounded(op, Rounding::Down, vec![x, x]));
+        kb.store(vec![r], Memory::Global { param: out }, tid, None);
+        kb.finish()
+    };
+    check(&kernel(RoundedOp::Add), &full(32));
+    check(&kernel(RoundedOp::Sub), &full(32));
+    let no_i64 = SpirvTarget {
+        shader_i64: false,
+        ..full(32)
+    };
+    let (what, msg) = unsupported_what(emit(&kernel(RoundedOp::Add), &no_i64));
+    assert_eq!(what, "i64");
+    assert!(msg.contains("add_rd") && msg.contains("shader-int64"), "{msg}");
+    let (what, msg) = unsupported_what(emit(&kernel(RoundedOp::Mul), &full(32)));
+    assert_eq!(what, "directed rounding");
+    assert!(msg.contains("mul_rd") && msg.contains("f64"), "{msg}");
+}
+
 /// Types naga lacks are emulated: `bf16` registers as `f32`, 8- and 16-bit integers as
 /// 32-bit ones, and their buffers as packed words; their scalar parameters take a word of
 /// the launch block. Each translates and validates, with the basic target's features.

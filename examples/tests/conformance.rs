@@ -31,7 +31,8 @@ fn op_conformance_matrix() {
 
 /// The directed-rounding ops (`add_rd`, `div_ru`, `sqrt_rz`, `fma_rn`, ...), the matrix's
 /// cases of them alone: every op and direction on f32 and f64, bit for bit the
-/// interpreter's on every device (f64 is refused through Vulkan, an unsupported case).
+/// interpreter's on every device (through Vulkan f64's `add`, `sub` and conversions from
+/// 64-bit integers; its other ops are refused there, unsupported cases).
 #[test]
 fn directed_rounding_on_every_device() {
     let (_turn, devices) = devices();

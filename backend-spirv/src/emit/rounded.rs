@@ -17,8 +17,13 @@
 //! (`exact_f64`), which the target needs on for these ops (they are refused without it),
 //! with `shaderFloat64`. The
 //! conversion of the f64 result to f32 is taken to be correctly rounded (as Vulkan's
-//! precision rules require), so that it lands within one place. f64 operands would need
-//! wider arithmetic than any the device has; they are refused.
+//! precision rules require), so that it lands within one place.
+//!
+//! f64 results have nothing wider to be computed in. A sum or difference of f64 values,
+//! and a 64-bit integer, is exactly an f64 pair `s + e` (a two-sum), and the directed
+//! result is `s` or its neighbour, stepped on the bits (`rounded_f64`); products,
+//! quotients, square roots and `fma` would need an f64 `fma` that rounds once for their
+//! exact errors, which Vulkan does not promise: they are refused.
 
 use super::*;
 use rutile_ir::ir::{RoundedOp, Rounding};
@@ -37,6 +42,12 @@ impl Cx<'_> {
         let half = matches!(ty, ScalarType::F16 | ScalarType::BF16);
         if op == RoundedOp::Convert && half && matches!(from, ScalarType::F32 | ScalarType::F64) {
             return Ok(self.convert_to_half(rounding, from, ty, args[0]));
+        }
+        if ty == ScalarType::F64 {
+            let r = self.rounded_f64(op, rounding, from, args)?;
+            // (f64 among the module's types, which is how `exact_f64` knows to mark it.)
+            self.ty(TypeInner::Scalar(Scalar::F64));
+            return Ok(r);
         }
         if ty != ScalarType::F32 {
             let detail =
@@ -187,15 +198,7 @@ impl Cx<'_> {
                 self.round_pair(rounding, w, zero)
             }
             ScalarType::I64 | ScalarType::U64 => {
-                let thirty_two = self.lit(naga::Literal::U32(32));
-                let hi = self.bin(Bo::ShiftRight, x, thirty_two);
-                let mask = self.int_lit(from, 0xffff_ffff);
-                let lo = self.bin(Bo::And, x, mask);
-                let hi = self.as_(hi, ScalarKind::Float, Some(8));
-                let lo = self.as_(lo, ScalarKind::Float, Some(8));
-                let scale = self.float_lit(ScalarType::F64, 2f64.powi(32));
-                let hi = self.bin(Bo::Multiply, hi, scale);
-                let (s, e) = self.two_sum(hi, lo);
+                let (s, e) = self.int64_pair(from, x);
                 self.round_pair(rounding, s, e)
             }
             _ => {
@@ -204,6 +207,131 @@ impl Cx<'_> {
             }
         };
         Ok(r)
+    }
+
+    /// 64-bit integer `x` (of `from`) as an exact f64 pair `s + e`: its high word times 2^32
+    /// plus its low word, two-summed.
+    fn int64_pair(&mut self, from: ScalarType, x: H) -> (H, H) {
+        let thirty_two = self.lit(naga::Literal::U32(32));
+        let hi = self.bin(Bo::ShiftRight, x, thirty_two);
+        let mask = self.int_lit(from, 0xffff_ffff);
+        let lo = self.bin(Bo::And, x, mask);
+        let hi = self.as_(hi, ScalarKind::Float, Some(8));
+        let lo = self.as_(lo, ScalarKind::Float, Some(8));
+        let scale = self.float_lit(ScalarType::F64, 2f64.powi(32));
+        let hi = self.bin(Bo::Multiply, hi, scale);
+        self.two_sum(hi, lo)
+    }
+
+    /// An f64 result in a direction: `add` and `sub` of f64 values, and 64-bit integers
+    /// converted to f64. Their exact value is an f64 pair `s + e` (a two-sum, `s` rounded
+    /// to nearest, every f64 operation rounded once, `exact_f64`), so the directed result
+    /// is `s` or its neighbour one place toward `e`, stepped on the bits. A product's,
+    /// quotient's or square root's exact error would need an f64 `fma` that rounds once,
+    /// which Vulkan does not promise (lavapipe's rounds twice): those are refused.
+    fn rounded_f64(&mut self, op: RoundedOp, rounding: Rounding, from: ScalarType, args: &[H]) -> R<H> {
+        let name = op.name(rounding);
+        if !matches!(op, RoundedOp::Add | RoundedOp::Sub | RoundedOp::Convert) {
+            let detail = format!(
+                "`{name}` of f64: through Vulkan only add, sub and conversions from 64-bit integers are rounded in a \
+                 direction (the exact error of an f64 product or quotient needs an fma rounded once, which Vulkan \
+                 does not promise)"
+            );
+            return Err(unsupported(self.k, "directed rounding", detail));
+        }
+        if !self.exact_f64 {
+            let detail =
+                format!("`{name}` needs each f64 operation rounded once, which the target's exact_f64 (off) ensures");
+            return Err(unsupported(self.k, "directed rounding", detail));
+        }
+        if !self.int64 {
+            let detail =
+                format!("`{name}` of f64 steps the result on its 64 bits, which needs the device's shader-int64");
+            return Err(unsupported(self.k, "i64", detail));
+        }
+        if op == RoundedOp::Convert {
+            if !matches!(from, ScalarType::I64 | ScalarType::U64) {
+                return Err(unsupported(
+                    self.k,
+                    "directed rounding",
+                    format!("`{name}` from {from} to f64"),
+                ));
+            }
+            let (s, e) = self.int64_pair(from, args[0]);
+            return Ok(self.step_toward(rounding, s, e));
+        }
+        let (a, b) = match op {
+            RoundedOp::Add => (args[0], args[1]),
+            _ => (args[0], self.un(Uo::Negate, args[1])),
+        };
+        let (s, e) = self.two_sum(a, b);
+        let directed = self.step_toward(rounding, s, e);
+        // An exact zero: `+0`, or `-0` rounding down, unless both addends are zeros of one
+        // sign (f64's own sums of zeros give these signs).
+        let zero_sum = if rounding == Rounding::Down {
+            let (na, nb) = (self.un(Uo::Negate, a), self.un(Uo::Negate, b));
+            let t = self.bin(Bo::Add, na, nb);
+            self.un(Uo::Negate, t)
+        } else {
+            s
+        };
+        let zero = self.float_lit(ScalarType::F64, 0.0);
+        let (s0, e0) = (self.bin(Bo::Equal, s, zero), self.bin(Bo::Equal, e, zero));
+        let exact_zero = self.bin(Bo::LogicalAnd, s0, e0);
+        let r = self.select(exact_zero, zero_sum, directed);
+        // Past the largest finite value (the sum to nearest infinite, its operands finite):
+        // infinity where the direction points away from zero, else the largest value.
+        let max = self.float_lit(ScalarType::F64, f64::MAX);
+        let finite = |cx: &mut Self, x: H| {
+            let a = cx.math(Mf::Abs, &[x]);
+            cx.bin(Bo::LessEqual, a, max)
+        };
+        let (fa, fb, fs) = (finite(self, a), finite(self, b), finite(self, s));
+        let operands = self.bin(Bo::LogicalAnd, fa, fb);
+        let not_fs = self.un(Uo::LogicalNot, fs);
+        let overflow = self.bin(Bo::LogicalAnd, operands, not_fs);
+        let positive = self.bin(Bo::Greater, s, zero);
+        let to_infinity = match rounding {
+            Rounding::NearestEven => self.lit(naga::Literal::Bool(true)),
+            Rounding::TowardZero => self.lit(naga::Literal::Bool(false)),
+            Rounding::Up => positive,
+            Rounding::Down => self.un(Uo::LogicalNot, positive),
+        };
+        let largest = self.math(Mf::Sign, &[s]);
+        let largest = self.bin(Bo::Multiply, largest, max);
+        let past = self.select(to_infinity, s, largest);
+        let r = self.select(overflow, past, r);
+        // Infinities and NaN among the operands: f64's own sum.
+        Ok(self.select(operands, r, s))
+    }
+
+    /// f64 `s` stepped one place toward `s + e` where the direction says (`s` is the pair's
+    /// rounding to nearest; `e` its exact remainder, at most half a place): up where `e > 0`
+    /// rounding up, or toward zero from a negative `s`; down likewise. On the bits: one more
+    /// is one place away from zero, one less toward it.
+    fn step_toward(&mut self, rounding: Rounding, s: H, e: H) -> H {
+        let zero = self.float_lit(ScalarType::F64, 0.0);
+        let (above, below) = (self.bin(Bo::Greater, e, zero), self.bin(Bo::Less, e, zero));
+        let negative = self.bin(Bo::Less, s, zero);
+        let positive = self.un(Uo::LogicalNot, negative);
+        let no = self.lit(naga::Literal::Bool(false));
+        let (up, down) = match rounding {
+            Rounding::NearestEven => (no, no),
+            Rounding::Up => (above, no),
+            Rounding::Down => (no, below),
+            Rounding::TowardZero => (
+                self.bin(Bo::LogicalAnd, above, negative),
+                self.bin(Bo::LogicalAnd, below, positive),
+            ),
+        };
+        let bits = self.as_(s, ScalarKind::Uint, None);
+        let one = self.lit(naga::Literal::U64(1));
+        let (away, toward) = (self.bin(Bo::Add, bits, one), self.bin(Bo::Subtract, bits, one));
+        let up_bits = self.select(negative, toward, away);
+        let down_bits = self.select(negative, away, toward);
+        let stepped = self.select(down, down_bits, bits);
+        let stepped = self.select(up, up_bits, stepped);
+        self.as_(stepped, ScalarKind::Float, None)
     }
 
     /// f32 or f64 `x` (of `from`) converted to f16 or bf16 (`ty`) toward `rounding`
