@@ -396,13 +396,19 @@ def bench_attention():
                 print(line, flush=True)
 
 
-def bench_f32_matmul():
-    n = 4096
+def matmul_baseline(n):
+    """TFLOPS of a time in ms at n^3, two random f16 n x n operands, and cuBLAS's fp16
+    matmul of them in TFLOPS (the matmul sections' baseline)."""
     flops = 2 * n**3
     tflops = lambda ms: flops / (ms * 1e-3) / 1e12
     a16 = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
     b16 = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
-    cublas = tflops(bench(lambda: a16 @ b16))
+    return tflops, a16, b16, tflops(bench(lambda: a16 @ b16))
+
+
+def bench_f32_matmul():
+    n = 4096
+    tflops, _, _, cublas = matmul_baseline(n)
     a = torch.rand(n, n, device="cuda") * 2 - 1
     b = torch.rand(n, n, device="cuda") * 2 - 1
     exact = a[:16].double() @ b.double()
@@ -431,11 +437,7 @@ def bench_f32_matmul():
 
 def bench_fp8_matmul():
     n = 4096
-    flops = 2 * n**3
-    tflops = lambda ms: flops / (ms * 1e-3) / 1e12
-    a16 = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
-    b16 = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
-    cublas = tflops(bench(lambda: a16 @ b16))
+    tflops, a16, b16, cublas = matmul_baseline(n)
     print(f"matmul fp8 at {n}^3, f16 out, B column-major: TFLOPS (of cuBLAS's fp16 matmul, {cublas:.1f})")
     # (e4m3 at 128: its sums promoted into f32 every 128 elements of K, max_num_imprecise_acc.)
     for dtype, name, limit in [(torch.float8_e5m2, "e5m2", None), (torch.float8_e4m3fn, "e4m3", None),
@@ -513,10 +515,7 @@ def scaled_matmul_kernel(a_ptr, b_ptr, sa_ptr, sb_ptr, c_ptr, M, N, K, LHS: tl.c
 
 def bench_dot_scaled():
     n = 4096
-    flops = 2 * n**3
-    tflops = lambda ms: flops / (ms * 1e-3) / 1e12
-    a16 = torch.rand(n, n, device="cuda", dtype=torch.float16) * 2 - 1
-    cublas = tflops(bench(lambda: a16 @ a16))
+    tflops, _, _, cublas = matmul_baseline(n)
     print(f"dot_scaled matmul at {n}^3, f16 out, B K-contiguous: TFLOPS (cuBLAS's fp16 matmul {cublas:.1f})")
     for lhs, rhs, name in [("bf16", "e2m1", "bf16 x mxfp4"), ("e4m3", "e4m3", "mxfp8 x mxfp8")]:
         gen = torch.Generator(device="cuda").manual_seed(7)

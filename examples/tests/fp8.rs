@@ -287,7 +287,7 @@ fn mixed_fp8_dot_on_every_device() {
 /// in f32.)
 #[test]
 fn promoted_fp8_sums_hold_a_long_k_on_every_device() {
-    use rutile::seeds::{matmul, matmul_grid, MatmulMeta};
+    use rutile::seeds::MatmulMeta;
     let (m, n, k) = (100usize, 120usize, 4000usize);
     let mut rng = rutile_examples::rng::Rng::new(44);
     let a: Vec<F8E4M3> = rng.f32s(m * k, 0.5, 1.5).into_iter().map(F8E4M3::from_f32).collect();
@@ -311,16 +311,14 @@ fn promoted_fp8_sums_hold_a_long_k_on_every_device() {
                 max_num_imprecise_acc: limit,
                 ..MatmulMeta::fp16(64, 64, 64)
             };
-            let kernel = matmul(&meta).unwrap();
-            let cb = d.zeros::<f32>(m * n).unwrap();
-            let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
-            args.extend(ints);
-            let launch = LaunchConfig::grid1(matmul_grid(&meta, m as u32, n as u32))
-                .num_warps(4)
-                .num_stages(3);
-            d.launch(&kernel, &launch, &args)
-                .unwrap_or_else(|e| panic!("{}: limit {limit:?}: {e}", d.id()));
-            let got = d.download(&cb).unwrap();
+            let got = run_matmul_seed(
+                d,
+                &meta,
+                [(&ab).into(), (&bb).into()],
+                (m, n),
+                ints,
+                &format!("limit {limit:?}"),
+            );
             let error = got
                 .iter()
                 .zip(&want)
@@ -341,6 +339,29 @@ fn promoted_fp8_sums_hold_a_long_k_on_every_device() {
             errors[1]
         );
     }
+}
+
+/// The matmul seed of `meta` on `d` (4 warps, 3 stages) with operands `ab` and the
+/// integer arguments `ints`, into an `m x n` f32 C: C (`what` names the case in a failure).
+fn run_matmul_seed(
+    d: &dyn Device,
+    meta: &rutile::seeds::MatmulMeta,
+    ab: [rutile::Arg<'_>; 2],
+    (m, n): (usize, usize),
+    ints: [rutile::Arg<'_>; 9],
+    what: &str,
+) -> Vec<f32> {
+    use rutile::seeds::{matmul, matmul_grid};
+    let cb = d.zeros::<f32>(m * n).unwrap();
+    let mut args = ab.to_vec();
+    args.push((&cb).into());
+    args.extend(ints);
+    let launch = LaunchConfig::grid1(matmul_grid(meta, m as u32, n as u32))
+        .num_warps(4)
+        .num_stages(3);
+    d.launch(&matmul(meta).unwrap(), &launch, &args)
+        .unwrap_or_else(|e| panic!("{}: {what}: {e}", d.id()));
+    d.download(&cb).unwrap()
 }
 
 /// Triton's other fp8 formats: `float8e4b15` (`F8E4M3B15`), `float8e4b8` (`F8E4M3Fnuz`)
@@ -466,7 +487,7 @@ fn other_fp8_formats_bit_exact_on_every_device() {
 /// summed in f64: each element within 2^-12 of the sum of its products' magnitudes.
 #[test]
 fn matmul_of_other_fp8_formats_on_every_device() {
-    use rutile::seeds::{matmul, matmul_grid, MatmulMeta};
+    use rutile::seeds::MatmulMeta;
     let (m, n, k) = (100usize, 120usize, 200usize);
     let mut rng = rutile_examples::rng::Rng::new(45);
     for t in OTHER_FORMATS {
@@ -497,22 +518,13 @@ fn matmul_of_other_fp8_formats_on_every_device() {
             output: ScalarType::F32,
             ..MatmulMeta::fp16(64, 64, 64)
         };
-        let kernel = matmul(&meta).unwrap();
         let ints = [m, n, k, k, 1, n, 1, n, 1].map(|v| rutile::Arg::I32(v as i32));
         for d in devices() {
             let d = d.as_ref();
             let (ab, bb) = (d.alloc(t, m * k).unwrap(), d.alloc(t, k * n).unwrap());
             d.write(&ab, &a).unwrap();
             d.write(&bb, &b).unwrap();
-            let cb = d.zeros::<f32>(m * n).unwrap();
-            let mut args = vec![(&ab).into(), (&bb).into(), (&cb).into()];
-            args.extend(ints);
-            let launch = LaunchConfig::grid1(matmul_grid(&meta, m as u32, n as u32))
-                .num_warps(4)
-                .num_stages(3);
-            d.launch(&kernel, &launch, &args)
-                .unwrap_or_else(|e| panic!("{}: {t}: {e}", d.id()));
-            let got = d.download(&cb).unwrap();
+            let got = run_matmul_seed(d, &meta, [(&ab).into(), (&bb).into()], (m, n), ints, &t.to_string());
             for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
                 assert!(
                     (g as f64 - w).abs() <= scale[i] * 2f64.powi(-12),
