@@ -356,17 +356,19 @@ pub(crate) fn to_half_rounded(e: &mut Emitter, d: &str, t: ScalarType, x: &str, 
     } else {
         x.to_string()
     };
-    let [u, magnitude, low, kept, next, quiet] = [(); 6].map(|_| e.tmp(Class::R));
-    let [inexact, away, nan] = [(); 3].map(|_| e.tmp(Class::Pred));
+    let [u, magnitude, kept, quiet] = [(); 4].map(|_| e.tmp(Class::R));
+    let nan = e.tmp(Class::Pred);
     e.ins(format!("mov.b32 {u}, {f}"));
     e.ins(format!("and.b32 {magnitude}, {u}, 2147483647"));
-    e.ins(format!("and.b32 {low}, {u}, 65535"));
     e.ins(format!("and.b32 {kept}, {u}, 4294901760"));
-    e.ins(format!("setp.ne.u32 {inexact}, {low}, 0"));
     // Away from zero: up for positive values, down for negative ones (toward zero never).
     // Sign and magnitude: one unit more is one step away from zero; past the largest finite
     // value, infinity.
     if mode != "rz" {
+        let (low, next) = (e.tmp(Class::R), e.tmp(Class::R));
+        let (inexact, away) = (e.tmp(Class::Pred), e.tmp(Class::Pred));
+        e.ins(format!("and.b32 {low}, {u}, 65535"));
+        e.ins(format!("setp.ne.u32 {inexact}, {low}, 0"));
         let side = if mode == "rp" { "ge" } else { "lt" };
         e.ins(format!("setp.{side}.s32 {away}, {u}, 0"));
         e.ins(format!("and.pred {away}, {away}, {inexact}"));

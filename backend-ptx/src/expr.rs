@@ -589,9 +589,6 @@ fn rounded(
     Ok(())
 }
 
-/// `d = fma(a, b, c)` of fp8 registers, rounded once: in f64, where the product is exact
-/// and the sum is too unless the addend is so much larger that the product cannot move its
-/// fp8 rounding; then rounded as a cast from f64 is.
 /// `d` = `-a` or `|a|` of fp8 type `t`, on the sign bit. In the `fnuz` formats that bit
 /// makes zero NaN (`0x80`), so zero and NaN keep theirs.
 fn fp8_sign(e: &mut Emitter, d: &str, t: ScalarType, op: UnaryOp, a: &str) {
@@ -612,6 +609,9 @@ fn fp8_sign(e: &mut Emitter, d: &str, t: ScalarType, op: UnaryOp, a: &str) {
     e.ins(format!("selp.b16 {d}, {flipped}, {a}, {changes}"));
 }
 
+/// `d = fma(a, b, c)` of fp8 registers, rounded once: in f64, where the product is exact
+/// and the sum is too unless the addend is so much larger that the product cannot move its
+/// fp8 rounding; then rounded as a cast from f64 is.
 fn fma_fp8(e: &mut Emitter, d: &str, t: ScalarType, [a, b, c]: [&str; 3]) -> Res {
     let wide: Vec<String> = [a, b, c]
         .iter()

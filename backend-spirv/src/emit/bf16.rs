@@ -222,11 +222,7 @@ impl Cx<'_> {
             Expr::Const(Literal::Float(v)) => self.float_lit(ty, *v),
             Expr::Const(Literal::Int(v)) => self.float_lit(ty, *v as f64),
             // Rounded once, in its own direction (`rounded.rs`), not in f32 then again.
-            Expr::Rounded(op, rounding, args) => {
-                let from = self.k.reg_type(args[0]);
-                let args: Vec<H> = args.iter().map(|a| self.read(*a)).collect();
-                self.rounded(*op, *rounding, ty, from, &args)?
-            }
+            Expr::Rounded(op, rounding, args) => self.rounded(*op, *rounding, ty, args)?,
             Expr::Cast(a) => {
                 let src = self.k.reg_type(*a);
                 let x = self.read(*a);

@@ -60,11 +60,7 @@ impl Cx<'_> {
                 let z = self.read(*c);
                 self.math(Mf::Fma, &[x, y, z])
             }
-            Expr::Rounded(op, rounding, args) => {
-                let from = self.k.reg_type(args[0]);
-                let args: Vec<H> = args.iter().map(|a| self.read(*a)).collect();
-                self.rounded(*op, *rounding, ty, from, &args)?
-            }
+            Expr::Rounded(op, rounding, args) => self.rounded(*op, *rounding, ty, args)?,
             Expr::BytePerm(..) => {
                 // SPIR-V has no byte permute: a kernel lowered for a Vulkan target
                 // (`Target::vulkan`, whose `byte_perm` is off) has it in shifts instead.

@@ -29,34 +29,24 @@ use super::*;
 use rutile_ir::ir::{RoundedOp, Rounding};
 
 impl Cx<'_> {
-    /// `op(args)` of type `ty` (the operands' `from`), rounded toward `rounding`.
-    pub(super) fn rounded(
-        &mut self,
-        op: RoundedOp,
-        rounding: Rounding,
-        ty: ScalarType,
-        from: ScalarType,
-        args: &[H],
-    ) -> R<H> {
+    /// `op(regs)` of type `ty`, rounded toward `rounding` (`Expr::Rounded`, also for the
+    /// types held in f32, which it rounds once itself).
+    pub(super) fn rounded(&mut self, op: RoundedOp, rounding: Rounding, ty: ScalarType, regs: &[Reg]) -> R<H> {
+        let from = self.k.reg_type(regs[0]);
+        let args: Vec<H> = regs.iter().map(|&r| self.read(r)).collect();
+        let args = &args[..];
         let name = op.name(rounding);
         let half = matches!(ty, ScalarType::F16 | ScalarType::BF16);
         if op == RoundedOp::Convert && half && matches!(from, ScalarType::F32 | ScalarType::F64) {
             return Ok(self.convert_to_half(rounding, from, ty, args[0]));
         }
-        if ty == ScalarType::F64 {
-            let r = self.rounded_f64(op, rounding, from, args)?;
-            // (f64 among the module's types, which is how `exact_f64` knows to mark it.)
-            self.ty(TypeInner::Scalar(Scalar::F64));
-            return Ok(r);
-        }
-        if ty != ScalarType::F32 {
+        if !matches!(ty, ScalarType::F32 | ScalarType::F64) {
             let detail =
-                format!("`{name}` of {ty}: Vulkan has no rounding modes, and only f32 is computed exactly in f64");
+                format!("`{name}` of {ty}: Vulkan has no rounding modes, and only f32 and f64 are rounded exactly");
             return Err(unsupported(self.k, "directed rounding", detail));
         }
         if !self.float64 {
-            let detail =
-                format!("`{name}` computes its f32 result exactly in f64, which the device lacks (shaderFloat64)");
+            let detail = format!("`{name}` computes its result exactly in f64, which the device lacks (shaderFloat64)");
             return Err(unsupported(self.k, "f64", detail));
         }
         if !self.exact_f64 {
@@ -66,6 +56,9 @@ impl Cx<'_> {
         }
         // f64 among the module's types, which is how `exact_f64` knows to mark it.
         self.ty(TypeInner::Scalar(Scalar::F64));
+        if ty == ScalarType::F64 {
+            return self.rounded_f64(op, rounding, from, args);
+        }
         if op == RoundedOp::Convert {
             return self.convert_rounded(rounding, from, args[0]);
         }
@@ -223,10 +216,10 @@ impl Cx<'_> {
         self.two_sum(hi, lo)
     }
 
-    /// An f64 result in a direction: `add` and `sub` of f64 values, and 64-bit integers
-    /// converted to f64. Their exact value is an f64 pair `s + e` (a two-sum, `s` rounded
-    /// to nearest, every f64 operation rounded once, `exact_f64`), so the directed result
-    /// is `s` or its neighbour one place toward `e`, stepped on the bits. A product's,
+    /// An f64 result in a direction (`rounded` has checked `exact_f64`): `add` and `sub` of
+    /// f64 values, and 64-bit integers converted to f64. Their exact value is an f64 pair
+    /// `s + e` (a two-sum, `s` rounded to nearest, every f64 operation rounded once), so the
+    /// directed result is `s` or its neighbour one place toward `e`, stepped on the bits. A product's,
     /// quotient's or square root's exact error would need an f64 `fma` that rounds once,
     /// which Vulkan does not promise (lavapipe's rounds twice): those are refused.
     fn rounded_f64(&mut self, op: RoundedOp, rounding: Rounding, from: ScalarType, args: &[H]) -> R<H> {
@@ -237,11 +230,6 @@ impl Cx<'_> {
                  direction (the exact error of an f64 product or quotient needs an fma rounded once, which Vulkan \
                  does not promise)"
             );
-            return Err(unsupported(self.k, "directed rounding", detail));
-        }
-        if !self.exact_f64 {
-            let detail =
-                format!("`{name}` needs each f64 operation rounded once, which the target's exact_f64 (off) ensures");
             return Err(unsupported(self.k, "directed rounding", detail));
         }
         if !self.int64 {
