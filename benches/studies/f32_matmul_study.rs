@@ -9,6 +9,8 @@
 //!
 //!     cargo run --release -p rutile-benches --example f32_matmul_study
 //!
+//! `STUDY_PRECISIONS` (a comma-separated list of `ieee`, `tf32`, `tf32x3`) times only those.
+//!
 //! `benches/triton_baseline.py --only f32_matmul` times Triton's tutorial kernel at the same
 //! precisions, and torch's f32 matmul with and without TF32, for the comparison.
 
@@ -75,6 +77,7 @@ fn rutile_tflops(
 fn main() -> rutile::Result<()> {
     let n: usize = study_setting("STUDY_N").unwrap_or(4096);
     let rows = 16;
+    let only: Option<String> = study_setting("STUDY_PRECISIONS");
     let devices = rutile_examples::gpus::hardware_gpus();
     if devices.is_empty() {
         println!("no GPU: nothing to time");
@@ -97,6 +100,12 @@ fn main() -> rutile::Result<()> {
         let mut line = gpu.line();
         for precision in [DotPrecision::Ieee, DotPrecision::Tf32, DotPrecision::Tf32x3] {
             let name = precision.name().unwrap_or("ieee");
+            if !only
+                .as_ref()
+                .is_none_or(|names| names.split(',').any(|n| n.trim() == name))
+            {
+                continue;
+            }
             match rutile_tflops(dev, flush, n, (&a, &b), &want, rows, precision) {
                 Ok((t, err, config)) => {
                     let of = cublas

@@ -486,8 +486,8 @@ fn column_major_matmul_operands_load_down_their_columns() {
             "column-major B: {b_column_major}"
         );
         // The dot's staging (on the CUDA cores here) costs about as much either way: a
-        // column-major B is written down its columns into rows padded by 4 bytes (4.5 times
-        // the row-major staging's wavefronts unpadded).
+        // column-major B is written down its columns into rows padded by a run of columns
+        // (4.5 times the row-major staging's wavefronts unpadded).
         let dot = stats.op("dot", rutile_ir::interp::simt::SharedAccess::Store);
         println!("column-major B {b_column_major}: dot staging {dot:?}");
         staging.push(dot.wavefronts);
