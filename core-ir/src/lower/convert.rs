@@ -205,15 +205,7 @@ impl Lowerer<'_> {
     /// registers appended to `out`; booleans (stored as `i32`) become booleans again.
     fn read_exchanged(&mut self, buf: u32, ty: ScalarType, index: Reg, width: usize, out: &mut Vec<Reg>) {
         let stored = if ty == ScalarType::Bool { ScalarType::I32 } else { ty };
-        let dsts: Vec<Reg> = (0..width).map(|_| self.new_reg(stored)).collect();
-        self.emit(Stmt::Load {
-            dsts: dsts.clone(),
-            mem: Memory::Shared { alloc: buf },
-            index,
-            pred: None,
-            cache: CacheModifier::Default,
-        });
-        for r in dsts {
+        for r in self.load_shared(buf, stored, index, width) {
             out.push(if ty == ScalarType::Bool {
                 let zero = self.konst(stored, Literal::Int(0));
                 self.set(ScalarType::Bool, Expr::Compare(CmpOp::Ne, r, zero))
@@ -221,6 +213,20 @@ impl Lowerer<'_> {
                 r
             });
         }
+    }
+
+    /// `width` consecutive elements of shared buffer `buf` (of `ty`) from `index` (a multiple
+    /// of `width`), in new registers: one vector load.
+    pub(crate) fn load_shared(&mut self, buf: u32, ty: ScalarType, index: Reg, width: usize) -> Vec<Reg> {
+        let dsts: Vec<Reg> = (0..width).map(|_| self.new_reg(ty)).collect();
+        self.emit(Stmt::Load {
+            dsts: dsts.clone(),
+            mem: Memory::Shared { alloc: buf },
+            index,
+            pred: None,
+            cache: CacheModifier::Default,
+        });
+        dsts
     }
 
     /// How many consecutive registers of `map` (value dimension `i` being source dimension

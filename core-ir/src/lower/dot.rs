@@ -29,7 +29,7 @@ use std::collections::HashMap;
 
 use super::mma::fastest_dim;
 use super::{LVal, LowerError, Lowerer};
-use crate::ir::{BinaryOp, CacheModifier, CmpOp, DotPrecision, Inst, Literal, Op, TF32_HALF_ULP, TF32_MASK};
+use crate::ir::{BinaryOp, CmpOp, DotPrecision, Inst, Literal, Op, TF32_HALF_ULP, TF32_MASK};
 use crate::layout::RegisterMap;
 use crate::thread::{Expr, Memory, Reg, SharedAlloc, Stmt, MAX_VECTOR};
 use crate::types::{Elem, ScalarType};
@@ -115,10 +115,10 @@ impl Lowerer<'_> {
             let kk = l.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, step, unroll_reg));
             let b_base = l.set(ScalarType::I32, Expr::Binary(BinaryOp::Mul, step, b_step));
             // (By row offset, then step.)
-            let a_vals = l.read_runs(a_buf, in_ty, kk, &rows, unroll, acc_ty, |r, u| r * unroll + u);
+            let a_vals = l.read_runs((a_buf, in_ty), kk, &rows, unroll, acc_ty, |r, u| r * unroll + u);
             for u in 0..unroll {
                 let b_at = l.offset(b_base, u * b_pitch);
-                let b_vals = l.read_runs(b_buf, in_ty, b_at, &cols, map.run[1], acc_ty, |c, j| c + j);
+                let b_vals = l.read_runs((b_buf, in_ty), b_at, &cols, map.run[1], acc_ty, |c, j| c + j);
                 for (i, &o) in out.iter().enumerate() {
                     let [r, c, ..] = map.offsets(i);
                     let (x, y) = (a_vals[&(r * unroll + u)], b_vals[&c]);
@@ -156,8 +156,7 @@ impl Lowerer<'_> {
     /// of the run at compile-time offset `o` under `key(o, j)`.
     fn read_runs(
         &mut self,
-        buf: u32,
-        ty: ScalarType,
+        (buf, ty): (u32, ScalarType),
         at: Reg,
         runs: &[(u32, Reg)],
         run: u32,
@@ -171,14 +170,7 @@ impl Lowerer<'_> {
             let start = self.set(ScalarType::I32, Expr::Binary(BinaryOp::Add, at, coord));
             for part in (0..run).step_by(width as usize) {
                 let index = self.offset(start, part);
-                let dsts: Vec<Reg> = (0..width).map(|_| self.new_reg(ty)).collect();
-                self.emit(Stmt::Load {
-                    dsts: dsts.clone(),
-                    mem: Memory::Shared { alloc: buf },
-                    index,
-                    pred: None,
-                    cache: CacheModifier::Default,
-                });
+                let dsts = self.load_shared(buf, ty, index, width as usize);
                 for (j, r) in dsts.into_iter().enumerate() {
                     let v = if ty == to { r } else { self.set(to, Expr::Cast(r)) };
                     vals.insert(key(offset, part + j as u32), v);
