@@ -200,19 +200,12 @@ impl Lowerer<'_> {
         let pad = run.max(4 / ty.size_bytes() as u32).next_multiple_of(run);
         let pitch = if fastest_dim(lval.layout) == 0 { n + pad } else { n };
         let buf = self.operand_alloc(SharedAlloc::transient(ty, k * pitch));
-        self.store_staged(&lval, shape, buf, [pitch as i64, 1]);
-        Ok((buf, pitch))
-    }
-
-    /// Stores 2-D operand `lval` (of `shape`) into shared buffer `buf`, element `(i, j)` at
-    /// `i * strides[0] + j * strides[1]`, each element once, by its owner.
-    fn store_staged(&mut self, lval: &LVal, shape: crate::types::Shape, buf: u32, strides: [i64; 2]) {
         let layout = lval.layout;
         let map = layout.map(shape);
-        let mut s = [0i64; crate::types::MAX_RANK];
-        s[layout.blocked_dim(0)] = strides[0];
-        s[layout.blocked_dim(1)] = strides[1];
-        let index = self.linear(&map, s);
+        let mut strides = [0i64; crate::types::MAX_RANK];
+        strides[layout.blocked_dim(0)] = pitch as i64;
+        strides[layout.blocked_dim(1)] = 1;
+        let index = self.linear(&map, strides);
         let own = self.owner(&map);
         for (i, &r) in lval.regs.iter().enumerate() {
             self.emit(Stmt::Store {
@@ -222,6 +215,7 @@ impl Lowerer<'_> {
                 pred: own,
             });
         }
+        Ok((buf, pitch))
     }
 
     /// Operand `v`'s registers, rounded to tf32 when `tf32`.
